@@ -1,0 +1,42 @@
+"""hepbdt: boosted decision trees for particle physics.
+
+Reads ROOT ntuples, trains with a Numba histogram engine (AdaBoost, epsilon-boost,
+gradient and regularised second-order boosting), and writes what an analysis needs:
+ROC curves, overtraining checks, rankings, ROOT score trees, JSON and TMVA XML models.
+Public names are imported lazily so that ``import hepbdt`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "BDTClassifier": "hepbdt.estimators",
+    "BDTRegressor": "hepbdt.estimators",
+    "load_model": "hepbdt.model",
+    "Forest": "hepbdt.model",
+    "Sample": "hepbdt.io",
+    "Dataset": "hepbdt.io",
+    "read": "hepbdt.io",
+    "write_scores": "hepbdt.io",
+    "apply": "hepbdt.io",
+    "report": "hepbdt.report",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hepbdt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
