@@ -1,0 +1,77 @@
+"""What a physicist looks at after training: weighted metrics, overtraining, rankings.
+
+Everything takes signed event weights; labels are 1 for signal and 0 for background.
+This package computes; :mod:`hepbdt.plotting` draws and :mod:`hepbdt.report` writes the
+HTML report.
+"""
+
+from __future__ import annotations
+
+from hepbdt.evaluation.curves import LearningCurve, learning_curve
+from hepbdt.evaluation.metrics import (
+    BinnedRegressionMetrics,
+    EfficiencyTable,
+    RegressionMetrics,
+    SignificanceScan,
+    ams,
+    background_rejection_at,
+    efficiency_table,
+    regression_metrics,
+    resolution_vs_target,
+    roc_auc,
+    roc_curve,
+    separation,
+    signal_efficiency_at,
+    significance_scan,
+)
+from hepbdt.evaluation.overtraining import (
+    PVALUE_FAIL,
+    PVALUE_WARN,
+    OvertrainingResult,
+    SampleComparison,
+    chi2_test,
+    effective_sample_size,
+    overtraining_test,
+    weighted_ks_2samp,
+)
+from hepbdt.evaluation.ranking import (
+    FeatureRanking,
+    PermutationImportance,
+    correlation_matrices,
+    permutation_importance,
+    tmva_importance,
+    weighted_correlation,
+)
+
+__all__ = [
+    "PVALUE_FAIL",
+    "PVALUE_WARN",
+    "BinnedRegressionMetrics",
+    "EfficiencyTable",
+    "FeatureRanking",
+    "LearningCurve",
+    "OvertrainingResult",
+    "PermutationImportance",
+    "RegressionMetrics",
+    "SampleComparison",
+    "SignificanceScan",
+    "ams",
+    "background_rejection_at",
+    "chi2_test",
+    "correlation_matrices",
+    "effective_sample_size",
+    "efficiency_table",
+    "learning_curve",
+    "overtraining_test",
+    "permutation_importance",
+    "regression_metrics",
+    "resolution_vs_target",
+    "roc_auc",
+    "roc_curve",
+    "separation",
+    "signal_efficiency_at",
+    "significance_scan",
+    "tmva_importance",
+    "weighted_correlation",
+    "weighted_ks_2samp",
+]

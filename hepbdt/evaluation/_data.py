@@ -1,0 +1,121 @@
+"""Input checks shared by the evaluation modules: arrays, weights, labels, datasets.
+
+Nothing here computes a metric; it turns what a user passes (arrays, a ``Dataset``-like
+object with ``X``, ``y``, ``w``, ``feature_names``, or a plain ``(X, y[, w])`` tuple) into
+contiguous float64 arrays with one length, and names the argument when it cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def as_1d(values: Any, name: str) -> np.ndarray:
+    """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
+    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
+    return arr
+
+
+def check_weights(sample_weight: Any, n: int, name: str = "sample_weight") -> np.ndarray:
+    """Return float64 weights of length ``n`` (ones when ``None``); reject NaN and inf."""
+    if sample_weight is None:
+        return np.ones(n, dtype=np.float64)
+    w = as_1d(sample_weight, name)
+    if w.shape[0] != n:
+        raise ValueError(f"{name} has {w.shape[0]} entries, expected {n}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return w
+
+
+def check_labels(y: Any, name: str = "y") -> np.ndarray:
+    """Return labels as a bool array (True = signal); they must be 0 or 1."""
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
+    values = np.unique(arr)
+    if not np.all(np.isin(values, (0, 1))):
+        raise ValueError(
+            f"{name} must hold 1 for signal and 0 for background, got values {values[:5]}"
+        )
+    return arr.astype(bool)
+
+
+def check_classification(
+    y: Any, score: Any, sample_weight: Any, score_name: str = "score"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a (labels, scores, weights) triple; return (is_signal, score, weight)."""
+    is_signal = check_labels(y)
+    s = as_1d(score, score_name)
+    if s.shape[0] != is_signal.shape[0]:
+        raise ValueError(f"{score_name} has {s.shape[0]} entries but y has {is_signal.shape[0]}")
+    if np.isnan(s).any():
+        raise ValueError(f"{score_name} contains NaN")
+    w = check_weights(sample_weight, s.shape[0])
+    return is_signal, s, w
+
+
+def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                           list[str]]:
+    """Return (X, y, w, feature_names) from a Dataset-like object or an ``(X, y[, w])`` tuple."""
+    if isinstance(data, Sequence) and not isinstance(data, str):
+        if len(data) not in (2, 3):
+            raise ValueError(f"{name} must be (X, y) or (X, y, w), got {len(data)} items")
+        X, y = data[0], data[1]
+        w = data[2] if len(data) == 3 else None
+        names = None
+    elif all(hasattr(data, attr) for attr in ("X", "y")):
+        X, y = data.X, data.y
+        w = getattr(data, "w", None)
+        names = getattr(data, "feature_names", None)
+    else:
+        raise TypeError(
+            f"{name} must be a Dataset (attributes X, y, w, feature_names) or a tuple "
+            f"(X, y[, w]), got {type(data).__name__}"
+        )
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"{name}.X must be 2-d (events x features), got shape {X.shape}")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"{name}.y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
+    w = check_weights(w, X.shape[0], f"{name}.w")
+    if names is None:
+        names = [f"x{i}" for i in range(X.shape[1])]
+    names = [str(n) for n in names]
+    if len(names) != X.shape[1]:
+        raise ValueError(f"{name}.feature_names has {len(names)} names for {X.shape[1]} columns")
+    return X, y, w, names
+
+
+def feature_names_of(model: Any, n_features: int) -> list[str]:
+    """Return the model's ``feature_names_in_`` or ``x0, x1, ...``."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None and len(names) == n_features:
+        return [str(n) for n in names]
+    return [f"x{i}" for i in range(n_features)]
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Sequence[float] | float
+                      ) -> np.ndarray:
+    """Weighted quantiles: the smallest value whose cumulative weight reaches ``q`` of the total.
+
+    With negative weights the cumulative sum is not monotone; its running maximum is used,
+    so the answer is the first value at which the cumulative weight has reached ``q``.
+    """
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if values.size == 0:
+        return np.full(qs.shape, np.nan)
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    cum = np.maximum.accumulate(np.cumsum(weights[order]))
+    total = cum[-1]
+    if total <= 0:
+        return np.full(qs.shape, np.nan)
+    idx = np.searchsorted(cum, qs * total, side="left")
+    return v[np.clip(idx, 0, v.size - 1)]

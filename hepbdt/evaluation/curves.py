@@ -1,0 +1,145 @@
+"""Learning curves: training and test loss (and ROC AUC) against the number of trees.
+
+Scores after 1, 2, ... trees come from the model's ``staged_decision_function`` (or
+``staged_predict``); the losses are weighted means over events. The early-stopping point
+is the model's ``best_iteration_``. Drawing is in
+:func:`hepbdt.plotting.plot_learning_curve`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hepbdt.evaluation._data import unpack_dataset
+from hepbdt.evaluation.metrics import roc_auc
+from hepbdt.evaluation.ranking import is_classifier
+
+__all__ = ["LearningCurve", "binomial_deviance", "learning_curve", "squared_error"]
+
+LossFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+
+
+def binomial_deviance(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean logistic loss ``log(1 + exp(-(2y - 1) score))`` of raw scores."""
+    margin = np.where(np.asarray(y) > 0.5, 1.0, -1.0) * score
+    return float(np.sum(w * np.logaddexp(0.0, -margin)) / np.sum(w))
+
+
+def squared_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean squared error."""
+    return float(np.sum(w * (score - y) ** 2) / np.sum(w))
+
+
+def absolute_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean absolute error."""
+    return float(np.sum(w * np.abs(score - y)) / np.sum(w))
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """Losses (and AUCs for classifiers) after ``n_trees[k]`` trees.
+
+    ``best_n_trees`` is the number of trees at the early-stopping point (None without
+    early stopping). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
+    model's own per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
+    """
+
+    n_trees: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray
+    train_auc: np.ndarray | None
+    test_auc: np.ndarray | None
+    best_n_trees: int | None
+    loss_name: str
+    recorded_train_loss: np.ndarray | None = None
+    recorded_validation_loss: np.ndarray | None = None
+
+
+def _staged(model: Any, X: np.ndarray) -> Iterator[np.ndarray]:
+    for name in ("staged_decision_function", "staged_predict"):
+        method = getattr(model, name, None)
+        if method is not None:
+            return iter(method(X))
+    raise TypeError(
+        f"{type(model).__name__} has neither staged_decision_function nor staged_predict"
+    )
+
+
+def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
+    if classifier:
+        return "binomial deviance", binomial_deviance
+    if str(getattr(model, "loss", "squared")).startswith("absolute"):
+        return "absolute error", absolute_error
+    return "squared error", squared_error
+
+
+def learning_curve(
+    model: Any,
+    train: Any,
+    test: Any,
+    loss: LossFunction | None = None,
+    max_points: int = 200,
+) -> LearningCurve:
+    """Training and test loss (and weighted ROC AUC) against the number of trees.
+
+    Parameters
+    ----------
+    model : fitted BDTClassifier / BDTRegressor
+    train, test : Dataset-like (``X``, ``y``, ``w``) or ``(X, y[, w])`` tuples
+    loss : ``loss(y, score, w) -> float``; default the binomial deviance of the raw score
+        for classifiers, the squared (or absolute, per ``model.loss``) error for regressors
+    max_points : evaluate at most about this many stages, evenly spaced (the last always)
+    """
+    X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
+    X_te, y_te, w_te, _ = unpack_dataset(test, "test")
+    classifier = is_classifier(model)
+    loss_name, default = _default_loss(model, classifier)
+    loss_fn = loss if loss is not None else default
+    if loss is not None:
+        loss_name = getattr(loss, "__name__", "loss")
+    y_tr = y_tr.astype(np.float64)
+    y_te = y_te.astype(np.float64)
+
+    n_total = getattr(model, "n_trees_", None)
+    step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+    stages, tr_loss, te_loss, tr_auc, te_auc = [], [], [], [], []
+    staged_train, staged_test = _staged(model, X_tr), _staged(model, X_te)
+    last = None
+    for k, (s_tr, s_te) in enumerate(zip(staged_train, staged_test, strict=False), start=1):
+        last = (k, s_tr, s_te)
+        if k % step and k != 1:
+            continue
+        last = None
+        stages.append(k)
+        tr_loss.append(loss_fn(y_tr, np.asarray(s_tr, dtype=np.float64), w_tr))
+        te_loss.append(loss_fn(y_te, np.asarray(s_te, dtype=np.float64), w_te))
+        if classifier:
+            tr_auc.append(roc_auc(y_tr, s_tr, w_tr))
+            te_auc.append(roc_auc(y_te, s_te, w_te))
+    if last is not None:
+        k, s_tr, s_te = last
+        stages.append(k)
+        tr_loss.append(loss_fn(y_tr, np.asarray(s_tr, dtype=np.float64), w_tr))
+        te_loss.append(loss_fn(y_te, np.asarray(s_te, dtype=np.float64), w_te))
+        if classifier:
+            tr_auc.append(roc_auc(y_tr, s_tr, w_tr))
+            te_auc.append(roc_auc(y_te, s_te, w_te))
+
+    best = getattr(model, "best_iteration_", None)
+    recorded_train = getattr(model, "train_loss_", None)
+    recorded_valid = getattr(model, "validation_loss_", None)
+    return LearningCurve(
+        n_trees=np.asarray(stages, dtype=np.int64),
+        train_loss=np.asarray(tr_loss),
+        test_loss=np.asarray(te_loss),
+        train_auc=np.asarray(tr_auc) if classifier else None,
+        test_auc=np.asarray(te_auc) if classifier else None,
+        best_n_trees=None if best is None else int(best) + 1,
+        loss_name=loss_name,
+        recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
+        recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
+    )

@@ -1,0 +1,410 @@
+"""Weighted classification and regression metrics: ROC, AUC, efficiencies, significance.
+
+Every function takes signed event weights. Labels are 1 for signal and 0 for background.
+A cut keeps events with ``score >= threshold``; events with equal scores are kept or
+dropped together, so ties form one step of the ROC curve.
+
+With negative weights the cumulative efficiencies are not monotone in the cut, which makes
+scikit-learn's ``roc_auc_score`` fail. hepbdt defines the AUC as the weighted Mann-Whitney
+statistic (see :func:`roc_auc`), which stays well defined and equals scikit-learn's value
+whenever the latter exists.
+
+This module does not draw (see :mod:`hepbdt.plotting`) and does not compare training with
+test samples (see :mod:`hepbdt.evaluation.overtraining`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hepbdt.evaluation._data import as_1d, check_classification, check_weights, weighted_quantile
+from hepbdt.evaluation._hist import common_edges, weighted_histogram
+
+__all__ = [
+    "DEFAULT_BACKGROUND_EFFICIENCIES",
+    "DEFAULT_SIGNAL_EFFICIENCIES",
+    "BinnedRegressionMetrics",
+    "EfficiencyTable",
+    "RegressionMetrics",
+    "SignificanceScan",
+    "ams",
+    "background_rejection_at",
+    "efficiency_table",
+    "regression_metrics",
+    "resolution_vs_target",
+    "roc_auc",
+    "roc_curve",
+    "separation",
+    "signal_efficiency_at",
+    "significance_scan",
+]
+
+DEFAULT_SIGNAL_EFFICIENCIES = (0.3, 0.5, 0.7, 0.9)
+DEFAULT_BACKGROUND_EFFICIENCIES = (0.001, 0.01, 0.1, 0.3)
+# Efficiencies are ratios of float sums; compare targets with this slack so that an
+# efficiency of exactly 0.01 (10 of 1000 unit-weight events) counts as reaching 0.01.
+_EFF_TOLERANCE = 1e-12
+
+
+def _cut_points(
+    is_signal: np.ndarray, score: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """Cumulative signal and background weight above each distinct score, descending.
+
+    Returns (thresholds, cum_signal, cum_background, total_signal, total_background); entry
+    k is the weight with ``score >= thresholds[k]``.
+    """
+    order = np.argsort(-score, kind="stable")
+    sorted_score = score[order]
+    w_signal = np.where(is_signal, weight, 0.0)[order]
+    w_background = np.where(is_signal, 0.0, weight)[order]
+    last_of_group = np.flatnonzero(np.r_[sorted_score[1:] != sorted_score[:-1], True])
+    cum_signal = np.cumsum(w_signal)[last_of_group]
+    cum_background = np.cumsum(w_background)[last_of_group]
+    total_signal = float(w_signal.sum())
+    total_background = float(w_background.sum())
+    if not total_signal > 0:
+        raise ValueError(f"the total signal weight must be positive, got {total_signal}")
+    if not total_background > 0:
+        raise ValueError(f"the total background weight must be positive, got {total_background}")
+    return sorted_score[last_of_group], cum_signal, cum_background, total_signal, total_background
+
+
+def roc_curve(
+    y: Any, score: Any, sample_weight: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted ROC curve: (signal efficiency, background efficiency, thresholds).
+
+    Parameters
+    ----------
+    y : array of shape (n,), 1 = signal, 0 = background
+    score : array of shape (n,), larger = more signal-like
+    sample_weight : array of shape (n,) or None; signed weights are allowed
+
+    Returns
+    -------
+    signal_eff, background_eff, thresholds : float64 arrays of shape (k + 1,)
+        One point per distinct score ``t`` (cut ``score >= t``), in decreasing ``t``,
+        preceded by the empty selection (0, 0, +inf). With negative weights the
+        efficiencies need not be monotone and may leave [0, 1].
+    """
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    thresholds, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
+    return (
+        np.r_[0.0, cum_s / tot_s],
+        np.r_[0.0, cum_b / tot_b],
+        np.r_[np.inf, thresholds],
+    )
+
+
+def roc_auc(y: Any, score: Any, sample_weight: Any = None) -> float:
+    """Weighted ROC AUC, defined as the weighted Mann-Whitney statistic.
+
+    ``AUC = sum_{i in S, j in B} w_i w_j ([s_i > s_j] + 0.5 [s_i == s_j]) / (W_S W_B)``
+    with ``W_S``, ``W_B`` the total signal and background weights. It is the area under
+    the ROC curve by the trapezoidal rule (ties count one half) and is well defined for
+    signed weights, where the ROC curve is not monotone. Computed in O(n log n).
+    """
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    _, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
+    group_s = np.diff(cum_s, prepend=0.0)
+    group_b = np.diff(cum_b, prepend=0.0)
+    background_below = tot_b - cum_b
+    numerator = np.sum(group_s * background_below) + 0.5 * np.sum(group_s * group_b)
+    return float(numerator / (tot_s * tot_b))
+
+
+def background_rejection_at(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    signal_eff: Sequence[float] | float = DEFAULT_SIGNAL_EFFICIENCIES,
+) -> np.ndarray:
+    """Background rejection ``1 - eff_B`` at the given signal efficiencies (TMVA's table).
+
+    For each target ``e`` the best cut among those keeping a signal efficiency of at least
+    ``e`` is taken: the rejection is ``1 - min eff_B`` over the cuts ``score >= t`` with
+    ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``.
+    """
+    eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
+    targets = np.atleast_1d(np.asarray(signal_eff, dtype=np.float64))
+    out = np.full(targets.shape, np.nan)
+    for k, target in enumerate(targets):
+        ok = eff_s >= target - _EFF_TOLERANCE
+        if ok.any():
+            out[k] = 1.0 - eff_b[ok].min()
+    return out
+
+
+def signal_efficiency_at(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    background_eff: Sequence[float] | float = DEFAULT_BACKGROUND_EFFICIENCIES,
+) -> np.ndarray:
+    """Signal efficiency at the given background efficiencies (TMVA's table).
+
+    For each target ``b`` this is ``max eff_S`` over the cuts ``score >= t`` with
+    ``eff_B(t) <= b`` (the empty selection always qualifies). No interpolation.
+    """
+    eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
+    targets = np.atleast_1d(np.asarray(background_eff, dtype=np.float64))
+    out = np.empty(targets.shape)
+    for k, target in enumerate(targets):
+        ok = eff_b <= target + _EFF_TOLERANCE
+        out[k] = eff_s[ok].max()
+    return out
+
+
+@dataclass(frozen=True)
+class EfficiencyTable:
+    """TMVA's efficiency table for one sample: AUC, separation and efficiencies at targets."""
+
+    roc_auc: float
+    separation: float
+    signal_eff_targets: tuple[float, ...]
+    background_rejection: tuple[float, ...]
+    background_eff_targets: tuple[float, ...]
+    signal_efficiency: tuple[float, ...]
+
+    def rows(self) -> list[tuple[str, float]]:
+        """Return the table as (label, value) rows, ready to print or render."""
+        rows = [("ROC AUC", self.roc_auc), ("separation <S^2>", self.separation)]
+        rows += [(f"signal efficiency @ eff_B = {b:g}", v)
+                 for b, v in zip(self.background_eff_targets, self.signal_efficiency,
+                                 strict=True)]
+        rows += [(f"background rejection @ eff_S = {s:g}", v)
+                 for s, v in zip(self.signal_eff_targets, self.background_rejection,
+                                 strict=True)]
+        return rows
+
+
+def efficiency_table(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    signal_eff: Sequence[float] = DEFAULT_SIGNAL_EFFICIENCIES,
+    background_eff: Sequence[float] = DEFAULT_BACKGROUND_EFFICIENCIES,
+) -> EfficiencyTable:
+    """Compute AUC, separation, signal efficiencies and background rejections in one go."""
+    return EfficiencyTable(
+        roc_auc=roc_auc(y, score, sample_weight),
+        separation=separation(y, score, sample_weight),
+        signal_eff_targets=tuple(float(v) for v in signal_eff),
+        background_rejection=tuple(
+            float(v) for v in background_rejection_at(y, score, sample_weight, signal_eff)
+        ),
+        background_eff_targets=tuple(float(v) for v in background_eff),
+        signal_efficiency=tuple(
+            float(v) for v in signal_efficiency_at(y, score, sample_weight, background_eff)
+        ),
+    )
+
+
+def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 100) -> float:
+    """TMVA's separation ``<S^2> = 1/2 sum_i (s_i - b_i)^2 / (s_i + b_i)``.
+
+    ``s_i`` and ``b_i`` are the weighted signal and background score histograms, each
+    normalised to unit sum, on ``bins`` equal-width bins over the score range (or the given
+    edges). 0 for identical shapes, 1 for no overlap. Bins with ``s_i + b_i <= 0`` (possible
+    with negative weights) are skipped.
+    """
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    edges = common_edges(s, bins) if np.isscalar(bins) else as_1d(bins, "bins")
+    sig, _ = weighted_histogram(s[is_signal], w[is_signal], edges)
+    bkg, _ = weighted_histogram(s[~is_signal], w[~is_signal], edges)
+    if not (sig.sum() > 0 and bkg.sum() > 0):
+        raise ValueError("separation needs a positive total signal and background weight")
+    sig = sig / sig.sum()
+    bkg = bkg / bkg.sum()
+    total = sig + bkg
+    ok = total > 0
+    return float(0.5 * np.sum((sig[ok] - bkg[ok]) ** 2 / total[ok]))
+
+
+def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
+    """Approximate median significance with a regularisation term (HiggsML challenge).
+
+    ``AMS = sqrt(2 ((s + b + b_reg) ln(1 + s / (b + b_reg)) - s))``; NaN where
+    ``b + b_reg <= 0``.
+    """
+    s = np.asarray(signal, dtype=np.float64)
+    b = np.asarray(background, dtype=np.float64) + b_reg
+    with np.errstate(divide="ignore", invalid="ignore"):
+        radicand = 2.0 * ((s + b) * np.log1p(s / b) - s)
+        out = np.sqrt(np.clip(radicand, 0.0, None))
+    return np.where(b > 0, out, np.nan)
+
+
+@dataclass(frozen=True)
+class SignificanceScan:
+    """Expected yields and significances for every cut ``score >= threshold``.
+
+    ``best`` maps each figure of merit ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams") to
+    ``(threshold, value, signal, background)`` at its maximum.
+    """
+
+    thresholds: np.ndarray
+    signal: np.ndarray
+    background: np.ndarray
+    s_over_sqrt_b: np.ndarray
+    s_over_sqrt_s_plus_b: np.ndarray
+    ams: np.ndarray
+    b_reg: float
+    best: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
+
+
+def significance_scan(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    signal_yield: float | None = None,
+    background_yield: float | None = None,
+    b_reg: float = 10.0,
+) -> SignificanceScan:
+    """Scan S/sqrt(B), S/sqrt(S+B) and the AMS over every distinct cut on the score.
+
+    ``S = signal_yield * eff_S`` and ``B = background_yield * eff_B``, where the yields are
+    the expected signal and background events before the cut (default: the summed weights
+    as given). S/sqrt(B) is NaN where ``B <= 0``, S/sqrt(S+B) where ``S + B <= 0``.
+    """
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    thresholds, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
+    sig = cum_s * ((signal_yield / tot_s) if signal_yield is not None else 1.0)
+    bkg = cum_b * ((background_yield / tot_b) if background_yield is not None else 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_over_sqrt_b = np.where(bkg > 0, sig / np.sqrt(np.where(bkg > 0, bkg, 1.0)), np.nan)
+        total = sig + bkg
+        s_over_sqrt_sb = np.where(total > 0, sig / np.sqrt(np.where(total > 0, total, 1.0)),
+                                  np.nan)
+    ams_values = ams(sig, bkg, b_reg)
+    best = {}
+    for name, values in (("s_over_sqrt_b", s_over_sqrt_b),
+                         ("s_over_sqrt_s_plus_b", s_over_sqrt_sb), ("ams", ams_values)):
+        if np.isfinite(values).any():
+            k = int(np.nanargmax(np.where(np.isfinite(values), values, np.nan)))
+            best[name] = (float(thresholds[k]), float(values[k]), float(sig[k]), float(bkg[k]))
+        else:
+            best[name] = (np.nan, np.nan, np.nan, np.nan)
+    return SignificanceScan(thresholds, sig, bkg, s_over_sqrt_b, s_over_sqrt_sb, ams_values,
+                            float(b_reg), best)
+
+
+# --- regression ------------------------------------------------------------------------
+
+IQR_TO_SIGMA = 1.3489795003921634  # interquartile range of a unit Gaussian
+
+
+@dataclass(frozen=True)
+class RegressionMetrics:
+    """Weighted regression quality of residuals ``r = prediction - target``.
+
+    ``resolution_iqr`` is the interquartile range of r divided by 1.349 (a Gaussian's
+    sigma); ``resolution_trms`` is the RMS about the mean of the central ``truncation``
+    fraction of r (TMVA's truncated RMS).
+    """
+
+    rmse: float
+    mae: float
+    bias: float
+    resolution_iqr: float
+    resolution_trms: float
+    sum_weight: float
+    count: int
+
+
+def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
+                        ) -> RegressionMetrics:
+    total = float(w.sum())
+    if residual.size == 0 or total == 0:
+        return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total, residual.size)
+    mse = float(np.sum(w * residual**2) / total)
+    q25, q75, lo, hi = weighted_quantile(
+        residual, w, [0.25, 0.75, 0.5 - truncation / 2, 0.5 + truncation / 2]
+    )
+    core = (residual >= lo) & (residual <= hi)
+    wc = w[core]
+    if wc.sum() != 0:
+        mean_core = np.sum(wc * residual[core]) / wc.sum()
+        trms = float(np.sqrt(max(np.sum(wc * (residual[core] - mean_core) ** 2) / wc.sum(), 0)))
+    else:
+        trms = np.nan
+    return RegressionMetrics(
+        rmse=float(np.sqrt(max(mse, 0.0))),
+        mae=float(np.sum(w * np.abs(residual)) / total),
+        bias=float(np.sum(w * residual) / total),
+        resolution_iqr=float((q75 - q25) / IQR_TO_SIGMA),
+        resolution_trms=trms,
+        sum_weight=total,
+        count=int(residual.size),
+    )
+
+
+def _check_regression(y_true: Any, y_pred: Any, sample_weight: Any
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = as_1d(y_true, "y_true")
+    p = as_1d(y_pred, "y_pred")
+    if t.shape != p.shape:
+        raise ValueError(f"y_true has {t.shape[0]} entries but y_pred has {p.shape[0]}")
+    return t, p, check_weights(sample_weight, t.shape[0])
+
+
+def regression_metrics(y_true: Any, y_pred: Any, sample_weight: Any = None,
+                       truncation: float = 0.9) -> RegressionMetrics:
+    """Weighted RMSE, MAE, bias and core resolution of ``y_pred - y_true``."""
+    t, p, w = _check_regression(y_true, y_pred, sample_weight)
+    return _regression_metrics(p - t, w, truncation)
+
+
+@dataclass(frozen=True)
+class BinnedRegressionMetrics:
+    """:class:`RegressionMetrics` fields as arrays over bins of the true target."""
+
+    edges: np.ndarray
+    centers: np.ndarray
+    rmse: np.ndarray
+    mae: np.ndarray
+    bias: np.ndarray
+    resolution_iqr: np.ndarray
+    resolution_trms: np.ndarray
+    sum_weight: np.ndarray
+    count: np.ndarray
+
+
+def resolution_vs_target(
+    y_true: Any, y_pred: Any, sample_weight: Any = None, bins: int | Any = 10,
+    truncation: float = 0.9,
+) -> BinnedRegressionMetrics:
+    """Regression metrics in bins of the true target (``bins`` equal-count bins or edges)."""
+    t, p, w = _check_regression(y_true, y_pred, sample_weight)
+    if np.isscalar(bins):
+        edges = np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(bins) + 1)))
+        if edges.size < 2:
+            edges = np.array([edges[0] - 0.5, edges[0] + 0.5])
+    else:
+        edges = as_1d(bins, "bins")
+    index = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, edges.size - 2)
+    inside = (t >= edges[0]) & (t <= edges[-1])
+    per_bin = [
+        _regression_metrics(p[sel] - t[sel], w[sel], truncation)
+        for sel in ((index == k) & inside for k in range(edges.size - 1))
+    ]
+
+    def column(name: str) -> np.ndarray:
+        return np.array([getattr(m, name) for m in per_bin])
+
+    return BinnedRegressionMetrics(
+        edges=edges,
+        centers=0.5 * (edges[1:] + edges[:-1]),
+        rmse=column("rmse"),
+        mae=column("mae"),
+        bias=column("bias"),
+        resolution_iqr=column("resolution_iqr"),
+        resolution_trms=column("resolution_trms"),
+        sum_weight=column("sum_weight"),
+        count=column("count").astype(np.int64),
+    )

@@ -1,0 +1,267 @@
+"""Overtraining check: compare training and test score distributions, with weights.
+
+For signal and background separately, the training and test scores are compared with a
+weighted two-sample Kolmogorov-Smirnov test and a chi2 test of the normalised weighted
+histograms on a common binning. Signed weights are allowed.
+
+Weighted KS: the statistic is ``D = max |F_1(x) - F_2(x)|`` over all observed ``x``, with
+``F`` the weighted empirical CDFs (cumulative weight over total weight; with negative
+weights they need not be monotone). The p-value is the one of
+``scipy.stats.ks_2samp(method="asymp")`` with the sample sizes replaced by the effective
+sizes ``n_eff = (sum w)^2 / sum w^2`` (Kish): ``kstwo.sf(D, round(n1 n2 / (n1 + n2)))``.
+With unit weights it reproduces scipy exactly.
+
+Verdict: a sample (signal or background) is "overtrained" when its smaller p-value (KS or
+chi2) is below :data:`PVALUE_FAIL` (0.01), a "warning" below :data:`PVALUE_WARN` (0.05),
+else "ok"; the overall verdict is the worse of the two. Small p-values on large samples can
+come from tiny but real differences: look at the plot too.
+
+Drawing is in :func:`hepbdt.plotting.plot_overtraining`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from scipy.special import chdtrc
+from scipy.stats import kstwo
+
+from hepbdt.evaluation._data import as_1d, check_labels, check_weights
+from hepbdt.evaluation._hist import weighted_histogram
+
+__all__ = [
+    "PVALUE_FAIL",
+    "PVALUE_WARN",
+    "Chi2Result",
+    "KSResult",
+    "OvertrainingResult",
+    "SampleComparison",
+    "chi2_test",
+    "effective_sample_size",
+    "overtraining_test",
+    "weighted_ks_2samp",
+]
+
+PVALUE_FAIL = 0.01
+PVALUE_WARN = 0.05
+
+
+def effective_sample_size(weights: Any) -> float:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (``n`` for equal weights)."""
+    w = np.asarray(weights, dtype=np.float64)
+    sum_w2 = float(np.sum(w * w))
+    return float(np.sum(w) ** 2 / sum_w2) if sum_w2 > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class KSResult:
+    """Weighted two-sample KS test: statistic, asymptotic p-value, effective sizes."""
+
+    statistic: float
+    pvalue: float
+    n_eff_1: float
+    n_eff_2: float
+
+
+def _weighted_ecdf(sorted_values: np.ndarray, cum_fraction: np.ndarray, at: np.ndarray
+                   ) -> np.ndarray:
+    idx = np.searchsorted(sorted_values, at, side="right")
+    return np.where(idx > 0, cum_fraction[np.maximum(idx - 1, 0)], 0.0)
+
+
+def weighted_ks_2samp(
+    x1: Any,
+    x2: Any,
+    w1: Any = None,
+    w2: Any = None,
+    effective_size: Literal["kish", "sum"] = "kish",
+) -> KSResult:
+    """Weighted two-sample Kolmogorov-Smirnov test (two-sided, asymptotic p-value).
+
+    Parameters
+    ----------
+    x1, x2 : arrays of shape (n1,), (n2,)
+    w1, w2 : weights of the same shapes, or None for unit weights; signed weights allowed
+    effective_size : "kish" uses ``(sum w)^2 / sum w^2`` as sample size in the p-value (for
+        Monte Carlo weights); "sum" uses ``sum w`` (for frequency weights, where a weight of
+        k means k identical events: then the result equals the unweighted test on the data
+        with events repeated).
+    """
+    a = as_1d(x1, "x1")
+    b = as_1d(x2, "x2")
+    if a.size == 0 or b.size == 0:
+        raise ValueError("weighted_ks_2samp needs two non-empty samples")
+    wa = check_weights(w1, a.size, "w1")
+    wb = check_weights(w2, b.size, "w2")
+    ta, tb = float(wa.sum()), float(wb.sum())
+    if ta == 0 or tb == 0:
+        raise ValueError("weighted_ks_2samp needs a non-zero total weight in each sample")
+    oa = np.argsort(a, kind="stable")
+    ob = np.argsort(b, kind="stable")
+    sa, sb = a[oa], b[ob]
+    ca = np.cumsum(wa[oa]) / ta
+    cb = np.cumsum(wb[ob]) / tb
+    pooled = np.concatenate([sa, sb])
+    diff = _weighted_ecdf(sa, ca, pooled) - _weighted_ecdf(sb, cb, pooled)
+    statistic = float(np.max(np.abs(diff)))
+    if effective_size == "kish":
+        n1, n2 = effective_sample_size(wa), effective_sample_size(wb)
+    elif effective_size == "sum":
+        n1, n2 = ta, tb
+    else:
+        raise ValueError(f"effective_size must be 'kish' or 'sum', got {effective_size!r}")
+    pvalue = np.nan
+    if n1 > 0 and n2 > 0:
+        en = max(1.0, float(np.round(n1 * n2 / (n1 + n2))))
+        pvalue = float(np.clip(kstwo.sf(statistic, en), 0.0, 1.0))
+    return KSResult(statistic, pvalue, n1, n2)
+
+
+@dataclass(frozen=True)
+class Chi2Result:
+    """Chi2 comparison of two normalised weighted histograms."""
+
+    chi2: float
+    ndf: int
+    pvalue: float
+
+
+def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
+    """Chi2 test that two weighted samples have the same shape on the binning ``edges``.
+
+    Each histogram is normalised to unit sum: ``p_i = h_i / W`` with variance
+    ``sum w^2 / W^2``; ``chi2 = sum_i (p1_i - p2_i)^2 / (var1_i + var2_i)`` over bins with
+    non-zero variance, ``ndf`` = those bins minus one (for the normalisation).
+    """
+    e = as_1d(edges, "edges")
+    a, b = as_1d(x1, "x1"), as_1d(x2, "x2")
+    h1, v1 = weighted_histogram(a, check_weights(w1, a.size, "w1"), e)
+    h2, v2 = weighted_histogram(b, check_weights(w2, b.size, "w2"), e)
+    t1, t2 = h1.sum(), h2.sum()
+    if t1 == 0 or t2 == 0:
+        raise ValueError("chi2_test needs a non-zero total weight in each sample")
+    var = v1 / t1**2 + v2 / t2**2
+    used = var > 0
+    ndf = int(used.sum()) - 1
+    if ndf < 1:
+        return Chi2Result(0.0, max(ndf, 0), np.nan)
+    chi2 = float(np.sum((h1[used] / t1 - h2[used] / t2) ** 2 / var[used]))
+    return Chi2Result(chi2, ndf, float(chdtrc(ndf, chi2)))
+
+
+@dataclass(frozen=True)
+class SampleComparison:
+    """Training-vs-test comparison for one class (signal or background)."""
+
+    ks_statistic: float
+    ks_pvalue: float
+    chi2: float
+    ndf: int
+    chi2_pvalue: float
+    n_eff_train: float
+    n_eff_test: float
+    bin_edges: np.ndarray
+    verdict: str
+
+
+@dataclass(frozen=True)
+class OvertrainingResult:
+    """Result of :func:`overtraining_test`; ``verdict`` is "ok", "warning" or "overtrained"."""
+
+    signal: SampleComparison
+    background: SampleComparison
+    verdict: str
+    pvalue_fail: float
+    pvalue_warn: float
+
+    @property
+    def passed(self) -> bool:
+        """True unless the verdict is "overtrained"."""
+        return self.verdict != "overtrained"
+
+
+_SEVERITY = {"ok": 0, "warning": 1, "overtrained": 2}
+
+
+def _verdict(pvalues: list[float], fail: float, warn: float) -> str:
+    finite = [p for p in pvalues if np.isfinite(p)]
+    if not finite:
+        return "ok"
+    worst = min(finite)
+    return "overtrained" if worst < fail else "warning" if worst < warn else "ok"
+
+
+def _quantile_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+    edges = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n_bins + 1)))
+    if edges.size < 2:
+        edges = np.array([values[0] - 0.5, values[0] + 0.5])
+    return edges
+
+
+def _compare(train_s: np.ndarray, train_w: np.ndarray, test_s: np.ndarray,
+             test_w: np.ndarray, bins: int, fail: float, warn: float, what: str
+             ) -> SampleComparison:
+    if train_s.size == 0 or test_s.size == 0:
+        raise ValueError(f"overtraining_test: no {what} events in the training or test sample")
+    ks = weighted_ks_2samp(train_s, test_s, train_w, test_w)
+    # Equal-count bins of the pooled scores, at least ~10 events per sample per bin, so the
+    # chi2 approximation holds.
+    n_bins = int(np.clip(min(train_s.size, test_s.size) // 10, 2, bins))
+    edges = _quantile_edges(np.concatenate([train_s, test_s]), n_bins)
+    chi = chi2_test(train_s, train_w, test_s, test_w, edges)
+    return SampleComparison(
+        ks_statistic=ks.statistic,
+        ks_pvalue=ks.pvalue,
+        chi2=chi.chi2,
+        ndf=chi.ndf,
+        chi2_pvalue=chi.pvalue,
+        n_eff_train=ks.n_eff_1,
+        n_eff_test=ks.n_eff_2,
+        bin_edges=edges,
+        verdict=_verdict([ks.pvalue, chi.pvalue], fail, warn),
+    )
+
+
+def overtraining_test(
+    train_scores: Any,
+    train_y: Any,
+    train_w: Any,
+    test_scores: Any,
+    test_y: Any,
+    test_w: Any,
+    bins: int = 20,
+    pvalue_fail: float = PVALUE_FAIL,
+    pvalue_warn: float = PVALUE_WARN,
+) -> OvertrainingResult:
+    """Compare training and test scores for signal and background separately.
+
+    Parameters
+    ----------
+    train_scores, test_scores : arrays of shape (n_train,), (n_test,)
+    train_y, test_y : labels, 1 = signal, 0 = background
+    train_w, test_w : event weights or None
+    bins : at most this many equal-count bins (of the pooled scores) for the chi2 test
+
+    Returns
+    -------
+    OvertrainingResult with ``.signal`` and ``.background`` (:class:`SampleComparison`:
+    ``ks_statistic``, ``ks_pvalue``, ``chi2``, ``ndf``, ``chi2_pvalue``) and ``.verdict``.
+    """
+    tr_s = as_1d(train_scores, "train_scores")
+    te_s = as_1d(test_scores, "test_scores")
+    tr_y = check_labels(train_y, "train_y")
+    te_y = check_labels(test_y, "test_y")
+    if tr_y.size != tr_s.size:
+        raise ValueError(f"train_y has {tr_y.size} entries but train_scores has {tr_s.size}")
+    if te_y.size != te_s.size:
+        raise ValueError(f"test_y has {te_y.size} entries but test_scores has {te_s.size}")
+    tr_w = check_weights(train_w, tr_s.size, "train_w")
+    te_w = check_weights(test_w, te_s.size, "test_w")
+    signal = _compare(tr_s[tr_y], tr_w[tr_y], te_s[te_y], te_w[te_y], bins,
+                      pvalue_fail, pvalue_warn, "signal")
+    background = _compare(tr_s[~tr_y], tr_w[~tr_y], te_s[~te_y], te_w[~te_y], bins,
+                          pvalue_fail, pvalue_warn, "background")
+    verdict = max(signal.verdict, background.verdict, key=_SEVERITY.__getitem__)
+    return OvertrainingResult(signal, background, verdict, pvalue_fail, pvalue_warn)

@@ -1,0 +1,246 @@
+"""Variable ranking: TMVA-style split importance, permutation importance, correlations.
+
+:func:`tmva_importance` reads the fitted forest's flat node arrays (``feature``, ``gain``,
+``cover``, ``tree_offsets``, ``tree_weights``); :func:`permutation_importance` needs only
+a model that scores events; :func:`weighted_correlation` and :func:`correlation_matrices`
+need only the data. Drawing is in :mod:`hepbdt.plotting`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hepbdt.evaluation._data import check_labels, check_weights, feature_names_of
+from hepbdt.evaluation.metrics import roc_auc
+
+__all__ = [
+    "FeatureRanking",
+    "PermutationImportance",
+    "correlation_matrices",
+    "permutation_importance",
+    "tmva_importance",
+    "weighted_correlation",
+]
+
+
+@dataclass(frozen=True)
+class FeatureRanking:
+    """Split-based feature importances; ``importance`` is normalised to sum to 1."""
+
+    feature_names: list[str]
+    importance: np.ndarray
+    split_count: np.ndarray
+    total_gain: np.ndarray
+    cover: np.ndarray
+
+    def order(self) -> np.ndarray:
+        """Feature indices from most to least important (stable for ties)."""
+        return np.argsort(-self.importance, kind="stable")
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """(name, importance) pairs from most to least important."""
+        return [(self.feature_names[i], float(self.importance[i])) for i in self.order()]
+
+
+def _forest_of(model: Any) -> Any:
+    forest = getattr(model, "forest_", None)
+    if forest is None:
+        forest = getattr(model, "forest", model)
+    for attr in ("feature", "gain", "cover", "tree_offsets"):
+        if not hasattr(forest, attr):
+            raise TypeError(
+                f"tmva_importance needs a fitted model (with forest_) or a Forest; "
+                f"{type(model).__name__} has no node array {attr!r}"
+            )
+    return forest
+
+
+def tmva_importance(
+    model: Any, feature_names: list[str] | None = None, quadrature: bool = False
+) -> FeatureRanking:
+    """TMVA-style importance from the forest's stored split gains and covers.
+
+    For feature ``f``:
+    ``importance_f = sum over split nodes n using f of |tree_weight(n)| * gain_n * cover_n``,
+    where ``gain_n`` is the split's gain in the booster's criterion, ``cover_n`` the summed
+    training weight reaching the node and ``tree_weight`` the tree's boost weight; the
+    importances are then normalised to sum to 1. With ``quadrature=True`` the terms are
+    added in quadrature (``sqrt(sum (w g c)^2)``), as TMVA's ``MethodBDT`` does.
+
+    Also returned, unnormalised: the number of splits on each feature, their total gain
+    and their total cover. Only the trees the model keeps (``n_trees_``) are counted.
+
+    Parameters
+    ----------
+    model : fitted BDTClassifier / BDTRegressor, or a forest object with the node arrays
+    feature_names : names, default ``model.feature_names_in_`` or ``x0, x1, ...``
+    """
+    forest = _forest_of(model)
+    offsets = np.asarray(forest.tree_offsets, dtype=np.int64)
+    n_trees = offsets.size - 1
+    kept = getattr(model, "n_trees_", None)
+    if kept is not None and 0 <= int(kept) < n_trees:
+        n_trees = int(kept)
+    n_nodes = int(offsets[n_trees])
+    feature = np.asarray(forest.feature)[:n_nodes].astype(np.int64)
+    gain = np.asarray(forest.gain, dtype=np.float64)[:n_nodes]
+    cover = np.asarray(forest.cover, dtype=np.float64)[:n_nodes]
+    tree_weights = getattr(forest, "tree_weights", None)
+    if tree_weights is None:
+        tree_weights = np.ones(n_trees)
+    tree_weights = np.abs(np.asarray(tree_weights, dtype=np.float64)[:n_trees])
+    node_tree_weight = np.repeat(tree_weights, np.diff(offsets[: n_trees + 1]))
+
+    n_features = getattr(forest, "n_features", None)
+    if n_features is None:
+        n_features = getattr(model, "n_features_in_", None)
+    if n_features is None:
+        n_features = int(feature.max()) + 1 if feature.size else 0
+    n_features = int(n_features)
+    if feature_names is None:
+        feature_names = feature_names_of(model, n_features)
+    if len(feature_names) != n_features:
+        raise ValueError(f"got {len(feature_names)} feature names for {n_features} features")
+
+    split = feature >= 0
+    f = feature[split]
+    contribution = node_tree_weight[split] * gain[split] * cover[split]
+    if quadrature:
+        importance = np.sqrt(np.bincount(f, weights=contribution**2, minlength=n_features))
+    else:
+        importance = np.bincount(f, weights=contribution, minlength=n_features)
+    total = importance.sum()
+    if total != 0:
+        importance = importance / total
+    return FeatureRanking(
+        feature_names=list(feature_names),
+        importance=importance,
+        split_count=np.bincount(f, minlength=n_features).astype(np.int64),
+        total_gain=np.bincount(f, weights=gain[split], minlength=n_features),
+        cover=np.bincount(f, weights=cover[split], minlength=n_features),
+    )
+
+
+@dataclass(frozen=True)
+class PermutationImportance:
+    """Drop in the metric when one feature is shuffled, per repeat (shape (m, n_repeats))."""
+
+    feature_names: list[str]
+    importances_mean: np.ndarray
+    importances_std: np.ndarray
+    importances: np.ndarray
+    baseline: float
+    metric: str
+
+    def order(self) -> np.ndarray:
+        """Feature indices from most to least important (stable for ties)."""
+        return np.argsort(-self.importances_mean, kind="stable")
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """(name, mean importance) pairs from most to least important."""
+        return [(self.feature_names[i], float(self.importances_mean[i])) for i in self.order()]
+
+
+def is_classifier(model: Any) -> bool:
+    """True for a classifier (it has ``predict_proba``, or says so in ``_estimator_type``)."""
+    kind = getattr(model, "_estimator_type", None)
+    if kind is not None:
+        return kind == "classifier"
+    return hasattr(model, "predict_proba")
+
+
+def permutation_importance(
+    model: Any,
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    n_repeats: int = 5,
+    random_state: int | None = 0,
+    feature_names: list[str] | None = None,
+) -> PermutationImportance:
+    """Permutation importance on a (test) sample.
+
+    Classifiers: drop in weighted ROC AUC of ``decision_function`` when the feature's
+    column is shuffled. Regressors: rise in weighted mean squared error of ``predict``.
+    Each feature is shuffled ``n_repeats`` times with a generator seeded by
+    ``random_state``; the mean and standard deviation over repeats are returned.
+    """
+    X = np.array(X, dtype=np.float32, copy=True)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    n, m = X.shape
+    w = check_weights(sample_weight, n)
+    classifier = is_classifier(model)
+    if classifier:
+        labels = check_labels(y)
+
+        def evaluate(data: np.ndarray) -> float:
+            return roc_auc(labels, model.decision_function(data), w)
+
+        metric, sign = "roc_auc", 1.0
+    else:
+        target = np.asarray(y, dtype=np.float64)
+        total = w.sum()
+
+        def evaluate(data: np.ndarray) -> float:
+            pred = np.asarray(model.predict(data), dtype=np.float64)
+            return float(np.sum(w * (pred - target) ** 2) / total)
+
+        metric, sign = "mse", -1.0
+    if n_repeats < 1:
+        raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
+    rng = np.random.default_rng(random_state)
+    baseline = evaluate(X)
+    importances = np.empty((m, n_repeats))
+    for j in range(m):
+        original = X[:, j].copy()
+        for r in range(n_repeats):
+            X[:, j] = original[rng.permutation(n)]
+            importances[j, r] = sign * (baseline - evaluate(X))
+        X[:, j] = original
+    if feature_names is None:
+        feature_names = feature_names_of(model, m)
+    return PermutationImportance(
+        feature_names=list(feature_names),
+        importances_mean=importances.mean(axis=1),
+        importances_std=importances.std(axis=1),
+        importances=importances,
+        baseline=baseline,
+        metric=metric,
+    )
+
+
+def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
+    """Weighted linear (Pearson) correlation matrix of the columns of X, shape (m, m).
+
+    Means and covariances use the signed weights; a column without spread gives NaN
+    entries (1 on the diagonal).
+    """
+    data = np.asarray(X, dtype=np.float64)
+    if data.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got shape {data.shape}")
+    w = check_weights(sample_weight, data.shape[0])
+    total = w.sum()
+    if total == 0:
+        raise ValueError("weighted_correlation needs a non-zero total weight")
+    centred = data - (w @ data) / total
+    cov = (centred * w[:, None]).T @ centred / total
+    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = cov / np.outer(std, std)
+    corr = np.clip(corr, -1.0, 1.0)
+    np.fill_diagonal(corr, 1.0)
+    return corr
+
+
+def correlation_matrices(X: Any, y: Any, sample_weight: Any = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted correlation matrices (signal, background) of the features."""
+    data = np.asarray(X, dtype=np.float64)
+    is_signal = check_labels(y)
+    w = check_weights(sample_weight, data.shape[0])
+    return (weighted_correlation(data[is_signal], w[is_signal]),
+            weighted_correlation(data[~is_signal], w[~is_signal]))

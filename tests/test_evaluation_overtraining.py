@@ -1,0 +1,92 @@
+"""Weighted KS and chi2 comparisons of training and test scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import ks_2samp
+
+from hepbdt.evaluation import effective_sample_size, overtraining_test, weighted_ks_2samp
+from hepbdt.evaluation.overtraining import chi2_test
+
+
+@pytest.mark.parametrize(("n1", "n2", "ties"), [(300, 500, False), (1000, 1000, True),
+                                                (57, 2000, True), (5000, 3100, False)])
+def test_unweighted_ks_equals_scipy_asymp(n1, n2, ties):
+    rng = np.random.default_rng(n1 + n2)
+    a = rng.normal(0.0, 1.0, n1)
+    b = rng.normal(0.1, 1.1, n2)
+    if ties:
+        a, b = np.round(a, 1), np.round(b, 1)
+    ours = weighted_ks_2samp(a, b)
+    ref = ks_2samp(a, b, method="asymp")
+    assert ours.statistic == pytest.approx(ref.statistic, abs=1e-6)
+    assert ours.pvalue == pytest.approx(ref.pvalue, abs=1e-6)
+
+
+def test_integer_weights_equal_repeated_events():
+    rng = np.random.default_rng(11)
+    a = np.round(rng.normal(0.0, 1.0, 400), 2)
+    b = np.round(rng.normal(0.2, 1.0, 300), 2)
+    ka = rng.integers(1, 5, a.size)
+    kb = rng.integers(1, 5, b.size)
+    weighted = weighted_ks_2samp(a, b, ka, kb, effective_size="sum")
+    repeated = ks_2samp(np.repeat(a, ka), np.repeat(b, kb), method="asymp")
+    assert weighted.statistic == pytest.approx(repeated.statistic, abs=1e-12)
+    assert weighted.pvalue == pytest.approx(repeated.pvalue, abs=1e-9)
+    # The default (Kish) p-value uses the smaller effective sizes, so it is larger.
+    kish = weighted_ks_2samp(a, b, ka, kb)
+    assert kish.statistic == weighted.statistic
+    assert kish.n_eff_1 == pytest.approx(effective_sample_size(ka))
+    assert kish.n_eff_1 < ka.sum()
+    assert kish.pvalue > weighted.pvalue
+
+
+def test_negative_weights_are_handled():
+    rng = np.random.default_rng(12)
+    a, b = rng.normal(size=500), rng.normal(size=500)
+    wa = np.where(rng.random(500) < 0.1, -1.0, 1.0)
+    res = weighted_ks_2samp(a, b, wa, None)
+    assert 0 < res.statistic < 1 and 0 <= res.pvalue <= 1
+
+
+def test_chi2_is_calibrated_under_the_null():
+    rng = np.random.default_rng(13)
+    edges = np.linspace(-3, 3, 16)
+    pvalues = []
+    for _ in range(200):
+        a, b = rng.normal(size=2000), rng.normal(size=1500)
+        res = chi2_test(a, rng.uniform(0.5, 1.5, 2000), b, None, edges)
+        assert res.ndf == 14
+        pvalues.append(res.pvalue)
+    assert 0.01 < np.mean(np.array(pvalues) < 0.05) < 0.12
+    assert 0.4 < np.median(pvalues) < 0.6
+
+
+def _scores(rng, n, shift_signal=0.0):
+    y = rng.integers(0, 2, n)
+    s = rng.normal(np.where(y == 1, 1.0 + shift_signal, -1.0), 1.0)
+    return s, y, rng.uniform(0.5, 1.5, n)
+
+
+def test_overtraining_verdicts():
+    rng = np.random.default_rng(14)
+    train = _scores(rng, 4000)
+    test = _scores(rng, 4000)
+    res = overtraining_test(*train, *test)
+    for part in (res.signal, res.background):
+        assert 0 <= part.ks_statistic <= 1
+        assert 0 <= part.ks_pvalue <= 1 and 0 <= part.chi2_pvalue <= 1
+        assert part.ndf >= 1 and part.chi2 >= 0
+    assert res.verdict in ("ok", "warning")  # same distribution
+    overtrained = overtraining_test(*_scores(rng, 4000, shift_signal=0.4), *test)
+    assert overtrained.verdict == "overtrained" and not overtrained.passed
+    assert overtrained.signal.ks_pvalue < 1e-6
+    assert overtrained.background.verdict in ("ok", "warning")
+
+
+def test_overtraining_input_errors():
+    with pytest.raises(ValueError, match="train_y has 2 entries"):
+        overtraining_test([0.1, 0.2, 0.3], [0, 1], None, [0.1], [1], None)
+    with pytest.raises(ValueError, match="no signal events"):
+        overtraining_test([0.1, 0.2], [0, 0], None, [0.1, 0.3], [1, 0], None)
