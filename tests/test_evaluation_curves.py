@@ -1,0 +1,76 @@
+"""Learning curves from staged scores."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hepbdt.evaluation import learning_curve, roc_auc
+from hepbdt.evaluation.curves import binomial_deviance
+
+
+class _StagedModel:
+    """Stand-in classifier: score after k trees is 0.04 k (x0 - 1/2 + noise)."""
+
+    _estimator_type = "classifier"
+
+    def __init__(self, n_trees, best_iteration=None):
+        self.n_trees_ = n_trees
+        self.best_iteration_ = best_iteration
+        self.train_loss_ = np.linspace(0.7, 0.3, n_trees)
+        self.validation_loss_ = None
+
+    def staged_decision_function(self, X):
+        rng = np.random.default_rng(0)
+        score = np.zeros(X.shape[0])
+        for _ in range(self.n_trees_):
+            score = score + 0.04 * (X[:, 0] - 0.5 + 0.3 * rng.normal(size=X.shape[0]))
+            yield score
+
+
+def _data(seed, n=400):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(y[:, None] * 1.0, 1.0, size=(n, 2))
+    return X, y, rng.uniform(0.5, 1.5, n)
+
+
+def test_learning_curve_classifier():
+    model = _StagedModel(30, best_iteration=19)
+    train, test = _data(1), _data(2)
+    curve = learning_curve(model, train, SimpleNamespace(X=test[0], y=test[1], w=test[2],
+                                                         feature_names=["a", "b"]))
+    np.testing.assert_array_equal(curve.n_trees, np.arange(1, 31))
+    assert curve.best_n_trees == 20
+    last = list(model.staged_decision_function(test[0]))[-1]
+    assert curve.test_auc[-1] == pytest.approx(roc_auc(test[1], last, test[2]))
+    assert curve.test_loss[-1] == pytest.approx(binomial_deviance(test[1], last, test[2]))
+    assert curve.train_loss[0] > curve.train_loss[-1]
+    assert curve.recorded_train_loss.shape == (30,) and curve.recorded_validation_loss is None
+
+
+def test_learning_curve_thins_long_runs_and_keeps_the_last_stage():
+    curve = learning_curve(_StagedModel(95), _data(3), _data(4), max_points=10)
+    assert curve.n_trees[0] == 1 and curve.n_trees[-1] == 95
+    assert curve.n_trees.size <= 12
+
+
+def test_learning_curve_regressor():
+    X = np.linspace(0, 1, 50)[:, None]
+    y = 3 * X[:, 0]
+
+    class Reg:
+        _estimator_type = "regressor"
+        n_trees_ = 3
+        loss = "squared"
+
+        def staged_predict(self, data):
+            for k in range(1, 4):
+                yield k * data[:, 0]
+
+    curve = learning_curve(Reg(), (X, y), (X, y))
+    assert curve.train_auc is None
+    np.testing.assert_allclose(curve.test_loss, [np.mean((k * X[:, 0] - y) ** 2)
+                                                 for k in (1, 2, 3)])

@@ -1,0 +1,153 @@
+"""TMVA-style ranking, permutation importance and weighted correlation matrices."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingClassifier
+
+from hepbdt.evaluation import (
+    correlation_matrices,
+    permutation_importance,
+    tmva_importance,
+    weighted_correlation,
+)
+
+INFORMATIVE = (1, 4)
+
+
+def _two_of_six(n, seed):
+    """Six features; only features 1 and 4 differ between signal and background."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[:, 1] += 1.0 * y
+    X[:, 4] -= 0.8 * y
+    w = rng.uniform(0.5, 1.5, n)
+    return X, y, w
+
+
+def _forest_from_sklearn(gbc):
+    """The flat forest layout of hepbdt, filled from scikit-learn's regression trees.
+
+    gain = impurity decrease per unit weight (TMVA's separation gain), cover = weighted
+    events in the node, so gain * cover is TMVA's ranking term.
+    """
+    feature, gain, cover, offsets = [], [], [], [0]
+    for est in gbc.estimators_[:, 0]:
+        t = est.tree_
+        f = np.where(t.children_left >= 0, t.feature, -1)
+        left, right = t.children_left, t.children_right
+        wn = t.weighted_n_node_samples
+        g = np.zeros(t.node_count)
+        split = left >= 0
+        g[split] = t.impurity[split] - (
+            wn[left[split]] * t.impurity[left[split]] + wn[right[split]] * t.impurity[right[split]]
+        ) / wn[split]
+        feature.append(f)
+        gain.append(g)
+        cover.append(wn)
+        offsets.append(offsets[-1] + t.node_count)
+    n_trees = len(offsets) - 1
+    return SimpleNamespace(
+        feature=np.concatenate(feature).astype(np.int32),
+        gain=np.concatenate(gain),
+        cover=np.concatenate(cover),
+        tree_offsets=np.array(offsets, dtype=np.int64),
+        tree_weights=np.full(n_trees, gbc.learning_rate),
+        n_features=6,
+    )
+
+
+def test_tmva_importance_on_hand_built_forest():
+    # Two trees: tree 0 splits on 2 then 0; tree 1 (boost weight 2) splits on 2.
+    forest = SimpleNamespace(
+        feature=np.array([2, 0, -1, -1, -1, 2, -1, -1], dtype=np.int32),
+        gain=np.array([0.5, 0.1, 0, 0, 0, 0.2, 0, 0]),
+        cover=np.array([100.0, 60, 30, 30, 40, 100, 50, 50]),
+        tree_offsets=np.array([0, 5, 8], dtype=np.int64),
+        tree_weights=np.array([1.0, -2.0]),
+        n_features=3,
+    )
+    model = SimpleNamespace(forest_=forest, feature_names_in_=["a", "b", "c"], n_trees_=2)
+    r = tmva_importance(model)
+    raw = np.array([0.1 * 60, 0.0, 0.5 * 100 + 2 * 0.2 * 100])
+    np.testing.assert_allclose(r.importance, raw / raw.sum())
+    np.testing.assert_array_equal(r.split_count, [1, 0, 2])
+    np.testing.assert_allclose(r.total_gain, [0.1, 0.0, 0.7])
+    np.testing.assert_allclose(r.cover, [60.0, 0.0, 200.0])
+    assert r.ranked()[0][0] == "c" and r.feature_names == ["a", "b", "c"]
+    quad = tmva_importance(forest, quadrature=True)
+    q = np.array([6.0, 0.0, np.hypot(50.0, 40.0)])
+    np.testing.assert_allclose(quad.importance, q / q.sum())
+    # Only the kept trees count.
+    first = tmva_importance(SimpleNamespace(forest_=forest, n_trees_=1))
+    np.testing.assert_array_equal(first.split_count, [1, 0, 1])
+
+
+def test_tmva_importance_rejects_unfitted():
+    with pytest.raises(TypeError, match="forest_"):
+        tmva_importance(object())
+
+
+def test_two_informative_features_rank_first_on_sklearn_forest():
+    X, y, w = _two_of_six(3000, seed=1)
+    gbc = GradientBoostingClassifier(n_estimators=30, max_depth=3, random_state=0)
+    gbc.fit(X, y, sample_weight=w)
+    ranking = tmva_importance(_forest_from_sklearn(gbc))
+    assert set(ranking.order()[:2]) == set(INFORMATIVE)
+    model = SimpleNamespace(decision_function=gbc.decision_function, _estimator_type="classifier")
+    Xt, yt, wt = _two_of_six(2000, seed=2)
+    perm = permutation_importance(model, Xt, yt, wt, n_repeats=3, random_state=0)
+    assert set(perm.order()[:2]) == set(INFORMATIVE)
+    assert perm.metric == "roc_auc" and perm.importances.shape == (6, 3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hepbdt.estimators") is None,
+                    reason="hepbdt.estimators (the engine) is not there yet")
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_two_informative_features_rank_first_on_hepbdt_model(boosting):
+    import hepbdt
+
+    X, y, w = _two_of_six(4000, seed=3)
+    model = hepbdt.BDTClassifier(boosting=boosting, n_trees=40, max_depth=3,
+                                 learning_rate=0.2, random_state=0)
+    model.fit(X, y, sample_weight=w)
+    ranking = tmva_importance(model)
+    assert set(ranking.order()[:2]) == set(INFORMATIVE)
+    assert ranking.importance.sum() == pytest.approx(1.0)
+    Xt, yt, wt = _two_of_six(2000, seed=4)
+    perm = permutation_importance(model, Xt, yt, wt, n_repeats=3, random_state=0)
+    assert set(perm.order()[:2]) == set(INFORMATIVE)
+
+
+def test_permutation_importance_is_seeded_and_handles_regression():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 3))
+    y = 2.0 * X[:, 0] + 0.1 * rng.normal(size=500)
+    model = SimpleNamespace(predict=lambda data: 2.0 * data[:, 0], _estimator_type="regressor")
+    a = permutation_importance(model, X, y, n_repeats=4, random_state=7)
+    b = permutation_importance(model, X, y, n_repeats=4, random_state=7)
+    np.testing.assert_array_equal(a.importances, b.importances)
+    assert a.metric == "mse" and a.importances_mean[0] > 1.0
+    np.testing.assert_allclose(a.importances_mean[1:], 0.0, atol=1e-6)
+    assert np.all(a.importances_std >= 0)
+
+
+def test_weighted_correlation():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(4000, 3))
+    X[:, 1] = X[:, 0] + 0.5 * X[:, 1]
+    np.testing.assert_allclose(weighted_correlation(X), np.corrcoef(X, rowvar=False),
+                               atol=1e-12)
+    k = rng.integers(1, 4, 4000)
+    np.testing.assert_allclose(weighted_correlation(X, k),
+                               np.corrcoef(np.repeat(X, k, axis=0), rowvar=False), atol=1e-12)
+    y = np.r_[np.ones(2000), np.zeros(2000)]
+    Xs = X.copy()
+    Xs[2000:, 2] = -Xs[2000:, 0]
+    sig, bkg = correlation_matrices(Xs, y)
+    assert abs(sig[0, 2]) < 0.1 and bkg[0, 2] == pytest.approx(-1.0)
