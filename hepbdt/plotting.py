@@ -1,0 +1,355 @@
+"""Figures for a trained BDT: ROC, scores, overtraining, rankings, curves, regression.
+
+One function per figure. Each returns a :class:`matplotlib.figure.Figure` drawn in the
+mplhep ROOT style (without touching the global matplotlib style) and, when ``path`` is
+given, saves it as ``<path>.png`` and ``<path>.pdf`` (a ``.png``/``.pdf`` suffix on
+``path`` is dropped). Figures are not registered with pyplot, so nothing needs closing.
+Histograms use boost-histogram's weighted storage: error bars are ``sqrt(sum w^2)``.
+The numbers come from :mod:`hepbdt.evaluation`; this module only draws.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import mplhep
+import numpy as np
+from matplotlib.figure import Figure
+
+from hepbdt.evaluation._data import check_classification, check_weights
+from hepbdt.evaluation._hist import common_edges, weighted_histogram
+from hepbdt.evaluation.curves import LearningCurve
+from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
+from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
+from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, weighted_correlation
+
+__all__ = [
+    "plot_correlation_matrices",
+    "plot_learning_curve",
+    "plot_overtraining",
+    "plot_predicted_vs_true",
+    "plot_ranking",
+    "plot_resolution",
+    "plot_roc",
+    "plot_score_distributions",
+    "plot_significance_scan",
+    "save_figure",
+]
+
+SIGNAL_COLOR = "#3f90da"
+BACKGROUND_COLOR = "#e42536"
+PathLike = str | os.PathLike[str]
+
+
+def save_figure(fig: Figure, path: PathLike, formats: Sequence[str] = ("png", "pdf")
+                ) -> list[Path]:
+    """Save ``fig`` as ``<path>.<fmt>`` for each format; write to a temporary name, rename."""
+    base = Path(path)
+    if base.suffix.lower() in {".png", ".pdf", ".svg"}:
+        base = base.with_suffix("")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        target = base.parent / f"{base.name}.{fmt}"
+        fd, tmp = tempfile.mkstemp(prefix=f".{base.name}.", suffix=f".{fmt}.tmp",
+                                   dir=base.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                fig.savefig(handle, format=fmt, dpi=100)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    return written
+
+
+def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Draw inside the mplhep ROOT style and save when the call passes ``path``."""
+
+    @functools.wraps(figure)
+    def wrapper(*args: Any, path: PathLike | None = None, **kwargs: Any) -> Figure:
+        with mpl.style.context(mplhep.style.ROOT), mpl.rc_context({"figure.figsize": (9, 7)}):
+            fig = figure(*args, **kwargs)
+            fig.tight_layout()
+            if path is not None:
+                save_figure(fig, path)
+        return fig
+
+    return wrapper
+
+
+def _normalised(values: np.ndarray, weights: np.ndarray, edges: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Density (unit area) and its error from a weighted histogram."""
+    sumw, sumw2 = weighted_histogram(values, weights, edges)
+    total = sumw.sum()
+    widths = np.diff(edges)
+    scale = 1.0 / (total * widths) if total != 0 else np.zeros_like(widths)
+    return sumw * scale, np.sqrt(sumw2) * scale
+
+
+@_figure
+def plot_roc(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    *,
+    label: str = "test",
+    train: tuple[Any, Any, Any] | None = None,
+) -> Figure:
+    """Background rejection (1 - eff_B) against signal efficiency, TMVA style.
+
+    ``train`` is an optional ``(y, score, w)`` of the training sample, drawn dashed.
+    Save with ``path=...``.
+    """
+    fig = Figure()
+    ax = fig.add_subplot()
+    curves = [(label, y, score, sample_weight, "-")]
+    if train is not None:
+        curves.append(("train", *train, "--"))
+    for name, yy, ss, ww, style in curves:
+        eff_s, eff_b, _ = roc_curve(yy, ss, ww)
+        auc = roc_auc(yy, ss, ww)
+        ax.plot(eff_s, 1.0 - eff_b, style, label=f"{name} (AUC = {auc:.4f})")
+    ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("Signal efficiency")
+    ax.set_ylabel(r"Background rejection $1 - \varepsilon_B$")
+    ax.legend(loc="lower left")
+    return fig
+
+
+@_figure
+def plot_score_distributions(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    *,
+    bins: int = 40,
+    xlabel: str = "BDT score",
+) -> Figure:
+    """Signal and background score distributions, each normalised to unit area."""
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    edges = common_edges(s, bins)
+    fig = Figure()
+    ax = fig.add_subplot()
+    for mask, name, color in ((is_signal, "signal", SIGNAL_COLOR),
+                              (~is_signal, "background", BACKGROUND_COLOR)):
+        density, error = _normalised(s[mask], w[mask], edges)
+        mplhep.histplot(density, edges, yerr=error, ax=ax, histtype="step", color=color,
+                        label=name, linewidth=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Normalised events / bin width")
+    ax.legend()
+    return fig
+
+
+@_figure
+def plot_overtraining(
+    train_scores: Any,
+    train_y: Any,
+    train_w: Any,
+    test_scores: Any,
+    test_y: Any,
+    test_w: Any,
+    *,
+    bins: int = 40,
+    result: OvertrainingResult | None = None,
+    xlabel: str = "BDT score",
+) -> Figure:
+    """TMVA's overtraining plot: test as filled histograms, training as points with errors.
+
+    The KS p-values (of :func:`hepbdt.evaluation.overtraining_test`, computed unless
+    ``result`` is given) are printed on the figure.
+    """
+    tr_sig, tr_s, tr_w = check_classification(train_y, train_scores, train_w, "train_scores")
+    te_sig, te_s, te_w = check_classification(test_y, test_scores, test_w, "test_scores")
+    if result is None:
+        result = overtraining_test(tr_s, tr_sig, tr_w, te_s, te_sig, te_w)
+    edges = common_edges(np.concatenate([tr_s, te_s]), bins)
+    centers = 0.5 * (edges[1:] + edges[:-1])
+    fig = Figure()
+    ax = fig.add_subplot()
+    for sig, name, color in ((True, "signal", SIGNAL_COLOR),
+                             (False, "background", BACKGROUND_COLOR)):
+        te_mask = te_sig if sig else ~te_sig
+        tr_mask = tr_sig if sig else ~tr_sig
+        density, _ = _normalised(te_s[te_mask], te_w[te_mask], edges)
+        mplhep.histplot(density, edges, ax=ax, histtype="fill", color=color, alpha=0.35,
+                        label=f"{name} (test sample)")
+        density, error = _normalised(tr_s[tr_mask], tr_w[tr_mask], edges)
+        ax.errorbar(centers, density, yerr=error, fmt="o", color=color, markersize=4,
+                    label=f"{name} (training sample)")
+    ax.text(0.03, 0.97,
+            f"Kolmogorov-Smirnov p-value\nsignal: {result.signal.ks_pvalue:.3f}\n"
+            f"background: {result.background.ks_pvalue:.3f}\nverdict: {result.verdict}",
+            transform=ax.transAxes, va="top", fontsize=13)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.45)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Normalised events / bin width")
+    ax.legend(loc="upper right", fontsize=13)
+    return fig
+
+
+@_figure
+def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str | None = None
+                 ) -> Figure:
+    """Horizontal bars of feature importance, most important on top (errors: repeat spread)."""
+    order = ranking.order()
+    names = [ranking.feature_names[i] for i in order]
+    if isinstance(ranking, PermutationImportance):
+        values = ranking.importances_mean[order]
+        errors = ranking.importances_std[order]
+        xlabel = {"roc_auc": "Drop in ROC AUC when shuffled",
+                  "mse": "Rise in mean squared error when shuffled"}.get(ranking.metric,
+                                                                         ranking.metric)
+        title = title or "Permutation importance"
+    else:
+        values, errors = ranking.importance[order], None
+        xlabel = "Importance (gain x cover, normalised)"
+        title = title or "Variable ranking (split gain)"
+    fig = Figure(figsize=(9, max(4.0, 1.0 + 0.5 * len(names))))
+    ax = fig.add_subplot()
+    pos = np.arange(len(names))[::-1]
+    ax.barh(pos, values, xerr=errors, color=SIGNAL_COLOR, capsize=3)
+    ax.set_yticks(pos, names)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=16)
+    return fig
+
+
+def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title: str) -> None:
+    image = ax.imshow(100 * corr, cmap="RdBu_r", vmin=-100, vmax=100)
+    ticks = np.arange(len(names))
+    ax.set_xticks(ticks, names, rotation=60, ha="right", fontsize=11)
+    ax.set_yticks(ticks, names, fontsize=11)
+    ax.minorticks_off()
+    if len(names) <= 15:
+        for i in ticks:
+            for j in ticks:
+                if np.isfinite(corr[i, j]):
+                    ax.text(j, i, f"{100 * corr[i, j]:.0f}", ha="center", va="center",
+                            fontsize=9, color="white" if abs(corr[i, j]) > 0.6 else "black")
+    ax.set_title(title, fontsize=15)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Correlation (%)")
+
+
+@_figure
+def plot_correlation_matrices(
+    X: Any,
+    y: Any = None,
+    sample_weight: Any = None,
+    feature_names: Sequence[str] | None = None,
+) -> Figure:
+    """Weighted linear correlation matrices in percent: signal and background side by side.
+
+    With ``y=None`` (regression) a single matrix of all events is drawn.
+    """
+    data = np.asarray(X, dtype=np.float64)
+    w = check_weights(sample_weight, data.shape[0])
+    names = list(feature_names) if feature_names is not None else [
+        f"x{i}" for i in range(data.shape[1])]
+    if y is None:
+        panels = [("Correlation (all events)", np.ones(data.shape[0], dtype=bool))]
+    else:
+        is_signal, _, _ = check_classification(y, np.zeros(data.shape[0]), None)
+        panels = [("Correlation (signal)", is_signal),
+                  ("Correlation (background)", ~is_signal)]
+    side = max(6.0, 0.5 * len(names) + 3)
+    fig = Figure(figsize=(side * len(panels) + 1, side))
+    for k, (title, mask) in enumerate(panels, start=1):
+        ax = fig.add_subplot(1, len(panels), k)
+        _draw_matrix(fig, ax, weighted_correlation(data[mask], w[mask]), names, title)
+    return fig
+
+
+@_figure
+def plot_learning_curve(curve: LearningCurve) -> Figure:
+    """Training and test loss (and ROC AUC) against the number of trees; early stop marked."""
+    with_auc = curve.test_auc is not None
+    fig = Figure(figsize=(9, 9 if with_auc else 6.5))
+    axes = fig.subplots(2 if with_auc else 1, 1, sharex=True, squeeze=False)[:, 0]
+    axes[0].plot(curve.n_trees, curve.train_loss, label="training", color=SIGNAL_COLOR)
+    axes[0].plot(curve.n_trees, curve.test_loss, label="test", color=BACKGROUND_COLOR)
+    axes[0].set_ylabel(f"Loss ({curve.loss_name})")
+    if with_auc:
+        axes[1].plot(curve.n_trees, curve.train_auc, label="training", color=SIGNAL_COLOR)
+        axes[1].plot(curve.n_trees, curve.test_auc, label="test", color=BACKGROUND_COLOR)
+        axes[1].set_ylabel("ROC AUC")
+    for ax in axes:
+        if curve.best_n_trees is not None:
+            ax.axvline(curve.best_n_trees, ls="--", color="grey",
+                       label=f"early stop ({curve.best_n_trees} trees)")
+        ax.legend(fontsize=13)
+    axes[-1].set_xlabel("Number of trees")
+    return fig
+
+
+@_figure
+def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT score"
+                           ) -> Figure:
+    """S/sqrt(B), S/sqrt(S+B) and AMS against the cut, with the best cuts marked."""
+    fig = Figure()
+    ax = fig.add_subplot()
+    curves = (("s_over_sqrt_b", r"$S/\sqrt{B}$", scan.s_over_sqrt_b),
+              ("s_over_sqrt_s_plus_b", r"$S/\sqrt{S+B}$", scan.s_over_sqrt_s_plus_b),
+              ("ams", rf"AMS ($b_{{reg}}$ = {scan.b_reg:g})", scan.ams))
+    for key, label, values in curves:
+        cut, best, _, _ = scan.best[key]
+        (line,) = ax.plot(scan.thresholds, values, label=f"{label}: max {best:.3g} at {cut:.3g}")
+        if np.isfinite(cut):
+            ax.axvline(cut, ls=":", color=line.get_color())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Significance")
+    ax.legend(fontsize=13)
+    return fig
+
+
+@_figure
+def plot_predicted_vs_true(
+    y_true: Any, y_pred: Any, sample_weight: Any = None, *, bins: int = 50,
+    label: str = "target",
+) -> Figure:
+    """Weighted 2-d histogram of the predicted against the true target, with the diagonal."""
+    t = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(y_pred, dtype=np.float64)
+    w = check_weights(sample_weight, t.shape[0])
+    edges = common_edges(np.concatenate([t, p]), bins)
+    counts, _, _ = np.histogram2d(t, p, bins=[edges, edges], weights=w)
+    fig = Figure()
+    ax = fig.add_subplot()
+    masked = np.ma.masked_less_equal(counts.T, 0)
+    mesh = ax.pcolormesh(edges, edges, masked, cmap="viridis")
+    fig.colorbar(mesh, ax=ax, label="Weighted events")
+    ax.plot(edges[[0, -1]], edges[[0, -1]], "--", color="red", label="prediction = truth")
+    ax.set_xlabel(f"True {label}")
+    ax.set_ylabel(f"Predicted {label}")
+    ax.legend(loc="upper left")
+    return fig
+
+
+@_figure
+def plot_resolution(binned: BinnedRegressionMetrics, *, label: str = "target") -> Figure:
+    """Bias and resolution (IQR and truncated RMS) of the regression in bins of the target."""
+    fig = Figure()
+    ax = fig.add_subplot()
+    xerr = 0.5 * np.diff(binned.edges)
+    ax.errorbar(binned.centers, binned.bias, xerr=xerr, fmt="o", label="bias (mean residual)")
+    ax.errorbar(binned.centers, binned.resolution_iqr, xerr=xerr, fmt="s",
+                label="resolution (IQR / 1.349)")
+    ax.errorbar(binned.centers, binned.resolution_trms, xerr=xerr, fmt="^",
+                label="resolution (truncated RMS)")
+    ax.errorbar(binned.centers, binned.rmse, xerr=xerr, fmt="v", label="RMSE")
+    ax.axhline(0.0, color="grey", lw=1)
+    ax.set_xlabel(f"True {label}")
+    ax.set_ylabel(f"Predicted - true {label}")
+    ax.legend(fontsize=13)
+    return fig

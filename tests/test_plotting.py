@@ -1,0 +1,98 @@
+"""Every plot function runs (Agg) and writes non-empty PNG and PDF files."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from types import SimpleNamespace  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from hepbdt import plotting  # noqa: E402
+from hepbdt.evaluation import (  # noqa: E402
+    LearningCurve,
+    permutation_importance,
+    resolution_vs_target,
+    significance_scan,
+    tmva_importance,
+)
+
+
+@pytest.fixture(scope="module")
+def scores():
+    rng = np.random.default_rng(0)
+    n = 600
+    y = rng.integers(0, 2, n)
+    s = rng.normal(np.where(y == 1, 0.8, -0.8), 1.0)
+    w = rng.uniform(0.5, 1.5, n)
+    w[:20] *= -1  # a few negative weights
+    return y, s, w
+
+
+def _check(fig, path):
+    assert isinstance(fig, Figure)
+    for suffix in (".png", ".pdf"):
+        out = path.parent / (path.name + suffix)
+        assert out.is_file() and out.stat().st_size > 1000, out
+    assert not list(path.parent.glob("*.tmp"))
+
+
+def test_roc_and_scores(tmp_path, scores):
+    y, s, w = scores
+    _check(plotting.plot_roc(y, s, w, train=(y, s + 0.1, w), path=tmp_path / "roc.png"),
+           tmp_path / "roc")
+    _check(plotting.plot_score_distributions(y, s, w, path=tmp_path / "scores"),
+           tmp_path / "scores")
+
+
+def test_overtraining(tmp_path, scores):
+    y, s, w = scores
+    fig = plotting.plot_overtraining(s[:300], y[:300], w[:300], s[300:], y[300:], w[300:],
+                                     path=tmp_path / "sub" / "overtraining")
+    _check(fig, tmp_path / "sub" / "overtraining")
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "Kolmogorov-Smirnov p-value" in text
+
+
+def test_ranking_and_correlations(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    model = SimpleNamespace(decision_function=lambda d: d[:, 0], _estimator_type="classifier",
+                            feature_names_in_=["pt", "eta", "phi", "m"])
+    perm = permutation_importance(model, X, y, n_repeats=2)
+    _check(plotting.plot_ranking(perm, path=tmp_path / "perm"), tmp_path / "perm")
+    forest = SimpleNamespace(feature=np.array([0, -1, -1], dtype=np.int32),
+                             gain=np.array([1.0, 0, 0]), cover=np.array([10.0, 5, 5]),
+                             tree_offsets=np.array([0, 3]), tree_weights=np.ones(1),
+                             n_features=4)
+    _check(plotting.plot_ranking(tmva_importance(forest), path=tmp_path / "rank"),
+           tmp_path / "rank")
+    _check(plotting.plot_correlation_matrices(X, y, None, ["pt", "eta", "phi", "m"],
+                                              path=tmp_path / "corr"), tmp_path / "corr")
+    _check(plotting.plot_correlation_matrices(X, path=tmp_path / "corr1"), tmp_path / "corr1")
+
+
+def test_learning_curve_and_significance(tmp_path, scores):
+    y, s, w = scores
+    n = np.arange(1, 21)
+    curve = LearningCurve(n, 1 / n, 1 / n + 0.01 * n, 1 - 1 / n, 0.9 - 1 / n, 12,
+                          "binomial deviance")
+    _check(plotting.plot_learning_curve(curve, path=tmp_path / "lc"), tmp_path / "lc")
+    curve_reg = LearningCurve(n, 1 / n, 1 / n, None, None, None, "squared error")
+    _check(plotting.plot_learning_curve(curve_reg, path=tmp_path / "lcr"), tmp_path / "lcr")
+    scan = significance_scan(y, s, np.abs(w), signal_yield=20, background_yield=500)
+    _check(plotting.plot_significance_scan(scan, path=tmp_path / "sig"), tmp_path / "sig")
+
+
+def test_regression_plots(tmp_path):
+    rng = np.random.default_rng(2)
+    t = rng.uniform(0, 5, 400)
+    p = t + rng.normal(0, 0.3, 400)
+    _check(plotting.plot_predicted_vs_true(t, p, path=tmp_path / "pvt"), tmp_path / "pvt")
+    _check(plotting.plot_resolution(resolution_vs_target(t, p, bins=5), path=tmp_path / "res"),
+           tmp_path / "res")
