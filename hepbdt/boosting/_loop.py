@@ -1,0 +1,173 @@
+"""The boosting loop shared by the score-based boosters (gradient, newton).
+
+Each round: draw the events (subsample), let the booster fill the channels, grow one tree
+with the one grower, let the booster set the leaf values, and add the tree to the scores
+on the binned data. Keeps the weighted training and validation loss of every round and
+stops early when the validation loss has not improved for ``n_iter_no_change`` rounds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..engine._types import CHANNEL_DTYPE
+from ..engine.grower import GrownTree, grow_tree, sample_features
+from ..engine.predict import predict_binned
+from ..engine.split import SplitParams
+from ..model import ForestBuilder
+
+__all__ = ["BoostResult", "draw_rows", "leaf_sums", "run_boosting", "add_tree", "Progress"]
+
+SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
+
+
+def draw_rows(w: np.ndarray, subsample: float, mode: str,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Events and their weights for one tree.
+
+    ``uniform``: a fraction without replacement, weights kept; ``poisson``: every weight
+    times a Poisson(subsample) count (TMVA's bagged boost); ``weighted``: draws with
+    probability proportional to |w|, then each drawn event weighs its count times sign(w)
+    times the mean |w| (so the total |w| is kept).
+    Returns (rows int32 sorted, per-event weights float32 with zeros off the sample).
+    """
+    n = w.size
+    if mode not in SUBSAMPLE_MODES:
+        raise ValueError(f"subsample_mode {mode!r} is not valid; use one of {SUBSAMPLE_MODES}")
+    if subsample >= 1.0 and mode == "uniform":
+        return np.arange(n, dtype=np.int32), w.astype(CHANNEL_DTYPE)
+    if mode == "uniform":
+        k = max(1, int(round(subsample * n)))
+        rows = np.sort(rng.choice(n, k, replace=False)).astype(np.int32)
+        wt = np.zeros(n, CHANNEL_DTYPE)
+        wt[rows] = w[rows]
+        return rows, wt
+    if mode == "poisson":
+        counts = rng.poisson(subsample, n)
+    else:
+        aw = np.abs(w).astype(np.float64)
+        k = max(1, int(round(subsample * n)))
+        counts = rng.multinomial(k, aw / aw.sum())
+    if mode == "poisson":
+        wt = (w * counts).astype(CHANNEL_DTYPE)
+    else:
+        wt = (counts * np.sign(w) * (np.abs(w).sum() / max(counts.sum(), 1))).astype(CHANNEL_DTYPE)
+    rows = np.flatnonzero(counts > 0).astype(np.int32)
+    return rows, wt
+
+
+def leaf_sums(tree: GrownTree, per_event: np.ndarray) -> np.ndarray:
+    """Sum of ``per_event`` over each node's events (nodes whose slice is empty get 0)."""
+    ordered = per_event[tree.partition].astype(np.float64)
+    cs = np.concatenate([[0.0], np.cumsum(ordered)])
+    return cs[tree.stop] - cs[tree.start]
+
+
+def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
+    """Weighted q-quantile of ``values`` over each leaf's events (0 on internal nodes)."""
+    from .losses import weighted_quantile
+
+    out = np.zeros(tree.n_nodes)
+    for k in np.flatnonzero(tree.is_leaf):
+        idx = tree.partition[tree.start[k]:tree.stop[k]]
+        out[k] = weighted_quantile(values[idx], w[idx], q)
+    return out
+
+
+def add_tree(builder: ForestBuilder, tree: GrownTree, value: np.ndarray, mapper,
+             tree_weight: float = 1.0) -> None:
+    """Append a grown tree with its node values to a forest under construction."""
+    builder.add(tree_weight=tree_weight, feature=tree.feature,
+                threshold=mapper.thresholds(tree.feature, tree.bin_threshold),
+                bin_threshold=tree.bin_threshold, left=tree.left, right=tree.right,
+                missing_left=tree.missing_left, value=value, gain=tree.gain, cover=tree.sum_w)
+
+
+def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: np.ndarray,
+                  scale: float = 1.0) -> None:
+    """score += scale * tree(x) on binned data."""
+    predict_binned(codes, tree.feature, tree.bin_threshold, tree.left, tree.right,
+                   tree.missing_left, value, np.array([0, tree.n_nodes], np.int64),
+                   np.array([scale]), score)
+
+
+class Progress:
+    """A one-line progress display on an interactive terminal; silent otherwise."""
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None):
+        self.total = total
+        self.label = label
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, done: int, extra: str = "") -> None:
+        """Show ``done`` of ``total`` (at most ten times a second)."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if done < self.total and now - self._last < 0.1:
+            return
+        self._last = now
+        sys.stderr.write(f"\r{self.label}: {done}/{self.total} {extra} [{now - self.start:.1f} s]")
+        if done >= self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+@dataclass
+class BoostResult:
+    """Outcome of a boosting run."""
+
+    builder: ForestBuilder
+    base_score: float
+    train_loss: np.ndarray
+    validation_loss: np.ndarray | None
+    best_iteration: int | None
+    extra: dict = field(default_factory=dict)
+
+
+def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
+                 split_params: SplitParams, min_node_size, subsample, subsample_mode,
+                 colsample_bytree, colsample_bylevel, colsample_bynode, rng,
+                 valid=None, n_iter_no_change=None, tol=0.0, verbose=False) -> BoostResult:
+    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py)."""
+    loss = booster.loss
+    m, n = codes.shape
+    base = float(loss.init_score(y, w))
+    score = np.full(n, base)
+    builder = ForestBuilder(m, base_score=base)
+    all_features = np.ones(m, dtype=np.bool_)
+    train_loss, valid_loss = [], []
+    if valid is not None:
+        codes_v, y_v, w_v = valid
+        score_v = np.full(y_v.size, base)
+    best_iter, best_loss = None, np.inf
+    progress = Progress(n_trees, "training", enabled=True if verbose else None)
+    for it in range(n_trees):
+        loss.begin_round(y, w, score)
+        rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
+        a, b = booster.channels(y, w_tree, score)
+        split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
+        features = sample_features(all_features, colsample_bytree, rng)
+        tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
+                         features, colsample_bylevel, colsample_bynode, rng)
+        value = booster.leaf_values(tree, y, w_tree, score)
+        add_tree(builder, tree, value, mapper)
+        update_scores(codes, tree, value, score)
+        train_loss.append(loss.loss(y, w, score))
+        if valid is not None:
+            update_scores(codes_v, tree, value, score_v)
+            valid_loss.append(loss.loss(y_v, w_v, score_v))
+            if valid_loss[-1] < best_loss - tol:
+                best_loss, best_iter = valid_loss[-1], it
+            elif n_iter_no_change and it - best_iter >= n_iter_no_change:
+                progress.update(n_trees, f"early stop at {best_iter + 1}")
+                break
+        progress.update(it + 1, f"loss {train_loss[-1]:.5g}")
+    return BoostResult(builder, base, np.asarray(train_loss),
+                       np.asarray(valid_loss) if valid is not None else None, best_iter)

@@ -1,0 +1,56 @@
+"""First-order gradient boosting (Friedman): trees fit pseudo-residuals by variance reduction.
+
+Channel A = w * r (r = -dL/dF), channel B = w. Leaves: one Newton step
+sum w r / sum w h for the deviance (= sum r / sum |r|(2-|r|)) and squared error (the mean);
+the weighted median of the residuals for absolute error; Friedman's M-TreeBoost step for
+Huber. Denominators that are not positive (negative weights) give a zero leaf.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine._types import CHANNEL_DTYPE, VARIANCE
+from ._loop import leaf_quantile, leaf_sums
+from .losses import Absolute, Huber, Loss
+
+__all__ = ["GradientBooster"]
+
+MIN_DENOMINATOR = 1e-12
+
+
+class GradientBooster:
+    """What the grower fits in first-order gradient boosting."""
+
+    criterion = VARIANCE
+
+    def __init__(self, loss: Loss, learning_rate: float):
+        self.loss = loss
+        self.learning_rate = learning_rate
+
+    def channels(self, y, w, score):
+        """A = w * pseudo-residual, B = w."""
+        g, _ = self.loss.gradients(y, score)
+        return (-g * w).astype(CHANNEL_DTYPE), w.astype(CHANNEL_DTYPE)
+
+    def leaf_values(self, tree, y, w, score):
+        """Leaf values times the learning rate (0 on internal nodes)."""
+        leaves = tree.is_leaf
+        if isinstance(self.loss, Absolute):
+            value = leaf_quantile(tree, y - score, w, 0.5)
+        elif isinstance(self.loss, Huber):
+            residual = y - score
+            median = leaf_quantile(tree, residual, w, 0.5)
+            value = np.zeros(tree.n_nodes)
+            d = self.loss.delta
+            for k in np.flatnonzero(leaves):
+                idx = tree.partition[tree.start[k]:tree.stop[k]]
+                dev = residual[idx] - median[k]
+                total = float(np.sum(w[idx], dtype=np.float64))
+                step = np.dot(w[idx], np.sign(dev) * np.minimum(d, np.abs(dev)))
+                value[k] = median[k] + (step / total if total > MIN_DENOMINATOR else 0.0)
+        else:
+            _, h = self.loss.gradients(y, score)
+            den = leaf_sums(tree, w * h)
+            value = np.where(den > MIN_DENOMINATOR, tree.sum_a / np.where(den > 0, den, 1), 0.0)
+        return np.where(leaves, value * self.learning_rate, 0.0)

@@ -1,0 +1,217 @@
+"""Losses: per-event gradient and hessian of the raw score, initial score, weighted loss.
+
+Classification targets are 0/1 (1 = signal); ``Deviance`` uses TMVA/Friedman's convention
+L = ln(1 + exp(-2 y F)) with y = +-1, so P(signal) = 1 / (1 + exp(-2F)); ``Logistic`` is
+XGBoost's binary:logistic, P = 1 / (1 + exp(-F)). Medians and quantiles use only the
+positive part of the weights (a median of signed weights is not defined).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
+           "PseudoHuber", "weighted_quantile", "get_loss"]
+
+
+def weighted_quantile(values: NDArray, weights: NDArray, q: float) -> float:
+    """Weighted q-quantile (lower, as a median) of ``values``; negative weights count as 0."""
+    w = np.clip(np.asarray(weights, np.float64), 0.0, None)
+    if values.size == 0:
+        return 0.0
+    if not w.sum() > 0:
+        w = np.ones_like(w)
+    order = np.argsort(values, kind="stable")
+    cw = np.cumsum(w[order])
+    k = int(np.searchsorted(cw, q * cw[-1], side="left"))
+    return float(values[order][min(k, values.size - 1)])
+
+
+def _class_sums(y: NDArray, w: NDArray) -> tuple[float, float]:
+    s = float(np.sum(w[y == 1]))
+    b = float(np.sum(w[y == 0]))
+    if not (s > 0 and b > 0):
+        raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
+    return s, b
+
+
+class Loss:
+    """Base class: ``gradients`` returns (g, h) of L with respect to the raw score."""
+
+    name = "loss"
+    is_classification = False
+
+    def init_score(self, y: NDArray, w: NDArray) -> float:
+        """Best constant score."""
+        raise NotImplementedError
+
+    def gradients(self, y: NDArray, score: NDArray) -> tuple[NDArray, NDArray]:
+        """Per-event (g, h), float64, without event weights."""
+        raise NotImplementedError
+
+    def pointwise(self, y: NDArray, score: NDArray) -> NDArray:
+        """Per-event loss."""
+        raise NotImplementedError
+
+    def loss(self, y: NDArray, w: NDArray, score: NDArray) -> float:
+        """Weighted mean loss."""
+        total = float(np.sum(w))
+        return float(np.dot(w, self.pointwise(y, score)) / total) if total != 0 else 0.0
+
+    def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
+        """Per-round state (Huber's delta); nothing by default."""
+
+
+class Deviance(Loss):
+    """Binomial deviance ln(1 + exp(-2 y F)), y = +-1 (Friedman, TMVA's BDTG)."""
+
+    name = "deviance"
+    is_classification = True
+
+    def init_score(self, y, w):
+        s, b = _class_sums(y, w)
+        return 0.5 * np.log(s / b)
+
+    def gradients(self, y, score):
+        ys = 2.0 * y - 1.0
+        r = 2.0 * ys / (1.0 + np.exp(np.clip(2.0 * ys * score, -700, 700)))
+        a = np.abs(r)
+        return -r, a * (2.0 - a)
+
+    def pointwise(self, y, score):
+        return np.logaddexp(0.0, -2.0 * (2.0 * y - 1.0) * score)
+
+    @staticmethod
+    def probability(score: NDArray) -> NDArray:
+        """P(signal) from the raw score."""
+        return 1.0 / (1.0 + np.exp(-2.0 * score))
+
+
+class Logistic(Loss):
+    """Logistic loss ln(1 + exp(-y F)), y = +-1 (XGBoost's binary:logistic)."""
+
+    name = "logistic"
+    is_classification = True
+
+    def init_score(self, y, w):
+        s, b = _class_sums(y, w)
+        return float(np.log(s / b))
+
+    def gradients(self, y, score):
+        p = 1.0 / (1.0 + np.exp(-score))
+        return p - y, np.maximum(p * (1.0 - p), 1e-16)
+
+    def pointwise(self, y, score):
+        return np.logaddexp(0.0, -(2.0 * y - 1.0) * score)
+
+    @staticmethod
+    def probability(score: NDArray) -> NDArray:
+        """P(signal) from the raw score."""
+        return 1.0 / (1.0 + np.exp(-score))
+
+
+class Squared(Loss):
+    """Squared error (y - F)^2 / 2; the learning curve reports the weighted MSE."""
+
+    name = "squared"
+
+    def init_score(self, y, w):
+        total = float(np.sum(w))
+        return float(np.dot(w, y) / total) if total > 0 else float(np.mean(y))
+
+    def gradients(self, y, score):
+        return score - y, np.ones_like(score)
+
+    def pointwise(self, y, score):
+        return (y - score) ** 2
+
+
+class Absolute(Loss):
+    """Absolute error |y - F|; leaves take the weighted median of the residuals."""
+
+    name = "absolute"
+
+    def init_score(self, y, w):
+        return weighted_quantile(y, w, 0.5)
+
+    def gradients(self, y, score):
+        return np.sign(score - y), np.ones_like(score)
+
+    def pointwise(self, y, score):
+        return np.abs(y - score)
+
+
+class Huber(Loss):
+    """Huber loss with delta = the alpha-quantile of |residual|, refreshed each round."""
+
+    name = "huber"
+
+    def __init__(self, alpha: float = 0.9):
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"huber_alpha must be in (0, 1), got {alpha}")
+        self.alpha = alpha
+        self.delta = 1.0
+
+    def init_score(self, y, w):
+        return weighted_quantile(y, w, 0.5)
+
+    def begin_round(self, y, w, score):
+        self.delta = max(weighted_quantile(np.abs(y - score), w, self.alpha), 1e-12)
+
+    def gradients(self, y, score):
+        r = y - score
+        return -np.clip(r, -self.delta, self.delta), np.ones_like(score)
+
+    def pointwise(self, y, score):
+        r = np.abs(y - score)
+        d = self.delta
+        return np.where(r <= d, 0.5 * r * r, d * (r - 0.5 * d))
+
+
+class PseudoHuber(Loss):
+    """Pseudo-Huber delta^2 (sqrt(1 + (r/delta)^2) - 1), smooth, for second-order boosting."""
+
+    name = "huber"
+
+    def __init__(self, delta: float = 1.0):
+        if not delta > 0:
+            raise ValueError(f"huber_delta must be positive, got {delta}")
+        self.delta = delta
+
+    def init_score(self, y, w):
+        return weighted_quantile(y, w, 0.5)
+
+    def gradients(self, y, score):
+        r = score - y
+        s = 1.0 + (r / self.delta) ** 2
+        return r / np.sqrt(s), 1.0 / (s * np.sqrt(s))
+
+    def pointwise(self, y, score):
+        r = (y - score) / self.delta
+        return self.delta**2 * (np.sqrt(1.0 + r * r) - 1.0)
+
+
+LOSSES = {
+    ("gradient", "deviance"): Deviance,
+    ("newton", "logistic"): Logistic,
+    ("gradient", "squared"): Squared,
+    ("newton", "squared"): Squared,
+    ("gradient", "absolute"): Absolute,
+    ("newton", "absolute"): Absolute,
+    ("gradient", "huber"): Huber,
+    ("newton", "huber"): PseudoHuber,
+}
+
+
+def get_loss(boosting: str, loss: str, huber_alpha: float = 0.9, huber_delta: float = 1.0) -> Loss:
+    """The loss object for a booster; ValueError listing the valid pairs otherwise."""
+    cls = LOSSES.get((boosting, loss))
+    if cls is None:
+        valid = sorted(f"{b}/{name}" for b, name in LOSSES)
+        raise ValueError(f"loss {loss!r} is not available for boosting={boosting!r}; valid: {valid}")
+    if cls is Huber:
+        return Huber(huber_alpha)
+    if cls is PseudoHuber:
+        return PseudoHuber(huber_delta)
+    return cls()

@@ -1,0 +1,43 @@
+"""Engine dtypes, the histogram layout, criterion codes and the one Numba decorator policy.
+
+Kernels see few types, so few compiled variants: uint8 bin codes, float32 per-event
+channels and raw features, float64 histogram sums, int32 node and event indices.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+X_DTYPE = np.float32  # raw features, thresholds
+BIN_DTYPE = np.uint8  # bin codes
+CHANNEL_DTYPE = np.float32  # per-event channels A, B and event weight W
+SUM_DTYPE = np.float64  # histogram sums
+INDEX_DTYPE = np.int32  # event and node indices
+
+N_BINS = 256  # histogram slots per feature: up to 255 value bins, then the missing bin
+MISSING_BIN = 255  # the last bin holds NaN
+MAX_VALUE_BINS = 255
+N_CHANNELS = 3  # A, B (booster-defined) and the event weight W
+
+# Split criteria: what a split's gain means (see split.py).
+VARIANCE = 0  # A = sum w*r, B = sum w
+NEWTON = 1  # A = sum g, B = sum h
+GINI = 2  # A = signal weight, B = background weight
+CROSS_ENTROPY = 3
+MISCLASSIFICATION = 4
+SDIVSQRTSPLUSB = 5
+
+CRITERIA = {
+    "variance": VARIANCE,
+    "newton": NEWTON,
+    "gini": GINI,
+    "cross_entropy": CROSS_ENTROPY,
+    "misclassification": MISCLASSIFICATION,
+    "sdivsqrtsplusb": SDIVSQRTSPLUSB,
+}
+
+
+def njit(*args, parallel: bool = False, fastmath: bool = False):
+    """The engine's one decorator policy: cached, GIL-free, no fastmath unless asked."""
+    return numba.njit(*args, cache=True, nogil=True, parallel=parallel, fastmath=fastmath)

@@ -1,0 +1,221 @@
+"""Split criteria as gain functions over (A, B) sums, and the best-split scan of a node.
+
+Each criterion scores a node from its channel sums; a split's gain is
+``score(left) + score(right) - score(parent)``, larger is better:
+
+- variance (A = sum w*r, B = sum w): A^2 / B, i.e. weighted variance reduction;
+- newton (A = sum g, B = sum h): T_alpha(A)^2 / (B + lambda), XGBoost's loss change (without
+  its factor 1/2, as XGBoost compares gamma to it);
+- classification impurities (A = signal weight, B = background weight, n = A + B,
+  p = A / n): -n * I(p) for Gini p(1-p), cross-entropy, misclassification 1 - max(p, 1-p);
+  S/sqrt(S+B): n * (p / sqrt(n))... scored as A / sqrt(A + B).
+
+Negative weights make cumulative sums non-monotone, so the scan never stops early; a side
+whose weight W, or B (variance) or B + lambda (newton), is not positive is not a valid split.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._types import (
+    CROSS_ENTROPY,
+    GINI,
+    MISCLASSIFICATION,
+    MISSING_BIN,
+    NEWTON,
+    SDIVSQRTSPLUSB,
+    VARIANCE,
+    njit,
+)
+
+__all__ = ["SplitParams", "find_best_splits", "best_split_naive", "node_score"]
+
+
+@njit
+def soft_threshold(a, alpha):
+    """L1 soft-thresholding of a gradient sum."""
+    if a > alpha:
+        return a - alpha
+    if a < -alpha:
+        return a + alpha
+    return 0.0
+
+
+@njit
+def node_score(criterion, a, b, reg_lambda, reg_alpha):
+    """Score of a node with channel sums (a, b) under ``criterion``; gains are differences."""
+    if criterion == VARIANCE:
+        return a * a / b if b > 0.0 else 0.0
+    if criterion == NEWTON:
+        t = soft_threshold(a, reg_alpha)
+        d = b + reg_lambda
+        return t * t / d if d > 0.0 else 0.0
+    n = a + b
+    if n <= 0.0:
+        return 0.0
+    if criterion == SDIVSQRTSPLUSB:
+        return a / math.sqrt(n) if a > 0.0 else 0.0
+    p = min(max(a / n, 0.0), 1.0)
+    if criterion == GINI:
+        return -n * p * (1.0 - p)
+    if criterion == CROSS_ENTROPY:
+        e = 0.0
+        if p > 0.0:
+            e -= p * math.log(p)
+        if p < 1.0:
+            e -= (1.0 - p) * math.log(1.0 - p)
+        return -n * e
+    if criterion == MISCLASSIFICATION:
+        return -n * (1.0 - max(p, 1.0 - p))
+    return 0.0
+
+
+@njit
+def _valid_side(criterion, b, w, reg_lambda, min_child_hessian, min_child_weight):
+    if not (w > 0.0) or w < min_child_weight:
+        return False
+    if criterion == NEWTON:
+        return b >= min_child_hessian and b + reg_lambda > 0.0
+    if criterion == VARIANCE:
+        return b > 0.0
+    return True
+
+
+class SplitParams:
+    """Scalars that constrain and score splits (one value per tree)."""
+
+    def __init__(self, criterion: int, reg_lambda: float = 0.0, reg_alpha: float = 0.0,
+                 min_child_hessian: float = 0.0, min_child_weight: float = 0.0,
+                 min_split_gain: float = 0.0):
+        self.criterion = criterion
+        self.reg_lambda = float(reg_lambda)
+        self.reg_alpha = float(reg_alpha)
+        self.min_child_hessian = float(min_child_hessian)
+        self.min_child_weight = float(min_child_weight)
+        self.min_split_gain = float(min_split_gain)
+
+    def as_tuple(self) -> tuple:
+        """Arguments in the kernels' order."""
+        return (self.criterion, self.reg_lambda, self.reg_alpha, self.min_child_hessian,
+                self.min_child_weight, self.min_split_gain)
+
+
+@njit
+def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
+                  min_child_hessian, min_child_weight, min_split_gain):
+    """Best (gain, bin, missing_left) of one feature's histogram; gain -inf when none."""
+    parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
+    ma = h[MISSING_BIN, 0]
+    mb = h[MISSING_BIN, 1]
+    mw = h[MISSING_BIN, 2]
+    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
+    best_gain = -np.inf
+    best_bin = -1
+    best_missing_left = False
+    for missing_left in (False, True):
+        if missing_left and not has_missing:
+            break
+        la = ma if missing_left else 0.0
+        lb = mb if missing_left else 0.0
+        lw = mw if missing_left else 0.0
+        # Past the last value bin with missing on the right: values left, missing right.
+        last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
+        for bin_idx in range(last):
+            la += h[bin_idx, 0]
+            lb += h[bin_idx, 1]
+            lw += h[bin_idx, 2]
+            ra = sum_a - la
+            rb = sum_b - lb
+            rw = sum_w - lw
+            if not _valid_side(criterion, lb, lw, reg_lambda, min_child_hessian, min_child_weight):
+                continue
+            if not _valid_side(criterion, rb, rw, reg_lambda, min_child_hessian, min_child_weight):
+                continue
+            gain = (node_score(criterion, la, lb, reg_lambda, reg_alpha)
+                    + node_score(criterion, ra, rb, reg_lambda, reg_alpha) - parent)
+            if gain > best_gain and gain > min_split_gain:
+                best_gain = gain
+                best_bin = bin_idx
+                best_missing_left = missing_left
+    return best_gain, best_bin, best_missing_left
+
+
+@njit(parallel=True)
+def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
+                      criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
+                      min_split_gain, out_gain, out_feature, out_bin, out_missing_left):
+    n_nodes = slots.size
+    m = n_value_bins.size
+    gains = np.full((n_nodes, m), -np.inf)
+    bins = np.zeros((n_nodes, m), dtype=np.int32)
+    missing = np.zeros((n_nodes, m), dtype=np.bool_)
+    for job in numba.prange(n_nodes * m):
+        j = job // m
+        f = job % m
+        if not feature_allowed[j, f]:
+            continue
+        g, b, ml = _scan_feature(hists[slots[j], f], n_value_bins[f], node_sums[j, 0],
+                                 node_sums[j, 1], node_sums[j, 2], criterion, reg_lambda,
+                                 reg_alpha, min_child_hessian, min_child_weight, min_split_gain)
+        gains[j, f] = g
+        bins[j, f] = b
+        missing[j, f] = ml
+    for j in range(n_nodes):
+        out_gain[j] = -np.inf
+        out_feature[j] = -1
+        for f in range(m):  # first feature wins ties: deterministic
+            if gains[j, f] > out_gain[j]:
+                out_gain[j] = gains[j, f]
+                out_feature[j] = f
+                out_bin[j] = bins[j, f]
+                out_missing_left[j] = missing[j, f]
+
+
+def find_best_splits(hists: np.ndarray, slots: np.ndarray, node_sums: np.ndarray,
+                     feature_allowed: np.ndarray, n_value_bins: np.ndarray,
+                     params: SplitParams) -> tuple[np.ndarray, ...]:
+    """Best split of each node: (gain, feature, bin, missing_left), feature -1 when none.
+
+    hists: (n_slots, m, 256, 3) float64; slots: (k,) node j's histogram slot; node_sums:
+    (k, 3) float64 sums (A, B, W); feature_allowed: (k, m) bool; n_value_bins: (m,) int32.
+    """
+    k = slots.size
+    out_gain = np.empty(k)
+    out_feature = np.empty(k, dtype=np.int32)
+    out_bin = np.zeros(k, dtype=np.int32)
+    out_missing_left = np.zeros(k, dtype=np.bool_)
+    _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins, *params.as_tuple(),
+                      out_gain, out_feature, out_bin, out_missing_left)
+    return out_gain, out_feature, out_bin, out_missing_left
+
+
+def best_split_naive(codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     w: np.ndarray, n_value_bins: np.ndarray, params: SplitParams):
+    """Brute-force twin: try every (feature, bin, missing side) by masking events directly."""
+    crit, lam, alpha = params.criterion, params.reg_lambda, params.reg_alpha
+    a, b, w = (np.asarray(v, np.float64)[rows] for v in (a, b, w))
+    sa, sb, sw = a.sum(), b.sum(), w.sum()
+    parent = node_score(crit, sa, sb, lam, alpha)
+    best = (-np.inf, -1, 0, False)
+    for f in range(codes.shape[0]):
+        c = codes[f, rows]
+        is_missing = c == MISSING_BIN
+        for missing_left in (False, True):
+            if missing_left and not is_missing.any():
+                continue
+            for t in range(n_value_bins[f] + 1):
+                left = (c <= t) & ~is_missing | (is_missing & missing_left)
+                la, lb, lw = a[left].sum(), b[left].sum(), w[left].sum()
+                ra, rb, rw = sa - la, sb - lb, sw - lw
+                ok = all(_valid_side(crit, x, y, lam, params.min_child_hessian,
+                                     params.min_child_weight) for x, y in ((lb, lw), (rb, rw)))
+                if not ok:
+                    continue
+                gain = node_score(crit, la, lb, lam, alpha) + node_score(crit, ra, rb, lam, alpha) - parent
+                if gain > params.min_split_gain and gain > best[0]:
+                    best = (gain, f, t, missing_left)
+    return best

@@ -1,0 +1,523 @@
+"""BDTClassifier and BDTRegressor: the scikit-learn-style front of the engine.
+
+``fit(X, y, sample_weight)``, ``decision_function``, ``predict_proba``, ``predict``,
+staged scores, ``get_params``/``set_params`` (so ``sklearn.clone``, pipelines and
+``cross_val_score`` work), ``save`` to versioned JSON. Fitted attributes end in ``_``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from .boosting import GradientBooster, NewtonBooster, get_loss
+from .boosting._loop import run_boosting
+from .boosting.losses import Deviance, Logistic
+from .engine._types import MAX_VALUE_BINS, X_DTYPE
+from .engine.binning import BinMapper
+from .engine.split import SplitParams
+from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic_write_text
+
+__all__ = ["BDTClassifier", "BDTRegressor", "estimator_from_dict"]
+
+NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair")
+
+
+@contextlib.contextmanager
+def _threads(n_jobs: int | None):
+    """Run numba kernels with ``n_jobs`` threads (None or -1: all configured threads)."""
+    import numba
+
+    if n_jobs is None or n_jobs == -1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def check_X(X: Any, n_features: int | None = None, what: str = "X") -> tuple[np.ndarray, list | None]:
+    """(n, m) C-contiguous float32 without copying when already so; NaN allowed, inf refused."""
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        names = [str(c) for c in X.columns]
+        X = X.to_numpy(dtype=X_DTYPE)
+    try:
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{what} is empty (shape {X.shape}); need at least one event and one feature")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{what} has {X.shape[1]} features, the model was trained on {n_features}")
+    if np.isinf(X).any():
+        rows, cols = np.nonzero(np.isinf(X))
+        raise ValueError(f"{what} has infinite values (first at event {rows[0]}, feature {cols[0]}); "
+                         "use NaN for missing values")
+    return X, names
+
+
+def check_weights(sample_weight: Any, n: int, what: str = "sample_weight") -> np.ndarray:
+    """Event weights as float64 (ones when None); finite, right length, not all zero."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=np.float64).ravel()
+    if w.size != n:
+        raise ValueError(f"{what} has {w.size} values for {n} events")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{what} has NaN or infinite values (first at event "
+                         f"{int(np.flatnonzero(~np.isfinite(w))[0])})")
+    if not np.any(w != 0):
+        raise ValueError(f"{what}: all weights are zero; nothing to train on")
+    return w
+
+
+class _BDTBase:
+    """Parameters, validation, fitting and persistence shared by both estimators."""
+
+    _estimator_kind = ""
+    _boostings: tuple[str, ...] = ("gradient", "newton")
+
+    # -- scikit-learn parameter protocol ---------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters as a dict."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> _BDTBase:
+        """Set constructor parameters; unknown names are an error."""
+        valid = self._param_names()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}; valid: {valid}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k) != v]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
+
+        is_clf = self._estimator_kind == "classifier"
+        return Tags(estimator_type=self._estimator_kind, target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags() if is_clf else None,
+                    regressor_tags=RegressorTags() if not is_clf else None)
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        def require(cond: bool, name: str, valid: str) -> None:
+            if not cond:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not valid; expected {valid}")
+
+        require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
+        require(isinstance(self.n_trees, (int, np.integer)) and self.n_trees >= 1, "n_trees",
+                "an integer >= 1")
+        require(isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30,
+                "max_depth", "an integer in [1, 30]")
+        require(0 < self.learning_rate <= 10, "learning_rate", "a number in (0, 10]")
+        require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
+                "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
+        require(isinstance(self.n_cuts, (int, np.integer)) and 0 <= self.n_cuts < self.max_bins,
+                "n_cuts", "an integer in [0, max_bins)")
+        require(0 <= self.min_node_size < 0.5, "min_node_size", "a fraction in [0, 0.5)")
+        require(self.min_child_weight >= 0, "min_child_weight", "a number >= 0")
+        require(self.min_split_gain >= 0, "min_split_gain", "a number >= 0")
+        require(self.reg_lambda >= 0, "reg_lambda", "a number >= 0")
+        require(self.reg_alpha >= 0, "reg_alpha", "a number >= 0")
+        require(0 < self.subsample <= 1 or (self.subsample_mode == "poisson" and self.subsample > 0),
+                "subsample", "a fraction in (0, 1] (any positive number for 'poisson')")
+        require(self.subsample_mode in ("uniform", "poisson", "weighted"), "subsample_mode",
+                "'uniform', 'poisson' or 'weighted'")
+        for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
+            require(0 < getattr(self, name) <= 1, name, "a fraction in (0, 1]")
+        require(self.negative_weights in NEGATIVE_WEIGHT_POLICIES, "negative_weights",
+                f"one of {NEGATIVE_WEIGHT_POLICIES}")
+        require(0 < self.validation_fraction < 1, "validation_fraction", "a fraction in (0, 1)")
+        require(self.n_iter_no_change is None or self.n_iter_no_change >= 1, "n_iter_no_change",
+                "None or an integer >= 1")
+
+    def _apply_negative_weight_policy(self, X, y, w):
+        policy = self.negative_weights
+        if policy == "keep" or not np.any(w < 0):
+            return X, y, w
+        if policy == "abs":
+            return X, y, np.abs(w)
+        if policy == "ignore":
+            keep = w >= 0
+            return X[keep], y[keep], w[keep]
+        from .boosting.negative_weights import pair_negative_weights
+
+        return pair_negative_weights(X, y, w)
+
+    def _make_booster(self, loss):
+        if self.boosting == "gradient":
+            return GradientBooster(loss, self.learning_rate)
+        return NewtonBooster(loss, self.learning_rate, self.reg_lambda, self.reg_alpha)
+
+    # -- fitting ------------------------------------------------------------------------------
+    def _fit(self, X, y, sample_weight, eval_set, names):
+        self._validate_params()
+        w = check_weights(sample_weight, X.shape[0])
+        X, y, w = self._apply_negative_weight_policy(X, y, w)
+        rng = np.random.default_rng(self.random_state)
+        valid = None
+        if eval_set is not None:
+            Xv, yv = eval_set[0], eval_set[1]
+            Xv, _ = check_X(Xv, X.shape[1], "eval_set X")
+            yv = self._encode_y(yv, fitting=False)
+            wv = check_weights(eval_set[2] if len(eval_set) > 2 else None, Xv.shape[0],
+                               "eval_set sample_weight")
+            valid = (Xv, yv, wv)
+        elif self.early_stopping:
+            held = rng.random(X.shape[0]) < self.validation_fraction
+            valid = (X[held], y[held], w[held])
+            X, y, w = X[~held], y[~held], w[~held]
+        if not np.any(w > 0):
+            raise ValueError("no event with a positive weight is left to train on")
+        with _threads(self.n_jobs):
+            mapper = BinMapper(self.max_bins, self.n_cuts,
+                               0 if self.random_state is None else int(self.random_state))
+            mapper.fit(X, w)
+            codes = mapper.transform(X)
+            forest, result = self._run(X, y, w, codes, mapper, valid, rng)
+        self.forest_ = forest
+        self.n_features_in_ = X.shape[1]
+        self.feature_names_in_ = names if names is not None else [f"x{i}" for i in range(X.shape[1])]
+        self.train_loss_ = result.train_loss
+        self.validation_loss_ = result.validation_loss
+        self.best_iteration_ = result.best_iteration
+        self.n_trees_ = forest.n_trees
+        self.bin_edges_ = mapper.edges_
+        return self
+
+    def _run(self, X, y, w, codes, mapper, valid, rng):
+        loss = self._make_loss()
+        booster = self._make_booster(loss)
+        newton = self.boosting == "newton"
+        params = SplitParams(booster.criterion, reg_lambda=self.reg_lambda if newton else 0.0,
+                             reg_alpha=self.reg_alpha if newton else 0.0,
+                             min_child_hessian=self.min_child_weight if newton else 0.0,
+                             min_split_gain=self.min_split_gain)
+        valid_binned = None
+        if valid is not None:
+            valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
+        result = run_boosting(
+            booster, codes, y.astype(np.float64), w, mapper.n_bins_, mapper,
+            n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
+            min_node_size=self.min_node_size, subsample=self.subsample,
+            subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
+            colsample_bylevel=self.colsample_bylevel, colsample_bynode=self.colsample_bynode,
+            rng=rng, valid=valid_binned,
+            n_iter_no_change=self.n_iter_no_change if (self.early_stopping or valid is not None) else None,
+            tol=self.tol, verbose=self.verbose)
+        keep = None
+        if result.best_iteration is not None and (self.early_stopping or valid is not None):
+            keep = result.best_iteration + 1
+        forest = result.builder.build(keep)
+        forest.extra["loss"] = loss.name
+        return forest, result
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "forest_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _raw(self, X) -> np.ndarray:
+        self._check_fitted()
+        X, _ = check_X(X, self.n_features_in_)
+        with _threads(self.n_jobs):
+            return self.forest_.raw_score(X)
+
+    def _staged_raw(self, X):
+        self._check_fitted()
+        X, _ = check_X(X, self.n_features_in_)
+        yield from self.forest_.staged_raw_score(X)
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The model as a JSON-ready dict (format, version, options, forest, learning curve)."""
+        self._check_fitted()
+        params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.get_params().items()}
+        doc = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "estimator": type(self).__name__,
+            "params": params,
+            "feature_names": list(self.feature_names_in_),
+            "forest": self.forest_.to_dict(),
+            "train_loss": np.asarray(self.train_loss_, float).tolist(),
+            "validation_loss": None if self.validation_loss_ is None
+            else np.asarray(self.validation_loss_, float).tolist(),
+            "best_iteration": self.best_iteration_,
+        }
+        doc.update(self._extra_state())
+        return doc
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as versioned JSON (atomically: temporary name, then rename)."""
+        atomic_write_text(path, json.dumps(self.to_dict()))
+
+
+class BDTClassifier(_BDTBase):
+    """Boosted decision tree classifier (signal = 1, background = 0).
+
+    ``decision_function`` is the raw ensemble score (larger = more signal-like);
+    ``predict_proba`` maps it through the loss's link (deviance: 1/(1+exp(-2F)); logistic:
+    1/(1+exp(-F))). See the README for every option and its TMVA name.
+    """
+
+    _estimator_kind = "classifier"
+
+    def __init__(self, boosting: str = "gradient", n_trees: int = 200, max_depth: int = 3,
+                 learning_rate: float = 0.1, loss: str | None = None, max_bins: int = 255,
+                 n_cuts: int = 0, min_node_size: float = 0.0, min_child_weight: float = 1.0,
+                 min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
+                 subsample: float = 1.0, subsample_mode: str = "uniform",
+                 colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
+                 colsample_bynode: float = 1.0, negative_weights: str = "keep",
+                 early_stopping: bool = False, validation_fraction: float = 0.1,
+                 n_iter_no_change: int | None = 10, tol: float = 0.0,
+                 random_state: int | None = None, n_jobs: int | None = None,
+                 verbose: bool = False):
+        self.boosting = boosting
+        self.n_trees = n_trees
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.loss = loss
+        self.max_bins = max_bins
+        self.n_cuts = n_cuts
+        self.min_node_size = min_node_size
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.subsample = subsample
+        self.subsample_mode = subsample_mode
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
+        self.colsample_bynode = colsample_bynode
+        self.negative_weights = negative_weights
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _make_loss(self):
+        name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
+        loss = get_loss(self.boosting, name)
+        if not loss.is_classification:
+            raise ValueError(f"loss {name!r} is a regression loss; BDTClassifier takes "
+                             f"'deviance' (gradient) or 'logistic' (newton)")
+        return loss
+
+    def _encode_y(self, y, fitting: bool) -> np.ndarray:
+        y = np.asarray(y).ravel()
+        if fitting:
+            classes = np.unique(y)
+            if classes.size != 2:
+                raise ValueError(f"y must have exactly two classes (signal = 1, background = 0); "
+                                 f"found {classes.size}: {classes[:10].tolist()}")
+            self.classes_ = classes
+        bad = ~np.isin(y, self.classes_)
+        if bad.any():
+            raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
+                             f"the classes {self.classes_.tolist()}")
+        return (y == self.classes_[1]).astype(np.float64)
+
+    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTClassifier:
+        """Train on X (n, m), labels y (two classes; with 0/1, 1 is signal), optional weights.
+
+        eval_set: (X_val, y_val[, w_val]) for the validation loss and early stopping.
+        """
+        X, names = check_X(X)
+        y_raw = np.asarray(y).ravel()
+        if y_raw.size != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
+        y01 = self._encode_y(y_raw, fitting=True)
+        return self._fit(X, y01, sample_weight, eval_set, names)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Raw ensemble score, float64 (n,); larger means more signal-like."""
+        return self._raw(X)
+
+    def staged_decision_function(self, X):
+        """Yield the raw score after 1, 2, ... trees."""
+        yield from self._staged_raw(X)
+
+    def _link(self, score: np.ndarray) -> np.ndarray:
+        agg = self.forest_.aggregation
+        if agg != "sum":  # AdaBoost-type scores are already in [-1, 1] or [0, 1]
+            lo = self.forest_.extra.get("score_min", -1.0)
+            return np.clip((score - lo) / (1.0 - lo), 0.0, 1.0)
+        if self.forest_.extra.get("loss") == "logistic":
+            return Logistic.probability(score)
+        return Deviance.probability(score)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal)."""
+        p = self._link(self._raw(X))
+        return np.column_stack([1.0 - p, p])
+
+    def staged_predict_proba(self, X):
+        """Yield predict_proba after 1, 2, ... trees."""
+        for s in self._staged_raw(X):
+            p = self._link(s)
+            yield np.column_stack([1.0 - p, p])
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted class labels (signal where P(signal) > 0.5)."""
+        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Weighted accuracy."""
+        y = np.asarray(y).ravel()
+        w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, float)
+        return float(np.sum(w * (self.predict(X) == y)) / np.sum(w))
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"classes": self.classes_.tolist()}
+
+
+class BDTRegressor(_BDTBase):
+    """Boosted decision tree regressor (e.g. of a resonance mass)."""
+
+    _estimator_kind = "regressor"
+
+    def __init__(self, boosting: str = "gradient", n_trees: int = 200, max_depth: int = 3,
+                 learning_rate: float = 0.1, loss: str = "squared", huber_alpha: float = 0.9,
+                 huber_delta: float = 1.0, max_bins: int = 255, n_cuts: int = 0,
+                 min_node_size: float = 0.0, min_child_weight: float = 1.0,
+                 min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
+                 subsample: float = 1.0, subsample_mode: str = "uniform",
+                 colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
+                 colsample_bynode: float = 1.0, negative_weights: str = "keep",
+                 early_stopping: bool = False, validation_fraction: float = 0.1,
+                 n_iter_no_change: int | None = 10, tol: float = 0.0,
+                 random_state: int | None = None, n_jobs: int | None = None,
+                 verbose: bool = False):
+        self.boosting = boosting
+        self.n_trees = n_trees
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.loss = loss
+        self.huber_alpha = huber_alpha
+        self.huber_delta = huber_delta
+        self.max_bins = max_bins
+        self.n_cuts = n_cuts
+        self.min_node_size = min_node_size
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.subsample = subsample
+        self.subsample_mode = subsample_mode
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bylevel = colsample_bylevel
+        self.colsample_bynode = colsample_bynode
+        self.negative_weights = negative_weights
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _make_loss(self):
+        loss = get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
+        if loss.is_classification:
+            raise ValueError(f"loss {self.loss!r} is a classification loss; BDTRegressor takes "
+                             "'squared', 'absolute' or 'huber'")
+        return loss
+
+    def _encode_y(self, y, fitting: bool) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if not np.all(np.isfinite(y)):
+            raise ValueError("the regression target y has NaN or infinite values")
+        return y
+
+    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTRegressor:
+        """Train on X (n, m) and the target y (n,), optional event weights."""
+        X, names = check_X(X)
+        y = self._encode_y(y, fitting=True)
+        if y.size != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} events but y has {y.size} targets")
+        return self._fit(X, y, sample_weight, eval_set, names)
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted target, float64 (n,)."""
+        return self._raw(X)
+
+    decision_function = predict
+
+    def staged_predict(self, X):
+        """Yield the prediction after 1, 2, ... trees."""
+        yield from self._staged_raw(X)
+
+    staged_decision_function = staged_predict
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Weighted coefficient of determination R^2."""
+        y = np.asarray(y, float).ravel()
+        w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, float)
+        pred = self.predict(X)
+        mean = np.sum(w * y) / np.sum(w)
+        return float(1 - np.sum(w * (y - pred) ** 2) / np.sum(w * (y - mean) ** 2))
+
+
+ESTIMATORS = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}
+
+
+def estimator_from_dict(doc: dict[str, Any]):
+    """A fitted estimator from a model dict (``to_dict``); ModelFormatError when invalid."""
+    kind = doc.get("estimator")
+    cls = ESTIMATORS.get(kind)
+    if cls is None:
+        raise ModelFormatError(f"estimator {kind!r} is not known; valid: {sorted(ESTIMATORS)}")
+    params = doc.get("params")
+    if not isinstance(params, dict):
+        raise ModelFormatError("'params' must be an object of estimator options")
+    unknown = sorted(set(params) - set(cls._param_names()))
+    if unknown:
+        raise ModelFormatError(f"params has unknown options {unknown}")
+    est = cls(**params)
+    forest = Forest.from_dict(doc.get("forest"), "forest")
+    names = doc.get("feature_names")
+    if not isinstance(names, list) or len(names) != forest.n_features:
+        raise ModelFormatError(f"feature_names must list {forest.n_features} names")
+    est.forest_ = forest
+    est.n_features_in_ = forest.n_features
+    est.feature_names_in_ = [str(n) for n in names]
+    est.n_trees_ = forest.n_trees
+    est.train_loss_ = np.asarray(doc.get("train_loss") or [], float)
+    vl = doc.get("validation_loss")
+    est.validation_loss_ = None if vl is None else np.asarray(vl, float)
+    est.best_iteration_ = doc.get("best_iteration")
+    if cls is BDTClassifier:
+        classes = doc.get("classes")
+        if not isinstance(classes, list) or len(classes) != 2:
+            raise ModelFormatError("a classifier needs 'classes' with two labels")
+        est.classes_ = np.asarray(classes)
+    return est

@@ -1,0 +1,273 @@
+"""Forest: all trees of a model in flat arrays, and the versioned JSON model file.
+
+The same arrays feed prediction, the rankings, JSON and TMVA XML. A model file is data,
+not code: JSON with a format name and version, validated on load (no pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .engine._types import X_DTYPE
+from .engine.predict import predict_per_tree, predict_raw
+
+__all__ = ["Forest", "ForestBuilder", "ModelFormatError", "load_model", "FORMAT_NAME",
+           "FORMAT_VERSION", "atomic_write_text"]
+
+FORMAT_NAME = "hepbdt-model"
+FORMAT_VERSION = 1
+AGGREGATIONS = ("sum", "weighted_mean", "weighted_median")
+
+# Node arrays: name -> dtype. left/right are indices into the flat arrays (-1 at leaves).
+NODE_ARRAYS = {
+    "feature": np.int32,
+    "threshold": X_DTYPE,
+    "bin_threshold": np.uint8,
+    "left": np.int32,
+    "right": np.int32,
+    "missing_left": np.bool_,
+    "value": np.float64,
+    "gain": np.float64,
+    "cover": np.float64,
+}
+
+
+class ModelFormatError(ValueError):
+    """A model file that is malformed, inconsistent or of an unsupported version."""
+
+
+@dataclass
+class Forest:
+    """All trees in shared flat arrays plus how their outputs combine.
+
+    Score = base_score + sum_t tree_weights[t] * leaf_t(x) ("sum"), or
+    sum_t tree_weights[t] * leaf_t(x) / sum_t tree_weights[t] ("weighted_mean", AdaBoost), or
+    TMVA's AdaBoostR2 weighted median of leaf_t(x) ("weighted_median").
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    bin_threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    missing_left: np.ndarray
+    value: np.ndarray
+    gain: np.ndarray
+    cover: np.ndarray
+    tree_offsets: np.ndarray
+    tree_weights: np.ndarray
+    n_features: int
+    base_score: float = 0.0
+    aggregation: str = "sum"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees."""
+        return int(self.tree_offsets.size - 1)
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes over all trees."""
+        return int(self.feature.size)
+
+    def raw_score(self, X: np.ndarray, n_trees: int | None = None) -> np.ndarray:
+        """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
+        if self.aggregation == "weighted_median":
+            return _weighted_median_score(predict_per_tree(X, self)[:, :t_end],
+                                          self.tree_weights[:t_end])
+        out = predict_raw(X, self, 0, t_end)
+        if self.aggregation == "weighted_mean":
+            total = self.tree_weights[:t_end].sum()
+            return out / total if total != 0 else out
+        return out + self.base_score
+
+    def staged_raw_score(self, X: np.ndarray):
+        """Yield the score after 1, 2, ... trees, each tree evaluated once."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        if self.aggregation == "weighted_median":
+            per_tree = predict_per_tree(X, self)
+            for t in range(1, self.n_trees + 1):
+                yield _weighted_median_score(per_tree[:, :t], self.tree_weights[:t])
+            return
+        running = np.zeros(X.shape[0])
+        total = 0.0
+        for t in range(self.n_trees):
+            predict_raw(X, self, t, t + 1, out=running)
+            total += self.tree_weights[t]
+            if self.aggregation == "weighted_mean":
+                yield running / total if total != 0 else running.copy()
+            else:
+                yield running + self.base_score
+
+    def tree_slice(self, t: int) -> slice:
+        """The node range of tree t."""
+        return slice(int(self.tree_offsets[t]), int(self.tree_offsets[t + 1]))
+
+    def truncate(self, n_trees: int) -> Forest:
+        """A forest of the first ``n_trees`` trees."""
+        stop = int(self.tree_offsets[n_trees])
+        arrays = {k: getattr(self, k)[:stop].copy() for k in NODE_ARRAYS}
+        return Forest(**arrays, tree_offsets=self.tree_offsets[: n_trees + 1].copy(),
+                      tree_weights=self.tree_weights[:n_trees].copy(), n_features=self.n_features,
+                      base_score=self.base_score, aggregation=self.aggregation,
+                      extra=dict(self.extra))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (floats as Python floats, exact round trip)."""
+        d: dict[str, Any] = {k: getattr(self, k).tolist() for k in NODE_ARRAYS}
+        d["missing_left"] = [bool(v) for v in self.missing_left]
+        d.update(tree_offsets=self.tree_offsets.tolist(), tree_weights=self.tree_weights.tolist(),
+                 n_features=int(self.n_features), base_score=float(self.base_score),
+                 aggregation=self.aggregation, extra=self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "forest") -> Forest:
+        """Build and validate a forest from ``to_dict`` output; ModelFormatError if invalid."""
+        if not isinstance(d, dict):
+            raise ModelFormatError(f"{where}: expected an object, got {type(d).__name__}")
+        required = [*NODE_ARRAYS, "tree_offsets", "tree_weights", "n_features"]
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ModelFormatError(f"{where}: missing keys {missing}; a forest needs {required}")
+        try:
+            arrays = {k: np.asarray(d[k], dtype=dt) for k, dt in NODE_ARRAYS.items()}
+            offsets = np.asarray(d["tree_offsets"], dtype=np.int64)
+            weights = np.asarray(d["tree_weights"], dtype=np.float64)
+            n_features = int(d["n_features"])
+            base_score = float(d.get("base_score", 0.0))
+        except (TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{where}: an array has values of the wrong type ({exc})") from exc
+        forest = cls(**arrays, tree_offsets=offsets, tree_weights=weights, n_features=n_features,
+                     base_score=base_score, aggregation=d.get("aggregation", "sum"),
+                     extra=dict(d.get("extra") or {}))
+        forest.validate(where)
+        return forest
+
+    def validate(self, where: str = "forest") -> None:
+        """Check shapes, index ranges and tree structure; ModelFormatError naming the problem."""
+        n = self.feature.size
+        for k in NODE_ARRAYS:
+            a = getattr(self, k)
+            if a.ndim != 1 or a.size != n:
+                raise ModelFormatError(f"{where}.{k}: expected {n} values, got shape {a.shape}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ModelFormatError(f"{where}.aggregation: {self.aggregation!r}, valid: {AGGREGATIONS}")
+        off = self.tree_offsets
+        if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 1):
+            raise ModelFormatError(f"{where}.tree_offsets: must start at 0, increase strictly "
+                                   f"and end at the node count {n}")
+        if self.tree_weights.size != off.size - 1:
+            raise ModelFormatError(f"{where}.tree_weights: {self.tree_weights.size} values for "
+                                   f"{off.size - 1} trees")
+        if self.n_features < 1:
+            raise ModelFormatError(f"{where}.n_features: must be positive")
+        if np.any(self.feature >= self.n_features) or np.any(self.feature < -1):
+            raise ModelFormatError(f"{where}.feature: indices must be -1 (leaf) or in "
+                                   f"[0, {self.n_features})")
+        if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.tree_weights)):
+            raise ModelFormatError(f"{where}: leaf values and tree weights must be finite")
+        tree_of = np.repeat(np.arange(off.size - 1), np.diff(off))
+        internal = self.feature >= 0
+        for child in (self.left, self.right):
+            c = child[internal]
+            idx = np.flatnonzero(internal)
+            if np.any(c <= idx) or np.any(c >= n) or np.any(tree_of[np.clip(c, 0, n - 1)] != tree_of[idx]):
+                raise ModelFormatError(f"{where}: a child index points outside its tree or "
+                                       f"backwards (children must follow their parent)")
+        if np.any(self.left[~internal] != -1) or np.any(self.right[~internal] != -1):
+            raise ModelFormatError(f"{where}: leaves must have left = right = -1")
+
+
+def _weighted_median_score(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """TMVA's AdaBoostR2 response: mean of the sorted responses around the weighted median."""
+    n_trees = per_tree.shape[1]
+    order = np.argsort(per_tree, axis=1, kind="stable")
+    sorted_resp = np.take_along_axis(per_tree, order, axis=1)
+    cum = np.cumsum(weights[order], axis=1)
+    k = np.argmax(cum > 0.5 * weights.sum(), axis=1) + 1  # smallest count past half
+    half = n_trees // 6
+    lo = np.maximum(0, k - half - 1)
+    hi = np.minimum(n_trees, k + half)
+    cs = np.concatenate([np.zeros((per_tree.shape[0], 1)), np.cumsum(sorted_resp, axis=1)], axis=1)
+    rows = np.arange(per_tree.shape[0])
+    return (cs[rows, hi] - cs[rows, lo]) / (hi - lo)
+
+
+class ForestBuilder:
+    """Collects trees (local node indices) and concatenates them into a Forest once."""
+
+    def __init__(self, n_features: int, base_score: float = 0.0, aggregation: str = "sum"):
+        self.n_features = n_features
+        self.base_score = base_score
+        self.aggregation = aggregation
+        self._trees: list[dict[str, np.ndarray]] = []
+        self._weights: list[float] = []
+
+    def add(self, tree_weight: float = 1.0, **arrays: np.ndarray) -> None:
+        """Add one tree: every array of NODE_ARRAYS, left/right local to the tree."""
+        self._trees.append({k: np.asarray(arrays[k], dtype=dt) for k, dt in NODE_ARRAYS.items()})
+        self._weights.append(float(tree_weight))
+
+    def __len__(self) -> int:
+        return len(self._trees)
+
+    def build(self, n_trees: int | None = None) -> Forest:
+        """The Forest of the first ``n_trees`` trees added (all by default)."""
+        trees = self._trees[: len(self._trees) if n_trees is None else n_trees]
+        sizes = np.array([t["feature"].size for t in trees], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        arrays = {}
+        for k, dt in NODE_ARRAYS.items():
+            parts = [t[k] for t in trees]
+            if k in ("left", "right"):
+                parts = [np.where(p >= 0, p + offsets[i], -1) for i, p in enumerate(parts)]
+            arrays[k] = np.concatenate(parts).astype(dt) if parts else np.empty(0, dt)
+        return Forest(**arrays, tree_offsets=offsets,
+                      tree_weights=np.array(self._weights[: len(trees)], dtype=np.float64),
+                      n_features=self.n_features, base_score=self.base_score,
+                      aggregation=self.aggregation)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to a temporary name beside ``path`` and rename it when complete."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def load_model(path: str | os.PathLike):
+    """Load a model saved with ``save`` and validate it; returns a fitted estimator."""
+    from .estimators import estimator_from_dict
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file {str(path)!r} does not exist")
+    try:
+        doc = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"{path}: not a JSON model file ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
+    version = doc.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelFormatError(f"{path}: format_version {version!r} is not supported "
+                               f"(this hepbdt reads version {FORMAT_VERSION})")
+    try:
+        return estimator_from_dict(doc)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from exc
