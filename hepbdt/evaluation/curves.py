@@ -18,7 +18,14 @@ from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.metrics import roc_auc
 from hepbdt.evaluation.ranking import is_classifier
 
-__all__ = ["LearningCurve", "binomial_deviance", "learning_curve", "squared_error"]
+__all__ = [
+    "LearningCurve",
+    "absolute_error",
+    "binomial_deviance",
+    "learning_curve",
+    "log_loss",
+    "squared_error",
+]
 
 LossFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 
@@ -27,6 +34,13 @@ def binomial_deviance(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean logistic loss ``log(1 + exp(-(2y - 1) score))`` of raw scores."""
     margin = np.where(np.asarray(y) > 0.5, 1.0, -1.0) * score
     return float(np.sum(w * np.logaddexp(0.0, -margin)) / np.sum(w))
+
+
+def log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean log loss ``-(y ln p + (1 - y) ln(1 - p))`` of signal probabilities."""
+    p = np.clip(proba, 1e-15, 1.0 - 1e-15)
+    pointwise = -np.where(np.asarray(y) > 0.5, np.log(p), np.log1p(-p))
+    return float(np.sum(w * pointwise) / np.sum(w))
 
 
 def squared_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
@@ -59,18 +73,23 @@ class LearningCurve:
     recorded_validation_loss: np.ndarray | None = None
 
 
-def _staged(model: Any, X: np.ndarray) -> Iterator[np.ndarray]:
-    for name in ("staged_decision_function", "staged_predict"):
+def _staged(model: Any, X: np.ndarray, names: tuple[str, ...]) -> Iterator[np.ndarray]:
+    for name in names:
         method = getattr(model, name, None)
         if method is not None:
             return iter(method(X))
-    raise TypeError(
-        f"{type(model).__name__} has neither staged_decision_function nor staged_predict"
-    )
+    raise TypeError(f"{type(model).__name__} has none of the methods {', '.join(names)}")
+
+
+def _staged_proba(model: Any, X: np.ndarray) -> Iterator[np.ndarray]:
+    for proba in model.staged_predict_proba(X):
+        yield np.asarray(proba)[:, 1]
 
 
 def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
     if classifier:
+        if hasattr(model, "staged_predict_proba"):
+            return "log loss", log_loss
         return "binomial deviance", binomial_deviance
     if str(getattr(model, "loss", "squared")).startswith("absolute"):
         return "absolute error", absolute_error
@@ -90,8 +109,10 @@ def learning_curve(
     ----------
     model : fitted BDTClassifier / BDTRegressor
     train, test : Dataset-like (``X``, ``y``, ``w``) or ``(X, y[, w])`` tuples
-    loss : ``loss(y, score, w) -> float``; default the binomial deviance of the raw score
-        for classifiers, the squared (or absolute, per ``model.loss``) error for regressors
+    loss : ``loss(y, score, w) -> float`` of the raw staged scores; default for
+        classifiers the log loss of ``staged_predict_proba`` (the binomial deviance of the
+        raw score if the model has no probabilities), for regressors the squared (or
+        absolute, per ``model.loss``) error
     max_points : evaluate at most about this many stages, evenly spaced (the last always)
     """
     X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
@@ -106,28 +127,31 @@ def learning_curve(
 
     n_total = getattr(model, "n_trees_", None)
     step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+    raw_names = ("staged_decision_function", "staged_predict")
+    streams = [_staged(model, X_tr, raw_names), _staged(model, X_te, raw_names)]
+    if loss_fn is log_loss:
+        streams += [_staged_proba(model, X_tr), _staged_proba(model, X_te)]
     stages, tr_loss, te_loss, tr_auc, te_auc = [], [], [], [], []
-    staged_train, staged_test = _staged(model, X_tr), _staged(model, X_te)
-    last = None
-    for k, (s_tr, s_te) in enumerate(zip(staged_train, staged_test, strict=False), start=1):
-        last = (k, s_tr, s_te)
-        if k % step and k != 1:
-            continue
-        last = None
+
+    def evaluate(k: int, stage: tuple[np.ndarray, ...]) -> None:
+        raw_tr, raw_te = (np.asarray(a, dtype=np.float64) for a in stage[:2])
+        loss_tr, loss_te = stage[2:] if len(stage) == 4 else (raw_tr, raw_te)
         stages.append(k)
-        tr_loss.append(loss_fn(y_tr, np.asarray(s_tr, dtype=np.float64), w_tr))
-        te_loss.append(loss_fn(y_te, np.asarray(s_te, dtype=np.float64), w_te))
+        tr_loss.append(loss_fn(y_tr, np.asarray(loss_tr, dtype=np.float64), w_tr))
+        te_loss.append(loss_fn(y_te, np.asarray(loss_te, dtype=np.float64), w_te))
         if classifier:
-            tr_auc.append(roc_auc(y_tr, s_tr, w_tr))
-            te_auc.append(roc_auc(y_te, s_te, w_te))
-    if last is not None:
-        k, s_tr, s_te = last
-        stages.append(k)
-        tr_loss.append(loss_fn(y_tr, np.asarray(s_tr, dtype=np.float64), w_tr))
-        te_loss.append(loss_fn(y_te, np.asarray(s_te, dtype=np.float64), w_te))
-        if classifier:
-            tr_auc.append(roc_auc(y_tr, s_tr, w_tr))
-            te_auc.append(roc_auc(y_te, s_te, w_te))
+            tr_auc.append(roc_auc(y_tr, raw_tr, w_tr))
+            te_auc.append(roc_auc(y_te, raw_te, w_te))
+
+    pending = None
+    for k, stage in enumerate(zip(*streams, strict=False), start=1):
+        if k == 1 or k % step == 0:
+            evaluate(k, stage)
+            pending = None
+        else:
+            pending = (k, stage)
+    if pending is not None:
+        evaluate(*pending)
 
     best = getattr(model, "best_iteration_", None)
     recorded_train = getattr(model, "train_loss_", None)
