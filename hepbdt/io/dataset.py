@@ -1,0 +1,355 @@
+"""The in-memory table the engine trains on, with TMVA-style splits and normalisation.
+
+A :class:`Dataset` holds ``X`` (n x m, C-contiguous float32), labels or targets ``y``,
+weights ``w`` (float64), a sample index, an int64 event identifier and the names of
+features and samples. It splits into training and test sets as TMVA's ``SplitMode``
+(random, alternate, block) or by event number for k-fold training, and renormalises
+training weights as TMVA's ``NormMode``. It knows nothing about files or trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hepbdt.io.errors import InputError
+
+__all__ = ["Dataset", "SPLIT_MODES", "NORM_MODES"]
+
+SPLIT_MODES = ("random", "alternate", "block")
+NORM_MODES = ("none", "num_events", "equal_num_events")
+
+_TASKS = ("classification", "regression", "unlabelled")
+
+
+class Dataset:
+    """Features, labels, weights and identifiers of a set of events.
+
+    Parameters
+    ----------
+    X
+        (n, m) features; stored as C-contiguous float32 (converted once, here). NaN is a
+        missing value.
+    y
+        (n,) class labels (1 signal, 0 background, or class indices; stored int32),
+        regression targets (stored float32), or None for unlabelled events.
+    w
+        (n,) event weights, stored float64; None gives 1.
+    sample_index
+        (n,) index into ``sample_names`` (int32); None gives 0.
+    event
+        (n,) event identifier (int64), used by :meth:`kfold`; None gives 0..n-1.
+    feature_names
+        m names (feature expressions); None gives ``f0``, ``f1``, ...
+    sample_names
+        Names of the samples; None gives ``sample0``, ...
+    task
+        ``"classification"``, ``"regression"`` or None to infer from ``y``'s dtype
+        (integer or bool: classification; float: regression).
+    copy
+        Copy arrays even when they already have the right dtype and layout.
+
+    Attributes
+    ----------
+    X, y, w, sample_index, event, feature_names, sample_names, task
+    """
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any = None,
+        w: Any = None,
+        sample_index: Any = None,
+        event: Any = None,
+        feature_names: Sequence[str] | None = None,
+        sample_names: Sequence[str] | None = None,
+        *,
+        task: str | None = None,
+        copy: bool = False,
+    ) -> None:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
+        X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
+        n, m = X.shape
+        self.X = X
+
+        if task is not None and task not in _TASKS:
+            raise InputError(f"task must be one of {_TASKS}, not {task!r}")
+        if y is None:
+            if task in ("classification", "regression"):
+                raise InputError(f"task={task!r} needs y")
+            self.y: np.ndarray | None = None
+            self.task = "unlabelled"
+        else:
+            y = self._vector(y, n, "y")
+            if task is None:
+                task = "regression" if np.issubdtype(y.dtype, np.floating) else "classification"
+            if task == "classification":
+                if np.issubdtype(y.dtype, np.floating) and not np.all(y == np.round(y)):
+                    raise InputError("classification labels y must be integers")
+                if len(y) and y.min() < 0:
+                    raise InputError("classification labels y must be >= 0 (1 signal, 0 background)")
+                self.y = y.astype(np.int32, copy=copy)
+            elif task == "regression":
+                self.y = y.astype(np.float32, copy=copy)
+            else:
+                raise InputError("task='unlabelled' takes no y")
+            self.task = task
+
+        if w is None:
+            self.w = np.ones(n, dtype=np.float64)
+        else:
+            self.w = self._vector(w, n, "w").astype(np.float64, copy=copy)
+            if not np.all(np.isfinite(self.w)):
+                raise InputError("weights w must be finite (no NaN or inf)")
+
+        if sample_index is None:
+            self.sample_index = np.zeros(n, dtype=np.int32)
+        else:
+            self.sample_index = self._vector(sample_index, n, "sample_index").astype(
+                np.int32, copy=copy
+            )
+        if event is None:
+            self.event = np.arange(n, dtype=np.int64)
+        else:
+            self.event = self._vector(event, n, "event").astype(np.int64, copy=copy)
+
+        if feature_names is None:
+            feature_names = [f"f{j}" for j in range(m)]
+        self.feature_names = [str(name) for name in feature_names]
+        if len(self.feature_names) != m:
+            raise InputError(
+                f"{len(self.feature_names)} feature names for {m} columns of X"
+            )
+        n_samples = int(self.sample_index.max()) + 1 if n else 1
+        if sample_names is None:
+            sample_names = [f"sample{i}" for i in range(n_samples)]
+        self.sample_names = [str(name) for name in sample_names]
+        if n and (self.sample_index.min() < 0 or n_samples > len(self.sample_names)):
+            raise InputError(
+                f"sample_index must lie in 0..{len(self.sample_names) - 1} "
+                f"(one per sample name {self.sample_names})"
+            )
+
+    @staticmethod
+    def _vector(values: Any, n: int, name: str) -> np.ndarray:
+        values = np.asarray(values)
+        if values.shape != (n,):
+            raise InputError(f"Dataset {name} must have shape ({n},), got {values.shape}")
+        return values
+
+    # -- basics -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def classes(self) -> np.ndarray:
+        """Sorted class labels present (classification only)."""
+        if self.task != "classification":
+            raise InputError(f"a {self.task} dataset has no classes")
+        return np.unique(self.y)
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({len(self)} events, {self.n_features} features "
+            f"{self.feature_names}, samples {self.sample_names}, {self.task})"
+        )
+
+    def summary(self) -> str:
+        """A small table: events and sum of weights per sample."""
+        lines = [f"{'sample':<24} {'label':>8} {'events':>10} {'sum of weights':>16}"]
+        for index, name in enumerate(self.sample_names):
+            mask = self.sample_index == index
+            label = "" if self.y is None or not mask.any() else f"{self.y[mask][0]:g}"
+            if self.task == "regression":
+                label = "target"
+            lines.append(
+                f"{name:<24} {label:>8} {int(mask.sum()):>10} {self.w[mask].sum():>16.6g}"
+            )
+        return "\n".join(lines)
+
+    def replace(self, **changes: Any) -> Dataset:
+        """A new Dataset with some fields replaced (arrays not copied)."""
+        fields = {
+            "X": self.X,
+            "y": self.y,
+            "w": self.w,
+            "sample_index": self.sample_index,
+            "event": self.event,
+            "feature_names": self.feature_names,
+            "sample_names": self.sample_names,
+            "task": None if self.task == "unlabelled" else self.task,
+        }
+        fields.update(changes)
+        return Dataset(**fields)
+
+    def take(self, index: Any) -> Dataset:
+        """The events selected by a boolean mask, an integer index array or a slice."""
+        if not isinstance(index, slice):
+            index = np.asarray(index)
+            if index.dtype == np.bool_ and index.shape != (len(self),):
+                raise InputError(f"mask must have shape ({len(self)},), got {index.shape}")
+        return self.replace(
+            X=self.X[index],
+            y=None if self.y is None else self.y[index],
+            w=self.w[index],
+            sample_index=self.sample_index[index],
+            event=self.event[index],
+        )
+
+    __getitem__ = take
+
+    # -- splits -------------------------------------------------------------------------
+
+    def _groups(self) -> list[np.ndarray]:
+        """Event indices (in order) of each sample, and of each class within a sample."""
+        keys = self.sample_index.astype(np.int64)
+        if self.task == "classification":
+            keys = keys * (int(self.y.max()) + 1 if len(self) else 1) + self.y
+        order = np.argsort(keys, kind="stable")
+        boundaries = np.flatnonzero(np.diff(keys[order])) + 1
+        return np.split(order, boundaries) if len(order) else []
+
+    def split(
+        self,
+        mode: str = "random",
+        train_fraction: float = 0.5,
+        seed: int | None = 0,
+        norm: str = "none",
+    ) -> tuple[Dataset, Dataset]:
+        """Split into (train, test) as TMVA's ``SplitMode``.
+
+        Each sample (and each class within it) is split separately, so every sample
+        keeps ``train_fraction`` of its events in training; events keep their order.
+
+        Parameters
+        ----------
+        mode
+            ``"random"`` (seeded), ``"alternate"`` (events spread evenly: with 0.5,
+            even positions train and odd ones test) or ``"block"`` (the first
+            ``train_fraction`` of each sample trains).
+        train_fraction
+            Fraction of each sample in the training set, in (0, 1).
+        seed
+            Seed of the random split (None: fresh randomness).
+        norm
+            Weight normalisation of the training set, see :meth:`normalize`.
+        """
+        mode = str(mode).lower()
+        if mode not in SPLIT_MODES:
+            raise InputError(f"split mode {mode!r} is not one of {', '.join(SPLIT_MODES)}")
+        if not 0.0 < float(train_fraction) < 1.0:
+            raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
+        _check_norm(norm)
+        rng = np.random.default_rng(seed)
+        is_train = np.zeros(len(self), dtype=bool)
+        for group in self._groups():
+            size = len(group)
+            if mode == "random":
+                n_train = int(round(size * train_fraction))
+                is_train[group[rng.permutation(size)[:n_train]]] = True
+            elif mode == "block":
+                n_train = int(round(size * train_fraction))
+                is_train[group[:n_train]] = True
+            else:
+                # Position i trains when ceil((i+1)f) > ceil(i f): evenly spread, and
+                # exactly even positions for f = 1/2.
+                cumulative = np.ceil(np.arange(size + 1) * train_fraction - 1e-9)
+                is_train[group[np.diff(cumulative) > 0]] = True
+        train = self.take(is_train).normalize(norm)
+        return train, self.take(~is_train)
+
+    def folds(self, k: int) -> np.ndarray:
+        """Fold number of each event, ``event % k`` (int64, in 0..k-1)."""
+        if int(k) != k or k < 2:
+            raise InputError(f"k must be an integer >= 2, not {k!r}")
+        return np.mod(self.event, int(k))
+
+    def kfold(
+        self, k: int, by: str | Any = "event", norm: str = "none"
+    ) -> list[tuple[Dataset, Dataset]]:
+        """The k (train, test) pairs of k-fold training: fold i tests ``event % k == i``.
+
+        Model i, trained on the events of the other folds, is applied to the events
+        with ``event % k == i`` (the standard ATLAS/CMS scheme; see
+        :func:`hepbdt.io.apply` with a list of models).
+
+        Parameters
+        ----------
+        k
+            Number of folds (>= 2).
+        by
+            ``"event"`` (the event identifier) or an (n,) array of fold numbers.
+        norm
+            Weight normalisation of each training set, see :meth:`normalize`.
+        """
+        _check_norm(norm)
+        if isinstance(by, str):
+            if by != "event":
+                raise InputError(f"kfold(by=...) takes 'event' or an array of folds, not {by!r}")
+            fold = self.folds(k)
+        else:
+            fold = self._vector(by, len(self), "by").astype(np.int64)
+        pairs = []
+        for i in range(int(k)):
+            test_mask = fold == i
+            pairs.append((self.take(~test_mask).normalize(norm), self.take(test_mask)))
+        return pairs
+
+    # -- normalisation --------------------------------------------------------------------
+
+    def normalize(self, norm: str = "num_events") -> Dataset:
+        """Rescale weights per class as TMVA's ``NormMode`` (a new Dataset; X is shared).
+
+        ``"none"``: unchanged. ``"num_events"``: each class's weights sum to its number
+        of events. ``"equal_num_events"``: each class's weights sum to the number of
+        signal events (label 1 in a 0/1 problem, else the lowest class), so signal and
+        background have equal total weight. A regression set counts as one class
+        (``"equal_num_events"`` is then an error).
+        """
+        norm = _check_norm(norm)
+        if norm == "none" or len(self) == 0:
+            return self
+        if self.task == "classification":
+            labels = self.y
+            classes = np.unique(labels)
+        else:
+            if norm == "equal_num_events":
+                raise InputError(
+                    "norm='equal_num_events' balances classes; a "
+                    f"{self.task} dataset has none (use 'num_events' or 'none')"
+                )
+            labels = np.zeros(len(self), dtype=np.int32)
+            classes = np.array([0])
+        if norm == "equal_num_events":
+            reference_class = 1 if set(classes.tolist()) <= {0, 1} and 1 in classes else (
+                classes[0]
+            )
+            reference = float(np.count_nonzero(labels == reference_class))
+        w = self.w.copy()
+        for cls in classes:
+            mask = labels == cls
+            total = float(w[mask].sum())
+            if not total > 0:
+                raise InputError(
+                    f"cannot normalise: the weights of class {cls} sum to {total:g} "
+                    "(<= 0); use norm='none'"
+                )
+            target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
+            w[mask] *= target / total
+        return self.replace(w=w)
+
+
+def _check_norm(norm: str) -> str:
+    norm = str(norm).lower()
+    if norm not in NORM_MODES:
+        raise InputError(f"norm {norm!r} is not one of {', '.join(NORM_MODES)}")
+    return norm

@@ -1,0 +1,521 @@
+"""Expressions over branches: features, cuts, weights and targets.
+
+An expression is parsed once with :mod:`ast` and evaluated on the arrays of one chunk.
+Only a small language is allowed, never Python ``eval``: branch names (dotted names such
+as ``Muon.pt`` and back-quoted names such as ```jet pt/F``` too), numbers, arithmetic,
+comparisons, ``&``, ``|``, ``~`` (and ``and``, ``or``, ``not``, ``a if c else b``),
+per-event subscripts, and the functions in :data:`FUNCTIONS`.
+
+Per-event semantics, as in ``TTree::Draw``: ``Jet_pt[:, 0]`` (or ``Jet_pt[0]``) is each
+event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-event slice;
+``Jet_pt[Jet_eta < 2.4]`` a per-element mask; ``num(Jet_pt)``, ``max(Jet_pt)``,
+``sum(...)``, ``mean(...)`` reduce each event's list (``max`` of an empty list is NaN,
+``sum`` is 0); ``max(a, b)`` with two arguments is the element-wise maximum.
+
+Flat branches are evaluated as NumPy arrays and jagged ones as Awkward arrays; a finished
+expression is turned into one number per event by :func:`to_column`. This module knows
+nothing about files; :mod:`hepbdt.io.samples` adds the file and tree to error messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import awkward as ak
+import numpy as np
+
+from hepbdt.io.errors import ExpressionError, close_names
+
+__all__ = ["Expression", "FUNCTIONS", "CONSTANTS", "to_column"]
+
+CONSTANTS: dict[str, float] = {"pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan}
+
+_ELEMENTWISE_1: dict[str, Callable[[Any], Any]] = {
+    "log": np.log,
+    "log10": np.log10,
+    "log2": np.log2,
+    "log1p": np.log1p,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+    "fabs": np.abs,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "asin": np.arcsin,
+    "arccos": np.arccos,
+    "acos": np.arccos,
+    "arctan": np.arctan,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "arcsinh": np.arcsinh,
+    "asinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "acosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "atanh": np.arctanh,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.rint,
+    "sign": np.sign,
+    "isnan": np.isnan,
+    "isfinite": np.isfinite,
+    "isinf": np.isinf,
+}
+
+_ELEMENTWISE_2: dict[str, Callable[[Any, Any], Any]] = {
+    "arctan2": np.arctan2,
+    "atan2": np.arctan2,
+    "hypot": np.hypot,
+    "pow": np.power,
+    "power": np.power,
+    "minimum": np.minimum,
+    "maximum": np.maximum,
+    "fmod": np.fmod,
+}
+
+# Reductions over each event's list (the innermost axis).
+_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "num": lambda x: ak.num(x, axis=-1),
+    "count": lambda x: ak.num(x, axis=-1),
+    "sum": lambda x: ak.sum(x, axis=-1),
+    "prod": lambda x: ak.prod(x, axis=-1),
+    "mean": lambda x: ak.mean(x, axis=-1),
+    "std": lambda x: ak.std(x, axis=-1),
+    "max": lambda x: ak.max(x, axis=-1),
+    "min": lambda x: ak.min(x, axis=-1),
+    "argmax": lambda x: ak.argmax(x, axis=-1),
+    "argmin": lambda x: ak.argmin(x, axis=-1),
+    "any": lambda x: ak.any(x, axis=-1),
+    "all": lambda x: ak.all(x, axis=-1),
+    "count_nonzero": lambda x: ak.count_nonzero(x, axis=-1),
+}
+
+_SPECIAL = {"where": 3, "clip": 3}
+
+#: Every function name an expression may call.
+FUNCTIONS: frozenset[str] = frozenset(
+    [*_ELEMENTWISE_1, *_ELEMENTWISE_2, *_REDUCTIONS, *_SPECIAL]
+)
+
+_BINARY_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+}
+
+_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
+
+_BACKTICK = re.compile(r"`([^`]*)`")
+
+
+class Expression:
+    """A parsed expression over branches.
+
+    Parameters
+    ----------
+    text
+        The expression, e.g. ``"log(lep_pt)"``, ``"Jet_pt[:, 0]"``,
+        ``"(nJet >= 2) & (MET_pt > 30)"``.
+    role
+        What the expression is for (``"feature"``, ``"cut"``, ``"weight"``...); used in
+        error messages only.
+
+    Attributes
+    ----------
+    names
+        Every free name in the expression: branch names, or constants (``pi``, ``e``,
+        ``inf``, ``nan``) when no branch has that name.
+    """
+
+    def __init__(self, text: str, role: str = "expression") -> None:
+        if not isinstance(text, str):
+            raise ExpressionError(f"{role} must be a string expression, not {text!r}")
+        self.text = text
+        self.role = role
+        self._quoted: dict[str, str] = {}
+
+        def _quote(match: re.Match[str]) -> str:
+            placeholder = f"__hepbdt_branch_{len(self._quoted)}__"
+            self._quoted[placeholder] = match.group(1)
+            return placeholder
+
+        source = _BACKTICK.sub(_quote, text.strip())
+        if not source:
+            raise ExpressionError(f"{role} expression is empty")
+        try:
+            tree = ast.parse(source, mode="eval")
+        except SyntaxError as err:
+            pointer = ""
+            if err.offset is not None:
+                pointer = f"\n    {source}\n    {' ' * max(err.offset - 1, 0)}^"
+            raise ExpressionError(
+                f"{role} expression {text!r} does not parse: {err.msg}{pointer}\n"
+                "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
+                "& | ~ (with parentheses around comparisons), subscripts such as "
+                "x[:, 0], and the functions " + ", ".join(sorted(FUNCTIONS))
+            ) from None
+        self._node = tree.body
+        names: set[str] = set()
+        self._check(self._node, names)
+        self.names = frozenset(names)
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"
+
+    # -- validation ---------------------------------------------------------------
+
+    def _fail(self, what: str) -> ExpressionError:
+        return ExpressionError(f"{self.role} expression {self.text!r}: {what}")
+
+    def _name_of(self, node: ast.AST) -> str | None:
+        """The branch name a Name or dotted Attribute chain stands for, else None."""
+        if isinstance(node, ast.Name):
+            return self._quoted.get(node.id, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self._name_of(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    def _check(self, node: ast.AST, names: set[str]) -> None:
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = self._name_of(node)
+            if name is None:
+                raise self._fail("attributes are allowed only on branch names (a.b.c)")
+            names.add(name)
+        elif isinstance(node, ast.Constant):
+            if not isinstance(node.value, bool | int | float):
+                raise self._fail(f"only numbers are allowed as constants, not {node.value!r}")
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINARY_OPERATORS:
+                raise self._fail(f"operator {type(node.op).__name__} is not allowed")
+            self._check(node.left, names)
+            self._check(node.right, names)
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, ast.USub | ast.UAdd | ast.Invert | ast.Not):
+                raise self._fail(f"operator {type(node.op).__name__} is not allowed")
+            self._check(node.operand, names)
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self._check(value, names)
+        elif isinstance(node, ast.Compare):
+            for op in node.ops:
+                if type(op) not in _COMPARISONS:
+                    raise self._fail(
+                        f"comparison {type(op).__name__} is not allowed "
+                        "(use <, <=, >, >=, ==, !=)"
+                    )
+            self._check(node.left, names)
+            for comparator in node.comparators:
+                self._check(comparator, names)
+        elif isinstance(node, ast.IfExp):
+            for child in (node.test, node.body, node.orelse):
+                self._check(child, names)
+        elif isinstance(node, ast.Call):
+            self._check_call(node, names)
+        elif isinstance(node, ast.Subscript):
+            self._check(node.value, names)
+            self._check_index(node.slice, names)
+        else:
+            raise self._fail(
+                f"{type(node).__name__} is not allowed; expressions may use branch names, "
+                "numbers, arithmetic, comparisons, & | ~, subscripts and the functions "
+                + ", ".join(sorted(FUNCTIONS))
+            )
+
+    def _check_call(self, node: ast.Call, names: set[str]) -> None:
+        if not isinstance(node.func, ast.Name):
+            raise self._fail("only the built-in functions can be called")
+        func = node.func.id
+        if func not in FUNCTIONS:
+            suggestions = close_names(func, FUNCTIONS)
+            hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+            raise self._fail(
+                f"unknown function {func!r}{hint}; valid functions are "
+                + ", ".join(sorted(FUNCTIONS))
+            )
+        if node.keywords:
+            raise self._fail(f"{func}() takes no keyword arguments")
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            raise self._fail(f"{func}() takes no *arguments")
+        n_args = len(node.args)
+        if func in _SPECIAL:
+            expected = {_SPECIAL[func]}
+        elif func in ("max", "min"):
+            expected = {1, 2}
+        elif func in _REDUCTIONS or func in _ELEMENTWISE_1:
+            expected = {1}
+        else:
+            expected = {2}
+        if n_args not in expected:
+            want = " or ".join(str(n) for n in sorted(expected))
+            raise self._fail(f"{func}() takes {want} argument(s), got {n_args}")
+        for arg in node.args:
+            self._check(arg, names)
+
+    def _check_index(self, node: ast.AST, names: set[str]) -> None:
+        if _constant_int(node) is not None:
+            return
+        if isinstance(node, ast.Slice):
+            self._check_slice(node)
+            return
+        if isinstance(node, ast.Tuple):
+            if (
+                len(node.elts) == 2
+                and isinstance(node.elts[0], ast.Slice)
+                and node.elts[0].lower is None
+                and node.elts[0].upper is None
+                and node.elts[0].step is None
+            ):
+                inner = node.elts[1]
+                if _constant_int(inner) is not None:
+                    return
+                if isinstance(inner, ast.Slice):
+                    self._check_slice(inner)
+                    return
+            raise self._fail(
+                "subscripts select within each event: x[:, 0], x[:, -1], x[:, 1:3], "
+                "x[0] or a per-element mask x[x > 30]"
+            )
+        # A mask expression, checked to be jagged at evaluation.
+        self._check(node, names)
+
+    def _check_slice(self, node: ast.Slice) -> None:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None and _constant_int(part) is None:
+                raise self._fail("slice bounds must be integer constants, e.g. x[:, 1:3]")
+
+    # -- evaluation ---------------------------------------------------------------
+
+    def evaluate(self, arrays: Mapping[str, Any]) -> Any:
+        """Evaluate on one chunk.
+
+        Parameters
+        ----------
+        arrays
+            Branch name -> array (NumPy for flat branches, Awkward for jagged ones), all
+            of the same length (events in the chunk).
+
+        Returns
+        -------
+        A NumPy or Awkward array (or a scalar for a constant expression). Use
+        :func:`to_column` to get one float per event.
+        """
+        with np.errstate(all="ignore"):
+            try:
+                return self._eval(self._node, arrays)
+            except ExpressionError:
+                raise
+            except Exception as err:  # awkward / numpy broadcasting and type errors
+                hint = ""
+                if "&" in self.text or "|" in self.text:
+                    hint = (
+                        "\nHint: & and | bind tighter than comparisons; write "
+                        "(a > 1) & (b < 2)."
+                    )
+                raise self._fail(f"cannot be evaluated: {type(err).__name__}: {err}{hint}") from err
+
+    def _eval(self, node: ast.AST, arrays: Mapping[str, Any]) -> Any:
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = self._name_of(node)
+            if name in arrays:
+                return arrays[name]
+            if name in CONSTANTS:
+                return CONSTANTS[name]
+            raise self._fail(f"name {name!r} is not a branch")
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.BinOp):
+            left = self._eval(node.left, arrays)
+            right = self._eval(node.right, arrays)
+            return _BINARY_OPERATORS[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp):
+            operand = self._eval(node.operand, arrays)
+            if isinstance(node.op, ast.USub):
+                return -operand
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            if isinstance(node.op, ast.Not) or _is_bool(operand):
+                return np.logical_not(operand)
+            return ~operand
+        if isinstance(node, ast.BoolOp):
+            combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+            result = self._eval(node.values[0], arrays)
+            for value in node.values[1:]:
+                result = combine(result, self._eval(value, arrays))
+            return result
+        if isinstance(node, ast.Compare):
+            left = self._eval(node.left, arrays)
+            result = None
+            for op, comparator in zip(node.ops, node.comparators, strict=True):
+                right = self._eval(comparator, arrays)
+                step = _COMPARISONS[type(op)](left, right)
+                result = step if result is None else np.logical_and(result, step)
+                left = right
+            return result
+        if isinstance(node, ast.IfExp):
+            return _where(
+                self._eval(node.test, arrays),
+                self._eval(node.body, arrays),
+                self._eval(node.orelse, arrays),
+            )
+        if isinstance(node, ast.Call):
+            return self._eval_call(node, arrays)
+        if isinstance(node, ast.Subscript):
+            return self._eval_subscript(node, arrays)
+        raise self._fail(f"{type(node).__name__} is not allowed")  # pragma: no cover
+
+    def _eval_call(self, node: ast.Call, arrays: Mapping[str, Any]) -> Any:
+        func = node.func.id  # type: ignore[attr-defined]
+        args = [self._eval(arg, arrays) for arg in node.args]
+        if func in ("max", "min") and len(args) == 2:
+            return (np.maximum if func == "max" else np.minimum)(*args)
+        if func in _REDUCTIONS:
+            (value,) = args
+            if _is_flat(value):
+                raise self._fail(
+                    f"{func}() reduces each event's list, but its argument has one value "
+                    f"per event; use {func}() on a jagged branch such as Jet_pt"
+                )
+            if isinstance(value, np.ndarray):
+                value = ak.from_numpy(value, regulararray=True)
+            return _REDUCTIONS[func](value)
+        if func in _ELEMENTWISE_1:
+            return _ELEMENTWISE_1[func](args[0])
+        if func in _ELEMENTWISE_2:
+            return _ELEMENTWISE_2[func](*args)
+        if func == "where":
+            return _where(*args)
+        # clip
+        value, low, high = args
+        return np.minimum(np.maximum(value, low), high)
+
+    def _eval_subscript(self, node: ast.Subscript, arrays: Mapping[str, Any]) -> Any:
+        value = self._eval(node.value, arrays)
+        index = node.slice
+        if isinstance(index, ast.Tuple):  # [:, i] or [:, a:b]
+            index = index.elts[1]
+        position = _constant_int(index)
+        if position is not None or isinstance(index, ast.Slice):
+            if _is_flat(value):
+                raise self._fail(
+                    "a subscript selects within each event's list, but "
+                    f"{ast.unparse(node.value)!r} has one value per event"
+                )
+            if position is not None:
+                return _element(value, position)
+            bounds = [None if p is None else _constant_int(p) for p in
+                      (index.lower, index.upper, index.step)]
+            return value[:, slice(*bounds)]
+        mask = self._eval(index, arrays)
+        if _is_flat(mask):
+            raise self._fail(
+                f"mask {ast.unparse(index)!r} has one value per event; a subscript selects "
+                "elements within events (x[x > 30]); select events with cut= instead"
+            )
+        if isinstance(value, np.ndarray):
+            value = ak.from_numpy(value, regulararray=True)
+        return value[mask]
+
+
+def _constant_int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return None
+
+
+def _is_flat(value: Any) -> bool:
+    """True for scalars and for arrays with one value per event."""
+    if isinstance(value, np.ndarray):
+        return value.ndim <= 1
+    if isinstance(value, ak.Array):
+        return value.ndim <= 1
+    return True
+
+
+def _is_bool(value: Any) -> bool:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.dtype == np.bool_
+    if isinstance(value, ak.Array):
+        return str(value.type).endswith("bool")
+    return isinstance(value, bool)
+
+
+def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    if any(isinstance(v, ak.Array) for v in (condition, if_true, if_false)):
+        return ak.where(condition, if_true, if_false)
+    return np.where(condition, if_true, if_false)
+
+
+def _element(value: Any, position: int) -> Any:
+    """Element ``position`` of each event's list; missing (None) where out of range."""
+    if isinstance(value, np.ndarray):
+        if -value.shape[1] <= position < value.shape[1]:
+            return value[:, position]
+        return np.full(len(value), np.nan)
+    stop = position + 1 if position != -1 else None
+    return ak.firsts(value[:, position:stop], axis=1)
+
+
+def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> np.ndarray:
+    """Turn an evaluated expression into a 1-D NumPy array of ``n_events`` values.
+
+    Missing values (an empty list's first element or maximum) become NaN for float
+    dtypes. A result that is still a list per event is an :class:`ExpressionError`.
+    """
+    if isinstance(value, ak.Array):
+        if value.ndim > 1:
+            raise ExpressionError(
+                f"{expression.role} expression {expression.text!r} gives a list per event, "
+                "not one number; reduce it, e.g. x[:, 0] (first element, NaN if none), "
+                "num(x), max(x), min(x), sum(x) or mean(x)"
+            )
+        if np.issubdtype(dtype, np.floating):
+            value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
+        elif ak.any(ak.is_none(value)):
+            raise ExpressionError(
+                f"{expression.role} expression {expression.text!r} is missing for some "
+                "events (an empty list); it must have a value for every event"
+            )
+        value = ak.to_numpy(value, allow_missing=False)
+    elif not isinstance(value, np.ndarray):
+        return np.full(n_events, value, dtype=dtype)
+    if value.ndim != 1:
+        raise ExpressionError(
+            f"{expression.role} expression {expression.text!r} gives {value.shape[1:]} "
+            "values per event, not one; select one, e.g. x[:, 0]"
+        )
+    if len(value) != n_events:  # pragma: no cover - guarded by awkward broadcasting
+        raise ExpressionError(
+            f"{expression.role} expression {expression.text!r} gives {len(value)} values "
+            f"for {n_events} events"
+        )
+    return value.astype(dtype, copy=False)

@@ -1,0 +1,821 @@
+"""Samples of ROOT ntuples and reading them into a :class:`~hepbdt.io.dataset.Dataset`.
+
+A :class:`Sample` names files and trees, an event weight, a selection and a label (or a
+regression target). :func:`read` checks every file, tree, branch and expression before
+reading anything, then reads chunk by chunk with ``tree.iterate`` (only the branches
+the expressions need), applies the cut per chunk, evaluates the features with
+:mod:`hepbdt.io.expressions` and fills preallocated float32 arrays, so peak memory is
+the final arrays plus one chunk. Trees may be TTrees or RNTuples (whatever uproot reads).
+
+The private helpers (:func:`resolve_sources`, :class:`TreeReader`) are shared with
+:mod:`hepbdt.io.writers`, which applies models chunk by chunk with the same machinery.
+"""
+
+from __future__ import annotations
+
+import glob
+import lzma
+import os
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import awkward as ak
+import numpy as np
+import uproot
+
+from hepbdt.io._progress import Progress
+from hepbdt.io.dataset import Dataset
+from hepbdt.io.errors import (
+    BadValueError,
+    BranchTypeError,
+    CompressionError,
+    EmptySelectionError,
+    ExpressionError,
+    InputError,
+    MissingBranchError,
+    MissingFileError,
+    MissingTreeError,
+    close_names,
+    describe_choices,
+)
+from hepbdt.io.expressions import CONSTANTS, Expression, to_column
+
+__all__ = ["Sample", "read", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
+
+SIGNAL = 1
+BACKGROUND = 0
+#: Label strings understood as classes (case-insensitive).
+CLASS_NAMES: dict[str, int] = {"signal": SIGNAL, "sig": SIGNAL, "background": BACKGROUND,
+                               "bkg": BACKGROUND}
+
+FileSpec = str | os.PathLike | Sequence[str | os.PathLike] | Mapping[str, str]
+
+_TREE_CLASSES = ("TTree", "TNtuple", "TNtupleD", "ROOT::RNTuple")
+_GLOB_CHARS = set("*?[")
+DEFAULT_STEP_SIZE = "100 MB"
+
+
+@dataclass
+class Sample:
+    """One physics process: its files, weight, selection and label.
+
+    Parameters
+    ----------
+    name
+        Name of the sample (kept in ``Dataset.sample_names``).
+    files
+        A path, a glob (``"data/ttbar_*.root"``), uproot's ``"file.root:tree"`` form, a
+        list of any of these, or a mapping ``{path: tree}``. All files and trees are
+        concatenated in the order given (globs sorted).
+    tree
+        Tree name (or list of names, all read) for files given without ``:tree``;
+        ``None`` takes the file's only tree.
+    weight
+        Event weight: an expression over branches (``"genWeight * xsec * lumi / nGen"``),
+        a number, or ``None`` (1).
+    cut
+        Selection expression (``"(nJet >= 2) & (MET_pt > 30)"``); events where it is
+        false (or NaN) are dropped.
+    label
+        The class: ``"signal"``/``"sig"`` (1), ``"background"``/``"bkg"`` (0), or an int
+        class index. Any other string is a regression target expression. ``None``
+        infers the class from ``name`` when it is a class name, else leaves the sample
+        unlabelled.
+    scale
+        Multiplies every weight (a cross-section or luminosity factor).
+    target
+        Regression target expression, an explicit alternative to ``label``.
+    event
+        Event-identifier expression (e.g. ``"event"``) for this sample, overriding
+        ``read(event=...)``; ``None`` uses the entry number.
+    """
+
+    name: str
+    files: FileSpec
+    tree: str | Sequence[str] | None = None
+    weight: str | float | None = None
+    cut: str | None = None
+    label: int | str | None = None
+    scale: float = 1.0
+    target: str | None = None
+    event: str | None = None
+    class_label: int | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"Sample name must be a non-empty string, not {self.name!r}")
+        label = self.label
+        if isinstance(label, bool):
+            label = int(label)
+        if isinstance(label, np.integer):
+            label = int(label)
+        if label is None:
+            if self.target is None:
+                self.class_label = CLASS_NAMES.get(self.name.lower())
+        elif isinstance(label, int):
+            if label < 0:
+                raise InputError(
+                    f"sample {self.name!r}: label={label} is negative; use 1/'signal', "
+                    "0/'background', or a class index 0, 1, 2, ..."
+                )
+            self.class_label = label
+        elif isinstance(label, str):
+            if label.lower() in CLASS_NAMES:
+                self.class_label = CLASS_NAMES[label.lower()]
+            elif self.target is None:
+                self.target = label
+            else:
+                raise InputError(
+                    f"sample {self.name!r}: label={label!r} is not a class name "
+                    f"({', '.join(CLASS_NAMES)}) and target={self.target!r} is also given"
+                )
+        else:
+            raise InputError(
+                f"sample {self.name!r}: label must be 'signal', 'background', an int "
+                f"class index or a target expression, not {label!r}"
+            )
+        if self.target is not None and self.class_label is not None:
+            raise InputError(
+                f"sample {self.name!r} has both a class label and target={self.target!r}; "
+                "give one"
+            )
+        try:
+            self.scale = float(self.scale)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"sample {self.name!r}: scale must be a number, not {self.scale!r}"
+            ) from None
+        if not np.isfinite(self.scale):
+            raise InputError(f"sample {self.name!r}: scale={self.scale} is not finite")
+
+    @property
+    def is_regression(self) -> bool:
+        return self.target is not None
+
+
+# -- files and trees --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """One tree in one file. ``tree`` None means the file's only tree."""
+
+    path: str
+    tree: str | None
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def _split_object_path(spec: str) -> tuple[str, str | None]:
+    """Split uproot's ``"file.root:tree"`` form; a plain path gives ``(path, None)``."""
+    if os.path.exists(spec):
+        return spec, None
+    index = spec.rfind(":")
+    if index <= 0:
+        return spec, None
+    left, right = spec[:index], spec[index + 1 :]
+    if not right or right.startswith("/"):
+        return spec, None
+    if (
+        os.path.exists(left)
+        or _GLOB_CHARS & set(left)
+        or left.lower().endswith(".root")
+        or _is_remote(left)
+    ):
+        return left, right
+    return spec, None
+
+
+def _missing_file_message(path: str, context: str) -> str:
+    directory = os.path.dirname(path) or "."
+    message = f"{context}: file {path!r} does not exist"
+    if not os.path.isdir(directory):
+        message += f" (no directory {directory!r})"
+    else:
+        candidates = sorted(
+            name for name in os.listdir(directory) if name.endswith(".root")
+        )
+        matches = close_names(os.path.basename(path), candidates)
+        if matches:
+            message += f"; did you mean {describe_choices(matches)}?"
+        elif candidates:
+            message += f"; ROOT files in {directory!r}: {describe_choices(candidates, 10)}"
+    return message + (
+        ". Give a path, a glob ('dir/*.root'), 'file.root:tree', or a list of these."
+    )
+
+
+def resolve_sources(
+    files: FileSpec, tree: str | Sequence[str] | None, context: str
+) -> list[Source]:
+    """Expand ``files`` (paths, globs, ``file:tree``, lists, ``{path: tree}``) to sources.
+
+    Raises :class:`MissingFileError` for a path that does not exist or a glob that
+    matches nothing. Trees are not opened here.
+    """
+    if isinstance(files, str | os.PathLike):
+        items: list[tuple[str, str | None]] = [(os.fspath(files), None)]
+    elif isinstance(files, Mapping):
+        items = [(os.fspath(path), treename) for path, treename in files.items()]
+    elif isinstance(files, Sequence):
+        items = [(os.fspath(path), None) for path in files]
+    else:
+        raise InputError(
+            f"{context}: files must be a path, a glob, 'file.root:tree', a list or a "
+            f"{{path: tree}} mapping, not {type(files).__name__}"
+        )
+    if not items:
+        raise MissingFileError(f"{context}: the list of files is empty")
+    if tree is None:
+        default_trees: list[str | None] = [None]
+    elif isinstance(tree, str):
+        default_trees = [tree]
+    else:
+        default_trees = list(tree)
+    sources: list[Source] = []
+    for spec, explicit_tree in items:
+        path, inline_tree = (spec, None) if explicit_tree else _split_object_path(spec)
+        trees = [explicit_tree or inline_tree] if (explicit_tree or inline_tree) else (
+            default_trees
+        )
+        if _is_remote(path):
+            paths = [path]
+        elif _GLOB_CHARS & set(path):
+            paths = sorted(glob.glob(path))
+            if not paths:
+                raise MissingFileError(
+                    f"{context}: the pattern {path!r} matches no file; "
+                    "check the directory and the wildcard"
+                )
+        else:
+            if not os.path.isfile(path):
+                raise MissingFileError(_missing_file_message(path, context))
+            paths = [path]
+        for resolved in paths:
+            for treename in trees:
+                sources.append(Source(resolved, treename))
+    return sources
+
+
+def _open_file(path: str, context: str) -> Any:
+    try:
+        return uproot.open(path)
+    except FileNotFoundError:
+        raise MissingFileError(_missing_file_message(path, context)) from None
+    except Exception as err:
+        raise InputError(
+            f"{context}: cannot open {path!r} as a ROOT file: {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}"
+        ) from err
+
+
+def tree_names(file: Any) -> list[str]:
+    """Names of the trees (TTree, TNtuple, RNTuple) in an open file, subdirectories too."""
+    return [
+        name
+        for name, classname in file.classnames(cycle=False).items()
+        if classname in _TREE_CLASSES
+    ]
+
+
+def get_tree(file: Any, source: Source, context: str) -> Any:
+    """The tree object ``source.tree`` of an open ``file`` (its only tree when None)."""
+    names = tree_names(file)
+    if source.tree is None:
+        if len(names) == 1:
+            return file[names[0]]
+        if not names:
+            raise MissingTreeError(
+                f"{context}: file {source.path!r} has no tree; it holds "
+                f"{describe_choices(file.keys(cycle=False))}"
+            )
+        raise MissingTreeError(
+            f"{context}: file {source.path!r} has several trees ({describe_choices(names)}); "
+            "choose one with tree='...' or 'file.root:tree'"
+        )
+    name = source.tree.split(";")[0]
+    classnames = file.classnames(cycle=False)
+    if name not in classnames:
+        matches = close_names(name, names)
+        hint = f"; did you mean {describe_choices(matches)}?" if matches else ""
+        raise MissingTreeError(
+            f"{context}: file {source.path!r} has no tree {name!r}{hint} "
+            f"Trees in it: {describe_choices(names)}"
+        )
+    if classnames[name] not in _TREE_CLASSES:
+        raise MissingTreeError(
+            f"{context}: {name!r} in file {source.path!r} is a {classnames[name]}, not a "
+            f"tree; trees in it: {describe_choices(names)}"
+        )
+    return file[name]
+
+
+def _tree_label(tree: Any) -> str:
+    return tree.object_path.lstrip("/").split(";")[0]
+
+
+# -- branches ------------------------------------------------------------------------------
+
+
+def _value_kind(typ: Any) -> str | None:
+    """'flat', 'regular' or 'jagged' for readable numeric types; None otherwise."""
+    if isinstance(typ, ak.types.OptionType):
+        typ = typ.content
+    if isinstance(typ, ak.types.NumpyType):
+        return "flat" if typ.primitive not in ("datetime64", "timedelta64") else None
+    if isinstance(typ, ak.types.ListType | ak.types.RegularType):
+        if typ.parameter("__array__") in ("string", "bytestring", "char", "byte"):
+            return None
+        inner = typ.content
+        if isinstance(inner, ak.types.OptionType):
+            inner = inner.content
+        if not isinstance(inner, ak.types.NumpyType):
+            return None
+        return "jagged" if isinstance(typ, ak.types.ListType) else "regular"
+    return None
+
+
+def _describe_type(typ: Any) -> str:
+    text = str(typ)
+    if "string" in text:
+        return f"strings ({text})"
+    if isinstance(typ, ak.types.RecordType) or "{" in text:
+        return f"nested objects ({text})"
+    return text
+
+
+class TreeReader:
+    """Reads the branches a set of expressions needs from one tree, chunk by chunk.
+
+    Construct inside ``with uproot.open(path) as file``; the constructor checks that
+    every name is a branch and every branch is numeric (flat, fixed-size or jagged).
+    """
+
+    def __init__(
+        self,
+        file: Any,
+        source: Source,
+        expressions: Sequence[Expression],
+        context: str,
+        hints: Mapping[str, str] | None = None,
+    ) -> None:
+        self.source = source
+        self.context = context
+        self.tree = get_tree(file, source, context)
+        self.tree_name = _tree_label(self.tree)
+        self.where = f"{context}: file {source.path!r}, tree {self.tree_name!r}"
+        self.num_entries = int(self.tree.num_entries)
+        available = list(self.tree.keys())
+        available_set = set(available)
+        needed: list[str] = []
+        for expression in expressions:
+            for name in sorted(expression.names):
+                if name in available_set:
+                    if name not in needed:
+                        needed.append(name)
+                elif name not in CONSTANTS:
+                    matches = close_names(name, available)
+                    hint = f" Close names: {describe_choices(matches)}." if matches else ""
+                    extra = (hints or {}).get(expression.text, "")
+                    raise MissingBranchError(
+                        f"{self.where}: {expression.role} expression {expression.text!r} "
+                        f"uses {name!r}, which is not a branch.{hint} "
+                        f"Branches: {describe_choices(available)}{extra}"
+                    )
+        self.branches = needed
+        self.kinds = self._check_types(needed)
+        self.library = "ak" if "jagged" in self.kinds.values() else "np"
+
+    def _check_types(self, names: list[str]) -> dict[str, str]:
+        if not names:
+            return {}
+        wanted = set(names)
+        try:
+            empty = self.tree.arrays(
+                filter_name=lambda name: name in wanted, entry_stop=0, library="ak"
+            )
+            types = {name: empty[name].type.content for name in names}
+        except Exception:
+            types = {}
+            for name in names:
+                try:
+                    empty = self.tree.arrays(
+                        filter_name=lambda branch, name=name: branch == name,
+                        entry_stop=0,
+                        library="ak",
+                    )
+                    types[name] = empty[name].type.content
+                except Exception as err:
+                    raise BranchTypeError(
+                        f"{self.where}: branch {name!r} cannot be read as numbers "
+                        f"({type(err).__name__}: {str(err).splitlines()[0]}). Features, "
+                        "weights and cuts need numeric branches: flat (one number per "
+                        "event), fixed-size arrays, or jagged lists of numbers."
+                    ) from err
+        kinds = {}
+        for name in names:
+            kind = _value_kind(types[name])
+            if kind is None:
+                raise BranchTypeError(
+                    f"{self.where}: branch {name!r} holds {_describe_type(types[name])}, "
+                    "which cannot be a feature, weight or cut. Valid branches hold numbers: "
+                    "one per event (float, int, bool), a fixed-size array, or a jagged list "
+                    "of numbers."
+                )
+            kinds[name] = kind
+        return kinds
+
+    def iterate(
+        self, step_size: int | str = DEFAULT_STEP_SIZE
+    ) -> Iterator[tuple[dict[str, Any], int, int]]:
+        """Yield ``(arrays, entry_start, entry_stop)`` per chunk.
+
+        ``arrays`` maps branch name to a NumPy array (flat and fixed-size branches) or
+        an Awkward array (jagged branches).
+        """
+        if not self.branches:
+            step = step_size if isinstance(step_size, int) else 1_000_000
+            for start in range(0, self.num_entries, step):
+                yield {}, start, min(start + step, self.num_entries)
+            return
+        wanted = set(self.branches)
+        start = 0
+        try:
+            for arrays, report in self.tree.iterate(
+                filter_name=lambda name: name in wanted,
+                step_size=step_size,
+                library=self.library,
+                report=True,
+            ):
+                start, stop = int(report.tree_entry_start), int(report.tree_entry_stop)
+                if self.library == "ak":
+                    arrays = {name: _unwrap(arrays[name], self.kinds[name])
+                              for name in self.branches}
+                yield arrays, start, stop
+                start = stop
+        except CompressionError:
+            raise
+        except Exception as err:
+            if _is_decompression_error(err):
+                raise self._compression_error(err, start) from err
+            raise
+
+    def _compression_error(self, err: Exception, start: int) -> CompressionError:
+        culprits = []
+        for name in self.branches:
+            try:
+                self.tree[name].array(entry_start=start, entry_stop=start + 1, library="np")
+            except Exception as branch_err:
+                if _is_decompression_error(branch_err):
+                    culprits.append(name)
+        named = describe_choices(culprits) if culprits else describe_choices(self.branches)
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return CompressionError(
+            f"{self.where}: cannot decompress branch(es) {named} (entries from {start}): "
+            f"{type(err).__name__}: {reason}. uproot reads ZLIB and LZMA, LZ4 with the "
+            "'lz4' and 'xxhash' packages and ZSTD with 'zstandard' (pip install lz4 xxhash "
+            "zstandard); otherwise rewrite the file with ZLIB or LZMA, e.g. "
+            "'hadd -f101 new.root old.root'."
+        )
+
+
+def _unwrap(array: ak.Array, kind: str) -> Any:
+    """Flat Awkward fields become NumPy arrays (no copy); jagged ones stay Awkward."""
+    if kind == "jagged":
+        return array
+    return ak.to_numpy(array, allow_missing=False)
+
+
+def _is_decompression_error(err: BaseException) -> bool:
+    if isinstance(err, ImportError | zlib.error | lzma.LZMAError):
+        return True
+    if type(err).__name__ == "DecompressionError":
+        return True
+    text = str(err).lower()
+    return isinstance(err, ValueError) and (
+        "compression" in text or "decompress" in text or "checksum" in text
+    )
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    sample_index: int
+    sample: Sample
+    sources: list[Source]
+    entries: list[int]
+    expressions: dict[str, Expression | None]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str | Sample):
+        return [value]
+    return list(value)
+
+
+def read(
+    samples: Sample | Sequence[Sample],
+    features: str | Sequence[str],
+    *,
+    event: str | None = None,
+    step_size: int | str = DEFAULT_STEP_SIZE,
+    inf_as_missing: bool = False,
+    progress: bool | None = None,
+) -> Dataset:
+    """Read samples into a :class:`~hepbdt.io.dataset.Dataset`.
+
+    Parameters
+    ----------
+    samples
+        One :class:`Sample` or a list of them; they are stacked in order.
+    features
+        Branch names or expressions, one column each: ``"lep_pt"``, ``"log(lep_pt)"``,
+        ``"Jet_pt[:, 0]"`` (NaN when the event has no jet), ``"num(Jet_pt)"``,
+        ``"max(Jet_btag)"``. The expression strings become ``Dataset.feature_names``.
+    event
+        Event-identifier expression for every sample (e.g. ``"event"``); a sample's own
+        ``event`` overrides it. ``None`` uses the entry number in the sample's chain of
+        files and trees (first tree's entries first).
+    step_size
+        Chunk size for ``tree.iterate``: entries (int) or memory (``"100 MB"``).
+    inf_as_missing
+        Treat +-inf in a feature as missing (NaN). By default it is an error.
+    progress
+        Show a progress line on stderr; ``None`` shows it when stderr is a terminal.
+
+    Returns
+    -------
+    Dataset
+        ``X`` (n, m) float32 C-contiguous, ``y`` int32 class labels (1 signal,
+        0 background), float32 regression targets or None, ``w`` float64 weights
+        (expression x scale), ``sample_index`` int32, ``event`` int64.
+
+    Raises
+    ------
+    InputError
+        (a subclass of it) for a missing file, tree or branch, a branch that is not
+        numeric, an expression that does not parse, a cut that selects nothing, a NaN
+        or infinite weight or target, an infinite feature, an unreadable compression.
+    """
+    samples = _as_list(samples)
+    if not samples or not all(isinstance(s, Sample) for s in samples):
+        raise InputError("read() needs a Sample or a non-empty list of Sample objects")
+    names = [s.name for s in samples]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(f"sample names must be unique; repeated: {describe_choices(duplicates)}")
+    feature_texts = _as_list(features)
+    if not feature_texts:
+        raise InputError("read() needs at least one feature")
+    repeated = sorted({f for f in feature_texts if feature_texts.count(f) > 1})
+    if repeated:
+        raise InputError(f"features must be unique; repeated: {describe_choices(repeated)}")
+    feature_expressions = [Expression(text, "feature") for text in feature_texts]
+    task = _task(samples)
+
+    # Phase 1: check everything and count entries before reading any data.
+    plans: list[_Plan] = []
+    for index, sample in enumerate(samples):
+        context = f"sample {sample.name!r}"
+        expressions: dict[str, Expression | None] = {
+            "cut": _maybe_expression(sample.cut, "cut", context),
+            "weight": _maybe_expression(sample.weight, "weight", context),
+            "target": _maybe_expression(sample.target, "target", context),
+            "event": _maybe_expression(sample.event or event, "event", context),
+        }
+        hints = {}
+        if sample.target is not None and isinstance(sample.label, str):
+            hints[sample.target] = (
+                f". label={sample.label!r} is not a class name "
+                f"({', '.join(CLASS_NAMES)}), so it was read as a regression target "
+                "expression."
+            )
+        sources = resolve_sources(sample.files, sample.tree, context)
+        entries = []
+        for source in sources:
+            with _open_file(source.path, context) as file:
+                reader = TreeReader(
+                    file, source, [*feature_expressions, *filter(None, expressions.values())],
+                    context, hints,
+                )
+                entries.append(reader.num_entries)
+        plans.append(_Plan(index, sample, sources, entries, expressions))
+
+    capacity = sum(sum(plan.entries) for plan in plans)
+    n_features = len(feature_expressions)
+    X = np.empty((capacity, n_features), dtype=np.float32)
+    w = np.empty(capacity, dtype=np.float64)
+    event_ids = np.empty(capacity, dtype=np.int64)
+    sample_index = np.empty(capacity, dtype=np.int32)
+    if task == "classification":
+        y: np.ndarray | None = np.empty(capacity, dtype=np.int32)
+    elif task == "regression":
+        y = np.empty(capacity, dtype=np.float32)
+    else:
+        y = None
+
+    # Phase 2: read chunk by chunk into the preallocated arrays.
+    filled = 0
+    with Progress(capacity, "hepbdt.read", progress) as bar:
+        for plan in plans:
+            sample = plan.sample
+            context = f"sample {sample.name!r}"
+            sample_start = filled
+            chain_offset = 0
+            for source, n_entries in zip(plan.sources, plan.entries, strict=True):
+                with _open_file(source.path, context) as file:
+                    reader = TreeReader(
+                        file, source,
+                        [*feature_expressions, *filter(None, plan.expressions.values())],
+                        context,
+                    )
+                    for arrays, start, stop in reader.iterate(step_size):
+                        filled = _fill_chunk(
+                            reader, arrays, start, stop, chain_offset, plan,
+                            feature_expressions, inf_as_missing,
+                            X, y, w, event_ids, sample_index, filled,
+                        )
+                        bar.update(stop - start)
+                chain_offset += n_entries
+            if filled == sample_start:
+                total = sum(plan.entries)
+                if sample.cut is not None and total:
+                    raise EmptySelectionError(
+                        f"{context}: cut {sample.cut!r} selects no event of {total} in "
+                        f"{_describe_sources(plan.sources)}; loosen the cut or check its "
+                        "branches and units"
+                    )
+                raise EmptySelectionError(
+                    f"{context}: {_describe_sources(plan.sources)} hold no events"
+                )
+
+    if filled < capacity:
+        # In place: shrinking the leading axis keeps rows where they are.
+        X.resize((filled, n_features), refcheck=False)
+        for array in (w, event_ids, sample_index, y):
+            if array is not None:
+                array.resize(filled, refcheck=False)
+    return Dataset(
+        X,
+        y=y,
+        w=w,
+        sample_index=sample_index,
+        event=event_ids,
+        feature_names=list(feature_texts),
+        sample_names=names,
+        copy=False,
+    )
+
+
+def _task(samples: Sequence[Sample]) -> str:
+    regression = [s.name for s in samples if s.is_regression]
+    classes = [s.name for s in samples if s.class_label is not None]
+    unlabelled = [s.name for s in samples if not s.is_regression and s.class_label is None]
+    if regression and (classes or unlabelled):
+        raise InputError(
+            f"samples {describe_choices(regression)} have regression targets but "
+            f"{describe_choices(classes + unlabelled)} do not; give every sample a "
+            "target, or every sample a class label"
+        )
+    if regression:
+        return "regression"
+    if classes and unlabelled:
+        raise InputError(
+            f"samples {describe_choices(unlabelled)} have no label while "
+            f"{describe_choices(classes)} do; give label='signal', 'background' or a "
+            "class index"
+        )
+    return "classification" if classes else "unlabelled"
+
+
+def _maybe_expression(value: Any, role: str, context: str) -> Expression | None:
+    if value is None:
+        return None
+    if role == "weight" and isinstance(value, int | float) and not isinstance(value, bool):
+        value = repr(float(value))
+    try:
+        return Expression(value, role)
+    except ExpressionError as err:
+        raise ExpressionError(f"{context}: {err}") from None
+
+
+def _describe_sources(sources: Sequence[Source]) -> str:
+    parts = [f"{s.path}:{s.tree}" if s.tree else s.path for s in sources]
+    return "files " + describe_choices(parts, 5)
+
+
+def _fill_chunk(
+    reader: TreeReader,
+    arrays: dict[str, Any],
+    start: int,
+    stop: int,
+    chain_offset: int,
+    plan: _Plan,
+    feature_expressions: Sequence[Expression],
+    inf_as_missing: bool,
+    X: np.ndarray,
+    y: np.ndarray | None,
+    w: np.ndarray,
+    event_ids: np.ndarray,
+    sample_index: np.ndarray,
+    filled: int,
+) -> int:
+    """Evaluate one chunk into rows ``filled:`` of the output arrays; return the new fill."""
+    n_chunk = stop - start
+    expressions = plan.expressions
+    entries = np.arange(start, stop, dtype=np.int64)
+    cut = expressions["cut"]
+    if cut is not None:
+        values = _evaluate(reader, cut, arrays, n_chunk, np.float64)
+        mask = (values != 0) & ~np.isnan(values)
+        if not mask.all():
+            arrays = {name: array[mask] for name, array in arrays.items()}
+            entries = entries[mask]
+    n = len(entries)
+    if n == 0:
+        return filled
+    rows = slice(filled, filled + n)
+    for column, expression in enumerate(feature_expressions):
+        X[rows, column] = feature_column(reader, expression, arrays, entries, inf_as_missing)
+
+    weight = expressions["weight"]
+    if weight is None:
+        w[rows] = plan.sample.scale
+    else:
+        values = _evaluate(reader, weight, arrays, n, np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            first = int(entries[np.flatnonzero(bad)[0]])
+            kind = "NaN" if np.isnan(values[bad][0]) else "infinite"
+            raise BadValueError(
+                f"{reader.where}: weight {weight.text!r} is not finite for "
+                f"{int(np.count_nonzero(bad))} event(s); the first, entry {first}, is {kind}. "
+                "Check the branches in the expression (0/0, log of 0), or select those "
+                "events away with cut=."
+            )
+        w[rows] = values * plan.sample.scale
+
+    if y is not None:
+        target = expressions["target"]
+        if target is None:
+            y[rows] = plan.sample.class_label
+        else:
+            values = _evaluate(reader, target, arrays, n, np.float32)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                first = int(entries[np.flatnonzero(bad)[0]])
+                raise BadValueError(
+                    f"{reader.where}: target {target.text!r} is NaN or infinite for "
+                    f"{int(np.count_nonzero(bad))} event(s), the first at entry {first}; "
+                    "a regression target must be finite: select those events away with cut="
+                )
+            y[rows] = values
+
+    event_expression = expressions["event"]
+    if event_expression is None:
+        event_ids[rows] = entries + chain_offset
+    else:
+        event_ids[rows] = _evaluate(reader, event_expression, arrays, n, np.int64)
+    sample_index[rows] = plan.sample_index
+    return filled + n
+
+
+def _evaluate(
+    reader: TreeReader, expression: Expression, arrays: dict[str, Any], n: int, dtype: Any
+) -> np.ndarray:
+    try:
+        return to_column(expression.evaluate(arrays), n, dtype, expression)
+    except ExpressionError as err:
+        raise ExpressionError(f"{reader.where}: {err}") from err
+
+
+def feature_column(
+    reader: TreeReader,
+    expression: Expression,
+    arrays: dict[str, Any],
+    entries: np.ndarray,
+    inf_as_missing: bool,
+) -> np.ndarray:
+    """One feature on one chunk as float32; +-inf is an error or NaN (``inf_as_missing``).
+
+    ``entries`` are the chunk's (selected) entry numbers, for the error message.
+    """
+    values = _evaluate(reader, expression, arrays, len(entries), np.float32)
+    infinite = np.isinf(values)
+    if infinite.any():
+        if not inf_as_missing:
+            raise BadValueError(
+                f"{reader.where}: feature {expression.text!r} is infinite (or beyond the "
+                f"float32 range) for {int(np.count_nonzero(infinite))} event(s), the first "
+                f"at entry {int(entries[np.flatnonzero(infinite)[0]])}. Pass "
+                "inf_as_missing=True to treat +-inf as missing (NaN), or cut those events "
+                "away."
+            )
+        values[infinite] = np.nan
+    return values
