@@ -122,7 +122,7 @@ def plot_roc(
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("Signal efficiency")
-    ax.set_ylabel(r"Background rejection $1 - \varepsilon_B$")
+    ax.set_ylabel("Background rejection (1 − ε_B)")
     ax.legend(loc="lower left")
     return fig
 
@@ -299,9 +299,9 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     """S/sqrt(B), S/sqrt(S+B) and AMS against the cut, with the best cuts marked."""
     fig = Figure()
     ax = fig.add_subplot()
-    curves = (("s_over_sqrt_b", r"$S/\sqrt{B}$", scan.s_over_sqrt_b),
-              ("s_over_sqrt_s_plus_b", r"$S/\sqrt{S+B}$", scan.s_over_sqrt_s_plus_b),
-              ("ams", rf"AMS ($b_{{reg}}$ = {scan.b_reg:g})", scan.ams))
+    curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
+              ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
+              ("ams", f"AMS (b_reg = {scan.b_reg:g})", scan.ams))
     for key, label, values in curves:
         cut, best, _, _ = scan.best[key]
         (line,) = ax.plot(scan.thresholds, values, label=f"{label}: max {best:.3g} at {cut:.3g}")
