@@ -348,6 +348,30 @@ def _describe_type(typ: Any) -> str:
     return text
 
 
+def _branch_kind(branch: Any) -> tuple[str | None, str]:
+    """Kind ('flat', 'regular', 'jagged' or None) of a TTree branch, from its interpretation."""
+    from uproot.interpretation.jagged import AsJagged
+    from uproot.interpretation.numerical import Numerical
+    from uproot.interpretation.strings import AsStrings
+
+    typename = getattr(branch, "typename", "?")
+    try:
+        interpretation = branch.interpretation
+    except Exception as err:
+        return None, f"a type uproot cannot interpret ({typename}: {err})"
+    if isinstance(interpretation, Numerical):
+        shape = tuple(getattr(interpretation, "inner_shape", ()) or ())
+        if not shape:
+            return "flat", typename
+        return ("regular" if len(shape) == 1 else None), f"multi-dimensional arrays ({typename})"
+    if isinstance(interpretation, AsJagged) and isinstance(interpretation.content, Numerical):
+        if not tuple(getattr(interpretation.content, "inner_shape", ()) or ()):
+            return "jagged", typename
+    if isinstance(interpretation, AsStrings):
+        return None, f"strings ({typename})"
+    return None, f"nested objects ({typename}, which uproot reads as {interpretation})"
+
+
 class TreeReader:
     """Reads the branches a set of expressions needs from one tree, chunk by chunk.
 
@@ -391,43 +415,34 @@ class TreeReader:
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
-        if not names:
-            return {}
-        wanted = set(names)
-        try:
-            empty = self.tree.arrays(
-                filter_name=lambda name: name in wanted, entry_stop=0, library="ak"
-            )
-            types = {name: empty[name].type.content for name in names}
-        except Exception:
-            types = {}
-            for name in names:
-                try:
-                    empty = self.tree.arrays(
-                        filter_name=lambda branch, name=name: branch == name,
-                        entry_stop=0,
-                        library="ak",
-                    )
-                    types[name] = empty[name].type.content
-                except Exception as err:
-                    raise BranchTypeError(
-                        f"{self.where}: branch {name!r} cannot be read as numbers "
-                        f"({type(err).__name__}: {str(err).splitlines()[0]}). Features, "
-                        "weights and cuts need numeric branches: flat (one number per "
-                        "event), fixed-size arrays, or jagged lists of numbers."
-                    ) from err
         kinds = {}
         for name in names:
-            kind = _value_kind(types[name])
+            if isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+                kind, description = _branch_kind(self.tree[name])
+            else:
+                kind, description = self._field_kind(name)
             if kind is None:
                 raise BranchTypeError(
-                    f"{self.where}: branch {name!r} holds {_describe_type(types[name])}, "
-                    "which cannot be a feature, weight or cut. Valid branches hold numbers: "
-                    "one per event (float, int, bool), a fixed-size array, or a jagged list "
-                    "of numbers."
+                    f"{self.where}: branch {name!r} holds {description}, which cannot be a "
+                    "feature, weight or cut. Valid branches hold numbers: one per event "
+                    "(float, int, bool), a fixed-size array, or a jagged list of numbers "
+                    "(e.g. std::vector<float>)."
                 )
             kinds[name] = kind
         return kinds
+
+    def _field_kind(self, name: str) -> tuple[str | None, str]:
+        """Kind of an RNTuple field, from the type of an empty read."""
+        try:
+            empty = self.tree.arrays(
+                filter_name=lambda field_name: field_name == name, entry_stop=0, library="ak"
+            )
+            typ = empty[name].type.content
+        except Exception as err:
+            if _is_decompression_error(err):
+                raise self._compression_error(err, 0) from err
+            return None, f"a type uproot cannot read ({type(err).__name__}: {err})"
+        return _value_kind(typ), _describe_type(typ)
 
     def iterate(
         self, step_size: int | str = DEFAULT_STEP_SIZE

@@ -1,0 +1,118 @@
+"""Jagged features on ntuples the test writes with uproot (TTree and RNTuple)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import awkward as ak
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io import ExpressionError, Sample, read
+
+
+def _events(n: int, seed: int) -> dict[str, object]:
+    rng = np.random.default_rng(seed)
+    n_jet = rng.poisson(1.3, n).astype(np.int32)
+    n_jet[:3] = [0, 1, 4]  # make sure the edge cases are there
+    offsets = np.r_[0, np.cumsum(n_jet)]
+    jet_pt = rng.exponential(40.0, offsets[-1]).astype(np.float32) + 20
+    jet_btag = rng.uniform(0, 1, offsets[-1]).astype(np.float32)
+    return {
+        "Jet_pt": ak.unflatten(jet_pt, n_jet),
+        "Jet_btag": ak.unflatten(jet_btag, n_jet),
+        "MET_pt": rng.exponential(50.0, n).astype(np.float32),
+        "event": (np.arange(n, dtype=np.uint64) * 7 + 3),
+        "genWeight": rng.choice([-1.0, 1.0], n, p=[0.2, 0.8]),
+    }
+
+
+def _write_ttree(path: Path, n: int = 3000, seed: int = 1) -> dict[str, object]:
+    data = _events(n, seed)
+    with uproot.recreate(path) as file:
+        file.mktree("Events", {
+            "Jet_pt": "var * float32", "Jet_btag": "var * float32", "MET_pt": np.float32,
+            "event": np.uint64, "genWeight": np.float64,
+        })
+        # two extends: two baskets, so small step sizes cross a basket boundary
+        half = n // 2
+        file["Events"].extend({k: v[:half] for k, v in data.items()})
+        file["Events"].extend({k: v[half:] for k, v in data.items()})
+    return data
+
+
+def _first(lists: ak.Array, i: int) -> np.ndarray:
+    return np.array([row[i] if len(row) > i else np.nan for row in lists.tolist()], np.float32)
+
+
+@pytest.fixture()
+def jagged_file(tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    path = tmp_path / "jagged.root"
+    return path, _write_ttree(path)
+
+
+def test_jagged_reductions_match_python_loops(jagged_file: tuple[Path, dict]) -> None:
+    path, data = jagged_file
+    features = ["Jet_pt[:, 0]", "Jet_pt[1]", "Jet_pt[:, -1]", "num(Jet_pt)", "max(Jet_btag)",
+                "sum(Jet_pt[Jet_pt > 50])", "mean(Jet_pt)", "MET_pt / (sum(Jet_pt) + 1)",
+                "max(Jet_pt[:, 1:3])"]
+    ds = read(Sample("tt", path, label="signal", weight="genWeight * 0.1"), features,
+              event="event", step_size=700)
+    rows = data["Jet_pt"].tolist()
+    btag = data["Jet_btag"].tolist()
+    met = data["MET_pt"]
+    expected = np.column_stack([
+        _first(data["Jet_pt"], 0),
+        _first(data["Jet_pt"], 1),
+        [r[-1] if r else np.nan for r in rows],
+        [len(r) for r in rows],
+        [max(r) if r else np.nan for r in btag],
+        [sum(x for x in r if x > 50) for r in rows],
+        [np.mean(r) if r else np.nan for r in rows],
+        met / (np.array([sum(r) for r in rows]) + 1),
+        [max(r[1:3]) if len(r) > 1 else np.nan for r in rows],
+    ]).astype(np.float32)
+    np.testing.assert_allclose(ds.X, expected, rtol=1e-5, equal_nan=True)
+    assert np.isnan(ds.X[0, 0]) and ds.X[0, 3] == 0  # the event without jets
+    np.testing.assert_array_equal(ds.event, data["event"].astype(np.int64))
+    np.testing.assert_allclose(ds.w, data["genWeight"] * 0.1)
+    assert (ds.w < 0).any()  # negative weights are kept
+
+
+def test_jagged_cut_and_multiple_files(tmp_path: Path) -> None:
+    a = _write_ttree(tmp_path / "a.root", 1000, seed=2)
+    b = _write_ttree(tmp_path / "b.root", 500, seed=3)
+    ds = read(Sample("tt", [tmp_path / "a.root", tmp_path / "b.root"], label=1,
+                     cut="(num(Jet_pt) >= 2) & (Jet_pt[:, 0] > 60)"),
+              ["Jet_pt[:, 1]", "MET_pt"])
+    lead = np.r_[_first(a["Jet_pt"], 0), _first(b["Jet_pt"], 0)]
+    second = np.r_[_first(a["Jet_pt"], 1), _first(b["Jet_pt"], 1)]
+    n_jet = np.r_[ak.num(a["Jet_pt"]).to_numpy(), ak.num(b["Jet_pt"]).to_numpy()]
+    mask = (n_jet >= 2) & (lead > 60)
+    np.testing.assert_array_equal(ds.X[:, 0], second[mask])
+    np.testing.assert_array_equal(ds.X[:, 1], np.r_[a["MET_pt"], b["MET_pt"]][mask])
+    np.testing.assert_array_equal(ds.event, np.flatnonzero(mask))
+
+
+def test_a_jagged_feature_must_be_reduced(jagged_file: tuple[Path, dict]) -> None:
+    path, _ = jagged_file
+    with pytest.raises(ExpressionError) as info:
+        read(Sample("tt", path, label=1), ["Jet_pt * 2"])
+    message = str(info.value)
+    assert "'Jet_pt * 2'" in message and "list per event" in message
+    assert "jagged.root" in message and "'Events'" in message and "x[:, 0]" in message
+
+
+def test_rntuple_written_by_uproot(tmp_path: Path) -> None:
+    data = _events(400, seed=5)
+    path = tmp_path / "rntuple.root"
+    with uproot.recreate(path) as file:
+        file["Events"] = {k: data[k] for k in ("Jet_pt", "MET_pt", "genWeight")}
+    with uproot.open(path) as file:
+        if type(file["Events"]).__name__.find("RNTuple") < 0:
+            pytest.skip("this uproot writes a TTree here")
+    ds = read(Sample("tt", path, label=0, weight="genWeight"), ["Jet_pt[:, 0]", "MET_pt"])
+    np.testing.assert_array_equal(ds.X[:, 0], _first(data["Jet_pt"], 0))
+    np.testing.assert_array_equal(ds.X[:, 1], data["MET_pt"])
+    np.testing.assert_array_equal(ds.w, data["genWeight"])

@@ -1,0 +1,136 @@
+"""hepbdt.io.read on the ROOT-written reference ntuples, against uproot and numpy by hand."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io import Dataset, Sample, read
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+CLASS_FILE = DATA / "tmva_class_example.root"
+REG_FILE = DATA / "tmva_reg_example.root"
+MULTI_FILE = DATA / "tmva_multiclass_example.root"
+CATEG_FILE = DATA / "toy_sigbkg_categ_offset.root"
+
+pytestmark = pytest.mark.skipif(
+    not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent"
+)
+VARS = ["var1", "var2", "var3", "var4"]
+
+
+def _uproot(path: Path, tree: str, branches: list[str]) -> dict[str, np.ndarray]:
+    with uproot.open(path) as file:
+        return file[tree].arrays(branches, library="np")
+
+
+def test_tmva_classification_example_loads_in_one_call() -> None:
+    ds = read(
+        [
+            Sample("signal", f"{CLASS_FILE}:TreeS", label="signal"),
+            Sample("background", f"{CLASS_FILE}:TreeB", label="background", weight="weight"),
+        ],
+        features=VARS,
+    )
+    s = _uproot(CLASS_FILE, "TreeS", VARS)
+    b = _uproot(CLASS_FILE, "TreeB", [*VARS, "weight"])
+    expected = np.concatenate(
+        [np.column_stack([s[v] for v in VARS]), np.column_stack([b[v] for v in VARS])]
+    )
+    assert isinstance(ds, Dataset)
+    assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(ds.X, expected)
+    np.testing.assert_array_equal(ds.y, np.r_[np.ones(6000), np.zeros(6000)])
+    assert ds.y.dtype == np.int32
+    np.testing.assert_array_equal(ds.w[:6000], 1.0)
+    np.testing.assert_array_equal(ds.w[6000:], b["weight"].astype(np.float64))
+    np.testing.assert_array_equal(ds.sample_index, np.r_[np.zeros(6000), np.ones(6000)])
+    np.testing.assert_array_equal(ds.event, np.r_[np.arange(6000), np.arange(6000)])
+    assert ds.feature_names == VARS
+    assert ds.sample_names == ["signal", "background"]
+
+
+def test_weight_cut_and_expressions_match_numpy_by_hand() -> None:
+    cut = "(var1 > 0) & (abs(var2) < 1.5) | (var4 > 2)"
+    features = ["var1", "log(abs(var3))", "var1 * var2 + var4 ** 2", "sqrt(abs(var4))",
+                "atan2(var2, var1)", "max(var1, var2)", "where(var3 > 0, var3, -1)"]
+    ds = read(
+        Sample("bkg", CLASS_FILE, tree="TreeB", label=0, weight="weight * 2.5 / 3",
+               cut=cut, scale=0.5),
+        features=features,
+    )
+    b = _uproot(CLASS_FILE, "TreeB", [*VARS, "weight"])
+    v1, v2, v3, v4, weight = (b[k] for k in [*VARS, "weight"])
+    mask = ((v1 > 0) & (np.abs(v2) < 1.5)) | (v4 > 2)
+    assert 0 < mask.sum() < len(mask)
+    expected = np.column_stack([
+        v1, np.log(np.abs(v3)), v1 * v2 + v4**2, np.sqrt(np.abs(v4)), np.arctan2(v2, v1),
+        np.maximum(v1, v2), np.where(v3 > 0, v3, -1),
+    ])[mask].astype(np.float32)
+    np.testing.assert_allclose(ds.X, expected, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(ds.w, (weight * 2.5 / 3)[mask].astype(np.float64) * 0.5,
+                               rtol=1e-6)
+    np.testing.assert_array_equal(ds.event, np.flatnonzero(mask))
+    np.testing.assert_array_equal(ds.y, 0)
+
+
+def test_small_chunks_give_the_same_arrays() -> None:
+    samples = [Sample("s", CLASS_FILE, tree="TreeS", label=1, cut="var1 > var2"),
+               Sample("b", CLASS_FILE, tree="TreeB", label=0, weight="weight")]
+    whole = read(samples, VARS)
+    chunked = read(samples, VARS, step_size=777)
+    for name in ("X", "y", "w", "event", "sample_index"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(chunked, name))
+
+
+def test_regression_target_expression() -> None:
+    ds = read(Sample("reg", REG_FILE, label="fvalue"), ["var1", "var2"])
+    r = _uproot(REG_FILE, "TreeR", ["var1", "var2", "fvalue"])
+    assert ds.task == "regression" and ds.y.dtype == np.float32
+    np.testing.assert_array_equal(ds.y, r["fvalue"])
+    ds2 = read(Sample("reg", REG_FILE, target="2 * fvalue"), ["var1"])
+    np.testing.assert_allclose(ds2.y, 2 * r["fvalue"])
+
+
+def test_multiclass_integer_labels() -> None:
+    trees = ["TreeS", "TreeB0", "TreeB1", "TreeB2"]
+    ds = read([Sample(t, f"{MULTI_FILE}:{t}", label=i) for i, t in enumerate(trees)], VARS)
+    np.testing.assert_array_equal(ds.y, np.repeat(np.arange(4), 2000))
+    np.testing.assert_array_equal(ds.X[2000:4000, 0], _uproot(MULTI_FILE, "TreeB0", ["var1"])["var1"])
+
+
+def test_file_lists_globs_mappings_and_tree_lists(tmp_path: Path) -> None:
+    for name in ("a.root", "b.root"):
+        shutil.copyfile(CATEG_FILE, tmp_path / name)
+    s = _uproot(CATEG_FILE, "TreeS", ["var1", "eta"])
+    b = _uproot(CATEG_FILE, "TreeB", ["var1"])
+    by_glob = read(Sample("s", str(tmp_path / "*.root"), tree="TreeS", label=1), ["var1", "eta"])
+    np.testing.assert_array_equal(by_glob.X[:, 1], np.tile(s["eta"], 2))
+    # entry numbers run through the chain of files
+    np.testing.assert_array_equal(by_glob.event, np.arange(20000))
+    by_list = read(Sample("s", [tmp_path / "a.root", f"{tmp_path / 'b.root'}:TreeB"],
+                          tree="TreeS", label=1), ["var1"])
+    np.testing.assert_array_equal(by_list.X[:, 0], np.r_[s["var1"], b["var1"]])
+    by_map = read(Sample("s", {str(tmp_path / "b.root"): "TreeB"}, label=1), ["var1"])
+    np.testing.assert_array_equal(by_map.X[:, 0], b["var1"])
+    two_trees = read(Sample("all", tmp_path / "a.root", tree=["TreeS", "TreeB"], label=1),
+                     ["var1"])
+    np.testing.assert_array_equal(two_trees.X[:, 0], np.r_[s["var1"], b["var1"]])
+
+
+def test_only_tree_is_found_and_event_expression() -> None:
+    ds = read(Sample("reg", REG_FILE, target="fvalue"), ["var1"], event="var2 * 1000")
+    r = _uproot(REG_FILE, "TreeR", ["var2"])
+    np.testing.assert_array_equal(ds.event, (r["var2"] * 1000).astype(np.int64))
+
+
+def test_no_progress_line_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    read(Sample("reg", REG_FILE, target="fvalue"), ["var1"])
+    assert capsys.readouterr().err == ""
+    read(Sample("reg", REG_FILE, target="fvalue"), ["var1"], progress=True)
+    err = capsys.readouterr().err
+    assert "10,000/10,000 events" in err and err.endswith("\n")
