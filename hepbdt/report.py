@@ -171,7 +171,7 @@ def _ranking_section(out: _Sections, model: Any, X: np.ndarray, y: np.ndarray, w
         rows.append(row)
     header = ["rank", "variable"]
     if ranking is not None:
-        header += ["importance (gain x cover)", "splits", "total gain", "cover"]
+        header += ["importance (split gain)", "splits", "total gain", "cover"]
     header += [f"permutation ({perm.metric}) mean", "permutation spread"]
     out.html(_table(header, rows, "ranking"))
     if ranking is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from types import SimpleNamespace
 
 import numpy as np
@@ -74,3 +75,23 @@ def test_learning_curve_regressor():
     assert curve.train_auc is None
     np.testing.assert_allclose(curve.test_loss, [np.mean((k * X[:, 0] - y) ** 2)
                                                  for k in (1, 2, 3)])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hepbdt.estimators") is None,
+                    reason="hepbdt.estimators (the engine) is not there yet")
+def test_learning_curve_on_hepbdt_model_with_early_stopping():
+    import hepbdt
+
+    X, y, w = _data(5, n=1500)
+    Xt, yt, wt = _data(6, n=800)
+    model = hepbdt.BDTClassifier(n_trees=25, max_depth=2, learning_rate=0.3, random_state=0)
+    model.fit(X, y, sample_weight=w, eval_set=(Xt, yt, wt))
+    curve = learning_curve(model, (X, y, w), (Xt, yt, wt))
+    assert curve.n_trees[-1] == model.n_trees_
+    assert curve.loss_name == "log loss"
+    if model.best_iteration_ is not None:
+        assert curve.best_n_trees == model.best_iteration_ + 1 == model.n_trees_
+    proba = model.predict_proba(Xt)[:, 1]
+    expected = -np.sum(wt * np.where(yt == 1, np.log(proba), np.log1p(-proba))) / wt.sum()
+    assert curve.test_loss[-1] == pytest.approx(expected, rel=1e-9)
+    assert curve.test_auc[-1] == pytest.approx(roc_auc(yt, model.decision_function(Xt), wt))

@@ -33,8 +33,8 @@ def _two_of_six(n, seed):
 def _forest_from_sklearn(gbc):
     """The flat forest layout of hepbdt, filled from scikit-learn's regression trees.
 
-    gain = impurity decrease per unit weight (TMVA's separation gain), cover = weighted
-    events in the node, so gain * cover is TMVA's ranking term.
+    gain = impurity decrease times the weighted events in the node (TMVA's separation gain
+    times events, as hepbdt's engine stores it), cover = weighted events in the node.
     """
     feature, gain, cover, offsets = [], [], [], [0]
     for est in gbc.estimators_[:, 0]:
@@ -44,9 +44,9 @@ def _forest_from_sklearn(gbc):
         wn = t.weighted_n_node_samples
         g = np.zeros(t.node_count)
         split = left >= 0
-        g[split] = t.impurity[split] - (
+        g[split] = wn[split] * t.impurity[split] - (
             wn[left[split]] * t.impurity[left[split]] + wn[right[split]] * t.impurity[right[split]]
-        ) / wn[split]
+        )
         feature.append(f)
         gain.append(g)
         cover.append(wn)
@@ -74,14 +74,14 @@ def test_tmva_importance_on_hand_built_forest():
     )
     model = SimpleNamespace(forest_=forest, feature_names_in_=["a", "b", "c"], n_trees_=2)
     r = tmva_importance(model)
-    raw = np.array([0.1 * 60, 0.0, 0.5 * 100 + 2 * 0.2 * 100])
+    raw = np.array([0.1, 0.0, 0.5 + 2 * 0.2])
     np.testing.assert_allclose(r.importance, raw / raw.sum())
     np.testing.assert_array_equal(r.split_count, [1, 0, 2])
     np.testing.assert_allclose(r.total_gain, [0.1, 0.0, 0.7])
     np.testing.assert_allclose(r.cover, [60.0, 0.0, 200.0])
     assert r.ranked()[0][0] == "c" and r.feature_names == ["a", "b", "c"]
     quad = tmva_importance(forest, quadrature=True)
-    q = np.array([6.0, 0.0, np.hypot(50.0, 40.0)])
+    q = np.array([0.1, 0.0, np.hypot(0.5, 0.4)])
     np.testing.assert_allclose(quad.importance, q / q.sum())
     # Only the kept trees count.
     first = tmva_importance(SimpleNamespace(forest_=forest, n_trees_=1))

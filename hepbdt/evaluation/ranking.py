@@ -61,22 +61,27 @@ def _forest_of(model: Any) -> Any:
 def tmva_importance(
     model: Any, feature_names: list[str] | None = None, quadrature: bool = False
 ) -> FeatureRanking:
-    """TMVA-style importance from the forest's stored split gains and covers.
+    """TMVA-style importance from the forest's stored split gains.
 
-    For feature ``f``:
-    ``importance_f = sum over split nodes n using f of |tree_weight(n)| * gain_n * cover_n``,
-    where ``gain_n`` is the split's gain in the booster's criterion, ``cover_n`` the summed
-    training weight reaching the node and ``tree_weight`` the tree's boost weight; the
-    importances are then normalised to sum to 1. With ``quadrature=True`` the terms are
-    added in quadrature (``sqrt(sum (w g c)^2)``), as TMVA's ``MethodBDT`` does.
+    For feature ``f``: ``importance_f = sum over split nodes n using f of
+    |tree_weight(n)| * gain_n``, normalised so the importances sum to 1. The engine stores
+    ``gain_n`` as the decrease of the booster's criterion summed over the node's events
+    (e.g. Gini: ``W_parent I_parent - W_left I_left - W_right I_right``; variance and
+    Newton: the loss reduction), which is TMVA's "separation gain times the (weighted)
+    number of events in the node"; ``tree_weight`` is the tree's boost weight. With
+    ``quadrature=True`` the terms are added in quadrature (``sqrt(sum (w g)^2)``), exactly
+    as TMVA's ``MethodBDT::GetVariableImportance``.
 
     Also returned, unnormalised: the number of splits on each feature, their total gain
-    and their total cover. Only the trees the model keeps (``n_trees_``) are counted.
+    and their total cover (summed training weight reaching the split nodes). Only the trees
+    the model keeps (``n_trees_``) are counted.
 
     Parameters
     ----------
     model : fitted BDTClassifier / BDTRegressor, or a forest object with the node arrays
+        ``feature``, ``gain``, ``cover``, ``tree_offsets`` (and ``tree_weights``)
     feature_names : names, default ``model.feature_names_in_`` or ``x0, x1, ...``
+    quadrature : add the per-split terms in quadrature, as TMVA does
     """
     forest = _forest_of(model)
     offsets = np.asarray(forest.tree_offsets, dtype=np.int64)
@@ -107,7 +112,7 @@ def tmva_importance(
 
     split = feature >= 0
     f = feature[split]
-    contribution = node_tree_weight[split] * gain[split] * cover[split]
+    contribution = node_tree_weight[split] * gain[split]
     if quadrature:
         importance = np.sqrt(np.bincount(f, weights=contribution**2, minlength=n_features))
     else:
