@@ -253,17 +253,15 @@ class Dataset:
         is_train = np.zeros(len(self), dtype=bool)
         for group in self._groups():
             size = len(group)
+            n_train = int(np.floor(size * train_fraction + 0.5))
             if mode == "random":
-                n_train = int(round(size * train_fraction))
                 is_train[group[rng.permutation(size)[:n_train]]] = True
             elif mode == "block":
-                n_train = int(round(size * train_fraction))
                 is_train[group[:n_train]] = True
             else:
-                # Position i trains when ceil((i+1)f) > ceil(i f): evenly spread, and
-                # exactly even positions for f = 1/2.
-                cumulative = np.ceil(np.arange(size + 1) * train_fraction - 1e-9)
-                is_train[group[np.diff(cumulative) > 0]] = True
+                # Positions floor(j / f): evenly spread, exactly the even positions for 1/2.
+                positions = np.floor(np.arange(n_train) / train_fraction).astype(np.int64)
+                is_train[group[positions]] = True
         train = self.take(is_train).normalize(norm)
         return train, self.take(~is_train)
 

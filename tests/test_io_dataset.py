@@ -1,0 +1,113 @@
+"""Dataset: construction from numpy, TMVA-style splits, k-fold by event, normalisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt.io import Dataset, InputError
+
+
+def _dataset(n_sig: int = 101, n_bkg: int = 203, seed: int = 0) -> Dataset:
+    rng = np.random.default_rng(seed)
+    n = n_sig + n_bkg
+    return Dataset(
+        rng.normal(size=(n, 3)),
+        y=np.r_[np.ones(n_sig, int), np.zeros(n_bkg, int)],
+        w=rng.uniform(0.1, 2.0, n),
+        sample_index=np.r_[np.zeros(n_sig, int), np.ones(n_bkg, int)],
+        event=rng.permutation(10 * n)[:n],
+        feature_names=["a", "b", "c"],
+        sample_names=["sig", "bkg"],
+    )
+
+
+def test_construct_from_numpy_converts_once() -> None:
+    X = np.asfortranarray(np.arange(12.0).reshape(4, 3))
+    ds = Dataset(X, y=np.array([1, 0, 1, 0]))
+    assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
+    assert ds.y.dtype == np.int32 and ds.task == "classification"
+    assert ds.w.dtype == np.float64 and (ds.w == 1).all()
+    assert ds.event.dtype == np.int64 and list(ds.event) == [0, 1, 2, 3]
+    assert ds.feature_names == ["f0", "f1", "f2"] and len(ds) == 4
+    assert Dataset(X, y=np.linspace(0, 1, 4)).task == "regression"
+    assert Dataset(X).y is None
+    with pytest.raises(InputError, match=r"shape \(4,\)"):
+        Dataset(X, w=np.ones(3))
+    with pytest.raises(InputError, match="finite"):
+        Dataset(X, w=[1.0, np.nan, 1.0, 1.0])
+    with pytest.raises(InputError, match="2 feature names for 3"):
+        Dataset(X, feature_names=["a", "b"])
+
+
+def test_take_by_mask_index_and_slice() -> None:
+    ds = _dataset()
+    mask = ds.X[:, 0] > 0
+    sub = ds[mask]
+    np.testing.assert_array_equal(sub.X, ds.X[mask])
+    np.testing.assert_array_equal(sub.event, ds.event[mask])
+    assert sub.sample_names == ds.sample_names and sub.feature_names == ds.feature_names
+    np.testing.assert_array_equal(ds.take([3, 1]).w, ds.w[[3, 1]])
+    assert len(ds[10:20]) == 10
+
+
+@pytest.mark.parametrize("mode", ["random", "alternate", "block"])
+def test_split_partitions_each_sample(mode: str) -> None:
+    ds = _dataset()
+    train, test = ds.split(mode, train_fraction=0.3, seed=4)
+    assert len(train) + len(test) == len(ds)
+    assert sorted(np.r_[train.event, test.event]) == sorted(ds.event)
+    for index, size in enumerate((101, 203)):
+        assert (train.sample_index == index).sum() == round(0.3 * size)
+    # events keep their order
+    position = {e: i for i, e in enumerate(ds.event)}
+    assert np.all(np.diff([position[e] for e in train.event]) > 0)
+
+
+def test_split_modes_pick_the_tmva_events() -> None:
+    ds = _dataset(10, 10)
+    train, _ = ds.split("alternate", 0.5)
+    np.testing.assert_array_equal(train.event, ds.event[[0, 2, 4, 6, 8, 10, 12, 14, 16, 18]])
+    train, _ = ds.split("block", 0.3)
+    np.testing.assert_array_equal(train.event, ds.event[[0, 1, 2, 10, 11, 12]])
+    a, _ = ds.split("random", 0.5, seed=7)
+    b, _ = ds.split("random", 0.5, seed=7)
+    c, _ = ds.split("random", 0.5, seed=8)
+    np.testing.assert_array_equal(a.event, b.event)
+    assert not np.array_equal(a.event, c.event)
+
+
+def test_normalisation_applies_to_training_weights_only() -> None:
+    ds = _dataset()
+    train, test = ds.split("random", 0.5, seed=1, norm="equal_num_events")
+    sig, bkg = train.y == 1, train.y == 0
+    assert np.isclose(train.w[sig].sum(), train.w[bkg].sum())
+    assert np.isclose(train.w[sig].sum(), sig.sum())
+    raw_train, raw_test = ds.split("random", 0.5, seed=1)
+    np.testing.assert_array_equal(test.w, raw_test.w)
+    # per-class rescaling keeps ratios within a class
+    np.testing.assert_allclose(train.w[bkg] / raw_train.w[bkg],
+                               (train.w[bkg] / raw_train.w[bkg])[0])
+    train, _ = ds.split("block", 0.5, norm="num_events")
+    assert np.isclose(train.w[train.y == 0].sum(), (train.y == 0).sum())
+    assert np.isclose(train.w[train.y == 1].sum(), (train.y == 1).sum())
+    assert ds.split("block", 0.5, norm="none")[0].w.sum() == ds.split("block", 0.5)[0].w.sum()
+    with pytest.raises(InputError, match="sum to"):
+        ds.replace(w=-ds.w).normalize("num_events")
+    with pytest.raises(InputError, match="not one of"):
+        ds.split(norm="NumEvent")
+
+
+def test_kfold_by_event_number() -> None:
+    ds = _dataset()
+    pairs = ds.kfold(3, norm="num_events")
+    assert len(pairs) == 3
+    seen = []
+    for i, (train, test) in enumerate(pairs):
+        assert np.all(test.event % 3 == i) and np.all(train.event % 3 != i)
+        assert len(train) + len(test) == len(ds)
+        assert np.isclose(train.w[train.y == 1].sum(), (train.y == 1).sum())
+        seen.extend(test.event)
+    assert sorted(seen) == sorted(ds.event)
+    with pytest.raises(InputError, match=">= 2"):
+        ds.kfold(1)

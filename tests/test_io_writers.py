@@ -1,0 +1,183 @@
+"""write_scores and apply: trees read back with uproot (and RDataFrame when ROOT exists)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import awkward as ak
+import numpy as np
+import pytest
+import uproot
+
+import hepbdt
+from hepbdt.io import Dataset, InputError, Sample, apply, read, write_scores
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+CLASS_FILE = DATA / "tmva_class_example.root"
+needs_data = pytest.mark.skipif(not CLASS_FILE.exists(), reason="../shared/data is absent")
+HAS_ROOT = importlib.util.find_spec("ROOT") is not None
+
+
+class LinearModel:
+    """A stand-in for a fitted estimator: a linear score of the features."""
+
+    def __init__(self, features: list[str], coef: list[float], offset: float = 0.0) -> None:
+        self.feature_names_in_ = np.array(features, dtype=object)
+        self.coef = np.asarray(coef, dtype=np.float64)
+        self.offset = offset
+        self.calls = 0
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        assert X.dtype == np.float32 and X.flags["C_CONTIGUOUS"]
+        self.calls += 1
+        return np.nan_to_num(X.astype(np.float64), nan=-1.0) @ self.coef + self.offset
+
+
+def _dataset(n: int = 50) -> Dataset:
+    rng = np.random.default_rng(3)
+    return Dataset(
+        rng.normal(size=(n, 2)).astype(np.float32),
+        y=rng.integers(0, 2, n),
+        w=rng.uniform(0.5, 1.5, n),
+        event=np.arange(n) * 3 + 1,
+        feature_names=["log(lep_pt)", "Jet_pt[:, 0]"],
+        sample_names=["s"],
+    )
+
+
+def test_write_scores_reads_back(tmp_path: Path) -> None:
+    ds = _dataset()
+    scores = ds.X[:, 0] * 2.0 + 0.25
+    out = tmp_path / "out" / "scores.root"
+    assert write_scores(out, ds, scores, tree="TestTree") == str(out)
+    with uproot.open(out) as file:
+        arrays = file["TestTree"].arrays(library="np")
+    assert set(arrays) == {"log_lep_pt", "Jet_pt_0", "classID", "label", "weight", "event",
+                           "sample", "bdt_score"}
+    np.testing.assert_array_equal(arrays["log_lep_pt"], ds.X[:, 0])
+    np.testing.assert_array_equal(arrays["Jet_pt_0"], ds.X[:, 1])
+    np.testing.assert_array_equal(arrays["label"], ds.y)
+    np.testing.assert_array_equal(arrays["classID"], 1 - ds.y)  # TMVA: 0 is signal
+    np.testing.assert_array_equal(arrays["weight"], ds.w)
+    np.testing.assert_array_equal(arrays["event"], ds.event)
+    np.testing.assert_array_equal(arrays["bdt_score"], scores.astype(np.float64))
+    assert not [p for p in os.listdir(out.parent) if ".tmp-" in p]
+
+
+def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:
+    ds = _dataset()
+    train, test = ds.split("alternate")
+    out = tmp_path / "tmva_like.root"
+    write_scores(out, test, np.zeros(len(test)), tree="TestTree")
+    write_scores(out, train, np.column_stack([np.ones(len(train)), np.arange(len(train))]),
+                 tree="TrainTree", update=True, score_branch="mva")
+    write_scores(out, test, np.full(len(test), 7.0), tree="TestTree", update=True)
+    with uproot.open(out) as file:
+        assert sorted(file.keys(cycle=False)) == ["TestTree", "TrainTree"]
+        np.testing.assert_array_equal(file["TrainTree"]["mva_1"].array(library="np"),
+                                      np.arange(len(train)))
+        np.testing.assert_array_equal(file["TestTree"]["bdt_score"].array(library="np"), 7.0)
+        assert file["TestTree"].num_entries == len(test)
+    with pytest.raises(InputError, match=r"shape \(3,\)"):
+        write_scores(out, ds, np.zeros(3))
+
+
+@needs_data
+def test_apply_writes_friend_trees_of_every_input_tree(tmp_path: Path) -> None:
+    model = LinearModel(["var1", "var2 * var3", "abs(var4)"], [1.0, -0.5, 2.0], 0.1)
+    out = tmp_path / "friends.root"
+    written = apply(model, CLASS_FILE, out, tree=["TreeS", "TreeB"], step_size=1000)
+    assert written == [str(out)] and model.calls == 12
+    with uproot.open(CLASS_FILE) as source, uproot.open(out) as friend:
+        for name in ("TreeS", "TreeB"):
+            v = source[name].arrays(["var1", "var2", "var3", "var4"], library="np")
+            X = np.column_stack([v["var1"], v["var2"] * v["var3"], np.abs(v["var4"])])
+            expected = X.astype(np.float32).astype(np.float64) @ model.coef + 0.1
+            got = friend[name].arrays(library="np")
+            assert friend[name].num_entries == source[name].num_entries
+            np.testing.assert_array_equal(got["bdt_score"], expected)
+            np.testing.assert_array_equal(got["entry"], np.arange(6000))
+
+
+def _jagged_file(path: Path, n: int, seed: int) -> ak.Array:
+    rng = np.random.default_rng(seed)
+    n_jet = rng.poisson(1.0, n)
+    jets = ak.unflatten(rng.uniform(20, 200, n_jet.sum()).astype(np.float32), n_jet)
+    event = rng.permutation(10 * n)[:n].astype(np.int64)
+    with uproot.recreate(path) as file:
+        file.mktree("Events", {"Jet_pt": "var * float32", "event": np.int64})
+        file["Events"].extend({"Jet_pt": jets, "event": event})
+    return ak.Array({"Jet_pt": jets, "event": event})
+
+
+def test_apply_kfold_models_by_event_number(tmp_path: Path) -> None:
+    events = _jagged_file(tmp_path / "in.root", 500, seed=1)
+    features = ["Jet_pt[:, 0]", "num(Jet_pt)"]
+    models = [LinearModel(features, [1.0, 0.0]), LinearModel(features, [0.0, 1.0], 1000.0)]
+    apply(models, tmp_path / "in.root", tmp_path / "out.root", branch="score",
+          event_branch="event", step_size=128)
+    with uproot.open(tmp_path / "out.root") as file:
+        got = file["Events"].arrays(library="np")
+    lead = ak.to_numpy(ak.fill_none(ak.firsts(events["Jet_pt"]), np.nan)).astype(np.float64)
+    lead = np.where(np.isnan(lead), -1.0, lead)  # the stand-in model's missing value
+    n_jet = ak.num(events["Jet_pt"]).to_numpy()
+    event = events["event"].to_numpy()
+    expected = np.where(event % 2 == 0, lead, n_jet + 1000.0)
+    np.testing.assert_array_equal(got["event"], event)
+    np.testing.assert_allclose(got["score"], expected, rtol=1e-6)
+
+
+def test_apply_one_output_per_input_and_model_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(2):
+        _jagged_file(tmp_path / f"part{i}.root", 40 + i, seed=i)
+    model = LinearModel(["num(Jet_pt)"], [1.0])
+    model_file = tmp_path / "model.json"
+    model_file.write_text("{}")
+    monkeypatch.setattr(hepbdt, "load_model", lambda path: model, raising=False)
+    written = apply(str(model_file), str(tmp_path / "part*.root"),
+                    str(tmp_path / "{stem}_scores.root"))
+    assert written == [str(tmp_path / "part0_scores.root"), str(tmp_path / "part1_scores.root")]
+    with uproot.open(written[1]) as file:
+        assert file["Events"].num_entries == 41
+    with pytest.raises(InputError, match="is one of the input files"):
+        apply(model, tmp_path / "part0.root", tmp_path / "part0.root")
+
+
+def test_interrupted_apply_leaves_no_file(tmp_path: Path) -> None:
+    _jagged_file(tmp_path / "in.root", 1000, seed=2)
+    out = tmp_path / "out.root"
+    out.write_bytes(b"previous content")
+
+    class Failing(LinearModel):
+        def decision_function(self, X: np.ndarray) -> np.ndarray:
+            if self.calls == 2:
+                raise KeyboardInterrupt
+            return super().decision_function(X)
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(Failing(["num(Jet_pt)"], [1.0]), tmp_path / "in.root", out, step_size=100)
+    assert out.read_bytes() == b"previous content"
+    assert sorted(os.listdir(tmp_path)) == ["in.root", "out.root"]
+
+
+@pytest.mark.skipif(not HAS_ROOT, reason="the ROOT Python module is not importable")
+@needs_data
+def test_written_trees_open_in_rdataframe(tmp_path: Path) -> None:  # pragma: no cover
+    import ROOT
+
+    ds = read([Sample("s", f"{CLASS_FILE}:TreeS", label=1)], ["var1", "var2"])
+    scores = ds.X[:, 0].astype(np.float64)
+    write_scores(tmp_path / "scores.root", ds, scores)
+    frame = ROOT.RDataFrame("TestTree", str(tmp_path / "scores.root"))
+    assert frame.Count().GetValue() == len(ds)
+    assert np.isclose(frame.Sum("bdt_score").GetValue(), scores.sum())
+    model = LinearModel(["var1"], [1.0])
+    apply(model, f"{CLASS_FILE}:TreeS", tmp_path / "friend.root", output_tree="scores")
+    source = ROOT.TFile.Open(str(CLASS_FILE))
+    tree = source.Get("TreeS")
+    tree.AddFriend("scores", str(tmp_path / "friend.root"))
+    frame = ROOT.RDataFrame(tree)
+    assert frame.Filter("abs(scores.bdt_score - var1) < 1e-6").Count().GetValue() == 6000
