@@ -26,6 +26,7 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic
 __all__ = ["BDTClassifier", "BDTRegressor", "estimator_from_dict"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair")
+QUANTISE_FROM_EVENTS = 100_000  # "auto": packed histograms from this many training events
 
 
 @contextlib.contextmanager
@@ -226,13 +227,23 @@ class _BDTBase:
             colsample_bylevel=self.colsample_bylevel, colsample_bynode=self.colsample_bynode,
             rng=rng, valid=valid_binned,
             n_iter_no_change=self.n_iter_no_change if (self.early_stopping or valid is not None) else None,
-            tol=self.tol, verbose=self.verbose)
+            tol=self.tol, verbose=self.verbose, quantised=self._use_quantised(codes.shape[1]))
         keep = None
         if result.best_iteration is not None and (self.early_stopping or valid is not None):
             keep = result.best_iteration + 1
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
         return forest, result
+
+    def _use_quantised(self, n_events: int) -> bool:
+        """Packed integer histograms: newton only, without min_node_size (they carry no W)."""
+        q = self.quantised_histograms
+        if q not in ("auto", True, False):
+            raise ValueError(f"quantised_histograms={q!r} is not valid; expected 'auto', True or False")
+        possible = self.boosting == "newton" and self.min_node_size == 0
+        if q is True and not possible:
+            raise ValueError("quantised_histograms=True needs boosting='newton' and min_node_size=0")
+        return possible and (q is True or n_events >= QUANTISE_FROM_EVENTS)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "forest_"):
@@ -296,6 +307,7 @@ class BDTClassifier(_BDTBase):
                  colsample_bynode: float = 1.0, negative_weights: str = "keep",
                  early_stopping: bool = False, validation_fraction: float = 0.1,
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
+                 quantised_histograms: bool | str = "auto",
                  random_state: int | None = None, n_jobs: int | None = None,
                  verbose: bool = False):
         self.boosting = boosting
@@ -320,6 +332,7 @@ class BDTClassifier(_BDTBase):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.quantised_histograms = quantised_histograms
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -415,6 +428,7 @@ class BDTRegressor(_BDTBase):
                  colsample_bynode: float = 1.0, negative_weights: str = "keep",
                  early_stopping: bool = False, validation_fraction: float = 0.1,
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
+                 quantised_histograms: bool | str = "auto",
                  random_state: int | None = None, n_jobs: int | None = None,
                  verbose: bool = False):
         self.boosting = boosting
@@ -441,6 +455,7 @@ class BDTRegressor(_BDTBase):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.quantised_histograms = quantised_histograms
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose

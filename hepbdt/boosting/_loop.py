@@ -12,10 +12,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
-from ..engine._types import CHANNEL_DTYPE
-from ..engine.grower import GrownTree, grow_tree, sample_features
+from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ForestBuilder
@@ -61,10 +62,16 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
 
 
 def leaf_sums(tree: GrownTree, per_event: np.ndarray) -> np.ndarray:
-    """Sum of ``per_event`` over each node's events (nodes whose slice is empty get 0)."""
-    ordered = per_event[tree.partition].astype(np.float64)
-    cs = np.concatenate([[0.0], np.cumsum(ordered)])
-    return cs[tree.stop] - cs[tree.start]
+    """Exact sum of ``per_event`` over each leaf's events, and over each internal node's
+    leaves below it (children always follow their parent)."""
+    out = np.zeros(tree.n_nodes)
+    leaves = np.flatnonzero(tree.is_leaf)
+    sub = GrownTree(**{**tree.__dict__, "start": tree.start[leaves], "stop": tree.stop[leaves],
+                       "feature": tree.feature[leaves]})
+    out[leaves] = slice_sums(sub, np.ascontiguousarray(per_event))
+    for k in np.flatnonzero(~tree.is_leaf)[::-1]:
+        out[k] = out[tree.left[k]] + out[tree.right[k]]
+    return out
 
 
 def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
@@ -79,17 +86,38 @@ def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) 
 
 
 def add_tree(builder: ForestBuilder, tree: GrownTree, value: np.ndarray, mapper,
-             tree_weight: float = 1.0) -> None:
-    """Append a grown tree with its node values to a forest under construction."""
+             tree_weight: float = 1.0, cover: np.ndarray | None = None) -> None:
+    """Append a grown tree with its node values to a forest under construction.
+
+    cover: per-node sum of event weights (default: the tree's W sums).
+    """
     builder.add(tree_weight=tree_weight, feature=tree.feature,
                 threshold=mapper.thresholds(tree.feature, tree.bin_threshold),
                 bin_threshold=tree.bin_threshold, left=tree.left, right=tree.right,
-                missing_left=tree.missing_left, value=value, gain=tree.gain, cover=tree.sum_w)
+                missing_left=tree.missing_left, value=value, gain=tree.gain,
+                cover=tree.sum_w if cover is None else cover)
+
+
+@njit(parallel=True)
+def _add_leaf_values(partition, start, stop, value, score):
+    for j in numba.prange(start.size):
+        v = value[j]
+        for k in range(start[j], stop[j]):
+            score[partition[k]] += v
 
 
 def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: np.ndarray,
-                  scale: float = 1.0) -> None:
-    """score += scale * tree(x) on binned data."""
+                  scale: float = 1.0, through_partition: bool = False) -> None:
+    """score += scale * tree(x) on binned data.
+
+    through_partition: the scores are the tree's own training events and the partition
+    holds every one of them, so leaf slices say where each event went.
+    """
+    if through_partition:
+        leaves = np.flatnonzero(tree.is_leaf)
+        _add_leaf_values(tree.partition, tree.start[leaves], tree.stop[leaves],
+                         scale * value[leaves], score)
+        return
     predict_binned(codes, tree.feature, tree.bin_threshold, tree.left, tree.right,
                    tree.missing_left, value, np.array([0, tree.n_nodes], np.int64),
                    np.array([scale]), score)
@@ -134,7 +162,8 @@ class BoostResult:
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
-                 valid=None, n_iter_no_change=None, tol=0.0, verbose=False) -> BoostResult:
+                 valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
+                 quantised=False) -> BoostResult:
     """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py)."""
     loss = booster.loss
     m, n = codes.shape
@@ -151,15 +180,18 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     for it in range(n_trees):
         loss.begin_round(y, w, score)
         rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
-        a, b = booster.channels(y, w_tree, score)
+        wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
+        if it > 0:
+            train_loss.append(previous_loss)
+        a, b = booster.channels(wg, wh, w_tree)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
         features = sample_features(all_features, colsample_bytree, rng)
         tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
-                         features, colsample_bylevel, colsample_bynode, rng)
-        value = booster.leaf_values(tree, y, w_tree, score)
-        add_tree(builder, tree, value, mapper)
-        update_scores(codes, tree, value, score)
-        train_loss.append(loss.loss(y, w, score))
+                         features, colsample_bylevel, colsample_bynode, rng, quantised=quantised)
+        value = booster.leaf_values(tree, y, w_tree, score, wg, wh)
+        add_tree(builder, tree, value, mapper,
+                 cover=leaf_sums(tree, w_tree) if quantised else None)
+        update_scores(codes, tree, value, score, through_partition=rows.size == n)
         if valid is not None:
             update_scores(codes_v, tree, value, score_v)
             valid_loss.append(loss.loss(y_v, w_v, score_v))
@@ -168,6 +200,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             elif n_iter_no_change and it - best_iter >= n_iter_no_change:
                 progress.update(n_trees, f"early stop at {best_iter + 1}")
                 break
-        progress.update(it + 1, f"loss {train_loss[-1]:.5g}")
+        progress.update(it + 1, f"loss {previous_loss:.5g}")
+    train_loss.append(loss.loss(y, w, score))
     return BoostResult(builder, base, np.asarray(train_loss),
                        np.asarray(valid_loss) if valid is not None else None, best_iter)

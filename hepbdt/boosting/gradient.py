@@ -28,12 +28,11 @@ class GradientBooster:
         self.loss = loss
         self.learning_rate = learning_rate
 
-    def channels(self, y, w, score):
-        """A = w * pseudo-residual, B = w."""
-        g, _ = self.loss.gradients(y, score)
-        return (-g * w).astype(CHANNEL_DTYPE), w.astype(CHANNEL_DTYPE)
+    def channels(self, wg, wh, w):
+        """A = w * pseudo-residual = -w g, B = w."""
+        return np.negative(wg), w.astype(CHANNEL_DTYPE, copy=False)
 
-    def leaf_values(self, tree, y, w, score):
+    def leaf_values(self, tree, y, w, score, wg, wh):
         """Leaf values times the learning rate (0 on internal nodes)."""
         leaves = tree.is_leaf
         if isinstance(self.loss, Absolute):
@@ -50,7 +49,7 @@ class GradientBooster:
                 step = np.dot(w[idx], np.sign(dev) * np.minimum(d, np.abs(dev)))
                 value[k] = median[k] + (step / total if total > MIN_DENOMINATOR else 0.0)
         else:
-            _, h = self.loss.gradients(y, score)
-            den = leaf_sums(tree, w * h)
-            value = np.where(den > MIN_DENOMINATOR, tree.sum_a / np.where(den > 0, den, 1), 0.0)
+            num = -leaf_sums(tree, wg)
+            den = leaf_sums(tree, wh)
+            value = np.where(den > MIN_DENOMINATOR, num / np.where(den > 0, den, 1), 0.0)
         return np.where(leaves, value * self.learning_rate, 0.0)

@@ -8,8 +8,13 @@ positive part of the weights (a median of signed weights is not defined).
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from ..engine._types import CHANNEL_DTYPE, njit
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
            "PseudoHuber", "weighted_quantile", "get_loss"]
@@ -62,12 +67,48 @@ class Loss:
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
 
+    def channels(self, y: NDArray, score: NDArray, w_tree: NDArray,
+                 w: NDArray) -> tuple[NDArray, NDArray, float]:
+        """(w_tree * g, w_tree * h) as float32 and the weighted mean loss (weights w) at score."""
+        g, h = self.gradients(y, score)
+        return ((w_tree * g).astype(CHANNEL_DTYPE), (w_tree * h).astype(CHANNEL_DTYPE),
+                self.loss(y, w, score))
 
-class Deviance(Loss):
+
+@njit(parallel=True)
+def _logistic_channels(y, score, w_tree, scale, wg, wh, pointwise):
+    for i in numba.prange(y.size):
+        z = scale * score[i]
+        p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        g = scale * (p - y[i])
+        h = max(scale * scale * p * (1.0 - p), 1e-16)
+        wg[i] = w_tree[i] * g
+        wh[i] = w_tree[i] * h
+        m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m))
+        pointwise[i] = (m if m > 0 else 0.0) + math.log1p(math.exp(-abs(m)))
+
+
+class _LogisticFamily(Loss):
+    """Shared fused kernel: L = ln(1 + exp(-y s F)), y = +-1, with s = ``scale``."""
+
+    scale = 1.0
+
+    def channels(self, y, score, w_tree, w):
+        n = y.size
+        wg = np.empty(n, CHANNEL_DTYPE)
+        wh = np.empty(n, CHANNEL_DTYPE)
+        pointwise = np.empty(n)
+        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), self.scale, wg, wh, pointwise)
+        total = float(np.sum(w))
+        return wg, wh, float(np.dot(w, pointwise) / total) if total != 0 else 0.0
+
+
+class Deviance(_LogisticFamily):
     """Binomial deviance ln(1 + exp(-2 y F)), y = +-1 (Friedman, TMVA's BDTG)."""
 
     name = "deviance"
     is_classification = True
+    scale = 2.0
 
     def init_score(self, y, w):
         s, b = _class_sums(y, w)
@@ -88,7 +129,7 @@ class Deviance(Loss):
         return 1.0 / (1.0 + np.exp(-2.0 * score))
 
 
-class Logistic(Loss):
+class Logistic(_LogisticFamily):
     """Logistic loss ln(1 + exp(-y F)), y = +-1 (XGBoost's binary:logistic)."""
 
     name = "logistic"

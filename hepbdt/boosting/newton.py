@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine._types import CHANNEL_DTYPE, NEWTON
-from ._loop import leaf_quantile
+from ..engine._types import NEWTON
+from ._loop import leaf_quantile, leaf_sums
 from .losses import Absolute, Loss
 
 __all__ = ["NewtonBooster"]
@@ -30,18 +30,17 @@ class NewtonBooster:
         self.reg_lambda = reg_lambda
         self.reg_alpha = reg_alpha
 
-    def channels(self, y, w, score):
+    def channels(self, wg, wh, w):
         """A = w * g, B = w * h."""
-        g, h = self.loss.gradients(y, score)
-        return (g * w).astype(CHANNEL_DTYPE), (h * w).astype(CHANNEL_DTYPE)
+        return wg, wh
 
-    def leaf_values(self, tree, y, w, score):
-        """Leaf values times the learning rate (0 on internal nodes)."""
+    def leaf_values(self, tree, y, w, score, wg, wh):
+        """Leaf values times the learning rate (0 on internal nodes), from exact sums."""
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
         else:
-            g = tree.sum_a
+            g = leaf_sums(tree, wg)
             t = np.sign(g) * np.maximum(np.abs(g) - self.reg_alpha, 0.0)
-            den = tree.sum_b + self.reg_lambda
+            den = leaf_sums(tree, wh) + self.reg_lambda
             value = np.where(den > 0, -t / np.where(den > 0, den, 1.0), 0.0)
         return np.where(tree.is_leaf, value * self.learning_rate, 0.0)

@@ -88,43 +88,37 @@ def fit_bin_edges(
 
 
 @njit(parallel=True)
-def _apply_bins(X, edges, n_edges, codes):
+def _apply_bins(X, edges, codes):
+    # edges: (m, 256) padded with +inf; a branch-free binary search over 256 slots.
     n, m = X.shape
     for f in numba.prange(m):
         e = edges[f]
-        ne = n_edges[f]
         for i in range(n):
             x = X[i, f]
             if np.isnan(x):
                 codes[f, i] = MISSING_BIN
                 continue
-            lo = 0
-            hi = ne
-            while lo < hi:  # number of edges <= x
-                mid = (lo + hi) >> 1
-                if e[mid] <= x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            codes[f, i] = lo
+            pos = 0
+            step = 128
+            while step > 0:
+                pos += step if e[pos + step - 1] <= x else 0
+                step >>= 1
+            codes[f, i] = min(pos, MAX_VALUE_BINS - 1)  # +inf stays a value bin
 
 
-def _pack_edges(edges: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    m = len(edges)
-    packed = np.full((m, MAX_VALUE_BINS), np.inf, dtype=X_DTYPE)
-    n_edges = np.zeros(m, dtype=np.int32)
+def _pack_edges(edges: list[np.ndarray]) -> np.ndarray:
+    packed = np.full((len(edges), MAX_VALUE_BINS + 1), np.inf, dtype=X_DTYPE)
     for f, e in enumerate(edges):
         packed[f, : e.size] = e
-        n_edges[f] = e.size
-    return packed, n_edges
+    return packed
 
 
 def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
     """Bin codes of X, feature-major: (m, n) uint8, NaN in ``MISSING_BIN``."""
-    packed, n_edges = _pack_edges(edges)
+    packed = _pack_edges(edges)
     X = np.ascontiguousarray(X, dtype=X_DTYPE)
     codes = np.empty((X.shape[1], X.shape[0]), dtype=BIN_DTYPE)
-    _apply_bins(X, packed, n_edges, codes)
+    _apply_bins(X, packed, codes)
     return codes
 
 

@@ -1,10 +1,12 @@
 """The one grower behind every booster: grows a depth-wise tree from binned data.
 
-The booster fills three per-event channels (A, B and the event weight W) and picks a
+The booster fills the per-event channels (A, B and the event weight W) and picks a
 criterion; the grower never knows which booster called it. One partition array of event
-indices holds the tree's events, each node a ``[start, stop)`` slice; the channels move with
-it ("ordered" arrays). Per level: best split of every node, a stable in-place partition of
-the split nodes, then the histogram of each smaller child and its sibling by subtraction.
+indices holds the tree's events, each node a ``[start, stop)`` slice; the channel payload
+moves with it. Per level: best split of every node, a stable parallel partition of the
+split nodes, then the histogram of each smaller child and its sibling by subtraction.
+With ``quantised=True`` (second-order boosting on large samples) A and B are packed into
+one int64 per event (see histogram.py) and W is replaced by B in the split constraints.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import numba
 import numpy as np
 
 from ._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, njit
-from .histogram import build_histograms, new_histograms
+from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
-__all__ = ["GrownTree", "grow_tree", "sample_features"]
+__all__ = ["GrownTree", "grow_tree", "sample_features", "slice_sums"]
+
+PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 
 
 @dataclass
@@ -35,7 +39,7 @@ class GrownTree:
     left: np.ndarray  # int32, local node index
     right: np.ndarray  # int32
     gain: np.ndarray  # float64
-    sum_a: np.ndarray  # float64
+    sum_a: np.ndarray  # float64 (from the histograms: quantised when the tree was)
     sum_b: np.ndarray  # float64
     sum_w: np.ndarray  # float64
     start: np.ndarray  # int64
@@ -54,40 +58,96 @@ class GrownTree:
 
 
 @njit(parallel=True)
-def _partition_nodes(codes, partition, ordered_a, ordered_b, ordered_w, node_start, node_stop,
-                     feature, bin_threshold, missing_left, scratch_idx, scratch_a, scratch_b,
-                     scratch_w, mid):
-    for j in numba.prange(node_start.size):
-        s = node_start[j]
-        e = node_stop[j]
+def _partition_chunks(codes, partition, payload, chunk_start, chunk_stop, chunk_node, feature,
+                      bin_threshold, missing_left, scratch_idx, scratch_payload, n_left):
+    """Pass 1: each chunk writes its left events, then its right ones, into the scratch."""
+    for c in numba.prange(chunk_start.size):
+        s = chunk_start[c]
+        e = chunk_stop[c]
+        j = chunk_node[c]
         codes_f = codes[feature[j]]
         thr = bin_threshold[j]
         ml = missing_left[j]
-        n_left = s
-        n_right = s
+        nl = 0
+        for k in range(s, e):
+            code = codes_f[partition[k]]
+            if (ml if code == MISSING_BIN else code <= thr):
+                nl += 1
+        left_pos = s
+        right_pos = s + nl
         for k in range(s, e):
             i = partition[k]
-            c = codes_f[i]
-            goes_left = ml if c == MISSING_BIN else c <= thr
-            if goes_left:
-                partition[n_left] = i
-                ordered_a[n_left] = ordered_a[k]
-                ordered_b[n_left] = ordered_b[k]
-                ordered_w[n_left] = ordered_w[k]
-                n_left += 1
+            code = codes_f[i]
+            if (ml if code == MISSING_BIN else code <= thr):
+                dst = left_pos
+                left_pos += 1
             else:
-                scratch_idx[n_right] = i
-                scratch_a[n_right] = ordered_a[k]
-                scratch_b[n_right] = ordered_b[k]
-                scratch_w[n_right] = ordered_w[k]
-                n_right += 1
-        for k in range(s, n_right):
-            t = n_left + k - s
-            partition[t] = scratch_idx[k]
-            ordered_a[t] = scratch_a[k]
-            ordered_b[t] = scratch_b[k]
-            ordered_w[t] = scratch_w[k]
-        mid[j] = n_left
+                dst = right_pos
+                right_pos += 1
+            scratch_idx[dst] = i
+            for ch in range(payload.shape[1]):
+                scratch_payload[dst, ch] = payload[k, ch]
+        n_left[c] = nl
+
+
+@njit(parallel=True)
+def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
+                   scratch_idx, scratch_payload):
+    """Pass 2: copy each chunk's left and right runs to their places in the node."""
+    for c in numba.prange(chunk_start.size):
+        s = chunk_start[c]
+        nl = n_left[c]
+        nr = chunk_stop[c] - s - nl
+        for q in range(nl):
+            partition[left_dst[c] + q] = scratch_idx[s + q]
+            for ch in range(payload.shape[1]):
+                payload[left_dst[c] + q, ch] = scratch_payload[s + q, ch]
+        for q in range(nr):
+            partition[right_dst[c] + q] = scratch_idx[s + nl + q]
+            for ch in range(payload.shape[1]):
+                payload[right_dst[c] + q, ch] = scratch_payload[s + nl + q, ch]
+
+
+def _partition_nodes(codes, partition, payload, s, e, feature, bin_threshold, missing_left,
+                     scratch_idx, scratch_payload) -> np.ndarray:
+    """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids."""
+    sizes = e - s
+    n_chunks = np.maximum(1, -(-sizes // PARTITION_CHUNK))
+    chunk_node = np.repeat(np.arange(s.size), n_chunks)
+    first = np.concatenate([[0], np.cumsum(n_chunks)[:-1]])
+    local = np.arange(chunk_node.size) - first[chunk_node]
+    chunk_start = s[chunk_node] + local * PARTITION_CHUNK
+    chunk_stop = np.minimum(chunk_start + PARTITION_CHUNK, e[chunk_node])
+    n_left = np.empty(chunk_node.size, np.int64)
+    _partition_chunks(codes, partition, payload, chunk_start, chunk_stop, chunk_node, feature,
+                      bin_threshold, missing_left, scratch_idx, scratch_payload, n_left)
+    n_right = (chunk_stop - chunk_start) - n_left
+    left_total = np.bincount(chunk_node, weights=n_left, minlength=s.size).astype(np.int64)
+    mid = s + left_total
+    # Exclusive prefix sums within each node.
+    cum_left = np.cumsum(n_left) - n_left
+    cum_right = np.cumsum(n_right) - n_right
+    left_dst = s[chunk_node] + cum_left - cum_left[first][chunk_node]
+    right_dst = mid[chunk_node] + cum_right - cum_right[first][chunk_node]
+    _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
+                   scratch_idx, scratch_payload)
+    return mid
+
+
+@njit(parallel=True)
+def _slice_sums(partition, start, stop, values, out):
+    for j in numba.prange(start.size):
+        total = 0.0
+        for k in range(start[j], stop[j]):
+            total += values[partition[k]]
+        out[j] = total
+
+
+def slice_sums(tree: GrownTree, values: np.ndarray) -> np.ndarray:
+    """Exact float64 sum of per-event ``values`` over every node's events."""
+    out = np.empty(tree.n_nodes, dtype=np.float64)
+    _slice_sums(tree.partition, tree.start, tree.stop, values, out)
+    return out
 
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -99,13 +159,6 @@ def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generat
     mask = np.zeros_like(allowed)
     mask[rng.choice(idx, k, replace=False)] = True
     return mask
-
-
-def _child_sums(hist_f: np.ndarray, bin_threshold: int, missing_left: bool) -> np.ndarray:
-    left = hist_f[: bin_threshold + 1].sum(axis=0)
-    if missing_left:
-        left = left + hist_f[MISSING_BIN]
-    return left
 
 
 def grow_tree(
@@ -121,6 +174,7 @@ def grow_tree(
     colsample_bylevel: float = 1.0,
     colsample_bynode: float = 1.0,
     rng: np.random.Generator | None = None,
+    quantised: bool = False,
 ) -> GrownTree:
     """Grow one tree depth-wise.
 
@@ -135,25 +189,42 @@ def grow_tree(
     features : (m,) bool features this tree may use (column subsampling per tree).
     colsample_bylevel, colsample_bynode : further fractions per level and per node.
     rng : generator for the per-level and per-node feature draws.
+    quantised : pack A and B into int64 histograms (W is then replaced by B).
     """
     m = codes.shape[0]
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
-    ordered = [np.ascontiguousarray(ch[partition], dtype=CHANNEL_DTYPE) for ch in (a, b, w)]
-    scratch = [np.empty(partition.size, INDEX_DTYPE)] + [
-        np.empty(partition.size, CHANNEL_DTYPE) for _ in range(3)
-    ]
-    first_used = int(np.argmax(used))
+    n_rows = partition.size
+    all_rows = n_rows == codes.shape[1]
+    if quantised:
+        ra = a if all_rows else a[partition]
+        rb = b if all_rows else b[partition]
+        quantiser = Quantiser(ra, rb, n_rows)
+        payload = quantiser.pack(ra, rb)
+    else:
+        quantiser = None
+        payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
+        for ch, v in enumerate((a, b, w)):
+            payload[:, ch] = v if all_rows else v[partition]
+    scratch_idx = np.empty(n_rows, INDEX_DTYPE)
+    scratch_payload = np.empty_like(payload)
+
+    def histograms(count, starts, stops, slots):
+        raw = new_histograms(count, m, packed=quantised)
+        build_histograms(codes, partition, payload, starts, stops, slots, used, raw)
+        return raw
+
+    def decoded(raw):
+        return quantiser.decode(raw) if quantised else raw
 
     feature, bin_thr, miss_left, left, right, gain = [-1], [0], [False], [-1], [-1], [0.0]
-    start, stop = [0], [partition.size]
-
-    hists = new_histograms(1, m)
-    build_histograms(codes, partition, *ordered, np.array([0], np.int64),
-                     np.array([partition.size], np.int64), np.array([0], np.int64), used, hists)
+    start, stop = [0], [n_rows]
+    raw = histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64), np.array([0], np.int64))
+    hists = decoded(raw)
+    first_used = int(np.argmax(used))
     sums = [hists[0, first_used].sum(axis=0)]
-    level = [0]  # node ids at the current depth; hists[i] is level[i]'s histogram
+    level = [0]  # node ids at this depth; hists[i] belongs to level[i]
     for depth in range(max_depth):
         k = len(level)
         level_features = sample_features(used, colsample_bylevel, rng)
@@ -166,14 +237,17 @@ def grow_tree(
         nodes = [level[j] for j in to_split]
         s = np.array([start[n] for n in nodes], np.int64)
         e = np.array([stop[n] for n in nodes], np.int64)
-        mid = np.empty(to_split.size, np.int64)
-        _partition_nodes(codes, partition, *ordered, s, e, f[to_split], t[to_split].astype(np.uint8),
-                         ml[to_split], *scratch, mid)
+        mid = _partition_nodes(codes, partition, payload, s, e, f[to_split],
+                               t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
+                               scratch_payload)
         next_level = []
         for q, j in enumerate(to_split):
             n = level[j]
             feature[n], bin_thr[n], miss_left[n], gain[n] = int(f[j]), int(t[j]), bool(ml[j]), float(g[j])
-            left_sums = _child_sums(hists[j, f[j]], int(t[j]), bool(ml[j]))
+            hist_f = hists[j, f[j]]
+            left_sums = hist_f[: int(t[j]) + 1].sum(axis=0)
+            if ml[j]:
+                left_sums = left_sums + hist_f[MISSING_BIN]
             for child_start, child_stop, child_sums in ((s[q], mid[q], left_sums),
                                                         (mid[q], e[q], sums[n] - left_sums)):
                 feature.append(-1)
@@ -189,35 +263,31 @@ def grow_tree(
             left[n], right[n] = len(feature) - 2, len(feature) - 1
         if depth + 1 == max_depth:
             break
-        # Smaller child from events, sibling = parent - smaller child.
+        # Smaller child from its events, the sibling as parent minus smaller child.
         n_split = to_split.size
-        child_hists = new_histograms(2 * n_split, m)
-        small = np.array([2 * q if mid[q] - s[q] <= e[q] - mid[q] else 2 * q + 1 for q in range(n_split)])
+        small = np.array([2 * q if mid[q] - s[q] <= e[q] - mid[q] else 2 * q + 1
+                          for q in range(n_split)], np.int64)
         small_nodes = [next_level[c] for c in small]
-        build_histograms(codes, partition, *ordered,
-                         np.array([start[c] for c in small_nodes], np.int64),
-                         np.array([stop[c] for c in small_nodes], np.int64),
-                         small, used, child_hists)
+        child_raw = histograms(2 * n_split, np.array([start[c] for c in small_nodes], np.int64),
+                               np.array([stop[c] for c in small_nodes], np.int64), small)
         for q, j in enumerate(to_split):
-            c = small[q]
-            sibling = c ^ 1
-            np.subtract(hists[j], child_hists[c], out=child_hists[sibling])
-        hists = child_hists
+            np.subtract(raw[j], child_raw[small[q]], out=child_raw[small[q] ^ 1])
+        raw = child_raw
+        hists = decoded(raw)
         level = next_level
 
-    as_array = np.asarray
     sums_arr = np.array(sums)
     return GrownTree(
-        feature=as_array(feature, np.int32),
-        bin_threshold=as_array(bin_thr, np.uint8),
-        missing_left=as_array(miss_left, np.bool_),
-        left=as_array(left, np.int32),
-        right=as_array(right, np.int32),
-        gain=as_array(gain, np.float64),
+        feature=np.asarray(feature, np.int32),
+        bin_threshold=np.asarray(bin_thr, np.uint8),
+        missing_left=np.asarray(miss_left, np.bool_),
+        left=np.asarray(left, np.int32),
+        right=np.asarray(right, np.int32),
+        gain=np.asarray(gain, np.float64),
         sum_a=sums_arr[:, 0].copy(),
         sum_b=sums_arr[:, 1].copy(),
         sum_w=sums_arr[:, 2].copy(),
-        start=as_array(start, np.int64),
-        stop=as_array(stop, np.int64),
+        start=np.asarray(start, np.int64),
+        stop=np.asarray(stop, np.int64),
         partition=partition,
     )

@@ -1,31 +1,39 @@
-"""Per-node histograms of the two booster channels (A, B) and the event weight (W).
+"""Per-node histograms of the booster channels, exact (float64) or quantised (packed int64).
 
-A histogram is float64 ``(n_features, N_BINS, 3)``. Each node is a ``[start, stop)`` slice of
-one partition array of event indices; the per-event channels are kept in partition order
-("ordered" arrays) so the inner loop reads them contiguously. Threads own features, so the
-sums never depend on the number of threads.
+Exact: float64 ``(n_features, N_BINS, 3)`` sums of the per-event channels A, B and W.
+Quantised (second-order boosting on large samples): A and B rounded to integers and packed
+into one int64 per event (A in the high 32 bits, B in the low 32 bits), so one integer add
+accumulates both; the sums are exact in integers, so subtraction loses nothing. The
+quantisation step is chosen so that no sum over the tree's events can overflow 31 bits.
+
+Each node is a ``[start, stop)`` slice of one partition array of event indices; the
+per-event payload is kept in partition order so the inner loop reads it contiguously.
+Threads own features, so the sums never depend on the number of threads.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
 
 from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, njit
 
-__all__ = ["build_histograms", "histograms_naive", "new_histograms"]
+__all__ = ["build_histograms", "decode_packed", "histograms_naive", "new_histograms",
+           "quantise", "Quantiser"]
 
 
-def new_histograms(n_nodes: int, n_features: int) -> np.ndarray:
-    """Uninitialised histogram storage for ``n_nodes`` nodes."""
+def new_histograms(n_nodes: int, n_features: int, packed: bool = False) -> np.ndarray:
+    """Uninitialised histogram storage for ``n_nodes`` nodes (int64 when packed)."""
+    if packed:
+        return np.empty((n_nodes, n_features, N_BINS), dtype=np.int64)
     return np.empty((n_nodes, n_features, N_BINS, N_CHANNELS), dtype=SUM_DTYPE)
 
 
 @njit(parallel=True)
-def _build_histograms(codes, partition, ordered_a, ordered_b, ordered_w,
-                      node_start, node_stop, slots, feature_used, hists):
-    n_features = codes.shape[0]
-    for f in numba.prange(n_features):
+def _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists):
+    for f in numba.prange(codes.shape[0]):
         codes_f = codes[f]
         for j in range(node_start.size):
             h = hists[slots[j], f]
@@ -34,40 +42,92 @@ def _build_histograms(codes, partition, ordered_a, ordered_b, ordered_w,
                 continue
             for k in range(node_start[j], node_stop[j]):
                 c = codes_f[partition[k]]
-                h[c, 0] += ordered_a[k]
-                h[c, 1] += ordered_b[k]
-                h[c, 2] += ordered_w[k]
+                h[c, 0] += payload[k, 0]
+                h[c, 1] += payload[k, 1]
+                h[c, 2] += payload[k, 2]
 
 
-def build_histograms(
-    codes: np.ndarray,
-    partition: np.ndarray,
-    ordered_a: np.ndarray,
-    ordered_b: np.ndarray,
-    ordered_w: np.ndarray,
-    node_start: np.ndarray,
-    node_stop: np.ndarray,
-    slots: np.ndarray,
-    feature_used: np.ndarray,
-    hists: np.ndarray,
-) -> None:
+@njit(parallel=True)
+def _build_packed(codes, partition, payload, node_start, node_stop, slots, feature_used, hists):
+    for f in numba.prange(codes.shape[0]):
+        codes_f = codes[f]
+        for j in range(node_start.size):
+            h = hists[slots[j], f]
+            h[:] = 0
+            if not feature_used[f]:
+                continue
+            for k in range(node_start[j], node_stop[j]):
+                h[codes_f[partition[k]]] += payload[k, 0]
+
+
+def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarray,
+                     node_start: np.ndarray, node_stop: np.ndarray, slots: np.ndarray,
+                     feature_used: np.ndarray, hists: np.ndarray) -> None:
     """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``).
 
-    codes: (m, n) uint8; partition: (n_rows,) int32; ordered_*: (n_rows,) float32 in partition
-    order; node_start/stop/slots: (k,) int; feature_used: (m,) bool (others are zeroed);
-    hists: (n_slots, m, 256, 3) float64, written in place.
+    codes: (m, n) uint8; partition: (n_rows,) int32; payload: (n_rows, 3) float32 channels
+    (A, B, W) or (n_rows, 1) int64 packed, in partition order; node_start/stop/slots: (k,)
+    int64; feature_used: (m,) bool (other features are zeroed); hists from ``new_histograms``.
     """
-    _build_histograms(codes, partition, ordered_a, ordered_b, ordered_w,
-                      node_start, node_stop, slots, feature_used, hists)
+    kernel = _build_packed if payload.dtype == np.int64 else _build_exact
+    kernel(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
 
 
-def histograms_naive(codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                     w: np.ndarray) -> np.ndarray:
-    """Reference twin with ``np.add.at``: one node's histogram over event indices ``rows``."""
+class Quantiser:
+    """Rounds channels A and B to integers and packs them; decodes histogram sums."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int):
+        # |sum| <= n_rows * 2**bits must stay below 2**31.
+        bits = max(6, min(24, 30 - math.ceil(math.log2(n_rows + 1))))
+        top = float(2**bits - 1)
+        max_a = float(np.max(np.abs(a))) if a.size else 0.0
+        max_b = float(np.max(np.abs(b))) if b.size else 0.0
+        self.scale_a = top / max_a if max_a > 0 else 1.0
+        self.scale_b = top / max_b if max_b > 0 else 1.0
+
+    def pack(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(n, 1) int64: round(A * scale_a) * 2**32 + round(B * scale_b)."""
+        out = np.empty((a.size, 1), dtype=np.int64)
+        _pack(a, b, self.scale_a, self.scale_b, out[:, 0])
+        return out
+
+    def decode(self, packed: np.ndarray) -> np.ndarray:
+        """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
+        low = ((packed + 2**31) & 0xFFFFFFFF) - 2**31
+        high = (packed - low) >> 32
+        out = np.empty(packed.shape + (N_CHANNELS,), dtype=SUM_DTYPE)
+        out[..., 0] = high / self.scale_a
+        out[..., 1] = low / self.scale_b
+        out[..., 2] = out[..., 1]
+        return out
+
+
+@njit(parallel=True)
+def _pack(a, b, scale_a, scale_b, out):
+    for i in numba.prange(a.size):
+        qa = np.int64(np.round(a[i] * scale_a))
+        qb = np.int64(np.round(b[i] * scale_b))
+        out[i] = qa * 4294967296 + qb
+
+
+def quantise(a: np.ndarray, b: np.ndarray) -> tuple[Quantiser, np.ndarray]:
+    """A quantiser fitted to (a, b) and their packed values."""
+    q = Quantiser(a, b, a.size)
+    return q, q.pack(a, b)
+
+
+def decode_packed(quantiser: Quantiser, hists: np.ndarray) -> np.ndarray:
+    """Float64 (k, m, 256, 3) view of packed (k, m, 256) histograms."""
+    return quantiser.decode(hists)
+
+
+def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
+                     dtype=SUM_DTYPE) -> np.ndarray:
+    """Reference twin with ``np.add.at``: one node's histogram of each channel over ``rows``."""
     m = codes.shape[0]
-    h = np.zeros((m, N_BINS, N_CHANNELS), dtype=SUM_DTYPE)
+    h = np.zeros((m, N_BINS, len(channels)), dtype=dtype)
     for f in range(m):
         c = codes[f, rows]
-        for ch, v in enumerate((a, b, w)):
-            np.add.at(h[f, :, ch], c, v[rows].astype(SUM_DTYPE))
+        for ch, v in enumerate(channels):
+            np.add.at(h[f, :, ch], c, v[rows].astype(dtype))
     return h

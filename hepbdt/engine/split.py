@@ -58,7 +58,9 @@ def node_score(criterion, a, b, reg_lambda, reg_alpha):
     if n <= 0.0:
         return 0.0
     if criterion == SDIVSQRTSPLUSB:
-        return a / math.sqrt(n) if a > 0.0 else 0.0
+        # TMVA's SdivSqrtSplusB: index I = S/sqrt(S+B), gain = I(parent) minus the
+        # weight-fraction-weighted I of the children, i.e. the score -n * I = -S * sqrt(n).
+        return -a * math.sqrt(n)
     p = min(max(a / n, 0.0), 1.0)
     if criterion == GINI:
         return -n * p * (1.0 - p)
