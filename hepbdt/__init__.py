@@ -26,10 +26,16 @@ _LAZY = {
     "report": "hepbdt.report",
 }
 
-__all__ = ["__version__", *_LAZY]
+_SUBMODULES = ("evaluation", "plotting", "interop", "engine", "io")
+
+__all__ = ["__version__", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"hepbdt.{name}")
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hepbdt' has no attribute {name!r}")

@@ -153,7 +153,7 @@ class Logistic(_LogisticFamily):
 
 
 class Squared(Loss):
-    """Squared error (y - F)^2 / 2; the learning curve reports the weighted MSE."""
+    """Squared error (y - F)^2 / 2 (the learning curve shows half the weighted MSE)."""
 
     name = "squared"
 
@@ -165,7 +165,7 @@ class Squared(Loss):
         return score - y, np.ones_like(score)
 
     def pointwise(self, y, score):
-        return (y - score) ** 2
+        return 0.5 * (y - score) ** 2
 
 
 class Absolute(Loss):

@@ -1,0 +1,177 @@
+"""Engine kernels against their naive twins: binning, histograms, splits, partition, predict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt.engine import BinMapper, SplitParams, grow_tree
+from hepbdt.engine._types import CRITERIA, MISSING_BIN, NEWTON, VARIANCE
+from hepbdt.engine.histogram import (
+    Quantiser,
+    build_histograms,
+    histograms_naive,
+    new_histograms,
+)
+from hepbdt.engine.split import best_split_naive, find_best_splits
+
+
+def _problem(seed=0, n=400, m=4, n_values=15, missing=0.1, negative=False):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, n_values, size=(n, m)).astype(np.float32)
+    X[rng.random((n, m)) < missing] = np.nan
+    w = rng.uniform(0.2, 2.0, n).astype(np.float32)
+    w[rng.random(n) < 0.1] = 0.0
+    if negative:
+        w[rng.random(n) < 0.2] *= -0.5
+    a = rng.normal(size=n).astype(np.float32)
+    return X, w, a, rng
+
+
+def test_bins_one_per_value_and_thresholds_agree_with_codes():
+    X, w, _, _ = _problem()
+    mapper = BinMapper().fit(X, w)
+    codes = mapper.transform(X)
+    for f in range(X.shape[1]):
+        finite = ~np.isnan(X[:, f])
+        assert mapper.n_bins_[f] == np.unique(X[finite, f]).size
+        assert np.all(codes[f, ~finite] == MISSING_BIN)
+        for b in range(mapper.n_bins_[f] - 1):
+            thr = mapper.thresholds(np.array([f]), np.array([b]))[0]
+            assert np.array_equal(codes[f, finite] <= b, X[finite, f] < thr)
+
+
+def test_weighted_quantiles_follow_the_weights():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, 20000).astype(np.float32)
+    w = np.where(x < 0.5, 9.0, 1.0)  # 90 % of the weight below 0.5
+    mapper = BinMapper(max_bins=10).fit(x[:, None], w)
+    edges = mapper.edges_[0]
+    assert edges.size == 9
+    assert np.sum(edges < 0.45) == 8  # nine equal-weight bins below 0.5, one above
+    assert edges[-1] == pytest.approx(0.5, abs=0.01)
+    codes = mapper.transform(x[:, None])[0]
+    bin_weight = np.bincount(codes, weights=w, minlength=10)
+    np.testing.assert_allclose(bin_weight / w.sum(), 0.1, atol=0.01)
+
+
+def test_histograms_equal_naive_twin_and_are_permutation_invariant():
+    X, w, a, rng = _problem(negative=True)
+    codes = BinMapper().fit(X, w).transform(X)
+    b = np.abs(a) * w
+    rows = np.sort(rng.choice(X.shape[0], 250, replace=False)).astype(np.int32)
+    payload = np.stack([a[rows], b[rows], w[rows]], axis=1).astype(np.float32)
+    h = new_histograms(1, X.shape[1])
+    build_histograms(codes, rows, payload, np.array([0]), np.array([rows.size]), np.array([0]),
+                     np.ones(X.shape[1], bool), h)
+    np.testing.assert_allclose(h[0], histograms_naive(codes, rows, [a, b, w]), atol=1e-9)
+    perm = rng.permutation(rows.size)
+    h2 = new_histograms(1, X.shape[1])
+    build_histograms(codes, rows[perm], payload[perm], np.array([0]), np.array([rows.size]),
+                     np.array([0]), np.ones(X.shape[1], bool), h2)
+    np.testing.assert_allclose(h2, h, atol=1e-9)
+
+
+def test_packed_histograms_are_exact_sums_of_quantised_values():
+    X, w, a, rng = _problem(negative=True)
+    codes = BinMapper().fit(X, w).transform(X)
+    b = (np.abs(a) * w).astype(np.float32)
+    b[:5] *= -1  # negative hessians (negative weights) must decode too
+    rows = np.arange(X.shape[0], dtype=np.int32)
+    q = Quantiser(a, b, rows.size)
+    packed = q.pack(a, b)
+    h = new_histograms(1, X.shape[1], packed=True)
+    build_histograms(codes, rows, packed, np.array([0]), np.array([rows.size]), np.array([0]),
+                     np.ones(X.shape[1], bool), h)
+    qa = np.round(a.astype(np.float64) * q.scale_a)
+    qb = np.round(b.astype(np.float64) * q.scale_b)
+    ref = histograms_naive(codes, rows, [qa, qb], dtype=np.float64)
+    dec = q.decode(h)[0]
+    np.testing.assert_allclose(dec[..., 0] * q.scale_a, ref[..., 0], atol=1e-6)
+    np.testing.assert_allclose(dec[..., 1] * q.scale_b, ref[..., 1], atol=1e-6)
+    np.testing.assert_allclose(dec[..., 0], histograms_naive(codes, rows, [a])[..., 0],
+                               atol=rows.size / q.scale_a)
+
+
+@pytest.mark.parametrize("criterion", sorted(CRITERIA))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_best_split_equals_brute_force(criterion, seed):
+    X, w, a, rng = _problem(seed=seed, negative=seed == 2)
+    crit = CRITERIA[criterion]
+    if crit == VARIANCE:
+        ch_a, ch_b = a * w, w
+    elif crit == NEWTON:
+        ch_a, ch_b = a * w, np.abs(w) * rng.uniform(0.1, 0.3, w.size)
+    else:  # classification: signal and background weight
+        is_signal = rng.random(w.size) < 0.4
+        ch_a, ch_b = np.where(is_signal, w, 0), np.where(is_signal, 0, w)
+    ch_a, ch_b = ch_a.astype(np.float32), ch_b.astype(np.float32)
+    mapper = BinMapper().fit(X, w)
+    codes = mapper.transform(X)
+    rows = np.arange(X.shape[0], dtype=np.int32)
+    params = SplitParams(crit, reg_lambda=1.0, reg_alpha=0.1, min_child_hessian=0.5,
+                         min_child_weight=5.0)
+    h = new_histograms(1, X.shape[1])
+    build_histograms(codes, rows, np.stack([ch_a, ch_b, w], 1), np.array([0]), np.array([rows.size]),
+                     np.array([0]), np.ones(X.shape[1], bool), h)
+    sums = h[0, 0].sum(axis=0)[None]
+    gain, feature, bin_t, missing_left = find_best_splits(h, np.array([0]), sums,
+                                                          np.ones((1, X.shape[1]), bool),
+                                                          mapper.n_bins_, params)
+    ref = best_split_naive(codes, rows, ch_a, ch_b, w, mapper.n_bins_, params)
+    assert feature[0] == ref[1] and bin_t[0] == ref[2] and missing_left[0] == ref[3]
+    assert gain[0] == pytest.approx(ref[0], rel=1e-6)
+
+
+def test_planted_split_is_found_and_missing_direction_learned():
+    rng = np.random.default_rng(3)
+    n = 2000
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    target = np.where(X[:, 1] > 0.3, 1.0, -1.0)
+    X[rng.random(n) < 0.2, 1] = np.nan
+    target[np.isnan(X[:, 1])] = 1.0  # missing behaves like the right side
+    w = np.ones(n, np.float32)
+    mapper = BinMapper().fit(X, w)
+    codes = mapper.transform(X)
+    tree = grow_tree(codes, np.arange(n, dtype=np.int32), (target * w).astype(np.float32), w, w,
+                     mapper.n_bins_, SplitParams(VARIANCE), max_depth=1)
+    assert tree.feature[0] == 1
+    assert not tree.missing_left[0]
+    thr = mapper.thresholds(tree.feature[:1], tree.bin_threshold[:1])[0]
+    assert thr == pytest.approx(0.3, abs=0.02)
+
+
+def test_children_sum_to_parent_and_partition_is_consistent():
+    X, w, a, rng = _problem(seed=5, n=3000, n_values=40)
+    mapper = BinMapper().fit(X, w)
+    codes = mapper.transform(X)
+    rows = np.sort(rng.choice(X.shape[0], 2000, replace=False)).astype(np.int32)
+    tree = grow_tree(codes, rows, (a * w).astype(np.float32), w, w, mapper.n_bins_,
+                     SplitParams(VARIANCE), max_depth=4)
+    assert sorted(tree.partition) == sorted(rows)
+    for k in np.flatnonzero(tree.feature >= 0):
+        l, r = tree.left[k], tree.right[k]
+        assert tree.sum_w[k] == pytest.approx(tree.sum_w[l] + tree.sum_w[r], abs=1e-6)
+        assert tree.sum_a[k] == pytest.approx(tree.sum_a[l] + tree.sum_a[r], abs=1e-6)
+        assert (tree.start[l], tree.stop[r], tree.stop[l]) == (tree.start[k], tree.stop[k], tree.start[r])
+        events = tree.partition[tree.start[l]:tree.stop[l]]
+        c = codes[tree.feature[k], events]
+        goes_left = np.where(c == MISSING_BIN, tree.missing_left[k], c <= tree.bin_threshold[k])
+        assert goes_left.all()
+        # every node's W equals the weights of its events
+        assert tree.sum_w[l] == pytest.approx(float(np.sum(w[events], dtype=np.float64)), abs=1e-5)
+
+
+def test_partition_of_large_nodes_is_stable():
+    """Parallel chunked partition keeps event order within each child (> one chunk of events)."""
+    rng = np.random.default_rng(7)
+    n = 50_000
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    w = np.ones(n, np.float32)
+    a = (X[:, 0] > 0).astype(np.float32)
+    mapper = BinMapper().fit(X, w)
+    tree = grow_tree(mapper.transform(X), np.arange(n, dtype=np.int32), a, w, w, mapper.n_bins_,
+                     SplitParams(VARIANCE), max_depth=2)
+    for k in np.flatnonzero(tree.feature < 0):
+        part = tree.partition[tree.start[k]:tree.stop[k]]
+        assert np.all(np.diff(part) > 0)

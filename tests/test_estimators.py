@@ -1,0 +1,218 @@
+"""Estimator API, persistence, determinism and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt.engine import apply_bins, predict_binned
+from hepbdt.engine.predict import predict_naive
+from hepbdt.model import ModelFormatError
+
+
+def _data(n=2000, m=5, seed=0, nan=0.05):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=n) > 0.5).astype(int)
+    X[rng.random((n, m)) < nan] = np.nan
+    w = rng.uniform(0.5, 1.5, n)
+    return X, y, w
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y, w = _data()
+    return X, y, w, hepbdt.BDTClassifier(boosting="newton", n_trees=40, max_depth=4).fit(X, y, w)
+
+
+def test_raw_and_binned_predictions_agree_on_training_data(fitted):
+    X, _, _, model = fitted
+    f = model.forest_
+    codes = apply_bins(X, model.bin_edges_)
+    binned = predict_binned(codes, f.feature, f.bin_threshold, f.left, f.right, f.missing_left,
+                            f.value, f.tree_offsets, f.tree_weights, np.zeros(X.shape[0]))
+    np.testing.assert_allclose(model.decision_function(X), binned + f.base_score, atol=1e-12)
+    np.testing.assert_allclose(model.decision_function(X[:200]),
+                               predict_naive(X[:200], f) + f.base_score, atol=1e-12)
+
+
+def test_staged_scores_end_at_the_full_score(fitted):
+    X, _, _, model = fitted
+    stages = list(model.staged_decision_function(X))
+    assert len(stages) == model.n_trees_ == 40
+    np.testing.assert_allclose(stages[-1], model.decision_function(X), atol=1e-12)
+    np.testing.assert_allclose(stages[9], model.forest_.raw_score(X, n_trees=10), atol=1e-12)
+    probs = list(model.staged_predict_proba(X[:10]))
+    np.testing.assert_allclose(probs[-1], model.predict_proba(X[:10]))
+
+
+def test_probabilities_and_labels(fitted):
+    X, y, _, model = fitted
+    p = model.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    order = np.argsort(model.decision_function(X))
+    assert np.all(np.diff(p[order, 1]) >= 0)  # a monotone map of the score
+    np.testing.assert_array_equal(model.predict(X), (p[:, 1] > 0.5).astype(int))
+    assert model.score(X, y) > 0.7
+
+
+def test_string_labels_follow_scikit_learn():
+    X, y, _ = _data()
+    labels = np.where(y == 1, "sig", "bkg")  # classes_ sorted: bkg, sig -> "sig" is positive
+    model = hepbdt.BDTClassifier(n_trees=10).fit(X, labels)
+    assert list(model.classes_) == ["bkg", "sig"]
+    assert set(model.predict(X)) <= {"bkg", "sig"}
+    ref = hepbdt.BDTClassifier(n_trees=10).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X))
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_save_load_round_trip(tmp_path, boosting):
+    X, y, w = _data()
+    model = hepbdt.BDTClassifier(boosting=boosting, n_trees=15, early_stopping=True,
+                                 random_state=1).fit(X, y, w)
+    path = tmp_path / "model.json"
+    model.save(path)
+    loaded = hepbdt.load_model(path)
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    assert loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.validation_loss_, model.validation_loss_)
+    reg = hepbdt.BDTRegressor(n_trees=5).fit(X, y * 2.5)
+    reg.save(path)
+    np.testing.assert_array_equal(hepbdt.load_model(path).predict(X), reg.predict(X))
+
+
+def _corrupt(tmp_path, fitted, edit):
+    doc = fitted[3].to_dict()
+    edit(doc)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(format="other"), "not a hepbdt model"),
+    (lambda d: d.update(format_version=99), "format_version 99"),
+    (lambda d: d["forest"].pop("threshold"), "missing keys"),
+    (lambda d: d["forest"]["left"].__setitem__(0, 10_000), "child index"),
+    (lambda d: d["forest"]["feature"].__setitem__(0, 77), "feature"),
+    (lambda d: d["forest"]["value"].__setitem__(-1, "x"), "wrong type"),
+    (lambda d: d["forest"]["tree_offsets"].append(10**6), "tree_offsets"),
+    (lambda d: d.update(feature_names=["a"]), "feature_names"),
+    (lambda d: d["params"].update(bogus=1), "unknown options"),
+])
+def test_malformed_models_are_refused(tmp_path, fitted, edit, message):
+    with pytest.raises(ModelFormatError, match=message):
+        hepbdt.load_model(_corrupt(tmp_path, fitted, edit))
+
+
+def test_non_json_model_is_refused(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_bytes(b"\x80\x04pickle")
+    with pytest.raises(ModelFormatError, match="not a JSON model"):
+        hepbdt.load_model(path)
+    with pytest.raises(FileNotFoundError):
+        hepbdt.load_model(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_same_seed_same_model_whatever_the_threads(boosting):
+    X, y, w = _data(n=30_000)
+    kw = dict(boosting=boosting, n_trees=8, max_depth=5, subsample=0.7, colsample_bynode=0.6,
+              random_state=3)
+    one = hepbdt.BDTClassifier(n_jobs=1, **kw).fit(X, y, w)
+    two = hepbdt.BDTClassifier(n_jobs=2, **kw).fit(X, y, w)
+    assert one.to_dict()["forest"] == two.to_dict()["forest"]
+    other = hepbdt.BDTClassifier(n_jobs=2, **{**kw, "random_state": 4}).fit(X, y, w)
+    assert other.to_dict()["forest"] != one.to_dict()["forest"]
+
+
+@pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])
+def test_subsample_modes_train(mode):
+    X, y, w = _data()
+    model = hepbdt.BDTClassifier(n_trees=20, subsample=0.5, subsample_mode=mode, random_state=0,
+                                 colsample_bytree=0.8, colsample_bylevel=0.8).fit(X, y, w)
+    assert model.train_loss_[-1] < model.train_loss_[0]
+    assert np.all(np.isfinite(model.decision_function(X)))
+
+
+def test_early_stopping_keeps_the_best_iteration():
+    X, y, w = _data(n=3000)
+    model = hepbdt.BDTClassifier(boosting="newton", n_trees=500, max_depth=6, learning_rate=0.5,
+                                 early_stopping=True, n_iter_no_change=5, random_state=0)
+    model.fit(X, y, w)
+    assert model.best_iteration_ is not None
+    assert model.n_trees_ == model.best_iteration_ + 1 < 500
+    assert len(model.validation_loss_) == model.best_iteration_ + 1 + 5
+    assert np.argmin(model.validation_loss_) == model.best_iteration_
+
+
+def test_min_node_size_limits_leaf_weight():
+    X, y, w = _data()
+    model = hepbdt.BDTClassifier(boosting="gradient", n_trees=3, max_depth=6,
+                                 min_node_size=0.05).fit(X, y, w)
+    f = model.forest_
+    leaves = f.feature < 0
+    assert f.cover[leaves].min() >= 0.05 * w.sum() - 1e-6
+
+
+def test_scikit_learn_interoperability():
+    pytest.importorskip("sklearn")
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = _data(nan=0)
+    model = hepbdt.BDTClassifier(n_trees=10, max_depth=2)
+    cloned = clone(model)
+    assert cloned.get_params() == model.get_params()
+    scores = cross_val_score(make_pipeline(StandardScaler(), model), X, y, cv=3, scoring="roc_auc")
+    assert scores.mean() > 0.75
+    reg_scores = cross_val_score(hepbdt.BDTRegressor(n_trees=60), X, X[:, 0] * 2, cv=3)
+    assert reg_scores.mean() > 0.9
+
+
+def test_pandas_feature_names_and_float32_not_copied():
+    pd = pytest.importorskip("pandas")
+    from hepbdt.estimators import check_X
+
+    X, y, _ = _data()
+    frame = pd.DataFrame(X, columns=["pt", "eta", "phi", "m", "btag"])
+    model = hepbdt.BDTClassifier(n_trees=5).fit(frame, y)
+    assert model.feature_names_in_ == ["pt", "eta", "phi", "m", "btag"]
+    assert check_X(X)[0] is X
+
+
+@pytest.mark.parametrize("kwargs, X_edit, y_edit, w_edit, message", [
+    ({}, lambda X: np.where(np.arange(X.size).reshape(X.shape) == 7, np.inf, X), None, None, "infinite"),
+    ({}, None, lambda y: np.where(np.arange(y.size) == 3, 2, y), None, "exactly two classes"),
+    ({"n_trees": -1}, None, None, None, "n_trees"),
+    ({}, None, lambda y: y[:-1], None, "labels"),
+    ({}, None, None, lambda w: np.zeros_like(w), "all weights are zero"),
+    ({}, lambda X: X[:0], lambda y: y[:0], None, "empty"),
+    ({}, None, None, lambda w: w[:5], "5 values"),
+    ({}, None, None, lambda w: np.where(np.arange(w.size) == 1, np.nan, w), "NaN"),
+    ({"boosting": "magic"}, None, None, None, "boosting"),
+    ({"subsample_mode": "x"}, None, None, None, "subsample_mode"),
+    ({"loss": "squared"}, None, None, None, "regression loss"),
+    ({"max_bins": 300}, None, None, None, "max_bins"),
+])
+def test_bad_input_is_refused(kwargs, X_edit, y_edit, w_edit, message):
+    X, y, w = _data(n=200)
+    X = X_edit(X) if X_edit else X
+    y = y_edit(y) if y_edit else y
+    w = w_edit(w) if w_edit else w
+    with pytest.raises(ValueError, match=message):
+        hepbdt.BDTClassifier(**{"n_trees": 2, **kwargs}).fit(X, y, w)
+
+
+def test_predict_checks_feature_count_and_fit(fitted):
+    X, _, _, model = fitted
+    with pytest.raises(ValueError, match="features"):
+        model.decision_function(X[:, :3])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        hepbdt.BDTClassifier().decision_function(X)
