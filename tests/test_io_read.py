@@ -78,13 +78,13 @@ def test_weight_cut_and_expressions_match_numpy_by_hand() -> None:
     np.testing.assert_array_equal(ds.y, 0)
 
 
-def test_small_chunks_give_the_same_arrays() -> None:
+def test_chunks_and_threads_give_the_same_arrays() -> None:
     samples = [Sample("s", CLASS_FILE, tree="TreeS", label=1, cut="var1 > var2"),
                Sample("b", CLASS_FILE, tree="TreeB", label=0, weight="weight")]
-    whole = read(samples, VARS)
-    chunked = read(samples, VARS, step_size=777)
-    for name in ("X", "y", "w", "event", "sample_index"):
-        np.testing.assert_array_equal(getattr(whole, name), getattr(chunked, name))
+    whole = read(samples, VARS, step_size="100 MB", threads=1)
+    for chunked in (read(samples, VARS, step_size=777, threads=2), read(samples, VARS)):
+        for name in ("X", "y", "w", "event", "sample_index"):
+            np.testing.assert_array_equal(getattr(whole, name), getattr(chunked, name))
 
 
 def test_regression_target_expression() -> None:

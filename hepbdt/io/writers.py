@@ -30,7 +30,9 @@ from hepbdt.io.samples import (
     TreeReader,
     _evaluate,
     _open_file,
+    decompression_threads,
     feature_column,
+    fill_rows,
     resolve_sources,
 )
 
@@ -249,6 +251,7 @@ def apply(
     output_tree: str | None = None,
     inf_as_missing: bool = False,
     progress: bool | None = None,
+    threads: int | None = None,
 ) -> list[str]:
     """Evaluate a model on ntuples chunk by chunk and write friend trees of scores.
 
@@ -287,6 +290,8 @@ def apply(
         Treat +-inf in a feature as missing (NaN) instead of an error.
     progress
         Show progress on stderr; None when stderr is a terminal.
+    threads
+        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
 
     Returns
     -------
@@ -329,7 +334,9 @@ def apply(
 
     # Phase 2: score chunk by chunk, each output file written atomically.
     written = []
-    with Progress(total, "hepbdt.apply", progress) as bar:
+    with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
+        threads
+    ) as executor:
         for out_path, trees in groups.items():
             with atomic_path(out_path) as temporary, uproot.recreate(temporary) as out_file:
                 for out_tree, members in trees.items():
@@ -338,14 +345,14 @@ def apply(
                     for source, n_entries in members:
                         with _open_file(source.path, context) as file:
                             reader = TreeReader(file, source, expressions, context)
-                            for arrays, start, stop in reader.iterate(step_size):
+                            for arrays, start, stop in reader.iterate(step_size, executor):
                                 entries = np.arange(start, stop, dtype=np.int64)
                                 X = np.empty((stop - start, len(feature_expressions)),
                                              dtype=np.float32)
-                                for j, expression in enumerate(feature_expressions):
-                                    X[:, j] = feature_column(
-                                        reader, expression, arrays, entries, inf_as_missing
-                                    )
+                                fill_rows(X, 0, [
+                                    feature_column(reader, e, arrays, entries, inf_as_missing)
+                                    for e in feature_expressions
+                                ])
                                 if event_expression is None:
                                     ids = entries + chain_offset
                                 else:
