@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import awkward as ak
@@ -102,6 +103,43 @@ def test_a_jagged_feature_must_be_reduced(jagged_file: tuple[Path, dict]) -> Non
     message = str(info.value)
     assert "'Jet_pt * 2'" in message and "list per event" in message
     assert "jagged.root" in message and "'Events'" in message and "x[:, 0]" in message
+    with pytest.raises(ExpressionError, match=r"cut expression 'Jet_pt > 30'.*any\(\.\.\.\)"):
+        read(Sample("tt", path, label=1, cut="Jet_pt > 30"), ["MET_pt"])
+    ds = read(Sample("tt", path, label=1, cut="any(Jet_pt > 100)"), ["max(Jet_pt)"])
+    assert len(ds) > 0 and (ds.X[:, 0] > 100).all()
+
+
+def test_peak_memory_is_the_final_arrays_plus_a_chunk(tmp_path: Path) -> None:
+    n, m = 200_000, 10
+    rng = np.random.default_rng(0)
+    path = tmp_path / "flat.root"
+    names = [f"x{j}" for j in range(m)]
+    with uproot.recreate(path) as file:
+        file.mktree("T", {name: np.float32 for name in names})
+        for _ in range(n // 10_000):  # baskets of 10k entries (40 kB), as ROOT writes
+            file["T"].extend({name: rng.normal(size=10_000).astype(np.float32)
+                              for name in names})
+    def traced_peak(function):  # numpy and uproot allocations, as tracemalloc sees them
+        tracemalloc.start()
+        try:
+            result = function()
+            return result, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    def uproot_alone():
+        with uproot.open(path) as file:
+            for _ in file["T"].iterate(names, step_size="1 MB", library="np"):
+                pass
+
+    _, uproot_peak = traced_peak(uproot_alone)
+    ds, peak = traced_peak(
+        lambda: read(Sample("s", path, label=1), names, step_size="1 MB", threads=1)
+    )
+    final = sum(a.nbytes for a in (ds.X, ds.y, ds.w, ds.event, ds.sample_index))
+    # the final arrays, plus what uproot's own chunked iteration needs, plus a little
+    assert final <= peak < final + 1.1 * uproot_peak + 2**20
+    assert uproot_peak < 0.5 * final
 
 
 def test_rntuple_written_by_uproot(tmp_path: Path) -> None:

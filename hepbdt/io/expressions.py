@@ -493,10 +493,15 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
     """
     if isinstance(value, ak.Array):
         if value.ndim > 1:
+            hint = (
+                "any(...) (some element passes) or all(...) (every element passes)"
+                if expression.role == "cut"
+                else "x[:, 0] (first element, NaN if none), num(x), max(x), min(x), sum(x) "
+                "or mean(x)"
+            )
             raise ExpressionError(
                 f"{expression.role} expression {expression.text!r} gives a list per event, "
-                "not one number; reduce it, e.g. x[:, 0] (first element, NaN if none), "
-                "num(x), max(x), min(x), sum(x) or mean(x)"
+                f"not one number; reduce it, e.g. {hint}"
             )
         if np.issubdtype(dtype, np.floating):
             value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
