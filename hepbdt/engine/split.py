@@ -55,8 +55,11 @@ def node_score(criterion, a, b, reg_lambda, reg_alpha):
         d = b + reg_lambda
         return t * t / d if d > 0.0 else 0.0
     n = a + b
-    if n <= 0.0:
-        return 0.0
+    if not n > 0.0:
+        # Classification: a side whose net weight S + B is not positive (negative event
+        # weights) is not a valid child, whatever the third channel says (the AdaBoost family
+        # puts event counts there, as TMVA's MinNodeSize counts unweighted events).
+        return -np.inf
     if criterion == SDIVSQRTSPLUSB:
         # TMVA's SdivSqrtSplusB: index I = S/sqrt(S+B), gain = I(parent) minus the
         # weight-fraction-weighted I of the children, i.e. the score -n * I = -S * sqrt(n).
