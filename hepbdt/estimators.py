@@ -25,7 +25,9 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic
 
 __all__ = ["BDTClassifier", "BDTRegressor", "estimator_from_dict"]
 
-NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair")
+NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
+ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
+CLASSIFICATION_CRITERIA = ("gini", "cross_entropy", "misclassification", "sdivsqrtsplusb")
 QUANTISE_FROM_EVENTS = 100_000  # "auto": packed histograms from this many training events
 
 
@@ -151,12 +153,23 @@ class _BDTBase:
         require(self.negative_weights in NEGATIVE_WEIGHT_POLICIES, "negative_weights",
                 f"one of {NEGATIVE_WEIGHT_POLICIES}")
         require(0 < self.validation_fraction < 1, "validation_fraction", "a fraction in (0, 1)")
+        nvars = getattr(self, "n_vars_per_node", None)
+        require(nvars is None or nvars == "sqrt"
+                or (isinstance(nvars, (int, np.integer)) and not isinstance(nvars, bool) and nvars >= 1),
+                "n_vars_per_node", "None, 'sqrt' or an integer >= 1")
+        if self.negative_weights == "inverse_boost" and self.boosting not in ADABOOST_BOOSTINGS:
+            raise ValueError(f"negative_weights='inverse_boost' (TMVA InverseBoostNegWeights) needs "
+                             f"an AdaBoost-type booster {ADABOOST_BOOSTINGS}; boosting={self.boosting!r}")
+        self._validate_extra_params(require)
+
+    def _validate_extra_params(self, require) -> None:
+        """Checks of the parameters one estimator has and the other has not."""
         require(self.n_iter_no_change is None or self.n_iter_no_change >= 1, "n_iter_no_change",
                 "None or an integer >= 1")
 
     def _apply_negative_weight_policy(self, X, y, w):
         policy = self.negative_weights
-        if policy == "keep" or not np.any(w < 0):
+        if policy in ("keep", "inverse_boost") or not np.any(w < 0):
             return X, y, w
         if policy == "abs":
             return X, y, np.abs(w)
@@ -165,7 +178,19 @@ class _BDTBase:
             return X[keep], y[keep], w[keep]
         from .boosting.negative_weights import pair_negative_weights
 
-        return pair_negative_weights(X, y, w)
+        return pair_negative_weights(X, y, w, by_class=self._estimator_kind == "classifier")
+
+    def _normalise_classes(self, y, w):
+        return w
+
+    def _node_fraction(self, n_features: int) -> float:
+        """colsample_bynode, or UseNvars / n_features when ``n_vars_per_node`` is set."""
+        nvars = getattr(self, "n_vars_per_node", None)
+        if nvars is None:
+            return self.colsample_bynode
+        if nvars == "sqrt":  # TMVA's default UseNvars
+            nvars = int(np.sqrt(n_features) + 0.6)
+        return min(1.0, max(1, int(nvars)) / n_features)
 
     def _make_booster(self, loss):
         if self.boosting == "gradient":
@@ -177,6 +202,7 @@ class _BDTBase:
         self._validate_params()
         w = check_weights(sample_weight, X.shape[0])
         X, y, w = self._apply_negative_weight_policy(X, y, w)
+        w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
         valid = None
         if eval_set is not None:
@@ -209,6 +235,8 @@ class _BDTBase:
         return self
 
     def _run(self, X, y, w, codes, mapper, valid, rng):
+        if self.boosting in ADABOOST_BOOSTINGS:
+            return self._run_adaboost(y, w, codes, mapper, valid, rng)
         loss = self._make_loss()
         booster = self._make_booster(loss)
         newton = self.boosting == "newton"
@@ -224,7 +252,7 @@ class _BDTBase:
             n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
             min_node_size=self.min_node_size, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
-            colsample_bylevel=self.colsample_bylevel, colsample_bynode=self.colsample_bynode,
+            colsample_bylevel=self.colsample_bylevel, colsample_bynode=self._node_fraction(codes.shape[0]),
             rng=rng, valid=valid_binned,
             n_iter_no_change=self.n_iter_no_change if (self.early_stopping or valid is not None) else None,
             tol=self.tol, verbose=self.verbose, quantised=self._use_quantised(codes.shape[1]))
@@ -287,6 +315,15 @@ class _BDTBase:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
         atomic_write_text(path, json.dumps(self.to_dict()))
 
+    def save_tmva(self, path: str | os.PathLike, **options: Any) -> dict[str, Any]:
+        """Write a TMVA ``MethodBDT`` XML weight file for ``TMVA::Reader``.
+
+        See :func:`hepbdt.interop.to_tmva_xml` for ``options`` and what is returned.
+        """
+        from .interop.tmva import to_tmva_xml
+
+        return to_tmva_xml(self, path, **options)
+
 
 class BDTClassifier(_BDTBase):
     """Boosted decision tree classifier (signal = 1, background = 0).
@@ -297,6 +334,7 @@ class BDTClassifier(_BDTBase):
     """
 
     _estimator_kind = "classifier"
+    _boostings = ("gradient", "newton", *ADABOOST_BOOSTINGS)
 
     def __init__(self, boosting: str = "gradient", n_trees: int = 200, max_depth: int = 3,
                  learning_rate: float = 0.1, loss: str | None = None, max_bins: int = 255,
@@ -309,7 +347,10 @@ class BDTClassifier(_BDTBase):
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
                  quantised_histograms: bool | str = "auto",
                  random_state: int | None = None, n_jobs: int | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, criterion: str = "gini", beta: float = 0.5,
+                 epsilon: float = 0.01, use_yes_no_leaf: bool = True,
+                 n_vars_per_node: int | str | None = None,
+                 sig_to_bkg_fraction: float | str | None = "auto"):
         self.boosting = boosting
         self.n_trees = n_trees
         self.max_depth = max_depth
@@ -336,6 +377,65 @@ class BDTClassifier(_BDTBase):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.criterion = criterion
+        self.beta = beta
+        self.epsilon = epsilon
+        self.use_yes_no_leaf = use_yes_no_leaf
+        self.n_vars_per_node = n_vars_per_node
+        self.sig_to_bkg_fraction = sig_to_bkg_fraction
+
+    def _validate_extra_params(self, require) -> None:
+        require(self.criterion in CLASSIFICATION_CRITERIA, "criterion",
+                f"one of {CLASSIFICATION_CRITERIA}")
+        require(self.beta > 0, "beta", "a number > 0")
+        require(self.epsilon > 0, "epsilon", "a number > 0")
+        require(isinstance(self.use_yes_no_leaf, (bool, np.bool_)), "use_yes_no_leaf", "True or False")
+        f = self.sig_to_bkg_fraction
+        require(f is None or f == "auto" or (isinstance(f, (int, float)) and not isinstance(f, bool)
+                                             and f > 0),
+                "sig_to_bkg_fraction", "'auto', None or a number > 0")
+        if self.boosting == "realadaboost" and not self.use_yes_no_leaf:
+            raise ValueError("use_yes_no_leaf=False is for boosting='adaboost' (TMVA's "
+                             "RealAdaBoost); boosting='realadaboost' always has leaves "
+                             "1/2 ln(p/(1-p))")
+
+    def _normalise_classes(self, y, w):
+        """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
+
+        ``"auto"``: on (ratio 1) for the AdaBoost family, as TMVA, off for gradient and
+        newton. The weights are scaled so that they add up to the number of events.
+        """
+        f = self.sig_to_bkg_fraction
+        if f == "auto":
+            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS else None
+        if f is None:
+            return w
+        signal = y == 1
+        s, b = float(w[signal].sum()), float(w[~signal].sum())
+        if not (s > 0 and b > 0):
+            raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
+        n = float(w.size)
+        return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
+
+    def _run_adaboost(self, y, w, codes, mapper, valid, rng):
+        from .boosting.adaboost import run_adaboost
+        from .engine._types import CRITERIA
+
+        if valid is not None:
+            raise ValueError(f"early stopping and eval_set are available for boosting='gradient' "
+                             f"and 'newton', not for boosting={self.boosting!r}")
+        forest, result = run_adaboost(
+            codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
+            n_trees=int(self.n_trees), max_depth=int(self.max_depth),
+            criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
+            beta=float(self.beta), epsilon=float(self.epsilon),
+            use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size,
+            subsample=self.subsample, subsample_mode=self.subsample_mode,
+            colsample_bytree=self.colsample_bytree, colsample_bylevel=self.colsample_bylevel,
+            colsample_bynode=self._node_fraction(codes.shape[0]),
+            inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
+            verbose=self.verbose)
+        return forest, result
 
     def _make_loss(self):
         name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
@@ -430,7 +530,7 @@ class BDTRegressor(_BDTBase):
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
                  quantised_histograms: bool | str = "auto",
                  random_state: int | None = None, n_jobs: int | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, n_vars_per_node: int | str | None = None):
         self.boosting = boosting
         self.n_trees = n_trees
         self.max_depth = max_depth
@@ -459,6 +559,7 @@ class BDTRegressor(_BDTBase):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.n_vars_per_node = n_vars_per_node
 
     def _make_loss(self):
         loss = get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
