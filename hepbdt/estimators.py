@@ -311,6 +311,28 @@ class _BDTBase:
     def _extra_state(self) -> dict[str, Any]:
         return {}
 
+    @classmethod
+    def from_tmva(cls, options: str, **overrides: Any):
+        """An estimator set up as TMVA's method BDT with this option string.
+
+        E.g. ``BDTClassifier.from_tmva("NTrees=850:MinNodeSize=2.5%:MaxDepth=3:"
+        "BoostType=AdaBoost:AdaBoostBeta=0.5:UseBaggedBoost:BaggedSampleFraction=0.5:"
+        "SeparationType=GiniIndex:nCuts=20")``. Options not given take TMVA's defaults; an
+        option hepbdt cannot reproduce is an error naming it (see ``hepbdt.config``).
+        ``overrides`` set further hepbdt parameters (e.g. ``random_state``, ``n_jobs``).
+        """
+        from .config import parse_tmva_options
+
+        params = parse_tmva_options(options, cls._estimator_kind)
+        params.update(overrides)
+        return cls(**params)
+
+    def to_tmva(self) -> str:
+        """The TMVA option string of this estimator's parameters (see ``hepbdt.config``)."""
+        from .config import to_tmva_options
+
+        return to_tmva_options(self.get_params(), self._estimator_kind)
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
         atomic_write_text(path, json.dumps(self.to_dict()))
