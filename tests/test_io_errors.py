@@ -13,6 +13,7 @@ from hepbdt.io import (
     BranchTypeError,
     CompressionError,
     EmptySelectionError,
+    ExpressionError,
     InputError,
     MissingBranchError,
     MissingFileError,
@@ -102,6 +103,9 @@ def test_string_branch_cannot_be_a_feature(ntuple: Path) -> None:
         ("lep_pt[:, 0]", "one value per event"),
         ("lep_pt[lep_pt > 3]", "select events with cut="),
         ("log(lep_pt, 2)", "takes 1 argument"),
+        ("(lambda: 1)()", "only the built-in functions"),
+        ("(lep_pt + 1).real", "attributes are allowed only on branch names"),
+        ("log(x=lep_pt)", "no keyword arguments"),
     ],
 )
 def test_bad_expressions(ntuple: Path, expression: str, fragment: str) -> None:
@@ -109,6 +113,16 @@ def test_bad_expressions(ntuple: Path, expression: str, fragment: str) -> None:
         _read(ntuple, [expression])
     assert fragment in str(info.value)
     assert repr(expression) in str(info.value) or "lep_pt.__class__" in str(info.value)
+
+
+def test_integer_constants_stay_fast(ntuple: Path) -> None:
+    # a Python int would try to compute 10 ** 10 ** 10 exactly, for ever
+    ds = read(Sample("sig", ntuple, tree="Events", label=1),
+              ["nJet & 1", "2 ** 3 + lep_pt * 0"])
+    np.testing.assert_array_equal(ds.X[:, 0], np.arange(200) % 4 % 2)
+    np.testing.assert_array_equal(ds.X[:, 1], 8)
+    with pytest.raises(ExpressionError, match=r"'lep_pt \+ 10 \*\* 10 \*\* 10'.*cannot be"):
+        read(Sample("sig", ntuple, tree="Events", label=1), ["lep_pt + 10 ** 10 ** 10"])
 
 
 def test_cut_that_selects_nothing(ntuple: Path) -> None:

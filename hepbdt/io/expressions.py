@@ -345,10 +345,16 @@ class Expression:
                 return CONSTANTS[name]
             raise self._fail(f"name {name!r} is not a branch")
         if isinstance(node, ast.Constant):
+            # Python scalars on purpose: NumPy treats them as weak, so float32 branches
+            # times 2.5 stay float32, as the same formula typed into NumPy would.
             return node.value
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, arrays)
             right = self._eval(node.right, arrays)
+            if isinstance(node.op, ast.Pow) and _is_python_int(left) and _is_python_int(right):
+                # Exact integer powers of constants (10 ** 10 ** 10) would never finish.
+                result = float(left) ** right
+                return int(result) if abs(result) < 2**53 and right >= 0 else result
             return _BINARY_OPERATORS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, arrays)
@@ -450,6 +456,10 @@ def _constant_int(node: ast.AST) -> int | None:
     ):
         return -node.operand.value
     return None
+
+
+def _is_python_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_flat(value: Any) -> bool:
