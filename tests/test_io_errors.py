@@ -191,3 +191,20 @@ def test_mixed_labels_and_duplicates(ntuple: Path) -> None:
               Sample("a", ntuple, tree="Events", label=0)], ["lep_eta"])
     with pytest.raises(InputError, match="negative"):
         Sample("a", ntuple, label=-1)
+
+
+def test_nested_object_branches_are_refused() -> None:
+    # uproot cannot write vector<vector<float>>; check the classification ROOT files get
+    from types import SimpleNamespace
+
+    from uproot.containers import AsVector
+    from uproot.interpretation.objects import AsObjects
+
+    from hepbdt.io.samples import _branch_kind
+
+    nested = SimpleNamespace(
+        typename="std::vector<std::vector<float>>",
+        interpretation=AsObjects(AsVector(True, AsVector(False, np.dtype(">f4")))),
+    )
+    kind, description = _branch_kind(nested)
+    assert kind is None and description.startswith("nested objects (std::vector<std::vector")
