@@ -7,6 +7,7 @@ import pytest
 
 from hepbdt.engine import BinMapper, SplitParams, grow_tree
 from hepbdt.engine._types import CRITERIA, MISSING_BIN, NEWTON, VARIANCE
+from hepbdt.engine.grower import OrderedRows
 from hepbdt.engine.histogram import (
     Quantiser,
     build_histograms,
@@ -79,10 +80,12 @@ def test_packed_histograms_are_exact_sums_of_quantised_values():
     b[:5] *= -1  # negative hessians (negative weights) must decode too
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
-    packed = q.pack(a, b)
+    ordered = OrderedRows(np.ascontiguousarray(codes.T), rows[::-1].copy())  # any order
+    q.pack_into(ordered.partition, a, b, ordered.payload)
     h = new_histograms(1, X.shape[1], packed=True)
-    build_histograms(codes, rows, packed, np.array([0]), np.array([rows.size]), np.array([0]),
-                     np.ones(X.shape[1], bool), h)
+    build_histograms(codes, ordered.partition, ordered.payload, np.array([0]),
+                     np.array([rows.size]), np.array([0]), np.ones(X.shape[1], bool), h,
+                     ordered.codes)
     qa = np.round(a.astype(np.float64) * q.scale_a)
     qb = np.round(b.astype(np.float64) * q.scale_b)
     ref = histograms_naive(codes, rows, [qa, qb], dtype=np.float64)

@@ -79,13 +79,14 @@ class Loss:
 def _logistic_channels(y, score, w_tree, scale, wg, wh, pointwise):
     for i in numba.prange(y.size):
         z = scale * score[i]
-        p = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        e = math.exp(-abs(z))  # one exponential serves p and the loss
+        p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
         g = scale * (p - y[i])
         h = max(scale * scale * p * (1.0 - p), 1e-16)
         wg[i] = w_tree[i] * g
         wh[i] = w_tree[i] * h
-        m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m))
-        pointwise[i] = (m if m > 0 else 0.0) + math.log1p(math.exp(-abs(m)))
+        m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|))
+        pointwise[i] = (m if m > 0 else 0.0) + math.log1p(e)
 
 
 class _LogisticFamily(Loss):

@@ -87,23 +87,26 @@ def fit_bin_edges(
     return [_feature_edges(X[:, f], w, max_bins, n_cuts) for f in range(X.shape[1])]
 
 
+@njit
+def _bin_of(e, x):
+    """Number of edges <= x: a branch-free binary search over 256 slots padded with +inf."""
+    if np.isnan(x):
+        return MISSING_BIN
+    pos = 0
+    step = 128
+    while step > 0:
+        pos += step if e[pos + step - 1] <= x else 0
+        step >>= 1
+    return min(pos, MAX_VALUE_BINS - 1)  # +inf stays a value bin
+
+
 @njit(parallel=True)
 def _apply_bins(X, edges, codes):
-    # edges: (m, 256) padded with +inf; a branch-free binary search over 256 slots.
     n, m = X.shape
     for f in numba.prange(m):
         e = edges[f]
         for i in range(n):
-            x = X[i, f]
-            if np.isnan(x):
-                codes[f, i] = MISSING_BIN
-                continue
-            pos = 0
-            step = 128
-            while step > 0:
-                pos += step if e[pos + step - 1] <= x else 0
-                step >>= 1
-            codes[f, i] = min(pos, MAX_VALUE_BINS - 1)  # +inf stays a value bin
+            codes[f, i] = _bin_of(e, X[i, f])
 
 
 def _pack_edges(edges: list[np.ndarray]) -> np.ndarray:
@@ -113,10 +116,25 @@ def _pack_edges(edges: list[np.ndarray]) -> np.ndarray:
     return packed
 
 
-def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
-    """Bin codes of X, feature-major: (m, n) uint8, NaN in ``MISSING_BIN``."""
+@njit(parallel=True)
+def _apply_bins_by_event(X, edges, codes):
+    n, m = X.shape
+    n_blocks = (n + 4095) // 4096
+    for blk in numba.prange(n_blocks):
+        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
+            for f in range(m):
+                codes[i, f] = _bin_of(edges[f], X[i, f])
+
+
+def apply_bins(X: np.ndarray, edges: list[np.ndarray], by_event: bool = False) -> np.ndarray:
+    """Bin codes of X: feature-major (m, n) uint8, or event-major (n, m) when ``by_event``;
+    NaN in ``MISSING_BIN``."""
     packed = _pack_edges(edges)
     X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    if by_event:
+        codes = np.empty(X.shape, dtype=BIN_DTYPE)
+        _apply_bins_by_event(X, packed, codes)
+        return codes
     codes = np.empty((X.shape[1], X.shape[0]), dtype=BIN_DTYPE)
     _apply_bins(X, packed, codes)
     return codes
@@ -136,9 +154,9 @@ class BinMapper:
         self.n_bins_ = np.array([e.size + 1 for e in self.edges_], dtype=np.int32)
         return self
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Codes of X, (m, n) uint8."""
-        return apply_bins(X, self.edges_)
+    def transform(self, X: np.ndarray, by_event: bool = False) -> np.ndarray:
+        """Codes of X: (m, n) uint8, or (n, m) when ``by_event``."""
+        return apply_bins(X, self.edges_, by_event)
 
     def thresholds(self, feature: np.ndarray, bin_threshold: np.ndarray) -> np.ndarray:
         """Raw thresholds for splits ``code <= bin_threshold`` (x < threshold); inf past the last edge."""

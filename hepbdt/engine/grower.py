@@ -58,59 +58,64 @@ class GrownTree:
 
 
 @njit(parallel=True)
-def _partition_chunks(codes, partition, payload, chunk_start, chunk_stop, chunk_node, feature,
-                      bin_threshold, missing_left, scratch_idx, scratch_payload, n_left):
-    """Pass 1: each chunk writes its left events, then its right ones, into the scratch."""
+def _partition_chunks(codes, ordered_codes, partition, payload, chunk_start, chunk_stop,
+                      chunk_node, feature, bin_threshold, missing_left, scratch_idx,
+                      scratch_payload, n_left, move_payload):
+    """Pass 1: each chunk writes its left events forwards and its right ones backwards.
+
+    The split feature's code comes from ``ordered_codes[k, f]`` (codes kept in partition
+    order) when that array is not empty, else from ``codes[f, partition[k]]``.
+    """
+    by_position = ordered_codes.shape[0] > 0
     for c in numba.prange(chunk_start.size):
         s = chunk_start[c]
         e = chunk_stop[c]
         j = chunk_node[c]
-        codes_f = codes[feature[j]]
+        f = feature[j]
         thr = bin_threshold[j]
         ml = missing_left[j]
-        nl = 0
-        for k in range(s, e):
-            code = codes_f[partition[k]]
-            if (ml if code == MISSING_BIN else code <= thr):
-                nl += 1
         left_pos = s
-        right_pos = s + nl
+        right_pos = e - 1
         for k in range(s, e):
             i = partition[k]
-            code = codes_f[i]
+            code = ordered_codes[k, f] if by_position else codes[f, i]
             if (ml if code == MISSING_BIN else code <= thr):
                 dst = left_pos
                 left_pos += 1
             else:
                 dst = right_pos
-                right_pos += 1
+                right_pos -= 1
             scratch_idx[dst] = i
-            for ch in range(payload.shape[1]):
-                scratch_payload[dst, ch] = payload[k, ch]
-        n_left[c] = nl
+            if move_payload:
+                for ch in range(payload.shape[1]):
+                    scratch_payload[dst, ch] = payload[k, ch]
+        n_left[c] = left_pos - s
 
 
 @njit(parallel=True)
 def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
-                   scratch_idx, scratch_payload):
-    """Pass 2: copy each chunk's left and right runs to their places in the node."""
+                   scratch_idx, scratch_payload, move_payload):
+    """Pass 2: copy each chunk's left run, and its reversed right run, to their places."""
+    n_ch = payload.shape[1] if move_payload else 0
     for c in numba.prange(chunk_start.size):
         s = chunk_start[c]
+        e = chunk_stop[c]
         nl = n_left[c]
-        nr = chunk_stop[c] - s - nl
         for q in range(nl):
             partition[left_dst[c] + q] = scratch_idx[s + q]
-            for ch in range(payload.shape[1]):
+            for ch in range(n_ch):
                 payload[left_dst[c] + q, ch] = scratch_payload[s + q, ch]
-        for q in range(nr):
-            partition[right_dst[c] + q] = scratch_idx[s + nl + q]
-            for ch in range(payload.shape[1]):
-                payload[right_dst[c] + q, ch] = scratch_payload[s + nl + q, ch]
+        for q in range(e - s - nl):
+            partition[right_dst[c] + q] = scratch_idx[e - 1 - q]
+            for ch in range(n_ch):
+                payload[right_dst[c] + q, ch] = scratch_payload[e - 1 - q, ch]
 
 
-def _partition_nodes(codes, partition, payload, s, e, feature, bin_threshold, missing_left,
-                     scratch_idx, scratch_payload) -> np.ndarray:
-    """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids."""
+def _partition_nodes(codes, ordered_codes, partition, payload, s, e, feature, bin_threshold,
+                     missing_left, scratch_idx, scratch_payload, move_payload=True) -> np.ndarray:
+    """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids.
+
+    move_payload=False moves only the event indices (the payload is then stale)."""
     sizes = e - s
     n_chunks = np.maximum(1, -(-sizes // PARTITION_CHUNK))
     chunk_node = np.repeat(np.arange(s.size), n_chunks)
@@ -119,8 +124,9 @@ def _partition_nodes(codes, partition, payload, s, e, feature, bin_threshold, mi
     chunk_start = s[chunk_node] + local * PARTITION_CHUNK
     chunk_stop = np.minimum(chunk_start + PARTITION_CHUNK, e[chunk_node])
     n_left = np.empty(chunk_node.size, np.int64)
-    _partition_chunks(codes, partition, payload, chunk_start, chunk_stop, chunk_node, feature,
-                      bin_threshold, missing_left, scratch_idx, scratch_payload, n_left)
+    _partition_chunks(codes, ordered_codes, partition, payload, chunk_start, chunk_stop,
+                      chunk_node, feature, bin_threshold, missing_left, scratch_idx,
+                      scratch_payload, n_left, move_payload)
     n_right = (chunk_stop - chunk_start) - n_left
     left_total = np.bincount(chunk_node, weights=n_left, minlength=s.size).astype(np.int64)
     mid = s + left_total
@@ -130,7 +136,7 @@ def _partition_nodes(codes, partition, payload, s, e, feature, bin_threshold, mi
     left_dst = s[chunk_node] + cum_left - cum_left[first][chunk_node]
     right_dst = mid[chunk_node] + cum_right - cum_right[first][chunk_node]
     _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
-                   scratch_idx, scratch_payload)
+                   scratch_idx, scratch_payload, move_payload)
     return mid
 
 
@@ -148,6 +154,45 @@ def slice_sums(tree: GrownTree, values: np.ndarray) -> np.ndarray:
     out = np.empty(tree.n_nodes, dtype=np.float64)
     _slice_sums(tree.partition, tree.start, tree.stop, values, out)
     return out
+
+
+class OrderedRows:
+    """A tree's events in partition order with their codes, for the quantised histograms.
+
+    ``payload`` is int64 (n_rows, words): the first words hold the event's bin codes as
+    bytes (``codes`` is that uint8 view), the last word the packed channels. Partitioning
+    moves whole rows, so histograms and partitions stream through memory. ``reset``
+    restores event order for the next tree, so that per-event gathers stay monotone.
+    """
+
+    def __init__(self, codes_by_event: np.ndarray, rows: np.ndarray):
+        n_rows = rows.size
+        m = codes_by_event.shape[1]
+        words = -(-m // 8) + 1
+        self.partition = np.empty(n_rows, dtype=INDEX_DTYPE)
+        self.payload = np.zeros((n_rows, words), dtype=np.int64)
+        self.codes = self.payload.view(np.uint8).reshape(n_rows, 8 * words)
+        self.scratch_idx = np.empty(n_rows, INDEX_DTYPE)
+        self.scratch_payload = np.empty_like(self.payload)
+        self.reset(codes_by_event, rows)
+
+    def reset(self, codes_by_event: np.ndarray, rows: np.ndarray) -> None:
+        """Hold ``rows`` (as many as at construction) in the given order."""
+        self.partition[:] = rows
+        _gather_codes(codes_by_event, self.partition, self.codes)
+
+    def fill_channels(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
+        """Pack channels A and B of each event into the last word of its row."""
+        quantiser.pack_into(self.partition, a, b, self.payload)
+
+
+@njit(parallel=True)
+def _gather_codes(codes_by_event, partition, out):
+    m = codes_by_event.shape[1]
+    for k in numba.prange(partition.size):
+        row = codes_by_event[partition[k]]
+        for f in range(m):
+            out[k, f] = row[f]
 
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -175,12 +220,13 @@ def grow_tree(
     colsample_bynode: float = 1.0,
     rng: np.random.Generator | None = None,
     quantised: bool = False,
+    ordered: OrderedRows | None = None,
 ) -> GrownTree:
     """Grow one tree depth-wise.
 
     Parameters
     ----------
-    codes : (m, n) uint8 bin codes.
+    codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``.
     rows : (n_rows,) int32 events of this tree (a subsample, or all).
     a, b, w : (n,) float32 channels A, B and event weight W of every event.
     n_value_bins : (m,) int32 value bins per feature.
@@ -190,29 +236,41 @@ def grow_tree(
     colsample_bylevel, colsample_bynode : further fractions per level and per node.
     rng : generator for the per-level and per-node feature draws.
     quantised : pack A and B into int64 histograms (W is then replaced by B).
+    ordered : the events in partition order (quantised only); built from ``rows`` when
+        None. Reused across trees, it is modified in place, and so is ``partition`` of
+        the tree it returns.
     """
-    m = codes.shape[0]
+    m = codes.shape[1] if quantised else codes.shape[0]
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
-    partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
-    n_rows = partition.size
-    all_rows = n_rows == codes.shape[1]
     if quantised:
-        ra = a if all_rows else a[partition]
-        rb = b if all_rows else b[partition]
-        quantiser = Quantiser(ra, rb, n_rows)
-        payload = quantiser.pack(ra, rb)
+        if ordered is None:
+            ordered = OrderedRows(codes, rows)
+        partition = ordered.partition
+        n_rows = partition.size
+        all_rows = n_rows == codes.shape[0]
+        quantiser = Quantiser(a if all_rows else a[rows], b if all_rows else b[rows], n_rows)
+        ordered.fill_channels(quantiser, a, b)
+        payload, ordered_codes = ordered.payload, ordered.codes
+        scratch_idx, scratch_payload = ordered.scratch_idx, ordered.scratch_payload
+        key_codes = np.empty((0, 0), np.uint8)
     else:
         quantiser = None
+        partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
+        n_rows = partition.size
+        all_rows = n_rows == codes.shape[1]
         payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
         for ch, v in enumerate((a, b, w)):
             payload[:, ch] = v if all_rows else v[partition]
-    scratch_idx = np.empty(n_rows, INDEX_DTYPE)
-    scratch_payload = np.empty_like(payload)
+        ordered_codes = np.empty((0, 0), np.uint8)
+        scratch_idx = np.empty(n_rows, INDEX_DTYPE)
+        scratch_payload = np.empty_like(payload)
+        key_codes = codes
 
     def histograms(count, starts, stops, slots):
         raw = new_histograms(count, m, packed=quantised)
-        build_histograms(codes, partition, payload, starts, stops, slots, used, raw)
+        build_histograms(key_codes, partition, payload, starts, stops, slots, used, raw,
+                         ordered_codes)
         return raw
 
     def decoded(raw):
@@ -237,9 +295,9 @@ def grow_tree(
         nodes = [level[j] for j in to_split]
         s = np.array([start[n] for n in nodes], np.int64)
         e = np.array([stop[n] for n in nodes], np.int64)
-        mid = _partition_nodes(codes, partition, payload, s, e, f[to_split],
+        mid = _partition_nodes(key_codes, ordered_codes, partition, payload, s, e, f[to_split],
                                t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
-                               scratch_payload)
+                               scratch_payload, move_payload=depth + 1 < max_depth)
         next_level = []
         for q, j in enumerate(to_split):
             n = level[j]

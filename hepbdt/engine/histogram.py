@@ -20,8 +20,7 @@ import numpy as np
 
 from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, njit
 
-__all__ = ["build_histograms", "decode_packed", "histograms_naive", "new_histograms",
-           "quantise", "Quantiser"]
+__all__ = ["build_histograms", "histograms_naive", "new_histograms", "Quantiser"]
 
 
 def new_histograms(n_nodes: int, n_features: int, packed: bool = False) -> np.ndarray:
@@ -48,29 +47,56 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 
 
 @njit(parallel=True)
-def _build_packed(codes, partition, payload, node_start, node_stop, slots, feature_used, hists):
-    for f in numba.prange(codes.shape[0]):
-        codes_f = codes[f]
-        for j in range(node_start.size):
-            h = hists[slots[j], f]
-            h[:] = 0
-            if not feature_used[f]:
-                continue
-            for k in range(node_start[j], node_stop[j]):
-                h[codes_f[partition[k]]] += payload[k, 0]
+def _build_packed(ordered_codes, payload, task_start, task_stop, task_slot, hists):
+    # Integer sums do not depend on the order of addition, so threads may own events:
+    # each task (a fixed-size run of one node's events) fills its own buffer.
+    m = hists.shape[1]
+    last = payload.shape[1] - 1
+    buffers = np.zeros((task_start.size, m, hists.shape[2]), dtype=np.int64)
+    for t in numba.prange(task_start.size):
+        h = buffers[t]
+        for k in range(task_start[t], task_stop[t]):
+            p = payload[k, last]
+            for f in range(m):
+                h[f, ordered_codes[k, f]] += p
+    slots = np.unique(task_slot)
+    for job in numba.prange(slots.size * m):
+        slot = slots[job // m]
+        f = job % m
+        out = hists[slot, f]
+        out[:] = 0
+        for t in range(task_start.size):
+            if task_slot[t] == slot:
+                out += buffers[t, f]
+
+
+PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel
 
 
 def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarray,
                      node_start: np.ndarray, node_stop: np.ndarray, slots: np.ndarray,
-                     feature_used: np.ndarray, hists: np.ndarray) -> None:
+                     feature_used: np.ndarray, hists: np.ndarray,
+                     ordered_codes: np.ndarray | None = None) -> None:
     """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``).
 
-    codes: (m, n) uint8; partition: (n_rows,) int32; payload: (n_rows, 3) float32 channels
-    (A, B, W) or (n_rows, 1) int64 packed, in partition order; node_start/stop/slots: (k,)
-    int64; feature_used: (m,) bool (other features are zeroed); hists from ``new_histograms``.
+    Exact: codes (m, n) uint8, payload (n_rows, 3) float32 channels (A, B, W) in partition
+    order. Packed: payload (n_rows, words) int64 whose last word holds the packed channels
+    and ``ordered_codes`` (n_rows, >= m) uint8 the codes, both in partition order.
+    partition: (n_rows,) int32; node_start/stop/slots: (k,) int64; feature_used: (m,)
+    bool (other features are zeroed in exact histograms, computed anyway when packed);
+    hists from ``new_histograms``.
     """
-    kernel = _build_packed if payload.dtype == np.int64 else _build_exact
-    kernel(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
+    if payload.dtype != np.int64:
+        _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
+        return
+    sizes = node_stop - node_start
+    n_tasks = np.maximum(1, -(-sizes // PACKED_TASK))
+    node = np.repeat(np.arange(sizes.size), n_tasks)
+    first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
+    task_start = node_start[node] + (np.arange(node.size) - first[node]) * PACKED_TASK
+    task_stop = np.minimum(task_start + PACKED_TASK, node_stop[node])
+    _build_packed(ordered_codes, payload, task_start, task_stop,
+                  np.asarray(slots, np.int64)[node], hists)
 
 
 class Quantiser:
@@ -85,11 +111,10 @@ class Quantiser:
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
-    def pack(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(n, 1) int64: round(A * scale_a) * 2**32 + round(B * scale_b)."""
-        out = np.empty((a.size, 1), dtype=np.int64)
-        _pack(a, b, self.scale_a, self.scale_b, out[:, 0])
-        return out
+    def pack_into(self, partition: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  payload: np.ndarray) -> None:
+        """payload[k, -1] = round(A * scale_a) * 2**32 + round(B * scale_b) of event partition[k]."""
+        _pack_into(partition, a, b, self.scale_a, self.scale_b, payload)
 
     def decode(self, packed: np.ndarray) -> np.ndarray:
         """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
@@ -103,22 +128,12 @@ class Quantiser:
 
 
 @njit(parallel=True)
-def _pack(a, b, scale_a, scale_b, out):
-    for i in numba.prange(a.size):
-        qa = np.int64(np.round(a[i] * scale_a))
-        qb = np.int64(np.round(b[i] * scale_b))
-        out[i] = qa * 4294967296 + qb
-
-
-def quantise(a: np.ndarray, b: np.ndarray) -> tuple[Quantiser, np.ndarray]:
-    """A quantiser fitted to (a, b) and their packed values."""
-    q = Quantiser(a, b, a.size)
-    return q, q.pack(a, b)
-
-
-def decode_packed(quantiser: Quantiser, hists: np.ndarray) -> np.ndarray:
-    """Float64 (k, m, 256, 3) view of packed (k, m, 256) histograms."""
-    return quantiser.decode(hists)
+def _pack_into(partition, a, b, scale_a, scale_b, payload):
+    last = payload.shape[1] - 1
+    for k in numba.prange(partition.size):
+        i = partition[k]
+        payload[k, last] = (np.int64(np.round(a[i] * scale_a)) * 4294967296
+                            + np.int64(np.round(b[i] * scale_b)))
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],

@@ -1,0 +1,150 @@
+"""Training and prediction speed, memory and AUC: hepbdt (newton) against XGBoost and LightGBM.
+
+Same data (synthetic HIGGS-like, 1,000,000 training events x 28 float32 features, positive
+event weights, 200,000 test events), same settings (200 trees, depth 6, 255 bins, learning
+rate 0.1, all cores), same run. Each library runs in its own fresh process, so that peak
+memory is its own; each measurement is repeated and the median is quoted.
+
+    python benchmarks/bench_train.py [--repeats 3] [--n-train 1000000] [--trees 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict:
+    """Run one library once; returns timings, memory and AUC."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    from _data import higgs_like
+
+    X, y, w = higgs_like(n_train + n_test, seed=0)
+    Xtr, ytr, wtr = X[:n_train], y[:n_train], w[:n_train]
+    Xte, yte, wte = X[n_train:], y[n_train:], w[n_train:]
+    X = y = w = None
+    common = dict(max_depth=6, learning_rate=0.1)
+    if lib == "hepbdt":
+        import hepbdt
+
+        model = hepbdt.BDTClassifier(boosting="newton", n_trees=trees, max_bins=255, n_jobs=threads,
+                                     reg_lambda=1.0, min_child_weight=1.0, **common)
+        hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=2).fit(Xtr[:1000], ytr[:1000])
+
+        def predict(X):
+            return model.decision_function(X)
+    elif lib == "xgboost":
+        import xgboost as xgb
+
+        model = xgb.XGBClassifier(tree_method="hist", n_estimators=trees, max_bin=255, n_jobs=threads,
+                                  reg_lambda=1.0, min_child_weight=1.0, **common)
+
+        def predict(X):
+            return model.predict(X, output_margin=True)
+    elif lib == "lightgbm":
+        import lightgbm as lgb
+
+        model = lgb.LGBMClassifier(n_estimators=trees, num_leaves=64, max_bin=255, n_jobs=threads,
+                                   reg_lambda=1.0, min_child_weight=1.0, min_child_samples=0,
+                                   verbose=-1, **common)
+
+        def predict(X):
+            return model.predict(X, raw_score=True)
+    else:
+        raise ValueError(lib)
+    base = _rss_kib("VmRSS")
+    _reset_peak()
+    t0 = time.perf_counter()
+    model.fit(Xtr, ytr, sample_weight=wtr)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    score = predict(Xte)
+    predict_s = time.perf_counter() - t0
+    peak = _rss_kib("VmHWM")
+    from hepbdt.evaluation import roc_auc
+
+    return {"fit_s": fit_s, "predict_s": predict_s, "peak_extra_mib": (peak - base) / 1024,
+            "auc": float(roc_auc(yte, np.asarray(score, float), wte))}
+
+
+def machine() -> str:
+    """nproc and CPU model."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor()
+    return f"nproc={os.cpu_count()}, CPU: {model}"
+
+
+def main() -> None:
+    """Run every library ``--repeats`` times in fresh processes and print the medians and ratios."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n-train", type=int, default=1_000_000)
+    ap.add_argument("--n-test", type=int, default=200_000)
+    ap.add_argument("--trees", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--libs", default="hepbdt,xgboost,lightgbm")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.n_train, args.n_test, args.trees, args.threads)))
+        return
+    libs = args.libs.split(",")
+    runs: dict[str, list[dict]] = {lib: [] for lib in libs}
+    for rep in range(args.repeats):
+        for lib in libs:  # interleaved, so drifts in machine load hit every library alike
+            out = subprocess.run([sys.executable, __file__, "--child", lib, "--n-train", str(args.n_train),
+                                  "--n-test", str(args.n_test), "--trees", str(args.trees),
+                                  "--threads", str(args.threads)],
+                                 capture_output=True, text=True, check=True)
+            runs[lib].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(f"  run {rep + 1} {lib}: {runs[lib][-1]}", file=sys.stderr)
+    med = {lib: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for lib, rs in runs.items()}
+    print(f"# {machine()}; {args.n_train} train / {args.n_test} test events x 28, {args.trees} trees, "
+          f"depth 6, 255 bins, lr 0.1, {args.threads} threads; median of {args.repeats}")
+    print(f"{'library':10s} {'fit s':>8s} {'predict s':>10s} {'peak MiB':>9s} {'test AUC':>9s}")
+    for lib, m in med.items():
+        print(f"{lib:10s} {m['fit_s']:8.2f} {m['predict_s']:10.3f} {m['peak_extra_mib']:9.0f} "
+              f"{m['auc']:9.4f}")
+    if "hepbdt" in med:
+        for lib in libs:
+            if lib == "hepbdt":
+                continue
+            h, o = med["hepbdt"], med[lib]
+            print(f"hepbdt / {lib}: fit {h['fit_s'] / o['fit_s']:.2f}x, predict "
+                  f"{h['predict_s'] / o['predict_s']:.2f}x, memory "
+                  f"{h['peak_extra_mib'] / o['peak_extra_mib']:.2f}x, AUC {h['auc'] - o['auc']:+.4f}")
+
+
+if __name__ == "__main__":
+    main()
