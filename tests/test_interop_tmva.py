@@ -321,6 +321,28 @@ def test_residual_trees_make_the_file_exact(tmp_path):
                                rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("params,boost_type,yes_no", [
+    ({"boosting": "adaboost"}, "AdaBoost", "True"),
+    ({"boosting": "adaboost", "use_yes_no_leaf": False}, "AdaBoost", "False"),
+    ({"boosting": "eps"}, "AdaBoost", "True"),
+    ({"boosting": "bagging"}, "Bagging", "True"),
+    ({"boosting": "realadaboost"}, "Grad", None),
+])
+def test_export_adaboost_family(tmp_path, params, boost_type, yes_no):
+    _, Xn, y, _ = _data(7)
+    model = BDTClassifier(n_trees=30, max_depth=3, random_state=0, **params).fit(Xn, y)
+    out, _ = _check_export(model, tmp_path)
+    options = {o.get("name"): o.text for o in ET.parse(out).getroot().find("Options")}
+    assert options["BoostType"] == boost_type
+    Xe = _eval_points()
+    if yes_no is not None:
+        assert options["UseYesNoLeaf"] == yes_no
+        np.testing.assert_allclose(tmva_response(model, Xe), model.decision_function(Xe), atol=1e-15)
+    else:  # Friedman's real AdaBoost: P = 1/(1+exp(-2F)), so the response is tanh(F)
+        np.testing.assert_allclose(tmva_response(model, Xe), np.tanh(model.decision_function(Xe)),
+                                   atol=1e-15)
+
+
 # -- AdaBoost-type forests (built by hand) -------------------------------------------------
 
 def _random_tree(rng, kind, n_features, max_depth):

@@ -121,7 +121,7 @@ def _layout(model: Any) -> _Layout:
     if _is_classifier(model):
         if agg == "sum":
             loss = forest.extra.get("loss", "deviance")
-            if loss == "deviance":
+            if loss in ("deviance", "exponential"):  # both: P = 1/(1+exp(-2F)), as TMVA's Grad
                 return _Layout("Classification", "Grad", scale=1.0, extra_tmva=tm)
             if loss == "logistic":
                 return _Layout("Classification", "Grad", scale=0.5, extra_tmva=tm)
@@ -129,7 +129,8 @@ def _layout(model: Any) -> _Layout:
                                   "(TMVA's Grad is the binomial deviance; 'logistic' is mapped too)")
         if agg == "weighted_mean":
             yes_no = bool(np.all(np.isin(_leaf_values(forest), (-1.0, 1.0))))
-            boost = "Bagging" if tm.get("boost_type") == "Bagging" else "AdaBoost"
+            bagging = tm.get("boost_type", forest.extra.get("boosting")) in ("Bagging", "bagging")
+            boost = "Bagging" if bagging else "AdaBoost"
             return _Layout("Classification", boost, yes_no_leaf=yes_no, extra_tmva=tm)
         raise TMVAExportError(f"a classifier with aggregation {agg!r} has no TMVA equivalent")
     if agg == "sum":
@@ -863,8 +864,27 @@ def from_tmva_xml(path: str | os.PathLike):
         "node_purity": np.concatenate(purity_parts).tolist(),
     }
     forest.extra = extra
+    params = _estimator_params(options, kind)
+    if params is None:
+        params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
+    return _fitted_estimator(kind, forest, [v["name"] for v in variables], params)
+
+
+def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | None:
+    """The estimator parameters of the file's training options (None if hepbdt has none)."""
+    from ..config import parse_tmva_options
+
+    text = ":".join(f"{name}={value}" for name, modified, value in options if modified)
+    try:
+        return parse_tmva_options(text, kind)
+    except ValueError:
+        return None
+
+
+def _fallback_params(forest: Forest, opt: dict[str, str], boost: str, leaf_rule: str, max_depth: int,
+                     regression: bool, extra: dict[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
-    if grad:
+    if boost == "Grad":
         params["boosting"] = "gradient"
         try:
             params["learning_rate"] = float(opt.get("Shrinkage", "1"))
@@ -872,7 +892,7 @@ def from_tmva_xml(path: str | os.PathLike):
             pass
         if regression:
             params["loss"] = extra["loss"]
-    else:
-        params["boosting"] = {"Bagging": "bagging", "AdaBoostR2": "adaboost"}.get(
-            boost, "adaboost" if leaf_rule == "ntype" else "realadaboost")
-    return _fitted_estimator(kind, forest, [v["name"] for v in variables], params)
+    elif not regression:
+        params["boosting"] = "bagging" if boost == "Bagging" else "adaboost"
+        params["use_yes_no_leaf"] = leaf_rule == "ntype"
+    return params
