@@ -178,7 +178,12 @@ class _BDTBase:
             return X[keep], y[keep], w[keep]
         from .boosting.negative_weights import pair_negative_weights
 
-        return pair_negative_weights(X, y, w, by_class=self._estimator_kind == "classifier")
+        if self._estimator_kind == "classifier":
+            return pair_negative_weights(X, y, w)
+        # Regression: neighbours in (features, target) space, so weight moves to events
+        # with a similar target too.
+        Xy, y, w = pair_negative_weights(np.column_stack([X, y]), y, w, by_class=False)
+        return np.ascontiguousarray(Xy[:, :-1], dtype=X_DTYPE), y, w
 
     def _normalise_classes(self, y, w):
         return w
@@ -353,6 +358,39 @@ class BDTClassifier(_BDTBase):
     ``decision_function`` is the raw ensemble score (larger = more signal-like);
     ``predict_proba`` maps it through the loss's link (deviance: 1/(1+exp(-2F)); logistic:
     1/(1+exp(-F))). See the README for every option and its TMVA name.
+
+    Boosters (``boosting``): ``"gradient"``, ``"newton"``, and the AdaBoost family of
+    ``hepbdt.boosting.adaboost``: ``"adaboost"`` (TMVA's AdaBoost; score in [-1, 1], or
+    [0, 1] with ``use_yes_no_leaf=False``), ``"realadaboost"`` (Friedman's real AdaBoost,
+    P = 1/(1+exp(-2F))), ``"eps"`` (epsilon-boost, step ``epsilon``) and ``"bagging"``.
+    The AdaBoost family uses ``criterion`` (``"gini"``, ``"cross_entropy"``,
+    ``"misclassification"``, ``"sdivsqrtsplusb"``: TMVA's GiniIndex, CrossEntropy,
+    MisClassificationError, SDivSqrtSPlusB), ``beta`` (AdaBoostBeta), ``use_yes_no_leaf``
+    (UseYesNoLeaf), and reads ``min_node_size`` as TMVA's MinNodeSize: the fraction of the
+    tree's events (unweighted). ``n_vars_per_node`` (TMVA UseNvars, or ``"sqrt"``) sets the
+    number of variables drawn per node, overriding ``colsample_bynode``.
+    ``sig_to_bkg_fraction``: TMVA's initial class normalisation (total signal weight /
+    background weight; ``"auto"``: 1 for the AdaBoost family, weights as given for
+    gradient and newton; ``None``: as given). ``from_tmva``/``to_tmva`` read and write TMVA
+    option strings.
+
+    Negative event weights (``negative_weights``): ``"pair"`` (default) annihilates each
+    negative-weight event with its nearest positive-weight neighbours of the same class
+    before training (TMVA PairNegWeightsGlobal; ``hepbdt.boosting.negative_weights``);
+    ``"keep"`` trains on the signed weights (a node whose net weight or hessian sum is not
+    positive is not split); ``"ignore"`` drops them from training (TMVA
+    IgnoreNegWeightsInTraining; they still count in evaluation); ``"abs"`` uses |w|;
+    ``"inverse_boost"`` (AdaBoost family) keeps them and reweights them by the inverse
+    boost factor (TMVA InverseBoostNegWeights). ``"pair"`` is the default because it is
+    the safest choice that still uses every event's weight: it keeps each class's net
+    weight and its local net density (at the neighbour distance), and leaves no negative
+    weight for any booster to stumble on. In ``benchmarks/bench_negative_weights.py`` it
+    is the policy closest to the ideal: with 10 % of the weights flipped at random it
+    loses at most 0.007 of test AUC against dropping the flipped events ("keep": up to
+    0.11 for epsilon-boost), and on an NLO-like sample whose negative weights cancel a
+    signal-like background component it matches training on the net sample, where
+    "ignore" and "abs" learn the wrong background. Its cost is
+    O(n_negative * n_positive * n_features) once, before training.
     """
 
     _estimator_kind = "classifier"
@@ -364,7 +402,7 @@ class BDTClassifier(_BDTBase):
                  min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
                  subsample: float = 1.0, subsample_mode: str = "uniform",
                  colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
-                 colsample_bynode: float = 1.0, negative_weights: str = "keep",
+                 colsample_bynode: float = 1.0, negative_weights: str = "pair",
                  early_stopping: bool = False, validation_fraction: float = 0.1,
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
                  quantised_histograms: bool | str = "auto",
@@ -547,7 +585,7 @@ class BDTRegressor(_BDTBase):
                  min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
                  subsample: float = 1.0, subsample_mode: str = "uniform",
                  colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
-                 colsample_bynode: float = 1.0, negative_weights: str = "keep",
+                 colsample_bynode: float = 1.0, negative_weights: str = "pair",
                  early_stopping: bool = False, validation_fraction: float = 0.1,
                  n_iter_no_change: int | None = 10, tol: float = 0.0,
                  quantised_histograms: bool | str = "auto",
