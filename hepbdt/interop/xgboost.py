@@ -1,0 +1,242 @@
+"""XGBoost JSON models (``Booster.save_model("model.json")``) read into fitted hepbdt estimators.
+
+Supported: the ``gbtree`` booster with numerical splits, one output group, and the
+objectives ``binary:logistic``, ``binary:logitraw`` (BDTClassifier, loss "logistic":
+P = 1/(1+exp(-F))) and ``reg:squarederror`` (BDTRegressor). The raw score (decision
+function) equals ``Booster.predict(DMatrix(X), output_margin=True)``: XGBoost goes left
+when ``x < split_condition`` (float32, as hepbdt), missing values follow ``default_left``,
+a leaf's value is its ``split_conditions`` entry (eta already applied), and the margin
+starts at ``base_score`` (stored as a probability for binary:logistic). XGBoost adds in
+float32 and hepbdt in float64, so the two agree to float32 rounding.
+
+Refused with an error naming what is wrong: multi-class or multi-target models, dart and
+gblinear boosters, categorical splits, other objectives, UBJSON or otherwise malformed
+files. The file is parsed with ``json``; nothing is executed or unpickled, and the
+``xgboost`` package is not needed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import Forest, ForestBuilder, ModelFormatError
+from .tmva import _fitted_estimator
+
+__all__ = ["from_xgboost_json", "XGBoostFormatError"]
+
+OBJECTIVES = {"binary:logistic": "classifier", "binary:logitraw": "classifier",
+              "reg:squarederror": "regressor"}
+
+
+class XGBoostFormatError(ModelFormatError):
+    """An XGBoost model file that is malformed or uses a feature hepbdt does not read."""
+
+
+def _get(d: Any, key: str, where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise XGBoostFormatError(f"{where}: missing key {key!r}")
+    return d[key]
+
+
+def _int(value: Any, where: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise XGBoostFormatError(f"{where}: {value!r} is not an integer") from None
+
+
+def _base_score(text: Any, where: str) -> float:
+    """``"5E-1"`` (XGBoost < 3) or ``"[5E-1]"`` (XGBoost 3, one value per target)."""
+    s = str(text).strip()
+    if s.startswith("[") and s.endswith("]"):
+        parts = [p for p in s[1:-1].split(",") if p.strip()]
+        if len(parts) != 1:
+            raise XGBoostFormatError(f"{where}: base_score {s!r} has {len(parts)} values; "
+                                     "only single-output models are supported")
+        s = parts[0]
+    try:
+        value = float(s)
+    except ValueError:
+        raise XGBoostFormatError(f"{where}: base_score {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise XGBoostFormatError(f"{where}: base_score {text!r} is not finite")
+    return value
+
+
+def _array(tree: dict[str, Any], key: str, n: int, dtype: Any, where: str) -> np.ndarray:
+    raw = _get(tree, key, where)
+    try:
+        a = np.asarray(raw, dtype=dtype)
+    except (TypeError, ValueError):
+        raise XGBoostFormatError(f"{where}.{key}: values of the wrong type") from None
+    if a.ndim != 1 or a.size != n:
+        raise XGBoostFormatError(f"{where}.{key}: expected {n} values, got {a.size}")
+    return a
+
+
+def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, np.ndarray]:
+    """One XGBoost tree -> hepbdt local node arrays in preorder (reachable nodes only)."""
+    param = _get(tree, "tree_param", where)
+    n = _int(_get(param, "num_nodes", where + ".tree_param"), where + ".tree_param.num_nodes")
+    if n < 1:
+        raise XGBoostFormatError(f"{where}: a tree needs at least one node")
+    if _int(param.get("size_leaf_vector", 1), where) > 1:
+        raise XGBoostFormatError(f"{where}: vector leaves (multi-target trees) are not supported")
+    left = _array(tree, "left_children", n, np.int64, where)
+    right = _array(tree, "right_children", n, np.int64, where)
+    index = _array(tree, "split_indices", n, np.int64, where)
+    cond = _array(tree, "split_conditions", n, np.float64, where)
+    default_left = _array(tree, "default_left", n, np.int64, where) != 0
+    split_type = tree.get("split_type")
+    if split_type is not None and np.any(_array(tree, "split_type", n, np.int64, where) != 0):
+        raise XGBoostFormatError(f"{where}: categorical splits are not supported")
+    if tree.get("categories_nodes"):
+        raise XGBoostFormatError(f"{where}: categorical splits are not supported")
+    gain = np.asarray(tree.get("loss_changes", np.zeros(n)), dtype=np.float64)
+    cover = np.asarray(tree.get("sum_hessian", np.zeros(n)), dtype=np.float64)
+    if gain.size != n or cover.size != n:
+        gain, cover = np.zeros(n), np.zeros(n)
+
+    out: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right",
+                                                 "missing_left", "value", "gain", "cover")}
+    seen = np.zeros(n, dtype=bool)
+    stack: list[tuple[int, int, bool]] = [(0, -1, True)]
+    while stack:
+        node, parent, is_left = stack.pop()
+        if not 0 <= node < n or seen[node]:
+            raise XGBoostFormatError(f"{where}: child index {node} is out of range or reused")
+        seen[node] = True
+        k = len(out["feature"])
+        if parent >= 0:
+            out["left" if is_left else "right"][parent] = k
+        out["left"].append(-1)
+        out["right"].append(-1)
+        out["gain"].append(float(gain[node]))
+        out["cover"].append(float(cover[node]))
+        if left[node] == -1:
+            if right[node] != -1:
+                raise XGBoostFormatError(f"{where}: node {node} has only a right child")
+            if not math.isfinite(cond[node]):
+                raise XGBoostFormatError(f"{where}: leaf {node} has a non-finite value")
+            out["feature"].append(-1)
+            out["threshold"].append(0.0)
+            out["missing_left"].append(False)
+            out["value"].append(float(np.float32(cond[node])))
+            continue
+        f = int(index[node])
+        if not 0 <= f < n_features:
+            raise XGBoostFormatError(f"{where}: node {node} splits on feature {f}, outside "
+                                     f"[0, {n_features})")
+        if math.isnan(cond[node]):
+            raise XGBoostFormatError(f"{where}: node {node} has a NaN split condition")
+        out["feature"].append(f)
+        out["threshold"].append(float(np.float32(cond[node])))
+        out["missing_left"].append(bool(default_left[node]))
+        out["value"].append(0.0)
+        stack.append((int(right[node]), k, False))
+        stack.append((int(left[node]), k, True))
+    return {
+        "feature": np.asarray(out["feature"], dtype=np.int32),
+        "threshold": np.asarray(out["threshold"], dtype=np.float32),
+        "bin_threshold": np.zeros(len(out["feature"]), dtype=np.uint8),
+        "left": np.asarray(out["left"], dtype=np.int32),
+        "right": np.asarray(out["right"], dtype=np.int32),
+        "missing_left": np.asarray(out["missing_left"], dtype=bool),
+        "value": np.asarray(out["value"]),
+        "gain": np.asarray(out["gain"]),
+        "cover": np.asarray(out["cover"]),
+    }
+
+
+def from_xgboost_json(path: str | os.PathLike):
+    """Read an XGBoost JSON model into a fitted hepbdt estimator.
+
+    ``binary:logistic`` and ``binary:logitraw`` give a BDTClassifier (loss "logistic",
+    P = 1/(1+exp(-F)), classes [0, 1]); ``reg:squarederror`` a BDTRegressor. Its
+    ``decision_function`` equals XGBoost's ``predict(..., output_margin=True)`` (NaN inputs
+    included) to float32 rounding. Feature names are the model's, else "f0", "f1", ...
+    Split gains (``loss_changes``) and covers (``sum_hessian``) are kept for the rankings.
+
+    Raises
+    ------
+    FileNotFoundError; XGBoostFormatError (a ValueError) naming the file and what is wrong.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"XGBoost model file {str(path)!r} does not exist")
+    where = str(path)
+    try:
+        doc = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise XGBoostFormatError(f"{where}: not a JSON file ({exc}); save the model with "
+                                 "booster.save_model('model.json') (not UBJSON or pickle)") from None
+    learner = _get(doc, "learner", where)
+    objective = _get(_get(learner, "objective", where + ".learner"), "name",
+                     where + ".learner.objective")
+    mparam = _get(learner, "learner_model_param", where + ".learner")
+    n_features = _int(_get(mparam, "num_feature", where), where + ".num_feature")
+    num_class = _int(mparam.get("num_class", 0), where + ".num_class")
+    num_target = _int(mparam.get("num_target", 1), where + ".num_target")
+    if num_class > 1 or num_target > 1:
+        raise XGBoostFormatError(f"{where}: multi-class or multi-target models (num_class="
+                                 f"{num_class}, num_target={num_target}) are not supported")
+    if objective not in OBJECTIVES:
+        raise XGBoostFormatError(f"{where}: objective {objective!r} is not supported; valid: "
+                                 f"{sorted(OBJECTIVES)}")
+    if n_features < 1:
+        raise XGBoostFormatError(f"{where}: num_feature={n_features}; need at least one feature")
+    base = _base_score(_get(mparam, "base_score", where), where)
+    if objective == "binary:logistic":
+        if not 0.0 < base < 1.0:
+            raise XGBoostFormatError(f"{where}: base_score {base} is not a probability in (0, 1)")
+        base = float(np.float32(-math.log(1.0 / base - 1.0)))
+    else:
+        base = float(np.float32(base))
+
+    booster = _get(learner, "gradient_booster", where + ".learner")
+    name = booster.get("name") if isinstance(booster, dict) else None
+    if name != "gbtree":
+        raise XGBoostFormatError(f"{where}: booster {name!r} is not supported (only 'gbtree'; "
+                                 "'dart' and 'gblinear' are refused)")
+    model = _get(booster, "model", where + ".gradient_booster")
+    trees = _get(model, "trees", where + ".gradient_booster.model")
+    if not isinstance(trees, list):
+        raise XGBoostFormatError(f"{where}: 'trees' must be a list")
+    info = model.get("tree_info", [0] * len(trees))
+    if not isinstance(info, list) or len(info) != len(trees) or any(_int(g, where) != 0 for g in info):
+        raise XGBoostFormatError(f"{where}: trees belong to several output groups (multi-class)")
+
+    builder = ForestBuilder(n_features, base_score=base, aggregation="sum")
+    for t, tree in enumerate(trees):
+        builder.add(tree_weight=1.0, **_read_tree(tree, f"{where}: trees[{t}]", n_features))
+    forest: Forest = builder.build()
+    kind = OBJECTIVES[objective]
+    forest.extra = {"loss": "logistic" if kind == "classifier" else "squared",
+                    "xgboost": {"objective": objective, "source": path.name,
+                                "version": doc.get("version")}}
+    try:
+        forest.validate(where)
+    except ModelFormatError as exc:
+        raise XGBoostFormatError(str(exc)) from None
+    names = learner.get("feature_names") or [f"f{i}" for i in range(n_features)]
+    if len(names) != n_features:
+        raise XGBoostFormatError(f"{where}: {len(names)} feature names for {n_features} features")
+    max_depth = _max_depth(forest)
+    params = {"boosting": "newton", "n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
+    if kind == "regressor":
+        params["loss"] = "squared"
+    return _fitted_estimator(kind, forest, [str(n) for n in names], params)
+
+
+def _max_depth(forest: Forest) -> int:
+    depth = np.zeros(forest.n_nodes, dtype=np.int64)
+    for k in np.flatnonzero(forest.feature >= 0):  # children follow parents
+        depth[forest.left[k]] = depth[k] + 1
+        depth[forest.right[k]] = depth[k] + 1
+    return int(depth.max()) if depth.size else 0
