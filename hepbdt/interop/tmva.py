@@ -586,7 +586,7 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     # ElementTree escapes '>' in attribute values, so ' />' only closes empty elements.
     text = ET.tostring(root, encoding="unicode").replace(" />", "/>")
     atomic_write_text(path, '<?xml version="1.0"?>\n' + text + "\n")
-    return {"n_trees": len(outs), "n_residual_trees": len(outs) - max(1, forest.n_trees),
+    return {"n_trees": len(outs), "n_residual_trees": len(outs) - len(trees),
             "n_nodes": n_nodes, "max_response_error": bound}
 
 
