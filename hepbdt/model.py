@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .engine._types import X_DTYPE
-from .engine.predict import predict_per_tree, predict_raw
+from .engine.predict import MAX_DENSE_DEPTH, DenseForest, predict_per_tree, predict_raw
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "load_model", "FORMAT_NAME",
            "FORMAT_VERSION", "atomic_write_text"]
@@ -77,6 +77,15 @@ class Forest:
         """Number of nodes over all trees."""
         return int(self.feature.size)
 
+    def dense(self) -> DenseForest | None:
+        """The forest as complete binary trees (built once, cached), or None when too deep."""
+        cached = self.__dict__.get("_dense")
+        if cached is None or cached[0] != self.n_nodes:
+            d = DenseForest(self) if self.n_trees else None
+            cached = (self.n_nodes, d if d is not None and d.depth <= MAX_DENSE_DEPTH else None)
+            self.__dict__["_dense"] = cached
+        return cached[1]
+
     def raw_score(self, X: np.ndarray, n_trees: int | None = None) -> np.ndarray:
         """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
@@ -84,7 +93,7 @@ class Forest:
         if self.aggregation == "weighted_median":
             return _weighted_median_score(predict_per_tree(X, self)[:, :t_end],
                                           self.tree_weights[:t_end])
-        out = predict_raw(X, self, 0, t_end)
+        out = predict_raw(X, self, 0, t_end, dense=self.dense())
         if self.aggregation == "weighted_mean":
             total = self.tree_weights[:t_end].sum()
             return out / total if total != 0 else out
@@ -100,8 +109,9 @@ class Forest:
             return
         running = np.zeros(X.shape[0])
         total = 0.0
+        dense = self.dense()
         for t in range(self.n_trees):
-            predict_raw(X, self, t, t + 1, out=running)
+            predict_raw(X, self, t, t + 1, out=running, dense=dense)
             total += self.tree_weights[t]
             if self.aggregation == "weighted_mean":
                 yield running / total if total != 0 else running.copy()

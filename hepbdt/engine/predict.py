@@ -14,9 +14,110 @@ import numpy as np
 
 from ._types import MISSING_BIN, njit
 
-__all__ = ["predict_raw", "predict_binned", "predict_per_tree", "predict_naive"]
+__all__ = ["DenseForest", "predict_raw", "predict_binned", "predict_per_tree", "predict_naive"]
 
 BLOCK = 64
+MAX_DENSE_DEPTH = 12  # deeper forests are walked node by node
+
+
+@njit
+def _depths(feature, left, right, tree_offsets):
+    depth = np.zeros(feature.size, np.int64)
+    for t in range(tree_offsets.size - 1):
+        for k in range(tree_offsets[t], tree_offsets[t + 1]):  # children follow parents
+            if feature[k] >= 0:
+                depth[left[k]] = depth[k] + 1
+                depth[right[k]] = depth[k] + 1
+    return depth
+
+
+@njit
+def _densify(feature, threshold, left, right, missing_left, value, tree_offsets, depth,
+             d_feature, d_threshold, d_missing_left, d_leaf):
+    n_inner = (1 << depth) - 1
+    for t in range(tree_offsets.size - 1):
+        node_at = np.empty(2 * n_inner + 1, np.int64)  # sparse node behind each dense slot
+        node_at[0] = tree_offsets[t]
+        for p in range(n_inner):
+            s = node_at[p]
+            if feature[s] >= 0:
+                d_feature[t, p] = feature[s]
+                d_threshold[t, p] = threshold[s]
+                d_missing_left[t, p] = missing_left[s]
+                node_at[2 * p + 1] = left[s]
+                node_at[2 * p + 2] = right[s]
+            else:  # a leaf above the last level: x < NaN is false, so every event goes right
+                d_feature[t, p] = 0
+                d_threshold[t, p] = np.nan
+                d_missing_left[t, p] = False
+                node_at[2 * p + 1] = s
+                node_at[2 * p + 2] = s
+        for q in range(n_inner + 1):
+            d_leaf[t, q] = value[node_at[n_inner + q]]
+
+
+class DenseForest:
+    """Every tree as a complete binary tree of the forest's depth: a fixed number of
+    branch-free steps per tree, independent across the events of a block."""
+
+    def __init__(self, forest):
+        depth = _depths(forest.feature, forest.left, forest.right, forest.tree_offsets)
+        self.depth = int(depth.max()) if depth.size else 0
+        n_trees = forest.tree_offsets.size - 1
+        n_inner = (1 << self.depth) - 1
+        self.feature = np.zeros((n_trees, max(n_inner, 1)), np.int32)
+        self.threshold = np.zeros((n_trees, max(n_inner, 1)), forest.threshold.dtype)
+        self.missing_left = np.zeros((n_trees, max(n_inner, 1)), np.bool_)
+        self.leaf = np.zeros((n_trees, n_inner + 1), np.float64)
+        _densify(forest.feature, forest.threshold, forest.left, forest.right, forest.missing_left,
+                 forest.value, forest.tree_offsets, self.depth, self.feature, self.threshold,
+                 self.missing_left, self.leaf)
+
+
+@njit(parallel=True)
+def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_leaf, depth, tree_weights,
+                   t_begin, t_end, out):
+    n, m = X.shape
+    x_flat = X.ravel()
+    n_inner = (1 << depth) - 1
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for blk in numba.prange(n_blocks):
+        i0 = blk * BLOCK
+        size = min(n, i0 + BLOCK) - i0
+        # A full block always (the last one repeats its last event): fixed trip counts.
+        row = np.empty(BLOCK, np.int64)
+        has_nan = False
+        for i in range(BLOCK):
+            row[i] = (i0 + min(i, size - 1)) * m
+        for k in range(row[0], row[0] + size * m):
+            if x_flat[k] != x_flat[k]:
+                has_nan = True
+        pos = np.zeros(BLOCK, np.int32)
+        acc = np.zeros(BLOCK)
+        for t in range(t_begin, t_end):
+            feat_t = d_feature[t]
+            thr_t = d_threshold[t]
+            pos[:] = 0
+            if has_nan:
+                ml_t = d_missing_left[t]
+                for _ in range(depth):
+                    for i in range(BLOCK):
+                        p = pos[i]
+                        x = x_flat[row[i] + feat_t[p]]
+                        # NaN fails x < thr; it goes left only where missing_left says so
+                        go_left = np.int32(x < thr_t[p]) | (np.int32(ml_t[p]) & np.int32(x != x))
+                        pos[i] = 2 * p + 2 - go_left
+            else:
+                for _ in range(depth):
+                    for i in range(BLOCK):
+                        p = pos[i]
+                        pos[i] = 2 * p + 2 - np.int32(x_flat[row[i] + feat_t[p]] < thr_t[p])
+            tw = tree_weights[t]
+            leaf_t = d_leaf[t]
+            for i in range(BLOCK):
+                acc[i] += tw * leaf_t[pos[i] - n_inner]
+        for i in range(size):
+            out[i0 + i] += acc[i]
 
 
 @njit
@@ -87,16 +188,21 @@ def _predict_binned(codes, feature, bin_threshold, left, right, missing_left, va
 
 
 def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = None,
-                out: np.ndarray | None = None) -> np.ndarray:
+                out: np.ndarray | None = None, dense: DenseForest | None = None) -> np.ndarray:
     """Sum over trees [t_begin, t_end) of tree_weight * leaf value, added to ``out``.
 
     X: (n, m) float32 C-contiguous; forest: any object with the flat node arrays
-    (feature, threshold, left, right, missing_left, value, tree_offsets, tree_weights).
+    (feature, threshold, left, right, missing_left, value, tree_offsets, tree_weights);
+    dense: the same forest as a DenseForest (faster; used when its depth allows).
     Returns (n,) float64.
     """
     t_end = forest.n_trees if t_end is None else t_end
     if out is None:
         out = np.zeros(X.shape[0], dtype=np.float64)
+    if dense is not None and dense.depth <= MAX_DENSE_DEPTH:
+        _predict_dense(X, dense.feature, dense.threshold, dense.missing_left, dense.leaf,
+                       dense.depth, forest.tree_weights, t_begin, t_end, out)
+        return out
     _predict_raw(X, forest.feature, forest.threshold, forest.left, forest.right,
                  forest.missing_left, forest.value, forest.tree_offsets, forest.tree_weights,
                  t_begin, t_end, out)
