@@ -14,7 +14,9 @@ called signal when its leaf has p > 0.5, TMVA's NodePurityLimit):
   err = weighted misclassification rate of the round's sample; tree weight
   alpha = beta * ln((1 - err) / err); misclassified events get w *= exp(alpha); weights are
   renormalised to their initial total. Score = sum alpha_m T_m(x) / sum alpha_m in [-1, 1].
-  Boosting stops (as in TMVA and scikit-learn) when a tree has err >= 0.5.
+  Boosting stops (as in TMVA and scikit-learn) when a tree has err >= 0.5; with a
+  resample per tree, such a tree is left out and another drawn (ten in a row stop it),
+  counted in ``forest.extra["skipped_trees"]``.
 - ``adaboost`` with purity leaves (TMVA UseYesNoLeaf=False, which is what TMVA's
   BoostType=RealAdaBoost means): a leaf outputs p; r = sum w y (2p - 1) / sum w with
   y = +-1, alpha = beta * ln((1 + r) / (1 - r)), w *= exp(-alpha y (2p - 1)).
@@ -63,6 +65,7 @@ ADABOOST_VARIANTS = ("adaboost", "realadaboost", "eps", "bagging")
 NODE_PURITY_LIMIT = 0.5  # TMVA's NodePurityLimit: a node with purity above it is signal
 PURITY_CLIP = 1e-5  # real AdaBoost: |f| <= 1/2 ln((1 - c) / c) ~ 5.76
 MIN_ERROR = 1e-10  # a perfect tree gets alpha = beta * ln((1 - MIN_ERROR) / MIN_ERROR)
+MAX_SKIPPED_IN_A_ROW = 10  # resampled AdaBoost: stop after this many useless trees in a row
 MIN_GAIN_FRACTION = 1e-10  # splits must gain more than this times the tree's total weight
 
 
@@ -163,6 +166,8 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
     errors: list[float] = []
     train_loss: list[float] = []
     stopped = None
+    resampled = mode != "uniform" or subsample < 1.0
+    skipped = skipped_in_a_row = 0
     progress = Progress(n_trees, "training", enabled=True if verbose else None)
     for it in range(n_trees):
         w_eff = w0 * boost
@@ -205,11 +210,18 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
             if err < 0:  # only with negative weights; TMVA takes |err| too
                 err = -err
             if err >= 0.5:
+                if resampled and skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
+                    # A tree grown on a resample can be no better than chance on the whole
+                    # sample: leave it out, draw again.
+                    skipped += 1
+                    skipped_in_a_row += 1
+                    continue
                 if len(builder) == 0:
                     raise ValueError(f"the first tree's weighted error rate is {err:.4g} >= 0.5: "
                                      "nothing to boost (check labels, weights and min_node_size)")
                 stopped = f"tree {it}: error rate {err:.4g} >= 0.5"
                 break
+            skipped_in_a_row = 0
             errors.append(err)
             err = max(err, MIN_ERROR)
             tree_weight = beta * math.log((1.0 - err) / err)
@@ -258,6 +270,7 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
         use_yes_no_leaf=bool(yes_no),
         purity=np.concatenate(purities).tolist() if purities else [],
         error_fraction=errors,
+        skipped_trees=skipped,
     )
     if variant == "realadaboost":
         forest.extra["loss"] = "exponential"
