@@ -20,6 +20,7 @@ from .boosting._loop import run_boosting
 from .boosting.losses import Deviance, Logistic
 from .engine._types import MAX_VALUE_BINS, X_DTYPE
 from .engine.binning import BinMapper
+from .engine.grower import OrderedRows
 from .engine.split import SplitParams
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic_write_text
 
@@ -227,8 +228,9 @@ class _BDTBase:
             mapper = BinMapper(self.max_bins, self.n_cuts,
                                0 if self.random_state is None else int(self.random_state))
             mapper.fit(X, w)
-            codes = mapper.transform(X)
-            forest, result = self._run(X, y, w, codes, mapper, valid, rng)
+            quantised = self._use_quantised(X.shape[0])
+            codes = OrderedRows.from_features(X, mapper) if quantised else mapper.transform(X)
+            forest, result = self._run(X, y, w, codes, mapper, valid, rng, quantised)
         self.forest_ = forest
         self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = names if names is not None else [f"x{i}" for i in range(X.shape[1])]
@@ -239,7 +241,7 @@ class _BDTBase:
         self.bin_edges_ = mapper.edges_
         return self
 
-    def _run(self, X, y, w, codes, mapper, valid, rng):
+    def _run(self, X, y, w, codes, mapper, valid, rng, quantised=False):
         if self.boosting in ADABOOST_BOOSTINGS:
             return self._run_adaboost(y, w, codes, mapper, valid, rng)
         loss = self._make_loss()
@@ -257,10 +259,11 @@ class _BDTBase:
             n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
             min_node_size=self.min_node_size, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
-            colsample_bylevel=self.colsample_bylevel, colsample_bynode=self._node_fraction(codes.shape[0]),
+            colsample_bylevel=self.colsample_bylevel,
+            colsample_bynode=self._node_fraction(mapper.n_bins_.size),
             rng=rng, valid=valid_binned,
             n_iter_no_change=self.n_iter_no_change if (self.early_stopping or valid is not None) else None,
-            tol=self.tol, verbose=self.verbose, quantised=self._use_quantised(codes.shape[1]))
+            tol=self.tol, verbose=self.verbose, quantised=quantised)
         keep = None
         if result.best_iteration is not None and (self.early_stopping or valid is not None):
             keep = result.best_iteration + 1

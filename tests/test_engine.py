@@ -80,7 +80,9 @@ def test_packed_histograms_are_exact_sums_of_quantised_values():
     b[:5] *= -1  # negative hessians (negative weights) must decode too
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
-    ordered = OrderedRows(np.ascontiguousarray(codes.T), rows[::-1].copy())  # any order
+    ordered = OrderedRows(X.shape[0], X.shape[1])
+    ordered.partition[:] = rows[::-1]  # any order: integer sums do not depend on it
+    ordered.codes[:, : X.shape[1]] = codes.T[ordered.partition]
     q.pack_into(ordered.partition, a, b, ordered.payload)
     h = new_histograms(1, X.shape[1], packed=True)
     build_histograms(codes, ordered.partition, ordered.payload, np.array([0]),

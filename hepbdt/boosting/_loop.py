@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from ..engine._types import CHANNEL_DTYPE, njit
-from ..engine.grower import GrownTree, OrderedRows, grow_tree, sample_features, slice_sums
+from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ForestBuilder
@@ -107,8 +107,8 @@ def _add_leaf_values(partition, start, stop, value, score):
 
 
 def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: np.ndarray,
-                  scale: float = 1.0, through_partition: bool = False, by_event: bool = False) -> None:
-    """score += scale * tree(x) on binned data (codes event-major (n, m) when ``by_event``).
+                  scale: float = 1.0, through_partition: bool = False) -> None:
+    """score += scale * tree(x) on binned data (feature-major codes (m, n)).
 
     through_partition: the scores are the tree's own training events and the partition
     holds every one of them, so leaf slices say where each event went.
@@ -118,8 +118,8 @@ def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: 
         _add_leaf_values(tree.partition, tree.start[leaves], tree.stop[leaves],
                          scale * value[leaves], score)
         return
-    predict_binned(codes.T if by_event else codes, tree.feature, tree.bin_threshold, tree.left,
-                   tree.right, tree.missing_left, value, np.array([0, tree.n_nodes], np.int64),
+    predict_binned(codes, tree.feature, tree.bin_threshold, tree.left, tree.right,
+                   tree.missing_left, value, np.array([0, tree.n_nodes], np.int64),
                    np.array([scale]), score)
 
 
@@ -147,11 +147,6 @@ class Progress:
         sys.stderr.flush()
 
 
-def _reset(ordered: OrderedRows, codes: np.ndarray, rows: np.ndarray) -> OrderedRows:
-    ordered.reset(codes, rows)
-    return ordered
-
-
 @dataclass
 class BoostResult:
     """Outcome of a boosting run."""
@@ -169,9 +164,16 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
                  valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
                  quantised=False) -> BoostResult:
-    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py)."""
+    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py).
+
+    codes: (m, n) uint8 feature-major codes, or with ``quantised`` an OrderedRows.
+    """
     loss = booster.loss
-    n, m = codes.shape if quantised else codes.shape[::-1]
+    if quantised:  # ``codes`` is the OrderedRows holding every event's codes
+        ordered, codes = codes, None
+        n, m = ordered.payload.shape[0], ordered.n_features
+    else:
+        m, n = codes.shape
     base = float(loss.init_score(y, w))
     score = np.full(n, base)
     builder = ForestBuilder(m, base_score=base)
@@ -181,11 +183,13 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         codes_v, y_v, w_v = valid
         score_v = np.full(y_v.size, base)
     best_iter, best_loss = None, np.inf
-    ordered = OrderedRows(codes, np.arange(n, dtype=np.int32)) if quantised else None
+    all_rows = np.arange(n, dtype=np.int32)
     progress = Progress(n_trees, "training", enabled=True if verbose else None)
     for it in range(n_trees):
         loss.begin_round(y, w, score)
         rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
+        if quantised:  # every event flows through; those left out carry zero channels
+            rows = all_rows
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
         if it > 0:
             train_loss.append(previous_loss)
@@ -194,14 +198,15 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         features = sample_features(all_features, colsample_bytree, rng)
         tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                          features, colsample_bylevel, colsample_bynode, rng, quantised=quantised,
-                         ordered=_reset(ordered, codes, rows) if quantised and rows.size == n else None)
+                         ordered=ordered if quantised else None)
         value = booster.leaf_values(tree, y, w_tree, score, wg, wh)
         add_tree(builder, tree, value, mapper,
                  cover=leaf_sums(tree, w_tree) if quantised else None)
-        update_scores(codes, tree, value, score, through_partition=rows.size == n,
-                      by_event=quantised)
+        update_scores(codes, tree, value, score, through_partition=rows.size == n)
+        if quantised:
+            ordered.restore_order()
         if valid is not None:
-            update_scores(codes_v, tree, value, score_v, by_event=quantised)
+            update_scores(codes_v, tree, value, score_v)
             valid_loss.append(loss.loss(y_v, w_v, score_v))
             if valid_loss[-1] < best_loss - tol:
                 best_loss, best_iter = valid_loss[-1], it

@@ -75,18 +75,30 @@ class Loss:
                 self.loss(y, w, score))
 
 
+LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends on threads)
+
+
 @njit(parallel=True)
-def _logistic_channels(y, score, w_tree, scale, wg, wh, pointwise):
-    for i in numba.prange(y.size):
-        z = scale * score[i]
-        e = math.exp(-abs(z))  # one exponential serves p and the loss
-        p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
-        g = scale * (p - y[i])
-        h = max(scale * scale * p * (1.0 - p), 1e-16)
-        wg[i] = w_tree[i] * g
-        wh[i] = w_tree[i] * h
-        m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|))
-        pointwise[i] = (m if m > 0 else 0.0) + math.log1p(e)
+def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
+    for c in numba.prange(partial_loss.size):
+        total = 0.0
+        for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
+            total += w[i] * _logistic_event(y, score, w_tree, scale, wg, wh, i)
+        partial_loss[c] = total
+
+
+@njit
+def _logistic_event(y, score, w_tree, scale, wg, wh, i):
+    """Fill wg[i], wh[i]; return the event's loss."""
+    z = scale * score[i]
+    e = math.exp(-abs(z))  # one exponential serves p and the loss
+    p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
+    g = scale * (p - y[i])
+    h = max(scale * scale * p * (1.0 - p), 1e-16)
+    wg[i] = w_tree[i] * g
+    wh[i] = w_tree[i] * h
+    m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|))
+    return (m if m > 0 else 0.0) + math.log1p(e)
 
 
 class _LogisticFamily(Loss):
@@ -98,10 +110,10 @@ class _LogisticFamily(Loss):
         n = y.size
         wg = np.empty(n, CHANNEL_DTYPE)
         wh = np.empty(n, CHANNEL_DTYPE)
-        pointwise = np.empty(n)
-        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), self.scale, wg, wh, pointwise)
+        partial = np.empty(-(-n // LOSS_CHUNK))
+        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh, partial)
         total = float(np.sum(w))
-        return wg, wh, float(np.dot(w, pointwise) / total) if total != 0 else 0.0
+        return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
 
 class Deviance(_LogisticFamily):

@@ -126,15 +126,10 @@ def _apply_bins_by_event(X, edges, codes):
                 codes[i, f] = _bin_of(edges[f], X[i, f])
 
 
-def apply_bins(X: np.ndarray, edges: list[np.ndarray], by_event: bool = False) -> np.ndarray:
-    """Bin codes of X: feature-major (m, n) uint8, or event-major (n, m) when ``by_event``;
-    NaN in ``MISSING_BIN``."""
+def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
+    """Bin codes of X, feature-major: (m, n) uint8, NaN in ``MISSING_BIN``."""
     packed = _pack_edges(edges)
     X = np.ascontiguousarray(X, dtype=X_DTYPE)
-    if by_event:
-        codes = np.empty(X.shape, dtype=BIN_DTYPE)
-        _apply_bins_by_event(X, packed, codes)
-        return codes
     codes = np.empty((X.shape[1], X.shape[0]), dtype=BIN_DTYPE)
     _apply_bins(X, packed, codes)
     return codes
@@ -154,9 +149,14 @@ class BinMapper:
         self.n_bins_ = np.array([e.size + 1 for e in self.edges_], dtype=np.int32)
         return self
 
-    def transform(self, X: np.ndarray, by_event: bool = False) -> np.ndarray:
-        """Codes of X: (m, n) uint8, or (n, m) when ``by_event``."""
-        return apply_bins(X, self.edges_, by_event)
+    def transform_into(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Event-major codes of X written into columns [0, m) of ``out`` ((n, >= m) uint8)."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        _apply_bins_by_event(X, _pack_edges(self.edges_), out)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Codes of X, (m, n) uint8."""
+        return apply_bins(X, self.edges_)
 
     def thresholds(self, feature: np.ndarray, bin_threshold: np.ndarray) -> np.ndarray:
         """Raw thresholds for splits ``code <= bin_threshold`` (x < threshold); inf past the last edge."""

@@ -157,29 +157,45 @@ def slice_sums(tree: GrownTree, values: np.ndarray) -> np.ndarray:
 
 
 class OrderedRows:
-    """A tree's events in partition order with their codes, for the quantised histograms.
+    """Every training event with its codes, in partition order, for the quantised histograms.
 
-    ``payload`` is int64 (n_rows, words): the first words hold the event's bin codes as
-    bytes (``codes`` is that uint8 view), the last word the packed channels. Partitioning
-    moves whole rows, so histograms and partitions stream through memory. ``reset``
-    restores event order for the next tree, so that per-event gathers stay monotone.
+    ``payload`` is int64 (n, words): the first words hold the event's bin codes as bytes
+    (``codes`` is that uint8 view), the last word the packed channels. Partitioning moves
+    whole rows, so histograms and partitions stream through memory. ``restore_order``
+    puts the rows back in event order after a tree, so that per-event gathers stay
+    monotone. Built straight from the raw features: no other copy of the codes exists.
     """
 
-    def __init__(self, codes_by_event: np.ndarray, rows: np.ndarray):
-        n_rows = rows.size
-        m = codes_by_event.shape[1]
-        words = -(-m // 8) + 1
-        self.partition = np.empty(n_rows, dtype=INDEX_DTYPE)
-        self.payload = np.zeros((n_rows, words), dtype=np.int64)
-        self.codes = self.payload.view(np.uint8).reshape(n_rows, 8 * words)
-        self.scratch_idx = np.empty(n_rows, INDEX_DTYPE)
+    def __init__(self, n_events: int, n_features: int):
+        words = -(-n_features // 8) + 1
+        self.n_features = n_features
+        self.partition = np.arange(n_events, dtype=INDEX_DTYPE)
+        self.payload = np.zeros((n_events, words), dtype=np.int64)
+        self.scratch_idx = np.empty(n_events, INDEX_DTYPE)
         self.scratch_payload = np.empty_like(self.payload)
-        self.reset(codes_by_event, rows)
+        self.payload_events = np.arange(n_events, dtype=INDEX_DTYPE)  # event of each payload row
+        self.payload_follows_partition = True
 
-    def reset(self, codes_by_event: np.ndarray, rows: np.ndarray) -> None:
-        """Hold ``rows`` (as many as at construction) in the given order."""
-        self.partition[:] = rows
-        _gather_codes(codes_by_event, self.partition, self.codes)
+    @property
+    def codes(self) -> np.ndarray:
+        """(n, 8 * words) uint8 view of the payload; columns [0, n_features) are the codes."""
+        return self.payload.view(np.uint8).reshape(self.payload.shape[0], -1)
+
+    @classmethod
+    def from_features(cls, X: np.ndarray, mapper) -> OrderedRows:
+        """Bin X (n, m) float32 with ``mapper`` straight into the payload rows."""
+        ordered = cls(X.shape[0], X.shape[1])
+        mapper.transform_into(X, ordered.codes)
+        return ordered
+
+    def restore_order(self) -> None:
+        """Rows back in event order (after a tree has permuted them)."""
+        events = self.partition if self.payload_follows_partition else self.payload_events
+        _scatter_rows(self.payload, events, self.scratch_payload)
+        self.payload, self.scratch_payload = self.scratch_payload, self.payload
+        self.partition[:] = np.arange(self.partition.size, dtype=INDEX_DTYPE)
+        self.payload_events[:] = self.partition
+        self.payload_follows_partition = True
 
     def fill_channels(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
         """Pack channels A and B of each event into the last word of its row."""
@@ -187,12 +203,11 @@ class OrderedRows:
 
 
 @njit(parallel=True)
-def _gather_codes(codes_by_event, partition, out):
-    m = codes_by_event.shape[1]
-    for k in numba.prange(partition.size):
-        row = codes_by_event[partition[k]]
-        for f in range(m):
-            out[k, f] = row[f]
+def _scatter_rows(payload, events, out):
+    for k in numba.prange(events.size):
+        dst = events[k]
+        for w in range(payload.shape[1]):
+            out[dst, w] = payload[k, w]
 
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -226,7 +241,8 @@ def grow_tree(
 
     Parameters
     ----------
-    codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``.
+    codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``
+        (then ignored when ``ordered`` is given: it holds the codes).
     rows : (n_rows,) int32 events of this tree (a subsample, or all).
     a, b, w : (n,) float32 channels A, B and event weight W of every event.
     n_value_bins : (m,) int32 value bins per feature.
@@ -236,20 +252,25 @@ def grow_tree(
     colsample_bylevel, colsample_bynode : further fractions per level and per node.
     rng : generator for the per-level and per-node feature draws.
     quantised : pack A and B into int64 histograms (W is then replaced by B).
-    ordered : the events in partition order (quantised only); built from ``rows`` when
-        None. Reused across trees, it is modified in place, and so is ``partition`` of
-        the tree it returns.
+    ordered : every event in partition order (quantised only; ``rows`` must then be all
+        events); built from ``codes`` when None. Reused across trees (``restore_order``
+        between them), it is modified in place, and so is ``partition`` of the tree.
     """
-    m = codes.shape[1] if quantised else codes.shape[0]
+    if quantised:
+        m = ordered.n_features if ordered is not None else codes.shape[1]
+    else:
+        m = codes.shape[0]
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
         if ordered is None:
-            ordered = OrderedRows(codes, rows)
+            ordered = OrderedRows(codes.shape[0], codes.shape[1])
+            ordered.codes[:, :m] = codes
+        if rows.size != ordered.partition.size:
+            raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         partition = ordered.partition
         n_rows = partition.size
-        all_rows = n_rows == codes.shape[0]
-        quantiser = Quantiser(a if all_rows else a[rows], b if all_rows else b[rows], n_rows)
+        quantiser = Quantiser(a, b, n_rows)
         ordered.fill_channels(quantiser, a, b)
         payload, ordered_codes = ordered.payload, ordered.codes
         scratch_idx, scratch_payload = ordered.scratch_idx, ordered.scratch_payload
@@ -295,9 +316,13 @@ def grow_tree(
         nodes = [level[j] for j in to_split]
         s = np.array([start[n] for n in nodes], np.int64)
         e = np.array([stop[n] for n in nodes], np.int64)
+        last_level = depth + 1 == max_depth
+        if quantised and last_level:
+            ordered.payload_events[:] = partition
+            ordered.payload_follows_partition = False
         mid = _partition_nodes(key_codes, ordered_codes, partition, payload, s, e, f[to_split],
                                t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
-                               scratch_payload, move_payload=depth + 1 < max_depth)
+                               scratch_payload, move_payload=not last_level)
         next_level = []
         for q, j in enumerate(to_split):
             n = level[j]

@@ -17,6 +17,7 @@ from ._types import MISSING_BIN, njit
 __all__ = ["DenseForest", "predict_raw", "predict_binned", "predict_per_tree", "predict_naive"]
 
 BLOCK = 64
+GROUP = 16  # blocks per parallel task of the dense walk (buffers allocated once a task)
 MAX_DENSE_DEPTH = 12  # deeper forests are walked node by node
 
 
@@ -81,43 +82,46 @@ def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_leaf, depth, tre
     x_flat = X.ravel()
     n_inner = (1 << depth) - 1
     n_blocks = (n + BLOCK - 1) // BLOCK
-    for blk in numba.prange(n_blocks):
-        i0 = blk * BLOCK
-        size = min(n, i0 + BLOCK) - i0
-        # A full block always (the last one repeats its last event): fixed trip counts.
+    n_groups = (n_blocks + GROUP - 1) // GROUP
+    for grp in numba.prange(n_groups):
         row = np.empty(BLOCK, np.int64)
-        has_nan = False
-        for i in range(BLOCK):
-            row[i] = (i0 + min(i, size - 1)) * m
-        for k in range(row[0], row[0] + size * m):
-            if x_flat[k] != x_flat[k]:
-                has_nan = True
         pos = np.zeros(BLOCK, np.int32)
         acc = np.zeros(BLOCK)
-        for t in range(t_begin, t_end):
-            feat_t = d_feature[t]
-            thr_t = d_threshold[t]
-            pos[:] = 0
-            if has_nan:
-                ml_t = d_missing_left[t]
-                for _ in range(depth):
-                    for i in range(BLOCK):
-                        p = pos[i]
-                        x = x_flat[row[i] + feat_t[p]]
-                        # NaN fails x < thr; it goes left only where missing_left says so
-                        go_left = np.int32(x < thr_t[p]) | (np.int32(ml_t[p]) & np.int32(x != x))
-                        pos[i] = 2 * p + 2 - go_left
-            else:
-                for _ in range(depth):
-                    for i in range(BLOCK):
-                        p = pos[i]
-                        pos[i] = 2 * p + 2 - np.int32(x_flat[row[i] + feat_t[p]] < thr_t[p])
-            tw = tree_weights[t]
-            leaf_t = d_leaf[t]
+        for blk in range(grp * GROUP, min(n_blocks, grp * GROUP + GROUP)):
+            i0 = blk * BLOCK
+            size = min(n, i0 + BLOCK) - i0
+            # A full block always (the last one repeats its last event): fixed trip counts.
             for i in range(BLOCK):
-                acc[i] += tw * leaf_t[pos[i] - n_inner]
-        for i in range(size):
-            out[i0 + i] += acc[i]
+                row[i] = (i0 + min(i, size - 1)) * m
+            has_nan = False
+            for k in range(row[0], row[0] + size * m):
+                if x_flat[k] != x_flat[k]:
+                    has_nan = True
+            acc[:] = 0.0
+            for t in range(t_begin, t_end):
+                feat_t = d_feature[t]
+                thr_t = d_threshold[t]
+                pos[:] = 0
+                if has_nan:
+                    ml_t = d_missing_left[t]
+                    for _ in range(depth):
+                        for i in range(BLOCK):
+                            p = pos[i]
+                            x = x_flat[row[i] + feat_t[p]]
+                            # NaN fails x < thr; it goes left only where missing_left says so
+                            go_left = np.int32(x < thr_t[p]) | (np.int32(ml_t[p]) & np.int32(x != x))
+                            pos[i] = 2 * p + 2 - go_left
+                else:
+                    for _ in range(depth):
+                        for i in range(BLOCK):
+                            p = pos[i]
+                            pos[i] = 2 * p + 2 - np.int32(x_flat[row[i] + feat_t[p]] < thr_t[p])
+                tw = tree_weights[t]
+                leaf_t = d_leaf[t]
+                for i in range(BLOCK):
+                    acc[i] += tw * leaf_t[pos[i] - n_inner]
+            for i in range(size):
+                out[i0 + i] += acc[i]
 
 
 @njit
