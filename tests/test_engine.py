@@ -180,3 +180,21 @@ def test_partition_of_large_nodes_is_stable():
     for k in np.flatnonzero(tree.feature < 0):
         part = tree.partition[tree.start[k]:tree.stop[k]]
         assert np.all(np.diff(part) > 0)
+
+
+def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
+    import hepbdt
+    from hepbdt.engine.predict import DenseForest, predict_naive, predict_raw
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(700, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    for depth in (2, 5, 14):  # 14 is deeper than the dense layout allows
+        model = hepbdt.BDTClassifier(boosting="gradient", n_trees=6, max_depth=depth).fit(X, y)
+        f = model.forest_
+        naive = predict_naive(X, f)
+        np.testing.assert_allclose(predict_raw(X, f), naive, atol=1e-12)
+        dense = DenseForest(f)
+        np.testing.assert_allclose(predict_raw(X, f, dense=dense), naive, atol=1e-12)
+        np.testing.assert_allclose(model.decision_function(X), naive + f.base_score, atol=1e-12)
