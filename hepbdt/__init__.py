@@ -24,6 +24,8 @@ _LAZY = {
     "write_scores": "hepbdt.io",
     "apply": "hepbdt.io",
     "report": "hepbdt.report",
+    "load_config": "hepbdt.config",
+    "KFoldModel": "hepbdt.workflow",
 }
 
 _SUBMODULES = ("evaluation", "plotting", "interop", "engine", "io")

@@ -1,0 +1,323 @@
+"""The ``hepbdt`` command: ``train``, ``apply``, ``inspect``, ``report`` and ``demo``.
+
+Each subcommand is a thin layer over :mod:`hepbdt.config` (reading and checking the TOML
+analysis configuration) and :mod:`hepbdt.workflow` (training and writing the outputs).
+Errors the user can fix (a mistake in the configuration, a missing file or branch, a bad
+model file) are printed as ``hepbdt: error: ...`` with exit status 2, without a traceback.
+Progress lines go to stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "demo_config_path"]
+
+EXAMPLES = """\
+examples:
+  hepbdt demo                                   train the shipped demo into ./hepbdt-demo
+  hepbdt train analysis.toml --output results   train an analysis
+  hepbdt train analysis.toml --set method.n_trees=500 --set split.kfold=5
+  hepbdt apply results/model.json 'ntuples/*.root' --output scores.root --event event
+  hepbdt inspect results/model.json
+  hepbdt report results/model.json results/scores.root --output report.html
+"""
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed without a traceback."""
+
+
+def demo_config_path() -> Path:
+    """``analyses/demo.toml`` of the checkout hepbdt runs from (an editable install)."""
+    import hepbdt
+
+    path = Path(hepbdt.__file__).resolve().parent.parent / "analyses" / "demo.toml"
+    if not path.is_file():
+        raise UserError(
+            f"the demo configuration {path} is not there: `hepbdt demo` runs from a checkout "
+            "of the hepbdt repository installed with `pip install -e .` (the demo ntuples in "
+            "data/ and analyses/demo.toml are not part of the wheel)"
+        )
+    return path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hepbdt", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Boosted decision trees for particle physics: train on ROOT ntuples from "
+                    "a TOML analysis configuration, apply models to ntuples, inspect models "
+                    "and write reports.",
+        epilog=EXAMPLES)
+    from hepbdt import __version__
+
+    parser.add_argument("--version", action="version", version=f"hepbdt {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    def progress_options(sub: argparse.ArgumentParser) -> None:
+        group = sub.add_mutually_exclusive_group()
+        group.add_argument("--progress", dest="progress", action="store_const", const=True,
+                           default=None, help="show progress lines on stderr (default: only "
+                           "when stderr is a terminal)")
+        group.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                           help="never show progress lines")
+
+    train = commands.add_parser(
+        "train", help="train an analysis from its TOML configuration",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read the samples, split them (or train k folds by event number), fit the "
+                    "model and write into the output folder: model.json (k-fold: one model "
+                    "per fold and a manifest), model.weights.xml (TMVA), scores.root "
+                    "(TrainTree, TestTree), figures/, report.html and summary.txt. The "
+                    "configuration, its files and its branches are checked before any work "
+                    "starts.",
+        epilog="--set takes a dotted key and a TOML value, e.g. --set method.n_trees=500, "
+               "--set split.kfold=5, --set samples.signal.cut='nJet >= 3', "
+               "--set 'features=[\"HT\", \"MET_pt\"]'.")
+    train.add_argument("config", help="the analysis configuration (.toml)")
+    train.add_argument("--set", dest="overrides", action="append", default=[],
+                       metavar="KEY=VALUE", help="override a configuration key (repeatable)")
+    train.add_argument("--output", "-o", help="output folder (default: [output] directory, "
+                       "else ./hepbdt-<config name>)")
+    train.add_argument("--check", action="store_true", help="check the configuration, the "
+                       "files and the branches, then stop")
+    progress_options(train)
+
+    apply = commands.add_parser(
+        "apply", help="score ntuples with a model; write a friend tree",
+        description="Evaluate a model on every entry of the input trees and write a friend "
+                    "tree (same entries, same order) with the score and the event identifier. "
+                    "A k-fold manifest scores each event with the model that did not train on "
+                    "it, by event number.")
+    apply.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    apply.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="input ROOT files: paths, globs or file.root:tree")
+    apply.add_argument("--output", "-o", required=True, help="output ROOT file; {stem}, "
+                       "{name}, {tree} give one file per input")
+    apply.add_argument("--tree", help="input tree name (default: the file's only tree)")
+    apply.add_argument("--branch", default="bdt_score", help="score branch name "
+                       "(default: bdt_score)")
+    apply.add_argument("--event", help="event-number expression written beside the score "
+                       "(default: the k-fold manifest's, else the entry number)")
+    apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
+    progress_options(apply)
+
+    inspect = commands.add_parser(
+        "inspect", help="print a model's options, features, trees and ranking",
+        description="Print the estimator, its options (and the TMVA option string when there "
+                    "is one), the features, the trees and a text ranking of the variables.")
+    inspect.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    inspect.add_argument("--tree", type=int, action="append", default=[], metavar="N",
+                         help="also print tree N as text (repeatable)")
+
+    report = commands.add_parser(
+        "report", help="write the HTML report again from a model and its score trees",
+        description="Rebuild report.html from a model file and the scores.root that "
+                    "`hepbdt train` wrote (TrainTree and TestTree with their features).")
+    report.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    report.add_argument("scores", help="scores.root written by hepbdt train")
+    report.add_argument("--output", "-o", default="report.html", help="HTML file to write "
+                        "(default: report.html)")
+    report.add_argument("--title", help="title of the report")
+
+    demo = commands.add_parser(
+        "demo", help="train the shipped demo analysis (analyses/demo.toml on data/*.root)",
+        description="Train analyses/demo.toml (X(125) -> bb against QCD and ttbar on the "
+                    "shipped toy ntuples) and write everything into ./hepbdt-demo.")
+    demo.add_argument("--output", "-o", default=None, help="output folder (default: "
+                      "./hepbdt-demo)")
+    demo.add_argument("--set", dest="overrides", action="append", default=[],
+                      metavar="KEY=VALUE", help="override a configuration key (repeatable)")
+    progress_options(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``hepbdt`` command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    from hepbdt.config import ConfigError
+    from hepbdt.io.errors import InputError
+    from hepbdt.model import ModelFormatError
+
+    try:
+        return _COMMANDS[args.command](args)
+    except (UserError, ConfigError, InputError, ModelFormatError, FileNotFoundError) as exc:
+        text = str(exc)
+        if isinstance(exc, ConfigError) and len(exc.problems) > 1:
+            text = f"{len(exc.problems)} problems in the configuration:\n  " + "\n  ".join(
+                exc.problems)
+        print(f"hepbdt: error: {text}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hepbdt: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `hepbdt inspect model.json | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
+    from hepbdt.config import check_inputs, load_config
+    from hepbdt.workflow import default_output_dir, train
+
+    config = load_config(config_path or args.config, args.overrides,
+                         output=getattr(args, "output", None))
+    check_inputs(config)
+    if getattr(args, "check", False):
+        print(f"{config.path}: OK ({len(config.samples)} samples, {len(config.features)} "
+              f"features, {config.task}); outputs would go to {default_output_dir(config)}/")
+        return 0
+    result = train(config, progress=args.progress, echo=_echo(args.progress))
+    print(result.summary)
+    return 0
+
+
+def _echo(progress: bool | None) -> Any:
+    """Progress text to stderr when it is shown, else nowhere."""
+    show = progress if progress is not None else sys.stderr.isatty()
+    if not show:
+        return None
+    return lambda text: print(text, file=sys.stderr, flush=True)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.output is None:
+        args.output = "hepbdt-demo"
+    return _train(args, demo_config_path())
+
+
+def _load(path: str) -> Any:
+    from hepbdt.workflow import load
+
+    return load(path)
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from hepbdt.io import apply
+    from hepbdt.workflow import KFoldModel
+
+    model = _load(args.model)
+    if isinstance(model, KFoldModel):
+        event = args.event or model.by
+        if args.event and args.event != model.by:
+            print(f"hepbdt: note: the folds were made with {model.by!r}; scoring by "
+                  f"{args.event!r}", file=sys.stderr)
+        models: Any = model.models
+    else:
+        event = args.event
+        models = model
+    written = apply(models, list(args.inputs), args.output, branch=args.branch, tree=args.tree,
+                    event_branch=event, output_tree=args.output_tree, progress=args.progress)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from hepbdt.workflow import KFoldModel
+
+    model = _load(args.model)
+    if isinstance(model, KFoldModel):
+        print(f"{args.model}: k-fold model, k = {model.k}, folds by {model.by!r} % {model.k}")
+        for i, fold in enumerate(model.models):
+            print(f"  fold {i}: {type(fold).__name__}, {fold.n_trees_} trees, "
+                  f"{fold.forest_.n_nodes} nodes")
+        print()
+        print(describe_model(model.models[0], args.tree, "fold 0: "))
+    else:
+        print(describe_model(model, args.tree, f"{args.model}: "))
+    return 0
+
+
+def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
+    """Options, features, trees and ranking of a fitted estimator, as text."""
+    from hepbdt.evaluation import tmva_importance
+
+    forest = model.forest_
+    names = list(model.feature_names_in_)
+    lines = [f"{prefix}{type(model).__name__}"]
+    lines.append("Options:")
+    for key, value in sorted(model.get_params().items()):
+        lines.append(f"  {key:24} {value!r}")
+    try:
+        lines.append(f"TMVA options: {model.to_tmva()}")
+    except ValueError as exc:
+        lines.append(f"TMVA options: none ({exc})")
+    lines.append(f"Features ({len(names)}):")
+    lines += [f"  {i:3d}  {name}" for i, name in enumerate(names)]
+    depths = [_depth(forest, t) for t in range(forest.n_trees)]
+    lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
+                 f"{max(depths, default=0)}, aggregation {forest.aggregation}, base score "
+                 f"{forest.base_score:g}")
+    ranking = tmva_importance(model, names)
+    lines.append("Ranking (TMVA-style importance: summed boost-weighted split gain):")
+    for rank, i in enumerate(ranking.order(), start=1):
+        bar = "#" * int(round(40 * ranking.importance[i] / max(ranking.importance.max(), 1e-300)))
+        lines.append(f"  {rank:3d}. {names[i][:40]:40} {ranking.importance[i]:.4f} "
+                     f"({int(ranking.split_count[i])} splits) {bar}")
+    for t in trees:
+        if not 0 <= t < forest.n_trees:
+            raise UserError(f"--tree {t}: the model has trees 0..{forest.n_trees - 1}")
+        lines.append(f"Tree {t} (weight {forest.tree_weights[t]:g}):")
+        lines += tree_text(forest, t, names)
+    return "\n".join(lines)
+
+
+def _depth(forest: Any, t: int) -> int:
+    span = forest.tree_slice(t)
+    left, right = forest.left, forest.right
+    stack, deepest = [(span.start, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if left[node] >= 0:
+            stack += [(int(left[node]), depth + 1), (int(right[node]), depth + 1)]
+    return deepest
+
+
+def tree_text(forest: Any, t: int, names: Sequence[str]) -> list[str]:
+    """One tree as indented text: ``name < cut`` (left) and ``name >= cut`` (right)."""
+    lines: list[str] = []
+
+    def walk(node: int, indent: str) -> None:
+        if forest.left[node] < 0:
+            lines.append(f"{indent}leaf: {forest.value[node]:.6g} (cover {forest.cover[node]:.4g})")
+            return
+        name = names[int(forest.feature[node])]
+        cut = float(forest.threshold[node])
+        missing = "missing goes left" if forest.missing_left[node] else "missing goes right"
+        lines.append(f"{indent}if {name} < {cut:.6g}:   [{missing}, gain {forest.gain[node]:.4g}]")
+        walk(int(forest.left[node]), indent + "    ")
+        lines.append(f"{indent}else:")
+        walk(int(forest.right[node]), indent + "    ")
+
+    walk(forest.tree_slice(t).start, "  ")
+    return lines
+
+
+def _report(args: argparse.Namespace) -> int:
+    from hepbdt.workflow import report_from_scores
+
+    for path in (args.model, args.scores):
+        if not os.path.isfile(path):
+            raise UserError(f"{path}: no such file")
+    try:
+        path = report_from_scores(args.model, args.scores, args.output, title=args.title)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(f"wrote {path}")
+    return 0
+
+
+_COMMANDS = {"train": _train, "apply": _apply, "inspect": _inspect, "report": _report,
+             "demo": _demo}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
