@@ -720,6 +720,16 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     except UnicodeDecodeError as exc:
         raise ConfigError([f"{source}: not a UTF-8 text file ({exc})"]) from None
     overridden = apply_overrides(document, overrides)
+    split_table = document.get("split")
+    if isinstance(split_table, dict):
+        # An override of the scheme replaces the file's scheme: --set split.kfold=5 on a
+        # file with mode and train_fraction trains k folds, and the other way round.
+        single = {"split.mode", "split.train_fraction"}
+        if "split.kfold" in overridden:
+            for key in single - overridden:
+                split_table.pop(key.split(".")[1], None)
+        elif single & overridden:
+            split_table.pop("kfold", None)
     problems = _Problems(source, overridden)
     top = _check_keys(document, _TOP_KEYS, None, problems)
     base = config_path.resolve().parent
