@@ -569,10 +569,11 @@ def summarise(result: TrainResult) -> str:
         rows = kfold_table(FoldScores.of(result))
         lines += ["", "Per fold:"]
         header = list(rows[0])
-        lines.append("  " + "  ".join(f"{h:>17}" for h in header))
+        widths = [max(len(h), 7) for h in header]
+        lines.append("  " + "  ".join(f"{h:>{n}}" for h, n in zip(header, widths, strict=True)))
         for row in rows:
             lines.append("  " + "  ".join(
-                f"{_cell(row[h]):>17}" for h in header))
+                f"{_cell(row[h]):>{n}}" for h, n in zip(header, widths, strict=True)))
         key = "test RMSE" if config.task == "regression" else "test AUC"
         values = np.array([row[key] for row in rows])
         lines.append(f"  {key}: {values.mean():.4f} +- {values.std():.4f} over {len(rows)} "
@@ -587,13 +588,17 @@ def summarise(result: TrainResult) -> str:
     for warning in result.warnings:
         lines.append(warning)
     lines += ["", f"Outputs in {result.output_dir}/:"]
+    k = len(_models(result.model))
     for key, path in result.files.items():
-        if key.startswith("figure:") or key.startswith("model_fold") or "_fold" in key:
+        if key.startswith("figure:") or "_fold" in key:
             continue
-        try:
-            shown = path.relative_to(result.output_dir)
-        except ValueError:
-            shown = path
+        shown = path.name
+        if k > 1 and key == "model":
+            shown += f" (k-fold manifest) + model_fold0..{k - 1}.json"
+        elif k > 1 and key == "tmva_xml":
+            shown = f"model_fold0..{k - 1}.weights.xml"
+        elif key == "scores":
+            shown += " (TrainTree, TestTree)"
         lines.append(f"  {key:10} {shown}")
     n_figures = sum(k.startswith("figure:") for k in result.files)
     if n_figures:
