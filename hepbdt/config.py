@@ -979,7 +979,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems
             if estimator.boosting in ("gradient", "newton"):
                 estimator._make_loss()
         except (ValueError, TypeError) as exc:
-            match = re.match(r"(\w+)=", str(exc))
+            match = re.match(r"(\w+)[= ]", str(exc))
             key = match.group(1) if match else None
             if key not in table:
                 key = "tmva_options" if tmva_options else None

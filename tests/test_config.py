@@ -1,0 +1,212 @@
+"""The TOML analysis configuration: every kind of mistake is reported with the file, the key
+and what would be valid, before any work starts; overrides, aliases and defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hepbdt.config import ConfigError, apply_overrides, check_inputs, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+DEMO = ROOT / "analyses" / "demo.toml"
+
+BASE = f"""
+event = "event"
+tree = "Events"
+weight = "genWeight * xsec * lumi / sumGenWeight"
+features = ["HT", "MET_pt", "lead_pt"]
+
+[aliases]
+lead_pt = "Jet_pt[:, 0]"
+
+[samples.signal]
+files = "{DATA / 'signal.root'}"
+label = "signal"
+
+[samples.qcd]
+files = "{DATA / 'background_qcd.root'}"
+label = "background"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "analysis.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def problems(path: Path, overrides: tuple[str, ...] = (), inputs: bool = False) -> str:
+    with pytest.raises(ConfigError) as info:
+        config = load_config(path, overrides)
+        if inputs:
+            check_inputs(config)
+    return str(info.value)
+
+
+def test_demo_config_is_valid_and_expanded():
+    config = load_config(DEMO)
+    check_inputs(config)
+    assert config.task == "classification"
+    assert [s.name for s in config.samples] == ["signal", "qcd", "ttbar"]
+    assert all(Path(f).is_file() for s in config.samples for f in s.files)
+    assert config.features[-1] == "mjj" and "Jet_phi[:, 0]" in config.feature_expressions[-1]
+    assert config.feature_expressions[4] == "Jet_pt[:, 0]"  # an alias alone is not parenthesised
+    assert config.samples[0].cut == "nJet >= 2" and config.samples[0].label == 1
+    assert config.make_estimator().get_params()["n_trees"] == config.params["n_trees"]
+
+
+def test_base_config_and_overrides(tmp_path):
+    path = write(tmp_path, BASE)
+    config = load_config(path, ["method.n_trees=7", "split.mode=alternate",
+                                "samples.qcd.cut='nJet >= 3'", "output.figures=false"])
+    assert config.params == {"n_trees": 7}
+    assert config.split.mode == "alternate" and config.split.kfold is None
+    assert config.samples[1].cut == "nJet >= 3"
+    assert config.output.figures is False
+    assert config.feature_expressions == ["HT", "MET_pt", "Jet_pt[:, 0]"]
+
+
+def test_set_kfold_replaces_the_files_split(tmp_path):
+    path = write(tmp_path, BASE + '\n[split]\nmode = "random"\ntrain_fraction = 0.6\n')
+    assert load_config(path, ["split.kfold=3"]).split.kfold == 3
+    kfold = write(tmp_path, BASE + "\n[split]\nkfold = 3\n", "kfold.toml")
+    assert load_config(kfold, ["split.mode=block"]).split.kfold is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("titel = 'x'", "analysis.toml: titel: unknown key; did you mean 'title'?"),
+    ("title = 3", "analysis.toml: title: expected a string, got an integer (3)"),
+    ("features = 'HT'", "features: expected a non-empty list of strings"),
+    ("[split]\nmode = 'randm'", "[split] mode: 'randm' is not a split mode; valid: random, "
+                                "alternate, block"),
+    ("[split]\ntrain_fraction = 1.5", "[split] train_fraction: 1.5 is not in (0, 1)"),
+    ("[split]\nnorm = 'equal'", "[split] norm: 'equal' is not a normalisation; valid: none, "
+                                "num_events, equal_num_events"),
+    ("[split]\nkfold = 3\nmode = 'random'", "[split] kfold: kfold splits by event number; "
+                                            "remove mode"),
+    ("[split]\nkfold = 1", "[split] kfold: 1 folds: k-fold needs k >= 2"),
+    ("[method]\nn_tress = 10", "[method] n_tress: unknown option of BDTClassifier; did you "
+                               "mean 'n_trees'"),
+    ("[method]\nNTrees = 10", "[method] NTrees: unknown option of BDTClassifier; NTrees is "
+                              "TMVA's name: write n_trees = ..."),
+    ("[method]\nn_trees = '10'", "[method] n_trees: expected an integer, got a string ('10')"),
+    ("[method]\nlearning_rate = -1.0", "[method] learning_rate: learning_rate=-1.0 is not "
+                                       "valid; expected a number in (0, 10]"),
+    ("[method]\nboosting = 'xgboost'", "[method] boosting: boosting='xgboost' is not valid; "
+                                       "expected one of"),
+    ("[method]\nloss = 'squared'", "[method] loss: loss 'squared' is a regression loss"),
+    ("[method]\ntmva_options = 'NTrees=10:PruneMethod=CostComplexity'",
+     "[method] tmva_options: TMVA option PruneMethod='CostComplexity': pruning is not "
+     "implemented"),
+    ("[output]\nfigure_formats = ['gif']", "[output] figure_formats: valid formats: png, pdf"),
+    ("[output]\nscore_branch = 'bdt score'", "[output] score_branch: 'bdt score' is not a valid "
+                                             "branch name"),
+    ("[samples.tt]\nfiles = 'x.root'\nlabel = 'noise'", "[samples.tt] label: 'noise' is not a "
+                                                        "class; valid: 'signal'"),
+    ("[samples.tt]\nlabel = 'background'", "[samples.tt] files: missing"),
+    ("[samples.tt]\nfiles = 'x.root'\nwieght = 'w'", "[samples.tt] wieght: unknown key; did you "
+                                                     "mean 'weight'?"),
+    ("[samples.tt]\nfiles = 'x.root'", "[samples.tt] give label = 'signal' or 'background'"),
+    ("[samples.tt]\nfiles = 'x.root'\ntarget = 'true_mass'", "samples ['tt'] have a target but "
+                                                             "['signal', 'qcd'] do not"),
+    ("[samples.tt]\nfiles = 'x.root'\nlabel = 0\ncut = 'nJet >='",
+     "[samples.tt] cut: cut expression 'nJet >=' does not parse"),
+])
+def test_each_mistake_names_file_key_and_what_is_valid(tmp_path, text, expected):
+    base = BASE
+    if not text.startswith("["):  # top-level keys go before the tables
+        base = text + "\n" + BASE
+        text = ""
+    if "features = 'HT'" in base:
+        base = base.replace('features = ["HT", "MET_pt", "lead_pt"]\n', "")
+    message = problems(write(tmp_path, base + "\n" + text + "\n"))
+    assert expected in message, message
+
+
+def test_all_mistakes_are_reported_together(tmp_path):
+    text = BASE + "\n[method]\nn_tress = 10\nmax_dpeth = 3\n[output]\nreprot = true\n"
+    message = problems(write(tmp_path, text))
+    assert len(message.splitlines()) == 3
+    assert all(line.startswith(f"{tmp_path / 'analysis.toml'}: ") for line in message.splitlines())
+
+
+def test_file_level_mistakes(tmp_path):
+    assert "not valid TOML" in problems(write(tmp_path, "features = [\n"))
+    assert "does not exist" in problems(tmp_path / "nothing.toml")
+    empty = problems(write(tmp_path, "title = 'x'\n"))
+    assert "features: missing" in empty and "samples: missing" in empty
+    only_signal = BASE.split("[samples.qcd]")[0]
+    assert "no background sample" in problems(write(tmp_path, only_signal))
+    kfold_without_event = BASE.replace('event = "event"\n', "") + "\n[split]\nkfold = 3\n"
+    assert "[split] kfold: k-fold training assigns events to folds by event number" in problems(
+        write(tmp_path, kfold_without_event))
+    cycle = BASE.replace('lead_pt = "Jet_pt[:, 0]"', 'lead_pt = "2 * x"\nx = "lead_pt"')
+    assert "refers to itself" in problems(write(tmp_path, cycle))
+    function = BASE.replace('lead_pt = "Jet_pt[:, 0]"', 'lead_pt = "Jet_pt[:, 0]"\nsqrt = "HT"')
+    assert "[aliases] sqrt: an alias cannot have the name of a function" in problems(
+        write(tmp_path, function))
+
+
+def test_overrides_are_marked_and_checked(tmp_path):
+    path = write(tmp_path, BASE)
+    message = problems(path, ("method.n_tres=5",))
+    assert "[method] n_tres (from --set): unknown option" in message
+    assert "expected key=value" in problems(path, ("method.n_trees",))
+    assert "is not a table" in problems(path, ("event.x=1",))
+    document = {"method": {}}
+    assert apply_overrides(document, ["method.n_trees=5", "split.mode=random",
+                                      "features=[\"a\", \"b\"]"]) == {
+        "method.n_trees", "split.mode", "features"}
+    assert document == {"method": {"n_trees": 5}, "split": {"mode": "random"},
+                        "features": ["a", "b"]}
+
+
+def test_inputs_missing_files_trees_and_branches(tmp_path):
+    text = BASE.replace("background_qcd.root", "background_qcdd.root")
+    text = text.replace('"HT", "MET_pt"', '"HT", "MET_ptt"')
+    text += f"""
+[samples.tt]
+files = "{DATA}/nothing_*.root"
+label = "background"
+
+[samples.other]
+files = "{DATA / 'signal.root'}"
+tree = "Evnts"
+label = "background"
+"""
+    message = problems(write(tmp_path, text), inputs=True)
+    assert "[samples.qcd] files: file" in message and "did you mean 'background_qcd.root'" in message
+    assert "[samples.tt] files: the pattern" in message and "matches no file" in message
+    assert "[samples.other] tree:" in message and "'Events'" in message
+    assert "features: 'MET_ptt' uses 'MET_ptt', which is not a branch of tree 'Events'" in message
+    assert "did you mean 'MET_pt'" in message
+
+
+def test_inputs_alias_and_weight_branches(tmp_path):
+    text = BASE.replace('lead_pt = "Jet_pt[:, 0]"', 'lead_pt = "Jet_ptt[:, 0]"\nHT = "1"')
+    text = text.replace('label = "background"', 'label = "background"\nweight = "genWeigth"')
+    message = problems(write(tmp_path, text), inputs=True)
+    assert "features: 'lead_pt' (= 'Jet_ptt[:, 0]') uses 'Jet_ptt'" in message
+    assert "[samples.qcd] weight: 'genWeigth' uses 'genWeigth'" in message
+    assert "did you mean 'genWeight'" in message
+    assert "[aliases] HT: is also a branch" in message
+
+
+def test_regression_and_tmva_options(tmp_path):
+    text = BASE.replace('label = "signal"', 'target = "true_mass"')
+    text = text.replace('label = "background"', 'target = "true_mass"')
+    config = load_config(write(tmp_path, text + "\n[method]\nloss = 'huber'\n"))
+    assert config.task == "regression"
+    assert type(config.make_estimator()).__name__ == "BDTRegressor"
+    message = problems(write(tmp_path, text + "\n[split]\nnorm = 'equal_num_events'\n", "r.toml"))
+    assert "equal_num_events balances classes" in message
+    tmva = write(tmp_path, BASE + "\n[method]\ntmva_options = 'NTrees=12:BoostType=Grad'\n"
+                 "random_state = 3\n", "t.toml")
+    config = load_config(tmva)
+    assert config.params["n_trees"] == 12 and config.params["boosting"] == "gradient"
+    assert config.params["random_state"] == 3
+    assert load_config(write(tmp_path, BASE + "\n[split]\nnorm = 'NumEvents'\n", "n.toml")
+                       ).split.norm == "num_events"
