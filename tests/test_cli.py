@@ -1,0 +1,164 @@
+"""The hepbdt command: train on the shipped config end to end, apply, inspect, report,
+demo, --help everywhere, and configuration errors reported before any work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uproot
+
+import hepbdt
+from hepbdt.cli import demo_config_path, main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "analyses" / "demo.toml"
+DATA = ROOT / "data"
+# A fifth of the events and 20 trees: the whole pipeline, quickly.
+QUICK = ["--set", "preselection='(nJet >= 2) & (event % 5 == 0)'", "--set", "method.n_trees=20",
+         "--no-progress"]
+REPORT_FIGURES = ["fig-roc", "fig-scores", "fig-overtraining", "fig-significance",
+                  "fig-ranking", "fig-permutation", "fig-correlation", "fig-learning-curve"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "results"
+    assert main(["train", str(DEMO), "--output", str(out), *QUICK]) == 0
+    return out
+
+
+def test_train_writes_every_promised_output(trained, capsys):
+    for name in ("model.json", "model.weights.xml", "scores.root", "report.html",
+                 "summary.txt"):
+        assert (trained / name).is_file(), name
+    model = hepbdt.load_model(trained / "model.json")
+    assert model.n_trees_ == 20 and len(model.feature_names_in_) == 11
+    assert ET.parse(trained / "model.weights.xml").getroot().tag == "MethodSetup"
+
+    with uproot.open(trained / "scores.root") as file:
+        train = file["TrainTree"].arrays(library="np")
+        test = file["TestTree"].arrays(library="np")
+    for arrays in (train, test):
+        for branch in ("bdt_score", "classID", "label", "weight", "event", "sample", "mjj",
+                       "btag1"):
+            assert branch in arrays
+        assert np.all(np.mod(arrays["event"], 5) == 0)
+    assert not set(train["event"]) & set(test["event"])
+    # The model's scores of the stored features are the stored scores.
+    X = np.column_stack([test[name] for name in list(test)[:11]])
+    np.testing.assert_array_equal(model.decision_function(X), test["bdt_score"])
+
+    text = (trained / "report.html").read_text()
+    for figure in REPORT_FIGURES:
+        assert f'<figure id="{figure}"><img' in text, figure
+    assert "could not be drawn" not in text
+    assert text.count("data:image/png;base64,") == len(REPORT_FIGURES)
+
+    figures = sorted(p.name for p in (trained / "figures").iterdir())
+    assert figures == ["correlation.png", "learning_curve.png", "overtraining.png",
+                       "ranking.png", "roc.png", "scores.png"]
+    for name in figures:
+        assert (trained / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (trained / "summary.txt").read_text()
+    for text in ("ROC AUC", "signal efficiency @ eff_B = 0.01", "KS test", "Top-ranked",
+                 "1. ", "Time: reading", "model.weights.xml"):
+        assert text in summary
+
+
+def test_apply_reproduces_the_test_tree_exactly(trained, tmp_path, capsys):
+    output = tmp_path / "friend.root"
+    inputs = [str(DATA / "signal.root"), str(DATA / "background_*.root")]
+    assert main(["apply", str(trained / "model.json"), *inputs, "--output", str(output),
+                 "--event", "event", "--no-progress"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    with uproot.open(output) as file:
+        friend = file["Events"].arrays(["event", "bdt_score"], library="np")
+    with uproot.open(trained / "scores.root") as file:
+        test = file["TestTree"].arrays(["event", "bdt_score"], library="np")
+    assert len(friend["event"]) == 75_000  # every entry of the three files
+    score_of = dict(zip(friend["event"].tolist(), friend["bdt_score"].tolist(), strict=True))
+    applied = np.array([score_of[e] for e in test["event"].tolist()])
+    np.testing.assert_array_equal(applied, test["bdt_score"])
+
+
+def test_inspect_prints_options_features_trees_ranking(trained, capsys):
+    assert main(["inspect", str(trained / "model.json"), "--tree", "0"]) == 0
+    out = capsys.readouterr().out
+    for text in ("BDTClassifier", "Options:", "n_trees", "TMVA options: !H:!V:NTrees=20",
+                 "Features (11):", "Jet_btag[:, 0]", "Trees: 20", "Ranking", "Tree 0",
+                 "leaf:", "if "):
+        assert text in out, text
+    assert main(["inspect", str(trained / "model.json"), "--tree", "99"]) == 2
+
+
+def test_report_again_from_model_and_scores(trained, tmp_path, capsys):
+    path = tmp_path / "again.html"
+    assert main(["report", str(trained / "model.json"), str(trained / "scores.root"),
+                 "--output", str(path), "--title", "again"]) == 0
+    text = path.read_text()
+    assert "<title>again</title>" in text
+    for figure in REPORT_FIGURES:
+        assert f'id="{figure}"' in text
+    assert main(["report", str(trained / "model.json"), str(tmp_path / "none.root")]) == 2
+    assert "none.root: no such file" in capsys.readouterr().err
+
+
+def test_config_errors_stop_before_any_work(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    demo = DEMO.read_text().replace('"../data/', f'"{DATA}/')
+    bad.write_text(demo.replace("n_trees = 300", "n_tress = 300").replace('"MET_pt"', '"MET_ptt"'))
+    out = tmp_path / "never"
+    assert main(["train", str(bad), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: error: ")
+    assert f"{bad}: [method] n_tress: unknown option of BDTClassifier; did you mean 'n_trees'" in err
+    assert not out.exists()
+    # With the key fixed, the branch is checked before anything is read or written.
+    bad.write_text(demo.replace('"MET_pt"', '"MET_ptt"'))
+    assert main(["train", str(bad), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "features: 'MET_ptt' uses 'MET_ptt', which is not a branch" in err
+    assert "did you mean 'MET_pt'" in err
+    assert not out.exists()
+    assert main(["train", str(DEMO), "--check", "--output", str(out)]) == 0
+    assert "OK (3 samples, 11 features, classification)" in capsys.readouterr().out
+    assert not out.exists()
+    assert main(["apply", str(tmp_path / "no.json"), "x.root", "--output", "y.root"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_demo_command(tmp_path, capsys, monkeypatch):
+    assert demo_config_path() == DEMO
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", *QUICK, "--set", "output.report=false",
+                 "--set", "output.figures=false"]) == 0
+    out = capsys.readouterr().out
+    assert "ROC AUC" in out and "hepbdt-demo/" in out
+    assert (tmp_path / "hepbdt-demo" / "model.json").is_file()
+    assert json.loads((tmp_path / "hepbdt-demo" / "model.json").read_text())["format"] == (
+        "hepbdt-model")
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["apply"], ["inspect"], ["report"],
+                                     ["demo"]])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0
+    assert "usage: hepbdt" in capsys.readouterr().out
+
+
+def test_console_entry_point():
+    result = subprocess.run([sys.executable, "-m", "hepbdt.cli", "--help"], capture_output=True,
+                            text=True, check=True)
+    assert "train" in result.stdout and "apply" in result.stdout
+    script = Path(sys.executable).with_name("hepbdt")
+    if script.exists():
+        result = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+        assert result.returncode == 0 and result.stdout.startswith("hepbdt ")
