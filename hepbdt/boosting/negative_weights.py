@@ -35,7 +35,7 @@ from ..engine._types import njit
 __all__ = ["pair_negative_weights", "pair_weights"]
 
 CHUNK_ELEMENTS = 8_000_000  # distance matrix entries per chunk (64 MB of float64)
-MAX_PAIRS = 500_000_000  # distances computed per pass, at most (a few seconds on two cores)
+MAX_PAIRS = 2_000_000_000  # distances computed per pass, at most (about 10 s on two cores)
 
 
 @njit
