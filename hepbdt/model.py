@@ -261,7 +261,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def load_model(path: str | os.PathLike):
-    """Load a model saved with ``save`` and validate it; returns a fitted estimator."""
+    """Load a model saved with ``save`` and validate it; returns a fitted estimator, or a
+    ``hepbdt.workflow.KFoldModel`` for the manifest of a k-fold training."""
     from .estimators import estimator_from_dict
 
     path = Path(path)
@@ -271,6 +272,10 @@ def load_model(path: str | os.PathLike):
         doc = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFormatError(f"{path}: not a JSON model file ({exc})") from exc
+    if isinstance(doc, dict) and doc.get("kind") == "kfold":
+        from .workflow import KFoldModel
+
+        return KFoldModel.from_manifest(path, doc)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
     version = doc.get("format_version")

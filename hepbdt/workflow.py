@@ -130,18 +130,10 @@ class KFoldModel:
 
 
 def load(path: str | os.PathLike) -> Any:
-    """Load a model file: a fitted estimator, or a :class:`KFoldModel` from a manifest."""
+    """Load a model file: a fitted estimator, or a :class:`KFoldModel` from a manifest
+    (the same as :func:`hepbdt.load_model`)."""
     from hepbdt.model import load_model
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"model file {str(path)!r} does not exist")
-    try:
-        doc = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{path}: not a JSON model file ({exc})") from exc
-    if isinstance(doc, dict) and doc.get("kind") == "kfold":
-        return KFoldModel.from_manifest(path, doc)
     return load_model(path)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import uproot
 
+import hepbdt
 from hepbdt.config import load_config
 from hepbdt.io import apply
 from hepbdt.workflow import KFoldModel, load, report_from_scores, train
@@ -58,8 +59,9 @@ def test_kfold_manifest_apply_and_report(kfold, tmp_path):
     assert manifest["models"] == [f"model_fold{i}.json" for i in range(3)]
     assert all((out / f"model_fold{i}.weights.xml").is_file() for i in range(3))
     model = load(out / "model.json")
+    assert type(hepbdt.load_model(out / "model.json")) is type(model)  # one loader for both kinds
     friend = tmp_path / "friend.root"
-    apply(model.models, str(DATA / "background_ttbar.root"), friend, event_branch=model.by)
+    apply(out / "model.json", str(DATA / "background_ttbar.root"), friend, event_branch=model.by)
     with uproot.open(friend) as file:
         applied = file["Events"].arrays(library="np")
     with uproot.open(out / "scores.root") as file:

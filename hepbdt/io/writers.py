@@ -210,6 +210,9 @@ def _load_models(model: Any) -> list[Any]:
             from hepbdt import load_model
 
             item = load_model(item)
+        if hasattr(item, "models") and getattr(item, "kind", None) == "kfold":
+            loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
+            continue
         if not hasattr(item, "decision_function") or not hasattr(item, "feature_names_in_"):
             raise InputError(
                 f"{type(item).__name__} is not a fitted model: apply() needs "
