@@ -98,6 +98,12 @@ class _BDTBase:
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
 
+    def _store_params(self, arguments: dict[str, Any]) -> None:
+        """Keep every constructor argument as an attribute of the same name (no checks:
+        scikit-learn's convention; ``fit`` validates)."""
+        for name in self._param_names():
+            setattr(self, name, arguments[name])
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters as a dict."""
         return {k: getattr(self, k) for k in self._param_names()}
@@ -414,38 +420,7 @@ class BDTClassifier(_BDTBase):
                  epsilon: float = 0.01, use_yes_no_leaf: bool = True,
                  n_vars_per_node: int | str | None = None,
                  sig_to_bkg_fraction: float | str | None = "auto"):
-        self.boosting = boosting
-        self.n_trees = n_trees
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.loss = loss
-        self.max_bins = max_bins
-        self.n_cuts = n_cuts
-        self.min_node_size = min_node_size
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.subsample = subsample
-        self.subsample_mode = subsample_mode
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bylevel = colsample_bylevel
-        self.colsample_bynode = colsample_bynode
-        self.negative_weights = negative_weights
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.quantised_histograms = quantised_histograms
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.criterion = criterion
-        self.beta = beta
-        self.epsilon = epsilon
-        self.use_yes_no_leaf = use_yes_no_leaf
-        self.n_vars_per_node = n_vars_per_node
-        self.sig_to_bkg_fraction = sig_to_bkg_fraction
+        self._store_params(locals())
 
     def _validate_extra_params(self, require) -> None:
         require(self.criterion in CLASSIFICATION_CRITERIA, "criterion",
@@ -594,35 +569,7 @@ class BDTRegressor(_BDTBase):
                  quantised_histograms: bool | str = "auto",
                  random_state: int | None = None, n_jobs: int | None = None,
                  verbose: bool = False, n_vars_per_node: int | str | None = None):
-        self.boosting = boosting
-        self.n_trees = n_trees
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.loss = loss
-        self.huber_alpha = huber_alpha
-        self.huber_delta = huber_delta
-        self.max_bins = max_bins
-        self.n_cuts = n_cuts
-        self.min_node_size = min_node_size
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.subsample = subsample
-        self.subsample_mode = subsample_mode
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bylevel = colsample_bylevel
-        self.colsample_bynode = colsample_bynode
-        self.negative_weights = negative_weights
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.quantised_histograms = quantised_histograms
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.n_vars_per_node = n_vars_per_node
+        self._store_params(locals())
 
     def _make_loss(self):
         loss = get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
