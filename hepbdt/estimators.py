@@ -20,7 +20,7 @@ from .boosting._loop import run_boosting
 from .boosting.losses import Deviance, Logistic
 from .engine._types import MAX_VALUE_BINS, X_DTYPE
 from .engine.binning import BinMapper
-from .engine.grower import OrderedRows
+from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic_write_text
 
@@ -230,12 +230,14 @@ class _BDTBase:
             X, y, w = X[~held], y[~held], w[~held]
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
+        if self.boosting in ("gradient", "newton"):
+            w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
         with _threads(self.n_jobs):
             mapper = BinMapper(self.max_bins, self.n_cuts,
                                0 if self.random_state is None else int(self.random_state))
             mapper.fit(X, w)
             quantised = self._use_quantised(X.shape[0])
-            codes = OrderedRows.from_features(X, mapper) if quantised else mapper.transform(X)
+            codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, valid, rng, quantised)
         self.forest_ = forest
         self.n_features_in_ = X.shape[1]
@@ -261,7 +263,7 @@ class _BDTBase:
         if valid is not None:
             valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
         result = run_boosting(
-            booster, codes, y.astype(np.float64), w, mapper.n_bins_, mapper,
+            booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
             n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
             min_node_size=self.min_node_size, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,

@@ -7,7 +7,6 @@ import pytest
 
 from hepbdt.engine import BinMapper, SplitParams, grow_tree
 from hepbdt.engine._types import CRITERIA, MISSING_BIN, NEWTON, VARIANCE
-from hepbdt.engine.grower import OrderedRows
 from hepbdt.engine.histogram import (
     Quantiser,
     build_histograms,
@@ -80,14 +79,12 @@ def test_packed_histograms_are_exact_sums_of_quantised_values():
     b[:5] *= -1  # negative hessians (negative weights) must decode too
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
-    ordered = OrderedRows(X.shape[0], X.shape[1])
-    ordered.partition[:] = rows[::-1]  # any order: integer sums do not depend on it
-    ordered.codes[:, : X.shape[1]] = codes.T[ordered.partition]
-    q.pack_into(ordered.partition, a, b, ordered.payload)
+    partition = rows[::-1].copy()  # any order: integer sums do not depend on it
+    payload = np.empty((rows.size, 1), np.int64)
+    q.pack_into(partition, a, b, payload)
     h = new_histograms(1, X.shape[1], packed=True)
-    build_histograms(codes, ordered.partition, ordered.payload, np.array([0]),
-                     np.array([rows.size]), np.array([0]), np.ones(X.shape[1], bool), h,
-                     ordered.codes)
+    build_histograms(np.ascontiguousarray(codes.T), partition, payload, np.array([0]),
+                     np.array([rows.size]), np.array([0]), np.ones(X.shape[1], bool), h)
     qa = np.round(a.astype(np.float64) * q.scale_a)
     qb = np.round(b.astype(np.float64) * q.scale_b)
     ref = histograms_naive(codes, rows, [qa, qb], dtype=np.float64)

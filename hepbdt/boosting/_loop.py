@@ -40,7 +40,7 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
     if mode not in SUBSAMPLE_MODES:
         raise ValueError(f"subsample_mode {mode!r} is not valid; use one of {SUBSAMPLE_MODES}")
     if subsample >= 1.0 and mode == "uniform":
-        return np.arange(n, dtype=np.int32), w.astype(CHANNEL_DTYPE)
+        return np.arange(n, dtype=np.int32), w.astype(CHANNEL_DTYPE, copy=False)
     if mode == "uniform":
         k = max(1, int(round(subsample * n)))
         rows = np.sort(rng.choice(n, k, replace=False)).astype(np.int32)
@@ -166,12 +166,12 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                  quantised=False) -> BoostResult:
     """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py).
 
-    codes: (m, n) uint8 feature-major codes, or with ``quantised`` an OrderedRows.
+    codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
     """
     loss = booster.loss
-    if quantised:  # ``codes`` is the OrderedRows holding every event's codes
+    if quantised:  # ``codes`` is the QuantisedRows holding every event's codes
         ordered, codes = codes, None
-        n, m = ordered.payload.shape[0], ordered.n_features
+        n, m = ordered.codes.shape
     else:
         m, n = codes.shape
     base = float(loss.init_score(y, w))
@@ -203,8 +203,6 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         add_tree(builder, tree, value, mapper,
                  cover=leaf_sums(tree, w_tree) if quantised else None)
         update_scores(codes, tree, value, score, through_partition=rows.size == n)
-        if quantised:
-            ordered.restore_order()
         if valid is not None:
             update_scores(codes_v, tree, value, score_v)
             valid_loss.append(loss.loss(y_v, w_v, score_v))

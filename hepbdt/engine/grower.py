@@ -6,7 +6,8 @@ indices holds the tree's events, each node a ``[start, stop)`` slice; the channe
 moves with it. Per level: best split of every node, a stable parallel partition of the
 split nodes, then the histogram of each smaller child and its sibling by subtraction.
 With ``quantised=True`` (second-order boosting on large samples) A and B are packed into
-one int64 per event (see histogram.py) and W is replaced by B in the split constraints.
+one int64 per event (see histogram.py), W is replaced by B in the split constraints, and
+the codes are event-major, gathered through the partition with a prefetch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ._prefetch import prefetch
 from ._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, njit
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
@@ -23,6 +25,7 @@ from .split import SplitParams, find_best_splits
 __all__ = ["GrownTree", "grow_tree", "sample_features", "slice_sums"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
+PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
 
 
 @dataclass
@@ -58,15 +61,16 @@ class GrownTree:
 
 
 @njit(parallel=True)
-def _partition_chunks(codes, ordered_codes, partition, payload, chunk_start, chunk_stop,
+def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
                       chunk_node, feature, bin_threshold, missing_left, scratch_idx,
                       scratch_payload, n_left, move_payload):
     """Pass 1: each chunk writes its left events forwards and its right ones backwards.
 
-    The split feature's code comes from ``ordered_codes[k, f]`` (codes kept in partition
-    order) when that array is not empty, else from ``codes[f, partition[k]]``.
+    The split feature's code is ``codes[partition[k], f]`` when ``by_event`` (event-major
+    codes, the event's row prefetched ahead), else ``codes[f, partition[k]]``.
     """
-    by_position = ordered_codes.shape[0] > 0
+    codes_flat = codes.ravel()
+    row_length = codes.shape[1]
     for c in numba.prange(chunk_start.size):
         s = chunk_start[c]
         e = chunk_stop[c]
@@ -78,7 +82,12 @@ def _partition_chunks(codes, ordered_codes, partition, payload, chunk_start, chu
         right_pos = e - 1
         for k in range(s, e):
             i = partition[k]
-            code = ordered_codes[k, f] if by_position else codes[f, i]
+            if by_event:
+                if k + PREFETCH_AHEAD < e:
+                    prefetch(codes_flat, np.int64(partition[k + PREFETCH_AHEAD]) * row_length + f)
+                code = codes_flat[np.int64(i) * row_length + f]
+            else:
+                code = codes[f, i]
             if (ml if code == MISSING_BIN else code <= thr):
                 dst = left_pos
                 left_pos += 1
@@ -111,7 +120,7 @@ def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst
                 payload[right_dst[c] + q, ch] = scratch_payload[e - 1 - q, ch]
 
 
-def _partition_nodes(codes, ordered_codes, partition, payload, s, e, feature, bin_threshold,
+def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_threshold,
                      missing_left, scratch_idx, scratch_payload, move_payload=True) -> np.ndarray:
     """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids.
 
@@ -124,7 +133,7 @@ def _partition_nodes(codes, ordered_codes, partition, payload, s, e, feature, bi
     chunk_start = s[chunk_node] + local * PARTITION_CHUNK
     chunk_stop = np.minimum(chunk_start + PARTITION_CHUNK, e[chunk_node])
     n_left = np.empty(chunk_node.size, np.int64)
-    _partition_chunks(codes, ordered_codes, partition, payload, chunk_start, chunk_stop,
+    _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
                       chunk_node, feature, bin_threshold, missing_left, scratch_idx,
                       scratch_payload, n_left, move_payload)
     n_right = (chunk_stop - chunk_start) - n_left
@@ -156,58 +165,35 @@ def slice_sums(tree: GrownTree, values: np.ndarray) -> np.ndarray:
     return out
 
 
-class OrderedRows:
-    """Every training event with its codes, in partition order, for the quantised histograms.
+class QuantisedRows:
+    """Every training event's codes, event-major (n, m) uint8, and the buffers of the
+    quantised grower (partition, packed channels, scratch), allocated once per fit.
 
-    ``payload`` is int64 (n, words): the first words hold the event's bin codes as bytes
-    (``codes`` is that uint8 view), the last word the packed channels. Partitioning moves
-    whole rows, so histograms and partitions stream through memory. ``restore_order``
-    puts the rows back in event order after a tree, so that per-event gathers stay
-    monotone. Built straight from the raw features: no other copy of the codes exists.
+    Each tree starts from event order; the stable partition keeps every node's events in
+    increasing order, and kernels prefetch an event's row of codes a few events ahead.
+    Partitions move only the event index and the packed channels (12 bytes an event).
     """
 
-    def __init__(self, n_events: int, n_features: int):
-        words = -(-n_features // 8) + 1
-        self.n_features = n_features
-        self.partition = np.arange(n_events, dtype=INDEX_DTYPE)
-        self.payload = np.zeros((n_events, words), dtype=np.int64)
-        self.scratch_idx = np.empty(n_events, INDEX_DTYPE)
+    def __init__(self, codes_by_event: np.ndarray):
+        n = codes_by_event.shape[0]
+        self.codes = codes_by_event
+        self.n_features = codes_by_event.shape[1]
+        self.partition = np.empty(n, dtype=INDEX_DTYPE)
+        self.payload = np.empty((n, 1), dtype=np.int64)
+        self.scratch_idx = np.empty(n, INDEX_DTYPE)
         self.scratch_payload = np.empty_like(self.payload)
-        self.payload_events = np.arange(n_events, dtype=INDEX_DTYPE)  # event of each payload row
-        self.payload_follows_partition = True
-
-    @property
-    def codes(self) -> np.ndarray:
-        """(n, 8 * words) uint8 view of the payload; columns [0, n_features) are the codes."""
-        return self.payload.view(np.uint8).reshape(self.payload.shape[0], -1)
 
     @classmethod
-    def from_features(cls, X: np.ndarray, mapper) -> OrderedRows:
-        """Bin X (n, m) float32 with ``mapper`` straight into the payload rows."""
-        ordered = cls(X.shape[0], X.shape[1])
-        mapper.transform_into(X, ordered.codes)
-        return ordered
+    def from_features(cls, X: np.ndarray, mapper) -> QuantisedRows:
+        """Bin X (n, m) float32 with ``mapper`` straight into event-major codes."""
+        codes = np.empty(X.shape, dtype=np.uint8)
+        mapper.transform_into(X, codes)
+        return cls(codes)
 
-    def restore_order(self) -> None:
-        """Rows back in event order (after a tree has permuted them)."""
-        events = self.partition if self.payload_follows_partition else self.payload_events
-        _scatter_rows(self.payload, events, self.scratch_payload)
-        self.payload, self.scratch_payload = self.scratch_payload, self.payload
+    def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
+        """Every event in order, with channels A and B packed into the payload."""
         self.partition[:] = np.arange(self.partition.size, dtype=INDEX_DTYPE)
-        self.payload_events[:] = self.partition
-        self.payload_follows_partition = True
-
-    def fill_channels(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
-        """Pack channels A and B of each event into the last word of its row."""
         quantiser.pack_into(self.partition, a, b, self.payload)
-
-
-@njit(parallel=True)
-def _scatter_rows(payload, events, out):
-    for k in numba.prange(events.size):
-        dst = events[k]
-        for w in range(payload.shape[1]):
-            out[dst, w] = payload[k, w]
 
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -235,14 +221,14 @@ def grow_tree(
     colsample_bynode: float = 1.0,
     rng: np.random.Generator | None = None,
     quantised: bool = False,
-    ordered: OrderedRows | None = None,
+    ordered: QuantisedRows | None = None,
 ) -> GrownTree:
     """Grow one tree depth-wise.
 
     Parameters
     ----------
     codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``
-        (then ignored when ``ordered`` is given: it holds the codes).
+        (ignored when ``ordered`` is given: it holds them).
     rows : (n_rows,) int32 events of this tree (a subsample, or all).
     a, b, w : (n,) float32 channels A, B and event weight W of every event.
     n_value_bins : (m,) int32 value bins per feature.
@@ -252,29 +238,25 @@ def grow_tree(
     colsample_bylevel, colsample_bynode : further fractions per level and per node.
     rng : generator for the per-level and per-node feature draws.
     quantised : pack A and B into int64 histograms (W is then replaced by B).
-    ordered : every event in partition order (quantised only; ``rows`` must then be all
-        events); built from ``codes`` when None. Reused across trees (``restore_order``
-        between them), it is modified in place, and so is ``partition`` of the tree.
+    ordered : the quantised grower's codes and buffers (``rows`` must then be every
+        event); built from ``codes`` when None. Reused across trees, it is modified in
+        place, and so is ``partition`` of the tree it returns.
     """
-    if quantised:
-        m = ordered.n_features if ordered is not None else codes.shape[1]
-    else:
-        m = codes.shape[0]
+    if quantised and ordered is None:
+        ordered = QuantisedRows(np.ascontiguousarray(codes))
+    m = ordered.n_features if quantised else codes.shape[0]
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
-        if ordered is None:
-            ordered = OrderedRows(codes.shape[0], codes.shape[1])
-            ordered.codes[:, :m] = codes
         if rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         partition = ordered.partition
         n_rows = partition.size
         quantiser = Quantiser(a, b, n_rows)
-        ordered.fill_channels(quantiser, a, b)
-        payload, ordered_codes = ordered.payload, ordered.codes
+        ordered.start_tree(quantiser, a, b)
+        payload = ordered.payload
         scratch_idx, scratch_payload = ordered.scratch_idx, ordered.scratch_payload
-        key_codes = np.empty((0, 0), np.uint8)
+        codes = ordered.codes
     else:
         quantiser = None
         partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
@@ -283,15 +265,12 @@ def grow_tree(
         payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
         for ch, v in enumerate((a, b, w)):
             payload[:, ch] = v if all_rows else v[partition]
-        ordered_codes = np.empty((0, 0), np.uint8)
         scratch_idx = np.empty(n_rows, INDEX_DTYPE)
         scratch_payload = np.empty_like(payload)
-        key_codes = codes
 
     def histograms(count, starts, stops, slots):
         raw = new_histograms(count, m, packed=quantised)
-        build_histograms(key_codes, partition, payload, starts, stops, slots, used, raw,
-                         ordered_codes)
+        build_histograms(codes, partition, payload, starts, stops, slots, used, raw)
         return raw
 
     def decoded(raw):
@@ -316,13 +295,9 @@ def grow_tree(
         nodes = [level[j] for j in to_split]
         s = np.array([start[n] for n in nodes], np.int64)
         e = np.array([stop[n] for n in nodes], np.int64)
-        last_level = depth + 1 == max_depth
-        if quantised and last_level:
-            ordered.payload_events[:] = partition
-            ordered.payload_follows_partition = False
-        mid = _partition_nodes(key_codes, ordered_codes, partition, payload, s, e, f[to_split],
+        mid = _partition_nodes(codes, quantised, partition, payload, s, e, f[to_split],
                                t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
-                               scratch_payload, move_payload=not last_level)
+                               scratch_payload, move_payload=depth + 1 < max_depth)
         next_level = []
         for q, j in enumerate(to_split):
             n = level[j]

@@ -18,6 +18,7 @@ import math
 import numba
 import numpy as np
 
+from ._prefetch import prefetch
 from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, njit
 
 __all__ = ["build_histograms", "histograms_naive", "new_histograms", "Quantiser"]
@@ -47,18 +48,23 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 
 
 @njit(parallel=True)
-def _build_packed(ordered_codes, payload, task_start, task_stop, task_slot, hists):
+def _build_packed(codes_by_event, partition, payload, task_start, task_stop, task_slot, hists):
     # Integer sums do not depend on the order of addition, so threads may own events:
     # each task (a fixed-size run of one node's events) fills its own buffer.
     m = hists.shape[1]
-    last = payload.shape[1] - 1
+    codes_flat = codes_by_event.ravel()
+    row_length = codes_by_event.shape[1]
     buffers = np.zeros((task_start.size, m, hists.shape[2]), dtype=np.int64)
     for t in numba.prange(task_start.size):
         h = buffers[t]
-        for k in range(task_start[t], task_stop[t]):
-            p = payload[k, last]
+        stop = task_stop[t]
+        for k in range(task_start[t], stop):
+            if k + PREFETCH_AHEAD < stop:
+                prefetch(codes_flat, np.int64(partition[k + PREFETCH_AHEAD]) * row_length)
+            row = np.int64(partition[k]) * row_length
+            p = payload[k, 0]
             for f in range(m):
-                h[f, ordered_codes[k, f]] += p
+                h[f, codes_flat[row + f]] += p
     slots = np.unique(task_slot)
     for job in numba.prange(slots.size * m):
         slot = slots[job // m]
@@ -71,20 +77,19 @@ def _build_packed(ordered_codes, payload, task_start, task_stop, task_slot, hist
 
 
 PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel
+PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
 
 
 def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarray,
                      node_start: np.ndarray, node_stop: np.ndarray, slots: np.ndarray,
-                     feature_used: np.ndarray, hists: np.ndarray,
-                     ordered_codes: np.ndarray | None = None) -> None:
+                     feature_used: np.ndarray, hists: np.ndarray) -> None:
     """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``).
 
-    Exact: codes (m, n) uint8, payload (n_rows, 3) float32 channels (A, B, W) in partition
-    order. Packed: payload (n_rows, words) int64 whose last word holds the packed channels
-    and ``ordered_codes`` (n_rows, >= m) uint8 the codes, both in partition order.
-    partition: (n_rows,) int32; node_start/stop/slots: (k,) int64; feature_used: (m,)
-    bool (other features are zeroed in exact histograms, computed anyway when packed);
-    hists from ``new_histograms``.
+    Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
+    in partition order. Packed: codes (n, m) uint8 event-major, payload (n_rows, 1) int64
+    packed channels in partition order. partition: (n_rows,) int32; node_start/stop/slots:
+    (k,) int64; feature_used: (m,) bool (other features are zeroed in exact histograms,
+    computed anyway when packed); hists from ``new_histograms``.
     """
     if payload.dtype != np.int64:
         _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
@@ -95,7 +100,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * PACKED_TASK
     task_stop = np.minimum(task_start + PACKED_TASK, node_stop[node])
-    _build_packed(ordered_codes, payload, task_start, task_stop,
+    _build_packed(codes, partition, payload, task_start, task_stop,
                   np.asarray(slots, np.int64)[node], hists)
 
 
@@ -113,7 +118,7 @@ class Quantiser:
 
     def pack_into(self, partition: np.ndarray, a: np.ndarray, b: np.ndarray,
                   payload: np.ndarray) -> None:
-        """payload[k, -1] = round(A * scale_a) * 2**32 + round(B * scale_b) of event partition[k]."""
+        """payload[k, 0] = round(A * scale_a) * 2**32 + round(B * scale_b) of event partition[k]."""
         _pack_into(partition, a, b, self.scale_a, self.scale_b, payload)
 
     def decode(self, packed: np.ndarray) -> np.ndarray:
@@ -129,10 +134,9 @@ class Quantiser:
 
 @njit(parallel=True)
 def _pack_into(partition, a, b, scale_a, scale_b, payload):
-    last = payload.shape[1] - 1
     for k in numba.prange(partition.size):
         i = partition[k]
-        payload[k, last] = (np.int64(np.round(a[i] * scale_a)) * 4294967296
+        payload[k, 0] = (np.int64(np.round(a[i] * scale_a)) * 4294967296
                             + np.int64(np.round(b[i] * scale_b)))
 
 
