@@ -80,25 +80,19 @@ LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends
 
 @njit(parallel=True)
 def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
+    """wg = w_tree g, wh = w_tree h of L = ln(1 + exp(-y s F)); partial sums of w L."""
     for c in numba.prange(partial_loss.size):
         total = 0.0
         for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
-            total += w[i] * _logistic_event(y, score, w_tree, scale, wg, wh, i)
+            z = scale * score[i]
+            # One single-precision exponential serves p and the loss: channels are float32.
+            e = np.float64(math.exp(np.float32(-abs(z))))
+            p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
+            wg[i] = w_tree[i] * (scale * (p - y[i]))
+            wh[i] = w_tree[i] * max(scale * scale * p * (1.0 - p), 1e-16)
+            m = -z if y[i] > 0.5 else z  # ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|))
+            total += w[i] * ((m if m > 0 else 0.0) + math.log1p(e))
         partial_loss[c] = total
-
-
-@njit
-def _logistic_event(y, score, w_tree, scale, wg, wh, i):
-    """Fill wg[i], wh[i]; return the event's loss."""
-    z = scale * score[i]
-    e = math.exp(-abs(z))  # one exponential serves p and the loss
-    p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
-    g = scale * (p - y[i])
-    h = max(scale * scale * p * (1.0 - p), 1e-16)
-    wg[i] = w_tree[i] * g
-    wh[i] = w_tree[i] * h
-    m = -z if y[i] > 0.5 else z  # loss = ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|))
-    return (m if m > 0 else 0.0) + math.log1p(e)
 
 
 class _LogisticFamily(Loss):
