@@ -240,6 +240,7 @@ class _BDTBase:
             codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, valid, rng, quantised)
         self.forest_ = forest
+        forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = names if names is not None else [f"x{i}" for i in range(X.shape[1])]
         self.train_loss_ = result.train_loss
@@ -636,6 +637,7 @@ def estimator_from_dict(doc: dict[str, Any]):
     if not isinstance(names, list) or len(names) != forest.n_features:
         raise ModelFormatError(f"feature_names must list {forest.n_features} names")
     est.forest_ = forest
+    forest.dense()
     est.n_features_in_ = forest.n_features
     est.feature_names_in_ = [str(n) for n in names]
     est.n_trees_ = forest.n_trees
