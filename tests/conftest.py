@@ -19,17 +19,24 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tmva_class_split(shared_dir):
-    """tmva_class_example.root: signal TreeS, background TreeB weighted by `weight`;
-    a seeded 50/50 split. Returns (X_train, y_train, w_train, X_test, y_test, w_test)."""
+def tmva_class_data(shared_dir):
+    """tmva_class_example.root: signal TreeS, background TreeB weighted by `weight`, and a
+    seeded 50/50 split. Returns (X float32, y int (1 signal), w float64, train mask)."""
     uproot = pytest.importorskip("uproot")
+    names = ["var1", "var2", "var3", "var4"]
     with uproot.open(shared_dir / "data" / "tmva_class_example.root") as f:
-        s = f["TreeS"].arrays(["var1", "var2", "var3", "var4"], library="np")
-        b = f["TreeB"].arrays(["var1", "var2", "var3", "var4", "weight"], library="np")
-    Xs = np.column_stack([s[k] for k in ("var1", "var2", "var3", "var4")]).astype(np.float32)
-    Xb = np.column_stack([b[k] for k in ("var1", "var2", "var3", "var4")]).astype(np.float32)
-    X = np.concatenate([Xs, Xb])
-    y = np.concatenate([np.ones(len(Xs), int), np.zeros(len(Xb), int)])
-    w = np.concatenate([np.ones(len(Xs)), b["weight"]]).astype(np.float64)
+        s = f["TreeS"].arrays(names, library="np")
+        b = f["TreeB"].arrays([*names, "weight"], library="np")
+    X = np.concatenate([np.column_stack([s[k] for k in names]),
+                        np.column_stack([b[k] for k in names])]).astype(np.float32)
+    y = np.concatenate([np.ones(len(s["var1"]), int), np.zeros(len(b["var1"]), int)])
+    w = np.concatenate([np.ones(len(s["var1"])), b["weight"]]).astype(np.float64)
     train = np.random.default_rng(100).random(len(y)) < 0.5
+    return X, y, w, train
+
+
+@pytest.fixture(scope="session")
+def tmva_class_split(tmva_class_data):
+    """The tutorial data split: (X_train, y_train, w_train, X_test, y_test, w_test)."""
+    X, y, w, train = tmva_class_data
     return X[train], y[train], w[train], X[~train], y[~train], w[~train]

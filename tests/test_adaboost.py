@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from hepbdt.engine.grower import grow_tree
 from hepbdt.engine.split import SplitParams, best_split_naive, node_score
 from hepbdt.model import load_model
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CLASSIFICATION = {"gini": GINI, "cross_entropy": CROSS_ENTROPY,
                   "misclassification": MISCLASSIFICATION, "sdivsqrtsplusb": SDIVSQRTSPLUSB}
 
@@ -116,34 +114,18 @@ def test_discrete_adaboost_matches_sklearn_samme_stumps():
     np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X) / 2, atol=1e-9)
 
 
-def _tutorial():
-    uproot = pytest.importorskip("uproot")
-    path = DATA / "tmva_class_example.root"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    with uproot.open(path) as f:
-        s = f["TreeS"].arrays([f"var{i}" for i in range(1, 5)], library="np")
-        b = f["TreeB"].arrays([*(f"var{i}" for i in range(1, 5)), "weight"], library="np")
-    X = np.vstack([np.column_stack([s[f"var{i}"] for i in range(1, 5)]),
-                   np.column_stack([b[f"var{i}"] for i in range(1, 5)])]).astype(np.float32)
-    y = np.r_[np.ones(6000), np.zeros(6000)]
-    w = np.r_[np.ones(6000), b["weight"]]
-    train = np.random.default_rng(100).random(12000) < 0.5
-    return X[train], y[train], w[train], X[~train], y[~train], w[~train]
-
-
 BDT = ("NTrees=850:MinNodeSize=2.5%:MaxDepth=3:BoostType=AdaBoost:AdaBoostBeta=0.5:"
        "UseBaggedBoost:BaggedSampleFraction=0.5:SeparationType=GiniIndex:nCuts=20")
 BDTG = ("NTrees=1000:MinNodeSize=2.5%:BoostType=Grad:Shrinkage=0.10:UseBaggedBoost:"
         "BaggedSampleFraction=0.5:nCuts=20:MaxDepth=2")
 
 
-def test_tmva_tutorial_bdt_matches_sklearn_adaboost():
+def test_tmva_tutorial_bdt_matches_sklearn_adaboost(tmva_class_split):
     from sklearn.ensemble import AdaBoostClassifier
     from sklearn.metrics import roc_auc_score
     from sklearn.tree import DecisionTreeClassifier
 
-    Xtr, ytr, wtr, Xte, yte, wte = _tutorial()
+    Xtr, ytr, wtr, Xte, yte, wte = tmva_class_split
     ours = BDTClassifier.from_tmva(BDT, random_state=1).fit(Xtr, ytr, wtr)
     ref = AdaBoostClassifier(DecisionTreeClassifier(max_depth=3), n_estimators=850,
                              random_state=0).fit(Xtr, ytr, sample_weight=wtr)
@@ -157,11 +139,11 @@ def test_tmva_tutorial_bdt_matches_sklearn_adaboost():
     np.testing.assert_allclose(proba, (score + 1) / 2)
 
 
-def test_tmva_tutorial_bdtg_matches_sklearn_gradient_boosting():
+def test_tmva_tutorial_bdtg_matches_sklearn_gradient_boosting(tmva_class_split):
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.metrics import roc_auc_score
 
-    Xtr, ytr, wtr, Xte, yte, wte = _tutorial()
+    Xtr, ytr, wtr, Xte, yte, wte = tmva_class_split
     ours = BDTClassifier.from_tmva(BDTG, random_state=1).fit(Xtr, ytr, wtr)
     ref = GradientBoostingClassifier(n_estimators=1000, learning_rate=0.1, max_depth=2,
                                      subsample=0.5, random_state=0).fit(Xtr, ytr, sample_weight=wtr)

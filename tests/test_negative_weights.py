@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.boosting.negative_weights import pair_negative_weights, pair_weights
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 POLICIES = ("pair", "keep", "ignore", "abs")
 BOOSTINGS = ("gradient", "newton", "adaboost", "realadaboost", "eps", "bagging")
 
@@ -137,22 +134,11 @@ def test_nlo_cancellation_needs_the_negative_weights(boosting):
     assert auc["ignore"] > auc["abs"]
 
 
-def test_random_flips_on_tutorial_data_lose_little():
-    uproot = pytest.importorskip("uproot")
+def test_random_flips_on_tutorial_data_lose_little(tmva_class_data):
     from sklearn.metrics import roc_auc_score
 
-    path = DATA / "tmva_class_example.root"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    with uproot.open(path) as f:
-        s = f["TreeS"].arrays([f"var{i}" for i in range(1, 5)], library="np")
-        b = f["TreeB"].arrays([*(f"var{i}" for i in range(1, 5)), "weight"], library="np")
-    X = np.vstack([np.column_stack([s[f"var{i}"] for i in range(1, 5)]),
-                   np.column_stack([b[f"var{i}"] for i in range(1, 5)])]).astype(np.float32)
-    y = np.r_[np.ones(6000), np.zeros(6000)]
-    w = np.r_[np.ones(6000), b["weight"]]
-    train = np.random.default_rng(100).random(12000) < 0.5
-    flip = np.random.default_rng(0).random(12000) < 0.1
+    X, y, w, train = tmva_class_data
+    flip = np.random.default_rng(0).random(y.size) < 0.1
     w_flip = np.where(flip, -w, w)
     tr, te = train, ~train
     kw = dict(boosting="gradient", n_trees=200, max_depth=3, min_node_size=0.025, random_state=1)
