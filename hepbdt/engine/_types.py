@@ -6,15 +6,8 @@ channels and raw features, float64 histogram sums, int32 node and event indices.
 
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
-
-# The OpenMP layer's barrier costs milliseconds per parallel launch when the cores are
-# shared with other processes; the workqueue layer costs ~60 us, steadily.
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = "workqueue"
 
 X_DTYPE = np.float32  # raw features, thresholds
 BIN_DTYPE = np.uint8  # bin codes
