@@ -20,6 +20,7 @@ from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ForestBuilder
+from .losses import weighted_quantile
 
 __all__ = ["BoostResult", "draw_rows", "leaf_sums", "run_boosting", "add_tree", "Progress"]
 
@@ -66,9 +67,8 @@ def leaf_sums(tree: GrownTree, per_event: np.ndarray) -> np.ndarray:
     leaves below it (children always follow their parent)."""
     out = np.zeros(tree.n_nodes)
     leaves = np.flatnonzero(tree.is_leaf)
-    sub = GrownTree(**{**tree.__dict__, "start": tree.start[leaves], "stop": tree.stop[leaves],
-                       "feature": tree.feature[leaves]})
-    out[leaves] = slice_sums(sub, np.ascontiguousarray(per_event))
+    out[leaves] = slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves],
+                             np.ascontiguousarray(per_event))
     for k in np.flatnonzero(~tree.is_leaf)[::-1]:
         out[k] = out[tree.left[k]] + out[tree.right[k]]
     return out
@@ -76,8 +76,6 @@ def leaf_sums(tree: GrownTree, per_event: np.ndarray) -> np.ndarray:
 
 def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
     """Weighted q-quantile of ``values`` over each leaf's events (0 on internal nodes)."""
-    from .losses import weighted_quantile
-
     out = np.zeros(tree.n_nodes)
     for k in np.flatnonzero(tree.is_leaf):
         idx = tree.partition[tree.start[k]:tree.stop[k]]

@@ -158,10 +158,11 @@ def _slice_sums(partition, start, stop, values, out):
         out[j] = total
 
 
-def slice_sums(tree: GrownTree, values: np.ndarray) -> np.ndarray:
-    """Exact float64 sum of per-event ``values`` over every node's events."""
-    out = np.empty(tree.n_nodes, dtype=np.float64)
-    _slice_sums(tree.partition, tree.start, tree.stop, values, out)
+def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
+               values: np.ndarray) -> np.ndarray:
+    """Exact float64 sums of per-event ``values`` over ``partition[start[j]:stop[j]]``."""
+    out = np.empty(start.size, dtype=np.float64)
+    _slice_sums(partition, start, stop, values, out)
     return out
 
 
