@@ -195,3 +195,7 @@ def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
         dense = DenseForest(f)
         np.testing.assert_allclose(predict_raw(X, f, dense=dense), naive, atol=1e-12)
         np.testing.assert_allclose(model.decision_function(X), naive + f.base_score, atol=1e-12)
+        # Blocks without any NaN take the plain walk, the others the NaN-aware one.
+        mixed = X.copy()
+        mixed[:320] = np.nan_to_num(mixed[:320], nan=0.25)
+        np.testing.assert_allclose(predict_raw(mixed, f, dense=dense), predict_naive(mixed, f), atol=1e-12)

@@ -19,6 +19,7 @@ __all__ = ["DenseForest", "predict_raw", "predict_binned", "predict_per_tree", "
 BLOCK = 64
 GROUP = 16  # blocks per parallel task of the dense walk (buffers allocated once a task)
 MAX_DENSE_DEPTH = 12  # deeper forests are walked node by node
+LOW31 = np.uint32(0x7FFFFFFF)
 
 
 @njit
@@ -66,35 +67,39 @@ class DenseForest:
         self.depth = int(depth.max()) if depth.size else 0
         n_trees = forest.tree_offsets.size - 1
         n_inner = (1 << self.depth) - 1
-        self.feature = np.zeros((n_trees, max(n_inner, 1)), np.int32)
+        self.feature = np.zeros((n_trees, max(n_inner, 1)), np.uint32)
         self.threshold = np.zeros((n_trees, max(n_inner, 1)), forest.threshold.dtype)
         self.missing_left = np.zeros((n_trees, max(n_inner, 1)), np.bool_)
         self.leaf = np.zeros((n_trees, n_inner + 1), np.float64)
         _densify(forest.feature, forest.threshold, forest.left, forest.right, forest.missing_left,
                  forest.value, forest.tree_offsets, self.depth, self.feature, self.threshold,
                  self.missing_left, self.leaf)
+        self.feature_ml = self.feature | (self.missing_left.astype(np.uint32) << np.uint32(31))
 
 
 @njit(parallel=True)
-def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_leaf, depth, tree_weights,
+def _predict_dense(X, d_feature, d_threshold, d_feature_ml, d_leaf, depth, tree_weights,
                    t_begin, t_end, out):
+    # Unsigned indices throughout: no negative-index wraparound, so the walk vectorises.
+    # d_feature_ml holds the feature in its low 31 bits and missing_left in the top bit.
     n, m = X.shape
     x_flat = X.ravel()
-    n_inner = (1 << depth) - 1
+    n_inner = np.uint32((1 << depth) - 1)
+    two = np.uint32(2)
     n_blocks = (n + BLOCK - 1) // BLOCK
     n_groups = (n_blocks + GROUP - 1) // GROUP
     for grp in numba.prange(n_groups):
-        row = np.empty(BLOCK, np.int64)
-        pos = np.zeros(BLOCK, np.int32)
+        row = np.empty(BLOCK, np.uint64)
+        pos = np.zeros(BLOCK, np.uint32)
         acc = np.zeros(BLOCK)
         for blk in range(grp * GROUP, min(n_blocks, grp * GROUP + GROUP)):
             i0 = blk * BLOCK
             size = min(n, i0 + BLOCK) - i0
             # A full block always (the last one repeats its last event): fixed trip counts.
             for i in range(BLOCK):
-                row[i] = (i0 + min(i, size - 1)) * m
+                row[i] = np.uint64((i0 + min(i, size - 1)) * m)
             has_nan = False
-            for k in range(row[0], row[0] + size * m):
+            for k in range(i0 * m, (i0 + size) * m):
                 if x_flat[k] != x_flat[k]:
                     has_nan = True
             acc[:] = 0.0
@@ -103,19 +108,20 @@ def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_leaf, depth, tre
                 thr_t = d_threshold[t]
                 pos[:] = 0
                 if has_nan:
-                    ml_t = d_missing_left[t]
+                    fml_t = d_feature_ml[t]
                     for _ in range(depth):
                         for i in range(BLOCK):
                             p = pos[i]
-                            x = x_flat[row[i] + feat_t[p]]
+                            fml = fml_t[p]
+                            x = x_flat[row[i] + (fml & LOW31)]
                             # NaN fails x < thr; it goes left only where missing_left says so
-                            go_left = np.int32(x < thr_t[p]) | (np.int32(ml_t[p]) & np.int32(x != x))
-                            pos[i] = 2 * p + 2 - go_left
+                            go_left = np.uint32(x < thr_t[p]) | ((fml >> 31) & np.uint32(x != x))
+                            pos[i] = two * p + two - go_left
                 else:
                     for _ in range(depth):
                         for i in range(BLOCK):
                             p = pos[i]
-                            pos[i] = 2 * p + 2 - np.int32(x_flat[row[i] + feat_t[p]] < thr_t[p])
+                            pos[i] = two * p + two - np.uint32(x_flat[row[i] + feat_t[p]] < thr_t[p])
                 tw = tree_weights[t]
                 leaf_t = d_leaf[t]
                 for i in range(BLOCK):
@@ -204,7 +210,7 @@ def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = Non
     if out is None:
         out = np.zeros(X.shape[0], dtype=np.float64)
     if dense is not None and dense.depth <= MAX_DENSE_DEPTH:
-        _predict_dense(X, dense.feature, dense.threshold, dense.missing_left, dense.leaf,
+        _predict_dense(X, dense.feature, dense.threshold, dense.feature_ml, dense.leaf,
                        dense.depth, forest.tree_weights, t_begin, t_end, out)
         return out
     _predict_raw(X, forest.feature, forest.threshold, forest.left, forest.right,
