@@ -69,55 +69,61 @@ def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_st
     The split feature's code is ``codes[partition[k], f]`` when ``by_event`` (event-major
     codes, the event's row prefetched ahead), else ``codes[f, partition[k]]``.
     """
+    # Unsigned positions: no negative-index wraparound in the inner loop.
     codes_flat = codes.ravel()
-    row_length = codes.shape[1]
+    row_length = np.uint64(codes.shape[1])
+    n_ch = np.uint64(payload.shape[1]) if move_payload else np.uint64(0)
+    one = np.uint64(1)
     for c in numba.prange(chunk_start.size):
-        s = chunk_start[c]
-        e = chunk_stop[c]
+        s = np.uint64(chunk_start[c])
+        e = np.uint64(chunk_stop[c])
         j = chunk_node[c]
-        f = feature[j]
+        f = np.uint64(feature[j])
         thr = bin_threshold[j]
         ml = missing_left[j]
         left_pos = s
-        right_pos = e - 1
+        right_pos = e - one
         for k in range(s, e):
-            i = partition[k]
+            i = np.uint64(partition[k])
             if by_event:
-                if k + PREFETCH_AHEAD < e:
-                    prefetch(codes_flat, np.int64(partition[k + PREFETCH_AHEAD]) * row_length + f)
-                code = codes_flat[np.int64(i) * row_length + f]
+                ahead = k + np.uint64(PREFETCH_AHEAD)
+                if ahead < e:
+                    prefetch(codes_flat, np.uint64(partition[ahead]) * row_length + f)
+                code = codes_flat[i * row_length + f]
             else:
                 code = codes[f, i]
             if (ml if code == MISSING_BIN else code <= thr):
                 dst = left_pos
-                left_pos += 1
+                left_pos += one
             else:
                 dst = right_pos
-                right_pos -= 1
-            scratch_idx[dst] = i
-            if move_payload:
-                for ch in range(payload.shape[1]):
-                    scratch_payload[dst, ch] = payload[k, ch]
-        n_left[c] = left_pos - s
+                right_pos -= one
+            scratch_idx[dst] = partition[k]
+            for ch in range(n_ch):
+                scratch_payload[dst, ch] = payload[k, ch]
+        n_left[c] = np.int64(left_pos - s)
 
 
 @njit(parallel=True)
 def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
                    scratch_idx, scratch_payload, move_payload):
     """Pass 2: copy each chunk's left run, and its reversed right run, to their places."""
-    n_ch = payload.shape[1] if move_payload else 0
+    n_ch = np.uint64(payload.shape[1]) if move_payload else np.uint64(0)
+    one = np.uint64(1)
     for c in numba.prange(chunk_start.size):
-        s = chunk_start[c]
-        e = chunk_stop[c]
-        nl = n_left[c]
+        s = np.uint64(chunk_start[c])
+        e = np.uint64(chunk_stop[c])
+        nl = np.uint64(n_left[c])
+        ld = np.uint64(left_dst[c])
+        rd = np.uint64(right_dst[c])
         for q in range(nl):
-            partition[left_dst[c] + q] = scratch_idx[s + q]
+            partition[ld + q] = scratch_idx[s + q]
             for ch in range(n_ch):
-                payload[left_dst[c] + q, ch] = scratch_payload[s + q, ch]
+                payload[ld + q, ch] = scratch_payload[s + q, ch]
         for q in range(e - s - nl):
-            partition[right_dst[c] + q] = scratch_idx[e - 1 - q]
+            partition[rd + q] = scratch_idx[e - one - q]
             for ch in range(n_ch):
-                payload[right_dst[c] + q, ch] = scratch_payload[e - 1 - q, ch]
+                payload[rd + q, ch] = scratch_payload[e - one - q, ch]
 
 
 def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_threshold,

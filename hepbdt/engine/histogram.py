@@ -51,20 +51,24 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 def _build_packed(codes_by_event, partition, payload, task_start, task_stop, task_slot, hists):
     # Integer sums do not depend on the order of addition, so threads may own events:
     # each task (a fixed-size run of one node's events) fills its own buffer.
+    # Unsigned indices: no negative-index wraparound in the inner loop.
     m = hists.shape[1]
+    n_bins = np.uint64(hists.shape[2])
     codes_flat = codes_by_event.ravel()
-    row_length = codes_by_event.shape[1]
-    buffers = np.zeros((task_start.size, m, hists.shape[2]), dtype=np.int64)
+    row_length = np.uint64(codes_by_event.shape[1])
+    buffers = np.zeros((task_start.size, m * hists.shape[2]), dtype=np.int64)
     for t in numba.prange(task_start.size):
         h = buffers[t]
-        stop = task_stop[t]
-        for k in range(task_start[t], stop):
-            if k + PREFETCH_AHEAD < stop:
-                prefetch(codes_flat, np.int64(partition[k + PREFETCH_AHEAD]) * row_length)
-            row = np.int64(partition[k]) * row_length
+        start = np.uint64(task_start[t])
+        stop = np.uint64(task_stop[t])
+        for k in range(start, stop):
+            ahead = k + np.uint64(PREFETCH_AHEAD)
+            if ahead < stop:
+                prefetch(codes_flat, np.uint64(partition[ahead]) * row_length)
+            row = np.uint64(partition[k]) * row_length
             p = payload[k, 0]
-            for f in range(m):
-                h[f, codes_flat[row + f]] += p
+            for f in range(np.uint64(m)):
+                h[f * n_bins + np.uint64(codes_flat[row + f])] += p
     slots = np.unique(task_slot)
     for job in numba.prange(slots.size * m):
         slot = slots[job // m]
@@ -73,7 +77,7 @@ def _build_packed(codes_by_event, partition, payload, task_start, task_stop, tas
         out[:] = 0
         for t in range(task_start.size):
             if task_slot[t] == slot:
-                out += buffers[t, f]
+                out += buffers[t, f * hists.shape[2]:(f + 1) * hists.shape[2]]
 
 
 PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel
