@@ -100,8 +100,8 @@ def add_tree(builder: ForestBuilder, tree: GrownTree, value: np.ndarray, mapper,
 def _add_leaf_values(partition, start, stop, value, score):
     for j in numba.prange(start.size):
         v = value[j]
-        for k in range(start[j], stop[j]):
-            score[partition[k]] += v
+        for k in range(np.uint64(start[j]), np.uint64(stop[j])):
+            score[np.uint64(partition[k])] += v
 
 
 def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: np.ndarray,

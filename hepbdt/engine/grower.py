@@ -159,8 +159,8 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
 def _slice_sums(partition, start, stop, values, out):
     for j in numba.prange(start.size):
         total = 0.0
-        for k in range(start[j], stop[j]):
-            total += values[partition[k]]
+        for k in range(np.uint64(start[j]), np.uint64(stop[j])):
+            total += values[np.uint64(partition[k])]
         out[j] = total
 
 
