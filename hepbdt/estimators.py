@@ -19,7 +19,7 @@ from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import run_boosting
 from .boosting.losses import Deviance, Logistic
 from .engine._types import MAX_VALUE_BINS, X_DTYPE
-from .engine.binning import BinMapper
+from .engine.binning import BinMapper, first_infinite
 from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic_write_text
@@ -64,9 +64,10 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X") -> tuple[np.
         raise ValueError(f"{what} is empty (shape {X.shape}); need at least one event and one feature")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{what} has {X.shape[1]} features, the model was trained on {n_features}")
-    if np.isinf(X).any():
-        rows, cols = np.nonzero(np.isinf(X))
-        raise ValueError(f"{what} has infinite values (first at event {rows[0]}, feature {cols[0]}); "
+    first = first_infinite(X)
+    if first >= 0:
+        row, col = divmod(first, X.shape[1])
+        raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
                          "use NaN for missing values")
     return X, names
 

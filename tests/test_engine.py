@@ -199,3 +199,16 @@ def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
         mixed = X.copy()
         mixed[:320] = np.nan_to_num(mixed[:320], nan=0.25)
         np.testing.assert_allclose(predict_raw(mixed, f, dense=dense), predict_naive(mixed, f), atol=1e-12)
+
+
+def test_first_infinite_matches_numpy_across_chunks():
+    from hepbdt.engine.binning import INF_CHUNK, first_infinite
+
+    X = np.zeros((3 * INF_CHUNK // 7 + 5, 7), np.float32)
+    assert first_infinite(X) == -1
+    flat = X.reshape(-1)
+    for positions in ([INF_CHUNK + 3], [2 * INF_CHUNK + 1, INF_CHUNK - 1], [flat.size - 1, 5]):
+        flat[:] = 0
+        flat[positions] = [np.inf if k % 2 else -np.inf for k in range(len(positions))]
+        flat[0] = np.nan  # NaN is not infinite
+        assert first_infinite(X) == int(np.flatnonzero(np.isinf(flat))[0])

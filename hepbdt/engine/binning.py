@@ -14,7 +14,7 @@ import numpy as np
 
 from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, njit
 
-__all__ = ["BinMapper", "fit_bin_edges", "apply_bins"]
+__all__ = ["BinMapper", "fit_bin_edges", "apply_bins", "first_infinite"]
 
 SUBSAMPLE_FOR_EDGES = 200_000  # events used to find quantile edges (as LightGBM's default)
 
@@ -107,6 +107,28 @@ def _apply_bins(X, edges, codes):
         e = edges[f]
         for i in range(n):
             codes[f, i] = _bin_of(e, X[i, f])
+
+
+INF_CHUNK = 1 << 16  # values per task of the infinity scan
+
+
+@njit(parallel=True)
+def _first_infinite(flat, first):
+    for c in numba.prange(first.size):
+        first[c] = -1
+        for k in range(c * INF_CHUNK, min(flat.size, (c + 1) * INF_CHUNK)):
+            if np.isinf(flat[k]):
+                first[c] = k
+                break
+
+
+def first_infinite(X: np.ndarray) -> int:
+    """Flat index of the first +-inf in a C-contiguous array, or -1 when there is none."""
+    flat = X.reshape(-1)
+    first = np.empty(-(-flat.size // INF_CHUNK), np.int64)
+    _first_infinite(flat, first)
+    found = first[first >= 0]
+    return int(found[0]) if found.size else -1
 
 
 def _pack_edges(edges: list[np.ndarray]) -> np.ndarray:

@@ -127,13 +127,20 @@ class Quantiser:
 
     def decode(self, packed: np.ndarray) -> np.ndarray:
         """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
-        low = ((packed + 2**31) & 0xFFFFFFFF) - 2**31
-        high = (packed - low) >> 32
         out = np.empty(packed.shape + (N_CHANNELS,), dtype=SUM_DTYPE)
-        out[..., 0] = high / self.scale_a
-        out[..., 1] = low / self.scale_b
-        out[..., 2] = out[..., 1]
+        _decode(packed.reshape(-1), self.scale_a, self.scale_b,
+                out.reshape(-1, N_CHANNELS))
         return out
+
+
+@njit(parallel=True)
+def _decode(packed, scale_a, scale_b, out):
+    for k in numba.prange(packed.size):
+        v = packed[k]
+        low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648  # the signed low 32 bits
+        out[k, 0] = ((v - low) >> 32) / scale_a
+        out[k, 1] = low / scale_b
+        out[k, 2] = out[k, 1]
 
 
 @njit(parallel=True)
