@@ -80,19 +80,21 @@ def test_packed_histograms_are_exact_sums_of_quantised_values():
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
     partition = rows[::-1].copy()  # any order: integer sums do not depend on it
-    payload = np.empty((rows.size, 1), np.int64)
-    q.pack_into(partition, a, b, payload)
+    packed = np.empty(rows.size, np.int64)  # in event order, read through the partition
+    q.pack_into(a, b, packed)
     h = new_histograms(1, X.shape[1], packed=True)
-    build_histograms(np.ascontiguousarray(codes.T), partition, payload, np.array([0]),
-                     np.array([rows.size]), np.array([0]), np.ones(X.shape[1], bool), h)
+    lo, hi = 10, rows.size - 7  # one node: a slice of the partition
+    build_histograms(np.ascontiguousarray(codes.T), partition, packed, np.array([lo]),
+                     np.array([hi]), np.array([0]), np.ones(X.shape[1], bool), h)
+    node = partition[lo:hi]
     qa = np.round(a.astype(np.float64) * q.scale_a)
     qb = np.round(b.astype(np.float64) * q.scale_b)
-    ref = histograms_naive(codes, rows, [qa, qb], dtype=np.float64)
+    ref = histograms_naive(codes, node, [qa, qb], dtype=np.float64)
     dec = q.decode(h)[0]
     np.testing.assert_allclose(dec[..., 0] * q.scale_a, ref[..., 0], atol=1e-6)
     np.testing.assert_allclose(dec[..., 1] * q.scale_b, ref[..., 1], atol=1e-6)
-    np.testing.assert_allclose(dec[..., 0], histograms_naive(codes, rows, [a])[..., 0],
-                               atol=rows.size / q.scale_a)
+    np.testing.assert_allclose(dec[..., 0], histograms_naive(codes, node, [a])[..., 0],
+                               atol=node.size / q.scale_a)
 
 
 @pytest.mark.parametrize("criterion", sorted(CRITERIA))

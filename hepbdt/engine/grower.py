@@ -7,7 +7,8 @@ moves with it. Per level: best split of every node, a stable parallel partition 
 split nodes, then the histogram of each smaller child and its sibling by subtraction.
 With ``quantised=True`` (second-order boosting on large samples) A and B are packed into
 one int64 per event (see histogram.py), W is replaced by B in the split constraints, and
-the codes are event-major, gathered through the partition with a prefetch.
+the codes are event-major; codes and packed channels stay in event order, are read
+through the partition with a prefetch, and only the event indices move.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["GrownTree", "grow_tree", "sample_features", "slice_sums"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
+NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indices only
 
 
 @dataclass
@@ -63,7 +65,7 @@ class GrownTree:
 @njit(parallel=True)
 def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
                       chunk_node, feature, bin_threshold, missing_left, scratch_idx,
-                      scratch_payload, n_left, move_payload):
+                      scratch_payload, n_left):
     """Pass 1: each chunk writes its left events forwards and its right ones backwards.
 
     The split feature's code is ``codes[partition[k], f]`` when ``by_event`` (event-major
@@ -72,7 +74,7 @@ def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_st
     # Unsigned positions: no negative-index wraparound in the inner loop.
     codes_flat = codes.ravel()
     row_length = np.uint64(codes.shape[1])
-    n_ch = np.uint64(payload.shape[1]) if move_payload else np.uint64(0)
+    n_ch = np.uint64(payload.shape[1]) if payload.shape[0] else np.uint64(0)
     one = np.uint64(1)
     for c in numba.prange(chunk_start.size):
         s = np.uint64(chunk_start[c])
@@ -106,9 +108,9 @@ def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_st
 
 @njit(parallel=True)
 def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
-                   scratch_idx, scratch_payload, move_payload):
+                   scratch_idx, scratch_payload):
     """Pass 2: copy each chunk's left run, and its reversed right run, to their places."""
-    n_ch = np.uint64(payload.shape[1]) if move_payload else np.uint64(0)
+    n_ch = np.uint64(payload.shape[1]) if payload.shape[0] else np.uint64(0)
     one = np.uint64(1)
     for c in numba.prange(chunk_start.size):
         s = np.uint64(chunk_start[c])
@@ -127,10 +129,11 @@ def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst
 
 
 def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_threshold,
-                     missing_left, scratch_idx, scratch_payload, move_payload=True) -> np.ndarray:
+                     missing_left, scratch_idx, scratch_payload) -> np.ndarray:
     """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids.
 
-    move_payload=False moves only the event indices (the payload is then stale)."""
+    The payload's rows (channels in partition order) move with the event indices; pass
+    ``NO_PAYLOAD`` to move the indices only."""
     sizes = e - s
     n_chunks = np.maximum(1, -(-sizes // PARTITION_CHUNK))
     chunk_node = np.repeat(np.arange(s.size), n_chunks)
@@ -141,7 +144,7 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
     n_left = np.empty(chunk_node.size, np.int64)
     _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
                       chunk_node, feature, bin_threshold, missing_left, scratch_idx,
-                      scratch_payload, n_left, move_payload)
+                      scratch_payload, n_left)
     n_right = (chunk_stop - chunk_start) - n_left
     left_total = np.bincount(chunk_node, weights=n_left, minlength=s.size).astype(np.int64)
     mid = s + left_total
@@ -151,7 +154,7 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
     left_dst = s[chunk_node] + cum_left - cum_left[first][chunk_node]
     right_dst = mid[chunk_node] + cum_right - cum_right[first][chunk_node]
     _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
-                   scratch_idx, scratch_payload, move_payload)
+                   scratch_idx, scratch_payload)
     return mid
 
 
@@ -177,8 +180,9 @@ class QuantisedRows:
     quantised grower (partition, packed channels, scratch), allocated once per fit.
 
     Each tree starts from event order; the stable partition keeps every node's events in
-    increasing order, and kernels prefetch an event's row of codes a few events ahead.
-    Partitions move only the event index and the packed channels (12 bytes an event).
+    increasing order. The packed channels stay in event order and partitions move only
+    the event index (4 bytes an event); kernels read an event's row of codes and its
+    packed channels through the partition, prefetched a few events ahead.
     """
 
     def __init__(self, codes_by_event: np.ndarray):
@@ -186,9 +190,8 @@ class QuantisedRows:
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
-        self.payload = np.empty((n, 1), dtype=np.int64)
+        self.packed = np.empty(n, dtype=np.int64)
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
-        self.scratch_payload = np.empty_like(self.payload)
 
     @classmethod
     def from_features(cls, X: np.ndarray, mapper) -> QuantisedRows:
@@ -198,9 +201,9 @@ class QuantisedRows:
         return cls(codes)
 
     def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
-        """Every event in order, with channels A and B packed into the payload."""
+        """Every event in order, with channels A and B packed."""
         self.partition[:] = np.arange(self.partition.size, dtype=INDEX_DTYPE)
-        quantiser.pack_into(self.partition, a, b, self.payload)
+        quantiser.pack_into(a, b, self.packed)
 
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -261,8 +264,8 @@ def grow_tree(
         n_rows = partition.size
         quantiser = Quantiser(a, b, n_rows)
         ordered.start_tree(quantiser, a, b)
-        payload = ordered.payload
-        scratch_idx, scratch_payload = ordered.scratch_idx, ordered.scratch_payload
+        payload = ordered.packed
+        scratch_idx, scratch_payload = ordered.scratch_idx, NO_PAYLOAD
         codes = ordered.codes
     else:
         quantiser = None
@@ -302,9 +305,10 @@ def grow_tree(
         nodes = [level[j] for j in to_split]
         s = np.array([start[n] for n in nodes], np.int64)
         e = np.array([stop[n] for n in nodes], np.int64)
-        mid = _partition_nodes(codes, quantised, partition, payload, s, e, f[to_split],
+        moved = NO_PAYLOAD if quantised or depth + 1 == max_depth else payload
+        mid = _partition_nodes(codes, quantised, partition, moved, s, e, f[to_split],
                                t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
-                               scratch_payload, move_payload=depth + 1 < max_depth)
+                               scratch_payload)
         next_level = []
         for q, j in enumerate(to_split):
             n = level[j]

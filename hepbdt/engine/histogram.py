@@ -6,9 +6,11 @@ into one int64 per event (A in the high 32 bits, B in the low 32 bits), so one i
 accumulates both; the sums are exact in integers, so subtraction loses nothing. The
 quantisation step is chosen so that no sum over the tree's events can overflow 31 bits.
 
-Each node is a ``[start, stop)`` slice of one partition array of event indices; the
-per-event payload is kept in partition order so the inner loop reads it contiguously.
-Threads own features, so the sums never depend on the number of threads.
+Each node is a ``[start, stop)`` slice of one partition array of event indices. The exact
+kind keeps its float channels in partition order, so the inner loop reads them
+contiguously, and threads own features; the packed kind reads the codes and the packed
+channels of each event through the partition (prefetched), and threads own events.
+Either way the sums never depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 
 
 @njit(parallel=True)
-def _build_packed(codes_by_event, partition, payload, task_start, task_stop, task_slot, hists):
+def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task_slot, hists):
     # Integer sums do not depend on the order of addition, so threads may own events:
     # each task (a fixed-size run of one node's events) fills its own buffer.
     # Unsigned indices: no negative-index wraparound in the inner loop.
@@ -64,9 +66,12 @@ def _build_packed(codes_by_event, partition, payload, task_start, task_stop, tas
         for k in range(start, stop):
             ahead = k + np.uint64(PREFETCH_AHEAD)
             if ahead < stop:
-                prefetch(codes_flat, np.uint64(partition[ahead]) * row_length)
-            row = np.uint64(partition[k]) * row_length
-            p = payload[k, 0]
+                i_ahead = np.uint64(partition[ahead])
+                prefetch(codes_flat, i_ahead * row_length)
+                prefetch(packed, i_ahead)
+            i = np.uint64(partition[k])
+            row = i * row_length
+            p = packed[i]
             for f in range(np.uint64(m)):
                 h[f * n_bins + np.uint64(codes_flat[row + f])] += p
     slots = np.unique(task_slot)
@@ -90,10 +95,10 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``).
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
-    in partition order. Packed: codes (n, m) uint8 event-major, payload (n_rows, 1) int64
-    packed channels in partition order. partition: (n_rows,) int32; node_start/stop/slots:
-    (k,) int64; feature_used: (m,) bool (other features are zeroed in exact histograms,
-    computed anyway when packed); hists from ``new_histograms``.
+    in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
+    channels in event order (read through the partition). partition: (n_rows,) int32;
+    node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
+    in exact histograms, computed anyway when packed); hists from ``new_histograms``.
     """
     if payload.dtype != np.int64:
         _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
@@ -120,10 +125,9 @@ class Quantiser:
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
-    def pack_into(self, partition: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  payload: np.ndarray) -> None:
-        """payload[k, 0] = round(A * scale_a) * 2**32 + round(B * scale_b) of event partition[k]."""
-        _pack_into(partition, a, b, self.scale_a, self.scale_b, payload)
+    def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
+        """packed[i] = round(A_i * scale_a) * 2**32 + round(B_i * scale_b) for every event i."""
+        _pack_into(a, b, self.scale_a, self.scale_b, packed)
 
     def decode(self, packed: np.ndarray) -> np.ndarray:
         """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
@@ -144,11 +148,9 @@ def _decode(packed, scale_a, scale_b, out):
 
 
 @njit(parallel=True)
-def _pack_into(partition, a, b, scale_a, scale_b, payload):
-    for k in numba.prange(partition.size):
-        i = partition[k]
-        payload[k, 0] = (np.int64(np.round(a[i] * scale_a)) * 4294967296
-                            + np.int64(np.round(b[i] * scale_b)))
+def _pack_into(a, b, scale_a, scale_b, packed):
+    for i in numba.prange(packed.size):
+        packed[i] = np.int64(np.round(a[i] * scale_a)) * 4294967296 + np.int64(np.round(b[i] * scale_b))
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
