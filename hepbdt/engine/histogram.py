@@ -68,6 +68,7 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
             if ahead < stop:
                 i_ahead = np.uint64(partition[ahead])
                 prefetch(codes_flat, i_ahead * row_length)
+                prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
                 prefetch(packed, i_ahead)
             i = np.uint64(partition[k])
             row = i * row_length
