@@ -175,6 +175,12 @@ def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
     return out
 
 
+@njit(parallel=True)
+def _iota(out):
+    for i in numba.prange(out.size):
+        out[i] = i
+
+
 class QuantisedRows:
     """Every training event's codes, event-major (n, m) uint8, and the buffers of the
     quantised grower (partition, packed channels, scratch), allocated once per fit.
@@ -202,7 +208,7 @@ class QuantisedRows:
 
     def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
         """Every event in order, with channels A and B packed."""
-        self.partition[:] = np.arange(self.partition.size, dtype=INDEX_DTYPE)
+        _iota(self.partition)
         quantiser.pack_into(a, b, self.packed)
 
 

@@ -121,8 +121,7 @@ class Quantiser:
         # |sum| <= n_rows * 2**bits must stay below 2**31.
         bits = max(6, min(24, 30 - math.ceil(math.log2(n_rows + 1))))
         top = float(2**bits - 1)
-        max_a = float(np.max(np.abs(a))) if a.size else 0.0
-        max_b = float(np.max(np.abs(b))) if b.size else 0.0
+        max_a, max_b = _max_abs(a, b) if a.size else (0.0, 0.0)
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
@@ -146,6 +145,22 @@ def _decode(packed, scale_a, scale_b, out):
         out[k, 0] = ((v - low) >> 32) / scale_a
         out[k, 1] = low / scale_b
         out[k, 2] = out[k, 1]
+
+
+@njit(parallel=True)
+def _max_abs(a, b):
+    chunk = 1 << 16
+    n_chunks = (a.size + chunk - 1) // chunk
+    top = np.zeros((n_chunks, 2))
+    for c in numba.prange(n_chunks):
+        ma = 0.0
+        mb = 0.0
+        for i in range(c * chunk, min(a.size, (c + 1) * chunk)):
+            ma = max(ma, abs(np.float64(a[i])))
+            mb = max(mb, abs(np.float64(b[i])))
+        top[c, 0] = ma
+        top[c, 1] = mb
+    return top[:, 0].max(), top[:, 1].max()
 
 
 @njit(parallel=True)
