@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
 from ..engine.predict import predict_binned
@@ -25,6 +26,7 @@ from .losses import weighted_quantile
 __all__ = ["BoostResult", "draw_rows", "leaf_sums", "run_boosting", "add_tree", "Progress"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
+PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -62,15 +64,14 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
     return rows, wt
 
 
-def leaf_sums(tree: GrownTree, per_event: np.ndarray) -> np.ndarray:
-    """Exact sum of ``per_event`` over each leaf's events, and over each internal node's
-    leaves below it (children always follow their parent)."""
-    out = np.zeros(tree.n_nodes)
+def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
+    """Exact sums of each per-event array over each leaf's events, and over each internal
+    node's leaves below it (children always follow their parent): (len(per_event), n_nodes)."""
+    out = np.zeros((len(per_event), tree.n_nodes))
     leaves = np.flatnonzero(tree.is_leaf)
-    out[leaves] = slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves],
-                             np.ascontiguousarray(per_event))
+    out[:, leaves] = slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves], *per_event)
     for k in np.flatnonzero(~tree.is_leaf)[::-1]:
-        out[k] = out[tree.left[k]] + out[tree.right[k]]
+        out[:, k] = out[:, tree.left[k]] + out[:, tree.right[k]]
     return out
 
 
@@ -100,7 +101,11 @@ def add_tree(builder: ForestBuilder, tree: GrownTree, value: np.ndarray, mapper,
 def _add_leaf_values(partition, start, stop, value, score):
     for j in numba.prange(start.size):
         v = value[j]
-        for k in range(np.uint64(start[j]), np.uint64(stop[j])):
+        stop_j = np.uint64(stop[j])
+        for k in range(np.uint64(start[j]), stop_j):
+            ahead = k + np.uint64(PREFETCH_AHEAD)
+            if ahead < stop_j:
+                prefetch(score, np.uint64(partition[ahead]))
             score[np.uint64(partition[k])] += v
 
 
@@ -197,9 +202,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                          features, colsample_bylevel, colsample_bynode, rng, quantised=quantised,
                          ordered=ordered if quantised else None)
-        value = booster.leaf_values(tree, y, w_tree, score, wg, wh)
-        add_tree(builder, tree, value, mapper,
-                 cover=leaf_sums(tree, w_tree) if quantised else None)
+        sums = leaf_sums(tree, wg, wh, w_tree)
+        value = booster.leaf_values(tree, y, w_tree, score, sums)
+        add_tree(builder, tree, value, mapper, cover=sums[2] if quantised else None)
         update_scores(codes, tree, value, score, through_partition=rows.size == n)
         if valid is not None:
             update_scores(codes_v, tree, value, score_v)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import CHANNEL_DTYPE, VARIANCE
-from ._loop import leaf_quantile, leaf_sums
+from ._loop import leaf_quantile
 from .losses import Absolute, Huber, Loss
 
 __all__ = ["GradientBooster"]
@@ -32,8 +32,9 @@ class GradientBooster:
         """A = w * pseudo-residual = -w g, B = w."""
         return np.negative(wg), w.astype(CHANNEL_DTYPE, copy=False)
 
-    def leaf_values(self, tree, y, w, score, wg, wh):
-        """Leaf values times the learning rate (0 on internal nodes)."""
+    def leaf_values(self, tree, y, w, score, sums):
+        """Leaf values times the learning rate (0 on internal nodes), from the exact
+        per-node sums (w g, w h, w) of ``leaf_sums`` where the loss needs sums."""
         leaves = tree.is_leaf
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
@@ -49,7 +50,7 @@ class GradientBooster:
                 step = np.dot(w[idx], np.sign(dev) * np.minimum(d, np.abs(dev)))
                 value[k] = median[k] + (step / total if total > MIN_DENOMINATOR else 0.0)
         else:
-            num = -leaf_sums(tree, wg)
-            den = leaf_sums(tree, wh)
+            num = -sums[0]
+            den = sums[1]
             value = np.where(den > MIN_DENOMINATOR, num / np.where(den > 0, den, 1), 0.0)
         return np.where(leaves, value * self.learning_rate, 0.0)

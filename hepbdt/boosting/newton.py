@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import NEWTON
-from ._loop import leaf_quantile, leaf_sums
+from ._loop import leaf_quantile
 from .losses import Absolute, Loss
 
 __all__ = ["NewtonBooster"]
@@ -34,13 +34,14 @@ class NewtonBooster:
         """A = w * g, B = w * h."""
         return wg, wh
 
-    def leaf_values(self, tree, y, w, score, wg, wh):
-        """Leaf values times the learning rate (0 on internal nodes), from exact sums."""
+    def leaf_values(self, tree, y, w, score, sums):
+        """Leaf values times the learning rate (0 on internal nodes), from the exact
+        per-node sums (w g, w h, w) of ``leaf_sums``."""
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
         else:
-            g = leaf_sums(tree, wg)
+            g = sums[0]
             t = np.sign(g) * np.maximum(np.abs(g) - self.reg_alpha, 0.0)
-            den = leaf_sums(tree, wh) + self.reg_lambda
+            den = sums[1] + self.reg_lambda
             value = np.where(den > 0, -t / np.where(den > 0, den, 1.0), 0.0)
         return np.where(tree.is_leaf, value * self.learning_rate, 0.0)

@@ -160,18 +160,30 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
 
 @njit(parallel=True)
 def _slice_sums(partition, start, stop, values, out):
+    n_values = len(values)
     for j in numba.prange(start.size):
-        total = 0.0
-        for k in range(np.uint64(start[j]), np.uint64(stop[j])):
-            total += values[np.uint64(partition[k])]
-        out[j] = total
+        total = np.zeros(n_values)
+        stop_j = np.uint64(stop[j])
+        for k in range(np.uint64(start[j]), stop_j):
+            ahead = k + np.uint64(PREFETCH_AHEAD)
+            if ahead < stop_j:
+                for v in range(n_values):
+                    prefetch(values[v], np.uint64(partition[ahead]))
+            i = np.uint64(partition[k])
+            for v in range(n_values):
+                total[v] += values[v][i]
+        out[:, j] = total
 
 
 def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
-               values: np.ndarray) -> np.ndarray:
-    """Exact float64 sums of per-event ``values`` over ``partition[start[j]:stop[j]]``."""
-    out = np.empty(start.size, dtype=np.float64)
-    _slice_sums(partition, start, stop, values, out)
+               *values: np.ndarray) -> np.ndarray:
+    """Exact float64 sums of each per-event array over ``partition[start[j]:stop[j]]``,
+    in one pass: (len(values), len(start))."""
+    arrays = tuple(np.ascontiguousarray(v) for v in values)
+    if len({a.dtype for a in arrays}) > 1:
+        arrays = tuple(a.astype(np.float64) for a in arrays)
+    out = np.empty((len(arrays), start.size), dtype=np.float64)
+    _slice_sums(partition, start, stop, arrays, out)
     return out
 
 
