@@ -227,7 +227,7 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
             tree_weight = beta * math.log((1.0 - err) / err)
             factor = np.where(wrong, math.exp(tree_weight), 1.0)
         else:  # AdaBoost with purity leaves (TMVA UseYesNoLeaf=False)
-            r = float(np.dot(w_eff, y_pm * (2.0 * h - 1.0))) / total_eff
+            r = float(np.sum(w_eff * y_pm * (2.0 * h - 1.0))) / total_eff
             if not r > 0:
                 if len(builder) == 0:
                     raise ValueError("the first tree does not separate the classes at all")
@@ -254,7 +254,7 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
             if inverse_boost_negative:
                 factor = np.where(negative, 1.0 / factor, factor)
             boost *= factor
-            new_total = float(np.dot(w0, boost))
+            new_total = float(np.sum(w0 * boost))
             if not (new_total > 0 and np.all(np.isfinite(boost))):
                 stopped = f"tree {it}: the reweighted net weight {new_total:.6g} is not positive"
                 break

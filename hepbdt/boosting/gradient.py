@@ -47,7 +47,7 @@ class GradientBooster:
                 idx = tree.partition[tree.start[k]:tree.stop[k]]
                 dev = residual[idx] - median[k]
                 total = float(np.sum(w[idx], dtype=np.float64))
-                step = np.dot(w[idx], np.sign(dev) * np.minimum(d, np.abs(dev)))
+                step = np.sum(w[idx] * np.sign(dev) * np.minimum(d, np.abs(dev)))
                 value[k] = median[k] + (step / total if total > MIN_DENOMINATOR else 0.0)
         else:
             num = -sums[0]

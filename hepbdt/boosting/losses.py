@@ -62,7 +62,7 @@ class Loss:
     def loss(self, y: NDArray, w: NDArray, score: NDArray) -> float:
         """Weighted mean loss."""
         total = float(np.sum(w))
-        return float(np.dot(w, self.pointwise(y, score)) / total) if total != 0 else 0.0
+        return float(np.sum(w * self.pointwise(y, score)) / total) if total != 0 else 0.0
 
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
@@ -168,7 +168,7 @@ class Squared(Loss):
 
     def init_score(self, y, w):
         total = float(np.sum(w))
-        return float(np.dot(w, y) / total) if total > 0 else float(np.mean(y))
+        return float(np.sum(w * y) / total) if total > 0 else float(np.mean(y))
 
     def gradients(self, y, score):
         return score - y, np.ones_like(score)
