@@ -35,6 +35,7 @@ def new_histograms(n_nodes: int, n_features: int, packed: bool = False) -> np.nd
 
 @njit(parallel=True)
 def _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists):
+    # Unsigned indices: no negative-index wraparound in the inner loop.
     for f in numba.prange(codes.shape[0]):
         codes_f = codes[f]
         for j in range(node_start.size):
@@ -42,8 +43,8 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
             h[:] = 0.0
             if not feature_used[f]:
                 continue
-            for k in range(node_start[j], node_stop[j]):
-                c = codes_f[partition[k]]
+            for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
+                c = np.uint64(codes_f[np.uint64(partition[k])])
                 h[c, 0] += payload[k, 0]
                 h[c, 1] += payload[k, 1]
                 h[c, 2] += payload[k, 2]
