@@ -30,6 +30,8 @@ def test_gradients_match_finite_differences(loss):
     np.testing.assert_allclose(wg, w * g, rtol=1e-6)
     np.testing.assert_allclose(wh, w * h, rtol=1e-6)
     assert mean_loss == pytest.approx(np.average(loss.pointwise(y, score), weights=w))
+    for s in (score, 40 * score):  # the weighted mean loss, also far in the tails
+        assert loss.loss(y, w, s) == pytest.approx(np.average(loss.pointwise(y, s), weights=w), rel=1e-12)
 
 
 def test_piecewise_losses_gradients():

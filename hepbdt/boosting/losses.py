@@ -97,10 +97,27 @@ def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
         partial_loss[c] = total
 
 
+@njit(parallel=True)
+def _logistic_loss(y, score, w, scale, partial_loss):
+    """Partial sums of w L, L = ln(1 + exp(-y s F)), in double precision."""
+    for c in numba.prange(partial_loss.size):
+        total = 0.0
+        for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
+            m = -scale * score[i] if y[i] > 0.5 else scale * score[i]
+            total += w[i] * ((m if m > 0 else 0.0) + math.log1p(math.exp(-abs(m))))
+        partial_loss[c] = total
+
+
 class _LogisticFamily(Loss):
-    """Shared fused kernel: L = ln(1 + exp(-y s F)), y = +-1, with s = ``scale``."""
+    """Shared fused kernels: L = ln(1 + exp(-y s F)), y = +-1, with s = ``scale``."""
 
     scale = 1.0
+
+    def loss(self, y, w, score):
+        partial = np.empty(-(-y.size // LOSS_CHUNK))
+        _logistic_loss(y, score, w, self.scale, partial)
+        total = float(np.sum(w))
+        return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def channels(self, y, score, w_tree, w):
         n = y.size

@@ -178,22 +178,23 @@ def _predict_per_tree(X, feature, threshold, left, right, missing_left, value, t
 def _predict_binned(codes, feature, bin_threshold, left, right, missing_left, value,
                     tree_offsets, tree_weights, out):
     n = codes.shape[1]
+    codes_flat = codes.ravel()
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in numba.prange(n_blocks):
-        i0 = blk * BLOCK
-        i1 = min(n, i0 + BLOCK)
+        i0 = np.uint64(blk * BLOCK)
+        i1 = np.uint64(min(n, blk * BLOCK + BLOCK))
         for t in range(tree_offsets.size - 1):
-            root = tree_offsets[t]
+            root = np.uint64(tree_offsets[t])
             tw = tree_weights[t]
             for i in range(i0, i1):
                 node = root
                 while feature[node] >= 0:
-                    c = codes[feature[node], i]
+                    c = codes_flat[np.uint64(feature[node]) * np.uint64(n) + i]
                     if c == MISSING_BIN:
                         go_left = missing_left[node]
                     else:
                         go_left = c <= bin_threshold[node]
-                    node = left[node] if go_left else right[node]
+                    node = np.uint64(left[node] if go_left else right[node])
                 out[i] += tw * value[node]
 
 
