@@ -26,6 +26,7 @@ from ._types import (
     GINI,
     MISCLASSIFICATION,
     MISSING_BIN,
+    N_BINS,
     NEWTON,
     SDIVSQRTSPLUSB,
     VARIANCE,
@@ -110,9 +111,62 @@ class SplitParams:
 
 
 @njit
+def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
+           min_child_hessian, min_child_weight):
+    """cum[3, :n] = gain of each cut from the left sums cum[0:3, :n] (-inf where invalid).
+
+    Newton and variance get their own branch-free loops, which LLVM vectorises; they
+    compute exactly what node_score and _valid_side do for a valid split."""
+    if criterion == NEWTON:
+        for i in range(n):
+            la = cum[0, i]
+            lb = cum[1, i]
+            lw = cum[2, i]
+            ra = sum_a - la
+            rb = sum_b - lb
+            rw = sum_w - lw
+            tl = math.copysign(max(abs(la) - reg_alpha, 0.0), la)
+            tr = math.copysign(max(abs(ra) - reg_alpha, 0.0), ra)
+            dl = lb + reg_lambda
+            dr = rb + reg_lambda
+            ok = ((lw > 0.0) & (lw >= min_child_weight) & (lb >= min_child_hessian) & (dl > 0.0)
+                  & (rw > 0.0) & (rw >= min_child_weight) & (rb >= min_child_hessian) & (dr > 0.0))
+            gain = tl * tl / dl + tr * tr / dr - parent
+            cum[3, i] = gain if ok else -np.inf
+    elif criterion == VARIANCE:
+        for i in range(n):
+            la = cum[0, i]
+            lb = cum[1, i]
+            lw = cum[2, i]
+            ra = sum_a - la
+            rb = sum_b - lb
+            rw = sum_w - lw
+            ok = ((lw > 0.0) & (lw >= min_child_weight) & (lb > 0.0)
+                  & (rw > 0.0) & (rw >= min_child_weight) & (rb > 0.0))
+            gain = la * la / lb + ra * ra / rb - parent
+            cum[3, i] = gain if ok else -np.inf
+    else:
+        for i in range(n):
+            la = cum[0, i]
+            lb = cum[1, i]
+            lw = cum[2, i]
+            ra = sum_a - la
+            rb = sum_b - lb
+            rw = sum_w - lw
+            if (_valid_side(criterion, lb, lw, reg_lambda, min_child_hessian, min_child_weight)
+                    and _valid_side(criterion, rb, rw, reg_lambda, min_child_hessian, min_child_weight)):
+                cum[3, i] = (node_score(criterion, la, lb, reg_lambda, reg_alpha)
+                             + node_score(criterion, ra, rb, reg_lambda, reg_alpha) - parent)
+            else:
+                cum[3, i] = -np.inf
+
+
+@njit
 def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
-                  min_child_hessian, min_child_weight, min_split_gain):
-    """Best (gain, bin, missing_left) of one feature's histogram; gain -inf when none."""
+                  min_child_hessian, min_child_weight, min_split_gain, cum):
+    """Best (gain, bin, missing_left) of one feature's histogram; gain -inf when none.
+
+    cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains)."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
     ma = h[MISSING_BIN, 0]
     mb = h[MISSING_BIN, 1]
@@ -133,15 +187,13 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
             la += h[bin_idx, 0]
             lb += h[bin_idx, 1]
             lw += h[bin_idx, 2]
-            ra = sum_a - la
-            rb = sum_b - lb
-            rw = sum_w - lw
-            if not _valid_side(criterion, lb, lw, reg_lambda, min_child_hessian, min_child_weight):
-                continue
-            if not _valid_side(criterion, rb, rw, reg_lambda, min_child_hessian, min_child_weight):
-                continue
-            gain = (node_score(criterion, la, lb, reg_lambda, reg_alpha)
-                    + node_score(criterion, ra, rb, reg_lambda, reg_alpha) - parent)
+            cum[0, bin_idx] = la
+            cum[1, bin_idx] = lb
+            cum[2, bin_idx] = lw
+        _gains(criterion, cum, last, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
+               min_child_hessian, min_child_weight)
+        for bin_idx in range(last):
+            gain = cum[3, bin_idx]
             if gain > best_gain and gain > min_split_gain:
                 best_gain = gain
                 best_bin = bin_idx
@@ -163,9 +215,11 @@ def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
         f = job % m
         if not feature_allowed[j, f]:
             continue
+        cum = np.empty((4, N_BINS))
         g, b, ml = _scan_feature(hists[slots[j], f], n_value_bins[f], node_sums[j, 0],
                                  node_sums[j, 1], node_sums[j, 2], criterion, reg_lambda,
-                                 reg_alpha, min_child_hessian, min_child_weight, min_split_gain)
+                                 reg_alpha, min_child_hessian, min_child_weight, min_split_gain,
+                                 cum)
         gains[j, f] = g
         bins[j, f] = b
         missing[j, f] = ml
