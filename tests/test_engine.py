@@ -119,12 +119,15 @@ def test_best_split_equals_brute_force(criterion, seed):
     build_histograms(codes, rows, np.stack([ch_a, ch_b, w], 1), np.array([0]), np.array([rows.size]),
                      np.array([0]), np.ones(X.shape[1], bool), h)
     sums = h[0, 0].sum(axis=0)[None]
-    gain, feature, bin_t, missing_left = find_best_splits(h, np.array([0]), sums,
-                                                          np.ones((1, X.shape[1]), bool),
-                                                          mapper.n_bins_, params)
+    gain, feature, bin_t, missing_left, left_sums = find_best_splits(
+        h, np.array([0]), sums, np.ones((1, X.shape[1]), bool), mapper.n_bins_, params)
     ref = best_split_naive(codes, rows, ch_a, ch_b, w, mapper.n_bins_, params)
     assert feature[0] == ref[1] and bin_t[0] == ref[2] and missing_left[0] == ref[3]
     assert gain[0] == pytest.approx(ref[0], rel=1e-6)
+    c = codes[feature[0]]
+    goes_left = np.where(c == MISSING_BIN, missing_left[0], c <= bin_t[0])
+    for ch, v in enumerate((ch_a, ch_b, w)):
+        assert left_sums[0, ch] == pytest.approx(np.sum(v[goes_left], dtype=np.float64), rel=1e-9, abs=1e-9)
 
 
 def test_planted_split_is_found_and_missing_direction_learned():

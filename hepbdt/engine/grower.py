@@ -314,9 +314,13 @@ def grow_tree(
     for depth in range(max_depth):
         k = len(level)
         level_features = sample_features(used, colsample_bylevel, rng)
-        allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
+        if colsample_bynode >= 1.0:
+            allowed = np.tile(level_features, (k, 1))
+        else:
+            allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
         node_sums = np.array([sums[n] for n in level])
-        g, f, t, ml = find_best_splits(hists, np.arange(k), node_sums, allowed, n_value_bins, params)
+        g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), node_sums, allowed, n_value_bins,
+                                                params)
         to_split = np.flatnonzero(f >= 0)
         if to_split.size == 0:
             break
@@ -331,10 +335,7 @@ def grow_tree(
         for q, j in enumerate(to_split):
             n = level[j]
             feature[n], bin_thr[n], miss_left[n], gain[n] = int(f[j]), int(t[j]), bool(ml[j]), float(g[j])
-            hist_f = hists[j, f[j]]
-            left_sums = hist_f[: int(t[j]) + 1].sum(axis=0)
-            if ml[j]:
-                left_sums = left_sums + hist_f[MISSING_BIN]
+            left_sums = left_of[j]
             for child_start, child_stop, child_sums in ((s[q], mid[q], left_sums),
                                                         (mid[q], e[q], sums[n] - left_sums)):
                 feature.append(-1)

@@ -163,8 +163,9 @@ def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha
 
 @njit
 def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
-                  min_child_hessian, min_child_weight, min_split_gain, cum):
-    """Best (gain, bin, missing_left) of one feature's histogram; gain -inf when none.
+                  min_child_hessian, min_child_weight, min_split_gain, cum, out_left):
+    """Best (gain, bin, missing_left) of one feature's histogram, gain -inf when none; the
+    left child's sums (A, B, W) of that split are left in ``out_left``.
 
     cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains)."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
@@ -198,18 +199,22 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
                 best_gain = gain
                 best_bin = bin_idx
                 best_missing_left = missing_left
+                out_left[0] = cum[0, bin_idx]
+                out_left[1] = cum[1, bin_idx]
+                out_left[2] = cum[2, bin_idx]
     return best_gain, best_bin, best_missing_left
 
 
 @njit(parallel=True)
 def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
                       criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
-                      min_split_gain, out_gain, out_feature, out_bin, out_missing_left):
+                      min_split_gain, out_gain, out_feature, out_bin, out_missing_left, out_left):
     n_nodes = slots.size
     m = n_value_bins.size
     gains = np.full((n_nodes, m), -np.inf)
     bins = np.zeros((n_nodes, m), dtype=np.int32)
     missing = np.zeros((n_nodes, m), dtype=np.bool_)
+    left = np.zeros((n_nodes, m, 3))
     for job in numba.prange(n_nodes * m):
         j = job // m
         f = job % m
@@ -219,7 +224,7 @@ def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
         g, b, ml = _scan_feature(hists[slots[j], f], n_value_bins[f], node_sums[j, 0],
                                  node_sums[j, 1], node_sums[j, 2], criterion, reg_lambda,
                                  reg_alpha, min_child_hessian, min_child_weight, min_split_gain,
-                                 cum)
+                                 cum, left[j, f])
         gains[j, f] = g
         bins[j, f] = b
         missing[j, f] = ml
@@ -232,12 +237,14 @@ def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
                 out_feature[j] = f
                 out_bin[j] = bins[j, f]
                 out_missing_left[j] = missing[j, f]
+                out_left[j] = left[j, f]
 
 
 def find_best_splits(hists: np.ndarray, slots: np.ndarray, node_sums: np.ndarray,
                      feature_allowed: np.ndarray, n_value_bins: np.ndarray,
                      params: SplitParams) -> tuple[np.ndarray, ...]:
-    """Best split of each node: (gain, feature, bin, missing_left), feature -1 when none.
+    """Best split of each node: (gain, feature, bin, missing_left, left_sums), feature -1
+    when none; left_sums (k, 3) are the left child's (A, B, W) sums of that split.
 
     hists: (n_slots, m, 256, 3) float64; slots: (k,) node j's histogram slot; node_sums:
     (k, 3) float64 sums (A, B, W); feature_allowed: (k, m) bool; n_value_bins: (m,) int32.
@@ -247,9 +254,10 @@ def find_best_splits(hists: np.ndarray, slots: np.ndarray, node_sums: np.ndarray
     out_feature = np.empty(k, dtype=np.int32)
     out_bin = np.zeros(k, dtype=np.int32)
     out_missing_left = np.zeros(k, dtype=np.bool_)
+    out_left = np.zeros((k, 3))
     _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins, *params.as_tuple(),
-                      out_gain, out_feature, out_bin, out_missing_left)
-    return out_gain, out_feature, out_bin, out_missing_left
+                      out_gain, out_feature, out_bin, out_missing_left, out_left)
+    return out_gain, out_feature, out_bin, out_missing_left, out_left
 
 
 def best_split_naive(codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
