@@ -224,6 +224,36 @@ class QuantisedRows:
         quantiser.pack_into(a, b, self.packed)
 
 
+class _NodeArrays:
+    """A tree's node arrays under construction (leaves until split), grown by doubling."""
+
+    FIELDS = (("feature", np.int32, -1), ("bin_threshold", np.uint8, 0),
+              ("missing_left", np.bool_, False), ("left", np.int32, -1), ("right", np.int32, -1),
+              ("gain", np.float64, 0.0), ("start", np.int64, 0), ("stop", np.int64, 0))
+
+    def __init__(self, capacity: int):
+        self.size = 1
+        for name, dtype, fill in self.FIELDS:
+            setattr(self, name, np.full(capacity, fill, dtype))
+        self.sums = np.zeros((capacity, 3))
+
+    def add(self, count: int) -> np.ndarray:
+        """Ids of ``count`` new leaves."""
+        need = self.size + count
+        if need > self.feature.size:
+            capacity = max(need, 2 * self.feature.size)
+            for name, dtype, fill in self.FIELDS:
+                grown = np.full(capacity, fill, dtype)
+                grown[: self.size] = getattr(self, name)[: self.size]
+                setattr(self, name, grown)
+            sums = np.zeros((capacity, 3))
+            sums[: self.size] = self.sums[: self.size]
+            self.sums = sums
+        ids = np.arange(self.size, need)
+        self.size = need
+        return ids
+
+
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
     """A random subset (at least one) of the allowed features, as a boolean mask."""
     if fraction >= 1.0:
@@ -304,78 +334,69 @@ def grow_tree(
     def decoded(raw):
         return quantiser.decode(raw) if quantised else raw
 
-    feature, bin_thr, miss_left, left, right, gain = [-1], [0], [False], [-1], [-1], [0.0]
-    start, stop = [0], [n_rows]
+    nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)))
+    nodes.start[0], nodes.stop[0] = 0, n_rows
     raw = histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64), np.array([0], np.int64))
     hists = decoded(raw)
     first_used = int(np.argmax(used))
-    sums = [hists[0, first_used].sum(axis=0)]
-    level = [0]  # node ids at this depth; hists[i] belongs to level[i]
+    nodes.sums[0] = hists[0, first_used].sum(axis=0)
+    level = np.zeros(1, np.int64)  # node ids at this depth; hists[i] belongs to level[i]
     for depth in range(max_depth):
-        k = len(level)
+        k = level.size
         level_features = sample_features(used, colsample_bylevel, rng)
         if colsample_bynode >= 1.0:
             allowed = np.tile(level_features, (k, 1))
         else:
             allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
-        node_sums = np.array([sums[n] for n in level])
-        g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), node_sums, allowed, n_value_bins,
-                                                params)
+        g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), nodes.sums[level], allowed,
+                                                n_value_bins, params)
         to_split = np.flatnonzero(f >= 0)
         if to_split.size == 0:
             break
-        nodes = [level[j] for j in to_split]
-        s = np.array([start[n] for n in nodes], np.int64)
-        e = np.array([stop[n] for n in nodes], np.int64)
+        parents = level[to_split]
+        s, e = nodes.start[parents], nodes.stop[parents]
         moved = NO_PAYLOAD if quantised or depth + 1 == max_depth else payload
         mid = _partition_nodes(codes, quantised, partition, moved, s, e, f[to_split],
                                t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
                                scratch_payload)
-        next_level = []
-        for q, j in enumerate(to_split):
-            n = level[j]
-            feature[n], bin_thr[n], miss_left[n], gain[n] = int(f[j]), int(t[j]), bool(ml[j]), float(g[j])
-            left_sums = left_of[j]
-            for child_start, child_stop, child_sums in ((s[q], mid[q], left_sums),
-                                                        (mid[q], e[q], sums[n] - left_sums)):
-                feature.append(-1)
-                bin_thr.append(0)
-                miss_left.append(False)
-                left.append(-1)
-                right.append(-1)
-                gain.append(0.0)
-                start.append(int(child_start))
-                stop.append(int(child_stop))
-                sums.append(child_sums)
-                next_level.append(len(feature) - 1)
-            left[n], right[n] = len(feature) - 2, len(feature) - 1
+        # Children in split order, each left child before its right sibling.
+        n_split = to_split.size
+        children = nodes.add(2 * n_split)
+        lc, rc = children[0::2], children[1::2]
+        nodes.feature[parents] = f[to_split]
+        nodes.bin_threshold[parents] = t[to_split]
+        nodes.missing_left[parents] = ml[to_split]
+        nodes.gain[parents] = g[to_split]
+        nodes.left[parents], nodes.right[parents] = lc, rc
+        nodes.start[lc], nodes.stop[lc] = s, mid
+        nodes.start[rc], nodes.stop[rc] = mid, e
+        nodes.sums[lc] = left_of[to_split]
+        nodes.sums[rc] = nodes.sums[parents] - left_of[to_split]
         if depth + 1 == max_depth:
             break
         # Smaller child from its events, the sibling as parent minus smaller child.
-        n_split = to_split.size
-        small = np.array([2 * q if mid[q] - s[q] <= e[q] - mid[q] else 2 * q + 1
-                          for q in range(n_split)], np.int64)
-        small_nodes = [next_level[c] for c in small]
-        child_raw = histograms(2 * n_split, np.array([start[c] for c in small_nodes], np.int64),
-                               np.array([stop[c] for c in small_nodes], np.int64), small)
-        for q, j in enumerate(to_split):
-            np.subtract(raw[j], child_raw[small[q]], out=child_raw[small[q] ^ 1])
+        q = np.arange(n_split)
+        small = np.where(mid - s <= e - mid, 2 * q, 2 * q + 1)
+        small_nodes = children[small]
+        child_raw = histograms(2 * n_split, nodes.start[small_nodes], nodes.stop[small_nodes], small)
+        for qq in range(n_split):
+            np.subtract(raw[to_split[qq]], child_raw[small[qq]], out=child_raw[small[qq] ^ 1])
         raw = child_raw
         hists = decoded(raw)
-        level = next_level
+        level = children
 
-    sums_arr = np.array(sums)
+    n = nodes.size
     return GrownTree(
-        feature=np.asarray(feature, np.int32),
-        bin_threshold=np.asarray(bin_thr, np.uint8),
-        missing_left=np.asarray(miss_left, np.bool_),
-        left=np.asarray(left, np.int32),
-        right=np.asarray(right, np.int32),
-        gain=np.asarray(gain, np.float64),
-        sum_a=sums_arr[:, 0].copy(),
-        sum_b=sums_arr[:, 1].copy(),
-        sum_w=sums_arr[:, 2].copy(),
-        start=np.asarray(start, np.int64),
-        stop=np.asarray(stop, np.int64),
+        feature=nodes.feature[:n].copy(),
+        bin_threshold=nodes.bin_threshold[:n].copy(),
+        missing_left=nodes.missing_left[:n].copy(),
+        left=nodes.left[:n].copy(),
+        right=nodes.right[:n].copy(),
+        gain=nodes.gain[:n].copy(),
+        sum_a=nodes.sums[:n, 0].copy(),
+        sum_b=nodes.sums[:n, 1].copy(),
+        sum_w=nodes.sums[:n, 2].copy(),
+        start=nodes.start[:n].copy(),
+        stop=nodes.stop[:n].copy(),
         partition=partition,
     )
