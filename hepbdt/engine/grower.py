@@ -326,9 +326,10 @@ def grow_tree(
         scratch_idx = np.empty(n_rows, INDEX_DTYPE)
         scratch_payload = np.empty_like(payload)
 
-    def histograms(count, starts, stops, slots):
+    def histograms(count, starts, stops, slots, parent=None, parent_slots=None, sibling_slots=None):
         raw = new_histograms(count, m, packed=quantised)
-        build_histograms(codes, partition, payload, starts, stops, slots, used, raw)
+        build_histograms(codes, partition, payload, starts, stops, slots, used, raw,
+                         parent, parent_slots, sibling_slots)
         return raw
 
     def decoded(raw):
@@ -378,10 +379,8 @@ def grow_tree(
         q = np.arange(n_split)
         small = np.where(mid - s <= e - mid, 2 * q, 2 * q + 1)
         small_nodes = children[small]
-        child_raw = histograms(2 * n_split, nodes.start[small_nodes], nodes.stop[small_nodes], small)
-        for qq in range(n_split):
-            np.subtract(raw[to_split[qq]], child_raw[small[qq]], out=child_raw[small[qq] ^ 1])
-        raw = child_raw
+        raw = histograms(2 * n_split, nodes.start[small_nodes], nodes.stop[small_nodes], small,
+                         raw, to_split.astype(np.int64), small ^ 1)
         hists = decoded(raw)
         level = children
 

@@ -34,24 +34,27 @@ def new_histograms(n_nodes: int, n_features: int, packed: bool = False) -> np.nd
 
 
 @njit(parallel=True)
-def _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists):
+def _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
+                 parent_hists, parent_slots, sibling_slots):
     # Unsigned indices: no negative-index wraparound in the inner loop.
     for f in numba.prange(codes.shape[0]):
         codes_f = codes[f]
         for j in range(node_start.size):
             h = hists[slots[j], f]
             h[:] = 0.0
-            if not feature_used[f]:
-                continue
-            for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
-                c = np.uint64(codes_f[np.uint64(partition[k])])
-                h[c, 0] += payload[k, 0]
-                h[c, 1] += payload[k, 1]
-                h[c, 2] += payload[k, 2]
+            if feature_used[f]:
+                for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
+                    c = np.uint64(codes_f[np.uint64(partition[k])])
+                    h[c, 0] += payload[k, 0]
+                    h[c, 1] += payload[k, 1]
+                    h[c, 2] += payload[k, 2]
+            if sibling_slots[j] >= 0:
+                np.subtract(parent_hists[parent_slots[j], f], h, hists[sibling_slots[j], f])
 
 
 @njit(parallel=True)
-def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task_slot, hists):
+def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
+                  hists, parent_hists, parent_slots, sibling_slots):
     # Integer sums do not depend on the order of addition, so threads may own events:
     # each task (a fixed-size run of one node's events) fills its own buffer.
     # Unsigned indices: no negative-index wraparound in the inner loop.
@@ -76,15 +79,16 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
             p = packed[i]
             for f in range(np.uint64(m)):
                 h[f * n_bins + np.uint64(codes_flat[row + f])] += p
-    slots = np.unique(task_slot)
     for job in numba.prange(slots.size * m):
-        slot = slots[job // m]
+        j = job // m
         f = job % m
-        out = hists[slot, f]
+        out = hists[slots[j], f]
         out[:] = 0
         for t in range(task_start.size):
-            if task_slot[t] == slot:
+            if task_node[t] == j:
                 out += buffers[t, f * hists.shape[2]:(f + 1) * hists.shape[2]]
+        if sibling_slots[j] >= 0:
+            np.subtract(parent_hists[parent_slots[j], f], out, hists[sibling_slots[j], f])
 
 
 PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel
@@ -93,17 +97,27 @@ PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
 
 def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarray,
                      node_start: np.ndarray, node_stop: np.ndarray, slots: np.ndarray,
-                     feature_used: np.ndarray, hists: np.ndarray) -> None:
-    """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``).
+                     feature_used: np.ndarray, hists: np.ndarray,
+                     parent_hists: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
+                     sibling_slots: np.ndarray | None = None) -> None:
+    """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``),
+    and, where given, its sibling's as parent minus node:
+    ``hists[sibling_slots[j]] = parent_hists[parent_slots[j]] - hists[slots[j]]``.
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
     in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
     channels in event order (read through the partition). partition: (n_rows,) int32;
     node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
-    in exact histograms, computed anyway when packed); hists from ``new_histograms``.
+    in exact histograms, computed anyway when packed); hists and parent_hists from
+    ``new_histograms``; parent_slots/sibling_slots: (k,) int64, -1 where there is no sibling.
     """
+    slots = np.asarray(slots, np.int64)
+    if parent_hists is None:
+        parent_hists = hists
+        parent_slots = sibling_slots = np.full(slots.size, -1, np.int64)
     if payload.dtype != np.int64:
-        _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists)
+        _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
+                     parent_hists, parent_slots, sibling_slots)
         return
     sizes = node_stop - node_start
     n_tasks = np.maximum(1, -(-sizes // PACKED_TASK))
@@ -111,8 +125,8 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * PACKED_TASK
     task_stop = np.minimum(task_start + PACKED_TASK, node_stop[node])
-    _build_packed(codes, partition, payload, task_start, task_stop,
-                  np.asarray(slots, np.int64)[node], hists)
+    _build_packed(codes, partition, payload, task_start, task_stop, node, slots, hists,
+                  parent_hists, parent_slots, sibling_slots)
 
 
 class Quantiser:
