@@ -282,13 +282,17 @@ class _BDTBase:
         return forest, result
 
     def _use_quantised(self, n_events: int) -> bool:
-        """Packed integer histograms: newton only, without min_node_size (they carry no W)."""
+        """Packed integer histograms carry A and B only, and B stands in for the weight W:
+        gradient (B is the weight) always, newton (B is the hessian) without min_node_size."""
         q = self.quantised_histograms
         if q not in ("auto", True, False):
             raise ValueError(f"quantised_histograms={q!r} is not valid; expected 'auto', True or False")
-        possible = self.boosting == "newton" and self.min_node_size == 0
+        possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size == 0)
         if q is True and not possible:
-            raise ValueError("quantised_histograms=True needs boosting='newton' and min_node_size=0")
+            raise ValueError("quantised_histograms=True needs boosting='gradient', or 'newton' with "
+                             "min_node_size=0")
+        if q is False:
+            return False
         return possible and (q is True or n_events >= QUANTISE_FROM_EVENTS)
 
     def _check_fitted(self) -> None:

@@ -87,14 +87,31 @@ def test_packed_histograms_are_exact_sums_of_quantised_values():
     build_histograms(np.ascontiguousarray(codes.T), partition, packed, np.array([lo]),
                      np.array([hi]), np.array([0]), np.ones(X.shape[1], bool), h)
     node = partition[lo:hi]
-    qa = np.round(a.astype(np.float64) * q.scale_a)
-    qb = np.round(b.astype(np.float64) * q.scale_b)
+    qa, qb = q.quantise(a, b)
+    # Stochastic rounding: each integer is the scaled value rounded down or up.
+    for qv, v, scale in ((qa, a, q.scale_a), (qb, b, q.scale_b)):
+        assert np.all((qv == np.floor(v * scale)) | (qv == np.floor(v * scale) + 1))
     ref = histograms_naive(codes, node, [qa, qb], dtype=np.float64)
     dec = q.decode(h)[0]
     np.testing.assert_allclose(dec[..., 0] * q.scale_a, ref[..., 0], atol=1e-6)
     np.testing.assert_allclose(dec[..., 1] * q.scale_b, ref[..., 1], atol=1e-6)
     np.testing.assert_allclose(dec[..., 0], histograms_naive(codes, node, [a])[..., 0],
                                atol=node.size / q.scale_a)
+
+
+def test_stochastic_rounding_keeps_small_values_unbiased():
+    n = 200_000
+    a = np.full(n, 0.3, np.float32)
+    a[0] = 1000.0  # an outlier sets a coarse step: 0.3 is 1.23 steps
+    b = np.ones(n, np.float32)
+    q = Quantiser(a, b, n, seed=7)
+    qa, qb = q.quantise(a, b)
+    exact = 0.3 * q.scale_a
+    assert abs(qa[1:].mean() - np.float32(0.3) * q.scale_a) < 0.005  # plain rounding: 1.0
+    assert 0.0 < exact - np.floor(exact) < 1.0 and np.all(qb == q.scale_b)  # 1.0 * scale: exact
+    again = Quantiser(a, b, n, seed=7).quantise(a, b)[0]
+    other = Quantiser(a, b, n, seed=8).quantise(a, b)[0]
+    assert np.array_equal(qa, again) and not np.array_equal(qa, other)
 
 
 @pytest.mark.parametrize("criterion", sorted(CRITERIA))

@@ -118,11 +118,12 @@ def test_non_json_model_is_refused(tmp_path):
         hepbdt.load_model(tmp_path / "missing.json")
 
 
+@pytest.mark.parametrize("quantised", [False, True])
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
-def test_same_seed_same_model_whatever_the_threads(boosting):
+def test_same_seed_same_model_whatever_the_threads(boosting, quantised):
     X, y, w = _data(n=30_000)
     kw = dict(boosting=boosting, n_trees=8, max_depth=5, subsample=0.7, colsample_bynode=0.6,
-              random_state=3)
+              random_state=3, quantised_histograms=quantised)
     one = hepbdt.BDTClassifier(n_jobs=1, **kw).fit(X, y, w)
     two = hepbdt.BDTClassifier(n_jobs=2, **kw).fit(X, y, w)
     assert one.to_dict()["forest"] == two.to_dict()["forest"]
@@ -148,6 +149,47 @@ def test_early_stopping_keeps_the_best_iteration():
     assert model.n_trees_ == model.best_iteration_ + 1 < 500
     assert len(model.validation_loss_) == model.best_iteration_ + 1 + 5
     assert np.argmin(model.validation_loss_) == model.best_iteration_
+
+
+@pytest.mark.parametrize("boosting, setting, n, expected", [
+    ("newton", "auto", 99_999, False), ("newton", "auto", 100_000, True),
+    ("newton", False, 100_000, False), ("gradient", "auto", 100_000, True),
+    ("gradient", False, 100_000, False), ("gradient", True, 500, True),
+    ("adaboost", "auto", 100_000, False)])
+def test_quantised_histograms_option_picks_the_histogram_kind(monkeypatch, boosting, setting, n, expected):
+    import hepbdt.estimators as est
+
+    seen = []
+    real = est.QuantisedRows.from_features
+    monkeypatch.setattr(est.QuantisedRows, "from_features",
+                        staticmethod(lambda *a: seen.append(True) or real(*a)))
+    X, y, w = _data(n=n, nan=0.0)
+    hepbdt.BDTClassifier(boosting=boosting, n_trees=1, max_depth=1,
+                         quantised_histograms=setting).fit(X, y, w)
+    assert bool(seen) == expected
+
+
+def test_quantised_histograms_refused_where_they_cannot_serve():
+    X, y, w = _data()
+    with pytest.raises(ValueError, match="min_node_size=0"):
+        hepbdt.BDTClassifier(boosting="newton", min_node_size=0.05, quantised_histograms=True).fit(X, y, w)
+    with pytest.raises(ValueError, match="expected 'auto', True or False"):
+        hepbdt.BDTClassifier(quantised_histograms="yes").fit(X, y, w)
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_quantised_histograms_learn_as_well_as_exact_ones(boosting):
+    from sklearn.metrics import roc_auc_score
+
+    X, y, w = _data(n=160_000, nan=0.02, seed=5)
+    train, test = slice(0, 120_000), slice(120_000, None)
+    auc = {}
+    for q in (False, True):
+        model = hepbdt.BDTClassifier(boosting=boosting, n_trees=40, max_depth=5, learning_rate=0.3,
+                                     min_node_size=0.01 if boosting == "gradient" else 0.0,
+                                     quantised_histograms=q).fit(X[train], y[train], w[train])
+        auc[q] = roc_auc_score(y[test], model.decision_function(X[test]), sample_weight=w[test])
+    assert abs(auc[True] - auc[False]) < 0.002
 
 
 def test_min_node_size_limits_leaf_weight():

@@ -310,7 +310,7 @@ def grow_tree(
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         partition = ordered.partition
         n_rows = partition.size
-        quantiser = Quantiser(a, b, n_rows)
+        quantiser = Quantiser(a, b, n_rows, seed=int(rng.integers(2**63)))
         ordered.start_tree(quantiser, a, b)
         payload = ordered.packed
         scratch_idx, scratch_payload = ordered.scratch_idx, NO_PAYLOAD

@@ -130,9 +130,16 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
 
 
 class Quantiser:
-    """Rounds channels A and B to integers and packs them; decodes histogram sums."""
+    """Rounds channels A and B to integers and packs them; decodes histogram sums.
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int):
+    The rounding is stochastic (up with probability equal to the fraction), so every sum
+    is unbiased: with a step set by the largest |A| (a regression outlier, say), plain
+    rounding would bias the sums of the many small values. The random numbers are a hash
+    of ``seed`` and the event index, so they never depend on the thread count.
+    """
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0):
+        self.seed = np.uint64(seed)
         # |sum| <= n_rows * 2**bits must stay below 2**31.
         bits = max(6, min(24, 30 - math.ceil(math.log2(n_rows + 1))))
         top = float(2**bits - 1)
@@ -141,8 +148,16 @@ class Quantiser:
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
-        """packed[i] = round(A_i * scale_a) * 2**32 + round(B_i * scale_b) for every event i."""
-        _pack_into(a, b, self.scale_a, self.scale_b, packed)
+        """packed[i] = qa_i * 2**32 + qb_i for every event i, where qa_i is A_i * scale_a
+        rounded stochastically (qb_i alike)."""
+        _pack_into(a, b, self.scale_a, self.scale_b, self.seed, packed)
+
+    def quantise(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The integers (as float64) that ``pack_into`` packs for A and B."""
+        packed = np.empty(a.size, np.int64)
+        self.pack_into(a, b, packed)
+        low = ((packed + 2**31) & 0xFFFFFFFF) - 2**31
+        return ((packed - low) >> 32).astype(np.float64), low.astype(np.float64)
 
     def decode(self, packed: np.ndarray) -> np.ndarray:
         """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
@@ -178,10 +193,24 @@ def _max_abs(a, b):
     return top[:, 0].max(), top[:, 1].max()
 
 
+@njit
+def _uniform(seed, i):
+    """A uniform number in [0, 1) from (seed, i): the splitmix64 finaliser."""
+    z = seed + (i + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
 @njit(parallel=True)
-def _pack_into(a, b, scale_a, scale_b, packed):
+def _pack_into(a, b, scale_a, scale_b, seed, packed):
+    seed_b = seed ^ np.uint64(0x5851F42D4C957F2D)
     for i in numba.prange(packed.size):
-        packed[i] = np.int64(np.round(a[i] * scale_a)) * 4294967296 + np.int64(np.round(b[i] * scale_b))
+        k = np.uint64(i)
+        qa = np.int64(math.floor(a[i] * scale_a + _uniform(seed, k)))
+        qb = np.int64(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
+        packed[i] = qa * 4294967296 + qb
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
