@@ -169,6 +169,13 @@ def test_quantised_histograms_option_picks_the_histogram_kind(monkeypatch, boost
     assert bool(seen) == expected
 
 
+def test_quantised_model_without_subsampling_needs_no_random_state():
+    X, y, w = _data(n=5000)
+    fits = [hepbdt.BDTClassifier(boosting="newton", n_trees=5, quantised_histograms=True,
+                                 random_state=None).fit(X, y, w) for _ in range(2)]
+    assert fits[0].to_dict()["forest"] == fits[1].to_dict()["forest"]
+
+
 def test_quantised_histograms_refused_where_they_cannot_serve():
     X, y, w = _data()
     with pytest.raises(ValueError, match="min_node_size=0"):

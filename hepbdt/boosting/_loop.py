@@ -201,7 +201,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         features = sample_features(all_features, colsample_bytree, rng)
         tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                          features, colsample_bylevel, colsample_bynode, rng, quantised=quantised,
-                         ordered=ordered if quantised else None)
+                         ordered=ordered if quantised else None, rounding_seed=it)
         sums = leaf_sums(tree, wg, wh, w_tree)
         value = booster.leaf_values(tree, y, w_tree, score, sums)
         add_tree(builder, tree, value, mapper, cover=sums[2] if quantised else None)

@@ -280,6 +280,7 @@ def grow_tree(
     rng: np.random.Generator | None = None,
     quantised: bool = False,
     ordered: QuantisedRows | None = None,
+    rounding_seed: int = 0,
 ) -> GrownTree:
     """Grow one tree depth-wise.
 
@@ -296,6 +297,9 @@ def grow_tree(
     colsample_bylevel, colsample_bynode : further fractions per level and per node.
     rng : generator for the per-level and per-node feature draws.
     quantised : pack A and B into int64 histograms (W is then replaced by B).
+    rounding_seed : seed of the stochastic rounding of the quantised channels (the
+        boosting loop passes the tree's index, so a model without subsampling never
+        depends on a random state).
     ordered : the quantised grower's codes and buffers (``rows`` must then be every
         event); built from ``codes`` when None. Reused across trees, it is modified in
         place, and so is ``partition`` of the tree it returns.
@@ -310,7 +314,7 @@ def grow_tree(
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         partition = ordered.partition
         n_rows = partition.size
-        quantiser = Quantiser(a, b, n_rows, seed=int(rng.integers(2**63)))
+        quantiser = Quantiser(a, b, n_rows, seed=rounding_seed)
         ordered.start_tree(quantiser, a, b)
         payload = ordered.packed
         scratch_idx, scratch_payload = ordered.scratch_idx, NO_PAYLOAD

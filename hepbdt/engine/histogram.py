@@ -49,7 +49,11 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
                     h[c, 1] += payload[k, 1]
                     h[c, 2] += payload[k, 2]
             if sibling_slots[j] >= 0:
-                np.subtract(parent_hists[parent_slots[j], f], h, hists[sibling_slots[j], f])
+                parent = parent_hists[parent_slots[j], f]
+                sibling = hists[sibling_slots[j], f]
+                for c in range(h.shape[0]):
+                    for ch in range(h.shape[1]):
+                        sibling[c, ch] = parent[c, ch] - h[c, ch]
 
 
 @njit(parallel=True)
@@ -88,7 +92,10 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
             if task_node[t] == j:
                 out += buffers[t, f * hists.shape[2]:(f + 1) * hists.shape[2]]
         if sibling_slots[j] >= 0:
-            np.subtract(parent_hists[parent_slots[j], f], out, hists[sibling_slots[j], f])
+            parent = parent_hists[parent_slots[j], f]
+            sibling = hists[sibling_slots[j], f]
+            for c in range(out.size):
+                sibling[c] = parent[c] - out[c]
 
 
 PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel

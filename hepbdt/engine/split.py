@@ -176,7 +176,8 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
     best_gain = -np.inf
     best_bin = -1
     best_missing_left = False
-    for missing_left in (False, True):
+    for direction in range(2):
+        missing_left = direction == 1
         if missing_left and not has_missing:
             break
         la = ma if missing_left else 0.0
@@ -237,7 +238,8 @@ def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
                 out_feature[j] = f
                 out_bin[j] = bins[j, f]
                 out_missing_left[j] = missing[j, f]
-                out_left[j] = left[j, f]
+                for ch in range(3):
+                    out_left[j, ch] = left[j, f, ch]
 
 
 def find_best_splits(hists: np.ndarray, slots: np.ndarray, node_sums: np.ndarray,
