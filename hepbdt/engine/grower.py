@@ -5,10 +5,10 @@ criterion; the grower never knows which booster called it. One partition array o
 indices holds the tree's events, each node a ``[start, stop)`` slice; the channel payload
 moves with it. Per level: best split of every node, a stable parallel partition of the
 split nodes, then the histogram of each smaller child and its sibling by subtraction.
-With ``quantised=True`` (second-order boosting on large samples) A and B are packed into
-one int64 per event (see histogram.py), W is replaced by B in the split constraints, and
-the codes are event-major; codes and packed channels stay in event order, are read
-through the partition with a prefetch, and only the event indices move.
+With ``quantised=True`` (gradient and newton boosting on large samples) A and B are
+packed into one int64 per event (see histogram.py), W is replaced by B in the split
+constraints, and the codes are event-major; codes and packed channels stay in event
+order, are read through the partition with a prefetch, and only the event indices move.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Per-node histograms of the booster channels, exact (float64) or quantised (packed int64).
 
 Exact: float64 ``(n_features, N_BINS, 3)`` sums of the per-event channels A, B and W.
-Quantised (second-order boosting on large samples): A and B rounded to integers and packed
-into one int64 per event (A in the high 32 bits, B in the low 32 bits), so one integer add
-accumulates both; the sums are exact in integers, so subtraction loses nothing. The
-quantisation step is chosen so that no sum over the tree's events can overflow 31 bits.
+Quantised (gradient and newton boosting on large samples): A and B rounded
+(stochastically) to integers and packed into one int64 per event (A in the high 32 bits,
+B in the low 32 bits), so one integer add accumulates both; the sums are exact in
+integers, so subtraction loses nothing. The quantisation step is chosen so that no sum
+over the tree's events can overflow 31 bits.
 
 Each node is a ``[start, stop)`` slice of one partition array of event indices. The exact
 kind keeps its float channels in partition order, so the inner loop reads them
