@@ -29,7 +29,7 @@ __all__ = ["BDTClassifier", "BDTRegressor", "estimator_from_dict"]
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
 CLASSIFICATION_CRITERIA = ("gini", "cross_entropy", "misclassification", "sdivsqrtsplusb")
-QUANTISE_FROM_EVENTS = 100_000  # "auto": packed histograms from this many training events
+QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many training events
 
 
 @contextlib.contextmanager

@@ -99,7 +99,9 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
                 sibling[c] = parent[c] - out[c]
 
 
-PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel
+PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel, at most
+MIN_PACKED_TASK = 1 << 12  # and at least
+MIN_TASKS = 16  # tasks per call, where the events allow
 PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
 
 
@@ -128,11 +130,14 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
                      parent_hists, parent_slots, sibling_slots)
         return
     sizes = node_stop - node_start
-    n_tasks = np.maximum(1, -(-sizes // PACKED_TASK))
+    # Integer sums do not depend on how the events are cut into tasks: enough tasks to
+    # keep every thread busy on small samples, each at most PACKED_TASK events.
+    task = int(np.clip(sizes.sum() // MIN_TASKS, MIN_PACKED_TASK, PACKED_TASK))
+    n_tasks = np.maximum(1, -(-sizes // task))
     node = np.repeat(np.arange(sizes.size), n_tasks)
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
-    task_start = node_start[node] + (np.arange(node.size) - first[node]) * PACKED_TASK
-    task_stop = np.minimum(task_start + PACKED_TASK, node_stop[node])
+    task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
+    task_stop = np.minimum(task_start + task, node_stop[node])
     _build_packed(codes, partition, payload, task_start, task_stop, node, slots, hists,
                   parent_hists, parent_slots, sibling_slots)
 
