@@ -42,6 +42,22 @@ def test_pair_keeps_class_sums_and_leaves_no_negative_weight(fraction):
     assert np.all(again >= 0) and again.sum() == pytest.approx(w[y == 0].sum(), rel=1e-12)
 
 
+@pytest.mark.parametrize("n_neg, n_pos, k", [(37, 5000, 16), (5, 3, 8), (20, 2049, 1)])
+def test_neighbour_search_equals_a_full_distance_matrix(n_neg, n_pos, k):
+    from hepbdt.boosting.negative_weights import KNN_BLOCK, KNN_TILE, _nearest
+
+    assert n_pos > KNN_BLOCK or n_neg % KNN_TILE or k > n_pos  # blocks, tiles, short lists
+    rng = np.random.default_rng(n_neg)
+    Z_neg, Z_pos = rng.normal(size=(n_neg, 6)), rng.normal(size=(n_pos, 6))
+    d = ((Z_neg[:, None, :] - Z_pos[None, :, :]) ** 2).sum(axis=-1)
+    ref = np.argsort(d, axis=1, kind="stable")[:, :min(k, n_pos)]
+    found = _nearest(Z_neg, Z_pos, k)
+    assert found.shape == ref.shape
+    # Single-precision distances may swap near-ties: compare the distances found.
+    np.testing.assert_allclose(np.take_along_axis(d, found, 1), np.take_along_axis(d, ref, 1),
+                               rtol=1e-5)
+
+
 def test_pair_refuses_a_class_with_negative_net_weight():
     X = np.zeros((3, 1), np.float32)
     with pytest.raises(ValueError, match="net weight"):

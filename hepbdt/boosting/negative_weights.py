@@ -9,33 +9,36 @@ is preserved up to the neighbour distance, and no negative weight is left; event
 weight reaches zero are dropped.
 
 How: the features are standardised per class (mean 0, standard deviation 1; TMVA uses the
-full inverse covariance matrix, a Mahalanobis distance). Negative events are visited in a
-fixed order; the squared distances of a chunk of them to all positive events of the class
-are computed at once with one matrix product (||a||^2 + ||b||^2 - 2 a.b), and the
-``n_neighbours`` nearest candidates are kept per negative event. A Numba loop then
-annihilates each negative event against its candidates in order of distance, skipping
-candidates already used up by an earlier negative event; when all candidates of an event
-are used up, its remaining negative weight is matched again against the (now fewer)
-positive events, with a larger candidate list. Cost: O(n_neg * n_pos * m) flops in BLAS,
-memory O(chunk * n_pos); about 5 s for 100,000 events (10 % negative) on two cores. Past
-``MAX_PAIRS`` distances per pass (large samples), the candidates are drawn from a seeded
-random subset of the positive events, so the cost grows linearly with the number of
-negative events (neighbours are then somewhat farther). NaN features count as the class
-mean.
+full inverse covariance matrix, a Mahalanobis distance). A parallel Numba kernel finds
+the ``n_neighbours`` nearest positive events of every negative event by brute force, in
+single precision, tile by tile (the distances to a block of candidates vectorise; only
+the best k per event are kept, never the distance matrix). A Numba loop then annihilates
+each negative event against its candidates in order of distance, visiting the negative
+events in a fixed order and skipping candidates already used up by an earlier one; when
+all candidates of an event are used up, its remaining negative weight is matched again
+against the (now fewer) positive events, with a larger candidate list. Cost:
+O(n_neg * n_pos * m), about 1 ns a distance on two cores: 0.9 s for 100,000 events
+x 28 features with 10 % negative weights, 4.6 s for 300,000. Past ``MAX_PAIRS``
+distances per pass (large samples), the candidates are drawn from a seeded random subset
+of the positive events, so the cost grows linearly with the number of negative events
+(neighbours are then somewhat farther): 7.7 s for 1,000,000 events. NaN features count
+as the class mean.
 
 The module holds no estimator code; ``hepbdt.estimators`` calls it.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..engine._types import njit
 
 __all__ = ["pair_negative_weights", "pair_weights"]
 
-CHUNK_ELEMENTS = 8_000_000  # distance matrix entries per chunk (64 MB of float64)
-MAX_PAIRS = 2_000_000_000  # distances computed per pass, at most (about 10 s on two cores)
+KNN_TILE = 16  # queries per parallel task of the neighbour search
+KNN_BLOCK = 2048  # candidates per block (a block's features stay in cache for a tile)
+MAX_PAIRS = 2_000_000_000  # distances computed per pass, at most (about 2 s on two cores)
 
 
 @njit
@@ -61,21 +64,58 @@ def _annihilate(neg_idx, candidates, w):
     return left
 
 
+@njit(parallel=True)
+def _knn(Zq, Zt, k, out):
+    """out[q] = indices of the k columns of Zt nearest to row q of Zq, closest first.
+
+    Zq: (n_q, m) float32 queries; Zt: (m, n_c) float32 candidates, feature-major so that
+    the distances to a block of candidates vectorise. Threads own tiles of queries; each
+    tile streams the candidates block by block (a block stays in cache for the tile).
+    """
+    n_q, m = Zq.shape
+    n_c = Zt.shape[1]
+    n_tiles = (n_q + KNN_TILE - 1) // KNN_TILE
+    for tile in numba.prange(n_tiles):
+        q0 = tile * KNN_TILE
+        q1 = min(n_q, q0 + KNN_TILE)
+        best_d = np.full((KNN_TILE, k), np.inf, dtype=np.float32)
+        best_i = np.full((KNN_TILE, k), -1, dtype=np.int64)
+        d = np.empty(KNN_BLOCK, dtype=np.float32)
+        for b0 in range(0, n_c, KNN_BLOCK):
+            size = np.uint64(min(n_c, b0 + KNN_BLOCK) - b0)
+            base = np.uint64(b0)
+            for q in range(q0, q1):
+                r = q - q0
+                d[:] = 0.0
+                for f in range(m):
+                    a = Zq[q, f]
+                    row = Zt[f]
+                    for j in range(size):
+                        diff = a - row[base + j]
+                        d[j] += diff * diff
+                worst = best_d[r, k - 1]
+                for j in range(size):
+                    dj = d[j]
+                    if dj < worst:  # insert, keeping the list sorted (ties: first seen first)
+                        pos = k - 1
+                        while pos > 0 and best_d[r, pos - 1] > dj:
+                            best_d[r, pos] = best_d[r, pos - 1]
+                            best_i[r, pos] = best_i[r, pos - 1]
+                            pos -= 1
+                        best_d[r, pos] = dj
+                        best_i[r, pos] = np.int64(base + j)
+                        worst = best_d[r, k - 1]
+        for q in range(q0, q1):
+            for c in range(k):
+                out[q, c] = best_i[q - q0, c]
+
+
 def _nearest(Z_neg: np.ndarray, Z_pos: np.ndarray, k: int) -> np.ndarray:
     """(len(Z_neg), k) indices into Z_pos of the k nearest, closest first."""
     k = min(k, Z_pos.shape[0])
-    pos_sq = np.einsum("ij,ij->i", Z_pos, Z_pos)
-    chunk = max(1, CHUNK_ELEMENTS // max(1, Z_pos.shape[0]))
     out = np.empty((Z_neg.shape[0], k), dtype=np.int64)
-    for start in range(0, Z_neg.shape[0], chunk):
-        a = Z_neg[start:start + chunk]
-        d = pos_sq[None, :] - 2.0 * (a @ Z_pos.T)  # + ||a||^2, the same for a whole row
-        if k < Z_pos.shape[0]:
-            part = np.argpartition(d, k - 1, axis=1)[:, :k]
-        else:
-            part = np.broadcast_to(np.arange(Z_pos.shape[0]), d.shape).copy()
-        order = np.argsort(np.take_along_axis(d, part, axis=1), axis=1, kind="stable")
-        out[start:start + chunk] = np.take_along_axis(part, order, axis=1)
+    _knn(np.ascontiguousarray(Z_neg, dtype=np.float32),
+         np.ascontiguousarray(Z_pos.T, dtype=np.float32), k, out)
     return out
 
 
