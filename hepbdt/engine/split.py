@@ -111,6 +111,29 @@ class SplitParams:
 
 
 @njit
+def _sides(cum, i, sum_a, sum_b, sum_w):
+    """(A, B, W) of the left side of cut i (cumulative sums) and of its right side."""
+    la = cum[0, i]
+    lb = cum[1, i]
+    lw = cum[2, i]
+    return la, lb, lw, sum_a - la, sum_b - lb, sum_w - lw
+
+
+@njit
+def _newton_side(a, b, w, reg_lambda, reg_alpha, min_child_hessian, min_child_weight):
+    """Branch-free (score, valid) of one side: node_score and _valid_side for NEWTON."""
+    t = math.copysign(max(abs(a) - reg_alpha, 0.0), a)
+    d = b + reg_lambda
+    return t * t / d, (w > 0.0) & (w >= min_child_weight) & (b >= min_child_hessian) & (d > 0.0)
+
+
+@njit
+def _variance_side(a, b, w, min_child_weight):
+    """Branch-free (score, valid) of one side: node_score and _valid_side for VARIANCE."""
+    return a * a / b, (w > 0.0) & (w >= min_child_weight) & (b > 0.0)
+
+
+@njit
 def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
            min_child_hessian, min_child_weight):
     """cum[3, :n] = gain of each cut from the left sums cum[0:3, :n] (-inf where invalid).
@@ -119,40 +142,21 @@ def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha
     compute exactly what node_score and _valid_side do for a valid split."""
     if criterion == NEWTON:
         for i in range(n):
-            la = cum[0, i]
-            lb = cum[1, i]
-            lw = cum[2, i]
-            ra = sum_a - la
-            rb = sum_b - lb
-            rw = sum_w - lw
-            tl = math.copysign(max(abs(la) - reg_alpha, 0.0), la)
-            tr = math.copysign(max(abs(ra) - reg_alpha, 0.0), ra)
-            dl = lb + reg_lambda
-            dr = rb + reg_lambda
-            ok = ((lw > 0.0) & (lw >= min_child_weight) & (lb >= min_child_hessian) & (dl > 0.0)
-                  & (rw > 0.0) & (rw >= min_child_weight) & (rb >= min_child_hessian) & (dr > 0.0))
-            gain = tl * tl / dl + tr * tr / dr - parent
-            cum[3, i] = gain if ok else -np.inf
+            la, lb, lw, ra, rb, rw = _sides(cum, i, sum_a, sum_b, sum_w)
+            sl, ok_l = _newton_side(la, lb, lw, reg_lambda, reg_alpha, min_child_hessian, min_child_weight)
+            sr, ok_r = _newton_side(ra, rb, rw, reg_lambda, reg_alpha, min_child_hessian, min_child_weight)
+            gain = sl + sr - parent
+            cum[3, i] = gain if ok_l & ok_r else -np.inf
     elif criterion == VARIANCE:
         for i in range(n):
-            la = cum[0, i]
-            lb = cum[1, i]
-            lw = cum[2, i]
-            ra = sum_a - la
-            rb = sum_b - lb
-            rw = sum_w - lw
-            ok = ((lw > 0.0) & (lw >= min_child_weight) & (lb > 0.0)
-                  & (rw > 0.0) & (rw >= min_child_weight) & (rb > 0.0))
-            gain = la * la / lb + ra * ra / rb - parent
-            cum[3, i] = gain if ok else -np.inf
+            la, lb, lw, ra, rb, rw = _sides(cum, i, sum_a, sum_b, sum_w)
+            sl, ok_l = _variance_side(la, lb, lw, min_child_weight)
+            sr, ok_r = _variance_side(ra, rb, rw, min_child_weight)
+            gain = sl + sr - parent
+            cum[3, i] = gain if ok_l & ok_r else -np.inf
     else:
         for i in range(n):
-            la = cum[0, i]
-            lb = cum[1, i]
-            lw = cum[2, i]
-            ra = sum_a - la
-            rb = sum_b - lb
-            rw = sum_w - lw
+            la, lb, lw, ra, rb, rw = _sides(cum, i, sum_a, sum_b, sum_w)
             if (_valid_side(criterion, lb, lw, reg_lambda, min_child_hessian, min_child_weight)
                     and _valid_side(criterion, rb, rw, reg_lambda, min_child_hessian, min_child_weight)):
                 cum[3, i] = (node_score(criterion, la, lb, reg_lambda, reg_alpha)
