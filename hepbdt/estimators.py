@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import json
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -240,6 +241,8 @@ class _BDTBase:
             quantised = self._use_quantised(X.shape[0])
             codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, valid, rng, quantised)
+        if forest.n_trees and not np.any(forest.feature >= 0):
+            warnings.warn(self._no_split_hint(w), stacklevel=3)
         self.forest_ = forest
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = X.shape[1]
@@ -280,6 +283,22 @@ class _BDTBase:
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
         return forest, result
+
+    def _no_split_hint(self, w: np.ndarray) -> str:
+        """Why no tree could split, in the terms of the options that decide it."""
+        mean_w = float(np.mean(np.abs(w)))
+        text = ("no tree made a single split, so the model is a constant: the features do not "
+                "vary, or the options allow no child. The event weights "
+                f"sum to {float(np.sum(w)):.4g} (mean |w| {mean_w:.3g}).")
+        if self.boosting == "newton":
+            text += (f" With boosting='newton', min_child_weight={self.min_child_weight:g} and "
+                     f"reg_lambda={self.reg_lambda:g} are in units of summed hessians (event "
+                     "weight times at most 0.25 for the logistic loss), so small weights leave "
+                     "no child heavy enough: scale the weights (e.g. to a mean of 1) or lower "
+                     "min_child_weight and reg_lambda.")
+        if self.min_node_size > 0:
+            text += f" min_node_size={self.min_node_size:g} may also be too large."
+        return text
 
     def _use_quantised(self, n_events: int) -> bool:
         """Packed integer histograms carry A and B only, and B stands in for the weight W:

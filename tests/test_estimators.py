@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -200,6 +201,18 @@ def test_quantised_histograms_learn_as_well_as_exact_ones(boosting):
                                      quantised_histograms=q).fit(X[train], y[train], w[train])
         auc[q] = roc_auc_score(y[test], model.decision_function(X[test]), sample_weight=w[test])
     assert abs(auc[True] - auc[False]) < 0.002
+
+
+def test_tiny_weights_that_forbid_every_split_are_reported():
+    X, y, w = _data()
+    with pytest.warns(UserWarning, match="scale the weights"):
+        model = hepbdt.BDTClassifier(boosting="newton", n_trees=3).fit(X, y, w * 1e-6)
+    assert not np.any(model.forest_.feature >= 0)
+    # Scaled to a mean of 1 they train, and nothing is reported.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = hepbdt.BDTClassifier(boosting="newton", n_trees=3).fit(X, y, w)
+    assert np.any(model.forest_.feature >= 0)
 
 
 def test_min_node_size_limits_leaf_weight():
