@@ -1,8 +1,25 @@
-"""Synthetic HIGGS-like classification data shared by the benchmarks (seeded, numpy only)."""
+"""Synthetic HIGGS-like classification data and the machine line shared by the benchmarks."""
 
 from __future__ import annotations
 
+import os
+import platform
+from pathlib import Path
+
 import numpy as np
+
+
+def machine() -> str:
+    """nproc and CPU model."""
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"nproc={os.cpu_count()}, CPU: {model}"
 
 
 def higgs_like(n: int = 1_000_000, m: int = 28, seed: int = 0, weighted: bool = True):

@@ -26,8 +26,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _data import higgs_like  # noqa: E402
-from bench_negative_weights import machine, tutorial_data  # noqa: E402
+from _data import higgs_like, machine  # noqa: E402
+from bench_negative_weights import tutorial_data  # noqa: E402
 
 BOOSTERS = {
     "adaboost": dict(boosting="adaboost", beta=0.5),

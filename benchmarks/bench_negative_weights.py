@@ -23,8 +23,6 @@ Two tables, both printed as markdown:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -32,6 +30,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _data import machine  # noqa: E402
+
 DATA = HERE.parents[0].parent / "shared" / "data" / "tmva_class_example.root"
 
 BOOSTERS = {
@@ -46,18 +48,6 @@ BOOSTERS = {
                 n_cuts=20),
 }
 POLICIES = ("default", "keep", "pair", "ignore", "abs")
-
-
-def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"nproc {os.cpu_count()}, {cpu}"
 
 
 def tutorial_data():

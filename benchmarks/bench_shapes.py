@@ -22,8 +22,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _data import higgs_like  # noqa: E402
-from bench_train import machine  # noqa: E402
+from _data import higgs_like, machine  # noqa: E402
 
 # (events, features, depth, trees, hepbdt booster)
 SHAPES = [

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _data import machine  # noqa: E402
 
 
 def _rss_kib(field: str) -> int:
@@ -44,8 +46,6 @@ def _reset_peak() -> None:
 def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict:
     """Run one library once; returns timings, memory and AUC."""
     import numpy as np
-
-    sys.path.insert(0, str(HERE))
     from _data import higgs_like
 
     X, y, w = higgs_like(n_train + n_test, seed=0)
@@ -100,19 +100,6 @@ def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict
 
     return {"fit_s": fit_s, "predict_s": predict_s, "peak_extra_mib": (peak - base) / 1024,
             "auc": float(roc_auc(yte, np.asarray(score, float), wte))}
-
-
-def machine() -> str:
-    """nproc and CPU model."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        model = platform.processor()
-    return f"nproc={os.cpu_count()}, CPU: {model}"
 
 
 def main() -> None:
