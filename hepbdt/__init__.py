@@ -11,24 +11,26 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _LAZY = {
     "BDTClassifier": "hepbdt.estimators",
     "BDTRegressor": "hepbdt.estimators",
-    "load_model": "hepbdt.model",
+    "warmup": "hepbdt.estimators",
+    "load_model": "hepbdt.persistence",
     "Forest": "hepbdt.model",
+    "KFoldModel": "hepbdt.kfold",
     "Sample": "hepbdt.io",
     "Dataset": "hepbdt.io",
     "read": "hepbdt.io",
     "write_scores": "hepbdt.io",
-    "apply": "hepbdt.io",
+    "apply": "hepbdt.scoring",
     "report": "hepbdt.report",
-    "load_config": "hepbdt.config",
-    "KFoldModel": "hepbdt.workflow",
+    "load_config": "hepbdt.analysis",
+    "train": "hepbdt.analysis",
 }
 
-_SUBMODULES = ("evaluation", "plotting", "interop", "engine", "io")
+_SUBMODULES = ("evaluation", "plotting", "interop", "engine", "io", "analysis")
 
 __all__ = ["__version__", *_LAZY, *_SUBMODULES]
 

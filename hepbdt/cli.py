@@ -1,7 +1,9 @@
 """The ``hepbdt`` command: ``train``, ``apply``, ``inspect``, ``report`` and ``demo``.
 
-Each subcommand is a thin layer over :mod:`hepbdt.config` (reading and checking the TOML
-analysis configuration) and :mod:`hepbdt.workflow` (training and writing the outputs).
+Each subcommand is a thin layer over :mod:`hepbdt.analysis` (the TOML configuration,
+training and outputs), :mod:`hepbdt.scoring` and :mod:`hepbdt.persistence`; this module
+parses arguments and dispatches, nothing more. The package is imported inside the command
+functions, so that ``hepbdt --help`` answers without importing Numba and matplotlib.
 Errors the user can fix (a mistake in the configuration, a missing file or branch, a bad
 model file) are printed as ``hepbdt: error: ...`` with exit status 2, without a traceback.
 Progress lines go to stderr only when it is a terminal.
@@ -15,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from hepbdt._version import __version__
 
 __all__ = ["main", "demo_config_path"]
 
@@ -35,9 +39,7 @@ class UserError(Exception):
 
 def demo_config_path() -> Path:
     """``analyses/demo.toml`` of the checkout hepbdt runs from (an editable install)."""
-    import hepbdt
-
-    path = Path(hepbdt.__file__).resolve().parent.parent / "analyses" / "demo.toml"
+    path = Path(__file__).resolve().parent.parent / "analyses" / "demo.toml"
     if not path.is_file():
         raise UserError(
             f"the demo configuration {path} is not there: `hepbdt demo` runs from a checkout "
@@ -54,20 +56,24 @@ def _parser() -> argparse.ArgumentParser:
                     "a TOML analysis configuration, apply models to ntuples, inspect models "
                     "and write reports.",
         epilog=EXAMPLES)
-    from hepbdt import __version__
-
     parser.add_argument("--version", action="version", version=f"hepbdt {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
+    for add in (_train_parser, _apply_parser, _inspect_parser, _report_parser, _demo_parser):
+        add(commands)
+    return parser
 
-    def progress_options(sub: argparse.ArgumentParser) -> None:
-        group = sub.add_mutually_exclusive_group()
-        group.add_argument("--progress", dest="progress", action="store_const", const=True,
-                           default=None, help="show progress lines on stderr (default: only "
-                           "when stderr is a terminal)")
-        group.add_argument("--no-progress", dest="progress", action="store_const", const=False,
-                           help="never show progress lines")
 
+def _progress_options(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_mutually_exclusive_group()
+    group.add_argument("--progress", dest="progress", action="store_const", const=True,
+                       default=None, help="show progress lines on stderr (default: only "
+                       "when stderr is a terminal)")
+    group.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                       help="never show progress lines")
+
+
+def _train_parser(commands: Any) -> None:
     train = commands.add_parser(
         "train", help="train an analysis from its TOML configuration",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -87,8 +93,10 @@ def _parser() -> argparse.ArgumentParser:
                        "else ./hepbdt-<config name>)")
     train.add_argument("--check", action="store_true", help="check the configuration, the "
                        "files and the branches, then stop")
-    progress_options(train)
+    _progress_options(train)
 
+
+def _apply_parser(commands: Any) -> None:
     apply = commands.add_parser(
         "apply", help="score ntuples with a model; write a friend tree",
         description="Evaluate a model on every entry of the input trees and write a friend "
@@ -106,8 +114,10 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--event", help="event-number expression written beside the score "
                        "(default: the k-fold manifest's, else the entry number)")
     apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
-    progress_options(apply)
+    _progress_options(apply)
 
+
+def _inspect_parser(commands: Any) -> None:
     inspect = commands.add_parser(
         "inspect", help="print a model's options, features, trees and ranking",
         description="Print the estimator, its options (and the TMVA option string when there "
@@ -116,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--tree", type=int, action="append", default=[], metavar="N",
                          help="also print tree N as text (repeatable)")
 
+
+def _report_parser(commands: Any) -> None:
     report = commands.add_parser(
         "report", help="write the HTML report again from a model and its score trees",
         description="Rebuild report.html from a model file and the scores.root that "
@@ -126,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: report.html)")
     report.add_argument("--title", help="title of the report")
 
+
+def _demo_parser(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="train the shipped demo analysis (analyses/demo.toml on data/*.root)",
         description="Train analyses/demo.toml (X(125) -> bb against QCD and ttbar on the "
@@ -134,14 +148,14 @@ def _parser() -> argparse.ArgumentParser:
                       "./hepbdt-demo)")
     demo.add_argument("--set", dest="overrides", action="append", default=[],
                       metavar="KEY=VALUE", help="override a configuration key (repeatable)")
-    progress_options(demo)
-    return parser
+    _progress_options(demo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hepbdt`` command line; returns the exit status."""
     args = _parser().parse_args(argv)
-    from hepbdt.config import ConfigError
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.analysis.config import ConfigError
     from hepbdt.io.errors import InputError
     from hepbdt.model import ModelFormatError
 
@@ -163,8 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
-    from hepbdt.config import check_inputs, load_config
-    from hepbdt.workflow import default_output_dir, train
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.analysis import check_inputs, default_output_dir, load_config, train
 
     config = load_config(config_path or args.config, args.overrides,
                          output=getattr(args, "output", None))
@@ -193,14 +207,16 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _load(path: str) -> Any:
-    from hepbdt.workflow import load
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.persistence import load_model
 
-    return load(path)
+    return load_model(path)
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from hepbdt.io import apply
-    from hepbdt.workflow import KFoldModel
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.kfold import KFoldModel
+    from hepbdt.scoring import apply
 
     model = _load(args.model)
     if isinstance(model, KFoldModel):
@@ -220,7 +236,8 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from hepbdt.workflow import KFoldModel
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.kfold import KFoldModel
 
     model = _load(args.model)
     if isinstance(model, KFoldModel):
@@ -237,7 +254,9 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
+    # imported when the command runs, so that --help stays fast
     from hepbdt.evaluation import tmva_importance
+    from hepbdt.model import tree_text
 
     forest = model.forest_
     names = list(model.feature_names_in_)
@@ -251,9 +270,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
         lines.append(f"TMVA options: none ({exc})")
     lines.append(f"Features ({len(names)}):")
     lines += [f"  {i:3d}  {name}" for i, name in enumerate(names)]
-    depths = [_depth(forest, t) for t in range(forest.n_trees)]
     lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
-                 f"{max(depths, default=0)}, aggregation {forest.aggregation}, base score "
+                 f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
                  f"{forest.base_score:g}")
     ranking = tmva_importance(model, names)
     lines.append("Ranking (TMVA-style importance: summed boost-weighted split gain):")
@@ -269,40 +287,9 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     return "\n".join(lines)
 
 
-def _depth(forest: Any, t: int) -> int:
-    span = forest.tree_slice(t)
-    left, right = forest.left, forest.right
-    stack, deepest = [(span.start, 0)], 0
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if left[node] >= 0:
-            stack += [(int(left[node]), depth + 1), (int(right[node]), depth + 1)]
-    return deepest
-
-
-def tree_text(forest: Any, t: int, names: Sequence[str]) -> list[str]:
-    """One tree as indented text: ``name < cut`` (left) and ``name >= cut`` (right)."""
-    lines: list[str] = []
-
-    def walk(node: int, indent: str) -> None:
-        if forest.left[node] < 0:
-            lines.append(f"{indent}leaf: {forest.value[node]:.6g} (cover {forest.cover[node]:.4g})")
-            return
-        name = names[int(forest.feature[node])]
-        cut = float(forest.threshold[node])
-        missing = "missing goes left" if forest.missing_left[node] else "missing goes right"
-        lines.append(f"{indent}if {name} < {cut:.6g}:   [{missing}, gain {forest.gain[node]:.4g}]")
-        walk(int(forest.left[node]), indent + "    ")
-        lines.append(f"{indent}else:")
-        walk(int(forest.right[node]), indent + "    ")
-
-    walk(forest.tree_slice(t).start, "  ")
-    return lines
-
-
 def _report(args: argparse.Namespace) -> int:
-    from hepbdt.workflow import report_from_scores
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.analysis import report_from_scores
 
     for path in (args.model, args.scores):
         if not os.path.isfile(path):

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._util import atomic_path
+
 __all__ = [
     "DEFAULT_N_BACKGROUND",
     "DEFAULT_N_SIGNAL",
@@ -364,15 +366,51 @@ def _btag(rng: np.random.Generator, flavour: np.ndarray) -> np.ndarray:
 
 def _reconstruct(rng: np.random.Generator, truth: _Truth) -> dict[str, np.ndarray]:
     """Smear truth partons into jets and leptons; build MET and HT. Flat object arrays."""
-    n = truth.n_events
     parton_event, parton_p4, flavour = truth.partons()
+    visible_fraction, invisible_px, invisible_py, leptons = _semileptonic_b_decays(
+        rng, truth, parton_event, parton_p4, flavour
+    )
+    lepton_event, lepton_p4, lepton_charge = leptons
+    jets, visible_pt, phi = _smear_jets(rng, parton_p4, visible_fraction, flavour)
+    missing_px, missing_py = _missing_momentum(
+        rng, invisible_px, invisible_py, parton_event, visible_pt, jets["Jet_pt"], phi
+    )
+    # Round to the stored precision before the cuts, so stored values pass them.
+    jets = {
+        name: _round_mantissa(values, _MANTISSA_BITS[name.removeprefix("Jet_")])
+        for name, values in jets.items()
+    }
+    jet_selected = (jets["Jet_pt"] > _JET_PT_MIN) & (np.abs(jets["Jet_eta"]) < _JET_ABS_ETA_MAX)
+    lepton_pt, lepton_eta, lepton_phi, lepton_selected = _reconstruct_leptons(rng, lepton_p4)
+    return {
+        "jet_event": parton_event[jet_selected],
+        **{name: values[jet_selected] for name, values in jets.items()},
+        "lepton_event": lepton_event[lepton_selected],
+        "Lep_pt": lepton_pt[lepton_selected],
+        "Lep_eta": lepton_eta[lepton_selected],
+        "Lep_phi": lepton_phi[lepton_selected],
+        "Lep_charge": lepton_charge[lepton_selected].astype(np.int32),
+        "MET_pt": np.hypot(missing_px, missing_py),
+        "MET_phi": np.arctan2(missing_py, missing_px),
+    }
+
+
+def _semileptonic_b_decays(
+    rng: np.random.Generator,
+    truth: _Truth,
+    parton_event: np.ndarray,
+    parton_p4: np.ndarray,
+    flavour: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Visible parton fractions, invisible px and py, and the leptons with soft ones added.
+
+    In semileptonic b decays a neutrino takes a fraction of the quark's momentum, and
+    sometimes the soft lepton is energetic and isolated enough to be reconstructed.
+    """
     n_partons = len(parton_event)
     lepton_event, lepton_p4, lepton_charge = truth.leptons()
     invisible_px = truth.invisible_px.copy()
     invisible_py = truth.invisible_py.copy()
-
-    # Semileptonic b decays: a neutrino takes a fraction of the quark's momentum, and
-    # sometimes the soft lepton is energetic and isolated enough to be reconstructed.
     semileptonic = (flavour == _B) & (rng.uniform(0.0, 1.0, n_partons) < 0.2)
     neutrino_fraction = np.where(semileptonic, rng.uniform(0.05, 0.4, n_partons), 0.0)
     lepton_fraction = rng.uniform(0.05, 0.3, n_partons)
@@ -390,7 +428,14 @@ def _reconstruct(rng: np.random.Generator, truth: _Truth) -> dict[str, np.ndarra
     visible_fraction = np.where(
         semileptonic & ~soft_lepton, visible_fraction + lepton_fraction, visible_fraction
     )
+    return visible_fraction, invisible_px, invisible_py, (lepton_event, lepton_p4, lepton_charge)
 
+
+def _smear_jets(
+    rng: np.random.Generator, parton_p4: np.ndarray, visible_fraction: np.ndarray, flavour: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Unrounded ``Jet_*`` arrays through the detector response; also visible pt and parton phi."""
+    n_partons = len(parton_p4)
     true_pt, eta, phi, _ = _pt_eta_phi_mass(parton_p4)
     visible_pt = true_pt * visible_fraction
     jet_mass_fraction = 0.04 + rng.gamma(2.0, 0.03, n_partons)
@@ -402,8 +447,27 @@ def _reconstruct(rng: np.random.Generator, truth: _Truth) -> dict[str, np.ndarra
     jet_mass = visible_pt * jet_mass_fraction * response * rng.normal(1.0, 0.1, n_partons)
     jet_mass = np.abs(jet_mass)
     jet_btag = _btag(rng, flavour)
+    jets = {
+        "Jet_pt": jet_pt,
+        "Jet_eta": jet_eta,
+        "Jet_phi": jet_phi,
+        "Jet_mass": jet_mass,
+        "Jet_btag": jet_btag,
+    }
+    return jets, visible_pt, phi
 
-    # Mismeasured jets and soft unclustered energy show up as missing momentum.
+
+def _missing_momentum(
+    rng: np.random.Generator,
+    invisible_px: np.ndarray,
+    invisible_py: np.ndarray,
+    parton_event: np.ndarray,
+    visible_pt: np.ndarray,
+    jet_pt: np.ndarray,
+    phi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Missing px and py: invisible momentum, mismeasured jets and soft unclustered energy."""
+    n = len(invisible_px)
     missing_px = invisible_px.copy()
     missing_py = invisible_py.copy()
     np.add.at(missing_px, parton_event, (visible_pt - jet_pt) * np.cos(phi))
@@ -412,18 +476,16 @@ def _reconstruct(rng: np.random.Generator, truth: _Truth) -> dict[str, np.ndarra
     soft_sigma = np.sqrt(8.0**2 + 0.25 * sum_et)
     missing_px += rng.normal(0.0, 1.0, n) * soft_sigma
     missing_py += rng.normal(0.0, 1.0, n) * soft_sigma
+    return missing_px, missing_py
 
-    # Round to the stored precision before the cuts, so stored values pass them.
+
+def _reconstruct_leptons(
+    rng: np.random.Generator, lepton_p4: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Smeared, rounded lepton pt, eta and phi, and which leptons pass the selection."""
     bits = _MANTISSA_BITS
-    jet_pt = _round_mantissa(jet_pt, bits["pt"])
-    jet_eta = _round_mantissa(jet_eta, bits["eta"])
-    jet_phi = _round_mantissa(jet_phi, bits["phi"])
-    jet_mass = _round_mantissa(jet_mass, bits["mass"])
-    jet_btag = _round_mantissa(jet_btag, bits["btag"])
-    jet_selected = (jet_pt > _JET_PT_MIN) & (np.abs(jet_eta) < _JET_ABS_ETA_MAX)
-
     lepton_pt, lepton_eta, lepton_phi, _ = _pt_eta_phi_mass(lepton_p4)
-    n_leptons = len(lepton_event)
+    n_leptons = len(lepton_p4)
     lepton_pt = _round_mantissa(lepton_pt * rng.normal(1.0, 0.02, n_leptons), bits["pt"])
     lepton_eta = _round_mantissa(lepton_eta, bits["eta"])
     lepton_phi = _round_mantissa(lepton_phi, bits["phi"])
@@ -432,22 +494,7 @@ def _reconstruct(rng: np.random.Generator, truth: _Truth) -> dict[str, np.ndarra
         & (np.abs(lepton_eta) < _LEP_ABS_ETA_MAX)
         & (rng.uniform(0.0, 1.0, n_leptons) < 0.92)
     )
-
-    return {
-        "jet_event": parton_event[jet_selected],
-        "Jet_pt": jet_pt[jet_selected],
-        "Jet_eta": jet_eta[jet_selected],
-        "Jet_phi": jet_phi[jet_selected],
-        "Jet_mass": jet_mass[jet_selected],
-        "Jet_btag": jet_btag[jet_selected],
-        "lepton_event": lepton_event[lepton_selected],
-        "Lep_pt": lepton_pt[lepton_selected],
-        "Lep_eta": lepton_eta[lepton_selected],
-        "Lep_phi": lepton_phi[lepton_selected],
-        "Lep_charge": lepton_charge[lepton_selected].astype(np.int32),
-        "MET_pt": np.hypot(missing_px, missing_py),
-        "MET_phi": np.arctan2(missing_py, missing_px),
-    }
+    return lepton_pt, lepton_eta, lepton_phi, lepton_selected
 
 
 def _pt_ordered(event: np.ndarray, pt: np.ndarray, n_events: int):
@@ -588,8 +635,7 @@ def _write_tree(path: Path, arrays: dict[str, np.ndarray], seed: int, process: s
         for name, value in arrays.items()
         if not name.startswith(("Jet_", "Lep_")) and name not in ("nJet", "nLep")
     }
-    temporary = path.with_name(path.name + ".tmp")
-    try:
+    with atomic_path(path, temporary_name=path.name + ".tmp") as temporary:
         with (
             _fixed_root_timestamps(),
             uproot.recreate(
@@ -627,10 +673,6 @@ def _write_tree(path: Path, arrays: dict[str, np.ndarray], seed: int, process: s
                         title=f"hepbdt demo sample: {process}",
                     )
                 tree.extend(chunk)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
 
 
 def _branch_type(value):

@@ -2,30 +2,38 @@
 
 ``fit(X, y, sample_weight)``, ``decision_function``, ``predict_proba``, ``predict``,
 staged scores, ``get_params``/``set_params`` (so ``sklearn.clone``, pipelines and
-``cross_val_score`` work), ``save`` to versioned JSON. Fitted attributes end in ``_``.
+``cross_val_score`` work), ``to_dict``/``save`` (versioned JSON), ``save_tmva`` and
+:func:`from_forest`, the one way to wrap a forest read from elsewhere in a fitted
+estimator. Fitted attributes end in ``_``. Reading model files is
+:mod:`hepbdt.persistence`; reading other tools' formats is :mod:`hepbdt.interop`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._util import atomic_write_text, check_weights, check_X, threads
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import run_boosting
+from .boosting.adaboost import run_adaboost
 from .boosting.losses import Deviance, Logistic
-from .engine._types import MAX_VALUE_BINS, X_DTYPE
-from .engine.binning import BinMapper, first_infinite
+from .boosting.negative_weights import pair_negative_weights
+from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE
+from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
-from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, atomic_write_text
+from .interop.tmva_export import to_tmva_xml
+from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
+from .tmva_options import parse_tmva_options, to_tmva_options
 
-__all__ = ["BDTClassifier", "BDTRegressor", "estimator_from_dict"]
+__all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "from_forest", "ESTIMATORS", "warmup"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -33,65 +41,72 @@ CLASSIFICATION_CRITERIA = ("gini", "cross_entropy", "misclassification", "sdivsq
 QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many training events
 
 
-@contextlib.contextmanager
-def _threads(n_jobs: int | None):
-    """Run numba kernels with ``n_jobs`` threads (None or -1: all configured threads)."""
-    import numba
+class ParameterError(ValueError):
+    """An estimator option with a value that is not valid; ``param`` names the option."""
 
-    if n_jobs is None or n_jobs == -1:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    def __init__(self, param: str | None, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    default: Any
+    annotation: str
+
+
+# The options both estimators take, in signature order; ``loss`` differs in its default.
+_SHARED_HEAD = (
+    _Param("boosting", "gradient", "str"), _Param("n_trees", 200, "int"),
+    _Param("max_depth", 3, "int"), _Param("learning_rate", 0.1, "float"),
+)
+_SHARED_TAIL = (
+    _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
+    _Param("min_node_size", 0.0, "float"), _Param("min_child_weight", 1.0, "float"),
+    _Param("min_split_gain", 0.0, "float"), _Param("reg_lambda", 1.0, "float"),
+    _Param("reg_alpha", 0.0, "float"), _Param("subsample", 1.0, "float"),
+    _Param("subsample_mode", "uniform", "str"), _Param("colsample_bytree", 1.0, "float"),
+    _Param("colsample_bylevel", 1.0, "float"), _Param("colsample_bynode", 1.0, "float"),
+    _Param("negative_weights", "pair", "str"), _Param("early_stopping", False, "bool"),
+    _Param("validation_fraction", 0.1, "float"), _Param("n_iter_no_change", 10, "int | None"),
+    _Param("tol", 0.0, "float"), _Param("quantised_histograms", "auto", "bool | str"),
+    _Param("random_state", None, "int | None"), _Param("n_jobs", None, "int | None"),
+    _Param("verbose", False, "bool"), _Param("n_vars_per_node", None, "int | str | None"),
+)
+
+
+def _constructor(params: tuple[_Param, ...], doc: str):
+    """An ``__init__`` with one keyword per option that stores each unchecked, as
+    scikit-learn expects (``fit`` validates); its signature lists the options."""
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
+                             annotation=p.annotation) for p in params])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in list(bound.arguments.items())[1:]:
+            setattr(self, name, value)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    __init__.__doc__ = doc
+    return __init__
+
+
+def _get_loss(boosting: str, name: str, *args: float):
+    """The loss object; ParameterError("loss") when the booster has no such loss."""
     try:
-        yield
-    finally:
-        numba.set_num_threads(old)
-
-
-def check_X(X: Any, n_features: int | None = None, what: str = "X") -> tuple[np.ndarray, list | None]:
-    """(n, m) C-contiguous float32 without copying when already so; NaN allowed, inf refused."""
-    names = None
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        names = [str(c) for c in X.columns]
-        X = X.to_numpy(dtype=X_DTYPE)
-    try:
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
-    if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{what} is empty (shape {X.shape}); need at least one event and one feature")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{what} has {X.shape[1]} features, the model was trained on {n_features}")
-    first = first_infinite(X)
-    if first >= 0:
-        row, col = divmod(first, X.shape[1])
-        raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
-                         "use NaN for missing values")
-    return X, names
-
-
-def check_weights(sample_weight: Any, n: int, what: str = "sample_weight") -> np.ndarray:
-    """Event weights as float64 (ones when None); finite, right length, not all zero."""
-    if sample_weight is None:
-        return np.ones(n)
-    w = np.asarray(sample_weight, dtype=np.float64).ravel()
-    if w.size != n:
-        raise ValueError(f"{what} has {w.size} values for {n} events")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{what} has NaN or infinite values (first at event "
-                         f"{int(np.flatnonzero(~np.isfinite(w))[0])})")
-    if not np.any(w != 0):
-        raise ValueError(f"{what}: all weights are zero; nothing to train on")
-    return w
+        return get_loss(boosting, name, *args)
+    except ValueError as exc:
+        raise ParameterError("loss", str(exc)) from None
 
 
 class _BDTBase:
     """Parameters, validation, fitting and persistence shared by both estimators."""
 
-    _estimator_kind = ""
+    _estimator_type = ""
     _boostings: tuple[str, ...] = ("gradient", "newton")
 
     # -- scikit-learn parameter protocol ---------------------------------------------------
@@ -99,12 +114,6 @@ class _BDTBase:
     def _param_names(cls) -> list[str]:
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
-
-    def _store_params(self, arguments: dict[str, Any]) -> None:
-        """Keep every constructor argument as an attribute of the same name (no checks:
-        scikit-learn's convention; ``fit`` validates)."""
-        for name in self._param_names():
-            setattr(self, name, arguments[name])
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters as a dict."""
@@ -127,16 +136,24 @@ class _BDTBase:
     def __sklearn_tags__(self):
         from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
 
-        is_clf = self._estimator_kind == "classifier"
-        return Tags(estimator_type=self._estimator_kind, target_tags=TargetTags(required=True),
+        is_clf = self._estimator_type == "classifier"
+        return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True),
                     classifier_tags=ClassifierTags() if is_clf else None,
                     regressor_tags=RegressorTags() if not is_clf else None)
 
     # -- validation -------------------------------------------------------------------------
+    def check_params(self) -> None:
+        """Check every option (and the loss of gradient and newton boosting) without fitting;
+        :class:`ParameterError` names the first option that is not valid."""
+        self._validate_params()
+        if self.boosting in ("gradient", "newton"):
+            self._make_loss()
+
     def _validate_params(self) -> None:
         def require(cond: bool, name: str, valid: str) -> None:
             if not cond:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not valid; expected {valid}")
+                raise ParameterError(name, f"{name}={getattr(self, name)!r} is not valid; "
+                                     f"expected {valid}")
 
         require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
         require(isinstance(self.n_trees, (int, np.integer)) and self.n_trees >= 1, "n_trees",
@@ -167,8 +184,9 @@ class _BDTBase:
                 or (isinstance(nvars, (int, np.integer)) and not isinstance(nvars, bool) and nvars >= 1),
                 "n_vars_per_node", "None, 'sqrt' or an integer >= 1")
         if self.negative_weights == "inverse_boost" and self.boosting not in ADABOOST_BOOSTINGS:
-            raise ValueError(f"negative_weights='inverse_boost' (TMVA InverseBoostNegWeights) needs "
-                             f"an AdaBoost-type booster {ADABOOST_BOOSTINGS}; boosting={self.boosting!r}")
+            raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
+                                 f"InverseBoostNegWeights) needs an AdaBoost-type booster "
+                                 f"{ADABOOST_BOOSTINGS}; boosting={self.boosting!r}")
         self._validate_extra_params(require)
 
     def _validate_extra_params(self, require) -> None:
@@ -185,9 +203,7 @@ class _BDTBase:
         if policy == "ignore":
             keep = w >= 0
             return X[keep], y[keep], w[keep]
-        from .boosting.negative_weights import pair_negative_weights
-
-        if self._estimator_kind == "classifier":
+        if self._estimator_type == "classifier":
             return pair_negative_weights(X, y, w)
         # Regression: neighbours in (features, target) space, so weight moves to events
         # with a similar target too.
@@ -214,7 +230,7 @@ class _BDTBase:
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight, eval_set, names):
         self._validate_params()
-        w = check_weights(sample_weight, X.shape[0])
+        w = check_weights(sample_weight, X.shape[0], training=True)
         X, y, w = self._apply_negative_weight_policy(X, y, w)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
@@ -224,7 +240,7 @@ class _BDTBase:
             Xv, _ = check_X(Xv, X.shape[1], "eval_set X")
             yv = self._encode_y(yv, fitting=False)
             wv = check_weights(eval_set[2] if len(eval_set) > 2 else None, Xv.shape[0],
-                               "eval_set sample_weight")
+                               "eval_set sample_weight", training=True)
             valid = (Xv, yv, wv)
         elif self.early_stopping:
             held = rng.random(X.shape[0]) < self.validation_fraction
@@ -234,7 +250,7 @@ class _BDTBase:
             raise ValueError("no event with a positive weight is left to train on")
         if self.boosting in ("gradient", "newton"):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
-        with _threads(self.n_jobs):
+        with threads(self.n_jobs):
             mapper = BinMapper(self.max_bins, self.n_cuts,
                                0 if self.random_state is None else int(self.random_state))
             mapper.fit(X, w)
@@ -305,11 +321,12 @@ class _BDTBase:
         gradient (B is the weight) always, newton (B is the hessian) without min_node_size."""
         q = self.quantised_histograms
         if q not in ("auto", True, False):
-            raise ValueError(f"quantised_histograms={q!r} is not valid; expected 'auto', True or False")
+            raise ParameterError("quantised_histograms", f"quantised_histograms={q!r} is not "
+                                 "valid; expected 'auto', True or False")
         possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size == 0)
         if q is True and not possible:
-            raise ValueError("quantised_histograms=True needs boosting='gradient', or 'newton' with "
-                             "min_node_size=0")
+            raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
+                                 "boosting='gradient', or 'newton' with min_node_size=0")
         if q is False:
             return False
         return possible and (q is True or n_events >= QUANTISE_FROM_EVENTS)
@@ -321,7 +338,7 @@ class _BDTBase:
     def _raw(self, X) -> np.ndarray:
         self._check_fitted()
         X, _ = check_X(X, self.n_features_in_)
-        with _threads(self.n_jobs):
+        with threads(self.n_jobs):
             return self.forest_.raw_score(X)
 
     def _staged_raw(self, X):
@@ -359,20 +376,16 @@ class _BDTBase:
         E.g. ``BDTClassifier.from_tmva("NTrees=850:MinNodeSize=2.5%:MaxDepth=3:"
         "BoostType=AdaBoost:AdaBoostBeta=0.5:UseBaggedBoost:BaggedSampleFraction=0.5:"
         "SeparationType=GiniIndex:nCuts=20")``. Options not given take TMVA's defaults; an
-        option hepbdt cannot reproduce is an error naming it (see ``hepbdt.config``).
+        option hepbdt cannot reproduce is an error naming it (see ``hepbdt.tmva_options``).
         ``overrides`` set further hepbdt parameters (e.g. ``random_state``, ``n_jobs``).
         """
-        from .config import parse_tmva_options
-
-        params = parse_tmva_options(options, cls._estimator_kind)
+        params = parse_tmva_options(options, cls._estimator_type)
         params.update(overrides)
         return cls(**params)
 
     def to_tmva(self) -> str:
-        """The TMVA option string of this estimator's parameters (see ``hepbdt.config``)."""
-        from .config import to_tmva_options
-
-        return to_tmva_options(self.get_params(), self._estimator_kind)
+        """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``)."""
+        return to_tmva_options(self.get_params(), self._estimator_type)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
@@ -383,8 +396,6 @@ class _BDTBase:
 
         See :func:`hepbdt.interop.to_tmva_xml` for ``options`` and what is returned.
         """
-        from .interop.tmva import to_tmva_xml
-
         return to_tmva_xml(self, path, **options)
 
 
@@ -430,25 +441,15 @@ class BDTClassifier(_BDTBase):
     with 10 % negative weights on two cores).
     """
 
-    _estimator_kind = "classifier"
+    _estimator_type = "classifier"
     _boostings = ("gradient", "newton", *ADABOOST_BOOSTINGS)
 
-    def __init__(self, boosting: str = "gradient", n_trees: int = 200, max_depth: int = 3,
-                 learning_rate: float = 0.1, loss: str | None = None, max_bins: int = 255,
-                 n_cuts: int = 0, min_node_size: float = 0.0, min_child_weight: float = 1.0,
-                 min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
-                 subsample: float = 1.0, subsample_mode: str = "uniform",
-                 colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
-                 colsample_bynode: float = 1.0, negative_weights: str = "pair",
-                 early_stopping: bool = False, validation_fraction: float = 0.1,
-                 n_iter_no_change: int | None = 10, tol: float = 0.0,
-                 quantised_histograms: bool | str = "auto",
-                 random_state: int | None = None, n_jobs: int | None = None,
-                 verbose: bool = False, criterion: str = "gini", beta: float = 0.5,
-                 epsilon: float = 0.01, use_yes_no_leaf: bool = True,
-                 n_vars_per_node: int | str | None = None,
-                 sig_to_bkg_fraction: float | str | None = "auto"):
-        self._store_params(locals())
+    __init__ = _constructor(
+        (*_SHARED_HEAD, _Param("loss", None, "str | None"), *_SHARED_TAIL,
+         _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
+         _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
+         _Param("sig_to_bkg_fraction", "auto", "float | str | None")),
+        "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
         require(self.criterion in CLASSIFICATION_CRITERIA, "criterion",
@@ -461,9 +462,9 @@ class BDTClassifier(_BDTBase):
                                              and f > 0),
                 "sig_to_bkg_fraction", "'auto', None or a number > 0")
         if self.boosting == "realadaboost" and not self.use_yes_no_leaf:
-            raise ValueError("use_yes_no_leaf=False is for boosting='adaboost' (TMVA's "
-                             "RealAdaBoost); boosting='realadaboost' always has leaves "
-                             "1/2 ln(p/(1-p))")
+            raise ParameterError("use_yes_no_leaf", "use_yes_no_leaf=False is for "
+                                 "boosting='adaboost' (TMVA's RealAdaBoost); "
+                                 "boosting='realadaboost' always has leaves 1/2 ln(p/(1-p))")
 
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
@@ -484,12 +485,10 @@ class BDTClassifier(_BDTBase):
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
 
     def _run_adaboost(self, y, w, codes, mapper, valid, rng):
-        from .boosting.adaboost import run_adaboost
-        from .engine._types import CRITERIA
-
         if valid is not None:
-            raise ValueError(f"early stopping and eval_set are available for boosting='gradient' "
-                             f"and 'newton', not for boosting={self.boosting!r}")
+            raise ParameterError("boosting", "early stopping and eval_set are available for "
+                                 f"boosting='gradient' and 'newton', not for "
+                                 f"boosting={self.boosting!r}")
         forest, result = run_adaboost(
             codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
             n_trees=int(self.n_trees), max_depth=int(self.max_depth),
@@ -505,9 +504,9 @@ class BDTClassifier(_BDTBase):
 
     def _make_loss(self):
         name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
-        loss = get_loss(self.boosting, name)
+        loss = _get_loss(self.boosting, name)
         if not loss.is_classification:
-            raise ValueError(f"loss {name!r} is a regression loss; BDTClassifier takes "
+            raise ParameterError("loss", f"loss {name!r} is a regression loss; BDTClassifier takes "
                              f"'deviance' (gradient) or 'logistic' (newton)")
         return loss
 
@@ -582,27 +581,17 @@ class BDTClassifier(_BDTBase):
 class BDTRegressor(_BDTBase):
     """Boosted decision tree regressor (e.g. of a resonance mass)."""
 
-    _estimator_kind = "regressor"
+    _estimator_type = "regressor"
 
-    def __init__(self, boosting: str = "gradient", n_trees: int = 200, max_depth: int = 3,
-                 learning_rate: float = 0.1, loss: str = "squared", huber_alpha: float = 0.9,
-                 huber_delta: float = 1.0, max_bins: int = 255, n_cuts: int = 0,
-                 min_node_size: float = 0.0, min_child_weight: float = 1.0,
-                 min_split_gain: float = 0.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
-                 subsample: float = 1.0, subsample_mode: str = "uniform",
-                 colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
-                 colsample_bynode: float = 1.0, negative_weights: str = "pair",
-                 early_stopping: bool = False, validation_fraction: float = 0.1,
-                 n_iter_no_change: int | None = 10, tol: float = 0.0,
-                 quantised_histograms: bool | str = "auto",
-                 random_state: int | None = None, n_jobs: int | None = None,
-                 verbose: bool = False, n_vars_per_node: int | str | None = None):
-        self._store_params(locals())
+    __init__ = _constructor(
+        (*_SHARED_HEAD, _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
+         _Param("huber_delta", 1.0, "float"), *_SHARED_TAIL),
+        "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _make_loss(self):
-        loss = get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
+        loss = _get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
         if loss.is_classification:
-            raise ValueError(f"loss {self.loss!r} is a classification loss; BDTRegressor takes "
+            raise ParameterError("loss", f"loss {self.loss!r} is a classification loss; BDTRegressor takes "
                              "'squared', 'absolute' or 'huber'")
         return loss
 
@@ -642,37 +631,60 @@ class BDTRegressor(_BDTBase):
 
 
 ESTIMATORS = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}
+_BY_TYPE = {"classifier": BDTClassifier, "regressor": BDTRegressor}
 
 
-def estimator_from_dict(doc: dict[str, Any]):
-    """A fitted estimator from a model dict (``to_dict``); ModelFormatError when invalid."""
-    kind = doc.get("estimator")
-    cls = ESTIMATORS.get(kind)
+def from_forest(kind: str, forest: Forest, feature_names: list[str],
+                params: dict[str, Any] | None = None, *, classes: Any = (0, 1),
+                train_loss: Any = (), validation_loss: Any = None,
+                best_iteration: int | None = None) -> BDTClassifier | BDTRegressor:
+    """A fitted estimator around a forest (from a model file or another tool's format).
+
+    kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
+    options; those the estimator does not have are dropped (an imported model's settings
+    may have no hepbdt name). ``feature_names`` must have one name per forest feature.
+    """
+    cls = _BY_TYPE.get(kind) or ESTIMATORS.get(kind)
     if cls is None:
         raise ModelFormatError(f"estimator {kind!r} is not known; valid: {sorted(ESTIMATORS)}")
-    params = doc.get("params")
-    if not isinstance(params, dict):
-        raise ModelFormatError("'params' must be an object of estimator options")
-    unknown = sorted(set(params) - set(cls._param_names()))
-    if unknown:
-        raise ModelFormatError(f"params has unknown options {unknown}")
-    est = cls(**params)
-    forest = Forest.from_dict(doc.get("forest"), "forest")
-    names = doc.get("feature_names")
-    if not isinstance(names, list) or len(names) != forest.n_features:
-        raise ModelFormatError(f"feature_names must list {forest.n_features} names")
+    names = [str(n) for n in feature_names]
+    if len(names) != forest.n_features:
+        raise ModelFormatError(f"feature_names must list {forest.n_features} names, got {len(names)}")
+    valid = set(cls._param_names())
+    est = cls(**{k: v for k, v in (params or {}).items() if k in valid})
     est.forest_ = forest
     forest.dense()
     est.n_features_in_ = forest.n_features
-    est.feature_names_in_ = [str(n) for n in names]
+    est.feature_names_in_ = names
     est.n_trees_ = forest.n_trees
-    est.train_loss_ = np.asarray(doc.get("train_loss") or [], float)
-    vl = doc.get("validation_loss")
-    est.validation_loss_ = None if vl is None else np.asarray(vl, float)
-    est.best_iteration_ = doc.get("best_iteration")
+    est.train_loss_ = np.asarray(train_loss, float)
+    est.validation_loss_ = None if validation_loss is None else np.asarray(validation_loss, float)
+    est.best_iteration_ = best_iteration
     if cls is BDTClassifier:
-        classes = doc.get("classes")
-        if not isinstance(classes, list) or len(classes) != 2:
+        if len(classes) != 2:
             raise ModelFormatError("a classifier needs 'classes' with two labels")
         est.classes_ = np.asarray(classes)
     return est
+
+
+def warmup() -> None:
+    """Compile (or load from the cache) every engine kernel, by fitting tiny models once."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 2)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    w = np.ones(64)
+    w[::16] = -0.5  # the default negative-weight policy's neighbour search
+    for boosting in ("gradient", "newton", "adaboost"):
+        BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y, w).decision_function(X)
+        if boosting != "adaboost":  # the packed-histogram path, with a validation set
+            BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
+                X, y, eval_set=(X, y)).decision_function(X)
+    BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
+
+
+def __getattr__(name: str) -> Any:
+    # old names only: imported when one is used
+    from ._deprecated import moved
+
+    return moved(__name__, name, {"check_X": "hepbdt._util", "check_weights": "hepbdt._util",
+                                  "estimator_from_dict": "hepbdt.persistence"})

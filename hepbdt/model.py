@@ -1,24 +1,23 @@
-"""Forest: all trees of a model in flat arrays, and the versioned JSON model file.
+"""Forest: all trees of a model in flat arrays, their validation, depths and text dump.
 
-The same arrays feed prediction, the rankings, JSON and TMVA XML. A model file is data,
-not code: JSON with a format name and version, validated on load (no pickle).
+The same arrays feed prediction, the rankings, JSON and TMVA XML. ``to_dict``/``from_dict``
+give the forest's part of a model file; the file formats themselves and ``load_model``
+live in :mod:`hepbdt.persistence`. Nothing here knows about estimators or files.
 """
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .engine._types import X_DTYPE
-from .engine.predict import MAX_DENSE_DEPTH, DenseForest, predict_per_tree, predict_raw
+from .engine.predict import MAX_DENSE_DEPTH, DenseForest, node_depths, predict_per_tree, predict_raw
 
-__all__ = ["Forest", "ForestBuilder", "ModelFormatError", "load_model", "FORMAT_NAME",
-           "FORMAT_VERSION", "atomic_write_text"]
+__all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
+           "tree_text"]
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
@@ -77,12 +76,29 @@ class Forest:
         """Number of nodes over all trees."""
         return int(self.feature.size)
 
+    def node_depths(self) -> np.ndarray:
+        """Depth of every node (roots 0), int64 (n_nodes,)."""
+        return node_depths(self.feature, self.left, self.right, self.tree_offsets)
+
+    @property
+    def max_depth(self) -> int:
+        """The depth of the deepest tree (0 for a forest of single leaves)."""
+        return int(self.node_depths().max()) if self.n_nodes else 0
+
+    def tree_depth(self, t: int) -> int:
+        """The depth of tree t."""
+        return int(self.node_depths()[self.tree_slice(t)].max())
+
     def dense(self) -> DenseForest | None:
-        """The forest as complete binary trees (built once, cached), or None when too deep."""
+        """The forest as complete binary trees (built once, cached), or None when too deep.
+
+        The depth is checked before anything is allocated: the dense layout takes
+        2^depth slots per tree, so only forests of depth <= MAX_DENSE_DEPTH get one.
+        """
         cached = self.__dict__.get("_dense")
         if cached is None or cached[0] != self.n_nodes:
-            d = DenseForest(self) if self.n_trees else None
-            cached = (self.n_nodes, d if d is not None and d.depth <= MAX_DENSE_DEPTH else None)
+            depth = self.max_depth if self.n_trees else MAX_DENSE_DEPTH + 1
+            cached = (self.n_nodes, DenseForest(self, depth) if depth <= MAX_DENSE_DEPTH else None)
             self.__dict__["_dense"] = cached
         return cached[1]
 
@@ -248,41 +264,30 @@ class ForestBuilder:
                       aggregation=self.aggregation)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path`` and rename it when complete."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:
+    """One tree as indented text: ``name < cut`` (left) and ``name >= cut`` (right)."""
+    lines: list[str] = []
+    stack: list[tuple[int, str, str | None]] = [(forest.tree_slice(t).start, "  ", None)]
+    while stack:  # explicit stack: deep trees must not exhaust Python's recursion limit
+        node, indent, before = stack.pop()
+        if before is not None:
+            lines.append(before)
+        if forest.left[node] < 0:
+            lines.append(f"{indent}leaf: {forest.value[node]:.6g} (cover {forest.cover[node]:.4g})")
+            continue
+        name = names[int(forest.feature[node])]
+        cut = float(forest.threshold[node])
+        missing = "missing goes left" if forest.missing_left[node] else "missing goes right"
+        lines.append(f"{indent}if {name} < {cut:.6g}:   [{missing}, gain {forest.gain[node]:.4g}]")
+        deeper = indent + "    "
+        stack.append((int(forest.right[node]), deeper, f"{indent}else:"))
+        stack.append((int(forest.left[node]), deeper, None))
+    return lines
 
 
-def load_model(path: str | os.PathLike):
-    """Load a model saved with ``save`` and validate it; returns a fitted estimator, or a
-    ``hepbdt.workflow.KFoldModel`` for the manifest of a k-fold training."""
-    from .estimators import estimator_from_dict
+def __getattr__(name: str) -> Any:
+    # old names only: imported when one is used
+    from ._deprecated import moved
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"model file {str(path)!r} does not exist")
-    try:
-        doc = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{path}: not a JSON model file ({exc})") from exc
-    if isinstance(doc, dict) and doc.get("kind") == "kfold":
-        from .workflow import KFoldModel
-
-        return KFoldModel.from_manifest(path, doc)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
-        raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
-    version = doc.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ModelFormatError(f"{path}: format_version {version!r} is not supported "
-                               f"(this hepbdt reads version {FORMAT_VERSION})")
-    try:
-        return estimator_from_dict(doc)
-    except ModelFormatError as exc:
-        raise ModelFormatError(f"{path}: {exc}") from exc
+    return moved(__name__, name, {"load_model": "hepbdt.persistence",
+                                  "atomic_write_text": "hepbdt._util"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import mplhep
 import numpy as np
 from matplotlib.figure import Figure
 
+from hepbdt._util import atomic_path
 from hepbdt.evaluation._data import check_classification, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
@@ -57,15 +57,8 @@ def save_figure(fig: Figure, path: PathLike, formats: Sequence[str] = ("png", "p
     written = []
     for fmt in formats:
         target = base.parent / f"{base.name}.{fmt}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{base.name}.", suffix=f".{fmt}.tmp",
-                                   dir=base.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                fig.savefig(handle, format=fmt, dpi=100)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(target) as temporary, open(temporary, "wb") as handle:
+            fig.savefig(handle, format=fmt, dpi=100)
         written.append(target)
     return written
 

@@ -16,9 +16,9 @@ import html
 import io
 import os
 import sys
-import tempfile
 import types
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt import plotting
+from hepbdt._util import atomic_write_text, is_classifier
 from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.curves import learning_curve
 from hepbdt.evaluation.metrics import (
@@ -35,9 +36,9 @@ from hepbdt.evaluation.metrics import (
     significance_scan,
 )
 from hepbdt.evaluation.overtraining import overtraining_test
-from hepbdt.evaluation.ranking import is_classifier, permutation_importance, tmva_importance
+from hepbdt.evaluation.ranking import permutation_importance, tmva_importance
 
-__all__ = ["report"]
+__all__ = ["report", "Section", "html_table"]
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -89,7 +90,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str) -> str:
+@dataclass
+class Section:
+    """A section the caller adds to the report: a heading, HTML (paragraphs, tables made
+    with :func:`html_table`) and figures as (element id, caption, function drawing it)."""
+
+    heading: str
+    html: str = ""
+    figures: Sequence[tuple[str, str, Callable[[], Figure]]] = ()
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str) -> str:
+    """An HTML table, cells formatted as everywhere in the report (4 significant digits)."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>"
@@ -138,7 +150,7 @@ def _options_table(model: Any) -> str:
     rows = [(name, repr(value)) for name, value in sorted(params.items())]
     rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
     rows.append(("best iteration (best_iteration_)", getattr(model, "best_iteration_", None)))
-    return _table(["option", "value"], rows, "options")
+    return html_table(["option", "value"], rows, "options")
 
 
 def _sample_rows(name: str, y: np.ndarray, w: np.ndarray, classifier: bool) -> list[Any]:
@@ -173,7 +185,7 @@ def _ranking_section(out: _Sections, model: Any, X: np.ndarray, y: np.ndarray, w
     if ranking is not None:
         header += ["importance (split gain)", "splits", "total gain", "cover"]
     header += [f"permutation ({perm.metric}) mean", "permutation spread"]
-    out.html(_table(header, rows, "ranking"))
+    out.html(html_table(header, rows, "ranking"))
     if ranking is not None:
         out.figure("fig-ranking", "Variable ranking from the split gains (TMVA style)",
                    lambda: plotting.plot_ranking(ranking))
@@ -192,6 +204,7 @@ def report(
     background_yield: float | None = None,
     n_repeats: int = 3,
     random_state: int | None = 0,
+    sections: Sequence[Section] = (),
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
 
@@ -203,6 +216,8 @@ def report(
     signal_yield, background_yield : expected events before the cut for the significance
         scan (default: the test sample's summed weights)
     n_repeats, random_state : for the permutation importance on the test sample
+    sections : the caller's own sections, shown first (e.g. the per-fold results of a
+        k-fold training)
     """
     X_tr, y_tr, w_tr, names = unpack_dataset(train, "train")
     X_te, y_te, w_te, names_te = unpack_dataset(test, "test")
@@ -212,6 +227,12 @@ def report(
         names = [str(n) for n in model.feature_names_in_]
     classifier = is_classifier(model)
     out = _Sections()
+    for section in sections:
+        out.heading(section.heading)
+        if section.html:
+            out.html(section.html)
+        for fig_id, caption, draw in section.figures:
+            out.figure(fig_id, caption, draw)
 
     out.heading("Options")
     out.html(_options_table(model))
@@ -222,7 +243,7 @@ def report(
                   "fraction of negative weights"]
     else:
         header = ["sample", "events", "sum of weights", "fraction of negative weights"]
-    out.html(_table(header, [_sample_rows("training", y_tr, w_tr, classifier),
+    out.html(html_table(header, [_sample_rows("training", y_tr, w_tr, classifier),
                              _sample_rows("test", y_te, w_te, classifier)], "samples"))
 
     if classifier:
@@ -242,18 +263,8 @@ def report(
     out.figure("fig-learning-curve", "Loss against the number of trees",
                lambda: plotting.plot_learning_curve(curve))
 
-    document = _document(title, model, out)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(document)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    atomic_write_text(path, _document(title, model, out))
+    return Path(path)
 
 
 def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.ndarray,
@@ -271,7 +282,7 @@ def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr:
     out.html("<p>TMVA's table: signal efficiency at fixed background efficiency and "
              "background rejection (1 - eff_B) at fixed signal efficiency; the training "
              "sample's values are there to spot overtraining.</p>")
-    out.html(_table(["", "test sample", "training sample"], rows, "efficiency-table"))
+    out.html(html_table(["", "test sample", "training sample"], rows, "efficiency-table"))
     out.figure("fig-roc", "ROC curve: background rejection against signal efficiency",
                lambda: plotting.plot_roc(y_te, s_te, w_te, train=(y_tr, s_tr, w_tr)))
     out.figure("fig-scores", "Score distributions (test sample)",
@@ -285,7 +296,7 @@ def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr:
     out.html(f'<p>Verdict: <span class="verdict-{result.verdict}" id="verdict">'
              f"{html.escape(result.verdict)}</span> (p-value below {result.pvalue_fail:g}: "
              f"overtrained, below {result.pvalue_warn:g}: warning).</p>")
-    out.html(_table(["class", "KS statistic", "KS p-value", "chi2", "ndf", "chi2 p-value",
+    out.html(html_table(["class", "KS statistic", "KS p-value", "chi2", "ndf", "chi2 p-value",
                      "verdict"], rows, "overtraining-table"))
     out.figure("fig-overtraining", "Overtraining check: test (filled) against training "
                "(points)", lambda: plotting.plot_overtraining(s_tr, y_tr, w_tr, s_te, y_te,
@@ -296,7 +307,7 @@ def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr:
     labels = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
               "ams": f"AMS (b_reg = {scan.b_reg:g})"}
     rows = [(labels[key], *scan.best[key]) for key in labels]
-    out.html(_table(["figure of merit", "best cut", "value", "S", "B"], rows,
+    out.html(html_table(["figure of merit", "best cut", "value", "S", "B"], rows,
                     "significance-table"))
     out.figure("fig-significance", "Significance against the cut on the score (test sample)",
                lambda: plotting.plot_significance_scan(scan))
@@ -314,7 +325,7 @@ def _regression_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.
               ("resolution (IQR / 1.349)", "resolution_iqr"),
               ("resolution (truncated RMS, 90%)", "resolution_trms")]
     rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in fields]
-    out.html(_table(["", "test sample", "training sample"], rows, "regression-table"))
+    out.html(html_table(["", "test sample", "training sample"], rows, "regression-table"))
     binned = resolution_vs_target(y_te, p_te, w_te)
     out.figure("fig-predicted-vs-true", "Predicted against true target (test sample)",
                lambda: plotting.plot_predicted_vs_true(y_te, p_te, w_te))

@@ -13,7 +13,7 @@ from hepbdt.engine._types import CROSS_ENTROPY, GINI, MISCLASSIFICATION, SDIVSQR
 from hepbdt.engine.binning import BinMapper
 from hepbdt.engine.grower import grow_tree
 from hepbdt.engine.split import SplitParams, best_split_naive, node_score
-from hepbdt.model import load_model
+from hepbdt.persistence import load_model
 
 CLASSIFICATION = {"gini": GINI, "cross_entropy": CROSS_ENTROPY,
                   "misclassification": MISCLASSIFICATION, "sdivsqrtsplusb": SDIVSQRTSPLUSB}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hepbdt.config import ConfigError, apply_overrides, check_inputs, load_config
+from hepbdt.analysis import ConfigError, apply_overrides, check_inputs, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

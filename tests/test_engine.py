@@ -214,7 +214,7 @@ def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
         f = model.forest_
         naive = predict_naive(X, f)
         np.testing.assert_allclose(predict_raw(X, f), naive, atol=1e-12)
-        dense = DenseForest(f)
+        dense = DenseForest(f, f.max_depth)
         np.testing.assert_allclose(predict_raw(X, f, dense=dense), naive, atol=1e-12)
         np.testing.assert_allclose(model.decision_function(X), naive + f.base_score, atol=1e-12)
         # Blocks without any NaN take the plain walk, the others the NaN-aware one.

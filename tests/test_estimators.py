@@ -243,7 +243,7 @@ def test_scikit_learn_interoperability():
 
 def test_pandas_feature_names_and_float32_not_copied():
     pd = pytest.importorskip("pandas")
-    from hepbdt.estimators import check_X
+    from hepbdt._util import check_X
 
     X, y, _ = _data()
     frame = pd.DataFrame(X, columns=["pt", "eta", "phi", "m", "btag"])

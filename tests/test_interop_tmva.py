@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor, load_model
+from hepbdt.estimators import from_forest
 from hepbdt.interop import (
     TMVAExportError,
     TMVAFormatError,
@@ -22,7 +23,6 @@ from hepbdt.interop import (
     tmva_response,
     to_tmva_xml,
 )
-from hepbdt.interop.tmva import _fitted_estimator
 from hepbdt.model import ForestBuilder
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -388,7 +388,7 @@ def random_model(kind, seed=0, n_trees=25, n_features=4, max_depth=4, regression
         forest.extra["score_min"] = -1.0 if kind == "pm1" else 0.0
         forest.extra["node_purity"] = np.concatenate(purity_all).tolist()
     names = [f"x{i}" for i in range(n_features)]
-    return _fitted_estimator("regressor" if regression else "classifier", forest, names, {})
+    return from_forest("regressor" if regression else "classifier", forest, names, {})
 
 
 @pytest.mark.parametrize("kind,fixture", [("pm1", "ClassExample_BDT"), ("purity", "ClassExample_BDTRealAda")])

@@ -12,7 +12,8 @@ import pytest
 import uproot
 
 import hepbdt
-from hepbdt.io import Dataset, InputError, Sample, apply, read, write_scores
+from hepbdt.io import Dataset, InputError, Sample, read, write_scores
+from hepbdt.scoring import apply
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CLASS_FILE = DATA / "tmva_class_example.root"
@@ -63,7 +64,7 @@ def test_write_scores_reads_back(tmp_path: Path) -> None:
     np.testing.assert_array_equal(arrays["weight"], ds.w)
     np.testing.assert_array_equal(arrays["event"], ds.event)
     np.testing.assert_array_equal(arrays["bdt_score"], scores.astype(np.float64))
-    assert not [p for p in os.listdir(out.parent) if ".tmp-" in p]
+    assert not [p for p in os.listdir(out.parent) if ".tmp" in p]
 
 
 def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:
@@ -136,7 +137,7 @@ def test_apply_one_output_per_input_and_model_path(tmp_path: Path,
     model = LinearModel(["num(Jet_pt)"], [1.0])
     model_file = tmp_path / "model.json"
     model_file.write_text("{}")
-    monkeypatch.setattr(hepbdt, "load_model", lambda path: model, raising=False)
+    monkeypatch.setattr(hepbdt.scoring, "load_model", lambda path: model)
     written = apply(str(model_file), str(tmp_path / "part*.root"),
                     str(tmp_path / "{stem}_scores.root"))
     assert written == [str(tmp_path / "part0_scores.root"), str(tmp_path / "part1_scores.root")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor
-from hepbdt.config import TMVAOptionError, parse_tmva_options, to_tmva_options
+from hepbdt.tmva_options import TMVAOptionError, parse_tmva_options, to_tmva_options
 
 BDT = ("NTrees=850:MinNodeSize=2.5%:MaxDepth=3:BoostType=AdaBoost:AdaBoostBeta=0.5:"
        "UseBaggedBoost:BaggedSampleFraction=0.5:SeparationType=GiniIndex:nCuts=20")

@@ -11,9 +11,10 @@ import pytest
 import uproot
 
 import hepbdt
-from hepbdt.config import load_config
-from hepbdt.io import apply
-from hepbdt.workflow import KFoldModel, load, report_from_scores, train
+from hepbdt.analysis import load_config, report_from_scores, train
+from hepbdt.kfold import KFoldModel
+from hepbdt.persistence import load_model as load
+from hepbdt.scoring import apply
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "analyses" / "demo.toml"
@@ -97,12 +98,12 @@ def test_regression_workflow(tmp_path):
 
 
 def test_refused_tmva_export_is_a_warning(tmp_path, monkeypatch):
-    import hepbdt.interop
+    import hepbdt.analysis.outputs
 
     def refuse(model, path, **options):
         raise ValueError("this model has no TMVA equivalent")
 
-    monkeypatch.setattr(hepbdt.interop, "to_tmva_xml", refuse)
+    monkeypatch.setattr(hepbdt.analysis.outputs, "to_tmva_xml", refuse)
     config = load_config(DEMO, [*FEW, "method.n_trees=3", "output.report=false",
                                 "output.figures=false"], output=tmp_path)
     result = train(config)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hepbdt.config import check_inputs, load_config
+from hepbdt.analysis import check_inputs, load_config, train
 from hepbdt.evaluation import efficiency_table, overtraining_test
-from hepbdt.workflow import train
 
 CONFIG = Path(__file__).resolve().with_name("classification.toml")
 

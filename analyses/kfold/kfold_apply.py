@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import uproot
 
+from hepbdt.analysis import check_inputs, load_config, train
 from hepbdt.cli import main as hepbdt
-from hepbdt.config import check_inputs, load_config
-from hepbdt.workflow import KFoldModel, load, train
+from hepbdt.kfold import KFoldModel
+from hepbdt.persistence import load_model as load
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "kfold.toml"

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hepbdt.config import check_inputs, load_config
+from hepbdt.analysis import check_inputs, load_config, train
 from hepbdt.evaluation import roc_auc
-from hepbdt.workflow import train
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "tmva_tutorial.toml"

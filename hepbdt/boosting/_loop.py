@@ -8,13 +8,12 @@ stops early when the validation loss has not improved for ``n_iter_no_change`` r
 
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
+from .._util import Progress
 from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
@@ -23,7 +22,7 @@ from ..engine.split import SplitParams
 from ..model import ForestBuilder
 from .losses import weighted_quantile
 
-__all__ = ["BoostResult", "draw_rows", "leaf_sums", "run_boosting", "add_tree", "Progress"]
+__all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "run_boosting", "add_tree"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
@@ -39,29 +38,43 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
     times the mean |w| (so the total |w| is kept).
     Returns (rows int32 sorted, per-event weights float32 with zeros off the sample).
     """
+    rows, wt, _ = _draw(w, subsample, mode, rng)
+    return rows, wt
+
+
+def draw_sample(w: np.ndarray, subsample: float, mode: str,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``draw_rows`` plus each event's multiplicity in the sample (int64, 0 off it)."""
+    rows, wt, counts = _draw(w, subsample, mode, rng)
+    if counts is None:
+        counts = np.zeros(w.size, dtype=np.int64)
+        counts[rows] = 1
+    return rows, wt, counts
+
+
+def _draw(w: np.ndarray, subsample: float, mode: str,
+          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The draw of ``draw_rows``, with the counts of a poisson or weighted one (None: each row once)."""
     n = w.size
     if mode not in SUBSAMPLE_MODES:
         raise ValueError(f"subsample_mode {mode!r} is not valid; use one of {SUBSAMPLE_MODES}")
     if subsample >= 1.0 and mode == "uniform":
-        return np.arange(n, dtype=np.int32), w.astype(CHANNEL_DTYPE, copy=False)
+        return np.arange(n, dtype=np.int32), w.astype(CHANNEL_DTYPE, copy=False), None
     if mode == "uniform":
         k = max(1, int(round(subsample * n)))
         rows = np.sort(rng.choice(n, k, replace=False)).astype(np.int32)
         wt = np.zeros(n, CHANNEL_DTYPE)
         wt[rows] = w[rows]
-        return rows, wt
+        return rows, wt, None
     if mode == "poisson":
         counts = rng.poisson(subsample, n)
-    else:
-        aw = np.abs(w).astype(np.float64)
-        k = max(1, int(round(subsample * n)))
-        counts = rng.multinomial(k, aw / aw.sum())
-    if mode == "poisson":
         wt = (w * counts).astype(CHANNEL_DTYPE)
     else:
+        aw = np.abs(w).astype(np.float64)
+        counts = rng.multinomial(max(1, int(round(subsample * n))), aw / aw.sum())
         wt = (counts * np.sign(w) * (np.abs(w).sum() / max(counts.sum(), 1))).astype(CHANNEL_DTYPE)
     rows = np.flatnonzero(counts > 0).astype(np.int32)
-    return rows, wt
+    return rows, wt, counts
 
 
 def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
@@ -126,30 +139,6 @@ def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: 
                    np.array([scale]), score)
 
 
-class Progress:
-    """A one-line progress display on an interactive terminal; silent otherwise."""
-
-    def __init__(self, total: int, label: str, enabled: bool | None = None):
-        self.total = total
-        self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.start = time.perf_counter()
-        self._last = 0.0
-
-    def update(self, done: int, extra: str = "") -> None:
-        """Show ``done`` of ``total`` (at most ten times a second)."""
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if done < self.total and now - self._last < 0.1:
-            return
-        self._last = now
-        sys.stderr.write(f"\r{self.label}: {done}/{self.total} {extra} [{now - self.start:.1f} s]")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 @dataclass
 class BoostResult:
     """Outcome of a boosting run."""
@@ -187,7 +176,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         score_v = np.full(y_v.size, base)
     best_iter, best_loss = None, np.inf
     all_rows = np.arange(n, dtype=np.int32)
-    progress = Progress(n_trees, "training", enabled=True if verbose else None)
+    progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="trees")
     for it in range(n_trees):
         loss.begin_round(y, w, score)
         rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
@@ -212,9 +201,10 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             if valid_loss[-1] < best_loss - tol:
                 best_loss, best_iter = valid_loss[-1], it
             elif n_iter_no_change and it - best_iter >= n_iter_no_change:
-                progress.update(n_trees, f"early stop at {best_iter + 1}")
+                progress.moveto(n_trees, f"early stop at {best_iter + 1}")
                 break
-        progress.update(it + 1, f"loss {previous_loss:.5g}")
+        progress.moveto(it + 1, f"loss {previous_loss:.5g}")
+    progress.close()
     train_loss.append(loss.loss(y, w, score))
     return BoostResult(builder, base, np.asarray(train_loss),
                        np.asarray(valid_loss) if valid is not None else None, best_iter)

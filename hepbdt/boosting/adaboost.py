@@ -50,14 +50,16 @@ flat node arrays) is kept in ``forest.extra["purity"]`` for the TMVA XML export.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._util import Progress
 from ..engine._types import CHANNEL_DTYPE
-from ..engine.grower import grow_tree, sample_features
+from ..engine.grower import GrownTree, grow_tree, sample_features
 from ..engine.split import SplitParams
 from ..model import Forest, ForestBuilder
-from ._loop import BoostResult, Progress, add_tree, draw_rows, update_scores
+from ._loop import BoostResult, add_tree, draw_sample, update_scores
 
 __all__ = ["ADABOOST_VARIANTS", "run_adaboost", "node_purity"]
 
@@ -85,27 +87,198 @@ def _leaf_output(variant: str, use_yes_no_leaf: bool, purity: np.ndarray) -> np.
     return purity
 
 
-def _draw(w: np.ndarray, subsample: float, mode: str,
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``draw_rows`` plus each event's multiplicity in the resample (int64, 0 off it)."""
-    n = w.size
-    if mode == "poisson":
-        counts = rng.poisson(subsample, n)
-    elif mode == "weighted":
-        aw = np.abs(w)
-        counts = rng.multinomial(max(1, int(round(subsample * n))), aw / aw.sum())
-    else:
-        rows, w_tree = draw_rows(w, subsample, mode, rng)
-        counts = np.zeros(n, dtype=np.int64)
-        counts[rows] = 1
-        return rows, w_tree, counts
-    rows = np.flatnonzero(counts > 0).astype(np.int32)
-    if mode == "poisson":
-        w_tree = (w * counts).astype(CHANNEL_DTYPE)
-    else:  # as draw_rows: each copy weighs sign(w) times the mean |w|
-        scale = np.abs(w).sum() / max(counts.sum(), 1)
-        w_tree = (counts * np.sign(w) * scale).astype(CHANNEL_DTYPE)
-    return rows, w_tree, counts
+def _sample_mode(variant: str, subsample: float, subsample_mode: str) -> str:
+    """The draw of each tree's events: bagging on every event means a bootstrap."""
+    if variant == "bagging" and subsample >= 1.0 and subsample_mode == "uniform":
+        return "poisson"  # a bootstrap: every tree on a Poisson(1) resample
+    return subsample_mode
+
+
+class _Stop(Exception):
+    """Boosting stops before its last tree, for the reason given."""
+
+
+@dataclass
+class _TreeOptions:
+    """How each tree's events are drawn and the tree is grown."""
+
+    n_value_bins: np.ndarray
+    params: SplitParams
+    max_depth: int
+    min_node_size: float
+    subsample: float
+    mode: str
+    colsample_bytree: float
+    colsample_bylevel: float
+    colsample_bynode: float
+
+    @property
+    def resampled(self) -> bool:
+        """Whether each tree is grown on its own sample of the events."""
+        return self.mode != "uniform" or self.subsample < 1.0
+
+
+class _AdaBoostRun:
+    """A run's event weights, ensemble and record, and its variant's tree weights and reweighting."""
+
+    def __init__(self, codes: np.ndarray, y: np.ndarray, w: np.ndarray, mapper, variant: str,
+                 use_yes_no_leaf: bool, beta: float, epsilon: float, inverse_boost_negative: bool):
+        m, n = codes.shape
+        self.codes, self.mapper, self.variant = codes, mapper, variant
+        self.use_yes_no_leaf, self.beta, self.epsilon = use_yes_no_leaf, beta, epsilon
+        self.inverse_boost_negative = inverse_boost_negative
+        self.is_signal = np.asarray(y) == 1
+        self.y_pm = np.where(self.is_signal, 1.0, -1.0)
+        self.w0 = np.asarray(w, dtype=np.float64)
+        self.total0 = float(self.w0.sum())
+        self.negative = self.w0 < 0
+        self.boost = np.ones(n)
+        aggregation = "sum" if variant == "realadaboost" else "weighted_mean"
+        self.builder = ForestBuilder(m, base_score=0.0, aggregation=aggregation)
+        self.yes_no = use_yes_no_leaf or variant == "realadaboost"
+        self.threshold = 0.0 if self.yes_no else NODE_PURITY_LIMIT
+        self.all_features = np.ones(m, dtype=np.bool_)
+        self.ensemble = np.zeros(n)
+        self.weight_sum = 0.0
+        self.purities: list[np.ndarray] = []
+        self.errors: list[float] = []
+        self.train_loss: list[float] = []
+        self.skipped = self.skipped_in_a_row = 0
+
+    def grow(self, options: _TreeOptions, rng: np.random.Generator,
+             it: int) -> tuple[GrownTree, np.ndarray, float]:
+        """Draw events with the current weights, grow a tree on them: (tree, weights, their total)."""
+        w_eff = self.w0 * self.boost
+        total_eff = float(w_eff.sum())
+        rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
+        total = float(w_tree.sum(dtype=np.float64))
+        if not (total > 0 and total_eff > 0):
+            raise _Stop(f"tree {it}: the sample's net weight {total:.6g} is not positive")
+        a = np.where(self.is_signal, w_tree, 0).astype(CHANNEL_DTYPE)
+        b = np.where(self.is_signal, 0, w_tree).astype(CHANNEL_DTYPE)
+        # As TMVA's MinNodeSize: the third channel counts events (with their multiplicity in
+        # the resample), so a child needs min_node_size of the tree's events whatever their
+        # boosted weights; node_score refuses children whose net weight S + B is not positive.
+        multiplicity = counts.astype(CHANNEL_DTYPE)
+        params = options.params
+        params.min_child_weight = options.min_node_size * float(counts.sum())
+        params.min_split_gain = MIN_GAIN_FRACTION * total
+        features = sample_features(self.all_features, options.colsample_bytree, rng)
+        tree = grow_tree(self.codes, rows, a, b, multiplicity, options.n_value_bins, params,
+                         options.max_depth, features, options.colsample_bylevel,
+                         options.colsample_bynode, rng)
+        return tree, w_eff, total_eff
+
+    def evaluate(self, tree: GrownTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each node's purity, its value (leaves only), and the tree's output on every event."""
+        purity = node_purity(tree.sum_a, tree.sum_b)
+        value = np.where(tree.is_leaf, _leaf_output(self.variant, self.use_yes_no_leaf, purity), 0.0)
+        h = np.zeros(self.w0.size)
+        update_scores(self.codes, tree, value, h)
+        return purity, value, h
+
+    def weigh(self, h: np.ndarray, w_eff: np.ndarray, total_eff: float, resampled: bool,
+              it: int) -> tuple[float, np.ndarray | None] | None:
+        """The tree's weight and the events' reweighting factor; None leaves the tree out."""
+        # The error (and r) is measured on every training event with its current weight,
+        # not only on the tree's resample, whose in-sample error is optimistic.
+        wrong = (h > self.threshold) != self.is_signal
+        if self.variant == "bagging":
+            return 1.0, None
+        if self.variant == "realadaboost":
+            return 1.0, np.exp(-self.y_pm * h)
+        if self.variant == "eps":
+            return float(self.epsilon), np.where(wrong, math.exp(2.0 * self.epsilon), 1.0)
+        if self.yes_no:
+            return self._discrete_weight(wrong, w_eff, total_eff, resampled, it)
+        return self._purity_weight(h, w_eff, total_eff, it)
+
+    def _discrete_weight(self, wrong: np.ndarray, w_eff: np.ndarray, total_eff: float,
+                         resampled: bool, it: int) -> tuple[float, np.ndarray] | None:
+        """Discrete AdaBoost: alpha = beta ln((1 - err) / err); misclassified events get exp(alpha)."""
+        err = float(w_eff[wrong].sum()) / total_eff
+        if err < 0:  # only with negative weights; TMVA takes |err| too
+            err = -err
+        if err >= 0.5:
+            if resampled and self.skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
+                # A tree grown on a resample can be no better than chance on the whole
+                # sample: leave it out, draw again.
+                self.skipped += 1
+                self.skipped_in_a_row += 1
+                return None
+            if len(self.builder) == 0:
+                raise ValueError(f"the first tree's weighted error rate is {err:.4g} >= 0.5: "
+                                 "nothing to boost (check labels, weights and min_node_size)")
+            raise _Stop(f"tree {it}: error rate {err:.4g} >= 0.5")
+        self.skipped_in_a_row = 0
+        self.errors.append(err)
+        err = max(err, MIN_ERROR)
+        tree_weight = self.beta * math.log((1.0 - err) / err)
+        return tree_weight, np.where(wrong, math.exp(tree_weight), 1.0)
+
+    def _purity_weight(self, h: np.ndarray, w_eff: np.ndarray, total_eff: float,
+                       it: int) -> tuple[float, np.ndarray]:
+        """AdaBoost with purity leaves (TMVA UseYesNoLeaf=False): alpha = beta ln((1 + r) / (1 - r))."""
+        r = float(np.sum(w_eff * self.y_pm * (2.0 * h - 1.0))) / total_eff
+        if not r > 0:
+            if len(self.builder) == 0:
+                raise ValueError("the first tree does not separate the classes at all")
+            raise _Stop(f"tree {it}: no separation (r = {r:.4g})")
+        self.errors.append(r)
+        r = min(r, 1.0 - MIN_ERROR)
+        tree_weight = self.beta * math.log((1.0 + r) / (1.0 - r))
+        return tree_weight, np.exp(-tree_weight * self.y_pm * (2.0 * h - 1.0))
+
+    def add(self, tree: GrownTree, value: np.ndarray, purity: np.ndarray, h: np.ndarray,
+            tree_weight: float) -> float:
+        """Add the tree to the forest and the ensemble; returns the ensemble's error rate."""
+        add_tree(self.builder, tree, value, self.mapper, tree_weight)
+        self.purities.append(purity)
+        if self.variant == "realadaboost":
+            self.ensemble += h
+            score = self.ensemble
+        else:
+            self.ensemble += tree_weight * h
+            self.weight_sum += tree_weight
+            score = self.ensemble / self.weight_sum
+        self.train_loss.append(float(self.w0[(score > self.threshold) != self.is_signal].sum())
+                               / self.total0)
+        return self.train_loss[-1]
+
+    def reweight(self, factor: np.ndarray | None, it: int) -> None:
+        """Multiply the event weights by ``factor``, renormalised to their initial total."""
+        if factor is None:
+            return
+        if self.inverse_boost_negative:
+            factor = np.where(self.negative, 1.0 / factor, factor)
+        self.boost *= factor
+        new_total = float(np.sum(self.w0 * self.boost))
+        if not (new_total > 0 and np.all(np.isfinite(self.boost))):
+            raise _Stop(f"tree {it}: the reweighted net weight {new_total:.6g} is not positive")
+        self.boost *= self.total0 / new_total
+        if self.variant == "adaboost" and self.yes_no and self.errors[-1] <= MIN_ERROR:
+            raise _Stop(f"tree {it}: a perfect tree (error 0)")
+
+    def result(self, criterion_name: str, stopped: str | None) -> tuple[Forest, BoostResult]:
+        """The forest, with what the TMVA export needs in ``extra``, and the run's record."""
+        forest = self.builder.build()
+        forest.extra.update(
+            boosting=self.variant,
+            criterion=criterion_name,
+            use_yes_no_leaf=bool(self.yes_no),
+            purity=np.concatenate(self.purities).tolist() if self.purities else [],
+            error_fraction=self.errors,
+            skipped_trees=self.skipped,
+        )
+        if self.variant == "realadaboost":
+            forest.extra["loss"] = "exponential"
+        else:
+            forest.extra["score_min"] = -1.0 if self.yes_no else 0.0
+        if stopped:
+            forest.extra["stopped"] = stopped
+        result = BoostResult(self.builder, 0.0, np.asarray(self.train_loss), None, None,
+                             extra={"stopped": stopped})
+        return forest, result
 
 
 def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.ndarray,
@@ -144,140 +317,27 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
     """
     if variant not in ADABOOST_VARIANTS:
         raise ValueError(f"variant {variant!r} is not valid; use one of {ADABOOST_VARIANTS}")
-    m, n = codes.shape
-    is_signal = np.asarray(y) == 1
-    y_pm = np.where(is_signal, 1.0, -1.0)
-    w0 = np.asarray(w, dtype=np.float64)
-    total0 = float(w0.sum())
-    negative = w0 < 0
-    boost = np.ones(n)
-    aggregation = "sum" if variant == "realadaboost" else "weighted_mean"
-    builder = ForestBuilder(m, base_score=0.0, aggregation=aggregation)
-    yes_no = use_yes_no_leaf or variant == "realadaboost"
-    threshold = 0.0 if yes_no else NODE_PURITY_LIMIT
-    mode = subsample_mode
-    if variant == "bagging" and subsample >= 1.0 and mode == "uniform":
-        mode = "poisson"  # a bootstrap: every tree on a Poisson(1) resample
-    params = SplitParams(criterion)
-    all_features = np.ones(m, dtype=np.bool_)
-    ensemble = np.zeros(n)
-    weight_sum = 0.0
-    purities: list[np.ndarray] = []
-    errors: list[float] = []
-    train_loss: list[float] = []
+    run = _AdaBoostRun(codes, y, w, mapper, variant, use_yes_no_leaf, beta, epsilon,
+                       inverse_boost_negative)
+    options = _TreeOptions(n_value_bins, SplitParams(criterion), max_depth, min_node_size, subsample,
+                           _sample_mode(variant, subsample, subsample_mode), colsample_bytree,
+                           colsample_bylevel, colsample_bynode)
+    progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="trees")
     stopped = None
-    resampled = mode != "uniform" or subsample < 1.0
-    skipped = skipped_in_a_row = 0
-    progress = Progress(n_trees, "training", enabled=True if verbose else None)
     for it in range(n_trees):
-        w_eff = w0 * boost
-        total_eff = float(w_eff.sum())
-        rows, w_tree, counts = _draw(w_eff, subsample, mode, rng)
-        total = float(w_tree.sum(dtype=np.float64))
-        if not (total > 0 and total_eff > 0):
-            stopped = f"tree {it}: the sample's net weight {total:.6g} is not positive"
+        try:
+            tree, w_eff, total_eff = run.grow(options, rng, it)
+            purity, value, h = run.evaluate(tree)
+            weighed = run.weigh(h, w_eff, total_eff, options.resampled, it)
+            if weighed is None:
+                continue
+            tree_weight, factor = weighed
+            error = run.add(tree, value, purity, h, tree_weight)
+            progress.moveto(it + 1, f"error {error:.4g}")
+            run.reweight(factor, it)
+        except _Stop as stop:
+            stopped = str(stop)
             break
-        a = np.where(is_signal, w_tree, 0).astype(CHANNEL_DTYPE)
-        b = np.where(is_signal, 0, w_tree).astype(CHANNEL_DTYPE)
-        # As TMVA's MinNodeSize: the third channel counts events (with their multiplicity in
-        # the resample), so a child needs min_node_size of the tree's events whatever their
-        # boosted weights; node_score refuses children whose net weight S + B is not positive.
-        multiplicity = counts.astype(CHANNEL_DTYPE)
-        params.min_child_weight = min_node_size * float(counts.sum())
-        params.min_split_gain = MIN_GAIN_FRACTION * total
-        features = sample_features(all_features, colsample_bytree, rng)
-        tree = grow_tree(codes, rows, a, b, multiplicity, n_value_bins, params, max_depth,
-                         features, colsample_bylevel, colsample_bynode, rng)
-        purity = node_purity(tree.sum_a, tree.sum_b)
-        value = np.where(tree.is_leaf, _leaf_output(variant, use_yes_no_leaf, purity), 0.0)
-        h = np.zeros(n)
-        update_scores(codes, tree, value, h)
-        wrong = (h > threshold) != is_signal
-
-        # The error (and r) is measured on every training event with its current weight,
-        # not only on the tree's resample, whose in-sample error is optimistic.
-        factor = None
-        if variant == "bagging":
-            tree_weight = 1.0
-        elif variant == "realadaboost":
-            tree_weight = 1.0
-            factor = np.exp(-y_pm * h)
-        elif variant == "eps":
-            tree_weight = float(epsilon)
-            factor = np.where(wrong, math.exp(2.0 * epsilon), 1.0)
-        elif yes_no:  # discrete AdaBoost
-            err = float(w_eff[wrong].sum()) / total_eff
-            if err < 0:  # only with negative weights; TMVA takes |err| too
-                err = -err
-            if err >= 0.5:
-                if resampled and skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
-                    # A tree grown on a resample can be no better than chance on the whole
-                    # sample: leave it out, draw again.
-                    skipped += 1
-                    skipped_in_a_row += 1
-                    continue
-                if len(builder) == 0:
-                    raise ValueError(f"the first tree's weighted error rate is {err:.4g} >= 0.5: "
-                                     "nothing to boost (check labels, weights and min_node_size)")
-                stopped = f"tree {it}: error rate {err:.4g} >= 0.5"
-                break
-            skipped_in_a_row = 0
-            errors.append(err)
-            err = max(err, MIN_ERROR)
-            tree_weight = beta * math.log((1.0 - err) / err)
-            factor = np.where(wrong, math.exp(tree_weight), 1.0)
-        else:  # AdaBoost with purity leaves (TMVA UseYesNoLeaf=False)
-            r = float(np.sum(w_eff * y_pm * (2.0 * h - 1.0))) / total_eff
-            if not r > 0:
-                if len(builder) == 0:
-                    raise ValueError("the first tree does not separate the classes at all")
-                stopped = f"tree {it}: no separation (r = {r:.4g})"
-                break
-            errors.append(r)
-            r = min(r, 1.0 - MIN_ERROR)
-            tree_weight = beta * math.log((1.0 + r) / (1.0 - r))
-            factor = np.exp(-tree_weight * y_pm * (2.0 * h - 1.0))
-
-        add_tree(builder, tree, value, mapper, tree_weight)
-        purities.append(purity)
-        if variant == "realadaboost":
-            ensemble += h
-            score = ensemble
-        else:
-            ensemble += tree_weight * h
-            weight_sum += tree_weight
-            score = ensemble / weight_sum
-        train_loss.append(float(w0[(score > threshold) != is_signal].sum()) / total0)
-        progress.update(it + 1, f"error {train_loss[-1]:.4g}")
-
-        if factor is not None:
-            if inverse_boost_negative:
-                factor = np.where(negative, 1.0 / factor, factor)
-            boost *= factor
-            new_total = float(np.sum(w0 * boost))
-            if not (new_total > 0 and np.all(np.isfinite(boost))):
-                stopped = f"tree {it}: the reweighted net weight {new_total:.6g} is not positive"
-                break
-            boost *= total0 / new_total
-            if variant == "adaboost" and yes_no and errors[-1] <= MIN_ERROR:
-                stopped = f"tree {it}: a perfect tree (error 0)"
-                break
-    progress.update(n_trees)
-    forest = builder.build()
-    forest.extra.update(
-        boosting=variant,
-        criterion=criterion_name,
-        use_yes_no_leaf=bool(yes_no),
-        purity=np.concatenate(purities).tolist() if purities else [],
-        error_fraction=errors,
-        skipped_trees=skipped,
-    )
-    if variant == "realadaboost":
-        forest.extra["loss"] = "exponential"
-    else:
-        forest.extra["score_min"] = -1.0 if yes_no else 0.0
-    if stopped:
-        forest.extra["stopped"] = stopped
-    result = BoostResult(builder, 0.0, np.asarray(train_loss), None, None,
-                         extra={"stopped": stopped})
-    return forest, result
+    progress.moveto(n_trees)
+    progress.close()
+    return run.result(criterion_name, stopped)

@@ -20,24 +20,11 @@ __all__ = [
     "predict_binned",
     "predict_per_tree",
     "predict_raw",
-    "warmup",
 ]
 
 
-def warmup() -> None:
-    """Compile (or load from cache) every engine kernel on a tiny problem."""
-    import numpy as np
+def __getattr__(name: str):
+    # old names only: imported when one is used
+    from .._deprecated import moved
 
-    from ..estimators import BDTClassifier, BDTRegressor
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(64, 2)).astype(np.float32)
-    y = (X[:, 0] > 0).astype(int)
-    w = np.ones(64)
-    w[::16] = -0.5  # the default negative-weight policy's neighbour search
-    for boosting in ("gradient", "newton", "adaboost"):
-        BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y, w).decision_function(X)
-        if boosting != "adaboost":  # the packed-histogram path, with a validation set
-            BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
-                X, y, eval_set=(X, y)).decision_function(X)
-    BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
+    return moved(__name__, name, {"warmup": "hepbdt.estimators"})

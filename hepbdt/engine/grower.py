@@ -14,6 +14,7 @@ order, are read through the partition with a prefetch, and only the event indice
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -253,6 +254,24 @@ class _NodeArrays:
         self.size = need
         return ids
 
+    def grown_tree(self, partition: np.ndarray) -> GrownTree:
+        """The finished tree: copies of the node arrays, with the tree's partition."""
+        n = self.size
+        return GrownTree(
+            feature=self.feature[:n].copy(),
+            bin_threshold=self.bin_threshold[:n].copy(),
+            missing_left=self.missing_left[:n].copy(),
+            left=self.left[:n].copy(),
+            right=self.right[:n].copy(),
+            gain=self.gain[:n].copy(),
+            sum_a=self.sums[:n, 0].copy(),
+            sum_b=self.sums[:n, 1].copy(),
+            sum_w=self.sums[:n, 2].copy(),
+            start=self.start[:n].copy(),
+            stop=self.stop[:n].copy(),
+            partition=partition,
+        )
+
 
 def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
     """A random subset (at least one) of the allowed features, as a boolean mask."""
@@ -263,6 +282,136 @@ def sample_features(allowed: np.ndarray, fraction: float, rng: np.random.Generat
     mask = np.zeros_like(allowed)
     mask[rng.choice(idx, k, replace=False)] = True
     return mask
+
+
+@dataclass
+class _TreeEvents:
+    """A tree's events in partition order, the channel payload moving with them, and scratch."""
+
+    codes: np.ndarray
+    partition: np.ndarray
+    payload: np.ndarray
+    scratch_idx: np.ndarray
+    scratch_payload: np.ndarray
+    used: np.ndarray  # (m,) bool: the features this tree may use
+    n_features: int
+    quantiser: Quantiser | None  # None: exact float channels
+
+    @property
+    def quantised(self) -> bool:
+        """Whether A and B are packed into int64 histograms."""
+        return self.quantiser is not None
+
+    @classmethod
+    def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
+                       used: np.ndarray, rounding_seed: int) -> _TreeEvents:
+        """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone)."""
+        if rows.size != ordered.partition.size:
+            raise ValueError("the quantised grower takes every event (zero channels leave one out)")
+        quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
+        ordered.start_tree(quantiser, a, b)
+        return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
+                   NO_PAYLOAD, used, ordered.n_features, quantiser)
+
+    @classmethod
+    def exact_rows(cls, codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
+                   w: np.ndarray, used: np.ndarray) -> _TreeEvents:
+        """A copy of ``rows`` with their channels (A, B, W) as a float payload, and scratch."""
+        partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
+        n_rows = partition.size
+        all_rows = n_rows == codes.shape[1]
+        payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
+        for ch, v in enumerate((a, b, w)):
+            payload[:, ch] = v if all_rows else v[partition]
+        return cls(codes, partition, payload, np.empty(n_rows, INDEX_DTYPE), np.empty_like(payload),
+                   used, codes.shape[0], None)
+
+    def histograms(self, count: int, starts: np.ndarray, stops: np.ndarray, slots: np.ndarray,
+                   parent: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
+                   sibling_slots: np.ndarray | None = None) -> np.ndarray:
+        """Raw histograms of nodes' events into ``slots`` (siblings as parent minus node)."""
+        raw = new_histograms(count, self.n_features, packed=self.quantised)
+        build_histograms(self.codes, self.partition, self.payload, starts, stops, slots, self.used,
+                         raw, parent, parent_slots, sibling_slots)
+        return raw
+
+    def decoded(self, raw: np.ndarray) -> np.ndarray:
+        """Float64 (A, B, W) sums of raw histograms."""
+        return self.quantiser.decode(raw) if self.quantised else raw
+
+
+class _Splits(NamedTuple):
+    """The chosen splits of one level: the level positions split and their best split."""
+
+    position: np.ndarray  # index into the level (and into its histograms)
+    gain: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    missing_left: np.ndarray
+    left_sums: np.ndarray  # (k, 3) the left child's (A, B, W)
+
+
+def _root_histograms(events: _TreeEvents, nodes: _NodeArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Histograms (raw, decoded) of the root holding every event, and the root's sums."""
+    n_rows = events.partition.size
+    nodes.start[0], nodes.stop[0] = 0, n_rows
+    raw = events.histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64),
+                            np.array([0], np.int64))
+    hists = events.decoded(raw)
+    nodes.sums[0] = hists[0, int(np.argmax(events.used))].sum(axis=0)
+    return raw, hists
+
+
+def _choose_splits(hists: np.ndarray, level: np.ndarray, nodes: _NodeArrays, used: np.ndarray,
+                   n_value_bins: np.ndarray, params: SplitParams, colsample_bylevel: float,
+                   colsample_bynode: float, rng: np.random.Generator) -> _Splits | None:
+    """Best split of every node of a level among its sampled features; None when none splits."""
+    k = level.size
+    level_features = sample_features(used, colsample_bylevel, rng)
+    if colsample_bynode >= 1.0:
+        allowed = np.tile(level_features, (k, 1))
+    else:
+        allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
+    g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), nodes.sums[level], allowed,
+                                            n_value_bins, params)
+    to_split = np.flatnonzero(f >= 0)
+    if to_split.size == 0:
+        return None
+    return _Splits(to_split, g[to_split], f[to_split], t[to_split], ml[to_split], left_of[to_split])
+
+
+def _apply_splits(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray, splits: _Splits,
+                  move_payload: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Partition the split nodes' events and add their children: (children, start, mid, stop)."""
+    s, e = nodes.start[parents], nodes.stop[parents]
+    moved = events.payload if move_payload else NO_PAYLOAD
+    mid = _partition_nodes(events.codes, events.quantised, events.partition, moved, s, e,
+                           splits.feature, splits.threshold.astype(np.uint8), splits.missing_left,
+                           events.scratch_idx, events.scratch_payload)
+    # Children in split order, each left child before its right sibling.
+    children = nodes.add(2 * parents.size)
+    lc, rc = children[0::2], children[1::2]
+    nodes.feature[parents] = splits.feature
+    nodes.bin_threshold[parents] = splits.threshold
+    nodes.missing_left[parents] = splits.missing_left
+    nodes.gain[parents] = splits.gain
+    nodes.left[parents], nodes.right[parents] = lc, rc
+    nodes.start[lc], nodes.stop[lc] = s, mid
+    nodes.start[rc], nodes.stop[rc] = mid, e
+    nodes.sums[lc] = splits.left_sums
+    nodes.sums[rc] = nodes.sums[parents] - splits.left_sums
+    return children, s, mid, e
+
+
+def _child_histograms(events: _TreeEvents, nodes: _NodeArrays, parent_raw: np.ndarray,
+                      parent_slots: np.ndarray, children: np.ndarray, s: np.ndarray, mid: np.ndarray,
+                      e: np.ndarray) -> np.ndarray:
+    """Raw histograms of the children: the smaller from its events, its sibling by subtraction."""
+    q = np.arange(parent_slots.size)
+    small = np.where(mid - s <= e - mid, 2 * q, 2 * q + 1)
+    small_nodes = children[small]
+    return events.histograms(2 * q.size, nodes.start[small_nodes], nodes.stop[small_nodes], small,
+                             parent_raw, parent_slots.astype(np.int64), small ^ 1)
 
 
 def grow_tree(
@@ -310,96 +459,25 @@ def grow_tree(
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
-        if rows.size != ordered.partition.size:
-            raise ValueError("the quantised grower takes every event (zero channels leave one out)")
-        partition = ordered.partition
-        n_rows = partition.size
-        quantiser = Quantiser(a, b, n_rows, seed=rounding_seed)
-        ordered.start_tree(quantiser, a, b)
-        payload = ordered.packed
-        scratch_idx, scratch_payload = ordered.scratch_idx, NO_PAYLOAD
-        codes = ordered.codes
+        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed)
     else:
-        quantiser = None
-        partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
-        n_rows = partition.size
-        all_rows = n_rows == codes.shape[1]
-        payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
-        for ch, v in enumerate((a, b, w)):
-            payload[:, ch] = v if all_rows else v[partition]
-        scratch_idx = np.empty(n_rows, INDEX_DTYPE)
-        scratch_payload = np.empty_like(payload)
-
-    def histograms(count, starts, stops, slots, parent=None, parent_slots=None, sibling_slots=None):
-        raw = new_histograms(count, m, packed=quantised)
-        build_histograms(codes, partition, payload, starts, stops, slots, used, raw,
-                         parent, parent_slots, sibling_slots)
-        return raw
-
-    def decoded(raw):
-        return quantiser.decode(raw) if quantised else raw
-
+        events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
+    n_rows = events.partition.size
     nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)))
-    nodes.start[0], nodes.stop[0] = 0, n_rows
-    raw = histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64), np.array([0], np.int64))
-    hists = decoded(raw)
-    first_used = int(np.argmax(used))
-    nodes.sums[0] = hists[0, first_used].sum(axis=0)
+    raw, hists = _root_histograms(events, nodes)
     level = np.zeros(1, np.int64)  # node ids at this depth; hists[i] belongs to level[i]
     for depth in range(max_depth):
-        k = level.size
-        level_features = sample_features(used, colsample_bylevel, rng)
-        if colsample_bynode >= 1.0:
-            allowed = np.tile(level_features, (k, 1))
-        else:
-            allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
-        g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), nodes.sums[level], allowed,
-                                                n_value_bins, params)
-        to_split = np.flatnonzero(f >= 0)
-        if to_split.size == 0:
+        splits = _choose_splits(hists, level, nodes, used, n_value_bins, params, colsample_bylevel,
+                                colsample_bynode, rng)
+        if splits is None:
             break
-        parents = level[to_split]
-        s, e = nodes.start[parents], nodes.stop[parents]
-        moved = NO_PAYLOAD if quantised or depth + 1 == max_depth else payload
-        mid = _partition_nodes(codes, quantised, partition, moved, s, e, f[to_split],
-                               t[to_split].astype(np.uint8), ml[to_split], scratch_idx,
-                               scratch_payload)
-        # Children in split order, each left child before its right sibling.
-        n_split = to_split.size
-        children = nodes.add(2 * n_split)
-        lc, rc = children[0::2], children[1::2]
-        nodes.feature[parents] = f[to_split]
-        nodes.bin_threshold[parents] = t[to_split]
-        nodes.missing_left[parents] = ml[to_split]
-        nodes.gain[parents] = g[to_split]
-        nodes.left[parents], nodes.right[parents] = lc, rc
-        nodes.start[lc], nodes.stop[lc] = s, mid
-        nodes.start[rc], nodes.stop[rc] = mid, e
-        nodes.sums[lc] = left_of[to_split]
-        nodes.sums[rc] = nodes.sums[parents] - left_of[to_split]
-        if depth + 1 == max_depth:
+        last = depth + 1 == max_depth
+        # The float payload follows the partition while histograms read it; packed stays in event order.
+        children, s, mid, e = _apply_splits(events, nodes, level[splits.position], splits,
+                                            move_payload=not (quantised or last))
+        if last:
             break
-        # Smaller child from its events, the sibling as parent minus smaller child.
-        q = np.arange(n_split)
-        small = np.where(mid - s <= e - mid, 2 * q, 2 * q + 1)
-        small_nodes = children[small]
-        raw = histograms(2 * n_split, nodes.start[small_nodes], nodes.stop[small_nodes], small,
-                         raw, to_split.astype(np.int64), small ^ 1)
-        hists = decoded(raw)
+        raw = _child_histograms(events, nodes, raw, splits.position, children, s, mid, e)
+        hists = events.decoded(raw)
         level = children
-
-    n = nodes.size
-    return GrownTree(
-        feature=nodes.feature[:n].copy(),
-        bin_threshold=nodes.bin_threshold[:n].copy(),
-        missing_left=nodes.missing_left[:n].copy(),
-        left=nodes.left[:n].copy(),
-        right=nodes.right[:n].copy(),
-        gain=nodes.gain[:n].copy(),
-        sum_a=nodes.sums[:n, 0].copy(),
-        sum_b=nodes.sums[:n, 1].copy(),
-        sum_w=nodes.sums[:n, 2].copy(),
-        start=nodes.start[:n].copy(),
-        stop=nodes.stop[:n].copy(),
-        partition=partition,
-    )
+    return nodes.grown_tree(events.partition)

@@ -14,7 +14,8 @@ import numpy as np
 
 from ._types import MISSING_BIN, njit
 
-__all__ = ["DenseForest", "predict_raw", "predict_binned", "predict_per_tree", "predict_naive"]
+__all__ = ["DenseForest", "node_depths", "predict_raw", "predict_binned", "predict_per_tree",
+           "predict_naive"]
 
 BLOCK = 64
 GROUP = 16  # blocks per parallel task of the dense walk (buffers allocated once a task)
@@ -23,7 +24,8 @@ LOW31 = np.uint32(0x7FFFFFFF)
 
 
 @njit
-def _depths(feature, left, right, tree_offsets):
+def node_depths(feature, left, right, tree_offsets):
+    """Depth of every node of a flat forest (roots 0), int64."""
     depth = np.zeros(feature.size, np.int64)
     for t in range(tree_offsets.size - 1):
         for k in range(tree_offsets[t], tree_offsets[t + 1]):  # children follow parents
@@ -62,9 +64,8 @@ class DenseForest:
     """Every tree as a complete binary tree of the forest's depth: a fixed number of
     branch-free steps per tree, independent across the events of a block."""
 
-    def __init__(self, forest):
-        depth = _depths(forest.feature, forest.left, forest.right, forest.tree_offsets)
-        self.depth = int(depth.max()) if depth.size else 0
+    def __init__(self, forest, depth: int):
+        self.depth = int(depth)
         n_trees = forest.tree_offsets.size - 1
         n_inner = (1 << self.depth) - 1
         self.feature = np.zeros((n_trees, max(n_inner, 1)), np.uint32)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._util import check_weights
+
 
 def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
@@ -19,18 +21,6 @@ def as_1d(values: Any, name: str) -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
     return arr
-
-
-def check_weights(sample_weight: Any, n: int, name: str = "sample_weight") -> np.ndarray:
-    """Return float64 weights of length ``n`` (ones when ``None``); reject NaN and inf."""
-    if sample_weight is None:
-        return np.ones(n, dtype=np.float64)
-    w = as_1d(sample_weight, name)
-    if w.shape[0] != n:
-        raise ValueError(f"{name} has {w.shape[0]} entries, expected {n}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return w
 
 
 def check_labels(y: Any, name: str = "y") -> np.ndarray:

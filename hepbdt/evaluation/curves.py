@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._util import is_classifier
 from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.metrics import roc_auc
-from hepbdt.evaluation.ranking import is_classifier
 
 __all__ = [
     "LearningCurve",

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._util import is_classifier
 from hepbdt.evaluation._data import check_labels, check_weights, feature_names_of
 from hepbdt.evaluation.metrics import roc_auc
 
@@ -147,14 +148,6 @@ class PermutationImportance:
     def ranked(self) -> list[tuple[str, float]]:
         """(name, mean importance) pairs from most to least important."""
         return [(self.feature_names[i], float(self.importances_mean[i])) for i in self.order()]
-
-
-def is_classifier(model: Any) -> bool:
-    """True for a classifier (it has ``predict_proba``, or says so in ``_estimator_type``)."""
-    kind = getattr(model, "_estimator_type", None)
-    if kind is not None:
-        return kind == "classifier"
-    return hasattr(model, "predict_proba")
 
 
 def permutation_importance(

@@ -1,17 +1,43 @@
 """Interoperability: TMVA XML weight files (export and import) and XGBoost JSON models (import).
 
 - :func:`to_tmva_xml` writes a fitted model as a ``MethodBDT`` weight file for
-  ``TMVA::Reader``; :func:`tmva_response` is what the Reader returns for it.
+  ``TMVA::Reader``; :func:`tmva_response` is what the Reader returns for it
+  (:mod:`hepbdt.interop.tmva_export`).
 - :func:`from_tmva_xml` and :func:`from_xgboost_json` read other tools' models into fitted
   hepbdt estimators (fast prediction, rankings, plots, JSON save/load).
 
-Files are parsed as data (``xml.etree``, ``json``); nothing is executed or unpickled.
+Files are parsed as data (``xml.etree``, ``json``); nothing is executed or unpickled. The
+names are imported lazily: the exporter sits below the estimators in the layering (their
+``save_tmva`` uses it) and the readers above them (they build estimators), so importing
+this package must not import both at once.
 """
 
 from __future__ import annotations
 
-from .tmva import TMVAExportError, TMVAFormatError, from_tmva_xml, tmva_response, to_tmva_xml
-from .xgboost import XGBoostFormatError, from_xgboost_json
+import importlib
+from typing import Any
 
-__all__ = ["to_tmva_xml", "tmva_response", "from_tmva_xml", "from_xgboost_json",
-           "TMVAFormatError", "TMVAExportError", "XGBoostFormatError"]
+_LAZY = {
+    "to_tmva_xml": "hepbdt.interop.tmva_export",
+    "tmva_response": "hepbdt.interop.tmva_export",
+    "TMVAExportError": "hepbdt.interop.tmva_export",
+    "from_tmva_xml": "hepbdt.interop.tmva",
+    "TMVAFormatError": "hepbdt.interop.tmva",
+    "from_xgboost_json": "hepbdt.interop.xgboost",
+    "XGBoostFormatError": "hepbdt.interop.xgboost",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hepbdt.interop' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

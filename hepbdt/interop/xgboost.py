@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ..estimators import from_forest
 from ..model import Forest, ForestBuilder, ModelFormatError
-from .tmva import _fitted_estimator
 
 __all__ = ["from_xgboost_json", "XGBoostFormatError"]
 
@@ -227,16 +227,8 @@ def from_xgboost_json(path: str | os.PathLike):
     names = learner.get("feature_names") or [f"f{i}" for i in range(n_features)]
     if len(names) != n_features:
         raise XGBoostFormatError(f"{where}: {len(names)} feature names for {n_features} features")
-    max_depth = _max_depth(forest)
+    max_depth = forest.max_depth
     params = {"boosting": "newton", "n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
     if kind == "regressor":
         params["loss"] = "squared"
-    return _fitted_estimator(kind, forest, [str(n) for n in names], params)
-
-
-def _max_depth(forest: Forest) -> int:
-    depth = np.zeros(forest.n_nodes, dtype=np.int64)
-    for k in np.flatnonzero(forest.feature >= 0):  # children follow parents
-        depth[forest.left[k]] = depth[k] + 1
-        depth[forest.right[k]] = depth[k] + 1
-    return int(depth.max()) if depth.size else 0
+    return from_forest(kind, forest, [str(n) for n in names], params)

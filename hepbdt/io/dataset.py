@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from hepbdt.io.errors import InputError
+from hepbdt.kfold import fold_of
 
 __all__ = ["Dataset", "SPLIT_MODES", "NORM_MODES"]
 
@@ -266,10 +267,10 @@ class Dataset:
         return train, self.take(~is_train)
 
     def folds(self, k: int) -> np.ndarray:
-        """Fold number of each event, ``event % k`` (int64, in 0..k-1)."""
+        """Fold number of each event (:func:`hepbdt.kfold.fold_of`: ``event % k``)."""
         if int(k) != k or k < 2:
             raise InputError(f"k must be an integer >= 2, not {k!r}")
-        return np.mod(self.event, int(k))
+        return fold_of(self.event, k)
 
     def kfold(
         self, k: int, by: str | Any = "event", norm: str = "none"
@@ -278,7 +279,7 @@ class Dataset:
 
         Model i, trained on the events of the other folds, is applied to the events
         with ``event % k == i`` (the standard ATLAS/CMS scheme; see
-        :func:`hepbdt.io.apply` with a list of models).
+        :func:`hepbdt.scoring.apply` with a k-fold model).
 
         Parameters
         ----------

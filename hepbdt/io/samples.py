@@ -26,7 +26,7 @@ import awkward as ak
 import numpy as np
 import uproot
 
-from hepbdt.io._progress import Progress
+from hepbdt._util import Progress
 from hepbdt.io.dataset import Dataset
 from hepbdt.io.errors import (
     BadValueError,
@@ -548,11 +548,24 @@ def _is_decompression_error(err: BaseException) -> bool:
 
 @dataclass
 class _Plan:
+    """One sample's sources, their entry counts and its parsed expressions."""
+
     sample_index: int
     sample: Sample
     sources: list[Source]
     entries: list[int]
     expressions: dict[str, Expression | None]
+
+
+@dataclass
+class _Output:
+    """The preallocated output arrays of :func:`read`, one row per selected event."""
+
+    X: np.ndarray
+    y: np.ndarray | None
+    w: np.ndarray
+    event: np.ndarray
+    sample_index: np.ndarray
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -609,6 +622,29 @@ def read(
         numeric, an expression that does not parse, a cut that selects nothing, a NaN
         or infinite weight or target, an infinite feature, an unreadable compression.
     """
+    samples, feature_texts = _check_arguments(samples, features)
+    feature_expressions = [Expression(text, "feature") for text in feature_texts]
+    task = _task(samples)
+    # Every file, tree, branch and expression is checked before any data is read.
+    plans = [
+        _plan_sample(index, sample, feature_expressions, event)
+        for index, sample in enumerate(samples)
+    ]
+    capacity = sum(sum(plan.entries) for plan in plans)
+    out = _allocate(capacity, len(feature_expressions), task)
+    filled = 0
+    with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
+        threads
+    ) as executor:
+        for plan in plans:
+            filled = _read_sample(
+                plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
+            )
+    return _assemble(out, filled, feature_texts, [s.name for s in samples])
+
+
+def _check_arguments(samples: Any, features: Any) -> tuple[list[Sample], list[str]]:
+    """The samples and the feature strings as lists, checked to be non-empty and unique."""
     samples = _as_list(samples)
     if not samples or not all(isinstance(s, Sample) for s in samples):
         raise InputError("read() needs a Sample or a non-empty list of Sample objects")
@@ -622,39 +658,53 @@ def read(
     repeated = sorted({f for f in feature_texts if feature_texts.count(f) > 1})
     if repeated:
         raise InputError(f"features must be unique; repeated: {describe_choices(repeated)}")
-    feature_expressions = [Expression(text, "feature") for text in feature_texts]
-    task = _task(samples)
+    return samples, feature_texts
 
-    # Phase 1: check everything and count entries before reading any data.
-    plans: list[_Plan] = []
-    for index, sample in enumerate(samples):
-        context = f"sample {sample.name!r}"
-        expressions: dict[str, Expression | None] = {
-            "cut": _maybe_expression(sample.cut, "cut", context),
-            "weight": _maybe_expression(sample.weight, "weight", context),
-            "target": _maybe_expression(sample.target, "target", context),
-            "event": _maybe_expression(sample.event or event, "event", context),
-        }
-        hints = {}
-        if sample.target is not None and isinstance(sample.label, str):
-            hints[sample.target] = (
-                f". label={sample.label!r} is not a class name "
-                f"({', '.join(CLASS_NAMES)}), so it was read as a regression target "
-                "expression."
+
+def _reader_expressions(
+    feature_expressions: Sequence[Expression], expressions: Mapping[str, Expression | None]
+) -> list[Expression]:
+    """The features followed by the sample's cut, weight, target and event, if given."""
+    return [*feature_expressions, *filter(None, expressions.values())]
+
+
+def _target_hints(sample: Sample) -> dict[str, str]:
+    """Extra text for a missing-branch error in a target that was given as ``label``."""
+    hints = {}
+    if sample.target is not None and isinstance(sample.label, str):
+        hints[sample.target] = (
+            f". label={sample.label!r} is not a class name "
+            f"({', '.join(CLASS_NAMES)}), so it was read as a regression target "
+            "expression."
+        )
+    return hints
+
+
+def _plan_sample(
+    index: int, sample: Sample, feature_expressions: Sequence[Expression], event: str | None
+) -> _Plan:
+    """Check the expressions, files, trees and branches of one sample and count its entries."""
+    context = f"sample {sample.name!r}"
+    expressions: dict[str, Expression | None] = {
+        "cut": _maybe_expression(sample.cut, "cut", context),
+        "weight": _maybe_expression(sample.weight, "weight", context),
+        "target": _maybe_expression(sample.target, "target", context),
+        "event": _maybe_expression(sample.event or event, "event", context),
+    }
+    hints = _target_hints(sample)
+    sources = resolve_sources(sample.files, sample.tree, context)
+    entries = []
+    for source in sources:
+        with _open_file(source.path, context) as file:
+            reader = TreeReader(
+                file, source, _reader_expressions(feature_expressions, expressions), context, hints
             )
-        sources = resolve_sources(sample.files, sample.tree, context)
-        entries = []
-        for source in sources:
-            with _open_file(source.path, context) as file:
-                reader = TreeReader(
-                    file, source, [*feature_expressions, *filter(None, expressions.values())],
-                    context, hints,
-                )
-                entries.append(reader.num_entries)
-        plans.append(_Plan(index, sample, sources, entries, expressions))
+            entries.append(reader.num_entries)
+    return _Plan(index, sample, sources, entries, expressions)
 
-    capacity = sum(sum(plan.entries) for plan in plans)
-    n_features = len(feature_expressions)
+
+def _allocate(capacity: int, n_features: int, task: str) -> _Output:
+    """Uninitialised output arrays with room for ``capacity`` events."""
     X = np.empty((capacity, n_features), dtype=np.float32)
     w = np.empty(capacity, dtype=np.float64)
     event_ids = np.empty(capacity, dtype=np.int64)
@@ -665,58 +715,72 @@ def read(
         y = np.empty(capacity, dtype=np.float32)
     else:
         y = None
+    return _Output(X, y, w, event_ids, sample_index)
 
-    # Phase 2: read chunk by chunk into the preallocated arrays.
-    filled = 0
-    with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
-        threads
-    ) as executor:
-        for plan in plans:
-            sample = plan.sample
-            context = f"sample {sample.name!r}"
-            sample_start = filled
-            chain_offset = 0
-            for source, n_entries in zip(plan.sources, plan.entries, strict=True):
-                with _open_file(source.path, context) as file:
-                    reader = TreeReader(
-                        file, source,
-                        [*feature_expressions, *filter(None, plan.expressions.values())],
-                        context,
-                    )
-                    for arrays, start, stop in reader.iterate(step_size, executor):
-                        filled = _fill_chunk(
-                            reader, arrays, start, stop, chain_offset, plan,
-                            feature_expressions, inf_as_missing,
-                            X, y, w, event_ids, sample_index, filled,
-                        )
-                        bar.update(stop - start)
-                chain_offset += n_entries
-            if filled == sample_start:
-                total = sum(plan.entries)
-                if sample.cut is not None and total:
-                    raise EmptySelectionError(
-                        f"{context}: cut {sample.cut!r} selects no event of {total} in "
-                        f"{_describe_sources(plan.sources)}; loosen the cut or check its "
-                        "branches and units"
-                    )
-                raise EmptySelectionError(
-                    f"{context}: {_describe_sources(plan.sources)} hold no events"
+
+def _read_sample(
+    plan: _Plan,
+    feature_expressions: Sequence[Expression],
+    out: _Output,
+    filled: int,
+    step_size: int | str,
+    inf_as_missing: bool,
+    executor: Any,
+    bar: Progress,
+) -> int:
+    """Read one sample chunk by chunk into rows ``filled:`` of ``out``; return the new fill."""
+    context = f"sample {plan.sample.name!r}"
+    sample_start = filled
+    chain_offset = 0
+    for source, n_entries in zip(plan.sources, plan.entries, strict=True):
+        with _open_file(source.path, context) as file:
+            reader = TreeReader(
+                file, source, _reader_expressions(feature_expressions, plan.expressions), context
+            )
+            for arrays, start, stop in reader.iterate(step_size, executor):
+                filled = _fill_chunk(
+                    reader, arrays, start, stop, chain_offset, plan,
+                    feature_expressions, inf_as_missing, out, filled,
                 )
+                bar.update(stop - start)
+        chain_offset += n_entries
+    if filled == sample_start:
+        raise _empty_selection_error(plan)
+    return filled
 
-    if filled < capacity:
+
+def _empty_selection_error(plan: _Plan) -> EmptySelectionError:
+    """The error for a sample whose cut selects no event or whose files hold none."""
+    sample = plan.sample
+    context = f"sample {sample.name!r}"
+    total = sum(plan.entries)
+    if sample.cut is not None and total:
+        return EmptySelectionError(
+            f"{context}: cut {sample.cut!r} selects no event of {total} in "
+            f"{_describe_sources(plan.sources)}; loosen the cut or check its "
+            "branches and units"
+        )
+    return EmptySelectionError(f"{context}: {_describe_sources(plan.sources)} hold no events")
+
+
+def _assemble(
+    out: _Output, filled: int, feature_texts: Sequence[str], sample_names: list[str]
+) -> Dataset:
+    """Shrink the output arrays to their ``filled`` rows and wrap them in a Dataset."""
+    if filled < len(out.X):
         # In place: shrinking the leading axis keeps rows where they are.
-        X.resize((filled, n_features), refcheck=False)
-        for array in (w, event_ids, sample_index, y):
+        out.X.resize((filled, out.X.shape[1]), refcheck=False)
+        for array in (out.w, out.event, out.sample_index, out.y):
             if array is not None:
                 array.resize(filled, refcheck=False)
     return Dataset(
-        X,
-        y=y,
-        w=w,
-        sample_index=sample_index,
-        event=event_ids,
+        out.X,
+        y=out.y,
+        w=out.w,
+        sample_index=out.sample_index,
+        event=out.event,
         feature_names=list(feature_texts),
-        sample_names=names,
+        sample_names=sample_names,
         copy=False,
     )
 
@@ -767,11 +831,7 @@ def _fill_chunk(
     plan: _Plan,
     feature_expressions: Sequence[Expression],
     inf_as_missing: bool,
-    X: np.ndarray,
-    y: np.ndarray | None,
-    w: np.ndarray,
-    event_ids: np.ndarray,
-    sample_index: np.ndarray,
+    out: _Output,
     filled: int,
 ) -> int:
     """Evaluate one chunk into rows ``filled:`` of the output arrays; return the new fill."""
@@ -793,11 +853,11 @@ def _fill_chunk(
         feature_column(reader, expression, arrays, entries, inf_as_missing)
         for expression in feature_expressions
     ]
-    fill_rows(X, filled, columns)
+    fill_rows(out.X, filled, columns)
 
     weight = expressions["weight"]
     if weight is None:
-        w[rows] = plan.sample.scale
+        out.w[rows] = plan.sample.scale
     else:
         values = _evaluate(reader, weight, arrays, n, np.float64)
         bad = ~np.isfinite(values)
@@ -810,12 +870,12 @@ def _fill_chunk(
                 "Check the branches in the expression (0/0, log of 0), or select those "
                 "events away with cut=."
             )
-        w[rows] = values * plan.sample.scale
+        out.w[rows] = values * plan.sample.scale
 
-    if y is not None:
+    if out.y is not None:
         target = expressions["target"]
         if target is None:
-            y[rows] = plan.sample.class_label
+            out.y[rows] = plan.sample.class_label
         else:
             values = _evaluate(reader, target, arrays, n, np.float32)
             bad = ~np.isfinite(values)
@@ -826,14 +886,14 @@ def _fill_chunk(
                     f"{int(np.count_nonzero(bad))} event(s), the first at entry {first}; "
                     "a regression target must be finite: select those events away with cut="
                 )
-            y[rows] = values
+            out.y[rows] = values
 
     event_expression = expressions["event"]
     if event_expression is None:
-        event_ids[rows] = entries + chain_offset
+        out.event[rows] = entries + chain_offset
     else:
-        event_ids[rows] = _evaluate(reader, event_expression, arrays, n, np.int64)
-    sample_index[rows] = plan.sample_index
+        out.event[rows] = _evaluate(reader, event_expression, arrays, n, np.int64)
+    out.sample_index[rows] = plan.sample_index
     return filled + n
 
 

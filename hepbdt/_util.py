@@ -1,0 +1,229 @@
+"""Small tools every room shares: atomic writes, the progress line, input checks, threads.
+
+Nothing here knows about trees, models or ROOT. The module imports only the standard
+library and numpy at import time (the engine's infinity scan is imported when ``check_X``
+first runs), so the I/O and evaluation layers stay free of Numba until they train.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "Progress", "check_X",
+           "check_weights", "threads", "is_classifier"]
+
+X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
+
+
+# -- atomic writes ----------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> Iterator[str]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` when the block succeeds.
+
+    On any error (or KeyboardInterrupt) the temporary file is removed and ``path`` is left
+    as it was, so a reader never sees a half-written file. The parent folder is created
+    when missing, and the file gets the permissions the umask gives a new file (mkstemp's
+    private 0600 would otherwise survive the rename). ``temporary_name``: a fixed name in
+    the same folder instead of a unique one (ROOT files record their name, so files that
+    must be reproducible byte for byte need it).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if temporary_name is None:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                         dir=target.parent)
+        os.close(fd)
+        os.chmod(temporary, 0o666 & ~_umask())
+    else:
+        temporary = os.fspath(target.parent / temporary_name)
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+        handle.write(data)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_path`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress display on stderr, redrawn at most ten times a second.
+
+    Parameters
+    ----------
+    total : the count expected (events, trees).
+    description : the text before the counter, e.g. ``"hepbdt.read"``.
+    enabled : None shows the line only when stderr is a terminal.
+    unit : what is counted (``"events"`` adds a rate and a bar).
+    """
+
+    def __init__(self, total: int, description: str, enabled: bool | None = None,
+                 unit: str = "events") -> None:
+        if enabled is None:
+            enabled = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.enabled = enabled
+        self.total = max(int(total), 0)
+        self.description = description
+        self.unit = unit
+        self.done = 0
+        self.note = ""
+        self._start = time.perf_counter()
+        self._last_draw = 0.0
+        self._closed = False
+
+    def update(self, n: int) -> None:
+        """Count ``n`` more done."""
+        self.moveto(self.done + int(n))
+
+    def moveto(self, done: int, note: str = "") -> None:
+        """Set the count done to ``done``, with an optional note (e.g. the current loss)."""
+        self.done = int(done)
+        self.note = note
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last_draw >= 0.1 or self.done >= self.total:
+            self._last_draw = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        elapsed = max(now - self._start, 1e-9)
+        fraction = min(self.done / self.total, 1.0) if self.total else 1.0
+        filled = int(round(24 * fraction))
+        text = (f"\r{self.description} [{'#' * filled}{'-' * (24 - filled)}] {100 * fraction:5.1f}% "
+                f"{self.done:,}/{self.total:,} {self.unit}")
+        if self.unit == "events":
+            text += f" {self.done / elapsed:,.0f} ev/s"
+        else:
+            text += f" [{elapsed:.1f} s]"
+        sys.stderr.write(text + (f" {self.note}" if self.note else ""))
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        """Draw the final state and end the line (once)."""
+        if self.enabled and not self._closed:
+            self._draw(time.perf_counter())
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self._closed = True
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- input checks -----------------------------------------------------------------------------
+
+
+def check_X(X: Any, n_features: int | None = None, what: str = "X") -> tuple[np.ndarray, list | None]:
+    """(n, m) C-contiguous float32 without copying when already so; NaN allowed, inf refused.
+
+    Returns the array and the column names of a data frame (None for arrays).
+    """
+    # Imported here so that modules that only read or evaluate never import Numba.
+    from .engine.binning import first_infinite
+
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        names = [str(c) for c in X.columns]
+        X = X.to_numpy(dtype=X_DTYPE)
+    try:
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{what} is empty (shape {X.shape}); need at least one event and one feature")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{what} has {X.shape[1]} features, the model was trained on {n_features}")
+    first = first_infinite(X)
+    if first >= 0:
+        row, col = divmod(first, X.shape[1])
+        raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
+                         "use NaN for missing values")
+    return X, names
+
+
+def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
+                  training: bool = False) -> np.ndarray:
+    """Event weights as contiguous float64 of length ``n`` (ones when None); NaN and inf refused.
+
+    ``training``: also refuse weights that are all zero (nothing to train on). Evaluation
+    accepts them (a sample may carry no weight at all after its cuts).
+    """
+    if sample_weight is None:
+        return np.ones(n, dtype=np.float64)
+    w = np.ascontiguousarray(np.asarray(sample_weight, dtype=np.float64))
+    if w.ndim != 1:
+        raise ValueError(f"{what} must be 1-d, got shape {w.shape}")
+    if w.size != n:
+        raise ValueError(f"{what} has {w.size} entries, expected {n}: one weight per event "
+                         f"({w.size} values for {n} events)")
+    bad = ~np.isfinite(w)
+    if bad.any():
+        raise ValueError(f"{what} has NaN or infinite values (first at event "
+                         f"{int(np.flatnonzero(bad)[0])})")
+    if training and not np.any(w != 0):
+        raise ValueError(f"{what}: all weights are zero; nothing to train on")
+    return w
+
+
+def is_classifier(model: Any) -> bool:
+    """True for a classifier: hepbdt's estimators and scikit-learn's say so in
+    ``_estimator_type``; other objects count as classifiers when they have ``predict_proba``."""
+    kind = getattr(model, "_estimator_type", None)
+    if kind is not None:
+        return kind == "classifier"
+    return hasattr(model, "predict_proba")
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def threads(n_jobs: int | None) -> Iterator[None]:
+    """Run Numba kernels with ``n_jobs`` threads (None or -1: all configured threads)."""
+    if n_jobs is None or n_jobs == -1:
+        yield
+        return
+    import numba  # only callers that run kernels get here, and they have imported it
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)

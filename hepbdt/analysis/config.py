@@ -1,0 +1,630 @@
+"""The TOML analysis configuration of ``hepbdt train``: read, override, check.
+
+:func:`load_config` parses the file, applies ``--set`` overrides (:func:`apply_overrides`),
+expands aliases and checks every key, type and value against the estimator, raising one
+:class:`ConfigError` that lists every mistake as ``file: [table] key: why``. Checking the
+ROOT files themselves is :func:`hepbdt.analysis.inputs.check_inputs`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..estimators import BDTClassifier, BDTRegressor, ParameterError
+from ..io import Sample
+from ..io.expressions import FUNCTIONS, Expression
+from ..tmva_options import TMVA_NAMES, TMVAOptionError, is_tmva_option, parse_tmva_options
+
+__all__ = ["ConfigError", "AnalysisConfig", "SampleConfig", "SplitConfig", "OutputConfig",
+           "load_config", "apply_overrides"]
+
+_NORM_NAMES = {"none": "none", "num_events": "num_events", "numevents": "num_events",
+               "equal_num_events": "equal_num_events", "equalnumevents": "equal_num_events"}
+_SPLIT_MODES = ("random", "alternate", "block")
+_FIGURE_FORMATS = ("png", "pdf", "svg")
+_CLASS_LABELS = {"signal": 1, "sig": 1, "background": 0, "bkg": 0, 1: 1, 0: 0}
+
+
+class ConfigError(ValueError):
+    """Mistakes in an analysis configuration, one line per key: ``file: [table] key: why``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(dict.fromkeys(problems))
+        super().__init__("\n".join(self.problems))
+
+
+# Value kinds: a test and the words for the error message.
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _is_strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+_STR = (lambda v: isinstance(v, str), "a string")
+_BOOL = (lambda v: isinstance(v, bool), "true or false")
+_INT = (_is_int, "an integer")
+_NUMBER = (_is_number, "a number")
+_TABLE = (lambda v: isinstance(v, dict), "a table")
+_STR_OR_LIST = (lambda v: isinstance(v, str) or (_is_strings(v) and len(v) > 0),
+                "a string or a non-empty list of strings")
+_STR_LIST = (lambda v: _is_strings(v) and len(v) > 0, "a non-empty list of strings")
+_WEIGHT = (lambda v: isinstance(v, str) or _is_number(v), "an expression (string) or a number")
+_LABEL = (lambda v: isinstance(v, str) or _is_int(v), "'signal', 'background', 1 or 0")
+
+_TOP_KEYS = {
+    "title": _STR, "features": _STR_LIST, "aliases": _TABLE, "event": _STR,
+    "tree": _STR_OR_LIST, "weight": _WEIGHT, "preselection": _STR, "inf_as_missing": _BOOL,
+    "samples": _TABLE, "split": _TABLE, "method": _TABLE, "output": _TABLE,
+}
+_SAMPLE_KEYS = {
+    "files": _STR_OR_LIST, "tree": _STR_OR_LIST, "weight": _WEIGHT, "cut": _STR,
+    "label": _LABEL, "target": _STR, "scale": _NUMBER, "event": _STR,
+}
+_SPLIT_KEYS = {"mode": _STR, "train_fraction": _NUMBER, "seed": _INT, "kfold": _INT, "norm": _STR}
+_OUTPUT_KEYS = {
+    "directory": _STR, "score_branch": _STR, "tmva_xml": _BOOL, "report": _BOOL,
+    "figures": _BOOL, "figure_formats": _STR_LIST, "score_features": _BOOL,
+    "permutation_repeats": _INT,
+}
+
+
+@dataclass
+class SampleConfig:
+    """One ``[samples.NAME]`` table, paths resolved and aliases expanded."""
+
+    name: str
+    files: list[str]
+    tree: str | list[str] | None = None
+    weight: str | float | None = None
+    cut: str | None = None
+    label: int | None = None
+    target: str | None = None
+    scale: float = 1.0
+    event: str | None = None
+
+    def to_sample(self) -> Sample:
+        """The :class:`hepbdt.io.Sample` that reads this sample."""
+        return Sample(self.name, self.files, tree=self.tree, weight=self.weight, cut=self.cut,
+                      label=self.label, target=self.target, scale=self.scale, event=self.event)
+
+
+@dataclass
+class SplitConfig:
+    """``[split]``: a train/test split (``mode``, ``train_fraction``, ``seed``) or ``kfold``."""
+
+    mode: str = "random"
+    train_fraction: float = 0.5
+    seed: int = 0
+    kfold: int | None = None
+    norm: str = "none"
+
+
+@dataclass
+class OutputConfig:
+    """``[output]``: where the results go and which are written."""
+
+    directory: Path | None = None
+    score_branch: str = "bdt_score"
+    tmva_xml: bool = True
+    report: bool = True
+    figures: bool = True
+    figure_formats: list[str] = field(default_factory=lambda: ["png"])
+    score_features: bool = True
+    permutation_repeats: int = 3
+
+
+@dataclass
+class AnalysisConfig:
+    """A checked analysis configuration (see :func:`load_config`).
+
+    ``features`` are the names as written (aliases kept, used as labels);
+    ``feature_expressions`` have the aliases expanded and become the model's
+    ``feature_names_in_``, which :func:`hepbdt.scoring.apply` evaluates on new files.
+    """
+
+    path: Path
+    title: str
+    task: str
+    features: list[str]
+    feature_expressions: list[str]
+    samples: list[SampleConfig]
+    event: str | None
+    inf_as_missing: bool
+    split: SplitConfig
+    params: dict[str, Any]
+    tmva_options: str | None
+    output: OutputConfig
+    aliases: dict[str, str] = field(default_factory=dict)
+    document: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def estimator_class(self) -> type:
+        """BDTRegressor for a regression, else BDTClassifier."""
+        return BDTRegressor if self.task == "regression" else BDTClassifier
+
+    def make_estimator(self) -> Any:
+        """A fresh, unfitted estimator with the configured parameters."""
+        return self.estimator_class(**self.params)
+
+    def make_samples(self) -> list[Sample]:
+        """The :class:`hepbdt.io.Sample` objects, in the order of the file."""
+        return [s.to_sample() for s in self.samples]
+
+
+class _Problems:
+    """Collects ``file: [table] key: message`` lines; marks keys that came from --set."""
+
+    def __init__(self, source: str, overridden: set[str]) -> None:
+        self.source = source
+        self.overridden = overridden
+        self.lines: list[str] = []
+
+    def add(self, table: str | None, key: str | None, message: str) -> None:
+        dotted = ".".join(p for p in (table, key) if p)
+        where = f"[{table}] " if table else ""
+        name = f"{key}: " if key else ""
+        marker = " (from --set)" if dotted in self.overridden else ""
+        if key and marker:
+            name = f"{key}{marker}: "
+        self.lines.append(f"{self.source}: {where}{name}{message}")
+
+    def raise_if_any(self) -> None:
+        if self.lines:
+            raise ConfigError(self.lines)
+
+
+def _type_name(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_keys(table: dict[str, Any], spec: dict[str, tuple[Any, str]], name: str | None,
+                problems: _Problems) -> dict[str, Any]:
+    """The entries of ``table`` that are known and of the right type; the rest are problems."""
+    good = {}
+    for key, value in table.items():
+        if key not in spec:
+            matches = difflib.get_close_matches(key, list(spec), n=3, cutoff=0.6)
+            hint = f"did you mean {' or '.join(repr(m) for m in matches)}? " if matches else ""
+            problems.add(name, key, f"unknown key; {hint}valid keys: {', '.join(spec)}")
+            continue
+        test, words = spec[key]
+        if not test(value):
+            problems.add(name, key, f"expected {words}, got {_type_name(value)} ({value!r})")
+            continue
+        good[key] = value
+    return good
+
+
+def apply_overrides(document: dict[str, Any], overrides: list[str] | tuple[str, ...]
+                    ) -> set[str]:
+    """Apply ``--set key=value`` overrides in place; return the dotted keys set.
+
+    ``key`` is dotted (``method.n_trees``, ``samples.signal.cut``, ``split.kfold``);
+    ``value`` is read as a TOML value (``100``, ``true``, ``["a", "b"]``, ``"text"``) and,
+    when it is not one, taken as a plain string (``--set split.mode=random``).
+    """
+    toml = _tomllib()
+    done: set[str] = set()
+    for text in overrides:
+        key, sep, raw = str(text).partition("=")
+        key = key.strip()
+        parts = key.split(".")
+        if not sep or not key or not all(parts):
+            raise ConfigError([f"--set {text!r}: expected key=value with a dotted key, e.g. "
+                               "--set method.n_trees=100 or --set samples.signal.cut='nJet >= 2'"])
+        try:
+            value = toml.loads(f"value = {raw.strip()}")["value"]
+        except toml.TOMLDecodeError:
+            value = raw.strip()
+        table = document
+        for depth, part in enumerate(parts[:-1]):
+            table = table.setdefault(part, {})
+            if not isinstance(table, dict):
+                raise ConfigError([f"--set {text!r}: {'.'.join(parts[:depth + 1])} is not a "
+                                   "table, so it has no keys"])
+        table[parts[-1]] = value
+        done.add(key)
+    return done
+
+
+def _tomllib() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+# A name in an expression that is not a function call, an attribute or inside `backticks`.
+_NAME = re.compile(r"`[^`]*`|(?<![\w.])[A-Za-z_]\w*(?![\w`])(?!\s*\()")
+
+
+def _expand(text: str, aliases: dict[str, str], seen: tuple[str, ...] = ()) -> str:
+    """``text`` with every alias replaced by its (parenthesised, expanded) expression."""
+    stripped = text.strip()
+    if stripped in aliases and not seen:
+        return _expand(aliases[stripped], aliases, (stripped,))
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if name.startswith("`") or name not in aliases:
+            return name
+        if name in seen:
+            raise ValueError(f"alias {name!r} refers to itself ({' -> '.join([*seen, name])})")
+        return f"({_expand(aliases[name], aliases, (*seen, name))})"
+
+    return _NAME.sub(replace, text)
+
+
+def _resolve_path(spec: str, base: Path) -> str:
+    """A file spec relative to the config file's folder (``~`` and ``$VAR`` expanded)."""
+    spec = os.path.expandvars(os.path.expanduser(spec))
+    if "://" in spec or os.path.isabs(spec):
+        return spec
+    return os.path.normpath(os.path.join(base, spec)) if not spec.startswith(":") else spec
+
+
+def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (),
+                output: str | os.PathLike | None = None) -> AnalysisConfig:
+    """Read and check a TOML analysis configuration.
+
+    Parameters
+    ----------
+    path : the ``.toml`` file. Sample files are relative to its folder.
+    overrides : ``key=value`` strings, as ``hepbdt train --set`` (see :func:`apply_overrides`).
+    output : output folder, overriding ``[output] directory``.
+
+    Every key, type and value is checked (unknown keys with close matches, estimator
+    options against the estimator, expressions parsed) and all mistakes are raised together
+    as one :class:`ConfigError`. Files and branches are checked by
+    :func:`hepbdt.analysis.inputs.check_inputs`.
+    """
+    source = os.fspath(path)
+    config_path = Path(source)
+    document = _read_document(config_path)
+    overridden = apply_overrides(document, overrides)
+    _override_split_scheme(document, overridden)
+    problems = _Problems(source, overridden)
+    top = _check_keys(document, _TOP_KEYS, None, problems)
+    expander = _Expander(_aliases(top.get("aliases", {}), problems), problems)
+    features = top.get("features")
+    if features is None and "features" not in document:
+        problems.add(None, "features", "missing; list the branches or expressions to train "
+                     "on, e.g. features = [\"HT\", \"MET_pt\", \"Jet_pt[:, 0]\"]")
+    expressions = _feature_expressions(features or [], expander, problems)
+    event = expander.optional(top.get("event"), "event", None, "event")
+    samples = _samples(document, top, config_path.resolve().parent, expander, problems)
+    task = _task(samples, problems)
+    split = _split_config(top.get("split", {}), task, problems)
+    if split.kfold is not None and event is None and not all(s.event for s in samples):
+        problems.add("split", "kfold", "k-fold training assigns events to folds by event "
+                     "number: give event = \"event\" (the event-number branch) at the top of "
+                     "the file")
+    params, tmva_options = _method_config(top.get("method", {}), task, problems)
+    output_config = _output_config(top.get("output", {}), problems)
+    if output is not None:
+        output_config.directory = Path(output)
+    problems.raise_if_any()
+    return AnalysisConfig(
+        path=config_path, title=top.get("title", config_path.stem), task=task,
+        features=list(features or []), feature_expressions=expressions, samples=samples,
+        event=event, inf_as_missing=top.get("inf_as_missing", False), split=split,
+        params=params, tmva_options=tmva_options, output=output_config,
+        aliases=expander.aliases, document=document,
+    )
+
+
+def _read_document(config_path: Path) -> dict[str, Any]:
+    """The parsed TOML document; ConfigError when the file is missing or not TOML."""
+    source = os.fspath(config_path)
+    if not config_path.is_file():
+        raise ConfigError([f"{source}: the configuration file does not exist"])
+    toml = _tomllib()
+    try:
+        return toml.loads(config_path.read_text(encoding="utf-8"))
+    except toml.TOMLDecodeError as exc:
+        raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{source}: not a UTF-8 text file ({exc})"]) from None
+
+
+def _override_split_scheme(document: dict[str, Any], overridden: set[str]) -> None:
+    """An override of the scheme replaces the file's scheme: --set split.kfold=5 on a file
+    with mode and train_fraction trains k folds, and the other way round."""
+    split_table = document.get("split")
+    if not isinstance(split_table, dict):
+        return
+    single = {"split.mode", "split.train_fraction"}
+    if "split.kfold" in overridden:
+        for key in single - overridden:
+            split_table.pop(key.split(".")[1], None)
+    elif single & overridden:
+        split_table.pop("kfold", None)
+
+
+def _aliases(table: dict[str, Any], problems: _Problems) -> dict[str, str]:
+    """The valid ``[aliases]``: identifiers that are not function names, with string values."""
+    aliases: dict[str, str] = {}
+    for name, text in table.items():
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            problems.add("aliases", name, "an alias name must be an identifier (letters, "
+                         "digits, _)")
+        elif name in FUNCTIONS:
+            problems.add("aliases", name, "an alias cannot have the name of a function")
+        elif not isinstance(text, str):
+            problems.add("aliases", name, f"expected an expression (string), got "
+                         f"{_type_name(text)}")
+        else:
+            aliases[name] = text
+    return aliases
+
+
+class _Expander:
+    """Expands aliases in an expression and parses it; a bad one becomes a problem."""
+
+    def __init__(self, aliases: dict[str, str], problems: _Problems) -> None:
+        self.aliases = aliases
+        self.problems = problems
+
+    def __call__(self, text: str, role: str, table: str | None, key: str) -> str | None:
+        """The expanded expression, or None (and a problem) when it does not parse."""
+        try:
+            expanded = _expand(text, self.aliases)
+            Expression(expanded, role)
+        except ValueError as exc:  # ExpressionError is a ValueError
+            self.problems.add(table, key, str(exc))
+            return None
+        return expanded
+
+    def optional(self, text: str | None, role: str, table: str | None, key: str) -> str | None:
+        """As calling it, passing None through."""
+        return None if text is None else self(text, role, table, key)
+
+
+def _feature_expressions(features: list[str], expand: _Expander, problems: _Problems
+                         ) -> list[str]:
+    """The expanded feature expressions; repeated ones are a problem."""
+    expressions = [e for e in (expand(text, "feature", None, "features") for text in features)
+                   if e is not None]
+    repeated = sorted({e for e in expressions if expressions.count(e) > 1})
+    if repeated:
+        problems.add(None, "features", f"repeated: {', '.join(map(repr, repeated))}")
+    return expressions
+
+
+def _samples(document: dict[str, Any], top: dict[str, Any], base: Path, expand: _Expander,
+             problems: _Problems) -> list[SampleConfig]:
+    """Every ``[samples.NAME]`` table, with the file's defaults and preselection applied."""
+    defaults = {
+        "tree": top.get("tree"),
+        "preselection": expand.optional(top.get("preselection"), "cut", None, "preselection"),
+        "weight": top.get("weight") if not isinstance(top.get("weight"), str)
+        else expand(top["weight"], "weight", None, "weight"),
+    }
+    sample_tables = top.get("samples")
+    if sample_tables is None and "samples" not in document:
+        problems.add(None, "samples", "missing; add a [samples.NAME] table per sample with "
+                     "files and label (or target)")
+    samples = []
+    for name, table in (sample_tables or {}).items():
+        sample = _sample(name, table, defaults, base, expand, problems)
+        if sample is not None:
+            samples.append(sample)
+    return samples
+
+
+def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand: _Expander,
+            problems: _Problems) -> SampleConfig | None:
+    """One sample's configuration (None when its table or files are unusable)."""
+    section = f"samples.{name}"
+    if not isinstance(table, dict):
+        problems.add("samples", name, f"expected a table [samples.{name}] with files and "
+                     f"label, got {_type_name(table)}")
+        return None
+    entry = _check_keys(table, _SAMPLE_KEYS, section, problems)
+    if "files" not in table:
+        problems.add(section, "files", "missing; give a path, a glob or a list of them "
+                     "(relative to the configuration file)")
+        return None
+    files = entry.get("files")
+    if files is None:
+        return None
+    files = [files] if isinstance(files, str) else files
+    sample = SampleConfig(name=name, files=[_resolve_path(f, base) for f in files],
+                          tree=entry.get("tree", defaults["tree"]),
+                          scale=float(entry.get("scale", 1.0)))
+    weight = entry.get("weight", defaults["weight"])
+    if isinstance(weight, str) and "weight" in entry:
+        weight = expand(weight, "weight", section, "weight")
+    sample.weight = weight
+    cuts = [defaults["preselection"]] if defaults["preselection"] else []
+    if "cut" in entry:
+        cut = expand(entry["cut"], "cut", section, "cut")
+        if cut is not None:
+            cuts.append(cut)
+    sample.cut = " & ".join(f"({c})" for c in cuts) if len(cuts) > 1 else (
+        cuts[0] if cuts else None)
+    if "event" in entry:
+        sample.event = expand(entry["event"], "event", section, "event")
+    _sample_label(sample, table, entry, section, expand, problems)
+    return sample
+
+
+def _sample_label(sample: SampleConfig, table: dict[str, Any], entry: dict[str, Any],
+                  section: str, expand: _Expander, problems: _Problems) -> None:
+    """Set the sample's class label or regression target from its table."""
+    if "target" in entry:
+        sample.target = expand(entry["target"], "target", section, "target")
+        if "label" in entry:
+            problems.add(section, "label", "give label (classification) or target "
+                         "(regression), not both")
+    elif "label" in entry:
+        label = entry["label"]
+        key = label.lower() if isinstance(label, str) else label
+        if key not in _CLASS_LABELS:
+            problems.add(section, "label", f"{label!r} is not a class; valid: 'signal' "
+                         "(or 1), 'background' (or 0). For a regression give target = "
+                         "'expression' instead")
+        else:
+            sample.label = _CLASS_LABELS[key]
+    elif "label" not in table and "target" not in table:
+        problems.add(section, None, "give label = 'signal' or 'background' "
+                     "(classification) or target = 'expression' (regression)")
+
+
+def _task(samples: list[SampleConfig], problems: _Problems) -> str:
+    """"regression" when the samples have targets, else "classification" (both classes needed)."""
+    regression = [s.name for s in samples if s.target is not None]
+    if regression and len(regression) < len(samples):
+        others = [s.name for s in samples if s.target is None]
+        problems.add("samples", None, f"samples {regression} have a target but {others} do "
+                     "not; every sample of a regression needs target = '...'")
+    if samples and not regression and not problems.lines:
+        labels = {s.label for s in samples}
+        if labels != {0, 1}:
+            missing = "signal" if 1 not in labels else "background"
+            problems.add("samples", None, f"no {missing} sample; a classification needs at "
+                         "least one sample with label = 'signal' and one with label = "
+                         "'background'")
+    return "regression" if regression else "classification"
+
+
+def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> SplitConfig:
+    entry = _check_keys(table, _SPLIT_KEYS, "split", problems)
+    split = SplitConfig()
+    if "mode" in entry:
+        mode = entry["mode"].lower()
+        if mode not in _SPLIT_MODES:
+            problems.add("split", "mode", f"{entry['mode']!r} is not a split mode; valid: "
+                         f"{', '.join(_SPLIT_MODES)} (or kfold = k)")
+        split.mode = mode
+    if "train_fraction" in entry:
+        if not 0 < entry["train_fraction"] < 1:
+            problems.add("split", "train_fraction", f"{entry['train_fraction']} is not in (0, 1)")
+        split.train_fraction = float(entry["train_fraction"])
+    if "seed" in entry:
+        split.seed = entry["seed"]
+    if "kfold" in entry:
+        if entry["kfold"] < 2:
+            problems.add("split", "kfold", f"{entry['kfold']} folds: k-fold needs k >= 2")
+        clash = [k for k in ("mode", "train_fraction") if k in entry]
+        if clash:
+            problems.add("split", "kfold", f"kfold splits by event number; remove "
+                         f"{' and '.join(clash)}, which are for a single train/test split")
+        split.kfold = entry["kfold"]
+    if "norm" in entry:
+        norm = _NORM_NAMES.get(entry["norm"].lower())
+        if norm is None:
+            problems.add("split", "norm", f"{entry['norm']!r} is not a normalisation; valid: "
+                         "none, num_events, equal_num_events (TMVA: None, NumEvents, "
+                         "EqualNumEvents)")
+        elif norm == "equal_num_events" and task == "regression":
+            problems.add("split", "norm", "equal_num_events balances classes; a regression "
+                         "has none (use num_events or none)")
+        else:
+            split.norm = norm
+    return split
+
+
+def _accepts(annotation: str, value: Any) -> bool:
+    tests = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
+             "str": lambda v: isinstance(v, str)}
+    kinds = [k.strip() for k in str(annotation).split("|")]
+    known = [tests[k] for k in kinds if k in tests]
+    return not known or any(test(value) for test in known)
+
+
+def _annotation_words(annotation: str) -> str:
+    words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+    kinds = [words[k.strip()] for k in str(annotation).split("|") if k.strip() in words]
+    return " or ".join(kinds)
+
+
+def _method_config(table: dict[str, Any], task: str, problems: _Problems
+                   ) -> tuple[dict[str, Any], str | None]:
+    """The estimator parameters of ``[method]`` (hepbdt names or ``tmva_options``), checked
+    by the estimator itself."""
+    cls = BDTRegressor if task == "regression" else BDTClassifier
+    signature = inspect.signature(cls.__init__)
+    valid = [name for name in signature.parameters if name != "self"]
+    n_before = len(problems.lines)
+    params: dict[str, Any] = {}
+    tmva_options = table.get("tmva_options")
+    if tmva_options is not None:
+        if not isinstance(tmva_options, str):
+            problems.add("method", "tmva_options", "expected a TMVA option string, e.g. "
+                         "\"NTrees=850:MaxDepth=3:BoostType=AdaBoost\"")
+            tmva_options = None
+        else:
+            try:
+                params = parse_tmva_options(tmva_options, cls._estimator_type)
+            except TMVAOptionError as exc:
+                problems.add("method", "tmva_options", str(exc))
+    for key, value in table.items():
+        if key == "tmva_options":
+            continue
+        if key not in valid:
+            problems.add("method", key, f"unknown option of {cls.__name__}; "
+                         f"{_unknown_option_hint(key, valid)}")
+            continue
+        annotation = signature.parameters[key].annotation
+        if not _accepts(annotation, value):
+            problems.add("method", key, f"expected {_annotation_words(annotation)}, got "
+                         f"{_type_name(value)} ({value!r})")
+            continue
+        params[key] = value
+    if len(problems.lines) == n_before:
+        try:
+            cls(**params).check_params()
+        except ParameterError as exc:
+            key = exc.param if exc.param in table else ("tmva_options" if tmva_options else None)
+            problems.add("method", key, str(exc))
+    return params, tmva_options
+
+
+def _unknown_option_hint(key: str, valid: list[str]) -> str:
+    """What to write instead of an unknown ``[method]`` key (TMVA names are recognised)."""
+    tmva_lower = {name.lower(): ours for ours, name in TMVA_NAMES.items()}
+    if key.lower() in tmva_lower and tmva_lower[key.lower()] in valid:
+        return (f"{key} is TMVA's name: write {tmva_lower[key.lower()]} = ..., or put "
+                f"{key}=... in tmva_options")
+    if is_tmva_option(key):
+        return f"{key} is a TMVA option: put {key}=... in tmva_options"
+    matches = difflib.get_close_matches(key, [*valid, "tmva_options"], n=3, cutoff=0.6)
+    return (f"did you mean {' or '.join(repr(m) for m in matches)}? " if matches else "") + (
+        f"valid options: {', '.join(valid)}, tmva_options")
+
+
+def _output_config(table: dict[str, Any], problems: _Problems) -> OutputConfig:
+    entry = _check_keys(table, _OUTPUT_KEYS, "output", problems)
+    output = OutputConfig()
+    for key, value in entry.items():
+        if key == "directory":
+            output.directory = Path(os.path.expandvars(os.path.expanduser(value)))
+        elif key == "score_branch" and not re.fullmatch(r"[A-Za-z_]\w*", value):
+            problems.add("output", key, f"{value!r} is not a valid branch name (letters, "
+                         "digits, _)")
+        elif key == "figure_formats" and not set(value) <= set(_FIGURE_FORMATS):
+            problems.add("output", key, f"valid formats: {', '.join(_FIGURE_FORMATS)}")
+        elif key == "permutation_repeats" and value < 1:
+            problems.add("output", key, "must be at least 1")
+        else:
+            setattr(output, key, value)
+    return output
+
+

@@ -1,0 +1,94 @@
+"""Checks of an analysis's ROOT inputs before any work: files, trees and branches.
+
+:func:`check_inputs` opens every sample's files (reading no event data) and reports, per
+configuration key, files that do not exist, missing trees and expressions whose names are
+not branches (with close names), as one :class:`~hepbdt.analysis.config.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+
+import uproot
+
+from ..io.errors import InputError
+from ..io.expressions import CONSTANTS, Expression
+from ..io.samples import Source, TreeReader, get_tree, resolve_sources
+from .config import AnalysisConfig, _Problems
+
+__all__ = ["check_inputs"]
+
+
+def check_inputs(config: AnalysisConfig) -> None:
+    """Open every sample's files and trees and check the branches the expressions need.
+
+    Reads no event data. Raises :class:`ConfigError` listing, per key, files that do not
+    exist, trees that are missing and expressions that use names that are not branches
+    (with close names), before any work starts.
+    """
+    source = os.fspath(config.path)
+    problems = _Problems(source, set())
+    seen: set[tuple[str | None, str, str, str]] = set()
+    feature_labels = dict(zip(config.feature_expressions, config.features, strict=True))
+    for sample in config.samples:
+        section = f"samples.{sample.name}"
+        context = f"sample {sample.name!r}"
+        try:
+            sources = resolve_sources(sample.files, sample.tree, context)
+        except InputError as exc:
+            problems.add(section, "files", str(exc).removeprefix(f"{context}: "))
+            continue
+        roles: list[tuple[str | None, str, str, str]] = [
+            (None, "features", expr, "feature") for expr in config.feature_expressions]
+        for key in ("weight", "cut", "target", "event"):
+            value = getattr(sample, key)
+            if key == "event" and value is None:
+                value = config.event
+            if isinstance(value, str):
+                roles.append((section, key, value, key))
+        for src in sources:
+            try:
+                file = uproot.open(src.path)
+            except Exception as exc:
+                problems.add(section, "files", f"cannot open {src.path!r} as a ROOT file "
+                             f"({type(exc).__name__}: {exc})")
+                continue
+            with file:
+                try:
+                    tree = get_tree(file, src, context)
+                except InputError as exc:
+                    problems.add(section, "tree", str(exc).removeprefix(f"{context}: "))
+                    continue
+                branches = list(tree.keys())
+                branch_set = set(branches)
+                where = f"tree {tree.name!r} of {src.path!r} (sample {sample.name!r})"
+                for alias in config.aliases:
+                    if alias in branch_set and ("aliases", alias, "", "") not in seen:
+                        seen.add(("aliases", alias, "", ""))
+                        problems.add("aliases", alias, f"is also a branch of {where}; "
+                                     "rename the alias")
+                clean = True
+                for table, key, text, role in roles:
+                    missing = sorted(Expression(text, role).names - branch_set - set(CONSTANTS))
+                    for name in missing:
+                        clean = False
+                        if (table, key, text, name) in seen:
+                            continue
+                        seen.add((table, key, text, name))
+                        shown = feature_labels.get(text, text) if key == "features" else text
+                        expanded = f" (= {text!r})" if shown != text else ""
+                        matches = difflib.get_close_matches(name, branches, n=3, cutoff=0.6)
+                        hint = (f"did you mean {' or '.join(repr(m) for m in matches)}? "
+                                if matches else "")
+                        listed = ", ".join(branches[:40]) + (" ..." if len(branches) > 40 else "")
+                        problems.add(table, key, f"{shown!r}{expanded} uses {name!r}, which is "
+                                     f"not a branch of {where}; {hint}branches: {listed}")
+                if clean:
+                    try:
+                        TreeReader(file, Source(src.path, src.tree),
+                                   [Expression(text, role) for _, _, text, role in roles],
+                                   context)
+                    except InputError as exc:
+                        problems.add(section, None, str(exc))
+    problems.raise_if_any()

@@ -1,0 +1,151 @@
+"""What a training produced (:class:`TrainResult`) and the per-fold view of a k-fold one.
+
+The outputs (:mod:`.outputs`) and the summary (:mod:`.summary`) read these; nothing here
+writes a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..evaluation import FeatureRanking, overtraining_test, regression_metrics, roc_auc, tmva_importance
+from ..io import Dataset
+from ..kfold import KFoldModel, fold_of
+from .config import AnalysisConfig
+
+__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking"]
+
+
+@dataclass
+class TrainResult:
+    """What :func:`hepbdt.analysis.train` produced: models, data, scores, files and summary.
+
+    For k-fold, ``train`` holds every training copy of an event (one per model that
+    trained on it, numbered in ``train_fold``) and ``test`` every event once, scored out
+    of fold.
+    """
+
+    config: AnalysisConfig
+    output_dir: Path
+    model: Any
+    train: Dataset
+    test: Dataset
+    train_scores: np.ndarray
+    test_scores: np.ndarray
+    train_fold: np.ndarray | None
+    files: dict[str, Path] = field(default_factory=dict)
+    summary: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        """The number of models (1 without k-fold)."""
+        return len(models_of(self.model))
+
+    def labelled(self, data: Dataset) -> Dataset:
+        """The same events with the features named as written in the config (aliases kept)."""
+        return data.replace(feature_names=list(self.config.features))
+
+    def fold_data(self, i: int) -> tuple[Dataset, Dataset]:
+        """The training and test events of fold ``i`` (the whole sets without k-fold)."""
+        if self.train_fold is None:
+            return self.train, self.test
+        return (self.train.take(self.train_fold == i),
+                self.test.take(fold_of(self.test.event, self.k) == i))
+
+
+def models_of(model: Any) -> list[Any]:
+    """The fold models of a KFoldModel, else ``[model]``."""
+    return model.models if isinstance(model, KFoldModel) else [model]
+
+
+def ranking(result: TrainResult) -> FeatureRanking:
+    """TMVA-style ranking; for k folds the mean of the folds' normalised importances."""
+    names = list(result.config.features)
+    rankings = [tmva_importance(m, names) for m in models_of(result.model)]
+    if len(rankings) == 1:
+        return rankings[0]
+    return FeatureRanking(
+        feature_names=names,
+        importance=np.mean([r.importance for r in rankings], axis=0),
+        split_count=np.sum([r.split_count for r in rankings], axis=0),
+        total_gain=np.sum([r.total_gain for r in rankings], axis=0),
+        cover=np.sum([r.cover for r in rankings], axis=0),
+    )
+
+
+@dataclass
+class FoldScores:
+    """Events and scores of a k-fold training: the training copies (one per model that
+    trained on an event, with that model's number) and the test events (out of fold)."""
+
+    k: int
+    regression: bool
+    train: Dataset
+    test: Dataset
+    train_scores: np.ndarray
+    test_scores: np.ndarray
+    train_fold: np.ndarray
+
+    @classmethod
+    def of(cls, result: TrainResult) -> FoldScores:
+        """The fold view of a k-fold training's result."""
+        if result.train_fold is None:
+            raise ValueError("the result is not of a k-fold training")
+        return cls(result.k, result.config.task == "regression", result.train, result.test,
+                   result.train_scores, result.test_scores, result.train_fold)
+
+    @property
+    def test_fold(self) -> np.ndarray:
+        """The fold of each test event."""
+        return fold_of(self.test.event, self.k)
+
+
+def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
+    """Per-fold quality: events, test and training AUC (or RMSE), KS p-values."""
+    rows = []
+    for i in range(folds.k):
+        tr = folds.train_fold == i
+        te = folds.test_fold == i
+        row: dict[str, Any] = {"fold": i, "train events": int(tr.sum()),
+                               "test events": int(te.sum())}
+        y_tr, w_tr, s_tr = folds.train.y[tr], folds.train.w[tr], folds.train_scores[tr]
+        y_te, w_te, s_te = folds.test.y[te], folds.test.w[te], folds.test_scores[te]
+        if folds.regression:
+            row["test RMSE"] = regression_metrics(y_te, s_te, w_te).rmse
+            row["train RMSE"] = regression_metrics(y_tr, s_tr, w_tr).rmse
+        else:
+            row["test AUC"] = roc_auc(y_te, s_te, w_te)
+            row["train AUC"] = roc_auc(y_tr, s_tr, w_tr)
+            check = overtraining_test(s_tr, y_tr, w_tr, s_te, y_te, w_te)
+            row["KS p (signal)"] = check.signal.ks_pvalue
+            row["KS p (background)"] = check.background.ks_pvalue
+        rows.append(row)
+    return rows
+
+
+def cell(value: Any) -> str:
+    """A number as the k-fold tables show it (integers whole, else 4 significant digits)."""
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    return f"{float(value):.4g}"
+
+
+def stack(parts: Sequence[Dataset]) -> Dataset:
+    """The events of several Datasets of the same features, one after the other."""
+    first = parts[0]
+    return Dataset(
+        np.concatenate([p.X for p in parts]),
+        y=None if first.y is None else np.concatenate([p.y for p in parts]),
+        w=np.concatenate([p.w for p in parts]),
+        sample_index=np.concatenate([p.sample_index for p in parts]),
+        event=np.concatenate([p.event for p in parts]),
+        feature_names=first.feature_names, sample_names=first.sample_names,
+        task=None if first.task == "unlabelled" else first.task,
+    )

@@ -1,0 +1,120 @@
+"""The text printed after training and saved as ``summary.txt``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..evaluation import efficiency_table, overtraining_test, regression_metrics
+from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking
+
+__all__ = ["summarise"]
+
+
+def summarise(result: TrainResult) -> str:
+    """The text printed after training (and saved as ``summary.txt``)."""
+    lines = [f"hepbdt: {result.config.title}", "", "Samples after cuts (all events):"]
+    lines += ["  " + line for line in _sample_table(result)]
+    lines += ["", _method_line(result), ""]
+    lines += _quality_lines(result)
+    if result.config.split.kfold:
+        lines += _fold_lines(result)
+    lines += ["", "Top-ranked variables (split gain):"]
+    for rank, (name, importance) in enumerate(ranking(result).ranked()[:5], start=1):
+        lines.append(f"  {rank}. {name:30} {importance:.3f}")
+    t = result.timings
+    lines += ["", f"Time: reading {t.get('read', 0):.1f} s, training {t.get('train', 0):.1f} s, "
+              f"outputs {t.get('outputs', 0):.1f} s"]
+    lines += result.warnings
+    lines += ["", f"Outputs in {result.output_dir}/:"]
+    lines += _output_lines(result)
+    return "\n".join(lines)
+
+
+def _method_line(result: TrainResult) -> str:
+    """Booster, trees, depth, features and the split scheme in one line."""
+    config = result.config
+    params = models_of(result.model)[0].get_params()
+    method = f"{params['boosting']} boosting, {params['n_trees']} trees, depth {params['max_depth']}"
+    if config.tmva_options:
+        method += f" (TMVA options {config.tmva_options})"
+    split = config.split
+    scheme = (f"{split.kfold}-fold by {config.event}" if split.kfold else
+              f"{split.mode} split, {split.train_fraction:g} for training (seed {split.seed})")
+    return (f"Method: {method}; {len(config.features)} features; {scheme}; training "
+            f"weights normalised: {split.norm}")
+
+
+def _quality_lines(result: TrainResult) -> list[str]:
+    """Test and training metrics side by side, and the overtraining check."""
+    test, train = result.test, result.train
+    s_te, s_tr = result.test_scores, result.train_scores
+    if result.config.task == "regression":
+        m_te = regression_metrics(test.y, s_te, test.w)
+        m_tr = regression_metrics(train.y, s_tr, train.w)
+        lines = [f"{'':34} {'test':>10} {'train':>10}"]
+        for label, key in (("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
+                           ("resolution (IQR / 1.349)", "resolution_iqr")):
+            lines.append(f"{label:34} {getattr(m_te, key):>10.4g} {getattr(m_tr, key):>10.4g}")
+        return lines
+    eff_te = efficiency_table(test.y, s_te, test.w)
+    eff_tr = efficiency_table(train.y, s_tr, train.w)
+    lines = [f"{'':40} {'test':>8} {'train':>8}"]
+    for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True):
+        lines.append(f"{label:40} {v_te:>8.4f} {v_tr:>8.4f}")
+    check = overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w)
+    lines += ["", f"Overtraining (KS test, training vs test): signal p = "
+              f"{check.signal.ks_pvalue:.3g}, background p = "
+              f"{check.background.ks_pvalue:.3g} -> {check.verdict}"]
+    return lines
+
+
+def _fold_lines(result: TrainResult) -> list[str]:
+    """The per-fold table of a k-fold training and the spread of its test metric."""
+    rows = kfold_table(FoldScores.of(result))
+    lines = ["", "Per fold:"]
+    header = list(rows[0])
+    widths = [max(len(h), 7) for h in header]
+    lines.append("  " + "  ".join(f"{h:>{n}}" for h, n in zip(header, widths, strict=True)))
+    for row in rows:
+        lines.append("  " + "  ".join(
+            f"{cell(row[h]):>{n}}" for h, n in zip(header, widths, strict=True)))
+    key = "test RMSE" if result.config.task == "regression" else "test AUC"
+    values = np.array([row[key] for row in rows])
+    lines.append(f"  {key}: {values.mean():.4f} +- {values.std():.4f} over {len(rows)} "
+                 "folds; the test column above is out of fold for every event")
+    return lines
+
+
+def _output_lines(result: TrainResult) -> list[str]:
+    """One line per output file (fold files and figures summarised)."""
+    k = result.k
+    lines = []
+    for key, path in result.files.items():
+        if key.startswith("figure:") or "_fold" in key:
+            continue
+        shown = path.name
+        if k > 1 and key == "model":
+            shown += f" (k-fold manifest) + model_fold0..{k - 1}.json"
+        elif k > 1 and key == "tmva_xml":
+            shown = f"model_fold0..{k - 1}.weights.xml"
+        elif key == "scores":
+            shown += " (TrainTree, TestTree)"
+        lines.append(f"  {key:10} {shown}")
+    n_figures = sum(k.startswith("figure:") for k in result.files)
+    if n_figures:
+        lines.append(f"  {'figures':10} figures/ ({n_figures} figures)")
+    lines.append(f"  {'summary':10} summary.txt")
+    return lines
+
+
+def _sample_table(result: TrainResult) -> list[str]:
+    """Events per sample after the cuts (every event once)."""
+    data_sets = (result.test,) if result.train_fold is not None else (result.train, result.test)
+    sample_index = np.concatenate([d.sample_index for d in data_sets])
+    labels = {s.name: ("target" if s.target else ("signal" if s.label == 1 else "background"))
+              for s in result.config.samples}
+    rows = [f"{'sample':20} {'label':>10} {'events':>10}"]
+    for index, name in enumerate(result.test.sample_names):
+        rows.append(f"{name:20} {labels.get(name, ''):>10} "
+                    f"{int(np.count_nonzero(sample_index == index)):>10,}")
+    return rows

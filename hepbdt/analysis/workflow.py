@@ -1,0 +1,118 @@
+"""Train an analysis from its checked configuration: read, split or k-fold, fit, write.
+
+:func:`train` reads the samples, splits them (or builds k folds by event number), fits the
+model(s), then has :mod:`.outputs` write the files and :mod:`.summary` the summary.
+Nothing here parses the configuration (:mod:`.config`) or the command line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._util import atomic_write_text
+from ..io import Dataset, read
+from ..kfold import KFoldModel
+from .config import AnalysisConfig
+from .outputs import write_outputs
+from .result import TrainResult, stack
+from .summary import summarise
+
+__all__ = ["train", "default_output_dir"]
+
+Echo = Callable[[str], None] | None
+
+
+def default_output_dir(config: AnalysisConfig) -> Path:
+    """``[output] directory``, else ``./hepbdt-<config file stem>``."""
+    return config.output.directory or Path(f"hepbdt-{config.path.stem}")
+
+
+def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = None
+          ) -> TrainResult:
+    """Read, split (or k-fold), fit, and write every output of an analysis.
+
+    Parameters
+    ----------
+    config : from :func:`hepbdt.analysis.load_config` (check inputs first with
+        :func:`hepbdt.analysis.check_inputs` to fail before any work).
+    progress : progress lines on stderr while reading and training; None: on a terminal.
+    echo : called with each line of progress text and with the summary (e.g. ``print``).
+
+    Returns
+    -------
+    TrainResult; ``files`` maps each output ("model", "tmva_xml", "scores", "report",
+    "summary", "figure:<name>") to its path.
+    """
+    out = default_output_dir(config)
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    data = read(config.make_samples(), config.feature_expressions, event=config.event,
+                inf_as_missing=config.inf_as_missing, progress=progress)
+    timings["read"] = time.perf_counter() - start
+    _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
+               f"{timings['read']:.1f} s")
+    start = time.perf_counter()
+    fit = _fit_kfold if config.split.kfold else _fit_split
+    result = fit(config, data, echo)
+    result.output_dir = out
+    timings["train"] = time.perf_counter() - start
+    _say(echo, f"trained in {timings['train']:.1f} s")
+    result.timings = timings
+    start = time.perf_counter()
+    write_outputs(result, echo)
+    timings["outputs"] = time.perf_counter() - start
+    result.summary = summarise(result)
+    atomic_write_text(out / "summary.txt", result.summary + "\n")
+    result.files["summary"] = out / "summary.txt"
+    return result
+
+
+def _say(echo: Echo, text: str) -> None:
+    if echo is not None:
+        echo(text)
+
+
+def _fit(config: AnalysisConfig, data: Dataset) -> Any:
+    """A model fitted on ``data``, its features named by the configured expressions."""
+    model = config.make_estimator().fit(data.X, data.y, data.w)
+    model.feature_names_in_ = list(config.feature_expressions)
+    return model
+
+
+def _score(model: Any, X: np.ndarray) -> np.ndarray:
+    return np.asarray(model.decision_function(X), dtype=np.float64)
+
+
+def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
+    """One model on the training part of a train/test split."""
+    split = config.split
+    train_set, test_set = data.split(split.mode, split.train_fraction, split.seed, norm=split.norm)
+    _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
+    model = _fit(config, train_set)
+    return TrainResult(config, Path(), model, train_set, test_set, _score(model, train_set.X),
+                       _score(model, test_set.X), None)
+
+
+def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
+    """k models, model i trained on the events outside fold i and scoring fold i."""
+    k = config.split.kfold
+    models, train_parts, train_scores, train_fold = [], [], [], []
+    test_scores = np.empty(len(data), dtype=np.float64)
+    folds = data.folds(k)
+    for i, (train_i, test_i) in enumerate(data.kfold(k, norm=config.split.norm)):
+        _say(echo, f"training fold {i + 1}/{k} on {len(train_i):,} events")
+        model = _fit(config, train_i)
+        models.append(model)
+        train_parts.append(train_i)
+        train_scores.append(_score(model, train_i.X))
+        train_fold.append(np.full(len(train_i), i, dtype=np.int64))
+        test_scores[folds == i] = _score(model, test_i.X)
+    return TrainResult(config, Path(), KFoldModel(models, by=config.event or "event"),
+                       stack(train_parts), data, np.concatenate(train_scores), test_scores,
+                       np.concatenate(train_fold))

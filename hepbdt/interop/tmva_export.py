@@ -1,0 +1,578 @@
+"""TMVA XML export: hepbdt models as ``MethodBDT`` weight files for ``TMVA::Reader``.
+
+:func:`to_tmva_xml` writes the layout ROOT's TMVA writes (``GeneralInfo``, ``Options``,
+``Variables``, ``Classes``, no transformations, ``Weights`` of ``BinaryTree`` nodes), so
+that C++ code reads the model through ``TMVA::Reader``. :func:`tmva_response` is what the
+Reader returns for that file. Reading TMVA files is :mod:`hepbdt.interop.tmva`. This
+module works on any fitted model with a ``forest_`` (it needs no estimator class), so the
+estimators' ``save_tmva`` can call it.
+How the Reader evaluates (``MethodBDT``; see ``shared/tmva/README.md``): at a node the event
+goes to the ``pos="r"`` daughter when ``x >= Cut`` and ``cType=1`` (the test is reversed for
+``cType=0``), else to ``pos="l"``, down to the first node with ``nType != 0``. ``Cut``,
+``res``, ``purity`` and ``boostWeight`` are read as float32 and summed in double.
+
+- Grad classification: F = sum_t res_t, response 2/(1+exp(-2F)) - 1.
+- AdaBoost, Bagging: sum_t a_t v_t / sum_t a_t with v_t the leaf ``nType`` (UseYesNoLeaf)
+  or its ``purity``.
+- Grad regression: a_0 + sum_t res_t (a_0 is tree 0's ``boostWeight``); AdaBoostR2: the
+  mean of the sorted responses around their a_t-weighted median. Regression is float32.
+
+What the format cannot say is encoded through the trees. NaN fails every ``x >= Cut``
+test, so TMVA sends it with the small values; a node whose missing values go right is
+written as two nodes (``x >= Cut``, then ``x >= -FLT_MAX``, which only NaN and -inf fail)
+and its right subtree is repeated under the NaN branch. The initial score goes into tree
+0's leaves (Grad classification) or tree 0's ``boostWeight`` (Grad regression). A newton
+(logistic) classifier's leaves are halved, so the Reader's response is 2 sigmoid(F) - 1.
+Leaf values are float32 in the file: when their rounding could move the response by
+more than ``tolerance``, residual trees of the same structure carry the rest (Grad);
+where that is impossible the export refuses.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._util import atomic_write_text, check_X, is_classifier
+from .._version import __version__
+from ..engine.predict import predict_per_tree, predict_raw
+from ..model import NODE_ARRAYS, Forest
+
+__all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
+
+FLT_MAX = float(np.finfo(np.float32).max)
+NAN_CUT = -FLT_MAX  # every finite float32 passes x >= -FLT_MAX; only NaN (and -inf) fail it
+DBL_EPSILON = float(np.finfo(np.float64).eps)
+TMVA_RELEASE = "4.2.1 [262657]"
+ROOT_RELEASE = "6.40/00 [403456]"
+
+CLASSIFICATION_BOOSTS = ("AdaBoost", "RealAdaBoost", "Bagging", "Grad")
+REGRESSION_BOOSTS = ("Grad", "AdaBoostR2", "Bagging")
+
+# TMVA's MethodBDT options in the order it writes them, with their default values.
+DEFAULT_OPTIONS: list[tuple[str, str]] = [
+    ("V", "False"), ("VerbosityLevel", "Default"), ("VarTransform", "None"), ("H", "False"),
+    ("CreateMVAPdfs", "False"), ("IgnoreNegWeightsInTraining", "False"), ("NTrees", "800"),
+    ("MaxDepth", "3"), ("MinNodeSize", "5%"), ("nCuts", "20"), ("BoostType", "AdaBoost"),
+    ("AdaBoostR2Loss", "quadratic"), ("UseBaggedBoost", "False"), ("Shrinkage", "1.000000e+00"),
+    ("AdaBoostBeta", "5.000000e-01"), ("UseRandomisedTrees", "False"), ("UseNvars", "2"),
+    ("UsePoissonNvars", "True"), ("BaggedSampleFraction", "6.000000e-01"),
+    ("UseYesNoLeaf", "True"), ("NegWeightTreatment", "inverseboostnegweights"),
+    ("Css", "1.000000e+00"), ("Cts_sb", "1.000000e+00"), ("Ctb_ss", "1.000000e+00"),
+    ("Cbb", "1.000000e+00"), ("NodePurityLimit", "5.000000e-01"),
+    ("SeparationType", "giniindex"), ("RegressionLossFunctionBDTG", "Huber"),
+    ("HuberQuantile", "7.000000e-01"), ("DoBoostMonitor", "False"), ("UseFisherCuts", "False"),
+    ("MinLinCorrForFisher", "8.000000e-01"), ("UseExclusiveVars", "False"),
+    ("DoPreselection", "False"), ("SigToBkgFraction", "1.000000e+00"),
+    ("PruneMethod", "nopruning"), ("PruneStrength", "0.000000e+00"),
+    ("PruningValFraction", "5.000000e-01"), ("SkipNormalization", "False"), ("nEventsMin", "0"),
+    ("UseBaggedGrad", "False"), ("GradBaggingFraction", "5.000000e-01"),
+    ("UseNTrainEvents", "0"), ("NNodesMax", "0"),
+]
+
+
+class TMVAExportError(ValueError):
+    """A model that cannot be written as a TMVA file that evaluates as the model does."""
+
+
+# -- what a model means to TMVA ------------------------------------------------------------
+
+@dataclass
+class _Layout:
+    """How a model maps onto MethodBDT: analysis, BoostType, leaf kind, score scale."""
+
+    analysis: str  # "Classification" or "Regression"
+    boost_type: str  # "Grad", "AdaBoost", "Bagging", "AdaBoostR2"
+    yes_no_leaf: bool = False
+    scale: float = 1.0  # Grad classification: F_tmva = scale * F (0.5 for logistic)
+    extra_tmva: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_fitted(model: Any) -> Forest:
+    forest = getattr(model, "forest_", None)
+    if not isinstance(forest, Forest):
+        raise TypeError(f"expected a fitted hepbdt BDTClassifier or BDTRegressor, got "
+                        f"{type(model).__name__} (call fit, load_model or from_tmva_xml first)")
+    return forest
+
+
+def _leaf_values(forest: Forest) -> np.ndarray:
+    return forest.value[forest.feature < 0]
+
+
+def _layout(model: Any) -> _Layout:
+    forest = _check_fitted(model)
+    tm = dict(forest.extra.get("tmva") or {})
+    agg = forest.aggregation
+    if is_classifier(model):
+        if agg == "sum":
+            loss = forest.extra.get("loss", "deviance")
+            if loss in ("deviance", "exponential"):  # both: P = 1/(1+exp(-2F)), as TMVA's Grad
+                return _Layout("Classification", "Grad", scale=1.0, extra_tmva=tm)
+            if loss == "logistic":
+                return _Layout("Classification", "Grad", scale=0.5, extra_tmva=tm)
+            raise TMVAExportError(f"classifier loss {loss!r} has no TMVA equivalent "
+                                  "(TMVA's Grad is the binomial deviance; 'logistic' is mapped too)")
+        if agg == "weighted_mean":
+            yes_no = bool(np.all(np.isin(_leaf_values(forest), (-1.0, 1.0))))
+            bagging = tm.get("boost_type", forest.extra.get("boosting")) in ("Bagging", "bagging")
+            boost = "Bagging" if bagging else "AdaBoost"
+            return _Layout("Classification", boost, yes_no_leaf=yes_no, extra_tmva=tm)
+        raise TMVAExportError(f"a classifier with aggregation {agg!r} has no TMVA equivalent")
+    if agg == "sum":
+        return _Layout("Regression", "Grad", extra_tmva=tm)
+    if agg == "weighted_median":
+        return _Layout("Regression", "AdaBoostR2", extra_tmva=tm)
+    return _Layout("Regression", "Bagging", extra_tmva=tm)
+
+
+# -- the Reader's response -----------------------------------------------------------------
+
+def _sequential_sum(a: np.ndarray) -> float:
+    return float(np.cumsum(a)[-1]) if a.size else 0.0
+
+
+def _adaboost_r2(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """TMVA's AdaBoostR2 rule, with its order of additions (per event, float64)."""
+    n_events, n_trees = per_tree.shape
+    if n_trees == 0:
+        return np.zeros(n_events)
+    order = np.argsort(per_tree, axis=1, kind="stable")
+    responses = np.take_along_axis(per_tree, order, axis=1)
+    cum = np.cumsum(weights[order], axis=1)
+    k = np.argmax(cum > _sequential_sum(weights) / 2.0, axis=1) + 1
+    half = n_trees // 6
+    lo = np.maximum(0, k - half - 1)
+    hi = np.minimum(n_trees, k + half)
+    rows = np.arange(n_events)
+    total = np.zeros(n_events)
+    for j in range(2 * half + 1):
+        idx = lo + j
+        take = idx < hi
+        total += np.where(take, responses[rows, np.minimum(idx, n_trees - 1)], 0.0)
+    return total / (hi - lo)
+
+
+def tmva_response(model: Any, X: Any) -> np.ndarray:
+    """What ``TMVA::Reader`` returns for the TMVA file of ``model``, float64 (n,).
+
+    For a model read with :func:`from_tmva_xml` this is the Reader's output for that file;
+    for a hepbdt model it is the response of the file :func:`to_tmva_xml` writes (to within
+    its ``tolerance``):
+
+    - gradient classifiers (deviance): 2/(1+exp(-2F)) - 1 of the raw score F, in (-1, 1);
+    - newton classifiers (logistic, P = 1/(1+exp(-F))): 2/(1+exp(-F)) - 1 = 2P - 1;
+    - AdaBoost-type classifiers: the boost-weighted mean of the leaf outputs (0 when the
+      weights sum to less than double epsilon), in [-1, 1] (+-1 leaves) or [0, 1] (purity);
+    - regressors: the regression value rounded to float32, as ``EvaluateRegression``.
+
+    X : (n, n_features) array-like, read as float32 like the Reader; NaN allowed, inf not.
+    """
+    forest = _check_fitted(model)
+    layout = _layout(model)
+    X, _ = check_X(X, forest.n_features)
+    if layout.boost_type == "Grad":
+        F = forest.raw_score(X)
+        if layout.analysis == "Regression":
+            return F.astype(np.float32).astype(np.float64)
+        F = F * layout.scale
+        return 2.0 / (1.0 + np.exp(-2.0 * F)) - 1.0
+    if layout.boost_type == "AdaBoostR2":
+        out = _adaboost_r2(predict_per_tree(X, forest), forest.tree_weights)
+        return out.astype(np.float32).astype(np.float64)
+    num = predict_raw(X, forest)
+    norm = _sequential_sum(forest.tree_weights)
+    out = num / norm if norm > DBL_EPSILON else np.zeros_like(num)
+    if layout.analysis == "Regression":
+        out = out.astype(np.float32).astype(np.float64)
+    return out
+
+
+# -- export --------------------------------------------------------------------------------
+
+@dataclass
+class _TmvaTree:
+    """One TMVA tree in preorder: parent, position, depth, variable, cut, source node."""
+
+    parent: list[int] = field(default_factory=list)
+    pos: list[str] = field(default_factory=list)
+    depth: list[int] = field(default_factory=list)
+    ivar: list[int] = field(default_factory=list)
+    cut: list[float] = field(default_factory=list)
+    src: list[int] = field(default_factory=list)
+
+    def emit(self, parent: int, pos: str, depth: int, ivar: int, cut: float, src: int) -> int:
+        self.parent.append(parent)
+        self.pos.append(pos)
+        self.depth.append(depth)
+        self.ivar.append(ivar)
+        self.cut.append(cut)
+        self.src.append(src)
+        return len(self.parent) - 1
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(is_leaf, src, ivar) as arrays."""
+        ivar = np.asarray(self.ivar, dtype=np.int64)
+        return ivar < 0, np.asarray(self.src, dtype=np.int64), ivar
+
+
+def _expand_tree(forest: Forest, root: int, exact_missing: bool) -> _TmvaTree:
+    """Rewrite one tree with TMVA's ``x >= Cut`` test, sending NaN where hepbdt does.
+
+    Along a path the features already known to be NaN (their nodes are resolved) or known
+    to be finite (their later nodes need no NaN branch) are tracked.
+    """
+    feature, threshold = forest.feature, forest.threshold
+    left, right, missing_left = forest.left, forest.right, forest.missing_left
+    tree = _TmvaTree()
+    empty: frozenset[int] = frozenset()
+    stack: list[tuple[int, int, str, int, frozenset[int], frozenset[int]]] = [
+        (root, -1, "s", 0, empty, empty)]
+    while stack:
+        node, parent, pos, depth, nan_f, finite_f = stack.pop()
+        while feature[node] >= 0 and int(feature[node]) in nan_f:
+            node = int(left[node] if missing_left[node] else right[node])
+        f = int(feature[node])
+        if f < 0:
+            tree.emit(parent, pos, depth, -1, 0.0, node)
+            continue
+        thr = float(threshold[node])
+        lo, hi = int(left[node]), int(right[node])
+        ml = bool(missing_left[node])
+        nan_possible = exact_missing and f not in finite_f
+        fin = finite_f | {f}
+        if np.isinf(thr):
+            finite_child = lo if thr > 0 else hi
+            nan_child = lo if ml else hi
+            if not nan_possible or finite_child == nan_child:
+                stack.append((finite_child, parent, pos, depth, nan_f, finite_f))
+                continue
+            k = tree.emit(parent, pos, depth, f, NAN_CUT, node)
+            stack.append((finite_child, k, "r", depth + 1, nan_f, fin))
+            stack.append((nan_child, k, "l", depth + 1, nan_f | {f}, finite_f))
+            continue
+        if ml or not nan_possible:
+            k = tree.emit(parent, pos, depth, f, thr, node)
+            stack.append((hi, k, "r", depth + 1, nan_f, fin))
+            stack.append((lo, k, "l", depth + 1, nan_f, finite_f if nan_possible else fin))
+            continue
+        # Missing goes right: x >= thr -> right; else x >= -FLT_MAX -> left; else (NaN) right.
+        a = tree.emit(parent, pos, depth, f, thr, node)
+        b = tree.emit(a, "l", depth + 1, f, NAN_CUT, node)
+        stack.append((hi, a, "r", depth + 1, nan_f, fin))
+        stack.append((lo, b, "r", depth + 2, nan_f, fin))
+        stack.append((hi, b, "l", depth + 2, nan_f | {f}, finite_f))
+    return tree
+
+
+def _node_purity(forest: Forest) -> np.ndarray | None:
+    """Per-node signal purity when the model stores it (forest.extra), else None."""
+    tm = forest.extra.get("tmva") or {}
+    for src in (tm.get("node_purity"), forest.extra.get("node_purity"), forest.extra.get("purity")):
+        if isinstance(src, (list, np.ndarray)) and len(src) >= forest.n_nodes:
+            p = np.asarray(src[: forest.n_nodes], dtype=np.float64)
+            if np.all(np.isfinite(p)):
+                return p
+    return None
+
+
+def _f32(a: Any) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+@dataclass
+class _TreeOut:
+    """A tree to write: structure, per-node res/purity/nType, and its boost weight."""
+
+    tree: _TmvaTree
+    res: np.ndarray
+    purity: np.ndarray
+    ntype: np.ndarray
+    boost_weight: float
+
+
+def _fmt(x: float) -> str:
+    return f"{float(x):.16e}"
+
+
+def _grad_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity: np.ndarray | None,
+                tolerance: float) -> tuple[list[_TreeOut], float]:
+    """Grad layout: res = scale * w_t * v (+ offset in tree 0), float32 with residual trees."""
+    regression = layout.analysis == "Regression"
+    base = float(forest.base_score)
+    a0 = float(np.float32(base)) if regression else 1.0
+    offset = (base - a0) if regression else layout.scale * base
+    leaf64, leaf32, err, err2, out = [], [], [], [], []
+    for t, tree in enumerate(trees):
+        is_leaf, src, _ = tree.arrays()
+        v = layout.scale * forest.tree_weights[t] * forest.value[src]
+        if t == 0:
+            v = v + offset
+        v = np.where(is_leaf, v, 0.0)
+        r32 = _f32(v)
+        resid = v - r32
+        leaf64.append(v)
+        leaf32.append(r32)
+        err.append(float(np.max(np.abs(resid))))
+        err2.append(float(np.max(np.abs(resid - _f32(resid)))))
+    err_a, err2_a = np.asarray(err), np.asarray(err2)
+    limit = tolerance * (max(1.0, abs(base)) if regression else 1.0)
+    order = np.argsort(-err_a, kind="stable")
+    suffix = np.concatenate([np.cumsum(err_a[order][::-1])[::-1], [0.0]])
+    fixed = np.concatenate([[0.0], np.cumsum(err2_a[order])])
+    bounds = suffix + fixed
+    ok = np.flatnonzero(bounds <= limit)
+    if ok.size == 0:
+        raise TMVAExportError(f"the float32 leaf values of the TMVA file would move the response "
+                              f"by up to {bounds[-1]:.3g}, more than the tolerance {limit:.3g}")
+    n_resid = int(ok[0])
+    with_residual = set(order[:n_resid].tolist())
+    residual_trees = []
+    for t, tree in enumerate(trees):
+        is_leaf, src, _ = tree.arrays()
+        internal_res = _f32(layout.scale * forest.tree_weights[t] * forest.value[src])
+        res = np.where(is_leaf, leaf32[t], internal_res)
+        pur = _default_purity(layout, is_leaf, src, purity)
+        ntype = np.where(is_leaf, -99, 0)
+        out.append(_TreeOut(tree, res, pur, ntype, a0 if (regression and t == 0) else 1.0))
+        if t in with_residual:
+            rres = np.where(is_leaf, _f32(leaf64[t] - leaf32[t]), 0.0)
+            residual_trees.append(_TreeOut(tree, rres, pur, ntype, 1.0))
+    return out + residual_trees, float(bounds[n_resid])
+
+
+def _default_purity(layout: _Layout, is_leaf: np.ndarray, src: np.ndarray,
+                    purity: np.ndarray | None) -> np.ndarray:
+    if layout.analysis == "Regression":
+        return np.ones(src.size)
+    if purity is not None:
+        return _f32(purity[src])
+    return np.full(src.size, 0.5)
+
+
+def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity: np.ndarray | None,
+                tolerance: float) -> tuple[list[_TreeOut], float]:
+    """AdaBoost/Bagging/AdaBoostR2 layouts: float32 boost weights and leaf outputs."""
+    w = forest.tree_weights
+    a32 = _f32(w)
+    regression = layout.analysis == "Regression"
+    leaves = _leaf_values(forest)
+    vmax = float(np.max(np.abs(leaves))) if leaves.size else 0.0
+    dv = np.zeros(len(trees))
+    out = []
+    for t, tree in enumerate(trees):
+        is_leaf, src, _ = tree.arrays()
+        v = forest.value[src]
+        v32 = _f32(v)
+        dv[t] = float(np.max(np.abs(np.where(is_leaf, v - v32, 0.0))))
+        if regression:
+            res = v32
+            pur = np.ones(src.size)
+            ntype = np.where(is_leaf, 1, 0)
+        elif layout.yes_no_leaf:
+            res = np.full(src.size, -99.0)
+            pur = _f32(purity[src]) if purity is not None else np.where(is_leaf, (v + 1.0) / 2.0, 0.5)
+            ntype = np.where(is_leaf, np.where(v > 0, 1, -1), 0)
+        else:
+            res = np.full(src.size, -99.0)
+            pur = np.where(is_leaf, v32, _f32(purity[src]) if purity is not None else 0.5)
+            ntype = np.where(is_leaf, np.where(v32 > 0.5, 1, -1), 0)
+        out.append(_TreeOut(tree, res, pur, ntype, float(a32[t])))
+    if layout.boost_type == "AdaBoostR2":
+        bound = float(np.max(dv)) if dv.size else 0.0
+    else:
+        norm = abs(_sequential_sum(a32))
+        if norm <= DBL_EPSILON:
+            if abs(_sequential_sum(w)) > DBL_EPSILON:
+                raise TMVAExportError("the tree weights sum to zero once rounded to float32")
+            bound = 0.0
+        else:
+            bound = float((np.sum(np.abs(a32) * dv) + 2.0 * vmax * np.sum(np.abs(a32 - w))) / norm)
+    limit = tolerance * (max(1.0, vmax) if regression else 1.0)
+    if bound > limit:
+        raise TMVAExportError(f"float32 boost weights and leaf values in the TMVA file would move "
+                              f"the response by up to {bound:.3g}, more than the tolerance {limit:.3g}")
+    return out, bound
+
+
+def _variables_range(forest: Forest, model: Any, tm: dict[str, Any]) -> list[tuple[float, float]]:
+    stored = tm.get("variables")
+    if isinstance(stored, list) and len(stored) == forest.n_features:
+        return [(float(v.get("min", 0.0)), float(v.get("max", 0.0))) for v in stored]
+    edges = getattr(model, "bin_edges_", None)
+    out = []
+    for f in range(forest.n_features):
+        cuts = forest.threshold[(forest.feature == f) & np.isfinite(forest.threshold)]
+        if edges is not None and f < len(edges) and len(edges[f]):
+            cuts = np.concatenate([cuts, np.asarray(edges[f], dtype=np.float64)])
+        out.append((float(cuts.min()), float(cuts.max())) if cuts.size else (0.0, 0.0))
+    return out
+
+
+def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> list[tuple[str, bool, str]]:
+    stored = layout.extra_tmva.get("options")
+    if isinstance(stored, list) and stored:
+        opts = [(str(n), bool(m), str(v)) for n, m, v in stored]
+        set_ = {"BoostType": layout.boost_type}
+        if layout.analysis == "Classification" and layout.boost_type != "Grad":
+            set_["UseYesNoLeaf"] = str(layout.yes_no_leaf)
+        return [(n, m or (n in set_ and set_[n] != v), set_.get(n, v)) for n, m, v in opts]
+    values = dict(DEFAULT_OPTIONS)
+    modified = {"V", "H", "NTrees", "MaxDepth", "BoostType"}
+    values.update(NTrees=str(forest.n_trees), MaxDepth=str(max(1, max_depth)),
+                  BoostType=layout.boost_type)
+    if layout.boost_type == "Grad":
+        lr = getattr(model, "learning_rate", None)
+        if lr is not None:
+            values["Shrinkage"] = f"{float(lr):e}"
+            modified.add("Shrinkage")
+        loss = forest.extra.get("loss")
+        if layout.analysis == "Regression" and loss in ("squared", "absolute", "huber"):
+            values["RegressionLossFunctionBDTG"] = {
+                "squared": "LeastSquares", "absolute": "AbsoluteDeviation", "huber": "Huber"}[loss]
+            modified.add("RegressionLossFunctionBDTG")
+    if layout.analysis == "Regression" or not layout.yes_no_leaf:
+        values["UseYesNoLeaf"] = "False"
+        modified.add("UseYesNoLeaf")
+    if layout.analysis == "Regression":
+        values["SeparationType"] = "regressionvariance"
+    return [(n, n in modified, values[n]) for n, _ in DEFAULT_OPTIONS]
+
+
+def _internal_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: float) -> dict[str, str]:
+    return {index_name: str(index), "Expression": name, "Label": name, "Title": name, "Unit": "",
+            "Internal": _internal_name(name), "Type": "F", "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
+
+
+def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
+                missing: str = "exact", method_name: str | None = None,
+                target_name: str | None = None) -> dict[str, Any]:
+    """Write ``model`` as a TMVA ``MethodBDT`` XML weight file for ``TMVA::Reader``.
+
+    Parameters
+    ----------
+    model : fitted BDTClassifier or BDTRegressor (any booster, or a model read from TMVA
+        or XGBoost files).
+    path : the ``.weights.xml`` file to write (atomically: temporary name, then rename).
+    tolerance : the largest change of the Reader's response (absolute for classifiers,
+        relative to max(1, |initial score|) or max(1, max |leaf|) for regressors) that the
+        float32 numbers of the file may cause, as a worst-case bound. Grad models get
+        residual trees until the bound holds; others are refused when it does not.
+    missing : "exact" (default) writes extra nodes so that NaN inputs go where the model
+        sends them (TMVA sends NaN with the values below the cut); "none" writes the plain
+        trees and is only valid when the inputs are never NaN.
+    method_name : the method's title (``BDT::<name>``); default "BDT" or the imported one.
+    target_name : regression target name; default "target" or the imported one.
+
+    Returns
+    -------
+    dict with ``n_trees`` (trees written, residual trees included), ``n_residual_trees``,
+    ``n_nodes`` and ``max_response_error`` (the bound that the file satisfies).
+
+    Raises
+    ------
+    TMVAExportError when the model cannot be written exactly enough (see ``tolerance``),
+    or has an aggregation/loss with no TMVA equivalent.
+    """
+    forest = _check_fitted(model)
+    if missing not in ("exact", "none"):
+        raise ValueError(f"missing={missing!r} is not valid; expected 'exact' or 'none'")
+    if not (tolerance >= 0):
+        raise ValueError(f"tolerance={tolerance!r} must be >= 0")
+    layout = _layout(model)
+    bad = (forest.feature >= 0) & np.isnan(forest.threshold)
+    if bad.any():
+        raise TMVAExportError(f"node {int(np.flatnonzero(bad)[0])} has a NaN threshold")
+    if layout.analysis == "Classification" and layout.boost_type == "Grad" and forest.n_trees == 0:
+        raise TMVAExportError("the model has no trees")
+    exact_missing = missing == "exact"
+    trees = [_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing) for t in range(forest.n_trees)]
+    purity = _node_purity(forest)
+    if layout.boost_type == "Grad":
+        if not trees:  # a regressor with only its initial score: one leaf carries nothing
+            stub = _TmvaTree()
+            stub.emit(-1, "s", 0, -1, 0.0, 0)
+            trees = [stub]
+            forest = Forest(**{k: np.zeros(1, dt) for k, dt in NODE_ARRAYS.items()},
+                            tree_offsets=np.array([0, 1]), tree_weights=np.zeros(1),
+                            n_features=forest.n_features, base_score=forest.base_score)
+            forest.feature[:] = -1
+            forest.left[:] = -1
+            forest.right[:] = -1
+        outs, bound = _grad_trees(forest, layout, trees, purity, tolerance)
+    else:
+        outs, bound = _mean_trees(forest, layout, trees, purity, tolerance)
+
+    tm = layout.extra_tmva
+    names = [str(n) for n in getattr(model, "feature_names_in_", [f"x{i}" for i in range(forest.n_features)])]
+    name = method_name or tm.get("method_name") or "BDT"
+    max_depth = max((max(o.tree.depth) for o in outs), default=1)
+
+    root = ET.Element("MethodSetup", {"Method": f"BDT::{name}"})
+    info = ET.SubElement(root, "GeneralInfo")
+    for key, value in [
+        ("TMVA Release", TMVA_RELEASE), ("ROOT Release", ROOT_RELEASE),
+        ("Creator", f"hepbdt {__version__}"),
+        ("Date", datetime.datetime.now().strftime("%a %b %d %H:%M:%S %Y")),
+        ("Host", platform.platform()), ("Dir", "."),
+        ("Training events", str(int(tm.get("training_events", 0)))),
+        ("TrainingTime", f"{0.0:.8e}"), ("AnalysisType", layout.analysis),
+    ]:
+        ET.SubElement(info, "Info", {"name": key, "value": value})
+    opts = ET.SubElement(root, "Options")
+    for opt_name, modified, value in _options(layout, forest, model, max_depth):
+        attrs = {"name": opt_name, "modified": "Yes" if modified else "No"}
+        ET.SubElement(opts, "Option", attrs).text = value
+    variables = ET.SubElement(root, "Variables", {"NVar": str(forest.n_features)})
+    for i, ((vmin, vmax), vname) in enumerate(zip(_variables_range(forest, model, tm), names, strict=True)):
+        ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax))
+    ET.SubElement(root, "Spectators", {"NSpec": "0"})
+    if layout.analysis == "Classification":
+        classes = ET.SubElement(root, "Classes", {"NClass": "2"})
+        ET.SubElement(classes, "Class", {"Name": "Signal", "Index": "0"})
+        ET.SubElement(classes, "Class", {"Name": "Background", "Index": "1"})
+    else:
+        classes = ET.SubElement(root, "Classes", {"NClass": "1"})
+        ET.SubElement(classes, "Class", {"Name": "Regression", "Index": "0"})
+        target = tm.get("target") or {}
+        targets = ET.SubElement(root, "Targets", {"NTrgt": "1"})
+        ET.SubElement(targets, "Target", _variable_attrs(
+            "TargetIndex", 0, target_name or target.get("name") or "target",
+            float(target.get("min", 0.0)), float(target.get("max", 0.0))))
+    ET.SubElement(root, "Transformations", {"NTransformations": "0"})
+    ET.SubElement(root, "MVAPdfs")
+    # AnalysisType 1: regression trees (their leaves' res is the output), as TMVA's Grad.
+    classification_trees = layout.analysis == "Classification" and layout.boost_type != "Grad"
+    weights = ET.SubElement(root, "Weights", {"NTrees": str(len(outs)),
+                                              "AnalysisType": "0" if classification_trees else "1"})
+    n_nodes = 0
+    for t, o in enumerate(outs):
+        bt = ET.SubElement(weights, "BinaryTree", {"type": "DecisionTree",
+                                                   "boostWeight": _fmt(o.boost_weight), "itree": str(t)})
+        elems: list[ET.Element] = []
+        tr = o.tree
+        for k in range(len(tr.parent)):
+            leaf = tr.ivar[k] < 0
+            attrs = {"pos": tr.pos[k], "depth": str(tr.depth[k]), "NCoef": "0", "IVar": str(tr.ivar[k]),
+                     "Cut": _fmt(tr.cut[k]), "cType": "1", "res": _fmt(o.res[k]), "rms": _fmt(0.0),
+                     "purity": _fmt(o.purity[k]), "nType": str(int(o.ntype[k]) if leaf else 0)}
+            parent = bt if tr.parent[k] < 0 else elems[tr.parent[k]]
+            elems.append(ET.SubElement(parent, "Node", attrs))
+        n_nodes += len(elems)
+    ET.indent(root, space="  ")
+    # ElementTree escapes '>' in attribute values, so ' />' only closes empty elements.
+    text = ET.tostring(root, encoding="unicode").replace(" />", "/>")
+    atomic_write_text(path, '<?xml version="1.0"?>\n' + text + "\n")
+    return {"n_trees": len(outs), "n_residual_trees": len(outs) - len(trees),
+            "n_nodes": n_nodes, "max_response_error": bound}

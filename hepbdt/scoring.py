@@ -1,0 +1,272 @@
+"""Apply a model to ntuples: read the features chunk by chunk, score, write friend trees.
+
+:func:`apply` evaluates a model (an estimator, a model file, a k-fold manifest or a list
+of k fold models) on every entry of the input trees and writes, per output file, a tree
+with the same entries in the same order: the score and the event identifier. A k-fold
+model scores each event with the model that did not train on it
+(:func:`hepbdt.kfold.fold_of`). Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import uproot
+
+from ._util import Progress, atomic_path
+from .io.errors import InputError
+from .io.expressions import Expression
+from .io.samples import (
+    DEFAULT_STEP_SIZE,
+    FileSpec,
+    Source,
+    TreeReader,
+    _evaluate,
+    _open_file,
+    decompression_threads,
+    feature_column,
+    fill_rows,
+    resolve_sources,
+)
+from .io.writers import branch_name
+from .kfold import KFoldModel
+from .persistence import load_model
+
+__all__ = ["apply"]
+
+
+def apply(
+    model: Any,
+    files: FileSpec,
+    output: str | os.PathLike,
+    branch: str = "bdt_score",
+    tree: str | Sequence[str] | None = None,
+    event_branch: str | None = None,
+    step_size: int | str = DEFAULT_STEP_SIZE,
+    *,
+    output_tree: str | None = None,
+    inf_as_missing: bool = False,
+    progress: bool | None = None,
+    threads: int | None = None,
+) -> list[str]:
+    """Evaluate a model on ntuples chunk by chunk and write friend trees of scores.
+
+    Every input entry gets one output entry, in the same order, so the output tree can
+    be a friend of the input (``TTree::AddFriend``, ``RDataFrame`` friends) or joined
+    on the identifier branch.
+
+    Parameters
+    ----------
+    model
+        A model file (loaded with :func:`hepbdt.load_model`; a k-fold manifest too), an
+        object with ``feature_names_in_`` (feature expressions, as in
+        :func:`hepbdt.io.read`) and ``decision_function(X)`` ((n, m) float32 -> (n,) or
+        (n, k) float64), a :class:`~hepbdt.kfold.KFoldModel`, or a list of k such models
+        trained k-fold: model i scores the events with ``identifier % k == i``.
+    files
+        Input files, as for :class:`~hepbdt.io.samples.Sample` (paths, globs,
+        ``"file.root:tree"``, lists).
+    output
+        Output file. With several inputs, all trees of the same name are concatenated
+        in input order (a friend of the TChain); placeholders ``{stem}``, ``{name}``,
+        ``{tree}`` (input file stem, file name, tree name) give one file per input.
+    branch
+        Score branch name; (n, k) scores give ``<branch>_0`` ...
+    tree
+        Input tree name(s) for files given without ``:tree``; None takes the only tree.
+    event_branch
+        Event-identifier expression (e.g. ``"event"``), written as a branch of the same
+        (sanitised) name. None writes ``entry``, the entry number in the output tree's
+        chain of inputs (a k-fold model needs the event number: give it here).
+    step_size
+        Chunk size for ``tree.iterate``.
+    output_tree
+        Name of the output tree; None uses each input tree's name.
+    inf_as_missing
+        Treat +-inf in a feature as missing (NaN) instead of an error.
+    progress
+        Show progress on stderr; None when stderr is a terminal.
+    threads
+        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
+
+    Returns
+    -------
+    list of str
+        The files written.
+    """
+    job = _Job.make(model, branch, event_branch, inf_as_missing)
+    sources = resolve_sources(files, tree, "apply")
+    groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
+    written = []
+    with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
+        threads
+    ) as executor:
+        for out_path, trees in groups.items():
+            _write_output(job, out_path, trees, step_size, executor, bar)
+            written.append(out_path)
+    return written
+
+
+@dataclass
+class _Job:
+    """What every chunk needs: the scorer, the expressions and the output branch names."""
+
+    scorer: Any
+    features: list[Expression]
+    event: Expression | None
+    branch: str
+    id_name: str
+    inf_as_missing: bool
+    expressions: list[Expression] = field(default_factory=list)
+
+    @classmethod
+    def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool) -> _Job:
+        """Load and check the model and the branch names."""
+        scorer = _scorer(model)
+        id_name = "entry" if event_branch is None else branch_name(event_branch)
+        if branch_name(branch) != branch or branch == id_name:
+            raise InputError(
+                f"score branch {branch!r} must be a valid identifier different from {id_name!r}"
+            )
+        features = [Expression(str(t), "feature") for t in scorer.feature_names_in_]
+        event = None if event_branch is None else Expression(event_branch, "event")
+        return cls(scorer, features, event, branch, id_name, inf_as_missing,
+                   [*features, *([event] if event else [])])
+
+    def score(self, X: np.ndarray, ids: np.ndarray, where: str) -> dict[str, np.ndarray]:
+        """The score branches of one chunk."""
+        if isinstance(self.scorer, KFoldModel):
+            scores = self.scorer.decision_function(X, ids)
+        else:
+            scores = np.asarray(self.scorer.decision_function(X), dtype=np.float64)
+        if scores.shape[0] != len(X) or scores.ndim not in (1, 2):
+            raise InputError(
+                f"{where}: the model returned scores of shape {scores.shape} for {len(X)} events"
+            )
+        return _branches(scores, self.branch)
+
+    def empty(self) -> dict[str, np.ndarray]:
+        """The branches of a tree with no entries (as many as one event's scores)."""
+        probe = np.zeros((1, len(self.features)), np.float32)
+        try:
+            n_outputs = len(self.score(probe, np.zeros(1, np.int64), ""))
+        except Exception:  # a model that cannot score zeros still gets its one branch
+            n_outputs = 1
+        return _branches(np.empty((0, n_outputs)) if n_outputs > 1 else np.empty(0), self.branch)
+
+
+def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:
+    """``{branch: scores}``, or ``{branch_j: scores[:, j]}`` for (n, k) scores."""
+    if scores.ndim == 1:
+        return {branch: scores}
+    return {f"{branch}_{j}": np.ascontiguousarray(scores[:, j]) for j in range(scores.shape[1])}
+
+
+def _scorer(model: Any) -> Any:
+    """One fitted model or a KFoldModel from what the user passed."""
+    items = list(model) if isinstance(model, list | tuple) else [model]
+    if not items:
+        raise InputError("apply() needs a model (or a list of k models for k-fold)")
+    loaded = []
+    for item in items:
+        if isinstance(item, str | os.PathLike):
+            if not os.path.exists(item):
+                raise InputError(f"model file {os.fspath(item)!r} does not exist")
+            item = load_model(item)
+        if isinstance(item, KFoldModel):
+            loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
+            continue
+        if not hasattr(item, "decision_function") or not hasattr(item, "feature_names_in_"):
+            raise InputError(
+                f"{type(item).__name__} is not a fitted model: apply() needs "
+                "decision_function(X) and feature_names_in_ (fit it first, or pass a "
+                "model file)"
+            )
+        loaded.append(item)
+    if len(loaded) == 1:
+        return loaded[0]
+    try:
+        return KFoldModel(loaded)
+    except ValueError as exc:
+        raise InputError(f"the k-fold models do not fit together: {exc}") from None
+
+
+def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
+                  ) -> tuple[dict[str, dict[str, list[tuple[Source, int]]]], int]:
+    """Open and check every input; group them by (output file, output tree)."""
+    groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
+    total = 0
+    for source in sources:
+        with _open_file(source.path, "apply") as file:
+            reader = TreeReader(file, source, job.expressions, "apply")
+            out_path = _output_path(output, source, reader.tree_name)
+            out_tree = output_tree or reader.tree_name
+            groups.setdefault(out_path, {}).setdefault(out_tree, []).append(
+                (Source(source.path, reader.tree_name), reader.num_entries)
+            )
+            total += reader.num_entries
+    input_paths = {os.path.realpath(s.path) for s in sources}
+    for out_path in groups:
+        if os.path.realpath(out_path) in input_paths:
+            raise InputError(
+                f"apply: output {out_path!r} is one of the input files; write the friend "
+                "tree to a new file"
+            )
+    return groups, total
+
+
+def _output_path(output: str, source: Source, tree_name: str) -> str:
+    """The output file of one input: ``output`` with its placeholders filled."""
+    if "{" not in output:
+        return output
+    base = os.path.basename(source.path)
+    stem = base[:-5] if base.lower().endswith(".root") else os.path.splitext(base)[0]
+    try:
+        return output.format(stem=stem, name=base, tree=tree_name.replace("/", "_"))
+    except (KeyError, IndexError, ValueError) as err:
+        raise InputError(
+            f"output {output!r}: placeholders may be {{stem}}, {{name}} and {{tree}} ({err})"
+        ) from None
+
+
+def _write_output(job: _Job, out_path: str, trees: dict[str, list[tuple[Source, int]]],
+                  step_size: int | str, executor: Any, bar: Progress) -> None:
+    """Score the inputs of one output file, tree by tree, and write it atomically."""
+    title = f"hepbdt scores ({job.branch})"
+    with atomic_path(out_path) as temporary, uproot.recreate(temporary) as out_file:
+        for out_tree, members in trees.items():
+            writer = None
+            chain_offset = 0
+            for source, n_entries in members:
+                for chunk in _score_chunks(job, source, chain_offset, step_size, executor, bar):
+                    if writer is None:
+                        writer = out_file.mktree(out_tree, {k: v.dtype for k, v in chunk.items()},
+                                                 title=title)
+                    writer.extend(chunk)
+                chain_offset += n_entries
+            if writer is None:  # no entries at all: an empty tree of the same shape
+                empty = job.empty()
+                out_file.mktree(out_tree, {**{k: v.dtype for k, v in empty.items()},
+                                           job.id_name: np.int64}, title=title)
+
+
+def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int | str,
+                  executor: Any, bar: Progress):
+    """Yield the output branches of one input tree, chunk by chunk."""
+    with _open_file(source.path, "apply") as file:
+        reader = TreeReader(file, source, job.expressions, "apply")
+        for arrays, start, stop in reader.iterate(step_size, executor):
+            entries = np.arange(start, stop, dtype=np.int64)
+            X = np.empty((stop - start, len(job.features)), dtype=np.float32)
+            fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing)
+                             for e in job.features])
+            if job.event is None:
+                ids = entries + chain_offset
+            else:
+                ids = _evaluate(reader, job.event, arrays, len(entries), np.int64)
+            yield {**job.score(X, ids, reader.where), job.id_name: ids}
+            bar.update(stop - start)
