@@ -686,5 +686,4 @@ def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
     from ._deprecated import moved
 
-    return moved(__name__, name, {"check_X": "hepbdt._util", "check_weights": "hepbdt._util",
-                                  "estimator_from_dict": "hepbdt.persistence"})
+    return moved(__name__, name, {"estimator_from_dict": "hepbdt.persistence"})
