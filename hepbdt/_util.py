@@ -8,18 +8,21 @@ first runs), so the I/O and evaluation layers stay free of Numba until they trai
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "Progress", "check_X",
-           "check_weights", "threads", "is_classifier"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
+           "Progress", "check_X", "check_weights", "feature_definitions_of", "threads",
+           "is_classifier", "model_scores", "weighted_quantile"]
 
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
@@ -71,6 +74,29 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_path`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by the string "Infinity", "-Infinity" or
+    "NaN", so that ``json.dumps(..., allow_nan=False)`` writes strict JSON that every
+    language reads; numpy's and Python's float parsers read these strings back."""
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+        return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    if isinstance(value, np.integer | np.bool_):
+        return value.item()
+    return value
+
+
+def dumps_strict(value: Any, **options: Any) -> str:
+    """``json.dumps`` of :func:`strict_json` (``value``), refusing anything else non-standard."""
+    return json.dumps(strict_json(value), allow_nan=False, **options)
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -147,34 +173,93 @@ class Progress:
 # -- input checks -----------------------------------------------------------------------------
 
 
-def check_X(X: Any, n_features: int | None = None, what: str = "X") -> tuple[np.ndarray, list | None]:
+def check_X(X: Any, n_features: int | None = None, what: str = "X",
+            names: Sequence[str] | None = None, owner: str = "the model",
+            definitions: dict[str, str] | None = None) -> tuple[np.ndarray, list[str] | None]:
     """(n, m) C-contiguous float32 without copying when already so; NaN allowed, inf refused.
 
-    Returns the array and the column names of a data frame (None for arrays).
+    Column names come from a data frame's columns, a dict's keys or a hepbdt
+    ``Dataset.X``; they are returned (None for a plain array). With ``names`` (a fitted
+    model's features), named input is put into that order (missing names are an error,
+    extra ones are ignored; a column may also be named by the expression that
+    ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
+    columns.
     """
-    # Imported here so that modules that only read or evaluate never import Numba.
-    from .engine.binning import first_infinite
-
-    names = None
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        names = [str(c) for c in X.columns]
-        X = X.to_numpy(dtype=X_DTYPE)
+    X, given = _as_matrix(X, what)
+    if names is not None and given is not None:
+        X, given = _reorder(X, given, list(names), what, owner, definitions or {})
     try:
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
     if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}")
+        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}; "
+                         "reshape a single feature with X.reshape(-1, 1)")
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{what} is empty (shape {X.shape}); need at least one event and one feature")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{what} has {X.shape[1]} features, the model was trained on {n_features}")
+        raise ValueError(f"{what} is empty: {X.shape[0]} sample(s) and {X.shape[1]} feature(s) "
+                         f"(shape {X.shape}); need at least one event and one feature")
+    expected = len(names) if names is not None else n_features
+    if expected is not None and X.shape[1] != expected:
+        raise ValueError(f"{what} has {X.shape[1]} features, but {owner} is expecting {expected} "
+                         "features as input")
+    # Imported here so that modules that only read or evaluate never import Numba.
+    from .engine.binning import first_infinite
+
     first = first_infinite(X)
     if first >= 0:
         row, col = divmod(first, X.shape[1])
         raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
                          "use NaN for missing values")
+    return X, given
+
+
+def feature_definitions_of(X: Any) -> dict[str, str]:
+    """The expressions behind named columns (a hepbdt ``Dataset.X``), else {}."""
+    return dict(getattr(X, "feature_definitions", None) or {})
+
+
+def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
+    """The array behind X and its column names; sparse and complex input refused."""
+    if hasattr(X, "tocsr") or hasattr(X, "todense") or type(X).__module__.startswith("scipy.sparse"):
+        raise ValueError(f"{what}: sparse input is not supported (hepbdt bins dense columns); "
+                         "convert with X.toarray()")
+    if isinstance(X, dict):
+        names = [str(k) for k in X]
+        columns = [np.asarray(v) for v in X.values()]
+        if not columns or len({c.shape for c in columns}) != 1 or columns[0].ndim != 1:
+            raise ValueError(f"{what}: a dict of features needs 1-d arrays of one length, one "
+                             "per feature")
+        X = np.column_stack(columns)
+        return X, names
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        names = [str(c) for c in X.columns]
+        X = X.to_numpy()
+    elif getattr(X, "feature_names", None) is not None:
+        names = [str(n) for n in X.feature_names]
+        X = np.asarray(X).view(np.ndarray)
+    kind = getattr(np.asarray(X), "dtype", None)
+    if kind is not None and np.issubdtype(kind, np.complexfloating):
+        raise ValueError(f"{what}: complex data not supported; features must be real numbers")
     return X, names
+
+
+def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
+             definitions: dict[str, str]) -> tuple[np.ndarray, list[str]]:
+    """The columns of named input in the order ``names``; missing names are an error."""
+    if given == names:
+        return X, given
+    position = {name: j for j, name in enumerate(given)}
+    if len(position) != len(given):
+        raise ValueError(f"{what} has repeated column names; each feature must appear once")
+    for name in names:
+        if name not in position and definitions.get(name) in position:
+            position[name] = position[definitions[name]]
+    missing = [name for name in names if name not in position]
+    if missing:
+        raise ValueError(f"{what} lacks the features {missing} that {owner} was trained on "
+                         f"(it has {given}); give every feature by name, in any order")
+    return np.asarray(X)[:, [position[name] for name in names]], names
 
 
 def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
@@ -208,6 +293,37 @@ def is_classifier(model: Any) -> bool:
     if kind is not None:
         return kind == "classifier"
     return hasattr(model, "predict_proba")
+
+
+def model_scores(model: Any, X: Any) -> np.ndarray:
+    """A model's score of X as float64: ``decision_function`` of a classifier (large means
+    signal), ``predict`` of a regressor."""
+    score = getattr(model, "decision_function", None) or model.predict
+    return np.asarray(score(X), dtype=np.float64)
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
+    """Weighted q-quantile(s) of ``values``: the smallest value at which the summed weight
+    of the values up to it first reaches q times the total weight.
+
+    This is hepbdt's one definition, for leaf medians and resolutions alike. Signed weights
+    count with their sign (the quantile of the net distribution); the running sum is not
+    monotone then, and the first value at which it reaches the target is taken. When the
+    total weight is not positive, |w| are used, and unit weights when all weights are zero.
+    A scalar q gives a float (0.0 for no values), an array of q an array (NaN for no values).
+    """
+    values = np.asarray(values)
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if values.size == 0:
+        return 0.0 if np.ndim(q) == 0 else np.full(qs.shape, np.nan)
+    w = np.asarray(weights, dtype=np.float64)
+    if not w.sum() > 0:
+        w = np.abs(w) if np.any(w != 0) else np.ones_like(w)
+    order = np.argsort(values, kind="stable")
+    reached = np.maximum.accumulate(np.cumsum(w[order]))
+    index = np.searchsorted(reached, qs * float(np.sum(w)), side="left")
+    result = values[order][np.clip(index, 0, values.size - 1)]
+    return float(result[0]) if np.ndim(q) == 0 else result
 
 
 # -- threads ----------------------------------------------------------------------------------

@@ -259,7 +259,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     from hepbdt.model import tree_text
 
     forest = model.forest_
-    names = list(model.feature_names_in_)
+    given = getattr(model, "feature_names_in_", None)
+    names = [f"x{i}" for i in range(forest.n_features)] if given is None else [str(n) for n in given]
     lines = [f"{prefix}{type(model).__name__}"]
     lines.append("Options:")
     for key, value in sorted(model.get_params().items()):
@@ -269,7 +270,9 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     except ValueError as exc:
         lines.append(f"TMVA options: none ({exc})")
     lines.append(f"Features ({len(names)}):")
-    lines += [f"  {i:3d}  {name}" for i, name in enumerate(names)]
+    definitions = getattr(model, "feature_definitions_", None) or {}
+    lines += [f"  {i:3d}  {name}" + (f" = {definitions[name]}" if name in definitions else "")
+              for i, name in enumerate(names)]
     lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
                  f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
                  f"{forest.base_score:g}")

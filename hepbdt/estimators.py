@@ -11,7 +11,6 @@ estimator. Fitted attributes end in ``_``. Reading model files is
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,9 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from ._util import atomic_write_text, check_weights, check_X, threads
+from ._sklearn import NotFittedError, SklearnProtocol, not_fitted
+from ._util import (
+    atomic_write_text,
+    check_weights,
+    check_X,
+    dumps_strict,
+    feature_definitions_of,
+    threads,
+)
 from .boosting import GradientBooster, NewtonBooster, get_loss
-from .boosting._loop import run_boosting
+from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
 from .boosting.losses import Deviance, Logistic
 from .boosting.negative_weights import pair_negative_weights
@@ -33,7 +40,8 @@ from .interop.tmva_export import to_tmva_xml
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
 from .tmva_options import parse_tmva_options, to_tmva_options
 
-__all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "from_forest", "ESTIMATORS", "warmup"]
+__all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
+           "ESTIMATORS", "warmup"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -70,6 +78,7 @@ _SHARED_TAIL = (
     _Param("colsample_bylevel", 1.0, "float"), _Param("colsample_bynode", 1.0, "float"),
     _Param("negative_weights", "pair", "str"), _Param("early_stopping", False, "bool"),
     _Param("validation_fraction", 0.1, "float"), _Param("n_iter_no_change", 10, "int | None"),
+    _Param("early_stopping_rounds", None, "int | None"),
     _Param("tol", 0.0, "float"), _Param("quantised_histograms", "auto", "bool | str"),
     _Param("random_state", None, "int | None"), _Param("n_jobs", None, "int | None"),
     _Param("verbose", False, "bool"), _Param("n_vars_per_node", None, "int | str | None"),
@@ -95,6 +104,18 @@ def _constructor(params: tuple[_Param, ...], doc: str):
     return __init__
 
 
+def _labels(y: Any) -> np.ndarray:
+    """Class labels as a 1-d array; a continuous target is refused (scikit-learn's words)."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("y is a column vector; pass a 1-d array of labels", stacklevel=3)
+    y = y.ravel()
+    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y) & (y == np.round(y))):
+        raise ValueError("Unknown label type: continuous. A classifier takes class labels "
+                         "(e.g. 1 for signal, 0 for background); use BDTRegressor for a target")
+    return y
+
+
 def _get_loss(boosting: str, name: str, *args: float):
     """The loss object; ParameterError("loss") when the booster has no such loss."""
     try:
@@ -103,43 +124,10 @@ def _get_loss(boosting: str, name: str, *args: float):
         raise ParameterError("loss", str(exc)) from None
 
 
-class _BDTBase:
+class _BDTBase(SklearnProtocol):
     """Parameters, validation, fitting and persistence shared by both estimators."""
 
-    _estimator_type = ""
     _boostings: tuple[str, ...] = ("gradient", "newton")
-
-    # -- scikit-learn parameter protocol ---------------------------------------------------
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters as a dict."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params: Any) -> _BDTBase:
-        """Set constructor parameters; unknown names are an error."""
-        valid = self._param_names()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}; valid: {valid}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k) != v]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-    def __sklearn_tags__(self):
-        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
-
-        is_clf = self._estimator_type == "classifier"
-        return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags() if is_clf else None,
-                    regressor_tags=RegressorTags() if not is_clf else None)
 
     # -- validation -------------------------------------------------------------------------
     def check_params(self) -> None:
@@ -187,12 +175,15 @@ class _BDTBase:
             raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
                                  f"InverseBoostNegWeights) needs an AdaBoost-type booster "
                                  f"{ADABOOST_BOOSTINGS}; boosting={self.boosting!r}")
+        require(self.n_iter_no_change is None or self.n_iter_no_change >= 1, "n_iter_no_change",
+                "None or an integer >= 1")
+        rounds = self.early_stopping_rounds
+        require(rounds is None or (isinstance(rounds, int | np.integer) and not isinstance(rounds, bool)
+                                   and rounds >= 1), "early_stopping_rounds", "None or an integer >= 1")
         self._validate_extra_params(require)
 
     def _validate_extra_params(self, require) -> None:
         """Checks of the parameters one estimator has and the other has not."""
-        require(self.n_iter_no_change is None or self.n_iter_no_change >= 1, "n_iter_no_change",
-                "None or an integer >= 1")
 
     def _apply_negative_weight_policy(self, X, y, w):
         policy = self.negative_weights
@@ -228,23 +219,16 @@ class _BDTBase:
         return NewtonBooster(loss, self.learning_rate, self.reg_lambda, self.reg_alpha)
 
     # -- fitting ------------------------------------------------------------------------------
-    def _fit(self, X, y, sample_weight, eval_set, names):
+    def _fit(self, X, y, sample_weight, eval_set, names, definitions):
         self._validate_params()
         w = check_weights(sample_weight, X.shape[0], training=True)
         X, y, w = self._apply_negative_weight_policy(X, y, w)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
-        valid = None
-        if eval_set is not None:
-            Xv, yv = eval_set[0], eval_set[1]
-            Xv, _ = check_X(Xv, X.shape[1], "eval_set X")
-            yv = self._encode_y(yv, fitting=False)
-            wv = check_weights(eval_set[2] if len(eval_set) > 2 else None, Xv.shape[0],
-                               "eval_set sample_weight", training=True)
-            valid = (Xv, yv, wv)
-        elif self.early_stopping:
+        evals = self._eval_sets(eval_set, names)
+        if not evals and self.early_stopping:
             held = rng.random(X.shape[0]) < self.validation_fraction
-            valid = (X[held], y[held], w[held])
+            evals = [(X[held], y[held], w[held])]
             X, y, w = X[~held], y[~held], w[~held]
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
@@ -256,19 +240,72 @@ class _BDTBase:
             mapper.fit(X, w)
             quantised = self._use_quantised(X.shape[0])
             codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
-            forest, result = self._run(X, y, w, codes, mapper, valid, rng, quantised)
+            forest, result = self._run(X, y, w, codes, mapper, evals[-1] if evals else None, rng,
+                                       quantised)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
+        self._set_fitted(forest, names, definitions, result, mapper)
+        self._record_evals(evals, result)
+        return self
+
+    def _set_fitted(self, forest, names, definitions, result, mapper) -> None:
+        """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""
         self.forest_ = forest
         forest.dense()  # lay the trees out for prediction now, not at the first predict
-        self.n_features_in_ = X.shape[1]
-        self.feature_names_in_ = names if names is not None else [f"x{i}" for i in range(X.shape[1])]
+        self.n_features_in_ = forest.n_features
+        for name in ("feature_names_in_", "feature_definitions_"):
+            self.__dict__.pop(name, None)
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+            self.feature_definitions_ = {k: v for k, v in definitions.items() if k in names}
         self.train_loss_ = result.train_loss
         self.validation_loss_ = result.validation_loss
-        self.best_iteration_ = result.best_iteration
         self.n_trees_ = forest.n_trees
-        self.bin_edges_ = mapper.edges_
-        return self
+        if mapper is not None:
+            self.bin_edges_ = mapper.edges_
+
+    def _eval_sets(self, eval_set, names) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``eval_set`` as a list of checked (X, y, w): one (X, y[, w]) tuple or a list of them,
+        as XGBoost and LightGBM take it."""
+        if eval_set is None:
+            return []
+        if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and np.ndim(eval_set[1]) == 1:
+            eval_set = [eval_set]
+        sets = []
+        for i, entry in enumerate(eval_set):
+            if not isinstance(entry, tuple | list) or len(entry) not in (2, 3):
+                raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, sample_weight)")
+            Xv, _ = check_X(entry[0], self.n_features_in_ if names is None else None,
+                            f"eval_set[{i}] X", names=names)
+            yv = self._encode_y(entry[1], fitting=False)
+            if yv.size != Xv.shape[0]:
+                raise ValueError(f"eval_set[{i}]: X has {Xv.shape[0]} events but y has {yv.size}")
+            wv = check_weights(entry[2] if len(entry) > 2 else None, Xv.shape[0],
+                               f"eval_set[{i}] sample_weight", training=True)
+            sets.append((Xv, yv, wv))
+        return sets
+
+    def _stopping_rounds(self) -> int | None:
+        """Rounds without improvement before stopping: only when asked for."""
+        if self.early_stopping_rounds is not None:
+            return int(self.early_stopping_rounds)
+        return self.n_iter_no_change if self.early_stopping else None
+
+    def _record_evals(self, evals, result) -> None:
+        """``evals_result_`` (the loss after each tree on every eval set), ``best_iteration_``
+        and ``best_score_`` (on the last set, which early stopping watches)."""
+        self.evals_result_ = {}
+        self.best_iteration_ = None
+        self.best_score_ = None
+        if not evals:
+            return
+        loss = self._make_loss()
+        for i, (Xv, yv, wv) in enumerate(evals):
+            curve = [loss.loss(yv, wv, score) for score in self.forest_.staged_raw_score(Xv)]
+            self.evals_result_[f"validation_{i}"] = {loss.name: curve}
+        self.best_iteration_ = result.best_iteration
+        if result.best_iteration is not None and result.validation_loss is not None:
+            self.best_score_ = float(result.validation_loss[result.best_iteration])
 
     def _run(self, X, y, w, codes, mapper, valid, rng, quantised=False):
         if self.boosting in ADABOOST_BOOSTINGS:
@@ -283,6 +320,7 @@ class _BDTBase:
         valid_binned = None
         if valid is not None:
             valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
+        rounds = self._stopping_rounds()
         result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
             n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
@@ -291,10 +329,9 @@ class _BDTBase:
             colsample_bylevel=self.colsample_bylevel,
             colsample_bynode=self._node_fraction(mapper.n_bins_.size),
             rng=rng, valid=valid_binned,
-            n_iter_no_change=self.n_iter_no_change if (self.early_stopping or valid is not None) else None,
-            tol=self.tol, verbose=self.verbose, quantised=quantised)
-        keep = None
-        if result.best_iteration is not None and (self.early_stopping or valid is not None):
+            n_iter_no_change=rounds, tol=self.tol, verbose=self.verbose, quantised=quantised)
+        keep = None  # the model is cut at its best iteration only when early stopping was asked for
+        if result.best_iteration is not None and rounds is not None:
             keep = result.best_iteration + 1
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
@@ -331,20 +368,38 @@ class _BDTBase:
             return False
         return possible and (q is True or n_events >= QUANTISE_FROM_EVENTS)
 
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "forest_")
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "forest_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+            raise not_fitted(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _input(self, X) -> np.ndarray:
+        """X checked against the fitted features: named input put in their order."""
+        self._check_fitted()
+        names = getattr(self, "feature_names_in_", None)
+        X, _ = check_X(X, self.n_features_in_, names=None if names is None else list(names),
+                       owner=type(self).__name__,
+                       definitions=getattr(self, "feature_definitions_", None))
+        return X
 
     def _raw(self, X) -> np.ndarray:
-        self._check_fitted()
-        X, _ = check_X(X, self.n_features_in_)
+        X = self._input(X)
         with threads(self.n_jobs):
             return self.forest_.raw_score(X)
 
     def _staged_raw(self, X):
+        yield from self.forest_.staged_raw_score(self._input(X))
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Split gain per feature, each split's gain times its tree's |boost weight|, summed
+        and normalised to 1 (TMVA's variable importance; zeros for a forest without splits)."""
         self._check_fitted()
-        X, _ = check_X(X, self.n_features_in_)
-        yield from self.forest_.staged_raw_score(X)
+        gains = self.forest_.feature_gain()
+        total = gains.sum()
+        return gains / total if total > 0 else gains
 
     # -- persistence ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -356,12 +411,15 @@ class _BDTBase:
             "format_version": FORMAT_VERSION,
             "estimator": type(self).__name__,
             "params": params,
-            "feature_names": list(self.feature_names_in_),
+            "feature_names": None if not hasattr(self, "feature_names_in_")
+            else [str(n) for n in self.feature_names_in_],
+            "feature_definitions": getattr(self, "feature_definitions_", None) or {},
             "forest": self.forest_.to_dict(),
             "train_loss": np.asarray(self.train_loss_, float).tolist(),
             "validation_loss": None if self.validation_loss_ is None
             else np.asarray(self.validation_loss_, float).tolist(),
             "best_iteration": self.best_iteration_,
+            "evals_result": getattr(self, "evals_result_", None) or {},
         }
         doc.update(self._extra_state())
         return doc
@@ -389,7 +447,7 @@ class _BDTBase:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
-        atomic_write_text(path, json.dumps(self.to_dict()))
+        atomic_write_text(path, dumps_strict(self.to_dict()))
 
     def save_tmva(self, path: str | os.PathLike, **options: Any) -> dict[str, Any]:
         """Write a TMVA ``MethodBDT`` XML weight file for ``TMVA::Reader``.
@@ -448,7 +506,8 @@ class BDTClassifier(_BDTBase):
         (*_SHARED_HEAD, _Param("loss", None, "str | None"), *_SHARED_TAIL,
          _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
          _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
-         _Param("sig_to_bkg_fraction", "auto", "float | str | None")),
+         _Param("sig_to_bkg_fraction", "auto", "float | str | None"),
+         _Param("signal_label", None, "int | float | str | bool | None")),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -511,30 +570,54 @@ class BDTClassifier(_BDTBase):
         return loss
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
-        y = np.asarray(y).ravel()
+        y = _labels(y)
         if fitting:
             classes = np.unique(y)
             if classes.size != 2:
-                raise ValueError(f"y must have exactly two classes (signal = 1, background = 0); "
-                                 f"found {classes.size}: {classes[:10].tolist()}")
-            self.classes_ = classes
+                raise ValueError(f"y must have exactly two classes (signal and background); found "
+                                 f"{classes.size} class(es): {classes[:10].tolist()}")
+            signal = self._signal_class(classes)
+            self.classes_ = np.array([classes[classes != signal][0], signal], dtype=classes.dtype)
         bad = ~np.isin(y, self.classes_)
         if bad.any():
             raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
                              f"the classes {self.classes_.tolist()}")
         return (y == self.classes_[1]).astype(np.float64)
 
-    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTClassifier:
-        """Train on X (n, m), labels y (two classes; with 0/1, 1 is signal), optional weights.
+    def _signal_class(self, classes: np.ndarray) -> Any:
+        """The label of the signal class: ``signal_label``, else 1 (True) for numeric labels
+        and "signal" for strings; anything else must be named."""
+        label = self.signal_label
+        if label is None:
+            numeric = np.issubdtype(classes.dtype, np.number) or classes.dtype == np.bool_
+            label = 1 if numeric else "signal"
+            if label not in classes.tolist():
+                raise ParameterError("signal_label", f"which class is signal? The labels are "
+                                     f"{classes.tolist()}: give signal_label=<one of them> (by "
+                                     "default 1 for numbers, 'signal' for strings)")
+        elif label not in classes.tolist():
+            raise ParameterError("signal_label", f"signal_label={label!r} is not one of the labels "
+                                 f"{classes.tolist()}")
+        return classes[classes == label][0]
 
-        eval_set: (X_val, y_val[, w_val]) for the validation loss and early stopping.
+    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTClassifier:
+        """Train on X (n, m), two-class labels y (``signal_label`` is signal; by default 1 or
+        "signal") and optional event weights.
+
+        eval_set: (X_val, y_val[, w_val]) or a list of them: the loss after each tree on each
+        goes to ``evals_result_``; with ``early_stopping_rounds`` training stops when the
+        last one has not improved for that many trees, and the model keeps its best trees.
         """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        definitions = feature_definitions_of(X)
         X, names = check_X(X)
-        y_raw = np.asarray(y).ravel()
+        y_raw = _labels(y)
         if y_raw.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
-        return self._fit(X, y01, sample_weight, eval_set, names)
+        self.n_features_in_ = X.shape[1]
+        return self._fit(X, y01, sample_weight, eval_set, names, definitions)
 
     def decision_function(self, X) -> np.ndarray:
         """Raw ensemble score, float64 (n,); larger means more signal-like."""
@@ -554,7 +637,10 @@ class BDTClassifier(_BDTBase):
         return Deviance.probability(score)
 
     def predict_proba(self, X) -> np.ndarray:
-        """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal)."""
+        """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal).
+
+        ``classes_`` is [background label, signal label]: the signal is always the second
+        column and the high score, whatever the labels' sorted order."""
         p = self._link(self._raw(X))
         return np.column_stack([1.0 - p, p])
 
@@ -570,8 +656,8 @@ class BDTClassifier(_BDTBase):
 
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted accuracy."""
-        y = np.asarray(y).ravel()
-        w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, float)
+        y = _labels(y)
+        w = check_weights(sample_weight, y.size)
         return float(np.sum(w * (self.predict(X) == y)) / np.sum(w))
 
     def _extra_state(self) -> dict[str, Any]:
@@ -602,29 +688,30 @@ class BDTRegressor(_BDTBase):
         return y
 
     def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTRegressor:
-        """Train on X (n, m) and the target y (n,), optional event weights."""
+        """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set`` as
+        for :meth:`BDTClassifier.fit`."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        definitions = feature_definitions_of(X)
         X, names = check_X(X)
         y = self._encode_y(y, fitting=True)
         if y.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y.size} targets")
-        return self._fit(X, y, sample_weight, eval_set, names)
+        self.n_features_in_ = X.shape[1]
+        return self._fit(X, y, sample_weight, eval_set, names, definitions)
 
     def predict(self, X) -> np.ndarray:
         """Predicted target, float64 (n,)."""
         return self._raw(X)
 
-    decision_function = predict
-
     def staged_predict(self, X):
         """Yield the prediction after 1, 2, ... trees."""
         yield from self._staged_raw(X)
 
-    staged_decision_function = staged_predict
-
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted coefficient of determination R^2."""
         y = np.asarray(y, float).ravel()
-        w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, float)
+        w = check_weights(sample_weight, y.size)
         pred = self.predict(X)
         mean = np.sum(w * y) / np.sum(w)
         return float(1 - np.sum(w * (y - pred) ** 2) / np.sum(w * (y - mean) ** 2))
@@ -634,32 +721,37 @@ ESTIMATORS = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}
 _BY_TYPE = {"classifier": BDTClassifier, "regressor": BDTRegressor}
 
 
-def from_forest(kind: str, forest: Forest, feature_names: list[str],
+def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                 params: dict[str, Any] | None = None, *, classes: Any = (0, 1),
-                train_loss: Any = (), validation_loss: Any = None,
-                best_iteration: int | None = None) -> BDTClassifier | BDTRegressor:
+                feature_definitions: dict[str, str] | None = None, train_loss: Any = (),
+                validation_loss: Any = None, best_iteration: int | None = None,
+                evals_result: dict[str, Any] | None = None) -> BDTClassifier | BDTRegressor:
     """A fitted estimator around a forest (from a model file or another tool's format).
 
     kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
     options; those the estimator does not have are dropped (an imported model's settings
-    may have no hepbdt name). ``feature_names`` must have one name per forest feature.
+    may have no hepbdt name). ``feature_names``: one name per forest feature, or None for a
+    model fitted on unnamed columns. ``classes``: [background label, signal label].
     """
     cls = _BY_TYPE.get(kind) or ESTIMATORS.get(kind)
     if cls is None:
         raise ModelFormatError(f"estimator {kind!r} is not known; valid: {sorted(ESTIMATORS)}")
-    names = [str(n) for n in feature_names]
-    if len(names) != forest.n_features:
-        raise ModelFormatError(f"feature_names must list {forest.n_features} names, got {len(names)}")
     valid = set(cls._param_names())
     est = cls(**{k: v for k, v in (params or {}).items() if k in valid})
-    est.forest_ = forest
-    forest.dense()
-    est.n_features_in_ = forest.n_features
-    est.feature_names_in_ = names
-    est.n_trees_ = forest.n_trees
-    est.train_loss_ = np.asarray(train_loss, float)
-    est.validation_loss_ = None if validation_loss is None else np.asarray(validation_loss, float)
+    if feature_names is not None and len(feature_names) != forest.n_features:
+        raise ModelFormatError(f"feature_names must list {forest.n_features} names, got "
+                               f"{len(feature_names)}")
+    result = BoostResult(None, 0.0, np.asarray(train_loss, float),
+                         None if validation_loss is None else np.asarray(validation_loss, float),
+                         best_iteration)
+    names = None if feature_names is None else [str(n) for n in feature_names]
+    est._set_fitted(forest, names, dict(feature_definitions or {}), result, None)
+    est.evals_result_ = dict(evals_result or {})
     est.best_iteration_ = best_iteration
+    est.best_score_ = None
+    if best_iteration is not None and est.validation_loss_ is not None:
+        if 0 <= best_iteration < est.validation_loss_.size:
+            est.best_score_ = float(est.validation_loss_[best_iteration])
     if cls is BDTClassifier:
         if len(classes) != 2:
             raise ModelFormatError("a classifier needs 'classes' with two labels")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import atomic_write_text
+from ._util import atomic_write_text, model_scores
 
 __all__ = ["KFoldModel", "fold_of", "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION"]
 
@@ -45,7 +45,7 @@ class KFoldModel:
         self.models = list(models)
         if len(self.models) < 2:
             raise ValueError("a KFoldModel needs at least two models")
-        names = [list(m.feature_names_in_) for m in self.models]
+        names = [list(getattr(m, "feature_names_in_", [])) for m in self.models]
         if any(n != names[0] for n in names):
             raise ValueError("the fold models use different features: "
                              + "; ".join(str(n) for n in names))
@@ -59,15 +59,21 @@ class KFoldModel:
     @property
     def feature_names_in_(self) -> list[str]:
         """The features every fold model takes, in order."""
-        return list(self.models[0].feature_names_in_)
+        return [str(n) for n in self.models[0].feature_names_in_]
+
+    @property
+    def feature_definitions_(self) -> dict[str, str]:
+        """The expressions behind feature names that are aliases (as the fold models keep them)."""
+        return dict(getattr(self.models[0], "feature_definitions_", None) or {})
 
     def folds(self, event: Any) -> np.ndarray:
         """Fold number of each event (:func:`fold_of`)."""
         return fold_of(event, self.k)
 
     def decision_function(self, X: Any, event: Any) -> np.ndarray:
-        """Score of each event by the model that did not train on it: float64 (n,), or
-        (n, c) when the models return c scores per event."""
+        """Score of each event by the model that did not train on it (a classifier's
+        ``decision_function``, a regressor's ``predict``): float64 (n,), or (n, c) when the
+        models return c scores per event."""
         X = np.ascontiguousarray(X, dtype=np.float32)
         folds = self.folds(event)
         if folds.shape != (X.shape[0],):
@@ -77,12 +83,12 @@ class KFoldModel:
             mask = folds == i
             if not mask.any():
                 continue
-            part = np.asarray(model.decision_function(X[mask]), dtype=np.float64)
+            part = model_scores(model, X[mask])
             if scores is None:
                 scores = np.full((X.shape[0], *part.shape[1:]), np.nan)
             scores[mask] = part
         if scores is None:  # no events
-            scores = np.asarray(self.models[0].decision_function(X), dtype=np.float64)
+            scores = model_scores(self.models[0], X)
         return scores
 
     def fold_paths(self, path: str | os.PathLike) -> list[Path]:

@@ -7,6 +7,7 @@ live in :mod:`hepbdt.persistence`. Nothing here knows about estimators or files.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,14 @@ class Forest:
         """Number of nodes over all trees."""
         return int(self.feature.size)
 
+    def feature_gain(self) -> np.ndarray:
+        """Per feature, the split gains of its nodes times their tree's |weight|, summed
+        (float64, (n_features,)): TMVA's variable importance before normalisation."""
+        split = self.feature >= 0
+        tree_weight = np.repeat(np.abs(self.tree_weights), np.diff(self.tree_offsets))
+        return np.bincount(self.feature[split], weights=(self.gain * tree_weight)[split],
+                           minlength=self.n_features).astype(np.float64)
+
     def node_depths(self) -> np.ndarray:
         """Depth of every node (roots 0), int64 (n_nodes,)."""
         return node_depths(self.feature, self.left, self.right, self.tree_offsets)
@@ -95,12 +104,21 @@ class Forest:
         The depth is checked before anything is allocated: the dense layout takes
         2^depth slots per tree, so only forests of depth <= MAX_DENSE_DEPTH get one.
         """
+        key = self._fingerprint()
         cached = self.__dict__.get("_dense")
-        if cached is None or cached[0] != self.n_nodes:
+        if cached is None or cached[0] != key:
             depth = self.max_depth if self.n_trees else MAX_DENSE_DEPTH + 1
-            cached = (self.n_nodes, DenseForest(self, depth) if depth <= MAX_DENSE_DEPTH else None)
+            cached = (key, DenseForest(self, depth) if depth <= MAX_DENSE_DEPTH else None)
             self.__dict__["_dense"] = cached
         return cached[1]
+
+    def _fingerprint(self) -> tuple[int, int]:
+        """The node count and a checksum of every array the dense layout copies, so that a
+        forest changed in place (a leaf value, a threshold) never predicts from a stale copy."""
+        crc = 0
+        for name in ("feature", "threshold", "left", "right", "missing_left", "value", "tree_offsets"):
+            crc = zlib.crc32(np.ascontiguousarray(getattr(self, name)).view(np.uint8), crc)
+        return self.n_nodes, crc
 
     def raw_score(self, X: np.ndarray, n_trees: int | None = None) -> np.ndarray:
         """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
@@ -148,7 +166,8 @@ class Forest:
                       extra=dict(self.extra))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (floats as Python floats, exact round trip)."""
+        """JSON-ready dictionary (floats as Python floats, exact round trip; see
+        :func:`hepbdt._util.strict_json` for the +-inf thresholds)."""
         d: dict[str, Any] = {k: getattr(self, k).tolist() for k in NODE_ARRAYS}
         d["missing_left"] = [bool(v) for v in self.missing_left]
         d.update(tree_offsets=self.tree_offsets.tolist(), tree_weights=self.tree_weights.tolist(),
@@ -202,6 +221,10 @@ class Forest:
                                    f"[0, {self.n_features})")
         if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.tree_weights)):
             raise ModelFormatError(f"{where}: leaf values and tree weights must be finite")
+        if np.any(np.isnan(self.threshold[self.feature >= 0])):
+            node = int(np.flatnonzero((self.feature >= 0) & np.isnan(self.threshold))[0])
+            raise ModelFormatError(f"{where}.threshold: split node {node} has threshold NaN; a "
+                                   "split needs a number (or +-Infinity)")
         tree_of = np.repeat(np.arange(off.size - 1), np.diff(off))
         internal = self.feature >= 0
         for child in (self.left, self.right):

@@ -69,15 +69,23 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
         raise ModelFormatError(f"params has unknown options {unknown}")
     forest = Forest.from_dict(doc.get("forest"), "forest")
     names = doc.get("feature_names")
-    if not isinstance(names, list):
-        raise ModelFormatError(f"feature_names must list {forest.n_features} names")
+    if names is not None and not isinstance(names, list):
+        raise ModelFormatError(f"feature_names must list {forest.n_features} names (or be null)")
+    definitions = doc.get("feature_definitions") or {}
+    if not isinstance(definitions, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in definitions.items()):
+        raise ModelFormatError("feature_definitions must map feature names to expressions")
     classes = doc.get("classes")
     if cls is BDTClassifier and not isinstance(classes, list):
         raise ModelFormatError("a classifier needs 'classes' with two labels")
+    evals = doc.get("evals_result") or {}
+    if not isinstance(evals, dict):
+        raise ModelFormatError("evals_result must be an object")
     return from_forest(kind, forest, names, params, classes=classes or (),
+                       feature_definitions=definitions,
                        train_loss=doc.get("train_loss") or [],
                        validation_loss=doc.get("validation_loss"),
-                       best_iteration=doc.get("best_iteration"))
+                       best_iteration=doc.get("best_iteration"), evals_result=evals)
 
 
 def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:

@@ -289,17 +289,24 @@ def plot_learning_curve(curve: LearningCurve) -> Figure:
 @_figure
 def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT score"
                            ) -> Figure:
-    """S/sqrt(B), S/sqrt(S+B) and AMS against the cut, with the best cuts marked."""
+    """S/sqrt(B), S/sqrt(S+B) and AMS against the cut, with the best cuts marked and the
+    cuts that may not be best (too few background MC events, or B <= 0) shaded."""
     fig = Figure()
     ax = fig.add_subplot()
     curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
               ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
               ("ams", f"AMS (b_reg = {scan.b_reg:g})", scan.ams))
     for key, label, values in curves:
-        cut, best, _, _ = scan.best[key]
-        (line,) = ax.plot(scan.thresholds, values, label=f"{label}: max {best:.3g} at {cut:.3g}")
-        if np.isfinite(cut):
-            ax.axvline(cut, ls=":", color=line.get_color())
+        best = scan.best_cuts[key]
+        text = (f"max {best.value:.3g} at {best.threshold:.3g}" if best.found
+                else "no cut qualifies")
+        (line,) = ax.plot(scan.thresholds, values, label=f"{label}: {text}")
+        if best.found:
+            ax.axvline(best.threshold, ls=":", color=line.get_color())
+    if not scan.qualifies.all():
+        ax.fill_between(scan.thresholds, 0, 1, where=~scan.qualifies, step="mid",
+                        transform=ax.get_xaxis_transform(), color="grey", alpha=0.2, lw=0,
+                        label=f"< {scan.min_background_events} background MC events or B ≤ 0")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Significance")
     ax.legend(fontsize=13)

@@ -30,15 +30,18 @@ from hepbdt._util import atomic_write_text, is_classifier
 from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.curves import learning_curve
 from hepbdt.evaluation.metrics import (
+    DEFAULT_MIN_BACKGROUND_EVENTS,
+    SignificanceScan,
     efficiency_table,
     regression_metrics,
     resolution_vs_target,
     significance_scan,
+    yield_note,
 )
 from hepbdt.evaluation.overtraining import overtraining_test
 from hepbdt.evaluation.ranking import permutation_importance, tmva_importance
 
-__all__ = ["report", "Section", "html_table"]
+__all__ = ["report", "Section", "html_table", "significance_table"]
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -111,6 +114,30 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: s
             f"<tbody>{body}</tbody></table>")
 
 
+_FIGURE_OF_MERIT_LABELS = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
+                           "ams": "AMS"}
+SIGNIFICANCE_HEADER = ["figure of merit", "best cut", "value", "S", "S stat. unc.", "B",
+                       "B stat. unc.", "signal MC events", "background MC events"]
+
+
+def significance_table(scan: SignificanceScan, table_id: str) -> str:
+    """The best cut of each figure of merit as an HTML table (S, B, their statistical
+    uncertainties and MC counts), or "no cut leaves >= N background MC events"."""
+    rows: list[list[Any]] = []
+    for key, label in _FIGURE_OF_MERIT_LABELS.items():
+        if key == "ams":
+            label += f" (b_reg = {scan.b_reg:g})"
+        best = scan.best_cuts[key]
+        if best.found:
+            rows.append([label, best.threshold, best.value, best.signal, best.signal_error,
+                         best.background, best.background_error, best.n_signal_mc,
+                         best.n_background_mc])
+        else:
+            rows.append([label, f"no cut leaves >= {scan.min_background_events} background "
+                         "MC events with B > 0", *(["n/a"] * 7)])
+    return html_table(SIGNIFICANCE_HEADER, rows, table_id)
+
+
 def _png(fig: Figure) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=72)
@@ -164,6 +191,23 @@ def _sample_rows(name: str, y: np.ndarray, w: np.ndarray, classifier: bool) -> l
     return row
 
 
+def _samples_table(y_tr: np.ndarray, w_tr: np.ndarray, y_te: np.ndarray, w_te: np.ndarray,
+                   classifier: bool, test_fraction: float) -> str:
+    """Events and summed weights of the training and test samples, as given."""
+    scaled = " (the significance section scales it up)" if classifier else ""
+    note = ("<p>Sums of the weights as given: the test sample carries the fraction "
+            f"{test_fraction:.4g} of the whole sample's expected yield{scaled}; training "
+            "weights may be normalised.</p>")
+    if classifier:
+        header = ["sample", "events", "signal events", "background events",
+                  "signal sum of weights", "background sum of weights",
+                  "fraction of negative weights"]
+    else:
+        header = ["sample", "events", "sum of weights", "fraction of negative weights"]
+    return note + html_table(header, [_sample_rows("training", y_tr, w_tr, classifier),
+                                      _sample_rows("test", y_te, w_te, classifier)], "samples")
+
+
 def _ranking_section(out: _Sections, model: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray,
                      names: list[str], n_repeats: int, random_state: int | None) -> None:
     out.heading("Variable ranking")
@@ -202,6 +246,8 @@ def report(
     title: str = "hepbdt training report",
     signal_yield: float | None = None,
     background_yield: float | None = None,
+    test_fraction: float | None = None,
+    min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS,
     n_repeats: int = 3,
     random_state: int | None = 0,
     sections: Sequence[Section] = (),
@@ -214,7 +260,14 @@ def report(
     train, test : ``Dataset`` (``X``, ``y``, ``w``, ``feature_names``) or ``(X, y[, w])``
     path : the HTML file to write (written to a temporary name, then renamed)
     signal_yield, background_yield : expected events before the cut for the significance
-        scan (default: the test sample's summed weights)
+        scan (default: the test sample's summed weights x 1 / ``test_fraction``)
+    test_fraction : the fraction of the whole sample's expected yield that the test
+        weights carry (1 - train_fraction for a split, 1 for an independent test sample
+        or all events of a k-fold training). None: estimated from the event counts,
+        n_test / (n_train + n_test), as for a train/test split of one sample. The report
+        states which.
+    min_background_events : a best cut of the significance scan must leave at least this
+        many background MC events (unweighted test events) and B > 0
     n_repeats, random_state : for the permutation importance on the test sample
     sections : the caller's own sections, shown first (e.g. the per-fold results of a
         k-fold training)
@@ -226,6 +279,8 @@ def report(
     if all(n.startswith("x") for n in names) and hasattr(model, "feature_names_in_"):
         names = [str(n) for n in model.feature_names_in_]
     classifier = is_classifier(model)
+    yields = _YieldBasis.of(test_fraction, y_tr.size, y_te.size, signal_yield,
+                            background_yield, min_background_events)
     out = _Sections()
     for section in sections:
         out.heading(section.heading)
@@ -237,18 +292,10 @@ def report(
     out.heading("Options")
     out.html(_options_table(model))
     out.heading("Samples")
-    if classifier:
-        header = ["sample", "events", "signal events", "background events",
-                  "signal sum of weights", "background sum of weights",
-                  "fraction of negative weights"]
-    else:
-        header = ["sample", "events", "sum of weights", "fraction of negative weights"]
-    out.html(html_table(header, [_sample_rows("training", y_tr, w_tr, classifier),
-                             _sample_rows("test", y_te, w_te, classifier)], "samples"))
+    out.html(_samples_table(y_tr, w_tr, y_te, w_te, classifier, yields.test_fraction))
 
     if classifier:
-        _classification_sections(out, model, X_tr, y_tr, w_tr, X_te, y_te, w_te,
-                                 signal_yield, background_yield)
+        _classification_sections(out, model, X_tr, y_tr, w_tr, X_te, y_te, w_te, yields)
     else:
         _regression_sections(out, model, X_tr, y_tr, w_tr, X_te, y_te, w_te)
 
@@ -269,8 +316,7 @@ def report(
 
 def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.ndarray,
                              w_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndarray,
-                             w_te: np.ndarray, signal_yield: float | None,
-                             background_yield: float | None) -> None:
+                             w_te: np.ndarray, yields: _YieldBasis) -> None:
     s_tr = np.asarray(model.decision_function(X_tr), dtype=np.float64)
     s_te = np.asarray(model.decision_function(X_te), dtype=np.float64)
 
@@ -303,14 +349,58 @@ def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr:
                                                               w_te, result=result))
 
     out.heading("Significance")
-    scan = significance_scan(y_te, s_te, w_te, signal_yield, background_yield)
-    labels = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
-              "ams": f"AMS (b_reg = {scan.b_reg:g})"}
-    rows = [(labels[key], *scan.best[key]) for key in labels]
-    out.html(html_table(["figure of merit", "best cut", "value", "S", "B"], rows,
-                    "significance-table"))
-    out.figure("fig-significance", "Significance against the cut on the score (test sample)",
-               lambda: plotting.plot_significance_scan(scan))
+    scan = significance_scan(y_te, s_te, w_te, yields.signal_yield, yields.background_yield,
+                             yield_scale=1.0 / yields.test_fraction,
+                             min_background_events=yields.min_background_events)
+    out.html(f'<p id="significance-yields">{html.escape(yields.describe())}</p>')
+    out.html(significance_table(scan, "significance-table"))
+    out.figure("fig-significance", "Significance against the cut on the score (test sample, "
+               "yields of the whole sample)", lambda: plotting.plot_significance_scan(scan))
+
+
+@dataclass(frozen=True)
+class _YieldBasis:
+    """How the significance scan turns test weights into expected yields."""
+
+    test_fraction: float
+    estimated: str  # "" when given, else how it was estimated
+    signal_yield: float | None
+    background_yield: float | None
+    min_background_events: int
+
+    @classmethod
+    def of(cls, test_fraction: float | None, n_train: int, n_test: int,
+           signal_yield: float | None, background_yield: float | None,
+           min_background_events: int) -> _YieldBasis:
+        """Check the options; estimate the test fraction from the event counts if None."""
+        estimated = ""
+        if test_fraction is None:
+            test_fraction = n_test / (n_train + n_test) if n_train + n_test else 1.0
+            estimated = (f"estimated from the event counts, n_test / (n_train + n_test) = "
+                         f"{n_test} / {n_train + n_test}")
+        if not 0.0 < float(test_fraction) <= 1.0:
+            raise ValueError(f"test_fraction must lie in (0, 1], not {test_fraction!r}")
+        # significance_scan checks min_background_events
+        return cls(float(test_fraction), estimated, signal_yield, background_yield,
+                   min_background_events)
+
+    def describe(self) -> str:
+        """The sentence the report shows above the significance table."""
+        source = self.estimated or "as given"
+        scaled = f"{yield_note(self.test_fraction)} (test fraction {source})"
+        if self.signal_yield is None and self.background_yield is None:
+            text = f"S and B: {scaled}."
+        else:
+            given = [f"{name} = {value:g} events before the cut x its efficiency"
+                     for name, value in (("S", self.signal_yield), ("B", self.background_yield))
+                     if value is not None]
+            rest = [name for name, value in (("S", self.signal_yield),
+                                             ("B", self.background_yield)) if value is None]
+            text = "; ".join(given) + (f"; {rest[0]}: {scaled}" if rest else "") + "."
+        return (text + " Stat. unc.: sqrt(sum of w^2) of the test events passing the cut, "
+                "scaled as the yields. MC events: test events passing the cut, unweighted. "
+                f"A best cut leaves at least {self.min_background_events} background MC "
+                "events and B > 0.")
 
 
 def _regression_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.ndarray,

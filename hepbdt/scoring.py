@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import uproot
 
-from ._util import Progress, atomic_path
+from ._util import Progress, atomic_path, model_scores
 from .io.errors import InputError
 from .io.expressions import Expression
 from .io.samples import (
@@ -64,8 +64,9 @@ def apply(
     model
         A model file (loaded with :func:`hepbdt.load_model`; a k-fold manifest too), an
         object with ``feature_names_in_`` (feature expressions, as in
-        :func:`hepbdt.io.read`) and ``decision_function(X)`` ((n, m) float32 -> (n,) or
-        (n, k) float64), a :class:`~hepbdt.kfold.KFoldModel`, or a list of k such models
+        :func:`hepbdt.io.read`, or names with their expressions in ``feature_definitions_``)
+        and ``decision_function(X)`` or ``predict(X)`` ((n, m) float32 -> (n,) or (n, k)
+        float64), a :class:`~hepbdt.kfold.KFoldModel`, or a list of k such models
         trained k-fold: model i scores the events with ``identifier % k == i``.
     files
         Input files, as for :class:`~hepbdt.io.samples.Sample` (paths, globs,
@@ -132,7 +133,9 @@ class _Job:
             raise InputError(
                 f"score branch {branch!r} must be a valid identifier different from {id_name!r}"
             )
-        features = [Expression(str(t), "feature") for t in scorer.feature_names_in_]
+        definitions = getattr(scorer, "feature_definitions_", None) or {}
+        features = [Expression(definitions.get(str(t), str(t)), "feature")
+                    for t in scorer.feature_names_in_]
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])])
@@ -142,7 +145,7 @@ class _Job:
         if isinstance(self.scorer, KFoldModel):
             scores = self.scorer.decision_function(X, ids)
         else:
-            scores = np.asarray(self.scorer.decision_function(X), dtype=np.float64)
+            scores = model_scores(self.scorer, X)
         if scores.shape[0] != len(X) or scores.ndim not in (1, 2):
             raise InputError(
                 f"{where}: the model returned scores of shape {scores.shape} for {len(X)} events"
@@ -180,11 +183,16 @@ def _scorer(model: Any) -> Any:
         if isinstance(item, KFoldModel):
             loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
             continue
-        if not hasattr(item, "decision_function") or not hasattr(item, "feature_names_in_"):
+        if not (hasattr(item, "decision_function") or hasattr(item, "predict")):
             raise InputError(
                 f"{type(item).__name__} is not a fitted model: apply() needs "
-                "decision_function(X) and feature_names_in_ (fit it first, or pass a "
-                "model file)"
+                "decision_function(X) or predict(X) (fit it first, or pass a model file)"
+            )
+        if getattr(item, "feature_names_in_", None) is None:
+            raise InputError(
+                f"the {type(item).__name__} has no feature names, so apply() cannot know which "
+                "branches to read: fit it on a hepbdt Dataset's X (or a data frame) whose "
+                "columns are named by their expressions"
             )
         loaded.append(item)
     if len(loaded) == 1:

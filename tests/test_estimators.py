@@ -60,14 +60,31 @@ def test_probabilities_and_labels(fitted):
     assert model.score(X, y) > 0.7
 
 
-def test_string_labels_follow_scikit_learn():
+def test_string_labels_name_their_signal_class():
     X, y, _ = _data()
-    labels = np.where(y == 1, "sig", "bkg")  # classes_ sorted: bkg, sig -> "sig" is positive
-    model = hepbdt.BDTClassifier(n_trees=10).fit(X, labels)
+    labels = np.where(y == 1, "sig", "bkg")
+    with pytest.raises(ValueError, match="which class is signal"):
+        hepbdt.BDTClassifier(n_trees=10).fit(X, labels)
+    model = hepbdt.BDTClassifier(n_trees=10, signal_label="sig").fit(X, labels)
     assert list(model.classes_) == ["bkg", "sig"]
     assert set(model.predict(X)) <= {"bkg", "sig"}
     ref = hepbdt.BDTClassifier(n_trees=10).fit(X, y)
     np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X))
+
+
+def test_signal_is_the_high_score_whatever_the_sorted_order():
+    """"Hbb" sorts before "background": the signal must still score high (as in TMVA)."""
+    X, y, _ = _data()
+    ref = hepbdt.BDTClassifier(n_trees=10).fit(X, y)
+    labels = np.where(y == 1, "Hbb", "background")
+    model = hepbdt.BDTClassifier(n_trees=10, signal_label="Hbb").fit(X, labels)
+    assert list(model.classes_) == ["background", "Hbb"]
+    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X))
+    assert np.mean(model.predict(X)[y == 1] == "Hbb") > 0.7
+    named = hepbdt.BDTClassifier(n_trees=10).fit(X, np.where(y == 1, "signal", "background"))
+    np.testing.assert_allclose(named.decision_function(X), ref.decision_function(X))
+    with pytest.raises(ValueError, match="signal_label=2 is not one of the labels"):
+        hepbdt.BDTClassifier(n_trees=10, signal_label=2).fit(X, y)
 
 
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
@@ -248,7 +265,8 @@ def test_pandas_feature_names_and_float32_not_copied():
     X, y, _ = _data()
     frame = pd.DataFrame(X, columns=["pt", "eta", "phi", "m", "btag"])
     model = hepbdt.BDTClassifier(n_trees=5).fit(frame, y)
-    assert model.feature_names_in_ == ["pt", "eta", "phi", "m", "btag"]
+    assert isinstance(model.feature_names_in_, np.ndarray)  # as scikit-learn
+    assert list(model.feature_names_in_) == ["pt", "eta", "phi", "m", "btag"]
     assert check_X(X)[0] is X
 
 

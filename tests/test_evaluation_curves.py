@@ -84,7 +84,8 @@ def test_learning_curve_on_hepbdt_model_with_early_stopping():
 
     X, y, w = _data(5, n=1500)
     Xt, yt, wt = _data(6, n=800)
-    model = hepbdt.BDTClassifier(n_trees=25, max_depth=2, learning_rate=0.3, random_state=0)
+    model = hepbdt.BDTClassifier(n_trees=25, max_depth=2, learning_rate=0.3, random_state=0,
+                                 early_stopping_rounds=10)
     model.fit(X, y, sample_weight=w, eval_set=(Xt, yt, wt))
     curve = learning_curve(model, (X, y, w), (Xt, yt, wt))
     assert curve.n_trees[-1] == model.n_trees_

@@ -122,6 +122,148 @@ def test_significance_scan_best_cut_and_ams():
     assert ams(0.0, 10.0) == 0.0
 
 
+FIGURES = ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams")
+
+
+def _brute_scan(y, score, w, scale=1.0, min_background=10, b_reg=10.0, need_positive_b=True):
+    """Every cut score >= t (descending t) by direct numpy sums, and the best cut of each
+    figure of merit among the cuts with >= min_background background MC events (and
+    B > 0 unless need_positive_b is False)."""
+    ts = np.unique(score)[::-1]
+    cols = {k: [] for k in ("t", "S", "B", "dS", "dB", "nS", "nB")}
+    for t in ts:
+        sig, bkg = (score >= t) & (y == 1), (score >= t) & (y == 0)
+        for key, value in (("t", t), ("S", scale * w[sig].sum()), ("B", scale * w[bkg].sum()),
+                           ("dS", scale * np.sqrt(np.sum(w[sig] ** 2))),
+                           ("dB", scale * np.sqrt(np.sum(w[bkg] ** 2))),
+                           ("nS", np.count_nonzero(sig)), ("nB", np.count_nonzero(bkg))):
+            cols[key].append(value)
+    cols = {k: np.array(v) for k, v in cols.items()}
+    s, b = cols["S"], cols["B"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fom = {"s_over_sqrt_b": np.where(b > 0, s / np.sqrt(b), np.nan),
+               "s_over_sqrt_s_plus_b": np.where(s + b > 0, s / np.sqrt(s + b), np.nan),
+               "ams": np.sqrt(2 * ((s + b + b_reg) * np.log(1 + s / (b + b_reg)) - s))}
+    ok = cols["nB"] >= min_background
+    if need_positive_b:
+        ok &= b > 0
+    best = {}
+    for name, values in fom.items():
+        good = ok & np.isfinite(values)
+        best[name] = None if not good.any() else int(np.argmax(np.where(good, values, -np.inf)))
+    return cols, fom, best
+
+
+def _assert_best_is_brute(scan, cols, fom, best):
+    for name in FIGURES:
+        k, cut = best[name], scan.best_cuts[name]
+        assert k is not None and cut.found, name
+        assert cut.threshold == cols["t"][k], name
+        assert cut.value == pytest.approx(fom[name][k], rel=1e-12), name
+        assert (cut.signal, cut.background) == pytest.approx((cols["S"][k], cols["B"][k]),
+                                                             rel=1e-12), name
+        assert (cut.signal_error, cut.background_error) == pytest.approx(
+            (cols["dS"][k], cols["dB"][k]), rel=1e-12), name
+        assert (cut.n_signal_mc, cut.n_background_mc) == (cols["nS"][k], cols["nB"][k]), name
+        assert scan.best[name] == (cut.threshold, cut.value, cut.signal, cut.background)
+
+
+def _few_background_at_the_top(rng):
+    """30 signal events in [0.5, 1); 2 background events of tiny weight at the very top,
+    200 of weight 1 in [0, 0.9): without a floor the best S/sqrt(B) keeps just the 2."""
+    score = np.r_[rng.uniform(0.5, 1.0, 30), 0.985, 0.995, rng.uniform(0.0, 0.9, 200)]
+    y = np.r_[np.ones(30), np.zeros(202)].astype(int)
+    w = np.r_[np.ones(30), 0.01, 0.01, np.ones(200)]
+    return y, score, w
+
+
+def test_best_cut_leaves_the_minimum_of_background_mc_events():
+    y, score, w = _few_background_at_the_top(np.random.default_rng(11))
+    unconstrained = significance_scan(y, score, w, min_background_events=0)
+    assert unconstrained.best_cuts["s_over_sqrt_b"].n_background_mc == 2  # today's pick
+    scan = significance_scan(y, score, w)  # default: at least 10 background MC events
+    assert scan.min_background_events == 10
+    for name in FIGURES:
+        assert scan.best_cuts[name].n_background_mc >= 10, name
+        assert np.count_nonzero((score >= scan.best[name][0]) & (y == 0)) >= 10, name
+    _assert_best_is_brute(scan, *_brute_scan(y, score, w))
+    strict = significance_scan(y, score, w, min_background_events=50)
+    _assert_best_is_brute(strict, *_brute_scan(y, score, w, min_background=50))
+    np.testing.assert_array_equal(strict.qualifies, strict.n_background_mc >= 50)
+
+
+def test_a_cut_with_no_positive_background_is_never_best():
+    rng = np.random.default_rng(12)
+    # 12 background events at the top with weights -1, +0.5, -1, ...: B < 0 at every cut
+    # among them, with enough MC events; 300 ordinary ones below.
+    score = np.r_[rng.uniform(0.5, 1.0, 30), np.linspace(0.95, 0.99, 12),
+                  rng.uniform(0.0, 0.9, 300)]
+    y = np.r_[np.ones(30), np.zeros(312)].astype(int)
+    w = np.r_[np.ones(30), np.tile([-1.0, 0.5], 6), np.ones(300)]
+    cols, fom, anywhere = _brute_scan(y, score, w, min_background=0, need_positive_b=False)
+    assert cols["B"][anywhere["ams"]] <= 0  # unguarded, the AMS picks B <= 0
+    assert cols["B"][anywhere["s_over_sqrt_s_plus_b"]] <= 0
+    for floor in (0, 10):
+        scan = significance_scan(y, score, w, min_background_events=floor)
+        for name in FIGURES:
+            assert scan.best[name][3] > 0, (floor, name)
+        _assert_best_is_brute(scan, *_brute_scan(y, score, w, min_background=floor))
+    # B == 0 exactly (+1, -1 pairs) is not positive either.
+    w_zero = np.r_[np.ones(30), np.tile([1.0, -1.0], 6), np.ones(300)]
+    scan = significance_scan(y, score, w_zero, min_background_events=0)
+    assert all(scan.best[name][3] > 0 for name in FIGURES)
+    _assert_best_is_brute(scan, *_brute_scan(y, score, w_zero, min_background=0))
+
+
+@pytest.mark.parametrize("test_fraction", [1.0, 0.5, 0.25])
+def test_yields_and_uncertainties_scale_with_the_inverse_test_fraction(test_fraction):
+    rng = np.random.default_rng(13)
+    y, score, w = _sample(rng, n=3000, negative=True)
+    scale = 1.0 / test_fraction
+    scan = significance_scan(y, score, w, yield_scale=scale)
+    cols, fom, best = _brute_scan(y, score, w, scale=scale)
+    np.testing.assert_array_equal(scan.thresholds, cols["t"])
+    np.testing.assert_allclose(scan.signal, cols["S"], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(scan.background, cols["B"], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(scan.signal_error, cols["dS"], rtol=1e-12)
+    np.testing.assert_allclose(scan.background_error, cols["dB"], rtol=1e-12)
+    np.testing.assert_array_equal(scan.n_signal_mc, cols["nS"])
+    np.testing.assert_array_equal(scan.n_background_mc, cols["nB"])
+    assert scan.signal_scale == scan.background_scale == scale
+    _assert_best_is_brute(scan, cols, fom, best)
+    # The whole-sample yield before any cut is the test sum x 1 / test_fraction.
+    assert scan.signal[-1] == pytest.approx(w[y == 1].sum() / test_fraction, rel=1e-12)
+
+
+def test_given_yields_scale_the_uncertainties_alike():
+    rng = np.random.default_rng(14)
+    y, score, w = _sample(rng, n=2000)
+    scan = significance_scan(y, score, w, signal_yield=50.0, background_yield=1000.0,
+                             yield_scale=3.0)  # the given yields win over the scale
+    c_s, c_b = 50.0 / w[y == 1].sum(), 1000.0 / w[y == 0].sum()
+    assert (scan.signal_scale, scan.background_scale) == pytest.approx((c_s, c_b))
+    signal_only = significance_scan(y, score, w, signal_yield=50.0, yield_scale=3.0)
+    assert signal_only.background_scale == 3.0
+    sig_err = np.array([np.sqrt(np.sum(w[(y == 1) & (score >= t)] ** 2)) for t in scan.thresholds])
+    np.testing.assert_allclose(scan.signal_error, c_s * sig_err, rtol=1e-12)
+    np.testing.assert_allclose(scan.signal[-1], 50.0, rtol=1e-12)
+
+
+def test_no_qualifying_cut_gives_nan_not_an_invented_cut():
+    y, score, w = _few_background_at_the_top(np.random.default_rng(15))
+    scan = significance_scan(y, score, w, min_background_events=203)  # only 202 exist
+    assert not scan.qualifies.any()
+    for name in FIGURES:
+        assert not scan.best_cuts[name].found
+        assert np.isnan(scan.best[name]).all()
+    with pytest.raises(ValueError, match="min_background_events must be an integer >= 0"):
+        significance_scan(y, score, w, min_background_events=-1)
+    with pytest.raises(ValueError, match="min_background_events must be an integer >= 0"):
+        significance_scan(y, score, w, min_background_events=2.5)
+    with pytest.raises(ValueError, match="yield_scale must be a positive number"):
+        significance_scan(y, score, w, yield_scale=0.0)
+
+
 def test_bad_labels_and_weights_are_named():
     with pytest.raises(ValueError, match="1 for signal and 0 for background"):
         roc_auc([0, 2, 1], [0.1, 0.2, 0.3])

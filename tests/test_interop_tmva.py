@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor, load_model
+from hepbdt._util import model_scores
 from hepbdt.estimators import from_forest
 from hepbdt.interop import (
     TMVAExportError,
@@ -154,15 +155,16 @@ def test_imported_model_is_a_fitted_hepbdt_model(name, tmp_path):
     model = from_tmva_xml(TMVA_DIR / f"{name}.weights.xml")
     regression = name.startswith("Regression")
     assert isinstance(model, BDTRegressor if regression else BDTClassifier)
-    assert model.feature_names_in_ == (["var1", "var2"] if regression else ["var1", "var2", "var3", "var4"])
+    assert list(model.feature_names_in_) == (["var1", "var2"] if regression
+                                             else ["var1", "var2", "var3", "var4"])
     X = fixture_data(name)[:500]
-    raw = model.decision_function(X)
+    raw = model_scores(model, X)
     if not regression:
         p = model.predict_proba(X)
         assert p.shape == (500, 2) and np.all((p >= 0) & (p <= 1))
     model.save(tmp_path / "m.json")
     again = load_model(tmp_path / "m.json")
-    np.testing.assert_array_equal(again.decision_function(X), raw)
+    np.testing.assert_array_equal(model_scores(again, X), raw)
     np.testing.assert_array_equal(tmva_response(again, X), tmva_response(model, X))
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor, load_model
+from hepbdt._util import model_scores
 from hepbdt.interop import (
     XGBoostFormatError,
     from_tmva_xml,
@@ -48,7 +49,7 @@ def test_raw_score_equals_xgboost_margin(objective, tmp_path):
     model = from_xgboost_json(path)
     assert isinstance(model, BDTRegressor if objective.startswith("reg") else BDTClassifier)
     ref = booster.predict(xgb.DMatrix(Xt), output_margin=True).astype(np.float64)
-    got = model.decision_function(Xt)
+    got = model_scores(model, Xt)  # decision_function of a classifier, predict of a regressor
     # XGBoost sums in float32: agreement to float32 rounding of the margin.
     assert np.all(np.abs(got - ref) <= 1e-5 * np.maximum(1.0, np.abs(ref)))
     assert np.max(np.abs(got - ref)) < 1e-4
@@ -56,7 +57,7 @@ def test_raw_score_equals_xgboost_margin(objective, tmp_path):
         np.testing.assert_allclose(model.predict_proba(Xt)[:, 1], booster.predict(xgb.DMatrix(Xt)),
                                    atol=2e-6)
     assert model.forest_.n_trees == 25
-    assert model.feature_names_in_ == [f"f{i}" for i in range(5)]
+    assert list(model.feature_names_in_) == [f"f{i}" for i in range(5)]
     assert np.all(model.forest_.gain[model.forest_.feature >= 0] >= 0)
 
 
@@ -67,7 +68,7 @@ def test_feature_names_and_save_load(tmp_path):
     booster = xgb.train({"objective": "binary:logistic", "max_depth": 3}, dtrain, 10)
     booster.save_model(tmp_path / "m.json")
     model = from_xgboost_json(tmp_path / "m.json")
-    assert model.feature_names_in_ == names
+    assert list(model.feature_names_in_) == names
     model.save(tmp_path / "hep.json")
     again = load_model(tmp_path / "hep.json")
     np.testing.assert_array_equal(again.decision_function(Xt), model.decision_function(Xt))

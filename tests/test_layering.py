@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hepbdt"
 LAYERS = [
     ["hepbdt._version", "hepbdt._deprecated"],
     ["hepbdt.engine"],
-    ["hepbdt._util"],
+    ["hepbdt._util", "hepbdt._sklearn"],
     ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data"],
     ["hepbdt.boosting", "hepbdt.interop.tmva_export"],
     ["hepbdt.estimators"],

@@ -109,3 +109,72 @@ def test_report_rejects_mismatched_samples(tmp_path):
     with pytest.raises(TypeError, match="must be a Dataset"):
         hepbdt.report(model, train, "test.root", tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
+
+
+def _table_rows(text, table_id):
+    """The body rows of the table ``table_id`` as {header: cell text} dicts."""
+    table = re.search(rf'<table id="{table_id}">(.*?)</table>', text)
+    assert table, table_id
+    header = re.findall(r"<th>(.*?)</th>", table.group(1))
+    body = table.group(1).split("<tbody>")[1]
+    return [dict(zip(header, re.findall(r"<td>(.*?)</td>", row), strict=True))
+            for row in re.findall(r"<tr>(.*?)</tr>", body)]
+
+
+def _brute_best_s_over_sqrt_b(y, s, w, scale, min_background=10):
+    """The best S/sqrt(B) cut by direct sums: (t, S, dS, B, dB, nS, nB)."""
+    best, best_value = None, -np.inf
+    for t in np.unique(s):
+        sig, bkg = (s >= t) & (y == 1), (s >= t) & (y == 0)
+        S, B = scale * w[sig].sum(), scale * w[bkg].sum()
+        if np.count_nonzero(bkg) < min_background or B <= 0 or S / np.sqrt(B) <= best_value:
+            continue
+        best_value = S / np.sqrt(B)
+        best = (t, S, scale * np.sqrt(np.sum(w[sig] ** 2)), B,
+                scale * np.sqrt(np.sum(w[bkg] ** 2)), np.count_nonzero(sig),
+                np.count_nonzero(bkg))
+    return best_value, best
+
+
+def test_significance_table_shows_whole_sample_yields_of_a_half_split(tmp_path):
+    train, test = _dataset(21), _dataset(22)
+    model = hepbdt.BDTClassifier(n_trees=10, max_depth=3, random_state=0)
+    model.fit(train.X, train.y, sample_weight=train.w)
+    text = hepbdt.report(model, train, test, tmp_path / "r.html", test_fraction=0.5,
+                         n_repeats=1).read_text(encoding="utf-8")
+    assert "expected yield of the whole sample: test weights x 1/0.5" in text
+    rows = {row["figure of merit"]: row for row in _table_rows(text, "significance-table")}
+    assert set(rows) == {"S/sqrt(B)", "S/sqrt(S+B)", "AMS (b_reg = 10)"}
+    s_te = model.decision_function(test.X)
+    value, (t, S, dS, B, dB, nS, nB) = _brute_best_s_over_sqrt_b(test.y, s_te, test.w, 2.0)
+    row = rows["S/sqrt(B)"]
+    assert float(row["best cut"]) == pytest.approx(t, rel=1e-3, abs=1e-4)
+    assert float(row["value"]) == pytest.approx(value, rel=1e-3)
+    # Twice the test sums: the test sample is half of the events.
+    keep = s_te >= t
+    assert S == pytest.approx(2 * test.w[keep & (test.y == 1)].sum())
+    assert B == pytest.approx(2 * test.w[keep & (test.y == 0)].sum())
+    for header, expected in (("S", S), ("S stat. unc.", dS), ("B", B), ("B stat. unc.", dB)):
+        assert float(row[header]) == pytest.approx(expected, rel=1e-3), header
+    assert (int(row["signal MC events"]), int(row["background MC events"])) == (nS, nB)
+    for row in rows.values():
+        assert int(row["background MC events"]) >= 10 and float(row["B"]) > 0
+
+
+def test_report_states_an_estimated_test_fraction_and_a_missing_best_cut(tmp_path):
+    train, test = _dataset(23, n=900), _dataset(24, n=300)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2, random_state=0)
+    model.fit(train.X, train.y, sample_weight=train.w)
+    n_background = int(np.count_nonzero(test.y == 0))
+    text = hepbdt.report(model, train, test, tmp_path / "r.html", n_repeats=1,
+                         min_background_events=n_background + 1).read_text(encoding="utf-8")
+    assert ("expected yield of the whole sample: test weights x 1/0.25 (test fraction "
+            "estimated from the event counts, n_test / (n_train + n_test) = 300 / 1200)") in text
+    rows = _table_rows(text, "significance-table")
+    assert len(rows) == 3
+    for row in rows:
+        assert row["best cut"] == (f"no cut leaves &gt;= {n_background + 1} background MC "
+                                   "events with B &gt; 0")
+        assert row["value"] == row["S"] == row["B"] == "n/a"
+    with pytest.raises(ValueError, match="test_fraction must lie in"):
+        hepbdt.report(model, train, test, tmp_path / "bad.html", test_fraction=1.5)

@@ -4,6 +4,7 @@ it), the k-fold manifest and report, regression outputs, a refused TMVA export."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import uproot
 
 import hepbdt
-from hepbdt.analysis import load_config, report_from_scores, train
+from hepbdt.analysis import ConfigError, load_config, report_from_scores, train
 from hepbdt.kfold import KFoldModel
 from hepbdt.persistence import load_model as load
 from hepbdt.scoring import apply
@@ -110,3 +111,98 @@ def test_refused_tmva_export_is_a_warning(tmp_path, monkeypatch):
     assert not (tmp_path / "model.weights.xml").exists()
     assert "warning: no TMVA XML written: this model has no TMVA equivalent" in result.summary
     assert (tmp_path / "model.json").is_file() and (tmp_path / "scores.root").is_file()
+
+
+def _best_s_over_sqrt_b(y, s, w, scale, min_background):
+    """The best S/sqrt(B) cut by direct sums: (S/sqrt(B), t, S, B, nS, nB)."""
+    best = (-np.inf,)
+    for t in np.unique(s):
+        sig, bkg = (s >= t) & (y == 1), (s >= t) & (y == 0)
+        S, B = scale * w[sig].sum(), scale * w[bkg].sum()
+        if np.count_nonzero(bkg) >= min_background and B > 0 and S / np.sqrt(B) > best[0]:
+            best = (S / np.sqrt(B), t, S, B, np.count_nonzero(sig), np.count_nonzero(bkg))
+    return best
+
+
+def _summary_best(summary):
+    """(value, S, B, nS, nB) of the summary's S/sqrt(B) line."""
+    match = re.search(r"S/sqrt\(B\) +(\S+) at score >= \S+: S = (\S+) \+- \S+ \((\d+) MC\), "
+                      r"B = (\S+) \+- \S+ \((\d+) MC\)", summary)
+    assert match, summary
+    value, S, n_s, B, n_b = match.groups()
+    return float(value), float(S), float(B), int(n_s), int(n_b)
+
+
+def _html_rows(text, table_id):
+    table = re.search(rf'<table id="{table_id}">(.*?)</table>', text)
+    assert table, table_id
+    header = re.findall(r"<th>(.*?)</th>", table.group(1))
+    body = table.group(1).split("<tbody>")[1]
+    rows = [dict(zip(header, re.findall(r"<td>(.*?)</td>", r), strict=True))
+            for r in re.findall(r"<tr>(.*?)</tr>", body)]
+    return {row["figure of merit"]: row for row in rows}
+
+
+@pytest.fixture(scope="module")
+def half_split(tmp_path_factory):
+    out = tmp_path_factory.mktemp("split")
+    config = load_config(DEMO, [*FEW, "split.train_fraction=0.5", "output.figures=false",
+                                "output.tmva_xml=false", "output.permutation_repeats=1",
+                                "output.min_background_events=25"], output=out)
+    return train(config)
+
+
+def test_split_yields_are_of_the_whole_sample(half_split, tmp_path):
+    result = half_split
+    assert result.config.output.min_background_events == 25 and result.test_fraction == 0.5
+    test = result.test
+    value, t, S, B, n_s, n_b = _best_s_over_sqrt_b(test.y, result.test_scores, test.w, 2.0, 25)
+    keep = result.test_scores >= t
+    assert S == pytest.approx(2 * test.w[keep & (test.y == 1)].sum())  # twice the test sums
+    assert ("S, B: expected yield of the whole sample: test weights x 1/0.5, test fraction "
+            "1 - train_fraction = 0.5" in result.summary)
+    assert "at least 25 background MC events" in result.summary
+    got = _summary_best(result.summary)
+    assert got[:3] == pytest.approx((value, S, B), rel=1e-3) and got[3:] == (n_s, n_b)
+
+    text = (result.output_dir / "report.html").read_text()
+    assert "expected yield of the whole sample: test weights x 1/0.5 (test fraction as given)" \
+        in text and "at least 25 background MC events" in text
+    row = _html_rows(text, "significance-table")["S/sqrt(B)"]
+    assert float(row["S"]) == pytest.approx(S, rel=1e-3)
+    assert float(row["B"]) == pytest.approx(B, rel=1e-3)
+    assert (int(row["signal MC events"]), int(row["background MC events"])) == (n_s, n_b)
+
+    # From the trees alone the test fraction is that of the events, and the report says so.
+    again = report_from_scores(result.output_dir / "model.json",
+                               result.output_dir / "scores.root", tmp_path / "r.html",
+                               n_repeats=1).read_text()
+    n_test, n_all = len(result.test), len(result.test) + len(result.train)
+    assert (f"test weights x 1/{n_test / n_all:.4g} (test fraction estimated from the event "
+            f"counts, n_test / (n_train + n_test) = {n_test} / {n_all})") in again
+
+
+def test_kfold_yields_use_every_event_once(kfold):
+    test = kfold.test
+    value, t, S, B, n_s, n_b = _best_s_over_sqrt_b(test.y, kfold.test_scores, test.w, 1.0, 10)
+    assert "expected yield of the whole sample: test weights x 1/1, every event scored out " \
+        "of fold" in kfold.summary
+    got = _summary_best(kfold.summary)
+    assert got[:3] == pytest.approx((value, S, B), rel=1e-3) and got[3:] == (n_s, n_b)
+    text = (kfold.output_dir / "report.html").read_text()
+    row = _html_rows(text, "kfold-significance-table")["S/sqrt(B)"]
+    assert float(row["S"]) == pytest.approx(S, rel=1e-3)
+    assert (int(row["signal MC events"]), int(row["background MC events"])) == (n_s, n_b)
+    # The significance section shows fold 0 alone, scaled by 1 / its fraction of the events.
+    n0 = int(np.count_nonzero(np.mod(test.event, 3) == 0))
+    assert f"test weights x 1/{n0 / len(test):.4g} (test fraction as given)" in text
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("-1", "[output] min_background_events (from --set): must be an integer >= 0"),
+    ("2.5", "[output] min_background_events (from --set): expected an integer"),
+])
+def test_min_background_events_is_checked(value, message, tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(DEMO, [f"output.min_background_events={value}"], output=tmp_path)
+    assert message in str(info.value)

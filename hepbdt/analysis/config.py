@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..estimators import BDTClassifier, BDTRegressor, ParameterError
+from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, Expression
 from ..tmva_options import TMVA_NAMES, TMVAOptionError, is_tmva_option, parse_tmva_options
@@ -77,7 +78,7 @@ _SPLIT_KEYS = {"mode": _STR, "train_fraction": _NUMBER, "seed": _INT, "kfold": _
 _OUTPUT_KEYS = {
     "directory": _STR, "score_branch": _STR, "tmva_xml": _BOOL, "report": _BOOL,
     "figures": _BOOL, "figure_formats": _STR_LIST, "score_features": _BOOL,
-    "permutation_repeats": _INT,
+    "permutation_repeats": _INT, "min_background_events": _INT,
 }
 
 
@@ -124,6 +125,7 @@ class OutputConfig:
     figure_formats: list[str] = field(default_factory=lambda: ["png"])
     score_features: bool = True
     permutation_repeats: int = 3
+    min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS
 
 
 @dataclass
@@ -623,6 +625,9 @@ def _output_config(table: dict[str, Any], problems: _Problems) -> OutputConfig:
             problems.add("output", key, f"valid formats: {', '.join(_FIGURE_FORMATS)}")
         elif key == "permutation_repeats" and value < 1:
             problems.add("output", key, "must be at least 1")
+        elif key == "min_background_events" and value < 0:
+            problems.add("output", key, f"must be an integer >= 0 (the background MC events "
+                         f"a best cut of the significance scan leaves), got {value}")
         else:
             setattr(output, key, value)
     return output

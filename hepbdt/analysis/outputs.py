@@ -15,7 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from ..evaluation import learning_curve, overtraining_test, resolution_vs_target, roc_auc, roc_curve
+from ..evaluation import (
+    DEFAULT_MIN_BACKGROUND_EVENTS,
+    learning_curve,
+    overtraining_test,
+    resolution_vs_target,
+    roc_auc,
+    roc_curve,
+    significance_scan,
+    yield_note,
+)
 from ..interop.tmva_export import to_tmva_xml
 from ..io import read_scores, write_scores
 from ..kfold import KFoldModel
@@ -142,20 +151,28 @@ def _kfold_roc_figure(folds: FoldScores) -> Any:
 
 
 def write_report(result: TrainResult, path: Path) -> Path:
-    """The HTML report of :func:`hepbdt.report`, with a k-fold section for k-fold models."""
+    """The HTML report of :func:`hepbdt.report`, with a k-fold section for k-fold models.
+
+    The significance scan shows expected yields of the whole sample: the test weights
+    x 1 / (1 - train_fraction) for a split; for k-fold, fold 0's test weights x 1 / (its
+    fraction of the events), and the k-fold section scans all events (scored out of fold)."""
     from ..report import report  # matplotlib: imported only when a report is written
 
     train, test = result.fold_data(0)
     kfold = result.train_fold is not None
     title = result.config.title + (" (fold 0 of the k-fold training; the per-fold spread is "
                                    "in the k-fold section)" if kfold else "")
+    fraction = len(test) / len(result.test) if kfold else result.test_fraction
+    n_min = result.config.output.min_background_events
     return report(models_of(result.model)[0], result.labelled(train), result.labelled(test),
                   path, title=title, n_repeats=result.config.output.permutation_repeats,
-                  sections=[_kfold_section(FoldScores.of(result))] if kfold else ())
+                  test_fraction=fraction, min_background_events=n_min,
+                  sections=[_kfold_section(FoldScores.of(result), n_min)] if kfold else ())
 
 
-def _kfold_section(folds: FoldScores) -> Any:
-    """The report's k-fold section: the per-fold table (with mean and spread) and ROC curves."""
+def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
+    """The report's k-fold section: the per-fold table (with mean and spread), the best cuts
+    on all events scored out of fold and the ROC curves."""
     from ..report import Section, html_table  # matplotlib: imported with the report
 
     rows = kfold_table(folds)
@@ -169,21 +186,44 @@ def _kfold_section(folds: FoldScores) -> Any:
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
             "model that never saw it. The sections below show fold 0.</p>"
             + html_table(header, table_rows, "kfold-table"))
+    if not folds.regression:
+        text += _kfold_significance(folds, min_background_events)
     figures = [] if folds.regression else [
         ("fig-kfold-roc", "ROC curve of each fold and of all events scored out of fold",
          lambda: _kfold_roc_figure(folds))]
     return Section("k-fold training", text, figures)
 
 
+def _kfold_significance(folds: FoldScores, min_background_events: int) -> str:
+    """Best cuts of the significance scan on all events, each scored out of fold."""
+    from ..report import significance_table  # matplotlib: imported with the report
+
+    scan = significance_scan(folds.test.y, folds.test_scores, folds.test.w,
+                             min_background_events=min_background_events)
+    n0 = int(np.count_nonzero(folds.test_fold == 0))
+    return (f"<p id=\"kfold-significance-yields\">Best cuts on all {len(folds.test)} events, "
+            f"each scored out of fold. S and B: {yield_note(1.0)} (every event scored once). "
+            "Stat. unc.: sqrt(sum of w^2), MC events unweighted; a best cut leaves at least "
+            f"{scan.min_background_events} background MC events and B &gt; 0. The significance "
+            f"section below scans fold 0 alone ({n0} events), its test weights x 1/"
+            f"{n0 / len(folds.test):.4g}.</p>" + significance_table(scan, "kfold-significance-table"))
+
+
 def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.PathLike,
                        output: str | os.PathLike, title: str | None = None,
-                       n_repeats: int = 3) -> Path:
+                       n_repeats: int = 3,
+                       min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS) -> Path:
     """Write the HTML report again from a model file and its ``scores.root``.
 
     The events, features, labels (or targets) and weights are read from ``TrainTree`` and
     ``TestTree`` as ``hepbdt train`` wrote them (:func:`hepbdt.io.read_scores`); the
     number of feature branches must be the model's. For a k-fold model the report shows
     fold 0 and the per-fold table from the trees.
+
+    The trees do not record the split, so the significance scan takes the test fraction
+    of the events, n_test / (n_train + n_test), as the fraction of the whole sample's
+    expected yield in the test weights (for k-fold: fold 0's events against all), and the
+    report says so; the k-fold section scans all events, each scored out of fold (x 1).
     """
     from ..report import report  # matplotlib: imported only when a report is written
 
@@ -198,7 +238,8 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                              f"{list(model.feature_names_in_)}")
     title = title or f"hepbdt report: {model_path}"
     if not isinstance(model, KFoldModel):
-        return report(model, train, test, output, title=title, n_repeats=n_repeats)
+        return report(model, train, test, output, title=title, n_repeats=n_repeats,
+                      test_fraction=None, min_background_events=min_background_events)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
@@ -209,4 +250,6 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     return report(model.models[0], train.take(folds.train_fold == 0),
                   test.take(folds.test_fold == 0), output,
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",
-                  n_repeats=n_repeats, sections=[_kfold_section(folds)])
+                  n_repeats=n_repeats, test_fraction=None,
+                  min_background_events=min_background_events,
+                  sections=[_kfold_section(folds, min_background_events)])

@@ -13,12 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from ..evaluation import FeatureRanking, overtraining_test, regression_metrics, roc_auc, tmva_importance
+from ..evaluation import (
+    FeatureRanking,
+    SignificanceScan,
+    overtraining_test,
+    regression_metrics,
+    roc_auc,
+    significance_scan,
+    tmva_importance,
+)
 from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
 from .config import AnalysisConfig
 
-__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking"]
+__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking", "significance"]
 
 
 @dataclass
@@ -48,6 +56,12 @@ class TrainResult:
         """The number of models (1 without k-fold)."""
         return len(models_of(self.model))
 
+    @property
+    def test_fraction(self) -> float:
+        """The fraction of the whole sample's expected yield in ``test``'s weights:
+        1 - train_fraction for a split, 1 for k-fold (every event scored out of fold)."""
+        return 1.0 if self.train_fold is not None else 1.0 - self.config.split.train_fraction
+
     def labelled(self, data: Dataset) -> Dataset:
         """The same events with the features named as written in the config (aliases kept)."""
         return data.replace(feature_names=list(self.config.features))
@@ -63,6 +77,13 @@ class TrainResult:
 def models_of(model: Any) -> list[Any]:
     """The fold models of a KFoldModel, else ``[model]``."""
     return model.models if isinstance(model, KFoldModel) else [model]
+
+
+def significance(result: TrainResult) -> SignificanceScan:
+    """The significance scan of the test events, in expected yields of the whole sample."""
+    return significance_scan(result.test.y, result.test_scores, result.test.w,
+                             yield_scale=1.0 / result.test_fraction,
+                             min_background_events=result.config.output.min_background_events)
 
 
 def ranking(result: TrainResult) -> FeatureRanking:

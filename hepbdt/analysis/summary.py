@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..evaluation import efficiency_table, overtraining_test, regression_metrics
-from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking
+from ..evaluation import efficiency_table, overtraining_test, regression_metrics, yield_note
+from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking, significance
 
 __all__ = ["summarise"]
 
@@ -16,6 +16,8 @@ def summarise(result: TrainResult) -> str:
     lines += ["  " + line for line in _sample_table(result)]
     lines += ["", _method_line(result), ""]
     lines += _quality_lines(result)
+    if result.config.task != "regression":
+        lines += _significance_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
     lines += ["", "Top-ranked variables (split gain):"]
@@ -65,6 +67,29 @@ def _quality_lines(result: TrainResult) -> list[str]:
     lines += ["", f"Overtraining (KS test, training vs test): signal p = "
               f"{check.signal.ks_pvalue:.3g}, background p = "
               f"{check.background.ks_pvalue:.3g} -> {check.verdict}"]
+    return lines
+
+
+def _significance_lines(result: TrainResult) -> list[str]:
+    """The best cut of each figure of merit: S and B in expected yields of the whole sample,
+    with their statistical uncertainties and MC counts."""
+    scan = significance(result)
+    where = ("every event scored out of fold" if result.train_fold is not None else
+             f"test fraction 1 - train_fraction = {result.test_fraction:.4g}")
+    lines = ["", f"Best cuts (S, B: {yield_note(result.test_fraction)}, {where}; +- "
+             f"sqrt(sum w^2); at least {scan.min_background_events} background MC events):"]
+    names = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
+             "ams": f"AMS (b_reg {scan.b_reg:g})"}
+    for key, name in names.items():
+        best = scan.best_cuts[key]
+        if not best.found:
+            lines.append(f"  {name:18} no cut leaves >= {scan.min_background_events} "
+                         "background MC events with B > 0")
+            continue
+        lines.append(f"  {name:18} {best.value:8.4g} at score >= {best.threshold:.4g}: "
+                     f"S = {best.signal:.4g} +- {best.signal_error:.3g} ({best.n_signal_mc} "
+                     f"MC), B = {best.background:.4g} +- {best.background_error:.3g} "
+                     f"({best.n_background_mc} MC)")
     return lines
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text
+from .._util import atomic_write_text, model_scores
 from ..io import Dataset, read
 from ..kfold import KFoldModel
 from .config import AnalysisConfig
@@ -54,6 +54,10 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     start = time.perf_counter()
     data = read(config.make_samples(), config.feature_expressions, event=config.event,
                 inf_as_missing=config.inf_as_missing, progress=progress)
+    # The features as the user named them (aliases), each with the expression behind it, so
+    # the model, the score trees and apply all use the same names.
+    data = data.replace(feature_names=list(config.features), feature_definitions=dict(
+        zip(config.features, config.feature_expressions, strict=True)))
     timings["read"] = time.perf_counter() - start
     _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
                f"{timings['read']:.1f} s")
@@ -79,14 +83,12 @@ def _say(echo: Echo, text: str) -> None:
 
 
 def _fit(config: AnalysisConfig, data: Dataset) -> Any:
-    """A model fitted on ``data``, its features named by the configured expressions."""
-    model = config.make_estimator().fit(data.X, data.y, data.w)
-    model.feature_names_in_ = list(config.feature_expressions)
-    return model
+    """A model fitted on ``data`` (it keeps the Dataset's feature names and definitions)."""
+    return config.make_estimator().fit(data.X, data.y, data.w)
 
 
 def _score(model: Any, X: np.ndarray) -> np.ndarray:
-    return np.asarray(model.decision_function(X), dtype=np.float64)
+    return model_scores(model, X)
 
 
 def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from .._util import Progress
+from .._util import Progress, weighted_quantile
 from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ForestBuilder
-from .losses import weighted_quantile
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "run_boosting", "add_tree"]
 

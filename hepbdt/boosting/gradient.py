@@ -3,7 +3,9 @@
 Channel A = w * r (r = -dL/dF), channel B = w. Leaves: one Newton step
 sum w r / sum w h for the deviance (= sum r / sum |r|(2-|r|)) and squared error (the mean);
 the weighted median of the residuals for absolute error; Friedman's M-TreeBoost step for
-Huber. Denominators that are not positive (negative weights) give a zero leaf.
+Huber. Denominators that are not positive (negative weights), or below 1e-12 of the mean
+event weight, give a zero leaf: the guard scales with the weights, so cross-section
+weights of 1e-15 train as weights of 1 do.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from .losses import Absolute, Huber, Loss
 
 __all__ = ["GradientBooster"]
 
-MIN_DENOMINATOR = 1e-12
+MIN_RELATIVE_DENOMINATOR = 1e-12  # times the mean |event weight|
 
 
 class GradientBooster:
@@ -36,6 +38,7 @@ class GradientBooster:
         """Leaf values times the learning rate (0 on internal nodes), from the exact
         per-node sums (w g, w h, w) of ``leaf_sums`` where the loss needs sums."""
         leaves = tree.is_leaf
+        tiny = MIN_RELATIVE_DENOMINATOR * float(np.mean(np.abs(w), dtype=np.float64))
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
         elif isinstance(self.loss, Huber):
@@ -48,9 +51,9 @@ class GradientBooster:
                 dev = residual[idx] - median[k]
                 total = float(np.sum(w[idx], dtype=np.float64))
                 step = np.sum(w[idx] * np.sign(dev) * np.minimum(d, np.abs(dev)))
-                value[k] = median[k] + (step / total if total > MIN_DENOMINATOR else 0.0)
+                value[k] = median[k] + (step / total if total > tiny else 0.0)
         else:
             num = -sums[0]
             den = sums[1]
-            value = np.where(den > MIN_DENOMINATOR, num / np.where(den > 0, den, 1), 0.0)
+            value = np.where(den > tiny, num / np.where(den > 0, den, 1), 0.0)
         return np.where(leaves, value * self.learning_rate, 0.0)

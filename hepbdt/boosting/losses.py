@@ -14,23 +14,11 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .._util import weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
-           "PseudoHuber", "weighted_quantile", "get_loss"]
-
-
-def weighted_quantile(values: NDArray, weights: NDArray, q: float) -> float:
-    """Weighted q-quantile (lower, as a median) of ``values``; negative weights count as 0."""
-    w = np.clip(np.asarray(weights, np.float64), 0.0, None)
-    if values.size == 0:
-        return 0.0
-    if not w.sum() > 0:
-        w = np.ones_like(w)
-    order = np.argsort(values, kind="stable")
-    cw = np.cumsum(w[order])
-    k = int(np.searchsorted(cw, q * cw[-1], side="left"))
-    return float(values[order][min(k, values.size - 1)])
+           "PseudoHuber", "get_loss"]
 
 
 def _class_sums(y: NDArray, w: NDArray) -> tuple[float, float]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from hepbdt.evaluation.curves import LearningCurve, learning_curve
 from hepbdt.evaluation.metrics import (
+    DEFAULT_MIN_BACKGROUND_EVENTS,
+    FIGURES_OF_MERIT,
+    BestCut,
     BinnedRegressionMetrics,
     EfficiencyTable,
     RegressionMetrics,
@@ -23,6 +26,7 @@ from hepbdt.evaluation.metrics import (
     separation,
     signal_efficiency_at,
     significance_scan,
+    yield_note,
 )
 from hepbdt.evaluation.overtraining import (
     PVALUE_FAIL,
@@ -44,8 +48,11 @@ from hepbdt.evaluation.ranking import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_BACKGROUND_EVENTS",
+    "FIGURES_OF_MERIT",
     "PVALUE_FAIL",
     "PVALUE_WARN",
+    "BestCut",
     "BinnedRegressionMetrics",
     "EfficiencyTable",
     "FeatureRanking",
@@ -74,4 +81,5 @@ __all__ = [
     "tmva_importance",
     "weighted_correlation",
     "weighted_ks_2samp",
+    "yield_note",
 ]

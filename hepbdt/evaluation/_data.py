@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import check_weights
+from hepbdt._util import check_weights, weighted_quantile  # noqa: F401 (re-exported)
 
 
 def as_1d(values: Any, name: str) -> np.ndarray:
@@ -89,23 +89,3 @@ def feature_names_of(model: Any, n_features: int) -> list[str]:
     if names is not None and len(names) == n_features:
         return [str(n) for n in names]
     return [f"x{i}" for i in range(n_features)]
-
-
-def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Sequence[float] | float
-                      ) -> np.ndarray:
-    """Weighted quantiles: the smallest value whose cumulative weight reaches ``q`` of the total.
-
-    With negative weights the cumulative sum is not monotone; its running maximum is used,
-    so the answer is the first value at which the cumulative weight has reached ``q``.
-    """
-    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
-    if values.size == 0:
-        return np.full(qs.shape, np.nan)
-    order = np.argsort(values, kind="stable")
-    v = values[order]
-    cum = np.maximum.accumulate(np.cumsum(weights[order]))
-    total = cum[-1]
-    if total <= 0:
-        return np.full(qs.shape, np.nan)
-    idx = np.searchsorted(cum, qs * total, side="left")
-    return v[np.clip(idx, 0, v.size - 1)]

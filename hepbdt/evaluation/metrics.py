@@ -27,6 +27,9 @@ from hepbdt.evaluation._hist import common_edges, weighted_histogram
 __all__ = [
     "DEFAULT_BACKGROUND_EFFICIENCIES",
     "DEFAULT_SIGNAL_EFFICIENCIES",
+    "DEFAULT_MIN_BACKGROUND_EVENTS",
+    "FIGURES_OF_MERIT",
+    "BestCut",
     "BinnedRegressionMetrics",
     "EfficiencyTable",
     "RegressionMetrics",
@@ -41,6 +44,7 @@ __all__ = [
     "separation",
     "signal_efficiency_at",
     "significance_scan",
+    "yield_note",
 ]
 
 DEFAULT_SIGNAL_EFFICIENCIES = (0.3, 0.5, 0.7, 0.9)
@@ -48,6 +52,15 @@ DEFAULT_BACKGROUND_EFFICIENCIES = (0.001, 0.01, 0.1, 0.3)
 # Efficiencies are ratios of float sums; compare targets with this slack so that an
 # efficiency of exactly 0.01 (10 of 1000 unit-weight events) counts as reaching 0.01.
 _EFF_TOLERANCE = 1e-12
+
+
+def _totals(total_signal: float, total_background: float) -> tuple[float, float]:
+    """The total signal and background weights as floats; both must be positive."""
+    if not total_signal > 0:
+        raise ValueError(f"the total signal weight must be positive, got {total_signal}")
+    if not total_background > 0:
+        raise ValueError(f"the total background weight must be positive, got {total_background}")
+    return float(total_signal), float(total_background)
 
 
 def _cut_points(
@@ -65,12 +78,7 @@ def _cut_points(
     last_of_group = np.flatnonzero(np.r_[sorted_score[1:] != sorted_score[:-1], True])
     cum_signal = np.cumsum(w_signal)[last_of_group]
     cum_background = np.cumsum(w_background)[last_of_group]
-    total_signal = float(w_signal.sum())
-    total_background = float(w_background.sum())
-    if not total_signal > 0:
-        raise ValueError(f"the total signal weight must be positive, got {total_signal}")
-    if not total_background > 0:
-        raise ValueError(f"the total background weight must be positive, got {total_background}")
+    total_signal, total_background = _totals(w_signal.sum(), w_background.sum())
     return sorted_score[last_of_group], cum_signal, cum_background, total_signal, total_background
 
 
@@ -240,22 +248,119 @@ def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
     return np.where(b > 0, out, np.nan)
 
 
+DEFAULT_MIN_BACKGROUND_EVENTS = 10
+# A cumulative background weight within this fraction of the summed |background weights|
+# of zero counts as zero: with signed weights, rounding leaves e.g. 5e-17 where B is 0.
+_ZERO_TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class BestCut:
+    """The best cut of one figure of merit: S and B, their statistical uncertainties
+    ``sqrt(sum w^2)`` (scaled as the yields) and the MC events passing the cut.
+
+    Where no cut qualifies, the floats are NaN and the counts 0 (``found`` is False).
+    """
+
+    threshold: float
+    value: float
+    signal: float
+    background: float
+    signal_error: float
+    background_error: float
+    n_signal_mc: int
+    n_background_mc: int
+
+    @property
+    def found(self) -> bool:
+        """Whether some cut qualified (enough background MC events and B > 0)."""
+        return bool(np.isfinite(self.threshold))
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        """``(threshold, value, signal, background)``: an entry of ``SignificanceScan.best``."""
+        return (self.threshold, self.value, self.signal, self.background)
+
+
+_NO_CUT = BestCut(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0, 0)
+FIGURES_OF_MERIT = ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams")
+
+
 @dataclass(frozen=True)
 class SignificanceScan:
     """Expected yields and significances for every cut ``score >= threshold``.
 
-    ``best`` maps each figure of merit ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams") to
-    ``(threshold, value, signal, background)`` at its maximum.
+    ``signal`` and ``background`` are the expected yields S and B (summed weights times
+    ``signal_scale`` and ``background_scale``), ``signal_error`` and ``background_error``
+    their statistical uncertainties ``sqrt(sum w^2)`` times the same scales,
+    ``n_signal_mc`` and ``n_background_mc`` the MC events passing (raw counts). A cut
+    ``qualifies`` as a best cut when it leaves at least ``min_background_events``
+    background MC events and B > 0. ``best_cuts`` maps each figure of merit
+    ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams") to its :class:`BestCut` among the
+    qualifying cuts; ``best`` holds the same as ``(threshold, value, signal, background)``.
+    Both are NaN where no cut qualifies.
     """
 
     thresholds: np.ndarray
     signal: np.ndarray
     background: np.ndarray
+    signal_error: np.ndarray
+    background_error: np.ndarray
+    n_signal_mc: np.ndarray
+    n_background_mc: np.ndarray
+    qualifies: np.ndarray
     s_over_sqrt_b: np.ndarray
     s_over_sqrt_s_plus_b: np.ndarray
     ams: np.ndarray
     b_reg: float
+    signal_scale: float
+    background_scale: float
+    min_background_events: int
+    best_cuts: dict[str, BestCut] = field(default_factory=dict)
     best: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
+
+
+def yield_note(test_fraction: float) -> str:
+    """How yields are scaled from test weights, e.g. "expected yield of the whole sample:
+    test weights x 1/0.5" (a test fraction of 1: every event scored, as in k-fold)."""
+    return f"expected yield of the whole sample: test weights x 1/{test_fraction:.4g}"
+
+
+def _check_scan_options(yield_scale: float, min_background_events: int) -> int:
+    """Validate the scale and the minimum MC count; return the count as an int."""
+    if not (np.isfinite(yield_scale) and yield_scale > 0):
+        raise ValueError(f"yield_scale must be a positive number, got {yield_scale!r}")
+    if (isinstance(min_background_events, bool) or not np.isscalar(min_background_events)
+            or int(min_background_events) != min_background_events
+            or min_background_events < 0):
+        raise ValueError("min_background_events must be an integer >= 0, got "
+                         f"{min_background_events!r}")
+    return int(min_background_events)
+
+
+def _cut_sums(is_signal: np.ndarray, score: np.ndarray, weight: np.ndarray
+              ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Thresholds (descending distinct scores) and, above each, the signal and background
+    sums of w, of w^2 and of events."""
+    order = np.argsort(-score, kind="stable")
+    sorted_score = score[order]
+    sig = is_signal[order]
+    w = weight[order]
+    last_of_group = np.flatnonzero(np.r_[sorted_score[1:] != sorted_score[:-1], True])
+    columns = [np.where(sig, w, 0.0), np.where(sig, 0.0, w), np.where(sig, w * w, 0.0),
+               np.where(sig, 0.0, w * w), sig.astype(np.int64), (~sig).astype(np.int64)]
+    return sorted_score[last_of_group], [np.cumsum(c)[last_of_group] for c in columns]
+
+
+def _best_cut(scan_values: np.ndarray, ok: np.ndarray, k_arrays: tuple[np.ndarray, ...]
+              ) -> BestCut:
+    """The qualifying cut of largest finite ``scan_values`` (the tightest among ties)."""
+    ok = ok & np.isfinite(scan_values)
+    if not ok.any():
+        return _NO_CUT
+    k = int(np.argmax(np.where(ok, scan_values, -np.inf)))
+    t, s, b, s_err, b_err, n_s, n_b = (a[k] for a in k_arrays)
+    return BestCut(float(t), float(scan_values[k]), float(s), float(b), float(s_err),
+                   float(b_err), int(n_s), int(n_b))
 
 
 def significance_scan(
@@ -265,33 +370,48 @@ def significance_scan(
     signal_yield: float | None = None,
     background_yield: float | None = None,
     b_reg: float = 10.0,
+    *,
+    yield_scale: float = 1.0,
+    min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS,
 ) -> SignificanceScan:
     """Scan S/sqrt(B), S/sqrt(S+B) and the AMS over every distinct cut on the score.
 
     ``S = signal_yield * eff_S`` and ``B = background_yield * eff_B``, where the yields are
-    the expected signal and background events before the cut (default: the summed weights
-    as given). S/sqrt(B) is NaN where ``B <= 0``, S/sqrt(S+B) where ``S + B <= 0``.
+    the expected signal and background events before the cut. Without them the yields are
+    the summed weights times ``yield_scale``: for a test sample that is the fraction f of
+    the events, ``yield_scale = 1 / f`` gives the expected yields of the whole sample. The
+    statistical uncertainties ``sqrt(sum w^2)`` are scaled alike. S/sqrt(B) is NaN where
+    ``B <= 0``, S/sqrt(S+B) where ``S + B <= 0``. A best cut must leave at least
+    ``min_background_events`` background MC events (raw count) and B > 0, whatever the
+    figure of merit; where no cut does, the best cut is NaN.
     """
+    n_min = _check_scan_options(yield_scale, min_background_events)
     is_signal, s, w = check_classification(y, score, sample_weight)
-    thresholds, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
-    sig = cum_s * ((signal_yield / tot_s) if signal_yield is not None else 1.0)
-    bkg = cum_b * ((background_yield / tot_b) if background_yield is not None else 1.0)
+    thresholds, (cum_s, cum_b, cum_s2, cum_b2, n_s, n_b) = _cut_sums(is_signal, s, w)
+    tot_s, tot_b = _totals(w[is_signal].sum(), w[~is_signal].sum())
+    s_scale = signal_yield / tot_s if signal_yield is not None else float(yield_scale)
+    b_scale = background_yield / tot_b if background_yield is not None else float(yield_scale)
+    sig, bkg = cum_s * s_scale, cum_b * b_scale
+    sig_err, bkg_err = np.sqrt(cum_s2) * abs(s_scale), np.sqrt(cum_b2) * abs(b_scale)
     with np.errstate(divide="ignore", invalid="ignore"):
         s_over_sqrt_b = np.where(bkg > 0, sig / np.sqrt(np.where(bkg > 0, bkg, 1.0)), np.nan)
         total = sig + bkg
         s_over_sqrt_sb = np.where(total > 0, sig / np.sqrt(np.where(total > 0, total, 1.0)),
                                   np.nan)
     ams_values = ams(sig, bkg, b_reg)
-    best = {}
-    for name, values in (("s_over_sqrt_b", s_over_sqrt_b),
-                         ("s_over_sqrt_s_plus_b", s_over_sqrt_sb), ("ams", ams_values)):
-        if np.isfinite(values).any():
-            k = int(np.nanargmax(np.where(np.isfinite(values), values, np.nan)))
-            best[name] = (float(thresholds[k]), float(values[k]), float(sig[k]), float(bkg[k]))
-        else:
-            best[name] = (np.nan, np.nan, np.nan, np.nan)
-    return SignificanceScan(thresholds, sig, bkg, s_over_sqrt_b, s_over_sqrt_sb, ams_values,
-                            float(b_reg), best)
+    zero = _ZERO_TOLERANCE * float(np.abs(w[~is_signal]).sum()) * abs(b_scale)
+    qualifies = (n_b >= n_min) & (bkg > zero)
+    arrays = (thresholds, sig, bkg, sig_err, bkg_err, n_s, n_b)
+    best_cuts = {name: _best_cut(values, qualifies, arrays) for name, values in
+                 zip(FIGURES_OF_MERIT, (s_over_sqrt_b, s_over_sqrt_sb, ams_values), strict=True)}
+    return SignificanceScan(
+        thresholds=thresholds, signal=sig, background=bkg, signal_error=sig_err,
+        background_error=bkg_err, n_signal_mc=n_s, n_background_mc=n_b, qualifies=qualifies,
+        s_over_sqrt_b=s_over_sqrt_b, s_over_sqrt_s_plus_b=s_over_sqrt_sb, ams=ams_values,
+        b_reg=float(b_reg), signal_scale=float(s_scale), background_scale=float(b_scale),
+        min_background_events=n_min, best_cuts=best_cuts,
+        best={name: cut.as_tuple() for name, cut in best_cuts.items()},
+    )
 
 
 # --- regression ------------------------------------------------------------------------

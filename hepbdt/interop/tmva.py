@@ -162,24 +162,8 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() in ("true", "1", "yes", "t")
 
 
-def from_tmva_xml(path: str | os.PathLike):
-    """Read a TMVA ``MethodBDT`` weight file into a fitted hepbdt estimator.
-
-    Classification (BoostType AdaBoost, RealAdaBoost, Bagging, Grad) gives a BDTClassifier
-    (class 1 = TMVA's Signal), regression (Grad, AdaBoostR2, Bagging) a BDTRegressor.
-    ``tmva_response(model, X)`` is the Reader's output; ``decision_function`` is the raw
-    score (Grad: F; AdaBoost: the weighted mean). Cuts, responses, purities and boost
-    weights are kept as the float32 numbers the Reader uses. The file's options, node
-    purities and variable ranges are kept in ``forest_.extra["tmva"]`` for re-export.
-    Split gains are not in TMVA files: each split counts 1 in the rankings.
-
-    Raises
-    ------
-    FileNotFoundError; TMVAFormatError (a ValueError) naming the file and the element
-    for malformed files, variable transformations, preselection, Fisher cuts, multiclass
-    or an unsupported BoostType.
-    """
-    path = Path(path)
+def _read_root(path: Path) -> tuple[ET.Element, str]:
+    """The file's ``<MethodSetup>`` element and its ``Method`` (``BDT::<name>``)."""
     if not path.is_file():
         raise FileNotFoundError(f"TMVA weight file {str(path)!r} does not exist")
     data = path.read_bytes()
@@ -195,31 +179,49 @@ def from_tmva_xml(path: str | os.PathLike):
     method = _attr(root, "Method", where)
     if not method.startswith("BDT::"):
         raise TMVAFormatError(f"{where}: Method={method!r} is not a BDT (expected 'BDT::<name>')")
+    return root, method
+
+
+def _general_info(root: ET.Element, where: str) -> tuple[dict[str | None, str], bool]:
+    """The ``GeneralInfo`` entries by name, and whether the analysis is regression."""
     info = {i.get("name"): i.get("value", "") for i in _child(root, "GeneralInfo", where).findall("Info")}
     analysis = (info.get("AnalysisType") or "").strip().lower()
     if analysis not in ("classification", "regression"):
         raise TMVAFormatError(f"{where}: GeneralInfo AnalysisType={info.get('AnalysisType')!r}; "
                               "hepbdt reads 'Classification' and 'Regression'")
-    regression = analysis == "regression"
+    return info, analysis == "regression"
+
+
+def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
+    """The ``Options`` as [name, modified, value] in file order."""
     options: list[list[Any]] = []
     for opt in _child(root, "Options", where).findall("Option"):
         options.append([_attr(opt, "name", where + " <Options>"), opt.get("modified") == "Yes",
                         (opt.text or "").strip()])
-    opt = {n: v for n, _, v in options}
+    return options
+
+
+def _boost_type(opt: dict[str, str], regression: bool, where: str) -> tuple[str, bool]:
+    """The BoostType and whether leaves vote +-1 (UseYesNoLeaf); refuses what hepbdt cannot read."""
     boost = opt.get("BoostType", "AdaBoost")
     valid = REGRESSION_BOOSTS if regression else CLASSIFICATION_BOOSTS
     if boost not in valid:
+        analysis = "regression" if regression else "classification"
         raise TMVAFormatError(f"{where}: BoostType={boost!r} is not supported for "
                               f"{analysis}; valid: {list(valid)}")
     if _truthy(opt.get("DoPreselection", "False")):
         raise TMVAFormatError(f"{where}: DoPreselection=True (preselection cuts) is not supported")
     if _truthy(opt.get("UseFisherCuts", "False")):
         raise TMVAFormatError(f"{where}: UseFisherCuts=True (Fisher-discriminant cuts) is not supported")
-    yes_no = _truthy(opt.get("UseYesNoLeaf", "True")) and boost != "RealAdaBoost"
+    return boost, _truthy(opt.get("UseYesNoLeaf", "True")) and boost != "RealAdaBoost"
+
+
+def _read_inputs(root: ET.Element, regression: bool,
+                 where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The variables and the regression target ({} if none), checking transformations and classes."""
     variables = _read_variables(_child(root, "Variables", where), "Variable", "NVar", "VarIndex",
                                 where + " <Variables>")
-    n_var = len(variables)
-    if n_var < 1:
+    if len(variables) < 1:
         raise TMVAFormatError(f"{where}: <Variables> lists no variable")
     transformations = root.find("Transformations")
     if transformations is not None and _int(transformations, "NTransformations", where) != 0:
@@ -236,6 +238,11 @@ def from_tmva_xml(path: str | os.PathLike):
             if len(tlist) != 1:
                 raise TMVAFormatError(f"{where}: {len(tlist)} regression targets; only one is supported")
             target = tlist[0]
+    return variables, target
+
+
+def _read_weights(root: ET.Element, yes_no: bool, where: str) -> tuple[list[ET.Element], str]:
+    """The ``BinaryTree`` elements and the leaf rule ("res", "ntype" or "purity")."""
     weights = _child(root, "Weights", where)
     if any(k.startswith("Preselection") for k in weights.attrib):
         raise TMVAFormatError(f"{where}: <Weights> has preselection cuts, which are not supported")
@@ -247,7 +254,12 @@ def from_tmva_xml(path: str | os.PathLike):
     n_trees = _int(weights, "NTrees", where + " <Weights>")
     if n_trees != len(bts) or not bts:
         raise TMVAFormatError(f"{where}: <Weights> NTrees={n_trees} but it holds {len(bts)} <BinaryTree>")
+    return bts, leaf_rule
 
+
+def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regression: bool,
+                 leaf_rule: str) -> tuple[Forest, list[float], int]:
+    """The validated forest of the trees, its node purities and the largest tree depth."""
     grad = boost == "Grad"
     agg = "sum" if grad else ("weighted_median" if boost == "AdaBoostR2" else "weighted_mean")
     boost_weights = np.array([np.float32(_num(bt, "boostWeight", f"{where} <BinaryTree> {t}"))
@@ -268,23 +280,58 @@ def from_tmva_xml(path: str | os.PathLike):
         forest.validate(where)
     except ModelFormatError as exc:
         raise TMVAFormatError(str(exc)) from None
+    return forest, np.concatenate(purity_parts).tolist(), max_depth
+
+
+def _loss_extra(boost: str, regression: bool, leaf_rule: str, opt: dict[str, str]) -> dict[str, Any]:
+    """The forest's ``loss`` (Grad) or ``score_min`` (AdaBoost-type classification) entry."""
+    if boost == "Grad" and not regression:
+        return {"loss": "deviance"}
+    if boost == "Grad":
+        return {"loss": {"leastsquares": "squared", "absolutedeviation": "absolute"}.get(
+            opt.get("RegressionLossFunctionBDTG", "Huber").lower(), "huber")}
+    if not regression:
+        return {"score_min": -1.0 if leaf_rule == "ntype" else 0.0}
+    return {}
+
+
+def from_tmva_xml(path: str | os.PathLike):
+    """Read a TMVA ``MethodBDT`` weight file into a fitted hepbdt estimator.
+
+    Classification (BoostType AdaBoost, RealAdaBoost, Bagging, Grad) gives a BDTClassifier
+    (class 1 = TMVA's Signal), regression (Grad, AdaBoostR2, Bagging) a BDTRegressor.
+    ``tmva_response(model, X)`` is the Reader's output; ``decision_function`` is the raw
+    score (Grad: F; AdaBoost: the weighted mean). Cuts, responses, purities and boost
+    weights are kept as the float32 numbers the Reader uses. The file's options, node
+    purities and variable ranges are kept in ``forest_.extra["tmva"]`` for re-export.
+    Split gains are not in TMVA files: each split counts 1 in the rankings.
+
+    Raises
+    ------
+    FileNotFoundError; TMVAFormatError (a ValueError) naming the file and the element
+    for malformed files, variable transformations, preselection, Fisher cuts, multiclass
+    or an unsupported BoostType.
+    """
+    path = Path(path)
+    root, method = _read_root(path)
+    where = str(path)
+    info, regression = _general_info(root, where)
+    options = _read_options(root, where)
+    opt = {n: v for n, _, v in options}
+    boost, yes_no = _boost_type(opt, regression, where)
+    variables, target = _read_inputs(root, regression, where)
+    bts, leaf_rule = _read_weights(root, yes_no, where)
+    forest, node_purity, max_depth = _read_forest(bts, where, len(variables), boost, regression, leaf_rule)
 
     kind = "regressor" if regression else "classifier"
-    extra: dict[str, Any] = {}
-    if grad and not regression:
-        extra["loss"] = "deviance"
-    elif grad:
-        extra["loss"] = {"leastsquares": "squared", "absolutedeviation": "absolute"}.get(
-            opt.get("RegressionLossFunctionBDTG", "Huber").lower(), "huber")
-    elif not regression:
-        extra["score_min"] = -1.0 if leaf_rule == "ntype" else 0.0
+    extra = _loss_extra(boost, regression, leaf_rule, opt)
     extra["tmva"] = {
         "method_name": method.split("::", 1)[1],
         "boost_type": "AdaBoost" if boost == "RealAdaBoost" else boost,
         "analysis": "Regression" if regression else "Classification", "yes_no_leaf": leaf_rule == "ntype",
         "options": options, "variables": variables, "target": target, "source": path.name,
         "training_events": int(float(info.get("Training events", "0") or 0)),
-        "node_purity": np.concatenate(purity_parts).tolist(),
+        "node_purity": node_purity,
     }
     forest.extra = extra
     params = _estimator_params(options, kind)

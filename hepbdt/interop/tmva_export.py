@@ -455,6 +455,105 @@ def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: f
             "Internal": _internal_name(name), "Type": "F", "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
 
 
+def _check_exportable(forest: Forest, layout: _Layout) -> None:
+    """Refuse a forest that has a NaN threshold, or a Grad classifier without trees."""
+    bad = (forest.feature >= 0) & np.isnan(forest.threshold)
+    if bad.any():
+        raise TMVAExportError(f"node {int(np.flatnonzero(bad)[0])} has a NaN threshold")
+    if layout.analysis == "Classification" and layout.boost_type == "Grad" and forest.n_trees == 0:
+        raise TMVAExportError("the model has no trees")
+
+
+def _initial_score_only(forest: Forest) -> tuple[Forest, list[_TmvaTree]]:
+    """A one-leaf tree carrying nothing, and its forest, for a Grad regressor without trees."""
+    stub = _TmvaTree()
+    stub.emit(-1, "s", 0, -1, 0.0, 0)
+    one_leaf = Forest(**{k: np.zeros(1, dt) for k, dt in NODE_ARRAYS.items()},
+                      tree_offsets=np.array([0, 1]), tree_weights=np.zeros(1),
+                      n_features=forest.n_features, base_score=forest.base_score)
+    one_leaf.feature[:] = -1
+    one_leaf.left[:] = -1
+    one_leaf.right[:] = -1
+    return one_leaf, [stub]
+
+
+def _trees_to_write(forest: Forest, layout: _Layout, exact_missing: bool,
+                    tolerance: float) -> tuple[Forest, list[_TreeOut], int, float]:
+    """(forest written, its trees then residual trees, number of trees before residuals, bound)."""
+    trees = [_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing) for t in range(forest.n_trees)]
+    purity = _node_purity(forest)
+    if layout.boost_type != "Grad":
+        outs, bound = _mean_trees(forest, layout, trees, purity, tolerance)
+        return forest, outs, len(trees), bound
+    if not trees:
+        forest, trees = _initial_score_only(forest)
+    outs, bound = _grad_trees(forest, layout, trees, purity, tolerance)
+    return forest, outs, len(trees), bound
+
+
+def _add_header(root: ET.Element, layout: _Layout, forest: Forest, model: Any, max_depth: int) -> None:
+    """Append the ``GeneralInfo`` and ``Options`` elements."""
+    info = ET.SubElement(root, "GeneralInfo")
+    for key, value in [
+        ("TMVA Release", TMVA_RELEASE), ("ROOT Release", ROOT_RELEASE),
+        ("Creator", f"hepbdt {__version__}"),
+        ("Date", datetime.datetime.now().strftime("%a %b %d %H:%M:%S %Y")),
+        ("Host", platform.platform()), ("Dir", "."),
+        ("Training events", str(int(layout.extra_tmva.get("training_events", 0)))),
+        ("TrainingTime", f"{0.0:.8e}"), ("AnalysisType", layout.analysis),
+    ]:
+        ET.SubElement(info, "Info", {"name": key, "value": value})
+    opts = ET.SubElement(root, "Options")
+    for opt_name, modified, value in _options(layout, forest, model, max_depth):
+        attrs = {"name": opt_name, "modified": "Yes" if modified else "No"}
+        ET.SubElement(opts, "Option", attrs).text = value
+
+
+def _add_variables(root: ET.Element, layout: _Layout, forest: Forest, model: Any, names: list[str],
+                   target_name: str | None) -> None:
+    """Append the ``Variables``, ``Spectators``, ``Classes`` and (regression) ``Targets`` elements."""
+    tm = layout.extra_tmva
+    variables = ET.SubElement(root, "Variables", {"NVar": str(forest.n_features)})
+    for i, ((vmin, vmax), vname) in enumerate(zip(_variables_range(forest, model, tm), names, strict=True)):
+        ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax))
+    ET.SubElement(root, "Spectators", {"NSpec": "0"})
+    if layout.analysis == "Classification":
+        classes = ET.SubElement(root, "Classes", {"NClass": "2"})
+        ET.SubElement(classes, "Class", {"Name": "Signal", "Index": "0"})
+        ET.SubElement(classes, "Class", {"Name": "Background", "Index": "1"})
+        return
+    classes = ET.SubElement(root, "Classes", {"NClass": "1"})
+    ET.SubElement(classes, "Class", {"Name": "Regression", "Index": "0"})
+    target = tm.get("target") or {}
+    targets = ET.SubElement(root, "Targets", {"NTrgt": "1"})
+    ET.SubElement(targets, "Target", _variable_attrs(
+        "TargetIndex", 0, target_name or target.get("name") or "target",
+        float(target.get("min", 0.0)), float(target.get("max", 0.0))))
+
+
+def _add_weights(root: ET.Element, layout: _Layout, outs: list[_TreeOut]) -> int:
+    """Append the ``Weights`` element with one ``BinaryTree`` per tree; the number of nodes written."""
+    # AnalysisType 1: regression trees (their leaves' res is the output), as TMVA's Grad.
+    classification_trees = layout.analysis == "Classification" and layout.boost_type != "Grad"
+    weights = ET.SubElement(root, "Weights", {"NTrees": str(len(outs)),
+                                              "AnalysisType": "0" if classification_trees else "1"})
+    n_nodes = 0
+    for t, o in enumerate(outs):
+        bt = ET.SubElement(weights, "BinaryTree", {"type": "DecisionTree",
+                                                   "boostWeight": _fmt(o.boost_weight), "itree": str(t)})
+        elems: list[ET.Element] = []
+        tr = o.tree
+        for k in range(len(tr.parent)):
+            leaf = tr.ivar[k] < 0
+            attrs = {"pos": tr.pos[k], "depth": str(tr.depth[k]), "NCoef": "0", "IVar": str(tr.ivar[k]),
+                     "Cut": _fmt(tr.cut[k]), "cType": "1", "res": _fmt(o.res[k]), "rms": _fmt(0.0),
+                     "purity": _fmt(o.purity[k]), "nType": str(int(o.ntype[k]) if leaf else 0)}
+            parent = bt if tr.parent[k] < 0 else elems[tr.parent[k]]
+            elems.append(ET.SubElement(parent, "Node", attrs))
+        n_nodes += len(elems)
+    return n_nodes
+
+
 def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
                 missing: str = "exact", method_name: str | None = None,
                 target_name: str | None = None) -> dict[str, Any]:
@@ -491,88 +590,21 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     if not (tolerance >= 0):
         raise ValueError(f"tolerance={tolerance!r} must be >= 0")
     layout = _layout(model)
-    bad = (forest.feature >= 0) & np.isnan(forest.threshold)
-    if bad.any():
-        raise TMVAExportError(f"node {int(np.flatnonzero(bad)[0])} has a NaN threshold")
-    if layout.analysis == "Classification" and layout.boost_type == "Grad" and forest.n_trees == 0:
-        raise TMVAExportError("the model has no trees")
-    exact_missing = missing == "exact"
-    trees = [_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing) for t in range(forest.n_trees)]
-    purity = _node_purity(forest)
-    if layout.boost_type == "Grad":
-        if not trees:  # a regressor with only its initial score: one leaf carries nothing
-            stub = _TmvaTree()
-            stub.emit(-1, "s", 0, -1, 0.0, 0)
-            trees = [stub]
-            forest = Forest(**{k: np.zeros(1, dt) for k, dt in NODE_ARRAYS.items()},
-                            tree_offsets=np.array([0, 1]), tree_weights=np.zeros(1),
-                            n_features=forest.n_features, base_score=forest.base_score)
-            forest.feature[:] = -1
-            forest.left[:] = -1
-            forest.right[:] = -1
-        outs, bound = _grad_trees(forest, layout, trees, purity, tolerance)
-    else:
-        outs, bound = _mean_trees(forest, layout, trees, purity, tolerance)
-
-    tm = layout.extra_tmva
+    _check_exportable(forest, layout)
+    forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     names = [str(n) for n in getattr(model, "feature_names_in_", [f"x{i}" for i in range(forest.n_features)])]
-    name = method_name or tm.get("method_name") or "BDT"
+    name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)
 
     root = ET.Element("MethodSetup", {"Method": f"BDT::{name}"})
-    info = ET.SubElement(root, "GeneralInfo")
-    for key, value in [
-        ("TMVA Release", TMVA_RELEASE), ("ROOT Release", ROOT_RELEASE),
-        ("Creator", f"hepbdt {__version__}"),
-        ("Date", datetime.datetime.now().strftime("%a %b %d %H:%M:%S %Y")),
-        ("Host", platform.platform()), ("Dir", "."),
-        ("Training events", str(int(tm.get("training_events", 0)))),
-        ("TrainingTime", f"{0.0:.8e}"), ("AnalysisType", layout.analysis),
-    ]:
-        ET.SubElement(info, "Info", {"name": key, "value": value})
-    opts = ET.SubElement(root, "Options")
-    for opt_name, modified, value in _options(layout, forest, model, max_depth):
-        attrs = {"name": opt_name, "modified": "Yes" if modified else "No"}
-        ET.SubElement(opts, "Option", attrs).text = value
-    variables = ET.SubElement(root, "Variables", {"NVar": str(forest.n_features)})
-    for i, ((vmin, vmax), vname) in enumerate(zip(_variables_range(forest, model, tm), names, strict=True)):
-        ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax))
-    ET.SubElement(root, "Spectators", {"NSpec": "0"})
-    if layout.analysis == "Classification":
-        classes = ET.SubElement(root, "Classes", {"NClass": "2"})
-        ET.SubElement(classes, "Class", {"Name": "Signal", "Index": "0"})
-        ET.SubElement(classes, "Class", {"Name": "Background", "Index": "1"})
-    else:
-        classes = ET.SubElement(root, "Classes", {"NClass": "1"})
-        ET.SubElement(classes, "Class", {"Name": "Regression", "Index": "0"})
-        target = tm.get("target") or {}
-        targets = ET.SubElement(root, "Targets", {"NTrgt": "1"})
-        ET.SubElement(targets, "Target", _variable_attrs(
-            "TargetIndex", 0, target_name or target.get("name") or "target",
-            float(target.get("min", 0.0)), float(target.get("max", 0.0))))
+    _add_header(root, layout, forest, model, max_depth)
+    _add_variables(root, layout, forest, model, names, target_name)
     ET.SubElement(root, "Transformations", {"NTransformations": "0"})
     ET.SubElement(root, "MVAPdfs")
-    # AnalysisType 1: regression trees (their leaves' res is the output), as TMVA's Grad.
-    classification_trees = layout.analysis == "Classification" and layout.boost_type != "Grad"
-    weights = ET.SubElement(root, "Weights", {"NTrees": str(len(outs)),
-                                              "AnalysisType": "0" if classification_trees else "1"})
-    n_nodes = 0
-    for t, o in enumerate(outs):
-        bt = ET.SubElement(weights, "BinaryTree", {"type": "DecisionTree",
-                                                   "boostWeight": _fmt(o.boost_weight), "itree": str(t)})
-        elems: list[ET.Element] = []
-        tr = o.tree
-        for k in range(len(tr.parent)):
-            leaf = tr.ivar[k] < 0
-            attrs = {"pos": tr.pos[k], "depth": str(tr.depth[k]), "NCoef": "0", "IVar": str(tr.ivar[k]),
-                     "Cut": _fmt(tr.cut[k]), "cType": "1", "res": _fmt(o.res[k]), "rms": _fmt(0.0),
-                     "purity": _fmt(o.purity[k]), "nType": str(int(o.ntype[k]) if leaf else 0)}
-            parent = bt if tr.parent[k] < 0 else elems[tr.parent[k]]
-            elems.append(ET.SubElement(parent, "Node", attrs))
-        n_nodes += len(elems)
+    n_nodes = _add_weights(root, layout, outs)
     ET.indent(root, space="  ")
     # ElementTree escapes '>' in attribute values, so ' />' only closes empty elements.
     text = ET.tostring(root, encoding="unicode").replace(" />", "/>")
     atomic_write_text(path, '<?xml version="1.0"?>\n' + text + "\n")
-    return {"n_trees": len(outs), "n_residual_trees": len(outs) - len(trees),
+    return {"n_trees": len(outs), "n_residual_trees": len(outs) - n_plain,
             "n_nodes": n_nodes, "max_response_error": bound}

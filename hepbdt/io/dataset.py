@@ -9,7 +9,7 @@ training weights as TMVA's ``NormMode``. It knows nothing about files or trees.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,32 @@ SPLIT_MODES = ("random", "alternate", "block")
 NORM_MODES = ("none", "num_events", "equal_num_events")
 
 _TASKS = ("classification", "regression", "unlabelled")
+
+
+class FeatureMatrix(np.ndarray):
+    """An (n, m) float32 feature array that knows its columns: ``feature_names`` (the names
+    the user wrote) and ``feature_definitions`` (name -> the expression that computes it,
+    where they differ, e.g. an alias). ``Dataset.X`` is one, so that
+    ``model.fit(train.X, train.y, train.w)`` keeps the names. Selecting rows keeps them;
+    selecting columns, or any result whose column count differs, gives a plain array.
+    """
+
+    feature_names: tuple[str, ...] | None = None
+    feature_definitions: dict[str, str] | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        names = getattr(obj, "feature_names", None)
+        if names is not None and self.ndim == 2 and self.shape[1] == len(names):
+            self.feature_names = names
+            self.feature_definitions = getattr(obj, "feature_definitions", None)
+
+    def __getitem__(self, index: Any) -> Any:
+        result = super().__getitem__(index)
+        rows_only = not isinstance(index, tuple) or len(index) == 1 or (
+            len(index) == 2 and isinstance(index[1], slice) and index[1] == slice(None))
+        if isinstance(result, FeatureMatrix) and not rows_only:
+            return result.view(np.ndarray)
+        return result
 
 
 class Dataset:
@@ -43,7 +69,11 @@ class Dataset:
     event
         (n,) event identifier (int64), used by :meth:`kfold`; None gives 0..n-1.
     feature_names
-        m names (feature expressions); None gives ``f0``, ``f1``, ...
+        m names (feature expressions, or the names the user gave them); None gives ``f0``,
+        ``f1``, ...
+    feature_definitions
+        name -> expression for the names that are not themselves the expression (aliases);
+        a model fitted on ``X`` keeps them so that ``apply`` can compute the features.
     sample_names
         Names of the samples; None gives ``sample0``, ...
     task
@@ -54,7 +84,8 @@ class Dataset:
 
     Attributes
     ----------
-    X, y, w, sample_index, event, feature_names, sample_names, task
+    X (a :class:`FeatureMatrix`), y, w, sample_index, event, feature_names,
+    feature_definitions, sample_names, task
     """
 
     def __init__(
@@ -69,13 +100,14 @@ class Dataset:
         *,
         task: str | None = None,
         copy: bool = False,
+        feature_definitions: Mapping[str, str] | None = None,
     ) -> None:
         X = np.asarray(X)
         if X.ndim != 2:
             raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
         X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
         n, m = X.shape
-        self.X = X
+        self._X = X
 
         if task is not None and task not in _TASKS:
             raise InputError(f"task must be one of {_TASKS}, not {task!r}")
@@ -125,6 +157,9 @@ class Dataset:
             raise InputError(
                 f"{len(self.feature_names)} feature names for {m} columns of X"
             )
+        definitions = {str(k): str(v) for k, v in (feature_definitions or {}).items()
+                       if str(k) in self.feature_names and str(k) != str(v)}
+        self.feature_definitions = definitions
         n_samples = int(self.sample_index.max()) + 1 if n else 1
         if sample_names is None:
             sample_names = [f"sample{i}" for i in range(n_samples)]
@@ -144,12 +179,20 @@ class Dataset:
 
     # -- basics -----------------------------------------------------------------------
 
+    @property
+    def X(self) -> FeatureMatrix:
+        """The (n, m) float32 features, carrying ``feature_names`` and ``feature_definitions``."""
+        X = self._X.view(FeatureMatrix)
+        X.feature_names = tuple(self.feature_names)
+        X.feature_definitions = dict(self.feature_definitions) or None
+        return X
+
     def __len__(self) -> int:
-        return self.X.shape[0]
+        return self._X.shape[0]
 
     @property
     def n_features(self) -> int:
-        return self.X.shape[1]
+        return self._X.shape[1]
 
     @property
     def classes(self) -> np.ndarray:
@@ -180,15 +223,18 @@ class Dataset:
     def replace(self, **changes: Any) -> Dataset:
         """A new Dataset with some fields replaced (arrays not copied)."""
         fields = {
-            "X": self.X,
+            "X": self._X,
             "y": self.y,
             "w": self.w,
             "sample_index": self.sample_index,
             "event": self.event,
             "feature_names": self.feature_names,
+            "feature_definitions": self.feature_definitions,
             "sample_names": self.sample_names,
             "task": None if self.task == "unlabelled" else self.task,
         }
+        if "feature_names" in changes and "feature_definitions" not in changes:
+            fields["feature_definitions"] = None  # renamed columns: the old definitions do not apply
         fields.update(changes)
         return Dataset(**fields)
 
@@ -199,7 +245,7 @@ class Dataset:
             if index.dtype == np.bool_ and index.shape != (len(self),):
                 raise InputError(f"mask must have shape ({len(self)},), got {index.shape}")
         return self.replace(
-            X=self.X[index],
+            X=self._X[index],
             y=None if self.y is None else self.y[index],
             w=self.w[index],
             sample_index=self.sample_index[index],

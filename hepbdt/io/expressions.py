@@ -3,8 +3,16 @@
 An expression is parsed once with :mod:`ast` and evaluated on the arrays of one chunk.
 Only a small language is allowed, never Python ``eval``: branch names (dotted names such
 as ``Muon.pt`` and back-quoted names such as ```jet pt/F``` too), numbers, arithmetic,
-comparisons, ``&``, ``|``, ``~`` (and ``and``, ``or``, ``not``, ``a if c else b``),
-per-event subscripts, and the functions in :data:`FUNCTIONS`.
+comparisons, ``&&``, ``||``, ``!`` (or ``and``, ``or``, ``not``), ``&``, ``|``, ``~``,
+``a if c else b``, per-event subscripts, and the functions in :data:`FUNCTIONS`.
+
+Conditions combine as in ``TTree::Draw`` cuts: ``&&`` and ``||`` bind looser than
+comparisons (``&&`` tighter than ``||``) and ``!`` is a logical not with C precedence
+(``!x`` binds to ``x`` alone), so ``nJet >= 2 && nLep == 0`` means what it says. The
+bitwise ``&``, ``|``, ``^`` and ``~`` keep Python's precedence, tighter than comparisons,
+where C's is looser; an expression whose meaning depends on which, such as
+``nJet >= 2 & nLep == 0`` (Python: ``nJet >= (2 & nLep) == 0``), is refused with the form
+that was most likely meant.
 
 Per-event semantics, as in ``TTree::Draw``: ``Jet_pt[:, 0]`` (or ``Jet_pt[0]``) is each
 event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-event slice;
@@ -20,6 +28,7 @@ nothing about files; :mod:`hepbdt.io.samples` adds the file and tree to error me
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -127,7 +136,84 @@ _COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
     ast.NotEq: lambda a, b: a != b,
 }
 
-_BACKTICK = re.compile(r"`([^`]*)`")
+_BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_COMPARISON_TEXT = re.compile(r"[<>]|==|!=")
+
+
+class _Source:
+    """The Python source an expression is parsed as, mapped back to the text as written.
+
+    Back-quoted names become placeholders, ``&&`` and ``||`` become ``and`` and ``or``, and
+    ``!`` (not ``!=``) becomes ``~`` whose position is remembered as a logical not: a unary
+    operator with C precedence. ``spans[i]`` is where source character ``i`` was written.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.quoted: dict[str, str] = {}
+        chars: list[str] = []
+        self.spans: list[tuple[int, int]] = []
+        nots: list[int] = []
+        i = 0
+        while i < len(text):
+            end = text.find("`", i + 1) if text[i] == "`" else -1
+            if end >= 0:
+                word = f"__hepbdt_branch_{len(self.quoted)}__"
+                self.quoted[word] = text[i + 1 : end]
+                end += 1
+            elif text.startswith(("&&", "||"), i):
+                word, end = (" and " if text[i] == "&" else " or "), i + 2
+            elif text[i] == "!" and not text.startswith("!=", i):
+                nots.append(len(chars))
+                word, end = "~", i + 1
+            else:
+                word, end = text[i], i + 1
+            chars.extend(word)
+            self.spans.extend([(i, end)] * len(word))
+            i = end
+        self.source = "".join(chars)
+        self._line_starts = [0] + [k + 1 for k, ch in enumerate(chars) if ch == "\n"]
+        self.logical_nots = frozenset(self._position(k) for k in nots)
+
+    def _position(self, index: int) -> tuple[int, int]:
+        """(line, UTF-8 column) of a source character, as :mod:`ast` numbers them."""
+        line = bisect.bisect_right(self._line_starts, index) - 1
+        start = self._line_starts[line]
+        return line + 1, len(self.source[start:index].encode())
+
+    def _index(self, line: int, column: int) -> int:
+        """The source character at (line, UTF-8 column)."""
+        start = self._line_starts[line - 1]
+        return start + len(self.source[start:].encode()[:column].decode(errors="ignore"))
+
+    def written(self, node: ast.expr) -> tuple[int, int]:
+        """Where ``node`` was written: start and end in :attr:`text`."""
+        start = self._index(node.lineno, node.col_offset)
+        end = self._index(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        return self.spans[start][0], self.spans[max(end - 1, start)][1]
+
+    def written_at(self, index: int) -> int:
+        """Where source character ``index`` (clamped to the source) was written."""
+        if not self.spans:
+            return 0
+        if index >= len(self.spans):
+            return len(self.text)
+        return self.spans[max(index, 0)][0]
+
+    def parenthesised(self, node: ast.expr) -> bool:
+        """True when ``node`` is written inside its own parentheses, as in ``(a & 4)``."""
+        start, end = self.written(node)
+        before, after = self.text[:start].rstrip(), self.text[end:].lstrip()
+        return before.endswith("(") and after.startswith(")")
+
+    def is_logical_not(self, node: ast.AST) -> bool:
+        """True for a ``!``: a unary ``~`` at a position where ``!`` was written."""
+        return (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.Invert)
+            and (node.lineno, node.col_offset) in self.logical_nots
+        )
 
 
 class Expression:
@@ -154,32 +240,39 @@ class Expression:
             raise ExpressionError(f"{role} must be a string expression, not {text!r}")
         self.text = text
         self.role = role
-        self._quoted: dict[str, str] = {}
-
-        def _quote(match: re.Match[str]) -> str:
-            placeholder = f"__hepbdt_branch_{len(self._quoted)}__"
-            self._quoted[placeholder] = match.group(1)
-            return placeholder
-
-        source = _BACKTICK.sub(_quote, text.strip())
-        if not source:
+        self._source = _Source(text.strip())
+        self._quoted = self._source.quoted
+        if not self._source.source:
             raise ExpressionError(f"{role} expression is empty")
         try:
-            tree = ast.parse(source, mode="eval")
+            tree = ast.parse(self._source.source, mode="eval")
         except SyntaxError as err:
-            pointer = ""
-            if err.offset is not None:
-                pointer = f"\n    {source}\n    {' ' * max(err.offset - 1, 0)}^"
-            raise ExpressionError(
-                f"{role} expression {text!r} does not parse: {err.msg}{pointer}\n"
-                "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
-                "& | ~ (with parentheses around comparisons), subscripts such as "
-                "x[:, 0], and the functions " + ", ".join(sorted(FUNCTIONS))
-            ) from None
+            raise self._syntax_error(err) from None
         self._node = tree.body
         names: set[str] = set()
         self._check(self._node, names)
         self.names = frozenset(names)
+
+    def _syntax_error(self, err: SyntaxError) -> ExpressionError:
+        """The error for an expression that does not parse, pointing where it was written."""
+        written = self._source.text
+        pointer = ""
+        if err.offset is not None and err.lineno is not None:
+            lines = self._source.source.split("\n")
+            index = sum(len(line) + 1 for line in lines[: err.lineno - 1]) + err.offset - 1
+            if err.offset < 1:  # the end of the input
+                index = len(self._source.source)
+            at = self._source.written_at(index)
+            line_start = written.rfind("\n", 0, at) + 1
+            line_end = len(written) if "\n" not in written[at:] else written.index("\n", at)
+            pointer = f"\n    {written[line_start:line_end]}\n    {' ' * (at - line_start)}^"
+        return ExpressionError(
+            f"{self.role} expression {self.text!r} does not parse: {err.msg}{pointer}\n"
+            "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
+            "&& || ! (or and, or, not) to combine conditions, & | ~ (with parentheses "
+            "around comparisons), subscripts such as x[:, 0], and the functions "
+            + ", ".join(sorted(FUNCTIONS))
+        )
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -210,6 +303,8 @@ class Expression:
         elif isinstance(node, ast.BinOp):
             if type(node.op) not in _BINARY_OPERATORS:
                 raise self._fail(f"operator {type(node.op).__name__} is not allowed")
+            if isinstance(node.op, _BITWISE):
+                self._check_bitwise(node)
             self._check(node.left, names)
             self._check(node.right, names)
         elif isinstance(node, ast.UnaryOp):
@@ -226,6 +321,7 @@ class Expression:
                         f"comparison {type(op).__name__} is not allowed "
                         "(use <, <=, >, >=, ==, !=)"
                     )
+            self._check_compared(node)
             self._check(node.left, names)
             for comparator in node.comparators:
                 self._check(comparator, names)
@@ -240,9 +336,106 @@ class Expression:
         else:
             raise self._fail(
                 f"{type(node).__name__} is not allowed; expressions may use branch names, "
-                "numbers, arithmetic, comparisons, & | ~, subscripts and the functions "
+                "numbers, arithmetic, comparisons, && || !, & | ~, subscripts and the functions "
                 + ", ".join(sorted(FUNCTIONS))
             )
+
+    # -- operators whose meaning depends on Python or C precedence ------------------
+
+    def _check_compared(self, node: ast.Compare) -> None:
+        """Refuse an unparenthesised & | ^ beside a comparison, or ! starting one."""
+        for operand in (node.left, *node.comparators):
+            if (
+                isinstance(operand, ast.BinOp)
+                and isinstance(operand.op, _BITWISE)
+                and not self._source.parenthesised(operand)
+            ):
+                raise self._bitwise_trap(node)
+        # ``!nJet >= 2`` is (!nJet) >= 2 in C but not (nJet >= 2) as ``not`` would read it;
+        # ``~`` means the same in Python and C, and ``a != !b`` has one reading.
+        left = node.left
+        if (
+            isinstance(left, ast.UnaryOp)
+            and self._source.is_logical_not(left)
+            and not self._source.parenthesised(left)
+        ):
+            raise self._not_trap(node, left)
+
+    def _bitwise_trap(self, node: ast.Compare) -> ExpressionError:
+        """``nJet >= 2 & nLep == 0``: show what it means and what was likely meant."""
+        text = self._source.text
+        start, end = self._source.written(node)
+        parts = _split_bitwise(text[start:end])
+        pieces, ops = parts[0::2], parts[1::2]
+
+        def whole(middle: str) -> str:
+            return text[:start] + middle + text[end:]
+
+        c_reading = whole(_join(pieces, ops, wrap=True))
+        bare = [self._source.written(operand) for operand in (node.left, *node.comparators)
+                if isinstance(operand, ast.BinOp) and isinstance(operand.op, _BITWISE)
+                and not self._source.parenthesised(operand)]
+        python_reading = text
+        for low, high in sorted(bare, reverse=True):
+            python_reading = (f"{python_reading[:low]}({python_reading[low:high]})"
+                              f"{python_reading[high:]}")
+        symbols = sorted(set(ops), key="&^|".index)
+        verb = "binds" if len(symbols) == 1 else "bind"
+        what = (f"{' and '.join(symbols)} {verb} tighter than comparisons here (as in "
+                f"Python), so this means {python_reading}")
+        if not all(_COMPARISON_TEXT.search(_unquoted(piece)) for piece in pieces):
+            return self._fail(f"{what}, but {c_reading} in C and ROOT; add parentheses to "
+                              "say which (conditions combine with &&, || and !)")
+        what += (f", not {c_reading} as in C and ROOT. To combine conditions, add "
+                 f"parentheses, {c_reading}")
+        if "^" not in ops:
+            logical = [{"&": "&&", "|": "||"}[op] for op in ops]
+            what += f", or write {whole(_join(pieces, logical, wrap=False))}"
+        return self._fail(what)
+
+    def _not_trap(self, node: ast.Compare, operand: ast.UnaryOp) -> ExpressionError:
+        """``!nJet >= 2``: ``!`` applies to ``nJet`` alone, not to the comparison."""
+        text = self._source.text
+        start, end = self._source.written(node)
+        low, high = self._source.written(operand)
+        symbol = text[low]
+        alone = f"{text[:low]}({text[low:high]}){text[high:]}"
+        inner = (text[start:low] + text[low + 1 : end]).strip()
+        negated = f"{text[:start]}!({inner}){text[end:]}"
+        return self._fail(
+            f"{symbol} applies to {text[low + 1 : high].strip()} alone (as in C and ROOT), "
+            f"not to the comparison; add parentheses to say which: {alone}, or {negated} to "
+            "negate the comparison"
+        )
+
+    def _check_bitwise(self, node: ast.BinOp) -> None:
+        """Refuse ``(a > 1) & 2``: a condition combined bit by bit with a number."""
+        sides = (node.left, node.right)
+        conditions = [side for side in sides if self._is_condition(side)]
+        numbers = [side for side in sides if _is_number(side)]
+        if not conditions or not numbers:
+            return
+        text = self._source.text
+        condition = text[slice(*self._source.written(conditions[0]))]
+        number = text[slice(*self._source.written(numbers[0]))]
+        symbol = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}[type(node.op)]
+        logical = "||" if symbol == "|" else "&&"
+        raise self._fail(
+            f"{symbol} combines the condition {condition} with the number {number} bit by "
+            f"bit; make both sides conditions, e.g. {condition} {logical} {number} != 0"
+        )
+
+    def _is_condition(self, node: ast.AST) -> bool:
+        """True for what is surely a boolean: comparisons, and/or/not, ! and ~ of those."""
+        if isinstance(node, ast.Compare | ast.BoolOp):
+            return True
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not) or self._source.is_logical_not(node):
+                return True
+            return isinstance(node.op, ast.Invert) and self._is_condition(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _BITWISE):
+            return self._is_condition(node.left) and self._is_condition(node.right)
+        return isinstance(node, ast.Constant) and isinstance(node.value, bool)
 
     def _check_call(self, node: ast.Call, names: set[str]) -> None:
         if not isinstance(node.func, ast.Name):
@@ -331,8 +524,8 @@ class Expression:
                 hint = ""
                 if "&" in self.text or "|" in self.text:
                     hint = (
-                        "\nHint: & and | bind tighter than comparisons; write "
-                        "(a > 1) & (b < 2)."
+                        "\nHint: & and | bind tighter than comparisons; combine "
+                        "conditions with && and ||, as in a > 1 && b < 2."
                     )
                 raise self._fail(f"cannot be evaluated: {type(err).__name__}: {err}{hint}") from err
 
@@ -362,7 +555,11 @@ class Expression:
                 return -operand
             if isinstance(node.op, ast.UAdd):
                 return operand
-            if isinstance(node.op, ast.Not) or _is_bool(operand):
+            if (
+                isinstance(node.op, ast.Not)
+                or self._source.is_logical_not(node)
+                or _is_bool(operand)
+            ):
                 return np.logical_not(operand)
             return ~operand
         if isinstance(node, ast.BoolOp):
@@ -443,6 +640,62 @@ class Expression:
         if isinstance(value, np.ndarray):
             value = ak.from_numpy(value, regulararray=True)
         return value[mask]
+
+
+def _is_number(node: ast.AST) -> bool:
+    """True for what is surely a number, not a boolean: constants and arithmetic."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _ARITHMETIC)
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd)
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without its back-quoted names (which may hold any character)."""
+    return re.sub(r"`[^`]*`", "``", text)
+
+
+def _split_bitwise(text: str) -> list[str]:
+    """Split at the top-level single & | ^: [piece, op, piece, ...] (&& and || stay)."""
+    parts: list[str] = []
+    depth, start, quoted = 0, 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and ch in "&|^" and text[i - 1 : i] != ch and text[i + 1 : i + 2] != ch:
+            parts += [text[start:i], ch]
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+def _enclosed(text: str) -> bool:
+    """True when ``text`` is one parenthesised group, as in ``(a > 1)``."""
+    if not text.startswith("("):
+        return False
+    depth = 0
+    for i, ch in enumerate(_unquoted(text)):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return i == len(_unquoted(text)) - 1
+    return False
+
+
+def _join(pieces: list[str], ops: list[str], wrap: bool) -> str:
+    """Pieces joined by ops; with ``wrap``, every comparison in its own parentheses."""
+    out = []
+    for piece in pieces:
+        piece = piece.strip()
+        if wrap and _COMPARISON_TEXT.search(_unquoted(piece)) and not _enclosed(piece):
+            piece = f"({piece})"
+        out.append(piece)
+    return out[0] + "".join(f" {op} {piece}" for op, piece in zip(ops, out[1:], strict=True))
 
 
 def _constant_int(node: ast.AST) -> int | None:

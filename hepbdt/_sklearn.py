@@ -1,0 +1,107 @@
+"""The scikit-learn protocol of hepbdt's estimators, without depending on scikit-learn.
+
+Parameters (``get_params``/``set_params``, so ``clone`` works), tags, metadata routing
+(``set_fit_request``/``set_score_request``, so weighted fits and weighted scores work in
+``cross_val_score`` and ``GridSearchCV``) and :class:`NotFittedError`. scikit-learn is
+imported only by the methods that scikit-learn itself calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from typing import Any
+
+__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted"]
+
+_REQUEST_VALUES = (True, False, None)
+
+
+class NotFittedError(ValueError, AttributeError, RuntimeError):
+    """A method that needs a fitted model was called before ``fit``. When scikit-learn is
+    in use the error is also its ``sklearn.exceptions.NotFittedError`` (and it stays the
+    RuntimeError hepbdt raised before 0.2)."""
+
+
+@functools.cache
+def _with_sklearn(base: type) -> type:
+    return type("NotFittedError", (NotFittedError, base), {"__module__": __name__})
+
+
+def not_fitted(message: str) -> NotFittedError:
+    """The error to raise before fit (scikit-learn's kind too, when scikit-learn is loaded)."""
+    exceptions = sys.modules.get("sklearn.exceptions")
+    cls = NotFittedError if exceptions is None else _with_sklearn(exceptions.NotFittedError)
+    return cls(message)
+
+
+class SklearnProtocol:
+    """Parameters from the ``__init__`` signature, tags and metadata routing."""
+
+    _estimator_type = ""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters as a dict."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> Any:
+        """Set constructor parameters; unknown names are an error."""
+        valid = self._param_names()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}; valid: {valid}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k) != v]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags: binary classification (or regression), NaN allowed, dense only."""
+        # scikit-learn is optional: only scikit-learn calls this
+        from sklearn.utils import ClassifierTags, InputTags, RegressorTags, Tags, TargetTags
+
+        is_clf = self._estimator_type == "classifier"
+        return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True),
+                    input_tags=InputTags(allow_nan=True),
+                    classifier_tags=ClassifierTags(multi_class=False) if is_clf else None,
+                    regressor_tags=RegressorTags() if not is_clf else None)
+
+    # -- metadata routing -------------------------------------------------------------------
+    def _set_request(self, method: str, sample_weight: Any) -> Any:
+        if not (sample_weight in _REQUEST_VALUES or isinstance(sample_weight, str)):
+            raise ValueError(f"sample_weight={sample_weight!r}: expected True, False, None or an "
+                             "alias (str)")
+        requests = dict(getattr(self, "_metadata_request", None) or {})
+        requests[method] = sample_weight
+        # scikit-learn's clone copies this attribute, so requests survive cross-validation
+        self._metadata_request = requests
+        return self
+
+    def set_fit_request(self, *, sample_weight: Any = None) -> Any:
+        """Whether ``fit`` takes ``sample_weight`` when scikit-learn routes metadata."""
+        return self._set_request("fit", sample_weight)
+
+    def set_score_request(self, *, sample_weight: Any = None) -> Any:
+        """Whether ``score`` takes ``sample_weight`` when scikit-learn routes metadata."""
+        return self._set_request("score", sample_weight)
+
+    def get_metadata_routing(self) -> Any:
+        """The metadata this estimator requests (scikit-learn's MetadataRequest)."""
+        # scikit-learn is optional: only scikit-learn calls this
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        requests = getattr(self, "_metadata_request", None) or {}
+        routing = MetadataRequest(owner=type(self).__name__)
+        for method in ("fit", "score"):
+            getattr(routing, method).add_request(param="sample_weight",
+                                                 alias=requests.get(method))
+        return routing
