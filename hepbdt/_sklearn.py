@@ -13,7 +13,7 @@ import inspect
 import sys
 from typing import Any
 
-__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted"]
+__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning"]
 
 _REQUEST_VALUES = (True, False, None)
 
@@ -34,6 +34,13 @@ def not_fitted(message: str) -> NotFittedError:
     exceptions = sys.modules.get("sklearn.exceptions")
     cls = NotFittedError if exceptions is None else _with_sklearn(exceptions.NotFittedError)
     return cls(message)
+
+
+def column_vector_warning() -> type[Warning]:
+    """The warning for a column-vector y: scikit-learn's DataConversionWarning when it is
+    loaded, else a UserWarning."""
+    exceptions = sys.modules.get("sklearn.exceptions")
+    return UserWarning if exceptions is None else exceptions.DataConversionWarning
 
 
 class SklearnProtocol:
@@ -80,11 +87,21 @@ class SklearnProtocol:
         if not (sample_weight in _REQUEST_VALUES or isinstance(sample_weight, str)):
             raise ValueError(f"sample_weight={sample_weight!r}: expected True, False, None or an "
                              "alias (str)")
-        requests = dict(getattr(self, "_metadata_request", None) or {})
+        requests = dict(getattr(self, "_routing_requests", None) or {})
         requests[method] = sample_weight
-        # scikit-learn's clone copies this attribute, so requests survive cross-validation
-        self._metadata_request = requests
+        self._routing_requests = requests
         return self
+
+    def __sklearn_clone__(self) -> Any:
+        """A copy with the same parameters and metadata requests, unfitted (scikit-learn's
+        ``clone``; the requests must survive cross-validation)."""
+        # scikit-learn is optional: only scikit-learn calls this
+        from sklearn.base import clone
+
+        new = type(self)(**{k: clone(v, safe=False) for k, v in self.get_params().items()})
+        if getattr(self, "_routing_requests", None):
+            new._routing_requests = dict(self._routing_requests)
+        return new
 
     def set_fit_request(self, *, sample_weight: Any = None) -> Any:
         """Whether ``fit`` takes ``sample_weight`` when scikit-learn routes metadata."""
@@ -99,7 +116,7 @@ class SklearnProtocol:
         # scikit-learn is optional: only scikit-learn calls this
         from sklearn.utils.metadata_routing import MetadataRequest
 
-        requests = getattr(self, "_metadata_request", None) or {}
+        requests = getattr(self, "_routing_requests", None) or {}
         routing = MetadataRequest(owner=type(self).__name__)
         for method in ("fit", "score"):
             getattr(routing, method).add_request(param="sample_weight",

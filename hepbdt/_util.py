@@ -190,14 +190,18 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
     try:
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
-    except (TypeError, ValueError) as exc:
+    except TypeError as exc:  # TypeError as numpy's, for scikit-learn's contract
+        raise TypeError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
+    except ValueError as exc:
         raise ValueError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
     if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}; "
-                         "reshape a single feature with X.reshape(-1, 1)")
+        raise ValueError(f"{what} must be 2-dimensional (n_events, n_features), got shape {X.shape}. "
+                         "Reshape your data with X.reshape(-1, 1) for one feature or "
+                         "X.reshape(1, -1) for one event")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{what} is empty: {X.shape[0]} sample(s) and {X.shape[1]} feature(s) "
-                         f"(shape {X.shape}); need at least one event and one feature")
+                         f"(shape=({X.shape[0]}, {X.shape[1]})) while a minimum of 1 is required "
+                         "(at least one event and one feature)")
     expected = len(names) if names is not None else n_features
     if expected is not None and X.shape[1] != expected:
         raise ValueError(f"{what} has {X.shape[1]} features, but {owner} is expecting {expected} "
@@ -240,7 +244,7 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         X = np.asarray(X).view(np.ndarray)
     kind = getattr(np.asarray(X), "dtype", None)
     if kind is not None and np.issubdtype(kind, np.complexfloating):
-        raise ValueError(f"{what}: complex data not supported; features must be real numbers")
+        raise ValueError(f"{what}: Complex data not supported; features must be real numbers")
     return X, names
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._sklearn import NotFittedError, SklearnProtocol, not_fitted
+from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
 from ._util import (
     atomic_write_text,
     check_weights,
@@ -104,12 +104,20 @@ def _constructor(params: tuple[_Param, ...], doc: str):
     return __init__
 
 
-def _labels(y: Any) -> np.ndarray:
-    """Class labels as a 1-d array; a continuous target is refused (scikit-learn's words)."""
+def _column(y: Any) -> np.ndarray:
+    """y as a 1-d array; a column vector is accepted with a warning, as scikit-learn does."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("y is a column vector; pass a 1-d array of labels", stacklevel=3)
-    y = y.ravel()
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
+                      "the shape of y to (n_samples,)", column_vector_warning(), stacklevel=4)
+    return y.ravel()
+
+
+def _labels(y: Any) -> np.ndarray:
+    """Class labels as a 1-d array; a continuous target is refused (scikit-learn's words)."""
+    y = _column(y)
+    if y.dtype == object and all(isinstance(v, int | float | np.number) for v in y.tolist()):
+        y = np.asarray(y.tolist())  # numbers that came as objects are numbers
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y) & (y == np.round(y))):
         raise ValueError("Unknown label type: continuous. A classifier takes class labels "
                          "(e.g. 1 for signal, 0 for background); use BDTRegressor for a target")
@@ -574,8 +582,9 @@ class BDTClassifier(_BDTBase):
         if fitting:
             classes = np.unique(y)
             if classes.size != 2:
-                raise ValueError(f"y must have exactly two classes (signal and background); found "
-                                 f"{classes.size} class(es): {classes[:10].tolist()}")
+                raise ValueError(f"Only binary classification is supported. y must have exactly two "
+                                 f"classes (signal and background); found {classes.size} "
+                                 f"class(es): {classes[:10].tolist()}")
             signal = self._signal_class(classes)
             self.classes_ = np.array([classes[classes != signal][0], signal], dtype=classes.dtype)
         bad = ~np.isin(y, self.classes_)
@@ -652,6 +661,7 @@ class BDTClassifier(_BDTBase):
 
     def predict(self, X) -> np.ndarray:
         """Predicted class labels (signal where P(signal) > 0.5)."""
+        self._check_fitted()
         return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
 
     def score(self, X, y, sample_weight=None) -> float:
@@ -682,7 +692,7 @@ class BDTRegressor(_BDTBase):
         return loss
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = _column(y).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("the regression target y has NaN or infinite values")
         return y

@@ -65,7 +65,8 @@ def fit_bin_edges(
     Parameters
     ----------
     X : (n, m) float32
-    sample_weight : (n,) or None; |w| counts towards the quantiles.
+    sample_weight : (n,) or None; |w| counts towards the quantiles, and events of weight
+        zero are left out.
     max_bins : number of value bins (<= 255); a feature with fewer distinct values gets
         one bin per value.
     n_cuts : TMVA's nCuts, equal-width cuts added to the quantile edges (0: none).
@@ -81,6 +82,11 @@ def fit_bin_edges(
         raise ValueError(f"n_cuts must be in [0, max_bins) = [0, {max_bins}), got {n_cuts}")
     n = X.shape[0]
     w = np.ones(n) if sample_weight is None else np.abs(np.asarray(sample_weight, np.float64))
+    if np.any(w == 0) and np.any(w != 0):
+        # Events of weight zero carry no information: the edges must not depend on them, so
+        # that a weight of k trains as k copies of the event, and 0 as no event.
+        X, w = X[w != 0], w[w != 0]
+        n = X.shape[0]
     if n > SUBSAMPLE_FOR_EDGES:
         rows = np.sort(np.random.default_rng(random_state).choice(n, SUBSAMPLE_FOR_EDGES, replace=False))
         X, w = X[rows], w[rows]

@@ -73,7 +73,7 @@ DEFAULT_OPTIONS: list[tuple[str, str]] = [
     ("DoPreselection", "False"), ("SigToBkgFraction", "1.000000e+00"),
     ("PruneMethod", "nopruning"), ("PruneStrength", "0.000000e+00"),
     ("PruningValFraction", "5.000000e-01"), ("SkipNormalization", "False"), ("nEventsMin", "0"),
-    ("UseBaggedGrad", "False"), ("GradBaggingFraction", "5.000000e-01"),
+    ("UseBaggedGrad", "False"), ("GradBaggingFraction", "6.000000e-01"),
     ("UseNTrainEvents", "0"), ("NNodesMax", "0"),
 ]
 
@@ -450,8 +450,10 @@ def _internal_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: float) -> dict[str, str]:
-    return {index_name: str(index), "Expression": name, "Label": name, "Title": name, "Unit": "",
+def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: float,
+                    title: str | None = None) -> dict[str, str]:
+    """A Variable (or Target) element's attributes; the title may say how an alias is computed."""
+    return {index_name: str(index), "Expression": name, "Label": name, "Title": title or name, "Unit": "",
             "Internal": _internal_name(name), "Type": "F", "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
 
 
@@ -514,8 +516,10 @@ def _add_variables(root: ET.Element, layout: _Layout, forest: Forest, model: Any
     """Append the ``Variables``, ``Spectators``, ``Classes`` and (regression) ``Targets`` elements."""
     tm = layout.extra_tmva
     variables = ET.SubElement(root, "Variables", {"NVar": str(forest.n_features)})
+    definitions = getattr(model, "feature_definitions_", None) or {}
     for i, ((vmin, vmax), vname) in enumerate(zip(_variables_range(forest, model, tm), names, strict=True)):
-        ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax))
+        ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax,
+                                                             definitions.get(vname)))
     ET.SubElement(root, "Spectators", {"NSpec": "0"})
     if layout.analysis == "Classification":
         classes = ET.SubElement(root, "Classes", {"NClass": "2"})

@@ -409,8 +409,15 @@ class Expression:
         )
 
     def _check_bitwise(self, node: ast.BinOp) -> None:
-        """Refuse ``(a > 1) & 2``: a condition combined bit by bit with a number."""
+        """Refuse ``(a > 1) & 2`` (a condition combined bit by bit with a number) and ``pt^2``
+        (a power in ROOT, an exclusive or in Python)."""
         sides = (node.left, node.right)
+        if isinstance(node.op, ast.BitXor) and not all(self._is_condition(side) for side in sides):
+            written = self._source.text[slice(*self._source.written(node))]
+            raise self._fail(
+                f"^ in {written} is a bitwise exclusive or (as in Python), but a power in ROOT's "
+                "TFormula (pt^2); write ** for a power, or use ^ between two conditions only"
+            )
         conditions = [side for side in sides if self._is_condition(side)]
         numbers = [side for side in sides if _is_number(side)]
         if not conditions or not numbers:
