@@ -109,28 +109,7 @@ class Dataset:
         n, m = X.shape
         self._X = X
 
-        if task is not None and task not in _TASKS:
-            raise InputError(f"task must be one of {_TASKS}, not {task!r}")
-        if y is None:
-            if task in ("classification", "regression"):
-                raise InputError(f"task={task!r} needs y")
-            self.y: np.ndarray | None = None
-            self.task = "unlabelled"
-        else:
-            y = self._vector(y, n, "y")
-            if task is None:
-                task = "regression" if np.issubdtype(y.dtype, np.floating) else "classification"
-            if task == "classification":
-                if np.issubdtype(y.dtype, np.floating) and not np.all(y == np.round(y)):
-                    raise InputError("classification labels y must be integers")
-                if len(y) and y.min() < 0:
-                    raise InputError("classification labels y must be >= 0 (1 signal, 0 background)")
-                self.y = y.astype(np.int32, copy=copy)
-            elif task == "regression":
-                self.y = y.astype(np.float32, copy=copy)
-            else:
-                raise InputError("task='unlabelled' takes no y")
-            self.task = task
+        self.y, self.task = self._labels(y, task, n, copy)
 
         if w is None:
             self.w = np.ones(n, dtype=np.float64)
@@ -169,6 +148,28 @@ class Dataset:
                 f"sample_index must lie in 0..{len(self.sample_names) - 1} "
                 f"(one per sample name {self.sample_names})"
             )
+
+    @classmethod
+    def _labels(cls, y: Any, task: str | None, n: int, copy: bool) -> tuple[np.ndarray | None, str]:
+        """The stored labels or targets and the task (inferred from y's dtype when None)."""
+        if task is not None and task not in _TASKS:
+            raise InputError(f"task must be one of {_TASKS}, not {task!r}")
+        if y is None:
+            if task in ("classification", "regression"):
+                raise InputError(f"task={task!r} needs y")
+            return None, "unlabelled"
+        y = cls._vector(y, n, "y")
+        if task is None:
+            task = "regression" if np.issubdtype(y.dtype, np.floating) else "classification"
+        if task == "classification":
+            if np.issubdtype(y.dtype, np.floating) and not np.all(y == np.round(y)):
+                raise InputError("classification labels y must be integers")
+            if len(y) and y.min() < 0:
+                raise InputError("classification labels y must be >= 0 (1 signal, 0 background)")
+            return y.astype(np.int32, copy=copy), task
+        if task == "regression":
+            return y.astype(np.float32, copy=copy), task
+        raise InputError("task='unlabelled' takes no y")
 
     @staticmethod
     def _vector(values: Any, n: int, name: str) -> np.ndarray:
