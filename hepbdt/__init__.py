@@ -8,9 +8,7 @@ Public names are imported lazily so that ``import hepbdt`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ._lazy import lazy_exports
 from ._version import __version__
 
 _LAZY = {
@@ -34,19 +32,4 @@ _SUBMODULES = ("evaluation", "plotting", "interop", "engine", "io", "analysis")
 
 __all__ = ["__version__", *_LAZY, *_SUBMODULES]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        value = importlib.import_module(f"hepbdt.{name}")
-        globals()[name] = value
-        return value
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hepbdt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, _SUBMODULES)

@@ -17,6 +17,6 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
-    from ._deprecated import moved
+    from ._lazy import moved
 
     return moved(__name__, name, _HOMES)

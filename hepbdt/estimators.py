@@ -786,6 +786,6 @@ def warmup() -> None:
 
 def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
-    from ._deprecated import moved
+    from ._lazy import moved
 
     return moved(__name__, name, {"estimator_from_dict": "hepbdt.persistence"})

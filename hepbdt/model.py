@@ -310,7 +310,7 @@ def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:
 
 def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
-    from ._deprecated import moved
+    from ._lazy import moved
 
     return moved(__name__, name, {"load_model": "hepbdt.persistence",
                                   "atomic_write_text": "hepbdt._util"})

@@ -17,7 +17,7 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
-    from ._deprecated import moved
+    from ._lazy import moved
 
     if name == "load":  # renamed as well as moved
         return moved(__name__, "load_model", {"load_model": "hepbdt.persistence"})

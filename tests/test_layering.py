@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hepbdt"
 
 # Lowest first: a module may import modules of its own rank or below, never above.
 LAYERS = [
-    ["hepbdt._version", "hepbdt._deprecated"],
+    ["hepbdt._version", "hepbdt._lazy"],
     ["hepbdt.engine"],
     ["hepbdt._util", "hepbdt._sklearn"],
     ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data"],

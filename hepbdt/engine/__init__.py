@@ -25,6 +25,6 @@ __all__ = [
 
 def __getattr__(name: str):
     # old names only: imported when one is used
-    from .._deprecated import moved
+    from .._lazy import moved
 
     return moved(__name__, name, {"warmup": "hepbdt.estimators"})

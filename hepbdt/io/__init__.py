@@ -53,6 +53,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # old names only: imported when one is used
-    from hepbdt._deprecated import moved
+    from hepbdt._lazy import moved
 
     return moved(__name__, name, {"apply": "hepbdt.scoring"})
