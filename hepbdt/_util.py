@@ -38,31 +38,60 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> Iterator[str]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` when the block succeeds.
+    """Yield a temporary path beside ``path``; when the block succeeds, flush it to disk and
+    rename it to ``path``.
 
-    On any error (or KeyboardInterrupt) the temporary file is removed and ``path`` is left
-    as it was, so a reader never sees a half-written file. The parent folder is created
-    when missing, and the file gets the permissions the umask gives a new file (mkstemp's
-    private 0600 would otherwise survive the rename). ``temporary_name``: a fixed name in
-    the same folder instead of a unique one (ROOT files record their name, so files that
-    must be reproducible byte for byte need it).
+    The temporary is created with O_EXCL under a random name in the target's folder (the
+    standard library's ``mkstemp``), so nothing planted there in advance (a symlink) is
+    ever opened. On any error (or KeyboardInterrupt) it is removed and ``path`` is left as
+    it was, so a reader never sees a half-written file. The parent folder is created when
+    missing, and the file gets the permissions the umask gives a new file (mkstemp's
+    private 0600 would otherwise survive the rename). ``temporary_name``: a fixed file name,
+    inside a fresh private folder beside ``path`` (ROOT files record their own name, so
+    files that must be reproducible byte for byte need a fixed one).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    private = None
     if temporary_name is None:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                          dir=target.parent)
         os.close(fd)
         os.chmod(temporary, 0o666 & ~_umask())
     else:
-        temporary = os.fspath(target.parent / temporary_name)
+        private = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        temporary = os.path.join(private, temporary_name)
     try:
         yield temporary
+        _fsync(temporary)
         os.replace(temporary, target)
+        _fsync(target.parent)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        if exc.filename is None:  # e.g. a full disk while writing: say which file
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(target)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+    finally:
+        if private is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(private)
+
+
+def _fsync(path: str | os.PathLike) -> None:
+    """Flush a file's (or a folder's) data to the disk, so a rename never precedes it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems do not sync folders; the data is still written
+        if not os.path.isdir(path):
+            raise
+    finally:
+        os.close(fd)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

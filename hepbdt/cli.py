@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                     "and write reports.",
         epilog=EXAMPLES)
     parser.add_argument("--version", action="version", version=f"hepbdt {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of every error (for bug reports)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     for add in (_train_parser, _apply_parser, _inspect_parser, _report_parser, _demo_parser):
@@ -152,28 +154,68 @@ def _demo_parser(commands: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``hepbdt`` command line; returns the exit status."""
-    args = _parser().parse_args(argv)
-    # imported when the command runs, so that --help stays fast
-    from hepbdt.analysis.config import ConfigError
-    from hepbdt.io.errors import InputError
-    from hepbdt.model import ModelFormatError
+    """Run the ``hepbdt`` command line; returns the exit status.
 
+    A mistake the user can fix is one ``hepbdt: error:`` line naming the file, key or
+    entry: exit status 2 for usage and configuration mistakes, 1 for failures while running
+    (bad data in a file, a training that cannot be done, an output that cannot be
+    written), 130 for an interrupt. Anything else is a bug in hepbdt and shows its
+    traceback, as every error does with ``--debug``.
+    """
+    args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except (UserError, ConfigError, InputError, ModelFormatError, FileNotFoundError) as exc:
-        text = str(exc)
-        if isinstance(exc, ConfigError) and len(exc.problems) > 1:
-            text = f"{len(exc.problems)} problems in the configuration:\n  " + "\n  ".join(
-                exc.problems)
-        print(f"hepbdt: error: {text}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("hepbdt: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `hepbdt inspect model.json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        status = _status_of(exc)
+        if status is None or args.debug:
+            raise
+        print(f"hepbdt: error: {_message(exc)}", file=sys.stderr)
+        return status
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """2 for a usage or configuration mistake, 1 for a failure while running, None for a bug."""
+    # imported when an error is reported, so that --help stays fast
+    from hepbdt.analysis.config import ConfigError
+    from hepbdt.analysis.workflow import TrainingError
+    from hepbdt.estimators import ParameterError
+    from hepbdt.io.errors import (
+        ExpressionError,
+        InputError,
+        MissingBranchError,
+        MissingFileError,
+        MissingTreeError,
+    )
+    from hepbdt.model import ModelFormatError
+    from hepbdt.output_set import OutputSetError
+    from hepbdt.tmva_options import TMVAOptionError
+
+    usage = (UserError, ConfigError, ParameterError, TMVAOptionError, ModelFormatError,
+             OutputSetError, MissingFileError, MissingTreeError, MissingBranchError,
+             ExpressionError, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    if isinstance(exc, usage):
+        return 2
+    if isinstance(exc, InputError | TrainingError | OSError | MemoryError):
+        return 1
+    return None
+
+
+def _message(exc: BaseException) -> str:
+    """The one line (with the problem lines of a configuration) shown for a user error."""
+    problems = getattr(exc, "problems", None)
+    if problems and len(problems) > 1:
+        return f"{len(problems)} problems in the configuration:\n  " + "\n  ".join(problems)
+    if isinstance(exc, MemoryError):
+        return "not enough memory for this configuration (try fewer events, features or folds)"
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
 
 
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:

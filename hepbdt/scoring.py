@@ -9,9 +9,11 @@ model scores each event with the model that did not train on it
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,7 @@ from .io.samples import (
 )
 from .io.writers import branch_name
 from .kfold import KFoldModel
+from .output_set import check_unchanged, check_writable
 from .persistence import load_model
 
 __all__ = ["apply"]
@@ -102,14 +105,15 @@ def apply(
     job = _Job.make(model, branch, event_branch, inf_as_missing)
     sources = resolve_sources(files, tree, "apply")
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
-    written = []
     with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
         threads
-    ) as executor:
+    ) as executor, contextlib.ExitStack() as outputs:
+        # Every output is written to its temporary first; the renames all happen at the
+        # end, so an interrupted apply leaves the previous outputs, not half a new set.
+        temporaries = {out: outputs.enter_context(atomic_path(out)) for out in groups}
         for out_path, trees in groups.items():
-            _write_output(job, out_path, trees, step_size, executor, bar)
-            written.append(out_path)
-    return written
+            _write_output(job, temporaries[out_path], trees, step_size, executor, bar)
+    return list(groups)
 
 
 @dataclass
@@ -179,6 +183,7 @@ def _scorer(model: Any) -> Any:
         if isinstance(item, str | os.PathLike):
             if not os.path.exists(item):
                 raise InputError(f"model file {os.fspath(item)!r} does not exist")
+            _check_model_files(item)
             item = load_model(item)
         if isinstance(item, KFoldModel):
             loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
@@ -203,15 +208,28 @@ def _scorer(model: Any) -> Any:
         raise InputError(f"the k-fold models do not fit together: {exc}") from None
 
 
+def _check_model_files(path: str | os.PathLike) -> None:
+    """A model file (and a k-fold manifest's fold files) as its output set recorded them."""
+    check_unchanged(path)
+    for fold in sorted(Path(path).parent.glob(f"{Path(path).stem}_fold*.json")):
+        check_unchanged(fold)
+
+
 def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
                   ) -> tuple[dict[str, dict[str, list[tuple[Source, int]]]], int]:
-    """Open and check every input; group them by (output file, output tree)."""
+    """Open and check every input; group them by (output file, output tree); check that
+    every output can be written, before any scoring."""
     groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
+    first_input: dict[str, str] = {}
     total = 0
     for source in sources:
         with _open_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
             out_path = _output_path(output, source, reader.tree_name)
+            if "{" in output and first_input.setdefault(out_path, source.path) != source.path:
+                raise InputError(f"apply: the inputs {first_input[out_path]!r} and "
+                                 f"{source.path!r} both give the output {out_path!r}; make "
+                                 "the name unique (e.g. add {tree}, or a folder per input)")
             out_tree = output_tree or reader.tree_name
             groups.setdefault(out_path, {}).setdefault(out_tree, []).append(
                 (Source(source.path, reader.tree_name), reader.num_entries)
@@ -224,6 +242,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
                 f"apply: output {out_path!r} is one of the input files; write the friend "
                 "tree to a new file"
             )
+        check_writable(out_path)
     return groups, total
 
 
@@ -241,11 +260,11 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
         ) from None
 
 
-def _write_output(job: _Job, out_path: str, trees: dict[str, list[tuple[Source, int]]],
+def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int]]],
                   step_size: int | str, executor: Any, bar: Progress) -> None:
-    """Score the inputs of one output file, tree by tree, and write it atomically."""
+    """Score the inputs of one output file, tree by tree, into its temporary file."""
     title = f"hepbdt scores ({job.branch})"
-    with atomic_path(out_path) as temporary, uproot.recreate(temporary) as out_file:
+    with uproot.recreate(temporary) as out_file:
         for out_tree, members in trees.items():
             writer = None
             chain_offset = 0

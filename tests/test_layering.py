@@ -20,7 +20,7 @@ LAYERS = [
     ["hepbdt._version", "hepbdt._lazy"],
     ["hepbdt.engine"],
     ["hepbdt._util", "hepbdt._sklearn"],
-    ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data"],
+    ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data", "hepbdt.output_set"],
     ["hepbdt.boosting", "hepbdt.interop.tmva_export"],
     ["hepbdt.estimators"],
     ["hepbdt.persistence", "hepbdt.interop"],  # interop.tmva_export sits lower
@@ -125,20 +125,41 @@ def test_imports_go_down_the_layers() -> None:
     assert not upward, "\n".join(upward)
 
 
+def _import_runs(tree: ast.AST) -> dict[int, tuple[int, int]]:
+    """For each import statement (by its line), the lines of the run of consecutive imports it is
+    in: a comment on the line before the run, or on any of its lines, covers the run."""
+    runs: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list):
+                _collect_runs(body, runs)
+    return runs
+
+
+def _collect_runs(body: list[ast.stmt], runs: dict[int, tuple[int, int]]) -> None:
+    run: list[ast.stmt] = []
+    for stmt in [*body, None]:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            run.append(stmt)
+            continue
+        for member in run:
+            runs[member.lineno] = (run[0].lineno - 1, run[-1].end_lineno or run[-1].lineno)
+        run = []
+
+
 def test_function_local_imports_say_why() -> None:
     """An import inside a function is there for import time only, and a comment says so."""
     silent = []
     for module, edges in IMPORTS.items():
-        lines = MODULES[module][0].read_text().splitlines()
+        text = MODULES[module][0].read_text()
+        lines = text.splitlines()
+        runs = _import_runs(ast.parse(text))
         for target, node, local in edges:
             if not local:
                 continue
-            first = node.lineno - 1
-            while first > 0 and lines[first - 1].strip().startswith(("import ", "from ")):
-                first -= 1  # a block of imports: the comment may be on the first one
-            said = "#" in lines[node.lineno - 1] or any(
-                "#" in lines[i] for i in range(max(0, first - 1), node.lineno))
-            if not said:
+            first, last = runs[node.lineno]
+            if not any("#" in lines[i] for i in range(max(0, first - 1), last)):
                 silent.append(f"{module}:{node.lineno} imports {target} inside a function "
                               "without a comment saying why")
     assert not silent, "\n".join(silent)

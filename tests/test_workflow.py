@@ -87,15 +87,15 @@ def test_regression_workflow(tmp_path):
     path = tmp_path / "regression.toml"
     path.write_text(config_text)
     config = load_config(path, ["preselection='(nJet >= 2) & (mjj > 30) & (event % 10 == 0)'",
-                                "method.n_trees=10", "output.report=false"], output=tmp_path)
+                                "method.n_trees=10", "output.report=false"], output=tmp_path / "out")
     result = train(config)
     assert config.task == "regression"
-    with uproot.open(tmp_path / "scores.root") as file:
+    with uproot.open(tmp_path / "out" / "scores.root") as file:
         test = file["TestTree"].arrays(["target", "bdt_score", "mjj"], library="np")
     np.testing.assert_allclose(test["target"], result.test.y)
     assert "RMSE" in result.summary and "resolution" in result.summary
-    assert (tmp_path / "figures" / "predicted_vs_true.png").is_file()
-    assert (tmp_path / "figures" / "resolution.png").is_file()
+    assert (tmp_path / "out" / "figures" / "predicted_vs_true.png").is_file()
+    assert (tmp_path / "out" / "figures" / "resolution.png").is_file()
 
 
 def test_refused_tmva_export_is_a_warning(tmp_path, monkeypatch):

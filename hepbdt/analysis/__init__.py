@@ -12,7 +12,7 @@ from .config import AnalysisConfig, ConfigError, apply_overrides, load_config
 from .inputs import check_inputs
 from .outputs import report_from_scores
 from .result import TrainResult
-from .workflow import default_output_dir, train
+from .workflow import TrainingError, default_output_dir, train
 
 __all__ = ["AnalysisConfig", "ConfigError", "TrainResult", "apply_overrides", "check_inputs",
-           "default_output_dir", "load_config", "report_from_scores", "train"]
+           "default_output_dir", "load_config", "report_from_scores", "train", "TrainingError"]

@@ -28,6 +28,7 @@ from ..evaluation import (
 from ..interop.tmva_export import to_tmva_xml
 from ..io import read_scores, write_scores
 from ..kfold import KFoldModel
+from ..output_set import check_model_of
 from ..persistence import load_model
 from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking
 
@@ -216,8 +217,9 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     """Write the HTML report again from a model file and its ``scores.root``.
 
     The events, features, labels (or targets) and weights are read from ``TrainTree`` and
-    ``TestTree`` as ``hepbdt train`` wrote them (:func:`hepbdt.io.read_scores`); the
-    number of feature branches must be the model's. For a k-fold model the report shows
+    ``TestTree`` as ``hepbdt train`` wrote them (:func:`hepbdt.io.read_scores`), the
+    features by the model's feature names (never by position); when the folder's
+    manifest says another model wrote the trees, that is an error. For a k-fold model the report shows
     fold 0 and the per-fold table from the trees.
 
     The trees do not record the split, so the significance scan takes the test fraction
@@ -228,14 +230,13 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     from ..report import report  # matplotlib: imported only when a report is written
 
     model = load_model(model_path)
-    train, train_scores = read_scores(scores_path, "TrainTree")
-    test, test_scores = read_scores(scores_path, "TestTree")
-    n_features = len(model.feature_names_in_)
-    for name, data in (("TrainTree", train), ("TestTree", test)):
-        if data.X.shape[1] != n_features:
-            raise ValueError(f"{scores_path}:{name} has {data.X.shape[1]} feature branches "
-                             f"{data.feature_names}; the model takes {n_features}: "
-                             f"{list(model.feature_names_in_)}")
+    check_model_of(scores_path, model_path)
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        raise ValueError(f"{model_path}: the model has no feature names, so its features "
+                         "cannot be found in the score trees by name")
+    train, train_scores = read_scores(scores_path, "TrainTree", list(names))
+    test, test_scores = read_scores(scores_path, "TestTree", list(names))
     title = title or f"hepbdt report: {model_path}"
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,

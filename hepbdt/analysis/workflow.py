@@ -17,12 +17,13 @@ import numpy as np
 from .._util import atomic_write_text, model_scores
 from ..io import Dataset, read
 from ..kfold import KFoldModel
+from ..output_set import OutputSet
 from .config import AnalysisConfig
 from .outputs import write_outputs
 from .result import TrainResult, stack
 from .summary import summarise
 
-__all__ = ["train", "default_output_dir"]
+__all__ = ["train", "default_output_dir", "TrainingError"]
 
 Echo = Callable[[str], None] | None
 
@@ -49,32 +50,40 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     "summary", "figure:<name>") to its path.
     """
     out = default_output_dir(config)
-    out.mkdir(parents=True, exist_ok=True)
-    timings: dict[str, float] = {}
-    start = time.perf_counter()
+    output_set = OutputSet(out)
+    with output_set as staging:  # locked and known writable before any work
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
+        data = _read(config, progress)
+        timings["read"] = time.perf_counter() - start
+        _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
+                   f"{timings['read']:.1f} s")
+        start = time.perf_counter()
+        fit = _fit_kfold if config.split.kfold else _fit_split
+        result = fit(config, data, echo)
+        timings["train"] = time.perf_counter() - start
+        _say(echo, f"trained in {timings['train']:.1f} s")
+        result.timings = timings
+        start = time.perf_counter()
+        result.output_dir = staging
+        write_outputs(result, echo)
+        timings["outputs"] = time.perf_counter() - start
+        result.output_dir = out
+        result.files = {key: out / path.relative_to(staging) for key, path in result.files.items()}
+        result.summary = summarise(result)
+        atomic_write_text(staging / "summary.txt", result.summary + "\n")
+        result.files["summary"] = out / "summary.txt"
+        output_set.commit("model.json")
+    return result
+
+
+def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
+    """The events of every sample, the features named as the user wrote them (aliases),
+    each with the expression behind it, so the model, the score trees and apply agree."""
     data = read(config.make_samples(), config.feature_expressions, event=config.event,
                 inf_as_missing=config.inf_as_missing, progress=progress)
-    # The features as the user named them (aliases), each with the expression behind it, so
-    # the model, the score trees and apply all use the same names.
-    data = data.replace(feature_names=list(config.features), feature_definitions=dict(
+    return data.replace(feature_names=list(config.features), feature_definitions=dict(
         zip(config.features, config.feature_expressions, strict=True)))
-    timings["read"] = time.perf_counter() - start
-    _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
-               f"{timings['read']:.1f} s")
-    start = time.perf_counter()
-    fit = _fit_kfold if config.split.kfold else _fit_split
-    result = fit(config, data, echo)
-    result.output_dir = out
-    timings["train"] = time.perf_counter() - start
-    _say(echo, f"trained in {timings['train']:.1f} s")
-    result.timings = timings
-    start = time.perf_counter()
-    write_outputs(result, echo)
-    timings["outputs"] = time.perf_counter() - start
-    result.summary = summarise(result)
-    atomic_write_text(out / "summary.txt", result.summary + "\n")
-    result.files["summary"] = out / "summary.txt"
-    return result
 
 
 def _say(echo: Echo, text: str) -> None:
@@ -82,9 +91,19 @@ def _say(echo: Echo, text: str) -> None:
         echo(text)
 
 
-def _fit(config: AnalysisConfig, data: Dataset) -> Any:
-    """A model fitted on ``data`` (it keeps the Dataset's feature names and definitions)."""
-    return config.make_estimator().fit(data.X, data.y, data.w)
+class TrainingError(ValueError):
+    """The events cannot train the configured model (too few, one class, an empty fold)."""
+
+
+def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
+    """A model fitted on ``data`` (it keeps the Dataset's feature names and definitions).
+
+    The estimator's ValueErrors are about the events it was given (one class, no positive
+    weight, ...): they become a TrainingError that says which training failed."""
+    try:
+        return config.make_estimator().fit(data.X, data.y, data.w)
+    except ValueError as exc:
+        raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
 
 
 def _score(model: Any, X: np.ndarray) -> np.ndarray:
@@ -107,9 +126,15 @@ def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
     models, train_parts, train_scores, train_fold = [], [], [], []
     test_scores = np.empty(len(data), dtype=np.float64)
     folds = data.folds(k)
-    for i, (train_i, test_i) in enumerate(data.kfold(k, norm=config.split.norm)):
+    counts = np.bincount(folds, minlength=k)
+    if np.any(counts == 0):
+        raise TrainingError(f"[split] kfold = {k}: fold {int(np.argmin(counts))} has no events "
+                            f"(of {len(data):,}); use fewer folds")
+    for i in range(k):  # one fold at a time: k copies of the sample never exist at once
+        train_i = data.take(folds != i).normalize(config.split.norm)
+        test_i = data.take(folds == i)
         _say(echo, f"training fold {i + 1}/{k} on {len(train_i):,} events")
-        model = _fit(config, train_i)
+        model = _fit(config, train_i, f"fold {i} of {k}")
         models.append(model)
         train_parts.append(train_i)
         train_scores.append(_score(model, train_i.X))

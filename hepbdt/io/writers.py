@@ -172,12 +172,16 @@ def _bookkeeping_columns(dataset: Dataset) -> dict[str, np.ndarray]:
     return columns
 
 
-def read_scores(path: str | os.PathLike, tree: str) -> tuple[Dataset, dict[str, np.ndarray]]:
-    """Read a tree written by :func:`write_scores` with its features: the Dataset (features
-    named by their branches) and the score branches in the order written.
+def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str] | None = None
+                ) -> tuple[Dataset, dict[str, np.ndarray]]:
+    """Read a tree written by :func:`write_scores` with its features: the Dataset and the
+    score branches in the order written.
 
     The layout is the writer's: feature branches, then BOOKKEEPING_BRANCHES, then scores.
-    InputError when the tree is missing or was written without features or labels.
+    With ``feature_names`` (a model's features) the feature branches are found by the
+    names the writer gives them (:func:`branch_name`), in that order, and named so in the
+    Dataset; a missing one is an InputError, so a tree of other features is never read by
+    position. InputError too when the tree is missing or was written without features.
     """
     where = f"{os.fspath(path)}:{tree}"
     with uproot.open(path) as file:
@@ -192,11 +196,27 @@ def read_scores(path: str | os.PathLike, tree: str) -> tuple[Dataset, dict[str, 
             raise InputError(f"{where} lacks the feature or bookkeeping branches "
                              f"({missing or 'no feature branches'}); was it written by "
                              "hepbdt train with score_features = true?")
-        arrays = file[tree].arrays(keys, library="np")
-    feature_branches = keys[:first]
-    score_branches = keys[keys.index("sample") + 1:]
+        score_branches = keys[keys.index("sample") + 1:]
+        feature_branches, names = _feature_branches(keys[:first], keys, feature_names, where)
+        arrays = file[tree].arrays([*feature_branches, target, "weight", "event", "sample",
+                                    *score_branches], library="np")
     X = np.column_stack([arrays[b] for b in feature_branches]).astype(np.float32)
     data = Dataset(X, y=arrays[target], w=arrays["weight"], sample_index=arrays["sample"],
-                   event=arrays["event"], feature_names=feature_branches,
+                   event=arrays["event"], feature_names=names,
                    task="regression" if target == "target" else "classification")
     return data, {k: arrays[k] for k in score_branches}
+
+
+def _feature_branches(written: list[str], keys: list[str], feature_names: Sequence[str] | None,
+                      where: str) -> tuple[list[str], list[str]]:
+    """The feature branches to read and the names to give them."""
+    if feature_names is None:
+        return written, written
+    reserved = set(keys) - set(written)
+    expected = _unique_names([str(n) for n in feature_names], reserved)
+    absent = [b for b in expected if b not in written]
+    if absent:
+        raise InputError(f"{where} has no branches {absent} for the model's features "
+                         f"{list(feature_names)} (its feature branches: {written}); give the "
+                         "scores.root written with this model")
+    return expected, [str(n) for n in feature_names]

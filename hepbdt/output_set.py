@@ -1,0 +1,242 @@
+"""An output folder that is whole or absent: staged, locked, swapped in, with a manifest.
+
+:class:`OutputSet` writes a training's files into a staging folder beside the target and,
+when every file is written, swaps it in with one atomic rename (Linux ``renameat2``
+``RENAME_EXCHANGE``; elsewhere two renames, with the previous set kept until the new one
+is in place). A lock beside the target makes a second run into the same folder fail with
+a message naming the first. The manifest (``hepbdt-outputs.json``) records the SHA-256 of
+every file and of the model that produced them, so :func:`check_model_of` can tell a
+score file from another run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import errno
+import fcntl
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ._util import atomic_write_text
+
+__all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_unchanged",
+           "check_writable", "file_sha256"]
+
+MANIFEST = "hepbdt-outputs.json"
+MANIFEST_FORMAT = "hepbdt-outputs"
+# What an earlier hepbdt (without a manifest) may have left in an output folder.
+KNOWN_OUTPUTS = ("model.json", "model_fold*.json", "model.weights.xml", "model_fold*.weights.xml",
+                 "scores.root", "figures", "report.html", "summary.txt", MANIFEST)
+
+
+class OutputSetError(OSError):
+    """The output folder cannot be written, is in use, or holds files hepbdt did not write."""
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class OutputSet:
+    """``with OutputSet(target) as staging: ...write files into staging...; set.commit()``.
+
+    Entering takes the lock, removes what an interrupted run left beside the target, checks
+    that the target is a folder hepbdt may replace, and creates the staging folder (so an
+    output location that cannot be written fails before any reading or training). Leaving
+    without :meth:`commit` removes the staging folder and keeps the previous set.
+    """
+
+    def __init__(self, target: str | os.PathLike) -> None:
+        self.target = Path(os.path.abspath(target))
+        self.staging: Path | None = None
+        self._lock_fd: int | None = None
+        self._lock_path = self.target.parent / f".{self.target.name}.hepbdt-lock"
+
+    def __enter__(self) -> Path:
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self._lock()
+            self._clean_leftovers()
+            self._check_target()
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.hepbdt-staging-",
+                                                 dir=self.target.parent))
+        except OSError as exc:
+            self._unlock()
+            if isinstance(exc, OutputSetError):
+                raise
+            raise OutputSetError(f"output folder {self.target}: cannot be written "
+                                 f"({exc.strerror or exc})") from None
+        return self.staging
+
+    def commit(self, model: str = "model.json") -> None:
+        """Write the manifest into the staging folder and swap it in as the target."""
+        if self.staging is None:
+            raise RuntimeError("OutputSet.commit() outside its with block")
+        files = {str(p.relative_to(self.staging)): file_sha256(p)
+                 for p in sorted(self.staging.rglob("*")) if p.is_file()}
+        manifest = {"format": MANIFEST_FORMAT, "format_version": 1,
+                    "written": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                    "model": model, "model_sha256": files.get(model), "files": files}
+        atomic_write_text(self.staging / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+        old = _swap(self.staging, self.target)
+        self.staging = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
+        self._unlock()
+
+    # -- the lock and the checks ----------------------------------------------------------
+    def _lock(self) -> None:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise OutputSetError(f"output folder {self.target} is in use by another hepbdt run "
+                                 f"({holder}); wait for it or give another --output") from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.datetime.now().isoformat(timespec="seconds")
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self._lock_path)
+        os.close(self._lock_fd)  # closing releases the flock
+        self._lock_fd = None
+
+    def _clean_leftovers(self) -> None:
+        """Remove staging folders of interrupted runs; restore a set a crash left aside."""
+        prefix = f".{self.target.name}.hepbdt-"
+        for path in self.target.parent.glob(f"{glob_escape(prefix)}*"):
+            if path.name.startswith(prefix + "old-") and not self.target.exists():
+                os.rename(path, self.target)
+            elif path.name.startswith((prefix + "staging-", prefix + "old-")):
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _check_target(self) -> None:
+        if not self.target.exists():
+            return
+        if not self.target.is_dir():
+            raise OutputSetError(f"output folder {self.target} is a file, not a folder; give "
+                                 "another --output")
+        foreign = [p.name for p in self.target.iterdir()
+                   if not any(fnmatch.fnmatch(p.name, pattern) for pattern in KNOWN_OUTPUTS)]
+        listed = _manifest_files(self.target)
+        foreign = [name for name in foreign if name not in listed]
+        if foreign:
+            shown = ", ".join(sorted(foreign)[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise OutputSetError(f"output folder {self.target} holds files hepbdt did not write "
+                                 f"({shown}); they would be replaced: give a new or empty folder")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob's special characters escaped."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _manifest_files(folder: Path) -> set[str]:
+    """The top-level names a folder's manifest lists (empty without a readable manifest)."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text())
+        return {name.split("/")[0] for name in doc.get("files", {})}
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def _swap(staging: Path, target: Path) -> Path | None:
+    """Put ``staging`` at ``target``; return where the previous set now is (None if none)."""
+    if not target.exists():
+        os.rename(staging, target)
+        return None
+    if _exchange(staging, target):
+        return staging  # the old set, now under the staging name
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.hepbdt-old-", dir=target.parent))
+    os.rmdir(old)
+    os.rename(target, old)  # a crash here: the next run restores it (_clean_leftovers)
+    os.rename(staging, target)
+    return old
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux's renameat2(RENAME_EXCHANGE); False if unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), os.fspath(b))
+
+
+def check_model_of(path: str | os.PathLike, model_path: str | os.PathLike) -> None:
+    """Refuse ``path`` (a file of an output set) when that set's manifest says another model
+    produced it than the file at ``model_path``; silent when there is no manifest."""
+    folder = Path(path).resolve().parent
+    try:
+        doc: dict[str, Any] = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return
+    expected = doc.get("model_sha256") if isinstance(doc, dict) else None
+    if not isinstance(expected, str):
+        return
+    actual = file_sha256(model_path)
+    if actual != expected:
+        raise OutputSetError(f"{path} was written with a different model than {model_path} "
+                             f"(its {MANIFEST} records model sha256 {expected[:12]}..., this "
+                             f"model is {actual[:12]}...); give the model of the same run")
+
+
+def check_unchanged(path: str | os.PathLike) -> None:
+    """Refuse a file of an output set that differs from what the set's manifest recorded
+    (e.g. a model.json copied in from another run); silent when it is not listed."""
+    path = Path(path)
+    try:
+        doc = json.loads((path.resolve().parent / MANIFEST).read_text())
+        expected = doc["files"][path.name]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if file_sha256(path) != expected:
+        raise OutputSetError(f"{path} is not the file this output set's {MANIFEST} recorded "
+                             "(it was replaced or changed after hepbdt wrote it); the scores "
+                             "and reports beside it belong to another model")
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Refuse, before any work, an output file that cannot be written: a folder at its
+    place, a parent that is a file or read-only."""
+    path = Path(os.path.abspath(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputSetError(f"output {path}: its folder cannot be made ({exc.strerror or exc})"
+                             ) from None
+    if path.is_dir():
+        raise OutputSetError(f"output {path} is a folder; give a file name")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise OutputSetError(f"output {path}: the folder {path.parent} is not writable")
