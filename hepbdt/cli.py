@@ -215,7 +215,9 @@ def _message(exc: BaseException) -> str:
         return "not enough memory for this configuration (try fewer events, features or folds)"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
-    return str(exc) or type(exc).__name__
+    if problems:
+        return str(exc)
+    return " ".join(str(exc).split()) or type(exc).__name__  # one line, whatever the library wrote
 
 
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
@@ -249,10 +251,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _load(path: str) -> Any:
+    """The model of a file, refused when its output set records another file."""
     # imported when the command runs, so that --help stays fast
+    from hepbdt.output_set import check_model_files
     from hepbdt.persistence import load_model
 
-    return load_model(path)
+    model = load_model(path)
+    check_model_files(path)
+    return model
 
 
 def _apply(args: argparse.Namespace) -> int:

@@ -28,8 +28,8 @@ from typing import Any
 
 from ._util import atomic_write_text
 
-__all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_unchanged",
-           "check_writable", "file_sha256"]
+__all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_model_files",
+           "check_unchanged", "check_writable", "file_sha256"]
 
 MANIFEST = "hepbdt-outputs.json"
 MANIFEST_FORMAT = "hepbdt-outputs"
@@ -240,3 +240,11 @@ def check_writable(path: str | os.PathLike) -> None:
         raise OutputSetError(f"output {path} is a folder; give a file name")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise OutputSetError(f"output {path}: the folder {path.parent} is not writable")
+
+
+def check_model_files(path: str | os.PathLike) -> None:
+    """A model file, and a k-fold manifest's fold files beside it, as their output set's
+    manifest recorded them (:func:`check_unchanged`)."""
+    check_unchanged(path)
+    for fold in sorted(Path(path).parent.glob(f"{glob_escape(Path(path).stem)}_fold*.json")):
+        check_unchanged(fold)

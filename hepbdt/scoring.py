@@ -13,7 +13,6 @@ import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from .io.samples import (
 )
 from .io.writers import branch_name
 from .kfold import KFoldModel
-from .output_set import check_unchanged, check_writable
+from .output_set import OutputSetError, check_model_files, check_writable
 from .persistence import load_model
 
 __all__ = ["apply"]
@@ -183,7 +182,7 @@ def _scorer(model: Any) -> Any:
         if isinstance(item, str | os.PathLike):
             if not os.path.exists(item):
                 raise InputError(f"model file {os.fspath(item)!r} does not exist")
-            _check_model_files(item)
+            check_model_files(item)
             item = load_model(item)
         if isinstance(item, KFoldModel):
             loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
@@ -208,13 +207,6 @@ def _scorer(model: Any) -> Any:
         raise InputError(f"the k-fold models do not fit together: {exc}") from None
 
 
-def _check_model_files(path: str | os.PathLike) -> None:
-    """A model file (and a k-fold manifest's fold files) as its output set recorded them."""
-    check_unchanged(path)
-    for fold in sorted(Path(path).parent.glob(f"{Path(path).stem}_fold*.json")):
-        check_unchanged(fold)
-
-
 def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
                   ) -> tuple[dict[str, dict[str, list[tuple[Source, int]]]], int]:
     """Open and check every input; group them by (output file, output tree); check that
@@ -227,7 +219,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             reader = TreeReader(file, source, job.expressions, "apply")
             out_path = _output_path(output, source, reader.tree_name)
             if "{" in output and first_input.setdefault(out_path, source.path) != source.path:
-                raise InputError(f"apply: the inputs {first_input[out_path]!r} and "
+                raise OutputSetError(f"apply: the inputs {first_input[out_path]!r} and "
                                  f"{source.path!r} both give the output {out_path!r}; make "
                                  "the name unique (e.g. add {tree}, or a folder per input)")
             out_tree = output_tree or reader.tree_name

@@ -15,7 +15,7 @@ from hepbdt.cli import main
 
 CATALOGUE = [fault for info in pkgutil.iter_modules(faults.__path__)
              for fault in importlib.import_module(f"tests.faults.{info.name}").FAULTS]
-LEFTOVERS = ("*.tmp", "*.tmp-*", ".*.tmp", ".hepbdt-staging*", ".hepbdt-lock")
+LEFTOVERS = ("*.tmp", "*.tmp-*", ".*.tmp", "*hepbdt-staging*", "*hepbdt-old*", "*.hepbdt-lock")
 
 
 def test_the_catalogue_has_unique_names() -> None:
@@ -26,8 +26,13 @@ def test_the_catalogue_has_unique_names() -> None:
 @pytest.mark.parametrize("fault", CATALOGUE, ids=[f.name for f in CATALOGUE])
 def test_fault(fault, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = fault.setup(tmp_path)
-    status = main(argv)
-    err = capsys.readouterr().err
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    finally:
+        err = capsys.readouterr().err
+        if fault.left is not None:
+            fault.left(tmp_path)  # also undoes what the setup holds (a lock, a limit)
     lines = [line for line in err.splitlines() if line.strip()]
     assert "Traceback" not in err, err
     errors = [line for line in lines if line.startswith("hepbdt: error:")]
@@ -36,5 +41,3 @@ def test_fault(fault, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert status == fault.status, (status, err)
     left = [p for pattern in LEFTOVERS for p in tmp_path.rglob(pattern)]
     assert not left, left
-    if fault.left is not None:
-        fault.left(tmp_path)

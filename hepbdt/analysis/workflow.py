@@ -95,6 +95,20 @@ class TrainingError(ValueError):
     """The events cannot train the configured model (too few, one class, an empty fold)."""
 
 
+def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
+    """Both classes (or, for a regression, some events) must be in ``data``."""
+    if config.task == "regression":
+        if len(data) == 0:
+            raise TrainingError(f"{what} has no events")
+        return
+    for label, name in ((1, "signal"), (0, "background")):
+        count = int(np.count_nonzero(data.y == label))
+        if count == 0:
+            raise TrainingError(f"{what} has no {name} events ({len(data):,} events in all); "
+                                "training and evaluation need both classes: loosen the cuts or "
+                                "change the split")
+
+
 def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
     """A model fitted on ``data`` (it keeps the Dataset's feature names and definitions).
 
@@ -113,8 +127,15 @@ def _score(model: Any, X: np.ndarray) -> np.ndarray:
 def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
     """One model on the training part of a train/test split."""
     split = config.split
-    train_set, test_set = data.split(split.mode, split.train_fraction, split.seed, norm=split.norm)
+    try:
+        train_set, test_set = data.split(split.mode, split.train_fraction, split.seed,
+                                         norm=split.norm)
+    except ValueError as exc:  # e.g. a class left without events or weight
+        raise TrainingError(f"splitting {len(data):,} events ({split.mode}, train_fraction "
+                            f"{split.train_fraction:g}): {exc}") from exc
     _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
+    for name, part in (("training", train_set), ("test", test_set)):
+        _check_classes(config, part, f"the {name} sample")
     model = _fit(config, train_set)
     return TrainResult(config, Path(), model, train_set, test_set, _score(model, train_set.X),
                        _score(model, test_set.X), None)
@@ -131,8 +152,11 @@ def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
         raise TrainingError(f"[split] kfold = {k}: fold {int(np.argmin(counts))} has no events "
                             f"(of {len(data):,}); use fewer folds")
     for i in range(k):  # one fold at a time: k copies of the sample never exist at once
-        train_i = data.take(folds != i).normalize(config.split.norm)
+        train_i = data.take(folds != i)
         test_i = data.take(folds == i)
+        for name, part in (("training", train_i), ("test", test_i)):
+            _check_classes(config, part, f"the {name} sample of fold {i}")
+        train_i = train_i.normalize(config.split.norm)
         _say(echo, f"training fold {i + 1}/{k} on {len(train_i):,} events")
         model = _fit(config, train_i, f"fold {i} of {k}")
         models.append(model)
