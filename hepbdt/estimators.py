@@ -151,9 +151,16 @@ class _BDTBase(SklearnProtocol):
                 raise ParameterError(name, f"{name}={getattr(self, name)!r} is not valid; "
                                      f"expected {valid}")
 
+        # MAX_TREES (100,000) bounds NTrees too; the parser keeps it (it imports nothing of
+        # hepbdt), imported here as this check is the one place that reads it
+        from .tmva_options import MAX_TREES
+
+        def is_int(value: Any, low: int, high: int) -> bool:
+            return (isinstance(value, int | np.integer) and not isinstance(value, bool)
+                    and low <= value <= high)
+
         require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
-        require(isinstance(self.n_trees, (int, np.integer)) and self.n_trees >= 1, "n_trees",
-                "an integer >= 1")
+        require(is_int(self.n_trees, 1, MAX_TREES), "n_trees", f"an integer in [1, {MAX_TREES}]")
         require(isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30,
                 "max_depth", "an integer in [1, 30]")
         require(0 < self.learning_rate <= 10, "learning_rate", "a number in (0, 10]")
@@ -183,11 +190,12 @@ class _BDTBase(SklearnProtocol):
             raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
                                  f"InverseBoostNegWeights) needs an AdaBoost-type booster "
                                  f"{ADABOOST_BOOSTINGS}; boosting={self.boosting!r}")
-        require(self.n_iter_no_change is None or self.n_iter_no_change >= 1, "n_iter_no_change",
-                "None or an integer >= 1")
-        rounds = self.early_stopping_rounds
-        require(rounds is None or (isinstance(rounds, int | np.integer) and not isinstance(rounds, bool)
-                                   and rounds >= 1), "early_stopping_rounds", "None or an integer >= 1")
+        for name in ("n_iter_no_change", "early_stopping_rounds"):  # rounds: at most the trees
+            require(getattr(self, name) is None or is_int(getattr(self, name), 1, MAX_TREES), name,
+                    f"an integer in [1, {MAX_TREES}], or None (no key in a configuration)")
+        require(self.random_state is None or is_int(self.random_state, 0, 2**63 - 1),
+                "random_state", "a seed, an integer in [0, 2**63 - 1], or None (no key in a "
+                "configuration) for fresh randomness")
         self._validate_extra_params(require)
 
     def _validate_extra_params(self, require) -> None:

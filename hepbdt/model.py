@@ -3,10 +3,22 @@
 The same arrays feed prediction, the rankings, JSON and TMVA XML. ``to_dict``/``from_dict``
 give the forest's part of a model file; the file formats themselves and ``load_model``
 live in :mod:`hepbdt.persistence`. Nothing here knows about estimators or files.
+
+Limits. Loading any model file (hepbdt JSON, XGBoost JSON, TMVA XML) of up to
+``MAX_MODEL_BYTES`` (512 MiB) and ``MAX_NODES`` (50 million nodes) uses memory
+proportional to its size and node count, whatever the depth of its trees; larger files,
+more nodes, or more than ``MAX_FEATURES`` (1 million) features are refused with a
+:class:`ModelFormatError`. Prediction holds no more than that either: the dense layout
+(complete binary trees, 2^depth leaf slots a tree) is used only for depth <= 12 and at most
+8 leaf slots per node of the forest (:func:`hepbdt.engine.predict.dense_fits`); other
+forests are walked node by node. Every value of a file is checked for its type and range:
+integers are JSON integers (not 1.5, not true), booleans JSON booleans, numbers JSON numbers
+or the strings "Infinity", "-Infinity" and "NaN" that the writer uses for non-finite floats.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,14 +27,26 @@ from typing import Any
 import numpy as np
 
 from .engine._types import X_DTYPE
-from .engine.predict import MAX_DENSE_DEPTH, DenseForest, node_depths, predict_per_tree, predict_raw
+from .engine.predict import (
+    BLOCK,
+    DenseForest,
+    dense_fits,
+    node_depths,
+    predict_per_tree,
+    predict_raw,
+)
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
-           "tree_text"]
+           "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "tree_text"]
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
 AGGREGATIONS = ("sum", "weighted_mean", "weighted_median")
+MAX_MODEL_BYTES = 512 << 20  # model files larger than this are refused
+MAX_NODES = 50_000_000  # and forests of more nodes
+MAX_FEATURES = 1_000_000  # and of more features
+NON_FINITE = frozenset({"Infinity", "-Infinity", "NaN"})  # how the writer spells non-finite floats
+MEDIAN_CHUNK = 1 << 22  # per-tree leaf values held at once by the weighted median (events x trees)
 
 # Node arrays: name -> dtype. left/right are indices into the flat arrays (-1 at leaves).
 NODE_ARRAYS = {
@@ -40,6 +64,13 @@ NODE_ARRAYS = {
 
 class ModelFormatError(ValueError):
     """A model file that is malformed, inconsistent or of an unsupported version."""
+
+
+def check_model_size(where: str, n_bytes: int) -> None:
+    """ModelFormatError when a model file of ``n_bytes`` is over ``MAX_MODEL_BYTES``."""
+    if n_bytes > MAX_MODEL_BYTES:
+        raise ModelFormatError(f"{where}: the file has {n_bytes} bytes; model files of more "
+                               f"than {MAX_MODEL_BYTES >> 20} MiB are refused")
 
 
 @dataclass
@@ -99,16 +130,19 @@ class Forest:
         return int(self.node_depths()[self.tree_slice(t)].max())
 
     def dense(self) -> DenseForest | None:
-        """The forest as complete binary trees (built once, cached), or None when too deep.
+        """The forest as complete binary trees (built once, cached), or None when that layout
+        would not be small.
 
-        The depth is checked before anything is allocated: the dense layout takes
-        2^depth slots per tree, so only forests of depth <= MAX_DENSE_DEPTH get one.
+        Decided from the depth and the node count before anything is allocated
+        (:func:`~hepbdt.engine.predict.dense_fits`: depth <= 12 and at most 8 leaf slots per
+        node), so its memory is bounded by the node count; other forests are walked node by node.
         """
         key = self._fingerprint()
         cached = self.__dict__.get("_dense")
         if cached is None or cached[0] != key:
-            depth = self.max_depth if self.n_trees else MAX_DENSE_DEPTH + 1
-            cached = (key, DenseForest(self, depth) if depth <= MAX_DENSE_DEPTH else None)
+            depth = self.max_depth if self.n_trees else -1
+            fits = dense_fits(self.n_trees, self.n_nodes, depth)
+            cached = (key, DenseForest(self, depth) if fits else None)
             self.__dict__["_dense"] = cached
         return cached[1]
 
@@ -125,13 +159,22 @@ class Forest:
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
         t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
         if self.aggregation == "weighted_median":
-            return _weighted_median_score(predict_per_tree(X, self)[:, :t_end],
-                                          self.tree_weights[:t_end])
+            return self._weighted_median(X, t_end)
         out = predict_raw(X, self, 0, t_end, dense=self.dense())
         if self.aggregation == "weighted_mean":
             total = self.tree_weights[:t_end].sum()
             return out / total if total != 0 else out
         return out + self.base_score
+
+    def _weighted_median(self, X: np.ndarray, t_end: int) -> np.ndarray:
+        """The weighted-median score of the first t_end trees, in chunks of events so that
+        at most about MEDIAN_CHUNK per-tree values are held at once."""
+        out = np.empty(X.shape[0])
+        step = max(16 * BLOCK, MEDIAN_CHUNK // max(t_end, 1))
+        for i in range(0, X.shape[0], step):
+            per_tree = predict_per_tree(X[i:i + step], self, t_end)
+            out[i:i + step] = _weighted_median_score(per_tree, self.tree_weights[:t_end])
+        return out
 
     def staged_raw_score(self, X: np.ndarray):
         """Yield the score after 1, 2, ... trees, each tree evaluated once."""
@@ -177,24 +220,38 @@ class Forest:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "forest") -> Forest:
-        """Build and validate a forest from ``to_dict`` output; ModelFormatError if invalid."""
+        """Build and validate a forest from ``to_dict`` output; ModelFormatError if invalid.
+
+        Every value is checked for its JSON type and range before anything is converted."""
         if not isinstance(d, dict):
             raise ModelFormatError(f"{where}: expected an object, got {type(d).__name__}")
         required = [*NODE_ARRAYS, "tree_offsets", "tree_weights", "n_features"]
         missing = [k for k in required if k not in d]
         if missing:
             raise ModelFormatError(f"{where}: missing keys {missing}; a forest needs {required}")
-        try:
-            arrays = {k: np.asarray(d[k], dtype=dt) for k, dt in NODE_ARRAYS.items()}
-            offsets = np.asarray(d["tree_offsets"], dtype=np.int64)
-            weights = np.asarray(d["tree_weights"], dtype=np.float64)
-            n_features = int(d["n_features"])
-            base_score = float(d.get("base_score", 0.0))
-        except (TypeError, ValueError) as exc:
-            raise ModelFormatError(f"{where}: an array has values of the wrong type ({exc})") from exc
+        n = _node_count(d, where)
+        n_features = _json_int(d["n_features"], f"{where}.n_features", 1, MAX_FEATURES)
+        arrays = {
+            "feature": _int_array(d, "feature", where, -1, n_features - 1),
+            "bin_threshold": _int_array(d, "bin_threshold", where, 0, 255),
+            "left": _int_array(d, "left", where, -1, n - 1),
+            "right": _int_array(d, "right", where, -1, n - 1),
+            "missing_left": _bool_array(d, "missing_left", where),
+        }
+        for k in ("threshold", "value", "gain", "cover"):
+            arrays[k] = _float_array(d, k, where)
+        too_big = np.abs(arrays["threshold"]) > np.finfo(X_DTYPE).max
+        if np.any(too_big & np.isfinite(arrays["threshold"])):
+            node = int(np.flatnonzero(too_big & np.isfinite(arrays["threshold"]))[0])
+            raise ModelFormatError(f"{where}.threshold[{node}]: {arrays['threshold'][node]!r} is "
+                                   f"outside the float32 range (use \"Infinity\")")
+        arrays = {k: arrays[k].astype(dt) for k, dt in NODE_ARRAYS.items()}
+        offsets = _int_array(d, "tree_offsets", where, 0, n)
+        weights = _float_array(d, "tree_weights", where)
         forest = cls(**arrays, tree_offsets=offsets, tree_weights=weights, n_features=n_features,
-                     base_score=base_score, aggregation=d.get("aggregation", "sum"),
-                     extra=dict(d.get("extra") or {}))
+                     base_score=_finite(d.get("base_score", 0.0), f"{where}.base_score"),
+                     aggregation=_aggregation(d.get("aggregation", "sum"), where),
+                     extra=_extra(d.get("extra"), where))
         forest.validate(where)
         return forest
 
@@ -221,6 +278,10 @@ class Forest:
                                    f"[0, {self.n_features})")
         if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.tree_weights)):
             raise ModelFormatError(f"{where}: leaf values and tree weights must be finite")
+        if np.any(np.isnan(self.gain)) or np.any(np.isnan(self.cover)):
+            raise ModelFormatError(f"{where}: split gains and covers must be numbers, not NaN")
+        if not math.isfinite(self.base_score):
+            raise ModelFormatError(f"{where}.base_score: {self.base_score!r} is not finite")
         if np.any(np.isnan(self.threshold[self.feature >= 0])):
             node = int(np.flatnonzero((self.feature >= 0) & np.isnan(self.threshold))[0])
             raise ModelFormatError(f"{where}.threshold: split node {node} has threshold NaN; a "
@@ -235,6 +296,124 @@ class Forest:
                                        f"backwards (children must follow their parent)")
         if np.any(self.left[~internal] != -1) or np.any(self.right[~internal] != -1):
             raise ModelFormatError(f"{where}: leaves must have left = right = -1")
+        parents = np.bincount(np.concatenate([self.left[internal], self.right[internal]]),
+                              minlength=n)
+        expected = np.ones(n, np.int64)
+        expected[off[:-1]] = 0  # roots
+        if np.any(parents != expected):
+            node = int(np.flatnonzero(parents != expected)[0])
+            raise ModelFormatError(f"{where}: node {node} has {parents[node]} parents, expected "
+                                   f"{expected[node]} (a tree shares no node and leaves none out)")
+
+
+def _node_count(d: dict[str, Any], where: str) -> int:
+    """The forest's node count (the length of ``feature``), at most MAX_NODES."""
+    feature = d["feature"]
+    if not isinstance(feature, list):
+        raise ModelFormatError(f"{where}.feature: expected a list, got {type(feature).__name__}")
+    if len(feature) > MAX_NODES:
+        raise ModelFormatError(f"{where}: {len(feature)} nodes; forests of more than {MAX_NODES} "
+                               "nodes are refused")
+    return len(feature)
+
+
+def _json_list(d: dict[str, Any], key: str, where: str, allowed: set[type]) -> list[Any]:
+    """``d[key]``, a list whose items are all of the ``allowed`` types (bool is not int)."""
+    value = d[key]
+    if not isinstance(value, list):
+        raise ModelFormatError(f"{where}.{key}: expected a list, got {type(value).__name__}")
+    if not set(map(type, value)) <= allowed:
+        i, bad = next((i, v) for i, v in enumerate(value) if type(v) not in allowed)
+        kinds = " or ".join(sorted(t.__name__ for t in allowed))
+        raise ModelFormatError(f"{where}.{key}[{i}]: {_short(bad)} has the wrong type; "
+                               f"expected {kinds}")
+    return value
+
+
+def _int_array(d: dict[str, Any], key: str, where: str, lo: int, hi: int) -> np.ndarray:
+    """A list of JSON integers in [lo, hi] as int64."""
+    value = _json_list(d, key, where, {int})
+    try:
+        a = np.array(value, dtype=np.int64)
+        ok = not a.size or (int(a.min()) >= lo and int(a.max()) <= hi)
+    except OverflowError:
+        ok = False
+    if not ok:
+        i = next(i for i, v in enumerate(value) if not lo <= v <= hi)
+        hint = " (a child index must point inside the forest)" if key in ("left", "right") else ""
+        raise ModelFormatError(f"{where}.{key}[{i}]: {_short(value[i])} is outside [{lo}, {hi}]{hint}")
+    return a
+
+
+def _float_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
+    """A list of JSON numbers (or "Infinity", "-Infinity", "NaN") as float64."""
+    value = _json_list(d, key, where, {int, float, str})
+    strings = {v for v in value if type(v) is str} if any(type(v) is str for v in value) else set()
+    if not strings <= NON_FINITE:
+        i = next(i for i, v in enumerate(value) if type(v) is str and v not in NON_FINITE)
+        raise ModelFormatError(f"{where}.{key}[{i}]: {_short(value[i])} has the wrong type; "
+                               'expected a number, "Infinity", "-Infinity" or "NaN"')
+    try:
+        return np.array(value, dtype=np.float64)
+    except OverflowError:
+        raise ModelFormatError(f"{where}.{key}: an integer is too large for a float") from None
+
+
+def _bool_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
+    """A list of JSON booleans."""
+    return np.array(_json_list(d, key, where, {bool}), dtype=np.bool_)
+
+
+def _json_int(value: Any, where: str, lo: int, hi: int) -> int:
+    """A JSON integer (not a float, not a boolean) in [lo, hi]."""
+    if type(value) is not int:
+        raise ModelFormatError(f"{where}: {_short(value)} is not an integer")
+    if not lo <= value <= hi:
+        raise ModelFormatError(f"{where}: {_short(value)} is outside [{lo}, {hi}]")
+    return value
+
+
+def _finite(value: Any, where: str) -> float:
+    """A finite JSON number."""
+    if type(value) not in (int, float):
+        raise ModelFormatError(f"{where}: {_short(value)} is not a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ModelFormatError(f"{where}: {_short(value)} is not a finite number")
+    return number
+
+
+def _aggregation(value: Any, where: str) -> str:
+    """One of AGGREGATIONS."""
+    if not isinstance(value, str) or value not in AGGREGATIONS:
+        raise ModelFormatError(f"{where}.aggregation: {_short(value)}, valid: {AGGREGATIONS}")
+    return value
+
+
+def _extra(value: Any, where: str) -> dict[str, Any]:
+    """The forest's ``extra`` object (null: empty), its entries used in prediction checked."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ModelFormatError(f"{where}.extra: expected an object, got {type(value).__name__}")
+    if "score_min" in value:
+        lo = _finite(value["score_min"], f"{where}.extra.score_min")
+        if lo >= 1.0:
+            raise ModelFormatError(f"{where}.extra.score_min: {lo} must be below 1")
+    if "loss" in value and not isinstance(value["loss"], str):
+        raise ModelFormatError(f"{where}.extra.loss: {_short(value['loss'])} is not a loss name")
+    return dict(value)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 40 characters (huge integers included)."""
+    if type(value) is int and value.bit_length() > 100:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _weighted_median_score(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:

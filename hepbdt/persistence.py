@@ -1,7 +1,10 @@
 """Model files: the versioned JSON of one estimator, the k-fold manifest, ``load_model``.
 
 A model file is data, not code: JSON with a format name and version, validated on load
-(no pickle). One estimator's file is what ``BDTClassifier.save`` / ``BDTRegressor.save``
+(no pickle): every value is checked for its type and range, the estimator's options with
+the estimator's own check, and files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES``
+nodes are refused (see :mod:`hepbdt.model`), so that loading uses memory proportional to
+the file. One estimator's file is what ``BDTClassifier.save`` / ``BDTRegressor.save``
 write (``to_dict``); a k-fold training writes one such file per fold and a manifest
 (:meth:`hepbdt.kfold.KFoldModel.save`). :func:`load_model` reads either.
 """
@@ -9,13 +12,25 @@ write (``to_dict``); a k-fold training writes one such file per fold and a manif
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-from .estimators import BDTClassifier, BDTRegressor, from_forest
+from .estimators import BDTClassifier, BDTRegressor, ParameterError, from_forest
 from .kfold import KFOLD_FORMAT_VERSION, KFoldModel
-from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
+from .model import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    NON_FINITE,
+    Forest,
+    ModelFormatError,
+    check_model_size,
+)
+
+# Options the estimator's check_params does not look at (they matter at fit and predict time).
+RUNTIME_PARAMS = {"n_jobs": (int, type(None)), "random_state": (int, type(None)),
+                  "verbose": (bool, int)}
 
 __all__ = ["load_model", "estimator_from_dict", "kfold_from_manifest"]
 
@@ -32,12 +47,35 @@ def load_model(path: str | os.PathLike) -> BDTClassifier | BDTRegressor | KFoldM
 
 def _read_json(path: Path) -> Any:
     """The JSON document of a model file; FileNotFoundError or ModelFormatError."""
+    return parse_json(path, read_model_file(path))
+
+
+def read_model_file(path: Path, what: str = "model file") -> bytes:
+    """The bytes of a model file: FileNotFoundError when there is none, ModelFormatError
+    for a directory, an unreadable file or one over ``MAX_MODEL_BYTES``."""
+    if path.is_dir():
+        raise ModelFormatError(f"{path}: is a directory, not a {what}")
     if not path.is_file():
-        raise FileNotFoundError(f"model file {str(path)!r} does not exist")
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
     try:
-        return json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{path}: not a JSON model file ({exc})") from exc
+        check_model_size(str(path), path.stat().st_size)
+        return path.read_bytes()
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
+def parse_json(path: Path, data: bytes, error: type[ModelFormatError] = ModelFormatError,
+               what: str = "JSON model file", hint: str = "") -> Any:
+    """``json.loads(data)``; ``error`` naming the file for anything that is not JSON (also
+    huge integers and nesting too deep for the parser)."""
+    if not data.strip():
+        raise error(f"{path}: the file is empty, not a {what}{hint}")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise error(f"{path}: not a {what} (nested too deeply){hint}") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4300 digits
+        raise error(f"{path}: not a {what} ({exc}){hint}") from None
 
 
 def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
@@ -45,7 +83,7 @@ def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
     version = doc.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:
         raise ModelFormatError(f"{path}: format_version {version!r} is not supported "
                                f"(this hepbdt reads version {FORMAT_VERSION})")
     try:
@@ -57,47 +95,117 @@ def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
 def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     """A fitted estimator from a model dict (``to_dict``); ModelFormatError when invalid."""
     kind = doc.get("estimator")
-    cls = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}.get(kind)
+    cls = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}.get(
+        kind if isinstance(kind, str) else "")
     if cls is None:
-        raise ModelFormatError(f"estimator {kind!r} is not known; valid: "
+        raise ModelFormatError(f"estimator {_brief(kind)} is not known; valid: "
                                "['BDTClassifier', 'BDTRegressor']")
-    params = doc.get("params")
-    if not isinstance(params, dict):
-        raise ModelFormatError("'params' must be an object of estimator options")
-    unknown = sorted(set(params) - set(cls._param_names()))
-    if unknown:
-        raise ModelFormatError(f"params has unknown options {unknown}")
+    params = _checked_params(cls, doc.get("params"))
     forest = Forest.from_dict(doc.get("forest"), "forest")
     names = doc.get("feature_names")
-    if names is not None and not isinstance(names, list):
+    if names is not None and (not isinstance(names, list) or len(names) != forest.n_features
+                              or not all(isinstance(n, str) for n in names)):
         raise ModelFormatError(f"feature_names must list {forest.n_features} names (or be null)")
     definitions = doc.get("feature_definitions") or {}
     if not isinstance(definitions, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in definitions.items()):
         raise ModelFormatError("feature_definitions must map feature names to expressions")
     classes = doc.get("classes")
-    if cls is BDTClassifier and not isinstance(classes, list):
-        raise ModelFormatError("a classifier needs 'classes' with two labels")
+    if cls is BDTClassifier and (not isinstance(classes, list) or len(classes) != 2
+                                 or not all(_is_label(c) for c in classes)
+                                 or classes[0] == classes[1]):
+        raise ModelFormatError("a classifier needs 'classes' with two different labels "
+                               "(strings or numbers)")
     evals = doc.get("evals_result") or {}
-    if not isinstance(evals, dict):
-        raise ModelFormatError("evals_result must be an object")
+    if not isinstance(evals, dict) or not all(
+            isinstance(curves, dict) and all(_losses(c, "evals_result") is not None
+                                             for c in curves.values())
+            for curves in evals.values()):
+        raise ModelFormatError("evals_result must map data sets to {metric: [numbers]}")
+    best = doc.get("best_iteration")
+    if best is not None and (type(best) is not int or best < 0):
+        raise ModelFormatError(f"best_iteration {_brief(best)} must be an integer >= 0 or null")
     return from_forest(kind, forest, names, params, classes=classes or (),
                        feature_definitions=definitions,
-                       train_loss=doc.get("train_loss") or [],
-                       validation_loss=doc.get("validation_loss"),
-                       best_iteration=doc.get("best_iteration"), evals_result=evals)
+                       train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
+                       validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
+                       best_iteration=best, evals_result=evals)
+
+
+def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -> dict[str, Any]:
+    """The estimator options of a model file, passing the estimator's own check."""
+    if not isinstance(params, dict):
+        raise ModelFormatError("'params' must be an object of estimator options")
+    unknown = sorted(set(params) - set(cls._param_names()))
+    if unknown:
+        raise ModelFormatError(f"params has unknown options {unknown}")
+    for key, types in RUNTIME_PARAMS.items():
+        if key in params and (not isinstance(params[key], types)
+                              or (key != "verbose" and isinstance(params[key], bool))):
+            raise ModelFormatError(f"params.{key}: {_brief(params[key])} is not valid")
+    if "signal_label" in params and not (params["signal_label"] is None
+                                         or _is_label(params["signal_label"])):
+        raise ModelFormatError(f"params.signal_label: {_brief(params['signal_label'])} is not a label")
+    try:
+        cls(**params).check_params()
+    except ParameterError as exc:
+        raise ModelFormatError(f"params.{exc.param}: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:  # a value of the wrong type
+        raise ModelFormatError(f"params.{_bad_param(cls, params)}: not valid ({exc})") from None
+    return params
+
+
+def _bad_param(cls: type[BDTClassifier] | type[BDTRegressor], params: dict[str, Any]) -> str:
+    """The first option that fails the estimator's check alone (its name, else "?")."""
+    for key, value in params.items():
+        try:
+            cls(**{key: value}).check_params()
+        except (TypeError, ValueError, OverflowError):
+            return key
+    return "?"
+
+
+def _is_label(value: Any) -> bool:
+    """A class label of a model file: a string, a boolean or a finite number."""
+    if isinstance(value, str | bool):
+        return True
+    return isinstance(value, int | float) and math.isfinite(float(value))
+
+
+def _losses(value: Any, key: str) -> list[float] | None:
+    """A learning curve: null or a list of numbers (non-finite as the writer's strings)."""
+    if value is None:
+        return None
+    ok = {int, float, str}
+    if not isinstance(value, list) or not set(map(type, value)) <= ok or not all(
+            v in NON_FINITE for v in value if isinstance(v, str)):
+        raise ModelFormatError(f"{key} must be a list of numbers (or null)")
+    try:
+        return [float(v) for v in value]
+    except OverflowError:
+        raise ModelFormatError(f"{key}: an integer is too large for a float") from None
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` cut to 40 characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return "a huge integer"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:
     """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``."""
     where = os.fspath(path)
-    if doc.get("format_version") != KFOLD_FORMAT_VERSION:
+    version = doc.get("format_version")
+    if type(version) is not int or version != KFOLD_FORMAT_VERSION:
         raise ModelFormatError(f"{where}: k-fold manifest format_version "
-                               f"{doc.get('format_version')!r} is not supported (this "
+                               f"{_brief(version)} is not supported (this "
                                f"hepbdt reads {KFOLD_FORMAT_VERSION})")
     files = doc.get("models")
     k = doc.get("k")
-    if not isinstance(files, list) or not isinstance(k, int) or len(files) != k or k < 2:
+    if (not isinstance(files, list) or type(k) is not int or len(files) != k or k < 2
+            or not all(isinstance(name, str) for name in files)):
         raise ModelFormatError(f"{where}: a k-fold manifest needs k >= 2 and k model files "
                                "in 'models'")
     by = doc.get("by", "event")

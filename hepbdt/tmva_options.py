@@ -47,10 +47,13 @@ import math
 from typing import Any, NoReturn
 
 __all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "TMVA_OPTIONS",
-           "TMVA_NAMES", "is_tmva_option"]
+           "TMVA_NAMES", "is_tmva_option", "MAX_TREES"]
 
 KINDS = ("classifier", "regressor")
 MAX_DEPTH_LIMIT = 30
+#: The most trees one model may have (NTrees here, ``n_trees`` of the estimators): far beyond
+#: any useful BDT (TMVA's default is 800), near enough to refuse a typo such as 1e23.
+MAX_TREES = 100_000
 
 
 class TMVAOptionError(ValueError):
@@ -148,6 +151,19 @@ def _parse_bool(name: str, text: str) -> bool:
     raise TMVAOptionError(f"option {name}={text!r}: expected True or False")
 
 
+def _parse_int(name: str, text: str) -> int | float:
+    """An integer option's value; ``1e3`` and ``800.0`` are integers too. A float beyond
+    2**53 stays a float (so a message shows ``1e+23``): every such option has a bound."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)  # ValueError: not a number at all
+    if not value.is_integer():
+        raise TMVAOptionError(f"option {name}={text!r}: expected an integer, e.g. {name}="
+                              f"{TMVA_OPTIONS[name][1] if TMVA_OPTIONS[name][1] is not None else 1}")
+    return int(value) if abs(value) <= 2**53 else value
+
+
 def _parse_value(name: str, text: str | None, negated: bool) -> Any:
     """The typed value of option ``name`` given as ``text`` (None: bare), ``negated`` by '!'."""
     kind = TMVA_OPTIONS[name][0]
@@ -160,11 +176,13 @@ def _parse_value(name: str, text: str | None, negated: bool) -> Any:
     text = text.strip()
     try:
         if kind == "int":
-            return int(text)
+            return _parse_int(name, text)
         if kind == "float":
             return float(text)
         if kind == "size":
             return float(text.replace("%", "").strip())
+    except TMVAOptionError:
+        raise
     except ValueError:
         raise TMVAOptionError(f"option {name}={text!r}: expected a number") from None
     if kind == "str":
@@ -247,8 +265,8 @@ def _tree_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """The number, depth, minimal node size and cuts of the trees, and verbosity."""
     if not 0 < opt["MinNodeSize"] < 50:
         _fail(opt, "MinNodeSize", "must be a percentage in (0, 50)")
-    if opt["NTrees"] < 1:
-        _fail(opt, "NTrees", "must be at least 1")
+    if not 1 <= opt["NTrees"] <= MAX_TREES:
+        _fail(opt, "NTrees", f"must be an integer in [1, {MAX_TREES}]")
     depth = _max_depth(opt, given)
     if opt["nCuts"] >= 255:
         _fail(opt, "nCuts", "hepbdt supports at most 254 equal-width cuts (or -1 for its quantile bins)")

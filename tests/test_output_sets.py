@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hepbdt"
 
 
 def _run(config: Path) -> subprocess.Popen:
-    code = f"import sys; from hepbdt.cli import main; sys.exit(main(['train', {str(config)!r}, '--no-progress']))"
+    code = ("import sys; from hepbdt.cli import main; "
+            f"sys.exit(main(['train', {str(config)!r}, '--no-progress']))")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, cwd=config.parent)
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..estimators import BDTClassifier, BDTRegressor, ParameterError
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
-from ..io.expressions import FUNCTIONS, Expression
+from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..tmva_options import TMVA_NAMES, TMVAOptionError, is_tmva_option, parse_tmva_options
 
 __all__ = ["ConfigError", "AnalysisConfig", "SampleConfig", "SplitConfig", "OutputConfig",
@@ -31,6 +31,13 @@ _NORM_NAMES = {"none": "none", "num_events": "num_events", "numevents": "num_eve
 _SPLIT_MODES = ("random", "alternate", "block")
 _FIGURE_FORMATS = ("png", "pdf", "svg")
 _CLASS_LABELS = {"signal": 1, "sig": 1, "background": 0, "bkg": 0, 1: 1, 0: 0}
+#: The deepest chain of aliases using aliases (a2 = "a1 + 1", a1 = "a0 + 1", ...).
+MAX_ALIAS_DEPTH = 100
+#: The most folds of ``[split] kfold``: k models are trained and kept, each on (k-1)/k of
+#: the events, so memory and time grow with k.
+MAX_KFOLD = 100
+#: The most repeats of the permutation ranking (each one scores every test event again).
+MAX_PERMUTATION_REPEATS = 1000
 
 
 class ConfigError(ValueError):
@@ -256,21 +263,119 @@ def _tomllib() -> Any:
 _NAME = re.compile(r"`[^`]*`|(?<![\w.])[A-Za-z_]\w*(?![\w`])(?!\s*\()")
 
 
-def _expand(text: str, aliases: dict[str, str], seen: tuple[str, ...] = ()) -> str:
-    """``text`` with every alias replaced by its (parenthesised, expanded) expression."""
-    stripped = text.strip()
-    if stripped in aliases and not seen:
-        return _expand(aliases[stripped], aliases, (stripped,))
+class _BadAlias(ValueError):
+    """An expression uses an alias whose own problem is already reported."""
 
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(0)
-        if name.startswith("`") or name not in aliases:
-            return name
-        if name in seen:
-            raise ValueError(f"alias {name!r} refers to itself ({' -> '.join([*seen, name])})")
-        return f"({_expand(aliases[name], aliases, (*seen, name))})"
 
-    return _NAME.sub(replace, text)
+class _AliasTable:
+    """The ``[aliases]``, each expanded once, in dependency order and without recursion.
+
+    An alias that refers to itself (through others or not), nests more than
+    :data:`MAX_ALIAS_DEPTH` aliases deep or expands to more than
+    :data:`MAX_EXPRESSION_CHARS` characters is one problem on its own key; the aliases and
+    expressions that use it add none. Sizes are counted before a text is built, so forty
+    aliases that each use the previous one twice cost forty small steps, not 2**40.
+    """
+
+    def __init__(self, texts: dict[str, str], problems: _Problems) -> None:
+        self.texts = texts
+        self.problems = problems
+        self.uses = {name: self._uses(text) for name, text in texts.items()}
+        self.expanded: dict[str, str] = {}
+        self.depth: dict[str, int] = {}
+        self.deepest: dict[str, str | None] = {}
+        self.bad: set[str] = set()
+        self._expand_in_order()
+        self._report_cycles()
+
+    def _uses(self, text: str) -> list[re.Match[str]]:
+        """Where ``text`` names an alias."""
+        return [m for m in _NAME.finditer(text) if m.group(0) in self.texts]
+
+    def _expand_in_order(self) -> None:
+        """Expand every alias after the aliases it uses (Kahn's order); cycles stay out."""
+        waiting = {name: len({m.group(0) for m in uses}) for name, uses in self.uses.items()}
+        users: dict[str, list[str]] = {name: [] for name in self.texts}
+        for name, uses in self.uses.items():
+            for used in dict.fromkeys(m.group(0) for m in uses):
+                users[used].append(name)
+        ready = [name for name, count in waiting.items() if count == 0]
+        while ready:
+            name = ready.pop()
+            self._expand_one(name)
+            for user in users[name]:
+                waiting[user] -= 1
+                if waiting[user] == 0:
+                    ready.append(user)
+
+    def _expand_one(self, name: str) -> None:
+        """Expand ``name``, whose aliases are done: bounded in depth and size."""
+        used = [m.group(0) for m in self.uses[name]]
+        if any(u in self.bad for u in used):
+            self.bad.add(name)
+            return
+        self.deepest[name] = max(used, key=lambda u: self.depth[u], default=None)
+        self.depth[name] = 1 + (self.depth[self.deepest[name]] if used else 0)
+        if self.depth[name] > MAX_ALIAS_DEPTH:
+            chain = [name]
+            while (step := self.deepest.get(chain[-1])) is not None:
+                chain.append(step)
+            shown = chain if len(chain) <= 4 else [*chain[:2], "...", chain[-1]]
+            self._refuse(name, f"nests {len(chain)} aliases deep ({' -> '.join(shown)}), more "
+                         f"than the {MAX_ALIAS_DEPTH} allowed")
+            return
+        try:
+            self.expanded[name] = self.substitute(self.texts[name], self.uses[name])
+        except ValueError as exc:
+            self._refuse(name, str(exc))
+
+    def _refuse(self, name: str, message: str) -> None:
+        self.bad.add(name)
+        self.problems.add("aliases", name, message)
+
+    def substitute(self, text: str, uses: list[re.Match[str]], what: str = "") -> str:
+        """``text`` with each alias in ``uses`` replaced by its expansion in parentheses;
+        ValueError (before building it) when the result would be too long."""
+        if any(m.group(0) in self.bad for m in uses):
+            raise _BadAlias(text)
+        size = len(text) + sum(len(self.expanded[m.group(0)]) + 2 - len(m.group(0))
+                               for m in uses)
+        if size > MAX_EXPRESSION_CHARS:
+            raise ValueError(f"expands to {size:,} characters{what}, more than the "
+                             f"{MAX_EXPRESSION_CHARS:,} an expression may have (an alias "
+                             "used twice at each level doubles at each level)")
+        pieces, end = [], 0
+        for m in uses:
+            pieces += [text[end:m.start()], "(", self.expanded[m.group(0)], ")"]
+            end = m.end()
+        return "".join([*pieces, text[end:]])
+
+    def _report_cycles(self) -> None:
+        """One problem per cycle, on its first alias in the file's order."""
+        left = [name for name in self.texts if name not in self.expanded and name not in self.bad]
+        for start in left:
+            if start in self.bad:
+                continue
+            path = [start]
+            while path[-1] not in path[:-1] and path[-1] not in self.bad:
+                path.append(next(m.group(0) for m in self.uses[path[-1]]
+                                 if m.group(0) not in self.expanded))
+            if path[-1] not in self.bad:
+                cycle = path[path.index(path[-1]):]
+                self.problems.add("aliases", cycle[0], f"alias {cycle[0]!r} refers to itself "
+                                  f"({' -> '.join(cycle)})")
+                self.bad.update(cycle)
+            self.bad.update(path)
+
+    def expand(self, text: str) -> str:
+        """``text`` with every alias replaced by its (parenthesised, expanded) expression; an
+        alias alone is its expression without parentheses."""
+        stripped = text.strip()
+        if stripped in self.texts:
+            if stripped in self.bad:
+                raise _BadAlias(stripped)
+            return self.expanded[stripped]
+        return self.substitute(text, self._uses(text), " with its aliases")
 
 
 def _resolve_path(spec: str, base: Path) -> str:
@@ -334,6 +439,12 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
 def _read_document(config_path: Path) -> dict[str, Any]:
     """The parsed TOML document; ConfigError when the file is missing or not TOML."""
     source = os.fspath(config_path)
+    if config_path.is_dir():
+        raise ConfigError([f"{source}: is a directory, not a configuration file; give the "
+                           ".toml file"])
+    if config_path.exists() and not config_path.is_file():
+        raise ConfigError([f"{source}: is not a regular file (a FIFO, socket or device); give "
+                           "the .toml file"])
     if not config_path.is_file():
         raise ConfigError([f"{source}: the configuration file does not exist"])
     toml = _tomllib()
@@ -382,12 +493,17 @@ class _Expander:
     def __init__(self, aliases: dict[str, str], problems: _Problems) -> None:
         self.aliases = aliases
         self.problems = problems
+        self.table = _AliasTable(aliases, problems)
 
     def __call__(self, text: str, role: str, table: str | None, key: str) -> str | None:
         """The expanded expression, or None (and a problem) when it does not parse."""
         try:
-            expanded = _expand(text, self.aliases)
+            if len(text) > MAX_EXPRESSION_CHARS:
+                Expression(text, role)  # refuses it before the aliases are looked for
+            expanded = self.table.expand(text)
             Expression(expanded, role)
+        except _BadAlias:  # the alias's own problem is reported
+            return None
         except ValueError as exc:  # ExpressionError is a ValueError
             self.problems.add(table, key, str(exc))
             return None
@@ -520,10 +636,14 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
             problems.add("split", "train_fraction", f"{entry['train_fraction']} is not in (0, 1)")
         split.train_fraction = float(entry["train_fraction"])
     if "seed" in entry:
+        if entry["seed"] < 0:
+            problems.add("split", "seed", f"{entry['seed']} is not a seed; expected an integer "
+                         ">= 0")
         split.seed = entry["seed"]
     if "kfold" in entry:
-        if entry["kfold"] < 2:
-            problems.add("split", "kfold", f"{entry['kfold']} folds: k-fold needs k >= 2")
+        if not 2 <= entry["kfold"] <= MAX_KFOLD:
+            problems.add("split", "kfold", f"{entry['kfold']} folds: k-fold needs k >= 2 and "
+                         f"k <= {MAX_KFOLD}")
         clash = [k for k in ("mode", "train_fraction") if k in entry]
         if clash:
             problems.add("split", "kfold", f"kfold splits by event number; remove "
@@ -623,8 +743,9 @@ def _output_config(table: dict[str, Any], problems: _Problems) -> OutputConfig:
                          "digits, _)")
         elif key == "figure_formats" and not set(value) <= set(_FIGURE_FORMATS):
             problems.add("output", key, f"valid formats: {', '.join(_FIGURE_FORMATS)}")
-        elif key == "permutation_repeats" and value < 1:
-            problems.add("output", key, "must be at least 1")
+        elif key == "permutation_repeats" and not 1 <= value <= MAX_PERMUTATION_REPEATS:
+            problems.add("output", key, f"must be an integer in [1, {MAX_PERMUTATION_REPEATS}], "
+                         f"got {value}")
         elif key == "min_background_events" and value < 0:
             problems.add("output", key, f"must be an integer >= 0 (the background MC events "
                          f"a best cut of the significance scan leaves), got {value}")

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
-from ._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, njit
+from ._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, N_BINS, N_CHANNELS, njit
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
@@ -28,6 +28,10 @@ __all__ = ["GrownTree", "grow_tree", "sample_features", "slice_sums"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
+# Histograms held for one level of a tree, at most (bytes): a level of more nodes (deep trees
+# on large samples) builds its histograms from the events in batches of this size instead of
+# deriving siblings by subtraction, so memory never grows with the nodes of a level.
+LEVEL_HISTOGRAM_BYTES = 256 << 20
 NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indices only
 
 
@@ -226,13 +230,16 @@ class QuantisedRows:
 
 
 class _NodeArrays:
-    """A tree's node arrays under construction (leaves until split), grown by doubling."""
+    """A tree's node arrays under construction (leaves until split), grown by doubling up to
+    ``max_nodes`` (a tree of n events has at most 2n - 1 nodes whose events are not empty)."""
 
     FIELDS = (("feature", np.int32, -1), ("bin_threshold", np.uint8, 0),
               ("missing_left", np.bool_, False), ("left", np.int32, -1), ("right", np.int32, -1),
               ("gain", np.float64, 0.0), ("start", np.int64, 0), ("stop", np.int64, 0))
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, max_nodes: int | None = None):
+        self.max_nodes = max(1, capacity if max_nodes is None else max_nodes)
+        capacity = max(1, min(capacity, self.max_nodes))
         self.size = 1
         for name, dtype, fill in self.FIELDS:
             setattr(self, name, np.full(capacity, fill, dtype))
@@ -242,7 +249,7 @@ class _NodeArrays:
         """Ids of ``count`` new leaves."""
         need = self.size + count
         if need > self.feature.size:
-            capacity = max(need, 2 * self.feature.size)
+            capacity = max(need, min(2 * self.feature.size, self.max_nodes))
             for name, dtype, fill in self.FIELDS:
                 grown = np.full(capacity, fill, dtype)
                 grown[: self.size] = getattr(self, name)[: self.size]
@@ -339,6 +346,12 @@ class _TreeEvents:
         """Float64 (A, B, W) sums of raw histograms."""
         return self.quantiser.decode(raw) if self.quantised else raw
 
+    def level_capacity(self) -> int:
+        """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
+        (A, B, W) per bin, plus the packed sums and their task buffers when quantised."""
+        per_bin = N_CHANNELS * 8 + (16 if self.quantised else 0)
+        return max(2, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
+
 
 class _Splits(NamedTuple):
     """The chosen splits of one level: the level positions split and their best split."""
@@ -362,18 +375,35 @@ def _root_histograms(events: _TreeEvents, nodes: _NodeArrays) -> tuple[np.ndarra
     return raw, hists
 
 
-def _choose_splits(hists: np.ndarray, level: np.ndarray, nodes: _NodeArrays, used: np.ndarray,
-                   n_value_bins: np.ndarray, params: SplitParams, colsample_bylevel: float,
-                   colsample_bynode: float, rng: np.random.Generator) -> _Splits | None:
-    """Best split of every node of a level among its sampled features; None when none splits."""
+def _choose_splits(events: _TreeEvents, raw: np.ndarray | None, level: np.ndarray,
+                   nodes: _NodeArrays, n_value_bins: np.ndarray, params: SplitParams,
+                   colsample_bylevel: float, colsample_bynode: float,
+                   rng: np.random.Generator) -> _Splits | None:
+    """Best split of every node of a level among its sampled features; None when none splits.
+
+    ``raw``: the level's raw histograms, or None to build them from the events in batches."""
     k = level.size
-    level_features = sample_features(used, colsample_bylevel, rng)
+    level_features = sample_features(events.used, colsample_bylevel, rng)
     if colsample_bynode >= 1.0:
         allowed = np.tile(level_features, (k, 1))
     else:
         allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
-    g, f, t, ml, left_of = find_best_splits(hists, np.arange(k), nodes.sums[level], allowed,
-                                            n_value_bins, params)
+    if raw is not None:
+        found = find_best_splits(events.decoded(raw), np.arange(k), nodes.sums[level], allowed,
+                                 n_value_bins, params)
+    else:
+        batch = events.level_capacity()
+        parts = []
+        for i in range(0, k, batch):
+            ids = level[i:i + batch]
+            slots = np.arange(ids.size)
+            hists = events.decoded(events.histograms(ids.size, nodes.start[ids], nodes.stop[ids],
+                                                     slots))
+            parts.append(find_best_splits(hists, slots, nodes.sums[ids], allowed[i:i + batch],
+                                          n_value_bins, params))
+            del hists
+        found = tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+    g, f, t, ml, left_of = found
     to_split = np.flatnonzero(f >= 0)
     if to_split.size == 0:
         return None
@@ -463,11 +493,15 @@ def grow_tree(
     else:
         events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
     n_rows = events.partition.size
-    nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)))
-    raw, hists = _root_histograms(events, nodes)
-    level = np.zeros(1, np.int64)  # node ids at this depth; hists[i] belongs to level[i]
+    # Every node holds an event (a split leaves events on both sides): at most 2n - 1 nodes.
+    nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1))
+    raw, _ = _root_histograms(events, nodes)
+    level = np.zeros(1, np.int64)  # node ids at this depth; raw[i] (when held) belongs to level[i]
     for depth in range(max_depth):
-        splits = _choose_splits(hists, level, nodes, used, n_value_bins, params, colsample_bylevel,
+        if raw is None and level.size <= events.level_capacity():  # few enough again: hold them
+            raw = events.histograms(level.size, nodes.start[level], nodes.stop[level],
+                                    np.arange(level.size))
+        splits = _choose_splits(events, raw, level, nodes, n_value_bins, params, colsample_bylevel,
                                 colsample_bynode, rng)
         if splits is None:
             break
@@ -477,7 +511,9 @@ def grow_tree(
                                             move_payload=not (quantised or last))
         if last:
             break
-        raw = _child_histograms(events, nodes, raw, splits.position, children, s, mid, e)
-        hists = events.decoded(raw)
+        if raw is not None and children.size <= events.level_capacity():
+            raw = _child_histograms(events, nodes, raw, splits.position, children, s, mid, e)
+        else:  # too many nodes to hold: the next level builds them in batches
+            raw = None
         level = children
     return nodes.grown_tree(events.partition)

@@ -14,12 +14,13 @@ import numpy as np
 
 from ._types import MISSING_BIN, njit
 
-__all__ = ["DenseForest", "node_depths", "predict_raw", "predict_binned", "predict_per_tree",
-           "predict_naive"]
+__all__ = ["DenseForest", "dense_fits", "node_depths", "predict_raw", "predict_binned",
+           "predict_per_tree", "predict_naive"]
 
 BLOCK = 64
 GROUP = 16  # blocks per parallel task of the dense walk (buffers allocated once a task)
 MAX_DENSE_DEPTH = 12  # deeper forests are walked node by node
+DENSE_SLOTS_PER_NODE = 8  # and so are forests whose complete trees would hold more leaf slots
 LOW31 = np.uint32(0x7FFFFFFF)
 
 
@@ -35,12 +36,21 @@ def node_depths(feature, left, right, tree_offsets):
     return depth
 
 
+def dense_fits(n_trees: int, n_nodes: int, depth: int) -> bool:
+    """Whether the dense layout of a forest is small: depth <= MAX_DENSE_DEPTH and at most
+    DENSE_SLOTS_PER_NODE leaf slots (n_trees * 2^depth) per node of the forest, so that its
+    memory is bounded by the node count (decided before anything is allocated)."""
+    if depth < 0 or depth > MAX_DENSE_DEPTH or n_trees < 1:
+        return False
+    return n_trees * (1 << depth) <= DENSE_SLOTS_PER_NODE * n_nodes
+
+
 @njit
 def _densify(feature, threshold, left, right, missing_left, value, tree_offsets, depth,
              d_feature, d_threshold, d_missing_left, d_leaf):
     n_inner = (1 << depth) - 1
+    node_at = np.empty(2 * n_inner + 1, np.int64)  # sparse node behind each dense slot
     for t in range(tree_offsets.size - 1):
-        node_at = np.empty(2 * n_inner + 1, np.int64)  # sparse node behind each dense slot
         node_at[0] = tree_offsets[t]
         for p in range(n_inner):
             s = node_at[p]
@@ -62,11 +72,17 @@ def _densify(feature, threshold, left, right, missing_left, value, tree_offsets,
 
 class DenseForest:
     """Every tree as a complete binary tree of the forest's depth: a fixed number of
-    branch-free steps per tree, independent across the events of a block."""
+    branch-free steps per tree, independent across the events of a block.
+
+    ``Forest.dense()`` builds one only for forests that :func:`dense_fits`; built directly,
+    the depth must be at most MAX_DENSE_DEPTH (ValueError before allocating)."""
 
     def __init__(self, forest, depth: int):
         self.depth = int(depth)
         n_trees = forest.tree_offsets.size - 1
+        if not 0 <= self.depth <= MAX_DENSE_DEPTH:
+            raise ValueError(f"depth {self.depth}: the dense layout takes 2^depth slots a tree "
+                             f"and is built for depth <= {MAX_DENSE_DEPTH} only")
         n_inner = (1 << self.depth) - 1
         self.feature = np.zeros((n_trees, max(n_inner, 1)), np.uint32)
         self.threshold = np.zeros((n_trees, max(n_inner, 1)), forest.threshold.dtype)
@@ -221,11 +237,13 @@ def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = Non
     return out
 
 
-def predict_per_tree(X: np.ndarray, forest) -> np.ndarray:
-    """Leaf value of every tree for every event: (n, n_trees) float64 (no tree weights)."""
-    out = np.empty((X.shape[0], forest.n_trees), dtype=np.float64)
+def predict_per_tree(X: np.ndarray, forest, t_end: int | None = None) -> np.ndarray:
+    """Leaf value of each of the first ``t_end`` trees (all by default) for every event:
+    (n, t_end) float64 (no tree weights)."""
+    n_trees = forest.n_trees if t_end is None else max(0, min(t_end, forest.n_trees))
+    out = np.empty((X.shape[0], n_trees), dtype=np.float64)
     _predict_per_tree(X, forest.feature, forest.threshold, forest.left, forest.right,
-                      forest.missing_left, forest.value, forest.tree_offsets, out)
+                      forest.missing_left, forest.value, forest.tree_offsets[: n_trees + 1], out)
     return out
 
 

@@ -4,20 +4,25 @@
 Grad classification; Grad, AdaBoostR2 and Bagging regression) into a fitted hepbdt
 estimator; :func:`hepbdt.interop.tmva_export.tmva_response` is what ``TMVA::Reader``
 returns for them (how the Reader evaluates is described there). Files are parsed with
-``xml.etree`` as data, never executed.
+``xml.etree`` as data, never executed: DOCTYPE and ENTITY declarations are refused
+whatever the file's encoding (found by the XML parser itself, after decoding), and so are
+files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see :mod:`hepbdt.model`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+from xml.parsers import expat
 
 import numpy as np
 
 from ..estimators import from_forest
-from ..model import Forest, ForestBuilder, ModelFormatError
+from ..model import MAX_NODES, Forest, ForestBuilder, ModelFormatError
+from ..persistence import read_model_file
 from ..tmva_options import parse_tmva_options
 from .tmva_export import (
     CLASSIFICATION_BOOSTS,
@@ -153,27 +158,63 @@ def _read_variables(el: ET.Element, tag: str, count_attr: str, index_attr: str,
         if not 0 <= i < n or out[i]:
             raise TMVAFormatError(f"{where}: <{tag}> {index_attr}={i} is out of range or repeated")
         expr = _attr(item, "Expression", where)
-        out[i] = {"name": expr, "min": float(item.get("Min", "0") or 0.0),
-                  "max": float(item.get("Max", "0") or 0.0)}
+        out[i] = {"name": expr, "min": _range_end(item, "Min", where),
+                  "max": _range_end(item, "Max", where)}
     return out
+
+
+def _range_end(item: ET.Element, name: str, where: str) -> float:
+    """A variable's Min or Max (0 when absent or empty); TMVAFormatError unless finite."""
+    if not item.get(name):
+        return 0.0
+    value = _num(item, name, where)
+    if not math.isfinite(value):
+        raise TMVAFormatError(f"{where}: <{item.tag}> attribute {name}={item.get(name)!r} is "
+                              "not a finite number")
+    return value
 
 
 def _truthy(text: str) -> bool:
     return text.strip().lower() in ("true", "1", "yes", "t")
 
 
+def _refuse_declarations(data: bytes, where: str) -> None:
+    """TMVAFormatError when the document declares a DOCTYPE or an ENTITY, in any encoding:
+    the XML parser reads the file (decoding it as the file says) and stops at the first
+    declaration, before any entity is defined or expanded."""
+    message = f"{where}: DOCTYPE/ENTITY declarations are not accepted in a weight file"
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise TMVAFormatError(message)
+
+    def refuse(*_: Any) -> None:
+        raise TMVAFormatError(message)
+
+    parser = expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    try:
+        parser.Parse(data, True)
+    except TMVAFormatError:
+        raise
+    except (expat.ExpatError, ValueError, LookupError):
+        pass  # not well-formed: the parse below says where
+
+
 def _read_root(path: Path) -> tuple[ET.Element, str]:
     """The file's ``<MethodSetup>`` element and its ``Method`` (``BDT::<name>``)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"TMVA weight file {str(path)!r} does not exist")
-    data = path.read_bytes()
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise TMVAFormatError(f"{path}: DOCTYPE/ENTITY declarations are not accepted in a weight file")
+    try:
+        data = read_model_file(path, "TMVA weight file")
+    except TMVAFormatError:
+        raise
+    except ModelFormatError as exc:
+        raise TMVAFormatError(str(exc)) from None
+    where = str(path)
+    _refuse_declarations(data, where)
     try:
         root = ET.fromstring(data)
-    except ET.ParseError as exc:
+    except (ET.ParseError, ValueError, LookupError) as exc:
         raise TMVAFormatError(f"{path}: not an XML file ({exc})") from None
-    where = str(path)
     if root.tag != "MethodSetup":
         raise TMVAFormatError(f"{where}: the root element is <{root.tag}>, expected <MethodSetup>")
     method = _attr(root, "Method", where)
@@ -270,8 +311,12 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
     builder = ForestBuilder(n_var, base_score=base, aggregation=agg)
     purity_parts = []
     max_depth = 1
+    n_nodes = 0
     for t, bt in enumerate(bts):
         arrays = _read_tree(bt, f"{where} <BinaryTree itree={bt.get('itree', t)}>", n_var, leaf_rule)
+        n_nodes += arrays["feature"].size
+        if n_nodes > MAX_NODES:
+            raise TMVAFormatError(f"{where}: more than {MAX_NODES} nodes; larger models are refused")
         purity_parts.append(arrays.pop("purity"))
         max_depth = max(max_depth, int(arrays.pop("depth")[0]))
         builder.add(tree_weight=1.0 if grad else float(boost_weights[t]), **arrays)
@@ -330,7 +375,7 @@ def from_tmva_xml(path: str | os.PathLike):
         "boost_type": "AdaBoost" if boost == "RealAdaBoost" else boost,
         "analysis": "Regression" if regression else "Classification", "yes_no_leaf": leaf_rule == "ntype",
         "options": options, "variables": variables, "target": target, "source": path.name,
-        "training_events": int(float(info.get("Training events", "0") or 0)),
+        "training_events": _training_events(info.get("Training events"), where),
         "node_purity": node_purity,
     }
     forest.extra = extra
@@ -338,6 +383,17 @@ def from_tmva_xml(path: str | os.PathLike):
     if params is None:
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
     return from_forest(kind, forest, [v["name"] for v in variables], params)
+
+
+def _training_events(text: str | None, where: str) -> int:
+    """GeneralInfo's "Training events" (0 when absent)."""
+    try:
+        value = float(text or 0)
+    except ValueError:
+        raise TMVAFormatError(f"{where}: GeneralInfo 'Training events'={text!r} is not a number") from None
+    if not 0 <= value < 2**63:
+        raise TMVAFormatError(f"{where}: GeneralInfo 'Training events'={text!r} is out of range")
+    return int(value)
 
 
 def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | None:

@@ -11,13 +11,14 @@ float32 and hepbdt in float64, so the two agree to float32 rounding.
 
 Refused with an error naming what is wrong: multi-class or multi-target models, dart and
 gblinear boosters, categorical splits, other objectives, UBJSON or otherwise malformed
-files. The file is parsed with ``json``; nothing is executed or unpickled, and the
-``xgboost`` package is not needed.
+files (values of the wrong type, integers that are floats or booleans, huge integers,
+nesting too deep), files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see
+:mod:`hepbdt.model`). The file is parsed with ``json``; nothing is executed or unpickled,
+and the ``xgboost`` package is not needed.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..estimators import from_forest
-from ..model import Forest, ForestBuilder, ModelFormatError
+from ..model import MAX_FEATURES, MAX_NODES, Forest, ForestBuilder, ModelFormatError
+from ..persistence import parse_json, read_model_file
 
 __all__ = ["from_xgboost_json", "XGBoostFormatError"]
 
@@ -45,10 +47,24 @@ def _get(d: Any, key: str, where: str) -> Any:
 
 
 def _int(value: Any, where: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise XGBoostFormatError(f"{where}: {value!r} is not an integer") from None
+    """An integer: a JSON integer or its decimal string (XGBoost writes its parameters as
+    strings); not a float, not a boolean."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and len(value) <= 20:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise XGBoostFormatError(f"{where}: {_brief(value)} is not an integer") from None
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` cut to 40 characters."""
+    if type(value) is int and value.bit_length() > 100:
+        return "a huge integer"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _base_score(text: Any, where: str) -> float:
@@ -69,14 +85,29 @@ def _base_score(text: Any, where: str) -> float:
     return value
 
 
-def _array(tree: dict[str, Any], key: str, n: int, dtype: Any, where: str) -> np.ndarray:
+ARRAY_TYPES = {"int": {int}, "float": {int, float}, "flag": {int, bool}}
+
+
+def _array(tree: dict[str, Any], key: str, n: int, kind: str, where: str) -> np.ndarray:
+    """``tree[key]``: a list of n JSON values of ``kind`` ("int", "float" or "flag": 0/1 or a
+    boolean), as int64, float64 or bool."""
     raw = _get(tree, key, where)
+    if not isinstance(raw, list):
+        raise XGBoostFormatError(f"{where}.{key}: expected a list, got {type(raw).__name__}")
+    allowed = ARRAY_TYPES[kind]
+    if not set(map(type, raw)) <= allowed:
+        i, bad = next((i, v) for i, v in enumerate(raw) if type(v) not in allowed)
+        raise XGBoostFormatError(f"{where}.{key}[{i}]: {_brief(bad)} has the wrong type")
+    if len(raw) != n:
+        raise XGBoostFormatError(f"{where}.{key}: expected {n} values, got {len(raw)}")
     try:
-        a = np.asarray(raw, dtype=dtype)
-    except (TypeError, ValueError):
-        raise XGBoostFormatError(f"{where}.{key}: values of the wrong type") from None
-    if a.ndim != 1 or a.size != n:
-        raise XGBoostFormatError(f"{where}.{key}: expected {n} values, got {a.size}")
+        a = np.array(raw, dtype=np.float64 if kind == "float" else np.int64)
+    except OverflowError:
+        raise XGBoostFormatError(f"{where}.{key}: a value is too large") from None
+    if kind == "flag":
+        if np.any((a != 0) & (a != 1)):
+            raise XGBoostFormatError(f"{where}.{key}: values must be 0 or 1")
+        return a != 0
     return a
 
 
@@ -88,20 +119,23 @@ def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, n
         raise XGBoostFormatError(f"{where}: a tree needs at least one node")
     if _int(param.get("size_leaf_vector", 1), where) > 1:
         raise XGBoostFormatError(f"{where}: vector leaves (multi-target trees) are not supported")
-    left = _array(tree, "left_children", n, np.int64, where)
-    right = _array(tree, "right_children", n, np.int64, where)
-    index = _array(tree, "split_indices", n, np.int64, where)
-    cond = _array(tree, "split_conditions", n, np.float64, where)
-    default_left = _array(tree, "default_left", n, np.int64, where) != 0
+    left = _array(tree, "left_children", n, "int", where)
+    right = _array(tree, "right_children", n, "int", where)
+    index = _array(tree, "split_indices", n, "int", where)
+    cond = _array(tree, "split_conditions", n, "float", where)
+    default_left = _array(tree, "default_left", n, "flag", where)
     split_type = tree.get("split_type")
-    if split_type is not None and np.any(_array(tree, "split_type", n, np.int64, where) != 0):
+    if split_type is not None and np.any(_array(tree, "split_type", n, "int", where) != 0):
         raise XGBoostFormatError(f"{where}: categorical splits are not supported")
     if tree.get("categories_nodes"):
         raise XGBoostFormatError(f"{where}: categorical splits are not supported")
-    gain = np.asarray(tree.get("loss_changes", np.zeros(n)), dtype=np.float64)
-    cover = np.asarray(tree.get("sum_hessian", np.zeros(n)), dtype=np.float64)
-    if gain.size != n or cover.size != n:
-        gain, cover = np.zeros(n), np.zeros(n)
+    gain, cover = np.zeros(n), np.zeros(n)
+    if isinstance(tree.get("loss_changes"), list) and isinstance(tree.get("sum_hessian"), list) \
+            and len(tree["loss_changes"]) == n and len(tree["sum_hessian"]) == n:
+        gain = _array(tree, "loss_changes", n, "float", where)
+        cover = _array(tree, "sum_hessian", n, "float", where)
+        if not (np.all(np.isfinite(gain)) and np.all(np.isfinite(cover))):
+            raise XGBoostFormatError(f"{where}: loss_changes and sum_hessian must be finite")
 
     out: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right",
                                                  "missing_left", "value", "gain", "cover")}
@@ -154,6 +188,69 @@ def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, n
     }
 
 
+def _read_doc(path: Path) -> Any:
+    """The file's JSON document (size, readability and JSON checked)."""
+    try:
+        data = read_model_file(path, "XGBoost model file")
+    except XGBoostFormatError:
+        raise
+    except ModelFormatError as exc:
+        raise XGBoostFormatError(str(exc)) from None
+    return parse_json(path, data, XGBoostFormatError, "JSON file",
+                      "; save the model with booster.save_model('model.json') (not UBJSON or pickle)")
+
+
+def _version(value: Any) -> list[int] | None:
+    """The XGBoost version that wrote the file ([major, minor, patch]), if it is one."""
+    if isinstance(value, list) and len(value) <= 4 and all(type(v) is int for v in value):
+        return value
+    return None
+
+
+def _header(learner: Any, where: str) -> tuple[str, int, float]:
+    """The objective, the feature count and the margin's base score (checked)."""
+    objective = _get(_get(learner, "objective", where + ".learner"), "name",
+                     where + ".learner.objective")
+    mparam = _get(learner, "learner_model_param", where + ".learner")
+    n_features = _int(_get(mparam, "num_feature", where), where + ".num_feature")
+    num_class = _int(mparam.get("num_class", 0), where + ".num_class")
+    num_target = _int(mparam.get("num_target", 1), where + ".num_target")
+    if num_class > 1 or num_target > 1:
+        raise XGBoostFormatError(f"{where}: multi-class or multi-target models (num_class="
+                                 f"{num_class}, num_target={num_target}) are not supported")
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
+        raise XGBoostFormatError(f"{where}: objective {_brief(objective)} is not supported; "
+                                 f"valid: {sorted(OBJECTIVES)}")
+    if not 1 <= n_features <= MAX_FEATURES:
+        raise XGBoostFormatError(f"{where}: num_feature={n_features}; need 1 to {MAX_FEATURES} "
+                                 "features")
+    base = _base_score(_get(mparam, "base_score", where), where)
+    if objective == "binary:logistic":
+        if not 0.0 < base < 1.0:
+            raise XGBoostFormatError(f"{where}: base_score {base} is not a probability in (0, 1)")
+        base = float(np.float32(-math.log(1.0 / base - 1.0)))
+    else:
+        base = float(np.float32(base))
+    return objective, n_features, base
+
+
+def _trees(learner: Any, where: str) -> list[Any]:
+    """The gbtree model's trees (one output group)."""
+    booster = _get(learner, "gradient_booster", where + ".learner")
+    name = booster.get("name") if isinstance(booster, dict) else None
+    if name != "gbtree":
+        raise XGBoostFormatError(f"{where}: booster {_brief(name)} is not supported (only "
+                                 "'gbtree'; 'dart' and 'gblinear' are refused)")
+    model = _get(booster, "model", where + ".gradient_booster")
+    trees = _get(model, "trees", where + ".gradient_booster.model")
+    if not isinstance(trees, list):
+        raise XGBoostFormatError(f"{where}: 'trees' must be a list")
+    info = model.get("tree_info", [0] * len(trees))
+    if not isinstance(info, list) or len(info) != len(trees) or any(_int(g, where) != 0 for g in info):
+        raise XGBoostFormatError(f"{where}: trees belong to several output groups (multi-class)")
+    return trees
+
+
 def from_xgboost_json(path: str | os.PathLike):
     """Read an XGBoost JSON model into a fitted hepbdt estimator.
 
@@ -168,67 +265,34 @@ def from_xgboost_json(path: str | os.PathLike):
     FileNotFoundError; XGBoostFormatError (a ValueError) naming the file and what is wrong.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"XGBoost model file {str(path)!r} does not exist")
     where = str(path)
-    try:
-        doc = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise XGBoostFormatError(f"{where}: not a JSON file ({exc}); save the model with "
-                                 "booster.save_model('model.json') (not UBJSON or pickle)") from None
+    doc = _read_doc(path)
     learner = _get(doc, "learner", where)
-    objective = _get(_get(learner, "objective", where + ".learner"), "name",
-                     where + ".learner.objective")
-    mparam = _get(learner, "learner_model_param", where + ".learner")
-    n_features = _int(_get(mparam, "num_feature", where), where + ".num_feature")
-    num_class = _int(mparam.get("num_class", 0), where + ".num_class")
-    num_target = _int(mparam.get("num_target", 1), where + ".num_target")
-    if num_class > 1 or num_target > 1:
-        raise XGBoostFormatError(f"{where}: multi-class or multi-target models (num_class="
-                                 f"{num_class}, num_target={num_target}) are not supported")
-    if objective not in OBJECTIVES:
-        raise XGBoostFormatError(f"{where}: objective {objective!r} is not supported; valid: "
-                                 f"{sorted(OBJECTIVES)}")
-    if n_features < 1:
-        raise XGBoostFormatError(f"{where}: num_feature={n_features}; need at least one feature")
-    base = _base_score(_get(mparam, "base_score", where), where)
-    if objective == "binary:logistic":
-        if not 0.0 < base < 1.0:
-            raise XGBoostFormatError(f"{where}: base_score {base} is not a probability in (0, 1)")
-        base = float(np.float32(-math.log(1.0 / base - 1.0)))
-    else:
-        base = float(np.float32(base))
-
-    booster = _get(learner, "gradient_booster", where + ".learner")
-    name = booster.get("name") if isinstance(booster, dict) else None
-    if name != "gbtree":
-        raise XGBoostFormatError(f"{where}: booster {name!r} is not supported (only 'gbtree'; "
-                                 "'dart' and 'gblinear' are refused)")
-    model = _get(booster, "model", where + ".gradient_booster")
-    trees = _get(model, "trees", where + ".gradient_booster.model")
-    if not isinstance(trees, list):
-        raise XGBoostFormatError(f"{where}: 'trees' must be a list")
-    info = model.get("tree_info", [0] * len(trees))
-    if not isinstance(info, list) or len(info) != len(trees) or any(_int(g, where) != 0 for g in info):
-        raise XGBoostFormatError(f"{where}: trees belong to several output groups (multi-class)")
-
+    objective, n_features, base = _header(learner, where)
     builder = ForestBuilder(n_features, base_score=base, aggregation="sum")
-    for t, tree in enumerate(trees):
-        builder.add(tree_weight=1.0, **_read_tree(tree, f"{where}: trees[{t}]", n_features))
+    n_nodes = 0
+    for t, tree in enumerate(_trees(learner, where)):
+        arrays = _read_tree(tree, f"{where}: trees[{t}]", n_features)
+        n_nodes += arrays["feature"].size
+        if n_nodes > MAX_NODES:
+            raise XGBoostFormatError(f"{where}: more than {MAX_NODES} nodes; larger models are refused")
+        builder.add(tree_weight=1.0, **arrays)
     forest: Forest = builder.build()
     kind = OBJECTIVES[objective]
     forest.extra = {"loss": "logistic" if kind == "classifier" else "squared",
                     "xgboost": {"objective": objective, "source": path.name,
-                                "version": doc.get("version")}}
+                                "version": _version(doc.get("version"))}}
     try:
         forest.validate(where)
     except ModelFormatError as exc:
         raise XGBoostFormatError(str(exc)) from None
     names = learner.get("feature_names") or [f"f{i}" for i in range(n_features)]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise XGBoostFormatError(f"{where}: feature_names must be a list of names")
     if len(names) != n_features:
         raise XGBoostFormatError(f"{where}: {len(names)} feature names for {n_features} features")
     max_depth = forest.max_depth
     params = {"boosting": "newton", "n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
     if kind == "regressor":
         params["loss"] = "squared"
-    return from_forest(kind, forest, [str(n) for n in names], params)
+    return from_forest(kind, forest, names, params)

@@ -127,7 +127,7 @@ class Dataset:
         if event is None:
             self.event = np.arange(n, dtype=np.int64)
         else:
-            self.event = self._vector(event, n, "event").astype(np.int64, copy=copy)
+            self.event = _event_numbers(self._vector(event, n, "event"), copy)
 
         if feature_names is None:
             feature_names = [f"f{j}" for j in range(m)]
@@ -387,11 +387,62 @@ class Dataset:
             if not total > 0:
                 raise InputError(
                     f"cannot normalise: the weights of class {cls} sum to {total:g} "
-                    "(<= 0); use norm='none'"
+                    "(<= 0); use no normalisation (norm = \"none\" in [split] of the "
+                    "configuration, norm='none' in Python)"
                 )
             target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
             w[mask] *= target / total
         return self.replace(w=w)
+
+
+def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
+    """A mask of the values that are not integers in int64's range (NaN, +-inf, fractions,
+    beyond +-2**63, or not numbers at all); floats that are exact integers are valid."""
+    kind = values.dtype.kind
+    if kind in "bi":
+        return np.zeros(values.shape, dtype=bool)
+    if kind == "u":
+        return values > np.iinfo(np.int64).max
+    if kind == "f":
+        with np.errstate(invalid="ignore"):
+            return ~(np.isfinite(values) & (values == np.floor(values))
+                     & (values >= -(2.0**63)) & (values < 2.0**63))
+    if kind == "O":
+        return np.fromiter((not _is_int64(v) for v in values), dtype=bool, count=len(values))
+    return np.ones(values.shape, dtype=bool)
+
+
+def _is_int64(value: Any) -> bool:
+    """True for a number (of any type) that is an integer in int64's range."""
+    if isinstance(value, bool | np.bool_ | int | np.integer):
+        return -(2**63) <= int(value) < 2**63
+    if isinstance(value, float | np.floating):
+        return bool(np.isfinite(value)) and float(value).is_integer() and (
+            -(2.0**63) <= float(value) < 2.0**63)
+    return False
+
+
+def shown_number(value: Any) -> str:
+    """A value for a message: ``nan``, ``1.5``, ``1e+30``, ``18446744073709551615``."""
+    if isinstance(value, float | np.floating):
+        return repr(float(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return repr(value)
+
+
+def _event_numbers(values: np.ndarray, copy: bool) -> np.ndarray:
+    """The event identifiers as int64; InputError (count, first) when some are not integers."""
+    bad = invalid_event_numbers(values)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"event numbers must be integers in int64's range (k-fold training assigns folds "
+            f"by them): {int(np.count_nonzero(bad))} of {len(values)} are not (NaN, infinite, "
+            f"fractional or beyond +-2**63); the first, event[{first}], is "
+            f"{shown_number(values[first])}"
+        )
+    return values.astype(np.int64, copy=copy)
 
 
 def _check_norm(norm: str) -> str:

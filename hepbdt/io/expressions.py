@@ -23,6 +23,14 @@ event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-eve
 Flat branches are evaluated as NumPy arrays and jagged ones as Awkward arrays; a finished
 expression is turned into one number per event by :func:`to_column`. This module knows
 nothing about files; :mod:`hepbdt.io.samples` adds the file and tree to error messages.
+
+Bounds: an expression has at most :data:`MAX_EXPRESSION_CHARS` (100,000) characters and
+at most :data:`MAX_NESTING` (200) levels of nesting, counted on the parsed expression:
+each parenthesis or bracket, call, subscript and operator (``- - x`` is three levels,
+``a + b + c`` three, since Python nests ``(a + b) + c``). Beyond them an expression is
+refused with an :class:`ExpressionError` before it is evaluated, and the length is checked
+before Python's parser sees the text (which fails on deep nesting with RecursionError,
+MemoryError or "too many nested parentheses").
 """
 
 from __future__ import annotations
@@ -38,7 +46,15 @@ import numpy as np
 
 from hepbdt.io.errors import ExpressionError, close_names
 
-__all__ = ["Expression", "FUNCTIONS", "CONSTANTS", "to_column"]
+__all__ = ["Expression", "FUNCTIONS", "CONSTANTS", "to_column", "quote_expression",
+           "MAX_EXPRESSION_CHARS", "MAX_NESTING"]
+
+#: The longest expression text accepted, in characters.
+MAX_EXPRESSION_CHARS = 100_000
+#: The deepest nesting accepted (parentheses, brackets, calls, operators: see the module doc).
+MAX_NESTING = 200
+# Texts longer than this are shortened in error messages.
+_SHOWN_CHARS = 200
 
 CONSTANTS: dict[str, float] = {"pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan}
 
@@ -240,14 +256,27 @@ class Expression:
             raise ExpressionError(f"{role} must be a string expression, not {text!r}")
         self.text = text
         self.role = role
+        if len(text) > MAX_EXPRESSION_CHARS:
+            raise self._fail(f"{len(text):,} characters, more than the "
+                             f"{MAX_EXPRESSION_CHARS:,} an expression may have")
         self._source = _Source(text.strip())
         self._quoted = self._source.quoted
         if not self._source.source:
             raise ExpressionError(f"{role} expression is empty")
+        depth = _bracket_depth(self._source.source)
+        if depth > MAX_NESTING:
+            raise self._too_deep(f"{depth} parentheses or brackets deep")
         try:
             tree = ast.parse(self._source.source, mode="eval")
         except SyntaxError as err:
+            if "too many nested" in err.msg or "too complex" in err.msg:
+                raise self._too_deep("too deeply") from None
             raise self._syntax_error(err) from None
+        except (RecursionError, MemoryError):  # Python's parser on deep nesting
+            raise self._too_deep("too deeply") from None
+        depth = _tree_depth(tree.body)
+        if depth > MAX_NESTING:
+            raise self._too_deep(f"{depth} levels deep")
         self._node = tree.body
         names: set[str] = set()
         self._check(self._node, names)
@@ -265,9 +294,11 @@ class Expression:
             at = self._source.written_at(index)
             line_start = written.rfind("\n", 0, at) + 1
             line_end = len(written) if "\n" not in written[at:] else written.index("\n", at)
+            line_start, line_end = max(line_start, at - 70), min(line_end, at + 70)
             pointer = f"\n    {written[line_start:line_end]}\n    {' ' * (at - line_start)}^"
         return ExpressionError(
-            f"{self.role} expression {self.text!r} does not parse: {err.msg}{pointer}\n"
+            f"{self.role} expression {quote_expression(self.text)} does not parse: "
+            f"{err.msg}{pointer}\n"
             "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
             "&& || ! (or and, or, not) to combine conditions, & | ~ (with parentheses "
             "around comparisons), subscripts such as x[:, 0], and the functions "
@@ -280,7 +311,14 @@ class Expression:
     # -- validation ---------------------------------------------------------------
 
     def _fail(self, what: str) -> ExpressionError:
-        return ExpressionError(f"{self.role} expression {self.text!r}: {what}")
+        return ExpressionError(f"{self.role} expression {quote_expression(self.text)}: {what}")
+
+    def _too_deep(self, how: str) -> ExpressionError:
+        """The error for an expression nested beyond :data:`MAX_NESTING`."""
+        return self._fail(
+            f"nested {how} (parentheses, brackets, calls and operators: a + b + c and - - x "
+            f"nest a level per operator); at most {MAX_NESTING} levels are allowed, simplify it"
+        )
 
     def _name_of(self, node: ast.AST) -> str | None:
         """The branch name a Name or dotted Attribute chain stands for, else None."""
@@ -642,11 +680,44 @@ class Expression:
         if _is_flat(mask):
             raise self._fail(
                 f"mask {ast.unparse(index)!r} has one value per event; a subscript selects "
-                "elements within events (x[x > 30]); select events with cut= instead"
+                "elements within events (x[x > 30]); select events with cut= (Python) or cut = "
+                "\"...\" (a sample's table in the configuration) instead"
             )
         if isinstance(value, np.ndarray):
             value = ak.from_numpy(value, regulararray=True)
         return value[mask]
+
+
+def quote_expression(text: str) -> str:
+    """``repr(text)`` for a message, shortened (with the length) beyond 200 characters."""
+    if len(text) <= _SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARS // 2]!r}... ({len(text):,} characters)"
+
+
+def _bracket_depth(source: str) -> int:
+    """The deepest nesting of parentheses and brackets in ``source`` (one pass, no parser)."""
+    depth = deepest = 0
+    for ch in source:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
+
+
+def _tree_depth(node: ast.AST) -> int:
+    """Levels of expression nodes below and including ``node`` (without recursion); stops
+    counting past :data:`MAX_NESTING`."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack and deepest <= MAX_NESTING:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + 1 if isinstance(child, ast.expr) else depth))
+    return deepest
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -770,14 +841,16 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
                 "or mean(x)"
             )
             raise ExpressionError(
-                f"{expression.role} expression {expression.text!r} gives a list per event, "
+                f"{expression.role} expression {quote_expression(expression.text)} gives a list "
+                f"per event, "
                 f"not one number; reduce it, e.g. {hint}"
             )
         if np.issubdtype(dtype, np.floating):
             value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
         elif ak.any(ak.is_none(value)):
             raise ExpressionError(
-                f"{expression.role} expression {expression.text!r} is missing for some "
+                f"{expression.role} expression {quote_expression(expression.text)} is missing for "
+                "some "
                 "events (an empty list); it must have a value for every event"
             )
         value = ak.to_numpy(value, allow_missing=False)
@@ -785,12 +858,14 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
         return np.full(n_events, value, dtype=dtype)
     if value.ndim != 1:
         raise ExpressionError(
-            f"{expression.role} expression {expression.text!r} gives {value.shape[1:]} "
+            f"{expression.role} expression {quote_expression(expression.text)} gives "
+            f"{value.shape[1:]} "
             "values per event, not one; select one, e.g. x[:, 0]"
         )
     if len(value) != n_events:  # pragma: no cover - guarded by awkward broadcasting
         raise ExpressionError(
-            f"{expression.role} expression {expression.text!r} gives {len(value)} values "
+            f"{expression.role} expression {quote_expression(expression.text)} gives "
+            f"{len(value)} values "
             f"for {n_events} events"
         )
     return value.astype(dtype, copy=False)

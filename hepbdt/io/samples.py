@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import lzma
 import os
+import stat
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ import numpy as np
 import uproot
 
 from hepbdt._util import Progress
-from hepbdt.io.dataset import Dataset
+from hepbdt.io.dataset import Dataset, invalid_event_numbers, shown_number
 from hepbdt.io.errors import (
     BadValueError,
     BranchTypeError,
@@ -41,7 +42,7 @@ from hepbdt.io.errors import (
     close_names,
     describe_choices,
 )
-from hepbdt.io.expressions import CONSTANTS, Expression, to_column
+from hepbdt.io.expressions import CONSTANTS, Expression, quote_expression, to_column
 
 __all__ = ["Sample", "read", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
 
@@ -193,7 +194,28 @@ def _split_object_path(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
+def _not_a_file_message(path: str, context: str) -> str | None:
+    """What ``path`` is when it exists but is not a regular file (a directory, a FIFO...)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        pattern = os.path.join(path, "*.root")
+        return (f"{context}: {path!r} is a directory, not a ROOT file; give the files in it, "
+                f"e.g. the glob {pattern!r}")
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+    return (f"{context}: {path!r} is not a regular file ({kind}); a ROOT file is read from a "
+            "regular file")
+
+
 def _missing_file_message(path: str, context: str) -> str:
+    not_a_file = _not_a_file_message(path, context)
+    if not_a_file is not None:
+        return not_a_file
     directory = os.path.dirname(path) or "."
     message = f"{context}: file {path!r} does not exist"
     if not os.path.isdir(directory):
@@ -254,6 +276,9 @@ def resolve_sources(
                     f"{context}: the pattern {path!r} matches no file; "
                     "check the directory and the wildcard"
                 )
+            for match in paths:
+                if not os.path.isfile(match):
+                    raise MissingFileError(_missing_file_message(match, context))
         else:
             if not os.path.isfile(path):
                 raise MissingFileError(_missing_file_message(path, context))
@@ -298,7 +323,8 @@ def get_tree(file: Any, source: Source, context: str) -> Any:
             )
         raise MissingTreeError(
             f"{context}: file {source.path!r} has several trees ({describe_choices(names)}); "
-            "choose one with tree='...' or 'file.root:tree'"
+            "name one: tree = \"NAME\" in the configuration (tree='NAME' in Python), or "
+            "'file.root:NAME'"
         )
     name = source.tree.split(";")[0]
     classnames = file.classnames(cycle=False)
@@ -868,7 +894,7 @@ def _fill_chunk(
                 f"{reader.where}: weight {weight.text!r} is not finite for "
                 f"{int(np.count_nonzero(bad))} event(s); the first, entry {first}, is {kind}. "
                 "Check the branches in the expression (0/0, log of 0), or select those "
-                "events away with cut=."
+                "events away with a cut (cut = \"...\" in the sample's table, cut= in Python)."
             )
         out.w[rows] = values * plan.sample.scale
 
@@ -884,7 +910,8 @@ def _fill_chunk(
                 raise BadValueError(
                     f"{reader.where}: target {target.text!r} is NaN or infinite for "
                     f"{int(np.count_nonzero(bad))} event(s), the first at entry {first}; "
-                    "a regression target must be finite: select those events away with cut="
+                    "a regression target must be finite: select those events away with a cut "
+                    "(cut = \"...\" in the sample's table, cut= in Python)"
                 )
             out.y[rows] = values
 
@@ -892,7 +919,7 @@ def _fill_chunk(
     if event_expression is None:
         out.event[rows] = entries + chain_offset
     else:
-        out.event[rows] = _evaluate(reader, event_expression, arrays, n, np.int64)
+        out.event[rows] = _event_column(reader, event_expression, arrays, entries)
     out.sample_index[rows] = plan.sample_index
     return filled + n
 
@@ -904,6 +931,34 @@ def _evaluate(
         return to_column(expression.evaluate(arrays), n, dtype, expression)
     except ExpressionError as err:
         raise ExpressionError(f"{reader.where}: {err}") from err
+
+
+def _event_column(
+    reader: TreeReader, expression: Expression, arrays: dict[str, Any], entries: np.ndarray
+) -> np.ndarray:
+    """The event expression on one chunk as int64, read in its own type (an int64 beyond
+    2**53 stays exact); BadValueError when some values are not integers in int64's range."""
+    try:
+        value = expression.evaluate(arrays)
+        if isinstance(value, ak.Array) and value.ndim == 1 and not ak.any(ak.is_none(value)):
+            value = ak.to_numpy(value, allow_missing=False)
+        exact = isinstance(value, np.ndarray) and value.dtype.kind in "biu"
+        values = to_column(value, len(entries), value.dtype if exact else np.float64, expression)
+    except ExpressionError as err:
+        raise ExpressionError(f"{reader.where}: {err}") from err
+    bad = invalid_event_numbers(values)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise BadValueError(
+            f"{reader.where}: event expression {quote_expression(expression.text)} is not an "
+            f"integer event number (NaN, infinite, fractional or beyond +-2**63) for "
+            f"{int(np.count_nonzero(bad))} event(s) of the {len(entries)} read from entries "
+            f"{int(entries[0])} to {int(entries[-1])}; the first, entry {int(entries[index])}, "
+            f"is {shown_number(values[index])}. k-fold training assigns folds by event number: "
+            "give the event-number branch (event = \"event\"), or select those events away "
+            "with a cut"
+        )
+    return values.astype(np.int64, copy=False)
 
 
 def fill_rows(X: np.ndarray, start: int, columns: Sequence[np.ndarray]) -> None:
@@ -942,9 +997,9 @@ def feature_column(
             raise BadValueError(
                 f"{reader.where}: feature {expression.text!r} is infinite (or beyond the "
                 f"float32 range) for {int(np.count_nonzero(infinite))} event(s), the first "
-                f"at entry {int(entries[np.flatnonzero(infinite)[0]])}. Pass "
-                "inf_as_missing=True to treat +-inf as missing (NaN), or cut those events "
-                "away."
+                f"at entry {int(entries[np.flatnonzero(infinite)[0]])}. To treat +-inf as "
+                "missing (NaN), set inf_as_missing = true at the top of the configuration "
+                "(inf_as_missing=True in Python), or cut those events away."
             )
         values[infinite] = np.nan
     return values
