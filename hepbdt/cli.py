@@ -223,6 +223,7 @@ def _message(exc: BaseException) -> str:
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import check_inputs, default_output_dir, load_config, train
+    from hepbdt.analysis.estimate import estimate_lines
 
     config = load_config(config_path or args.config, args.overrides,
                          output=getattr(args, "output", None))
@@ -230,6 +231,7 @@ def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = Non
     if getattr(args, "check", False):
         print(f"{config.path}: OK ({len(config.samples)} samples, {len(config.features)} "
               f"features, {config.task}); outputs would go to {default_output_dir(config)}/")
+        print(*estimate_lines(config), sep="\n")
         return 0
     result = train(config, progress=args.progress, echo=_echo(args.progress))
     print(result.summary)

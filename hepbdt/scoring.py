@@ -26,7 +26,7 @@ from .io.samples import (
     FileSpec,
     Source,
     TreeReader,
-    _evaluate,
+    _event_column,
     _open_file,
     decompression_threads,
     feature_column,
@@ -286,6 +286,6 @@ def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int |
             if job.event is None:
                 ids = entries + chain_offset
             else:
-                ids = _evaluate(reader, job.event, arrays, len(entries), np.int64)
+                ids = _event_column(reader, job.event, arrays, entries)
             yield {**job.score(X, ids, reader.where), job.id_name: ids}
             bar.update(stop - start)

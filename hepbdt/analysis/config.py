@@ -342,8 +342,8 @@ class _AliasTable:
                                for m in uses)
         if size > MAX_EXPRESSION_CHARS:
             raise ValueError(f"expands to {size:,} characters{what}, more than the "
-                             f"{MAX_EXPRESSION_CHARS:,} an expression may have (an alias "
-                             "used twice at each level doubles at each level)")
+                             f"{MAX_EXPRESSION_CHARS:,} an expression may have (each use of "
+                             "an alias copies its whole expansion)")
         pieces, end = [], 0
         for m in uses:
             pieces += [text[end:m.start()], "(", self.expanded[m.group(0)], ")"]
@@ -351,19 +351,25 @@ class _AliasTable:
         return "".join([*pieces, text[end:]])
 
     def _report_cycles(self) -> None:
-        """One problem per cycle, on its first alias in the file's order."""
+        """One problem per cycle, on the alias where a walk from the first unresolved alias
+        (in the file's order) enters it; the aliases that use a cycle add none."""
         left = [name for name in self.texts if name not in self.expanded and name not in self.bad]
         for start in left:
             if start in self.bad:
                 continue
-            path = [start]
-            while path[-1] not in path[:-1] and path[-1] not in self.bad:
-                path.append(next(m.group(0) for m in self.uses[path[-1]]
-                                 if m.group(0) not in self.expanded))
+            path, on_path = [start], {start}
+            while path[-1] not in self.bad:
+                step = next(m.group(0) for m in self.uses[path[-1]]
+                            if m.group(0) not in self.expanded)
+                path.append(step)
+                if step in on_path:
+                    break
+                on_path.add(step)
             if path[-1] not in self.bad:
                 cycle = path[path.index(path[-1]):]
+                shown = cycle if len(cycle) <= 8 else [*cycle[:3], "...", *cycle[-2:]]
                 self.problems.add("aliases", cycle[0], f"alias {cycle[0]!r} refers to itself "
-                                  f"({' -> '.join(cycle)})")
+                                  f"({' -> '.join(shown)})")
                 self.bad.update(cycle)
             self.bad.update(path)
 

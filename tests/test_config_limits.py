@@ -1,0 +1,261 @@
+"""Limits on what a configuration may ask for: alias bombs, deep expressions, event numbers
+that are not integers, resource options set by mistake, and messages in TOML's spelling."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hepbdt.analysis import ConfigError, check_inputs, load_config
+from hepbdt.analysis.estimate import SECONDS_PER_EVENT_FEATURE_TREE, estimate_lines
+from hepbdt.estimators import BDTClassifier, BDTRegressor, ParameterError
+from hepbdt.io import BadValueError, Dataset, ExpressionError, InputError, Sample, read
+from hepbdt.io.expressions import MAX_EXPRESSION_CHARS, MAX_NESTING, Expression
+from hepbdt.tmva_options import MAX_TREES, TMVAOptionError, parse_tmva_options
+from tests.faults import DATA, tiny_config
+
+
+def _problems(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    return str(info.value)
+
+
+def _bomb(n: int = 40) -> str:
+    return 'a0 = "HT"\n' + "".join(f'a{i} = "a{i - 1} + a{i - 1}"\n' for i in range(1, n + 1))
+
+
+def _chain(n: int) -> str:
+    return 'b0 = "HT"\n' + "".join(f'b{i} = "b{i - 1} + 1"\n' for i in range(1, n + 1))
+
+
+# -- aliases -------------------------------------------------------------------------------
+
+
+def test_alias_bomb_is_refused_quickly_naming_the_alias(tmp_path: Path) -> None:
+    start = time.perf_counter()
+    message = _problems(tiny_config(tmp_path, features='["HT", "a40"]', aliases=_bomb()))
+    assert time.perf_counter() - start < 5
+    # a14 is the first alias whose expansion passes 100,000 characters (9 * 2**14 - 7)
+    assert message.count("\n") == 0, message
+    assert "[aliases] a14: expands to 147,449 characters" in message
+    assert "100,000" in message
+
+
+def test_unused_alias_bomb_is_refused_too(tmp_path: Path) -> None:
+    message = _problems(tiny_config(tmp_path, aliases='pt1 = "Jet_pt[:, 0]"\n' + _bomb(20)))
+    assert "[aliases] a14: expands to" in message
+
+
+def test_moderate_aliases_expand_once_each(tmp_path: Path) -> None:
+    config = load_config(tiny_config(tmp_path, features='["HT", "a10"]', aliases=_bomb(10)))
+    expression = config.feature_expressions[1]
+    assert len(expression) == 9 * 2**10 - 7 and expression.count("HT") == 2**10
+
+
+def test_deep_alias_chain_is_refused(tmp_path: Path) -> None:
+    message = _problems(tiny_config(tmp_path, features='["HT", "b150"]', aliases=_chain(150)))
+    assert message.count("\n") == 0, message
+    assert "[aliases] b100: nests 101 aliases deep (b100 -> b99 -> ... -> b0)" in message
+    assert "more than the 100 allowed" in message
+    config = load_config(tiny_config(tmp_path, features='["HT", "b60"]', aliases=_chain(60)))
+    assert config.feature_expressions[1].count("+ 1") == 60
+
+
+def test_alias_cycles_are_named(tmp_path: Path) -> None:
+    message = _problems(tiny_config(tmp_path, aliases='pt1 = "2 * x"\nx = "y"\ny = "pt1"'))
+    assert "refers to itself (pt1 -> x -> y -> pt1)" in message
+    assert message.count("\n") == 0, message
+    message = _problems(tiny_config(tmp_path, aliases='pt1 = "pt1 + 1"'))
+    assert "[aliases] pt1: alias 'pt1' refers to itself (pt1 -> pt1)" in message
+
+
+def test_expanded_expression_over_the_bound_names_its_key(tmp_path: Path) -> None:
+    long_sum = " + ".join(["a13"] * 3)
+    message = _problems(tiny_config(tmp_path, features=f'["HT", "{long_sum}"]',
+                                    aliases=_bomb(13)))
+    assert "features: expands to 221,175 characters with its aliases" in message
+
+
+# -- expressions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, words", [
+    ("(" * 10000 + "x" + ")" * 10000, "nested"),
+    ("-" * 100000 + "x", "characters"),
+    ("-" * 5000 + "x", "nested"),
+    ("-" * 300 + "x", "nested"),
+    ("a+" * 200000 + "a", "characters"),
+    ("a+" * 40000 + "a", "nested"),
+    ("sqrt(" * 250 + "x" + ")" * 250, "nested"),
+    ("x[" * 300 + "0" + "]" * 300, "nested"),
+])
+def test_deep_or_long_expressions_are_refused(text: str, words: str) -> None:
+    with pytest.raises(ExpressionError) as info:
+        Expression(text, "cut")
+    message = str(info.value)
+    assert isinstance(info.value, InputError) and isinstance(info.value, ValueError)
+    assert words in message and len(message) < 1000
+    assert f"{MAX_NESTING}" in message or f"{MAX_EXPRESSION_CHARS:,}" in message
+
+
+def test_expressions_within_the_bounds_work() -> None:
+    x = np.arange(4.0)
+    assert np.array_equal(Expression("(" * 150 + "x" + ")" * 150).evaluate({"x": x}), x)
+    assert np.array_equal(Expression("-" * 150 + "x").evaluate({"x": x}), x)
+    sum_of_150 = Expression(" + ".join(["x"] * 150))
+    assert np.array_equal(sum_of_150.evaluate({"x": x}), 150 * x)
+
+
+def test_long_text_is_shortened_in_messages() -> None:
+    with pytest.raises(ExpressionError) as info:
+        Expression("x + " * 20000 + "(", "weight")
+    assert len(str(info.value)) < 2000
+
+
+# -- event numbers -------------------------------------------------------------------------
+
+
+def test_dataset_refuses_events_that_are_not_int64() -> None:
+    X = np.zeros((5, 1))
+    with pytest.raises(InputError) as info:
+        Dataset(X, event=[0.0, 1.5, np.nan, 2**64, np.inf])
+    message = str(info.value)
+    assert "4 of 5" in message and "event[1]" in message and "1.5" in message
+    with pytest.raises(InputError, match="event\\[0\\]"):
+        Dataset(np.zeros((1, 1)), event=np.array([2**63], dtype=np.uint64))
+    with pytest.raises(InputError, match="event\\[1\\]"):
+        Dataset(np.zeros((2, 1)), event=np.array([1, 2**70], dtype=object))
+    big = 2**62 + 1
+    assert Dataset(np.zeros((3, 1)), event=[1.0, -4.0, 9.0]).event.tolist() == [1, -4, 9]
+    assert Dataset(np.zeros((1, 1)), event=np.array([big], dtype=np.uint64)).event[0] == big
+    assert Dataset(np.zeros((1, 1)), event=[True]).event[0] == 1
+
+
+@pytest.mark.parametrize("event, bad", [("HT / 0 * 0", "nan"), ("event + 0.5", "1000001.5"),
+                                        ("HT * 1e30", "e+")])
+def test_read_refuses_event_expressions_that_are_not_integers(event: str, bad: str) -> None:
+    sample = Sample("signal", DATA / "signal.root", tree="Events", label=1)
+    with pytest.raises(BadValueError) as info:
+        read(sample, ["HT"], event=event)
+    message = str(info.value)
+    assert "signal.root" in message and "'Events'" in message and repr(event) in message
+    assert "event(s) of the 25000 read from entries 0 to 24999" in message
+    assert "the first, entry 0, is" in message and bad in message
+
+
+def test_read_accepts_integral_floats_as_events() -> None:
+    sample = Sample("signal", DATA / "signal.root", tree="Events", label=1)
+    exact = read(sample, ["HT"], event="event")
+    floats = read(sample, ["HT"], event="event * 1.0")
+    assert floats.event.dtype == np.int64 and np.array_equal(exact.event, floats.event)
+
+
+# -- resource options ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"n_trees": 2**63 - 1}, "n_trees"), ({"n_trees": MAX_TREES + 1}, "n_trees"),
+    ({"early_stopping_rounds": 10**9}, "early_stopping_rounds"),
+    ({"n_iter_no_change": 10**9}, "n_iter_no_change"),
+    ({"n_iter_no_change": 2.5}, "n_iter_no_change"),
+    ({"random_state": -1}, "random_state"), ({"random_state": 2**64}, "random_state"),
+    ({"n_cuts": 10**9}, "n_cuts"),
+])
+def test_estimator_bounds(params: dict, name: str) -> None:
+    for cls in (BDTClassifier, BDTRegressor):
+        with pytest.raises(ParameterError) as info:
+            cls(**params).check_params()
+        assert info.value.param == name and name in str(info.value)
+    BDTClassifier(n_trees=MAX_TREES, random_state=2**32, early_stopping_rounds=5).check_params()
+
+
+def test_tmva_ntrees_is_bounded_and_float_text_understood() -> None:
+    with pytest.raises(TMVAOptionError, match=r"NTrees=1e\+23.*\[1, 100000\]"):
+        parse_tmva_options("NTrees=1e23")
+    with pytest.raises(TMVAOptionError, match=r"NTrees.*\[1, 100000\]"):
+        parse_tmva_options("NTrees=100000000000000000000000")
+    with pytest.raises(TMVAOptionError, match="expected an integer"):
+        parse_tmva_options("NTrees=1.5")
+    assert parse_tmva_options("NTrees=1e3")["n_trees"] == 1000
+    assert parse_tmva_options("NTrees=850.0")["n_trees"] == 850
+    with pytest.raises(TMVAOptionError, match="expected a number"):
+        parse_tmva_options("NTrees=many")
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"method": "n_trees = 9223372036854775807"}, r"[method] n_trees: n_trees=9223372036854775807"
+     " is not valid; expected an integer in [1, 100000]"),
+    ({"method": 'tmva_options = "NTrees=1e23:MaxDepth=2"'}, "[method] tmva_options: TMVA option "
+     "NTrees=1e+23"),
+    ({"split": "kfold = 100000"}, "[split] kfold: 100000 folds: k-fold needs k >= 2 and "
+     "k <= 100"),
+    ({"split": "kfold = 1"}, "[split] kfold: 1 folds: k-fold needs k >= 2 and k <= 100"),
+    ({"split": "seed = -1"}, "[split] seed: -1 is not a seed; expected an integer >= 0"),
+    ({"method": "n_trees = 3\nrandom_state = -1"}, "[method] random_state: random_state=-1"),
+    ({"method": "n_trees = 3\nearly_stopping_rounds = 1000000000"},
+     "[method] early_stopping_rounds:"),
+    ({"extra": "permutation_repeats = 1000000000"}, "[output] permutation_repeats: must be"),
+])
+def test_config_bounds(tmp_path: Path, kwargs: dict, expected: str) -> None:
+    message = _problems(tiny_config(tmp_path, **kwargs))
+    assert expected in message and message.count("\n") == 0, message
+
+
+def test_estimate_lines(tmp_path: Path) -> None:
+    # 50,000 entries, 99 x 50,000 events trained, 3 features, 100,000 trees of depth 10:
+    # about 4 hours at the measured cost
+    config = load_config(tiny_config(tmp_path, method="n_trees = 100000\nmax_depth = 10",
+                                     split="kfold = 100"))
+    check_inputs(config)
+    lines = estimate_lines(config, available_bytes=10**12)
+    assert "up to 50,000 events (entries before cuts) x 3 features x 100,000 trees" in lines[0]
+    assert any(line.startswith("warning:") and "1 hour" in line for line in lines), lines
+    small = estimate_lines(load_config(tiny_config(tmp_path)), available_bytes=10**12)
+    assert len(small) == 1 and "warning" not in small[0]
+    tight = estimate_lines(load_config(tiny_config(tmp_path)), available_bytes=10**6)
+    assert any(line.startswith("warning:") and "memory" in line for line in tight), tight
+    kfold = estimate_lines(load_config(tiny_config(tmp_path, split="kfold = 5")))
+    assert "5 folds" in kfold[0] and "split" not in kfold[0]
+    assert 1e-11 < SECONDS_PER_EVENT_FEATURE_TREE < 1e-7
+
+
+def test_estimate_counts_without_reading_and_survives_missing_files(tmp_path: Path) -> None:
+    config = load_config(tiny_config(tmp_path))
+    config.samples[0].files = [str(tmp_path / "gone.root")]
+    lines = estimate_lines(config)
+    assert lines and "events" in lines[0]
+
+
+# -- messages in TOML's spelling ------------------------------------------------------------
+
+
+def test_sample_path_that_is_a_directory_or_fifo(tmp_path: Path) -> None:
+    folder = tmp_path / "ntuples.root"
+    folder.mkdir()
+    sample = Sample("s", folder, tree="Events", label=1)
+    with pytest.raises(InputError, match="is a directory, not a ROOT file"):
+        read(sample, ["HT"])
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "pipe.root"
+        os.mkfifo(fifo)
+        with pytest.raises(InputError, match="is not a regular file"):
+            read(Sample("s", fifo, tree="Events", label=1), ["HT"])
+
+
+def test_config_path_that_is_a_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "a.toml"
+    folder.mkdir()
+    assert "is a directory, not a configuration file" in _problems(folder)
+
+
+def test_inf_message_gives_the_toml_spelling() -> None:
+    sample = Sample("signal", DATA / "signal.root", tree="Events", label=1)
+    with pytest.raises(BadValueError) as info:
+        read(sample, ["1 / (HT - HT)"])
+    message = str(info.value)
+    assert "inf_as_missing = true" in message and "inf_as_missing=True" in message
