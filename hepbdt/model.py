@@ -37,7 +37,8 @@ from .engine.predict import (
 )
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
-           "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "tree_text"]
+           "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "check_node_count",
+           "tree_text"]
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
@@ -71,6 +72,13 @@ def check_model_size(where: str, n_bytes: int) -> None:
     if n_bytes > MAX_MODEL_BYTES:
         raise ModelFormatError(f"{where}: the file has {n_bytes} bytes; model files of more "
                                f"than {MAX_MODEL_BYTES >> 20} MiB are refused")
+
+
+def check_node_count(where: str, n_nodes: int) -> None:
+    """ModelFormatError when a model has more than ``MAX_NODES`` nodes."""
+    if n_nodes > MAX_NODES:
+        raise ModelFormatError(f"{where}: {n_nodes} nodes or more; forests of more than "
+                               f"{MAX_NODES} nodes are refused")
 
 
 @dataclass
@@ -243,7 +251,7 @@ class Forest:
         too_big = np.abs(arrays["threshold"]) > np.finfo(X_DTYPE).max
         if np.any(too_big & np.isfinite(arrays["threshold"])):
             node = int(np.flatnonzero(too_big & np.isfinite(arrays["threshold"]))[0])
-            raise ModelFormatError(f"{where}.threshold[{node}]: {arrays['threshold'][node]!r} is "
+            raise ModelFormatError(f"{where}.threshold[{node}]: {float(arrays['threshold'][node])!r} is "
                                    f"outside the float32 range (use \"Infinity\")")
         arrays = {k: arrays[k].astype(dt) for k, dt in NODE_ARRAYS.items()}
         offsets = _int_array(d, "tree_offsets", where, 0, n)
@@ -311,9 +319,7 @@ def _node_count(d: dict[str, Any], where: str) -> int:
     feature = d["feature"]
     if not isinstance(feature, list):
         raise ModelFormatError(f"{where}.feature: expected a list, got {type(feature).__name__}")
-    if len(feature) > MAX_NODES:
-        raise ModelFormatError(f"{where}: {len(feature)} nodes; forests of more than {MAX_NODES} "
-                               "nodes are refused")
+    check_node_count(where, len(feature))
     return len(feature)
 
 

@@ -84,7 +84,7 @@ def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
         raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
     version = doc.get("format_version")
     if type(version) is not int or version != FORMAT_VERSION:
-        raise ModelFormatError(f"{path}: format_version {version!r} is not supported "
+        raise ModelFormatError(f"{path}: format_version {_brief(version)} is not supported "
                                f"(this hepbdt reads version {FORMAT_VERSION})")
     try:
         return estimator_from_dict(doc)
@@ -167,9 +167,9 @@ def _bad_param(cls: type[BDTClassifier] | type[BDTRegressor], params: dict[str, 
 
 def _is_label(value: Any) -> bool:
     """A class label of a model file: a string, a boolean or a finite number."""
-    if isinstance(value, str | bool):
+    if isinstance(value, str | bool | int):
         return True
-    return isinstance(value, int | float) and math.isfinite(float(value))
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _losses(value: Any, key: str) -> list[float] | None:

@@ -21,7 +21,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..estimators import from_forest
-from ..model import MAX_NODES, Forest, ForestBuilder, ModelFormatError
+from ..model import Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import read_model_file
 from ..tmva_options import parse_tmva_options
 from .tmva_export import (
@@ -315,8 +315,10 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
     for t, bt in enumerate(bts):
         arrays = _read_tree(bt, f"{where} <BinaryTree itree={bt.get('itree', t)}>", n_var, leaf_rule)
         n_nodes += arrays["feature"].size
-        if n_nodes > MAX_NODES:
-            raise TMVAFormatError(f"{where}: more than {MAX_NODES} nodes; larger models are refused")
+        try:
+            check_node_count(where, n_nodes)
+        except ModelFormatError as exc:
+            raise TMVAFormatError(str(exc)) from None
         purity_parts.append(arrays.pop("purity"))
         max_depth = max(max_depth, int(arrays.pop("depth")[0]))
         builder.add(tree_weight=1.0 if grad else float(boost_weights[t]), **arrays)

@@ -53,6 +53,9 @@ DBL_EPSILON = float(np.finfo(np.float64).eps)
 TMVA_RELEASE = "4.2.1 [262657]"
 ROOT_RELEASE = "6.40/00 [403456]"
 
+MAX_EXPANSION = 16  # TMVA nodes written per hepbdt node, at most, over the forest
+MAX_TMVA_DEPTH = 200  # nested <Node> elements: ElementTree writes them recursively
+
 CLASSIFICATION_BOOSTS = ("AdaBoost", "RealAdaBoost", "Bagging", "Grad")
 REGRESSION_BOOSTS = ("Grad", "AdaBoostR2", "Bagging")
 
@@ -185,7 +188,10 @@ def tmva_response(model: Any, X: Any) -> np.ndarray:
         F = F * layout.scale
         return 2.0 / (1.0 + np.exp(-2.0 * F)) - 1.0
     if layout.boost_type == "AdaBoostR2":
-        out = _adaboost_r2(predict_per_tree(X, forest), forest.tree_weights)
+        chunk = max(1, 4_000_000 // max(1, forest.n_trees))  # events x trees held at once
+        out = np.concatenate([_adaboost_r2(predict_per_tree(X[i:i + chunk], forest),
+                                           forest.tree_weights)
+                              for i in range(0, X.shape[0], chunk)] or [np.empty(0)])
         return out.astype(np.float32).astype(np.float64)
     num = predict_raw(X, forest)
     norm = _sequential_sum(forest.tree_weights)
@@ -223,11 +229,13 @@ class _TmvaTree:
         return ivar < 0, np.asarray(self.src, dtype=np.int64), ivar
 
 
-def _expand_tree(forest: Forest, root: int, exact_missing: bool) -> _TmvaTree:
+def _expand_tree(forest: Forest, root: int, exact_missing: bool, budget: int) -> _TmvaTree:
     """Rewrite one tree with TMVA's ``x >= Cut`` test, sending NaN where hepbdt does.
 
     Along a path the features already known to be NaN (their nodes are resolved) or known
-    to be finite (their later nodes need no NaN branch) are tracked.
+    to be finite (their later nodes need no NaN branch) are tracked. Each missing-goes-right
+    node repeats its right subtree under the NaN branch, so a deep tree can grow
+    exponentially: past ``budget`` nodes the export is refused.
     """
     feature, threshold = forest.feature, forest.threshold
     left, right, missing_left = forest.left, forest.right, forest.missing_left
@@ -236,6 +244,12 @@ def _expand_tree(forest: Forest, root: int, exact_missing: bool) -> _TmvaTree:
     stack: list[tuple[int, int, str, int, frozenset[int], frozenset[int]]] = [
         (root, -1, "s", 0, empty, empty)]
     while stack:
+        if len(tree.parent) > budget:
+            raise TMVAExportError(
+                f"writing the missing-value branches of tree starting at node {root} would need "
+                f"more than {budget:,} TMVA nodes (the NaN branch repeats a subtree at each "
+                "node whose missing values go right); export with missing='none' if the "
+                "features have no NaN, or train shallower trees")
         node, parent, pos, depth, nan_f, finite_f = stack.pop()
         while feature[node] >= 0 and int(feature[node]) in nan_f:
             node = int(left[node] if missing_left[node] else right[node])
@@ -482,7 +496,11 @@ def _initial_score_only(forest: Forest) -> tuple[Forest, list[_TmvaTree]]:
 def _trees_to_write(forest: Forest, layout: _Layout, exact_missing: bool,
                     tolerance: float) -> tuple[Forest, list[_TreeOut], int, float]:
     """(forest written, its trees then residual trees, number of trees before residuals, bound)."""
-    trees = [_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing) for t in range(forest.n_trees)]
+    budget = max(MAX_EXPANSION * forest.n_nodes, 100_000)  # nodes over all trees
+    trees = []
+    for t in range(forest.n_trees):
+        trees.append(_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing, budget))
+        budget -= len(trees[-1].parent)
     purity = _node_purity(forest)
     if layout.boost_type != "Grad":
         outs, bound = _mean_trees(forest, layout, trees, purity, tolerance)
@@ -599,6 +617,9 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     names = [str(n) for n in getattr(model, "feature_names_in_", [f"x{i}" for i in range(forest.n_features)])]
     name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)
+    if max_depth > MAX_TMVA_DEPTH:
+        raise TMVAExportError(f"a tree of depth {max_depth} is deeper than the {MAX_TMVA_DEPTH} "
+                              "levels of nested nodes hepbdt writes as TMVA XML")
 
     root = ET.Element("MethodSetup", {"Method": f"BDT::{name}"})
     _add_header(root, layout, forest, model, max_depth)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..estimators import from_forest
-from ..model import MAX_FEATURES, MAX_NODES, Forest, ForestBuilder, ModelFormatError
+from ..model import MAX_FEATURES, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import parse_json, read_model_file
 
 __all__ = ["from_xgboost_json", "XGBoostFormatError"]
@@ -274,8 +274,10 @@ def from_xgboost_json(path: str | os.PathLike):
     for t, tree in enumerate(_trees(learner, where)):
         arrays = _read_tree(tree, f"{where}: trees[{t}]", n_features)
         n_nodes += arrays["feature"].size
-        if n_nodes > MAX_NODES:
-            raise XGBoostFormatError(f"{where}: more than {MAX_NODES} nodes; larger models are refused")
+        try:
+            check_node_count(where, n_nodes)
+        except ModelFormatError as exc:
+            raise XGBoostFormatError(str(exc)) from None
         builder.add(tree_weight=1.0, **arrays)
     forest: Forest = builder.build()
     kind = OBJECTIVES[objective]
