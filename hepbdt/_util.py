@@ -13,7 +13,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
-           "Progress", "check_X", "check_weights", "feature_definitions_of", "threads",
+           "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile"]
 
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -131,30 +130,52 @@ def dumps_strict(value: Any, **options: Any) -> str:
 # -- progress ---------------------------------------------------------------------------------
 
 
+_FORCED: list[bool | None] = [None]  # what Progress(enabled=None) means; see progress_shown
+
+
+@contextlib.contextmanager
+def progress_shown(enabled: bool | None) -> Iterator[None]:
+    """Within the block, every progress bar whose caller left ``enabled=None`` is shown (True),
+    hidden (False), or shown only on a terminal (None): what ``--progress`` and
+    ``--no-progress`` set for a whole command."""
+    previous = _FORCED[0]
+    _FORCED[0] = enabled
+    try:
+        yield
+    finally:
+        _FORCED[0] = previous
+
+
 class Progress:
-    """A one-line progress display on stderr, redrawn at most ten times a second.
+    """A progress bar on stderr (tqdm's; a widget in a notebook), redrawn at most ten times a
+    second.
 
     Parameters
     ----------
     total : the count expected (events, trees).
-    description : the text before the counter, e.g. ``"hepbdt.read"``.
-    enabled : None shows the line only when stderr is a terminal.
-    unit : what is counted (``"events"`` adds a rate and a bar).
+    description : the text before the bar, e.g. ``"hepbdt.read"``.
+    enabled : None shows it when :func:`progress_shown` says so, else on a terminal.
+    unit : what is counted (``"events"`` also shows a rate).
     """
 
     def __init__(self, total: int, description: str, enabled: bool | None = None,
                  unit: str = "events") -> None:
         if enabled is None:
+            enabled = _FORCED[0]
+        if enabled is None:
             enabled = bool(getattr(sys.stderr, "isatty", lambda: False)())
         self.enabled = enabled
         self.total = max(int(total), 0)
-        self.description = description
-        self.unit = unit
         self.done = 0
-        self.note = ""
-        self._start = time.perf_counter()
-        self._last_draw = 0.0
-        self._closed = False
+        self._bar = None
+        if enabled:
+            from tqdm.auto import tqdm  # imported only when a bar is shown
+
+            rate = " {rate_fmt}" if unit == "events" else ""
+            self._bar = tqdm(total=self.total, desc=description, unit=f" {unit}",
+                             file=sys.stderr, mininterval=0.1, leave=True,
+                             bar_format="{desc} [{bar:24}] {percentage:5.1f}% {n:,}/{total:,} "
+                             f"{unit}{rate} [{{elapsed}}]{{postfix}}")
 
     def update(self, n: int) -> None:
         """Count ``n`` more done."""
@@ -162,35 +183,18 @@ class Progress:
 
     def moveto(self, done: int, note: str = "") -> None:
         """Set the count done to ``done``, with an optional note (e.g. the current loss)."""
+        step = int(done) - self.done
         self.done = int(done)
-        self.note = note
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self._last_draw >= 0.1 or self.done >= self.total:
-            self._last_draw = now
-            self._draw(now)
-
-    def _draw(self, now: float) -> None:
-        elapsed = max(now - self._start, 1e-9)
-        fraction = min(self.done / self.total, 1.0) if self.total else 1.0
-        filled = int(round(24 * fraction))
-        text = (f"\r{self.description} [{'#' * filled}{'-' * (24 - filled)}] {100 * fraction:5.1f}% "
-                f"{self.done:,}/{self.total:,} {self.unit}")
-        if self.unit == "events":
-            text += f" {self.done / elapsed:,.0f} ev/s"
-        else:
-            text += f" [{elapsed:.1f} s]"
-        sys.stderr.write(text + (f" {self.note}" if self.note else ""))
-        sys.stderr.flush()
+        if self._bar is not None:
+            if note:
+                self._bar.set_postfix_str(note, refresh=False)
+            self._bar.update(step)
 
     def close(self) -> None:
         """Draw the final state and end the line (once)."""
-        if self.enabled and not self._closed:
-            self._draw(time.perf_counter())
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
     def __enter__(self) -> Progress:
         return self

@@ -76,7 +76,12 @@ def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:
                  tree="TrainTree", update=True, score_branch="mva")
     write_scores(out, test, np.full(len(test), 7.0), tree="TestTree", update=True)
     with uproot.open(out) as file:
-        assert sorted(file.keys(cycle=False)) == ["TestTree", "TrainTree"]
+        assert sorted(file.keys(cycle=False, filter_classname="TTree")) == ["TestTree", "TrainTree"]
+        assert sorted(file.keys(cycle=False)) == ["TestTree", "TestTree_samples", "TrainTree",
+                                                 "TrainTree_samples"]
+        names = ";".join(f"{i}={n}" for i, n in enumerate(test.sample_names))
+        assert str(file["TestTree_samples"]) == names  # the names behind the sample index
+        assert f"sample: {names}" in file["TestTree"].title
         np.testing.assert_array_equal(file["TrainTree"]["mva_1"].array(library="np"),
                                       np.arange(len(train)))
         np.testing.assert_array_equal(file["TestTree"]["bdt_score"].array(library="np"), 7.0)

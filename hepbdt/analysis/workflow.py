@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, model_scores
+from .._util import atomic_write_text, model_scores, progress_shown
 from ..io import Dataset, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
@@ -51,7 +51,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     """
     out = default_output_dir(config)
     output_set = OutputSet(out)
-    with output_set as staging:  # locked and known writable before any work
+    # locked and known writable before any work; every bar (reading, each fit) as asked
+    with output_set as staging, progress_shown(progress):
         timings: dict[str, float] = {}
         start = time.perf_counter()
         data = _read(config, progress)

@@ -91,6 +91,7 @@ def write_scores(
     features: bool = True,
     update: bool = False,
     title: str = "hepbdt scores",
+    weights: str = "event weights as read",
 ) -> str:
     """Write a Dataset and its scores as a tree, like TMVA's TrainTree/TestTree.
 
@@ -119,7 +120,13 @@ def write_scores(
         Add the tree to an existing file (replacing a tree of the same name) instead of
         recreating the file; still written to a temporary copy and renamed.
     title
-        Tree title.
+        Tree title; the sample names and ``weights`` are added to it.
+    weights
+        What the ``weight`` branch holds (e.g. "training weights, normalised:
+        equal_num_events" for a TrainTree), written into the title.
+
+    The sample names (the ``sample`` branch indexes them) are also written as the string
+    ``<tree>_samples`` ("0=signal;1=qcd;..."), which :func:`read_scores` reads back.
 
     Returns
     -------
@@ -149,7 +156,12 @@ def write_scores(
         else:
             file = uproot.recreate(temporary)
         with file:
-            output = file.mktree(tree, {k: v.dtype for k, v in columns.items()}, title=title)
+            samples = ";".join(f"{i}={name}" for i, name in enumerate(dataset.sample_names))
+            if f"{tree}_samples" in file:
+                del file[f"{tree}_samples"]
+            file[f"{tree}_samples"] = samples
+            output = file.mktree(tree, {k: v.dtype for k, v in columns.items()},
+                                 title=f"{title}; sample: {samples}; weight: {weights}")
             for start in range(0, n, _WRITE_CHUNK):
                 stop = min(start + _WRITE_CHUNK, n)
                 output.extend({k: np.ascontiguousarray(v[start:stop]) for k, v in columns.items()})
@@ -200,11 +212,21 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
         feature_branches, names = _feature_branches(keys[:first], keys, feature_names, where)
         arrays = file[tree].arrays([*feature_branches, target, "weight", "event", "sample",
                                     *score_branches], library="np")
+        sample_names = _sample_names(file, tree)
     X = np.column_stack([arrays[b] for b in feature_branches]).astype(np.float32)
     data = Dataset(X, y=arrays[target], w=arrays["weight"], sample_index=arrays["sample"],
-                   event=arrays["event"], feature_names=names,
+                   event=arrays["event"], feature_names=names, sample_names=sample_names,
                    task="regression" if target == "target" else "classification")
     return data, {k: arrays[k] for k in score_branches}
+
+
+def _sample_names(file: Any, tree: str) -> list[str] | None:
+    """The sample names :func:`write_scores` stored beside a tree (None when absent)."""
+    key = f"{tree}_samples"
+    if key not in file:
+        return None
+    pairs = [item.split("=", 1) for item in str(file[key]).split(";") if "=" in item]
+    return [name for _, name in sorted((int(i), name) for i, name in pairs)]
 
 
 def _feature_branches(written: list[str], keys: list[str], feature_names: Sequence[str] | None,

@@ -1,0 +1,92 @@
+"""Numba's threading layers, on a quiet and on a busy machine: which default is robust?
+
+Each row fits the same model in a fresh process with ``NUMBA_THREADING_LAYER`` set (the
+kernels are cached, so no compile time is measured), alternating the layers, once with
+the machine quiet and once while other processes keep every core busy (as on a shared
+batch node or a laptop running other work). Prints the median fit time of each layer in
+each condition and the ratio workqueue / omp.
+
+    python benchmarks/bench_threading.py [--events 200000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _data import machine  # noqa: E402
+
+FIT = """
+import time, numpy as np
+from numba import threading_layer
+from hepbdt import BDTClassifier
+from _data import higgs_like
+X, y, w = higgs_like({events}, 28, seed=1)
+BDTClassifier(n_trees=2, max_depth=6).fit(X[:5000], y[:5000])  # load the kernels
+start = time.perf_counter()
+BDTClassifier(boosting="{boosting}", n_trees={trees}, max_depth=6).fit(X, y, w)
+print(time.perf_counter() - start, threading_layer())
+"""
+
+
+def _busy(stop_at: float) -> None:
+    while time.time() < stop_at:
+        pass
+
+
+def fit_seconds(layer: str, events: int, trees: int, boosting: str) -> tuple[float, str]:
+    """Fit time in a fresh process with the threading layer ``layer``."""
+    env = {**os.environ, "NUMBA_THREADING_LAYER": layer}
+    code = FIT.format(events=events, trees=trees, boosting=boosting)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(__file__), check=True).stdout.split()
+    return float(out[0]), out[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--trees", type=int, default=50)
+    parser.add_argument("--boosting", default="gradient")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"machine: {machine()}; {args.events:,} events x 28 features, {args.trees} "
+          f"{args.boosting} trees of depth 6, median of {args.repeats}")
+    results: dict[tuple[str, str], list[float]] = {}
+    for condition in ("quiet", "busy"):
+        for _ in range(args.repeats):
+            for layer in ("omp", "workqueue"):
+                hogs = []
+                if condition == "busy":  # one busy process per core, for the whole fit
+                    stop = time.time() + 600
+                    hogs = [multiprocessing.Process(target=_busy, args=(stop,))
+                            for _ in range(os.cpu_count() or 1)]
+                    for hog in hogs:
+                        hog.start()
+                try:
+                    seconds, used = fit_seconds(layer, args.events, args.trees, args.boosting)
+                finally:
+                    for hog in hogs:
+                        hog.terminate()
+                        hog.join()
+                results.setdefault((condition, used), []).append(seconds)
+    print(f"{'machine':8} {'layer':10} {'fit s (median)':>15} {'runs':>30}")
+    for (condition, layer), times in results.items():
+        runs = ", ".join(f"{t:.2f}" for t in times)
+        print(f"{condition:8} {layer:10} {statistics.median(times):>15.2f} {runs:>30}")
+    for condition in ("quiet", "busy"):
+        omp = results.get((condition, "omp"))
+        workqueue = results.get((condition, "workqueue"))
+        if omp and workqueue:
+            ratio = statistics.median(workqueue) / statistics.median(omp)
+            print(f"{condition}: workqueue / omp = {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
