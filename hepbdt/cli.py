@@ -37,16 +37,32 @@ class UserError(Exception):
     """A problem the user can fix; printed without a traceback."""
 
 
-def demo_config_path() -> Path:
-    """``analyses/demo.toml`` of the checkout hepbdt runs from (an editable install)."""
-    path = Path(__file__).resolve().parent.parent / "analyses" / "demo.toml"
-    if not path.is_file():
+def demo_config_path(echo: Any = None) -> Path:
+    """The demo configuration ``hepbdt demo`` trains.
+
+    In a checkout of the hepbdt repository (an editable install, with ``analyses/`` and
+    ``data/`` beside the package): ``analyses/demo.toml``, which reads ``data/*.root``.
+    Anywhere else (an installed wheel): the package's copy, ``hepbdt/demo/demo.toml``,
+    beside the three ntuples in the demo folder of hepbdt's cache (``$HEPBDT_CACHE``, else
+    ``$XDG_CACHE_HOME/hepbdt``, else ``~/.cache/hepbdt``), which
+    :func:`hepbdt.demo_data.demo_folder` makes on first use and reuses afterwards. ``echo``
+    is told, in one line, when the ntuples are being generated.
+    """
+    # imported when the demo runs, so that --help stays fast
+    from hepbdt.demo_data import DEMO_CONFIG, FILE_NAMES, demo_folder
+
+    root = Path(__file__).resolve().parent.parent
+    checkout = root / "analyses" / "demo.toml"
+    if checkout.is_file() and all((root / "data" / name).is_file() for name in FILE_NAMES.values()):
+        return checkout
+    try:
+        return demo_folder(echo=echo) / DEMO_CONFIG
+    except OSError as exc:
+        where = exc.filename or "the cache folder"
         raise UserError(
-            f"the demo configuration {path} is not there: `hepbdt demo` runs from a checkout "
-            "of the hepbdt repository installed with `pip install -e .` (the demo ntuples in "
-            "data/ and analyses/demo.toml are not part of the wheel)"
-        )
-    return path
+            f"cannot write the demo ntuples into {where}: {exc.strerror or exc}; set "
+            "HEPBDT_CACHE to a folder you can write"
+        ) from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,9 +159,13 @@ def _report_parser(commands: Any) -> None:
 
 def _demo_parser(commands: Any) -> None:
     demo = commands.add_parser(
-        "demo", help="train the shipped demo analysis (analyses/demo.toml on data/*.root)",
-        description="Train analyses/demo.toml (X(125) -> bb against QCD and ttbar on the "
-                    "shipped toy ntuples) and write everything into ./hepbdt-demo.")
+        "demo", help="train the demo analysis (X(125) -> bb on toy ntuples) into ./hepbdt-demo",
+        description="Train the demo analysis (X(125) -> bb against QCD and ttbar on toy "
+                    "ntuples) and write everything into ./hepbdt-demo. In a checkout of the "
+                    "hepbdt repository it trains analyses/demo.toml on data/*.root; "
+                    "elsewhere, the package's demo.toml on ntuples generated on first use "
+                    "into hepbdt's cache ($HEPBDT_CACHE, else $XDG_CACHE_HOME/hepbdt, else "
+                    "~/.cache/hepbdt) and reused afterwards.")
     demo.add_argument("--output", "-o", default=None, help="output folder (default: "
                       "./hepbdt-demo)")
     demo.add_argument("--set", dest="overrides", action="append", default=[],
@@ -249,7 +269,11 @@ def _echo(progress: bool | None) -> Any:
 def _demo(args: argparse.Namespace) -> int:
     if args.output is None:
         args.output = "hepbdt-demo"
-    return _train(args, demo_config_path())
+
+    def note(text: str) -> None:
+        print(f"hepbdt: note: {text}", file=sys.stderr, flush=True)
+
+    return _train(args, demo_config_path(echo=note))
 
 
 def _load(path: str) -> Any:

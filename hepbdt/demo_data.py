@@ -15,6 +15,8 @@ constants, the true resonance mass for regression) and jagged object-level ones
 The output is reproducible: the same seed and sizes give the same arrays, and within one
 uproot and zlib version the same bytes (the file UUIDs are derived from the seed and the
 ROOT timestamps are fixed). ``data/README.md`` lists every branch with its units.
+:func:`demo_folder` makes, once, the folder of hepbdt's cache in which an installed wheel's
+``hepbdt demo`` finds the package's demo configuration beside these ntuples.
 This module knows nothing about training; it only makes inputs.
 """
 
@@ -23,19 +25,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import fcntl
+import hashlib
+import importlib.resources
 import itertools
+import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ._util import atomic_path
+from ._util import atomic_path, atomic_write_text
+from ._version import __version__
 
 __all__ = [
+    "CACHE_ENV",
+    "DEMO_CONFIG",
     "DEFAULT_N_BACKGROUND",
     "DEFAULT_N_SIGNAL",
     "DEFAULT_SEED",
@@ -44,8 +55,12 @@ __all__ = [
     "PROCESSES",
     "RESONANCE_MASS",
     "RESONANCE_WIDTH",
+    "SHIPPED_SHA256",
     "TREE_NAME",
     "XSEC",
+    "cache_dir",
+    "demo_config_text",
+    "demo_folder",
     "generate",
     "generate_arrays",
     "main",
@@ -714,6 +729,148 @@ def generate(
         _write_tree(path, arrays, seed, process)
         paths[process] = path
     return paths
+
+
+# --------------------------------------------------------------------------------------
+# The demo folder: the demo configuration beside the three ntuples, made on first use.
+#
+# An installed wheel holds neither data/ nor analyses/ of the repository; it holds the
+# demo configuration (hepbdt/demo/demo.toml, its sample files relative to its own folder)
+# and this generator. `hepbdt demo` outside a checkout writes both into the demo folder of
+# hepbdt's cache the first time and reuses it afterwards.
+
+CACHE_ENV = "HEPBDT_CACHE"
+DEMO_CONFIG = "demo.toml"
+_DEMO_MANIFEST = "demo-files.json"
+_DEMO_MANIFEST_FORMAT = "hepbdt-demo-files"
+
+#: SHA-256 of the files :func:`generate` writes with the default seed and sizes on the
+#: stack that wrote the repository's data/ (uproot 5.7.7, zlib 1.2.13; see
+#: tests/test_demo_data.py). Another uproot or zlib writes the same arrays in other bytes,
+#: so a demo folder is checked against the hashes it recorded when it was made, and these
+#: only say whether its files are the repository's (tests/test_packaging.py keeps them).
+SHIPPED_SHA256 = {
+    "signal.root": "ab447c541e6bf5b7b122fdc8ed17b040afd5651314e2225d7c1977c8a34e6ba6",
+    "background_qcd.root": "e26830776d0c68a0788145bbcb663951ce1530b43714306181cc92ec3f808d64",
+    "background_ttbar.root": "b1f8f6f28cd79c03cad66b379a468b03823cc16b699e24a9e93bacbc76e9a671",
+}
+
+
+def cache_dir() -> Path:
+    """hepbdt's cache folder: ``$HEPBDT_CACHE``, else ``$XDG_CACHE_HOME/hepbdt`` (an
+    absolute one, as the XDG specification asks), else ``~/.cache/hepbdt``."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given).expanduser().absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "hepbdt"
+    return Path.home() / ".cache" / "hepbdt"
+
+
+def demo_config_text() -> str:
+    """The demo configuration shipped in the package (``hepbdt/demo/demo.toml``)."""
+    return importlib.resources.files(__package__).joinpath("demo", DEMO_CONFIG).read_text("utf-8")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _demo_names() -> list[str]:
+    return [DEMO_CONFIG, *FILE_NAMES.values()]
+
+
+def _demo_complete(folder: Path) -> bool:
+    """Whether ``folder`` holds the package's demo configuration and every ntuple with the
+    size and SHA-256 its manifest recorded when it was made."""
+    try:
+        manifest = json.loads((folder / _DEMO_MANIFEST).read_text("utf-8"))
+        files = manifest["files"]
+        if manifest.get("format") != _DEMO_MANIFEST_FORMAT or sorted(files) != sorted(_demo_names()):
+            return False
+        if (folder / DEMO_CONFIG).read_text("utf-8") != demo_config_text():
+            return False
+        for name, recorded in files.items():
+            path = folder / name
+            if path.stat().st_size != recorded["size"] or _sha256(path) != recorded["sha256"]:
+                return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created when missing) for the block: one process
+    makes the demo folder while the others wait for it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def demo_folder(cache: str | os.PathLike | None = None,
+                echo: Callable[[str], None] | None = None) -> Path:
+    """The demo folder ``<cache>/demo-<hepbdt version>``: ``demo.toml`` beside
+    ``signal.root``, ``background_qcd.root`` and ``background_ttbar.root``, made on first use.
+
+    Parameters
+    ----------
+    cache : path, optional
+        The cache folder (default: :func:`cache_dir`); created when missing.
+    echo : callable, optional
+        Called with one line of text when the folder has to be made.
+
+    A folder that is there and complete (its manifest's sizes and SHA-256s match its files,
+    and its configuration is the package's) is reused as it is. Otherwise, under a lock
+    beside it, the configuration and the ntuples (:func:`generate`, default seed and sizes:
+    the arrays of the repository's data/) are written into a temporary folder in the cache,
+    which is renamed into place when every file is there; an incomplete folder is moved
+    aside and removed. So a reader sees the whole folder or none.
+    """
+    root = Path(cache).expanduser().absolute() if cache is not None else cache_dir()
+    folder = root / f"demo-{__version__}"
+    if _demo_complete(folder):
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".{folder.name}.lock"):
+        if _demo_complete(folder):  # another process made it while this one waited
+            return folder
+        for leftover in root.glob(f".{folder.name}.*.tmp"):  # of a run that was killed
+            shutil.rmtree(leftover, ignore_errors=True)
+        if echo is not None:
+            echo(f"writing the demo ntuples into {folder} (once, about 5 MB)")
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=root))
+        try:
+            generate(staging)
+            atomic_write_text(staging / DEMO_CONFIG, demo_config_text())
+            files = {name: {"size": (staging / name).stat().st_size,
+                            "sha256": _sha256(staging / name)} for name in _demo_names()}
+            manifest = {
+                "format": _DEMO_MANIFEST_FORMAT, "hepbdt": __version__, "seed": DEFAULT_SEED,
+                "n_signal": DEFAULT_N_SIGNAL, "n_background": list(DEFAULT_N_BACKGROUND),
+                "same_bytes_as_repository_data": all(
+                    files[name]["sha256"] == sha for name, sha in SHIPPED_SHA256.items()),
+                "files": files,
+            }
+            atomic_write_text(staging / _DEMO_MANIFEST, json.dumps(manifest, indent=1) + "\n")
+            if folder.exists() or folder.is_symlink():
+                stale = Path(tempfile.mkdtemp(prefix=f".{folder.name}.stale-", suffix=".tmp",
+                                              dir=root))
+                os.rename(folder, stale / folder.name)
+                shutil.rmtree(stale, ignore_errors=True)
+            os.rename(staging, folder)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return folder
 
 
 def main(argv: Sequence[str] | None = None) -> int:
