@@ -3,16 +3,20 @@
 One function per figure. Each returns a :class:`matplotlib.figure.Figure` drawn in the
 mplhep ROOT style (without touching the global matplotlib style) and, when ``path`` is
 given, saves it as ``<path>.png`` and ``<path>.pdf`` (a ``.png``/``.pdf`` suffix on
-``path`` is dropped). Figures are not registered with pyplot, so nothing needs closing.
+``path`` is dropped). ``exp_label="Simulation"`` (or ``"CMS Simulation"``, or every figure
+drawn inside ``with experiment_label(...)``) draws an experiment-style label with mplhep
+above the plot. Figures are not registered with pyplot, so nothing needs closing.
 Histograms use boost-histogram's weighted storage: error bars are ``sqrt(sum w^2)``.
 The numbers come from :mod:`hepbdt.evaluation`; this module only draws.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,8 @@ from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
 from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, weighted_correlation
 
 __all__ = [
+    "experiment_label",
+    "plot_background_rejection",
     "plot_correlation_matrices",
     "plot_learning_curve",
     "plot_overtraining",
@@ -37,6 +43,7 @@ __all__ = [
     "plot_ranking",
     "plot_resolution",
     "plot_roc",
+    "plot_roc_and_rejection",
     "plot_score_distributions",
     "plot_significance_scan",
     "save_figure",
@@ -63,13 +70,61 @@ def save_figure(fig: Figure, path: PathLike, formats: Sequence[str] = ("png", "p
     return written
 
 
+_EXPERIMENT_LABEL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "hepbdt_experiment_label", default=None)
+_EXPERIMENTS = ("ATLAS", "CMS", "LHCb", "ALICE", "Belle II", "Belle", "BaBar", "CDF", "D0")
+
+
+@contextlib.contextmanager
+def experiment_label(text: str | None) -> Iterator[None]:
+    """Draw ``text`` (e.g. "Simulation", "CMS Simulation") on every figure drawn inside."""
+    token = _EXPERIMENT_LABEL.set(text or None)
+    try:
+        yield
+    finally:
+        _EXPERIMENT_LABEL.reset(token)
+
+
+def _draw_experiment_label(fig: Figure, text: str) -> None:
+    """The label above each top panel (not on colour bars), as mplhep draws it: a leading
+    experiment name in bold, the rest in italics."""
+    exp = next((name for name in _EXPERIMENTS if text == name or text.startswith(name + " ")),
+               "")
+    rest = text[len(exp):].strip()
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if hasattr(ax, "_colorbar") or (spec is not None and not spec.is_first_row()):
+            continue
+        mplhep.label.exp_text(exp=exp, text=rest, loc=0, ax=ax, fontsize=18)
+
+
+def _fix_math_font(fig: Figure) -> None:
+    """Math text (the subscripts of the labels) in STIX sans, which ships with matplotlib:
+    figures are often saved outside the ROOT style, where the default math fonts would be
+    looked up (and a missing 'cursive' family warned about)."""
+    texts = list(fig.texts)
+    for ax in fig.axes:  # not fig.findobj: walking every artist would build the ticks
+        legend = ax.get_legend()
+        texts += [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.texts,
+                  *(legend.get_texts() if legend is not None else ())]
+    for text in texts:
+        if "$" in text.get_text():
+            text.set_math_fontfamily("stixsans")
+
+
 def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
-    """Draw inside the mplhep ROOT style and save when the call passes ``path``."""
+    """Draw inside the mplhep ROOT style, with the experiment label (``exp_label``, else
+    :func:`experiment_label`'s), and save when the call passes ``path``."""
 
     @functools.wraps(figure)
-    def wrapper(*args: Any, path: PathLike | None = None, **kwargs: Any) -> Figure:
+    def wrapper(*args: Any, path: PathLike | None = None, exp_label: str | None = None,
+                **kwargs: Any) -> Figure:
         with mpl.style.context(mplhep.style.ROOT), mpl.rc_context({"figure.figsize": (9, 7)}):
             fig = figure(*args, **kwargs)
+            text = exp_label if exp_label is not None else _EXPERIMENT_LABEL.get()
+            if text:
+                _draw_experiment_label(fig, text)
+            _fix_math_font(fig)
             fig.tight_layout()
             if path is not None:
                 save_figure(fig, path)
@@ -88,6 +143,61 @@ def _normalised(values: np.ndarray, weights: np.ndarray, edges: np.ndarray
     return sumw * scale, np.sqrt(sumw2) * scale
 
 
+_RocCurve = tuple[str, np.ndarray, np.ndarray, float, str]
+# The Greek letter in the text font, only the subscript in mathtext: mathtext's own epsilon
+# would fall back to a font the ROOT style does not name (and warn on every run).
+_EPS_S = r"Signal efficiency ε$_\mathrm{S}$"
+
+
+def _roc_curves(y: Any, score: Any, sample_weight: Any, label: str,
+                train: tuple[Any, Any, Any] | None) -> list[_RocCurve]:
+    """(name, eff_S, eff_B, AUC, line style) of the sample and, dashed, the training one."""
+    curves = [(label, y, score, sample_weight, "-")]
+    if train is not None:
+        curves.append(("train", *train, "--"))
+    out = []
+    for name, yy, ss, ww, style in curves:
+        eff_s, eff_b, _ = roc_curve(yy, ss, ww)
+        out.append((name, eff_s, eff_b, roc_auc(yy, ss, ww), style))
+    return out
+
+
+def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
+    """TMVA's ROC: 1 - eff_B against eff_S, linear axes."""
+    for name, eff_s, eff_b, auc, style in curves:
+        ax.plot(eff_s, 1.0 - eff_b, style, label=f"{name} (AUC = {auc:.4f})")
+    ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(_EPS_S)
+    ax.set_ylabel(r"Background rejection 1 − ε$_\mathrm{B}$")
+    ax.legend(loc="lower left")
+
+
+def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
+    """The HEP papers' ROC: 1 / eff_B on a log scale against eff_S (points with eff_B > 0)."""
+    top = 10.0
+    for name, eff_s, eff_b, auc, style in curves:
+        keep = (eff_b > 0) & (eff_s > 0)
+        rejection = 1.0 / eff_b[keep]
+        ax.plot(eff_s[keep], rejection, style, label=f"{name} (AUC = {auc:.4f})")
+        if rejection.size:
+            top = max(top, float(rejection.max()))
+    grid = np.linspace(0.01, 1.0, 100)
+    ax.plot(grid, 1.0 / grid, ":", color="grey", label="random")
+    ax.set_yscale("log")
+    # Plain numbers: the default 10^n labels are math text, drawn with the math fonts of
+    # whatever style is active when the figure is saved.
+    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+    ax.set_xlim(0, 1)
+    ax.set_ylim(1, top * 3)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_xlabel(_EPS_S)
+    ax.set_ylabel(r"Background rejection 1/ε$_\mathrm{B}$")
+    ax.legend(loc="upper right")
+
+
 @_figure
 def plot_roc(
     y: Any,
@@ -103,20 +213,44 @@ def plot_roc(
     Save with ``path=...``.
     """
     fig = Figure()
-    ax = fig.add_subplot()
-    curves = [(label, y, score, sample_weight, "-")]
-    if train is not None:
-        curves.append(("train", *train, "--"))
-    for name, yy, ss, ww, style in curves:
-        eff_s, eff_b, _ = roc_curve(yy, ss, ww)
-        auc = roc_auc(yy, ss, ww)
-        ax.plot(eff_s, 1.0 - eff_b, style, label=f"{name} (AUC = {auc:.4f})")
-    ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.05)
-    ax.set_xlabel("Signal efficiency")
-    ax.set_ylabel("Background rejection (1 − ε_B)")
-    ax.legend(loc="lower left")
+    _draw_linear_roc(fig.add_subplot(), _roc_curves(y, score, sample_weight, label, train))
+    return fig
+
+
+@_figure
+def plot_background_rejection(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    *,
+    label: str = "test",
+    train: tuple[Any, Any, Any] | None = None,
+) -> Figure:
+    """Background rejection 1/eff_B on a log scale against signal efficiency (HEP style).
+
+    Cuts that keep no background weight (eff_B <= 0) have no finite rejection and are not
+    drawn. ``train`` is an optional ``(y, score, w)`` of the training sample, drawn dashed.
+    """
+    fig = Figure()
+    _draw_rejection(fig.add_subplot(), _roc_curves(y, score, sample_weight, label, train))
+    return fig
+
+
+@_figure
+def plot_roc_and_rejection(
+    y: Any,
+    score: Any,
+    sample_weight: Any = None,
+    *,
+    label: str = "test",
+    train: tuple[Any, Any, Any] | None = None,
+) -> Figure:
+    """Both ROC views side by side: 1/eff_B on a log scale (HEP papers) and 1 - eff_B (TMVA)."""
+    curves = _roc_curves(y, score, sample_weight, label, train)
+    fig = Figure(figsize=(16, 7))
+    left, right = fig.subplots(1, 2)
+    _draw_rejection(left, curves)
+    _draw_linear_roc(right, curves)
     return fig
 
 
@@ -184,11 +318,11 @@ def plot_overtraining(
     ax.text(0.03, 0.97,
             f"Kolmogorov-Smirnov p-value\nsignal: {result.signal.ks_pvalue:.3f}\n"
             f"background: {result.background.ks_pvalue:.3f}\nverdict: {result.verdict}",
-            transform=ax.transAxes, va="top", fontsize=13)
+            transform=ax.transAxes, va="top", fontsize=15)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.45)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
-    ax.legend(loc="upper right", fontsize=13)
+    ax.legend(loc="upper right", fontsize=15)
     return fig
 
 
@@ -219,19 +353,30 @@ def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str 
     return fig
 
 
-def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title: str) -> None:
+#: Correlation matrices of up to this many variables have their values written in the
+#: cells; larger ones show the colour scale alone.
+MAX_ANNOTATED_VARIABLES = 20
+
+
+def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title: str,
+                 cell_points: float) -> None:
+    """One matrix in percent, the values in the cells when there are few enough variables;
+    text sizes follow the cell size (``cell_points``, in points)."""
     image = ax.imshow(100 * corr, cmap="RdBu_r", vmin=-100, vmax=100)
     ticks = np.arange(len(names))
-    ax.set_xticks(ticks, names, rotation=60, ha="right", fontsize=11)
-    ax.set_yticks(ticks, names, fontsize=11)
+    tick_size = min(16.0, 0.6 * cell_points)
+    ax.set_xticks(ticks, names, rotation=60, ha="right", rotation_mode="anchor",
+                  fontsize=tick_size)
+    ax.set_yticks(ticks, names, fontsize=tick_size)
     ax.minorticks_off()
-    if len(names) <= 15:
+    if len(names) <= MAX_ANNOTATED_VARIABLES:
+        size = min(16.0, 0.42 * cell_points)
         for i in ticks:
             for j in ticks:
                 if np.isfinite(corr[i, j]):
-                    ax.text(j, i, f"{100 * corr[i, j]:.0f}", ha="center", va="center",
-                            fontsize=9, color="white" if abs(corr[i, j]) > 0.6 else "black")
-    ax.set_title(title, fontsize=15)
+                    ax.text(j, i, str(int(round(100 * corr[i, j]))), ha="center", va="center",
+                            fontsize=size, color="white" if abs(corr[i, j]) > 0.6 else "black")
+    ax.set_title(title, fontsize=18)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Correlation (%)")
 
 
@@ -244,7 +389,9 @@ def plot_correlation_matrices(
 ) -> Figure:
     """Weighted linear correlation matrices in percent: signal and background side by side.
 
-    With ``y=None`` (regression) a single matrix of all events is drawn.
+    With ``y=None`` (regression) a single matrix of all events is drawn. Up to
+    ``MAX_ANNOTATED_VARIABLES`` variables the values are written in the cells; beyond, the
+    colour scale alone shows them.
     """
     data = np.asarray(X, dtype=np.float64)
     w = check_weights(sample_weight, data.shape[0])
@@ -256,11 +403,12 @@ def plot_correlation_matrices(
         is_signal, _, _ = check_classification(y, np.zeros(data.shape[0]), None)
         panels = [("Correlation (signal)", is_signal),
                   ("Correlation (background)", ~is_signal)]
-    side = max(6.0, 0.5 * len(names) + 3)
+    side = min(14.0, max(7.0, 0.5 * len(names) + 3))  # beyond ~20 variables: no numbers
     fig = Figure(figsize=(side * len(panels) + 1, side))
     for k, (title, mask) in enumerate(panels, start=1):
         ax = fig.add_subplot(1, len(panels), k)
-        _draw_matrix(fig, ax, weighted_correlation(data[mask], w[mask]), names, title)
+        _draw_matrix(fig, ax, weighted_correlation(data[mask], w[mask]), names, title,
+                     0.7 * side * 72 / max(1, len(names)))
     return fig
 
 
@@ -281,7 +429,7 @@ def plot_learning_curve(curve: LearningCurve) -> Figure:
         if curve.best_n_trees is not None:
             ax.axvline(curve.best_n_trees, ls="--", color="grey",
                        label=f"early stop ({curve.best_n_trees} trees)")
-        ax.legend(fontsize=13)
+        ax.legend(fontsize=16)
     axes[-1].set_xlabel("Number of trees")
     return fig
 
@@ -295,7 +443,7 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     ax = fig.add_subplot()
     curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
               ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
-              ("ams", f"AMS (b_reg = {scan.b_reg:g})", scan.ams))
+              ("ams", rf"AMS (b$_\mathrm{{reg}}$ = {scan.b_reg:g})", scan.ams))
     for key, label, values in curves:
         best = scan.best_cuts[key]
         text = (f"max {best.value:.3g} at {best.threshold:.3g}" if best.found

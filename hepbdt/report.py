@@ -1,11 +1,16 @@
-"""The training report: one self-contained HTML file with the options, tables and figures.
+"""The training report: one self-contained HTML file, read top-down as a physicist would.
 
 :func:`report` evaluates a fitted classifier or regressor on its training and test
 samples (:mod:`hepbdt.evaluation`), draws the figures (:mod:`hepbdt.plotting`) and writes
 a single HTML file: figures embedded as base64 PNG, tables as HTML tables, no external
-resources. A small inline script writes into ``<div id="render-check">`` how many images
-the browser decoded and how many table cells are filled, so a headless browser can check
-the rendered page.
+resources. The summary comes first (overtraining verdict, ROC AUC, signal efficiencies at
+standard background efficiencies, ROC and score plots; for a regression RMSE, bias and
+resolution), then the caller's sections, the samples, the detailed checks, the rankings,
+correlations and learning curve, the provenance (:class:`Provenance`: version, command,
+configuration, input files, model hash) and, folded away, the options that act on the
+chosen algorithm. A small inline script records in the hidden ``<div id="render-check">``
+how many images the browser decoded and how many table cells are filled, so a headless
+browser can check the rendered page.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ import datetime
 import html
 import io
 import os
+import platform
+import re
 import sys
 import types
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,39 +34,59 @@ from matplotlib.figure import Figure
 
 from hepbdt import plotting
 from hepbdt._util import atomic_write_text, is_classifier
+from hepbdt._version import __version__
+from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import unpack_dataset
-from hepbdt.evaluation.curves import learning_curve
+from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
+    EfficiencyTable,
     SignificanceScan,
     efficiency_table,
     regression_metrics,
     resolution_vs_target,
+    roc_curve,
+    signal_efficiency_at,
     significance_scan,
     yield_note,
 )
-from hepbdt.evaluation.overtraining import overtraining_test
+from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
 from hepbdt.evaluation.ranking import permutation_importance, tmva_importance
 
-__all__ = ["report", "Section", "html_table", "significance_table"]
+__all__ = ["report", "Section", "Provenance", "SampleProvenance", "InputFile", "html_table",
+           "significance_table"]
 
 _STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
-h1 { border-bottom: 2px solid #3f90da; }
-table { border-collapse: collapse; margin: 1em 0; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
+       line-height: 1.4; padding: 0 1em; }
+h1 { border-bottom: 2px solid #3f90da; margin-bottom: 0.3em; }
+h2 { border-bottom: 1px solid #ccd; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin: 1em 0 0.2em; }
+nav { font-size: 0.9em; margin: 0.5em 0 1em; } nav a { margin-right: 0.8em; }
+.subtitle { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.8em 0; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: #eef3fa; }
+td.text { text-align: left; font-family: monospace; word-break: break-all; }
 figure { display: inline-block; margin: 0.5em; vertical-align: top; }
 figure img { max-width: 520px; border: 1px solid #ddd; }
+figure img.wide { max-width: 100%; }
 figcaption { font-size: 0.9em; color: #555; max-width: 520px; }
-.verdict-ok { color: #1a7f37; } .verdict-warning { color: #b58900; }
+figure:has(img.wide) { display: block; } figure:has(img.wide) figcaption { max-width: none; }
+.row { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.key-numbers { flex: 1 1 420px; }
+.key-numbers table { font-size: 1.05em; }
+.verdict-line { font-size: 1.15em; }
+.verdict-ok { color: #1a7f37; font-weight: bold; } .verdict-warning { color: #b58900; font-weight: bold; }
 .verdict-overtrained { color: #c0392b; font-weight: bold; }
-#render-check { font-size: 0.8em; color: #888; }
+details { margin: 0.6em 0; } summary { cursor: pointer; color: #1f5fa8; }
+pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
+.note { color: #555; font-size: 0.92em; }
 """
 
 # Runs on load, after the browser has decoded the images: a headless browser dumping the
-# DOM then shows whether every figure and every table cell made it to the page.
+# DOM then reads from the hidden element whether every figure and table cell made it.
 _RENDER_CHECK = """
 window.addEventListener("load", function () {
   var images = document.querySelectorAll("img");
@@ -74,10 +101,13 @@ window.addEventListener("load", function () {
   out.setAttribute("data-cells-filled", filled);
   out.setAttribute("data-cells-total", cells.length);
   out.setAttribute("data-tables", document.querySelectorAll("table").length);
-  out.textContent = "rendered: " + shown + "/" + images.length + " figures, " + filled + "/" +
-    cells.length + " table cells filled";
 });
 """
+
+#: The background efficiencies of the summary (signal efficiency at each).
+SUMMARY_BACKGROUND_EFFICIENCIES = (0.01, 0.1, 0.3)
+#: The background efficiencies whose cuts the per-sample table applies.
+SAMPLE_TABLE_BACKGROUND_EFFICIENCIES = (0.01, 0.1)
 
 
 def _fmt(value: Any) -> str:
@@ -93,6 +123,11 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _percent(fraction: float) -> str:
+    """0.01 -> "1 %"."""
+    return f"{100 * fraction:g} %"
+
+
 @dataclass
 class Section:
     """A section the caller adds to the report: a heading, HTML (paragraphs, tables made
@@ -103,15 +138,88 @@ class Section:
     figures: Sequence[tuple[str, str, Callable[[], Figure]]] = ()
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str) -> str:
-    """An HTML table, cells formatted as everywhere in the report (4 significant digits)."""
+@dataclass(frozen=True)
+class InputFile:
+    """One input tree: the file, the tree in it and its number of entries (None: unknown)."""
+
+    path: str
+    tree: str | None = None
+    entries: int | None = None
+
+
+@dataclass(frozen=True)
+class SampleProvenance:
+    """One sample as it was read: its class (or target), files, cut, weight and scale."""
+
+    name: str
+    role: str
+    files: Sequence[InputFile] = ()
+    cut: str | None = None
+    weight: str | float | None = None
+    scale: float = 1.0
+
+
+@dataclass
+class Provenance:
+    """Where the report's model came from: the report's provenance block shows it.
+
+    Every field is optional; :func:`report` adds what it knows itself (hepbdt version,
+    date, model class and options, feature names). ``command`` is the command that made
+    the model, ``config_path``/``config_text`` the configuration file (its text is shown
+    folded), ``features`` maps each feature name to its expression, ``aliases`` each alias
+    to its definition, ``split`` and ``training_weights`` say in words how the events were
+    split and what the training weights are, ``model_files`` maps a model file's name to
+    its SHA-256, ``notes`` holds further (label, text) rows.
+    """
+
+    command: str | None = None
+    config_path: str | None = None
+    config_text: str | None = None
+    samples: Sequence[SampleProvenance] = ()
+    features: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    split: str | None = None
+    training_weights: str | None = None
+    model_files: Mapping[str, str] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: Provenance | Mapping[str, Any] | None) -> Provenance:
+        """A Provenance from itself, None, or a mapping (keys that are no field become notes;
+        samples and their files may be mappings too)."""
+        if value is None:
+            return cls()
+        if isinstance(value, Provenance):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"provenance must be a Provenance or a mapping, not "
+                            f"{type(value).__name__}")
+        names = {f.name for f in fields(cls)}
+        known = {k: v for k, v in value.items() if k in names}
+        notes = {**dict(known.pop("notes", {}) or {}),
+                 **{str(k): str(v) for k, v in value.items() if k not in names}}
+        samples = [s if isinstance(s, SampleProvenance) else SampleProvenance(
+            **{**s, "files": [f if isinstance(f, InputFile) else InputFile(**f)
+                              for f in s.get("files", ())]})
+            for s in known.pop("samples", ()) or ()]
+        return cls(**known, samples=samples, notes=notes)
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str,
+               text_columns: Sequence[int] = ()) -> str:
+    """An HTML table, cells formatted as everywhere in the report (4 significant digits);
+    ``text_columns`` (indices) are left-aligned in a monospace font (expressions, paths).
+    A header of empty strings gives a table without a header row."""
+    def cell(i: int, value: Any) -> str:
+        css = ' class="text"' if i in text_columns else ""
+        return f"<td{css}>{html.escape(_fmt(value))}</td>"
+
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>"
-        for row in rows
-    )
-    return (f'<table id="{table_id}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    thead = f"<thead><tr>{head}</tr></thead>" if any(str(h) for h in header) else ""
+    body = "".join("<tr>" + "".join(cell(i, c) for i, c in enumerate(row)) + "</tr>"
+                   for row in rows)
+    return f'<table id="{table_id}">{thead}<tbody>{body}</tbody></table>'
+
 
 
 _FIGURE_OF_MERIT_LABELS = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
@@ -145,96 +253,102 @@ def _png(fig: Figure) -> str:
 
 
 class _Sections:
-    """Collects the report's HTML sections and figures."""
+    """Collects the report's sections (each a ``<section>`` with its heading) and figures."""
 
-    def __init__(self) -> None:
+    def __init__(self, figure_files: Mapping[str, str | os.PathLike[str]] | None = None
+                 ) -> None:
+        self.figure_files = dict(figure_files or {})
         self.parts: list[str] = []
         self.figures: list[str] = []
+        self.contents: list[tuple[str, str]] = []
+        self._open = False
 
-    def heading(self, text: str) -> None:
-        self.parts.append(f"<h2>{html.escape(text)}</h2>")
+    def heading(self, text: str, key: str | None = None) -> None:
+        """Start a section; ``key`` (default: from the text) makes its id ``sec-<key>``."""
+        key = key or re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+        if self._open:
+            self.parts.append("</section>")
+        self.parts.append(f'<section id="sec-{key}"><h2>{html.escape(text)}</h2>')
+        self.contents.append((f"sec-{key}", text))
+        self._open = True
 
     def html(self, text: str) -> None:
+        """Add HTML to the current section."""
         self.parts.append(text)
 
-    def figure(self, fig_id: str, caption: str, draw: Callable[[], Figure]) -> None:
+    def figure(self, fig_id: str, caption: str, draw: Callable[[], Figure],
+               wide: bool = False) -> None:
+        """Draw a figure (or read its PNG from ``figure_files``) and embed it (``wide``: the
+        page's full width); a figure that fails becomes a line saying so."""
         try:
-            data = _png(draw())
+            if fig_id in self.figure_files:
+                data = base64.b64encode(Path(self.figure_files[fig_id]).read_bytes()).decode()
+            else:
+                data = _png(draw())
         except Exception as exc:  # a failing figure must not lose the rest of the report
             self.parts.append(f'<p class="error" id="{fig_id}-error">{html.escape(caption)}: '
                               f"could not be drawn ({html.escape(repr(exc))})</p>")
             return
         self.figures.append(fig_id)
+        css = ' class="wide"' if wide else ""
         self.parts.append(
-            f'<figure id="{fig_id}"><img alt="{html.escape(caption)}" '
+            f'<figure id="{fig_id}"><img alt="{html.escape(caption)}"{css} '
             f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}'
             f"</figcaption></figure>"
         )
 
-
-def _options_table(model: Any) -> str:
-    params = model.get_params() if hasattr(model, "get_params") else {}
-    rows = [(name, repr(value)) for name, value in sorted(params.items())]
-    rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
-    rows.append(("best iteration (best_iteration_)", getattr(model, "best_iteration_", None)))
-    return html_table(["option", "value"], rows, "options")
+    def body(self) -> str:
+        """The sections' HTML, the last one closed."""
+        return "\n".join(self.parts) + ("</section>" if self._open else "")
 
 
-def _sample_rows(name: str, y: np.ndarray, w: np.ndarray, classifier: bool) -> list[Any]:
-    row: list[Any] = [name, y.size]
+@dataclass
+class _Events:
+    """The training or the test sample as the report uses it: arrays, the model's score
+    (decision function or prediction) and the physics samples as (name, role, mask)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    score: np.ndarray
+    groups: list[tuple[str, str, np.ndarray]]
+
+    @classmethod
+    def of(cls, model: Any, data: Any, unpacked: tuple[Any, ...], classifier: bool) -> _Events:
+        """Score the events; group them by the Dataset's samples, else by class."""
+        X, y, w, _ = unpacked
+        score = model.decision_function(X) if classifier else model.predict(X)
+        return cls(X, y, w, np.asarray(score, dtype=np.float64), _groups(data, y, classifier))
+
+    def __len__(self) -> int:
+        return self.y.size
+
+
+def _groups(data: Any, y: np.ndarray, classifier: bool) -> list[tuple[str, str, np.ndarray]]:
+    """(sample name, class, mask) per physics sample of a Dataset; per class for tuples."""
+    index = getattr(data, "sample_index", None)
+    names = getattr(data, "sample_names", None)
+    if index is not None and names:
+        index = np.asarray(index)
+        groups = []
+        for i, name in enumerate(names):
+            mask = index == i
+            groups.append((str(name), _role(y[mask], classifier), mask))
+        return groups
     if classifier:
-        sig = y == 1
-        row += [int(sig.sum()), int((~sig).sum()), float(w[sig].sum()), float(w[~sig].sum())]
-    else:
-        row += [float(w.sum())]
-    row.append(float(np.mean(w < 0)) if w.size else 0.0)
-    return row
+        return [("signal", "signal", y == 1), ("background", "background", y == 0)]
+    return [("all events", "target", np.ones(y.size, dtype=bool))]
 
 
-def _samples_table(y_tr: np.ndarray, w_tr: np.ndarray, y_te: np.ndarray, w_te: np.ndarray,
-                   classifier: bool, test_fraction: float) -> str:
-    """Events and summed weights of the training and test samples, as given."""
-    scaled = " (the significance section scales it up)" if classifier else ""
-    note = ("<p>Sums of the weights as given: the test sample carries the fraction "
-            f"{test_fraction:.4g} of the whole sample's expected yield{scaled}; training "
-            "weights may be normalised.</p>")
-    if classifier:
-        header = ["sample", "events", "signal events", "background events",
-                  "signal sum of weights", "background sum of weights",
-                  "fraction of negative weights"]
-    else:
-        header = ["sample", "events", "sum of weights", "fraction of negative weights"]
-    return note + html_table(header, [_sample_rows("training", y_tr, w_tr, classifier),
-                                      _sample_rows("test", y_te, w_te, classifier)], "samples")
-
-
-def _ranking_section(out: _Sections, model: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray,
-                     names: list[str], n_repeats: int, random_state: int | None) -> None:
-    out.heading("Variable ranking")
-    ranking = None
-    if hasattr(model, "forest_"):
-        ranking = tmva_importance(model, names)
-    perm = permutation_importance(model, X, y, w, n_repeats=n_repeats,
-                                  random_state=random_state, feature_names=names)
-    order = ranking.order() if ranking is not None else perm.order()
-    rows = []
-    for rank, i in enumerate(order, start=1):
-        row: list[Any] = [rank, names[i]]
-        if ranking is not None:
-            row += [ranking.importance[i], ranking.split_count[i], ranking.total_gain[i],
-                    ranking.cover[i]]
-        row += [perm.importances_mean[i], perm.importances_std[i]]
-        rows.append(row)
-    header = ["rank", "variable"]
-    if ranking is not None:
-        header += ["importance (split gain)", "splits", "total gain", "cover"]
-    header += [f"permutation ({perm.metric}) mean", "permutation spread"]
-    out.html(html_table(header, rows, "ranking"))
-    if ranking is not None:
-        out.figure("fig-ranking", "Variable ranking from the split gains (TMVA style)",
-                   lambda: plotting.plot_ranking(ranking))
-    out.figure("fig-permutation", f"Permutation importance on the test sample "
-               f"({n_repeats} repeats)", lambda: plotting.plot_ranking(perm))
+def _role(y: np.ndarray, classifier: bool) -> str:
+    """"signal", "background" or both for a sample's labels; "target" for a regression."""
+    if not classifier:
+        return "target"
+    labels = set(np.unique(y).tolist())
+    if not labels:
+        return "no events"
+    return {frozenset({1}): "signal", frozenset({0}): "background"}.get(
+        frozenset(labels), "signal and background")
 
 
 def report(
@@ -251,13 +365,19 @@ def report(
     n_repeats: int = 3,
     random_state: int | None = 0,
     sections: Sequence[Section] = (),
+    provenance: Provenance | Mapping[str, Any] | None = None,
+    label: str | None = None,
+    learning_curve: LearningCurve | None = None,
+    figure_files: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
 
     Parameters
     ----------
     model : fitted ``BDTClassifier`` or ``BDTRegressor``
-    train, test : ``Dataset`` (``X``, ``y``, ``w``, ``feature_names``) or ``(X, y[, w])``
+    train, test : ``Dataset`` (``X``, ``y``, ``w``, ``feature_names``; ``sample_index`` and
+        ``sample_names`` give the per-sample table a row per physics sample) or
+        ``(X, y[, w])`` (a row per class)
     path : the HTML file to write (written to a temporary name, then renamed)
     signal_yield, background_yield : expected events before the cut for the significance
         scan (default: the test sample's summed weights x 1 / ``test_fraction``)
@@ -269,19 +389,58 @@ def report(
     min_background_events : a best cut of the significance scan must leave at least this
         many background MC events (unweighted test events) and B > 0
     n_repeats, random_state : for the permutation importance on the test sample
-    sections : the caller's own sections, shown first (e.g. the per-fold results of a
-        k-fold training)
+    sections : the caller's own sections, shown after the summary (e.g. the per-fold
+        results of a k-fold training)
+    provenance : a :class:`Provenance` (or a mapping of its fields): command,
+        configuration, input files, model hash; without it the provenance block shows what
+        the report knows (version, date, model class, options, feature names)
+    label : an experiment-style label drawn on every figure (e.g. "Simulation",
+        "CMS Simulation"); none by default
+    learning_curve : the learning curve of ``model`` on ``train`` and ``test`` when the
+        caller has computed it already (it is computed otherwise)
+    figure_files : PNG files the caller has drawn already of the same figures, by figure
+        id (``"fig-roc"``, ``"fig-scores"``, ...): embedded instead of drawn again
     """
-    X_tr, y_tr, w_tr, names = unpack_dataset(train, "train")
-    X_te, y_te, w_te, names_te = unpack_dataset(test, "test")
+    unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
+    X_tr, X_te = unpacked[0][0], unpacked[1][0]
     if X_te.shape[1] != X_tr.shape[1]:
         raise ValueError(f"train has {X_tr.shape[1]} features but test has {X_te.shape[1]}")
+    names = unpacked[0][3]
     if all(n.startswith("x") for n in names) and hasattr(model, "feature_names_in_"):
         names = [str(n) for n in model.feature_names_in_]
+    prov = Provenance.of(provenance)
     classifier = is_classifier(model)
-    yields = _YieldBasis.of(test_fraction, y_tr.size, y_te.size, signal_yield,
+    yields = _YieldBasis.of(test_fraction, X_tr.shape[0], X_te.shape[0], signal_yield,
                             background_yield, min_background_events)
-    out = _Sections()
+    tr = _Events.of(model, train, unpacked[0], classifier)
+    te = _Events.of(model, test, unpacked[1], classifier)
+    out = _Sections(figure_files)
+    with plotting.experiment_label(label):
+        if classifier:
+            _classifier_sections(out, model, tr, te, yields, sections, prov)
+        else:
+            _regressor_sections(out, model, tr, te, yields, sections, prov)
+        _ranking_section(out, model, te, names, n_repeats, random_state)
+        _correlation_section(out, tr, names, classifier)
+        _learning_curve_section(out, model, tr, te, learning_curve)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    _provenance_section(out, model, prov, names, stamp)
+    _options_section(out, model)
+    atomic_write_text(path, _document(title, _subtitle(model, prov, stamp), out))
+    return Path(path)
+
+
+def _learning_curve_section(out: _Sections, model: Any, tr: _Events, te: _Events,
+                            curve: LearningCurve | None) -> None:
+    """The learning curve, computed unless the caller has (one staged pass per sample)."""
+    out.heading("Learning curve")
+    if curve is None and "fig-learning-curve" not in out.figure_files:
+        curve = curves.learning_curve(model, (tr.X, tr.y, tr.w), (te.X, te.y, te.w))
+    out.figure("fig-learning-curve", "Loss (and ROC AUC) against the number of trees, "
+               "training and test sample", lambda: plotting.plot_learning_curve(curve))
+
+
+def _caller_sections(out: _Sections, sections: Sequence[Section]) -> None:
     for section in sections:
         out.heading(section.heading)
         if section.html:
@@ -289,73 +448,172 @@ def report(
         for fig_id, caption, draw in section.figures:
             out.figure(fig_id, caption, draw)
 
-    out.heading("Options")
-    out.html(_options_table(model))
-    out.heading("Samples")
-    out.html(_samples_table(y_tr, w_tr, y_te, w_te, classifier, yields.test_fraction))
 
-    if classifier:
-        _classification_sections(out, model, X_tr, y_tr, w_tr, X_te, y_te, w_te, yields)
-    else:
-        _regression_sections(out, model, X_tr, y_tr, w_tr, X_te, y_te, w_te)
-
-    _ranking_section(out, model, X_te, y_te, w_te, names, n_repeats, random_state)
-    out.heading("Correlations")
-    out.figure("fig-correlation", "Weighted linear correlation of the input variables "
-               "(training sample)",
-               lambda: plotting.plot_correlation_matrices(
-                   X_tr, y_tr if classifier else None, w_tr, names))
-    out.heading("Learning curve")
-    curve = learning_curve(model, (X_tr, y_tr, w_tr), (X_te, y_te, w_te))
-    out.figure("fig-learning-curve", "Loss against the number of trees",
-               lambda: plotting.plot_learning_curve(curve))
-
-    atomic_write_text(path, _document(title, model, out))
-    return Path(path)
+def _describe_model(model: Any, n_features: int) -> str:
+    """E.g. "BDTClassifier, gradient boosting: 300 trees of depth 3 on 11 variables"."""
+    params = model.get_params() if hasattr(model, "get_params") else {}
+    text = type(model).__name__
+    if "boosting" in params:
+        trees = getattr(model, "n_trees_", params.get("n_trees"))
+        text += (f", {params['boosting']} boosting: {trees} trees of depth "
+                 f"{params.get('max_depth')}")
+    return f"{text} on {n_features} variables"
 
 
-def _classification_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.ndarray,
-                             w_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndarray,
-                             w_te: np.ndarray, yields: _YieldBasis) -> None:
-    s_tr = np.asarray(model.decision_function(X_tr), dtype=np.float64)
-    s_te = np.asarray(model.decision_function(X_te), dtype=np.float64)
+def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float, float]]:
+    """(background efficiency, cut) pairs: the cut ``score >= cut`` of the highest signal
+    efficiency among those keeping at most that background efficiency (test sample)."""
+    eff_s, eff_b, thresholds = roc_curve(te.y, te.score, te.w)
+    cuts = []
+    for target in background_effs:
+        candidates = np.flatnonzero(eff_b <= target + 1e-12)
+        cuts.append((float(target), float(thresholds[candidates[np.argmax(eff_s[candidates])]])))
+    return cuts
+
+
+def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
+                         yields: _YieldBasis, sections: Sequence[Section],
+                         prov: Provenance) -> None:
+    """Summary, caller sections, samples, efficiencies, overtraining and significance."""
+    eff_te = efficiency_table(te.y, te.score, te.w)
+    eff_tr = efficiency_table(tr.y, tr.score, tr.w)
+    check = overtraining_test(tr.score, tr.y, tr.w, te.score, te.y, te.w)
+    _classifier_summary(out, model, tr, te, eff_te, eff_tr, check)
+    _caller_sections(out, sections)
+    _samples_section(out, tr, te, True, yields.test_fraction, prov.training_weights)
 
     out.heading("Efficiencies")
-    eff_te = efficiency_table(y_te, s_te, w_te)
-    eff_tr = efficiency_table(y_tr, s_tr, w_tr)
     rows = [(label, v_te, v_tr)
             for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True)]
-    out.html("<p>TMVA's table: signal efficiency at fixed background efficiency and "
-             "background rejection (1 - eff_B) at fixed signal efficiency; the training "
-             "sample's values are there to spot overtraining.</p>")
+    out.html('<p class="note">TMVA\'s table: signal efficiency at fixed background efficiency '
+             "and background rejection (1 - eff_B) at fixed signal efficiency; the training "
+             "sample's values are there to spot overtraining. The ROC curves are in the "
+             "summary.</p>")
     out.html(html_table(["", "test sample", "training sample"], rows, "efficiency-table"))
-    out.figure("fig-roc", "ROC curve: background rejection against signal efficiency",
-               lambda: plotting.plot_roc(y_te, s_te, w_te, train=(y_tr, s_tr, w_tr)))
-    out.figure("fig-scores", "Score distributions (test sample)",
-               lambda: plotting.plot_score_distributions(y_te, s_te, w_te))
+    _overtraining_section(out, tr, te, check)
+    _significance_section(out, te, yields)
 
+
+def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
+                        eff_te: EfficiencyTable, eff_tr: EfficiencyTable,
+                        check: OvertrainingResult) -> None:
+    """The verdict, AUC and signal efficiencies at 1/10/30 % background, ROC and scores."""
+    out.heading("Summary")
+    out.html('<div class="row"><div class="key-numbers">')
+    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(tr):,} training "
+             f"and {len(te):,} test events.</p>")
+    out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
+             f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
+             "(Kolmogorov-Smirnov p-value of training against test: signal "
+             f"{check.signal.ks_pvalue:.3g}, background {check.background.ks_pvalue:.3g})</p>")
+    sig_te = signal_efficiency_at(te.y, te.score, te.w, SUMMARY_BACKGROUND_EFFICIENCIES)
+    sig_tr = signal_efficiency_at(tr.y, tr.score, tr.w, SUMMARY_BACKGROUND_EFFICIENCIES)
+    rows: list[tuple[Any, ...]] = [("ROC AUC", eff_te.roc_auc, eff_tr.roc_auc)]
+    rows += [(f"signal efficiency at {_percent(target)} background efficiency", v_te, v_tr)
+             for target, v_te, v_tr in zip(SUMMARY_BACKGROUND_EFFICIENCIES, sig_te, sig_tr,
+                                           strict=True)]
+    out.html(html_table(["", "test sample", "training sample"], rows, "summary-table"))
+    out.html("</div>")
+    out.figure("fig-scores", "Score distributions of the test sample, each class normalised "
+               "to unit area", lambda: plotting.plot_score_distributions(te.y, te.score, te.w))
+    out.html("</div>")
+    out.figure("fig-roc", "ROC curves of the test (solid) and training (dashed) samples: "
+               "background rejection (1 / background efficiency) on a log scale, as HEP "
+               "papers show it (left), and TMVA's 1 - background efficiency (right), against "
+               "the signal efficiency",
+               lambda: plotting.plot_roc_and_rejection(te.y, te.score, te.w,
+                                                       train=(tr.y, tr.score, tr.w)),
+               wide=True)
+
+
+def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
+                     test_fraction: float, training_weights: str | None) -> None:
+    """Per physics sample of each set: events, sum of weights and of squared weights, the
+    fraction of negative weights and (classifier) the efficiency of the standard cuts."""
+    out.heading("Samples")
+    cuts = _cuts_at(te, SAMPLE_TABLE_BACKGROUND_EFFICIENCIES) if classifier else []
+    weights = training_weights or ("as passed to the report: hepbdt's training normalises "
+                                   "them per class when the split's norm is not none")
+    out.html(f'<p class="note">Test weights as read: the test sample carries the fraction '
+             f"{test_fraction:.4g} of the whole sample's expected yield. Training weights: "
+             f"{html.escape(weights)}."
+             + (" The cuts are those of the test sample's ROC curve at the background "
+                "efficiency given; the efficiency is the weighted fraction of each sample's "
+                "events that pass." if cuts else "") + "</p>")
+    header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
+              "fraction of negative weights"]
+    header += [f"efficiency of score \u2265 {cut:.4g} (cut at {_percent(b)} background "
+               "efficiency)" for b, cut in cuts]
+    rows = []
+    for set_name, events in (("test", te), ("training", tr)):
+        for name, role, mask in events.groups:
+            w = events.w[mask]
+            row: list[Any] = [name, role, set_name, int(mask.sum()), float(w.sum()),
+                              float(np.sum(w * w)), float(np.mean(w < 0)) if w.size else 0.0]
+            for _, cut in cuts:
+                passed = float(w[events.score[mask] >= cut].sum())
+                row.append(passed / float(w.sum()) if w.sum() != 0 else None)
+            rows.append(row)
+    out.html(html_table(header, rows, "samples"))
+
+
+def _overtraining_section(out: _Sections, tr: _Events, te: _Events,
+                          check: OvertrainingResult) -> None:
     out.heading("Overtraining check")
-    result = overtraining_test(s_tr, y_tr, w_tr, s_te, y_te, w_te)
     rows = [(name, part.ks_statistic, part.ks_pvalue, part.chi2, part.ndf, part.chi2_pvalue,
-             part.verdict) for name, part in (("signal", result.signal),
-                                              ("background", result.background))]
-    out.html(f'<p>Verdict: <span class="verdict-{result.verdict}" id="verdict">'
-             f"{html.escape(result.verdict)}</span> (p-value below {result.pvalue_fail:g}: "
-             f"overtrained, below {result.pvalue_warn:g}: warning).</p>")
+             part.verdict) for name, part in (("signal", check.signal),
+                                              ("background", check.background))]
+    out.html(f'<p>Verdict: <span class="verdict-{check.verdict}" id="verdict">'
+             f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
+             f"overtrained, below {check.pvalue_warn:g}: warning).</p>")
     out.html(html_table(["class", "KS statistic", "KS p-value", "chi2", "ndf", "chi2 p-value",
-                     "verdict"], rows, "overtraining-table"))
+                         "verdict"], rows, "overtraining-table"))
     out.figure("fig-overtraining", "Overtraining check: test (filled) against training "
-               "(points)", lambda: plotting.plot_overtraining(s_tr, y_tr, w_tr, s_te, y_te,
-                                                              w_te, result=result))
+               "(points)", lambda: plotting.plot_overtraining(
+                   tr.score, tr.y, tr.w, te.score, te.y, te.w, result=check))
 
+
+def _significance_section(out: _Sections, te: _Events, yields: _YieldBasis) -> None:
     out.heading("Significance")
-    scan = significance_scan(y_te, s_te, w_te, yields.signal_yield, yields.background_yield,
-                             yield_scale=1.0 / yields.test_fraction,
+    scan = significance_scan(te.y, te.score, te.w, yields.signal_yield,
+                             yields.background_yield, yield_scale=1.0 / yields.test_fraction,
                              min_background_events=yields.min_background_events)
     out.html(f'<p id="significance-yields">{html.escape(yields.describe())}</p>')
     out.html(significance_table(scan, "significance-table"))
     out.figure("fig-significance", "Significance against the cut on the score (test sample, "
                "yields of the whole sample)", lambda: plotting.plot_significance_scan(scan))
+
+
+def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
+                        yields: _YieldBasis, sections: Sequence[Section],
+                        prov: Provenance) -> None:
+    """Summary (RMSE, bias, resolution, predicted against true), caller sections, samples
+    and the regression quality in detail."""
+    m_te = regression_metrics(te.y, te.score, te.w)
+    m_tr = regression_metrics(tr.y, tr.score, tr.w)
+    out.heading("Summary")
+    out.html('<div class="row"><div class="key-numbers">')
+    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(tr):,} training "
+             f"and {len(te):,} test events.</p>")
+    rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in (
+        ("RMSE", "rmse"), ("bias (mean of predicted - true)", "bias"),
+        ("resolution (IQR / 1.349 of predicted - true)", "resolution_iqr"))]
+    out.html(html_table(["", "test sample", "training sample"], rows, "summary-table"))
+    out.html("</div>")
+    out.figure("fig-predicted-vs-true", "Predicted against true target (test sample)",
+               lambda: plotting.plot_predicted_vs_true(te.y, te.score, te.w))
+    out.html("</div>")
+    _caller_sections(out, sections)
+    _samples_section(out, tr, te, False, yields.test_fraction, prov.training_weights)
+    out.heading("Regression quality")
+    fields_ = [("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
+               ("resolution (IQR / 1.349)", "resolution_iqr"),
+               ("resolution (truncated RMS, 90%)", "resolution_trms")]
+    rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in fields_]
+    out.html(html_table(["", "test sample", "training sample"], rows, "regression-table"))
+    binned = resolution_vs_target(te.y, te.score, te.w)
+    out.figure("fig-resolution", "Bias and resolution in bins of the true target (test "
+               "sample)", lambda: plotting.plot_resolution(binned))
 
 
 @dataclass(frozen=True)
@@ -403,36 +661,161 @@ class _YieldBasis:
                 "events and B > 0.")
 
 
-def _regression_sections(out: _Sections, model: Any, X_tr: np.ndarray, y_tr: np.ndarray,
-                         w_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndarray,
-                         w_te: np.ndarray) -> None:
-    p_tr = np.asarray(model.predict(X_tr), dtype=np.float64)
-    p_te = np.asarray(model.predict(X_te), dtype=np.float64)
-    out.heading("Regression quality")
-    m_te = regression_metrics(y_te, p_te, w_te)
-    m_tr = regression_metrics(y_tr, p_tr, w_tr)
-    fields = [("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
-              ("resolution (IQR / 1.349)", "resolution_iqr"),
-              ("resolution (truncated RMS, 90%)", "resolution_trms")]
-    rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in fields]
-    out.html(html_table(["", "test sample", "training sample"], rows, "regression-table"))
-    binned = resolution_vs_target(y_te, p_te, w_te)
-    out.figure("fig-predicted-vs-true", "Predicted against true target (test sample)",
-               lambda: plotting.plot_predicted_vs_true(y_te, p_te, w_te))
-    out.figure("fig-resolution", "Bias and resolution in bins of the true target (test "
-               "sample)", lambda: plotting.plot_resolution(binned))
+def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
+                     n_repeats: int, random_state: int | None) -> None:
+    out.heading("Variable ranking")
+    ranking = None
+    if hasattr(model, "forest_"):
+        ranking = tmva_importance(model, names)
+    perm = permutation_importance(model, te.X, te.y, te.w, n_repeats=n_repeats,
+                                  random_state=random_state, feature_names=names)
+    order = ranking.order() if ranking is not None else perm.order()
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        row: list[Any] = [rank, names[i]]
+        if ranking is not None:
+            row += [ranking.importance[i], ranking.split_count[i], ranking.total_gain[i],
+                    ranking.cover[i]]
+        row += [perm.importances_mean[i], perm.importances_std[i]]
+        rows.append(row)
+    header = ["rank", "variable"]
+    if ranking is not None:
+        header += ["importance (split gain)", "splits", "total gain", "cover"]
+    header += [f"permutation ({perm.metric}) mean", "permutation spread"]
+    out.html(html_table(header, rows, "ranking"))
+    if ranking is not None:
+        out.figure("fig-ranking", "Variable ranking from the split gains (TMVA style)",
+                   lambda: plotting.plot_ranking(ranking))
+    out.figure("fig-permutation", f"Permutation importance on the test sample "
+               f"({n_repeats} repeats)", lambda: plotting.plot_ranking(perm))
 
 
-def _document(title: str, model: Any, out: _Sections) -> str:
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def _correlation_section(out: _Sections, tr: _Events, names: list[str], classifier: bool
+                         ) -> None:
+    out.heading("Correlations")
+    what = "signal (left) and background (right)" if classifier else "all events"
+    values = ("values in percent in the cells" if len(names) <= plotting.MAX_ANNOTATED_VARIABLES
+              else "the colour scale gives the value")
+    out.figure("fig-correlation", f"Weighted linear correlation of the input variables, "
+               f"training sample, {what}; {values}",
+               lambda: plotting.plot_correlation_matrices(
+                   tr.X, tr.y if classifier else None, tr.w, names), wide=True)
+
+
+_GRADIENT_FAMILY = ("gradient", "newton")
+_ADABOOST_FAMILY = ("adaboost", "realadaboost", "eps", "bagging")
+# The options that act on some boosting algorithms only (see BDTClassifier, BDTRegressor
+# and the README's option table); every other option acts on all of them.
+_ACTS_ON = {
+    "learning_rate": _GRADIENT_FAMILY, "loss": _GRADIENT_FAMILY,
+    "min_split_gain": _GRADIENT_FAMILY, "early_stopping": _GRADIENT_FAMILY,
+    "validation_fraction": _GRADIENT_FAMILY, "n_iter_no_change": _GRADIENT_FAMILY,
+    "tol": _GRADIENT_FAMILY, "early_stopping_rounds": _GRADIENT_FAMILY,
+    "quantised_histograms": _GRADIENT_FAMILY, "huber_alpha": _GRADIENT_FAMILY,
+    "huber_delta": _GRADIENT_FAMILY,
+    "reg_lambda": ("newton",), "reg_alpha": ("newton",), "min_child_weight": ("newton",),
+    "criterion": _ADABOOST_FAMILY, "beta": ("adaboost",), "epsilon": ("eps",),
+    "use_yes_no_leaf": ("adaboost", "eps", "bagging"),
+}
+
+
+def _acting_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The options that act on ``params["boosting"]`` and the names of those that do not
+    (huber_alpha and huber_delta act with loss="huber" only)."""
+    boosting = params.get("boosting")
+    if boosting is None:
+        return dict(params), []
+    acting, idle = {}, []
+    for name, value in params.items():
+        acts = boosting in _ACTS_ON.get(name, (boosting,))
+        if name.startswith("huber_") and params.get("loss") != "huber":
+            acts = False
+        if acts:
+            acting[name] = value
+        else:
+            idle.append(name)
+    return acting, sorted(idle)
+
+
+def _options_section(out: _Sections, model: Any) -> None:
+    """The options that act on the chosen algorithm, folded away."""
+    params = model.get_params() if hasattr(model, "get_params") else {}
+    acting, idle = _acting_options(params)
+    rows: list[tuple[str, Any]] = [(name, repr(value)) for name, value in sorted(acting.items())]
+    rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
+    rows.append(("best iteration (best_iteration_)", getattr(model, "best_iteration_", None)))
+    boosting = params.get("boosting")
+    scope = f" that act on boosting={boosting!r}" if boosting is not None else ""
+    left_out = (f'<p class="note">Left out, as they do nothing with boosting={boosting!r}: '
+                f"{html.escape(', '.join(idle))}.</p>" if idle else "")
+    out.heading("Options")
+    out.html(f'<details id="options-details"><summary>{len(acting)} options of '
+             f"{html.escape(type(model).__name__)}{html.escape(scope)} (click to show)"
+             f"</summary>{html_table(['option', 'value'], rows, 'options')}{left_out}"
+             "</details>")
+
+
+def _provenance_section(out: _Sections, model: Any, prov: Provenance, names: list[str],
+                        stamp: str) -> None:
+    """Version, date, model, command, configuration (folded), inputs, features, aliases."""
+    out.heading("Provenance")
+    out.html('<p class="note">What it takes to make this model again: this hepbdt version, '
+             "the command (or the configuration file, whose text is below) and the input "
+             "files with the entry counts listed.</p>")
+    rows: list[tuple[str, Any]] = [
+        ("hepbdt version", f"{__version__} (Python {platform.python_version()}, numpy "
+                           f"{np.__version__})"),
+        ("written", stamp), ("model", _describe_model(model, len(names)))]
+    rows += [(key, value) for key, value in (
+        ("command", prov.command), ("configuration file", prov.config_path),
+        ("split", prov.split), ("training weights", prov.training_weights)) if value]
+    rows += [(f"SHA-256 of {name}", digest) for name, digest in prov.model_files.items()]
+    rows += list(prov.notes.items())
+    out.html("<h3>Run</h3>" + html_table(["", ""], rows, "provenance-table", text_columns=(1,)))
+    if prov.config_text is not None:
+        out.html(f'<details id="config-text"><summary>Text of the configuration file '
+                 f"{html.escape(prov.config_path or '')}</summary>"
+                 f"<pre>{html.escape(prov.config_text)}</pre></details>")
+    if prov.samples:
+        rows = [(s.name, s.role, f.path, f.tree or "its only tree", f.entries,
+                 s.cut or "none", s.weight if s.weight is not None else 1, s.scale)
+                for s in prov.samples for f in (s.files or [InputFile("n/a")])]
+        out.html("<h3>Input files and selection</h3>" + html_table(
+            ["sample", "class", "file", "tree", "entries", "cut", "weight", "scale"], rows,
+            "provenance-samples", text_columns=(2, 5, 6)))
+    definitions = dict(prov.features) or {
+        name: dict(getattr(model, "feature_definitions_", None) or {}).get(name, name)
+        for name in names}
+    out.html("<h3>Features</h3>" + html_table(["feature", "expression"],
+                                              list(definitions.items()),
+                                              "provenance-features", text_columns=(1,)))
+    if prov.aliases:
+        out.html("<h3>Aliases</h3>" + html_table(["alias", "definition"],
+                                                 list(prov.aliases.items()),
+                                                 "provenance-aliases", text_columns=(1,)))
+
+
+def _subtitle(model: Any, prov: Provenance, stamp: str) -> str:
+    """The line under the title: model class, date, version, configuration, model hash."""
+    parts = [f"{type(model).__name__}, written {stamp} by hepbdt {__version__}"]
+    if prov.config_path:
+        parts.append(f"configuration {prov.config_path}")
+    for name, digest in list(prov.model_files.items())[:1]:
+        parts.append(f"{name} SHA-256 {digest[:16]}...")
+    return (html.escape("; ".join(parts))
+            + ' (<a href="#sec-provenance">provenance</a>)')
+
+
+def _document(title: str, subtitle: str, out: _Sections) -> str:
+    contents = " ".join(f'<a href="#{key}">{html.escape(text)}</a>'
+                        for key, text in out.contents)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        f"<p>{html.escape(type(model).__name__)}, written {stamp}. Figures: "
-        f"{len(out.figures)}.</p>"
-        + "\n".join(out.parts)
-        + '<div id="render-check" data-images-shown="-1">not rendered</div>'
+        f'<h1>{html.escape(title)}</h1><p class="subtitle" id="subtitle">{subtitle}. '
+        f"</p><nav id=\"contents\">{contents}</nav>"
+        + out.body()
+        + '<div id="render-check" hidden data-images-shown="-1"></div>'
         f"<script>{_RENDER_CHECK}</script></body></html>\n"
     )
 

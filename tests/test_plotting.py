@@ -96,3 +96,55 @@ def test_regression_plots(tmp_path):
     _check(plotting.plot_predicted_vs_true(t, p, path=tmp_path / "pvt"), tmp_path / "pvt")
     _check(plotting.plot_resolution(resolution_vs_target(t, p, bins=5), path=tmp_path / "res"),
            tmp_path / "res")
+
+
+def test_background_rejection_is_log_scale_against_signal_efficiency(tmp_path, scores):
+    y, s, w = scores
+    fig = plotting.plot_background_rejection(y, s, np.abs(w), train=(y, s + 0.1, np.abs(w)),
+                                             path=tmp_path / "rejection")
+    _check(fig, tmp_path / "rejection")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    assert ax.get_xlabel().startswith("Signal efficiency") and "1/ε" in ax.get_ylabel()
+    # The test curve is 1/eff_B at each eff_S of the ROC curve (where eff_B > 0).
+    from hepbdt.evaluation import roc_curve
+
+    eff_s, eff_b, _ = roc_curve(y, s, np.abs(w))
+    line = ax.get_lines()[0]
+    keep = (eff_b > 0) & (eff_s > 0)
+    np.testing.assert_allclose(line.get_xdata(), eff_s[keep])
+    np.testing.assert_allclose(line.get_ydata(), 1.0 / eff_b[keep])
+    both = plotting.plot_roc_and_rejection(y, s, w)
+    assert [a.get_yscale() for a in both.axes] == ["log", "linear"]
+    # No literal underscores in the axis labels (eps_B was printed as it was written).
+    for a in (*fig.axes, *both.axes):
+        assert "_B" not in a.get_ylabel().replace("$_", "") and "eps" not in a.get_ylabel()
+
+
+def test_experiment_label_on_every_figure(scores):
+    y, s, w = scores
+
+    def texts(fig):
+        return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+    assert "Simulation" not in texts(plotting.plot_score_distributions(y, s, w))
+    assert "Simulation" in texts(plotting.plot_score_distributions(y, s, w,
+                                                                   exp_label="Simulation"))
+    with plotting.experiment_label("CMS Simulation"):
+        fig = plotting.plot_roc_and_rejection(y, s, w)
+    assert all("CMS" in " ".join(t.get_text() for t in ax.texts) for ax in fig.axes)
+    assert "CMS" not in texts(plotting.plot_roc(y, s, w))  # the context is over
+
+
+@pytest.mark.parametrize(("n_features", "annotated"), [(4, True), (20, True), (21, False)])
+def test_correlation_values_in_cells_up_to_20_variables(n_features, annotated):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, n_features))
+    y = rng.integers(0, 2, 400)
+    fig = plotting.plot_correlation_matrices(X, y)
+    signal, background = (ax for ax in fig.axes if ax.get_title())
+    assert signal.get_title() == "Correlation (signal)"
+    assert background.get_title() == "Correlation (background)"
+    assert len(signal.texts) == (n_features ** 2 if annotated else 0)
+    if annotated:
+        assert signal.texts[0].get_text() == "100"  # the diagonal, in percent

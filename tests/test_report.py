@@ -6,10 +6,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import html  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -77,7 +79,9 @@ def test_classifier_report_renders_in_browser(tmp_path):
     check = _render(path, tmp_path)
     assert check["images-total"] == len(CLASSIFIER_FIGURES)
     assert check["images-shown"] == check["images-total"]
-    assert check["tables"] == 6
+    # summary, samples, efficiencies, overtraining, significance, ranking, provenance,
+    # features, options
+    assert check["tables"] == 9
     assert check["cells-total"] > 60 and check["cells-filled"] == check["cells-total"]
 
 
@@ -178,3 +182,199 @@ def test_report_states_an_estimated_test_fraction_and_a_missing_best_cut(tmp_pat
         assert row["value"] == row["S"] == row["B"] == "n/a"
     with pytest.raises(ValueError, match="test_fraction must lie in"):
         hepbdt.report(model, train, test, tmp_path / "bad.html", test_fraction=1.5)
+
+
+# -- what a physicist reads: summary first, provenance, samples, options last --------------
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "analyses" / "demo.toml"
+
+
+def _dump_dom(html_path, tmp_path):
+    """The DOM of the page after headless Chromium loaded it (scripts run)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None or not sys.platform.startswith("linux"):
+        pytest.skip("the browser test runs on Linux with chromium")
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'chromium-dom'}", "--virtual-time-budget=5000",
+           "--dump-dom", html_path.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _sections(dom):
+    """{section id: its HTML}, in the order of the page."""
+    found = re.findall(r'<section id="([^"]+)">(.*?)</section>', dom, flags=re.S)
+    return dict(found)
+
+
+def _rows(dom, table_id):
+    """Body rows of a table as {header: cell text} (cells may carry a class)."""
+    table = re.search(rf'<table id="{table_id}">(.*?)</table>', dom, flags=re.S)
+    assert table, table_id
+    header = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", table.group(1))]
+    body = table.group(1).split("<tbody>")[1]
+    return [dict(zip(header, [html.unescape(c) for c in
+                              re.findall(r"<td[^>]*>(.*?)</td>", row)], strict=True))
+            for row in re.findall(r"<tr>(.*?)</tr>", body)]
+
+
+def _check_reading_order(dom):
+    """Summary first, options last and folded, no visible render check."""
+    order = list(_sections(dom))
+    assert order[0] == "sec-summary" and order[-1] == "sec-options", order
+    assert order.index("sec-samples") < order.index("sec-efficiencies") < order.index(
+        "sec-overtraining-check") < order.index("sec-significance") < order.index(
+        "sec-variable-ranking") < order.index("sec-correlations") < order.index(
+        "sec-learning-curve") < order.index("sec-provenance") < order.index("sec-options")
+    first_section = dom.index('<section id="sec-summary">')
+    assert dom.index("<section") == first_section
+    options = _sections(dom)["sec-options"]
+    assert re.search(r'<details id="options-details">', options)  # folded: no "open"
+    assert "rendered:" not in dom
+    check = re.search(r'<div id="render-check"([^>]*)>', dom).group(1)
+    assert 'hidden=""' in check and 'data-images-shown="-1"' not in check
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from hepbdt.analysis import load_config, train
+
+    out = tmp_path_factory.mktemp("trained") / "out"
+    config = load_config(DEMO, ["preselection='(nJet >= 2) & (event % 5 == 0)'",
+                                "method.n_trees=15", "output.figures=false",
+                                "output.permutation_repeats=1"], output=out)
+    return train(config)
+
+
+def test_training_report_reads_top_down_in_browser(trained, tmp_path):
+    from hepbdt.output_set import file_sha256
+
+    path = trained.output_dir / "report.html"
+    dom = _dump_dom(path, tmp_path)
+    _check_reading_order(dom)
+    summary = _sections(dom)["sec-summary"]
+    assert re.search(r'id="summary-verdict">(ok|warning|overtrained)<', summary)
+    rows = {row[""]: row for row in _rows(summary, "summary-table")}
+    auc = hepbdt.evaluation.roc_auc(trained.test.y, trained.test_scores, trained.test.w)
+    assert float(rows["ROC AUC"]["test sample"]) == pytest.approx(auc, abs=1e-4)
+    for percent in ("1 %", "10 %", "30 %"):
+        assert f"signal efficiency at {percent} background efficiency" in rows
+    assert '<figure id="fig-roc"><img alt="' in summary and "log scale" in summary
+    assert '<figure id="fig-scores">' in summary
+
+    provenance = _sections(dom)["sec-provenance"]
+    assert hepbdt.__version__ in provenance and str(DEMO) in provenance
+    assert file_sha256(trained.output_dir / "model.json") in provenance
+    assert "--set method.n_trees=15" in html.unescape(provenance)
+    files = {row["sample"]: row for row in _rows(provenance, "provenance-samples")}
+    assert files["ttbar"]["file"].endswith("background_ttbar.root")
+    assert int(files["ttbar"]["entries"]) == 25000 and files["ttbar"]["tree"] == "Events"
+    assert "genWeight * xsec * lumi / sumGenWeight" in files["qcd"]["weight"]
+    assert "event % 5 == 0" in files["signal"]["cut"]
+    aliases = {row["alias"]: row["definition"] for row in _rows(provenance, "provenance-aliases")}
+    assert aliases["btag1"] == "Jet_btag[:, 0]"
+    assert "Text of the configuration file" in provenance and "[samples.qcd]" in provenance
+
+    test = trained.test
+    samples = _rows(_sections(dom)["sec-samples"], "samples")
+    assert [r["sample"] for r in samples] == ["signal", "qcd", "ttbar"] * 2
+    for row in samples:
+        index = test.sample_names.index(row["sample"])
+        data = test if row["set"] == "test" else trained.train
+        mask = data.sample_index == index
+        assert int(row["events"]) == np.count_nonzero(mask)
+        assert float(row["sum of weights"]) == pytest.approx(data.w[mask].sum(), rel=1e-3)
+        assert float(row["sum of squared weights"]) == pytest.approx(
+            np.sum(data.w[mask] ** 2), rel=1e-3)
+    assert "normalised per class (norm = equal_num_events" in _sections(dom)["sec-samples"]
+
+    options = _sections(dom)["sec-options"]
+    names = {row["option"] for row in _rows(options, "options")}
+    assert {"learning_rate", "n_trees", "max_depth", "min_node_size"} <= names
+    assert not names & {"criterion", "beta", "epsilon", "use_yes_no_leaf", "reg_lambda",
+                        "reg_alpha", "min_child_weight"}
+
+
+def _sample_dataset(seed, n=1500):
+    """Three physics samples (one signal, two backgrounds) in a Dataset."""
+    rng = np.random.default_rng(seed)
+    sample = rng.integers(0, 3, n)
+    y = (sample == 0).astype(int)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += y
+    w = rng.uniform(0.2, 2.0, n) * np.where(sample == 2, 3.0, 1.0)
+    return hepbdt.io.Dataset(X, y, w, sample_index=sample, feature_names=["pt", "eta", "m"],
+                             sample_names=["higgs", "qcd", "top"])
+
+
+def test_report_of_datasets_with_provenance_and_label(tmp_path):
+    train, test = _sample_dataset(1), _sample_dataset(2)
+    model = hepbdt.BDTClassifier(boosting="adaboost", n_trees=10, max_depth=2,
+                                 random_state=0).fit(train.X, train.y, train.w)
+    provenance = {"command": "python make_model.py", "config_path": "cards/higgs.toml",
+                  "samples": [{"name": "higgs", "role": "signal", "cut": "pt > 20",
+                               "files": [{"path": "/data/higgs.root", "tree": "Events",
+                                          "entries": 1234}]}],
+                  "run by": "the test suite"}
+    path = hepbdt.report(model, train, test, tmp_path / "r.html", provenance=provenance,
+                         label="Simulation", n_repeats=1)
+    dom = _dump_dom(path, tmp_path)
+    _check_reading_order(dom)
+    provenance_html = html.unescape(_sections(dom)["sec-provenance"])
+    for text in ("python make_model.py", "cards/higgs.toml", "/data/higgs.root", "1234",
+                 "the test suite"):
+        assert text in provenance_html, text
+    rows = _rows(dom, "samples")
+    assert [(r["sample"], r["class"], r["set"]) for r in rows[:3]] == [
+        ("higgs", "signal", "test"), ("qcd", "background", "test"), ("top", "background", "test")]
+    cuts = [h for h in rows[0] if h.startswith("efficiency of score")]
+    assert len(cuts) == 2 and "1 % background" in cuts[0] and "10 % background" in cuts[1]
+    for row, index in zip(rows[:3], range(3), strict=True):
+        mask = test.sample_index == index
+        assert float(row["sum of weights"]) == pytest.approx(test.w[mask].sum(), rel=1e-3)
+    # The background samples' efficiencies at the 1 % cut make at most 1 % of the background.
+    background = [(float(r[cuts[0]]), float(r["sum of weights"])) for r in rows[1:3]]
+    eff_b = sum(e * w for e, w in background) / sum(w for _, w in background)
+    assert 0 < eff_b <= 0.01 + 1e-3
+    assert float(rows[0][cuts[1]]) > float(rows[0][cuts[0]]) > 0  # looser cut, more signal
+    # AdaBoost: its own options shown, none of gradient or newton boosting.
+    names = {row["option"] for row in _rows(dom, "options")}
+    assert {"criterion", "beta", "use_yes_no_leaf"} <= names
+    assert not names & {"learning_rate", "reg_lambda", "epsilon", "early_stopping", "loss"}
+
+
+def test_report_without_provenance_says_what_it_knows(tmp_path):
+    train, test = _dataset(31, n=600), _dataset(32, n=600)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2, random_state=0)
+    model.fit(train.X, train.y, sample_weight=train.w)
+    text = hepbdt.report(model, (train.X, train.y, train.w), (test.X, test.y, test.w),
+                         tmp_path / "r.html", n_repeats=1).read_text(encoding="utf-8")
+    provenance = _sections(text)["sec-provenance"]
+    assert hepbdt.__version__ in provenance and "BDTClassifier" in provenance
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", provenance)
+    assert [r["feature"] for r in _rows(provenance, "provenance-features")] == [
+        "x0", "x1", "x2", "x3"]
+    rows = _rows(text, "samples")  # tuples: one row per class and set
+    assert [(r["sample"], r["set"]) for r in rows] == [
+        ("signal", "test"), ("background", "test"), ("signal", "training"),
+        ("background", "training")]
+    signal = test.y == 1
+    assert float(rows[0]["sum of weights"]) == pytest.approx(test.w[signal].sum(), rel=1e-3)
+    assert float(rows[1]["sum of squared weights"]) == pytest.approx(
+        np.sum(test.w[~signal] ** 2), rel=1e-3)
+
+
+def test_regression_summary_shows_rmse_bias_resolution(tmp_path):
+    train, test = _dataset(33, n=600), _dataset(34, n=600)
+    target = 2.0 * train.X[:, 0]
+    model = hepbdt.BDTRegressor(n_trees=5, max_depth=2, random_state=0).fit(train.X, target)
+    text = hepbdt.report(model, (train.X, target), (test.X, 2.0 * test.X[:, 0]),
+                         tmp_path / "r.html", n_repeats=1).read_text(encoding="utf-8")
+    summary = _sections(text)["sec-summary"]
+    labels = [r[""] for r in _rows(summary, "summary-table")]
+    assert labels[0] == "RMSE" and labels[1].startswith("bias") and "resolution" in labels[2]
+    assert '<figure id="fig-predicted-vs-true">' in summary
+    assert list(_sections(text))[-1] == "sec-options"

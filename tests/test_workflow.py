@@ -3,8 +3,11 @@ it), the k-fold manifest and report, regression outputs, a refused TMVA export."
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -206,3 +209,40 @@ def test_min_background_events_is_checked(value, message, tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(DEMO, [f"output.min_background_events={value}"], output=tmp_path)
     assert message in str(info.value)
+
+
+def test_outputs_announce_themselves_and_compute_the_learning_curve_once(tmp_path,
+                                                                         monkeypatch):
+    import hepbdt.analysis.result as result_module
+
+    calls = []
+    original = result_module.learning_curve
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(result_module, "learning_curve", counted)
+    config = load_config(DEMO, [*FEW, "output.permutation_repeats=1"], output=tmp_path / "out")
+    lines = []
+    result = train(config, echo=lines.append)
+    assert len(calls) == 1  # one curve for the figure and the report
+    assert result.learning_curve is not None and result.learning_curve.n_trees[-1] == 15
+    for text in ("writing model.json, TMVA XML, scores.root", "writing figures (6)",
+                 "computing the learning curve (15 trees", "writing report.html"):
+        assert any(line.startswith(text) for line in lines), (text, lines)
+    assert lines.index("writing report.html") == len(lines) - 1  # the last output step
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="fig-learning-curve"' in report
+    # The figures already drawn into figures/ are embedded, not drawn a second time.
+    for name in ("roc", "learning_curve", "correlation"):
+        png = (tmp_path / "out" / "figures" / f"{name}.png").read_bytes()
+        assert base64.b64encode(png).decode() in report, name
+    # The command in the report's provenance gives this configuration again.
+    command = re.search(r"<td>command</td><td class=\"text\">(.*?)</td>", report).group(1)
+    words = shlex.split(html.unescape(command))
+    assert words[:3] == ["hepbdt", "train", str(DEMO)]
+    overrides = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
+    again = load_config(DEMO, overrides, output=words[words.index("--output") + 1])
+    assert again.params == config.params and again.samples == config.samples
+    assert again.output.directory == config.output.directory

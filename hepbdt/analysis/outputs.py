@@ -3,21 +3,24 @@
 :func:`write_outputs` writes all of them for a :class:`~.result.TrainResult`;
 :func:`report_from_scores` writes the report again from a model file and the
 ``scores.root`` a training wrote. Plotting and the report import matplotlib, so they are
-imported when first drawn (``hepbdt train --check`` and ``apply`` never need them).
+imported when first drawn (``hepbdt train --check`` and ``apply`` never need them). Each
+step that takes a while says so through ``echo`` (the progress lines of ``hepbdt train``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Sequence
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import uproot
 
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
-    learning_curve,
     overtraining_test,
     resolution_vs_target,
     roc_auc,
@@ -27,20 +30,41 @@ from ..evaluation import (
 )
 from ..interop.tmva_export import to_tmva_xml
 from ..io import read_scores, write_scores
+from ..io.errors import InputError
+from ..io.samples import get_tree, resolve_sources
 from ..kfold import KFoldModel
-from ..output_set import check_model_of
+from ..output_set import check_model_of, file_sha256
 from ..persistence import load_model
-from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking
+from .config import AnalysisConfig, _tomllib
+from .result import (
+    FoldScores,
+    TrainResult,
+    cell,
+    first_learning_curve,
+    kfold_table,
+    models_of,
+    ranking,
+)
 
-__all__ = ["write_outputs", "draw_figures", "write_report", "report_from_scores"]
+__all__ = ["write_outputs", "draw_figures", "write_report", "report_from_scores",
+           "provenance_of"]
+
+Echo = Callable[[str], None] | None
 
 
-def write_outputs(result: TrainResult, echo: Callable[[str], None] | None = None) -> None:
+def _say(echo: Echo, text: str) -> None:
+    if echo is not None:
+        echo(text)
+
+
+def write_outputs(result: TrainResult, echo: Echo = None) -> None:
     """Write the model(s), the TMVA XML, scores.root, the figures and the report into
-    ``result.output_dir``; record each in ``result.files``."""
+    ``result.output_dir``; record each in ``result.files``. ``echo`` is told of each step."""
     config, out, files = result.config, result.output_dir, result.files
     model = result.model
     model_path = out / "model.json"
+    written = ["model.json"] + (["TMVA XML"] if config.output.tmva_xml else []) + ["scores.root"]
+    _say(echo, f"writing {', '.join(written)}")
     if isinstance(model, KFoldModel):
         for i, path in enumerate(model.save(model_path)[:-1]):
             files[f"model_fold{i}"] = path
@@ -52,10 +76,10 @@ def write_outputs(result: TrainResult, echo: Callable[[str], None] | None = None
     files["scores"] = _write_score_trees(result, out / "scores.root")
     if config.output.figures:
         for name, path in draw_figures(result, out / "figures",
-                                       config.output.figure_formats).items():
+                                       config.output.figure_formats, echo).items():
             files[f"figure:{name}"] = path
     if config.output.report:
-        files["report"] = write_report(result, out / "report.html")
+        files["report"] = write_report(result, out / "report.html", echo)
 
 
 def _write_tmva_xml(result: TrainResult, echo: Callable[[str], None] | None) -> None:
@@ -91,9 +115,12 @@ def _write_score_trees(result: TrainResult, path: Path) -> Path:
     return path
 
 
-def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("png",)
-                 ) -> dict[str, Path]:
-    """Draw the standard figures into ``folder``; return {name: path of the first format}."""
+def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("png",),
+                 echo: Echo = None) -> dict[str, Path]:
+    """Draw the standard figures into ``folder``; return {name: path of the first format}.
+
+    The learning curve is computed once per training (:func:`.result.first_learning_curve`)
+    and shared with the report."""
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
     train, test = result.train, result.test
@@ -106,8 +133,8 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         figures["resolution"] = lambda: plotting.plot_resolution(
             resolution_vs_target(test.y, s_te, test.w))
     else:
-        figures["roc"] = lambda: plotting.plot_roc(test.y, s_te, test.w,
-                                                   train=(train.y, s_tr, train.w))
+        figures["roc"] = lambda: plotting.plot_roc_and_rejection(
+            test.y, s_te, test.w, train=(train.y, s_tr, train.w))
         figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w)
         figures["overtraining"] = lambda: plotting.plot_overtraining(
             s_tr, train.y, train.w, s_te, test.y, test.w,
@@ -117,14 +144,20 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
         train.X, None if regression else train.y, train.w, list(result.config.features))
-    first_model = models_of(result.model)[0]
-    first_train, first_test = result.fold_data(0)
-    figures["learning_curve"] = lambda: plotting.plot_learning_curve(
-        learning_curve(first_model, first_train, first_test))
+    figures["learning_curve"] = lambda: plotting.plot_learning_curve(_learning_curve(result, echo))
+    _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}
     for name, draw in figures.items():
         written[name] = plotting.save_figure(draw(), folder / name, formats)[0]
     return written
+
+
+def _learning_curve(result: TrainResult, echo: Echo) -> Any:
+    """The first model's learning curve, announced when it is computed (not when reused)."""
+    if result.learning_curve is None:
+        _say(echo, f"computing the learning curve ({models_of(result.model)[0].n_trees_} "
+                   "trees, training and test events)")
+    return first_learning_curve(result)
 
 
 def _kfold_roc_figure(folds: FoldScores) -> Any:
@@ -143,16 +176,17 @@ def _kfold_roc_figure(folds: FoldScores) -> Any:
     eff_s, eff_b, _ = roc_curve(y, s, w)
     ax.plot(eff_s, 1.0 - eff_b, "k--", lw=1.5,
             label=f"all events, out of fold (AUC = {roc_auc(y, s, w):.4f})")
-    ax.set_xlabel("Signal efficiency")
-    ax.set_ylabel("Background rejection")
+    ax.set_xlabel(r"Signal efficiency ε$_\mathrm{S}$")
+    ax.set_ylabel(r"Background rejection 1 − ε$_\mathrm{B}$")
     ax.set_title(f"{folds.k}-fold: each fold scored by the model that did not train on it")
     ax.legend(loc="lower left", fontsize="small")
     fig.tight_layout()
     return fig
 
 
-def write_report(result: TrainResult, path: Path) -> Path:
-    """The HTML report of :func:`hepbdt.report`, with a k-fold section for k-fold models.
+def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
+    """The HTML report of :func:`hepbdt.report`, with its provenance (:func:`provenance_of`)
+    and a k-fold section for k-fold models.
 
     The significance scan shows expected yields of the whole sample: the test weights
     x 1 / (1 - train_fraction) for a split; for k-fold, fold 0's test weights x 1 / (its
@@ -165,10 +199,132 @@ def write_report(result: TrainResult, path: Path) -> Path:
                                    "in the k-fold section)" if kfold else "")
     fraction = len(test) / len(result.test) if kfold else result.test_fraction
     n_min = result.config.output.min_background_events
+    curve = _learning_curve(result, echo)
+    _say(echo, f"writing {path.name}")
     return report(models_of(result.model)[0], result.labelled(train), result.labelled(test),
                   path, title=title, n_repeats=result.config.output.permutation_repeats,
                   test_fraction=fraction, min_background_events=n_min,
-                  sections=[_kfold_section(FoldScores.of(result), n_min)] if kfold else ())
+                  sections=[_kfold_section(FoldScores.of(result), n_min)] if kfold else (),
+                  provenance=provenance_of(result), learning_curve=curve,
+                  figure_files=_drawn_figures(result))
+
+
+# The figures draw_figures writes that the report shows as they are (same events, scores
+# and model): report figure id -> figure name.
+_SHARED_FIGURES = {"fig-roc": "roc", "fig-scores": "scores", "fig-overtraining": "overtraining",
+                   "fig-ranking": "ranking", "fig-correlation": "correlation",
+                   "fig-learning-curve": "learning_curve",
+                   "fig-predicted-vs-true": "predicted_vs_true", "fig-resolution": "resolution"}
+
+
+def _drawn_figures(result: TrainResult) -> dict[str, Path]:
+    """The PNG figures already written that the report can embed instead of drawing them
+    again; none for k-fold, whose figures show all folds where the report shows fold 0."""
+    if result.train_fold is not None:
+        return {}
+    drawn = {fig_id: result.files.get(f"figure:{name}")
+             for fig_id, name in _SHARED_FIGURES.items()}
+    return {fig_id: path for fig_id, path in drawn.items()
+            if path is not None and path.suffix == ".png"}
+
+
+def provenance_of(result: TrainResult) -> Any:
+    """The report's :class:`~hepbdt.report.Provenance` of a training: the command, the
+    configuration file and its text, the samples' files (with tree and entry count), cuts
+    and weights, features, aliases, the split and the SHA-256 of the model files written."""
+    from ..report import Provenance  # matplotlib: imported with the report
+
+    config = result.config
+    try:
+        text: str | None = config.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    split = config.split
+    scheme = (f"{split.kfold}-fold by event number ({config.event})" if split.kfold else
+              f"{split.mode}, train_fraction {split.train_fraction:g}, seed {split.seed}")
+    keys = ["model", *(key for key in result.files if key.startswith("model_fold"))]
+    models = {result.files[key].name: file_sha256(result.files[key]) for key in keys
+              if key in result.files}
+    return Provenance(
+        command=_command(config, text), config_path=str(config.path), config_text=text,
+        samples=[_sample_provenance(config, s) for s in config.samples],
+        features=dict(zip(config.features, config.feature_expressions, strict=True)),
+        aliases=dict(config.aliases), split=scheme,
+        training_weights=("as read: physical weights" if split.norm == "none" else
+                          f"normalised per class (norm = {split.norm}, TMVA's NormMode), so "
+                          "their sums are not expected yields"),
+        model_files=models)
+
+
+def _sample_provenance(config: AnalysisConfig, sample: Any) -> Any:
+    """A sample's files (each tree with its entry count, read from the file's header),
+    class or target, cut, weight and scale."""
+    from ..report import InputFile, SampleProvenance  # matplotlib: imported with the report
+
+    files = []
+    try:
+        sources = resolve_sources(sample.files, sample.tree, f"sample {sample.name!r}")
+    except InputError:
+        sources = []
+        files = [InputFile(path) for path in sample.files]
+    for source in sources:
+        try:
+            with uproot.open(source.path) as handle:
+                tree = get_tree(handle, source, f"sample {sample.name!r}")
+                name = tree.object_path.lstrip("/").split(";")[0]
+                files.append(InputFile(source.path, name, int(tree.num_entries)))
+        except (OSError, ValueError):
+            files.append(InputFile(source.path, source.tree))
+    role = (f"target: {sample.target}" if sample.target is not None else
+            "signal" if sample.label == 1 else "background")
+    return SampleProvenance(sample.name, role, files, sample.cut, sample.weight, sample.scale)
+
+
+def _command(config: AnalysisConfig, text: str | None) -> str:
+    """``hepbdt train CONFIG [--set KEY=VALUE ...] [--output DIR]`` that gives the same
+    configuration: the --set options are the keys whose values differ from the file's."""
+    words = ["hepbdt", "train", str(config.path)]
+    toml = _tomllib()
+    try:
+        original = toml.loads(text) if text is not None else None
+    except toml.TOMLDecodeError:
+        original = None
+    if original is not None:
+        words += [w for key, value in _overrides(original, config.document, "")
+                  for w in ("--set", f"{key}={_toml_value(value)}")]
+    directory = config.output.directory
+    if directory is not None and str(directory) != str(
+            config.document.get("output", {}).get("directory")):
+        words += ["--output", str(directory)]
+    return shlex.join(words)
+
+
+def _overrides(original: Mapping[str, Any], effective: Mapping[str, Any], prefix: str
+               ) -> list[tuple[str, Any]]:
+    """(dotted key, value) of every value of ``effective`` that ``original`` lacks or holds
+    otherwise (keys an override removed, such as a replaced split scheme, are implied)."""
+    found = []
+    for key, value in effective.items():
+        dotted = f"{prefix}{key}"
+        before = original.get(key) if isinstance(original, Mapping) else None
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            found += _overrides(before, value, dotted + ".")
+        elif key not in original or before != value:
+            found.append((dotted, value))
+    return found
+
+
+def _toml_value(value: Any) -> str:
+    """A value as TOML writes it (strings in JSON's quoting, which TOML reads alike)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value))
 
 
 def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
@@ -185,7 +341,7 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
     k = folds.k
     text = (f"<p>{k} models; model i trained on the events with event % {k} != i and scored "
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
-            "model that never saw it. The sections below show fold 0.</p>"
+            "model that never saw it. The other sections, the summary too, show fold 0.</p>"
             + html_table(header, table_rows, "kfold-table"))
     if not folds.regression:
         text += _kfold_significance(folds, min_background_events)
@@ -238,9 +394,11 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     train, train_scores = read_scores(scores_path, "TrainTree", list(names))
     test, test_scores = read_scores(scores_path, "TestTree", list(names))
     title = title or f"hepbdt report: {model_path}"
+    provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,
-                      test_fraction=None, min_background_events=min_background_events)
+                      test_fraction=None, min_background_events=min_background_events,
+                      provenance=provenance)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
@@ -253,4 +411,26 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",
                   n_repeats=n_repeats, test_fraction=None,
                   min_background_events=min_background_events,
-                  sections=[_kfold_section(folds, min_background_events)])
+                  sections=[_kfold_section(folds, min_background_events)],
+                  provenance=provenance)
+
+
+def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.PathLike,
+                       output: str | os.PathLike, n_train: int, n_test: int) -> Any:
+    """The provenance of a report written again from a model file and its score trees."""
+    from ..report import InputFile, Provenance, SampleProvenance  # imported with the report
+
+    scores = os.fspath(scores_path)
+    return Provenance(
+        command=shlex.join(["hepbdt", "report", os.fspath(model_path), scores, "--output",
+                            os.fspath(output)]),
+        samples=[SampleProvenance("training events", "as written by hepbdt train",
+                                  [InputFile(scores, "TrainTree", n_train)]),
+                 SampleProvenance("test events", "as written by hepbdt train",
+                                  [InputFile(scores, "TestTree", n_test)])],
+        training_weights="as stored in TrainTree by hepbdt train (normalised as its "
+                         "configuration's [split] norm said)",
+        model_files={Path(model_path).name: file_sha256(model_path),
+                     Path(scores).name: file_sha256(scores)},
+        notes={"written from": "the model file and the score trees of a training; its "
+                               "configuration is not stored with them"})

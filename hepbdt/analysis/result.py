@@ -15,7 +15,9 @@ import numpy as np
 
 from ..evaluation import (
     FeatureRanking,
+    LearningCurve,
     SignificanceScan,
+    learning_curve,
     overtraining_test,
     regression_metrics,
     roc_auc,
@@ -26,7 +28,8 @@ from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
 from .config import AnalysisConfig
 
-__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking", "significance"]
+__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking", "significance",
+           "first_learning_curve"]
 
 
 @dataclass
@@ -50,6 +53,9 @@ class TrainResult:
     summary: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: The learning curve of the first model, computed once by :func:`first_learning_curve`
+    #: for both the figure and the report.
+    learning_curve: LearningCurve | None = field(default=None, repr=False)
 
     @property
     def k(self) -> int:
@@ -77,6 +83,15 @@ class TrainResult:
 def models_of(model: Any) -> list[Any]:
     """The fold models of a KFoldModel, else ``[model]``."""
     return model.models if isinstance(model, KFoldModel) else [model]
+
+
+def first_learning_curve(result: TrainResult) -> LearningCurve:
+    """The learning curve of the first model on its fold's events (the model for a split),
+    computed on the first call and kept on ``result``."""
+    if result.learning_curve is None:
+        train, test = result.fold_data(0)
+        result.learning_curve = learning_curve(models_of(result.model)[0], train, test)
+    return result.learning_curve
 
 
 def significance(result: TrainResult) -> SignificanceScan:
