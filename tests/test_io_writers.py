@@ -187,3 +187,18 @@ def test_written_trees_open_in_rdataframe(tmp_path: Path) -> None:  # pragma: no
     tree.AddFriend("scores", str(tmp_path / "friend.root"))
     frame = ROOT.RDataFrame(tree)
     assert frame.Filter("abs(scores.bdt_score - var1) < 1e-6").Count().GetValue() == 6000
+
+
+def test_training_scores_say_their_weights_are_normalised(tmp_path: Path) -> None:
+    from hepbdt.analysis import load_config, train
+
+    demo = Path(__file__).resolve().parents[1] / "analyses" / "demo.toml"
+    config = load_config(demo, ["method.n_trees=3", "output.report=false", "output.figures=false",
+                                "output.tmva_xml=false"], output=tmp_path / "out")
+    train(config)
+    with uproot.open(tmp_path / "out" / "scores.root") as file:
+        assert "normalised per class (norm = equal_num_events)" in file["TrainTree"].title
+        assert "physical event weights" in file["TestTree"].title
+        assert str(file["TestTree_samples"]) == "0=signal;1=qcd;2=ttbar"
+        sample = file["TestTree"]["sample"].array(library="np")
+    assert set(np.unique(sample)) == {0, 1, 2}

@@ -108,10 +108,15 @@ def _write_score_trees(result: TrainResult, path: Path) -> Path:
         train_scores = {branch: result.train_scores, "fold": result.train_fold.astype(float)}
         test_scores = {branch: result.test_scores,
                        "fold": FoldScores.of(result).test_fold.astype(float)}
+    norm = result.config.split.norm
+    train_weights = ("physical event weights (as read)" if norm == "none" else
+                     f"training weights, normalised per class (norm = {norm}); TestTree has "
+                     "the physical ones")
     write_scores(path, result.labelled(result.train), train_scores, "TrainTree",
-                 score_branch=branch, features=output.score_features)
+                 score_branch=branch, features=output.score_features, weights=train_weights)
     write_scores(path, result.labelled(result.test), test_scores, "TestTree",
-                 score_branch=branch, features=output.score_features, update=True)
+                 score_branch=branch, features=output.score_features, update=True,
+                 weights="physical event weights (as read)")
     return path
 
 
