@@ -38,7 +38,7 @@ from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
 from .interop.tmva_export import to_tmva_xml
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
-from .tmva_options import parse_tmva_options, to_tmva_options
+from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
            "ESTIMATORS", "warmup"]
@@ -150,10 +150,6 @@ class _BDTBase(SklearnProtocol):
             if not cond:
                 raise ParameterError(name, f"{name}={getattr(self, name)!r} is not valid; "
                                      f"expected {valid}")
-
-        # MAX_TREES (100,000) bounds NTrees too; the parser keeps it (it imports nothing of
-        # hepbdt), imported here as this check is the one place that reads it
-        from .tmva_options import MAX_TREES
 
         def is_int(value: Any, low: int, high: int) -> bool:
             return (isinstance(value, int | np.integer) and not isinstance(value, bool)
