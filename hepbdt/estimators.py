@@ -432,6 +432,8 @@ class _BDTBase(SklearnProtocol):
             else np.asarray(self.validation_loss_, float).tolist(),
             "best_iteration": self.best_iteration_,
             "evals_result": getattr(self, "evals_result_", None) or {},
+            "bin_edges": None if getattr(self, "bin_edges_", None) is None
+            else [np.asarray(edges, dtype=np.float64).tolist() for edges in self.bin_edges_],
         }
         doc.update(self._extra_state())
         return doc
@@ -739,7 +741,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                 params: dict[str, Any] | None = None, *, classes: Any = (0, 1),
                 feature_definitions: dict[str, str] | None = None, train_loss: Any = (),
                 validation_loss: Any = None, best_iteration: int | None = None,
-                evals_result: dict[str, Any] | None = None) -> BDTClassifier | BDTRegressor:
+                evals_result: dict[str, Any] | None = None,
+                bin_edges: list[np.ndarray] | None = None) -> BDTClassifier | BDTRegressor:
     """A fitted estimator around a forest (from a model file or another tool's format).
 
     kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
@@ -761,6 +764,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     names = None if feature_names is None else [str(n) for n in feature_names]
     est._set_fitted(forest, names, dict(feature_definitions or {}), result, None)
     est.evals_result_ = dict(evals_result or {})
+    if bin_edges is not None:
+        est.bin_edges_ = list(bin_edges)
     est.best_iteration_ = best_iteration
     est.best_score_ = None
     if best_iteration is not None and est.validation_loss_ is not None:

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .estimators import BDTClassifier, BDTRegressor, ParameterError, from_forest
 from .kfold import KFOLD_FORMAT_VERSION, KFoldModel
 from .model import (
@@ -129,7 +131,24 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                        feature_definitions=definitions,
                        train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
                        validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
-                       best_iteration=best, evals_result=evals)
+                       best_iteration=best, evals_result=evals,
+                       bin_edges=_bin_edges(doc.get("bin_edges"), forest.n_features))
+
+
+def _bin_edges(value: Any, n_features: int) -> list[np.ndarray] | None:
+    """The saved bin edges (one increasing list of finite numbers per feature), or None."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == n_features and all(
+        isinstance(edges, list) and len(edges) < 256
+        and all(isinstance(e, int | float) and not isinstance(e, bool) and math.isfinite(e)
+                for e in edges) for edges in value)
+    if ok:
+        arrays = [np.asarray(edges, dtype=np.float32) for edges in value]
+        if all(np.all(np.diff(a) > 0) for a in arrays):
+            return arrays
+    raise ModelFormatError(f"bin_edges must list {n_features} increasing lists of at most 255 "
+                           "finite numbers (or be null)")
 
 
 def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -> dict[str, Any]:

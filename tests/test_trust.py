@@ -217,3 +217,21 @@ def test_zero_weight_events_do_not_move_the_cuts() -> None:
 
 def test_environment_is_untouched() -> None:
     assert "HEPBDT" not in "".join(os.environ)  # the tests above set nothing globally
+
+
+def test_save_and_reload_keep_what_the_tmva_export_needs(tmp_path) -> None:
+    """The bin edges are saved: the XML's variable ranges are the same after a reload."""
+    from hepbdt.interop import to_tmva_xml
+
+    X, y = _data()
+    X[:, 3] *= 100.0  # a range wider than the split thresholds cover
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(X, y)
+    model.save(tmp_path / "m.json")
+    again = hepbdt.load_model(tmp_path / "m.json")
+    for a, b in zip(again.bin_edges_, model.bin_edges_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    to_tmva_xml(model, tmp_path / "a.xml")
+    to_tmva_xml(again, tmp_path / "b.xml")
+    stamp = re.compile(r'<Info name="(Date|Host)" value="[^"]*"/>')
+    assert stamp.sub("", (tmp_path / "a.xml").read_text()) == stamp.sub(
+        "", (tmp_path / "b.xml").read_text())
