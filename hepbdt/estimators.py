@@ -256,6 +256,8 @@ class _BDTBase(SklearnProtocol):
                                        quantised)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
+        if np.isnan(X).any():  # the TMVA export warns: the Reader gives -999 for NaN events
+            forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
         return self

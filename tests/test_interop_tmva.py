@@ -86,6 +86,9 @@ def reader_score(path: Path, X: np.ndarray) -> np.ndarray:
     out = np.empty(X.shape[0])
     n = len(trees)
     for i, x in enumerate(X):
+        if not regression and np.isnan(x).any():  # EvaluateMVA refuses NaN inputs
+            out[i] = -999.0
+            continue
         r = [walk(node, x) for node in roots]
         if boost == "Grad" and not regression:
             s = 0.0
@@ -221,6 +224,16 @@ def _eval_points(seed=5, n=2000):
     return X
 
 
+def _assert_classifier_response(model, X, link):
+    """The Reader's response: link(decision_function) for finite events, -999 (EvaluateMVA's
+    answer) for events with a NaN input."""
+    response = tmva_response(model, X)
+    nan = np.isnan(X).any(axis=1)
+    assert nan.any() and np.all(response[nan] == -999.0)
+    np.testing.assert_allclose(response[~nan], link(model.decision_function(X[~nan])),
+                               atol=1e-15)
+
+
 def _check_export(model, tmp_path, regression=False, reader_events=150, **options):
     out = tmp_path / "model.weights.xml"
     info = to_tmva_xml(model, out, **options)
@@ -241,7 +254,7 @@ def test_export_gradient_classifier(tmp_path, nan_in_training):
     model = BDTClassifier(n_trees=60, max_depth=3, random_state=0).fit(Xn if nan_in_training else X, y)
     out, info = _check_export(model, tmp_path)
     Xe = _eval_points()
-    np.testing.assert_allclose(tmva_response(model, Xe), np.tanh(model.decision_function(Xe)), atol=1e-15)
+    _assert_classifier_response(model, Xe, np.tanh)
     assert info["max_response_error"] <= 1e-6
     fx = TMVA_DIR / "ClassExample_BDTG.weights.xml"
     if fx.is_file():
@@ -255,8 +268,7 @@ def test_export_newton_classifier_response_is_2p_minus_1(tmp_path):
     assert model.forest_.base_score != 0.0
     _check_export(model, tmp_path)
     Xe = _eval_points()
-    np.testing.assert_allclose(tmva_response(model, Xe), 2.0 * model.predict_proba(Xe)[:, 1] - 1.0,
-                               atol=1e-12)
+    _assert_classifier_response(model, Xe, lambda f: 2.0 / (1.0 + np.exp(-f)) - 1.0)
 
 
 @pytest.mark.parametrize("loss", ["squared", "huber", "absolute"])
@@ -303,9 +315,13 @@ def test_export_node_counts_and_cuts(tmp_path):
             else:
                 expected = forest.tree_weights[t] * forest.value[k] + (forest.base_score if t == 0 else 0.0)
                 assert np.float32(float(el.get("res"))) == np.float32(expected)
+    # A classifier's default writes no NaN nodes (EvaluateMVA gives -999 for NaN inputs):
+    out_default = tmp_path / "m1.xml"
+    to_tmva_xml(model, out_default)
+    assert len(list(ET.parse(out_default).getroot().iter("Node"))) == forest.n_nodes
     # With exact NaN handling, extra nodes cut at -FLT_MAX appear and the model's cuts remain.
     out2 = tmp_path / "m2.xml"
-    to_tmva_xml(model, out2)
+    to_tmva_xml(model, out2, missing="exact")
     nodes = ET.parse(out2).getroot().iter("Node")
     cuts = {float(np.float32(float(n.get("Cut")))) for n in nodes if n.get("nType") == "0"}
     assert set(forest.threshold[forest.feature >= 0].tolist()) <= cuts
@@ -339,10 +355,9 @@ def test_export_adaboost_family(tmp_path, params, boost_type, yes_no):
     Xe = _eval_points()
     if yes_no is not None:
         assert options["UseYesNoLeaf"] == yes_no
-        np.testing.assert_allclose(tmva_response(model, Xe), model.decision_function(Xe), atol=1e-15)
+        _assert_classifier_response(model, Xe, lambda f: f)
     else:  # Friedman's real AdaBoost: P = 1/(1+exp(-2F)), so the response is tanh(F)
-        np.testing.assert_allclose(tmva_response(model, Xe), np.tanh(model.decision_function(Xe)),
-                                   atol=1e-15)
+        _assert_classifier_response(model, Xe, np.tanh)
 
 
 # -- AdaBoost-type forests (built by hand) -------------------------------------------------
@@ -399,7 +414,7 @@ def test_export_adaboost_classifiers(tmp_path, kind, fixture):
     out, info = _check_export(model, tmp_path)
     assert info["max_response_error"] <= 1e-6
     Xe = _eval_points()
-    np.testing.assert_allclose(tmva_response(model, Xe), model.decision_function(Xe), atol=1e-15)
+    _assert_classifier_response(model, Xe, lambda f: f)
     if (TMVA_DIR / f"{fixture}.weights.xml").is_file():
         assert structure(out) == structure(TMVA_DIR / f"{fixture}.weights.xml")
     options = {o.get("name"): o.text for o in ET.parse(out).getroot().find("Options")}
@@ -480,9 +495,10 @@ def _minimal(tmp_path, **kw):
 def test_minimal_file_and_ctype0(tmp_path):
     model = from_tmva_xml(_minimal(tmp_path))
     X = np.array([[0, 0.2], [0, 0.5], [0, 0.7], [0, np.nan]], dtype=np.float32)
-    # cType=0: x >= 0.5 goes to 'l' (nType=1); x < 0.5 and NaN go to 'r' (nType=-1).
-    np.testing.assert_array_equal(tmva_response(model, X), [-1, 1, 1, -1])
-    np.testing.assert_array_equal(reader_score(tmp_path / "w.xml", X), [-1, 1, 1, -1])
+    # cType=0: x >= 0.5 goes to 'l' (nType=1); x < 0.5 goes to 'r' (nType=-1); an event
+    # with a NaN input gets EvaluateMVA's -999.
+    np.testing.assert_array_equal(tmva_response(model, X), [-1, 1, 1, -999])
+    np.testing.assert_array_equal(reader_score(tmp_path / "w.xml", X), [-1, 1, 1, -999])
 
 
 @pytest.mark.parametrize("fields,message", [
@@ -534,3 +550,19 @@ def test_multiclass_file_is_refused(tmp_path):
     p.write_text(text.replace('<Classes NClass="2">', '<Classes NClass="3">'))
     with pytest.raises(TMVAFormatError, match="NClass=3"):
         from_tmva_xml(p)
+
+
+def test_a_classifier_trained_on_nan_is_exported_with_a_warning_and_no_nan_nodes(tmp_path):
+    """EvaluateMVA never walks the trees for a NaN input, so the NaN nodes would only make
+    the file bigger; the warning says what the Reader returns instead."""
+    _, Xn, y, yr = _data(4)
+    model = BDTClassifier(n_trees=30, max_depth=4, random_state=0).fit(Xn, y)
+    with pytest.warns(UserWarning, match="returns -999 for any event with a NaN input"):
+        to_tmva_xml(model, tmp_path / "default.xml")
+    with pytest.warns(UserWarning):
+        to_tmva_xml(model, tmp_path / "exact.xml", missing="exact")
+    assert (tmp_path / "exact.xml").stat().st_size > 1.5 * (tmp_path / "default.xml").stat().st_size
+    regressor = BDTRegressor(n_trees=30, max_depth=4, random_state=0).fit(Xn, yr)
+    to_tmva_xml(regressor, tmp_path / "regression.xml")  # the Reader evaluates NaN: kept
+    cuts = {float(n.get("Cut")) for n in ET.parse(tmp_path / "regression.xml").getroot().iter("Node")}
+    assert float(-np.finfo(np.float32).max) in cuts

@@ -109,7 +109,7 @@ def _compare(reader: Path, model, folder: Path, X_eval: np.ndarray) -> None:
 def test_reader_equals_hepbdt_classifiers(reader, tmp_path, params, nan, depth) -> None:
     X, y, _ = _data(3000, nan=nan)
     model = BDTClassifier(n_trees=30, max_depth=depth, random_state=0, **params).fit(X, y)
-    X_eval, _, _ = _data(1000, seed=1)  # finite: the Reader gives -999 for a NaN input
+    X_eval, _, _ = _data(1000, seed=1, nan=True)  # the Reader gives -999 for a NaN input
     _compare(reader, model, tmp_path, X_eval)
 
 
