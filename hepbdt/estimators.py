@@ -314,9 +314,12 @@ class _BDTBase(SklearnProtocol):
         if not evals:
             return
         loss = self._make_loss()
-        for i, (Xv, yv, wv) in enumerate(evals):
+        for i, (Xv, yv, wv) in enumerate(evals[:-1]):
             curve = [loss.loss(yv, wv, score) for score in self.forest_.staged_raw_score(Xv)]
             self.evals_result_[f"validation_{i}"] = {loss.name: curve}
+        # the boosting loop has already evaluated the last set (the one it watches) tree by tree
+        last = np.asarray(result.validation_loss[:self.forest_.n_trees], dtype=float).tolist()
+        self.evals_result_[f"validation_{len(evals) - 1}"] = {loss.name: last}
         self.best_iteration_ = result.best_iteration
         if result.best_iteration is not None and result.validation_loss is not None:
             self.best_score_ = float(result.validation_loss[result.best_iteration])

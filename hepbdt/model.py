@@ -133,10 +133,6 @@ class Forest:
         """The depth of the deepest tree (0 for a forest of single leaves)."""
         return int(self.node_depths().max()) if self.n_nodes else 0
 
-    def tree_depth(self, t: int) -> int:
-        """The depth of tree t."""
-        return int(self.node_depths()[self.tree_slice(t)].max())
-
     def dense(self) -> DenseForest | None:
         """The forest as complete binary trees (built once, cached), or None when that layout
         would not be small.

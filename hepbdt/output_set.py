@@ -143,7 +143,7 @@ class OutputSet:
                                  "another --output")
         foreign = [p.name for p in self.target.iterdir()
                    if not any(fnmatch.fnmatch(p.name, pattern) for pattern in KNOWN_OUTPUTS)]
-        listed = _manifest_files(self.target)
+        listed = {name.split("/")[0] for name in _manifest_files(self.target)}
         foreign = [name for name in foreign if name not in listed]
         if foreign:
             shown = ", ".join(sorted(foreign)[:5]) + (" ..." if len(foreign) > 5 else "")
@@ -156,13 +156,19 @@ def glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
-def _manifest_files(folder: Path) -> set[str]:
-    """The top-level names a folder's manifest lists (empty without a readable manifest)."""
+def _manifest(folder: Path) -> dict[str, Any]:
+    """A folder's manifest, or {} when it has none (or none readable)."""
     try:
         doc = json.loads((folder / MANIFEST).read_text())
-        return {name.split("/")[0] for name in doc.get("files", {})}
-    except (OSError, ValueError, AttributeError):
-        return set()
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _manifest_files(folder: Path) -> dict[str, str]:
+    """The files a folder's manifest lists, with their SHA-256 ({} without a manifest)."""
+    files = _manifest(folder).get("files")
+    return files if isinstance(files, dict) else {}
 
 
 def _swap(staging: Path, target: Path) -> Path | None:
@@ -197,12 +203,7 @@ def _exchange(a: Path, b: Path) -> bool:
 def check_model_of(path: str | os.PathLike, model_path: str | os.PathLike) -> None:
     """Refuse ``path`` (a file of an output set) when that set's manifest says another model
     produced it than the file at ``model_path``; silent when there is no manifest."""
-    folder = Path(path).resolve().parent
-    try:
-        doc: dict[str, Any] = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return
-    expected = doc.get("model_sha256") if isinstance(doc, dict) else None
+    expected = _manifest(Path(path).resolve().parent).get("model_sha256")
     if not isinstance(expected, str):
         return
     actual = file_sha256(model_path)
@@ -216,12 +217,8 @@ def check_unchanged(path: str | os.PathLike) -> None:
     """Refuse a file of an output set that differs from what the set's manifest recorded
     (e.g. a model.json copied in from another run); silent when it is not listed."""
     path = Path(path)
-    try:
-        doc = json.loads((path.resolve().parent / MANIFEST).read_text())
-        expected = doc["files"][path.name]
-    except (OSError, ValueError, KeyError, TypeError):
-        return
-    if file_sha256(path) != expected:
+    expected = _manifest_files(path.resolve().parent).get(path.name)
+    if expected is not None and file_sha256(path) != expected:
         raise OutputSetError(f"{path} is not the file this output set's {MANIFEST} recorded "
                              "(it was replaced or changed after hepbdt wrote it); the scores "
                              "and reports beside it belong to another model")

@@ -52,18 +52,21 @@ def _read_json(path: Path) -> Any:
     return parse_json(path, read_model_file(path))
 
 
-def read_model_file(path: Path, what: str = "model file") -> bytes:
-    """The bytes of a model file: FileNotFoundError when there is none, ModelFormatError
-    for a directory, an unreadable file or one over ``MAX_MODEL_BYTES``."""
+def read_model_file(path: Path, what: str = "model file",
+                    error: type[ModelFormatError] = ModelFormatError) -> bytes:
+    """The bytes of a model file: FileNotFoundError when there is none, ``error`` (a
+    ModelFormatError) for a directory, an unreadable file or one over ``MAX_MODEL_BYTES``."""
     if path.is_dir():
-        raise ModelFormatError(f"{path}: is a directory, not a {what}")
+        raise error(f"{path}: is a directory, not a {what}")
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
     try:
         check_model_size(str(path), path.stat().st_size)
         return path.read_bytes()
     except OSError as exc:
-        raise ModelFormatError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    except ModelFormatError as exc:
+        raise error(str(exc)) from None
 
 
 def parse_json(path: Path, data: bytes, error: type[ModelFormatError] = ModelFormatError,

@@ -203,12 +203,7 @@ def _refuse_declarations(data: bytes, where: str) -> None:
 
 def _read_root(path: Path) -> tuple[ET.Element, str]:
     """The file's ``<MethodSetup>`` element and its ``Method`` (``BDT::<name>``)."""
-    try:
-        data = read_model_file(path, "TMVA weight file")
-    except TMVAFormatError:
-        raise
-    except ModelFormatError as exc:
-        raise TMVAFormatError(str(exc)) from None
+    data = read_model_file(path, "TMVA weight file", TMVAFormatError)
     where = str(path)
     _refuse_declarations(data, where)
     try:

@@ -190,12 +190,7 @@ def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, n
 
 def _read_doc(path: Path) -> Any:
     """The file's JSON document (size, readability and JSON checked)."""
-    try:
-        data = read_model_file(path, "XGBoost model file")
-    except XGBoostFormatError:
-        raise
-    except ModelFormatError as exc:
-        raise XGBoostFormatError(str(exc)) from None
+    data = read_model_file(path, "XGBoost model file", XGBoostFormatError)
     return parse_json(path, data, XGBoostFormatError, "JSON file",
                       "; save the model with booster.save_model('model.json') (not UBJSON or pickle)")
 
