@@ -209,7 +209,7 @@ def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
     X = rng.normal(size=(700, 4)).astype(np.float32)
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     X[rng.random(X.shape) < 0.15] = np.nan
-    for depth in (2, 5, 14):  # 14 is deeper than the dense layout allows
+    for depth in (1, 2, 3, 5, 6, 14):  # <= 5: leaf masks; 6: dense walk; 14: node by node
         model = hepbdt.BDTClassifier(boosting="gradient", n_trees=6, max_depth=depth).fit(X, y)
         f = model.forest_
         naive = predict_naive(X, f)
@@ -220,6 +220,7 @@ def test_dense_and_node_walks_agree_with_naive_twin_on_nan():
         # Blocks without any NaN take the plain walk, the others the NaN-aware one.
         mixed = X.copy()
         mixed[:320] = np.nan_to_num(mixed[:320], nan=0.25)
+        mixed[5, 0], mixed[6, 1], mixed[400, 2] = np.inf, -np.inf, np.inf
         np.testing.assert_allclose(predict_raw(mixed, f, dense=dense), predict_naive(mixed, f), atol=1e-12)
 
 

@@ -207,7 +207,7 @@ def _response(forest: Forest, layout: _Layout, X: np.ndarray) -> np.ndarray:
                                            forest.tree_weights)
                               for i in range(0, X.shape[0], chunk)] or [np.empty(0)])
         return out.astype(np.float32).astype(np.float64)
-    num = predict_raw(X, forest)
+    num = predict_raw(X, forest, dense=forest.dense())
     norm = _sequential_sum(forest.tree_weights)
     out = num / norm if norm > DBL_EPSILON else np.zeros_like(num)
     if layout.analysis == "Regression":
