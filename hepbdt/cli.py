@@ -1,4 +1,4 @@
-"""The ``hepbdt`` command: ``train``, ``apply``, ``inspect``, ``report`` and ``demo``.
+"""The ``hepbdt`` command: ``train``, ``apply``, ``export``, ``inspect``, ``report`` and ``demo``.
 
 Each subcommand is a thin layer over :mod:`hepbdt.analysis` (the TOML configuration,
 training and outputs), :mod:`hepbdt.scoring` and :mod:`hepbdt.persistence`; this module
@@ -28,6 +28,7 @@ examples:
   hepbdt train analysis.toml --output results   train an analysis
   hepbdt train analysis.toml --set method.n_trees=500 --set split.kfold=5
   hepbdt apply results/model.json 'ntuples/*.root' --output scores.root --event event
+  hepbdt export results/model.json --onnx model.onnx --cpp model.h
   hepbdt inspect results/model.json
   hepbdt report results/model.json results/scores.root --output report.html
 """
@@ -77,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="show the traceback of every error (for bug reports)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    for add in (_train_parser, _apply_parser, _inspect_parser, _report_parser, _demo_parser):
+    for add in (_train_parser, _apply_parser, _export_parser, _inspect_parser, _report_parser,
+                _demo_parser):
         add(commands)
     return parser
 
@@ -133,6 +135,28 @@ def _apply_parser(commands: Any) -> None:
                        "(default: the k-fold manifest's, else the entry number)")
     apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
     _progress_options(apply)
+
+
+def _export_parser(commands: Any) -> None:
+    export = commands.add_parser(
+        "export", help="write a model as ONNX, a C++ header or TMVA XML",
+        description="Write a model for other software: --onnx (an ai.onnx.ml "
+                    "TreeEnsembleRegressor graph for onnxruntime, as used in CMSSW and Athena), "
+                    "--cpp (one dependency-free C++ header with an evaluate(const float*) "
+                    "function), --tmva (a MethodBDT weight file for TMVA::Reader). Each file "
+                    "scores as the model does; a model a format cannot express is refused. "
+                    "A k-fold manifest gives one file per fold (NAME_fold0.onnx, ...): fold i "
+                    "scores the events with event number % k == i.",
+        epilog="The inputs are the model's features in its order (`hepbdt inspect` lists "
+               "them). pip install 'hepbdt[onnx]' for --onnx.")
+    export.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    export.add_argument("--onnx", metavar="FILE", help="write an ONNX model (.onnx)")
+    export.add_argument("--cpp", metavar="FILE", help="write a C++ header (.h)")
+    export.add_argument("--tmva", metavar="FILE", help="write a TMVA weight file (.weights.xml)")
+    export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name)")
+    export.add_argument("--missing", choices=("auto", "exact", "none"), default="auto",
+                        help="NaN branches in --tmva (default auto: for regressors only, "
+                        "since TMVA::Reader returns -999 for a classifier's NaN events)")
 
 
 def _inspect_parser(commands: Any) -> None:
@@ -309,6 +333,45 @@ def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    # imported when the command runs, so that --help stays fast
+    from hepbdt.interop import to_cpp, to_onnx, to_tmva_xml
+    from hepbdt.kfold import KFoldModel
+
+    targets = [(fmt, path) for fmt, path in (("onnx", args.onnx), ("cpp", args.cpp),
+                                            ("tmva", args.tmva)) if path]
+    if not targets:
+        raise UserError("export: say what to write: --onnx FILE, --cpp FILE and/or --tmva FILE")
+    if args.namespace and not args.cpp:
+        raise UserError("export: --namespace is an option of --cpp")
+    model = _load(args.model)
+    models = model.models if isinstance(model, KFoldModel) else [model]
+    writers = {
+        "onnx": lambda m, path: to_onnx(m, path),
+        "cpp": lambda m, path: to_cpp(m, path, namespace=args.namespace),
+        "tmva": lambda m, path: to_tmva_xml(m, path, missing=args.missing),
+    }
+    for fmt, path in targets:
+        for i, fold_model in enumerate(models):
+            where = path if len(models) == 1 else _fold_path(path, i)
+            try:
+                info = writers[fmt](fold_model, where)
+            except ValueError as exc:  # the format cannot express this model
+                raise UserError(f"{where}: {exc}") from None
+            print(f"wrote {where} ({info['n_trees']} trees, {info['n_nodes']} nodes)")
+    if isinstance(model, KFoldModel):
+        print(f"k-fold model: file i scores the events with {model.by} % {model.k} == i")
+    return 0
+
+
+def _fold_path(path: str, fold: int) -> str:
+    """``model.onnx`` -> ``model_fold0.onnx`` (``.weights.xml`` kept whole)."""
+    base = Path(path)
+    suffix = ".weights.xml" if base.name.endswith(".weights.xml") else base.suffix
+    stem = base.name[: len(base.name) - len(suffix)] if suffix else base.name
+    return str(base.with_name(f"{stem}_fold{fold}{suffix}"))
+
+
 def _inspect(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.kfold import KFoldModel
@@ -379,8 +442,8 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"train": _train, "apply": _apply, "inspect": _inspect, "report": _report,
-             "demo": _demo}
+_COMMANDS = {"train": _train, "apply": _apply, "export": _export, "inspect": _inspect,
+             "report": _report, "demo": _demo}
 
 
 if __name__ == "__main__":  # pragma: no cover

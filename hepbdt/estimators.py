@@ -2,10 +2,10 @@
 
 ``fit(X, y, sample_weight)``, ``decision_function``, ``predict_proba``, ``predict``,
 staged scores, ``get_params``/``set_params`` (so ``sklearn.clone``, pipelines and
-``cross_val_score`` work), ``to_dict``/``save`` (versioned JSON), ``save_tmva`` and
-:func:`from_forest`, the one way to wrap a forest read from elsewhere in a fitted
-estimator. Fitted attributes end in ``_``. Reading model files is
-:mod:`hepbdt.persistence`; reading other tools' formats is :mod:`hepbdt.interop`.
+``cross_val_score`` work), ``to_dict``/``save`` (versioned JSON), the exports
+``save_tmva``, ``save_onnx`` and ``save_cpp``, and :func:`from_forest`, the one way to
+wrap a forest read from elsewhere in a fitted estimator. Fitted attributes end in ``_``.
+Reading model files is :mod:`hepbdt.persistence`; reading other tools' formats is :mod:`hepbdt.interop`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
+from .interop.cpp_export import to_cpp
+from .interop.onnx_export import to_onnx
 from .interop.tmva_export import to_tmva_xml
 from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
@@ -474,6 +476,20 @@ class _BDTBase(SklearnProtocol):
         See :func:`hepbdt.interop.to_tmva_xml` for ``options`` and what is returned.
         """
         return to_tmva_xml(self, path, **options)
+
+    def save_onnx(self, path: str | os.PathLike, **options: Any) -> dict[str, Any]:
+        """Write an ONNX model (``ai.onnx.ml`` TreeEnsembleRegressor) for onnxruntime.
+
+        See :func:`hepbdt.interop.to_onnx` for ``options``, the outputs and what is returned.
+        """
+        return to_onnx(self, path, **options)
+
+    def save_cpp(self, path: str | os.PathLike, **options: Any) -> dict[str, Any]:
+        """Write a dependency-free C++ header with the forest and ``evaluate(const float*)``.
+
+        See :func:`hepbdt.interop.to_cpp` for ``options`` and what is returned.
+        """
+        return to_cpp(self, path, **options)
 
 
 class BDTClassifier(_BDTBase):

@@ -110,7 +110,8 @@ class KFoldModel:
         manifest = {
             "format": KFOLD_FORMAT, "format_version": KFOLD_FORMAT_VERSION, "kind": "kfold",
             "k": self.k, "by": self.by, "models": [p.name for p in paths],
-            "features": self.feature_names_in_,
+            "features": self.feature_names_in_ if hasattr(self.models[0], "feature_names_in_")
+            else None,  # models fitted on unnamed arrays
         }
         atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
         return [*paths, Path(path)]

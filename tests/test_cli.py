@@ -87,6 +87,50 @@ def test_apply_reproduces_the_test_tree_exactly(trained, tmp_path, capsys):
     np.testing.assert_array_equal(applied, test["bdt_score"])
 
 
+def test_export_writes_files_that_score_as_the_model(trained, tmp_path, capsys):
+    model_path = str(trained / "model.json")
+    onnx, header, xml = tmp_path / "m.onnx", tmp_path / "m.h", tmp_path / "m.weights.xml"
+    assert main(["export", model_path, "--onnx", str(onnx), "--cpp", str(header),
+                 "--namespace", "demo_bdt", "--tmva", str(xml)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("wrote ") == 3 and "(20 trees," in out
+    assert "namespace demo_bdt" in header.read_text()
+    model = hepbdt.load_model(model_path)
+    assert ET.parse(xml).getroot().get("Method") == "BDT::BDT"
+    ort = pytest.importorskip("onnxruntime")
+    names = [str(n) for n in model.feature_names_in_]
+    with uproot.open(trained / "scores.root") as file:
+        test = file["TestTree"].arrays(names, library="np")
+    X = np.column_stack([test[n] for n in names]).astype(np.float32)
+    session = ort.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+    (score,) = session.run(["score"], {"input": X})
+    np.testing.assert_allclose(score[:, 0], model.decision_function(X), rtol=0, atol=1e-5)
+
+
+def test_export_of_a_kfold_manifest_and_its_mistakes(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    folds = [hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X[i::2], y[i::2]) for i in (0, 1)]
+    manifest = tmp_path / "model.json"
+    hepbdt.KFoldModel(folds).save(manifest)
+    assert main(["export", str(manifest), "--cpp", str(tmp_path / "m.h"),
+                 "--tmva", str(tmp_path / "m.weights.xml")]) == 0
+    out = capsys.readouterr().out
+    for name in ("m_fold0.h", "m_fold1.h", "m_fold0.weights.xml", "m_fold1.weights.xml"):
+        assert (tmp_path / name).is_file() and name in out
+    assert "event % 2 == i" in out
+    assert main(["export", str(manifest)]) == 2
+    assert "--onnx FILE, --cpp FILE and/or --tmva FILE" in capsys.readouterr().err
+    assert main(["export", str(manifest), "--onnx", "m.onnx", "--namespace", "x"]) == 2
+    assert "--namespace is an option of --cpp" in capsys.readouterr().err
+    assert main(["export", str(manifest), "--cpp", str(tmp_path / "bad.h"),
+                 "--namespace", "not valid"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: error: ") and "bad_fold0.h" in err
+    assert not (tmp_path / "bad_fold0.h").exists()
+
+
 def test_inspect_prints_options_features_trees_ranking(trained, capsys):
     assert main(["inspect", str(trained / "model.json"), "--tree", "0"]) == 0
     out = capsys.readouterr().out
@@ -145,8 +189,8 @@ def test_demo_command(tmp_path, capsys, monkeypatch):
         "hepbdt-model")
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["apply"], ["inspect"], ["report"],
-                                     ["demo"]])
+@pytest.mark.parametrize("command", [[], ["train"], ["apply"], ["export"], ["inspect"],
+                                     ["report"], ["demo"]])
 def test_help_everywhere(command, capsys):
     with pytest.raises(SystemExit) as info:
         main([*command, "--help"])

@@ -21,9 +21,10 @@ LAYERS = [
     ["hepbdt.engine"],
     ["hepbdt._util", "hepbdt._sklearn"],
     ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data", "hepbdt.output_set"],
-    ["hepbdt.boosting", "hepbdt.interop.tmva_export"],
+    ["hepbdt.boosting", "hepbdt.interop.tmva_export", "hepbdt.interop.onnx_export",
+     "hepbdt.interop.cpp_export"],
     ["hepbdt.estimators"],
-    ["hepbdt.persistence", "hepbdt.interop"],  # interop.tmva_export sits lower
+    ["hepbdt.persistence", "hepbdt.interop"],  # the interop exporters sit lower
     ["hepbdt.io"],
     ["hepbdt.scoring", "hepbdt.evaluation"],
     ["hepbdt.plotting"],
