@@ -1,15 +1,26 @@
-"""Training and prediction speed, memory and AUC: hepbdt (newton) against XGBoost and LightGBM.
+"""Training and prediction speed, memory and AUC: hepbdt against XGBoost and LightGBM.
 
 Same data (synthetic HIGGS-like, 1,000,000 training events x 28 float32 features, positive
-event weights, 200,000 test events), same settings (200 trees, depth 6, 255 bins, learning
-rate 0.1, all cores), same run. Each library runs in its own fresh process, so that peak
-memory is its own; each measurement is repeated and the median is quoted.
+event weights, 200,000 test events), same settings (200 trees, 255 bins, learning rate
+0.1, lambda 1, min_child_weight 1, all cores), same run. Each row runs in its own fresh
+process, so that peak memory is its own; the rows are interleaved and repeated, and the
+medians are quoted. Every row says how it grows trees and which histograms it sums:
+
+depth-wise, depth 6 (each against its like):
+  hepbdt            newton, packed int64 histograms (as hepbdt's default from 500,000 events)
+  hepbdt-exact      newton, float64 histograms (``quantised_histograms=False``)
+  hepbdt-gradient   TMVA's BDTG (first-order gradient), packed histograms (not by default)
+  xgboost           ``tree_method="hist"``, depth-wise, float histograms
+  lightgbm          leaf-wise, 64 leaves within depth 6, float histograms
+  lightgbm-quant    the same with ``use_quantized_grad=True`` (integer gradients, 4 bins)
+leaf-wise, 64 leaves, no depth limit:
+  hepbdt-leafwise   newton, ``max_leaves=64, max_depth=None``, packed histograms
+  xgboost-lossguide ``grow_policy="lossguide", max_leaves=64``, float histograms
+  lightgbm-leafwise ``num_leaves=64, max_depth=-1``, float histograms
+  lightgbm-leafwise-quant  the same with ``use_quantized_grad=True``
 
     python benchmarks/bench_train.py [--repeats 3] [--n-train 1000000] [--trees 200]
-        [--libs hepbdt,xgboost,lightgbm[,hepbdt-gradient]]
-
-``hepbdt-gradient`` (not run by default) is hepbdt's first-order ``gradient`` booster,
-TMVA's BDTG, at the same settings.
+        [--libs hepbdt,hepbdt-exact,xgboost,lightgbm,lightgbm-quant]
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import numpy as np  # noqa: E402
 from _data import machine  # noqa: E402
 
 
@@ -45,48 +57,13 @@ def _reset_peak() -> None:
 
 def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict:
     """Run one library once; returns timings, memory and AUC."""
-    import numpy as np
     from _data import higgs_like
 
     X, y, w = higgs_like(n_train + n_test, seed=0)
     Xtr, ytr, wtr = X[:n_train], y[:n_train], w[:n_train]
     Xte, yte, wte = X[n_train:], y[n_train:], w[n_train:]
     X = y = w = None
-    common = dict(max_depth=6, learning_rate=0.1)
-    if lib in ("hepbdt", "hepbdt-gradient"):
-        import hepbdt
-
-        if lib == "hepbdt":
-            model = hepbdt.BDTClassifier(boosting="newton", n_trees=trees, max_bins=255, n_jobs=threads,
-                                         reg_lambda=1.0, min_child_weight=1.0, **common)
-        else:  # TMVA's BDTG: first-order gradient boosting of the binomial deviance
-            model = hepbdt.BDTClassifier(boosting="gradient", n_trees=trees, max_bins=255,
-                                         n_jobs=threads, **common)
-        # Load the cached kernels (the cold start is measured by bench_coldstart.py).
-        hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=2).fit(
-            Xtr[:1000], ytr[:1000]).decision_function(Xtr[:10])
-
-        def predict(X):
-            return model.decision_function(X)
-    elif lib == "xgboost":
-        import xgboost as xgb
-
-        model = xgb.XGBClassifier(tree_method="hist", n_estimators=trees, max_bin=255, n_jobs=threads,
-                                  reg_lambda=1.0, min_child_weight=1.0, **common)
-
-        def predict(X):
-            return model.predict(X, output_margin=True)
-    elif lib == "lightgbm":
-        import lightgbm as lgb
-
-        model = lgb.LGBMClassifier(n_estimators=trees, num_leaves=64, max_bin=255, n_jobs=threads,
-                                   reg_lambda=1.0, min_child_weight=1.0, min_child_samples=0,
-                                   verbose=-1, **common)
-
-        def predict(X):
-            return model.predict(X, raw_score=True)
-    else:
-        raise ValueError(lib)
+    model, predict = _model(lib, trees, threads)
     base = _rss_kib("VmRSS")
     _reset_peak()
     t0 = time.perf_counter()
@@ -102,6 +79,49 @@ def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict
             "auc": float(roc_auc(yte, np.asarray(score, float), wte))}
 
 
+HEPBDT = {  # row -> hepbdt options beyond the common ones
+    "hepbdt": {"boosting": "newton", "max_depth": 6, "quantised_histograms": True},
+    "hepbdt-exact": {"boosting": "newton", "max_depth": 6, "quantised_histograms": False},
+    "hepbdt-gradient": {"boosting": "gradient", "max_depth": 6, "quantised_histograms": True},
+    "hepbdt-leafwise": {"boosting": "newton", "max_leaves": 64, "max_depth": None,
+                        "quantised_histograms": True},
+}
+XGBOOST = {"xgboost": {"max_depth": 6},
+           "xgboost-lossguide": {"grow_policy": "lossguide", "max_leaves": 64, "max_depth": 0}}
+LIGHTGBM = {"lightgbm": {"max_depth": 6}, "lightgbm-quant": {"max_depth": 6, "use_quantized_grad": True},
+            "lightgbm-leafwise": {"max_depth": -1},
+            "lightgbm-leafwise-quant": {"max_depth": -1, "use_quantized_grad": True}}
+
+
+def _model(lib: str, trees: int, threads: int):
+    """The estimator of row ``lib`` and its raw-score prediction."""
+    if lib in HEPBDT:
+        import hepbdt
+
+        options = {"reg_lambda": 1.0, "min_child_weight": 1.0} if "gradient" not in lib else {}
+        model = hepbdt.BDTClassifier(n_trees=trees, max_bins=255, learning_rate=0.1, n_jobs=threads,
+                                     **options, **HEPBDT[lib])
+        # Load the cached kernels (the cold start is measured by bench_coldstart.py).
+        hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=2).fit(
+            np.zeros((1000, 2), np.float32) + np.arange(1000)[:, None], np.arange(1000) % 2)
+        return model, model.decision_function
+    if lib in XGBOOST:
+        import xgboost as xgb
+
+        model = xgb.XGBClassifier(tree_method="hist", n_estimators=trees, max_bin=255, n_jobs=threads,
+                                  learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0,
+                                  **XGBOOST[lib])
+        return model, lambda X: model.predict(X, output_margin=True)
+    if lib in LIGHTGBM:
+        import lightgbm as lgb
+
+        model = lgb.LGBMClassifier(n_estimators=trees, num_leaves=64, max_bin=255, n_jobs=threads,
+                                   learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0,
+                                   min_child_samples=0, verbose=-1, **LIGHTGBM[lib])
+        return model, lambda X: model.predict(X, raw_score=True)
+    raise ValueError(f"unknown row {lib!r}; rows: {', '.join([*HEPBDT, *XGBOOST, *LIGHTGBM])}")
+
+
 def main() -> None:
     """Run every library ``--repeats`` times in fresh processes and print the medians and ratios."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,7 +130,7 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=200_000)
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--libs", default="hepbdt,xgboost,lightgbm")
+    ap.add_argument("--libs", default="hepbdt,hepbdt-exact,xgboost,lightgbm,lightgbm-quant")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -128,18 +148,20 @@ def main() -> None:
             print(f"  run {rep + 1} {lib}: {runs[lib][-1]}", file=sys.stderr)
     med = {lib: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for lib, rs in runs.items()}
     print(f"# {machine()}; {args.n_train} train / {args.n_test} test events x 28, {args.trees} trees, "
-          f"depth 6, 255 bins, lr 0.1, {args.threads} threads; median of {args.repeats}")
-    print(f"{'library':16s} {'fit s':>8s} {'predict s':>10s} {'peak MiB':>9s} {'test AUC':>9s}")
+          f"255 bins, lr 0.1, {args.threads} threads; median of {args.repeats} interleaved runs")
+    print(f"{'row':24s} {'fit s':>8s} {'predict s':>10s} {'peak MiB':>9s} {'test AUC':>9s}")
     for lib, m in med.items():
-        print(f"{lib:16s} {m['fit_s']:8.2f} {m['predict_s']:10.3f} {m['peak_extra_mib']:9.0f} "
+        print(f"{lib:24s} {m['fit_s']:8.2f} {m['predict_s']:10.3f} {m['peak_extra_mib']:9.0f} "
               f"{m['auc']:9.4f}")
     for ours in (lib for lib in libs if lib.startswith("hepbdt")):
+        leafwise = ours.endswith("leafwise")
         for lib in (lib for lib in libs if not lib.startswith("hepbdt")):
+            if leafwise != any(tag in lib for tag in ("leafwise", "lossguide")):
+                continue  # depth-wise against depth-wise, leaf-wise against leaf-wise
             h, o = med[ours], med[lib]
             print(f"{ours} / {lib}: fit {h['fit_s'] / o['fit_s']:.2f}x, predict "
                   f"{h['predict_s'] / o['predict_s']:.2f}x, memory "
                   f"{h['peak_extra_mib'] / o['peak_extra_mib']:.2f}x, AUC {h['auc'] - o['auc']:+.4f}")
-
 
 if __name__ == "__main__":
     main()
