@@ -7,7 +7,7 @@ process, so that peak memory is its own; the rows are interleaved and repeated, 
 medians are quoted. Every row says how it grows trees and which histograms it sums:
 
 depth-wise, depth 6 (each against its like):
-  hepbdt            newton, packed int64 histograms (as hepbdt's default from 500,000 events)
+  hepbdt            newton, packed int64 histograms (as hepbdt's default from 50,000 events)
   hepbdt-exact      newton, float64 histograms (``quantised_histograms=False``)
   hepbdt-gradient   TMVA's BDTG (first-order gradient), packed histograms (not by default)
   xgboost           ``tree_method="hist"``, depth-wise, float histograms
