@@ -32,7 +32,7 @@ GROUP = 16  # blocks per parallel task of the dense walk (buffers allocated once
 MAX_DENSE_DEPTH = 12  # deeper forests are walked node by node
 DENSE_SLOTS_PER_NODE = 8  # and so are forests whose complete trees would hold more leaf slots
 LOW31 = np.uint32(0x7FFFFFFF)
-MASK_DEPTH = 5  # dense forests up to this depth are scored by leaf masks alone (uint32: 32 leaves)
+MASK_DEPTH = 5  # dense forests up to this depth are scored by leaf masks alone (32 leaves)
 MASK_TOP = 4  # deeper ones: their top levels by leaf masks, then walked (fastest measured)
 
 
@@ -121,15 +121,16 @@ def _leaf_masks(depth: int) -> tuple[np.ndarray, np.ndarray]:
     (bit q = leaf slot q) that an event going left keeps (every leaf but those of p's right
     subtree), and the one for going right."""
     n_inner = (1 << depth) - 1
-    keep_left = np.full(max(n_inner, 1), 0xFFFFFFFF, np.uint32)
+    dtype = np.uint8 if depth <= 3 else np.uint32  # uint8: four times the lanes a vector op
+    keep_left = np.full(max(n_inner, 1), np.iinfo(dtype).max, dtype)
     keep_right = keep_left.copy()
     for p in range(n_inner):
         level = int(np.log2(p + 1))
         span = 1 << (depth - level - 1)  # leaves under each child of p
         first = (p + 1 - (1 << level)) * 2 * span  # p's leftmost leaf slot
         left_leaves = ((1 << span) - 1) << first
-        keep_right[p] &= ~np.uint32(left_leaves)
-        keep_left[p] &= ~np.uint32(left_leaves << span)
+        keep_right[p] &= ~dtype(left_leaves)
+        keep_left[p] &= ~dtype(left_leaves << span)
     return keep_left, keep_right
 
 
@@ -150,7 +151,7 @@ def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_feature_ml, d_le
         xb = np.empty((m, block), X.dtype)  # the block, one feature a row
         x_flat = xb.ravel()
         lane = np.arange(block).astype(np.uint32)
-        mask = np.empty(block, np.uint32)
+        mask = np.empty(block, keep_left.dtype)
         pos = np.empty(block, np.uint32)
         acc = np.zeros(block)
         for blk in range(grp * GROUP, min(n_blocks, grp * GROUP + GROUP)):
@@ -165,7 +166,7 @@ def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_feature_ml, d_le
                     has_nan |= v != v
             acc[:] = 0.0
             for t in range(t_begin, t_end):
-                mask[:] = 0xFFFFFFFF
+                mask[:] = keep_left[0] | keep_right[0]  # every leaf
                 for p in range(n_top):
                     xf = xb[d_feature[t, p]]
                     thr = d_threshold[t, p]
