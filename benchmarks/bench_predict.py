@@ -8,6 +8,8 @@ rounds in microseconds per event, with one thread and with all threads:
   Rows: ``TMVA::Reader`` (``tmva_apply --time``: the loop of ``EvaluateMVA`` calls only,
   one thread, as the Reader has), hepbdt's ``tmva_response`` (the Reader's number for the
   exported file), the ONNX file in onnxruntime, the C++ header compiled with ``c++ -O2``.
+  The C++ header runs in one process per round: ``evaluate`` event by event, then
+  ``evaluate_batch`` on all events.
 - XGBoost-style: 200 trees of depth 6, newton boosting against XGBoost ``hist`` and
   LightGBM (64 leaves, depth 6) trained on the same events with the same depth; each
   library's raw-score prediction from an in-memory float32 array (XGBoost
@@ -59,8 +61,13 @@ int main(int argc, char** argv) {
     double sum = 0.0;
     auto start = std::chrono::steady_clock::now();
     for (long i = 0; i < n; ++i) sum += NAMESPACE::evaluate(&x[i * NAMESPACE::n_features]);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%.9g %.17g\n", s, sum);
+    double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<double> out(n);
+    start = std::chrono::steady_clock::now();
+    NAMESPACE::evaluate_batch(x.data(), n, out.data());
+    double batch = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (long i = 0; i < n; ++i) sum += out[i];
+    std::printf("%.9g %.9g %.17g\n", one, batch, sum);
     return 0;
 }
 """
@@ -115,11 +122,17 @@ def _cpp_runner(model, X: np.ndarray, folder: Path, tag: str):
     data = folder / f"{tag}.f32"
     np.ascontiguousarray(X, dtype=np.float32).tofile(data)
 
-    def run() -> float:
+    def run() -> tuple[float, float]:
+        """Seconds for evaluate() event by event, and for evaluate_batch()."""
         out = subprocess.run([str(binary), str(data), str(X.shape[0])], capture_output=True,
                              text=True, check=True).stdout.split()
-        return float(out[0])
+        return float(out[0]), float(out[1])
     return run
+
+
+def _add_cpp(times: dict[str, list[float]], seconds: tuple[float, float], n: int) -> None:
+    times.setdefault("C++ evaluate (c++ -O2), 1 thread", []).append(seconds[0] / n)
+    times.setdefault("C++ evaluate_batch (c++ -O2), 1 thread", []).append(seconds[1] / n)
 
 
 def _onnx_session(model, folder: Path, tag: str, threads: int):
@@ -166,7 +179,7 @@ def tmva_rows(X_train, y_train, X_test, rounds: int, reader_events: int, folder:
                         _seconds(lambda s=session: s.run(["score"], {"input": X_test}), threads)
                         / len(X_test))
             if cpp is not None:
-                times.setdefault("C++ header (c++ -O2), 1 thread", []).append(cpp() / len(X_test))
+                _add_cpp(times, cpp(), len(X_test))
         _print(f"{boosting}, 1000 trees of depth 3 (TMVA convention)", times,
                "TMVA::Reader, 1 thread", "Reader / row")
         if why_not is not None:
@@ -206,7 +219,7 @@ def xgboost_rows(X_train, y_train, X_test, rounds: int, folder: Path) -> None:
                     _seconds(lambda s=session: s.run(["score"], {"input": X_test}), threads)
                     / len(X_test))
         if cpp is not None:
-            times.setdefault("C++ header (c++ -O2), 1 thread", []).append(cpp() / len(X_test))
+            _add_cpp(times, cpp(), len(X_test))
     _print("200 trees of depth 6 (raw scores)", times, None, "row / XGBoost")
 
 

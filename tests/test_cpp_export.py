@@ -1,8 +1,10 @@
 """hepbdt.interop.to_cpp: headers compiled with the system C++ compiler, against hepbdt.
 
-Every model of the module's set is written as a header; one driver includes them all and
-is compiled three times (C++11, C++17, and C++11 with ``-ffinite-math-only``; all ``-O2 -Wall
--Wextra -Wpedantic -Werror``, side by side).
+Every model of the module's set is written as a header (and again in the sparse layout, with
+keys computed where read, with blocks of 8 events); one driver includes them all and is
+compiled three times (C++11; C++17 at ``-O3 -march=native``, where the blocks' loops are
+vectorised with the widest registers; C++11 with ``-ffinite-math-only``; all ``-O2 -Wall
+-Wextra -Wpedantic -Werror`` unless overridden, side by side).
 The driver evaluates binary float32 events with ``evaluate``, ``evaluate_batch`` and
 ``probability`` and writes doubles; these are compared with hepbdt's Numba evaluation
 (``decision_function``, ``predict``, ``predict_proba``; ``Forest.raw_score`` for the
@@ -119,6 +121,19 @@ def _chains() -> object:
     return from_forest("regressor", forest, None)
 
 
+def _single_leaves() -> object:
+    """A regressor of 3 trees that are one leaf each: nothing splits (depth 0, no key row)."""
+    builder = ForestBuilder(N_FEATURES, base_score=-1.5)
+    one = {k: np.zeros(1) for k in ("threshold", "bin_threshold", "gain", "cover")}
+    for value in (0.25, -3.0, 1e-300):
+        builder.add(tree_weight=0.5, feature=np.array([-1]), left=np.array([-1]),
+                    right=np.array([-1]), missing_left=np.array([False]), value=np.array([value]),
+                    **one)
+    forest = builder.build()
+    forest.validate()
+    return from_forest("regressor", forest, None)
+
+
 def _tied_stumps() -> object:
     """A weighted-median regressor of 40 stumps whose leaves take 3 values: the median's
     stable sort decides which tree weights come first among equal responses."""
@@ -141,7 +156,7 @@ def _models(folder: Path) -> dict[str, object]:
     classifiers = {
         "gradient": BDTClassifier(boosting="gradient", n_trees=30, max_depth=3),
         "newton": BDTClassifier(boosting="newton", n_trees=25, max_depth=2),
-        "stumps": BDTClassifier(boosting="gradient", n_trees=40, max_depth=1, learning_rate=0.3),
+        "stumps": BDTClassifier(boosting="gradient", n_trees=48, max_depth=1, learning_rate=0.3),
         "adaboost": BDTClassifier(boosting="adaboost", n_trees=30, max_depth=3),
         "adaboost_purity": BDTClassifier(boosting="adaboost", n_trees=20, max_depth=3,
                                          use_yes_no_leaf=False),
@@ -165,6 +180,7 @@ def _models(folder: Path) -> dict[str, object]:
                                                 np.repeat([1.0, -1.0], 15))
     models["odd_constants"] = _odd_constants(models["gradient"])
     models["chains"] = _chains()
+    models["single_leaves"] = _single_leaves()
     models["tied_median"] = _tied_stumps()
     models["median_zero_weights"] = _reweighted(models["tied_median"], "weighted_median",
                                                 np.zeros(40))  # no weight passes the half
@@ -250,17 +266,29 @@ def _driver(namespaces: list[str], classifier: list[bool]) -> str:
 
 
 # Builds of the driver, run side by side: every one must give the same bits. The header
-# promises that -ffinite-math-only (its NaN test reads the bits) changes nothing.
-BUILDS = {"c++11": ["-std=c++11"], "c++17": ["-std=c++17"],
+# promises that -ffinite-math-only (its nodes compare integer keys of the bits) changes
+# nothing; -march=native (where the compiler takes it) vectorises the blocks' loops with
+# the machine's widest registers.
+BUILDS = {"c++11": ["-std=c++11"], "c++17-native": ["-std=c++17", "-O3", "@native"],
           "finite-math": ["-std=c++11", "-ffinite-math-only"]}
+
+
+def _native(compiler: str) -> list[str]:
+    """["-march=native"] where the compiler takes it, else nothing."""
+    done = subprocess.run([compiler, "-march=native", "-x", "c++", "-fsyntax-only", "-"],
+                          input="int main() { return 0; }\n", capture_output=True, text=True,
+                          timeout=60)
+    return ["-march=native"] if done.returncode == 0 else []
 
 
 def _compile(compiler: str, source: Path, builds: dict[str, list[str]]) -> dict[str, Path]:
     """Compile ``source`` once per build, in parallel; the executables by build name."""
     jobs = {}
+    native = _native(compiler)
     for std, options in builds.items():
         exe = source.with_name(f"driver_{std}")
-        cmd = [compiler, *options, *FLAGS, "-o", str(exe), str(source)]
+        options = [flag for option in options for flag in (native if option == "@native" else [option])]
+        cmd = [compiler, *FLAGS, *options, "-o", str(exe), str(source)]
         jobs[std] = (exe, subprocess.Popen(cmd, cwd=source.parent, stdout=subprocess.PIPE,
                                            stderr=subprocess.STDOUT, text=True))
     for std, (_, job) in jobs.items():
@@ -312,6 +340,11 @@ class Compiled:
 SPARSE_COPIES = ["gradient", "newton", "stumps", "adaboost", "adaboost_purity", "realadaboost",
                  "eps", "bagging", "deep", "reg_gradient", "reg_median", "reg_mean",
                  "adaboost_zero_total", "odd_constants", "named", "tied_median"]
+# Copies with keys computed where a node reads them (as for forests of many features), in
+# both layouts and for every aggregation, and copies whose evaluate_batch takes blocks of 8
+# events (as for forests of many features) for shallow and deep dense trees.
+DIRECT_COPIES = ["gradient", "adaboost", "reg_median", "deep", "chains", "odd_constants"]
+BLOCK8_COPIES = ["gradient", "stumps", "reg_gradient", "deep", "adaboost_zero_total"]
 
 
 @pytest.fixture(scope="module")
@@ -322,11 +355,16 @@ def compiled(tmp_path_factory) -> Compiled:
     models = _models(folder)
     exports = {name: to_cpp(model, folder / f"bdt_{name}.hpp", namespace=f"bdt_{name}")
                for name, model in models.items()}
-    with mock.patch.object(cpp_export, "_layout", lambda forest: "sparse"):
-        for name in SPARSE_COPIES:  # the same models with forest_'s own nodes
-            models[f"sparse_{name}"] = models[name]
-            exports[f"sparse_{name}"] = to_cpp(models[name], folder / f"bdt_sparse_{name}.hpp",
-                                               namespace=f"bdt_sparse_{name}")
+    copies = [("sparse", SPARSE_COPIES, "_layout", lambda forest: "sparse"),
+              ("direct", DIRECT_COPIES, "MAX_KEY_ROWS", 1),
+              ("block8", BLOCK8_COPIES, "MAX_BLOCK", 8)]
+    for prefix, names, attribute, value in copies:
+        with mock.patch.object(cpp_export, attribute, value):
+            for name in names:  # the same models written otherwise
+                copy_name = f"{prefix}_{name}"
+                models[copy_name] = models[name]
+                exports[copy_name] = to_cpp(models[name], folder / f"bdt_{copy_name}.hpp",
+                                            namespace=f"bdt_{copy_name}")
     source = folder / "driver.cpp"
     source.write_text(_driver([e["namespace"] for e in exports.values()],
                               [hasattr(m, "predict_proba") for m in models.values()]))
@@ -383,9 +421,11 @@ def _max_ulp(a: np.ndarray, b: np.ndarray) -> int:
 
 MODEL_NAMES = ["gradient", "newton", "stumps", "adaboost", "adaboost_purity", "realadaboost",
                "eps", "bagging", "deep", "reg_gradient", "reg_newton", "reg_median", "reg_mean",
-               "adaboost_zero_total", "odd_constants", "named", "chains", "tied_median",
-               "median_zero_weights",
-               *[f"sparse_{name}" for name in SPARSE_COPIES]]
+               "adaboost_zero_total", "odd_constants", "named", "chains", "single_leaves",
+               "tied_median", "median_zero_weights",
+               *[f"sparse_{name}" for name in SPARSE_COPIES],
+               *[f"direct_{name}" for name in DIRECT_COPIES],
+               *[f"block8_{name}" for name in BLOCK8_COPIES]]
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
@@ -406,7 +446,8 @@ def test_header_equals_hepbdt(compiled, name) -> None:
 
 @pytest.mark.parametrize("name", ["gradient", "adaboost", "reg_median", "deep", "odd_constants",
                                   "chains", "sparse_gradient", "sparse_reg_median",
-                                  "sparse_odd_constants"])
+                                  "sparse_odd_constants", "direct_odd_constants",
+                                  "block8_deep"])
 def test_infinite_inputs(compiled, name) -> None:
     """The estimators refuse inf; the forest's own evaluation takes it, as the header does."""
     model = compiled.models[name]
@@ -414,6 +455,40 @@ def test_infinite_inputs(compiled, name) -> None:
     evaluate, batch, _ = compiled.run(name, X)
     np.testing.assert_array_equal(evaluate, model.forest_.raw_score(X))
     np.testing.assert_array_equal(batch, evaluate)
+
+
+def _signed_zero_events(m: int, seed: int = 6) -> np.ndarray:
+    """Rows of -0.0, 0.0, the smallest subnormals and normals of both signs, the largest
+    floats and NaN, mixed at random: the edges of the header's integer keys of floats."""
+    edges = np.array([-0.0, 0.0, 1e-45, -1e-45, 1.1754944e-38, -1.1754944e-38, 3.4028235e38,
+                      -3.4028235e38, np.nan], dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    rows = [np.full(m, value, dtype=np.float32) for value in edges]
+    rows += list(rng.choice(edges, size=(200, m)))
+    return np.array(rows, dtype=np.float32)
+
+
+@pytest.mark.parametrize("name", ["odd_constants", "sparse_odd_constants", "direct_odd_constants",
+                                  "gradient", "block8_deep"])
+def test_signed_zeros_and_subnormals(compiled, name) -> None:
+    """-0.0 and 0.0 are one key (x < 0.0 and x < -0.0 false for both), subnormals keep their
+    order; odd_constants has thresholds of -0.0, 0.0, +-1e-45 and the smallest normal."""
+    model = compiled.models[name]
+    X = _signed_zero_events(model.forest_.n_features)
+    evaluate, batch, _ = compiled.run(name, X)
+    np.testing.assert_array_equal(evaluate, model.forest_.raw_score(X))
+    np.testing.assert_array_equal(batch, evaluate)
+
+
+@pytest.mark.parametrize("name", ["gradient", "deep", "block8_reg_gradient", "sparse_gradient"])
+def test_batches_of_every_size(compiled, name) -> None:
+    """evaluate_batch of 0 to 130 events (partial blocks of 64 and of 8) equals evaluate."""
+    model = compiled.models[name]
+    X = _events(model, 130, seed=9)
+    for n in (0, 1, 7, 8, 9, 63, 64, 65, 130):
+        evaluate, batch, _ = compiled.run(name, X[:n])
+        np.testing.assert_array_equal(batch, evaluate)
+        np.testing.assert_array_equal(evaluate, _reference(model, X[:n]) if n else evaluate)
 
 
 def test_against_the_naive_walk(compiled) -> None:
@@ -440,6 +515,27 @@ def test_both_layouts_are_compiled(compiled) -> None:
     assert all(layouts[f"sparse_{name}"] == "sparse" for name in SPARSE_COPIES)
     assert all(layouts[name] == "dense" for name in SPARSE_COPIES)
     assert "child[2k]" in compiled.header("chains") and "2p+1" in compiled.header("gradient")
+
+
+def test_code_paths_are_compiled(compiled) -> None:
+    """Blocks of events for dense sums and means, of 64 and of 8 events, with and without
+    levels walked below the top ones; keys in an array or computed where read."""
+    def blocked(name: str) -> bool:
+        return "leaf_sums_block(x + start * stride" in compiled.header(name)
+
+    assert all(blocked(name) for name in ("gradient", "adaboost", "deep", "reg_mean", "stumps"))
+    assert not any(blocked(name) for name in ("reg_median", "sparse_gradient", "chains",
+                                              "direct_gradient"))
+    assert "constexpr int block = 64;" in compiled.header("gradient")
+    assert "constexpr int block = 8;" in compiled.header("block8_deep")
+    assert "next_block_slot(key + i" in compiled.header("block8_deep")  # depth 10: 7 walked
+    assert "next_block_slot" not in compiled.header("gradient")  # depth 3: top levels only
+    assert all("const detail::direct_keys key = {x};" in compiled.header(f"direct_{name}")
+               for name in DIRECT_COPIES)
+    assert "detail::make_keys(x, key);" in compiled.header("gradient")
+    assert "constexpr int n_rows = 1;" in compiled.header("single_leaves")  # a key row unused
+    nan_left = re.search(r"n_rows_nan_left = (\d+);", compiled.header("gradient"))
+    assert nan_left is not None and int(nan_left.group(1)) > 0
 
 
 def test_shapes_of_the_trees(compiled) -> None:
