@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,55 @@ def test_pair_refuses_a_class_with_negative_net_weight():
     X = np.zeros((3, 1), np.float32)
     with pytest.raises(ValueError, match="net weight"):
         pair_negative_weights(X, np.zeros(3), np.array([1.0, -2.0, 0.5]))
+
+
+@pytest.fixture
+def deadline():
+    """Fail a test that runs longer than 20 s (a policy that loops forever) instead of hanging."""
+    def expired(signum, frame):
+        raise TimeoutError("the pairing did not end within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+# Summed in this order the net weight is +1.1e-16, but the negative event, meeting its
+# neighbours 0.2, 0.6 and 0.001 in that order, is left at -8.7e-19 with every positive
+# weight used up: the pairing used to widen its search forever.
+ROUNDING_X = np.array([[1.0], [2.0], [3.0], [0.0]], np.float32)
+ROUNDING_W = np.array([0.2, 0.6, 0.001, -0.8009999999999999])
+
+
+def test_pair_refuses_a_net_weight_within_rounding(deadline):
+    assert ROUNDING_W.sum() > 0
+    with pytest.raises(ValueError, match="beyond the rounding"):
+        pair_weights(ROUNDING_X, ROUNDING_W)
+
+
+def test_pair_ends_when_every_positive_weight_is_used_up(deadline, monkeypatch):
+    import hepbdt.boosting.negative_weights as nw
+
+    monkeypatch.setattr(nw, "_rounding", lambda w: 1e-17)  # let the net weight pass
+    w = pair_weights(ROUNDING_X, ROUNDING_W)  # the -8.7e-19 left is within it: dropped
+    assert np.all(w >= 0) and w.sum() == 0
+    monkeypatch.setattr(nw, "_rounding", lambda w: 0.0)
+    with pytest.raises(ValueError, match="no positive weight to pair it with"):
+        pair_weights(ROUNDING_X, ROUNDING_W)
+
+
+def test_pair_with_ties_and_one_class_all_negative(deadline):
+    X = np.zeros((400, 3), np.float32)  # every distance ties
+    w = np.tile([1.0, -0.5, 2.0, -1.5], 100)
+    first = pair_weights(X, w)
+    assert np.array_equal(first, pair_weights(X, w))  # ties broken the same way every time
+    assert np.all(first >= 0) and first.sum() == pytest.approx(w.sum(), rel=1e-12)
+    y = np.repeat([0, 1], 200)
+    w_classes = np.where(y == 1, -np.abs(w), np.abs(w))  # the signal class all negative
+    with pytest.raises(ValueError, match="net weight"):
+        pair_negative_weights(X, y, w_classes)
 
 
 def _negative_sample(fraction, n=1500, seed=0):
