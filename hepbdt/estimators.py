@@ -49,6 +49,10 @@ NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
 CLASSIFICATION_CRITERIA = ("gini", "cross_entropy", "misclassification", "sdivsqrtsplusb")
 QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many training events
+# Leaf-wise trees have at most this many leaves: LightGBM's bound on num_leaves (2**17). A tree
+# that size has 262,143 nodes (190 of them fill the 50 million nodes a model file may hold);
+# the grower holds histograms of at most this many leaves, and never more than 256 MiB.
+MAX_LEAVES = 131_072
 
 
 class ParameterError(ValueError):
@@ -69,7 +73,7 @@ class _Param:
 # The options both estimators take, in signature order; ``loss`` differs in its default.
 _SHARED_HEAD = (
     _Param("boosting", "gradient", "str"), _Param("n_trees", 200, "int"),
-    _Param("max_depth", 3, "int"), _Param("learning_rate", 0.1, "float"),
+    _Param("max_depth", 3, "int | None"), _Param("learning_rate", 0.1, "float"),
 )
 _SHARED_TAIL = (
     _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
@@ -84,6 +88,7 @@ _SHARED_TAIL = (
     _Param("tol", 0.0, "float"), _Param("quantised_histograms", "auto", "bool | str"),
     _Param("random_state", None, "int | None"), _Param("n_jobs", None, "int | None"),
     _Param("verbose", False, "bool"), _Param("n_vars_per_node", None, "int | str | None"),
+    _Param("max_leaves", None, "int | None"),
 )
 
 
@@ -159,8 +164,11 @@ class _BDTBase(SklearnProtocol):
 
         require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
         require(is_int(self.n_trees, 1, MAX_TREES), "n_trees", f"an integer in [1, {MAX_TREES}]")
-        require(isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30,
-                "max_depth", "an integer in [1, 30]")
+        require(self.max_leaves is None or is_int(self.max_leaves, 2, MAX_LEAVES), "max_leaves",
+                f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] (leaf-wise trees)")
+        require((isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30)
+                or (self.max_depth is None and self.max_leaves is not None), "max_depth",
+                "an integer in [1, 30], or None (no depth limit) when max_leaves is set")
         require(0 < self.learning_rate <= 10, "learning_rate", "a number in (0, 10]")
         require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
@@ -226,6 +234,14 @@ class _BDTBase(SklearnProtocol):
         if nvars == "sqrt":  # TMVA's default UseNvars
             nvars = int(np.sqrt(n_features) + 0.6)
         return min(1.0, max(1, int(nvars)) / n_features)
+
+    def _depth_limit(self) -> int | None:
+        """``max_depth`` for the grower (None: no limit, leaf-wise only)."""
+        return None if self.max_depth is None else int(self.max_depth)
+
+    def _leaf_limit(self) -> int | None:
+        """``max_leaves`` for the grower (None: depth-wise growth)."""
+        return None if self.max_leaves is None else int(self.max_leaves)
 
     def _make_booster(self, loss):
         if self.boosting == "gradient":
@@ -342,13 +358,14 @@ class _BDTBase(SklearnProtocol):
         rounds = self._stopping_rounds()
         result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
-            n_trees=int(self.n_trees), max_depth=int(self.max_depth), split_params=params,
+            n_trees=int(self.n_trees), max_depth=self._depth_limit(), split_params=params,
             min_node_size=self.min_node_size, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
             colsample_bylevel=self.colsample_bylevel,
             colsample_bynode=self._node_fraction(mapper.n_bins_.size),
             rng=rng, valid=valid_binned,
-            n_iter_no_change=rounds, tol=self.tol, verbose=self.verbose, quantised=quantised)
+            n_iter_no_change=rounds, tol=self.tol, verbose=self.verbose, quantised=quantised,
+            max_leaves=self._leaf_limit())
         keep = None  # the model is cut at its best iteration only when early stopping was asked for
         if result.best_iteration is not None and rounds is not None:
             keep = result.best_iteration + 1
@@ -514,6 +531,14 @@ class BDTClassifier(_BDTBase):
     gradient and newton; ``None``: as given). ``from_tmva``/``to_tmva`` read and write TMVA
     option strings.
 
+    Tree growth: depth-wise to ``max_depth`` (default), or, with ``max_leaves`` (every
+    booster), leaf-wise as LightGBM's ``num_leaves`` and XGBoost's
+    ``grow_policy="lossguide"``: the leaf whose best split gains most is split next, until
+    the tree has ``max_leaves`` leaves or none can split; ``max_depth`` still limits the
+    depth, and may then be None (no limit). ``colsample_bylevel`` then draws one feature
+    set per depth. TMVA has no leaf-wise growth: ``to_tmva`` refuses it (the TMVA XML
+    export works).
+
     Negative event weights (``negative_weights``): ``"pair"`` (default) annihilates each
     negative-weight event with its nearest positive-weight neighbours of the same class
     before training (TMVA PairNegWeightsGlobal; ``hepbdt.boosting.negative_weights``);
@@ -585,7 +610,7 @@ class BDTClassifier(_BDTBase):
                                  f"boosting={self.boosting!r}")
         forest, result = run_adaboost(
             codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
-            n_trees=int(self.n_trees), max_depth=int(self.max_depth),
+            n_trees=int(self.n_trees), max_depth=self._depth_limit(),
             criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
             beta=float(self.beta), epsilon=float(self.epsilon),
             use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size,
@@ -593,7 +618,7 @@ class BDTClassifier(_BDTBase):
             colsample_bytree=self.colsample_bytree, colsample_bylevel=self.colsample_bylevel,
             colsample_bynode=self._node_fraction(codes.shape[0]),
             inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
-            verbose=self.verbose)
+            verbose=self.verbose, max_leaves=self._leaf_limit())
         return forest, result
 
     def _make_loss(self):
@@ -702,7 +727,11 @@ class BDTClassifier(_BDTBase):
 
 
 class BDTRegressor(_BDTBase):
-    """Boosted decision tree regressor (e.g. of a resonance mass)."""
+    """Boosted decision tree regressor (e.g. of a resonance mass).
+
+    Shares BDTClassifier's boosting and tree options (``gradient`` or ``newton`` boosting;
+    depth-wise trees, or leaf-wise ones with ``max_leaves``); ``loss`` is ``"squared"``,
+    ``"absolute"`` or ``"huber"`` (``huber_alpha``, ``huber_delta``)."""
 
     _estimator_type = "regressor"
 

@@ -507,10 +507,13 @@ def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
 
     TMVAOptionError when a parameter has no TMVA equivalent (``boosting="newton"``, ``"eps"``
     or ``"realadaboost"``, ``negative_weights="abs"``, column subsampling by tree or level,
-    early stopping, ...).
+    early stopping, leaf-wise trees (``max_leaves``), ...).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if params.get("max_leaves") is not None:
+        _no_equivalent(params, "max_leaves", "TMVA grows its trees depth-wise (MaxDepth) and has "
+                       "no leaf-wise growth; the TMVA XML export (save_tmva) writes such trees")
     boosting = params.get("boosting", "gradient")
     boost_type = _boost_type(params, boosting)
     _check_no_equivalent(params)

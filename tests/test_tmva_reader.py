@@ -85,6 +85,7 @@ CLASSIFIERS = [
     {"boosting": "adaboost"},
     {"boosting": "adaboost", "use_yes_no_leaf": False},
     {"boosting": "bagging", "subsample": 0.6, "subsample_mode": "poisson"},
+    {"boosting": "gradient", "max_leaves": 20},  # leaf-wise: unbalanced trees, up to max_depth
 ]
 REGRESSORS = [{"loss": "squared"}, {"loss": "huber"}, {"loss": "absolute"}]
 

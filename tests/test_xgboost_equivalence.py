@@ -73,3 +73,26 @@ def test_regression_matches_xgboost_squared_error():
                               n_jobs=1, **PARAMS).fit(X, target, sample_weight=w)
     margin = theirs.get_booster().predict(xgb.DMatrix(X), output_margin=True)
     np.testing.assert_allclose(ours.predict(X), margin, atol=1e-4 * np.abs(target).max())
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+@pytest.mark.parametrize("max_leaves,max_depth", [(8, None), (31, None), (12, 4)])
+def test_leaf_wise_trees_match_xgboost_lossguide(max_leaves, max_depth, quantised):
+    """grow_policy="lossguide": the same trees, split for split, and the same scores."""
+    X, y, w = _data()
+    params = dict(learning_rate=0.3, reg_lambda=1.5, min_child_weight=2.0)
+    ours = hepbdt.BDTClassifier(boosting="newton", n_trees=20, max_depth=max_depth,
+                                max_leaves=max_leaves, quantised_histograms=quantised,
+                                **params).fit(X, y, sample_weight=w)
+    p0 = float(np.sum(w[y == 1], dtype=np.float64) / np.sum(w, dtype=np.float64))
+    theirs = xgb.XGBClassifier(tree_method="hist", grow_policy="lossguide", max_leaves=max_leaves,
+                               max_depth=max_depth or 0, n_estimators=20, max_bin=256,
+                               base_score=p0, n_jobs=1, **params).fit(X, y, sample_weight=w)
+    dumps = theirs.get_booster().get_dump(dump_format="json")
+    values = np.arange(12, dtype=np.float32)
+    forest = ours.forest_
+    for t in range(forest.n_trees):
+        leaves = _compare_tree(forest, forest.tree_offsets[t], json.loads(dumps[t]), values)
+        assert leaves == max_leaves or t > 0
+    margin = theirs.get_booster().predict(xgb.DMatrix(X), output_margin=True)
+    np.testing.assert_allclose(ours.decision_function(X), margin, atol=1e-4)

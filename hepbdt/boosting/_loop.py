@@ -154,10 +154,11 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
                  valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
-                 quantised=False) -> BoostResult:
+                 quantised=False, max_leaves=None) -> BoostResult:
     """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py).
 
     codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
+    max_leaves: None grows depth-wise; an integer, leaf-wise (``max_depth`` may then be None).
     """
     loss = booster.loss
     if quantised:  # ``codes`` is the QuantisedRows holding every event's codes
@@ -189,7 +190,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         features = sample_features(all_features, colsample_bytree, rng)
         tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                          features, colsample_bylevel, colsample_bynode, rng, quantised=quantised,
-                         ordered=ordered if quantised else None, rounding_seed=it)
+                         ordered=ordered if quantised else None, rounding_seed=it,
+                         max_leaves=max_leaves)
         sums = leaf_sums(tree, wg, wh, w_tree)
         value = booster.leaf_values(tree, y, w_tree, score, sums)
         add_tree(builder, tree, value, mapper, cover=sums[2] if quantised else None)

@@ -104,13 +104,14 @@ class _TreeOptions:
 
     n_value_bins: np.ndarray
     params: SplitParams
-    max_depth: int
+    max_depth: int | None
     min_node_size: float
     subsample: float
     mode: str
     colsample_bytree: float
     colsample_bylevel: float
     colsample_bynode: float
+    max_leaves: int | None = None
 
     @property
     def resampled(self) -> bool:
@@ -166,7 +167,7 @@ class _AdaBoostRun:
         features = sample_features(self.all_features, options.colsample_bytree, rng)
         tree = grow_tree(self.codes, rows, a, b, multiplicity, options.n_value_bins, params,
                          options.max_depth, features, options.colsample_bylevel,
-                         options.colsample_bynode, rng)
+                         options.colsample_bynode, rng, max_leaves=options.max_leaves)
         return tree, w_eff, total_eff
 
     def evaluate(self, tree: GrownTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -282,13 +283,14 @@ class _AdaBoostRun:
 
 
 def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.ndarray,
-                 mapper, *, variant: str, n_trees: int, max_depth: int, criterion: int,
+                 mapper, *, variant: str, n_trees: int, max_depth: int | None, criterion: int,
                  criterion_name: str = "", beta: float = 0.5, epsilon: float = 0.01,
                  use_yes_no_leaf: bool = True, min_node_size: float = 0.0,
                  subsample: float = 1.0, subsample_mode: str = "uniform",
                  colsample_bytree: float = 1.0, colsample_bylevel: float = 1.0,
                  colsample_bynode: float = 1.0, inverse_boost_negative: bool = False,
-                 rng: np.random.Generator, verbose: bool = False) -> tuple[Forest, BoostResult]:
+                 rng: np.random.Generator, verbose: bool = False,
+                 max_leaves: int | None = None) -> tuple[Forest, BoostResult]:
     """Boost ``n_trees`` classification trees with a variant of AdaBoost.
 
     Parameters
@@ -308,6 +310,8 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
     subsample, subsample_mode : the events of each tree (see ``draw_rows``).
     colsample_bytree, colsample_bylevel, colsample_bynode : random feature subsets.
     inverse_boost_negative : TMVA InverseBoostNegWeights for negative-weight events.
+    max_leaves : None grows depth-wise; an integer, leaf-wise with at most this many leaves
+        (``max_depth`` may then be None: no depth limit).
 
     Returns
     -------
@@ -321,7 +325,7 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
                        inverse_boost_negative)
     options = _TreeOptions(n_value_bins, SplitParams(criterion), max_depth, min_node_size, subsample,
                            _sample_mode(variant, subsample, subsample_mode), colsample_bytree,
-                           colsample_bylevel, colsample_bynode)
+                           colsample_bylevel, colsample_bynode, max_leaves)
     progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="trees")
     stopped = None
     for it in range(n_trees):

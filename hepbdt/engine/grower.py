@@ -1,10 +1,13 @@
-"""The one grower behind every booster: grows a depth-wise tree from binned data.
+"""The one grower behind every booster: grows a tree from binned data, depth-wise or leaf-wise.
 
 The booster fills the per-event channels (A, B and the event weight W) and picks a
 criterion; the grower never knows which booster called it. One partition array of event
 indices holds the tree's events, each node a ``[start, stop)`` slice; the channel payload
-moves with it. Per level: best split of every node, a stable parallel partition of the
-split nodes, then the histogram of each smaller child and its sibling by subtraction.
+moves with it. Depth-wise (the default): per level, best split of every node, a stable
+parallel partition of the split nodes, then the histogram of each smaller child and its
+sibling by subtraction. Leaf-wise (``max_leaves``, as LightGBM's ``num_leaves``, XGBoost's
+``grow_policy="lossguide"`` and scikit-learn's ``max_leaf_nodes``): best first, one leaf at
+a time, with the same kernels (see ``_grow_leafwise``).
 With ``quantised=True`` (gradient and newton boosting on large samples) A and B are
 packed into one int64 per event (see histogram.py), W is replaced by B in the split
 constraints, and the codes are event-major; codes and packed channels stay in event
@@ -13,6 +16,8 @@ order, are read through the partition with a prefetch, and only the event indice
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -33,6 +38,14 @@ PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
 # deriving siblings by subtraction, so memory never grows with the nodes of a level.
 LEVEL_HISTOGRAM_BYTES = 256 << 20
 NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indices only
+# Leaf-wise growth calls the kernels once per split: work below these sizes runs on one
+# thread, because waking the other threads (and waiting for them at the barrier, which on a
+# machine busy with other processes can take a scheduler time slice) costs more than it saves.
+# The kernels' results never depend on the thread count. (1M x 28, 64 leaves, on a busy
+# 2-core machine: decoding and searching two children's histograms took 4.7 ms a split on
+# two threads, 0.4 ms on one.)
+SERIAL_SCANS = 128  # (node, feature) histogram scans of a split search
+SERIAL_EVENTS = 4096  # events of a node's histogram (a partition of one chunk is serial anyway)
 
 
 @dataclass
@@ -338,13 +351,27 @@ class _TreeEvents:
                    sibling_slots: np.ndarray | None = None) -> np.ndarray:
         """Raw histograms of nodes' events into ``slots`` (siblings as parent minus node)."""
         raw = new_histograms(count, self.n_features, packed=self.quantised)
-        build_histograms(self.codes, self.partition, self.payload, starts, stops, slots, self.used,
-                         raw, parent, parent_slots, sibling_slots)
+        self.fill(raw, starts, stops, slots, parent, parent_slots, sibling_slots)
         return raw
+
+    def fill(self, raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, slots: np.ndarray,
+             parent: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
+             sibling_slots: np.ndarray | None = None, threads: int | None = None) -> None:
+        """``histograms`` into existing storage ``raw`` (a sibling slot may be its parent's:
+        the parent's histogram then becomes the sibling's in place); ``threads``: see
+        ``build_histograms``."""
+        build_histograms(self.codes, self.partition, self.payload, starts, stops, slots, self.used,
+                         raw, parent, parent_slots, sibling_slots, threads)
 
     def decoded(self, raw: np.ndarray) -> np.ndarray:
         """Float64 (A, B, W) sums of raw histograms."""
         return self.quantiser.decode(raw) if self.quantised else raw
+
+    def leaf_capacity(self) -> int:
+        """How many leaves' raw histograms leaf-wise growth may hold (LEVEL_HISTOGRAM_BYTES):
+        float64 (A, B, W) per bin, or one int64 when quantised (decoded two at a time)."""
+        per_bin = 8 if self.quantised else N_CHANNELS * 8
+        return max(3, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
     def level_capacity(self) -> int:
         """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
@@ -444,6 +471,219 @@ def _child_histograms(events: _TreeEvents, nodes: _NodeArrays, parent_raw: np.nd
                              parent_raw, parent_slots.astype(np.int64), small ^ 1)
 
 
+# -- leaf-wise (best-first) growth ------------------------------------------------------------
+class _SmallWork:
+    """Runs blocks of small work on one thread: leaf-wise growth calls the kernels once per
+    split, and waking the other threads costs more than they save on small nodes."""
+
+    def __init__(self) -> None:
+        self.n_threads = numba.get_num_threads()
+
+    @contextlib.contextmanager
+    def serial(self, small: bool):
+        """The block on one thread when ``small``."""
+        if not small or self.n_threads == 1:
+            yield
+            return
+        numba.set_num_threads(1)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(self.n_threads)
+
+
+class _HistogramPool:
+    """Raw histograms of the leaves waiting to be split, at most ``capacity`` at a time.
+
+    A leaf keeps its histogram until it is split (its larger child inherits the slot: the
+    sibling is derived in place as parent minus smaller child) or found unsplittable. When
+    the pool is full, the waiting leaf that would be split last gives its slot up; its
+    children are then both built from their events (exact float sums may then differ from
+    subtraction in the last bits, as in depth-wise levels built in batches)."""
+
+    def __init__(self, events: _TreeEvents, capacity: int):
+        self.raw = new_histograms(capacity, events.n_features, packed=events.quantised)
+        self.free = list(range(capacity - 1, -1, -1))
+        self.slot: dict[int, int] = {}  # node id -> slot
+
+    def take(self, node: int, waiting: dict[int, _Splits]) -> int:
+        """A free slot for ``node``, evicting the waiting leaf that would be split last."""
+        if not self.free:
+            held = [k for k in self.slot if k in waiting]
+            last = min(held, key=lambda k: (waiting[k].gain[0], -k))
+            self.free.append(self.slot.pop(last))
+        slot = self.free.pop()
+        self.slot[node] = slot
+        return slot
+
+    def release(self, node: int) -> None:
+        """Free ``node``'s slot, if it has one."""
+        slot = self.slot.pop(node, None)
+        if slot is not None:
+            self.free.append(slot)
+
+
+class _LeafSplitter:
+    """Best splits of new leaves from their pooled histograms, with the column draws of
+    leaf-wise growth: one feature set per depth (``colsample_bylevel``, drawn when a node of
+    that depth is first evaluated, as XGBoost's lossguide does), then one per node."""
+
+    def __init__(self, events: _TreeEvents, nodes: _NodeArrays, pool: _HistogramPool,
+                 n_value_bins: np.ndarray, params: SplitParams, colsample_bylevel: float,
+                 colsample_bynode: float, rng: np.random.Generator, small: _SmallWork):
+        self.events, self.nodes, self.pool = events, nodes, pool
+        self.n_value_bins, self.params, self.rng = n_value_bins, params, rng
+        self.colsample_bylevel, self.colsample_bynode = colsample_bylevel, colsample_bynode
+        self.small = small
+        self.by_depth: dict[int, np.ndarray] = {}  # (2, m): the depth's feature set, twice
+        # Decoded (A, B, B) sums of the (at most two) leaves evaluated at once.
+        self.decoded = np.empty((2, events.n_features, N_BINS, N_CHANNELS)) if events.quantised else None
+
+    def __call__(self, ids: list[int], depth: int) -> list[_Splits | None]:
+        """The best split of each node in ``ids`` (one or two of ``depth``, each holding a
+        slot); None where none is valid."""
+        if depth not in self.by_depth:
+            level_features = sample_features(self.events.used, self.colsample_bylevel, self.rng)
+            self.by_depth[depth] = np.tile(level_features, (2, 1))
+        if self.colsample_bynode >= 1.0:
+            allowed = self.by_depth[depth][:len(ids)]
+        else:
+            allowed = np.stack([sample_features(self.by_depth[depth][0], self.colsample_bynode,
+                                                self.rng) for _ in ids])
+        slots = np.array([self.pool.slot[k] for k in ids], np.int64)
+        with self.small.serial(len(ids) * self.events.n_features <= SERIAL_SCANS):
+            if self.events.quantised:  # decode only these leaves
+                hists = self.events.quantiser.decode(self.pool.raw[slots], self.decoded[:len(ids)])
+                slots = np.arange(len(ids))
+            else:
+                hists = self.pool.raw
+            g, f, t, ml, left_of = find_best_splits(hists, slots, self.nodes.sums[ids], allowed,
+                                                    self.n_value_bins, self.params)
+        return [None if f[i] < 0 else
+                _Splits(np.zeros(1, np.int64), g[i:i + 1], f[i:i + 1], t[i:i + 1], ml[i:i + 1],
+                        left_of[i:i + 1]) for i in range(len(ids))]
+
+
+def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Splits,
+                move_payload: bool, threads: int) -> tuple[int, int, int, int, int]:
+    """Partition one leaf's events (the depth-wise kernels, on one node, in a multiple of
+    ``threads`` chunks of at most PARTITION_CHUNK events) and add its two children: (left,
+    right, start, mid, stop). Stable, so the chunks do not change the result."""
+    s, e = int(nodes.start[parent]), int(nodes.stop[parent])
+    n_chunks = threads * max(1, -(-(e - s) // (threads * PARTITION_CHUNK)))
+    chunk_start = np.arange(s, e, max(1, -(-(e - s) // n_chunks)), dtype=np.int64)
+    chunk_stop = np.minimum(chunk_start + max(1, -(-(e - s) // n_chunks)), e)
+    n_left = np.empty(chunk_start.size, np.int64)
+    payload = events.payload if move_payload else NO_PAYLOAD
+    _partition_chunks(events.codes, events.quantised, events.partition, payload, chunk_start,
+                      chunk_stop, np.zeros(chunk_start.size, np.int64), split.feature,
+                      split.threshold.astype(np.uint8), split.missing_left, events.scratch_idx,
+                      events.scratch_payload, n_left)
+    n_right = (chunk_stop - chunk_start) - n_left
+    mid = s + int(n_left.sum())
+    _gather_chunks(events.partition, payload, chunk_start, chunk_stop, n_left,
+                   s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
+                   events.scratch_idx, events.scratch_payload)
+    left, right = (int(k) for k in nodes.add(2))
+    nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]
+    nodes.missing_left[parent], nodes.gain[parent] = split.missing_left[0], split.gain[0]
+    nodes.left[parent], nodes.right[parent] = left, right
+    nodes.start[left], nodes.stop[left], nodes.start[right], nodes.stop[right] = s, mid, mid, e
+    nodes.sums[left] = split.left_sums[0]
+    nodes.sums[right] = nodes.sums[parent] - split.left_sums[0]
+    return left, right, s, mid, e
+
+
+def _leaf_histograms(events: _TreeEvents, pool: _HistogramPool, waiting: dict[int, _Splits],
+                     small_work: _SmallWork, parent: int, left: int, right: int, s: int, mid: int,
+                     e: int) -> None:
+    """Children's histograms into the pool: the smaller from its events and the larger, in
+    the parent's slot, as parent minus smaller; both from their events when the parent's
+    histogram was given up."""
+    small, large = (left, right) if mid - s <= e - mid else (right, left)
+    start, stop = (s, mid) if small == left else (mid, e)
+    one = np.zeros(1, np.int64)
+    if parent in pool.slot:
+        parent_slot = pool.slot.pop(parent)
+        pool.slot[large] = parent_slot
+        small_slot = pool.take(small, waiting)
+        serial = stop - start <= SERIAL_EVENTS
+        with small_work.serial(serial):
+            events.fill(pool.raw, one + start, one + stop, one + small_slot, pool.raw,
+                        one + parent_slot, one + parent_slot,
+                        threads=1 if serial else small_work.n_threads)
+    else:
+        slots = np.array([pool.take(left, waiting), pool.take(right, waiting)], np.int64)
+        serial = e - s <= SERIAL_EVENTS
+        with small_work.serial(serial):
+            events.fill(pool.raw, np.array([s, mid], np.int64), np.array([mid, e], np.int64), slots,
+                        threads=1 if serial else small_work.n_threads)
+
+
+def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
+                   params: SplitParams, max_depth: int | None, max_leaves: int,
+                   colsample_bylevel: float, colsample_bynode: float,
+                   rng: np.random.Generator) -> None:
+    """Best-first growth into ``nodes``: split the waiting leaf of the largest gain (ties:
+    the lower node id, so threads never matter) until ``max_leaves`` leaves or none can split.
+
+    Each leaf's best split is found when the leaf is made, from its histogram; a split
+    partitions the leaf's events (the depth-wise kernels on one node), builds the smaller
+    child's histogram and the larger's by subtraction, and finds both children's best
+    splits. Histograms are held only for leaves waiting to be split, at most
+    min(max_leaves, LEVEL_HISTOGRAM_BYTES / (features x bins x bytes per bin)) of them (and
+    at least three), so memory is O(max_leaves x features x bins) and at most 256 MiB (24
+    bytes a bin exact, 8 packed): 64 leaves x 28 features take 11 MiB exact, 3.5 MiB packed.
+    Past that bound the leaf that would be split last gives its histogram up.
+
+    Nodes are split one at a time: splitting the k best waiting leaves together (one
+    level-style call) would not be best-first, because a child can gain more than its
+    parent's waiting rivals, and then it must be split before them (as LightGBM and XGBoost
+    do, exact best-first order is kept).
+    """
+    pool = _HistogramPool(events, min(max_leaves, events.leaf_capacity()))
+    raw, _ = _root_histograms(events, nodes)
+    pool.raw[pool.take(0, {})] = raw[0]
+    del raw
+    small_work = _SmallWork()
+    splitter = _LeafSplitter(events, nodes, pool, n_value_bins, params, colsample_bylevel,
+                             colsample_bynode, rng, small_work)
+    depth_limit = np.inf if max_depth is None else max_depth
+    depth = {0: 0}
+    waiting: dict[int, _Splits] = {}  # leaves with a valid split, by node id
+    queue: list[tuple[float, int]] = []  # (-gain, node id): the best gain, then the lowest id
+
+    def consider(ids: list[int], d: int) -> None:
+        for k, split in zip(ids, splitter(ids, d), strict=True):
+            if split is None:
+                pool.release(k)
+            else:
+                waiting[k] = split
+                heapq.heappush(queue, (-float(split.gain[0]), k))
+
+    if depth_limit > 0:
+        consider([0], 0)
+    n_leaves = 1
+    while queue and n_leaves < max_leaves:
+        _, parent = heapq.heappop(queue)
+        split = waiting.pop(parent)
+        n_leaves += 1
+        d = depth[parent] + 1
+        grow_children = n_leaves < max_leaves and d < depth_limit
+        # The float payload must follow the partition only while children still get histograms.
+        serial = nodes.stop[parent] - nodes.start[parent] <= SERIAL_EVENTS
+        with small_work.serial(serial):
+            left, right, s, mid, e = _split_leaf(events, nodes, parent, split,
+                                                 grow_children and not events.quantised,
+                                                 1 if serial else small_work.n_threads)
+        if not grow_children:
+            pool.release(parent)
+            continue
+        depth[left] = depth[right] = d
+        _leaf_histograms(events, pool, waiting, small_work, parent, left, right, s, mid, e)
+        consider([left, right], d)
+
+
 def grow_tree(
     codes: np.ndarray,
     rows: np.ndarray,
@@ -452,7 +692,7 @@ def grow_tree(
     w: np.ndarray,
     n_value_bins: np.ndarray,
     params: SplitParams,
-    max_depth: int,
+    max_depth: int | None,
     features: np.ndarray | None = None,
     colsample_bylevel: float = 1.0,
     colsample_bynode: float = 1.0,
@@ -460,8 +700,9 @@ def grow_tree(
     quantised: bool = False,
     ordered: QuantisedRows | None = None,
     rounding_seed: int = 0,
+    max_leaves: int | None = None,
 ) -> GrownTree:
-    """Grow one tree depth-wise.
+    """Grow one tree, depth-wise (``max_leaves`` None) or leaf-wise (best first).
 
     Parameters
     ----------
@@ -471,9 +712,10 @@ def grow_tree(
     a, b, w : (n,) float32 channels A, B and event weight W of every event.
     n_value_bins : (m,) int32 value bins per feature.
     params : split criterion and constraints.
-    max_depth : maximum depth (the root has depth 0).
+    max_depth : maximum depth (the root has depth 0); None (leaf-wise only): no limit.
     features : (m,) bool features this tree may use (column subsampling per tree).
-    colsample_bylevel, colsample_bynode : further fractions per level and per node.
+    colsample_bylevel, colsample_bynode : further fractions per level and per node (leaf-wise:
+        per depth of the node being split, as XGBoost's lossguide).
     rng : generator for the per-level and per-node feature draws.
     quantised : pack A and B into int64 histograms (W is then replaced by B).
     rounding_seed : seed of the stochastic rounding of the quantised channels (the
@@ -482,7 +724,14 @@ def grow_tree(
     ordered : the quantised grower's codes and buffers (``rows`` must then be every
         event); built from ``codes`` when None. Reused across trees, it is modified in
         place, and so is ``partition`` of the tree it returns.
+    max_leaves : None: depth-wise growth. An integer >= 2: leaf-wise growth, splitting the
+        leaf of the largest gain (ties: the lowest node id) until the tree has this many
+        leaves or no leaf can split (constraints, ``max_depth``); see ``_grow_leafwise``.
     """
+    if max_leaves is not None and max_leaves < 2:
+        raise ValueError(f"max_leaves={max_leaves} is not valid; a split makes 2 leaves")
+    if max_depth is None and max_leaves is None:
+        raise ValueError("max_depth=None (no depth limit) needs max_leaves")
     if quantised and ordered is None:
         ordered = QuantisedRows(np.ascontiguousarray(codes))
     m = ordered.n_features if quantised else codes.shape[0]
@@ -494,7 +743,21 @@ def grow_tree(
         events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
     n_rows = events.partition.size
     # Every node holds an event (a split leaves events on both sides): at most 2n - 1 nodes.
-    nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1))
+    if max_leaves is not None:
+        nodes = _NodeArrays(min(2 * max_leaves - 1, max(1, 2 * n_rows - 1)), max(1, 2 * n_rows - 1))
+        _grow_leafwise(events, nodes, n_value_bins, params, max_depth, max_leaves,
+                       colsample_bylevel, colsample_bynode, rng)
+    else:
+        nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1))
+        _grow_depthwise(events, nodes, n_value_bins, params, max_depth, colsample_bylevel,
+                        colsample_bynode, rng)
+    return nodes.grown_tree(events.partition)
+
+
+def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
+                    params: SplitParams, max_depth: int, colsample_bylevel: float,
+                    colsample_bynode: float, rng: np.random.Generator) -> None:
+    """Level-by-level growth into ``nodes``: every node of a level that can split does."""
     raw, _ = _root_histograms(events, nodes)
     level = np.zeros(1, np.int64)  # node ids at this depth; raw[i] (when held) belongs to level[i]
     for depth in range(max_depth):
@@ -508,7 +771,7 @@ def grow_tree(
         last = depth + 1 == max_depth
         # The float payload follows the partition while histograms read it; packed stays in event order.
         children, s, mid, e = _apply_splits(events, nodes, level[splits.position], splits,
-                                            move_payload=not (quantised or last))
+                                            move_payload=not (events.quantised or last))
         if last:
             break
         if raw is not None and children.size <= events.level_capacity():
@@ -516,4 +779,3 @@ def grow_tree(
         else:  # too many nodes to hold: the next level builds them in batches
             raw = None
         level = children
-    return nodes.grown_tree(events.partition)

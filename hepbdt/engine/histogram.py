@@ -109,7 +109,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
                      node_start: np.ndarray, node_stop: np.ndarray, slots: np.ndarray,
                      feature_used: np.ndarray, hists: np.ndarray,
                      parent_hists: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
-                     sibling_slots: np.ndarray | None = None) -> None:
+                     sibling_slots: np.ndarray | None = None, threads: int | None = None) -> None:
     """Fill ``hists[slots[j]]`` with node j's histogram (events ``partition[start_j:stop_j]``),
     and, where given, its sibling's as parent minus node:
     ``hists[sibling_slots[j]] = parent_hists[parent_slots[j]] - hists[slots[j]]``.
@@ -120,6 +120,11 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
     in exact histograms, computed anyway when packed); hists and parent_hists from
     ``new_histograms``; parent_slots/sibling_slots: (k,) int64, -1 where there is no sibling.
+    threads: packed only; cut the events into a multiple of this many tasks of at most
+    PACKED_TASK events (one call per node, as leaf-wise growth makes: each task clears and
+    adds up a buffer the size of a histogram, which the default of at least MIN_TASKS tasks
+    of MIN_PACKED_TASK events makes a quarter of the work on small nodes). The sums are the
+    same either way.
     """
     slots = np.asarray(slots, np.int64)
     if parent_hists is None:
@@ -132,7 +137,12 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     sizes = node_stop - node_start
     # Integer sums do not depend on how the events are cut into tasks: enough tasks to
     # keep every thread busy on small samples, each at most PACKED_TASK events.
-    task = int(np.clip(sizes.sum() // MIN_TASKS, MIN_PACKED_TASK, PACKED_TASK))
+    if threads is None:
+        task = int(np.clip(sizes.sum() // MIN_TASKS, MIN_PACKED_TASK, PACKED_TASK))
+    else:
+        total = int(sizes.sum())
+        n_tasks = threads * max(1, -(-total // (threads * PACKED_TASK)))
+        task = max(1, -(-total // n_tasks))
     n_tasks = np.maximum(1, -(-sizes // task))
     node = np.repeat(np.arange(sizes.size), n_tasks)
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
@@ -172,9 +182,12 @@ class Quantiser:
         low = ((packed + 2**31) & 0xFFFFFFFF) - 2**31
         return ((packed - low) >> 32).astype(np.float64), low.astype(np.float64)
 
-    def decode(self, packed: np.ndarray) -> np.ndarray:
-        """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight."""
-        out = np.empty(packed.shape + (N_CHANNELS,), dtype=SUM_DTYPE)
+    def decode(self, packed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight.
+
+        ``out``: contiguous float64 storage of that shape to reuse (a new array when None)."""
+        if out is None:
+            out = np.empty(packed.shape + (N_CHANNELS,), dtype=SUM_DTYPE)
         _decode(packed.reshape(-1), self.scale_a, self.scale_b,
                 out.reshape(-1, N_CHANNELS))
         return out
