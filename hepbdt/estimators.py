@@ -11,6 +11,7 @@ Reading model files is :mod:`hepbdt.persistence`; reading other tools' formats i
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ESTIMATORS", "warmup"]
+           "ESTIMATORS", "warmup", "growth_text", "effective_depth"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -828,6 +829,25 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     return est
 
 
+def growth_text(params: dict[str, Any]) -> str:
+    """How an estimator's trees grow, in words: "depth 3", "64 leaves" or "64 leaves, depth <= 6"."""
+    leaves, depth = params.get("max_leaves"), params.get("max_depth")
+    if leaves is None:
+        return f"depth {depth}"
+    return f"{leaves} leaves" + ("" if depth is None else f", depth <= {depth}")
+
+
+def effective_depth(params: dict[str, Any]) -> float:
+    """The depth whose level-by-level cost a tree of these options has, about: ``max_depth``,
+    or for leaf-wise trees log2(max_leaves) x 1.6 (lopsided trees partition more events:
+    64 leaves cost as much as depth 9.6, measured), at most ``max_depth``."""
+    leaves, depth = params.get("max_leaves"), params.get("max_depth")
+    if leaves is None:
+        return float(depth)
+    grown = 1.6 * math.log2(leaves)
+    return grown if depth is None else min(float(depth), grown)
+
+
 def warmup() -> None:
     """Compile (or load from the cache) every engine kernel, by fitting tiny models once."""
     rng = np.random.default_rng(0)
@@ -837,10 +857,13 @@ def warmup() -> None:
     w[::16] = -0.5  # the default negative-weight policy's neighbour search
     for boosting in ("gradient", "newton", "adaboost"):
         BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y, w).decision_function(X)
+        BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None).fit(X, y, w)
         if boosting != "adaboost":  # the packed-histogram path, with a validation set
             BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
                 X, y, eval_set=(X, y)).decision_function(X)
     BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
+    deep = BDTRegressor(n_trees=2, max_depth=5, min_child_weight=0.0).fit(X, X[:, 0] * X[:, 1])
+    deep.predict(X)  # the dense kernel's 32-bit leaf masks (trees deeper than 3)
 
 
 def __getattr__(name: str) -> Any:

@@ -35,6 +35,7 @@ from matplotlib.figure import Figure
 from hepbdt import plotting
 from hepbdt._util import atomic_write_text, is_classifier
 from hepbdt._version import __version__
+from hepbdt.estimators import growth_text
 from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
@@ -455,8 +456,7 @@ def _describe_model(model: Any, n_features: int) -> str:
     text = type(model).__name__
     if "boosting" in params:
         trees = getattr(model, "n_trees_", params.get("n_trees"))
-        text += (f", {params['boosting']} boosting: {trees} trees of depth "
-                 f"{params.get('max_depth')}")
+        text += f", {params['boosting']} boosting: {trees} trees ({growth_text(params)})"
     return f"{text} on {n_features} variables"
 
 

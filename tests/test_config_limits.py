@@ -222,6 +222,9 @@ def test_estimate_lines(tmp_path: Path) -> None:
     kfold = estimate_lines(load_config(tiny_config(tmp_path, split="kfold = 5")))
     assert "5 folds" in kfold[0] and "split" not in kfold[0]
     assert 1e-11 < SECONDS_PER_EVENT_FEATURE_TREE < 1e-7
+    assert "trees (depth 2)" in small[0]
+    leafwise = estimate_lines(load_config(tiny_config(tmp_path, method="max_leaves = 64")))
+    assert "trees (64 leaves, depth <= 3)" in leafwise[0], leafwise
 
 
 def test_estimate_counts_without_reading_and_survives_missing_files(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import uproot
 
+from ..estimators import effective_depth, growth_text
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
 from .config import AnalysisConfig
@@ -47,7 +48,7 @@ class Estimate:
     events: int
     features: int
     trees: int
-    max_depth: int
+    growth: str  # "depth 3", "64 leaves", ...
     folds: int | None
     seconds: float
     bytes: int
@@ -96,7 +97,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     folds = config.split.kfold
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
     trained = events * (folds - 1) if folds else events * config.split.train_fraction
-    depth_factor = (9 + int(model.max_depth)) / 12
+    depth_factor = (9 + effective_depth(model.get_params())) / 12
     seconds = (SECONDS_PER_EVENT_FEATURE_TREE * trained * features * int(model.n_trees)
                * depth_factor)
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
@@ -104,7 +105,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                        + _EVENT_BYTES * copies + _FIT_BYTES)
     if available_bytes is None:
         available_bytes = available_memory()
-    return Estimate(events, features, int(model.n_trees), int(model.max_depth), folds,
+    return Estimate(events, features, int(model.n_trees), growth_text(model.get_params()), folds,
                     seconds, int(memory), available_bytes)
 
 
@@ -132,7 +133,7 @@ def estimate_lines(config: AnalysisConfig, available_bytes: int | None = None) -
     scheme = f"{e.folds} folds" if e.folds else "one train/test split"
     available = "" if e.available_bytes is None else f" (available: {_size(e.available_bytes)})"
     lines = [f"estimate: up to {e.events:,} events (entries before cuts) x {e.features} "
-             f"features x {e.trees:,} trees of depth {e.max_depth}, {scheme}: about "
+             f"features x {e.trees:,} trees ({e.growth}), {scheme}: about "
              f"{_duration(e.seconds)} of training and {_size(e.bytes)} of memory{available}"]
     if e.available_bytes is not None and e.bytes > e.available_bytes:
         lines.append(f"warning: training may need about {_size(e.bytes)} of memory, more than "

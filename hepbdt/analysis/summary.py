@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..estimators import growth_text
 from ..evaluation import efficiency_table, overtraining_test, regression_metrics, yield_note
 from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking, significance
 
@@ -36,7 +37,7 @@ def _method_line(result: TrainResult) -> str:
     """Booster, trees, depth, features and the split scheme in one line."""
     config = result.config
     params = models_of(result.model)[0].get_params()
-    method = f"{params['boosting']} boosting, {params['n_trees']} trees, depth {params['max_depth']}"
+    method = f"{params['boosting']} boosting, {params['n_trees']} trees, {growth_text(params)}"
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
     split = config.split
