@@ -12,6 +12,7 @@ Progress lines go to stderr only when it is a terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -335,6 +336,7 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
+    from hepbdt._util import atomic_path
     from hepbdt.interop import to_cpp, to_onnx, to_tmva_xml
     from hepbdt.kfold import KFoldModel
 
@@ -351,14 +353,20 @@ def _export(args: argparse.Namespace) -> int:
         "cpp": lambda m, path: to_cpp(m, path, namespace=args.namespace),
         "tmva": lambda m, path: to_tmva_xml(m, path, missing=args.missing),
     }
-    for fmt, path in targets:
-        for i, fold_model in enumerate(models):
-            where = path if len(models) == 1 else _fold_path(path, i)
-            try:
-                info = writers[fmt](fold_model, where)
-            except ValueError as exc:  # the format cannot express this model
-                raise UserError(f"{where}: {exc}") from None
-            print(f"wrote {where} ({info['n_trees']} trees, {info['n_nodes']} nodes)")
+    done = []
+    # Every file is written to its temporary first and renamed when all are written, so a
+    # model one format cannot express leaves no other file behind.
+    with contextlib.ExitStack() as stack:
+        for fmt, path in targets:
+            for i, fold_model in enumerate(models):
+                where = path if len(models) == 1 else _fold_path(path, i)
+                temporary = stack.enter_context(atomic_path(where))
+                try:
+                    info = writers[fmt](fold_model, temporary)
+                except ValueError as exc:  # the format cannot express this model
+                    raise UserError(f"{where}: {exc}") from None
+                done.append(f"wrote {where} ({info['n_trees']} trees, {info['n_nodes']} nodes)")
+    print(*done, sep="\n")
     if isinstance(model, KFoldModel):
         print(f"k-fold model: file i scores the events with {model.by} % {model.k} == i")
     return 0

@@ -129,6 +129,12 @@ def test_export_of_a_kfold_manifest_and_its_mistakes(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("hepbdt: error: ") and "bad_fold0.h" in err
     assert not (tmp_path / "bad_fold0.h").exists()
+    # One format failing writes none of the others (the ONNX files are made first).
+    pytest.importorskip("onnx")
+    assert main(["export", str(manifest), "--onnx", str(tmp_path / "first.onnx"),
+                 "--cpp", str(tmp_path / "second.h"), "--namespace", "std"]) == 2
+    assert "second_fold0.h" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir() if "first" in p.name or "second" in p.name] == []
 
 
 def test_inspect_prints_options_features_trees_ranking(trained, capsys):
