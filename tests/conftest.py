@@ -10,6 +10,20 @@ import pytest
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+def tmva_inputs(name: str) -> np.ndarray:
+    """The events behind a TMVA fixture of ../shared/tmva, float32 (n, m), in its reader
+    CSV's order: TreeS then TreeB of tmva_class_example.root (var1..var4) for the
+    ``ClassExample_*`` models, TreeR of tmva_reg_example.root (var1, var2) for the others."""
+    uproot = pytest.importorskip("uproot")
+    if name.startswith("Class"):
+        names, trees, file = ["var1", "var2", "var3", "var4"], ("TreeS", "TreeB"), "tmva_class_example.root"
+    else:
+        names, trees, file = ["var1", "var2"], ("TreeR",), "tmva_reg_example.root"
+    with uproot.open(SHARED / "data" / file) as f:
+        parts = [f[tree].arrays(names, library="np") for tree in trees]
+    return np.concatenate([np.column_stack([p[k] for k in names]) for p in parts]).astype(np.float32)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The ../shared folder beside the checkout (tests skip without it)."""

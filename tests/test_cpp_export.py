@@ -37,6 +37,8 @@ from hepbdt.interop import from_tmva_xml, from_xgboost_json
 from hepbdt.interop.cpp_export import MAX_CPP_NODES, CppExportError, to_cpp
 from hepbdt.model import ForestBuilder
 
+from .conftest import tmva_inputs
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TMVA_DIR = SHARED / "tmva"
 DATA_DIR = SHARED / "data"
@@ -569,15 +571,7 @@ def tmva_events(compiled):
     """The TMVA example ntuples' inputs (skipped without ../shared)."""
     if "tmva_class" not in compiled.models or not DATA_DIR.is_dir():
         pytest.skip("../shared/tmva and ../shared/data are not present")
-    uproot = pytest.importorskip("uproot")
-    names = ["var1", "var2", "var3", "var4"]
-    with uproot.open(DATA_DIR / "tmva_class_example.root") as f:
-        parts = [f[tree].arrays(names, library="np") for tree in ("TreeS", "TreeB")]
-    X_class = np.concatenate([np.column_stack([p[k] for k in names]) for p in parts])
-    with uproot.open(DATA_DIR / "tmva_reg_example.root") as f:
-        r = f["TreeR"].arrays(["var1", "var2"], library="np")
-    X_reg = np.column_stack([r["var1"], r["var2"]])
-    return {"tmva_class": X_class.astype(np.float32), "tmva_reg": X_reg.astype(np.float32)}
+    return {"tmva_class": tmva_inputs("ClassExample"), "tmva_reg": tmva_inputs("Regression")}
 
 
 def test_xgboost_import(compiled) -> None:

@@ -26,6 +26,8 @@ from hepbdt.interop import (
 )
 from hepbdt.model import ForestBuilder
 
+from .conftest import tmva_inputs
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TMVA_DIR = SHARED / "tmva"
 DATA_DIR = SHARED / "data"
@@ -36,19 +38,6 @@ CLASS_FIXTURES = ["ClassExample_BDT", "ClassExample_BDTG", "ClassExample_BDTReal
                   "ClassExample_BDTPurity", "ClassExample_BDTBagging"]
 REG_FIXTURES = ["Regression_BDTG", "Regression_BDT"]
 FIXTURES = CLASS_FIXTURES + REG_FIXTURES
-
-
-def fixture_data(name: str) -> np.ndarray:
-    """The source tree(s) of a fixture as float32 (n, m), in the CSV's row order."""
-    uproot = pytest.importorskip("uproot")
-    if name.startswith("Class"):
-        with uproot.open(DATA_DIR / "tmva_class_example.root") as f:
-            parts = [np.column_stack([f[t][v].array(library="np") for v in ("var1", "var2", "var3", "var4")])
-                     for t in ("TreeS", "TreeB")]
-        return np.concatenate(parts).astype(np.float32)
-    with uproot.open(DATA_DIR / "tmva_reg_example.root") as f:
-        columns = [f["TreeR"][v].array(library="np") for v in ("var1", "var2")]
-    return np.column_stack(columns).astype(np.float32)
 
 
 def fixture_scores(name: str) -> np.ndarray:
@@ -140,7 +129,7 @@ def option_names(path: Path) -> list[str]:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_import_reproduces_reader_output(name):
     model = from_tmva_xml(TMVA_DIR / f"{name}.weights.xml")
-    X = fixture_data(name)
+    X = tmva_inputs(name)
     ref = fixture_scores(name)
     got = tmva_response(model, X)
     assert got.shape == ref.shape
@@ -160,7 +149,7 @@ def test_imported_model_is_a_fitted_hepbdt_model(name, tmp_path):
     assert isinstance(model, BDTRegressor if regression else BDTClassifier)
     assert list(model.feature_names_in_) == (["var1", "var2"] if regression
                                              else ["var1", "var2", "var3", "var4"])
-    X = fixture_data(name)[:500]
+    X = tmva_inputs(name)[:500]
     raw = model_scores(model, X)
     if not regression:
         p = model.predict_proba(X)
@@ -175,7 +164,7 @@ def test_imported_model_is_a_fitted_hepbdt_model(name, tmp_path):
 def test_imported_kinds():
     g = from_tmva_xml(TMVA_DIR / "ClassExample_BDTG.weights.xml")
     assert g.forest_.aggregation == "sum" and g.forest_.extra["loss"] == "deviance"
-    X = fixture_data("ClassExample_BDTG")[:100]
+    X = tmva_inputs("ClassExample_BDTG")[:100]
     np.testing.assert_allclose(tmva_response(g, X), np.tanh(g.decision_function(X)), atol=1e-14)
     ada = from_tmva_xml(TMVA_DIR / "ClassExample_BDT.weights.xml")
     assert ada.forest_.aggregation == "weighted_mean"
@@ -196,7 +185,7 @@ def test_fixture_export_round_trip(name, tmp_path):
     out = tmp_path / f"{name}.weights.xml"
     info = to_tmva_xml(model, out)
     assert info["n_residual_trees"] == 0 and info["max_response_error"] == 0.0
-    X = fixture_data(name)
+    X = tmva_inputs(name)
     again = from_tmva_xml(out)
     np.testing.assert_array_equal(tmva_response(again, X), tmva_response(model, X))
     np.testing.assert_allclose(tmva_response(again, X), fixture_scores(name), rtol=0, atol=1e-12)

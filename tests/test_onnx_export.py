@@ -32,7 +32,7 @@ from hepbdt.model import NODE_ARRAYS, Forest, ForestBuilder
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from .conftest import SHARED  # noqa: E402
+from .conftest import SHARED, tmva_inputs  # noqa: E402
 
 TMVA_DIR = SHARED / "tmva"
 DATA_DIR = SHARED / "data"
@@ -365,19 +365,6 @@ def test_size_estimate_is_close_to_the_file(tmp_path):
 
 
 # -- models from other tools -----------------------------------------------------------------
-
-def tmva_inputs(name: str) -> np.ndarray:
-    """A TMVA fixture's source events, float32, in its reader CSV's order."""
-    uproot = pytest.importorskip("uproot")
-    if name.startswith("Class"):
-        with uproot.open(DATA_DIR / "tmva_class_example.root") as f:
-            parts = [np.column_stack([f[t][v].array(library="np") for v in ("var1", "var2", "var3", "var4")])
-                     for t in ("TreeS", "TreeB")]
-        return np.concatenate(parts).astype(np.float32)
-    with uproot.open(DATA_DIR / "tmva_reg_example.root") as f:
-        columns = [f["TreeR"][v].array(library="np") for v in ("var1", "var2")]
-    return np.column_stack(columns).astype(np.float32)
-
 
 @needs_fixtures
 @pytest.mark.parametrize("name", ["ClassExample_BDT", "ClassExample_BDTG", "Regression_BDTG",
