@@ -323,6 +323,15 @@ def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
     return w
 
 
+def feature_names_of(model: Any, n_features: int) -> list[str]:
+    """The model's ``feature_names_in_`` (as str), or ``x0, x1, ...`` for a model fitted on
+    unnamed columns."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None and len(names) == n_features:
+        return [str(n) for n in names]
+    return [f"x{i}" for i in range(n_features)]
+
+
 def is_classifier(model: Any) -> bool:
     """True for a classifier: hepbdt's estimators and scikit-learn's say so in
     ``_estimator_type``; other objects count as classifiers when they have ``predict_proba``."""

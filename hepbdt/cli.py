@@ -400,12 +400,12 @@ def _inspect(args: argparse.Namespace) -> int:
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
+    from hepbdt._util import feature_names_of
     from hepbdt.evaluation import tmva_importance
     from hepbdt.model import tree_text
 
     forest = model.forest_
-    given = getattr(model, "feature_names_in_", None)
-    names = [f"x{i}" for i in range(forest.n_features)] if given is None else [str(n) for n in given]
+    names = feature_names_of(model, forest.n_features)
     lines = [f"{prefix}{type(model).__name__}"]
     lines.append("Options:")
     for key, value in sorted(model.get_params().items()):

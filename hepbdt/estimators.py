@@ -31,7 +31,6 @@ from ._util import (
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
-from .boosting.losses import Deviance, Logistic
 from .boosting.negative_weights import pair_negative_weights
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE
 from .engine.binning import BinMapper
@@ -690,13 +689,10 @@ class BDTClassifier(_BDTBase):
         yield from self._staged_raw(X)
 
     def _link(self, score: np.ndarray) -> np.ndarray:
-        agg = self.forest_.aggregation
-        if agg != "sum":  # AdaBoost-type scores are already in [-1, 1] or [0, 1]
-            lo = self.forest_.extra.get("score_min", -1.0)
-            return np.clip((score - lo) / (1.0 - lo), 0.0, 1.0)
-        if self.forest_.extra.get("loss") == "logistic":
-            return Logistic.probability(score)
-        return Deviance.probability(score)
+        kind, c = self.forest_.probability_link()
+        if kind == "clip":
+            return np.clip((score - c) / (1.0 - c), 0.0, 1.0)
+        return 1.0 / (1.0 + np.exp(-c * score))
 
     def predict_proba(self, X) -> np.ndarray:
         """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal).

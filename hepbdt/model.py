@@ -124,6 +124,15 @@ class Forest:
         return np.bincount(self.feature[split], weights=(self.gain * tree_weight)[split],
                            minlength=self.n_features).astype(np.float64)
 
+    def probability_link(self) -> tuple[str, float]:
+        """How a classifier's P(signal) follows from its score F, for hepbdt and every
+        export: ("clip", lo) maps [lo, 1] onto [0, 1], clipped (aggregations other than
+        "sum": AdaBoost-type scores, already in [-1, 1] or [0, 1]); ("sigmoid", c) is
+        1 / (1 + exp(-c F)), c = 1 for the logistic loss and 2 for the binomial deviance."""
+        if self.aggregation != "sum":
+            return "clip", float(self.extra.get("score_min", -1.0))
+        return "sigmoid", 1.0 if self.extra.get("loss") == "logistic" else 2.0
+
     def node_depths(self) -> np.ndarray:
         """Depth of every node (roots 0), int64 (n_nodes,)."""
         return node_depths(self.feature, self.left, self.right, self.tree_offsets)

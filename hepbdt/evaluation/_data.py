@@ -81,11 +81,3 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
     if len(names) != X.shape[1]:
         raise ValueError(f"{name}.feature_names has {len(names)} names for {X.shape[1]} columns")
     return X, y, w, names
-
-
-def feature_names_of(model: Any, n_features: int) -> list[str]:
-    """Return the model's ``feature_names_in_`` or ``x0, x1, ...``."""
-    names = getattr(model, "feature_names_in_", None)
-    if names is not None and len(names) == n_features:
-        return [str(n) for n in names]
-    return [f"x{i}" for i in range(n_features)]

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import is_classifier
-from hepbdt.evaluation._data import check_labels, check_weights, feature_names_of
+from hepbdt._util import feature_names_of, is_classifier
+from hepbdt.evaluation._data import check_labels, check_weights
 from hepbdt.evaluation.metrics import roc_auc
 
 __all__ = [

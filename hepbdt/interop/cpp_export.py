@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from .._sklearn import not_fitted
-from .._util import atomic_write_text, is_classifier
+from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
 from ..model import Forest
@@ -396,14 +396,6 @@ def _comment_value(value: Any) -> str:
 def _scalar(value: Any) -> bool:
     """Whether a forest.extra value is small enough for the header's comment."""
     return isinstance(value, str | int | float | bool | np.generic) or value is None
-
-
-def _feature_names(model: Any, forest: Forest) -> list[str]:
-    """The model's feature names in its input order, else x0, x1, ..."""
-    names = getattr(model, "feature_names_in_", None)
-    if names is not None and len(names) == forest.n_features:
-        return [str(n) for n in names]
-    return [f"x{j}" for j in range(forest.n_features)]
 
 
 def _description(model: Any, forest: Forest, names: list[str], file_name: str,
@@ -864,14 +856,14 @@ def _public_functions(forest: Forest, layout: str, n_rows: int) -> list[str]:
 
 
 def _probability(forest: Forest) -> list[str]:
-    """``probability(x)``: P(signal), as BDTClassifier._link maps the score."""
-    if forest.aggregation != "sum":
-        lo = float(forest.extra.get("score_min", -1.0))
-        body = [f"  const double p = (evaluate(x) - ({_double_literal(lo)})) / "
-                f"(1.0 - ({_double_literal(lo)}));",
+    """``probability(x)``: P(signal), as ``Forest.probability_link`` maps the score."""
+    kind, c = forest.probability_link()
+    if kind == "clip":
+        body = [f"  const double p = (evaluate(x) - ({_double_literal(c)})) / "
+                f"(1.0 - ({_double_literal(c)}));",
                 "  return p < 0.0 ? 0.0 : (p > 1.0 ? 1.0 : p);"]
-        how = f"the score mapped from [{lo!r}, 1] to [0, 1], clipped"
-    elif forest.extra.get("loss") == "logistic":
+        how = f"the score mapped from [{c!r}, 1] to [0, 1], clipped"
+    elif c == 1.0:
         body = ["  return 1.0 / (1.0 + std::exp(-evaluate(x)));"]
         how = "1/(1+exp(-F)), logistic loss"
     else:
@@ -883,7 +875,7 @@ def _probability(forest: Forest) -> list[str]:
 
 def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
     """The whole header text."""
-    names = _feature_names(model, forest)
+    names = feature_names_of(model, forest.n_features)
     guard = f"HEPBDT_{namespace.upper()}_{zlib.crc32(namespace.encode()):08X}_HPP"
     guard = re.sub(r"_+", "_", guard)
     layout = _layout(forest)

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_bytes, is_classifier
+from .._util import atomic_write_bytes, feature_names_of, is_classifier
 from .._version import __version__
 from ..model import Forest
 from .tmva_export import _check_fitted
@@ -252,21 +252,10 @@ def _const(onnx: Any, name: str, value: np.ndarray) -> Any:
     return onnx.numpy_helper.from_array(np.asarray(value), name=name)
 
 
-def _link(forest: Forest) -> tuple[str, float]:
-    """How P(signal) follows from the score, as the classifier's ``_link``: ("clip", lo) maps
-    [lo, 1] onto [0, 1] (aggregation other than "sum"); ("sigmoid", c) is 1/(1+exp(-c F)),
-    c = 1 for the logistic loss and 2 otherwise (deviance: 1/(1+exp(-2F)))."""
-    if forest.aggregation != "sum":  # AdaBoost-type scores are already in [-1, 1] or [0, 1]
-        return "clip", float(forest.extra.get("score_min", -1.0))
-    if forest.extra.get("loss") == "logistic":
-        return "sigmoid", 1.0
-    return "sigmoid", 2.0
-
-
 def _probability_nodes(onnx: Any, forest: Forest) -> tuple[list[Any], list[Any]]:
     """Nodes from "score" to "probability", in double: 1/(1+exp(-c F)) or clip((F-lo)/(1-lo), 0, 1)."""
     h = onnx.helper
-    kind, param = _link(forest)
+    kind, param = forest.probability_link()
     nodes = [h.make_node("Cast", ["score"], ["score_for_link"], to=onnx.TensorProto.DOUBLE)]
     if kind == "sigmoid":
         consts = [_const(onnx, "minus_c", np.array(-param)), _const(onnx, "one", np.array(1.0))]
@@ -288,18 +277,10 @@ def _probability_nodes(onnx: Any, forest: Forest) -> tuple[list[Any], list[Any]]
 
 # -- metadata and the model ----------------------------------------------------------------
 
-def _feature_names(model: Any, forest: Forest) -> list[str]:
-    """The model's feature names, or x0..x{n-1} for a model fitted on unnamed columns."""
-    names = getattr(model, "feature_names_in_", None)
-    if names is None:
-        return [f"x{i}" for i in range(forest.n_features)]
-    return [str(n) for n in names]
-
-
 def _metadata(model: Any, forest: Forest, classifier: bool) -> dict[str, str]:
     """metadata_props: JSON strings naming the features, the estimator and the classes."""
     meta = {
-        "feature_names": json.dumps(_feature_names(model, forest)),
+        "feature_names": json.dumps(feature_names_of(model, forest.n_features)),
         "estimator": json.dumps("BDTClassifier" if classifier else "BDTRegressor"),
         "aggregation": json.dumps(forest.aggregation),
         "n_trees": json.dumps(forest.n_trees),
@@ -311,7 +292,7 @@ def _metadata(model: Any, forest: Forest, classifier: bool) -> dict[str, str]:
         classes = np.asarray(getattr(model, "classes_", [0, 1])).tolist()
         meta["classes"] = json.dumps(classes)  # [background, signal]
         meta["signal_class"] = json.dumps(classes[1])
-        kind, param = _link(forest)
+        kind, param = forest.probability_link()
         meta["probability"] = json.dumps(
             f"1/(1+exp(-{param:g}*score))" if kind == "sigmoid"
             else f"clip((score - {param:g})/(1 - {param:g}), 0, 1)")

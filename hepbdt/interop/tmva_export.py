@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, check_X, is_classifier
+from .._util import atomic_write_text, check_X, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
 from ..model import NODE_ARRAYS, Forest
@@ -639,7 +639,7 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
                       "own scores for such events)", stacklevel=2)
     _check_exportable(forest, layout)
     forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
-    names = [str(n) for n in getattr(model, "feature_names_in_", [f"x{i}" for i in range(forest.n_features)])]
+    names = feature_names_of(model, forest.n_features)
     name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)
     if max_depth > MAX_TMVA_DEPTH:
