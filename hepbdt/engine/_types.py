@@ -50,11 +50,11 @@ CRITERIA = {
 }
 
 
-def njit(*args, parallel: bool = False, fastmath: bool = False):
+def njit(*args, parallel: bool = False, fastmath: bool = False, inline: str = "never"):
     """The engine's one decorator policy: cached, GIL-free, no fastmath unless asked.
 
     numpy's error model: a float division by zero gives inf or NaN (as in numpy) instead
     of a check that raises, which would sit in every loop and stop its vectorisation.
     """
     return numba.njit(*args, cache=True, nogil=True, parallel=parallel, fastmath=fastmath,
-                      error_model="numpy")
+                      error_model="numpy", inline=inline)

@@ -12,8 +12,11 @@ block at once (contiguous loads of one feature's values of the block, no gathers
 test clearing the leaves it rules out from a per-event bit mask, and the one leaf left is
 the mask's lowest set bit (QuickScorer's idea, with the events rather than the nodes in
 the vector lanes). Below those levels a tree is walked level by level, where testing every
-node would take more work than the walk's steps. Every path adds the same products in the
-same order, so the scores are identical whichever is taken.
+node would take more work than the walk's steps. Forests of depth <= SELECT_DEPTH (TMVA's
+default depth 3) skip the masks for blocks without NaN: each tree is one nested select per
+event, the leaf values held in registers (2x faster than masks and a leaf gather). Every
+path adds the same products in the same order, so the scores are identical whichever is
+taken.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ DENSE_SLOTS_PER_NODE = 8  # and so are forests whose complete trees would hold m
 LOW31 = np.uint32(0x7FFFFFFF)
 MASK_DEPTH = 5  # dense forests up to this depth are scored by leaf masks alone (32 leaves)
 MASK_TOP = 4  # deeper ones: their top levels by leaf masks, then walked (fastest measured)
+SELECT_DEPTH = 3  # forests up to this depth: each tree one nested select (blocks without NaN)
 
 
 @njit
@@ -134,6 +138,42 @@ def _leaf_masks(depth: int) -> tuple[np.ndarray, np.ndarray]:
     return keep_left, keep_right
 
 
+@njit(inline="always")  # inlined into the kernel: measured 1.4x faster than a call
+def _select_tree(x_flat, feat, thr, leaf, tw, depth, acc, n):
+    # A whole tree of depth <= SELECT_DEPTH as one nested select per event (no masks, no
+    # leaf gather); for blocks without NaN, where every test is a plain x < threshold.
+    # x_flat: the block, one feature a row of n events.
+    if depth == 0:
+        for i in range(n):
+            acc[i] += tw * leaf[0]
+    elif depth == 1:
+        o0, t0, l0, l1 = feat[0] * n, thr[0], leaf[0], leaf[1]
+        for i in range(n):
+            acc[i] += tw * (l0 if x_flat[o0 + i] < t0 else l1)
+    elif depth == 2:
+        o0, o1, o2 = feat[0] * n, feat[1] * n, feat[2] * n
+        t0, t1, t2 = thr[0], thr[1], thr[2]
+        l0, l1, l2, l3 = leaf[0], leaf[1], leaf[2], leaf[3]
+        for i in range(n):
+            s01 = l0 if x_flat[o1 + i] < t1 else l1
+            s23 = l2 if x_flat[o2 + i] < t2 else l3
+            acc[i] += tw * (s01 if x_flat[o0 + i] < t0 else s23)
+    else:
+        o0, o1, o2, o3 = feat[0] * n, feat[1] * n, feat[2] * n, feat[3] * n
+        o4, o5, o6 = feat[4] * n, feat[5] * n, feat[6] * n
+        t0, t1, t2, t3, t4, t5, t6 = thr[0], thr[1], thr[2], thr[3], thr[4], thr[5], thr[6]
+        l0, l1, l2, l3 = leaf[0], leaf[1], leaf[2], leaf[3]
+        l4, l5, l6, l7 = leaf[4], leaf[5], leaf[6], leaf[7]
+        for i in range(n):
+            s01 = l0 if x_flat[o3 + i] < t3 else l1
+            s23 = l2 if x_flat[o4 + i] < t4 else l3
+            s45 = l4 if x_flat[o5 + i] < t5 else l5
+            s67 = l6 if x_flat[o6 + i] < t6 else l7
+            s03 = s01 if x_flat[o1 + i] < t1 else s23
+            s47 = s45 if x_flat[o2 + i] < t2 else s67
+            acc[i] += tw * (s03 if x_flat[o0 + i] < t0 else s47)
+
+
 @njit(parallel=True)
 def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_feature_ml, d_leaf, depth,
                    top, keep_left, keep_right, tree_weights, t_begin, t_end, block, out):
@@ -166,6 +206,10 @@ def _predict_dense(X, d_feature, d_threshold, d_missing_left, d_feature_ml, d_le
                     has_nan |= v != v
             acc[:] = 0.0
             for t in range(t_begin, t_end):
+                if depth <= SELECT_DEPTH and not has_nan:
+                    _select_tree(x_flat, d_feature[t], d_threshold[t], d_leaf[t], tree_weights[t],
+                                 depth, acc, width)
+                    continue
                 mask[:] = keep_left[0] | keep_right[0]  # every leaf
                 for p in range(n_top):
                     xf = xb[d_feature[t, p]]
