@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
-           "is_classifier", "model_scores", "weighted_quantile"]
+           "is_classifier", "model_scores", "weighted_quantile", "hash_fraction"]
 
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
@@ -370,6 +370,17 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     index = np.searchsorted(reached, qs * float(np.sum(w)), side="left")
     result = values[order][np.clip(index, 0, values.size - 1)]
     return float(result[0]) if np.ndim(q) == 0 else result
+
+
+def hash_fraction(numbers: np.ndarray) -> np.ndarray:
+    """A number in [0, 1) for each integer, uniform and independent of its neighbours
+    (splitmix64's finaliser): a reproducible random draw keyed by event number."""
+    z = np.asarray(numbers).astype(np.int64).view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 # -- threads ----------------------------------------------------------------------------------

@@ -421,6 +421,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
                  f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
                  f"{forest.base_score:g}")
+    if getattr(model, "n_trees_reason_", None):
+        lines.append(f"Tree count: {model.n_trees_reason_}")
     ranking = tmva_importance(model, names)
     lines.append("Ranking (TMVA-style importance: summed boost-weighted split gain):")
     for rank, i in enumerate(ranking.order(), start=1):

@@ -26,6 +26,7 @@ from ._util import (
     check_X,
     dumps_strict,
     feature_definitions_of,
+    hash_fraction,
     threads,
 )
 from .boosting import GradientBooster, NewtonBooster, get_loss
@@ -43,7 +44,7 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ESTIMATORS", "warmup", "growth_text", "effective_depth"]
+           "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -53,6 +54,14 @@ QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many traini
 # that size has 262,143 nodes (190 of them fill the 50 million nodes a model file may hold);
 # the grower holds histograms of at most this many leaves, and never more than 256 MiB.
 MAX_LEAVES = 131_072
+# n_trees="auto": from this many training events, grow until the loss on a held-out
+# validation_fraction stops improving (as scikit-learn's HistGradientBoosting), at most
+# AUTO_MAX_TREES trees; below it (too few events to spare), and for the AdaBoost family (no
+# validation loss), AUTO_FIXED_TREES trees.
+AUTO_TREES_FROM = 10_000
+AUTO_MAX_TREES = 2000
+AUTO_FIXED_TREES = 200
+AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change nor early_stopping_rounds says
 
 
 class ParameterError(ValueError):
@@ -70,9 +79,40 @@ class _Param:
     annotation: str
 
 
+@dataclass(frozen=True)
+class _TreePlan:
+    """The trees a fit grows: at most ``n_trees``, stopping after ``rounds`` without
+    improvement (None: never), on a held-out fraction of the events or not; ``why`` is
+    what decided it ("given", "adaboost", "eval_set", "small", "held_out")."""
+
+    n_trees: int
+    rounds: int | None
+    hold_out: bool
+    why: str
+    fraction: float = 0.0
+
+    def reason(self, kept: int, best_iteration: int | None) -> str:
+        """How the fitted model's tree count came about, in words."""
+        if self.why == "given":
+            return f"n_trees={self.n_trees}" + ("" if kept == self.n_trees else
+                                                f", cut at its best iteration to {kept}")
+        head = f"n_trees='auto' kept {kept} trees: "
+        if self.why == "adaboost":
+            return head + "a fixed count, as the AdaBoost family has no validation loss to stop on"
+        if self.why == "small":
+            return head + (f"a fixed count, as fewer than {AUTO_TREES_FROM:,} training events "
+                           "are too few to hold out a validation sample")
+        where = ("the last eval_set" if self.why == "eval_set"
+                 else f"the {self.fraction:.0%} of the training events held out")
+        if best_iteration is None or kept >= self.n_trees:
+            return head + f"the loss on {where} was still improving at the limit of {self.n_trees}"
+        return head + (f"the loss on {where} was lowest after tree {kept} and did not improve "
+                       f"in the next {self.rounds}")
+
+
 # The options both estimators take, in signature order; ``loss`` differs in its default.
 _SHARED_HEAD = (
-    _Param("boosting", "gradient", "str"), _Param("n_trees", 200, "int"),
+    _Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
     _Param("max_depth", 3, "int | None"), _Param("learning_rate", 0.1, "float"),
 )
 _SHARED_TAIL = (
@@ -163,7 +203,8 @@ class _BDTBase(SklearnProtocol):
                     and low <= value <= high)
 
         require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
-        require(is_int(self.n_trees, 1, MAX_TREES), "n_trees", f"an integer in [1, {MAX_TREES}]")
+        require(self.n_trees == "auto" or is_int(self.n_trees, 1, MAX_TREES), "n_trees",
+                f"'auto' or an integer in [1, {MAX_TREES}]")
         require(self.max_leaves is None or is_int(self.max_leaves, 2, MAX_LEAVES), "max_leaves",
                 f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] (leaf-wise trees)")
         require((isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30)
@@ -249,15 +290,16 @@ class _BDTBase(SklearnProtocol):
         return NewtonBooster(loss, self.learning_rate, self.reg_lambda, self.reg_alpha)
 
     # -- fitting ------------------------------------------------------------------------------
-    def _fit(self, X, y, sample_weight, eval_set, names, definitions):
+    def _fit(self, X, y, sample_weight, eval_set, names, definitions, event=None):
         self._validate_params()
         w = check_weights(sample_weight, X.shape[0], training=True)
         X, y, w = self._apply_negative_weight_policy(X, y, w)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
         evals = self._eval_sets(eval_set, names)
-        if not evals and self.early_stopping:
-            held = rng.random(X.shape[0]) < self.validation_fraction
+        plan = self._tree_plan(X.shape[0], bool(evals))
+        if plan.hold_out:
+            held = self._held_out(X.shape[0], event, rng)
             evals = [(X[held], y[held], w[held])]
             X, y, w = X[~held], y[~held], w[~held]
         if not np.any(w > 0):
@@ -271,14 +313,43 @@ class _BDTBase(SklearnProtocol):
             quantised = self._use_quantised(X.shape[0])
             codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, evals[-1] if evals else None, rng,
-                                       quantised)
+                                       quantised, plan)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
         if np.isnan(X).any():  # the TMVA export warns: the Reader gives -999 for NaN events
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
+        self.n_trees_reason_ = plan.reason(forest.n_trees, result.best_iteration)
         return self
+
+    def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
+        """How many trees to grow and when to stop: ``n_trees`` as given (early stopping
+        only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""
+        if self.n_trees != "auto":
+            rounds = self._stopping_rounds()
+            return _TreePlan(int(self.n_trees), rounds, self.early_stopping and not given_eval,
+                             "given")
+        if self.boosting in ADABOOST_BOOSTINGS:
+            return _TreePlan(AUTO_FIXED_TREES, None, False, "adaboost")
+        rounds = self._stopping_rounds() or self.n_iter_no_change or AUTO_PATIENCE
+        if given_eval:
+            return _TreePlan(AUTO_MAX_TREES, rounds, False, "eval_set")
+        if n_events < AUTO_TREES_FROM:
+            return _TreePlan(AUTO_FIXED_TREES, None, False, "small")
+        return _TreePlan(AUTO_MAX_TREES, rounds, True, "held_out", self.validation_fraction)
+
+    def _held_out(self, n: int, event: Any, rng: np.random.Generator) -> np.ndarray:
+        """The validation events: a ``validation_fraction`` of them drawn with ``rng``, or,
+        with event numbers, those whose hashed number falls below it (the same events
+        whatever the seed, the order or the other events)."""
+        if event is None:
+            return rng.random(n) < self.validation_fraction
+        event = np.asarray(event)
+        if event.shape != (n,) or not np.issubdtype(event.dtype, np.integer):
+            raise ValueError(f"event: expected {n} integer event numbers, one per event; got "
+                             f"an array of shape {event.shape} and dtype {event.dtype}")
+        return hash_fraction(event) < self.validation_fraction
 
     def _set_fitted(self, forest, names, definitions, result, mapper) -> None:
         """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""
@@ -342,9 +413,9 @@ class _BDTBase(SklearnProtocol):
         if result.best_iteration is not None and result.validation_loss is not None:
             self.best_score_ = float(result.validation_loss[result.best_iteration])
 
-    def _run(self, X, y, w, codes, mapper, valid, rng, quantised=False):
+    def _run(self, X, y, w, codes, mapper, valid, rng, quantised, plan):
         if self.boosting in ADABOOST_BOOSTINGS:
-            return self._run_adaboost(y, w, codes, mapper, valid, rng)
+            return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees)
         loss = self._make_loss()
         booster = self._make_booster(loss)
         newton = self.boosting == "newton"
@@ -355,10 +426,10 @@ class _BDTBase(SklearnProtocol):
         valid_binned = None
         if valid is not None:
             valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
-        rounds = self._stopping_rounds()
+        rounds = plan.rounds
         result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
-            n_trees=int(self.n_trees), max_depth=self._depth_limit(), split_params=params,
+            n_trees=plan.n_trees, max_depth=self._depth_limit(), split_params=params,
             min_node_size=self.min_node_size, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
             colsample_bylevel=self.colsample_bylevel,
@@ -455,6 +526,7 @@ class _BDTBase(SklearnProtocol):
             "validation_loss": None if self.validation_loss_ is None
             else np.asarray(self.validation_loss_, float).tolist(),
             "best_iteration": self.best_iteration_,
+            "n_trees_reason": getattr(self, "n_trees_reason_", None),
             "evals_result": getattr(self, "evals_result_", None) or {},
             "bin_edges": None if getattr(self, "bin_edges_", None) is None
             else [np.asarray(edges, dtype=np.float64).tolist() for edges in self.bin_edges_],
@@ -481,7 +553,10 @@ class _BDTBase(SklearnProtocol):
 
     def to_tmva(self) -> str:
         """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``)."""
-        return to_tmva_options(self.get_params(), self._estimator_type)
+        params = self.get_params()
+        if params["n_trees"] == "auto" and hasattr(self, "forest_"):
+            params["n_trees"] = self.forest_.n_trees  # the trees that n_trees="auto" kept
+        return to_tmva_options(params, self._estimator_type)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
@@ -603,14 +678,14 @@ class BDTClassifier(_BDTBase):
         n = float(w.size)
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
 
-    def _run_adaboost(self, y, w, codes, mapper, valid, rng):
+    def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees):
         if valid is not None:
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
                                  f"boosting={self.boosting!r}")
         forest, result = run_adaboost(
             codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
-            n_trees=int(self.n_trees), max_depth=self._depth_limit(),
+            n_trees=n_trees, max_depth=self._depth_limit(),
             criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
             beta=float(self.beta), epsilon=float(self.epsilon),
             use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size,
@@ -661,13 +736,17 @@ class BDTClassifier(_BDTBase):
                                  f"{classes.tolist()}")
         return classes[classes == label][0]
 
-    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTClassifier:
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None) -> BDTClassifier:
         """Train on X (n, m), two-class labels y (``signal_label`` is signal; by default 1 or
         "signal") and optional event weights.
 
         eval_set: (X_val, y_val[, w_val]) or a list of them: the loss after each tree on each
         goes to ``evals_result_``; with ``early_stopping_rounds`` training stops when the
         last one has not improved for that many trees, and the model keeps its best trees.
+
+        event: optional integer event numbers (n,); ``n_trees="auto"`` then holds out the
+        events whose hashed number falls below ``validation_fraction`` (reproducible from the
+        events alone) instead of a random draw.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -678,7 +757,7 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
         self.n_features_in_ = X.shape[1]
-        return self._fit(X, y01, sample_weight, eval_set, names, definitions)
+        return self._fit(X, y01, sample_weight, eval_set, names, definitions, event)
 
     def decision_function(self, X) -> np.ndarray:
         """Raw ensemble score, float64 (n,); larger means more signal-like."""
@@ -750,9 +829,9 @@ class BDTRegressor(_BDTBase):
             raise ValueError("the regression target y has NaN or infinite values")
         return y
 
-    def fit(self, X, y, sample_weight=None, eval_set=None) -> BDTRegressor:
-        """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set`` as
-        for :meth:`BDTClassifier.fit`."""
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None) -> BDTRegressor:
+        """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set`` and
+        ``event`` as for :meth:`BDTClassifier.fit`."""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         definitions = feature_definitions_of(X)
@@ -761,7 +840,7 @@ class BDTRegressor(_BDTBase):
         if y.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y.size} targets")
         self.n_features_in_ = X.shape[1]
-        return self._fit(X, y, sample_weight, eval_set, names, definitions)
+        return self._fit(X, y, sample_weight, eval_set, names, definitions, event)
 
     def predict(self, X) -> np.ndarray:
         """Predicted target, float64 (n,)."""
@@ -789,7 +868,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                 feature_definitions: dict[str, str] | None = None, train_loss: Any = (),
                 validation_loss: Any = None, best_iteration: int | None = None,
                 evals_result: dict[str, Any] | None = None,
-                bin_edges: list[np.ndarray] | None = None) -> BDTClassifier | BDTRegressor:
+                bin_edges: list[np.ndarray] | None = None,
+                n_trees_reason: str | None = None) -> BDTClassifier | BDTRegressor:
     """A fitted estimator around a forest (from a model file or another tool's format).
 
     kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
@@ -814,6 +894,7 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     if bin_edges is not None:
         est.bin_edges_ = list(bin_edges)
     est.best_iteration_ = best_iteration
+    est.n_trees_reason_ = n_trees_reason
     est.best_score_ = None
     if best_iteration is not None and est.validation_loss_ is not None:
         if 0 <= best_iteration < est.validation_loss_.size:
@@ -823,6 +904,16 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
             raise ModelFormatError("a classifier needs 'classes' with two labels")
         est.classes_ = np.asarray(classes)
     return est
+
+
+def max_trees(params: dict[str, Any], n_events: int) -> int:
+    """The most trees a fit with these options grows on ``n_events`` training events
+    (``n_trees``, or what ``"auto"`` allows)."""
+    if params.get("n_trees", "auto") != "auto":
+        return int(params["n_trees"])
+    if params.get("boosting") in ADABOOST_BOOSTINGS or n_events < AUTO_TREES_FROM:
+        return AUTO_FIXED_TREES
+    return AUTO_MAX_TREES
 
 
 def growth_text(params: dict[str, Any]) -> str:

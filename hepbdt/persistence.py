@@ -130,12 +130,16 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     best = doc.get("best_iteration")
     if best is not None and (type(best) is not int or best < 0):
         raise ModelFormatError(f"best_iteration {_brief(best)} must be an integer >= 0 or null")
+    reason = doc.get("n_trees_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ModelFormatError(f"n_trees_reason {_brief(reason)} must be a string or null")
     return from_forest(kind, forest, names, params, classes=classes or (),
                        feature_definitions=definitions,
                        train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
                        validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
                        best_iteration=best, evals_result=evals,
-                       bin_edges=_bin_edges(doc.get("bin_edges"), forest.n_features))
+                       bin_edges=_bin_edges(doc.get("bin_edges"), forest.n_features),
+                       n_trees_reason=reason)
 
 
 def _bin_edges(value: Any, n_features: int) -> list[np.ndarray] | None:

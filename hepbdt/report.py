@@ -743,6 +743,7 @@ def _options_section(out: _Sections, model: Any) -> None:
     acting, idle = _acting_options(params)
     rows: list[tuple[str, Any]] = [(name, repr(value)) for name, value in sorted(acting.items())]
     rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
+    rows.append(("how (n_trees_reason_)", getattr(model, "n_trees_reason_", None)))
     rows.append(("best iteration (best_iteration_)", getattr(model, "best_iteration_", None)))
     boosting = params.get("boosting")
     scope = f" that act on boosting={boosting!r}" if boosting is not None else ""

@@ -422,6 +422,9 @@ def _check_no_equivalent(p: dict[str, Any]) -> None:
 
 def _tree_options(p: dict[str, Any], boost_type: str) -> list[str]:
     """The help, verbosity, tree-size, cut and BoostType options."""
+    if p.get("n_trees") == "auto":
+        _no_equivalent(p, "n_trees", "TMVA trains a fixed NTrees; set n_trees, or fit first "
+                       "(a fitted model writes the count that 'auto' kept)")
     out = ["!H", "V" if p.get("verbose") else "!V", f"NTrees={int(p['n_trees'])}",
            f"MaxDepth={int(p['max_depth'])}",
            f"MinNodeSize={_number(round(100.0 * p.get('min_node_size', 0.0), 10))}%",

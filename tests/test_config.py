@@ -92,7 +92,8 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
                                "mean 'n_trees'"),
     ("[method]\nNTrees = 10", "[method] NTrees: unknown option of BDTClassifier; NTrees is "
                               "TMVA's name: write n_trees = ..."),
-    ("[method]\nn_trees = '10'", "[method] n_trees: expected an integer, got a string ('10')"),
+    ("[method]\nn_trees = '10'", "[method] n_trees: n_trees='10' is not valid; expected 'auto' or an "
+     "integer in [1, 100000]"),
     ("[method]\nlearning_rate = -1.0", "[method] learning_rate: learning_rate=-1.0 is not "
                                        "valid; expected a number in (0, 10]"),
     ("[method]\nboosting = 'xgboost'", "[method] boosting: boosting='xgboost' is not valid; "

@@ -189,7 +189,7 @@ def test_tmva_ntrees_is_bounded_and_float_text_understood() -> None:
 
 @pytest.mark.parametrize("kwargs, expected", [
     ({"method": "n_trees = 9223372036854775807"}, r"[method] n_trees: n_trees=9223372036854775807"
-     " is not valid; expected an integer in [1, 100000]"),
+     " is not valid; expected 'auto' or an integer in [1, 100000]"),
     ({"method": 'tmva_options = "NTrees=1e23:MaxDepth=2"'}, "[method] tmva_options: TMVA option "
      "NTrees=1e+23"),
     ({"split": "kfold = 100000"}, "[split] kfold: 100000 folds: k-fold needs k >= 2 and "
@@ -224,7 +224,7 @@ def test_estimate_lines(tmp_path: Path) -> None:
     assert 1e-11 < SECONDS_PER_EVENT_FEATURE_TREE < 1e-7
     assert "trees (depth 2)" in small[0]
     leafwise = estimate_lines(load_config(tiny_config(tmp_path, method="max_leaves = 64")))
-    assert "trees (64 leaves, depth <= 3)" in leafwise[0], leafwise
+    assert "up to 2,000 trees (64 leaves, depth <= 3, n_trees=auto)" in leafwise[0], leafwise
 
 
 def test_estimate_counts_without_reading_and_survives_missing_files(tmp_path: Path) -> None:

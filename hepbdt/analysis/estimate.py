@@ -16,7 +16,7 @@ from typing import Any
 
 import uproot
 
-from ..estimators import effective_depth, growth_text
+from ..estimators import effective_depth, growth_text, max_trees
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
 from .config import AnalysisConfig
@@ -53,6 +53,7 @@ class Estimate:
     seconds: float
     bytes: int
     available_bytes: int | None
+    auto_trees: bool = False  # n_trees="auto": ``trees`` is the most it may grow
 
 
 def _entries(config: AnalysisConfig) -> int:
@@ -98,15 +99,15 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
     trained = events * (folds - 1) if folds else events * config.split.train_fraction
     depth_factor = (9 + effective_depth(model.get_params())) / 12
-    seconds = (SECONDS_PER_EVENT_FEATURE_TREE * trained * features * int(model.n_trees)
-               * depth_factor)
+    trees = max_trees(model.get_params(), int(trained))
+    seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
     memory = events * (features * (_FEATURE_BYTES * copies + _CODE_BYTES)
                        + _EVENT_BYTES * copies + _FIT_BYTES)
     if available_bytes is None:
         available_bytes = available_memory()
-    return Estimate(events, features, int(model.n_trees), growth_text(model.get_params()), folds,
-                    seconds, int(memory), available_bytes)
+    return Estimate(events, features, trees, growth_text(model.get_params()), folds,
+                    seconds, int(memory), available_bytes, model.n_trees == "auto")
 
 
 def _duration(seconds: float) -> str:
@@ -133,7 +134,8 @@ def estimate_lines(config: AnalysisConfig, available_bytes: int | None = None) -
     scheme = f"{e.folds} folds" if e.folds else "one train/test split"
     available = "" if e.available_bytes is None else f" (available: {_size(e.available_bytes)})"
     lines = [f"estimate: up to {e.events:,} events (entries before cuts) x {e.features} "
-             f"features x {e.trees:,} trees ({e.growth}), {scheme}: about "
+             f"features x {'up to ' if e.auto_trees else ''}{e.trees:,} trees ({e.growth}"
+             f"{', n_trees=auto' if e.auto_trees else ''}), {scheme}: about "
              f"{_duration(e.seconds)} of training and {_size(e.bytes)} of memory{available}"]
     if e.available_bytes is not None and e.bytes > e.available_bytes:
         lines.append(f"warning: training may need about {_size(e.bytes)} of memory, more than "

@@ -15,7 +15,11 @@ def summarise(result: TrainResult) -> str:
     """The text printed after training (and saved as ``summary.txt``)."""
     lines = [f"hepbdt: {result.config.title}", "", "Samples after cuts (all events):"]
     lines += ["  " + line for line in _sample_table(result)]
-    lines += ["", _method_line(result), ""]
+    lines += ["", _method_line(result)]
+    lines += [f"Trees{'' if len(models_of(result.model)) == 1 else f' (fold {i})'}: {reason}"
+              for i, m in enumerate(models_of(result.model))
+              if (reason := getattr(m, "n_trees_reason_", None))]
+    lines += [""]
     lines += _quality_lines(result)
     if result.config.task != "regression":
         lines += _significance_lines(result)
@@ -36,8 +40,10 @@ def summarise(result: TrainResult) -> str:
 def _method_line(result: TrainResult) -> str:
     """Booster, trees, depth, features and the split scheme in one line."""
     config = result.config
-    params = models_of(result.model)[0].get_params()
-    method = f"{params['boosting']} boosting, {params['n_trees']} trees, {growth_text(params)}"
+    model = models_of(result.model)[0]
+    params = model.get_params()
+    trees = getattr(model, "n_trees_", params["n_trees"])
+    method = f"{params['boosting']} boosting, {trees} trees, {growth_text(params)}"
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
     split = config.split

@@ -116,7 +116,7 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
     The estimator's ValueErrors are about the events it was given (one class, no positive
     weight, ...): they become a TrainingError that says which training failed."""
     try:
-        return config.make_estimator().fit(data.X, data.y, data.w)
+        return config.make_estimator().fit(data.X, data.y, data.w, event=data.event)
     except ValueError as exc:
         raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
 

@@ -103,7 +103,7 @@ FAULTS = [
     Fault("ten-megabyte-expression", _huge_expression, r"preselection: cut expression 'HT \+ "
           r".*\(10,000,006 characters\): 10,000,006 characters, more than the 100,000"),
     Fault("n-trees-huge", _huge_n_trees, r"\[method\] n_trees: n_trees=9223372036854775807 is "
-          r"not valid; expected an integer in \[1, 100000\]"),
+          r"not valid; expected 'auto' or an integer in \[1, 100000\]"),
     Fault("tmva-ntrees-1e23", _tmva_ntrees, r"\[method\] tmva_options: TMVA option "
           r"NTrees=1e\+23: must be an integer in \[1, 100000\]"),
     Fault("kfold-huge", _huge_kfold, r"\[split\] kfold: 100000 folds: k-fold needs k >= 2 and "

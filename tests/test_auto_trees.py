@@ -1,0 +1,112 @@
+"""n_trees="auto": grow until a held-out loss stops improving, cut at the best tree.
+
+The references are independent of the stopping code: scikit-learn's log loss and squared
+error of staged predictions on the held-out events, and models trained with an explicit
+tree count on the events that "auto" kept for training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import log_loss, mean_squared_error
+
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt._util import hash_fraction
+from hepbdt.estimators import AUTO_FIXED_TREES, AUTO_TREES_FROM, max_trees
+from hepbdt.persistence import estimator_from_dict
+
+
+def _events(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    logit = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] - 0.3 * X[:, 3] ** 2
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    return X, y
+
+
+def test_hash_fraction_is_uniform_and_keyed_by_the_number_alone() -> None:
+    numbers = np.arange(-50_000, 150_000)
+    u = hash_fraction(numbers)
+    assert u.min() >= 0 and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    assert abs(np.mean(u[1:] < 0.5) - np.mean(u[:-1] < 0.5)) < 0.01  # neighbours unrelated
+    perm = np.random.default_rng(1).permutation(numbers.size)
+    np.testing.assert_array_equal(hash_fraction(numbers[perm]), u[perm])
+
+
+def test_auto_stops_at_the_held_out_minimum_of_an_independent_loss() -> None:
+    n = 14_000
+    X, y = _events(n)
+    event = np.arange(n) * 7 + 3
+    params = dict(max_depth=3, learning_rate=0.5, random_state=0)
+    model = BDTClassifier(**params).fit(X, y, event=event)
+    held = hash_fraction(event) < model.validation_fraction
+    kept, rounds = model.n_trees_, model.n_iter_no_change
+    assert kept == model.best_iteration_ + 1 and kept < 2000
+    assert "held out" in model.n_trees_reason_ and f"after tree {kept}" in model.n_trees_reason_
+    # The same options with a fixed count on the events "auto" trained on: the same first
+    # trees, and scikit-learn's log loss on the held-out events is lowest at tree `kept`
+    # and no lower in the next `rounds`.
+    longer = BDTClassifier(n_trees=kept + rounds, **params).fit(X[~held], y[~held])
+    np.testing.assert_array_equal(model.decision_function(X),
+                                  list(longer.staged_decision_function(X))[kept - 1])
+    curve = [log_loss(y[held], p[:, 1]) for p in longer.staged_predict_proba(X[held])]
+    assert int(np.argmin(curve)) == kept - 1
+    assert min(curve[kept:]) >= curve[kept - 1]
+
+
+def test_auto_regressor_stops_on_the_squared_error() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12_000, 3)).astype(np.float32)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + rng.normal(0, 0.5, X.shape[0])
+    event = np.arange(X.shape[0])
+    model = BDTRegressor(learning_rate=0.5, random_state=0).fit(X, y, event=event)
+    held = hash_fraction(event) < 0.1
+    longer = BDTRegressor(n_trees=model.n_trees_ + 10, learning_rate=0.5,
+                          random_state=0).fit(X[~held], y[~held])
+    curve = [mean_squared_error(y[held], p) for p in longer.staged_predict(X[held])]
+    assert int(np.argmin(curve)) == model.n_trees_ - 1
+
+
+def test_small_samples_and_adaboost_grow_the_fixed_count_on_every_event() -> None:
+    X, y = _events(AUTO_TREES_FROM - 1)
+    auto = BDTClassifier(max_depth=2, random_state=0).fit(X, y)
+    fixed = BDTClassifier(n_trees=AUTO_FIXED_TREES, max_depth=2, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(auto.decision_function(X), fixed.decision_function(X))
+    assert auto.n_trees_ == AUTO_FIXED_TREES and "fewer than" in auto.n_trees_reason_
+    X, y = _events(AUTO_TREES_FROM + 500)
+    ada = BDTClassifier(boosting="adaboost", max_depth=2).fit(X, y)
+    assert ada.n_trees_ == AUTO_FIXED_TREES and "AdaBoost" in ada.n_trees_reason_
+    assert max_trees({"n_trees": "auto", "boosting": "adaboost"}, 10**6) == AUTO_FIXED_TREES
+    assert max_trees({"n_trees": 17}, 10) == 17
+
+
+def test_an_explicit_count_holds_nothing_out() -> None:
+    X, y = _events(AUTO_TREES_FROM + 2000)
+    short = BDTClassifier(n_trees=30, max_depth=3, random_state=0).fit(X, y)
+    longer = BDTClassifier(n_trees=40, max_depth=3, random_state=0).fit(X, y)
+    assert short.n_trees_ == 30 and short.validation_loss_ is None
+    assert short.n_trees_reason_ == "n_trees=30"
+    np.testing.assert_array_equal(short.decision_function(X),
+                                  list(longer.staged_decision_function(X))[29])
+
+
+def test_eval_set_is_watched_instead_of_holding_out() -> None:
+    X, y = _events(6000, seed=4)
+    model = BDTClassifier(learning_rate=0.5, max_depth=3).fit(X[:4000], y[:4000],
+                                                             eval_set=(X[4000:], y[4000:]))
+    assert "eval_set" in model.n_trees_reason_
+    assert model.n_trees_ == model.best_iteration_ + 1
+
+
+def test_the_reason_survives_saving_and_bad_event_numbers_are_refused() -> None:
+    X, y = _events(AUTO_TREES_FROM + 100)
+    model = BDTClassifier(max_depth=2, learning_rate=0.5).fit(X, y)
+    again = estimator_from_dict(model.to_dict())
+    assert again.n_trees_reason_ == model.n_trees_reason_ and again.n_trees_ == model.n_trees_
+    with pytest.raises(ValueError, match="integer event numbers"):
+        BDTClassifier().fit(X, y, event=np.zeros(5, dtype=int))
+    with pytest.raises(ValueError, match="integer event numbers"):
+        BDTClassifier().fit(X, y, event=np.zeros(X.shape[0]))
