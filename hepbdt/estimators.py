@@ -61,6 +61,7 @@ MAX_LEAVES = 131_072
 AUTO_TREES_FROM = 10_000
 AUTO_MAX_TREES = 2000
 AUTO_FIXED_TREES = 200
+AUTO_MIN_LEAF_EVENTS = 20  # min_node_size="auto" under n_trees="auto": a child holds the weight of 20 events
 AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change nor early_stopping_rounds says
 
 
@@ -117,7 +118,7 @@ _SHARED_HEAD = (
 )
 _SHARED_TAIL = (
     _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
-    _Param("min_node_size", 0.0, "float"), _Param("min_child_weight", 1.0, "float"),
+    _Param("min_node_size", "auto", "float | str"), _Param("min_child_weight", 1.0, "float"),
     _Param("min_split_gain", 0.0, "float"), _Param("reg_lambda", 1.0, "float"),
     _Param("reg_alpha", 0.0, "float"), _Param("subsample", 1.0, "float"),
     _Param("subsample_mode", "uniform", "str"), _Param("colsample_bytree", 1.0, "float"),
@@ -215,7 +216,9 @@ class _BDTBase(SklearnProtocol):
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
         require(isinstance(self.n_cuts, (int, np.integer)) and 0 <= self.n_cuts < self.max_bins,
                 "n_cuts", "an integer in [0, max_bins)")
-        require(0 <= self.min_node_size < 0.5, "min_node_size", "a fraction in [0, 0.5)")
+        require(self.min_node_size == "auto" or (isinstance(self.min_node_size, int | float)
+                                                 and 0 <= self.min_node_size < 0.5),
+                "min_node_size", "'auto' or a fraction in [0, 0.5)")
         require(self.min_child_weight >= 0, "min_child_weight", "a number >= 0")
         require(self.min_split_gain >= 0, "min_split_gain", "a number >= 0")
         require(self.reg_lambda >= 0, "reg_lambda", "a number >= 0")
@@ -304,6 +307,7 @@ class _BDTBase(SklearnProtocol):
             X, y, w = X[~held], y[~held], w[~held]
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
+        self.min_node_size_ = self._resolved_node_size(X.shape[0])
         if self.boosting in ("gradient", "newton"):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
         with threads(self.n_jobs):
@@ -338,6 +342,16 @@ class _BDTBase(SklearnProtocol):
         if n_events < AUTO_TREES_FROM:
             return _TreePlan(AUTO_FIXED_TREES, None, False, "small")
         return _TreePlan(AUTO_MAX_TREES, rounds, True, "held_out", self.validation_fraction)
+
+    def _resolved_node_size(self, n_events: int) -> float:
+        """``min_node_size``; "auto" is the share of AUTO_MIN_LEAF_EVENTS events for gradient
+        boosting under ``n_trees="auto"`` (as LightGBM's min_child_samples and
+        HistGradientBoosting's min_samples_leaf), else 0 (newton has min_child_weight)."""
+        if self.min_node_size != "auto":
+            return float(self.min_node_size)
+        if self.n_trees == "auto" and self.boosting == "gradient":
+            return min(0.25, AUTO_MIN_LEAF_EVENTS / max(n_events, 1))
+        return 0.0
 
     def _held_out(self, n: int, event: Any, rng: np.random.Generator) -> np.ndarray:
         """The validation events: a ``validation_fraction`` of them drawn with ``rng``, or,
@@ -430,7 +444,7 @@ class _BDTBase(SklearnProtocol):
         result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
             n_trees=plan.n_trees, max_depth=self._depth_limit(), split_params=params,
-            min_node_size=self.min_node_size, subsample=self.subsample,
+            min_node_size=self.min_node_size_, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
             colsample_bylevel=self.colsample_bylevel,
             colsample_bynode=self._node_fraction(mapper.n_bins_.size),
@@ -456,8 +470,8 @@ class _BDTBase(SklearnProtocol):
                      "weight times at most 0.25 for the logistic loss), so small weights leave "
                      "no child heavy enough: scale the weights (e.g. to a mean of 1) or lower "
                      "min_child_weight and reg_lambda.")
-        if self.min_node_size > 0:
-            text += f" min_node_size={self.min_node_size:g} may also be too large."
+        if self.min_node_size_ > 0:
+            text += f" min_node_size={self.min_node_size_:g} may also be too large."
         return text
 
     def _use_quantised(self, n_events: int) -> bool:
@@ -467,7 +481,7 @@ class _BDTBase(SklearnProtocol):
         if q not in ("auto", True, False):
             raise ParameterError("quantised_histograms", f"quantised_histograms={q!r} is not "
                                  "valid; expected 'auto', True or False")
-        possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size == 0)
+        possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size_ == 0)
         if q is True and not possible:
             raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
                                  "boosting='gradient', or 'newton' with min_node_size=0")
@@ -527,6 +541,7 @@ class _BDTBase(SklearnProtocol):
             else np.asarray(self.validation_loss_, float).tolist(),
             "best_iteration": self.best_iteration_,
             "n_trees_reason": getattr(self, "n_trees_reason_", None),
+            "min_node_size_used": getattr(self, "min_node_size_", None),
             "evals_result": getattr(self, "evals_result_", None) or {},
             "bin_edges": None if getattr(self, "bin_edges_", None) is None
             else [np.asarray(edges, dtype=np.float64).tolist() for edges in self.bin_edges_],
@@ -556,6 +571,10 @@ class _BDTBase(SklearnProtocol):
         params = self.get_params()
         if params["n_trees"] == "auto" and hasattr(self, "forest_"):
             params["n_trees"] = self.forest_.n_trees  # the trees that n_trees="auto" kept
+        if params["min_node_size"] == "auto":
+            params["min_node_size"] = getattr(self, "min_node_size_", None)
+            if params["min_node_size"] is None:  # not fitted: what a fit would choose, when it is known
+                params["min_node_size"] = 0.0 if params["n_trees"] != "auto" else "auto"
         return to_tmva_options(params, self._estimator_type)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -613,6 +632,15 @@ class BDTClassifier(_BDTBase):
     depth, and may then be None (no limit). ``colsample_bylevel`` then draws one feature
     set per depth. TMVA has no leaf-wise growth: ``to_tmva`` refuses it (the TMVA XML
     export works).
+
+    Tree count: ``n_trees="auto"`` (default) grows gradient and newton models until the
+    loss on a held-out ``validation_fraction`` of the training events (chosen by hashed
+    event number when ``fit`` gets ``event``) has not improved for ``n_iter_no_change``
+    trees, at most AUTO_MAX_TREES, and keeps the trees up to the best; with an
+    ``eval_set`` that set is watched instead and nothing is held out. Below AUTO_TREES_FROM
+    training events, and for the AdaBoost family, it grows AUTO_FIXED_TREES.
+    ``n_trees_reason_`` says what decided the count. An integer ``n_trees`` grows exactly
+    that many on every event (unless ``early_stopping`` is set).
 
     Negative event weights (``negative_weights``): ``"pair"`` (default) annihilates each
     negative-weight event with its nearest positive-weight neighbours of the same class
@@ -688,7 +716,7 @@ class BDTClassifier(_BDTBase):
             n_trees=n_trees, max_depth=self._depth_limit(),
             criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
             beta=float(self.beta), epsilon=float(self.epsilon),
-            use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size,
+            use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size_,
             subsample=self.subsample, subsample_mode=self.subsample_mode,
             colsample_bytree=self.colsample_bytree, colsample_bylevel=self.colsample_bylevel,
             colsample_bynode=self._node_fraction(codes.shape[0]),
@@ -869,7 +897,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                 validation_loss: Any = None, best_iteration: int | None = None,
                 evals_result: dict[str, Any] | None = None,
                 bin_edges: list[np.ndarray] | None = None,
-                n_trees_reason: str | None = None) -> BDTClassifier | BDTRegressor:
+                n_trees_reason: str | None = None,
+                min_node_size_used: float | None = None) -> BDTClassifier | BDTRegressor:
     """A fitted estimator around a forest (from a model file or another tool's format).
 
     kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
@@ -895,6 +924,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
         est.bin_edges_ = list(bin_edges)
     est.best_iteration_ = best_iteration
     est.n_trees_reason_ = n_trees_reason
+    if min_node_size_used is not None:
+        est.min_node_size_ = float(min_node_size_used)
     est.best_score_ = None
     if best_iteration is not None and est.validation_loss_ is not None:
         if 0 <= best_iteration < est.validation_loss_.size:

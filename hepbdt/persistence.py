@@ -130,6 +130,11 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     best = doc.get("best_iteration")
     if best is not None and (type(best) is not int or best < 0):
         raise ModelFormatError(f"best_iteration {_brief(best)} must be an integer >= 0 or null")
+    used = doc.get("min_node_size_used")
+    if used is not None and (not isinstance(used, int | float) or isinstance(used, bool)
+                             or not 0 <= used < 0.5):
+        raise ModelFormatError(f"min_node_size_used {_brief(used)} must be a fraction in [0, 0.5) "
+                               "or null")
     reason = doc.get("n_trees_reason")
     if reason is not None and not isinstance(reason, str):
         raise ModelFormatError(f"n_trees_reason {_brief(reason)} must be a string or null")
@@ -139,7 +144,7 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                        validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
                        best_iteration=best, evals_result=evals,
                        bin_edges=_bin_edges(doc.get("bin_edges"), forest.n_features),
-                       n_trees_reason=reason)
+                       n_trees_reason=reason, min_node_size_used=used)
 
 
 def _bin_edges(value: Any, n_features: int) -> list[np.ndarray] | None:

@@ -43,6 +43,9 @@ def test_auto_stops_at_the_held_out_minimum_of_an_independent_loss() -> None:
     params = dict(max_depth=3, learning_rate=0.5, random_state=0)
     model = BDTClassifier(**params).fit(X, y, event=event)
     held = hash_fraction(event) < model.validation_fraction
+    # min_node_size="auto": a child holds at least the weight of 20 training events
+    assert model.min_node_size_ == pytest.approx(20 / np.count_nonzero(~held))
+    params["min_node_size"] = model.min_node_size_
     kept, rounds = model.n_trees_, model.n_iter_no_change
     assert kept == model.best_iteration_ + 1 and kept < 2000
     assert "held out" in model.n_trees_reason_ and f"after tree {kept}" in model.n_trees_reason_
@@ -64,8 +67,8 @@ def test_auto_regressor_stops_on_the_squared_error() -> None:
     event = np.arange(X.shape[0])
     model = BDTRegressor(learning_rate=0.5, random_state=0).fit(X, y, event=event)
     held = hash_fraction(event) < 0.1
-    longer = BDTRegressor(n_trees=model.n_trees_ + 10, learning_rate=0.5,
-                          random_state=0).fit(X[~held], y[~held])
+    longer = BDTRegressor(n_trees=model.n_trees_ + 10, learning_rate=0.5, random_state=0,
+                          min_node_size=model.min_node_size_).fit(X[~held], y[~held])
     curve = [mean_squared_error(y[held], p) for p in longer.staged_predict(X[held])]
     assert int(np.argmin(curve)) == model.n_trees_ - 1
 
@@ -73,7 +76,8 @@ def test_auto_regressor_stops_on_the_squared_error() -> None:
 def test_small_samples_and_adaboost_grow_the_fixed_count_on_every_event() -> None:
     X, y = _events(AUTO_TREES_FROM - 1)
     auto = BDTClassifier(max_depth=2, random_state=0).fit(X, y)
-    fixed = BDTClassifier(n_trees=AUTO_FIXED_TREES, max_depth=2, random_state=0).fit(X, y)
+    fixed = BDTClassifier(n_trees=AUTO_FIXED_TREES, max_depth=2, random_state=0,
+                          min_node_size=20 / X.shape[0]).fit(X, y)
     np.testing.assert_array_equal(auto.decision_function(X), fixed.decision_function(X))
     assert auto.n_trees_ == AUTO_FIXED_TREES and "fewer than" in auto.n_trees_reason_
     X, y = _events(AUTO_TREES_FROM + 500)
@@ -88,7 +92,7 @@ def test_an_explicit_count_holds_nothing_out() -> None:
     short = BDTClassifier(n_trees=30, max_depth=3, random_state=0).fit(X, y)
     longer = BDTClassifier(n_trees=40, max_depth=3, random_state=0).fit(X, y)
     assert short.n_trees_ == 30 and short.validation_loss_ is None
-    assert short.n_trees_reason_ == "n_trees=30"
+    assert short.n_trees_reason_ == "n_trees=30" and short.min_node_size_ == 0.0  # as before
     np.testing.assert_array_equal(short.decision_function(X),
                                   list(longer.staged_decision_function(X))[29])
 
