@@ -147,6 +147,7 @@ def test_no_quantised_sum_can_overflow_its_lane(n_rows):
                                                             2**53 if wide else 2**31)
     packed = q.new_payload(a.size)
     assert packed.shape == ((a.size, 2) if wide else (a.size,))
+    assert packed.nbytes == 8 * a.size  # 8 bytes an event either way
     qa, qb = q.quantise(a, b)
     assert max(np.abs(qa).max(), np.abs(qb).max()) <= q.max_quantum
     assert np.abs(qa).max() >= 2**bits - 1  # the largest |A| maps to the top of the range

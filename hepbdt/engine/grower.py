@@ -237,7 +237,7 @@ class QuantisedRows:
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
-        self.packed = np.empty(0, dtype=np.int64)  # (n,) or (n, 2) wide: at the first tree
+        self.packed = np.empty(0, dtype=np.int64)  # (n,) int64, (n, 2) int32 wide: at the first tree
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
 
     @classmethod

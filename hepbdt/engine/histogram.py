@@ -9,10 +9,10 @@ chosen from the event count n (``choose_packing``):
   one integer add accumulates both; every sum must stay within a 32-bit lane, so
   ``n * 2**bits < 2**31`` (``bits = min(24, 30 - ceil(log2(n + 1)))`` up to 2**24 - 1
   events, 6 bits up to 2**25 - 1; ``MIN_PACKED_BITS`` is the least accepted);
-- wide: one int64 per channel (two adds), for samples where 32-bit lanes would leave
-  fewer than ``MIN_PACKED_BITS`` bits; ``n * 2**bits <= 2**53``, so every sum is exact in
-  int64 and again after its conversion to float64 (24 bits up to 2**29 - 1 events, 22 at
-  2**31 - 1).
+- wide: for samples where 32-bit lanes would leave fewer than ``MIN_PACKED_BITS`` bits,
+  the two integers as int32 per event (8 bytes, as packed) summed into one int64 lane
+  each (two adds); ``n * 2**bits <= 2**53``, so every sum is exact in int64 and again
+  after its conversion to float64 (24 bits up to 2**29 - 1 events, 22 at 2**31 - 1).
 
 No sum of n quantised values can leave these bounds: not a bin's, a node's or the root's,
 not a task's partial sum, not a sibling's derived by subtraction (the sum of its own
@@ -142,8 +142,8 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
 @njit(parallel=True)
 def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
                 hists, parent_hists, parent_slots, sibling_slots):
-    # _build_packed with two int64 lanes per event, (A, B), and per bin: hists and
-    # parent_hists are (nodes, m, 2 * N_BINS) views, bin c's lanes at 2c and 2c + 1.
+    # _build_packed with (A, B) as two int32 per event, summed into two int64 lanes per
+    # bin: hists and parent_hists are (nodes, m, 2 * N_BINS) views, bin c's at 2c, 2c + 1.
     # A separate kernel so that the packed one (the common case) stays as it is.
     m = hists.shape[1]
     n_bins = np.uint64(hists.shape[2] // 2)
@@ -165,8 +165,8 @@ def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_n
                 prefetch(packed_flat, i_ahead * two)
             i = np.uint64(partition[k])
             row = i * row_length
-            pa = packed_flat[i * two]
-            pb = packed_flat[i * two + np.uint64(1)]
+            pa = np.int64(packed_flat[i * two])
+            pb = np.int64(packed_flat[i * two + np.uint64(1)])
             for f in range(np.uint64(m)):
                 c = two * (f * n_bins + np.uint64(codes_flat[row + f]))
                 h[c] += pa
@@ -210,7 +210,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
     in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
-    channels in event order (read through the partition); wide: payload (n, 2) int64 (A, B)
+    channels in event order (read through the partition); wide: payload (n, 2) int32 (A, B)
     and histograms from ``new_histograms(..., wide=True)``. partition: (n_rows,) int32;
     node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
     in exact histograms, computed anyway when packed); hists and parent_hists from
@@ -225,7 +225,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     if parent_hists is None:
         parent_hists = hists
         parent_slots = sibling_slots = np.full(slots.size, -1, np.int64)
-    if payload.dtype != np.int64:
+    if payload.dtype.kind == "f":
         _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
                      parent_hists, parent_slots, sibling_slots)
         return
@@ -260,7 +260,8 @@ class Quantiser:
     of ``seed`` and the event index, so they never depend on the thread count.
 
     The layout and resolution come from ``n_rows`` (``choose_packing``): ``wide`` False,
-    one int64 per event with 32-bit lanes; True, two int64 per event. ``bits``: the
+    one int64 per event with 32-bit lanes; True, two int32 per event summed into int64
+    lanes. ``bits``: the
     largest |A| (and |B|) maps to ``2**bits - 1``, and every rounded value has magnitude
     at most ``max_quantum = 2**bits``, so no sum of ``n_rows`` of them overflows: below
     2**31 packed, at most 2**53 wide. A and B must be finite.
@@ -287,8 +288,11 @@ class Quantiser:
         return WIDE_SUM_LIMIT if self.wide else PACKED_LANE_LIMIT
 
     def new_payload(self, n: int) -> np.ndarray:
-        """Uninitialised storage for ``n`` events' packed channels: (n,) int64, (n, 2) wide."""
-        return np.empty((n, 2) if self.wide else n, dtype=np.int64)
+        """Uninitialised storage for ``n`` events' packed channels: (n,) int64, or (n, 2)
+        int32 wide (|q| <= 2**24)."""
+        if self.wide:
+            return np.empty((n, 2), dtype=np.int32)
+        return np.empty(n, dtype=np.int64)
 
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
         """packed[i] = qa_i * 2**32 + qb_i for every event i (wide: packed[i] = (qa_i, qb_i)),
@@ -384,12 +388,12 @@ def _pack_into(a, b, scale_a, scale_b, seed, packed):
 
 @njit(parallel=True)
 def _pack_wide_into(a, b, scale_a, scale_b, seed, packed):
-    # The same integers as _pack_into, in two lanes.
+    # The same integers as _pack_into, as two int32 (|q| <= 2**24).
     seed_b = seed ^ np.uint64(0x5851F42D4C957F2D)
     for i in numba.prange(packed.shape[0]):
         k = np.uint64(i)
-        packed[i, 0] = np.int64(math.floor(a[i] * scale_a + _uniform(seed, k)))
-        packed[i, 1] = np.int64(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
+        packed[i, 0] = np.int32(math.floor(a[i] * scale_a + _uniform(seed, k)))
+        packed[i, 1] = np.int32(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
