@@ -10,6 +10,8 @@ from hepbdt.engine._types import CRITERIA, MAX_EVENTS, MISSING_BIN, NEWTON, VARI
 from hepbdt.engine.grower import QuantisedRows
 from hepbdt.engine.histogram import (
     MIN_PACKED_BITS,
+    PACKED_TASK,
+    WIDE_BITS,
     Quantiser,
     build_histograms,
     choose_packing,
@@ -132,10 +134,13 @@ def test_no_quantised_sum_can_overflow_its_lane(n_rows):
     # The bound, for every claimed event count: each rounded value has |q| <= 2**bits (the
     # kernel's output checked on the largest magnitudes, both signs, many draws), so every
     # sum of n_rows of them (a bin, a node, the root, a task's part, a sibling) is below
-    # 2**31 in a 32-bit lane, and at most 2**53 (exact in int64 and float64) wide.
+    # 2**31 in a 32-bit lane; wide, a task's (at most PACKED_TASK events) is, and the
+    # int64 sums are at most 2**53 (exact in int64 and float64).
     wide, bits = choose_packing(n_rows)
-    assert n_rows * 2**bits <= 2**53 if wide else n_rows * 2**bits < 2**31
-    assert bits >= (22 if wide else MIN_PACKED_BITS)
+    if wide:
+        assert bits == WIDE_BITS and PACKED_TASK * 2**bits < 2**31 and n_rows * 2**bits <= 2**53
+    else:
+        assert n_rows * 2**bits < 2**31 and bits >= MIN_PACKED_BITS
     if n_rows < 2**25:  # unchanged up to 33.5M events: the same bits, the same models
         assert not wide and bits == _old_bits(n_rows)
     rng = np.random.default_rng(n_rows % 1000)
@@ -145,9 +150,6 @@ def test_no_quantised_sum_can_overflow_its_lane(n_rows):
     q = Quantiser(a, b, n_rows, seed=n_rows)
     assert (q.wide, q.bits, q.max_quantum, q.sum_limit) == (wide, bits, 2**bits,
                                                             2**53 if wide else 2**31)
-    packed = q.new_payload(a.size)
-    assert packed.shape == ((a.size, 2) if wide else (a.size,))
-    assert packed.nbytes == 8 * a.size  # 8 bytes an event either way
     qa, qb = q.quantise(a, b)
     assert max(np.abs(qa).max(), np.abs(qb).max()) <= q.max_quantum
     assert np.abs(qa).max() >= 2**bits - 1  # the largest |A| maps to the top of the range
@@ -156,8 +158,8 @@ def test_no_quantised_sum_can_overflow_its_lane(n_rows):
 def test_the_old_packing_overflowed_where_the_new_one_is_wide():
     # 40M events in one bin (a NaN-heavy or low-cardinality feature) overflowed 6-bit lanes.
     assert 40_000_000 * (2 ** _old_bits(40_000_000) - 1) >= 2**31
-    assert choose_packing(40_000_000) == (True, 24)
-    assert choose_packing(MAX_EVENTS) == (True, 22)
+    assert choose_packing(40_000_000) == choose_packing(MAX_EVENTS) == (True, WIDE_BITS)
+    assert choose_packing(2**25 - 1) == (False, 6)
 
 
 def test_more_events_than_int32_indices_are_refused_before_any_work():
@@ -193,7 +195,7 @@ def _one_bin_sums(n_rows, a, b, packing=None, monkeypatch=None):
     if packing is not None:
         monkeypatch.setattr(histogram, "choose_packing", lambda n: packing)
     q = Quantiser(a, b, n_rows)
-    packed = q.new_payload(1)
+    packed = np.empty(1, np.int64)
     q.pack_into(a, b, packed)
     codes = np.full((1, 1), 7, np.uint8)  # event-major (1 event, 1 feature)
     partition = np.zeros(n_rows, np.int32)
@@ -218,8 +220,8 @@ def test_one_bin_of_max_magnitude_events_sums_exactly(n_rows, monkeypatch):
     ref = histograms_naive(np.zeros((1, 1), np.uint8), np.zeros(1, np.int64), [qa, qb])[0, 0]
     assert abs(ref[0]) == 2**q.bits - 1  # the largest magnitude
     for node, count in enumerate(counts):  # exact in integers: the naive sum times the copies
-        assert sums[node, 0] * q.scale_a == count * ref[0]
-        assert sums[node, 1] * q.scale_b == count * ref[1]
+        assert sums[node, 0] == count * ref[0] / q.scale_a  # the same float64 operations
+        assert sums[node, 1] == count * ref[1] / q.scale_b
         np.testing.assert_allclose(sums[node], [count * 123.25, count * -0.75], rtol=2.0**-q.bits)
     if n_rows * (2 ** _old_bits(n_rows) - 1) >= 2**31:  # the old packing got it wrong
         old, old_sums, _ = _one_bin_sums(n_rows, a, b, (False, _old_bits(n_rows)), monkeypatch)
@@ -241,7 +243,11 @@ def test_wide_and_packed_lanes_grow_the_same_trees(monkeypatch):
                 codes, rows, a, b, b, np.full(5, 41, np.int32), SplitParams(NEWTON, reg_lambda=1.0),
                 5 if max_leaves is None else None, quantised=True, ordered=ordered,
                 max_leaves=max_leaves)
-            assert ordered.packed.ndim == (2 if wide else 1)
+            if max_leaves is None:  # the root's histogram: int64 lanes per bin when wide
+                hists = new_histograms(1, 5, packed=True, wide=wide)
+                build_histograms(codes, rows, ordered.packed, np.array([0]), np.array([rows.size]),
+                                 np.array([0]), np.ones(5, bool), hists)
+                assert hists.ndim == (4 if wide else 3)
     for max_leaves in (None, 12):
         packed, wide = trees[False, max_leaves], trees[True, max_leaves]
         assert packed.n_nodes > 7

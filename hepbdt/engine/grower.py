@@ -9,8 +9,8 @@ sibling by subtraction. Leaf-wise (``max_leaves``, as LightGBM's ``num_leaves``,
 ``grow_policy="lossguide"`` and scikit-learn's ``max_leaf_nodes``): best first, one leaf at
 a time, with the same kernels (see ``_grow_leafwise``).
 With ``quantised=True`` (gradient and newton boosting on large samples) A and B are
-packed into one int64 per event, or two beyond 2**25 - 1 events (see histogram.py), W is
-replaced by B in the split
+packed into one int64 per event (summed in int64 lanes beyond 2**25 - 1 events: see
+histogram.py), W is replaced by B in the split
 constraints, and the codes are event-major; codes and packed channels stay in event
 order, are read through the partition with a prefetch, and only the event indices move.
 """
@@ -237,7 +237,7 @@ class QuantisedRows:
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
-        self.packed = np.empty(0, dtype=np.int64)  # (n,) int64, (n, 2) int32 wide: at the first tree
+        self.packed = np.empty(n, dtype=np.int64)
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
 
     @classmethod
@@ -249,9 +249,6 @@ class QuantisedRows:
 
     def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
         """Every event in order, with channels A and B packed."""
-        n = self.partition.size
-        if self.packed.shape[0] != n or (self.packed.ndim == 2) != quantiser.wide:
-            self.packed = quantiser.new_payload(n)  # once a fit: the layout depends on n only
         _iota(self.partition)
         quantiser.pack_into(a, b, self.packed)
 
@@ -397,9 +394,9 @@ class _TreeEvents:
 
     def level_capacity(self) -> int:
         """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
-        (A, B, W) per bin, plus the packed sums and their task buffers when quantised (twice
-        that wide)."""
-        per_bin = N_CHANNELS * 8 + ((32 if self.wide else 16) if self.quantised else 0)
+        (A, B, W) per bin, plus the packed sums (two int64 lanes wide) and their task
+        buffers when quantised."""
+        per_bin = N_CHANNELS * 8 + ((24 if self.wide else 16) if self.quantised else 0)
         return max(2, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
 

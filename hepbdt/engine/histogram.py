@@ -9,10 +9,13 @@ chosen from the event count n (``choose_packing``):
   one integer add accumulates both; every sum must stay within a 32-bit lane, so
   ``n * 2**bits < 2**31`` (``bits = min(24, 30 - ceil(log2(n + 1)))`` up to 2**24 - 1
   events, 6 bits up to 2**25 - 1; ``MIN_PACKED_BITS`` is the least accepted);
-- wide: for samples where 32-bit lanes would leave fewer than ``MIN_PACKED_BITS`` bits,
-  the two integers as int32 per event (8 bytes, as packed) summed into one int64 lane
-  each (two adds); ``n * 2**bits <= 2**53``, so every sum is exact in int64 and again
-  after its conversion to float64 (24 bits up to 2**29 - 1 events, 22 at 2**31 - 1).
+- wide: for samples where 32-bit lanes would leave fewer than ``MIN_PACKED_BITS`` bits.
+  The events are packed as above and summed the same way (one add) into each task's
+  buffer, a task being at most ``PACKED_TASK`` = 2**15 events, so with ``WIDE_BITS`` =
+  15 bits a task's partial sums stay below 2**15 * 2**15 = 2**30 in their 32-bit lanes;
+  the tasks' buffers are then unpacked into two int64 lanes per bin (A, B) and added
+  there. The node sums are at most n * 2**15 < 2**46: exact in int64, and again after
+  their conversion to float64.
 
 No sum of n quantised values can leave these bounds: not a bin's, a node's or the root's,
 not a task's partial sum, not a sibling's derived by subtraction (the sum of its own
@@ -38,12 +41,14 @@ from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit
 
 __all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser"]
 
-PACKED_LANE_LIMIT = 2**31  # |sum| of one 32-bit lane of the packed kind, below
-WIDE_SUM_LIMIT = 2**53  # |sum| of the wide kind, at most: exact in int64 and in float64
+PACKED_LANE_LIMIT = 2**31  # |sum| in one 32-bit lane, below
+WIDE_SUM_LIMIT = 2**53  # |sum| in an int64 lane of the wide kind, at most: exact in float64
 MAX_BITS = 24  # resolution of the quantised channels, at most
 # The least resolution accepted in 32-bit lanes; below it the wide kind. 200k x 28 HIGGS-like,
 # newton, depth 6, 200 trees, test AUC (benchmarks/bench_quantisation.py): see design-notes.
 MIN_PACKED_BITS = 6
+PACKED_TASK = 1 << 15  # events per task of the packed histogram kernels, at most
+WIDE_BITS = 15  # resolution of the wide kind: PACKED_TASK * 2**15 < 2**31 in a task's lanes
 
 
 def choose_packing(n_rows: int) -> tuple[bool, int]:
@@ -52,22 +57,23 @@ def choose_packing(n_rows: int) -> tuple[bool, int]:
     With c = ceil(log2(n_rows + 1)) (so n_rows < 2**c): packed 32-bit lanes with
     ``min(24, 30 - c)`` bits up to c = 24 (a factor-2 margin: 24 bits up to 63 events, 10
     at 1M, 6 at 2**24 - 1), then ``31 - c`` while that is at least ``MIN_PACKED_BITS`` (6
-    bits up to 2**25 - 1 events); beyond, wide int64 lanes with ``min(24, 53 - c)`` bits.
+    bits up to 2**25 - 1 events); beyond, wide: ``WIDE_BITS`` = 15 bits, 32-bit lanes
+    within a task of at most ``PACKED_TASK`` = 2**15 events, int64 lanes across tasks.
     Every quantised value has |q| <= 2**bits, so every sum of up to n_rows of them is
-    below 2**31 packed and at most 2**53 wide.
+    below 2**31 packed, and wide below 2**30 per task and 2**46 in all.
     """
     check_n_events(n_rows)
     c = int(n_rows).bit_length()  # n_rows < 2**c, and c = ceil(log2(n_rows + 1))
     bits = min(MAX_BITS, 30 - c) if c <= 24 else 31 - c
     if bits >= MIN_PACKED_BITS:
         return False, bits
-    return True, min(MAX_BITS, 53 - c)
+    return True, WIDE_BITS
 
 
 def new_histograms(n_nodes: int, n_features: int, packed: bool = False,
                    wide: bool = False) -> np.ndarray:
     """Uninitialised histogram storage for ``n_nodes`` nodes: float64 (A, B, W) per bin,
-    one int64 per bin when packed, two (A, B) when packed ``wide``."""
+    one int64 per bin when packed, two (A, B) when ``wide``."""
     if packed:
         shape = (n_nodes, n_features, N_BINS, 2) if wide else (n_nodes, n_features, N_BINS)
         return np.empty(shape, dtype=np.int64)
@@ -142,16 +148,15 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
 @njit(parallel=True)
 def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
                 hists, parent_hists, parent_slots, sibling_slots):
-    # _build_packed with (A, B) as two int32 per event, summed into two int64 lanes per
-    # bin: hists and parent_hists are (nodes, m, 2 * N_BINS) views, bin c's at 2c, 2c + 1.
-    # A separate kernel so that the packed one (the common case) stays as it is.
+    # _build_packed's tasks (their partial sums fit 32-bit lanes: see WIDE_BITS), then each
+    # task's buffer unpacked into two int64 lanes per bin: hists and parent_hists are
+    # (nodes, m, 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1. A separate kernel, so
+    # that the packed one (the common case) stays as it is.
     m = hists.shape[1]
-    n_bins = np.uint64(hists.shape[2] // 2)
-    two = np.uint64(2)
+    n_bins = hists.shape[2] // 2
     codes_flat = codes_by_event.ravel()
-    packed_flat = packed.ravel()  # (A, B) of event i at 2i, 2i + 1
     row_length = np.uint64(codes_by_event.shape[1])
-    buffers = np.zeros((task_start.size, m * hists.shape[2]), dtype=np.int64)
+    buffers = np.zeros((task_start.size, m * n_bins), dtype=np.int64)
     for t in numba.prange(task_start.size):
         h = buffers[t]
         start = np.uint64(task_start[t])
@@ -162,15 +167,12 @@ def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_n
                 i_ahead = np.uint64(partition[ahead])
                 prefetch(codes_flat, i_ahead * row_length)
                 prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
-                prefetch(packed_flat, i_ahead * two)
+                prefetch(packed, i_ahead)
             i = np.uint64(partition[k])
             row = i * row_length
-            pa = np.int64(packed_flat[i * two])
-            pb = np.int64(packed_flat[i * two + np.uint64(1)])
+            p = packed[i]
             for f in range(np.uint64(m)):
-                c = two * (f * n_bins + np.uint64(codes_flat[row + f]))
-                h[c] += pa
-                h[c + np.uint64(1)] += pb
+                h[f * np.uint64(n_bins) + np.uint64(codes_flat[row + f])] += p
     for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
@@ -178,7 +180,12 @@ def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_n
         out[:] = 0
         for t in range(task_start.size):
             if task_node[t] == j:
-                out += buffers[t, f * hists.shape[2]:(f + 1) * hists.shape[2]]
+                part = buffers[t, f * n_bins:(f + 1) * n_bins]
+                for c in range(n_bins):
+                    v = part[c]
+                    low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648  # the signed low 32 bits
+                    out[2 * c] += (v - low) >> 32
+                    out[2 * c + 1] += low
         if sibling_slots[j] >= 0:
             parent = parent_hists[parent_slots[j], f]
             sibling = hists[sibling_slots[j], f]
@@ -193,7 +200,6 @@ def _lanes_flat(hists: np.ndarray) -> np.ndarray:
     return flat
 
 
-PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel, at most
 MIN_PACKED_TASK = 1 << 12  # and at least
 MIN_TASKS = 16  # tasks per call, where the events allow
 PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
@@ -210,8 +216,8 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
     in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
-    channels in event order (read through the partition); wide: payload (n, 2) int32 (A, B)
-    and histograms from ``new_histograms(..., wide=True)``. partition: (n_rows,) int32;
+    channels in event order (read through the partition); wide: the same payload and
+    histograms from ``new_histograms(..., wide=True)``. partition: (n_rows,) int32;
     node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
     in exact histograms, computed anyway when packed); hists and parent_hists from
     ``new_histograms``; parent_slots/sibling_slots: (k,) int64, -1 where there is no sibling.
@@ -225,7 +231,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     if parent_hists is None:
         parent_hists = hists
         parent_slots = sibling_slots = np.full(slots.size, -1, np.int64)
-    if payload.dtype.kind == "f":
+    if payload.dtype != np.int64:
         _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
                      parent_hists, parent_slots, sibling_slots)
         return
@@ -243,7 +249,7 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
-    if payload.ndim == 2:
+    if hists.ndim == 4:
         _build_wide(codes, partition, payload, task_start, task_stop, node, slots,
                     _lanes_flat(hists), _lanes_flat(parent_hists), parent_slots, sibling_slots)
         return
@@ -260,11 +266,12 @@ class Quantiser:
     of ``seed`` and the event index, so they never depend on the thread count.
 
     The layout and resolution come from ``n_rows`` (``choose_packing``): ``wide`` False,
-    one int64 per event with 32-bit lanes; True, two int32 per event summed into int64
-    lanes. ``bits``: the
+    32-bit lanes; True, 32-bit lanes per task, int64 lanes per bin (the payload is
+    one int64 per event either way). ``bits``: the
     largest |A| (and |B|) maps to ``2**bits - 1``, and every rounded value has magnitude
     at most ``max_quantum = 2**bits``, so no sum of ``n_rows`` of them overflows: below
-    2**31 packed, at most 2**53 wide. A and B must be finite.
+    2**31 packed; wide, below 2**31 per task and at most 2**53 (in fact 2**46) in all. A and
+    B must be finite.
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0):
@@ -287,33 +294,21 @@ class Quantiser:
         """The bound on |sum| of the chosen lanes: sums stay below it (packed) or at most it (wide)."""
         return WIDE_SUM_LIMIT if self.wide else PACKED_LANE_LIMIT
 
-    def new_payload(self, n: int) -> np.ndarray:
-        """Uninitialised storage for ``n`` events' packed channels: (n,) int64, or (n, 2)
-        int32 wide (|q| <= 2**24)."""
-        if self.wide:
-            return np.empty((n, 2), dtype=np.int32)
-        return np.empty(n, dtype=np.int64)
-
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
-        """packed[i] = qa_i * 2**32 + qb_i for every event i (wide: packed[i] = (qa_i, qb_i)),
-        where qa_i is A_i * scale_a rounded stochastically (qb_i alike)."""
-        if self.wide:
-            _pack_wide_into(a, b, self.scale_a, self.scale_b, self.seed, packed)
-        else:
-            _pack_into(a, b, self.scale_a, self.scale_b, self.seed, packed)
+        """packed[i] = qa_i * 2**32 + qb_i for every event i, where qa_i is A_i * scale_a
+        rounded stochastically (qb_i alike)."""
+        _pack_into(a, b, self.scale_a, self.scale_b, self.seed, packed)
 
     def quantise(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The integers (as float64) that ``pack_into`` packs for A and B."""
-        packed = self.new_payload(a.size)
+        packed = np.empty(a.size, np.int64)
         self.pack_into(a, b, packed)
-        if self.wide:
-            return packed[:, 0].astype(np.float64), packed[:, 1].astype(np.float64)
         low = ((packed + 2**31) & 0xFFFFFFFF) - 2**31
         return ((packed - low) >> 32).astype(np.float64), low.astype(np.float64)
 
     def decode(self, packed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Float64 (..., 3) sums (A, B, B) of packed int64 sums (wide: (..., 2)); B stands
-        in for the weight. Exact: every integer sum is below 2**53.
+        """Float64 (..., 3) sums (A, B, B) of packed int64 sums (wide: (..., 2) int64 lanes);
+        B stands in for the weight. Exact: every integer sum is below 2**53.
 
         ``out``: contiguous float64 storage of that shape to reuse (a new array when None)."""
         shape = packed.shape[:-1] if self.wide else packed.shape
@@ -384,16 +379,6 @@ def _pack_into(a, b, scale_a, scale_b, seed, packed):
         qa = np.int64(math.floor(a[i] * scale_a + _uniform(seed, k)))
         qb = np.int64(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
         packed[i] = qa * 4294967296 + qb
-
-
-@njit(parallel=True)
-def _pack_wide_into(a, b, scale_a, scale_b, seed, packed):
-    # The same integers as _pack_into, as two int32 (|q| <= 2**24).
-    seed_b = seed ^ np.uint64(0x5851F42D4C957F2D)
-    for i in numba.prange(packed.shape[0]):
-        k = np.uint64(i)
-        packed[i, 0] = np.int32(math.floor(a[i] * scale_a + _uniform(seed, k)))
-        packed[i, 1] = np.int32(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
