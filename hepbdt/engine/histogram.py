@@ -41,8 +41,6 @@ from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit
 
 __all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser"]
 
-PACKED_LANE_LIMIT = 2**31  # |sum| in one 32-bit lane, below
-WIDE_SUM_LIMIT = 2**53  # |sum| in an int64 lane of the wide kind, at most: exact in float64
 MAX_BITS = 24  # resolution of the quantised channels, at most
 # The least resolution accepted in 32-bit lanes; below it the wide kind. 200k x 28 HIGGS-like,
 # newton, depth 6, 200 trees, test AUC (benchmarks/bench_quantisation.py): see design-notes.
@@ -250,6 +248,8 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
     if hists.ndim == 4:
+        # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
+        assert task <= PACKED_TASK
         _build_wide(codes, partition, payload, task_start, task_stop, node, slots,
                     _lanes_flat(hists), _lanes_flat(parent_hists), parent_slots, sibling_slots)
         return
@@ -266,12 +266,11 @@ class Quantiser:
     of ``seed`` and the event index, so they never depend on the thread count.
 
     The layout and resolution come from ``n_rows`` (``choose_packing``): ``wide`` False,
-    32-bit lanes; True, 32-bit lanes per task, int64 lanes per bin (the payload is
-    one int64 per event either way). ``bits``: the
-    largest |A| (and |B|) maps to ``2**bits - 1``, and every rounded value has magnitude
-    at most ``max_quantum = 2**bits``, so no sum of ``n_rows`` of them overflows: below
-    2**31 packed; wide, below 2**31 per task and at most 2**53 (in fact 2**46) in all. A and
-    B must be finite.
+    32-bit lanes; True, 32-bit lanes per task, int64 lanes per bin (the payload is one
+    int64 per event either way). ``bits``: the largest |A| (and |B|) maps to
+    ``2**bits - 1``, and every rounded value has magnitude at most ``max_quantum =
+    2**bits``, so no sum of ``n_rows`` of them overflows: below 2**31 packed; wide, below
+    2**31 per task and 2**46 in all. A and B must be finite (else ValueError).
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0):
@@ -288,11 +287,6 @@ class Quantiser:
                              "gradients and hessians) has NaN or infinite values")
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
-
-    @property
-    def sum_limit(self) -> int:
-        """The bound on |sum| of the chosen lanes: sums stay below it (packed) or at most it (wide)."""
-        return WIDE_SUM_LIMIT if self.wide else PACKED_LANE_LIMIT
 
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
         """packed[i] = qa_i * 2**32 + qb_i for every event i, where qa_i is A_i * scale_a
@@ -349,16 +343,16 @@ def _max_abs(a, b):
     for c in numba.prange(n_chunks):
         ma = 0.0
         mb = 0.0
-        nan_a = 0.0  # NaN when a value is not finite (x * 0 is NaN for inf and NaN, else 0)
-        nan_b = 0.0
+        n_nan = 0  # max() skips NaN; an infinity is the max
         for i in range(c * chunk, min(a.size, (c + 1) * chunk)):
-            ma = max(ma, abs(np.float64(a[i])))
-            mb = max(mb, abs(np.float64(b[i])))
-            nan_a += np.float64(a[i]) * 0.0
-            nan_b += np.float64(b[i]) * 0.0
-        top[c, 0] = ma + nan_a
-        top[c, 1] = mb + nan_b
-    return top  # per chunk: NaN where a value is not finite
+            va = abs(np.float64(a[i]))
+            vb = abs(np.float64(b[i]))
+            ma = max(ma, va)
+            mb = max(mb, vb)
+            n_nan += np.int64(va != va) + np.int64(vb != vb)
+        top[c, 0] = ma if n_nan == 0 else np.nan
+        top[c, 1] = mb if n_nan == 0 else np.nan
+    return top  # per chunk: NaN where a value is NaN, inf where one is infinite
 
 
 @njit
