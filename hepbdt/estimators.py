@@ -33,7 +33,7 @@ from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
 from .boosting.negative_weights import pair_negative_weights
-from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE
+from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
 from .engine.split import SplitParams
@@ -295,6 +295,7 @@ class _BDTBase(SklearnProtocol):
     # -- fitting ------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight, eval_set, names, definitions, event=None):
         self._validate_params()
+        check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         X, y, w = self._apply_negative_weight_policy(X, y, w)
         w = self._normalise_classes(y, w)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hepbdt.engine import BinMapper, SplitParams, grow_tree
-from hepbdt.engine._types import CRITERIA, MISSING_BIN, NEWTON, VARIANCE
+from hepbdt.engine import BinMapper, SplitParams, grow_tree, histogram
+from hepbdt.engine._types import CRITERIA, MAX_EVENTS, MISSING_BIN, NEWTON, VARIANCE
+from hepbdt.engine.grower import QuantisedRows
 from hepbdt.engine.histogram import (
+    MIN_PACKED_BITS,
+    PACKED_TASK,
+    WIDE_BITS,
     Quantiser,
     build_histograms,
+    choose_packing,
     histograms_naive,
     new_histograms,
 )
@@ -72,17 +77,21 @@ def test_histograms_equal_naive_twin_and_are_permutation_invariant():
     np.testing.assert_allclose(h2, h, atol=1e-9)
 
 
-def test_packed_histograms_are_exact_sums_of_quantised_values():
+@pytest.mark.parametrize("wide", [False, True])
+def test_packed_histograms_are_exact_sums_of_quantised_values(wide, monkeypatch):
+    if wide:  # the layout of samples above 2**25 - 1 events, on these few
+        monkeypatch.setattr(histogram, "choose_packing", lambda n: (True, WIDE_BITS))
     X, w, a, rng = _problem(negative=True)
     codes = BinMapper().fit(X, w).transform(X)
     b = (np.abs(a) * w).astype(np.float32)
     b[:5] *= -1  # negative hessians (negative weights) must decode too
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
+    assert q.wide == wide
     partition = rows[::-1].copy()  # any order: integer sums do not depend on it
     packed = np.empty(rows.size, np.int64)  # in event order, read through the partition
     q.pack_into(a, b, packed)
-    h = new_histograms(1, X.shape[1], packed=True)
+    h = new_histograms(1, X.shape[1], packed=True, wide=wide)
     lo, hi = 10, rows.size - 7  # one node: a slice of the partition
     build_histograms(np.ascontiguousarray(codes.T), partition, packed, np.array([lo]),
                      np.array([hi]), np.array([0]), np.ones(X.shape[1], bool), h)
@@ -112,6 +121,140 @@ def test_stochastic_rounding_keeps_small_values_unbiased():
     again = Quantiser(a, b, n, seed=7).quantise(a, b)[0]
     other = Quantiser(a, b, n, seed=8).quantise(a, b)[0]
     assert np.array_equal(qa, again) and not np.array_equal(qa, other)
+
+
+def _old_bits(n_rows):
+    """The packing before issue 18: 32-bit lanes always, at least 6 bits."""
+    return max(6, min(24, 30 - int(np.ceil(np.log2(n_rows + 1)))))
+
+
+CLAIMED_EVENTS = sorted({1, 2, 63, 64, 1000, 50_000, 1_000_000, 2**24 - 1, 2**24, 2**25 - 1,
+                         2**25, 2**25 + 1, 40_000_000, 100_000_000, 2**30, MAX_EVENTS}
+                        | {2**k - 1 for k in range(1, 32)} | {2**k for k in range(31)})
+
+
+@pytest.mark.parametrize("n_rows", CLAIMED_EVENTS)
+def test_no_quantised_sum_can_overflow_its_lane(n_rows):
+    # The bound, for every claimed event count: each rounded value has |q| <= 2**bits (the
+    # kernel's output checked on the largest magnitudes, both signs, many draws), so every
+    # sum of n_rows of them (a bin, a node, the root, a task's part, a sibling) is below
+    # 2**31 in a 32-bit lane; wide, a task's (at most PACKED_TASK events) is, and the
+    # int64 sums are at most 2**53 (exact in int64 and float64).
+    wide, bits = choose_packing(n_rows)
+    if wide:
+        assert bits == WIDE_BITS and PACKED_TASK * 2**bits < 2**31 and n_rows * 2**bits <= 2**53
+    else:
+        assert n_rows * 2**bits < 2**31 and bits >= MIN_PACKED_BITS
+    if n_rows < 2**25:  # unchanged up to 33.5M events: the same bits, the same models
+        assert not wide and bits == _old_bits(n_rows)
+    rng = np.random.default_rng(n_rows % 1000)
+    big = np.float32(rng.uniform(1e-3, 1e3))
+    a = np.array([big, -big] * 5000 + list(rng.uniform(-big, big, 1000)), np.float32)
+    b = np.array([-big, big] * 5000 + list(rng.uniform(0, big, 1000)), np.float32)
+    q = Quantiser(a, b, n_rows, seed=n_rows)
+    assert (q.wide, q.bits, q.max_quantum) == (wide, bits, 2**bits)
+    qa, qb = q.quantise(a, b)
+    assert max(np.abs(qa).max(), np.abs(qb).max()) <= q.max_quantum
+    assert np.abs(qa).max() >= 2**bits - 1  # the largest |A| maps to the top of the range
+
+
+def test_the_old_packing_overflowed_where_the_new_one_is_wide():
+    # 40M events in one bin (a NaN-heavy or low-cardinality feature) overflowed 6-bit lanes.
+    assert 40_000_000 * (2 ** _old_bits(40_000_000) - 1) >= 2**31
+    assert choose_packing(40_000_000) == choose_packing(MAX_EVENTS) == (True, WIDE_BITS)
+    assert choose_packing(2**25 - 1) == (False, 6)
+
+
+def test_more_events_than_int32_indices_are_refused_before_any_work():
+    with pytest.raises(ValueError, match="2,147,483,647"):
+        choose_packing(MAX_EVENTS + 1)
+    with pytest.raises(ValueError, match="2,147,483,647"):
+        Quantiser(np.ones(3, np.float32), np.ones(3, np.float32), 2**31)
+    fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (2**31, 4), (0, 0))
+    with pytest.raises(ValueError, match="2,147,483,647"):
+        QuantisedRows(fake)  # before its buffers are allocated
+    from hepbdt import BDTClassifier
+
+    X = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2**31, 2), (0, 0))
+    with pytest.raises(ValueError, match="2,147,483,647"):
+        BDTClassifier()._fit(X, np.zeros(1), None, None, None, {})
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_channels_are_refused_not_packed(bad):
+    a = np.ones(70_000, np.float32)  # past one chunk of the max scan
+    b = np.ones(70_000, np.float32)
+    b[66_000] = bad  # floor(NaN) as an int64 would sum silently
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        Quantiser(a, b, a.size)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        Quantiser(b, a, a.size)
+
+
+def _one_bin_sums(n_rows, a, b, packing=None, monkeypatch=None):
+    """Decoded (A, B) sums of ``n_rows`` copies of one event (every copy in one bin), as a
+    node, a two-thirds child and its sibling by subtraction, from the kernels: the partition
+    repeats event 0 (np.zeros: untouched pages, no memory)."""
+    if packing is not None:
+        monkeypatch.setattr(histogram, "choose_packing", lambda n: packing)
+    q = Quantiser(a, b, n_rows)
+    packed = np.empty(1, np.int64)
+    q.pack_into(a, b, packed)
+    codes = np.full((1, 1), 7, np.uint8)  # event-major (1 event, 1 feature)
+    partition = np.zeros(n_rows, np.int32)
+    h = new_histograms(3, 1, packed=True, wide=q.wide)
+    used = np.ones(1, bool)
+    build_histograms(codes, partition, packed, np.array([0]), np.array([n_rows]), np.array([0]),
+                     used, h)
+    child = 2 * n_rows // 3
+    build_histograms(codes, partition, packed, np.array([0]), np.array([child]), np.array([1]),
+                     used, h, h, np.array([0]), np.array([2]))
+    return q, q.decode(h)[:, 0, 7, :2], (n_rows, child, n_rows - child)
+
+
+@pytest.mark.parametrize("n_rows", [40_000_000, 2**25 + 1])
+def test_one_bin_of_max_magnitude_events_sums_exactly(n_rows, monkeypatch):
+    # Every event in one bin, at the largest magnitude (A positive, B negative: both lanes,
+    # both signs), enough of them to overflow 32-bit lanes at the old 6 bits.
+    a = np.array([123.25], np.float32)
+    b = np.array([-0.75], np.float32)
+    q, sums, counts = _one_bin_sums(n_rows, a, b)
+    qa, qb = q.quantise(a, b)
+    ref = histograms_naive(np.zeros((1, 1), np.uint8), np.zeros(1, np.int64), [qa, qb])[0, 0]
+    assert abs(ref[0]) == 2**q.bits - 1  # the largest magnitude
+    for node, count in enumerate(counts):  # exact in integers: the naive sum times the copies
+        assert sums[node, 0] == count * ref[0] / q.scale_a  # the same float64 operations
+        assert sums[node, 1] == count * ref[1] / q.scale_b
+        np.testing.assert_allclose(sums[node], [count * 123.25, count * -0.75], rtol=2.0**-q.bits)
+    if n_rows * (2 ** _old_bits(n_rows) - 1) >= 2**31:  # the old packing got it wrong
+        old, old_sums, _ = _one_bin_sums(n_rows, a, b, (False, _old_bits(n_rows)), monkeypatch)
+        assert not np.allclose(old_sums[0], [n_rows * 123.25, n_rows * -0.75], rtol=0.1)
+
+
+def test_wide_and_packed_lanes_grow_the_same_trees(monkeypatch):
+    # The same bits give the same integers, so the same sums and trees, in either layout.
+    X, w, a, rng = _problem(n=20_000, m=5, n_values=40, negative=True)
+    codes = np.ascontiguousarray(BinMapper().fit(X, w).transform(X).T)
+    b = (np.abs(a) * w + 0.1).astype(np.float32)
+    rows = np.arange(X.shape[0], dtype=np.int32)
+    trees = {}
+    calls = []
+    build_wide = histogram._build_wide
+    monkeypatch.setattr(histogram, "_build_wide", lambda *args: calls.append(build_wide(*args)))
+    for wide in (False, True):
+        monkeypatch.setattr(histogram, "choose_packing", lambda n, wide=wide: (wide, 10))
+        for max_leaves in (None, 12):
+            ordered = QuantisedRows(codes)
+            trees[wide, max_leaves] = grow_tree(
+                codes, rows, a, b, b, np.full(5, 41, np.int32), SplitParams(NEWTON, reg_lambda=1.0),
+                5 if max_leaves is None else None, quantised=True, ordered=ordered,
+                max_leaves=max_leaves)
+            assert bool(calls) == wide  # the int64 lanes were used, and only when wide
+    for max_leaves in (None, 12):
+        packed, wide = trees[False, max_leaves], trees[True, max_leaves]
+        assert packed.n_nodes > 7
+        for field in ("feature", "bin_threshold", "missing_left", "gain", "sum_a", "sum_b"):
+            assert np.array_equal(getattr(packed, field), getattr(wide, field)), field
 
 
 @pytest.mark.parametrize("criterion", sorted(CRITERIA))

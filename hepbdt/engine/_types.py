@@ -1,7 +1,8 @@
 """Engine dtypes, the histogram layout, criterion codes and the one Numba decorator policy.
 
 Kernels see few types, so few compiled variants: uint8 bin codes, float32 per-event
-channels and raw features, float64 histogram sums, int32 node and event indices.
+channels and raw features, float64 histogram sums, int32 node and event indices (hence
+at most ``MAX_EVENTS`` = 2**31 - 1 training events).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BIN_DTYPE = np.uint8  # bin codes
 CHANNEL_DTYPE = np.float32  # per-event channels A, B and event weight W
 SUM_DTYPE = np.float64  # histogram sums
 INDEX_DTYPE = np.int32  # event and node indices
+MAX_EVENTS = 2**31 - 1  # events of one training sample, at most: int32 event indices
 
 N_BINS = 256  # histogram slots per feature: up to 255 value bins, then the missing bin
 MISSING_BIN = 255  # the last bin holds NaN
@@ -48,6 +50,14 @@ CRITERIA = {
     "misclassification": MISCLASSIFICATION,
     "sdivsqrtsplusb": SDIVSQRTSPLUSB,
 }
+
+
+def check_n_events(n_events: int) -> None:
+    """Raise ValueError when ``n_events`` is more than ``MAX_EVENTS`` (int32 event indices)."""
+    if n_events > MAX_EVENTS:
+        raise ValueError(f"{n_events:,} training events are more than hepbdt can hold: at most "
+                         f"{MAX_EVENTS:,} (2**31 - 1, int32 event indices): train on a "
+                         "subsample of at most that many")
 
 
 def njit(*args, parallel: bool = False, fastmath: bool = False, inline: str = "never"):

@@ -9,7 +9,8 @@ sibling by subtraction. Leaf-wise (``max_leaves``, as LightGBM's ``num_leaves``,
 ``grow_policy="lossguide"`` and scikit-learn's ``max_leaf_nodes``): best first, one leaf at
 a time, with the same kernels (see ``_grow_leafwise``).
 With ``quantised=True`` (gradient and newton boosting on large samples) A and B are
-packed into one int64 per event (see histogram.py), W is replaced by B in the split
+packed into one int64 per event (summed in int64 lanes beyond 2**25 - 1 events: see
+histogram.py), W is replaced by B in the split
 constraints, and the codes are event-major; codes and packed channels stay in event
 order, are read through the partition with a prefetch, and only the event indices move.
 """
@@ -25,7 +26,16 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
-from ._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, N_BINS, N_CHANNELS, njit
+from ._types import (
+    CHANNEL_DTYPE,
+    INDEX_DTYPE,
+    MAX_EVENTS,
+    MISSING_BIN,
+    N_BINS,
+    N_CHANNELS,
+    check_n_events,
+    njit,
+)
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
@@ -223,6 +233,7 @@ class QuantisedRows:
 
     def __init__(self, codes_by_event: np.ndarray):
         n = codes_by_event.shape[0]
+        check_n_events(n)
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
@@ -261,6 +272,8 @@ class _NodeArrays:
     def add(self, count: int) -> np.ndarray:
         """Ids of ``count`` new leaves."""
         need = self.size + count
+        if need > MAX_EVENTS:  # int32 node ids; needs more than 2**30 leaves
+            raise ValueError(f"a tree of more than {MAX_EVENTS:,} nodes: int32 node ids")
         if need > self.feature.size:
             capacity = max(need, min(2 * self.feature.size, self.max_nodes))
             for name, dtype, fill in self.FIELDS:
@@ -322,6 +335,11 @@ class _TreeEvents:
         """Whether A and B are packed into int64 histograms."""
         return self.quantiser is not None
 
+    @property
+    def wide(self) -> bool:
+        """Whether the quantised histograms hold two int64 lanes (A, B) per bin."""
+        return self.quantiser is not None and self.quantiser.wide
+
     @classmethod
     def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
                        used: np.ndarray, rounding_seed: int) -> _TreeEvents:
@@ -350,7 +368,7 @@ class _TreeEvents:
                    parent: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
                    sibling_slots: np.ndarray | None = None) -> np.ndarray:
         """Raw histograms of nodes' events into ``slots`` (siblings as parent minus node)."""
-        raw = new_histograms(count, self.n_features, packed=self.quantised)
+        raw = new_histograms(count, self.n_features, packed=self.quantised, wide=self.wide)
         self.fill(raw, starts, stops, slots, parent, parent_slots, sibling_slots)
         return raw
 
@@ -369,14 +387,16 @@ class _TreeEvents:
 
     def leaf_capacity(self) -> int:
         """How many leaves' raw histograms leaf-wise growth may hold (LEVEL_HISTOGRAM_BYTES):
-        float64 (A, B, W) per bin, or one int64 when quantised (decoded two at a time)."""
-        per_bin = 8 if self.quantised else N_CHANNELS * 8
+        float64 (A, B, W) per bin, or one int64 (two wide) when quantised (decoded two at a
+        time)."""
+        per_bin = (16 if self.wide else 8) if self.quantised else N_CHANNELS * 8
         return max(3, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
     def level_capacity(self) -> int:
         """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
-        (A, B, W) per bin, plus the packed sums and their task buffers when quantised."""
-        per_bin = N_CHANNELS * 8 + (16 if self.quantised else 0)
+        (A, B, W) per bin, plus the packed sums (two int64 lanes wide) and their task
+        buffers when quantised."""
+        per_bin = N_CHANNELS * 8 + ((24 if self.wide else 16) if self.quantised else 0)
         return max(2, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
 
@@ -502,7 +522,8 @@ class _HistogramPool:
     subtraction in the last bits, as in depth-wise levels built in batches)."""
 
     def __init__(self, events: _TreeEvents, capacity: int):
-        self.raw = new_histograms(capacity, events.n_features, packed=events.quantised)
+        self.raw = new_histograms(capacity, events.n_features, packed=events.quantised,
+                                  wide=events.wide)
         self.free = list(range(capacity - 1, -1, -1))
         self.slot: dict[int, int] = {}  # node id -> slot
 
@@ -732,6 +753,7 @@ def grow_tree(
         raise ValueError(f"max_leaves={max_leaves} is not valid; a split makes 2 leaves")
     if max_depth is None and max_leaves is None:
         raise ValueError("max_depth=None (no depth limit) needs max_leaves")
+    check_n_events(ordered.codes.shape[0] if ordered is not None else codes.shape[not quantised])
     if quantised and ordered is None:
         ordered = QuantisedRows(np.ascontiguousarray(codes))
     m = ordered.n_features if quantised else codes.shape[0]

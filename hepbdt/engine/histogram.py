@@ -1,11 +1,26 @@
-"""Per-node histograms of the booster channels, exact (float64) or quantised (packed int64).
+"""Per-node histograms of the booster channels, exact (float64) or quantised (int64).
 
 Exact: float64 ``(n_features, N_BINS, 3)`` sums of the per-event channels A, B and W.
 Quantised (gradient and newton boosting on large samples): A and B rounded
-(stochastically) to integers and packed into one int64 per event (A in the high 32 bits,
-B in the low 32 bits), so one integer add accumulates both; the sums are exact in
-integers, so subtraction loses nothing. The quantisation step is chosen so that no sum
-over the tree's events can overflow 31 bits.
+(stochastically) to integers of at most ``2**bits`` in magnitude, in one of two layouts
+chosen from the event count n (``choose_packing``):
+
+- packed: both in one int64 per event (A in the high 32 bits, B in the low 32 bits), so
+  one integer add accumulates both; every sum must stay within a 32-bit lane, so
+  ``n * 2**bits < 2**31`` (``bits = min(24, 30 - ceil(log2(n + 1)))`` up to 2**24 - 1
+  events, 6 bits up to 2**25 - 1; ``MIN_PACKED_BITS`` is the least accepted);
+- wide: for samples where 32-bit lanes would leave fewer than ``MIN_PACKED_BITS`` bits.
+  The events are packed as above and summed the same way (one add) into each task's
+  buffer, a task being at most ``PACKED_TASK`` = 2**15 events, so with ``WIDE_BITS`` =
+  15 bits a task's partial sums stay below 2**15 * 2**15 = 2**30 in their 32-bit lanes;
+  the tasks' buffers are then unpacked into two int64 lanes per bin (A, B) and added
+  there. The node sums are at most n * 2**15 < 2**46: exact in int64, and again after
+  their conversion to float64.
+
+No sum of n quantised values can leave these bounds: not a bin's, a node's or the root's,
+not a task's partial sum, not a sibling's derived by subtraction (the sum of its own
+events). The sums are exact in integers, so subtraction loses nothing. More than
+``MAX_EVENTS`` (2**31 - 1, the int32 event index) events are refused.
 
 Each node is a ``[start, stop)`` slice of one partition array of event indices. The exact
 kind keeps its float channels in partition order, so the inner loop reads them
@@ -22,15 +37,44 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
-from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, njit
+from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit
 
-__all__ = ["build_histograms", "histograms_naive", "new_histograms", "Quantiser"]
+__all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser"]
+
+MAX_BITS = 24  # resolution of the quantised channels, at most
+# The least resolution accepted in 32-bit lanes; below it the wide kind. 200k x 28 HIGGS-like,
+# newton, depth 6, 200 trees, test AUC (benchmarks/bench_quantisation.py): see design-notes.
+MIN_PACKED_BITS = 6
+PACKED_TASK = 1 << 15  # events per task of the packed histogram kernels, at most
+WIDE_BITS = 15  # resolution of the wide kind: PACKED_TASK * 2**15 < 2**31 in a task's lanes
 
 
-def new_histograms(n_nodes: int, n_features: int, packed: bool = False) -> np.ndarray:
-    """Uninitialised histogram storage for ``n_nodes`` nodes (int64 when packed)."""
+def choose_packing(n_rows: int) -> tuple[bool, int]:
+    """(wide, bits) of the quantised histograms of a tree of ``n_rows`` events.
+
+    With c = ceil(log2(n_rows + 1)) (so n_rows < 2**c): packed 32-bit lanes with
+    ``min(24, 30 - c)`` bits up to c = 24 (a factor-2 margin: 24 bits up to 63 events, 10
+    at 1M, 6 at 2**24 - 1), then ``31 - c`` while that is at least ``MIN_PACKED_BITS`` (6
+    bits up to 2**25 - 1 events); beyond, wide: ``WIDE_BITS`` = 15 bits, 32-bit lanes
+    within a task of at most ``PACKED_TASK`` = 2**15 events, int64 lanes across tasks.
+    Every quantised value has |q| <= 2**bits, so every sum of up to n_rows of them is
+    below 2**31 packed, and wide below 2**30 per task and 2**46 in all.
+    """
+    check_n_events(n_rows)
+    c = int(n_rows).bit_length()  # n_rows < 2**c, and c = ceil(log2(n_rows + 1))
+    bits = min(MAX_BITS, 30 - c) if c <= 24 else 31 - c
+    if bits >= MIN_PACKED_BITS:
+        return False, bits
+    return True, WIDE_BITS
+
+
+def new_histograms(n_nodes: int, n_features: int, packed: bool = False,
+                   wide: bool = False) -> np.ndarray:
+    """Uninitialised histogram storage for ``n_nodes`` nodes: float64 (A, B, W) per bin,
+    one int64 per bin when packed, two (A, B) when ``wide``."""
     if packed:
-        return np.empty((n_nodes, n_features, N_BINS), dtype=np.int64)
+        shape = (n_nodes, n_features, N_BINS, 2) if wide else (n_nodes, n_features, N_BINS)
+        return np.empty(shape, dtype=np.int64)
     return np.empty((n_nodes, n_features, N_BINS, N_CHANNELS), dtype=SUM_DTYPE)
 
 
@@ -99,7 +143,61 @@ def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task
                 sibling[c] = parent[c] - out[c]
 
 
-PACKED_TASK = 1 << 15  # events per task of the packed histogram kernel, at most
+@njit(parallel=True)
+def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
+                hists, parent_hists, parent_slots, sibling_slots):
+    # _build_packed's tasks (their partial sums fit 32-bit lanes: see WIDE_BITS), then each
+    # task's buffer unpacked into two int64 lanes per bin: hists and parent_hists are
+    # (nodes, m, 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1. A separate kernel, so
+    # that the packed one (the common case) stays as it is.
+    m = hists.shape[1]
+    n_bins = hists.shape[2] // 2
+    codes_flat = codes_by_event.ravel()
+    row_length = np.uint64(codes_by_event.shape[1])
+    buffers = np.zeros((task_start.size, m * n_bins), dtype=np.int64)
+    for t in numba.prange(task_start.size):
+        h = buffers[t]
+        start = np.uint64(task_start[t])
+        stop = np.uint64(task_stop[t])
+        for k in range(start, stop):
+            ahead = k + np.uint64(PREFETCH_AHEAD)
+            if ahead < stop:
+                i_ahead = np.uint64(partition[ahead])
+                prefetch(codes_flat, i_ahead * row_length)
+                prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
+                prefetch(packed, i_ahead)
+            i = np.uint64(partition[k])
+            row = i * row_length
+            p = packed[i]
+            for f in range(np.uint64(m)):
+                h[f * np.uint64(n_bins) + np.uint64(codes_flat[row + f])] += p
+    for job in numba.prange(slots.size * m):
+        j = job // m
+        f = job % m
+        out = hists[slots[j], f]
+        out[:] = 0
+        for t in range(task_start.size):
+            if task_node[t] == j:
+                part = buffers[t, f * n_bins:(f + 1) * n_bins]
+                for c in range(n_bins):
+                    v = part[c]
+                    low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648  # the signed low 32 bits
+                    out[2 * c] += (v - low) >> 32
+                    out[2 * c + 1] += low
+        if sibling_slots[j] >= 0:
+            parent = parent_hists[parent_slots[j], f]
+            sibling = hists[sibling_slots[j], f]
+            for c in range(out.size):
+                sibling[c] = parent[c] - out[c]
+
+
+def _lanes_flat(hists: np.ndarray) -> np.ndarray:
+    """A (nodes, m, 2 * N_BINS) view of wide histograms (setting the shape never copies)."""
+    flat = hists.view()
+    flat.shape = hists.shape[:2] + (2 * hists.shape[2],)
+    return flat
+
+
 MIN_PACKED_TASK = 1 << 12  # and at least
 MIN_TASKS = 16  # tasks per call, where the events allow
 PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
@@ -116,7 +214,8 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
     in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
-    channels in event order (read through the partition). partition: (n_rows,) int32;
+    channels in event order (read through the partition); wide: the same payload and
+    histograms from ``new_histograms(..., wide=True)``. partition: (n_rows,) int32;
     node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
     in exact histograms, computed anyway when packed); hists and parent_hists from
     ``new_histograms``; parent_slots/sibling_slots: (k,) int64, -1 where there is no sibling.
@@ -148,6 +247,12 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
+    if hists.ndim == 4:
+        # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
+        assert task <= PACKED_TASK
+        _build_wide(codes, partition, payload, task_start, task_stop, node, slots,
+                    _lanes_flat(hists), _lanes_flat(parent_hists), parent_slots, sibling_slots)
+        return
     _build_packed(codes, partition, payload, task_start, task_stop, node, slots, hists,
                   parent_hists, parent_slots, sibling_slots)
 
@@ -159,14 +264,27 @@ class Quantiser:
     is unbiased: with a step set by the largest |A| (a regression outlier, say), plain
     rounding would bias the sums of the many small values. The random numbers are a hash
     of ``seed`` and the event index, so they never depend on the thread count.
+
+    The layout and resolution come from ``n_rows`` (``choose_packing``): ``wide`` False,
+    32-bit lanes; True, 32-bit lanes per task, int64 lanes per bin (the payload is one
+    int64 per event either way). ``bits``: the largest |A| (and |B|) maps to
+    ``2**bits - 1``, and every rounded value has magnitude at most ``max_quantum =
+    2**bits``, so no sum of ``n_rows`` of them overflows: below 2**31 packed; wide, below
+    2**31 per task and 2**46 in all. A and B must be finite (else ValueError).
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0):
         self.seed = np.uint64(seed)
-        # |sum| <= n_rows * 2**bits must stay below 2**31.
-        bits = max(6, min(24, 30 - math.ceil(math.log2(n_rows + 1))))
-        top = float(2**bits - 1)
-        max_a, max_b = _max_abs(a, b) if a.size else (0.0, 0.0)
+        self.n_rows = int(n_rows)
+        self.wide, self.bits = choose_packing(self.n_rows)
+        self.max_quantum = 2**self.bits
+        top = float(2**self.bits - 1)
+        # numpy's max, which propagates NaN (Numba's skips it)
+        max_a, max_b = (float(m) for m in _max_abs(a, b).max(axis=0)) if a.size else (0.0, 0.0)
+        if not (math.isfinite(max_a) and math.isfinite(max_b)):
+            # floor(NaN) as an int64 is garbage that would sum silently into the histograms
+            raise ValueError("the quantised histograms need finite channels, but A or B (the "
+                             "gradients and hessians) has NaN or infinite values")
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
@@ -183,13 +301,19 @@ class Quantiser:
         return ((packed - low) >> 32).astype(np.float64), low.astype(np.float64)
 
     def decode(self, packed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Float64 (..., 3) sums (A, B, B) of packed int64 sums; B stands in for the weight.
+        """Float64 (..., 3) sums (A, B, B) of packed int64 sums (wide: (..., 2) int64 lanes);
+        B stands in for the weight. Exact: every integer sum is below 2**53.
 
         ``out``: contiguous float64 storage of that shape to reuse (a new array when None)."""
+        shape = packed.shape[:-1] if self.wide else packed.shape
         if out is None:
-            out = np.empty(packed.shape + (N_CHANNELS,), dtype=SUM_DTYPE)
-        _decode(packed.reshape(-1), self.scale_a, self.scale_b,
-                out.reshape(-1, N_CHANNELS))
+            out = np.empty(shape + (N_CHANNELS,), dtype=SUM_DTYPE)
+        if self.wide:
+            _decode_wide(packed.reshape(-1, 2), self.scale_a, self.scale_b,
+                         out.reshape(-1, N_CHANNELS))
+        else:
+            _decode(packed.reshape(-1), self.scale_a, self.scale_b,
+                    out.reshape(-1, N_CHANNELS))
         return out
 
 
@@ -204,6 +328,14 @@ def _decode(packed, scale_a, scale_b, out):
 
 
 @njit(parallel=True)
+def _decode_wide(sums, scale_a, scale_b, out):
+    for k in numba.prange(sums.shape[0]):
+        out[k, 0] = sums[k, 0] / scale_a
+        out[k, 1] = sums[k, 1] / scale_b
+        out[k, 2] = out[k, 1]
+
+
+@njit(parallel=True)
 def _max_abs(a, b):
     chunk = 1 << 16
     n_chunks = (a.size + chunk - 1) // chunk
@@ -211,12 +343,16 @@ def _max_abs(a, b):
     for c in numba.prange(n_chunks):
         ma = 0.0
         mb = 0.0
+        n_nan = 0  # max() skips NaN; an infinity is the max
         for i in range(c * chunk, min(a.size, (c + 1) * chunk)):
-            ma = max(ma, abs(np.float64(a[i])))
-            mb = max(mb, abs(np.float64(b[i])))
-        top[c, 0] = ma
-        top[c, 1] = mb
-    return top[:, 0].max(), top[:, 1].max()
+            va = abs(np.float64(a[i]))
+            vb = abs(np.float64(b[i]))
+            ma = max(ma, va)
+            mb = max(mb, vb)
+            n_nan += np.int64(va != va) + np.int64(vb != vb)
+        top[c, 0] = ma if n_nan == 0 else np.nan
+        top[c, 1] = mb if n_nan == 0 else np.nan
+    return top  # per chunk: NaN where a value is NaN, inf where one is infinite
 
 
 @njit
