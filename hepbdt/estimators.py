@@ -55,10 +55,11 @@ QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many traini
 # the grower holds histograms of at most this many leaves, and never more than 256 MiB.
 MAX_LEAVES = 131_072
 # n_trees="auto": from this many training events, grow until the loss on a held-out
-# validation_fraction stops improving (as scikit-learn's HistGradientBoosting), at most
+# validation_fraction stops improving (scikit-learn's HistGradientBoosting does from 10,000;
+# 1,000 measured better on benchmarks/bench_defaults.py's panel), at most
 # AUTO_MAX_TREES trees; below it (too few events to spare), and for the AdaBoost family (no
 # validation loss), AUTO_FIXED_TREES trees.
-AUTO_TREES_FROM = 10_000
+AUTO_TREES_FROM = 1_000
 AUTO_MAX_TREES = 2000
 AUTO_FIXED_TREES = 200
 AUTO_MIN_LEAF_EVENTS = 20  # min_node_size="auto" under n_trees="auto": a child holds the weight of 20 events
@@ -111,11 +112,12 @@ class _TreePlan:
                        f"in the next {self.rounds}")
 
 
-# The options both estimators take, in signature order; ``loss`` differs in its default.
-_SHARED_HEAD = (
-    _Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
-    _Param("max_depth", 3, "int | None"), _Param("learning_rate", 0.1, "float"),
-)
+# The options both estimators take, in signature order; ``max_depth`` and ``loss`` differ in
+# their defaults (max_depth from benchmarks/bench_defaults.py: depth 5 classifies best across
+# the panel, depth 3 regresses best).
+def _shared_head(max_depth: int) -> tuple[_Param, ...]:
+    return (_Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
+            _Param("max_depth", max_depth, "int | None"), _Param("learning_rate", 0.1, "float"))
 _SHARED_TAIL = (
     _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
     _Param("min_node_size", "auto", "float | str"), _Param("min_child_weight", 1.0, "float"),
@@ -667,7 +669,7 @@ class BDTClassifier(_BDTBase):
     _boostings = ("gradient", "newton", *ADABOOST_BOOSTINGS)
 
     __init__ = _constructor(
-        (*_SHARED_HEAD, _Param("loss", None, "str | None"), *_SHARED_TAIL,
+        (*_shared_head(5), _Param("loss", None, "str | None"), *_SHARED_TAIL,
          _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
          _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
          _Param("sig_to_bkg_fraction", "auto", "float | str | None"),
@@ -841,7 +843,7 @@ class BDTRegressor(_BDTBase):
     _estimator_type = "regressor"
 
     __init__ = _constructor(
-        (*_SHARED_HEAD, _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
+        (*_shared_head(3), _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
          _Param("huber_delta", 1.0, "float"), *_SHARED_TAIL),
         "Set the options (see the class docstring); nothing is checked until fit.")
 

@@ -224,7 +224,7 @@ def test_estimate_lines(tmp_path: Path) -> None:
     assert 1e-11 < SECONDS_PER_EVENT_FEATURE_TREE < 1e-7
     assert "trees (depth 2)" in small[0]
     leafwise = estimate_lines(load_config(tiny_config(tmp_path, method="max_leaves = 64")))
-    assert "up to 2,000 trees (64 leaves, depth <= 3, n_trees=auto)" in leafwise[0], leafwise
+    assert "up to 2,000 trees (64 leaves, depth <= 5, n_trees=auto)" in leafwise[0], leafwise
 
 
 def test_estimate_counts_without_reading_and_survives_missing_files(tmp_path: Path) -> None:
