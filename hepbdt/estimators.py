@@ -31,7 +31,7 @@ from ._util import (
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
-from .boosting.negative_weights import pair_negative_weights
+from .boosting.negative_weights import pair_negative_weights, regress_negative_weights
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -45,7 +45,7 @@ from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth"]
 
-NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost")
+NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "regress", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
 CLASSIFICATION_CRITERIA = ("gini", "cross_entropy", "misclassification", "sdivsqrtsplusb")
 QUANTISE_FROM_EVENTS = 50_000  # "auto": packed histograms from this many training events
@@ -217,10 +217,17 @@ class _BDTBase(SklearnProtocol):
             keep = w >= 0
             return X[keep], y[keep], w[keep]
         if self._estimator_type == "classifier":
+            if policy == "regress":
+                return regress_negative_weights(X, y, w, random_state=self.random_state)
             return pair_negative_weights(X, y, w)
-        # Regression: neighbours in (features, target) space, so weight moves to events
-        # with a similar target too.
-        Xy, y, w = pair_negative_weights(np.column_stack([X, y]), y, w, by_class=False)
+        # Regression: the local net weight, or the neighbours, in (features, target) space,
+        # so weight moves to events with a similar target too.
+        Xy = np.column_stack([X, y]).astype(X_DTYPE)
+        if policy == "regress":
+            Xy, y, w = regress_negative_weights(Xy, y, w, by_class=False,
+                                                random_state=self.random_state)
+        else:
+            Xy, y, w = pair_negative_weights(Xy, y, w, by_class=False)
         return np.ascontiguousarray(Xy[:, :-1], dtype=X_DTYPE), y, w
 
     def _normalise_classes(self, y, w):
@@ -252,7 +259,8 @@ class _BDTBase(SklearnProtocol):
     def _fit(self, X, y, sample_weight, eval_set, names, definitions):
         self._validate_params()
         w = check_weights(sample_weight, X.shape[0], training=True)
-        X, y, w = self._apply_negative_weight_policy(X, y, w)
+        with threads(self.n_jobs):
+            X, y, w = self._apply_negative_weight_policy(X, y, w)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
         evals = self._eval_sets(eval_set, names)
