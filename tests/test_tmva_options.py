@@ -148,9 +148,11 @@ def test_to_tmva_of_native_estimators():
     s = BDTClassifier(boosting="adaboost", n_trees=50, max_depth=2, min_node_size=0.05,
                       n_vars_per_node=2, negative_weights="pair").to_tmva()
     assert "BoostType=AdaBoost" in s and "UseNvars=2" in s and "PairNegWeightsGlobal" in s
-    assert "SkipNormalization" in BDTClassifier(min_node_size=0.01).to_tmva()  # gradient, raw weights
+    assert "SkipNormalization" in BDTClassifier(  # gradient, raw weights
+        min_node_size=0.01, negative_weights="pair").to_tmva()
     for bad in (dict(boosting="newton"), dict(boosting="eps"), dict(boosting="realadaboost"),
-                dict(negative_weights="abs"), dict(colsample_bytree=0.5),
+                dict(negative_weights="abs"), dict(negative_weights="regress"), dict(),
+                dict(colsample_bytree=0.5),
                 dict(subsample=0.5, subsample_mode="uniform")):
         with pytest.raises(TMVAOptionError):
             to_tmva_options(BDTClassifier(min_node_size=0.01, **bad).get_params(), "classifier")
