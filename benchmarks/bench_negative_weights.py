@@ -173,7 +173,7 @@ def nlo_sample(n: int, negative_fraction: float, seed: int):
     return X, y, w, is_net
 
 
-NLO_CASES = {  # name: (sampler(negative_fraction, seed), events per class)
+NLO_CASES = {  # name: (sampler(negative_fraction, seed, n), n events per class)
     "4-D": (lambda f, seed, n: nlo_sample(n, f, seed), 10_000),
     "28-D": (lambda f, seed, n: nlo_like(n, n, f, seed=seed), 10_000),
 }

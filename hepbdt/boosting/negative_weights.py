@@ -290,7 +290,7 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
         raise ValueError(f"negative_weights='regress': n_folds={n_folds!r} must be an integer >= 2")
     if w.size < n_folds:
         raise ValueError(f"negative_weights='regress': the class has {w.size} events, fewer "
-                         f"than the {n_folds} cross-fitting folds")
+                         f"than the {n_folds} cross-fitting folds; choose negative_weights='pair'")
     rng = np.random.default_rng(0 if random_state is None else random_state)
     X = np.asarray(X, dtype=np.float32)
     if method == "regress":
