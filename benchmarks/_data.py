@@ -53,3 +53,47 @@ def higgs_like(n: int = 1_000_000, m: int = 28, seed: int = 0, weighted: bool = 
     else:
         w = np.ones(n, dtype=np.float32)
     return X, y, w
+
+
+def _higgs_like_features(rng: np.random.Generator, shift: np.ndarray) -> np.ndarray:
+    """(n, m) float32 features of ``higgs_like``'s four kinds, each shifted by ``shift`` (n, m)."""
+    n, m = shift.shape
+    X = np.empty((n, m), dtype=np.float32)
+    for j in range(m):
+        kind = j % 4
+        z = rng.standard_normal(n, dtype=np.float32)
+        s = shift[:, j].astype(np.float32)
+        if kind == 0:
+            X[:, j] = np.exp(0.6 * z + s * (0.5 + 0.1 * (j % 3)))
+        elif kind == 1:
+            X[:, j] = z * (1.2 - 0.5 * s)
+        elif kind == 2:
+            X[:, j] = rng.uniform(-np.pi, np.pi, n).astype(np.float32)
+        else:
+            X[:, j] = np.abs(z + 2.0 * s * np.sin(X[:, j - 1])) + 0.3 * X[:, j - 3]
+    return X
+
+
+def nlo_like(n_signal: int, n_background: int, negative_fraction: float, m: int = 28,
+             seed: int = 0):
+    """An NLO-like sample in ``m`` dimensions: (X float32 (n, m), y int8, w float64, is_net).
+
+    Signal (shift 0.35 on every feature, as ``higgs_like``) against a background (shift 0)
+    whose positive-weight part also holds a signal-like component (shift 1.0 on the first
+    half of the features, 0 on the rest) that an identical negative-weight component
+    cancels: the net background is clean. ``negative_fraction`` of the background events
+    have weight -1 (k = f n_b / (1 - 2 f) in each component); every other weight is 1.
+    ``is_net`` marks the signal and clean background events (the net sample).
+    """
+    if not 0 <= negative_fraction < 0.5:
+        raise ValueError("negative_fraction must be in [0, 0.5)")
+    rng = np.random.default_rng(seed)
+    k = int(round(negative_fraction * n_background / (1 - 2 * negative_fraction)))
+    shift = np.zeros((n_signal + n_background + 2 * k, m))
+    shift[:n_signal] = 0.35
+    shift[n_signal + n_background:, : m // 2] = 1.0
+    X = _higgs_like_features(rng, shift)
+    y = np.r_[np.ones(n_signal, np.int8), np.zeros(n_background + 2 * k, np.int8)]
+    w = np.r_[np.ones(n_signal + n_background + k), -np.ones(k)]
+    is_net = np.r_[np.ones(n_signal + n_background, bool), np.zeros(2 * k, bool)]
+    return X, y, w, is_net

@@ -1,6 +1,6 @@
 """Negative event weights: what each policy costs, and whether it learns the right background.
 
-Two tables, both printed as markdown:
+Three kinds of table, printed as markdown:
 
 1. Random flips (nothing to learn from them, only statistical power to lose): on ROOT's
    TMVA tutorial sample (``../shared/data/tmva_class_example.root``, 50/50 random split,
@@ -11,13 +11,18 @@ Two tables, both printed as markdown:
    LightGBM and scikit-learn's HistGradientBoosting (they accept negative weights silently)
    are in the same run for reference; XGBoost and scikit-learn's AdaBoost/GradientBoosting
    refuse negative weights.
-2. NLO-like cancellation: a background whose positive-weight part holds an extra
-   signal-like component that an equal negative-weight component cancels (net background
-   unchanged). Training on the net sample ("net"), with the default policy, "ignore"
-   (drops the negative events: the contamination stays) and "abs" (doubles it), tested on
-   signal against the net background.
+2. NLO-like cancellation, in 4 and in 28 dimensions, with 10 % and 40 % of the background
+   events at weight -1: a background whose positive-weight part holds an extra signal-like
+   component that an identical negative-weight component cancels (the net background is
+   clean; ``nlo_sample`` and ``_data.nlo_like``). Each booster is trained on the net sample
+   ("net", the reference to reach), without the negative events ("drop": the contamination
+   stays; this is also what ``ignore`` does) and under every policy; the test AUC is on
+   signal against the clean background of an independent sample.
+3. ``--cost``: the time of the ``regress`` and ``pair`` policies at 1,000,000 events x 28
+   features (10 % of the background at weight -1), against the main fit (the default
+   gradient booster on the reweighted events).
 
-    python benchmarks/bench_negative_weights.py [--seeds 3] [--quick]
+    python benchmarks/bench_negative_weights.py [--seeds 3] [--quick] [--cost] [--n-jobs 1]
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _data import machine  # noqa: E402
+from _data import machine, nlo_like  # noqa: E402
 
 DATA = HERE.parents[0].parent / "shared" / "data" / "tmva_class_example.root"
 
@@ -47,7 +52,16 @@ BOOSTERS = {
     "eps": dict(boosting="eps", n_trees=400, max_depth=3, epsilon=0.05, min_node_size=0.025,
                 n_cuts=20),
 }
-POLICIES = ("default", "keep", "pair", "ignore", "abs")
+POLICIES = ("keep", "ignore", "abs", "pair", "inverse_boost", "regress")
+ADABOOST_FAMILY = ("adaboost", "realadaboost", "eps", "bagging")
+NLO_BOOSTERS = ("gradient", "newton", "adaboost", "realadaboost")
+NLO_TREES = 200  # trees of every booster in the NLO-like tables (time)
+N_JOBS = None  # threads of every fit (--n-jobs); the AUCs do not depend on it
+
+
+def valid(policy: str, booster: str) -> bool:
+    """inverse_boost is for the AdaBoost family only."""
+    return policy != "inverse_boost" or booster in ADABOOST_FAMILY
 
 
 def tutorial_data():
@@ -72,7 +86,7 @@ def auc(y, score, w):
 def fit_score(params, policy, X, y, w, Xt):
     from hepbdt import BDTClassifier
 
-    kw = dict(params, random_state=1)
+    kw = dict(params, random_state=1, n_jobs=N_JOBS)
     if policy != "default":
         kw["negative_weights"] = policy
     return BDTClassifier(**kw).fit(X, y, w).decision_function(Xt)
@@ -95,7 +109,9 @@ def flip_table(n_seeds: int, boosters: list[str]) -> None:
             r["drop"].append(auc(yte, fit_score(params, "keep", Xtr[~flip], ytr[~flip],
                                                 wtr[~flip], Xte), wte))
             for policy in POLICIES:
-                r[policy].append(auc(yte, fit_score(params, policy, Xtr, ytr, w_flip, Xte), wte))
+                if valid(policy, name):
+                    r[policy].append(auc(yte, fit_score(params, policy, Xtr, ytr, w_flip, Xte),
+                                         wte))
         try:
             import lightgbm
 
@@ -120,23 +136,32 @@ def flip_table(n_seeds: int, boosters: list[str]) -> None:
           f"mean test AUC over {n_seeds} draws\n")
     print("| booster | drop flipped | " + " | ".join(POLICIES) + " | default - drop |")
     print("| --- | --- | " + " | ".join("---" for _ in POLICIES) + " | --- |")
+    default = default_policy()
     for name, r in rows.items():
-        mean = {k: float(np.mean(v)) for k, v in r.items()}
+        mean = {k: float(np.mean(v)) if v else None for k, v in r.items()}
         print(f"| {name} | {mean['drop']:.4f} | "
-              + " | ".join(f"{mean[p]:.4f}" for p in POLICIES)
-              + f" | {mean['default'] - mean['drop']:+.4f} |")
+              + " | ".join("n/a" if mean[p] is None else f"{mean[p]:.4f}" for p in POLICIES)
+              + f" | {mean[default] - mean['drop']:+.4f} |")
     for peer, vals in peers.items():
         if vals:
             d = float(np.mean([a for k, a in vals if k == "drop"]))
             k = float(np.mean([a for k, a in vals if k == "kept"]))
-            print(f"| {peer} (peer) | {d:.4f} | kept as given: {k:.4f} | | | | | {k - d:+.4f} |")
+            print(f"| {peer} (peer) | {d:.4f} | kept as given: {k:.4f} |"
+                  + " |" * (len(POLICIES) - 1) + f" {k - d:+.4f} |")
 
 
-def nlo_sample(n: int, seed: int):
-    """Signal N((1,1)), background N((-1,-1)), plus an extra component at (1.5, 0.5) in the
-    background with weight +1 and an identical one with weight -1 (net: nothing)."""
+def default_policy() -> str:
+    from hepbdt import BDTClassifier
+
+    return BDTClassifier().negative_weights
+
+
+def nlo_sample(n: int, negative_fraction: float, seed: int):
+    """4-D: signal N((1,1)), background N((-1,-1)), plus an extra component at (1.5, 0.5) in
+    the background with weight +1 and an identical one with weight -1 (net: nothing), each of
+    k = f n / (1 - 2 f) events, so a fraction f of the background events is negative."""
     rng = np.random.default_rng(seed)
-    k = n // 2
+    k = int(round(negative_fraction * n / (1 - 2 * negative_fraction)))
     sig = rng.normal([1.0, 1.0, 0.0, 0.0], 1.0, size=(n, 4))
     bkg = rng.normal([-1.0, -1.0, 0.0, 0.0], 1.0, size=(n, 4))
     extra_pos = rng.normal([1.5, 0.5, 0.0, 0.0], 0.5, size=(k, 4))
@@ -148,40 +173,96 @@ def nlo_sample(n: int, seed: int):
     return X, y, w, is_net
 
 
-def nlo_table(boosters: list[str], n: int) -> None:
-    X, y, w, is_net = nlo_sample(n, 1)
-    Xt, yt, _, net_t = nlo_sample(n, 2)
+NLO_CASES = {  # name: (sampler(negative_fraction, seed, n), n events per class)
+    "4-D": (lambda f, seed, n: nlo_sample(n, f, seed), 10_000),
+    "28-D": (lambda f, seed, n: nlo_like(n, n, f, seed=seed), 10_000),
+}
+
+
+def nlo_table(case: str, fraction: float, boosters: list[str]) -> dict[str, dict[str, float]]:
+    sampler, n = NLO_CASES[case]
+    X, y, w, is_net = sampler(fraction, 1, n)
+    Xt, yt, _, net_t = sampler(0.0, 2, n)
     Xt, yt = Xt[net_t], yt[net_t]
-    print(f"\n### NLO-like cancellation ({n} signal, {n} background, {n // 2} + {n // 2} "
-          "cancelling events), test AUC on signal vs net background\n")
-    print("| booster | net sample | default | keep | pair | ignore | abs |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    n_neg = int(np.sum(w < 0))
+    default = default_policy()
+    print(f"\n### NLO-like cancellation, {case}, {fraction:.0%} of the background at weight -1 "
+          f"({n} signal, {int(np.sum(y == 0))} background of which {n_neg} negative; "
+          f"{NLO_TREES} trees), test AUC on signal vs clean background\n")
+    print("| booster | net sample | drop negatives | " + " | ".join(POLICIES)
+          + f" | default ({default}) - net | default - drop |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in POLICIES) + " | --- | --- |")
+    out = {}
     for name in boosters:
-        params = dict(BOOSTERS[name])
+        params = dict(BOOSTERS[name], n_trees=NLO_TREES)
         params.pop("n_cuts", None)
-        res = [auc(yt, fit_score(params, "keep", X[is_net], y[is_net], w[is_net], Xt), None)]
-        for policy in ("default", "keep", "pair", "ignore", "abs"):
-            res.append(auc(yt, fit_score(params, policy, X, y, w, Xt), None))
-        print(f"| {name} | " + " | ".join(f"{a:.4f}" for a in res) + " |")
+        keep = w >= 0
+        res = {"net": auc(yt, fit_score(params, "keep", X[is_net], y[is_net], w[is_net], Xt), None),
+               "drop": auc(yt, fit_score(params, "keep", X[keep], y[keep], w[keep], Xt), None)}
+        for policy in POLICIES:
+            if valid(policy, name):
+                res[policy] = (res["drop"] if policy == "ignore"  # the same training events
+                               else auc(yt, fit_score(params, policy, X, y, w, Xt), None))
+        cells = [f"{res[p]:.4f}" if p in res else "n/a" for p in POLICIES]
+        print(f"| {name} | {res['net']:.4f} | {res['drop']:.4f} | " + " | ".join(cells)
+              + f" | {res[default] - res['net']:+.4f} | {res[default] - res['drop']:+.4f} |",
+              flush=True)
+        out[name] = res
+    return out
+
+
+def cost(n_events: int = 1_000_000) -> None:
+    """Seconds of the regress and pair policies against the main fit, at n_events x 28."""
+    from hepbdt import BDTClassifier
+    from hepbdt.boosting.negative_weights import pair_negative_weights, regress_negative_weights
+
+    n = int(round(n_events / 2.25))  # 2 n + 2 k events with k = n / 8 (10 % negative)
+    X, y, w, _ = nlo_like(n, n, 0.10, seed=3)
+    print(f"\n### Cost at {y.size:,} events x {X.shape[1]} features, {int(np.sum(w < 0)):,} "
+          "negative (10 % of the background)\n")
+    t0 = time.perf_counter()
+    Xr, yr, wr = regress_negative_weights(X, y, w)
+    t_regress = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pair_negative_weights(X, y, w)
+    t_pair = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    BDTClassifier(negative_weights="keep", random_state=0).fit(Xr, yr, wr)
+    t_fit = time.perf_counter() - t0
+    print("| step | seconds | fraction of the main fit |")
+    print("| --- | --- | --- |")
+    print(f"| main fit (BDTClassifier defaults: gradient, 200 trees of depth 3) | {t_fit:.1f} | 1 |")
+    print(f"| `regress` policy | {t_regress:.1f} | {t_regress / t_fit:.2f} |")
+    print(f"| `pair` policy | {t_pair:.1f} | {t_pair / t_fit:.2f} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="gradient and adaboost only, 1 seed")
+    ap.add_argument("--cost", action="store_true", help="only the policies' cost at 1M x 28")
+    ap.add_argument("--n-jobs", type=int, default=None,
+                    help="threads per fit (1 on a busy machine: the AUCs are the same)")
     args = ap.parse_args()
+    global N_JOBS
+    N_JOBS = args.n_jobs
+    print(f"# hepbdt negative-weight policies ({machine()})")
+    print(f"default policy: negative_weights={default_policy()!r}")
+    t0 = time.perf_counter()
+    if args.cost:
+        cost()
+        print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+        return
     boosters = ["gradient", "adaboost"] if args.quick else list(BOOSTERS)
     seeds = 1 if args.quick else args.seeds
-    print(f"# hepbdt negative-weight policies ({machine()})")
-    from hepbdt.estimators import BDTClassifier
-
-    print(f"default policy: negative_weights={BDTClassifier().negative_weights!r}")
-    t0 = time.perf_counter()
     if DATA.exists():
         flip_table(seeds, boosters)
     else:
         print(f"\n{DATA} is absent: the random-flip table is skipped", file=sys.stderr)
-    nlo_table(boosters, 20_000)
+    nlo_boosters = [b for b in NLO_BOOSTERS if b in boosters]
+    for case in NLO_CASES:
+        for fraction in (0.10, 0.40):
+            nlo_table(case, fraction, nlo_boosters)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 
 

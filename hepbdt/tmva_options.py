@@ -469,7 +469,8 @@ def _negative_weight_option(p: dict[str, Any]) -> str:
     """The NegWeightTreatment option of ``negative_weights``."""
     neg = p.get("negative_weights", "keep")
     if neg not in _TMVA_NEG_WEIGHTS:
-        _no_equivalent(p, "negative_weights", "TMVA trains with the signed weights, ignores or pairs them")
+        _no_equivalent(p, "negative_weights", "TMVA trains with the signed weights, ignores or pairs "
+                       "them (negative_weights='keep', 'ignore', 'pair' or 'inverse_boost')")
     return f"NegWeightTreatment={_TMVA_NEG_WEIGHTS[neg]}"
 
 
@@ -509,8 +510,8 @@ def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
     """The TMVA option string of estimator parameters (``get_params()``).
 
     TMVAOptionError when a parameter has no TMVA equivalent (``boosting="newton"``, ``"eps"``
-    or ``"realadaboost"``, ``negative_weights="abs"``, column subsampling by tree or level,
-    early stopping, leaf-wise trees (``max_leaves``), ...).
+    or ``"realadaboost"``, ``negative_weights="abs"`` or ``"regress"``, column subsampling by
+    tree or level, early stopping, leaf-wise trees (``max_leaves``), ...).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -149,15 +149,18 @@ def test_to_tmva_of_native_estimators():
     s = BDTClassifier(boosting="adaboost", n_trees=50, max_depth=2, min_node_size=0.05,
                       n_vars_per_node=2, negative_weights="pair").to_tmva()
     assert "BoostType=AdaBoost" in s and "UseNvars=2" in s and "PairNegWeightsGlobal" in s
-    assert "SkipNormalization" in BDTClassifier(n_trees=20, min_node_size=0.01).to_tmva()  # raw weights
+    assert "SkipNormalization" in BDTClassifier(  # gradient, raw weights
+        n_trees=20, min_node_size=0.01, negative_weights="pair").to_tmva()
     with pytest.raises(TMVAOptionError, match="n_trees='auto'"):  # TMVA needs a count
-        BDTClassifier(min_node_size=0.01).to_tmva()
+        BDTClassifier(min_node_size=0.01, negative_weights="pair").to_tmva()
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 2)).astype(np.float32)
-    fitted = BDTClassifier(min_node_size=0.01, max_depth=2).fit(X, X[:, 0] > 0)
+    fitted = BDTClassifier(min_node_size=0.01, max_depth=2, negative_weights="pair").fit(
+        X, X[:, 0] > 0)
     assert f"NTrees={fitted.n_trees_}:" in fitted.to_tmva()  # the count "auto" kept
     for bad in (dict(boosting="newton"), dict(boosting="eps"), dict(boosting="realadaboost"),
-                dict(negative_weights="abs"), dict(colsample_bytree=0.5),
+                dict(negative_weights="abs"), dict(negative_weights="regress"), dict(),
+                dict(colsample_bytree=0.5),
                 dict(subsample=0.5, subsample_mode="uniform")):
         with pytest.raises(TMVAOptionError):
             to_tmva_options(BDTClassifier(n_trees=20, min_node_size=0.01, **bad).get_params(),

@@ -1,6 +1,11 @@
-"""Negative event weights: annihilation of negative-weight events against their neighbours.
+"""Negative event weights: the policies that remove them before training.
 
-``pair_negative_weights`` is the ``negative_weights="pair"`` policy of the estimators
+Two policies live here, each keeping every class's net weight (sum of weights) and leaving
+no negative weight: ``pair`` (annihilation against neighbours) and ``regress`` (the local
+net weight learnt by a regressor). The module holds no estimator code;
+``hepbdt.estimators`` calls it.
+
+**pair.** ``pair_negative_weights`` is the ``negative_weights="pair"`` policy of the estimators
 (TMVA's NegWeightTreatment=PairNegWeightsGlobal): before training, every negative-weight
 event is paired with its nearest positive-weight events *of the same class* in
 standardised feature space, and their weights are added up until the negative weight is
@@ -25,9 +30,24 @@ x 28 features with 10 % negative weights, 4.6 s for 300,000. Past ``MAX_PAIRS``
 distances per pass (large samples), the candidates are drawn from a seeded random subset
 of the positive events, so the cost grows linearly with the number of negative events
 (neighbours are then somewhat farther): 7.7 s for 1,000,000 events. NaN features count
-as the class mean.
+as the class mean. In many dimensions nearest neighbours are not local: on the 28-feature
+NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative background
+events, the pairing cancels enough wrong events to end 0.05-0.07 of test AUC below the
+net-sample model (``regress``: 0.023-0.038).
 
-The module holds no estimator code; ``hepbdt.estimators`` calls it.
+**regress** (ML-based reweighting, ``regress_negative_weights``): for each class with a
+negative weight, the event weight is regressed on the features by hepbdt's own
+least-squares gradient booster (``REGRESS_TREES`` trees of depth ``REGRESS_DEPTH``, every
+event counted once), cross-fitted over ``REGRESS_FOLDS`` folds: the new weight of an event
+is the prediction of a model trained on the other folds only, so no event's weight comes
+from a model that saw it (an in-sample fit would partly hand each event its own weight
+back). The prediction E[w | x] is the local net weight per event; it is clipped at zero
+and rescaled so the class keeps its net weight; events whose new weight is zero are
+dropped. Each fold's model trains on at most ``REGRESS_MAX_EVENTS`` events (a seeded
+random subset of the other folds), so the cost stops growing with the sample: one binning
+of the class, ``REGRESS_FOLDS`` fits of ``REGRESS_TREES`` shallow trees, and one
+prediction of every event (``bench_negative_weights.py --cost`` measures it at 1M events x
+28 features).
 """
 
 from __future__ import annotations
@@ -35,13 +55,26 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..engine._types import njit
+from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine.binning import BinMapper
+from ..engine.grower import QuantisedRows
+from ..engine.split import SplitParams
+from ._loop import run_boosting
+from .gradient import GradientBooster
+from .losses import get_loss
 
-__all__ = ["pair_negative_weights", "pair_weights"]
+__all__ = ["pair_negative_weights", "pair_weights", "regress_negative_weights", "regress_weights"]
 
 KNN_TILE = 16  # queries per parallel task of the neighbour search
 KNN_BLOCK = 2048  # candidates per block (a block's features stay in cache for a tile)
 MAX_PAIRS = 2_000_000_000  # distances computed per pass, at most (about 2 s on two cores)
+REGRESS_FOLDS = 3  # cross-fitting folds of the regress policy
+REGRESS_TREES = 100
+REGRESS_DEPTH = 3
+REGRESS_LEARNING_RATE = 0.1
+REGRESS_MIN_NODE_SIZE = 0.002  # a leaf holds at least 0.2 % of the fold's training events
+REGRESS_MAX_EVENTS = 100_000  # training events of each fold's model, at most
+REGRESS_QUANTISE_FROM = 50_000  # packed histograms from this many training events
 
 
 @njit
@@ -195,5 +228,113 @@ def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbo
         rows = np.flatnonzero(groups == label)
         if np.any(w_new[rows] < 0):
             w_new[rows] = pair_weights(X[rows], w_new[rows], n_neighbours)
+    keep = w_new > 0
+    return X[keep], y[keep], w_new[keep]
+
+
+def _check_net_weight(w: np.ndarray, policy: str) -> float:
+    """The rounding bound of ``w``'s sum; ValueError when the net weight is not beyond it."""
+    rounding = _rounding(w)
+    if not w.sum() > rounding:
+        raise ValueError(f"negative_weights={policy!r}: the class's net weight {w.sum():.6g} is "
+                         f"not positive (beyond the rounding of its sum, {rounding:.3g}), so no "
+                         "positive weights can stand for it; drop that class's negative events "
+                         "or choose negative_weights='ignore' or 'abs'")
+    return rounding
+
+
+def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_name: str,
+                  n_folds: int, rng: np.random.Generator) -> np.ndarray:
+    """Each event's score from a model boosted on the other folds: (n,) float64."""
+    n = X.shape[0]
+    mapper = BinMapper(random_state=int(rng.integers(2**31)))
+    mapper.fit(X)
+    fold = rng.permutation(n) % n_folds
+    score = np.empty(n)
+    loss = get_loss("gradient", loss_name)
+    for k in range(n_folds):
+        held = np.flatnonzero(fold == k)
+        train = np.flatnonzero(fold != k)
+        if train.size > REGRESS_MAX_EVENTS:
+            train = np.sort(rng.choice(train, REGRESS_MAX_EVENTS, replace=False))
+        booster = GradientBooster(loss, REGRESS_LEARNING_RATE)
+        # Packed integer histograms, as the estimators use from QUANTISE_FROM_EVENTS events.
+        quantised = train.size >= REGRESS_QUANTISE_FROM
+        codes = (QuantisedRows.from_features(X[train], mapper) if quantised
+                 else mapper.transform(X[train]))
+        result = run_boosting(
+            booster, codes, target[train].astype(np.float64),
+            weight[train].astype(CHANNEL_DTYPE), mapper.n_bins_, mapper, n_trees=REGRESS_TREES,
+            max_depth=REGRESS_DEPTH, split_params=SplitParams(booster.criterion),
+            min_node_size=REGRESS_MIN_NODE_SIZE, subsample=1.0, subsample_mode="uniform",
+            colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0, rng=rng,
+            quantised=quantised)
+        score[held] = result.builder.build().raw_score(X[held])
+    return score
+
+
+def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
+                    random_state: int | None = 0, method: str = "regress") -> np.ndarray:
+    """The local net weight of each event of one class, cross-fitted; new float64 weights.
+
+    X : (n, m) float32 features; w : (n,) weights with a positive sum. The result is >= 0
+    and keeps the sum. ``method``: "regress" fits E[w | x] by least squares;
+    "classify" fits P(negative | x) with |w| as weights (binomial deviance) and gives
+    |w| (1 - 2 P), the classifier-based variant.
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if not np.any(w < 0):
+        return w.copy()
+    rounding = _check_net_weight(w, "regress")
+    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
+        raise ValueError(f"negative_weights='regress': n_folds={n_folds!r} must be an integer >= 2")
+    if w.size < n_folds:
+        raise ValueError(f"negative_weights='regress': the class has {w.size} events, fewer "
+                         f"than the {n_folds} cross-fitting folds; choose negative_weights='pair'")
+    rng = np.random.default_rng(0 if random_state is None else random_state)
+    X = np.asarray(X, dtype=np.float32)
+    if method == "regress":
+        local = _cross_fitted(X, w, np.ones(w.size), "squared", n_folds, rng)
+    elif method == "classify":
+        score = _cross_fitted(X, (w < 0).astype(np.float64), np.abs(w), "deviance", n_folds, rng)
+        local = np.abs(w) * np.tanh(-score)  # 1 - 2 P(negative), P = 1 / (1 + exp(-2F))
+    else:
+        raise ValueError(f"method={method!r} is not valid; use 'regress' or 'classify'")
+    new = np.maximum(local, 0.0)
+    total = float(new.sum())
+    if not total > rounding:
+        # No event's predicted local net weight is positive: the best constant model.
+        return np.full(w.size, w.sum() / w.size)
+    return new * (w.sum() / total)
+
+
+def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
+                             random_state: int | None = 0, n_folds: int = REGRESS_FOLDS,
+                             method: str = "regress") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``negative_weights="regress"`` policy: (X, y, w) with no negative weight left.
+
+    Each class (each distinct y; all events together when ``by_class`` is False, as for
+    regression) that holds a negative weight gets the cross-fitted local net weights of
+    :func:`regress_weights` and keeps its sum of weights; a class without one is left as
+    it is. Events whose weight becomes zero are dropped.
+
+    Parameters
+    ----------
+    X : (n, m) float32 features; y : (n,) labels or targets; w : (n,) float64 weights.
+    by_class : regress within each class of y.
+    random_state : seed of the folds and the models (None: 0).
+    n_folds, method : see :func:`regress_weights`.
+
+    Returns
+    -------
+    (X, y, w) of the surviving events, w float64 and > 0.
+    """
+    w_new = np.asarray(w, dtype=np.float64).copy()
+    y = np.asarray(y)
+    groups = y if by_class else np.zeros(y.size, dtype=np.int8)
+    for label in np.unique(groups):
+        rows = np.flatnonzero(groups == label)
+        if np.any(w_new[rows] < 0):
+            w_new[rows] = regress_weights(X[rows], w_new[rows], n_folds, random_state, method)
     keep = w_new > 0
     return X[keep], y[keep], w_new[keep]
