@@ -32,7 +32,7 @@ from ._util import (
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
-from .boosting.negative_weights import pair_negative_weights, regress_negative_weights
+from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -253,28 +253,28 @@ class _BDTBase(SklearnProtocol):
     def _validate_extra_params(self, require) -> None:
         """Checks of the parameters one estimator has and the other has not."""
 
-    def _apply_negative_weight_policy(self, X, y, w):
+    def _apply_negative_weight_policy(self, X, y, w, event=None):
+        """(X, y, w, event) after the ``negative_weights`` policy: the events it keeps (the
+        event numbers, when given, selected alike) with their new weights."""
         policy = self.negative_weights
         if policy in ("keep", "inverse_boost") or not np.any(w < 0):
-            return X, y, w
+            return X, y, w, event
         if policy == "abs":
-            return X, y, np.abs(w)
+            return X, y, np.abs(w), event
         if policy == "ignore":
             keep = w >= 0
-            return X[keep], y[keep], w[keep]
-        if self._estimator_type == "classifier":
-            if policy == "regress":
-                return regress_negative_weights(X, y, w, random_state=self.random_state)
-            return pair_negative_weights(X, y, w)
-        # Regression: the local net weight, or the neighbours, in (features, target) space,
-        # so weight moves to events with a similar target too.
-        Xy = np.column_stack([X, y]).astype(X_DTYPE)
-        if policy == "regress":
-            Xy, y, w = regress_negative_weights(Xy, y, w, by_class=False,
-                                                random_state=self.random_state)
         else:
-            Xy, y, w = pair_negative_weights(Xy, y, w, by_class=False)
-        return np.ascontiguousarray(Xy[:, :-1], dtype=X_DTYPE), y, w
+            # Regression: the local net weight, or the neighbours, in (features, target)
+            # space, so weight moves to events with a similar target too.
+            classifier = self._estimator_type == "classifier"
+            Z = X if classifier else np.column_stack([X, y]).astype(X_DTYPE)
+            if policy == "regress":
+                w = regress_class_weights(Z, y, w, by_class=classifier,
+                                          random_state=self.random_state)
+            else:
+                w = pair_class_weights(Z, y, w, by_class=classifier)
+            keep = w > 0
+        return X[keep], y[keep], w[keep], None if event is None else event[keep]
 
     def _normalise_classes(self, y, w):
         return w
@@ -306,8 +306,9 @@ class _BDTBase(SklearnProtocol):
         self._validate_params()
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
+        event = self._checked_events(event, X.shape[0])
         with threads(self.n_jobs):
-            X, y, w = self._apply_negative_weight_policy(X, y, w)
+            X, y, w, event = self._apply_negative_weight_policy(X, y, w, event)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
         evals = self._eval_sets(eval_set, names)
@@ -370,11 +371,18 @@ class _BDTBase(SklearnProtocol):
         whatever the seed, the order or the other events)."""
         if event is None:
             return rng.random(n) < self.validation_fraction
+        return hash_fraction(event) < self.validation_fraction
+
+    @staticmethod
+    def _checked_events(event: Any, n: int) -> np.ndarray | None:
+        """``fit``'s event numbers: None, or n integers."""
+        if event is None:
+            return None
         event = np.asarray(event)
         if event.shape != (n,) or not np.issubdtype(event.dtype, np.integer):
             raise ValueError(f"event: expected {n} integer event numbers, one per event; got "
                              f"an array of shape {event.shape} and dtype {event.dtype}")
-        return hash_fraction(event) < self.validation_fraction
+        return event
 
     def _set_fitted(self, forest, names, definitions, result, mapper) -> None:
         """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""

@@ -114,3 +114,14 @@ def test_the_reason_survives_saving_and_bad_event_numbers_are_refused() -> None:
         BDTClassifier().fit(X, y, event=np.zeros(5, dtype=int))
     with pytest.raises(ValueError, match="integer event numbers"):
         BDTClassifier().fit(X, y, event=np.zeros(X.shape[0]))
+
+
+@pytest.mark.parametrize("policy", ["regress", "pair", "ignore"])
+def test_event_numbers_follow_the_events_a_negative_weight_policy_keeps(policy: str) -> None:
+    # Policies drop events (weights that become zero); the event numbers must be dropped
+    # alike, or the held-out selection would not line up with the events (or fail).
+    X, y = _events(3000, seed=5)
+    w = np.where(np.random.default_rng(5).random(y.size) < 0.1, -1.0, 1.0)
+    model = BDTClassifier(negative_weights=policy, max_depth=2, learning_rate=0.5,
+                          random_state=0).fit(X, y, w, event=np.arange(y.size) + 10)
+    assert "held out" in model.n_trees_reason_

@@ -63,7 +63,8 @@ from ._loop import run_boosting
 from .gradient import GradientBooster
 from .losses import get_loss
 
-__all__ = ["pair_negative_weights", "pair_weights", "regress_negative_weights", "regress_weights"]
+__all__ = ["pair_negative_weights", "pair_class_weights", "pair_weights", "regress_negative_weights",
+           "regress_class_weights", "regress_weights"]
 
 KNN_TILE = 16  # queries per parallel task of the neighbour search
 KNN_BLOCK = 2048  # candidates per block (a block's features stay in cache for a tile)
@@ -221,6 +222,16 @@ def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbo
     -------
     (X, y, w) of the surviving events, w float64 and > 0.
     """
+    w_new = pair_class_weights(X, y, w, n_neighbours, by_class)
+    keep = w_new > 0
+    y = np.asarray(y)
+    return X[keep], y[keep], w_new[keep]
+
+
+def pair_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
+                       by_class: bool = True) -> np.ndarray:
+    """The weights :func:`pair_negative_weights` gives every event, (n,) float64 >= 0
+    (those it drops are 0), so that the caller can select other per-event arrays alike."""
     w_new = np.asarray(w, dtype=np.float64).copy()
     y = np.asarray(y)
     groups = y if by_class else np.zeros(y.size, dtype=np.int8)
@@ -228,8 +239,7 @@ def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbo
         rows = np.flatnonzero(groups == label)
         if np.any(w_new[rows] < 0):
             w_new[rows] = pair_weights(X[rows], w_new[rows], n_neighbours)
-    keep = w_new > 0
-    return X[keep], y[keep], w_new[keep]
+    return w_new
 
 
 def _check_net_weight(w: np.ndarray, policy: str) -> float:
@@ -329,6 +339,17 @@ def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_cla
     -------
     (X, y, w) of the surviving events, w float64 and > 0.
     """
+    w_new = regress_class_weights(X, y, w, by_class, random_state, n_folds, method)
+    keep = w_new > 0
+    y = np.asarray(y)
+    return X[keep], y[keep], w_new[keep]
+
+
+def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
+                          random_state: int | None = 0, n_folds: int = REGRESS_FOLDS,
+                          method: str = "regress") -> np.ndarray:
+    """The weights :func:`regress_negative_weights` gives every event, (n,) float64 >= 0
+    (those it drops are 0), so that the caller can select other per-event arrays alike."""
     w_new = np.asarray(w, dtype=np.float64).copy()
     y = np.asarray(y)
     groups = y if by_class else np.zeros(y.size, dtype=np.int8)
@@ -336,5 +357,4 @@ def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_cla
         rows = np.flatnonzero(groups == label)
         if np.any(w_new[rows] < 0):
             w_new[rows] = regress_weights(X[rows], w_new[rows], n_folds, random_state, method)
-    keep = w_new > 0
-    return X[keep], y[keep], w_new[keep]
+    return w_new
