@@ -222,24 +222,33 @@ def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbo
     -------
     (X, y, w) of the surviving events, w float64 and > 0.
     """
-    w_new = pair_class_weights(X, y, w, n_neighbours, by_class)
-    keep = w_new > 0
-    y = np.asarray(y)
-    return X[keep], y[keep], w_new[keep]
+    return _surviving(X, y, pair_class_weights(X, y, w, n_neighbours, by_class))
 
 
 def pair_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
                        by_class: bool = True) -> np.ndarray:
     """The weights :func:`pair_negative_weights` gives every event, (n,) float64 >= 0
     (those it drops are 0), so that the caller can select other per-event arrays alike."""
+    return _by_class(X, y, w, by_class, lambda Xc, wc: pair_weights(Xc, wc, n_neighbours))
+
+
+def _by_class(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool, reweigh) -> np.ndarray:
+    """New weights (n,) float64: ``reweigh(X_c, w_c)`` for each class c of y (all events as
+    one class unless ``by_class``) that holds a negative weight; the others as given."""
     w_new = np.asarray(w, dtype=np.float64).copy()
     y = np.asarray(y)
     groups = y if by_class else np.zeros(y.size, dtype=np.int8)
     for label in np.unique(groups):
         rows = np.flatnonzero(groups == label)
         if np.any(w_new[rows] < 0):
-            w_new[rows] = pair_weights(X[rows], w_new[rows], n_neighbours)
+            w_new[rows] = reweigh(X[rows], w_new[rows])
     return w_new
+
+
+def _surviving(X: np.ndarray, y: np.ndarray, w_new: np.ndarray):
+    """(X, y, w) of the events whose new weight is positive."""
+    keep = w_new > 0
+    return X[keep], np.asarray(y)[keep], w_new[keep]
 
 
 def _check_net_weight(w: np.ndarray, policy: str) -> float:
@@ -339,10 +348,7 @@ def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_cla
     -------
     (X, y, w) of the surviving events, w float64 and > 0.
     """
-    w_new = regress_class_weights(X, y, w, by_class, random_state, n_folds, method)
-    keep = w_new > 0
-    y = np.asarray(y)
-    return X[keep], y[keep], w_new[keep]
+    return _surviving(X, y, regress_class_weights(X, y, w, by_class, random_state, n_folds, method))
 
 
 def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
@@ -350,11 +356,5 @@ def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class:
                           method: str = "regress") -> np.ndarray:
     """The weights :func:`regress_negative_weights` gives every event, (n,) float64 >= 0
     (those it drops are 0), so that the caller can select other per-event arrays alike."""
-    w_new = np.asarray(w, dtype=np.float64).copy()
-    y = np.asarray(y)
-    groups = y if by_class else np.zeros(y.size, dtype=np.int8)
-    for label in np.unique(groups):
-        rows = np.flatnonzero(groups == label)
-        if np.any(w_new[rows] < 0):
-            w_new[rows] = regress_weights(X[rows], w_new[rows], n_folds, random_state, method)
-    return w_new
+    return _by_class(X, y, w, by_class,
+                     lambda Xc, wc: regress_weights(Xc, wc, n_folds, random_state, method))

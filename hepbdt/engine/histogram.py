@@ -102,58 +102,13 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 
 
 @njit(parallel=True)
-def _build_packed(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
-                  hists, parent_hists, parent_slots, sibling_slots):
+def _task_sums(codes_by_event, partition, packed, task_start, task_stop, m, n_bins):
     # Integer sums do not depend on the order of addition, so threads may own events:
-    # each task (a fixed-size run of one node's events) fills its own buffer.
-    # Unsigned indices: no negative-index wraparound in the inner loop.
-    m = hists.shape[1]
-    n_bins = np.uint64(hists.shape[2])
+    # each task (a fixed-size run of one node's events) fills its own (m * n_bins) buffer
+    # of packed sums. Unsigned indices: no negative-index wraparound in the inner loop.
     codes_flat = codes_by_event.ravel()
     row_length = np.uint64(codes_by_event.shape[1])
-    buffers = np.zeros((task_start.size, m * hists.shape[2]), dtype=np.int64)
-    for t in numba.prange(task_start.size):
-        h = buffers[t]
-        start = np.uint64(task_start[t])
-        stop = np.uint64(task_stop[t])
-        for k in range(start, stop):
-            ahead = k + np.uint64(PREFETCH_AHEAD)
-            if ahead < stop:
-                i_ahead = np.uint64(partition[ahead])
-                prefetch(codes_flat, i_ahead * row_length)
-                prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
-                prefetch(packed, i_ahead)
-            i = np.uint64(partition[k])
-            row = i * row_length
-            p = packed[i]
-            for f in range(np.uint64(m)):
-                h[f * n_bins + np.uint64(codes_flat[row + f])] += p
-    for job in numba.prange(slots.size * m):
-        j = job // m
-        f = job % m
-        out = hists[slots[j], f]
-        out[:] = 0
-        for t in range(task_start.size):
-            if task_node[t] == j:
-                out += buffers[t, f * hists.shape[2]:(f + 1) * hists.shape[2]]
-        if sibling_slots[j] >= 0:
-            parent = parent_hists[parent_slots[j], f]
-            sibling = hists[sibling_slots[j], f]
-            for c in range(out.size):
-                sibling[c] = parent[c] - out[c]
-
-
-@njit(parallel=True)
-def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_node, slots,
-                hists, parent_hists, parent_slots, sibling_slots):
-    # _build_packed's tasks (their partial sums fit 32-bit lanes: see WIDE_BITS), then each
-    # task's buffer unpacked into two int64 lanes per bin: hists and parent_hists are
-    # (nodes, m, 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1. A separate kernel, so
-    # that the packed one (the common case) stays as it is.
-    m = hists.shape[1]
-    n_bins = hists.shape[2] // 2
-    codes_flat = codes_by_event.ravel()
-    row_length = np.uint64(codes_by_event.shape[1])
+    width = np.uint64(n_bins)
     buffers = np.zeros((task_start.size, m * n_bins), dtype=np.int64)
     for t in numba.prange(task_start.size):
         h = buffers[t]
@@ -170,13 +125,44 @@ def _build_wide(codes_by_event, partition, packed, task_start, task_stop, task_n
             row = i * row_length
             p = packed[i]
             for f in range(np.uint64(m)):
-                h[f * np.uint64(n_bins) + np.uint64(codes_flat[row + f])] += p
+                h[f * width + np.uint64(codes_flat[row + f])] += p
+    return buffers
+
+
+@njit(parallel=True)
+def _reduce_packed(buffers, task_node, slots, hists, parent_hists, parent_slots, sibling_slots):
+    # Each node's tasks added into its histogram (packed, one int64 per bin), one thread a
+    # (node, feature); the sibling as parent minus node.
+    m = hists.shape[1]
+    n_bins = hists.shape[2]
     for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
         out = hists[slots[j], f]
         out[:] = 0
-        for t in range(task_start.size):
+        for t in range(task_node.size):
+            if task_node[t] == j:
+                out += buffers[t, f * n_bins:(f + 1) * n_bins]
+        if sibling_slots[j] >= 0:
+            parent = parent_hists[parent_slots[j], f]
+            sibling = hists[sibling_slots[j], f]
+            for c in range(out.size):
+                sibling[c] = parent[c] - out[c]
+
+
+@njit(parallel=True)
+def _reduce_wide(buffers, task_node, slots, hists, parent_hists, parent_slots, sibling_slots):
+    # As _reduce_packed, but each task's packed sums (within 32-bit lanes: see WIDE_BITS)
+    # unpacked into two int64 lanes per bin: hists and parent_hists are (nodes, m,
+    # 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1.
+    m = hists.shape[1]
+    n_bins = hists.shape[2] // 2
+    for job in numba.prange(slots.size * m):
+        j = job // m
+        f = job % m
+        out = hists[slots[j], f]
+        out[:] = 0
+        for t in range(task_node.size):
             if task_node[t] == j:
                 part = buffers[t, f * n_bins:(f + 1) * n_bins]
                 for c in range(n_bins):
@@ -247,14 +233,15 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
+    buffers = _task_sums(codes, partition, payload, task_start, task_stop, hists.shape[1],
+                         hists.shape[2])
     if hists.ndim == 4:
         # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
         assert task <= PACKED_TASK
-        _build_wide(codes, partition, payload, task_start, task_stop, node, slots,
-                    _lanes_flat(hists), _lanes_flat(parent_hists), parent_slots, sibling_slots)
+        _reduce_wide(buffers, node, slots, _lanes_flat(hists), _lanes_flat(parent_hists),
+                     parent_slots, sibling_slots)
         return
-    _build_packed(codes, partition, payload, task_start, task_stop, node, slots, hists,
-                  parent_hists, parent_slots, sibling_slots)
+    _reduce_packed(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots)
 
 
 class Quantiser:
