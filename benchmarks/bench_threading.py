@@ -8,6 +8,11 @@ batch node or a laptop running other work). Prints the median fit time of each l
 each condition and the ratio workqueue / omp.
 
     python benchmarks/bench_threading.py [--events 200000] [--repeats 3]
+
+``--sizes`` measures instead, in one process with hepbdt's default waiting, the time per
+tree of fits of several sizes on 2 threads against 1 (depth 5, medians of interleaved
+runs): the measurement behind ``hepbdt._util.SERIAL_FIT_WORK``, below which hepbdt fits
+on one thread whatever ``n_jobs`` says.
 """
 
 from __future__ import annotations
@@ -59,13 +64,53 @@ def fit_seconds(variant: str, events: int, trees: int, boosting: str) -> tuple[f
     return float(out[0]), variant if out[1] in variant else f"{variant}?{out[1]}"
 
 
+SIZES = """
+import statistics, time, numpy as np, numba
+import hepbdt._util as util
+from hepbdt import BDTClassifier
+util.SERIAL_FIT_WORK = 0  # measure both thread counts at every size
+rng = np.random.default_rng(0)
+print(f"{'events':>8} {'features':>8} {'work':>9} {'1 thread ms/tree':>17} {'2 threads':>10} {'2/1':>5}")
+for m in (4, 10, 28):
+    for n in (2_000, 5_000, 20_000, 50_000, 100_000, 200_000):
+        X = rng.normal(size=(n, m)).astype(np.float32)
+        y = (X[:, 0] + X[:, 1] * X[:, 2 % m] + rng.normal(size=n) > 0).astype(int)
+        times = {1: [], 2: []}
+        for _ in range({repeats}):
+            for jobs in (1, 2):
+                model = BDTClassifier(n_trees=50, max_depth=5, n_jobs=jobs)
+                start = time.perf_counter()
+                model.fit(X, y)
+                times[jobs].append((time.perf_counter() - start) / 50 * 1e3)
+        one, two = statistics.median(times[1]), statistics.median(times[2])
+        print(f"{n:>8} {m:>8} {n * m:>9} {one:>17.2f} {two:>10.2f} {two / one:>5.2f}", flush=True)
+"""
+
+
+def sizes(repeats: int) -> None:
+    """Time per tree on 2 threads against 1 over sample sizes (hepbdt's default waiting)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    BDT_WARM = "from hepbdt import BDTClassifier; import numpy as np; "
+    subprocess.run([sys.executable, "-c", BDT_WARM + "BDTClassifier(n_trees=2).fit("
+                    "np.random.rand(100, 4), np.arange(100) % 2)"], env=env, check=True)
+    subprocess.run([sys.executable, "-c", SIZES.replace("{repeats}", str(repeats))], env=env,
+                   check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--trees", type=int, default=50)
     parser.add_argument("--boosting", default="gradient")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", action="store_true",
+                        help="time per tree on 2 threads against 1 over sample sizes")
     args = parser.parse_args()
+    if args.sizes:
+        print(f"machine: nproc={os.cpu_count()}, hepbdt's default waiting; 50 trees of depth 5, "
+              f"median of {args.repeats}")
+        sizes(args.repeats)
+        return
     print(f"machine: {machine()}; {args.events:,} events x 28 features, {args.trees} "
           f"{args.boosting} trees of depth 6, median of {args.repeats}")
     results: dict[tuple[str, str], list[float]] = {}

@@ -386,16 +386,26 @@ def hash_fraction(numbers: np.ndarray) -> np.ndarray:
 # -- threads ----------------------------------------------------------------------------------
 
 
+# Event-features of a training sample below which a fit runs on one thread: each parallel
+# kernel wakes the sleeping OpenMP threads (about 50 us on a 2-core AMD EPYC), a tree calls
+# a dozen or more, and below this size the second thread does not pay for it
+# (``benchmarks/bench_threading.py --sizes``: time per tree on 2 threads against 1).
+SERIAL_FIT_WORK = 2_000_000
+
+
 @contextlib.contextmanager
-def threads(n_jobs: int | None) -> Iterator[None]:
-    """Run Numba kernels with ``n_jobs`` threads (None or -1: all configured threads)."""
-    if n_jobs is None or n_jobs == -1:
+def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
+    """Run Numba kernels with ``n_jobs`` threads (None or -1: all configured threads), or
+    with one when ``work`` (events x features of a fit) is below SERIAL_FIT_WORK."""
+    serial = work is not None and work < SERIAL_FIT_WORK
+    if (n_jobs is None or n_jobs == -1) and not serial:
         yield
         return
     import numba  # only callers that run kernels get here, and they have imported it
 
     old = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    wanted = 1 if serial else int(n_jobs)
+    numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
     try:
         yield
     finally:

@@ -307,7 +307,7 @@ class _BDTBase(SklearnProtocol):
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         event = self._checked_events(event, X.shape[0])
-        with threads(self.n_jobs):
+        with threads(self.n_jobs, X.size):
             X, y, w, event = self._apply_negative_weight_policy(X, y, w, event)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
@@ -322,7 +322,7 @@ class _BDTBase(SklearnProtocol):
         self.min_node_size_ = self._resolved_node_size(X.shape[0])
         if self.boosting in ("gradient", "newton"):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
-        with threads(self.n_jobs):
+        with threads(self.n_jobs, X.size):
             mapper = BinMapper(self.max_bins, self.n_cuts,
                                0 if self.random_state is None else int(self.random_state))
             mapper.fit(X, w)
@@ -526,7 +526,7 @@ class _BDTBase(SklearnProtocol):
 
     def _raw(self, X) -> np.ndarray:
         X = self._input(X)
-        with threads(self.n_jobs):
+        with threads(self.n_jobs, X.shape[0] * max(1, self.forest_.n_trees)):
             return self.forest_.raw_score(X)
 
     def _staged_raw(self, X):

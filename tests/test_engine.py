@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hepbdt.engine import BinMapper, SplitParams, grow_tree, histogram
+from hepbdt.engine import BinMapper, SplitParams, grow_tree, grower, histogram
 from hepbdt.engine._types import CRITERIA, MAX_EVENTS, MISSING_BIN, NEWTON, VARIANCE
 from hepbdt.engine.grower import QuantisedRows
 from hepbdt.engine.histogram import (
@@ -255,6 +255,37 @@ def test_wide_and_packed_lanes_grow_the_same_trees(monkeypatch):
         assert packed.n_nodes > 7
         for field in ("feature", "bin_threshold", "missing_left", "gain", "sum_a", "sum_b"):
             assert np.array_equal(getattr(packed, field), getattr(wide, field)), field
+
+
+def test_partitions_from_columns_and_from_rows_grow_the_same_trees(monkeypatch):
+    # The feature-major copy only changes where a partition reads the split feature's code.
+    X, w, a, rng = _problem(n=20_000, m=5, n_values=40, negative=True)
+    X[rng.random(X.shape) < 0.05] = np.nan  # missing codes take the missing_left side
+    codes = np.ascontiguousarray(BinMapper().fit(X, w).transform(X).T)
+    b = (np.abs(a) * w + 0.1).astype(np.float32)
+    rows = np.arange(X.shape[0], dtype=np.int32)
+    trees = {}
+    for copy_bytes in (grower.COLUMN_COPY_BYTES, 0):
+        monkeypatch.setattr(grower, "COLUMN_COPY_BYTES", copy_bytes)
+        for max_leaves in (None, 12):
+            ordered = QuantisedRows(codes)
+            assert (ordered.columns is None) == (copy_bytes == 0)
+            tree = grow_tree(codes, rows, a, b, b, np.full(5, 41, np.int32),
+                             SplitParams(NEWTON, reg_lambda=1.0), 5 if max_leaves is None else None,
+                             quantised=True, ordered=ordered, max_leaves=max_leaves)
+            trees[copy_bytes, max_leaves] = tree
+    for max_leaves in (None, 12):
+        columns, by_rows = trees[grower.COLUMN_COPY_BYTES, max_leaves], trees[0, max_leaves]
+        assert columns.n_nodes > 7
+        for field in ("feature", "bin_threshold", "missing_left", "gain", "sum_a", "start",
+                      "stop", "partition"):
+            assert np.array_equal(getattr(columns, field), getattr(by_rows, field)), field
+        for k in np.flatnonzero(~columns.is_leaf):  # every event on the side its code says
+            f, t = columns.feature[k], columns.bin_threshold[k]
+            for child, goes_left in ((columns.left[k], True), (columns.right[k], False)):
+                c = codes[columns.partition[columns.start[child]:columns.stop[child]], f]
+                left = np.where(c == 255, columns.missing_left[k], c <= t)
+                assert np.all(left == goes_left)
 
 
 @pytest.mark.parametrize("criterion", sorted(CRITERIA))

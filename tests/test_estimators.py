@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import warnings
 
+import numba
 import numpy as np
 import pytest
 
 import hepbdt
+import hepbdt._util as hepbdt_util
+import hepbdt.estimators as estimators_module
 from hepbdt.engine import apply_bins, predict_binned
 from hepbdt.engine.predict import predict_naive
 from hepbdt.model import ModelFormatError
@@ -138,7 +141,8 @@ def test_non_json_model_is_refused(tmp_path):
 
 @pytest.mark.parametrize("quantised", [False, True])
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
-def test_same_seed_same_model_whatever_the_threads(boosting, quantised):
+def test_same_seed_same_model_whatever_the_threads(boosting, quantised, monkeypatch):
+    monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK", 0)  # small fits would run on one thread
     X, y, w = _data(n=30_000)
     kw = dict(boosting=boosting, n_trees=8, max_depth=5, subsample=0.7, colsample_bynode=0.6,
               random_state=3, quantised_histograms=quantised)
@@ -147,6 +151,18 @@ def test_same_seed_same_model_whatever_the_threads(boosting, quantised):
     assert one.to_dict()["forest"] == two.to_dict()["forest"]
     other = hepbdt.BDTClassifier(n_jobs=2, **{**kw, "random_state": 4}).fit(X, y, w)
     assert other.to_dict()["forest"] != one.to_dict()["forest"]
+
+
+def test_small_fits_run_on_one_thread(monkeypatch):
+    seen = []
+    grow = estimators_module.run_boosting
+    monkeypatch.setattr(estimators_module, "run_boosting",
+                        lambda *a, **k: seen.append(numba.get_num_threads()) or grow(*a, **k))
+    X, y, w = _data(n=2000)
+    hepbdt.BDTClassifier(n_trees=2, n_jobs=2).fit(X, y, w)
+    monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK", X.size)
+    hepbdt.BDTClassifier(n_trees=2, n_jobs=2).fit(X, y, w)
+    assert seen == [1, min(2, numba.config.NUMBA_NUM_THREADS)]
 
 
 @pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])

@@ -47,6 +47,12 @@ PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
 # on large samples) builds its histograms from the events in batches of this size instead of
 # deriving siblings by subtraction, so memory never grows with the nodes of a level.
 LEVEL_HISTOGRAM_BYTES = 256 << 20
+# The quantised grower reads histograms from event-major codes (one row an event) but
+# partitions a node by one feature: a feature-major copy of the codes makes that read one
+# byte of a contiguous column instead of a cache line an event (1M x 28, one thread: 3.1 ->
+# 2.0 ns an event at the root, 7.2 -> 2.0 at a quarter of the events). It doubles the codes'
+# memory, so it is kept only up to this many bytes of codes (38M events x 28 features).
+COLUMN_COPY_BYTES = 1 << 30
 NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indices only
 # Leaf-wise growth calls the kernels once per split: work below these sizes runs on one
 # thread, because waking the other threads (and waiting for them at the barrier, which on a
@@ -236,6 +242,9 @@ class QuantisedRows:
         check_n_events(n)
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
+        # The feature-major copy that partitions read (None: they read ``codes``).
+        self.columns = (np.ascontiguousarray(codes_by_event.T)
+                        if codes_by_event.size <= COLUMN_COPY_BYTES else None)
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
         self.packed = np.empty(n, dtype=np.int64)
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
@@ -329,6 +338,14 @@ class _TreeEvents:
     used: np.ndarray  # (m,) bool: the features this tree may use
     n_features: int
     quantiser: Quantiser | None  # None: exact float channels
+    columns: np.ndarray | None = None  # feature-major codes for partitions, when ``codes`` is not
+
+    @property
+    def split_codes(self) -> tuple[np.ndarray, bool]:
+        """The codes that partitions read, and whether they are event-major."""
+        if self.columns is not None:
+            return self.columns, False
+        return self.codes, self.quantised
 
     @property
     def quantised(self) -> bool:
@@ -349,7 +366,7 @@ class _TreeEvents:
         quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
         ordered.start_tree(quantiser, a, b)
         return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
-                   NO_PAYLOAD, used, ordered.n_features, quantiser)
+                   NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns)
 
     @classmethod
     def exact_rows(cls, codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -462,7 +479,7 @@ def _apply_splits(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray, 
     """Partition the split nodes' events and add their children: (children, start, mid, stop)."""
     s, e = nodes.start[parents], nodes.stop[parents]
     moved = events.payload if move_payload else NO_PAYLOAD
-    mid = _partition_nodes(events.codes, events.quantised, events.partition, moved, s, e,
+    mid = _partition_nodes(*events.split_codes, events.partition, moved, s, e,
                            splits.feature, splits.threshold.astype(np.uint8), splits.missing_left,
                            events.scratch_idx, events.scratch_payload)
     # Children in split order, each left child before its right sibling.
@@ -596,7 +613,7 @@ def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Sp
     chunk_stop = np.minimum(chunk_start + max(1, -(-(e - s) // n_chunks)), e)
     n_left = np.empty(chunk_start.size, np.int64)
     payload = events.payload if move_payload else NO_PAYLOAD
-    _partition_chunks(events.codes, events.quantised, events.partition, payload, chunk_start,
+    _partition_chunks(*events.split_codes, events.partition, payload, chunk_start,
                       chunk_stop, np.zeros(chunk_start.size, np.int64), split.feature,
                       split.threshold.astype(np.uint8), split.missing_left, events.scratch_idx,
                       events.scratch_payload, n_left)
