@@ -162,31 +162,63 @@ def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst
                 payload[rd + q, ch] = scratch_payload[e - one - q, ch]
 
 
+@njit
+def _chunk_layout(s, e):
+    """Chunks of at most PARTITION_CHUNK events covering each node [s_j, e_j) (at least one
+    a node): (chunk_start, chunk_stop, chunk_node)."""
+    total = 0
+    for j in range(s.size):
+        total += max(1, -(-(e[j] - s[j]) // PARTITION_CHUNK))
+    chunk_start = np.empty(total, np.int64)
+    chunk_stop = np.empty(total, np.int64)
+    chunk_node = np.empty(total, np.int64)
+    c = 0
+    for j in range(s.size):
+        start = s[j]
+        while True:
+            chunk_start[c] = start
+            chunk_stop[c] = min(start + PARTITION_CHUNK, e[j])
+            chunk_node[c] = j
+            c += 1
+            start += PARTITION_CHUNK
+            if start >= e[j]:
+                break
+    return chunk_start, chunk_stop, chunk_node
+
+
+@njit
+def _chunk_destinations(s, chunk_start, chunk_stop, chunk_node, n_left):
+    """Where each chunk's left and right runs go (each node's left events first, chunks in
+    order), and each node's first right position: (left_dst, right_dst, mid)."""
+    mid = s.copy()
+    for c in range(chunk_node.size):
+        mid[chunk_node[c]] += n_left[c]
+    left_dst = np.empty(chunk_node.size, np.int64)
+    right_dst = np.empty(chunk_node.size, np.int64)
+    left_at = s.copy()
+    right_at = mid.copy()
+    for c in range(chunk_node.size):
+        j = chunk_node[c]
+        left_dst[c] = left_at[j]
+        right_dst[c] = right_at[j]
+        left_at[j] += n_left[c]
+        right_at[j] += chunk_stop[c] - chunk_start[c] - n_left[c]
+    return left_dst, right_dst, mid
+
+
 def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_threshold,
                      missing_left, scratch_idx, scratch_payload) -> np.ndarray:
     """Stable in-place partition of nodes [s_j, e_j): left events first. Returns the mids.
 
     The payload's rows (channels in partition order) move with the event indices; pass
     ``NO_PAYLOAD`` to move the indices only."""
-    sizes = e - s
-    n_chunks = np.maximum(1, -(-sizes // PARTITION_CHUNK))
-    chunk_node = np.repeat(np.arange(s.size), n_chunks)
-    first = np.concatenate([[0], np.cumsum(n_chunks)[:-1]])
-    local = np.arange(chunk_node.size) - first[chunk_node]
-    chunk_start = s[chunk_node] + local * PARTITION_CHUNK
-    chunk_stop = np.minimum(chunk_start + PARTITION_CHUNK, e[chunk_node])
+    s = s.astype(np.int64)
+    chunk_start, chunk_stop, chunk_node = _chunk_layout(s, e.astype(np.int64))
     n_left = np.empty(chunk_node.size, np.int64)
     _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
                       chunk_node, feature, bin_threshold, missing_left, scratch_idx,
                       scratch_payload, n_left)
-    n_right = (chunk_stop - chunk_start) - n_left
-    left_total = np.bincount(chunk_node, weights=n_left, minlength=s.size).astype(np.int64)
-    mid = s + left_total
-    # Exclusive prefix sums within each node.
-    cum_left = np.cumsum(n_left) - n_left
-    cum_right = np.cumsum(n_right) - n_right
-    left_dst = s[chunk_node] + cum_left - cum_left[first][chunk_node]
-    right_dst = mid[chunk_node] + cum_right - cum_right[first][chunk_node]
+    left_dst, right_dst, mid = _chunk_destinations(s, chunk_start, chunk_stop, chunk_node, n_left)
     _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
                    scratch_idx, scratch_payload)
     return mid
