@@ -97,3 +97,17 @@ def nlo_like(n_signal: int, n_background: int, negative_fraction: float, m: int 
     w = np.r_[np.ones(n_signal + n_background + k), -np.ones(k)]
     is_net = np.r_[np.ones(n_signal + n_background, bool), np.zeros(2 * k, bool)]
     return X, y, w, is_net
+
+
+def multiclass_like(n: int, m: int = 28, n_classes: int = 5, seed: int = 0):
+    """(X float32 (n, m), y int (n,) in 0..n_classes-1, w float32 (n,)): ``higgs_like``'s
+    feature kinds, each class shifted (by 0.35) in its own subset of the features (class c:
+    the features j with j % n_classes <= c, so classes differ in overlapping ways), the
+    classes equally likely; gamma-distributed event weights."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    features = np.arange(m) % n_classes
+    shift = np.where(features[None, :] <= y[:, None], 0.35, 0.0) * (y[:, None] > 0)
+    X = _higgs_like_features(rng, shift)
+    w = rng.gamma(4.0, 0.25, n).astype(np.float32)
+    return X, y, w

@@ -79,7 +79,7 @@ class SklearnProtocol:
         is_clf = self._estimator_type == "classifier"
         return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True),
                     input_tags=InputTags(allow_nan=True),
-                    classifier_tags=ClassifierTags(multi_class=False) if is_clf else None,
+                    classifier_tags=ClassifierTags(multi_class=True) if is_clf else None,
                     regressor_tags=RegressorTags() if not is_clf else None)
 
     # -- metadata routing -------------------------------------------------------------------

@@ -30,8 +30,9 @@ from ._util import (
     threads,
 )
 from .boosting import GradientBooster, NewtonBooster, get_loss
-from .boosting._loop import BoostResult, run_boosting
+from .boosting._loop import BoostResult, run_boosting, run_multiclass_boosting
 from .boosting.adaboost import run_adaboost
+from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
@@ -59,6 +60,7 @@ MAX_LEAVES = 131_072
 # 1,000 measured better on benchmarks/bench_defaults.py's panel), at most
 # AUTO_MAX_TREES trees; below it (too few events to spare), and for the AdaBoost family (no
 # validation loss), AUTO_FIXED_TREES trees.
+MAX_CLASSES = 100  # a classifier's labels, at most (more is a continuous target by mistake)
 AUTO_TREES_FROM = 1_000
 AUTO_MAX_TREES = 2000
 AUTO_FIXED_TREES = 200
@@ -93,12 +95,13 @@ class _TreePlan:
     why: str
     fraction: float = 0.0
 
-    def reason(self, kept: int, best_iteration: int | None) -> str:
-        """How the fitted model's tree count came about, in words."""
+    def reason(self, kept: int, best_iteration: int | None, n_classes: int = 1) -> str:
+        """How the fitted model's tree count (rounds of ``n_classes`` trees) came about."""
         if self.why == "given":
             return f"n_trees={self.n_trees}" + ("" if kept == self.n_trees else
                                                 f", cut at its best iteration to {kept}")
-        head = f"n_trees='auto' kept {kept} trees: "
+        unit = "trees" if n_classes == 1 else f"rounds of {n_classes} trees (one a class)"
+        head = f"n_trees='auto' kept {kept} {unit}: "
         if self.why == "adaboost":
             return head + "a fixed count, as the AdaBoost family has no validation loss to stop on"
         if self.why == "small":
@@ -108,7 +111,8 @@ class _TreePlan:
                  else f"the {self.fraction:.0%} of the training events held out")
         if best_iteration is None or kept >= self.n_trees:
             return head + f"the loss on {where} was still improving at the limit of {self.n_trees}"
-        return head + (f"the loss on {where} was lowest after tree {kept} and did not improve "
+        step = "tree" if n_classes == 1 else "round"
+        return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {self.rounds}")
 
 
@@ -336,7 +340,7 @@ class _BDTBase(SklearnProtocol):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
-        self.n_trees_reason_ = plan.reason(forest.n_trees, result.best_iteration)
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, forest.n_classes)
         return self
 
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
@@ -396,7 +400,7 @@ class _BDTBase(SklearnProtocol):
             self.feature_definitions_ = {k: v for k, v in definitions.items() if k in names}
         self.train_loss_ = result.train_loss
         self.validation_loss_ = result.validation_loss
-        self.n_trees_ = forest.n_trees
+        self.n_trees_ = forest.n_rounds  # trees a class: n_trees counts rounds of K trees
         if mapper is not None:
             self.bin_edges_ = mapper.edges_
 
@@ -437,7 +441,10 @@ class _BDTBase(SklearnProtocol):
             return
         loss = self._make_loss()
         for i, (Xv, yv, wv) in enumerate(evals[:-1]):
-            curve = [loss.loss(yv, wv, score) for score in self.forest_.staged_raw_score(Xv)]
+            if self.forest_.n_classes > 1:
+                curve = [loss.loss(yv, wv, score.T) for score in self.forest_.staged_class_scores(Xv)]
+            else:
+                curve = [loss.loss(yv, wv, score) for score in self.forest_.staged_raw_score(Xv)]
             self.evals_result_[f"validation_{i}"] = {loss.name: curve}
         # the boosting loop has already evaluated the last set (the one it watches) tree by tree
         last = np.asarray(result.validation_loss[:self.forest_.n_trees], dtype=float).tolist()
@@ -460,7 +467,8 @@ class _BDTBase(SklearnProtocol):
         if valid is not None:
             valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
         rounds = plan.rounds
-        result = run_boosting(
+        boost = run_multiclass_boosting if getattr(loss, "n_classes", 1) > 2 else run_boosting
+        result = boost(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
             n_trees=plan.n_trees, max_depth=self._depth_limit(), split_params=params,
             min_node_size=self.min_node_size_, subsample=self.subsample,
@@ -726,6 +734,10 @@ class BDTClassifier(_BDTBase):
             f = 1.0 if self.boosting in ADABOOST_BOOSTINGS else None
         if f is None:
             return w
+        if self._multiclass:
+            raise ParameterError("sig_to_bkg_fraction", "sig_to_bkg_fraction is a ratio of two "
+                                 f"classes; with {self.classes_.size} classes leave it 'auto' "
+                                 "or None, and scale the weights per class yourself")
         signal = y == 1
         s, b = float(w[signal].sum()), float(w[~signal].sum())
         if not (s > 0 and b > 0):
@@ -751,7 +763,23 @@ class BDTClassifier(_BDTBase):
             verbose=self.verbose, max_leaves=self._leaf_limit())
         return forest, result
 
+    @property
+    def _multiclass(self) -> bool:
+        """Whether the classes (of the fit under way or done) are more than two."""
+        return getattr(self, "classes_", np.empty(0)).size > 2
+
     def _make_loss(self):
+        if self._multiclass:
+            if self.boosting not in ("gradient", "newton"):
+                raise ParameterError("boosting", f"{self.classes_.size} classes need "
+                                     "boosting='gradient' (TMVA's multi-class BDTG) or "
+                                     f"'newton' (softmax); boosting={self.boosting!r} is "
+                                     "two-class only")
+            if self.loss not in (None, "softmax"):
+                raise ParameterError("loss", f"loss {self.loss!r} is two-class; with "
+                                     f"{self.classes_.size} classes the loss is 'softmax' "
+                                     "(or None)")
+            return Softmax(self.classes_.size, self.boosting)
         name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
         loss = _get_loss(self.boosting, name)
         if not loss.is_classification:
@@ -763,16 +791,24 @@ class BDTClassifier(_BDTBase):
         y = _labels(y)
         if fitting:
             classes = np.unique(y)
-            if classes.size != 2:
-                raise ValueError(f"Only binary classification is supported. y must have exactly two "
-                                 f"classes (signal and background); found {classes.size} "
-                                 f"class(es): {classes[:10].tolist()}")
-            signal = self._signal_class(classes)
-            self.classes_ = np.array([classes[classes != signal][0], signal], dtype=classes.dtype)
+            if classes.size < 2:
+                raise ValueError(f"y must have at least two classes; found {classes.size} "
+                                 f"class ({classes[:10].tolist()}): one class cannot be separated")
+            if classes.size > MAX_CLASSES:
+                raise ValueError(f"y has {classes.size} classes; at most {MAX_CLASSES} are "
+                                 "supported (is y a continuous target? use BDTRegressor)")
+            if classes.size == 2:
+                signal = self._signal_class(classes)
+                self.classes_ = np.array([classes[classes != signal][0], signal],
+                                         dtype=classes.dtype)
+            else:
+                self.classes_ = classes
         bad = ~np.isin(y, self.classes_)
         if bad.any():
             raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
                              f"the classes {self.classes_.tolist()}")
+        if self._multiclass:
+            return np.searchsorted(self.classes_, y).astype(np.float64)
         return (y == self.classes_[1]).astype(np.float64)
 
     def _signal_class(self, classes: np.ndarray) -> Any:
@@ -811,15 +847,27 @@ class BDTClassifier(_BDTBase):
         if y_raw.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
+        if self._multiclass:
+            self._make_loss()  # refuses boosters and losses that are two-class only
         self.n_features_in_ = X.shape[1]
         return self._fit(X, y01, sample_weight, eval_set, names, definitions, event)
 
     def decision_function(self, X) -> np.ndarray:
-        """Raw ensemble score, float64 (n,); larger means more signal-like."""
+        """Raw ensemble score, float64 (n,); larger means more signal-like. With more than
+        two classes, (n, K) raw scores, one column per class of ``classes_``."""
+        self._check_fitted()
+        if self.forest_.n_classes > 1:
+            X = self._input(X)
+            with threads(self.n_jobs, X.shape[0] * max(1, self.forest_.n_trees)):
+                return self.forest_.class_scores(X)
         return self._raw(X)
 
     def staged_decision_function(self, X):
-        """Yield the raw score after 1, 2, ... trees."""
+        """Yield the raw score after 1, 2, ... trees (rounds of K trees with K classes)."""
+        self._check_fitted()
+        if self.forest_.n_classes > 1:
+            yield from self.forest_.staged_class_scores(self._input(X))
+            return
         yield from self._staged_raw(X)
 
     def _link(self, score: np.ndarray) -> np.ndarray:
@@ -833,18 +881,29 @@ class BDTClassifier(_BDTBase):
 
         ``classes_`` is [background label, signal label]: the signal is always the second
         column and the high score, whatever the labels' sorted order."""
+        self._check_fitted()
+        if self.forest_.n_classes > 1:
+            return softmax_rows(self.decision_function(X))
         p = self._link(self._raw(X))
         return np.column_stack([1.0 - p, p])
 
     def staged_predict_proba(self, X):
         """Yield predict_proba after 1, 2, ... trees."""
+        self._check_fitted()
+        if self.forest_.n_classes > 1:
+            for s in self.staged_decision_function(X):
+                yield softmax_rows(s)
+            return
         for s in self._staged_raw(X):
             p = self._link(s)
             yield np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """Predicted class labels (signal where P(signal) > 0.5)."""
+        """Predicted class labels (signal where P(signal) > 0.5; with more than two classes,
+        the most probable, the first of ``classes_`` on a tie)."""
         self._check_fitted()
+        if self.forest_.n_classes > 1:
+            return self.classes_[np.argmax(self.decision_function(X), axis=1)]
         return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
 
     def score(self, X, y, sample_weight=None) -> float:
@@ -931,7 +990,8 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     kind : "classifier" or "regressor" (or the class name). ``params`` are estimator
     options; those the estimator does not have are dropped (an imported model's settings
     may have no hepbdt name). ``feature_names``: one name per forest feature, or None for a
-    model fitted on unnamed columns. ``classes``: [background label, signal label].
+    model fitted on unnamed columns. ``classes``: [background label, signal label], or
+    the K labels of a multi-class forest in its class order.
     """
     cls = _BY_TYPE.get(kind) or ESTIMATORS.get(kind)
     if cls is None:
@@ -958,9 +1018,14 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
         if 0 <= best_iteration < est.validation_loss_.size:
             est.best_score_ = float(est.validation_loss_[best_iteration])
     if cls is BDTClassifier:
-        if len(classes) != 2:
-            raise ModelFormatError("a classifier needs 'classes' with two labels")
+        n_labels = max(2, forest.n_classes)
+        if len(classes) != n_labels:
+            raise ModelFormatError(f"this classifier's forest scores {n_labels} classes, but "
+                                   f"'classes' lists {len(classes)} labels")
         est.classes_ = np.asarray(classes)
+    elif forest.n_classes > 1:
+        raise ModelFormatError("a regressor's forest has one score, not "
+                               f"{forest.n_classes} classes")
     return est
 
 

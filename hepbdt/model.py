@@ -38,7 +38,7 @@ from .engine.predict import (
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
            "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "check_node_count",
-           "tree_text"]
+           "tree_text", "ClassForestBuilder"]
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
@@ -116,6 +116,45 @@ class Forest:
         """Number of nodes over all trees."""
         return int(self.feature.size)
 
+    @property
+    def n_classes(self) -> int:
+        """K >= 3 for a multi-class forest (K trees a round, stored class by class: the
+        trees of class k are [k R, (k + 1) R) for R rounds), else 1 (one score)."""
+        return int(self.extra.get("n_classes", 1))
+
+    @property
+    def n_rounds(self) -> int:
+        """Boosting rounds: trees per class."""
+        return self.n_trees // self.n_classes
+
+    def _single_score(self, what: str) -> None:
+        if self.n_classes > 1:
+            raise ValueError(f"{what} gives one score per event; this multi-class forest has "
+                             f"{self.n_classes} (use class_scores)")
+
+    def class_scores(self, X: np.ndarray, n_rounds: int | None = None) -> np.ndarray:
+        """(n, K) raw scores of a multi-class forest (its first ``n_rounds`` rounds)."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        rounds = self.n_rounds if n_rounds is None else min(n_rounds, self.n_rounds)
+        out = np.empty((self.n_classes, X.shape[0]))
+        dense = self.dense()
+        for k, base in enumerate(self.extra["base_scores"]):
+            first = k * self.n_rounds
+            out[k] = predict_raw(X, self, first, first + rounds, dense=dense) + base
+        return out.T
+
+    def staged_class_scores(self, X: np.ndarray):
+        """Yield the (n, K) scores after 1, 2, ... rounds, each tree evaluated once."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        running = np.zeros((self.n_classes, X.shape[0]))
+        dense = self.dense()
+        base = np.asarray(self.extra["base_scores"], dtype=np.float64)[:, None]
+        for r in range(self.n_rounds):
+            for k in range(self.n_classes):
+                t = k * self.n_rounds + r
+                predict_raw(X, self, t, t + 1, out=running[k], dense=dense)
+            yield (running + base).T
+
     def feature_gain(self) -> np.ndarray:
         """Per feature, the split gains of its nodes times their tree's |weight|, summed
         (float64, (n_features,)): TMVA's variable importance before normalisation."""
@@ -169,6 +208,7 @@ class Forest:
 
     def raw_score(self, X: np.ndarray, n_trees: int | None = None) -> np.ndarray:
         """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
+        self._single_score("raw_score")
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
         t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
         if self.aggregation == "weighted_median":
@@ -191,6 +231,7 @@ class Forest:
 
     def staged_raw_score(self, X: np.ndarray):
         """Yield the score after 1, 2, ... trees, each tree evaluated once."""
+        self._single_score("staged_raw_score")
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
         if self.aggregation == "weighted_median":
             per_tree = predict_per_tree(X, self)
@@ -214,6 +255,7 @@ class Forest:
 
     def truncate(self, n_trees: int) -> Forest:
         """A forest of the first ``n_trees`` trees."""
+        self._single_score("truncate")
         stop = int(self.tree_offsets[n_trees])
         arrays = {k: getattr(self, k)[:stop].copy() for k in NODE_ARRAYS}
         return Forest(**arrays, tree_offsets=self.tree_offsets[: n_trees + 1].copy(),
@@ -295,6 +337,7 @@ class Forest:
             raise ModelFormatError(f"{where}: split gains and covers must be numbers, not NaN")
         if not math.isfinite(self.base_score):
             raise ModelFormatError(f"{where}.base_score: {self.base_score!r} is not finite")
+        self._validate_classes(where)
         if np.any(np.isnan(self.threshold[self.feature >= 0])):
             node = int(np.flatnonzero((self.feature >= 0) & np.isnan(self.threshold))[0])
             raise ModelFormatError(f"{where}.threshold: split node {node} has threshold NaN; a "
@@ -317,6 +360,24 @@ class Forest:
             node = int(np.flatnonzero(parents != expected)[0])
             raise ModelFormatError(f"{where}: node {node} has {parents[node]} parents, expected "
                                    f"{expected[node]} (a tree shares no node and leaves none out)")
+
+
+    def _validate_classes(self, where: str) -> None:
+        """A multi-class forest: K >= 3 classes, K finite base scores, whole rounds of sums."""
+        if "n_classes" not in self.extra:
+            return
+        k = self.extra["n_classes"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 3:
+            raise ModelFormatError(f"{where}.extra.n_classes: {k!r}; a multi-class forest has "
+                                   "an integer of at least 3 classes")
+        base = self.extra.get("base_scores")
+        if (not isinstance(base, list) or len(base) != k
+                or not all(isinstance(v, int | float) and math.isfinite(v) for v in base)):
+            raise ModelFormatError(f"{where}.extra.base_scores: expected {k} finite numbers")
+        if self.n_trees % k or self.aggregation != "sum":
+            raise ModelFormatError(f"{where}: a multi-class forest sums whole rounds of {k} "
+                                   f"trees; it has {self.n_trees} trees, aggregation "
+                                   f"{self.aggregation!r}")
 
 
 def _node_count(d: dict[str, Any], where: str) -> int:
@@ -475,6 +536,35 @@ class ForestBuilder:
                       tree_weights=np.array(self._weights[: len(trees)], dtype=np.float64),
                       n_features=self.n_features, base_score=self.base_score,
                       aggregation=self.aggregation)
+
+
+class ClassForestBuilder:
+    """One ForestBuilder a class; ``build`` stacks them class by class (see Forest.n_classes)."""
+
+    def __init__(self, n_features: int, base_scores: np.ndarray):
+        self.base_scores = [float(v) for v in base_scores]
+        self.classes = [ForestBuilder(n_features) for _ in self.base_scores]
+
+    def __len__(self) -> int:
+        return len(self.classes[0])
+
+    def build(self, n_rounds: int | None = None) -> Forest:
+        """The multi-class Forest of the first ``n_rounds`` rounds (all by default)."""
+        parts = [b.build(n_rounds) for b in self.classes]
+        sizes = [p.n_nodes for p in parts]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        arrays = {}
+        for k, dt in NODE_ARRAYS.items():
+            pieces = [getattr(p, k) for p in parts]
+            if k in ("left", "right"):
+                pieces = [np.where(a >= 0, a + offsets[i], -1) for i, a in enumerate(pieces)]
+            arrays[k] = np.concatenate(pieces).astype(dt)
+        tree_offsets = np.concatenate(
+            [[0], *[p.tree_offsets[1:] + offsets[i] for i, p in enumerate(parts)]]).astype(np.int64)
+        return Forest(**arrays, tree_offsets=tree_offsets,
+                      tree_weights=np.concatenate([p.tree_weights for p in parts]),
+                      n_features=parts[0].n_features,
+                      extra={"n_classes": len(parts), "base_scores": list(self.base_scores)})
 
 
 def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:

@@ -116,11 +116,12 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
             isinstance(k, str) and isinstance(v, str) for k, v in definitions.items()):
         raise ModelFormatError("feature_definitions must map feature names to expressions")
     classes = doc.get("classes")
-    if cls is BDTClassifier and (not isinstance(classes, list) or len(classes) != 2
+    n_labels = max(2, forest.n_classes)
+    if cls is BDTClassifier and (not isinstance(classes, list) or len(classes) != n_labels
                                  or not all(_is_label(c) for c in classes)
-                                 or classes[0] == classes[1]):
-        raise ModelFormatError("a classifier needs 'classes' with two different labels "
-                               "(strings or numbers)")
+                                 or len(set(map(repr, classes))) != n_labels):
+        raise ModelFormatError(f"a classifier whose forest scores {n_labels} classes needs "
+                               f"'classes' with {n_labels} different labels (strings or numbers)")
     evals = doc.get("evals_result") or {}
     if not isinstance(evals, dict) or not all(
             isinstance(curves, dict) and all(_losses(c, "evals_result") is not None

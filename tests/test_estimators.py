@@ -288,7 +288,7 @@ def test_pandas_feature_names_and_float32_not_copied():
 
 @pytest.mark.parametrize("kwargs, X_edit, y_edit, w_edit, message", [
     ({}, lambda X: np.where(np.arange(X.size).reshape(X.shape) == 7, np.inf, X), None, None, "infinite"),
-    ({}, None, lambda y: np.where(np.arange(y.size) == 3, 2, y), None, "exactly two classes"),
+    ({}, None, lambda y: np.zeros_like(y), None, "at least two classes"),
     ({"n_trees": -1}, None, None, None, "n_trees"),
     ({}, None, lambda y: y[:-1], None, "labels"),
     ({}, None, None, lambda w: np.zeros_like(w), "all weights are zero"),

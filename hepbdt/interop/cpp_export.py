@@ -63,6 +63,7 @@ from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
 from ..model import Forest
+from .tmva_export import check_one_score
 
 __all__ = ["to_cpp", "CppExportError", "MAX_CPP_NODES"]
 
@@ -149,6 +150,7 @@ def _check_fitted(model: Any) -> Forest:
     """The model's forest; NotFittedError for an unfitted estimator, TypeError for others."""
     forest = getattr(model, "forest_", None)
     if isinstance(forest, Forest):
+        check_one_score(forest, "the C++ export")
         return forest
     if hasattr(model, "get_params") and hasattr(model, "_estimator_type"):
         raise not_fitted(f"this {type(model).__name__} is not fitted yet; call fit (or "

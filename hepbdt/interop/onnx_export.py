@@ -350,7 +350,7 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     TypeError for an object that is not a fitted model; ONNXExportError without the onnx
     package, or for a model whose ONNX file would pass protobuf's 2 GiB limit.
     """
-    forest = _check_fitted(model)
+    forest = _check_fitted(model, "the ONNX export")
     onnx = _import_onnx()
     classifier = is_classifier(model)
     _check_size(forest, forest.aggregation == "weighted_median")

@@ -100,12 +100,21 @@ class _Layout:
     extra_tmva: dict[str, Any] = field(default_factory=dict)
 
 
-def _check_fitted(model: Any) -> Forest:
+def _check_fitted(model: Any, what: str = "the TMVA XML export") -> Forest:
     forest = getattr(model, "forest_", None)
     if not isinstance(forest, Forest):
         raise TypeError(f"expected a fitted hepbdt BDTClassifier or BDTRegressor, got "
                         f"{type(model).__name__} (call fit, load_model or from_tmva_xml first)")
+    check_one_score(forest, what)
     return forest
+
+
+def check_one_score(forest: Forest, what: str) -> None:
+    """ValueError for a multi-class forest, which ``what`` cannot write yet."""
+    if forest.n_classes > 1:
+        raise ValueError(f"{what} writes two-class and regression models; this model has "
+                         f"{forest.n_classes} classes (save it with save(), hepbdt's JSON "
+                         "model, which keeps every class)")
 
 
 def _leaf_values(forest: Forest) -> np.ndarray:

@@ -1,0 +1,148 @@
+"""Multi-class training: hepbdt's softmax boosting against XGBoost's and LightGBM's.
+
+Two data sets, each split in halves (training, test; split ``i`` of ``--splits`` uses seed
+``i``): ROOT's TMVA multi-class tutorial ntuple (``../shared/data``:
+tmva_multiclass_example.root, TreeS, TreeB0, TreeB1, TreeB2, var1..var4; 4 classes, 8000
+events) and ``_data.multiclass_like`` (5 classes, ``--events`` events x 28 features,
+gamma-distributed weights). Every library at the same settings: ``--trees`` rounds of
+one tree a class, depth ``--depth`` (LightGBM: ``2**depth`` leaves within that depth),
+learning rate 0.1, 255 bins, lambda 1, minimum child hessian 1, all cores:
+
+  hepbdt-newton    ``boosting="newton"``: XGBoost's multi:softprob objective; packed integer
+                   histograms from 50,000 events (hepbdt's default), float64 below
+  hepbdt-gradient  ``boosting="gradient"``: TMVA's multi-class BDTG (Friedman's TreeBoost)
+  xgboost          ``tree_method="hist"``, ``multi:softprob``, depth-wise, float histograms
+  lightgbm         ``multiclass``, leaf-wise within the depth, float histograms
+  lightgbm-quant   the same with ``use_quantized_grad=True`` (integer gradients)
+
+On each split the models are fitted in turn (interleaved), so drifts in machine load hit
+every library alike; the table gives medians over the splits of the weighted test
+log-loss and of the fit time, and each fit time's ratio to XGBoost's.
+
+    python benchmarks/bench_multiclass.py [--splits 3] [--events 1000000] [--trees 200]
+        [--depth 6] [--only tmva-multiclass,multiclass-like]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _data import machine, multiclass_like  # noqa: E402
+
+SHARED_DATA = HERE.parent.parent / "shared" / "data"
+LIBS = ("hepbdt-newton", "hepbdt-gradient", "xgboost", "lightgbm", "lightgbm-quant")
+
+
+def tmva_multiclass():
+    """(X, y, w) of ROOT's multi-class tutorial, or None when the file is absent."""
+    path = SHARED_DATA / "tmva_multiclass_example.root"
+    if not path.exists():
+        return None
+    import uproot
+
+    Xs, ys = [], []
+    with uproot.open(path) as f:
+        for label, tree in enumerate(("TreeS", "TreeB0", "TreeB1", "TreeB2")):
+            arrays = f[tree].arrays(["var1", "var2", "var3", "var4"], library="np")
+            Xs.append(np.column_stack([arrays[f"var{i}"] for i in range(1, 5)]))
+            ys.append(np.full(Xs[-1].shape[0], label))
+    X = np.concatenate(Xs).astype(np.float32)
+    return X, np.concatenate(ys), np.ones(X.shape[0], np.float32)
+
+
+def make(lib: str, trees: int, depth: int):
+    """The model of one row at the shared settings."""
+    threads = os.cpu_count()
+    if lib.startswith("hepbdt"):
+        import hepbdt
+
+        return hepbdt.BDTClassifier(boosting=lib.split("-")[1], n_trees=trees, max_depth=depth,
+                                    learning_rate=0.1, max_bins=255, reg_lambda=1.0,
+                                    min_child_weight=1.0, min_node_size=0.0, n_jobs=threads)
+    if lib == "xgboost":
+        import xgboost as xgb
+
+        return xgb.XGBClassifier(tree_method="hist", objective="multi:softprob",
+                                 n_estimators=trees, max_depth=depth, learning_rate=0.1,
+                                 max_bin=255, reg_lambda=1.0, min_child_weight=1.0,
+                                 n_jobs=threads)
+    import lightgbm as lgb
+
+    return lgb.LGBMClassifier(objective="multiclass", n_estimators=trees, max_depth=depth,
+                              num_leaves=2**depth, learning_rate=0.1, max_bin=255,
+                              reg_lambda=1.0, min_child_weight=1.0, min_child_samples=1,
+                              n_jobs=threads, verbose=-1,
+                              use_quantized_grad=lib == "lightgbm-quant")
+
+
+def log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean -ln p(true class)."""
+    p = np.clip(proba[np.arange(y.size), y], 1e-15, 1.0)
+    return float(np.sum(w * -np.log(p)) / np.sum(w))
+
+
+def split(X, y, w, seed: int):
+    """Random halves (training, test)."""
+    order = np.random.default_rng(seed).permutation(y.size)
+    a, b = order[: y.size // 2], order[y.size // 2:]
+    return (X[a], y[a], w[a]), (X[b], y[b], w[b])
+
+
+def run(name: str, data, args) -> None:
+    """One data set: every library on every split, interleaved; print the medians."""
+    results: dict[str, dict[str, list[float]]] = {lib: {"loss": [], "fit": []} for lib in LIBS}
+    for seed in range(args.splits):
+        (Xa, ya, wa), (Xb, yb, wb) = split(*data, seed)
+        for lib in LIBS:
+            model = make(lib, args.trees, args.depth)
+            start = time.perf_counter()
+            model.fit(Xa, ya, sample_weight=wa)
+            results[lib]["fit"].append(time.perf_counter() - start)
+            results[lib]["loss"].append(log_loss(yb, model.predict_proba(Xb), wb))
+            print(f"  {name} split {seed}: {lib} log-loss {results[lib]['loss'][-1]:.5f} "
+                  f"fit {results[lib]['fit'][-1]:.2f} s", flush=True)
+    xgb_fit = statistics.median(results["xgboost"]["fit"])
+    print(f"\n{name}: {data[0].shape[0] // 2} x {data[0].shape[1]} training events, "
+          f"{int(data[1].max()) + 1} classes, {args.trees} rounds of depth {args.depth}, "
+          f"medians of {args.splits} splits\n")
+    print("| row | test log-loss | fit s | fit / XGBoost's |")
+    print("| --- | ---: | ---: | ---: |")
+    for lib in LIBS:
+        fit = statistics.median(results[lib]["fit"])
+        print(f"| {lib} | {statistics.median(results[lib]['loss']):.5f} | {fit:.2f} | "
+              f"{fit / xgb_fit:.2f} |")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--trees", type=int, default=200)
+    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--only", default="tmva-multiclass,multiclass-like")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    only = args.only.split(",")
+    if "tmva-multiclass" in only:
+        data = tmva_multiclass()
+        if data is None:
+            print("tmva-multiclass: skipped, ../shared/data/tmva_multiclass_example.root is absent")
+        else:
+            run("tmva-multiclass", data, args)
+    if "multiclass-like" in only:
+        run("multiclass-like", multiclass_like(2 * args.events, 28, 5, seed=1), args)
+
+
+if __name__ == "__main__":
+    main()

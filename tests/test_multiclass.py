@@ -1,0 +1,138 @@
+"""Multi-class gradient and newton boosting against XGBoost's and scikit-learn's."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt.estimators import ParameterError
+from hepbdt.model import ModelFormatError
+
+xgb = pytest.importorskip("xgboost")
+sk_ensemble = pytest.importorskip("sklearn.ensemble")
+
+
+def _data(seed=0, n=3000, m=5, k=4):
+    """Integer-valued features (every library cuts between the same values) and k classes."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 12, size=(n, m)).astype(np.float32)
+    logits = np.stack([0.5 * (X[:, 0] - 5.5) * (c - 1.5) + 0.4 * (X[:, c % m] > 6 + c % 3)
+                       - 0.3 * np.abs(X[:, (c + 1) % m] - 6) * (c == 2) for c in range(k)], axis=1)
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    return X, y, w
+
+
+PARAMS = dict(max_depth=3, learning_rate=0.3, reg_lambda=1.5, min_child_weight=0.5)
+
+
+def _compare_tree(forest, node, xnode, values):
+    """Same structure (same integer values on each side), leaf values within 1e-5."""
+    if "leaf" in xnode:
+        assert forest.feature[node] == -1
+        assert forest.value[node] == pytest.approx(xnode["leaf"], abs=1e-5)
+        return 1
+    assert forest.feature[node] == int(xnode["split"][1:])
+    assert np.array_equal(values < forest.threshold[node], values < xnode["split_condition"])
+    children = {c["nodeid"]: c for c in xnode["children"]}
+    return (_compare_tree(forest, forest.left[node], children[xnode["yes"]], values)
+            + _compare_tree(forest, forest.right[node], children[xnode["no"]], values))
+
+
+def test_newton_softmax_matches_xgboost_softprob():
+    # XGBoost's hessian is 2 p (1 - p), ours c p (1 - p) with c = K/(K-1): with lambda and
+    # min_child_weight times 2/c, XGBoost's gains are ours times c/2 (the same splits) and
+    # its leaves ours times c/2 at the same learning rate, so equal at 2/c times the rate.
+    X, y, w = _data()
+    rounds, c = 15, 4 / 3
+    ours = hepbdt.BDTClassifier(boosting="newton", n_trees=rounds, **PARAMS).fit(X, y, w)
+    base = np.asarray(ours.forest_.extra["base_scores"])
+    scaled = dict(PARAMS, learning_rate=PARAMS["learning_rate"] * 2 / c,
+                  reg_lambda=PARAMS["reg_lambda"] * 2 / c,
+                  min_child_weight=PARAMS["min_child_weight"] * 2 / c)
+    theirs = xgb.XGBClassifier(tree_method="hist", n_estimators=rounds, max_bin=256, n_jobs=1,
+                               objective="multi:softprob", **scaled)
+    theirs.fit(X, y, sample_weight=w, base_margin=np.tile(base, (X.shape[0], 1)))
+    dumps = [json.loads(d) for d in theirs.get_booster().get_dump(dump_format="json")]
+    values = np.arange(12, dtype=np.float32)
+    forest = ours.forest_
+    assert forest.n_classes == 4 and forest.n_trees == 4 * rounds
+    for r in (0, 1, rounds - 1):  # XGBoost keeps the trees round by round, ours class by class
+        for k in range(4):
+            root = forest.tree_offsets[k * rounds + r]
+            assert _compare_tree(forest, root, dumps[r * 4 + k], values) >= 2
+    margin = theirs.get_booster().predict(
+        xgb.DMatrix(X, base_margin=np.tile(base, (X.shape[0], 1))), output_margin=True)
+    np.testing.assert_allclose(ours.decision_function(X), margin, atol=1e-4)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(
+        X, base_margin=np.tile(base, (X.shape[0], 1))), atol=1e-5)
+
+
+def test_gradient_multiclass_is_friedmans_treeboost_as_scikit_learn():
+    # scikit-learn's GradientBoostingClassifier: K regression trees a round on the residuals
+    # y_k - p_k, leaves (K-1)/K sum r / sum |r|(1-|r|): the same probabilities.
+    X, y, w = _data(seed=1, k=3)
+    ours = hepbdt.BDTClassifier(boosting="gradient", n_trees=20, max_depth=3,
+                                learning_rate=0.2, min_node_size=0).fit(X, y, w)
+    theirs = sk_ensemble.GradientBoostingClassifier(n_estimators=20, max_depth=3,
+                                                    learning_rate=0.2, random_state=0)
+    theirs.fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=2e-5)
+    assert np.array_equal(ours.predict(X), theirs.predict(X))
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_labels_probabilities_staging_and_files(boosting, tmp_path):
+    X, y, w = _data(seed=2, n=4000)
+    names = np.array(["ttbar", "qcd", "signal", "wjets"])
+    model = hepbdt.BDTClassifier(boosting=boosting, random_state=0).fit(X, names[y], w)
+    assert model.classes_.tolist() == sorted(names.tolist())
+    proba = model.predict_proba(X)
+    assert proba.shape == (X.shape[0], 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
+    assert 1 < model.n_trees_ < 2000 and "rounds of 4 trees" in model.n_trees_reason_
+    assert model.forest_.n_trees == 4 * model.n_trees_
+    staged = list(model.staged_predict_proba(X))
+    assert len(staged) == model.n_trees_
+    np.testing.assert_allclose(staged[-1], proba)
+    loaded = hepbdt.load_model(model.save(tmp_path / "m.json") or tmp_path / "m.json")
+    assert np.array_equal(loaded.predict_proba(X), proba)
+    assert loaded.classes_.tolist() == model.classes_.tolist()
+    for export in ("save_tmva", "save_onnx", "save_cpp"):
+        with pytest.raises(ValueError, match="4 classes"):
+            getattr(model, export)(tmp_path / "out")
+
+
+def test_two_class_only_options_are_refused():
+    X, y, w = _data(n=500, k=3)
+    with pytest.raises(ParameterError, match="two-class only"):
+        hepbdt.BDTClassifier(boosting="adaboost", n_trees=3).fit(X, y, w)
+    with pytest.raises(ParameterError, match="softmax"):
+        hepbdt.BDTClassifier(loss="deviance", n_trees=3).fit(X, y, w)
+    with pytest.raises(ParameterError, match="sig_to_bkg_fraction"):
+        hepbdt.BDTClassifier(sig_to_bkg_fraction=1.0, n_trees=3).fit(X, y, w)
+    with pytest.raises(ValueError, match="101 classes; at most 100"):
+        hepbdt.BDTClassifier(n_trees=3).fit(X, np.arange(500) % 101)
+    with pytest.raises(ValueError, match="positive sum of weights"):
+        hepbdt.BDTClassifier(n_trees=3).fit(X, y, np.where(y == 2, 0.0, w))
+
+
+def test_a_model_file_whose_classes_do_not_match_its_forest_is_refused(tmp_path):
+    X, y, w = _data(n=600, k=3)
+    path = tmp_path / "m.json"
+    hepbdt.BDTClassifier(n_trees=4).fit(X, y, w).save(path)
+    doc = json.loads(path.read_text())
+    doc["classes"] = [0, 1]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match="3 classes"):
+        hepbdt.load_model(path)
+    doc["classes"] = [0, 1, 2]
+    doc["forest"]["extra"]["base_scores"] = [0.0, 1.0]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match="base_scores"):
+        hepbdt.load_model(path)
