@@ -30,7 +30,7 @@ from ._util import (
     threads,
 )
 from .boosting import GradientBooster, NewtonBooster, get_loss
-from .boosting._loop import BoostResult, run_boosting, run_multiclass_boosting
+from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
 from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
@@ -467,8 +467,7 @@ class _BDTBase(SklearnProtocol):
         if valid is not None:
             valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
         rounds = plan.rounds
-        boost = run_multiclass_boosting if getattr(loss, "n_classes", 1) > 2 else run_boosting
-        result = boost(
+        result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
             n_trees=plan.n_trees, max_depth=self._depth_limit(), split_params=params,
             min_node_size=self.min_node_size_, subsample=self.subsample,

@@ -21,8 +21,7 @@ from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
 
-__all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "run_boosting",
-           "run_multiclass_boosting", "add_tree"]
+__all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "run_boosting", "add_tree"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
@@ -151,24 +150,52 @@ class BoostResult:
     extra: dict = field(default_factory=dict)
 
 
-def run_multiclass_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
-                            split_params: SplitParams, min_node_size, subsample, subsample_mode,
-                            colsample_bytree, colsample_bylevel, colsample_bynode, rng,
-                            valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
-                            quantised=False, max_leaves=None) -> BoostResult:
-    """``n_trees`` rounds of K trees (one a class) on the softmax loss (``booster.loss``, a
-    ``Softmax``); y holds class indices. As ``run_boosting`` otherwise: every class's tree
-    of a round sees the same events and features and the scores of the round before."""
-    loss = booster.loss
-    n_classes = loss.n_classes
-    if quantised:
+class _OneScore:
+    """A loss of one score per event seen as a softmax-like loss of K = 1 scores: (1, n)
+    score arrays, (1, n) channels, so one loop serves both."""
+
+    n_classes = 1
+
+    def __init__(self, loss):
+        self.loss_of_one = loss
+
+    def init_scores(self, y, w):
+        return np.array([float(self.loss_of_one.init_score(y, w))])
+
+    def begin_round(self, y, w, scores):
+        self.loss_of_one.begin_round(y, w, scores[0])
+
+    def channels(self, y, scores, w_tree, w):
+        wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w)
+        return wg[None], wh[None], loss
+
+    def loss(self, y, w, scores):
+        return self.loss_of_one.loss(y, w, scores[0])
+
+
+def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
+                 split_params: SplitParams, min_node_size, subsample, subsample_mode,
+                 colsample_bytree, colsample_bylevel, colsample_bynode, rng,
+                 valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
+                 quantised=False, max_leaves=None) -> BoostResult:
+    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py): one tree a
+    round, or with a softmax loss (``loss.n_classes`` = K > 1, y the class indices) K trees
+    a round, one a class, each seeing the same events and features and the scores of the
+    round before.
+
+    codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
+    max_leaves: None grows depth-wise; an integer, leaf-wise (``max_depth`` may then be None).
+    """
+    multiclass = getattr(booster.loss, "n_classes", 1) > 1
+    loss = booster.loss if multiclass else _OneScore(booster.loss)
+    if quantised:  # ``codes`` is the QuantisedRows holding every event's codes
         ordered, codes = codes, None
         n, m = ordered.codes.shape
     else:
         m, n = codes.shape
     base = loss.init_scores(y, w)
     score = np.repeat(base[:, None], n, axis=1)  # (K, n): each class's scores contiguous
-    builder = ClassForestBuilder(m, base)
+    builder = ClassForestBuilder(m, base) if multiclass else ForestBuilder(m, float(base[0]))
     all_features = np.ones(m, dtype=np.bool_)
     train_loss, valid_loss = [], []
     if valid is not None:
@@ -176,25 +203,29 @@ def run_multiclass_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_tre
         score_v = np.repeat(base[:, None], y_v.size, axis=1)
     best_iter, best_loss = None, np.inf
     all_rows = np.arange(n, dtype=np.int32)
-    progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="rounds")
+    progress = Progress(n_trees, "training", enabled=True if verbose else None,
+                        unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
+        if not multiclass:
+            loss.begin_round(y, w, score)
         rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
-        if quantised:
+        if quantised:  # every event flows through; those left out carry zero channels
             rows = all_rows
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
         if it > 0:
             train_loss.append(previous_loss)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
         features = sample_features(all_features, colsample_bytree, rng)
-        for k in range(n_classes):
+        for k in range(loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree)
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
-                             rounding_seed=it * n_classes + k, max_leaves=max_leaves)
+                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
             sums = leaf_sums(tree, wg[k], wh[k], w_tree)
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
-            add_tree(builder.classes[k], tree, value, mapper, cover=sums[2] if quantised else None)
+            add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
+                     cover=sums[2] if quantised else None)
             update_scores(codes, tree, value, score[k], through_partition=rows.size == n)
             if valid is not None:
                 update_scores(codes_v, tree, value, score_v[k])
@@ -208,66 +239,5 @@ def run_multiclass_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_tre
         progress.moveto(it + 1, f"loss {previous_loss:.5g}")
     progress.close()
     train_loss.append(loss.loss(y, w, score))
-    return BoostResult(builder, 0.0, np.asarray(train_loss),
-                       np.asarray(valid_loss) if valid is not None else None, best_iter)
-
-
-def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
-                 split_params: SplitParams, min_node_size, subsample, subsample_mode,
-                 colsample_bytree, colsample_bylevel, colsample_bynode, rng,
-                 valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
-                 quantised=False, max_leaves=None) -> BoostResult:
-    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py).
-
-    codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
-    max_leaves: None grows depth-wise; an integer, leaf-wise (``max_depth`` may then be None).
-    """
-    loss = booster.loss
-    if quantised:  # ``codes`` is the QuantisedRows holding every event's codes
-        ordered, codes = codes, None
-        n, m = ordered.codes.shape
-    else:
-        m, n = codes.shape
-    base = float(loss.init_score(y, w))
-    score = np.full(n, base)
-    builder = ForestBuilder(m, base_score=base)
-    all_features = np.ones(m, dtype=np.bool_)
-    train_loss, valid_loss = [], []
-    if valid is not None:
-        codes_v, y_v, w_v = valid
-        score_v = np.full(y_v.size, base)
-    best_iter, best_loss = None, np.inf
-    all_rows = np.arange(n, dtype=np.int32)
-    progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="trees")
-    for it in range(n_trees):
-        loss.begin_round(y, w, score)
-        rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
-        if quantised:  # every event flows through; those left out carry zero channels
-            rows = all_rows
-        wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
-        if it > 0:
-            train_loss.append(previous_loss)
-        a, b = booster.channels(wg, wh, w_tree)
-        split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
-        features = sample_features(all_features, colsample_bytree, rng)
-        tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
-                         features, colsample_bylevel, colsample_bynode, rng, quantised=quantised,
-                         ordered=ordered if quantised else None, rounding_seed=it,
-                         max_leaves=max_leaves)
-        sums = leaf_sums(tree, wg, wh, w_tree)
-        value = booster.leaf_values(tree, y, w_tree, score, sums)
-        add_tree(builder, tree, value, mapper, cover=sums[2] if quantised else None)
-        update_scores(codes, tree, value, score, through_partition=rows.size == n)
-        if valid is not None:
-            update_scores(codes_v, tree, value, score_v)
-            valid_loss.append(loss.loss(y_v, w_v, score_v))
-            if valid_loss[-1] < best_loss - tol:
-                best_loss, best_iter = valid_loss[-1], it
-            elif n_iter_no_change and it - best_iter >= n_iter_no_change:
-                progress.moveto(n_trees, f"early stop at {best_iter + 1}")
-                break
-        progress.moveto(it + 1, f"loss {previous_loss:.5g}")
-    progress.close()
-    train_loss.append(loss.loss(y, w, score))
-    return BoostResult(builder, base, np.asarray(train_loss),
+    return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
                        np.asarray(valid_loss) if valid is not None else None, best_iter)
