@@ -10,12 +10,12 @@ cuts are not applied (entries before cuts) and early stopping may keep fewer tre
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import uproot
 
+from .._util import available_memory
 from ..estimators import effective_depth, growth_text, max_trees
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
@@ -72,22 +72,6 @@ def _entries(config: AnalysisConfig) -> int:
             except Exception:  # noqa: BLE001 - unreadable files are check_inputs' to report
                 continue
     return total
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to a new process (MemAvailable, else free pages); None
-    when the system does not say."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Estimate:
