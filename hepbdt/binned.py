@@ -148,6 +148,10 @@ class BinnedMatrix:
             out[:, f] = table[f][codes[:, f]]
         return out
 
+    def feature_values(self, j: int) -> np.ndarray:
+        """Representative values (float32, (n,)) of feature ``j``."""
+        return self.representatives()[j][self.codes[:, j]]
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self.to_features()
         return out if dtype is None else out.astype(dtype)

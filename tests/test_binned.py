@@ -289,3 +289,53 @@ def test_a_file_unreadable_halfway_names_it(tmp_path: Path) -> None:
         read(Sample("s", bad, label=1), ["x", "y"], binned=True, step_size=1000)
     assert str(bad) in str(info.value) and "'T'" in str(info.value)
     assert "entries from 3000" in str(info.value)
+
+
+# -- hepbdt train: binned, "auto" and the stated memory ----------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "analyses" / "demo.toml"
+QUICK = ["--set", "preselection='(nJet >= 2) & (event % 5 == 0)'", "--set", "method.n_trees=10",
+         "--no-progress"]
+
+
+def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, capsys) -> None:
+    """A binned training writes every output; apply, reading float branches chunk by chunk,
+    scores the test events exactly as the training did from their codes."""
+    from hepbdt.cli import main
+
+    out = tmp_path / "results"
+    assert main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned=true"]) == 0
+    assert (out / "model.json").exists() and (out / "report.html").exists()
+    friend = tmp_path / "friend.root"
+    inputs = [str(REPO / "data" / "signal.root"), str(REPO / "data" / "background_*.root")]
+    assert main(["apply", str(out / "model.json"), *inputs, "--output", str(friend),
+                 "--event", "event", "--no-progress"]) == 0
+    with uproot.open(friend) as file:
+        applied = file["Events"].arrays(["event", "bdt_score"], library="np")
+    with uproot.open(out / "scores.root") as file:
+        test = file["TestTree"].arrays(["event", "bdt_score"], library="np")
+    score_of = dict(zip(applied["event"].tolist(), applied["bdt_score"].tolist(), strict=True))
+    np.testing.assert_array_equal([score_of[e] for e in test["event"].tolist()], test["bdt_score"])
+
+
+def test_memory_too_small_is_an_error_before_training(tmp_path, capsys) -> None:
+    from hepbdt.analysis import load_config
+    from hepbdt.analysis.estimate import estimate, use_binned
+    from hepbdt.cli import main
+
+    out = tmp_path / "never"
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.startswith("hepbdt: error:") and "2.0 MB stated" in err and "binned = true" in err
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'",
+                 "--set", "binned='auto'"])
+    assert code == 2 and "even binned" in capsys.readouterr().err and not out.exists()
+    # "auto": binned when the float path would need more than half the memory
+    need = estimate(load_config(DEMO)).bytes
+    for memory, binned in ((need * 4, False), (need, True)):
+        config = load_config(DEMO, [f"memory={memory}", "binned='auto'"])
+        assert use_binned(config) is binned
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned='maybe'"])
+    assert code == 2 and "binned" in capsys.readouterr().err

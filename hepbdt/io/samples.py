@@ -636,6 +636,7 @@ def read(
     threads: int | None = None,
     binned: bool | str = False,
     max_bins: int = 255,
+    n_cuts: int = 0,
     bin_edges: Sequence[Any] | None = None,
     edge_sample: int | None = None,
     seed: int = 0,
@@ -669,8 +670,9 @@ def read(
         features; every estimator fits it as it is. ``"auto"``: binned when the float32
         features of every entry would take more than a quarter of the available memory
         (:func:`choose_binned`). False (default): float32 features.
-    max_bins
-        Value bins per feature for ``binned`` (as the estimators' ``max_bins``).
+    max_bins, n_cuts
+        Value bins per feature for ``binned``, and TMVA's equal-width cuts added to the
+        quantiles (as the estimators' options of these names).
     bin_edges
         With ``binned``: these edges (m increasing arrays, e.g. a model's ``bin_edges_``)
         instead of a sketch; one pass.
@@ -714,7 +716,7 @@ def read(
     if binned:
         return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
                             task, step_size, inf_as_missing, progress, threads, max_bins,
-                            bin_edges, edge_sample, seed)
+                            n_cuts, bin_edges, edge_sample, seed)
     out = _allocate(capacity, len(feature_expressions), task)
     filled = 0
     with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
@@ -748,6 +750,7 @@ def _read_binned(
     progress: bool | None,
     threads: int | None,
     max_bins: int,
+    n_cuts: int,
     bin_edges: Sequence[Any] | None,
     edge_sample: int | None,
     seed: int,
@@ -765,6 +768,8 @@ def _read_binned(
     m = len(feature_expressions)
     if int(max_bins) != max_bins or not 2 <= max_bins <= 255:
         raise InputError(f"max_bins must be an integer in [2, 255], not {max_bins!r}")
+    if int(n_cuts) != n_cuts or not 0 <= n_cuts < max_bins:
+        raise InputError(f"n_cuts must be an integer in [0, max_bins), not {n_cuts!r}")
     entries = sum(sum(plan.entries) for plan in plans)
     passes = 1 if bin_edges is not None else 2
     with Progress(entries * passes, f"hepbdt.read (binned, {passes} pass{'es' * (passes > 1)})",
@@ -781,7 +786,7 @@ def _read_binned(
             for plan in plans:
                 selected = _read_sample(plan, feature_expressions, None, selected, step_size,
                                         inf_as_missing, executor, bar, sketch=sketch)
-            edges = sketch.edges(int(max_bins))
+            edges = sketch.edges(int(max_bins), int(n_cuts))
         out = _allocate(selected, m, task, binned=True)
         out.codes, out.packed_edges, out.binner = np.empty((selected, m), np.uint8), pack_edges(
             edges), bin_rows_into
