@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
-           "is_classifier", "model_scores", "weighted_quantile", "hash_fraction"]
+           "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory"]
 
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
@@ -381,6 +381,22 @@ def hash_fraction(numbers: np.ndarray) -> np.ndarray:
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z = z ^ (z >> np.uint64(31))
     return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new process (MemAvailable, else free pages); None
+    when the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 # -- threads ----------------------------------------------------------------------------------

@@ -268,11 +268,12 @@ def _message(exc: BaseException) -> str:
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import check_inputs, default_output_dir, load_config, train
-    from hepbdt.analysis.estimate import estimate_lines
+    from hepbdt.analysis.estimate import check_memory, estimate_lines
 
     config = load_config(config_path or args.config, args.overrides,
                          output=getattr(args, "output", None))
     check_inputs(config)
+    check_memory(config)  # too large for the stated memory: an error before any work
     if getattr(args, "check", False):
         print(f"{config.path}: OK ({len(config.samples)} samples, {len(config.features)} "
               f"features, {config.task}); outputs would go to {default_output_dir(config)}/")

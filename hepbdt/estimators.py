@@ -29,6 +29,7 @@ from ._util import (
     hash_fraction,
     threads,
 )
+from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
@@ -65,6 +66,7 @@ AUTO_TREES_FROM = 1_000
 AUTO_MAX_TREES = 2000
 AUTO_FIXED_TREES = 200
 AUTO_MIN_LEAF_EVENTS = 20  # min_node_size="auto" under n_trees="auto": a child holds the weight of 20 events
+BINNED_PREDICT_BLOCK = 1 << 16  # events whose representative values a binned prediction holds at once
 AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change nor early_stopping_rounds says
 
 
@@ -271,7 +273,10 @@ class _BDTBase(SklearnProtocol):
             # Regression: the local net weight, or the neighbours, in (features, target)
             # space, so weight moves to events with a similar target too.
             classifier = self._estimator_type == "classifier"
-            Z = X if classifier else np.column_stack([X, y]).astype(X_DTYPE)
+            # Given bins, the policies see each feature as its bin number: the fit depends on
+            # the features only through their codes, so a binned read trains what X does.
+            F = X.bin_indices() if isinstance(X, BinnedMatrix) else X
+            Z = F if classifier else np.column_stack([F, y]).astype(X_DTYPE)
             if policy == "regress":
                 w = regress_class_weights(Z, y, w, by_class=classifier,
                                           random_state=self.random_state)
@@ -306,16 +311,38 @@ class _BDTBase(SklearnProtocol):
         return NewtonBooster(loss, self.learning_rate, self.reg_lambda, self.reg_alpha)
 
     # -- fitting ------------------------------------------------------------------------------
+    @staticmethod
+    def _fit_features(X, bin_edges) -> tuple[Any, list[str] | None, dict[str, str]]:
+        """(X, names, definitions) for fit: checked float32, or a BinnedMatrix (float X given
+        ``bin_edges`` is binned here, so both ways train the same model)."""
+        definitions = feature_definitions_of(X)
+        if isinstance(X, BinnedMatrix):
+            if bin_edges is not None:
+                raise ValueError("bin_edges: X is a BinnedMatrix, whose edges are the bins; give "
+                                 "one or the other")
+            if X.shape[0] == 0 or X.shape[1] == 0:
+                raise ValueError(f"X is empty: {X.shape[0]} sample(s) and {X.shape[1]} feature(s)")
+            names = None if X.feature_names is None else list(X.feature_names)
+            return X, names, definitions
+        X, names = check_X(X)
+        if bin_edges is not None:
+            try:
+                X = BinnedMatrix.from_features(X, bin_edges)
+            except ValueError as exc:
+                raise ValueError(f"bin_edges: {exc}") from None
+        return X, names, definitions
+
     def _fit(self, X, y, sample_weight, eval_set, names, definitions, event=None):
         self._validate_params()
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         event = self._checked_events(event, X.shape[0])
-        with threads(self.n_jobs, X.size):
+        with threads(self.n_jobs, X.shape[0] * X.shape[1]):
             X, y, w, event = self._apply_negative_weight_policy(X, y, w, event)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
-        evals = self._eval_sets(eval_set, names)
+        binned = isinstance(X, BinnedMatrix)
+        evals = self._eval_sets(eval_set, names, X.edges if binned else None)
         plan = self._tree_plan(X.shape[0], bool(evals))
         if plan.hold_out:
             held = self._held_out(X.shape[0], event, rng)
@@ -326,17 +353,22 @@ class _BDTBase(SklearnProtocol):
         self.min_node_size_ = self._resolved_node_size(X.shape[0])
         if self.boosting in ("gradient", "newton"):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
-        with threads(self.n_jobs, X.size):
-            mapper = BinMapper(self.max_bins, self.n_cuts,
-                               0 if self.random_state is None else int(self.random_state))
-            mapper.fit(X, w)
+        with threads(self.n_jobs, X.shape[0] * X.shape[1]):
             quantised = self._use_quantised(X.shape[0])
-            codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
+            if binned:  # the matrix's bins are the model's: no binning here
+                mapper = BinMapper.from_edges(list(X.edges))
+                codes = QuantisedRows(X.codes) if quantised else np.ascontiguousarray(X.codes.T)
+            else:
+                mapper = BinMapper(self.max_bins, self.n_cuts,
+                                   0 if self.random_state is None else int(self.random_state))
+                mapper.fit(X, w)
+                codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
-        if np.isnan(X).any():  # the TMVA export warns: the Reader gives -999 for NaN events
+        # the TMVA export warns: the Reader gives -999 for NaN events
+        if X.missing_any() if binned else np.isnan(X).any():
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
@@ -404,9 +436,10 @@ class _BDTBase(SklearnProtocol):
         if mapper is not None:
             self.bin_edges_ = mapper.edges_
 
-    def _eval_sets(self, eval_set, names) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _eval_sets(self, eval_set, names, edges=None) -> list[tuple[Any, np.ndarray, np.ndarray]]:
         """``eval_set`` as a list of checked (X, y, w): one (X, y[, w]) tuple or a list of them,
-        as XGBoost and LightGBM take it."""
+        as XGBoost and LightGBM take it. With ``edges`` (a binned fit) each X is a
+        BinnedMatrix of those bins (float X is binned with them)."""
         if eval_set is None:
             return []
         if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and np.ndim(eval_set[1]) == 1:
@@ -415,8 +448,7 @@ class _BDTBase(SklearnProtocol):
         for i, entry in enumerate(eval_set):
             if not isinstance(entry, tuple | list) or len(entry) not in (2, 3):
                 raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, sample_weight)")
-            Xv, _ = check_X(entry[0], self.n_features_in_ if names is None else None,
-                            f"eval_set[{i}] X", names=names)
+            Xv = self._eval_features(entry[0], names, edges, i)
             yv = self._encode_y(entry[1], fitting=False)
             if yv.size != Xv.shape[0]:
                 raise ValueError(f"eval_set[{i}]: X has {Xv.shape[0]} events but y has {yv.size}")
@@ -424,6 +456,41 @@ class _BDTBase(SklearnProtocol):
                                f"eval_set[{i}] sample_weight", training=True)
             sets.append((Xv, yv, wv))
         return sets
+
+    def _eval_features(self, X, names, edges, i: int) -> Any:
+        """One eval set's features: float32 for a float fit, a BinnedMatrix of ``edges`` for
+        a binned one."""
+        what = f"eval_set[{i}] X"
+        if isinstance(X, BinnedMatrix):
+            if edges is None:
+                raise ValueError(f"{what} is a BinnedMatrix but the training X is not; give "
+                                 "float features, or train on a BinnedMatrix of the same bins")
+            X = self._binned_in_order(X, names, what)
+            if not X.same_bins(BinnedMatrix(X.codes[:0], edges)):
+                raise ValueError(f"{what} is binned with other edges than the training X; bin "
+                                 "both alike (hepbdt.read(..., bin_edges=...))")
+            return X
+        Xv, _ = check_X(X, self.n_features_in_ if names is None else None, what, names=names)
+        return Xv if edges is None else BinnedMatrix.from_features(Xv, edges)
+
+    def _binned_in_order(self, X: BinnedMatrix, names, what: str) -> BinnedMatrix:
+        """A BinnedMatrix with the columns ``names`` (by name when both have names)."""
+        if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
+            position = {n: j for j, n in enumerate(X.feature_names)}
+            definitions = getattr(self, "feature_definitions_", None) or {}
+            for name in names:
+                if name not in position and definitions.get(name) in position:
+                    position[name] = position[definitions[name]]
+            missing = [n for n in names if n not in position]
+            if missing:
+                raise ValueError(f"{what} lacks the features {missing} that the model was "
+                                 f"trained on (it has {list(X.feature_names)})")
+            X = X.columns([position[n] for n in names])
+        expected = len(names) if names is not None else self.n_features_in_
+        if X.shape[1] != expected:
+            raise ValueError(f"{what} has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {expected} features as input")
+        return X
 
     def _stopping_rounds(self) -> int | None:
         """Rounds without improvement before stopping: only when asked for."""
@@ -441,6 +508,8 @@ class _BDTBase(SklearnProtocol):
             return
         loss = self._make_loss()
         for i, (Xv, yv, wv) in enumerate(evals[:-1]):
+            if isinstance(Xv, BinnedMatrix):
+                Xv = Xv.to_features()  # the bins' lower edges: the same scores as the values
             if self.forest_.n_classes > 1:
                 curve = [loss.loss(yv, wv, score.T) for score in self.forest_.staged_class_scores(Xv)]
             else:
@@ -465,7 +534,10 @@ class _BDTBase(SklearnProtocol):
                              min_split_gain=self.min_split_gain)
         valid_binned = None
         if valid is not None:
-            valid_binned = (mapper.transform(valid[0]), valid[1], valid[2])
+            Xv = valid[0]
+            codes_v = (np.ascontiguousarray(Xv.codes.T) if isinstance(Xv, BinnedMatrix)
+                       else mapper.transform(Xv))
+            valid_binned = (codes_v, valid[1], valid[2])
         rounds = plan.rounds
         result = run_boosting(
             booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
@@ -525,13 +597,42 @@ class _BDTBase(SklearnProtocol):
     def _input(self, X) -> np.ndarray:
         """X checked against the fitted features: named input put in their order."""
         self._check_fitted()
+        if isinstance(X, BinnedMatrix):
+            return self._binned_input(X).to_features()
         names = getattr(self, "feature_names_in_", None)
         X, _ = check_X(X, self.n_features_in_, names=None if names is None else list(names),
                        owner=type(self).__name__,
                        definitions=getattr(self, "feature_definitions_", None))
         return X
 
+    def _binned_input(self, X: BinnedMatrix) -> BinnedMatrix:
+        """A BinnedMatrix in the model's feature order, whose bins the model's thresholds
+        are edges of (so the codes decide every split as the values would)."""
+        names = getattr(self, "feature_names_in_", None)
+        X = self._binned_in_order(X, None if names is None else list(names), "X")
+        forest = self.forest_
+        for f in np.unique(forest.feature[forest.feature >= 0]):
+            t = forest.threshold[forest.feature == f]
+            t = t[np.isfinite(t)].astype(np.float32)
+            outside = t[~np.isin(t, X.edges[f])]
+            if outside.size:
+                raise ValueError(f"X is binned, but the model splits feature {int(f)} at "
+                                 f"{float(outside[0])!r}, which is not one of its bin edges: the "
+                                 "codes cannot answer that split. Predict on float features (e.g. "
+                                 "hepbdt apply), or bin with the model's edges (bin_edges_)")
+        return X
+
     def _raw(self, X) -> np.ndarray:
+        if isinstance(X, BinnedMatrix):
+            # Block by block: each bin's lower edge stands for its values, which every split of
+            # this model (its thresholds are edges) sends where the raw value goes.
+            X = self._binned_input(X)
+            out = np.empty(len(X), dtype=np.float64)
+            with threads(self.n_jobs):
+                for start in range(0, len(X), BINNED_PREDICT_BLOCK):
+                    stop = min(start + BINNED_PREDICT_BLOCK, len(X))
+                    out[start:stop] = self.forest_.raw_score(X.to_features(start, stop))
+            return out
         X = self._input(X)
         with threads(self.n_jobs, X.shape[0] * max(1, self.forest_.n_trees)):
             return self.forest_.raw_score(X)
@@ -826,7 +927,8 @@ class BDTClassifier(_BDTBase):
                                  f"{classes.tolist()}")
         return classes[classes == label][0]
 
-    def fit(self, X, y, sample_weight=None, eval_set=None, event=None) -> BDTClassifier:
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
+            bin_edges=None) -> BDTClassifier:
         """Train on X (n, m), two-class labels y (``signal_label`` is signal; by default 1 or
         "signal") and optional event weights.
 
@@ -837,11 +939,16 @@ class BDTClassifier(_BDTBase):
         event: optional integer event numbers (n,); ``n_trees="auto"`` then holds out the
         events whose hashed number falls below ``validation_fraction`` (reproducible from the
         events alone) instead of a random draw.
+
+        X may be a :class:`~hepbdt.binned.BinnedMatrix` (``hepbdt.read(..., binned=True)``):
+        its edges are the model's bins and nothing is binned again. ``bin_edges`` (m
+        increasing float32 arrays, e.g. another model's ``bin_edges_``) bins float X with
+        those edges instead of fitting quantiles: the model is then the one a BinnedMatrix
+        of the same bins trains, bit for bit. ``max_bins`` and ``n_cuts`` do not apply then.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        definitions = feature_definitions_of(X)
-        X, names = check_X(X)
+        X, names, definitions = self._fit_features(X, bin_edges)
         y_raw = _labels(y)
         if y_raw.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
@@ -942,13 +1049,13 @@ class BDTRegressor(_BDTBase):
             raise ValueError("the regression target y has NaN or infinite values")
         return y
 
-    def fit(self, X, y, sample_weight=None, eval_set=None, event=None) -> BDTRegressor:
-        """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set`` and
-        ``event`` as for :meth:`BDTClassifier.fit`."""
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
+            bin_edges=None) -> BDTRegressor:
+        """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set``,
+        ``event``, ``bin_edges`` and a binned X as for :meth:`BDTClassifier.fit`."""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        definitions = feature_definitions_of(X)
-        X, names = check_X(X)
+        X, names, definitions = self._fit_features(X, bin_edges)
         y = self._encode_y(y, fitting=True)
         if y.size != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} events but y has {y.size} targets")

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hepbdt"
 LAYERS = [
     ["hepbdt._version", "hepbdt._lazy"],
     ["hepbdt.engine"],
-    ["hepbdt._util", "hepbdt._sklearn"],
+    ["hepbdt._util", "hepbdt._sklearn", "hepbdt.binned"],
     ["hepbdt.kfold", "hepbdt.model", "hepbdt.tmva_options", "hepbdt.demo_data", "hepbdt.output_set"],
     ["hepbdt.boosting", "hepbdt.interop.tmva_export", "hepbdt.interop.onnx_export",
      "hepbdt.interop.cpp_export"],

@@ -71,11 +71,28 @@ _STR_OR_LIST = (lambda v: isinstance(v, str) or (_is_strings(v) and len(v) > 0),
 _STR_LIST = (lambda v: _is_strings(v) and len(v) > 0, "a non-empty list of strings")
 _WEIGHT = (lambda v: isinstance(v, str) or _is_number(v), "an expression (string) or a number")
 _LABEL = (lambda v: isinstance(v, str) or _is_int(v), "'signal', 'background', 1 or 0")
+_BINNED = (lambda v: isinstance(v, bool) or v == "auto", "true, false or \"auto\"")
+_MEMORY = (lambda v: (isinstance(v, str) and _memory_bytes(v) is not None)
+           or (_is_number(v) and v > 0), "a size such as \"8 GB\" or \"500 MB\"")
+_MEMORY_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+                 "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _memory_bytes(value: Any) -> int | None:
+    """Bytes of a size given as a number or a string ("8 GB", "512MiB"); None if not one."""
+    if _is_number(value):
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    if not match or match.group(2).lower() not in _MEMORY_UNITS or not float(match.group(1)) > 0:
+        return None
+    return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()])
+
 
 _TOP_KEYS = {
     "title": _STR, "features": _STR_LIST, "aliases": _TABLE, "event": _STR,
     "tree": _STR_OR_LIST, "weight": _WEIGHT, "preselection": _STR, "inf_as_missing": _BOOL,
-    "samples": _TABLE, "split": _TABLE, "method": _TABLE, "output": _TABLE,
+    "binned": _BINNED, "memory": _MEMORY, "samples": _TABLE, "split": _TABLE, "method": _TABLE,
+    "output": _TABLE,
 }
 _SAMPLE_KEYS = {
     "files": _STR_OR_LIST, "tree": _STR_OR_LIST, "weight": _WEIGHT, "cut": _STR,
@@ -158,6 +175,11 @@ class AnalysisConfig:
     output: OutputConfig
     aliases: dict[str, str] = field(default_factory=dict)
     document: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: ``binned``: read the features as one-byte bin codes (True), as float32 (False), or
+    #: choose from the estimated memory ("auto"; see :mod:`hepbdt.analysis.estimate`).
+    binned: bool | str = False
+    #: ``memory``: the bytes training may use ("8 GB"); None: what the machine has available.
+    memory: int | None = None
 
     @property
     def estimator_class(self) -> type:
@@ -438,7 +460,8 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         features=list(features or []), feature_expressions=expressions, samples=samples,
         event=event, inf_as_missing=top.get("inf_as_missing", False), split=split,
         params=params, tmva_options=tmva_options, output=output_config,
-        aliases=expander.aliases, document=document,
+        aliases=expander.aliases, document=document, binned=top.get("binned", False),
+        memory=None if "memory" not in top else _memory_bytes(top["memory"]),
     )
 
 

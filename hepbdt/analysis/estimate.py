@@ -10,19 +10,19 @@ cuts are not applied (entries before cuts) and early stopping may keep fewer tre
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import uproot
 
+from .._util import available_memory
 from ..estimators import effective_depth, growth_text, max_trees
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
-from .config import AnalysisConfig
+from .config import AnalysisConfig, ConfigError
 
-__all__ = ["Estimate", "estimate", "estimate_lines", "available_memory",
-           "SECONDS_PER_EVENT_FEATURE_TREE"]
+__all__ = ["Estimate", "estimate", "estimate_lines", "available_memory", "use_binned",
+           "check_memory", "SECONDS_PER_EVENT_FEATURE_TREE"]
 
 #: Training seconds per event, feature and tree of depth 3, measured on the development
 #: machine (2 cores, the default threads, otherwise idle): after a warm-up fit,
@@ -38,6 +38,9 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # plus one fit's bin codes (1); per event the weight, event number, label and sample index
 # (24) with each copy, plus one fit's per-event channels, scores and partition (about 64).
 _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 1, 24, 64
+# binned = "auto" reads binned when the float path would need more than this share of the
+# memory (stated, else available): the estimate is an upper bound, but only roughly.
+_AUTO_BINNED_SHARE = 0.5
 _HOUR = 3600.0
 
 
@@ -54,6 +57,8 @@ class Estimate:
     bytes: int
     available_bytes: int | None
     auto_trees: bool = False  # n_trees="auto": ``trees`` is the most it may grow
+    binned_bytes: int = 0  # the memory of the binned path (one byte per event and feature)
+    binned: bool = False  # the path the configuration reads: binned or float32
 
 
 def _entries(config: AnalysisConfig) -> int:
@@ -74,22 +79,6 @@ def _entries(config: AnalysisConfig) -> int:
     return total
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available to a new process (MemAvailable, else free pages); None
-    when the system does not say."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Estimate:
     """The time and memory training ``config`` asks for (see the module's doc)."""
     model: Any = config.make_estimator()
@@ -104,10 +93,47 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
     memory = events * (features * (_FEATURE_BYTES * copies + _CODE_BYTES)
                        + _EVENT_BYTES * copies + _FIT_BYTES)
+    # Binned: the codes read and each training set's copy, one byte each, plus the copy the
+    # fit keeps of its training events (without the held-out ones); no float features.
+    binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
+                              + _FIT_BYTES)
     if available_bytes is None:
-        available_bytes = available_memory()
+        available_bytes = config.memory if config.memory is not None else available_memory()
+    binned = config.binned is True or (config.binned == "auto" and available_bytes is not None
+                                       and memory > _AUTO_BINNED_SHARE * available_bytes)
     return Estimate(events, features, trees, growth_text(model.get_params()), folds,
-                    seconds, int(memory), available_bytes, model.n_trees == "auto")
+                    seconds, int(memory), available_bytes, model.n_trees == "auto",
+                    int(binned_memory), binned)
+
+
+def use_binned(config: AnalysisConfig) -> bool:
+    """Whether ``hepbdt train`` reads binned: ``binned`` as configured, and for ``"auto"``
+    when the float path's estimate is more than half of the memory (stated or available)."""
+    if config.binned in (True, False):
+        return bool(config.binned)
+    return estimate(config).binned
+
+
+def check_memory(config: AnalysisConfig) -> None:
+    """Raise a ConfigError before any work when the configuration states ``memory`` and the
+    estimate of the path it reads (binned or float32) is more than that, naming the need
+    and, for the float path, the binned option and what it would need."""
+    if config.memory is None:
+        return
+    e = estimate(config, config.memory)
+    need = e.binned_bytes if e.binned else e.bytes
+    if need <= config.memory:
+        return
+    head = (f"{config.path}: memory: training {e.events:,} events (entries before cuts) x "
+            f"{e.features} features needs about {_size(need)}")
+    if e.binned:
+        advice = ("even binned (one byte per event and feature); select fewer events (cuts), "
+                  "features or folds, or state more memory")
+    else:
+        advice = (f"as float32 features; set binned = true (or \"auto\") at the top of the "
+                  f"configuration to read them as one-byte bin codes: about "
+                  f"{_size(e.binned_bytes)}")
+    raise ConfigError([f"{head}, more than the {_size(config.memory)} stated ({advice})"])
 
 
 def _duration(seconds: float) -> str:
@@ -132,13 +158,17 @@ def estimate_lines(config: AnalysisConfig, available_bytes: int | None = None) -
     for memory beyond what is available and one for training beyond an hour."""
     e = estimate(config, available_bytes)
     scheme = f"{e.folds} folds" if e.folds else "one train/test split"
-    available = "" if e.available_bytes is None else f" (available: {_size(e.available_bytes)})"
+    available = "" if e.available_bytes is None else (
+        f" ({'stated' if config.memory is not None else 'available'}: {_size(e.available_bytes)})")
     lines = [f"estimate: up to {e.events:,} events (entries before cuts) x {e.features} "
              f"features x {'up to ' if e.auto_trees else ''}{e.trees:,} trees ({e.growth}"
              f"{', n_trees=auto' if e.auto_trees else ''}), {scheme}: about "
-             f"{_duration(e.seconds)} of training and {_size(e.bytes)} of memory{available}"]
-    if e.available_bytes is not None and e.bytes > e.available_bytes:
-        lines.append(f"warning: training may need about {_size(e.bytes)} of memory, more than "
+             f"{_duration(e.seconds)} of training and "
+             f"{_size(e.binned_bytes if e.binned else e.bytes)} of memory"
+             f"{' (binned)' if e.binned else ''}{available}"]
+    if e.available_bytes is not None and (e.binned_bytes if e.binned else e.bytes) > e.available_bytes:
+        lines.append(f"warning: training may need about "
+                     f"{_size(e.binned_bytes if e.binned else e.bytes)} of memory, more than "
                      f"the {_size(e.available_bytes)} available; select fewer events (cuts), "
                      "features or folds")
     if e.seconds > _HOUR:

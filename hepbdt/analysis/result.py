@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..binned import BinnedMatrix
 from ..evaluation import (
     FeatureRanking,
     LearningCurve,
@@ -176,8 +177,12 @@ def cell(value: Any) -> str:
 def stack(parts: Sequence[Dataset]) -> Dataset:
     """The events of several Datasets of the same features, one after the other."""
     first = parts[0]
+    if first.binned:
+        X = BinnedMatrix(np.concatenate([p.X.codes for p in parts]), first.X.edges)
+    else:
+        X = np.concatenate([p.X for p in parts])
     return Dataset(
-        np.concatenate([p.X for p in parts]),
+        X,
         y=None if first.y is None else np.concatenate([p.y for p in parts]),
         w=np.concatenate([p.w for p in parts]),
         sample_index=np.concatenate([p.sample_index for p in parts]),

@@ -19,6 +19,7 @@ from ..io import Dataset, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
 from .config import AnalysisConfig
+from .estimate import check_memory, use_binned
 from .outputs import write_outputs
 from .result import TrainResult, stack
 from .summary import summarise
@@ -49,6 +50,7 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     TrainResult; ``files`` maps each output ("model", "tmva_xml", "scores", "report",
     "summary", "figure:<name>") to its path.
     """
+    check_memory(config)  # a sample too large for the stated memory: refused before any work
     out = default_output_dir(config)
     output_set = OutputSet(out)
     # locked and known writable before any work; every bar (reading, each fit) as asked
@@ -58,7 +60,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         data = _read(config, progress)
         timings["read"] = time.perf_counter() - start
         _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
-                   f"{timings['read']:.1f} s")
+                   f"{timings['read']:.1f} s" + (f", binned ({data.X.nbytes:,} bytes of codes)"
+                                                 if data.binned else ""))
         start = time.perf_counter()
         fit = _fit_kfold if config.split.kfold else _fit_split
         result = fit(config, data, echo)
@@ -82,7 +85,9 @@ def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
     """The events of every sample, the features named as the user wrote them (aliases),
     each with the expression behind it, so the model, the score trees and apply agree."""
     data = read(config.make_samples(), config.feature_expressions, event=config.event,
-                inf_as_missing=config.inf_as_missing, progress=progress)
+                inf_as_missing=config.inf_as_missing, progress=progress,
+                binned=use_binned(config), max_bins=int(config.params.get("max_bins", 255)),
+                n_cuts=int(config.params.get("n_cuts", 0)))
     return data.replace(feature_names=list(config.features), feature_definitions=dict(
         zip(config.features, config.feature_expressions, strict=True)))
 

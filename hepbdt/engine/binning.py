@@ -5,16 +5,24 @@ as ``x < edges[b]``: thresholds stay in raw feature units and a model predicts t
 raw floats as on codes. NaN goes to the last bin (``MISSING_BIN``). Edges sit strictly
 between two distinct training values, so the choice of ``<`` versus ``<=`` never matters
 on the training data.
+
+:class:`EdgeSketch` finds the same edges from data seen chunk by chunk (the streaming
+read of ``hepbdt.read(..., binned=True)``): a priority sample of the events, mergeable
+and independent of how the events were cut into chunks, from which
+:func:`fit_bin_edges`'s own per-feature rule computes the edges.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numba
 import numpy as np
 
 from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, njit
 
-__all__ = ["BinMapper", "fit_bin_edges", "apply_bins", "first_infinite"]
+__all__ = ["BinMapper", "EdgeSketch", "fit_bin_edges", "apply_bins", "bin_rows_into",
+           "check_edges", "first_infinite"]
 
 SUBSAMPLE_FOR_EDGES = 200_000  # events used to find quantile edges (as LightGBM's default)
 
@@ -154,6 +162,36 @@ def _apply_bins_by_event(X, edges, codes):
                 codes[i, f] = _bin_of(edges[f], X[i, f])
 
 
+def bin_rows_into(X: np.ndarray, edges: list[np.ndarray] | np.ndarray, out: np.ndarray) -> None:
+    """Event-major codes of X ((n, m) float32, C order) written into ``out`` ((n, m) uint8).
+
+    ``edges``: the m edge arrays, or their packed form (``pack_edges``) when one set of
+    edges bins many chunks.
+    """
+    packed = edges if isinstance(edges, np.ndarray) else _pack_edges(edges)
+    _apply_bins_by_event(np.ascontiguousarray(X, dtype=X_DTYPE), packed, out)
+
+
+def pack_edges(edges: list[np.ndarray]) -> np.ndarray:
+    """The edges as one (m, 256) float32 array padded with +inf, as the binning kernels read them."""
+    return _pack_edges(edges)
+
+
+def check_edges(edges: Any, n_features: int | None = None) -> list[np.ndarray]:
+    """Edges given by a caller as m float32 arrays; ValueError unless each is finite, strictly
+    increasing and at most ``MAX_VALUE_BINS - 1`` long (then code <= b iff x < edges[b])."""
+    out = [np.asarray(e, dtype=X_DTYPE).ravel() for e in edges]
+    if n_features is not None and len(out) != n_features:
+        raise ValueError(f"bin edges for {len(out)} features, but the data have {n_features}")
+    for f, e in enumerate(out):
+        if e.size > MAX_VALUE_BINS - 1:
+            raise ValueError(f"bin edges of feature {f}: {e.size} edges, at most "
+                             f"{MAX_VALUE_BINS - 1} (255 value bins)")
+        if not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+            raise ValueError(f"bin edges of feature {f} must be finite and strictly increasing")
+    return out
+
+
 def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
     """Bin codes of X, feature-major: (m, n) uint8, NaN in ``MISSING_BIN``."""
     packed = _pack_edges(edges)
@@ -170,6 +208,15 @@ class BinMapper:
         self.max_bins = max_bins
         self.n_cuts = n_cuts
         self.random_state = random_state
+
+    @classmethod
+    def from_edges(cls, edges: list[np.ndarray]) -> BinMapper:
+        """A fitted mapper with the given edges (m float32 arrays, see :func:`check_edges`):
+        the bins a binned matrix was made with, or edges of an earlier fit."""
+        mapper = cls()
+        mapper.edges_ = check_edges(edges)
+        mapper.n_bins_ = np.array([e.size + 1 for e in mapper.edges_], dtype=np.int32)
+        return mapper
 
     def fit(self, X: np.ndarray, sample_weight: np.ndarray | None = None) -> BinMapper:
         """Find the edges of every feature."""
@@ -194,3 +241,159 @@ class BinMapper:
             b = int(bin_threshold[k])
             out[k] = e[b] if b < e.size else np.inf
         return out
+
+
+# -- streaming: a mergeable sketch of the edges ----------------------------------------------
+
+_ZERO_TIER = 1e300  # keys of weight-zero events: after every other event's key
+
+
+def _hash_uniform(ids: np.ndarray, seed: int) -> np.ndarray:
+    """A number in (0, 1] per event id, uniform (splitmix64 of the id and the seed)."""
+    z = (np.asarray(ids, np.int64).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+         + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) + np.uint64(0x632BE59BD9B4E019))
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return ((z >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0 ** -53
+
+
+class EdgeSketch:
+    """Bin edges from events seen chunk by chunk: a mergeable, weighted priority sample.
+
+    Each event gets a key u / |w|, with u uniform in (0, 1] from a hash of its id (its row
+    in the final data set) and the seed; the sketch keeps every event whose key is below a
+    threshold, lowering the threshold to the ``capacity + 1``-th smallest key whenever it
+    holds more than twice ``capacity`` events. What it holds is therefore the set of events
+    with the smallest keys, whatever the chunks were and in whatever order sketches are
+    merged (:meth:`merge` is a union and a cut at the lower threshold). The edges are
+    :func:`fit_bin_edges`'s rule (weighted quantiles of the distinct values) applied to:
+
+    * every event, with its |w|, when at most ``capacity`` were seen: then the edges are
+      exactly those of ``fit_bin_edges`` on the same events (which subsamples only above
+      ``SUBSAMPLE_FOR_EDGES`` = the default capacity);
+    * else the ``capacity`` events of smallest key, each weighted max(|w|, 1 / tau) with
+      tau the next key (priority sampling, Duffield, Lund and Thorup 2007: every weighted
+      count, hence every quantile's cumulative weight, is estimated without bias; heavy
+      events are kept with their own weight). With unit weights this is a uniform sample
+      of ``capacity`` events, as ``fit_bin_edges`` draws.
+
+    Negative weights count as |w|, as in :func:`fit_bin_edges` (the edges say where events
+    are, not their net density); events of weight zero do not count, unless every event
+    has weight zero (then each counts once).
+    """
+
+    def __init__(self, n_features: int, capacity: int = SUBSAMPLE_FOR_EDGES, seed: int = 0):
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, not {capacity}")
+        self.n_features = int(n_features)
+        self.capacity = int(capacity)
+        self.seed = int(seed)
+        self.threshold = np.inf
+        self.n_seen = 0
+        self._values: list[np.ndarray] = []
+        self._weights: list[np.ndarray] = []
+        self._keys: list[np.ndarray] = []
+        self._ids: list[np.ndarray] = []
+        self._held = 0
+
+    def keys(self, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The events' keys (smaller is kept first)."""
+        a = np.abs(np.asarray(w, np.float64))
+        u = _hash_uniform(ids, self.seed)
+        with np.errstate(divide="ignore", over="ignore"):
+            key = np.minimum(u / a, _ZERO_TIER / 2)
+        return np.where(a > 0, key, _ZERO_TIER * (1.0 + u))
+
+    def wanted(self, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """A mask of the events :meth:`update` would keep now (the caller may compute the
+        features of those only)."""
+        return self.keys(w, ids) < self.threshold
+
+    def update(self, X: np.ndarray, w: np.ndarray, ids: np.ndarray) -> None:
+        """Add events: X (n, m) float32 features, w (n,) signed weights, ids (n,) int64
+        distinct event ids (their rows in the data set, so the sample does not depend on
+        the chunks)."""
+        self.n_seen += len(ids)
+        key = self.keys(w, ids)
+        keep = key < self.threshold
+        if not keep.any():
+            return
+        self._add(np.asarray(X, X_DTYPE)[keep], np.abs(np.asarray(w, np.float64))[keep],
+                  key[keep], np.asarray(ids, np.int64)[keep])
+
+    def update_selected(self, X: np.ndarray, w: np.ndarray, ids: np.ndarray, n_seen: int) -> None:
+        """Add events already chosen with :meth:`wanted` (X of those only), out of ``n_seen``."""
+        self.n_seen += int(n_seen)
+        if len(ids):
+            key = self.keys(w, ids)
+            self._add(np.asarray(X, X_DTYPE), np.abs(np.asarray(w, np.float64)), key,
+                      np.asarray(ids, np.int64))
+
+    def _add(self, X, a, key, ids) -> None:
+        self._values.append(X)
+        self._weights.append(a)
+        self._keys.append(key)
+        self._ids.append(ids)
+        self._held += len(ids)
+        if self._held > 2 * self.capacity:
+            self._shrink()
+
+    def _gathered(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if len(self._ids) != 1:
+            m = self.n_features
+            self._values = [np.concatenate(self._values) if self._values else np.empty((0, m), X_DTYPE)]
+            self._weights = [np.concatenate(self._weights) if self._weights else np.empty(0)]
+            self._keys = [np.concatenate(self._keys) if self._keys else np.empty(0)]
+            self._ids = [np.concatenate(self._ids) if self._ids else np.empty(0, np.int64)]
+        return self._values[0], self._weights[0], self._keys[0], self._ids[0]
+
+    def _shrink(self) -> None:
+        """Keep the ``capacity`` smallest keys; the threshold becomes the next key."""
+        X, a, key, ids = self._gathered()
+        if key.size <= self.capacity:
+            return
+        self.threshold = min(self.threshold, float(np.partition(key, self.capacity)[self.capacity]))
+        keep = key < self.threshold
+        self._values, self._weights = [X[keep]], [a[keep]]
+        self._keys, self._ids = [key[keep]], [ids[keep]]
+        self._held = int(keep.sum())
+
+    def merge(self, other: EdgeSketch) -> EdgeSketch:
+        """Add another sketch's events (same features, capacity and seed; distinct ids)."""
+        if (other.n_features, other.capacity, other.seed) != (self.n_features, self.capacity, self.seed):
+            raise ValueError("only sketches of the same features, capacity and seed merge")
+        X, a, key, ids = other._gathered()
+        self.n_seen += other.n_seen
+        self.threshold = min(self.threshold, other.threshold)
+        mine = self._gathered()
+        keep = mine[2] < self.threshold
+        self._values, self._weights = [mine[0][keep]], [mine[1][keep]]
+        self._keys, self._ids = [mine[2][keep]], [mine[3][keep]]
+        self._held = int(keep.sum())
+        take = key < self.threshold
+        self._add(X[take], a[take], key[take], ids[take])
+        return self
+
+    def sample(self) -> tuple[np.ndarray, np.ndarray]:
+        """The events the edges come from, in id order, and their weights (see the class doc)."""
+        X, a, key, ids = self._gathered()
+        if self.n_seen > self.capacity:
+            order = np.argsort(key, kind="stable")
+            tau = key[order[self.capacity]] if key.size > self.capacity else self.threshold
+            chosen = np.sort(order[: self.capacity]) if key.size > self.capacity else np.arange(key.size)
+            X, a, key, ids = X[chosen], a[chosen], key[chosen], ids[chosen]
+            if np.isfinite(tau) and tau < _ZERO_TIER / 2:
+                a = np.maximum(a, 1.0 / tau)
+        order = np.argsort(ids, kind="stable")
+        X, a, key = X[order], a[order], key[order]
+        nonzero = key < _ZERO_TIER
+        if nonzero.any():
+            return X[nonzero], a[nonzero]
+        return X, np.ones(len(a))
+
+    def edges(self, max_bins: int = MAX_VALUE_BINS, n_cuts: int = 0) -> list[np.ndarray]:
+        """The m edge arrays (as :func:`fit_bin_edges` returns them)."""
+        X, a = self.sample()
+        return [_feature_edges(X[:, f], a, max_bins, n_cuts) for f in range(self.n_features)]

@@ -4,7 +4,9 @@ A :class:`Dataset` holds ``X`` (n x m, C-contiguous float32), labels or targets 
 weights ``w`` (float64), a sample index, an int64 event identifier and the names of
 features and samples. It splits into training and test sets as TMVA's ``SplitMode``
 (random, alternate, block) or by event number for k-fold training, and renormalises
-training weights as TMVA's ``NormMode``. It knows nothing about files or trees.
+training weights as TMVA's ``NormMode``. It knows nothing about files or trees. ``X`` may
+also be a :class:`~hepbdt.binned.BinnedMatrix` (one byte per event and feature, from
+``read(..., binned=True)``): splits, folds and normalisation work alike.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import fold_of
 
@@ -58,7 +61,7 @@ class Dataset:
     ----------
     X
         (n, m) features; stored as C-contiguous float32 (converted once, here). NaN is a
-        missing value.
+        missing value. A :class:`~hepbdt.binned.BinnedMatrix` is kept as it is.
     y
         (n,) class labels (1 signal, 0 background, or class indices; stored int32),
         regression targets (stored float32), or None for unlabelled events.
@@ -102,10 +105,13 @@ class Dataset:
         copy: bool = False,
         feature_definitions: Mapping[str, str] | None = None,
     ) -> None:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
-        X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
+        if isinstance(X, BinnedMatrix):
+            X = BinnedMatrix(X.codes.copy() if copy else X.codes, X.edges)
+        else:
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
+            X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
         n, m = X.shape
         self._X = X
 
@@ -181,8 +187,16 @@ class Dataset:
     # -- basics -----------------------------------------------------------------------
 
     @property
-    def X(self) -> FeatureMatrix:
-        """The (n, m) float32 features, carrying ``feature_names`` and ``feature_definitions``."""
+    def binned(self) -> bool:
+        """True when X is a :class:`~hepbdt.binned.BinnedMatrix` (codes, not floats)."""
+        return isinstance(self._X, BinnedMatrix)
+
+    @property
+    def X(self) -> Any:
+        """The (n, m) float32 features (a :class:`FeatureMatrix`) or the BinnedMatrix,
+        carrying ``feature_names`` and ``feature_definitions``."""
+        if isinstance(self._X, BinnedMatrix):
+            return self._X.with_names(self.feature_names, self.feature_definitions or None)
         X = self._X.view(FeatureMatrix)
         X.feature_names = tuple(self.feature_names)
         X.feature_definitions = dict(self.feature_definitions) or None
@@ -205,7 +219,8 @@ class Dataset:
     def __repr__(self) -> str:
         return (
             f"Dataset({len(self)} events, {self.n_features} features "
-            f"{self.feature_names}, samples {self.sample_names}, {self.task})"
+            f"{self.feature_names}, samples {self.sample_names}, {self.task}"
+            f"{', binned' if self.binned else ''})"
         )
 
     def summary(self) -> str:

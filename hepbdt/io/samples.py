@@ -7,6 +7,12 @@ the expressions need), applies the cut per chunk, evaluates the features with
 :mod:`hepbdt.io.expressions` and fills preallocated float32 arrays, so peak memory is
 the final arrays plus one chunk. Trees may be TTrees or RNTuples (whatever uproot reads).
 
+With ``binned=True`` the features are never held as floats: a first pass streams the
+events through a mergeable edge sketch (:class:`hepbdt.engine.binning.EdgeSketch`; only
+the cut, the weight and, for the few events the sketch keeps, the features are
+evaluated), a second pass bins every chunk into one byte per event and feature, and
+``Dataset.X`` is a :class:`~hepbdt.binned.BinnedMatrix`.
+
 The private helpers (:func:`resolve_sources`, :class:`TreeReader`) are shared with
 :mod:`hepbdt.io.writers`, which applies models chunk by chunk with the same machinery.
 """
@@ -27,7 +33,8 @@ import awkward as ak
 import numpy as np
 import uproot
 
-from hepbdt._util import Progress
+from hepbdt._util import Progress, available_memory
+from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import Dataset, invalid_event_numbers, shown_number
 from hepbdt.io.errors import (
     BadValueError,
@@ -44,7 +51,7 @@ from hepbdt.io.errors import (
 )
 from hepbdt.io.expressions import CONSTANTS, Expression, quote_expression, to_column
 
-__all__ = ["Sample", "read", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
+__all__ = ["Sample", "read", "choose_binned", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
 
 SIGNAL = 1
 BACKGROUND = 0
@@ -59,6 +66,10 @@ _GLOB_CHARS = set("*?[")
 # Chunks of a few MB: the per-chunk arrays are reused from the heap instead of freshly
 # mapped pages, which measured faster than 100 MB chunks and bounds memory tightly.
 DEFAULT_STEP_SIZE = "8 MB"
+# binned="auto": binned when the float32 features of every entry would fill more than this
+# share of the available memory (the float path holds them two or three times: as read, in
+# the training set, and while the model bins them).
+AUTO_BINNED_SHARE = 0.25
 
 
 @dataclass
@@ -585,13 +596,27 @@ class _Plan:
 
 @dataclass
 class _Output:
-    """The preallocated output arrays of :func:`read`, one row per selected event."""
+    """The preallocated output arrays of :func:`read`, one row per selected event: float32
+    features ``X``, or (binned) ``codes`` and the packed edges with the kernel that bins."""
 
-    X: np.ndarray
+    X: np.ndarray | None
     y: np.ndarray | None
     w: np.ndarray
     event: np.ndarray
     sample_index: np.ndarray
+    codes: np.ndarray | None = None
+    packed_edges: np.ndarray | None = None
+    binner: Any = None
+
+    def put_features(self, start: int, columns: Sequence[np.ndarray]) -> None:
+        """The features of one chunk into rows ``start:``: floats, or their codes."""
+        if self.codes is None:
+            fill_rows(self.X, start, columns)
+            return
+        n = len(columns[0])
+        block = np.empty((n, len(columns)), dtype=np.float32)
+        fill_rows(block, 0, columns)
+        self.binner(block, self.packed_edges, self.codes[start:start + n])
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -609,6 +634,12 @@ def read(
     inf_as_missing: bool = False,
     progress: bool | None = None,
     threads: int | None = None,
+    binned: bool | str = False,
+    max_bins: int = 255,
+    n_cuts: int = 0,
+    bin_edges: Sequence[Any] | None = None,
+    edge_sample: int | None = None,
+    seed: int = 0,
 ) -> Dataset:
     """Read samples into a :class:`~hepbdt.io.dataset.Dataset`.
 
@@ -633,6 +664,25 @@ def read(
     threads
         Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
         The result does not depend on it.
+    binned
+        True: ``X`` is a :class:`~hepbdt.binned.BinnedMatrix`, one byte per event and
+        feature, read in two passes (edges, then codes) without ever holding the float
+        features; every estimator fits it as it is. ``"auto"``: binned when the float32
+        features of every entry would take more than a quarter of the available memory
+        (:func:`choose_binned`). False (default): float32 features.
+    max_bins, n_cuts
+        Value bins per feature for ``binned``, and TMVA's equal-width cuts added to the
+        quantiles (as the estimators' options of these names).
+    bin_edges
+        With ``binned``: these edges (m increasing arrays, e.g. a model's ``bin_edges_``)
+        instead of a sketch; one pass.
+    edge_sample
+        Events the edge sketch keeps (default 200,000, as the estimators subsample): with
+        at most that many events the edges are exactly those a fit on the float features
+        finds; above it, those of a weighted priority sample of that many events (see
+        :class:`hepbdt.engine.binning.EdgeSketch`). |w| counts, as in the estimators.
+    seed
+        Seed of the edge sketch's sample (the sample is also independent of the chunks).
 
     Returns
     -------
@@ -657,6 +707,16 @@ def read(
         for index, sample in enumerate(samples)
     ]
     capacity = sum(sum(plan.entries) for plan in plans)
+    if binned == "auto":
+        binned = choose_binned(capacity, len(feature_expressions))
+    elif binned not in (True, False):
+        raise InputError(f"binned must be True, False or 'auto', not {binned!r}")
+    if bin_edges is not None and not binned:
+        raise InputError("bin_edges are for binned=True: float features are not binned")
+    if binned:
+        return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
+                            task, step_size, inf_as_missing, progress, threads, max_bins,
+                            n_cuts, bin_edges, edge_sample, seed)
     out = _allocate(capacity, len(feature_expressions), task)
     filled = 0
     with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
@@ -667,6 +727,77 @@ def read(
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples])
+
+
+def choose_binned(entries: int, n_features: int, available_bytes: int | None = None) -> bool:
+    """``binned="auto"``: True when ``entries`` x ``n_features`` float32 values would take more
+    than ``AUTO_BINNED_SHARE`` of the available memory (False when the system does not say)."""
+    if available_bytes is None:
+        available_bytes = available_memory()
+    if available_bytes is None:
+        return False
+    return entries * n_features * 4 > AUTO_BINNED_SHARE * available_bytes
+
+
+def _read_binned(
+    plans: Sequence[_Plan],
+    feature_expressions: Sequence[Expression],
+    feature_texts: Sequence[str],
+    sample_names: list[str],
+    task: str,
+    step_size: int | str,
+    inf_as_missing: bool,
+    progress: bool | None,
+    threads: int | None,
+    max_bins: int,
+    n_cuts: int,
+    bin_edges: Sequence[Any] | None,
+    edge_sample: int | None,
+    seed: int,
+) -> Dataset:
+    """``read(..., binned=True)``: edges from a sketch (pass 1), then codes (pass 2)."""
+    # The binning kernels need Numba: imported on the binned path only, so plain reads stay free of it.
+    from hepbdt.engine.binning import (
+        SUBSAMPLE_FOR_EDGES,
+        EdgeSketch,
+        bin_rows_into,
+        check_edges,
+        pack_edges,
+    )
+
+    m = len(feature_expressions)
+    if int(max_bins) != max_bins or not 2 <= max_bins <= 255:
+        raise InputError(f"max_bins must be an integer in [2, 255], not {max_bins!r}")
+    if int(n_cuts) != n_cuts or not 0 <= n_cuts < max_bins:
+        raise InputError(f"n_cuts must be an integer in [0, max_bins), not {n_cuts!r}")
+    entries = sum(sum(plan.entries) for plan in plans)
+    passes = 1 if bin_edges is not None else 2
+    with Progress(entries * passes, f"hepbdt.read (binned, {passes} pass{'es' * (passes > 1)})",
+                  progress) as bar, decompression_threads(threads) as executor:
+        if bin_edges is not None:
+            try:
+                edges = check_edges(bin_edges, m)
+            except ValueError as err:
+                raise InputError(f"bin_edges: {err}") from None
+            selected = entries  # an upper bound: the cuts are applied in the one pass
+        else:
+            sketch = EdgeSketch(m, int(edge_sample or SUBSAMPLE_FOR_EDGES), seed)
+            selected = 0
+            for plan in plans:
+                selected = _read_sample(plan, feature_expressions, None, selected, step_size,
+                                        inf_as_missing, executor, bar, sketch=sketch)
+            edges = sketch.edges(int(max_bins), int(n_cuts))
+        out = _allocate(selected, m, task, binned=True)
+        out.codes, out.packed_edges, out.binner = np.empty((selected, m), np.uint8), pack_edges(
+            edges), bin_rows_into
+        filled = 0
+        for plan in plans:
+            filled = _read_sample(plan, feature_expressions, out, filled, step_size,
+                                  inf_as_missing, executor, bar)
+    if bin_edges is None and filled != selected:
+        raise InputError(f"the samples changed while they were read: the first pass selected "
+                         f"{selected:,} events, the second {filled:,}")
+    return _assemble(out, filled, feature_texts, sample_names, edges)
 
 
 def _check_arguments(samples: Any, features: Any) -> tuple[list[Sample], list[str]]:
@@ -729,9 +860,10 @@ def _plan_sample(
     return _Plan(index, sample, sources, entries, expressions)
 
 
-def _allocate(capacity: int, n_features: int, task: str) -> _Output:
-    """Uninitialised output arrays with room for ``capacity`` events."""
-    X = np.empty((capacity, n_features), dtype=np.float32)
+def _allocate(capacity: int, n_features: int, task: str, binned: bool = False) -> _Output:
+    """Uninitialised output arrays with room for ``capacity`` events (no float features
+    when ``binned``: the caller sets the codes)."""
+    X = None if binned else np.empty((capacity, n_features), dtype=np.float32)
     w = np.empty(capacity, dtype=np.float64)
     event_ids = np.empty(capacity, dtype=np.int64)
     sample_index = np.empty(capacity, dtype=np.int32)
@@ -747,14 +879,16 @@ def _allocate(capacity: int, n_features: int, task: str) -> _Output:
 def _read_sample(
     plan: _Plan,
     feature_expressions: Sequence[Expression],
-    out: _Output,
+    out: _Output | None,
     filled: int,
     step_size: int | str,
     inf_as_missing: bool,
     executor: Any,
     bar: Progress,
+    sketch: Any = None,
 ) -> int:
-    """Read one sample chunk by chunk into rows ``filled:`` of ``out``; return the new fill."""
+    """Read one sample chunk by chunk into rows ``filled:`` of ``out`` (or, with ``sketch``,
+    into the edge sketch, rows counting as ids); return the new fill."""
     context = f"sample {plan.sample.name!r}"
     sample_start = filled
     chain_offset = 0
@@ -764,10 +898,14 @@ def _read_sample(
                 file, source, _reader_expressions(feature_expressions, plan.expressions), context
             )
             for arrays, start, stop in reader.iterate(step_size, executor):
-                filled = _fill_chunk(
-                    reader, arrays, start, stop, chain_offset, plan,
-                    feature_expressions, inf_as_missing, out, filled,
-                )
+                if sketch is not None:
+                    filled = _sketch_chunk(reader, arrays, start, stop, plan,
+                                           feature_expressions, inf_as_missing, sketch, filled)
+                else:
+                    filled = _fill_chunk(
+                        reader, arrays, start, stop, chain_offset, plan,
+                        feature_expressions, inf_as_missing, out, filled,
+                    )
                 bar.update(stop - start)
         chain_offset += n_entries
     if filled == sample_start:
@@ -790,17 +928,20 @@ def _empty_selection_error(plan: _Plan) -> EmptySelectionError:
 
 
 def _assemble(
-    out: _Output, filled: int, feature_texts: Sequence[str], sample_names: list[str]
+    out: _Output, filled: int, feature_texts: Sequence[str], sample_names: list[str],
+    edges: Sequence[np.ndarray] | None = None,
 ) -> Dataset:
-    """Shrink the output arrays to their ``filled`` rows and wrap them in a Dataset."""
-    if filled < len(out.X):
+    """Shrink the output arrays to their ``filled`` rows and wrap them in a Dataset (the
+    codes in a BinnedMatrix of ``edges`` when binned)."""
+    features = out.X if out.codes is None else out.codes
+    if filled < len(features):
         # In place: shrinking the leading axis keeps rows where they are.
-        out.X.resize((filled, out.X.shape[1]), refcheck=False)
+        features.resize((filled, features.shape[1]), refcheck=False)
         for array in (out.w, out.event, out.sample_index, out.y):
             if array is not None:
                 array.resize(filled, refcheck=False)
     return Dataset(
-        out.X,
+        features if out.codes is None else BinnedMatrix(out.codes, edges),
         y=out.y,
         w=out.w,
         sample_index=out.sample_index,
@@ -861,42 +1002,21 @@ def _fill_chunk(
     filled: int,
 ) -> int:
     """Evaluate one chunk into rows ``filled:`` of the output arrays; return the new fill."""
-    n_chunk = stop - start
     expressions = plan.expressions
-    entries = np.arange(start, stop, dtype=np.int64)
-    cut = expressions["cut"]
-    if cut is not None:
-        values = _evaluate(reader, cut, arrays, n_chunk, np.float64)
-        mask = (values != 0) & ~np.isnan(values)
-        if not mask.all():
-            arrays = {name: array[mask] for name, array in arrays.items()}
-            entries = entries[mask]
+    arrays, entries = _apply_cut(reader, plan, arrays, start, stop)
     n = len(entries)
     if n == 0:
         return filled
+    if filled + n > len(out.w):
+        raise InputError(f"{reader.where}: the file changed while it was read (more events "
+                         f"selected than the first pass found)")
     rows = slice(filled, filled + n)
     columns = [
         feature_column(reader, expression, arrays, entries, inf_as_missing)
         for expression in feature_expressions
     ]
-    fill_rows(out.X, filled, columns)
-
-    weight = expressions["weight"]
-    if weight is None:
-        out.w[rows] = plan.sample.scale
-    else:
-        values = _evaluate(reader, weight, arrays, n, np.float64)
-        bad = ~np.isfinite(values)
-        if bad.any():
-            first = int(entries[np.flatnonzero(bad)[0]])
-            kind = "NaN" if np.isnan(values[bad][0]) else "infinite"
-            raise BadValueError(
-                f"{reader.where}: weight {weight.text!r} is not finite for "
-                f"{int(np.count_nonzero(bad))} event(s); the first, entry {first}, is {kind}. "
-                "Check the branches in the expression (0/0, log of 0), or select those "
-                "events away with a cut (cut = \"...\" in the sample's table, cut= in Python)."
-            )
-        out.w[rows] = values * plan.sample.scale
+    out.put_features(filled, columns)
+    out.w[rows] = _weight_column(reader, plan, arrays, entries)
 
     if out.y is not None:
         target = expressions["target"]
@@ -921,6 +1041,75 @@ def _fill_chunk(
     else:
         out.event[rows] = _event_column(reader, event_expression, arrays, entries)
     out.sample_index[rows] = plan.sample_index
+    return filled + n
+
+
+def _apply_cut(
+    reader: TreeReader, plan: _Plan, arrays: dict[str, Any], start: int, stop: int
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The chunk's arrays and entry numbers after the sample's cut (NaN fails the cut)."""
+    entries = np.arange(start, stop, dtype=np.int64)
+    cut = plan.expressions["cut"]
+    if cut is not None:
+        values = _evaluate(reader, cut, arrays, stop - start, np.float64)
+        mask = (values != 0) & ~np.isnan(values)
+        if not mask.all():
+            arrays = {name: array[mask] for name, array in arrays.items()}
+            entries = entries[mask]
+    return arrays, entries
+
+
+def _weight_column(
+    reader: TreeReader, plan: _Plan, arrays: dict[str, Any], entries: np.ndarray
+) -> np.ndarray | float:
+    """The selected events' weights (expression x scale), float64; BadValueError if not finite."""
+    weight = plan.expressions["weight"]
+    if weight is None:
+        return plan.sample.scale
+    values = _evaluate(reader, weight, arrays, len(entries), np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = int(entries[np.flatnonzero(bad)[0]])
+        kind = "NaN" if np.isnan(values[bad][0]) else "infinite"
+        raise BadValueError(
+            f"{reader.where}: weight {weight.text!r} is not finite for "
+            f"{int(np.count_nonzero(bad))} event(s); the first, entry {first}, is {kind}. "
+            "Check the branches in the expression (0/0, log of 0), or select those "
+            "events away with a cut (cut = \"...\" in the sample's table, cut= in Python)."
+        )
+    return values * plan.sample.scale
+
+
+def _sketch_chunk(
+    reader: TreeReader,
+    arrays: dict[str, Any],
+    start: int,
+    stop: int,
+    plan: _Plan,
+    feature_expressions: Sequence[Expression],
+    inf_as_missing: bool,
+    sketch: Any,
+    filled: int,
+) -> int:
+    """Pass 1 of a binned read: one chunk into the edge sketch (the features of the events
+    it keeps only); the selected events are ids ``filled:``; return the new count."""
+    arrays, entries = _apply_cut(reader, plan, arrays, start, stop)
+    n = len(entries)
+    if n == 0:
+        return filled
+    w = np.broadcast_to(np.asarray(_weight_column(reader, plan, arrays, entries), np.float64), (n,))
+    ids = np.arange(filled, filled + n, dtype=np.int64)
+    wanted = sketch.wanted(w, ids)
+    k = int(np.count_nonzero(wanted))
+    X = np.empty((k, len(feature_expressions)), dtype=np.float32)
+    if k < n:
+        entries, w, ids = entries[wanted], w[wanted], ids[wanted]
+    if k:
+        if k < n:
+            arrays = {name: array[wanted] for name, array in arrays.items()}
+        fill_rows(X, 0, [feature_column(reader, expression, arrays, entries, inf_as_missing)
+                         for expression in feature_expressions])
+    sketch.update_selected(X, w, ids, n)
     return filled + n
 
 

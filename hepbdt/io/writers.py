@@ -142,7 +142,10 @@ def write_scores(
     columns.update(score_columns)
     if features:
         names = _unique_names(dataset.feature_names, set(columns))
-        feature_columns = {name: dataset.X[:, j] for j, name in enumerate(names)}
+        X = dataset.X
+        # Binned data: each event's bin lower edge, the value every split of its model sees.
+        feature_columns = {name: X.feature_values(j) if dataset.binned else X[:, j]
+                           for j, name in enumerate(names)}
         columns = {**feature_columns, **columns}
 
     path = os.fspath(path)

@@ -1,0 +1,182 @@
+"""The binned streaming path at scale: read throughput against ``uproot.iterate``, and the
+memory and time of training per event and feature.
+
+For each event count N it writes (in a temporary directory, never the repository) HIGGS-like
+ntuples of N events x 28 float32 branches plus a weight, as an analysis has them: several
+signal and background files (ZLIB level 1, uproot's default). Then, each in a fresh process
+so that peak memory is its own:
+
+* ``iterate``: one ``uproot.iterate`` over the same files and branches (8 MB steps, as
+  hepbdt reads), doing nothing with the arrays: the reading floor;
+* ``binned``: ``hepbdt.read(..., binned=True)`` (two passes: the edge sketch, then the
+  codes), and ``pass2`` the second pass alone (``bin_edges=`` given), both with
+  ``threads=1`` (serial decompression, as ``uproot.iterate``'s default);
+* ``train-binned`` / ``train-float``: read (binned or float32) and fit a classifier of
+  ``--trees`` trees of depth 6; the peak resident memory of the fit (the data set held)
+  above the process's memory after imports and compilation, per event and feature (the
+  reading's own peak separately: Linux's VmHWM, reset between them), and the fit's time
+  per tree (its binning included for the float path).
+
+The throughput ratio is per pass: 2 x t(iterate) / t(binned), the issue's bar 0.9.
+
+    python benchmarks/bench_scale.py                       # 1M and 3M events, 20 trees
+    python benchmarks/bench_scale.py --events 1000000 --trees 10 --files 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import uproot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import higgs_like, machine  # noqa: E402
+
+N_FEATURES = 28
+BRANCHES = [f"x{j:02d}" for j in range(N_FEATURES)]
+TREE = "Events"
+
+
+def generate(folder: Path, n_events: int, n_files: int, seed: int = 0) -> dict[str, list[str]]:
+    """Signal and background files of ``n_events`` events in all, ``n_files`` of each class."""
+    files: dict[str, list[str]] = {"signal": [], "background": []}
+    per_file = -(-n_events // (2 * n_files))
+    written = 0
+    for k in range(2 * n_files):
+        n = min(per_file, n_events - written)
+        X, y, w = higgs_like(n, N_FEATURES, seed=seed + k)
+        label = "signal" if k % 2 == 0 else "background"
+        path = folder / f"{label}_{k // 2}.root"
+        with uproot.recreate(path) as out:
+            out.mktree(TREE, {**{b: np.float32 for b in BRANCHES}, "weight": np.float32})
+            rows = y == (1 if label == "signal" else 0)
+            columns = {b: X[rows, j] for j, b in enumerate(BRANCHES)}
+            out[TREE].extend({**columns, "weight": w[rows]})
+        files[label].append(str(path))
+        written += n
+    return files
+
+
+_CHILD = r"""
+import json, sys, time
+import numpy as np
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+    return 0
+
+def rss():
+    return status("VmRSS")
+
+def reset_peak():  # Linux: VmHWM restarts from the current resident memory
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+files, which, trees = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+branches = [f"x{j:02d}" for j in range(28)]
+import uproot
+from hepbdt import BDTClassifier, warmup
+from hepbdt.io import Sample, read
+samples = [Sample("signal", {f: "Events" for f in files["signal"]}, label="signal", weight="weight"),
+           Sample("background", {f: "Events" for f in files["background"]}, label="background",
+                  weight="weight")]
+result = {}
+if which == "iterate":
+    start = time.perf_counter()
+    n = 0
+    for arrays in uproot.iterate([f + ":Events" for f in files["signal"] + files["background"]],
+                                 branches + ["weight"], step_size="8 MB", library="np"):
+        n += len(arrays["weight"])
+    result = {"seconds": time.perf_counter() - start, "events": n}
+elif which in ("binned", "pass2"):
+    edges = None
+    if which == "pass2":
+        edges = read(samples, branches, binned=True, threads=1, progress=False).X.edges
+    start = time.perf_counter()
+    data = read(samples, branches, binned=True, threads=1, progress=False, bin_edges=edges)
+    result = {"seconds": time.perf_counter() - start, "events": len(data)}
+else:
+    warmup()
+    reset_peak()
+    base = rss()
+    start = time.perf_counter()
+    data = read(samples, branches, binned=which == "train-binned", progress=False)
+    read_s = time.perf_counter() - start
+    read_peak = status("VmHWM")
+    reset_peak()  # the fit's own peak, above the base, with the data set held
+    model = BDTClassifier(n_trees=trees, max_depth=6, random_state=0)
+    start = time.perf_counter()
+    model.fit(data.X, data.y, data.w)
+    fit_s = time.perf_counter() - start
+    peak = status("VmHWM")
+    n, m = data.X.shape
+    result = {"read_seconds": read_s, "seconds_per_tree": fit_s / trees,
+              "read_peak_added_bytes": read_peak - base,
+              "peak_added_bytes": peak - base,
+              "bytes_per_event_feature": (peak - base) / (n * m),
+              "data_bytes_per_event_feature": (data.X.nbytes + data.w.nbytes + data.y.nbytes
+                                               + data.event.nbytes + data.sample_index.nbytes)
+              / (n * m)}
+print(json.dumps(result))
+"""
+
+
+def run(files: dict[str, list[str]], which: str, trees: int) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(files), which, str(trees)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", default="1000000,3000000",
+                        help="comma-separated event counts (default 1M and 3M)")
+    parser.add_argument("--files", type=int, default=4, help="files per class (default 4)")
+    parser.add_argument("--trees", type=int, default=20, help="trees of depth 6 (default 20)")
+    parser.add_argument("--repeat", type=int, default=2, help="timed reads, the best kept")
+    args = parser.parse_args(argv)
+    print(machine())
+    rows = []
+    for n_events in [int(x) for x in args.events.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="hepbdt-scale-") as tmp:
+            start = time.perf_counter()
+            files = generate(Path(tmp), n_events, args.files)
+            print(f"{n_events:,} events in {2 * args.files} files written in "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
+            timed = {which: min(run(files, which, 0)["seconds"] for _ in range(args.repeat))
+                     for which in ("iterate", "binned", "pass2")}
+            binned = run(files, "train-binned", args.trees)
+            floats = run(files, "train-float", args.trees)
+        row = {"events": n_events, **{f"{k}_s": round(v, 2) for k, v in timed.items()},
+               "pass_ratio": round(2 * timed["iterate"] / timed["binned"], 3),
+               "pass2_ratio": round(timed["iterate"] / timed["pass2"], 3),
+               "binned": {k: round(v, 3) for k, v in binned.items()},
+               "float": {k: round(v, 3) for k, v in floats.items()}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print()
+    print("| events | uproot.iterate | binned read (2 passes) | per pass vs iterate | pass 2 alone "
+          "| training bytes / (event x feature): binned, float | reading peak MB: binned, float "
+          "| s / tree: binned, float |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['events']:,} | {r['iterate_s']} s | {r['binned_s']} s | {r['pass_ratio']}x "
+              f"| {r['pass2_ratio']}x | {r['binned']['bytes_per_event_feature']:.2f}, "
+              f"{r['float']['bytes_per_event_feature']:.2f} | "
+              f"{r['binned']['read_peak_added_bytes'] / 1e6:.0f}, "
+              f"{r['float']['read_peak_added_bytes'] / 1e6:.0f} | "
+              f"{r['binned']['seconds_per_tree']:.3f}, {r['float']['seconds_per_tree']:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""BinnedMatrix: events as uint8 bin codes with the edges that made them.
+
+The compact form of a feature matrix that training needs: one byte per event and feature
+(``codes``, event-major (n, m) uint8) and, per feature, the increasing float32 ``edges``
+of its bins. A value x has the code b = the number of edges <= x (NaN: 255, the missing
+bin), so a split "code <= b" is the test "x < edges[b]" on the raw value (see
+:mod:`hepbdt.engine.binning`). ``hepbdt.read(..., binned=True)`` streams ROOT files into
+one; every estimator fits it without binning again (its edges are the model's bins) and
+predicts it from the codes. It holds no model code and imports Numba only to bin floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BinnedMatrix", "MISSING_CODE"]
+
+MISSING_CODE = 255  # the code of NaN (the engine's MISSING_BIN)
+_N_CODES = 256
+
+
+class BinnedMatrix:
+    """(n, m) bin codes (uint8, event-major, C order) and the m edge arrays behind them.
+
+    Parameters
+    ----------
+    codes : (n, m) uint8; a code is at most ``len(edges[f])`` or 255 (missing).
+    edges : m increasing, finite float32 arrays (at most 254 edges each).
+    feature_names : m names, or None; ``feature_definitions``: name -> expression, as
+        ``Dataset.X`` carries them.
+
+    Selecting rows (a slice, a mask, indices) gives a BinnedMatrix of those events; columns
+    are selected with :meth:`columns`. ``np.asarray(matrix)`` gives each event's
+    *representative* values (float32): the lower edge of its bin (below the first edge for
+    bin 0, NaN for missing); a model whose thresholds are these edges predicts on them
+    exactly what it predicts on the raw values, and plots see each value moved to its bin.
+    """
+
+    __slots__ = ("codes", "edges", "feature_names", "feature_definitions")
+
+    def __init__(self, codes: Any, edges: Sequence[Any], feature_names: Sequence[str] | None = None,
+                 feature_definitions: Mapping[str, str] | None = None) -> None:
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        if codes.ndim != 2:
+            raise ValueError(f"codes must be 2-d (events x features), got shape {codes.shape}")
+        edges = tuple(np.asarray(e, dtype=np.float32).ravel() for e in edges)
+        if len(edges) != codes.shape[1]:
+            raise ValueError(f"{len(edges)} edge arrays for {codes.shape[1]} columns of codes")
+        for f, e in enumerate(edges):
+            if e.size >= MISSING_CODE or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+                raise ValueError(f"edges of feature {f} must be at most {MISSING_CODE - 1} finite, "
+                                 "strictly increasing values")
+        self.codes = codes
+        self.edges = edges
+        if feature_names is not None:
+            feature_names = tuple(str(n) for n in feature_names)
+            if len(feature_names) != codes.shape[1]:
+                raise ValueError(f"{len(feature_names)} feature names for {codes.shape[1]} columns")
+        self.feature_names = feature_names
+        self.feature_definitions = dict(feature_definitions) if feature_definitions else None
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_features(cls, X: Any, edges: Sequence[Any], feature_names: Sequence[str] | None = None,
+                      feature_definitions: Mapping[str, str] | None = None) -> BinnedMatrix:
+        """Bin float features X (n, m) with the given edges (NaN: missing)."""
+        # Numba is imported only when floats are binned, so reading and evaluating stay free of it.
+        from .engine.binning import bin_rows_into, check_edges
+
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+        edges = check_edges(edges, X.shape[1])
+        codes = np.empty(X.shape, dtype=np.uint8)
+        bin_rows_into(X, edges, codes)
+        if feature_names is None:
+            feature_names = getattr(X, "feature_names", None)
+        return cls(codes, edges, feature_names, feature_definitions)
+
+    def with_names(self, feature_names: Sequence[str] | None,
+                   feature_definitions: Mapping[str, str] | None = None) -> BinnedMatrix:
+        """The same codes and edges (not copied) under other names."""
+        return BinnedMatrix(self.codes, self.edges, feature_names, feature_definitions)
+
+    # -- array-like ------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.codes.shape  # type: ignore[return-value]
+
+    ndim = 2
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the codes (the edges are a few kB)."""
+        return int(self.codes.nbytes)
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def __getitem__(self, index: Any) -> BinnedMatrix:
+        if isinstance(index, tuple):
+            if len(index) == 2 and isinstance(index[1], slice) and index[1] == slice(None):
+                index = index[0]
+            else:
+                raise TypeError("a BinnedMatrix selects events (rows); select features with "
+                                ".columns([...])")
+        if isinstance(index, int | np.integer):
+            index = slice(int(index), int(index) + 1 or None)
+        return BinnedMatrix(self.codes[index], self.edges, self.feature_names,
+                            self.feature_definitions)
+
+    def columns(self, indices: Sequence[int]) -> BinnedMatrix:
+        """The features ``indices``, in that order (names kept)."""
+        indices = [int(i) for i in indices]
+        names = None if self.feature_names is None else [self.feature_names[i] for i in indices]
+        return BinnedMatrix(self.codes[:, indices], [self.edges[i] for i in indices], names,
+                            self.feature_definitions)
+
+    def same_bins(self, other: BinnedMatrix) -> bool:
+        """True when both have the same edges, feature by feature."""
+        return len(self.edges) == len(other.edges) and all(
+            a.shape == b.shape and np.array_equal(a, b) for a, b in zip(self.edges, other.edges, strict=True))
+
+    def representatives(self) -> np.ndarray:
+        """(m, 256) float32: the value standing for each code (see the class doc)."""
+        table = np.zeros((len(self.edges), _N_CODES), dtype=np.float32)
+        for f, e in enumerate(self.edges):
+            if e.size:
+                step = float(e[1]) - float(e[0]) if e.size > 1 else max(1.0, abs(float(e[0])))
+                below = np.float32(float(e[0]) - step)
+                if not below < e[0]:
+                    below = np.nextafter(e[0], np.float32(-np.inf))
+                table[f, 0] = below
+                table[f, 1:e.size + 1] = e
+                table[f, e.size + 1:] = e[-1]
+        table[:, MISSING_CODE] = np.nan
+        return table
+
+    def to_features(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Representative values (float32, (stop - start, m)) of events ``start:stop``."""
+        codes = self.codes[start:stop]
+        table = self.representatives()
+        out = np.empty(codes.shape, dtype=np.float32)
+        for f in range(codes.shape[1]):
+            out[:, f] = table[f][codes[:, f]]
+        return out
+
+    def feature_values(self, j: int) -> np.ndarray:
+        """Representative values (float32, (n,)) of feature ``j``."""
+        return self.representatives()[j][self.codes[:, j]]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.to_features()
+        return out if dtype is None else out.astype(dtype)
+
+    def bin_indices(self) -> np.ndarray:
+        """(n, m) float32: each code as a number, NaN for missing (what the negative-weight
+        policies measure distances and regress on when a fit is given bins)."""
+        out = self.codes.astype(np.float32)
+        out[self.codes == MISSING_CODE] = np.nan
+        return out
+
+    def missing_any(self) -> bool:
+        """True when some value is missing (NaN)."""
+        return bool((self.codes == MISSING_CODE).any())
+
+    def __repr__(self) -> str:
+        return (f"BinnedMatrix({self.shape[0]:,} events x {self.shape[1]} features, "
+                f"{self.nbytes:,} bytes of codes)")

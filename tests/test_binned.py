@@ -1,0 +1,341 @@
+"""The binned streaming path: the edge sketch, BinnedMatrix, read(..., binned=True), and
+models trained on codes against models trained on the float features with the same edges.
+
+References are independent of the code under test where they can be: numpy's weighted
+quantiles and the exact weighted CDF of the full data for the sketch, the float read and
+``fit_bin_edges`` (the in-core rule) for the streaming read, and the in-core fit on float
+features for the models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.binned import MISSING_CODE, BinnedMatrix
+from hepbdt.engine.binning import EdgeSketch, fit_bin_edges
+from hepbdt.io import CompressionError, Dataset, Sample, read
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+CLASS_FILE = DATA / "tmva_class_example.root"
+VARS = ["var1", "var2", "var3", "var4"]
+needs_data = pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples absent")
+
+
+def _sketch(X, w, chunks, capacity, seed=0, merge=False):
+    """A sketch fed in the given chunk sizes, either updated in turn or merged from one
+    sketch per chunk (in reverse order)."""
+    bounds = np.cumsum([0, *chunks])
+    assert bounds[-1] == len(X)
+    if not merge:
+        sketch = EdgeSketch(X.shape[1], capacity, seed)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            sketch.update(X[a:b], w[a:b], np.arange(a, b))
+        return sketch
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        part = EdgeSketch(X.shape[1], capacity, seed)
+        part.update(X[a:b], w[a:b], np.arange(a, b))
+        parts.append(part)
+    total = parts.pop()
+    for part in reversed(parts):
+        total.merge(part)
+    return total
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=n), rng.exponential(size=n),
+                         rng.integers(0, 7, n).astype(float),  # few distinct values
+                         np.round(rng.normal(size=n), 2)]).astype(np.float32)
+    X[rng.random(n) < 0.05, 1] = np.nan
+    w = rng.lognormal(0, 0.5, n)
+    w[rng.random(n) < 0.2] *= -1  # negative weights count as |w|
+    w[rng.random(n) < 0.02] = 0.0  # weight zero: not counted
+    return X, w
+
+
+def _same_edges(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_sketch_of_data_that_fit_reproduces_the_in_core_edges(merge: bool) -> None:
+    X, w = _data(30_000)
+    expected = fit_bin_edges(X, w)
+    for chunks in ([30_000], [1, 9_999, 20_000], [7_000] * 4 + [2_000]):
+        sketch = _sketch(X, w, chunks, capacity=30_000, merge=merge)
+        assert _same_edges(sketch.edges(), expected)
+    assert _same_edges(_sketch(X, w, [30_000], 30_000).edges(40, 5), fit_bin_edges(X, w, 40, 5))
+
+
+def test_sketch_of_unit_and_all_zero_weights_counts_events() -> None:
+    X, _ = _data(5_000, seed=1)
+    for w in (np.ones(5_000), np.zeros(5_000)):
+        assert _same_edges(_sketch(X, w, [2_500, 2_500], 10_000).edges(), fit_bin_edges(X, w))
+
+
+def test_sampled_sketch_does_not_depend_on_the_chunks_or_merge_order() -> None:
+    X, w = _data(60_000, seed=2)
+    reference = _sketch(X, w, [60_000], capacity=5_000).edges()
+    for chunks, merge in (([1_000] * 60, False), ([13, 40_000, 19_987], True),
+                          ([6_000] * 10, True)):
+        assert _same_edges(_sketch(X, w, chunks, 5_000, merge=merge).edges(), reference)
+    assert not _same_edges(_sketch(X, w, [60_000], 5_000, seed=1).edges(), reference)
+
+
+def _weighted_cdf(values, weights, at):
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order]) / weights.sum()
+    return np.where(np.searchsorted(values[order], at, side="left") > 0,
+                    cumulative[np.maximum(np.searchsorted(values[order], at, side="left") - 1, 0)],
+                    0.0)
+
+
+@pytest.mark.parametrize("weights", ["lognormal", "heavy"])
+def test_sampled_sketch_edges_are_close_to_the_weighted_quantiles(weights: str) -> None:
+    """Above its capacity the edges are quantiles of a priority sample: each edge's weighted
+    rank in the full data is within a few 1/sqrt(capacity) of its target, and close to
+    numpy's weighted quantile."""
+    n, capacity, bins = 400_000, 20_000, 64
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.normal(size=n), rng.gamma(2.0, size=n)]).astype(np.float32)
+    if weights == "lognormal":
+        w = rng.lognormal(0, 1.0, n) * np.where(rng.random(n) < 0.25, -1, 1)
+    else:  # 0.1 % of the events carry half the weight, as large MC weights do
+        w = np.ones(n)
+        w[rng.random(n) < 0.001] = n / 400.0
+    sketch = _sketch(x, w, [50_000] * 8, capacity, merge=True)
+    a = np.abs(w)
+    tolerance = 6 / np.sqrt(capacity)  # 6 standard deviations of a sampled rank, at most
+    for f, edges in enumerate(sketch.edges(bins)):
+        targets = np.arange(1, bins) / bins
+        assert len(edges) == bins - 1
+        ranks = _weighted_cdf(x[:, f].astype(np.float64), a, edges.astype(np.float64))
+        assert np.max(np.abs(ranks - targets)) < tolerance
+        assert np.mean(np.abs(ranks - targets)) < tolerance / 4
+        numpy_q = np.quantile(x[:, f], targets, weights=a, method="inverted_cdf")
+        numpy_ranks = _weighted_cdf(x[:, f].astype(np.float64), a, numpy_q.astype(np.float64))
+        assert np.max(np.abs(ranks - numpy_ranks)) < tolerance + 1e-3
+
+
+def test_binned_matrix_rows_columns_and_representatives() -> None:
+    X, w = _data(2_000, seed=4)
+    edges = fit_bin_edges(X, w, max_bins=16)
+    B = BinnedMatrix.from_features(X, edges, feature_names=["a", "b", "c", "d"])
+    for f in range(4):  # code b <=> edges[b-1] <= x < edges[b]; NaN in the missing bin
+        finite = ~np.isnan(X[:, f])
+        np.testing.assert_array_equal(B.codes[finite, f],
+                                      np.searchsorted(edges[f], X[finite, f], side="right"))
+        assert np.all(B.codes[~finite, f] == MISSING_CODE)
+    rep = np.asarray(B)
+    for f in range(4):  # representatives land in their own bins
+        finite = ~np.isnan(X[:, f])
+        np.testing.assert_array_equal(np.searchsorted(edges[f], rep[finite, f], side="right"),
+                                      B.codes[finite, f])
+        assert np.isnan(rep[~finite, f]).all()
+    assert B[10:20].shape == (10, 4) and np.array_equal(B[X[:, 0] > 0].codes, B.codes[X[:, 0] > 0])
+    assert B.columns([3, 0]).feature_names == ("d", "a")
+    with pytest.raises(TypeError):
+        B[:, 1]
+    assert B.nbytes == 2_000 * 4
+
+
+# -- models: binned against in-core on float features ---------------------------------------------
+
+
+def _json(model) -> str:
+    return json.dumps(model.to_dict(), sort_keys=True)
+
+
+@pytest.mark.parametrize("params", [
+    {"boosting": "gradient"},  # n_trees="auto": held out by hashed event number, packed histograms
+    {"boosting": "newton", "n_trees": 15, "max_depth": 4, "quantised_histograms": False},
+    {"boosting": "adaboost", "n_trees": 8, "max_depth": 3},
+    {"boosting": "gradient", "n_trees": 12, "max_leaves": 9, "max_depth": None, "subsample": 0.7},
+])
+def test_model_on_codes_equals_the_in_core_model_with_its_edges(params) -> None:
+    rng = np.random.default_rng(5)
+    n = 60_000
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[rng.random(n) < 0.03, 4] = np.nan
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) > 0).astype(int)
+    w = rng.uniform(0.2, 2.0, n)
+    event = rng.permutation(n).astype(np.int64)
+    in_core = BDTClassifier(random_state=7, **params).fit(X, y, w, event=event)
+    binned = BinnedMatrix.from_features(X, in_core.bin_edges_)
+    on_codes = BDTClassifier(random_state=7, **params).fit(binned, y, w, event=event)
+    assert _json(on_codes) == _json(in_core)
+    np.testing.assert_array_equal(on_codes.decision_function(binned), in_core.decision_function(X))
+
+
+def test_regressor_and_negative_weights_given_edges() -> None:
+    rng = np.random.default_rng(6)
+    n = 20_000
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    target = X[:, 0] * 2 + np.sin(X[:, 1]) + rng.normal(scale=0.1, size=n)
+    reg = BDTRegressor(n_trees=20, random_state=0).fit(X, target)
+    on_codes = BDTRegressor(n_trees=20, random_state=0).fit(
+        BinnedMatrix.from_features(X, reg.bin_edges_), target)
+    assert _json(on_codes) == _json(reg)
+    # Negative weights and the default policy ("regress"): given edges, the policy sees bins,
+    # so fit(X, bin_edges=E) and fit(BinnedMatrix(X, E)) agree.
+    y = (X[:, 0] > 0).astype(int)
+    w = np.where(rng.random(n) < 0.1, -0.5, 1.0)
+    edges = fit_bin_edges(X, w)
+    a = BDTClassifier(n_trees=10, random_state=1).fit(X, y, w, bin_edges=edges)
+    b = BDTClassifier(n_trees=10, random_state=1).fit(BinnedMatrix.from_features(X, edges), y, w)
+    assert _json(a) == _json(b)
+
+
+def test_binned_prediction_refuses_a_model_of_other_bins() -> None:
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3_000, 3)).astype(np.float32)
+    y = (X[:, 0] > 0.1).astype(int)
+    model = BDTClassifier(n_trees=5, max_depth=2).fit(X, y)
+    other = BinnedMatrix.from_features(X, fit_bin_edges(X, max_bins=10))
+    with pytest.raises(ValueError, match="not one of its bin edges"):
+        model.decision_function(other)
+    with pytest.raises(ValueError, match="bin_edges"):
+        BDTClassifier().fit(other, y, bin_edges=other.edges)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _samples():
+    return [Sample("signal", f"{CLASS_FILE}:TreeS", label="signal", event="floor(1000 * var1)"),
+            Sample("background", f"{CLASS_FILE}:TreeB", label="background",
+                   weight="weight * (1 - 2 * (var2 > 1.5))", cut="var1 > -2.5", scale=0.5)]
+
+
+FEATURES = ["var1", "var2 * var3", "log(abs(var4))", "where(var3 > 1, var3, nan)"]
+
+
+@needs_data
+@pytest.mark.parametrize("step_size", [997, "8 MB"])
+def test_binned_read_equals_the_float_read_binned_with_the_in_core_edges(step_size) -> None:
+    floats = read(_samples(), FEATURES, event="0")
+    binned = read(_samples(), FEATURES, event="0", binned=True, step_size=step_size)
+    assert binned.binned and isinstance(binned.X, BinnedMatrix) and len(floats) == len(binned)
+    assert np.any(floats.w < 0)  # negative weights are in the sketch as |w|
+    edges = fit_bin_edges(floats.X, floats.w)  # fewer events than the sketch holds: exact
+    assert _same_edges(binned.X.edges, edges)
+    np.testing.assert_array_equal(binned.X.codes, BinnedMatrix.from_features(floats.X, edges).codes)
+    for name in ("y", "w", "event", "sample_index"):
+        np.testing.assert_array_equal(getattr(binned, name), getattr(floats, name))
+    assert binned.X.feature_names == tuple(FEATURES) and binned.feature_names == FEATURES
+
+
+@needs_data
+def test_sampled_edges_do_not_depend_on_the_step_size() -> None:
+    a = read(_samples(), FEATURES, binned=True, step_size=500, edge_sample=800)
+    b = read(_samples(), FEATURES, binned=True, step_size="8 MB", edge_sample=800)
+    assert _same_edges(a.X.edges, b.X.edges)
+    np.testing.assert_array_equal(a.X.codes, b.X.codes)
+    full = read(_samples(), FEATURES, binned=True)
+    assert not _same_edges(a.X.edges, full.X.edges)
+
+
+@needs_data
+def test_a_model_trained_from_the_streaming_read_equals_the_in_core_one() -> None:
+    """split, k-fold and the fit on codes: the same model as the float read, given its edges."""
+    floats = read(_samples(), FEATURES)
+    model = BDTClassifier(n_trees=20, max_depth=3, random_state=2, negative_weights="abs")
+    train_f, test_f = floats.split("random", 0.6, seed=4, norm="num_events")
+    in_core = model.fit(train_f.X, train_f.y, train_f.w, event=train_f.event)
+    scores = in_core.decision_function(test_f.X)
+    edges = in_core.bin_edges_
+    binned = read(_samples(), FEATURES, binned=True, bin_edges=edges, step_size=1500)
+    assert _same_edges(binned.X.edges, edges)
+    train_b, test_b = binned.split("random", 0.6, seed=4, norm="num_events")
+    on_codes = BDTClassifier(**model.get_params()).fit(train_b.X, train_b.y, train_b.w,
+                                                        event=train_b.event)
+    assert _json(on_codes) == _json(in_core)
+    np.testing.assert_array_equal(on_codes.decision_function(test_b.X), scores)
+    for (tr_f, te_f), (tr_b, te_b) in zip(floats.kfold(3), binned.kfold(3), strict=True):
+        np.testing.assert_array_equal(tr_b.event, tr_f.event)
+        np.testing.assert_array_equal(te_b.X.codes,
+                                      BinnedMatrix.from_features(te_f.X, edges).codes)
+
+
+def test_binned_dataset_take_and_normalise() -> None:
+    X, w = _data(1_000, seed=9)
+    B = BinnedMatrix.from_features(X, fit_bin_edges(X, w))
+    y = (np.arange(1_000) % 3 == 0).astype(int)
+    data = Dataset(B, y=y, w=np.abs(w) + 0.1, feature_names=list("abcd"))
+    part = data.take(y == 1).normalize("num_events")
+    assert part.binned and len(part) == int(y.sum()) and part.X.feature_names == tuple("abcd")
+    np.testing.assert_allclose(part.w.sum(), len(part))
+    np.testing.assert_array_equal(part.X.codes, B.codes[y == 1])
+
+
+def test_a_file_unreadable_halfway_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "good.root"
+    with uproot.recreate(path, compression=uproot.ZLIB(1)) as file:
+        file.mktree("T", {"x": np.float64, "y": np.float64})
+        for k in range(4):  # four baskets per branch
+            file["T"].extend({"x": np.arange(1000.0) + k, "y": np.zeros(1000)})
+    data = path.read_bytes()
+    last = data.rfind(b"ZL\x08")
+    bad = tmp_path / "halfway.root"
+    bad.write_bytes(data[:last] + b"QQ\x08" + data[last + 3:])  # the last basket only
+    with pytest.raises(CompressionError) as info:
+        read(Sample("s", bad, label=1), ["x", "y"], binned=True, step_size=1000)
+    assert str(bad) in str(info.value) and "'T'" in str(info.value)
+    assert "entries from 3000" in str(info.value)
+
+
+# -- hepbdt train: binned, "auto" and the stated memory ----------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "analyses" / "demo.toml"
+QUICK = ["--set", "preselection='(nJet >= 2) & (event % 5 == 0)'", "--set", "method.n_trees=10",
+         "--no-progress"]
+
+
+def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, capsys) -> None:
+    """A binned training writes every output; apply, reading float branches chunk by chunk,
+    scores the test events exactly as the training did from their codes."""
+    from hepbdt.cli import main
+
+    out = tmp_path / "results"
+    assert main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned=true"]) == 0
+    assert (out / "model.json").exists() and (out / "report.html").exists()
+    friend = tmp_path / "friend.root"
+    inputs = [str(REPO / "data" / "signal.root"), str(REPO / "data" / "background_*.root")]
+    assert main(["apply", str(out / "model.json"), *inputs, "--output", str(friend),
+                 "--event", "event", "--no-progress"]) == 0
+    with uproot.open(friend) as file:
+        applied = file["Events"].arrays(["event", "bdt_score"], library="np")
+    with uproot.open(out / "scores.root") as file:
+        test = file["TestTree"].arrays(["event", "bdt_score"], library="np")
+    score_of = dict(zip(applied["event"].tolist(), applied["bdt_score"].tolist(), strict=True))
+    np.testing.assert_array_equal([score_of[e] for e in test["event"].tolist()], test["bdt_score"])
+
+
+def test_memory_too_small_is_an_error_before_training(tmp_path, capsys) -> None:
+    from hepbdt.analysis import load_config
+    from hepbdt.analysis.estimate import estimate, use_binned
+    from hepbdt.cli import main
+
+    out = tmp_path / "never"
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.startswith("hepbdt: error:") and "2.0 MB stated" in err and "binned = true" in err
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'",
+                 "--set", "binned='auto'"])
+    assert code == 2 and "even binned" in capsys.readouterr().err and not out.exists()
+    # "auto": binned when the float path would need more than half the memory
+    need = estimate(load_config(DEMO)).bytes
+    for memory, binned in ((need * 4, False), (need, True)):
+        config = load_config(DEMO, [f"memory={memory}", "binned='auto'"])
+        assert use_binned(config) is binned
+    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned='maybe'"])
+    assert code == 2 and "binned" in capsys.readouterr().err
