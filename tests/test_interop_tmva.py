@@ -526,7 +526,7 @@ def test_other_refusals(tmp_path):
         from_tmva_xml(p)
     p.write_text(MINIMAL.format(boost="AdaBoost", ntrans="0", ivar="1", cut="0.5", right=RIGHT)
                  .replace('value="Classification"', 'value="Multiclass"'))
-    with pytest.raises(TMVAFormatError, match="Multiclass"):
+    with pytest.raises(TMVAFormatError, match="multi-class file needs NClass >= 3"):
         from_tmva_xml(p)
     with pytest.raises(FileNotFoundError):
         from_tmva_xml(tmp_path / "missing.xml")

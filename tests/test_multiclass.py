@@ -103,9 +103,67 @@ def test_labels_probabilities_staging_and_files(boosting, tmp_path):
     loaded = hepbdt.load_model(model.save(tmp_path / "m.json") or tmp_path / "m.json")
     assert np.array_equal(loaded.predict_proba(X), proba)
     assert loaded.classes_.tolist() == model.classes_.tolist()
-    for export in ("save_tmva", "save_onnx", "save_cpp"):
+    for export in ("save_onnx", "save_cpp"):
         with pytest.raises(ValueError, match="4 classes"):
             getattr(model, export)(tmp_path / "out")
+
+
+def _softmax_as_tmva(F):
+    """TMVA's EvaluateMulticlass formula, written out: 1 / (1 + sum_{j != i} exp(F_j - F_i))."""
+    K = F.shape[1]
+    return np.stack([1.0 / (1.0 + sum(np.exp(F[:, j] - F[:, i]) for j in range(K) if j != i))
+                     for i in range(K)], axis=1)
+
+
+def test_tmva_multiclass_xml_layout_and_round_trip(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from hepbdt.interop import from_tmva_xml, tmva_response, to_tmva_xml
+
+    X, y, w = _data(seed=3, n=2000, k=3)
+    names = np.array(["bkg_a", "bkg_b", "sig"])
+    model = hepbdt.BDTClassifier(n_trees=12, max_depth=3, random_state=0).fit(X, names[y], w)
+    path = tmp_path / "m.weights.xml"
+    to_tmva_xml(model, path)
+    root = ET.parse(path).getroot()
+    info = {i.get("name"): i.get("value") for i in root.find("GeneralInfo")}
+    assert info["AnalysisType"] == "Multiclass"
+    assert [c.get("Name") for c in root.find("Classes")] == ["bkg_a", "bkg_b", "sig"]
+    trees = root.find("Weights").findall("BinaryTree")
+    assert root.find("Weights").get("AnalysisType") == "1" and len(trees) == 36
+    # tree t adds to class t mod 3: its leaves' sum per class, plus softmax, is predict_proba
+    F = np.zeros((X.shape[0], 3))
+    for t, bt in enumerate(trees):
+        for i in range(X.shape[0]):
+            n = bt.find("Node")
+            while n.get("nType") == "0":
+                right = X[i, int(n.get("IVar"))] >= np.float32(float(n.get("Cut")))
+                n = next(c for c in n.findall("Node") if c.get("pos") == ("r" if right else "l"))
+            F[i, t % 3] += float(np.float32(float(n.get("res"))))
+    np.testing.assert_allclose(_softmax_as_tmva(F), model.predict_proba(X), atol=1e-6)
+    np.testing.assert_allclose(tmva_response(model, X), model.predict_proba(X), atol=1e-6)
+    back = from_tmva_xml(path)
+    assert back.classes_.tolist() == ["bkg_a", "bkg_b", "sig"] and back.n_trees_ == 12
+    np.testing.assert_allclose(tmva_response(back, X), tmva_response(model, X), atol=1e-6)
+    assert np.array_equal(back.predict(X), model.predict(X))
+
+
+def test_malformed_multiclass_tmva_files_are_refused(tmp_path):
+    from hepbdt.interop import TMVAFormatError, from_tmva_xml, to_tmva_xml
+
+    X, y, w = _data(seed=4, n=800, k=3)
+    path = tmp_path / "m.weights.xml"
+    to_tmva_xml(hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, y, w), path)
+    text = path.read_text()
+    bad = tmp_path / "bad.weights.xml"
+    bad.write_text(text.replace('<Classes NClass="3">', '<Classes NClass="4">'))
+    with pytest.raises(TMVAFormatError, match="NClass"):
+        from_tmva_xml(bad)
+    first_tree = text.index("<BinaryTree")
+    bad.write_text((text[:first_tree] + text[text.index("</BinaryTree>") + len("</BinaryTree>"):])
+                   .replace('NTrees="9"', 'NTrees="8"'))
+    with pytest.raises(TMVAFormatError, match="whole rounds"):
+        from_tmva_xml(bad)
 
 
 def test_two_class_only_options_are_refused():

@@ -145,3 +145,39 @@ def test_tmva_files_read_and_written_again_give_the_readers_scores(reader, tmp_p
     to_tmva_xml(model, again)
     rewritten = _reader_scores(reader, again, X, names, tmp_path)
     np.testing.assert_allclose(rewritten, original, rtol=0, atol=1e-6)
+
+
+def _multiclass_reader_python() -> str:
+    """The ROOT wheel's Python for EvaluateMulticlass (``tmva_apply`` evaluates one score)."""
+    python = os.environ.get("TMVA_READER_PYTHON")
+    if python and Path(python).exists() and (SHARED / "tmva-reader" / "tmva_reader.py").exists():
+        return python
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI must run the TMVA::Reader tests: TMVA_READER_PYTHON is not set")
+    pytest.skip(ENABLE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("boosting, depth", [("gradient", 3), ("newton", 6)])
+def test_reader_evaluate_multiclass_equals_hepbdt(tmp_path, boosting, depth) -> None:
+    python = _multiclass_reader_python()
+    X, _, target = _data(3000)
+    labels = np.array(["qcd", "signal", "ttbar", "wjets"])[np.digitize(target, [-2.0, 0.5, 3.0])]
+    model = BDTClassifier(boosting=boosting, n_trees=25, max_depth=depth,
+                          random_state=0).fit(X, labels)
+    xml = tmp_path / "multi.weights.xml"
+    to_tmva_xml(model, xml)
+    X_eval, _, _ = _data(500, seed=1)
+    np.savetxt(tmp_path / "in.csv", X_eval, delimiter=",", fmt="%.9g")
+    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
+                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader")})
+    assert done.returncode == 0, done.stderr
+    theirs = np.loadtxt(tmp_path / "out.csv", delimiter=",")
+    assert theirs.shape == (500, 4)
+    np.testing.assert_allclose(theirs, tmva_response(model, X_eval), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(theirs, model.predict_proba(X_eval), rtol=0, atol=1e-6)
+    # read back by hepbdt, the file gives the Reader's numbers too
+    np.testing.assert_allclose(tmva_response(from_tmva_xml(xml), X_eval), theirs, rtol=0,
+                               atol=1e-7)

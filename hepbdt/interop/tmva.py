@@ -21,7 +21,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..estimators import from_forest
-from ..model import Forest, ForestBuilder, ModelFormatError, check_node_count
+from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import read_model_file
 from ..tmva_options import parse_tmva_options
 from .tmva_export import (
@@ -218,14 +218,30 @@ def _read_root(path: Path) -> tuple[ET.Element, str]:
     return root, method
 
 
-def _general_info(root: ET.Element, where: str) -> tuple[dict[str | None, str], bool]:
-    """The ``GeneralInfo`` entries by name, and whether the analysis is regression."""
+def _general_info(root: ET.Element, where: str) -> tuple[dict[str | None, str], str]:
+    """The ``GeneralInfo`` entries by name, and the analysis ("classification",
+    "regression" or "multiclass")."""
     info = {i.get("name"): i.get("value", "") for i in _child(root, "GeneralInfo", where).findall("Info")}
     analysis = (info.get("AnalysisType") or "").strip().lower()
-    if analysis not in ("classification", "regression"):
+    if analysis not in ("classification", "regression", "multiclass"):
         raise TMVAFormatError(f"{where}: GeneralInfo AnalysisType={info.get('AnalysisType')!r}; "
-                              "hepbdt reads 'Classification' and 'Regression'")
-    return info, analysis == "regression"
+                              "hepbdt reads 'Classification', 'Regression' and 'Multiclass'")
+    return info, analysis
+
+
+def _class_names(root: ET.Element, where: str) -> list[str]:
+    """A multi-class file's class names in index order (at least three, distinct)."""
+    classes = _child(root, "Classes", where)
+    n = _int(classes, "NClass", where + " <Classes>")
+    found = {}
+    for c in classes.findall("Class"):
+        found[_int(c, "Index", where + " <Class>")] = _attr(c, "Name", where + " <Class>")
+    names = [found.get(i) for i in range(n)]
+    if n < 3 or None in names or len(found) != n or len(set(names)) != n:
+        raise TMVAFormatError(f"{where}: a multi-class file needs NClass >= 3 <Class> elements "
+                              f"with distinct names and indices 0..NClass-1; it has NClass={n} "
+                              f"and {sorted(found.items())[:10]}")
+    return names
 
 
 def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
@@ -252,8 +268,8 @@ def _boost_type(opt: dict[str, str], regression: bool, where: str) -> tuple[str,
     return boost, _truthy(opt.get("UseYesNoLeaf", "True")) and boost != "RealAdaBoost"
 
 
-def _read_inputs(root: ET.Element, regression: bool,
-                 where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _read_inputs(root: ET.Element, regression: bool, where: str,
+                 multiclass: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The variables and the regression target ({} if none), checking transformations and classes."""
     variables = _read_variables(_child(root, "Variables", where), "Variable", "NVar", "VarIndex",
                                 where + " <Variables>")
@@ -264,7 +280,8 @@ def _read_inputs(root: ET.Element, regression: bool,
         raise TMVAFormatError(f"{where}: variable transformations (NTransformations="
                               f"{transformations.get('NTransformations')}) are not supported")
     classes = root.find("Classes")
-    if classes is not None and not regression and _int(classes, "NClass", where) != 2:
+    if (classes is not None and not regression and not multiclass
+            and _int(classes, "NClass", where) != 2):
         raise TMVAFormatError(f"{where}: NClass={classes.get('NClass')}; only two classes are supported")
     target: dict[str, Any] = {}
     if regression:
@@ -294,8 +311,11 @@ def _read_weights(root: ET.Element, yes_no: bool, where: str) -> tuple[list[ET.E
 
 
 def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regression: bool,
-                 leaf_rule: str) -> tuple[Forest, list[float], int]:
-    """The validated forest of the trees, its node purities and the largest tree depth."""
+                 leaf_rule: str, n_classes: int = 1) -> tuple[Forest, list[float], int]:
+    """The validated forest of the trees, its node purities and the largest tree depth.
+
+    ``n_classes`` K > 1: TMVA's multi-class Grad, tree t adding to class t mod K; the forest
+    keeps them class by class (see ``Forest.n_classes``), its initial scores zero."""
     grad = boost == "Grad"
     agg = "sum" if grad else ("weighted_median" if boost == "AdaBoostR2" else "weighted_mean")
     boost_weights = np.array([np.float32(_num(bt, "boostWeight", f"{where} <BinaryTree> {t}"))
@@ -303,6 +323,10 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
     if not np.all(np.isfinite(boost_weights)):
         raise TMVAFormatError(f"{where}: a <BinaryTree> boostWeight is not finite")
     base = float(boost_weights[0]) if (grad and regression) else 0.0
+    if n_classes > 1 and len(bts) % n_classes:
+        raise TMVAFormatError(f"{where}: {len(bts)} trees are not whole rounds of one tree for "
+                              f"each of the {n_classes} classes")
+    classes = ClassForestBuilder(n_var, np.zeros(n_classes)) if n_classes > 1 else None
     builder = ForestBuilder(n_var, base_score=base, aggregation=agg)
     purity_parts = []
     max_depth = 1
@@ -316,8 +340,9 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
             raise TMVAFormatError(str(exc)) from None
         purity_parts.append(arrays.pop("purity"))
         max_depth = max(max_depth, int(arrays.pop("depth")[0]))
-        builder.add(tree_weight=1.0 if grad else float(boost_weights[t]), **arrays)
-    forest = builder.build()
+        target = classes.classes[t % n_classes] if classes is not None else builder
+        target.add(tree_weight=1.0 if grad else float(boost_weights[t]), **arrays)
+    forest = classes.build() if classes is not None else builder.build()
     try:
         forest.validate(where)
     except ModelFormatError as exc:
@@ -341,7 +366,10 @@ def from_tmva_xml(path: str | os.PathLike):
     """Read a TMVA ``MethodBDT`` weight file into a fitted hepbdt estimator.
 
     Classification (BoostType AdaBoost, RealAdaBoost, Bagging, Grad) gives a BDTClassifier
-    (class 1 = TMVA's Signal), regression (Grad, AdaBoostR2, Bagging) a BDTRegressor.
+    (class 1 = TMVA's Signal), regression (Grad, AdaBoostR2, Bagging) a BDTRegressor,
+    multi-class (Grad: tree t adds to class t mod K) a BDTClassifier whose ``classes_`` are
+    the file's class names in index order and whose ``predict_proba`` is the Reader's
+    ``EvaluateMulticlass``.
     ``tmva_response(model, X)`` is the Reader's output; ``decision_function`` is the raw
     score (Grad: F; AdaBoost: the weighted mean). Cuts, responses, purities and boost
     weights are kept as the float32 numbers the Reader uses. The file's options, node
@@ -351,26 +379,36 @@ def from_tmva_xml(path: str | os.PathLike):
     Raises
     ------
     FileNotFoundError; TMVAFormatError (a ValueError) naming the file and the element
-    for malformed files, variable transformations, preselection, Fisher cuts, multiclass
-    or an unsupported BoostType.
+    for malformed files, variable transformations, preselection, Fisher cuts or an
+    unsupported BoostType.
     """
     path = Path(path)
     root, method = _read_root(path)
     where = str(path)
-    info, regression = _general_info(root, where)
+    info, analysis = _general_info(root, where)
+    regression = analysis == "regression"
+    class_names = _class_names(root, where) if analysis == "multiclass" else None
     options = _read_options(root, where)
     opt = {n: v for n, _, v in options}
     boost, yes_no = _boost_type(opt, regression, where)
-    variables, target = _read_inputs(root, regression, where)
+    if class_names is not None and boost != "Grad":
+        raise TMVAFormatError(f"{where}: a multi-class file with BoostType={boost!r}; TMVA's "
+                              "multi-class BDT is BoostType=Grad")
+    variables, target = _read_inputs(root, regression, where, class_names is not None)
     bts, leaf_rule = _read_weights(root, yes_no, where)
-    forest, node_purity, max_depth = _read_forest(bts, where, len(variables), boost, regression, leaf_rule)
+    forest, node_purity, max_depth = _read_forest(
+        bts, where, len(variables), boost, regression, leaf_rule,
+        len(class_names) if class_names is not None else 1)
 
     kind = "regressor" if regression else "classifier"
     extra = _loss_extra(boost, regression, leaf_rule, opt)
+    if class_names is not None:
+        extra = {**forest.extra, "loss": "softmax"}
     extra["tmva"] = {
         "method_name": method.split("::", 1)[1],
         "boost_type": "AdaBoost" if boost == "RealAdaBoost" else boost,
-        "analysis": "Regression" if regression else "Classification", "yes_no_leaf": leaf_rule == "ntype",
+        "analysis": {"regression": "Regression", "multiclass": "Multiclass"}.get(
+            analysis, "Classification"), "yes_no_leaf": leaf_rule == "ntype",
         "options": options, "variables": variables, "target": target, "source": path.name,
         "training_events": _training_events(info.get("Training events"), where),
         "node_purity": node_purity,
@@ -379,6 +417,9 @@ def from_tmva_xml(path: str | os.PathLike):
     params = _estimator_params(options, kind)
     if params is None:
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
+    if class_names is not None:
+        return from_forest(kind, forest, [v["name"] for v in variables], params,
+                           classes=class_names)
     return from_forest(kind, forest, [v["name"] for v in variables], params)
 
 
@@ -404,7 +445,7 @@ def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | N
 
 def _fallback_params(forest: Forest, opt: dict[str, str], boost: str, leaf_rule: str, max_depth: int,
                      regression: bool, extra: dict[str, Any]) -> dict[str, Any]:
-    params: dict[str, Any] = {"n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
+    params: dict[str, Any] = {"n_trees": forest.n_rounds, "max_depth": min(max(1, max_depth), 30)}
     if boost == "Grad":
         params["boosting"] = "gradient"
         try:

@@ -100,12 +100,14 @@ class _Layout:
     extra_tmva: dict[str, Any] = field(default_factory=dict)
 
 
-def _check_fitted(model: Any, what: str = "the TMVA XML export") -> Forest:
+def _check_fitted(model: Any, what: str | None = None) -> Forest:
+    """The model's forest; with ``what`` (an export of one score) multi-class is refused."""
     forest = getattr(model, "forest_", None)
     if not isinstance(forest, Forest):
         raise TypeError(f"expected a fitted hepbdt BDTClassifier or BDTRegressor, got "
                         f"{type(model).__name__} (call fit, load_model or from_tmva_xml first)")
-    check_one_score(forest, what)
+    if what is not None:
+        check_one_score(forest, what)
     return forest
 
 
@@ -125,6 +127,8 @@ def _layout(model: Any) -> _Layout:
     forest = _check_fitted(model)
     tm = dict(forest.extra.get("tmva") or {})
     agg = forest.aggregation
+    if forest.n_classes > 1:  # softmax logits: TMVA's multi-class Grad sums them as they are
+        return _Layout("Multiclass", "Grad", extra_tmva=tm)
     if is_classifier(model):
         if agg == "sum":
             loss = forest.extra.get("loss", "deviance")
@@ -196,10 +200,22 @@ def tmva_response(model: Any, X: Any) -> np.ndarray:
     forest = _check_fitted(model)
     layout = _layout(model)
     X, _ = check_X(X, forest.n_features)
+    if layout.analysis == "Multiclass":
+        return _multiclass_response(forest.class_scores(X))
     out = _response(forest, layout, X)
     if layout.analysis == "Classification":
         out[np.isnan(X).any(axis=1)] = READER_NAN_SCORE
     return out
+
+
+def _multiclass_response(F: np.ndarray) -> np.ndarray:
+    """EvaluateMulticlass of (n, K) summed tree outputs: 1 / (1 + sum_{j != i} exp(F_j -
+    F_i)) per class, as float32 numbers (the Reader returns a vector of float)."""
+    out = np.empty_like(F)
+    for i in range(F.shape[1]):
+        others = np.exp(np.delete(F, i, axis=1) - F[:, i:i + 1]).sum(axis=1)
+        out[:, i] = 1.0 / (1.0 + others)
+    return out.astype(np.float32).astype(np.float64)
 
 
 def _response(forest: Forest, layout: _Layout, X: np.ndarray) -> np.ndarray:
@@ -385,6 +401,43 @@ def _grad_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
     return out + residual_trees, float(bounds[n_resid])
 
 
+def _multiclass_trees(forest: Forest, trees: list[_TmvaTree],
+                      tolerance: float) -> tuple[list[_TreeOut], float]:
+    """TMVA's multi-class layout: round by round, one tree a class (the Reader adds tree t to
+    class t mod K); each class's initial score in its first tree's leaves. When the float32
+    leaves could move a probability by more than ``tolerance`` (|dp| <= max |dF| / 2),
+    a second pass of residual rounds, in the same order, carries the rest."""
+    k_classes, rounds = forest.n_classes, forest.n_rounds
+    if rounds == 0:
+        raise TMVAExportError("the model has no trees")
+    base = forest.extra["base_scores"]
+    plain, residual = [], []
+    err = np.zeros(k_classes)
+    err2 = np.zeros(k_classes)
+    for r in range(rounds):
+        for k in range(k_classes):
+            t = k * rounds + r
+            is_leaf, src, _ = trees[t].arrays()
+            v = forest.tree_weights[t] * forest.value[src] + (base[k] if r == 0 else 0.0)
+            v32 = _f32(np.where(is_leaf, v, 0.0))
+            rest = np.where(is_leaf, v - v32, 0.0)
+            err[k] += float(np.max(np.abs(rest)))
+            err2[k] += float(np.max(np.abs(rest - _f32(rest))))
+            pur = np.full(src.size, 0.5)
+            ntype = np.where(is_leaf, -99, 0)
+            plain.append(_TreeOut(trees[t], v32, pur, ntype, 1.0))
+            residual.append(_TreeOut(trees[t], _f32(rest), pur, ntype, 1.0))
+    bound = float(np.max(err)) / 2.0
+    if bound <= tolerance:
+        return plain, bound
+    bound = float(np.max(err2)) / 2.0
+    if bound > tolerance:
+        raise TMVAExportError(f"the float32 leaf values of the TMVA file would move a class "
+                              f"probability by up to {bound:.3g}, more than the tolerance "
+                              f"{tolerance:.3g}")
+    return plain + residual, bound
+
+
 def _default_purity(layout: _Layout, is_leaf: np.ndarray, src: np.ndarray,
                     purity: np.ndarray | None) -> np.ndarray:
     if layout.analysis == "Regression":
@@ -463,7 +516,7 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
         return [(n, m or (n in set_ and set_[n] != v), set_.get(n, v)) for n, m, v in opts]
     values = dict(DEFAULT_OPTIONS)
     modified = {"V", "H", "NTrees", "MaxDepth", "BoostType"}
-    values.update(NTrees=str(forest.n_trees), MaxDepth=str(max(1, max_depth)),
+    values.update(NTrees=str(forest.n_rounds), MaxDepth=str(max(1, max_depth)),
                   BoostType=layout.boost_type)
     if layout.boost_type == "Grad":
         lr = getattr(model, "learning_rate", None)
@@ -525,6 +578,9 @@ def _trees_to_write(forest: Forest, layout: _Layout, exact_missing: bool,
         trees.append(_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing, budget))
         budget -= len(trees[-1].parent)
     purity = _node_purity(forest)
+    if layout.analysis == "Multiclass":
+        outs, bound = _multiclass_trees(forest, trees, tolerance)
+        return forest, outs, len(trees), bound
     if layout.boost_type != "Grad":
         outs, bound = _mean_trees(forest, layout, trees, purity, tolerance)
         return forest, outs, len(trees), bound
@@ -562,6 +618,12 @@ def _add_variables(root: ET.Element, layout: _Layout, forest: Forest, model: Any
         ET.SubElement(variables, "Variable", _variable_attrs("VarIndex", i, vname, vmin, vmax,
                                                              definitions.get(vname)))
     ET.SubElement(root, "Spectators", {"NSpec": "0"})
+    if layout.analysis == "Multiclass":
+        labels = [str(c) for c in getattr(model, "classes_", range(forest.n_classes))]
+        classes = ET.SubElement(root, "Classes", {"NClass": str(len(labels))})
+        for i, label in enumerate(labels):
+            ET.SubElement(classes, "Class", {"Name": label, "Index": str(i)})
+        return
     if layout.analysis == "Classification":
         classes = ET.SubElement(root, "Classes", {"NClass": "2"})
         ET.SubElement(classes, "Class", {"Name": "Signal", "Index": "0"})
@@ -641,7 +703,7 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     layout = _layout(model)
     if missing == "auto":
         missing = "exact" if layout.analysis == "Regression" else "none"
-    if layout.analysis == "Classification" and forest.extra.get("nan_in_training"):
+    if layout.analysis != "Regression" and forest.extra.get("nan_in_training"):
         warnings.warn("this classifier was trained on events with NaN inputs; TMVA::Reader's "
                       f"EvaluateMVA returns {READER_NAN_SCORE:g} for any event with a NaN input, "
                       "so replace missing values before calling the Reader (or keep hepbdt's "
