@@ -33,7 +33,7 @@ of the positive events, so the cost grows linearly with the number of negative e
 as the class mean. In many dimensions nearest neighbours are not local: on the 28-feature
 NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative background
 events, the pairing cancels enough wrong events to end 0.05-0.07 of test AUC below the
-net-sample model (``regress``: 0.023-0.038).
+net-sample model (``regress``: 0.010-0.014).
 
 **regress** (ML-based reweighting, ``regress_negative_weights``): for each class with a
 negative weight, the event weight is regressed on the features by hepbdt's own
