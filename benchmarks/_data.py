@@ -99,6 +99,37 @@ def nlo_like(n_signal: int, n_background: int, negative_fraction: float, m: int 
     return X, y, w, is_net
 
 
+def _higgs_like_log_density(X: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """log density (up to terms that do not depend on the shift) of ``_higgs_like_features``
+    rows generated with the per-feature shift ``shift`` (m,): each feature given the ones
+    before it is log-normal, normal, uniform or a folded normal."""
+    X = X.astype(np.float64)
+    out = np.zeros(X.shape[0])
+    for j in range(X.shape[1]):
+        s = float(np.float32(shift[j]))
+        kind = j % 4
+        if kind == 0:
+            mean = float(np.float32(s) * np.float32(0.5 + 0.1 * (j % 3)))
+            out += -0.5 * ((np.log(X[:, j]) - mean) / 0.6) ** 2
+        elif kind == 1:
+            sd = float(np.float32(1.2) - np.float32(0.5) * np.float32(s))
+            out += -0.5 * (X[:, j] / sd) ** 2 - np.log(sd)
+        elif kind == 3:
+            a = 2.0 * s * np.sin(X[:, j - 1])
+            t = X[:, j] - 0.3 * X[:, j - 3]
+            out += np.logaddexp(-0.5 * (t - a) ** 2, -0.5 * (t + a) ** 2)
+    return out
+
+
+def nlo_like_net_weight(X: np.ndarray, n_background: int, negative_fraction: float) -> np.ndarray:
+    """The true local net weight E[w | x] of ``nlo_like``'s background at X (n, m): the clean
+    density over the clean plus both cancelling components, from the generator's densities."""
+    m = X.shape[1]
+    k = int(round(negative_fraction * n_background / (1 - 2 * negative_fraction)))
+    contamination = np.zeros(m)
+    contamination[: m // 2] = 1.0
+    log_ratio = _higgs_like_log_density(X, contamination) - _higgs_like_log_density(X, np.zeros(m))
+    return 1.0 / (1.0 + (2 * k / n_background) * np.exp(log_ratio))
 def multiclass_like(n: int, m: int = 28, n_classes: int = 5, seed: int = 0):
     """(X float32 (n, m), y int (n,) in 0..n_classes-1, w float32 (n,)): ``higgs_like``'s
     feature kinds, each class shifted (by 0.35) in its own subset of the features (class c:

@@ -18,11 +18,18 @@ Three kinds of table, printed as markdown:
    ("net", the reference to reach), without the negative events ("drop": the contamination
    stays; this is also what ``ignore`` does) and under every policy; the test AUC is on
    signal against the clean background of an independent sample.
-3. ``--cost``: the time of the ``regress`` and ``pair`` policies at 1,000,000 events x 28
+3. ``--oracle``: where the gap of the default policy to the net sample comes from, on the
+   28-D case with 40 % negative events: each booster trained on the background weighted by
+   the generator's true local net weight E[w | x] (``_data.nlo_like_net_weight``, clipped
+   and rescaled as the policy does: what a perfect weight model would reach), by the
+   policy, and by the policy learning from 3x as many background events (the extra ones
+   independent, drawn from the same generator; only the training events' weights are used).
+4. ``--cost``: the time of the ``regress`` and ``pair`` policies at 1,000,000 events x 28
    features (10 % of the background at weight -1), against the main fit (the default
    gradient booster on the reweighted events).
 
-    python benchmarks/bench_negative_weights.py [--seeds 3] [--quick] [--cost] [--n-jobs 1]
+    python benchmarks/bench_negative_weights.py [--seeds 3] [--quick] [--cost] [--oracle]
+        [--n-jobs 1] [--boosters adaboost,realadaboost] [--flips-only]
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _data import machine, nlo_like  # noqa: E402
+from _data import machine, nlo_like, nlo_like_net_weight  # noqa: E402
 
 DATA = HERE.parents[0].parent / "shared" / "data" / "tmva_class_example.root"
 
@@ -211,6 +218,41 @@ def nlo_table(case: str, fraction: float, boosters: list[str]) -> dict[str, dict
     return out
 
 
+def oracle_table(boosters: list[str], fraction: float = 0.40) -> None:
+    """The default policy against the true local net weight and against itself with 3x events."""
+    from hepbdt.boosting.negative_weights import regress_weights
+
+    n = NLO_CASES["28-D"][1]
+    X, y, w, is_net = nlo_like(n, n, fraction, seed=1)
+    Xt, yt, _, net_t = nlo_like(n, n, 0.0, seed=2)
+    Xt, yt = Xt[net_t], yt[net_t]
+    bkg = y == 0
+    truth = np.maximum(nlo_like_net_weight(X[bkg], n, fraction), 0.0)
+    w_truth = w.copy()
+    w_truth[bkg] = truth * w[bkg].sum() / truth.sum()
+    w_policy = w.copy()
+    w_policy[bkg] = regress_weights(X[bkg], w[bkg])
+    Xe, ye, we, _ = nlo_like(2 * n, 2 * n, fraction, seed=11)  # independent extra events
+    pooled = regress_weights(np.vstack([X[bkg], Xe[ye == 0]]), np.r_[w[bkg], we[ye == 0]])
+    w_more = w.copy()
+    w_more[bkg] = pooled[: int(bkg.sum())] * w[bkg].sum() / pooled[: int(bkg.sum())].sum()
+    print(f"\n### Where the gap comes from: 28-D, {fraction:.0%} of the background at weight -1, "
+          f"test AUC ({NLO_TREES} trees)\n")
+    print("| booster | net sample | true E[w\\|x] weights | default policy | policy learning from "
+          "3x the background events | policy - net | true - net |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name in boosters:
+        params = dict(BOOSTERS[name], n_trees=NLO_TREES)
+        params.pop("n_cuts", None)
+        res = {"net": auc(yt, fit_score(params, "keep", X[is_net], y[is_net], w[is_net], Xt), None)}
+        for key, wk in (("truth", w_truth), ("policy", w_policy), ("more", w_more)):
+            keep = wk > 0
+            res[key] = auc(yt, fit_score(params, "keep", X[keep], y[keep], wk[keep], Xt), None)
+        print(f"| {name} | {res['net']:.4f} | {res['truth']:.4f} | {res['policy']:.4f} | "
+              f"{res['more']:.4f} | {res['policy'] - res['net']:+.4f} | "
+              f"{res['truth'] - res['net']:+.4f} |", flush=True)
+
+
 def cost(n_events: int = 1_000_000) -> None:
     """Seconds of the regress and pair policies against the main fit, at n_events x 28."""
     from hepbdt import BDTClassifier
@@ -241,6 +283,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="gradient and adaboost only, 1 seed")
     ap.add_argument("--cost", action="store_true", help="only the policies' cost at 1M x 28")
+    ap.add_argument("--oracle", action="store_true",
+                    help="only the 28-D 40 %% case against the true local net weight")
+    ap.add_argument("--boosters", default=None, help="comma-separated subset of the boosters")
+    ap.add_argument("--flips-only", action="store_true", help="only the random-flip table")
     ap.add_argument("--n-jobs", type=int, default=None,
                     help="threads per fit (1 on a busy machine: the AUCs are the same)")
     args = ap.parse_args()
@@ -254,11 +300,20 @@ def main() -> None:
         print(f"\n(total {time.perf_counter() - t0:.0f} s)")
         return
     boosters = ["gradient", "adaboost"] if args.quick else list(BOOSTERS)
+    if args.boosters:
+        boosters = [b for b in args.boosters.split(",") if b in BOOSTERS]
     seeds = 1 if args.quick else args.seeds
+    if args.oracle:
+        oracle_table([b for b in ("gradient", "newton", "adaboost") if b in boosters])
+        print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+        return
     if DATA.exists():
         flip_table(seeds, boosters)
     else:
         print(f"\n{DATA} is absent: the random-flip table is skipped", file=sys.stderr)
+    if args.flips_only:
+        print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+        return
     nlo_boosters = [b for b in NLO_BOOSTERS if b in boosters]
     for case in NLO_CASES:
         for fraction in (0.10, 0.40):

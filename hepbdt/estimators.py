@@ -771,8 +771,10 @@ class BDTClassifier(_BDTBase):
 
     Negative event weights (``negative_weights``): ``"regress"`` (default) replaces, in
     each class that holds a negative weight, every event's weight by the class's local net
-    weight E[w | x], learnt by hepbdt's own least-squares gradient booster cross-fitted over
-    3 folds (no event's new weight comes from a model that saw it), clipped at zero and
+    weight E[w | x]: hepbdt's own least-squares gradient booster, cross-fitted over 3 folds,
+    scores each event with a model that did not train on it, and the isotonic regression of
+    w on that score, fitted on the other half of the event's fold, turns the score into
+    E[w | score] (no model or map behind an event's new weight saw it); clipped at zero and
     rescaled so the class keeps its net weight (``hepbdt.boosting.negative_weights``);
     ``"pair"`` annihilates each negative-weight event with its nearest positive-weight
     neighbours of the same class (TMVA PairNegWeightsGlobal); ``"keep"`` trains on the
@@ -784,17 +786,18 @@ class BDTClassifier(_BDTBase):
     the same model. ``"regress"`` is the default because it measured closest to training
     on the net sample where it matters, in many dimensions (``benchmarks/
     bench_negative_weights.py``, 28 features, a signal-like background component cancelled
-    by negative weights): with 10 % of the background negative it is within 0.005 of the
-    net-sample model for gradient, newton and adaboost and 0.011-0.014 above dropping the
-    negative events (``"pair"`` alike); with 40 % it is 0.023-0.026 below the net sample
-    but 0.12-0.15 above dropping them, where ``"pair"`` is 0.06-0.07 below the net sample
-    (nearest neighbours in 28 dimensions are not local). In 4 dimensions ``"pair"`` is
-    the closer (within 0.002; ``"regress"`` within 0.007), and with 10 % of the weights
-    flipped at random ``"regress"`` loses at most 0.0024 of test AUC against dropping the
-    flipped events. ``"regress"`` has no TMVA equivalent (``to_tmva`` refuses it: choose
-    ``"pair"`` to export the option string). Its cost is 3 fits of 100 trees of depth 3 on
-    at most 100,000 events each, per class with negative weights: 0.27 of a 200-tree main
-    fit at 1M events x 28 features (the benchmark's ``--cost``).
+    by negative weights): with 10 % of the background negative it is within 0.0035 of the
+    net-sample model for every booster and 0.012-0.014 above dropping the negative events;
+    with 40 % it is 0.010-0.014 below the net sample (weights at the generator's true
+    E[w | x] reach it: the rest is the weight model's estimation error) but 0.09-0.16 above
+    dropping them, where ``"pair"`` is 0.05-0.07 below the net sample (nearest neighbours
+    in 28 dimensions are not local). In 4 dimensions ``"pair"`` is the closer (within
+    0.002; ``"regress"`` within 0.006), and with 10 % of the weights flipped at random
+    ``"regress"`` loses at most 0.0017 of test AUC against dropping the flipped events.
+    ``"regress"`` has no TMVA equivalent (``to_tmva`` refuses it: choose ``"pair"`` to
+    export the option string). Its cost is 3 fits of 100 trees of depth 3 on at most
+    100,000 events each, per class with negative weights: 0.29 of a 200-tree main fit at
+    1M events x 28 features (the benchmark's ``--cost``).
     """
 
     _estimator_type = "classifier"

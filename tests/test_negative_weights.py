@@ -298,13 +298,83 @@ def test_regress_is_cross_fitted():
 
     X, _, w = _mixed_sample(n=1500)
     ones = np.ones(w.size)
-    before = _cross_fitted(X, w, ones, "squared", 3, np.random.default_rng(5))
+    before, fold = _cross_fitted(X, w, ones, "squared", 3, np.random.default_rng(5))
     changed = w.copy()
     changed[7] += 1000.0
-    after = _cross_fitted(X, changed, ones, "squared", 3, np.random.default_rng(5))
+    after, _ = _cross_fitted(X, changed, ones, "squared", 3, np.random.default_rng(5))
     assert after[7] == before[7]
     moved = after != before
     assert 0 < moved.sum() < w.size  # the two folds that trained on it, not its own
+    assert np.all(fold[moved] != fold[7])
+
+
+def test_regress_calibration_is_cross_fitted():
+    """The calibrated local weight of an event comes from a map that never saw its weight:
+    changing it (by a lot) leaves the event's own local weight as it was."""
+    from hepbdt.boosting.negative_weights import _calibrated, _cross_fitted
+
+    X, _, w = _mixed_sample(n=1500)
+    score, fold = _cross_fitted(X, w, np.ones(w.size), "squared", 3, np.random.default_rng(5))
+    before = _calibrated(score, w, fold, np.random.default_rng(6))
+    changed = w.copy()
+    changed[7] += 1000.0
+    after = _calibrated(score, changed, fold, np.random.default_rng(6))
+    assert after[7] == before[7]
+    assert np.any(after != before)  # the other half of its fold is calibrated with it
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 300])
+def test_isotonic_map_equals_scikit_learn(n):
+    """Against scikit-learn's IsotonicRegression, with tied scores and negative targets."""
+    from sklearn.isotonic import IsotonicRegression
+
+    from hepbdt.boosting.negative_weights import isotonic_map
+
+    rng = np.random.default_rng(n)
+    score = rng.integers(0, max(1, n // 3), n).astype(np.float64)  # ties
+    target = score / 10 + rng.normal(0.0, 1.0, n) * rng.choice([-1.0, 1.0], n)
+    knots, values = isotonic_map(score, target)
+    reference = IsotonicRegression(out_of_bounds="clip").fit(score, target)
+    probe = np.r_[score, np.linspace(score.min() - 1, score.max() + 1, 50)]
+    np.testing.assert_allclose(np.interp(probe, knots, values), reference.predict(probe),
+                               rtol=1e-12, atol=1e-12)
+    assert np.all(np.diff(values) >= 0)
+
+
+def _true_local_net_weight(X, n, k):
+    """The generator's E[w | x] in the background of ``nlo_sample``: the clean density over
+    the clean plus both cancelling components."""
+    clean = -0.5 * ((X[:, 0] + 1.0) ** 2 + (X[:, 1] + 1.0) ** 2 + X[:, 2] ** 2)
+    extra = (-0.5 * ((X[:, 0] - 1.5) ** 2 + (X[:, 1] - 0.5) ** 2 + X[:, 2] ** 2) / 0.25
+             - 3 * np.log(0.5))
+    return 1.0 / (1.0 + (2 * k / n) * np.exp(extra - clean))
+
+
+def test_regress_weights_approach_the_true_local_net_weight():
+    """Against the generator's truth: the new weights are closer to E[w | x] than the
+    uncalibrated regression (clipped and rescaled, the policy before the calibration), and
+    calibrated: in each tenth of the events ranked by new weight, the mean true weight is
+    near the mean new weight."""
+    from hepbdt.boosting.negative_weights import _cross_fitted
+
+    n = 4000
+    X, y, w, _ = nlo_sample(n, 1)
+    Xb, wb = X[y == 0], w[y == 0]
+    truth = _true_local_net_weight(Xb, n, n // 2)
+    new = regress_weights(Xb, wb)
+    score, _ = _cross_fitted(Xb, wb, np.ones(wb.size), "squared", 3, np.random.default_rng(0))
+    raw = np.maximum(score, 0.0) * wb.sum() / np.maximum(score, 0.0).sum()
+
+    def calibration_error(v):
+        tenth = np.minimum((np.argsort(np.argsort(v, kind="stable")) * 10) // v.size, 9)
+        return np.mean([abs(v[tenth == j].mean() - truth[tenth == j].mean()) for j in range(10)])
+
+    print({"mae": (np.mean(np.abs(new - truth)), np.mean(np.abs(raw - truth))),
+           "calibration": (calibration_error(new), calibration_error(raw))})
+    assert np.mean(np.abs(new - truth)) < np.mean(np.abs(raw - truth))
+    assert np.mean(np.abs(new - truth)) < 0.06  # the true weights spread over [0, 1]
+    assert calibration_error(new) < calibration_error(raw)
+    assert calibration_error(new) < 0.05
 
 
 def test_regress_is_deterministic():
@@ -322,7 +392,7 @@ def test_regress_errors_name_the_option():
     with pytest.raises(ValueError, match="negative_weights='regress'.*net weight"):
         regress_negative_weights(X, np.zeros(6), np.array([1.0, -2.0, 0.5, 0.1, 0.1, 0.1]))
     with pytest.raises(ValueError, match="negative_weights='regress'.*folds"):
-        regress_weights(X[:2], np.array([2.0, -1.0]), n_folds=3)
+        regress_weights(X[:5], np.array([2.0, -1.0, 1.0, 1.0, 1.0]), n_folds=3)
     with pytest.raises(ValueError, match="n_folds"):
         regress_weights(X, np.array([2.0, -1.0, 1, 1, 1, 1]), n_folds=1)
     with pytest.raises(ValueError, match="method"):
