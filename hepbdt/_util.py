@@ -21,7 +21,8 @@ import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
-           "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory"]
+           "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
+           "column_positions"]
 
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
@@ -286,6 +287,13 @@ def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
     """The columns of named input in the order ``names``; missing names are an error."""
     if given == names:
         return X, given
+    return np.asarray(X)[:, column_positions(given, names, what, owner, definitions)], names
+
+
+def column_positions(given: list[str], names: list[str], what: str, owner: str,
+                     definitions: dict[str, str]) -> list[int]:
+    """Where each of ``names`` stands among the columns ``given`` (a name may also be found
+    under its definition, the expression it was read as); ValueError naming what lacks."""
     position = {name: j for j, name in enumerate(given)}
     if len(position) != len(given):
         raise ValueError(f"{what} has repeated column names; each feature must appear once")
@@ -296,7 +304,7 @@ def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
     if missing:
         raise ValueError(f"{what} lacks the features {missing} that {owner} was trained on "
                          f"(it has {given}); give every feature by name, in any order")
-    return np.asarray(X)[:, [position[name] for name in names]], names
+    return [position[name] for name in names]
 
 
 def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,

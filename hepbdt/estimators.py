@@ -24,6 +24,7 @@ from ._util import (
     atomic_write_text,
     check_weights,
     check_X,
+    column_positions,
     dumps_strict,
     feature_definitions_of,
     hash_fraction,
@@ -476,16 +477,9 @@ class _BDTBase(SklearnProtocol):
     def _binned_in_order(self, X: BinnedMatrix, names, what: str) -> BinnedMatrix:
         """A BinnedMatrix with the columns ``names`` (by name when both have names)."""
         if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
-            position = {n: j for j, n in enumerate(X.feature_names)}
-            definitions = getattr(self, "feature_definitions_", None) or {}
-            for name in names:
-                if name not in position and definitions.get(name) in position:
-                    position[name] = position[definitions[name]]
-            missing = [n for n in names if n not in position]
-            if missing:
-                raise ValueError(f"{what} lacks the features {missing} that the model was "
-                                 f"trained on (it has {list(X.feature_names)})")
-            X = X.columns([position[n] for n in names])
+            X = X.columns(column_positions(list(X.feature_names), list(names), what,
+                                           type(self).__name__,
+                                           getattr(self, "feature_definitions_", None) or {}))
         expected = len(names) if names is not None else self.n_features_in_
         if X.shape[1] != expected:
             raise ValueError(f"{what} has {X.shape[1]} features, but {type(self).__name__} is "
