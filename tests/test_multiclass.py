@@ -11,6 +11,8 @@ import hepbdt
 from hepbdt.estimators import ParameterError
 from hepbdt.model import ModelFormatError
 
+from .test_xgboost_equivalence import _compare_tree
+
 xgb = pytest.importorskip("xgboost")
 sk_ensemble = pytest.importorskip("sklearn.ensemble")
 
@@ -28,19 +30,6 @@ def _data(seed=0, n=3000, m=5, k=4):
 
 
 PARAMS = dict(max_depth=3, learning_rate=0.3, reg_lambda=1.5, min_child_weight=0.5)
-
-
-def _compare_tree(forest, node, xnode, values):
-    """Same structure (same integer values on each side), leaf values within 1e-5."""
-    if "leaf" in xnode:
-        assert forest.feature[node] == -1
-        assert forest.value[node] == pytest.approx(xnode["leaf"], abs=1e-5)
-        return 1
-    assert forest.feature[node] == int(xnode["split"][1:])
-    assert np.array_equal(values < forest.threshold[node], values < xnode["split_condition"])
-    children = {c["nodeid"]: c for c in xnode["children"]}
-    return (_compare_tree(forest, forest.left[node], children[xnode["yes"]], values)
-            + _compare_tree(forest, forest.right[node], children[xnode["no"]], values))
 
 
 def test_newton_softmax_matches_xgboost_softprob():
