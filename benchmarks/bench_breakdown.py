@@ -1,0 +1,129 @@
+"""Where a tree's time goes: hepbdt's kernels, one thread, against the histogram's limit.
+
+Fits ``BDTClassifier(boosting="newton", max_depth=6)`` (packed histograms) on
+``_data.higgs_like`` events x 28 features, unweighted (so a node's cover is its event
+count), on one thread under cProfile with a CPU-time clock (other processes on the
+machine change the figures little), groups the time by kernel, and counts the histogram
+accumulations the trees needed: every event of the root, then at each split that is not
+on the last level the events of the smaller child (its sibling comes by subtraction),
+times the features. The histogram time per accumulation is then compared with the same
+kernel timed alone on one node of every event (the measured limit).
+
+    python benchmarks/bench_breakdown.py [--events 1000000] [--trees 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import higgs_like, machine  # noqa: E402
+
+GROUPS = {
+    "histograms (packed sums, reduction, decoding)": ("_task_sums", "_reduce_packed",
+                                                      "_reduce_wide", "_decode", "_decode_wide",
+                                                      "_build_exact"),
+    "split search": ("_find_best_splits",),
+    "partition": ("_partition_chunks", "_gather_chunks"),
+    "gradients and loss": ("_logistic_channels", "_logistic_loss"),
+    "leaf sums and score update": ("_slice_sums", "_add_leaf_values"),
+    "quantising the channels": ("_max_abs", "_pack_into", "_iota"),
+    "binning (once a fit)": ("_feature_edges", "_apply_bins_by_event", "_apply_bins", "argsort",
+                             "_first_infinite", "ascontiguousarray"),
+}
+
+
+def accumulations(model) -> int:
+    """Histogram accumulations the model's trees needed (events x features)."""
+    forest = model.forest_
+    depth = forest.node_depths()
+    total = 0
+    for t in range(forest.n_trees):
+        nodes = forest.tree_slice(t)
+        root = nodes.start
+        total += int(round(forest.cover[root]))
+        for k in range(nodes.start, nodes.stop):
+            if forest.feature[k] >= 0 and depth[k] + 1 < model.max_depth:
+                total += int(round(min(forest.cover[forest.left[k]], forest.cover[forest.right[k]])))
+    return total * forest.n_features
+
+
+def limit_ns(X: np.ndarray, repeats: int = 5) -> float:
+    """ns per accumulation of the packed kernel on one node holding every event."""
+    from hepbdt.engine import BinMapper
+    from hepbdt.engine.grower import QuantisedRows
+    from hepbdt.engine.histogram import Quantiser, build_histograms, new_histograms
+
+    mapper = BinMapper().fit(X)
+    rows = QuantisedRows.from_features(X, mapper)
+    a = np.random.default_rng(0).normal(size=X.shape[0]).astype(np.float32)
+    b = np.abs(a) + np.float32(0.1)
+    quantiser = Quantiser(a, b, X.shape[0], seed=0)
+    rows.start_tree(quantiser, a, b)
+    raw = new_histograms(1, X.shape[1], packed=True, wide=quantiser.wide)
+    one = np.zeros(1, np.int64)
+    used = np.ones(X.shape[1], np.bool_)
+    best = np.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        build_histograms(rows.codes, rows.partition, rows.packed, one, one + X.shape[0], one, used,
+                         raw)
+        best = min(best, time.process_time() - start)
+    return best / X.size * 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--trees", type=int, default=20)
+    args = parser.parse_args()
+    import hepbdt
+
+    X, y, _ = higgs_like(args.events, 28, seed=1)
+    hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=6).fit(X[:60_000], y[:60_000])
+    model = hepbdt.BDTClassifier(boosting="newton", n_trees=args.trees, max_depth=6, n_jobs=1,
+                                 quantised_histograms=True)
+    profile = cProfile.Profile(time.process_time)
+    profile.enable()
+    model.fit(X, y)
+    profile.disable()
+    stats = pstats.Stats(profile).stats
+    total = max(v[3] for v in stats.values())  # the fit's cumulative time
+    by_name: dict[str, float] = {}
+    for (_, _, name), (_, _, tottime, _, _) in stats.items():
+        name = name.strip("<>").replace("method '", "").replace("' of 'numpy.ndarray' objects", "")
+        by_name[name] = by_name.get(name, 0.0) + tottime
+    print(f"machine: {machine()}; {args.events:,} events x 28, {args.trees} newton trees of "
+          f"depth 6, packed histograms, one thread, CPU time")
+    print(f"fit: {total:.2f} s CPU")
+    grouped = 0.0
+    per_tree = {}
+    for group, names in GROUPS.items():
+        seconds = sum(by_name.get(n, 0.0) for n in names)
+        grouped += seconds
+        per_tree[group] = seconds
+    per_tree["the rest (Python between kernels, allocations)"] = total - grouped
+    binning = per_tree.pop("binning (once a fit)")
+    print(f"{'':50} {'ms a tree':>10} {'share':>7}")
+    tree_total = total - binning
+    for group, seconds in per_tree.items():
+        print(f"{group:50} {seconds / args.trees * 1e3:>10.1f} {seconds / tree_total:>7.0%}")
+    print(f"{'binning (once a fit)':50} {binning * 1e3:>9.0f}ms")
+    n_acc = accumulations(model)
+    hist = per_tree["histograms (packed sums, reduction, decoding)"]
+    print(f"histogram accumulations: {n_acc / args.trees / 1e6:.1f} M a tree "
+          f"({n_acc / args.trees / X.size:.2f} passes over the events x features)")
+    print(f"histogram time per accumulation: {hist / n_acc * 1e9:.2f} ns; the kernel on one "
+          f"node of every event: {limit_ns(X):.2f} ns")
+
+
+if __name__ == "__main__":
+    main()
