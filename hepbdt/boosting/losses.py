@@ -291,13 +291,39 @@ class Softmax:
     def channels(self, y: NDArray, scores: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
         """(K, n) float32 w_tree * g and w_tree * h, and the weighted mean loss at ``scores``."""
-        p = self.probabilities(scores)
-        onehot = np.arange(self.n_classes)[:, None] == y.astype(np.int64)[None, :]
-        g = self.gradient_factor * (p - onehot)
-        h = np.maximum(self.hessian_factor * p * (1.0 - p), 1e-16)
-        wt = np.asarray(w_tree, np.float64)[None, :]
-        return ((wt * g).astype(CHANNEL_DTYPE), (wt * h).astype(CHANNEL_DTYPE),
-                self.loss(y, w, scores))
+        n = y.size
+        wg = np.empty(scores.shape, CHANNEL_DTYPE)
+        wh = np.empty(scores.shape, CHANNEL_DTYPE)
+        partial = np.empty(-(-n // LOSS_CHUNK))
+        _softmax_channels(y, scores, np.asarray(w_tree, CHANNEL_DTYPE), w, self.gradient_factor,
+                          self.hessian_factor, wg, wh, partial)
+        total = float(np.sum(w))
+        return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
+
+
+@njit(parallel=True)
+def _softmax_channels(y, scores, w_tree, w, g_factor, h_factor, wg, wh, partial_loss):
+    """wg = w_tree g_factor (p_k - y_k), wh = w_tree max(h_factor p_k (1 - p_k), 1e-16) of
+    the softmax p = softmax(scores[:, i]); partial sums of w (-ln p_y) by chunks of events."""
+    n_classes = scores.shape[0]
+    for c in numba.prange(partial_loss.size):
+        p = np.empty(n_classes)
+        total = 0.0
+        for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
+            top = scores[0, i]
+            for k in range(1, n_classes):
+                top = max(top, scores[k, i])
+            norm = 0.0
+            for k in range(n_classes):
+                p[k] = math.exp(scores[k, i] - top)
+                norm += p[k]
+            label = int(y[i])
+            for k in range(n_classes):
+                pk = p[k] / norm
+                wg[k, i] = w_tree[i] * (g_factor * (pk - (1.0 if k == label else 0.0)))
+                wh[k, i] = w_tree[i] * max(h_factor * pk * (1.0 - pk), 1e-16)
+            total += w[i] * (top + math.log(norm) - scores[label, i])
+        partial_loss[c] = total
 
 
 def softmax_rows(scores: NDArray) -> NDArray:
