@@ -257,6 +257,43 @@ def test_wide_and_packed_lanes_grow_the_same_trees(monkeypatch):
             assert np.array_equal(getattr(packed, field), getattr(wide, field)), field
 
 
+@pytest.mark.parametrize("criterion", ["variance", "newton", "gini", "cross_entropy"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_compiled_call_grows_the_levelwise_tree(monkeypatch, criterion, seed):
+    # _serial_tree must grow, field by field, the tree of the per-level kernels.
+    X, w, a, rng = _problem(seed=seed, n=3000, m=5, n_values=30, negative=seed == 2)
+    codes = BinMapper().fit(X, w).transform(X)
+    crit = CRITERIA[criterion]
+    if crit in (VARIANCE, NEWTON):
+        ch_a = (a * w).astype(np.float32)
+        ch_b = (w if crit == VARIANCE else np.abs(w) * rng.uniform(0.1, 0.3, w.size)).astype(np.float32)
+    else:
+        signal = rng.random(w.size) < 0.4
+        ch_a, ch_b = np.where(signal, w, 0).astype(np.float32), np.where(signal, 0, w).astype(np.float32)
+    rows = np.sort(rng.choice(X.shape[0], 2500, replace=False)).astype(np.int32)
+    used = np.ones(5, bool)
+    used[seed % 5] = seed != 1  # a feature the tree may not use
+    params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0,
+                         min_child_weight=[0.0, 20.0, 5.0][seed])
+    calls = []
+    compiled = grower.grow_exact_serial
+    monkeypatch.setattr(grower, "grow_exact_serial", lambda *args: calls.append(1) or compiled(*args))
+    default_work = grower.SERIAL_TREE_WORK
+    for depth in (1, 3, 7):
+        trees = []
+        for work in (default_work, 0):
+            monkeypatch.setattr(grower, "SERIAL_TREE_WORK", work)
+            trees.append(grow_tree(codes, rows, ch_a, ch_b, w, np.full(5, 31, np.int32), params,
+                                   depth, features=used))
+        assert len(calls) == (1, 3, 7).index(depth) + 1  # the compiled call grew the first
+        serial, levels = trees
+        assert serial.n_nodes == levels.n_nodes and serial.n_nodes > min(2 ** depth, 9) - 1
+        for field in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",
+                      "sum_b", "sum_w", "start", "stop", "partition"):
+            assert np.array_equal(getattr(serial, field), getattr(levels, field)), (depth, field)
+            assert getattr(serial, field).dtype == getattr(levels, field).dtype, field
+
+
 def test_partitions_from_columns_and_from_rows_grow_the_same_trees(monkeypatch):
     # The feature-major copy only changes where a partition reads the split feature's code.
     X, w, a, rng = _problem(n=20_000, m=5, n_values=40, negative=True)

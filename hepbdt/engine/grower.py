@@ -26,6 +26,7 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
+from ._serial_tree import grow_exact_serial
 from ._types import (
     CHANNEL_DTYPE,
     INDEX_DTYPE,
@@ -62,6 +63,9 @@ NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indic
 # two threads, 0.4 ms on one.)
 SERIAL_SCANS = 128  # (node, feature) histogram scans of a split search
 SERIAL_EVENTS = 4096  # events of a node's histogram (a partition of one chunk is serial anyway)
+# Depth-wise trees of at most this many events x features are grown in one compiled call
+# on one thread (``_serial_tree``): the same tree without the per-level Python.
+SERIAL_TREE_WORK = 2_000_000
 
 
 @dataclass
@@ -818,11 +822,44 @@ def grow_tree(
         nodes = _NodeArrays(min(2 * max_leaves - 1, max(1, 2 * n_rows - 1)), max(1, 2 * n_rows - 1))
         _grow_leafwise(events, nodes, n_value_bins, params, max_depth, max_leaves,
                        colsample_bylevel, colsample_bynode, rng)
+    elif _serial_fits(events, max_depth, colsample_bylevel, colsample_bynode):
+        return _grow_serial(events, n_value_bins, params, max_depth)
     else:
         nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1))
         _grow_depthwise(events, nodes, n_value_bins, params, max_depth, colsample_bylevel,
                         colsample_bynode, rng)
     return nodes.grown_tree(events.partition)
+
+
+def _serial_fits(events: _TreeEvents, max_depth: int, colsample_bylevel: float,
+                 colsample_bynode: float) -> bool:
+    """Whether ``_serial_tree`` grows this tree: exact histograms, no feature draws below
+    the tree, every level's histograms held, and a sample small enough for one thread."""
+    n_rows = events.partition.size
+    return (not events.quantised and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
+            and n_rows * events.n_features <= SERIAL_TREE_WORK
+            and min(n_rows, 1 << min(max_depth, 30)) <= events.level_capacity())
+
+
+def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitParams,
+                 max_depth: int) -> GrownTree:
+    """The depth-wise tree in one compiled call (``_serial_tree``), the root as the grower
+    builds it."""
+    n_rows = events.partition.size
+    raw = events.histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64),
+                            np.array([0], np.int64))
+    root_sums = raw[0, int(np.argmax(events.used))].sum(axis=0)
+    capacity = min((1 << min(max_depth + 1, 31)) - 1, max(1, 2 * n_rows - 1))
+    arrays = {name: np.empty(capacity, dtype) for name, dtype, _ in _NodeArrays.FIELDS}
+    sums = np.empty((capacity, 3))
+    n_nodes = grow_exact_serial(
+        events.codes, events.partition, events.payload, events.used, n_value_bins,
+        params.as_tuple(), max_depth, raw[0], root_sums, arrays["feature"],
+        arrays["bin_threshold"], arrays["missing_left"], arrays["left"], arrays["right"],
+        arrays["gain"], sums, arrays["start"], arrays["stop"])
+    arrays = {name: a[:n_nodes].copy() for name, a in arrays.items()}
+    return GrownTree(**arrays, sum_a=sums[:n_nodes, 0].copy(), sum_b=sums[:n_nodes, 1].copy(),
+                     sum_w=sums[:n_nodes, 2].copy(), partition=events.partition)
 
 
 def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
