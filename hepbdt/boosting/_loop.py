@@ -82,9 +82,17 @@ def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
     out = np.zeros((len(per_event), tree.n_nodes))
     leaves = np.flatnonzero(tree.is_leaf)
     out[:, leaves] = slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves], *per_event)
-    for k in np.flatnonzero(~tree.is_leaf)[::-1]:
-        out[:, k] = out[:, tree.left[k]] + out[:, tree.right[k]]
+    _add_children(out, tree.feature, tree.left, tree.right)
     return out
+
+
+@njit
+def _add_children(out, feature, left, right):
+    # Each internal node's sums are its children's, deepest first (children follow parents).
+    for k in range(feature.size - 1, -1, -1):
+        if feature[k] >= 0:
+            for v in range(out.shape[0]):
+                out[v, k] = out[v, left[k]] + out[v, right[k]]
 
 
 def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
