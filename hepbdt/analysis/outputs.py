@@ -389,9 +389,10 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
             "model that never saw it. The other sections, the summary too, show fold 0.</p>"
             + html_table(header, table_rows, "kfold-table"))
-    if not folds.regression:
+    two_class = not folds.regression and folds.classes is None
+    if two_class:
         text += _kfold_significance(folds, min_background_events)
-    figures = [] if folds.regression else [
+    figures = [] if not two_class else [
         ("fig-kfold-roc", "ROC curve of each fold and of all events scored out of fold",
          lambda: _kfold_roc_figure(folds))]
     return Section("k-fold training", text, figures)
@@ -449,9 +450,19 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
                          "k-fold training")
-    folds = FoldScores(model.k, train.task == "regression", train, test,
-                       train_scores[branch], test_scores[branch],
-                       train_scores["fold"].astype(np.int64))
+    classes = [str(c) for c in getattr(model.models[0], "classes_", [])]
+    if len(classes) > 2:  # raw scores <score_branch>_<class>, written first, class by class
+        prefix = branch.removesuffix(f"_{classes[0]}")
+        columns = [f"{prefix}_{c}" for c in classes]
+        if any(c not in train_scores or c not in test_scores for c in columns):
+            raise ValueError(f"{scores_path}: the trees lack the score branches {columns} of "
+                             "the model's classes")
+        train_raw = np.column_stack([train_scores[c] for c in columns])
+        test_raw = np.column_stack([test_scores[c] for c in columns])
+    else:
+        classes, train_raw, test_raw = [], train_scores[branch], test_scores[branch]
+    folds = FoldScores(model.k, train.task == "regression", train, test, train_raw, test_raw,
+                       train_scores["fold"].astype(np.int64), classes or None)
     return report(model.models[0], train.take(folds.train_fold == 0),
                   test.take(folds.test_fold == 0), output,
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",
