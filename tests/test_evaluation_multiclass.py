@@ -142,3 +142,24 @@ def test_per_class_permutation_ranks_each_class_by_its_feature():
     drop = roc_auc_score(y == 1, proba[:, 1], sample_weight=w) - roc_auc_score(
         y == 1, model.predict_proba(shuffled)[:, 1], sample_weight=w)
     assert rankings[1].importances[0, 0] == pytest.approx(drop, abs=1e-12)
+
+
+def test_multiclass_learning_curve_is_sklearns_weighted_log_loss():
+    from sklearn.metrics import log_loss
+
+    from hepbdt import BDTClassifier
+    from hepbdt.evaluation import learning_curve
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(600, 3))
+    y = rng.integers(0, 3, 600)
+    X[:, 0] += y
+    w = rng.uniform(0.5, 2.0, 600)
+    model = BDTClassifier(n_trees=12, max_depth=2).fit(X[:400], np.array(["a", "b", "c"])[y[:400]],
+                                                       w[:400])
+    curve = learning_curve(model, (X[:400], y[:400], w[:400]), (X[400:], y[400:], w[400:]))
+    assert curve.n_trees.tolist() == list(range(1, 13)) and curve.test_auc is None
+    proba = model.predict_proba(X[400:])
+    assert curve.test_loss[-1] == pytest.approx(
+        log_loss(y[400:], proba, sample_weight=w[400:], labels=[0, 1, 2]), rel=1e-12)
+    assert curve.train_loss[-1] < curve.train_loss[0]
