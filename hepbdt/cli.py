@@ -132,6 +132,9 @@ def _apply_parser(commands: Any) -> None:
     apply.add_argument("--tree", help="input tree name (default: the file's only tree)")
     apply.add_argument("--branch", default="bdt_score", help="score branch name "
                        "(default: bdt_score)")
+    apply.add_argument("--probability-branch", default="bdt_prob", help="prefix of the "
+                       "per-class probability branches of a multi-class model (default: "
+                       "bdt_prob; its raw scores are <branch>_<class>)")
     apply.add_argument("--event", help="event-number expression written beside the score "
                        "(default: the k-fold manifest's, else the entry number)")
     apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
@@ -275,8 +278,10 @@ def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = Non
     check_inputs(config)
     check_memory(config)  # too large for the stated memory: an error before any work
     if getattr(args, "check", False):
+        task = (f"{config.task} of {len(config.classes)} classes: {', '.join(config.classes)}"
+                if config.multiclass else config.task)
         print(f"{config.path}: OK ({len(config.samples)} samples, {len(config.features)} "
-              f"features, {config.task}); outputs would go to {default_output_dir(config)}/")
+              f"features, {task}); outputs would go to {default_output_dir(config)}/")
         print(*estimate_lines(config), sep="\n")
         return 0
     result = train(config, progress=args.progress, echo=_echo(args.progress))
@@ -329,7 +334,8 @@ def _apply(args: argparse.Namespace) -> int:
         event = args.event
         models = model
     written = apply(models, list(args.inputs), args.output, branch=args.branch, tree=args.tree,
-                    event_branch=event, output_tree=args.output_tree, progress=args.progress)
+                    event_branch=event, output_tree=args.output_tree, progress=args.progress,
+                    probability_branch=args.probability_branch)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -30,6 +30,7 @@ from hepbdt.evaluation._data import check_classification, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
+from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
 from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, weighted_correlation
 
@@ -38,6 +39,7 @@ __all__ = [
     "plot_background_rejection",
     "plot_correlation_matrices",
     "plot_learning_curve",
+    "plot_multiclass_roc",
     "plot_overtraining",
     "plot_predicted_vs_true",
     "plot_ranking",
@@ -291,11 +293,13 @@ def plot_overtraining(
     bins: int = 40,
     result: OvertrainingResult | None = None,
     xlabel: str = "BDT score",
+    class_names: tuple[str, str] = ("signal", "background"),
 ) -> Figure:
     """TMVA's overtraining plot: test as filled histograms, training as points with errors.
 
     The KS p-values (of :func:`hepbdt.evaluation.overtraining_test`, computed unless
-    ``result`` is given) are printed on the figure.
+    ``result`` is given) are printed on the figure. ``class_names``: the words for label 1
+    and label 0 (e.g. ``("ttbar", "other classes")`` for one class against the rest).
     """
     tr_sig, tr_s, tr_w = check_classification(train_y, train_scores, train_w, "train_scores")
     te_sig, te_s, te_w = check_classification(test_y, test_scores, test_w, "test_scores")
@@ -305,8 +309,8 @@ def plot_overtraining(
     centers = 0.5 * (edges[1:] + edges[:-1])
     fig = Figure()
     ax = fig.add_subplot()
-    for sig, name, color in ((True, "signal", SIGNAL_COLOR),
-                             (False, "background", BACKGROUND_COLOR)):
+    for sig, name, color in ((True, class_names[0], SIGNAL_COLOR),
+                             (False, class_names[1], BACKGROUND_COLOR)):
         te_mask = te_sig if sig else ~te_sig
         tr_mask = tr_sig if sig else ~tr_sig
         density, _ = _normalised(te_s[te_mask], te_w[te_mask], edges)
@@ -316,13 +320,49 @@ def plot_overtraining(
         ax.errorbar(centers, density, yerr=error, fmt="o", color=color, markersize=4,
                     label=f"{name} (training sample)")
     ax.text(0.03, 0.97,
-            f"Kolmogorov-Smirnov p-value\nsignal: {result.signal.ks_pvalue:.3f}\n"
-            f"background: {result.background.ks_pvalue:.3f}\nverdict: {result.verdict}",
+            f"Kolmogorov-Smirnov p-value\n{class_names[0]}: {result.signal.ks_pvalue:.3f}\n"
+            f"{class_names[1]}: {result.background.ks_pvalue:.3f}\nverdict: {result.verdict}",
             transform=ax.transAxes, va="top", fontsize=15)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.45)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
     ax.legend(loc="upper right", fontsize=15)
+    return fig
+
+
+@_figure
+def plot_multiclass_roc(
+    y: Any,
+    proba: Any,
+    sample_weight: Any = None,
+    *,
+    class_names: Sequence[str] | None = None,
+    train: tuple[Any, Any, Any] | None = None,
+) -> Figure:
+    """One-against-rest ROC curve of each class: the rejection of the other classes
+    (1 - their efficiency) against the class's efficiency, cutting on its probability.
+
+    ``y`` holds class indices, ``proba`` the (n, K) probabilities; ``train`` an optional
+    ``(y, proba, w)`` of the training sample, drawn dashed in the same colour."""
+    samples = [("test", y, proba, sample_weight, "-")]
+    if train is not None:
+        samples.append(("train", *train, "--"))
+    fig = Figure()
+    ax = fig.add_subplot()
+    colors = mpl.rcParams["axes.prop_cycle"].by_key().get("color", [SIGNAL_COLOR])
+    for name, yy, pp, ww, style in samples:
+        aucs = one_vs_rest_auc(yy, pp, ww)
+        k = len(aucs)
+        names = list(class_names) if class_names is not None else [str(j) for j in range(k)]
+        for j, (eff, eff_rest, _) in enumerate(one_vs_rest_roc(yy, pp, ww)):
+            ax.plot(eff, 1.0 - eff_rest, style, color=colors[j % len(colors)],
+                    label=f"{names[j]}, {name} (AUC = {aucs[j]:.4f})")
+    ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("Efficiency of the class")
+    ax.set_ylabel("Rejection of the other classes")
+    ax.legend(loc="lower left", fontsize=13)
     return fig
 
 

@@ -51,6 +51,12 @@ from hepbdt.evaluation.metrics import (
     significance_scan,
     yield_note,
 )
+from hepbdt.evaluation.multiclass import (
+    confusion_matrix,
+    multiclass_overtraining_test,
+    one_vs_rest_auc,
+    per_class_permutation_importance,
+)
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
 from hepbdt.evaluation.ranking import permutation_importance, tmva_importance
 
@@ -313,11 +319,18 @@ class _Events:
     w: np.ndarray
     score: np.ndarray
     groups: list[tuple[str, str, np.ndarray]]
+    #: (n, K) class probabilities of a multi-class model (None otherwise).
+    proba: np.ndarray | None = None
 
     @classmethod
-    def of(cls, model: Any, data: Any, unpacked: tuple[Any, ...], classifier: bool) -> _Events:
-        """Score the events; group them by the Dataset's samples, else by class."""
+    def of(cls, model: Any, data: Any, unpacked: tuple[Any, ...], classifier: bool,
+           classes: Sequence[str] | None = None) -> _Events:
+        """Score the events; group them by the Dataset's samples, else by class. With
+        ``classes`` (a multi-class model) y holds class indices and ``proba`` is kept."""
         X, y, w, _ = unpacked
+        if classes is not None:
+            proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+            return cls(X, y, w, proba, _groups(data, y, classifier, classes), proba)
         score = model.decision_function(X) if classifier else model.predict(X)
         return cls(X, y, w, np.asarray(score, dtype=np.float64), _groups(data, y, classifier))
 
@@ -325,7 +338,8 @@ class _Events:
         return self.y.size
 
 
-def _groups(data: Any, y: np.ndarray, classifier: bool) -> list[tuple[str, str, np.ndarray]]:
+def _groups(data: Any, y: np.ndarray, classifier: bool, classes: Sequence[str] | None = None
+            ) -> list[tuple[str, str, np.ndarray]]:
     """(sample name, class, mask) per physics sample of a Dataset; per class for tuples."""
     index = getattr(data, "sample_index", None)
     names = getattr(data, "sample_names", None)
@@ -334,8 +348,12 @@ def _groups(data: Any, y: np.ndarray, classifier: bool) -> list[tuple[str, str, 
         groups = []
         for i, name in enumerate(names):
             mask = index == i
-            groups.append((str(name), _role(y[mask], classifier), mask))
+            role = (", ".join(classes[int(c)] for c in np.unique(y[mask])) or "no events"
+                    if classes is not None else _role(y[mask], classifier))
+            groups.append((str(name), role, mask))
         return groups
+    if classes is not None:
+        return [(name, name, y == k) for k, name in enumerate(classes)]
     if classifier:
         return [("signal", "signal", y == 1), ("background", "background", y == 0)]
     return [("all events", "target", np.ones(y.size, dtype=bool))]
@@ -372,6 +390,11 @@ def report(
     figure_files: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
+
+    A classifier of three or more classes (``classes_``) gets the multi-class report: the
+    one-against-rest ROC and AUC of each class, the weighted confusion matrix, the
+    overtraining check and the permutation ranking of each class; its ``y`` are the class
+    indices (columns of ``predict_proba``).
 
     Parameters
     ----------
@@ -413,16 +436,22 @@ def report(
     classifier = is_classifier(model)
     yields = _YieldBasis.of(test_fraction, X_tr.shape[0], X_te.shape[0], signal_yield,
                             background_yield, min_background_events)
-    tr = _Events.of(model, train, unpacked[0], classifier)
-    te = _Events.of(model, test, unpacked[1], classifier)
+    classes = _class_names(model) if classifier else None
+    tr = _Events.of(model, train, unpacked[0], classifier, classes)
+    te = _Events.of(model, test, unpacked[1], classifier, classes)
     out = _Sections(figure_files)
     with plotting.experiment_label(label):
-        if classifier:
+        if classes is not None:
+            _multiclass_sections(out, model, tr, te, classes, yields, sections, prov)
+            _multiclass_ranking_section(out, model, te, names, classes, n_repeats,
+                                        random_state)
+        elif classifier:
             _classifier_sections(out, model, tr, te, yields, sections, prov)
         else:
             _regressor_sections(out, model, tr, te, yields, sections, prov)
-        _ranking_section(out, model, te, names, n_repeats, random_state)
-        _correlation_section(out, tr, names, classifier)
+        if classes is None:
+            _ranking_section(out, model, te, names, n_repeats, random_state)
+        _correlation_section(out, tr, names, classifier and classes is None)
         _learning_curve_section(out, model, tr, te, learning_curve)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     _provenance_section(out, model, prov, names, stamp)
@@ -469,6 +498,100 @@ def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float,
         candidates = np.flatnonzero(eff_b <= target + 1e-12)
         cuts.append((float(target), float(thresholds[candidates[np.argmax(eff_s[candidates])]])))
     return cuts
+
+
+def _class_names(model: Any) -> list[str] | None:
+    """The class names of a model of three or more classes, else None."""
+    classes = getattr(model, "classes_", None)
+    return [str(c) for c in classes] if classes is not None and len(classes) > 2 else None
+
+
+def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
+                         classes: list[str], yields: _YieldBasis, sections: Sequence[Section],
+                         prov: Provenance) -> None:
+    """Summary (per-class AUC, overtraining verdict, ROC curves), caller sections, samples,
+    the confusion matrix and the per-class overtraining check."""
+    assert tr.proba is not None and te.proba is not None
+    auc_te, auc_tr = one_vs_rest_auc(te.y, te.proba, te.w), one_vs_rest_auc(tr.y, tr.proba, tr.w)
+    check = multiclass_overtraining_test(tr.proba, tr.y, tr.w, te.proba, te.y, te.w, classes)
+    out.heading("Summary")
+    out.html('<div class="row"><div class="key-numbers">')
+    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(classes)} "
+             f"classes; {len(tr):,} training and {len(te):,} test events.</p>")
+    out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
+             f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
+             "(the worst of the classes' checks, below)</p>")
+    rows = [(name, a_te, a_tr) for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
+    rows.append(("mean", float(auc_te.mean()), float(auc_tr.mean())))
+    out.html('<p class="note">ROC AUC of each class against the rest, cutting on its '
+             "probability (weighted).</p>")
+    out.html(html_table(["class", "test AUC", "training AUC"], rows, "summary-table"))
+    out.html("</div>")
+    out.figure("fig-roc", "ROC curve of each class against the rest: the rejection of the "
+               "other classes against the class's efficiency, cutting on its probability; "
+               "test (solid) and training (dashed)",
+               lambda: plotting.plot_multiclass_roc(te.y, te.proba, te.w, class_names=classes,
+                                                    train=(tr.y, tr.proba, tr.w)))
+    out.html("</div>")
+    _caller_sections(out, sections)
+    _samples_section(out, tr, te, False, yields.test_fraction, prov.training_weights)
+    out.heading("Confusion matrix")
+    matrix = confusion_matrix(te.y, te.proba, te.w, classes)
+    out.html('<p class="note">Test events by true class (rows) and predicted class (columns, '
+             "the most probable). First the fraction of each true class's weight, then the "
+             f"summed weights. Weighted accuracy: {matrix.accuracy:.4f}.</p>")
+    header = ["true \u2193 / predicted \u2192", *classes]
+    out.html(html_table(header, [[name, *row] for name, row in zip(
+        classes, matrix.fractions(), strict=True)], "confusion-fractions"))
+    out.html(html_table(header, [[name, *row] for name, row in zip(
+        classes, matrix.weights, strict=True)], "confusion-weights"))
+    out.heading("Overtraining check")
+    out.html(f'<p>Verdict: <span class="verdict-{check.verdict}" id="verdict">'
+             f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
+             f"overtrained, below {check.pvalue_warn:g}: warning). Each class's probability, "
+             "training against test, for the class's own events and for the other "
+             "classes' events.</p>")
+    rows = [(name, events, part.ks_statistic, part.ks_pvalue, part.chi2, part.ndf,
+             part.chi2_pvalue, part.verdict)
+            for name, result in zip(classes, check.per_class, strict=True)
+            for events, part in ((name, result.signal), ("other classes", result.background))]
+    out.html(html_table(["probability of", "events", "KS statistic", "KS p-value", "chi2",
+                         "ndf", "chi2 p-value", "verdict"], rows, "overtraining-table"))
+    for k, name in enumerate(classes):
+        out.figure(f"fig-overtraining-{k}", f"Overtraining check of P({name}): test (filled) "
+                   "against training (points)",
+                   lambda k=k, name=name: plotting.plot_overtraining(
+                       tr.proba[:, k], tr.y == k, tr.w, te.proba[:, k], te.y == k, te.w,
+                       result=check.per_class[k], xlabel=f"P({name})",
+                       class_names=(name, "other classes")))
+
+
+def _multiclass_ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
+                                classes: list[str], n_repeats: int,
+                                random_state: int | None) -> None:
+    """The split-gain ranking of all trees and the permutation ranking of each class."""
+    out.heading("Variable ranking")
+    ranking = tmva_importance(model, names) if hasattr(model, "forest_") else None
+    perms = per_class_permutation_importance(model, te.X, te.y, te.w, n_repeats=n_repeats,
+                                             random_state=random_state, feature_names=names)
+    mean_drop = np.mean([p.importances_mean for p in perms], axis=0)
+    order = ranking.order() if ranking is not None else np.argsort(-mean_drop, kind="stable")
+    header = ["rank", "variable"] + (["importance (split gain, all trees)"] if ranking is not None else [])
+    header += [f"AUC drop ({name})" for name in classes] + ["mean AUC drop"]
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        row: list[Any] = [rank, names[i]]
+        if ranking is not None:
+            row.append(ranking.importance[i])
+        row += [p.importances_mean[i] for p in perms] + [mean_drop[i]]
+        rows.append(row)
+    out.html(f'<p class="note">Permutation importance of each class: the drop in its '
+             f"one-against-rest ROC AUC on the test sample when the variable is shuffled "
+             f"({n_repeats} repeats).</p>")
+    out.html(html_table(header, rows, "ranking"))
+    if ranking is not None:
+        out.figure("fig-ranking", "Variable ranking from the split gains of every class's "
+                   "trees (TMVA style)", lambda: plotting.plot_ranking(ranking))
 
 
 def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
@@ -692,6 +815,7 @@ def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
 
 def _correlation_section(out: _Sections, tr: _Events, names: list[str], classifier: bool
                          ) -> None:
+    """Signal and background correlations of a two-class model, else those of all events."""
     out.heading("Correlations")
     what = "signal (left) and background (right)" if classifier else "all events"
     values = ("values in percent in the cells" if len(names) <= plotting.MAX_ANNOTATED_VARIABLES

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 import uproot
 
 from ._util import Progress, atomic_path, model_scores
+from .boosting.losses import softmax_rows
 from .io.errors import InputError
 from .io.expressions import Expression
 from .io.samples import (
@@ -54,6 +56,7 @@ def apply(
     inf_as_missing: bool = False,
     progress: bool | None = None,
     threads: int | None = None,
+    probability_branch: str = "bdt_prob",
 ) -> list[str]:
     """Evaluate a model on ntuples chunk by chunk and write friend trees of scores.
 
@@ -78,7 +81,11 @@ def apply(
         in input order (a friend of the TChain); placeholders ``{stem}``, ``{name}``,
         ``{tree}`` (input file stem, file name, tree name) give one file per input.
     branch
-        Score branch name; (n, k) scores give ``<branch>_0`` ...
+        Score branch name; (n, k) scores give ``<branch>_0`` ... A hepbdt model of three
+        or more classes gives, per class of its ``classes_``, the raw score
+        ``<branch>_<class>`` and the probability ``<probability_branch>_<class>`` (the
+        class label with every run of characters other than letters, digits and ``_``
+        made one ``_``; the class index where that leaves names empty or equal).
     tree
         Input tree name(s) for files given without ``:tree``; None takes the only tree.
     event_branch
@@ -95,13 +102,15 @@ def apply(
         Show progress on stderr; None when stderr is a terminal.
     threads
         Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
+    probability_branch
+        Prefix of the per-class probability branches of a multi-class model.
 
     Returns
     -------
     list of str
         The files written.
     """
-    job = _Job.make(model, branch, event_branch, inf_as_missing)
+    job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
     sources = resolve_sources(files, tree, "apply")
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
     with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
@@ -126,9 +135,13 @@ class _Job:
     id_name: str
     inf_as_missing: bool
     expressions: list[Expression] = field(default_factory=list)
+    #: A multi-class model's branches: the suffix of each class and the probability prefix.
+    class_suffixes: list[str] | None = None
+    probability_branch: str = "bdt_prob"
 
     @classmethod
-    def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool) -> _Job:
+    def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
+             probability_branch: str = "bdt_prob") -> _Job:
         """Load and check the model and the branch names."""
         scorer = _scorer(model)
         id_name = "entry" if event_branch is None else branch_name(event_branch)
@@ -136,12 +149,25 @@ class _Job:
             raise InputError(
                 f"score branch {branch!r} must be a valid identifier different from {id_name!r}"
             )
+        suffixes = _class_suffixes(scorer)
+        if suffixes is not None:
+            if branch_name(probability_branch) != probability_branch:
+                raise InputError(f"probability branch {probability_branch!r} must be a valid "
+                                 "identifier")
+            names = [f"{prefix}_{s}" for prefix in (branch, probability_branch)
+                     for s in suffixes]
+            clashes = sorted({n for n in names if names.count(n) > 1} | ({id_name} & set(names)))
+            if clashes:
+                raise InputError(f"the per-class branches {clashes} would clash (scores "
+                                 f"{branch}_<class>, probabilities {probability_branch}_<class>, "
+                                 f"identifier {id_name!r}); choose another --branch or "
+                                 "--probability-branch")
         definitions = getattr(scorer, "feature_definitions_", None) or {}
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
-                   [*features, *([event] if event else [])])
+                   [*features, *([event] if event else [])], suffixes, probability_branch)
 
     def score(self, X: np.ndarray, ids: np.ndarray, where: str) -> dict[str, np.ndarray]:
         """The score branches of one chunk."""
@@ -153,7 +179,19 @@ class _Job:
             raise InputError(
                 f"{where}: the model returned scores of shape {scores.shape} for {len(X)} events"
             )
+        if self.class_suffixes is not None and scores.ndim == 2:
+            return self._class_branches(scores)
         return _branches(scores, self.branch)
+
+    def _class_branches(self, scores: np.ndarray) -> dict[str, np.ndarray]:
+        """Every class's raw score, then every class's probability (their softmax, which
+        is the model's predict_proba)."""
+        proba = softmax_rows(scores)
+        columns = {f"{self.branch}_{s}": np.ascontiguousarray(scores[:, j])
+                   for j, s in enumerate(self.class_suffixes or [])}
+        columns.update({f"{self.probability_branch}_{s}": np.ascontiguousarray(proba[:, j])
+                        for j, s in enumerate(self.class_suffixes or [])})
+        return columns
 
     def empty(self) -> dict[str, np.ndarray]:
         """The branches of a tree with no entries (as many as one event's scores)."""
@@ -162,6 +200,8 @@ class _Job:
             n_outputs = len(self.score(probe, np.zeros(1, np.int64), ""))
         except Exception:  # a model that cannot score zeros still gets its one branch
             n_outputs = 1
+        if self.class_suffixes is not None:
+            return self._class_branches(np.empty((0, len(self.class_suffixes))))
         return _branches(np.empty((0, n_outputs)) if n_outputs > 1 else np.empty(0), self.branch)
 
 
@@ -170,6 +210,21 @@ def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:
     if scores.ndim == 1:
         return {branch: scores}
     return {f"{branch}_{j}": np.ascontiguousarray(scores[:, j]) for j in range(scores.shape[1])}
+
+
+def _class_suffixes(scorer: Any) -> list[str] | None:
+    """The branch suffix of each class of a hepbdt multi-class model (None otherwise): the
+    label with runs of characters other than letters, digits and _ made one _, or the class
+    index where that leaves a name empty or two names equal."""
+    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    forest = getattr(models[0], "forest_", None)
+    classes = getattr(models[0], "classes_", None)
+    if forest is None or getattr(forest, "n_classes", 1) <= 1 or classes is None:
+        return None
+    suffixes = [re.sub(r"[^0-9A-Za-z_]+", "_", str(c)).strip("_") for c in classes]
+    if not all(suffixes) or len(set(suffixes)) < len(suffixes):
+        return [str(j) for j in range(len(classes))]
+    return suffixes
 
 
 def _scorer(model: Any) -> Any:

@@ -105,8 +105,12 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
     ("[output]\nfigure_formats = ['gif']", "[output] figure_formats: valid formats: png, pdf"),
     ("[output]\nscore_branch = 'bdt score'", "[output] score_branch: 'bdt score' is not a valid "
                                              "branch name"),
-    ("[samples.tt]\nfiles = 'x.root'\nlabel = 'noise'", "[samples.tt] label: 'noise' is not a "
-                                                        "class; valid: 'signal'"),
+    # any name is a class (three or more make a multi-class training); an integer other
+    # than 1 and 0, or a name that cannot be part of a branch name, is not
+    ("[samples.tt]\nfiles = 'x.root'\nlabel = 2", "[samples.tt] label: 2 is not a class; "
+                                                  "valid: 'signal'"),
+    ("[samples.tt]\nfiles = 'x.root'\nlabel = 'no ise'", "[samples.tt] label: 'no ise' cannot "
+                                                         "name a class"),
     ("[samples.tt]\nlabel = 'background'", "[samples.tt] files: missing"),
     ("[samples.tt]\nfiles = 'x.root'\nwieght = 'w'", "[samples.tt] wieght: unknown key; did you "
                                                      "mean 'weight'?"),

@@ -21,6 +21,7 @@ from ..estimators import BDTClassifier, BDTRegressor, ParameterError
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
+from ..io.writers import BOOKKEEPING_BRANCHES
 from ..tmva_options import TMVA_NAMES, TMVAOptionError, is_tmva_option, parse_tmva_options
 
 __all__ = ["ConfigError", "AnalysisConfig", "SampleConfig", "SplitConfig", "OutputConfig",
@@ -31,6 +32,14 @@ _NORM_NAMES = {"none": "none", "num_events": "num_events", "numevents": "num_eve
 _SPLIT_MODES = ("random", "alternate", "block")
 _FIGURE_FORMATS = ("png", "pdf", "svg")
 _CLASS_LABELS = {"signal": 1, "sig": 1, "background": 0, "bkg": 0, 1: 1, 0: 0}
+#: The class names of a two-class training, by label (0 background, 1 signal).
+BINARY_CLASSES = ("background", "signal")
+#: The boosters that train more than two classes (softmax, K trees a round); the others
+#: are two-class only. Mirrors BDTClassifier's own check at fit time (a test keeps them
+#: equal), so that ``--check`` refuses them before any work.
+MULTICLASS_BOOSTINGS = ("gradient", "newton")
+#: A class name: it becomes part of the score branches (``bdt_score_<class>``).
+_CLASS_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 #: The deepest chain of aliases using aliases (a2 = "a1 + 1", a1 = "a0 + 1", ...).
 MAX_ALIAS_DEPTH = 100
 #: The most folds of ``[split] kfold``: k models are trained and kept, each on (k-1)/k of
@@ -70,7 +79,9 @@ _STR_OR_LIST = (lambda v: isinstance(v, str) or (_is_strings(v) and len(v) > 0),
                 "a string or a non-empty list of strings")
 _STR_LIST = (lambda v: _is_strings(v) and len(v) > 0, "a non-empty list of strings")
 _WEIGHT = (lambda v: isinstance(v, str) or _is_number(v), "an expression (string) or a number")
-_LABEL = (lambda v: isinstance(v, str) or _is_int(v), "'signal', 'background', 1 or 0")
+_LABEL = (lambda v: isinstance(v, str) or _is_int(v),
+          "a class name ('signal', 'background' or, for three or more classes, any name "
+          "such as 'ttbar'), 1 or 0")
 _BINNED = (lambda v: isinstance(v, bool) or v == "auto", "true, false or \"auto\"")
 _MEMORY = (lambda v: (isinstance(v, str) and _memory_bytes(v) is not None)
            or (_is_number(v) and v > 0), "a size such as \"8 GB\" or \"500 MB\"")
@@ -102,7 +113,7 @@ _SPLIT_KEYS = {"mode": _STR, "train_fraction": _NUMBER, "seed": _INT, "kfold": _
 _OUTPUT_KEYS = {
     "directory": _STR, "score_branch": _STR, "tmva_xml": _BOOL, "report": _BOOL,
     "figures": _BOOL, "figure_formats": _STR_LIST, "score_features": _BOOL,
-    "permutation_repeats": _INT, "min_background_events": _INT,
+    "permutation_repeats": _INT, "min_background_events": _INT, "probability_branch": _STR,
 }
 
 
@@ -119,6 +130,9 @@ class SampleConfig:
     target: str | None = None
     scale: float = 1.0
     event: str | None = None
+    #: The class as named in the file ('signal', 'background', 'ttbar', ...); ``label`` is
+    #: its index in :attr:`AnalysisConfig.classes`.
+    class_name: str | None = None
 
     def to_sample(self) -> Sample:
         """The :class:`hepbdt.io.Sample` that reads this sample."""
@@ -143,6 +157,9 @@ class OutputConfig:
 
     directory: Path | None = None
     score_branch: str = "bdt_score"
+    #: With three or more classes: the prefix of the per-class probability branches
+    #: (``bdt_prob_<class>``), beside the raw scores ``<score_branch>_<class>``.
+    probability_branch: str = "bdt_prob"
     tmva_xml: bool = True
     report: bool = True
     figures: bool = True
@@ -180,6 +197,20 @@ class AnalysisConfig:
     binned: bool | str = False
     #: ``memory``: the bytes training may use ("8 GB"); None: what the machine has available.
     memory: int | None = None
+    #: The class names in label order: ["background", "signal"] for two classes, else the
+    #: samples' class names sorted (the model's ``classes_``); empty for a regression.
+    classes: list[str] = field(default_factory=list)
+
+    @property
+    def multiclass(self) -> bool:
+        """True for a training of three or more classes."""
+        return len(self.classes) > 2
+
+    def class_branches(self) -> dict[str, tuple[str, str]]:
+        """For a multi-class training: class -> (raw score branch, probability branch)."""
+        out = self.output
+        return {c: (f"{out.score_branch}_{c}", f"{out.probability_branch}_{c}")
+                for c in self.classes} if self.multiclass else {}
 
     @property
     def estimator_class(self) -> type:
@@ -444,14 +475,14 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     expressions = _feature_expressions(features or [], expander, problems)
     event = expander.optional(top.get("event"), "event", None, "event")
     samples = _samples(document, top, config_path.resolve().parent, expander, problems)
-    task = _task(samples, problems)
+    task, classes = _task(samples, problems)
     split = _split_config(top.get("split", {}), task, problems)
     if split.kfold is not None and event is None and not all(s.event for s in samples):
         problems.add("split", "kfold", "k-fold training assigns events to folds by event "
                      "number: give event = \"event\" (the event-number branch) at the top of "
                      "the file")
-    params, tmva_options = _method_config(top.get("method", {}), task, problems)
-    output_config = _output_config(top.get("output", {}), problems)
+    params, tmva_options = _method_config(top.get("method", {}), task, problems, len(classes))
+    output_config = _output_config(top.get("output", {}), problems, classes)
     if output is not None:
         output_config.directory = Path(output)
     problems.raise_if_any()
@@ -462,6 +493,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         params=params, tmva_options=tmva_options, output=output_config,
         aliases=expander.aliases, document=document, binned=top.get("binned", False),
         memory=None if "memory" not in top else _memory_bytes(top["memory"]),
+        classes=classes,
     )
 
 
@@ -623,32 +655,55 @@ def _sample_label(sample: SampleConfig, table: dict[str, Any], entry: dict[str, 
     elif "label" in entry:
         label = entry["label"]
         key = label.lower() if isinstance(label, str) else label
-        if key not in _CLASS_LABELS:
-            problems.add(section, "label", f"{label!r} is not a class; valid: 'signal' "
-                         "(or 1), 'background' (or 0). For a regression give target = "
-                         "'expression' instead")
+        if key in _CLASS_LABELS:
+            sample.class_name = BINARY_CLASSES[_CLASS_LABELS[key]]
+        elif isinstance(label, str) and _CLASS_NAME.fullmatch(label):
+            sample.class_name = label
+        elif isinstance(label, str):
+            problems.add(section, "label", f"{label!r} cannot name a class: a class name "
+                         "becomes part of the score branches (bdt_score_<class>), so it takes "
+                         "1 to 64 letters, digits and _ (e.g. 'ttbar', 'W_jets'). For a "
+                         "regression give target = 'expression' instead")
         else:
-            sample.label = _CLASS_LABELS[key]
+            problems.add(section, "label", f"{label!r} is not a class; valid: 'signal' "
+                         "(or 1), 'background' (or 0), or a class name such as 'ttbar' for "
+                         "three or more classes")
     elif "label" not in table and "target" not in table:
         problems.add(section, None, "give label = 'signal' or 'background' "
                      "(classification) or target = 'expression' (regression)")
 
 
-def _task(samples: list[SampleConfig], problems: _Problems) -> str:
-    """"regression" when the samples have targets, else "classification" (both classes needed)."""
+def _task(samples: list[SampleConfig], problems: _Problems) -> tuple[str, list[str]]:
+    """The task and the class names in label order; sets each sample's label.
+
+    "regression" when the samples have targets. Otherwise a classification: two classes
+    must be 'signal' and 'background' (labels 1 and 0, as always); three or more are a
+    multi-class training whose classes are the names sorted, each labelled by its index
+    (the order of the model's ``classes_``, of ``predict_proba``'s columns and of the
+    score branches)."""
     regression = [s.name for s in samples if s.target is not None]
     if regression and len(regression) < len(samples):
         others = [s.name for s in samples if s.target is None]
         problems.add("samples", None, f"samples {regression} have a target but {others} do "
                      "not; every sample of a regression needs target = '...'")
-    if samples and not regression and not problems.lines:
-        labels = {s.label for s in samples}
-        if labels != {0, 1}:
-            missing = "signal" if 1 not in labels else "background"
+    if regression or not samples or problems.lines:
+        return ("regression" if regression else "classification"), []
+    names = {s.class_name for s in samples}
+    if len(names) <= 2 and names != set(BINARY_CLASSES):
+        if names <= set(BINARY_CLASSES):
+            missing = "signal" if "signal" not in names else "background"
             problems.add("samples", None, f"no {missing} sample; a classification needs at "
                          "least one sample with label = 'signal' and one with label = "
-                         "'background'")
-    return "regression" if regression else "classification"
+                         "'background' (or three or more classes, e.g. label = 'ttbar')")
+        else:
+            problems.add("samples", None, f"the classes {sorted(names)}: two classes are "
+                         "label = 'signal' and label = 'background'; a multi-class training "
+                         "needs three or more class names")
+        return "classification", []
+    classes = list(BINARY_CLASSES) if len(names) == 2 else sorted(names)
+    for sample in samples:
+        sample.label = classes.index(sample.class_name)
+    return "classification", classes
 
 
 def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> SplitConfig:
@@ -706,7 +761,7 @@ def _annotation_words(annotation: str) -> str:
     return " or ".join(kinds)
 
 
-def _method_config(table: dict[str, Any], task: str, problems: _Problems
+def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_classes: int = 2
                    ) -> tuple[dict[str, Any], str | None]:
     """The estimator parameters of ``[method]`` (hepbdt names or ``tmva_options``), checked
     by the estimator itself."""
@@ -745,7 +800,33 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems
         except ParameterError as exc:
             key = exc.param if exc.param in table else ("tmva_options" if tmva_options else None)
             problems.add("method", key, str(exc))
+        else:
+            if n_classes > 2:
+                _check_multiclass_method(params, table, tmva_options, n_classes, problems)
     return params, tmva_options
+
+
+def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
+                             tmva_options: str | None, n_classes: int, problems: _Problems
+                             ) -> None:
+    """The options that cannot train three or more classes, refused before any work."""
+    def key_of(name: str) -> str | None:
+        return name if name in table else ("tmva_options" if tmva_options else None)
+
+    boosting = params.get("boosting", "gradient")
+    if boosting not in MULTICLASS_BOOSTINGS:
+        problems.add("method", key_of("boosting"), f"boosting = {boosting!r} is two-class "
+                     f"only; {n_classes} classes need one of "
+                     f"{', '.join(repr(b) for b in MULTICLASS_BOOSTINGS)} (softmax, one tree "
+                     "a class each round; TMVA's multi-class BDTG is 'gradient')")
+    if params.get("loss") not in (None, "softmax"):
+        problems.add("method", key_of("loss"), f"loss = {params['loss']!r} is two-class; "
+                     f"with {n_classes} classes the loss is 'softmax' (leave loss out)")
+    fraction = params.get("sig_to_bkg_fraction", "auto")
+    if fraction not in ("auto", None):
+        problems.add("method", key_of("sig_to_bkg_fraction"), "sig_to_bkg_fraction is a ratio "
+                     f"of two classes; with {n_classes} classes leave it out and balance the "
+                     "classes with [split] norm = \"equal_num_events\"")
 
 
 def _unknown_option_hint(key: str, valid: list[str]) -> str:
@@ -761,13 +842,15 @@ def _unknown_option_hint(key: str, valid: list[str]) -> str:
         f"valid options: {', '.join(valid)}, tmva_options")
 
 
-def _output_config(table: dict[str, Any], problems: _Problems) -> OutputConfig:
+def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str] | None = None
+                   ) -> OutputConfig:
     entry = _check_keys(table, _OUTPUT_KEYS, "output", problems)
     output = OutputConfig()
     for key, value in entry.items():
         if key == "directory":
             output.directory = Path(os.path.expandvars(os.path.expanduser(value)))
-        elif key == "score_branch" and not re.fullmatch(r"[A-Za-z_]\w*", value):
+        elif key in ("score_branch", "probability_branch") and not re.fullmatch(
+                r"[A-Za-z_]\w*", value):
             problems.add("output", key, f"{value!r} is not a valid branch name (letters, "
                          "digits, _)")
         elif key == "figure_formats" and not set(value) <= set(_FIGURE_FORMATS):
@@ -780,6 +863,24 @@ def _output_config(table: dict[str, Any], problems: _Problems) -> OutputConfig:
                          f"a best cut of the significance scan leaves), got {value}")
         else:
             setattr(output, key, value)
+    if classes is not None and len(classes) > 2:
+        _check_class_branches(output, classes, problems)
     return output
+
+
+def _check_class_branches(output: OutputConfig, classes: list[str], problems: _Problems
+                          ) -> None:
+    """The branches of a multi-class training (<score_branch>_<class>,
+    <probability_branch>_<class>) must all differ, from each other and from the
+    bookkeeping branches of the score trees."""
+    branches = [f"{prefix}_{c}" for prefix in (output.score_branch, output.probability_branch)
+                for c in classes]
+    reserved = {*BOOKKEEPING_BRANCHES, "fold"}
+    clashes = sorted({b for b in branches if branches.count(b) > 1} | (set(branches) & reserved))
+    if clashes:
+        problems.add("output", "probability_branch", f"the per-class branches {clashes} would clash (score "
+                     f"branches {output.score_branch}_<class>, probabilities "
+                     f"{output.probability_branch}_<class>, classes {classes}); choose "
+                     "other prefixes or class names")
 
 

@@ -89,6 +89,8 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     trained = events * (folds - 1) if folds else events * config.split.train_fraction
     depth_factor = (9 + effective_depth(model.get_params())) / 12
     trees = max_trees(model.get_params(), int(trained))
+    if config.multiclass:  # one tree a class each round
+        trees *= len(config.classes)
     seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
     memory = events * (features * (_FEATURE_BYTES * copies + _CODE_BYTES)

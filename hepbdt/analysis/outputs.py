@@ -21,6 +21,7 @@ import uproot
 
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
+    multiclass_overtraining_test,
     overtraining_test,
     resolution_vs_target,
     roc_auc,
@@ -104,20 +105,36 @@ def _write_score_trees(result: TrainResult, path: Path) -> Path:
     branch = output.score_branch
     train_scores: Any = result.train_scores
     test_scores: Any = result.test_scores
+    if result.config.multiclass:
+        train_scores = _class_columns(result.config, result.train_scores, result.train_proba)
+        test_scores = _class_columns(result.config, result.test_scores, result.test_proba)
     if result.train_fold is not None:
-        train_scores = {branch: result.train_scores, "fold": result.train_fold.astype(float)}
-        test_scores = {branch: result.test_scores,
-                       "fold": FoldScores.of(result).test_fold.astype(float)}
+        if not result.config.multiclass:
+            train_scores, test_scores = {branch: train_scores}, {branch: test_scores}
+        train_scores = {**train_scores, "fold": result.train_fold.astype(float)}
+        test_scores = {**test_scores, "fold": FoldScores.of(result).test_fold.astype(float)}
     norm = result.config.split.norm
     train_weights = ("physical event weights (as read)" if norm == "none" else
                      f"training weights, normalised per class (norm = {norm}); TestTree has "
                      "the physical ones")
+    classes = result.config.classes if result.config.multiclass else None
     write_scores(path, result.labelled(result.train), train_scores, "TrainTree",
-                 score_branch=branch, features=output.score_features, weights=train_weights)
+                 score_branch=branch, features=output.score_features, weights=train_weights,
+                 class_names=classes)
     write_scores(path, result.labelled(result.test), test_scores, "TestTree",
                  score_branch=branch, features=output.score_features, update=True,
-                 weights="physical event weights (as read)")
+                 weights="physical event weights (as read)", class_names=classes)
     return path
+
+
+def _class_columns(config: AnalysisConfig, raw: np.ndarray, proba: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+    """The branches of a multi-class training: every class's raw score, then every class's
+    probability (``<score_branch>_<class>``, ``<probability_branch>_<class>``)."""
+    branches = config.class_branches()
+    columns = {score: raw[:, k] for k, (score, _) in enumerate(branches.values())}
+    columns.update({prob: proba[:, k] for k, (_, prob) in enumerate(branches.values())})
+    return columns
 
 
 def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("png",),
@@ -137,6 +154,8 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             test.y, s_te, test.w)
         figures["resolution"] = lambda: plotting.plot_resolution(
             resolution_vs_target(test.y, s_te, test.w))
+    elif result.config.multiclass:
+        figures.update(_multiclass_figures(result))
     else:
         figures["roc"] = lambda: plotting.plot_roc_and_rejection(
             test.y, s_te, test.w, train=(train.y, s_tr, train.w))
@@ -148,13 +167,35 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             figures["kfold_roc"] = lambda: _kfold_roc_figure(FoldScores.of(result))
     figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
-        train.X, None if regression else train.y, train.w, list(result.config.features))
+        train.X, None if regression or result.config.multiclass else train.y, train.w,
+        list(result.config.features))
     figures["learning_curve"] = lambda: plotting.plot_learning_curve(_learning_curve(result, echo))
     _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}
     for name, draw in figures.items():
         written[name] = plotting.save_figure(draw(), folder / name, formats)[0]
     return written
+
+
+def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
+    """The per-class ROC curves (one figure) and an overtraining figure per class
+    (``overtraining_<class>``) of a multi-class training."""
+    from .. import plotting  # matplotlib: imported only when figures are drawn
+
+    classes = result.config.classes
+    train, test = result.train, result.test
+    p_tr, p_te = result.train_proba, result.test_proba
+    check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
+    figures: dict[str, Callable[[], Any]] = {
+        "roc": lambda: plotting.plot_multiclass_roc(test.y, p_te, test.w, class_names=classes,
+                                                    train=(train.y, p_tr, train.w))}
+    for k, name in enumerate(classes):
+        figures[f"overtraining_{name}"] = (
+            lambda k=k, name=name: plotting.plot_overtraining(
+                p_tr[:, k], train.y == k, train.w, p_te[:, k], test.y == k, test.w,
+                result=check.per_class[k], xlabel=f"P({name})",
+                class_names=(name, "other classes")))
+    return figures
 
 
 def _learning_curve(result: TrainResult, echo: Echo) -> Any:
@@ -281,7 +322,7 @@ def _sample_provenance(config: AnalysisConfig, sample: Any) -> Any:
         except (OSError, ValueError):
             files.append(InputFile(source.path, source.tree))
     role = (f"target: {sample.target}" if sample.target is not None else
-            "signal" if sample.label == 1 else "background")
+            str(sample.class_name))
     return SampleProvenance(sample.name, role, files, sample.cut, sample.weight, sample.scale)
 
 
@@ -348,9 +389,10 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
             "model that never saw it. The other sections, the summary too, show fold 0.</p>"
             + html_table(header, table_rows, "kfold-table"))
-    if not folds.regression:
+    two_class = not folds.regression and folds.classes is None
+    if two_class:
         text += _kfold_significance(folds, min_background_events)
-    figures = [] if folds.regression else [
+    figures = [] if not two_class else [
         ("fig-kfold-roc", "ROC curve of each fold and of all events scored out of fold",
          lambda: _kfold_roc_figure(folds))]
     return Section("k-fold training", text, figures)
@@ -408,9 +450,19 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
                          "k-fold training")
-    folds = FoldScores(model.k, train.task == "regression", train, test,
-                       train_scores[branch], test_scores[branch],
-                       train_scores["fold"].astype(np.int64))
+    classes = [str(c) for c in getattr(model.models[0], "classes_", [])]
+    if len(classes) > 2:  # raw scores <score_branch>_<class>, written first, class by class
+        prefix = branch.removesuffix(f"_{classes[0]}")
+        columns = [f"{prefix}_{c}" for c in classes]
+        if any(c not in train_scores or c not in test_scores for c in columns):
+            raise ValueError(f"{scores_path}: the trees lack the score branches {columns} of "
+                             "the model's classes")
+        train_raw = np.column_stack([train_scores[c] for c in columns])
+        test_raw = np.column_stack([test_scores[c] for c in columns])
+    else:
+        classes, train_raw, test_raw = [], train_scores[branch], test_scores[branch]
+    folds = FoldScores(model.k, train.task == "regression", train, test, train_raw, test_raw,
+                       train_scores["fold"].astype(np.int64), classes or None)
     return report(model.models[0], train.take(folds.train_fold == 0),
                   test.take(folds.test_fold == 0), output,
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",

@@ -14,11 +14,14 @@ from typing import Any
 import numpy as np
 
 from ..binned import BinnedMatrix
+from ..boosting.losses import softmax_rows
 from ..evaluation import (
     FeatureRanking,
     LearningCurve,
     SignificanceScan,
     learning_curve,
+    multiclass_overtraining_test,
+    one_vs_rest_auc,
     overtraining_test,
     regression_metrics,
     roc_auc,
@@ -39,7 +42,9 @@ class TrainResult:
 
     For k-fold, ``train`` holds every training copy of an event (one per model that
     trained on it, numbered in ``train_fold``) and ``test`` every event once, scored out
-    of fold.
+    of fold. With three or more classes the scores are (n, K) raw class scores (the
+    model's ``decision_function``, columns in ``config.classes`` order) and
+    ``train_proba``/``test_proba`` their softmax, the model's ``predict_proba``.
     """
 
     config: AnalysisConfig
@@ -57,6 +62,16 @@ class TrainResult:
     #: The learning curve of the first model, computed once by :func:`first_learning_curve`
     #: for both the figure and the report.
     learning_curve: LearningCurve | None = field(default=None, repr=False)
+
+    @property
+    def train_proba(self) -> np.ndarray:
+        """(n, K) class probabilities of the training events (multi-class only)."""
+        return softmax_rows(self.train_scores)
+
+    @property
+    def test_proba(self) -> np.ndarray:
+        """(n, K) class probabilities of the test events (multi-class only)."""
+        return softmax_rows(self.test_scores)
 
     @property
     def k(self) -> int:
@@ -129,6 +144,8 @@ class FoldScores:
     train_scores: np.ndarray
     test_scores: np.ndarray
     train_fold: np.ndarray
+    #: The class names of a multi-class training (the scores are then (n, K) raw scores).
+    classes: list[str] | None = None
 
     @classmethod
     def of(cls, result: TrainResult) -> FoldScores:
@@ -136,7 +153,8 @@ class FoldScores:
         if result.train_fold is None:
             raise ValueError("the result is not of a k-fold training")
         return cls(result.k, result.config.task == "regression", result.train, result.test,
-                   result.train_scores, result.test_scores, result.train_fold)
+                   result.train_scores, result.test_scores, result.train_fold,
+                   list(result.config.classes) if result.config.multiclass else None)
 
     @property
     def test_fold(self) -> np.ndarray:
@@ -145,7 +163,9 @@ class FoldScores:
 
 
 def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
-    """Per-fold quality: events, test and training AUC (or RMSE), KS p-values."""
+    """Per-fold quality: events, test and training AUC (or RMSE), KS p-values. With three or
+    more classes the AUC is the mean of the classes' one-against-rest AUCs (each class's
+    test AUC follows) and the KS p-value the smallest of the per-class checks."""
     rows = []
     for i in range(folds.k):
         tr = folds.train_fold == i
@@ -157,6 +177,16 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
         if folds.regression:
             row["test RMSE"] = regression_metrics(y_te, s_te, w_te).rmse
             row["train RMSE"] = regression_metrics(y_tr, s_tr, w_tr).rmse
+        elif folds.classes is not None:
+            p_tr, p_te = softmax_rows(s_tr), softmax_rows(s_te)
+            auc_te, auc_tr = one_vs_rest_auc(y_te, p_te, w_te), one_vs_rest_auc(y_tr, p_tr, w_tr)
+            row["test AUC"] = float(auc_te.mean())
+            row["train AUC"] = float(auc_tr.mean())
+            for name, value in zip(folds.classes, auc_te, strict=True):
+                row[f"test AUC ({name})"] = float(value)
+            check = multiclass_overtraining_test(p_tr, y_tr, w_tr, p_te, y_te, w_te)
+            row["smallest KS p"] = min(min(c.signal.ks_pvalue, c.background.ks_pvalue)
+                                       for c in check.per_class)
         else:
             row["test AUC"] = roc_auc(y_te, s_te, w_te)
             row["train AUC"] = roc_auc(y_tr, s_tr, w_tr)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..estimators import growth_text
-from ..evaluation import efficiency_table, overtraining_test, regression_metrics, yield_note
+from ..evaluation import (
+    confusion_matrix,
+    efficiency_table,
+    multiclass_overtraining_test,
+    one_vs_rest_auc,
+    overtraining_test,
+    regression_metrics,
+    yield_note,
+)
 from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking, significance
 
 __all__ = ["summarise"]
@@ -21,7 +29,7 @@ def summarise(result: TrainResult) -> str:
               if (reason := getattr(m, "n_trees_reason_", None))]
     lines += [""]
     lines += _quality_lines(result)
-    if result.config.task != "regression":
+    if result.config.task != "regression" and not result.config.multiclass:
         lines += _significance_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
@@ -65,6 +73,8 @@ def _quality_lines(result: TrainResult) -> list[str]:
                            ("resolution (IQR / 1.349)", "resolution_iqr")):
             lines.append(f"{label:34} {getattr(m_te, key):>10.4g} {getattr(m_tr, key):>10.4g}")
         return lines
+    if result.config.multiclass:
+        return _multiclass_lines(result)
     eff_te = efficiency_table(test.y, s_te, test.w)
     eff_tr = efficiency_table(train.y, s_tr, train.w)
     lines = [f"{'':40} {'test':>8} {'train':>8}"]
@@ -74,6 +84,38 @@ def _quality_lines(result: TrainResult) -> list[str]:
     lines += ["", f"Overtraining (KS test, training vs test): signal p = "
               f"{check.signal.ks_pvalue:.3g}, background p = "
               f"{check.background.ks_pvalue:.3g} -> {check.verdict}"]
+    return lines
+
+
+def _multiclass_lines(result: TrainResult) -> list[str]:
+    """Per-class AUC (one against the rest), the confusion matrix and the overtraining check
+    of each class, for a multi-class training."""
+    classes = result.config.classes
+    test, train = result.test, result.train
+    p_te, p_tr = result.test_proba, result.train_proba
+    auc_te, auc_tr = one_vs_rest_auc(test.y, p_te, test.w), one_vs_rest_auc(train.y, p_tr, train.w)
+    width = max(20, *(len(c) + 2 for c in classes))
+    lines = [f"{len(classes)} classes; ROC AUC of each class against the rest (its probability):",
+             f"  {'class':{width}} {'test':>8} {'train':>8}"]
+    lines += [f"  {name:{width}} {a_te:>8.4f} {a_tr:>8.4f}"
+              for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
+    lines.append(f"  {'mean':{width}} {auc_te.mean():>8.4f} {auc_tr.mean():>8.4f}")
+    matrix = confusion_matrix(test.y, p_te, test.w, classes)
+    cell = max(8, *(len(c) + 1 for c in classes))
+    corner = "true \\ predicted"
+    lines += ["", "Confusion matrix (test events, weighted; each row: the fraction of a true "
+              "class's weight predicted as each class, the most probable):",
+              f"  {corner:{width}}" + "".join(f"{c:>{cell}}" for c in classes)]
+    for name, row in zip(classes, matrix.fractions(), strict=True):
+        lines.append(f"  {name:{width}}" + "".join(f"{v:>{cell}.3f}" for v in row))
+    lines.append(f"  weighted accuracy: {matrix.accuracy:.4f}")
+    check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
+    lines += ["", "Overtraining (KS test, training vs test of P(class), the class's events / the "
+              "other classes' events):"]
+    for name, part in zip(classes, check.per_class, strict=True):
+        lines.append(f"  {name:{width}} p = {part.signal.ks_pvalue:.3g} / "
+                     f"{part.background.ks_pvalue:.3g} -> {part.verdict}")
+    lines.append(f"  verdict: {check.verdict}")
     return lines
 
 
@@ -143,7 +185,7 @@ def _sample_table(result: TrainResult) -> list[str]:
     """Events per sample after the cuts (every event once)."""
     data_sets = (result.test,) if result.train_fold is not None else (result.train, result.test)
     sample_index = np.concatenate([d.sample_index for d in data_sets])
-    labels = {s.name: ("target" if s.target else ("signal" if s.label == 1 else "background"))
+    labels = {s.name: ("target" if s.target else str(s.class_name))
               for s in result.config.samples}
     rows = [f"{'sample':20} {'label':>10} {'events':>10}"]
     for index, name in enumerate(result.test.sample_names):

@@ -62,6 +62,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
                    f"{timings['read']:.1f} s" + (f", binned ({data.X.nbytes:,} bytes of codes)"
                                                  if data.binned else ""))
+        if config.multiclass:  # a class without events or weight, named before splitting
+            _check_classes(config, data, "the selected events")
         start = time.perf_counter()
         fit = _fit_kfold if config.split.kfold else _fit_split
         result = fit(config, data, echo)
@@ -102,10 +104,25 @@ class TrainingError(ValueError):
 
 
 def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
-    """Both classes (or, for a regression, some events) must be in ``data``."""
+    """Every class (or, for a regression, some events) must be in ``data``; with three or
+    more classes each class's weights must also sum to more than zero."""
     if config.task == "regression":
         if len(data) == 0:
             raise TrainingError(f"{what} has no events")
+        return
+    if config.multiclass:
+        for label, name in enumerate(config.classes):
+            mask = data.y == label
+            samples = [s.name for s in config.samples if s.label == label]
+            if not mask.any():
+                raise TrainingError(f"{what} has no events of class {name!r} (samples "
+                                    f"{', '.join(samples)}; {len(data):,} events in all); every "
+                                    "class needs events: loosen the cuts or change the split")
+            total = float(data.w[mask].sum())
+            if not total > 0:
+                raise TrainingError(f"{what}: the weights of class {name!r} (samples "
+                                    f"{', '.join(samples)}) sum to {total:g}; every class needs "
+                                    "a positive total weight")
         return
     for label, name in ((1, "signal"), (0, "background")):
         count = int(np.count_nonzero(data.y == label))
@@ -120,8 +137,11 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
 
     The estimator's ValueErrors are about the events it was given (one class, no positive
     weight, ...): they become a TrainingError that says which training failed."""
+    # Three or more classes train on the class names, so the model's classes_ (sorted, as
+    # config.classes) name its probability columns and apply's branches.
+    y = np.asarray(config.classes)[data.y] if config.multiclass else data.y
     try:
-        return config.make_estimator().fit(data.X, data.y, data.w, event=data.event)
+        return config.make_estimator().fit(data.X, y, data.w, event=data.event)
     except ValueError as exc:
         raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
 
@@ -151,7 +171,8 @@ def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
     """k models, model i trained on the events outside fold i and scoring fold i."""
     k = config.split.kfold
     models, train_parts, train_scores, train_fold = [], [], [], []
-    test_scores = np.empty(len(data), dtype=np.float64)
+    shape = (len(data), len(config.classes)) if config.multiclass else (len(data),)
+    test_scores = np.empty(shape, dtype=np.float64)
     folds = data.folds(k)
     counts = np.bincount(folds, minlength=k)
     if np.any(counts == 0):

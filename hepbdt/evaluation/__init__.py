@@ -1,6 +1,8 @@
 """What a physicist looks at after training: weighted metrics, overtraining, rankings.
 
-Everything takes signed event weights; labels are 1 for signal and 0 for background.
+Everything takes signed event weights; labels are 1 for signal and 0 for background, and
+for more than two classes (:mod:`hepbdt.evaluation.multiclass`) class indices 0..K-1 with
+(n, K) class probabilities.
 This package computes; :mod:`hepbdt.plotting` draws and :mod:`hepbdt.report` writes the
 HTML report.
 """
@@ -28,6 +30,15 @@ from hepbdt.evaluation.metrics import (
     significance_scan,
     yield_note,
 )
+from hepbdt.evaluation.multiclass import (
+    ConfusionMatrix,
+    MulticlassOvertraining,
+    confusion_matrix,
+    multiclass_overtraining_test,
+    one_vs_rest_auc,
+    one_vs_rest_roc,
+    per_class_permutation_importance,
+)
 from hepbdt.evaluation.overtraining import (
     PVALUE_FAIL,
     PVALUE_WARN,
@@ -54,9 +65,11 @@ __all__ = [
     "PVALUE_WARN",
     "BestCut",
     "BinnedRegressionMetrics",
+    "ConfusionMatrix",
     "EfficiencyTable",
     "FeatureRanking",
     "LearningCurve",
+    "MulticlassOvertraining",
     "OvertrainingResult",
     "PermutationImportance",
     "RegressionMetrics",
@@ -65,11 +78,16 @@ __all__ = [
     "ams",
     "background_rejection_at",
     "chi2_test",
+    "confusion_matrix",
     "correlation_matrices",
     "effective_sample_size",
     "efficiency_table",
     "learning_curve",
+    "multiclass_overtraining_test",
+    "one_vs_rest_auc",
+    "one_vs_rest_roc",
     "overtraining_test",
+    "per_class_permutation_importance",
     "permutation_importance",
     "regression_metrics",
     "resolution_vs_target",

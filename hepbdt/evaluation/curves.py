@@ -24,6 +24,7 @@ __all__ = [
     "binomial_deviance",
     "learning_curve",
     "log_loss",
+    "multiclass_log_loss",
     "squared_error",
 ]
 
@@ -138,6 +139,47 @@ class _StagedAuc:
         return float(numerator / (self.total_signal * self.total_background))
 
 
+def multiclass_log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean multi-class log loss ``-ln p_y`` of (n, K) probabilities, y the class
+    index (column) of each event."""
+    p = np.clip(proba[np.arange(len(y)), np.asarray(y, dtype=np.int64)], 1e-15, 1.0)
+    return float(np.sum(w * -np.log(p)) / np.sum(w))
+
+
+def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.ndarray, ...],
+                      max_points: int) -> LearningCurve:
+    """The multi-class log loss of ``staged_predict_proba`` after each round of K trees
+    (labels: class indices, the columns of ``predict_proba``); no AUC."""
+    n_total = getattr(model, "n_trees_", None)
+    step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+    stages: list[int] = []
+    losses: tuple[list[float], list[float]] = ([], [])
+    last = None
+    staged = zip(model.staged_predict_proba(train[0]), model.staged_predict_proba(test[0]),
+                 strict=False)
+    for k, probas in enumerate(staged, start=1):
+        last = (k, probas)
+        if k == 1 or k % step == 0:
+            stages.append(k)
+            for out, (_, y, w), p in zip(losses, (train, test), probas, strict=True):
+                out.append(multiclass_log_loss(y, np.asarray(p), w))
+    if last is not None and (not stages or stages[-1] != last[0]):
+        stages.append(last[0])
+        for out, (_, y, w), p in zip(losses, (train, test), last[1], strict=True):
+            out.append(multiclass_log_loss(y, np.asarray(p), w))
+    best = getattr(model, "best_iteration_", None)
+    recorded_train = getattr(model, "train_loss_", None)
+    recorded_valid = getattr(model, "validation_loss_", None)
+    return LearningCurve(
+        n_trees=np.asarray(stages, dtype=np.int64), train_loss=np.asarray(losses[0]),
+        test_loss=np.asarray(losses[1]), train_auc=None, test_auc=None,
+        best_n_trees=None if best is None else int(best) + 1,
+        loss_name="multi-class log loss (rounds of K trees)",
+        recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
+        recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
+    )
+
+
 def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
     if classifier:
         if hasattr(model, "staged_predict_proba"):
@@ -174,6 +216,8 @@ def learning_curve(
     loss_fn = loss if loss is not None else default
     if loss is not None:
         loss_name = getattr(loss, "__name__", "loss")
+    if loss is None and classifier and np.size(getattr(model, "classes_", ())) > 2:
+        return _multiclass_curve(model, (X_tr, y_tr, w_tr), (X_te, y_te, w_te), max_points)
     y_tr = y_tr.astype(np.float64)
     y_te = y_te.astype(np.float64)
 

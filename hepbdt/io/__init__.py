@@ -26,13 +26,14 @@ from hepbdt.io.errors import (
 )
 from hepbdt.io.expressions import FUNCTIONS, Expression
 from hepbdt.io.samples import Sample, read
-from hepbdt.io.writers import branch_name, read_scores, write_scores
+from hepbdt.io.writers import branch_name, read_class_names, read_scores, write_scores
 
 __all__ = [
     "Sample",
     "read",
     "Dataset",
     "write_scores",
+    "read_class_names",
     "read_scores",
     "branch_name",
     "Expression",

@@ -24,7 +24,8 @@ from hepbdt._util import atomic_path
 from hepbdt.io.dataset import Dataset
 from hepbdt.io.errors import InputError
 
-__all__ = ["write_scores", "read_scores", "branch_name", "BOOKKEEPING_BRANCHES"]
+__all__ = ["write_scores", "read_scores", "read_class_names", "branch_name",
+           "BOOKKEEPING_BRANCHES"]
 
 _WRITE_CHUNK = 1_000_000
 #: The branches :func:`write_scores` writes between the features and the scores, in order
@@ -92,6 +93,7 @@ def write_scores(
     update: bool = False,
     title: str = "hepbdt scores",
     weights: str = "event weights as read",
+    class_names: Sequence[str] | None = None,
 ) -> str:
     """Write a Dataset and its scores as a tree, like TMVA's TrainTree/TestTree.
 
@@ -124,6 +126,10 @@ def write_scores(
     weights
         What the ``weight`` branch holds (e.g. "training weights, normalised:
         equal_num_events" for a TrainTree), written into the title.
+    class_names
+        The name of each class label (``label`` and ``classID`` index it), for a
+        multi-class training: written into the title and as the string ``<tree>_classes``
+        ("0=bg0;1=bg1;..."), which :func:`read_class_names` reads back.
 
     The sample names (the ``sample`` branch indexes them) are also written as the string
     ``<tree>_samples`` ("0=signal;1=qcd;..."), which :func:`read_scores` reads back.
@@ -160,11 +166,17 @@ def write_scores(
             file = uproot.recreate(temporary)
         with file:
             samples = ";".join(f"{i}={name}" for i, name in enumerate(dataset.sample_names))
-            if f"{tree}_samples" in file:
-                del file[f"{tree}_samples"]
+            for key in (f"{tree}_samples", f"{tree}_classes"):
+                if key in file:
+                    del file[key]
             file[f"{tree}_samples"] = samples
+            classes = ""
+            if class_names is not None:
+                classes = ";".join(f"{i}={name}" for i, name in enumerate(class_names))
+                file[f"{tree}_classes"] = classes
+                classes = f"; class: {classes}"
             output = file.mktree(tree, {k: v.dtype for k, v in columns.items()},
-                                 title=f"{title}; sample: {samples}; weight: {weights}")
+                                 title=f"{title}; sample: {samples}{classes}; weight: {weights}")
             for start in range(0, n, _WRITE_CHUNK):
                 stop = min(start + _WRITE_CHUNK, n)
                 output.extend({k: np.ascontiguousarray(v[start:stop]) for k, v in columns.items()})
@@ -223,9 +235,17 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
     return data, {k: arrays[k] for k in score_branches}
 
 
-def _sample_names(file: Any, tree: str) -> list[str] | None:
-    """The sample names :func:`write_scores` stored beside a tree (None when absent)."""
-    key = f"{tree}_samples"
+def read_class_names(path: str | os.PathLike, tree: str) -> list[str] | None:
+    """The class names :func:`write_scores` stored beside a tree of a multi-class training
+    (index = the ``label`` branch), or None when it stored none (two classes, regression)."""
+    with uproot.open(path) as file:
+        return _sample_names(file, tree, "classes")
+
+
+def _sample_names(file: Any, tree: str, what: str = "samples") -> list[str] | None:
+    """The sample (or class) names :func:`write_scores` stored beside a tree (None when
+    absent)."""
+    key = f"{tree}_{what}"
     if key not in file:
         return None
     pairs = [item.split("=", 1) for item in str(file[key]).split(";") if "=" in item]

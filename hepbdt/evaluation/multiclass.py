@@ -1,0 +1,206 @@
+"""Multi-class evaluation: one-against-rest ROC and AUC, the weighted confusion matrix, the
+overtraining check and the permutation ranking of each class.
+
+Labels are class indices 0..K-1 and scores are (n, K) class probabilities (a column per
+class, as ``predict_proba`` gives them). Class k against the rest is the two-class problem
+"label == k" scored by column k, so every per-class number is the binary one of
+:mod:`hepbdt.evaluation.metrics` and :mod:`hepbdt.evaluation.overtraining` on that
+problem: the same weighted Mann-Whitney AUC, the same weighted KS and chi2 tests. The
+confusion matrix predicts the most probable class (the first on a tie, as ``argmax``).
+Drawing is in :mod:`hepbdt.plotting`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hepbdt._util import feature_names_of
+from hepbdt.evaluation._data import check_weights
+from hepbdt.evaluation.metrics import roc_auc, roc_curve
+from hepbdt.evaluation.overtraining import (
+    _SEVERITY,
+    PVALUE_FAIL,
+    PVALUE_WARN,
+    OvertrainingResult,
+    overtraining_test,
+)
+from hepbdt.evaluation.ranking import PermutationImportance
+
+__all__ = [
+    "ConfusionMatrix",
+    "MulticlassOvertraining",
+    "check_multiclass",
+    "confusion_matrix",
+    "multiclass_overtraining_test",
+    "one_vs_rest_auc",
+    "one_vs_rest_roc",
+    "per_class_permutation_importance",
+]
+
+
+def check_multiclass(y: Any, proba: Any, sample_weight: Any = None, name: str = "proba"
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate (labels, (n, K) probabilities, weights); return (int64 y, float64 proba, w).
+
+    Labels must be integers in 0..K-1 with K the number of columns, K >= 2."""
+    p = np.ascontiguousarray(np.asarray(proba, dtype=np.float64))
+    if p.ndim != 2 or p.shape[1] < 2:
+        raise ValueError(f"{name} must be (n, K) with K >= 2 classes, got shape {p.shape}")
+    labels = np.asarray(y)
+    if labels.shape != (p.shape[0],):
+        raise ValueError(f"y must have shape ({p.shape[0]},) like {name}, got {labels.shape}")
+    if labels.size and (not np.all(labels == np.round(labels)) or labels.min() < 0
+                        or labels.max() >= p.shape[1]):
+        raise ValueError(f"y must hold class indices 0..{p.shape[1] - 1} (a column of {name} "
+                         f"each), got values {np.unique(labels)[:5]}")
+    if np.isnan(p).any():
+        raise ValueError(f"{name} contains NaN")
+    return labels.astype(np.int64), p, check_weights(sample_weight, p.shape[0])
+
+
+def one_vs_rest_auc(y: Any, proba: Any, sample_weight: Any = None) -> np.ndarray:
+    """(K,) weighted ROC AUC of each class against the rest: class k's events as signal,
+    every other event as background, scored by column k (:func:`roc_auc`).
+
+    Equals scikit-learn's ``roc_auc_score(y, proba, multi_class="ovr", average=None,
+    sample_weight=w)`` (where that exists: positive weights)."""
+    labels, p, w = check_multiclass(y, proba, sample_weight)
+    return np.array([roc_auc(labels == k, p[:, k], w) for k in range(p.shape[1])])
+
+
+def one_vs_rest_roc(y: Any, proba: Any, sample_weight: Any = None
+                    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """For each class k, :func:`roc_curve` of class k against the rest by column k:
+    (efficiency of class k, efficiency of the other classes, thresholds)."""
+    labels, p, w = check_multiclass(y, proba, sample_weight)
+    return [roc_curve(labels == k, p[:, k], w) for k in range(p.shape[1])]
+
+
+@dataclass(frozen=True)
+class ConfusionMatrix:
+    """Events of true class i (row) predicted as class j (column): ``weights`` the summed
+    event weights, ``counts`` the unweighted events, both (K, K)."""
+
+    classes: list[str]
+    weights: np.ndarray
+    counts: np.ndarray
+
+    def fractions(self) -> np.ndarray:
+        """Each row divided by its total weight: the fraction of class i's weight predicted
+        as class j (rows sum to 1; NaN for a class of zero total weight)."""
+        totals = self.weights.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(totals != 0, self.weights / totals, np.nan)
+
+    @property
+    def accuracy(self) -> float:
+        """The weighted fraction of events predicted as their own class."""
+        total = float(self.weights.sum())
+        return float(np.trace(self.weights) / total) if total != 0 else float("nan")
+
+
+def confusion_matrix(y: Any, proba: Any, sample_weight: Any = None,
+                     classes: Sequence[Any] | None = None) -> ConfusionMatrix:
+    """The weighted confusion matrix of the most probable class (``argmax`` of each row of
+    ``proba``, the first on a tie) against the true class.
+
+    Equals scikit-learn's ``confusion_matrix(y, argmax, labels=range(K),
+    sample_weight=w)``. ``classes``: the K names (default "0", "1", ...)."""
+    labels, p, w = check_multiclass(y, proba, sample_weight)
+    k = p.shape[1]
+    predicted = np.argmax(p, axis=1)
+    cell = labels * k + predicted
+    weights = np.bincount(cell, weights=w, minlength=k * k).reshape(k, k)
+    counts = np.bincount(cell, minlength=k * k).reshape(k, k).astype(np.int64)
+    names = [str(c) for c in classes] if classes is not None else [str(i) for i in range(k)]
+    if len(names) != k:
+        raise ValueError(f"{len(names)} class names for {k} columns of proba")
+    return ConfusionMatrix(names, weights, counts)
+
+
+@dataclass(frozen=True)
+class MulticlassOvertraining:
+    """The overtraining check of each class against the rest: ``per_class[k].signal``
+    compares class k's events, ``per_class[k].background`` the other classes' events, both
+    scored by the probability of class k. ``verdict``: the worst of the classes'."""
+
+    classes: list[str]
+    per_class: list[OvertrainingResult]
+    verdict: str
+    pvalue_fail: float
+    pvalue_warn: float
+
+    @property
+    def passed(self) -> bool:
+        """True unless the verdict is "overtrained"."""
+        return self.verdict != "overtrained"
+
+
+def multiclass_overtraining_test(
+    train_proba: Any, train_y: Any, train_w: Any, test_proba: Any, test_y: Any, test_w: Any,
+    classes: Sequence[Any] | None = None, bins: int = 20, pvalue_fail: float = PVALUE_FAIL,
+    pvalue_warn: float = PVALUE_WARN,
+) -> MulticlassOvertraining:
+    """:func:`~hepbdt.evaluation.overtraining_test` of each class k against the rest: the
+    training and test distributions of P(class k), for class k's events and for the
+    others' separately (weighted KS and chi2 tests, as the two-class check)."""
+    y_tr, p_tr, w_tr = check_multiclass(train_y, train_proba, train_w, "train_proba")
+    y_te, p_te, w_te = check_multiclass(test_y, test_proba, test_w, "test_proba")
+    if p_tr.shape[1] != p_te.shape[1]:
+        raise ValueError(f"train_proba has {p_tr.shape[1]} classes, test_proba {p_te.shape[1]}")
+    k = p_tr.shape[1]
+    names = [str(c) for c in classes] if classes is not None else [str(i) for i in range(k)]
+    results = []
+    for j in range(k):
+        try:
+            results.append(overtraining_test(p_tr[:, j], y_tr == j, w_tr, p_te[:, j], y_te == j,
+                                             w_te, bins, pvalue_fail, pvalue_warn))
+        except ValueError as exc:
+            raise ValueError(f"class {names[j]!r} against the rest: {exc}") from None
+    verdict = max((r.verdict for r in results), key=_SEVERITY.__getitem__)
+    return MulticlassOvertraining(names, results, verdict, pvalue_fail, pvalue_warn)
+
+
+def per_class_permutation_importance(
+    model: Any, X: Any, y: Any, sample_weight: Any = None, n_repeats: int = 5,
+    random_state: int | None = 0, feature_names: list[str] | None = None,
+) -> list[PermutationImportance]:
+    """Permutation importance of each class: the drop in class k's one-against-rest
+    weighted ROC AUC of ``predict_proba`` (column k) when a feature's column is shuffled.
+
+    ``y`` holds class indices (columns of ``predict_proba``). One shuffle scores the events
+    once for every class, so the K rankings share their shuffles (seeded by
+    ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`)."""
+    X = np.array(X, dtype=np.float32, copy=True)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    if n_repeats < 1:
+        raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
+    n, m = X.shape
+    labels, p, w = check_multiclass(y, model.predict_proba(X), sample_weight)
+    k = p.shape[1]
+
+    def evaluate(proba: np.ndarray) -> np.ndarray:
+        return np.array([roc_auc(labels == j, proba[:, j], w) for j in range(k)])
+
+    rng = np.random.default_rng(random_state)
+    baseline = evaluate(p)
+    importances = np.empty((k, m, n_repeats))
+    for f in range(m):
+        original = X[:, f].copy()
+        for r in range(n_repeats):
+            X[:, f] = original[rng.permutation(n)]
+            importances[:, f, r] = baseline - evaluate(np.asarray(model.predict_proba(X)))
+        X[:, f] = original
+    if feature_names is None:
+        feature_names = feature_names_of(model, m)
+    return [PermutationImportance(feature_names=list(feature_names),
+                                  importances_mean=importances[j].mean(axis=1),
+                                  importances_std=importances[j].std(axis=1),
+                                  importances=importances[j], baseline=float(baseline[j]),
+                                  metric="roc_auc, class against the rest")
+            for j in range(k)]
