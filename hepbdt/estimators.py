@@ -1170,10 +1170,13 @@ def warmup() -> None:
     w[::16] = -0.5  # the default negative-weight policy's regressors
     for boosting in ("gradient", "newton", "adaboost"):
         BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y, w).decision_function(X)
+        # per-node feature draws: the per-level kernels, not the one-call small-tree grower
+        BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, colsample_bynode=0.9).fit(X, y, w)
         BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None).fit(X, y, w)
         if boosting != "adaboost":  # the packed-histogram path, with a validation set
             BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
                 X, y, eval_set=(X, y)).decision_function(X)
+    BDTClassifier(n_trees=2, max_depth=2).fit(X, np.arange(64) % 3).predict_proba(X)  # softmax
     BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
     deep = BDTRegressor(n_trees=2, max_depth=5, min_child_weight=0.0).fit(X, X[:, 0] * X[:, 1])
     deep.predict(X)  # the dense kernel's 32-bit leaf masks (trees deeper than 3)
