@@ -14,6 +14,7 @@ and independent of how the events were cut into chunks, from which
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
 import numba
@@ -98,7 +99,19 @@ def fit_bin_edges(
     if n > SUBSAMPLE_FOR_EDGES:
         rows = np.sort(np.random.default_rng(random_state).choice(n, SUBSAMPLE_FOR_EDGES, replace=False))
         X, w = X[rows], w[rows]
-    return [_feature_edges(X[:, f], w, max_bins, n_cuts) for f in range(X.shape[1])]
+    return _edges_by_feature(X, w, max_bins, n_cuts)
+
+
+def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) -> list[np.ndarray]:
+    """``_feature_edges`` of every column, on Numba's threads: numpy's sorts release the GIL,
+    so the features are done side by side, each exactly as alone (1M x 28, 2 cores: 0.43
+    -> 0.26 s)."""
+    columns = [np.ascontiguousarray(X[:, f]) for f in range(X.shape[1])]
+    workers = min(numba.get_num_threads(), len(columns))
+    if workers <= 1:
+        return [_feature_edges(c, w, max_bins, n_cuts) for c in columns]
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda c: _feature_edges(c, w, max_bins, n_cuts), columns))
 
 
 @njit
@@ -396,4 +409,4 @@ class EdgeSketch:
     def edges(self, max_bins: int = MAX_VALUE_BINS, n_cuts: int = 0) -> list[np.ndarray]:
         """The m edge arrays (as :func:`fit_bin_edges` returns them)."""
         X, a = self.sample()
-        return [_feature_edges(X[:, f], a, max_bins, n_cuts) for f in range(self.n_features)]
+        return _edges_by_feature(X, a, max_bins, n_cuts)
