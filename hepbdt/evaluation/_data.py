@@ -18,6 +18,11 @@ from hepbdt._util import check_weights, weighted_quantile  # noqa: F401 (re-expo
 def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
     arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    if arr.ndim == 2 and arr.shape[1] > 2:
+        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}: one score per class, "
+                         "as a multi-class model gives; use the per-class functions "
+                         "(one_vs_rest_auc, one_vs_rest_roc, confusion_matrix, "
+                         "multiclass_overtraining_test) or one column")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
     return arr
