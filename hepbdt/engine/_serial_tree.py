@@ -92,6 +92,49 @@ def _partition(codes, partition, payload, start, stop, f, threshold, missing_lef
 
 
 @njit
+def _level_splits(hists, level, sums, used, n_value_bins, params, cum, left_sums, best_left):
+    """Each node's best split of a level: (gain, feature (-1: none), bin, missing_left, left
+    child's sums, how many nodes split)."""
+    k = level.size
+    split_gain = np.empty(k)
+    split_feature = np.full(k, -1, np.int64)
+    split_bin = np.zeros(k, np.int64)
+    split_missing = np.zeros(k, np.bool_)
+    split_left = np.empty((k, N_CHANNELS))
+    n_split = 0
+    for j in range(k):
+        g, f, b, ml = _best_split(hists[j], sums[level[j]], used, n_value_bins, params, cum,
+                                  left_sums, best_left)
+        if f >= 0:
+            split_gain[j], split_feature[j], split_bin[j], split_missing[j] = g, f, b, ml
+            split_left[j] = best_left
+            n_split += 1
+    return split_gain, split_feature, split_bin, split_missing, split_left, n_split
+
+
+@njit
+def _child_histograms(codes, partition, payload, used, hists, positions, children, start, stop):
+    """The children's histograms (two a split node, left then right): the smaller from its
+    events, its sibling as the parent's minus it."""
+    n_split = positions.size
+    m = codes.shape[0]
+    child_hists = np.empty((2 * n_split, m, N_BINS, N_CHANNELS))
+    for q in range(n_split):
+        lc, rc = children[2 * q], children[2 * q + 1]
+        small = 2 * q if stop[lc] - start[lc] <= stop[rc] - start[rc] else 2 * q + 1
+        node = children[small]
+        _node_histogram(codes, partition, payload, start[node], stop[node], used,
+                        child_hists[small])
+        sibling = child_hists[small ^ 1]
+        parent = hists[positions[q]]
+        for f in range(m):
+            for c in range(N_BINS):
+                for ch in range(N_CHANNELS):
+                    sibling[f, c, ch] = parent[f, c, ch] - child_hists[small, f, c, ch]
+    return child_hists
+
+
+@njit
 def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max_depth,
                       root_hist, root_sums, feature, bin_threshold, missing_left, left, right,
                       gain, sums, start, stop):
@@ -116,19 +159,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     hists = root_hist.reshape((1, m, N_BINS, N_CHANNELS)).copy()
     for depth in range(max_depth):
         k = level.size
-        split_gain = np.empty(k)
-        split_feature = np.full(k, -1, np.int64)
-        split_bin = np.zeros(k, np.int64)
-        split_missing = np.zeros(k, np.bool_)
-        split_left = np.empty((k, N_CHANNELS))
-        n_split = 0
-        for j in range(k):
-            g, f, b, ml = _best_split(hists[j], sums[level[j]], used, n_value_bins, params, cum,
-                                      left_sums, best_left)
-            if f >= 0:
-                split_gain[j], split_feature[j], split_bin[j], split_missing[j] = g, f, b, ml
-                split_left[j] = best_left
-                n_split += 1
+        split_gain, split_feature, split_bin, split_missing, split_left, n_split = _level_splits(
+            hists, level, sums, used, n_value_bins, params, cum, left_sums, best_left)
         if n_split == 0:
             break
         last = depth + 1 == max_depth
@@ -164,19 +196,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
             q += 1
         if last:
             break
-        child_hists = np.empty((2 * n_split, m, N_BINS, N_CHANNELS))
-        for q in range(n_split):
-            lc, rc = children[2 * q], children[2 * q + 1]
-            small = 2 * q if stop[lc] - start[lc] <= stop[rc] - start[rc] else 2 * q + 1
-            node = children[small]
-            _node_histogram(codes, partition, payload, start[node], stop[node], used,
-                            child_hists[small])
-            sibling = child_hists[small ^ 1]
-            parent = hists[positions[q]]
-            for f in range(m):
-                for c in range(N_BINS):
-                    for ch in range(N_CHANNELS):
-                        sibling[f, c, ch] = parent[f, c, ch] - child_hists[small, f, c, ch]
-        hists = child_hists
+        hists = _child_histograms(codes, partition, payload, used, hists, positions, children,
+                                  start, stop)
         level = children
     return n_nodes
