@@ -72,7 +72,8 @@ class SklearnProtocol:
         return f"{type(self).__name__}({', '.join(changed)})"
 
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn's tags: binary classification (or regression), NaN allowed, dense only."""
+        """scikit-learn's tags: classification (two or more classes) or regression, NaN
+        allowed, dense only."""
         # scikit-learn is optional: only scikit-learn calls this
         from sklearn.utils import ClassifierTags, InputTags, RegressorTags, Tags, TargetTags
 

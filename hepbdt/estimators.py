@@ -725,11 +725,15 @@ class _BDTBase(SklearnProtocol):
 
 
 class BDTClassifier(_BDTBase):
-    """Boosted decision tree classifier (signal = 1, background = 0).
+    """Boosted decision tree classifier (signal = 1, background = 0; or K >= 3 classes).
 
     ``decision_function`` is the raw ensemble score (larger = more signal-like);
     ``predict_proba`` maps it through the loss's link (deviance: 1/(1+exp(-2F)); logistic:
     1/(1+exp(-F))). See the README for every option and its TMVA name.
+
+    Three or more labels train a multi-class model (``gradient`` or ``newton`` only): K
+    trees a round on the softmax loss, ``classes_`` the sorted labels, ``predict_proba``
+    and ``decision_function`` (n, K), ``n_trees`` counting rounds.
 
     Boosters (``boosting``): ``"gradient"``, ``"newton"``, and the AdaBoost family of
     ``hepbdt.boosting.adaboost``: ``"adaboost"`` (TMVA's AdaBoost; score in [-1, 1], or

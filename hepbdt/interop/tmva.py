@@ -282,7 +282,8 @@ def _read_inputs(root: ET.Element, regression: bool, where: str,
     classes = root.find("Classes")
     if (classes is not None and not regression and not multiclass
             and _int(classes, "NClass", where) != 2):
-        raise TMVAFormatError(f"{where}: NClass={classes.get('NClass')}; only two classes are supported")
+        raise TMVAFormatError(f"{where}: NClass={classes.get('NClass')} in a Classification "
+                              "file, which has two classes (more are AnalysisType Multiclass)")
     target: dict[str, Any] = {}
     if regression:
         targets = root.find("Targets")
