@@ -38,6 +38,9 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # plus one fit's bin codes (1); per event the weight, event number, label and sample index
 # (24) with each copy, plus one fit's per-event channels, scores and partition (about 64).
 _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 1, 24, 64
+# Each class beyond the first of a multi-class fit: its float64 scores and two float32
+# channels in the fit (16), and its raw score and probability in the score trees (16).
+_CLASS_BYTES = 32
 # binned = "auto" reads binned when the float path would need more than this share of the
 # memory (stated, else available): the estimate is an upper bound, but only roughly.
 _AUTO_BINNED_SHARE = 0.5
@@ -93,12 +96,13 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
         trees *= len(config.classes)
     seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
+    fit_bytes = _FIT_BYTES + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0)
     memory = events * (features * (_FEATURE_BYTES * copies + _CODE_BYTES)
-                       + _EVENT_BYTES * copies + _FIT_BYTES)
+                       + _EVENT_BYTES * copies + fit_bytes)
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
-                              + _FIT_BYTES)
+                              + fit_bytes)
     if available_bytes is None:
         available_bytes = config.memory if config.memory is not None else available_memory()
     binned = config.binned is True or (config.binned == "auto" and available_bytes is not None
