@@ -9,10 +9,10 @@ each condition and the ratio workqueue / omp.
 
     python benchmarks/bench_threading.py [--events 200000] [--repeats 3]
 
-``--sizes`` measures instead, in one process with hepbdt's default waiting, the time per
-tree of fits of several sizes on 2 threads against 1 (depth 5, medians of interleaved
-runs): the measurement behind ``hepbdt._util.SERIAL_FIT_WORK``, below which hepbdt fits
-on one thread whatever ``n_jobs`` says.
+``--sizes`` measures instead, in one process with hepbdt's default waiting (``--spin``:
+libgomp's), the time per tree of fits of several sizes on 2 threads against 1 (depth 5,
+medians of interleaved runs): the measurement behind ``hepbdt._util.SERIAL_FIT_WORK``,
+below which hepbdt fits on one thread whatever ``n_jobs`` says.
 """
 
 from __future__ import annotations
@@ -87,9 +87,12 @@ for m in (4, 10, 28):
 """
 
 
-def sizes(repeats: int) -> None:
-    """Time per tree on 2 threads against 1 over sample sizes (hepbdt's default waiting)."""
+def sizes(repeats: int, spin: bool) -> None:
+    """Time per tree on 2 threads against 1 over sample sizes (hepbdt's default waiting, or
+    with ``spin`` libgomp's: spin 300,000 rounds, then sleep)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if spin:
+        env["GOMP_SPINCOUNT"] = "300000"
     BDT_WARM = "from hepbdt import BDTClassifier; import numpy as np; "
     subprocess.run([sys.executable, "-c", BDT_WARM + "BDTClassifier(n_trees=2).fit("
                     "np.random.rand(100, 4), np.arange(100) % 2)"], env=env, check=True)
@@ -105,11 +108,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", action="store_true",
                         help="time per tree on 2 threads against 1 over sample sizes")
+    parser.add_argument("--spin", action="store_true",
+                        help="with --sizes: libgomp's default waiting instead of hepbdt's")
     args = parser.parse_args()
     if args.sizes:
-        print(f"machine: nproc={os.cpu_count()}, hepbdt's default waiting; 50 trees of depth 5, "
+        waiting = "GOMP_SPINCOUNT=300000" if args.spin else "hepbdt's default waiting"
+        print(f"machine: nproc={os.cpu_count()}, {waiting}; 50 trees of depth 5, "
               f"median of {args.repeats}")
-        sizes(args.repeats)
+        sizes(args.repeats, args.spin)
         return
     print(f"machine: {machine()}; {args.events:,} events x 28 features, {args.trees} "
           f"{args.boosting} trees of depth 6, median of {args.repeats}")

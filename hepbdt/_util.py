@@ -413,15 +413,26 @@ def available_memory() -> int | None:
 # Event-features of a training sample below which a fit runs on one thread: each parallel
 # kernel wakes the sleeping OpenMP threads (about 50 us on a 2-core AMD EPYC), a tree calls
 # a dozen or more, and below this size the second thread does not pay for it
-# (``benchmarks/bench_threading.py --sizes``: time per tree on 2 threads against 1).
+# (``benchmarks/bench_threading.py --sizes``: time per tree on 2 threads against 1: 1.1-3.7x
+# up to 50,000 x 28). Threads that spin instead of sleeping (the user set GOMP_SPINCOUNT or
+# OMP_WAIT_POLICY=ACTIVE) wake in about a microsecond, and two of them pay from about
+# 200,000 (``--sizes --spin``: 0.94x at 20,000 x 10, 0.64x at 50,000 x 28).
 SERIAL_FIT_WORK = 2_000_000
+SERIAL_FIT_WORK_SPINNING = 200_000
+
+
+def threads_sleep() -> bool:
+    """Whether OpenMP's idle threads sleep at once (hepbdt's default, OMP_WAIT_POLICY=PASSIVE)."""
+    return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
 
 
 @contextlib.contextmanager
 def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
     """Run Numba kernels with ``n_jobs`` threads (None or -1: all configured threads), or
-    with one when ``work`` (events x features of a fit) is below SERIAL_FIT_WORK."""
-    serial = work is not None and work < SERIAL_FIT_WORK
+    with one when ``work`` (events x features of a fit) is below SERIAL_FIT_WORK
+    (SERIAL_FIT_WORK_SPINNING when the threads spin)."""
+    limit = SERIAL_FIT_WORK if threads_sleep() else SERIAL_FIT_WORK_SPINNING
+    serial = work is not None and work < limit
     if (n_jobs is None or n_jobs == -1) and not serial:
         yield
         return

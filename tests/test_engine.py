@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hepbdt._util import threads
 from hepbdt.engine import BinMapper, SplitParams, grow_tree, grower, histogram
 from hepbdt.engine._types import CRITERIA, MAX_EVENTS, MISSING_BIN, NEWTON, VARIANCE
 from hepbdt.engine.grower import QuantisedRows
@@ -283,8 +284,9 @@ def test_one_compiled_call_grows_the_levelwise_tree(monkeypatch, criterion, seed
         trees = []
         for work in (default_work, 0):
             monkeypatch.setattr(grower, "SERIAL_TREE_WORK", work)
-            trees.append(grow_tree(codes, rows, ch_a, ch_b, w, np.full(5, 31, np.int32), params,
-                                   depth, features=used))
+            with threads(1):  # the one-call grower is for one thread
+                trees.append(grow_tree(codes, rows, ch_a, ch_b, w, np.full(5, 31, np.int32),
+                                       params, depth, features=used))
         assert len(calls) == (1, 3, 7).index(depth) + 1  # the compiled call grew the first
         serial, levels = trees
         assert serial.n_nodes == levels.n_nodes and serial.n_nodes > min(2 ** depth, 9) - 1

@@ -143,6 +143,7 @@ def test_non_json_model_is_refused(tmp_path):
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
 def test_same_seed_same_model_whatever_the_threads(boosting, quantised, monkeypatch):
     monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK", 0)  # small fits would run on one thread
+    monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK_SPINNING", 0)
     X, y, w = _data(n=30_000)
     kw = dict(boosting=boosting, n_trees=8, max_depth=5, subsample=0.7, colsample_bynode=0.6,
               random_state=3, quantised_histograms=quantised)
@@ -161,8 +162,13 @@ def test_small_fits_run_on_one_thread(monkeypatch):
     X, y, w = _data(n=2000)
     hepbdt.BDTClassifier(n_trees=2, n_jobs=2).fit(X, y, w)
     monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK", X.size)
+    monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK_SPINNING", X.size)
     hepbdt.BDTClassifier(n_trees=2, n_jobs=2).fit(X, y, w)
     assert seen == [1, min(2, numba.config.NUMBA_NUM_THREADS)]
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # spinning threads: parallel sooner
+    monkeypatch.setattr(hepbdt_util, "SERIAL_FIT_WORK", X.size + 1)
+    hepbdt.BDTClassifier(n_trees=2, n_jobs=2).fit(X, y, w)
+    assert seen[-1] == min(2, numba.config.NUMBA_NUM_THREADS)
 
 
 @pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])
