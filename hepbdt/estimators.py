@@ -794,7 +794,7 @@ class BDTClassifier(_BDTBase):
     ``"regress"`` loses at most 0.0017 of test AUC against dropping the flipped events.
     ``"regress"`` has no TMVA equivalent (``to_tmva`` refuses it: choose ``"pair"`` to
     export the option string). Its cost is 3 fits of 100 trees of depth 3 on at most
-    100,000 events each, per class with negative weights: 0.29 of a 200-tree main fit at
+    100,000 events each, per class with negative weights: 0.37 of a 200-tree main fit at
     1M events x 28 features (the benchmark's ``--cost``).
     """
 
