@@ -425,9 +425,18 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     definitions = getattr(model, "feature_definitions_", None) or {}
     lines += [f"  {i:3d}  {name}" + (f" = {definitions[name]}" if name in definitions else "")
               for i, name in enumerate(names)]
-    lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
-                 f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
-                 f"{forest.base_score:g}")
+    if forest.n_classes > 1:
+        rounds = forest.n_rounds
+        lines.append(f"Classes ({forest.n_classes}): "
+                     + ", ".join(f"{c} (trees {k * rounds}-{(k + 1) * rounds - 1}, base score "
+                                 f"{b:.6g})" for k, (c, b) in enumerate(
+                                     zip(model.classes_, forest.extra["base_scores"], strict=True))))
+        lines.append(f"Trees: {forest.n_trees} ({rounds} rounds of one tree a class), "
+                     f"{forest.n_nodes} nodes, depth up to {forest.max_depth}")
+    else:
+        lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
+                     f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
+                     f"{forest.base_score:g}")
     if getattr(model, "n_trees_reason_", None):
         lines.append(f"Tree count: {model.n_trees_reason_}")
     ranking = tmva_importance(model, names)

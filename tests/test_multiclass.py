@@ -207,3 +207,22 @@ def test_softmax_channels_and_loss_against_scipy(boosting, g_factor, h_factor):
     expected = -np.sum(w * log_softmax(scores, axis=0)[y.astype(int), np.arange(n)]) / w.sum()
     assert loss == pytest.approx(expected, rel=1e-12)
     assert Softmax(k, boosting).loss(y, w, scores) == pytest.approx(expected, rel=1e-12)
+
+
+def test_inspect_names_each_class_and_its_trees(tmp_path, capsys):
+    from hepbdt import cli
+    from hepbdt.engine.predict import predict_raw
+
+    X, y, w = _data(seed=6, n=900, k=3)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(X, np.array(["a", "b", "c"])[y], w)
+    path = tmp_path / "m.json"
+    model.save(path)
+    assert cli.main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Classes (3): a (trees 0-4, base score" in out and "c (trees 10-14" in out
+    assert "Trees: 15 (5 rounds of one tree a class)" in out
+    # the ranges printed are the trees that score each class
+    forest = model.forest_
+    for k in range(3):
+        raw = predict_raw(X, forest, 5 * k, 5 * k + 5) + forest.extra["base_scores"][k]
+        np.testing.assert_allclose(raw, model.decision_function(X)[:, k])
