@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import higgs_like, machine  # noqa: E402
 
 GROUPS = {
-    "histograms (packed sums, reduction, decoding)": ("_task_sums", "_reduce_packed",
-                                                      "_reduce_wide", "_decode", "_decode_wide",
+    "histograms (packed sums, reduction, decoding)": ("_task_sums", "_reduce_tasks",
+                                                      "_decode", "_decode_wide",
                                                       "_build_exact"),
     "split search": ("_find_best_splits",),
     "partition": ("_partition_chunks", "_gather_chunks"),

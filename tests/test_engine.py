@@ -240,8 +240,10 @@ def test_wide_and_packed_lanes_grow_the_same_trees(monkeypatch):
     rows = np.arange(X.shape[0], dtype=np.int32)
     trees = {}
     calls = []
-    build_wide = histogram._reduce_wide
-    monkeypatch.setattr(histogram, "_reduce_wide", lambda *args: calls.append(build_wide(*args)))
+    reduce_tasks = histogram._reduce_tasks
+    monkeypatch.setattr(histogram, "_reduce_tasks",
+                        lambda *args: calls.append(reduce_tasks(*args)) if args[-1] else
+                        reduce_tasks(*args))
     for wide in (False, True):
         monkeypatch.setattr(histogram, "choose_packing", lambda n, wide=wide: (wide, 10))
         for max_leaves in (None, 12):

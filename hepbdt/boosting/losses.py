@@ -279,10 +279,6 @@ class Softmax:
         log_prior = np.log(sums / sums.sum())
         return log_prior - log_prior.mean()
 
-    def probabilities(self, scores: NDArray) -> NDArray:
-        """softmax over the classes of (K, n) scores."""
-        return softmax_rows(scores.T).T
-
     def loss(self, y: NDArray, w: NDArray, scores: NDArray) -> float:
         """Weighted mean -ln p_y."""
         total = float(np.sum(w))

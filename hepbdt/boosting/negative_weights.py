@@ -181,12 +181,7 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16) -> np.nda
     w = np.asarray(w, dtype=np.float64).copy()
     if not np.any(w < 0):
         return w
-    rounding = _rounding(w)
-    if not w.sum() > rounding:
-        raise ValueError(f"negative_weights='pair': the class's net weight {w.sum():.6g} is "
-                         f"not positive (beyond the rounding of its sum, {rounding:.3g}), so its "
-                         "negative weights cannot be annihilated; drop that class's negative "
-                         "events or choose negative_weights='ignore' or 'abs'")
+    rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated")
     X = np.asarray(X, dtype=np.float64)
     mean = np.nanmean(X, axis=0)
     std = np.nanstd(X, axis=0)
@@ -263,14 +258,15 @@ def _surviving(X: np.ndarray, y: np.ndarray, w_new: np.ndarray):
     return X[keep], np.asarray(y)[keep], w_new[keep]
 
 
-def _check_net_weight(w: np.ndarray, policy: str) -> float:
+def _check_net_weight(w: np.ndarray, policy: str,
+                      consequence: str = "no positive weights can stand for it") -> float:
     """The rounding bound of ``w``'s sum; ValueError when the net weight is not beyond it."""
     rounding = _rounding(w)
     if not w.sum() > rounding:
         raise ValueError(f"negative_weights={policy!r}: the class's net weight {w.sum():.6g} is "
-                         f"not positive (beyond the rounding of its sum, {rounding:.3g}), so no "
-                         "positive weights can stand for it; drop that class's negative events "
-                         "or choose negative_weights='ignore' or 'abs'")
+                         f"not positive (beyond the rounding of its sum, {rounding:.3g}), so "
+                         f"{consequence}; drop that class's negative events or choose "
+                         "negative_weights='ignore' or 'abs'")
     return rounding
 
 

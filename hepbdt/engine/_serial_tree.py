@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._types import N_BINS, N_CHANNELS, njit
+from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
 from .split import _scan_feature
 
 __all__ = ["grow_exact_serial"]
@@ -67,7 +67,7 @@ def _partition(codes, partition, payload, start, stop, f, threshold, missing_lef
     n_right = 0
     for k in range(start, stop):
         c = codes[f, partition[k]]
-        goes_left = missing_left if c == 255 else c <= threshold
+        goes_left = missing_left if c == MISSING_BIN else c <= threshold
         dst = start + n_left if goes_left else stop - 1 - n_right
         if goes_left:
             n_left += 1

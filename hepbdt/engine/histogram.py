@@ -130,46 +130,31 @@ def _task_sums(codes_by_event, partition, packed, task_start, task_stop, m, n_bi
 
 
 @njit(parallel=True)
-def _reduce_packed(buffers, task_node, slots, hists, parent_hists, parent_slots, sibling_slots):
-    # Each node's tasks added into its histogram (packed, one int64 per bin), one thread a
-    # (node, feature); the sibling as parent minus node.
+def _reduce_tasks(buffers, task_node, slots, hists, parent_hists, parent_slots, sibling_slots,
+                  wide):
+    # Each node's tasks added into its histogram, one thread a (node, feature); the sibling
+    # as parent minus node. Packed: one int64 per bin. Wide: each task's packed sums (within
+    # 32-bit lanes: see WIDE_BITS) unpacked into two int64 lanes per bin; hists and
+    # parent_hists are then (nodes, m, 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1.
     m = hists.shape[1]
-    n_bins = hists.shape[2]
+    n_bins = hists.shape[2] // 2 if wide else hists.shape[2]
     for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
         out = hists[slots[j], f]
         out[:] = 0
         for t in range(task_node.size):
-            if task_node[t] == j:
-                out += buffers[t, f * n_bins:(f + 1) * n_bins]
-        if sibling_slots[j] >= 0:
-            parent = parent_hists[parent_slots[j], f]
-            sibling = hists[sibling_slots[j], f]
-            for c in range(out.size):
-                sibling[c] = parent[c] - out[c]
-
-
-@njit(parallel=True)
-def _reduce_wide(buffers, task_node, slots, hists, parent_hists, parent_slots, sibling_slots):
-    # As _reduce_packed, but each task's packed sums (within 32-bit lanes: see WIDE_BITS)
-    # unpacked into two int64 lanes per bin: hists and parent_hists are (nodes, m,
-    # 2 * N_BINS) views, bin c's (A, B) at 2c, 2c + 1.
-    m = hists.shape[1]
-    n_bins = hists.shape[2] // 2
-    for job in numba.prange(slots.size * m):
-        j = job // m
-        f = job % m
-        out = hists[slots[j], f]
-        out[:] = 0
-        for t in range(task_node.size):
-            if task_node[t] == j:
-                part = buffers[t, f * n_bins:(f + 1) * n_bins]
+            if task_node[t] != j:
+                continue
+            part = buffers[t, f * n_bins:(f + 1) * n_bins]
+            if wide:
                 for c in range(n_bins):
                     v = part[c]
                     low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648  # the signed low 32 bits
                     out[2 * c] += (v - low) >> 32
                     out[2 * c + 1] += low
+            else:
+                out += part
         if sibling_slots[j] >= 0:
             parent = parent_hists[parent_slots[j], f]
             sibling = hists[sibling_slots[j], f]
@@ -238,10 +223,10 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     if hists.ndim == 4:
         # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
         assert task <= PACKED_TASK
-        _reduce_wide(buffers, node, slots, _lanes_flat(hists), _lanes_flat(parent_hists),
-                     parent_slots, sibling_slots)
+        _reduce_tasks(buffers, node, slots, _lanes_flat(hists), _lanes_flat(parent_hists),
+                      parent_slots, sibling_slots, True)
         return
-    _reduce_packed(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots)
+    _reduce_tasks(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots, False)
 
 
 class Quantiser:
