@@ -1,0 +1,205 @@
+"""The Dask estimators on a LocalCluster of two worker processes: the in-memory model bit
+for bit at the same bin edges, lazy predictions, and faults that end in a clear error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("dask.array")
+
+import dask.array as da  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+from hepbdt import BDTClassifier, BDTRegressor, load_model  # noqa: E402
+from hepbdt.dask import (  # noqa: E402
+    ClusterError,
+    DaskBDTClassifier,
+    DaskBDTRegressor,
+    WorkerLostError,
+    connect,
+)
+from hepbdt.estimators import ParameterError  # noqa: E402
+
+ROOT = str(Path(__file__).resolve().parents[1])
+FOREST_FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
+                 "gain", "cover", "tree_offsets", "tree_weights")
+
+
+def _start_cluster() -> tuple[LocalCluster, Client]:
+    # The worker processes import this checkout's hepbdt, as the test process does.
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = _start_cluster()
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _data(n=12_000, m=5, seed=0, negative=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.01] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) + rng.standard_normal(n) > 0)
+    w = rng.uniform(0.3, 2.0, n)
+    w[rng.random(n) < negative] *= -1
+    return X, y.astype(int), w
+
+
+def _dask(*arrays, chunk=2_500):
+    return [da.from_array(a, chunks=(chunk,) + a.shape[1:]) for a in arrays]
+
+
+def _assert_same_forest(a, b):
+    assert a.base_score == b.base_score
+    for name in FOREST_FIELDS:
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+
+
+@pytest.mark.parametrize("options", [
+    {"boosting": "gradient"},
+    {"boosting": "newton", "reg_lambda": 2.0, "min_child_weight": 0.5},
+    {"boosting": "gradient", "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
+     "colsample_bynode": 0.6, "learning_rate": 0.3},
+])
+def test_classifier_equals_in_memory_bit_for_bit(client, options):
+    X, y, w = _data()
+    opts = dict(n_trees=6, max_depth=4, random_state=3, quantised_histograms=True, **options)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    # The workers' merged edge sketch holds every event below 200,000: the same edges.
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    assert all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_, strict=True))
+    assert np.allclose(memory.train_loss_, dist.train_loss_, rtol=1e-12)
+    assert dist.forest_.extra.get("nan_in_training")
+
+
+@pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
+def test_negative_weight_policies_per_worker(client, policy):
+    X, y, w = _data(n=8_000, negative=0.1, seed=1)
+    opts = dict(n_trees=4, max_depth=3, random_state=0, quantised_histograms=True,
+                negative_weights=policy)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+
+
+def test_regressor_and_given_edges(client):
+    X, _, w = _data(seed=2)
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 3]) ** 2
+    edges = [np.linspace(-2, 2, 17, dtype=np.float32) for _ in range(X.shape[1])]
+    opts = dict(n_trees=5, max_depth=3, quantised_histograms=True, boosting="newton")
+    memory = BDTRegressor(**opts).fit(X, y, sample_weight=w, bin_edges=edges)
+    dist = DaskBDTRegressor(**opts).fit(*_dask(X, y, w, chunk=3_000), client=client, bin_edges=edges)
+    _assert_same_forest(memory.forest_, dist.forest_)
+
+
+def test_predictions_lazy_and_model_is_ordinary(client, tmp_path):
+    X, y, w = _data(n=6_000, seed=4)
+    model = DaskBDTClassifier(n_trees=3, max_depth=3).fit(*_dask(X, y, w), client=client)
+    Xd, = _dask(X, chunk=1_000)
+    lazy = model.decision_function(Xd)
+    assert isinstance(lazy, da.Array)
+    assert np.array_equal(lazy.compute(), model.decision_function(X))
+    proba = model.predict_proba(Xd)
+    assert proba.shape == (X.shape[0], 2)
+    assert np.array_equal(proba.compute(), model.predict_proba(X))
+    assert np.array_equal(model.predict(Xd).compute(), model.predict(X))
+    model.save(tmp_path / "m.json")
+    loaded = load_model(tmp_path / "m.json")
+    assert type(loaded) is BDTClassifier
+    assert np.array_equal(loaded.decision_function(X), model.decision_function(X))
+
+
+def test_auc_with_the_distributed_sketch(client):
+    from sklearn.metrics import roc_auc_score
+
+    def data(n, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n, 4)).astype(np.float32)
+        y = X[:, 0] + 0.5 * X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + rng.standard_normal(n) > 0
+        return X, y.astype(int), rng.uniform(0.5, 1.5, n)
+
+    # Above the sketch's 200,000 events the edges come from a sample (another than memory's).
+    X, y, w = data(240_000, 5)
+    X_test, y_test, _ = data(100_000, 6)
+    opts = dict(boosting="newton", n_trees=30, max_depth=3, learning_rate=0.1, random_state=0)
+    memory = BDTClassifier(quantised_histograms=True, **opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=60_000), client=client)
+    assert not all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_,
+                                                        strict=True))
+    auc_memory = roc_auc_score(y_test, memory.decision_function(X_test))
+    auc_dist = roc_auc_score(y_test, dist.decision_function(X_test))
+    assert abs(auc_memory - auc_dist) < 0.001
+
+
+@pytest.mark.parametrize("option", [
+    {"boosting": "adaboost"}, {"n_trees": "auto"}, {"max_leaves": 8},
+    {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},
+])
+def test_unsupported_options_are_refused(client, option):
+    X, y, w = _data(n=2_000)
+    cls = DaskBDTRegressor if option.get("loss") == "huber" else DaskBDTClassifier
+    target = X[:, 0] if cls is DaskBDTRegressor else y
+    with pytest.raises(ParameterError) as info:
+        cls(**option).fit(*_dask(X, np.nan_to_num(target), w), client=client)
+    assert info.value.param in option or info.value.param == "loss"
+
+
+def test_regress_policy_with_negative_weights_is_refused(client):
+    X, y, w = _data(n=2_000, negative=0.1)
+    with pytest.raises(ParameterError, match="keep"):
+        DaskBDTClassifier(negative_weights="regress").fit(*_dask(X, y, w), client=client)
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="no Dask scheduler answered"):
+        connect("tcp://127.0.0.1:9", timeout=2)
+    assert time.monotonic() - start < 15
+
+
+def test_missing_dask_names_the_install_command(monkeypatch):
+    import sys
+
+    from hepbdt.dask import require_dask
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"pip install hepbdt\[dask\]"):
+        require_dask()
+
+
+def test_a_dead_worker_stops_the_fit_with_a_clear_error():
+    cluster, client = _start_cluster()
+    try:
+        X, y, w = _data(n=4_000)
+        worker = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        pid = client.run(os.getpid, workers=[worker])[worker]
+
+        def kill() -> None:
+            time.sleep(2.0)
+            os.kill(pid, signal.SIGKILL)
+
+        threading.Thread(target=kill, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(WorkerLostError, match="died|lost"):
+            DaskBDTClassifier(n_trees=100_000, max_depth=3).fit(*_dask(X, y, w, chunk=1_000),
+                                                               client=client)
+        assert time.monotonic() - start < 60
+    finally:
+        client.close()
+        cluster.close()
