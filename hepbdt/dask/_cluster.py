@@ -76,6 +76,7 @@ class Cluster:
         self.token = token
         self.poll = poll
         self.received: dict[str, int] = {}
+        self.threads = [1] * len(self.workers)  # Numba threads of each part (its worker's)
 
     def key(self, i: int) -> str:
         return f"{self.token}/{i}"

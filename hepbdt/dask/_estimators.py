@@ -105,7 +105,8 @@ class _DaskMixin:
         w = None if sample_weight is None else da.asarray(sample_weight).rechunk((blocks_of,))
         self._validate_params()
         self._check_dask_options(len(blocks_of))
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        workers = sorted(info)
         if not workers:
             raise ValueError("the Dask cluster has no workers")
         n_parts = min(len(workers), len(blocks_of))
@@ -114,6 +115,8 @@ class _DaskMixin:
         y_blocks = client.compute(y.to_delayed().ravel().tolist())
         w_blocks = None if w is None else client.compute(w.to_delayed().ravel().tolist())
         cluster = Cluster(client, workers[:n_parts], f"hepbdt-fit-{uuid.uuid4().hex}")
+        cluster.threads = [int(info[a].get("nthreads", 1)) if self.n_jobs in (None, -1)
+                           else int(self.n_jobs) for a in workers[:n_parts]]
         try:
             return self._fit_parts(cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
                                    signal, int(X.shape[1]))
@@ -128,7 +131,7 @@ class _DaskMixin:
             cluster.submit_to(i, _parts.load, [x_blocks[b] for b in groups[i]],
                               [y_blocks[b] for b in groups[i]],
                               None if w_blocks is None else [w_blocks[b] for b in groups[i]],
-                              signal, self.negative_weights) for i in parts])
+                              signal, self.negative_weights, cluster.threads[i]) for i in parts])
         if any(p["negative"] for p in loaded) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "
@@ -206,22 +209,22 @@ class _DaskMixin:
             plan = grower.start(cluster.gather(cluster.sum(roots, add_histograms), "histograms"))
             traffic["levels"].append((0, 1, histogram_bytes(1, m, quantiser.wide) * n_parts))
             depth = 0
+            applied = [None] * n_parts  # the last level's partitions, not waited for
             while plan is not None:
                 lefts = cluster.run(_parts.level, args=(plan,))
                 depth += 1
                 if plan.last:
-                    cluster.gather(lefts)
-                    left = None
-                else:
-                    left = cluster.gather(cluster.sum(lefts, add_histograms), "histograms")
-                    sent = histogram_bytes(plan.parents.size, m, quantiser.wide) * n_parts
-                    traffic["levels"].append((depth, int(plan.parents.size), sent))
-                    tree_bytes += sent
+                    applied = lefts
+                    break
+                left = cluster.gather(cluster.sum(lefts, add_histograms), "histograms")
+                sent = histogram_bytes(plan.parents.size, m, quantiser.wide) * n_parts
+                traffic["levels"].append((depth, int(plan.parents.size), sent))
+                tree_bytes += sent
                 plan = grower.advance(left)
             tree = grower.grown_tree()
             running = None
             for i in parts:  # in event order: each part continues the sums of the one before
-                running = cluster.submit_to(i, _parts.leaf_sums, running)
+                running = cluster.submit_to(i, _parts.leaf_sums, running, applied[i])
             sums = node_sums(tree, cluster.gather(running))
             values = booster.leaf_values(tree, None, w_proxy, None, sums)
             add_tree(builder, tree, values, mapper, cover=sums[2])

@@ -33,7 +33,8 @@ class PartLost(RuntimeError):
 
 
 class _Part:
-    def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
+    def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray, n_threads: int):
+        self.n_threads = n_threads  # the worker's threads: Numba's kernels use no more
         self.X: np.ndarray | None = X
         self.y = y
         self.w = w
@@ -47,13 +48,18 @@ class _Part:
 
 def _part(key: str) -> _Part:
     try:
-        return _PARTS[key]
+        part = _PARTS[key]
     except KeyError:
         raise PartLost(f"the events of part {key!r} are not on this worker (was it restarted?)") from None
+    import numba  # every caller runs kernels next; Numba is loaded by then
+
+    numba.set_num_threads(min(part.n_threads, numba.config.NUMBA_NUM_THREADS))
+    return part
 
 
 def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
-         w_blocks: list[np.ndarray] | None, signal: Any, policy: str) -> dict[str, Any]:
+         w_blocks: list[np.ndarray] | None, signal: Any, policy: str,
+         n_threads: int = 1) -> dict[str, Any]:
     """Keep the part's events: float32 features, labels (classifier: 1.0 for ``signal``,
     else 0.0; regressor, ``signal`` None: the targets), float64 weights, after the
     ``negative_weights`` policy where it works event by event ("abs", "ignore"), as
@@ -72,7 +78,7 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
         keep = w >= 0
         X, y, w = X[keep], y[keep], w[keep]
     w = w.astype(np.float32)  # per-event channels are float32, as in memory
-    _PARTS[key] = _Part(X, y, w)
+    _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
     return {"n": int(X.shape[0]), "negative": negative, "nan": bool(np.isnan(X).any()),
             "positive": bool(np.any(w > 0))}
 
@@ -128,8 +134,9 @@ def level(key: str, plan: LevelPlan) -> np.ndarray | None:
     return _part(key).tree.apply(plan)
 
 
-def leaf_sums(key: str, initial: np.ndarray | None) -> np.ndarray:
-    """(w g, w h, w) summed over each leaf's events of the part, continuing ``initial``."""
+def leaf_sums(key: str, initial: np.ndarray | None, after: Any = None) -> np.ndarray:
+    """(w g, w h, w) summed over each leaf's events of the part, continuing ``initial``
+    (``after``: the result of the last level's step, so that it runs first)."""
     part = _part(key)
     wg, wh, w, _, _ = part.channels
     return part.tree.leaf_sums(initial, wg, wh, w)
