@@ -147,6 +147,28 @@ def test_auc_with_the_distributed_sketch(client):
     assert abs(auc_memory - auc_dist) < 0.001
 
 
+CLASS_FILE = Path(ROOT).parent / "shared" / "data" / "tmva_class_example.root"
+
+
+@pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
+def test_lazy_read_trains_the_in_memory_model(client):
+    from hepbdt.io import Sample, read
+
+    samples = [Sample("s", str(CLASS_FILE), tree="TreeS", label=1, cut="var1 > var2"),
+               Sample("b", str(CLASS_FILE), tree="TreeB", label=0, weight="weight * 2", scale=0.5)]
+    features = ["var1", "log(abs(var3))", "var1 * var2 + var4 ** 2", "var4"]
+    memory = read(samples, features)
+    lazy = read(samples, features, dask=True, step_size=1_500)
+    assert lazy.npartitions == 8
+    read_back = lazy.compute()
+    for name in ("X", "y", "w", "event", "sample_index"):
+        assert np.array_equal(getattr(memory, name), getattr(read_back, name)), name
+    opts = dict(n_trees=4, max_depth=3, quantised_histograms=True)
+    in_memory = BDTClassifier(**opts).fit(memory.X, memory.y, sample_weight=memory.w)
+    dist = DaskBDTClassifier(**opts).fit(lazy.X, lazy.y, lazy.w, client=client)
+    _assert_same_forest(in_memory.forest_, dist.forest_)
+
+
 @pytest.mark.parametrize("option", [
     {"boosting": "adaboost"}, {"n_trees": "auto"}, {"max_leaves": 8},
     {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},

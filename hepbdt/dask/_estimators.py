@@ -101,8 +101,8 @@ class _DaskMixin:
             raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
         X = X.rechunk({1: -1})
         blocks_of = X.chunks[0]
-        y = da.asarray(y).rechunk((blocks_of,))
-        w = None if sample_weight is None else da.asarray(sample_weight).rechunk((blocks_of,))
+        y = _aligned(da.asarray(y), blocks_of)
+        w = None if sample_weight is None else _aligned(da.asarray(sample_weight), blocks_of)
         self._validate_params()
         self._check_dask_options(len(blocks_of))
         info = client.scheduler_info(n_workers=-1)["workers"]
@@ -263,6 +263,20 @@ class _DaskMixin:
     def to_dict(self) -> dict[str, Any]:
         """The model as the in-memory estimator writes it (``load_model`` gives that one)."""
         return self.to_local().to_dict()
+
+
+def _aligned(array: Any, blocks: tuple) -> Any:
+    """``array`` cut into the row blocks of X; arrays of as many blocks of unknown sizes (a
+    lazy read's columns) are taken as cut alike (each part checks its lengths)."""
+    if array.ndim != 1:
+        raise ValueError(f"y and sample_weight must be 1-d, got {array.ndim} dimensions")
+    unknown = any(np.isnan(b) for b in blocks) or any(np.isnan(b) for b in array.chunks[0])
+    if unknown:
+        if len(array.chunks[0]) != len(blocks):
+            raise ValueError("X, y and sample_weight have blocks of unknown sizes, and not as "
+                             "many of them: give arrays read together (hepbdt.read(..., dask=True))")
+        return array
+    return array if array.chunks[0] == blocks else array.rechunk((blocks,))
 
 
 def _is_dask(X: Any) -> bool:

@@ -68,6 +68,8 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     Returns the part's event count and whether it held a negative weight."""
     X, _ = check_X(np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0])
     y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
+    if y_raw.shape != (X.shape[0],):
+        raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} (part {key})")
     y = ((y_raw == signal) if signal is not None else y_raw).astype(np.float64)
     w_raw = None if w_blocks is None else np.concatenate(w_blocks)
     w = check_weights(w_raw, X.shape[0])

@@ -521,6 +521,22 @@ class TreeReader:
                 raise self._compression_error(err, start) from err
             raise
 
+    def read(self, start: int, stop: int) -> dict[str, Any]:
+        """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
+        if not self.branches:
+            return {}
+        wanted = set(self.branches)
+        try:
+            arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
+                                      entry_stop=stop, library=self.library)
+        except Exception as err:
+            if _is_decompression_error(err):
+                raise self._compression_error(err, start) from err
+            raise
+        if self.library == "ak":
+            return {name: _unwrap(arrays[name], self.kinds[name]) for name in self.branches}
+        return dict(arrays)
+
     def _compression_error(self, err: Exception, start: int) -> CompressionError:
         culprits = []
         for name in self.branches:
@@ -640,6 +656,7 @@ def read(
     bin_edges: Sequence[Any] | None = None,
     edge_sample: int | None = None,
     seed: int = 0,
+    dask: bool = False,
 ) -> Dataset:
     """Read samples into a :class:`~hepbdt.io.dataset.Dataset`.
 
@@ -683,6 +700,12 @@ def read(
         :class:`hepbdt.engine.binning.EdgeSketch`). |w| counts, as in the estimators.
     seed
         Seed of the edge sketch's sample (the sample is also independent of the chunks).
+    dask
+        True: a :class:`~hepbdt.io.lazy.LazyDataset` of Dask arrays, one partition per
+        entry range of a tree (``step_size`` entries when it is a number, else 500,000),
+        each read by a Dask task exactly as here (the optional extra ``hepbdt[dask]``).
+        The files, trees, branches and expressions are checked now; nothing is read.
+        Not with ``binned`` (the Dask estimators bin on their workers).
 
     Returns
     -------
@@ -707,6 +730,15 @@ def read(
         for index, sample in enumerate(samples)
     ]
     capacity = sum(sum(plan.entries) for plan in plans)
+    if dask:
+        if binned or bin_edges is not None:
+            raise InputError("dask=True reads float features (the Dask estimators bin them on "
+                             "their workers); leave binned and bin_edges out")
+        # The optional Dask extra: imported only for a lazy read.
+        from .lazy import read_lazy
+
+        return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
+                         task, step_size, inf_as_missing)
     if binned == "auto":
         binned = choose_binned(capacity, len(feature_expressions))
     elif binned not in (True, False):
