@@ -169,6 +169,47 @@ def test_lazy_read_trains_the_in_memory_model(client):
     _assert_same_forest(in_memory.forest_, dist.forest_)
 
 
+@pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
+def test_apply_on_the_cluster_writes_what_memory_writes(client, tmp_path):
+    import uproot
+
+    from hepbdt import apply as apply_in_memory
+    from hepbdt.dask import apply as apply_on_cluster
+    from hepbdt.io import Sample, read
+
+    features = ["var1", "var2", "var3", "var4"]
+    data = read([Sample("s", f"{CLASS_FILE}:TreeS", label=1),
+                 Sample("b", f"{CLASS_FILE}:TreeB", label=0)], features)
+    model = BDTClassifier(n_trees=3, max_depth=3).fit(data.X, data.y)
+    inputs = [f"{CLASS_FILE}:TreeS", f"{CLASS_FILE}:TreeB"]
+    for output in ("friend_{tree}.root", "all.root"):
+        memory = apply_in_memory(model, inputs, tmp_path / "memory" / output, step_size=1_000)
+        cluster = apply_on_cluster(model, inputs, tmp_path / "cluster" / output, step_size=1_000,
+                                   client=client)
+        assert [os.path.basename(p) for p in memory] == [os.path.basename(p) for p in cluster]
+        for a, b in zip(memory, cluster, strict=True):
+            with uproot.open(a) as fa, uproot.open(b) as fb:
+                assert fa.keys() == fb.keys()
+                for key in fa.keys():
+                    ta, tb = fa[key].arrays(library="np"), fb[key].arrays(library="np")
+                    assert ta.keys() == tb.keys()
+                    assert all(np.array_equal(ta[k], tb[k]) for k in ta)
+
+
+def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
+    from hepbdt.cli import main
+
+    X, y, _ = _data(n=500)
+    path = tmp_path / "m.json"
+    BDTClassifier(n_trees=2, max_depth=2).fit(X, y).save(path)
+    start = time.monotonic()
+    status = main(["apply", str(path), str(tmp_path / "in.root"), "-o", str(tmp_path / "o.root"),
+                   "--scheduler", "tcp://127.0.0.1:9"])
+    assert status == 1
+    assert "no Dask scheduler answered" in capsys.readouterr().err
+    assert time.monotonic() - start < 30
+
+
 @pytest.mark.parametrize("option", [
     {"boosting": "adaboost"}, {"n_trees": "auto"}, {"max_leaves": 8},
     {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},

@@ -20,8 +20,9 @@ POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
 CONNECT_SECONDS = 10.0
 
 
-class ClusterError(RuntimeError):
-    """The cluster could not be reached, or a step on it failed."""
+class ClusterError(ConnectionError):
+    """The cluster could not be reached, or lost a worker a step needed (an OSError: the
+    command line reports it as a failure while running, status 1)."""
 
 
 class WorkerLostError(ClusterError):
