@@ -71,7 +71,7 @@ def main() -> None:
     from hepbdt.dask import DaskBDTClassifier
 
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     client = Client(cluster)
     X, y, w = _cluster_data(client, args.events, args.features, args.block)
     wait([X, y, w])

@@ -38,7 +38,7 @@ def _start_cluster() -> tuple[LocalCluster, Client]:
     path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     return cluster, Client(cluster)
 
 

@@ -18,6 +18,10 @@ __all__ = ["ClusterError", "WorkerLostError", "connect", "require_dask", "Cluste
 INSTALL = "hepbdt[dask] is needed: pip install hepbdt[dask]"
 POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
 CONNECT_SECONDS = 10.0
+# Up to this many parts the client gathers the parts' histograms and adds them itself (one
+# hop less a level); beyond, they are summed pairwise on the cluster, so the client receives
+# one level's histograms, not one per part.
+CLIENT_SUM_PARTS = 2
 
 
 class ClusterError(ConnectionError):
@@ -54,7 +58,7 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
         return scheduler
     if scheduler == "local":
         cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None)
+                                           processes=True, dashboard_address=":0")
         return distributed.Client(cluster)
     try:
         return distributed.Client(scheduler, timeout=timeout)
@@ -96,7 +100,11 @@ class Cluster:
                                   allow_other_workers=False, pure=False, retries=0)
 
     def sum(self, futures: list[Any], add: Callable) -> Any:
-        """The pairwise sum (``add``) of the futures' results, on the cluster: a future."""
+        """The pairwise sum (``add``) of the futures' results: on the cluster (a future) when
+        they are more than CLIENT_SUM_PARTS, else a list of them, which ``gather`` adds
+        on the client (in part order) without the extra hop."""
+        if len(futures) <= CLIENT_SUM_PARTS:
+            return _ClientSum(futures, add)
         level = list(futures)
         while len(level) > 1:
             nxt = [self.client.submit(add, level[i], level[i + 1], pure=False)
@@ -109,6 +117,12 @@ class Cluster:
     def gather(self, futures: Any, step: str = "") -> Any:
         """The futures' results; a dead part worker raises :class:`WorkerLostError`, a
         failed task its own error."""
+        if isinstance(futures, _ClientSum):
+            results = self.gather(futures.futures, step)
+            total = results[0]
+            for result in results[1:]:
+                total = futures.add(total, result)
+            return total
         many = isinstance(futures, list)
         pending = futures if many else [futures]
         while True:
@@ -150,6 +164,13 @@ class Cluster:
             self.distributed.wait(futures, timeout=5 * self.poll)
         except Exception:  # noqa: BLE001 -- cleanup after a failure must not hide it
             pass
+
+
+class _ClientSum:
+    """Futures whose results the client adds when gathering them (see ``Cluster.sum``)."""
+
+    def __init__(self, futures: list[Any], add: Callable):
+        self.futures, self.add = list(futures), add
 
 
 def _nbytes(value: Any) -> int:

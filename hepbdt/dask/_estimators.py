@@ -189,12 +189,12 @@ class _DaskMixin:
         builder = ForestBuilder(m, base_score)
         n_parts = len(cluster.workers)
         parts = range(n_parts)
-        values = None
         train_loss = []
         traffic = {"levels": [], "trees": []}
-        w_proxy = np.array([mean_abs_w])  # mean |w|: the gradient leaves' zero guard
-        for it in range(int(self.n_trees)):
-            began = cluster.gather(cluster.run(_parts.begin_tree, args=(base_score, values)))
+        n_trees = int(self.n_trees)
+        beginning = cluster.run(_parts.begin_tree, args=(base_score, None, mean_abs_w))
+        for it in range(n_trees):
+            began = cluster.gather(beginning)
             if it > 0:
                 train_loss.append(_mean_loss(began))
             total_w = sum(b["weight"] for b in began)
@@ -225,11 +225,15 @@ class _DaskMixin:
             running = None
             for i in parts:  # in event order: each part continues the sums of the one before
                 running = cluster.submit_to(i, _parts.leaf_sums, running, applied[i])
-            sums = node_sums(tree, cluster.gather(running))
-            values = booster.leaf_values(tree, None, w_proxy, None, sums)
-            add_tree(builder, tree, values, mapper, cover=sums[2])
+            # The parts add this tree and start the next one from the summed leaves at once,
+            # without waiting for the client (each computes the leaf values as it does).
+            step = _parts.begin_tree if it + 1 < n_trees else _parts.finish
+            beginning = cluster.run(step, args=(None, running, mean_abs_w)[step is _parts.finish:])
+            leaf_totals = cluster.gather(running)
+            values = _parts.leaf_values(booster, tree, leaf_totals, mean_abs_w)
+            add_tree(builder, tree, values, mapper, cover=node_sums(tree, leaf_totals)[2])
             traffic["trees"].append(tree_bytes)
-        finished = cluster.gather(cluster.run(_parts.finish, args=(values,)))
+        finished = cluster.gather(beginning)
         train_loss.append(_mean_loss(finished))
         result = BoostResult(builder, base_score, np.asarray(train_loss), None, None)
         forest = builder.build()

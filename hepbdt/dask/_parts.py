@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 
 from .._util import check_weights, check_X, exact_sum_parts
-from ..boosting._loop import update_scores
+from ..boosting._loop import node_sums, update_scores
 from ..engine.binning import BinMapper, EdgeSketch
 from ..engine.data_parallel import LevelPlan, PartTree
 from ..engine.grower import QuantisedRows
 from ..engine.histogram import Quantiser
 
 __all__ = ["PartLost", "load", "sketch", "bin_part", "begin_tree", "root", "level",
-           "leaf_sums", "finish", "drop", "predict_block"]
+           "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
 
 _PARTS: dict[str, _Part] = {}  # (token, part index) -> the part, in this worker process
 
@@ -108,14 +108,25 @@ def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any, max_d
             "abs_weight": exact_sum_parts(np.abs(part.w))}
 
 
-def begin_tree(key: str, base_score: float | None, leaf_values: np.ndarray | None) -> dict[str, Any]:
-    """Add the last tree's leaf values to the scores (or start them at ``base_score``), then
-    fill this tree's channels; returns max |A|, max |B| and the loss's partial sums."""
+def leaf_values(booster: Any, tree: Any, leaf_totals: np.ndarray, mean_abs_weight: float) -> np.ndarray:
+    """A tree's node values from its leaves' (w g, w h, w) sums over every event: what the
+    client puts in the forest and every part adds to its scores, computed alike."""
+    return booster.leaf_values(tree, None, np.array([mean_abs_weight]), None,
+                               node_sums(tree, leaf_totals))
+
+
+def begin_tree(key: str, base_score: float | None, leaf_totals: np.ndarray | None,
+               mean_abs_weight: float) -> dict[str, Any]:
+    """Add the last tree's leaf values (from the leaf sums of all the parts) to the scores,
+    or start them at ``base_score``, then fill this tree's channels; returns max |A|,
+    max |B| and the loss's partial sums."""
     part = _part(key)
     if part.score is None:
         part.score = np.full(part.y.size, base_score, dtype=np.float64)
-    if leaf_values is not None:
-        update_scores(None, part.tree.grown_tree(), leaf_values, part.score, through_partition=True)
+    if leaf_totals is not None:
+        tree = part.tree.grown_tree()
+        values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
+        update_scores(None, tree, values, part.score, through_partition=True)
     wg, wh, loss = part.loss.channels(part.y, part.score, part.w, part.w)
     a, b = part.booster.channels(wg, wh, part.w)
     part.channels = (wg, wh, part.w, a, b)
@@ -144,11 +155,13 @@ def leaf_sums(key: str, initial: np.ndarray | None, after: Any = None) -> np.nda
     return part.tree.leaf_sums(initial, wg, wh, w)
 
 
-def finish(key: str, leaf_values: np.ndarray | None) -> dict[str, float]:
+def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> dict[str, float]:
     """Add the last tree's values; the loss's partial sums at the final scores."""
     part = _part(key)
-    if leaf_values is not None:
-        update_scores(None, part.tree.grown_tree(), leaf_values, part.score, through_partition=True)
+    if leaf_totals is not None:
+        tree = part.tree.grown_tree()
+        values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
+        update_scores(None, tree, values, part.score, through_partition=True)
     total = float(np.sum(part.w, dtype=np.float64))
     return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total}
 
