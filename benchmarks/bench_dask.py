@@ -88,12 +88,15 @@ def main() -> None:
     model.fit(X, y, w, client=client)
     results["hepbdt"] = {"fit_s": time.perf_counter() - start,
                          "auc": _auc(y_test, model.decision_function(X_test), w_test)}
-    traffic = model.dask_bytes_received_
-    per_level: dict[int, list[int]] = {}
-    for depth, _, sent in traffic["levels"]:
-        per_level.setdefault(depth, []).append(sent)
-    results["hepbdt"]["bytes_per_level_mean"] = {d: float(np.mean(v)) for d, v in per_level.items()}
-    results["hepbdt"]["bytes_per_tree_mean"] = float(np.mean(traffic["trees"]))
+    traffic = model.dask_bytes_
+    per_level: dict[int, list[dict]] = {}
+    for level in traffic["levels"]:
+        per_level.setdefault(level["depth"], []).append(level)
+    results["hepbdt"]["bytes_per_level_mean"] = {
+        d: {k: float(np.mean([v[k] for v in levels])) for k in levels[0]}
+        for d, levels in per_level.items()}
+    results["hepbdt"]["bytes_per_tree_mean"] = {
+        k: float(np.mean([t[k] for t in traffic["trees"]])) for k in traffic["trees"][0]}
     print(f"hepbdt   {results['hepbdt']['fit_s']:8.1f} s  AUC {results['hepbdt']['auc']:.4f}",
           flush=True)
 

@@ -86,6 +86,8 @@ def test_classifier_equals_in_memory_bit_for_bit(client, options):
     assert all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_, strict=True))
     assert np.allclose(memory.train_loss_, dist.train_loss_, rtol=1e-12)
     assert dist.forest_.extra.get("nan_in_training")
+    root = dist.dask_bytes_["levels"][0]  # each part sends the root's packed histogram
+    assert root["depth"] == 0 and root["parts_sent"] == 2 * X.shape[1] * 256 * 8
 
 
 @pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])

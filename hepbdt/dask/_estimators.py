@@ -31,7 +31,7 @@ from .._util import exact_sum_of_parts
 from ..boosting._loop import BoostResult, add_tree, node_sums
 from ..engine._types import check_n_events
 from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
-from ..engine.data_parallel import SummedTree, add_histograms, histogram_bytes
+from ..engine.data_parallel import SummedTree, add_histograms
 from ..engine.grower import sample_features
 from ..engine.histogram import Quantiser
 from ..engine.split import SplitParams
@@ -170,7 +170,7 @@ class _DaskMixin:
         self._set_fitted(forest, None, {}, result, mapper)
         self.evals_result_, self.best_iteration_, self.best_score_ = {}, None, None
         self.n_trees_reason_ = f"{forest.n_trees} trees, as given (n_trees={self.n_trees})"
-        self.dask_bytes_received_ = traffic
+        self.dask_bytes_ = traffic
         self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
         return self
 
@@ -205,21 +205,24 @@ class _DaskMixin:
             grower = SummedTree(quantiser, features, mapper.n_bins_, params, int(self.max_depth),
                                 self.colsample_bylevel, self._node_fraction(m), rng)
             roots = cluster.run(_parts.root, args=(features, n, it, max_abs))
-            tree_bytes = histogram_bytes(1, m, quantiser.wide) * n_parts
-            plan = grower.start(cluster.gather(cluster.sum(roots, add_histograms), "histograms"))
-            traffic["levels"].append((0, 1, histogram_bytes(1, m, quantiser.wide) * n_parts))
+            before = cluster.received.get("histograms", 0)
+            raw = cluster.gather(cluster.sum(roots, add_histograms), "histograms")
+            sent = _Traffic(n_parts)
+            sent.level(0, 1, raw, cluster.received["histograms"] - before)
+            plan = grower.start(raw)
             depth = 0
             applied = [None] * n_parts  # the last level's partitions, not waited for
             while plan is not None:
                 lefts = cluster.run(_parts.level, args=(plan,))
+                sent.plan(plan)
                 depth += 1
                 if plan.last:
                     applied = lefts
                     break
+                before = cluster.received["histograms"]
                 left = cluster.gather(cluster.sum(lefts, add_histograms), "histograms")
-                sent = histogram_bytes(plan.parents.size, m, quantiser.wide) * n_parts
-                traffic["levels"].append((depth, int(plan.parents.size), sent))
-                tree_bytes += sent
+                sent.level(depth, int(plan.parents.size), left,
+                           cluster.received["histograms"] - before)
                 plan = grower.advance(left)
             tree = grower.grown_tree()
             running = None
@@ -232,7 +235,9 @@ class _DaskMixin:
             leaf_totals = cluster.gather(running)
             values = _parts.leaf_values(booster, tree, leaf_totals, mean_abs_w)
             add_tree(builder, tree, values, mapper, cover=node_sums(tree, leaf_totals)[2])
-            traffic["trees"].append(tree_bytes)
+            sent.leaves(leaf_totals)
+            traffic["levels"].extend(sent.levels)
+            traffic["trees"].append(sent.tree())
         finished = cluster.gather(beginning)
         train_loss.append(_mean_loss(finished))
         result = BoostResult(builder, base_score, np.asarray(train_loss), None, None)
@@ -285,6 +290,37 @@ def _aligned(array: Any, blocks: tuple) -> Any:
 
 def _is_dask(X: Any) -> bool:
     return type(X).__module__.startswith("dask.")
+
+
+class _Traffic:
+    """Bytes of one tree's messages, measured (``nbytes`` of the arrays, pickled size of
+    the plans): per level, what the parts sent (each the histograms of the level's left
+    children, root first) and what the client received; per tree, these plus the plans
+    sent to every part and the leaf sums passed along the chain of parts."""
+
+    def __init__(self, n_parts: int):
+        self.n_parts = n_parts
+        self.levels: list[dict[str, int]] = []
+        self.plans = 0
+        self.leaf_bytes = 0
+
+    def level(self, depth: int, nodes: int, summed: np.ndarray, received: int) -> None:
+        self.levels.append({"depth": depth, "nodes": nodes,
+                            "parts_sent": int(summed.nbytes) * self.n_parts,
+                            "client_received": int(received)})
+
+    def plan(self, plan: Any) -> None:
+        import pickle  # noqa: I001 -- only to measure a plan's size on the wire
+
+        self.plans += len(pickle.dumps(plan)) * self.n_parts
+
+    def leaves(self, leaf_totals: np.ndarray) -> None:
+        self.leaf_bytes = int(leaf_totals.nbytes) * (self.n_parts + 1)  # the chain, the client
+
+    def tree(self) -> dict[str, int]:
+        return {"parts_sent": sum(v["parts_sent"] for v in self.levels),
+                "client_received": sum(v["client_received"] for v in self.levels),
+                "plans": self.plans, "leaf_sums": self.leaf_bytes}
 
 
 def _merge_sketches(a, b):

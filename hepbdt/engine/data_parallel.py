@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._types import N_BINS
 from .grower import (
     GrownTree,
     QuantisedRows,
@@ -40,7 +39,7 @@ from .grower import (
 from .histogram import Quantiser
 from .split import SplitParams
 
-__all__ = ["LevelPlan", "PartTree", "SummedTree", "add_histograms", "histogram_bytes", "max_nodes"]
+__all__ = ["LevelPlan", "PartTree", "SummedTree", "add_histograms", "max_nodes"]
 
 
 def max_nodes(max_depth: int) -> int:
@@ -208,9 +207,3 @@ class PartTree:
     def grown_tree(self) -> GrownTree:
         """This part's view of the tree (its partition and node slices)."""
         return self.nodes.grown_tree(self.events.partition)
-
-
-def histogram_bytes(n_nodes: int, n_features: int, wide: bool) -> int:
-    """Bytes of ``n_nodes`` raw packed histograms (what a part sends for a level)."""
-    return n_nodes * n_features * N_BINS * (16 if wide else 8)
-
