@@ -90,6 +90,22 @@ def test_classifier_equals_in_memory_bit_for_bit(client, options):
     assert root["depth"] == 0 and root["parts_sent"] == 2 * X.shape[1] * 256 * 8
 
 
+def test_task_path_of_many_workers_gives_the_same_model(client, monkeypatch):
+    """Beyond a few parts the steps are tasks, histograms are summed pairwise on the cluster
+    and the leaf sums pass from worker to worker: forced here on two."""
+    from hepbdt.dask import _cluster, _estimators
+
+    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
+    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+    X, y, w = _data(n=6_000, seed=7)
+    opts = dict(n_trees=4, max_depth=4, random_state=0, quantised_histograms=True)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    root = dist.dask_bytes_["levels"][0]
+    assert root["client_received"] == root["parts_sent"] // 2  # one summed histogram
+
+
 @pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
 def test_negative_weight_policies_per_worker(client, policy):
     X, y, w = _data(n=8_000, negative=0.1, seed=1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._parts import drop
+from ._parts import _STEPS, PartActor, drop
 
 __all__ = ["ClusterError", "WorkerLostError", "connect", "require_dask", "Cluster"]
 
@@ -20,8 +20,8 @@ POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
 CONNECT_SECONDS = 10.0
 # Up to this many parts the client gathers the parts' histograms and adds them itself (one
 # hop less a level); beyond, they are summed pairwise on the cluster, so the client receives
-# one level's histograms, not one per part.
-CLIENT_SUM_PARTS = 2
+# one level's histograms, not one per part (as ACTOR_PARTS in _estimators.py).
+CLIENT_SUM_PARTS = 4
 
 
 class ClusterError(ConnectionError):
@@ -82,20 +82,33 @@ class Cluster:
         self.poll = poll
         self.received: dict[str, int] = {}
         self.threads = [1] * len(self.workers)  # Numba threads of each part (its worker's)
+        self.actors: list[Any] | None = None
 
     def key(self, i: int) -> str:
         return f"{self.token}/{i}"
 
+    def start_actors(self) -> None:
+        """Serve the parts' steps by actors (see ``_parts.PartActor``) from now on."""
+        futures = [self.client.submit(PartActor, self.key(i), actor=True, workers=[w],
+                                      allow_other_workers=False, pure=False)
+                   for i, w in enumerate(self.workers)]
+        self.actors = self.gather(futures)
+
     def run(self, function: Callable, args: tuple = (),
             parts: Sequence[int] | None = None) -> list[Any]:
-        """Futures of ``function(key_i, *args)`` on each part's worker."""
+        """Futures of ``function(key_i, *args)`` on each part's worker (actor futures when
+        the parts have actors)."""
         parts = range(len(self.workers)) if parts is None else parts
+        if self.actors is not None and function.__name__ in _STEPS:
+            return [self.actors[i].call(function.__name__, *args) for i in parts]
         return [self.client.submit(function, self.key(i), *args, workers=[self.workers[i]],
                                    allow_other_workers=False, pure=False, retries=0)
                 for i in parts]
 
     def submit_to(self, i: int, function: Callable, *args: Any) -> Any:
         """A future of ``function(key_i, *args)`` on part i's worker."""
+        if self.actors is not None and function.__name__ in _STEPS:
+            return self.actors[i].call(function.__name__, *args)
         return self.client.submit(function, self.key(i), *args, workers=[self.workers[i]],
                                   allow_other_workers=False, pure=False, retries=0)
 
@@ -125,6 +138,11 @@ class Cluster:
             return total
         many = isinstance(futures, list)
         pending = futures if many else [futures]
+        if pending and _is_actor_future(pending[0]):
+            result = [self._actor_result(f) for f in pending]
+            if step:
+                self.received[step] = self.received.get(step, 0) + sum(_nbytes(r) for r in result)
+            return result if many else result[0]
         while True:
             try:
                 self.distributed.wait(pending, timeout=self.poll)
@@ -146,6 +164,23 @@ class Cluster:
             self.received[step] = self.received.get(step, 0) + sum(_nbytes(r) for r in result)
         return result if many else result[0]
 
+    def _actor_result(self, future: Any) -> Any:
+        while True:
+            try:
+                return future.result(timeout=self.poll)
+            except TimeoutError:
+                self.check_alive()
+            except (OSError, self.distributed.comm.CommClosedError) as err:
+                self.check_alive()
+                raise WorkerLostError(f"a worker holding training events was lost ({err}); "
+                                      "the fit stopped: fit again") from None
+            except Exception as err:
+                if type(err).__name__ == "PartLost":
+                    self.check_alive()
+                    raise WorkerLostError(f"a worker holding training events was lost ({err}); "
+                                          "the fit stopped: fit again") from None
+                raise
+
     def check_alive(self) -> None:
         """WorkerLostError when a part's worker has left the cluster."""
         alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -164,6 +199,12 @@ class Cluster:
             self.distributed.wait(futures, timeout=5 * self.poll)
         except Exception:  # noqa: BLE001 -- cleanup after a failure must not hide it
             pass
+
+
+def _is_actor_future(future: Any) -> bool:
+    from distributed.actor import BaseActorFuture  # noqa: I001 -- Dask is the optional extra
+
+    return isinstance(future, BaseActorFuture)
 
 
 class _ClientSum:

@@ -45,6 +45,11 @@ __all__ = ["DaskBDTClassifier", "DaskBDTRegressor"]
 DASK_DEFAULTS = {"n_trees": 200, "quantised_histograms": True, "negative_weights": "keep"}
 MAX_DASK_DEPTH = 12  # a level's summed histograms: 2**11 nodes x features x 2 kB at most
 SUPPORTED_LOSSES = ("deviance", "logistic", "squared")
+# Up to this many parts the steps of a tree are actor calls (straight to the workers, a few
+# ms a round trip) and the client adds the parts' histograms; beyond, tasks through the
+# scheduler, the histograms summed pairwise on the cluster and the leaf sums chained from
+# worker to worker, so the client's traffic does not grow with the workers.
+ACTOR_PARTS = 4
 
 
 def _dask_constructor(base: type, doc: str):
@@ -157,6 +162,8 @@ class _DaskMixin:
         binned = cluster.gather([cluster.submit_to(i, _parts.bin_part, int(offsets[i]),
                                                    mapper.edges_, booster, int(self.max_depth), True)
                                  for i in parts])
+        if len(cluster.workers) <= ACTOR_PARTS:
+            cluster.start_actors()
         init = {k: exact_sum_of_parts(sum(b["init"][k] for b in binned)) for k in binned[0]["init"]}
         base_score = float(loss.init_score_of_sums(init))
         mean_abs_w = exact_sum_of_parts(sum(b["abs_weight"] for b in binned)) / n
@@ -226,11 +233,16 @@ class _DaskMixin:
                 plan = grower.advance(left)
             tree = grower.grown_tree()
             running = None
-            for i in parts:  # in event order: each part continues the sums of the one before
-                running = cluster.submit_to(i, _parts.leaf_sums, running, applied[i])
+            step = _parts.begin_tree if it + 1 < n_trees else _parts.finish
+            if cluster.actors is not None:  # the client passes the running sums along
+                cluster.gather([f for f in applied if f is not None])
+                for i in parts:  # in event order: each continues the sums of the one before
+                    running = cluster.gather(cluster.submit_to(i, _parts.leaf_sums, running, None))
+            else:
+                for i in parts:  # in event order: each continues the sums of the one before
+                    running = cluster.submit_to(i, _parts.leaf_sums, running, applied[i])
             # The parts add this tree and start the next one from the summed leaves at once,
             # without waiting for the client (each computes the leaf values as it does).
-            step = _parts.begin_tree if it + 1 < n_trees else _parts.finish
             beginning = cluster.run(step, args=(None, running, mean_abs_w)[step is _parts.finish:])
             leaf_totals = cluster.gather(running)
             values = _parts.leaf_values(booster, tree, leaf_totals, mean_abs_w)
