@@ -214,6 +214,26 @@ def test_apply_on_the_cluster_writes_what_memory_writes(client, tmp_path):
                     assert all(np.array_equal(ta[k], tb[k]) for k in ta)
 
 
+def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_path):
+    import uproot
+
+    from hepbdt.analysis import load_config, train
+
+    demo = Path(ROOT) / "analyses" / "demo.toml"
+    few = ["preselection='(nJet >= 2) & (event % 5 == 0)'", "method.n_trees=8",
+           "method.min_node_size=0", "method.quantised_histograms=true", "output.figures=false",
+           "output.report=false", "method.negative_weights=keep"]
+    memory = train(load_config(demo, few, output=tmp_path / "memory"))
+    dask_table = f"dask={{scheduler = '{client.scheduler.address}'}}"
+    cluster = train(load_config(demo, [*few, dask_table], output=tmp_path / "cluster"))
+    _assert_same_forest(memory.model.forest_, cluster.model.forest_)
+    assert list(cluster.model.feature_names_in_) == list(memory.model.feature_names_in_)
+    with uproot.open(memory.files["scores"]) as a, uproot.open(cluster.files["scores"]) as b:
+        for key in ("TrainTree", "TestTree"):
+            ta, tb = a[key].arrays(library="np"), b[key].arrays(library="np")
+            assert all(np.array_equal(ta[k], tb[k], equal_nan=True) for k in ta)
+
+
 def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
     from hepbdt.cli import main
 

@@ -42,7 +42,9 @@ from ._cluster import Cluster, connect, require_dask
 
 __all__ = ["DaskBDTClassifier", "DaskBDTRegressor"]
 
-DASK_DEFAULTS = {"n_trees": 200, "quantised_histograms": True, "negative_weights": "keep"}
+# negative_weights keeps memory's default ("regress"), which a sample with negative weights
+# refuses, so that no fit drops to another policy unasked.
+DASK_DEFAULTS = {"n_trees": 200, "quantised_histograms": True}
 MAX_DASK_DEPTH = 12  # a level's summed histograms: 2**11 nodes x features x 2 kB at most
 SUPPORTED_LOSSES = ("deviance", "logistic", "squared")
 # Up to this many parts the steps of a tree are actor calls (straight to the workers, a few
@@ -96,7 +98,7 @@ class _DaskMixin:
 
     # -- fitting --------------------------------------------------------------------------
     def _dask_fit(self, X: Any, y: Any, sample_weight: Any, client: Any, bin_edges: Any,
-                  signal: Any) -> Any:
+                  signal: Any, names: Any = None, definitions: Any = None) -> Any:
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
@@ -123,14 +125,16 @@ class _DaskMixin:
         cluster.threads = [int(info[a].get("nthreads", 1)) if self.n_jobs in (None, -1)
                            else int(self.n_jobs) for a in workers[:n_parts]]
         try:
+            if names is not None and len(names) != X.shape[1]:
+                raise ValueError(f"{len(names)} feature names for {X.shape[1]} features")
             return self._fit_parts(cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
-                                   signal, int(X.shape[1]))
+                                   signal, int(X.shape[1]), names, definitions or {})
         finally:
             cluster.close()
             del x_blocks, y_blocks, w_blocks
 
     def _fit_parts(self, cluster: Cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
-                   signal, m: int):
+                   signal, m: int, names, definitions):
         parts = range(len(groups))
         loaded = cluster.gather([
             cluster.submit_to(i, _parts.load, [x_blocks[b] for b in groups[i]],
@@ -174,7 +178,8 @@ class _DaskMixin:
             warnings.warn("no tree made a single split, so the model is a constant", stacklevel=3)
         if any(p["nan"] for p in loaded):
             forest.extra["nan_in_training"] = True
-        self._set_fitted(forest, None, {}, result, mapper)
+        self._set_fitted(forest, None if names is None else [str(n) for n in names],
+                         definitions, result, mapper)
         self.evals_result_, self.best_iteration_, self.best_score_ = {}, None, None
         self.n_trees_reason_ = f"{forest.n_trees} trees, as given (n_trees={self.n_trees})"
         self.dask_bytes_ = traffic
@@ -346,19 +351,21 @@ def _mean_loss(results: list[dict[str, float]]) -> float:
 
 class DaskBDTClassifier(_DaskMixin, BDTClassifier):
     """:class:`~hepbdt.BDTClassifier` fitted on a Dask cluster (two classes; see the module
-    docstring for the options it refuses). ``n_trees`` defaults to 200 and
-    ``negative_weights`` to "keep"."""
+    docstring for the options it refuses). ``n_trees`` defaults to 200."""
 
     _local_class = BDTClassifier
     __init__ = _dask_constructor(BDTClassifier, "Set the options (see BDTClassifier); "
                                  "nothing is checked until fit.")
 
-    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None) -> DaskBDTClassifier:
+    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
+            feature_definitions=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
         turned into dask arrays of one block), on ``client`` (the current one when None).
 
         ``bin_edges`` (m increasing arrays, e.g. an in-memory model's ``bin_edges_``) bins
-        with those edges; else the edges come from the workers' merged edge sketches."""
+        with those edges; else the edges come from the workers' merged edge sketches.
+        ``feature_names`` (and ``feature_definitions``, name -> expression) name the
+        model's features, as a named X does in memory (``LazyDataset.feature_names``)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
@@ -368,7 +375,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
             raise ParameterError("loss", f"{self.classes_.size} classes: the Dask fit is "
                                  "two-class only")
         self.n_features_in_ = int(da.asarray(X).shape[1])
-        return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_[1])
+        return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_[1],
+                              feature_names, feature_definitions)
 
     def decision_function(self, X):
         """Raw scores; a dask array (lazy, block by block) for dask input."""
@@ -391,21 +399,22 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
 
 class DaskBDTRegressor(_DaskMixin, BDTRegressor):
     """:class:`~hepbdt.BDTRegressor` fitted on a Dask cluster (squared error; see the module
-    docstring for the options it refuses). ``n_trees`` defaults to 200 and
-    ``negative_weights`` to "keep"."""
+    docstring for the options it refuses). ``n_trees`` defaults to 200."""
 
     _local_class = BDTRegressor
     __init__ = _dask_constructor(BDTRegressor, "Set the options (see BDTRegressor); "
                                  "nothing is checked until fit.")
 
-    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None) -> DaskBDTRegressor:
+    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
+            feature_definitions=None) -> DaskBDTRegressor:
         """Train on dask arrays X (n, m), y (n,) and optional weights (see
         :meth:`DaskBDTClassifier.fit`)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         self.n_features_in_ = int(da.asarray(X).shape[1])
-        return self._dask_fit(X, y, sample_weight, client, bin_edges, None)
+        return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,
+                              feature_definitions)
 
     def predict(self, X):
         """Predicted targets; a dask array (lazy) for dask input."""

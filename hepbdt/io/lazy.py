@@ -62,29 +62,11 @@ class LazyDataset:
         return len(self.X.chunks[0])
 
 
-def _read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
-                    feature_expressions: Sequence[Any], inf_as_missing: bool,
-                    task: str) -> tuple[np.ndarray, ...]:
-    """Entries [start, stop) of one source of a sample, as ``read`` would fill them."""
-    from .samples import TreeReader, _allocate, _fill_chunk, _open_file, _reader_expressions
-
-    source = plan.sources[source_index]
-    context = f"sample {plan.sample.name!r}"
-    out = _allocate(stop - start, len(feature_expressions), task)
-    with _open_file(source.path, context) as file:
-        reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
-                            context)
-        arrays = reader.read(start, stop)
-        filled = _fill_chunk(reader, arrays, start, stop, chain_offset, plan, feature_expressions,
-                             inf_as_missing, out, 0)
-    y = None if out.y is None else out.y[:filled]
-    return out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled]
-
-
 def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
-              sample_names: list[str], task: str, step_size: Any,
-              inf_as_missing: bool) -> LazyDataset:
-    """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`)."""
+              sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
+              read_partition: Any) -> LazyDataset:
+    """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
+    ``read_partition`` reads one entry range (``samples.read_partition``)."""
     import dask
     import dask.array as da
 
@@ -92,7 +74,7 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
     m = len(feature_expressions)
     y_dtype = {"classification": np.int32, "regression": np.float32}.get(task)
     columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
-    read_partition = dask.delayed(_read_partition, nout=5, pure=True)
+    read_partition = dask.delayed(read_partition, nout=5, pure=True)
     for plan in plans:
         chain_offset = 0
         for source_index, n_entries in enumerate(plan.entries):

@@ -738,7 +738,7 @@ def read(
         from .lazy import read_lazy
 
         return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
-                         task, step_size, inf_as_missing)
+                         task, step_size, inf_as_missing, read_partition)
     if binned == "auto":
         binned = choose_binned(capacity, len(feature_expressions))
     elif binned not in (True, False):
@@ -759,6 +759,23 @@ def read(
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples])
+
+
+def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
+                    feature_expressions: Sequence[Any], inf_as_missing: bool,
+                    task: str) -> tuple[np.ndarray, ...]:
+    """Entries [start, stop) of one source of a sample, as ``read`` would fill them."""
+    source = plan.sources[source_index]
+    context = f"sample {plan.sample.name!r}"
+    out = _allocate(stop - start, len(feature_expressions), task)
+    with _open_file(source.path, context) as file:
+        reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
+                            context)
+        arrays = reader.read(start, stop)
+        filled = _fill_chunk(reader, arrays, start, stop, chain_offset, plan, feature_expressions,
+                             inf_as_missing, out, 0)
+    y = None if out.y is None else out.y[:filled]
+    return out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled]
 
 
 def choose_binned(entries: int, n_features: int, available_bytes: int | None = None) -> bool:
