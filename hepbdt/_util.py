@@ -24,6 +24,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
            "column_positions"]
 
+NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
 
@@ -249,6 +250,13 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
         raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
                          "use NaN for missing values")
     return X, given
+
+
+def any_nan(X: np.ndarray) -> bool:
+    """Whether float X has a NaN, tested in blocks of rows (np.isnan(X) whole would be a
+    temporary of one byte per value)."""
+    rows = max(1, NAN_BLOCK_VALUES // max(1, X.shape[1]))
+    return any(bool(np.isnan(X[i:i + rows]).any()) for i in range(0, X.shape[0], rows))
 
 
 def feature_definitions_of(X: Any) -> dict[str, str]:

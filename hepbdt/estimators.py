@@ -21,6 +21,7 @@ import numpy as np
 
 from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
 from ._util import (
+    any_nan,
     atomic_write_text,
     check_weights,
     check_X,
@@ -370,7 +371,7 @@ class _BDTBase(SklearnProtocol):
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
         # the TMVA export warns: the Reader gives -999 for NaN events
-        if X.missing_any() if binned else np.isnan(X).any():
+        if X.missing_any() if binned else any_nan(X):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)

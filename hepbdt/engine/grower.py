@@ -403,10 +403,10 @@ class _TreeEvents:
         return self.quantiser is not None and self.quantiser.wide
 
     @classmethod
-    def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                       used: np.ndarray, rounding_seed: int) -> _TreeEvents:
+    def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray | None, a: np.ndarray,
+                       b: np.ndarray, used: np.ndarray, rounding_seed: int) -> _TreeEvents:
         """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone)."""
-        if rows.size != ordered.partition.size:
+        if rows is not None and rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
         ordered.start_tree(quantiser, a, b)
@@ -414,11 +414,15 @@ class _TreeEvents:
                    NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns)
 
     @classmethod
-    def exact_rows(cls, codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                   w: np.ndarray, used: np.ndarray) -> _TreeEvents:
-        """A copy of ``rows`` with their channels (A, B, W) as a float payload, and scratch;
-        ``a`` (K, n) and ``b`` None: the K class channels, then W (CLASS_GINI)."""
-        partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
+    def exact_rows(cls, codes: np.ndarray, rows: np.ndarray | None, a: np.ndarray,
+                   b: np.ndarray | None, w: np.ndarray, used: np.ndarray) -> _TreeEvents:
+        """A copy of ``rows`` (None: every event) with their channels (A, B, W) as a float
+        payload, and scratch; ``a`` (K, n) and ``b`` None: the K class channels, then W
+        (CLASS_GINI)."""
+        if rows is None:
+            partition = np.arange(codes.shape[1], dtype=INDEX_DTYPE)
+        else:
+            partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
         n_rows = partition.size
         all_rows = n_rows == codes.shape[1]
         channels = (*a, w) if b is None else (a, b, w)
@@ -772,7 +776,7 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
 
 def grow_tree(
     codes: np.ndarray,
-    rows: np.ndarray,
+    rows: np.ndarray | None,
     a: np.ndarray,
     b: np.ndarray,
     w: np.ndarray,
@@ -794,7 +798,7 @@ def grow_tree(
     ----------
     codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``
         (ignored when ``ordered`` is given: it holds them).
-    rows : (n_rows,) int32 events of this tree (a subsample, or all).
+    rows : (n_rows,) int32 events of this tree (a subsample), or None: every event.
     a, b, w : (n,) float32 channels A, B and event weight W of every event; for
         CLASS_GINI, ``a`` (K, n) the weight of each event in each class's channel (zero
         outside its class) and ``b`` None (the tree's ``class_sums`` then hold the sums).
