@@ -135,3 +135,37 @@ def test_no_progress_line_when_not_a_terminal(capsys: pytest.CaptureFixture[str]
     read(Sample("reg", REG_FILE, target="fvalue"), ["var1"], progress=True)
     err = capsys.readouterr().err
     assert "10,000/10,000 events" in err and err.endswith("\n")
+
+
+def test_read_ahead_keeps_order_raises_in_place_and_stops_its_thread() -> None:
+    """The chunk reader's one-ahead thread: the items in order, an error raised where its
+    item would have come (after the items before it), and no thread left behind."""
+    import threading
+
+    from hepbdt._util import read_ahead
+
+    assert list(read_ahead(iter(range(1000)))) == list(range(1000))
+
+    def failing():
+        yield 1
+        yield 2
+        raise OSError("truncated basket")
+
+    got = []
+    with pytest.raises(OSError, match="truncated basket"):
+        for item in read_ahead(failing()):
+            got.append(item)
+    assert got == [1, 2]
+    made = []
+
+    def endless():
+        while True:
+            made.append(len(made))
+            yield made[-1]
+
+    before = threading.active_count()
+    for item in read_ahead(endless()):
+        if item == 5:
+            break
+    assert threading.active_count() == before  # closing the generator joined the thread
+    assert len(made) <= 8  # the thread made at most a couple past where the caller stopped

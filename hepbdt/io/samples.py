@@ -25,7 +25,7 @@ import os
 import stat
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ import awkward as ak
 import numpy as np
 import uproot
 
-from hepbdt._util import Progress, available_memory
+from hepbdt._util import Progress, available_memory, read_ahead
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import Dataset, invalid_event_numbers, shown_number
 from hepbdt.io.errors import (
@@ -897,16 +897,21 @@ def _read_sample(
             reader = TreeReader(
                 file, source, _reader_expressions(feature_expressions, plan.expressions), context
             )
-            for arrays, start, stop in reader.iterate(step_size, executor):
-                if sketch is not None:
-                    filled = _sketch_chunk(reader, arrays, start, stop, plan,
-                                           feature_expressions, inf_as_missing, sketch, filled)
-                else:
-                    filled = _fill_chunk(
-                        reader, arrays, start, stop, chain_offset, plan,
-                        feature_expressions, inf_as_missing, out, filled,
-                    )
-                bar.update(stop - start)
+            chunks = reader.iterate(step_size, executor)
+            if executor is not None:  # with threads, the next chunk is read while this one is used
+                chunks = read_ahead(chunks)
+            with closing(chunks):  # an error here stops the reading thread at once
+                for arrays, start, stop in chunks:
+                    if sketch is not None:
+                        filled = _sketch_chunk(reader, arrays, start, stop, plan,
+                                               feature_expressions, inf_as_missing, sketch,
+                                               filled)
+                    else:
+                        filled = _fill_chunk(
+                            reader, arrays, start, stop, chain_offset, plan,
+                            feature_expressions, inf_as_missing, out, filled,
+                        )
+                    bar.update(stop - start)
         chain_offset += n_entries
     if filled == sample_start:
         raise _empty_selection_error(plan)
