@@ -26,11 +26,11 @@ import numpy as np
 
 from .._util import Progress
 from ..engine._types import CHANNEL_DTYPE, CLASS_GINI
-from ..engine.grower import GrownTree, grow_tree, sample_features
+from ..engine.grower import GrownTree
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, Forest
-from ._loop import BoostResult, add_tree, draw_sample, update_scores
-from .adaboost import MAX_SKIPPED_IN_A_ROW, MIN_ERROR, MIN_GAIN_FRACTION, _Stop, _TreeOptions
+from ._loop import BoostResult, add_tree, update_scores
+from .adaboost import MAX_SKIPPED_IN_A_ROW, MIN_ERROR, _Stop, _TreeOptions, grow_weighted_tree
 
 __all__ = ["run_samme"]
 
@@ -58,23 +58,15 @@ class _SammeRun:
     def grow(self, options: _TreeOptions, rng: np.random.Generator,
              it: int) -> tuple[GrownTree, np.ndarray, float]:
         """Draw events with the current weights and grow a K-class tree on them."""
+        def channels(w_tree):
+            by_class = np.zeros((self.n_classes, w_tree.size), dtype=CHANNEL_DTYPE)
+            by_class[self.y, np.arange(w_tree.size)] = w_tree
+            return by_class, None
+
         w_eff = self.w0 * self.boost
-        total_eff = float(w_eff.sum())
-        rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
-        total = float(w_tree.sum(dtype=np.float64))
-        if not (total > 0 and total_eff > 0):
-            raise _Stop(f"tree {it}: the sample's net weight {total:.6g} is not positive")
-        channels = np.zeros((self.n_classes, w_tree.size), dtype=CHANNEL_DTYPE)
-        channels[self.y, np.arange(w_tree.size)] = w_tree
-        params = options.params
-        params.min_child_weight = options.min_node_size * float(counts.sum())
-        params.min_split_gain = MIN_GAIN_FRACTION * total
-        features = sample_features(self.all_features, options.colsample_bytree, rng)
-        tree = grow_tree(self.codes, rows, channels, None, counts.astype(CHANNEL_DTYPE),
-                         options.n_value_bins, params, options.max_depth, features,
-                         options.colsample_bylevel, options.colsample_bynode, rng,
-                         max_leaves=options.max_leaves)
-        return tree, w_eff, total_eff
+        tree, _ = grow_weighted_tree(self.codes, w_eff, channels, options, self.all_features,
+                                     rng, it)
+        return tree, w_eff, float(w_eff.sum())
 
     def says(self, tree: GrownTree) -> tuple[np.ndarray, np.ndarray]:
         """Each node's class (that of the largest weight; 0 on internal nodes) and the
