@@ -108,6 +108,8 @@ def test_samme_refuses_chance_trees_and_its_files_round_trip(tmp_path):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     loaded = hepbdt.load_model(model.save(tmp_path / "m.json") or tmp_path / "m.json")
     assert np.array_equal(loaded.predict_proba(X), proba)
+    with pytest.raises(ValueError, match="positive sum of weights; classes"):
+        hepbdt.BDTClassifier(boosting="adaboost", n_trees=3).fit(X, y, np.where(y == 2, 0.0, w))
     # the TMVA XML (multi-class Grad: softmax of summed leaves) reads back to the same numbers
     hepbdt.interop.to_tmva_xml(model, tmp_path / "m.weights.xml")
     back = hepbdt.interop.from_tmva_xml(tmp_path / "m.weights.xml")

@@ -31,6 +31,7 @@ from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, Forest
 from ._loop import BoostResult, add_tree, update_scores
 from .adaboost import MAX_SKIPPED_IN_A_ROW, MIN_ERROR, _Stop, _TreeOptions, grow_weighted_tree
+from .losses import class_weight_sums
 
 __all__ = ["run_samme"]
 
@@ -156,6 +157,7 @@ def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.
     if n_classes < 3:
         raise ValueError(f"SAMME is for 3 or more classes; {n_classes} classes train with "
                          "run_adaboost")
+    class_weight_sums(y, w, n_classes)  # a class without weight cannot be voted for
     run = _SammeRun(codes, y, w, n_classes, beta, inverse_boost_negative)
     options = _TreeOptions(n_value_bins, SplitParams(CLASS_GINI), max_depth, min_node_size,
                            subsample, subsample_mode, colsample_bytree, colsample_bylevel,
