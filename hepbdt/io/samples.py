@@ -521,6 +521,14 @@ class TreeReader:
                 raise self._compression_error(err, start) from err
             raise
 
+    def chunks(self, step_size: int | str = DEFAULT_STEP_SIZE,
+               executor: Any = None) -> Iterator[tuple[dict[str, Any], int, int]]:
+        """``iterate``, read one chunk ahead by a background thread when there is an
+        ``executor`` (threads), so that reading overlaps the caller's work on the chunk
+        before. Close it (``contextlib.closing``) when stopping early: the thread stops."""
+        chunks = self.iterate(step_size, executor)
+        return chunks if executor is None else read_ahead(chunks)
+
     def _compression_error(self, err: Exception, start: int) -> CompressionError:
         culprits = []
         for name in self.branches:
@@ -897,10 +905,7 @@ def _read_sample(
             reader = TreeReader(
                 file, source, _reader_expressions(feature_expressions, plan.expressions), context
             )
-            chunks = reader.iterate(step_size, executor)
-            if executor is not None:  # with threads, the next chunk is read while this one is used
-                chunks = read_ahead(chunks)
-            with closing(chunks):  # an error here stops the reading thread at once
+            with closing(reader.chunks(step_size, executor)) as chunks:
                 for arrays, start, stop in chunks:
                     if sketch is not None:
                         filled = _sketch_chunk(reader, arrays, start, stop, plan,
