@@ -471,9 +471,11 @@ def test_pairs_standardise_as_numpy_without_float64_copies() -> None:
     mean, std = np.nanmean(Xd, axis=0), np.nanstd(Xd, axis=0)
     expected = np.where(np.isnan(Xd), 0.0, (Xd - mean) / np.where(std > 0, std, 1.0))
     del Xd
+    _standardised(X[:10])  # compiled (or loaded) outside the measurement
     tracemalloc.start()
     Z = _standardised(X)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert Z.dtype == np.float32 and np.array_equal(Z, expected.astype(np.float32))
-    assert peak < 1.5 * X.nbytes  # Z itself, and one block of float64 temporaries
+    # Z itself and one block's float64 temporaries; float64 copies of X took about 8x X
+    assert peak < 2.5 * X.nbytes

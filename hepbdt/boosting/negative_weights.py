@@ -168,7 +168,7 @@ def _nearest(Z_neg: np.ndarray, Z_pos: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-STANDARDISE_BLOCK = 1 << 16  # rows standardised at once (float64 temporaries of this many)
+STANDARDISE_BLOCK = 1 << 14  # rows standardised at once (float64 temporaries of this many)
 
 
 @njit
