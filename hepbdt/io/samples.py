@@ -20,6 +20,7 @@ The private helpers (:func:`resolve_sources`, :class:`TreeReader`) are shared wi
 from __future__ import annotations
 
 import contextlib
+import gc
 import glob
 import lzma
 import os
@@ -728,10 +729,16 @@ def read(
     samples, feature_texts = _check_arguments(samples, features)
     feature_expressions = [Expression(text, "feature") for text in feature_texts]
     task = _task(samples)
-    with _OpenFiles() as open_files:
-        return _read_planned(samples, feature_expressions, feature_texts, task, event, step_size,
-                             inf_as_missing, progress, threads, binned, max_bins, n_cuts,
-                             bin_edges, edge_sample, seed, open_files)
+    try:
+        with _OpenFiles() as open_files:
+            return _read_planned(samples, feature_expressions, feature_texts, task, event,
+                                 step_size, inf_as_missing, progress, threads, binned, max_bins,
+                                 n_cuts, bin_edges, edge_sample, seed, open_files)
+    finally:
+        # uproot's file and tree objects refer to each other, so the chunks they read stay
+        # allocated until the cyclic garbage collector runs, which counts objects, not
+        # bytes: as much as all the data read (600k x 12 floats: 29 MB kept after read).
+        gc.collect()
 
 
 def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
