@@ -44,7 +44,7 @@ def test_flatness_gradient_matches_finite_differences(target, columns):
     w = rng.uniform(0.3, 2.0, n)
     score = rng.normal(size=n)  # distinct scores: no ties
     strength = 2.5
-    loss = FlatnessLoss(Deviance(), strength, m, y, w, n_bins=3, target=target)
+    loss = FlatnessLoss(Deviance(), strength, m, y, w, n_bins=3, target=target, tail_floor=None)
     analytic = loss.flatness_gradient(score, w)
     eps = 1e-7
     numeric = np.empty(n)
@@ -62,6 +62,25 @@ def test_flatness_gradient_matches_finite_differences(target, columns):
     g, _ = loss.gradients(y, score)
     g0, _ = Deviance().gradients(y, score)
     np.testing.assert_allclose(g - g0, analytic / w, rtol=1e-12)
+
+
+def test_tail_weight_is_the_relative_efficiency_weight():
+    rng = np.random.default_rng(8)
+    n = 50
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    m = rng.random((n, 1))
+    w = rng.uniform(0.3, 2.0, n)
+    score = rng.normal(size=n)
+    plain = FlatnessLoss(Deviance(), 1.5, m, y, w, n_bins=2, target="both", tail_floor=None)
+    tailed = FlatnessLoss(Deviance(), 1.5, m, y, w, n_bins=2, target="both", tail_floor=0.1)
+    psi = np.empty(n)
+    for i in range(n):  # the class CDF half-way through w_i, brute force
+        mine = y == y[i]
+        below = w[mine & (score < score[i])].sum() + 0.5 * w[i]
+        psi[i] = 1.0 / max(1.0 - below / w[mine].sum(), 0.1) ** 2
+    np.testing.assert_allclose(tailed.flatness_gradient(score, w),
+                               psi * plain.flatness_gradient(score, w), rtol=1e-12)
+    np.testing.assert_allclose(tailed.flatness_hessian(w), 2 * 1.5 * psi * w, rtol=1e-12)
 
 
 def test_bins_are_weighted_quantiles_per_class():
@@ -97,18 +116,18 @@ def test_decorrelation_reduces_sculpting_and_saves(tmp_path):
     Xt, yt, wt, mt = _toy(seed=2)
     plain = BDTClassifier(n_trees=60, max_depth=3, random_state=0).fit(X, y, w)
     flat = BDTClassifier(n_trees=60, max_depth=3, random_state=0, decorrelation="flatness",
-                         decorrelation_strength=30.0).fit(X, y, w, decorrelate=m)
+                         decorrelation_strength=1.0).fit(X, y, w, decorrelate=m)
     before = decorrelation_measures(plain.decision_function(Xt), yt, mt, wt)
     after = decorrelation_measures(flat.decision_function(Xt), yt, mt, wt)
     for e in (0.5, 0.7, 0.9):
-        assert after.at(e)[1] > 1.5 * before.at(e)[1]
-    assert after.at(0.5)[0] > 2.0  # still a classifier
-    assert flat.forest_.extra["decorrelation"]["strength"] == 30.0
+        assert after.at(e)[1] > 3 * before.at(e)[1]
+    assert after.at(0.5)[0] > 4.0  # still a classifier
+    assert flat.forest_.extra["decorrelation"]["strength"] == 1.0
     path = tmp_path / "model.json"
     flat.save(path)
     loaded = load_model(path)
     assert loaded.get_params()["decorrelation"] == "flatness"
-    assert loaded.get_params()["decorrelation_strength"] == 30.0
+    assert loaded.get_params()["decorrelation_strength"] == 1.0
     np.testing.assert_array_equal(loaded.decision_function(Xt), flat.decision_function(Xt))
 
 
@@ -116,11 +135,12 @@ def test_newton_decorrelates_too():
     X, y, w, m = _toy(3000, 6000)
     kwargs = dict(boosting="newton", n_trees=40, max_depth=3, random_state=0)
     plain = BDTClassifier(**kwargs).fit(X, y, w)
-    flat = BDTClassifier(decorrelation="flatness", decorrelation_strength=30.0, **kwargs).fit(
+    flat = BDTClassifier(decorrelation="flatness", decorrelation_strength=1.0, **kwargs).fit(
         X, y, w, decorrelate=m)
     before = decorrelation_measures(plain.decision_function(X), y, m, w)
     after = decorrelation_measures(flat.decision_function(X), y, m, w)
-    assert after.at(0.7)[1] > 1.5 * before.at(0.7)[1]
+    for e in (0.5, 0.7):
+        assert after.at(e)[1] > 3 * before.at(e)[1]
 
 
 @pytest.mark.parametrize("options,fit_kwargs,match", [
@@ -189,3 +209,46 @@ def test_jsd_matches_scipy_and_measures_match_brute_force():
     assert rejection == pytest.approx(1 / res.background_efficiency[1])
     assert inverse == pytest.approx(1 / res.background_jsd[1])
     assert res.background_jsd[0] > 0.001  # the mass-dependent background score sculpts
+
+
+def _config(tmp_path, method: str):
+    from hepbdt.analysis import load_config
+
+    text = f"""
+features = ["a", "b"]
+[samples.s]
+files = "s.root"
+label = "signal"
+[samples.b]
+files = "b.root"
+label = "background"
+[method]
+n_trees = 5
+{method}
+"""
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return lambda: load_config(path)
+
+
+@pytest.mark.parametrize("method,match", [
+    ('decorrelation = "flatness"', "needs the variables to decorrelate from"),
+    ('decorrelate = ["mjj"]', "decorrelate is set but decorrelation is not"),
+    ('decorrelation = "flatness"\ndecorrelate = 3', "expected a list of branch names"),
+    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "decorrelation='uboost' is not valid"),
+    ('decorrelation = "flatness"\ndecorrelate = ["mjj"]\ndecorrelation_strength = -2.0',
+     "finite number >= 0"),
+    ('decorrelation = "flatness"\ndecorrelate = ["mjj +"]', "decorrelate"),
+])
+def test_configuration_errors(tmp_path, method, match):
+    from hepbdt.analysis import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        _config(tmp_path, method)()
+
+
+def test_configuration_reads_decorrelate(tmp_path):
+    config = _config(tmp_path, 'decorrelation = "flatness"\ndecorrelate = ["mjj / 2"]\n'
+                     'decorrelation_strength = 3.0')()
+    assert config.decorrelate == ["mjj / 2"]
+    assert config.params["decorrelation_strength"] == 3.0
