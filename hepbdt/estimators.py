@@ -817,6 +817,23 @@ class BDTClassifier(_BDTBase):
     export the option string). Its cost is 3 fits of 100 trees of depth 3 on at most
     100,000 events each, per class with negative weights: 0.37 of a 200-tree main fit at
     1M events x 28 features (the benchmark's ``--cost``).
+
+    Mass decorrelation (``decorrelation="flatness"``, gradient and newton, two classes):
+    ``fit(X, y, w, decorrelate=m)`` with m (n,) or (n, k) the variable(s) the score must
+    not sculpt (a mass; a feature or not; used only in training, not at predict time).
+    The loss adds ``decorrelation_strength`` times a flatness term: for the
+    ``decorrelation_target`` class(es) (``"background"``, ``"signal"`` or ``"both"``), the
+    squared differences between the score CDF in each of ``decorrelation_bins``
+    equal-weight bins of m (per column; cells of the grid for k > 1) and the class's whole
+    CDF, weighted towards high cuts by 1/max(1 - F, 0.05)^2
+    (``hepbdt.boosting.decorrelation``). Strength scale: at 1 the term's per-event
+    gradient is as large as the deviance's; 0 trains the ordinary model bit for bit. On
+    the toy of ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3, cut at 50 %
+    signal efficiency) strength 0.1 keeps most of the rejection and the sculpting,
+    0.3-1 brings 1/JSD of the background mass from 1.7 to 20-70 at 3-4x less rejection,
+    and 3-100 decorrelates no further but costs more rejection (see
+    ``benchmarks/bench_decorrelation.py``). The AdaBoost family has no decorrelation
+    (uBoost is not implemented) and is refused, as are more than two classes.
     """
 
     _estimator_type = "classifier"

@@ -55,7 +55,7 @@ from ..engine._types import CHANNEL_DTYPE, njit
 from .losses import Loss
 
 __all__ = ["DECORRELATION_METHODS", "DECORRELATION_TARGETS", "FlatnessLoss", "flatness_bins",
-           "flatness_differences", "check_decorrelate"]
+           "check_decorrelate"]
 
 DECORRELATION_METHODS = ("flatness",)
 DECORRELATION_TARGETS = ("background", "signal", "both")
@@ -113,47 +113,44 @@ def flatness_bins(m: NDArray, y: NDArray, w: NDArray, n_bins: int, target: str
 
 
 @njit
-def _cdf_differences(order, w, class_index, group, class_total, group_total, out, position):
-    """out[i] = F_b(s_i) - F_c(s_i) for each targeted event (0 elsewhere), events taken in
-    ``order`` (increasing score, ties already broken), each CDF half-way through w_i."""
+def _shuffle_ties(order, score, uniform):
+    """Put each run of equal scores in ``order`` (sorted by score) in a random order, drawn
+    from ``uniform`` (order.size numbers in [0, 1))."""
+    n = order.size
+    j = 0
+    while j < n:
+        stop = j + 1
+        while stop < n and score[order[stop]] == score[order[j]]:
+            stop += 1
+        for t in range(stop - 1, j, -1):  # Fisher-Yates on order[j:stop]
+            u = j + min(int(uniform[t] * (t - j + 1)), t - j)
+            order[t], order[u] = order[u], order[t]
+        j = stop
+
+
+@njit
+def _flatness_terms(order, w, w_tree, class_index, group, class_total, group_total,
+                    strength, tail_floor, wg, wh):
+    """Add the flatness term's gradient and surrogate hessian (module docstring) of the
+    targeted events, taken in ``order`` (increasing score, ties broken), to wg and wh;
+    each CDF half-way through w_i; tail_floor <= 0: psi = 1."""
     below_class = np.zeros(class_total.size)
     below_group = np.zeros(group_total.size)
     for t in range(order.size):
         i = order[t]
         c = class_index[i]
-        out[i] = 0.0
-        position[i] = 0.0
-        if c < 0:
-            continue
         g = group[i]
-        if class_total[c] > 0:
-            position[i] = (below_class[c] + 0.5 * w[i]) / class_total[c]
         if class_total[c] > 0 and group_total[g] > 0:
-            out[i] = ((below_group[g] + 0.5 * w[i]) / group_total[g]
-                      - (below_class[c] + 0.5 * w[i]) / class_total[c])
+            position = (below_class[c] + 0.5 * w[i]) / class_total[c]
+            diff = (below_group[g] + 0.5 * w[i]) / group_total[g] - position
+            psi = 1.0
+            if tail_floor > 0:
+                tail = max(1.0 - position, tail_floor)
+                psi = 1.0 / (tail * tail)
+            wg[i] += -2.0 * strength * psi * diff * w_tree[i]
+            wh[i] += 2.0 * strength * psi * w_tree[i]
         below_class[c] += w[i]
         below_group[g] += w[i]
-
-
-def flatness_differences(score: NDArray, w: NDArray, class_index: NDArray, group: NDArray,
-                         tie_breaker: NDArray | None = None,
-                         position: NDArray | None = None) -> NDArray:
-    """F_b(s_i) - F_c(s_i) per event (float64 (n,), 0 for events not targeted); see the
-    module docstring. Tied scores are ordered by ``tie_breaker`` (n values; None: by
-    index). O(n log n): one sort of the scores."""
-    score = np.ascontiguousarray(score, dtype=np.float64)
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    n_classes = int(class_index.max()) + 1 if class_index.size else 0
-    targeted = class_index >= 0
-    class_total = np.bincount(class_index[targeted], weights=w[targeted], minlength=n_classes)
-    n_groups = int(group.max()) + 1 if group.size else 0
-    group_total = np.bincount(group[targeted], weights=w[targeted], minlength=n_groups)
-    order = (np.argsort(score, kind="stable") if tie_breaker is None
-             else np.lexsort((tie_breaker, score)))
-    out = np.empty(score.size)
-    _cdf_differences(order, w, class_index, group, class_total, group_total, out,
-                     np.empty(score.size) if position is None else position)
-    return out
 
 
 class FlatnessLoss(Loss):
@@ -178,8 +175,12 @@ class FlatnessLoss(Loss):
         self.name = base.name
         self.is_classification = True
         self.target = target
-        self.class_index, self.group = flatness_bins(m, y, np.asarray(w, np.float64), n_bins, target)
-        self.w = np.asarray(w, np.float64)
+        self.w = np.ascontiguousarray(w, np.float64)
+        self.class_index, self.group = flatness_bins(m, y, self.w, n_bins, target)
+        self.targeted = np.flatnonzero(self.class_index >= 0)
+        tw = self.w[self.targeted]
+        self.class_total = np.bincount(self.class_index[self.targeted], weights=tw)
+        self.group_total = np.bincount(self.group[self.targeted], weights=tw)
         self.rng = np.random.default_rng(seed)
         self.tail_floor = tail_floor
 
@@ -189,8 +190,8 @@ class FlatnessLoss(Loss):
     def gradients(self, y, score):
         g, h = self.base.gradients(y, score)
         # per unit weight: the flatness term's gradient and surrogate hessian divided by w_i
-        ones = np.ones_like(self.w)
-        return g + self.flatness_gradient(score, ones), h + self.flatness_hessian(ones)
+        fg, fh = self.flatness_terms(score, np.ones_like(self.w))
+        return g + fg, h + fh
 
     def pointwise(self, y, score):
         return self.base.pointwise(y, score)
@@ -201,26 +202,27 @@ class FlatnessLoss(Loss):
     def begin_round(self, y, w, score):
         self.base.begin_round(y, w, score)
 
-    def flatness_gradient(self, score: NDArray, w_tree: NDArray) -> NDArray:
-        """d(flatness term)/d s_i times w_tree_i / w_i: -2 strength w_tree_i (F_b - F_c)(s_i)."""
-        position = np.empty(score.size)
-        diff = flatness_differences(score, self.w, self.class_index, self.group,
-                                    self.rng.random(score.size), position)
-        self._tail = (np.ones(score.size) if self.tail_floor is None
-                      else 1.0 / np.maximum(1.0 - position, self.tail_floor) ** 2)
-        return -2.0 * self.strength * np.asarray(w_tree, np.float64) * diff * self._tail
+    def flatness_terms(self, score: NDArray, w_tree: NDArray) -> tuple[NDArray, NDArray]:
+        """The flatness term's d/d s_i times w_tree_i / w_i, -2 strength psi_i w_tree_i
+        (F_b - F_c)(s_i), and its surrogate hessian 2 strength psi_i w_tree_i: float64 (n,)
+        each, 0 for events not targeted. One sort of the targeted events' scores."""
+        wg = np.zeros(score.size)
+        wh = np.zeros(score.size)
+        self._add_terms(np.ascontiguousarray(score, np.float64), w_tree, wg, wh)
+        return wg, wh
 
-    def flatness_hessian(self, w_tree: NDArray) -> NDArray:
-        """The surrogate hessian 2 strength psi_i w_tree_i of targeted events (module
-        docstring), psi of the last ``flatness_gradient``."""
-        tail = getattr(self, "_tail", 1.0)
-        return np.where(self.class_index >= 0,
-                        2.0 * self.strength * tail * np.asarray(w_tree, np.float64), 0.0)
+    def _add_terms(self, score, w_tree, wg, wh) -> None:
+        order = self.targeted[np.argsort(score[self.targeted])]
+        _shuffle_ties(order, score, self.rng.random(order.size))
+        floor = 0.0 if self.tail_floor is None else float(self.tail_floor)
+        _flatness_terms(order, self.w, np.ascontiguousarray(w_tree, np.float64), self.class_index,
+                        self.group, self.class_total, self.group_total, self.strength, floor,
+                        wg, wh)
 
     def channels(self, y, score, w_tree, w):
         wg, wh, loss = self.base.channels(y, score, w_tree, w)
         if self.strength == 0:
             return wg, wh, loss
-        wg = (wg + self.flatness_gradient(score, w_tree)).astype(CHANNEL_DTYPE)
-        wh = (wh + self.flatness_hessian(w_tree)).astype(CHANNEL_DTYPE)
-        return wg, wh, loss
+        wg64, wh64 = wg.astype(np.float64), wh.astype(np.float64)
+        self._add_terms(np.ascontiguousarray(score, np.float64), w_tree, wg64, wh64)
+        return wg64.astype(CHANNEL_DTYPE), wh64.astype(CHANNEL_DTYPE), loss
