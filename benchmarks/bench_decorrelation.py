@@ -19,16 +19,18 @@ For each model: the background rejection at 50 % signal efficiency and 1/JSD of 
 background mjj (50 bins, base 2) before and after that cut, on the test events, and the
 fit time. Then: which hep_ml points hepbdt's front dominates (a hepbdt point at least as
 good in both), hepbdt's best rejection at the 1/JSD the no-mass model reaches, and the
-ratio of hep_ml's fit time to hepbdt's at each strength. hep_ml is optional (``pip
+ratio of hep_ml's fit time to hepbdt's at each strength (hepbdt on all cores, and on one
+thread as hep_ml, which is single-threaded). hep_ml is optional (``pip
 install --no-deps hep_ml``); without it only hepbdt's rows are printed.
 
     python benchmarks/bench_decorrelation.py [--signal 20000] [--background 40000]
-        [--trees 100] [--depth 3] [--strengths 0.1,0.3,1,3,10,30,100] [--no-uboost]
+        [--trees 100] [--depth 3] [--strengths 0.003,0.01,...,100] [--no-uboost]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -38,6 +40,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# No OpenMP library is compared here (hep_ml is NumPy and scikit-learn's single-threaded
+# trees): hepbdt runs with its own default, threads that sleep at once when idle
+# (_data otherwise sets libgomp's spinning; on a loaded machine spinning threads made the
+# plain fit 28x slower: 12 s against 0.43 s).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from _data import machine  # noqa: E402
 
@@ -64,10 +71,11 @@ def _range(mass):
     return float(mass.min()), float(mass.max())
 
 
-def fit_hepbdt(train, trees, depth, strength=None, columns=None):
+def fit_hepbdt(train, trees, depth, strength=None, columns=None, n_jobs=None):
     X, y, w, mass = train
     cols = list(range(X.shape[1])) if columns is None else columns
-    options = dict(n_trees=trees, max_depth=depth, learning_rate=0.1, random_state=0)
+    options = dict(n_trees=trees, max_depth=depth, learning_rate=0.1, random_state=0,
+                   n_jobs=n_jobs)
     extra = {}
     if strength is not None:
         options.update(decorrelation="flatness", decorrelation_strength=strength)
@@ -125,7 +133,7 @@ def main(argv=None):
     parser.add_argument("--background", type=int, default=40_000)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--depth", type=int, default=3)
-    parser.add_argument("--strengths", default="0.1,0.3,1,3,10,30,100")
+    parser.add_argument("--strengths", default="0.003,0.01,0.03,0.1,0.3,1,3,10,30,100")
     parser.add_argument("--no-uboost", action="store_true")
     parser.add_argument("--uboost-steps", type=int, default=5)
     parser.add_argument("--no-hep-ml", action="store_true")
@@ -148,14 +156,17 @@ def main(argv=None):
             have_hep_ml = False
     rows = []
 
-    def add(name, strength, score, seconds):
+    def add(name, strength, score, seconds, one_thread=None):
         rejection, inverse = measure(score, test)
         rows.append({"model": name, "strength": strength, "rejection": rejection,
-                     "1/JSD": inverse, "fit s": seconds})
+                     "1/JSD": inverse, "fit s": seconds, "fit s 1 thread": one_thread})
         s = "" if strength is None else f"{strength:g}"
-        print(f"{name:14s} {s:>8s} {rejection:10.3g} {inverse:10.4g} {seconds:9.2f}", flush=True)
+        single = "" if one_thread is None else f"{one_thread:9.2f}"
+        print(f"{name:14s} {s:>8s} {rejection:10.3g} {inverse:10.4g} {seconds:9.2f} {single}",
+              flush=True)
 
-    print(f"{'model':14s} {'strength':>8s} {'rej@50%':>10s} {'1/JSD':>10s} {'fit s':>9s}")
+    print(f"{'model':14s} {'strength':>8s} {'rej@50%':>10s} {'1/JSD':>10s} {'fit s':>9s} "
+          f"{'1 thread':>9s}")
     model, seconds, cols = fit_hepbdt(train, args.trees, args.depth)
     add("plain", None, model.decision_function(test[0][:, cols]), seconds)
     columns = [SCULPTING_FEATURES.index(f) for f in NO_MASS]
@@ -163,7 +174,8 @@ def main(argv=None):
     add("no-mass", None, model.decision_function(test[0][:, cols]), seconds)
     for s in strengths:
         model, seconds, cols = fit_hepbdt(train, args.trees, args.depth, s)
-        add("hepbdt", s, model.decision_function(test[0]), seconds)
+        one = fit_hepbdt(train, args.trees, args.depth, s, n_jobs=1)[1]
+        add("hepbdt", s, model.decision_function(test[0]), seconds, one)
         if have_hep_ml:
             hm, hm_seconds = fit_hep_ml("flat", train, args.trees, args.depth, s)
             add("hep_ml-flat", s, hep_ml_score("flat", hm, test), hm_seconds)
@@ -193,11 +205,12 @@ def main(argv=None):
           + (", ".join(f"{r['strength']:g} (rejection {r['rejection']:.3g}, 1/JSD "
                        f"{r['1/JSD']:.3g})" for r in strong) or "none"))
     if have_hep_ml:
-        ratios = [h["fit s"] / r["fit s"] for r in rows if r["model"] == "hepbdt"
-                  for h in rows if h["model"] == "hep_ml-flat" and h["strength"] == r["strength"]]
-        if ratios:
-            print(f"fit time hep_ml-flat / hepbdt: min {min(ratios):.1f}x, median "
-                  f"{float(np.median(ratios)):.1f}x, max {max(ratios):.1f}x")
+        for key, what in (("fit s", "all cores"), ("fit s 1 thread", "one thread")):
+            ratios = [h["fit s"] / r[key] for r in rows if r["model"] == "hepbdt"
+                      for h in rows if h["model"] == "hep_ml-flat" and h["strength"] == r["strength"]]
+            if ratios:
+                print(f"fit time hep_ml-flat / hepbdt ({what}): min {min(ratios):.1f}x, median "
+                      f"{float(np.median(ratios)):.1f}x, max {max(ratios):.1f}x")
     return rows
 
 

@@ -827,13 +827,16 @@ class BDTClassifier(_BDTBase):
     equal-weight bins of m (per column; cells of the grid for k > 1) and the class's whole
     CDF, weighted towards high cuts by 1/max(1 - F, 0.05)^2
     (``hepbdt.boosting.decorrelation``). Strength scale: at 1 the term's per-event
-    gradient is as large as the deviance's; 0 trains the ordinary model bit for bit. On
-    the toy of ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3, cut at 50 %
-    signal efficiency) strength 0.1 keeps most of the rejection and the sculpting,
-    0.3-1 brings 1/JSD of the background mass from 1.7 to 20-70 at 3-4x less rejection,
-    and 3-100 decorrelates no further but costs more rejection (see
-    ``benchmarks/bench_decorrelation.py``). The AdaBoost family has no decorrelation
-    (uBoost is not implemented) and is refused, as are more than two classes.
+    gradient is as large as the deviance's at the median score (larger towards high
+    scores); 0 trains the ordinary model bit for bit. Measured on the toy of
+    ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3; background rejection and
+    1/JSD of the background mass at 50 % signal efficiency; plain model 58 and 1.7):
+    0.003-0.01 keep the model (57-54, 1.8), 0.1 gives 34 and 3.6, 0.3 gives 22 and 20,
+    1 gives 15 and 96; above about 3 the trade-off gets worse, not stronger (3: 9.6 and
+    44; 10-100: 1/JSD 5-9), as the surrogate hessian that bounds the flatness steps also
+    slows the deviance's (``benchmarks/bench_decorrelation.py``). Useful range: 0.01-3.
+    The AdaBoost family has no decorrelation (uBoost is not implemented) and is refused,
+    as are more than two classes.
     """
 
     _estimator_type = "classifier"
@@ -878,7 +881,7 @@ class BDTClassifier(_BDTBase):
                 or not (math.isfinite(s) and s >= 0)):
             raise ParameterError("decorrelation_strength", f"decorrelation_strength={s!r} is "
                                  "not valid; expected a finite number >= 0 (0: no decorrelation; "
-                                 "0.1-100 spans weak to strong)")
+                                 "about 0.1 weak, 1 strong)")
         if self.decorrelation_target not in DECORRELATION_TARGETS:
             raise ParameterError("decorrelation_target", f"decorrelation_target="
                                  f"{self.decorrelation_target!r} is not valid; expected one of "
