@@ -252,3 +252,15 @@ def test_configuration_reads_decorrelate(tmp_path):
                      'decorrelation_strength = 3.0')()
     assert config.decorrelate == ["mjj / 2"]
     assert config.params["decorrelation_strength"] == 3.0
+
+
+def test_tmva_option_string_refuses_decorrelation_but_xml_export_works(tmp_path):
+    from hepbdt.tmva_options import TMVAOptionError
+
+    X, y, w, m = _toy(300, 600)
+    model = BDTClassifier(n_trees=5, max_depth=2, min_node_size=0.05, decorrelation="flatness",
+                          decorrelation_strength=1.0).fit(X, y, w, decorrelate=m)
+    with pytest.raises(TMVAOptionError, match="decorrelation='flatness' has no TMVA equivalent"):
+        model.to_tmva()
+    model.save_tmva(tmp_path / "model.weights.xml")
+    assert (tmp_path / "model.weights.xml").is_file()
