@@ -21,6 +21,7 @@ import numpy as np
 
 from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
 from ._util import (
+    any_nan,
     atomic_write_text,
     check_weights,
     check_X,
@@ -42,6 +43,7 @@ from .boosting.decorrelation import (
 )
 from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
+from .boosting.samme import run_samme
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -380,11 +382,13 @@ class _BDTBase(SklearnProtocol):
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
         # the TMVA export warns: the Reader gives -999 for NaN events
-        if X.missing_any() if binned else np.isnan(X).any():
+        if X.missing_any() if binned else any_nan(X):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
-        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, forest.n_classes)
+        # SAMME keeps each tree once a class; its rounds are single trees
+        per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round)
         return self
 
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
@@ -752,9 +756,12 @@ class BDTClassifier(_BDTBase):
     ``predict_proba`` maps it through the loss's link (deviance: 1/(1+exp(-2F)); logistic:
     1/(1+exp(-F))). See the README for every option and its TMVA name.
 
-    Three or more labels train a multi-class model (``gradient`` or ``newton`` only): K
-    trees a round on the softmax loss, ``classes_`` the sorted labels, ``predict_proba``
-    and ``decision_function`` (n, K), ``n_trees`` counting rounds.
+    Three or more labels train a multi-class model, ``classes_`` the sorted labels,
+    ``predict_proba`` and ``decision_function`` (n, K): ``gradient`` and ``newton`` grow K
+    trees a round on the softmax loss (``n_trees`` counting rounds); ``adaboost`` is SAMME
+    (scikit-learn's multi-class AdaBoost, ``beta`` its learning rate), one K-class tree a
+    round on the multi-class Gini index, ``predict_proba`` scikit-learn's (see
+    ``hepbdt.boosting.samme``). The other boosters are two-class only.
 
     Boosters (``boosting``): ``"gradient"``, ``"newton"``, and the AdaBoost family of
     ``hepbdt.boosting.adaboost``: ``"adaboost"`` (TMVA's AdaBoost; score in [-1, 1], or
@@ -905,11 +912,12 @@ class BDTClassifier(_BDTBase):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
         ``"auto"``: on (ratio 1) for the AdaBoost family, as TMVA, off for gradient and
-        newton. The weights are scaled so that they add up to the number of events.
+        newton and for more than two classes. The weights are scaled so that they add up
+        to the number of events.
         """
         f = self.sig_to_bkg_fraction
         if f == "auto":
-            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS else None
+            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
         if f is None:
             return w
         if self._multiclass:
@@ -928,6 +936,16 @@ class BDTClassifier(_BDTBase):
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
                                  f"boosting={self.boosting!r}")
+        if self._multiclass:
+            return run_samme(
+                codes, y, w, mapper.n_bins_, mapper, n_classes=self.classes_.size,
+                n_trees=n_trees, max_depth=self._depth_limit(), beta=float(self.beta),
+                min_node_size=self.min_node_size_, subsample=self.subsample,
+                subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
+                colsample_bylevel=self.colsample_bylevel,
+                colsample_bynode=self._node_fraction(codes.shape[0]),
+                inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
+                verbose=self.verbose, max_leaves=self._leaf_limit())
         forest, result = run_adaboost(
             codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
             n_trees=n_trees, max_depth=self._depth_limit(),
@@ -946,13 +964,27 @@ class BDTClassifier(_BDTBase):
         """Whether the classes (of the fit under way or done) are more than two."""
         return getattr(self, "classes_", np.empty(0)).size > 2
 
+    def _check_multiclass(self) -> None:
+        """Refuse the boosters and options that are two-class only."""
+        k = self.classes_.size
+        if self.boosting == "adaboost":  # SAMME
+            if not self.use_yes_no_leaf:
+                raise ParameterError("use_yes_no_leaf", f"with {k} classes boosting='adaboost' "
+                                     "is SAMME, whose leaves say a class: use_yes_no_leaf=True")
+            if self.criterion != "gini":
+                raise ParameterError("criterion", f"with {k} classes boosting='adaboost' "
+                                     "(SAMME) grows its trees on the multi-class Gini index: "
+                                     f"criterion='gini'; criterion={self.criterion!r} is "
+                                     "two-class only")
+            return
+        if self.boosting not in ("gradient", "newton"):
+            raise ParameterError("boosting", f"{k} classes need boosting='gradient' (TMVA's "
+                                 "multi-class BDTG), 'newton' (softmax) or 'adaboost' (SAMME); "
+                                 f"boosting={self.boosting!r} is two-class only")
+        self._make_loss()
+
     def _make_loss(self):
         if self._multiclass:
-            if self.boosting not in ("gradient", "newton"):
-                raise ParameterError("boosting", f"{self.classes_.size} classes need "
-                                     "boosting='gradient' (TMVA's multi-class BDTG) or "
-                                     f"'newton' (softmax); boosting={self.boosting!r} is "
-                                     "two-class only")
             if self.loss not in (None, "softmax"):
                 raise ParameterError("loss", f"loss {self.loss!r} is two-class; with "
                                      f"{self.classes_.size} classes the loss is 'softmax' "
@@ -1036,7 +1068,7 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
         if self._multiclass:
-            self._make_loss()  # refuses boosters and losses that are two-class only
+            self._check_multiclass()
         decorrelate = self._checked_decorrelate(decorrelate, X.shape[0])
         self.n_features_in_ = X.shape[1]
         return self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)

@@ -37,7 +37,7 @@ BINARY_CLASSES = ("background", "signal")
 #: The boosters that train more than two classes (softmax, K trees a round); the others
 #: are two-class only. Mirrors BDTClassifier's own check at fit time (a test keeps them
 #: equal), so that ``--check`` refuses them before any work.
-MULTICLASS_BOOSTINGS = ("gradient", "newton")
+MULTICLASS_BOOSTINGS = ("gradient", "newton", "adaboost")
 #: A class name: it becomes part of the score branches (``bdt_score_<class>``).
 _CLASS_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 #: The deepest chain of aliases using aliases (a2 = "a1 + 1", a1 = "a0 + 1", ...).
@@ -859,8 +859,18 @@ def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
     if boosting not in MULTICLASS_BOOSTINGS:
         problems.add("method", key_of("boosting"), f"boosting = {boosting!r} is two-class "
                      f"only; {n_classes} classes need one of "
-                     f"{', '.join(repr(b) for b in MULTICLASS_BOOSTINGS)} (softmax, one tree "
-                     "a class each round; TMVA's multi-class BDTG is 'gradient')")
+                     f"{', '.join(repr(b) for b in MULTICLASS_BOOSTINGS)} ('gradient' and "
+                     "'newton': softmax, one tree a class each round, TMVA's multi-class BDTG "
+                     "being 'gradient'; 'adaboost': SAMME)")
+    if boosting == "adaboost":
+        if params.get("use_yes_no_leaf", True) is not True:
+            problems.add("method", key_of("use_yes_no_leaf"), f"with {n_classes} classes "
+                         "boosting = 'adaboost' is SAMME, whose leaves say a class: "
+                         "use_yes_no_leaf = true")
+        if params.get("criterion", "gini") != "gini":
+            problems.add("method", key_of("criterion"), f"with {n_classes} classes boosting = "
+                         "'adaboost' (SAMME) grows its trees on the multi-class Gini index: "
+                         f"criterion = \"gini\"; {params['criterion']!r} is two-class only")
     if params.get("loss") not in (None, "softmax"):
         problems.add("method", key_of("loss"), f"loss = {params['loss']!r} is two-class; "
                      f"with {n_classes} classes the loss is 'softmax' (leave loss out)")
