@@ -79,8 +79,8 @@ def write_outputs(result: TrainResult, echo: Echo = None) -> None:
     files["scores"] = _write_score_trees(result, out / "scores.root")
     measures = decorrelation_of(result)
     if measures is not None:
-        files["decorrelation"] = out / "decorrelation.json"
-        atomic_write_text(files["decorrelation"], json.dumps(
+        files["sculpting"] = out / "decorrelation.json"
+        atomic_write_text(files["sculpting"], json.dumps(
             {"decorrelate": config.decorrelate, "measures": measures.to_dict()}, indent=1) + "\n")
     if config.output.figures:
         for name, path in draw_figures(result, out / "figures",
