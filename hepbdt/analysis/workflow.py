@@ -48,7 +48,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     Returns
     -------
     TrainResult; ``files`` maps each output ("model", "tmva_xml", "scores", "report",
-    "summary", "figure:<name>") to its path.
+    "summary", "figure:<name>", and with ``[method] decorrelate`` "sculpting", the
+    decorrelation measures' JSON) to its path.
     """
     check_memory(config)  # a sample too large for the stated memory: refused before any work
     out = default_output_dir(config)
