@@ -200,6 +200,10 @@ class AnalysisConfig:
     #: The class names in label order: ["background", "signal"] for two classes, else the
     #: samples' class names sorted (the model's ``classes_``); empty for a regression.
     classes: list[str] = field(default_factory=list)
+    #: ``[method] decorrelate``: the expressions (aliases expanded) of the variables the
+    #: score is decorrelated from (``[method] decorrelation``); read like the features,
+    #: used only in training and in the decorrelation measures.
+    decorrelate: list[str] = field(default_factory=list)
 
     @property
     def multiclass(self) -> bool:
@@ -481,7 +485,11 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         problems.add("split", "kfold", "k-fold training assigns events to folds by event "
                      "number: give event = \"event\" (the event-number branch) at the top of "
                      "the file")
-    params, tmva_options = _method_config(top.get("method", {}), task, problems, len(classes))
+    method = dict(top.get("method", {}))
+    decorrelate_texts = method.pop("decorrelate", None)
+    params, tmva_options = _method_config(method, task, problems, len(classes))
+    decorrelate = _decorrelate_expressions(decorrelate_texts, params, task, len(classes),
+                                           expander, problems)
     output_config = _output_config(top.get("output", {}), problems, classes)
     if output is not None:
         output_config.directory = Path(output)
@@ -493,7 +501,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         params=params, tmva_options=tmva_options, output=output_config,
         aliases=expander.aliases, document=document, binned=top.get("binned", False),
         memory=None if "memory" not in top else _memory_bytes(top["memory"]),
-        classes=classes,
+        classes=classes, decorrelate=decorrelate,
     )
 
 
@@ -804,6 +812,40 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             if n_classes > 2:
                 _check_multiclass_method(params, table, tmva_options, n_classes, problems)
     return params, tmva_options
+
+
+def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_classes: int,
+                             expand: _Expander, problems: _Problems) -> list[str]:
+    """``[method] decorrelate`` expanded and parsed, checked against ``decorrelation``."""
+    method = params.get("decorrelation")
+    if texts is None:
+        if method is not None:
+            problems.add("method", "decorrelation", f"decorrelation = {method!r} needs the "
+                         "variables to decorrelate from: decorrelate = [\"mjj\"] (branches or "
+                         "expressions, read like the features)")
+        return []
+    if isinstance(texts, str):
+        texts = [texts]
+    if not _is_strings(texts) or not texts:
+        problems.add("method", "decorrelate", "expected a list of branch names or expressions, "
+                     "e.g. decorrelate = [\"mjj\"]")
+        return []
+    if task == "regression" or n_classes > 2:
+        problems.add("method", "decorrelate", "decorrelation is for a two-class training "
+                     "(signal against background)")
+        return []
+    if method is None:
+        problems.add("method", "decorrelate", "decorrelate is set but decorrelation is not; "
+                     "add decorrelation = \"flatness\" (or remove decorrelate)")
+        return []
+    if len(texts) > 3:
+        problems.add("method", "decorrelate", f"{len(texts)} variables; at most 3")
+        return []
+    expressions = [e for e in (expand(t, "feature", "method", "decorrelate") for t in texts)
+                   if e is not None]
+    if len(set(expressions)) != len(expressions):
+        problems.add("method", "decorrelate", "a variable is repeated")
+    return expressions
 
 
 def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
