@@ -15,6 +15,16 @@ learning rate 0.1, 255 bins, lambda 1, minimum child hessian 1, all cores:
   lightgbm         ``multiclass``, leaf-wise within the depth, float histograms
   lightgbm-quant   the same with ``use_quantized_grad=True`` (integer gradients)
 
+and multi-class AdaBoost, one K-class tree a round (``--trees`` trees of depth
+``--depth``, learning rate 0.5), whose probabilities are not a log-loss minimiser (so its
+row says how it compares with scikit-learn's, not with the softmax rows):
+
+  hepbdt-samme     ``boosting="adaboost"`` with K classes: SAMME through the one grower,
+                   multi-class Gini on 255 bins, depth-wise
+  sklearn-samme    scikit-learn's ``AdaBoostClassifier`` (SAMME) of exact
+                   ``DecisionTreeClassifier`` trees (every distinct value a cut); skipped above
+                   ``SKLEARN_SAMME_EVENTS`` training events (it takes minutes a tree there)
+
 On each split the models are fitted in turn (interleaved), so drifts in machine load hit
 every library alike; the table gives medians over the splits of the weighted test
 log-loss and of the fit time, and each fit time's ratio to XGBoost's.
@@ -40,7 +50,9 @@ sys.path.insert(0, str(HERE))
 from _data import machine, multiclass_like  # noqa: E402
 
 SHARED_DATA = HERE.parent.parent / "shared" / "data"
-LIBS = ("hepbdt-newton", "hepbdt-gradient", "xgboost", "lightgbm", "lightgbm-quant")
+LIBS = ("hepbdt-newton", "hepbdt-gradient", "xgboost", "lightgbm", "lightgbm-quant",
+        "hepbdt-samme", "sklearn-samme")
+SKLEARN_SAMME_EVENTS = 100_000
 
 
 def tmva_multiclass():
@@ -63,6 +75,17 @@ def tmva_multiclass():
 def make(lib: str, trees: int, depth: int):
     """The model of one row at the shared settings."""
     threads = os.cpu_count()
+    if lib == "hepbdt-samme":
+        import hepbdt
+
+        return hepbdt.BDTClassifier(boosting="adaboost", n_trees=trees, max_depth=depth,
+                                    beta=0.5, max_bins=255, min_node_size=0.0, n_jobs=threads)
+    if lib == "sklearn-samme":
+        from sklearn.ensemble import AdaBoostClassifier
+        from sklearn.tree import DecisionTreeClassifier
+
+        return AdaBoostClassifier(DecisionTreeClassifier(max_depth=depth), n_estimators=trees,
+                                  learning_rate=0.5, random_state=0)
     if lib.startswith("hepbdt"):
         import hepbdt
 
@@ -104,6 +127,8 @@ def run(name: str, data, args) -> None:
     for seed in range(args.splits):
         (Xa, ya, wa), (Xb, yb, wb) = split(*data, seed)
         for lib in LIBS:
+            if lib == "sklearn-samme" and ya.size > SKLEARN_SAMME_EVENTS:
+                continue
             model = make(lib, args.trees, args.depth)
             start = time.perf_counter()
             model.fit(Xa, ya, sample_weight=wa)
@@ -118,6 +143,9 @@ def run(name: str, data, args) -> None:
     print("| row | test log-loss | fit s | fit / XGBoost's |")
     print("| --- | ---: | ---: | ---: |")
     for lib in LIBS:
+        if not results[lib]["fit"]:
+            print(f"| {lib} | skipped: more than {SKLEARN_SAMME_EVENTS:,} training events | | |")
+            continue
         fit = statistics.median(results[lib]["fit"])
         print(f"| {lib} | {statistics.median(results[lib]['loss']):.5f} | {fit:.2f} | "
               f"{fit / xgb_fit:.2f} |")

@@ -13,9 +13,9 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
            "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts"]
 
+NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
 
 
@@ -251,6 +252,13 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     return X, given
 
 
+def any_nan(X: np.ndarray) -> bool:
+    """Whether float X has a NaN, tested in blocks of rows (np.isnan(X) whole would be a
+    temporary of one byte per value)."""
+    rows = max(1, NAN_BLOCK_VALUES // max(1, X.shape[1]))
+    return any(bool(np.isnan(X[i:i + rows]).any()) for i in range(0, X.shape[0], rows))
+
+
 def feature_definitions_of(X: Any) -> dict[str, str]:
     """The expressions behind named columns (a hepbdt ``Dataset.X``), else {}."""
     return dict(getattr(X, "feature_definitions", None) or {})
@@ -476,6 +484,55 @@ def available_memory() -> int | None:
 # 200,000 (``--sizes --spin``: 0.94x at 20,000 x 10, 0.64x at 50,000 x 28).
 SERIAL_FIT_WORK = 2_000_000
 SERIAL_FIT_WORK_SPINNING = 200_000
+
+
+_T = TypeVar("_T")
+_END = object()
+
+
+def read_ahead(items: Iterable[_T]) -> Iterator[_T]:
+    """``items`` made one ahead by a background thread, so that the caller's work on one
+    item overlaps the making of the next (uproot's decompression, numpy and the Numba
+    kernels release the GIL). An exception raised while making an item comes out where
+    that item would have; when the caller stops early, the thread stops after the item it
+    is making, before this generator is closed."""
+    import queue
+    import threading
+
+    handoff: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((True, item)):
+                    return
+            put((True, _END))
+        except BaseException as exc:  # handed to the caller, raised there
+            put((False, exc))
+
+    thread = threading.Thread(target=produce, name="hepbdt-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, item = handoff.get()
+            if not ok:
+                raise item
+            if item is _END:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def threads_sleep() -> bool:

@@ -20,6 +20,7 @@ __all__ = ["BinnedMatrix", "MISSING_CODE"]
 
 MISSING_CODE = 255  # the code of NaN (the engine's MISSING_BIN)
 _N_CODES = 256
+BLOCK_VALUES = 1 << 22  # codes a block-wise scan reads at once
 
 
 class BinnedMatrix:
@@ -164,8 +165,11 @@ class BinnedMatrix:
         return out
 
     def missing_any(self) -> bool:
-        """True when some value is missing (NaN)."""
-        return bool((self.codes == MISSING_CODE).any())
+        """True when some value is missing (NaN); read in blocks of rows, so the temporary
+        stays small (a mask of all codes would be one byte per code: 2.8 GB at 100M x 28)."""
+        rows = max(1, BLOCK_VALUES // max(1, self.shape[1]))
+        return any(bool((self.codes[i:i + rows] == MISSING_CODE).any())
+                   for i in range(0, self.shape[0], rows))
 
     def __repr__(self) -> str:
         return (f"BinnedMatrix({self.shape[0]:,} events x {self.shape[1]} features, "

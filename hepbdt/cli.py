@@ -450,8 +450,10 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
                      + ", ".join(f"{c} (trees {k * rounds}-{(k + 1) * rounds - 1}, base score "
                                  f"{b:.6g})" for k, (c, b) in enumerate(
                                      zip(model.classes_, forest.extra["base_scores"], strict=True))))
-        lines.append(f"Trees: {forest.n_trees} ({rounds} rounds of one tree a class), "
-                     f"{forest.n_nodes} nodes, depth up to {forest.max_depth}")
+        how = (f"{rounds} SAMME trees, each kept once a class with its votes"
+               if forest.extra.get("algorithm") == "SAMME" else f"{rounds} rounds of one tree a class")
+        lines.append(f"Trees: {forest.n_trees} ({how}), {forest.n_nodes} nodes, depth up to "
+                     f"{forest.max_depth}")
     else:
         lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
                      f"{forest.max_depth}, aggregation {forest.aggregation}, base score "

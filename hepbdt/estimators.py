@@ -21,6 +21,7 @@ import numpy as np
 
 from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
 from ._util import (
+    any_nan,
     atomic_write_text,
     check_weights,
     check_X,
@@ -34,8 +35,15 @@ from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
+from .boosting.decorrelation import (
+    DECORRELATION_METHODS,
+    DECORRELATION_TARGETS,
+    FlatnessLoss,
+    check_decorrelate,
+)
 from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
+from .boosting.samme import run_samme
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -260,14 +268,15 @@ class _BDTBase(SklearnProtocol):
     def _validate_extra_params(self, require) -> None:
         """Checks of the parameters one estimator has and the other has not."""
 
-    def _apply_negative_weight_policy(self, X, y, w, event=None):
-        """(X, y, w, event) after the ``negative_weights`` policy: the events it keeps (the
-        event numbers, when given, selected alike) with their new weights."""
+    def _apply_negative_weight_policy(self, X, y, w, event=None, decorrelate=None):
+        """(X, y, w, event, decorrelate) after the ``negative_weights`` policy: the events it
+        keeps (the event numbers and decorrelation variables, when given, selected alike)
+        with their new weights."""
         policy = self.negative_weights
         if policy in ("keep", "inverse_boost") or not np.any(w < 0):
-            return X, y, w, event
+            return X, y, w, event, decorrelate
         if policy == "abs":
-            return X, y, np.abs(w), event
+            return X, y, np.abs(w), event, decorrelate
         if policy == "ignore":
             keep = w >= 0
         else:
@@ -284,7 +293,8 @@ class _BDTBase(SklearnProtocol):
             else:
                 w = pair_class_weights(Z, y, w, by_class=classifier)
             keep = w > 0
-        return X[keep], y[keep], w[keep], None if event is None else event[keep]
+        return (X[keep], y[keep], w[keep], None if event is None else event[keep],
+                None if decorrelate is None else decorrelate[keep])
 
     def _normalise_classes(self, y, w):
         return w
@@ -333,13 +343,15 @@ class _BDTBase(SklearnProtocol):
                 raise ValueError(f"bin_edges: {exc}") from None
         return X, names, definitions
 
-    def _fit(self, X, y, sample_weight, eval_set, names, definitions, event=None):
+    def _fit(self, X, y, sample_weight, eval_set, names, definitions, event=None,
+             decorrelate=None):
         self._validate_params()
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         event = self._checked_events(event, X.shape[0])
         with threads(self.n_jobs, X.shape[0] * X.shape[1]):
-            X, y, w, event = self._apply_negative_weight_policy(X, y, w, event)
+            X, y, w, event, decorrelate = self._apply_negative_weight_policy(
+                X, y, w, event, decorrelate)
         w = self._normalise_classes(y, w)
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
@@ -349,6 +361,7 @@ class _BDTBase(SklearnProtocol):
             held = self._held_out(X.shape[0], event, rng)
             evals = [(X[held], y[held], w[held])]
             X, y, w = X[~held], y[~held], w[~held]
+            decorrelate = None if decorrelate is None else decorrelate[~held]
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
         self.min_node_size_ = self._resolved_node_size(X.shape[0])
@@ -365,15 +378,17 @@ class _BDTBase(SklearnProtocol):
                 mapper.fit(X, w)
                 codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
             forest, result = self._run(X, y, w, codes, mapper, evals[-1] if evals else None, rng,
-                                       quantised, plan)
+                                       quantised, plan, decorrelate)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
         # the TMVA export warns: the Reader gives -999 for NaN events
-        if X.missing_any() if binned else np.isnan(X).any():
+        if X.missing_any() if binned else any_nan(X):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
-        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, forest.n_classes)
+        # SAMME keeps each tree once a class; its rounds are single trees
+        per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round)
         return self
 
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
@@ -516,10 +531,15 @@ class _BDTBase(SklearnProtocol):
         if result.best_iteration is not None and result.validation_loss is not None:
             self.best_score_ = float(result.validation_loss[result.best_iteration])
 
-    def _run(self, X, y, w, codes, mapper, valid, rng, quantised, plan):
+    def _run(self, X, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
         if self.boosting in ADABOOST_BOOSTINGS:
             return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees)
         loss = self._make_loss()
+        if decorrelate is not None and self.decorrelation_strength > 0:
+            # strength 0 trains the ordinary model itself (bit for bit)
+            loss = FlatnessLoss(loss, float(self.decorrelation_strength), decorrelate,
+                                np.asarray(y, np.float64), w, int(self.decorrelation_bins),
+                                self.decorrelation_target, int(rng.integers(2**32)))
         booster = self._make_booster(loss)
         newton = self.boosting == "newton"
         params = SplitParams(booster.criterion, reg_lambda=self.reg_lambda if newton else 0.0,
@@ -548,6 +568,11 @@ class _BDTBase(SklearnProtocol):
             keep = result.best_iteration + 1
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
+        if decorrelate is not None:
+            forest.extra["decorrelation"] = {
+                "method": self.decorrelation, "strength": float(self.decorrelation_strength),
+                "target": self.decorrelation_target, "bins": int(self.decorrelation_bins),
+                "variables": int(decorrelate.shape[1])}
         return forest, result
 
     def _no_split_hint(self, w: np.ndarray) -> str:
@@ -731,9 +756,12 @@ class BDTClassifier(_BDTBase):
     ``predict_proba`` maps it through the loss's link (deviance: 1/(1+exp(-2F)); logistic:
     1/(1+exp(-F))). See the README for every option and its TMVA name.
 
-    Three or more labels train a multi-class model (``gradient`` or ``newton`` only): K
-    trees a round on the softmax loss, ``classes_`` the sorted labels, ``predict_proba``
-    and ``decision_function`` (n, K), ``n_trees`` counting rounds.
+    Three or more labels train a multi-class model, ``classes_`` the sorted labels,
+    ``predict_proba`` and ``decision_function`` (n, K): ``gradient`` and ``newton`` grow K
+    trees a round on the softmax loss (``n_trees`` counting rounds); ``adaboost`` is SAMME
+    (scikit-learn's multi-class AdaBoost, ``beta`` its learning rate), one K-class tree a
+    round on the multi-class Gini index, ``predict_proba`` scikit-learn's (see
+    ``hepbdt.boosting.samme``). The other boosters are two-class only.
 
     Boosters (``boosting``): ``"gradient"``, ``"newton"``, and the AdaBoost family of
     ``hepbdt.boosting.adaboost``: ``"adaboost"`` (TMVA's AdaBoost; score in [-1, 1], or
@@ -796,6 +824,31 @@ class BDTClassifier(_BDTBase):
     export the option string). Its cost is 3 fits of 100 trees of depth 3 on at most
     100,000 events each, per class with negative weights: 0.37 of a 200-tree main fit at
     1M events x 28 features (the benchmark's ``--cost``).
+
+    Mass decorrelation (``decorrelation="flatness"``, gradient and newton, two classes):
+    ``fit(X, y, w, decorrelate=m)`` with m (n,) or (n, k) the variable(s) the score must
+    not sculpt (a mass; a feature or not; used only in training, not at predict time).
+    The loss adds ``decorrelation_strength`` times a flatness term: for the
+    ``decorrelation_target`` class(es) (``"background"``, ``"signal"`` or ``"both"``), the
+    squared differences between the score CDF in each of ``decorrelation_bins``
+    equal-weight bins of m (per column; cells of the grid for k > 1) and the class's whole
+    CDF, weighted towards high cuts by 1/max(1 - F, 0.05)^2
+    (``hepbdt.boosting.decorrelation``). Strength scale: at 1 the term's per-event
+    gradient is as large as the deviance's at the median score (larger towards high
+    scores); 0 trains the ordinary model bit for bit. Measured on the toy of
+    ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3; background rejection and
+    1/JSD of the background mass at 50 % signal efficiency; plain model 58 and 1.7):
+    0.003-0.01 keep the model (57-54, 1.8), 0.1 gives 34 and 3.6, 0.3 gives 22 and 20,
+    1 gives 15 and 96; above about 3 the trade-off gets worse, not stronger (3: 9.6 and
+    44; 10-100: 1/JSD 5-9), as the surrogate hessian that bounds the flatness steps also
+    slows the deviance's (``benchmarks/bench_decorrelation.py``). Useful range: 0.01-3;
+    above 1, smaller steps help (strength 3 at learning rate 0.03 and 300 trees: 12 and
+    150; strength 10: 9 and 78).
+    ``n_trees="auto"`` watches the base loss (deviance or logistic) on the held-out
+    events, not the flatness term; the flatness hessian slows the deviance, so a
+    decorrelated fit grows more trees (on the toy at strength 1: 2000, the limit, against
+    93 without decorrelation). The AdaBoost family has no decorrelation (uBoost is not
+    implemented) and is refused, as are more than two classes.
     """
 
     _estimator_type = "classifier"
@@ -806,7 +859,11 @@ class BDTClassifier(_BDTBase):
          _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
          _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
          _Param("sig_to_bkg_fraction", "auto", "float | str | None"),
-         _Param("signal_label", None, "int | float | str | bool | None")),
+         _Param("signal_label", None, "int | float | str | bool | None"),
+         _Param("decorrelation", None, "str | None"),
+         _Param("decorrelation_strength", 1.0, "float"),
+         _Param("decorrelation_target", "background", "str"),
+         _Param("decorrelation_bins", 10, "int")),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -819,20 +876,48 @@ class BDTClassifier(_BDTBase):
         require(f is None or f == "auto" or (isinstance(f, (int, float)) and not isinstance(f, bool)
                                              and f > 0),
                 "sig_to_bkg_fraction", "'auto', None or a number > 0")
+        self._validate_decorrelation()
         if self.boosting == "realadaboost" and not self.use_yes_no_leaf:
             raise ParameterError("use_yes_no_leaf", "use_yes_no_leaf=False is for "
                                  "boosting='adaboost' (TMVA's RealAdaBoost); "
                                  "boosting='realadaboost' always has leaves 1/2 ln(p/(1-p))")
 
+    def _validate_decorrelation(self) -> None:
+        """The decorrelation options (see the class docstring)."""
+        method = self.decorrelation
+        if method is not None and method not in DECORRELATION_METHODS:
+            raise ParameterError("decorrelation", f"decorrelation={method!r} is not valid; "
+                                 f"expected None or one of {DECORRELATION_METHODS}")
+        s = self.decorrelation_strength
+        if (isinstance(s, bool) or not isinstance(s, int | float | np.number)
+                or not (math.isfinite(s) and s >= 0)):
+            raise ParameterError("decorrelation_strength", f"decorrelation_strength={s!r} is "
+                                 "not valid; expected a finite number >= 0 (0: no decorrelation; "
+                                 "about 0.1 weak, 1 strong)")
+        if self.decorrelation_target not in DECORRELATION_TARGETS:
+            raise ParameterError("decorrelation_target", f"decorrelation_target="
+                                 f"{self.decorrelation_target!r} is not valid; expected one of "
+                                 f"{DECORRELATION_TARGETS}")
+        b = self.decorrelation_bins
+        if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 2 <= b <= 1000:
+            raise ParameterError("decorrelation_bins", f"decorrelation_bins={b!r} is not valid; "
+                                 "expected an integer in [2, 1000]")
+        if method is not None and self.boosting not in ("gradient", "newton"):
+            raise ParameterError("decorrelation", f"decorrelation={method!r} needs "
+                                 "boosting='gradient' or 'newton' (the flatness loss adds to "
+                                 f"their gradients); boosting={self.boosting!r} has no "
+                                 "decorrelation (uBoost is not implemented)")
+
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
         ``"auto"``: on (ratio 1) for the AdaBoost family, as TMVA, off for gradient and
-        newton. The weights are scaled so that they add up to the number of events.
+        newton and for more than two classes. The weights are scaled so that they add up
+        to the number of events.
         """
         f = self.sig_to_bkg_fraction
         if f == "auto":
-            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS else None
+            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
         if f is None:
             return w
         if self._multiclass:
@@ -851,6 +936,16 @@ class BDTClassifier(_BDTBase):
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
                                  f"boosting={self.boosting!r}")
+        if self._multiclass:
+            return run_samme(
+                codes, y, w, mapper.n_bins_, mapper, n_classes=self.classes_.size,
+                n_trees=n_trees, max_depth=self._depth_limit(), beta=float(self.beta),
+                min_node_size=self.min_node_size_, subsample=self.subsample,
+                subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
+                colsample_bylevel=self.colsample_bylevel,
+                colsample_bynode=self._node_fraction(codes.shape[0]),
+                inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
+                verbose=self.verbose, max_leaves=self._leaf_limit())
         forest, result = run_adaboost(
             codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
             n_trees=n_trees, max_depth=self._depth_limit(),
@@ -869,13 +964,27 @@ class BDTClassifier(_BDTBase):
         """Whether the classes (of the fit under way or done) are more than two."""
         return getattr(self, "classes_", np.empty(0)).size > 2
 
+    def _check_multiclass(self) -> None:
+        """Refuse the boosters and options that are two-class only."""
+        k = self.classes_.size
+        if self.boosting == "adaboost":  # SAMME
+            if not self.use_yes_no_leaf:
+                raise ParameterError("use_yes_no_leaf", f"with {k} classes boosting='adaboost' "
+                                     "is SAMME, whose leaves say a class: use_yes_no_leaf=True")
+            if self.criterion != "gini":
+                raise ParameterError("criterion", f"with {k} classes boosting='adaboost' "
+                                     "(SAMME) grows its trees on the multi-class Gini index: "
+                                     f"criterion='gini'; criterion={self.criterion!r} is "
+                                     "two-class only")
+            return
+        if self.boosting not in ("gradient", "newton"):
+            raise ParameterError("boosting", f"{k} classes need boosting='gradient' (TMVA's "
+                                 "multi-class BDTG), 'newton' (softmax) or 'adaboost' (SAMME); "
+                                 f"boosting={self.boosting!r} is two-class only")
+        self._make_loss()
+
     def _make_loss(self):
         if self._multiclass:
-            if self.boosting not in ("gradient", "newton"):
-                raise ParameterError("boosting", f"{self.classes_.size} classes need "
-                                     "boosting='gradient' (TMVA's multi-class BDTG) or "
-                                     f"'newton' (softmax); boosting={self.boosting!r} is "
-                                     "two-class only")
             if self.loss not in (None, "softmax"):
                 raise ParameterError("loss", f"loss {self.loss!r} is two-class; with "
                                      f"{self.classes_.size} classes the loss is 'softmax' "
@@ -929,7 +1038,7 @@ class BDTClassifier(_BDTBase):
         return classes[classes == label][0]
 
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
-            bin_edges=None) -> BDTClassifier:
+            bin_edges=None, decorrelate=None) -> BDTClassifier:
         """Train on X (n, m), two-class labels y (``signal_label`` is signal; by default 1 or
         "signal") and optional event weights.
 
@@ -946,6 +1055,10 @@ class BDTClassifier(_BDTBase):
         increasing float32 arrays, e.g. another model's ``bin_edges_``) bins float X with
         those edges instead of fitting quantiles: the model is then the one a BinnedMatrix
         of the same bins trains, bit for bit. ``max_bins`` and ``n_cuts`` do not apply then.
+
+        decorrelate: with ``decorrelation`` set, the variable(s) the score must not depend on
+        (e.g. a mass), float (n,) or (n, k), k <= 3, finite; used in training only, not
+        needed to predict. Need not be a feature.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -955,9 +1068,29 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
         if self._multiclass:
-            self._make_loss()  # refuses boosters and losses that are two-class only
+            self._check_multiclass()
+        decorrelate = self._checked_decorrelate(decorrelate, X.shape[0])
         self.n_features_in_ = X.shape[1]
-        return self._fit(X, y01, sample_weight, eval_set, names, definitions, event)
+        return self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
+
+    def _checked_decorrelate(self, decorrelate, n: int) -> np.ndarray | None:
+        """``fit``'s decorrelation variables, (n, k) float64, or None; refused when they and
+        ``decorrelation`` do not come together, or with more than two classes."""
+        self._validate_decorrelation()
+        if self.decorrelation is None:
+            if decorrelate is not None:
+                raise ParameterError("decorrelation", "fit got decorrelate=..., but "
+                                     "decorrelation is None; set decorrelation='flatness' "
+                                     "(or drop decorrelate)")
+            return None
+        if decorrelate is None:
+            raise ParameterError("decorrelation", f"decorrelation={self.decorrelation!r} "
+                                 "needs the variable(s) to decorrelate from: "
+                                 "fit(X, y, sample_weight, decorrelate=m), m of shape (n,) or (n, k)")
+        if self._multiclass:
+            raise ParameterError("decorrelation", f"decorrelation is for two classes; y has "
+                                 f"{self.classes_.size} classes")
+        return check_decorrelate(decorrelate, n)
 
     def decision_function(self, X) -> np.ndarray:
         """Raw ensemble score, float64 (n,); larger means more signal-like. With more than

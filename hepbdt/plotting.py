@@ -29,6 +29,7 @@ from hepbdt._util import atomic_path
 from hepbdt.evaluation._data import check_classification, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
+from hepbdt.evaluation.decorrelation import DecorrelationMeasures
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
 from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
@@ -38,7 +39,9 @@ __all__ = [
     "experiment_label",
     "plot_background_rejection",
     "plot_correlation_matrices",
+    "plot_decorrelation_front",
     "plot_learning_curve",
+    "plot_mass_sculpting",
     "plot_multiclass_roc",
     "plot_overtraining",
     "plot_predicted_vs_true",
@@ -541,3 +544,58 @@ def plot_resolution(binned: BinnedRegressionMetrics, *, label: str = "target") -
     ax.set_ylabel(f"Predicted - true {label}")
     ax.legend(fontsize=13)
     return fig
+
+
+@_figure
+def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
+                             efficiency: float | None = 0.5) -> Figure:
+    """Background rejection against 1/JSD of the background mass, one marker line per
+    model (label -> measures): at every measured signal efficiency, or with
+    ``efficiency`` only that one (one point per model: a front across models)."""
+    fig = Figure()
+    ax = fig.add_subplot()
+    for label, m in measures.items():
+        if efficiency is None:
+            ax.plot(m.inverse_jsd, m.background_rejection, "o-", label=label)
+            for e, x, r in zip(m.signal_efficiency, m.inverse_jsd, m.background_rejection,
+                               strict=True):
+                ax.annotate(f"{e:.0%}", (x, r), fontsize=10, xytext=(3, 3),
+                            textcoords="offset points")
+        else:
+            r, x = m.at(efficiency)
+            ax.plot([x], [r], "o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("1 / JSD (background mass before and after the cut)")
+    where = "" if efficiency is None else f" at {efficiency:.0%} signal efficiency"
+    ax.set_ylabel("Background rejection" + where)
+    ax.legend(fontsize=12)
+    return fig
+
+
+@_figure
+def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = None
+                        ) -> Figure:
+    """The background (left) and signal (right) mass shapes before any cut and after the
+    cuts at each measured signal efficiency, each normalised to unit area."""
+    fig = Figure(figsize=(14, 6))
+    axes = fig.subplots(1, 2)
+    edges = measures.mass_edges
+    widths = np.diff(edges)
+    for ax, all_shape, shapes, name in (
+            (axes[0], measures.background_shape_all, measures.background_shapes, "Background"),
+            (axes[1], measures.signal_shape_all, measures.signal_shapes, "Signal")):
+        ax.stairs(all_shape / widths, edges, color="black", lw=2, label="no cut")
+        for e, shape, jsd in zip(measures.signal_efficiency, shapes,
+                                 measures.background_jsd if name == "Background"
+                                 else measures.signal_jsd, strict=True):
+            ax.stairs(shape / widths, edges, label=f"ε_S = {e:.0%} (1/JSD {_inverse(jsd)})")
+        ax.set_xlabel(measures.variable)
+        ax.set_ylabel("Normalised to unit area")
+        ax.set_title(name if title is None else f"{title}: {name.lower()}", fontsize=16)
+        ax.legend(fontsize=10)
+    return fig
+
+
+def _inverse(jsd: float) -> str:
+    return "∞" if jsd <= 0 else f"{1.0 / jsd:.3g}"

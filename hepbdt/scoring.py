@@ -333,14 +333,15 @@ def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int |
     """Yield the output branches of one input tree, chunk by chunk."""
     with _open_file(source.path, "apply") as file:
         reader = TreeReader(file, source, job.expressions, "apply")
-        for arrays, start, stop in reader.iterate(step_size, executor):
-            entries = np.arange(start, stop, dtype=np.int64)
-            X = np.empty((stop - start, len(job.features)), dtype=np.float32)
-            fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing)
-                             for e in job.features])
-            if job.event is None:
-                ids = entries + chain_offset
-            else:
-                ids = _event_column(reader, job.event, arrays, entries)
-            yield {**job.score(X, ids, reader.where), job.id_name: ids}
-            bar.update(stop - start)
+        with contextlib.closing(reader.chunks(step_size, executor)) as chunks:
+            for arrays, start, stop in chunks:
+                entries = np.arange(start, stop, dtype=np.int64)
+                X = np.empty((stop - start, len(job.features)), dtype=np.float32)
+                fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing)
+                                 for e in job.features])
+                if job.event is None:
+                    ids = entries + chain_offset
+                else:
+                    ids = _event_column(reader, job.event, arrays, entries)
+                yield {**job.score(X, ids, reader.where), job.id_name: ids}
+                bar.update(stop - start)

@@ -418,6 +418,9 @@ def _check_no_equivalent(p: dict[str, Any]) -> None:
         _no_equivalent(p, "early_stopping", "TMVA trains NTrees trees")
     if p.get("min_split_gain", 0.0) > 0:
         _no_equivalent(p, "min_split_gain", "TMVA has no minimal gain")
+    if p.get("decorrelation") is not None:
+        _no_equivalent(p, "decorrelation", "TMVA has no decorrelated training (the TMVA XML "
+                       "export, save_tmva, writes such a model's trees)")
 
 
 def _tree_options(p: dict[str, Any], boost_type: str) -> list[str]:

@@ -153,6 +153,28 @@ def _json(model) -> str:
     return json.dumps(model.to_dict(), sort_keys=True)
 
 
+def test_missing_scans_find_the_last_value_with_a_small_temporary() -> None:
+    """The NaN checks of a fit read in blocks: a NaN (code 255) in the last row is found, a
+    clean matrix is clean, and the scan's peak memory is far below one byte per value."""
+    import tracemalloc
+
+    from hepbdt._util import any_nan
+
+    n, m = 1_000_000, 10  # several blocks of 2**22 values
+    codes = np.zeros((n, m), np.uint8)
+    X = np.zeros((n, m), np.float32)
+    tracemalloc.start()
+    assert not BinnedMatrix(codes, [np.array([0.5], np.float32)] * m).missing_any()
+    assert not any_nan(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < n * m / 2  # a whole mask would be n * m bytes
+    codes[-1, -1] = MISSING_CODE
+    X[-1, -1] = np.nan
+    assert BinnedMatrix(codes, [np.array([0.5], np.float32)] * m).missing_any()
+    assert any_nan(X)
+
+
 @pytest.mark.parametrize("params", [
     {"boosting": "gradient"},  # n_trees="auto": held out by hashed event number, packed histograms
     {"boosting": "newton", "n_trees": 15, "max_depth": 4, "quantised_histograms": False},

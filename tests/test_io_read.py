@@ -135,3 +135,87 @@ def test_no_progress_line_when_not_a_terminal(capsys: pytest.CaptureFixture[str]
     read(Sample("reg", REG_FILE, target="fvalue"), ["var1"], progress=True)
     err = capsys.readouterr().err
     assert "10,000/10,000 events" in err and err.endswith("\n")
+
+
+def test_read_ahead_keeps_order_raises_in_place_and_stops_its_thread() -> None:
+    """The chunk reader's one-ahead thread: the items in order, an error raised where its
+    item would have come (after the items before it), and no thread left behind."""
+    import threading
+
+    from hepbdt._util import read_ahead
+
+    assert list(read_ahead(iter(range(1000)))) == list(range(1000))
+
+    def failing():
+        yield 1
+        yield 2
+        raise OSError("truncated basket")
+
+    got = []
+    with pytest.raises(OSError, match="truncated basket"):
+        for item in read_ahead(failing()):
+            got.append(item)
+    assert got == [1, 2]
+    made = []
+
+    def endless():
+        while True:
+            made.append(len(made))
+            yield made[-1]
+
+    before = threading.active_count()
+    for item in read_ahead(endless()):
+        if item == 5:
+            break
+    assert threading.active_count() == before  # closing the generator joined the thread
+    assert len(made) <= 8  # the thread made at most a couple past where the caller stopped
+
+
+@pytest.mark.parametrize("binned", [False, True])
+def test_files_kept_open_or_reopened_read_the_same(monkeypatch, binned) -> None:
+    """A read keeps its first KEEP_OPEN_FILES files open from the planning to the last pass
+    and reopens the others: the same Dataset either way, and every file closed after."""
+    import uproot
+
+    from hepbdt.io import samples as samples_module
+
+    root = Path(__file__).resolve().parent.parent / "data"
+    samples = [Sample("signal", str(root / "signal.root"), label=1, cut="nJet >= 2"),
+               Sample("bkg", [str(root / "background_qcd.root"), str(root / "background_ttbar.root")],
+                      label=0, weight="genWeight", cut="nJet >= 2")]
+    features = ["HT", "MET_pt", "Jet_pt[:, 0]"]
+    opened = []
+    real_open = uproot.open
+    monkeypatch.setattr(uproot, "open", lambda *a, **k: opened.append(real_open(*a, **k)) or opened[-1])
+    kept = read(samples, features, binned=binned, progress=False)
+    assert all(f.closed for f in opened) and len(opened) == 3  # each file opened once
+    monkeypatch.setattr(samples_module, "KEEP_OPEN_FILES", 1)
+    opened.clear()
+    reopened = read(samples, features, binned=binned, progress=False)
+    passes = 2 if binned else 1  # the two others: opened to plan, then again for each pass
+    assert all(f.closed for f in opened) and len(opened) == 1 + 2 * (1 + passes)
+    for name in ("y", "w", "event", "sample_index"):
+        assert np.array_equal(getattr(kept, name), getattr(reopened, name))
+    a, b = (np.asarray(d.X.codes if binned else d.X) for d in (kept, reopened))
+    assert np.array_equal(a, b, equal_nan=not binned)
+
+
+def test_nothing_but_the_dataset_stays_allocated_after_a_read(tmp_path) -> None:
+    """uproot's objects refer to each other, so the chunks they read stayed allocated after
+    read() until Python's cyclic collector ran (as much as the data itself): read collects."""
+    import tracemalloc
+
+    import uproot
+
+    rng = np.random.default_rng(0)
+    with uproot.recreate(tmp_path / "big.root") as f:
+        f["t"] = {f"x{j}": rng.normal(size=300_000).astype(np.float32) for j in range(12)}
+    samples = [Sample("all", str(tmp_path / "big.root"), label=1, tree="t")]
+    features = [f"x{j}" for j in range(12)]
+    read(samples, features, progress=False)  # imports and caches outside the measurement
+    tracemalloc.start()
+    data = read(samples, features, progress=False)
+    live = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    held = sum(np.asarray(a).nbytes for a in (data.X, data.y, data.w, data.sample_index, data.event))
+    assert live < 1.2 * held + (1 << 20), (live, held)

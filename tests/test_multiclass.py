@@ -15,6 +15,7 @@ from .test_xgboost_equivalence import _compare_tree
 
 xgb = pytest.importorskip("xgboost")
 sk_ensemble = pytest.importorskip("sklearn.ensemble")
+sk_tree = pytest.importorskip("sklearn.tree")
 
 
 def _data(seed=0, n=3000, m=5, k=4):
@@ -72,6 +73,47 @@ def test_gradient_multiclass_is_friedmans_treeboost_as_scikit_learn():
     theirs.fit(X, y, sample_weight=w)
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=2e-5)
     assert np.array_equal(ours.predict(X), theirs.predict(X))
+
+
+@pytest.mark.parametrize(("max_depth", "max_leaves"), [(3, None), (None, 8)])
+def test_adaboost_multiclass_is_samme_as_scikit_learn(max_depth, max_leaves):
+    # scikit-learn's AdaBoostClassifier (SAMME) of DecisionTreeClassifier on the multi-class
+    # Gini index: the same trees, so the same tree weights, decisions and probabilities.
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 60, size=(4000, 6)).astype(np.float32)
+    y = ((X[:, 0] > 25).astype(int) + (X[:, 1] > 30) + (X[:, 2] > 40) + (rng.random(4000) < 0.3)) % 4
+    w = rng.uniform(0.5, 2.0, 4000)
+    ours = hepbdt.BDTClassifier(boosting="adaboost", n_trees=20, max_depth=max_depth,
+                                max_leaves=max_leaves, beta=0.5, min_node_size=0,
+                                negative_weights="keep").fit(X, y, w)
+    tree = sk_tree.DecisionTreeClassifier(max_depth=max_depth, max_leaf_nodes=max_leaves)
+    theirs = sk_ensemble.AdaBoostClassifier(tree, n_estimators=20, learning_rate=0.5,
+                                            random_state=0).fit(X, y, w)
+    np.testing.assert_allclose(ours.forest_.extra["tree_weights"], theirs.estimator_weights_,
+                               rtol=1e-9)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-12)
+    assert np.array_equal(ours.predict(X), theirs.predict(X))
+    assert ours.n_trees_ == 20 and "rounds" not in ours.n_trees_reason_
+
+
+def test_samme_refuses_chance_trees_and_its_files_round_trip(tmp_path):
+    X, y, w = _data(seed=4, n=1500, k=3)
+    # a tree that says one class everywhere errs on 1 - 1/K of equal classes: no boosting
+    with pytest.raises(ValueError, match="first tree's weighted error rate"):
+        hepbdt.BDTClassifier(boosting="adaboost", n_trees=5, max_depth=1).fit(
+            X[:1200, :1] * 0, np.arange(1200) % 3, np.full(1200, 0.5))
+    model = hepbdt.BDTClassifier(boosting="adaboost", n_trees=30, max_depth=2,
+                                 subsample=0.5).fit(X, np.array(["a", "b", "c"])[y], w)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    loaded = hepbdt.load_model(model.save(tmp_path / "m.json") or tmp_path / "m.json")
+    assert np.array_equal(loaded.predict_proba(X), proba)
+    with pytest.raises(ValueError, match="positive sum of weights; classes"):
+        hepbdt.BDTClassifier(boosting="adaboost", n_trees=3).fit(X, y, np.where(y == 2, 0.0, w))
+    # the TMVA XML (multi-class Grad: softmax of summed leaves) reads back to the same numbers
+    hepbdt.interop.to_tmva_xml(model, tmp_path / "m.weights.xml")
+    back = hepbdt.interop.from_tmva_xml(tmp_path / "m.weights.xml")
+    np.testing.assert_allclose(back.predict_proba(X), proba, atol=1e-6)
 
 
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
@@ -157,8 +199,13 @@ def test_malformed_multiclass_tmva_files_are_refused(tmp_path):
 
 def test_two_class_only_options_are_refused():
     X, y, w = _data(n=500, k=3)
-    with pytest.raises(ParameterError, match="two-class only"):
-        hepbdt.BDTClassifier(boosting="adaboost", n_trees=3).fit(X, y, w)
+    for boosting in ("realadaboost", "eps", "bagging"):
+        with pytest.raises(ParameterError, match="two-class only"):
+            hepbdt.BDTClassifier(boosting=boosting, n_trees=3).fit(X, y, w)
+    with pytest.raises(ParameterError, match="multi-class Gini"):
+        hepbdt.BDTClassifier(boosting="adaboost", criterion="misclassification").fit(X, y, w)
+    with pytest.raises(ParameterError, match="use_yes_no_leaf=True"):
+        hepbdt.BDTClassifier(boosting="adaboost", use_yes_no_leaf=False).fit(X, y, w)
     with pytest.raises(ParameterError, match="softmax"):
         hepbdt.BDTClassifier(loss="deviance", n_trees=3).fit(X, y, w)
     with pytest.raises(ParameterError, match="sig_to_bkg_fraction"):

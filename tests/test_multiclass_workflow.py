@@ -81,12 +81,16 @@ def test_bad_class_configurations_are_one_error(tmp_path, ntuple, labels, words)
         load_config(write_config(tmp_path, ntuple, labels))
 
 
-@pytest.mark.parametrize(("option", "key"), [('boosting = "adaboost"', "boosting"),
+@pytest.mark.parametrize(("option", "key"), [('boosting = "eps"', "boosting"),
                                              ('tmva_options = "BoostType=Bagging"',
                                               "tmva_options"),
                                              ('loss = "deviance"', "loss"),
                                              ("sig_to_bkg_fraction = 1.0",
-                                              "sig_to_bkg_fraction")])
+                                              "sig_to_bkg_fraction"),
+                                             ('boosting = "adaboost"\ncriterion = "cross_entropy"',
+                                              "criterion"),
+                                             ('boosting = "adaboost"\nuse_yes_no_leaf = false',
+                                              "use_yes_no_leaf")])
 def test_two_class_options_are_refused_at_check(tmp_path, ntuple, capsys, option, key):
     path = write_config(tmp_path, ntuple, extra=option)
     text = path.read_text().replace('boosting = "gradient"\n', "")
@@ -95,7 +99,7 @@ def test_two_class_options_are_refused_at_check(tmp_path, ntuple, capsys, option
     assert status == 2 and out == ""
     assert err.startswith("hepbdt: error: ") and f"[method] {key}" in err
     if key in ("boosting", "tmva_options"):
-        assert "'gradient', 'newton'" in err and "two-class only" in err
+        assert "'gradient', 'newton', 'adaboost'" in err and "two-class only" in err
 
 
 def test_multiclass_boosters_mirror_the_estimator():

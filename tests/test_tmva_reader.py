@@ -158,7 +158,7 @@ def _multiclass_reader_python() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("boosting, depth", [("gradient", 3), ("newton", 6)])
+@pytest.mark.parametrize("boosting, depth", [("gradient", 3), ("newton", 6), ("adaboost", 3)])
 def test_reader_evaluate_multiclass_equals_hepbdt(tmp_path, boosting, depth) -> None:
     python = _multiclass_reader_python()
     X, _, target = _data(3000)

@@ -37,7 +37,7 @@ BINARY_CLASSES = ("background", "signal")
 #: The boosters that train more than two classes (softmax, K trees a round); the others
 #: are two-class only. Mirrors BDTClassifier's own check at fit time (a test keeps them
 #: equal), so that ``--check`` refuses them before any work.
-MULTICLASS_BOOSTINGS = ("gradient", "newton")
+MULTICLASS_BOOSTINGS = ("gradient", "newton", "adaboost")
 #: A class name: it becomes part of the score branches (``bdt_score_<class>``).
 _CLASS_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 #: The deepest chain of aliases using aliases (a2 = "a1 + 1", a1 = "a0 + 1", ...).
@@ -212,6 +212,10 @@ class AnalysisConfig:
     #: The class names in label order: ["background", "signal"] for two classes, else the
     #: samples' class names sorted (the model's ``classes_``); empty for a regression.
     classes: list[str] = field(default_factory=list)
+    #: ``[method] decorrelate``: the expressions (aliases expanded) of the variables the
+    #: score is decorrelated from (``[method] decorrelation``); read like the features,
+    #: used only in training and in the decorrelation measures.
+    decorrelate: list[str] = field(default_factory=list)
     #: ``[dask]``: train on a Dask cluster (None: in this process).
     dask: DaskConfig | None = None
 
@@ -495,9 +499,16 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         problems.add("split", "kfold", "k-fold training assigns events to folds by event "
                      "number: give event = \"event\" (the event-number branch) at the top of "
                      "the file")
-    params, tmva_options = _method_config(top.get("method", {}), task, problems, len(classes))
+    method = dict(top.get("method", {}))
+    decorrelate_texts = method.pop("decorrelate", None)
+    params, tmva_options = _method_config(method, task, problems, len(classes))
+    decorrelate = _decorrelate_expressions(decorrelate_texts, params, task, len(classes),
+                                           expander, problems)
     output_config = _output_config(top.get("output", {}), problems, classes)
     dask_config = _dask_config(top["dask"], problems) if "dask" in top else None
+    if dask_config is not None and decorrelate:
+        problems.add("method", "decorrelate", "the decorrelation (flatness) loss is not "
+                     "distributed yet; remove the [dask] table to train it in memory")
     if dask_config is not None and top.get("binned", False) is not False:
         problems.add(None, "binned", "the Dask training bins the float features on its "
                      "workers; remove binned, or the [dask] table")
@@ -511,7 +522,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         params=params, tmva_options=tmva_options, output=output_config,
         aliases=expander.aliases, document=document, binned=top.get("binned", False),
         memory=None if "memory" not in top else _memory_bytes(top["memory"]),
-        classes=classes, dask=dask_config,
+        classes=classes, decorrelate=decorrelate, dask=dask_config,
     )
 
 
@@ -843,6 +854,40 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
     return params, tmva_options
 
 
+def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_classes: int,
+                             expand: _Expander, problems: _Problems) -> list[str]:
+    """``[method] decorrelate`` expanded and parsed, checked against ``decorrelation``."""
+    method = params.get("decorrelation")
+    if texts is None:
+        if method is not None:
+            problems.add("method", "decorrelation", f"decorrelation = {method!r} needs the "
+                         "variables to decorrelate from: decorrelate = [\"mjj\"] (branches or "
+                         "expressions, read like the features)")
+        return []
+    if isinstance(texts, str):
+        texts = [texts]
+    if not _is_strings(texts) or not texts:
+        problems.add("method", "decorrelate", "expected a list of branch names or expressions, "
+                     "e.g. decorrelate = [\"mjj\"]")
+        return []
+    if task == "regression" or n_classes > 2:
+        problems.add("method", "decorrelate", "decorrelation is for a two-class training "
+                     "(signal against background)")
+        return []
+    if method is None:
+        problems.add("method", "decorrelate", "decorrelate is set but decorrelation is not; "
+                     "add decorrelation = \"flatness\" (or remove decorrelate)")
+        return []
+    if len(texts) > 3:
+        problems.add("method", "decorrelate", f"{len(texts)} variables; at most 3")
+        return []
+    expressions = [e for e in (expand(t, "feature", "method", "decorrelate") for t in texts)
+                   if e is not None]
+    if len(set(expressions)) != len(expressions):
+        problems.add("method", "decorrelate", "a variable is repeated")
+    return expressions
+
+
 def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
                              tmva_options: str | None, n_classes: int, problems: _Problems
                              ) -> None:
@@ -854,8 +899,18 @@ def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
     if boosting not in MULTICLASS_BOOSTINGS:
         problems.add("method", key_of("boosting"), f"boosting = {boosting!r} is two-class "
                      f"only; {n_classes} classes need one of "
-                     f"{', '.join(repr(b) for b in MULTICLASS_BOOSTINGS)} (softmax, one tree "
-                     "a class each round; TMVA's multi-class BDTG is 'gradient')")
+                     f"{', '.join(repr(b) for b in MULTICLASS_BOOSTINGS)} ('gradient' and "
+                     "'newton': softmax, one tree a class each round, TMVA's multi-class BDTG "
+                     "being 'gradient'; 'adaboost': SAMME)")
+    if boosting == "adaboost":
+        if params.get("use_yes_no_leaf", True) is not True:
+            problems.add("method", key_of("use_yes_no_leaf"), f"with {n_classes} classes "
+                         "boosting = 'adaboost' is SAMME, whose leaves say a class: "
+                         "use_yes_no_leaf = true")
+        if params.get("criterion", "gini") != "gini":
+            problems.add("method", key_of("criterion"), f"with {n_classes} classes boosting = "
+                         "'adaboost' (SAMME) grows its trees on the multi-class Gini index: "
+                         f"criterion = \"gini\"; {params['criterion']!r} is two-class only")
     if params.get("loss") not in (None, "softmax"):
         problems.add("method", key_of("loss"), f"loss = {params['loss']!r} is two-class; "
                      f"with {n_classes} classes the loss is 'softmax' (leave loss out)")

@@ -41,6 +41,7 @@ def check_inputs(config: AnalysisConfig) -> None:
             continue
         roles: list[tuple[str | None, str, str, str]] = [
             (None, "features", expr, "feature") for expr in config.feature_expressions]
+        roles += [("method", "decorrelate", expr, "feature") for expr in config.decorrelate]
         for key in ("weight", "cut", "target", "event"):
             value = getattr(sample, key)
             if key == "event" and value is None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import uproot
 
+from .._util import atomic_write_text
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     multiclass_overtraining_test,
@@ -41,6 +42,7 @@ from .result import (
     FoldScores,
     TrainResult,
     cell,
+    decorrelation_of,
     first_learning_curve,
     kfold_table,
     models_of,
@@ -75,6 +77,11 @@ def write_outputs(result: TrainResult, echo: Echo = None) -> None:
     if config.output.tmva_xml:
         _write_tmva_xml(result, echo)
     files["scores"] = _write_score_trees(result, out / "scores.root")
+    measures = decorrelation_of(result)
+    if measures is not None:
+        files["sculpting"] = out / "decorrelation.json"
+        atomic_write_text(files["sculpting"], json.dumps(
+            {"decorrelate": config.decorrelate, "measures": measures.to_dict()}, indent=1) + "\n")
     if config.output.figures:
         for name, path in draw_figures(result, out / "figures",
                                        config.output.figure_formats, echo).items():
@@ -165,6 +172,11 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             result=overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w))
         if result.train_fold is not None:
             figures["kfold_roc"] = lambda: _kfold_roc_figure(FoldScores.of(result))
+    measures = decorrelation_of(result)
+    if measures is not None:
+        figures["sculpting"] = lambda: plotting.plot_mass_sculpting(measures)
+        figures["decorrelation_front"] = lambda: plotting.plot_decorrelation_front(
+            {"this model": measures}, efficiency=None)
     figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
         train.X, None if regression or result.config.multiclass else train.y, train.w,
@@ -250,7 +262,8 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
     return report(models_of(result.model)[0], result.labelled(train), result.labelled(test),
                   path, title=title, n_repeats=result.config.output.permutation_repeats,
                   test_fraction=fraction, min_background_events=n_min,
-                  sections=[_kfold_section(FoldScores.of(result), n_min)] if kfold else (),
+                  sections=([_kfold_section(FoldScores.of(result), n_min)] if kfold else [])
+                  + _decorrelation_section(result),
                   provenance=provenance_of(result), learning_curve=curve,
                   figure_files=_drawn_figures(result))
 
@@ -371,6 +384,33 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(str(value))
+
+
+def _decorrelation_section(result: TrainResult) -> list[Any]:
+    """The report's decorrelation section: the rejection and JSD table and the figures."""
+    measures = decorrelation_of(result)
+    if measures is None:
+        return []
+    from .. import plotting
+    from ..report import Section, html_table  # matplotlib: imported with the report
+
+    header = ["signal efficiency", "background rejection", "1/JSD background", "1/JSD signal"]
+    rows = [[f"{r['signal_efficiency']:.0%}", cell(r["background_rejection"]),
+             cell(r["inverse_jsd"]), cell(1 / r["signal_jsd"] if r["signal_jsd"] > 0 else np.inf)]
+            for r in measures.rows()]
+    params = result.config.params
+    text = (f"<p>Decorrelation: {params.get('decorrelation')!r}, strength "
+            f"{params.get('decorrelation_strength', 1.0):g}, target "
+            f"{params.get('decorrelation_target', 'background')!r}, from "
+            f"{', '.join(result.config.decorrelate)}. Test events, cut at each signal "
+            f"efficiency; JSD (base 2) between the {measures.variable} histogram "
+            f"({measures.mass_edges.size - 1} bins) before and after the cut.</p>"
+            + html_table(header, rows, "decorrelation-table"))
+    return [Section("Mass decorrelation", text, [
+        ("fig-sculpting", f"{measures.variable} after cuts at fixed signal efficiency",
+         lambda: plotting.plot_mass_sculpting(measures)),
+        ("fig-decorrelation-front", "Background rejection against 1/JSD",
+         lambda: plotting.plot_decorrelation_front({"this model": measures}, efficiency=None))])]
 
 
 def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:

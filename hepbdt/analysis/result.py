@@ -19,6 +19,7 @@ from ..evaluation import (
     FeatureRanking,
     LearningCurve,
     SignificanceScan,
+    decorrelation_measures,
     learning_curve,
     multiclass_overtraining_test,
     one_vs_rest_auc,
@@ -32,7 +33,8 @@ from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
 from .config import AnalysisConfig
 
-__all__ = ["TrainResult", "FoldScores", "kfold_table", "models_of", "ranking", "significance",
+__all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of", "ranking",
+           "significance",
            "first_learning_curve"]
 
 
@@ -62,6 +64,10 @@ class TrainResult:
     #: The learning curve of the first model, computed once by :func:`first_learning_curve`
     #: for both the figure and the report.
     learning_curve: LearningCurve | None = field(default=None, repr=False)
+    #: With ``[method] decorrelate``: the decorrelation variables of the training and test
+    #: events, float64 (n, k) in ``config.decorrelate`` order (rows as ``train``/``test``).
+    train_decorrelate: np.ndarray | None = field(default=None, repr=False)
+    test_decorrelate: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def train_proba(self) -> np.ndarray:
@@ -220,3 +226,18 @@ def stack(parts: Sequence[Dataset]) -> Dataset:
         feature_names=first.feature_names, sample_names=first.sample_names,
         task=None if first.task == "unlabelled" else first.task,
     )
+
+
+def decorrelation_of(result: TrainResult) -> Any:
+    """The decorrelation measures of the test events against the first ``decorrelate``
+    variable (cached on the result); None without ``decorrelate``."""
+    if result.test_decorrelate is None or result.config.task != "classification" \
+            or result.config.multiclass:
+        return None
+    cached = getattr(result, "_decorrelation_measures", None)
+    if cached is None:
+        cached = decorrelation_measures(result.test_scores, result.test.y,
+                                        result.test_decorrelate[:, 0], result.test.w,
+                                        variable=result.config.decorrelate[0])
+        result._decorrelation_measures = cached
+    return cached

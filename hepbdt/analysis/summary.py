@@ -14,7 +14,16 @@ from ..evaluation import (
     regression_metrics,
     yield_note,
 )
-from .result import FoldScores, TrainResult, cell, kfold_table, models_of, ranking, significance
+from .result import (
+    FoldScores,
+    TrainResult,
+    cell,
+    decorrelation_of,
+    kfold_table,
+    models_of,
+    ranking,
+    significance,
+)
 
 __all__ = ["summarise"]
 
@@ -31,6 +40,7 @@ def summarise(result: TrainResult) -> str:
     lines += _quality_lines(result)
     if result.config.task != "regression" and not result.config.multiclass:
         lines += _significance_lines(result)
+        lines += _decorrelation_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
     lines += ["", "Top-ranked variables (split gain):"]
@@ -43,6 +53,22 @@ def summarise(result: TrainResult) -> str:
     lines += ["", f"Outputs in {result.output_dir}/:"]
     lines += _output_lines(result)
     return "\n".join(lines)
+
+
+def _decorrelation_lines(result: TrainResult) -> list[str]:
+    """Background rejection and 1/JSD of the mass at each signal efficiency (test events)."""
+    measures = decorrelation_of(result)
+    if measures is None:
+        return []
+    p = result.config.params
+    lines = ["", f"Mass decorrelation ({p.get('decorrelation')}, strength "
+                 f"{p.get('decorrelation_strength', 1.0):g}) from {measures.variable}, test events:",
+             "  signal eff.   bkg rejection   1/JSD bkg   1/JSD signal"]
+    for r in measures.rows():
+        inv_s = 1 / r["signal_jsd"] if r["signal_jsd"] > 0 else float("inf")
+        lines.append(f"  {r['signal_efficiency']:10.0%} {r['background_rejection']:15.4g} "
+                     f"{r['inverse_jsd']:11.4g} {inv_s:14.4g}")
+    return lines
 
 
 def _method_line(result: TrainResult) -> str:

@@ -52,7 +52,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     Returns
     -------
     TrainResult; ``files`` maps each output ("model", "tmva_xml", "scores", "report",
-    "summary", "figure:<name>") to its path.
+    "summary", "figure:<name>", and with ``[method] decorrelate`` "sculpting", the
+    decorrelation measures' JSON) to its path.
     """
     check_memory(config)  # a sample too large for the stated memory: refused before any work
     out = default_output_dir(config)
@@ -133,12 +134,39 @@ def _fit_on_cluster(config: AnalysisConfig, data: Dataset, y: np.ndarray) -> Any
 def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
     """The events of every sample, the features named as the user wrote them (aliases),
     each with the expression behind it, so the model, the score trees and apply agree."""
-    data = read(config.make_samples(), config.feature_expressions, event=config.event,
+    extra = _extra_expressions(config)
+    data = read(config.make_samples(), config.feature_expressions + extra, event=config.event,
                 inf_as_missing=config.inf_as_missing, progress=progress,
                 binned=use_binned(config), max_bins=int(config.params.get("max_bins", 255)),
                 n_cuts=int(config.params.get("n_cuts", 0)))
-    return data.replace(feature_names=list(config.features), feature_definitions=dict(
+    return data.replace(feature_names=list(config.features) + extra, feature_definitions=dict(
         zip(config.features, config.feature_expressions, strict=True)))
+
+
+def _extra_expressions(config: AnalysisConfig) -> list[str]:
+    """The decorrelation variables that are not features: read as extra columns after them."""
+    return [e for e in config.decorrelate if e not in config.feature_expressions]
+
+
+def _features_only(config: AnalysisConfig, data: Dataset) -> tuple[Dataset, np.ndarray | None]:
+    """The Dataset of the features alone, and the decorrelation variables of its events
+    (float64 (n, k); None without ``decorrelate``). A binned read gives each variable's
+    bin lower edges."""
+    if not config.decorrelate:
+        return data, None
+    extra = _extra_expressions(config)
+    names = list(config.feature_expressions) + extra
+    columns = [names.index(e) for e in config.decorrelate]
+    n_features = len(config.features)
+    if data.binned:
+        mass = data.X.columns(columns).to_features()
+        X = data.X.columns(list(range(n_features)))
+    else:
+        mass = np.asarray(data.X)[:, columns]
+        X = np.asarray(data.X)[:, :n_features]
+    features = data.replace(X=X, feature_names=list(config.features), feature_definitions=dict(
+        zip(config.features, config.feature_expressions, strict=True)))
+    return features, np.asarray(mass, dtype=np.float64)
 
 
 def _say(echo: Echo, text: str) -> None:
@@ -179,7 +207,8 @@ def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
                                 "change the split")
 
 
-def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
+def _fit(config: AnalysisConfig, data: Dataset, what: str = "training",
+         decorrelate: np.ndarray | None = None) -> Any:
     """A model fitted on ``data`` (it keeps the Dataset's feature names and definitions).
 
     The estimator's ValueErrors are about the events it was given (one class, no positive
@@ -190,7 +219,8 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training") -> Any:
     try:
         if config.dask is not None:
             return _fit_on_cluster(config, data, y)
-        return config.make_estimator().fit(data.X, y, data.w, event=data.event)
+        extra = {} if decorrelate is None else {"decorrelate": decorrelate}
+        return config.make_estimator().fit(data.X, y, data.w, event=data.event, **extra)
     except ValueError as exc:
         raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
 
@@ -211,15 +241,18 @@ def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
     _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
     for name, part in (("training", train_set), ("test", test_set)):
         _check_classes(config, part, f"the {name} sample")
-    model = _fit(config, train_set)
+    train_set, m_train = _features_only(config, train_set)
+    test_set, m_test = _features_only(config, test_set)
+    model = _fit(config, train_set, decorrelate=m_train)
     return TrainResult(config, Path(), model, train_set, test_set, _score(model, train_set.X),
-                       _score(model, test_set.X), None)
+                       _score(model, test_set.X), None, train_decorrelate=m_train,
+                       test_decorrelate=m_test)
 
 
 def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
     """k models, model i trained on the events outside fold i and scoring fold i."""
     k = config.split.kfold
-    models, train_parts, train_scores, train_fold = [], [], [], []
+    models, train_parts, train_scores, train_fold, train_mass = [], [], [], [], []
     shape = (len(data), len(config.classes)) if config.multiclass else (len(data),)
     test_scores = np.empty(shape, dtype=np.float64)
     folds = data.folds(k)
@@ -232,14 +265,19 @@ def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
         test_i = data.take(folds == i)
         for name, part in (("training", train_i), ("test", test_i)):
             _check_classes(config, part, f"the {name} sample of fold {i}")
-        train_i = train_i.normalize(config.split.norm)
+        train_i, m_train = _features_only(config, train_i.normalize(config.split.norm))
+        test_i, _ = _features_only(config, test_i)
         _say(echo, f"training fold {i + 1}/{k} on {len(train_i):,} events")
-        model = _fit(config, train_i, f"fold {i} of {k}")
+        model = _fit(config, train_i, f"fold {i} of {k}", m_train)
         models.append(model)
         train_parts.append(train_i)
+        train_mass.append(m_train)
         train_scores.append(_score(model, train_i.X))
         train_fold.append(np.full(len(train_i), i, dtype=np.int64))
         test_scores[folds == i] = _score(model, test_i.X)
+    data, m_test = _features_only(config, data)
     return TrainResult(config, Path(), KFoldModel(models, by=config.event or "event"),
                        stack(train_parts), data, np.concatenate(train_scores), test_scores,
-                       np.concatenate(train_fold))
+                       np.concatenate(train_fold),
+                       train_decorrelate=None if m_test is None else np.concatenate(train_mass),
+                       test_decorrelate=m_test)

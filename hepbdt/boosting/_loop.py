@@ -218,15 +218,19 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         codes_v, y_v, w_v = valid
         score_v = np.repeat(base[:, None], y_v.size, axis=1)
     best_iter, best_loss = None, np.inf
-    all_rows = np.arange(n, dtype=np.int32)
+    # Every event in every tree: no draw (it would use no random numbers) and no index array.
+    full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
         if not multiclass:
             loss.begin_round(y, w, score)
-        rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
+        if full_sample:
+            rows, w_tree = None, w.astype(CHANNEL_DTYPE, copy=False)
+        else:
+            rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
-            rows = all_rows
+            rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
         if it > 0:
             train_loss.append(previous_loss)
@@ -242,9 +246,11 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)
-            update_scores(codes, tree, value, score[k], through_partition=rows.size == n)
+            update_scores(codes, tree, value, score[k], through_partition=rows is None or rows.size == n)
             if valid is not None:
                 update_scores(codes_v, tree, value, score_v[k])
+            del tree, a, b  # freed before the next tree's (peak memory at large n)
+        del wg, wh  # freed before the next round's channels are made
         if valid is not None:
             valid_loss.append(loss.loss(y_v, w_v, score_v))
             if valid_loss[-1] < best_loss - tol:

@@ -145,6 +145,33 @@ class _TreeOptions:
         return self.mode != "uniform" or self.subsample < 1.0
 
 
+def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: _TreeOptions,
+                       all_features: np.ndarray, rng: np.random.Generator,
+                       it: int) -> tuple[GrownTree, np.ndarray]:
+    """Draw a tree's events with the boosted weights ``w_eff`` and grow a classification
+    tree on ``channels(w_tree)`` (A and B; or the K class channels and None) with the
+    events' multiplicity as W: (tree, w_tree). _Stop when a net weight is not positive.
+
+    As TMVA's MinNodeSize, the third channel counts events (with their multiplicity in the
+    resample), so a child needs min_node_size of the tree's events whatever their boosted
+    weights; node_score refuses children whose net weight S + B is not positive.
+    """
+    total_eff = float(w_eff.sum())
+    rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
+    total = float(w_tree.sum(dtype=np.float64))
+    if not (total > 0 and total_eff > 0):
+        raise _Stop(f"tree {it}: the sample's net weight {total:.6g} is not positive")
+    a, b = channels(w_tree)
+    params = options.params
+    params.min_child_weight = options.min_node_size * float(counts.sum())
+    params.min_split_gain = MIN_GAIN_FRACTION * total
+    features = sample_features(all_features, options.colsample_bytree, rng)
+    tree = grow_tree(codes, rows, a, b, counts.astype(CHANNEL_DTYPE), options.n_value_bins,
+                     params, options.max_depth, features, options.colsample_bylevel,
+                     options.colsample_bynode, rng, max_leaves=options.max_leaves)
+    return tree, w_tree
+
+
 class _AdaBoostRun:
     """A run's event weights, ensemble and record, and its variant's tree weights and reweighting."""
 
@@ -176,27 +203,14 @@ class _AdaBoostRun:
     def grow(self, options: _TreeOptions, rng: np.random.Generator,
              it: int) -> tuple[GrownTree, np.ndarray, float]:
         """Draw events with the current weights, grow a tree on them: (tree, weights, their total)."""
+        def channels(w_tree):
+            return (np.where(self.is_signal, w_tree, 0).astype(CHANNEL_DTYPE),
+                    np.where(self.is_signal, 0, w_tree).astype(CHANNEL_DTYPE))
+
         w_eff = self.w0 * self.boost
-        total_eff = float(w_eff.sum())
-        rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
-        total = float(w_tree.sum(dtype=np.float64))
-        if not (total > 0 and total_eff > 0):
-            raise _Stop(f"tree {it}: the sample's net weight {total:.6g} is not positive")
-        a = np.where(self.is_signal, w_tree, 0).astype(CHANNEL_DTYPE)
-        b = np.where(self.is_signal, 0, w_tree).astype(CHANNEL_DTYPE)
-        # As TMVA's MinNodeSize: the third channel counts events (with their multiplicity in
-        # the resample), so a child needs min_node_size of the tree's events whatever their
-        # boosted weights; node_score refuses children whose net weight S + B is not positive.
-        multiplicity = counts.astype(CHANNEL_DTYPE)
-        params = options.params
-        params.min_child_weight = options.min_node_size * float(counts.sum())
-        params.min_split_gain = MIN_GAIN_FRACTION * total
-        features = sample_features(self.all_features, options.colsample_bytree, rng)
-        self.w_tree = w_tree
-        tree = grow_tree(self.codes, rows, a, b, multiplicity, options.n_value_bins, params,
-                         options.max_depth, features, options.colsample_bylevel,
-                         options.colsample_bynode, rng, max_leaves=options.max_leaves)
-        return tree, w_eff, total_eff
+        tree, self.w_tree = grow_weighted_tree(self.codes, w_eff, channels, options,
+                                               self.all_features, rng, it)
+        return tree, w_eff, float(w_eff.sum())
 
     def evaluate(self, tree: GrownTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each node's purity, its value (leaves only), and the tree's output on every event."""

@@ -21,6 +21,16 @@ __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Hub
            "PseudoHuber", "Softmax", "get_loss", "softmax_rows"]
 
 
+def class_weight_sums(y: NDArray, w: NDArray, n_classes: int) -> NDArray:
+    """Each class's sum of weights (y: class indices 0..K-1); ValueError unless all are positive."""
+    sums = np.bincount(np.asarray(y).astype(np.int64), weights=w, minlength=n_classes)
+    if not np.all(sums > 0):
+        empty = [int(k) for k in np.flatnonzero(~(sums > 0))]
+        raise ValueError(f"every class needs a positive sum of weights; classes {empty} "
+                         f"have {[float(sums[k]) for k in empty]}")
+    return sums
+
+
 def _class_sums(sums: dict[str, float]) -> tuple[float, float]:
     s, b = sums["signal"], sums["background"]
     if not (s > 0 and b > 0):
@@ -292,11 +302,7 @@ class Softmax:
 
     def init_scores(self, y: NDArray, w: NDArray) -> NDArray:
         """Log class priors (weighted), centred: the best constant scores (K,)."""
-        sums = np.bincount(y.astype(np.int64), weights=w, minlength=self.n_classes)
-        if not np.all(sums > 0):
-            empty = [int(k) for k in np.flatnonzero(~(sums > 0))]
-            raise ValueError(f"every class needs a positive sum of weights; classes {empty} "
-                             f"have {[float(sums[k]) for k in empty]}")
+        sums = class_weight_sums(y, w, self.n_classes)
         log_prior = np.log(sums / sums.sum())
         return log_prior - log_prior.mean()
 

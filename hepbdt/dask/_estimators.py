@@ -90,6 +90,8 @@ class _DaskMixin:
         if self.boosting == "newton" and self.min_node_size not in ("auto", 0, 0.0):
             refuse("min_node_size", "quantised newton histograms carry no event weight: use "
                    "min_child_weight")
+        if getattr(self, "decorrelation", None) is not None:
+            refuse("decorrelation", "the flatness loss is not distributed yet")
         if getattr(self, "sig_to_bkg_fraction", None) not in (None, "auto"):
             refuse("sig_to_bkg_fraction", "scale the weights before fitting")
         loss = self._make_loss()

@@ -41,6 +41,9 @@ GINI = 2  # A = signal weight, B = background weight
 CROSS_ENTROPY = 3
 MISCLASSIFICATION = 4
 SDIVSQRTSPLUSB = 5
+# Multi-class Gini (SAMME's trees): the channels are the weight of each of K classes, then
+# W; a node's score is sum_k S_k^2 / n - n with n = sum_k S_k (-n times the Gini index).
+CLASS_GINI = 6
 
 CRITERIA = {
     "variance": VARIANCE,

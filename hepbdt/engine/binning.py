@@ -127,13 +127,58 @@ def _bin_of(e, x):
     return min(pos, MAX_VALUE_BINS - 1)  # +inf stays a value bin
 
 
+@njit(inline="always")
+def _code(pos, x):
+    return MISSING_BIN if np.isnan(x) else min(pos, MAX_VALUE_BINS - 1)
+
+
+@njit(inline="always")
+def _bins_of_8(e, x0, x1, x2, x3, x4, x5, x6, x7):
+    """``_bin_of`` of eight values at once: eight independent searches in lockstep, which
+    the core overlaps (one search is a chain of eight dependent loads: 500k x 28, one
+    thread, 10.7 -> 7.4 ns a value)."""
+    p0 = p1 = p2 = p3 = p4 = p5 = p6 = p7 = 0
+    step = 128
+    while step > 0:
+        p0 += step if e[p0 + step - 1] <= x0 else 0
+        p1 += step if e[p1 + step - 1] <= x1 else 0
+        p2 += step if e[p2 + step - 1] <= x2 else 0
+        p3 += step if e[p3 + step - 1] <= x3 else 0
+        p4 += step if e[p4 + step - 1] <= x4 else 0
+        p5 += step if e[p5 + step - 1] <= x5 else 0
+        p6 += step if e[p6 + step - 1] <= x6 else 0
+        p7 += step if e[p7 + step - 1] <= x7 else 0
+        step >>= 1
+    return (_code(p0, x0), _code(p1, x1), _code(p2, x2), _code(p3, x3), _code(p4, x4),
+            _code(p5, x5), _code(p6, x6), _code(p7, x7))
+
+
+@njit(inline="always")
+def _bin_rows(X, f, e, lo, hi, out, out_f, by_event):
+    """Codes of feature f for rows [lo, hi) of X into out[i, out_f] (by_event) or out[out_f, i]."""
+    i = lo
+    while i + 8 <= hi:
+        c = _bins_of_8(e, X[i, f], X[i + 1, f], X[i + 2, f], X[i + 3, f], X[i + 4, f],
+                       X[i + 5, f], X[i + 6, f], X[i + 7, f])
+        for k in range(8):
+            if by_event:
+                out[i + k, out_f] = c[k]
+            else:
+                out[out_f, i + k] = c[k]
+        i += 8
+    while i < hi:
+        if by_event:
+            out[i, out_f] = _bin_of(e, X[i, f])
+        else:
+            out[out_f, i] = _bin_of(e, X[i, f])
+        i += 1
+
+
 @njit(parallel=True)
 def _apply_bins(X, edges, codes):
     n, m = X.shape
     for f in numba.prange(m):
-        e = edges[f]
-        for i in range(n):
-            codes[f, i] = _bin_of(e, X[i, f])
+        _bin_rows(X, f, edges[f], 0, n, codes, f, False)
 
 
 INF_CHUNK = 1 << 16  # values per task of the infinity scan
@@ -170,9 +215,8 @@ def _apply_bins_by_event(X, edges, codes):
     n, m = X.shape
     n_blocks = (n + 4095) // 4096
     for blk in numba.prange(n_blocks):
-        for i in range(blk * 4096, min(n, blk * 4096 + 4096)):
-            for f in range(m):
-                codes[i, f] = _bin_of(edges[f], X[i, f])
+        for f in range(m):
+            _bin_rows(X, f, edges[f], blk * 4096, min(n, blk * 4096 + 4096), codes, f, True)
 
 
 def bin_rows_into(X: np.ndarray, edges: list[np.ndarray] | np.ndarray, out: np.ndarray) -> None:

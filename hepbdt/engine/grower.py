@@ -90,6 +90,7 @@ class GrownTree:
     start: np.ndarray  # int64
     stop: np.ndarray  # int64
     partition: np.ndarray  # int32 event indices
+    class_sums: np.ndarray | None = None  # (n_nodes, K) float64 with class channels (CLASS_GINI)
 
     @property
     def n_nodes(self) -> int:
@@ -314,13 +315,13 @@ class _NodeArrays:
               ("missing_left", np.bool_, False), ("left", np.int32, -1), ("right", np.int32, -1),
               ("gain", np.float64, 0.0), ("start", np.int64, 0), ("stop", np.int64, 0))
 
-    def __init__(self, capacity: int, max_nodes: int | None = None):
+    def __init__(self, capacity: int, max_nodes: int | None = None, n_channels: int = N_CHANNELS):
         self.max_nodes = max(1, capacity if max_nodes is None else max_nodes)
         capacity = max(1, min(capacity, self.max_nodes))
         self.size = 1
         for name, dtype, fill in self.FIELDS:
             setattr(self, name, np.full(capacity, fill, dtype))
-        self.sums = np.zeros((capacity, 3))
+        self.sums = np.zeros((capacity, n_channels))
 
     def add(self, count: int) -> np.ndarray:
         """Ids of ``count`` new leaves."""
@@ -333,7 +334,7 @@ class _NodeArrays:
                 grown = np.full(capacity, fill, dtype)
                 grown[: self.size] = getattr(self, name)[: self.size]
                 setattr(self, name, grown)
-            sums = np.zeros((capacity, 3))
+            sums = np.zeros((capacity, self.sums.shape[1]))
             sums[: self.size] = self.sums[: self.size]
             self.sums = sums
         ids = np.arange(self.size, need)
@@ -352,10 +353,11 @@ class _NodeArrays:
             gain=self.gain[:n].copy(),
             sum_a=self.sums[:n, 0].copy(),
             sum_b=self.sums[:n, 1].copy(),
-            sum_w=self.sums[:n, 2].copy(),
+            sum_w=self.sums[:n, -1].copy(),
             start=self.start[:n].copy(),
             stop=self.stop[:n].copy(),
             partition=partition,
+            class_sums=self.sums[:n, :-1].copy() if self.sums.shape[1] != N_CHANNELS else None,
         )
 
 
@@ -392,6 +394,11 @@ class _TreeEvents:
         return self.codes, self.quantised
 
     @property
+    def n_channels(self) -> int:
+        """Float channels per histogram bin: 3 (A, B, W), or K + 1 with class channels."""
+        return N_CHANNELS if self.quantised else self.payload.shape[1]
+
+    @property
     def quantised(self) -> bool:
         """Whether A and B are packed into int64 histograms."""
         return self.quantiser is not None
@@ -402,12 +409,12 @@ class _TreeEvents:
         return self.quantiser is not None and self.quantiser.wide
 
     @classmethod
-    def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                       used: np.ndarray, rounding_seed: int,
+    def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray | None, a: np.ndarray,
+                       b: np.ndarray, used: np.ndarray, rounding_seed: int,
                        quantiser: Quantiser | None = None) -> _TreeEvents:
         """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone);
         ``quantiser``: one made for a larger sample these events are part of."""
-        if rows.size != ordered.partition.size:
+        if rows is not None and rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         if quantiser is None:
             quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
@@ -416,14 +423,20 @@ class _TreeEvents:
                    NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns)
 
     @classmethod
-    def exact_rows(cls, codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                   w: np.ndarray, used: np.ndarray) -> _TreeEvents:
-        """A copy of ``rows`` with their channels (A, B, W) as a float payload, and scratch."""
-        partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
+    def exact_rows(cls, codes: np.ndarray, rows: np.ndarray | None, a: np.ndarray,
+                   b: np.ndarray | None, w: np.ndarray, used: np.ndarray) -> _TreeEvents:
+        """A copy of ``rows`` (None: every event) with their channels (A, B, W) as a float
+        payload, and scratch; ``a`` (K, n) and ``b`` None: the K class channels, then W
+        (CLASS_GINI)."""
+        if rows is None:
+            partition = np.arange(codes.shape[1], dtype=INDEX_DTYPE)
+        else:
+            partition = np.ascontiguousarray(rows, dtype=INDEX_DTYPE).copy()
         n_rows = partition.size
         all_rows = n_rows == codes.shape[1]
-        payload = np.empty((n_rows, 3), dtype=CHANNEL_DTYPE)
-        for ch, v in enumerate((a, b, w)):
+        channels = (*a, w) if b is None else (a, b, w)
+        payload = np.empty((n_rows, len(channels)), dtype=CHANNEL_DTYPE)
+        for ch, v in enumerate(channels):
             payload[:, ch] = v if all_rows else v[partition]
         return cls(codes, partition, payload, np.empty(n_rows, INDEX_DTYPE), np.empty_like(payload),
                    used, codes.shape[0], None)
@@ -432,7 +445,8 @@ class _TreeEvents:
                    parent: np.ndarray | None = None, parent_slots: np.ndarray | None = None,
                    sibling_slots: np.ndarray | None = None) -> np.ndarray:
         """Raw histograms of nodes' events into ``slots`` (siblings as parent minus node)."""
-        raw = new_histograms(count, self.n_features, packed=self.quantised, wide=self.wide)
+        raw = new_histograms(count, self.n_features, packed=self.quantised, wide=self.wide,
+                             n_channels=self.n_channels)
         self.fill(raw, starts, stops, slots, parent, parent_slots, sibling_slots)
         return raw
 
@@ -453,14 +467,14 @@ class _TreeEvents:
         """How many leaves' raw histograms leaf-wise growth may hold (LEVEL_HISTOGRAM_BYTES):
         float64 (A, B, W) per bin, or one int64 (two wide) when quantised (decoded two at a
         time)."""
-        per_bin = (16 if self.wide else 8) if self.quantised else N_CHANNELS * 8
+        per_bin = (16 if self.wide else 8) if self.quantised else self.n_channels * 8
         return max(3, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
     def level_capacity(self) -> int:
         """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
         (A, B, W) per bin, plus the packed sums (two int64 lanes wide) and their task
         buffers when quantised."""
-        per_bin = N_CHANNELS * 8 + ((24 if self.wide else 16) if self.quantised else 0)
+        per_bin = self.n_channels * 8 + ((24 if self.wide else 16) if self.quantised else 0)
         return max(2, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
 
 
@@ -472,7 +486,7 @@ class _Splits(NamedTuple):
     feature: np.ndarray
     threshold: np.ndarray
     missing_left: np.ndarray
-    left_sums: np.ndarray  # (k, 3) the left child's (A, B, W)
+    left_sums: np.ndarray  # (k, 3) the left child's (A, B, W) (K + 1 with class channels)
 
 
 def _root_histograms(events: _TreeEvents, nodes: _NodeArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -594,7 +608,7 @@ class _HistogramPool:
 
     def __init__(self, events: _TreeEvents, capacity: int):
         self.raw = new_histograms(capacity, events.n_features, packed=events.quantised,
-                                  wide=events.wide)
+                                  wide=events.wide, n_channels=events.n_channels)
         self.free = list(range(capacity - 1, -1, -1))
         self.slot: dict[int, int] = {}  # node id -> slot
 
@@ -778,7 +792,7 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
 
 def grow_tree(
     codes: np.ndarray,
-    rows: np.ndarray,
+    rows: np.ndarray | None,
     a: np.ndarray,
     b: np.ndarray,
     w: np.ndarray,
@@ -800,8 +814,10 @@ def grow_tree(
     ----------
     codes : (m, n) uint8 bin codes, feature-major; event-major (n, m) when ``quantised``
         (ignored when ``ordered`` is given: it holds them).
-    rows : (n_rows,) int32 events of this tree (a subsample, or all).
-    a, b, w : (n,) float32 channels A, B and event weight W of every event.
+    rows : (n_rows,) int32 events of this tree (a subsample), or None: every event.
+    a, b, w : (n,) float32 channels A, B and event weight W of every event; for
+        CLASS_GINI, ``a`` (K, n) the weight of each event in each class's channel (zero
+        outside its class) and ``b`` None (the tree's ``class_sums`` then hold the sums).
     n_value_bins : (m,) int32 value bins per feature.
     params : split criterion and constraints.
     max_depth : maximum depth (the root has depth 0); None (leaf-wise only): no limit.
@@ -837,13 +853,15 @@ def grow_tree(
     n_rows = events.partition.size
     # Every node holds an event (a split leaves events on both sides): at most 2n - 1 nodes.
     if max_leaves is not None:
-        nodes = _NodeArrays(min(2 * max_leaves - 1, max(1, 2 * n_rows - 1)), max(1, 2 * n_rows - 1))
+        nodes = _NodeArrays(min(2 * max_leaves - 1, max(1, 2 * n_rows - 1)), max(1, 2 * n_rows - 1),
+                            events.n_channels)
         _grow_leafwise(events, nodes, n_value_bins, params, max_depth, max_leaves,
                        colsample_bylevel, colsample_bynode, rng)
     elif _serial_fits(events, max_depth, colsample_bylevel, colsample_bynode):
         return _grow_serial(events, n_value_bins, params, max_depth)
     else:
-        nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1))
+        nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1),
+                            events.n_channels)
         _grow_depthwise(events, nodes, n_value_bins, params, max_depth, colsample_bylevel,
                         colsample_bynode, rng)
     return nodes.grown_tree(events.partition)
@@ -854,7 +872,8 @@ def _serial_fits(events: _TreeEvents, max_depth: int, colsample_bylevel: float,
     """Whether ``_serial_tree`` grows this tree: exact histograms, no feature draws below
     the tree, every level's histograms held, one thread and a small sample."""
     n_rows = events.partition.size
-    return (not events.quantised and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
+    return (not events.quantised and events.n_channels == N_CHANNELS
+            and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
             and numba.get_num_threads() == 1 and n_rows * events.n_features <= SERIAL_TREE_WORK
             and min(n_rows, 1 << min(max_depth, 30)) <= events.level_capacity())
 

@@ -69,13 +69,14 @@ def choose_packing(n_rows: int) -> tuple[bool, int]:
 
 
 def new_histograms(n_nodes: int, n_features: int, packed: bool = False,
-                   wide: bool = False) -> np.ndarray:
-    """Uninitialised histogram storage for ``n_nodes`` nodes: float64 (A, B, W) per bin,
-    one int64 per bin when packed, two (A, B) when ``wide``."""
+                   wide: bool = False, n_channels: int = N_CHANNELS) -> np.ndarray:
+    """Uninitialised histogram storage for ``n_nodes`` nodes: float64 (A, B, W) per bin
+    (``n_channels`` float64 with class channels), one int64 per bin when packed, two (A, B)
+    when ``wide``."""
     if packed:
         shape = (n_nodes, n_features, N_BINS, 2) if wide else (n_nodes, n_features, N_BINS)
         return np.empty(shape, dtype=np.int64)
-    return np.empty((n_nodes, n_features, N_BINS, N_CHANNELS), dtype=SUM_DTYPE)
+    return np.empty((n_nodes, n_features, N_BINS, n_channels), dtype=SUM_DTYPE)
 
 
 @njit(parallel=True)
@@ -87,12 +88,17 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
         for j in range(node_start.size):
             h = hists[slots[j], f]
             h[:] = 0.0
-            if feature_used[f]:
+            if feature_used[f] and payload.shape[1] == 3:
                 for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
                     c = np.uint64(codes_f[np.uint64(partition[k])])
                     h[c, 0] += payload[k, 0]
                     h[c, 1] += payload[k, 1]
                     h[c, 2] += payload[k, 2]
+            elif feature_used[f]:  # the class channels of CLASS_GINI
+                for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
+                    c = np.uint64(codes_f[np.uint64(partition[k])])
+                    for ch in range(payload.shape[1]):
+                        h[c, ch] += payload[k, ch]
             if sibling_slots[j] >= 0:
                 parent = parent_hists[parent_slots[j], f]
                 sibling = hists[sibling_slots[j], f]
@@ -184,11 +190,12 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     ``hists[sibling_slots[j]] = parent_hists[parent_slots[j]] - hists[slots[j]]``.
 
     Exact: codes (m, n) uint8 feature-major, payload (n_rows, 3) float32 channels (A, B, W)
-    in partition order. Packed: codes (n, m) uint8 event-major, payload (n,) int64 packed
-    channels in event order (read through the partition); wide: the same payload and
-    histograms from ``new_histograms(..., wide=True)``. partition: (n_rows,) int32;
-    node_start/stop/slots: (k,) int64; feature_used: (m,) bool (other features are zeroed
-    in exact histograms, computed anyway when packed); hists and parent_hists from
+    in partition order (or (n_rows, K + 1): K class weights, then W). Packed: codes (n, m)
+    uint8 event-major, payload (n,) int64 packed channels in event order (read through the
+    partition); wide: the same payload and histograms from ``new_histograms(..., wide=True)``.
+    partition: (n_rows,) int32; node_start/stop/slots: (k,) int64; feature_used: (m,) bool
+    (other features are zeroed in exact histograms, computed anyway when packed); hists and
+    parent_hists from
     ``new_histograms``; parent_slots/sibling_slots: (k,) int64, -1 where there is no sibling.
     threads: packed only; cut the events into a multiple of this many tasks of at most
     PACKED_TASK events (one call per node, as leaf-wise growth makes: each task clears and

@@ -10,6 +10,11 @@ HTML report.
 from __future__ import annotations
 
 from hepbdt.evaluation.curves import LearningCurve, learning_curve
+from hepbdt.evaluation.decorrelation import (
+    DecorrelationMeasures,
+    decorrelation_measures,
+    jensen_shannon_divergence,
+)
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     FIGURES_OF_MERIT,
@@ -66,6 +71,7 @@ __all__ = [
     "BestCut",
     "BinnedRegressionMetrics",
     "ConfusionMatrix",
+    "DecorrelationMeasures",
     "EfficiencyTable",
     "FeatureRanking",
     "LearningCurve",
@@ -80,8 +86,10 @@ __all__ = [
     "chi2_test",
     "confusion_matrix",
     "correlation_matrices",
+    "decorrelation_measures",
     "effective_sample_size",
     "efficiency_table",
+    "jensen_shannon_divergence",
     "learning_curve",
     "multiclass_overtraining_test",
     "one_vs_rest_auc",

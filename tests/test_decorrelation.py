@@ -1,0 +1,266 @@
+"""Mass decorrelation: the flatness loss against a brute-force integral, strength 0 bit for
+bit, sculpting reduced on the toy, the option errors, and the measures against scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from hepbdt import BDTClassifier
+from hepbdt.boosting.decorrelation import FlatnessLoss, flatness_bins
+from hepbdt.boosting.losses import Deviance
+from hepbdt.demo_data import sculpting_arrays
+from hepbdt.evaluation import decorrelation_measures, jensen_shannon_divergence
+from hepbdt.persistence import load_model
+
+FEATURES = ["mjj", "tau21", "balance", "width", "noise"]
+
+
+def brute_flatness(score, w, class_index, group):
+    """sum_c sum_b W_b * integral (F_b(s) - F_c(s))^2 ds, summed interval by interval."""
+    total = 0.0
+    for c in np.unique(class_index[class_index >= 0]):
+        mine = class_index == c
+        s, ww, g_of = score[mine], w[mine], group[mine]
+        grid = np.unique(s)
+        w_class = ww.sum()
+        for g in np.unique(g_of):
+            inside = g_of == g
+            w_bin = ww[inside].sum()
+            for lo, hi in zip(grid[:-1], grid[1:], strict=True):
+                f_bin = ww[inside & (s <= lo)].sum() / w_bin
+                f_class = ww[s <= lo].sum() / w_class
+                total += w_bin * (f_bin - f_class) ** 2 * (hi - lo)
+    return total
+
+
+@pytest.mark.parametrize("target,columns", [("background", 1), ("both", 2), ("signal", 1)])
+def test_flatness_gradient_matches_finite_differences(target, columns):
+    rng = np.random.default_rng(3)
+    n = 36
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    m = rng.random((n, columns))
+    w = rng.uniform(0.3, 2.0, n)
+    score = rng.normal(size=n)  # distinct scores: no ties
+    strength = 2.5
+    loss = FlatnessLoss(Deviance(), strength, m, y, w, n_bins=3, target=target, tail_floor=None)
+    analytic, _ = loss.flatness_terms(score, w)
+    eps = 1e-7
+    numeric = np.empty(n)
+    for i in range(n):
+        up, down = score.copy(), score.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric[i] = strength * (brute_flatness(up, w, loss.class_index, loss.group)
+                                 - brute_flatness(down, w, loss.class_index, loss.group)) / (2 * eps)
+    np.testing.assert_allclose(analytic, numeric, atol=1e-6)
+    assert np.abs(analytic).max() > 0.05
+    untouched = loss.class_index < 0
+    assert np.all(analytic[untouched] == 0)
+    # the per-unit-weight gradient is the deviance's plus the flatness term's / w
+    g, _ = loss.gradients(y, score)
+    g0, _ = Deviance().gradients(y, score)
+    np.testing.assert_allclose(g - g0, analytic / w, rtol=1e-12)
+
+
+def test_tail_weight_is_the_relative_efficiency_weight():
+    rng = np.random.default_rng(8)
+    n = 50
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    m = rng.random((n, 1))
+    w = rng.uniform(0.3, 2.0, n)
+    score = rng.normal(size=n)
+    plain = FlatnessLoss(Deviance(), 1.5, m, y, w, n_bins=2, target="both", tail_floor=None)
+    tailed = FlatnessLoss(Deviance(), 1.5, m, y, w, n_bins=2, target="both", tail_floor=0.1)
+    psi = np.empty(n)
+    for i in range(n):  # the class CDF half-way through w_i, brute force
+        mine = y == y[i]
+        below = w[mine & (score < score[i])].sum() + 0.5 * w[i]
+        psi[i] = 1.0 / max(1.0 - below / w[mine].sum(), 0.1) ** 2
+    gradient, hessian = tailed.flatness_terms(score, w)
+    np.testing.assert_allclose(gradient, psi * plain.flatness_terms(score, w)[0], rtol=1e-12)
+    np.testing.assert_allclose(hessian, 2 * 1.5 * psi * w, rtol=1e-12)
+
+
+def test_bins_are_weighted_quantiles_per_class():
+    rng = np.random.default_rng(0)
+    m = rng.random((1000, 1))
+    y = np.r_[np.ones(500), np.zeros(500)]
+    class_index, group = flatness_bins(m, y, np.ones(1000), 4, "both")
+    assert set(class_index.tolist()) == {0, 1}
+    for c in (0, 1):
+        counts = np.bincount(group[class_index == c] - 4 * c, minlength=4)
+        assert counts.tolist() == [125, 125, 125, 125]
+
+
+def _toy(n_signal=4000, n_background=8000, seed=1):
+    a = sculpting_arrays(n_signal, n_background, seed=seed)
+    return np.column_stack([a[f] for f in FEATURES]), a["label"], a["weight"], a["mjj"]
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_strength_zero_is_the_ordinary_model_bit_for_bit(boosting):
+    X, y, w, m = _toy(600, 900)
+    options = dict(boosting=boosting, n_trees=15, max_depth=3, subsample=0.8, random_state=4)
+    plain = BDTClassifier(**options).fit(X, y, w)
+    zero = BDTClassifier(decorrelation="flatness", decorrelation_strength=0.0, **options).fit(
+        X, y, w, decorrelate=m)
+    for name in ("feature", "threshold", "value", "left", "right"):
+        np.testing.assert_array_equal(getattr(plain.forest_, name), getattr(zero.forest_, name))
+    np.testing.assert_array_equal(plain.decision_function(X), zero.decision_function(X))
+
+
+def test_decorrelation_reduces_sculpting_and_saves(tmp_path):
+    X, y, w, m = _toy()
+    Xt, yt, wt, mt = _toy(seed=2)
+    plain = BDTClassifier(n_trees=60, max_depth=3, random_state=0).fit(X, y, w)
+    flat = BDTClassifier(n_trees=60, max_depth=3, random_state=0, decorrelation="flatness",
+                         decorrelation_strength=1.0).fit(X, y, w, decorrelate=m)
+    before = decorrelation_measures(plain.decision_function(Xt), yt, mt, wt)
+    after = decorrelation_measures(flat.decision_function(Xt), yt, mt, wt)
+    for e in (0.5, 0.7, 0.9):
+        assert after.at(e)[1] > 3 * before.at(e)[1]
+    assert after.at(0.5)[0] > 4.0  # still a classifier
+    assert flat.forest_.extra["decorrelation"]["strength"] == 1.0
+    path = tmp_path / "model.json"
+    flat.save(path)
+    loaded = load_model(path)
+    assert loaded.get_params()["decorrelation"] == "flatness"
+    assert loaded.get_params()["decorrelation_strength"] == 1.0
+    np.testing.assert_array_equal(loaded.decision_function(Xt), flat.decision_function(Xt))
+
+
+def test_newton_decorrelates_too():
+    X, y, w, m = _toy(3000, 6000)
+    kwargs = dict(boosting="newton", n_trees=40, max_depth=3, random_state=0)
+    plain = BDTClassifier(**kwargs).fit(X, y, w)
+    flat = BDTClassifier(decorrelation="flatness", decorrelation_strength=1.0, **kwargs).fit(
+        X, y, w, decorrelate=m)
+    before = decorrelation_measures(plain.decision_function(X), y, m, w)
+    after = decorrelation_measures(flat.decision_function(X), y, m, w)
+    for e in (0.5, 0.7):
+        assert after.at(e)[1] > 3 * before.at(e)[1]
+
+
+@pytest.mark.parametrize("options,fit_kwargs,match", [
+    ({"decorrelation": "flatness"}, {}, "needs the variable"),
+    ({}, {"decorrelate": "m"}, "decorrelation is None"),
+    ({"decorrelation": "disco"}, {"decorrelate": "m"}, r"expected None or one of \('flatness',\)"),
+    ({"decorrelation": "flatness", "decorrelation_strength": -1.0}, {"decorrelate": "m"},
+     "finite number >= 0"),
+    ({"decorrelation": "flatness", "decorrelation_strength": float("nan")}, {"decorrelate": "m"},
+     "finite number >= 0"),
+    ({"decorrelation": "flatness", "decorrelation_target": "sig"}, {"decorrelate": "m"},
+     "'background', 'signal', 'both'"),
+    ({"decorrelation": "flatness", "decorrelation_bins": 1}, {"decorrelate": "m"}, r"\[2, 1000\]"),
+    ({"decorrelation": "flatness", "boosting": "adaboost"}, {"decorrelate": "m"},
+     "uBoost is not implemented"),
+    ({"decorrelation": "flatness"}, {"decorrelate": "short"}, r"shape \(200,\) or \(200, k\)"),
+    ({"decorrelation": "flatness"}, {"decorrelate": "nan"}, "NaN or infinite"),
+    ({"decorrelation": "flatness"}, {"decorrelate": "wide"}, "at most 3"),
+])
+def test_bad_decorrelation_options_are_refused(options, fit_kwargs, match):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (rng.random(200) < 0.5).astype(int)
+    m = rng.random(200)
+    values = {"m": m, "short": m[:-1], "nan": np.where(np.arange(200) == 7, np.nan, m),
+              "wide": rng.random((200, 4))}
+    kwargs = {k: values[v] for k, v in fit_kwargs.items()}
+    with pytest.raises(ValueError, match=match):
+        BDTClassifier(n_trees=3, **options).fit(X, y, decorrelate=kwargs.get("decorrelate"))
+
+
+def test_multiclass_decorrelation_is_refused():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = rng.integers(0, 3, 300)
+    with pytest.raises(ValueError, match="decorrelation is for two classes"):
+        BDTClassifier(n_trees=3, decorrelation="flatness").fit(X, y, decorrelate=X[:, 0])
+
+
+def test_jsd_matches_scipy_and_measures_match_brute_force():
+    rng = np.random.default_rng(5)
+    p, q = rng.random(20), rng.random(20)
+    q[3] = 0.0
+    assert jensen_shannon_divergence(p, q) == pytest.approx(jensenshannon(p, q, base=2) ** 2,
+                                                            rel=1e-10)
+    n = 3000
+    y = (rng.random(n) < 0.4).astype(int)
+    mass = rng.uniform(50, 250, n)
+    score = rng.normal(size=n) + y + 0.004 * mass * (1 - y)
+    w = rng.uniform(0.5, 1.5, n)
+    res = decorrelation_measures(score, y, mass, w, efficiencies=(0.3, 0.5), bins=20)
+    edges = np.linspace(mass[y == 0].min(), mass[y == 0].max(), 21)
+    for k, e in enumerate((0.3, 0.5)):
+        # brute force: the highest cut whose signal efficiency reaches e
+        cuts = np.sort(score[y == 1])[::-1]
+        eff = np.array([w[(y == 1) & (score >= c)].sum() for c in cuts]) / w[y == 1].sum()
+        cut = cuts[np.argmax(eff >= e)]
+        assert res.threshold[k] == cut
+        passed = (y == 0) & (score >= cut)
+        assert res.background_efficiency[k] == pytest.approx(w[passed].sum() / w[y == 0].sum())
+        before = np.histogram(mass[y == 0], edges, weights=w[y == 0])[0]
+        after = np.histogram(mass[passed], edges, weights=w[passed])[0]
+        assert res.background_jsd[k] == pytest.approx(jensenshannon(before, after, base=2) ** 2)
+        assert res.background_shapes[k].sum() == pytest.approx(1.0)
+    rejection, inverse = res.at(0.5)
+    assert rejection == pytest.approx(1 / res.background_efficiency[1])
+    assert inverse == pytest.approx(1 / res.background_jsd[1])
+    assert res.background_jsd[0] > 0.001  # the mass-dependent background score sculpts
+
+
+def _config(tmp_path, method: str):
+    from hepbdt.analysis import load_config
+
+    text = f"""
+features = ["a", "b"]
+[samples.s]
+files = "s.root"
+label = "signal"
+[samples.b]
+files = "b.root"
+label = "background"
+[method]
+n_trees = 5
+{method}
+"""
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return lambda: load_config(path)
+
+
+@pytest.mark.parametrize("method,match", [
+    ('decorrelation = "flatness"', "needs the variables to decorrelate from"),
+    ('decorrelate = ["mjj"]', "decorrelate is set but decorrelation is not"),
+    ('decorrelation = "flatness"\ndecorrelate = 3', "expected a list of branch names"),
+    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "decorrelation='uboost' is not valid"),
+    ('decorrelation = "flatness"\ndecorrelate = ["mjj"]\ndecorrelation_strength = -2.0',
+     "finite number >= 0"),
+    ('decorrelation = "flatness"\ndecorrelate = ["mjj +"]', "decorrelate"),
+])
+def test_configuration_errors(tmp_path, method, match):
+    from hepbdt.analysis import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        _config(tmp_path, method)()
+
+
+def test_configuration_reads_decorrelate(tmp_path):
+    config = _config(tmp_path, 'decorrelation = "flatness"\ndecorrelate = ["mjj / 2"]\n'
+                     'decorrelation_strength = 3.0')()
+    assert config.decorrelate == ["mjj / 2"]
+    assert config.params["decorrelation_strength"] == 3.0
+
+
+def test_tmva_option_string_refuses_decorrelation_but_xml_export_works(tmp_path):
+    from hepbdt.tmva_options import TMVAOptionError
+
+    X, y, w, m = _toy(300, 600)
+    model = BDTClassifier(n_trees=5, max_depth=2, min_node_size=0.05, decorrelation="flatness",
+                          decorrelation_strength=1.0).fit(X, y, w, decorrelate=m)
+    with pytest.raises(TMVAOptionError, match="decorrelation='flatness' has no TMVA equivalent"):
+        model.to_tmva()
+    model.save_tmva(tmp_path / "model.weights.xml")
+    assert (tmp_path / "model.weights.xml").is_file()
