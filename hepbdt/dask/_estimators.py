@@ -16,7 +16,8 @@ naming the option): the AdaBoost family, multi-class, leaf-wise growth (``max_le
 float (not quantised) histograms, subsampling, ``n_trees="auto"`` and early stopping,
 ``eval_set``, losses whose leaves are medians (absolute, huber, pseudo_huber), the
 negative-weight policies that need every event of a class ("regress", "pair": a fit with
-negative weights must choose "keep", "abs" or "ignore"), and ``sig_to_bkg_fraction``.
+negative weights must choose "keep", "abs" or "ignore"), the decorrelation (flatness) loss,
+and ``sig_to_bkg_fraction``.
 """
 
 from __future__ import annotations

@@ -67,8 +67,11 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
               read_partition: Any) -> LazyDataset:
     """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
     ``read_partition`` reads one entry range (``samples.read_partition``)."""
-    import dask
-    import dask.array as da
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as err:
+        raise ImportError(f"hepbdt[dask] is needed: pip install hepbdt[dask] ({err})") from None
 
     step = step_size if isinstance(step_size, int) else PARTITION_ENTRIES
     m = len(feature_expressions)
