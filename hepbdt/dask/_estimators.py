@@ -67,7 +67,7 @@ class _DaskMixin:
 
     _local_class: type
 
-    def _check_dask_options(self, X_chunks: int) -> None:
+    def _check_dask_options(self) -> None:
         def refuse(name: str, why: str) -> None:
             raise ParameterError(name, f"{name}={getattr(self, name)!r}: {why} "
                                        f"({type(self).__name__})")
@@ -114,7 +114,7 @@ class _DaskMixin:
         y = _aligned(da.asarray(y), blocks_of)
         w = None if sample_weight is None else _aligned(da.asarray(sample_weight), blocks_of)
         self._validate_params()
-        self._check_dask_options(len(blocks_of))
+        self._check_dask_options()
         info = client.scheduler_info(n_workers=-1)["workers"]
         workers = sorted(info)
         if not workers:
