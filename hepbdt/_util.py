@@ -252,11 +252,13 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     return X, given
 
 
-def any_nan(X: np.ndarray) -> bool:
-    """Whether float X has a NaN, tested in blocks of rows (np.isnan(X) whole would be a
-    temporary of one byte per value)."""
-    rows = max(1, NAN_BLOCK_VALUES // max(1, X.shape[1]))
-    return any(bool(np.isnan(X[i:i + rows]).any()) for i in range(0, X.shape[0], rows))
+def any_nan(X: np.ndarray, rows: np.ndarray | None = None) -> bool:
+    """Whether float X (its rows ``rows``, when given) has a NaN, tested in blocks of rows
+    (np.isnan(X) whole would be a temporary of one byte per value)."""
+    block = max(1, NAN_BLOCK_VALUES // max(1, X.shape[1]))
+    n = X.shape[0] if rows is None else len(rows)
+    return any(bool(np.isnan(X[i:i + block] if rows is None else X[rows[i:i + block]]).any())
+               for i in range(0, n, block))
 
 
 def feature_definitions_of(X: Any) -> dict[str, str]:

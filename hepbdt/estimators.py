@@ -357,32 +357,39 @@ class _BDTBase(SklearnProtocol):
         binned = isinstance(X, BinnedMatrix)
         evals = self._eval_sets(eval_set, names, X.edges if binned else None)
         plan = self._tree_plan(X.shape[0], bool(evals))
+        rows = None  # float X: the training events are X[rows] (all when None), binned from X
         if plan.hold_out:
             held = self._held_out(X.shape[0], event, rng)
             evals = [(X[held], y[held], w[held])]
-            X, y, w = X[~held], y[~held], w[~held]
+            if binned:
+                X = X[~held]
+            else:  # no copy of the training features: they are binned from X directly
+                rows = np.flatnonzero(~held)
+            y, w = y[~held], w[~held]
             decorrelate = None if decorrelate is None else decorrelate[~held]
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
-        self.min_node_size_ = self._resolved_node_size(X.shape[0])
+        n_train = y.size
+        self.min_node_size_ = self._resolved_node_size(n_train)
         if self.boosting in ("gradient", "newton"):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
-        with threads(self.n_jobs, X.shape[0] * X.shape[1]):
-            quantised = self._use_quantised(X.shape[0])
+        with threads(self.n_jobs, n_train * X.shape[1]):
+            quantised = self._use_quantised(n_train)
             if binned:  # the matrix's bins are the model's: no binning here
                 mapper = BinMapper.from_edges(list(X.edges))
                 codes = QuantisedRows(X.codes) if quantised else np.ascontiguousarray(X.codes.T)
             else:
                 mapper = BinMapper(self.max_bins, self.n_cuts,
                                    0 if self.random_state is None else int(self.random_state))
-                mapper.fit(X, w)
-                codes = QuantisedRows.from_features(X, mapper) if quantised else mapper.transform(X)
-            forest, result = self._run(X, y, w, codes, mapper, evals[-1] if evals else None, rng,
+                mapper.fit(X, w, rows)
+                codes = (QuantisedRows.from_features(X, mapper, rows) if quantised
+                         else mapper.transform(X, rows))
+            forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan, decorrelate)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(w), stacklevel=3)
         # the TMVA export warns: the Reader gives -999 for NaN events
-        if X.missing_any() if binned else any_nan(X):
+        if X.missing_any() if binned else any_nan(X, rows):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
@@ -531,7 +538,7 @@ class _BDTBase(SklearnProtocol):
         if result.best_iteration is not None and result.validation_loss is not None:
             self.best_score_ = float(result.validation_loss[result.best_iteration])
 
-    def _run(self, X, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
+    def _run(self, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
         if self.boosting in ADABOOST_BOOSTINGS:
             return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees)
         loss = self._make_loss()

@@ -262,3 +262,51 @@ def test_inf_message_gives_the_toml_spelling() -> None:
         read(sample, ["1 / (HT - HT)"])
     message = str(info.value)
     assert "inf_as_missing = true" in message and "inf_as_missing=True" in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ['n_trees = "auto"\nn_iter_no_change = 1\nmax_depth = 3',
+                                    "n_trees = 5\nmax_depth = 3"])
+def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str) -> None:
+    """``--check``'s memory figure (and the ``memory =`` refusal) is an upper bound: what
+    ``hepbdt train`` allocates at its peak (``tracemalloc``: reading, splitting, fitting,
+    writing the score trees) stays below it, and not far below (within 2x)."""
+    import tracemalloc
+
+    import uproot
+
+    from hepbdt.analysis.estimate import estimate
+    from hepbdt.analysis.workflow import train
+
+    rng = np.random.default_rng(0)
+    n, m = 200_000, 12
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        with uproot.recreate(tmp_path / f"{name}.root") as f:
+            f["t"] = {f"x{j}": (rng.normal(size=n) + shift).astype(np.float32) for j in range(m)}
+    (tmp_path / "a.toml").write_text(f"""
+title = "memory"
+tree = "t"
+features = {[f"x{j}" for j in range(m)]}
+[samples.signal]
+files = "{tmp_path / 's.root'}"
+label = "signal"
+[samples.bkg]
+files = "{tmp_path / 'b.root'}"
+label = "background"
+[split]
+train_fraction = 0.9
+[method]
+{method}
+[output]
+directory = "{tmp_path / 'out'}"
+report = false
+figures = false
+""")
+    config = load_config(tmp_path / "a.toml")
+    train(load_config(tmp_path / "a.toml"), progress=False)  # compiled outside the measurement
+    tracemalloc.start()
+    train(config, progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    need = estimate(config).bytes
+    assert peak < need < 2 * peak, (peak, need)

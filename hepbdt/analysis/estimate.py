@@ -35,13 +35,16 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # Bytes that `hepbdt train` holds at its peak, per event and feature and per event: the
 # float32 features read (4) and the copies the training sets hold (4 each: a split's train
 # and test sets make one copy, k-fold keeps k training sets of (k-1)/k, so k-1 copies),
-# with n_trees="auto" the fit's copy of its training events without the held-out ones (4
-# for the fraction of the events one fit trains on), plus one fit's bin codes and their
-# feature-major copy (2); per event the weight, event number, label and sample index (24)
-# with each copy, plus one fit's per-event channels, scores and partition (about 64).
-# (A 1M x 28 float fit measured 4.0 bytes a value of its own with n_trees=200 and 8.1 with
-# n_trees="auto", X held outside: ``tracemalloc``.)
+# with n_trees="auto" the fit's copy of the events it holds out (4 for a tenth of the
+# events one fit trains on; the others are binned from the training set directly), plus
+# one fit's bin codes and their feature-major copy (2); per event the weight, event
+# number, label and sample index (24) with each copy, plus one fit's per-event channels,
+# scores and partition (about 64). (A 1M x 28 float fit measured 4.0 bytes a value of its
+# own with n_trees=200 and 4.8 with n_trees="auto", X held outside: ``tracemalloc``.)
 _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 24, 64
+# The bin edges are fitted on a sample of at most this many events, held twice (the rows
+# gathered, then each feature's column): 8 bytes per sampled event and feature.
+_EDGE_SAMPLE, _EDGE_SAMPLE_BYTES = 200_000, 8
 # Each class beyond the first of a multi-class fit: its float64 scores and two float32
 # channels in the fit (16), and its raw score and probability in the score trees (16).
 _CLASS_BYTES = 32
@@ -100,12 +103,13 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
         trees *= len(config.classes)
     seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
-    # n_trees="auto" holds out a fraction: the fit copies the events it trains on
+    # n_trees="auto" holds out a fraction of a fit's events, which the fit copies
     one_fit = (folds - 1) / folds if folds else config.split.train_fraction
-    held_out_copy = one_fit if model.n_trees == "auto" else 0.0
+    held_out_copy = model.validation_fraction * one_fit if model.n_trees == "auto" else 0.0
     fit_bytes = _FIT_BYTES + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0)
-    memory = events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
-                       + _EVENT_BYTES * copies + fit_bytes)
+    memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
+                        + _EVENT_BYTES * copies + fit_bytes)
+              + min(trained, _EDGE_SAMPLE) * features * _EDGE_SAMPLE_BYTES)
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies

@@ -168,18 +168,19 @@ def _nearest(Z_neg: np.ndarray, Z_pos: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+PREDICT_BLOCK = 1 << 16  # held-out events scored at once by the cross-fitted models
 STANDARDISE_BLOCK = 1 << 14  # rows standardised at once (float64 temporaries of this many)
 
 
 @njit
-def _column_moments(X, mean, std):
-    """numpy's ``nanmean`` and ``nanstd`` of each column of float64(X), to the bit (the
-    same additions in the same order: row by row, as numpy reduces axis 0), without a
+def _column_moments(X, rows, mean, std):
+    """numpy's ``nanmean`` and ``nanstd`` of each column of float64(X[rows]), to the bit
+    (the same additions in the same order: row by row, as numpy reduces axis 0), without a
     float64 copy of X."""
-    n, m = X.shape
+    m = X.shape[1]
     total = np.zeros(m)
     count = np.zeros(m, np.int64)
-    for i in range(n):
+    for i in rows:
         for j in range(m):
             x = np.float64(X[i, j])
             if not np.isnan(x):
@@ -188,7 +189,7 @@ def _column_moments(X, mean, std):
     for j in range(m):
         mean[j] = total[j] / count[j]
         total[j] = 0.0
-    for i in range(n):
+    for i in rows:
         for j in range(m):
             x = np.float64(X[i, j])
             d = x - mean[j] if not np.isnan(x) else 0.0
@@ -197,17 +198,19 @@ def _column_moments(X, mean, std):
         std[j] = np.sqrt(total[j] / count[j])
 
 
-def _standardised(X: np.ndarray) -> np.ndarray:
-    """Features standardised per column (mean 0, standard deviation 1; NaN as the mean),
-    computed in float64 block by block and kept in float32, as the neighbour search reads
-    them: 4 bytes a value, where float64 copies of the whole X took about 33."""
+def _standardised(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Features of the events ``rows`` of X (all when None) standardised per column (mean
+    0, standard deviation 1; NaN as the mean), computed in float64 block by block and kept
+    in float32, as the neighbour search reads them: 4 bytes a value, where float64 copies
+    of the whole X took about 33."""
     X = np.ascontiguousarray(X)
+    rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
     mean, std = np.empty(X.shape[1]), np.empty(X.shape[1])
-    _column_moments(X, mean, std)
+    _column_moments(X, rows, mean, std)
     scale = np.where(std > 0, std, 1.0)
-    Z = np.empty(X.shape, dtype=np.float32)
-    for start in range(0, X.shape[0], STANDARDISE_BLOCK):
-        block = np.asarray(X[start:start + STANDARDISE_BLOCK], dtype=np.float64)
+    Z = np.empty((rows.size, X.shape[1]), dtype=np.float32)
+    for start in range(0, rows.size, STANDARDISE_BLOCK):
+        block = np.asarray(X[rows[start:start + STANDARDISE_BLOCK]], dtype=np.float64)
         Z[start:start + STANDARDISE_BLOCK] = np.where(np.isnan(block), 0.0, (block - mean) / scale)
     return Z
 
@@ -217,16 +220,18 @@ def _rounding(w: np.ndarray) -> float:
     return float(w.size * np.finfo(np.float64).eps * np.abs(w).sum())
 
 
-def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16) -> np.ndarray:
+def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
+                 rows: np.ndarray | None = None) -> np.ndarray:
     """Annihilate the negative weights of one class; returns the new float64 weights.
 
     X : (n, m) features; w : (n,) weights with a positive sum. The sum of weights is kept.
+    rows : the class's events in X (w has one weight per row), when X holds others too.
     """
     w = np.asarray(w, dtype=np.float64).copy()
     if not np.any(w < 0):
         return w
     rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated")
-    Z = _standardised(X)
+    Z = _standardised(X, rows)
     neg = np.flatnonzero(w < 0)
     k = n_neighbours
     rng = np.random.default_rng(0)
@@ -277,19 +282,21 @@ def pair_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbours
                        by_class: bool = True) -> np.ndarray:
     """The weights :func:`pair_negative_weights` gives every event, (n,) float64 >= 0
     (those it drops are 0), so that the caller can select other per-event arrays alike."""
-    return _by_class(X, y, w, by_class, lambda Xc, wc: pair_weights(Xc, wc, n_neighbours))
+    return _by_class(X, y, w, by_class,
+                     lambda X, rows, wc: pair_weights(X, wc, n_neighbours, rows))
 
 
 def _by_class(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool, reweigh) -> np.ndarray:
-    """New weights (n,) float64: ``reweigh(X_c, w_c)`` for each class c of y (all events as
-    one class unless ``by_class``) that holds a negative weight; the others as given."""
+    """New weights (n,) float64: ``reweigh(X, rows_c, w_c)`` for each class c of y (all
+    events as one class unless ``by_class``) that holds a negative weight; the others as
+    given. The class's rows are passed, not a copy of its features."""
     w_new = np.asarray(w, dtype=np.float64).copy()
     y = np.asarray(y)
     groups = y if by_class else np.zeros(y.size, dtype=np.int8)
     for label in np.unique(groups):
         rows = np.flatnonzero(groups == label)
         if np.any(w_new[rows] < 0):
-            w_new[rows] = reweigh(X[rows], w_new[rows])
+            w_new[rows] = reweigh(X, rows, w_new[rows])
     return w_new
 
 
@@ -312,12 +319,14 @@ def _check_net_weight(w: np.ndarray, policy: str,
 
 
 def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_name: str,
-                  n_folds: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                  n_folds: int, rng: np.random.Generator,
+                  rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each event's score from a model boosted on the other folds, and the folds:
-    ((n,) float64 scores, (n,) int fold of each event)."""
-    n = X.shape[0]
+    ((n,) float64 scores, (n,) int fold of each event); the events are X[rows] (all rows
+    when None), read block by block, never copied whole."""
+    n = X.shape[0] if rows is None else len(rows)
     mapper = BinMapper(random_state=int(rng.integers(2**31)))
-    mapper.fit(X)
+    mapper.fit(X, rows=rows)
     fold = rng.permutation(n) % n_folds
     score = np.empty(n)
     loss = get_loss("gradient", loss_name)
@@ -329,8 +338,9 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_na
         booster = GradientBooster(loss, REGRESS_LEARNING_RATE)
         # Packed integer histograms, as the estimators use from QUANTISE_FROM_EVENTS events.
         quantised = train.size >= REGRESS_QUANTISE_FROM
-        codes = (QuantisedRows.from_features(X[train], mapper) if quantised
-                 else mapper.transform(X[train]))
+        in_x = train if rows is None else rows[train]
+        codes = (QuantisedRows.from_features(X, mapper, in_x) if quantised
+                 else mapper.transform(X, in_x))
         result = run_boosting(
             booster, codes, target[train].astype(np.float64),
             weight[train].astype(CHANNEL_DTYPE), mapper.n_bins_, mapper, n_trees=REGRESS_TREES,
@@ -338,7 +348,10 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_na
             min_node_size=REGRESS_MIN_NODE_SIZE, subsample=1.0, subsample_mode="uniform",
             colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0, rng=rng,
             quantised=quantised)
-        score[held] = result.builder.build().raw_score(X[held])
+        forest = result.builder.build()
+        for start in range(0, held.size, PREDICT_BLOCK):
+            block = held[start:start + PREDICT_BLOCK]
+            score[block] = forest.raw_score(X[block if rows is None else rows[block]])
     return score, fold
 
 
@@ -406,7 +419,8 @@ def _calibrated(score: np.ndarray, w: np.ndarray, fold: np.ndarray,
 
 
 def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
-                    random_state: int | None = 0, method: str = "regress") -> np.ndarray:
+                    random_state: int | None = 0, method: str = "regress",
+                    rows: np.ndarray | None = None) -> np.ndarray:
     """The local net weight of each event of one class, cross-fitted; new float64 weights.
 
     X : (n, m) float32 features; w : (n,) weights with a positive sum. The result is >= 0
@@ -414,7 +428,8 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     weight: "regress" fits E[w | x] by least squares; "classify" fits P(negative | x) with
     |w| as weights (binomial deviance), the classifier-based variant. Either score, from
     the model that did not train on the event, is then calibrated into E[w | score] by
-    ``_calibrated``, clipped at zero and rescaled to the class's net weight.
+    ``_calibrated``, clipped at zero and rescaled to the class's net weight. ``rows``: the
+    class's events in X (w has one weight per row), when X holds others too.
     """
     w = np.asarray(w, dtype=np.float64)
     if not np.any(w < 0):
@@ -429,10 +444,10 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     rng = np.random.default_rng(0 if random_state is None else random_state)
     X = np.asarray(X, dtype=np.float32)
     if method == "regress":
-        score, fold = _cross_fitted(X, w, np.ones(w.size), "squared", n_folds, rng)
+        score, fold = _cross_fitted(X, w, np.ones(w.size), "squared", n_folds, rng, rows)
     elif method == "classify":
         score, fold = _cross_fitted(X, (w < 0).astype(np.float64), np.abs(w), "deviance",
-                                    n_folds, rng)
+                                    n_folds, rng, rows)
         score = -score  # increasing with the local net weight, as the regression's
     else:
         raise ValueError(f"method={method!r} is not valid; use 'regress' or 'classify'")
@@ -474,4 +489,5 @@ def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class:
     """The weights :func:`regress_negative_weights` gives every event, (n,) float64 >= 0
     (those it drops are 0), so that the caller can select other per-event arrays alike."""
     return _by_class(X, y, w, by_class,
-                     lambda Xc, wc: regress_weights(Xc, wc, n_folds, random_state, method))
+                     lambda X, rows, wc: regress_weights(X, wc, n_folds, random_state, method,
+                                                         rows))

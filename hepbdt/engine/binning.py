@@ -68,6 +68,7 @@ def fit_bin_edges(
     max_bins: int = MAX_VALUE_BINS,
     n_cuts: int = 0,
     random_state: int = 0,
+    rows: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Weighted quantile edges per feature.
 
@@ -80,6 +81,8 @@ def fit_bin_edges(
         one bin per value.
     n_cuts : TMVA's nCuts, equal-width cuts added to the quantile edges (0: none).
     random_state : seed of the event subsample used when n > 200,000.
+    rows : the events to fit on, increasing row indices of X (``sample_weight`` then has
+        one weight per row given): the edges of ``X[rows]``, without copying it.
 
     Returns
     -------
@@ -89,17 +92,19 @@ def fit_bin_edges(
         raise ValueError(f"max_bins must be in [2, {MAX_VALUE_BINS}], got {max_bins}")
     if n_cuts < 0 or n_cuts >= max_bins:
         raise ValueError(f"n_cuts must be in [0, max_bins) = [0, {max_bins}), got {n_cuts}")
-    n = X.shape[0]
+    n = X.shape[0] if rows is None else len(rows)
     w = np.ones(n) if sample_weight is None else np.abs(np.asarray(sample_weight, np.float64))
+    chosen = None if rows is None else np.asarray(rows)  # the rows of X the edges see
     if np.any(w == 0) and np.any(w != 0):
         # Events of weight zero carry no information: the edges must not depend on them, so
         # that a weight of k trains as k copies of the event, and 0 as no event.
-        X, w = X[w != 0], w[w != 0]
-        n = X.shape[0]
+        chosen = np.flatnonzero(w != 0) if chosen is None else chosen[w != 0]
+        w = w[w != 0]
+        n = w.size
     if n > SUBSAMPLE_FOR_EDGES:
-        rows = np.sort(np.random.default_rng(random_state).choice(n, SUBSAMPLE_FOR_EDGES, replace=False))
-        X, w = X[rows], w[rows]
-    return _edges_by_feature(X, w, max_bins, n_cuts)
+        pick = np.sort(np.random.default_rng(random_state).choice(n, SUBSAMPLE_FOR_EDGES, replace=False))
+        chosen, w = (pick if chosen is None else chosen[pick]), w[pick]
+    return _edges_by_feature(X if chosen is None else X[chosen], w, max_bins, n_cuts)
 
 
 def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) -> list[np.ndarray]:
@@ -229,6 +234,17 @@ def bin_rows_into(X: np.ndarray, edges: list[np.ndarray] | np.ndarray, out: np.n
     _apply_bins_by_event(np.ascontiguousarray(X, dtype=X_DTYPE), packed, out)
 
 
+ROW_BLOCK = 1 << 16  # rows gathered at once by ``_row_blocks``
+
+
+def _row_blocks(X: np.ndarray, rows: np.ndarray):
+    """(start, stop, X[rows[start:stop]] as C-contiguous float32) blocks of ROW_BLOCK rows:
+    binning selected events without a copy of all of them."""
+    for start in range(0, len(rows), ROW_BLOCK):
+        stop = min(start + ROW_BLOCK, len(rows))
+        yield start, stop, np.ascontiguousarray(X[rows[start:stop]], dtype=X_DTYPE)
+
+
 def pack_edges(edges: list[np.ndarray]) -> np.ndarray:
     """The edges as one (m, 256) float32 array padded with +inf, as the binning kernels read them."""
     return _pack_edges(edges)
@@ -275,20 +291,36 @@ class BinMapper:
         mapper.n_bins_ = np.array([e.size + 1 for e in mapper.edges_], dtype=np.int32)
         return mapper
 
-    def fit(self, X: np.ndarray, sample_weight: np.ndarray | None = None) -> BinMapper:
-        """Find the edges of every feature."""
-        self.edges_ = fit_bin_edges(X, sample_weight, self.max_bins, self.n_cuts, self.random_state)
+    def fit(self, X: np.ndarray, sample_weight: np.ndarray | None = None,
+            rows: np.ndarray | None = None) -> BinMapper:
+        """Find the edges of every feature (of the events ``rows`` of X, when given)."""
+        self.edges_ = fit_bin_edges(X, sample_weight, self.max_bins, self.n_cuts, self.random_state,
+                                    rows)
         self.n_bins_ = np.array([e.size + 1 for e in self.edges_], dtype=np.int32)
         return self
 
-    def transform_into(self, X: np.ndarray, out: np.ndarray) -> None:
-        """Event-major codes of X written into columns [0, m) of ``out`` ((n, >= m) uint8)."""
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
-        _apply_bins_by_event(X, _pack_edges(self.edges_), out)
+    def transform_into(self, X: np.ndarray, out: np.ndarray,
+                       rows: np.ndarray | None = None) -> None:
+        """Event-major codes of X (of ``X[rows]``, when given) written into ``out`` ((n, m)
+        uint8, C order)."""
+        packed = _pack_edges(self.edges_)
+        if rows is None:
+            _apply_bins_by_event(np.ascontiguousarray(X, dtype=X_DTYPE), packed, out)
+            return
+        for start, stop, block in _row_blocks(X, rows):
+            _apply_bins_by_event(block, packed, out[start:stop])
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Codes of X, (m, n) uint8."""
-        return apply_bins(X, self.edges_)
+    def transform(self, X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Codes of X (of ``X[rows]``, when given), (m, n) uint8."""
+        if rows is None:
+            return apply_bins(X, self.edges_)
+        packed = _pack_edges(self.edges_)
+        codes = np.empty((X.shape[1], len(rows)), dtype=BIN_DTYPE)
+        for start, stop, block in _row_blocks(X, rows):
+            part = np.empty((X.shape[1], stop - start), dtype=BIN_DTYPE)
+            _apply_bins(block, packed, part)
+            codes[:, start:stop] = part
+        return codes
 
     def thresholds(self, feature: np.ndarray, bin_threshold: np.ndarray) -> np.ndarray:
         """Raw thresholds for splits ``code <= bin_threshold`` (x < threshold); inf past the last edge."""

@@ -295,10 +295,11 @@ class QuantisedRows:
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
 
     @classmethod
-    def from_features(cls, X: np.ndarray, mapper) -> QuantisedRows:
-        """Bin X (n, m) float32 with ``mapper`` straight into event-major codes."""
-        codes = np.empty(X.shape, dtype=np.uint8)
-        mapper.transform_into(X, codes)
+    def from_features(cls, X: np.ndarray, mapper, rows: np.ndarray | None = None) -> QuantisedRows:
+        """Bin X (n, m) float32 (the events ``rows`` of it, when given) with ``mapper``
+        straight into event-major codes."""
+        codes = np.empty((X.shape[0] if rows is None else len(rows), X.shape[1]), dtype=np.uint8)
+        mapper.transform_into(X, codes, rows)
         return cls(codes)
 
     def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
