@@ -22,7 +22,7 @@ import numpy as np
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
-           "column_positions"]
+           "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -388,6 +388,63 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     index = np.searchsorted(reached, qs * float(np.sum(w)), side="left")
     result = values[order][np.clip(index, 0, values.size - 1)]
     return float(result[0]) if np.ndim(q) == 0 else result
+
+
+# -- exact, order-independent sums ------------------------------------------------------------
+_EXP_OFFSET = 1100  # np.frexp exponents of finite float64 lie in [-1073, 1024]
+_N_EXPS = 2200
+_HALF = 26  # a 53-bit mantissa as two halves of at most 27 bits
+_EXACT_CHUNK = 1 << 25  # values per float64 bincount: 2**25 halves below 2**27 sum below 2**52
+
+
+def exact_sum_parts(values: np.ndarray) -> np.ndarray:
+    """The exact sum of finite float values, as mergeable integer parts.
+
+    (2, 2200) int64: for each binary exponent e, the sums of the high and low halves of
+    the 53-bit integer mantissas of the values with that exponent. Parts of two sets of
+    values add (``a + b``) to the parts of their union, in any order and grouping: a sum
+    that the workers of a cluster can share and that never depends on how the events were
+    cut. :func:`exact_sum_of_parts` turns them into the correctly rounded float.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    parts = np.zeros((2, _N_EXPS), dtype=np.int64)
+    for start in range(0, v.size, _EXACT_CHUNK):
+        mantissa, exponent = np.frexp(v[start:start + _EXACT_CHUNK])
+        whole = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1, 53 bits
+        high = whole >> _HALF  # floor: high * 2**26 + low == whole, 0 <= low < 2**26
+        low = whole - (high << _HALF)
+        slot = exponent + _EXP_OFFSET
+        for half, h in ((0, high), (1, low)):
+            parts[half] += np.bincount(slot, weights=h, minlength=_N_EXPS).astype(np.int64)
+    return parts
+
+
+def exact_sum_of_parts(parts: np.ndarray) -> float:
+    """The correctly rounded float64 of the sum that ``parts`` (from :func:`exact_sum_parts`,
+    perhaps added up) hold."""
+    from fractions import Fraction
+
+    total = 0
+    lowest = None
+    for slot in np.flatnonzero(parts.any(axis=0)):
+        e = int(slot) - _EXP_OFFSET - 53
+        lowest = e if lowest is None else lowest
+        total += ((int(parts[0, slot]) << _HALF) + int(parts[1, slot])) << (e - lowest)
+    if lowest is None:
+        return 0.0
+    try:
+        return float(Fraction(total) * Fraction(2) ** lowest)
+    except OverflowError:  # beyond float64, as numpy's sum overflows
+        return math.copysign(math.inf, total)
+
+
+def exact_sum(values: np.ndarray) -> float:
+    """The sum of ``values`` rounded once to float64: the same whatever their order or the
+    chunks they were summed in (NaN or infinite values: numpy's sum)."""
+    v = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        return float(np.sum(v))
+    return exact_sum_of_parts(exact_sum_parts(v))
 
 
 def hash_fraction(numbers: np.ndarray) -> np.ndarray:

@@ -138,6 +138,9 @@ def _apply_parser(commands: Any) -> None:
     apply.add_argument("--event", help="event-number expression written beside the score "
                        "(default: the k-fold manifest's, else the entry number)")
     apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
+    apply.add_argument("--scheduler", metavar="ADDRESS", help="score on a Dask cluster: a "
+                       "scheduler address (tcp://host:8786) or 'local'; each output file is "
+                       "written by one worker (pip install 'hepbdt[dask]')")
     _progress_options(apply)
 
 
@@ -333,9 +336,25 @@ def _apply(args: argparse.Namespace) -> int:
     else:
         event = args.event
         models = model
-    written = apply(models, list(args.inputs), args.output, branch=args.branch, tree=args.tree,
-                    event_branch=event, output_tree=args.output_tree, progress=args.progress,
-                    probability_branch=args.probability_branch)
+    if args.scheduler:
+        # the optional Dask extra, imported only when asked for a cluster
+        from hepbdt.dask import apply as apply_on_cluster
+        from hepbdt.dask import connect
+
+        client = connect(args.scheduler)
+        try:
+            written = apply_on_cluster(models, list(args.inputs), args.output, branch=args.branch,
+                                       tree=args.tree, event_branch=event,
+                                       output_tree=args.output_tree,
+                                       probability_branch=args.probability_branch, client=client)
+        finally:
+            if args.scheduler == "local":
+                client.cluster.close()
+            client.close()
+    else:
+        written = apply(models, list(args.inputs), args.output, branch=args.branch,
+                        tree=args.tree, event_branch=event, output_tree=args.output_tree,
+                        progress=args.progress, probability_branch=args.probability_branch)
     for path in written:
         print(f"wrote {path}")
     return 0

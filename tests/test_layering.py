@@ -27,6 +27,7 @@ LAYERS = [
     ["hepbdt.persistence", "hepbdt.interop"],  # the interop exporters sit lower
     ["hepbdt.io"],
     ["hepbdt.scoring", "hepbdt.evaluation"],
+    ["hepbdt.dask"],  # the optional Dask extra: estimators and apply on a cluster
     ["hepbdt.plotting"],
     ["hepbdt.report"],
     ["hepbdt.analysis"],

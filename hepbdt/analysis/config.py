@@ -103,8 +103,9 @@ _TOP_KEYS = {
     "title": _STR, "features": _STR_LIST, "aliases": _TABLE, "event": _STR,
     "tree": _STR_OR_LIST, "weight": _WEIGHT, "preselection": _STR, "inf_as_missing": _BOOL,
     "binned": _BINNED, "memory": _MEMORY, "samples": _TABLE, "split": _TABLE, "method": _TABLE,
-    "output": _TABLE,
+    "output": _TABLE, "dask": _TABLE,
 }
+_DASK_KEYS = {"scheduler": _STR, "workers": _INT, "timeout": _NUMBER}
 _SAMPLE_KEYS = {
     "files": _STR_OR_LIST, "tree": _STR_OR_LIST, "weight": _WEIGHT, "cut": _STR,
     "label": _LABEL, "target": _STR, "scale": _NUMBER, "event": _STR,
@@ -149,6 +150,17 @@ class SplitConfig:
     seed: int = 0
     kfold: int | None = None
     norm: str = "none"
+
+
+@dataclass
+class DaskConfig:
+    """``[dask]``: train on a Dask cluster. ``scheduler`` is "local" (a LocalCluster of
+    ``workers`` single-threaded worker processes, started and stopped by the training) or
+    a scheduler address; ``timeout``: seconds to wait for it to answer."""
+
+    scheduler: str = "local"
+    workers: int = 2
+    timeout: float = 10.0
 
 
 @dataclass
@@ -204,6 +216,8 @@ class AnalysisConfig:
     #: score is decorrelated from (``[method] decorrelation``); read like the features,
     #: used only in training and in the decorrelation measures.
     decorrelate: list[str] = field(default_factory=list)
+    #: ``[dask]``: train on a Dask cluster (None: in this process).
+    dask: DaskConfig | None = None
 
     @property
     def multiclass(self) -> bool:
@@ -491,6 +505,13 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     decorrelate = _decorrelate_expressions(decorrelate_texts, params, task, len(classes),
                                            expander, problems)
     output_config = _output_config(top.get("output", {}), problems, classes)
+    dask_config = _dask_config(top["dask"], problems) if "dask" in top else None
+    if dask_config is not None and decorrelate:
+        problems.add("method", "decorrelate", "the decorrelation (flatness) loss is not "
+                     "distributed yet; remove the [dask] table to train it in memory")
+    if dask_config is not None and top.get("binned", False) is not False:
+        problems.add(None, "binned", "the Dask training bins the float features on its "
+                     "workers; remove binned, or the [dask] table")
     if output is not None:
         output_config.directory = Path(output)
     problems.raise_if_any()
@@ -501,7 +522,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         params=params, tmva_options=tmva_options, output=output_config,
         aliases=expander.aliases, document=document, binned=top.get("binned", False),
         memory=None if "memory" not in top else _memory_bytes(top["memory"]),
-        classes=classes, decorrelate=decorrelate,
+        classes=classes, decorrelate=decorrelate, dask=dask_config,
     )
 
 
@@ -712,6 +733,25 @@ def _task(samples: list[SampleConfig], problems: _Problems) -> tuple[str, list[s
     for sample in samples:
         sample.label = classes.index(sample.class_name)
     return "classification", classes
+
+
+def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
+    entry = _check_keys(table, _DASK_KEYS, "dask", problems)
+    dask = DaskConfig()
+    if "scheduler" in entry:
+        dask.scheduler = entry["scheduler"]
+    if "workers" in entry:
+        if not 1 <= entry["workers"] <= 1024:
+            problems.add("dask", "workers", f"{entry['workers']} workers: expected 1 to 1024")
+        if dask.scheduler != "local":
+            problems.add("dask", "workers", "workers is the size of a local cluster "
+                         "(scheduler = \"local\"); a scheduler address has its own workers")
+        dask.workers = entry["workers"]
+    if "timeout" in entry:
+        if not entry["timeout"] > 0:
+            problems.add("dask", "timeout", f"{entry['timeout']} is not a number of seconds > 0")
+        dask.timeout = float(entry["timeout"])
+    return dask
 
 
 def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> SplitConfig:

@@ -7,14 +7,16 @@ Nothing here parses the configuration (:mod:`.config`) or the command line.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, model_scores, progress_shown
+from .._util import atomic_write_text, feature_definitions_of, model_scores, progress_shown
 from ..io import Dataset, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
@@ -27,6 +29,8 @@ from .summary import summarise
 __all__ = ["train", "default_output_dir", "TrainingError"]
 
 Echo = Callable[[str], None] | None
+#: The Dask client of a training with a [dask] table, while it runs.
+_CLIENT: contextvars.ContextVar[Any] = contextvars.ContextVar("hepbdt_dask_client", default=None)
 
 
 def default_output_dir(config: AnalysisConfig) -> Path:
@@ -55,7 +59,7 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     out = default_output_dir(config)
     output_set = OutputSet(out)
     # locked and known writable before any work; every bar (reading, each fit) as asked
-    with output_set as staging, progress_shown(progress):
+    with output_set as staging, progress_shown(progress), _dask_client(config, echo):
         timings: dict[str, float] = {}
         start = time.perf_counter()
         data = _read(config, progress)
@@ -82,6 +86,49 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         result.files["summary"] = out / "summary.txt"
         output_set.commit("model.json")
     return result
+
+
+@contextlib.contextmanager
+def _dask_client(config: AnalysisConfig, echo: Echo) -> Iterator[None]:
+    """The [dask] table's client for the training (a local cluster is started and stopped)."""
+    if config.dask is None:
+        yield
+        return
+    # The optional Dask extra, imported only for a training that asks for a cluster.
+    from ..dask import connect
+
+    client = connect(config.dask.scheduler, timeout=config.dask.timeout,
+                     n_workers=config.dask.workers)
+    _say(echo, f"training on the Dask cluster {client.scheduler.address} "
+               f"({len(client.scheduler_info(n_workers=-1)['workers'])} workers)")
+    token = _CLIENT.set(client)
+    try:
+        yield
+    finally:
+        _CLIENT.reset(token)
+        cluster = client.cluster if config.dask.scheduler == "local" else None
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _fit_on_cluster(config: AnalysisConfig, data: Dataset, y: np.ndarray) -> Any:
+    """The model fitted by the Dask estimator on the cluster (an in-memory estimator)."""
+    # The optional Dask extra, imported only for a training that asks for a cluster.
+    import dask.array as da
+
+    from ..dask import DaskBDTClassifier, DaskBDTRegressor
+
+    client = _CLIENT.get()
+    cls = DaskBDTRegressor if config.task == "regression" else DaskBDTClassifier
+    n_workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    chunk = max(1, -(-len(data) // n_workers))
+    X = np.ascontiguousarray(np.asarray(data.X, dtype=np.float32))
+    model = cls(**config.params).fit(
+        da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(np.asarray(y), chunks=chunk),
+        da.from_array(np.asarray(data.w), chunks=chunk), client=client,
+        feature_names=list(data.feature_names), feature_definitions=feature_definitions_of(data.X))
+    return model.to_local()
 
 
 def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
@@ -170,6 +217,8 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training",
     # config.classes) name its probability columns and apply's branches.
     y = np.asarray(config.classes)[data.y] if config.multiclass else data.y
     try:
+        if config.dask is not None:
+            return _fit_on_cluster(config, data, y)
         extra = {} if decorrelate is None else {"decorrelate": decorrelate}
         return config.make_estimator().fit(data.X, y, data.w, event=data.event, **extra)
     except ValueError as exc:

@@ -21,7 +21,8 @@ from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
 
-__all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "run_boosting", "add_tree"]
+__all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
+           "add_tree"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
@@ -79,9 +80,16 @@ def _draw(w: np.ndarray, subsample: float, mode: str,
 def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
     """Exact sums of each per-event array over each leaf's events, and over each internal
     node's leaves below it (children always follow their parent): (len(per_event), n_nodes)."""
-    out = np.zeros((len(per_event), tree.n_nodes))
     leaves = np.flatnonzero(tree.is_leaf)
-    out[:, leaves] = slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves], *per_event)
+    return node_sums(tree, slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves],
+                                      *per_event))
+
+
+def node_sums(tree: GrownTree, at_leaves: np.ndarray) -> np.ndarray:
+    """Per-node sums from the leaves' (v, n_leaves, leaves in node order): each internal
+    node gets the sum of the leaves below it: (v, n_nodes)."""
+    out = np.zeros((at_leaves.shape[0], tree.n_nodes))
+    out[:, np.flatnonzero(tree.is_leaf)] = at_leaves
     _add_children(out, tree.feature, tree.left, tree.right)
     return out
 

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._util import weighted_quantile
+from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
@@ -31,9 +31,8 @@ def class_weight_sums(y: NDArray, w: NDArray, n_classes: int) -> NDArray:
     return sums
 
 
-def _class_sums(y: NDArray, w: NDArray) -> tuple[float, float]:
-    s = float(np.sum(w[y == 1]))
-    b = float(np.sum(w[y == 0]))
+def _class_sums(sums: dict[str, float]) -> tuple[float, float]:
+    s, b = sums["signal"], sums["background"]
     if not (s > 0 and b > 0):
         raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
     return s, b
@@ -47,6 +46,19 @@ class Loss:
 
     def init_score(self, y: NDArray, w: NDArray) -> float:
         """Best constant score."""
+        parts = self.init_sum_parts(y, w)
+        if parts is None:
+            raise NotImplementedError
+        return self.init_score_of_sums({k: exact_sum_of_parts(v) for k, v in parts.items()})
+
+    def init_sum_parts(self, y: NDArray, w: NDArray) -> dict[str, NDArray] | None:
+        """The sums the best constant score is made of, as exact mergeable parts
+        (:func:`hepbdt._util.exact_sum_parts`): parts of the events add up to the whole's,
+        so a cluster's workers find the score memory finds. None: not made of sums."""
+        return None
+
+    def init_score_of_sums(self, sums: dict[str, float]) -> float:
+        """The best constant score from the (correctly rounded) sums of ``init_sum_parts``."""
         raise NotImplementedError
 
     def gradients(self, y: NDArray, score: NDArray) -> tuple[NDArray, NDArray]:
@@ -111,6 +123,10 @@ class _LogisticFamily(Loss):
 
     scale = 1.0
 
+    def init_sum_parts(self, y, w):
+        # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
+        return {"signal": exact_sum_parts(w[y == 1]), "background": exact_sum_parts(w[y == 0])}
+
     def loss(self, y, w, score):
         partial = np.empty(-(-y.size // LOSS_CHUNK))
         _logistic_loss(y, score, w, self.scale, partial)
@@ -134,8 +150,8 @@ class Deviance(_LogisticFamily):
     is_classification = True
     scale = 2.0
 
-    def init_score(self, y, w):
-        s, b = _class_sums(y, w)
+    def init_score_of_sums(self, sums):
+        s, b = _class_sums(sums)
         return 0.5 * np.log(s / b)
 
     def gradients(self, y, score):
@@ -159,8 +175,8 @@ class Logistic(_LogisticFamily):
     name = "logistic"
     is_classification = True
 
-    def init_score(self, y, w):
-        s, b = _class_sums(y, w)
+    def init_score_of_sums(self, sums):
+        s, b = _class_sums(sums)
         return float(np.log(s / b))
 
     def gradients(self, y, score):
@@ -181,9 +197,14 @@ class Squared(Loss):
 
     name = "squared"
 
-    def init_score(self, y, w):
-        total = float(np.sum(w))
-        return float(np.sum(w * y) / total) if total > 0 else float(np.mean(y))
+    def init_sum_parts(self, y, w):
+        # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
+        return {"weight": exact_sum_parts(w), "weighted_target": exact_sum_parts(w * y),
+                "target": exact_sum_parts(y), "events": exact_sum_parts(np.ones(1) * y.size)}
+
+    def init_score_of_sums(self, sums):
+        total = sums["weight"]
+        return sums["weighted_target"] / total if total > 0 else sums["target"] / sums["events"]
 
     def gradients(self, y, score):
         return score - y, np.ones_like(score)

@@ -232,10 +232,10 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
 
 
 @njit(parallel=True)
-def _slice_sums(partition, start, stop, values, out):
+def _slice_sums(partition, start, stop, values, initial, out):
     n_values = len(values)
     for j in numba.prange(start.size):
-        total = np.zeros(n_values)
+        total = initial[:, j].copy()
         stop_j = np.uint64(stop[j])
         for k in range(np.uint64(start[j]), stop_j):
             ahead = k + np.uint64(PREFETCH_AHEAD)
@@ -249,14 +249,20 @@ def _slice_sums(partition, start, stop, values, out):
 
 
 def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
-               *values: np.ndarray) -> np.ndarray:
+               *values: np.ndarray, initial: np.ndarray | None = None) -> np.ndarray:
     """Exact float64 sums of each per-event array over ``partition[start[j]:stop[j]]``,
-    in one pass: (len(values), len(start))."""
+    in one pass: (len(values), len(start)).
+
+    ``initial`` (len(values), len(start)): the running sums to continue from (zeros when
+    None), so parts of the events summed one after the other, each from the last one's
+    sums, give the sums of all of them in the same order, bit for bit."""
     arrays = tuple(np.ascontiguousarray(v) for v in values)
     if len({a.dtype for a in arrays}) > 1:
         arrays = tuple(a.astype(np.float64) for a in arrays)
     out = np.empty((len(arrays), start.size), dtype=np.float64)
-    _slice_sums(partition, start, stop, arrays, out)
+    if initial is None:
+        initial = np.zeros_like(out)
+    _slice_sums(partition, start, stop, arrays, np.ascontiguousarray(initial, np.float64), out)
     return out
 
 
@@ -405,11 +411,14 @@ class _TreeEvents:
 
     @classmethod
     def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray | None, a: np.ndarray,
-                       b: np.ndarray, used: np.ndarray, rounding_seed: int) -> _TreeEvents:
-        """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone)."""
+                       b: np.ndarray, used: np.ndarray, rounding_seed: int,
+                       quantiser: Quantiser | None = None) -> _TreeEvents:
+        """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone);
+        ``quantiser``: one made for a larger sample these events are part of."""
         if rows is not None and rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
-        quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
+        if quantiser is None:
+            quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
         ordered.start_tree(quantiser, a, b)
         return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
                    NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns)
@@ -535,6 +544,13 @@ def _apply_splits(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray, 
     mid = _partition_nodes(*events.split_codes, events.partition, moved, s, e,
                            splits.feature, splits.threshold.astype(np.uint8), splits.missing_left,
                            events.scratch_idx, events.scratch_payload)
+    return _add_children(nodes, parents, splits, s, mid, e), s, mid, e
+
+
+def _add_children(nodes: _NodeArrays, parents: np.ndarray, splits: _Splits, s: np.ndarray,
+                  mid: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Record the splits of ``parents`` and add their children (events [s, mid) and
+    [mid, e) of the partition): the children's ids."""
     # Children in split order, each left child before its right sibling.
     children = nodes.add(2 * parents.size)
     lc, rc = children[0::2], children[1::2]
@@ -547,7 +563,7 @@ def _apply_splits(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray, 
     nodes.start[rc], nodes.stop[rc] = mid, e
     nodes.sums[lc] = splits.left_sums
     nodes.sums[rc] = nodes.sums[parents] - splits.left_sums
-    return children, s, mid, e
+    return children
 
 
 def _child_histograms(events: _TreeEvents, nodes: _NodeArrays, parent_raw: np.ndarray,

@@ -244,6 +244,10 @@ class Quantiser:
     rounding would bias the sums of the many small values. The random numbers are a hash
     of ``seed`` and the event index, so they never depend on the thread count.
 
+    ``max_abs`` (max |A|, max |B|) and ``offset`` (the index of the first event) let the
+    workers of a cluster, each holding a part of the events, quantise theirs exactly as
+    the whole sample would be (``n_rows`` and ``max_abs`` then of every event).
+
     The layout and resolution come from ``n_rows`` (``choose_packing``): ``wide`` False,
     32-bit lanes; True, 32-bit lanes per task, int64 lanes per bin (the payload is one
     int64 per event either way). ``bits``: the largest |A| (and |B|) maps to
@@ -252,14 +256,15 @@ class Quantiser:
     2**31 per task and 2**46 in all. A and B must be finite (else ValueError).
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0):
+    def __init__(self, a: np.ndarray, b: np.ndarray, n_rows: int, seed: int = 0,
+                 max_abs: tuple[float, float] | None = None, offset: int = 0):
         self.seed = np.uint64(seed)
         self.n_rows = int(n_rows)
+        self.offset = np.uint64(offset)
         self.wide, self.bits = choose_packing(self.n_rows)
         self.max_quantum = 2**self.bits
         top = float(2**self.bits - 1)
-        # numpy's max, which propagates NaN (Numba's skips it)
-        max_a, max_b = (float(m) for m in _max_abs(a, b).max(axis=0)) if a.size else (0.0, 0.0)
+        max_a, max_b = max_abs if max_abs is not None else self.max_abs(a, b)
         if not (math.isfinite(max_a) and math.isfinite(max_b)):
             # floor(NaN) as an int64 is garbage that would sum silently into the histograms
             raise ValueError("the quantised histograms need finite channels, but A or B (the "
@@ -267,10 +272,18 @@ class Quantiser:
         self.scale_a = top / max_a if max_a > 0 else 1.0
         self.scale_b = top / max_b if max_b > 0 else 1.0
 
+    @staticmethod
+    def max_abs(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+        """(max |A|, max |B|), NaN when a value is NaN: the maxima of several parts of the
+        events combine (``np.max``, which propagates NaN) to those of all of them."""
+        # numpy's max, which propagates NaN (Numba's skips it)
+        return tuple(float(m) for m in _max_abs(a, b).max(axis=0)) if a.size else (0.0, 0.0)
+
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
         """packed[i] = qa_i * 2**32 + qb_i for every event i, where qa_i is A_i * scale_a
-        rounded stochastically (qb_i alike)."""
-        _pack_into(a, b, self.scale_a, self.scale_b, self.seed, packed)
+        rounded stochastically (qb_i alike; the random numbers are keyed by ``offset + i``,
+        so a part of the events starting at ``offset`` packs as the whole does)."""
+        _pack_into(a, b, self.scale_a, self.scale_b, self.seed, self.offset, packed)
 
     def quantise(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The integers (as float64) that ``pack_into`` packs for A and B."""
@@ -345,10 +358,10 @@ def _uniform(seed, i):
 
 
 @njit(parallel=True)
-def _pack_into(a, b, scale_a, scale_b, seed, packed):
+def _pack_into(a, b, scale_a, scale_b, seed, offset, packed):
     seed_b = seed ^ np.uint64(0x5851F42D4C957F2D)
     for i in numba.prange(packed.size):
-        k = np.uint64(i)
+        k = np.uint64(i) + offset
         qa = np.int64(math.floor(a[i] * scale_a + _uniform(seed, k)))
         qb = np.int64(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
         packed[i] = qa * 4294967296 + qb

@@ -20,6 +20,7 @@ The private helpers (:func:`resolve_sources`, :class:`TreeReader`) are shared wi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import glob
 import lzma
@@ -526,6 +527,22 @@ class TreeReader:
                 raise self._compression_error(err, start) from err
             raise
 
+    def read(self, start: int, stop: int) -> dict[str, Any]:
+        """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
+        if not self.branches:
+            return {}
+        wanted = set(self.branches)
+        try:
+            arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
+                                      entry_stop=stop, library=self.library)
+        except Exception as err:
+            if _is_decompression_error(err):
+                raise self._compression_error(err, start) from err
+            raise
+        if self.library == "ak":
+            return {name: _unwrap(arrays[name], self.kinds[name]) for name in self.branches}
+        return dict(arrays)
+
     def chunks(self, step_size: int | str = DEFAULT_STEP_SIZE,
                executor: Any = None) -> Iterator[tuple[dict[str, Any], int, int]]:
         """``iterate``, read one chunk ahead by a background thread when there is an
@@ -668,6 +685,7 @@ def read(
     bin_edges: Sequence[Any] | None = None,
     edge_sample: int | None = None,
     seed: int = 0,
+    dask: bool = False,
 ) -> Dataset:
     """Read samples into a :class:`~hepbdt.io.dataset.Dataset`.
 
@@ -711,6 +729,12 @@ def read(
         :class:`hepbdt.engine.binning.EdgeSketch`). |w| counts, as in the estimators.
     seed
         Seed of the edge sketch's sample (the sample is also independent of the chunks).
+    dask
+        True: a :class:`~hepbdt.io.lazy.LazyDataset` of Dask arrays, one partition per
+        entry range of a tree (``step_size`` entries when it is a number, else 500,000),
+        each read by a Dask task exactly as here (the optional extra ``hepbdt[dask]``).
+        The files, trees, branches and expressions are checked now; nothing is read.
+        Not with ``binned`` (the Dask estimators bin on their workers).
 
     Returns
     -------
@@ -733,7 +757,7 @@ def read(
         with _OpenFiles() as open_files:
             return _read_planned(samples, feature_expressions, feature_texts, task, event,
                                  step_size, inf_as_missing, progress, threads, binned, max_bins,
-                                 n_cuts, bin_edges, edge_sample, seed, open_files)
+                                 n_cuts, bin_edges, edge_sample, seed, open_files, dask)
     finally:
         # uproot's file and tree objects refer to each other, so the chunks they read stay
         # allocated until the cyclic garbage collector runs, which counts objects, not
@@ -745,7 +769,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
                   feature_texts: list[str], task: str, event: str | None, step_size: int | str,
                   inf_as_missing: bool, progress: bool | None, threads: int | None, binned: Any,
                   max_bins: int, n_cuts: int, bin_edges: Any, edge_sample: int | None, seed: int,
-                  open_files: _OpenFiles) -> Dataset:
+                  open_files: _OpenFiles, dask: bool = False) -> Dataset:
     """``read`` once its arguments are checked: plan every sample, then read (binned or not).
     The first KEEP_OPEN_FILES files stay open in ``open_files`` from the planning to the
     last pass (reading a tree's metadata costs tens of milliseconds a file and pass)."""
@@ -755,6 +779,17 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         for index, sample in enumerate(samples)
     ]
     capacity = sum(sum(plan.entries) for plan in plans)
+    if dask:
+        if binned or bin_edges is not None:
+            raise InputError("dask=True reads float features (the Dask estimators bin them on "
+                             "their workers); leave binned and bin_edges out")
+        # The optional Dask extra: imported only for a lazy read.
+        from .lazy import read_lazy
+
+        # The tasks reopen their files: the plans travel without their open readers.
+        plans = [dataclasses.replace(plan, readers=[]) for plan in plans]
+        return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
+                         task, step_size, inf_as_missing, read_partition)
     if binned == "auto":
         binned = choose_binned(capacity, len(feature_expressions))
     elif binned not in (True, False):
@@ -775,6 +810,23 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples])
+
+
+def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
+                    feature_expressions: Sequence[Any], inf_as_missing: bool,
+                    task: str) -> tuple[np.ndarray, ...]:
+    """Entries [start, stop) of one source of a sample, as ``read`` would fill them."""
+    source = plan.sources[source_index]
+    context = f"sample {plan.sample.name!r}"
+    out = _allocate(stop - start, len(feature_expressions), task)
+    with _open_file(source.path, context) as file:
+        reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
+                            context)
+        arrays = reader.read(start, stop)
+        filled = _fill_chunk(reader, arrays, start, stop, chain_offset, plan, feature_expressions,
+                             inf_as_missing, out, 0)
+    y = None if out.y is None else out.y[:filled]
+    return out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled]
 
 
 def choose_binned(entries: int, n_features: int, available_bytes: int | None = None) -> bool:

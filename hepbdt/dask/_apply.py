@@ -1,0 +1,48 @@
+"""``hepbdt apply`` on a Dask cluster: each output file scored and written by one task.
+
+The inputs, the model and every output location are checked on the client first, with
+:func:`hepbdt.apply`'s own plan (``_plan_outputs``); then each output file (its inputs in
+input order, entries in entry order, as in memory) is one task that scores its inputs chunk
+by chunk and writes the file whole or not at all (``_write_output`` into an atomic
+temporary). The files must be readable and writable where the workers run (a shared file
+system). One output file (no ``{stem}``/``{name}``/``{tree}`` placeholder) is one task; a
+set of outputs, unlike in memory, is not renamed into place all at once: each output file
+is whole or absent on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .._util import Progress, atomic_path
+from ..io.samples import DEFAULT_STEP_SIZE, resolve_sources
+from ..scoring import _Job, _plan_outputs, _write_output
+from ._cluster import Cluster, connect
+
+__all__ = ["apply"]
+
+
+def _write_file(job: _Job, out_path: str, trees: dict, step_size: Any) -> str:
+    """One output file, written on a worker (whole or absent)."""
+    with atomic_path(out_path) as temporary:
+        _write_output(job, temporary, trees, step_size, None, Progress(0, "", enabled=False))
+    return out_path
+
+
+def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_score",
+          tree: Any = None, event_branch: str | None = None,
+          step_size: int | str = DEFAULT_STEP_SIZE, *, output_tree: str | None = None,
+          inf_as_missing: bool = False, probability_branch: str = "bdt_prob",
+          client: Any = None) -> list[str]:
+    """:func:`hepbdt.apply` with each output file written by a task on ``client``'s cluster
+    (a Client, a scheduler address, ``"local"``, or None for the current client); the same
+    arguments, the same files. Returns the files written, in input order."""
+    client = connect(client)
+    job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
+    sources = resolve_sources(files, tree, "apply")
+    groups, _ = _plan_outputs(job, sources, os.fspath(output), output_tree)
+    cluster = Cluster(client, [], "hepbdt-apply")
+    futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
+               for out_path, trees in groups.items()]
+    return cluster.gather(futures)

@@ -1,0 +1,426 @@
+"""DaskBDTClassifier and DaskBDTRegressor: the in-memory estimators' options, fitted on a
+Dask cluster, giving an ordinary hepbdt model.
+
+The fit (``_DaskFit``) cuts the training events into one contiguous part per worker (in
+the order of the dask array's blocks), and every part lives on its worker for the whole fit
+(:mod:`hepbdt.dask._parts`). Bin edges come from the parts' edge sketches merged (or are
+given); the loss's initial sums and sum |w| from exact, mergeable integer parts. Each tree
+is then grown with :mod:`hepbdt.engine.data_parallel`: the parts quantise their channels as
+the whole sample would, send the histograms of the nodes being split, which are summed
+pairwise on the cluster; the client chooses the splits and sends them back. Leaf sums run
+through the parts in event order, each continuing the last one's running sums. The model
+is the in-memory model (``quantised_histograms=True``, the same bin edges) bit for bit.
+
+What the in-memory estimators do that these do not (each refused with a ParameterError
+naming the option): the AdaBoost family, multi-class, leaf-wise growth (``max_leaves``),
+float (not quantised) histograms, subsampling, ``n_trees="auto"`` and early stopping,
+``eval_set``, losses whose leaves are medians (absolute, huber, pseudo_huber), the
+negative-weight policies that need every event of a class ("regress", "pair": a fit with
+negative weights must choose "keep", "abs" or "ignore"), the decorrelation (flatness) loss,
+and ``sig_to_bkg_fraction``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from typing import Any
+
+import numpy as np
+
+from .._util import exact_sum_of_parts
+from ..boosting._loop import BoostResult, add_tree, node_sums
+from ..engine._types import check_n_events
+from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
+from ..engine.data_parallel import SummedTree, add_histograms
+from ..engine.grower import sample_features
+from ..engine.histogram import Quantiser
+from ..engine.split import SplitParams
+from ..estimators import BDTClassifier, BDTRegressor, ParameterError, _constructor, _Param
+from ..model import ForestBuilder
+from . import _parts
+from ._cluster import Cluster, connect, require_dask
+
+__all__ = ["DaskBDTClassifier", "DaskBDTRegressor"]
+
+# negative_weights keeps memory's default ("regress"), which a sample with negative weights
+# refuses, so that no fit drops to another policy unasked.
+DASK_DEFAULTS = {"n_trees": 200, "quantised_histograms": True}
+MAX_DASK_DEPTH = 12  # a level's summed histograms: 2**11 nodes x features x 2 kB at most
+SUPPORTED_LOSSES = ("deviance", "logistic", "squared")
+# Up to this many parts the steps of a tree are actor calls (straight to the workers, a few
+# ms a round trip) and the client adds the parts' histograms; beyond, tasks through the
+# scheduler, the histograms summed pairwise on the cluster and the leaf sums chained from
+# worker to worker, so the client's traffic does not grow with the workers.
+ACTOR_PARTS = 4
+
+
+def _dask_constructor(base: type, doc: str):
+    """``base``'s options with the defaults of DASK_DEFAULTS."""
+    params = [_Param(p.name, DASK_DEFAULTS.get(p.name, p.default), p.annotation)
+              for p in inspect.signature(base.__init__).parameters.values() if p.name != "self"]
+    return _constructor(tuple(params), doc)
+
+
+class _DaskMixin:
+    """The Dask fit and the dask-array predictions, shared by both estimators."""
+
+    _local_class: type
+
+    def _check_dask_options(self) -> None:
+        def refuse(name: str, why: str) -> None:
+            raise ParameterError(name, f"{name}={getattr(self, name)!r}: {why} "
+                                       f"({type(self).__name__})")
+
+        if self.boosting not in ("gradient", "newton"):
+            refuse("boosting", "the Dask estimators boost with 'gradient' or 'newton'")
+        if self.n_trees == "auto":
+            refuse("n_trees", "'auto' holds out events and stops early, which the Dask fit does "
+                   "not do yet; give the number of trees")
+        if self.max_leaves is not None:
+            refuse("max_leaves", "leaf-wise growth is not distributed yet (depth-wise only)")
+        if self.max_depth is None or int(self.max_depth) > MAX_DASK_DEPTH:
+            refuse("max_depth", f"the Dask fit grows depth-wise to at most {MAX_DASK_DEPTH}")
+        if self.quantised_histograms is False:
+            refuse("quantised_histograms", "the Dask fit sums integer histograms (exact in any "
+                   "order); float histograms are not distributed")
+        if self.subsample < 1.0 or self.subsample_mode != "uniform":
+            refuse("subsample", "subsampling is not distributed yet")
+        if self.early_stopping or self.early_stopping_rounds is not None:
+            refuse("early_stopping", "early stopping is not distributed yet")
+        if self.boosting == "newton" and self.min_node_size not in ("auto", 0, 0.0):
+            refuse("min_node_size", "quantised newton histograms carry no event weight: use "
+                   "min_child_weight")
+        if getattr(self, "decorrelation", None) is not None:
+            refuse("decorrelation", "the flatness loss is not distributed yet")
+        if getattr(self, "sig_to_bkg_fraction", None) not in (None, "auto"):
+            refuse("sig_to_bkg_fraction", "scale the weights before fitting")
+        loss = self._make_loss()
+        if loss.name not in SUPPORTED_LOSSES:
+            refuse("loss", f"the Dask fit takes the losses {SUPPORTED_LOSSES}")
+
+    # -- fitting --------------------------------------------------------------------------
+    def _dask_fit(self, X: Any, y: Any, sample_weight: Any, client: Any, bin_edges: Any,
+                  signal: Any, names: Any = None, definitions: Any = None) -> Any:
+        require_dask()
+        import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
+
+        client = connect(client)
+        X = da.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
+        X = X.rechunk({1: -1})
+        blocks_of = X.chunks[0]
+        y = _aligned(da.asarray(y), blocks_of)
+        w = None if sample_weight is None else _aligned(da.asarray(sample_weight), blocks_of)
+        self._validate_params()
+        self._check_dask_options()
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        workers = sorted(info)
+        if not workers:
+            raise ValueError("the Dask cluster has no workers")
+        n_parts = min(len(workers), len(blocks_of))
+        groups = np.array_split(np.arange(len(blocks_of)), n_parts)
+        x_blocks = client.compute(X.to_delayed().ravel().tolist())
+        y_blocks = client.compute(y.to_delayed().ravel().tolist())
+        w_blocks = None if w is None else client.compute(w.to_delayed().ravel().tolist())
+        cluster = Cluster(client, workers[:n_parts], f"hepbdt-fit-{uuid.uuid4().hex}")
+        cluster.threads = [int(info[a].get("nthreads", 1)) if self.n_jobs in (None, -1)
+                           else int(self.n_jobs) for a in workers[:n_parts]]
+        try:
+            if names is not None and len(names) != X.shape[1]:
+                raise ValueError(f"{len(names)} feature names for {X.shape[1]} features")
+            return self._fit_parts(cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
+                                   signal, int(X.shape[1]), names, definitions or {})
+        finally:
+            cluster.close()
+            del x_blocks, y_blocks, w_blocks
+
+    def _fit_parts(self, cluster: Cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
+                   signal, m: int, names, definitions):
+        parts = range(len(groups))
+        loaded = cluster.gather([
+            cluster.submit_to(i, _parts.load, [x_blocks[b] for b in groups[i]],
+                              [y_blocks[b] for b in groups[i]],
+                              None if w_blocks is None else [w_blocks[b] for b in groups[i]],
+                              signal, self.negative_weights, cluster.threads[i]) for i in parts])
+        if any(p["negative"] for p in loaded) and self.negative_weights in ("regress", "pair"):
+            raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
+                                 "needs every event of a class at once; the Dask fit takes "
+                                 "'keep', 'abs' or 'ignore'")
+        if not any(p["positive"] for p in loaded):
+            raise ValueError("no event with a positive weight is left to train on")
+        counts = np.array([p["n"] for p in loaded], np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        n = int(counts.sum())
+        check_n_events(n)
+        self.min_node_size_ = self._resolved_node_size(n)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        if bin_edges is not None:
+            edges = check_edges(bin_edges, m)
+        else:
+            sketches = [cluster.submit_to(i, _parts.sketch, int(offsets[i]), SUBSAMPLE_FOR_EDGES,
+                                          seed) for i in parts]
+            merged = cluster.gather(cluster.sum(sketches, _merge_sketches))
+            edges = merged.edges(int(self.max_bins), int(self.n_cuts))
+        mapper = BinMapper.from_edges(list(edges))
+        loss = self._make_loss()
+        booster = self._make_booster(loss)
+        binned = cluster.gather([cluster.submit_to(i, _parts.bin_part, int(offsets[i]),
+                                                   mapper.edges_, booster, int(self.max_depth), True)
+                                 for i in parts])
+        if len(cluster.workers) <= ACTOR_PARTS:
+            cluster.start_actors()
+        init = {k: exact_sum_of_parts(sum(b["init"][k] for b in binned)) for k in binned[0]["init"]}
+        base_score = float(loss.init_score_of_sums(init))
+        mean_abs_w = exact_sum_of_parts(sum(b["abs_weight"] for b in binned)) / n
+        forest, result, traffic = self._boost(cluster, booster, mapper, base_score, n, mean_abs_w)
+        if not any(f >= 0 for f in forest.feature):
+            import warnings  # noqa: I001 -- only when the model made no split
+
+            warnings.warn("no tree made a single split, so the model is a constant", stacklevel=3)
+        if any(p["nan"] for p in loaded):
+            forest.extra["nan_in_training"] = True
+        self._set_fitted(forest, None if names is None else [str(n) for n in names],
+                         definitions, result, mapper)
+        self.evals_result_, self.best_iteration_, self.best_score_ = {}, None, None
+        self.n_trees_reason_ = f"{forest.n_trees} trees, as given (n_trees={self.n_trees})"
+        self.dask_bytes_ = traffic
+        self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
+        return self
+
+    def _boost(self, cluster: Cluster, booster, mapper, base_score: float, n: int,
+               mean_abs_w: float):
+        """The boosting loop of ``run_boosting`` (one score, quantised, depth-wise), its
+        per-event work on the parts."""
+        newton = self.boosting == "newton"
+        params = SplitParams(booster.criterion, reg_lambda=self.reg_lambda if newton else 0.0,
+                             reg_alpha=self.reg_alpha if newton else 0.0,
+                             min_child_hessian=self.min_child_weight if newton else 0.0,
+                             min_split_gain=self.min_split_gain)
+        rng = np.random.default_rng(self.random_state)
+        m = mapper.n_bins_.size
+        all_features = np.ones(m, dtype=np.bool_)
+        builder = ForestBuilder(m, base_score)
+        n_parts = len(cluster.workers)
+        parts = range(n_parts)
+        train_loss = []
+        traffic = {"levels": [], "trees": []}
+        n_trees = int(self.n_trees)
+        beginning = cluster.run(_parts.begin_tree, args=(base_score, None, mean_abs_w))
+        for it in range(n_trees):
+            began = cluster.gather(beginning)
+            if it > 0:
+                train_loss.append(_mean_loss(began))
+            total_w = sum(b["weight"] for b in began)
+            params.min_child_weight = self.min_node_size_ * total_w
+            features = sample_features(all_features, self.colsample_bytree, rng)
+            max_abs = tuple(np.max([b["max_abs"] for b in began], axis=0).tolist())
+            quantiser = Quantiser(np.empty(0), np.empty(0), n, seed=it, max_abs=max_abs)
+            grower = SummedTree(quantiser, features, mapper.n_bins_, params, int(self.max_depth),
+                                self.colsample_bylevel, self._node_fraction(m), rng)
+            roots = cluster.run(_parts.root, args=(features, n, it, max_abs))
+            before = cluster.received.get("histograms", 0)
+            raw = cluster.gather(cluster.sum(roots, add_histograms), "histograms")
+            sent = _Traffic(n_parts)
+            sent.level(0, 1, raw, cluster.received["histograms"] - before)
+            plan = grower.start(raw)
+            depth = 0
+            applied = [None] * n_parts  # the last level's partitions, not waited for
+            while plan is not None:
+                lefts = cluster.run(_parts.level, args=(plan,))
+                sent.plan(plan)
+                depth += 1
+                if plan.last:
+                    applied = lefts
+                    break
+                before = cluster.received["histograms"]
+                left = cluster.gather(cluster.sum(lefts, add_histograms), "histograms")
+                sent.level(depth, int(plan.parents.size), left,
+                           cluster.received["histograms"] - before)
+                plan = grower.advance(left)
+            tree = grower.grown_tree()
+            running = None
+            step = _parts.begin_tree if it + 1 < n_trees else _parts.finish
+            if cluster.actors is not None:  # the client passes the running sums along
+                cluster.gather([f for f in applied if f is not None])
+                for i in parts:  # in event order: each continues the sums of the one before
+                    running = cluster.gather(cluster.submit_to(i, _parts.leaf_sums, running, None))
+            else:
+                for i in parts:  # in event order: each continues the sums of the one before
+                    running = cluster.submit_to(i, _parts.leaf_sums, running, applied[i])
+            # The parts add this tree and start the next one from the summed leaves at once,
+            # without waiting for the client (each computes the leaf values as it does).
+            beginning = cluster.run(step, args=(None, running, mean_abs_w)[step is _parts.finish:])
+            leaf_totals = cluster.gather(running)
+            values = _parts.leaf_values(booster, tree, leaf_totals, mean_abs_w)
+            add_tree(builder, tree, values, mapper, cover=node_sums(tree, leaf_totals)[2])
+            sent.leaves(leaf_totals)
+            traffic["levels"].extend(sent.levels)
+            traffic["trees"].append(sent.tree())
+        finished = cluster.gather(beginning)
+        train_loss.append(_mean_loss(finished))
+        result = BoostResult(builder, base_score, np.asarray(train_loss), None, None)
+        forest = builder.build()
+        forest.extra["loss"] = booster.loss.name
+        return forest, result, traffic
+
+    # -- predicting ------------------------------------------------------------------------
+    def to_local(self):
+        """The fitted model as the in-memory estimator (BDTClassifier or BDTRegressor)."""
+        self._check_fitted()
+        local = self._local_class.__new__(self._local_class)
+        local.__dict__.update({k: v for k, v in self.__dict__.items()
+                               if not k.startswith("dask_")})
+        return local
+
+    def _lazy(self, X: Any, method: str, width: int | None):
+        """``method`` of the local model on each block of a dask array, lazily."""
+        import dask.array as da  # noqa: I001 -- the optional extra, imported for dask input
+
+        X = da.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
+        X = X.rechunk({1: -1})
+        local = self.to_local()
+        if width is None:
+            return X.map_blocks(_parts.predict_block, local, method, dtype=np.float64,
+                                drop_axis=1, meta=np.empty(0, np.float64))
+        return X.map_blocks(_parts.predict_block, local, method, dtype=np.float64,
+                            chunks=(X.chunks[0], (width,)), meta=np.empty((0, 0), np.float64))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model as the in-memory estimator writes it (``load_model`` gives that one)."""
+        return self.to_local().to_dict()
+
+
+def _aligned(array: Any, blocks: tuple) -> Any:
+    """``array`` cut into the row blocks of X; arrays of as many blocks of unknown sizes (a
+    lazy read's columns) are taken as cut alike (each part checks its lengths)."""
+    if array.ndim != 1:
+        raise ValueError(f"y and sample_weight must be 1-d, got {array.ndim} dimensions")
+    unknown = any(np.isnan(b) for b in blocks) or any(np.isnan(b) for b in array.chunks[0])
+    if unknown:
+        if len(array.chunks[0]) != len(blocks):
+            raise ValueError("X, y and sample_weight have blocks of unknown sizes, and not as "
+                             "many of them: give arrays read together (hepbdt.read(..., dask=True))")
+        return array
+    return array if array.chunks[0] == blocks else array.rechunk((blocks,))
+
+
+def _is_dask(X: Any) -> bool:
+    return type(X).__module__.startswith("dask.")
+
+
+class _Traffic:
+    """Bytes of one tree's messages, measured (``nbytes`` of the arrays, pickled size of
+    the plans): per level, what the parts sent (each the histograms of the level's left
+    children, root first) and what the client received; per tree, these plus the plans
+    sent to every part and the leaf sums passed along the chain of parts."""
+
+    def __init__(self, n_parts: int):
+        self.n_parts = n_parts
+        self.levels: list[dict[str, int]] = []
+        self.plans = 0
+        self.leaf_bytes = 0
+
+    def level(self, depth: int, nodes: int, summed: np.ndarray, received: int) -> None:
+        self.levels.append({"depth": depth, "nodes": nodes,
+                            "parts_sent": int(summed.nbytes) * self.n_parts,
+                            "client_received": int(received)})
+
+    def plan(self, plan: Any) -> None:
+        import pickle  # noqa: I001 -- only to measure a plan's size on the wire
+
+        self.plans += len(pickle.dumps(plan)) * self.n_parts
+
+    def leaves(self, leaf_totals: np.ndarray) -> None:
+        self.leaf_bytes = int(leaf_totals.nbytes) * (self.n_parts + 1)  # the chain, the client
+
+    def tree(self) -> dict[str, int]:
+        return {"parts_sent": sum(v["parts_sent"] for v in self.levels),
+                "client_received": sum(v["client_received"] for v in self.levels),
+                "plans": self.plans, "leaf_sums": self.leaf_bytes}
+
+
+def _merge_sketches(a, b):
+    return a.merge(b)
+
+
+def _mean_loss(results: list[dict[str, float]]) -> float:
+    total = sum(r["weight"] for r in results)
+    return sum(r["loss"] for r in results) / total if total != 0 else 0.0
+
+
+class DaskBDTClassifier(_DaskMixin, BDTClassifier):
+    """:class:`~hepbdt.BDTClassifier` fitted on a Dask cluster (two classes; see the module
+    docstring for the options it refuses). ``n_trees`` defaults to 200."""
+
+    _local_class = BDTClassifier
+    __init__ = _dask_constructor(BDTClassifier, "Set the options (see BDTClassifier); "
+                                 "nothing is checked until fit.")
+
+    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
+            feature_definitions=None) -> DaskBDTClassifier:
+        """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
+        turned into dask arrays of one block), on ``client`` (the current one when None).
+
+        ``bin_edges`` (m increasing arrays, e.g. an in-memory model's ``bin_edges_``) bins
+        with those edges; else the edges come from the workers' merged edge sketches.
+        ``feature_names`` (and ``feature_definitions``, name -> expression) name the
+        model's features, as a named X does in memory (``LazyDataset.feature_names``)."""
+        require_dask()
+        import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
+
+        labels = np.asarray(da.unique(da.asarray(y)).compute())
+        self._encode_y(labels, fitting=True)
+        if self.classes_.size > 2:
+            raise ParameterError("loss", f"{self.classes_.size} classes: the Dask fit is "
+                                 "two-class only")
+        self.n_features_in_ = int(da.asarray(X).shape[1])
+        return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_[1],
+                              feature_names, feature_definitions)
+
+    def decision_function(self, X):
+        """Raw scores; a dask array (lazy, block by block) for dask input."""
+        if _is_dask(X):
+            return self._lazy(X, "decision_function", None)
+        return super().decision_function(X)
+
+    def predict_proba(self, X):
+        """(n, 2) probabilities; a dask array (lazy) for dask input."""
+        if _is_dask(X):
+            return self._lazy(X, "predict_proba", 2)
+        return super().predict_proba(X)
+
+    def predict(self, X):
+        """Class labels; a dask array (lazy) for dask input."""
+        if _is_dask(X):
+            return self._lazy(X, "predict", None)
+        return super().predict(X)
+
+
+class DaskBDTRegressor(_DaskMixin, BDTRegressor):
+    """:class:`~hepbdt.BDTRegressor` fitted on a Dask cluster (squared error; see the module
+    docstring for the options it refuses). ``n_trees`` defaults to 200."""
+
+    _local_class = BDTRegressor
+    __init__ = _dask_constructor(BDTRegressor, "Set the options (see BDTRegressor); "
+                                 "nothing is checked until fit.")
+
+    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
+            feature_definitions=None) -> DaskBDTRegressor:
+        """Train on dask arrays X (n, m), y (n,) and optional weights (see
+        :meth:`DaskBDTClassifier.fit`)."""
+        require_dask()
+        import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
+
+        self.n_features_in_ = int(da.asarray(X).shape[1])
+        return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,
+                              feature_definitions)
+
+    def predict(self, X):
+        """Predicted targets; a dask array (lazy) for dask input."""
+        if _is_dask(X):
+            return self._lazy(X, "predict", None)
+        return super().predict(X)

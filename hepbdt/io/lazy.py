@@ -1,0 +1,97 @@
+"""``hepbdt.read(..., dask=True)``: the same reading as in memory, as a lazy Dask dataset.
+
+Each partition is an entry range of one file's tree, read by a Dask task with the reader
+and the chunk code of :func:`hepbdt.read` (``TreeReader`` and ``_fill_chunk``: the same
+cuts, weights, scales, expressions, aliases, targets and event numbers, and the same
+errors), so a partition's rows are those the in-memory read gives for those entries. The
+files, trees, branches and expressions are checked on the client before any task runs,
+as in memory; the event counts after the cuts are known only when the partitions are
+read (the arrays' chunk sizes are unknown until then). Dask is imported by this module
+only, which ``read`` imports only when asked for a lazy dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .dataset import Dataset
+
+__all__ = ["LazyDataset", "read_lazy"]
+
+PARTITION_ENTRIES = 500_000  # entries of a tree per partition, unless step_size gives a number
+
+
+@dataclass
+class LazyDataset:
+    """Dask arrays of what :class:`~hepbdt.io.dataset.Dataset` holds: ``X`` (n, m) float32,
+    ``y`` (labels int32 or targets float32, or None), ``w`` float64, ``event`` int64,
+    ``sample_index`` int32, one partition per entry range; ``compute()`` reads them into
+    a Dataset."""
+
+    X: Any
+    y: Any
+    w: Any
+    event: Any
+    sample_index: Any
+    feature_names: list[str]
+    sample_names: list[str]
+
+    def compute(self, **options: Any) -> Dataset:
+        """The in-memory Dataset (``options`` go to ``dask.compute``)."""
+        import dask  # noqa: I001 -- this module runs only with the optional extra
+
+        arrays = [self.X, self.y, self.w, self.event, self.sample_index]
+        X, y, w, event, sample_index = dask.compute(*arrays, **options)
+        return Dataset(np.ascontiguousarray(X), y=y, w=w, sample_index=sample_index, event=event,
+                       feature_names=list(self.feature_names), sample_names=list(self.sample_names),
+                       copy=False)
+
+    def persist(self, **options: Any) -> LazyDataset:
+        """The same dataset with its arrays read into the cluster's memory."""
+        import dask  # noqa: I001 -- this module runs only with the optional extra
+
+        arrays = dask.persist(self.X, self.y, self.w, self.event, self.sample_index, **options)
+        return LazyDataset(*arrays, self.feature_names, self.sample_names)
+
+    @property
+    def npartitions(self) -> int:
+        return len(self.X.chunks[0])
+
+
+def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
+              sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
+              read_partition: Any) -> LazyDataset:
+    """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
+    ``read_partition`` reads one entry range (``samples.read_partition``)."""
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as err:
+        raise ImportError(f"hepbdt[dask] is needed: pip install hepbdt[dask] ({err})") from None
+
+    step = step_size if isinstance(step_size, int) else PARTITION_ENTRIES
+    m = len(feature_expressions)
+    y_dtype = {"classification": np.int32, "regression": np.float32}.get(task)
+    columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
+    read_partition = dask.delayed(read_partition, nout=5, pure=True)
+    for plan in plans:
+        chain_offset = 0
+        for source_index, n_entries in enumerate(plan.entries):
+            for start in range(0, n_entries, step):
+                stop = min(start + step, n_entries)
+                parts = read_partition(plan, source_index, chain_offset, start, stop,
+                                       list(feature_expressions), inf_as_missing, task)
+                columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
+                if y_dtype is not None:
+                    columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
+                columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
+                columns["event"].append(da.from_delayed(parts[3], (np.nan,), np.int64))
+                columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), np.int32))
+            chain_offset += n_entries
+    arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
+    return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],
+                       arrays["sample_index"], list(feature_texts), sample_names)

@@ -1,0 +1,306 @@
+"""The Dask estimators on a LocalCluster of two worker processes: the in-memory model bit
+for bit at the same bin edges, lazy predictions, and faults that end in a clear error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("dask.array")
+
+import dask.array as da  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+from hepbdt import BDTClassifier, BDTRegressor, load_model  # noqa: E402
+from hepbdt.dask import (  # noqa: E402
+    ClusterError,
+    DaskBDTClassifier,
+    DaskBDTRegressor,
+    WorkerLostError,
+    connect,
+)
+from hepbdt.estimators import ParameterError  # noqa: E402
+
+ROOT = str(Path(__file__).resolve().parents[1])
+FOREST_FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
+                 "gain", "cover", "tree_offsets", "tree_weights")
+
+
+def _start_cluster() -> tuple[LocalCluster, Client]:
+    # The worker processes import this checkout's hepbdt, as the test process does.
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0")
+    return cluster, Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = _start_cluster()
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _data(n=12_000, m=5, seed=0, negative=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.01] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) + rng.standard_normal(n) > 0)
+    w = rng.uniform(0.3, 2.0, n)
+    w[rng.random(n) < negative] *= -1
+    return X, y.astype(int), w
+
+
+def _dask(*arrays, chunk=2_500):
+    return [da.from_array(a, chunks=(chunk,) + a.shape[1:]) for a in arrays]
+
+
+def _assert_same_forest(a, b):
+    assert a.base_score == b.base_score
+    for name in FOREST_FIELDS:
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+
+
+@pytest.mark.parametrize("options", [
+    {"boosting": "gradient"},
+    {"boosting": "newton", "reg_lambda": 2.0, "min_child_weight": 0.5},
+    {"boosting": "gradient", "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
+     "colsample_bynode": 0.6, "learning_rate": 0.3},
+])
+def test_classifier_equals_in_memory_bit_for_bit(client, options):
+    X, y, w = _data()
+    opts = dict(n_trees=6, max_depth=4, random_state=3, quantised_histograms=True, **options)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    # The workers' merged edge sketch holds every event below 200,000: the same edges.
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    assert all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_, strict=True))
+    assert np.allclose(memory.train_loss_, dist.train_loss_, rtol=1e-12)
+    assert dist.forest_.extra.get("nan_in_training")
+    root = dist.dask_bytes_["levels"][0]  # each part sends the root's packed histogram
+    assert root["depth"] == 0 and root["parts_sent"] == 2 * X.shape[1] * 256 * 8
+
+
+def test_task_path_of_many_workers_gives_the_same_model(client, monkeypatch):
+    """Beyond a few parts the steps are tasks, histograms are summed pairwise on the cluster
+    and the leaf sums pass from worker to worker: forced here on two."""
+    from hepbdt.dask import _cluster, _estimators
+
+    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
+    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+    X, y, w = _data(n=6_000, seed=7)
+    opts = dict(n_trees=4, max_depth=4, random_state=0, quantised_histograms=True)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    root = dist.dask_bytes_["levels"][0]
+    assert root["client_received"] == root["parts_sent"] // 2  # one summed histogram
+
+
+@pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
+def test_negative_weight_policies_per_worker(client, policy):
+    X, y, w = _data(n=8_000, negative=0.1, seed=1)
+    opts = dict(n_trees=4, max_depth=3, random_state=0, quantised_histograms=True,
+                negative_weights=policy)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+
+
+def test_regressor_and_given_edges(client):
+    X, _, w = _data(seed=2)
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 3]) ** 2
+    edges = [np.linspace(-2, 2, 17, dtype=np.float32) for _ in range(X.shape[1])]
+    opts = dict(n_trees=5, max_depth=3, quantised_histograms=True, boosting="newton")
+    memory = BDTRegressor(**opts).fit(X, y, sample_weight=w, bin_edges=edges)
+    dist = DaskBDTRegressor(**opts).fit(*_dask(X, y, w, chunk=3_000), client=client, bin_edges=edges)
+    _assert_same_forest(memory.forest_, dist.forest_)
+
+
+def test_predictions_lazy_and_model_is_ordinary(client, tmp_path):
+    X, y, w = _data(n=6_000, seed=4)
+    model = DaskBDTClassifier(n_trees=3, max_depth=3).fit(*_dask(X, y, w), client=client)
+    Xd, = _dask(X, chunk=1_000)
+    lazy = model.decision_function(Xd)
+    assert isinstance(lazy, da.Array)
+    assert np.array_equal(lazy.compute(), model.decision_function(X))
+    proba = model.predict_proba(Xd)
+    assert proba.shape == (X.shape[0], 2)
+    assert np.array_equal(proba.compute(), model.predict_proba(X))
+    assert np.array_equal(model.predict(Xd).compute(), model.predict(X))
+    model.save(tmp_path / "m.json")
+    loaded = load_model(tmp_path / "m.json")
+    assert type(loaded) is BDTClassifier
+    assert np.array_equal(loaded.decision_function(X), model.decision_function(X))
+
+
+def test_auc_with_the_distributed_sketch(client):
+    from sklearn.metrics import roc_auc_score
+
+    def data(n, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n, 4)).astype(np.float32)
+        y = X[:, 0] + 0.5 * X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + rng.standard_normal(n) > 0
+        return X, y.astype(int), rng.uniform(0.5, 1.5, n)
+
+    # Above the sketch's 200,000 events the edges come from a sample (another than memory's).
+    X, y, w = data(240_000, 5)
+    X_test, y_test, _ = data(100_000, 6)
+    opts = dict(boosting="newton", n_trees=30, max_depth=3, learning_rate=0.1, random_state=0)
+    memory = BDTClassifier(quantised_histograms=True, **opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=60_000), client=client)
+    assert not all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_,
+                                                        strict=True))
+    auc_memory = roc_auc_score(y_test, memory.decision_function(X_test))
+    auc_dist = roc_auc_score(y_test, dist.decision_function(X_test))
+    assert abs(auc_memory - auc_dist) < 0.001
+
+
+CLASS_FILE = Path(ROOT).parent / "shared" / "data" / "tmva_class_example.root"
+
+
+@pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
+def test_lazy_read_trains_the_in_memory_model(client):
+    from hepbdt.io import Sample, read
+
+    samples = [Sample("s", str(CLASS_FILE), tree="TreeS", label=1, cut="var1 > var2"),
+               Sample("b", str(CLASS_FILE), tree="TreeB", label=0, weight="weight * 2", scale=0.5)]
+    features = ["var1", "log(abs(var3))", "var1 * var2 + var4 ** 2", "var4"]
+    memory = read(samples, features)
+    lazy = read(samples, features, dask=True, step_size=1_500)
+    assert lazy.npartitions == 8
+    read_back = lazy.compute()
+    for name in ("X", "y", "w", "event", "sample_index"):
+        assert np.array_equal(getattr(memory, name), getattr(read_back, name)), name
+    opts = dict(n_trees=4, max_depth=3, quantised_histograms=True)
+    in_memory = BDTClassifier(**opts).fit(memory.X, memory.y, sample_weight=memory.w)
+    dist = DaskBDTClassifier(**opts).fit(lazy.X, lazy.y, lazy.w, client=client)
+    _assert_same_forest(in_memory.forest_, dist.forest_)
+
+
+@pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
+def test_apply_on_the_cluster_writes_what_memory_writes(client, tmp_path):
+    import uproot
+
+    from hepbdt import apply as apply_in_memory
+    from hepbdt.dask import apply as apply_on_cluster
+    from hepbdt.io import Sample, read
+
+    features = ["var1", "var2", "var3", "var4"]
+    data = read([Sample("s", f"{CLASS_FILE}:TreeS", label=1),
+                 Sample("b", f"{CLASS_FILE}:TreeB", label=0)], features)
+    model = BDTClassifier(n_trees=3, max_depth=3).fit(data.X, data.y)
+    inputs = [f"{CLASS_FILE}:TreeS", f"{CLASS_FILE}:TreeB"]
+    for output in ("friend_{tree}.root", "all.root"):
+        memory = apply_in_memory(model, inputs, tmp_path / "memory" / output, step_size=1_000)
+        cluster = apply_on_cluster(model, inputs, tmp_path / "cluster" / output, step_size=1_000,
+                                   client=client)
+        assert [os.path.basename(p) for p in memory] == [os.path.basename(p) for p in cluster]
+        for a, b in zip(memory, cluster, strict=True):
+            with uproot.open(a) as fa, uproot.open(b) as fb:
+                assert fa.keys() == fb.keys()
+                for key in fa.keys():
+                    ta, tb = fa[key].arrays(library="np"), fb[key].arrays(library="np")
+                    assert ta.keys() == tb.keys()
+                    assert all(np.array_equal(ta[k], tb[k]) for k in ta)
+
+
+def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_path):
+    import uproot
+
+    from hepbdt.analysis import load_config, train
+
+    demo = Path(ROOT) / "analyses" / "demo.toml"
+    few = ["preselection='(nJet >= 2) & (event % 5 == 0)'", "method.n_trees=8",
+           "method.min_node_size=0", "method.quantised_histograms=true", "output.figures=false",
+           "output.report=false", "method.negative_weights=keep"]
+    memory = train(load_config(demo, few, output=tmp_path / "memory"))
+    dask_table = f"dask={{scheduler = '{client.scheduler.address}'}}"
+    cluster = train(load_config(demo, [*few, dask_table], output=tmp_path / "cluster"))
+    _assert_same_forest(memory.model.forest_, cluster.model.forest_)
+    assert list(cluster.model.feature_names_in_) == list(memory.model.feature_names_in_)
+    with uproot.open(memory.files["scores"]) as a, uproot.open(cluster.files["scores"]) as b:
+        for key in ("TrainTree", "TestTree"):
+            ta, tb = a[key].arrays(library="np"), b[key].arrays(library="np")
+            assert all(np.array_equal(ta[k], tb[k], equal_nan=True) for k in ta)
+
+
+def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
+    from hepbdt.cli import main
+
+    X, y, _ = _data(n=500)
+    path = tmp_path / "m.json"
+    BDTClassifier(n_trees=2, max_depth=2).fit(X, y).save(path)
+    start = time.monotonic()
+    status = main(["apply", str(path), str(tmp_path / "in.root"), "-o", str(tmp_path / "o.root"),
+                   "--scheduler", "tcp://127.0.0.1:9"])
+    assert status == 1
+    assert "no Dask scheduler answered" in capsys.readouterr().err
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("option", [
+    {"boosting": "adaboost"}, {"n_trees": "auto"}, {"max_leaves": 8},
+    {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},
+])
+def test_unsupported_options_are_refused(client, option):
+    X, y, w = _data(n=2_000)
+    cls = DaskBDTRegressor if option.get("loss") == "huber" else DaskBDTClassifier
+    target = X[:, 0] if cls is DaskBDTRegressor else y
+    with pytest.raises(ParameterError) as info:
+        cls(**option).fit(*_dask(X, np.nan_to_num(target), w), client=client)
+    assert info.value.param in option or info.value.param == "loss"
+
+
+def test_regress_policy_with_negative_weights_is_refused(client):
+    X, y, w = _data(n=2_000, negative=0.1)
+    with pytest.raises(ParameterError, match="keep"):
+        DaskBDTClassifier(negative_weights="regress").fit(*_dask(X, y, w), client=client)
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="no Dask scheduler answered"):
+        connect("tcp://127.0.0.1:9", timeout=2)
+    assert time.monotonic() - start < 15
+
+
+def test_missing_dask_names_the_install_command(monkeypatch):
+    import sys
+
+    from hepbdt.dask import require_dask
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"pip install hepbdt\[dask\]"):
+        require_dask()
+
+
+def test_a_dead_worker_stops_the_fit_with_a_clear_error():
+    cluster, client = _start_cluster()
+    try:
+        X, y, w = _data(n=4_000)
+        worker = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        pid = client.run(os.getpid, workers=[worker])[worker]
+
+        def kill() -> None:
+            time.sleep(2.0)
+            os.kill(pid, signal.SIGKILL)
+
+        threading.Thread(target=kill, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(WorkerLostError, match="died|lost"):
+            DaskBDTClassifier(n_trees=100_000, max_depth=3).fit(*_dask(X, y, w, chunk=1_000),
+                                                               client=client)
+        assert time.monotonic() - start < 60
+    finally:
+        client.close()
+        cluster.close()

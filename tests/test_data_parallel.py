@@ -1,0 +1,75 @@
+"""The grower cut between a client and parts (engine/data_parallel.py), without Dask: parts
+of the events grow the tree the whole sample grows, node for node and bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hepbdt._util import exact_sum, exact_sum_of_parts, exact_sum_parts
+from hepbdt.boosting._loop import leaf_sums, node_sums
+from hepbdt.engine._types import NEWTON
+from hepbdt.engine.binning import BinMapper
+from hepbdt.engine.data_parallel import PartTree, SummedTree, add_histograms
+from hepbdt.engine.grower import QuantisedRows, grow_tree
+from hepbdt.engine.histogram import Quantiser
+from hepbdt.engine.split import SplitParams
+
+
+def _grow_in_parts(X, a, b, mapper, cuts, params, max_depth, seed, rng):
+    n = X.shape[0]
+    bounds = [0, *cuts, n]
+    parts = [PartTree(QuantisedRows.from_features(X[s:e], mapper), s, max_depth)
+             for s, e in zip(bounds[:-1], bounds[1:], strict=True)]
+    maxima = [Quantiser.max_abs(a[s:e], b[s:e]) for s, e in zip(bounds[:-1], bounds[1:], strict=True)]
+    max_abs = tuple(np.max(maxima, axis=0).tolist())
+    used = np.ones(X.shape[1], np.bool_)
+    quantiser = Quantiser(np.empty(0), np.empty(0), n, seed=seed, max_abs=max_abs)
+    tree = SummedTree(quantiser, used, mapper.n_bins_, params, max_depth, colsample_bynode=0.75,
+                      rng=rng)
+    raw = None
+    for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):
+        raw = add_histograms(raw, part.start(a[s:e], b[s:e], used, n, seed, max_abs))
+    plan = tree.start(raw)
+    while plan is not None:
+        left = None
+        for part in reversed(parts):  # any order: integer sums
+            left = add_histograms(left, part.apply(plan))
+        plan = tree.advance(left)
+    grown = tree.grown_tree()
+    running = None
+    for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):  # in event order
+        running = part.leaf_sums(running, a[s:e], b[s:e])
+    return grown, node_sums(grown, running)
+
+
+@pytest.mark.parametrize("cuts", [[1], [700, 701, 1500], [1999]])
+def test_parts_grow_the_whole_samples_tree(cuts):
+    rng = np.random.default_rng(0)
+    n, m = 2_000, 4
+    X = rng.standard_normal((n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.05] = np.nan
+    a = (rng.standard_normal(n) + np.nan_to_num(X[:, 0]).clip(-1, 1)).astype(np.float32)
+    b = rng.uniform(0.1, 1.0, n).astype(np.float32)
+    mapper = BinMapper(32).fit(X)
+    params = SplitParams(NEWTON, reg_lambda=1.0)
+    whole = grow_tree(None, np.arange(n, dtype=np.int32), a, b, b, mapper.n_bins_, params, 5,
+                      quantised=True, ordered=QuantisedRows.from_features(X, mapper),
+                      rounding_seed=3, colsample_bynode=0.75, rng=np.random.default_rng(7))
+    expected = leaf_sums(whole, a, b)
+    grown, sums = _grow_in_parts(X, a, b, mapper, cuts, params, 5, 3, np.random.default_rng(7))
+    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",
+                 "sum_b", "sum_w"):
+        assert np.array_equal(getattr(whole, name), getattr(grown, name)), name
+    assert np.array_equal(expected, sums)
+
+
+def test_exact_sums_merge_in_any_order():
+    rng = np.random.default_rng(1)
+    v = (rng.standard_normal(50_000) * 10.0 ** rng.integers(-20, 20, 50_000)).astype(np.float32)
+    whole = exact_sum(v)
+    parts = [exact_sum_parts(p) for p in np.array_split(v, 7)]
+    assert exact_sum_of_parts(sum(parts[::-1])) == whole
+    assert whole == math.fsum(v.astype(np.float64).tolist())  # correctly rounded
