@@ -138,15 +138,17 @@ def test_held_out_fit_bins_the_training_events_without_copying_the_features() ->
     X = rng.normal(size=(n, m)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] + rng.normal(size=n) > 0).astype(int)
     params = dict(n_trees="auto", n_iter_no_change=1, tol=1e9, max_depth=3, random_state=0)
-    BDTClassifier(**params).fit(X[:5000], y[:5000])  # compiled outside the measurement
+    for n_trees in (2, "auto"):  # every kernel of both fits compiled outside the measurement
+        BDTClassifier(**dict(params, n_trees=n_trees)).fit(X[:60_000], y[:60_000])
     peaks = []
     for n_trees in (2, "auto"):  # the explicit count holds nothing out
         tracemalloc.start()
         model = BDTClassifier(**dict(params, n_trees=n_trees)).fit(X, y)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
-    # held out: a copy of the tenth held out, not of the nine tenths trained on
-    assert peaks[1] - peaks[0] < 0.3 * X.nbytes, (peaks[1] - peaks[0]) / X.nbytes
+    # held out: a copy of the tenth held out and its scoring (0.25-0.35 of X measured),
+    # not of the nine tenths trained on (1.08 of X)
+    assert peaks[1] - peaks[0] < 0.5 * X.nbytes, (peaks[1] - peaks[0]) / X.nbytes
     # the same split made by hand (the estimator's draw: rng.random(n) < 0.1, its first use
     # of the generator), the held-out events given as the eval set: the same model
     held = np.random.default_rng(0).random(n) < 0.1
