@@ -6,7 +6,7 @@ tmva_multiclass_example.root, TreeS, TreeB0, TreeB1, TreeB2, var1..var4; 4 class
 events) and ``_data.multiclass_like`` (5 classes, ``--events`` events x 28 features,
 gamma-distributed weights). Every library at the same settings: ``--trees`` rounds of
 one tree a class, depth ``--depth`` (LightGBM: ``2**depth`` leaves within that depth),
-learning rate 0.1, 255 bins, lambda 1, minimum child hessian 1, all cores:
+learning rate 0.1, 255 bins (``--max-bins``), lambda 1, minimum child hessian 1, all cores:
 
   hepbdt-newton    ``boosting="newton"``: XGBoost's multi:softprob objective; packed integer
                    histograms from 50,000 events (hepbdt's default), float64 below
@@ -30,7 +30,7 @@ every library alike; the table gives medians over the splits of the weighted tes
 log-loss and of the fit time, and each fit time's ratio to XGBoost's.
 
     python benchmarks/bench_multiclass.py [--splits 3] [--events 1000000] [--trees 200]
-        [--depth 6] [--only tmva-multiclass,multiclass-like]
+        [--depth 6] [--max-bins 255] [--only tmva-multiclass,multiclass-like]
 """
 
 from __future__ import annotations
@@ -72,14 +72,14 @@ def tmva_multiclass():
     return X, np.concatenate(ys), np.ones(X.shape[0], np.float32)
 
 
-def make(lib: str, trees: int, depth: int):
+def make(lib: str, trees: int, depth: int, bins: int = 255):
     """The model of one row at the shared settings."""
     threads = os.cpu_count()
     if lib == "hepbdt-samme":
         import hepbdt
 
         return hepbdt.BDTClassifier(boosting="adaboost", n_trees=trees, max_depth=depth,
-                                    beta=0.5, max_bins=255, min_node_size=0.0, n_jobs=threads)
+                                    beta=0.5, max_bins=bins, min_node_size=0.0, n_jobs=threads)
     if lib == "sklearn-samme":
         from sklearn.ensemble import AdaBoostClassifier
         from sklearn.tree import DecisionTreeClassifier
@@ -90,19 +90,19 @@ def make(lib: str, trees: int, depth: int):
         import hepbdt
 
         return hepbdt.BDTClassifier(boosting=lib.split("-")[1], n_trees=trees, max_depth=depth,
-                                    learning_rate=0.1, max_bins=255, reg_lambda=1.0,
+                                    learning_rate=0.1, max_bins=bins, reg_lambda=1.0,
                                     min_child_weight=1.0, min_node_size=0.0, n_jobs=threads)
     if lib == "xgboost":
         import xgboost as xgb
 
         return xgb.XGBClassifier(tree_method="hist", objective="multi:softprob",
                                  n_estimators=trees, max_depth=depth, learning_rate=0.1,
-                                 max_bin=255, reg_lambda=1.0, min_child_weight=1.0,
+                                 max_bin=bins, reg_lambda=1.0, min_child_weight=1.0,
                                  n_jobs=threads)
     import lightgbm as lgb
 
     return lgb.LGBMClassifier(objective="multiclass", n_estimators=trees, max_depth=depth,
-                              num_leaves=2**depth, learning_rate=0.1, max_bin=255,
+                              num_leaves=2**depth, learning_rate=0.1, max_bin=bins,
                               reg_lambda=1.0, min_child_weight=1.0, min_child_samples=1,
                               n_jobs=threads, verbose=-1,
                               use_quantized_grad=lib == "lightgbm-quant")
@@ -129,7 +129,7 @@ def run(name: str, data, args) -> None:
         for lib in LIBS:
             if lib == "sklearn-samme" and ya.size > SKLEARN_SAMME_EVENTS:
                 continue
-            model = make(lib, args.trees, args.depth)
+            model = make(lib, args.trees, args.depth, args.max_bins)
             start = time.perf_counter()
             model.fit(Xa, ya, sample_weight=wa)
             results[lib]["fit"].append(time.perf_counter() - start)
@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--trees", type=int, default=200)
     parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--max-bins", type=int, default=255, help="bins of every library")
     parser.add_argument("--only", default="tmva-multiclass,multiclass-like")
     args = parser.parse_args()
     print(f"machine: {machine()}")
