@@ -265,7 +265,7 @@ def test_inf_message_gives_the_toml_spelling() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ['n_trees = "auto"\nn_iter_no_change = 1\nmax_depth = 3',
+@pytest.mark.parametrize("method", ['n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3',
                                     "n_trees = 5\nmax_depth = 3"])
 def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str) -> None:
     """``--check``'s memory figure (and the ``memory =`` refusal) is an upper bound: what
