@@ -16,6 +16,7 @@ from typing import Any
 import uproot
 
 from .._util import available_memory
+from ..engine.binning import SUBSAMPLE_FOR_EDGES
 from ..estimators import effective_depth, growth_text, max_trees
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
@@ -42,9 +43,9 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # scores and partition (about 64). (A 1M x 28 float fit measured 4.0 bytes a value of its
 # own with n_trees=200 and 4.8 with n_trees="auto", X held outside: ``tracemalloc``.)
 _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 24, 64
-# The bin edges are fitted on a sample of at most this many events, held twice (the rows
-# gathered, then each feature's column): 8 bytes per sampled event and feature.
-_EDGE_SAMPLE, _EDGE_SAMPLE_BYTES = 200_000, 8
+# The bin edges are fitted on a sample of at most SUBSAMPLE_FOR_EDGES events, held twice
+# (the rows gathered, then each feature's column): 8 bytes per sampled event and feature.
+_EDGE_SAMPLE_BYTES = 8
 # Each class beyond the first of a multi-class fit: its float64 scores and two float32
 # channels in the fit (16), and its raw score and probability in the score trees (16).
 _CLASS_BYTES = 32
@@ -109,7 +110,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     fit_bytes = _FIT_BYTES + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0)
     memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
                         + _EVENT_BYTES * copies + fit_bytes)
-              + min(trained, _EDGE_SAMPLE) * features * _EDGE_SAMPLE_BYTES)
+              + min(trained, SUBSAMPLE_FOR_EDGES) * features * _EDGE_SAMPLE_BYTES)
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies

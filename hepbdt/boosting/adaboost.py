@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -172,6 +173,22 @@ def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: 
     return tree, w_tree
 
 
+def chance_tree(run: Any, resampled: bool, first: bool, error: str, it: int) -> None:
+    """A tree no better than chance (weighted error rate ``error``, as text): left out when
+    each tree has its own resample (one grown on a resample can be no better than chance on
+    the whole sample: draw again), up to MAX_SKIPPED_IN_A_ROW in a row; otherwise a
+    ValueError for the first tree, and the end of boosting (_Stop) for a later one.
+    ``run`` counts the skips (``skipped``, ``skipped_in_a_row``)."""
+    if resampled and run.skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
+        run.skipped += 1
+        run.skipped_in_a_row += 1
+        return None
+    if first:
+        raise ValueError(f"the first tree's weighted error rate is {error}: nothing to boost "
+                         "(check labels, weights and min_node_size)")
+    raise _Stop(f"tree {it}: error rate {error}")
+
+
 class _AdaBoostRun:
     """A run's event weights, ensemble and record, and its variant's tree weights and reweighting."""
 
@@ -246,16 +263,7 @@ class _AdaBoostRun:
         if err < 0:  # only with negative weights; TMVA takes |err| too
             err = -err
         if err >= 0.5:
-            if resampled and self.skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
-                # A tree grown on a resample can be no better than chance on the whole
-                # sample: leave it out, draw again.
-                self.skipped += 1
-                self.skipped_in_a_row += 1
-                return None
-            if len(self.builder) == 0:
-                raise ValueError(f"the first tree's weighted error rate is {err:.4g} >= 0.5: "
-                                 "nothing to boost (check labels, weights and min_node_size)")
-            raise _Stop(f"tree {it}: error rate {err:.4g} >= 0.5")
+            return chance_tree(self, resampled, len(self.builder) == 0, f"{err:.4g} >= 0.5", it)
         self.skipped_in_a_row = 0
         self.errors.append(err)
         err = max(err, MIN_ERROR)

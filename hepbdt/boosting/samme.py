@@ -30,7 +30,7 @@ from ..engine.grower import GrownTree
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, Forest
 from ._loop import BoostResult, add_tree, update_scores
-from .adaboost import MAX_SKIPPED_IN_A_ROW, MIN_ERROR, _Stop, _TreeOptions, grow_weighted_tree
+from .adaboost import MIN_ERROR, _Stop, _TreeOptions, chance_tree, grow_weighted_tree
 from .losses import class_weight_sums
 
 __all__ = ["run_samme"]
@@ -83,15 +83,8 @@ class _SammeRun:
         wrong = said != self.y
         err = abs(float(w_eff[wrong].sum()) / total_eff)  # |err|: as adaboost's, with negative weights
         if err >= (1.0 - 1.0 / self.n_classes) * (1.0 - CHANCE_TOLERANCE):
-            if resampled and self.skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
-                self.skipped += 1
-                self.skipped_in_a_row += 1
-                return None
-            if not self.trees:
-                raise ValueError(f"the first tree's weighted error rate is {err:.4g} >= 1 - 1/K = "
-                                 f"{1 - 1 / self.n_classes:.4g}: nothing to boost (check labels, "
-                                 "weights and min_node_size)")
-            raise _Stop(f"tree {it}: error rate {err:.4g} >= 1 - 1/K")
+            return chance_tree(self, resampled, not self.trees,
+                               f"{err:.4g} >= 1 - 1/K = {1 - 1 / self.n_classes:.4g}", it)
         self.skipped_in_a_row = 0
         self.errors.append(err)
         err = max(err, MIN_ERROR)
