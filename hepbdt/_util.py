@@ -394,10 +394,12 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
 _EXP_OFFSET = 1100  # np.frexp exponents of finite float64 lie in [-1073, 1024]
 _N_EXPS = 2200
 _HALF = 26  # a 53-bit mantissa as two halves of at most 27 bits
-_EXACT_CHUNK = 1 << 25  # values per float64 bincount: 2**25 halves below 2**27 sum below 2**52
+# Values per float64 bincount: 2**25 halves below 2**27 would sum below 2**52; fewer keep the
+# temporaries (about 50 bytes a value) small.
+_EXACT_CHUNK = 1 << 20
 
 
-def exact_sum_parts(values: np.ndarray) -> np.ndarray:
+def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """The exact sum of finite float values, as mergeable integer parts.
 
     (2, 2200) int64: for each binary exponent e, the sums of the high and low halves of
@@ -405,11 +407,17 @@ def exact_sum_parts(values: np.ndarray) -> np.ndarray:
     values add (``a + b``) to the parts of their union, in any order and grouping: a sum
     that the workers of a cluster can share and that never depends on how the events were
     cut. :func:`exact_sum_of_parts` turns them into the correctly rounded float.
+    ``where``: a boolean mask of the values to sum (all when None), applied chunk by
+    chunk, so that no copy of the selected values is made.
     """
-    v = np.asarray(values, dtype=np.float64).ravel()
+    v = np.asarray(values).ravel()
+    mask = None if where is None else np.asarray(where, dtype=np.bool_).ravel()
     parts = np.zeros((2, _N_EXPS), dtype=np.int64)
     for start in range(0, v.size, _EXACT_CHUNK):
-        mantissa, exponent = np.frexp(v[start:start + _EXACT_CHUNK])
+        chunk = v[start:start + _EXACT_CHUNK].astype(np.float64)
+        if mask is not None:
+            chunk = chunk[mask[start:start + _EXACT_CHUNK]]
+        mantissa, exponent = np.frexp(chunk)
         whole = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1, 53 bits
         high = whole >> _HALF  # floor: high * 2**26 + low == whole, 0 <= low < 2**26
         low = whole - (high << _HALF)

@@ -150,6 +150,17 @@ _SHARED_TAIL = (
 )
 
 
+def _not_in(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Mask of the labels not in ``classes``: one comparison a class when they are few
+    (np.isin sorts, with temporaries of about 15 bytes an event)."""
+    if classes.size > 8:
+        return ~np.isin(y, classes)
+    bad = np.ones(y.shape, dtype=np.bool_)
+    for c in classes:
+        bad &= y != c
+    return bad
+
+
 def _constructor(params: tuple[_Param, ...], doc: str):
     """An ``__init__`` with one keyword per option that stores each unchecked, as
     scikit-learn expects (``fit`` validates); its signature lists the options."""
@@ -1020,7 +1031,7 @@ class BDTClassifier(_BDTBase):
                                          dtype=classes.dtype)
             else:
                 self.classes_ = classes
-        bad = ~np.isin(y, self.classes_)
+        bad = _not_in(y, self.classes_)
         if bad.any():
             raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
                              f"the classes {self.classes_.tolist()}")

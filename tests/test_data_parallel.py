@@ -73,3 +73,15 @@ def test_exact_sums_merge_in_any_order():
     parts = [exact_sum_parts(p) for p in np.array_split(v, 7)]
     assert exact_sum_of_parts(sum(parts[::-1])) == whole
     assert whole == math.fsum(v.astype(np.float64).tolist())  # correctly rounded
+
+
+def test_exact_sums_of_a_mask_across_chunks(monkeypatch):
+    import hepbdt._util as util
+
+    monkeypatch.setattr(util, "_EXACT_CHUNK", 1000)  # many chunks, the last one partial
+    rng = np.random.default_rng(2)
+    v = (rng.standard_normal(4_321) * 10.0 ** rng.integers(-8, 8, 4_321)).astype(np.float32)
+    mask = rng.random(v.size) < 0.3
+    expected = math.fsum(v[mask].astype(np.float64).tolist())
+    assert exact_sum_of_parts(exact_sum_parts(v, mask)) == expected
+    assert exact_sum_of_parts(exact_sum_parts(v)) == math.fsum(v.astype(np.float64).tolist())

@@ -321,3 +321,13 @@ def test_predict_checks_feature_count_and_fit(fitted):
         model.decision_function(X[:, :3])
     with pytest.raises(RuntimeError, match="not fitted"):
         hepbdt.BDTClassifier().decision_function(X)
+
+
+@pytest.mark.parametrize("n_classes", [2, 12])
+def test_eval_labels_outside_the_classes_are_named(n_classes):
+    rng = np.random.default_rng(0)
+    X = rng.random((240, 2)).astype(np.float32)
+    y = np.arange(240) % n_classes
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=2)
+    with pytest.raises(ValueError, match=rf"labels \[{n_classes}\] that are not in the classes"):
+        model.fit(X, y, eval_set=[(X[:10], np.full(10, n_classes))])

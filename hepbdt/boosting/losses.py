@@ -125,7 +125,7 @@ class _LogisticFamily(Loss):
 
     def init_sum_parts(self, y, w):
         # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
-        return {"signal": exact_sum_parts(w[y == 1]), "background": exact_sum_parts(w[y == 0])}
+        return {"signal": exact_sum_parts(w, y == 1), "background": exact_sum_parts(w, y == 0)}
 
     def loss(self, y, w, score):
         partial = np.empty(-(-y.size // LOSS_CHUNK))
