@@ -27,6 +27,12 @@ The throughput ratio is per pass: 2 x t(iterate) / t(binned), the issue's bar 0.
 
     python benchmarks/bench_scale.py                       # 1M and 3M events, 20 trees
     python benchmarks/bench_scale.py --events 1000000 --trees 10 --files 4
+    python benchmarks/bench_scale.py --events 30000000,100000000 --no-reads \
+        --results scale.jsonl --plot scale.png   # XGBoost up to 30M (--xgboost-up-to)
+
+Each training row also gives the absolute peak resident memory of its process (reading
+and training; the issue's 8 GB bound) and the weighted test AUC on 200,000 independent
+events of the same generator.
 """
 
 from __future__ import annotations
@@ -89,6 +95,14 @@ def reset_peak():  # Linux: VmHWM restarts from the current resident memory
 
 files, which, trees = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 branches = [f"x{j:02d}" for j in range(28)]
+sys.path.insert(0, sys.argv[4])
+
+def test_auc(score_of):
+    # weighted ROC AUC on independent events of the same generator (not in the files)
+    from _data import higgs_like
+    from sklearn.metrics import roc_auc_score
+    X, y, w = higgs_like(TEST_EVENTS, 28, seed=TEST_SEED)
+    return float(roc_auc_score(y, score_of(X), sample_weight=w))
 import uproot
 from hepbdt import BDTClassifier, warmup
 from hepbdt.io import Sample, read
@@ -156,14 +170,16 @@ elif which == "train-xgboost":
     read_peak = status("VmHWM")
     reset_peak()
     start = time.perf_counter()
-    xgb.train({"tree_method": "hist", "max_depth": 6, "eta": 0.1, "objective": "binary:logistic",
+    booster = xgb.train({"tree_method": "hist", "max_depth": 6, "eta": 0.1, "objective": "binary:logistic",
                "max_bin": 256, "nthread": 0}, dtrain, num_boost_round=trees)
     fit_s = time.perf_counter() - start
     peak = status("VmHWM")
     n, m = dtrain.num_row(), dtrain.num_col()
     result = {"read_seconds": read_s, "seconds_per_tree": fit_s / trees,
               "read_peak_added_bytes": read_peak - base, "peak_added_bytes": peak - base,
-              "bytes_per_event_feature": (peak - base) / (n * m)}
+              "bytes_per_event_feature": (peak - base) / (n * m),
+              "peak_rss_bytes": max(read_peak, peak),
+              "test_auc": test_auc(lambda X: booster.inplace_predict(X))}
 else:
     warmup()
     reset_peak()
@@ -185,13 +201,20 @@ else:
               "bytes_per_event_feature": (peak - base) / (n * m),
               "data_bytes_per_event_feature": (data.X.nbytes + data.w.nbytes + data.y.nbytes
                                                + data.event.nbytes + data.sample_index.nbytes)
-              / (n * m)}
+              / (n * m),
+              "peak_rss_bytes": max(read_peak, peak),
+              "test_auc": test_auc(model.decision_function)}
 print(json.dumps(result))
 """
 
 
+TEST_EVENTS, TEST_SEED = 200_000, 10_000  # the test sample: seeds of the files are 0, 1, ...
+
+
 def run(files: dict[str, list[str]], which: str, trees: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(files), which, str(trees)],
+    child = f"TEST_EVENTS, TEST_SEED = {TEST_EVENTS}, {TEST_SEED}\n" + _CHILD
+    done = subprocess.run([sys.executable, "-c", child, json.dumps(files), which, str(trees),
+                           str(Path(__file__).resolve().parent)],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -205,57 +228,129 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed reads, the best kept")
     parser.add_argument("--reads-only", action="store_true",
                         help="time the reads only (no training rows)")
+    parser.add_argument("--no-reads", action="store_true",
+                        help="training rows only (no timed reads)")
+    parser.add_argument("--kinds", default="binned,float,xgboost",
+                        help="training rows (default binned,float,xgboost)")
+    parser.add_argument("--xgboost-up-to", type=int, default=30_000_000,
+                        help="no XGBoost row above this many events (default 30M)")
+    parser.add_argument("--results", type=Path,
+                        help="JSON-lines file: each row is appended to it, and the training "
+                             "table and plot show every row in it (runs at several sizes)")
+    parser.add_argument("--plot", type=Path, help="PNG of time per tree and peak memory "
+                                                  "against events")
     args = parser.parse_args(argv)
     print(machine())
     rows = []
     for n_events in [int(x) for x in args.events.split(",")]:
-        with tempfile.TemporaryDirectory(prefix="hepbdt-scale-") as tmp:
-            start = time.perf_counter()
-            files = generate(Path(tmp), n_events, args.files)
-            print(f"{n_events:,} events in {2 * args.files} files written in "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
+        row = measure(n_events, args)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if args.results:
+            with args.results.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+    if args.results:
+        rows = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+    print_tables(rows)
+    if args.plot:
+        plot(rows, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def measure(n_events: int, args: argparse.Namespace) -> dict:
+    """One event count: write the files, time the reads, train each kind."""
+    with tempfile.TemporaryDirectory(prefix="hepbdt-scale-") as tmp:
+        start = time.perf_counter()
+        files = generate(Path(tmp), n_events, args.files)
+        print(f"{n_events:,} events in {2 * args.files} files written in "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
+        row: dict = {"events": n_events, "trees": args.trees}
+        if not args.no_reads:
             reads = ("iterate", "binned", "pass2", "binned-mt", "pass2-mt")
-            seconds = {which: [] for which in reads}
+            seconds: dict[str, list[float]] = {which: [] for which in reads}
             for _ in range(args.repeat):  # interleaved, the best of each kept
                 for which in reads:
                     seconds[which].append(run(files, which, 0)["seconds"])
             timed = {which: min(v) for which, v in seconds.items()}
-            trained = {} if args.reads_only else {
-                kind: run(files, f"train-{kind}", args.trees)
-                for kind in ("binned", "float", "xgboost")}
-        row = {"events": n_events, **{f"{k}_s": round(v, 2) for k, v in timed.items()},
-               "pass_ratio": round(2 * timed["iterate"] / timed["binned"], 3),
-               "pass2_ratio": round(timed["iterate"] / timed["pass2"], 3),
-               "pass_ratio_mt": round(2 * timed["iterate"] / timed["binned-mt"], 3),
-               "pass2_ratio_mt": round(timed["iterate"] / timed["pass2-mt"], 3),
-               **{kind: {k: round(v, 3) for k, v in r.items()} for kind, r in trained.items()}}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+            row.update({f"{k}_s": round(v, 2) for k, v in timed.items()})
+            row.update({"pass_ratio": round(2 * timed["iterate"] / timed["binned"], 3),
+                        "pass2_ratio": round(timed["iterate"] / timed["pass2"], 3),
+                        "pass_ratio_mt": round(2 * timed["iterate"] / timed["binned-mt"], 3),
+                        "pass2_ratio_mt": round(timed["iterate"] / timed["pass2-mt"], 3)})
+        if not args.reads_only:
+            for kind in args.kinds.split(","):
+                if kind == "xgboost" and n_events > args.xgboost_up_to:
+                    continue
+                row[kind] = {k: round(v, 4) for k, v in run(files, f"train-{kind}",
+                                                             args.trees).items()}
+                print(f"  {kind}: {json.dumps(row[kind])}", flush=True)
+    return row
+
+
+def print_tables(rows: list[dict]) -> None:
+    """The markdown tables of the reads and of the training rows."""
+    reads = [r for r in rows if "iterate_s" in r]
+    if reads:
+        print()
+        print("| events | uproot.iterate | binned read, 2 passes: threads=1, default | per pass vs "
+              "iterate: threads=1, default | pass 2 alone vs iterate: threads=1, default |")
+        print("| ---: | ---: | ---: | ---: | ---: |")
+        for r in reads:
+            print(f"| {r['events']:,} | {r['iterate_s']} s | {r['binned_s']} s, "
+                  f"{r['binned-mt_s']} s | {r['pass_ratio']}x, {r['pass_ratio_mt']}x | "
+                  f"{r['pass2_ratio']}x, {r['pass2_ratio_mt']}x |")
+    trained = [r for r in rows if "binned" in r]
+    if not trained:
+        return
     print()
-    print("| events | uproot.iterate | binned read, 2 passes: threads=1, default | per pass vs "
-          "iterate: threads=1, default | pass 2 alone vs iterate: threads=1, default |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
-    for r in rows:
-        print(f"| {r['events']:,} | {r['iterate_s']} s | {r['binned_s']} s, {r['binned-mt_s']} s "
-              f"| {r['pass_ratio']}x, {r['pass_ratio_mt']}x | {r['pass2_ratio']}x, "
-              f"{r['pass2_ratio_mt']}x |")
-    if args.reads_only:
-        return 0
-    print()
-    print("| events | uproot.iterate | binned read (2 passes) | per pass vs iterate | pass 2 alone "
-          "| training bytes / (event x feature): binned, float | reading peak MB: binned, float "
-          "| s / tree: binned, float | XGBoost: s / tree, bytes / (event x feature) |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in rows:
-        print(f"| {r['events']:,} | {r['iterate_s']} s | {r['binned_s']} s | {r['pass_ratio']}x "
-              f"| {r['pass2_ratio']}x | {r['binned']['bytes_per_event_feature']:.2f}, "
-              f"{r['float']['bytes_per_event_feature']:.2f} | "
-              f"{r['binned']['read_peak_added_bytes'] / 1e6:.0f}, "
-              f"{r['float']['read_peak_added_bytes'] / 1e6:.0f} | "
-              f"{r['binned']['seconds_per_tree']:.3f}, {r['float']['seconds_per_tree']:.3f} | "
-              f"{r['xgboost']['seconds_per_tree']:.3f}, "
-              f"{r['xgboost']['bytes_per_event_feature']:.2f} |")
-    return 0
+    print("| events | trees | row | s / tree | vs XGBoost | peak resident GB (reading and "
+          "training) | training bytes / (event x feature) | test AUC |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in sorted(trained, key=lambda r: r["events"]):
+        xgb = r.get("xgboost")
+        for kind in ("binned", "float", "xgboost"):
+            if kind not in r:
+                continue
+            k = r[kind]
+            ratio = (f"{k['seconds_per_tree'] / xgb['seconds_per_tree']:.2f}x" if xgb else "")
+            auc = f"{k['test_auc']:.4f}" if "test_auc" in k else ""
+            peak = f"{k['peak_rss_bytes'] / 1e9:.2f}" if "peak_rss_bytes" in k else ""
+            print(f"| {r['events']:,} | {r.get('trees', '')} | {ROW_NAMES[kind]} | "
+                  f"{k['seconds_per_tree']:.3f} | {ratio} | {peak} | "
+                  f"{k['bytes_per_event_feature']:.2f} | {auc} |")
+
+
+ROW_NAMES = {"binned": "hepbdt, binned read", "float": "hepbdt, float read",
+             "xgboost": "XGBoost, QuantileDMatrix"}
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Time per tree and peak resident memory against events, log-log, one line a row kind."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+    for kind, style in (("binned", "o-"), ("float", "s--"), ("xgboost", "^:")):
+        points = sorted((r["events"], r[kind]) for r in rows
+                        if kind in r and "peak_rss_bytes" in r[kind])
+        if not points:
+            continue
+        n = [p[0] for p in points]
+        ax_t.plot(n, [p[1]["seconds_per_tree"] for p in points], style, label=ROW_NAMES[kind])
+        ax_m.plot(n, [p[1]["peak_rss_bytes"] / 1e9 for p in points], style, label=ROW_NAMES[kind])
+    ax_m.axhline(8, color="grey", lw=0.8, label="8 GB (issue 18's bound at 100M)")
+    for ax, label in ((ax_t, "seconds per tree (depth 6)"), (ax_m, "peak resident memory (GB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("events (28 features)")
+        ax.set_ylabel(label)
+        ax.legend()
+    fig.suptitle(machine())
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":
