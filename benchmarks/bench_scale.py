@@ -52,27 +52,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import higgs_like, machine  # noqa: E402
 
 N_FEATURES = 28
+BASKET = 500_000  # entries per basket written
 BRANCHES = [f"x{j:02d}" for j in range(N_FEATURES)]
 TREE = "Events"
 
 
 def generate(folder: Path, n_events: int, n_files: int, seed: int = 0) -> dict[str, list[str]]:
-    """Signal and background files of ``n_events`` events in all, ``n_files`` of each class."""
+    """Signal and background files of ``n_events`` events in all, ``n_files`` of each class:
+    draw k of the generator fills signal file k with its signal events and background file
+    k with its background events, so that every drawn event is written."""
     files: dict[str, list[str]] = {"signal": [], "background": []}
-    per_file = -(-n_events // (2 * n_files))
+    per_draw = -(-n_events // n_files)
     written = 0
-    for k in range(2 * n_files):
-        n = min(per_file, n_events - written)
+    for k in range(n_files):
+        n = min(per_draw, n_events - written)
         X, y, w = higgs_like(n, N_FEATURES, seed=seed + k)
-        label = "signal" if k % 2 == 0 else "background"
-        path = folder / f"{label}_{k // 2}.root"
-        with uproot.recreate(path) as out:
-            out.mktree(TREE, {**{b: np.float32 for b in BRANCHES}, "weight": np.float32})
-            rows = y == (1 if label == "signal" else 0)
-            columns = {b: X[rows, j] for j, b in enumerate(BRANCHES)}
-            out[TREE].extend({**columns, "weight": w[rows]})
-        files[label].append(str(path))
+        for label, value in (("signal", 1), ("background", 0)):
+            path = folder / f"{label}_{k}.root"
+            rows = y == value
+            Xc, wc = X[rows], w[rows]
+            with uproot.recreate(path) as out:
+                out.mktree(TREE, {**{b: np.float32 for b in BRANCHES}, "weight": np.float32})
+                for a in range(0, len(wc), BASKET):  # baskets of a few MB, as ROOT writes them
+                    out[TREE].extend({**{b: Xc[a:a + BASKET, j] for j, b in enumerate(BRANCHES)},
+                                      "weight": wc[a:a + BASKET]})
+            files[label].append(str(path))
         written += n
+        del X, y, w
     return files
 
 
@@ -178,7 +184,7 @@ elif which == "train-xgboost":
     result = {"read_seconds": read_s, "seconds_per_tree": fit_s / trees,
               "read_peak_added_bytes": read_peak - base, "peak_added_bytes": peak - base,
               "bytes_per_event_feature": (peak - base) / (n * m),
-              "peak_rss_bytes": max(read_peak, peak),
+              "peak_rss_bytes": max(read_peak, peak), "events_read": n,
               "test_auc": test_auc(lambda X: booster.inplace_predict(X))}
 else:
     warmup()
@@ -202,7 +208,7 @@ else:
               "data_bytes_per_event_feature": (data.X.nbytes + data.w.nbytes + data.y.nbytes
                                                + data.event.nbytes + data.sample_index.nbytes)
               / (n * m),
-              "peak_rss_bytes": max(read_peak, peak),
+              "peak_rss_bytes": max(read_peak, peak), "events_read": n,
               "test_auc": test_auc(model.decision_function)}
 print(json.dumps(result))
 """
@@ -284,6 +290,9 @@ def measure(n_events: int, args: argparse.Namespace) -> dict:
                     continue
                 row[kind] = {k: round(v, 4) for k, v in run(files, f"train-{kind}",
                                                              args.trees).items()}
+                if row[kind]["events_read"] != n_events:  # the files hold every event drawn
+                    raise SystemExit(f"{kind} read {row[kind]['events_read']:,} events of "
+                                     f"{n_events:,}")
                 print(f"  {kind}: {json.dumps(row[kind])}", flush=True)
     return row
 
