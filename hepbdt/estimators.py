@@ -44,6 +44,7 @@ from .boosting.decorrelation import (
 from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .boosting.samme import run_samme
+from .boosting.uboost import UBOOST_TARGETS, run_uboost
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -540,7 +541,7 @@ class _BDTBase(SklearnProtocol):
 
     def _run(self, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
         if self.boosting in ADABOOST_BOOSTINGS:
-            return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees)
+            return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees, decorrelate)
         loss = self._make_loss()
         if decorrelate is not None and self.decorrelation_strength > 0:
             # strength 0 trains the ordinary model itself (bit for bit)
@@ -575,12 +576,19 @@ class _BDTBase(SklearnProtocol):
             keep = result.best_iteration + 1
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
-        if decorrelate is not None:
-            forest.extra["decorrelation"] = {
-                "method": self.decorrelation, "strength": float(self.decorrelation_strength),
-                "target": self.decorrelation_target, "bins": int(self.decorrelation_bins),
-                "variables": int(decorrelate.shape[1])}
+        self._record_decorrelation(forest, decorrelate)
         return forest, result
+
+    def _record_decorrelation(self, forest: Forest, decorrelate) -> None:
+        """The decorrelation settings in ``forest.extra["decorrelation"]`` (when used)."""
+        if decorrelate is None:
+            return
+        forest.extra["decorrelation"] = {
+            "method": self.decorrelation, "strength": float(self.decorrelation_strength),
+            "target": self.decorrelation_target, "bins": int(self.decorrelation_bins),
+            "variables": int(decorrelate.shape[1])}
+        if self.decorrelation == "uboost":
+            forest.extra["decorrelation"]["steps"] = int(self.decorrelation_steps)
 
     def _no_split_hint(self, w: np.ndarray) -> str:
         """Why no tree could split, in the terms of the options that decide it."""
@@ -870,7 +878,8 @@ class BDTClassifier(_BDTBase):
          _Param("decorrelation", None, "str | None"),
          _Param("decorrelation_strength", 1.0, "float"),
          _Param("decorrelation_target", "background", "str"),
-         _Param("decorrelation_bins", 10, "int")),
+         _Param("decorrelation_bins", 10, "int"),
+         _Param("decorrelation_steps", 5, "int")),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -909,11 +918,24 @@ class BDTClassifier(_BDTBase):
         if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 2 <= b <= 1000:
             raise ParameterError("decorrelation_bins", f"decorrelation_bins={b!r} is not valid; "
                                  "expected an integer in [2, 1000]")
-        if method is not None and self.boosting not in ("gradient", "newton"):
-            raise ParameterError("decorrelation", f"decorrelation={method!r} needs "
+        k = self.decorrelation_steps
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= 100:
+            raise ParameterError("decorrelation_steps", f"decorrelation_steps={k!r} is not "
+                                 "valid; expected an integer in [1, 100] (uBoost's efficiency "
+                                 "steps)")
+        if method == "flatness" and self.boosting not in ("gradient", "newton"):
+            raise ParameterError("decorrelation", "decorrelation='flatness' needs "
                                  "boosting='gradient' or 'newton' (the flatness loss adds to "
-                                 f"their gradients); boosting={self.boosting!r} has no "
-                                 "decorrelation (uBoost is not implemented)")
+                                 f"their gradients); for boosting={self.boosting!r} use "
+                                 "decorrelation='uboost'")
+        if method == "uboost" and self.boosting not in ADABOOST_BOOSTINGS:
+            raise ParameterError("decorrelation", "decorrelation='uboost' needs an AdaBoost-type "
+                                 f"booster {ADABOOST_BOOSTINGS} (it reweights events); for "
+                                 f"boosting={self.boosting!r} use decorrelation='flatness'")
+        if method == "uboost" and self.decorrelation_target not in UBOOST_TARGETS:
+            raise ParameterError("decorrelation_target", "decorrelation='uboost' makes one class "
+                                 f"flat: decorrelation_target one of {UBOOST_TARGETS}, not "
+                                 f"{self.decorrelation_target!r}")
 
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
@@ -938,7 +960,7 @@ class BDTClassifier(_BDTBase):
         n = float(w.size)
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
 
-    def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees):
+    def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees, decorrelate=None):
         if valid is not None:
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
@@ -953,9 +975,8 @@ class BDTClassifier(_BDTBase):
                 colsample_bynode=self._node_fraction(codes.shape[0]),
                 inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
                 verbose=self.verbose, max_leaves=self._leaf_limit())
-        forest, result = run_adaboost(
-            codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
-            n_trees=n_trees, max_depth=self._depth_limit(),
+        options = dict(
+            variant=self.boosting, n_trees=n_trees, max_depth=self._depth_limit(),
             criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
             beta=float(self.beta), epsilon=float(self.epsilon),
             use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size_,
@@ -964,6 +985,13 @@ class BDTClassifier(_BDTBase):
             colsample_bynode=self._node_fraction(codes.shape[0]),
             inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
             verbose=self.verbose, max_leaves=self._leaf_limit())
+        if decorrelate is None:
+            return run_adaboost(codes, y, w, mapper.n_bins_, mapper, **options)
+        forest, result = run_uboost(
+            codes, y, w, mapper.n_bins_, mapper, decorrelate,
+            n_steps=int(self.decorrelation_steps), strength=float(self.decorrelation_strength),
+            n_bins=int(self.decorrelation_bins), target=self.decorrelation_target, **options)
+        self._record_decorrelation(forest, decorrelate)
         return forest, result
 
     @property

@@ -146,7 +146,7 @@ def test_newton_decorrelates_too():
 @pytest.mark.parametrize("options,fit_kwargs,match", [
     ({"decorrelation": "flatness"}, {}, "needs the variable"),
     ({}, {"decorrelate": "m"}, "decorrelation is None"),
-    ({"decorrelation": "disco"}, {"decorrelate": "m"}, r"expected None or one of \('flatness',\)"),
+    ({"decorrelation": "disco"}, {"decorrelate": "m"}, r"expected None or one of \('flatness', 'uboost'\)"),
     ({"decorrelation": "flatness", "decorrelation_strength": -1.0}, {"decorrelate": "m"},
      "finite number >= 0"),
     ({"decorrelation": "flatness", "decorrelation_strength": float("nan")}, {"decorrelate": "m"},
@@ -155,7 +155,13 @@ def test_newton_decorrelates_too():
      "'background', 'signal', 'both'"),
     ({"decorrelation": "flatness", "decorrelation_bins": 1}, {"decorrelate": "m"}, r"\[2, 1000\]"),
     ({"decorrelation": "flatness", "boosting": "adaboost"}, {"decorrelate": "m"},
-     "uBoost is not implemented"),
+     "use decorrelation='uboost'"),
+    ({"decorrelation": "uboost", "boosting": "gradient"}, {"decorrelate": "m"},
+     "use decorrelation='flatness'"),
+    ({"decorrelation": "uboost", "boosting": "adaboost", "decorrelation_target": "both"},
+     {"decorrelate": "m"}, r"one of \('background', 'signal'\)"),
+    ({"decorrelation": "uboost", "boosting": "adaboost", "decorrelation_steps": 0},
+     {"decorrelate": "m"}, r"integer in \[1, 100\]"),
     ({"decorrelation": "flatness"}, {"decorrelate": "short"}, r"shape \(200,\) or \(200, k\)"),
     ({"decorrelation": "flatness"}, {"decorrelate": "nan"}, "NaN or infinite"),
     ({"decorrelation": "flatness"}, {"decorrelate": "wide"}, "at most 3"),
@@ -235,7 +241,8 @@ n_trees = 5
     ('decorrelation = "flatness"', "needs the variables to decorrelate from"),
     ('decorrelate = ["mjj"]', "decorrelate is set but decorrelation is not"),
     ('decorrelation = "flatness"\ndecorrelate = 3', "expected a list of branch names"),
-    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "decorrelation='uboost' is not valid"),
+    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "use decorrelation='flatness'"),
+    ('decorrelation = "disco"\ndecorrelate = ["mjj"]', "decorrelation='disco' is not valid"),
     ('decorrelation = "flatness"\ndecorrelate = ["mjj"]\ndecorrelation_strength = -2.0',
      "finite number >= 0"),
     ('decorrelation = "flatness"\ndecorrelate = ["mjj +"]', "decorrelate"),
@@ -245,6 +252,13 @@ def test_configuration_errors(tmp_path, method, match):
 
     with pytest.raises(ConfigError, match=match):
         _config(tmp_path, method)()
+
+
+def test_configuration_reads_uboost(tmp_path):
+    config = _config(tmp_path, 'boosting = "adaboost"\ndecorrelation = "uboost"\n'
+                     'decorrelate = ["mjj"]\ndecorrelation_steps = 3')()
+    assert config.params["decorrelation"] == "uboost"
+    assert config.params["decorrelation_steps"] == 3
 
 
 def test_configuration_reads_decorrelate(tmp_path):

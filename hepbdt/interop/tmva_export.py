@@ -106,13 +106,27 @@ def _check_fitted(model: Any, what: str | None = None) -> Forest:
     if not isinstance(forest, Forest):
         raise TypeError(f"expected a fitted hepbdt BDTClassifier or BDTRegressor, got "
                         f"{type(model).__name__} (call fit, load_model or from_tmva_xml first)")
+    refuse_uboost(forest, what or "the TMVA XML export")
     if what is not None:
         check_one_score(forest, what)
     return forest
 
 
+def refuse_uboost(forest: Forest, what: str) -> None:
+    """ValueError for a uBoost forest, whose score no export format expresses."""
+    if forest.aggregation == "uboost":
+        steps = len(forest.extra.get("uboost", {}).get("step_trees", []))
+        raise ValueError(f"{what} cannot write a uBoost model (decorrelation='uboost'): its "
+                         f"score averages the smoothed cut decisions of {steps} AdaBoost "
+                         "ensembles, which TMVA XML, ONNX and C++ headers do not express. Save "
+                         "it with save() (hepbdt's JSON model) and apply it with load_model or "
+                         "hepbdt apply; to export, train with decorrelation='flatness' "
+                         "(boosting='gradient' or 'newton')")
+
+
 def check_one_score(forest: Forest, what: str) -> None:
-    """ValueError for a multi-class forest, which ``what`` cannot write yet."""
+    """ValueError for a multi-class or uBoost forest, which ``what`` cannot write yet."""
+    refuse_uboost(forest, what)
     if forest.n_classes > 1:
         raise ValueError(f"{what} writes two-class and regression models; this model has "
                          f"{forest.n_classes} classes (save it with save(), hepbdt's JSON "
