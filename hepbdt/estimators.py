@@ -35,6 +35,7 @@ from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
+from .boosting.ddt import apply_quantile_map, fit_quantile_map
 from .boosting.decorrelation import (
     DECORRELATION_METHODS,
     DECORRELATION_TARGETS,
@@ -543,7 +544,8 @@ class _BDTBase(SklearnProtocol):
         if self.boosting in ADABOOST_BOOSTINGS:
             return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees, decorrelate)
         loss = self._make_loss()
-        if decorrelate is not None and self.decorrelation_strength > 0:
+        if (decorrelate is not None and self.decorrelation == "flatness"
+                and self.decorrelation_strength > 0):
             # strength 0 trains the ordinary model itself (bit for bit)
             loss = FlatnessLoss(loss, float(self.decorrelation_strength), decorrelate,
                                 np.asarray(y, np.float64), w, int(self.decorrelation_bins),
@@ -581,7 +583,7 @@ class _BDTBase(SklearnProtocol):
 
     def _record_decorrelation(self, forest: Forest, decorrelate) -> None:
         """The decorrelation settings in ``forest.extra["decorrelation"]`` (when used)."""
-        if decorrelate is None:
+        if decorrelate is None or self.decorrelation is None:
             return
         forest.extra["decorrelation"] = {
             "method": self.decorrelation, "strength": float(self.decorrelation_strength),
@@ -879,7 +881,8 @@ class BDTClassifier(_BDTBase):
          _Param("decorrelation_strength", 1.0, "float"),
          _Param("decorrelation_target", "background", "str"),
          _Param("decorrelation_bins", 10, "int"),
-         _Param("decorrelation_steps", 5, "int")),
+         _Param("decorrelation_steps", 5, "int"),
+         _Param("decorrelation_map", None, "str | None")),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -932,6 +935,14 @@ class BDTClassifier(_BDTBase):
             raise ParameterError("decorrelation", "decorrelation='uboost' needs an AdaBoost-type "
                                  f"booster {ADABOOST_BOOSTINGS} (it reweights events); for "
                                  f"boosting={self.boosting!r} use decorrelation='flatness'")
+        mapping = self.decorrelation_map
+        if mapping not in (None, "ddt"):
+            raise ParameterError("decorrelation_map", f"decorrelation_map={mapping!r} is not "
+                                 "valid; expected None or 'ddt'")
+        if mapping is not None and self.decorrelation_target not in UBOOST_TARGETS:
+            raise ParameterError("decorrelation_target", "decorrelation_map='ddt' maps one "
+                                 f"class's score: decorrelation_target one of {UBOOST_TARGETS}, "
+                                 f"not {self.decorrelation_target!r}")
         if method == "uboost" and self.decorrelation_target not in UBOOST_TARGETS:
             raise ParameterError("decorrelation_target", "decorrelation='uboost' makes one class "
                                  f"flat: decorrelation_target one of {UBOOST_TARGETS}, not "
@@ -985,7 +996,7 @@ class BDTClassifier(_BDTBase):
             colsample_bynode=self._node_fraction(codes.shape[0]),
             inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
             verbose=self.verbose, max_leaves=self._leaf_limit())
-        if decorrelate is None:
+        if decorrelate is None or self.decorrelation != "uboost":
             return run_adaboost(codes, y, w, mapper.n_bins_, mapper, **options)
         forest, result = run_uboost(
             codes, y, w, mapper.n_bins_, mapper, decorrelate,
@@ -1106,44 +1117,112 @@ class BDTClassifier(_BDTBase):
             self._check_multiclass()
         decorrelate = self._checked_decorrelate(decorrelate, X.shape[0])
         self.n_features_in_ = X.shape[1]
-        return self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
+        self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
+        if self.decorrelation_map is not None:
+            self._fit_map(X, y01, sample_weight, decorrelate[:, 0])
+        return self
+
+    def _fit_map(self, X, y01, sample_weight, m) -> None:
+        """The post-fit quantile map (``decorrelation_map="ddt"``) of the target class's
+        scores of every event given to fit, with their given weights."""
+        w = check_weights(sample_weight, y01.size, training=True)
+        mine = y01 == (1 if self.decorrelation_target == "signal" else 0)
+        raw = self._raw(X)
+        feature = None
+        if not isinstance(X, BinnedMatrix):  # m read from X at predict time when it is a column
+            feature = next((j for j in range(X.shape[1])
+                            if np.array_equal(X[:, j].astype(np.float64), m)), None)
+        spec = fit_quantile_map(raw[mine], m[mine], w[mine], feature)
+        spec["target"] = self.decorrelation_target
+        self.forest_.extra["decorrelation_map"] = spec
 
     def _checked_decorrelate(self, decorrelate, n: int) -> np.ndarray | None:
         """``fit``'s decorrelation variables, (n, k) float64, or None; refused when they and
         ``decorrelation`` do not come together, or with more than two classes."""
         self._validate_decorrelation()
-        if self.decorrelation is None:
+        if self.decorrelation is None and self.decorrelation_map is None:
             if decorrelate is not None:
                 raise ParameterError("decorrelation", "fit got decorrelate=..., but "
                                      "decorrelation is None; set decorrelation='flatness' "
-                                     "(or drop decorrelate)")
+                                     "('uboost' for the AdaBoost family) or decorrelation_map="
+                                     "'ddt' (or drop decorrelate)")
             return None
         if decorrelate is None:
-            raise ParameterError("decorrelation", f"decorrelation={self.decorrelation!r} "
-                                 "needs the variable(s) to decorrelate from: "
-                                 "fit(X, y, sample_weight, decorrelate=m), m of shape (n,) or (n, k)")
+            what = (f"decorrelation={self.decorrelation!r}" if self.decorrelation is not None
+                    else f"decorrelation_map={self.decorrelation_map!r}")
+            raise ParameterError("decorrelation", f"{what} needs the variable(s) to decorrelate "
+                                 "from: fit(X, y, sample_weight, decorrelate=m), m of shape (n,) "
+                                 "or (n, k)")
         if self._multiclass:
             raise ParameterError("decorrelation", f"decorrelation is for two classes; y has "
                                  f"{self.classes_.size} classes")
-        return check_decorrelate(decorrelate, n)
+        m = check_decorrelate(decorrelate, n)
+        if self.decorrelation_map is not None and m.shape[1] != 1:
+            raise ParameterError("decorrelation_map", "decorrelation_map='ddt' maps the score "
+                                 f"along one variable; decorrelate has {m.shape[1]} columns")
+        return m
 
-    def decision_function(self, X) -> np.ndarray:
+    def _map_input(self, X, decorrelate) -> np.ndarray | None:
+        """The map's variable for X's events, float64 (n,), or None for a model without a
+        map; refused where it is needed and missing, or given to a model without a map."""
+        spec = self.forest_.extra.get("decorrelation_map")
+        if spec is None:
+            if decorrelate is not None:
+                raise ParameterError("decorrelation_map", "decorrelate=... is for a model "
+                                     "trained with decorrelation_map='ddt'; this model's score "
+                                     "does not depend on it: drop decorrelate")
+            return None
+        n = X.shape[0] if isinstance(X, BinnedMatrix) else len(X)
+        if decorrelate is not None:
+            m = check_decorrelate(decorrelate, n)
+            if m.shape[1] != 1:
+                raise ParameterError("decorrelate", f"the map is along one variable; "
+                                     f"decorrelate has {m.shape[1]} columns")
+            return m[:, 0]
+        feature = spec.get("feature")
+        if feature is None or isinstance(X, BinnedMatrix):
+            where = ("X is binned (its codes give the variable's bin, not its value)"
+                     if feature is not None else "that variable is not one of its features")
+            raise ParameterError("decorrelate", "this model's score is mapped in bins of its "
+                                 "decorrelation variable (decorrelation_map='ddt') and "
+                                 f"{where}: give it, decision_function(X, decorrelate=m) (also "
+                                 "predict_proba, predict and their staged_ forms); a score "
+                                 "without it would be wrong")
+        m = self._input(X)[:, feature].astype(np.float64)
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"feature {feature} (the decorrelation variable of this model's "
+                             "map) has NaN or infinite values; the mapped score needs a number")
+        return m
+
+    def _mapped(self, raw: np.ndarray, m: np.ndarray | None) -> np.ndarray:
+        """``raw`` through the model's quantile map (unchanged without one)."""
+        if m is None:
+            return raw
+        return apply_quantile_map(self.forest_.extra["decorrelation_map"], raw, m)
+
+    def decision_function(self, X, decorrelate=None) -> np.ndarray:
         """Raw ensemble score, float64 (n,); larger means more signal-like. With more than
-        two classes, (n, K) raw scores, one column per class of ``classes_``."""
+        two classes, (n, K) raw scores, one column per class of ``classes_``. A model with
+        ``decorrelation_map="ddt"`` gives the mapped score F in [0, 1]; it needs its
+        decorrelation variable, read from X when it was a feature, else ``decorrelate``."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             X = self._input(X)
             with threads(self.n_jobs, X.shape[0] * max(1, self.forest_.n_trees)):
                 return self.forest_.class_scores(X)
-        return self._raw(X)
+        m = self._map_input(X, decorrelate)
+        return self._mapped(self._raw(X), m)
 
-    def staged_decision_function(self, X):
-        """Yield the raw score after 1, 2, ... trees (rounds of K trees with K classes)."""
+    def staged_decision_function(self, X, decorrelate=None):
+        """Yield the raw score after 1, 2, ... trees (rounds of K trees with K classes);
+        with a map, each stage through the final model's map."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             yield from self.forest_.staged_class_scores(self._input(X))
             return
-        yield from self._staged_raw(X)
+        m = self._map_input(X, decorrelate)
+        for score in self._staged_raw(X):
+            yield self._mapped(score, m)
 
     def _link(self, score: np.ndarray) -> np.ndarray:
         kind, c = self.forest_.probability_link()
@@ -1151,35 +1230,40 @@ class BDTClassifier(_BDTBase):
             return np.clip((score - c) / (1.0 - c), 0.0, 1.0)
         return 1.0 / (1.0 + np.exp(-c * score))
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X, decorrelate=None) -> np.ndarray:
         """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal).
 
         ``classes_`` is [background label, signal label]: the signal is always the second
-        column and the high score, whatever the labels' sorted order."""
+        column and the high score, whatever the labels' sorted order. With
+        ``decorrelation_map="ddt"`` the signal column is the mapped score F (the target
+        class's CDF in its mass region, not a calibrated probability)."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             return softmax_rows(self.decision_function(X))
-        p = self._link(self._raw(X))
+        m = self._map_input(X, decorrelate)
+        raw = self._raw(X)
+        p = self._link(raw) if m is None else self._mapped(raw, m)
         return np.column_stack([1.0 - p, p])
 
-    def staged_predict_proba(self, X):
+    def staged_predict_proba(self, X, decorrelate=None):
         """Yield predict_proba after 1, 2, ... trees."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             for s in self.staged_decision_function(X):
                 yield softmax_rows(s)
             return
+        m = self._map_input(X, decorrelate)
         for s in self._staged_raw(X):
-            p = self._link(s)
+            p = self._link(s) if m is None else self._mapped(s, m)
             yield np.column_stack([1.0 - p, p])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, decorrelate=None) -> np.ndarray:
         """Predicted class labels (signal where P(signal) > 0.5; with more than two classes,
         the most probable, the first of ``classes_`` on a tie)."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             return self.classes_[np.argmax(self.decision_function(X), axis=1)]
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        return self.classes_[(self.predict_proba(X, decorrelate)[:, 1] > 0.5).astype(int)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted accuracy."""

@@ -397,6 +397,9 @@ class Forest:
         self._validate_classes(where)
         if self.aggregation == "uboost":
             _validate_uboost(self.extra.get("uboost"), self.n_trees, f"{where}.extra.uboost")
+        if "decorrelation_map" in self.extra:
+            _validate_map(self.extra["decorrelation_map"], self.n_features,
+                          f"{where}.extra.decorrelation_map")
         if np.any(np.isnan(self.threshold[self.feature >= 0])):
             node = int(np.flatnonzero((self.feature >= 0) & np.isnan(self.threshold))[0])
             raise ModelFormatError(f"{where}.threshold: split node {node} has threshold NaN; a "
@@ -565,6 +568,34 @@ def _validate_uboost(spec: Any, n_trees: int, where: str) -> None:
     for k, v in enumerate(widths):
         if not _finite(v, f"{where}.widths[{k}]") > 0:
             raise ModelFormatError(f"{where}.widths[{k}]: {v!r} must be positive")
+
+
+def _validate_map(spec: Any, n_features: int, where: str) -> None:
+    """A quantile map (decorrelation_map="ddt"): B >= 1 increasing finite bin centres, L >= 2
+    increasing levels in [0, 1], B rows of L non-decreasing finite quantiles, the feature
+    null or a column."""
+    if not isinstance(spec, dict) or spec.get("method") != "ddt":
+        raise ModelFormatError(f"{where}: expected an object with method 'ddt'")
+    feature = spec.get("feature")
+    if feature is not None and not (type(feature) is int and 0 <= feature < n_features):
+        raise ModelFormatError(f"{where}.feature: {_short(feature)}; expected null or a "
+                               f"column in [0, {n_features})")
+    try:
+        centres = np.asarray(spec.get("centres"), dtype=np.float64)
+        levels = np.asarray(spec.get("levels"), dtype=np.float64)
+        quantiles = np.asarray(spec.get("quantiles"), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelFormatError(f"{where}: centres, levels and quantiles must be lists of "
+                               "numbers") from None
+    ok = (centres.ndim == 1 and centres.size >= 1 and levels.ndim == 1 and levels.size >= 2
+          and quantiles.shape == (centres.size, levels.size)
+          and np.all(np.isfinite(centres)) and np.all(np.isfinite(quantiles))
+          and np.all(np.diff(centres) > 0) and np.all(np.diff(levels) > 0)
+          and levels[0] >= 0 and levels[-1] <= 1 and np.all(np.diff(quantiles, axis=1) >= 0))
+    if not ok:
+        raise ModelFormatError(f"{where}: expected increasing finite centres (B), increasing "
+                               "levels in [0, 1] (L) and B rows of L non-decreasing finite "
+                               "quantiles")
 
 
 def _uboost_decision(score: np.ndarray, cut: float, width: float) -> np.ndarray:
