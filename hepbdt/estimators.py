@@ -864,8 +864,32 @@ class BDTClassifier(_BDTBase):
     ``n_trees="auto"`` watches the base loss (deviance or logistic) on the held-out
     events, not the flatness term; the flatness hessian slows the deviance, so a
     decorrelated fit grows more trees (on the toy at strength 1: 2000, the limit, against
-    93 without decorrelation). The AdaBoost family has no decorrelation (uBoost is not
-    implemented) and is refused, as are more than two classes.
+    93 without decorrelation). More than two classes are refused.
+
+    uBoost (``decorrelation="uboost"``, the AdaBoost family, two classes;
+    ``hepbdt.boosting.uboost``): ``decorrelation_steps`` K AdaBoost ensembles of
+    ``n_trees`` trees each, step k aiming at the efficiency k/(K+1) of the
+    ``decorrelation_target`` class (``"background"``: the fraction below the cut, as
+    hep_ml's; ``"signal"``: above it). After each tree, the class's events in the bins of
+    m (``decorrelation_bins`` equal-weight bins) where the cut at that efficiency passes
+    too few of them get their boost weight times exp(strength * ln(1/E) * (e - e_bin)),
+    E the mean |e_bin - e|; ``decorrelation_strength`` is hep_ml's uniforming_rate (0: every
+    step is plain AdaBoost, bit for bit; 1 hep_ml's default). The score is the mean over
+    steps of sigmoid((s_k - cut_k) / width_k), in [0, 1]; it needs no m to predict, saves
+    and loads; the TMVA, ONNX and C++ exports refuse it. Its efficiency steps cover
+    1/(K+1) to K/(K+1) of the class, so a cut keeping a few per cent of the background is
+    outside them: on the toy uBoost barely flattens the background there
+    (``benchmarks/bench_decorrelation.py``).
+
+    ``decorrelation_map="ddt"`` (any booster, with or without ``decorrelation``; two
+    classes, one variable; ``hepbdt.boosting.ddt``): after the fit, the score is mapped
+    through the target class's score CDF in equal-weight bins of m (250 training events a
+    bin, 2-100 bins; interpolated in m between bin centres), so a cut on it keeps the same
+    fraction of that class at every m: the designed decorrelated tagger. The mapped score
+    F in [0, 1] is what ``decision_function`` and ``predict_proba``'s signal column give;
+    it needs m at predict time: read from X when m was one of the features at fit (the
+    same numbers), else ``decision_function(X, decorrelate=m)``, and refused without it
+    (and for a binned X). Exports refuse it.
     """
 
     _estimator_type = "classifier"
@@ -1102,9 +1126,10 @@ class BDTClassifier(_BDTBase):
         those edges instead of fitting quantiles: the model is then the one a BinnedMatrix
         of the same bins trains, bit for bit. ``max_bins`` and ``n_cuts`` do not apply then.
 
-        decorrelate: with ``decorrelation`` set, the variable(s) the score must not depend on
-        (e.g. a mass), float (n,) or (n, k), k <= 3, finite; used in training only, not
-        needed to predict. Need not be a feature.
+        decorrelate: with ``decorrelation`` or ``decorrelation_map`` set, the variable(s) the
+        score must not depend on (e.g. a mass), float (n,) or (n, k), k <= 3, finite (one
+        column for the map). The flatness loss and uBoost use them in training only; the
+        map needs its variable to predict (see the class docstring). Need not be a feature.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
