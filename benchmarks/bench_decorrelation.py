@@ -14,8 +14,10 @@ rate 0.1 on all events:
                   efficiency_steps=--uboost-steps)`` (its trees are ``--trees`` per step)
   hepbdt-uboost   ``BDTClassifier(boosting="adaboost", beta=1, decorrelation="uboost",
                   decorrelation_steps=--uboost-steps)``, ``--trees`` per step, over
-                  ``--uboost-strengths`` (beta = 1 is hep_ml's SAMME reweighting: a
-                  misclassified event gains (1 - err) / err against a correct one)
+                  ``--uboost-strengths``, efficiencies in ``--uboost-bins`` bins of mjj
+                  (hep_ml's: in the 50 nearest neighbours); beta = 1 is hep_ml's SAMME
+                  reweighting (a misclassified event gains (1 - err) / err against a
+                  correct one)
   hepbdt-ada      hepbdt's plain AdaBoost, beta = 1 (the reference of uBoost)
   <model>+ddt     the same model with ``decorrelation_map="ddt"`` (the score mapped
                   through the background's score CDF in bins of mjj, after the fit): for
@@ -37,7 +39,8 @@ without it only hepbdt's rows are printed.
 
     python benchmarks/bench_decorrelation.py [--signal 20000] [--background 40000]
         [--trees 100] [--depth 3] [--strengths 0.003,0.01,...,100] [--no-uboost]
-        [--uboost-steps 5] [--uboost-strengths 0.3,1,3,10] [--ddt-strengths 0.3,1,3]
+        [--uboost-steps 5] [--uboost-strengths 0.3,1,3,10] [--uboost-bins 10]
+        [--ddt-strengths 0.3,1,3]
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def floor(efficiency, test, draws=FLOOR_DRAWS) -> tuple[float, float, float]:
 
 
 def fit_hepbdt(train, trees, depth, strength=None, columns=None, n_jobs=None, ddt=False,
-               uboost_steps=None):
+               uboost_steps=None, uboost_bins=10):
     """A hepbdt fit: gradient boosting (flatness loss at ``strength``), or with
     ``uboost_steps`` AdaBoost (beta 1; uBoost at ``strength`` when it is not None);
     ``ddt`` adds the quantile map. (model, fit seconds, columns)."""
@@ -117,7 +120,7 @@ def fit_hepbdt(train, trees, depth, strength=None, columns=None, n_jobs=None, dd
         options.update(boosting="adaboost", beta=1.0)
         if strength is not None:
             options.update(decorrelation="uboost", decorrelation_strength=strength,
-                           decorrelation_steps=uboost_steps)
+                           decorrelation_steps=uboost_steps, decorrelation_bins=uboost_bins)
     elif strength is not None:
         options.update(decorrelation="flatness", decorrelation_strength=strength)
     if ddt:
@@ -182,7 +185,8 @@ def uboost_rows(args, train, test, add) -> None:
     add("hepbdt-ada", None, model.decision_function(test[0]), seconds)
     for s in (float(v) for v in args.uboost_strengths.split(",") if v):
         model, seconds, _ = fit_hepbdt(train, args.trees, args.depth, s,
-                                       uboost_steps=args.uboost_steps)
+                                       uboost_steps=args.uboost_steps,
+                                       uboost_bins=args.uboost_bins)
         add("hepbdt-uboost", s, model.decision_function(test[0]), seconds)
 
 
@@ -220,6 +224,7 @@ def main(argv=None):
     parser.add_argument("--no-uboost", action="store_true")
     parser.add_argument("--uboost-steps", type=int, default=5)
     parser.add_argument("--uboost-strengths", default="0.3,1,3,10")
+    parser.add_argument("--uboost-bins", type=int, default=10)
     parser.add_argument("--ddt-strengths", default="0.3,1,3")
     parser.add_argument("--no-hep-ml", action="store_true")
     args = parser.parse_args(argv)
