@@ -298,13 +298,24 @@ def main(argv=None):
           + (", ".join(f"{r['strength']:g} (rejection {r['rejection']:.3g}, 1/JSD "
                        f"{r['1/JSD']:.3g})" for r in strong) or "none"))
     if have_hep_ml:
-        for key, what in (("fit s", "all cores"), ("fit s 1 thread", "one thread")):
-            ratios = [h["fit s"] / r[key] for r in rows if r["model"] == "hepbdt"
-                      for h in rows if h["model"] == "hep_ml-flat" and h["strength"] == r["strength"]]
-            if ratios:
-                print(f"fit time hep_ml-flat / hepbdt ({what}): min {min(ratios):.1f}x, median "
-                      f"{float(np.median(ratios)):.1f}x, max {max(ratios):.1f}x")
+        print_fit_ratios(rows)
     return rows
+
+
+def print_fit_ratios(rows) -> None:
+    """hep_ml's fit time over hepbdt's: the flatness losses strength by strength (all
+    cores and one thread), and uBoost."""
+    for key, what in (("fit s", "all cores"), ("fit s 1 thread", "one thread")):
+        ratios = [h["fit s"] / r[key] for r in rows if r["model"] == "hepbdt"
+                  for h in rows if h["model"] == "hep_ml-flat" and h["strength"] == r["strength"]]
+        if ratios:
+            print(f"fit time hep_ml-flat / hepbdt ({what}): min {min(ratios):.1f}x, median "
+                  f"{float(np.median(ratios)):.1f}x, max {max(ratios):.1f}x")
+    theirs = [r["fit s"] for r in rows if r["model"] == "hep_ml-uboost"]
+    ours = [r["fit s"] for r in rows if r["model"] == "hepbdt-uboost"]
+    if theirs and ours:
+        print(f"fit time hep_ml-uboost / hepbdt-uboost: {theirs[0] / max(ours):.1f}x-"
+              f"{theirs[0] / min(ours):.1f}x")
 
 
 if __name__ == "__main__":
