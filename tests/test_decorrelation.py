@@ -1,7 +1,10 @@
 """Mass decorrelation: the flatness loss against a brute-force integral, strength 0 bit for
-bit, sculpting reduced on the toy, the option errors, and the measures against scipy."""
+bit, sculpting reduced on the toy, the option errors, the measures against scipy, and
+``hepbdt train`` with uBoost and the DDT map."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -278,3 +281,31 @@ def test_tmva_option_string_refuses_decorrelation_but_xml_export_works(tmp_path)
         model.to_tmva()
     model.save_tmva(tmp_path / "model.weights.xml")
     assert (tmp_path / "model.weights.xml").is_file()
+
+
+@pytest.mark.parametrize("name,options", [
+    ("uboost", ["method.boosting='adaboost'", "method.decorrelation='uboost'",
+                "method.decorrelation_steps=2"]),
+    ("ddt", ["method.decorrelation_map='ddt'"]),
+])
+def test_train_writes_the_decorrelation_outputs(tmp_path, name, options):
+    from pathlib import Path
+
+    from hepbdt.analysis import check_inputs, load_config, train
+    from hepbdt.demo_data import write_sculpting_sample
+
+    paths = write_sculpting_sample(tmp_path / "data", 1500, 3000)
+    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
+    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
+    config = load_config(config_path, files + ["method.n_trees=10", "output.report=false",
+                                               *options], output=tmp_path / name)
+    check_inputs(config)
+    result = train(config)
+    out = tmp_path / name
+    measures = json.loads((out / "decorrelation.json").read_text())["measures"]
+    assert [row["signal_efficiency"] for row in measures["rows"]] == [0.1, 0.3, 0.5, 0.7, 0.9]
+    for figure in ("sculpting.png", "decorrelation_front.png"):
+        assert (out / "figures" / figure).is_file()
+    loaded = load_model(out / "model.json")  # the saved model scores the test events alike
+    np.testing.assert_allclose(loaded.decision_function(result.test.X), result.test_scores,
+                               rtol=1e-12)
