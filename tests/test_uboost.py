@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier
-from hepbdt.boosting.uboost import UniformityWeights, efficiency_steps
+from hepbdt.boosting.uboost import UniformityWeights, class_cut, efficiency_steps
 from hepbdt.demo_data import sculpting_arrays
 from hepbdt.evaluation import decorrelation_measures
 from hepbdt.model import Forest, ModelFormatError
@@ -33,6 +33,31 @@ def _uboost(**options):
                   decorrelation="uboost", decorrelation_steps=2)
     kwargs.update(options)
     return BDTClassifier(**kwargs)
+
+
+def brute_cut(signed, w, efficiency):
+    """Of the midpoints between adjacent distinct values, the lowest whose weight fraction
+    above it is nearest ``efficiency``."""
+    values = np.unique(signed)
+    midpoints = 0.5 * (values[:-1] + values[1:])
+    distance = [abs(w[signed > c].sum() / w.sum() - efficiency) for c in midpoints]
+    return midpoints[int(np.argmin(distance))]
+
+
+def test_cut_never_splits_a_tie():
+    signed = np.array([-1.0, -1.0, 0.2, 1.0, 1.0, 1.0, 1.0, 1.0])
+    w = np.ones(8)
+    # the gaps leave 6/8 (cut -0.4) or 5/8 (cut 0.6) above: the one nearest e, ties kept
+    assert class_cut(signed, w, 0.25) == 0.6
+    assert class_cut(signed, w, 0.65) == 0.6
+    assert class_cut(signed, w, 0.7) == -0.4
+    assert class_cut(np.ones(3), w[:3], 0.5) == 1.0
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        signed = rng.integers(-3, 4, 30) / 3.0
+        w = rng.uniform(0.1, 2.0, 30)
+        e = rng.uniform(0.05, 0.95)
+        assert class_cut(signed, w, e) == brute_cut(signed, w, e)
 
 
 def _step_scores(model, X):
@@ -85,12 +110,9 @@ def test_uniformity_factor_matches_brute_force():
         uw = UniformityWeights(m, y, w, 0.3, 1.7, 3, target)
         uw.measure(score)
         mine = np.flatnonzero(y == label)
-        # the cut: the smallest signed score at which the class's weight up to it reaches 0.7
         t = sign * score[mine]
-        order = np.argsort(t)
-        cumulative = np.cumsum(w[mine][order])
-        cut = t[order][np.argmax(cumulative >= 0.7 * w[mine].sum())]
-        assert uw.cuts[-1] == pytest.approx(sign * cut, abs=0)
+        cut = brute_cut(t, w[mine], 0.3)
+        assert uw.cuts[-1] == sign * cut
         # bins: weighted tertiles of the class's mass (the first value reaching j/3 of the weight)
         mass_order = np.argsort(m[mine, 0])
         mass_cumulative = np.cumsum(w[mine][mass_order])
@@ -124,11 +146,10 @@ def test_recorded_cuts_and_score_match_the_forest():
     steps = _step_scores(model, X)
     expected = np.zeros(len(y))
     for k, (score, e) in enumerate(zip(steps, spec["efficiencies"], strict=True)):
-        # the last cut is the weighted quantile: at most a fraction e of the background lies
-        # below it, more than e at or below it (ties: discrete AdaBoost's scores repeat)
-        cut, total = spec["cuts"][k][-1], w[background].sum()
-        assert w[background & (score < cut - 1e-9)].sum() / total <= e
-        assert w[background & (score <= cut + 1e-9)].sum() / total > e
+        # the last cut: background below it (signed score above it) nearest e, no tie split
+        cut = spec["cuts"][k][-1]
+        assert np.min(np.abs(score - cut)) > 1e-9
+        assert cut == pytest.approx(-brute_cut(-score[background], w[background], e), abs=1e-9)
         expected += 1 / (1 + np.exp(-(score - spec["cuts"][k][-1]) / spec["widths"][k]))
     np.testing.assert_allclose(model.decision_function(X), expected / 3, rtol=1e-9, atol=1e-12)
     staged = list(model.staged_decision_function(X))

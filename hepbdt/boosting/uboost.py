@@ -9,9 +9,12 @@ AdaBoost's own reweighting, the target class's events get the uniformity factor
     exp(strength * beta * (e_k - e_b))    beta = ln(1 / E),  E = sum_i v_i |e_b(i) - e_k| / sum_i v_i
 
 where e_b is the efficiency, in the event's bin b of the decorrelation variable(s), of the
-cut that keeps a fraction e_k of the whole class (the class's "efficiency" is the weight
-on its own side of the cut: above it for signal, below it for background, as hep_ml's
-signed scores), and v the current boosted weights of the class. Bins where the class
+class's cut at e_k (the class's "efficiency" is the weight on its own side of the cut:
+above it for signal, below it for background, as hep_ml's signed scores), and v the
+current boosted weights of the class. The cut lies half-way between two adjacent distinct
+scores of the class, the pair whose split puts the fraction nearest e_k on the class's
+side: discrete AdaBoost's scores repeat (a score is a weighted mean of +-1 leaves), and a
+cut at a repeated score would split a tie by a rule instead of by the score. Bins where the class
 passes too rarely gain weight, so the next trees move their events to the class's side.
 The factor only moves weight between the bins of the class: the class's boosted total is
 kept. ``strength`` is hep_ml's ``uniforming_rate`` (0: every step is plain AdaBoost, bit
@@ -40,7 +43,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .._util import Progress, weighted_quantile
+from .._util import Progress
 from ..engine.split import SplitParams
 from ..model import Forest, ForestBuilder
 from ._loop import BoostResult
@@ -54,7 +57,8 @@ from .adaboost import (
 )
 from .decorrelation import flatness_bins
 
-__all__ = ["UBOOST_TARGETS", "SMOOTHING", "UniformityWeights", "efficiency_steps", "run_uboost"]
+__all__ = ["UBOOST_TARGETS", "SMOOTHING", "UniformityWeights", "class_cut", "efficiency_steps",
+           "run_uboost"]
 
 UBOOST_TARGETS = ("background", "signal")
 SMOOTHING = 0.25  # tau_k: this fraction of the step's weighted score standard deviation
@@ -63,6 +67,24 @@ SMOOTHING = 0.25  # tau_k: this fraction of the step's weighted score standard d
 def efficiency_steps(n_steps: int) -> NDArray:
     """The K target efficiencies 1/(K+1), ..., K/(K+1), float64 (K,)."""
     return np.linspace(0.0, 1.0, int(n_steps) + 2)[1:-1]
+
+
+def class_cut(signed: NDArray, w: NDArray, efficiency: float) -> float:
+    """The cut half-way between two adjacent distinct values of ``signed`` (n,) whose
+    weight fraction above it is nearest ``efficiency`` (the lowest such cut; |w| when the
+    weights do not add up to a positive total); the value itself when all are equal."""
+    order = np.argsort(signed, kind="stable")
+    values = signed[order]
+    weights = np.asarray(w, np.float64)[order]
+    total = float(weights.sum())
+    if not total > 0:
+        weights, total = np.abs(weights), float(np.abs(weights).sum())
+    gaps = np.flatnonzero(values[1:] != values[:-1])
+    if gaps.size == 0 or not total > 0:
+        return float(values[0])
+    above = total - np.cumsum(weights)[gaps]
+    k = gaps[int(np.argmin(np.abs(above / total - efficiency)))]
+    return float(0.5 * (values[k] + values[k + 1]))
 
 
 class UniformityWeights:
@@ -96,7 +118,7 @@ class UniformityWeights:
         at it, for a run's current ensemble (or a score array, (n,))."""
         score = run.score() if isinstance(run, _AdaBoostRun) else np.asarray(run, np.float64)
         signed = self.sign * score[self.targeted]
-        cut = float(weighted_quantile(signed, self.w, 1.0 - self.efficiency))
+        cut = class_cut(signed, self.w, self.efficiency)
         passed = np.bincount(self.group, weights=self.w * (signed > cut), minlength=self.n_cells)
         with np.errstate(invalid="ignore", divide="ignore"):
             self.local = np.where(self.bin_total > 0, passed / self.bin_total, self.efficiency)
