@@ -1212,7 +1212,8 @@ class BDTClassifier(_BDTBase):
                                  "decorrelation variable (decorrelation_map='ddt') and "
                                  f"{where}: give it, decision_function(X, decorrelate=m) (also "
                                  "predict_proba, predict and their staged_ forms); a score "
-                                 "without it would be wrong")
+                                 "without it would be wrong (hepbdt apply reads the features "
+                                 "only: train with the variable among them)")
         m = self._input(X)[:, feature].astype(np.float64)
         if not np.all(np.isfinite(m)):
             raise ValueError(f"feature {feature} (the decorrelation variable of this model's "
