@@ -129,7 +129,9 @@ class Forest:
 
     @property
     def n_rounds(self) -> int:
-        """Boosting rounds: trees per class."""
+        """Boosting rounds: trees per class (uBoost: the most trees of a step)."""
+        if self.aggregation == "uboost":
+            return max(self.extra["uboost"]["step_trees"])
         return self.n_trees // self.n_classes
 
     def _single_score(self, what: str) -> None:

@@ -205,3 +205,11 @@ def test_a_broken_uboost_record_is_refused(tmp_path):
         broken["extra"]["uboost"][key] = value
         with pytest.raises(ModelFormatError, match=match):
             Forest.from_dict(broken)
+
+
+def test_tree_count_is_per_step():
+    X, y, w, m = _toy(200, 300, 1)
+    model = _uboost(n_trees=4, decorrelation_steps=3).fit(X, y, w, decorrelate=m)
+    assert model.forest_.n_trees == 12
+    assert model.n_trees_ == 4
+    assert model.n_trees_reason_ == "n_trees=4"
