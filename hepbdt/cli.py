@@ -455,11 +455,21 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
         lines.append(f"Trees: {forest.n_trees} ({how}), {forest.n_nodes} nodes, depth up to "
                      f"{forest.max_depth}")
     else:
-        lines.append(f"Trees: {forest.n_trees}, {forest.n_nodes} nodes, depth up to "
-                     f"{forest.max_depth}, aggregation {forest.aggregation}, base score "
-                     f"{forest.base_score:g}")
+        steps = forest.extra["uboost"]["step_trees"] if forest.aggregation == "uboost" else []
+        lines.append(f"Trees: {forest.n_trees}"
+                     + (f" (uBoost: {len(steps)} efficiency steps of {steps} trees)" if steps
+                        else "")
+                     + f", {forest.n_nodes} nodes, depth up to {forest.max_depth}, aggregation "
+                     f"{forest.aggregation}, base score {forest.base_score:g}")
     if getattr(model, "n_trees_reason_", None):
         lines.append(f"Tree count: {model.n_trees_reason_}")
+    mapping = forest.extra.get("decorrelation_map")
+    if mapping is not None:
+        feature = mapping.get("feature")
+        source = (f"read from feature {names[feature]}" if feature is not None else
+                  "not a feature: hepbdt apply refuses this model")
+        lines.append(f"Score map: DDT, the {mapping.get('target', 'background')} score CDF in "
+                     f"{len(mapping['centres'])} bins of the decorrelation variable ({source})")
     ranking = tmva_importance(model, names)
     lines.append("Ranking (TMVA-style importance: summed boost-weighted split gain):")
     for rank, i in enumerate(ranking.order(), start=1):

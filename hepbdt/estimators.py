@@ -35,6 +35,7 @@ from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
+from .boosting.ddt import apply_quantile_map, fit_quantile_map
 from .boosting.decorrelation import (
     DECORRELATION_METHODS,
     DECORRELATION_TARGETS,
@@ -44,6 +45,7 @@ from .boosting.decorrelation import (
 from .boosting.losses import Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .boosting.samme import run_samme
+from .boosting.uboost import UBOOST_TARGETS, run_uboost
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows
@@ -551,9 +553,10 @@ class _BDTBase(SklearnProtocol):
 
     def _run(self, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
         if self.boosting in ADABOOST_BOOSTINGS:
-            return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees)
+            return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees, decorrelate)
         loss = self._make_loss()
-        if decorrelate is not None and self.decorrelation_strength > 0:
+        if (decorrelate is not None and self.decorrelation == "flatness"
+                and self.decorrelation_strength > 0):
             # strength 0 trains the ordinary model itself (bit for bit)
             loss = FlatnessLoss(loss, float(self.decorrelation_strength), decorrelate,
                                 np.asarray(y, np.float64), w, int(self.decorrelation_bins),
@@ -586,12 +589,19 @@ class _BDTBase(SklearnProtocol):
             keep = result.best_iteration + 1
         forest = result.builder.build(keep)
         forest.extra["loss"] = loss.name
-        if decorrelate is not None:
-            forest.extra["decorrelation"] = {
-                "method": self.decorrelation, "strength": float(self.decorrelation_strength),
-                "target": self.decorrelation_target, "bins": int(self.decorrelation_bins),
-                "variables": int(decorrelate.shape[1])}
+        self._record_decorrelation(forest, decorrelate)
         return forest, result
+
+    def _record_decorrelation(self, forest: Forest, decorrelate) -> None:
+        """The decorrelation settings in ``forest.extra["decorrelation"]`` (when used)."""
+        if decorrelate is None or self.decorrelation is None:
+            return
+        forest.extra["decorrelation"] = {
+            "method": self.decorrelation, "strength": float(self.decorrelation_strength),
+            "target": self.decorrelation_target, "bins": int(self.decorrelation_bins),
+            "variables": int(decorrelate.shape[1])}
+        if self.decorrelation == "uboost":
+            forest.extra["decorrelation"]["steps"] = int(self.decorrelation_steps)
 
     def _no_split_hint(self, w: np.ndarray) -> str:
         """Why no tree could split, in the terms of the options that decide it."""
@@ -865,8 +875,32 @@ class BDTClassifier(_BDTBase):
     ``n_trees="auto"`` watches the base loss (deviance or logistic) on the held-out
     events, not the flatness term; the flatness hessian slows the deviance, so a
     decorrelated fit grows more trees (on the toy at strength 1: 2000, the limit, against
-    93 without decorrelation). The AdaBoost family has no decorrelation (uBoost is not
-    implemented) and is refused, as are more than two classes.
+    93 without decorrelation). More than two classes are refused.
+
+    uBoost (``decorrelation="uboost"``, the AdaBoost family, two classes;
+    ``hepbdt.boosting.uboost``): ``decorrelation_steps`` K AdaBoost ensembles of
+    ``n_trees`` trees each, step k aiming at the efficiency k/(K+1) of the
+    ``decorrelation_target`` class (``"background"``: the fraction below the cut, as
+    hep_ml's; ``"signal"``: above it). After each tree, the class's events in the bins of
+    m (``decorrelation_bins`` equal-weight bins) where the cut at that efficiency passes
+    too few of them get their boost weight times exp(strength * ln(1/E) * (e - e_bin)),
+    E the mean |e_bin - e|; ``decorrelation_strength`` is hep_ml's uniforming_rate (0: every
+    step is plain AdaBoost, bit for bit; 1 hep_ml's default). The score is the mean over
+    steps of sigmoid((s_k - cut_k) / width_k), in [0, 1]; it needs no m to predict, saves
+    and loads; the TMVA, ONNX and C++ exports refuse it. Its efficiency steps cover
+    1/(K+1) to K/(K+1) of the class, so a cut keeping a few per cent of the background is
+    outside them: on the toy uBoost barely flattens the background there
+    (``benchmarks/bench_decorrelation.py``).
+
+    ``decorrelation_map="ddt"`` (any booster, with or without ``decorrelation``; two
+    classes, one variable; ``hepbdt.boosting.ddt``): after the fit, the score is mapped
+    through the target class's score CDF in equal-weight bins of m (250 training events a
+    bin, 2-100 bins; interpolated in m between bin centres), so a cut on it keeps the same
+    fraction of that class at every m: the designed decorrelated tagger. The mapped score
+    F in [0, 1] is what ``decision_function`` and ``predict_proba``'s signal column give;
+    it needs m at predict time: read from X when m was one of the features at fit (the
+    same numbers), else ``decision_function(X, decorrelate=m)``, and refused without it
+    (and for a binned X). Exports refuse it.
     """
 
     _estimator_type = "classifier"
@@ -881,7 +915,9 @@ class BDTClassifier(_BDTBase):
          _Param("decorrelation", None, "str | None"),
          _Param("decorrelation_strength", 1.0, "float"),
          _Param("decorrelation_target", "background", "str"),
-         _Param("decorrelation_bins", 10, "int")),
+         _Param("decorrelation_bins", 10, "int"),
+         _Param("decorrelation_steps", 5, "int"),
+         _Param("decorrelation_map", None, "str | None")),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -920,11 +956,32 @@ class BDTClassifier(_BDTBase):
         if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 2 <= b <= 1000:
             raise ParameterError("decorrelation_bins", f"decorrelation_bins={b!r} is not valid; "
                                  "expected an integer in [2, 1000]")
-        if method is not None and self.boosting not in ("gradient", "newton"):
-            raise ParameterError("decorrelation", f"decorrelation={method!r} needs "
+        k = self.decorrelation_steps
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= 100:
+            raise ParameterError("decorrelation_steps", f"decorrelation_steps={k!r} is not "
+                                 "valid; expected an integer in [1, 100] (uBoost's efficiency "
+                                 "steps)")
+        if method == "flatness" and self.boosting not in ("gradient", "newton"):
+            raise ParameterError("decorrelation", "decorrelation='flatness' needs "
                                  "boosting='gradient' or 'newton' (the flatness loss adds to "
-                                 f"their gradients); boosting={self.boosting!r} has no "
-                                 "decorrelation (uBoost is not implemented)")
+                                 f"their gradients); for boosting={self.boosting!r} use "
+                                 "decorrelation='uboost'")
+        if method == "uboost" and self.boosting not in ADABOOST_BOOSTINGS:
+            raise ParameterError("decorrelation", "decorrelation='uboost' needs an AdaBoost-type "
+                                 f"booster {ADABOOST_BOOSTINGS} (it reweights events); for "
+                                 f"boosting={self.boosting!r} use decorrelation='flatness'")
+        mapping = self.decorrelation_map
+        if mapping not in (None, "ddt"):
+            raise ParameterError("decorrelation_map", f"decorrelation_map={mapping!r} is not "
+                                 "valid; expected None or 'ddt'")
+        if mapping is not None and self.decorrelation_target not in UBOOST_TARGETS:
+            raise ParameterError("decorrelation_target", "decorrelation_map='ddt' maps one "
+                                 f"class's score: decorrelation_target one of {UBOOST_TARGETS}, "
+                                 f"not {self.decorrelation_target!r}")
+        if method == "uboost" and self.decorrelation_target not in UBOOST_TARGETS:
+            raise ParameterError("decorrelation_target", "decorrelation='uboost' makes one class "
+                                 f"flat: decorrelation_target one of {UBOOST_TARGETS}, not "
+                                 f"{self.decorrelation_target!r}")
 
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
@@ -949,7 +1006,7 @@ class BDTClassifier(_BDTBase):
         n = float(w.size)
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
 
-    def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees):
+    def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees, decorrelate=None):
         if valid is not None:
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
@@ -964,9 +1021,8 @@ class BDTClassifier(_BDTBase):
                 colsample_bynode=self._node_fraction(codes.shape[0]),
                 inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
                 verbose=self.verbose, max_leaves=self._leaf_limit())
-        forest, result = run_adaboost(
-            codes, y, w, mapper.n_bins_, mapper, variant=self.boosting,
-            n_trees=n_trees, max_depth=self._depth_limit(),
+        options = dict(
+            variant=self.boosting, n_trees=n_trees, max_depth=self._depth_limit(),
             criterion=CRITERIA[self.criterion], criterion_name=self.criterion,
             beta=float(self.beta), epsilon=float(self.epsilon),
             use_yes_no_leaf=bool(self.use_yes_no_leaf), min_node_size=self.min_node_size_,
@@ -975,6 +1031,13 @@ class BDTClassifier(_BDTBase):
             colsample_bynode=self._node_fraction(codes.shape[0]),
             inverse_boost_negative=self.negative_weights == "inverse_boost", rng=rng,
             verbose=self.verbose, max_leaves=self._leaf_limit())
+        if decorrelate is None or self.decorrelation != "uboost":
+            return run_adaboost(codes, y, w, mapper.n_bins_, mapper, **options)
+        forest, result = run_uboost(
+            codes, y, w, mapper.n_bins_, mapper, decorrelate,
+            n_steps=int(self.decorrelation_steps), strength=float(self.decorrelation_strength),
+            n_bins=int(self.decorrelation_bins), target=self.decorrelation_target, **options)
+        self._record_decorrelation(forest, decorrelate)
         return forest, result
 
     @property
@@ -1074,9 +1137,10 @@ class BDTClassifier(_BDTBase):
         those edges instead of fitting quantiles: the model is then the one a BinnedMatrix
         of the same bins trains, bit for bit. ``max_bins`` and ``n_cuts`` do not apply then.
 
-        decorrelate: with ``decorrelation`` set, the variable(s) the score must not depend on
-        (e.g. a mass), float (n,) or (n, k), k <= 3, finite; used in training only, not
-        needed to predict. Need not be a feature.
+        decorrelate: with ``decorrelation`` or ``decorrelation_map`` set, the variable(s) the
+        score must not depend on (e.g. a mass), float (n,) or (n, k), k <= 3, finite (one
+        column for the map). The flatness loss and uBoost use them in training only; the
+        map needs its variable to predict (see the class docstring). Need not be a feature.
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -1089,44 +1153,113 @@ class BDTClassifier(_BDTBase):
             self._check_multiclass()
         decorrelate = self._checked_decorrelate(decorrelate, X.shape[0])
         self.n_features_in_ = X.shape[1]
-        return self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
+        self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
+        if self.decorrelation_map is not None:
+            self._fit_map(X, y01, sample_weight, decorrelate[:, 0])
+        return self
+
+    def _fit_map(self, X, y01, sample_weight, m) -> None:
+        """The post-fit quantile map (``decorrelation_map="ddt"``) of the target class's
+        scores of every event given to fit, with their given weights."""
+        w = check_weights(sample_weight, y01.size, training=True)
+        mine = y01 == (1 if self.decorrelation_target == "signal" else 0)
+        raw = self._raw(X)
+        feature = None
+        if not isinstance(X, BinnedMatrix):  # m read from X at predict time when it is a column
+            feature = next((j for j in range(X.shape[1])
+                            if np.array_equal(X[:, j].astype(np.float64), m)), None)
+        spec = fit_quantile_map(raw[mine], m[mine], w[mine], feature)
+        spec["target"] = self.decorrelation_target
+        self.forest_.extra["decorrelation_map"] = spec
 
     def _checked_decorrelate(self, decorrelate, n: int) -> np.ndarray | None:
         """``fit``'s decorrelation variables, (n, k) float64, or None; refused when they and
         ``decorrelation`` do not come together, or with more than two classes."""
         self._validate_decorrelation()
-        if self.decorrelation is None:
+        if self.decorrelation is None and self.decorrelation_map is None:
             if decorrelate is not None:
                 raise ParameterError("decorrelation", "fit got decorrelate=..., but "
                                      "decorrelation is None; set decorrelation='flatness' "
-                                     "(or drop decorrelate)")
+                                     "('uboost' for the AdaBoost family) or decorrelation_map="
+                                     "'ddt' (or drop decorrelate)")
             return None
         if decorrelate is None:
-            raise ParameterError("decorrelation", f"decorrelation={self.decorrelation!r} "
-                                 "needs the variable(s) to decorrelate from: "
-                                 "fit(X, y, sample_weight, decorrelate=m), m of shape (n,) or (n, k)")
+            what = (f"decorrelation={self.decorrelation!r}" if self.decorrelation is not None
+                    else f"decorrelation_map={self.decorrelation_map!r}")
+            raise ParameterError("decorrelation", f"{what} needs the variable(s) to decorrelate "
+                                 "from: fit(X, y, sample_weight, decorrelate=m), m of shape (n,) "
+                                 "or (n, k)")
         if self._multiclass:
             raise ParameterError("decorrelation", f"decorrelation is for two classes; y has "
                                  f"{self.classes_.size} classes")
-        return check_decorrelate(decorrelate, n)
+        m = check_decorrelate(decorrelate, n)
+        if self.decorrelation_map is not None and m.shape[1] != 1:
+            raise ParameterError("decorrelation_map", "decorrelation_map='ddt' maps the score "
+                                 f"along one variable; decorrelate has {m.shape[1]} columns")
+        return m
 
-    def decision_function(self, X) -> np.ndarray:
+    def _map_input(self, X, decorrelate) -> np.ndarray | None:
+        """The map's variable for X's events, float64 (n,), or None for a model without a
+        map; refused where it is needed and missing, or given to a model without a map."""
+        spec = self.forest_.extra.get("decorrelation_map")
+        if spec is None:
+            if decorrelate is not None:
+                raise ParameterError("decorrelation_map", "decorrelate=... is for a model "
+                                     "trained with decorrelation_map='ddt'; this model's score "
+                                     "does not depend on it: drop decorrelate")
+            return None
+        n = X.shape[0] if isinstance(X, BinnedMatrix) else len(X)
+        if decorrelate is not None:
+            m = check_decorrelate(decorrelate, n)
+            if m.shape[1] != 1:
+                raise ParameterError("decorrelate", f"the map is along one variable; "
+                                     f"decorrelate has {m.shape[1]} columns")
+            return m[:, 0]
+        feature = spec.get("feature")
+        if feature is None or isinstance(X, BinnedMatrix):
+            where = ("X is binned (its codes give the variable's bin, not its value)"
+                     if feature is not None else "that variable is not one of its features")
+            raise ParameterError("decorrelate", "this model's score is mapped in bins of its "
+                                 "decorrelation variable (decorrelation_map='ddt') and "
+                                 f"{where}: give it, decision_function(X, decorrelate=m) (also "
+                                 "predict_proba, predict and their staged_ forms); a score "
+                                 "without it would be wrong (hepbdt apply reads the features "
+                                 "only: train with the variable among them)")
+        m = self._input(X)[:, feature].astype(np.float64)
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"feature {feature} (the decorrelation variable of this model's "
+                             "map) has NaN or infinite values; the mapped score needs a number")
+        return m
+
+    def _mapped(self, raw: np.ndarray, m: np.ndarray | None) -> np.ndarray:
+        """``raw`` through the model's quantile map (unchanged without one)."""
+        if m is None:
+            return raw
+        return apply_quantile_map(self.forest_.extra["decorrelation_map"], raw, m)
+
+    def decision_function(self, X, decorrelate=None) -> np.ndarray:
         """Raw ensemble score, float64 (n,); larger means more signal-like. With more than
-        two classes, (n, K) raw scores, one column per class of ``classes_``."""
+        two classes, (n, K) raw scores, one column per class of ``classes_``. A model with
+        ``decorrelation_map="ddt"`` gives the mapped score F in [0, 1]; it needs its
+        decorrelation variable, read from X when it was a feature, else ``decorrelate``."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             X = self._input(X)
             with threads(self.n_jobs, X.shape[0] * max(1, self.forest_.n_trees)):
                 return self.forest_.class_scores(X)
-        return self._raw(X)
+        m = self._map_input(X, decorrelate)
+        return self._mapped(self._raw(X), m)
 
-    def staged_decision_function(self, X):
-        """Yield the raw score after 1, 2, ... trees (rounds of K trees with K classes)."""
+    def staged_decision_function(self, X, decorrelate=None):
+        """Yield the raw score after 1, 2, ... trees (rounds of K trees with K classes);
+        with a map, each stage through the final model's map."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             yield from self.forest_.staged_class_scores(self._input(X))
             return
-        yield from self._staged_raw(X)
+        m = self._map_input(X, decorrelate)
+        for score in self._staged_raw(X):
+            yield self._mapped(score, m)
 
     def _link(self, score: np.ndarray) -> np.ndarray:
         kind, c = self.forest_.probability_link()
@@ -1134,35 +1267,40 @@ class BDTClassifier(_BDTBase):
             return np.clip((score - c) / (1.0 - c), 0.0, 1.0)
         return 1.0 / (1.0 + np.exp(-c * score))
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X, decorrelate=None) -> np.ndarray:
         """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal).
 
         ``classes_`` is [background label, signal label]: the signal is always the second
-        column and the high score, whatever the labels' sorted order."""
+        column and the high score, whatever the labels' sorted order. With
+        ``decorrelation_map="ddt"`` the signal column is the mapped score F (the target
+        class's CDF in its mass region, not a calibrated probability)."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             return softmax_rows(self.decision_function(X))
-        p = self._link(self._raw(X))
+        m = self._map_input(X, decorrelate)
+        raw = self._raw(X)
+        p = self._link(raw) if m is None else self._mapped(raw, m)
         return np.column_stack([1.0 - p, p])
 
-    def staged_predict_proba(self, X):
+    def staged_predict_proba(self, X, decorrelate=None):
         """Yield predict_proba after 1, 2, ... trees."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             for s in self.staged_decision_function(X):
                 yield softmax_rows(s)
             return
+        m = self._map_input(X, decorrelate)
         for s in self._staged_raw(X):
-            p = self._link(s)
+            p = self._link(s) if m is None else self._mapped(s, m)
             yield np.column_stack([1.0 - p, p])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, decorrelate=None) -> np.ndarray:
         """Predicted class labels (signal where P(signal) > 0.5; with more than two classes,
         the most probable, the first of ``classes_`` on a tie)."""
         self._check_fitted()
         if self.forest_.n_classes > 1:
             return self.classes_[np.argmax(self.decision_function(X), axis=1)]
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        return self.classes_[(self.predict_proba(X, decorrelate)[:, 1] > 0.5).astype(int)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted accuracy."""

@@ -42,7 +42,8 @@ __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
-AGGREGATIONS = ("sum", "weighted_mean", "weighted_median")
+AGGREGATIONS = ("sum", "weighted_mean", "weighted_median", "uboost")
+UBOOST_STEP_AGGREGATIONS = ("weighted_mean", "sum")
 MAX_MODEL_BYTES = 512 << 20  # model files larger than this are refused
 MAX_NODES = 50_000_000  # and forests of more nodes
 MAX_FEATURES = 1_000_000  # and of more features
@@ -87,7 +88,11 @@ class Forest:
 
     Score = base_score + sum_t tree_weights[t] * leaf_t(x) ("sum"), or
     sum_t tree_weights[t] * leaf_t(x) / sum_t tree_weights[t] ("weighted_mean", AdaBoost), or
-    TMVA's AdaBoostR2 weighted median of leaf_t(x) ("weighted_median").
+    TMVA's AdaBoostR2 weighted median of leaf_t(x) ("weighted_median"), or uBoost's mean
+    of K steps' smoothed cut decisions ("uboost"): the trees are K AdaBoost ensembles one
+    after the other (``extra["uboost"]``: ``step_trees`` their sizes, ``step_aggregation``
+    how each step combines its trees, ``cuts`` each step's cut after each of its trees,
+    ``widths``), and the score is (1/K) sum_k sigmoid((s_k(x) - cut_k) / width_k) in [0, 1].
     """
 
     feature: np.ndarray
@@ -124,7 +129,9 @@ class Forest:
 
     @property
     def n_rounds(self) -> int:
-        """Boosting rounds: trees per class."""
+        """Boosting rounds: trees per class (uBoost: the most trees of a step)."""
+        if self.aggregation == "uboost":
+            return max(self.extra["uboost"]["step_trees"])
         return self.n_trees // self.n_classes
 
     def _single_score(self, what: str) -> None:
@@ -213,6 +220,8 @@ class Forest:
         t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
         if self.aggregation == "weighted_median":
             return self._weighted_median(X, t_end)
+        if self.aggregation == "uboost":
+            return self._uboost_score(X, n_trees)
         out = predict_raw(X, self, 0, t_end, dense=self.dense())
         if self.aggregation == "weighted_mean":
             total = self.tree_weights[:t_end].sum()
@@ -229,10 +238,39 @@ class Forest:
             out[i:i + step] = _weighted_median_score(per_tree, self.tree_weights[:t_end])
         return out
 
+    def _uboost_steps(self) -> tuple[dict[str, Any], np.ndarray]:
+        """The uBoost record and the first tree of each step (K + 1 offsets)."""
+        spec = self.extra["uboost"]
+        return spec, np.concatenate([[0], np.cumsum(spec["step_trees"])]).astype(np.int64)
+
+    def _uboost_score(self, X: np.ndarray, per_step: int | None = None) -> np.ndarray:
+        """uBoost's score with the first ``per_step`` trees of every step (all: None)."""
+        spec, starts = self._uboost_steps()
+        out = np.zeros(X.shape[0])
+        dense = self.dense()
+        for k in range(starts.size - 1):
+            used = int(starts[k + 1] - starts[k]) if per_step is None else \
+                max(1, min(int(per_step), int(starts[k + 1] - starts[k])))
+            step = predict_raw(X, self, int(starts[k]), int(starts[k]) + used, dense=dense)
+            out += _uboost_decision(self._step_score(step, int(starts[k]), used),
+                                    spec["cuts"][k][used - 1], spec["widths"][k])
+        return out / (starts.size - 1)
+
+    def _step_score(self, summed: np.ndarray, first: int, used: int) -> np.ndarray:
+        """One uBoost step's score from its trees' weighted sum."""
+        if self.extra["uboost"]["step_aggregation"] == "sum":
+            return summed
+        total = self.tree_weights[first:first + used].sum()
+        return summed / total if total != 0 else summed
+
     def staged_raw_score(self, X: np.ndarray):
-        """Yield the score after 1, 2, ... trees, each tree evaluated once."""
+        """Yield the score after 1, 2, ... trees (uBoost: trees of every step), each tree
+        evaluated once."""
         self._single_score("staged_raw_score")
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        if self.aggregation == "uboost":
+            yield from self._staged_uboost(X)
+            return
         if self.aggregation == "weighted_median":
             per_tree = predict_per_tree(X, self)
             for t in range(1, self.n_trees + 1):
@@ -249,6 +287,24 @@ class Forest:
             else:
                 yield running + self.base_score
 
+    def _staged_uboost(self, X: np.ndarray):
+        """uBoost's score after 1, 2, ... trees of every step (a step's last score is kept
+        once its trees are used up), each tree evaluated once."""
+        spec, starts = self._uboost_steps()
+        sizes = np.diff(starts)
+        running = np.zeros((sizes.size, X.shape[0]))
+        dense = self.dense()
+        for r in range(int(sizes.max())):
+            out = np.zeros(X.shape[0])
+            for k, size in enumerate(sizes):
+                used = min(r + 1, int(size))
+                if r < size:
+                    t = int(starts[k]) + r
+                    predict_raw(X, self, t, t + 1, out=running[k], dense=dense)
+                out += _uboost_decision(self._step_score(running[k], int(starts[k]), used),
+                                        spec["cuts"][k][used - 1], spec["widths"][k])
+            yield out / sizes.size
+
     def tree_slice(self, t: int) -> slice:
         """The node range of tree t."""
         return slice(int(self.tree_offsets[t]), int(self.tree_offsets[t + 1]))
@@ -256,6 +312,9 @@ class Forest:
     def truncate(self, n_trees: int) -> Forest:
         """A forest of the first ``n_trees`` trees."""
         self._single_score("truncate")
+        if self.aggregation == "uboost":
+            raise ValueError("a uBoost forest is K ensembles side by side; its first trees are "
+                             "not a model (raw_score(X, n) uses n trees of every step)")
         stop = int(self.tree_offsets[n_trees])
         arrays = {k: getattr(self, k)[:stop].copy() for k in NODE_ARRAYS}
         return Forest(**arrays, tree_offsets=self.tree_offsets[: n_trees + 1].copy(),
@@ -338,6 +397,11 @@ class Forest:
         if not math.isfinite(self.base_score):
             raise ModelFormatError(f"{where}.base_score: {self.base_score!r} is not finite")
         self._validate_classes(where)
+        if self.aggregation == "uboost":
+            _validate_uboost(self.extra.get("uboost"), self.n_trees, f"{where}.extra.uboost")
+        if "decorrelation_map" in self.extra:
+            _validate_map(self.extra["decorrelation_map"], self.n_features,
+                          f"{where}.extra.decorrelation_map")
         if np.any(np.isnan(self.threshold[self.feature >= 0])):
             node = int(np.flatnonzero((self.feature >= 0) & np.isnan(self.threshold))[0])
             raise ModelFormatError(f"{where}.threshold: split node {node} has threshold NaN; a "
@@ -478,6 +542,67 @@ def _extra(value: Any, where: str) -> dict[str, Any]:
     if "loss" in value and not isinstance(value["loss"], str):
         raise ModelFormatError(f"{where}.extra.loss: {_short(value['loss'])} is not a loss name")
     return dict(value)
+
+
+def _validate_uboost(spec: Any, n_trees: int, where: str) -> None:
+    """A uBoost forest's record: K >= 1 steps of >= 1 trees adding up to the forest, one
+    finite cut a tree, a finite positive width a step."""
+    if not isinstance(spec, dict):
+        raise ModelFormatError(f"{where}: a forest of aggregation 'uboost' needs an object "
+                               "with step_trees, step_aggregation, cuts and widths")
+    sizes = spec.get("step_trees")
+    if (not isinstance(sizes, list) or not sizes
+            or not all(type(v) is int and v >= 1 for v in sizes) or sum(sizes) != n_trees):
+        raise ModelFormatError(f"{where}.step_trees: {_short(sizes)}; expected a list of "
+                               f"integers >= 1 adding up to the {n_trees} trees")
+    if spec.get("step_aggregation") not in UBOOST_STEP_AGGREGATIONS:
+        raise ModelFormatError(f"{where}.step_aggregation: {_short(spec.get('step_aggregation'))}, "
+                               f"valid: {UBOOST_STEP_AGGREGATIONS}")
+    cuts, widths = spec.get("cuts"), spec.get("widths")
+    if (not isinstance(cuts, list) or len(cuts) != len(sizes)
+            or any(not isinstance(c, list) or len(c) != n for c, n in zip(cuts, sizes, strict=False))):
+        raise ModelFormatError(f"{where}.cuts: expected one list a step, one cut a tree")
+    for k, row in enumerate(cuts):
+        for t, c in enumerate(row):
+            _finite(c, f"{where}.cuts[{k}][{t}]")
+    if not isinstance(widths, list) or len(widths) != len(sizes):
+        raise ModelFormatError(f"{where}.widths: expected {len(sizes)} numbers, one a step")
+    for k, v in enumerate(widths):
+        if not _finite(v, f"{where}.widths[{k}]") > 0:
+            raise ModelFormatError(f"{where}.widths[{k}]: {v!r} must be positive")
+
+
+def _validate_map(spec: Any, n_features: int, where: str) -> None:
+    """A quantile map (decorrelation_map="ddt"): B >= 1 increasing finite bin centres, L >= 2
+    increasing levels in [0, 1], B rows of L non-decreasing finite quantiles, the feature
+    null or a column."""
+    if not isinstance(spec, dict) or spec.get("method") != "ddt":
+        raise ModelFormatError(f"{where}: expected an object with method 'ddt'")
+    feature = spec.get("feature")
+    if feature is not None and not (type(feature) is int and 0 <= feature < n_features):
+        raise ModelFormatError(f"{where}.feature: {_short(feature)}; expected null or a "
+                               f"column in [0, {n_features})")
+    try:
+        centres = np.asarray(spec.get("centres"), dtype=np.float64)
+        levels = np.asarray(spec.get("levels"), dtype=np.float64)
+        quantiles = np.asarray(spec.get("quantiles"), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelFormatError(f"{where}: centres, levels and quantiles must be lists of "
+                               "numbers") from None
+    ok = (centres.ndim == 1 and centres.size >= 1 and levels.ndim == 1 and levels.size >= 2
+          and quantiles.shape == (centres.size, levels.size)
+          and np.all(np.isfinite(centres)) and np.all(np.isfinite(quantiles))
+          and np.all(np.diff(centres) > 0) and np.all(np.diff(levels) > 0)
+          and levels[0] >= 0 and levels[-1] <= 1 and np.all(np.diff(quantiles, axis=1) >= 0))
+    if not ok:
+        raise ModelFormatError(f"{where}: expected increasing finite centres (B), increasing "
+                               "levels in [0, 1] (L) and B rows of L non-decreasing finite "
+                               "quantiles")
+
+
+def _uboost_decision(score: np.ndarray, cut: float, width: float) -> np.ndarray:
+    """A uBoost step's smoothed cut decision, sigmoid((score - cut) / width) in [0, 1]."""
+    return 0.5 * (1.0 + np.tanh(0.5 * (score - cut) / width))
 
 
 def _short(value: Any) -> str:

@@ -420,7 +420,10 @@ def _check_no_equivalent(p: dict[str, Any]) -> None:
         _no_equivalent(p, "min_split_gain", "TMVA has no minimal gain")
     if p.get("decorrelation") is not None:
         _no_equivalent(p, "decorrelation", "TMVA has no decorrelated training (the TMVA XML "
-                       "export, save_tmva, writes such a model's trees)")
+                       "export, save_tmva, writes a flatness model's trees)")
+    if p.get("decorrelation_map") is not None:
+        _no_equivalent(p, "decorrelation_map", "TMVA has no score map (save the model with "
+                       "save(), hepbdt's JSON model)")
 
 
 def _tree_options(p: dict[str, Any], boost_type: str) -> list[str]:

@@ -1,7 +1,10 @@
 """Mass decorrelation: the flatness loss against a brute-force integral, strength 0 bit for
-bit, sculpting reduced on the toy, the option errors, and the measures against scipy."""
+bit, sculpting reduced on the toy, the option errors, the measures against scipy, and
+``hepbdt train`` with uBoost and the DDT map."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -146,7 +149,7 @@ def test_newton_decorrelates_too():
 @pytest.mark.parametrize("options,fit_kwargs,match", [
     ({"decorrelation": "flatness"}, {}, "needs the variable"),
     ({}, {"decorrelate": "m"}, "decorrelation is None"),
-    ({"decorrelation": "disco"}, {"decorrelate": "m"}, r"expected None or one of \('flatness',\)"),
+    ({"decorrelation": "disco"}, {"decorrelate": "m"}, r"expected None or one of \('flatness', 'uboost'\)"),
     ({"decorrelation": "flatness", "decorrelation_strength": -1.0}, {"decorrelate": "m"},
      "finite number >= 0"),
     ({"decorrelation": "flatness", "decorrelation_strength": float("nan")}, {"decorrelate": "m"},
@@ -155,7 +158,13 @@ def test_newton_decorrelates_too():
      "'background', 'signal', 'both'"),
     ({"decorrelation": "flatness", "decorrelation_bins": 1}, {"decorrelate": "m"}, r"\[2, 1000\]"),
     ({"decorrelation": "flatness", "boosting": "adaboost"}, {"decorrelate": "m"},
-     "uBoost is not implemented"),
+     "use decorrelation='uboost'"),
+    ({"decorrelation": "uboost", "boosting": "gradient"}, {"decorrelate": "m"},
+     "use decorrelation='flatness'"),
+    ({"decorrelation": "uboost", "boosting": "adaboost", "decorrelation_target": "both"},
+     {"decorrelate": "m"}, r"one of \('background', 'signal'\)"),
+    ({"decorrelation": "uboost", "boosting": "adaboost", "decorrelation_steps": 0},
+     {"decorrelate": "m"}, r"integer in \[1, 100\]"),
     ({"decorrelation": "flatness"}, {"decorrelate": "short"}, r"shape \(200,\) or \(200, k\)"),
     ({"decorrelation": "flatness"}, {"decorrelate": "nan"}, "NaN or infinite"),
     ({"decorrelation": "flatness"}, {"decorrelate": "wide"}, "at most 3"),
@@ -235,7 +244,8 @@ n_trees = 5
     ('decorrelation = "flatness"', "needs the variables to decorrelate from"),
     ('decorrelate = ["mjj"]', "decorrelate is set but decorrelation is not"),
     ('decorrelation = "flatness"\ndecorrelate = 3', "expected a list of branch names"),
-    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "decorrelation='uboost' is not valid"),
+    ('decorrelation = "uboost"\ndecorrelate = ["mjj"]', "use decorrelation='flatness'"),
+    ('decorrelation = "disco"\ndecorrelate = ["mjj"]', "decorrelation='disco' is not valid"),
     ('decorrelation = "flatness"\ndecorrelate = ["mjj"]\ndecorrelation_strength = -2.0',
      "finite number >= 0"),
     ('decorrelation = "flatness"\ndecorrelate = ["mjj +"]', "decorrelate"),
@@ -245,6 +255,13 @@ def test_configuration_errors(tmp_path, method, match):
 
     with pytest.raises(ConfigError, match=match):
         _config(tmp_path, method)()
+
+
+def test_configuration_reads_uboost(tmp_path):
+    config = _config(tmp_path, 'boosting = "adaboost"\ndecorrelation = "uboost"\n'
+                     'decorrelate = ["mjj"]\ndecorrelation_steps = 3')()
+    assert config.params["decorrelation"] == "uboost"
+    assert config.params["decorrelation_steps"] == 3
 
 
 def test_configuration_reads_decorrelate(tmp_path):
@@ -264,3 +281,31 @@ def test_tmva_option_string_refuses_decorrelation_but_xml_export_works(tmp_path)
         model.to_tmva()
     model.save_tmva(tmp_path / "model.weights.xml")
     assert (tmp_path / "model.weights.xml").is_file()
+
+
+@pytest.mark.parametrize("name,options", [
+    ("uboost", ["method.boosting='adaboost'", "method.decorrelation='uboost'",
+                "method.decorrelation_steps=2"]),
+    ("ddt", ["method.decorrelation_map='ddt'"]),
+])
+def test_train_writes_the_decorrelation_outputs(tmp_path, name, options):
+    from pathlib import Path
+
+    from hepbdt.analysis import check_inputs, load_config, train
+    from hepbdt.demo_data import write_sculpting_sample
+
+    paths = write_sculpting_sample(tmp_path / "data", 1500, 3000)
+    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
+    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
+    config = load_config(config_path, files + ["method.n_trees=10", "output.report=false",
+                                               *options], output=tmp_path / name)
+    check_inputs(config)
+    result = train(config)
+    out = tmp_path / name
+    measures = json.loads((out / "decorrelation.json").read_text())["measures"]
+    assert [row["signal_efficiency"] for row in measures["rows"]] == [0.1, 0.3, 0.5, 0.7, 0.9]
+    for figure in ("sculpting.png", "decorrelation_front.png"):
+        assert (out / "figures" / figure).is_file()
+    loaded = load_model(out / "model.json")  # the saved model scores the test events alike
+    np.testing.assert_allclose(loaded.decision_function(result.test.X), result.test_scores,
+                               rtol=1e-12)

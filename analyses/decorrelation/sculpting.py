@@ -1,8 +1,11 @@
 """Analysis 5: the background mass after cuts, with and without decorrelation.
 
 Writes the toy sample (``hepbdt.demo_data.write_sculpting_sample``) into the output
-folder, then trains ``decorrelation.toml`` three ways: as written (flatness loss against
-mjj), with ``decorrelation`` off, and without the mass-correlated features mjj and tau21.
+folder, then trains ``decorrelation.toml`` four ways: as written (flatness loss against
+mjj), the same with the DDT map on top (``decorrelation_map = "ddt"``: the score mapped
+through the background's score CDF in bins of mjj, so a cut keeps the same background
+fraction at every mass), with ``decorrelation`` off, and without the mass-correlated
+features mjj and tau21.
 Prints background rejection and 1/JSD of the background mjj at each signal efficiency
 (test events) for each, writes ``comparison.md`` and the figures ``sculpting_<name>.png``
 and ``front.png``.
@@ -23,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "decorrelation.toml"
 VARIANTS = {
     "decorrelated": [],
+    "decorrelated + DDT map": ["method.decorrelation_map='ddt'"],
     "plain": ["method.decorrelation_strength=0.0"],
     "no mass features": ["features=['balance', 'width', 'noise']",
                          "method.decorrelation_strength=0.0"],

@@ -504,6 +504,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     params, tmva_options = _method_config(method, task, problems, len(classes))
     decorrelate = _decorrelate_expressions(decorrelate_texts, params, task, len(classes),
                                            expander, problems)
+    _check_map_variable(params, decorrelate, expressions, top.get("binned", False), problems)
     output_config = _output_config(top.get("output", {}), problems, classes)
     dask_config = _dask_config(top["dask"], problems) if "dask" in top else None
     if dask_config is not None and decorrelate:
@@ -857,7 +858,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
 def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_classes: int,
                              expand: _Expander, problems: _Problems) -> list[str]:
     """``[method] decorrelate`` expanded and parsed, checked against ``decorrelation``."""
-    method = params.get("decorrelation")
+    method = params.get("decorrelation") or params.get("decorrelation_map")
     if texts is None:
         if method is not None:
             problems.add("method", "decorrelation", f"decorrelation = {method!r} needs the "
@@ -876,7 +877,8 @@ def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_cl
         return []
     if method is None:
         problems.add("method", "decorrelate", "decorrelate is set but decorrelation is not; "
-                     "add decorrelation = \"flatness\" (or remove decorrelate)")
+                     "add decorrelation = \"flatness\" (\"uboost\" for the AdaBoost family) "
+                     "or decorrelation_map = \"ddt\" (or remove decorrelate)")
         return []
     if len(texts) > 3:
         problems.add("method", "decorrelate", f"{len(texts)} variables; at most 3")
@@ -886,6 +888,23 @@ def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_cl
     if len(set(expressions)) != len(expressions):
         problems.add("method", "decorrelate", "a variable is repeated")
     return expressions
+
+
+def _check_map_variable(params: dict[str, Any], decorrelate: list[str], features: list[str],
+                        binned: Any, problems: _Problems) -> None:
+    """``decorrelation_map``: one decorrelate variable, a feature, so that the model reads it
+    from the features wherever it is applied (hepbdt apply, score trees, k folds); not with
+    a binned read, whose codes give the variable's bin, not its value."""
+    if params.get("decorrelation_map") is None or not decorrelate:
+        return
+    if binned is not False:
+        problems.add(None, "binned", "decorrelation_map = \"ddt\" needs the decorrelation "
+                     "variable's values, which a binned read replaces by its bins; remove binned")
+    if len(decorrelate) != 1 or decorrelate[0] not in features:
+        problems.add("method", "decorrelate", "decorrelation_map = \"ddt\" maps the score "
+                     "along one variable that must also be a feature (the model reads it from "
+                     f"the features when applied); got decorrelate = {decorrelate}, features "
+                     f"= {features}")
 
 
 def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],

@@ -299,6 +299,12 @@ class _AdaBoostRun:
                                / self.total0)
         return self.train_loss[-1]
 
+    def score(self) -> np.ndarray:
+        """The ensemble's score of every training event, as the forest computes it."""
+        if self.variant == "realadaboost":
+            return self.ensemble
+        return self.ensemble / self.weight_sum if self.weight_sum != 0 else self.ensemble
+
     def reweight(self, factor: np.ndarray | None, it: int) -> None:
         """Multiply the event weights by ``factor``, renormalised to their initial total."""
         if factor is None:
@@ -380,7 +386,20 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
                            _sample_mode(variant, subsample, subsample_mode), colsample_bytree,
                            colsample_bylevel, colsample_bynode, max_leaves)
     progress = Progress(n_trees, "training", enabled=True if verbose else None, unit="trees")
-    stopped = None
+    stopped = boost_trees(run, options, n_trees, rng, progress)
+    progress.moveto(n_trees)
+    progress.close()
+    return run.result(criterion_name, stopped)
+
+
+def boost_trees(run: _AdaBoostRun, options: _TreeOptions, n_trees: int,
+                rng: np.random.Generator, progress: Progress, done: int = 0,
+                uniformity: Any = None) -> str | None:
+    """The AdaBoost loop: up to ``n_trees`` trees added to ``run``; the reason it stopped
+    early, or None. ``done`` trees of the progress bar are already counted. ``uniformity``
+    (uBoost, :mod:`.uboost`) measures the ensemble after each tree is added
+    (``measure(run)``) and multiplies its factor into the weights after AdaBoost's
+    reweighting (``apply(run, it)``)."""
     for it in range(n_trees):
         try:
             tree, w_eff, total_eff = run.grow(options, rng, it)
@@ -390,11 +409,12 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
                 continue
             tree_weight, factor = weighed
             error = run.add(tree, value, purity, h, tree_weight)
-            progress.moveto(it + 1, f"error {error:.4g}")
+            progress.moveto(done + it + 1, f"error {error:.4g}")
+            if uniformity is not None:
+                uniformity.measure(run)
             run.reweight(factor, it)
+            if uniformity is not None:
+                uniformity.apply(run, it)
         except _Stop as stop:
-            stopped = str(stop)
-            break
-    progress.moveto(n_trees)
-    progress.close()
-    return run.result(criterion_name, stopped)
+            return str(stop)
+    return None

@@ -57,7 +57,7 @@ from .losses import Loss
 __all__ = ["DECORRELATION_METHODS", "DECORRELATION_TARGETS", "FlatnessLoss", "flatness_bins",
            "check_decorrelate"]
 
-DECORRELATION_METHODS = ("flatness",)
+DECORRELATION_METHODS = ("flatness", "uboost")  # uboost: boosting/uboost.py
 DECORRELATION_TARGETS = ("background", "signal", "both")
 MAX_DECORRELATION_COLUMNS = 3
 MAX_CELLS = 100_000  # bins ** columns

@@ -93,6 +93,8 @@ class _DaskMixin:
                    "min_child_weight")
         if getattr(self, "decorrelation", None) is not None:
             refuse("decorrelation", "the flatness loss is not distributed yet")
+        if getattr(self, "decorrelation_map", None) is not None:
+            refuse("decorrelation_map", "the DDT map is not distributed yet")
         if getattr(self, "sig_to_bkg_fraction", None) not in (None, "auto"):
             refuse("sig_to_bkg_fraction", "scale the weights before fitting")
         loss = self._make_loss()

@@ -106,13 +106,35 @@ def _check_fitted(model: Any, what: str | None = None) -> Forest:
     if not isinstance(forest, Forest):
         raise TypeError(f"expected a fitted hepbdt BDTClassifier or BDTRegressor, got "
                         f"{type(model).__name__} (call fit, load_model or from_tmva_xml first)")
+    refuse_uboost(forest, what or "the TMVA XML export")
     if what is not None:
         check_one_score(forest, what)
     return forest
 
 
+def refuse_uboost(forest: Forest, what: str) -> None:
+    """ValueError for a uBoost forest or a quantile-mapped one (decorrelation_map), whose
+    score no export format expresses."""
+    if forest.aggregation == "uboost":
+        steps = len(forest.extra.get("uboost", {}).get("step_trees", []))
+        raise ValueError(f"{what} cannot write a uBoost model (decorrelation='uboost'): its "
+                         f"score averages the smoothed cut decisions of {steps} AdaBoost "
+                         "ensembles, which TMVA XML, ONNX and C++ headers do not express. Save "
+                         "it with save() (hepbdt's JSON model) and apply it with load_model or "
+                         "hepbdt apply; to export, train with decorrelation='flatness' "
+                         "(boosting='gradient' or 'newton')")
+    if "decorrelation_map" in forest.extra:
+        raise ValueError(f"{what} cannot write a model with decorrelation_map='ddt': its score "
+                         "is the trees' score mapped through a quantile table in bins of the "
+                         "decorrelation variable, which the file would leave out (a silently "
+                         "different score). Save it with save() (hepbdt's JSON model) and apply "
+                         "it with load_model or hepbdt apply; to export, train without "
+                         "decorrelation_map (decorrelation='flatness' exports)")
+
+
 def check_one_score(forest: Forest, what: str) -> None:
-    """ValueError for a multi-class forest, which ``what`` cannot write yet."""
+    """ValueError for a multi-class, uBoost or mapped forest, which ``what`` cannot write yet."""
+    refuse_uboost(forest, what)
     if forest.n_classes > 1:
         raise ValueError(f"{what} writes two-class and regression models; this model has "
                          f"{forest.n_classes} classes (save it with save(), hepbdt's JSON "

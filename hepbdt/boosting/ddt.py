@@ -1,0 +1,80 @@
+"""A designed decorrelated tagger (DDT): the score mapped through a class's score CDF in bins
+of one decorrelation variable, after the fit.
+
+:func:`fit_quantile_map` takes the trained model's scores of the target class's training
+events and, in equal-weight bins of the variable m (``DDT_EVENTS_PER_BIN`` events a bin, at
+least 2 and at most ``MAX_DDT_BINS`` bins), the weighted quantiles of the score at the
+levels ``LEVELS`` (finer towards 1, where the cuts of a tagger are). :func:`apply_quantile_map`
+gives each event F = the class's score CDF at its score, read in the two bins whose
+centres (weighted mean m) bracket its m and interpolated linearly in m between them (the
+first or last bin's CDF outside the centres). A cut F > c then keeps a fraction 1 - c of
+the class in every region of m (up to the statistics of the bins), so the class's mass
+shape is not sculpted, whatever the booster learned: the map works on top of any model,
+the flatness loss and uBoost included. Scores above a bin's top level map to 1.
+
+The map is data (lists of floats, JSON-ready), kept in ``forest.extra["decorrelation_map"]``;
+predicting needs m for every event. Nothing here knows about estimators or files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._util import weighted_quantile
+
+__all__ = ["DDT_EVENTS_PER_BIN", "LEVELS", "MAX_DDT_BINS", "apply_quantile_map",
+           "fit_quantile_map"]
+
+DDT_EVENTS_PER_BIN = 250
+MAX_DDT_BINS = 100
+LEVELS = np.unique(np.round(np.r_[np.linspace(0.0, 1.0, 101),
+                                  1.0 - np.geomspace(1e-3, 0.1, 41)], 12))
+
+
+def fit_quantile_map(score: NDArray, m: NDArray, w: NDArray, feature: int | None
+                     ) -> dict[str, Any]:
+    """The map of the target class's events: ``score``, ``m`` (float64 (n,)) and weights
+    ``w``; ``feature`` the column of X that holds m (None: m is given at predict time).
+    Returns the JSON-ready map: method, feature, centres (B,), levels (L,), quantiles (B, L)."""
+    score, m, w = (np.asarray(a, np.float64) for a in (score, m, w))
+    if score.size < 2 * 10:
+        raise ValueError(f"decorrelation_map='ddt' needs the target class's events to fit the "
+                         f"map; {score.size} are too few (at least 20)")
+    n_bins = int(np.clip(score.size // DDT_EVENTS_PER_BIN, 2, MAX_DDT_BINS))
+    edges = np.unique(np.atleast_1d(weighted_quantile(m, w, np.arange(1, n_bins) / n_bins)))
+    cell = np.searchsorted(edges, m, side="left")
+    centres, quantiles = [], []
+    for c in range(edges.size + 1):
+        inside = cell == c
+        a = np.abs(w[inside])
+        if not (inside.sum() >= 2 and a.sum() > 0):
+            continue
+        q = np.asarray(weighted_quantile(score[inside], w[inside], LEVELS), np.float64)
+        quantiles.append(np.maximum.accumulate(q).tolist())
+        centres.append(float(np.sum(a * m[inside]) / a.sum()))
+    return {"method": "ddt", "feature": feature, "centres": centres,
+            "levels": LEVELS.tolist(), "quantiles": quantiles}
+
+
+def apply_quantile_map(spec: dict[str, Any], score: NDArray, m: NDArray) -> NDArray:
+    """F in [0, 1] of each event (float64 (n,)): the CDF of the map's class at ``score``,
+    interpolated in ``m`` between the two nearest bin centres (module docstring)."""
+    score = np.asarray(score, np.float64)
+    m = np.asarray(m, np.float64)
+    centres = np.asarray(spec["centres"], np.float64)
+    levels = np.asarray(spec["levels"], np.float64)
+    quantiles = np.asarray(spec["quantiles"], np.float64)
+    if centres.size == 1:
+        return np.interp(score, quantiles[0], levels)
+    lower = np.clip(np.searchsorted(centres, m, side="right") - 1, 0, centres.size - 2)
+    t = np.clip((m - centres[lower]) / (centres[lower + 1] - centres[lower]), 0.0, 1.0)
+    out = np.empty(score.size)
+    for j in np.unique(lower):
+        rows = np.flatnonzero(lower == j)
+        below = np.interp(score[rows], quantiles[j], levels)
+        above = np.interp(score[rows], quantiles[j + 1], levels)
+        out[rows] = (1.0 - t[rows]) * below + t[rows] * above
+    return out

@@ -1,0 +1,176 @@
+"""The post-fit quantile map (decorrelation_map="ddt"): the map against a brute force, a
+flat background efficiency on the toy, the mass read from X or refused, the model file
+round trip, hepbdt apply, the exports' refusals and the option errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import uproot
+
+from hepbdt import BDTClassifier
+from hepbdt.binned import BinnedMatrix
+from hepbdt.boosting.ddt import LEVELS, apply_quantile_map, fit_quantile_map
+from hepbdt.demo_data import sculpting_arrays
+from hepbdt.evaluation import decorrelation_measures
+from hepbdt.model import Forest, ModelFormatError
+from hepbdt.persistence import load_model
+from hepbdt.scoring import apply
+
+FEATURES = ["mjj", "tau21", "balance", "width", "noise"]
+
+
+def _toy(n_signal, n_background, seed, features=FEATURES):
+    a = sculpting_arrays(n_signal, n_background, seed=seed)
+    return (np.column_stack([a[f] for f in features]), a["label"], a["weight"],
+            a["mjj"].astype(np.float64))
+
+
+def test_map_matches_brute_force():
+    rng = np.random.default_rng(2)
+    n = 1200
+    m = rng.uniform(50, 250, n)
+    w = rng.uniform(0.5, 1.5, n)
+    score = rng.normal(size=n) + 0.01 * m
+    spec = fit_quantile_map(score, m, w, None)
+    assert len(spec["centres"]) == 4  # 1200 events, 250 a bin
+    # bins: weighted quartiles of m; each bin's quantiles: the first score reaching q
+    order = np.argsort(m)
+    cumulative = np.cumsum(w[order])
+    edges = [m[order][np.argmax(cumulative >= q * w.sum())] for q in (0.25, 0.5, 0.75)]
+    cell = np.searchsorted(edges, m, side="left")
+    for c in range(4):
+        inside = cell == c
+        s_order = np.argsort(score[inside])
+        s_cumulative = np.cumsum(w[inside][s_order])
+        expected = [score[inside][s_order][np.argmax(s_cumulative >= min(q, 1 - 1e-12) * w[inside].sum())]
+                    for q in LEVELS]
+        np.testing.assert_allclose(spec["quantiles"][c], expected, rtol=0, atol=0)
+        assert spec["centres"][c] == pytest.approx(np.average(m[inside], weights=w[inside]))
+    # F: the bins' CDFs (linear between quantiles) mixed linearly in m between centres
+    probe_m = np.array([spec["centres"][1], 0.7 * spec["centres"][1] + 0.3 * spec["centres"][2],
+                        10.0, 400.0])
+    probe_s = np.array([0.3, 1.2, -0.5, 2.0])
+    cdf = [np.interp(probe_s, spec["quantiles"][c], LEVELS) for c in range(4)]
+    expected = [cdf[1][0], 0.7 * cdf[1][1] + 0.3 * cdf[2][1], cdf[0][2], cdf[3][3]]
+    np.testing.assert_allclose(apply_quantile_map(spec, probe_s, probe_m), expected, rtol=1e-12)
+
+
+def test_flat_background_efficiency_on_the_toy():
+    X, y, w, m = _toy(6000, 12000, 1)
+    Xt, yt, wt, mt = _toy(6000, 12000, 2)
+    options = dict(n_trees=40, max_depth=3, random_state=0, decorrelation="flatness")
+    flat = BDTClassifier(**options).fit(X, y, w, decorrelate=m)
+    mapped = BDTClassifier(decorrelation_map="ddt", **options).fit(X, y, w, decorrelate=m)
+    np.testing.assert_array_equal(flat.forest_.value, mapped.forest_.value)  # the same trees
+    assert mapped.forest_.extra["decorrelation_map"]["feature"] == 0  # mjj is column 0
+    score = mapped.decision_function(Xt)
+    assert score.min() >= 0 and score.max() <= 1
+    background = yt == 0
+    quarter = np.searchsorted(np.quantile(mt[background], [0.25, 0.5, 0.75]), mt)
+    for cut in (0.5, 0.9):  # the same background efficiency in every mass quarter
+        efficiency = [wt[region & (score > cut)].sum() / wt[region].sum()
+                      for region in (background & (quarter == q) for q in range(4))]
+        # about 1 - cut: the map is of the training events' scores, and the test events'
+        # background scores lie a little higher (overtraining), in every quarter alike
+        assert np.mean(efficiency) == pytest.approx(1 - cut, rel=0.15)
+        assert max(efficiency) - min(efficiency) < 0.35 * np.mean(efficiency)
+    bins = np.linspace(mt.min(), mt.max(), 51)
+    before = decorrelation_measures(flat.decision_function(Xt), yt, mt, wt, (0.5,), bins)
+    after = decorrelation_measures(score, yt, mt, wt, (0.5,), bins)
+    assert after.at(0.5)[1] > 2 * before.at(0.5)[1]
+    assert after.at(0.5)[0] > 5
+
+
+def test_mass_from_x_or_given_or_refused(tmp_path):
+    X, y, w, m = _toy(1500, 3000, 1)
+    inside = BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt").fit(
+        X, y, w, decorrelate=m)
+    np.testing.assert_array_equal(inside.decision_function(X),
+                                  inside.decision_function(X, decorrelate=m))
+    staged = list(inside.staged_predict_proba(X))
+    np.testing.assert_array_equal(staged[-1], inside.predict_proba(X))
+    np.testing.assert_array_equal(inside.predict_proba(X)[:, 1], inside.decision_function(X))
+    binned = BinnedMatrix.from_features(X.astype(np.float32), inside.bin_edges_)
+    with pytest.raises(ValueError, match="X is binned"):
+        inside.decision_function(binned)
+    np.testing.assert_allclose(inside.decision_function(binned, decorrelate=m),
+                               inside.decision_function(X))
+    outside = BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt").fit(
+        X[:, 1:], y, w, decorrelate=m)
+    assert outside.forest_.extra["decorrelation_map"]["feature"] is None
+    for call in (outside.decision_function, outside.predict_proba, outside.predict,
+                 lambda x: next(outside.staged_decision_function(x))):
+        with pytest.raises(ValueError, match="not one of its features.*decorrelate=m"):
+            call(X[:, 1:])
+    path = tmp_path / "outside.json"
+    outside.save(path)
+    loaded = load_model(path)
+    np.testing.assert_array_equal(loaded.decision_function(X[:, 1:], decorrelate=m),
+                                  outside.decision_function(X[:, 1:], decorrelate=m))
+    plain = BDTClassifier(n_trees=3, max_depth=2).fit(X, y, w)
+    with pytest.raises(ValueError, match="drop decorrelate"):
+        plain.decision_function(X, decorrelate=m)
+
+
+def _ntuple(path, X, names):
+    with uproot.recreate(path) as file:
+        file["Events"] = {n: X[:, j].astype(np.float32) for j, n in enumerate(names)}
+
+
+def test_apply_reads_the_mass_from_the_features_or_refuses(tmp_path):
+    X, y, w, m = _toy(1000, 2000, 1)
+    data = tmp_path / "events.root"
+    _ntuple(data, X, FEATURES)
+    names = {"inside": FEATURES, "outside": FEATURES[1:]}
+    for name, features in names.items():
+        columns = [FEATURES.index(f) for f in features]
+        frame = pd.DataFrame(X[:, columns], columns=features)  # named: apply reads them
+        model = BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt")
+        model.fit(frame, y, w, decorrelate=m)
+        path = tmp_path / f"{name}.json"
+        model.save(path)
+        if name == "inside":
+            apply(path, data, tmp_path / "scores.root", tree="Events")
+            with uproot.open(tmp_path / "scores.root") as file:
+                got = file["Events"]["bdt_score"].array(library="np")
+            np.testing.assert_allclose(got, model.decision_function(frame), rtol=1e-12)
+        else:
+            with pytest.raises(ValueError, match="not one of its features"):
+                apply(path, data, tmp_path / "refused.root", tree="Events")
+            assert not (tmp_path / "refused.root").exists()
+
+
+def test_exports_refuse_and_a_broken_map_is_refused(tmp_path):
+    X, y, w, m = _toy(500, 1000, 1)
+    model = BDTClassifier(n_trees=5, max_depth=2, decorrelation_map="ddt").fit(
+        X, y, w, decorrelate=m)
+    for export in (lambda: model.save_tmva(tmp_path / "m.xml"),
+                   lambda: model.save_onnx(tmp_path / "m.onnx"),
+                   lambda: model.save_cpp(tmp_path / "m.h")):
+        with pytest.raises(ValueError, match="decorrelation_map='ddt'.*save\\(\\)"):
+            export()
+    doc = model.forest_.to_dict()
+    for key, value in (("feature", 9), ("centres", [2.0, 1.0]), ("levels", [0.5, 0.2]),
+                       ("quantiles", [[0.0]])):
+        broken = json.loads(json.dumps(doc))
+        broken["extra"]["decorrelation_map"][key] = value
+        with pytest.raises(ModelFormatError, match="decorrelation_map"):
+            Forest.from_dict(broken)
+
+
+@pytest.mark.parametrize("options,decorrelate,match", [
+    ({"decorrelation_map": "quantile"}, "m", r"expected None or 'ddt'"),
+    ({"decorrelation_map": "ddt", "decorrelation_target": "both"}, "m",
+     r"one of \('background', 'signal'\)"),
+    ({"decorrelation_map": "ddt"}, "two", "along one variable"),
+    ({"decorrelation_map": "ddt"}, None, "needs the variable"),
+])
+def test_bad_map_options_are_refused(options, decorrelate, match):
+    X, y, w, m = _toy(200, 300, 1)
+    values = {"m": m, "two": np.column_stack([m, m]), None: None}
+    with pytest.raises(ValueError, match=match):
+        BDTClassifier(n_trees=3, **options).fit(X, y, w, decorrelate=values[decorrelate])
