@@ -33,7 +33,7 @@ from hepbdt.evaluation.decorrelation import DecorrelationMeasures
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
 from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
-from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, weighted_correlation
+from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, weighted_correlations
 
 __all__ = [
     "experiment_label",
@@ -436,22 +436,23 @@ def plot_correlation_matrices(
     ``MAX_ANNOTATED_VARIABLES`` variables the values are written in the cells; beyond, the
     colour scale alone shows them.
     """
-    data = np.asarray(X, dtype=np.float64)
-    w = check_weights(sample_weight, data.shape[0])
-    names = list(feature_names) if feature_names is not None else [
-        f"x{i}" for i in range(data.shape[1])]
+    if not hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block
+        X = np.asarray(X)
+    n, m = X.shape[0], X.shape[-1]
+    names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(m)]
     if y is None:
-        panels = [("Correlation (all events)", np.ones(data.shape[0], dtype=bool))]
+        titles = ["Correlation (all events)"]
+        matrices = weighted_correlations(X, sample_weight)
     else:
-        is_signal, _, _ = check_classification(y, np.zeros(data.shape[0]), None)
-        panels = [("Correlation (signal)", is_signal),
-                  ("Correlation (background)", ~is_signal)]
+        is_signal, _, _ = check_classification(y, np.zeros(n), None)
+        titles = ["Correlation (signal)", "Correlation (background)"]
+        background, signal = weighted_correlations(X, sample_weight, is_signal, 2)
+        matrices = [signal, background]
     side = min(14.0, max(7.0, 0.5 * len(names) + 3))  # beyond ~20 variables: no numbers
-    fig = Figure(figsize=(side * len(panels) + 1, side))
-    for k, (title, mask) in enumerate(panels, start=1):
-        ax = fig.add_subplot(1, len(panels), k)
-        _draw_matrix(fig, ax, weighted_correlation(data[mask], w[mask]), names, title,
-                     0.7 * side * 72 / max(1, len(names)))
+    fig = Figure(figsize=(side * len(titles) + 1, side))
+    for k, (title, matrix) in enumerate(zip(titles, matrices, strict=True), start=1):
+        ax = fig.add_subplot(1, len(titles), k)
+        _draw_matrix(fig, ax, matrix, names, title, 0.7 * side * 72 / max(1, len(names)))
     return fig
 
 

@@ -151,3 +151,26 @@ def test_weighted_correlation():
     Xs[2000:, 2] = -Xs[2000:, 0]
     sig, bkg = correlation_matrices(Xs, y)
     assert abs(sig[0, 2]) < 0.1 and bkg[0, 2] == pytest.approx(-1.0)
+
+
+def test_correlations_block_by_block_match_numpy_and_binned(monkeypatch):
+    import hepbdt.evaluation.ranking as ranking
+    from hepbdt.binned import BinnedMatrix
+
+    monkeypatch.setattr(ranking, "CORRELATION_BLOCK", 1000)  # many blocks, the last partial
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4321, 3)).astype(np.float32)
+    X[:, 1] += X[:, 0]
+    y = (rng.random(4321) < 0.4).astype(int)
+    k = rng.integers(1, 4, 4321)
+    sig, bkg = correlation_matrices(X, y, k)
+    for matrix, mask in ((sig, y == 1), (bkg, y == 0)):
+        reference = np.corrcoef(np.repeat(X[mask].astype(np.float64), k[mask], axis=0),
+                                rowvar=False)
+        np.testing.assert_allclose(matrix, reference, atol=1e-12)
+    edges = [np.quantile(X[:, j], np.linspace(0.01, 0.99, 40)).astype(np.float32)
+             for j in range(3)]
+    binned = BinnedMatrix.from_features(X, edges)
+    np.testing.assert_allclose(weighted_correlation(binned, k),
+                               np.corrcoef(np.repeat(np.asarray(binned, np.float64), k, axis=0),
+                                           rowvar=False), atol=1e-12)

@@ -24,6 +24,7 @@ __all__ = [
     "permutation_importance",
     "tmva_importance",
     "weighted_correlation",
+    "weighted_correlations",
 ]
 
 
@@ -211,21 +212,62 @@ def permutation_importance(
     )
 
 
-def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
-    """Weighted linear (Pearson) correlation matrix of the columns of X, shape (m, m).
+CORRELATION_BLOCK = 1 << 16  # events converted to float64 at once (memory stays bounded)
+
+
+def _float_rows(X: Any) -> tuple[Any, int, int]:
+    """X in a form whose row blocks ``_block`` converts one at a time: (X, n, m)."""
+    from hepbdt.binned import BinnedMatrix
+
+    if not isinstance(X, np.ndarray | BinnedMatrix):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    return X, X.shape[0], X.shape[1]
+
+
+def _blocks(X: Any, n: int, *per_event: np.ndarray):
+    """Each block of CORRELATION_BLOCK events: its rows of X as float64 (a BinnedMatrix's
+    representative values), then the same rows of each per-event array."""
+    for a in range(0, n, CORRELATION_BLOCK):
+        b = a + CORRELATION_BLOCK
+        rows = X[a:b].astype(np.float64) if isinstance(X, np.ndarray) else \
+            X.to_features(a, b).astype(np.float64)
+        yield (rows, *(v[a:b] for v in per_event))
+
+
+def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
+                          n_groups: int = 1) -> list[np.ndarray]:
+    """Weighted linear (Pearson) correlation matrices (m, m) of the columns of X, one for
+    each group of events (``groups``: (n,) integers in [0, n_groups); one group of every
+    event when None), in two passes over blocks of CORRELATION_BLOCK events, so that the
+    memory is a block's whatever the sample (a BinnedMatrix gives its representative
+    values).
 
     Means and covariances use the signed weights; a column without spread gives NaN
-    entries (1 on the diagonal).
+    entries (1 on the diagonal). A group of zero total weight raises ValueError.
     """
-    data = np.asarray(X, dtype=np.float64)
-    if data.ndim != 2:
-        raise ValueError(f"X must be 2-d (events x features), got shape {data.shape}")
-    w = check_weights(sample_weight, data.shape[0])
-    total = w.sum()
-    if total == 0:
+    X, n, m = _float_rows(X)
+    w = check_weights(sample_weight, n)
+    g = np.zeros(n, np.int64) if groups is None else np.asarray(groups).astype(np.int64)
+    totals = np.bincount(g, weights=w, minlength=n_groups)
+    if np.any(totals == 0):
         raise ValueError("weighted_correlation needs a non-zero total weight")
-    centred = data - (w @ data) / total
-    cov = (centred * w[:, None]).T @ centred / total
+    sums = np.zeros((n_groups, m))
+    for rows, wb, gb in _blocks(X, n, w, g):
+        for k in range(n_groups):
+            sums[k] += wb[gb == k] @ rows[gb == k]
+    means = sums / totals[:, None]
+    cov = np.zeros((n_groups, m, m))
+    for rows, wb, gb in _blocks(X, n, w, g):
+        for k in range(n_groups):
+            centred = rows[gb == k] - means[k]
+            cov[k] += (centred * wb[gb == k][:, None]).T @ centred
+    return [_correlation(cov[k] / totals[k]) for k in range(n_groups)]
+
+
+def _correlation(cov: np.ndarray) -> np.ndarray:
+    """The correlation matrix of a covariance matrix (NaN where a variance is zero)."""
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = cov / np.outer(std, std)
@@ -234,11 +276,17 @@ def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
     return corr
 
 
+def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
+    """Weighted linear (Pearson) correlation matrix of the columns of X, shape (m, m).
+
+    Means and covariances use the signed weights; a column without spread gives NaN
+    entries (1 on the diagonal). Computed block by block (``weighted_correlations``).
+    """
+    return weighted_correlations(X, sample_weight)[0]
+
+
 def correlation_matrices(X: Any, y: Any, sample_weight: Any = None
                          ) -> tuple[np.ndarray, np.ndarray]:
     """Weighted correlation matrices (signal, background) of the features."""
-    data = np.asarray(X, dtype=np.float64)
-    is_signal = check_labels(y)
-    w = check_weights(sample_weight, data.shape[0])
-    return (weighted_correlation(data[is_signal], w[is_signal]),
-            weighted_correlation(data[~is_signal], w[~is_signal]))
+    background, signal = weighted_correlations(X, sample_weight, check_labels(y), 2)
+    return signal, background
