@@ -174,3 +174,21 @@ def test_correlations_block_by_block_match_numpy_and_binned(monkeypatch):
     np.testing.assert_allclose(weighted_correlation(binned, k),
                                np.corrcoef(np.repeat(np.asarray(binned, np.float64), k, axis=0),
                                            rowvar=False), atol=1e-12)
+
+
+def test_permutation_importance_of_binned_events_equals_their_values():
+    from hepbdt import BDTClassifier
+    from hepbdt.binned import BinnedMatrix
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * X[:, 1] + rng.normal(size=3000) > 0).astype(int)
+    binned = BinnedMatrix.from_features(X, [np.quantile(X[:, j], np.linspace(0.02, 0.98, 30))
+                                            for j in range(3)])
+    model = BDTClassifier(n_trees=20, max_depth=3).fit(binned, y)
+    codes = binned.codes.copy()
+    by_codes = permutation_importance(model, binned, y, n_repeats=2, random_state=3)
+    by_values = permutation_importance(model, np.asarray(binned), y, n_repeats=2, random_state=3)
+    np.testing.assert_array_equal(by_codes.importances, by_values.importances)
+    assert by_codes.importances_mean[0] > by_codes.importances_mean[2]
+    np.testing.assert_array_equal(binned.codes, codes)  # the caller's codes are not shuffled

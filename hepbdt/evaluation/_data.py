@@ -57,7 +57,8 @@ def check_classification(
 
 def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                            list[str]]:
-    """Return (X, y, w, feature_names) from a Dataset-like object or an ``(X, y[, w])`` tuple."""
+    """Return (X, y, w, feature_names) from a Dataset-like object or an ``(X, y[, w])`` tuple
+    (X an array, or the BinnedMatrix given, which the models score block by block)."""
     if isinstance(data, Sequence) and not isinstance(data, str):
         if len(data) not in (2, 3):
             raise ValueError(f"{name} must be (X, y) or (X, y, w), got {len(data)} items")
@@ -73,8 +74,11 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
             f"{name} must be a Dataset (attributes X, y, w, feature_names) or a tuple "
             f"(X, y[, w]), got {type(data).__name__}"
         )
-    X = np.asarray(X)
-    if X.ndim != 2:
+    from hepbdt.binned import BinnedMatrix
+
+    if not isinstance(X, BinnedMatrix):  # binned stays codes: a float copy is 4x the memory
+        X = np.asarray(X)
+    if len(X.shape) != 2:
         raise ValueError(f"{name}.X must be 2-d (events x features), got shape {X.shape}")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:

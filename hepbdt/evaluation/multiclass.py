@@ -28,7 +28,7 @@ from hepbdt.evaluation.overtraining import (
     OvertrainingResult,
     overtraining_test,
 )
-from hepbdt.evaluation.ranking import PermutationImportance
+from hepbdt.evaluation.ranking import PermutationImportance, shuffleable_copy
 
 __all__ = [
     "ConfusionMatrix",
@@ -175,9 +175,7 @@ def per_class_permutation_importance(
     ``y`` holds class indices (columns of ``predict_proba``). One shuffle scores the events
     once for every class, so the K rankings share their shuffles (seeded by
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`)."""
-    X = np.array(X, dtype=np.float32, copy=True)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    X, columns = shuffleable_copy(X)
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     n, m = X.shape
@@ -191,11 +189,11 @@ def per_class_permutation_importance(
     baseline = evaluate(p)
     importances = np.empty((k, m, n_repeats))
     for f in range(m):
-        original = X[:, f].copy()
+        original = columns[:, f].copy()
         for r in range(n_repeats):
-            X[:, f] = original[rng.permutation(n)]
+            columns[:, f] = original[rng.permutation(n)]
             importances[:, f, r] = baseline - evaluate(np.asarray(model.predict_proba(X)))
-        X[:, f] = original
+        columns[:, f] = original
     if feature_names is None:
         feature_names = feature_names_of(model, m)
     return [PermutationImportance(feature_names=list(feature_names),

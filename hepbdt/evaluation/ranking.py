@@ -22,6 +22,7 @@ __all__ = [
     "PermutationImportance",
     "correlation_matrices",
     "permutation_importance",
+    "shuffleable_copy",
     "tmva_importance",
     "weighted_correlation",
     "weighted_correlations",
@@ -151,6 +152,20 @@ class PermutationImportance:
         return [(self.feature_names[i], float(self.importances_mean[i])) for i in self.order()]
 
 
+def shuffleable_copy(X: Any) -> tuple[Any, np.ndarray]:
+    """A copy of X whose columns a permutation test may shuffle, and the array holding them:
+    float32 features, or a BinnedMatrix's codes (one byte a value, not four)."""
+    from hepbdt.binned import BinnedMatrix
+
+    if isinstance(X, BinnedMatrix):
+        X = BinnedMatrix(X.codes.copy(), X.edges, X.feature_names, X.feature_definitions)
+        return X, X.codes
+    X = np.array(X, dtype=np.float32, copy=True)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    return X, X
+
+
 def permutation_importance(
     model: Any,
     X: Any,
@@ -167,9 +182,7 @@ def permutation_importance(
     Each feature is shuffled ``n_repeats`` times with a generator seeded by
     ``random_state``; the mean and standard deviation over repeats are returned.
     """
-    X = np.array(X, dtype=np.float32, copy=True)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
+    X, columns = shuffleable_copy(X)
     n, m = X.shape
     w = check_weights(sample_weight, n)
     classifier = is_classifier(model)
@@ -195,11 +208,11 @@ def permutation_importance(
     baseline = evaluate(X)
     importances = np.empty((m, n_repeats))
     for j in range(m):
-        original = X[:, j].copy()
+        original = columns[:, j].copy()
         for r in range(n_repeats):
-            X[:, j] = original[rng.permutation(n)]
+            columns[:, j] = original[rng.permutation(n)]
             importances[j, r] = sign * (baseline - evaluate(X))
-        X[:, j] = original
+        columns[:, j] = original
     if feature_names is None:
         feature_names = feature_names_of(model, m)
     return PermutationImportance(
