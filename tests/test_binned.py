@@ -341,23 +341,53 @@ def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, cap
     np.testing.assert_array_equal([score_of[e] for e in test["event"].tolist()], test["bdt_score"])
 
 
+def _wide_config(tmp_path: Path, outputs: bool) -> Path:
+    """A configuration of 2 x 300,000 events x 20 features (nothing is trained from it)."""
+    rng = np.random.default_rng(0)
+    for name in ("s", "b"):
+        with uproot.recreate(tmp_path / f"{name}.root") as f:
+            f["t"] = {f"x{j}": rng.normal(size=300_000).astype(np.float32) for j in range(20)}
+    path = tmp_path / f"wide_{outputs}.toml"
+    path.write_text(f"""
+tree = "t"
+features = {[f"x{j}" for j in range(20)]}
+[samples.signal]
+files = "{tmp_path / 's.root'}"
+label = "signal"
+[samples.bkg]
+files = "{tmp_path / 'b.root'}"
+label = "background"
+[output]
+report = {str(outputs).lower()}
+figures = {str(outputs).lower()}
+""")
+    return path
+
+
 def test_memory_too_small_is_an_error_before_training(tmp_path, capsys) -> None:
     from hepbdt.analysis import load_config
     from hepbdt.analysis.estimate import estimate, use_binned
     from hepbdt.cli import main
 
     out = tmp_path / "never"
-    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'"])
+    lean = _wide_config(tmp_path, outputs=False)
+    code = main(["train", str(lean), "--output", str(out), "--set", "memory='2 MB'"])
     err = capsys.readouterr().err
     assert code == 2 and not out.exists()
     assert err.startswith("hepbdt: error:") and "2.0 MB stated" in err and "binned = true" in err
-    code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "memory='2 MB'",
+    code = main(["train", str(lean), "--output", str(out), "--set", "memory='2 MB'",
                  "--set", "binned='auto'"])
     assert code == 2 and "even binned" in capsys.readouterr().err and not out.exists()
-    # "auto": binned when the float path would need more than half the memory
-    need = estimate(load_config(DEMO)).bytes
+    # the report and figures see float values: binned then needs more, and is not advised
+    full = _wide_config(tmp_path, outputs=True)
+    code = main(["train", str(full), "--output", str(out), "--set", "memory='2 MB'"])
+    err = capsys.readouterr().err
+    assert code == 2 and "binned would need about" in err and "binned = true" not in err
+    # "auto": binned when the float path would need more than half the memory and the
+    # binned path less than the float path
+    need = estimate(load_config(lean)).bytes
     for memory, binned in ((need * 4, False), (need, True)):
-        config = load_config(DEMO, [f"memory={memory}", "binned='auto'"])
-        assert use_binned(config) is binned
+        assert use_binned(load_config(lean, [f"memory={memory}", "binned='auto'"])) is binned
+    assert use_binned(load_config(full, [f"memory={need}", "binned='auto'"])) is False
     code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned='maybe'"])
     assert code == 2 and "binned" in capsys.readouterr().err

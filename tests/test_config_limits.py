@@ -265,12 +265,17 @@ def test_inf_message_gives_the_toml_spelling() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ['n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3',
-                                    "n_trees = 5\nmax_depth = 3"])
-def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str) -> None:
+@pytest.mark.parametrize("method,binned,outputs", [
+    ('n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3', False, False),
+    ("n_trees = 5\nmax_depth = 3", False, False),
+    ("n_trees = 5\nmax_depth = 3", True, False),
+    ("n_trees = 5\nmax_depth = 3", True, True)])
+def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str, binned: bool,
+                                                     outputs: bool) -> None:
     """``--check``'s memory figure (and the ``memory =`` refusal) is an upper bound: what
     ``hepbdt train`` allocates at its peak (``tracemalloc``: reading, splitting, fitting,
-    writing the score trees) stays below it, and not far below (within 2x)."""
+    writing the score trees, and with ``outputs`` the report and figures) stays below it,
+    and not far below (within 2x), for the float and the binned reads."""
     import tracemalloc
 
     import uproot
@@ -279,11 +284,12 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
     from hepbdt.analysis.workflow import train
 
     rng = np.random.default_rng(0)
-    n, m = 200_000, 12
+    n, m = (200_000, 12) if not outputs else (50_000, 28)
     for name, shift in (("s", 0.3), ("b", 0.0)):
         with uproot.recreate(tmp_path / f"{name}.root") as f:
             f["t"] = {f"x{j}": (rng.normal(size=n) + shift).astype(np.float32) for j in range(m)}
     (tmp_path / "a.toml").write_text(f"""
+binned = {str(binned).lower()}
 title = "memory"
 tree = "t"
 features = {[f"x{j}" for j in range(m)]}
@@ -299,8 +305,8 @@ train_fraction = 0.9
 {method}
 [output]
 directory = "{tmp_path / 'out'}"
-report = false
-figures = false
+report = {str(outputs).lower()}
+figures = {str(outputs).lower()}
 """)
     config = load_config(tmp_path / "a.toml")
     train(load_config(tmp_path / "a.toml"), progress=False)  # compiled outside the measurement
@@ -308,5 +314,7 @@ figures = false
     train(config, progress=False)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    need = estimate(config).bytes
+    e = estimate(config)
+    need = e.binned_bytes if binned else e.bytes
+    assert e.binned == binned
     assert peak < need < 2 * peak, (peak, need)

@@ -46,6 +46,13 @@ _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 24, 64
 # The bin edges are fitted on a sample of at most SUBSAMPLE_FOR_EDGES events, held twice
 # (the rows gathered, then each feature's column): 8 bytes per sampled event and feature.
 _EDGE_SAMPLE_BYTES = 8
+# The report and figures of a binned training (measured: 490 bytes an event at 400k x 28
+# with both, against 280 estimated without them): the score and ranking steps see each
+# set's representative float values (4 bytes a value) next to the codes, and a float copy
+# for the permutation test, plus the scores, curves and their sorts (about 64 bytes an event).
+_BINNED_OUTPUT_FEATURE_BYTES, _OUTPUT_EVENT_BYTES = 2 * _FEATURE_BYTES, 64
+# Per sampled event of the binned read's sketch besides its floats: its key and weight.
+_SKETCH_EVENT_BYTES = 16
 # Each class beyond the first of a multi-class fit: its float64 scores and two float32
 # channels in the fit (16), and its raw score and probability in the score trees (16).
 _CLASS_BYTES = 32
@@ -115,10 +122,16 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
                               + fit_bytes)
+    if config.output.report or config.output.figures:
+        binned_memory += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES)
+    # the read's edge sketch: up to twice SUBSAMPLE_FOR_EDGES events' floats, and a copy
+    binned_memory += min(events, 2 * SUBSAMPLE_FOR_EDGES) * (features * _EDGE_SAMPLE_BYTES
+                                                             + _SKETCH_EVENT_BYTES)
     if available_bytes is None:
         available_bytes = config.memory if config.memory is not None else available_memory()
     binned = config.binned is True or (config.binned == "auto" and available_bytes is not None
-                                       and memory > _AUTO_BINNED_SHARE * available_bytes)
+                                       and memory > _AUTO_BINNED_SHARE * available_bytes
+                                       and binned_memory < memory)
     return Estimate(events, features, trees, growth_text(model.get_params()), folds,
                     seconds, int(memory), available_bytes, model.n_trees == "auto",
                     int(binned_memory), binned)
@@ -144,9 +157,11 @@ def check_memory(config: AnalysisConfig) -> None:
         return
     head = (f"{config.path}: memory: training {e.events:,} events (entries before cuts) x "
             f"{e.features} features needs about {_size(need)}")
-    if e.binned:
-        advice = ("even binned (one byte per event and feature); select fewer events (cuts), "
-                  "features or folds, or state more memory")
+    if e.binned or e.binned_bytes >= need:
+        how = ("even binned (one byte per event and feature)" if e.binned else
+               f"as float32 features (binned would need about {_size(e.binned_bytes)}: its edge "
+               "sketch and report are fixed costs that only pay off on large samples)")
+        advice = f"{how}; select fewer events (cuts), features or folds, or state more memory"
     else:
         advice = (f"as float32 features; set binned = true (or \"auto\") at the top of the "
                   f"configuration to read them as one-byte bin codes: about "
