@@ -685,7 +685,22 @@ class _BDTBase(SklearnProtocol):
             return self.forest_.raw_score(X)
 
     def _staged_raw(self, X):
+        if isinstance(X, BinnedMatrix):
+            X = self._binned_input(X)
+            if self._grown_on(X):  # the trees' own bins: scored from the codes (1 byte a value)
+                yield from self.forest_.staged_raw_score_codes(np.ascontiguousarray(X.codes.T))
+                return
+            X = X.to_features()
         yield from self.forest_.staged_raw_score(self._input(X))
+
+    def _grown_on(self, X: BinnedMatrix) -> bool:
+        """Whether X (in the model's feature order) has the bins the trees were grown on, so
+        that its codes answer their ``bin_threshold`` splits."""
+        edges = getattr(self, "bin_edges_", None)
+        return (edges is not None and self.forest_.aggregation in ("sum", "weighted_mean")
+                and len(edges) == len(X.edges)
+                and all(np.array_equal(np.asarray(a, np.float32), b)
+                        for a, b in zip(edges, X.edges, strict=True)))
 
     @property
     def feature_importances_(self) -> np.ndarray:

@@ -32,6 +32,7 @@ from .engine.predict import (
     DenseForest,
     dense_fits,
     node_depths,
+    predict_binned,
     predict_per_tree,
     predict_raw,
 )
@@ -276,11 +277,30 @@ class Forest:
             for t in range(1, self.n_trees + 1):
                 yield _weighted_median_score(per_tree[:, :t], self.tree_weights[:t])
             return
-        running = np.zeros(X.shape[0])
-        total = 0.0
         dense = self.dense()
+        yield from self._staged_sums(
+            X.shape[0], lambda t, out: predict_raw(X, self, t, t + 1, out=out, dense=dense))
+
+    def staged_raw_score_codes(self, codes: np.ndarray):
+        """``staged_raw_score`` of events given as bin codes, (m, n) uint8 feature-major, of
+        the bins the trees were grown on (``bin_threshold``; the forest's own training
+        bins): the same scores, bit for bit, without the events' float values. Forests of
+        one score aggregated by "sum" or "weighted_mean"."""
+        self._single_score("staged_raw_score_codes")
+        if self.aggregation not in ("sum", "weighted_mean"):
+            raise ValueError(f"staged scores from codes: not for aggregation {self.aggregation!r}")
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        yield from self._staged_sums(codes.shape[1], lambda t, out: predict_binned(
+            codes, self.feature, self.bin_threshold, self.left, self.right, self.missing_left,
+            self.value, self.tree_offsets[t:t + 2], self.tree_weights[t:t + 1], out))
+
+    def _staged_sums(self, n: int, add_tree):
+        """The running score of n events after each tree, ``add_tree(t, out)`` adding tree t's
+        weighted leaf values to ``out``."""
+        running = np.zeros(n)
+        total = 0.0
         for t in range(self.n_trees):
-            predict_raw(X, self, t, t + 1, out=running, dense=dense)
+            add_tree(t, running)
             total += self.tree_weights[t]
             if self.aggregation == "weighted_mean":
                 yield running / total if total != 0 else running.copy()

@@ -391,3 +391,23 @@ def test_memory_too_small_is_an_error_before_training(tmp_path, capsys) -> None:
     assert use_binned(load_config(full, [f"memory={need}", "binned='auto'"])) is False
     code = main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned='maybe'"])
     assert code == 2 and "binned" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "adaboost"])
+def test_staged_scores_of_codes_equal_those_of_their_values(boosting) -> None:
+    """The learning curve's staged scores read a BinnedMatrix of the model's own bins from
+    its codes (no float copy): the same numbers, bit for bit, as from the values; a matrix
+    of other bins goes through its values."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4000, 4)).astype(np.float32)
+    X[rng.random(4000) < 0.05, 1] = np.nan
+    y = (X[:, 0] + np.nan_to_num(X[:, 1]) + rng.normal(size=4000) > 0).astype(int)
+    model = BDTClassifier(boosting=boosting, n_trees=12, max_depth=3).fit(X, y)
+    own = BinnedMatrix.from_features(X, model.bin_edges_)
+    coarse = BinnedMatrix.from_features(X, [e[::2] for e in model.bin_edges_])
+    assert model._grown_on(own) and not model._grown_on(coarse)
+    by_values = list(model.staged_decision_function(np.asarray(own)))
+    assert len(by_values) == 12
+    for staged in model.staged_decision_function(own), model.staged_decision_function(X):
+        for a, b in zip(staged, by_values, strict=True):
+            np.testing.assert_array_equal(a, b)

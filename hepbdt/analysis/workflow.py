@@ -71,7 +71,9 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
             _check_classes(config, data, "the selected events")
         start = time.perf_counter()
         fit = _fit_kfold if config.split.kfold else _fit_split
-        result = fit(config, data, echo)
+        handoff = [data]  # the fit takes the only reference: a split lets the whole sample go
+        del data
+        result = fit(config, handoff, echo)
         timings["train"] = time.perf_counter() - start
         _say(echo, f"trained in {timings['train']:.1f} s")
         result.timings = timings
@@ -229,15 +231,18 @@ def _score(model: Any, X: np.ndarray) -> np.ndarray:
     return model_scores(model, X)
 
 
-def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
-    """One model on the training part of a train/test split."""
+def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> TrainResult:
+    """One model on the training part of a train/test split of the sample in ``handoff``
+    (taken from it, and let go once split: the two parts hold every event)."""
     split = config.split
+    data = handoff.pop()
     try:
         train_set, test_set = data.split(split.mode, split.train_fraction, split.seed,
                                          norm=split.norm)
     except ValueError as exc:  # e.g. a class left without events or weight
         raise TrainingError(f"splitting {len(data):,} events ({split.mode}, train_fraction "
                             f"{split.train_fraction:g}): {exc}") from exc
+    del data
     _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
     for name, part in (("training", train_set), ("test", test_set)):
         _check_classes(config, part, f"the {name} sample")
@@ -249,8 +254,10 @@ def _fit_split(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult
                        test_decorrelate=m_test)
 
 
-def _fit_kfold(config: AnalysisConfig, data: Dataset, echo: Echo) -> TrainResult:
-    """k models, model i trained on the events outside fold i and scoring fold i."""
+def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> TrainResult:
+    """k models, model i trained on the events outside fold i and scoring fold i (the
+    sample taken from ``handoff``)."""
+    data = handoff.pop()
     k = config.split.kfold
     models, train_parts, train_scores, train_fold, train_mass = [], [], [], [], []
     shape = (len(data), len(config.classes)) if config.multiclass else (len(data),)
