@@ -276,9 +276,15 @@ class _DaskMixin:
                                if not k.startswith("dask_")})
         return local
 
-    def _lazy(self, X: Any, method: str, width: int | None):
-        """``method`` of the local model on each block of a dask array, lazily."""
+    def _lazy(self, X: Any, method: str, width: int | None, decorrelate: Any = None):
+        """``method`` of the local model on each block of a dask array, lazily
+        (``decorrelate`` is refused: a Dask fit makes no decorrelation map)."""
         import dask.array as da  # noqa: I001 -- the optional extra, imported for dask input
+
+        if decorrelate is not None:
+            raise ParameterError("decorrelate", "decorrelate=... is for a model trained with "
+                                 "decorrelation_map='ddt', which the Dask fit does not make: "
+                                 "drop decorrelate")
 
         X = da.asarray(X)
         if X.ndim != 2:
@@ -383,23 +389,24 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_[1],
                               feature_names, feature_definitions)
 
-    def decision_function(self, X):
-        """Raw scores; a dask array (lazy, block by block) for dask input."""
+    def decision_function(self, X, decorrelate=None):
+        """Raw scores; a dask array (lazy, block by block) for dask input (``decorrelate``:
+        as the in-memory estimator's; the Dask fit makes no decorrelation map)."""
         if _is_dask(X):
-            return self._lazy(X, "decision_function", None)
-        return super().decision_function(X)
+            return self._lazy(X, "decision_function", None, decorrelate)
+        return super().decision_function(X, decorrelate)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, decorrelate=None):
         """(n, 2) probabilities; a dask array (lazy) for dask input."""
         if _is_dask(X):
-            return self._lazy(X, "predict_proba", 2)
-        return super().predict_proba(X)
+            return self._lazy(X, "predict_proba", 2, decorrelate)
+        return super().predict_proba(X, decorrelate)
 
-    def predict(self, X):
+    def predict(self, X, decorrelate=None):
         """Class labels; a dask array (lazy) for dask input."""
         if _is_dask(X):
-            return self._lazy(X, "predict", None)
-        return super().predict(X)
+            return self._lazy(X, "predict", None, decorrelate)
+        return super().predict(X, decorrelate)
 
 
 class DaskBDTRegressor(_DaskMixin, BDTRegressor):

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import check_weights, weighted_quantile  # noqa: F401 (re-exported)
+from hepbdt.binned import BinnedMatrix
 
 
 def as_1d(values: Any, name: str) -> np.ndarray:
@@ -74,8 +75,6 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
             f"{name} must be a Dataset (attributes X, y, w, feature_names) or a tuple "
             f"(X, y[, w]), got {type(data).__name__}"
         )
-    from hepbdt.binned import BinnedMatrix
-
     if not isinstance(X, BinnedMatrix):  # binned stays codes: a float copy is 4x the memory
         X = np.asarray(X)
     if len(X.shape) != 2:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import feature_names_of, is_classifier
+from hepbdt.binned import BinnedMatrix
 from hepbdt.evaluation._data import check_labels, check_weights
 from hepbdt.evaluation.metrics import roc_auc
 
@@ -155,8 +156,6 @@ class PermutationImportance:
 def shuffleable_copy(X: Any) -> tuple[Any, np.ndarray]:
     """A copy of X whose columns a permutation test may shuffle, and the array holding them:
     float32 features, or a BinnedMatrix's codes (one byte a value, not four)."""
-    from hepbdt.binned import BinnedMatrix
-
     if isinstance(X, BinnedMatrix):
         X = BinnedMatrix(X.codes.copy(), X.edges, X.feature_names, X.feature_definitions)
         return X, X.codes
@@ -230,8 +229,6 @@ CORRELATION_BLOCK = 1 << 16  # events converted to float64 at once (memory stays
 
 def _float_rows(X: Any) -> tuple[Any, int, int]:
     """X in a form whose row blocks ``_block`` converts one at a time: (X, n, m)."""
-    from hepbdt.binned import BinnedMatrix
-
     if not isinstance(X, np.ndarray | BinnedMatrix):
         X = np.asarray(X)
     if X.ndim != 2:
