@@ -167,10 +167,26 @@ def _roc_curves(y: Any, score: Any, sample_weight: Any, label: str,
     return out
 
 
+MAX_LINE_POINTS = 5_000  # a curve of more points is drawn through about twice this many
+
+
+def _thin(n: int, keep: Any = ()) -> Any:
+    """The points of an n-point curve to draw: all of them up to 2 x MAX_LINE_POINTS, else
+    MAX_LINE_POINTS spaced evenly in index and as many spaced geometrically (dense at the
+    start, where a ROC curve's highest rejections are), the first, the last and ``keep``
+    (e.g. a maximum) among them: the same line to the eye, without a vertex per event."""
+    if n <= 2 * MAX_LINE_POINTS:
+        return slice(None)
+    even = np.linspace(0, n - 1, MAX_LINE_POINTS).astype(np.int64)
+    geometric = np.geomspace(1, n, MAX_LINE_POINTS).astype(np.int64) - 1
+    return np.unique(np.r_[even, geometric, 0, n - 1, np.asarray(keep, np.int64)])
+
+
 def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
     """TMVA's ROC: 1 - eff_B against eff_S, linear axes."""
     for name, eff_s, eff_b, auc, style in curves:
-        ax.plot(eff_s, 1.0 - eff_b, style, label=f"{name} (AUC = {auc:.4f})")
+        at = _thin(eff_s.size)
+        ax.plot(eff_s[at], 1.0 - eff_b[at], style, label=f"{name} (AUC = {auc:.4f})")
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
@@ -185,7 +201,8 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
     for name, eff_s, eff_b, auc, style in curves:
         keep = (eff_b > 0) & (eff_s > 0)
         rejection = 1.0 / eff_b[keep]
-        ax.plot(eff_s[keep], rejection, style, label=f"{name} (AUC = {auc:.4f})")
+        at = _thin(rejection.size, keep=[np.argmax(rejection)] if rejection.size else [])
+        ax.plot(eff_s[keep][at], rejection[at], style, label=f"{name} (AUC = {auc:.4f})")
         if rejection.size:
             top = max(top, float(rejection.max()))
     grid = np.linspace(0.01, 1.0, 100)
@@ -358,7 +375,8 @@ def plot_multiclass_roc(
         k = len(aucs)
         names = list(class_names) if class_names is not None else [str(j) for j in range(k)]
         for j, (eff, eff_rest, _) in enumerate(one_vs_rest_roc(yy, pp, ww)):
-            ax.plot(eff, 1.0 - eff_rest, style, color=colors[j % len(colors)],
+            at = _thin(eff.size)
+            ax.plot(eff[at], 1.0 - eff_rest[at], style, color=colors[j % len(colors)],
                     label=f"{names[j]}, {name} (AUC = {aucs[j]:.4f})")
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
     ax.set_xlim(0, 1)
@@ -488,15 +506,19 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
               ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
               ("ams", rf"AMS (b$_\mathrm{{reg}}$ = {scan.b_reg:g})", scan.ams))
+    finite = [np.flatnonzero(np.isfinite(v)) for _, _, v in curves]
+    at = _thin(scan.thresholds.size, keep=[f[np.argmax(v[f])] for (_, _, v), f
+                                           in zip(curves, finite, strict=True) if f.size])
+    thresholds = scan.thresholds[at]
     for key, label, values in curves:
         best = scan.best_cuts[key]
         text = (f"max {best.value:.3g} at {best.threshold:.3g}" if best.found
                 else "no cut qualifies")
-        (line,) = ax.plot(scan.thresholds, values, label=f"{label}: {text}")
+        (line,) = ax.plot(thresholds, values[at], label=f"{label}: {text}")
         if best.found:
             ax.axvline(best.threshold, ls=":", color=line.get_color())
     if not scan.qualifies.all():
-        ax.fill_between(scan.thresholds, 0, 1, where=~scan.qualifies, step="mid",
+        ax.fill_between(thresholds, 0, 1, where=~scan.qualifies[at], step="mid",
                         transform=ax.get_xaxis_transform(), color="grey", alpha=0.2, lw=0,
                         label=f"< {scan.min_background_events} background MC events or B ≤ 0")
     ax.set_xlabel(xlabel)

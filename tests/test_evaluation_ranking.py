@@ -192,3 +192,25 @@ def test_permutation_importance_of_binned_events_equals_their_values():
     np.testing.assert_array_equal(by_codes.importances, by_values.importances)
     assert by_codes.importances_mean[0] > by_codes.importances_mean[2]
     np.testing.assert_array_equal(binned.codes, codes)  # the caller's codes are not shuffled
+
+
+def test_permutation_importance_on_a_random_subset_equals_the_subset_by_hand():
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    w = rng.uniform(0.5, 2.0, 3000)
+    model = BDTClassifier(n_trees=10, max_depth=2).fit(X, y, w)
+    whole = permutation_importance(model, X, y, w, n_repeats=2, random_state=4)
+    part = permutation_importance(model, X, y, w, n_repeats=2, random_state=4, max_samples=1000)
+    keep = np.sort(np.random.default_rng(4).choice(3000, 1000, replace=False))
+    by_hand = permutation_importance(model, X[keep], y[keep], w[keep], n_repeats=2,
+                                     random_state=4)
+    np.testing.assert_array_equal(part.importances, by_hand.importances)
+    assert (whole.n_events, part.n_events) == (3000, 1000)
+    assert part.order()[0] == 0 and whole.order()[0] == 0
+    same = permutation_importance(model, X, y, w, n_repeats=2, random_state=4, max_samples=5000)
+    np.testing.assert_array_equal(same.importances, whole.importances)
+    with pytest.raises(ValueError, match="max_samples must be at least 1"):
+        permutation_importance(model, X, y, w, max_samples=0)

@@ -148,3 +148,21 @@ def test_correlation_values_in_cells_up_to_20_variables(n_features, annotated):
     assert len(signal.texts) == (n_features ** 2 if annotated else 0)
     if annotated:
         assert signal.texts[0].get_text() == "100"  # the diagonal, in percent
+
+
+def test_long_curves_are_drawn_through_a_subset_that_keeps_their_ends_and_maximum():
+    from hepbdt.evaluation import roc_curve
+
+    assert plotting._thin(100) == slice(None)
+    at = plotting._thin(1_000_000, keep=[123_457])
+    assert np.all(np.diff(at) > 0) and at[0] == 0 and at[-1] == 999_999 and 123_457 in at
+    assert at.size <= 2 * plotting.MAX_LINE_POINTS + 3
+    rng = np.random.default_rng(5)
+    y = (rng.random(60_000) < 0.5).astype(int)
+    score = rng.normal(size=60_000) + y
+    fig = plotting.plot_background_rejection(y, score)
+    (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("test")]
+    eff_s, eff_b, _ = roc_curve(y, score)
+    keep = (eff_b > 0) & (eff_s > 0)
+    assert len(line.get_ydata()) < keep.sum()  # thinned
+    assert max(line.get_ydata()) == (1.0 / eff_b[keep]).max()  # the highest rejection drawn

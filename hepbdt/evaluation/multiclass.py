@@ -168,14 +168,17 @@ def multiclass_overtraining_test(
 def per_class_permutation_importance(
     model: Any, X: Any, y: Any, sample_weight: Any = None, n_repeats: int = 5,
     random_state: int | None = 0, feature_names: list[str] | None = None,
+    max_samples: int | None = None,
 ) -> list[PermutationImportance]:
     """Permutation importance of each class: the drop in class k's one-against-rest
     weighted ROC AUC of ``predict_proba`` (column k) when a feature's column is shuffled.
 
     ``y`` holds class indices (columns of ``predict_proba``). One shuffle scores the events
     once for every class, so the K rankings share their shuffles (seeded by
-    ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`)."""
-    X, columns = shuffleable_copy(X)
+    ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
+    ``max_samples`` as there)."""
+    X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
+                                                    random_state)
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     n, m = X.shape
@@ -200,5 +203,5 @@ def per_class_permutation_importance(
                                   importances_mean=importances[j].mean(axis=1),
                                   importances_std=importances[j].std(axis=1),
                                   importances=importances[j], baseline=float(baseline[j]),
-                                  metric="roc_auc, class against the rest")
+                                  metric="roc_auc, class against the rest", n_events=n)
             for j in range(k)]

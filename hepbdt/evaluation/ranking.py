@@ -143,6 +143,7 @@ class PermutationImportance:
     importances: np.ndarray
     baseline: float
     metric: str
+    n_events: int | None = None  # the events shuffled (all given, or ``max_samples``)
 
     def order(self) -> np.ndarray:
         """Feature indices from most to least important (stable for ties)."""
@@ -153,9 +154,29 @@ class PermutationImportance:
         return [(self.feature_names[i], float(self.importances_mean[i])) for i in self.order()]
 
 
-def shuffleable_copy(X: Any) -> tuple[Any, np.ndarray]:
-    """A copy of X whose columns a permutation test may shuffle, and the array holding them:
-    float32 features, or a BinnedMatrix's codes (one byte a value, not four)."""
+def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
+                     max_samples: int | None = None, random_state: int | None = 0
+                     ) -> tuple[Any, np.ndarray, Any, Any]:
+    """A copy of X whose columns a permutation test may shuffle, the array holding them
+    (float32 features, or a BinnedMatrix's codes: one byte a value, not four), and y and
+    the weights of its events: with ``max_samples`` below the event count, a random subset
+    of that many events (drawn with ``random_state``, in their order), as scikit-learn's
+    ``permutation_importance`` offers."""
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if max_samples is not None:
+        if int(max_samples) < 1:
+            raise ValueError(f"max_samples must be at least 1, got {max_samples}")
+        if n > max_samples:
+            keep = np.sort(np.random.default_rng(random_state).choice(n, int(max_samples),
+                                                                      replace=False))
+            X = X[keep]
+            y = None if y is None else np.asarray(y)[keep]
+            sample_weight = None if sample_weight is None else np.asarray(sample_weight)[keep]
+    X, columns = _shuffleable(X)
+    return X, columns, y, sample_weight
+
+
+def _shuffleable(X: Any) -> tuple[Any, np.ndarray]:
     if isinstance(X, BinnedMatrix):
         X = BinnedMatrix(X.codes.copy(), X.edges, X.feature_names, X.feature_definitions)
         return X, X.codes
@@ -173,6 +194,7 @@ def permutation_importance(
     n_repeats: int = 5,
     random_state: int | None = 0,
     feature_names: list[str] | None = None,
+    max_samples: int | None = None,
 ) -> PermutationImportance:
     """Permutation importance on a (test) sample.
 
@@ -180,8 +202,11 @@ def permutation_importance(
     column is shuffled. Regressors: rise in weighted mean squared error of ``predict``.
     Each feature is shuffled ``n_repeats`` times with a generator seeded by
     ``random_state``; the mean and standard deviation over repeats are returned.
+    ``max_samples``: on samples larger than this, a random subset of that many events
+    (``n_events`` of the result says how many were used).
     """
-    X, columns = shuffleable_copy(X)
+    X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
+                                                    random_state)
     n, m = X.shape
     w = check_weights(sample_weight, n)
     classifier = is_classifier(model)
@@ -221,6 +246,7 @@ def permutation_importance(
         importances=importances,
         baseline=baseline,
         metric=metric,
+        n_events=n,
     )
 
 
