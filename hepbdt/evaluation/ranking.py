@@ -162,7 +162,9 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     the weights of its events: with ``max_samples`` below the event count, a random subset
     of that many events (drawn with ``random_state``, in their order), as scikit-learn's
     ``permutation_importance`` offers."""
-    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if not isinstance(X, BinnedMatrix):
+        X = np.asarray(X)
+    n = X.shape[0]
     if max_samples is not None:
         if int(max_samples) < 1:
             raise ValueError(f"max_samples must be at least 1, got {max_samples}")
@@ -177,6 +179,7 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
 
 
 def _shuffleable(X: Any) -> tuple[Any, np.ndarray]:
+    """A copy of X and the array of its columns (see ``shuffleable_copy``)."""
     if isinstance(X, BinnedMatrix):
         X = BinnedMatrix(X.codes.copy(), X.edges, X.feature_names, X.feature_definitions)
         return X, X.codes
@@ -254,7 +257,7 @@ CORRELATION_BLOCK = 1 << 16  # events converted to float64 at once (memory stays
 
 
 def _float_rows(X: Any) -> tuple[Any, int, int]:
-    """X in a form whose row blocks ``_block`` converts one at a time: (X, n, m)."""
+    """X in a form whose row blocks ``_blocks`` converts one at a time: (X, n, m)."""
     if not isinstance(X, np.ndarray | BinnedMatrix):
         X = np.asarray(X)
     if X.ndim != 2:
