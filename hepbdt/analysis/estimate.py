@@ -47,9 +47,10 @@ _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 24, 64
 # (the rows gathered, then each feature's column): 8 bytes per sampled event and feature.
 _EDGE_SAMPLE_BYTES = 8
 # The report and figures of a binned training (measured: 490 bytes an event at 400k x 28
-# with both, against 280 estimated without them): the score and ranking steps see each
-# set's representative float values (4 bytes a value) next to the codes, and a float copy
-# for the permutation test, plus the scores, curves and their sorts (about 64 bytes an event).
+# with both, against 280 estimated without them): room for float values of the features
+# (8 bytes a value, an upper bound: the multi-class staged scores and the float fallbacks
+# see them; the binary staged scores and the permutation tests read the codes), plus the
+# scores, curves and their sorts (about 64 bytes an event).
 _BINNED_OUTPUT_FEATURE_BYTES, _OUTPUT_EVENT_BYTES = 2 * _FEATURE_BYTES, 64
 # Per sampled event of the binned read's sketch besides its floats: its key and weight.
 _SKETCH_EVENT_BYTES = 16
