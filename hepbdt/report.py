@@ -118,6 +118,9 @@ SAMPLE_TABLE_BACKGROUND_EFFICIENCIES = (0.01, 0.1)
 # Permutation tests shuffle at most this many test events (a random subset beyond): each of
 # the features x repeats shuffles scores and sorts them all (13 s of a 1M-event report's 25).
 PERMUTATION_EVENTS = 200_000
+# The learning curve's stages x events, at most (fewer stages on large samples: each stage
+# sorts every event for its AUC; 200 stages up to 1M events, 20 from 10M).
+LEARNING_CURVE_EVENT_STAGES = 200_000_000
 
 
 def _fmt(value: Any) -> str:
@@ -468,7 +471,8 @@ def _learning_curve_section(out: _Sections, model: Any, tr: _Events, te: _Events
     """The learning curve, computed unless the caller has (one staged pass per sample)."""
     out.heading("Learning curve")
     if curve is None and "fig-learning-curve" not in out.figure_files:
-        curve = curves.learning_curve(model, (tr.X, tr.y, tr.w), (te.X, te.y, te.w))
+        curve = curves.learning_curve(model, (tr.X, tr.y, tr.w), (te.X, te.y, te.w),
+                                      max_event_stages=LEARNING_CURVE_EVENT_STAGES)
     out.figure("fig-learning-curve", "Loss (and ROC AUC) against the number of trees, "
                "training and test sample", lambda: plotting.plot_learning_curve(curve))
 

@@ -96,3 +96,20 @@ def test_learning_curve_on_hepbdt_model_with_early_stopping():
     expected = -np.sum(wt * np.where(yt == 1, np.log(proba), np.log1p(-proba))) / wt.sum()
     assert curve.test_loss[-1] == pytest.approx(expected, rel=1e-9)
     assert curve.test_auc[-1] == pytest.approx(roc_auc(yt, model.decision_function(Xt), wt))
+
+
+def test_learning_curve_on_large_samples_evaluates_fewer_stages_with_the_same_values():
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=2000) > 0).astype(int)
+    model = BDTClassifier(n_trees=60, max_depth=2).fit(X[:1000], y[:1000])
+    train, test = (X[:1000], y[:1000]), (X[1000:], y[1000:])
+    every = learning_curve(model, train, test)
+    fewer = learning_curve(model, train, test, max_event_stages=1000 * 25)
+    assert every.n_trees.size == 60 and fewer.n_trees.size < 30 and fewer.n_trees[-1] == 60
+    at = np.searchsorted(every.n_trees, fewer.n_trees)
+    np.testing.assert_array_equal(every.n_trees[at], fewer.n_trees)
+    np.testing.assert_array_equal(every.test_loss[at], fewer.test_loss)
+    np.testing.assert_array_equal(every.test_auc[at], fewer.test_auc)

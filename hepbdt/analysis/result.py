@@ -31,6 +31,7 @@ from ..evaluation import (
 )
 from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
+from ..report import LEARNING_CURVE_EVENT_STAGES
 from .config import AnalysisConfig
 
 __all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of", "ranking",
@@ -112,7 +113,8 @@ def first_learning_curve(result: TrainResult) -> LearningCurve:
     computed on the first call and kept on ``result``."""
     if result.learning_curve is None:
         train, test = result.fold_data(0)
-        result.learning_curve = learning_curve(models_of(result.model)[0], train, test)
+        result.learning_curve = learning_curve(models_of(result.model)[0], train, test,
+                                               max_event_stages=LEARNING_CURVE_EVENT_STAGES)
     return result.learning_curve
 
 

@@ -190,12 +190,16 @@ def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
     return "squared error", squared_error
 
 
+MIN_CURVE_POINTS = 20  # stages a learning curve evaluates at least (max_event_stages)
+
+
 def learning_curve(
     model: Any,
     train: Any,
     test: Any,
     loss: LossFunction | None = None,
     max_points: int = 200,
+    max_event_stages: int | None = None,
 ) -> LearningCurve:
     """Training and test loss (and weighted ROC AUC) against the number of trees.
 
@@ -208,9 +212,15 @@ def learning_curve(
         raw score if the model has no probabilities), for regressors the squared (or
         absolute, per ``model.loss``) error
     max_points : evaluate at most about this many stages, evenly spaced (the last always)
+    max_event_stages : fewer stages on large samples, so that stages x events (each stage
+        sorts every event for its AUC) stays below this (at least MIN_CURVE_POINTS stages);
+        the values at the stages evaluated are the same
     """
     X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
     X_te, y_te, w_te, _ = unpack_dataset(test, "test")
+    if max_event_stages is not None:
+        largest = max(len(y_tr), len(y_te), 1)
+        max_points = min(max_points, max(MIN_CURVE_POINTS, int(max_event_stages) // largest))
     classifier = is_classifier(model)
     loss_name, default = _default_loss(model, classifier)
     loss_fn = loss if loss is not None else default
