@@ -698,9 +698,7 @@ class _BDTBase(SklearnProtocol):
         that its codes answer their ``bin_threshold`` splits."""
         edges = getattr(self, "bin_edges_", None)
         return (edges is not None and self.forest_.aggregation in ("sum", "weighted_mean")
-                and len(edges) == len(X.edges)
-                and all(np.array_equal(np.asarray(a, np.float32), b)
-                        for a, b in zip(edges, X.edges, strict=True)))
+                and X.same_bins(BinnedMatrix(X.codes[:0], edges)))
 
     @property
     def feature_importances_(self) -> np.ndarray:
