@@ -396,7 +396,7 @@ _N_EXPS = 2200
 _HALF = 26  # a 53-bit mantissa as two halves of at most 27 bits
 # Values per float64 bincount: 2**25 halves below 2**27 would sum below 2**52; fewer keep the
 # temporaries (about 50 bytes a value) small.
-_EXACT_CHUNK = 1 << 20
+_EXACT_CHUNK = 1 << 16
 
 
 def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:

@@ -115,3 +115,56 @@ def test_absolute_loss_leaves_are_weighted_medians():
     with pytest.warns(UserWarning, match="no tree made a single split"):  # X is constant
         model = hepbdt.BDTRegressor(loss="absolute", n_trees=1, learning_rate=1.0).fit(X, y, w)
     assert model.predict(X)[0] == pytest.approx(101.0)
+
+
+@pytest.mark.parametrize("loss", [Deviance(), Logistic()], ids=lambda l: type(l).__name__)
+def test_channel_slice_sums_are_the_sums_of_the_stored_channels(loss):
+    # The lean path sums the channels again from the events; the reference is slice_sums
+    # of the channels that ``channels`` stores, in the same order, bit for bit.
+    from hepbdt.engine.grower import slice_sums
+
+    rng = np.random.default_rng(5)
+    n = 50_000
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    score = rng.normal(size=n) * 3
+    score[:10] = [0.0, -0.0, 40, -40, 1e-300, 800, -800, 5e-8, 1, -1]  # tails and signs
+    w_tree = rng.gamma(2.0, 1.0, n).astype(np.float32) * rng.choice([-1, 1], n, p=[0.1, 0.9])
+    wg, wh, _ = loss.channels(y, score, w_tree, w_tree.astype(np.float64))
+    partition = rng.permutation(n).astype(np.int32)
+    cuts = np.sort(rng.choice(np.arange(1, n), 30, replace=False))
+    start, stop = np.r_[0, cuts], np.r_[cuts, n]
+    expected = slice_sums(partition, start, stop, wg, wh, w_tree)
+    got = loss.channel_slice_sums(partition, start, stop, y, score, w_tree)
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("settings", [
+    {"boosting": "newton", "min_node_size": 0},
+    {"boosting": "gradient"},
+    {"boosting": "newton", "min_node_size": 0, "subsample": 0.6},
+    {"boosting": "gradient", "subsample": 0.7, "subsample_mode": "poisson"},
+    {"boosting": "newton", "min_node_size": 0, "max_leaves": 12, "max_depth": None},
+    {"boosting": "newton", "min_node_size": 0, "n_trees": "auto"},
+], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_a_lean_fit_is_the_ordinary_fit(monkeypatch, settings):
+    # Beyond the feature-major copy's size the quantised fit keeps no channel arrays while a
+    # tree grows (QuantisedRows.lean): the model must not change, and the lean path must run.
+    import hepbdt.engine.grower as grower
+    from hepbdt.boosting.losses import _LogisticFamily
+
+    rng = np.random.default_rng(2)
+    n = 20_000
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] ** 2 + rng.normal(size=n) > 1).astype(int)
+    w = rng.gamma(2.0, 1.0, n)
+    w[:200] *= -1
+    params = {"n_trees": 12, "max_depth": 4, "random_state": 3, "quantised_histograms": True,
+              **settings}
+    ordinary = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
+    calls = []
+    original = _LogisticFamily.channel_slice_sums
+    monkeypatch.setattr(_LogisticFamily, "channel_slice_sums",
+                        lambda self, *a: calls.append(1) or original(self, *a))
+    monkeypatch.setattr(grower, "COLUMN_COPY_BYTES", 0)
+    lean = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
+    assert calls and lean == ordinary

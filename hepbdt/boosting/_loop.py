@@ -181,9 +181,16 @@ class _OneScore:
     def begin_round(self, y, w, scores):
         self.loss_of_one.begin_round(y, w, scores[0])
 
-    def channels(self, y, scores, w_tree, w):
-        wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w)
+    def channels(self, y, scores, w_tree, w, out=None):
+        if out is None:
+            wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w)
+        else:
+            wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w, out=out)
         return wg[None], wh[None], loss
+
+    @property
+    def channel_slice_sums(self):
+        return self.loss_of_one.channel_slice_sums
 
     def loss(self, y, w, scores):
         return self.loss_of_one.loss(y, w, scores[0])
@@ -220,6 +227,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     best_iter, best_loss = None, np.inf
     # Every event in every tree: no draw (it would use no random numbers) and no index array.
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
+    # A large quantised fit computes the channels into the grower's buffers and sums them
+    # again from the events once the tree has grown (QuantisedRows.lean).
+    lean = quantised and ordered.lean and not multiclass and loss.channel_slice_sums is not None
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -231,18 +241,26 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
-        wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
+        if lean:
+            wg, wh, previous_loss = loss.channels(y, score, w_tree, w, out=ordered.channel_buffers())
+        else:
+            wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
         if it > 0:
             train_loss.append(previous_loss)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
         features = sample_features(all_features, colsample_bytree, rng)
         for k in range(loss.n_classes):
-            a, b = booster.channels(wg[k], wh[k], w_tree)
+            a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
                              rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
-            sums = leaf_sums(tree, wg[k], wh[k], w_tree)
+            if lean:  # wg and wh are gone: the same sums from the events
+                leaves = np.flatnonzero(tree.is_leaf)
+                sums = node_sums(tree, loss.channel_slice_sums(
+                    tree.partition, tree.start[leaves], tree.stop[leaves], y, score[k], w_tree))
+            else:
+                sums = leaf_sums(tree, wg[k], wh[k], w_tree)
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)

@@ -30,9 +30,9 @@ class GradientBooster:
         self.loss = loss
         self.learning_rate = learning_rate
 
-    def channels(self, wg, wh, w):
-        """A = w * pseudo-residual = -w g, B = w."""
-        return np.negative(wg), w.astype(CHANNEL_DTYPE, copy=False)
+    def channels(self, wg, wh, w, overwrite=False):
+        """A = w * pseudo-residual = -w g, B = w (``overwrite``: A in wg's storage)."""
+        return np.negative(wg, out=wg if overwrite else None), w.astype(CHANNEL_DTYPE, copy=False)
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact

@@ -77,6 +77,10 @@ class Loss:
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
 
+    # Losses that can sum their channels over slices of events without storing them
+    # (``channel_slice_sums``), so a large fit need not keep the channels while a tree grows.
+    channel_slice_sums = None
+
     def channels(self, y: NDArray, score: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
         """(w_tree * g, w_tree * h) as float32 and the weighted mean loss (weights w) at score."""
@@ -88,23 +92,50 @@ class Loss:
 LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends on threads)
 
 
+@njit(inline="always")
+def _logistic_event(score_i, y_i, scale):
+    """(s (p - y), max(s^2 p (1 - p), 1e-16), e = exp(-|z|), z) of one event, z = s F: one
+    single-precision exponential serves p and the loss (channels are float32)."""
+    z = scale * score_i
+    e = np.float64(math.exp(np.float32(-abs(z))))
+    p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
+    return scale * (p - y_i), max(scale * scale * p * (1.0 - p), 1e-16), e, z
+
+
 @njit(parallel=True)
 def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
     """wg = w_tree g, wh = w_tree h of L = ln(1 + exp(-y s F)); partial sums of w L."""
     for c in numba.prange(partial_loss.size):
         total = 0.0
         for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
-            z = scale * score[i]
-            # One single-precision exponential serves p and the loss: channels are float32.
-            e = np.float64(math.exp(np.float32(-abs(z))))
-            p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
-            wg[i] = w_tree[i] * (scale * (p - y[i]))
-            wh[i] = w_tree[i] * max(scale * scale * p * (1.0 - p), 1e-16)
+            g, h, e, z = _logistic_event(score[i], y[i], scale)
+            wg[i] = w_tree[i] * g
+            wh[i] = w_tree[i] * h
             # ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|)); e <= 1, so log(1 + e) is
             # as good as log1p in absolute terms, and much cheaper.
             m = -z if y[i] > 0.5 else z
             total += w[i] * ((m if m > 0 else 0.0) + math.log(1.0 + e))
         partial_loss[c] = total
+
+
+@njit(parallel=True)
+def _logistic_slice_sums(partition, start, stop, y, score, w_tree, scale, out):
+    """``slice_sums(partition, start, stop, wg, wh, w_tree)`` of the channels that
+    ``_logistic_channels`` would store, computed again event by event (same float32 values,
+    added in the same order): the sums without the two channel arrays."""
+    for j in numba.prange(start.size):
+        total_g = 0.0
+        total_h = 0.0
+        total_w = 0.0
+        for k in range(start[j], stop[j]):
+            i = partition[k]
+            g, h, _, _ = _logistic_event(score[i], y[i], scale)
+            total_g += np.float32(w_tree[i] * g)
+            total_h += np.float32(w_tree[i] * h)
+            total_w += w_tree[i]
+        out[0, j] = total_g
+        out[1, j] = total_h
+        out[2, j] = total_w
 
 
 @njit(parallel=True)
@@ -133,14 +164,20 @@ class _LogisticFamily(Loss):
         total = float(np.sum(w))
         return float(np.sum(partial) / total) if total != 0 else 0.0
 
-    def channels(self, y, score, w_tree, w):
+    def channels(self, y, score, w_tree, w, out=None):
         n = y.size
-        wg = np.empty(n, CHANNEL_DTYPE)
-        wh = np.empty(n, CHANNEL_DTYPE)
+        wg, wh = out if out is not None else (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
         partial = np.empty(-(-n // LOSS_CHUNK))
         _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh, partial)
         total = float(np.sum(w))
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
+
+    def channel_slice_sums(self, partition, start, stop, y, score, w_tree):
+        """``slice_sums`` of (wg, wh, w_tree) that ``channels`` stores, from the events alone."""
+        out = np.empty((3, start.size))
+        _logistic_slice_sums(partition, start.astype(np.int64), stop.astype(np.int64), y, score,
+                             np.asarray(w_tree, CHANNEL_DTYPE), self.scale, out)
+        return out
 
 
 class Deviance(_LogisticFamily):

@@ -30,8 +30,8 @@ class NewtonBooster:
         self.reg_lambda = reg_lambda
         self.reg_alpha = reg_alpha
 
-    def channels(self, wg, wh, w):
-        """A = w * g, B = w * h."""
+    def channels(self, wg, wh, w, overwrite=False):
+        """A = w * g, B = w * h (the arrays themselves)."""
         return wg, wh
 
     def leaf_values(self, tree, y, w, score, sums):

@@ -294,6 +294,19 @@ class QuantisedRows:
         self.packed = np.empty(n, dtype=np.int64)
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
 
+    @property
+    def lean(self) -> bool:
+        """Whether a tree's float32 channels live in the partition and scratch buffers
+        (``channel_buffers``) until they are packed, instead of arrays of their own: a fit
+        too large for the feature-major copy saves their 8 bytes an event too, and sums
+        them again from the events after the tree has grown."""
+        return self.columns is None
+
+    def channel_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two float32 arrays of one value an event, in storage that ``start_tree`` and the
+        partitions overwrite (the channels are packed before the partition is set)."""
+        return self.scratch_idx.view(np.float32), self.partition.view(np.float32)
+
     @classmethod
     def from_features(cls, X: np.ndarray, mapper, rows: np.ndarray | None = None) -> QuantisedRows:
         """Bin X (n, m) float32 (the events ``rows`` of it, when given) with ``mapper``
@@ -303,9 +316,10 @@ class QuantisedRows:
         return cls(codes)
 
     def start_tree(self, quantiser: Quantiser, a: np.ndarray, b: np.ndarray) -> None:
-        """Every event in order, with channels A and B packed."""
-        _iota(self.partition)
+        """Every event in order, with channels A and B packed (first: they may be
+        ``channel_buffers``)."""
         quantiser.pack_into(a, b, self.packed)
+        _iota(self.partition)
 
 
 class _NodeArrays:
