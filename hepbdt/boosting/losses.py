@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
+from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
@@ -90,6 +91,7 @@ class Loss:
 
 
 LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends on threads)
+PREFETCH_AHEAD = 64  # events between a slice sum's prefetch and its reads
 
 
 @njit(inline="always")
@@ -127,8 +129,15 @@ def _logistic_slice_sums(partition, start, stop, y, score, w_tree, scale, out):
         total_g = 0.0
         total_h = 0.0
         total_w = 0.0
-        for k in range(start[j], stop[j]):
-            i = partition[k]
+        stop_j = np.uint64(stop[j])
+        for k in range(np.uint64(start[j]), stop_j):
+            ahead = k + np.uint64(PREFETCH_AHEAD)
+            if ahead < stop_j:
+                later = np.uint64(partition[ahead])
+                prefetch(score, later)
+                prefetch(y, later)
+                prefetch(w_tree, later)
+            i = np.uint64(partition[k])
             g, h, _, _ = _logistic_event(score[i], y[i], scale)
             total_g += np.float32(w_tree[i] * g)
             total_h += np.float32(w_tree[i] * h)
