@@ -8,7 +8,9 @@ n_trees=3, max_depth=6)`` (packed histograms, as at scale) is fitted once to com
 again under ``tracemalloc``: the peak of the fit's own allocations above what was live
 before it, per event, and the same with the feature-major copy of the codes turned off
 (``COLUMN_COPY_BYTES = 0``: the grower keeps that copy only up to 1 GiB of codes, so at
-100M x 28 it is not made).
+100M x 28 it is not made, and such a fit is also "lean": its channels live in the
+grower's buffers, ``QuantisedRows.lean``). Fixed-size buffers (histograms, chunked
+temporaries, a few MB) weigh more per event at small ``--events``.
 
     python benchmarks/bench_fit_memory.py [--events 2000000]
 """
@@ -67,7 +69,7 @@ def main() -> None:
     print("| --- | ---: | ---: |")
     for copy in (True, False):
         per_event = fit_peak(args.events, copy)
-        print(f"| {'made (up to 1 GiB of codes)' if copy else 'not made (beyond 1 GiB)'} | "
+        print(f"| {'made (up to 1 GiB of codes)' if copy else 'not made, lean (beyond 1 GiB)'} | "
               f"{per_event:.1f} | {per_event / N_FEATURES:.2f} |")
 
 

@@ -117,10 +117,36 @@ def test_absolute_loss_leaves_are_weighted_medians():
     assert model.predict(X)[0] == pytest.approx(101.0)
 
 
+def _leaves_in_event_order(rng, n, n_leaves, left_out=0):
+    """Random leaves, a stable partition holding each leaf's events in increasing order (as
+    the grower's is), and the leaf of each event (255: in no leaf, ``left_out`` of them)."""
+    leaf_of = rng.integers(0, n_leaves, n).astype(np.uint8)
+    leaf_of[rng.choice(n, left_out, replace=False)] = 255
+    partition = np.argsort(leaf_of, kind="stable").astype(np.int32)
+    counts = np.bincount(leaf_of, minlength=256)[:n_leaves]
+    stop = np.cumsum(counts)
+    return leaf_of, partition, stop - counts, stop
+
+
+def test_sums_by_leaf_are_slice_sums_over_the_partition():
+    # The event-order sums against the partition-order ones (the independent reference),
+    # bit for bit, with events in no leaf and mixed dtypes.
+    from hepbdt.engine.grower import slice_sums, sums_by_leaf
+
+    rng = np.random.default_rng(4)
+    n = 40_000
+    for n_leaves, left_out in ((1, 0), (7, 0), (64, 5000)):
+        leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, n_leaves, left_out)
+        a = (rng.normal(size=n) * 1e3).astype(np.float32)
+        b = rng.gamma(1.0, 1.0, n)
+        assert np.array_equal(sums_by_leaf(leaf_of, n_leaves, a, b),
+                              slice_sums(partition, start, stop, a, b))
+
+
 @pytest.mark.parametrize("loss", [Deviance(), Logistic()], ids=lambda l: type(l).__name__)
-def test_channel_slice_sums_are_the_sums_of_the_stored_channels(loss):
+def test_channel_leaf_sums_are_the_sums_of_the_stored_channels(loss):
     # The lean path sums the channels again from the events; the reference is slice_sums
-    # of the channels that ``channels`` stores, in the same order, bit for bit.
+    # of the channels that ``channels`` stores, in the partition's order, bit for bit.
     from hepbdt.engine.grower import slice_sums
 
     rng = np.random.default_rng(5)
@@ -130,11 +156,9 @@ def test_channel_slice_sums_are_the_sums_of_the_stored_channels(loss):
     score[:10] = [0.0, -0.0, 40, -40, 1e-300, 800, -800, 5e-8, 1, -1]  # tails and signs
     w_tree = rng.gamma(2.0, 1.0, n).astype(np.float32) * rng.choice([-1, 1], n, p=[0.1, 0.9])
     wg, wh, _ = loss.channels(y, score, w_tree, w_tree.astype(np.float64))
-    partition = rng.permutation(n).astype(np.int32)
-    cuts = np.sort(rng.choice(np.arange(1, n), 30, replace=False))
-    start, stop = np.r_[0, cuts], np.r_[cuts, n]
+    leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 30)
     expected = slice_sums(partition, start, stop, wg, wh, w_tree)
-    got = loss.channel_slice_sums(partition, start, stop, y, score, w_tree)
+    got = loss.channel_leaf_sums(leaf_of, 30, y, score, w_tree)
     assert np.array_equal(got, expected)
 
 
@@ -162,8 +186,8 @@ def test_a_lean_fit_is_the_ordinary_fit(monkeypatch, settings):
               **settings}
     ordinary = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
     calls = []
-    original = _LogisticFamily.channel_slice_sums
-    monkeypatch.setattr(_LogisticFamily, "channel_slice_sums",
+    original = _LogisticFamily.channel_leaf_sums
+    monkeypatch.setattr(_LogisticFamily, "channel_leaf_sums",
                         lambda self, *a: calls.append(1) or original(self, *a))
     monkeypatch.setattr(grower, "COLUMN_COPY_BYTES", 0)
     lean = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()

@@ -450,3 +450,29 @@ def test_first_infinite_matches_numpy_across_chunks():
         flat[positions] = [np.inf if k % 2 else -np.inf for k in range(len(positions))]
         flat[0] = np.nan  # NaN is not infinite
         assert first_infinite(X) == int(np.flatnonzero(np.isinf(flat))[0])
+
+
+def test_event_leaves_and_add_by_leaf_follow_the_partition():
+    # Each event's leaf against the tree's own partition slices; events outside the tree's
+    # sample in no leaf; the score update against the direct per-leaf loop.
+    X, w, a, rng = _problem(n=6000, m=4, n_values=30)
+    codes = np.ascontiguousarray(BinMapper().fit(X, w).transform(X).T)
+    rows = np.sort(rng.choice(6000, 4000, replace=False)).astype(np.int32)
+    tree = grow_tree(codes, rows, a, w, w, np.full(4, 31, np.int32), SplitParams(VARIANCE), 4)
+    leaves = np.flatnonzero(tree.is_leaf)
+    leaf_of = grower.event_leaves(tree, 6000)
+    assert leaf_of.dtype == np.uint8
+    expected = np.full(6000, 255, np.uint8)
+    for j, k in enumerate(leaves):
+        expected[tree.partition[tree.start[k]:tree.stop[k]]] = j
+    assert np.array_equal(leaf_of, expected)
+    assert np.count_nonzero(leaf_of == 255) == 2000
+    value = rng.normal(size=leaves.size)
+    score = rng.normal(size=6000)
+    direct = score.copy()
+    for j, k in enumerate(leaves):
+        direct[tree.partition[tree.start[k]:tree.stop[k]]] += value[j]
+    grower.add_by_leaf(leaf_of, value, score)
+    assert np.array_equal(score, direct)
+    storage = np.empty(6000, np.int32)  # a buffer the leaves may live in
+    assert np.array_equal(grower.event_leaves(tree, 6000, storage), expected)

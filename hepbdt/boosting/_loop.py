@@ -16,7 +16,15 @@ import numpy as np
 from .._util import Progress, weighted_quantile
 from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
-from ..engine.grower import GrownTree, grow_tree, sample_features, slice_sums
+from ..engine.grower import (
+    GrownTree,
+    add_by_leaf,
+    event_leaves,
+    grow_tree,
+    sample_features,
+    slice_sums,
+    sums_by_leaf,
+)
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
@@ -92,6 +100,16 @@ def node_sums(tree: GrownTree, at_leaves: np.ndarray) -> np.ndarray:
     out[:, np.flatnonzero(tree.is_leaf)] = at_leaves
     _add_children(out, tree.feature, tree.left, tree.right)
     return out
+
+
+def _tree_sums(tree: GrownTree, leaf_of: np.ndarray, lean_loss, y, score, wg, wh,
+               w_tree) -> np.ndarray:
+    """Per-node exact sums (w g, w h, w) of a tree's events; ``lean_loss``: the loss that
+    computes them again from the events (wg and wh were not kept), else None."""
+    n_leaves = int(np.count_nonzero(tree.is_leaf))
+    if lean_loss is not None:
+        return node_sums(tree, lean_loss.channel_leaf_sums(leaf_of, n_leaves, y, score, w_tree))
+    return node_sums(tree, sums_by_leaf(leaf_of, n_leaves, wg, wh, w_tree))
 
 
 @njit
@@ -189,8 +207,8 @@ class _OneScore:
         return wg[None], wh[None], loss
 
     @property
-    def channel_slice_sums(self):
-        return self.loss_of_one.channel_slice_sums
+    def channel_leaf_sums(self):
+        return self.loss_of_one.channel_leaf_sums
 
     def loss(self, y, w, scores):
         return self.loss_of_one.loss(y, w, scores[0])
@@ -229,7 +247,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     # A large quantised fit computes the channels into the grower's buffers and sums them
     # again from the events once the tree has grown (QuantisedRows.lean).
-    lean = quantised and ordered.lean and not multiclass and loss.channel_slice_sums is not None
+    lean = quantised and ordered.lean and not multiclass and loss.channel_leaf_sums is not None
+    leaf_of = None  # the last tree's event leaves: storage the next one reuses
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -255,16 +274,18 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
                              rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
-            if lean:  # wg and wh are gone: the same sums from the events
-                leaves = np.flatnonzero(tree.is_leaf)
-                sums = node_sums(tree, loss.channel_slice_sums(
-                    tree.partition, tree.start[leaves], tree.stop[leaves], y, score[k], w_tree))
-            else:
-                sums = leaf_sums(tree, wg[k], wh[k], w_tree)
+            # Each event's leaf, in the grower's scratch once the tree has grown: sums and
+            # score updates read the events in order instead of through the partition.
+            leaf_of = event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
+            sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k], wh[k],
+                              w_tree)
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)
-            update_scores(codes, tree, value, score[k], through_partition=rows is None or rows.size == n)
+            if rows is None or rows.size == n:
+                add_by_leaf(leaf_of, value[tree.is_leaf], score[k])
+            else:
+                update_scores(codes, tree, value, score[k])
             if valid is not None:
                 update_scores(codes_v, tree, value, score_v[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)

@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
-from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine.grower import leaf_sweeps, sweep_rows
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
            "PseudoHuber", "Softmax", "get_loss", "softmax_rows"]
@@ -78,9 +78,9 @@ class Loss:
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
 
-    # Losses that can sum their channels over slices of events without storing them
-    # (``channel_slice_sums``), so a large fit need not keep the channels while a tree grows.
-    channel_slice_sums = None
+    # Losses that can sum their channels over a tree's leaves without storing them
+    # (``channel_leaf_sums``), so a large fit need not keep the channels while a tree grows.
+    channel_leaf_sums = None
 
     def channels(self, y: NDArray, score: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
@@ -91,7 +91,6 @@ class Loss:
 
 
 LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends on threads)
-PREFETCH_AHEAD = 64  # events between a slice sum's prefetch and its reads
 
 
 @njit(inline="always")
@@ -121,30 +120,22 @@ def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
 
 
 @njit(parallel=True)
-def _logistic_slice_sums(partition, start, stop, y, score, w_tree, scale, out):
-    """``slice_sums(partition, start, stop, wg, wh, w_tree)`` of the channels that
-    ``_logistic_channels`` would store, computed again event by event (same float32 values,
-    added in the same order): the sums without the two channel arrays."""
-    for j in numba.prange(start.size):
-        total_g = 0.0
-        total_h = 0.0
-        total_w = 0.0
-        stop_j = np.uint64(stop[j])
-        for k in range(np.uint64(start[j]), stop_j):
-            ahead = k + np.uint64(PREFETCH_AHEAD)
-            if ahead < stop_j:
-                later = np.uint64(partition[ahead])
-                prefetch(score, later)
-                prefetch(y, later)
-                prefetch(w_tree, later)
-            i = np.uint64(partition[k])
+def _logistic_leaf_sums(leaf_of, y, score, w_tree, scale, n_leaves, n_sweeps, out):
+    """``sums_by_leaf(leaf_of, n_leaves, wg, wh, w_tree)`` of the channels that
+    ``_logistic_channels`` would store, computed again event by event (the same float32
+    values, added in the same order): the sums without the two channel arrays."""
+    rows = sweep_rows(n_leaves, n_sweeps)
+    acc = np.zeros((n_sweeps, n_leaves + 1, 3))
+    for t in numba.prange(n_sweeps):
+        for i in range(leaf_of.size):
+            r = rows[t, min(np.int64(leaf_of[i]), n_leaves)]
             g, h, _, _ = _logistic_event(score[i], y[i], scale)
-            total_g += np.float32(w_tree[i] * g)
-            total_h += np.float32(w_tree[i] * h)
-            total_w += w_tree[i]
-        out[0, j] = total_g
-        out[1, j] = total_h
-        out[2, j] = total_w
+            acc[t, r, 0] += np.float32(w_tree[i] * g)
+            acc[t, r, 1] += np.float32(w_tree[i] * h)
+            acc[t, r, 2] += w_tree[i]
+    for j in range(n_leaves):
+        for v in range(3):
+            out[v, j] = acc[j % n_sweeps, j, v]
 
 
 @njit(parallel=True)
@@ -181,11 +172,11 @@ class _LogisticFamily(Loss):
         total = float(np.sum(w))
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
-    def channel_slice_sums(self, partition, start, stop, y, score, w_tree):
-        """``slice_sums`` of (wg, wh, w_tree) that ``channels`` stores, from the events alone."""
-        out = np.empty((3, start.size))
-        _logistic_slice_sums(partition, start.astype(np.int64), stop.astype(np.int64), y, score,
-                             np.asarray(w_tree, CHANNEL_DTYPE), self.scale, out)
+    def channel_leaf_sums(self, leaf_of, n_leaves, y, score, w_tree):
+        """``sums_by_leaf`` of (wg, wh, w_tree) that ``channels`` stores, from the events alone."""
+        out = np.empty((3, n_leaves))
+        _logistic_leaf_sums(leaf_of, y, score, np.asarray(w_tree, CHANNEL_DTYPE), self.scale,
+                            n_leaves, leaf_sweeps(n_leaves), out)
         return out
 
 

@@ -40,10 +40,12 @@ from ._types import (
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
-__all__ = ["GrownTree", "grow_tree", "sample_features", "slice_sums"]
+__all__ = ["GrownTree", "add_by_leaf", "event_leaves", "grow_tree", "leaf_sweeps",
+           "sample_features", "slice_sums", "sums_by_leaf", "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
+MAX_LEAF_SWEEPS = 4  # threads of ``sums_by_leaf``
 # Histograms held for one level of a tree, at most (bytes): a level of more nodes (deep trees
 # on large samples) builds its histograms from the events in batches of this size instead of
 # deriving siblings by subtraction, so memory never grows with the nodes of a level.
@@ -264,6 +266,89 @@ def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
         initial = np.zeros_like(out)
     _slice_sums(partition, start, stop, arrays, np.ascontiguousarray(initial, np.float64), out)
     return out
+
+
+def event_leaves(tree: GrownTree, n_events: int, storage: np.ndarray | None = None) -> np.ndarray:
+    """Each event's leaf, numbered 0.. in node order (uint8 up to 255 leaves, else uint16 up
+    to 65,535, else int32); events in no leaf (left out of the tree's sample) get the
+    largest value of the type. ``storage``: a contiguous buffer of at least that many bytes
+    to hold them (e.g. the grower's scratch, free once the tree has grown)."""
+    leaves = np.flatnonzero(tree.is_leaf)
+    dtype = np.uint8 if leaves.size < 255 else np.uint16 if leaves.size < 65535 else np.int32
+    size = n_events * np.dtype(dtype).itemsize
+    if storage is not None and storage.nbytes >= size:
+        out = storage.reshape(-1).view(np.uint8)[:size].view(dtype)
+    else:
+        out = np.empty(n_events, dtype)
+    if tree.partition.size < n_events or tree.stop[leaves].sum() - tree.start[leaves].sum() < n_events:
+        out[:] = np.iinfo(dtype).max
+    _mark_leaves(tree.partition, tree.start[leaves], tree.stop[leaves], out)
+    return out
+
+
+@njit(parallel=True)
+def _mark_leaves(partition, start, stop, out):
+    for j in numba.prange(start.size):
+        for k in range(start[j], stop[j]):
+            out[partition[k]] = j
+
+
+def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray) -> np.ndarray:
+    """Exact float64 sums of each per-event array over each leaf's events (``event_leaves``),
+    each leaf's events added in event order: for a tree whose leaves hold their events in
+    increasing order (the stable partition's), ``slice_sums`` over the leaves bit for bit,
+    from sequential reads: (len(values), n_leaves)."""
+    arrays = tuple(np.ascontiguousarray(v) for v in values)
+    if len({a.dtype for a in arrays}) > 1:
+        arrays = tuple(a.astype(np.float64) for a in arrays)
+    out = np.empty((len(arrays), n_leaves))
+    _sums_by_leaf(leaf_of, arrays, n_leaves, leaf_sweeps(n_leaves), out)
+    return out
+
+
+def leaf_sweeps(n_leaves: int) -> int:
+    """Threads that each read every event and sum the leaves j with j % sweeps == their
+    number (each leaf in event order); more than a few only multiply the reads."""
+    return max(1, min(numba.get_num_threads(), n_leaves, MAX_LEAF_SWEEPS))
+
+
+@njit
+def sweep_rows(n_leaves, n_sweeps):
+    """(n_sweeps, n_leaves + 1): the row of sweep t's sums that leaf j adds to: j for the
+    leaves j % n_sweeps == t, else row n_leaves, which takes what the sweep does not sum
+    (branch-free, and no division an event); column n_leaves is for events in no leaf."""
+    rows = np.full((n_sweeps, n_leaves + 1), n_leaves, np.int64)
+    for j in range(n_leaves):
+        rows[j % n_sweeps, j] = j
+    return rows
+
+
+@njit(parallel=True)
+def _sums_by_leaf(leaf_of, values, n_leaves, n_sweeps, out):
+    n_values = len(values)
+    rows = sweep_rows(n_leaves, n_sweeps)
+    acc = np.zeros((n_sweeps, n_leaves + 1, n_values))
+    for t in numba.prange(n_sweeps):
+        for i in range(leaf_of.size):
+            r = rows[t, min(np.int64(leaf_of[i]), n_leaves)]
+            for v in range(n_values):
+                acc[t, r, v] += values[v][i]
+    for j in range(n_leaves):
+        for v in range(n_values):
+            out[v, j] = acc[j % n_sweeps, j, v]
+
+
+def add_by_leaf(leaf_of: np.ndarray, value: np.ndarray, score: np.ndarray) -> None:
+    """score[i] += value[leaf_of[i]] for every event in a leaf (``event_leaves``)."""
+    _add_by_leaf(leaf_of, np.ascontiguousarray(value, np.float64), score)
+
+
+@njit(parallel=True)
+def _add_by_leaf(leaf_of, value, score):
+    for i in numba.prange(score.size):
+        j = np.int64(leaf_of[i])
+        if j < value.size:
+            score[i] += value[j]
 
 
 @njit(parallel=True)
