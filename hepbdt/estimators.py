@@ -73,6 +73,10 @@ MAX_LEAVES = 131_072
 # AUTO_MAX_TREES trees; below it (too few events to spare), and for the AdaBoost family (no
 # validation loss), AUTO_FIXED_TREES trees.
 MAX_CLASSES = 100  # a classifier's labels, at most (more is a continuous target by mistake)
+# The boosters' labels: 0/1 or the class index, one byte an event (signed, so that 2 y - 1
+# and the like stay right; MAX_CLASSES fits).
+LABEL_DTYPE = np.int8
+ENCODE_BLOCK = 1 << 20  # events whose class positions (int64) a multi-class encoding holds at once
 AUTO_TREES_FROM = 1_000
 AUTO_MAX_TREES = 2000
 AUTO_FIXED_TREES = 200
@@ -559,7 +563,7 @@ class _BDTBase(SklearnProtocol):
                 and self.decorrelation_strength > 0):
             # strength 0 trains the ordinary model itself (bit for bit)
             loss = FlatnessLoss(loss, float(self.decorrelation_strength), decorrelate,
-                                np.asarray(y, np.float64), w, int(self.decorrelation_bins),
+                                y, w, int(self.decorrelation_bins),
                                 self.decorrelation_target, int(rng.integers(2**32)))
         booster = self._make_booster(loss)
         newton = self.boosting == "newton"
@@ -574,8 +578,9 @@ class _BDTBase(SklearnProtocol):
                        else mapper.transform(Xv))
             valid_binned = (codes_v, valid[1], valid[2])
         rounds = plan.rounds
+        # y as encoded (int8 labels, float64 targets): the losses take either without a copy
         result = run_boosting(
-            booster, codes, np.asarray(y, np.float64), w, mapper.n_bins_, mapper,
+            booster, codes, y, w, mapper.n_bins_, mapper,
             n_trees=plan.n_trees, max_depth=self._depth_limit(), split_params=params,
             min_node_size=self.min_node_size_, subsample=self.subsample,
             subsample_mode=self.subsample_mode, colsample_bytree=self.colsample_bytree,
@@ -1092,6 +1097,9 @@ class BDTClassifier(_BDTBase):
         return loss
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
+        """The labels as the boosters take them, int8 (one byte an event): 1 for signal and
+        0 for background, or with more than two classes the index in ``classes_`` (at most
+        MAX_CLASSES, so int8 holds it). ``fitting`` sets ``classes_`` from y first."""
         y = _labels(y)
         if fitting:
             classes = np.unique(y)
@@ -1112,8 +1120,12 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
                              f"the classes {self.classes_.tolist()}")
         if self._multiclass:
-            return np.searchsorted(self.classes_, y).astype(np.float64)
-        return (y == self.classes_[1]).astype(np.float64)
+            out = np.empty(y.size, dtype=LABEL_DTYPE)
+            for start in range(0, y.size, ENCODE_BLOCK):  # int64 positions a block at a time
+                stop = start + ENCODE_BLOCK
+                out[start:stop] = np.searchsorted(self.classes_, y[start:stop])
+            return out
+        return (y == self.classes_[1]).view(LABEL_DTYPE)  # a fresh bool array: 0/1 as int8
 
     def _signal_class(self, classes: np.ndarray) -> Any:
         """The label of the signal class: ``signal_label``, else 1 (True) for numeric labels

@@ -181,6 +181,10 @@ def test_lazy_read_trains_the_in_memory_model(client):
     read_back = lazy.compute()
     for name in ("X", "y", "w", "event", "sample_index"):
         assert np.array_equal(getattr(memory, name), getattr(read_back, name)), name
+        # the partitions hold what the lazy arrays declare, and the in-memory read holds
+        assert getattr(lazy, name).compute().dtype == getattr(lazy, name).dtype, name
+        assert getattr(read_back, name).dtype == getattr(memory, name).dtype, name
+    assert lazy.y.dtype == lazy.sample_index.dtype == np.int8  # two labels, two samples
     opts = dict(n_trees=4, max_depth=3, quantised_histograms=True)
     in_memory = BDTClassifier(**opts).fit(memory.X, memory.y, sample_weight=memory.w)
     dist = DaskBDTClassifier(**opts).fit(lazy.X, lazy.y, lazy.w, client=client)

@@ -331,3 +331,36 @@ def test_eval_labels_outside_the_classes_are_named(n_classes):
     model = hepbdt.BDTClassifier(n_trees=2, max_depth=2)
     with pytest.raises(ValueError, match=rf"labels \[{n_classes}\] that are not in the classes"):
         model.fit(X, y, eval_set=[(X[:10], np.full(10, n_classes))])
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton", "adaboost"])
+def test_labels_reach_the_boosters_as_int8_and_any_label_type_trains_one_model(boosting,
+                                                                                monkeypatch):
+    X, y, w = _data(n=600)
+    y3 = y + (X[:, 2] > 0)
+    model = hepbdt.BDTClassifier(boosting=boosting)
+    encoded = model._encode_y(y, fitting=True)
+    assert encoded.dtype == np.int8 and np.array_equal(encoded, y)
+    monkeypatch.setattr(estimators_module, "ENCODE_BLOCK", 7)  # blocks encode alike
+    encoded = model._encode_y(np.array(["a", "b", "c"])[y3], fitting=True)
+    assert encoded.dtype == np.int8 and np.array_equal(encoded, y3)
+    seen = []
+    def spy(real, position):
+        def run(*args, **kwargs):
+            seen.append(args[position].dtype)  # the labels the booster is given
+            return real(*args, **kwargs)
+        return run
+
+    for name, position in (("run_boosting", 2), ("run_adaboost", 1), ("run_samme", 1)):
+        monkeypatch.setattr(estimators_module, name, spy(getattr(estimators_module, name), position))
+    docs = set()
+    for labels in (y, y.astype(np.int8), y.astype(np.float64), y.astype(bool),
+                   np.where(y == 1, "signal", "background")):
+        fitted = hepbdt.BDTClassifier(boosting=boosting, n_trees=5, max_depth=3,
+                                      random_state=0).fit(X, labels, w)
+        doc = fitted.to_dict()
+        doc.pop("classes")
+        docs.add(json.dumps(doc, sort_keys=True))
+    assert len(docs) == 1
+    hepbdt.BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y3, w)
+    assert seen == [np.int8] * 6

@@ -26,7 +26,8 @@ def test_construct_from_numpy_converts_once() -> None:
     X = np.asfortranarray(np.arange(12.0).reshape(4, 3))
     ds = Dataset(X, y=np.array([1, 0, 1, 0]))
     assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
-    assert ds.y.dtype == np.int32 and ds.task == "classification"
+    assert ds.y.dtype == np.int8 and ds.task == "classification"
+    assert ds.sample_index.dtype == np.int8 and (ds.sample_index == 0).all()
     assert ds.w.dtype == np.float64 and (ds.w == 1).all()
     assert ds.event.dtype == np.int64 and list(ds.event) == [0, 1, 2, 3]
     assert ds.feature_names == ["f0", "f1", "f2"] and len(ds) == 4
@@ -38,6 +39,56 @@ def test_construct_from_numpy_converts_once() -> None:
         Dataset(X, w=[1.0, np.nan, 1.0, 1.0])
     with pytest.raises(InputError, match="2 feature names for 3"):
         Dataset(X, feature_names=["a", "b"])
+
+
+@pytest.mark.parametrize(("largest", "dtype"), [(1, np.int8), (127, np.int8), (128, np.int16),
+                                                (200, np.int16), (32_767, np.int16),
+                                                (32_768, np.int32), (2**31 - 1, np.int32)])
+def test_labels_and_sample_indices_take_the_smallest_signed_integers(largest, dtype) -> None:
+    X = np.zeros((3, 1))
+    values = [0, largest, 1]
+    # a sample index needs a name for each sample: up to 32,768 of them here
+    index = values if largest <= 32_768 else None
+    names = [f"s{i}" for i in range(largest + 1)] if index is not None else None
+    for given in (np.int64, np.int32, np.float64, np.uint64):
+        ds = Dataset(X, y=np.array(values, dtype=given), sample_index=index, sample_names=names,
+                     task="classification")
+        assert ds.y.dtype == dtype and ds.y.tolist() == values
+        if index is not None:
+            assert ds.sample_index.dtype == dtype and ds.sample_index.tolist() == values
+
+
+def test_label_and_sample_index_rule_in_subsets_and_copies() -> None:
+    X = np.zeros((4, 1))
+    y = np.array([0, 200, 1, 0], dtype=np.int16)
+    ds = Dataset(X, y=y, sample_index=np.array([0, 129, 1, 0]),
+                 sample_names=[f"s{i}" for i in range(130)])
+    assert ds.y is y  # already the smallest: kept, not copied
+    assert ds.y.dtype == ds.sample_index.dtype == np.int16  # 200 labels, 130 samples
+    assert ds.take([0, 2]).y.dtype == ds.take([0, 2]).sample_index.dtype == np.int8
+    assert ds.take([0, 1]).y.dtype == np.int16
+    assert Dataset(X, y=y, copy=True).y is not y
+    assert Dataset(X, y=[True, False, True, True]).y.dtype == np.int8
+    assert Dataset(X, y=np.array([0.0, 1.0, 2.0, 1.0]), task="classification").y.dtype == np.int8
+    # targets and event numbers keep their types
+    assert Dataset(X, y=[0.5, 1.0, 2.0, 1.0]).y.dtype == np.float32
+    assert Dataset(X, event=np.arange(4, dtype=np.int8)).event.dtype == np.int64
+
+
+def test_negative_and_huge_labels_and_sample_indices_are_refused() -> None:
+    X = np.zeros((3, 1))
+    with pytest.raises(InputError, match=">= 0"):
+        Dataset(X, y=[0, -1, 1])
+    with pytest.raises(InputError, match="beyond int32"):
+        Dataset(X, y=[0, 2**31, 1])
+    with pytest.raises(InputError, match="beyond int32"):
+        Dataset(X, y=np.array([0.0, np.inf, 1.0]), task="classification")
+    with pytest.raises(InputError, match="integers"):
+        Dataset(X, y=np.array([0.0, 0.5, 1.0]), task="classification")
+    # negative or huge sample indices are named whole, not wrapped into range
+    for bad in (-1, -256, 256, 2**40):
+        with pytest.raises(InputError, match="sample_index must lie in 0..1"):
+            Dataset(X, sample_index=[0, bad, 1], sample_names=["a", "b"])
 
 
 def test_take_by_mask_index_and_slice() -> None:

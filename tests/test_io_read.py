@@ -45,7 +45,7 @@ def test_tmva_classification_example_loads_in_one_call() -> None:
     assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
     np.testing.assert_array_equal(ds.X, expected)
     np.testing.assert_array_equal(ds.y, np.r_[np.ones(6000), np.zeros(6000)])
-    assert ds.y.dtype == np.int32
+    assert ds.y.dtype == ds.sample_index.dtype == np.int8  # labels 0/1, two samples
     np.testing.assert_array_equal(ds.w[:6000], 1.0)
     np.testing.assert_array_equal(ds.w[6000:], b["weight"].astype(np.float64))
     np.testing.assert_array_equal(ds.sample_index, np.r_[np.zeros(6000), np.ones(6000)])
@@ -219,3 +219,36 @@ def test_nothing_but_the_dataset_stays_allocated_after_a_read(tmp_path) -> None:
     tracemalloc.stop()
     held = sum(np.asarray(a).nbytes for a in (data.X, data.y, data.w, data.sample_index, data.event))
     assert live < 1.2 * held + (1 << 20), (live, held)
+
+
+@pytest.mark.parametrize("binned", [False, True])
+def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path, monkeypatch,
+                                                                        binned) -> None:
+    """int8 for labels up to 127 and up to 128 samples, else int16: allocated so by the
+    reader (no int32 array converted afterwards), and kept so by the Dataset."""
+    from hepbdt.io import samples as samples_module
+
+    path = tmp_path / "small.root"
+    with uproot.recreate(path) as file:
+        file["t"] = {"x": np.arange(5, dtype=np.float32)}
+    allocated = []
+    allocate = samples_module._allocate
+
+    def spy(*args, **kwargs):
+        allocated.append(allocate(*args, **kwargs))
+        return allocated[-1]
+
+    monkeypatch.setattr(samples_module, "_allocate", spy)
+    cases = [(2, [1, 0], np.int8, np.int8), (128, [127] + [0] * 127, np.int8, np.int8),
+             (130, [1, 0] * 65, np.int16, np.int8), (2, [200, 0], np.int8, np.int16),
+             (3, [0, 1, 40_000], np.int8, np.int32)]
+    for n_samples, labels, index_dtype, label_dtype in cases:
+        allocated.clear()
+        ds = read([Sample(f"s{i}", str(path), tree="t", label=labels[i])
+                   for i in range(n_samples)], ["x"], binned=binned)
+        assert ds.sample_index.dtype == index_dtype and ds.y.dtype == label_dtype
+        assert allocated[-1].sample_index.dtype == index_dtype
+        assert allocated[-1].y.dtype == label_dtype
+        assert ds.y is allocated[-1].y and ds.sample_index is allocated[-1].sample_index
+        np.testing.assert_array_equal(ds.sample_index, np.repeat(np.arange(n_samples), 5))
+        np.testing.assert_array_equal(ds.y, np.repeat(labels, 5))

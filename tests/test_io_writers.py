@@ -65,6 +65,11 @@ def test_write_scores_reads_back(tmp_path: Path) -> None:
     np.testing.assert_array_equal(arrays["event"], ds.event)
     np.testing.assert_array_equal(arrays["bdt_score"], scores.astype(np.float64))
     assert not [p for p in os.listdir(out.parent) if ".tmp" in p]
+    # the Dataset keeps labels and sample indices in int8; the branches stay int32
+    assert ds.y.dtype == ds.sample_index.dtype == np.int8
+    with uproot.open(out) as file:
+        types = {k: file["TestTree"][k].typename for k in ("classID", "label", "sample")}
+    assert types == dict.fromkeys(("classID", "label", "sample"), "int32_t")
 
 
 def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:

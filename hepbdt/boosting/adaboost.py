@@ -199,7 +199,8 @@ class _AdaBoostRun:
         self.use_yes_no_leaf, self.beta, self.epsilon = use_yes_no_leaf, beta, epsilon
         self.inverse_boost_negative = inverse_boost_negative
         self.is_signal = np.asarray(y) == 1
-        self.y_pm = np.where(self.is_signal, 1.0, -1.0)
+        # +-1 as int8 (one byte an event): products with float64 give float64, exactly
+        self.y_pm = np.where(self.is_signal, 1, -1).astype(np.int8)
         self.w0 = np.asarray(w, dtype=np.float64)
         self.total0 = float(self.w0.sum())
         self.negative = self.w0 < 0
@@ -355,7 +356,7 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
     Parameters
     ----------
     codes : (m, n) uint8 bin codes.
-    y : (n,) float64, 1 = signal, 0 = background.
+    y : (n,) labels, 1 = signal, 0 = background (any numeric dtype; the classifier's are int8).
     w : (n,) float64 event weights (may be negative).
     n_value_bins : (m,) int32 value bins per feature.
     mapper : the fitted BinMapper (for raw thresholds).

@@ -45,7 +45,9 @@ class _SammeRun:
                  beta: float, inverse_boost_negative: bool):
         self.codes, self.n_classes, self.beta = codes, n_classes, beta
         self.inverse_boost_negative = inverse_boost_negative
-        self.y = np.asarray(y).astype(np.int64)
+        y = np.asarray(y)
+        # class indices as given when they are integers (the classifier's int8: no copy)
+        self.y = y if y.dtype.kind == "i" else y.astype(np.int64)
         self.w0 = np.asarray(w, dtype=np.float64)
         self.total0 = float(self.w0.sum())
         self.boost = np.ones(self.w0.size)

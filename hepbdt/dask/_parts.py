@@ -60,8 +60,8 @@ def _part(key: str) -> _Part:
 def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
          w_blocks: list[np.ndarray] | None, signal: Any, policy: str,
          n_threads: int = 1) -> dict[str, Any]:
-    """Keep the part's events: float32 features, labels (classifier: 1.0 for ``signal``,
-    else 0.0; regressor, ``signal`` None: the targets), float64 weights, after the
+    """Keep the part's events: float32 features, labels (classifier: int8 1 for ``signal``,
+    else 0; regressor, ``signal`` None: the float64 targets), float64 weights, after the
     ``negative_weights`` policy where it works event by event ("abs", "ignore"), as
     float32.
 
@@ -70,7 +70,9 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
     if y_raw.shape != (X.shape[0],):
         raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} (part {key})")
-    y = ((y_raw == signal) if signal is not None else y_raw).astype(np.float64)
+    # as in memory: int8 0/1 labels (BDTClassifier._encode_y), float64 targets
+    y = (np.asarray(y_raw == signal).astype(np.int8) if signal is not None
+         else y_raw.astype(np.float64))
     w_raw = None if w_blocks is None else np.concatenate(w_blocks)
     w = check_weights(w_raw, X.shape[0])
     negative = bool(np.any(w < 0))

@@ -2,7 +2,9 @@
 
 A :class:`Dataset` holds ``X`` (n x m, C-contiguous float32), labels or targets ``y``,
 weights ``w`` (float64), a sample index, an int64 event identifier and the names of
-features and samples. It splits into training and test sets as TMVA's ``SplitMode``
+features and samples. Class labels and sample indices are kept in the smallest signed
+integer type that holds them (:func:`smallest_int_dtype`: one byte an event for up to 128
+classes or samples). It splits into training and test sets as TMVA's ``SplitMode``
 (random, alternate, block) or by event number for k-fold training, and renormalises
 training weights as TMVA's ``NormMode``. It knows nothing about files or trees. ``X`` may
 also be a :class:`~hepbdt.binned.BinnedMatrix` (one byte per event and feature, from
@@ -20,12 +22,26 @@ from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import fold_of
 
-__all__ = ["Dataset", "SPLIT_MODES", "NORM_MODES"]
+__all__ = ["Dataset", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
 
 SPLIT_MODES = ("random", "alternate", "block")
 NORM_MODES = ("none", "num_events", "equal_num_events")
 
 _TASKS = ("classification", "regression", "unlabelled")
+# Class labels and sample indices: the first of these that holds the largest (signed, so
+# that 1 - y, 2 y - 1 and differences stay right); beyond int32 they are refused.
+_INDEX_DTYPES = (np.int8, np.int16, np.int32)
+
+
+def smallest_int_dtype(largest: Any, what: str = "value") -> np.dtype:
+    """The smallest signed integer dtype (int8, int16 or int32) that holds the integers
+    0..``largest``, as a Dataset stores class labels and sample indices; InputError beyond
+    int32 (``what`` names the values in the message)."""
+    for dtype in _INDEX_DTYPES:
+        if largest <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    raise InputError(f"{what} {shown_number(largest)} is beyond int32 (at most {2**31 - 1:,}); "
+                     "class labels and sample indices are small integers")
 
 
 class FeatureMatrix(np.ndarray):
@@ -63,12 +79,15 @@ class Dataset:
         (n, m) features; stored as C-contiguous float32 (converted once, here). NaN is a
         missing value. A :class:`~hepbdt.binned.BinnedMatrix` is kept as it is.
     y
-        (n,) class labels (1 signal, 0 background, or class indices; stored int32),
-        regression targets (stored float32), or None for unlabelled events.
+        (n,) class labels (1 signal, 0 background, or class indices, >= 0; stored in the
+        smallest signed integer type that holds the largest: int8 up to 127, else int16,
+        else int32, see :func:`smallest_int_dtype`), regression targets (stored float32),
+        or None for unlabelled events.
     w
         (n,) event weights, stored float64; None gives 1.
     sample_index
-        (n,) index into ``sample_names`` (int32); None gives 0.
+        (n,) index into ``sample_names``, stored as the labels are (int8 for up to 128
+        samples, else int16, else int32); None gives 0.
     event
         (n,) event identifier (int64), used by :meth:`kfold`; None gives 0..n-1.
     feature_names
@@ -125,11 +144,17 @@ class Dataset:
                 raise InputError("weights w must be finite (no NaN or inf)")
 
         if sample_index is None:
-            self.sample_index = np.zeros(n, dtype=np.int32)
+            self.sample_index = np.zeros(n, dtype=np.int8)
         else:
-            self.sample_index = self._vector(sample_index, n, "sample_index").astype(
-                np.int32, copy=copy
-            )
+            index = self._vector(sample_index, n, "sample_index")
+            if index.dtype.kind not in "biu":  # floats are truncated, as a cast always did
+                with np.errstate(invalid="ignore"):
+                    index = index.astype(np.int64)
+            low, high = (int(index.min()), int(index.max())) if n else (0, 0)
+            # indices out of range are kept whole (int64), for the check below to name them
+            fits = 0 <= low and high <= np.iinfo(np.int32).max
+            self.sample_index = index.astype(smallest_int_dtype(high) if fits else np.int64,
+                                             copy=copy)
         if event is None:
             self.event = np.arange(n, dtype=np.int64)
         else:
@@ -172,7 +197,12 @@ class Dataset:
                 raise InputError("classification labels y must be integers")
             if len(y) and y.min() < 0:
                 raise InputError("classification labels y must be >= 0 (1 signal, 0 background)")
-            return y.astype(np.int32, copy=copy), task
+            largest = y.max() if len(y) else 0
+            if not largest <= np.iinfo(np.int32).max:  # also refuses inf
+                raise InputError(f"classification label {shown_number(largest)} is beyond "
+                                 f"int32 (at most {2**31 - 1:,}); class labels are small "
+                                 "integers (1 signal, 0 background, or class indices)")
+            return y.astype(smallest_int_dtype(int(largest), "class label"), copy=copy), task
         if task == "regression":
             return y.astype(np.float32, copy=copy), task
         raise InputError("task='unlabelled' takes no y")
@@ -388,7 +418,7 @@ class Dataset:
                     "norm='equal_num_events' balances classes; a "
                     f"{self.task} dataset has none (use 'num_events' or 'none')"
                 )
-            labels = np.zeros(len(self), dtype=np.int32)
+            labels = np.zeros(len(self), dtype=np.int8)
             classes = np.array([0])
         if norm == "equal_num_events":
             reference_class = 1 if set(classes.tolist()) <= {0, 1} and 1 in classes else (

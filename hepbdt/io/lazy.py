@@ -28,9 +28,11 @@ PARTITION_ENTRIES = 500_000  # entries of a tree per partition, unless step_size
 @dataclass
 class LazyDataset:
     """Dask arrays of what :class:`~hepbdt.io.dataset.Dataset` holds: ``X`` (n, m) float32,
-    ``y`` (labels int32 or targets float32, or None), ``w`` float64, ``event`` int64,
-    ``sample_index`` int32, one partition per entry range; ``compute()`` reads them into
-    a Dataset."""
+    ``y`` (labels or targets float32, or None), ``w`` float64, ``event`` int64,
+    ``sample_index``, one partition per entry range; labels and sample indices have the
+    Dataset's dtypes (the smallest signed integers that hold them: int8 for up to 128
+    classes or samples), the same in every partition. ``compute()`` reads them into a
+    Dataset."""
 
     X: Any
     y: Any
@@ -64,9 +66,10 @@ class LazyDataset:
 
 def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
               sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
-              read_partition: Any) -> LazyDataset:
+              read_partition: Any, dtypes: tuple[Any, Any]) -> LazyDataset:
     """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
-    ``read_partition`` reads one entry range (``samples.read_partition``)."""
+    ``read_partition`` reads one entry range (``samples.read_partition``); ``dtypes``:
+    those of the whole read's class labels and sample indices (every partition's)."""
     try:
         import dask
         import dask.array as da
@@ -75,7 +78,8 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
 
     step = step_size if isinstance(step_size, int) else PARTITION_ENTRIES
     m = len(feature_expressions)
-    y_dtype = {"classification": np.int32, "regression": np.float32}.get(task)
+    label_dtype, index_dtype = dtypes
+    y_dtype = {"classification": label_dtype, "regression": np.float32}.get(task)
     columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
     read_partition = dask.delayed(read_partition, nout=5, pure=True)
     for plan in plans:
@@ -84,13 +88,13 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
             for start in range(0, n_entries, step):
                 stop = min(start + step, n_entries)
                 parts = read_partition(plan, source_index, chain_offset, start, stop,
-                                       list(feature_expressions), inf_as_missing, task)
+                                       list(feature_expressions), inf_as_missing, task, dtypes)
                 columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
                 if y_dtype is not None:
                     columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
                 columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
                 columns["event"].append(da.from_delayed(parts[3], (np.nan,), np.int64))
-                columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), np.int32))
+                columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
             chain_offset += n_entries
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
     return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],

@@ -38,7 +38,7 @@ import uproot
 
 from hepbdt._util import Progress, available_memory, read_ahead
 from hepbdt.binned import BinnedMatrix
-from hepbdt.io.dataset import Dataset, invalid_event_numbers, shown_number
+from hepbdt.io.dataset import Dataset, invalid_event_numbers, shown_number, smallest_int_dtype
 from hepbdt.io.errors import (
     BadValueError,
     BranchTypeError,
@@ -739,9 +739,12 @@ def read(
     Returns
     -------
     Dataset
-        ``X`` (n, m) float32 C-contiguous, ``y`` int32 class labels (1 signal,
-        0 background), float32 regression targets or None, ``w`` float64 weights
-        (expression x scale), ``sample_index`` int32, ``event`` int64.
+        ``X`` (n, m) float32 C-contiguous, ``y`` class labels (1 signal, 0 background,
+        or class indices), float32 regression targets or None, ``w`` float64 weights
+        (expression x scale), ``sample_index``, ``event`` int64. Labels and sample
+        indices are the smallest signed integers that hold the largest (int8 for labels
+        up to 127 and up to 128 samples, else int16, else int32), allocated so from the
+        start.
 
     Raises
     ------
@@ -779,6 +782,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         for index, sample in enumerate(samples)
     ]
     capacity = sum(sum(plan.entries) for plan in plans)
+    dtypes = _index_dtypes(plans)
     if dask:
         if binned or bin_edges is not None:
             raise InputError("dask=True reads float features (the Dask estimators bin them on "
@@ -789,7 +793,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         # The tasks reopen their files: the plans travel without their open readers.
         plans = [dataclasses.replace(plan, readers=[]) for plan in plans]
         return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
-                         task, step_size, inf_as_missing, read_partition)
+                         task, step_size, inf_as_missing, read_partition, dtypes)
     if binned == "auto":
         binned = choose_binned(capacity, len(feature_expressions))
     elif binned not in (True, False):
@@ -800,7 +804,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
                             task, step_size, inf_as_missing, progress, threads, max_bins,
                             n_cuts, bin_edges, edge_sample, seed)
-    out = _allocate(capacity, len(feature_expressions), task)
+    out = _allocate(capacity, len(feature_expressions), task, dtypes)
     filled = 0
     with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
         threads
@@ -814,11 +818,13 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
 
 def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
                     feature_expressions: Sequence[Any], inf_as_missing: bool,
-                    task: str) -> tuple[np.ndarray, ...]:
-    """Entries [start, stop) of one source of a sample, as ``read`` would fill them."""
+                    task: str, dtypes: tuple[np.dtype, np.dtype]) -> tuple[np.ndarray, ...]:
+    """Entries [start, stop) of one source of a sample, as ``read`` would fill them;
+    ``dtypes``: the labels' and sample indices' of the whole read (``_index_dtypes``), so
+    that every partition has the dtypes the lazy arrays declare."""
     source = plan.sources[source_index]
     context = f"sample {plan.sample.name!r}"
-    out = _allocate(stop - start, len(feature_expressions), task)
+    out = _allocate(stop - start, len(feature_expressions), task, dtypes)
     with _open_file(source.path, context) as file:
         reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
                             context)
@@ -887,7 +893,7 @@ def _read_binned(
                 selected = _read_sample(plan, feature_expressions, None, selected, step_size,
                                         inf_as_missing, executor, bar, sketch=sketch)
             edges = sketch.edges(int(max_bins), int(n_cuts))
-        out = _allocate(selected, m, task, binned=True)
+        out = _allocate(selected, m, task, _index_dtypes(plans), binned=True)
         out.codes, out.packed_edges, out.binner = np.empty((selected, m), np.uint8), pack_edges(
             edges), bin_rows_into
         filled = 0
@@ -965,15 +971,30 @@ def _plan_sample(
     return _Plan(index, sample, sources, entries, expressions, readers)
 
 
-def _allocate(capacity: int, n_features: int, task: str, binned: bool = False) -> _Output:
+def _index_dtypes(plans: Sequence[_Plan]) -> tuple[np.dtype, np.dtype]:
+    """The dtypes of a read's class labels and sample indices: the smallest signed
+    integers that hold the largest (the Dataset's rule, so it keeps the arrays as read);
+    InputError for a label beyond int32."""
+    labels = [(plan.sample.class_label, plan.sample.name) for plan in plans
+              if plan.sample.class_label is not None]
+    label, name = max(labels, default=(0, ""))
+    return (smallest_int_dtype(label, f"sample {name!r}: class label"),
+            smallest_int_dtype(max((plan.sample_index for plan in plans), default=0),
+                               "sample index"))
+
+
+def _allocate(capacity: int, n_features: int, task: str, dtypes: tuple[np.dtype, np.dtype],
+              binned: bool = False) -> _Output:
     """Uninitialised output arrays with room for ``capacity`` events (no float features
-    when ``binned``: the caller sets the codes)."""
+    when ``binned``: the caller sets the codes); ``dtypes``: those of the class labels and
+    the sample indices (:func:`_index_dtypes`)."""
     X = None if binned else np.empty((capacity, n_features), dtype=np.float32)
     w = np.empty(capacity, dtype=np.float64)
     event_ids = np.empty(capacity, dtype=np.int64)
-    sample_index = np.empty(capacity, dtype=np.int32)
+    label_dtype, index_dtype = dtypes
+    sample_index = np.empty(capacity, dtype=index_dtype)
     if task == "classification":
-        y: np.ndarray | None = np.empty(capacity, dtype=np.int32)
+        y: np.ndarray | None = np.empty(capacity, dtype=label_dtype)
     elif task == "regression":
         y = np.empty(capacity, dtype=np.float32)
     else:

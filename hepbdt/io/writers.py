@@ -200,7 +200,7 @@ def _bookkeeping_columns(dataset: Dataset) -> dict[str, np.ndarray]:
         columns["target"] = dataset.y.astype(np.float32)
     columns["weight"] = dataset.w
     columns["event"] = dataset.event
-    columns["sample"] = dataset.sample_index
+    columns["sample"] = dataset.sample_index.astype(np.int32)  # int32 on disk, as ever
     return columns
 
 
