@@ -569,3 +569,17 @@ def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
         yield
     finally:
         numba.set_num_threads(old)
+
+
+def release_free_memory() -> None:
+    """Give the C allocator's free memory back to the system (glibc's ``malloc_trim``;
+    nothing elsewhere): a read frees many chunk-sized arrays whose pages the allocator
+    would otherwise keep, counted in the process's resident memory."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # only here: the one use of a C library call
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        pass

@@ -29,7 +29,7 @@ def test_construct_from_numpy_converts_once() -> None:
     assert ds.y.dtype == np.int8 and ds.task == "classification"
     assert ds.sample_index.dtype == np.int8 and (ds.sample_index == 0).all()
     assert ds.w.dtype == np.float64 and (ds.w == 1).all()
-    assert ds.event.dtype == np.int64 and list(ds.event) == [0, 1, 2, 3]
+    assert ds.event.dtype == np.int32 and list(ds.event) == [0, 1, 2, 3]
     assert ds.feature_names == ["f0", "f1", "f2"] and len(ds) == 4
     assert Dataset(X, y=np.linspace(0, 1, 4)).task == "regression"
     assert Dataset(X).y is None

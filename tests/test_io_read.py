@@ -127,6 +127,19 @@ def test_only_tree_is_found_and_event_expression() -> None:
     ds = read(Sample("reg", REG_FILE, target="fvalue"), ["var1"], event="floor(var2 * 1000)")
     r = _uproot(REG_FILE, "TreeR", ["var2"])
     np.testing.assert_array_equal(ds.event, (r["var2"] * 1000).astype(np.int64))
+    assert ds.event.dtype == np.int64  # an expression's values may be large
+    entries = read(Sample("reg", REG_FILE, target="fvalue"), ["var1"])
+    assert entries.event.dtype == np.int32  # entry numbers below 2**31: 4 bytes an event
+    np.testing.assert_array_equal(entries.event, np.arange(len(r["var2"])))
+
+
+def test_entry_numbers_beyond_int32_are_int64(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chain of more than 2**31 - 1 entries would overflow int32 entry numbers.
+    import hepbdt.io.samples as samples
+
+    monkeypatch.setattr(samples, "EVENT_INT32_MAX", 100)
+    ds = read(Sample("reg", REG_FILE, target="fvalue"), ["var1"])
+    assert ds.event.dtype == np.int64 and ds.event[-1] == len(ds) - 1
 
 
 def test_no_progress_line_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,11 +38,14 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # and test sets make one copy, k-fold keeps k training sets of (k-1)/k, so k-1 copies),
 # with n_trees="auto" the fit's copy of the events it holds out (4 for a tenth of the
 # events one fit trains on; the others are binned from the training set directly), plus
-# one fit's bin codes and their feature-major copy (2); per event the weight, event
-# number, label and sample index (24) with each copy, plus one fit's per-event channels,
-# scores and partition (about 64). (A 1M x 28 float fit measured 4.0 bytes a value of its
-# own with n_trees=200 and 4.8 with n_trees="auto", X held outside: ``tracemalloc``.)
-_FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 24, 64
+# one fit's bin codes and their feature-major copy (2); per event the weight (8), event
+# number (int32 entry numbers or an int64 expression: 8), label and sample index (one
+# byte each up to 127 classes and 128 samples), 18, with each copy, plus one fit's
+# per-event state, at most the exact histograms' (58: scores 8, float32 weights 4 and
+# channels 8, label 1, partition and scratch 8, moving payload and its scratch 24, event
+# leaves 1, gradient's negated channel 4). (A 1M x 28 float fit measured 4.0 bytes a value
+# of its own with n_trees=200 and 4.8 with n_trees="auto", X held outside: ``tracemalloc``.)
+_FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 18, 58
 # The bin edges are fitted on a sample of at most SUBSAMPLE_FOR_EDGES events, held twice
 # (the rows gathered, then each feature's column): 8 bytes per sampled event and feature.
 _EDGE_SAMPLE_BYTES = 8

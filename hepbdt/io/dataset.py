@@ -1,7 +1,7 @@
 """The in-memory table the engine trains on, with TMVA-style splits and normalisation.
 
 A :class:`Dataset` holds ``X`` (n x m, C-contiguous float32), labels or targets ``y``,
-weights ``w`` (float64), a sample index, an int64 event identifier and the names of
+weights ``w`` (float64), a sample index, an integer event identifier and the names of
 features and samples. Class labels and sample indices are kept in the smallest signed
 integer type that holds them (:func:`smallest_int_dtype`: one byte an event for up to 128
 classes or samples). It splits into training and test sets as TMVA's ``SplitMode``
@@ -22,12 +22,13 @@ from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import fold_of
 
-__all__ = ["Dataset", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
+__all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
 
 SPLIT_MODES = ("random", "alternate", "block")
 NORM_MODES = ("none", "num_events", "equal_num_events")
 
 _TASKS = ("classification", "regression", "unlabelled")
+EVENT_INT32_MAX = 2**31 - 1  # event numbers up to this may be int32 (4 bytes an event)
 # Class labels and sample indices: the first of these that holds the largest (signed, so
 # that 1 - y, 2 y - 1 and differences stay right); beyond int32 they are refused.
 _INDEX_DTYPES = (np.int8, np.int16, np.int32)
@@ -89,7 +90,9 @@ class Dataset:
         (n,) index into ``sample_names``, stored as the labels are (int8 for up to 128
         samples, else int16, else int32); None gives 0.
     event
-        (n,) event identifier (int64), used by :meth:`kfold`; None gives 0..n-1.
+        (n,) event identifier (int64; kept int32 when given int32, as ``read`` gives entry
+        numbers below 2**31), used by :meth:`kfold`; None gives 0..n-1 (int32 up to 2**31
+        events).
     feature_names
         m names (feature expressions, or the names the user gave them); None gives ``f0``,
         ``f1``, ...
@@ -156,7 +159,7 @@ class Dataset:
             self.sample_index = index.astype(smallest_int_dtype(high) if fits else np.int64,
                                              copy=copy)
         if event is None:
-            self.event = np.arange(n, dtype=np.int64)
+            self.event = np.arange(n, dtype=np.int32 if n <= EVENT_INT32_MAX + 1 else np.int64)
         else:
             self.event = _event_numbers(self._vector(event, n, "event"), copy)
 
@@ -477,7 +480,10 @@ def shown_number(value: Any) -> str:
 
 
 def _event_numbers(values: np.ndarray, copy: bool) -> np.ndarray:
-    """The event identifiers as int64; InputError (count, first) when some are not integers."""
+    """The event identifiers as int64, or int32 as given (entry numbers, 4 bytes an event);
+    InputError (count, first) when some are not integers."""
+    if values.dtype == np.int32:
+        return values.copy() if copy else values
     bad = invalid_event_numbers(values)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])

@@ -28,8 +28,8 @@ PARTITION_ENTRIES = 500_000  # entries of a tree per partition, unless step_size
 @dataclass
 class LazyDataset:
     """Dask arrays of what :class:`~hepbdt.io.dataset.Dataset` holds: ``X`` (n, m) float32,
-    ``y`` (labels or targets float32, or None), ``w`` float64, ``event`` int64,
-    ``sample_index``, one partition per entry range; labels and sample indices have the
+    ``y`` (labels or targets float32, or None), ``w`` float64, ``event`` (int32 entry
+    numbers, or int64), ``sample_index``, one partition per entry range; labels and sample indices have the
     Dataset's dtypes (the smallest signed integers that hold them: int8 for up to 128
     classes or samples), the same in every partition. ``compute()`` reads them into a
     Dataset."""
@@ -66,7 +66,7 @@ class LazyDataset:
 
 def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
               sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
-              read_partition: Any, dtypes: tuple[Any, Any]) -> LazyDataset:
+              read_partition: Any, dtypes: tuple[Any, Any, Any]) -> LazyDataset:
     """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
     ``read_partition`` reads one entry range (``samples.read_partition``); ``dtypes``:
     those of the whole read's class labels and sample indices (every partition's)."""
@@ -78,7 +78,7 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
 
     step = step_size if isinstance(step_size, int) else PARTITION_ENTRIES
     m = len(feature_expressions)
-    label_dtype, index_dtype = dtypes
+    label_dtype, index_dtype, event_dtype = dtypes
     y_dtype = {"classification": label_dtype, "regression": np.float32}.get(task)
     columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
     read_partition = dask.delayed(read_partition, nout=5, pure=True)
@@ -93,7 +93,7 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
                 if y_dtype is not None:
                     columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
                 columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
-                columns["event"].append(da.from_delayed(parts[3], (np.nan,), np.int64))
+                columns["event"].append(da.from_delayed(parts[3], (np.nan,), event_dtype))
                 columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
             chain_offset += n_entries
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}

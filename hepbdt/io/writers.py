@@ -199,7 +199,7 @@ def _bookkeeping_columns(dataset: Dataset) -> dict[str, np.ndarray]:
     elif dataset.task == "regression":
         columns["target"] = dataset.y.astype(np.float32)
     columns["weight"] = dataset.w
-    columns["event"] = dataset.event
+    columns["event"] = dataset.event.astype(np.int64, copy=False)  # int64 on disk, as always
     columns["sample"] = dataset.sample_index.astype(np.int32)  # int32 on disk, as ever
     return columns
 
