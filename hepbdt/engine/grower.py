@@ -280,7 +280,7 @@ def event_leaves(tree: GrownTree, n_events: int, storage: np.ndarray | None = No
         out = storage.reshape(-1).view(np.uint8)[:size].view(dtype)
     else:
         out = np.empty(n_events, dtype)
-    if tree.partition.size < n_events or tree.stop[leaves].sum() - tree.start[leaves].sum() < n_events:
+    if tree.partition.size < n_events:  # the leaves hold the partition's events, no others
         out[:] = np.iinfo(dtype).max
     _mark_leaves(tree.partition, tree.start[leaves], tree.stop[leaves], out)
     return out
@@ -313,7 +313,7 @@ def leaf_sweeps(n_leaves: int) -> int:
 
 
 @njit
-def sweep_rows(n_leaves, n_sweeps):
+def sweep_rows(n_leaves: int, n_sweeps: int) -> np.ndarray:
     """(n_sweeps, n_leaves + 1): the row of sweep t's sums that leaf j adds to: j for the
     leaves j % n_sweeps == t, else row n_leaves, which takes what the sweep does not sum
     (branch-free, and no division an event); column n_leaves is for events in no leaf."""
