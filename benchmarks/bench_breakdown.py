@@ -34,7 +34,8 @@ GROUPS = {
     "split search": ("_find_best_splits",),
     "partition": ("_partition_chunks", "_gather_chunks"),
     "gradients and loss": ("_logistic_channels", "_logistic_loss"),
-    "leaf sums and score update": ("_slice_sums", "_add_leaf_values"),
+    "leaf sums and score update": ("_slice_sums", "_add_leaf_values", "_mark_leaves",
+                                   "_sums_by_leaf", "_add_by_leaf", "_logistic_leaf_sums"),
     "quantising the channels": ("_max_abs", "_pack_into", "_iota"),
 }
 # Once a fit, not a tree (cumulative times): the quantile edges, and the codes with their
