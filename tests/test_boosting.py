@@ -192,3 +192,28 @@ def test_a_lean_fit_is_the_ordinary_fit(monkeypatch, settings):
     monkeypatch.setattr(grower, "COLUMN_COPY_BYTES", 0)
     lean = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
     assert calls and lean == ordinary
+
+
+@pytest.mark.parametrize("settings", [
+    {"boosting": "newton", "quantised_histograms": False},
+    {"boosting": "gradient", "quantised_histograms": True, "subsample": 0.6},
+    {"boosting": "newton", "subsample": 0.5, "quantised_histograms": False},
+    {"boosting": "gradient", "max_leaves": 300, "max_depth": None},
+], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_leaf_sums_in_event_order_are_the_partition_walk(monkeypatch, settings):
+    # Large samples sum each leaf reading the events in order, small ones walk the
+    # partition (the reference): the same models, bit for bit, also with events left out
+    # of a tree's sample and with more than 255 leaves (uint16 leaf numbers).
+    import hepbdt.boosting._loop as loop
+
+    rng = np.random.default_rng(8)
+    n = 30_000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(size=n) > 0).astype(int)
+    w = rng.gamma(2.0, 1.0, n)
+    params = {"n_trees": 8, "max_depth": 5, "random_state": 4, **settings}
+    monkeypatch.setattr(loop, "ORDERED_SUMS_FROM", n + 1)
+    walked = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
+    monkeypatch.setattr(loop, "ORDERED_SUMS_FROM", 0)
+    ordered = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
+    assert ordered == walked

@@ -34,6 +34,7 @@ __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", 
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
+ORDERED_SUMS_FROM = 1 << 16  # events from which leaf sums read the events in order
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -248,6 +249,10 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     # A large quantised fit computes the channels into the grower's buffers and sums them
     # again from the events once the tree has grown (QuantisedRows.lean).
     lean = quantised and ordered.lean and not multiclass and loss.channel_leaf_sums is not None
+    # Leaf sums and score updates read the events in order through each event's leaf
+    # (bit for bit the walk through the partition, which small samples keep: theirs is in
+    # cache, and it saves a pass).
+    by_leaf = lean or n >= ORDERED_SUMS_FROM
     leaf_of = None  # the last tree's event leaves: storage the next one reuses
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
@@ -274,18 +279,20 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
                              rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
-            # Each event's leaf, in the grower's scratch once the tree has grown: sums and
-            # score updates read the events in order instead of through the partition.
-            leaf_of = event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
-            sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k], wh[k],
-                              w_tree)
+            if by_leaf:  # each event's leaf, in the grower's scratch once the tree has grown
+                leaf_of = event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
+                sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k],
+                                  wh[k], w_tree)
+            else:
+                sums = leaf_sums(tree, wg[k], wh[k], w_tree)
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)
-            if rows is None or rows.size == n:
+            if by_leaf and (rows is None or rows.size == n):
                 add_by_leaf(leaf_of, value[tree.is_leaf], score[k])
             else:
-                update_scores(codes, tree, value, score[k])
+                update_scores(codes, tree, value, score[k],
+                              through_partition=rows is None or rows.size == n)
             if valid is not None:
                 update_scores(codes_v, tree, value, score_v[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)
