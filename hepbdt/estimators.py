@@ -48,7 +48,7 @@ from .boosting.samme import run_samme
 from .boosting.uboost import UBOOST_TARGETS, run_uboost
 from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
-from .engine.grower import QuantisedRows
+from .engine.grower import QuantisedRows, feature_major
 from .engine.split import SplitParams
 from .interop.cpp_export import to_cpp
 from .interop.onnx_export import to_onnx
@@ -394,7 +394,7 @@ class _BDTBase(SklearnProtocol):
             quantised = self._use_quantised(n_train)
             if binned:  # the matrix's bins are the model's: no binning here
                 mapper = BinMapper.from_edges(list(X.edges))
-                codes = QuantisedRows(X.codes) if quantised else np.ascontiguousarray(X.codes.T)
+                codes = QuantisedRows(X.codes) if quantised else feature_major(X.codes)
             else:
                 mapper = BinMapper(self.max_bins, self.n_cuts,
                                    0 if self.random_state is None else int(self.random_state))
@@ -574,7 +574,7 @@ class _BDTBase(SklearnProtocol):
         valid_binned = None
         if valid is not None:
             Xv = valid[0]
-            codes_v = (np.ascontiguousarray(Xv.codes.T) if isinstance(Xv, BinnedMatrix)
+            codes_v = (feature_major(Xv.codes) if isinstance(Xv, BinnedMatrix)
                        else mapper.transform(Xv))
             valid_binned = (codes_v, valid[1], valid[2])
         rounds = plan.rounds
@@ -693,7 +693,7 @@ class _BDTBase(SklearnProtocol):
         if isinstance(X, BinnedMatrix):
             X = self._binned_input(X)
             if self._grown_on(X):  # the trees' own bins: scored from the codes (1 byte a value)
-                yield from self.forest_.staged_raw_score_codes(np.ascontiguousarray(X.codes.T))
+                yield from self.forest_.staged_raw_score_codes(feature_major(X.codes))
                 return
             X = X.to_features()
         yield from self.forest_.staged_raw_score(self._input(X))

@@ -40,12 +40,13 @@ from ._types import (
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
-__all__ = ["GrownTree", "add_by_leaf", "event_leaves", "grow_tree", "leaf_sweeps",
-           "sample_features", "slice_sums", "sums_by_leaf", "sweep_rows"]
+__all__ = ["GrownTree", "add_by_leaf", "event_leaves", "feature_major", "grow_tree",
+           "leaf_sweeps", "sample_features", "slice_sums", "sums_by_leaf", "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
 MAX_LEAF_SWEEPS = 4  # threads of ``sums_by_leaf``
+TRANSPOSE_BLOCK = 256  # events a task of ``feature_major`` copies (their rows stay in cache)
 # Histograms held for one level of a tree, at most (bytes): a level of more nodes (deep trees
 # on large samples) builds its histograms from the events in batches of this size instead of
 # deriving siblings by subtraction, so memory never grows with the nodes of a level.
@@ -351,6 +352,23 @@ def _add_by_leaf(leaf_of, value, score):
             score[i] += value[j]
 
 
+def feature_major(codes_by_event: np.ndarray) -> np.ndarray:
+    """The (m, n) feature-major copy of (n, m) event-major uint8 codes (numpy's copy of
+    the transposed view moves one byte at a time: 0.84 s at 10M x 28, this 0.065 s)."""
+    out = np.empty(codes_by_event.shape[::-1], dtype=codes_by_event.dtype)
+    _feature_major(np.ascontiguousarray(codes_by_event), out)
+    return out
+
+
+@njit(parallel=True)
+def _feature_major(codes, out):
+    n, m = codes.shape
+    for block in numba.prange((n + TRANSPOSE_BLOCK - 1) // TRANSPOSE_BLOCK):
+        for i in range(block * TRANSPOSE_BLOCK, min(n, (block + 1) * TRANSPOSE_BLOCK)):
+            for j in range(m):
+                out[j, i] = codes[i, j]
+
+
 @njit(parallel=True)
 def _iota(out):
     for i in numba.prange(out.size):
@@ -373,7 +391,7 @@ class QuantisedRows:
         self.codes = codes_by_event
         self.n_features = codes_by_event.shape[1]
         # The feature-major copy that partitions read (None: they read ``codes``).
-        self.columns = (np.ascontiguousarray(codes_by_event.T)
+        self.columns = (feature_major(codes_by_event)
                         if codes_by_event.size <= COLUMN_COPY_BYTES else None)
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
         self.packed = np.empty(n, dtype=np.int64)
