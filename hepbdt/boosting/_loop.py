@@ -103,14 +103,37 @@ def node_sums(tree: GrownTree, at_leaves: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tree_sums(tree: GrownTree, leaf_of: np.ndarray, lean_loss, y, score, wg, wh,
+def _leaf_sum_plan(ordered, loss, multiclass: bool, n: int) -> tuple[bool, bool]:
+    """(lean, by_leaf). Lean: the channels live in the grower's buffers and their leaf sums
+    are computed again from the events (``QuantisedRows.lean``). By leaf: leaf sums and
+    score updates read the events in order (``event_leaves``), bit for bit the walk through
+    the partition, which small samples keep (in cache there, and one pass fewer)."""
+    lean = (ordered is not None and ordered.lean and not multiclass
+            and loss.channel_leaf_sums is not None)
+    return lean, lean or n >= ORDERED_SUMS_FROM
+
+
+def _tree_sums(tree: GrownTree, leaf_of: np.ndarray | None, lean_loss, y, score, wg, wh,
                w_tree) -> np.ndarray:
-    """Per-node exact sums (w g, w h, w) of a tree's events; ``lean_loss``: the loss that
-    computes them again from the events (wg and wh were not kept), else None."""
+    """Per-node exact sums (w g, w h, w) of a tree's events: through the partition when
+    ``leaf_of`` (``event_leaves``) is None, else in event order; ``lean_loss``: the loss
+    that computes them again from the events (wg and wh were not kept), else None."""
+    if leaf_of is None:
+        return leaf_sums(tree, wg, wh, w_tree)
     n_leaves = int(np.count_nonzero(tree.is_leaf))
     if lean_loss is not None:
         return node_sums(tree, lean_loss.channel_leaf_sums(leaf_of, n_leaves, y, score, w_tree))
     return node_sums(tree, sums_by_leaf(leaf_of, n_leaves, wg, wh, w_tree))
+
+
+def _add_tree_scores(codes, tree: GrownTree, value: np.ndarray, score: np.ndarray,
+                     leaf_of: np.ndarray | None, every_event: bool) -> None:
+    """score += the tree on its training events: by each event's leaf when ``leaf_of`` is
+    given and the tree saw ``every_event``, else through the partition or the codes."""
+    if leaf_of is not None and every_event:
+        add_by_leaf(leaf_of, value[tree.is_leaf], score)
+    else:
+        update_scores(codes, tree, value, score, through_partition=every_event)
 
 
 @njit
@@ -246,13 +269,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     best_iter, best_loss = None, np.inf
     # Every event in every tree: no draw (it would use no random numbers) and no index array.
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
-    # A large quantised fit computes the channels into the grower's buffers and sums them
-    # again from the events once the tree has grown (QuantisedRows.lean).
-    lean = quantised and ordered.lean and not multiclass and loss.channel_leaf_sums is not None
-    # Leaf sums and score updates read the events in order through each event's leaf
-    # (bit for bit the walk through the partition, which small samples keep: theirs is in
-    # cache, and it saves a pass).
-    by_leaf = lean or n >= ORDERED_SUMS_FROM
+    lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
     leaf_of = None  # the last tree's event leaves: storage the next one reuses
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
@@ -265,10 +282,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
-        if lean:
-            wg, wh, previous_loss = loss.channels(y, score, w_tree, w, out=ordered.channel_buffers())
-        else:
-            wg, wh, previous_loss = loss.channels(y, score, w_tree, w)
+        into = {"out": ordered.channel_buffers()} if lean else {}
+        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **into)
         if it > 0:
             train_loss.append(previous_loss)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
@@ -279,20 +294,16 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
                              rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
-            if by_leaf:  # each event's leaf, in the grower's scratch once the tree has grown
-                leaf_of = event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
-                sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k],
-                                  wh[k], w_tree)
-            else:
-                sums = leaf_sums(tree, wg[k], wh[k], w_tree)
+            # each event's leaf, in the grower's scratch once the tree has grown
+            leaf_of = (event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
+                       if by_leaf else None)
+            sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k], wh[k],
+                              w_tree)
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)
-            if by_leaf and (rows is None or rows.size == n):
-                add_by_leaf(leaf_of, value[tree.is_leaf], score[k])
-            else:
-                update_scores(codes, tree, value, score[k],
-                              through_partition=rows is None or rows.size == n)
+            _add_tree_scores(codes, tree, value, score[k], leaf_of,
+                             every_event=rows is None or rows.size == n)
             if valid is not None:
                 update_scores(codes_v, tree, value, score_v[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)
