@@ -282,14 +282,15 @@ def test_one_compiled_call_grows_the_levelwise_tree(monkeypatch, criterion, seed
     compiled = grower.grow_exact_serial
     monkeypatch.setattr(grower, "grow_exact_serial", lambda *args: calls.append(1) or compiled(*args))
     default_work = grower.SERIAL_TREE_WORK
-    for depth in (1, 3, 7):
+    workspace = grower.SerialWorkspace()  # shared, so the later trees find the deeper one's sums
+    for depth in (7, 1, 3):
         trees = []
         for work in (default_work, 0):
             monkeypatch.setattr(grower, "SERIAL_TREE_WORK", work)
             with threads(1):  # the one-call grower is for one thread
                 trees.append(grow_tree(codes, rows, ch_a, ch_b, w, np.full(5, 31, np.int32),
-                                       params, depth, features=used))
-        assert len(calls) == (1, 3, 7).index(depth) + 1  # the compiled call grew the first
+                                       params, depth, features=used, workspace=workspace))
+        assert len(calls) == (7, 1, 3).index(depth) + 1  # the compiled call grew the first
         serial, levels = trees
         assert serial.n_nodes == levels.n_nodes and serial.n_nodes > min(2 ** depth, 9) - 1
         for field in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",

@@ -18,6 +18,7 @@ from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import (
     GrownTree,
+    SerialWorkspace,
     add_by_leaf,
     event_leaves,
     grow_tree,
@@ -271,6 +272,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
     leaf_of = None  # the last tree's event leaves: storage the next one reuses
+    workspace = SerialWorkspace()
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -293,7 +295,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                              features, colsample_bylevel, colsample_bynode, rng,
                              quantised=quantised, ordered=ordered if quantised else None,
-                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
+                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves,
+                             workspace=workspace)
             # each event's leaf, in the grower's scratch once the tree has grown
             leaf_of = (event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
                        if by_leaf else None)

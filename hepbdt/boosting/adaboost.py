@@ -51,14 +51,14 @@ flat node arrays) is kept in ``forest.extra["purity"]`` for the TMVA XML export.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._util import Progress
 from ..engine._types import CHANNEL_DTYPE
-from ..engine.grower import GrownTree, grow_tree, sample_features
+from ..engine.grower import GrownTree, SerialWorkspace, grow_tree, sample_features
 from ..engine.split import SplitParams
 from ..model import Forest, ForestBuilder
 from ._loop import BoostResult, add_tree, draw_sample, leaf_sums, update_scores
@@ -139,6 +139,7 @@ class _TreeOptions:
     colsample_bylevel: float
     colsample_bynode: float
     max_leaves: int | None = None
+    workspace: SerialWorkspace = field(default_factory=SerialWorkspace)  # shared by the trees
 
     @property
     def resampled(self) -> bool:
@@ -169,7 +170,8 @@ def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: 
     features = sample_features(all_features, options.colsample_bytree, rng)
     tree = grow_tree(codes, rows, a, b, counts.astype(CHANNEL_DTYPE), options.n_value_bins,
                      params, options.max_depth, features, options.colsample_bylevel,
-                     options.colsample_bynode, rng, max_leaves=options.max_leaves)
+                     options.colsample_bynode, rng, max_leaves=options.max_leaves,
+                     workspace=options.workspace)
     return tree, w_tree
 
 

@@ -10,16 +10,38 @@ the same split scans (``split._scan_feature``, the first feature winning ties), 
 stable partition and node numbering. ``grower.grow_tree`` takes it where those
 conditions hold and the sample is small; tests/test_engine.py checks the trees are equal
 field by field.
+
+The histograms, the scratch of the partition and the node arrays live in a
+``SerialWorkspace`` that the trees of one fit share: fresh pages for each tree's
+histograms (30 features x 256 bins x 3 sums is 184 kB a node, above glibc's threshold for
+mapping new memory) cost more than the arithmetic of a tree on a few hundred events.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
 from .split import _scan_feature
 
-__all__ = ["grow_exact_serial"]
+__all__ = ["SerialWorkspace", "grow_exact_serial"]
+
+
+class SerialWorkspace:
+    """Arrays by name that the serial trees of one fit reuse, each grown as a tree needs."""
+
+    def __init__(self) -> None:
+        self._flat: dict[str, np.ndarray] = {}
+
+    def array(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A C-contiguous array of ``shape`` (contents undefined) held under ``name``."""
+        size = math.prod(shape)
+        flat = self._flat.get(name)
+        if flat is None or flat.size < size or flat.dtype != dtype:
+            flat = self._flat[name] = np.empty(size, dtype)
+        return flat[:size].reshape(shape)
 
 
 @njit
@@ -113,12 +135,12 @@ def _level_splits(hists, level, sums, used, n_value_bins, params, cum, left_sums
 
 
 @njit
-def _child_histograms(codes, partition, payload, used, hists, positions, children, start, stop):
-    """The children's histograms (two a split node, left then right): the smaller from its
-    events, its sibling as the parent's minus it."""
+def _child_histograms(codes, partition, payload, used, hists, positions, children, start, stop,
+                      child_hists):
+    """The children's histograms into child_hists[:2 n_split] (two a split node, left then
+    right): the smaller from its events, its sibling as the parent's minus it."""
     n_split = positions.size
     m = codes.shape[0]
-    child_hists = np.empty((2 * n_split, m, N_BINS, N_CHANNELS))
     for q in range(n_split):
         lc, rc = children[2 * q], children[2 * q + 1]
         small = 2 * q if stop[lc] - start[lc] <= stop[rc] - start[rc] else 2 * q + 1
@@ -131,20 +153,19 @@ def _child_histograms(codes, partition, payload, used, hists, positions, childre
             for c in range(N_BINS):
                 for ch in range(N_CHANNELS):
                     sibling[f, c, ch] = parent[f, c, ch] - child_hists[small, f, c, ch]
-    return child_hists
 
 
 @njit
 def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max_depth,
-                      root_hist, root_sums, feature, bin_threshold, missing_left, left, right,
-                      gain, sums, start, stop):
+                      hists_a, hists_b, root_sums, scratch_idx, scratch_payload, feature,
+                      bin_threshold, missing_left, left, right, gain, sums, start, stop):
     """Grow into the node arrays (capacity: the tree's largest node count); returns the
-    node count. ``root_hist`` (m, N_BINS, 3) and ``root_sums`` (3,) are the root's, as
-    the grower computes them; ``partition`` and ``payload`` are reordered in place."""
+    node count. ``hists_a[0]`` (m, N_BINS, 3) holds the root's histogram and ``root_sums``
+    (3,) its sums, as the grower computes them; ``hists_a`` and ``hists_b`` (each room for
+    the largest level's nodes) take the levels' histograms in turn, and ``scratch_idx`` and
+    ``scratch_payload`` (at least the partition's and payload's sizes) the partition's
+    moves. ``partition`` and ``payload`` are reordered in place."""
     n_rows = partition.size
-    m = codes.shape[0]
-    scratch_idx = np.empty(n_rows, partition.dtype)
-    scratch_payload = np.empty_like(payload)
     cum = np.empty((4, N_BINS))
     left_sums = np.empty(N_CHANNELS)
     best_left = np.empty(N_CHANNELS)
@@ -156,7 +177,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     sums[0] = root_sums
     n_nodes = 1
     level = np.zeros(1, np.int64)
-    hists = root_hist.reshape((1, m, N_BINS, N_CHANNELS)).copy()
+    hists = hists_a[:1]
     for depth in range(max_depth):
         k = level.size
         split_gain, split_feature, split_bin, split_missing, split_left, n_split = _level_splits(
@@ -196,7 +217,9 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
             q += 1
         if last:
             break
-        hists = _child_histograms(codes, partition, payload, used, hists, positions, children,
-                                  start, stop)
+        into = hists_b if depth % 2 == 0 else hists_a
+        _child_histograms(codes, partition, payload, used, hists, positions, children, start,
+                          stop, into)
+        hists = into[:2 * n_split]
         level = children
     return n_nodes

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
-from ._serial_tree import grow_exact_serial
+from ._serial_tree import SerialWorkspace, grow_exact_serial
 from ._types import (
     CHANNEL_DTYPE,
     INDEX_DTYPE,
@@ -40,7 +40,7 @@ from ._types import (
 from .histogram import Quantiser, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
-__all__ = ["GrownTree", "add_by_leaf", "event_leaves", "feature_major", "grow_tree",
+__all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "event_leaves", "feature_major", "grow_tree",
            "leaf_sweeps", "sample_features", "slice_sums", "sums_by_leaf", "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
@@ -925,6 +925,7 @@ def grow_tree(
     ordered: QuantisedRows | None = None,
     rounding_seed: int = 0,
     max_leaves: int | None = None,
+    workspace: SerialWorkspace | None = None,
 ) -> GrownTree:
     """Grow one tree, depth-wise (``max_leaves`` None) or leaf-wise (best first).
 
@@ -953,6 +954,8 @@ def grow_tree(
     max_leaves : None: depth-wise growth. An integer >= 2: leaf-wise growth, splitting the
         leaf of the largest gain (ties: the lowest node id) until the tree has this many
         leaves or no leaf can split (constraints, ``max_depth``); see ``_grow_leafwise``.
+    workspace : buffers that the small trees grown in one compiled call reuse (the trees
+        of one fit share one; None: fresh ones).
     """
     if max_leaves is not None and max_leaves < 2:
         raise ValueError(f"max_leaves={max_leaves} is not valid; a split makes 2 leaves")
@@ -976,7 +979,7 @@ def grow_tree(
         _grow_leafwise(events, nodes, n_value_bins, params, max_depth, max_leaves,
                        colsample_bylevel, colsample_bynode, rng)
     elif _serial_fits(events, max_depth, colsample_bylevel, colsample_bynode):
-        return _grow_serial(events, n_value_bins, params, max_depth)
+        return _grow_serial(events, n_value_bins, params, max_depth, workspace)
     else:
         nodes = _NodeArrays(1 + 2 * min(n_rows, 1 << min(max_depth, 10)), max(1, 2 * n_rows - 1),
                             events.n_channels)
@@ -997,21 +1000,27 @@ def _serial_fits(events: _TreeEvents, max_depth: int, colsample_bylevel: float,
 
 
 def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitParams,
-                 max_depth: int) -> GrownTree:
+                 max_depth: int, workspace: SerialWorkspace | None) -> GrownTree:
     """The depth-wise tree in one compiled call (``_serial_tree``), the root as the grower
-    builds it."""
-    n_rows = events.partition.size
-    raw = events.histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64),
-                            np.array([0], np.int64))
-    root_sums = raw[0, int(np.argmax(events.used))].sum(axis=0)
+    builds it, in ``workspace``'s buffers (a new one: None)."""
+    space = workspace if workspace is not None else SerialWorkspace()
+    n_rows, m = events.partition.size, events.n_features
+    level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
+    hists = [space.array(f"hists_{i}", (level_nodes, m, N_BINS, N_CHANNELS), np.float64)
+             for i in (0, 1)]
+    events.fill(hists[0][:1], np.array([0], np.int64), np.array([n_rows], np.int64),
+                np.array([0], np.int64))
+    root_sums = hists[0][0, int(np.argmax(events.used))].sum(axis=0)
     capacity = min((1 << min(max_depth + 1, 31)) - 1, max(1, 2 * n_rows - 1))
-    arrays = {name: np.empty(capacity, dtype) for name, dtype, _ in _NodeArrays.FIELDS}
-    sums = np.empty((capacity, 3))
+    arrays = {name: space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS}
+    sums = space.array("sums", (capacity, 3), np.float64)
     n_nodes = grow_exact_serial(
         events.codes, events.partition, events.payload, events.used, n_value_bins,
-        params.as_tuple(), max_depth, raw[0], root_sums, arrays["feature"],
-        arrays["bin_threshold"], arrays["missing_left"], arrays["left"], arrays["right"],
-        arrays["gain"], sums, arrays["start"], arrays["stop"])
+        params.as_tuple(), max_depth, hists[0], hists[1], root_sums,
+        space.array("scratch_idx", events.partition.shape, events.partition.dtype),
+        space.array("scratch_payload", events.payload.shape, events.payload.dtype),
+        arrays["feature"], arrays["bin_threshold"], arrays["missing_left"], arrays["left"],
+        arrays["right"], arrays["gain"], sums, arrays["start"], arrays["stop"])
     arrays = {name: a[:n_nodes].copy() for name, a in arrays.items()}
     return GrownTree(**arrays, sum_a=sums[:n_nodes, 0].copy(), sum_b=sums[:n_nodes, 1].copy(),
                      sum_w=sums[:n_nodes, 2].copy(), partition=events.partition)
