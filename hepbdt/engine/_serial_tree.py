@@ -34,6 +34,7 @@ class SerialWorkspace:
 
     def __init__(self) -> None:
         self._flat: dict[str, np.ndarray] = {}
+        self._last: tuple[tuple, tuple] | None = None
 
     def array(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """A C-contiguous array of ``shape`` (contents undefined) held under ``name``."""
@@ -42,6 +43,13 @@ class SerialWorkspace:
         if flat is None or flat.size < size or flat.dtype != dtype:
             flat = self._flat[name] = np.empty(size, dtype)
         return flat[:size].reshape(shape)
+
+    def arrays(self, key: tuple, make) -> tuple:
+        """``make(self)``'s arrays (from ``array``), made again only when ``key`` (their
+        shapes and types) differs from the last call's."""
+        if self._last is None or self._last[0] != key:
+            self._last = (key, make(self))
+        return self._last[1]
 
 
 @njit
@@ -53,11 +61,13 @@ def _node_histogram(codes, partition, payload, start, stop, used, out):
             continue
         codes_f = codes[f]
         h = out[f]
-        for k in range(start, stop):
-            c = codes_f[partition[k]]
-            h[c, 0] += payload[k, 0]
-            h[c, 1] += payload[k, 1]
-            h[c, 2] += payload[k, 2]
+        # unsigned indices: no negative-index wraparound in the inner loop
+        for k in range(np.uint64(start), np.uint64(stop)):
+            c = np.uint64(codes_f[np.uint64(partition[k])])
+            a, b, w = payload[k, 0], payload[k, 1], payload[k, 2]
+            h[c, 0] += a
+            h[c, 1] += b
+            h[c, 2] += w
 
 
 @njit
@@ -157,15 +167,15 @@ def _child_histograms(codes, partition, payload, used, hists, positions, childre
 
 @njit
 def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max_depth,
-                      hists_a, hists_b, root_sums, scratch_idx, scratch_payload, feature,
-                      bin_threshold, missing_left, left, right, gain, sums, start, stop):
+                      hists_a, hists_b, scratch_idx, scratch_payload, feature,
+                      bin_threshold, missing_left, left, right, gain, start, stop, sums):
     """Grow into the node arrays (capacity: the tree's largest node count); returns the
-    node count. ``hists_a[0]`` (m, N_BINS, 3) holds the root's histogram and ``root_sums``
-    (3,) its sums, as the grower computes them; ``hists_a`` and ``hists_b`` (each room for
-    the largest level's nodes) take the levels' histograms in turn, and ``scratch_idx`` and
+    node count. ``hists_a`` and ``hists_b`` (each room for the largest level's nodes) take
+    the levels' histograms in turn, the root's in ``hists_a[0]``, and ``scratch_idx`` and
     ``scratch_payload`` (at least the partition's and payload's sizes) the partition's
     moves. ``partition`` and ``payload`` are reordered in place."""
     n_rows = partition.size
+    _node_histogram(codes, partition, payload, 0, n_rows, used, hists_a[0])
     cum = np.empty((4, N_BINS))
     left_sums = np.empty(N_CHANNELS)
     best_left = np.empty(N_CHANNELS)
@@ -174,7 +184,12 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     right[0] = -1
     start[0] = 0
     stop[0] = n_rows
-    sums[0] = root_sums
+    # the root's sums as numpy's sum over the bins of its first feature (bin by bin)
+    first = np.argmax(used)
+    sums[0] = 0.0
+    for c in range(N_BINS):
+        for ch in range(N_CHANNELS):
+            sums[0, ch] += hists_a[0, first, c, ch]
     n_nodes = 1
     level = np.zeros(1, np.int64)
     hists = hists_a[:1]

@@ -1001,29 +1001,29 @@ def _serial_fits(events: _TreeEvents, max_depth: int, colsample_bylevel: float,
 
 def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitParams,
                  max_depth: int, workspace: SerialWorkspace | None) -> GrownTree:
-    """The depth-wise tree in one compiled call (``_serial_tree``), the root as the grower
-    builds it, in ``workspace``'s buffers (a new one: None)."""
-    space = workspace if workspace is not None else SerialWorkspace()
+    """The depth-wise tree in one compiled call (``_serial_tree``), in ``workspace``'s
+    buffers (a new one: None)."""
     n_rows, m = events.partition.size, events.n_features
-    level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
-    hists = [space.array(f"hists_{i}", (level_nodes, m, N_BINS, N_CHANNELS), np.float64)
-             for i in (0, 1)]
-    events.fill(hists[0][:1], np.array([0], np.int64), np.array([n_rows], np.int64),
-                np.array([0], np.int64))
-    root_sums = hists[0][0, int(np.argmax(events.used))].sum(axis=0)
     capacity = min((1 << min(max_depth + 1, 31)) - 1, max(1, 2 * n_rows - 1))
-    arrays = {name: space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS}
-    sums = space.array("sums", (capacity, 3), np.float64)
-    n_nodes = grow_exact_serial(
-        events.codes, events.partition, events.payload, events.used, n_value_bins,
-        params.as_tuple(), max_depth, hists[0], hists[1], root_sums,
-        space.array("scratch_idx", events.partition.shape, events.partition.dtype),
-        space.array("scratch_payload", events.payload.shape, events.payload.dtype),
-        arrays["feature"], arrays["bin_threshold"], arrays["missing_left"], arrays["left"],
-        arrays["right"], arrays["gain"], sums, arrays["start"], arrays["stop"])
-    arrays = {name: a[:n_nodes].copy() for name, a in arrays.items()}
-    return GrownTree(**arrays, sum_a=sums[:n_nodes, 0].copy(), sum_b=sums[:n_nodes, 1].copy(),
-                     sum_w=sums[:n_nodes, 2].copy(), partition=events.partition)
+    key = (n_rows, m, max_depth, events.partition.dtype, events.payload.dtype)
+
+    def make(space: SerialWorkspace) -> tuple:
+        level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
+        return (*(space.array(f"hists_{i}", (level_nodes, m, N_BINS, N_CHANNELS), np.float64)
+                  for i in (0, 1)),
+                space.array("scratch_idx", (n_rows,), events.partition.dtype),
+                space.array("scratch_payload", (n_rows, N_CHANNELS), events.payload.dtype),
+                *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
+                space.array("sums", (capacity, N_CHANNELS), np.float64))
+
+    buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
+    n_nodes = grow_exact_serial(events.codes, events.partition, events.payload, events.used,
+                                n_value_bins, params.as_tuple(), max_depth, *buffers)
+    node_arrays, sums = buffers[4:-1], buffers[-1][:n_nodes]
+    arrays = {name: a[:n_nodes].copy()
+              for (name, _, _), a in zip(_NodeArrays.FIELDS, node_arrays, strict=True)}
+    return GrownTree(**arrays, sum_a=sums[:, 0].copy(), sum_b=sums[:, 1].copy(),
+                     sum_w=sums[:, 2].copy(), partition=events.partition)
 
 
 def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
