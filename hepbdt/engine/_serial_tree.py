@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
-from .split import _scan_feature
+from .split import _gains, node_score
 
 __all__ = ["SerialWorkspace", "grow_exact_serial"]
 
@@ -71,7 +71,56 @@ def _node_histogram(codes, partition, payload, start, stop, used, out):
 
 
 @njit
-def _best_split(hist, sums, used, n_value_bins, params, cum, left, best_left):
+def _scan_occupied(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
+                   min_child_hessian, min_child_weight, min_split_gain, cum, at, out_left):
+    """``split._scan_feature``'s result, scoring only the cuts after bin 0 and after the
+    bins that hold a non-zero sum: a cut after an empty bin has the left sums, so the
+    gain, of the cut before it, and the scan keeps the first of equal gains. (A sum is
+    never -0.0: the histograms start at +0.0, so adding an empty bin's +0.0 changes no
+    bit.) Small nodes leave most of the 255 bins empty. ``at`` (N_BINS,) int64 scratch."""
+    parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
+    ma = h[MISSING_BIN, 0]
+    mb = h[MISSING_BIN, 1]
+    mw = h[MISSING_BIN, 2]
+    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
+    best_gain = -np.inf
+    best_bin = -1
+    best_missing_left = False
+    for direction in range(2):
+        missing_left = direction == 1
+        if missing_left and not has_missing:
+            break
+        la = ma if missing_left else 0.0
+        lb = mb if missing_left else 0.0
+        lw = mw if missing_left else 0.0
+        last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
+        n_cuts = 0
+        for bin_idx in range(last):  # branch-free: each cut written, kept if its bin held a sum
+            a, b, w = h[bin_idx, 0], h[bin_idx, 1], h[bin_idx, 2]
+            la += a
+            lb += b
+            lw += w
+            cum[0, n_cuts] = la
+            cum[1, n_cuts] = lb
+            cum[2, n_cuts] = lw
+            at[n_cuts] = bin_idx
+            n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0) | (w != 0.0)
+        _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
+               min_child_hessian, min_child_weight)
+        for j in range(n_cuts):
+            gain = cum[3, j]
+            if gain > best_gain and gain > min_split_gain:
+                best_gain = gain
+                best_bin = at[j]
+                best_missing_left = missing_left
+                out_left[0] = cum[0, j]
+                out_left[1] = cum[1, j]
+                out_left[2] = cum[2, j]
+    return best_gain, best_bin, best_missing_left
+
+
+@njit
+def _best_split(hist, sums, used, n_value_bins, params, cum, at, left, best_left):
     """(gain, feature, bin, missing_left) of one node; feature -1 when none is valid."""
     criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
     best_gain = -np.inf
@@ -82,9 +131,9 @@ def _best_split(hist, sums, used, n_value_bins, params, cum, left, best_left):
         if not used[f]:
             continue
         left[:] = 0.0
-        g, b, ml = _scan_feature(hist[f], n_value_bins[f], sums[0], sums[1], sums[2], criterion,
-                                 reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
-                                 min_split_gain, cum, left)
+        g, b, ml = _scan_occupied(hist[f], n_value_bins[f], sums[0], sums[1], sums[2],
+                                  criterion, reg_lambda, reg_alpha, min_child_hessian,
+                                  min_child_weight, min_split_gain, cum, at, left)
         if g > best_gain:
             best_gain, best_feature, best_bin, best_missing = g, f, b, ml
             best_left[:] = left
@@ -124,7 +173,7 @@ def _partition(codes, partition, payload, start, stop, f, threshold, missing_lef
 
 
 @njit
-def _level_splits(hists, level, sums, used, n_value_bins, params, cum, left_sums, best_left):
+def _level_splits(hists, level, sums, used, n_value_bins, params, cum, at, left_sums, best_left):
     """Each node's best split of a level: (gain, feature (-1: none), bin, missing_left, left
     child's sums, how many nodes split)."""
     k = level.size
@@ -135,7 +184,7 @@ def _level_splits(hists, level, sums, used, n_value_bins, params, cum, left_sums
     split_left = np.empty((k, N_CHANNELS))
     n_split = 0
     for j in range(k):
-        g, f, b, ml = _best_split(hists[j], sums[level[j]], used, n_value_bins, params, cum,
+        g, f, b, ml = _best_split(hists[j], sums[level[j]], used, n_value_bins, params, cum, at,
                                   left_sums, best_left)
         if f >= 0:
             split_gain[j], split_feature[j], split_bin[j], split_missing[j] = g, f, b, ml
@@ -177,6 +226,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     n_rows = partition.size
     _node_histogram(codes, partition, payload, 0, n_rows, used, hists_a[0])
     cum = np.empty((4, N_BINS))
+    at = np.empty(N_BINS, np.int64)
     left_sums = np.empty(N_CHANNELS)
     best_left = np.empty(N_CHANNELS)
     feature[0] = -1
@@ -196,7 +246,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     for depth in range(max_depth):
         k = level.size
         split_gain, split_feature, split_bin, split_missing, split_left, n_split = _level_splits(
-            hists, level, sums, used, n_value_bins, params, cum, left_sums, best_left)
+            hists, level, sums, used, n_value_bins, params, cum, at, left_sums, best_left)
         if n_split == 0:
             break
         last = depth + 1 == max_depth
