@@ -217,3 +217,36 @@ def test_leaf_sums_in_event_order_are_the_partition_walk(monkeypatch, settings):
     monkeypatch.setattr(loop, "ORDERED_SUMS_FROM", 0)
     ordered = hepbdt.BDTClassifier(**params).fit(X, y, w).forest_.to_dict()
     assert ordered == walked
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_call_leaf_sums_are_the_sums_leaf_by_leaf(monkeypatch, dtype):
+    # Small trees sum their leaves and nodes in one compiled call: each leaf's events in
+    # partition order from zero (a Python loop here), each internal node its leaves'
+    # sums; the per-leaf kernel of larger trees must agree bit for bit.
+    import hepbdt.boosting._loop as loop
+    from hepbdt.engine._types import VARIANCE
+    from hepbdt.engine.grower import grow_tree
+    from hepbdt.engine.split import SplitParams
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    codes = rng.integers(0, 40, (4, n)).astype(np.uint8)
+    a = rng.normal(size=n).astype(np.float32)
+    w = rng.gamma(2.0, 1.0, n).astype(np.float32)
+    tree = grow_tree(codes, None, a * w, w, w, np.full(4, 40, np.int32), SplitParams(VARIANCE), 4)
+    values = [(rng.normal(size=n) * 1e3).astype(dtype), rng.gamma(1.0, 1.0, n).astype(dtype)]
+    one_call = loop.leaf_sums(tree, *values)
+    expected = np.zeros_like(one_call)
+    for k in np.flatnonzero(tree.is_leaf):
+        for v, values_v in enumerate(values):
+            total = 0.0
+            for i in tree.partition[tree.start[k]:tree.stop[k]]:
+                total += float(values_v[i])
+            expected[v, k] = total
+    for k in range(tree.n_nodes - 1, -1, -1):
+        if not tree.is_leaf[k]:
+            expected[:, k] = expected[:, tree.left[k]] + expected[:, tree.right[k]]
+    assert tree.n_nodes > 9 and np.array_equal(one_call, expected)
+    monkeypatch.setattr(loop, "SERIAL_LEAF_SUMS", 0)
+    assert np.array_equal(loop.leaf_sums(tree, *values), one_call)

@@ -36,6 +36,7 @@ __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
 ORDERED_SUMS_FROM = 1 << 16  # events from which leaf sums read the events in order
+SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call on one thread
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -90,9 +91,28 @@ def _draw(w: np.ndarray, subsample: float, mode: str,
 def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
     """Exact sums of each per-event array over each leaf's events, and over each internal
     node's leaves below it (children always follow their parent): (len(per_event), n_nodes)."""
+    if tree.partition.size < SERIAL_LEAF_SUMS and len({v.dtype for v in per_event}) == 1:
+        out = np.empty((len(per_event), tree.n_nodes))
+        _serial_node_sums(tree.partition, tree.feature, tree.left, tree.right, tree.start,
+                          tree.stop, tuple(np.ascontiguousarray(v) for v in per_event), out)
+        return out
     leaves = np.flatnonzero(tree.is_leaf)
     return node_sums(tree, slice_sums(tree.partition, tree.start[leaves], tree.stop[leaves],
                                       *per_event))
+
+
+@njit
+def _serial_node_sums(partition, feature, left, right, start, stop, values, out):
+    # slice_sums and node_sums in one call on one thread: each leaf's events added in
+    # partition order from zero, then each internal node its children's, deepest first.
+    for k in range(feature.size):
+        if feature[k] < 0:
+            for v in range(len(values)):
+                total = 0.0
+                for j in range(np.uint64(start[k]), np.uint64(stop[k])):
+                    total += values[v][np.uint64(partition[j])]
+                out[v, k] = total
+    _add_children(out, feature, left, right)
 
 
 def node_sums(tree: GrownTree, at_leaves: np.ndarray) -> np.ndarray:

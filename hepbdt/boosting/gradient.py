@@ -29,6 +29,14 @@ class GradientBooster:
     def __init__(self, loss: Loss, learning_rate: float):
         self.loss = loss
         self.learning_rate = learning_rate
+        self._tiny_of: tuple[np.ndarray, float] | None = None  # (weights, their guard)
+
+    def _tiny(self, w: np.ndarray) -> float:
+        """MIN_RELATIVE_DENOMINATOR times the mean |w|, computed again only for new weights
+        (every tree of a fit without subsampling has the same)."""
+        if self._tiny_of is None or self._tiny_of[0] is not w:
+            self._tiny_of = (w, MIN_RELATIVE_DENOMINATOR * float(np.mean(np.abs(w), dtype=np.float64)))
+        return self._tiny_of[1]
 
     def channels(self, wg, wh, w, overwrite=False):
         """A = w * pseudo-residual = -w g, B = w (``overwrite``: A in wg's storage)."""
@@ -38,7 +46,7 @@ class GradientBooster:
         """Leaf values times the learning rate (0 on internal nodes), from the exact
         per-node sums (w g, w h, w) of ``leaf_sums`` where the loss needs sums."""
         leaves = tree.is_leaf
-        tiny = MIN_RELATIVE_DENOMINATOR * float(np.mean(np.abs(w), dtype=np.float64))
+        tiny = self._tiny(w)
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
         elif isinstance(self.loss, Huber):

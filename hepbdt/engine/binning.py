@@ -325,11 +325,26 @@ class BinMapper:
     def thresholds(self, feature: np.ndarray, bin_threshold: np.ndarray) -> np.ndarray:
         """Raw thresholds for splits ``code <= bin_threshold`` (x < threshold); inf past the last edge."""
         out = np.full(feature.shape, np.inf, dtype=X_DTYPE)
-        for k in np.flatnonzero(feature >= 0):
-            e = self.edges_[feature[k]]
-            b = int(bin_threshold[k])
-            out[k] = e[b] if b < e.size else np.inf
+        split = feature >= 0
+        out[split] = self._threshold_table()[feature[split], bin_threshold[split]]
         return out
+
+    def _threshold_table(self) -> np.ndarray:
+        """(m, bins) each feature's edges, then inf: made once for the edges of this fit."""
+        cached = self.__dict__.get("_table")
+        if cached is None or cached[0] is not self.edges_:
+            width = max(MISSING_BIN + 1, max((e.size + 1 for e in self.edges_), default=1))
+            table = np.full((len(self.edges_), width), np.inf, dtype=X_DTYPE)
+            for f, e in enumerate(self.edges_):
+                table[f, :e.size] = e
+            self._table = cached = (self.edges_, table)
+        return cached[1]
+
+    def __getstate__(self) -> dict:
+        """The state without the threshold table (made again when needed)."""
+        state = self.__dict__.copy()
+        state.pop("_table", None)
+        return state
 
 
 # -- streaming: a mergeable sketch of the edges ----------------------------------------------
