@@ -53,8 +53,9 @@ class SerialWorkspace:
 
 
 @njit
-def _node_histogram(codes, partition, payload, start, stop, used, out):
-    """out (m, N_BINS, 3) = the sums of the node's events, in partition order."""
+def _node_histogram(codes, partition, payload, by_event, start, stop, used, out):
+    """out (m, N_BINS, 3) = the sums of the node's events, in partition order; the payload
+    row of partition slot k is k, or with ``by_event`` the event partition[k]."""
     out[:] = 0.0
     for f in range(codes.shape[0]):
         if not used[f]:
@@ -63,8 +64,10 @@ def _node_histogram(codes, partition, payload, start, stop, used, out):
         h = out[f]
         # unsigned indices: no negative-index wraparound in the inner loop
         for k in range(np.uint64(start), np.uint64(stop)):
-            c = np.uint64(codes_f[np.uint64(partition[k])])
-            a, b, w = payload[k, 0], payload[k, 1], payload[k, 2]
+            i = np.uint64(partition[k])
+            c = np.uint64(codes_f[i])
+            r = i if by_event else k
+            a, b, w = payload[r, 0], payload[r, 1], payload[r, 2]
             h[c, 0] += a
             h[c, 1] += b
             h[c, 2] += w
@@ -143,18 +146,19 @@ def _best_split(hist, sums, used, n_value_bins, params, cum, at, left, best_left
 @njit
 def _partition(codes, partition, payload, start, stop, f, threshold, missing_left, move,
                scratch_idx, scratch_payload):
-    """Stable partition of [start, stop) by the split: left events first. Returns the mid."""
+    """Stable partition of [start, stop) by the split: left events first, the payload's
+    rows along when ``move``. Returns the mid."""
     n_left = 0
     n_right = 0
-    for k in range(start, stop):
-        c = codes[f, partition[k]]
+    codes_f = codes[f]
+    for k in range(np.uint64(start), np.uint64(stop)):
+        i = partition[k]
+        c = codes_f[np.uint64(i)]
         goes_left = missing_left if c == MISSING_BIN else c <= threshold
         dst = start + n_left if goes_left else stop - 1 - n_right
-        if goes_left:
-            n_left += 1
-        else:
-            n_right += 1
-        scratch_idx[dst] = partition[k]
+        n_left += goes_left
+        n_right += not goes_left
+        scratch_idx[dst] = i
         if move:
             for ch in range(N_CHANNELS):
                 scratch_payload[dst, ch] = payload[k, ch]
@@ -194,8 +198,8 @@ def _level_splits(hists, level, sums, used, n_value_bins, params, cum, at, left_
 
 
 @njit
-def _child_histograms(codes, partition, payload, used, hists, positions, children, start, stop,
-                      child_hists):
+def _child_histograms(codes, partition, payload, by_event, used, hists, positions, children,
+                      start, stop, child_hists):
     """The children's histograms into child_hists[:2 n_split] (two a split node, left then
     right): the smaller from its events, its sibling as the parent's minus it."""
     n_split = positions.size
@@ -204,7 +208,7 @@ def _child_histograms(codes, partition, payload, used, hists, positions, childre
         lc, rc = children[2 * q], children[2 * q + 1]
         small = 2 * q if stop[lc] - start[lc] <= stop[rc] - start[rc] else 2 * q + 1
         node = children[small]
-        _node_histogram(codes, partition, payload, start[node], stop[node], used,
+        _node_histogram(codes, partition, payload, by_event, start[node], stop[node], used,
                         child_hists[small])
         sibling = child_hists[small ^ 1]
         parent = hists[positions[q]]
@@ -222,9 +226,15 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     node count. ``hists_a`` and ``hists_b`` (each room for the largest level's nodes) take
     the levels' histograms in turn, the root's in ``hists_a[0]``, and ``scratch_idx`` and
     ``scratch_payload`` (at least the partition's and payload's sizes) the partition's
-    moves. ``partition`` and ``payload`` are reordered in place."""
+    moves. ``partition`` is reordered in place, and so is ``payload`` unless it holds every
+    event in event order."""
     n_rows = partition.size
-    _node_histogram(codes, partition, payload, 0, n_rows, used, hists_a[0])
+    # Every event in the tree, in event order: payload row i is event i's, read through the
+    # partition, so the partitions need not move it (else its rows follow the partition).
+    by_event = n_rows == codes.shape[1]
+    for k in range(n_rows):
+        by_event = by_event and partition[k] == k
+    _node_histogram(codes, partition, payload, by_event, 0, n_rows, used, hists_a[0])
     cum = np.empty((4, N_BINS))
     at = np.empty(N_BINS, np.int64)
     left_sums = np.empty(N_CHANNELS)
@@ -259,7 +269,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
             node = level[j]
             s, e = start[node], stop[node]
             mid = _partition(codes, partition, payload, s, e, split_feature[j], split_bin[j],
-                             split_missing[j], not last, scratch_idx, scratch_payload)
+                             split_missing[j], not (last or by_event), scratch_idx,
+                             scratch_payload)
             lc, rc = n_nodes, n_nodes + 1
             n_nodes += 2
             feature[node] = split_feature[j]
@@ -283,8 +294,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
         if last:
             break
         into = hists_b if depth % 2 == 0 else hists_a
-        _child_histograms(codes, partition, payload, used, hists, positions, children, start,
-                          stop, into)
+        _child_histograms(codes, partition, payload, by_event, used, hists, positions, children,
+                          start, stop, into)
         hists = into[:2 * n_split]
         level = children
     return n_nodes
