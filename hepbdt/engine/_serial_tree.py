@@ -6,10 +6,10 @@ depth 3 on 5,000 events x 2). This kernel grows the same tree as ``grower._grow_
 with exact (float64) histograms, every feature the tree may use allowed at every node,
 and every level's histograms held: the same sums in the same order (each node's events
 in partition order, the smaller child from its events, its sibling as parent minus it),
-the same split scans (``split._scan_feature``, the first feature winning ties), the same
-stable partition and node numbering. ``grower.grow_tree`` takes it where those
-conditions hold and the sample is small; tests/test_engine.py checks the trees are equal
-field by field.
+the same splits as ``split._scan_feature`` (scoring only the cuts that can differ; the
+first feature wins ties), the same stable partition and node numbering.
+``grower.grow_tree`` takes it where those conditions hold and the sample is small;
+tests/test_engine.py checks the trees are equal field by field.
 
 The histograms, the scratch of the partition and the node arrays live in a
 ``SerialWorkspace`` that the trees of one fit share: fresh pages for each tree's
