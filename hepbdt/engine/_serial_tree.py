@@ -53,16 +53,29 @@ class SerialWorkspace:
 
 
 @njit
-def _node_histogram(codes, partition, payload, by_event, start, stop, used, out):
+def _node_histogram(codes, partition, payload, by_event, b_is_w, start, stop, used, out):
     """out (m, N_BINS, 3) = the sums of the node's events, in partition order; the payload
-    row of partition slot k is k, or with ``by_event`` the event partition[k]."""
+    row of partition slot k is k, or with ``by_event`` the event partition[k]. With
+    ``b_is_w`` (channels B and W equal event by event, as gradient boosting's are) W's sums
+    are B's, copied, where the node has more events than bins to copy."""
     out[:] = 0.0
     for f in range(codes.shape[0]):
         if not used[f]:
             continue
         codes_f = codes[f]
         h = out[f]
-        # unsigned indices: no negative-index wraparound in the inner loop
+        # unsigned indices: no negative-index wraparound in the inner loops
+        if b_is_w and stop - start > N_BINS:
+            for k in range(np.uint64(start), np.uint64(stop)):
+                i = np.uint64(partition[k])
+                c = np.uint64(codes_f[i])
+                r = i if by_event else k
+                a, b = payload[r, 0], payload[r, 1]
+                h[c, 0] += a
+                h[c, 1] += b
+            for c in range(N_BINS):
+                h[c, 2] = h[c, 1]
+            continue
         for k in range(np.uint64(start), np.uint64(stop)):
             i = np.uint64(partition[k])
             c = np.uint64(codes_f[i])
@@ -198,8 +211,8 @@ def _level_splits(hists, level, sums, used, n_value_bins, params, cum, at, left_
 
 
 @njit
-def _child_histograms(codes, partition, payload, by_event, used, hists, positions, children,
-                      start, stop, child_hists):
+def _child_histograms(codes, partition, payload, by_event, b_is_w, used, hists, positions,
+                      children, start, stop, child_hists):
     """The children's histograms into child_hists[:2 n_split] (two a split node, left then
     right): the smaller from its events, its sibling as the parent's minus it."""
     n_split = positions.size
@@ -208,8 +221,8 @@ def _child_histograms(codes, partition, payload, by_event, used, hists, position
         lc, rc = children[2 * q], children[2 * q + 1]
         small = 2 * q if stop[lc] - start[lc] <= stop[rc] - start[rc] else 2 * q + 1
         node = children[small]
-        _node_histogram(codes, partition, payload, by_event, start[node], stop[node], used,
-                        child_hists[small])
+        _node_histogram(codes, partition, payload, by_event, b_is_w, start[node], stop[node],
+                        used, child_hists[small])
         sibling = child_hists[small ^ 1]
         parent = hists[positions[q]]
         for f in range(m):
@@ -232,9 +245,11 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     # Every event in the tree, in event order: payload row i is event i's, read through the
     # partition, so the partitions need not move it (else its rows follow the partition).
     by_event = n_rows == codes.shape[1]
+    b_is_w = True
     for k in range(n_rows):
         by_event = by_event and partition[k] == k
-    _node_histogram(codes, partition, payload, by_event, 0, n_rows, used, hists_a[0])
+        b_is_w = b_is_w and payload[k, 1] == payload[k, 2]
+    _node_histogram(codes, partition, payload, by_event, b_is_w, 0, n_rows, used, hists_a[0])
     cum = np.empty((4, N_BINS))
     at = np.empty(N_BINS, np.int64)
     left_sums = np.empty(N_CHANNELS)
@@ -294,8 +309,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
         if last:
             break
         into = hists_b if depth % 2 == 0 else hists_a
-        _child_histograms(codes, partition, payload, by_event, used, hists, positions, children,
-                          start, stop, into)
+        _child_histograms(codes, partition, payload, by_event, b_is_w, used, hists, positions,
+                          children, start, stop, into)
         hists = into[:2 * n_split]
         level = children
     return n_nodes
