@@ -264,10 +264,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
                  valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
                  quantised=False, max_leaves=None) -> BoostResult:
-    """Boost ``n_trees`` rounds of ``booster`` (see gradient.py and newton.py): one tree a
-    round, or with a softmax loss (``loss.n_classes`` = K > 1, y the class indices) K trees
-    a round, one a class, each seeing the same events and features and the scores of the
-    round before.
+    """Boost ``n_trees`` rounds of ``booster`` (gradient.py, newton.py): one tree a round, or
+    with a softmax loss (``loss.n_classes`` = K > 1, y the class indices) K trees a round,
+    one a class, each seeing the same events and features and the scores of the round before.
 
     codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
     max_leaves: None grows depth-wise; an integer, leaf-wise (``max_depth`` may then be None).
@@ -282,17 +281,15 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     base = loss.init_scores(y, w)
     score = np.repeat(base[:, None], n, axis=1)  # (K, n): each class's scores contiguous
     builder = ClassForestBuilder(m, base) if multiclass else ForestBuilder(m, float(base[0]))
-    all_features = np.ones(m, dtype=np.bool_)
-    train_loss, valid_loss = [], []
+    train_loss, valid_loss, best_iter, best_loss = [], [], None, np.inf
     if valid is not None:
         codes_v, y_v, w_v = valid
         score_v = np.repeat(base[:, None], y_v.size, axis=1)
-    best_iter, best_loss = None, np.inf
     # Every event in every tree: no draw (it would use no random numbers) and no index array.
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
-    leaf_of = None  # the last tree's event leaves: storage the next one reuses
-    workspace = SerialWorkspace()
+    # the last tree's event leaves (storage the next one reuses); small trees' buffers
+    leaf_of, workspace = None, SerialWorkspace()
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -309,14 +306,13 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if it > 0:
             train_loss.append(previous_loss)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
-        features = sample_features(all_features, colsample_bytree, rng)
+        features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
         for k in range(loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
-                             features, colsample_bylevel, colsample_bynode, rng,
+                             features, colsample_bylevel, colsample_bynode, rng, workspace=workspace,
                              quantised=quantised, ordered=ordered if quantised else None,
-                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves,
-                             workspace=workspace)
+                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
             # each event's leaf, in the grower's scratch once the tree has grown
             leaf_of = (event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
                        if by_leaf else None)

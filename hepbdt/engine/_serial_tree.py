@@ -232,6 +232,28 @@ def _child_histograms(codes, partition, payload, by_event, b_is_w, used, hists, 
 
 
 @njit
+def _root(codes, partition, payload, used, hist, sums):
+    """The root's histogram into ``hist`` and its sums into ``sums`` (numpy's sum over the
+    bins of its first feature, bin by bin); returns (by_event, b_is_w) for
+    ``_node_histogram``: every event in the tree in event order (payload row i is event
+    i's, read through the partition, so the partitions need not move it), and channels B
+    and W equal event by event."""
+    n_rows = partition.size
+    by_event = n_rows == codes.shape[1]
+    b_is_w = True
+    for k in range(n_rows):
+        by_event = by_event and partition[k] == k
+        b_is_w = b_is_w and payload[k, 1] == payload[k, 2]
+    _node_histogram(codes, partition, payload, by_event, b_is_w, 0, n_rows, used, hist)
+    first = np.argmax(used)
+    sums[:] = 0.0
+    for c in range(N_BINS):
+        for ch in range(N_CHANNELS):
+            sums[ch] += hist[first, c, ch]
+    return by_event, b_is_w
+
+
+@njit
 def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max_depth,
                       hists_a, hists_b, scratch_idx, scratch_payload, feature,
                       bin_threshold, missing_left, left, right, gain, start, stop, sums):
@@ -242,14 +264,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     moves. ``partition`` is reordered in place, and so is ``payload`` unless it holds every
     event in event order."""
     n_rows = partition.size
-    # Every event in the tree, in event order: payload row i is event i's, read through the
-    # partition, so the partitions need not move it (else its rows follow the partition).
-    by_event = n_rows == codes.shape[1]
-    b_is_w = True
-    for k in range(n_rows):
-        by_event = by_event and partition[k] == k
-        b_is_w = b_is_w and payload[k, 1] == payload[k, 2]
-    _node_histogram(codes, partition, payload, by_event, b_is_w, 0, n_rows, used, hists_a[0])
+    by_event, b_is_w = _root(codes, partition, payload, used, hists_a[0], sums[0])
     cum = np.empty((4, N_BINS))
     at = np.empty(N_BINS, np.int64)
     left_sums = np.empty(N_CHANNELS)
@@ -259,12 +274,6 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     right[0] = -1
     start[0] = 0
     stop[0] = n_rows
-    # the root's sums as numpy's sum over the bins of its first feature (bin by bin)
-    first = np.argmax(used)
-    sums[0] = 0.0
-    for c in range(N_BINS):
-        for ch in range(N_CHANNELS):
-            sums[0, ch] += hists_a[0, first, c, ch]
     n_nodes = 1
     level = np.zeros(1, np.int64)
     hists = hists_a[:1]
