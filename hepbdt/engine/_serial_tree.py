@@ -6,8 +6,8 @@ depth 3 on 5,000 events x 2). This kernel grows the same tree as ``grower._grow_
 with exact (float64) histograms, every feature the tree may use allowed at every node,
 and every level's histograms held: the same sums in the same order (each node's events
 in partition order, the smaller child from its events, its sibling as parent minus it),
-the same splits as ``split._scan_feature`` (scoring only the cuts that can differ; the
-first feature wins ties), the same stable partition and node numbering.
+the same split scans (``split._scan_feature``, the first feature winning ties), the same
+stable partition and node numbering.
 ``grower.grow_tree`` takes it where those conditions hold and the sample is small;
 tests/test_engine.py checks the trees are equal field by field.
 
@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
-from .split import _gains, node_score
+from .split import _scan_feature
 
 __all__ = ["SerialWorkspace", "grow_exact_serial"]
 
@@ -87,55 +87,6 @@ def _node_histogram(codes, partition, payload, by_event, b_is_w, start, stop, us
 
 
 @njit
-def _scan_occupied(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
-                   min_child_hessian, min_child_weight, min_split_gain, cum, at, out_left):
-    """``split._scan_feature``'s result, scoring only the cuts after bin 0 and after the
-    bins that hold a non-zero sum: a cut after an empty bin has the left sums, so the
-    gain, of the cut before it, and the scan keeps the first of equal gains. (A sum is
-    never -0.0: the histograms start at +0.0, so adding an empty bin's +0.0 changes no
-    bit.) Small nodes leave most of the 255 bins empty. ``at`` (N_BINS,) int64 scratch."""
-    parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
-    ma = h[MISSING_BIN, 0]
-    mb = h[MISSING_BIN, 1]
-    mw = h[MISSING_BIN, 2]
-    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
-    best_gain = -np.inf
-    best_bin = -1
-    best_missing_left = False
-    for direction in range(2):
-        missing_left = direction == 1
-        if missing_left and not has_missing:
-            break
-        la = ma if missing_left else 0.0
-        lb = mb if missing_left else 0.0
-        lw = mw if missing_left else 0.0
-        last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
-        n_cuts = 0
-        for bin_idx in range(last):  # branch-free: each cut written, kept if its bin held a sum
-            a, b, w = h[bin_idx, 0], h[bin_idx, 1], h[bin_idx, 2]
-            la += a
-            lb += b
-            lw += w
-            cum[0, n_cuts] = la
-            cum[1, n_cuts] = lb
-            cum[2, n_cuts] = lw
-            at[n_cuts] = bin_idx
-            n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0) | (w != 0.0)
-        _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
-               min_child_hessian, min_child_weight)
-        for j in range(n_cuts):
-            gain = cum[3, j]
-            if gain > best_gain and gain > min_split_gain:
-                best_gain = gain
-                best_bin = at[j]
-                best_missing_left = missing_left
-                out_left[0] = cum[0, j]
-                out_left[1] = cum[1, j]
-                out_left[2] = cum[2, j]
-    return best_gain, best_bin, best_missing_left
-
-
-@njit
 def _best_split(hist, sums, used, n_value_bins, params, cum, at, left, best_left):
     """(gain, feature, bin, missing_left) of one node; feature -1 when none is valid."""
     criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
@@ -147,9 +98,9 @@ def _best_split(hist, sums, used, n_value_bins, params, cum, at, left, best_left
         if not used[f]:
             continue
         left[:] = 0.0
-        g, b, ml = _scan_occupied(hist[f], n_value_bins[f], sums[0], sums[1], sums[2],
-                                  criterion, reg_lambda, reg_alpha, min_child_hessian,
-                                  min_child_weight, min_split_gain, cum, at, left)
+        g, b, ml = _scan_feature(hist[f], n_value_bins[f], sums[0], sums[1], sums[2], criterion,
+                                 reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
+                                 min_split_gain, cum, at, left)
         if g > best_gain:
             best_gain, best_feature, best_bin, best_missing = g, f, b, ml
             best_left[:] = left

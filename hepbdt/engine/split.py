@@ -170,11 +170,16 @@ def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha
 
 @njit
 def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
-                  min_child_hessian, min_child_weight, min_split_gain, cum, out_left):
+                  min_child_hessian, min_child_weight, min_split_gain, cum, at, out_left):
     """Best (gain, bin, missing_left) of one feature's histogram, gain -inf when none; the
     left child's sums (A, B, W) of that split are left in ``out_left``.
 
-    cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains)."""
+    Only the cuts after bin 0 and after the bins that hold a non-zero sum are scored: a
+    cut after an empty bin has the left sums, so the gain, of the cut before it, and the
+    scan keeps the first of equal gains. (A sum is never -0.0: histograms start at +0.0,
+    so adding an empty bin's +0.0 changes no bit.) Small nodes leave most bins empty.
+    cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains); at: (N_BINS,)
+    int64 scratch (the bin of each scored cut)."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
     ma = h[MISSING_BIN, 0]
     mb = h[MISSING_BIN, 1]
@@ -192,24 +197,28 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
         lw = mw if missing_left else 0.0
         # Past the last value bin with missing on the right: values left, missing right.
         last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
-        for bin_idx in range(last):
-            la += h[bin_idx, 0]
-            lb += h[bin_idx, 1]
-            lw += h[bin_idx, 2]
-            cum[0, bin_idx] = la
-            cum[1, bin_idx] = lb
-            cum[2, bin_idx] = lw
-        _gains(criterion, cum, last, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
+        n_cuts = 0
+        for bin_idx in range(last):  # branch-free: each cut written, kept if its bin held a sum
+            a, b, w = h[bin_idx, 0], h[bin_idx, 1], h[bin_idx, 2]
+            la += a
+            lb += b
+            lw += w
+            cum[0, n_cuts] = la
+            cum[1, n_cuts] = lb
+            cum[2, n_cuts] = lw
+            at[n_cuts] = bin_idx
+            n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0) | (w != 0.0)
+        _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
                min_child_hessian, min_child_weight)
-        for bin_idx in range(last):
-            gain = cum[3, bin_idx]
+        for j in range(n_cuts):
+            gain = cum[3, j]
             if gain > best_gain and gain > min_split_gain:
                 best_gain = gain
-                best_bin = bin_idx
+                best_bin = at[j]
                 best_missing_left = missing_left
-                out_left[0] = cum[0, bin_idx]
-                out_left[1] = cum[1, bin_idx]
-                out_left[2] = cum[2, bin_idx]
+                out_left[0] = cum[0, j]
+                out_left[1] = cum[1, j]
+                out_left[2] = cum[2, j]
     return best_gain, best_bin, best_missing_left
 
 
@@ -277,10 +286,11 @@ def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
         if not feature_allowed[j, f]:
             continue
         cum = np.empty((4, N_BINS))
+        at = np.empty(N_BINS, np.int64)
         g, b, ml = _scan_feature(hists[slots[j], f], n_value_bins[f], node_sums[j, 0],
                                  node_sums[j, 1], node_sums[j, 2], criterion, reg_lambda,
                                  reg_alpha, min_child_hessian, min_child_weight, min_split_gain,
-                                 cum, left[j, f])
+                                 cum, at, left[j, f])
         gains[j, f] = g
         bins[j, f] = b
         missing[j, f] = ml
