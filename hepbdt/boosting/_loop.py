@@ -134,6 +134,19 @@ def _leaf_sum_plan(ordered, loss, multiclass: bool, n: int) -> tuple[bool, bool]
     return lean, lean or n >= ORDERED_SUMS_FROM
 
 
+def _channel_storage(lean_rows, loss, multiclass: bool, n: int):
+    """A function giving each round's ``channels(..., **storage())`` arguments: with
+    ``lean_rows`` (a lean QuantisedRows) its buffers, else for a loss that takes them two
+    float32 arrays made once for the fit (fresh ones each round are fresh pages to fault
+    in), else none."""
+    if lean_rows is not None:
+        return lambda: {"out": lean_rows.channel_buffers()}
+    if multiclass or not loss.channels_into:
+        return dict
+    kept = (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
+    return lambda: {"out": kept}
+
+
 def _tree_sums(tree: GrownTree, leaf_of: np.ndarray | None, lean_loss, y, score, wg, wh,
                w_tree) -> np.ndarray:
     """Per-node exact sums (w g, w h, w) of a tree's events: through the partition when
@@ -255,6 +268,10 @@ class _OneScore:
     def channel_leaf_sums(self):
         return self.loss_of_one.channel_leaf_sums
 
+    @property
+    def channels_into(self):
+        return self.loss_of_one.channels_into
+
     def loss(self, y, w, scores):
         return self.loss_of_one.loss(y, w, scores[0])
 
@@ -288,6 +305,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     # Every event in every tree: no draw (it would use no random numbers) and no index array.
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
+    storage = _channel_storage(ordered if lean else None, loss, multiclass, n)
     # the last tree's event leaves (storage the next one reuses); small trees' buffers
     leaf_of, workspace = None, SerialWorkspace()
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
@@ -301,8 +319,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
-        into = {"out": ordered.channel_buffers()} if lean else {}
-        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **into)
+        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage())
         if it > 0:
             train_loss.append(previous_loss)
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))

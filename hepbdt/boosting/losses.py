@@ -81,6 +81,8 @@ class Loss:
     # Losses that can sum their channels over a tree's leaves without storing them
     # (``channel_leaf_sums``), so a large fit need not keep the channels while a tree grows.
     channel_leaf_sums = None
+    # Losses whose ``channels`` take ``out=(wg, wh)``: storage a fit reuses round after round.
+    channels_into = False
 
     def channels(self, y: NDArray, score: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
@@ -153,6 +155,7 @@ class _LogisticFamily(Loss):
     """Shared fused kernels: L = ln(1 + exp(-y s F)), y = +-1, with s = ``scale``."""
 
     scale = 1.0
+    channels_into = True
 
     def init_sum_parts(self, y, w):
         # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
