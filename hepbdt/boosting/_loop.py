@@ -105,6 +105,8 @@ def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
 def _serial_node_sums(partition, feature, left, right, start, stop, values, out):
     # slice_sums and node_sums in one call on one thread: each leaf's events added in
     # partition order from zero, then each internal node its children's, deepest first.
+    # (_slice_sums's loop again, without its parallel launch: called from here, that
+    # launch made tmva-reg's 1,708 small trees 0.40 -> 0.51 s.)
     for k in range(feature.size):
         if feature[k] < 0:
             for v in range(len(values)):

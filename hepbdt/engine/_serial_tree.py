@@ -7,9 +7,9 @@ with exact (float64) histograms, every feature the tree may use allowed at every
 and every level's histograms held: the same sums in the same order (each node's events
 in partition order, the smaller child from its events, its sibling as parent minus it),
 the same split scans (``split._scan_feature``, the first feature winning ties), the same
-stable partition and node numbering.
-``grower.grow_tree`` takes it where those conditions hold and the sample is small;
-tests/test_engine.py checks the trees are equal field by field.
+stable partition and node numbering. ``grower.grow_tree`` takes it where those conditions
+hold and the sample is small; tests/test_engine.py checks the trees are equal field by
+field.
 
 The histograms, the scratch of the partition and the node arrays live in a
 ``SerialWorkspace`` that the trees of one fit share: fresh pages for each tree's
@@ -59,31 +59,25 @@ def _node_histogram(codes, partition, payload, by_event, b_is_w, start, stop, us
     ``b_is_w`` (channels B and W equal event by event, as gradient boosting's are) W's sums
     are B's, copied, where the node has more events than bins to copy."""
     out[:] = 0.0
+    copy_w = b_is_w and stop - start > N_BINS
     for f in range(codes.shape[0]):
         if not used[f]:
             continue
         codes_f = codes[f]
         h = out[f]
-        # unsigned indices: no negative-index wraparound in the inner loops
-        if b_is_w and stop - start > N_BINS:
-            for k in range(np.uint64(start), np.uint64(stop)):
-                i = np.uint64(partition[k])
-                c = np.uint64(codes_f[i])
-                r = i if by_event else k
-                a, b = payload[r, 0], payload[r, 1]
-                h[c, 0] += a
-                h[c, 1] += b
-            for c in range(N_BINS):
-                h[c, 2] = h[c, 1]
-            continue
+        # unsigned indices: no negative-index wraparound in the inner loop
         for k in range(np.uint64(start), np.uint64(stop)):
             i = np.uint64(partition[k])
             c = np.uint64(codes_f[i])
             r = i if by_event else k
-            a, b, w = payload[r, 0], payload[r, 1], payload[r, 2]
+            a, b = payload[r, 0], payload[r, 1]
             h[c, 0] += a
             h[c, 1] += b
-            h[c, 2] += w
+            if not copy_w:
+                h[c, 2] += payload[r, 2]
+        if copy_w:
+            for c in range(N_BINS):
+                h[c, 2] = h[c, 1]
 
 
 @njit

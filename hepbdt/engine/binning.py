@@ -333,8 +333,8 @@ class BinMapper:
         """(m, bins) each feature's edges, then inf: made once for the edges of this fit."""
         cached = self.__dict__.get("_table")
         if cached is None or cached[0] is not self.edges_:
-            width = max(MISSING_BIN + 1, max((e.size + 1 for e in self.edges_), default=1))
-            table = np.full((len(self.edges_), width), np.inf, dtype=X_DTYPE)
+            # a column for every uint8 bin (at most MAX_VALUE_BINS - 1 edges a feature)
+            table = np.full((len(self.edges_), MISSING_BIN + 1), np.inf, dtype=X_DTYPE)
             for f, e in enumerate(self.edges_):
                 table[f, :e.size] = e
             self._table = cached = (self.edges_, table)

@@ -29,10 +29,10 @@ PARTITION_ENTRIES = 500_000  # entries of a tree per partition, unless step_size
 class LazyDataset:
     """Dask arrays of what :class:`~hepbdt.io.dataset.Dataset` holds: ``X`` (n, m) float32,
     ``y`` (labels or targets float32, or None), ``w`` float64, ``event`` (int32 entry
-    numbers, or int64), ``sample_index``, one partition per entry range; labels and sample indices have the
-    Dataset's dtypes (the smallest signed integers that hold them: int8 for up to 128
-    classes or samples), the same in every partition. ``compute()`` reads them into a
-    Dataset."""
+    numbers, or int64), ``sample_index``, one partition per entry range; labels and sample
+    indices have the Dataset's dtypes (the smallest signed integers that hold them: int8
+    for up to 128 classes or samples), the same in every partition. ``compute()`` reads
+    them into a Dataset."""
 
     X: Any
     y: Any
