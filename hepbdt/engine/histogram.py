@@ -107,31 +107,38 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
                         sibling[c, ch] = parent[c, ch] - h[c, ch]
 
 
+@njit
+def _add_task(codes_flat, row_length, partition, packed, start, stop, m, h):
+    """Adds the packed channels of events ``partition[start:stop]`` into one task's sums
+    ``h`` (N_BINS a feature). Serial, and a function of its own, for two measured reasons:
+    a compile-time bin width keeps the unrolled loop in registers, and a prange body loaded
+    from Numba's cache was re-optimised with its caller (0.61 against 0.48 ns an add)."""
+    width = np.uint64(N_BINS)
+    for k in range(start, stop):
+        ahead = k + np.uint64(PREFETCH_AHEAD)
+        if ahead < stop:
+            i_ahead = np.uint64(partition[ahead])
+            prefetch(codes_flat, i_ahead * row_length)
+            prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
+            prefetch(packed, i_ahead)
+        i = np.uint64(partition[k])
+        row = i * row_length
+        p = packed[i]
+        for f in range(m):
+            h[f * width + np.uint64(codes_flat[row + f])] += p
+
+
 @njit(parallel=True)
-def _task_sums(codes_by_event, partition, packed, task_start, task_stop, m, n_bins):
+def _task_sums(codes_by_event, partition, packed, task_start, task_stop, m):
     # Integer sums do not depend on the order of addition, so threads may own events:
-    # each task (a fixed-size run of one node's events) fills its own (m * n_bins) buffer
+    # each task (a fixed-size run of one node's events) fills its own (m * N_BINS) buffer
     # of packed sums. Unsigned indices: no negative-index wraparound in the inner loop.
     codes_flat = codes_by_event.ravel()
     row_length = np.uint64(codes_by_event.shape[1])
-    width = np.uint64(n_bins)
-    buffers = np.zeros((task_start.size, m * n_bins), dtype=np.int64)
+    buffers = np.zeros((task_start.size, m * N_BINS), dtype=np.int64)
     for t in numba.prange(task_start.size):
-        h = buffers[t]
-        start = np.uint64(task_start[t])
-        stop = np.uint64(task_stop[t])
-        for k in range(start, stop):
-            ahead = k + np.uint64(PREFETCH_AHEAD)
-            if ahead < stop:
-                i_ahead = np.uint64(partition[ahead])
-                prefetch(codes_flat, i_ahead * row_length)
-                prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
-                prefetch(packed, i_ahead)
-            i = np.uint64(partition[k])
-            row = i * row_length
-            p = packed[i]
-            for f in range(np.uint64(m)):
-                h[f * width + np.uint64(codes_flat[row + f])] += p
+        _add_task(codes_flat, row_length, partition, packed, np.uint64(task_start[t]),
+                  np.uint64(task_stop[t]), np.uint64(m), buffers[t])
     return buffers
 
 
@@ -225,8 +232,8 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
-    buffers = _task_sums(codes, partition, payload, task_start, task_stop, hists.shape[1],
-                         hists.shape[2])
+    assert hists.shape[2] == N_BINS
+    buffers = _task_sums(codes, partition, payload, task_start, task_stop, hists.shape[1])
     if hists.ndim == 4:
         # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
         assert task <= PACKED_TASK
