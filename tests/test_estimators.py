@@ -8,6 +8,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from sklearn.metrics import log_loss
 
 import hepbdt
 import hepbdt._util as hepbdt_util
@@ -178,6 +179,16 @@ def test_subsample_modes_train(mode):
                                  colsample_bytree=0.8, colsample_bylevel=0.8).fit(X, y, w)
     assert model.train_loss_[-1] < model.train_loss_[0]
     assert np.all(np.isfinite(model.decision_function(X)))
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_recorded_training_loss_is_the_log_loss_of_each_stage(boosting):
+    X, y, w = _data(nan=0.0)
+    model = hepbdt.BDTClassifier(boosting=boosting, n_trees=15, max_depth=3, learning_rate=0.3,
+                                 random_state=0).fit(X, y, w)
+    staged = [log_loss(y, p[:, 1], sample_weight=w) for p in model.staged_predict_proba(X)]
+    # each event's term to single precision (a float32 exponential and logarithm)
+    np.testing.assert_allclose(model.train_loss_, staged, rtol=1e-6)
 
 
 def test_early_stopping_keeps_the_best_iteration():
