@@ -9,7 +9,11 @@ on the last level the events of the smaller child (its sibling comes by subtract
 times the features. The histogram time per accumulation is then compared with the same
 kernel timed alone on one node of every event (the measured limit).
 
-    python benchmarks/bench_breakdown.py [--events 1000000] [--trees 20]
+With ``--levels``, a second fit of the same trees (not profiled, wall time) times each
+level's histogram call: the nodes built (the root, then the smaller child of each split),
+their accumulations and the time per accumulation, level by level.
+
+    python benchmarks/bench_breakdown.py [--events 1000000] [--trees 20] [--levels]
 """
 
 from __future__ import annotations
@@ -82,10 +86,43 @@ def limit_ns(X: np.ndarray, repeats: int = 5) -> float:
     return best / X.size * 1e9
 
 
+def by_level(X: np.ndarray, y: np.ndarray, trees: int) -> None:
+    """Fit again with each histogram call timed, and print the time per level."""
+    import hepbdt
+    import hepbdt.engine.grower as grower
+
+    build = grower.build_histograms
+    calls: list[tuple[int, int, int, float]] = []  # (level, nodes, accumulations, seconds)
+
+    def timed(codes, partition, payload, node_start, node_stop, *rest, **options):
+        start = time.perf_counter()
+        build(codes, partition, payload, node_start, node_stop, *rest, **options)
+        seconds = time.perf_counter() - start
+        events = int((node_stop - node_start).sum())
+        level = 0 if events == X.shape[0] and node_start.size == 1 else calls[-1][0] + 1
+        calls.append((level, node_start.size, events * X.shape[1], seconds))
+
+    grower.build_histograms = timed
+    try:
+        hepbdt.BDTClassifier(boosting="newton", n_trees=trees, max_depth=6, n_jobs=1,
+                             quantised_histograms=True).fit(X, y)
+    finally:
+        grower.build_histograms = build
+    print(f"{'level':>5} {'nodes':>6} {'M adds a tree':>14} {'ms a tree':>10} {'ns an add':>10}")
+    for level in sorted({c[0] for c in calls}):
+        rows = [c for c in calls if c[0] == level]
+        adds = sum(c[2] for c in rows)
+        seconds = sum(c[3] for c in rows)
+        print(f"{level:>5} {rows[0][1]:>6} {adds / trees / 1e6:>14.1f} "
+              f"{seconds / trees * 1e3:>10.1f} {seconds / adds * 1e9:>10.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--trees", type=int, default=20)
+    parser.add_argument("--levels", action="store_true",
+                        help="also time each level's histograms (a second, unprofiled fit)")
     args = parser.parse_args()
     import hepbdt
 
@@ -121,6 +158,8 @@ def main() -> None:
           f"({n_acc / args.trees / X.size:.2f} passes over the events x features)")
     print(f"histogram time per accumulation: {hist / n_acc * 1e9:.2f} ns; the kernel on one "
           f"node of every event: {limit_ns(X):.2f} ns")
+    if args.levels:
+        by_level(X, y, args.trees)
 
 
 if __name__ == "__main__":
