@@ -78,8 +78,11 @@ def test_histograms_equal_naive_twin_and_are_permutation_invariant():
     np.testing.assert_allclose(h2, h, atol=1e-9)
 
 
+# ascending: the loop for rows read in order (the bin width a constant); reversed and
+# every third event: the loop for sparse rows (the width given at run time)
+@pytest.mark.parametrize("order", ["reversed", "ascending", "every third"])
 @pytest.mark.parametrize("wide", [False, True])
-def test_packed_histograms_are_exact_sums_of_quantised_values(wide, monkeypatch):
+def test_packed_histograms_are_exact_sums_of_quantised_values(wide, order, monkeypatch):
     if wide:  # the layout of samples above 2**25 - 1 events, on these few
         monkeypatch.setattr(histogram, "choose_packing", lambda n: (True, WIDE_BITS))
     X, w, a, rng = _problem(negative=True)
@@ -89,7 +92,8 @@ def test_packed_histograms_are_exact_sums_of_quantised_values(wide, monkeypatch)
     rows = np.arange(X.shape[0], dtype=np.int32)
     q = Quantiser(a, b, rows.size)
     assert q.wide == wide
-    partition = rows[::-1].copy()  # any order: integer sums do not depend on it
+    partition = {"reversed": rows[::-1], "ascending": rows,  # any order: integer sums
+                 "every third": np.concatenate([rows[::3], rows[1::3], rows[2::3]])}[order].copy()
     packed = np.empty(rows.size, np.int64)  # in event order, read through the partition
     q.pack_into(a, b, packed)
     h = new_histograms(1, X.shape[1], packed=True, wide=wide)
