@@ -90,6 +90,21 @@ def test_classifier_equals_in_memory_bit_for_bit(client, options):
     assert root["depth"] == 0 and root["parts_sent"] == 2 * X.shape[1] * 256 * 8
 
 
+def test_parts_that_sum_their_leaves_in_event_order_give_the_same_model(client):
+    """Parts of ORDERED_SUMS_FROM (65,536) events or more sum their leaves and add their
+    scores by each event's leaf, as memory does from that many."""
+    from hepbdt.engine.grower import ORDERED_SUMS_FROM
+
+    X, y, w = _data(n=2 * ORDERED_SUMS_FROM + 2_000, m=3, seed=5)
+    opts = dict(boosting="newton", n_trees=3, max_depth=3, random_state=0,
+                quantised_histograms=True)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=X.shape[0] // 2 + 1),
+                                         client=client)
+    assert [count >= ORDERED_SUMS_FROM for _, count in dist.dask_parts_] == [True, True]
+    _assert_same_forest(memory.forest_, dist.forest_)
+
+
 def test_task_path_of_many_workers_gives_the_same_model(client, monkeypatch):
     """Beyond a few parts the steps are tasks, histograms are summed pairwise on the cluster
     and the leaf sums pass from worker to worker: forced here on two."""

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from hepbdt._util import exact_sum, exact_sum_of_parts, exact_sum_parts
-from hepbdt.boosting._loop import leaf_sums, node_sums
+from hepbdt.boosting._loop import leaf_sums, node_sums, update_scores
+from hepbdt.engine import data_parallel
 from hepbdt.engine._types import NEWTON
 from hepbdt.engine.binning import BinMapper
 from hepbdt.engine.data_parallel import PartTree, SummedTree, add_histograms
-from hepbdt.engine.grower import QuantisedRows, grow_tree
+from hepbdt.engine.grower import QuantisedRows, add_by_leaf, grow_tree
 from hepbdt.engine.histogram import Quantiser
 from hepbdt.engine.split import SplitParams
 
@@ -42,11 +43,14 @@ def _grow_in_parts(X, a, b, mapper, cuts, params, max_depth, seed, rng):
     running = None
     for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):  # in event order
         running = part.leaf_sums(running, a[s:e], b[s:e])
-    return grown, node_sums(grown, running)
+    return grown, node_sums(grown, running), parts, bounds
 
 
+@pytest.mark.parametrize("in_order", [False, True])
 @pytest.mark.parametrize("cuts", [[1], [700, 701, 1500], [1999]])
-def test_parts_grow_the_whole_samples_tree(cuts):
+def test_parts_grow_the_whole_samples_tree(cuts, in_order, monkeypatch):
+    # in order: each part sums its leaves and adds its scores by each event's leaf (parts of
+    # ORDERED_SUMS_FROM events or more), else through its partition
     rng = np.random.default_rng(0)
     n, m = 2_000, 4
     X = rng.standard_normal((n, m)).astype(np.float32)
@@ -59,11 +63,22 @@ def test_parts_grow_the_whole_samples_tree(cuts):
                       quantised=True, ordered=QuantisedRows.from_features(X, mapper),
                       rounding_seed=3, colsample_bynode=0.75, rng=np.random.default_rng(7))
     expected = leaf_sums(whole, a, b)
-    grown, sums = _grow_in_parts(X, a, b, mapper, cuts, params, 5, 3, np.random.default_rng(7))
+    monkeypatch.setattr(data_parallel, "ORDERED_SUMS_FROM", 0 if in_order else n + 1)
+    grown, sums, parts, bounds = _grow_in_parts(X, a, b, mapper, cuts, params, 5, 3,
+                                                np.random.default_rng(7))
     for name in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",
                  "sum_b", "sum_w"):
         assert np.array_equal(getattr(whole, name), getattr(grown, name)), name
     assert np.array_equal(expected, sums)
+    assert all((part.leaf_of is not None) == in_order for part in parts)
+    values = rng.standard_normal(whole.n_nodes)
+    score = np.zeros(n)
+    update_scores(None, whole, values, score, through_partition=True)
+    for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):
+        if in_order:  # as the Dask parts add a tree
+            part_score = np.zeros(e - s)
+            add_by_leaf(part.leaf_of, values[whole.is_leaf], part_score)
+            assert np.array_equal(part_score, score[s:e])
 
 
 def test_exact_sums_merge_in_any_order():

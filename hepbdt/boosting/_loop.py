@@ -17,6 +17,7 @@ from .._util import Progress, weighted_quantile
 from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import (
+    ORDERED_SUMS_FROM,
     GrownTree,
     SerialWorkspace,
     add_by_leaf,
@@ -35,7 +36,6 @@ __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", 
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
-ORDERED_SUMS_FROM = 1 << 16  # events from which leaf sums read the events in order
 SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call on one thread
 
 

@@ -19,7 +19,7 @@ from .._util import check_weights, check_X, exact_sum_parts
 from ..boosting._loop import node_sums, update_scores
 from ..engine.binning import BinMapper, EdgeSketch
 from ..engine.data_parallel import LevelPlan, PartTree
-from ..engine.grower import QuantisedRows
+from ..engine.grower import QuantisedRows, add_by_leaf
 from ..engine.histogram import Quantiser
 
 __all__ = ["PartActor", "PartLost", "load", "sketch", "bin_part", "begin_tree", "root", "level",
@@ -117,6 +117,17 @@ def leaf_values(booster: Any, tree: Any, leaf_totals: np.ndarray, mean_abs_weigh
                                node_sums(tree, leaf_totals))
 
 
+def _add_tree(part: _Part, leaf_totals: np.ndarray, mean_abs_weight: float) -> None:
+    """Add the grown tree's values (from the leaf sums of all the parts) to the part's
+    scores: by each event's leaf where the part keeps them, else through its partition."""
+    tree = part.tree.grown_tree()
+    values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
+    if part.tree.leaf_of is not None:
+        add_by_leaf(part.tree.leaf_of, values[tree.is_leaf], part.score)
+    else:
+        update_scores(None, tree, values, part.score, through_partition=True)
+
+
 def begin_tree(key: str, base_score: float | None, leaf_totals: np.ndarray | None,
                mean_abs_weight: float) -> dict[str, Any]:
     """Add the last tree's leaf values (from the leaf sums of all the parts) to the scores,
@@ -126,9 +137,7 @@ def begin_tree(key: str, base_score: float | None, leaf_totals: np.ndarray | Non
     if part.score is None:
         part.score = np.full(part.y.size, base_score, dtype=np.float64)
     if leaf_totals is not None:
-        tree = part.tree.grown_tree()
-        values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
-        update_scores(None, tree, values, part.score, through_partition=True)
+        _add_tree(part, leaf_totals, mean_abs_weight)
     wg, wh, loss = part.loss.channels(part.y, part.score, part.w, part.w)
     a, b = part.booster.channels(wg, wh, part.w)
     part.channels = (wg, wh, part.w, a, b)
@@ -161,9 +170,7 @@ def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> 
     """Add the last tree's values; the loss's partial sums at the final scores."""
     part = _part(key)
     if leaf_totals is not None:
-        tree = part.tree.grown_tree()
-        values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
-        update_scores(None, tree, values, part.score, through_partition=True)
+        _add_tree(part, leaf_totals, mean_abs_weight)
     total = float(np.sum(part.w, dtype=np.float64))
     return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total}
 

@@ -11,8 +11,10 @@ the driver adds the parts' histograms (integers: the order of the additions does
 derives each right child as parent minus left child, and chooses the splits with
 ``_choose_splits`` (the same feature draws from the same generator). The sums are integers,
 so the tree is the in-memory tree bit for bit. Leaf sums are floats: each part continues the
-running sums of the part before it (``slice_sums(..., initial=...)``), in event order, as
-the in-memory pass does.
+running sums of the part before it (``initial=``), in event order, as the in-memory pass
+does; a part of at least ``ORDERED_SUMS_FROM`` events reads its events in order for them
+(``event_leaves``, which its score updates use too), as memory does from that many, else
+it walks the partition (the same sums either way).
 
 Depth-wise only (leaf-wise growth splits one leaf at a time: a round trip a leaf) and
 quantised only (float histograms summed in another order differ in the last bits).
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .grower import (
+    ORDERED_SUMS_FROM,
     GrownTree,
     QuantisedRows,
     _add_children,
@@ -34,7 +37,9 @@ from .grower import (
     _NodeArrays,
     _Splits,
     _TreeEvents,
+    event_leaves,
     slice_sums,
+    sums_by_leaf,
 )
 from .histogram import Quantiser
 from .split import SplitParams
@@ -164,12 +169,15 @@ class PartTree:
         self.events: _TreeEvents | None = None
         self.nodes: _NodeArrays | None = None
         self.raw: np.ndarray | None = None
+        # each event's leaf, from the leaf sums of the grown tree to the next tree's start
+        self.leaf_of: np.ndarray | None = None
 
     def start(self, a: np.ndarray, b: np.ndarray, used: np.ndarray, n_rows: int, seed: int,
               max_abs: tuple[float, float]) -> np.ndarray:
         """Pack this part's channels as the whole sample's (``n_rows`` events, maxima
         ``max_abs``) and return the root's raw histogram (every event of the part)."""
         quantiser = Quantiser(a, b, n_rows, seed=seed, max_abs=max_abs, offset=self.offset)
+        self.leaf_of = None  # the last tree's, in the scratch that this tree's partitions use
         rows = self.ordered.partition  # only its size is read
         self.events = _TreeEvents.quantised_rows(self.ordered, rows, a, b, used.astype(np.bool_),
                                                  seed, quantiser)
@@ -201,6 +209,9 @@ class PartTree:
         """Sums of ``per_event`` over each leaf's events of this part, continuing
         ``initial`` (the parts before this one): (len(per_event), n_leaves)."""
         leaves = self.leaves()
+        if self.n_events >= ORDERED_SUMS_FROM:  # the scratch is free until the next tree
+            self.leaf_of = event_leaves(self.grown_tree(), self.n_events, self.ordered.scratch_idx)
+            return sums_by_leaf(self.leaf_of, leaves.size, *per_event, initial=initial)
         return slice_sums(self.events.partition, self.nodes.start[leaves], self.nodes.stop[leaves],
                           *per_event, initial=initial)
 

@@ -46,6 +46,9 @@ __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "event_leaves", "featu
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
 MAX_LEAF_SWEEPS = 4  # threads of ``sums_by_leaf``
+# Events from which leaf sums and score updates read the events in order (``event_leaves``)
+# rather than walking the partition, which smaller samples keep (in cache there).
+ORDERED_SUMS_FROM = 1 << 16
 TRANSPOSE_BLOCK = 256  # events a task of ``feature_major`` copies (their rows stay in cache)
 # Histograms held for one level of a tree, at most (bytes): a level of more nodes (deep trees
 # on large samples) builds its histograms from the events in batches of this size instead of
@@ -294,16 +297,20 @@ def _mark_leaves(partition, start, stop, out):
             out[partition[k]] = j
 
 
-def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray) -> np.ndarray:
+def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray,
+                 initial: np.ndarray | None = None) -> np.ndarray:
     """Exact float64 sums of each per-event array over each leaf's events (``event_leaves``),
     each leaf's events added in event order: for a tree whose leaves hold their events in
     increasing order (the stable partition's), ``slice_sums`` over the leaves bit for bit,
-    from sequential reads: (len(values), n_leaves)."""
+    from sequential reads: (len(values), n_leaves). ``initial`` (len(values), n_leaves):
+    running sums to continue from, as ``slice_sums`` takes them (zeros when None)."""
     arrays = tuple(np.ascontiguousarray(v) for v in values)
     if len({a.dtype for a in arrays}) > 1:
         arrays = tuple(a.astype(np.float64) for a in arrays)
     out = np.empty((len(arrays), n_leaves))
-    _sums_by_leaf(leaf_of, arrays, n_leaves, leaf_sweeps(n_leaves), out)
+    start = (np.zeros_like(out) if initial is None
+             else np.ascontiguousarray(initial, np.float64))
+    _sums_by_leaf(leaf_of, arrays, n_leaves, leaf_sweeps(n_leaves), start, out)
     return out
 
 
@@ -325,10 +332,13 @@ def sweep_rows(n_leaves: int, n_sweeps: int) -> np.ndarray:
 
 
 @njit(parallel=True)
-def _sums_by_leaf(leaf_of, values, n_leaves, n_sweeps, out):
+def _sums_by_leaf(leaf_of, values, n_leaves, n_sweeps, initial, out):
     n_values = len(values)
     rows = sweep_rows(n_leaves, n_sweeps)
     acc = np.zeros((n_sweeps, n_leaves + 1, n_values))
+    for j in range(n_leaves):
+        for v in range(n_values):
+            acc[j % n_sweeps, j, v] = initial[v, j]
     for t in numba.prange(n_sweeps):
         for i in range(leaf_of.size):
             r = rows[t, min(np.int64(leaf_of[i]), n_leaves)]
