@@ -26,6 +26,7 @@ from hepbdt.dask import (  # noqa: E402
     WorkerLostError,
     connect,
 )
+from hepbdt.engine.grower import ORDERED_SUMS_FROM  # noqa: E402
 from hepbdt.estimators import ParameterError  # noqa: E402
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -93,8 +94,6 @@ def test_classifier_equals_in_memory_bit_for_bit(client, options):
 def test_parts_that_sum_their_leaves_in_event_order_give_the_same_model(client):
     """Parts of ORDERED_SUMS_FROM (65,536) events or more sum their leaves and add their
     scores by each event's leaf, as memory does from that many."""
-    from hepbdt.engine.grower import ORDERED_SUMS_FROM
-
     X, y, w = _data(n=2 * ORDERED_SUMS_FROM + 2_000, m=3, seed=5)
     opts = dict(boosting="newton", n_trees=3, max_depth=3, random_state=0,
                 quantised_histograms=True)
