@@ -86,6 +86,7 @@ figure:has(img.wide) { display: block; } figure:has(img.wide) figcaption { max-w
 .key-numbers table { font-size: 1.05em; }
 .verdict-line { font-size: 1.15em; }
 .verdict-ok { color: #1a7f37; font-weight: bold; } .verdict-warning { color: #b58900; font-weight: bold; }
+.verdict-undetermined { color: #555555; font-weight: bold; }
 .verdict-overtrained { color: #c0392b; font-weight: bold; }
 details { margin: 0.6em 0; } summary { cursor: pointer; color: #1f5fa8; }
 pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }

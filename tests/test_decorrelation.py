@@ -309,3 +309,35 @@ def test_train_writes_the_decorrelation_outputs(tmp_path, name, options):
     loaded = load_model(out / "model.json")  # the saved model scores the test events alike
     np.testing.assert_allclose(loaded.decision_function(result.test.X), result.test_scores,
                                rtol=1e-12)
+
+
+def test_threshold_takes_tied_scores_together():
+    # A cut keeps or drops tied scores together: with signed weights the crossing inside a
+    # group of ties depended on the events' order. Brute force over the distinct scores.
+    from hepbdt.evaluation.decorrelation import threshold_at_efficiency
+
+    assert threshold_at_efficiency(np.array([3.0, 2, 2, 1]), np.array([0.5, 2, -2, 1.5]), 0.5) == 1
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        n = int(rng.integers(1, 12))
+        s, w = rng.integers(0, 4, n).astype(float), rng.normal(size=n) + 0.3
+        if not w.sum() > 0:
+            continue
+        e = rng.uniform(0.05, 1.0)
+        cuts = sorted(set(s), reverse=True)
+        expected = next(c for c in cuts if w[s >= c].sum() >= e * w.sum() * (1 - 1e-12))
+        assert threshold_at_efficiency(s, w, e) == expected
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"y": [0, 1, 2, 1]}, "1 for signal and 0 for background"),
+    ({"score": [0.1, np.nan, 0.3, 0.4]}, "score contains NaN"),
+    ({"w": [1.0, 1.0, np.nan, 1.0]}, "NaN or infinite"),
+    ({"w": [-1.0, 1.0, -1.0, 1.0]}, "background weights sum to -2"),
+])
+def test_decorrelation_measures_refuse_what_they_cannot_measure(change, match):
+    arrays = {"score": [0.1, 0.2, 0.3, 0.4], "y": [0, 1, 0, 1], "w": [1.0, 1.0, 1.0, 1.0]}
+    arrays.update(change)
+    with pytest.raises(ValueError, match=match):
+        decorrelation_measures(np.array(arrays["score"]), np.array(arrays["y"]), np.arange(4.0),
+                               np.array(arrays["w"]))

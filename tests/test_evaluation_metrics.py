@@ -271,6 +271,12 @@ def test_bad_labels_and_weights_are_named():
         roc_auc([0, 1, 1], [0.1, 0.2, 0.3], [1.0, 1.0])
     with pytest.raises(ValueError, match="signal weight"):
         roc_auc([0, 0], [0.1, 0.2])
+    with pytest.raises(ValueError, match="no events"):
+        roc_auc([], [])
+    with pytest.raises(ValueError, match="background_eff must be efficiencies"):
+        signal_efficiency_at([0, 1, 0, 1], [0.1, 0.5, 0.2, 0.9], background_eff=np.nan)
+    with pytest.raises(ValueError, match="signal_eff must be efficiencies"):
+        background_rejection_at([0, 1, 0, 1], [0.1, 0.5, 0.2, 0.9], signal_eff=-0.1)
 
 
 def test_regression_metrics_match_numpy_and_repeated_events():

@@ -109,6 +109,10 @@ def test_bad_labels_are_refused():
         one_vs_rest_auc(np.full(10, 3), proba)
     with pytest.raises(ValueError, match=r"\(n, K\)"):
         confusion_matrix(np.zeros(10), proba[:, 0])
+    with pytest.raises(ValueError, match="class indices 0..2 .* got <U1 values"):
+        one_vs_rest_auc(np.array(list("abcabcabca")), proba)
+    with pytest.raises(ValueError, match="class 2 against the rest: the total signal weight"):
+        one_vs_rest_auc(np.tile([0, 1], 5), proba)  # class 2 has no events
 
 
 class _LinearSoftmax:

@@ -90,3 +90,25 @@ def test_overtraining_input_errors():
         overtraining_test([0.1, 0.2, 0.3], [0, 1], None, [0.1], [1], None)
     with pytest.raises(ValueError, match="no signal events"):
         overtraining_test([0.1, 0.2], [0, 0], None, [0.1, 0.3], [1, 0], None)
+    # A score that is not a number is refused, not binned into a test that cannot fail.
+    scores = np.linspace(0.0, 1.0, 40)
+    labels = np.tile([0, 1], 20)
+    bad = scores.copy()
+    bad[5] = np.nan
+    with pytest.raises(ValueError, match="train_scores has NaN"):
+        overtraining_test(bad, labels, None, scores, labels, None)
+    with pytest.raises(ValueError, match="x1 has NaN"):
+        weighted_ks_2samp([0.1, np.nan, 0.3], [0.2, 0.4])
+    with pytest.raises(ValueError, match="w1 sums to -1"):
+        weighted_ks_2samp([0.1, 0.2], [0.2, 0.4], [1.0, -2.0])
+
+
+def test_ks_below_one_effective_event_has_no_pvalue():
+    # Weights that cancel to 1e-9 make the weighted ECDF jump by 1e9: the asymptotic p-value
+    # would be 0 ("overtrained") on no information. Kish's n_eff is 5e-19 here.
+    ks = weighted_ks_2samp([0.1, 0.2, 0.3], [0.2, 0.4, 0.6], [1.0, -1.0, 1e-9], [1.0, 1.0, 1.0])
+    assert ks.n_eff_1 < 1e-18 and np.isnan(ks.pvalue)
+    from hepbdt.evaluation.overtraining import _verdict
+
+    assert _verdict([np.nan, np.nan], 0.01, 0.05) == "undetermined"
+    assert _verdict([np.nan, 0.2], 0.01, 0.05) == "ok"

@@ -80,8 +80,12 @@ def test_tmva_importance_on_hand_built_forest():
     np.testing.assert_allclose(r.total_gain, [0.1, 0.0, 0.7])
     np.testing.assert_allclose(r.cover, [60.0, 0.0, 200.0])
     assert r.ranked()[0][0] == "c" and r.feature_names == ["a", "b", "c"]
+    # TMVA (MethodBDT::GetVariableImportance): each tree's squared gains as fractions of
+    # their sum, added with weight |boost weight|, then the square root.
     quad = tmva_importance(forest, quadrature=True)
-    q = np.array([0.1, 0.0, np.hypot(0.5, 0.4)])
+    tree0 = np.array([0.1**2, 0.0, 0.5**2]) / (0.1**2 + 0.5**2)
+    tree1 = np.array([0.0, 0.0, 1.0])
+    q = np.sqrt(1.0 * tree0 + 2.0 * tree1)
     np.testing.assert_allclose(quad.importance, q / q.sum())
     # Only the kept trees count.
     first = tmva_importance(SimpleNamespace(forest_=forest, n_trees_=1))

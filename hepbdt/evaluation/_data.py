@@ -47,6 +47,8 @@ def check_classification(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate a (labels, scores, weights) triple; return (is_signal, score, weight)."""
     is_signal = check_labels(y)
+    if is_signal.size == 0:
+        raise ValueError("no events: y is empty")
     s = as_1d(score, score_name)
     if s.shape[0] != is_signal.shape[0]:
         raise ValueError(f"{score_name} has {s.shape[0]} entries but y has {is_signal.shape[0]}")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._data import check_classification
 from ._hist import weighted_histogram
 
 __all__ = ["DEFAULT_EFFICIENCIES", "DecorrelationMeasures", "decorrelation_measures",
@@ -49,17 +50,22 @@ def jensen_shannon_divergence(p: NDArray, q: NDArray) -> float:
 
 def threshold_at_efficiency(score: NDArray, w: NDArray, efficiency: float) -> float:
     """The highest cut t such that the weight of the events with score >= t reaches
-    ``efficiency`` of the total (the first crossing, with signed weights)."""
+    ``efficiency`` of the total (the first crossing, with signed weights). A cut keeps or
+    drops tied scores together, so only the cuts at distinct scores are candidates."""
     if not 0 < efficiency <= 1:
         raise ValueError(f"efficiency must be in (0, 1], got {efficiency}")
-    order = np.argsort(-np.asarray(score, np.float64), kind="stable")
-    s = np.asarray(score, np.float64)[order]
+    score = np.asarray(score, np.float64)
+    if score.size == 0 or np.isnan(score).any():
+        raise ValueError("threshold_at_efficiency needs at least one score and no NaN")
+    order = np.argsort(-score, kind="stable")
+    s = score[order]
     cumulative = np.cumsum(np.asarray(w, np.float64)[order])
     total = cumulative[-1]
     if not total > 0:
         raise ValueError(f"the events' weights sum to {total:g}; an efficiency needs a positive total")
-    k = int(np.argmax(cumulative >= efficiency * total * (1 - 1e-12)))
-    return float(s[k])
+    ends = np.flatnonzero(np.append(s[1:] != s[:-1], True))  # each distinct score's last event
+    k = int(np.argmax(cumulative[ends] >= efficiency * total * (1 - 1e-12)))
+    return float(s[ends[k]])
 
 
 @dataclass
@@ -143,19 +149,20 @@ def decorrelation_measures(score: NDArray, y: NDArray, mass: NDArray,
     bins : number of equal-width mass bins over the background's range, or the edges.
     variable : the mass's name, for tables and plots.
     """
-    score = np.asarray(score, np.float64).ravel()
-    y = np.asarray(y).ravel()
+    signal, score, w = check_classification(y, score, sample_weight)
+    background = ~signal
     mass = np.asarray(mass, np.float64).ravel()
-    n = score.size
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
-    if not (y.size == mass.size == w.size == n):
-        raise ValueError(f"score, y, mass and sample_weight must have one value per event; "
-                         f"got {n}, {y.size}, {mass.size} and {w.size}")
+    if mass.size != score.size:
+        raise ValueError(f"{variable} has {mass.size} values but score has {score.size}: one "
+                         "value per event")
     if not np.all(np.isfinite(mass)):
         raise ValueError(f"{variable}: {int(np.sum(~np.isfinite(mass)))} values are not finite")
-    signal, background = y == 1, y == 0
     if not (signal.any() and background.any()):
         raise ValueError("decorrelation measures need signal (y = 1) and background (y = 0) events")
+    total_b = float(w[background].sum())
+    if not total_b > 0:
+        raise ValueError(f"the background weights sum to {total_b:g}; background efficiencies "
+                         "and mass shapes need a positive total")
     if np.ndim(bins) == 0:
         lo, hi = float(mass[background].min()), float(mass[background].max())
         edges = np.linspace(lo, hi if hi > lo else lo + 1.0, int(bins) + 1)
@@ -165,14 +172,13 @@ def decorrelation_measures(score: NDArray, y: NDArray, mass: NDArray,
     thresholds = np.array([threshold_at_efficiency(score[signal], w[signal], e) for e in eff])
     b_all, _ = weighted_histogram(mass[background], w[background], edges)
     s_all, _ = weighted_histogram(mass[signal], w[signal], edges)
-    total_b = float(w[background].sum())
     b_eff, b_jsd, s_jsd, b_shapes, s_shapes = [], [], [], [], []
     for t in thresholds:
         passed = score >= t
         pb, ps = background & passed, signal & passed
         b_cut, _ = weighted_histogram(mass[pb], w[pb], edges)
         s_cut, _ = weighted_histogram(mass[ps], w[ps], edges)
-        b_eff.append(float(w[pb].sum()) / total_b if total_b != 0 else np.nan)
+        b_eff.append(float(w[pb].sum()) / total_b)
         b_jsd.append(jensen_shannon_divergence(b_all, b_cut))
         s_jsd.append(jensen_shannon_divergence(s_all, s_cut))
         b_shapes.append(_normalised(b_cut))

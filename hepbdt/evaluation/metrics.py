@@ -139,7 +139,7 @@ def background_rejection_at(
     ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``.
     """
     eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
-    targets = np.atleast_1d(np.asarray(signal_eff, dtype=np.float64))
+    targets = _efficiencies(signal_eff, "signal_eff")
     out = np.full(targets.shape, np.nan)
     for k, target in enumerate(targets):
         ok = eff_s >= target - _EFF_TOLERANCE
@@ -160,12 +160,20 @@ def signal_efficiency_at(
     ``eff_B(t) <= b`` (the empty selection always qualifies). No interpolation.
     """
     eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
-    targets = np.atleast_1d(np.asarray(background_eff, dtype=np.float64))
+    targets = _efficiencies(background_eff, "background_eff")
     out = np.empty(targets.shape)
     for k, target in enumerate(targets):
         ok = eff_b <= target + _EFF_TOLERANCE
         out[k] = eff_s[ok].max()
     return out
+
+
+def _efficiencies(values: Sequence[float] | float, name: str) -> np.ndarray:
+    """Target efficiencies as a 1-d float64 array; each must be a number in [0, 1]."""
+    targets = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if targets.ndim != 1 or not np.all((targets >= 0) & (targets <= 1)):
+        raise ValueError(f"{name} must be efficiencies in [0, 1], got {values!r}")
+    return targets
 
 
 @dataclass(frozen=True)

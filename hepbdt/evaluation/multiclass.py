@@ -53,6 +53,9 @@ def check_multiclass(y: Any, proba: Any, sample_weight: Any = None, name: str = 
     labels = np.asarray(y)
     if labels.shape != (p.shape[0],):
         raise ValueError(f"y must have shape ({p.shape[0]},) like {name}, got {labels.shape}")
+    if labels.dtype.kind not in "biuf":
+        raise ValueError(f"y must hold class indices 0..{p.shape[1] - 1} (a column of {name} "
+                         f"each), got {labels.dtype} values such as {labels[:3].tolist()}")
     if labels.size and (not np.all(labels == np.round(labels)) or labels.min() < 0
                         or labels.max() >= p.shape[1]):
         raise ValueError(f"y must hold class indices 0..{p.shape[1] - 1} (a column of {name} "
@@ -69,7 +72,15 @@ def one_vs_rest_auc(y: Any, proba: Any, sample_weight: Any = None) -> np.ndarray
     Equals scikit-learn's ``roc_auc_score(y, proba, multi_class="ovr", average=None,
     sample_weight=w)`` (where that exists: positive weights)."""
     labels, p, w = check_multiclass(y, proba, sample_weight)
-    return np.array([roc_auc(labels == k, p[:, k], w) for k in range(p.shape[1])])
+    return np.array([_one_vs_rest(roc_auc, labels, p, w, k) for k in range(p.shape[1])])
+
+
+def _one_vs_rest(metric: Any, labels: np.ndarray, p: np.ndarray, w: np.ndarray, k: int) -> Any:
+    """``metric(labels == k, p[:, k], w)``, its error naming class k."""
+    try:
+        return metric(labels == k, p[:, k], w)
+    except ValueError as exc:
+        raise ValueError(f"class {k} against the rest: {exc}") from exc
 
 
 def one_vs_rest_roc(y: Any, proba: Any, sample_weight: Any = None
@@ -77,7 +88,7 @@ def one_vs_rest_roc(y: Any, proba: Any, sample_weight: Any = None
     """For each class k, :func:`roc_curve` of class k against the rest by column k:
     (efficiency of class k, efficiency of the other classes, thresholds)."""
     labels, p, w = check_multiclass(y, proba, sample_weight)
-    return [roc_curve(labels == k, p[:, k], w) for k in range(p.shape[1])]
+    return [_one_vs_rest(roc_curve, labels, p, w, k) for k in range(p.shape[1])]
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ With unit weights it reproduces scipy exactly.
 
 Verdict: a sample (signal or background) is "overtrained" when its smaller p-value (KS or
 chi2) is below :data:`PVALUE_FAIL` (0.01), a "warning" below :data:`PVALUE_WARN` (0.05),
-else "ok"; the overall verdict is the worse of the two. Small p-values on large samples can
-come from tiny but real differences: look at the plot too.
+else "ok"; "undetermined" when neither test has a p-value (fewer than one effective event,
+or a single bin); the overall verdict is the worse of the two. Small p-values on large
+samples can come from tiny but real differences: look at the plot too. Scores must be
+finite and each sample's net weight positive: anything else is refused, not tested.
 
 Drawing is in :func:`hepbdt.plotting.plot_overtraining`.
 """
@@ -89,15 +91,9 @@ def weighted_ks_2samp(
         k means k identical events: then the result equals the unweighted test on the data
         with events repeated).
     """
-    a = as_1d(x1, "x1")
-    b = as_1d(x2, "x2")
-    if a.size == 0 or b.size == 0:
-        raise ValueError("weighted_ks_2samp needs two non-empty samples")
-    wa = check_weights(w1, a.size, "w1")
-    wb = check_weights(w2, b.size, "w2")
+    a, wa = _sample(x1, w1, "x1", "w1")
+    b, wb = _sample(x2, w2, "x2", "w2")
     ta, tb = float(wa.sum()), float(wb.sum())
-    if ta == 0 or tb == 0:
-        raise ValueError("weighted_ks_2samp needs a non-zero total weight in each sample")
     oa = np.argsort(a, kind="stable")
     ob = np.argsort(b, kind="stable")
     sa, sb = a[oa], b[ob]
@@ -112,11 +108,28 @@ def weighted_ks_2samp(
         n1, n2 = ta, tb
     else:
         raise ValueError(f"effective_size must be 'kish' or 'sum', got {effective_size!r}")
-    pvalue = np.nan
-    if n1 > 0 and n2 > 0:
-        en = max(1.0, float(np.round(n1 * n2 / (n1 + n2))))
+    pvalue = np.nan  # below one effective event the asymptotic test says nothing
+    if n1 > 0 and n2 > 0 and n1 * n2 / (n1 + n2) >= 1.0:
+        en = float(np.round(n1 * n2 / (n1 + n2)))
         pvalue = float(np.clip(kstwo.sf(statistic, en), 0.0, 1.0))
     return KSResult(statistic, pvalue, n1, n2)
+
+
+def _sample(x: Any, w: Any, x_name: str, w_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """One sample's scores and weights: non-empty, finite scores, a positive net weight."""
+    a = as_1d(x, x_name)
+    if a.size == 0:
+        raise ValueError(f"{x_name} is empty: a two-sample test needs events in each sample")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(f"{x_name} has NaN or infinite scores (first at event "
+                         f"{int(np.flatnonzero(bad)[0])})")
+    weights = check_weights(w, a.size, w_name)
+    total = float(weights.sum())
+    if not total > 0:
+        raise ValueError(f"{w_name} sums to {total:g}: a distribution needs a positive net "
+                         "weight")
+    return a, weights
 
 
 @dataclass(frozen=True)
@@ -136,12 +149,14 @@ def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     non-zero variance, ``ndf`` = those bins minus one (for the normalisation).
     """
     e = as_1d(edges, "edges")
-    a, b = as_1d(x1, "x1"), as_1d(x2, "x2")
-    h1, v1 = weighted_histogram(a, check_weights(w1, a.size, "w1"), e)
-    h2, v2 = weighted_histogram(b, check_weights(w2, b.size, "w2"), e)
+    a, wa = _sample(x1, w1, "x1", "w1")
+    b, wb = _sample(x2, w2, "x2", "w2")
+    h1, v1 = weighted_histogram(a, wa, e)
+    h2, v2 = weighted_histogram(b, wb, e)
     t1, t2 = h1.sum(), h2.sum()
-    if t1 == 0 or t2 == 0:
-        raise ValueError("chi2_test needs a non-zero total weight in each sample")
+    if not (t1 > 0 and t2 > 0):
+        raise ValueError(f"chi2_test: the histograms' net weights are {t1:g} and {t2:g}; "
+                         "each sample needs a positive net weight inside the edges")
     var = v1 / t1**2 + v2 / t2**2
     used = var > 0
     ndf = int(used.sum()) - 1
@@ -182,13 +197,13 @@ class OvertrainingResult:
         return self.verdict != "overtrained"
 
 
-_SEVERITY = {"ok": 0, "warning": 1, "overtrained": 2}
+_SEVERITY = {"ok": 0, "undetermined": 1, "warning": 2, "overtrained": 3}
 
 
 def _verdict(pvalues: list[float], fail: float, warn: float) -> str:
     finite = [p for p in pvalues if np.isfinite(p)]
     if not finite:
-        return "ok"
+        return "undetermined"
     worst = min(finite)
     return "overtrained" if worst < fail else "warning" if worst < warn else "ok"
 
@@ -251,6 +266,11 @@ def overtraining_test(
     """
     tr_s = as_1d(train_scores, "train_scores")
     te_s = as_1d(test_scores, "test_scores")
+    for name, scores in (("train_scores", tr_s), ("test_scores", te_s)):
+        bad = ~np.isfinite(scores)
+        if bad.any():
+            raise ValueError(f"{name} has NaN or infinite scores (first at event "
+                             f"{int(np.flatnonzero(bad)[0])})")
     tr_y = check_labels(train_y, "train_y")
     te_y = check_labels(test_y, "test_y")
     if tr_y.size != tr_s.size:

@@ -73,8 +73,10 @@ def tmva_importance(
     (e.g. Gini: ``W_parent I_parent - W_left I_left - W_right I_right``; variance and
     Newton: the loss reduction), which is TMVA's "separation gain times the (weighted)
     number of events in the node"; ``tree_weight`` is the tree's boost weight. With
-    ``quadrature=True`` the terms are added in quadrature (``sqrt(sum (w g)^2)``), exactly
-    as TMVA's ``MethodBDT::GetVariableImportance``.
+    ``quadrature=True``, TMVA's ``MethodBDT::GetVariableImportance``: each tree's squared
+    gains summed by feature and normalised to sum 1 within the tree
+    (``DecisionTree::GetVariableImportance``), those fractions added over the trees with
+    weight ``|tree_weight|``, then the square root.
 
     Also returned, unnormalised: the number of splits on each feature, their total gain
     and their total cover (summed training weight reaching the split nodes). Only the trees
@@ -85,7 +87,7 @@ def tmva_importance(
     model : fitted BDTClassifier / BDTRegressor, or a forest object with the node arrays
         ``feature``, ``gain``, ``cover``, ``tree_offsets`` (and ``tree_weights``)
     feature_names : names, default ``model.feature_names_in_`` or ``x0, x1, ...``
-    quadrature : add the per-split terms in quadrature, as TMVA does
+    quadrature : TMVA's formula (squared gains, normalised per tree, root of the sum)
     """
     forest = _forest_of(model)
     offsets = np.asarray(forest.tree_offsets, dtype=np.int64)
@@ -116,11 +118,11 @@ def tmva_importance(
 
     split = feature >= 0
     f = feature[split]
-    contribution = node_tree_weight[split] * gain[split]
     if quadrature:
-        importance = np.sqrt(np.bincount(f, weights=contribution**2, minlength=n_features))
+        importance = np.sqrt(_tmva_sum(feature, gain, offsets, tree_weights, n_features))
     else:
-        importance = np.bincount(f, weights=contribution, minlength=n_features)
+        importance = np.bincount(f, weights=node_tree_weight[split] * gain[split],
+                                 minlength=n_features)
     total = importance.sum()
     if total != 0:
         importance = importance / total
@@ -131,6 +133,22 @@ def tmva_importance(
         total_gain=np.bincount(f, weights=gain[split], minlength=n_features),
         cover=np.bincount(f, weights=cover[split], minlength=n_features),
     )
+
+
+def _tmva_sum(feature: np.ndarray, gain: np.ndarray, offsets: np.ndarray,
+              tree_weights: np.ndarray, n_features: int) -> np.ndarray:
+    """sum over trees t of tree_weights[t] * (tree t's squared gains by feature, as
+    fractions of their sum; zero for a tree without a positive sum), as TMVA adds them."""
+    out = np.zeros(n_features)
+    for t, weight in enumerate(tree_weights):
+        nodes = slice(int(offsets[t]), int(offsets[t + 1]))
+        split = feature[nodes] >= 0
+        squares = np.bincount(feature[nodes][split], weights=gain[nodes][split] ** 2,
+                              minlength=n_features)
+        total = squares.sum()
+        if total > np.finfo(np.float64).eps:
+            out += weight * (squares / total)
+    return out
 
 
 @dataclass(frozen=True)
