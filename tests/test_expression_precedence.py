@@ -195,3 +195,19 @@ def test_read_refuses_the_precedence_trap() -> None:
     assert isinstance(info.value, InputError)
     assert "(nJet >= 2) & (nLep == 0)" in str(info.value)
     assert "nJet >= 2 && nLep == 0" in str(info.value)
+
+
+def test_preselection_and_sample_cut_are_joined_by_logical_and(tmp_path: Path) -> None:
+    # "nJet" alone is a cut (non-zero passes); joined to a preselection with the bitwise &,
+    # True & 2 was 0 and the events with two jets were lost.
+    from hepbdt.analysis import load_config
+
+    path = tmp_path / "analysis.toml"
+    path.write_text(f'preselection = "nJet >= 0"\nfeatures = ["HT"]\ntree = "Events"\n'
+                    f'[samples.signal]\nfiles = "{SIGNAL}"\nlabel = "signal"\ncut = "nJet"\n'
+                    f'[samples.other]\nfiles = "{SIGNAL}"\nlabel = "background"\n')
+    sample = load_config(path).samples[0]
+    n_jet = uproot.open(f"{SIGNAL}:Events")["nJet"].array(library="np")
+    data = read([Sample("s", SIGNAL, tree="Events", cut=sample.cut, label=1)], ["nJet"])
+    assert data.X.shape[0] == np.count_nonzero((n_jet >= 0) & (n_jet != 0))
+    assert np.count_nonzero(n_jet == 2) > 0  # the events the bitwise join lost

@@ -666,7 +666,7 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
         cut = expand(entry["cut"], "cut", section, "cut")
         if cut is not None:
             cuts.append(cut)
-    sample.cut = " & ".join(f"({c})" for c in cuts) if len(cuts) > 1 else (
+    sample.cut = " && ".join(f"({c})" for c in cuts) if len(cuts) > 1 else (
         cuts[0] if cuts else None)
     if "event" in entry:
         sample.event = expand(entry["event"], "event", section, "event")
