@@ -97,7 +97,8 @@ def _best_split(hist, sums, used, n_value_bins, params, cum, at, left, best_left
                                  min_split_gain, cum, at, left)
         if g > best_gain:
             best_gain, best_feature, best_bin, best_missing = g, f, b, ml
-            best_left[:] = left
+            for ch in range(N_CHANNELS):  # element by element: see _level_splits
+                best_left[ch] = left[ch]
     return best_gain, best_feature, best_bin, best_missing
 
 
@@ -150,7 +151,10 @@ def _level_splits(hists, level, sums, used, n_value_bins, params, cum, at, left_
                                   left_sums, best_left)
         if f >= 0:
             split_gain[j], split_feature[j], split_bin[j], split_missing[j] = g, f, b, ml
-            split_left[j] = best_left
+            # Element by element: an array assigned to a slice compiles Numba's shape-mismatch
+            # error, whose message formatting took 1.9 s of the first fit's compile time.
+            for ch in range(N_CHANNELS):
+                split_left[j, ch] = best_left[ch]
             n_split += 1
     return split_gain, split_feature, split_bin, split_missing, split_left, n_split
 
@@ -185,11 +189,11 @@ def _root(codes, partition, payload, used, hist, sums):
     and W equal event by event."""
     n_rows = partition.size
     by_event = n_rows == codes.shape[1]
-    b_is_w = True
+    b_is_w = np.bool_(True)  # not the literal True: that would compile _node_histogram twice
     for k in range(n_rows):
         by_event = by_event and partition[k] == k
         b_is_w = b_is_w and payload[k, 1] == payload[k, 2]
-    _node_histogram(codes, partition, payload, by_event, b_is_w, 0, n_rows, used, hist)
+    _node_histogram(codes, partition, payload, by_event, b_is_w, np.int64(0), n_rows, used, hist)
     first = np.argmax(used)
     sums[:] = 0.0
     for c in range(N_BINS):
@@ -255,8 +259,9 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
                 missing_left[c] = False
                 gain[c] = 0.0
             start[lc], stop[lc], start[rc], stop[rc] = s, mid, mid, e
-            sums[lc] = split_left[j]
-            sums[rc] = sums[node] - split_left[j]
+            for ch in range(N_CHANNELS):  # element by element: see _level_splits
+                sums[lc, ch] = split_left[j, ch]
+                sums[rc, ch] = sums[node, ch] - split_left[j, ch]
             children[2 * q], children[2 * q + 1] = lc, rc
             positions[q] = j
             q += 1

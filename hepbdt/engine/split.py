@@ -197,7 +197,7 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
         lw = mw if missing_left else 0.0
         # Past the last value bin with missing on the right: values left, missing right.
         last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
-        n_cuts = 0
+        n_cuts = np.int64(0)  # not the literal 0: that would compile _gains twice
         for bin_idx in range(last):  # branch-free: each cut written, kept if its bin held a sum
             a, b, w = h[bin_idx, 0], h[bin_idx, 1], h[bin_idx, 2]
             la += a
