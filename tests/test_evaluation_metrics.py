@@ -120,6 +120,9 @@ def test_significance_scan_best_cut_and_ams():
     # AMS -> s / sqrt(b) for s << b, and AMS is 0 without signal
     assert ams(1.0, 1e6, b_reg=0.0) == pytest.approx(1e-3, rel=1e-3)
     assert ams(0.0, 10.0) == 0.0
+    # A deficit (negative S, from negative weights) is a negative significance, never an excess.
+    b = 5.0 + 10.0
+    assert ams(-3.0, 5.0) == pytest.approx(-np.sqrt(2 * ((b - 3) * np.log(1 - 3 / b) + 3)))
 
 
 FIGURES = ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams")

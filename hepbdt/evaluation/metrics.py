@@ -245,14 +245,15 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
 def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
     """Approximate median significance with a regularisation term (HiggsML challenge).
 
-    ``AMS = sqrt(2 ((s + b + b_reg) ln(1 + s / (b + b_reg)) - s))``; NaN where
-    ``b + b_reg <= 0``.
+    ``AMS = sqrt(2 ((s + b + b_reg) ln(1 + s / (b + b_reg)) - s))``, negative for a deficit
+    (s < 0, possible with negative weights: the radicand alone would call it an excess);
+    NaN where ``b + b_reg <= 0``.
     """
     s = np.asarray(signal, dtype=np.float64)
     b = np.asarray(background, dtype=np.float64) + b_reg
     with np.errstate(divide="ignore", invalid="ignore"):
         radicand = 2.0 * ((s + b) * np.log1p(s / b) - s)
-        out = np.sqrt(np.clip(radicand, 0.0, None))
+        out = np.sign(s) * np.sqrt(np.clip(radicand, 0.0, None))
     return np.where(b > 0, out, np.nan)
 
 
