@@ -14,11 +14,38 @@ where C's is looser; an expression whose meaning depends on which, such as
 ``nJet >= 2 & nLep == 0`` (Python: ``nJet >= (2 & nLep) == 0``), is refused with the form
 that was most likely meant.
 
+Comparisons chain as in Python: ``1 < x < 3`` means ``(1 < x) && (x < 3)``. A chain with
+``==`` or ``!=`` in it, such as ``x > 0 == isMC`` (Python: ``(x > 0) && (0 == isMC)``, C
+and ROOT: ``(x > 0) == isMC``) or ``a == b == c`` (C: ``(a == b) == c``), is refused with
+both readings.
+
 Per-event semantics, as in ``TTree::Draw``: ``Jet_pt[:, 0]`` (or ``Jet_pt[0]``) is each
 event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-event slice;
 ``Jet_pt[Jet_eta < 2.4]`` a per-element mask; ``num(Jet_pt)``, ``max(Jet_pt)``,
 ``sum(...)``, ``mean(...)`` reduce each event's list (``max`` of an empty list is NaN,
-``sum`` is 0); ``max(a, b)`` with two arguments is the element-wise maximum.
+``sum`` is 0); ``max(a, b)`` with two arguments is the element-wise maximum. A missing
+value is NaN where it is made (an integer element or maximum becomes a float when some
+event has none), so IEEE rules hold inside the expression: a comparison with NaN is false
+(``nJet == 0 || Jet_pt[:, 0] > 50`` keeps the events without jets), ``isnan`` is true, and
+NaN counts as true for ``&&``, ``||``, ``!`` and ``where`` (non-zero, as in C). A mask must
+be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
+many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
+``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
+length in every event and take the same subscripts, masks and reductions.
+
+Numbers are computed as in ROOT's formulas, which work in double precision, without
+wrapping around: before arithmetic and comparisons, float32 values become float64 (so
+``eta <= 2.4`` of a float32 ``eta`` compares with the double 2.4, as ROOT does, and a
+feature made by arithmetic is rounded to float32 once, at the end); before arithmetic
+(``+ - * / // %``, unary ``-``, and the functions), booleans and integers up to 32 bits,
+signed or unsigned, become int64 (so ``nJet - 2`` of
+an unsigned ``nJet`` is -1, ``b1 + b2`` of booleans is 2, ``run * 1000000 + event`` is
+exact, and ``flags & 4`` is still a bit test); ``**`` and ``pow`` work in float64. An
+int64 branch is used as it is; int64 arithmetic that overflows is not detected. A uint64
+branch (event numbers) becomes int64 when every value of the chunk fits (below 2**63),
+else float64 for a feature, cut, weight or target (ROOT's double), and an event expression
+that would need that is refused with an :class:`ExpressionError` (an event number must be
+an exact integer below 2**63). Comparisons are exact for every integer type.
 
 Flat branches are evaluated as NumPy arrays and jagged ones as Awkward arrays; a finished
 expression is turned into one number per event by :func:`to_column`. This module knows
@@ -153,6 +180,11 @@ _COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
 }
 
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_BITWISE_TEXT = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_EQUALITIES = (ast.Eq, ast.NotEq)
+_COMPARISON_OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+                         ast.NotEq: "!="}
+_INT64_MAX = np.iinfo(np.int64).max
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _COMPARISON_TEXT = re.compile(r"[<>]|==|!=")
 
@@ -381,7 +413,8 @@ class Expression:
     # -- operators whose meaning depends on Python or C precedence ------------------
 
     def _check_compared(self, node: ast.Compare) -> None:
-        """Refuse an unparenthesised & | ^ beside a comparison, or ! starting one."""
+        """Refuse an unparenthesised & | ^ beside a comparison, ! starting one, or a chain
+        with == or != in it."""
         for operand in (node.left, *node.comparators):
             if (
                 isinstance(operand, ast.BinOp)
@@ -398,6 +431,8 @@ class Expression:
             and not self._source.parenthesised(left)
         ):
             raise self._not_trap(node, left)
+        if len(node.ops) > 1 and any(isinstance(op, _EQUALITIES) for op in node.ops):
+            raise self._chain_trap(node)
 
     def _bitwise_trap(self, node: ast.Compare) -> ExpressionError:
         """``nJet >= 2 & nLep == 0``: show what it means and what was likely meant."""
@@ -444,6 +479,38 @@ class Expression:
             f"{symbol} applies to {text[low + 1 : high].strip()} alone (as in C and ROOT), "
             f"not to the comparison; add parentheses to say which: {alone}, or {negated} to "
             "negate the comparison"
+        )
+
+    def _chain_trap(self, node: ast.Compare) -> ExpressionError:
+        """``x > 0 == isMC``: Python's chain (x > 0) && (0 == isMC), C's (x > 0) == isMC."""
+        text = self._source.text
+        start, end = self._source.written(node)
+        operands = []
+        for operand in (node.left, *node.comparators):
+            written = text[slice(*self._source.written(operand))]
+            operands.append(f"({written})" if self._source.parenthesised(operand) else written)
+        ops = [_COMPARISON_OPERATORS[type(op)] for op in node.ops]
+        pairs = zip(operands, ops, operands[1:], strict=False)
+        python_reading = " && ".join(f"({left} {op} {right})" for left, op, right in pairs)
+        # C: < <= > >= bind tighter than == and !=; both from left to right.
+        terms, term_ops, equalities = [[operands[0]]], [[]], []
+        for op, right in zip(ops, operands[1:], strict=True):
+            if op in ("==", "!="):
+                equalities.append(op)
+                terms.append([right])
+                term_ops.append([])
+            else:
+                terms[-1].append(right)
+                term_ops[-1].append(op)
+        grouped = [_left_to_right(items, between)
+                   for items, between in zip(terms, term_ops, strict=True)]
+        c_reading = _left_to_right(grouped, equalities)[1:-1]
+        if (start, end) != (0, len(text)) and not self._source.parenthesised(node):
+            python_reading, c_reading = f"({python_reading})", f"({c_reading})"
+        return self._fail(
+            f"{text[start:end]} chains == or != with another comparison: Python reads it "
+            f"as {text[:start]}{python_reading}{text[end:]}, C and ROOT as "
+            f"{text[:start]}{c_reading}{text[end:]}; add parentheses to say which"
         )
 
     def _check_bitwise(self, node: ast.BinOp) -> None:
@@ -593,11 +660,17 @@ class Expression:
                 # Exact integer powers of constants (10 ** 10 ** 10) would never finish.
                 result = float(left) ** right
                 return int(result) if abs(result) < 2**53 and right >= 0 else result
+            if isinstance(node.op, _BITWISE):
+                self._check_integers(node, left, right)
+            elif isinstance(node.op, ast.Pow):
+                left, right = _as_float(left), _as_float(right)
+            else:
+                left, right = self._widen(left), self._widen(right)
             return _BINARY_OPERATORS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, arrays)
             if isinstance(node.op, ast.USub):
-                return -operand
+                return -self._widen(operand)
             if isinstance(node.op, ast.UAdd):
                 return operand
             if (
@@ -614,10 +687,10 @@ class Expression:
                 result = combine(result, self._eval(value, arrays))
             return result
         if isinstance(node, ast.Compare):
-            left = self._eval(node.left, arrays)
+            left = _as_double(self._eval(node.left, arrays))
             result = None
             for op, comparator in zip(node.ops, node.comparators, strict=True):
-                right = self._eval(comparator, arrays)
+                right = _as_double(self._eval(comparator, arrays))
                 step = _COMPARISONS[type(op)](left, right)
                 result = step if result is None else np.logical_and(result, step)
                 left = right
@@ -638,7 +711,7 @@ class Expression:
         func = node.func.id  # type: ignore[attr-defined]
         args = [self._eval(arg, arrays) for arg in node.args]
         if func in ("max", "min") and len(args) == 2:
-            return (np.maximum if func == "max" else np.minimum)(*args)
+            return (np.maximum if func == "max" else np.minimum)(*map(self._widen, args))
         if func in _REDUCTIONS:
             (value,) = args
             if _is_flat(value):
@@ -648,16 +721,57 @@ class Expression:
                 )
             if isinstance(value, np.ndarray):
                 value = ak.from_numpy(value, regulararray=True)
-            return _REDUCTIONS[func](value)
+            return _nan_for_missing(_REDUCTIONS[func](value))
         if func in _ELEMENTWISE_1:
-            return _ELEMENTWISE_1[func](args[0])
+            return _ELEMENTWISE_1[func](self._widen(args[0]))
+        if func in ("pow", "power"):
+            return np.power(*map(_as_float, args))
         if func in _ELEMENTWISE_2:
-            return _ELEMENTWISE_2[func](*args)
+            return _ELEMENTWISE_2[func](*map(self._widen, args))
         if func == "where":
-            return _where(*args)
+            condition, if_true, if_false = args
+            if not (_is_bool(if_true) and _is_bool(if_false)):
+                if_true, if_false = self._widen(if_true), self._widen(if_false)
+            return _where(condition, if_true, if_false)
         # clip
-        value, low, high = args
+        value, low, high = map(self._widen, args)
         return np.minimum(np.maximum(value, low), high)
+
+    def _widen(self, value: Any) -> Any:
+        """``value`` ready for arithmetic: booleans and integers as int64, a uint64 beyond
+        int64 as float64 (refused in an event expression); see the module doc."""
+        dtype = _leaf_dtype(value)
+        if dtype is not None and dtype.kind == "f":
+            return _as_double(value)
+        if dtype is None or dtype.kind not in "biu" or dtype == np.int64:
+            return value
+        if dtype == np.uint64:
+            if isinstance(value, ak.Array):
+                largest = ak.max(value, axis=None)
+            else:
+                largest = value.max() if value.size else None
+            if largest is not None and largest > _INT64_MAX:
+                if self.role == "event":
+                    raise self._fail(
+                        f"an unsigned 64-bit value, {int(largest)}, is beyond 2**63 - 1, so "
+                        "arithmetic on it cannot be exact in int64 (nor in float64); an event "
+                        "number must be an integer below 2**63"
+                    )
+                return _astype(value, np.float64)
+        return _astype(value, np.int64)
+
+    def _check_integers(self, node: ast.BinOp, left: Any, right: Any) -> None:
+        """Refuse & | ^ on floating-point values (a missing element is NaN, so a float)."""
+        for side, value in ((node.left, left), (node.right, right)):
+            dtype = _leaf_dtype(value)
+            if isinstance(value, float) or (dtype is not None and dtype.kind == "f"):
+                text = self._source.text
+                raise self._fail(
+                    f"{_BITWISE_TEXT[type(node.op)]} works on integers and conditions, but "
+                    f"{text[slice(*self._source.written(side))]} holds floating-point numbers "
+                    "(a missing element, such as x[:, 0] of an empty list, or the max of an "
+                    "empty list, is NaN, so a float); compare it first, e.g. (x[:, 0] > 0)"
+                )
 
     def _eval_subscript(self, node: ast.Subscript, arrays: Mapping[str, Any]) -> Any:
         value = self._eval(node.value, arrays)
@@ -677,14 +791,36 @@ class Expression:
                       (index.lower, index.upper, index.step)]
             return value[:, slice(*bounds)]
         mask = self._eval(index, arrays)
+        text = self._source.text
+        mask_text = text[slice(*self._source.written(index))]
         if _is_flat(mask):
             raise self._fail(
-                f"mask {ast.unparse(index)!r} has one value per event; a subscript selects "
+                f"mask {mask_text!r} has one value per event; a subscript selects "
                 "elements within events (x[x > 30]); select events with cut= (Python) or cut = "
                 "\"...\" (a sample's table in the configuration) instead"
             )
-        if isinstance(value, np.ndarray):
-            value = ak.from_numpy(value, regulararray=True)
+        value_text = text[slice(*self._source.written(node.value))]
+        if _is_flat(value):
+            raise self._fail(f"a mask selects within each event's list, but {value_text!r} has "
+                             "one value per event")
+        if not _is_bool(mask):
+            raise self._fail(
+                f"the subscript {mask_text!r} is not a condition; a subscript is a constant "
+                "index x[:, 0], a slice x[:, 1:3] or a condition per element, as in x[x > 30] "
+                "or x[(flags & 2) != 0]"
+            )
+        value, mask = _as_lists(value), _as_lists(mask)
+        differ = ak.to_numpy(ak.num(value, axis=1) != ak.num(mask, axis=1))
+        if differ.any():
+            first = int(np.flatnonzero(differ)[0])
+            raise self._fail(
+                f"the mask {mask_text!r} and {value_text!r} have different numbers of elements "
+                f"in {int(differ.sum())} of {len(differ)} events (e.g. {len(mask[first])} "
+                f"against {len(value[first])}); a mask selects elements of a list of the same "
+                "length, as Jet_pt[Jet_eta < 2.4] (one value per jet on both sides); a condition "
+                "on another collection must first be reduced to one value per event, e.g. "
+                "where(any(Lep_pt > 20), sum(Jet_pt), 0)"
+            )
         return value[mask]
 
 
@@ -776,6 +912,14 @@ def _join(pieces: list[str], ops: list[str], wrap: bool) -> str:
     return out[0] + "".join(f" {op} {piece}" for op, piece in zip(ops, out[1:], strict=True))
 
 
+def _left_to_right(operands: list[str], ops: list[str]) -> str:
+    """``operands`` joined by ``ops``, each step in parentheses: ((a < b) < c)."""
+    text = operands[0]
+    for op, right in zip(ops, operands[1:], strict=True):
+        text = f"({text} {op} {right})"
+    return text
+
+
 def _constant_int(node: ast.AST) -> int | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
@@ -810,6 +954,61 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _leaf_dtype(value: Any) -> np.dtype | None:
+    """The NumPy dtype of an array's numbers (through Awkward's lists); None for Python
+    numbers and anything else."""
+    if isinstance(value, np.ndarray | np.generic):
+        return value.dtype
+    if not isinstance(value, ak.Array):
+        return None
+    typ = value.type.content
+    while isinstance(typ, ak.types.ListType | ak.types.RegularType | ak.types.OptionType):
+        typ = typ.content
+    if isinstance(typ, ak.types.NumpyType):
+        return np.dtype(typ.primitive)
+    return None
+
+
+def _astype(value: Any, dtype: Any) -> Any:
+    if isinstance(value, ak.Array):
+        return ak.values_astype(value, dtype)
+    return np.asarray(value).astype(dtype)
+
+
+def _as_double(value: Any) -> Any:
+    """Single-precision (float32, float16) arrays as float64, as ROOT computes formulas: a
+    cut ``eta <= 2.4`` then compares float32(eta) with the double 2.4, not with float32(2.4)."""
+    dtype = _leaf_dtype(value)
+    return _astype(value, np.float64) if dtype is not None and dtype.kind == "f" and (
+        dtype.itemsize < 8) else value
+
+
+def _as_float(value: Any) -> Any:
+    """Boolean and integer arrays as float64, for powers (as ROOT's pow)."""
+    dtype = _leaf_dtype(value)
+    return _astype(value, np.float64) if dtype is not None and dtype.kind in "biu" else value
+
+
+def _nan_for_missing(value: Any) -> Any:
+    """Awkward's missing values (None) as NaN; without any, the value keeps its type."""
+    if not isinstance(value, ak.Array) or not isinstance(value.type.content,
+                                                         ak.types.OptionType):
+        return value
+    if not ak.any(ak.is_none(value)):
+        return ak.drop_none(value)
+    return ak.fill_none(value, np.float32(np.nan) if _leaf_dtype(value) == np.float32
+                        else np.nan)
+
+
+def _as_lists(value: Any) -> Any:
+    """A per-event array as Awkward variable-length lists (fixed-size arrays too)."""
+    if isinstance(value, np.ndarray):
+        value = ak.from_numpy(value, regulararray=True)
+    if isinstance(value.type.content, ak.types.RegularType):
+        value = ak.from_regular(value, axis=1)
+    return value
+
+
 def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
     if any(isinstance(v, ak.Array) for v in (condition, if_true, if_false)):
         return ak.where(condition, if_true, if_false)
@@ -817,13 +1016,13 @@ def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 
 def _element(value: Any, position: int) -> Any:
-    """Element ``position`` of each event's list; missing (None) where out of range."""
+    """Element ``position`` of each event's list; NaN where out of range."""
     if isinstance(value, np.ndarray):
         if -value.shape[1] <= position < value.shape[1]:
             return value[:, position]
         return np.full(len(value), np.nan)
     stop = position + 1 if position != -1 else None
-    return ak.firsts(value[:, position:stop], axis=1)
+    return _nan_for_missing(ak.firsts(value[:, position:stop], axis=1))
 
 
 def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> np.ndarray:

@@ -263,7 +263,8 @@ def resolve_sources(
     """Expand ``files`` (paths, globs, ``file:tree``, lists, ``{path: tree}``) to sources.
 
     Raises :class:`MissingFileError` for a path that does not exist or a glob that
-    matches nothing. Trees are not opened here.
+    matches nothing, and :class:`InputError` for a file given twice with the same tree (two
+    spellings, links, or a glob and a listed path). Trees are not opened here.
     """
     if isinstance(files, str | os.PathLike):
         items: list[tuple[str, str | None]] = [(os.fspath(files), None)]
@@ -285,6 +286,7 @@ def resolve_sources(
     else:
         default_trees = list(tree)
     sources: list[Source] = []
+    seen: dict[tuple[Any, str | None], str] = {}
     for spec, explicit_tree in items:
         path, inline_tree = (spec, None) if explicit_tree else _split_object_path(spec)
         trees = [explicit_tree or inline_tree] if (explicit_tree or inline_tree) else (
@@ -307,9 +309,36 @@ def resolve_sources(
                 raise MissingFileError(_missing_file_message(path, context))
             paths = [path]
         for resolved in paths:
+            identity = _file_identity(resolved)
             for treename in trees:
+                tree_key = None if treename is None else treename.split(";")[0].strip("/")
+                if (identity, tree_key) in seen:
+                    raise _repeated_file_error(context, seen[identity, tree_key], resolved,
+                                               tree_key)
+                seen[identity, tree_key] = resolved
                 sources.append(Source(resolved, treename))
     return sources
+
+
+def _file_identity(path: str) -> Any:
+    """The same for every spelling of one file (device and inode, so links too); a remote
+    file's URL as written."""
+    if _is_remote(path):
+        return path
+    info = os.stat(path)
+    return info.st_dev, info.st_ino
+
+
+def _repeated_file_error(context: str, first: str, again: str, tree: str | None) -> InputError:
+    """The error for a file (and tree) a sample lists twice: it would be read twice."""
+    spelled = f"{first!r} both times" if first == again else f"{first!r} and as {again!r}"
+    in_tree = "" if tree is None else f" with tree {tree!r}"
+    return InputError(
+        f"{context}: the file {os.path.abspath(first)!r} is given twice{in_tree} (as {spelled}), "
+        "so its events and yields would count twice; list each file once (a glob and a "
+        "listed path, or two spellings of a path, can name the same file). The same file "
+        "with different trees is fine."
+    )
 
 
 def _open_file(path: str, context: str) -> Any:
@@ -424,6 +453,36 @@ def _branch_kind(branch: Any) -> tuple[str | None, str]:
     return None, f"nested objects ({typename}, which uproot reads as {interpretation})"
 
 
+@dataclass(frozen=True)
+class ConstantUse:
+    """Where a tree takes a constant's name (``e``, ``pi``...) as the constant and where as
+    its branch: (expression, name) pairs, for :func:`check_constant_names`."""
+
+    where: str
+    as_constant: frozenset[tuple[Expression, str]]
+    as_branch: frozenset[tuple[Expression, str]]
+
+
+def check_constant_names(uses: Sequence[ConstantUse]) -> None:
+    """Refuse a name that an expression (the same text, in any sample of a read) takes as a
+    branch in one tree and as a constant (``e``, ``pi``, ``inf``, ``nan``) in another: there
+    the branch is missing."""
+    branch_in: dict[tuple[str, str], str] = {}
+    for use in uses:
+        for expression, name in use.as_branch:
+            branch_in.setdefault((expression.text, name), use.where)
+    for use in uses:
+        for expression, name in sorted(use.as_constant, key=lambda key: (key[1], key[0].text)):
+            where = branch_in.get((expression.text, name))
+            if where is not None:
+                raise MissingBranchError(
+                    f"{use.where}: {expression.role} expression {expression.text!r} uses "
+                    f"{name!r}, which is not a branch here but is one in {where}; every tree "
+                    f"read with it must have the branch {name!r} (the constant {name} = "
+                    f"{CONSTANTS[name]} is used only where no tree has such a branch)"
+                )
+
+
 class TreeReader:
     """Reads the branches a set of expressions needs from one tree, chunk by chunk.
 
@@ -448,12 +507,17 @@ class TreeReader:
         available = list(self.tree.keys())
         available_set = set(available)
         needed: list[str] = []
+        as_constant, as_branch = set(), set()
         for expression in expressions:
             for name in sorted(expression.names):
                 if name in available_set:
                     if name not in needed:
                         needed.append(name)
-                elif name not in CONSTANTS:
+                    if name in CONSTANTS:
+                        as_branch.add((expression, name))
+                elif name in CONSTANTS:
+                    as_constant.add((expression, name))
+                else:
                     matches = close_names(name, available)
                     hint = f" Close names: {describe_choices(matches)}." if matches else ""
                     extra = (hints or {}).get(expression.text, "")
@@ -463,6 +527,7 @@ class TreeReader:
                         f"Branches: {describe_choices(available)}{extra}"
                     )
         self.branches = needed
+        self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
         self.kinds = self._check_types(needed)
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
 
@@ -643,6 +708,8 @@ class _Plan:
     expressions: dict[str, Expression | None]
     # Each source's reader, kept open from the planning to the last pass (None: reopened).
     readers: list[TreeReader | None] = field(default_factory=list)
+    # Each source's constant names taken as constants or as branches (check_constant_names).
+    constant_uses: list[ConstantUse] = field(default_factory=list)
 
 
 @dataclass
@@ -788,6 +855,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         _plan_sample(index, sample, feature_expressions, event, open_files)
         for index, sample in enumerate(samples)
     ]
+    check_constant_names([use for plan in plans for use in plan.constant_uses])
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
     if dask:
@@ -965,7 +1033,8 @@ def _plan_sample(
     }
     hints = _target_hints(sample)
     sources = resolve_sources(sample.files, sample.tree, context)
-    entries, readers = [], []
+    entries, readers, constant_uses = [], [], []
+    trees_read: dict[tuple[Any, str], str] = {}
     for source in sources:
         kept = open_files.room()
         with contextlib.ExitStack() as this_file:
@@ -976,7 +1045,13 @@ def _plan_sample(
             )
             entries.append(reader.num_entries)
             readers.append(reader if kept else None)
-    return _Plan(index, sample, sources, entries, expressions, readers)
+            constant_uses.append(reader.constant_use)
+        # A file given once with its only tree's name and once without: one tree twice.
+        key = (_file_identity(source.path), reader.tree_name)
+        if key in trees_read:
+            raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
+        trees_read[key] = source.path
+    return _Plan(index, sample, sources, entries, expressions, readers, constant_uses)
 
 
 def _index_dtypes(plans: Sequence[_Plan]) -> tuple[np.dtype, np.dtype, np.dtype]:
@@ -1309,16 +1384,23 @@ def fill_rows(X: np.ndarray, start: int, columns: Sequence[np.ndarray]) -> None:
             rows[:, j] = column[first:last]
 
 
+#: How a training makes +-inf missing, for :func:`feature_column`'s error.
+TRAINING_INF_REMEDY = ("set inf_as_missing = true at the top of the configuration "
+                       "(inf_as_missing=True in Python)")
+
+
 def feature_column(
     reader: TreeReader,
     expression: Expression,
     arrays: dict[str, Any],
     entries: np.ndarray,
     inf_as_missing: bool,
+    inf_remedy: str = TRAINING_INF_REMEDY,
 ) -> np.ndarray:
     """One feature on one chunk as float32; +-inf is an error or NaN (``inf_as_missing``).
 
-    ``entries`` are the chunk's (selected) entry numbers, for the error message.
+    ``entries`` are the chunk's (selected) entry numbers, for the error message, which ends
+    with ``inf_remedy`` (how the command being run makes +-inf missing).
     """
     values = _evaluate(reader, expression, arrays, len(entries), np.float32)
     infinite = np.isinf(values)
@@ -1328,8 +1410,7 @@ def feature_column(
                 f"{reader.where}: feature {expression.text!r} is infinite (or beyond the "
                 f"float32 range) for {int(np.count_nonzero(infinite))} event(s), the first "
                 f"at entry {int(entries[np.flatnonzero(infinite)[0]])}. To treat +-inf as "
-                "missing (NaN), set inf_as_missing = true at the top of the configuration "
-                "(inf_as_missing=True in Python), or cut those events away."
+                f"missing (NaN), {inf_remedy}, or cut those events away."
             )
         values[infinite] = np.nan
     return values

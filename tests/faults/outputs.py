@@ -97,7 +97,7 @@ def _replaced_model(folder: Path) -> list[str]:
 
 def _stem_collision(folder: Path) -> list[str]:
     (folder / "b").mkdir()
-    (folder / "b" / "signal.root").symlink_to(DATA / "signal.root")
+    shutil.copyfile(DATA / "signal.root", folder / "b" / "signal.root")  # one stem, two files
     _train_twice(folder)
     return ["apply", str(folder / "one" / "out" / "model.json"), str(DATA / "signal.root"),
             str(folder / "b" / "signal.root"), "--output", str(folder / "{stem}_scores.root")]

@@ -1,0 +1,370 @@
+"""Fixes from the audit of the reading layer: missing values, integer arithmetic, masks,
+comparison chains, constant names, fixed-size masks and files listed twice.
+
+Every expected value is computed here with NumPy, Awkward or Python integers directly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import awkward as ak
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io import ExpressionError, InputError, MissingBranchError, Sample, read
+from hepbdt.io.expressions import Expression, to_column
+
+RNG = np.random.default_rng(11)
+N = 300
+N_JET = RNG.integers(0, 4, N).astype(np.int32)
+N_JET[:4] = [0, 1, 2, 3]
+N_LEP = RNG.integers(0, 3, N).astype(np.int32)
+N_LEP[:4] = [1, 0, 2, 3]  # the first event has more leptons than jets, the second fewer
+JET_PT = ak.unflatten(RNG.uniform(10, 100, N_JET.sum()).astype(np.float32), N_JET)
+JET_ETA = ak.unflatten(RNG.uniform(-3, 3, N_JET.sum()).astype(np.float32), N_JET)
+JET_Q = ak.unflatten(RNG.integers(-1, 2, N_JET.sum()).astype(np.int32), N_JET)
+JET_ID = ak.unflatten(RNG.integers(0, 8, N_JET.sum()).astype(np.int32), N_JET)
+LEP_PT = ak.unflatten(RNG.uniform(5, 50, N_LEP.sum()).astype(np.float32), N_LEP)
+ARRAYS = {"nJet": N_JET, "Jet_pt": JET_PT, "Jet_eta": JET_ETA, "Jet_q": JET_Q,
+          "Jet_id": JET_ID, "Lep_pt": LEP_PT}
+
+
+def _element(lists: ak.Array, i: int) -> np.ndarray:
+    """Element i of each list as float64, NaN where the list is shorter."""
+    return np.array([row[i] if len(row) > i else np.nan for row in lists.tolist()])
+
+
+def _reduce(lists: ak.Array, func) -> np.ndarray:
+    """``func`` of each list as float64, NaN for an empty list."""
+    return np.array([func(row) if row else np.nan for row in lists.tolist()], dtype=np.float64)
+
+
+def _column(text: str, arrays: dict, role: str = "feature", dtype=np.float64) -> np.ndarray:
+    expression = Expression(text, role)
+    n = len(next(iter(arrays.values())))
+    return to_column(expression.evaluate(arrays), n, dtype, expression)
+
+
+def _passes(text: str, arrays: dict) -> np.ndarray:
+    """The expression as a cut, as read() applies it: non-zero and not NaN passes."""
+    values = _column(text, arrays, "cut")
+    return (values != 0) & ~np.isnan(values)
+
+
+def _write(path: Path, branches: dict, tree: str = "T") -> Path:
+    types = {name: ("var * " + str(value.type.content.content) if isinstance(value, ak.Array)
+                    else value.dtype if value.ndim == 1 else (value.dtype, value.shape[1:]))
+             for name, value in branches.items()}
+    with uproot.recreate(path) as file:
+        file.mktree(tree, types)
+        file[tree].extend(branches)
+    return path
+
+
+# -- 1. a missing element or an empty list's reduction is NaN inside the expression --------
+
+PT0 = _element(JET_PT, 0)
+PT1 = _element(JET_PT, 1)
+PT_MAX = _reduce(JET_PT, max)
+PT_MIN = _reduce(JET_PT, min)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("nJet == 0 || Jet_pt[:, 0] > 50", (N_JET == 0) | (PT0 > 50)),
+    ("!(Jet_pt[:, 0] > 50)", ~(PT0 > 50)),
+    ("isnan(Jet_pt[:, 0])", np.isnan(PT0)),
+    ("num(Jet_pt) == 0 || max(Jet_pt) < 30", (N_JET == 0) | (PT_MAX < 30)),
+    ("!(min(Jet_pt) > 30)", ~(PT_MIN > 30)),
+    ("isnan(mean(Jet_pt)) && isnan(argmax(Jet_pt))", N_JET == 0),
+    ("Jet_pt[:, 1] > 30 || nJet < 2", (PT1 > 30) | (N_JET < 2)),
+    ("!(Jet_q[:, 0] == 0)", ~(_element(JET_Q, 0) == 0)),
+])
+def test_missing_values_follow_ieee_rules_in_cuts(text: str, expected: np.ndarray) -> None:
+    assert 0 < expected.sum() < N
+    np.testing.assert_array_equal(_passes(text, ARRAYS), expected)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("where(isnan(Jet_pt[:, 0]), -1, Jet_pt[:, 0])", np.where(np.isnan(PT0), -1, PT0)),
+    ("isnan(Jet_pt[:, 0])", np.isnan(PT0)),
+    ("Jet_q[:, 0] * 2", _element(JET_Q, 0) * 2),
+    ("max(Jet_q) + 1", _reduce(JET_Q, max) + 1),
+    ("argmin(Jet_pt)", _reduce(JET_PT, lambda r: int(np.argmin(r)))),
+    ("Jet_pt[:, -1] if nJet > 0 else -5", np.where(N_JET > 0, _reduce(JET_PT, lambda r: r[-1]),
+                                                     -5)),
+])
+def test_missing_values_are_nan_in_features(text: str, expected: np.ndarray) -> None:
+    np.testing.assert_allclose(_column(text, ARRAYS), expected, rtol=1e-6, equal_nan=True)
+
+
+def test_missing_values_in_a_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "jets.root", {"nJet": N_JET, "Jet_pt": JET_PT})
+    ds = read(Sample("s", path, cut="nJet == 0 || Jet_pt[:, 0] > 50"),
+              ["isnan(Jet_pt[:, 0])", "where(isnan(Jet_pt[:, 0]), -1, Jet_pt[:, 0])"])
+    keep = (N_JET == 0) | (PT0 > 50)
+    np.testing.assert_array_equal(ds.event, np.flatnonzero(keep))
+    np.testing.assert_array_equal(ds.X[:, 0], np.isnan(PT0[keep]))
+    np.testing.assert_allclose(ds.X[:, 1], np.where(np.isnan(PT0), -1, PT0)[keep], rtol=1e-6)
+
+
+def test_a_bit_test_on_a_missing_element_is_refused() -> None:
+    with pytest.raises(ExpressionError, match=r"Jet_id\[:, 0\] holds floating-point"):
+        _column("Jet_id[:, 0] & 4", ARRAYS)
+    full = {"Jet_id": JET_ID[N_JET > 0]}
+    first = np.array([row[0] for row in JET_ID[N_JET > 0].tolist()])
+    np.testing.assert_array_equal(_column("Jet_id[:, 0] & 4", full), first & 4)
+
+
+# -- 2. integers and booleans do not wrap around ---------------------------------------
+
+INTS = {
+    "nU": np.array([0, 1, 3, 7], np.uint32),
+    "q8": np.array([-128, -3, 100, 127], np.int8),
+    "n16": np.array([-300, 2, 30000, 5], np.int16),
+    "n32": np.array([3, -5, 2**31 - 1, 0], np.int32),
+    "b1": np.array([True, True, False, False]),
+    "b2": np.array([True, False, True, False]),
+    "flags": np.array([4, 5, 2, 12], np.int32),
+    "u8": np.array([3, 200, 255, 1], np.uint8),
+}
+BIG = {name: [int(v) for v in values] for name, values in INTS.items()}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("nU - 2", [v - 2 for v in BIG["nU"]]),
+    ("abs(nU - 2)", [abs(v - 2) for v in BIG["nU"]]),
+    ("-nU", [-v for v in BIG["nU"]]),
+    ("q8 * 2", [v * 2 for v in BIG["q8"]]),
+    ("abs(q8)", [abs(v) for v in BIG["q8"]]),
+    ("-q8", [-v for v in BIG["q8"]]),
+    ("n16 * n16", [v * v for v in BIG["n16"]]),
+    ("n32 * 1000000000", [v * 1_000_000_000 for v in BIG["n32"]]),
+    ("n32 + 1", [v + 1 for v in BIG["n32"]]),
+    ("b1 + b2", [a + b for a, b in zip(BIG["b1"], BIG["b2"], strict=True)]),
+    ("b1 - 1", [v - 1 for v in BIG["b1"]]),
+    ("-b1", [-v for v in BIG["b1"]]),
+    ("u8 + u8", [2 * v for v in BIG["u8"]]),
+    ("max(nU - 2, q8)", [max(a - 2, b) for a, b in zip(BIG["nU"], BIG["q8"], strict=True)]),
+    ("where(b1, nU - 5, q8)", [a - 5 if c else b for a, b, c in
+                               zip(BIG["nU"], BIG["q8"], BIG["b1"], strict=True)]),
+    ("clip(nU - 2, -1, 3)", [min(max(v - 2, -1), 3) for v in BIG["nU"]]),
+    ("fmod(nU - 5, 3)", [np.fmod(v - 5, 3) for v in BIG["nU"]]),
+    ("(flags + 0) & 4", [v & 4 for v in BIG["flags"]]),
+    ("flags & 4", [v & 4 for v in BIG["flags"]]),
+])
+def test_integer_arithmetic_does_not_wrap(text: str, expected: list[int]) -> None:
+    np.testing.assert_array_equal(_column(text, INTS), np.array(expected, np.float64))
+
+
+def test_integer_powers_and_functions_work_in_double() -> None:
+    n = np.array([1, 2, 4], np.int32)
+    np.testing.assert_allclose(_column("n ** -1", {"n": n}), 1.0 / n)
+    np.testing.assert_allclose(_column("pow(n, -2)", {"n": n}), n.astype(np.float64) ** -2)
+    small = np.array([3, 7, 100], np.int8)
+    values = Expression("log(n)").evaluate({"n": small})
+    assert values.dtype == np.float64  # not NumPy's float16 for int8
+    np.testing.assert_allclose(values, np.log(small.astype(np.float64)))
+
+
+def test_integer_cut_weight_and_event_in_a_read(tmp_path: Path) -> None:
+    run = np.array([315000, 4_000_000_000, 7], np.uint32)
+    event = np.array([123456789, 987654321987, 2**40 + 1], np.uint64)
+    nu = np.array([1, 3, 2], np.uint32)
+    q8 = np.array([-3, 100, 50], np.int8)
+    path = _write(tmp_path / "ints.root", {"run": run, "event": event, "nU": nu, "q8": q8})
+    ds = read(Sample("s", path, cut="nU - 2 >= 0", weight="q8 * 2"), ["nU - 2"],
+              event="run * 10000000 + event")
+    keep = [i for i in range(3) if int(nu[i]) - 2 >= 0]
+    np.testing.assert_array_equal(ds.X[:, 0], [int(nu[i]) - 2 for i in keep])
+    np.testing.assert_array_equal(ds.w, [int(q8[i]) * 2 for i in keep])
+    # 4e16 + 987654321987 is beyond 2**53: exact in int64 only
+    assert ds.event.tolist() == [int(run[i]) * 10_000_000 + int(event[i]) for i in keep]
+
+
+UINT64 = {"ev": np.array([0, 5, 2**62], np.uint64),
+          "huge": np.array([2**64 - 1, 2**63, 1], np.uint64),
+          "s": np.array([-1, 2, 3], np.int32)}
+
+
+def test_uint64_arithmetic_policy() -> None:
+    ev = [int(v) for v in UINT64["ev"]]
+    huge = [int(v) for v in UINT64["huge"]]
+    # every value below 2**63: int64, exact
+    assert _column("ev - 1", UINT64, "event", np.int64).tolist() == [v - 1 for v in ev]
+    assert _column("ev + s", UINT64, "event", np.int64).tolist() == [
+        a + b for a, b in zip(ev, [-1, 2, 3], strict=True)]
+    # beyond 2**63: float64 for a feature, refused for an event number
+    np.testing.assert_array_equal(_column("huge - 1", UINT64), [float(v) - 1 for v in huge])
+    with pytest.raises(ExpressionError, match=r"beyond 2\*\*63 - 1"):
+        _column("huge - 1", UINT64, "event", np.int64)
+    # comparisons are exact without any conversion
+    np.testing.assert_array_equal(_passes("huge > s", UINT64), [True, True, False])
+    assert _column("ev", UINT64, "event", np.uint64).tolist() == ev
+    empty = Expression("ev - 1", "event").evaluate({"ev": np.array([], np.uint64)})
+    assert empty.dtype == np.int64 and len(empty) == 0
+    jagged = {"ev": ak.unflatten(np.array([1, 2, 2**63 + 1], np.uint64), [2, 0, 1])}
+    assert _column("sum(ev - 1)", jagged).tolist() == [1.0, 0.0, float(2**63)]
+
+
+# -- 3. a mask from lists of other lengths is refused ----------------------------------
+
+
+def test_a_mask_from_another_collection_is_refused() -> None:
+    with pytest.raises(ExpressionError, match=r"'Lep_pt > 20' and 'Jet_pt' have different"):
+        _column("sum(Jet_pt[Lep_pt > 20])", ARRAYS)
+    with pytest.raises(ExpressionError, match="different numbers of elements"):
+        _column("sum(Jet_pt[Jet_pt[:, 1:] > 35])", ARRAYS)
+
+
+def test_a_mask_of_the_same_lengths_selects_elements() -> None:
+    expected = np.array([sum(p for p, e in zip(pts, etas, strict=True) if abs(e) < 2.4)
+                         for pts, etas in zip(JET_PT.tolist(), JET_ETA.tolist(), strict=True)])
+    np.testing.assert_allclose(_column("sum(Jet_pt[abs(Jet_eta) < 2.4])", ARRAYS), expected,
+                               rtol=1e-5)
+    same = {"Jet_pt": JET_PT, "Lep_pt": ak.unflatten(np.ones(N_JET.sum(), np.float32), N_JET)}
+    np.testing.assert_allclose(_column("sum(Jet_pt[Lep_pt > 0])", same),
+                               [sum(row) for row in JET_PT.tolist()], rtol=1e-5)
+
+
+def test_an_integer_subscript_is_not_a_mask() -> None:
+    with pytest.raises(ExpressionError, match=r"'Jet_id & 2' is not a condition"):
+        _column("sum(Jet_pt[Jet_id & 2])", ARRAYS)
+    expected = [sum(p for p, i in zip(pts, ids, strict=True) if i & 2)
+                for pts, ids in zip(JET_PT.tolist(), JET_ID.tolist(), strict=True)]
+    np.testing.assert_allclose(_column("sum(Jet_pt[(Jet_id & 2) != 0])", ARRAYS), expected,
+                               rtol=1e-5)
+
+
+# -- 4. comparison chains with == or != in them --------------------------------------
+
+
+@pytest.mark.parametrize(("text", "python", "c"), [
+    ("x > 0 == isMC", "(x > 0) && (0 == isMC)", "(x > 0) == isMC"),
+    ("x >= 1 != isMC", "(x >= 1) && (1 != isMC)", "(x >= 1) != isMC"),
+    ("isMC == x > 0", "(isMC == x) && (x > 0)", "isMC == (x > 0)"),
+    ("a < b == c < d", "(a < b) && (b == c) && (c < d)", "(a < b) == (c < d)"),
+    ("y || x > 0 == isMC", "y || ((x > 0) && (0 == isMC))", "y || ((x > 0) == isMC)"),
+    ("a == b == c", "(a == b) && (b == c)", "(a == b) == c"),
+])
+def test_a_mixed_comparison_chain_is_refused_with_both_readings(
+    text: str, python: str, c: str
+) -> None:
+    with pytest.raises(ExpressionError) as info:
+        Expression(text, "cut")
+    message = str(info.value)
+    assert f"Python reads it as {python}," in message
+    assert f"C and ROOT as {c};" in message
+
+
+def test_ordering_chains_and_parenthesised_forms_still_work() -> None:
+    x = np.array([1.0, -1.0, 1.0, -1.0, 2.5])
+    is_mc = np.array([1, 1, 0, 0, 1], np.int32)
+    arrays = {"x": x, "isMC": is_mc}
+    np.testing.assert_array_equal(_passes("1 < x < 3", arrays), (1 < x) & (x < 3))
+    np.testing.assert_array_equal(_passes("(x > 0) == isMC", arrays), (x > 0) == is_mc)
+
+
+# -- 5. a constant's name that is a branch elsewhere ----------------------------------
+
+
+def test_a_branch_missing_in_one_file_is_not_the_constant(tmp_path: Path) -> None:
+    with_e = _write(tmp_path / "with_e.root", {"e": np.array([10, 20], np.float32),
+                                               "x": np.array([1, 2], np.float32)})
+    without = _write(tmp_path / "without_e.root", {"x": np.array([3, 4], np.float32)})
+    with pytest.raises(MissingBranchError, match=r"without_e\.root.*uses 'e', which is not a "
+                                                 r"branch here but is one in"):
+        read(Sample("s", [with_e, without]), ["e"])
+    with pytest.raises(MissingBranchError, match=r"without_e\.root"):
+        read([Sample("a", with_e, label=1), Sample("b", without, label=0)], ["x * e"])
+    with pytest.raises(MissingBranchError, match=r"cut expression 'e > 0'"):
+        read(Sample("s", [with_e, without], cut="e > 0"), ["x"])
+    with pytest.raises(MissingBranchError, match=r"without_e\.root.*weight expression 'x \* e'"):
+        read([Sample("a", with_e, label=1, weight="x * e"),
+              Sample("b", without, label=0, weight="x * e")], ["x"])
+    ds = read(Sample("s", without), ["x * e"])
+    np.testing.assert_allclose(ds.X[:, 0], np.array([3, 4]) * np.e, rtol=1e-6)
+
+
+# -- 6. masks on fixed-size array branches --------------------------------------------
+
+
+def test_a_mask_on_a_fixed_size_array(tmp_path: Path) -> None:
+    arr = RNG.normal(0, 1, (50, 3)).astype(np.float32)
+    arr[0] = [-1, -2, -3]  # no positive element
+    path = _write(tmp_path / "fixed.root", {"arr": arr})
+    ds = read(Sample("s", path), ["sum(arr[arr > 0])", "num(arr[arr > 0])",
+                                  "max(arr[arr > 0])", "arr[:, 5]"])
+    positive = np.where(arr > 0, arr, 0)
+    np.testing.assert_allclose(ds.X[:, 0], positive.sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(ds.X[:, 1], (arr > 0).sum(axis=1))
+    np.testing.assert_allclose(ds.X[:, 2], np.where((arr > 0).any(axis=1),
+                                                    np.where(arr > 0, arr, -np.inf).max(axis=1),
+                                                    np.nan), equal_nan=True)
+    assert np.isnan(ds.X[:, 3]).all()
+    with pytest.raises(ExpressionError, match="gives a list per event"):
+        read(Sample("s", path), ["arr[arr > 0] * 1"])
+
+
+# -- 7. a file listed twice -----------------------------------------------------------
+
+
+def test_a_file_listed_twice_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "sig.root", {"x": np.arange(4, dtype=np.float32)})
+    _write(tmp_path / "other.root", {"x": np.arange(2, dtype=np.float32)})
+    os.symlink(path, tmp_path / "link.root")
+    monkeypatch.chdir(tmp_path)
+    for files in (["sig.root", "./sig.root"], ["sig.root", "sig.root"],
+                  ["sig.root", str(tmp_path / "*.root")], ["sig.root", "link.root"],
+                  {"sig.root": "T", "./sig.root": "T"}, ["sig.root:T", "sig.root"]):
+        with pytest.raises(InputError, match=r"sample 'sig': the file '.*sig\.root' is given "
+                                             "twice"):
+            read(Sample("sig", files), ["x"])
+    ds = read(Sample("sig", ["sig.root", "other.root"]), ["x"])
+    np.testing.assert_array_equal(ds.X[:, 0], [0, 1, 2, 3, 0, 1])
+
+
+def test_the_same_file_with_two_trees_is_read_once_each(tmp_path: Path) -> None:
+    path = tmp_path / "two.root"
+    with uproot.recreate(path) as file:
+        file["A"] = {"x": np.array([1, 2], np.float32)}
+        file["B"] = {"x": np.array([5, 6, 7], np.float32)}
+    ds = read(Sample("s", [f"{path}:A", f"{path}:B"]), ["x"])
+    np.testing.assert_array_equal(ds.X[:, 0], [1, 2, 5, 6, 7])
+    ds = read(Sample("s", path, tree=["A", "B"]), ["x"])
+    np.testing.assert_array_equal(ds.X[:, 0], [1, 2, 5, 6, 7])
+
+
+@pytest.mark.parametrize("text, in_double", [
+    ("eta <= 2.4", lambda e: e <= 2.4),
+    ("eta > 2.4", lambda e: e > 2.4),
+    ("2.4 >= abs(eta)", lambda e: 2.4 >= np.abs(e)),
+    ("eta * 10 == 24", lambda e: e * 10 == 24),
+])
+def test_float32_branches_are_compared_in_double_as_root_does(text, in_double):
+    # float32(2.4) is 2.4000000954: compared in float32 with float32(2.4), eta <= 2.4 kept
+    # it; ROOT compares the value, widened to double, with the double 2.4 and drops it.
+    eta = np.array([2.4, 2.39, 2.41, -2.4, 2.4000001], dtype=np.float32)
+    expression = Expression(text, "cut")
+    got = to_column(expression.evaluate({"eta": eta}), eta.size, np.float64, expression)
+    np.testing.assert_array_equal(got.astype(bool), in_double(eta.astype(np.float64)))
+
+
+def test_apply_refuses_a_constant_name_that_is_a_branch_in_another_input(tmp_path):
+    # A model with a feature "e": one input has the branch, the other lacks it, where "e"
+    # would silently be 2.718 for every event.
+    import hepbdt
+
+    for name, branches in (("with.root", {"e": np.arange(5.0), "x": np.arange(5.0)}),
+                           ("without.root", {"x": np.arange(5.0)})):
+        with uproot.recreate(tmp_path / name) as f:
+            f["t"] = branches
+    data = read(Sample("s", tmp_path / "with.root", tree="t", label=1), ["e", "x"])
+    y = (np.arange(5) % 2).astype(int)
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=1, min_child_weight=0.0).fit(data.X, y)
+    with pytest.raises(MissingBranchError, match="'e'"):
+        hepbdt.apply(model, [tmp_path / "with.root", tmp_path / "without.root"],
+                     tmp_path / "out.root", tree="t")
+    assert not (tmp_path / "out.root").exists()
