@@ -137,6 +137,9 @@ def _apply_parser(commands: Any) -> None:
                        "bdt_prob; its raw scores are <branch>_<class>)")
     apply.add_argument("--event", help="event-number expression written beside the score "
                        "(default: the k-fold manifest's, else the entry number)")
+    apply.add_argument("--inf-as-missing", action="store_true", help="treat +-inf in a "
+                       "feature as missing (NaN) instead of an error, as a training with "
+                       "inf_as_missing = true does")
     apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
     apply.add_argument("--scheduler", metavar="ADDRESS", help="score on a Dask cluster: a "
                        "scheduler address (tcp://host:8786) or 'local'; each output file is "
@@ -323,41 +326,51 @@ def _load(path: str) -> Any:
 
 def _apply(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
-    from hepbdt.kfold import KFoldModel
-    from hepbdt.scoring import apply
+    import warnings
 
+    from hepbdt.scoring import FoldExpressionWarning, apply
+
+    # A k-fold model goes whole: apply scores it by its folds' event expression unless
+    # --event gives another, which it warns about (shown here as a note, when it happens).
     model = _load(args.model)
-    if isinstance(model, KFoldModel):
-        event = args.event or model.by
-        if args.event and args.event != model.by:
-            print(f"hepbdt: note: the folds were made with {model.by!r}; scoring by "
-                  f"{args.event!r}", file=sys.stderr)
-        models: Any = model.models
-    else:
-        event = args.event
-        models = model
-    if args.scheduler:
-        # the optional Dask extra, imported only when asked for a cluster
-        from hepbdt.dask import apply as apply_on_cluster
-        from hepbdt.dask import connect
+    with warnings.catch_warnings():  # restores showwarning and the filters afterwards
+        warnings.simplefilter("always", FoldExpressionWarning)
+        warnings.showwarning = _notes(warnings.showwarning, FoldExpressionWarning)
+        if args.scheduler:
+            # the optional Dask extra, imported only when asked for a cluster
+            from hepbdt.dask import apply as apply_on_cluster
+            from hepbdt.dask import connect
 
-        client = connect(args.scheduler)
-        try:
-            written = apply_on_cluster(models, list(args.inputs), args.output, branch=args.branch,
-                                       tree=args.tree, event_branch=event,
-                                       output_tree=args.output_tree,
-                                       probability_branch=args.probability_branch, client=client)
-        finally:
-            if args.scheduler == "local":
-                client.cluster.close()
-            client.close()
-    else:
-        written = apply(models, list(args.inputs), args.output, branch=args.branch,
-                        tree=args.tree, event_branch=event, output_tree=args.output_tree,
-                        progress=args.progress, probability_branch=args.probability_branch)
+            client = connect(args.scheduler)
+            try:
+                written = apply_on_cluster(
+                    model, list(args.inputs), args.output, branch=args.branch, tree=args.tree,
+                    event_branch=args.event, output_tree=args.output_tree,
+                    inf_as_missing=args.inf_as_missing,
+                    probability_branch=args.probability_branch, client=client)
+            finally:
+                if args.scheduler == "local":
+                    client.cluster.close()
+                client.close()
+        else:
+            written = apply(model, list(args.inputs), args.output, branch=args.branch,
+                            tree=args.tree, event_branch=args.event,
+                            output_tree=args.output_tree, inf_as_missing=args.inf_as_missing,
+                            progress=args.progress, probability_branch=args.probability_branch)
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _notes(show: Any, category: type[Warning]) -> Any:
+    """``warnings.showwarning`` that prints warnings of ``category`` as ``hepbdt: note:``
+    lines and passes the others to ``show``."""
+    def show_or_note(message: Any, kind: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(kind, category):
+            print(f"hepbdt: note: {message}", file=sys.stderr, flush=True)
+        else:
+            show(message, kind, *args, **kwargs)
+    return show_or_note
 
 
 def _export(args: argparse.Namespace) -> int:

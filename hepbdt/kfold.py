@@ -18,15 +18,73 @@ import numpy as np
 
 from ._util import atomic_write_text, model_scores
 
-__all__ = ["KFoldModel", "fold_of", "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION"]
+__all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "KFOLD_FORMAT",
+           "KFOLD_FORMAT_VERSION"]
 
 KFOLD_FORMAT = "hepbdt-kfold"
 KFOLD_FORMAT_VERSION = 1
 
 
 def fold_of(event: Any, k: int) -> np.ndarray:
-    """The fold of each event: ``event % k`` (int64, in 0..k-1, also for negative numbers)."""
-    return np.mod(np.asarray(event, dtype=np.int64), int(k))
+    """The fold of each event: ``event % k`` (int64, in 0..k-1, also for negative numbers).
+
+    ``event`` must hold integers in int64's range (any integer dtype, or floats that are
+    exact integers); ValueError otherwise (NaN, inf, fractions, uint64 beyond 2**63 - 1),
+    as :class:`hepbdt.io.Dataset` refuses them, rather than a fold of a truncated or
+    wrapped-around number. ``k`` must be an integer >= 2.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 2:
+        raise ValueError(f"k must be an integer >= 2, not {k!r}")
+    return np.mod(event_numbers(event), int(k))
+
+
+def event_numbers(event: Any) -> np.ndarray:
+    """``event`` as int64 event numbers; ValueError naming how many values and the first
+    that are not integers in int64's range (:func:`invalid_event_numbers`)."""
+    values = np.asarray(event)
+    if values.dtype.kind in "bi":
+        return values.astype(np.int64, copy=False)
+    bad = invalid_event_numbers(values)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        value = values.reshape(-1)[first]
+        shown = repr(float(value)) if isinstance(value, float | np.floating) else (
+            str(int(value)) if isinstance(value, np.integer) else repr(value))
+        raise ValueError(
+            f"event numbers must be integers in int64's range (k-fold assigns event e to "
+            f"fold e % k): {int(np.count_nonzero(bad))} of {values.size} are not (NaN, "
+            f"infinite, fractional or beyond +-2**63); the first, event[{first}], is {shown}"
+        )
+    return values.astype(np.int64)
+
+
+def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
+    """A mask of the values that are not integers in int64's range (NaN, +-inf, fractions,
+    beyond +-2**63, or not numbers at all); floats that are exact integers are valid (the
+    rule of every event number: a Dataset's, a read's and a k-fold model's)."""
+    kind = values.dtype.kind
+    if kind in "bi":
+        return np.zeros(values.shape, dtype=bool)
+    if kind == "u":
+        return values > np.iinfo(np.int64).max
+    if kind == "f":
+        with np.errstate(invalid="ignore"):
+            return ~(np.isfinite(values) & (values == np.floor(values))
+                     & (values >= -(2.0**63)) & (values < 2.0**63))
+    if kind == "O":
+        return np.fromiter((not _is_int64(v) for v in values.reshape(-1)), dtype=bool,
+                           count=values.size).reshape(values.shape)
+    return np.ones(values.shape, dtype=bool)
+
+
+def _is_int64(value: Any) -> bool:
+    """True for a number (of any type) that is an integer in int64's range."""
+    if isinstance(value, bool | np.bool_ | int | np.integer):
+        return -(2**63) <= int(value) < 2**63
+    if isinstance(value, float | np.floating):
+        return bool(np.isfinite(value)) and float(value).is_integer() and (
+            -(2.0**63) <= float(value) < 2.0**63)
+    return False
 
 
 class KFoldModel:

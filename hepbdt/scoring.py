@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from .io.samples import (
     TreeReader,
     _event_column,
     _open_file,
+    check_constant_names,
     decompression_threads,
     feature_column,
     fill_rows,
@@ -40,7 +42,12 @@ from .kfold import KFoldModel
 from .output_set import OutputSetError, check_model_files, check_writable
 from .persistence import load_model
 
-__all__ = ["apply"]
+__all__ = ["apply", "FoldExpressionWarning"]
+
+
+class FoldExpressionWarning(UserWarning):
+    """A k-fold model applied by an event expression other than the one its folds were
+    made with: events are scored out of fold only if the two give the same numbers."""
 
 
 def apply(
@@ -91,13 +98,18 @@ def apply(
     event_branch
         Event-identifier expression (e.g. ``"event"``), written as a branch of the same
         (sanitised) name. None writes ``entry``, the entry number in the output tree's
-        chain of inputs (a k-fold model needs the event number: give it here).
+        chain of inputs; for a k-fold model (a manifest or a
+        :class:`~hepbdt.kfold.KFoldModel`) None is the expression its folds were made
+        with (its ``by``), and another expression is used as given, with a
+        :class:`FoldExpressionWarning`. A list of k models does not say how its folds were
+        made: it needs ``event_branch``.
     step_size
         Chunk size for ``tree.iterate``.
     output_tree
         Name of the output tree; None uses each input tree's name.
     inf_as_missing
-        Treat +-inf in a feature as missing (NaN) instead of an error.
+        Treat +-inf in a feature as missing (NaN) instead of an error (``hepbdt apply
+        --inf-as-missing``).
     progress
         Show progress on stderr; None when stderr is a terminal.
     threads
@@ -142,8 +154,17 @@ class _Job:
     @classmethod
     def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
              probability_branch: str = "bdt_prob") -> _Job:
-        """Load and check the model and the branch names."""
-        scorer = _scorer(model)
+        """Load and check the model and the branch names; a k-fold model's event expression."""
+        scorer = _scorer(model, event_branch)
+        if isinstance(scorer, KFoldModel):
+            if event_branch is None:
+                event_branch = scorer.by  # the expression its folds were made with
+            elif event_branch != scorer.by:
+                warnings.warn(
+                    f"the folds of the k-fold model were made with {scorer.by!r}; scoring by "
+                    f"{event_branch!r} as asked: each event is scored by the model that did "
+                    "not train on it only if the two give the same event number",
+                    FoldExpressionWarning, stacklevel=3)
         id_name = "entry" if event_branch is None else branch_name(event_branch)
         if branch_name(branch) != branch or branch == id_name:
             raise InputError(
@@ -227,8 +248,9 @@ def _class_suffixes(scorer: Any) -> list[str] | None:
     return suffixes
 
 
-def _scorer(model: Any) -> Any:
-    """One fitted model or a KFoldModel from what the user passed."""
+def _scorer(model: Any, event_branch: str | None) -> Any:
+    """One fitted model or a KFoldModel from what the user passed: a k-fold manifest or
+    KFoldModel keeps its ``by``; a list of k models takes ``event_branch`` as its ``by``."""
     items = list(model) if isinstance(model, list | tuple) else [model]
     if not items:
         raise InputError("apply() needs a model (or a list of k models for k-fold)")
@@ -240,26 +262,44 @@ def _scorer(model: Any) -> Any:
             check_model_files(item)
             item = load_model(item)
         if isinstance(item, KFoldModel):
-            loaded.extend(item.models)  # a k-fold manifest: its fold models, in order
-            continue
-        if not (hasattr(item, "decision_function") or hasattr(item, "predict")):
-            raise InputError(
-                f"{type(item).__name__} is not a fitted model: apply() needs "
-                "decision_function(X) or predict(X) (fit it first, or pass a model file)"
-            )
-        if getattr(item, "feature_names_in_", None) is None:
-            raise InputError(
-                f"the {type(item).__name__} has no feature names, so apply() cannot know which "
-                "branches to read: fit it on a hepbdt Dataset's X (or a data frame) whose "
-                "columns are named by their expressions"
-            )
+            if len(items) > 1:  # its folds are event % k: more models would change k
+                raise InputError(
+                    f"apply() got a k-fold model ({item.k} folds by {item.by!r}) among "
+                    f"{len(items)} models; pass the k-fold manifest (or KFoldModel) alone, or "
+                    "a list of the k fold models"
+                )
+            for fold_model in item.models:
+                _check_fitted(fold_model)
+            return item
+        _check_fitted(item)
         loaded.append(item)
     if len(loaded) == 1:
         return loaded[0]
+    if event_branch is None:
+        raise InputError(
+            f"a list of {len(loaded)} k-fold models does not say which event-number expression "
+            "its folds were made with: give event_branch (e.g. event_branch='event'), or pass "
+            "the k-fold manifest (model.json) or a KFoldModel(models, by=...), which record it"
+        )
     try:
-        return KFoldModel(loaded)
+        return KFoldModel(loaded, by=event_branch)
     except ValueError as exc:
         raise InputError(f"the k-fold models do not fit together: {exc}") from None
+
+
+def _check_fitted(model: Any) -> None:
+    """InputError unless ``model`` can score and names the features to read."""
+    if not (hasattr(model, "decision_function") or hasattr(model, "predict")):
+        raise InputError(
+            f"{type(model).__name__} is not a fitted model: apply() needs "
+            "decision_function(X) or predict(X) (fit it first, or pass a model file)"
+        )
+    if getattr(model, "feature_names_in_", None) is None:
+        raise InputError(
+            f"the {type(model).__name__} has no feature names, so apply() cannot know which "
+            "branches to read: fit it on a hepbdt Dataset's X (or a data frame) whose "
+            "columns are named by their expressions"
+        )
 
 
 def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
@@ -269,9 +309,11 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
     first_input: dict[str, str] = {}
     total = 0
+    constant_uses = []
     for source in sources:
         with _open_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
+            constant_uses.append(reader.constant_use)
             out_path = _output_path(output, source, reader.tree_name)
             if "{" in output and first_input.setdefault(out_path, source.path) != source.path:
                 raise OutputSetError(f"apply: the inputs {first_input[out_path]!r} and "
@@ -282,6 +324,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
                 (Source(source.path, reader.tree_name), reader.num_entries)
             )
             total += reader.num_entries
+    check_constant_names(constant_uses)  # a branch in one input is not a constant in another
     input_paths = {os.path.realpath(s.path) for s in sources}
     for out_path in groups:
         if os.path.realpath(out_path) in input_paths:
@@ -337,11 +380,16 @@ def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int |
             for arrays, start, stop in chunks:
                 entries = np.arange(start, stop, dtype=np.int64)
                 X = np.empty((stop - start, len(job.features)), dtype=np.float32)
-                fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing)
-                                 for e in job.features])
+                fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing,
+                                                _APPLY_INF_REMEDY) for e in job.features])
                 if job.event is None:
                     ids = entries + chain_offset
                 else:
                     ids = _event_column(reader, job.event, arrays, entries)
                 yield {**job.score(X, ids, reader.where), job.id_name: ids}
                 bar.update(stop - start)
+
+
+#: How apply makes +-inf missing, for :func:`~hepbdt.io.samples.feature_column`'s error.
+_APPLY_INF_REMEDY = ("rerun with --inf-as-missing (hepbdt apply) or inf_as_missing=True "
+                     "(hepbdt.apply in Python), as a training with inf_as_missing = true did")

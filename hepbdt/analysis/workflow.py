@@ -20,7 +20,7 @@ from .._util import atomic_write_text, feature_definitions_of, model_scores, pro
 from ..io import Dataset, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
-from .config import AnalysisConfig
+from .config import AnalysisConfig, ConfigError
 from .estimate import check_memory, use_binned
 from .outputs import write_outputs
 from .result import TrainResult, stack
@@ -55,6 +55,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
     "summary", "figure:<name>", and with ``[method] decorrelate`` "sculpting", the
     decorrelation measures' JSON) to its path.
     """
+    if config.split.kfold:
+        _kfold_event(config)  # folds apply cannot make again: refused before any work
     check_memory(config)  # a sample too large for the stated memory: refused before any work
     out = default_output_dir(config)
     output_set = OutputSet(out)
@@ -171,6 +173,33 @@ def _features_only(config: AnalysisConfig, data: Dataset) -> tuple[Dataset, np.n
     return features, np.asarray(mass, dtype=np.float64)
 
 
+def _kfold_event(config: AnalysisConfig) -> str:
+    """The event expression a k-fold training assigns folds by: every sample's own
+    ``event``, else the top-level one (as :func:`hepbdt.io.read` takes them).
+
+    The manifest records it as the k-fold model's ``by``, and ``hepbdt apply``, which
+    reads files without knowing their sample, computes every event's fold with it; so all
+    samples must use the same text. ConfigError otherwise (or when a sample has none)."""
+    texts = {s.name: s.event or config.event for s in config.samples}
+    missing = [name for name, text in texts.items() if not text]
+    if missing:
+        raise ConfigError([f"{config.path}: [split] kfold: k-fold training assigns events to "
+                           f"folds by event number, and the samples {', '.join(missing)} have "
+                           "no event expression: give event = \"event\" (the event-number "
+                           "branch) at the top of the file"])
+    distinct = sorted(set(texts.values()))
+    if len(distinct) > 1:
+        uses = "; ".join(f"{text!r} in {', '.join(n for n, t in texts.items() if t == text)}"
+                         for text in distinct)
+        raise ConfigError([f"{config.path}: [split] kfold: the samples' event expressions "
+                           f"differ ({uses}); k-fold needs one event expression for all "
+                           "samples, so that hepbdt apply, which reads files without knowing "
+                           "their sample, computes the same folds: give the same event in "
+                           "every sample, or one event at the top of the file and none in "
+                           "the samples"])
+    return distinct[0]
+
+
 def _say(echo: Echo, text: str) -> None:
     if echo is not None:
         echo(text)
@@ -283,7 +312,7 @@ def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
         train_fold.append(np.full(len(train_i), i, dtype=np.int64))
         test_scores[folds == i] = _score(model, test_i.X)
     data, m_test = _features_only(config, data)
-    return TrainResult(config, Path(), KFoldModel(models, by=config.event or "event"),
+    return TrainResult(config, Path(), KFoldModel(models, by=_kfold_event(config)),
                        stack(train_parts), data, np.concatenate(train_scores), test_scores,
                        np.concatenate(train_fold),
                        train_decorrelate=None if m_test is None else np.concatenate(train_mass),

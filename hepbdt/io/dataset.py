@@ -20,7 +20,7 @@ import numpy as np
 
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
-from hepbdt.kfold import fold_of
+from hepbdt.kfold import fold_of, invalid_event_numbers
 
 __all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
 
@@ -381,7 +381,9 @@ class Dataset:
         k
             Number of folds (>= 2).
         by
-            ``"event"`` (the event identifier) or an (n,) array of fold numbers.
+            ``"event"`` (the event identifier) or an (n,) array of fold numbers, integers
+            in 0..k-1 (InputError otherwise: an event of no fold would be trained on by
+            every model and tested by none).
         norm
             Weight normalisation of each training set, see :meth:`normalize`.
         """
@@ -391,7 +393,19 @@ class Dataset:
                 raise InputError(f"kfold(by=...) takes 'event' or an array of folds, not {by!r}")
             fold = self.folds(k)
         else:
-            fold = self._vector(by, len(self), "by").astype(np.int64)
+            if isinstance(k, bool) or int(k) != k or k < 2:
+                raise InputError(f"k must be an integer >= 2, not {k!r}")
+            given = self._vector(by, len(self), "by")
+            bad = invalid_event_numbers(given)  # NaN, fractions, not numbers
+            fold = np.where(bad, 0, given).astype(np.int64)
+            bad |= (fold < 0) | (fold >= k)
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise InputError(
+                    f"kfold(by=...): fold numbers must be integers in 0..{int(k) - 1} (k = "
+                    f"{int(k)}): {int(np.count_nonzero(bad))} of {len(given)} are not; the "
+                    f"first, by[{first}], is {shown_number(given[first])}"
+                )
         pairs = []
         for i in range(int(k)):
             test_mask = fold == i
@@ -441,33 +455,6 @@ class Dataset:
             target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
             w[mask] *= target / total
         return self.replace(w=w)
-
-
-def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
-    """A mask of the values that are not integers in int64's range (NaN, +-inf, fractions,
-    beyond +-2**63, or not numbers at all); floats that are exact integers are valid."""
-    kind = values.dtype.kind
-    if kind in "bi":
-        return np.zeros(values.shape, dtype=bool)
-    if kind == "u":
-        return values > np.iinfo(np.int64).max
-    if kind == "f":
-        with np.errstate(invalid="ignore"):
-            return ~(np.isfinite(values) & (values == np.floor(values))
-                     & (values >= -(2.0**63)) & (values < 2.0**63))
-    if kind == "O":
-        return np.fromiter((not _is_int64(v) for v in values), dtype=bool, count=len(values))
-    return np.ones(values.shape, dtype=bool)
-
-
-def _is_int64(value: Any) -> bool:
-    """True for a number (of any type) that is an integer in int64's range."""
-    if isinstance(value, bool | np.bool_ | int | np.integer):
-        return -(2**63) <= int(value) < 2**63
-    if isinstance(value, float | np.floating):
-        return bool(np.isfinite(value)) and float(value).is_integer() and (
-            -(2.0**63) <= float(value) < 2.0**63)
-    return False
 
 
 def shown_number(value: Any) -> str:
