@@ -41,14 +41,17 @@ from hepbdt.evaluation._data import unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
+    SPLIT_YIELD_NOTE,
     EfficiencyTable,
     SignificanceScan,
+    SplitYields,
     efficiency_table,
     regression_metrics,
     resolution_vs_target,
     roc_curve,
     signal_efficiency_at,
     significance_scan,
+    split_yields,
     yield_note,
 )
 from hepbdt.evaluation.multiclass import (
@@ -91,6 +94,7 @@ figure:has(img.wide) { display: block; } figure:has(img.wide) figcaption { max-w
 details { margin: 0.6em 0; } summary { cursor: pointer; color: #1f5fa8; }
 pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 .note { color: #555; font-size: 0.92em; }
+.warning { color: #c0392b; }
 """
 
 # Runs on load, after the browser has decoded the images: a headless browser dumping the
@@ -411,12 +415,18 @@ def report(
         ``(X, y[, w])`` (a row per class)
     path : the HTML file to write (written to a temporary name, then renamed)
     signal_yield, background_yield : expected events before the cut for the significance
-        scan (default: the test sample's summed weights x 1 / ``test_fraction``)
-    test_fraction : the fraction of the whole sample's expected yield that the test
-        weights carry (1 - train_fraction for a split, 1 for an independent test sample
-        or all events of a k-fold training). None: estimated from the event counts,
-        n_test / (n_train + n_test), as for a train/test split of one sample. The report
-        states which.
+        scan (default: the test sample's weights scaled as ``test_fraction`` says)
+    test_fraction : 1: the test weights are the whole sample's expected yield as they are
+        (an independent test sample, or all events of a k-fold training). Below 1 (the
+        nominal test fraction, 1 - train_fraction of a split) or None: the test events are
+        a split of the training and test events together (``Dataset.split``, one fold of
+        ``Dataset.kfold``), and each sample's test weights (each class's, within a sample,
+        as the split draws them) are scaled by its events / its test events, its actual
+        test fraction (:func:`~hepbdt.evaluation.metrics.split_yields`): a split rounds
+        each sample's share, so that differs from the nominal fraction, most in small
+        samples. A sample with events but none in the test set cannot be estimated: the
+        samples table and the significance section name it. A value below 1 far from the
+        test events' share of all events is an error. The report states which.
     min_background_events : a best cut of the significance scan must leave at least this
         many background MC events (unweighted test events) and B > 0
     n_repeats, random_state : for the permutation importance on the test sample
@@ -441,9 +451,12 @@ def report(
         names = [str(n) for n in model.feature_names_in_]
     prov = Provenance.of(provenance)
     classifier = is_classifier(model)
-    yields = _YieldBasis.of(test_fraction, X_tr.shape[0], X_te.shape[0], signal_yield,
-                            background_yield, min_background_events)
     classes = _class_names(model) if classifier else None
+    sample_names = getattr(test, "sample_names", None) or getattr(train, "sample_names", None)
+    yields = _YieldBasis.of(test_fraction, _group_keys(train, unpacked[0][1], classifier),
+                            _group_keys(test, unpacked[1][1], classifier), signal_yield,
+                            background_yield, min_background_events,
+                            _label_names(classifier, classes), sample_names)
     tr = _Events.of(model, train, unpacked[0], classifier, classes)
     te = _Events.of(model, test, unpacked[1], classifier, classes)
     out = _Sections(figure_files)
@@ -542,7 +555,7 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                                                     train=(tr.y, tr.proba, tr.w)))
     out.html("</div>")
     _caller_sections(out, sections)
-    _samples_section(out, tr, te, False, yields.test_fraction, prov.training_weights)
+    _samples_section(out, tr, te, False, yields, prov.training_weights)
     out.heading("Confusion matrix")
     matrix = confusion_matrix(te.y, te.proba, te.w, classes)
     out.html('<p class="note">Test events by true class (rows) and predicted class (columns, '
@@ -612,7 +625,7 @@ def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     check = overtraining_test(tr.score, tr.y, tr.w, te.score, te.y, te.w)
     _classifier_summary(out, model, tr, te, eff_te, eff_tr, check)
     _caller_sections(out, sections)
-    _samples_section(out, tr, te, True, yields.test_fraction, prov.training_weights)
+    _samples_section(out, tr, te, True, yields, prov.training_weights)
 
     out.heading("Efficiencies")
     rows = [(label, v_te, v_tr)
@@ -636,8 +649,10 @@ def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
              f"and {len(te):,} test events.</p>")
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
              f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
-             "(Kolmogorov-Smirnov p-value of training against test: signal "
-             f"{check.signal.ks_pvalue:.3g}, background {check.background.ks_pvalue:.3g})</p>")
+             "(the smallest p-value of training against test decides; Kolmogorov-Smirnov / "
+             f"chi2 p-value: signal {_fmt(check.signal.ks_pvalue)} / "
+             f"{_fmt(check.signal.chi2_pvalue)}, background "
+             f"{_fmt(check.background.ks_pvalue)} / {_fmt(check.background.chi2_pvalue)})</p>")
     sig_te = signal_efficiency_at(te.y, te.score, te.w, SUMMARY_BACKGROUND_EFFICIENCIES)
     sig_tr = signal_efficiency_at(tr.y, tr.score, tr.w, SUMMARY_BACKGROUND_EFFICIENCIES)
     rows: list[tuple[Any, ...]] = [("ROC AUC", eff_te.roc_auc, eff_tr.roc_auc)]
@@ -659,29 +674,33 @@ def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
 
 
 def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
-                     test_fraction: float, training_weights: str | None) -> None:
+                     yields: _YieldBasis, training_weights: str | None) -> None:
     """Per physics sample of each set: events, sum of weights and of squared weights, the
-    fraction of negative weights and (classifier) the efficiency of the standard cuts."""
+    fraction of negative weights, the factor that makes a test weight an expected yield of
+    the whole sample and (classifier) the efficiency of the standard cuts."""
     out.heading("Samples")
     cuts = _cuts_at(te, SAMPLE_TABLE_BACKGROUND_EFFICIENCIES) if classifier else []
     weights = training_weights or ("as passed to the report: hepbdt's training normalises "
                                    "them per class when the split's norm is not none")
-    out.html(f'<p class="note">Test weights as read: the test sample carries the fraction '
-             f"{test_fraction:.4g} of the whole sample's expected yield. Training weights: "
-             f"{html.escape(weights)}."
+    out.html(f'<p class="note">Test weights as read; {html.escape(yields.factor_note())} '
+             f"Training weights: {html.escape(weights)}."
              + (" The cuts are those of the test sample's ROC curve at the background "
                 "efficiency given; the efficiency is the weighted fraction of each sample's "
                 "events that pass." if cuts else "") + "</p>")
     header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
-              "fraction of negative weights"]
+              "fraction of negative weights", YIELD_FACTOR_HEADER]
     header += [f"efficiency of score \u2265 {cut:.4g} (cut at {_percent(b)} background "
                "efficiency)" for b, cut in cuts]
     rows = []
+    training_masks = {name: mask for name, _, mask in tr.groups}
     for set_name, events in (("test", te), ("training", tr)):
         for name, role, mask in events.groups:
             w = events.w[mask]
+            factor = (yields.factor_text(mask, training_masks.get(name)) if set_name == "test"
+                      else None)
             row: list[Any] = [name, role, set_name, int(mask.sum()), float(w.sum()),
-                              float(np.sum(w * w)), float(np.mean(w < 0)) if w.size else 0.0]
+                              float(np.sum(w * w)), float(np.mean(w < 0)) if w.size else 0.0,
+                              factor]
             for _, cut in cuts:
                 passed = float(w[events.score[mask] >= cut].sum())
                 row.append(passed / float(w.sum()) if w.sum() != 0 else None)
@@ -708,9 +727,12 @@ def _overtraining_section(out: _Sections, tr: _Events, te: _Events,
 def _significance_section(out: _Sections, te: _Events, yields: _YieldBasis) -> None:
     out.heading("Significance")
     scan = significance_scan(te.y, te.score, te.w, yields.signal_yield,
-                             yields.background_yield, yield_scale=1.0 / yields.test_fraction,
+                             yields.background_yield, yield_scale=yields.split.scale,
                              min_background_events=yields.min_background_events)
     out.html(f'<p id="significance-yields">{html.escape(yields.describe())}</p>')
+    if yields.split.missing:
+        out.html('<p class="warning" id="significance-missing"><strong>Warning: S and B are '
+                 f"incomplete.</strong> {html.escape(yields.missing_text())}</p>")
     out.html(significance_table(scan, "significance-table"))
     out.figure("fig-significance", "Significance against the cut on the score (test sample, "
                "yields of the whole sample)", lambda: plotting.plot_significance_scan(scan))
@@ -736,7 +758,7 @@ def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                lambda: plotting.plot_predicted_vs_true(te.y, te.score, te.w))
     out.html("</div>")
     _caller_sections(out, sections)
-    _samples_section(out, tr, te, False, yields.test_fraction, prov.training_weights)
+    _samples_section(out, tr, te, False, yields, prov.training_weights)
     out.heading("Regression quality")
     fields_ = [("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
                ("resolution (IQR / 1.349)", "resolution_iqr"),
@@ -748,36 +770,117 @@ def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                "sample)", lambda: plotting.plot_resolution(binned))
 
 
+#: The samples table's column of the factor on each sample's test weights.
+YIELD_FACTOR_HEADER = "yield = test weights x"
+
+
+def _group_keys(data: Any, y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(sample index, label) of each event, the groups a split draws from: a Dataset's
+    samples (one sample for tuples) and, for a classifier, the class within each."""
+    n = np.asarray(y).shape[0]
+    index = getattr(data, "sample_index", None)
+    sample = np.zeros(n, np.int64) if index is None else np.asarray(index, dtype=np.int64)
+    label = np.asarray(y).astype(np.int64) if classifier else np.zeros(n, np.int64)
+    return sample, label
+
+
+def _label_names(classifier: bool, classes: list[str] | None) -> list[str]:
+    """The names of the labels of :func:`_group_keys`, by label."""
+    if not classifier:
+        return ["target"]
+    return list(classes) if classes is not None else ["background", "signal"]
+
+
 @dataclass(frozen=True)
 class _YieldBasis:
-    """How the significance scan turns test weights into expected yields."""
+    """How the significance scan turns test weights into expected yields: the factor of
+    each test event (``split.scale``), from ``test_fraction`` as given (None: not given)."""
 
-    test_fraction: float
-    estimated: str  # "" when given, else how it was estimated
+    test_fraction: float | None
+    split: SplitYields
+    train_keys: tuple[np.ndarray, np.ndarray]
+    sample_names: list[str]
+    label_names: list[str]
     signal_yield: float | None
     background_yield: float | None
     min_background_events: int
 
     @classmethod
-    def of(cls, test_fraction: float | None, n_train: int, n_test: int,
-           signal_yield: float | None, background_yield: float | None,
-           min_background_events: int) -> _YieldBasis:
-        """Check the options; estimate the test fraction from the event counts if None."""
-        estimated = ""
-        if test_fraction is None:
-            test_fraction = n_test / (n_train + n_test) if n_train + n_test else 1.0
-            estimated = (f"estimated from the event counts, n_test / (n_train + n_test) = "
-                         f"{n_test} / {n_train + n_test}")
-        if not 0.0 < float(test_fraction) <= 1.0:
-            raise ValueError(f"test_fraction must lie in (0, 1], not {test_fraction!r}")
+    def of(cls, test_fraction: float | None, train_keys: tuple[np.ndarray, np.ndarray],
+           test_keys: tuple[np.ndarray, np.ndarray], signal_yield: float | None,
+           background_yield: float | None, min_background_events: int,
+           label_names: list[str], sample_names: list[str] | None = None) -> _YieldBasis:
+        """Check the options; the factors: 1 with a test fraction of 1, else each group's
+        events / its test events (the test events a split of training and test events)."""
+        if test_fraction is not None:
+            if not 0.0 < float(test_fraction) <= 1.0:
+                raise ValueError(f"test_fraction must lie in (0, 1], not {test_fraction!r}")
+            test_fraction = float(test_fraction)
+        if test_fraction == 1.0:
+            split = split_yields(*test_keys)
+        else:
+            split = split_yields(*test_keys, *train_keys)
+            if test_fraction is not None:
+                _check_split_fraction(test_fraction, train_keys[0].size, test_keys[0].size,
+                                      len(split.groups))
         # significance_scan checks min_background_events
-        return cls(float(test_fraction), estimated, signal_yield, background_yield,
-                   min_background_events)
+        return cls(test_fraction, split, train_keys, list(sample_names or []), label_names,
+                   signal_yield, background_yield, min_background_events)
+
+    def _scaled(self) -> str:
+        """How the test weights are scaled, in words."""
+        if self.test_fraction == 1.0:
+            return (f"{yield_note(1.0)} (test fraction as given: the test weights are the "
+                    "whole sample's yield)")
+        source = (f"nominal test fraction {self.test_fraction:.4g} as given" if
+                  self.test_fraction is not None else "test fraction not given")
+        uniform = self.split.uniform
+        common = f", x {uniform:.6g} for every sample" if uniform is not None else ""
+        return (f"{SPLIT_YIELD_NOTE}{common} (the test events a split of the training and "
+                f"test events, {source}; the factors are in the samples table)")
+
+    def factor_note(self) -> str:
+        """The samples section's sentence on the factor column."""
+        return (f"the column \"{YIELD_FACTOR_HEADER}\" gives the factor that makes them "
+                f"expected yields of the whole sample in the significance scan: "
+                f"{self._scaled()}.")
+
+    def factor_text(self, test_mask: np.ndarray, train_mask: np.ndarray | None) -> str:
+        """The factor(s) of one row of the samples table: its test events' factors, and
+        "none: no test event" for its groups with events but no test event."""
+        values = np.unique(self.split.scale[test_mask])
+        text = ", ".join(f"{v:.6g}" for v in values)
+        missing = {(g.sample, g.label) for g in self.split.missing}
+        if missing and train_mask is not None and train_mask.any():
+            sample, label = (k[train_mask] for k in self.train_keys)
+            lost = sorted({key for key in zip(sample.tolist(), label.tolist(), strict=True)
+                           if key in missing})
+            if lost:
+                names = ", ".join(self._label(label) for _, label in lost)
+                text = (text + "; " if text else "") + f"none: {names} without a test event"
+        return text or "n/a"
+
+    def _label(self, label: int) -> str:
+        names = self.label_names
+        return names[label] if 0 <= label < len(names) else f"label {label}"
+
+    def missing_text(self) -> str:
+        """The sentence on the groups that have events but no test event."""
+        parts = []
+        for g in self.split.missing:
+            count = f"{g.n_events} event{'' if g.n_events == 1 else 's'}"
+            name = (self.sample_names[g.sample] if 0 <= g.sample < len(self.sample_names)
+                    else "")
+            parts.append(f"{name} ({self._label(g.label)}, {count})" if name
+                         else f"{self._label(g.label)} ({count})")
+        return (f"{len(parts)} sample(s) have events but none in the test set, so their yield "
+                "after a cut cannot be estimated and S and B leave them out: "
+                + "; ".join(parts) + " (rows with \"none\" in the samples table). Use a "
+                "smaller training fraction, more events or k-fold.")
 
     def describe(self) -> str:
         """The sentence the report shows above the significance table."""
-        source = self.estimated or "as given"
-        scaled = f"{yield_note(self.test_fraction)} (test fraction {source})"
+        scaled = self._scaled()
         if self.signal_yield is None and self.background_yield is None:
             text = f"S and B: {scaled}."
         else:
@@ -787,10 +890,28 @@ class _YieldBasis:
             rest = [name for name, value in (("S", self.signal_yield),
                                              ("B", self.background_yield)) if value is None]
             text = "; ".join(given) + (f"; {rest[0]}: {scaled}" if rest else "") + "."
-        return (text + " Stat. unc.: sqrt(sum of w^2) of the test events passing the cut, "
-                "scaled as the yields. MC events: test events passing the cut, unweighted. "
-                f"A best cut leaves at least {self.min_background_events} background MC "
-                "events and B > 0.")
+        return (text + " Stat. unc.: sqrt(sum of (w x factor)^2) of the test events passing "
+                "the cut, scaled as the yields. MC events: test events passing the cut, "
+                f"unweighted. A best cut leaves at least {self.min_background_events} "
+                "background MC events and B > 0.")
+
+
+def _check_split_fraction(test_fraction: float, n_train: int, n_test: int,
+                          n_groups: int) -> None:
+    """A test fraction below 1 says the test events are a split of the training and test
+    events: refuse one that their counts cannot come from (beyond each group's rounding
+    and five binomial standard deviations), rather than scale by the wrong events."""
+    n_all = n_train + n_test
+    expected = test_fraction * n_all
+    slack = 0.5 * n_groups + 5.0 * np.sqrt(n_all * test_fraction * (1.0 - test_fraction)) + 1.0
+    if abs(n_test - expected) > slack:
+        raise ValueError(
+            f"test_fraction={test_fraction:g}, but the test set holds {n_test} of the "
+            f"{n_all} training and test events ({n_test / n_all:.4g}): below 1, "
+            "test_fraction says the test events are a split of the training and test events, "
+            "and each sample's test weights are scaled by its events / its test events. For "
+            "an independent test sample give test_fraction=1 (its weights are the yields) or "
+            "signal_yield and background_yield")
 
 
 def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],

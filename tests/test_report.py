@@ -130,13 +130,13 @@ def _brute_best_s_over_sqrt_b(y, s, w, scale, min_background=10):
     best, best_value = None, -np.inf
     for t in np.unique(s):
         sig, bkg = (s >= t) & (y == 1), (s >= t) & (y == 0)
-        S, B = scale * w[sig].sum(), scale * w[bkg].sum()
+        ws = np.broadcast_to(scale, w.shape) * w  # scale: one number, or one per event
+        S, B = ws[sig].sum(), ws[bkg].sum()
         if np.count_nonzero(bkg) < min_background or B <= 0 or S / np.sqrt(B) <= best_value:
             continue
         best_value = S / np.sqrt(B)
-        best = (t, S, scale * np.sqrt(np.sum(w[sig] ** 2)), B,
-                scale * np.sqrt(np.sum(w[bkg] ** 2)), np.count_nonzero(sig),
-                np.count_nonzero(bkg))
+        best = (t, S, np.sqrt(np.sum(ws[sig] ** 2)), B, np.sqrt(np.sum(ws[bkg] ** 2)),
+                np.count_nonzero(sig), np.count_nonzero(bkg))
     return best_value, best
 
 
@@ -146,18 +146,25 @@ def test_significance_table_shows_whole_sample_yields_of_a_half_split(tmp_path):
     model.fit(train.X, train.y, sample_weight=train.w)
     text = hepbdt.report(model, train, test, tmp_path / "r.html", test_fraction=0.5,
                          n_repeats=1).read_text(encoding="utf-8")
-    assert "expected yield of the whole sample: test weights x 1/0.5" in text
+    assert ("each sample&#x27;s test weights x its events / its test events (the test events "
+            "a split of the training and test events, nominal test fraction 0.5 as given") in text
     rows = {row["figure of merit"]: row for row in _table_rows(text, "significance-table")}
     assert set(rows) == {"S/sqrt(B)", "S/sqrt(S+B)", "AMS (b_reg = 10)"}
     s_te = model.decision_function(test.X)
-    value, (t, S, dS, B, dB, nS, nB) = _brute_best_s_over_sqrt_b(test.y, s_te, test.w, 2.0)
+    # Each class's test events stand for all its events: x (n_train + n_test) / n_test.
+    scale = np.empty(test.y.size)
+    for c in (0, 1):
+        n_test = np.count_nonzero(test.y == c)
+        scale[test.y == c] = (np.count_nonzero(train.y == c) + n_test) / n_test
+    value, (t, S, dS, B, dB, nS, nB) = _brute_best_s_over_sqrt_b(test.y, s_te, test.w, scale)
     row = rows["S/sqrt(B)"]
     assert float(row["best cut"]) == pytest.approx(t, rel=1e-3, abs=1e-4)
     assert float(row["value"]) == pytest.approx(value, rel=1e-3)
-    # Twice the test sums: the test sample is half of the events.
+    # About twice the test sums: the test sample is about half of each class's events.
     keep = s_te >= t
-    assert S == pytest.approx(2 * test.w[keep & (test.y == 1)].sum())
-    assert B == pytest.approx(2 * test.w[keep & (test.y == 0)].sum())
+    assert S == pytest.approx(scale[test.y == 1][0] * test.w[keep & (test.y == 1)].sum())
+    assert B == pytest.approx(scale[test.y == 0][0] * test.w[keep & (test.y == 0)].sum())
+    assert 1.9 < scale.min() <= scale.max() < 2.1
     for header, expected in (("S", S), ("S stat. unc.", dS), ("B", B), ("B stat. unc.", dB)):
         assert float(row[header]) == pytest.approx(expected, rel=1e-3), header
     assert (int(row["signal MC events"]), int(row["background MC events"])) == (nS, nB)
@@ -172,8 +179,8 @@ def test_report_states_an_estimated_test_fraction_and_a_missing_best_cut(tmp_pat
     n_background = int(np.count_nonzero(test.y == 0))
     text = hepbdt.report(model, train, test, tmp_path / "r.html", n_repeats=1,
                          min_background_events=n_background + 1).read_text(encoding="utf-8")
-    assert ("expected yield of the whole sample: test weights x 1/0.25 (test fraction "
-            "estimated from the event counts, n_test / (n_train + n_test) = 300 / 1200)") in text
+    assert ("each sample&#x27;s test weights x its events / its test events (the test events "
+            "a split of the training and test events, test fraction not given") in text
     rows = _table_rows(text, "significance-table")
     assert len(rows) == 3
     for row in rows:

@@ -121,7 +121,8 @@ def _best_s_over_sqrt_b(y, s, w, scale, min_background):
     best = (-np.inf,)
     for t in np.unique(s):
         sig, bkg = (s >= t) & (y == 1), (s >= t) & (y == 0)
-        S, B = scale * w[sig].sum(), scale * w[bkg].sum()
+        ws = np.broadcast_to(scale, w.shape) * w  # scale: one number, or one per event
+        S, B = ws[sig].sum(), ws[bkg].sum()
         if np.count_nonzero(bkg) >= min_background and B > 0 and S / np.sqrt(B) > best[0]:
             best = (S / np.sqrt(B), t, S, B, np.count_nonzero(sig), np.count_nonzero(bkg))
     return best
@@ -159,18 +160,24 @@ def test_split_yields_are_of_the_whole_sample(half_split, tmp_path):
     result = half_split
     assert result.config.output.min_background_events == 25 and result.test_fraction == 0.5
     test = result.test
-    value, t, S, B, n_s, n_b = _best_s_over_sqrt_b(test.y, result.test_scores, test.w, 2.0, 25)
+    # Each sample's test events stand for all of its events: x (n_train + n_test) / n_test.
+    n_train = np.bincount(result.train.sample_index, minlength=len(test.sample_names))
+    n_test = np.bincount(test.sample_index, minlength=len(test.sample_names))
+    scale = ((n_train + n_test) / n_test)[test.sample_index]
+    value, t, S, B, n_s, n_b = _best_s_over_sqrt_b(test.y, result.test_scores, test.w, scale, 25)
     keep = result.test_scores >= t
-    assert S == pytest.approx(2 * test.w[keep & (test.y == 1)].sum())  # twice the test sums
-    assert ("S, B: expected yield of the whole sample: test weights x 1/0.5, test fraction "
-            "1 - train_fraction = 0.5" in result.summary)
+    assert S == pytest.approx(np.sum((scale * test.w)[keep & (test.y == 1)]))
+    assert ("S, B: expected yield of the whole sample: each sample's test weights x its events / "
+            "its test events (see the samples above; nominal test fraction 1 - train_fraction = "
+            "0.5)" in result.summary)
     assert "at least 25 background MC events" in result.summary
     got = _summary_best(result.summary)
     assert got[:3] == pytest.approx((value, S, B), rel=1e-3) and got[3:] == (n_s, n_b)
 
     text = (result.output_dir / "report.html").read_text()
-    assert "expected yield of the whole sample: test weights x 1/0.5 (test fraction as given)" \
-        in text and "at least 25 background MC events" in text
+    assert ("each sample&#x27;s test weights x its events / its test events (the test events a "
+            "split of the training and test events, nominal test fraction 0.5 as given" in text
+            and "at least 25 background MC events" in text)
     row = _html_rows(text, "significance-table")["S/sqrt(B)"]
     assert float(row["S"]) == pytest.approx(S, rel=1e-3)
     assert float(row["B"]) == pytest.approx(B, rel=1e-3)
@@ -180,9 +187,10 @@ def test_split_yields_are_of_the_whole_sample(half_split, tmp_path):
     again = report_from_scores(result.output_dir / "model.json",
                                result.output_dir / "scores.root", tmp_path / "r.html",
                                n_repeats=1).read_text()
-    n_test, n_all = len(result.test), len(result.test) + len(result.train)
-    assert (f"test weights x 1/{n_test / n_all:.4g} (test fraction estimated from the event "
-            f"counts, n_test / (n_train + n_test) = {n_test} / {n_all})") in again
+    assert "(the test events a split of the training and test events, test fraction not " \
+        "given" in again
+    row = _html_rows(again, "significance-table")["S/sqrt(B)"]
+    assert float(row["S"]) == pytest.approx(S, rel=1e-3)
 
 
 def test_kfold_yields_use_every_event_once(kfold):
@@ -196,9 +204,10 @@ def test_kfold_yields_use_every_event_once(kfold):
     row = _html_rows(text, "kfold-significance-table")["S/sqrt(B)"]
     assert float(row["S"]) == pytest.approx(S, rel=1e-3)
     assert (int(row["signal MC events"]), int(row["background MC events"])) == (n_s, n_b)
-    # The significance section shows fold 0 alone, scaled by 1 / its fraction of the events.
+    # The significance section shows fold 0 alone, each sample's events scaled by its events
+    # over its fold-0 events.
     n0 = int(np.count_nonzero(np.mod(test.event, 3) == 0))
-    assert f"test weights x 1/{n0 / len(test):.4g} (test fraction as given)" in text
+    assert f"nominal test fraction {n0 / len(test):.4g} as given" in text
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -246,9 +246,10 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
     """The HTML report of :func:`hepbdt.report`, with its provenance (:func:`provenance_of`)
     and a k-fold section for k-fold models.
 
-    The significance scan shows expected yields of the whole sample: the test weights
-    x 1 / (1 - train_fraction) for a split; for k-fold, fold 0's test weights x 1 / (its
-    fraction of the events), and the k-fold section scans all events (scored out of fold)."""
+    The significance scan shows expected yields of the whole sample: each sample's test
+    weights x its events / its test events (:func:`hepbdt.evaluation.metrics.split_yields`;
+    fold 0's events for k-fold), and the k-fold section scans all events (scored out of
+    fold, x 1)."""
     from ..report import report  # matplotlib: imported only when a report is written
 
     train, test = result.fold_data(0)
@@ -449,8 +450,8 @@ def _kfold_significance(folds: FoldScores, min_background_events: int) -> str:
             f"each scored out of fold. S and B: {yield_note(1.0)} (every event scored once). "
             "Stat. unc.: sqrt(sum of w^2), MC events unweighted; a best cut leaves at least "
             f"{scan.min_background_events} background MC events and B &gt; 0. The significance "
-            f"section below scans fold 0 alone ({n0} events), its test weights x 1/"
-            f"{n0 / len(folds.test):.4g}.</p>" + significance_table(scan, "kfold-significance-table"))
+            f"section below scans fold 0 alone ({n0} events), each sample's test weights x its "
+            "events / its fold-0 events.</p>" + significance_table(scan, "kfold-significance-table"))
 
 
 def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.PathLike,
@@ -465,10 +466,10 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     manifest says another model wrote the trees, that is an error. For a k-fold model the report shows
     fold 0 and the per-fold table from the trees.
 
-    The trees do not record the split, so the significance scan takes the test fraction
-    of the events, n_test / (n_train + n_test), as the fraction of the whole sample's
-    expected yield in the test weights (for k-fold: fold 0's events against all), and the
-    report says so; the k-fold section scans all events, each scored out of fold (x 1).
+    The trees do not record the split, so the significance scan takes the test events as a
+    split of the training and test events: each sample's test weights x its events / its
+    test events (for k-fold: fold 0's events against all), and the report says so; the
+    k-fold section scans all events, each scored out of fold (x 1).
     """
     from ..report import report  # matplotlib: imported only when a report is written
 

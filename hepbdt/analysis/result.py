@@ -29,13 +29,14 @@ from ..evaluation import (
     significance_scan,
     tmva_importance,
 )
+from ..evaluation.metrics import SplitYields, split_yields
 from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
 from ..report import LEARNING_CURVE_EVENT_STAGES
 from .config import AnalysisConfig
 
 __all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of", "ranking",
-           "significance",
+           "significance", "split_yields_of", "missing_samples_text",
            "first_learning_curve"]
 
 
@@ -87,8 +88,10 @@ class TrainResult:
 
     @property
     def test_fraction(self) -> float:
-        """The fraction of the whole sample's expected yield in ``test``'s weights:
-        1 - train_fraction for a split, 1 for k-fold (every event scored out of fold)."""
+        """The nominal fraction of the events in ``test``: 1 - train_fraction for a split,
+        1 for k-fold (every event scored out of fold). Yields do not use it: the split
+        rounds each sample's share, so they scale each sample by its own actual fraction
+        (:func:`split_yields_of`)."""
         return 1.0 if self.train_fold is not None else 1.0 - self.config.split.train_fraction
 
     def labelled(self, data: Dataset) -> Dataset:
@@ -118,10 +121,46 @@ def first_learning_curve(result: TrainResult) -> LearningCurve:
     return result.learning_curve
 
 
+def split_yields_of(result: TrainResult) -> SplitYields:
+    """The factor of each test event that makes its weight an expected yield of the whole
+    sample: its sample's events / its test events (:func:`~hepbdt.evaluation.metrics.split_yields`;
+    1 for k-fold, where ``test`` holds every event). Cached on the result."""
+    cached = getattr(result, "_split_yields", None)
+    if cached is None:
+        test = result.test
+        labels = test.y if test.task == "classification" else np.zeros(len(test), np.int8)
+        if result.train_fold is not None:
+            cached = split_yields(test.sample_index, labels)
+        else:
+            train = result.train
+            train_labels = (train.y if train.task == "classification"
+                            else np.zeros(len(train), np.int8))
+            cached = split_yields(test.sample_index, labels, train.sample_index, train_labels)
+        result._split_yields = cached
+    return cached
+
+
+def missing_samples_text(yields: SplitYields, sample_names: Sequence[str],
+                         class_names: Sequence[str] | None = None) -> str:
+    """E.g. "one (signal, 1 event), tiny (background, 1 event)": the groups with events but
+    none in the test set ("" when there are none)."""
+    parts = []
+    for group in yields.missing:
+        name = (sample_names[group.sample] if 0 <= group.sample < len(sample_names)
+                else f"sample {group.sample}")
+        label = (class_names[group.label] if class_names is not None
+                 and 0 <= group.label < len(class_names) else f"label {group.label}")
+        parts.append(f"{name} ({label}, {group.n_events} event"
+                     f"{'' if group.n_events == 1 else 's'})")
+    return ", ".join(parts)
+
+
 def significance(result: TrainResult) -> SignificanceScan:
-    """The significance scan of the test events, in expected yields of the whole sample."""
+    """The significance scan of the test events, in expected yields of the whole sample:
+    each test event's weight x its sample's events / its test events (:func:`split_yields_of`;
+    samples without a test event are left out, see ``split_yields_of(result).missing``)."""
     return significance_scan(result.test.y, result.test_scores, result.test.w,
-                             yield_scale=1.0 / result.test_fraction,
+                             yield_scale=split_yields_of(result).scale,
                              min_background_events=result.config.output.min_background_events)
 
 

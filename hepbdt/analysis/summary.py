@@ -14,15 +14,19 @@ from ..evaluation import (
     regression_metrics,
     yield_note,
 )
+from ..evaluation.metrics import SPLIT_YIELD_NOTE
+from ..evaluation.overtraining import OvertrainingResult
 from .result import (
     FoldScores,
     TrainResult,
     cell,
     decorrelation_of,
     kfold_table,
+    missing_samples_text,
     models_of,
     ranking,
     significance,
+    split_yields_of,
 )
 
 __all__ = ["summarise"]
@@ -107,10 +111,24 @@ def _quality_lines(result: TrainResult) -> list[str]:
     for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True):
         lines.append(f"{label:40} {v_te:>8.4f} {v_tr:>8.4f}")
     check = overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w)
-    lines += ["", f"Overtraining (KS test, training vs test): signal p = "
-              f"{check.signal.ks_pvalue:.3g}, background p = "
-              f"{check.background.ks_pvalue:.3g} -> {check.verdict}"]
+    lines += ["", *_overtraining_lines(check)]
     return lines
+
+
+def _pvalue(p: float) -> str:
+    """A p-value as the summary prints it; "n/a" where the test had none."""
+    return f"{p:.3g}" if np.isfinite(p) else "n/a"
+
+
+def _overtraining_lines(check: OvertrainingResult) -> list[str]:
+    """The overtraining verdict and the four p-values it comes from: the smaller of the KS
+    and chi2 p-values of each class decides, the worse class the overall verdict."""
+    return [f"Overtraining (KS test and chi2 test, training vs test; the smallest p-value "
+            f"decides: below {check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} "
+            f"warning) -> {check.verdict}",
+            *(f"  {name:10} KS p = {_pvalue(part.ks_pvalue)}, chi2 p = "
+              f"{_pvalue(part.chi2_pvalue)} -> {part.verdict}"
+              for name, part in (("signal", check.signal), ("background", check.background)))]
 
 
 def _multiclass_lines(result: TrainResult) -> list[str]:
@@ -136,11 +154,14 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
         lines.append(f"  {name:{width}}" + "".join(f"{v:>{cell}.3f}" for v in row))
     lines.append(f"  weighted accuracy: {matrix.accuracy:.4f}")
     check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
-    lines += ["", "Overtraining (KS test, training vs test of P(class), the class's events / the "
-              "other classes' events):"]
+    lines += ["", "Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
+              "events / the other classes' events; the smallest p-value decides: below "
+              f"{check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} warning):"]
     for name, part in zip(classes, check.per_class, strict=True):
-        lines.append(f"  {name:{width}} p = {part.signal.ks_pvalue:.3g} / "
-                     f"{part.background.ks_pvalue:.3g} -> {part.verdict}")
+        lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue)} / "
+                     f"{_pvalue(part.background.ks_pvalue)}, chi2 p = "
+                     f"{_pvalue(part.signal.chi2_pvalue)} / "
+                     f"{_pvalue(part.background.chi2_pvalue)} -> {part.verdict}")
     lines.append(f"  verdict: {check.verdict}")
     return lines
 
@@ -149,10 +170,20 @@ def _significance_lines(result: TrainResult) -> list[str]:
     """The best cut of each figure of merit: S and B in expected yields of the whole sample,
     with their statistical uncertainties and MC counts."""
     scan = significance(result)
-    where = ("every event scored out of fold" if result.train_fold is not None else
-             f"test fraction 1 - train_fraction = {result.test_fraction:.4g}")
-    lines = ["", f"Best cuts (S, B: {yield_note(result.test_fraction)}, {where}; +- "
-             f"sqrt(sum w^2); at least {scan.min_background_events} background MC events):"]
+    yields = split_yields_of(result)
+    if result.train_fold is not None:
+        note = f"{yield_note(1.0)}, every event scored out of fold"
+    else:
+        note = (f"{SPLIT_YIELD_NOTE} (see the samples above; nominal test fraction "
+                f"1 - train_fraction = {result.test_fraction:.4g})")
+    lines = ["", f"Best cuts (S, B: {note}; +- sqrt(sum (w x factor)^2); at least "
+             f"{scan.min_background_events} background MC events):"]
+    missing = missing_samples_text(yields, result.test.sample_names, result.config.classes)
+    if missing:
+        lines.append(f"  WARNING: S and B below leave out {len(yields.missing)} sample(s) with "
+                     f"events but none in the test set, whose yields cannot be estimated: "
+                     f"{missing}; S and B are incomplete (use a smaller train_fraction, more "
+                     "events or k-fold)")
     names = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
              "ams": f"AMS (b_reg {scan.b_reg:g})"}
     for key, name in names.items():
@@ -208,13 +239,22 @@ def _output_lines(result: TrainResult) -> list[str]:
 
 
 def _sample_table(result: TrainResult) -> list[str]:
-    """Events per sample after the cuts (every event once)."""
-    data_sets = (result.test,) if result.train_fold is not None else (result.train, result.test)
+    """Events per sample after the cuts (every event once); for a split also the test
+    events and the factor (events / test events) that makes test weights yields."""
+    split = result.train_fold is None
+    data_sets = (result.train, result.test) if split else (result.test,)
     sample_index = np.concatenate([d.sample_index for d in data_sets])
     labels = {s.name: ("target" if s.target else str(s.class_name))
               for s in result.config.samples}
-    rows = [f"{'sample':20} {'label':>10} {'events':>10}"]
+    rows = [f"{'sample':20} {'label':>10} {'events':>10}"
+            + (f" {'test':>10} {'yield = test weights x':>24}" if split else "")]
     for index, name in enumerate(result.test.sample_names):
-        rows.append(f"{name:20} {labels.get(name, ''):>10} "
-                    f"{int(np.count_nonzero(sample_index == index)):>10,}")
+        n_events = int(np.count_nonzero(sample_index == index))
+        row = f"{name:20} {labels.get(name, ''):>10} {n_events:>10,}"
+        if split:
+            n_test = int(np.count_nonzero(result.test.sample_index == index))
+            factor = (f"{n_events / n_test:.6g}" if n_test else
+                      "none: no test event") if n_events else ""
+            row += f" {n_test:>10,} {factor:>24}"
+        rows.append(row)
     return rows

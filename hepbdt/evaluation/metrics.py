@@ -29,11 +29,14 @@ __all__ = [
     "DEFAULT_SIGNAL_EFFICIENCIES",
     "DEFAULT_MIN_BACKGROUND_EVENTS",
     "FIGURES_OF_MERIT",
+    "SPLIT_YIELD_NOTE",
     "BestCut",
     "BinnedRegressionMetrics",
     "EfficiencyTable",
     "RegressionMetrics",
     "SignificanceScan",
+    "SplitYields",
+    "YieldGroup",
     "ams",
     "background_rejection_at",
     "efficiency_table",
@@ -44,6 +47,7 @@ __all__ = [
     "separation",
     "signal_efficiency_at",
     "significance_scan",
+    "split_yields",
     "yield_note",
 ]
 
@@ -299,8 +303,9 @@ class SignificanceScan:
     """Expected yields and significances for every cut ``score >= threshold``.
 
     ``signal`` and ``background`` are the expected yields S and B (summed weights times
-    ``signal_scale`` and ``background_scale``), ``signal_error`` and ``background_error``
-    their statistical uncertainties ``sqrt(sum w^2)`` times the same scales,
+    ``signal_scale`` and ``background_scale``; with a per-event ``yield_scale``, summed
+    weights times it, times these scales, 1 unless a yield was given), ``signal_error``
+    and ``background_error`` their statistical uncertainties ``sqrt(sum w^2)`` scaled alike,
     ``n_signal_mc`` and ``n_background_mc`` the MC events passing (raw counts). A cut
     ``qualifies`` as a best cut when it leaves at least ``min_background_events``
     background MC events and B > 0. ``best_cuts`` maps each figure of merit
@@ -334,10 +339,125 @@ def yield_note(test_fraction: float) -> str:
     return f"expected yield of the whole sample: test weights x 1/{test_fraction:.4g}"
 
 
-def _check_scan_options(yield_scale: float, min_background_events: int) -> int:
-    """Validate the scale and the minimum MC count; return the count as an int."""
-    if not (np.isfinite(yield_scale) and yield_scale > 0):
-        raise ValueError(f"yield_scale must be a positive number, got {yield_scale!r}")
+#: How :func:`split_yields` scales test weights, in the words the summary and report use.
+SPLIT_YIELD_NOTE = ("expected yield of the whole sample: each sample's test weights x its "
+                    "events / its test events")
+
+
+@dataclass(frozen=True)
+class YieldGroup:
+    """One group of a split (a sample, or one class of it, as ``Dataset.split`` splits them):
+    its events in all (``n_events``), those in the test set (``n_test``) and the factor
+    ``n_events / n_test`` on its test weights (NaN when it has no test event)."""
+
+    sample: int
+    label: int
+    n_events: int
+    n_test: int
+
+    @property
+    def scale(self) -> float:
+        return self.n_events / self.n_test if self.n_test else float("nan")
+
+
+@dataclass(frozen=True)
+class SplitYields:
+    """How the test events of a split estimate expected yields of the whole sample.
+
+    ``scale`` is the (n_test,) float64 factor of each test event, ``n_events / n_test`` of
+    its group (:class:`YieldGroup`, in ``groups``); ``missing`` are the groups with events
+    but none in the test set, whose yield the test events cannot estimate.
+    """
+
+    scale: np.ndarray
+    groups: tuple[YieldGroup, ...]
+
+    @property
+    def missing(self) -> tuple[YieldGroup, ...]:
+        """The groups with events but no test event (left out of every test yield)."""
+        return tuple(g for g in self.groups if g.n_test == 0)
+
+    @property
+    def uniform(self) -> float | None:
+        """The common factor when every group has the same one (e.g. 1 for k-fold), else None."""
+        scales = {g.scale for g in self.groups}
+        return scales.pop() if len(scales) == 1 and not self.missing else None
+
+
+def split_yields(test_sample: Any, test_label: Any, other_sample: Any = (),
+                 other_label: Any = ()) -> SplitYields:
+    """The factors that turn the test weights of a split into expected yields of the
+    whole sample: each test event's group (sample and label) has ``n_events / n_test``.
+
+    The test events are taken to be a subsample, without replacement, of the test and
+    ``other`` events together (the training events of a split, the other folds of a
+    k-fold fold; none when the test set holds every event). Within a group the
+    Horvitz-Thompson estimator ``sum over test events of w x n_events / n_test`` is then
+    unbiased for the group's summed weight passing any cut, for any weights (negative
+    too) and whatever the cut: the inclusion probability of an event is ``n_test /
+    n_events`` (a random split; the alternate and block splits pick events by position, and
+    the same factor is right as far as the order of the events is unrelated to them, the
+    premise of those modes). Event counts, not weights, make the factor: a ratio of summed weights
+    would reproduce the total before any cut, but it is a biased ratio estimator after a
+    cut and breaks down when a sample's test weights sum to about zero (signed weights).
+    ``Dataset.split`` rounds each group's share (``floor(n f + 0.5)`` events train), so
+    the groups' factors differ from 1 / (1 - train_fraction); a group with no test event
+    cannot be estimated and is listed in ``missing`` (its events get no factor).
+
+    Parameters
+    ----------
+    test_sample, test_label : (n_test,) integer sample index and class label (regression:
+        any constant) of the test events
+    other_sample, other_label : the same for the other events of the whole sample
+    """
+    test_keys = _group_keys(test_sample, test_label, "test")
+    other_keys = _group_keys(other_sample, other_label, "other")
+    keys, inverse, n_test = np.unique(test_keys, axis=0, return_inverse=True,
+                                      return_counts=True)
+    all_keys, n_all = np.unique(np.concatenate([test_keys, other_keys]), axis=0,
+                                return_counts=True)
+    position = {tuple(k): i for i, k in enumerate(keys.tolist())}
+    groups = tuple(YieldGroup(int(k[0]), int(k[1]), int(n),
+                              int(n_test[position[tuple(k)]]) if tuple(k) in position else 0)
+                   for k, n in zip(all_keys.tolist(), n_all, strict=True))
+    by_key = {(g.sample, g.label): g.scale for g in groups}
+    group_scale = np.array([by_key[tuple(k)] for k in keys.tolist()], dtype=np.float64)
+    return SplitYields(group_scale[inverse.reshape(-1)], groups)
+
+
+def _group_keys(sample: Any, label: Any, name: str) -> np.ndarray:
+    """(n, 2) int64 (sample, label) keys of events; labels must be integers."""
+    sample = np.asarray(sample).reshape(-1)
+    label = np.asarray(label).reshape(-1)
+    if sample.shape != label.shape:
+        raise ValueError(f"{name}: {sample.size} sample indices but {label.size} labels")
+    if label.size and not np.all(label == np.round(label)):
+        raise ValueError(f"{name}: labels must be integers (class labels)")
+    return np.column_stack([sample.astype(np.int64), label.astype(np.int64)])
+
+
+def _event_scales(yield_scale: Any, n: int) -> np.ndarray | float:
+    """The yield scale as a float, or as an (n,) float64 array of per-event factors; each
+    must be a positive finite number."""
+    if np.ndim(yield_scale) == 0:
+        scale = float(yield_scale)
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"yield_scale must be a positive number, got {yield_scale!r}")
+        return scale
+    scales = np.asarray(yield_scale, dtype=np.float64)
+    if scales.shape != (n,):
+        raise ValueError(f"yield_scale must be a number or one per event ({n}), got shape "
+                         f"{scales.shape}")
+    bad = ~(np.isfinite(scales) & (scales > 0))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"yield_scale must be positive numbers: {int(bad.sum())} of {n} "
+                         f"are not; the first, yield_scale[{first}], is {scales[first]!r}")
+    return scales
+
+
+def _check_scan_options(min_background_events: int) -> int:
+    """Validate the minimum MC count; return it as an int."""
     if (isinstance(min_background_events, bool) or not np.isscalar(min_background_events)
             or int(min_background_events) != min_background_events
             or min_background_events < 0):
@@ -380,26 +500,33 @@ def significance_scan(
     background_yield: float | None = None,
     b_reg: float = 10.0,
     *,
-    yield_scale: float = 1.0,
+    yield_scale: float | Any = 1.0,
     min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS,
 ) -> SignificanceScan:
     """Scan S/sqrt(B), S/sqrt(S+B) and the AMS over every distinct cut on the score.
 
     ``S = signal_yield * eff_S`` and ``B = background_yield * eff_B``, where the yields are
     the expected signal and background events before the cut. Without them the yields are
-    the summed weights times ``yield_scale``: for a test sample that is the fraction f of
-    the events, ``yield_scale = 1 / f`` gives the expected yields of the whole sample. The
-    statistical uncertainties ``sqrt(sum w^2)`` are scaled alike. S/sqrt(B) is NaN where
+    the summed weights times ``yield_scale``: a number, or one factor per event. For the
+    test events of a split, ``split_yields(...).scale`` (each sample's events / its test
+    events) gives the expected yields of the whole sample; a single ``1 / f`` is right only
+    where every sample's test fraction is exactly f. The statistical uncertainties
+    ``sqrt(sum (w x yield_scale)^2)`` are scaled alike. S/sqrt(B) is NaN where
     ``B <= 0``, S/sqrt(S+B) where ``S + B <= 0``. A best cut must leave at least
     ``min_background_events`` background MC events (raw count) and B > 0, whatever the
     figure of merit; where no cut does, the best cut is NaN.
     """
-    n_min = _check_scan_options(yield_scale, min_background_events)
+    n_min = _check_scan_options(min_background_events)
     is_signal, s, w = check_classification(y, score, sample_weight)
+    scales = _event_scales(yield_scale, w.size)
+    if isinstance(scales, np.ndarray):  # per-event factors: scale the weights, then sum
+        w, common = w * scales, 1.0
+    else:
+        common = scales
     thresholds, (cum_s, cum_b, cum_s2, cum_b2, n_s, n_b) = _cut_sums(is_signal, s, w)
     tot_s, tot_b = _totals(w[is_signal].sum(), w[~is_signal].sum())
-    s_scale = signal_yield / tot_s if signal_yield is not None else float(yield_scale)
-    b_scale = background_yield / tot_b if background_yield is not None else float(yield_scale)
+    s_scale = signal_yield / tot_s if signal_yield is not None else common
+    b_scale = background_yield / tot_b if background_yield is not None else common
     sig, bkg = cum_s * s_scale, cum_b * b_scale
     sig_err, bkg_err = np.sqrt(cum_s2) * abs(s_scale), np.sqrt(cum_b2) * abs(b_scale)
     with np.errstate(divide="ignore", invalid="ignore"):
