@@ -97,19 +97,15 @@ def apply(
         Input tree name(s) for files given without ``:tree``; None takes the only tree.
     event_branch
         Event-identifier expression (e.g. ``"event"``), written as a branch of the same
-        (sanitised) name. None writes ``entry``, the entry number in the output tree's
-        chain of inputs; for a k-fold model (a manifest or a
-        :class:`~hepbdt.kfold.KFoldModel`) None is the expression its folds were made
-        with (its ``by``), and another expression is used as given, with a
-        :class:`FoldExpressionWarning`. A list of k models does not say how its folds were
-        made: it needs ``event_branch``.
+        (sanitised) name. None: ``entry``, the entry number in the chain of inputs, or for
+        a k-fold manifest or KFoldModel the expression its folds were made with (``by``;
+        another is used with a :class:`FoldExpressionWarning`); a list of k models needs it.
     step_size
         Chunk size for ``tree.iterate``.
     output_tree
         Name of the output tree; None uses each input tree's name.
     inf_as_missing
-        Treat +-inf in a feature as missing (NaN) instead of an error (``hepbdt apply
-        --inf-as-missing``).
+        Treat +-inf in a feature as missing (NaN) instead of an error (``--inf-as-missing``).
     progress
         Show progress on stderr; None when stderr is a terminal.
     threads
