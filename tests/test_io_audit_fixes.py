@@ -368,3 +368,22 @@ def test_apply_refuses_a_constant_name_that_is_a_branch_in_another_input(tmp_pat
         hepbdt.apply(model, [tmp_path / "with.root", tmp_path / "without.root"],
                      tmp_path / "out.root", tree="t")
     assert not (tmp_path / "out.root").exists()
+
+
+def test_remainder_and_floor_division_refuse_what_python_and_root_disagree_on(tmp_path):
+    # NumPy's integer // and % by zero give 0 (ROOT: inf or NaN), and Python's -7 % 3 is 2
+    # where C's and ROOT's is -1: both are refused; after a cut that removes them they work.
+    path = _write(tmp_path / "neg.root", {"x": np.array([7, -7, 3, -2, 5], np.int32),
+                                          "y": np.array([1, 0, 2, 0, 1], np.int32)})
+    for feature, match in (("x % 3", "% of a negative number"), ("x // y", "// by zero"),
+                           ("x % y", "% by zero")):
+        with pytest.raises(ExpressionError, match=match):
+            read(Sample("s", path, tree="T", label=1), [feature])
+    x, y = np.array([7, -7, 3, -2, 5]), np.array([1, 0, 2, 0, 1])
+    kept = read(Sample("s", path, tree="T", cut="x >= 0 && y != 0", label=1),
+                ["x % 3", "x // y", "fmod(x, 3)"])
+    keep = (x >= 0) & (y != 0)
+    np.testing.assert_array_equal(kept.X, np.column_stack(
+        [x[keep] % 3, x[keep] // y[keep], np.fmod(x[keep], 3)]).astype(np.float32))
+    every = read(Sample("s", path, tree="T", label=1), ["fmod(x, 3)"])
+    np.testing.assert_array_equal(every.X[:, 0], [1, -1, 0, -2, 2])  # C's remainder

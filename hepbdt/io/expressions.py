@@ -650,8 +650,8 @@ class Expression:
                 return CONSTANTS[name]
             raise self._fail(f"name {name!r} is not a branch")
         if isinstance(node, ast.Constant):
-            # Python scalars on purpose: NumPy treats them as weak, so float32 branches
-            # times 2.5 stay float32, as the same formula typed into NumPy would.
+            # Python scalars on purpose: NumPy treats them as weak, so they take the type of
+            # the (widened) array they meet.
             return node.value
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, arrays)
@@ -666,6 +666,8 @@ class Expression:
                 left, right = _as_float(left), _as_float(right)
             else:
                 left, right = self._widen(left), self._widen(right)
+                if isinstance(node.op, ast.FloorDiv | ast.Mod):
+                    self._check_division(node, left, right)
             return _BINARY_OPERATORS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, arrays)
@@ -759,6 +761,22 @@ class Expression:
                     )
                 return _astype(value, np.float64)
         return _astype(value, np.int64)
+
+    def _check_division(self, node: ast.BinOp, left: Any, right: Any) -> None:
+        """Refuse // or % by zero (NumPy gives 0 for integers, where ROOT gives inf or
+        NaN) and % of a negative number (Python's remainder takes the divisor's sign, C's
+        and ROOT's the dividend's: -7 % 3 is 2 in one and -1 in the other)."""
+        text = self._source.text
+        op = "//" if isinstance(node.op, ast.FloorDiv) else "%"
+        if _any(right, lambda v: v == 0):
+            raise self._fail(f"{text[slice(*self._source.written(node.right))]} is 0 for some "
+                             f"events, and {op} by zero has no value; cut those events first, "
+                             "or divide with / (which gives inf or NaN, as ROOT does)")
+        if op == "%" and (_any(left, lambda v: v < 0) or _any(right, lambda v: v < 0)):
+            raise self._fail(f"% of a negative number differs between Python (the divisor's "
+                             "sign: -7 % 3 is 2) and C or ROOT (the dividend's: -1); write "
+                             "fmod(x, y) for C's remainder, or make both sides positive "
+                             "(e.g. abs(x) % y)")
 
     def _check_integers(self, node: ast.BinOp, left: Any, right: Any) -> None:
         """Refuse & | ^ on floating-point values (a missing element is NaN, so a float)."""
@@ -973,6 +991,14 @@ def _astype(value: Any, dtype: Any) -> Any:
     if isinstance(value, ak.Array):
         return ak.values_astype(value, dtype)
     return np.asarray(value).astype(dtype)
+
+
+def _any(value: Any, test: Callable[[Any], Any]) -> bool:
+    """Whether ``test`` holds for some number of ``value`` (a Python number, a NumPy or an
+    Awkward array)."""
+    if isinstance(value, ak.Array):
+        return bool(ak.any(test(value), axis=None))
+    return bool(np.any(test(np.asarray(value))))
 
 
 def _as_double(value: Any) -> Any:
