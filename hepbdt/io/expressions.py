@@ -773,7 +773,7 @@ class Expression:
                              f"events, and {op} by zero has no value; cut those events first, "
                              "or divide with / (which gives inf or NaN, as ROOT does)")
         if op == "%" and (_any(left, lambda v: v < 0) or _any(right, lambda v: v < 0)):
-            raise self._fail(f"% of a negative number differs between Python (the divisor's "
+            raise self._fail("% of a negative number differs between Python (the divisor's "
                              "sign: -7 % 3 is 2) and C or ROOT (the dividend's: -1); write "
                              "fmod(x, y) for C's remainder, or make both sides positive "
                              "(e.g. abs(x) % y)")
