@@ -482,3 +482,20 @@ def test_event_leaves_and_add_by_leaf_follow_the_partition():
     assert np.array_equal(score, direct)
     storage = np.empty(6000, np.int32)  # a buffer the leaves may live in
     assert np.array_equal(grower.event_leaves(tree, 6000, storage), expected)
+
+
+def test_quantised_splits_refuse_sides_lighter_than_a_quantum():
+    # Weights over six decades and no minimum child weight: events lighter than a quantum
+    # of B round to B = 0 while A rounds to +-1, and a side of them was the parent's float
+    # sum minus the left's, ~1e-8 of rounding that passed W > 0: its A^2 / B gain was 1e8
+    # where the exact histograms' best gain is 2e6. The exact (float64) fit is the reference.
+    rng = np.random.default_rng(1)
+    n = 60_000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    w = 10 ** rng.uniform(-3, 3, n)
+    from hepbdt import BDTClassifier
+
+    gains = [BDTClassifier(n_trees=5, max_depth=5, quantised_histograms=q, random_state=0)
+             .fit(X, y, w).forest_.gain.max() for q in (True, False)]
+    assert gains[0] == pytest.approx(gains[1], rel=0.01)

@@ -628,6 +628,20 @@ def _root_histograms(events: _TreeEvents, nodes: _NodeArrays) -> tuple[np.ndarra
     return raw, hists
 
 
+def quantum_floor(params: SplitParams, quantiser: Quantiser | None) -> SplitParams:
+    """``params`` for quantised histograms: a child's weight (B, which W is then) at least
+    half a quantum of B. A side whose integer B is 0 (its events each lighter than a
+    quantum, while A rounded to +-1) is the parent's float sum minus the left's, rounding
+    noise of about 1e-8 that passed ``W > 0`` and gave A^2 / B gains of 1e11 where the
+    exact histograms gave 2 (weights spanning six decades, min_node_size 0). A side of
+    integer B >= 1 is >= one quantum, so no split with a real weight is refused."""
+    floor = 0.0 if quantiser is None else 0.5 / quantiser.scale_b
+    if not params.min_child_weight < floor:
+        return params
+    return SplitParams(params.criterion, params.reg_lambda, params.reg_alpha,
+                       params.min_child_hessian, floor, params.min_split_gain)
+
+
 def _choose_splits(events: _TreeEvents, raw: np.ndarray | None, level: np.ndarray,
                    nodes: _NodeArrays, n_value_bins: np.ndarray, params: SplitParams,
                    colsample_bylevel: float, colsample_bynode: float,
@@ -636,6 +650,7 @@ def _choose_splits(events: _TreeEvents, raw: np.ndarray | None, level: np.ndarra
 
     ``raw``: the level's raw histograms, or None to build them from the events in batches."""
     k = level.size
+    params = quantum_floor(params, events.quantiser)
     level_features = sample_features(events.used, colsample_bylevel, rng)
     if colsample_bynode >= 1.0:
         allowed = np.tile(level_features, (k, 1))
@@ -791,8 +806,9 @@ class _LeafSplitter:
                 slots = np.arange(len(ids))
             else:
                 hists = self.pool.raw
-            g, f, t, ml, left_of = find_best_splits(hists, slots, self.nodes.sums[ids], allowed,
-                                                    self.n_value_bins, self.params)
+            g, f, t, ml, left_of = find_best_splits(
+                hists, slots, self.nodes.sums[ids], allowed, self.n_value_bins,
+                quantum_floor(self.params, self.events.quantiser))
         return [None if f[i] < 0 else
                 _Splits(np.zeros(1, np.int64), g[i:i + 1], f[i:i + 1], t[i:i + 1], ml[i:i + 1],
                         left_of[i:i + 1]) for i in range(len(ids))]
