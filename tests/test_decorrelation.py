@@ -257,6 +257,23 @@ def test_configuration_errors(tmp_path, method, match):
         _config(tmp_path, method)()
 
 
+def test_binned_reads_are_refused_for_decorrelation_and_auto_reads_floats(tmp_path):
+    # A binned read gives the mass's bin codes (their lower edges), not its values: the
+    # flatness loss trained on 255 masses where the float fit saw 15,000.
+    from hepbdt.analysis import ConfigError, load_config
+    from hepbdt.analysis.estimate import use_binned
+
+    for method in ('decorrelation = "flatness"', 'boosting = "adaboost"\ndecorrelation = "uboost"'):
+        path = tmp_path / "c.toml"
+        body = _config(tmp_path, f'{method}\ndecorrelate = ["mjj"]')
+        text = path.read_text()
+        path.write_text("binned = true\n" + text)
+        with pytest.raises(ConfigError, match="decorrelation needs the values .* remove binned"):
+            body()
+        path.write_text('binned = "auto"\nmemory = "1 kB"\n' + text)
+        assert not use_binned(load_config(path))  # floats, however short the memory
+
+
 def test_configuration_reads_uboost(tmp_path):
     config = _config(tmp_path, 'boosting = "adaboost"\ndecorrelation = "uboost"\n'
                      'decorrelate = ["mjj"]\ndecorrelation_steps = 3')()

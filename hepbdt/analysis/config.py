@@ -892,14 +892,17 @@ def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_cl
 
 def _check_map_variable(params: dict[str, Any], decorrelate: list[str], features: list[str],
                         binned: Any, problems: _Problems) -> None:
-    """``decorrelation_map``: one decorrelate variable, a feature, so that the model reads it
-    from the features wherever it is applied (hepbdt apply, score trees, k folds); not with
-    a binned read, whose codes give the variable's bin, not its value."""
+    """Decorrelation: not with ``binned = true``, whose codes give the variable's bin, not
+    its value (the flatness loss and uBoost would train on the bins' lower edges, and the
+    measures be made of them; ``"auto"`` reads floats). ``decorrelation_map``: one
+    decorrelate variable, a feature, so that the model reads it from the features wherever
+    it is applied (hepbdt apply, score trees, k folds)."""
+    if decorrelate and binned is True:
+        problems.add(None, "binned", "decorrelation needs the values of the decorrelation "
+                     "variable, which a binned read replaces by its bins; remove binned (or set "
+                     "it to \"auto\", which reads floats when decorrelating)")
     if params.get("decorrelation_map") is None or not decorrelate:
         return
-    if binned is not False:
-        problems.add(None, "binned", "decorrelation_map = \"ddt\" needs the decorrelation "
-                     "variable's values, which a binned read replaces by its bins; remove binned")
     if len(decorrelate) != 1 or decorrelate[0] not in features:
         problems.add("method", "decorrelate", "decorrelation_map = \"ddt\" maps the score "
                      "along one variable that must also be a feature (the model reads it from "

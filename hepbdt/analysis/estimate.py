@@ -133,7 +133,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                                                              + _SKETCH_EVENT_BYTES)
     if available_bytes is None:
         available_bytes = config.memory if config.memory is not None else available_memory()
-    binned = config.binned is True or (config.binned == "auto" and available_bytes is not None
+    # "auto" reads floats for a decorrelation: its variable's values are needed, not bins
+    binned = config.binned is True or (config.binned == "auto" and not config.decorrelate
+                                       and available_bytes is not None
                                        and memory > _AUTO_BINNED_SHARE * available_bytes
                                        and binned_memory < memory)
     return Estimate(events, features, trees, growth_text(model.get_params()), folds,
