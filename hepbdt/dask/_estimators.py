@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import exact_sum_of_parts
+from .._util import check_X, exact_sum_of_parts
 from ..boosting._loop import BoostResult, add_tree, node_sums
 from ..engine._types import check_n_events
 from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
@@ -146,6 +146,8 @@ class _DaskMixin:
                               [y_blocks[b] for b in groups[i]],
                               None if w_blocks is None else [w_blocks[b] for b in groups[i]],
                               signal, self.negative_weights, cluster.threads[i]) for i in parts])
+        if not any(p["rows"] for p in loaded):  # parts may be empty, not the whole sample
+            _refuse_no_events(m)
         if any(p["negative"] for p in loaded) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "
@@ -276,9 +278,11 @@ class _DaskMixin:
                                if not k.startswith("dask_")})
         return local
 
-    def _lazy(self, X: Any, method: str, width: int | None, decorrelate: Any = None):
-        """``method`` of the local model on each block of a dask array, lazily
-        (``decorrelate`` is refused: a Dask fit makes no decorrelation map)."""
+    def _lazy(self, X: Any, method: str, width: int | None, decorrelate: Any = None,
+              dtype: Any = np.float64):
+        """``method`` of the local model on each block of a dask array, lazily, of
+        ``dtype`` (the in-memory method's; ``decorrelate`` is refused: a Dask fit makes no
+        decorrelation map)."""
         import dask.array as da  # noqa: I001 -- the optional extra, imported for dask input
 
         if decorrelate is not None:
@@ -292,10 +296,10 @@ class _DaskMixin:
         X = X.rechunk({1: -1})
         local = self.to_local()
         if width is None:
-            return X.map_blocks(_parts.predict_block, local, method, dtype=np.float64,
-                                drop_axis=1, meta=np.empty(0, np.float64))
-        return X.map_blocks(_parts.predict_block, local, method, dtype=np.float64,
-                            chunks=(X.chunks[0], (width,)), meta=np.empty((0, 0), np.float64))
+            return X.map_blocks(_parts.predict_block, local, method, dtype=dtype,
+                                drop_axis=1, meta=np.empty(0, dtype))
+        return X.map_blocks(_parts.predict_block, local, method, dtype=dtype,
+                            chunks=(X.chunks[0], (width,)), meta=np.empty((0, 0), dtype))
 
     def to_dict(self) -> dict[str, Any]:
         """The model as the in-memory estimator writes it (``load_model`` gives that one)."""
@@ -314,6 +318,28 @@ def _aligned(array: Any, blocks: tuple) -> Any:
                              "many of them: give arrays read together (hepbdt.read(..., dask=True))")
         return array
     return array if array.chunks[0] == blocks else array.rechunk((blocks,))
+
+
+def _refuse_no_events(m: int) -> None:
+    """The in-memory estimators' error for an X of no event (and ``m`` features)."""
+    check_X(np.empty((0, m), dtype=np.float32))
+    raise AssertionError("check_X accepted an X of no event")  # pragma: no cover
+
+
+def _refuse_no_labels(X: Any) -> None:
+    """The in-memory error for a y of no label: X's if X has no event either, else that
+    their lengths differ (X's blocks counted, not read, where their sizes are known)."""
+    import dask  # noqa: I001 -- the optional extra, imported with the fit
+
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
+    sizes = X.chunks[0]
+    if any(np.isnan(size) for size in sizes):
+        sizes = dask.compute(*[dask.delayed(len)(block) for block in X.to_delayed()[:, 0]])
+    n = int(sum(sizes))
+    if n == 0:
+        _refuse_no_events(int(X.shape[1]))
+    raise ValueError(f"X has {n} events but y has 0 labels")
 
 
 def _is_dask(X: Any) -> bool:
@@ -381,6 +407,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         labels = np.asarray(da.unique(da.asarray(y)).compute())
+        if labels.size == 0:  # no label: memory refuses the empty X first, or the lengths
+            _refuse_no_labels(da.asarray(X))
         self._encode_y(labels, fitting=True)
         if self.classes_.size > 2:
             raise ParameterError("loss", f"{self.classes_.size} classes: the Dask fit is "
@@ -403,9 +431,10 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         return super().predict_proba(X, decorrelate)
 
     def predict(self, X, decorrelate=None):
-        """Class labels; a dask array (lazy) for dask input."""
+        """Class labels; a dask array (lazy) for dask input, of the labels' dtype."""
         if _is_dask(X):
-            return self._lazy(X, "predict", None, decorrelate)
+            self._check_fitted()
+            return self._lazy(X, "predict", None, decorrelate, self.classes_.dtype)
         return super().predict(X, decorrelate)
 
 

@@ -65,8 +65,17 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     ``negative_weights`` policy where it works event by event ("abs", "ignore"), as
     float32.
 
-    Returns the part's event count and whether it held a negative weight."""
-    X, _ = check_X(np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0])
+    A part of no event (its blocks emptied by cuts, or of no rows) is kept empty: it adds
+    nothing to any sum, and the fit refuses only when every part is empty.
+
+    Returns the part's event count (after the policy), its rows before it ("rows") and
+    whether it held a negative weight."""
+    X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
+    rows = int(X.shape[0]) if np.ndim(X) == 2 else -1
+    if rows == 0:  # check_X refuses an empty X, which only the whole sample must not be
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    else:
+        X, _ = check_X(X)
     y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
     if y_raw.shape != (X.shape[0],):
         raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} (part {key})")
@@ -83,8 +92,8 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
         X, y, w = X[keep], y[keep], w[keep]
     w = w.astype(np.float32)  # per-event channels are float32, as in memory
     _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
-    return {"n": int(X.shape[0]), "negative": negative, "nan": bool(np.isnan(X).any()),
-            "positive": bool(np.any(w > 0))}
+    return {"n": int(X.shape[0]), "rows": rows, "negative": negative,
+            "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0))}
 
 
 def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
@@ -202,5 +211,10 @@ _STEPS = ("begin_tree", "root", "level", "leaf_sums", "finish")
 
 
 def predict_block(block: np.ndarray, model: Any, method: str) -> np.ndarray:
-    """One block's scores: ``method`` of an in-memory estimator."""
+    """One block's scores: ``method`` of an in-memory estimator. An empty block (a cut
+    emptied its partition), which the estimator refuses, gives no rows of what it gives one
+    event of the block's width: the shape and dtype of every other block's result."""
+    if block.ndim == 2 and block.shape[0] == 0:
+        one_event = np.zeros((1, block.shape[1]), dtype=block.dtype)
+        return getattr(model, method)(one_event)[:0]
     return getattr(model, method)(block)

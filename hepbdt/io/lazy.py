@@ -6,8 +6,11 @@ cuts, weights, scales, expressions, aliases, targets and event numbers, and the 
 errors), so a partition's rows are those the in-memory read gives for those entries. The
 files, trees, branches and expressions are checked on the client before any task runs,
 as in memory; the event counts after the cuts are known only when the partitions are
-read (the arrays' chunk sizes are unknown until then). Dask is imported by this module
-only, which ``read`` imports only when asked for a lazy dataset.
+read (the arrays' chunk sizes are unknown until then). A sample whose files hold no entry
+is refused by the read, and one whose cut selects no event when it is computed (the
+sample's last partition waits for the counts of the others), with the in-memory read's
+EmptySelectionError. Dask is imported by this module only, which ``read`` imports only
+when asked for a lazy dataset.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .dataset import Dataset
+from .errors import EmptySelectionError, describe_choices
 
 __all__ = ["LazyDataset", "read_lazy"]
 
@@ -81,21 +85,63 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
     label_dtype, index_dtype, event_dtype = dtypes
     y_dtype = {"classification": label_dtype, "regression": np.float32}.get(task)
     columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
-    read_partition = dask.delayed(read_partition, nout=5, pure=True)
+    read = dask.delayed(read_partition, nout=5, pure=True)
+    checked = dask.delayed(_checked_partition, nout=5, pure=True)
+    count = dask.delayed(_rows, pure=True)
     for plan in plans:
-        chain_offset = 0
+        if not sum(plan.entries):  # known now: no entry, so no event to select
+            raise _empty_selection_error(plan)
+        ranges, chain_offset = [], 0
         for source_index, n_entries in enumerate(plan.entries):
-            for start in range(0, n_entries, step):
-                stop = min(start + step, n_entries)
-                parts = read_partition(plan, source_index, chain_offset, start, stop,
-                                       list(feature_expressions), inf_as_missing, task, dtypes)
-                columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
-                if y_dtype is not None:
-                    columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
-                columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
-                columns["event"].append(da.from_delayed(parts[3], (np.nan,), event_dtype))
-                columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
+            ranges += [(source_index, chain_offset, start, min(start + step, n_entries))
+                       for start in range(0, n_entries, step)]
             chain_offset += n_entries
+        counts = []  # the selected events of the sample's partitions before the last
+        for k, (source_index, chain_offset, start, stop) in enumerate(ranges):
+            parts = read(plan, source_index, chain_offset, start, stop,
+                         list(feature_expressions), inf_as_missing, task, dtypes)
+            if k + 1 < len(ranges):
+                counts.append(count(parts))
+            else:  # the sample's last partition refuses it when no event is selected
+                parts = checked(parts, plan, *counts)
+            columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
+            if y_dtype is not None:
+                columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
+            columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
+            columns["event"].append(da.from_delayed(parts[3], (np.nan,), event_dtype))
+            columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
     return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],
                        arrays["sample_index"], list(feature_texts), sample_names)
+
+
+def _rows(parts: tuple[np.ndarray | None, ...]) -> int:
+    """A partition's selected events (``parts``: its X, y, w, event, sample_index)."""
+    return len(parts[4])
+
+
+def _checked_partition(parts: tuple[np.ndarray | None, ...], plan: Any,
+                       *counts: int) -> tuple[np.ndarray | None, ...]:
+    """The last partition of a sample (``parts``: its X, y, w, event, sample_index) when
+    it or one of the sample's other partitions (their event ``counts``) selected an event;
+    else the in-memory read's EmptySelectionError. It waits for the other partitions'
+    counts, not for their arrays, which go on without it."""
+    if len(parts[4]) == 0 and not any(counts):
+        raise _empty_selection_error(plan)
+    return parts
+
+
+def _empty_selection_error(plan: Any) -> EmptySelectionError:
+    """The in-memory read's error for a sample whose cut selects no event or whose files
+    hold none, word for word (``samples._empty_selection_error``, which this module cannot
+    import: ``samples`` imports it)."""
+    sample = plan.sample
+    context = f"sample {sample.name!r}"
+    total = sum(plan.entries)
+    described = "files " + describe_choices(
+        [f"{s.path}:{s.tree}" if s.tree else s.path for s in plan.sources], 5)
+    if sample.cut is not None and total:
+        return EmptySelectionError(
+            f"{context}: cut {sample.cut!r} selects no event of {total} in {described}; "
+            "loosen the cut or check its branches and units")
+    return EmptySelectionError(f"{context}: {described} hold no events")
