@@ -55,6 +55,7 @@ from hepbdt.evaluation.metrics import (
     yield_note,
 )
 from hepbdt.evaluation.multiclass import (
+    class_mix_weights,
     confusion_matrix,
     multiclass_overtraining_test,
     one_vs_rest_auc,
@@ -533,7 +534,10 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     """Summary (per-class AUC, overtraining verdict, ROC curves), caller sections, samples,
     the confusion matrix and the per-class overtraining check."""
     assert tr.proba is not None and te.proba is not None
-    auc_te, auc_tr = one_vs_rest_auc(te.y, te.proba, te.w), one_vs_rest_auc(tr.y, tr.proba, tr.w)
+    # training against test at one class mix, the test sample's: the rest's score
+    # distribution and a one-against-rest AUC change with per-class weight factors (norm)
+    w_tr = class_mix_weights(tr.y, tr.w, te.y, te.w)
+    auc_te, auc_tr = one_vs_rest_auc(te.y, te.proba, te.w), one_vs_rest_auc(tr.y, tr.proba, w_tr)
     check = multiclass_overtraining_test(tr.proba, tr.y, tr.w, te.proba, te.y, te.w, classes)
     out.heading("Summary")
     out.html('<div class="row"><div class="key-numbers">')
@@ -545,14 +549,15 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     rows = [(name, a_te, a_tr) for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
     rows.append(("mean", float(auc_te.mean()), float(auc_tr.mean())))
     out.html('<p class="note">ROC AUC of each class against the rest, cutting on its '
-             "probability (weighted).</p>")
+             "probability (weighted; the training weights rescaled per class to the test "
+             "sample's class mix).</p>")
     out.html(html_table(["class", "test AUC", "training AUC"], rows, "summary-table"))
     out.html("</div>")
     out.figure("fig-roc", "ROC curve of each class against the rest: the rejection of the "
                "other classes against the class's efficiency, cutting on its probability; "
                "test (solid) and training (dashed)",
                lambda: plotting.plot_multiclass_roc(te.y, te.proba, te.w, class_names=classes,
-                                                    train=(tr.y, tr.proba, tr.w)))
+                                                    train=(tr.y, tr.proba, w_tr)))
     out.html("</div>")
     _caller_sections(out, sections)
     _samples_section(out, tr, te, False, yields, prov.training_weights)
@@ -571,7 +576,8 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
              f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
              f"overtrained, below {check.pvalue_warn:g}: warning). Each class's probability, "
              "training against test, for the class's own events and for the other "
-             "classes' events.</p>")
+             "classes' events; the training weights rescaled per class to the test sample's "
+             "class mix, so that the other classes are mixed alike in both.</p>")
     rows = [(name, events, part.ks_statistic, part.ks_pvalue, part.chi2, part.ndf,
              part.chi2_pvalue, part.verdict)
             for name, result in zip(classes, check.per_class, strict=True)
@@ -582,7 +588,7 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
         out.figure(f"fig-overtraining-{k}", f"Overtraining check of P({name}): test (filled) "
                    "against training (points)",
                    lambda k=k, name=name: plotting.plot_overtraining(
-                       tr.proba[:, k], tr.y == k, tr.w, te.proba[:, k], te.y == k, te.w,
+                       tr.proba[:, k], tr.y == k, w_tr, te.proba[:, k], te.y == k, te.w,
                        result=check.per_class[k], xlabel=f"P({name})",
                        class_names=(name, "other classes")))
 

@@ -78,9 +78,14 @@ def test_confusion_matrix_class_without_events_has_nan_fractions():
 def test_overtraining_per_class_equals_scipy_ks_at_unit_weights():
     y_tr, p_tr, _ = _sample(1500, 3, 20)
     y_te, p_te, _ = _sample(1200, 3, 21)
+    # the weights as given: unit weights, so scipy's unweighted test (by default the
+    # training weights are first given the test's class mix, no longer all 1 in the rest)
     result = multiclass_overtraining_test(p_tr, y_tr, None, p_te, y_te, None,
-                                          classes=["a", "b", "c"])
+                                          classes=["a", "b", "c"], match_class_mix=False)
+    matched = multiclass_overtraining_test(p_tr, y_tr, None, p_te, y_te, None)
     assert result.classes == ["a", "b", "c"] and len(result.per_class) == 3
+    for own, check in zip(matched.per_class, result.per_class, strict=True):
+        assert own.signal.ks_pvalue == pytest.approx(check.signal.ks_pvalue, abs=1e-12)
     for j, check in enumerate(result.per_class):
         ref_in = ks_2samp(p_tr[y_tr == j, j], p_te[y_te == j, j], method="asymp")
         ref_out = ks_2samp(p_tr[y_tr != j, j], p_te[y_te != j, j], method="asymp")

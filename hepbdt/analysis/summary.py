@@ -15,6 +15,7 @@ from ..evaluation import (
     yield_note,
 )
 from ..evaluation.metrics import SPLIT_YIELD_NOTE
+from ..evaluation.multiclass import class_mix_weights
 from ..evaluation.overtraining import OvertrainingResult
 from .result import (
     FoldScores,
@@ -137,9 +138,13 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     classes = result.config.classes
     test, train = result.test, result.train
     p_te, p_tr = result.test_proba, result.train_proba
-    auc_te, auc_tr = one_vs_rest_auc(test.y, p_te, test.w), one_vs_rest_auc(train.y, p_tr, train.w)
+    # training weights in the test sample's class mix: a one-against-rest AUC, and the
+    # rest's score distribution, change with per-class weight factors (e.g. norm)
+    w_tr = class_mix_weights(train.y, train.w, test.y, test.w)
+    auc_te, auc_tr = one_vs_rest_auc(test.y, p_te, test.w), one_vs_rest_auc(train.y, p_tr, w_tr)
     width = max(20, *(len(c) + 2 for c in classes))
-    lines = [f"{len(classes)} classes; ROC AUC of each class against the rest (its probability):",
+    lines = [f"{len(classes)} classes; ROC AUC of each class against the rest (its probability; "
+             "training weights rescaled per class to the test sample's class mix):",
              f"  {'class':{width}} {'test':>8} {'train':>8}"]
     lines += [f"  {name:{width}} {a_te:>8.4f} {a_tr:>8.4f}"
               for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
@@ -155,8 +160,9 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     lines.append(f"  weighted accuracy: {matrix.accuracy:.4f}")
     check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
     lines += ["", "Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
-              "events / the other classes' events; the smallest p-value decides: below "
-              f"{check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} warning):"]
+              "events / the other classes' events, training weights in the test's class mix; "
+              f"the smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
+              f"{check.pvalue_warn:g} warning):"]
     for name, part in zip(classes, check.per_class, strict=True):
         lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue)} / "
                      f"{_pvalue(part.background.ks_pvalue)}, chi2 p = "

@@ -7,6 +7,10 @@ class, as ``predict_proba`` gives them). Class k against the rest is the two-cla
 :mod:`hepbdt.evaluation.metrics` and :mod:`hepbdt.evaluation.overtraining` on that
 problem: the same weighted Mann-Whitney AUC, the same weighted KS and chi2 tests. The
 confusion matrix predicts the most probable class (the first on a tie, as ``argmax``).
+Training against test (the overtraining check, a training AUC beside the test AUC) is
+compared at one class mix: :func:`class_mix_weights` rescales the training weights class
+by class to the test sample's mix, since "the rest" mixes the other classes and neither its
+score distribution nor a one-against-rest AUC is invariant to per-class weight factors.
 Drawing is in :mod:`hepbdt.plotting`.
 """
 
@@ -34,6 +38,7 @@ __all__ = [
     "ConfusionMatrix",
     "MulticlassOvertraining",
     "check_multiclass",
+    "class_mix_weights",
     "confusion_matrix",
     "multiclass_overtraining_test",
     "one_vs_rest_auc",
@@ -133,17 +138,60 @@ def confusion_matrix(y: Any, proba: Any, sample_weight: Any = None,
     return ConfusionMatrix(names, weights, counts)
 
 
+def class_mix_weights(y: Any, w: Any, reference_y: Any, reference_w: Any) -> np.ndarray:
+    """``w`` rescaled class by class so that the classes make up the same fractions of its
+    total weight as they do of the reference sample's, its total kept (float64, (n,)).
+
+    An event of class k gets ``w * (R_k / R) / (W_k / W)``, with ``W_k``, ``R_k`` the summed
+    weights of class k in the sample and in the reference and ``W``, ``R`` their sums over
+    the classes whose summed weight is positive in both samples; the events of any other
+    class (absent from one sample, or of non-positive net weight) keep their weights.
+    ``y``, ``reference_y``: class indices 0..K-1.
+    """
+    labels, ref_labels = _class_indices(y, "y"), _class_indices(reference_y, "reference_y")
+    weights = check_weights(w, labels.size)
+    ref_weights = check_weights(reference_w, ref_labels.size, "reference_w")
+    k = int(max(labels.max(initial=-1), ref_labels.max(initial=-1))) + 1
+    return weights * _class_mix_factors(labels, weights, ref_labels, ref_weights, k)[labels]
+
+
+def _class_mix_factors(labels: np.ndarray, weights: np.ndarray, ref_labels: np.ndarray,
+                       ref_weights: np.ndarray, k: int) -> np.ndarray:
+    """(K,) the per-class factors of :func:`class_mix_weights` (checked int64 labels below
+    k, float64 weights)."""
+    sums = np.bincount(labels, weights=weights, minlength=k)
+    ref_sums = np.bincount(ref_labels, weights=ref_weights, minlength=k)
+    both = (sums > 0) & (ref_sums > 0)
+    factors = np.ones(k)
+    if both.any():
+        factors[both] = (ref_sums[both] / ref_sums[both].sum()) / (sums[both] / sums[both].sum())
+    return factors
+
+
+def _class_indices(y: Any, name: str) -> np.ndarray:
+    """Class indices (non-negative integers, any integer-valued dtype) as int64 (n,)."""
+    labels = np.asarray(y)
+    if labels.ndim != 1 or labels.dtype.kind not in "biuf" or (
+            labels.size and (not np.all(labels == np.round(labels)) or labels.min() < 0)):
+        raise ValueError(f"{name} must be a 1-d array of class indices 0..K-1, got "
+                         f"{labels.dtype} of shape {labels.shape}")
+    return labels.astype(np.int64)
+
+
 @dataclass(frozen=True)
 class MulticlassOvertraining:
     """The overtraining check of each class against the rest: ``per_class[k].signal``
     compares class k's events, ``per_class[k].background`` the other classes' events, both
-    scored by the probability of class k. ``verdict``: the worst of the classes'."""
+    scored by the probability of class k. ``verdict``: the worst of the classes'.
+    ``train_class_factors``: (K,) the factors the training weights of each class were
+    multiplied by to give them the test sample's class mix (ones when not matched)."""
 
     classes: list[str]
     per_class: list[OvertrainingResult]
     verdict: str
     pvalue_fail: float
     pvalue_warn: float
+    train_class_factors: np.ndarray | None = None
 
     @property
     def passed(self) -> bool:
@@ -154,17 +202,35 @@ class MulticlassOvertraining:
 def multiclass_overtraining_test(
     train_proba: Any, train_y: Any, train_w: Any, test_proba: Any, test_y: Any, test_w: Any,
     classes: Sequence[Any] | None = None, bins: int = 20, pvalue_fail: float = PVALUE_FAIL,
-    pvalue_warn: float = PVALUE_WARN,
+    pvalue_warn: float = PVALUE_WARN, match_class_mix: bool = True,
 ) -> MulticlassOvertraining:
     """:func:`~hepbdt.evaluation.overtraining_test` of each class k against the rest: the
     training and test distributions of P(class k), for class k's events and for the
-    others' separately (weighted KS and chi2 tests, as the two-class check)."""
+    others' separately (weighted KS and chi2 tests, as the two-class check).
+
+    Class mix. "The others" mix K - 1 classes, whose score distributions differ, so their
+    distribution depends on the proportions of the classes in the sample: training weights
+    normalised per class (``norm = "equal_num_events"``) against physical test weights
+    would differ there on a healthy model. With ``match_class_mix`` (default) the training
+    weights are first rescaled class by class to the test sample's class mix
+    (:func:`class_mix_weights`; the factors are ``train_class_factors`` of the result),
+    so that both sides hold the same mixture and only a difference within a class shows.
+    The test mix is the one kept because the test weights are those the evaluation quotes
+    (the test AUC, the confusion matrix, the yields): usually the physical ones, while a
+    per-class normalisation of the training weights is a device of the training. Class
+    k's own events are not affected (each distribution is normalised, so a per-class
+    factor cancels, as in the two-class check). Matching the class sums exactly also
+    takes out their statistical fluctuation between the samples, which can only make the
+    check slightly more lenient. ``match_class_mix=False`` compares the weights as given.
+    """
     y_tr, p_tr, w_tr = check_multiclass(train_y, train_proba, train_w, "train_proba")
     y_te, p_te, w_te = check_multiclass(test_y, test_proba, test_w, "test_proba")
     if p_tr.shape[1] != p_te.shape[1]:
         raise ValueError(f"train_proba has {p_tr.shape[1]} classes, test_proba {p_te.shape[1]}")
     k = p_tr.shape[1]
     names = [str(c) for c in classes] if classes is not None else [str(i) for i in range(k)]
+    factors = _class_mix_factors(y_tr, w_tr, y_te, w_te, k) if match_class_mix else np.ones(k)
+    w_tr = w_tr * factors[y_tr]
     results = []
     for j in range(k):
         try:
@@ -173,7 +239,7 @@ def multiclass_overtraining_test(
         except ValueError as exc:
             raise ValueError(f"class {names[j]!r} against the rest: {exc}") from None
     verdict = max((r.verdict for r in results), key=_SEVERITY.__getitem__)
-    return MulticlassOvertraining(names, results, verdict, pvalue_fail, pvalue_warn)
+    return MulticlassOvertraining(names, results, verdict, pvalue_fail, pvalue_warn, factors)
 
 
 def per_class_permutation_importance(

@@ -22,6 +22,7 @@ __all__ = [
     "FeatureRanking",
     "PermutationImportance",
     "correlation_matrices",
+    "counted_trees",
     "permutation_importance",
     "shuffleable_copy",
     "tmva_importance",
@@ -79,8 +80,13 @@ def tmva_importance(
     weight ``|tree_weight|``, then the square root.
 
     Also returned, unnormalised: the number of splits on each feature, their total gain
-    and their total cover (summed training weight reaching the split nodes). Only the trees
-    the model keeps (``n_trees_``) are counted.
+    and their total cover (summed training weight reaching the split nodes).
+
+    The trees counted are those the model predicts with (:func:`counted_trees`): every
+    tree of every class of a multi-class forest (K a round), every tree of every uBoost
+    step, and each SAMME tree once (its forest holds K copies of each tree, one a class,
+    with the same splits; the normalised importance is the same either way). A model
+    keeping fewer rounds than its forest holds (``n_trees_``) is counted with those only.
 
     Parameters
     ----------
@@ -91,19 +97,19 @@ def tmva_importance(
     """
     forest = _forest_of(model)
     offsets = np.asarray(forest.tree_offsets, dtype=np.int64)
-    n_trees = offsets.size - 1
-    kept = getattr(model, "n_trees_", None)
-    if kept is not None and 0 <= int(kept) < n_trees:
-        n_trees = int(kept)
-    n_nodes = int(offsets[n_trees])
-    feature = np.asarray(forest.feature)[:n_nodes].astype(np.int64)
-    gain = np.asarray(forest.gain, dtype=np.float64)[:n_nodes]
-    cover = np.asarray(forest.cover, dtype=np.float64)[:n_nodes]
+    trees = counted_trees(forest, getattr(model, "n_trees_", None))
+    starts, stops = offsets[trees], offsets[trees + 1]
+    sizes = stops - starts
+    # the nodes of the counted trees, tree after tree
+    nodes = np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + \
+        np.arange(int(sizes.sum()), dtype=np.int64)
+    feature = np.asarray(forest.feature)[nodes].astype(np.int64)
+    gain = np.asarray(forest.gain, dtype=np.float64)[nodes]
+    cover = np.asarray(forest.cover, dtype=np.float64)[nodes]
     tree_weights = getattr(forest, "tree_weights", None)
-    if tree_weights is None:
-        tree_weights = np.ones(n_trees)
-    tree_weights = np.abs(np.asarray(tree_weights, dtype=np.float64)[:n_trees])
-    node_tree_weight = np.repeat(tree_weights, np.diff(offsets[: n_trees + 1]))
+    tree_weights = np.ones(trees.size) if tree_weights is None else \
+        np.abs(np.asarray(tree_weights, dtype=np.float64)[trees])
+    node_tree_weight = np.repeat(tree_weights, sizes)
 
     n_features = getattr(forest, "n_features", None)
     if n_features is None:
@@ -119,7 +125,8 @@ def tmva_importance(
     split = feature >= 0
     f = feature[split]
     if quadrature:
-        importance = np.sqrt(_tmva_sum(feature, gain, offsets, tree_weights, n_features))
+        local_offsets = np.concatenate([[0], np.cumsum(sizes)])
+        importance = np.sqrt(_tmva_sum(feature, gain, local_offsets, tree_weights, n_features))
     else:
         importance = np.bincount(f, weights=node_tree_weight[split] * gain[split],
                                  minlength=n_features)
@@ -133,6 +140,34 @@ def tmva_importance(
         total_gain=np.bincount(f, weights=gain[split], minlength=n_features),
         cover=np.bincount(f, weights=cover[split], minlength=n_features),
     )
+
+
+def counted_trees(forest: Any, n_rounds: int | None = None) -> np.ndarray:
+    """The indices (int64, ascending) of the trees of ``forest`` that a model keeping its
+    first ``n_rounds`` rounds (all: None) predicts with, each grown tree once.
+
+    ``n_rounds`` counts what ``n_trees_`` counts: trees of a one-score forest, rounds of K
+    trees of a multi-class forest (class k's trees are ``[k R, (k + 1) R)`` for R rounds;
+    the first ``n_rounds`` of each class count), trees of each step of a uBoost forest
+    (the first ``n_rounds``, at least one, of each step, as its score uses them). A SAMME
+    forest (``extra["algorithm"] == "SAMME"``) holds each grown tree K times, one copy a
+    class with its own leaf values but the same splits, gains and covers: only the first
+    class's copies are returned.
+    """
+    n_trees = int(np.asarray(forest.tree_offsets).size - 1)
+    extra = getattr(forest, "extra", None) or {}
+    if getattr(forest, "aggregation", "sum") == "uboost":
+        sizes = [int(v) for v in extra["uboost"]["step_trees"]]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        used = sizes if n_rounds is None else [max(1, min(int(n_rounds), n)) for n in sizes]
+        return np.concatenate([np.arange(s, s + u, dtype=np.int64)
+                               for s, u in zip(starts, used, strict=True)])
+    n_classes = int(extra.get("n_classes", 1))
+    rounds = n_trees // n_classes
+    used = rounds if n_rounds is None else max(0, min(int(n_rounds), rounds))
+    copies = 1 if extra.get("algorithm") == "SAMME" else n_classes
+    return np.concatenate([np.arange(k * rounds, k * rounds + used, dtype=np.int64)
+                           for k in range(copies)])
 
 
 def _tmva_sum(feature: np.ndarray, gain: np.ndarray, offsets: np.ndarray,
