@@ -30,6 +30,7 @@ from ..evaluation import (
     tmva_importance,
 )
 from ..evaluation.metrics import SplitYields, split_yields
+from ..evaluation.multiclass import class_mix_weights
 from ..io import Dataset
 from ..kfold import KFoldModel, fold_of
 from ..report import LEARNING_CURVE_EVENT_STAGES
@@ -226,7 +227,9 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
             row["train RMSE"] = regression_metrics(y_tr, s_tr, w_tr).rmse
         elif folds.classes is not None:
             p_tr, p_te = softmax_rows(s_tr), softmax_rows(s_te)
-            auc_te, auc_tr = one_vs_rest_auc(y_te, p_te, w_te), one_vs_rest_auc(y_tr, p_tr, w_tr)
+            # the training classes weighed to the test's mix, as the overtraining check does
+            w_mix = class_mix_weights(y_tr, w_tr, y_te, w_te)
+            auc_te, auc_tr = one_vs_rest_auc(y_te, p_te, w_te), one_vs_rest_auc(y_tr, p_tr, w_mix)
             row["test AUC"] = float(auc_te.mean())
             row["train AUC"] = float(auc_tr.mean())
             for name, value in zip(folds.classes, auc_te, strict=True):
