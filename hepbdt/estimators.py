@@ -206,6 +206,25 @@ def _labels(y: Any) -> np.ndarray:
     return y
 
 
+def _check_unique_names(names: Any, what: str) -> None:
+    """ValueError naming the first feature name given twice: predicting from named columns
+    would feed one column to both features."""
+    if names is None:
+        return
+    first: dict[str, int] = {}
+    for j, name in enumerate(str(n) for n in names):
+        if name in first:
+            raise ValueError(f"{what} names feature {name!r} twice (columns {first[name]} and "
+                             f"{j}); each feature needs its own name (rename or drop one column)")
+        first[name] = j
+
+
+def _is_finite(value: Any) -> bool:
+    """A real number (not a bool) that is finite."""
+    return (isinstance(value, int | float | np.integer | np.floating)
+            and not isinstance(value, bool | np.bool_) and math.isfinite(value))
+
+
 def _get_loss(boosting: str, name: str, *args: float):
     """The loss object; ParameterError("loss") when the booster has no such loss."""
     try:
@@ -253,12 +272,14 @@ class _BDTBase(SklearnProtocol):
         require(self.min_node_size == "auto" or (isinstance(self.min_node_size, int | float)
                                                  and 0 <= self.min_node_size < 0.5),
                 "min_node_size", "'auto' or a fraction in [0, 0.5)")
-        require(self.min_child_weight >= 0, "min_child_weight", "a number >= 0")
-        require(self.min_split_gain >= 0, "min_split_gain", "a number >= 0")
-        require(self.reg_lambda >= 0, "reg_lambda", "a number >= 0")
-        require(self.reg_alpha >= 0, "reg_alpha", "a number >= 0")
-        require(0 < self.subsample <= 1 or (self.subsample_mode == "poisson" and self.subsample > 0),
-                "subsample", "a fraction in (0, 1] (any positive number for 'poisson')")
+        # Infinite penalties and thresholds are refused: no split would ever pass (or every
+        # leaf value would be 0), a model of constant scores.
+        for name in ("min_child_weight", "min_split_gain", "reg_lambda", "reg_alpha"):
+            require(_is_finite(getattr(self, name)) and getattr(self, name) >= 0, name,
+                    "a finite number >= 0")
+        require(_is_finite(self.subsample) and (0 < self.subsample <= 1 or (
+            self.subsample_mode == "poisson" and self.subsample > 0)),
+                "subsample", "a fraction in (0, 1] (any finite positive number for 'poisson')")
         require(self.subsample_mode in ("uniform", "poisson", "weighted"), "subsample_mode",
                 "'uniform', 'poisson' or 'weighted'")
         for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
@@ -277,6 +298,9 @@ class _BDTBase(SklearnProtocol):
         for name in ("n_iter_no_change", "early_stopping_rounds"):  # rounds: at most the trees
             require(getattr(self, name) is None or is_int(getattr(self, name), 1, MAX_TREES), name,
                     f"an integer in [1, {MAX_TREES}], or None (no key in a configuration)")
+        # tol = inf: no loss would count as an improvement, not even the first one
+        require(_is_finite(self.tol), "tol", "a finite number (the least improvement of the "
+                "validation loss that counts; 0: any)")
         require(self.random_state is None or is_int(self.random_state, 0, 2**63 - 1),
                 "random_state", "a seed, an integer in [0, 2**63 - 1], or None (no key in a "
                 "configuration) for fresh randomness")
@@ -351,8 +375,10 @@ class _BDTBase(SklearnProtocol):
             if X.shape[0] == 0 or X.shape[1] == 0:
                 raise ValueError(f"X is empty: {X.shape[0]} sample(s) and {X.shape[1]} feature(s)")
             names = None if X.feature_names is None else list(X.feature_names)
+            _check_unique_names(names, "X")
             return X, names, definitions
         X, names = check_X(X)
+        _check_unique_names(names, "X")
         if bin_edges is not None:
             try:
                 X = BinnedMatrix.from_features(X, bin_edges)
@@ -462,6 +488,7 @@ class _BDTBase(SklearnProtocol):
 
     def _set_fitted(self, forest, names, definitions, result, mapper) -> None:
         """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""
+        _check_unique_names(names, "the feature names")
         self.forest_ = forest
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = forest.n_features
@@ -941,13 +968,12 @@ class BDTClassifier(_BDTBase):
     def _validate_extra_params(self, require) -> None:
         require(self.criterion in CLASSIFICATION_CRITERIA, "criterion",
                 f"one of {CLASSIFICATION_CRITERIA}")
-        require(self.beta > 0, "beta", "a number > 0")
-        require(self.epsilon > 0, "epsilon", "a number > 0")
+        require(_is_finite(self.beta) and self.beta > 0, "beta", "a finite number > 0")
+        require(_is_finite(self.epsilon) and self.epsilon > 0, "epsilon", "a finite number > 0")
         require(isinstance(self.use_yes_no_leaf, (bool, np.bool_)), "use_yes_no_leaf", "True or False")
         f = self.sig_to_bkg_fraction
-        require(f is None or f == "auto" or (isinstance(f, (int, float)) and not isinstance(f, bool)
-                                             and f > 0),
-                "sig_to_bkg_fraction", "'auto', None or a number > 0")
+        require(f is None or f == "auto" or (_is_finite(f) and f > 0),
+                "sig_to_bkg_fraction", "'auto', None or a finite number > 0")
         self._validate_decorrelation()
         if self.boosting == "realadaboost" and not self.use_yes_no_leaf:
             raise ParameterError("use_yes_no_leaf", "use_yes_no_leaf=False is for "
@@ -1351,6 +1377,15 @@ class BDTRegressor(_BDTBase):
          _Param("huber_delta", 1.0, "float"), *_SHARED_TAIL),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
+    def _validate_extra_params(self, require) -> None:
+        # Checked whatever the loss, as they are saved with the model. huber_delta = inf
+        # would be the squared loss, but pseudo-Huber's loss value is then inf * 0 = NaN:
+        # loss="squared" says it.
+        require(_is_finite(self.huber_alpha), "huber_alpha", "a finite number, a quantile in "
+                "(0, 1)")
+        require(_is_finite(self.huber_delta), "huber_delta", "a finite number > 0 (for the "
+                "squared loss, loss='squared')")
+
     def _make_loss(self):
         loss = _get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
         if loss.is_classification:
@@ -1426,6 +1461,10 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                          None if validation_loss is None else np.asarray(validation_loss, float),
                          best_iteration)
     names = None if feature_names is None else [str(n) for n in feature_names]
+    try:
+        _check_unique_names(names, "feature_names")
+    except ValueError as exc:
+        raise ModelFormatError(str(exc)) from None
     est._set_fitted(forest, names, dict(feature_definitions or {}), result, None)
     est.evals_result_ = dict(evals_result or {})
     if bin_edges is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import atomic_write_text, model_scores
+from ._util import atomic_write_text, is_classifier, model_scores
 
 __all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "KFOLD_FORMAT",
            "KFOLD_FORMAT_VERSION"]
@@ -87,6 +87,31 @@ def _is_int64(value: Any) -> bool:
     return False
 
 
+def _check_fold_models(models: list[Any]) -> None:
+    """ValueError unless the fold models are k different models of one kind: the same
+    type, task (classifier or regressor), classes, features and feature names. Model i
+    scores the events model j trained on, so one model at two folds, or folds whose scores
+    mean different things, would give scores that only look out of fold."""
+    seen: dict[int, int] = {}
+    for i, model in enumerate(models):
+        if id(model) in seen:
+            raise ValueError(f"fold models {seen[id(model)]} and {i} are the same model; each "
+                             "fold needs the model trained without its events")
+        seen[id(model)] = i
+
+    def differ(what: str, values: list[Any]) -> None:
+        if any(v != values[0] for v in values):
+            raise ValueError(f"the fold models have different {what}: "
+                             + "; ".join(f"fold {i}: {v}" for i, v in enumerate(values)))
+
+    differ("types", [type(m).__name__ for m in models])
+    differ("tasks", ["classifier" if is_classifier(m) else "regressor" for m in models])
+    differ("classes", [None if getattr(m, "classes_", None) is None
+                       else np.asarray(m.classes_).tolist() for m in models])
+    differ("feature counts", [getattr(m, "n_features_in_", None) for m in models])
+    differ("features", [[str(n) for n in getattr(m, "feature_names_in_", [])] for m in models])
+
+
 class KFoldModel:
     """The k models of a k-fold training: model ``i`` scores the events of fold ``i``
     (:func:`fold_of`), the events it never saw.
@@ -103,10 +128,7 @@ class KFoldModel:
         self.models = list(models)
         if len(self.models) < 2:
             raise ValueError("a KFoldModel needs at least two models")
-        names = [list(getattr(m, "feature_names_in_", [])) for m in self.models]
-        if any(n != names[0] for n in names):
-            raise ValueError("the fold models use different features: "
-                             + "; ".join(str(n) for n in names))
+        _check_fold_models(self.models)
         self.by = by
 
     @property

@@ -39,7 +39,7 @@ from .engine.predict import (
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
            "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "check_node_count",
-           "tree_text", "ClassForestBuilder"]
+           "tree_text", "ClassForestBuilder", "CLASSIFIER_LOSSES", "REGRESSOR_LOSSES"]
 
 FORMAT_NAME = "hepbdt-model"
 FORMAT_VERSION = 1
@@ -49,6 +49,10 @@ MAX_MODEL_BYTES = 512 << 20  # model files larger than this are refused
 MAX_NODES = 50_000_000  # and forests of more nodes
 MAX_FEATURES = 1_000_000  # and of more features
 NON_FINITE = frozenset({"Infinity", "-Infinity", "NaN"})  # how the writer spells non-finite floats
+# The losses a forest's extra.loss may name (the boosters' loss names; "exponential" is
+# RealAdaBoost's, "samme" SAMME's): the loss decides a classifier's probability link (probability_link).
+CLASSIFIER_LOSSES = frozenset({"deviance", "logistic", "softmax", "exponential", "samme"})
+REGRESSOR_LOSSES = frozenset({"squared", "absolute", "huber"})
 MEDIAN_CHUNK = 1 << 22  # per-tree leaf values held at once by the weighted median (events x trees)
 
 # Node arrays: name -> dtype. left/right are indices into the flat arrays (-1 at leaves).
@@ -559,8 +563,10 @@ def _extra(value: Any, where: str) -> dict[str, Any]:
         lo = _finite(value["score_min"], f"{where}.extra.score_min")
         if lo >= 1.0:
             raise ModelFormatError(f"{where}.extra.score_min: {lo} must be below 1")
-    if "loss" in value and not isinstance(value["loss"], str):
-        raise ModelFormatError(f"{where}.extra.loss: {_short(value['loss'])} is not a loss name")
+    known = CLASSIFIER_LOSSES | REGRESSOR_LOSSES
+    if "loss" in value and (not isinstance(value["loss"], str) or value["loss"] not in known):
+        raise ModelFormatError(f"{where}.extra.loss: {_short(value['loss'])} is not a loss name; "
+                               f"valid: {sorted(known)}")
     return dict(value)
 
 

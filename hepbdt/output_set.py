@@ -202,8 +202,14 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def check_model_of(path: str | os.PathLike, model_path: str | os.PathLike) -> None:
     """Refuse ``path`` (a file of an output set) when that set's manifest says another model
-    produced it than the file at ``model_path``; silent when there is no manifest."""
-    expected = _manifest(Path(path).resolve().parent).get("model_sha256")
+    produced it than the file at ``model_path``; silent when there is no manifest.
+
+    For a k-fold model the fold files count too: the manifests of two k-fold trainings of
+    one configuration are byte for byte the same (k, the event expression, the fold file
+    names, the features), so each fold file the set recorded (``<model>_fold<i>.json``)
+    must be, beside ``model_path``, the file the set recorded."""
+    manifest = _manifest(Path(path).resolve().parent)
+    expected = manifest.get("model_sha256")
     if not isinstance(expected, str):
         return
     actual = file_sha256(model_path)
@@ -211,6 +217,21 @@ def check_model_of(path: str | os.PathLike, model_path: str | os.PathLike) -> No
         raise OutputSetError(f"{path} was written with a different model than {model_path} "
                              f"(its {MANIFEST} records model sha256 {expected[:12]}..., this "
                              f"model is {actual[:12]}...); give the model of the same run")
+    recorded = _manifest_files(Path(path).resolve().parent)
+    model_name = manifest.get("model")
+    stem = Path(model_name).stem if isinstance(model_name, str) else "model"
+    folds = sorted(name for name in recorded if "/" not in name
+                   and fnmatch.fnmatchcase(name, f"{glob_escape(stem)}_fold*.json"))
+    for name in folds:
+        fold = Path(model_path).parent / name
+        fold_sha = file_sha256(fold) if fold.is_file() else None
+        if fold_sha != recorded[name]:
+            have = "is missing" if fold_sha is None else f"is {fold_sha[:12]}..."
+            raise OutputSetError(
+                f"{path} was written with a different k-fold model than {model_path}: its "
+                f"{MANIFEST} records fold model {name} with sha256 {str(recorded[name])[:12]}..., "
+                f"but {fold} {have} (the k-fold manifests of two trainings can be alike, their "
+                "fold models are not); give the model folder of the same run")
 
 
 def check_unchanged(path: str | os.PathLike) -> None:

@@ -11,6 +11,8 @@ write (``to_dict``); a k-fold training writes one such file per fold and a manif
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
 import os
@@ -22,9 +24,11 @@ import numpy as np
 from .estimators import BDTClassifier, BDTRegressor, ParameterError, from_forest
 from .kfold import KFOLD_FORMAT_VERSION, KFoldModel
 from .model import (
+    CLASSIFIER_LOSSES,
     FORMAT_NAME,
     FORMAT_VERSION,
     NON_FINITE,
+    REGRESSOR_LOSSES,
     Forest,
     ModelFormatError,
     check_model_size,
@@ -111,6 +115,10 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     if names is not None and (not isinstance(names, list) or len(names) != forest.n_features
                               or not all(isinstance(n, str) for n in names)):
         raise ModelFormatError(f"feature_names must list {forest.n_features} names (or be null)")
+    repeated = _repeated(names or [])
+    if repeated is not None:
+        raise ModelFormatError(f"feature_names lists {repeated[0]!r} twice (features "
+                               f"{repeated[1]} and {repeated[2]}); each feature needs its own name")
     definitions = doc.get("feature_definitions") or {}
     if not isinstance(definitions, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in definitions.items()):
@@ -122,6 +130,17 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                                  or len(set(map(repr, classes))) != n_labels):
         raise ModelFormatError(f"a classifier whose forest scores {n_labels} classes needs "
                                f"'classes' with {n_labels} different labels (strings or numbers)")
+    if cls is BDTClassifier and len(set(np.asarray(classes).tolist())) != n_labels:
+        # one array holds the labels: [1, true] becomes [1, 1], ["0", 0] becomes ['0', '0']
+        raise ModelFormatError(f"classes {_brief(classes)} are {n_labels} labels, but not "
+                               f"{n_labels} different ones as one array "
+                               f"({_brief(np.asarray(classes).tolist())}); give labels of one "
+                               "kind: all strings, or all numbers")
+    loss = forest.extra.get("loss")
+    valid_losses = CLASSIFIER_LOSSES if cls is BDTClassifier else REGRESSOR_LOSSES
+    if loss is not None and loss not in valid_losses:
+        raise ModelFormatError(f"forest.extra.loss {_brief(loss)} is not a loss of a "
+                               f"{kind}; valid: {sorted(valid_losses)}")
     evals = doc.get("evals_result") or {}
     if not isinstance(evals, dict) or not all(
             isinstance(curves, dict) and all(_losses(c, "evals_result") is not None
@@ -148,6 +167,16 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                        n_trees_reason=reason, min_node_size_used=used)
 
 
+def _repeated(names: list[str]) -> tuple[str, int, int] | None:
+    """The first name that appears twice, with its two positions; None if none does."""
+    first: dict[str, int] = {}
+    for j, name in enumerate(names):
+        if name in first:
+            return name, first[name], j
+        first[name] = j
+    return None
+
+
 def _bin_edges(value: Any, n_features: int) -> list[np.ndarray] | None:
     """The saved bin edges (one increasing list of finite numbers per feature), or None."""
     if value is None:
@@ -171,6 +200,11 @@ def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) 
     unknown = sorted(set(params) - set(cls._param_names()))
     if unknown:
         raise ModelFormatError(f"params has unknown options {unknown}")
+    # The writer spells a non-finite float as a string (strict JSON): a float option's
+    # "Infinity" is read back as inf, for the option's own check to accept or refuse.
+    floats = _float_params(cls)
+    params = {key: float(value) if key in floats and isinstance(value, str)
+              and value in NON_FINITE else value for key, value in params.items()}
     for key, types in RUNTIME_PARAMS.items():
         if key in params and (not isinstance(params[key], types)
                               or (key != "verbose" and isinstance(params[key], bool))):
@@ -185,6 +219,13 @@ def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) 
     except (TypeError, ValueError, OverflowError) as exc:  # a value of the wrong type
         raise ModelFormatError(f"params.{_bad_param(cls, params)}: not valid ({exc})") from None
     return params
+
+
+def _float_params(cls: type[BDTClassifier] | type[BDTRegressor]) -> set[str]:
+    """The options whose values are floats and never strings (their annotation says so):
+    a string option may be "NaN" itself (``signal_label``, a class named so)."""
+    return {name for name, p in inspect.signature(cls.__init__).parameters.items()
+            if "float" in str(p.annotation) and "str" not in str(p.annotation)}
 
 
 def _bad_param(cls: type[BDTClassifier] | type[BDTRegressor], params: dict[str, Any]) -> str:
@@ -226,6 +267,17 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _name_difference(listed: list[str] | None, names: list[str] | None) -> str:
+    """How a fold model's feature names differ from the manifest's, in words."""
+    if listed is None or names is None:
+        return (f"the manifest lists {'none' if listed is None else len(listed)}, the model has "
+                f"{'none' if names is None else len(names)}")
+    for j, (a, b) in enumerate(zip(listed, names, strict=False)):
+        if a != b:
+            return f"feature {j} is {a!r} in the manifest, {b!r} in the model"
+    return f"the manifest lists {len(listed)} features, the model takes {len(names)}"
+
+
 def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:
     """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``."""
     where = os.fspath(path)
@@ -243,14 +295,44 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
     by = doc.get("by", "event")
     if not isinstance(by, str):
         raise ModelFormatError(f"{where}: 'by' must be the event-number expression")
+    features = doc.get("features")
+    if features is not None and (not isinstance(features, list)
+                                 or not all(isinstance(n, str) for n in features)):
+        raise ModelFormatError(f"{where}: 'features' must list the fold models' feature names "
+                               "(or be null for models fitted on unnamed columns)")
     base = Path(path).parent
+    first: dict[Path, int] = {}
+    digests: dict[bytes, int] = {}
     models = []
-    for name in files:
-        fold_path = base / str(name)
-        doc = _read_json(fold_path)
-        if isinstance(doc, dict) and doc.get("kind") == "kfold":
+    for i, name in enumerate(files):
+        fold_path = base / name
+        data = read_model_file(fold_path)
+        fold_doc = parse_json(fold_path, data)
+        if isinstance(fold_doc, dict) and fold_doc.get("kind") == "kfold":
             raise ModelFormatError(f"{where}: fold model {name!r} is itself a k-fold manifest")
-        models.append(_estimator_from_file(fold_path, doc))
+        resolved = fold_path.resolve()
+        if resolved in first:
+            raise ModelFormatError(
+                f"{where}: 'models' names the same file for folds {first[resolved]} and {i} "
+                f"({files[first[resolved]]!r}, {name!r}); each of the {k} folds needs its "
+                "own model file, the model trained without that fold's events")
+        first[resolved] = i
+        digest = hashlib.sha256(data).digest()
+        if digest in digests:  # a copy: trainings on different events never agree to the bit
+            raise ModelFormatError(
+                f"{where}: fold model files {files[digests[digest]]!r} and {name!r} are the "
+                f"same model (byte for byte); each of the {k} folds needs its own model, the "
+                "one trained without that fold's events")
+        digests[digest] = i
+        del data
+        model = _estimator_from_file(fold_path, fold_doc)
+        names = getattr(model, "feature_names_in_", None)
+        names = None if names is None else [str(n) for n in names]
+        if "features" in doc and names != features:
+            raise ModelFormatError(f"{where}: fold model {name!r} does not take the manifest's "
+                                   f"features ({_name_difference(features, names)}); the "
+                                   "manifest and its fold models must come from one training")
+        models.append(model)
     try:
         return KFoldModel(models, by=by)
     except ValueError as exc:

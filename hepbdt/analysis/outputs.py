@@ -35,7 +35,7 @@ from ..io import read_scores, write_scores
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
 from ..kfold import KFoldModel
-from ..output_set import check_model_of, file_sha256
+from ..output_set import check_model_files, check_model_of, file_sha256
 from ..persistence import load_model
 from .config import AnalysisConfig, _tomllib
 from .result import (
@@ -474,7 +474,8 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     from ..report import report  # matplotlib: imported only when a report is written
 
     model = load_model(model_path)
-    check_model_of(scores_path, model_path)
+    check_model_files(model_path)  # a k-fold model's fold files as its own set recorded them
+    check_model_of(scores_path, model_path)  # the scores' set: its model and fold files
     names = getattr(model, "feature_names_in_", None)
     if names is None:
         raise ValueError(f"{model_path}: the model has no feature names, so its features "

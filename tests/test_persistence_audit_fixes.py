@@ -1,0 +1,330 @@
+"""Model persistence defects of an audit, each now refused with one clear error (or right):
+a k-fold model of another training given to ``report``, infinite options, repeated
+feature names, a k-fold manifest whose fold files repeat or disagree, and classes or a
+loss in a model file that change what the model predicts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt.analysis import report_from_scores
+from hepbdt.binned import BinnedMatrix
+from hepbdt.cli import main
+from hepbdt.estimators import ParameterError, from_forest
+from hepbdt.kfold import KFoldModel
+from hepbdt.model import ModelFormatError
+from hepbdt.output_set import OutputSet, OutputSetError, check_model_of
+from hepbdt.persistence import load_model
+
+INF = float("inf")
+
+
+def _data(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] - 0.5 * X[:, 1] + rng.normal(scale=0.8, size=n) > 0).astype(int)
+    return X, y
+
+
+def _folds(n_trees: int, k: int = 2, seed: int = 0) -> list[hepbdt.BDTClassifier]:
+    X, y = _data(seed=seed)
+    data = hepbdt.Dataset(X, y, feature_names=["a", "b", "c"])
+    return [hepbdt.BDTClassifier(n_trees=n_trees, max_depth=2, random_state=1)
+            .fit(data.X[np.arange(len(y)) % k != i], data.y[np.arange(len(y)) % k != i])
+            for i in range(k)]
+
+
+@pytest.fixture()
+def two_trainings(tmp_path: Path) -> tuple[Path, Path]:
+    """Two k-fold trainings of one configuration but different trees: their manifests are
+    byte for byte the same."""
+    folders = []
+    for name, n_trees in (("first", 3), ("second", 6)):
+        folder = tmp_path / name
+        out = OutputSet(folder)
+        with out as staging:
+            KFoldModel(_folds(n_trees)).save(staging / "model.json")
+            (staging / "scores.root").write_bytes(b"not read")
+            out.commit()
+        folders.append(folder)
+    first, second = folders
+    assert (first / "model.json").read_bytes() == (second / "model.json").read_bytes()
+    assert (first / "model_fold0.json").read_bytes() != (second / "model_fold0.json").read_bytes()
+    return first, second
+
+
+# -- 1. report refuses a k-fold model whose fold files the output set did not record ---------
+
+
+def test_report_refuses_the_kfold_model_of_another_training(two_trainings, tmp_path):
+    first, second = two_trainings
+    check_model_of(first / "scores.root", first / "model.json")  # the run's own: accepted
+    with pytest.raises(OutputSetError, match=r"different k-fold model.*model_fold0\.json"):
+        check_model_of(first / "scores.root", second / "model.json")
+    with pytest.raises(OutputSetError, match="different k-fold model"):
+        report_from_scores(second / "model.json", first / "scores.root", tmp_path / "r.html")
+
+
+def test_report_refuses_a_fold_file_copied_over_another(two_trainings, tmp_path, capsys):
+    first, second = two_trainings
+    shutil.copy(second / "model_fold0.json", first / "model_fold0.json")  # another training's
+    with pytest.raises(OutputSetError, match=r"model_fold0\.json is not the file"):
+        report_from_scores(first / "model.json", first / "scores.root", tmp_path / "r.html")
+    shutil.copy(first / "model_fold1.json", first / "model_fold0.json")  # its sibling's
+    assert main(["report", str(first / "model.json"), str(first / "scores.root"),
+                 "-o", str(tmp_path / "r.html")]) == 2
+    assert "'model_fold0.json' and 'model_fold1.json' are the same model" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_refuses_a_missing_fold_file_of_the_scores_run(two_trainings, tmp_path):
+    first, second = two_trainings
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(first / "model.json", elsewhere / "model.json")
+    with pytest.raises(OutputSetError, match=r"model_fold0\.json is missing"):
+        check_model_of(first / "scores.root", elsewhere / "model.json")
+
+
+# -- 2. infinite options: refused at fit where meaningless, read back as floats at load -------
+
+
+@pytest.mark.parametrize("cls, option, extra", [
+    (hepbdt.BDTClassifier, "min_split_gain", {}),
+    (hepbdt.BDTClassifier, "min_child_weight", {"boosting": "newton"}),
+    (hepbdt.BDTClassifier, "reg_lambda", {"boosting": "newton"}),
+    (hepbdt.BDTClassifier, "reg_alpha", {"boosting": "newton"}),
+    (hepbdt.BDTClassifier, "beta", {"boosting": "adaboost"}),
+    (hepbdt.BDTClassifier, "epsilon", {"boosting": "eps"}),
+    (hepbdt.BDTClassifier, "tol", {}),
+    (hepbdt.BDTClassifier, "sig_to_bkg_fraction", {"boosting": "adaboost"}),
+    (hepbdt.BDTClassifier, "subsample", {"subsample_mode": "poisson"}),
+    (hepbdt.BDTRegressor, "huber_delta", {"loss": "huber", "boosting": "newton"}),
+    (hepbdt.BDTRegressor, "huber_delta", {"loss": "huber"}),  # unused by gradient, saved
+    (hepbdt.BDTRegressor, "huber_alpha", {"loss": "huber", "boosting": "newton"}),
+])
+@pytest.mark.parametrize("value", [INF, -INF, float("nan")])
+def test_fit_refuses_non_finite_options(cls, option, extra, value):
+    X, y = _data(300)
+    model = cls(n_trees=3, max_depth=2, n_iter_no_change=2, **extra, **{option: value})
+    with pytest.raises(ParameterError, match=rf"{option}=.* is not valid; expected .*finite") as info:
+        model.fit(X, y if cls is hepbdt.BDTClassifier else X[:, 0])
+    assert info.value.param == option
+
+
+def test_tol_takes_any_finite_number():
+    X, y = _data(1200)
+    for tol in (-1e9, 0.0, 1e9):
+        hepbdt.BDTClassifier(n_trees="auto", max_depth=2, tol=tol, n_iter_no_change=2).fit(X, y)
+
+
+def _saved(tmp_path: Path, model, name: str = "m.json") -> tuple[Path, dict]:
+    path = tmp_path / name
+    model.save(path)
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("option, spelled, shown", [
+    ("min_split_gain", "Infinity", "inf"), ("tol", "-Infinity", "-inf"),
+    ("reg_lambda", "NaN", "nan"), ("huber_delta", "Infinity", "inf"),
+])
+def test_load_reads_the_writers_non_finite_strings_as_floats(tmp_path, option, spelled, shown):
+    """A file of an earlier hepbdt with an infinite option: the option's own check names it
+    (not a string compared with a number, nor the string 'Infinity' loaded as the value)."""
+    X, _ = _data(300)
+    path, doc = _saved(tmp_path, hepbdt.BDTRegressor(n_trees=3, max_depth=2).fit(X, X[:, 0]))
+    doc["params"][option] = spelled
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=rf"params\.{option}: {option}={shown} is not "
+                                               r"valid; expected a finite number"):
+        load_model(path)
+
+
+def test_large_finite_options_round_trip_bit_for_bit(tmp_path):
+    X, y = _data(400)
+    options = dict(boosting="newton", min_split_gain=1e-300, min_child_weight=1e-3,
+                   reg_lambda=1e300, reg_alpha=1e-5, tol=-1e300)
+    model = hepbdt.BDTClassifier(n_trees=3, max_depth=2, **options).fit(X, y)
+    path, _ = _saved(tmp_path, model)
+    loaded = load_model(path)
+    assert loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    regressor = hepbdt.BDTRegressor(n_trees=3, max_depth=2, loss="huber", boosting="newton",
+                                    huber_delta=1e30, huber_alpha=0.5).fit(X, X[:, 0])
+    path, _ = _saved(tmp_path, regressor, "r.json")
+    np.testing.assert_array_equal(load_model(path).predict(X), regressor.predict(X))
+
+
+# -- 3. repeated feature names: refused at fit and at load ------------------------------------
+
+
+def test_fit_refuses_repeated_feature_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(300)
+    with pytest.raises(ValueError, match=r"names feature 'a' twice \(columns 0 and 1\)"):
+        hepbdt.BDTClassifier(n_trees=2).fit(pd.DataFrame(X, columns=["a", "a", "b"]), y)
+    binned = BinnedMatrix.from_features(X, [np.array([0.0], np.float32)] * 3,
+                                        feature_names=["a", "b", "b"])
+    with pytest.raises(ValueError, match=r"names feature 'b' twice \(columns 1 and 2\)"):
+        hepbdt.BDTClassifier(n_trees=2).fit(binned, y)
+
+
+def test_load_refuses_repeated_feature_names(tmp_path):
+    X, y = _data(300)
+    frame = {"a": X[:, 0], "b": X[:, 1], "c": X[:, 2]}
+    path, doc = _saved(tmp_path, hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(frame, y))
+    doc["feature_names"] = ["a", "a", "c"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=r"feature_names lists 'a' twice \(features 0 and 1\)"):
+        load_model(path)
+
+
+def test_from_forest_refuses_repeated_feature_names():
+    X, y = _data(300)
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y)
+    with pytest.raises(ModelFormatError, match="'x' twice"):
+        from_forest("classifier", model.forest_, ["x", "y", "x"], classes=[0, 1])
+
+
+# -- 4. the k-fold manifest's contents --------------------------------------------------------
+
+
+@pytest.fixture()
+def saved_kfold(tmp_path: Path) -> Path:
+    path = tmp_path / "kf" / "model.json"
+    path.parent.mkdir()
+    KFoldModel(_folds(3, k=3)).save(path)
+    return path
+
+
+def _edit_manifest(path: Path, **changes) -> Path:
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    edited = path.with_name("edited.json")
+    edited.write_text(json.dumps(doc))
+    return edited
+
+
+@pytest.mark.parametrize("models", [
+    ["model_fold0.json", "model_fold0.json", "model_fold2.json"],
+    ["model_fold0.json", "model_fold1.json", "./model_fold0.json"],
+    ["model_fold0.json", "../kf/model_fold1.json", "model_fold1.json"],
+])
+def test_manifest_refuses_a_fold_file_listed_twice(saved_kfold, models):
+    edited = _edit_manifest(saved_kfold, models=models)
+    with pytest.raises(ModelFormatError, match="'models' names the same file for folds"):
+        load_model(edited)
+
+
+def test_cli_apply_refuses_a_fold_file_listed_twice(saved_kfold, tmp_path, capsys):
+    edited = _edit_manifest(saved_kfold, models=["model_fold0.json"] * 3)
+    assert main(["apply", str(edited), str(tmp_path / "none.root"), "-o",
+                 str(tmp_path / "friend.root")]) == 2
+    assert "names the same file for folds 0 and 1" in capsys.readouterr().err
+
+
+def test_manifest_refuses_a_fold_file_copied_under_another_name(saved_kfold):
+    shutil.copy(saved_kfold.with_name("model_fold0.json"), saved_kfold.with_name("copy.json"))
+    edited = _edit_manifest(saved_kfold,
+                            models=["model_fold0.json", "copy.json", "model_fold2.json"])
+    with pytest.raises(ModelFormatError, match="are the same model"):
+        load_model(edited)
+
+
+@pytest.mark.parametrize("features, expected", [
+    (["a", "c", "b"], "feature 1 is 'c' in the manifest, 'b' in the model"),
+    (["a", "b"], "the manifest lists 2 features, the model takes 3"),
+    (None, "the manifest lists none, the model has 3"),
+])
+def test_manifest_features_must_be_the_fold_models(saved_kfold, features, expected):
+    with pytest.raises(ModelFormatError, match=re.escape(expected)):
+        load_model(_edit_manifest(saved_kfold, features=features))
+
+
+def test_kfold_model_refuses_folds_that_do_not_agree(tmp_path):
+    X, y = _data(300)
+    folds = _folds(3)
+    regressor = hepbdt.BDTRegressor(n_trees=2, max_depth=2).fit(
+        hepbdt.Dataset(X, X[:, 0], feature_names=["a", "b", "c"]).X, X[:, 0])
+    with pytest.raises(ValueError, match="different types"):
+        KFoldModel([folds[0], regressor])
+    relabelled = hepbdt.BDTClassifier(n_trees=2, max_depth=2, signal_label=2).fit(
+        hepbdt.Dataset(X, y, feature_names=["a", "b", "c"]).X, np.where(y == 1, 2, 0))
+    with pytest.raises(ValueError, match=r"different classes: fold 0: \[0, 1\]; fold 1: \[0, 2\]"):
+        KFoldModel([folds[0], relabelled])
+    with pytest.raises(ValueError, match="fold models 0 and 1 are the same model"):
+        KFoldModel([folds[0], folds[0]])
+    unnamed = [hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X[:, :m], y) for m in (2, 3)]
+    with pytest.raises(ValueError, match="different feature counts"):
+        KFoldModel(unnamed)
+    # the fold files on disk: a regressor saved over fold 1 of a classifier's manifest
+    path = tmp_path / "model.json"
+    KFoldModel(folds).save(path)
+    regressor.save(tmp_path / "model_fold1.json")
+    with pytest.raises(ModelFormatError, match="different types"):
+        load_model(path)
+
+
+# -- 5. classes that are not distinct once read, and unknown losses -----------------------
+
+
+@pytest.mark.parametrize("classes", [[1, True], ["0", 0], [0, 0.0]])
+def test_load_refuses_classes_that_read_as_one_label(tmp_path, classes):
+    X, y = _data(300)
+    path, doc = _saved(tmp_path, hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y))
+    doc["classes"] = classes
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match="'classes'|not 2 different ones"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("loss, message", [
+    ("Logistic", "extra.loss: 'Logistic' is not a loss name"),
+    ("sigmoid", "extra.loss: 'sigmoid' is not a loss name"),
+    ("squared", "not a loss of a BDTClassifier"),
+])
+def test_load_refuses_unknown_losses(tmp_path, loss, message):
+    X, y = _data(300)
+    path, doc = _saved(tmp_path, hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y))
+    doc["forest"]["extra"]["loss"] = loss
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=re.escape(message)):
+        load_model(path)
+
+
+def test_known_losses_are_the_boosters_loss_names():
+    from hepbdt.boosting import losses
+    from hepbdt.model import CLASSIFIER_LOSSES, REGRESSOR_LOSSES
+
+    names = {cls.name for cls in vars(losses).values()
+             if isinstance(cls, type) and isinstance(getattr(cls, "name", None), str)
+             and cls.name != "loss"}
+    # RealAdaBoost's and SAMME's forests name their losses without a Loss class
+    assert names | {"exponential", "samme"} == CLASSIFIER_LOSSES | REGRESSOR_LOSSES
+
+
+def test_string_labels_spelled_like_non_finite_floats_stay_strings(tmp_path):
+    """Only options that are always numbers are read back as floats: a class (and
+    signal_label) named "Infinity" is a string label."""
+    X, y = _data(300)
+    labels = np.where(y == 1, "Infinity", "NaN")
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=2, signal_label="Infinity").fit(X, labels)
+    path, _ = _saved(tmp_path, model)
+    loaded = load_model(path)
+    assert loaded.signal_label == "Infinity" and loaded.classes_.tolist() == ["NaN", "Infinity"]
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_classes_of_mixed_kinds_give_no_crash(tmp_path):
+    X, y = _data(300)
+    path, doc = _saved(tmp_path, hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y))
+    doc["classes"] = [2**70, "a"]  # an object array numpy cannot sort
+    path.write_text(json.dumps(doc))
+    assert load_model(path).classes_.tolist() == [2**70, "a"]
