@@ -85,6 +85,25 @@ BINNED_PREDICT_BLOCK = 1 << 16  # events whose representative values a binned pr
 AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change nor early_stopping_rounds says
 
 
+# Training weights and regression targets, in magnitude: the per-event channels are float32
+# (normal from 1.2e-38 to 3.4e38), with room for the gradient and hessian factors.
+MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-30, 1e30
+
+
+def _check_magnitudes(w: np.ndarray) -> None:
+    """ValueError for a non-zero training weight outside MIN_MAGNITUDE..MAX_MAGNITUDE: as
+    float32 channels it would overflow, or lose its precision, silently."""
+    size = np.abs(w)
+    bad = (size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"sample_weight: {int(np.count_nonzero(bad))} training weight(s) lie outside "
+            f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {w[first]:.3g}); "
+            "training works in float32 and only the weights' ratios matter: "
+            "rescale them (e.g. a cross section in pb rather than cm2)")
+
+
 class ParameterError(ValueError):
     """An estimator option with a value that is not valid; ``param`` names the option."""
 
@@ -396,6 +415,7 @@ class _BDTBase(SklearnProtocol):
             X, y, w, event, decorrelate = self._apply_negative_weight_policy(
                 X, y, w, event, decorrelate)
         w = self._normalise_classes(y, w)
+        _check_magnitudes(w)
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
         evals = self._eval_sets(eval_set, names, X.edges if binned else None)
@@ -1397,6 +1417,10 @@ class BDTRegressor(_BDTBase):
         y = _column(y).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("the regression target y has NaN or infinite values")
+        if y.size and np.max(np.abs(y)) > MAX_MAGNITUDE:
+            raise ValueError(f"the regression target y reaches {np.max(np.abs(y)):.3g}: targets "
+                             f"must lie within +-{MAX_MAGNITUDE:g}, as the float32 gradients "
+                             "need; rescale y (e.g. to other units)")
         return y
 
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None,

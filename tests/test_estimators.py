@@ -375,3 +375,18 @@ def test_labels_reach_the_boosters_as_int8_and_any_label_type_trains_one_model(b
     assert len(docs) == 1
     hepbdt.BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(X, y3, w)
     assert seen == [np.int8] * 6
+
+
+@pytest.mark.parametrize("scale", [1e39, 1e-46])
+def test_weights_beyond_float32_are_refused_not_cast(scale):
+    # Cast to the float32 channels, 1e39 became inf and 1e-46 zero: the fits were constant
+    # models, or errors about the class sums, with no word about the weights.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="sample_weight: 400 training weight.* rescale"):
+        hepbdt.BDTClassifier(n_trees=2).fit(X, y, np.full(400, scale))
+    with pytest.raises(ValueError, match="target y reaches .* rescale y"):
+        hepbdt.BDTRegressor(n_trees=2).fit(X, X[:, 0] * 1e39)
+    # A normalisation that brings them into range (AdaBoost's sig_to_bkg_fraction) trains.
+    hepbdt.BDTClassifier(boosting="adaboost", n_trees=2).fit(X, y, np.full(400, 1e35))
