@@ -165,8 +165,9 @@ def _export_parser(commands: Any) -> None:
     export.add_argument("--tmva", metavar="FILE", help="write a TMVA weight file (.weights.xml)")
     export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name)")
     export.add_argument("--missing", choices=("auto", "exact", "none"), default="auto",
-                        help="NaN branches in --tmva (default auto: for regressors only, "
-                        "since TMVA::Reader returns -999 for a classifier's NaN events)")
+                        help="NaN branches in --tmva (default auto: for regressors and "
+                        "multi-class models; TMVA::Reader returns -999 for a two-class "
+                        "classifier's NaN events)")
 
 
 def _inspect_parser(commands: Any) -> None:

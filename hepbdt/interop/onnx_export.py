@@ -23,7 +23,12 @@ double (they are float32 values, so every comparison is the model's), and the le
 weights ``tree_weight * value`` as double, so onnxruntime walks and sums the trees in
 double, as hepbdt does, in its own order. ``TreeEnsembleRegressor`` returns float32, so
 the score is hepbdt's rounded once to float32: relative error 2^-24 (6e-8), plus double
-rounding of order n_trees * 1e-16 of the summed |leaf weights|. The probability is
+rounding of order n_trees * 1e-16 of the summed |leaf weights|. A weighted mean whose
+tree weights sum to the number of trees (bagging) keeps the leaf weights ``w_t * v``
+and lets the runtime's "AVERAGE" divide their sum once, as hepbdt does, so votes that
+cancel score exactly 0; other weighted means (AdaBoost, eps) divide the leaf weights by
+the sum of the tree weights first, where an exact cancellation may leave about 1e-17.
+The probability is
 computed in double from that float32 score and rounded to float32 again. AdaBoostR2's
 weighted median ("weighted_median") is reproduced exactly: each tree outputs the rank of
 its leaf value among all leaf values (an integer, exact in float32), the ranks are
@@ -119,10 +124,11 @@ def _check_size(forest: Forest, median: bool) -> None:
 # -- the graph -----------------------------------------------------------------------------
 
 def _ensemble_node(onnx: Any, forest: Forest, leaf_weight: np.ndarray, per_tree_target: bool,
-                   base: float | None, output: str) -> Any:
+                   base: float | None, output: str, aggregate: str = "SUM") -> Any:
     """The TreeEnsembleRegressor node: node k tests x[feature] < threshold, NaN goes left
     where missing_left; each leaf adds ``leaf_weight`` (double, one per node) to target 0,
-    or to its tree's target when ``per_tree_target``."""
+    or to its tree's target when ``per_tree_target``; ``aggregate`` "AVERAGE" divides the
+    double sum by the number of trees before the float32 output."""
     offsets = forest.tree_offsets.astype(np.int64)
     tree = np.repeat(np.arange(forest.n_trees, dtype=np.int64), np.diff(offsets))
     start = offsets[tree]
@@ -147,7 +153,7 @@ def _ensemble_node(onnx: Any, forest: Forest, leaf_weight: np.ndarray, per_tree_
         "target_ids": (tree[leaf] if per_tree_target else np.zeros(int(leaf.sum()), np.int64)).tolist(),
         "target_weights_as_tensor": as_tensor(leaf_weight[leaf]),
         "n_targets": forest.n_trees if per_tree_target else 1,
-        "aggregate_function": "SUM",
+        "aggregate_function": aggregate,
         "post_transform": "NONE",
     }
     if base is not None:
@@ -171,15 +177,24 @@ def _with_a_tree(forest: Forest) -> Forest:
 
 def _mean_or_sum_nodes(onnx: Any, forest: Forest) -> tuple[list[Any], list[Any]]:
     """("sum", "weighted_mean") the ensemble writing "score": leaf weights w_t * v, divided
-    by sum_t w_t for a weighted mean (not when that sum is 0, as Forest.raw_score)."""
+    by sum_t w_t for a weighted mean (not when that sum is 0, as Forest.raw_score).
+
+    When the tree weights sum to the number of trees (bagging's unit weights) the leaf
+    weights stay w_t * v and the runtime's "AVERAGE" divides their double sum once, as
+    hepbdt does: votes that cancel score exactly 0 (leaf weights divided first leave a
+    rounding residue of about 1e-17 whose sign flips a cut at 0)."""
     forest = _with_a_tree(forest)
     weight = np.repeat(forest.tree_weights, np.diff(forest.tree_offsets)) * forest.value
     base: float | None = float(forest.base_score)
+    aggregate = "SUM"
     if forest.aggregation == "weighted_mean":
         total = forest.tree_weights.sum()
-        weight = weight / total if total != 0 else weight
         base = None
-    return [_ensemble_node(onnx, forest, weight, False, base, "score")], []
+        if total == forest.n_trees:
+            aggregate = "AVERAGE"
+        elif total != 0:
+            weight = weight / total
+    return [_ensemble_node(onnx, forest, weight, False, base, "score", aggregate)], []
 
 
 def _median_nodes(onnx: Any, forest: Forest) -> tuple[list[Any], list[Any]]:

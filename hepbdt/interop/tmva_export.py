@@ -16,16 +16,20 @@ goes to the ``pos="r"`` daughter when ``x >= Cut`` and ``cType=1`` (the test is 
   or its ``purity``.
 - Grad regression: a_0 + sum_t res_t (a_0 is tree 0's ``boostWeight``); AdaBoostR2: the
   mean of the sorted responses around their a_t-weighted median. Regression is float32.
+- Multi-class Grad: tree t adds its ``res`` to class t mod K, probabilities
+  1 / (1 + sum_{j != i} exp(F_j - F_i)) as float32 (``EvaluateMulticlass``).
 
 What the format cannot say is encoded through the trees. NaN fails every ``x >= Cut``
-test, so TMVA sends it with the small values; a node whose missing values go right is
-written as two nodes (``x >= Cut``, then ``x >= -FLT_MAX``, which only NaN and -inf fail)
-and its right subtree is repeated under the NaN branch. The initial score goes into tree
-0's leaves (Grad classification) or tree 0's ``boostWeight`` (Grad regression). A newton
-(logistic) classifier's leaves are halved, so the Reader's response is 2 sigmoid(F) - 1.
-Leaf values are float32 in the file: when their rounding could move the response by
-more than ``tolerance``, residual trees of the same structure carry the rest (Grad);
-where that is impossible the export refuses.
+test, so TMVA sends it with the small values (``EvaluateRegression`` and
+``EvaluateMulticlass`` walk the trees with NaN inputs; ``EvaluateMVA`` returns -999 for
+them first); a node whose missing values go right is written as two nodes (``x >= Cut``,
+then ``x >= -FLT_MAX``, which only NaN and -inf fail) and its right subtree is repeated
+under the NaN branch. The initial score goes into tree 0's leaves (Grad classification)
+or tree 0's ``boostWeight`` (Grad regression). A newton (logistic) classifier's leaves
+are halved, so the Reader's response is 2 sigmoid(F) - 1. Leaf values are float32 in the
+file: when their rounding could move the response by more than ``tolerance``, residual
+trees of the same structure carry the rest (Grad); where that is impossible the export
+refuses.
 """
 
 from __future__ import annotations
@@ -211,17 +215,26 @@ def tmva_response(model: Any, X: Any) -> np.ndarray:
     - newton classifiers (logistic, P = 1/(1+exp(-F))): 2/(1+exp(-F)) - 1 = 2P - 1;
     - AdaBoost-type classifiers: the boost-weighted mean of the leaf outputs (0 when the
       weights sum to less than double epsilon), in [-1, 1] (+-1 leaves) or [0, 1] (purity);
-    - regressors: the regression value rounded to float32, as ``EvaluateRegression``.
+    - regressors: the regression value rounded to float32, as ``EvaluateRegression``;
+    - multi-class classifiers: (n, K) class probabilities as ``EvaluateMulticlass``
+      computes them (float32 numbers).
 
-    Classifiers give -999 for an event with a NaN input, as ``EvaluateMVA`` does (it
-    refuses such events before looking at the trees); ``EvaluateRegression`` evaluates
-    them, so regressors follow the file's NaN branches.
+    Two-class classifiers give -999 for an event with a NaN input, as ``EvaluateMVA``
+    does (it refuses such events before looking at the trees); ``EvaluateRegression`` and
+    ``EvaluateMulticlass`` evaluate them, so regressors and multi-class classifiers follow
+    the file's NaN branches, which :func:`to_tmva_xml` writes for them by default
+    (``missing="auto"``) to send NaN where the model does.
 
     X : (n, n_features) array-like, read as float32 like the Reader; NaN allowed, inf not.
+        Named columns (a data frame, a dict) are taken by name as the estimators take
+        them: put in the model's feature order, a missing name is an error.
     """
     forest = _check_fitted(model)
     layout = _layout(model)
-    X, _ = check_X(X, forest.n_features)
+    names = getattr(model, "feature_names_in_", None)
+    X, _ = check_X(X, forest.n_features, names=None if names is None else list(names),
+                   owner=type(model).__name__,
+                   definitions=getattr(model, "feature_definitions_", None))
     if layout.analysis == "Multiclass":
         return _multiclass_response(forest.class_scores(X))
     out = _response(forest, layout, X)
@@ -699,11 +712,13 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
         residual trees until the bound holds; others are refused when it does not.
     missing : "exact" writes extra nodes so that NaN inputs go where the model sends them
         (TMVA sends NaN with the values below the cut); "none" writes the plain trees.
-        "auto" (default): "exact" for regressors, whose Reader evaluates NaN inputs, and
-        "none" for classifiers, whose Reader returns -999 for any event with a NaN input
-        before looking at the trees (the extra nodes would make the file 2.5-5.6x bigger
-        for nothing). A classifier trained on NaN inputs is exported with a warning saying
-        so.
+        "auto" (default): "exact" for regressors and multi-class classifiers, whose Reader
+        evaluates NaN inputs through the trees (``EvaluateRegression``,
+        ``EvaluateMulticlass``), and "none" for two-class classifiers, whose Reader returns
+        -999 for any event with a NaN input before looking at the trees (the extra nodes
+        would make the file 2.5-5.6x bigger for nothing). A two-class classifier trained
+        on NaN inputs is exported with a warning saying so, and so is a multi-class one
+        written with "none".
     method_name : the method's title (``BDT::<name>``); default "BDT" or the imported one.
     target_name : regression target name; default "target" or the imported one.
 
@@ -724,12 +739,20 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
         raise ValueError(f"tolerance={tolerance!r} must be >= 0")
     layout = _layout(model)
     if missing == "auto":
-        missing = "exact" if layout.analysis == "Regression" else "none"
-    if layout.analysis != "Regression" and forest.extra.get("nan_in_training"):
+        # EvaluateRegression and EvaluateMulticlass walk the trees with NaN inputs.
+        missing = "none" if layout.analysis == "Classification" else "exact"
+    if layout.analysis == "Classification" and forest.extra.get("nan_in_training"):
         warnings.warn("this classifier was trained on events with NaN inputs; TMVA::Reader's "
                       f"EvaluateMVA returns {READER_NAN_SCORE:g} for any event with a NaN input, "
                       "so replace missing values before calling the Reader (or keep hepbdt's "
                       "own scores for such events)", stacklevel=2)
+    if layout.analysis == "Multiclass" and missing == "none" and forest.extra.get("nan_in_training"):
+        warnings.warn("this multi-class classifier was trained on events with NaN inputs and "
+                      "is written with missing='none'; TMVA::Reader's EvaluateMulticlass walks "
+                      "the trees with a NaN input, which fails every x >= Cut and goes left at "
+                      "every node, so such events get other probabilities than predict_proba "
+                      "(write with missing='exact', the default, to route NaN as the model does)",
+                      stacklevel=2)
     _check_exportable(forest, layout)
     forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     names = feature_names_of(model, forest.n_features)

@@ -1,0 +1,145 @@
+"""Fixes from the audit of the model exports: multi-class TMVA files route NaN as the model
+does, ``tmva_response`` reads named columns by name, and ONNX weighted means score tied
+votes exactly 0.
+
+The TMVA files are checked without ROOT: the XML's trees are walked here with TMVA's rule
+(``x >= Cut`` goes to ``pos="r"``, so NaN goes to ``pos="l"``) and read back by
+``from_tmva_xml``; ``tests/test_tmva_reader.py`` checks the same files with the real Reader.
+"""
+
+from __future__ import annotations
+
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.interop import from_tmva_xml, tmva_response, to_tmva_xml
+
+
+def _data(n: int, seed: int, classes: int = 3, nan: float = 0.0):
+    """float32 (n, 4) features (a fraction ``nan`` of them NaN) and labels 0..classes-1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    s = X[:, 0] + 0.8 * X[:, 1] * X[:, 2] + rng.normal(scale=0.7, size=n)
+    y = np.digitize(s, np.quantile(s, np.linspace(0, 1, classes + 1)[1:-1]))
+    if nan:
+        X[rng.random(X.shape) < nan] = np.nan
+    return X, y
+
+
+def _walk_multiclass(path, X: np.ndarray) -> np.ndarray:
+    """EvaluateMulticlass written out: per event each tree walked with TMVA's ``x >= Cut``
+    test on float32 numbers (NaN fails it), ``res`` summed in double into class t mod K,
+    then 1 / (1 + sum_{j != i} exp(F_j - F_i))."""
+    root = ET.parse(path).getroot()
+    k_classes = int(root.find("Classes").get("NClass"))
+    trees = root.find("Weights").findall("BinaryTree")
+    F = np.zeros((X.shape[0], k_classes))
+    for t, tree in enumerate(trees):
+        for i in range(X.shape[0]):
+            node = tree.find("Node")
+            while node.get("nType") == "0":
+                right = bool(X[i, int(node.get("IVar"))] >= np.float32(float(node.get("Cut"))))
+                node = next(c for c in node.findall("Node") if c.get("pos") == ("r" if right else "l"))
+            F[i, t % k_classes] += float(np.float32(float(node.get("res"))))
+    return np.stack([1.0 / (1.0 + sum(np.exp(F[:, j] - F[:, i]) for j in range(k_classes) if j != i))
+                     for i in range(k_classes)], axis=1)
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton", "adaboost"])
+def test_multiclass_tmva_file_routes_nan_as_the_model(tmp_path, boosting) -> None:
+    """EvaluateMulticlass walks the trees with NaN inputs (no -999 as in EvaluateMVA): the
+    default file has the NaN nodes, so its probabilities are predict_proba's, NaN too."""
+    X, y = _data(1500, seed=1, nan=0.15)
+    model = BDTClassifier(boosting=boosting, n_trees=10, max_depth=3, random_state=0).fit(X, y)
+    X_eval, _ = _data(300, seed=2, nan=0.3)
+    nan_rows = np.isnan(X_eval).any(axis=1)
+    assert nan_rows.sum() > 100
+    path = tmp_path / "m.weights.xml"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        to_tmva_xml(model, path)
+    proba = model.predict_proba(X_eval)
+    np.testing.assert_allclose(_walk_multiclass(path, X_eval), proba, rtol=0, atol=1e-6)
+    back = from_tmva_xml(path)
+    np.testing.assert_allclose(back.predict_proba(X_eval), proba, rtol=0, atol=1e-6)
+    # tmva_response is the file's EvaluateMulticlass (float32 numbers), NaN rows included
+    np.testing.assert_allclose(tmva_response(model, X_eval), tmva_response(back, X_eval),
+                               rtol=0, atol=1e-7)
+    np.testing.assert_allclose(tmva_response(model, X_eval)[nan_rows], proba[nan_rows],
+                               rtol=0, atol=1e-6)
+    assert not caught  # nothing to warn about: NaN goes where the model sends it
+
+
+def test_multiclass_export_without_nan_nodes_warns_about_evaluate_multiclass(tmp_path) -> None:
+    X, y = _data(800, seed=3, nan=0.15)
+    model = BDTClassifier(n_trees=4, max_depth=3, random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match="EvaluateMulticlass walks the trees") as record:
+        to_tmva_xml(model, tmp_path / "none.weights.xml", missing="none")
+    assert not any("-999" in str(w.message) for w in record)
+    # and the file it warns about does send NaN left: other probabilities than the model's
+    X_eval = np.array([[np.nan, 0.3, -0.2, 0.5], [0.1, np.nan, 0.4, -1.0]], np.float32)
+    plain = _walk_multiclass(tmp_path / "none.weights.xml", X_eval)
+    assert np.abs(plain - model.predict_proba(X_eval)).max() > 1e-3
+
+
+def test_two_class_nan_warning_still_names_evaluate_mva(tmp_path) -> None:
+    X, y = _data(800, seed=4, classes=2, nan=0.15)
+    model = BDTClassifier(n_trees=4, max_depth=3, random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match="EvaluateMVA returns -999"):
+        to_tmva_xml(model, tmp_path / "two.weights.xml")
+
+
+@pytest.mark.parametrize("estimator", ["classifier", "multiclass", "regressor"])
+def test_tmva_response_reads_named_columns_by_name(estimator) -> None:
+    pd = pytest.importorskip("pandas")
+    X, y = _data(600, seed=5, classes=3 if estimator == "multiclass" else 2)
+    frame = pd.DataFrame(X, columns=["pt", "eta", "mass", "phi"])
+    if estimator == "regressor":
+        model = BDTRegressor(n_trees=8, max_depth=3, random_state=0).fit(frame, X[:, 0] + X[:, 1] ** 2)
+    else:
+        model = BDTClassifier(n_trees=8, max_depth=3, random_state=0).fit(frame, y)
+    in_order = tmva_response(model, X[:50])
+    shuffled = frame[["mass", "phi", "pt", "eta"]].head(50)
+    assert not np.array_equal(tmva_response(model, shuffled.to_numpy()), in_order)
+    np.testing.assert_array_equal(tmva_response(model, shuffled), in_order)
+    np.testing.assert_array_equal(
+        tmva_response(model, {name: shuffled[name].to_numpy() for name in shuffled.columns}), in_order)
+    renamed = shuffled.rename(columns={"mass": "a", "phi": "b", "pt": "c", "eta": "d"})
+    with pytest.raises(ValueError, match="lacks the features"):
+        tmva_response(model, renamed)
+    with pytest.raises(ValueError, match="lacks the features"):
+        model.predict(renamed)  # as the estimator does
+
+
+@pytest.mark.parametrize("params", [{}, {"subsample": 0.6, "subsample_mode": "poisson"},
+                                    {"use_yes_no_leaf": False}],
+                         ids=["yes-no", "poisson", "purity"])
+def test_onnx_bagging_scores_tied_votes_exactly_zero(tmp_path, params) -> None:
+    """Votes that cancel: hepbdt's score is exactly 0 (sum of the votes, divided once);
+    the ONNX graph divides the double sum once too, so a cut at 0 agrees for every event."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    X, y = _data(500, seed=6, classes=2)
+    model = BDTClassifier(boosting="bagging", n_trees=12, max_depth=3, random_state=0,
+                          **params).fit(X, y)
+    X_eval, _ = _data(5000, seed=7, classes=2)
+    X_eval[::7, 1] = np.nan
+    path = tmp_path / "bagging.onnx"
+    model.save_onnx(path)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    score = session.run(["score"], {"input": X_eval})[0][:, 0].astype(np.float64)
+    ref = model.decision_function(X_eval)
+    tied = ref == 0.0
+    if params.get("use_yes_no_leaf", True):
+        assert tied.sum() > 20
+        # +-1 votes of unit weight: integer sums, exact in any order, one rounding
+        np.testing.assert_array_equal(score, ref.astype(np.float32))
+    assert np.all(score[tied] == 0.0)
+    np.testing.assert_array_equal(score > 0, ref > 0)
+    np.testing.assert_array_equal(score < 0, ref < 0)
