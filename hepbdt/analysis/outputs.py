@@ -30,6 +30,7 @@ from ..evaluation import (
     significance_scan,
     yield_note,
 )
+from ..evaluation.multiclass import class_mix_weights
 from ..interop.tmva_export import to_tmva_xml
 from ..io import read_scores, write_scores
 from ..io.errors import InputError
@@ -198,13 +199,15 @@ def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
     train, test = result.train, result.test
     p_tr, p_te = result.train_proba, result.test_proba
     check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
+    # the training classes weighed to the test's mix, as the check compares them
+    w_mix = class_mix_weights(train.y, train.w, test.y, test.w)
     figures: dict[str, Callable[[], Any]] = {
         "roc": lambda: plotting.plot_multiclass_roc(test.y, p_te, test.w, class_names=classes,
-                                                    train=(train.y, p_tr, train.w))}
+                                                    train=(train.y, p_tr, w_mix))}
     for k, name in enumerate(classes):
         figures[f"overtraining_{name}"] = (
             lambda k=k, name=name: plotting.plot_overtraining(
-                p_tr[:, k], train.y == k, train.w, p_te[:, k], test.y == k, test.w,
+                p_tr[:, k], train.y == k, w_mix, p_te[:, k], test.y == k, test.w,
                 result=check.per_class[k], xlabel=f"P({name})",
                 class_names=(name, "other classes")))
     return figures
