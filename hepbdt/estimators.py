@@ -1403,8 +1403,9 @@ class BDTRegressor(_BDTBase):
         # loss="squared" says it.
         require(_is_finite(self.huber_alpha), "huber_alpha", "a finite number, a quantile in "
                 "(0, 1)")
-        require(_is_finite(self.huber_delta), "huber_delta", "a finite number > 0 (for the "
-                "squared loss, loss='squared')")
+        require(_is_finite(self.huber_delta) and abs(self.huber_delta) <= MAX_MAGNITUDE,
+                "huber_delta", f"a finite number > 0, at most {MAX_MAGNITUDE:g} (the pseudo-Huber "
+                "loss squares it; for the squared loss, loss='squared')")
 
     def _make_loss(self):
         loss = _get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
