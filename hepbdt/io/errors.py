@@ -8,7 +8,8 @@ The subclasses let a caller tell the cases apart; none of them carries extra sta
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 __all__ = [
     "InputError",
@@ -81,3 +82,18 @@ def describe_choices(names: Iterable[str], limit: int = 30) -> str:
     if len(names) > limit:
         shown += f", ... ({len(names) - limit} more)"
     return shown
+
+
+def empty_selection_error(sample: Any, total_entries: int,
+                          sources: Sequence[Any]) -> EmptySelectionError:
+    """The error for a sample whose cut selects no event of ``total_entries`` or whose
+    files (``sources``: their ``path`` and ``tree``) hold none, in-memory and lazy alike."""
+    context = f"sample {sample.name!r}"
+    described = "files " + describe_choices(
+        [f"{s.path}:{s.tree}" if s.tree else s.path for s in sources], 5)
+    if sample.cut is not None and total_entries:
+        return EmptySelectionError(
+            f"{context}: cut {sample.cut!r} selects no event of {total_entries} in "
+            f"{described}; loosen the cut or check its branches and units"
+        )
+    return EmptySelectionError(f"{context}: {described} hold no events")

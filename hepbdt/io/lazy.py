@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .dataset import Dataset
-from .errors import EmptySelectionError, describe_choices
+from .errors import empty_selection_error
 
 __all__ = ["LazyDataset", "read_lazy"]
 
@@ -90,7 +90,7 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
     count = dask.delayed(_rows, pure=True)
     for plan in plans:
         if not sum(plan.entries):  # known now: no entry, so no event to select
-            raise _empty_selection_error(plan)
+            raise empty_selection_error(plan.sample, sum(plan.entries), plan.sources)
         ranges, chain_offset = [], 0
         for source_index, n_entries in enumerate(plan.entries):
             ranges += [(source_index, chain_offset, start, min(start + step, n_entries))
@@ -127,21 +127,5 @@ def _checked_partition(parts: tuple[np.ndarray | None, ...], plan: Any,
     else the in-memory read's EmptySelectionError. It waits for the other partitions'
     counts, not for their arrays, which go on without it."""
     if len(parts[4]) == 0 and not any(counts):
-        raise _empty_selection_error(plan)
+        raise empty_selection_error(plan.sample, sum(plan.entries), plan.sources)
     return parts
-
-
-def _empty_selection_error(plan: Any) -> EmptySelectionError:
-    """The in-memory read's error for a sample whose cut selects no event or whose files
-    hold none, word for word (``samples._empty_selection_error``, which this module cannot
-    import: ``samples`` imports it)."""
-    sample = plan.sample
-    context = f"sample {sample.name!r}"
-    total = sum(plan.entries)
-    described = "files " + describe_choices(
-        [f"{s.path}:{s.tree}" if s.tree else s.path for s in plan.sources], 5)
-    if sample.cut is not None and total:
-        return EmptySelectionError(
-            f"{context}: cut {sample.cut!r} selects no event of {total} in {described}; "
-            "loosen the cut or check its branches and units")
-    return EmptySelectionError(f"{context}: {described} hold no events")

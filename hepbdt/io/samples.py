@@ -49,7 +49,6 @@ from hepbdt.io.errors import (
     BadValueError,
     BranchTypeError,
     CompressionError,
-    EmptySelectionError,
     ExpressionError,
     InputError,
     MissingBranchError,
@@ -57,6 +56,7 @@ from hepbdt.io.errors import (
     MissingTreeError,
     close_names,
     describe_choices,
+    empty_selection_error,
 )
 from hepbdt.io.expressions import CONSTANTS, Expression, quote_expression, to_column
 
@@ -1125,22 +1125,8 @@ def _read_sample(
                     bar.update(stop - start)
         chain_offset += n_entries
     if filled == sample_start:
-        raise _empty_selection_error(plan)
+        raise empty_selection_error(plan.sample, sum(plan.entries), plan.sources)
     return filled
-
-
-def _empty_selection_error(plan: _Plan) -> EmptySelectionError:
-    """The error for a sample whose cut selects no event or whose files hold none."""
-    sample = plan.sample
-    context = f"sample {sample.name!r}"
-    total = sum(plan.entries)
-    if sample.cut is not None and total:
-        return EmptySelectionError(
-            f"{context}: cut {sample.cut!r} selects no event of {total} in "
-            f"{_describe_sources(plan.sources)}; loosen the cut or check its "
-            "branches and units"
-        )
-    return EmptySelectionError(f"{context}: {_describe_sources(plan.sources)} hold no events")
 
 
 def _assemble(
@@ -1198,11 +1184,6 @@ def _maybe_expression(value: Any, role: str, context: str) -> Expression | None:
         return Expression(value, role)
     except ExpressionError as err:
         raise ExpressionError(f"{context}: {err}") from None
-
-
-def _describe_sources(sources: Sequence[Source]) -> str:
-    parts = [f"{s.path}:{s.tree}" if s.tree else s.path for s in sources]
-    return "files " + describe_choices(parts, 5)
 
 
 def _fill_chunk(
