@@ -197,7 +197,7 @@ def test_report_refuses_a_test_fraction_its_events_cannot_have(tmp_path):
 # -- hepbdt train: summary and report, each split mode; k-fold; hepbdt report ----------------
 
 CONFIG = """\
-title = "yields audit"
+title = "whole-sample yields"
 tree = "Events"
 weight = "w"
 event = "event"
@@ -234,7 +234,7 @@ def _write_inputs(folder: Path, mode: str = "random") -> Path:
                               "event": event[mask].astype(np.int64)}
         label = "signal" if name in SIGNAL else "background"
         text += f'\n[samples.{name}]\nfiles = "{name}.root"\nlabel = "{label}"\n'
-    path = folder / "audit.toml"
+    path = folder / "yields.toml"
     path.write_text(text)
     return path
 

@@ -1,4 +1,4 @@
-"""Model persistence defects of an audit, each now refused with one clear error (or right):
+"""Model files that would predict wrongly, each refused with one clear error (or right):
 a k-fold model of another training given to ``report``, infinite options, repeated
 feature names, a k-fold manifest whose fold files repeat or disagree, and classes or a
 loss in a model file that change what the model predicts."""

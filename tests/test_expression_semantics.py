@@ -1,5 +1,6 @@
-"""Fixes from the audit of the reading layer: missing values, integer arithmetic, masks,
-comparison chains, constant names, fixed-size masks and files listed twice.
+"""Expressions computed as ROOT computes them, and reads that refuse what they cannot do
+right: missing values, integer and float32 arithmetic, masks, comparison chains, remainders,
+constant names, fixed-size masks and files listed twice.
 
 Every expected value is computed here with NumPy, Awkward or Python integers directly.
 """

@@ -1,4 +1,4 @@
-"""Fixes from the audit of the model exports: multi-class TMVA files route NaN as the model
+"""Model exports: multi-class TMVA files route NaN as the model
 does, ``tmva_response`` reads named columns by name, and ONNX weighted means score tied
 votes exactly 0.
 
