@@ -472,7 +472,7 @@ def report(
             _regressor_sections(out, model, tr, te, yields, sections, prov)
         if classes is None:
             _ranking_section(out, model, te, names, n_repeats, random_state)
-        _correlation_section(out, tr, names, classifier and classes is None)
+        _correlation_section(out, tr, te, names, classifier and classes is None)
         _learning_curve_section(out, model, tr, te, learning_curve)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     _provenance_section(out, model, prov, names, stamp)
@@ -483,13 +483,19 @@ def report(
 
 def _learning_curve_section(out: _Sections, model: Any, tr: _Events, te: _Events,
                             curve: LearningCurve | None) -> None:
-    """The learning curve, computed unless the caller has (one staged pass per sample)."""
+    """The learning curve, computed unless the caller has (one staged pass per sample); a
+    classifier's training events weighed to the test sample's class mix."""
     out.heading("Learning curve")
     if curve is None and "fig-learning-curve" not in out.figure_files:
         curve = curves.learning_curve(model, (tr.X, tr.y, tr.w), (te.X, te.y, te.w),
                                       max_event_stages=LEARNING_CURVE_EVENT_STAGES)
+    # a caller's figure without its curve is learning_curve's default: matched for classifiers
+    matched = (curve.train_class_factors is not None if curve is not None
+               else is_classifier(model))
+    mix = ("; the training weights rescaled per class to the test sample's class mix, so "
+           "that both losses are at one class mix (a log loss depends on it)" if matched else "")
     out.figure("fig-learning-curve", "Loss (and ROC AUC) against the number of trees, "
-               "training and test sample", lambda: plotting.plot_learning_curve(curve))
+               f"training and test sample{mix}", lambda: plotting.plot_learning_curve(curve))
 
 
 def _caller_sections(out: _Sections, sections: Sequence[Section]) -> None:
@@ -958,17 +964,24 @@ def _subset_text(used: int | None, total: int) -> str:
     return f", on {used:,} of the {total:,} test events, drawn at random"
 
 
-def _correlation_section(out: _Sections, tr: _Events, names: list[str], classifier: bool
-                         ) -> None:
-    """Signal and background correlations of a two-class model, else those of all events."""
+def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[str],
+                         classifier: bool) -> None:
+    """Signal and background correlations of a two-class model, else those of all events;
+    a multi-class model's training events weighed to the test sample's class mix (the
+    per-class normalised training weights would give the matrix an artificial mix)."""
     out.heading("Correlations")
     what = "signal (left) and background (right)" if classifier else "all events"
+    weights = tr.w
+    if tr.proba is not None:  # several classes in one matrix: their mix matters
+        weights = class_mix_weights(tr.y, tr.w, te.y, te.w)
+        what = ("all events, the training weights rescaled per class to the test sample's "
+                "(physical) class mix")
     values = ("values in percent in the cells" if len(names) <= plotting.MAX_ANNOTATED_VARIABLES
               else "the colour scale gives the value")
     out.figure("fig-correlation", f"Weighted linear correlation of the input variables, "
                f"training sample, {what}; {values}",
                lambda: plotting.plot_correlation_matrices(
-                   tr.X, tr.y if classifier else None, tr.w, names), wide=True)
+                   tr.X, tr.y if classifier else None, weights, names), wide=True)
 
 
 _GRADIENT_FAMILY = ("gradient", "newton")

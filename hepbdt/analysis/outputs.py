@@ -149,8 +149,10 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
                  echo: Echo = None) -> dict[str, Path]:
     """Draw the standard figures into ``folder``; return {name: path of the first format}.
 
-    The learning curve is computed once per training (:func:`.result.first_learning_curve`)
-    and shared with the report."""
+    The learning curve is computed once per training (:func:`.result.first_learning_curve`;
+    a classifier's training events at the test sample's class mix) and shared with the
+    report. A multi-class training's correlation matrix (all events) weighs the training
+    events to the test sample's class mix too."""
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
     train, test = result.train, result.test
@@ -179,9 +181,11 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         figures["decorrelation_front"] = lambda: plotting.plot_decorrelation_front(
             {"this model": measures}, efficiency=None)
     figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
+    # one matrix of all classes (multi-class): at the test's class mix, not the normalised one
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
-        train.X, None if regression or result.config.multiclass else train.y, train.w,
-        list(result.config.features))
+        train.X, None if regression or result.config.multiclass else train.y,
+        class_mix_weights(train.y, train.w, test.y, test.w) if result.config.multiclass
+        else train.w, list(result.config.features))
     figures["learning_curve"] = lambda: plotting.plot_learning_curve(_learning_curve(result, echo))
     _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}

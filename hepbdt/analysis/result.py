@@ -114,11 +114,14 @@ def models_of(model: Any) -> list[Any]:
 
 def first_learning_curve(result: TrainResult) -> LearningCurve:
     """The learning curve of the first model on its fold's events (the model for a split),
-    computed on the first call and kept on ``result``."""
+    computed on the first call and kept on ``result``. A classifier's training events are
+    weighed to the test events' class mix (the training weights are normalised per class,
+    ``split.norm``; the test weights physical)."""
     if result.learning_curve is None:
         train, test = result.fold_data(0)
         result.learning_curve = learning_curve(models_of(result.model)[0], train, test,
-                                               max_event_stages=LEARNING_CURVE_EVENT_STAGES)
+                                               max_event_stages=LEARNING_CURVE_EVENT_STAGES,
+                                               match_class_mix=True)
     return result.learning_curve
 
 

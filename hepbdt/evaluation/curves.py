@@ -1,8 +1,10 @@
 """Learning curves: training and test loss (and ROC AUC) against the number of trees.
 
 Scores after 1, 2, ... trees come from the model's ``staged_decision_function`` (or
-``staged_predict``); the losses are weighted means over events. The early-stopping point
-is the model's ``best_iteration_``. Drawing is in
+``staged_predict``); the losses are weighted means over events. A classifier's training
+events are weighed to the test sample's class mix first (training weights are usually
+normalised per class, test weights physical, and a log loss depends on the class mix). The
+early-stopping point is the model's ``best_iteration_``. Drawing is in
 :func:`hepbdt.plotting.plot_learning_curve`.
 """
 
@@ -15,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import is_classifier
-from hepbdt.evaluation._data import check_classification, unpack_dataset
+from hepbdt.evaluation._data import check_classification, check_labels, unpack_dataset
 from hepbdt.evaluation.metrics import roc_auc
+from hepbdt.evaluation.multiclass import _class_indices, _class_mix_factors
 
 __all__ = [
     "LearningCurve",
@@ -61,6 +64,10 @@ class LearningCurve:
     ``best_n_trees`` is the number of trees at the early-stopping point (None without
     early stopping). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
     model's own per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
+    ``train_class_factors``: (K,) the factors the training weights of each class (class
+    index; background 0, signal 1 for two classes) were multiplied by to give the training
+    sample the test sample's class mix before its loss and AUC were computed; None when
+    the weights were taken as given (a regressor, or ``match_class_mix=False``).
     """
 
     n_trees: np.ndarray
@@ -72,6 +79,17 @@ class LearningCurve:
     loss_name: str
     recorded_train_loss: np.ndarray | None = None
     recorded_validation_loss: np.ndarray | None = None
+    train_class_factors: np.ndarray | None = None
+
+
+def _weights_at_mix(labels_tr: np.ndarray, w_tr: np.ndarray, labels_te: np.ndarray,
+                    w_te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The training weights rescaled class by class to the test sample's class mix (as
+    :func:`~hepbdt.evaluation.multiclass.class_mix_weights`) and the (K,) factors; labels
+    are class indices 0..K-1, weights checked float64."""
+    k = int(max(labels_tr.max(initial=-1), labels_te.max(initial=-1))) + 1
+    factors = _class_mix_factors(labels_tr, w_tr, labels_te, w_te, k)
+    return w_tr * factors[labels_tr], factors
 
 
 def _staged(model: Any, X: np.ndarray, names: tuple[str, ...]) -> Iterator[np.ndarray]:
@@ -147,9 +165,16 @@ def multiclass_log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> floa
 
 
 def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.ndarray, ...],
-                      max_points: int) -> LearningCurve:
+                      max_points: int, match_class_mix: bool) -> LearningCurve:
     """The multi-class log loss of ``staged_predict_proba`` after each round of K trees
-    (labels: class indices, the columns of ``predict_proba``); no AUC."""
+    (labels: class indices, the columns of ``predict_proba``); no AUC. With
+    ``match_class_mix`` the training weights are first weighed to the test's class mix."""
+    factors = None
+    if match_class_mix:
+        labels_tr = _class_indices(train[1], "train.y")
+        w_mix, factors = _weights_at_mix(labels_tr, train[2], _class_indices(test[1], "test.y"),
+                                         test[2])
+        train = (train[0], labels_tr, w_mix)
     n_total = getattr(model, "n_trees_", None)
     step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
     stages: list[int] = []
@@ -177,6 +202,7 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
         loss_name="multi-class log loss (rounds of K trees)",
         recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
         recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
+        train_class_factors=factors,
     )
 
 
@@ -200,6 +226,7 @@ def learning_curve(
     loss: LossFunction | None = None,
     max_points: int = 200,
     max_event_stages: int | None = None,
+    match_class_mix: bool = True,
 ) -> LearningCurve:
     """Training and test loss (and weighted ROC AUC) against the number of trees.
 
@@ -215,6 +242,13 @@ def learning_curve(
     max_event_stages : fewer stages on large samples, so that stages x events (each stage
         sorts every event for its AUC) stays below this (at least MIN_CURVE_POINTS stages);
         the values at the stages evaluated are the same
+    match_class_mix : for a classifier, weigh the training events to the test sample's
+        class mix before their loss and AUC are computed: each class's training weights
+        multiplied by one factor (:func:`~hepbdt.evaluation.multiclass.class_mix_weights`;
+        the factors are ``train_class_factors`` of the result). Training weights are usually
+        normalised per class (``norm``) and test weights physical; a log loss depends on
+        the class mix, so without this the gap between the curves mixes overtraining with
+        the difference of the mixes. False: the weights as given. Regressors: no effect.
     """
     X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
     X_te, y_te, w_te, _ = unpack_dataset(test, "test")
@@ -227,7 +261,12 @@ def learning_curve(
     if loss is not None:
         loss_name = getattr(loss, "__name__", "loss")
     if loss is None and classifier and np.size(getattr(model, "classes_", ())) > 2:
-        return _multiclass_curve(model, (X_tr, y_tr, w_tr), (X_te, y_te, w_te), max_points)
+        return _multiclass_curve(model, (X_tr, y_tr, w_tr), (X_te, y_te, w_te), max_points,
+                                 match_class_mix)
+    factors = None
+    if classifier and match_class_mix:
+        w_tr, factors = _weights_at_mix(check_labels(y_tr, "train.y").astype(np.int64), w_tr,
+                                        check_labels(y_te, "test.y").astype(np.int64), w_te)
     y_tr = y_tr.astype(np.float64)
     y_te = y_te.astype(np.float64)
 
@@ -275,4 +314,5 @@ def learning_curve(
         loss_name=loss_name,
         recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
         recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
+        train_class_factors=factors,
     )
