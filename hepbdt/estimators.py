@@ -868,8 +868,9 @@ class BDTClassifier(_BDTBase):
     number of variables drawn per node, overriding ``colsample_bynode``.
     ``sig_to_bkg_fraction``: TMVA's initial class normalisation (total signal weight /
     background weight; ``"auto"``: 1 for the AdaBoost family, weights as given for
-    gradient and newton; ``None``: as given). ``from_tmva``/``to_tmva`` read and write TMVA
-    option strings.
+    gradient and newton; ``"tmva"``: 1 for two classes and as given for more, as TMVA,
+    what ``from_tmva`` gives for BoostType=Grad; ``None``: as given). ``from_tmva``/``to_tmva``
+    read and write TMVA option strings.
 
     Tree growth: depth-wise to ``max_depth`` (default), or, with ``max_leaves`` (every
     booster), leaf-wise as LightGBM's ``num_leaves`` and XGBoost's
@@ -992,8 +993,8 @@ class BDTClassifier(_BDTBase):
         require(_is_finite(self.epsilon) and self.epsilon > 0, "epsilon", "a finite number > 0")
         require(isinstance(self.use_yes_no_leaf, (bool, np.bool_)), "use_yes_no_leaf", "True or False")
         f = self.sig_to_bkg_fraction
-        require(f is None or f == "auto" or (_is_finite(f) and f > 0),
-                "sig_to_bkg_fraction", "'auto', None or a finite number > 0")
+        require(f is None or f in ("auto", "tmva") or (_is_finite(f) and f > 0),
+                "sig_to_bkg_fraction", "'auto', 'tmva', None or a finite number > 0")
         self._validate_decorrelation()
         if self.boosting == "realadaboost" and not self.use_yes_no_leaf:
             raise ParameterError("use_yes_no_leaf", "use_yes_no_leaf=False is for "
@@ -1051,11 +1052,14 @@ class BDTClassifier(_BDTBase):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
         ``"auto"``: on (ratio 1) for the AdaBoost family, as TMVA, off for gradient and
-        newton and for more than two classes. The weights are scaled so that they add up
-        to the number of events.
+        newton and for more than two classes; ``"tmva"``: ratio 1 for two classes, off for
+        more, for every booster (TMVA's InitEventSample). The weights are scaled so that
+        they add up to the number of events.
         """
         f = self.sig_to_bkg_fraction
-        if f == "auto":
+        if f == "tmva":
+            f = None if self._multiclass else 1.0
+        elif f == "auto":
             f = 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
         if f is None:
             return w

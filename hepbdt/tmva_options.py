@@ -2,7 +2,9 @@
 
 ``parse_tmva_options("NTrees=850:MaxDepth=3:BoostType=AdaBoost:...", "classifier")`` gives
 the keyword arguments of ``BDTClassifier`` (``"regressor"``: ``BDTRegressor``) that reproduce
-TMVA's method BDT with those options; ``to_tmva_options(params, kind)`` writes them back.
+TMVA's method BDT with those options; ``to_tmva_options(params, kind)`` writes them back
+(``tmva_option_values``: by name, leaving out what TMVA cannot express, for the TMVA XML
+export; ``tmva_options_setting``: the parameters that a string's given options set).
 Option names are case-insensitive, as in TMVA; ``Name=Value``, a bare ``Name`` (True) and
 ``!Name`` (False) are understood. Options that are not given take *TMVA's* default values
 (NTrees=800, MaxDepth=3, MinNodeSize=5%, nCuts=20, AdaBoostBeta=0.5, ...), not hepbdt's.
@@ -23,8 +25,20 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
   hepbdt's ``boosting="realadaboost"`` (Friedman's leaves 1/2 ln(p/(1-p))) has no TMVA
   option string.
 - ``MinNodeSize`` is a percentage with or without ``%`` (TMVA reads both as percent).
-- ``nCuts=N`` adds N equal-width cuts to hepbdt's quantile bins (``n_cuts``); ``nCuts=-1``
-  (TMVA's full scan) maps to ``n_cuts=0``, hepbdt's 255 quantile bins.
+- ``nCuts=N`` (N > 0) adds N equal-width cuts to hepbdt's quantile bins (``n_cuts=N``).
+  nCuts <= 0 maps to what TMVA uses: for the AdaBoost family its full scan (TrainNodeFull),
+  ``n_cuts=0``, hepbdt's 255 quantile bins; Grad and regression trees have no full scan
+  (the DecisionTree constructor makes nCuts <= 0 a grid of 200 for trees without a
+  separation type, and ProcessOptions first makes a regression's nCuts < 0 into 20):
+  ``n_cuts=200``, and 20 for a regression's nCuts < 0. ``to_tmva_options`` writes
+  ``n_cuts=0`` as nCuts=-1 for the AdaBoost family and refuses it for Grad and regressors.
+  Still different: TMVA's cuts span each node's range and are the only ones it tries;
+  hepbdt's span the training range, beside ``max_bins - N`` weighted-quantile bins, and
+  its quantile bins are a full scan only for variables of at most 255 distinct values.
+- ``BoostType=Grad`` (classification) gives ``loss=None`` and, for SigToBkgFraction=1,
+  ``sig_to_bkg_fraction="tmva"``, resolved at fit: for two classes the binomial deviance on
+  classes normalised to the ratio 1, for more softmax without reweighting (TMVA's
+  multi-class BDTG). Another SigToBkgFraction stays a number, which is two-class only.
 - ``UseRandomisedTrees`` with ``UseNvars=k`` gives ``n_vars_per_node=k`` (without UseNvars:
   "sqrt", TMVA's default int(sqrt(n_vars) + 0.6)). hepbdt draws exactly k variables per node,
   i.e. ``UsePoissonNvars=False``; TMVA's default UsePoissonNvars=True is honoured only as an
@@ -46,14 +60,19 @@ from __future__ import annotations
 import math
 from typing import Any, NoReturn
 
-__all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "TMVA_OPTIONS",
-           "TMVA_NAMES", "is_tmva_option", "MAX_TREES"]
+__all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "tmva_option_values",
+           "tmva_options_setting", "TMVA_OPTIONS", "TMVA_NAMES", "is_tmva_option", "MAX_TREES"]
 
 KINDS = ("classifier", "regressor")
 MAX_DEPTH_LIMIT = 30
 #: The most trees one model may have (NTrees here, ``n_trees`` of the estimators): far beyond
 #: any useful BDT (TMVA's default is 800), near enough to refuse a typo such as 1e23.
 MAX_TREES = 100_000
+#: TMVA's grid for nCuts <= 0 where it has no full scan (DecisionTree's constructor, trees
+#: without a separation type: Grad and regression), and its regression nCuts for nCuts < 0
+#: (MethodBDT::ProcessOptions).
+GRID_NCUTS = 200
+REGRESSION_NEGATIVE_NCUTS = 20
 
 
 class TMVAOptionError(ValueError):
@@ -261,22 +280,39 @@ def _max_depth(opt: dict[str, Any], given: dict[str, Any]) -> int:
     return depth
 
 
-def _tree_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+def _tree_params(opt: dict[str, Any], given: dict[str, Any], regression: bool) -> dict[str, Any]:
     """The number, depth, minimal node size and cuts of the trees, and verbosity."""
     if not 0 < opt["MinNodeSize"] < 50:
         _fail(opt, "MinNodeSize", "must be a percentage in (0, 50)")
     if not 1 <= opt["NTrees"] <= MAX_TREES:
         _fail(opt, "NTrees", f"must be an integer in [1, {MAX_TREES}]")
     depth = _max_depth(opt, given)
-    if opt["nCuts"] >= 255:
-        _fail(opt, "nCuts", "hepbdt supports at most 254 equal-width cuts (or -1 for its quantile bins)")
     return {
         "n_trees": opt["NTrees"],
         "max_depth": depth,
         "min_node_size": opt["MinNodeSize"] / 100.0,
-        "n_cuts": max(0, opt["nCuts"]),
+        "n_cuts": _n_cuts(opt, regression),
         "verbose": bool(opt["V"]),
     }
+
+
+def _n_cuts(opt: dict[str, Any], regression: bool) -> int:
+    """``n_cuts`` of nCuts, with the grid TMVA itself uses for nCuts <= 0: for regression its
+    ProcessOptions turns nCuts < 0 into 20, and the DecisionTree constructor turns nCuts <= 0
+    into 200 for trees without a separation type (regression, and Grad, whose InitGradBoost
+    sets it to NULL); only the AdaBoost family's nCuts <= 0 is a full scan (TrainNodeFull),
+    hepbdt's quantile bins (``n_cuts=0``)."""
+    n = opt["nCuts"]
+    if n >= 255:
+        _fail(opt, "nCuts", "hepbdt supports at most 254 equal-width cuts (nCuts <= 0: TMVA's full "
+              "scan for the AdaBoost family, a grid of 200 cuts for Grad and regression)")
+    if n > 0:
+        return n
+    if regression and n < 0:
+        return REGRESSION_NEGATIVE_NCUTS
+    if regression or opt["BoostType"] == "Grad":
+        return GRID_NCUTS
+    return 0
 
 
 def _bagging_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -344,13 +380,21 @@ def _classification_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[s
     if not opt["SigToBkgFraction"] > 0:
         _fail(opt, "SigToBkgFraction", "must be positive")
     boost = opt["BoostType"]
+    fraction = None if opt["SkipNormalization"] else opt["SigToBkgFraction"]
     params: dict[str, Any] = {
         "criterion": _CRITERIA[opt["SeparationType"].lower()],
         "beta": opt["AdaBoostBeta"],
-        "sig_to_bkg_fraction": None if opt["SkipNormalization"] else opt["SigToBkgFraction"],
+        "sig_to_bkg_fraction": fraction,
     }
     if boost == "Grad":
-        params.update(boosting="gradient", learning_rate=opt["Shrinkage"], loss="deviance")
+        # The class count is not known here: TMVA's BDTG is the binomial deviance with the
+        # classes normalised to SigToBkgFraction for two classes, and softmax without any
+        # reweighting for more (InitEventSample: "Multiclass, only gradboost is supported. No
+        # reweighting."). loss=None and sig_to_bkg_fraction="tmva" mean either, as the fit
+        # finds the classes.
+        if fraction == 1.0:
+            params["sig_to_bkg_fraction"] = "tmva"
+        params.update(boosting="gradient", learning_rate=opt["Shrinkage"], loss=None)
     else:
         params["boosting"] = "bagging" if boost == "Bagging" else "adaboost"
         params["use_yes_no_leaf"] = False if boost == "RealAdaBoost" else bool(opt["UseYesNoLeaf"])
@@ -379,7 +423,7 @@ def parse_tmva_options(options: str, kind: str = "classifier") -> dict[str, Any]
     opt = {name: spec[2 if regression else 1] for name, spec in TMVA_OPTIONS.items()}
     opt.update(given)
     _check_unsupported(opt, given, regression)
-    params = _tree_params(opt, given)
+    params = _tree_params(opt, given, regression)
     params.update(_bagging_params(opt, given))
     params["n_vars_per_node"] = _n_vars_per_node(opt)
     params["negative_weights"] = _negative_weights(opt, given)
@@ -426,22 +470,68 @@ def _check_no_equivalent(p: dict[str, Any]) -> None:
                        "save(), hepbdt's JSON model)")
 
 
-def _tree_options(p: dict[str, Any], boost_type: str) -> list[str]:
-    """The help, verbosity, tree-size, cut and BoostType options."""
+# The writers: each gives the option-string tokens of a few parameters, or raises
+# TMVAOptionError for a value that TMVA cannot express. to_tmva_options joins them all;
+# tmva_option_values keeps those that succeed.
+
+def _help_options(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """H and V."""
+    return ["!H", "V" if p.get("verbose") else "!V"]
+
+
+def _n_trees_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """NTrees."""
     if p.get("n_trees") == "auto":
         _no_equivalent(p, "n_trees", "TMVA trains a fixed NTrees; set n_trees, or fit first "
                        "(a fitted model writes the count that 'auto' kept)")
-    out = ["!H", "V" if p.get("verbose") else "!V", f"NTrees={int(p['n_trees'])}",
-           f"MaxDepth={int(p['max_depth'])}",
-           f"MinNodeSize={_number(round(100.0 * p.get('min_node_size', 0.0), 10))}%",
-           f"nCuts={int(p['n_cuts']) if p.get('n_cuts', 0) > 0 else -1}",
-           f"BoostType={boost_type}"]
-    if p.get("min_node_size", 0.0) <= 0:
+    return [f"NTrees={int(p['n_trees'])}"]
+
+
+def _max_depth_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """MaxDepth."""
+    if p.get("max_depth") is None:
+        _no_equivalent(p, "max_depth", "TMVA's trees have a MaxDepth")
+    return [f"MaxDepth={int(p['max_depth'])}"]
+
+
+def _min_node_size_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """MinNodeSize, in percent."""
+    size = p.get("min_node_size", 0.0)
+    if size is None or isinstance(size, str) or not size > 0:
         _no_equivalent(p, "min_node_size", "TMVA's MinNodeSize must be positive")
-    return out
+    return [f"MinNodeSize={_number(round(100.0 * size, 10))}%"]
 
 
-def _subsample_options(p: dict[str, Any], boosting: str) -> list[str]:
+def _grid_only(boosting: str, regression: bool) -> bool:
+    """Whether TMVA's trees always cut on a grid (no full scan for nCuts <= 0)."""
+    return regression or boosting == "gradient"
+
+
+def _n_cuts_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """nCuts; -1 (the full scan) for the AdaBoost family's quantile bins (``n_cuts=0``).
+    Gradient boosting and regression have no full scan: their n_cuts=0 is written by no
+    token here and refused by ``_n_cuts_check`` (last, so that it names other options first)."""
+    n_cuts = int(p.get("n_cuts", 0))
+    if n_cuts > 0:
+        return [f"nCuts={n_cuts}"]
+    return [] if _grid_only(boosting, regression) else ["nCuts=-1"]
+
+
+def _n_cuts_check(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """Refuse ``n_cuts=0`` (hepbdt's quantile bins alone) where TMVA has no full scan."""
+    if int(p.get("n_cuts", 0)) <= 0 and _grid_only(boosting, regression):
+        _no_equivalent(p, "n_cuts", "TMVA's Grad and regression trees always cut on a grid of nCuts "
+                       f"equal-width cuts (nCuts <= 0 means {GRID_NCUTS} cuts, nCuts < 0 for "
+                       f"regression {REGRESSION_NEGATIVE_NCUTS}); set n_cuts, e.g. 20 (TMVA's default)")
+    return []
+
+
+def _boost_type_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """BoostType."""
+    return [f"BoostType={_boost_type(p, boosting)}"]
+
+
+def _subsample_options(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
     """The bagging options (UseBaggedBoost, BaggedSampleFraction) of ``subsample``."""
     subsample, mode = p.get("subsample", 1.0), p.get("subsample_mode", "uniform")
     if boosting == "bagging":
@@ -457,7 +547,12 @@ def _subsample_options(p: dict[str, Any], boosting: str) -> list[str]:
     return []
 
 
-def _random_tree_options(p: dict[str, Any]) -> list[str]:
+def _shrinkage_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """Shrinkage, of gradient boosting."""
+    return [f"Shrinkage={_number(p['learning_rate'])}"] if boosting == "gradient" else []
+
+
+def _random_tree_options(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
     """The UseRandomisedTrees options of ``n_vars_per_node``."""
     nvars = p.get("n_vars_per_node")
     if nvars is None:
@@ -471,17 +566,19 @@ def _random_tree_options(p: dict[str, Any]) -> list[str]:
     return out
 
 
-def _negative_weight_option(p: dict[str, Any]) -> str:
+def _negative_weight_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
     """The NegWeightTreatment option of ``negative_weights``."""
     neg = p.get("negative_weights", "keep")
     if neg not in _TMVA_NEG_WEIGHTS:
         _no_equivalent(p, "negative_weights", "TMVA trains with the signed weights, ignores or pairs "
                        "them (negative_weights='keep', 'ignore', 'pair' or 'inverse_boost')")
-    return f"NegWeightTreatment={_TMVA_NEG_WEIGHTS[neg]}"
+    return [f"NegWeightTreatment={_TMVA_NEG_WEIGHTS[neg]}"]
 
 
-def _regression_options(p: dict[str, Any]) -> list[str]:
-    """The loss options of a regressor."""
+def _regression_options(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """The loss options of a gradient-boosted regressor."""
+    if boosting != "gradient":
+        return []
     loss = p.get("loss", "squared")
     if loss not in _TMVA_LOSSES:
         _no_equivalent(p, "loss", f"TMVA's regression losses are {sorted(_TMVA_LOSSES)}")
@@ -491,25 +588,51 @@ def _regression_options(p: dict[str, Any]) -> list[str]:
     return out
 
 
-def _classification_options(p: dict[str, Any], boosting: str) -> list[str]:
-    """The separation, leaf, AdaBoost and normalisation options of a classifier."""
-    if boosting == "gradient" and (p.get("loss") or "deviance") != "deviance":
-        _no_equivalent(p, "loss", "TMVA's BDTG classification uses the binomial deviance")
-    out: list[str] = []
-    if boosting != "gradient":
-        out.append(f"SeparationType={_TMVA_CRITERIA[p.get('criterion', 'gini')]}")
-        out.append(f"UseYesNoLeaf={bool(p.get('use_yes_no_leaf', True))}")
-    if boosting == "adaboost":
-        out.append(f"AdaBoostBeta={_number(p.get('beta', 0.5))}")
+def _classifier_loss_check(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """Refuse a gradient classifier's loss other than the deviance (softmax for more classes)."""
+    if boosting == "gradient" and (p.get("loss") or "deviance") not in ("deviance", "softmax"):
+        _no_equivalent(p, "loss", "TMVA's BDTG classification uses the binomial deviance "
+                       "(softmax for more than two classes)")
+    return []
+
+
+def _separation_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """SeparationType, of the AdaBoost family."""
+    if boosting == "gradient":
+        return []
+    return [f"SeparationType={_TMVA_CRITERIA[p.get('criterion', 'gini')]}"]
+
+
+def _yes_no_leaf_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """UseYesNoLeaf, of the AdaBoost family."""
+    return [] if boosting == "gradient" else [f"UseYesNoLeaf={bool(p.get('use_yes_no_leaf', True))}"]
+
+
+def _beta_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """AdaBoostBeta."""
+    return [f"AdaBoostBeta={_number(p.get('beta', 0.5))}"] if boosting == "adaboost" else []
+
+
+def _normalisation_options(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
+    """SkipNormalization or SigToBkgFraction of ``sig_to_bkg_fraction``."""
     frac = p.get("sig_to_bkg_fraction", "auto")
     if frac is None:
-        out.append("SkipNormalization")
-    elif frac == "auto":
-        if boosting == "gradient":  # "auto" leaves gradient boosting's weights as given
-            out.append("SkipNormalization")
-    elif not math.isclose(float(frac), 1.0):
-        out.append(f"SigToBkgFraction={_number(frac)}")
-    return out
+        return ["SkipNormalization"]
+    if frac == "auto":  # "auto" leaves gradient boosting's weights as given
+        return ["SkipNormalization"] if boosting == "gradient" else []
+    if frac == "tmva" or math.isclose(float(frac), 1.0):  # TMVA's own: ratio 1, none for 3+ classes
+        return []
+    return [f"SigToBkgFraction={_number(frac)}"]
+
+
+_SHARED_WRITERS = (_help_options, _n_trees_option, _max_depth_option, _min_node_size_option,
+                   _n_cuts_option, _boost_type_option, _subsample_options, _shrinkage_option,
+                   _random_tree_options, _negative_weight_option)
+_WRITERS = {
+    "regressor": (*_SHARED_WRITERS, _regression_options, _n_cuts_check),
+    "classifier": (*_SHARED_WRITERS, _classifier_loss_check, _separation_option,
+                   _yes_no_leaf_option, _beta_option, _normalisation_options, _n_cuts_check),
+}
 
 
 def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
@@ -517,7 +640,8 @@ def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
 
     TMVAOptionError when a parameter has no TMVA equivalent (``boosting="newton"``, ``"eps"``
     or ``"realadaboost"``, ``negative_weights="abs"`` or ``"regress"``, column subsampling by
-    tree or level, early stopping, leaf-wise trees (``max_leaves``), ...).
+    tree or level, early stopping, leaf-wise trees (``max_leaves``), ``n_cuts=0`` with
+    gradient boosting or a regressor, ...).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -525,19 +649,37 @@ def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
         _no_equivalent(params, "max_leaves", "TMVA grows its trees depth-wise (MaxDepth) and has "
                        "no leaf-wise growth; the TMVA XML export (save_tmva) writes such trees")
     boosting = params.get("boosting", "gradient")
-    boost_type = _boost_type(params, boosting)
+    _boost_type(params, boosting)
     _check_no_equivalent(params)
-    out = _tree_options(params, boost_type)
-    out += _subsample_options(params, boosting)
-    if boosting == "gradient":
-        out.append(f"Shrinkage={_number(params['learning_rate'])}")
-    out += _random_tree_options(params)
-    out.append(_negative_weight_option(params))
-    if kind == "regressor":
-        out += _regression_options(params)
-    else:
-        out += _classification_options(params, boosting)
-    return ":".join(out)
+    regression = kind == "regressor"
+    return ":".join(token for write in _WRITERS[kind] for token in write(params, boosting, regression))
+
+
+def tmva_option_values(params: dict[str, Any], kind: str = "classifier") -> dict[str, str]:
+    """The TMVA options that estimator parameters set, by TMVA name, as option-string text
+    (``"NTrees"``: ``"200"``, ``"UseBaggedBoost"``: ``"True"``, ``"H"``: ``"False"``): the
+    tokens of :func:`to_tmva_options`, but where a parameter has no TMVA equivalent its
+    options are left out instead of refused (the TMVA XML export writes these, and TMVA's
+    defaults for the rest)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    boosting = params.get("boosting", "gradient")
+    regression = kind == "regressor"
+    values: dict[str, str] = {}
+    for write in _WRITERS[kind]:
+        try:
+            tokens = write(params, boosting, regression)
+        except (TMVAOptionError, TypeError, ValueError, KeyError):
+            continue  # a value TMVA cannot express, or of the wrong type: TMVA's default stays
+        for token in tokens:
+            name, sep, value = token.partition("=")
+            if sep:
+                values[name] = value
+            elif name.startswith("!"):
+                values[name[1:]] = "False"
+            else:
+                values[name] = "True"
+    return values
 
 
 #: hepbdt estimator parameter -> the TMVA option that sets it (hints and the README's table).
@@ -550,6 +692,35 @@ TMVA_NAMES = {
     "n_vars_per_node": "UseNvars", "loss": "RegressionLossFunctionBDTG",
     "huber_alpha": "HuberQuantile", "verbose": "V",
 }
+
+
+# The parameters that more than one TMVA option sets (TMVA_NAMES holds the first of them).
+_SETTING_OPTIONS = {
+    "max_depth": ("MaxDepth", "NNodesMax"),
+    "subsample": ("BaggedSampleFraction", "GradBaggingFraction", "UseBaggedBoost", "UseBaggedGrad"),
+    "subsample_mode": ("UseBaggedBoost", "UseBaggedGrad"),
+    "n_vars_per_node": ("UseNvars", "UseRandomisedTrees", "UsePoissonNvars"),
+    "negative_weights": ("NegWeightTreatment", "IgnoreNegWeightsInTraining"),
+    "sig_to_bkg_fraction": ("SigToBkgFraction", "SkipNormalization"),
+    "use_yes_no_leaf": ("UseYesNoLeaf", "BoostType"),  # BoostType=RealAdaBoost
+}
+
+
+def tmva_options_setting(options: str) -> dict[str, dict[str, Any]]:
+    """For each estimator parameter that an option *given* in ``options`` sets, those options
+    by canonical TMVA name with their values (``{"n_trees": {"NTrees": 100}}``); options the
+    string leaves out take TMVA's defaults and are not listed. TMVAOptionError for a string
+    that cannot be read."""
+    given = _read(options)
+    setting: dict[str, dict[str, Any]] = {}
+    for param, name in TMVA_NAMES.items():
+        names = _SETTING_OPTIONS.get(param, (name,))
+        if param == "use_yes_no_leaf" and given.get("BoostType") != "RealAdaBoost":
+            names = (name,)
+        found = {n: given[n] for n in names if n in given}
+        if found:
+            setting[param] = found
+    return setting
 
 
 def is_tmva_option(name: str) -> bool:

@@ -41,7 +41,8 @@ def test_tutorial_bdt_string():
 
 def test_tutorial_bdtg_string():
     p = BDTClassifier.from_tmva(BDTG).get_params()
-    assert p["boosting"] == "gradient" and p["loss"] == "deviance"
+    # loss None and "tmva": the deviance and ratio 1 for two classes, softmax unweighted for more
+    assert p["boosting"] == "gradient" and p["loss"] is None and p["sig_to_bkg_fraction"] == "tmva"
     assert p["learning_rate"] == pytest.approx(0.1) and p["n_trees"] == 1000 and p["max_depth"] == 2
     assert p["negative_weights"] == "keep"  # TMVA switches Grad to Pray
     assert p["verbose"] is False
@@ -149,13 +150,14 @@ def test_to_tmva_of_native_estimators():
     s = BDTClassifier(boosting="adaboost", n_trees=50, max_depth=2, min_node_size=0.05,
                       n_vars_per_node=2, negative_weights="pair").to_tmva()
     assert "BoostType=AdaBoost" in s and "UseNvars=2" in s and "PairNegWeightsGlobal" in s
+    assert "nCuts=-1" in s  # the quantile bins alone: the AdaBoost family's full scan
     assert "SkipNormalization" in BDTClassifier(  # gradient, raw weights
-        n_trees=20, min_node_size=0.01, negative_weights="pair").to_tmva()
+        n_trees=20, min_node_size=0.01, negative_weights="pair", n_cuts=20).to_tmva()
     with pytest.raises(TMVAOptionError, match="n_trees='auto'"):  # TMVA needs a count
         BDTClassifier(min_node_size=0.01, negative_weights="pair").to_tmva()
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 2)).astype(np.float32)
-    fitted = BDTClassifier(min_node_size=0.01, max_depth=2, negative_weights="pair").fit(
+    fitted = BDTClassifier(min_node_size=0.01, max_depth=2, negative_weights="pair", n_cuts=20).fit(
         X, X[:, 0] > 0)
     assert f"NTrees={fitted.n_trees_}:" in fitted.to_tmva()  # the count "auto" kept
     for bad in (dict(boosting="newton"), dict(boosting="eps"), dict(boosting="realadaboost"),

@@ -22,7 +22,13 @@ from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.writers import BOOKKEEPING_BRANCHES
-from ..tmva_options import TMVA_NAMES, TMVAOptionError, is_tmva_option, parse_tmva_options
+from ..tmva_options import (
+    TMVA_NAMES,
+    TMVAOptionError,
+    is_tmva_option,
+    parse_tmva_options,
+    tmva_options_setting,
+)
 
 __all__ = ["ConfigError", "AnalysisConfig", "SampleConfig", "SplitConfig", "OutputConfig",
            "load_config", "apply_overrides"]
@@ -819,6 +825,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
     valid = [name for name in signature.parameters if name != "self"]
     n_before = len(problems.lines)
     params: dict[str, Any] = {}
+    setting: dict[str, dict[str, Any]] = {}  # the parameters that tmva_options sets
     tmva_options = table.get("tmva_options")
     if tmva_options is not None:
         if not isinstance(tmva_options, str):
@@ -828,6 +835,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
         else:
             try:
                 params = parse_tmva_options(tmva_options, cls._estimator_type)
+                setting = tmva_options_setting(tmva_options)
             except TMVAOptionError as exc:
                 problems.add("method", "tmva_options", str(exc))
     for key, value in table.items():
@@ -836,6 +844,10 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
         if key not in valid:
             problems.add("method", key, f"unknown option of {cls.__name__}; "
                          f"{_unknown_option_hint(key, valid)}")
+            continue
+        if tmva_options is not None and (key in setting or key == "boosting"):
+            problems.add("method", key, _given_both_ways(
+                key, value, setting.get(key), "method.tmva_options" in problems.overridden))
             continue
         annotation = signature.parameters[key].annotation
         if not _accepts(annotation, value):
@@ -910,6 +922,21 @@ def _check_map_variable(params: dict[str, Any], decorrelate: list[str], features
                      f"= {features}")
 
 
+def _given_both_ways(key: str, value: Any, options: dict[str, Any] | None, overridden: bool) -> str:
+    """The problem of a ``[method]`` key that ``tmva_options`` sets too: an option given in
+    the string (``options``), or ``boosting``, which the string's BoostType sets even where
+    it is left out (TMVA's default) and which decides what the string's options mean.
+    ``overridden``: tmva_options came from --set."""
+    where = "tmva_options (from --set)" if overridden else "tmva_options"
+    if options is None:
+        return (f"given beside {where}, whose BoostType (TMVA's default AdaBoost, or "
+                "AdaBoostR2 for regression, where the string does not give it) sets it; give "
+                "BoostType in tmva_options instead")
+    given = ":".join(f"{name}={text}" for name, text in options.items())
+    return (f"given twice: {key} = {value!r} here and {given} in {where}; give each option "
+            "once, by hepbdt's name or instead in tmva_options")
+
+
 def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
                              tmva_options: str | None, n_classes: int, problems: _Problems
                              ) -> None:
@@ -937,7 +964,7 @@ def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
         problems.add("method", key_of("loss"), f"loss = {params['loss']!r} is two-class; "
                      f"with {n_classes} classes the loss is 'softmax' (leave loss out)")
     fraction = params.get("sig_to_bkg_fraction", "auto")
-    if fraction not in ("auto", None):
+    if fraction not in ("auto", "tmva", None):
         problems.add("method", key_of("sig_to_bkg_fraction"), "sig_to_bkg_fraction is a ratio "
                      f"of two classes; with {n_classes} classes leave it out and balance the "
                      "classes with [split] norm = \"equal_num_events\"")

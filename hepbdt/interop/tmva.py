@@ -436,12 +436,43 @@ def _training_events(text: str | None, where: str) -> int:
 
 
 def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | None:
-    """The estimator parameters of the file's training options (None if hepbdt has none)."""
-    text = ":".join(f"{name}={value}" for name, modified, value in options if modified)
+    """The estimator parameters of the file's training options (None if hepbdt has none).
+
+    TMVA writes every option's value as training used it, after ``MethodBDT::ProcessOptions``,
+    and marks modified="Yes" those that the option string gave. Those are read, parsed as
+    the string would be, and then corrected where ProcessOptions changed a value that the
+    string did not give (so that the parse cannot know it) or ignores one that it gave.
+    """
+    given = {name: value for name, modified, value in options if modified}
+    written = {name: value for name, _, value in options}
+    regression = kind == "regressor"
+    boost = written.get("BoostType", "")
+    if "UseYesNoLeaf" in written and (regression or boost != "Grad"):
+        # fUseYesNoLeaf = kFALSE for BoostType=RealAdaBoost (written as AdaBoost), AdaCost and
+        # regression trees: the written value (modified="No" then) is the one used.
+        given["UseYesNoLeaf"] = written["UseYesNoLeaf"]
+    if regression:
+        given.pop("SeparationType", None)  # fSepType = NULL: regression trees use RegressionVariance
+    if boost == "Grad" or _truthy(written.get("UseRandomisedTrees", "False")):
+        for name in ("PruneMethod", "PruneStrength", "PruningValFraction"):
+            given.pop(name, None)  # fPruneMethod = kNoPruning whatever PruneMethod says
+    if "UseNTrainEvents" in given:  # converted into fBaggedSampleFraction, written as such
+        if _number_or_zero(given.pop("UseNTrainEvents")) > 0 and "BaggedSampleFraction" in written:
+            given["BaggedSampleFraction"] = written["BaggedSampleFraction"]
+            given.pop("GradBaggingFraction", None)
+    text = ":".join(f"{name}={value}" for name, value in given.items())
     try:
         return parse_tmva_options(text, kind)
     except ValueError:
         return None
+
+
+def _number_or_zero(text: str) -> float:
+    """An option's number, 0 when it is not one."""
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
 
 
 def _fallback_params(forest: Forest, opt: dict[str, str], boost: str, leaf_rule: str, max_depth: int,

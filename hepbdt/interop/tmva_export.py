@@ -35,6 +35,7 @@ refuses.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import platform
 import re
@@ -49,6 +50,7 @@ from .._util import atomic_write_text, check_X, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
 from ..model import NODE_ARRAYS, Forest
+from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
 
@@ -542,6 +544,10 @@ def _variables_range(forest: Forest, model: Any, tm: dict[str, Any]) -> list[tup
 
 
 def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> list[tuple[str, bool, str]]:
+    """The ``Options`` block: (name, modified, value) in TMVA's order. An imported model's own
+    options; otherwise the options that describe the trained model (``to_tmva``'s mapping,
+    modified="Yes") and TMVA's defaults for the rest, written as TMVA writes them.
+    ``max_depth``, the depth of the nodes written, is not the model's: NaN routing adds levels."""
     stored = layout.extra_tmva.get("options")
     if isinstance(stored, list) and stored:
         opts = [(str(n), bool(m), str(v)) for n, m, v in stored]
@@ -549,26 +555,71 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
         if layout.analysis == "Classification" and layout.boost_type != "Grad":
             set_["UseYesNoLeaf"] = str(layout.yes_no_leaf)
         return [(n, m or (n in set_ and set_[n] != v), set_.get(n, v)) for n, m, v in opts]
+    regression = layout.analysis == "Regression"
+    values = _default_option_values(regression, forest.n_features)
+    trained = tmva_option_values(_trained_params(layout, forest, model),
+                                 "regressor" if regression else "classifier")
+    trained = {name: _option_text(name, value) for name, value in trained.items()}
+    trained["BoostType"] = layout.boost_type
+    if layout.analysis == "Classification" and layout.boost_type != "Grad":
+        trained["UseYesNoLeaf"] = str(layout.yes_no_leaf)  # what the leaves hold decides
+    if layout.boost_type == "Bagging":
+        values["UseBaggedBoost"] = "True"  # ProcessOptions: Bagging sets fBaggedBoost
+    values.update(trained)
+    # One variable under two names: TMVA writes it under both (the old one not modified).
+    values["GradBaggingFraction"] = values["BaggedSampleFraction"]
+    return [(n, n in trained, values[n]) for n, _ in DEFAULT_OPTIONS]
+
+
+def _trained_params(layout: _Layout, forest: Forest, model: Any) -> dict[str, Any]:
+    """The model's estimator parameters as ``to_tmva`` reads them: "auto" tree counts and node
+    sizes as the fit resolved them, the boosting as the file's BoostType."""
+    params = dict(model.get_params()) if hasattr(model, "get_params") else {}
+    if params.get("n_trees", "auto") == "auto":
+        params["n_trees"] = forest.n_rounds
+    if params.get("min_node_size") == "auto":
+        params["min_node_size"] = getattr(model, "min_node_size_", None)
+    # The trees' own depth where the parameter is smaller (a forest built around other
+    # parameters) or None (leaf-wise without a limit); not the depth of the NaN-routing nodes.
+    params["max_depth"] = max(params.get("max_depth") or 1, forest.max_depth)
+    boosting = {"Grad": "gradient", "AdaBoost": "adaboost", "Bagging": "bagging"}
+    params["boosting"] = boosting.get(layout.boost_type, layout.boost_type)
+    params.pop("max_leaves", None)  # leaf-wise trees are written as they are, with their MaxDepth
+    return params
+
+
+# Written lower-case: ProcessOptions calls ToLower() on them before TMVA writes the file.
+_LOWER_CASE_OPTIONS = ("SeparationType", "NegWeightTreatment", "PruneMethod", "AdaBoostR2Loss")
+
+
+def _option_text(name: str, text: str) -> str:
+    """An option-string value as TMVA writes it in the file (floats as %e, booleans True or
+    False, some words lower-case)."""
+    kind = TMVA_OPTIONS.get(name, ("str",))[0]
+    if kind == "float":
+        value = float(text)
+        for digits in range(6, 18):  # TMVA's %e where it holds the number, more digits otherwise
+            out = f"{value:.{digits}e}"
+            if float(out) == value:
+                return out
+        return repr(value)
+    if kind == "bool":
+        return str(text.strip().lower() in ("true", "1"))
+    return text.lower() if name in _LOWER_CASE_OPTIONS else text
+
+
+def _default_option_values(regression: bool, n_features: int) -> dict[str, str]:
+    """TMVA's defaults as it writes them: classification's, or regression's where they differ,
+    and UseNvars as int(sqrt(n_vars) + 0.6) (MethodBDT::Init)."""
     values = dict(DEFAULT_OPTIONS)
-    modified = {"V", "H", "NTrees", "MaxDepth", "BoostType"}
-    values.update(NTrees=str(forest.n_rounds), MaxDepth=str(max(1, max_depth)),
-                  BoostType=layout.boost_type)
-    if layout.boost_type == "Grad":
-        lr = getattr(model, "learning_rate", None)
-        if lr is not None:
-            values["Shrinkage"] = f"{float(lr):e}"
-            modified.add("Shrinkage")
-        loss = forest.extra.get("loss")
-        if layout.analysis == "Regression" and loss in ("squared", "absolute", "huber"):
-            values["RegressionLossFunctionBDTG"] = {
-                "squared": "LeastSquares", "absolute": "AbsoluteDeviation", "huber": "Huber"}[loss]
-            modified.add("RegressionLossFunctionBDTG")
-    if layout.analysis == "Regression" or not layout.yes_no_leaf:
-        values["UseYesNoLeaf"] = "False"
-        modified.add("UseYesNoLeaf")
-    if layout.analysis == "Regression":
-        values["SeparationType"] = "regressionvariance"
-    return [(n, n in modified, values[n]) for n, _ in DEFAULT_OPTIONS]
+    if regression:
+        for name in values:
+            kind, classification, regression_default = TMVA_OPTIONS.get(name, (None, None, None))
+            if classification != regression_default:
+                text = f"{regression_default:g}%" if kind == "size" else str(regression_default)
+                values[name] = _option_text(name, text)
+    values["UseNvars"] = str(int(math.sqrt(n_features) + 0.6))
+    return values
 
 
 def _internal_name(name: str) -> str:
