@@ -90,18 +90,49 @@ AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change 
 MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-30, 1e30
 
 
-def _check_magnitudes(w: np.ndarray) -> None:
+def _check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True) -> None:
     """ValueError for a non-zero training weight outside MIN_MAGNITUDE..MAX_MAGNITUDE: as
-    float32 channels it would overflow, or lose its precision, silently."""
+    float32 channels it would overflow, or lose its precision, silently.
+
+    ``policy``: None for the given weights; else the ``negative_weights`` policy whose
+    weights ``w`` are (the given ones passed before it), and the message says so and gives
+    the factor that brings them into range, when ``rescalable`` (no class normalisation
+    sets their scale) and one does.
+    """
     size = np.abs(w)
     bad = (size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
+    if not bad.any():
+        return
+    first = int(np.flatnonzero(bad)[0])
+    count = int(np.count_nonzero(bad))
+    span = f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {w[first]:.3g})"
+    if policy is None:
         raise ValueError(
-            f"sample_weight: {int(np.count_nonzero(bad))} training weight(s) lie outside "
-            f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {w[first]:.3g}); "
-            "training works in float32 and only the weights' ratios matter: "
-            "rescale them (e.g. a cross section in pb rather than cm2)")
+            f"sample_weight: {count} training weight(s) lie outside {span}; training works in "
+            "float32 and only the weights' ratios matter: rescale them (e.g. a cross section "
+            "in pb rather than cm2)")
+    raise ValueError(
+        f"negative_weights={policy!r}: {count} of the weights the policy gave the training "
+        f"events lie outside {span}, though every given weight lies within; training works "
+        f"in float32 and only the weights' ratios matter: {_rescaling(size, rescalable)}, "
+        "or choose negative_weights='ignore' or 'abs'")
+
+
+def _rescaling(size: np.ndarray, rescalable: bool) -> str:
+    """The remedy for policy-made weights of magnitudes ``size`` out of range: the power of
+    ten to multiply sample_weight by, when one brings them all into range."""
+    if not rescalable:
+        return ("the class normalisation (sig_to_bkg_fraction) sets their scale, so "
+                "rescaling sample_weight does not help")
+    low, high = float(size[size > 0].min()), float(size.max())
+    if low < MIN_MAGNITUDE:
+        factor = 10.0 ** math.ceil(math.log10(MIN_MAGNITUDE / low))
+    else:
+        factor = 10.0 ** -math.ceil(math.log10(high / MAX_MAGNITUDE))
+    if not (low * factor >= MIN_MAGNITUDE and high * factor <= MAX_MAGNITUDE):
+        return (f"they span {low:.3g} to {high:.3g}, more than float32 training can hold at "
+                "any scale")
+    return f"multiply sample_weight by {factor:g} so that they lie within too"
 
 
 class ParameterError(ValueError):
@@ -328,33 +359,69 @@ class _BDTBase(SklearnProtocol):
     def _validate_extra_params(self, require) -> None:
         """Checks of the parameters one estimator has and the other has not."""
 
-    def _apply_negative_weight_policy(self, X, y, w, event=None, decorrelate=None):
-        """(X, y, w, event, decorrelate) after the ``negative_weights`` policy: the events it
-        keeps (the event numbers and decorrelation variables, when given, selected alike)
-        with their new weights."""
+    def _policy_acts(self, w: np.ndarray) -> bool:
+        """Whether the ``negative_weights`` policy changes the weights ``w``: only when one
+        is negative, and never for "keep" and "inverse_boost" (the booster's concern)."""
+        return self.negative_weights not in ("keep", "inverse_boost") and bool(np.any(w < 0))
+
+    def _apply_negative_weight_policy(self, X, y, w, decorrelate=None, rows=None):
+        """The ``negative_weights`` policy's weights for the training events X[rows] (all
+        when None; the hold-out is split off before), whose labels or targets, weights and
+        decorrelation variables (or None) are y, w and decorrelate: ((n,) float64 weights,
+        (n,) bool mask of the events it keeps, or None for every event). Called only when
+        the policy acts (``_policy_acts``)."""
         policy = self.negative_weights
-        if policy in ("keep", "inverse_boost") or not np.any(w < 0):
-            return X, y, w, event, decorrelate
         if policy == "abs":
-            return X, y, np.abs(w), event, decorrelate
+            return np.abs(w), None
         if policy == "ignore":
-            keep = w >= 0
+            return w, w >= 0
+        classifier = self._estimator_type == "classifier"
+        # Given bins, the policies see each feature as its bin number: the fit depends on
+        # the features only through their codes, so a binned read trains what X does.
+        F = X.bin_indices() if isinstance(X, BinnedMatrix) else X
+        # The local net weight, or the neighbours, in the space the training sees: a
+        # regression's target is added, so weight moves to events with a similar target
+        # too; the decorrelation variables the training flattens against (a mass that need
+        # not be a feature) are added, so a component cancelled at one mass is cancelled
+        # there, not left as a false bump in the net mass distribution.
+        extra = [] if classifier else [y]
+        if decorrelate is not None and self._decorrelates_in_training():
+            extra.append(decorrelate)
+        if extra:
+            Z = np.column_stack([F if rows is None else F[rows], *extra]).astype(X_DTYPE)
+            in_z = None
         else:
-            # Regression: the local net weight, or the neighbours, in (features, target)
-            # space, so weight moves to events with a similar target too.
-            classifier = self._estimator_type == "classifier"
-            # Given bins, the policies see each feature as its bin number: the fit depends on
-            # the features only through their codes, so a binned read trains what X does.
-            F = X.bin_indices() if isinstance(X, BinnedMatrix) else X
-            Z = F if classifier else np.column_stack([F, y]).astype(X_DTYPE)
-            if policy == "regress":
-                w = regress_class_weights(Z, y, w, by_class=classifier,
-                                          random_state=self.random_state)
-            else:
-                w = pair_class_weights(Z, y, w, by_class=classifier)
-            keep = w > 0
-        return (X[keep], y[keep], w[keep], None if event is None else event[keep],
-                None if decorrelate is None else decorrelate[keep])
+            Z, in_z = F, rows  # the training events' rows of X, not a copy of their features
+        if policy == "regress":
+            w = regress_class_weights(Z, y, w, by_class=classifier,
+                                      random_state=self.random_state, rows=in_z)
+        else:
+            w = pair_class_weights(Z, y, w, by_class=classifier, rows=in_z)
+        return w, w > 0
+
+    def _decorrelates_in_training(self) -> bool:
+        """Whether the training uses the decorrelation variables (flatness or uBoost at a
+        strength above 0; the map alone is fitted after it, with the given weights)."""
+        return (getattr(self, "decorrelation", None) is not None
+                and self.decorrelation_strength > 0)
+
+    def _given_weights(self, y, w) -> np.ndarray:
+        """The given weights after the class normalisation (``_normalise_classes``), as an
+        eval set's they are given, checked against the float32 range (``_check_magnitudes``)
+        before any policy: what the held-out events are evaluated with, and what the
+        training events train with when the policy does not act."""
+        try:
+            given = self._normalise_classes(y, w)
+        except ParameterError:
+            raise
+        except ValueError:
+            if not self._policy_acts(w):
+                raise
+            # A class's net weight is not positive: "abs" and "ignore" can make it so, and
+            # "regress" and "pair" refuse it in their own words, so the weights stay as given.
+            given = w
+        _check_magnitudes(given)
+        return given
 
     def _normalise_classes(self, y, w):
         return w
@@ -411,25 +478,37 @@ class _BDTBase(SklearnProtocol):
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         event = self._checked_events(event, X.shape[0])
-        with threads(self.n_jobs, X.shape[0] * X.shape[1]):
-            X, y, w, event, decorrelate = self._apply_negative_weight_policy(
-                X, y, w, event, decorrelate)
-        w = self._normalise_classes(y, w)
-        _check_magnitudes(w)
+        given = self._given_weights(y, w)
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
         evals = self._eval_sets(eval_set, names, X.edges if binned else None)
         plan = self._tree_plan(X.shape[0], bool(evals))
         rows = None  # float X: the training events are X[rows] (all when None), binned from X
         if plan.hold_out:
+            # Split off before the negative-weight policy, which sees the training events
+            # only; the held-out ones are evaluated with their given weights, as an eval_set.
             held = self._held_out(X.shape[0], event, rng)
-            evals = [(X[held], y[held], w[held])]
+            evals = [(X[held], y[held], given[held])]
+            train = np.flatnonzero(~held)
             if binned:
-                X = X[~held]
+                X = X[train]
             else:  # no copy of the training features: they are binned from X directly
-                rows = np.flatnonzero(~held)
-            y, w = y[~held], w[~held]
-            decorrelate = None if decorrelate is None else decorrelate[~held]
+                rows = train
+            y, w, given = y[train], w[train], given[train]
+            decorrelate = None if decorrelate is None else decorrelate[train]
+        if self._policy_acts(w):
+            with threads(self.n_jobs, y.size * X.shape[1]):
+                w, keep = self._apply_negative_weight_policy(X, y, w, decorrelate, rows)
+            if keep is not None:
+                y, w = y[keep], w[keep]
+                decorrelate = None if decorrelate is None else decorrelate[keep]
+                if binned:
+                    X = X[keep]
+                else:
+                    rows = np.flatnonzero(keep) if rows is None else rows[keep]
+            given = self._normalise_classes(y, w)
+            _check_magnitudes(given, self.negative_weights, rescalable=given is w)
+        w = given
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
         n_train = y.size

@@ -19,7 +19,9 @@ the ``n_neighbours`` nearest positive events of every negative event by brute fo
 single precision, tile by tile (the distances to a block of candidates vectorise; only
 the best k per event are kept, never the distance matrix). A Numba loop then annihilates
 each negative event against its candidates in order of distance, visiting the negative
-events in a fixed order and skipping candidates already used up by an earlier one; when
+events in a fixed order and skipping candidates already used up by an earlier one (a pair
+whose sum is within ``CANCEL_ROUNDING`` of the larger weight, the rounding of the sums
+that made them, leaves two exact zeros rather than a leftover of an ulp or two); when
 all candidates of an event are used up, its remaining negative weight is matched again
 against the (now fewer) positive events, with a larger candidate list; the passes end
 when no negative weight is left, or when no positive one is (then what is left is the
@@ -88,6 +90,10 @@ REGRESS_LEARNING_RATE = 0.1
 REGRESS_MIN_NODE_SIZE = 0.002  # a leaf holds at least 0.2 % of the fold's training events
 REGRESS_MAX_EVENTS = 100_000  # training events of each fold's model, at most
 REGRESS_QUANTISE_FROM = 50_000  # packed histograms from this many training events
+# An annihilation whose sum is within this fraction of the larger weight (two ulps at most:
+# the rounding of the sums that made the weights) leaves two exact zeros. Larger leftovers
+# of the rounding go on to the next candidates, and at the end are dropped within _rounding.
+CANCEL_ROUNDING = 2 * float(np.finfo(np.float64).eps)
 
 
 @njit
@@ -103,7 +109,13 @@ def _annihilate(neg_idx, candidates, w):
             if j < 0 or w[j] <= 0.0:
                 continue
             total = w[i] + w[j]
-            if total > 0.0:
+            if abs(total) <= CANCEL_ROUNDING * max(-w[i], w[j]):
+                # They cancel to within the rounding of the sums that made them: exact
+                # zeros, not a leftover of an ulp (2e-31 from weights of 1e-15), which no
+                # float32 training could hold.
+                w[i] = 0.0
+                w[j] = 0.0
+            elif total > 0.0:
                 w[j] = total
                 w[i] = 0.0
             else:
@@ -221,16 +233,18 @@ def _rounding(w: np.ndarray) -> float:
 
 
 def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
-                 rows: np.ndarray | None = None) -> np.ndarray:
+                 rows: np.ndarray | None = None, group: str = "class") -> np.ndarray:
     """Annihilate the negative weights of one class; returns the new float64 weights.
 
     X : (n, m) features; w : (n,) weights with a positive sum. The sum of weights is kept.
     rows : the class's events in X (w has one weight per row), when X holds others too.
+    group : what the events are, for the messages: "class" (a classifier's class) or
+        "regression" (every event of a regression).
     """
     w = np.asarray(w, dtype=np.float64).copy()
     if not np.any(w < 0):
         return w
-    rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated")
+    rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated", group)
     Z = _standardised(X, rows)
     neg = np.flatnonzero(w < 0)
     k = n_neighbours
@@ -279,24 +293,29 @@ def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbo
 
 
 def pair_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
-                       by_class: bool = True) -> np.ndarray:
+                       by_class: bool = True, rows: np.ndarray | None = None) -> np.ndarray:
     """The weights :func:`pair_negative_weights` gives every event, (n,) float64 >= 0
-    (those it drops are 0), so that the caller can select other per-event arrays alike."""
+    (those it drops are 0), so that the caller can select other per-event arrays alike.
+    ``rows``: the events' increasing row indices in X (y and w have one entry per row),
+    when X holds others too; None: every row."""
+    group = "class" if by_class else "regression"
     return _by_class(X, y, w, by_class,
-                     lambda X, rows, wc: pair_weights(X, wc, n_neighbours, rows))
+                     lambda X, in_x, wc: pair_weights(X, wc, n_neighbours, in_x, group), rows)
 
 
-def _by_class(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool, reweigh) -> np.ndarray:
+def _by_class(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool, reweigh,
+              rows: np.ndarray | None = None) -> np.ndarray:
     """New weights (n,) float64: ``reweigh(X, rows_c, w_c)`` for each class c of y (all
     events as one class unless ``by_class``) that holds a negative weight; the others as
-    given. The class's rows are passed, not a copy of its features."""
+    given. The class's rows in X are passed (the events are X[rows], all when None), not
+    a copy of its features."""
     w_new = np.asarray(w, dtype=np.float64).copy()
     y = np.asarray(y)
     groups = y if by_class else np.zeros(y.size, dtype=np.int8)
     for label in np.unique(groups):
-        rows = np.flatnonzero(groups == label)
-        if np.any(w_new[rows] < 0):
-            w_new[rows] = reweigh(X, rows, w_new[rows])
+        mine = np.flatnonzero(groups == label)
+        if np.any(w_new[mine] < 0):
+            w_new[mine] = reweigh(X, mine if rows is None else rows[mine], w_new[mine])
     return w_new
 
 
@@ -307,14 +326,20 @@ def _surviving(X: np.ndarray, y: np.ndarray, w_new: np.ndarray):
 
 
 def _check_net_weight(w: np.ndarray, policy: str,
-                      consequence: str = "no positive weights can stand for it") -> float:
-    """The rounding bound of ``w``'s sum; ValueError when the net weight is not beyond it."""
+                      consequence: str = "no positive weights can stand for it",
+                      group: str = "class") -> float:
+    """The rounding bound of ``w``'s sum; ValueError when the net weight is not beyond it
+    (``group``: "class" or "regression", what the events are, for the message)."""
     rounding = _rounding(w)
     if not w.sum() > rounding:
-        raise ValueError(f"negative_weights={policy!r}: the class's net weight {w.sum():.6g} is "
-                         f"not positive (beyond the rounding of its sum, {rounding:.3g}), so "
-                         f"{consequence}; drop that class's negative events or choose "
-                         "negative_weights='ignore' or 'abs'")
+        whose, remedy = (("the class's net weight", "drop that class's negative events")
+                         if group == "class" else
+                         ("the net weight of the regression's training events",
+                          "a regression needs a positive sum of weights: drop the "
+                          "negative-weight events"))
+        raise ValueError(f"negative_weights={policy!r}: {whose} {w.sum():.6g} is not positive "
+                         f"(beyond the rounding of its sum, {rounding:.3g}), so {consequence}; "
+                         f"{remedy} or choose negative_weights='ignore' or 'abs'")
     return rounding
 
 
@@ -420,7 +445,7 @@ def _calibrated(score: np.ndarray, w: np.ndarray, fold: np.ndarray,
 
 def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
                     random_state: int | None = 0, method: str = "regress",
-                    rows: np.ndarray | None = None) -> np.ndarray:
+                    rows: np.ndarray | None = None, group: str = "class") -> np.ndarray:
     """The local net weight of each event of one class, cross-fitted; new float64 weights.
 
     X : (n, m) float32 features; w : (n,) weights with a positive sum. The result is >= 0
@@ -429,16 +454,18 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     |w| as weights (binomial deviance), the classifier-based variant. Either score, from
     the model that did not train on the event, is then calibrated into E[w | score] by
     ``_calibrated``, clipped at zero and rescaled to the class's net weight. ``rows``: the
-    class's events in X (w has one weight per row), when X holds others too.
+    class's events in X (w has one weight per row), when X holds others too. ``group``:
+    what the events are, for the messages: "class" or "regression" (every event of one).
     """
     w = np.asarray(w, dtype=np.float64)
     if not np.any(w < 0):
         return w.copy()
-    rounding = _check_net_weight(w, "regress")
+    rounding = _check_net_weight(w, "regress", group=group)
     if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
         raise ValueError(f"negative_weights='regress': n_folds={n_folds!r} must be an integer >= 2")
     if w.size < 2 * n_folds:
-        raise ValueError(f"negative_weights='regress': the class has {w.size} events, fewer "
+        whose = "the class has" if group == "class" else "the regression has"
+        raise ValueError(f"negative_weights='regress': {whose} {w.size} events, fewer "
                          f"than two for each of the {n_folds} cross-fitting folds; choose "
                          "negative_weights='pair'")
     rng = np.random.default_rng(0 if random_state is None else random_state)
@@ -485,9 +512,12 @@ def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_cla
 
 def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
                           random_state: int | None = 0, n_folds: int = REGRESS_FOLDS,
-                          method: str = "regress") -> np.ndarray:
+                          method: str = "regress", rows: np.ndarray | None = None) -> np.ndarray:
     """The weights :func:`regress_negative_weights` gives every event, (n,) float64 >= 0
-    (those it drops are 0), so that the caller can select other per-event arrays alike."""
+    (those it drops are 0), so that the caller can select other per-event arrays alike.
+    ``rows``: the events' increasing row indices in X (y and w have one entry per row),
+    when X holds others too; None: every row."""
+    group = "class" if by_class else "regression"
     return _by_class(X, y, w, by_class,
-                     lambda X, rows, wc: regress_weights(X, wc, n_folds, random_state, method,
-                                                         rows))
+                     lambda X, in_x, wc: regress_weights(X, wc, n_folds, random_state, method,
+                                                         in_x, group), rows)
