@@ -386,6 +386,7 @@ def _export(args: argparse.Namespace) -> int:
         raise UserError("export: say what to write: --onnx FILE, --cpp FILE and/or --tmva FILE")
     if args.namespace and not args.cpp:
         raise UserError("export: --namespace is an option of --cpp")
+    _check_outputs("export", [path for _, path in targets], [args.model])
     model = _load(args.model)
     models = model.models if isinstance(model, KFoldModel) else [model]
     writers = {
@@ -498,6 +499,28 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     return "\n".join(lines)
 
 
+def _check_outputs(command: str, outputs: list[str], inputs: list[str]) -> None:
+    """UserError, before any work, for an output that is one of the inputs (a k-fold
+    model's fold files too) or given twice; OutputSetError for one that cannot be written."""
+    from hepbdt.output_set import check_writable, glob_escape  # with the command, as the rest
+
+    read = {os.path.realpath(p) for p in inputs}
+    for model in inputs[:1]:  # the model: its fold files are read too
+        stem = Path(model).stem
+        folds = Path(model).parent.glob(f"{glob_escape(stem)}_fold*.json")
+        read |= {os.path.realpath(p) for p in folds}
+    seen: set[str] = set()
+    for out in outputs:
+        real = os.path.realpath(out)
+        if real in read:
+            raise UserError(f"{command}: the output {out} is one of the inputs; write it to a "
+                            "new file")
+        if real in seen:
+            raise UserError(f"{command}: {out} is given as two outputs; give each its own file")
+        seen.add(real)
+        check_writable(out)
+
+
 def _report(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import report_from_scores
@@ -505,6 +528,7 @@ def _report(args: argparse.Namespace) -> int:
     for path in (args.model, args.scores):
         if not os.path.isfile(path):
             raise UserError(f"{path}: no such file")
+    _check_outputs("report", [args.output], [args.model, args.scores])
     try:
         path = report_from_scores(args.model, args.scores, args.output, title=args.title)
     except ValueError as exc:

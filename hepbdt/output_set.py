@@ -246,8 +246,8 @@ def check_unchanged(path: str | os.PathLike) -> None:
 
 
 def check_writable(path: str | os.PathLike) -> None:
-    """Refuse, before any work, an output file that cannot be written: a folder at its
-    place, a parent that is a file or read-only."""
+    """Refuse, before any work, an output file that cannot be written: a folder, a device,
+    a FIFO or a socket at its place, a parent that is a file or read-only."""
     path = Path(os.path.abspath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,6 +256,9 @@ def check_writable(path: str | os.PathLike) -> None:
                              ) from None
     if path.is_dir():
         raise OutputSetError(f"output {path} is a folder; give a file name")
+    if path.exists() and not path.is_file():  # renaming over it would replace a device
+        raise OutputSetError(f"output {path} exists and is not a regular file (a device, FIFO "
+                             "or socket); give a file name")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise OutputSetError(f"output {path}: the folder {path.parent} is not writable")
 

@@ -4,6 +4,8 @@ demo, --help everywhere, and configuration errors reported before any work."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -214,3 +216,31 @@ def test_console_entry_point():
     if script.exists():
         result = subprocess.run([str(script), "--version"], capture_output=True, text=True)
         assert result.returncode == 0 and result.stdout.startswith("hepbdt ")
+
+
+def test_outputs_that_are_inputs_or_not_regular_files_are_refused(trained, tmp_path, capsys):
+    # report -o scores.root replaced the score trees with HTML, export --tmva model.json the
+    # model with XML, and an output on a FIFO or device was replaced by a regular file.
+    work = tmp_path / "copy"
+    shutil.copytree(trained, work)
+    model, scores = work / "model.json", work / "scores.root"
+    before = {p: p.read_bytes() for p in (model, scores)}
+    assert main(["report", str(model), str(scores), "-o", str(scores)]) == 2
+    assert "the output" in capsys.readouterr().err
+    assert main(["export", str(model), "--tmva", str(model)]) == 2
+    assert main(["export", str(model), "--cpp", str(tmp_path / "x.h"),
+                 "--tmva", str(tmp_path / "x.h")]) == 2
+    assert "given as two outputs" in capsys.readouterr().err
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main(["export", str(model), "--cpp", str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err and fifo.is_fifo()
+    assert {p: p.read_bytes() for p in (model, scores)} == before
+
+
+def test_a_configuration_file_too_large_to_be_one_is_refused_before_reading(tmp_path, capsys):
+    path = tmp_path / "huge.toml"
+    with open(path, "wb") as f:  # sparse: no disk, no memory
+        f.truncate(1 << 30)
+    assert main(["train", str(path), "--check"]) == 2
+    assert "more than a configuration has" in capsys.readouterr().err

@@ -533,6 +533,9 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     )
 
 
+MAX_CONFIG_BYTES = 16 << 20  # a configuration file, at most (its text and its parse are held)
+
+
 def _read_document(config_path: Path) -> dict[str, Any]:
     """The parsed TOML document; ConfigError when the file is missing or not TOML."""
     source = os.fspath(config_path)
@@ -544,6 +547,10 @@ def _read_document(config_path: Path) -> dict[str, Any]:
                            "the .toml file"])
     if not config_path.is_file():
         raise ConfigError([f"{source}: the configuration file does not exist"])
+    size = config_path.stat().st_size
+    if size > MAX_CONFIG_BYTES:  # read whole, parsed whole: bounded before it is read
+        raise ConfigError([f"{source}: {size:,} bytes, more than a configuration has (at most "
+                           f"{MAX_CONFIG_BYTES:,}); give the .toml file"])
     toml = _tomllib()
     try:
         return toml.loads(config_path.read_text(encoding="utf-8"))
