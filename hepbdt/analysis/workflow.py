@@ -210,8 +210,8 @@ class TrainingError(ValueError):
 
 
 def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
-    """Every class (or, for a regression, some events) must be in ``data``; with three or
-    more classes each class's weights must also sum to more than zero."""
+    """Every class (or, for a regression, some events) must be in ``data``, and each
+    class's weights must sum to more than zero."""
     if config.task == "regression":
         if len(data) == 0:
             raise TrainingError(f"{what} has no events")
@@ -236,6 +236,11 @@ def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
             raise TrainingError(f"{what} has no {name} events ({len(data):,} events in all); "
                                 "training and evaluation need both classes: loosen the cuts or "
                                 "change the split")
+        total = float(data.w[data.y == label].sum())
+        if not total > 0:  # its AUC, efficiencies and yields are not defined
+            raise TrainingError(f"{what}: the {name} weights sum to {total:g}; the evaluation "
+                                "of each class needs a positive total weight (negative weights "
+                                "that cancel a class's events leave nothing to measure)")
 
 
 def _fit(config: AnalysisConfig, data: Dataset, what: str = "training",
