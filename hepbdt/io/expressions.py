@@ -1070,6 +1070,13 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
                 f"per event, "
                 f"not one number; reduce it, e.g. {hint}"
             )
+        if value.ndim != 1:  # a union: a list for some events, a number for others
+            raise ExpressionError(
+                f"{expression.role} expression {quote_expression(expression.text)} gives a list "
+                "for some events and a number for others (a jagged branch in where(...) or "
+                "'a if c else b' with a number), but each event needs one value; reduce the "
+                "jagged branch first, e.g. sum(Jet_pt) or Jet_pt[:, 0] for a branch Jet_pt"
+            )
         if np.issubdtype(dtype, np.floating):
             value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
         elif ak.any(ak.is_none(value)):

@@ -363,7 +363,29 @@ def tree_names(file: Any) -> list[str]:
 
 
 def get_tree(file: Any, source: Source, context: str) -> Any:
-    """The tree object ``source.tree`` of an open ``file`` (its only tree when None)."""
+    """The tree object ``source.tree`` of an open ``file`` (its only tree when None);
+    InputError when uproot cannot deserialise the tree's metadata."""
+    try:
+        return _get_tree(file, source, context)
+    except Exception as err:
+        tree = "" if source.tree is None else f", tree {source.tree.split(';')[0]!r}"
+        raise _corrupt_error(err, f"{context}: file {source.path!r}{tree}") from err
+
+
+def _corrupt_error(err: Exception, where: str) -> Exception:
+    """``err`` itself when it is hepbdt's (InputError), a MemoryError or an OSError (a
+    failed read, not a corrupt file); otherwise, an exception uproot raised while
+    deserialising, an InputError naming ``where``."""
+    if isinstance(err, InputError | MemoryError | OSError):
+        return err
+    first = str(err).splitlines()[0] if str(err) else ""
+    return InputError(
+        f"{where}: the file is corrupt or not a ROOT file uproot can read (uproot: "
+        f"{type(err).__name__}: {first})"
+    )
+
+
+def _get_tree(file: Any, source: Source, context: str) -> Any:
     names = tree_names(file)
     if source.tree is None:
         if len(names) == 1:
@@ -503,8 +525,11 @@ class TreeReader:
         self.tree = get_tree(file, source, context)
         self.tree_name = _tree_label(self.tree)
         self.where = f"{context}: file {source.path!r}, tree {self.tree_name!r}"
-        self.num_entries = int(self.tree.num_entries)
-        available = list(self.tree.keys())
+        try:
+            self.num_entries = int(self.tree.num_entries)
+            available = list(self.tree.keys())
+        except Exception as err:
+            raise _corrupt_error(err, self.where) from err
         available_set = set(available)
         needed: list[str] = []
         as_constant, as_branch = set(), set()
@@ -528,7 +553,10 @@ class TreeReader:
                     )
         self.branches = needed
         self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
-        self.kinds = self._check_types(needed)
+        try:
+            self.kinds = self._check_types(needed)
+        except Exception as err:
+            raise _corrupt_error(err, self.where) from err
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
@@ -587,16 +615,11 @@ class TreeReader:
             ):
                 start, stop = int(report.tree_entry_start), int(report.tree_entry_stop)
                 if self.library == "ak":
-                    arrays = {name: _unwrap(arrays[name], self.kinds[name])
-                              for name in self.branches}
+                    arrays = self._unwrap(arrays)
                 yield arrays, start, stop
                 start = stop
-        except CompressionError:
-            raise
         except Exception as err:
-            if _is_decompression_error(err):
-                raise self._compression_error(err, start) from err
-            raise
+            raise self._read_error(err, start) from err
 
     def read(self, start: int, stop: int) -> dict[str, Any]:
         """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
@@ -607,12 +630,38 @@ class TreeReader:
             arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
                                       entry_stop=stop, library=self.library)
         except Exception as err:
-            if _is_decompression_error(err):
-                raise self._compression_error(err, start) from err
-            raise
+            raise self._read_error(err, start) from err
         if self.library == "ak":
-            return {name: _unwrap(arrays[name], self.kinds[name]) for name in self.branches}
+            return self._unwrap(arrays)
         return dict(arrays)
+
+    def _unwrap(self, arrays: Any) -> dict[str, Any]:
+        """A chunk read as Awkward: flat fields as NumPy arrays (no copy), jagged ones kept
+        as Awkward once checked valid (corrupt offsets in a basket give lists that reach
+        beyond their content: computing on them reads garbage or crashes)."""
+        chunk = {}
+        for name in self.branches:
+            array = arrays[name]
+            if self.kinds[name] == "jagged":
+                problem = ak.validity_error(array)
+                if problem:
+                    problem = problem.splitlines()[0].split(" (in compiled code")[0]
+                    raise InputError(
+                        f"{self.where}: branch {name!r} is corrupt (awkward: {problem}); "
+                        "the file is damaged, rewrite or replace it"
+                    )
+                chunk[name] = array
+            else:
+                chunk[name] = ak.to_numpy(array, allow_missing=False)
+        return chunk
+
+    def _read_error(self, err: Exception, start: int) -> Exception:
+        """What a failed read of entries from ``start`` raises: hepbdt's errors as they are,
+        a CompressionError for a basket that does not decompress, else the error for a
+        file uproot cannot deserialise."""
+        if not isinstance(err, InputError) and _is_decompression_error(err):
+            return self._compression_error(err, start)
+        return _corrupt_error(err, self.where)
 
     def chunks(self, step_size: int | str = DEFAULT_STEP_SIZE,
                executor: Any = None) -> Iterator[tuple[dict[str, Any], int, int]]:
@@ -661,13 +710,6 @@ def decompression_threads(threads: int | None) -> Iterator[Any]:
         yield executor
     finally:
         executor.shutdown()
-
-
-def _unwrap(array: ak.Array, kind: str) -> Any:
-    """Flat Awkward fields become NumPy arrays (no copy); jagged ones stay Awkward."""
-    if kind == "jagged":
-        return array
-    return ak.to_numpy(array, allow_missing=False)
 
 
 def _is_decompression_error(err: BaseException) -> bool:

@@ -1,0 +1,82 @@
+"""Corrupt ROOT files and jagged-in-where features give one InputError naming the file."""
+
+import struct
+
+import awkward as ak
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io.errors import ExpressionError, InputError
+from hepbdt.io.samples import Sample, Source, get_tree, read
+
+
+def _write(path):
+    rng = np.random.default_rng(1)
+    n = 200
+    counts = rng.integers(0, 4, n)
+    pt = ak.unflatten(rng.exponential(50, counts.sum()).astype(np.float32), counts)
+    with uproot.recreate(path, compression=None) as f:
+        f.mktree("Events", {"HT": np.float32, "Jet_pt": "var * float32"})
+        f["Events"].extend({"HT": rng.normal(200, 40, n).astype(np.float32), "Jet_pt": pt})
+    return path
+
+
+def _corrupt(path, out, offset_in_key, fmt, value):
+    """Overwrite bytes of Jet_pt's first basket, as the audit's reproducers do."""
+    branch = uproot.open(path)["Events"]["Jet_pt"]
+    key, basket = branch.basket_key(0), branch.basket(0)
+    data = bytearray(path.read_bytes())
+    where = key.fSeekKey + (basket.member("fLast") + 8 if offset_in_key is None else offset_in_key)
+    struct.pack_into(fmt, data, where, value)
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_corrupt_jagged_offsets_are_refused(tmp_path):
+    bad = _corrupt(_write(tmp_path / "ok.root"), tmp_path / "bad.root", None, ">i", 0x7FFFFFFF)
+    with pytest.raises(InputError, match=r"bad\.root.*'Events'.*branch 'Jet_pt' is corrupt"):
+        read(Sample("s", bad, label=1), ["HT", "num(Jet_pt)"])
+
+
+def test_corrupt_basket_key_is_an_input_error(tmp_path):
+    bad = _corrupt(_write(tmp_path / "ok.root"), tmp_path / "bad.root", 14, ">h", 0x7FFF)
+    with pytest.raises(InputError, match=r"bad\.root.*corrupt or not a ROOT file uproot can read "
+                                         r"\(uproot: DeserializationError"):
+        read(Sample("s", bad, label=1), ["HT", "Jet_pt[:, 0]"])
+
+
+class _BrokenFile:
+    """An open file whose tree metadata uproot cannot deserialise."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def classnames(self, cycle=False):
+        return {"Events": "TTree"}
+
+    def __getitem__(self, name):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [NotImplementedError("memberwise serialization"),
+                                   ValueError("unknown class TL"), AssertionError()])
+def test_corrupt_tree_metadata_is_an_input_error(error):
+    with pytest.raises(InputError, match=rf"'x\.root'.*corrupt.*{type(error).__name__}"):
+        get_tree(_BrokenFile(error), Source("x.root", "Events"), "sample 's'")
+
+
+def test_hepbdt_errors_and_memory_errors_pass_through():
+    own = InputError("own")
+    with pytest.raises(InputError) as info:
+        get_tree(_BrokenFile(own), Source("x.root", None), "sample 's'")
+    assert info.value is own
+    with pytest.raises(MemoryError):
+        get_tree(_BrokenFile(MemoryError()), Source("x.root", None), "sample 's'")
+
+
+def test_where_with_a_jagged_branch_and_a_number_is_refused(tmp_path):
+    path = _write(tmp_path / "ok.root")
+    with pytest.raises(ExpressionError, match=r"where\(HT > 100, Jet_pt, 0\).*each event needs "
+                                              r"one value.*sum\(Jet_pt\)"):
+        read(Sample("s", path, label=1), ["where(HT > 100, Jet_pt, 0)"])
