@@ -70,7 +70,9 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
     except OSError as exc:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
-        if exc.filename is None:  # e.g. a full disk while writing: say which file
+        # A system error without a file (a full disk while writing): say which file. One
+        # without an errno is a library's (a truncated input read while writing), not ours.
+        if exc.filename is None and exc.errno is not None:
             raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(target)) from exc
         raise
     except BaseException:

@@ -244,3 +244,14 @@ def test_a_configuration_file_too_large_to_be_one_is_refused_before_reading(tmp_
         f.truncate(1 << 30)
     assert main(["train", str(path), "--check"]) == 2
     assert "more than a configuration has" in capsys.readouterr().err
+
+
+def test_a_truncated_input_is_named_not_the_output(trained, tmp_path, capsys):
+    # uproot's read error (an OSError without an errno) was reported as the output's.
+    truncated = tmp_path / "truncated.root"
+    truncated.write_bytes((DATA / "signal.root").read_bytes()[:500_000])
+    friend = tmp_path / "friend.root"
+    assert main(["apply", str(trained / "model.json"), str(truncated), "-o", str(friend),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "truncated.root" in err and "friend.root" not in err and not friend.exists()
