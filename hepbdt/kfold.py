@@ -18,8 +18,8 @@ import numpy as np
 
 from ._util import atomic_write_text, is_classifier, model_scores
 
-__all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "KFOLD_FORMAT",
-           "KFOLD_FORMAT_VERSION"]
+__all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
+           "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION"]
 
 KFOLD_FORMAT = "hepbdt-kfold"
 KFOLD_FORMAT_VERSION = 1
@@ -47,15 +47,22 @@ def event_numbers(event: Any) -> np.ndarray:
     bad = invalid_event_numbers(values)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        value = values.reshape(-1)[first]
-        shown = repr(float(value)) if isinstance(value, float | np.floating) else (
-            str(int(value)) if isinstance(value, np.integer) else repr(value))
         raise ValueError(
             f"event numbers must be integers in int64's range (k-fold assigns event e to "
             f"fold e % k): {int(np.count_nonzero(bad))} of {values.size} are not (NaN, "
-            f"infinite, fractional or beyond +-2**63); the first, event[{first}], is {shown}"
+            f"infinite, fractional or beyond +-2**63); the first, event[{first}], is "
+            f"{shown_number(values.reshape(-1)[first])}"
         )
     return values.astype(np.int64)
+
+
+def shown_number(value: Any) -> str:
+    """A value for a message: ``nan``, ``1.5``, ``1e+30``, ``18446744073709551615``."""
+    if isinstance(value, float | np.floating):
+        return repr(float(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return repr(value)
 
 
 def invalid_event_numbers(values: np.ndarray) -> np.ndarray:

@@ -31,6 +31,8 @@ from hepbdt.evaluation import metrics, overtraining_test, significance_scan  # n
 from hepbdt.io import Dataset  # noqa: E402
 from hepbdt.persistence import load_model  # noqa: E402
 
+from .test_report import _rows  # noqa: E402
+
 MODES = ("random", "alternate", "block")
 # name: (events, weight of each event, feature value, first event number); several samples
 # per class, of 1, 2 and 3 events among them, with different (one negative) weights.
@@ -135,17 +137,6 @@ def test_scan_refuses_bad_per_event_scales():
         significance_scan(y, s, w, yield_scale=np.ones(2))
     with pytest.raises(ValueError, match=r"yield_scale\[1\]"):
         significance_scan(y, s, w, yield_scale=np.array([1.0, np.nan, 2.0]))
-
-
-def _rows(text, table_id):
-    """Body rows of an HTML table as {header: cell text}."""
-    table = re.search(rf'<table id="{table_id}">(.*?)</table>', text, flags=re.S)
-    assert table, table_id
-    header = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", table.group(1))]
-    body = table.group(1).split("<tbody>")[1]
-    return [dict(zip(header, [html.unescape(c) for c in
-                              re.findall(r"<td[^>]*>(.*?)</td>", row)], strict=True))
-            for row in re.findall(r"<tr>(.*?)</tr>", body)]
 
 
 def _check_significance_table(text, table_id, score_all, y, w, index, present):

@@ -87,8 +87,7 @@ def _weights_at_mix(labels_tr: np.ndarray, w_tr: np.ndarray, labels_te: np.ndarr
     """The training weights rescaled class by class to the test sample's class mix (as
     :func:`~hepbdt.evaluation.multiclass.class_mix_weights`) and the (K,) factors; labels
     are class indices 0..K-1, weights checked float64."""
-    k = int(max(labels_tr.max(initial=-1), labels_te.max(initial=-1))) + 1
-    factors = _class_mix_factors(labels_tr, w_tr, labels_te, w_te, k)
+    factors = _class_mix_factors(labels_tr, w_tr, labels_te, w_te)
     return w_tr * factors[labels_tr], factors
 
 

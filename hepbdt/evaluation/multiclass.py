@@ -151,14 +151,15 @@ def class_mix_weights(y: Any, w: Any, reference_y: Any, reference_w: Any) -> np.
     labels, ref_labels = _class_indices(y, "y"), _class_indices(reference_y, "reference_y")
     weights = check_weights(w, labels.size)
     ref_weights = check_weights(reference_w, ref_labels.size, "reference_w")
-    k = int(max(labels.max(initial=-1), ref_labels.max(initial=-1))) + 1
-    return weights * _class_mix_factors(labels, weights, ref_labels, ref_weights, k)[labels]
+    return weights * _class_mix_factors(labels, weights, ref_labels, ref_weights)[labels]
 
 
 def _class_mix_factors(labels: np.ndarray, weights: np.ndarray, ref_labels: np.ndarray,
-                       ref_weights: np.ndarray, k: int) -> np.ndarray:
+                       ref_weights: np.ndarray, k: int | None = None) -> np.ndarray:
     """(K,) the per-class factors of :func:`class_mix_weights` (checked int64 labels below
-    k, float64 weights)."""
+    k, float64 weights); K: ``k``, else the largest label of either sample plus one."""
+    if k is None:
+        k = int(max(labels.max(initial=-1), ref_labels.max(initial=-1))) + 1
     sums = np.bincount(labels, weights=weights, minlength=k)
     ref_sums = np.bincount(ref_labels, weights=ref_weights, minlength=k)
     both = (sums > 0) & (ref_sums > 0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
-from hepbdt.kfold import fold_of, invalid_event_numbers
+from hepbdt.kfold import fold_of, invalid_event_numbers, shown_number
 
 __all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
 
@@ -455,15 +455,6 @@ class Dataset:
             target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
             w[mask] *= target / total
         return self.replace(w=w)
-
-
-def shown_number(value: Any) -> str:
-    """A value for a message: ``nan``, ``1.5``, ``1e+30``, ``18446744073709551615``."""
-    if isinstance(value, float | np.floating):
-        return repr(float(value))
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return repr(value)
 
 
 def _event_numbers(values: np.ndarray, copy: bool) -> np.ndarray:
