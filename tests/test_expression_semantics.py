@@ -210,6 +210,37 @@ def test_uint64_arithmetic_policy() -> None:
     assert _column("sum(ev - 1)", jagged).tolist() == [1.0, 0.0, float(2**63)]
 
 
+BIG64 = {"e": np.array([5, 2**40, -(2**62), 2**63 - 1], np.int64),
+         "m": np.array([-(2**63), 1, 2, 3], np.int64),
+         "j": ak.Array([[2**62, 2**62], [1, 2], [], [-(2**62), -(2**62), -1]])}
+
+
+@pytest.mark.parametrize(("text", "exact"), [
+    ("e * 10000000000000", lambda e, m: e * 10_000_000_000_000),
+    ("e + e", lambda e, m: e + e),
+    ("m - e", lambda e, m: m - e),
+    ("-m", lambda e, m: -m),
+    ("abs(m)", lambda e, m: abs(m)),
+    ("e * m", lambda e, m: e * m),
+])
+def test_int64_arithmetic_beyond_the_range_is_done_in_double(text, exact) -> None:
+    pairs = zip(BIG64["e"].tolist(), BIG64["m"].tolist(), strict=True)
+    expected = [float(exact(e, m)) for e, m in pairs]  # Python's exact integers
+    np.testing.assert_allclose(_column(text, BIG64), expected, rtol=1e-15)
+    with pytest.raises(ExpressionError, match="beyond the 64-bit integer range"):
+        Expression(text, "event").evaluate(BIG64)
+
+
+def test_an_int64_sum_that_would_wrap_is_done_in_double() -> None:
+    expected = [float(sum(v)) for v in BIG64["j"].tolist()]
+    np.testing.assert_allclose(_column("sum(j)", BIG64), expected, rtol=1e-15)
+    with pytest.raises(ExpressionError, match="beyond the 64-bit integer range"):
+        Expression("sum(j)", "event").evaluate(BIG64)
+    # within the range, event numbers stay exact integers
+    assert _column("e - 5", BIG64, "event", np.int64).tolist() == [
+        v - 5 for v in BIG64["e"].tolist()]
+
+
 # -- 3. a mask from lists of other lengths is refused ----------------------------------
 
 

@@ -41,7 +41,9 @@ feature made by arithmetic is rounded to float32 once, at the end); before arith
 signed or unsigned, become int64 (so ``nJet - 2`` of
 an unsigned ``nJet`` is -1, ``b1 + b2`` of booleans is 2, ``run * 1000000 + event`` is
 exact, and ``flags & 4`` is still a bit test); ``**`` and ``pow`` work in float64. An
-int64 branch is used as it is; int64 arithmetic that overflows is not detected. A uint64
+int64 branch is used as it is. Integer arithmetic that would go beyond int64 (and wrap
+around) is computed in float64 instead, as ROOT's double, for the events' whole chunk;
+in an event expression it is refused. A uint64
 branch (event numbers) becomes int64 when every value of the chunk fits (below 2**63),
 else float64 for a feature, cut, weight or target (ROOT's double), and an event expression
 that would need that is refused with an :class:`ExpressionError` (an event number must be
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -668,11 +671,12 @@ class Expression:
                 left, right = self._widen(left), self._widen(right)
                 if isinstance(node.op, ast.FloorDiv | ast.Mod):
                     self._check_division(node, left, right)
+                return self._unwrapped(node, _BINARY_OPERATORS[type(node.op)], left, right)
             return _BINARY_OPERATORS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, arrays)
             if isinstance(node.op, ast.USub):
-                return -self._widen(operand)
+                return self._unwrapped(node, operator.neg, self._widen(operand))
             if isinstance(node.op, ast.UAdd):
                 return operand
             if (
@@ -723,9 +727,9 @@ class Expression:
                 )
             if isinstance(value, np.ndarray):
                 value = ak.from_numpy(value, regulararray=True)
-            return _nan_for_missing(_REDUCTIONS[func](value))
+            return _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
         if func in _ELEMENTWISE_1:
-            return _ELEMENTWISE_1[func](self._widen(args[0]))
+            return self._unwrapped(node, _ELEMENTWISE_1[func], self._widen(args[0]))
         if func in ("pow", "power"):
             return np.power(*map(_as_float, args))
         if func in _ELEMENTWISE_2:
@@ -761,6 +765,29 @@ class Expression:
                     )
                 return _astype(value, np.float64)
         return _astype(value, np.int64)
+
+    def _unwrapped(self, node: ast.AST, operation: Callable[..., Any], *operands: Any) -> Any:
+        """``operation(*operands)``; where integer arithmetic wraps around beyond int64
+        (``event * 10**12``, ``sum`` of huge values), computed in float64 instead, as ROOT's
+        double (refused in an event expression, which must be an exact integer)."""
+        result = operation(*operands)
+        dtype = _leaf_dtype(result)
+        if dtype is None or dtype.kind not in "iu":
+            return result
+        # Without wrapping, the float64 result is within a few units of the last place of
+        # the exact one; a wrapped one is off by a multiple of 2**64.
+        approximate = operation(*map(_as_float, operands))
+        if not _any(_as_float(result) - approximate, lambda gap: abs(gap) > 2.0**62):
+            return result
+        if self.role == "event":
+            text = self._source.text
+            where = text[slice(*self._source.written(node))]
+            raise self._fail(
+                f"{where} goes beyond the 64-bit integer range (2**63 - 1) for some events, "
+                "where the integer result would wrap around; an event number must be an exact "
+                "integer below 2**63 (combine run and event with a smaller factor)"
+            )
+        return approximate
 
     def _check_division(self, node: ast.BinOp, left: Any, right: Any) -> None:
         """Refuse // or % by zero (NumPy gives 0 for integers, where ROOT gives inf or
