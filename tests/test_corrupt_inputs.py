@@ -80,3 +80,24 @@ def test_where_with_a_jagged_branch_and_a_number_is_refused(tmp_path):
     with pytest.raises(ExpressionError, match=r"where\(HT > 100, Jet_pt, 0\).*each event needs "
                                               r"one value.*sum\(Jet_pt\)"):
         read(Sample("s", path, label=1), ["where(HT > 100, Jet_pt, 0)"])
+
+
+def _tree_entries_set_to(path, out, value):
+    """The tree's fEntries (its first 64-bit count of events in its key) set to ``value``."""
+    key = uproot.open(path).key("Events")
+    data = bytearray(path.read_bytes())
+    region = bytes(data[key.fSeekKey:key.fSeekKey + key.fNbytes])
+    struct.pack_into(">q", data, key.fSeekKey + region.index(struct.pack(">q", 200)), value)
+    out.write_bytes(bytes(data))
+    assert uproot.open(out)["Events"].num_entries == value  # the patch hit fEntries
+    return out
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (-5, r"claims -5 entries; the file is corrupt"),
+    (10**12, r"claims 1,000,000,000,000 entries but branch 'HT' holds 200"),
+])
+def test_a_tree_entry_count_that_cannot_be_true_is_refused(tmp_path, value, message):
+    bad = _tree_entries_set_to(_write(tmp_path / "ok.root"), tmp_path / "bad.root", value)
+    with pytest.raises(InputError, match=rf"bad\.root.*'Events'.*{message}"):
+        read(Sample("s", bad, label=1), ["HT"])

@@ -366,10 +366,17 @@ def get_tree(file: Any, source: Source, context: str) -> Any:
     """The tree object ``source.tree`` of an open ``file`` (its only tree when None);
     InputError when uproot cannot deserialise the tree's metadata."""
     try:
-        return _get_tree(file, source, context)
+        tree = _get_tree(file, source, context)
+        entries = int(tree.num_entries)
     except Exception as err:
         tree = "" if source.tree is None else f", tree {source.tree.split(';')[0]!r}"
         raise _corrupt_error(err, f"{context}: file {source.path!r}{tree}") from err
+    if entries < 0:
+        raise InputError(
+            f"{context}: file {source.path!r}, tree {_tree_label(tree)!r}: the tree claims "
+            f"{entries:,} entries; the file is corrupt (a tree has 0 or more entries)"
+        )
+    return tree
 
 
 def _corrupt_error(err: Exception, where: str) -> Exception:
@@ -551,6 +558,7 @@ class TreeReader:
                         f"uses {name!r}, which is not a branch.{hint} "
                         f"Branches: {describe_choices(available)}{extra}"
                     )
+        self._check_entries(needed)
         self.branches = needed
         self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
         try:
@@ -558,6 +566,22 @@ class TreeReader:
         except Exception as err:
             raise _corrupt_error(err, self.where) from err
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
+
+    def _check_entries(self, names: Sequence[str]) -> None:
+        """Refuse a tree that claims more entries than a branch it is read from holds (a
+        corrupt or hostile header; reading it would allocate for entries that do not
+        exist). Fewer is read as ROOT reads it: the tree's count."""
+        for name in names:
+            try:
+                held = int(self.tree[name].num_entries)
+            except Exception as err:
+                raise _corrupt_error(err, self.where) from err
+            if held < self.num_entries:
+                raise InputError(
+                    f"{self.where}: the tree claims {self.num_entries:,} entries but branch "
+                    f"{name!r} holds {held:,}; the file is corrupt (every branch of a tree "
+                    "holds as many entries as the tree)"
+                )
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
         kinds = {}
