@@ -105,6 +105,10 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
     ("[output]\nfigure_formats = ['gif']", "[output] figure_formats: valid formats: png, pdf"),
     ("[output]\nscore_branch = 'bdt score'", "[output] score_branch: 'bdt score' is not a valid "
                                              "branch name"),
+    ("[output]\nscore_branch = 'event'", "[output] score_branch: 'event' is a branch the score "
+                                        "trees already have"),
+    ("[output]\nscore_branch = 'fold'", "[output] score_branch: 'fold' is a branch the score "
+                                       "trees already have"),
     # any name is a class (three or more make a multi-class training); an integer other
     # than 1 and 0, or a name that cannot be part of a branch name, is not
     ("[samples.tt]\nfiles = 'x.root'\nlabel = 2", "[samples.tt] label: 2 is not a class; "

@@ -990,6 +990,10 @@ def _unknown_option_hint(key: str, valid: list[str]) -> str:
         f"valid options: {', '.join(valid)}, tmva_options")
 
 
+#: Branches of the score trees besides the scores (a k-fold training adds ``fold``).
+_RESERVED_BRANCHES = (*BOOKKEEPING_BRANCHES, "fold")
+
+
 def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str] | None = None
                    ) -> OutputConfig:
     entry = _check_keys(table, _OUTPUT_KEYS, "output", problems)
@@ -1013,6 +1017,10 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
             setattr(output, key, value)
     if classes is not None and len(classes) > 2:
         _check_class_branches(output, classes, problems)
+    elif output.score_branch in _RESERVED_BRANCHES:
+        problems.add("output", "score_branch", f"{output.score_branch!r} is a branch the "
+                     f"score trees already have ({', '.join(_RESERVED_BRANCHES)}); choose "
+                     "another name, e.g. bdt_score")
     return output
 
 
@@ -1023,8 +1031,8 @@ def _check_class_branches(output: OutputConfig, classes: list[str], problems: _P
     bookkeeping branches of the score trees."""
     branches = [f"{prefix}_{c}" for prefix in (output.score_branch, output.probability_branch)
                 for c in classes]
-    reserved = {*BOOKKEEPING_BRANCHES, "fold"}
-    clashes = sorted({b for b in branches if branches.count(b) > 1} | (set(branches) & reserved))
+    clashes = sorted({b for b in branches if branches.count(b) > 1}
+                     | (set(branches) & set(_RESERVED_BRANCHES)))
     if clashes:
         problems.add("output", "probability_branch", f"the per-class branches {clashes} would clash (score "
                      f"branches {output.score_branch}_<class>, probabilities "
