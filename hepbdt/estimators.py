@@ -90,7 +90,7 @@ AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change 
 MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-30, 1e30
 
 
-def _check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True) -> None:
+def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True) -> None:
     """ValueError for a non-zero training weight outside MIN_MAGNITUDE..MAX_MAGNITUDE: as
     float32 channels it would overflow, or lose its precision, silently.
 
@@ -116,6 +116,18 @@ def _check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool
         f"events lie outside {span}, though every given weight lies within; training works "
         f"in float32 and only the weights' ratios matter: {_rescaling(size, rescalable)}, "
         "or choose negative_weights='ignore' or 'abs'")
+
+
+def check_targets(y: np.ndarray) -> np.ndarray:
+    """``y`` when every regression target is finite and within +-MAX_MAGNITUDE (the float32
+    gradients' range); else ValueError."""
+    if not np.all(np.isfinite(y)):
+        raise ValueError("the regression target y has NaN or infinite values")
+    if y.size and np.max(np.abs(y)) > MAX_MAGNITUDE:
+        raise ValueError(f"the regression target y reaches {np.max(np.abs(y)):.3g}: targets "
+                         f"must lie within +-{MAX_MAGNITUDE:g}, as the float32 gradients "
+                         "need; rescale y (e.g. to other units)")
+    return y
 
 
 def _rescaling(size: np.ndarray, rescalable: bool) -> str:
@@ -420,7 +432,7 @@ class _BDTBase(SklearnProtocol):
             # A class's net weight is not positive: "abs" and "ignore" can make it so, and
             # "regress" and "pair" refuse it in their own words, so the weights stay as given.
             given = w
-        _check_magnitudes(given)
+        check_magnitudes(given)
         return given
 
     def _normalise_classes(self, y, w):
@@ -507,7 +519,7 @@ class _BDTBase(SklearnProtocol):
                 else:
                     rows = np.flatnonzero(keep) if rows is None else rows[keep]
             given = self._normalise_classes(y, w)
-            _check_magnitudes(given, self.negative_weights, rescalable=given is w)
+            check_magnitudes(given, self.negative_weights, rescalable=given is w)
         w = given
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
@@ -587,7 +599,7 @@ class _BDTBase(SklearnProtocol):
 
     def _set_fitted(self, forest, names, definitions, result, mapper) -> None:
         """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""
-        _check_unique_names(names, "the feature names")
+        _check_unique_names(names, "feature_names")
         self.forest_ = forest
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = forest.n_features
@@ -1498,14 +1510,7 @@ class BDTRegressor(_BDTBase):
         return loss
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
-        y = _column(y).astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("the regression target y has NaN or infinite values")
-        if y.size and np.max(np.abs(y)) > MAX_MAGNITUDE:
-            raise ValueError(f"the regression target y reaches {np.max(np.abs(y)):.3g}: targets "
-                             f"must lie within +-{MAX_MAGNITUDE:g}, as the float32 gradients "
-                             "need; rescale y (e.g. to other units)")
-        return y
+        return check_targets(_column(y).astype(np.float64))
 
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
             bin_edges=None) -> BDTRegressor:

@@ -4,6 +4,7 @@ for bit at the same bin edges, lazy predictions, and faults that end in a clear 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -283,6 +284,20 @@ def test_regress_policy_with_negative_weights_is_refused(client):
     X, y, w = _data(n=2_000, negative=0.1)
     with pytest.raises(ParameterError, match="keep"):
         DaskBDTClassifier(negative_weights="regress").fit(*_dask(X, y, w), client=client)
+
+
+@pytest.mark.parametrize("bad", ["weight 1e35", "weight 1e-35", "target 1e35", "target nan"])
+def test_out_of_range_weights_and_targets_are_refused_as_in_memory(client, bad):
+    X, y, w = _data(n=2_000)
+    target = X[:, 0].astype(np.float64)
+    what, value = bad.split()
+    (w if what == "weight" else target)[7] = float(value)
+    memory, dask_cls, labels = ((BDTRegressor, DaskBDTRegressor, target) if what == "target"
+                                else (BDTClassifier, DaskBDTClassifier, y))
+    with pytest.raises(ValueError) as in_memory:
+        memory(n_trees=2).fit(X, labels, w)
+    with pytest.raises(ValueError, match=re.escape(str(in_memory.value))):
+        dask_cls(n_trees=2).fit(*_dask(X, labels, w), client=client)
 
 
 def test_unreachable_scheduler_is_a_clear_error():

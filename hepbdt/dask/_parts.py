@@ -21,6 +21,7 @@ from ..engine.binning import BinMapper, EdgeSketch
 from ..engine.data_parallel import LevelPlan, PartTree
 from ..engine.grower import QuantisedRows, add_by_leaf
 from ..engine.histogram import Quantiser
+from ..estimators import check_magnitudes, check_targets
 
 __all__ = ["PartActor", "PartLost", "load", "sketch", "bin_part", "begin_tree", "root", "level",
            "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
@@ -81,9 +82,10 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
         raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} (part {key})")
     # as in memory: int8 0/1 labels (BDTClassifier._encode_y), float64 targets
     y = (np.asarray(y_raw == signal).astype(np.int8) if signal is not None
-         else y_raw.astype(np.float64))
+         else check_targets(y_raw.astype(np.float64)))
     w_raw = None if w_blocks is None else np.concatenate(w_blocks)
     w = check_weights(w_raw, X.shape[0])
+    check_magnitudes(w)  # the given weights, as in memory, before the policy
     negative = bool(np.any(w < 0))
     if negative and policy == "abs":
         w = np.abs(w)
