@@ -21,6 +21,37 @@ __all__ = ["BinnedMatrix", "MISSING_CODE"]
 MISSING_CODE = 255  # the code of NaN (the engine's MISSING_BIN)
 _N_CODES = 256
 BLOCK_VALUES = 1 << 22  # codes a block-wise scan reads at once
+_CHECK_VALUES = 1 << 20  # codes the constructor's check reads at once (its temporary's bytes)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_codes(codes: np.ndarray, edges: tuple[np.ndarray, ...]) -> None:
+    """ValueError unless every code of feature f is at most ``len(edges[f])`` or 255: a larger
+    code is no bin of those edges (codes made with other edges), which training would
+    silently treat as lying above every edge."""
+    if codes.size == 0:
+        return
+    m = codes.shape[1]
+    n_edges = np.array([e.size for e in edges], dtype=np.int64)
+    fold = max(1, 256 // m)  # events side by side: a max over wide rows is ~10x faster
+    rows = fold * max(1, _CHECK_VALUES // (m * fold))
+    largest = np.zeros(m, dtype=np.int64)
+    shifted = np.empty((min(rows, codes.shape[0]), m), dtype=np.uint8)
+    for i in range(0, codes.shape[0], rows):
+        block = codes[i:i + rows]
+        part = shifted[:len(block)]
+        np.add(block, np.uint8(1), out=part)  # 255 (missing) wraps to 0: ignored by the max
+        whole = len(part) - len(part) % fold
+        if whole:
+            wide = part[:whole].reshape(-1, m * fold).max(axis=0).reshape(fold, m).max(axis=0)
+            np.maximum(largest, wide, out=largest)
+        if whole < len(part):
+            np.maximum(largest, part[whole:].max(axis=0), out=largest)
+    bad = np.flatnonzero(largest - 1 > n_edges)
+    if bad.size:
+        f = int(bad[0])
+        raise ValueError(f"codes of feature {f} go up to {int(largest[f]) - 1}, but its "
+                         f"{n_edges[f]} edges make codes 0..{n_edges[f]} (and {MISSING_CODE}: missing)")
 
 
 class BinnedMatrix:
@@ -28,7 +59,7 @@ class BinnedMatrix:
 
     Parameters
     ----------
-    codes : (n, m) uint8; a code is at most ``len(edges[f])`` or 255 (missing).
+    codes : (n, m) uint8; a code is at most ``len(edges[f])`` or 255 (missing): checked.
     edges : m increasing, finite float32 arrays (at most 254 edges each).
     feature_names : m names, or None; ``feature_definitions``: name -> expression, as
         ``Dataset.X`` carries them.
@@ -51,9 +82,15 @@ class BinnedMatrix:
         if len(edges) != codes.shape[1]:
             raise ValueError(f"{len(edges)} edge arrays for {codes.shape[1]} columns of codes")
         for f, e in enumerate(edges):
-            if e.size >= MISSING_CODE or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+            # e[1:] <= e[:-1], not np.diff: the difference of two large edges can overflow
+            if e.size >= MISSING_CODE or not np.all(np.isfinite(e)) or np.any(e[1:] <= e[:-1]):
                 raise ValueError(f"edges of feature {f} must be at most {MISSING_CODE - 1} finite, "
                                  "strictly increasing values")
+        _check_codes(codes, edges)
+        self._set(codes, edges, feature_names, feature_definitions)
+
+    def _set(self, codes: np.ndarray, edges: tuple[np.ndarray, ...],
+             feature_names: Sequence[str] | None, feature_definitions: Mapping[str, str] | None) -> None:
         self.codes = codes
         self.edges = edges
         if feature_names is not None:
@@ -62,6 +99,16 @@ class BinnedMatrix:
                 raise ValueError(f"{len(feature_names)} feature names for {codes.shape[1]} columns")
         self.feature_names = feature_names
         self.feature_definitions = dict(feature_definitions) if feature_definitions else None
+
+    @classmethod
+    def _of_checked(cls, codes: np.ndarray, edges: tuple[np.ndarray, ...],
+                    feature_names: Sequence[str] | None,
+                    feature_definitions: Mapping[str, str] | None) -> BinnedMatrix:
+        """A matrix of codes and edges taken from checked matrices (rows or columns of one):
+        not scanned again."""
+        out = cls.__new__(cls)
+        out._set(np.ascontiguousarray(codes), tuple(edges), feature_names, feature_definitions)
+        return out
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -109,16 +156,19 @@ class BinnedMatrix:
                 raise TypeError("a BinnedMatrix selects events (rows); select features with "
                                 ".columns([...])")
         if isinstance(index, int | np.integer):
-            index = slice(int(index), int(index) + 1 or None)
-        return BinnedMatrix(self.codes[index], self.edges, self.feature_names,
-                            self.feature_definitions)
+            n = len(self)
+            if not -n <= int(index) < n:
+                raise IndexError(f"event {int(index)} is out of range for {n} events")
+            index = slice(int(index) % n, int(index) % n + 1)
+        return BinnedMatrix._of_checked(self.codes[index], self.edges, self.feature_names,
+                                        self.feature_definitions)
 
     def columns(self, indices: Sequence[int]) -> BinnedMatrix:
         """The features ``indices``, in that order (names kept)."""
         indices = [int(i) for i in indices]
         names = None if self.feature_names is None else [self.feature_names[i] for i in indices]
-        return BinnedMatrix(self.codes[:, indices], [self.edges[i] for i in indices], names,
-                            self.feature_definitions)
+        return BinnedMatrix._of_checked(self.codes[:, indices], tuple(self.edges[i] for i in indices),
+                                        names, self.feature_definitions)
 
     def same_bins(self, other: BinnedMatrix) -> bool:
         """True when both have the same edges, feature by feature."""
@@ -131,7 +181,8 @@ class BinnedMatrix:
         for f, e in enumerate(self.edges):
             if e.size:
                 step = float(e[1]) - float(e[0]) if e.size > 1 else max(1.0, abs(float(e[0])))
-                below = np.float32(float(e[0]) - step)
+                # kept finite (a float model input refuses +-inf) and below the first edge
+                below = np.float32(max(float(e[0]) - step, -_FLOAT32_MAX))
                 if not below < e[0]:
                     below = np.nextafter(e[0], np.float32(-np.inf))
                 table[f, 0] = below

@@ -28,13 +28,22 @@ __all__ = ["BinMapper", "EdgeSketch", "fit_bin_edges", "apply_bins", "bin_rows_i
 SUBSAMPLE_FOR_EDGES = 200_000  # events used to find quantile edges (as LightGBM's default)
 
 
+_FLOAT32_MAX = float(np.finfo(X_DTYPE).max)
+
+
 def _edges_between(unique: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Edges strictly above unique[idx] and at most unique[idx + 1], in float32."""
-    lo = unique[idx].astype(np.float64)
-    hi = unique[idx + 1].astype(np.float64)
-    mid = ((lo + hi) / 2).astype(X_DTYPE)
-    # float32 rounding can land the midpoint on the lower value: then cut at the upper one.
-    return np.where(mid > unique[idx], mid, unique[idx + 1]).astype(X_DTYPE)
+    """Edges strictly above unique[idx] and at most unique[idx + 1] (float32 values), in
+    float32; finite unless the lower value is the largest float32 (next to +inf)."""
+    lo, hi = unique[idx], unique[idx + 1]
+    # the midpoint of the values clipped to the finite range: +-inf neighbours give a finite
+    # edge (an infinite one would be refused by check_edges, and +inf read as "no split")
+    mid = ((np.clip(lo.astype(np.float64), -_FLOAT32_MAX, _FLOAT32_MAX)
+            + np.clip(hi.astype(np.float64), -_FLOAT32_MAX, _FLOAT32_MAX)) / 2).astype(X_DTYPE)
+    # float32 rounding can land the midpoint on the lower value (only when the upper one is
+    # the next float32): then cut at the next float32 above the lower value.
+    with np.errstate(over="ignore"):  # the largest float32's next is +inf
+        above_lo = np.nextafter(lo, X_DTYPE(np.inf))
+    return np.where(mid > lo, mid, above_lo).astype(X_DTYPE)
 
 
 def _feature_edges(values: np.ndarray, weights: np.ndarray, max_bins: int, n_cuts: int) -> np.ndarray:
@@ -75,8 +84,8 @@ def fit_bin_edges(
     Parameters
     ----------
     X : (n, m) float32
-    sample_weight : (n,) or None; |w| counts towards the quantiles, and events of weight
-        zero are left out.
+    sample_weight : (n,) finite, or None; |w| counts towards the quantiles, and events of
+        weight zero are left out.
     max_bins : number of value bins (<= 255); a feature with fewer distinct values gets
         one bin per value.
     n_cuts : TMVA's nCuts, equal-width cuts added to the quantile edges (0: none).
@@ -88,12 +97,9 @@ def fit_bin_edges(
     -------
     list of m float32 arrays of increasing edges (at most ``max_bins - 1`` each).
     """
-    if not 2 <= max_bins <= MAX_VALUE_BINS:
-        raise ValueError(f"max_bins must be in [2, {MAX_VALUE_BINS}], got {max_bins}")
-    if n_cuts < 0 or n_cuts >= max_bins:
-        raise ValueError(f"n_cuts must be in [0, max_bins) = [0, {max_bins}), got {n_cuts}")
+    max_bins, n_cuts = _check_bin_counts(max_bins, n_cuts)
     n = X.shape[0] if rows is None else len(rows)
-    w = np.ones(n) if sample_weight is None else np.abs(np.asarray(sample_weight, np.float64))
+    w = np.ones(n) if sample_weight is None else _abs_weights(sample_weight, n)
     chosen = None if rows is None else np.asarray(rows)  # the rows of X the edges see
     if np.any(w == 0) and np.any(w != 0):
         # Events of weight zero carry no information: the edges must not depend on them, so
@@ -107,11 +113,36 @@ def fit_bin_edges(
     return _edges_by_feature(X if chosen is None else X[chosen], w, max_bins, n_cuts)
 
 
+def _check_bin_counts(max_bins: Any, n_cuts: Any) -> tuple[int, int]:
+    """(max_bins, n_cuts) as ints; ValueError unless 2 <= max_bins <= 255 and 0 <= n_cuts <
+    max_bins, integers (more bins would be cut to the first 254 edges, silently)."""
+    if isinstance(max_bins, bool) or int(max_bins) != max_bins or not 2 <= max_bins <= MAX_VALUE_BINS:
+        raise ValueError(f"max_bins must be an integer in [2, {MAX_VALUE_BINS}], got {max_bins!r}")
+    if isinstance(n_cuts, bool) or int(n_cuts) != n_cuts or not 0 <= n_cuts < max_bins:
+        raise ValueError(f"n_cuts must be an integer in [0, max_bins) = [0, {int(max_bins)}), "
+                         f"got {n_cuts!r}")
+    return int(max_bins), int(n_cuts)
+
+
+def _abs_weights(sample_weight: Any, n: int) -> np.ndarray:
+    """|w| as float64; ValueError unless there are n finite weights (a NaN or inf weight
+    would make every cumulative weight NaN or inf, hence meaningless edges)."""
+    w = np.abs(np.asarray(sample_weight, np.float64)).ravel()
+    if w.size != n:
+        raise ValueError(f"{w.size} weights for {n} events")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be finite: weight {int(np.flatnonzero(~np.isfinite(w))[0])} "
+                         f"is {w[~np.isfinite(w)][0]}")
+    return w
+
+
 def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) -> list[np.ndarray]:
     """``_feature_edges`` of every column, on Numba's threads: numpy's sorts release the GIL,
     so the features are done side by side, each exactly as alone (1M x 28, 2 cores: 0.43
     -> 0.26 s)."""
-    columns = [np.ascontiguousarray(X[:, f]) for f in range(X.shape[1])]
+    # float32 first, as the data are binned: float64 values that round to one float32
+    # would give equal edges (not strictly increasing) and bins no value falls in
+    columns = [np.ascontiguousarray(X[:, f], dtype=X_DTYPE) for f in range(X.shape[1])]
     workers = min(numba.get_num_threads(), len(columns))
     if workers <= 1:
         return [_feature_edges(c, w, max_bins, n_cuts) for c in columns]
@@ -121,7 +152,8 @@ def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) 
 
 @njit
 def _bin_of(e, x):
-    """Number of edges <= x: a branch-free binary search over 256 slots padded with +inf."""
+    """Number of edges <= x: a branch-free binary search over 256 slots padded with NaN
+    (``NaN <= x`` is false, so +inf gets the number of edges, not the padding's 254)."""
     if np.isnan(x):
         return MISSING_BIN
     pos = 0
@@ -209,7 +241,7 @@ def first_infinite(X: np.ndarray) -> int:
 
 
 def _pack_edges(edges: list[np.ndarray]) -> np.ndarray:
-    packed = np.full((len(edges), MAX_VALUE_BINS + 1), np.inf, dtype=X_DTYPE)
+    packed = np.full((len(edges), MAX_VALUE_BINS + 1), np.nan, dtype=X_DTYPE)
     for f, e in enumerate(edges):
         packed[f, : e.size] = e
     return packed
@@ -246,7 +278,7 @@ def _row_blocks(X: np.ndarray, rows: np.ndarray):
 
 
 def pack_edges(edges: list[np.ndarray]) -> np.ndarray:
-    """The edges as one (m, 256) float32 array padded with +inf, as the binning kernels read them."""
+    """The edges as one (m, 256) float32 array padded with NaN, as the binning kernels read them."""
     return _pack_edges(edges)
 
 
@@ -260,7 +292,7 @@ def check_edges(edges: Any, n_features: int | None = None) -> list[np.ndarray]:
         if e.size > MAX_VALUE_BINS - 1:
             raise ValueError(f"bin edges of feature {f}: {e.size} edges, at most "
                              f"{MAX_VALUE_BINS - 1} (255 value bins)")
-        if not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+        if not np.all(np.isfinite(e)) or np.any(e[1:] <= e[:-1]):  # np.diff can overflow
             raise ValueError(f"bin edges of feature {f} must be finite and strictly increasing")
     return out
 
@@ -419,21 +451,20 @@ class EdgeSketch:
         """Add events: X (n, m) float32 features, w (n,) signed weights, ids (n,) int64
         distinct event ids (their rows in the data set, so the sample does not depend on
         the chunks)."""
+        a = _abs_weights(w, len(ids))
         self.n_seen += len(ids)
-        key = self.keys(w, ids)
+        key = self.keys(a, ids)
         keep = key < self.threshold
         if not keep.any():
             return
-        self._add(np.asarray(X, X_DTYPE)[keep], np.abs(np.asarray(w, np.float64))[keep],
-                  key[keep], np.asarray(ids, np.int64)[keep])
+        self._add(np.asarray(X, X_DTYPE)[keep], a[keep], key[keep], np.asarray(ids, np.int64)[keep])
 
     def update_selected(self, X: np.ndarray, w: np.ndarray, ids: np.ndarray, n_seen: int) -> None:
         """Add events already chosen with :meth:`wanted` (X of those only), out of ``n_seen``."""
+        a = _abs_weights(w, len(ids))
         self.n_seen += int(n_seen)
         if len(ids):
-            key = self.keys(w, ids)
-            self._add(np.asarray(X, X_DTYPE), np.abs(np.asarray(w, np.float64)), key,
-                      np.asarray(ids, np.int64))
+            self._add(np.asarray(X, X_DTYPE), a, self.keys(a, ids), np.asarray(ids, np.int64))
 
     def _add(self, X, a, key, ids) -> None:
         self._values.append(X)
@@ -499,5 +530,6 @@ class EdgeSketch:
 
     def edges(self, max_bins: int = MAX_VALUE_BINS, n_cuts: int = 0) -> list[np.ndarray]:
         """The m edge arrays (as :func:`fit_bin_edges` returns them)."""
+        max_bins, n_cuts = _check_bin_counts(max_bins, n_cuts)
         X, a = self.sample()
         return _edges_by_feature(X, a, max_bins, n_cuts)
