@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import feature_names_of
 from hepbdt.evaluation._data import check_weights
 from hepbdt.evaluation.metrics import roc_auc, roc_curve
 from hepbdt.evaluation.overtraining import (
@@ -32,7 +31,11 @@ from hepbdt.evaluation.overtraining import (
     OvertrainingResult,
     overtraining_test,
 )
-from hepbdt.evaluation.ranking import PermutationImportance, shuffleable_copy
+from hepbdt.evaluation.ranking import (
+    PermutationImportance,
+    permutation_feature_names,
+    shuffleable_copy,
+)
 
 __all__ = [
     "ConfusionMatrix",
@@ -275,8 +278,7 @@ def per_class_permutation_importance(
             columns[:, f] = original[rng.permutation(n)]
             importances[:, f, r] = baseline - evaluate(np.asarray(model.predict_proba(X)))
         columns[:, f] = original
-    if feature_names is None:
-        feature_names = feature_names_of(model, m)
+    feature_names = permutation_feature_names(model, m, feature_names)
     return [PermutationImportance(feature_names=list(feature_names),
                                   importances_mean=importances[j].mean(axis=1),
                                   importances_std=importances[j].std(axis=1),

@@ -8,8 +8,9 @@ Weighted KS: the statistic is ``D = max |F_1(x) - F_2(x)|`` over all observed ``
 ``F`` the weighted empirical CDFs (cumulative weight over total weight; with negative
 weights they need not be monotone). The p-value is the one of
 ``scipy.stats.ks_2samp(method="asymp")`` with the sample sizes replaced by the effective
-sizes ``n_eff = (sum w)^2 / sum w^2`` (Kish): ``kstwo.sf(D, round(n1 n2 / (n1 + n2)))``.
-With unit weights it reproduces scipy exactly.
+sizes ``n_eff = (sum w)^2 / sum w^2`` (Kish): ``kstwo.sf(D, round(n1 n2 / (n1 + n2)))``;
+NaN when a sample has less than one effective event or that rounded size is 0 (one event
+against one). With unit weights it reproduces scipy exactly.
 
 Verdict: a sample (signal or background) is "overtrained" when its smaller p-value (KS or
 chi2) is below :data:`PVALUE_FAIL` (0.01), a "warning" below :data:`PVALUE_WARN` (0.05),
@@ -108,10 +109,15 @@ def weighted_ks_2samp(
         n1, n2 = ta, tb
     else:
         raise ValueError(f"effective_size must be 'kish' or 'sum', got {effective_size!r}")
-    pvalue = np.nan  # below one effective event the asymptotic test says nothing
-    if n1 > 0 and n2 > 0 and n1 * n2 / (n1 + n2) >= 1.0:
+    pvalue = np.nan  # below one effective event in a sample the test says nothing
+    # scipy's convention: kstwo with round(n1 n2 / (n1 + n2)) events, which is 1 (not
+    # below) for one event against several; the tolerance keeps a single event of any
+    # weight, whose Kish size is 1 up to rounding, at one event
+    one = 1.0 - 1e-9
+    if n1 >= one and n2 >= one:
         en = float(np.round(n1 * n2 / (n1 + n2)))
-        pvalue = float(np.clip(kstwo.sf(statistic, en), 0.0, 1.0))
+        if en >= 1.0:
+            pvalue = float(np.clip(kstwo.sf(statistic, en), 0.0, 1.0))
     return KSResult(statistic, pvalue, n1, n2)
 
 

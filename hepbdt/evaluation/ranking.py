@@ -69,7 +69,9 @@ def tmva_importance(
     """TMVA-style importance from the forest's stored split gains.
 
     For feature ``f``: ``importance_f = sum over split nodes n using f of
-    |tree_weight(n)| * gain_n``, normalised so the importances sum to 1. The engine stores
+    |tree_weight(n)| * gain_n``, normalised so the importances sum to 1 (all zero when the
+    counted trees have no split; ValueError when their split gains are not finite or give
+    a sum that is not positive, which cannot be normalised). The engine stores
     ``gain_n`` as the decrease of the booster's criterion summed over the node's events
     (e.g. Gini: ``W_parent I_parent - W_left I_left - W_right I_right``; variance and
     Newton: the loss reduction), which is TMVA's "separation gain times the (weighted)
@@ -124,15 +126,14 @@ def tmva_importance(
 
     split = feature >= 0
     f = feature[split]
+    _check_split_gains(gain[split], trees[np.repeat(np.arange(trees.size), sizes)[split]])
     if quadrature:
         local_offsets = np.concatenate([[0], np.cumsum(sizes)])
         importance = np.sqrt(_tmva_sum(feature, gain, local_offsets, tree_weights, n_features))
     else:
         importance = np.bincount(f, weights=node_tree_weight[split] * gain[split],
                                  minlength=n_features)
-    total = importance.sum()
-    if total != 0:
-        importance = importance / total
+    importance = _normalised(importance, f.size, gain[split])
     return FeatureRanking(
         feature_names=list(feature_names),
         importance=importance,
@@ -140,6 +141,30 @@ def tmva_importance(
         total_gain=np.bincount(f, weights=gain[split], minlength=n_features),
         cover=np.bincount(f, weights=cover[split], minlength=n_features),
     )
+
+
+def _normalised(importance: np.ndarray, n_splits: int, split_gain: np.ndarray) -> np.ndarray:
+    """The importances divided by their sum (all zero without a split); a sum that is not
+    positive is refused: dividing by it would flip the signs or give NaN."""
+    total = importance.sum()
+    if n_splits and not total > 0:
+        why = "their split gains are all zero (a model stored without them?)" if \
+            not np.any(split_gain) else f"they give a summed importance of {total:g}"
+        raise ValueError(f"tmva_importance: the counted trees have {n_splits} splits, but {why};"
+                         " a gain ranking needs a positive sum (permutation_importance does "
+                         "not use the gains)")
+    if total > 0:
+        importance = importance / total
+    return importance
+
+
+def _check_split_gains(gain: np.ndarray, tree_of_split: np.ndarray) -> None:
+    """Refuse a split gain that is not a finite number (it would make every importance NaN)."""
+    bad = ~np.isfinite(gain)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"tmva_importance: a split of tree {int(tree_of_split[first])} has "
+                         f"gain {gain[first]}; split gains must be finite")
 
 
 def counted_trees(forest: Any, n_rounds: int | None = None) -> np.ndarray:
@@ -218,6 +243,13 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     if not isinstance(X, BinnedMatrix):
         X = np.asarray(X)
     n = X.shape[0]
+    # checked before a subset is drawn: indexing a longer array would silently pair the
+    # events with other events' labels or weights
+    if y is not None and np.shape(y)[:1] != (n,):
+        raise ValueError(f"y has shape {np.shape(y)}, expected ({n},): one label or target "
+                         "per event of X")
+    if sample_weight is not None:
+        sample_weight = check_weights(sample_weight, n)
     if max_samples is not None:
         if int(max_samples) < 1:
             raise ValueError(f"max_samples must be at least 1, got {max_samples}")
@@ -274,8 +306,7 @@ def permutation_importance(
 
         metric, sign = "roc_auc", 1.0
     else:
-        target = np.asarray(y, dtype=np.float64)
-        total = w.sum()
+        target, total = _regression_target(y, w)
 
         def evaluate(data: np.ndarray) -> float:
             pred = np.asarray(model.predict(data), dtype=np.float64)
@@ -293,10 +324,8 @@ def permutation_importance(
             columns[:, j] = original[rng.permutation(n)]
             importances[j, r] = sign * (baseline - evaluate(X))
         columns[:, j] = original
-    if feature_names is None:
-        feature_names = feature_names_of(model, m)
     return PermutationImportance(
-        feature_names=list(feature_names),
+        feature_names=permutation_feature_names(model, m, feature_names),
         importances_mean=importances.mean(axis=1),
         importances_std=importances.std(axis=1),
         importances=importances,
@@ -304,6 +333,33 @@ def permutation_importance(
         metric=metric,
         n_events=n,
     )
+
+
+def _regression_target(y: Any, w: np.ndarray) -> tuple[np.ndarray, float]:
+    """The (n,) float64 targets of a regression and the total weight, both checked: finite
+    targets and a positive total (the weighted mean squared error divides by it)."""
+    target = np.asarray(y, dtype=np.float64)
+    if target.shape != w.shape:
+        raise ValueError(f"y has shape {target.shape}, expected {w.shape}: one target per event")
+    bad = ~np.isfinite(target)
+    if bad.any():
+        raise ValueError(f"y has NaN or infinite targets (first at event "
+                         f"{int(np.flatnonzero(bad)[0])})")
+    total = float(w.sum())
+    if not total > 0:
+        raise ValueError(f"sample_weight sums to {total:g}: the weighted mean squared error "
+                         "needs a positive total weight")
+    return target, total
+
+
+def permutation_feature_names(model: Any, m: int, feature_names: list[str] | None) -> list[str]:
+    """The m names of a permutation ranking: those given (checked), else the model's."""
+    if feature_names is None:
+        return feature_names_of(model, m)
+    names = [str(name) for name in feature_names]
+    if len(names) != m:
+        raise ValueError(f"got {len(names)} feature names for the {m} columns of X")
+    return names
 
 
 CORRELATION_BLOCK = 1 << 16  # events converted to float64 at once (memory stays bounded)
@@ -336,34 +392,59 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     memory is a block's whatever the sample (a BinnedMatrix gives its representative
     values).
 
-    Means and covariances use the signed weights; a column without spread gives NaN
-    entries (1 on the diagonal). A group of zero total weight raises ValueError.
+    Means and covariances use the signed weights; a column without spread (one value over
+    the group's events of non-zero weight) or whose weighted variance is negative (signed
+    weights) gives NaN entries (1 on the diagonal). A group of zero total weight, or a
+    group index outside [0, n_groups), raises ValueError.
     """
     X, n, m = _float_rows(X)
     w = check_weights(sample_weight, n)
-    g = np.zeros(n, np.int64) if groups is None else np.asarray(groups).astype(np.int64)
+    g = _group_indices(groups, n, n_groups)
     totals = np.bincount(g, weights=w, minlength=n_groups)
     if np.any(totals == 0):
         raise ValueError("weighted_correlation needs a non-zero total weight")
     sums = np.zeros((n_groups, m))
+    lowest = np.full((n_groups, m), np.inf)
+    highest = np.full((n_groups, m), -np.inf)
     for rows, wb, gb in _blocks(X, n, w, g):
         for k in range(n_groups):
             sums[k] += wb[gb == k] @ rows[gb == k]
+            weighted = rows[(gb == k) & (wb != 0)]
+            if weighted.shape[0]:
+                lowest[k] = np.fmin(lowest[k], weighted.min(axis=0))
+                highest[k] = np.fmax(highest[k], weighted.max(axis=0))
     means = sums / totals[:, None]
     cov = np.zeros((n_groups, m, m))
     for rows, wb, gb in _blocks(X, n, w, g):
         for k in range(n_groups):
             centred = rows[gb == k] - means[k]
             cov[k] += (centred * wb[gb == k][:, None]).T @ centred
-    return [_correlation(cov[k] / totals[k]) for k in range(n_groups)]
+    # a constant column's centred values are rounding errors of its mean, not zeros
+    return [_correlation(cov[k] / totals[k], lowest[k] == highest[k])
+            for k in range(n_groups)]
 
 
-def _correlation(cov: np.ndarray) -> np.ndarray:
-    """The correlation matrix of a covariance matrix (NaN where a variance is zero)."""
-    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = cov / np.outer(std, std)
-    corr = np.clip(corr, -1.0, 1.0)
+def _group_indices(groups: Any, n: int, n_groups: int) -> np.ndarray:
+    """The checked (n,) int64 group of each event (all 0 when ``groups`` is None)."""
+    if groups is None:
+        return np.zeros(n, np.int64)
+    g = np.asarray(groups)
+    if g.shape != (n,):
+        raise ValueError(f"groups has shape {g.shape}, expected ({n},): one group per event")
+    if g.dtype.kind not in "biuf" or (g.size and (
+            not np.all(g == np.round(g)) or g.min() < 0 or g.max() >= n_groups)):
+        raise ValueError(f"groups must hold integers in [0, {n_groups}), got values "
+                         f"{np.unique(g)[:5]}")
+    return g.astype(np.int64)
+
+
+def _correlation(cov: np.ndarray, constant: np.ndarray) -> np.ndarray:
+    """The correlation matrix of a covariance matrix: NaN in the rows and columns of a
+    ``constant`` column or of a variance that is not positive (1 on the diagonal)."""
+    var = np.diag(cov).copy()
+    var[constant | ~(var > 0)] = np.nan
+    std = np.sqrt(var)
+    corr = np.clip(cov / np.outer(std, std), -1.0, 1.0)  # NaN stays NaN
     np.fill_diagonal(corr, 1.0)
     return corr
 
@@ -371,8 +452,9 @@ def _correlation(cov: np.ndarray) -> np.ndarray:
 def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
     """Weighted linear (Pearson) correlation matrix of the columns of X, shape (m, m).
 
-    Means and covariances use the signed weights; a column without spread gives NaN
-    entries (1 on the diagonal). Computed block by block (``weighted_correlations``).
+    Means and covariances use the signed weights; a column without spread, or of negative
+    weighted variance, gives NaN entries (1 on the diagonal). Computed block by block
+    (``weighted_correlations``).
     """
     return weighted_correlations(X, sample_weight)[0]
 
