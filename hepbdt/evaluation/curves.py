@@ -18,7 +18,7 @@ import numpy as np
 
 from hepbdt._util import is_classifier
 from hepbdt.evaluation._data import check_classification, check_labels, unpack_dataset
-from hepbdt.evaluation.metrics import roc_auc
+from hepbdt.evaluation.metrics import _weight_exponent, roc_auc
 from hepbdt.evaluation.multiclass import _class_indices, _class_mix_factors
 
 __all__ = [
@@ -34,27 +34,38 @@ __all__ = [
 LossFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 
 
+def _weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
+    """``sum(w values) / sum(w)``, with w in units of an exact power of two (no overflow);
+    refused when the summed weight is not positive."""
+    w = np.ldexp(np.asarray(w, dtype=np.float64), -_weight_exponent(np.asarray(w)))
+    total = float(np.sum(w))
+    if not total > 0:
+        raise ValueError(f"a weighted mean loss needs a positive summed weight, got {total!r} "
+                         "(in units of the largest |weight|)")
+    return float(np.sum(w * values) / total)
+
+
 def binomial_deviance(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean logistic loss ``log(1 + exp(-(2y - 1) score))`` of raw scores."""
     margin = np.where(np.asarray(y) > 0.5, 1.0, -1.0) * score
-    return float(np.sum(w * np.logaddexp(0.0, -margin)) / np.sum(w))
+    return _weighted_mean(np.logaddexp(0.0, -margin), w)
 
 
 def log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean log loss ``-(y ln p + (1 - y) ln(1 - p))`` of signal probabilities."""
     p = np.clip(proba, 1e-15, 1.0 - 1e-15)
     pointwise = -np.where(np.asarray(y) > 0.5, np.log(p), np.log1p(-p))
-    return float(np.sum(w * pointwise) / np.sum(w))
+    return _weighted_mean(pointwise, w)
 
 
 def squared_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean squared error."""
-    return float(np.sum(w * (score - y) ** 2) / np.sum(w))
+    return _weighted_mean((score - y) ** 2, w)
 
 
 def absolute_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean absolute error."""
-    return float(np.sum(w * np.abs(score - y)) / np.sum(w))
+    return _weighted_mean(np.abs(score - y), w)
 
 
 @dataclass(frozen=True)
@@ -134,8 +145,10 @@ class _StagedAuc:
     def __init__(self, y: np.ndarray, w: np.ndarray) -> None:
         is_signal, _, w = check_classification(y, np.zeros(len(y)), w)
         self.is_signal, self.w = is_signal, w
-        self.w_signal = np.where(is_signal, w, 0.0)
-        self.w_background = np.where(is_signal, 0.0, w)
+        # Each class in units of an exact power of two, as roc_auc: no overflow at 1e200.
+        self.w_signal = np.where(is_signal, np.ldexp(w, -_weight_exponent(w[is_signal])), 0.0)
+        self.w_background = np.where(is_signal, 0.0,
+                                     np.ldexp(w, -_weight_exponent(w[~is_signal])))
         self.total_signal = float(self.w_signal.sum())
         self.total_background = float(self.w_background.sum())
         self.order = np.arange(len(y))
@@ -159,8 +172,14 @@ class _StagedAuc:
 def multiclass_log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean multi-class log loss ``-ln p_y`` of (n, K) probabilities, y the class
     index (column) of each event."""
-    p = np.clip(proba[np.arange(len(y)), np.asarray(y, dtype=np.int64)], 1e-15, 1.0)
-    return float(np.sum(w * -np.log(p)) / np.sum(w))
+    labels = np.asarray(y)
+    k = proba.shape[1]
+    if labels.size and (labels.dtype.kind not in "biuf" or not np.all(
+            (labels == np.round(labels)) & (labels >= 0) & (labels < k))):
+        raise ValueError(f"y must be class indices 0..{k - 1} (the columns of the "
+                         f"probabilities), got values {np.unique(labels)[:5].tolist()}")
+    p = np.clip(proba[np.arange(len(y)), labels.astype(np.int64)], 1e-15, 1.0)
+    return _weighted_mean(-np.log(p), w)
 
 
 def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.ndarray, ...],
@@ -174,8 +193,7 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
         w_mix, factors = _weights_at_mix(labels_tr, train[2], _class_indices(test[1], "test.y"),
                                          test[2])
         train = (train[0], labels_tr, w_mix)
-    n_total = getattr(model, "n_trees_", None)
-    step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+    step = _stage_step(model, max_points)
     stages: list[int] = []
     losses: tuple[list[float], list[float]] = ([], [])
     last = None
@@ -191,18 +209,88 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
         stages.append(last[0])
         for out, (_, y, w), p in zip(losses, (train, test), last[1], strict=True):
             out.append(multiclass_log_loss(y, np.asarray(p), w))
-    best = getattr(model, "best_iteration_", None)
-    recorded_train = getattr(model, "train_loss_", None)
-    recorded_valid = getattr(model, "validation_loss_", None)
     return LearningCurve(
         n_trees=np.asarray(stages, dtype=np.int64), train_loss=np.asarray(losses[0]),
         test_loss=np.asarray(losses[1]), train_auc=None, test_auc=None,
-        best_n_trees=None if best is None else int(best) + 1,
-        loss_name="multi-class log loss (rounds of K trees)",
-        recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
-        recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
-        train_class_factors=factors,
+        loss_name="multi-class log loss (rounds of K trees)", train_class_factors=factors,
+        **_recorded(model),
     )
+
+
+def _class_codes(model: Any, y: np.ndarray) -> np.ndarray:
+    """y as columns of the classifier's ``predict_proba`` (two classes: 1 for the signal):
+    the index in ``model.classes_`` when every value of y is one of those labels (a model
+    trained with ``signal_label=0`` has classes_ [1, 0]); else y as given (already class
+    indices, checked where used)."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or y.size == 0:
+        return y
+    position = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
+    values, inverse = np.unique(y, return_inverse=True)
+    index = [position.get(v) for v in values.tolist()]
+    if any(k is None for k in index):
+        return y
+    return np.asarray(index, dtype=np.int64)[inverse.reshape(-1)]
+
+
+def _check_loss_weights(w: np.ndarray, name: str) -> None:
+    """A weighted mean loss needs a positive summed weight."""
+    if not float(np.sum(w)) > 0:
+        raise ValueError(f"{name}: the summed weight is {float(np.sum(w))!r}; a weighted mean "
+                         f"loss needs events with a positive summed weight")
+
+
+def _stage_step(model: Any, max_points: int) -> int:
+    """Evaluate every step-th stage: about ``max_points`` stages of the model's trees."""
+    n_total = getattr(model, "n_trees_", None)
+    return 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+
+
+def _at_stages(stages: Iterator[tuple[np.ndarray, ...]], step: int,
+               evaluate: Callable[[int, tuple[np.ndarray, ...]], None]) -> None:
+    """Call ``evaluate(k, stage)`` at stage 1, every step-th stage and the last."""
+    pending = None
+    for k, stage in enumerate(stages, start=1):
+        if k == 1 or k % step == 0:
+            evaluate(k, stage)
+            pending = None
+        else:
+            pending = (k, stage)
+    if pending is not None:
+        evaluate(*pending)
+
+
+def _recorded(model: Any) -> dict[str, Any]:
+    """The model's early-stopping point (trees) and its own per-iteration losses."""
+    best = getattr(model, "best_iteration_", None)
+    recorded_train = getattr(model, "train_loss_", None)
+    recorded_valid = getattr(model, "validation_loss_", None)
+    return {
+        "best_n_trees": None if best is None else int(best) + 1,
+        "recorded_train_loss": None if recorded_train is None else np.asarray(recorded_train),
+        "recorded_validation_loss": None if recorded_valid is None else np.asarray(
+            recorded_valid),
+    }
+
+
+def _curve_inputs(model: Any, classifier: bool, train: Any, test: Any, max_points: int,
+                  max_event_stages: int | None
+                  ) -> tuple[tuple[Any, np.ndarray, np.ndarray],
+                             tuple[Any, np.ndarray, np.ndarray], int]:
+    """Checked (X, y, w) of both samples (a classifier's y as columns of its
+    probabilities) and the number of stages to evaluate at most."""
+    X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
+    X_te, y_te, w_te, _ = unpack_dataset(test, "test")
+    if isinstance(max_points, bool) or not (np.isscalar(max_points) and max_points >= 1):
+        raise ValueError(f"max_points must be an integer >= 1, got {max_points!r}")
+    _check_loss_weights(w_tr, "train.w")
+    _check_loss_weights(w_te, "test.w")
+    if classifier:
+        y_tr, y_te = _class_codes(model, y_tr), _class_codes(model, y_te)
+    if max_event_stages is not None:
+        largest = max(len(y_tr), len(y_te), 1)
+        max_points = min(max_points, max(MIN_CURVE_POINTS, int(max_event_stages) // largest))
+    return (X_tr, y_tr, w_tr), (X_te, y_te, w_te), max_points
 
 
 def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
@@ -232,7 +320,9 @@ def learning_curve(
     Parameters
     ----------
     model : fitted BDTClassifier / BDTRegressor
-    train, test : Dataset-like (``X``, ``y``, ``w``) or ``(X, y[, w])`` tuples
+    train, test : Dataset-like (``X``, ``y``, ``w``) or ``(X, y[, w])`` tuples; a
+        classifier's y: the labels of ``model.classes_`` (as given to ``fit``), else class
+        indices (two classes: 1 for signal, 0 for background)
     loss : ``loss(y, score, w) -> float`` of the raw staged scores; default for
         classifiers the log loss of ``staged_predict_proba`` (the binomial deviance of the
         raw score if the model has no probabilities), for regressors the squared (or
@@ -249,12 +339,9 @@ def learning_curve(
         the class mix, so without this the gap between the curves mixes overtraining with
         the difference of the mixes. False: the weights as given. Regressors: no effect.
     """
-    X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
-    X_te, y_te, w_te, _ = unpack_dataset(test, "test")
-    if max_event_stages is not None:
-        largest = max(len(y_tr), len(y_te), 1)
-        max_points = min(max_points, max(MIN_CURVE_POINTS, int(max_event_stages) // largest))
     classifier = is_classifier(model)
+    (X_tr, y_tr, w_tr), (X_te, y_te, w_te), max_points = _curve_inputs(
+        model, classifier, train, test, max_points, max_event_stages)
     loss_name, default = _default_loss(model, classifier)
     loss_fn = loss if loss is not None else default
     if loss is not None:
@@ -266,11 +353,8 @@ def learning_curve(
     if classifier and match_class_mix:
         w_tr, factors = _weights_at_mix(check_labels(y_tr, "train.y").astype(np.int64), w_tr,
                                         check_labels(y_te, "test.y").astype(np.int64), w_te)
-    y_tr = y_tr.astype(np.float64)
-    y_te = y_te.astype(np.float64)
-
-    n_total = getattr(model, "n_trees_", None)
-    step = 1 if not n_total else max(1, int(np.ceil(int(n_total) / max_points)))
+    y_tr, y_te = y_tr.astype(np.float64), y_te.astype(np.float64)
+    step = _stage_step(model, max_points)
     link = getattr(model, "_link", None) if loss_fn is log_loss else None
     aucs = (_StagedAuc(y_tr, w_tr), _StagedAuc(y_te, w_te)) if classifier else None
     stages, tr_loss, te_loss, tr_auc, te_auc = [], [], [], [], []
@@ -290,28 +374,15 @@ def learning_curve(
             tr_auc.append(aucs[0](raw_tr))
             te_auc.append(aucs[1](raw_te))
 
-    pending = None
-    for k, stage in enumerate(_stages(model, X_tr, X_te, loss_fn is log_loss), start=1):
-        if k == 1 or k % step == 0:
-            evaluate(k, stage)
-            pending = None
-        else:
-            pending = (k, stage)
-    if pending is not None:
-        evaluate(*pending)
+    _at_stages(_stages(model, X_tr, X_te, loss_fn is log_loss), step, evaluate)
 
-    best = getattr(model, "best_iteration_", None)
-    recorded_train = getattr(model, "train_loss_", None)
-    recorded_valid = getattr(model, "validation_loss_", None)
     return LearningCurve(
         n_trees=np.asarray(stages, dtype=np.int64),
         train_loss=np.asarray(tr_loss),
         test_loss=np.asarray(te_loss),
         train_auc=np.asarray(tr_auc) if classifier else None,
         test_auc=np.asarray(te_auc) if classifier else None,
-        best_n_trees=None if best is None else int(best) + 1,
         loss_name=loss_name,
-        recorded_train_loss=None if recorded_train is None else np.asarray(recorded_train),
-        recorded_validation_loss=None if recorded_valid is None else np.asarray(recorded_valid),
         train_class_factors=factors,
+        **_recorded(model),
     )

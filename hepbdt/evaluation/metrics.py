@@ -67,14 +67,25 @@ def _totals(total_signal: float, total_background: float) -> tuple[float, float]
     return float(total_signal), float(total_background)
 
 
+def _weight_exponent(weight: np.ndarray) -> int:
+    """The binary exponent e of the largest |weight| (0 when all are zero): sums of
+    ``weight * 2**-e`` neither overflow nor underflow, and the scaling itself is exact."""
+    largest = float(np.max(np.abs(weight), initial=0.0))
+    return int(np.frexp(largest)[1]) if largest > 0 else 0
+
+
 def _cut_points(
     is_signal: np.ndarray, score: np.ndarray, weight: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Cumulative signal and background weight above each distinct score, descending.
 
     Returns (thresholds, cum_signal, cum_background, total_signal, total_background); entry
-    k is the weight with ``score >= thresholds[k]``.
+    k is the weight with ``score >= thresholds[k]``, in units of a power of two per class
+    (efficiencies are ratios; the scaling is exact): weights of 1e-200 or 1e200 then give
+    the efficiencies of unit weights, not 0/0 or inf/inf.
     """
+    weight = np.where(is_signal, np.ldexp(weight, -_weight_exponent(weight[is_signal])),
+                      np.ldexp(weight, -_weight_exponent(weight[~is_signal])))
     order = np.argsort(-score, kind="stable")
     sorted_score = score[order]
     w_signal = np.where(is_signal, weight, 0.0)[order]
@@ -231,10 +242,11 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
     ``s_i`` and ``b_i`` are the weighted signal and background score histograms, each
     normalised to unit sum, on ``bins`` equal-width bins over the score range (or the given
     edges). 0 for identical shapes, 1 for no overlap. Bins with ``s_i + b_i <= 0`` (possible
-    with negative weights) are skipped.
+    with negative weights) are skipped. Scores outside given edges count in the first or
+    last bin; infinite scores need given edges (the score range would be infinite).
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
-    edges = common_edges(s, bins) if np.isscalar(bins) else as_1d(bins, "bins")
+    edges = _separation_edges(s, bins)
     sig, _ = weighted_histogram(s[is_signal], w[is_signal], edges)
     bkg, _ = weighted_histogram(s[~is_signal], w[~is_signal], edges)
     if not (sig.sum() > 0 and bkg.sum() > 0):
@@ -246,17 +258,67 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
     return float(0.5 * np.sum((sig[ok] - bkg[ok]) ** 2 / total[ok]))
 
 
+def _check_b_reg(b_reg: float) -> float:
+    """The AMS regularisation term as a float; it must be a finite number >= 0."""
+    if isinstance(b_reg, bool) or not np.isscalar(b_reg) or not (
+            np.isfinite(b_reg) and b_reg >= 0):
+        raise ValueError(f"b_reg must be a finite number >= 0 (10 in the HiggsML AMS, 0 for "
+                         f"none), got {b_reg!r}")
+    return float(b_reg)
+
+
+# sum_{k>=2} (-x)^k / (k (k - 1)) = (1 + x) ln(1 + x) - x, for |x| < _SERIES_BELOW
+_SERIES_BELOW = 1e-2
+_SERIES_TERMS = 12
+
+
+def _excess_term(x: np.ndarray) -> np.ndarray:
+    """``(1 + x) ln(1 + x) - x`` without the cancellation of the direct form at small |x|
+    (where it would lose every digit: x = 1e-17 gives 0); NaN for x < -1, 1 at x = -1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        direct = (1.0 + x) * np.log1p(x) - x
+    small = np.abs(x) < _SERIES_BELOW
+    series = np.zeros_like(x)
+    for k in range(_SERIES_TERMS, 1, -1):  # smallest terms first
+        series += (-x) ** k / (k * (k - 1))
+    return np.where(small, series, np.where(x == -1.0, 1.0, direct))
+
+
+def _separation_edges(score: np.ndarray, bins: int | Any) -> np.ndarray:
+    """``bins`` equal-width edges over the (finite) score range, or the given edges."""
+    if np.isscalar(bins) and not isinstance(bins, str):
+        if isinstance(bins, bool) or not (np.isfinite(bins) and int(bins) == bins and bins >= 1):
+            raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
+                             f"{bins!r}")
+        if np.isinf(score).any():
+            raise ValueError("score has infinite values: equal-width bins over its range do "
+                             "not exist; pass finite scores or bin edges (bins=[...])")
+        return common_edges(score, int(bins))
+    return _check_edges(bins)
+
+
+def _check_edges(bins: Any) -> np.ndarray:
+    """Given bin edges as float64; at least 2, finite and strictly increasing."""
+    edges = as_1d(bins, "bins")
+    if edges.size < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"bins as edges must be at least 2 finite, strictly increasing "
+                         f"numbers, got {edges.tolist()[:10]}")
+    return edges
+
+
 def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
     """Approximate median significance with a regularisation term (HiggsML challenge).
 
     ``AMS = sqrt(2 ((s + b + b_reg) ln(1 + s / (b + b_reg)) - s))``, negative for a deficit
     (s < 0, possible with negative weights: the radicand alone would call it an excess);
-    NaN where ``b + b_reg <= 0``.
+    NaN where ``b + b_reg <= 0`` or ``s + b + b_reg < 0`` (no Poisson mean). ``b_reg`` must
+    be a finite number >= 0.
     """
+    b_reg = _check_b_reg(b_reg)
     s = np.asarray(signal, dtype=np.float64)
     b = np.asarray(background, dtype=np.float64) + b_reg
-    with np.errstate(divide="ignore", invalid="ignore"):
-        radicand = 2.0 * ((s + b) * np.log1p(s / b) - s)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        radicand = 2.0 * b * _excess_term(np.asarray(s / b, dtype=np.float64))
         out = np.sign(s) * np.sqrt(np.clip(radicand, 0.0, None))
     return np.where(b > 0, out, np.nan)
 
@@ -426,13 +488,17 @@ def split_yields(test_sample: Any, test_label: Any, other_sample: Any = (),
 
 
 def _group_keys(sample: Any, label: Any, name: str) -> np.ndarray:
-    """(n, 2) int64 (sample, label) keys of events; labels must be integers."""
+    """(n, 2) int64 (sample, label) keys of events; both must be integers."""
     sample = np.asarray(sample).reshape(-1)
     label = np.asarray(label).reshape(-1)
     if sample.shape != label.shape:
         raise ValueError(f"{name}: {sample.size} sample indices but {label.size} labels")
-    if label.size and not np.all(label == np.round(label)):
-        raise ValueError(f"{name}: labels must be integers (class labels)")
+    for what, values in (("sample indices", sample), ("labels", label)):
+        if values.size and (values.dtype.kind not in "biuf" or not np.all(
+                np.isfinite(values) & (values == np.round(values))
+                & (np.abs(values) < 2.0**62))):
+            raise ValueError(f"{name}: {what} must be integers (a sample index, a class "
+                             f"label), got {values[:5].tolist()}")
     return np.column_stack([sample.astype(np.int64), label.astype(np.int64)])
 
 
@@ -456,13 +522,20 @@ def _event_scales(yield_scale: Any, n: int) -> np.ndarray | float:
     return scales
 
 
-def _check_scan_options(min_background_events: int) -> int:
-    """Validate the minimum MC count; return it as an int."""
+def _check_scan_options(min_background_events: int, signal_yield: float | None,
+                        background_yield: float | None) -> int:
+    """Validate the minimum MC count and the yields; return the count as an int."""
     if (isinstance(min_background_events, bool) or not np.isscalar(min_background_events)
+            or not np.isfinite(min_background_events)
             or int(min_background_events) != min_background_events
             or min_background_events < 0):
         raise ValueError("min_background_events must be an integer >= 0, got "
                          f"{min_background_events!r}")
+    for name, value in (("signal_yield", signal_yield), ("background_yield", background_yield)):
+        if value is not None and (isinstance(value, bool) or not np.isscalar(value)
+                                  or not (np.isfinite(value) and value > 0)):
+            raise ValueError(f"{name} must be a finite number > 0 (the expected events before "
+                             f"the cut) or None (the summed weights), got {value!r}")
     return int(min_background_events)
 
 
@@ -516,26 +589,31 @@ def significance_scan(
     ``min_background_events`` background MC events (raw count) and B > 0, whatever the
     figure of merit; where no cut does, the best cut is NaN.
     """
-    n_min = _check_scan_options(min_background_events)
+    n_min = _check_scan_options(min_background_events, signal_yield, background_yield)
+    b_reg = _check_b_reg(b_reg)
     is_signal, s, w = check_classification(y, score, sample_weight)
     scales = _event_scales(yield_scale, w.size)
     if isinstance(scales, np.ndarray):  # per-event factors: scale the weights, then sum
         w, common = w * scales, 1.0
     else:
         common = scales
+    # Per class, sums of w * 2**-e (exact) and of its square neither overflow nor underflow.
+    e_s, e_b = _weight_exponent(w[is_signal]), _weight_exponent(w[~is_signal])
+    w = np.where(is_signal, np.ldexp(w, -e_s), np.ldexp(w, -e_b))
     thresholds, (cum_s, cum_b, cum_s2, cum_b2, n_s, n_b) = _cut_sums(is_signal, s, w)
     tot_s, tot_b = _totals(w[is_signal].sum(), w[~is_signal].sum())
-    s_scale = signal_yield / tot_s if signal_yield is not None else common
-    b_scale = background_yield / tot_b if background_yield is not None else common
-    sig, bkg = cum_s * s_scale, cum_b * b_scale
-    sig_err, bkg_err = np.sqrt(cum_s2) * abs(s_scale), np.sqrt(cum_b2) * abs(b_scale)
+    s_unit = signal_yield / tot_s if signal_yield is not None else np.ldexp(common, e_s)
+    b_unit = background_yield / tot_b if background_yield is not None else np.ldexp(common, e_b)
+    s_scale, b_scale = float(np.ldexp(s_unit, -e_s)), float(np.ldexp(b_unit, -e_b))
+    sig, bkg = cum_s * s_unit, cum_b * b_unit
+    sig_err, bkg_err = np.sqrt(cum_s2) * abs(s_unit), np.sqrt(cum_b2) * abs(b_unit)
     with np.errstate(divide="ignore", invalid="ignore"):
         s_over_sqrt_b = np.where(bkg > 0, sig / np.sqrt(np.where(bkg > 0, bkg, 1.0)), np.nan)
         total = sig + bkg
         s_over_sqrt_sb = np.where(total > 0, sig / np.sqrt(np.where(total > 0, total, 1.0)),
                                   np.nan)
     ams_values = ams(sig, bkg, b_reg)
-    zero = _ZERO_TOLERANCE * float(np.abs(w[~is_signal]).sum()) * abs(b_scale)
+    zero = _ZERO_TOLERANCE * float(np.abs(w[~is_signal]).sum()) * abs(b_unit)
     qualifies = (n_b >= n_min) & (bkg > zero)
     arrays = (thresholds, sig, bkg, sig_err, bkg_err, n_s, n_b)
     best_cuts = {name: _best_cut(values, qualifies, arrays) for name, values in
@@ -544,7 +622,7 @@ def significance_scan(
         thresholds=thresholds, signal=sig, background=bkg, signal_error=sig_err,
         background_error=bkg_err, n_signal_mc=n_s, n_background_mc=n_b, qualifies=qualifies,
         s_over_sqrt_b=s_over_sqrt_b, s_over_sqrt_s_plus_b=s_over_sqrt_sb, ams=ams_values,
-        b_reg=float(b_reg), signal_scale=float(s_scale), background_scale=float(b_scale),
+        b_reg=b_reg, signal_scale=s_scale, background_scale=b_scale,
         min_background_events=n_min, best_cuts=best_cuts,
         best={name: cut.as_tuple() for name, cut in best_cuts.items()},
     )
@@ -561,7 +639,10 @@ class RegressionMetrics:
 
     ``resolution_iqr`` is the interquartile range of r divided by 1.349 (a Gaussian's
     sigma); ``resolution_trms`` is the RMS about the mean of the central ``truncation``
-    fraction of r (TMVA's truncated RMS).
+    fraction of r (TMVA's truncated RMS). Quantiles are hepbdt's weighted inverse CDF (the
+    smallest r whose cumulative weight reaches q of the total, no interpolation). With
+    negative weights a mean of r^2 or |r| can come out negative: that RMS or MAE is NaN. Every
+    field but ``sum_weight`` and ``count`` is NaN when the summed weight is not positive.
     """
 
     rmse: float
@@ -573,25 +654,38 @@ class RegressionMetrics:
     count: int
 
 
+def _non_negative(mean: float) -> float:
+    """A weighted mean of a non-negative quantity; NaN where signed weights made it negative."""
+    return mean if mean >= 0 else np.nan
+
+
+def _root(mean_square: float) -> float:
+    """sqrt of a weighted mean square; NaN where signed weights made it negative."""
+    return float(np.sqrt(mean_square)) if mean_square >= 0 else np.nan
+
+
 def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
                         ) -> RegressionMetrics:
     total = float(w.sum())
-    if residual.size == 0 or total == 0:
+    if residual.size == 0 or not total > 0:
         return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total, residual.size)
+    # A canonical order (by residual, then weight): the quantile's running sum, and so the
+    # value it lands on at a boundary, must not depend on the order of the events.
+    order = np.lexsort((w, residual))
+    residual, w = residual[order], w[order]
     mse = float(np.sum(w * residual**2) / total)
     q25, q75, lo, hi = weighted_quantile(
         residual, w, [0.25, 0.75, 0.5 - truncation / 2, 0.5 + truncation / 2]
     )
     core = (residual >= lo) & (residual <= hi)
     wc = w[core]
-    if wc.sum() != 0:
+    trms = np.nan
+    if wc.sum() > 0:
         mean_core = np.sum(wc * residual[core]) / wc.sum()
-        trms = float(np.sqrt(max(np.sum(wc * (residual[core] - mean_core) ** 2) / wc.sum(), 0)))
-    else:
-        trms = np.nan
+        trms = _root(float(np.sum(wc * (residual[core] - mean_core) ** 2) / wc.sum()))
     return RegressionMetrics(
-        rmse=float(np.sqrt(max(mse, 0.0))),
-        mae=float(np.sum(w * np.abs(residual)) / total),
+        rmse=_root(mse),
+        mae=_non_negative(float(np.sum(w * np.abs(residual)) / total)),
         bias=float(np.sum(w * residual) / total),
         resolution_iqr=float((q75 - q25) / IQR_TO_SIGMA),
         resolution_trms=trms,
@@ -600,20 +694,52 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
     )
 
 
-def _check_regression(y_true: Any, y_pred: Any, sample_weight: Any
+def _check_regression(y_true: Any, y_pred: Any, sample_weight: Any, truncation: float
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(target, prediction, weight) as float64; values finite, truncation in (0, 1]."""
     t = as_1d(y_true, "y_true")
     p = as_1d(y_pred, "y_pred")
     if t.shape != p.shape:
         raise ValueError(f"y_true has {t.shape[0]} entries but y_pred has {p.shape[0]}")
+    for name, values in (("y_true", t), ("y_pred", p)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name} must be finite numbers: {int(bad.sum())} of {values.size} "
+                             f"are NaN or infinite (the first, {name}[{first}], is "
+                             f"{values[first]!r})")
+    if isinstance(truncation, bool) or not np.isscalar(truncation) or not 0 < truncation <= 1:
+        raise ValueError(f"truncation must be a fraction in (0, 1] (the central share of the "
+                         f"residuals kept for the truncated RMS), got {truncation!r}")
     return t, p, check_weights(sample_weight, t.shape[0])
 
 
 def regression_metrics(y_true: Any, y_pred: Any, sample_weight: Any = None,
                        truncation: float = 0.9) -> RegressionMetrics:
-    """Weighted RMSE, MAE, bias and core resolution of ``y_pred - y_true``."""
-    t, p, w = _check_regression(y_true, y_pred, sample_weight)
+    """Weighted RMSE, MAE, bias and core resolution of ``y_pred - y_true``.
+
+    Refused (ValueError) when there are no events or their summed weight is not positive:
+    a weighted mean over a net zero or negative weight is no mean.
+    """
+    t, p, w = _check_regression(y_true, y_pred, sample_weight, truncation)
+    total = float(w.sum())
+    if not total > 0:
+        raise ValueError(f"regression metrics need events with a positive summed weight; "
+                         f"got {t.size} events with summed weight {total!r}")
     return _regression_metrics(p - t, w, truncation)
+
+
+def _target_edges(t: np.ndarray, bins: int | Any) -> np.ndarray:
+    """Bin edges: ``bins`` equal-count bins of the targets, or the given increasing edges."""
+    if np.isscalar(bins) and not isinstance(bins, str):
+        if isinstance(bins, bool) or not (np.isfinite(bins) and int(bins) == bins and bins >= 1):
+            raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
+                             f"{bins!r}")
+        if t.size == 0:
+            raise ValueError("no events: y_true is empty")
+        edges = np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(bins) + 1)))
+        return edges if edges.size >= 2 else np.array([edges[0] - 0.5, edges[0] + 0.5])
+    return _check_edges(bins)
 
 
 @dataclass(frozen=True)
@@ -635,14 +761,12 @@ def resolution_vs_target(
     y_true: Any, y_pred: Any, sample_weight: Any = None, bins: int | Any = 10,
     truncation: float = 0.9,
 ) -> BinnedRegressionMetrics:
-    """Regression metrics in bins of the true target (``bins`` equal-count bins or edges)."""
-    t, p, w = _check_regression(y_true, y_pred, sample_weight)
-    if np.isscalar(bins):
-        edges = np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(bins) + 1)))
-        if edges.size < 2:
-            edges = np.array([edges[0] - 0.5, edges[0] + 0.5])
-    else:
-        edges = as_1d(bins, "bins")
+    """Regression metrics in bins of the true target (``bins`` equal-count bins or edges).
+
+    A bin with no events, or whose summed weight is not positive, has NaN metrics.
+    """
+    t, p, w = _check_regression(y_true, y_pred, sample_weight, truncation)
+    edges = _target_edges(t, bins)
     index = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, edges.size - 2)
     inside = (t >= edges[0]) & (t <= edges[-1])
     per_bin = [
