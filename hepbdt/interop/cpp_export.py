@@ -7,7 +7,9 @@ library (``<cmath>``, ``<cstddef>``, ``<cstdint>``, ``<cstring>``; ``<vector>`` 
 ``<algorithm>`` for the AdaBoostR2 median). TMVA XML is :mod:`hepbdt.interop.tmva_export`.
 
 The header evaluates as hepbdt does, bit for bit. A node sends x to the left when
-``x[feature] < threshold`` in float, NaN where ``missing_left``. The header tests that on
+``x[feature] < threshold`` in float, NaN where ``missing_left`` (a threshold that is not a
+float32 value, of a float64 forest, is written as the smallest float32 above it, which
+decides every float32 x alike). The header tests that on
 integer keys: a float's bits mapped to a uint32 of the same order (-0.0 and 0.0 alike), NaN
 to 0 or 2^32 - 1 as the node sends it left or right. An event's keys are computed once,
 one per "key row" (a feature and a NaN direction that some split uses), so a node is one
@@ -92,7 +94,8 @@ wchar_t while xor xor_eq
 # Names the header or the standard library needs for themselves: a namespace of that name
 # would reopen std or be replaced by a macro of <cmath> or <cstddef>.
 RESERVED_NAMES = frozenset({"std", "detail", "INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF",
-                            "HUGE_VALL", "NULL", "errno", "assert", "offsetof"})
+                            "HUGE_VALL", "NULL", "errno", "assert", "offsetof",
+                            "linux", "unix"})  # g++'s default GNU modes define these as 1
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -239,10 +242,25 @@ def _index_type(largest: int) -> tuple[str, type]:
     return "std::int32_t", np.int32
 
 
+def _float32_thresholds(threshold: np.ndarray) -> np.ndarray:
+    """Thresholds (not NaN) as the float32 values that decide every float32 x as they do:
+    a threshold that is a float32 value as it is, any other (a float64 forest's) as the
+    smallest float32 above it. For float32 x, x < t holds exactly when x < that float32;
+    rounding to the nearest float32 instead would send the x equal to a threshold rounded
+    down to the right, where hepbdt sends it left."""
+    threshold = np.asarray(threshold)
+    if threshold.dtype == np.float32:
+        return threshold
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, then stepped up
+        rounded = threshold.astype(np.float32)
+    below = rounded.astype(threshold.dtype) < threshold
+    return np.where(below, np.nextafter(rounded, np.float32(np.inf)), rounded)
+
+
 def _order_keys(threshold: np.ndarray) -> np.ndarray:
-    """The header's ``order_key`` of float32 values (not NaN): their order as uint32, with
-    -0.0 and 0.0 both 2^31."""
-    bits = np.asarray(threshold, dtype=np.float32).view(np.uint32).astype(np.int64)
+    """The header's ``order_key`` of thresholds (not NaN, see _float32_thresholds): their
+    order as uint32, with -0.0 and 0.0 both 2^31."""
+    bits = _float32_thresholds(threshold).view(np.uint32).astype(np.int64)
     magnitude = bits & 0x7FFFFFFF
     return np.where(bits >> 31 == 1, 0x80000000 - magnitude, 0x80000000 + magnitude).astype(np.uint32)
 
@@ -338,10 +356,12 @@ def _literals(values: np.ndarray, kind: str) -> list[str]:
         return [f"{v}{suffix}" for v in values.tolist()]
     unique, inverse = np.unique(values, return_inverse=True)
     texts = [_double_literal(v) for v in unique.tolist()]
-    signs = np.signbit(values) & (values == 0)  # np.unique merges -0.0 into 0.0
     out = [texts[i] for i in inverse.ravel().tolist()]
-    for i in np.flatnonzero(signs).tolist():
-        out[i] = "-0.0"
+    # np.unique merges -0.0 and 0.0 into whichever sorts first: each zero keeps its own sign
+    # (the median's window mean of one zero response is that zero, sign included).
+    zeros = np.flatnonzero(values == 0)
+    for i, negative in zip(zeros.tolist(), np.signbit(values[zeros]).tolist(), strict=True):
+        out[i] = "-0.0" if negative else "0.0"
     return out
 
 
@@ -395,6 +415,14 @@ def _comment_value(value: Any) -> str:
     return text if len(text) <= COMMENT_WIDTH else text[:COMMENT_WIDTH - 3] + "..."
 
 
+def _comment_key(key: Any) -> str:
+    """A forest.extra key for a // comment: as it is when it is a plain name, else as
+    _comment_value writes it (a model file's key may hold a line break, which would end
+    the comment and put the rest of the key into the header as code)."""
+    key = str(key)
+    return key if re.fullmatch(r"[A-Za-z0-9_.\-]{1,80}", key) else _comment_value(key)
+
+
 def _scalar(value: Any) -> bool:
     """Whether a forest.extra value is small enough for the header's comment."""
     return isinstance(value, str | int | float | bool | np.generic) or value is None
@@ -424,7 +452,8 @@ def _description(model: Any, forest: Forest, names: list[str], file_name: str,
         f"{forest.n_nodes} nodes, depth {forest.max_depth},",
         f"base score {_double_literal(forest.base_score)}",
         "Forest extra:",
-        *[f"  {k} = {_comment_value(v)}" for k, v in forest.extra.items() if _scalar(v)],
+        *[f"  {_comment_key(k)} = {_comment_value(v)}" for k, v in forest.extra.items()
+          if _scalar(v)],
     ]
     if is_classifier(model) and getattr(model, "classes_", None) is not None:
         classes = list(model.classes_)

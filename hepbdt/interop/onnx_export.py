@@ -121,6 +121,38 @@ def _check_size(forest: Forest, median: bool) -> None:
             "(export fewer or shallower trees, or use TMVA XML or the C++ header)")
 
 
+def _score_bound(forest: Forest) -> float:
+    """An upper bound of |score| over all inputs: |base score| plus each tree's largest
+    |weighted leaf value| (divided by |sum of tree weights| for a weighted mean), or the
+    largest |leaf value| for the median; inf where that overflows."""
+    leaf = forest.feature < 0
+    if forest.aggregation == "weighted_median":
+        return float(np.max(np.abs(forest.value[leaf]), initial=0.0))
+    sizes = np.diff(forest.tree_offsets)
+    with np.errstate(over="ignore", invalid="ignore"):
+        weighted = np.abs(np.repeat(forest.tree_weights, sizes) * forest.value)
+        largest = np.maximum.reduceat(np.where(leaf, weighted, 0.0), forest.tree_offsets[:-1])
+        total = float(largest.sum())
+        if forest.aggregation == "weighted_mean":
+            weight_sum = float(forest.tree_weights.sum())
+            return total / abs(weight_sum) if weight_sum != 0 else total
+        return total + abs(float(forest.base_score))
+
+
+def _check_float32_range(forest: Forest) -> None:
+    """ONNXExportError when a score could pass float32's range: TreeEnsembleRegressor's
+    output is float32, so the file would give inf where hepbdt gives a number."""
+    if forest.n_trees == 0:
+        return
+    bound = _score_bound(forest)
+    if not bound <= float(np.finfo(np.float32).max):
+        raise ONNXExportError(
+            f"this model's score can reach {bound!r} in magnitude (summed over its trees' largest "
+            f"leaf outputs), beyond float32's {float(np.finfo(np.float32).max)!r}: the ONNX "
+            "ensemble outputs float32 and would give inf for such events; use the C++ header "
+            "(to_cpp, double) or hepbdt itself")
+
+
 # -- the graph -----------------------------------------------------------------------------
 
 def _ensemble_node(onnx: Any, forest: Forest, leaf_weight: np.ndarray, per_tree_target: bool,
@@ -308,9 +340,9 @@ def _metadata(model: Any, forest: Forest, classifier: bool) -> dict[str, str]:
         meta["classes"] = json.dumps(classes)  # [background, signal]
         meta["signal_class"] = json.dumps(classes[1])
         kind, param = forest.probability_link()
-        meta["probability"] = json.dumps(
-            f"1/(1+exp(-{param:g}*score))" if kind == "sigmoid"
-            else f"clip((score - {param:g})/(1 - {param:g}), 0, 1)")
+        meta["probability"] = json.dumps(  # repr: the constants' every digit
+            f"1/(1+exp(-{param!r}*score))" if kind == "sigmoid"
+            else f"clip((score - {param!r})/(1 - {param!r}), 0, 1)")
     return meta
 
 
@@ -363,12 +395,14 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     Raises
     ------
     TypeError for an object that is not a fitted model; ONNXExportError without the onnx
-    package, or for a model whose ONNX file would pass protobuf's 2 GiB limit.
+    package, for a model whose ONNX file would pass protobuf's 2 GiB limit, or whose score
+    could pass float32's range (about 3.4e38; the output is float32).
     """
     forest = _check_fitted(model, "the ONNX export")
     onnx = _import_onnx()
     classifier = is_classifier(model)
     _check_size(forest, forest.aggregation == "weighted_median")
+    _check_float32_range(forest)
     proto = _build(onnx, model, forest, classifier,
                    name or ("hepbdt_classifier" if classifier else "hepbdt_regressor"))
     n_bytes = proto.ByteSize()
