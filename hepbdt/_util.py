@@ -368,6 +368,24 @@ def model_scores(model: Any, X: Any) -> np.ndarray:
     return np.asarray(score(X), dtype=np.float64)
 
 
+def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
+                marks: Sequence[float] = (0.0, 1.0, -1.0)) -> str:
+    """``value`` with ``digits`` significant digits (``fixed``: decimals), "n/a" for NaN or
+    None, and more digits (up to 12) where the rounded text would land on a value of
+    ``marks`` (0, 1 and -1 by default; a p-value passes 0 and its thresholds) or on its
+    other side: an efficiency of 0.99996 shows as 0.99996, not 1 or 1.0000, a p-value of
+    0.0096 below a 0.01 threshold not as 0.010."""
+    if value is None or np.isnan(value):
+        return "n/a"
+    value = float(value)
+    for n in range(digits, max(digits, 12) + 1):
+        text = f"{value:.{n}{'f' if fixed else 'g'}}"
+        shown = float(text)
+        if all((shown < m) == (value < m) and (shown == m) == (value == m) for m in marks):
+            return text
+    return f"{value:.{digits}{'f' if fixed else 'g'}}"  # within rounding noise of a mark
+
+
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     """Weighted q-quantile(s) of ``values``: the smallest value at which the summed weight
     of the values up to it first reaches q times the total weight.

@@ -7,7 +7,8 @@ given, saves it as ``<path>.png`` and ``<path>.pdf`` (a ``.png``/``.pdf`` suffix
 drawn inside ``with experiment_label(...)``) draws an experiment-style label with mplhep
 above the plot. Figures are not registered with pyplot, so nothing needs closing.
 Histograms use boost-histogram's weighted storage: error bars are ``sqrt(sum w^2)``.
-The numbers come from :mod:`hepbdt.evaluation`; this module only draws.
+The numbers come from :mod:`hepbdt.evaluation`; this module only draws, and gives the
+text of a number as the figures, the report and the summary show it (:func:`number_text`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ import mplhep
 import numpy as np
 from matplotlib.figure import Figure
 
-from hepbdt._util import atomic_path
+from hepbdt._util import atomic_path, number_text
 from hepbdt.evaluation._data import check_classification, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
-from hepbdt.evaluation.decorrelation import DecorrelationMeasures
+from hepbdt.evaluation.decorrelation import EFFICIENCY_TOLERANCE, DecorrelationMeasures
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
 from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
@@ -37,6 +38,7 @@ from hepbdt.evaluation.ranking import FeatureRanking, PermutationImportance, wei
 
 __all__ = [
     "experiment_label",
+    "number_text",
     "plot_background_rejection",
     "plot_correlation_matrices",
     "plot_decorrelation_front",
@@ -186,7 +188,7 @@ def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
     """TMVA's ROC: 1 - eff_B against eff_S, linear axes."""
     for name, eff_s, eff_b, auc, style in curves:
         at = _thin(eff_s.size)
-        ax.plot(eff_s[at], 1.0 - eff_b[at], style, label=f"{name} (AUC = {auc:.4f})")
+        ax.plot(eff_s[at], 1.0 - eff_b[at], style, label=f"{name} (AUC = {number_text(auc, fixed=True)})")
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
@@ -202,7 +204,7 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
         keep = (eff_b > 0) & (eff_s > 0)
         rejection = 1.0 / eff_b[keep]
         at = _thin(rejection.size, keep=[np.argmax(rejection)] if rejection.size else [])
-        ax.plot(eff_s[keep][at], rejection[at], style, label=f"{name} (AUC = {auc:.4f})")
+        ax.plot(eff_s[keep][at], rejection[at], style, label=f"{name} (AUC = {number_text(auc, fixed=True)})")
         if rejection.size:
             top = max(top, float(rejection.max()))
     grid = np.linspace(0.01, 1.0, 100)
@@ -339,15 +341,26 @@ def plot_overtraining(
         density, error = _normalised(tr_s[tr_mask], tr_w[tr_mask], edges)
         ax.errorbar(centers, density, yerr=error, fmt="o", color=color, markersize=4,
                     label=f"{name} (training sample)")
-    ax.text(0.03, 0.97,
-            f"Kolmogorov-Smirnov p-value\n{class_names[0]}: {result.signal.ks_pvalue:.3f}\n"
-            f"{class_names[1]}: {result.background.ks_pvalue:.3f}\nverdict: {result.verdict}",
-            transform=ax.transAxes, va="top", fontsize=15)
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.45)
+    ax.text(0.03, 0.97, _overtraining_text(result, class_names), transform=ax.transAxes,
+            va="top", fontsize=15)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.6)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
     ax.legend(loc="upper right", fontsize=15)
     return fig
+
+
+def _overtraining_text(result: OvertrainingResult, class_names: tuple[str, str]) -> str:
+    """The p-values the verdict comes from (KS and chi2 of each class: the smallest
+    decides), never rounded across a threshold; "n/a" where a test had none."""
+    def pvalue(p: float) -> str:
+        return number_text(p, 3, marks=(0.0, result.pvalue_fail, result.pvalue_warn))
+
+    lines = ["Kolmogorov-Smirnov p-value", "/ chi2 p-value"]
+    lines += [f"{name}: {pvalue(part.ks_pvalue)} / {pvalue(part.chi2_pvalue)}"
+              for name, part in zip(class_names, (result.signal, result.background),
+                                    strict=True)]
+    return "\n".join([*lines, f"verdict: {result.verdict}"])
 
 
 @_figure
@@ -377,7 +390,7 @@ def plot_multiclass_roc(
         for j, (eff, eff_rest, _) in enumerate(one_vs_rest_roc(yy, pp, ww)):
             at = _thin(eff.size)
             ax.plot(eff[at], 1.0 - eff_rest[at], style, color=colors[j % len(colors)],
-                    label=f"{names[j]}, {name} (AUC = {aucs[j]:.4f})")
+                    label=f"{names[j]}, {name} (AUC = {number_text(aucs[j], fixed=True)})")
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
@@ -422,8 +435,10 @@ MAX_ANNOTATED_VARIABLES = 20
 def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title: str,
                  cell_points: float) -> None:
     """One matrix in percent, the values in the cells when there are few enough variables;
-    text sizes follow the cell size (``cell_points``, in points)."""
-    image = ax.imshow(100 * corr, cmap="RdBu_r", vmin=-100, vmax=100)
+    text sizes follow the cell size (``cell_points``, in points). An undefined correlation
+    (NaN: a variable without spread) is a grey cell, "n/a": white would read as 0 %."""
+    cmap = mpl.colormaps["RdBu_r"].with_extremes(bad="lightgrey")
+    image = ax.imshow(100 * corr, cmap=cmap, vmin=-100, vmax=100)
     ticks = np.arange(len(names))
     tick_size = min(16.0, 0.6 * cell_points)
     ax.set_xticks(ticks, names, rotation=60, ha="right", rotation_mode="anchor",
@@ -434,11 +449,21 @@ def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title
         size = min(16.0, 0.42 * cell_points)
         for i in ticks:
             for j in ticks:
-                if np.isfinite(corr[i, j]):
-                    ax.text(j, i, str(int(round(100 * corr[i, j]))), ha="center", va="center",
-                            fontsize=size, color="white" if abs(corr[i, j]) > 0.6 else "black")
+                ax.text(j, i, _percent_text(corr[i, j]), ha="center", va="center",
+                        fontsize=size, color="white" if abs(corr[i, j]) > 0.6 else "black")
     ax.set_title(title, fontsize=18)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Correlation (%)")
+
+
+def _percent_text(value: float) -> str:
+    """A correlation in whole percent; "n/a" for NaN; a correlation short of +-1 never
+    shows as +-100 (99.6 %, not 100 %: that would say the variables are one)."""
+    if np.isnan(value):
+        return "n/a"
+    text = str(int(round(100 * value)))
+    if abs(value) < 1 and text.lstrip("-") == "100":
+        return number_text(100 * value, 1, fixed=True, marks=(0.0, 100.0, -100.0))
+    return text
 
 
 @_figure
@@ -512,7 +537,7 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     thresholds = scan.thresholds[at]
     for key, label, values in curves:
         best = scan.best_cuts[key]
-        text = (f"max {best.value:.3g} at {best.threshold:.3g}" if best.found
+        text = (f"max {best.value:.3g} at {number_text(best.threshold)}" if best.found
                 else "no cut qualifies")
         (line,) = ax.plot(thresholds, values[at], label=f"{label}: {text}")
         if best.found:
@@ -580,9 +605,9 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
     for label, m in measures.items():
         if efficiency is None:
             ax.plot(m.inverse_jsd, m.background_rejection, "o-", label=label)
-            for e, x, r in zip(m.signal_efficiency, m.inverse_jsd, m.background_rejection,
+            for e, x, r in zip(_efficiency_labels(m), m.inverse_jsd, m.background_rejection,
                                strict=True):
-                ax.annotate(f"{e:.0%}", (x, r), fontsize=10, xytext=(3, 3),
+                ax.annotate(e.split(" (")[0], (x, r), fontsize=10, xytext=(3, 3),
                             textcoords="offset points")
         else:
             r, x = m.at(efficiency)
@@ -609,10 +634,10 @@ def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = 
             (axes[0], measures.background_shape_all, measures.background_shapes, "Background"),
             (axes[1], measures.signal_shape_all, measures.signal_shapes, "Signal")):
         ax.stairs(all_shape / widths, edges, color="black", lw=2, label="no cut")
-        for e, shape, jsd in zip(measures.signal_efficiency, shapes,
+        for e, shape, jsd in zip(_efficiency_labels(measures), shapes,
                                  measures.background_jsd if name == "Background"
                                  else measures.signal_jsd, strict=True):
-            ax.stairs(shape / widths, edges, label=f"ε_S = {e:.0%} (1/JSD {_inverse(jsd)})")
+            ax.stairs(shape / widths, edges, label=f"ε_S = {e} (1/JSD {_inverse(jsd)})")
         ax.set_xlabel(measures.variable)
         ax.set_ylabel("Normalised to unit area")
         ax.set_title(name if title is None else f"{title}: {name.lower()}", fontsize=16)
@@ -621,4 +646,25 @@ def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = 
 
 
 def _inverse(jsd: float) -> str:
+    """1/JSD as the legends show it: "n/a" where the JSD is not measured (NaN)."""
+    if np.isnan(jsd):
+        return "n/a"
     return "∞" if jsd <= 0 else f"{1.0 / jsd:.3g}"
+
+
+def _efficiency_labels(measures: DecorrelationMeasures) -> list[str]:
+    """The signal efficiency of each row, as its cut keeps it: tied scores make a cut keep
+    more than requested, "50 % (requested 45 %)"; "requested 10 %, not reachable" for a
+    row that is not measured (its cut keeps too much more)."""
+    achieved = measures.achieved_signal_efficiency
+    if achieved is None:
+        return [f"{e:.0%}" for e in measures.signal_efficiency]
+    labels = []
+    for e, a in zip(measures.signal_efficiency, achieved, strict=True):
+        if a - e > EFFICIENCY_TOLERANCE:
+            labels.append(f"{e:.0%} requested, not reachable (cut keeps {a:.1%})")
+        elif f"{a:.0%}" == f"{e:.0%}":
+            labels.append(f"{e:.0%}")
+        else:
+            labels.append(f"{a:.1%} (requested {e:.0%})")
+    return labels

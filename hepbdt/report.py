@@ -130,7 +130,8 @@ LEARNING_CURVE_EVENT_STAGES = 200_000_000
 
 
 def _fmt(value: Any) -> str:
-    """Table cell text: 4 significant digits for floats, 'n/a' for NaN / None."""
+    """Table cell text: 4 significant digits for floats (more where that would show 0 or 1
+    for a value that is not: an efficiency of 0.99996), 'n/a' for NaN / None."""
     if value is None:
         return "n/a"
     if isinstance(value, bool | str):
@@ -138,8 +139,13 @@ def _fmt(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
-        return "n/a" if not np.isfinite(value) else f"{float(value):.4g}"
+        return "n/a" if not np.isfinite(value) else plotting.number_text(value)
     return str(value)
+
+
+def _pvalue(p: float, check: Any) -> str:
+    """A p-value cell, never rounded across the thresholds of ``check``, 'n/a' for NaN."""
+    return plotting.number_text(p, marks=(0.0, check.pvalue_fail, check.pvalue_warn))
 
 
 def _percent(fraction: float) -> str:
@@ -571,7 +577,7 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     matrix = confusion_matrix(te.y, te.proba, te.w, classes)
     out.html('<p class="note">Test events by true class (rows) and predicted class (columns, '
              "the most probable). First the fraction of each true class's weight, then the "
-             f"summed weights. Weighted accuracy: {matrix.accuracy:.4f}.</p>")
+             f"summed weights. Weighted accuracy: {_fmt(matrix.accuracy)}.</p>")
     header = ["true \u2193 / predicted \u2192", *classes]
     out.html(html_table(header, [[name, *row] for name, row in zip(
         classes, matrix.fractions(), strict=True)], "confusion-fractions"))
@@ -584,8 +590,8 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
              "training against test, for the class's own events and for the other "
              "classes' events; the training weights rescaled per class to the test sample's "
              "class mix, so that the other classes are mixed alike in both.</p>")
-    rows = [(name, events, part.ks_statistic, part.ks_pvalue, part.chi2, part.ndf,
-             part.chi2_pvalue, part.verdict)
+    rows = [(name, events, part.ks_statistic, _pvalue(part.ks_pvalue, check), part.chi2,
+             part.ndf, _pvalue(part.chi2_pvalue, check), part.verdict)
             for name, result in zip(classes, check.per_class, strict=True)
             for events, part in ((name, result.signal), ("other classes", result.background))]
     out.html(html_table(["probability of", "events", "KS statistic", "KS p-value", "chi2",
@@ -662,9 +668,10 @@ def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
              f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
              "(the smallest p-value of training against test decides; Kolmogorov-Smirnov / "
-             f"chi2 p-value: signal {_fmt(check.signal.ks_pvalue)} / "
-             f"{_fmt(check.signal.chi2_pvalue)}, background "
-             f"{_fmt(check.background.ks_pvalue)} / {_fmt(check.background.chi2_pvalue)})</p>")
+             f"chi2 p-value: signal {_pvalue(check.signal.ks_pvalue, check)} / "
+             f"{_pvalue(check.signal.chi2_pvalue, check)}, background "
+             f"{_pvalue(check.background.ks_pvalue, check)} / "
+             f"{_pvalue(check.background.chi2_pvalue, check)})</p>")
     sig_te = signal_efficiency_at(te.y, te.score, te.w, SUMMARY_BACKGROUND_EFFICIENCIES)
     sig_tr = signal_efficiency_at(tr.y, tr.score, tr.w, SUMMARY_BACKGROUND_EFFICIENCIES)
     rows: list[tuple[Any, ...]] = [("ROC AUC", eff_te.roc_auc, eff_tr.roc_auc)]
@@ -701,7 +708,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
                 "events that pass." if cuts else "") + "</p>")
     header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
               "fraction of negative weights", YIELD_FACTOR_HEADER]
-    header += [f"efficiency of score \u2265 {cut:.4g} (cut at {_percent(b)} background "
+    header += [f"efficiency of score \u2265 {_fmt(cut)} (cut at {_percent(b)} background "
                "efficiency)" for b, cut in cuts]
     rows = []
     training_masks = {name: mask for name, _, mask in tr.groups}
@@ -723,9 +730,9 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
 def _overtraining_section(out: _Sections, tr: _Events, te: _Events,
                           check: OvertrainingResult) -> None:
     out.heading("Overtraining check")
-    rows = [(name, part.ks_statistic, part.ks_pvalue, part.chi2, part.ndf, part.chi2_pvalue,
-             part.verdict) for name, part in (("signal", check.signal),
-                                              ("background", check.background))]
+    rows = [(name, part.ks_statistic, _pvalue(part.ks_pvalue, check), part.chi2, part.ndf,
+             _pvalue(part.chi2_pvalue, check), part.verdict)
+            for name, part in (("signal", check.signal), ("background", check.background))]
     out.html(f'<p>Verdict: <span class="verdict-{check.verdict}" id="verdict">'
              f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
              f"overtrained, below {check.pvalue_warn:g}: warning).</p>")

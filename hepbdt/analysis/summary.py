@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from .._util import number_text
 from ..estimators import growth_text
 from ..evaluation import (
     confusion_matrix,
@@ -67,12 +70,16 @@ def _decorrelation_lines(result: TrainResult) -> list[str]:
         return []
     p = result.config.params
     lines = ["", f"Mass decorrelation ({p.get('decorrelation')}, strength "
-                 f"{p.get('decorrelation_strength', 1.0):g}) from {measures.variable}, test events:",
-             "  signal eff.   bkg rejection   1/JSD bkg   1/JSD signal"]
+                 f"{p.get('decorrelation_strength', 1.0):g}) from {measures.variable}, test events "
+                 "(kept: the signal efficiency of the cut, tied scores kept together; n/a: no "
+                 "cut keeps the signal efficiency, or no background passes):",
+             "  signal eff.     kept   bkg rejection (1/eff_B)   1/JSD bkg   1/JSD signal"]
     for r in measures.rows():
-        inv_s = 1 / r["signal_jsd"] if r["signal_jsd"] > 0 else float("inf")
-        lines.append(f"  {r['signal_efficiency']:10.0%} {r['background_rejection']:15.4g} "
-                     f"{r['inverse_jsd']:11.4g} {inv_s:14.4g}")
+        jsd = r["signal_jsd"]
+        inv_s = jsd if np.isnan(jsd) else 1 / jsd if jsd > 0 else float("inf")
+        lines.append(f"  {r['signal_efficiency']:11.0%} {r['achieved_signal_efficiency']:8.1%} "
+                     f"{number_text(r['background_rejection']):>25} "
+                     f"{number_text(r['inverse_jsd']):>11} {number_text(inv_s):>14}")
     return lines
 
 
@@ -110,15 +117,22 @@ def _quality_lines(result: TrainResult) -> list[str]:
     eff_tr = efficiency_table(train.y, s_tr, train.w)
     lines = [f"{'':40} {'test':>8} {'train':>8}"]
     for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True):
-        lines.append(f"{label:40} {v_te:>8.4f} {v_tr:>8.4f}")
+        lines.append(f"{label:40} {_fraction(v_te):>8} {_fraction(v_tr):>8}")
     check = overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w)
     lines += ["", *_overtraining_lines(check)]
     return lines
 
 
-def _pvalue(p: float) -> str:
-    """A p-value as the summary prints it; "n/a" where the test had none."""
-    return f"{p:.3g}" if np.isfinite(p) else "n/a"
+def _fraction(value: float, decimals: int = 4) -> str:
+    """An efficiency, AUC or fraction with ``decimals`` decimals, more where it would
+    round to 0 or 1 without being it (0.99996, not 1.0000); "n/a" for NaN."""
+    return number_text(value, decimals, fixed=True)
+
+
+def _pvalue(p: float, check: Any) -> str:
+    """A p-value as the summary prints it, never rounded across the thresholds of ``check``
+    (0.00996 against 0.01 is not "0.01"); "n/a" where the test had none."""
+    return number_text(p, 3, marks=(0.0, check.pvalue_fail, check.pvalue_warn))
 
 
 def _overtraining_lines(check: OvertrainingResult) -> list[str]:
@@ -127,8 +141,8 @@ def _overtraining_lines(check: OvertrainingResult) -> list[str]:
     return [f"Overtraining (KS test and chi2 test, training vs test; the smallest p-value "
             f"decides: below {check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} "
             f"warning) -> {check.verdict}",
-            *(f"  {name:10} KS p = {_pvalue(part.ks_pvalue)}, chi2 p = "
-              f"{_pvalue(part.chi2_pvalue)} -> {part.verdict}"
+            *(f"  {name:10} KS p = {_pvalue(part.ks_pvalue, check)}, chi2 p = "
+              f"{_pvalue(part.chi2_pvalue, check)} -> {part.verdict}"
               for name, part in (("signal", check.signal), ("background", check.background)))]
 
 
@@ -146,9 +160,10 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     lines = [f"{len(classes)} classes; ROC AUC of each class against the rest (its probability; "
              "training weights rescaled per class to the test sample's class mix):",
              f"  {'class':{width}} {'test':>8} {'train':>8}"]
-    lines += [f"  {name:{width}} {a_te:>8.4f} {a_tr:>8.4f}"
+    lines += [f"  {name:{width}} {_fraction(a_te):>8} {_fraction(a_tr):>8}"
               for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
-    lines.append(f"  {'mean':{width}} {auc_te.mean():>8.4f} {auc_tr.mean():>8.4f}")
+    lines.append(f"  {'mean':{width}} {_fraction(auc_te.mean()):>8} "
+                 f"{_fraction(auc_tr.mean()):>8}")
     matrix = confusion_matrix(test.y, p_te, test.w, classes)
     cell = max(8, *(len(c) + 1 for c in classes))
     corner = "true \\ predicted"
@@ -156,18 +171,18 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
               "class's weight predicted as each class, the most probable):",
               f"  {corner:{width}}" + "".join(f"{c:>{cell}}" for c in classes)]
     for name, row in zip(classes, matrix.fractions(), strict=True):
-        lines.append(f"  {name:{width}}" + "".join(f"{v:>{cell}.3f}" for v in row))
-    lines.append(f"  weighted accuracy: {matrix.accuracy:.4f}")
+        lines.append(f"  {name:{width}}" + "".join(f"{_fraction(v, 3):>{cell}}" for v in row))
+    lines.append(f"  weighted accuracy: {_fraction(matrix.accuracy)}")
     check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
     lines += ["", "Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
               "events / the other classes' events, training weights in the test's class mix; "
               f"the smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
               f"{check.pvalue_warn:g} warning):"]
     for name, part in zip(classes, check.per_class, strict=True):
-        lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue)} / "
-                     f"{_pvalue(part.background.ks_pvalue)}, chi2 p = "
-                     f"{_pvalue(part.signal.chi2_pvalue)} / "
-                     f"{_pvalue(part.background.chi2_pvalue)} -> {part.verdict}")
+        lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue, check)} / "
+                     f"{_pvalue(part.background.ks_pvalue, check)}, chi2 p = "
+                     f"{_pvalue(part.signal.chi2_pvalue, check)} / "
+                     f"{_pvalue(part.background.chi2_pvalue, check)} -> {part.verdict}")
     lines.append(f"  verdict: {check.verdict}")
     return lines
 
@@ -198,7 +213,7 @@ def _significance_lines(result: TrainResult) -> list[str]:
             lines.append(f"  {name:18} no cut leaves >= {scan.min_background_events} "
                          "background MC events with B > 0")
             continue
-        lines.append(f"  {name:18} {best.value:8.4g} at score >= {best.threshold:.4g}: "
+        lines.append(f"  {name:18} {best.value:8.4g} at score >= {number_text(best.threshold)}: "
                      f"S = {best.signal:.4g} +- {best.signal_error:.3g} ({best.n_signal_mc} "
                      f"MC), B = {best.background:.4g} +- {best.background_error:.3g} "
                      f"({best.n_background_mc} MC)")
@@ -217,7 +232,7 @@ def _fold_lines(result: TrainResult) -> list[str]:
             f"{cell(row[h]):>{n}}" for h, n in zip(header, widths, strict=True)))
     key = "test RMSE" if result.config.task == "regression" else "test AUC"
     values = np.array([row[key] for row in rows])
-    lines.append(f"  {key}: {values.mean():.4f} +- {values.std():.4f} over {len(rows)} "
+    lines.append(f"  {key}: {_fraction(values.mean())} +- {values.std():.4f} over {len(rows)} "
                  "folds; the test column above is out of fold for every event")
     return lines
 
