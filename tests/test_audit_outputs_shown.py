@@ -18,6 +18,7 @@ import pytest  # noqa: E402
 
 from hepbdt import plotting  # noqa: E402
 from hepbdt.analysis import summary  # noqa: E402
+from hepbdt.analysis.result import cell  # noqa: E402
 from hepbdt.evaluation import overtraining_test, roc_auc  # noqa: E402
 from hepbdt.evaluation.decorrelation import decorrelation_measures  # noqa: E402
 
@@ -145,3 +146,19 @@ def test_sculpting_figure_legends_name_the_kept_efficiency_and_no_nan(coarse_mea
     assert any("not reachable" in text for text in legends), legends
     kept = f"{m.achieved_signal_efficiency[2]:.1%}"
     assert any(f"ε_S = {kept} (requested 50%)" in text for text in legends), legends
+
+
+def test_report_decorrelation_table_shows_nan_as_na_and_the_kept_efficiency(
+        coarse_measures, monkeypatch):
+    from hepbdt.analysis import outputs
+
+    m = coarse_measures
+    monkeypatch.setattr(outputs, "decorrelation_of", lambda result: m)
+    config = SimpleNamespace(params={"decorrelation": "flatness"}, decorrelate=["mjj"])
+    (section,) = outputs._decorrelation_section(SimpleNamespace(config=config))
+    table = section.html[section.html.index("decorrelation-table"):]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    assert "inf" not in cells and "nan" not in cells, cells
+    assert f"{m.achieved_signal_efficiency[2]:.1%}" in cells and "1/eff_B" in table
+    assert cells.count("n/a") >= 6  # the two unmeasured rows: rejection and both 1/JSD
+    assert cell(0.99996) == "0.99996" and cell(float("nan")) == "n/a"

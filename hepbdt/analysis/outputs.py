@@ -394,6 +394,11 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
+def _inverse(jsd: float) -> float:
+    """1/JSD: inf for a JSD of 0 (identical shapes), NaN where it is not measured."""
+    return jsd if np.isnan(jsd) else 1 / jsd if jsd > 0 else np.inf
+
+
 def _decorrelation_section(result: TrainResult) -> list[Any]:
     """The report's decorrelation section: the rejection and JSD table and the figures."""
     measures = decorrelation_of(result)
@@ -402,10 +407,11 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
     from .. import plotting
     from ..report import Section, html_table  # matplotlib: imported with the report
 
-    header = ["signal efficiency", "background rejection", "1/JSD background", "1/JSD signal"]
-    rows = [[f"{r['signal_efficiency']:.0%}", cell(r["background_rejection"]),
-             cell(r["inverse_jsd"]), cell(1 / r["signal_jsd"] if r["signal_jsd"] > 0 else np.inf)]
-            for r in measures.rows()]
+    header = ["signal efficiency", "kept by the cut", "background rejection (1/eff_B)",
+              "1/JSD background", "1/JSD signal"]
+    rows = [[f"{r['signal_efficiency']:.0%}", f"{r['achieved_signal_efficiency']:.1%}",
+             cell(r["background_rejection"]), cell(r["inverse_jsd"]),
+             cell(_inverse(r["signal_jsd"]))] for r in measures.rows()]
     params = result.config.params
     text = (f"<p>Decorrelation: {params.get('decorrelation')!r}, strength "
             f"{params.get('decorrelation_strength', 1.0):g}, target "

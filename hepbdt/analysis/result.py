@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import number_text
 from ..binned import BinnedMatrix
 from ..boosting.losses import softmax_rows
 from ..evaluation import (
@@ -251,10 +252,11 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
 
 
 def cell(value: Any) -> str:
-    """A number as the k-fold tables show it (integers whole, else 4 significant digits)."""
+    """A number as the k-fold tables show it (integers whole, else 4 significant digits,
+    more where they would show 0 or 1 for a value that is not; NaN as n/a)."""
     if isinstance(value, int | np.integer):
         return str(int(value))
-    return f"{float(value):.4g}"
+    return number_text(float(value))
 
 
 def stack(parts: Sequence[Dataset]) -> Dataset:
