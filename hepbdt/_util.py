@@ -403,9 +403,12 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     w = np.asarray(weights, dtype=np.float64)
     if not w.sum() > 0:
         w = np.abs(w) if np.any(w != 0) else np.ones_like(w)
-    order = np.argsort(values, kind="stable")
-    reached = np.maximum.accumulate(np.cumsum(w[order]))
-    index = np.searchsorted(reached, qs * float(np.sum(w)), side="left")
+    # One order for any order of the events (by value, then weight), and the total as the
+    # running sum's own last term: the target and the running sum then round alike.
+    order = np.lexsort((w, values))
+    running = np.cumsum(w[order])
+    reached = np.maximum.accumulate(running)
+    index = np.searchsorted(reached, qs * float(running[-1]), side="left")
     result = values[order][np.clip(index, 0, values.size - 1)]
     return float(result[0]) if np.ndim(q) == 0 else result
 

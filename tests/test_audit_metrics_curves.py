@@ -213,3 +213,20 @@ def test_multiclass_log_loss_refuses_labels_that_are_not_columns():
         multiclass_log_loss(np.array([0, 1, -1]), proba, np.ones(3))  # -1 read column 2
     with pytest.raises(ValueError, match="class indices"):
         multiclass_log_loss(np.array([0, 1, 2.5]), proba, np.ones(3))
+
+
+def test_weighted_quantile_does_not_depend_on_the_order_of_the_events():
+    from hepbdt._util import weighted_quantile
+
+    values = np.array([2.0, 3.0, 3.0, 1.0, 4.0])
+    weights = np.array([1.0, 0.0, 1.0, 0.2, 0.2])
+    assert weighted_quantile(values, weights, 0.5) == weighted_quantile(
+        values[::-1], weights[::-1], 0.5)
+    rng = np.random.default_rng(0)
+    for _ in range(500):  # decimal weights whose sums round differently in other orders
+        n = int(rng.integers(1, 8))
+        v = rng.integers(0, 4, n).astype(float)
+        w = rng.choice([0.1, 0.2, 0.3, 0.7, 1.0], n)
+        q = float(rng.choice([0.1, 0.3, 0.5, 0.7, 0.9]))
+        p = rng.permutation(n)
+        assert weighted_quantile(v, w, q) == weighted_quantile(v[p], w[p], q), (v, w, q)

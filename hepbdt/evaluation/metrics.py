@@ -669,10 +669,6 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
     total = float(w.sum())
     if residual.size == 0 or not total > 0:
         return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total, residual.size)
-    # A canonical order (by residual, then weight): the quantile's running sum, and so the
-    # value it lands on at a boundary, must not depend on the order of the events.
-    order = np.lexsort((w, residual))
-    residual, w = residual[order], w[order]
     mse = float(np.sum(w * residual**2) / total)
     q25, q75, lo, hi = weighted_quantile(
         residual, w, [0.25, 0.75, 0.5 - truncation / 2, 0.5 + truncation / 2]
