@@ -394,11 +394,6 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
-def _inverse(jsd: float) -> float:
-    """1/JSD: inf for a JSD of 0 (identical shapes), NaN where it is not measured."""
-    return jsd if np.isnan(jsd) else 1 / jsd if jsd > 0 else np.inf
-
-
 def _decorrelation_section(result: TrainResult) -> list[Any]:
     """The report's decorrelation section: the rejection and JSD table and the figures."""
     measures = decorrelation_of(result)
@@ -411,7 +406,7 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
               "1/JSD background", "1/JSD signal"]
     rows = [[f"{r['signal_efficiency']:.0%}", f"{r['achieved_signal_efficiency']:.1%}",
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
-             cell(_inverse(r["signal_jsd"]))] for r in measures.rows()]
+             cell(r["inverse_signal_jsd"])] for r in measures.rows()]
     params = result.config.params
     text = (f"<p>Decorrelation: {params.get('decorrelation')!r}, strength "
             f"{params.get('decorrelation_strength', 1.0):g}, target "

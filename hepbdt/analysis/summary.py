@@ -75,11 +75,9 @@ def _decorrelation_lines(result: TrainResult) -> list[str]:
                  "cut keeps the signal efficiency, or no background passes):",
              "  signal eff.     kept   bkg rejection (1/eff_B)   1/JSD bkg   1/JSD signal"]
     for r in measures.rows():
-        jsd = r["signal_jsd"]
-        inv_s = jsd if np.isnan(jsd) else 1 / jsd if jsd > 0 else float("inf")
         lines.append(f"  {r['signal_efficiency']:11.0%} {r['achieved_signal_efficiency']:8.1%} "
                      f"{number_text(r['background_rejection']):>25} "
-                     f"{number_text(r['inverse_jsd']):>11} {number_text(inv_s):>14}")
+                     f"{number_text(r['inverse_jsd']):>11} {number_text(r['inverse_signal_jsd']):>14}")
     return lines
 
 

@@ -40,9 +40,11 @@ flatness gradient, which no tree can split, and (psi = 1, strength 10) whole mas
 were then left at a single score (1/JSD 1.8 at 28x rejection; random order: 3.1 at 35x).
 
 Bins are weighted quantiles of each decorrelation column over the target class's events
-(equal-weight bins, fixed at the start of the fit); with k columns the cells of the
-k-dimensional grid. Nothing here predicts: the decorrelation variables are used only in
-training.
+(equal-|weight| bins, fixed at the start of the fit); with k columns the cells of the
+k-dimensional grid. A targeted class whose weights do not sum to a positive total is
+refused; a cell whose (signed) weights do not, which negative weights can leave, has no
+CDF and its events get no flatness term. Nothing here predicts: the decorrelation
+variables are used only in training.
 """
 
 from __future__ import annotations
@@ -86,22 +88,49 @@ def check_decorrelate(decorrelate, n_events: int) -> NDArray:
     return m
 
 
+def _check_bins(n_bins, k: int) -> int:
+    """``n_bins`` as an int >= 2 whose grid over k columns has at most MAX_CELLS cells."""
+    if isinstance(n_bins, bool) or not float(n_bins).is_integer() or not n_bins >= 2:
+        raise ValueError(f"decorrelation_bins={n_bins!r} is not valid; expected a whole number "
+                         ">= 2 of bins per decorrelation variable")
+    n_bins = int(n_bins)
+    if n_bins ** k > MAX_CELLS:
+        raise ValueError(f"decorrelation_bins={n_bins} over {k} variables makes "
+                         f"{n_bins ** k:,} cells; at most {MAX_CELLS:,}")
+    return n_bins
+
+
 def flatness_bins(m: NDArray, y: NDArray, w: NDArray, n_bins: int, target: str
                   ) -> tuple[NDArray, NDArray]:
     """Each event's class index among the targets and its bin (cell), -1 for events of
     classes not targeted: (class_index int64 (n,), group int64 (n,)), the groups numbered
-    across classes. Edges: weighted quantiles of each column over the class's events."""
+    across classes. Edges: weighted quantiles of each column over the class's |w|.
+    ValueError for labels other than 0/1 or a targeted class without positive weight."""
     if target not in DECORRELATION_TARGETS:
         raise ValueError(f"decorrelation_target={target!r} is not valid; expected one of "
                          f"{DECORRELATION_TARGETS}")
+    y, w = np.asarray(y), np.asarray(w, np.float64)
+    if y.ndim != 1 or w.shape != y.shape or not np.all(np.isfinite(w)):
+        raise ValueError(f"flatness bins: y and w must be 1-d with one finite value per event, "
+                         f"got shapes {y.shape} and {w.shape}")
+    m = check_decorrelate(m, y.shape[0])
+    if not np.all(np.isin(y, (0, 1))):
+        raise ValueError(f"flatness bins: y must hold 0 (background) and 1 (signal), got "
+                         f"{np.unique(y)[:5].tolist()}")
     labels = {"background": (0,), "signal": (1,), "both": (0, 1)}[target]
     n, k = m.shape
+    n_bins = _check_bins(n_bins, k)
     cells = n_bins ** k
     class_index = np.full(n, -1, dtype=np.int64)
     group = np.full(n, -1, dtype=np.int64)
     q = np.arange(1, n_bins) / n_bins
     for c, label in enumerate(labels):
         mine = y == label
+        total = float(w[mine].sum())
+        if not total > 0:
+            raise ValueError(f"decorrelation_target={target!r}: the {('background', 'signal')[label]}"
+                             f" events ({int(mine.sum())}) have weights summing to {total:g}; "
+                             "their score CDF (efficiency) needs a positive total")
         cell = np.zeros(int(mine.sum()), dtype=np.int64)
         for j in range(k):
             values = m[mine, j]
@@ -167,9 +196,9 @@ class FlatnessLoss(Loss):
                  tail_floor: float | None = TAIL_FLOOR):
         if not base.is_classification:
             raise ValueError(f"the flatness loss needs a two-class loss, not {base.name!r}")
-        if n_bins ** m.shape[1] > MAX_CELLS:
-            raise ValueError(f"decorrelation_bins={n_bins} over {m.shape[1]} variables makes "
-                             f"{n_bins ** m.shape[1]:,} cells; at most {MAX_CELLS:,}")
+        if not (np.isfinite(strength) and strength >= 0):
+            raise ValueError(f"decorrelation_strength={strength!r} is not valid; expected a "
+                             "finite number >= 0")
         self.base = base
         self.strength = float(strength)
         self.name = base.name
@@ -189,6 +218,8 @@ class FlatnessLoss(Loss):
 
     def gradients(self, y, score):
         g, h = self.base.gradients(y, score)
+        if self.strength == 0:  # the base loss itself, bit for bit
+            return g, h
         # per unit weight: the flatness term's gradient and surrogate hessian divided by w_i
         fg, fh = self.flatness_terms(score, np.ones_like(self.w))
         return g + fg, h + fh

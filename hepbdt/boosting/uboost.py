@@ -26,7 +26,9 @@ nearest neighbours: the bins are weighted with the event weights (hep_ml's neigh
 and cuts count events), cost one ``bincount`` a tree with no neighbour search, give every
 event of a region the same efficiency (50 neighbours carry a binomial noise of about
 0.07 at e = 0.5), and are the cells that the flatness loss already uses. The cut and the
-efficiencies use the events' own weights; E uses the boosted weights, as hep_ml's.
+efficiencies use the events' own weights; E uses the boosted weights, as hep_ml's. A
+target class whose weights do not sum to a positive total is refused; a bin whose signed
+weights do not (negative weights) has no efficiency and its events get a factor of 1.
 
 The model averages the steps' smoothed cut decisions (hep_ml's ``uBoostClassifier``):
 score = (1/K) sum_k sigmoid((s_k - c_k) / tau_k) in [0, 1], with s_k the step's AdaBoost
@@ -55,7 +57,7 @@ from .adaboost import (
     _TreeOptions,
     boost_trees,
 )
-from .decorrelation import flatness_bins
+from .decorrelation import check_decorrelate, flatness_bins
 
 __all__ = ["UBOOST_TARGETS", "SMOOTHING", "UniformityWeights", "class_cut", "efficiency_steps",
            "run_uboost"]
@@ -102,13 +104,20 @@ class UniformityWeights:
         if target not in UBOOST_TARGETS:
             raise ValueError(f"decorrelation_target={target!r} is not valid for uBoost; "
                              f"expected one of {UBOOST_TARGETS}")
+        if not 0 < efficiency < 1:
+            raise ValueError(f"uBoost efficiency {efficiency!r} is not valid; expected a number "
+                             "in (0, 1)")
+        if not (np.isfinite(strength) and strength >= 0):
+            raise ValueError(f"decorrelation_strength={strength!r} is not valid; expected a "
+                             "finite number >= 0")
         self.sign = 1.0 if target == "signal" else -1.0
         self.efficiency, self.strength = float(efficiency), float(strength)
+        m = check_decorrelate(m, np.shape(y)[0])
         class_index, group = flatness_bins(m, y, np.asarray(w, np.float64), n_bins, target)
         self.targeted = np.flatnonzero(class_index >= 0)
         self.group = group[self.targeted]
         self.w = np.asarray(w, np.float64)[self.targeted]
-        self.n_cells = n_bins ** m.shape[1]
+        self.n_cells = int(n_bins) ** m.shape[1]
         self.bin_total = np.bincount(self.group, weights=self.w, minlength=self.n_cells)
         self.cuts: list[float] = []
         self.local = np.full(self.n_cells, self.efficiency)
