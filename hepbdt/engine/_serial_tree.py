@@ -218,7 +218,12 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     at = np.empty(N_BINS, np.int64)
     left_sums = np.empty(N_CHANNELS)
     best_left = np.empty(N_CHANNELS)
+    # Every field of the root (the buffers hold the last tree's nodes): a root left a leaf
+    # kept the last tree's root gain (628.4 on a tree of no split), threshold and direction.
     feature[0] = -1
+    bin_threshold[0] = 0
+    missing_left[0] = False
+    gain[0] = 0.0
     left[0] = -1
     right[0] = -1
     start[0] = 0
@@ -244,6 +249,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
             mid = _partition(codes, partition, payload, s, e, split_feature[j], split_bin[j],
                              split_missing[j], not (last or by_event), scratch_idx,
                              scratch_payload)
+            if mid == s or mid == e:  # a side without events stays a leaf (grower._apply_real_splits)
+                continue
             lc, rc = n_nodes, n_nodes + 1
             n_nodes += 2
             feature[node] = split_feature[j]
@@ -265,11 +272,12 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
             children[2 * q], children[2 * q + 1] = lc, rc
             positions[q] = j
             q += 1
-        if last:
+        if last or q == 0:
             break
+        children = children[:2 * q]
         into = hists_b if depth % 2 == 0 else hists_a
-        _child_histograms(codes, partition, payload, by_event, b_is_w, used, hists, positions,
+        _child_histograms(codes, partition, payload, by_event, b_is_w, used, hists, positions[:q],
                           children, start, stop, into)
-        hists = into[:2 * n_split]
+        hists = into[:2 * q]
         level = children
     return n_nodes

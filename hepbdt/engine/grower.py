@@ -681,12 +681,43 @@ def _choose_splits(events: _TreeEvents, raw: np.ndarray | None, level: np.ndarra
 def _apply_splits(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray, splits: _Splits,
                   move_payload: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Partition the split nodes' events and add their children: (children, start, mid, stop)."""
+    s, e, mid = _partition_split_nodes(events, nodes, parents, splits, move_payload)
+    return _add_children(nodes, parents, splits, s, mid, e), s, mid, e
+
+
+def _partition_split_nodes(events: _TreeEvents, nodes: _NodeArrays, parents: np.ndarray,
+                           splits: _Splits, move_payload: bool) -> tuple[np.ndarray, ...]:
+    """Partition the split nodes' events: (start, stop, mid) of each."""
     s, e = nodes.start[parents], nodes.stop[parents]
     moved = events.payload if move_payload else NO_PAYLOAD
     mid = _partition_nodes(*events.split_codes, events.partition, moved, s, e,
                            splits.feature, splits.threshold.astype(np.uint8), splits.missing_left,
                            events.scratch_idx, events.scratch_payload)
-    return _add_children(nodes, parents, splits, s, mid, e), s, mid, e
+    return s, e, mid
+
+
+def _apply_real_splits(events: _TreeEvents, nodes: _NodeArrays, level: np.ndarray,
+                       splits: _Splits, move_payload: bool) -> tuple | None:
+    """``_apply_splits`` of the level's splits that leave events on both sides: (splits
+    kept, children, start, mid, stop), or None when none does.
+
+    A side that holds no event has true sums of exactly 0, so the split's true gain is 0
+    and it is not valid (W > 0). Its sums are derived by subtraction (the sibling's
+    histogram as parent minus child, the right side as node minus left), and in float64
+    they can be rounding noise instead of 0 when the channels span many decades (event
+    weights of 1e-6 to 1e3): a noise W of 1e-14 passed ``W > 0`` and split nodes of one
+    event into an empty leaf (value 0) at gains of 1e-13. The stable partition leaves
+    such a node's events in place, so the node stays a leaf. (Quantised sums are exact
+    integers: there an empty side has B = 0 and is refused by the scan.)"""
+    parents = level[splits.position]
+    s, e, mid = _partition_split_nodes(events, nodes, parents, splits, move_payload)
+    real = (mid > s) & (mid < e)
+    if not real.any():
+        return None
+    if not real.all():
+        splits = _Splits(*(field[real] for field in splits))
+        parents, s, mid, e = parents[real], s[real], mid[real], e[real]
+    return splits, _add_children(nodes, parents, splits, s, mid, e), s, mid, e
 
 
 def _add_children(nodes: _NodeArrays, parents: np.ndarray, splits: _Splits, s: np.ndarray,
@@ -815,10 +846,11 @@ class _LeafSplitter:
 
 
 def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Splits,
-                move_payload: bool, threads: int) -> tuple[int, int, int, int, int]:
+                move_payload: bool, threads: int) -> tuple[int, int, int, int, int] | None:
     """Partition one leaf's events (the depth-wise kernels, on one node, in a multiple of
     ``threads`` chunks of at most PARTITION_CHUNK events) and add its two children: (left,
-    right, start, mid, stop). Stable, so the chunks do not change the result."""
+    right, start, mid, stop). Stable, so the chunks do not change the result. None, and
+    no children, when a side holds no event (the partition then moved nothing)."""
     s, e = int(nodes.start[parent]), int(nodes.stop[parent])
     n_chunks = threads * max(1, -(-(e - s) // (threads * PARTITION_CHUNK)))
     chunk_start = np.arange(s, e, max(1, -(-(e - s) // n_chunks)), dtype=np.int64)
@@ -834,6 +866,8 @@ def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Sp
     _gather_chunks(events.partition, payload, chunk_start, chunk_stop, n_left,
                    s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
                    events.scratch_idx, events.scratch_payload)
+    if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
+        return None
     left, right = (int(k) for k in nodes.add(2))
     nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]
     nodes.missing_left[parent], nodes.gain[parent] = split.missing_left[0], split.gain[0]
@@ -917,18 +951,19 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
     while queue and n_leaves < max_leaves:
         _, parent = heapq.heappop(queue)
         split = waiting.pop(parent)
-        n_leaves += 1
         d = depth[parent] + 1
-        grow_children = n_leaves < max_leaves and d < depth_limit
+        grow_children = n_leaves + 1 < max_leaves and d < depth_limit
         # The float payload must follow the partition only while children still get histograms.
         serial = nodes.stop[parent] - nodes.start[parent] <= SERIAL_EVENTS
         with small_work.serial(serial):
-            left, right, s, mid, e = _split_leaf(events, nodes, parent, split,
-                                                 grow_children and not events.quantised,
-                                                 1 if serial else small_work.n_threads)
-        if not grow_children:
+            made = _split_leaf(events, nodes, parent, split, grow_children and not events.quantised,
+                               1 if serial else small_work.n_threads)
+        if made is not None:
+            n_leaves += 1
+        if made is None or not grow_children:
             pool.release(parent)
             continue
+        left, right, s, mid, e = made
         depth[left] = depth[right] = d
         _leaf_histograms(events, pool, waiting, small_work, parent, left, right, s, mid, e)
         consider([left, right], d)
@@ -1068,10 +1103,11 @@ def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nd
             break
         last = depth + 1 == max_depth
         # The float payload follows the partition while histograms read it; packed stays in event order.
-        children, s, mid, e = _apply_splits(events, nodes, level[splits.position], splits,
-                                            move_payload=not (events.quantised or last))
-        if last:
+        applied = _apply_real_splits(events, nodes, level, splits,
+                                     move_payload=not (events.quantised or last))
+        if applied is None or last:
             break
+        splits, children, s, mid, e = applied
         if raw is not None and children.size <= events.level_capacity():
             raw = _child_histograms(events, nodes, raw, splits.position, children, s, mid, e)
         else:  # too many nodes to hold: the next level builds them in batches
