@@ -16,7 +16,8 @@ called signal when its leaf has p > 0.5, TMVA's NodePurityLimit):
   renormalised to their initial total. Score = sum alpha_m T_m(x) / sum alpha_m in [-1, 1].
   Boosting stops (as in TMVA and scikit-learn) when a tree has err >= 0.5; with a
   resample per tree, such a tree is left out and another drawn (ten in a row stop it),
-  counted in ``forest.extra["skipped_trees"]``.
+  counted in ``forest.extra["skipped_trees"]``; so is a resample whose net weight is not
+  positive (negative weights), for every variant. A run that keeps no tree is refused.
 - ``adaboost`` with purity leaves (TMVA UseYesNoLeaf=False, which is what TMVA's
   BoostType=RealAdaBoost means): a leaf outputs p; r = sum w y (2p - 1) / sum w with
   y = +-1, alpha = beta * ln((1 + r) / (1 - r)), w *= exp(-alpha y (2p - 1)).
@@ -39,8 +40,9 @@ TMVA's InverseBoostNegWeights (a negative-weight event is reweighted by the inve
 
 Deviations from TMVA, all documented in the README table of options: TMVA computes err and
 reweights on the bagged subsample only (an event drawn k times is boosted k times; events
-not drawn keep their weight); here err is computed on the tree's (resampled) events, as
-TMVA, but the reweighting applies to every event, once. TMVA's nCuts grid is an
+not drawn keep their weight); here err (and r) is computed on every training event with its
+current weight (the resample's in-sample error is optimistic), and the reweighting applies
+to every event, once. TMVA's nCuts grid is an
 equal-width grid between each node's minimum and maximum; here it is global and added to
 255 weighted-quantile bins (so the root node sees a superset of TMVA's cut values).
 
@@ -125,6 +127,10 @@ class _Stop(Exception):
     """Boosting stops before its last tree, for the reason given."""
 
 
+class _EmptySample(_Stop):
+    """A tree's drawn sample has no positive net weight (only with negative weights)."""
+
+
 @dataclass
 class _TreeOptions:
     """How each tree's events are drawn and the tree is grown."""
@@ -152,17 +158,20 @@ def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: 
                        it: int) -> tuple[GrownTree, np.ndarray]:
     """Draw a tree's events with the boosted weights ``w_eff`` and grow a classification
     tree on ``channels(w_tree)`` (A and B; or the K class channels and None) with the
-    events' multiplicity as W: (tree, w_tree). _Stop when a net weight is not positive.
+    events' multiplicity as W: (tree, w_tree). _Stop when the events' net weight is not
+    positive, _EmptySample when only the drawn sample's is not (see ``empty_sample``).
 
     As TMVA's MinNodeSize, the third channel counts events (with their multiplicity in the
     resample), so a child needs min_node_size of the tree's events whatever their boosted
     weights; node_score refuses children whose net weight S + B is not positive.
     """
     total_eff = float(w_eff.sum())
+    if not total_eff > 0:
+        raise _Stop(f"tree {it}: the events' net weight {total_eff:.6g} is not positive")
     rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
     total = float(w_tree.sum(dtype=np.float64))
-    if not (total > 0 and total_eff > 0):
-        raise _Stop(f"tree {it}: the sample's net weight {total:.6g} is not positive")
+    if not total > 0:
+        raise _EmptySample(f"tree {it}: the sample's net weight {total:.6g} is not positive")
     a, b = channels(w_tree)
     params = options.params
     params.min_child_weight = options.min_node_size * float(counts.sum())
@@ -189,6 +198,28 @@ def chance_tree(run: Any, resampled: bool, first: bool, error: str, it: int) -> 
         raise ValueError(f"the first tree's weighted error rate is {error}: nothing to boost "
                          "(check labels, weights and min_node_size)")
     raise _Stop(f"tree {it}: error rate {error}")
+
+
+def empty_sample(run: Any, resampled: bool, reason: str) -> None:
+    """A tree whose drawn sample has no positive net weight (``reason``, from
+    ``_EmptySample``): left out when each tree has its own resample, as a chance tree (another
+    draw can be fine), up to MAX_SKIPPED_IN_A_ROW in a row; otherwise the end of boosting.
+
+    (It used to end boosting at once: at the first tree, that gave a forest without a tree,
+    whose score was 0 and probability 0.5 for every event, with no error and no warning.)"""
+    if resampled and run.skipped_in_a_row < MAX_SKIPPED_IN_A_ROW:
+        run.skipped += 1
+        run.skipped_in_a_row += 1
+        return
+    raise _Stop(reason)
+
+
+def no_tree_error(run: Any, stopped: str | None) -> ValueError:
+    """The error of a run that kept no tree: its forest would score every event alike."""
+    why = f"{stopped}; " if stopped else ""
+    return ValueError(f"boosting kept no tree ({why}{run.skipped} left out): nothing to "
+                      "score with; check labels, weights (negative ones), subsample and "
+                      "min_node_size")
 
 
 class _AdaBoostRun:
@@ -392,6 +423,8 @@ def run_adaboost(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: 
     stopped = boost_trees(run, options, n_trees, rng, progress)
     progress.moveto(n_trees)
     progress.close()
+    if len(run.builder) == 0:
+        raise no_tree_error(run, stopped)
     return run.result(criterion_name, stopped)
 
 
@@ -405,11 +438,16 @@ def boost_trees(run: _AdaBoostRun, options: _TreeOptions, n_trees: int,
     reweighting (``apply(run, it)``)."""
     for it in range(n_trees):
         try:
-            tree, w_eff, total_eff = run.grow(options, rng, it)
+            try:
+                tree, w_eff, total_eff = run.grow(options, rng, it)
+            except _EmptySample as empty:
+                empty_sample(run, options.resampled, str(empty))
+                continue
             purity, value, h = run.evaluate(tree)
             weighed = run.weigh(h, w_eff, total_eff, options.resampled, it)
             if weighed is None:
                 continue
+            run.skipped_in_a_row = 0
             tree_weight, factor = weighed
             error = run.add(tree, value, purity, h, tree_weight)
             progress.moveto(done + it + 1, f"error {error:.4g}")

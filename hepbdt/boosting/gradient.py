@@ -3,9 +3,11 @@
 Channel A = w * r (r = -dL/dF), channel B = w. Leaves: one Newton step
 sum w r / sum w h for the deviance (= sum r / sum |r|(2-|r|)) and squared error (the mean);
 the weighted median of the residuals for absolute error; Friedman's M-TreeBoost step for
-Huber. Denominators that are not positive (negative weights), or below 1e-12 of the mean
-event weight, give a zero leaf: the guard scales with the weights, so cross-section
-weights of 1e-15 train as weights of 1 do.
+Huber. (TMVA's GradBoost divides by sum w^2 |r|(1-|r|): the same leaves at unit weights,
+but its leaves shrink when every weight is scaled up; these do not.) Denominators that
+are not positive (negative weights), or below 1e-12 of the mean event weight, give a zero
+leaf: the guard scales with the weights, so cross-section weights of 1e-15 train as
+weights of 1 do.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Classification targets are 0/1 (1 = signal); ``Deviance`` uses TMVA/Friedman's convention
 L = ln(1 + exp(-2 y F)) with y = +-1, so P(signal) = 1 / (1 + exp(-2F)); ``Logistic`` is
-XGBoost's binary:logistic, P = 1 / (1 + exp(-F)). Medians and quantiles use only the
-positive part of the weights (a median of signed weights is not defined).
+XGBoost's binary:logistic, P = 1 / (1 + exp(-F)). Medians and quantiles are
+:func:`hepbdt._util.weighted_quantile`'s, of the signed weights. A regression's best
+constant score (mean or median) needs a positive net weight: with a net weight that is not
+positive the weighted loss has no minimum, and the initial score is refused.
 """
 
 from __future__ import annotations
@@ -37,6 +39,21 @@ def _class_sums(sums: dict[str, float]) -> tuple[float, float]:
     if not (s > 0 and b > 0):
         raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
     return s, b
+
+
+def _regression_net_weight(total: float) -> None:
+    """ValueError unless the regression's net weight ``total`` is positive (and finite)."""
+    if not (total > 0 and math.isfinite(total)):
+        raise ValueError(f"the net weight of the regression's events is {total:.6g}, not "
+                         "positive: the weighted loss has no best constant score (negative "
+                         "weights outweigh the positive ones); drop or rebalance the "
+                         "negative-weight events")
+
+
+def _median_init(y: NDArray, w: NDArray) -> float:
+    """The weighted median of the targets: the best constant of the absolute error."""
+    _regression_net_weight(float(np.sum(w, dtype=np.float64)))
+    return weighted_quantile(y, w, 0.5)
 
 
 class Loss:
@@ -239,12 +256,13 @@ class Squared(Loss):
 
     def init_sum_parts(self, y, w):
         # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
-        return {"weight": exact_sum_parts(w), "weighted_target": exact_sum_parts(w * y),
-                "target": exact_sum_parts(y), "events": exact_sum_parts(np.ones(1) * y.size)}
+        return {"weight": exact_sum_parts(w), "weighted_target": exact_sum_parts(w * y)}
 
     def init_score_of_sums(self, sums):
-        total = sums["weight"]
-        return sums["weighted_target"] / total if total > 0 else sums["target"] / sums["events"]
+        # (It used to take the unweighted mean when the net weight was not positive: a
+        # model trained with negative_weights="keep" on such events scored that mean.)
+        _regression_net_weight(sums["weight"])
+        return sums["weighted_target"] / sums["weight"]
 
     def gradients(self, y, score):
         return score - y, np.ones_like(score)
@@ -259,7 +277,7 @@ class Absolute(Loss):
     name = "absolute"
 
     def init_score(self, y, w):
-        return weighted_quantile(y, w, 0.5)
+        return _median_init(y, w)
 
     def gradients(self, y, score):
         return np.sign(score - y), np.ones_like(score)
@@ -280,10 +298,19 @@ class Huber(Loss):
         self.delta = 1.0
 
     def init_score(self, y, w):
-        return weighted_quantile(y, w, 0.5)
+        return _median_init(y, w)
 
     def begin_round(self, y, w, score):
-        self.delta = max(weighted_quantile(np.abs(y - score), w, self.alpha), 1e-12)
+        # No absolute floor: one of 1e-12 exceeded every residual of targets of 1e-14
+        # (cross sections) and turned the loss into squared error. A quantile of 0 (most
+        # residuals exactly 0) takes the smallest positive residual instead: a delta of 0
+        # would clip every pseudo-residual to 0.
+        residual = np.abs(y - score)
+        delta = float(weighted_quantile(residual, w, self.alpha))
+        if not delta > 0:
+            positive = residual[residual > 0]
+            delta = float(positive.min()) if positive.size else 1.0
+        self.delta = delta
 
     def gradients(self, y, score):
         r = y - score
@@ -306,7 +333,7 @@ class PseudoHuber(Loss):
         self.delta = delta
 
     def init_score(self, y, w):
-        return weighted_quantile(y, w, 0.5)
+        return _median_init(y, w)
 
     def gradients(self, y, score):
         r = score - y
@@ -322,8 +349,10 @@ class Softmax:
     """Multi-class log-loss -ln p_y, p = softmax(F) over K classes, for K trees a round.
 
     Scores are (K, n), labels y the class index 0..K-1. ``gradient`` boosting is Friedman's
-    multi-class TreeBoost (TMVA's BDTG): its leaf (K-1)/K sum r / sum |r|(1-|r|) (r = y_k -
-    p_k) follows from g = (K-1)/K (p_k - y_k) and h = p_k (1 - p_k). ``newton`` boosting
+    multi-class TreeBoost (scikit-learn's GradientBoostingClassifier): its leaf (K-1)/K
+    sum r / sum |r|(1-|r|) (r = y_k - p_k) follows from g = (K-1)/K (p_k - y_k) and h =
+    p_k (1 - p_k). TMVA's multi-class BDTG takes 1/K for (K-1)/K (MethodBDT::GradBoost), a
+    step 1/(K-1) times as large: the same for K = 2 only. ``newton`` boosting
     takes g = p_k - y_k and h = K/(K-1) p_k (1 - p_k), the same step as Friedman's and
     LightGBM's multiclass; XGBoost's multi:softprob takes h = 2 p_k (1 - p_k), a step
     (K-1)/(2K) as large, which needed more rounds for the same test loss (on ROOT's

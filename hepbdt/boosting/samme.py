@@ -8,7 +8,8 @@ CLASS_GINI (the multi-class Gini index). A leaf says the class of the largest we
 the tree's weight alpha = beta (ln((1 - err) / err) + ln(K - 1)), beta playing the
 learning rate; those events get w *= exp(alpha), and the weights are renormalised.
 Boosting stops when err >= 1 - 1/K (no better than chance), or with a resample per tree
-leaves that tree out and draws again (ten in a row stop it), as ``adaboost`` does.
+leaves that tree out and draws again (ten in a row stop it), as ``adaboost`` does (also
+with a resample whose net weight is not positive); a run that keeps no tree is refused.
 
 The decision per class is scikit-learn's, sum_m alpha_m c_mk(x) / sum_m alpha_m with
 c = 1 for the class the tree says and -1/(K-1) for the others; the forest holds it as K
@@ -30,7 +31,16 @@ from ..engine.grower import GrownTree
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, Forest
 from ._loop import BoostResult, add_tree, update_scores
-from .adaboost import MIN_ERROR, _Stop, _TreeOptions, chance_tree, grow_weighted_tree
+from .adaboost import (
+    MIN_ERROR,
+    _EmptySample,
+    _Stop,
+    _TreeOptions,
+    chance_tree,
+    empty_sample,
+    grow_weighted_tree,
+    no_tree_error,
+)
 from .losses import class_weight_sums
 
 __all__ = ["run_samme"]
@@ -161,7 +171,11 @@ def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.
     stopped = None
     for it in range(n_trees):
         try:
-            tree, w_eff, total_eff = run.grow(options, rng, it)
+            try:
+                tree, w_eff, total_eff = run.grow(options, rng, it)
+            except _EmptySample as empty:
+                empty_sample(run, options.resampled, str(empty))
+                continue
             classes, said = run.says(tree)
             weighed = run.weigh(said, w_eff, total_eff, options.resampled, it)
             if weighed is None:
@@ -175,4 +189,6 @@ def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.
             break
     progress.moveto(n_trees)
     progress.close()
+    if not run.trees:
+        raise no_tree_error(run, stopped)
     return run.result(mapper, stopped)
