@@ -214,15 +214,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     A mistake the user can fix is one ``hepbdt: error:`` line naming the file, key or
     entry: exit status 2 for usage and configuration mistakes, 1 for failures while running
     (bad data in a file, a training that cannot be done, an output that cannot be
-    written), 130 for an interrupt. Anything else is a bug in hepbdt and shows its
-    traceback, as every error does with ``--debug``.
+    written), 130 for an interrupt, 143 for SIGTERM (both clean up first). Anything else
+    is a bug in hepbdt and shows its traceback, as every error does with ``--debug``.
     """
     args = _parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
-    except KeyboardInterrupt:
-        print("hepbdt: interrupted", file=sys.stderr)
-        return 130
+        with _sigterm_interrupts():
+            return _COMMANDS[args.command](args)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        print(f"hepbdt: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # e.g. `hepbdt inspect model.json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -232,6 +234,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"hepbdt: error: {_message(exc)}", file=sys.stderr)
         return status
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like an interrupt so that temporaries and staging folders are
+    removed on the way out (exit status 143)."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Any:
+    """While a command runs (in the main thread), SIGTERM raises :class:`_Terminated`."""
+    import signal
+
+    if not _in_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield  # another thread, or a handler someone else set: left as it is
+        return
+
+    def terminate(_number: int, _frame: Any) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _in_main_thread() -> bool:
+    """Whether this is the main thread (only it may set signal handlers)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -254,6 +287,9 @@ def _status_of(exc: BaseException) -> int | None:
     usage = (UserError, ConfigError, ParameterError, TMVAOptionError, ModelFormatError,
              OutputSetError, MissingFileError, MissingTreeError, MissingBranchError,
              ExpressionError, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    scoring = sys.modules.get("hepbdt.scoring")  # imported when apply ran, else not needed
+    if scoring is not None:
+        usage += (scoring.ApplyOptionError,)
     if isinstance(exc, usage):
         return 2
     if isinstance(exc, InputError | TrainingError | OSError | MemoryError):
@@ -331,9 +367,11 @@ def _apply(args: argparse.Namespace) -> int:
 
     from hepbdt.scoring import FoldExpressionWarning, apply
 
-    # A k-fold model goes whole: apply scores it by its folds' event expression unless
-    # --event gives another, which it warns about (shown here as a note, when it happens).
-    model = _load(args.model)
+    # The model goes as its path: apply checks it against its output set, refuses an output
+    # that is one of its files and records its SHA-256 in every output. A k-fold model goes
+    # whole: apply scores it by its folds' event expression unless --event gives another,
+    # which it warns about (shown here as a note, when it happens).
+    model = args.model
     with warnings.catch_warnings():  # restores showwarning and the filters afterwards
         warnings.simplefilter("always", FoldExpressionWarning)
         warnings.showwarning = _notes(warnings.showwarning, FoldExpressionWarning)
@@ -386,9 +424,11 @@ def _export(args: argparse.Namespace) -> int:
         raise UserError("export: say what to write: --onnx FILE, --cpp FILE and/or --tmva FILE")
     if args.namespace and not args.cpp:
         raise UserError("export: --namespace is an option of --cpp")
-    _check_outputs("export", [path for _, path in targets], [args.model])
     model = _load(args.model)
     models = model.models if isinstance(model, KFoldModel) else [model]
+    # the files written: a k-fold model's fold files (NAME_fold0.onnx, ...) are checked too
+    _check_outputs("export", [path if len(models) == 1 else _fold_path(path, i)
+                              for _, path in targets for i in range(len(models))], [args.model])
     writers = {
         "onnx": lambda m, path: to_onnx(m, path),
         "cpp": lambda m, path: to_cpp(m, path, namespace=args.namespace),

@@ -4,14 +4,21 @@
 of k fold models) on every entry of the input trees and writes, per output file, a tree
 with the same entries in the same order: the score and the event identifier. A k-fold
 model scores each event with the model that did not train on it
-(:func:`hepbdt.kfold.fold_of`). Files are written atomically.
+(:func:`hepbdt.kfold.fold_of`). Every output is written to a temporary file and renamed
+into place when all of them are written; SIGINT and SIGTERM wait for the renames to end, and
+each tree's title records the model's SHA-256, so outputs of two models (a ``kill -9`` in
+the middle of the renames) can be told apart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
+import signal
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,9 +27,9 @@ from typing import Any
 import numpy as np
 import uproot
 
-from ._util import Progress, atomic_path, model_scores
+from ._util import Progress, atomic_path, dumps_strict, model_scores
 from .boosting.losses import softmax_rows
-from .io.errors import InputError
+from .io.errors import InputError, MissingFileError
 from .io.expressions import Expression
 from .io.samples import (
     DEFAULT_STEP_SIZE,
@@ -42,7 +49,13 @@ from .kfold import KFoldModel
 from .output_set import OutputSetError, check_model_files, check_writable
 from .persistence import load_model
 
-__all__ = ["apply", "FoldExpressionWarning"]
+__all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning"]
+
+
+class ApplyOptionError(InputError):
+    """A choice of outputs that cannot be used, found before any scoring: an output file that
+    is an input or the model, a branch name that is not an identifier or that clashes with
+    another output branch or with a branch of an input (exit status 2 on the command line)."""
 
 
 class FoldExpressionWarning(UserWarning):
@@ -117,19 +130,93 @@ def apply(
     -------
     list of str
         The files written.
+
+    Each output tree's title records the model's SHA-256 (``hepbdt scores (bdt_score);
+    model sha256 ...``, see :func:`_model_identity`), so outputs of two models are told apart.
     """
     job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
     sources = resolve_sources(files, tree, "apply")
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
-    with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
-        threads
-    ) as executor, contextlib.ExitStack() as outputs:
-        # Every output is written to its temporary first; the renames all happen at the
-        # end, so an interrupted apply leaves the previous outputs, not half a new set.
-        temporaries = {out: outputs.enter_context(atomic_path(out)) for out in groups}
-        for out_path, trees in groups.items():
-            _write_output(job, temporaries[out_path], trees, step_size, executor, bar)
+    _write_outputs(job, groups, total, step_size, progress, threads)
     return list(groups)
+
+
+def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int]]]], total: int,
+                   step_size: int | str, progress: bool | None, threads: int | None) -> None:
+    """Write every output to its temporary, then rename them all into place."""
+    replaced: list[str] = []  # the outputs already renamed into place
+    try:
+        with Progress(total, "hepbdt.apply", progress) as bar, decompression_threads(
+            threads
+        ) as executor, contextlib.ExitStack() as outputs:
+            # The renames all happen at the end (the stack's exits, last output first), with
+            # SIGINT and SIGTERM held back until they are done, so an interrupt leaves the
+            # previous set or the new one.
+            held = outputs.enter_context(_DeferredSignals())
+            temporaries = {}
+            for out in groups:
+                outputs.push(_note_renamed(replaced, out))
+                temporaries[out] = outputs.enter_context(atomic_path(out))
+            for out_path, trees in groups.items():
+                _write_output(job, temporaries[out_path], trees, step_size, executor, bar)
+            held.hold()
+    except OSError as exc:
+        if replaced:  # a rename failed after others were done: say which files are new
+            raise _partly_replaced(exc, replaced, list(groups), job) from exc
+        raise
+
+
+class _DeferredSignals:
+    """From :meth:`hold` until exit, SIGINT and SIGTERM are noted instead of acted on, and
+    raised again at exit (under the handlers they had): the renames of a set of outputs run
+    to their end, so only ``kill -9`` or a crash can leave some outputs new and others old.
+    Signal handlers belong to the main thread: elsewhere nothing is held."""
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._received: list[int] = []
+
+    def __enter__(self) -> _DeferredSignals:
+        return self
+
+    def hold(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(number)
+            if previous is None:  # a handler set outside Python: it cannot be put back
+                continue
+            self._previous[number] = previous
+            signal.signal(number, lambda received, _frame: self._received.append(received))
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
+        received, self._received = list(dict.fromkeys(self._received)), []
+        for number in received:
+            signal.raise_signal(number)
+
+
+def _note_renamed(replaced: list[str], out: str) -> Any:
+    """An exit callback for the stack of outputs: ``out`` was renamed into place when the
+    exit of its atomic_path (the next one out of the stack) raised nothing."""
+    def note(exc_type: Any, *_: Any) -> bool:
+        if exc_type is None:
+            replaced.append(out)
+        return False
+    return note
+
+
+def _partly_replaced(exc: OSError, replaced: list[str], outputs: list[str], job: _Job
+                     ) -> OSError:
+    """The error of a set of outputs whose renames stopped part way: which are new."""
+    kept = [out for out in outputs if out not in replaced]
+    digest = f" (model sha256 {job.model_sha256[:12]}...)" if job.model_sha256 else ""
+    return OSError(exc.errno, f"{exc.strerror or exc}; the outputs were renamed into place "
+                   f"only in part: {len(replaced)} of {len(outputs)} ({', '.join(replaced)}) "
+                   f"hold the new scores{digest}, {', '.join(kept)} their previous contents; "
+                   "apply again", exc.filename)
 
 
 @dataclass
@@ -146,12 +233,16 @@ class _Job:
     #: A multi-class model's branches: the suffix of each class and the probability prefix.
     class_suffixes: list[str] | None = None
     probability_branch: str = "bdt_prob"
+    #: The files the model was read from (no output may be one of them) and its SHA-256.
+    model_files: list[str] = field(default_factory=list)
+    model_sha256: str | None = None
 
     @classmethod
     def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
              probability_branch: str = "bdt_prob") -> _Job:
         """Load and check the model and the branch names; a k-fold model's event expression."""
         scorer = _scorer(model, event_branch)
+        model_files, model_sha256 = _model_identity(model, scorer)
         if isinstance(scorer, KFoldModel):
             if event_branch is None:
                 event_branch = scorer.by  # the expression its folds were made with
@@ -163,19 +254,19 @@ class _Job:
                     FoldExpressionWarning, stacklevel=3)
         id_name = "entry" if event_branch is None else branch_name(event_branch)
         if branch_name(branch) != branch or branch == id_name:
-            raise InputError(
+            raise ApplyOptionError(
                 f"score branch {branch!r} must be a valid identifier different from {id_name!r}"
             )
         suffixes = _class_suffixes(scorer)
         if suffixes is not None:
             if branch_name(probability_branch) != probability_branch:
-                raise InputError(f"probability branch {probability_branch!r} must be a valid "
+                raise ApplyOptionError(f"probability branch {probability_branch!r} must be a valid "
                                  "identifier")
             names = [f"{prefix}_{s}" for prefix in (branch, probability_branch)
                      for s in suffixes]
             clashes = sorted({n for n in names if names.count(n) > 1} | ({id_name} & set(names)))
             if clashes:
-                raise InputError(f"the per-class branches {clashes} would clash (scores "
+                raise ApplyOptionError(f"the per-class branches {clashes} would clash (scores "
                                  f"{branch}_<class>, probabilities {probability_branch}_<class>, "
                                  f"identifier {id_name!r}); choose another --branch or "
                                  "--probability-branch")
@@ -184,7 +275,16 @@ class _Job:
                     for t in scorer.feature_names_in_]
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
-                   [*features, *([event] if event else [])], suffixes, probability_branch)
+                   [*features, *([event] if event else [])], suffixes, probability_branch,
+                   model_files, model_sha256)
+
+    def output_branches(self) -> list[str]:
+        """The branches every output tree gets, without calling the model: the identifier
+        and the scores (one, or per class; a model other than hepbdt's may give (n, k)
+        scores, ``<branch>_0`` ...: see :func:`_check_friend_branches`)."""
+        if self.class_suffixes is not None:
+            return [*self._class_branches(np.empty((0, len(self.class_suffixes)))), self.id_name]
+        return [self.branch, self.id_name]
 
     def score(self, X: np.ndarray, ids: np.ndarray, where: str) -> dict[str, np.ndarray]:
         """The score branches of one chunk."""
@@ -254,7 +354,7 @@ def _scorer(model: Any, event_branch: str | None) -> Any:
     for item in items:
         if isinstance(item, str | os.PathLike):
             if not os.path.exists(item):
-                raise InputError(f"model file {os.fspath(item)!r} does not exist")
+                raise MissingFileError(f"model file {os.fspath(item)!r} does not exist")
             check_model_files(item)
             item = load_model(item)
         if isinstance(item, KFoldModel):
@@ -283,6 +383,44 @@ def _scorer(model: Any, event_branch: str | None) -> Any:
         raise InputError(f"the k-fold models do not fit together: {exc}") from None
 
 
+def _model_identity(model: Any, scorer: Any) -> tuple[list[str], str | None]:
+    """The files a model was read from and the SHA-256 :func:`apply` records in every output.
+
+    The SHA-256 of the model file's bytes (``sha256sum model.json``, as the output set's
+    manifest records it); a k-fold manifest: of its bytes followed by its fold files' in fold
+    order (``cat model.json model_fold0.json model_fold1.json ... | sha256sum``); a list of
+    model files: of their bytes in order. A model in memory: of the JSON its ``save``
+    writes (a KFoldModel: its ``by`` expression and a newline, then its folds' JSON); None
+    for one without ``to_dict``."""
+    items = list(model) if isinstance(model, list | tuple) else [model]
+    digest = hashlib.sha256()
+    if all(isinstance(item, str | os.PathLike) for item in items):
+        files = [os.fspath(item) for item in items]
+        if isinstance(scorer, KFoldModel) and len(files) == 1:
+            files += _fold_files(files[0])
+        for path in files:
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        return files, digest.hexdigest()
+    files = [os.fspath(item) for item in items if isinstance(item, str | os.PathLike)]
+    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    if not all(callable(getattr(m, "to_dict", None)) for m in models):
+        return files, None
+    if isinstance(scorer, KFoldModel):
+        digest.update(f"{scorer.by}\n".encode())
+    for fold_model in models:
+        digest.update(dumps_strict(fold_model.to_dict()).encode("utf-8"))  # what save() writes
+    return files, digest.hexdigest()
+
+
+def _fold_files(manifest: str) -> list[str]:
+    """The fold model files a k-fold manifest names, in fold order (it loaded, so it is valid)."""
+    with open(manifest, "rb") as handle:
+        names = json.load(handle)["models"]
+    return [os.path.join(os.path.dirname(manifest), name) for name in names]
+
+
 def _check_fitted(model: Any) -> None:
     """InputError unless ``model`` can score and names the features to read."""
     if not (hasattr(model, "decision_function") or hasattr(model, "predict")):
@@ -306,13 +444,16 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     first_input: dict[str, str] = {}
     total = 0
     constant_uses = []
+    branches = job.output_branches()
     for source in sources:
         with _open_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
             constant_uses.append(reader.constant_use)
+            _check_friend_branches(job, reader, branches)
             out_path = _output_path(output, source, reader.tree_name)
-            if "{" in output and first_input.setdefault(out_path, source.path) != source.path:
-                raise OutputSetError(f"apply: the inputs {first_input[out_path]!r} and "
+            real = os.path.realpath(out_path)
+            if "{" in output and first_input.setdefault(real, source.path) != source.path:
+                raise OutputSetError(f"apply: the inputs {first_input[real]!r} and "
                                  f"{source.path!r} both give the output {out_path!r}; make "
                                  "the name unique (e.g. add {tree}, or a folder per input)")
             out_tree = output_tree or reader.tree_name
@@ -322,14 +463,39 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             total += reader.num_entries
     check_constant_names(constant_uses)  # a branch in one input is not a constant in another
     input_paths = {os.path.realpath(s.path) for s in sources}
+    model_paths = {os.path.realpath(p) for p in job.model_files}
     for out_path in groups:
-        if os.path.realpath(out_path) in input_paths:
-            raise InputError(
-                f"apply: output {out_path!r} is one of the input files; write the friend "
-                "tree to a new file"
+        if os.path.realpath(out_path) in input_paths | model_paths:
+            what = "input files" if os.path.realpath(out_path) in input_paths else "model files"
+            raise ApplyOptionError(
+                f"apply: output {out_path!r} is one of the {what}; write the friend tree to a "
+                "new file"
             )
         check_writable(out_path)
     return groups, total
+
+
+def _check_friend_branches(job: _Job, reader: TreeReader, branches: list[str]) -> None:
+    """ApplyOptionError for an output branch named as a branch (or alias) of the input tree
+    it is a friend of: reading that name would give the input's values, not the output's.
+    The identifier may share its name when it is that branch (``--event event``)."""
+    tree = reader.tree
+    existing = {*tree.keys(), *(getattr(tree, "aliases", None) or {})}  # TTree or RNTuple
+    with contextlib.suppress(TypeError):  # a TTree's split branches by their own names too
+        existing.update(tree.keys(full_paths=False))
+    clashes = [name for name in branches if name in existing]
+    models = job.scorer.models if isinstance(job.scorer, KFoldModel) else [job.scorer]
+    if not all(hasattr(m, "forest_") for m in models):  # (n, k) scores are <branch>_<j>
+        clashes += sorted(n for n in existing if re.fullmatch(rf"{job.branch}_\d+", n))
+    if job.event is not None and job.event.text.strip() == job.id_name:
+        clashes = [name for name in clashes if name != job.id_name]
+    if clashes:
+        raise ApplyOptionError(
+            f"{reader.where} already has branches named {clashes}, as the friend tree's "
+            "would be; reading them through the friend would give the input's values: choose "
+            "another --branch (or --probability-branch), or, for the identifier, give --event "
+            "with the input's event-number branch"
+        )
 
 
 def _output_path(output: str, source: Source, tree_name: str) -> str:
@@ -341,7 +507,7 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
     try:
         return output.format(stem=stem, name=base, tree=tree_name.replace("/", "_"))
     except (KeyError, IndexError, ValueError) as err:
-        raise InputError(
+        raise ApplyOptionError(
             f"output {output!r}: placeholders may be {{stem}}, {{name}} and {{tree}} ({err})"
         ) from None
 
@@ -349,7 +515,8 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
 def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int]]],
                   step_size: int | str, executor: Any, bar: Progress) -> None:
     """Score the inputs of one output file, tree by tree, into its temporary file."""
-    title = f"hepbdt scores ({job.branch})"
+    title = f"hepbdt scores ({job.branch})" + (
+        f"; model sha256 {job.model_sha256}" if job.model_sha256 else "")
     with uproot.recreate(temporary) as out_file:
         for out_tree, members in trees.items():
             writer = None

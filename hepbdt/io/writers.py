@@ -150,7 +150,7 @@ def write_scores(
         raise InputError(f"score branch name(s) {sorted(clashes)} clash with {list(columns)}")
     columns.update(score_columns)
     if features:
-        names = _unique_names(dataset.feature_names, set(columns))
+        names = _unique_names(dataset.feature_names, {*columns, *BOOKKEEPING_BRANCHES})
         X = dataset.X
         # Binned data: each event's bin lower edge, the value every split of its model sees.
         feature_columns = {name: X.feature_values(j) if dataset.binned else X[:, j]
@@ -222,7 +222,8 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
                              "hepbdt train wrote")
         keys = list(file[tree].keys())
         first = next((i for i, k in enumerate(keys) if k in BOOKKEEPING_BRANCHES), None)
-        target = "target" if "target" in keys else "label"
+        # the bookkeeping branches follow the features (none of which takes their names)
+        target = "target" if "target" in keys[first or 0:] else "label"
         missing = [k for k in (target, "weight", "event", "sample") if k not in keys]
         if first is None or missing or first == 0:
             raise InputError(f"{where} lacks the feature or bookkeeping branches "
@@ -262,7 +263,7 @@ def _feature_branches(written: list[str], keys: list[str], feature_names: Sequen
     """The feature branches to read and the names to give them."""
     if feature_names is None:
         return written, written
-    reserved = set(keys) - set(written)
+    reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
     expected = _unique_names([str(n) for n in feature_names], reserved)
     absent = [b for b in expected if b not in written]
     if absent:

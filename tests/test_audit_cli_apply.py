@@ -1,0 +1,234 @@
+"""Audit of ``hepbdt apply``/``export``: outputs that are the model, friend branches that
+clash with the input's, the model's SHA-256 in every output, a set of outputs renamed
+together (an interrupt waits, a failed rename says which files are new), SIGTERM cleans up,
+and usage mistakes exit with status 2.
+
+Expected scores are computed independently: uproot reads the features, numpy stacks them,
+the model's own ``decision_function`` scores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import uproot
+
+import hepbdt
+from hepbdt.cli import main
+from hepbdt.kfold import KFoldModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ntuple(path: Path, n: int, seed: int, **extra: np.ndarray) -> Path:
+    rng = np.random.default_rng(seed)
+    with uproot.recreate(path) as file:
+        file.mktree("Events", {"x1": np.float32, "x2": np.float64, "event": np.int64,
+                               **{k: v.dtype for k, v in extra.items()}})
+        file["Events"].extend({"x1": rng.normal(size=n).astype(np.float32),
+                               "x2": rng.normal(size=n), "event": np.arange(n) + 1000 * seed,
+                               **extra})
+    return path
+
+
+def _fit(seed: int) -> hepbdt.BDTClassifier:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=400) > 0).astype(int)
+    return hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(pd.DataFrame(X, columns=["x1", "x2"]), y)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("audit")
+    _fit(1).save(folder / "old.json")
+    _fit(2).save(folder / "new.json")
+    KFoldModel([_fit(3), _fit(4)], by="event").save(folder / "kf.json")
+    return {"folder": folder, "old": folder / "old.json", "new": folder / "new.json",
+            "kf": folder / "kf.json", "a": _ntuple(folder / "a.root", 120, 1),
+            "b": _ntuple(folder / "b.root", 80, 2)}
+
+
+def _sha(*paths: Path) -> str:
+    return hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
+
+
+def _title(path: Path) -> str:
+    with uproot.open(path) as file:
+        return file["Events"].title
+
+
+def _features(path: Path) -> np.ndarray:
+    with uproot.open(path) as file:
+        arrays = file["Events"].arrays(["x1", "x2"], library="np")
+    return np.column_stack([arrays["x1"], arrays["x2"]]).astype(np.float32)
+
+
+def test_an_output_that_is_the_model_file_is_refused(setup, tmp_path, capsys):
+    # `hepbdt apply model.json in.root -o model.json` replaced the model with a ROOT file, exit 0
+    model = tmp_path / "model.json"
+    model.write_bytes(setup["old"].read_bytes())
+    assert main(["apply", str(model), str(setup["a"]), "-o", str(model), "--no-progress"]) == 2
+    assert "is one of the model files" in capsys.readouterr().err
+    assert model.read_bytes() == setup["old"].read_bytes()
+    # a k-fold manifest's fold files are the model's too
+    fold = setup["folder"] / "kf_fold1.json"
+    before = fold.read_bytes()
+    assert main(["apply", str(setup["kf"]), str(setup["a"]), "-o", str(fold),
+                 "--no-progress"]) == 2
+    assert fold.read_bytes() == before
+
+
+def test_usage_mistakes_of_apply_exit_with_status_2(setup, tmp_path, capsys):
+    for output in (str(setup["a"]), str(tmp_path / "{nope}.root")):  # both gave status 1
+        before = setup["a"].read_bytes()
+        assert main(["apply", str(setup["old"]), str(setup["a"]), "-o", output,
+                     "--no-progress"]) == 2
+        assert capsys.readouterr().err.startswith("hepbdt: error:")
+        assert setup["a"].read_bytes() == before
+
+
+@pytest.mark.parametrize("options, clash", [(["--branch", "x1"], "x1"),
+                                            (["--branch", "event"], "event"),
+                                            ([], "entry")])
+def test_friend_branches_named_as_input_branches_are_refused(setup, tmp_path, capsys, options,
+                                                             clash):
+    # a friend branch x1 beside the input's x1: reading x1 gave the input's, not the score
+    extra = {"entry": np.arange(10, dtype=np.int32) * 7} if clash == "entry" else {}
+    source = _ntuple(tmp_path / "in.root", 10, 5, **extra)
+    out = tmp_path / "friend.root"
+    assert main(["apply", str(setup["old"]), str(source), "-o", str(out), *options,
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"already has branches named ['{clash}']" in err and not out.exists()
+    # the identifier may be the input's own event branch
+    assert main(["apply", str(setup["old"]), str(source), "-o", str(out), "--event", "event",
+                 "--no-progress"]) == 0
+
+
+def test_every_output_records_the_model_sha256(setup, tmp_path):
+    out = str(tmp_path / "{stem}_scores.root")
+    inputs = [str(setup["a"]), str(setup["b"])]
+    assert main(["apply", str(setup["old"]), *inputs, "-o", out, "--no-progress"]) == 0
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}_scores.root"
+        assert _title(path) == f"hepbdt scores (bdt_score); model sha256 {_sha(setup['old'])}"
+        with uproot.open(path) as file:
+            tree = file["Events"]
+            assert tree.num_entries == len(_features(setup[name]))
+            scores = tree["bdt_score"].array(library="np")
+        np.testing.assert_array_equal(scores, hepbdt.load_model(setup["old"])
+                                      .decision_function(_features(setup[name])))
+    # a k-fold manifest: its bytes, then its fold files' (two trainings' manifests can agree)
+    folds = [setup["folder"] / f"kf_fold{i}.json" for i in range(2)]
+    assert main(["apply", str(setup["kf"]), *inputs, "-o", out, "--no-progress"]) == 0
+    assert _title(tmp_path / "a_scores.root").endswith(f"model sha256 {_sha(setup['kf'], *folds)}")
+    # in memory: the JSON its save() writes, the file's SHA-256
+    hepbdt.apply(hepbdt.load_model(setup["new"]), setup["a"], tmp_path / "mem.root")
+    assert _title(tmp_path / "mem.root").endswith(f"model sha256 {_sha(setup['new'])}")
+
+
+def _two_outputs(setup, tmp_path) -> tuple[list[str], list[Path]]:
+    out = str(tmp_path / "{stem}_scores.root")
+    argv = [str(setup["a"]), str(setup["b"]), "-o", out, "--no-progress"]
+    assert main(["apply", str(setup["old"]), *argv]) == 0
+    return argv, [tmp_path / "a_scores.root", tmp_path / "b_scores.root"]
+
+
+def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_path, capsys,
+                                                                  monkeypatch):
+    argv, outputs = _two_outputs(setup, tmp_path)
+    real_replace = os.replace
+
+    def replace_then_interrupt(src, dst):  # Ctrl-C just after the first output is in place
+        real_replace(src, dst)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", replace_then_interrupt)
+    assert main(["apply", str(setup["new"]), *argv]) == 130
+    monkeypatch.undo()
+    assert "interrupted" in capsys.readouterr().err
+    new = _sha(setup["new"])
+    assert [_title(p).endswith(new) for p in outputs] == [True, True]  # before: one old, one new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
+
+
+def test_a_rename_that_fails_part_way_says_which_outputs_are_new(setup, tmp_path, capsys,
+                                                                 monkeypatch):
+    argv, outputs = _two_outputs(setup, tmp_path)
+    real_replace = os.replace
+    calls = []
+
+    def replace_once(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_once)
+    assert main(["apply", str(setup["new"]), *argv]) == 1
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert err.count("hepbdt: error:") == 1 and "Traceback" not in err
+    # the last output is renamed first: b's file is new, a's is the previous one
+    assert f"1 of 2 ({outputs[1]}) hold the new scores" in err
+    assert f"{outputs[0]} their previous contents" in err
+    assert _title(outputs[1]).endswith(_sha(setup["new"]))
+    assert _title(outputs[0]).endswith(_sha(setup["old"]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
+
+
+def test_sigterm_while_writing_removes_the_temporaries(setup, tmp_path):
+    # SIGTERM's default action ended the process with the temporaries left in the folder
+    argv = ["apply", str(setup["old"]), str(setup["a"]), "-o", str(tmp_path / "o.root"),
+            "--no-progress"]
+    code = ("import os, signal, sys\n"
+            "import hepbdt.scoring as scoring\n"
+            "real = scoring._write_output\n"
+            "def write(*args):\n"
+            "    real(*args)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "scoring._write_output = write\n"
+            "from hepbdt.cli import main\n"
+            f"sys.exit(main({argv!r}))\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 143, run.stderr
+    assert run.stderr.strip() == "hepbdt: terminated"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_names_the_fold_file_that_cannot_be_written(setup, tmp_path, capsys):
+    # the error named the hidden temporary (.x_fold1.h.abc.tmp: Is a directory)
+    (tmp_path / "x_fold1.h").mkdir()
+    assert main(["export", str(setup["kf"]), "--cpp", str(tmp_path / "x.h")]) == 2
+    err = capsys.readouterr().err
+    assert "x_fold1.h is a folder" in err and ".tmp" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_fold1.h"]
+
+
+@pytest.mark.parametrize("task, y, names", [
+    ("classification", np.array([0, 1, 0, 1, 1]), ["pt", "target"]),
+    ("regression", np.arange(5.0) + 0.5, ["label", "classID"])])
+def test_features_named_as_bookkeeping_branches_read_back_as_written(tmp_path, task, y, names):
+    # a classification feature "target" made read_scores see a regression (y = the feature)
+    from hepbdt.io import Dataset
+    from hepbdt.io.writers import read_scores, write_scores
+
+    X = np.random.default_rng(0).normal(size=(5, 2)).astype(np.float32)
+    data = Dataset(X, y=y, w=np.ones(5), feature_names=names, sample_names=["s"],
+                   sample_index=np.zeros(5, int), event=np.arange(5), task=task)
+    write_scores(tmp_path / "s.root", data, np.arange(5.0))
+    for feature_names in (None, names):
+        back, scores = read_scores(tmp_path / "s.root", "TestTree", feature_names)
+        assert back.task == task and list(scores) == ["bdt_score"]
+        np.testing.assert_array_equal(back.X, X)
+        np.testing.assert_array_equal(back.y, y)
