@@ -174,8 +174,10 @@ class _TreePlan:
     why: str
     fraction: float = 0.0
 
-    def reason(self, kept: int, best_iteration: int | None, n_classes: int = 1) -> str:
-        """How the fitted model's tree count (rounds of ``n_classes`` trees) came about."""
+    def reason(self, kept: int, best_iteration: int | None, n_classes: int = 1,
+               evaluated: int | None = None) -> str:
+        """How the fitted model's tree count (rounds of ``n_classes`` trees) came about;
+        ``evaluated``: the rounds grown and evaluated (None: ``rounds`` after the best)."""
         if self.why == "given":
             return f"n_trees={self.n_trees}" + ("" if kept == self.n_trees else
                                                 f", cut at its best iteration to {kept}")
@@ -187,12 +189,16 @@ class _TreePlan:
             return head + (f"a fixed count, as fewer than {AUTO_TREES_FROM:,} training events "
                            "are too few to hold out a validation sample")
         where = ("the last eval_set" if self.why == "eval_set"
-                 else f"the {self.fraction:.0%} of the training events held out")
+                 else f"the {100 * self.fraction:.3g}% of the training events held out")
         if best_iteration is None or kept >= self.n_trees:
             return head + f"the loss on {where} was still improving at the limit of {self.n_trees}"
         step = "tree" if n_classes == 1 else "round"
+        after = self.rounds if evaluated is None else evaluated - kept
+        if evaluated is not None and evaluated >= self.n_trees:  # the limit, not the patience
+            return head + (f"the loss on {where} was lowest after {step} {kept}; the limit of "
+                           f"{self.n_trees} came {after} {step}(s) later")
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
-                       f"in the next {self.rounds}")
+                       f"in the next {after}")
 
 
 # The options both estimators take, in signature order; ``max_depth`` and ``loss`` differ in
@@ -281,6 +287,43 @@ def _check_unique_names(names: Any, what: str) -> None:
         first[name] = j
 
 
+def _one_eval_set(eval_set: Any) -> bool:
+    """Whether ``eval_set`` is one (X, y[, w]) tuple rather than a list or tuple of them
+    (whose second item is a pair, or a ragged sequence numpy cannot take as labels)."""
+    if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
+        return False
+    if isinstance(eval_set[1], tuple):
+        return False
+    try:
+        return np.ndim(eval_set[1]) == 1
+    except ValueError:
+        return False
+
+
+def _score_weights(sample_weight: Any, n_labels: int, n_events: int) -> np.ndarray:
+    """``score``'s weights, checked: one label (target) and one weight per event of X,
+    and a positive total (the score is a weighted mean)."""
+    if n_labels != n_events:
+        raise ValueError(f"X has {n_events} events but y has {n_labels} labels or targets")
+    w = check_weights(sample_weight, n_events)
+    total = float(np.sum(w))
+    if not total > 0:
+        raise ValueError(f"sample_weight sums to {total:.6g}; a score is a weighted mean and "
+                         "needs a positive total")
+    return w
+
+
+def _check_loss_total(w: np.ndarray, what: str, remedy: str) -> None:
+    """ValueError unless the validation weights ``w`` sum to a positive total: the loss is
+    their weighted mean, which a total of 0 (no event, or weights that cancel) makes 0 at
+    every tree and a negative one turns upside down, so early stopping would keep the
+    wrong trees."""
+    total = float(np.sum(w))
+    if not total > 0:
+        raise ValueError(f"{what}: the weights sum to {total:.6g}; the validation loss is "
+                         f"their weighted mean and needs a positive total: {remedy}")
+
+
 def _is_finite(value: Any) -> bool:
     """A real number (not a bool) that is finite."""
     return (isinstance(value, int | float | np.integer | np.floating)
@@ -323,15 +366,14 @@ class _BDTBase(SklearnProtocol):
                 f"'auto' or an integer in [1, {MAX_TREES}]")
         require(self.max_leaves is None or is_int(self.max_leaves, 2, MAX_LEAVES), "max_leaves",
                 f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] (leaf-wise trees)")
-        require((isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30)
+        require(is_int(self.max_depth, 1, 30)
                 or (self.max_depth is None and self.max_leaves is not None), "max_depth",
                 "an integer in [1, 30], or None (no depth limit) when max_leaves is set")
         require(0 < self.learning_rate <= 10, "learning_rate", "a number in (0, 10]")
         require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
-        require(isinstance(self.n_cuts, (int, np.integer)) and 0 <= self.n_cuts < self.max_bins,
-                "n_cuts", "an integer in [0, max_bins)")
-        require(self.min_node_size == "auto" or (isinstance(self.min_node_size, int | float)
+        require(is_int(self.n_cuts, 0, self.max_bins - 1), "n_cuts", "an integer in [0, max_bins)")
+        require(self.min_node_size == "auto" or (_is_finite(self.min_node_size)
                                                  and 0 <= self.min_node_size < 0.5),
                 "min_node_size", "'auto' or a fraction in [0, 0.5)")
         # Infinite penalties and thresholds are refused: no split would ever pass (or every
@@ -345,10 +387,19 @@ class _BDTBase(SklearnProtocol):
         require(self.subsample_mode in ("uniform", "poisson", "weighted"), "subsample_mode",
                 "'uniform', 'poisson' or 'weighted'")
         for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
-            require(0 < getattr(self, name) <= 1, name, "a fraction in (0, 1]")
+            require(_is_finite(getattr(self, name)) and 0 < getattr(self, name) <= 1, name,
+                    "a fraction in (0, 1]")
         require(self.negative_weights in NEGATIVE_WEIGHT_POLICIES, "negative_weights",
                 f"one of {NEGATIVE_WEIGHT_POLICIES}")
-        require(0 < self.validation_fraction < 1, "validation_fraction", "a fraction in (0, 1)")
+        require(_is_finite(self.validation_fraction) and 0 < self.validation_fraction < 1,
+                "validation_fraction", "a fraction in (0, 1)")
+        require(isinstance(self.early_stopping, bool | np.bool_), "early_stopping", "True or False")
+        if (self.early_stopping and self.n_trees != "auto" and self.n_iter_no_change is None
+                and self.early_stopping_rounds is None):
+            raise ParameterError("n_iter_no_change", "early_stopping=True stops when the validation "
+                                 "loss has not improved for n_iter_no_change trees; with None it "
+                                 "would hold out validation_fraction of the events and never stop: "
+                                 "give an integer (e.g. 10), or early_stopping=False")
         nvars = getattr(self, "n_vars_per_node", None)
         require(nvars is None or nvars == "sqrt"
                 or (isinstance(nvars, (int, np.integer)) and not isinstance(nvars, bool) and nvars >= 1),
@@ -366,6 +417,8 @@ class _BDTBase(SklearnProtocol):
         require(self.random_state is None or is_int(self.random_state, 0, 2**63 - 1),
                 "random_state", "a seed, an integer in [0, 2**63 - 1], or None (no key in a "
                 "configuration) for fresh randomness")
+        require(self.n_jobs is None or self.n_jobs == -1 or is_int(self.n_jobs, 1, 2**31 - 1),
+                "n_jobs", "None or -1 (all configured threads), or a number of threads >= 1")
         self._validate_extra_params(require)
 
     def _validate_extra_params(self, require) -> None:
@@ -501,12 +554,18 @@ class _BDTBase(SklearnProtocol):
             # only; the held-out ones are evaluated with their given weights, as an eval_set.
             held = self._held_out(X.shape[0], event, rng)
             evals = [(X[held], y[held], given[held])]
+            _check_loss_total(given[held], f"the {int(held.sum())} event(s) that "
+                              f"validation_fraction={self.validation_fraction!r} held out of "
+                              f"{held.size}", "raise validation_fraction, or give an eval_set")
             train = np.flatnonzero(~held)
             if binned:
                 X = X[train]
             else:  # no copy of the training features: they are binned from X directly
                 rows = train
-            y, w, given = y[train], w[train], given[train]
+            # the class normalisation (sig_to_bkg_fraction) again on the training events: the
+            # held-out ones take a random share of each class's weight
+            y, w = y[train], w[train]
+            given = self._given_weights(y, w)
             decorrelate = None if decorrelate is None else decorrelate[train]
         if self._policy_acts(w):
             with threads(self.n_jobs, y.size * X.shape[1]):
@@ -549,7 +608,9 @@ class _BDTBase(SklearnProtocol):
         self._record_evals(evals, result)
         # SAMME keeps each tree once a class; its rounds are single trees
         per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
-        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round)
+        evaluated = None if result.validation_loss is None else len(result.validation_loss)
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
+                                           evaluated)
         return self
 
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
@@ -620,7 +681,7 @@ class _BDTBase(SklearnProtocol):
         BinnedMatrix of those bins (float X is binned with them)."""
         if eval_set is None:
             return []
-        if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and np.ndim(eval_set[1]) == 1:
+        if _one_eval_set(eval_set):
             eval_set = [eval_set]
         sets = []
         for i, entry in enumerate(eval_set):
@@ -632,6 +693,8 @@ class _BDTBase(SklearnProtocol):
                 raise ValueError(f"eval_set[{i}]: X has {Xv.shape[0]} events but y has {yv.size}")
             wv = check_weights(entry[2] if len(entry) > 2 else None, Xv.shape[0],
                                f"eval_set[{i}] sample_weight", training=True)
+            _check_loss_total(wv, f"eval_set[{i}] sample_weight", "give the set events of "
+                              "positive net weight")
             sets.append((Xv, yv, wv))
         return sets
 
@@ -677,7 +740,8 @@ class _BDTBase(SklearnProtocol):
         self.best_score_ = None
         if not evals:
             return
-        loss = self._make_loss()
+        # the losses in the measure the loop recorded (Huber: its first round's delta)
+        loss = result.extra.get("metric_loss") or self._make_loss()
         for i, (Xv, yv, wv) in enumerate(evals[:-1]):
             if isinstance(Xv, BinnedMatrix):
                 Xv = Xv.to_features()  # the bins' lower edges: the same scores as the values
@@ -687,7 +751,8 @@ class _BDTBase(SklearnProtocol):
                 curve = [loss.loss(yv, wv, score) for score in self.forest_.staged_raw_score(Xv)]
             self.evals_result_[f"validation_{i}"] = {loss.name: curve}
         # the boosting loop has already evaluated the last set (the one it watches) tree by tree
-        last = np.asarray(result.validation_loss[:self.forest_.n_trees], dtype=float).tolist()
+        # cut to the rounds kept (n_rounds: a multi-class round is K trees)
+        last = np.asarray(result.validation_loss[:self.forest_.n_rounds], dtype=float).tolist()
         self.evals_result_[f"validation_{len(evals) - 1}"] = {loss.name: last}
         self.best_iteration_ = result.best_iteration
         if result.best_iteration is not None and result.validation_loss is not None:
@@ -1471,8 +1536,9 @@ class BDTClassifier(_BDTBase):
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted accuracy."""
         y = _labels(y)
-        w = check_weights(sample_weight, y.size)
-        return float(np.sum(w * (self.predict(X) == y)) / np.sum(w))
+        pred = self.predict(X)
+        w = _score_weights(sample_weight, y.size, pred.size)
+        return float(np.sum(w * (pred == y)) / np.sum(w))
 
     def _extra_state(self) -> dict[str, Any]:
         return {"classes": self.classes_.tolist()}
@@ -1535,11 +1601,18 @@ class BDTRegressor(_BDTBase):
 
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted coefficient of determination R^2."""
-        y = np.asarray(y, float).ravel()
-        w = check_weights(sample_weight, y.size)
+        y = _column(y).astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y has NaN or infinite values; R^2 needs a number for every event")
         pred = self.predict(X)
+        w = _score_weights(sample_weight, y.size, pred.size)
         mean = np.sum(w * y) / np.sum(w)
-        return float(1 - np.sum(w * (y - pred) ** 2) / np.sum(w * (y - mean) ** 2))
+        spread = float(np.sum(w * (y - mean) ** 2))
+        if not spread > 0:
+            raise ValueError("R^2 is not defined: the (weighted) y does not vary, so there is no "
+                             "variance to explain; score with another metric (e.g. the mean "
+                             "squared error)")
+        return float(1 - np.sum(w * (y - pred) ** 2) / spread)
 
 
 ESTIMATORS = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}

@@ -302,11 +302,12 @@ class Forest:
         """The running score of n events after each tree, ``add_tree(t, out)`` adding tree t's
         weighted leaf values to ``out``."""
         running = np.zeros(n)
-        total = 0.0
         for t in range(self.n_trees):
             add_tree(t, running)
-            total += self.tree_weights[t]
             if self.aggregation == "weighted_mean":
+                # the prefix's total as raw_score sums it (numpy's pairwise .sum(), which the
+                # C++ and ONNX exports reproduce): a running += differs in the last bit
+                total = self.tree_weights[:t + 1].sum()
                 yield running / total if total != 0 else running.copy()
             else:
                 yield running + self.base_score

@@ -8,6 +8,7 @@ stops early when the validation loss has not improved for ``n_iter_no_change`` r
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numba
@@ -30,6 +31,7 @@ from ..engine.grower import (
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
+from .losses import Loss
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
            "add_tree"]
@@ -278,6 +280,64 @@ class _OneScore:
         return self.loss_of_one.loss(y, w, scores[0])
 
 
+def _round_dependent(loss) -> bool:
+    """Whether the loss's value depends on per-round state (Huber's delta, refreshed from
+    the training residuals each round; a flatness loss's base loss decides)."""
+    inner = getattr(loss, "base", loss)
+    method = getattr(type(inner), "begin_round", None)
+    return method is not None and method is not Loss.begin_round
+
+
+def _fixed_metric(loss):
+    """The loss of the first round, frozen, as a one-score loss: the one measure every
+    round's training and validation loss is recorded in (Huber's delta shrinks as the fit
+    improves, so losses at each round's own delta are not comparable: the validation loss
+    would fall with the delta alone, and early stopping would compare unlike numbers)."""
+    return _OneScore(copy.copy(getattr(loss, "base", loss)))
+
+
+def _checked_validation_loss(value: float, it: int, unit: str) -> float:
+    """The validation loss after round ``it``; ValueError when it is not finite (its
+    weights times the loss overflow float64), as no stopping rule can compare it."""
+    if not np.isfinite(value):
+        raise ValueError(f"the loss on the validation events (the last eval_set, or the "
+                         f"held-out fraction) is {value!r} after {unit} {it + 1}: their weights "
+                         "times the loss overflow float64; rescale the eval_set's sample_weight "
+                         "or targets (only the weights' ratios matter)")
+    return value
+
+
+class _Watch:
+    """The validation events of early stopping: their scores, summed tree by tree from zero
+    with the base score added when the loss is taken (as the staged scores are, so that
+    each recorded loss is the loss of the model cut there, bit for bit), the loss after
+    each round, and the stop rule. The best round is the lowest loss (the first of equal
+    ones), whatever ``tol``; ``tol`` decides only when to stop: ``n_iter_no_change`` rounds
+    after the last one whose loss was below the one before it that counted by more than
+    ``tol`` (with tol = 0, rounds after the best)."""
+
+    def __init__(self, valid, base: np.ndarray, n_iter_no_change, tol: float):
+        self.codes, self.y, self.w = valid
+        self.base = base[:, None]
+        self.summed = np.zeros((base.size, self.y.size))
+        self.rounds, self.tol = n_iter_no_change, tol
+        self.losses: list[float] = []
+        self.best_iter: int | None = None
+        self.best_loss = np.inf
+        self.counted_iter, self.counted_loss = 0, np.inf  # the last improvement by > tol
+
+    def end_round(self, it: int, metric, unit: str) -> bool:
+        """Record the loss after round ``it``; whether to stop now."""
+        value = metric.loss(self.y, self.w, self.summed + self.base)
+        self.losses.append(_checked_validation_loss(value, it, unit))
+        if value < self.best_loss:
+            self.best_loss, self.best_iter = value, it
+        if value < self.counted_loss - self.tol:
+            self.counted_loss, self.counted_iter = value, it
+            return False
+        return bool(self.rounds) and it - self.counted_iter >= self.rounds
+
+
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
@@ -300,10 +360,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     base = loss.init_scores(y, w)
     score = np.repeat(base[:, None], n, axis=1)  # (K, n): each class's scores contiguous
     builder = ClassForestBuilder(m, base) if multiclass else ForestBuilder(m, float(base[0]))
-    train_loss, valid_loss, best_iter, best_loss = [], [], None, np.inf
-    if valid is not None:
-        codes_v, y_v, w_v = valid
-        score_v = np.repeat(base[:, None], y_v.size, axis=1)
+    train_loss, metric = [], loss  # metric: what the losses are recorded in
+    watch = None if valid is None else _Watch(valid, base, n_iter_no_change, tol)
     # Every event in every tree: no draw (it would use no random numbers) and no index array.
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
@@ -315,6 +373,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     for it in range(n_trees):
         if not multiclass:
             loss.begin_round(y, w, score)
+            if it == 0 and _round_dependent(booster.loss):
+                metric = _fixed_metric(booster.loss)
         if full_sample:
             rows, w_tree = None, w.astype(CHANNEL_DTYPE, copy=False)
         else:
@@ -323,7 +383,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage())
         if it > 0:
-            train_loss.append(previous_loss)
+            train_loss.append(previous_loss if metric is loss else metric.loss(y, w, score))
         split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
         for k in range(loss.n_classes):
@@ -342,19 +402,17 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                      cover=sums[2] if quantised else None)
             _add_tree_scores(codes, tree, value, score[k], leaf_of,
                              every_event=rows is None or rows.size == n)
-            if valid is not None:
-                update_scores(codes_v, tree, value, score_v[k])
+            if watch is not None:
+                update_scores(watch.codes, tree, value, watch.summed[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)
         del wg, wh  # freed before the next round's channels are made
-        if valid is not None:
-            valid_loss.append(loss.loss(y_v, w_v, score_v))
-            if valid_loss[-1] < best_loss - tol:
-                best_loss, best_iter = valid_loss[-1], it
-            elif n_iter_no_change and it - best_iter >= n_iter_no_change:
-                progress.moveto(n_trees, f"early stop at {best_iter + 1}")
-                break
+        if watch is not None and watch.end_round(it, metric, "round" if multiclass else "tree"):
+            progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
+            break
         progress.moveto(it + 1, f"loss {previous_loss:.5g}")
     progress.close()
-    train_loss.append(loss.loss(y, w, score))
+    train_loss.append(metric.loss(y, w, score))
     return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
-                       np.asarray(valid_loss) if valid is not None else None, best_iter)
+                       None if watch is None else np.asarray(watch.losses),
+                       None if watch is None else watch.best_iter,
+                       {} if metric is loss else {"metric_loss": metric.loss_of_one})
