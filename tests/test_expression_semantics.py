@@ -419,3 +419,15 @@ def test_remainder_and_floor_division_refuse_what_python_and_root_disagree_on(tm
         [x[keep] % 3, x[keep] // y[keep], np.fmod(x[keep], 3)]).astype(np.float32))
     every = read(Sample("s", path, tree="T", label=1), ["fmod(x, 3)"])
     np.testing.assert_array_equal(every.X[:, 0], [1, -1, 0, -2, 2])  # C's remainder
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("HT", "(HT)", True),
+    ("a > 1 && b < 2", "(a > 1) and (b < 2)", True),
+    ("`a.b`", "a.b", True),
+    ("`a.b` + 1", "`c.d` + 1", False),  # both back-quoted, different branches
+    ("!flags", "~flags", False),  # a logical not and a bitwise one
+    ("x - y", "y - x", False),
+])
+def test_canonical_text_tells_the_same_computation_from_another(a, b, same) -> None:
+    assert (Expression(a).canonical() == Expression(b).canonical()) is same

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import os
 import re
 import sys
@@ -72,6 +73,11 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _is_finite_number(v: Any) -> bool:
+    # TOML has inf and nan: a weight or scale of either makes every yield NaN or infinite
+    return _is_number(v) and math.isfinite(v)
+
+
 def _is_strings(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -84,25 +90,30 @@ _TABLE = (lambda v: isinstance(v, dict), "a table")
 _STR_OR_LIST = (lambda v: isinstance(v, str) or (_is_strings(v) and len(v) > 0),
                 "a string or a non-empty list of strings")
 _STR_LIST = (lambda v: _is_strings(v) and len(v) > 0, "a non-empty list of strings")
-_WEIGHT = (lambda v: isinstance(v, str) or _is_number(v), "an expression (string) or a number")
+_WEIGHT = (lambda v: isinstance(v, str) or _is_finite_number(v),
+           "an expression (string) or a finite number")
+_FINITE = (_is_finite_number, "a finite number")
 _LABEL = (lambda v: isinstance(v, str) or _is_int(v),
           "a class name ('signal', 'background' or, for three or more classes, any name "
           "such as 'ttbar'), 1 or 0")
 _BINNED = (lambda v: isinstance(v, bool) or v == "auto", "true, false or \"auto\"")
-_MEMORY = (lambda v: (isinstance(v, str) and _memory_bytes(v) is not None)
-           or (_is_number(v) and v > 0), "a size such as \"8 GB\" or \"500 MB\"")
+_MEMORY = (lambda v: (isinstance(v, str) or _is_number(v)) and _memory_bytes(v) is not None,
+           "a size of at least one byte such as \"8 GB\" or \"500 MB\"")
 _MEMORY_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                  "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def _memory_bytes(value: Any) -> int | None:
-    """Bytes of a size given as a number or a string ("8 GB", "512MiB"); None if not one."""
+    """Bytes of a size given as a number or a string ("8 GB", "512MiB"); None if not one
+    (TOML's inf and nan, and sizes below one byte, are not sizes)."""
     if _is_number(value):
-        return int(value)
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-    if not match or match.group(2).lower() not in _MEMORY_UNITS or not float(match.group(1)) > 0:
-        return None
-    return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()])
+        size = float(value)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+        if not match or match.group(2).lower() not in _MEMORY_UNITS:
+            return None
+        size = float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()]
+    return int(size) if math.isfinite(size) and size >= 1 else None
 
 
 _TOP_KEYS = {
@@ -114,7 +125,7 @@ _TOP_KEYS = {
 _DASK_KEYS = {"scheduler": _STR, "workers": _INT, "timeout": _NUMBER}
 _SAMPLE_KEYS = {
     "files": _STR_OR_LIST, "tree": _STR_OR_LIST, "weight": _WEIGHT, "cut": _STR,
-    "label": _LABEL, "target": _STR, "scale": _NUMBER, "event": _STR,
+    "label": _LABEL, "target": _STR, "scale": _FINITE, "event": _STR,
 }
 _SPLIT_KEYS = {"mode": _STR, "train_fraction": _NUMBER, "seed": _INT, "kfold": _INT, "norm": _STR}
 _OUTPUT_KEYS = {
@@ -461,6 +472,23 @@ class _AliasTable:
         return self.substitute(text, self._uses(text), " with its aliases")
 
 
+# $NAME or ${NAME} in a path: an environment variable (os.path.expandvars' forms).
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{([^}]*)\})")
+
+
+def _unset_variables(spec: str) -> list[str]:
+    """The environment variables ``spec`` uses that are not set: os.path.expandvars leaves
+    them as written, so the path would name a file or folder called ``$NAME``."""
+    names = [m.group(1) or m.group(2) for m in _VARIABLE.finditer(spec)]
+    return list(dict.fromkeys(n for n in names if n not in os.environ))
+
+
+def _check_variables(spec: str, table: str, key: str, problems: _Problems) -> None:
+    for name in _unset_variables(spec):
+        problems.add(table, key, f"{spec!r} uses the environment variable ${name}, which is "
+                     "not set; set it, or write the path without it")
+
+
 def _resolve_path(spec: str, base: Path) -> str:
     """A file spec relative to the config file's folder (``~`` and ``$VAR`` expanded)."""
     spec = os.path.expandvars(os.path.expanduser(spec))
@@ -620,13 +648,28 @@ class _Expander:
 
 def _feature_expressions(features: list[str], expand: _Expander, problems: _Problems
                          ) -> list[str]:
-    """The expanded feature expressions; repeated ones are a problem."""
-    expressions = [e for e in (expand(text, "feature", None, "features") for text in features)
-                   if e is not None]
-    repeated = sorted({e for e in expressions if expressions.count(e) > 1})
+    """The expanded feature expressions; repeated ones are a problem, also when written
+    differently (``"Jet_pt[:,0]"`` and an alias of ``"Jet_pt[:, 0]"``, ``"HT"`` and
+    ``"(HT)"``): the same column twice splits its importance in the ranking between them."""
+    expanded = [(text, expand(text, "feature", None, "features")) for text in features]
+    expressions = [e for _, e in expanded if e is not None]
+    written: dict[str, list[str]] = {}
+    for text, expression in expanded:
+        if expression is not None:
+            written.setdefault(_expression_key(expression), []).append(text)
+    repeated = [texts for texts in written.values() if len(texts) > 1]
     if repeated:
-        problems.add(None, "features", f"repeated: {', '.join(map(repr, repeated))}")
+        shown = "; ".join(" and ".join(map(repr, dict.fromkeys(texts))) if len(set(texts)) > 1
+                          else repr(texts[0]) for texts in repeated)
+        problems.add(None, "features", f"repeated: {shown} (the same expression, once "
+                     "aliases are expanded); give each feature once")
     return expressions
+
+
+def _expression_key(expression: str) -> str:
+    """What an expression computes, regardless of spaces, redundant parentheses and the
+    spelling of ``&&``/``and``: its parsed syntax tree."""
+    return Expression(expression, "feature").canonical()
 
 
 def _samples(document: dict[str, Any], top: dict[str, Any], base: Path, expand: _Expander,
@@ -667,6 +710,8 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
     if files is None:
         return None
     files = [files] if isinstance(files, str) else files
+    for spec in files:
+        _check_variables(spec, section, "files", problems)
     sample = SampleConfig(name=name, files=[_resolve_path(f, base) for f in files],
                           tree=entry.get("tree", defaults["tree"]),
                           scale=float(entry.get("scale", 1.0)))
@@ -1000,6 +1045,7 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
     output = OutputConfig()
     for key, value in entry.items():
         if key == "directory":
+            _check_variables(value, "output", key, problems)
             output.directory = Path(os.path.expandvars(os.path.expanduser(value)))
         elif key in ("score_branch", "probability_branch") and not re.fullmatch(
                 r"[A-Za-z_]\w*", value):

@@ -63,6 +63,13 @@ _CLASS_BYTES = 32
 # binned = "auto" reads binned when the float path would need more than this share of the
 # memory (stated, else available): the estimate is an upper bound, but only roughly.
 _AUTO_BINNED_SHARE = 0.5
+# k-fold writes its outputs after the k fits, holding every event (the test set), the
+# k - 1 training copies, and per training row its score and fold (16), the score tree's
+# bookkeeping copies (classID, label, sample as int32, fold as float64: about 21) and the
+# sorts of the training sample's efficiencies (about 30): 64 a row, measured 59 (peak RSS
+# less the process's, 2.4M events x 5 features, kfold = 5: 1.04 GB, where the fits' peak
+# was 0.77 GB and the estimate of the fits alone 0.63 GB).
+_KFOLD_TRAIN_ROW_BYTES = 64
 _HOUR = 3600.0
 
 
@@ -122,6 +129,10 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
                         + _EVENT_BYTES * copies + fit_bytes)
               + min(trained, SUBSAMPLE_FOR_EDGES) * features * _EDGE_SAMPLE_BYTES)
+    if folds:  # the outputs of k folds: k - 1 training rows an event, beside the copies
+        row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
+        memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) * copies
+                     + trained * row_bytes)
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from .._util import number_text
-from ..binned import BinnedMatrix
 from ..boosting.losses import softmax_rows
 from ..evaluation import (
     FeatureRanking,
@@ -257,24 +256,6 @@ def cell(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     return number_text(float(value))
-
-
-def stack(parts: Sequence[Dataset]) -> Dataset:
-    """The events of several Datasets of the same features, one after the other."""
-    first = parts[0]
-    if first.binned:
-        X = BinnedMatrix(np.concatenate([p.X.codes for p in parts]), first.X.edges)
-    else:
-        X = np.concatenate([p.X for p in parts])
-    return Dataset(
-        X,
-        y=None if first.y is None else np.concatenate([p.y for p in parts]),
-        w=np.concatenate([p.w for p in parts]),
-        sample_index=np.concatenate([p.sample_index for p in parts]),
-        event=np.concatenate([p.event for p in parts]),
-        feature_names=first.feature_names, sample_names=first.sample_names,
-        task=None if first.task == "unlabelled" else first.task,
-    )
 
 
 def decorrelation_of(result: TrainResult) -> Any:

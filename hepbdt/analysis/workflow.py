@@ -23,7 +23,7 @@ from ..output_set import OutputSet
 from .config import AnalysisConfig, ConfigError
 from .estimate import check_memory, use_binned
 from .outputs import write_outputs
-from .result import TrainResult, stack
+from .result import TrainResult
 from .summary import summarise
 
 __all__ = ["train", "default_output_dir", "TrainingError"]
@@ -290,20 +290,29 @@ def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
 
 def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> TrainResult:
     """k models, model i trained on the events outside fold i and scoring fold i (the
-    sample taken from ``handoff``)."""
+    sample taken from ``handoff``).
+
+    One fold's training set exists at a time: each fit keeps only the event indices, the
+    normalised weights and the scores of its training events, and the training sets of all
+    folds are taken from the sample once at the end, so that memory holds the sample and
+    k - 1 copies of it at most, as :mod:`.estimate` counts (keeping every fold's set and
+    then stacking them held 2 (k - 1) copies)."""
     data = handoff.pop()
     k = config.split.kfold
-    models, train_parts, train_scores, train_fold, train_mass = [], [], [], [], []
-    shape = (len(data), len(config.classes)) if config.multiclass else (len(data),)
-    test_scores = np.empty(shape, dtype=np.float64)
     folds = data.folds(k)
     counts = np.bincount(folds, minlength=k)
     if np.any(counts == 0):
         raise TrainingError(f"[split] kfold = {k}: fold {int(np.argmin(counts))} has no events "
                             f"(of {len(data):,}); use fewer folds")
+    classes = (len(config.classes),) if config.multiclass else ()
+    test_scores = np.empty((len(data), *classes), dtype=np.float64)
+    train_scores = np.empty(((k - 1) * len(data), *classes), dtype=np.float64)
+    train_index = np.empty((k - 1) * len(data), dtype=np.intp)
+    train_weights = np.empty((k - 1) * len(data), dtype=np.float64)
+    models, start = [], 0
     for i in range(k):  # one fold at a time: k copies of the sample never exist at once
-        train_i = data.take(folds != i)
-        test_i = data.take(folds == i)
+        in_train = np.flatnonzero(folds != i)
+        train_i, test_i = data.take(in_train), data.take(folds == i)
         for name, part in (("training", train_i), ("test", test_i)):
             _check_classes(config, part, f"the {name} sample of fold {i}")
         train_i, m_train = _features_only(config, train_i.normalize(config.split.norm))
@@ -311,14 +320,16 @@ def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
         _say(echo, f"training fold {i + 1}/{k} on {len(train_i):,} events")
         model = _fit(config, train_i, f"fold {i} of {k}", m_train)
         models.append(model)
-        train_parts.append(train_i)
-        train_mass.append(m_train)
-        train_scores.append(_score(model, train_i.X))
-        train_fold.append(np.full(len(train_i), i, dtype=np.int64))
+        stop = start + len(in_train)
+        train_index[start:stop], train_weights[start:stop] = in_train, train_i.w
+        train_scores[start:stop] = _score(model, train_i.X)
         test_scores[folds == i] = _score(model, test_i.X)
+        start = stop
+        del train_i, test_i, m_train
+    train_fold = np.repeat(np.arange(k, dtype=np.int64), len(data) - counts)
+    train, train_mass = _features_only(config, data.take(train_index).replace(w=train_weights))
+    del train_index
     data, m_test = _features_only(config, data)
     return TrainResult(config, Path(), KFoldModel(models, by=_kfold_event(config)),
-                       stack(train_parts), data, np.concatenate(train_scores), test_scores,
-                       np.concatenate(train_fold),
-                       train_decorrelate=None if m_test is None else np.concatenate(train_mass),
-                       test_decorrelate=m_test)
+                       train, data, train_scores, test_scores, train_fold,
+                       train_decorrelate=train_mass, test_decorrelate=m_test)

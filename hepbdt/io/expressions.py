@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -316,6 +317,28 @@ class Expression:
         names: set[str] = set()
         self._check(self._node, names)
         self.names = frozenset(names)
+
+    def canonical(self) -> str:
+        """What the expression computes, as text: equal for expressions written with other
+        spaces, redundant parentheses or spellings (``&&`` or ``and``, ``!`` or ``not``),
+        different for different branches (back-quoted ones included) and operators."""
+        source = self._source
+        name_of = self._name_of
+
+        class _Canonical(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                return ast.Name(id=f"`{name_of(node)}`")  # `x`, x and `x` alike
+
+            def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+                name = name_of(node)  # a dotted branch name, a.b or `a.b`
+                return self.generic_visit(node) if name is None else ast.Name(id=f"`{name}`")
+
+            def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+                logical = source.is_logical_not(node)
+                self.generic_visit(node)
+                return ast.UnaryOp(op=ast.Not() if logical else node.op, operand=node.operand)
+
+        return ast.dump(_Canonical().visit(copy.deepcopy(self._node)))
 
     def _syntax_error(self, err: SyntaxError) -> ExpressionError:
         """The error for an expression that does not parse, pointing where it was written."""
