@@ -337,3 +337,26 @@ def test_a_dead_worker_stops_the_fit_with_a_clear_error():
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_result_lost_with_its_worker_is_a_clear_error_not_a_hang():
+    # A part's task finished, then its worker died: the result went with it, and the task,
+    # bound to that worker, would be waited for forever (the whole suite hung there once).
+    from hepbdt.dask._cluster import Cluster
+
+    cluster, client = _start_cluster()
+    try:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        parts = Cluster(client, workers, "hepbdt-test-lost", poll=0.5)
+        done = client.submit(np.arange, 1000, workers=[workers[0]], allow_other_workers=False,
+                             pure=False)
+        done.result()
+        pid = client.run(os.getpid, workers=[workers[0]])[workers[0]]
+        os.kill(pid, signal.SIGKILL)  # gathered at once, before the scheduler notices
+        start = time.monotonic()
+        with pytest.raises(WorkerLostError):
+            parts.gather([done])
+        assert time.monotonic() - start < 30
+    finally:
+        client.close()
+        cluster.close()

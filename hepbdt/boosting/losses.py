@@ -89,7 +89,7 @@ class Loss:
 
     def loss(self, y: NDArray, w: NDArray, score: NDArray) -> float:
         """Weighted mean loss."""
-        total = float(np.sum(w))
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return float(np.sum(w * self.pointwise(y, score)) / total) if total != 0 else 0.0
 
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
@@ -181,7 +181,7 @@ class _LogisticFamily(Loss):
     def loss(self, y, w, score):
         partial = np.empty(-(-y.size // LOSS_CHUNK))
         _logistic_loss(y, score, w, self.scale, partial)
-        total = float(np.sum(w))
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def channels(self, y, score, w_tree, w, out=None):
@@ -189,7 +189,7 @@ class _LogisticFamily(Loss):
         wg, wh = out if out is not None else (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
         partial = np.empty(-(-n // LOSS_CHUNK))
         _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh, partial)
-        total = float(np.sum(w))
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
     def channel_leaf_sums(self, leaf_of, n_leaves, y, score, w_tree):
@@ -377,7 +377,7 @@ class Softmax:
 
     def loss(self, y: NDArray, w: NDArray, scores: NDArray) -> float:
         """Weighted mean -ln p_y."""
-        total = float(np.sum(w))
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return float(np.sum(w * _neg_log_p(y, scores)) / total) if total != 0 else 0.0
 
     def channels(self, y: NDArray, scores: NDArray, w_tree: NDArray,
@@ -389,7 +389,7 @@ class Softmax:
         partial = np.empty(-(-n // LOSS_CHUNK))
         _softmax_channels(y, scores, np.asarray(w_tree, CHANNEL_DTYPE), w, self.gradient_factor,
                           self.hessian_factor, wg, wh, partial)
-        total = float(np.sum(w))
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
 

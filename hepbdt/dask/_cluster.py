@@ -100,15 +100,27 @@ class Cluster:
         the parts have actors)."""
         parts = range(len(self.workers)) if parts is None else parts
         if self.actors is not None and function.__name__ in _STEPS:
-            return [self.actors[i].call(function.__name__, *args) for i in parts]
+            return [self._call_actor(i, function.__name__, args) for i in parts]
         return [self.client.submit(function, self.key(i), *args, workers=[self.workers[i]],
                                    allow_other_workers=False, pure=False, retries=0)
                 for i in parts]
 
+    def _call_actor(self, i: int, name: str, args: tuple) -> Any:
+        """An actor future of part i's step ``name``; WorkerLostError when its worker is gone
+        (distributed raises RuntimeError "Worker holding Actor was lost")."""
+        try:
+            return self.actors[i].call(name, *args)
+        except Exception as err:
+            self.check_alive()
+            if "was lost" in str(err):
+                raise WorkerLostError(f"a worker holding training events was lost ({err}); "
+                                      "the fit stopped: fit again") from None
+            raise
+
     def submit_to(self, i: int, function: Callable, *args: Any) -> Any:
         """A future of ``function(key_i, *args)`` on part i's worker."""
         if self.actors is not None and function.__name__ in _STEPS:
-            return self.actors[i].call(function.__name__, *args)
+            return self._call_actor(i, function.__name__, args)
         return self.client.submit(function, self.key(i), *args, workers=[self.workers[i]],
                                   allow_other_workers=False, pure=False, retries=0)
 
@@ -150,19 +162,33 @@ class Cluster:
             except TimeoutError:
                 self.check_alive()
         try:
-            result = self.client.gather(pending)
+            # each result waited for with the same watch: a worker that dies after its task
+            # finished takes the result with it, and the task, bound to that worker, would
+            # wait for it forever (client.gather hung there)
+            result = [self._task_result(f) for f in pending]
         except self.distributed.client.FutureCancelledError as err:
             self.check_alive()
             raise ClusterError(f"a training step was cancelled on the cluster: {err}") from None
         except Exception as err:
-            if type(err).__name__ in ("KilledWorker", "PartLost"):
-                self.check_alive()
+            self.check_alive()  # a worker gone is the cause, whatever the error says
+            if type(err).__name__ in ("KilledWorker", "PartLost") or "was lost" in str(err):
                 raise WorkerLostError(f"a worker holding training events was lost ({err}); "
                                       "the fit stopped: fit again") from None
             raise
         if step:
             self.received[step] = self.received.get(step, 0) + sum(_nbytes(r) for r in result)
         return result if many else result[0]
+
+    def _task_result(self, future: Any) -> Any:
+        """A task's result, checking every ``poll`` seconds that the parts' workers live
+        (anything that is not a future is its own result, as client.gather takes it)."""
+        if not isinstance(future, self.distributed.Future):
+            return future
+        while True:
+            try:
+                return future.result(timeout=self.poll)
+            except TimeoutError:
+                self.check_alive()
 
     def _actor_result(self, future: Any) -> Any:
         while True:
@@ -175,8 +201,8 @@ class Cluster:
                 raise WorkerLostError(f"a worker holding training events was lost ({err}); "
                                       "the fit stopped: fit again") from None
             except Exception as err:
-                if type(err).__name__ == "PartLost":
-                    self.check_alive()
+                self.check_alive()  # e.g. RuntimeError "Worker holding Actor was lost"
+                if type(err).__name__ == "PartLost" or "was lost" in str(err):
                     raise WorkerLostError(f"a worker holding training events was lost ({err}); "
                                           "the fit stopped: fit again") from None
                 raise

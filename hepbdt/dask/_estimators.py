@@ -23,12 +23,13 @@ and ``sig_to_bkg_fraction``.
 from __future__ import annotations
 
 import inspect
+import re
 import uuid
 from typing import Any
 
 import numpy as np
 
-from .._util import check_X, exact_sum_of_parts
+from .._util import check_weights, check_X, exact_sum_of_parts
 from ..boosting._loop import BoostResult, add_tree, node_sums
 from ..engine._types import check_n_events
 from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
@@ -84,10 +85,15 @@ class _DaskMixin:
         if self.quantised_histograms is False:
             refuse("quantised_histograms", "the Dask fit sums integer histograms (exact in any "
                    "order); float histograms are not distributed")
-        if self.subsample < 1.0 or self.subsample_mode != "uniform":
+        if self.subsample < 1.0:
             refuse("subsample", "subsampling is not distributed yet")
-        if self.early_stopping or self.early_stopping_rounds is not None:
+        if self.subsample_mode != "uniform":
+            refuse("subsample_mode", "subsampling is not distributed yet")
+        if self.early_stopping:
             refuse("early_stopping", "early stopping is not distributed yet")
+        if self.early_stopping_rounds is not None:
+            refuse("early_stopping_rounds", "early stopping (on an eval_set) is not "
+                   "distributed yet")
         if self.boosting == "newton" and self.min_node_size not in ("auto", 0, 0.0):
             refuse("min_node_size", "quantised newton histograms carry no event weight: use "
                    "min_child_weight")
@@ -111,10 +117,13 @@ class _DaskMixin:
         X = da.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
+        if X.shape[1] == 0:  # memory's error, with the whole sample's event count
+            check_X(np.empty((_n_rows(X), 0), dtype=np.float32))
         X = X.rechunk({1: -1})
         blocks_of = X.chunks[0]
-        y = _aligned(da.asarray(y), blocks_of)
-        w = None if sample_weight is None else _aligned(da.asarray(sample_weight), blocks_of)
+        y = _aligned(da.asarray(y), blocks_of, "y")
+        w = (None if sample_weight is None
+             else _aligned(da.asarray(sample_weight), blocks_of, "sample_weight"))
         self._validate_params()
         self._check_dask_options()
         info = client.scheduler_info(n_workers=-1)["workers"]
@@ -146,8 +155,11 @@ class _DaskMixin:
                               [y_blocks[b] for b in groups[i]],
                               None if w_blocks is None else [w_blocks[b] for b in groups[i]],
                               signal, self.negative_weights, cluster.threads[i]) for i in parts])
+        _raise_first_refusal(loaded)
         if not any(p["rows"] for p in loaded):  # parts may be empty, not the whole sample
             _refuse_no_events(m)
+        if not any(p["nonzero"] for p in loaded):  # memory's check_weights(training=True)
+            check_weights(np.zeros(1), 1, training=True)
         if any(p["negative"] for p in loaded) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "
@@ -188,7 +200,8 @@ class _DaskMixin:
         self._set_fitted(forest, None if names is None else [str(n) for n in names],
                          definitions, result, mapper)
         self.evals_result_, self.best_iteration_, self.best_score_ = {}, None, None
-        self.n_trees_reason_ = f"{forest.n_trees} trees, as given (n_trees={self.n_trees})"
+        # memory's words (saved with the model): n_trees as given, no early stopping
+        self.n_trees_reason_ = self._tree_plan(n, False).reason(forest.n_rounds, None)
         self.dask_bytes_ = traffic
         self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
         return self
@@ -306,18 +319,55 @@ class _DaskMixin:
         return self.to_local().to_dict()
 
 
-def _aligned(array: Any, blocks: tuple) -> Any:
-    """``array`` cut into the row blocks of X; arrays of as many blocks of unknown sizes (a
-    lazy read's columns) are taken as cut alike (each part checks its lengths)."""
+def _aligned(array: Any, blocks: tuple, what: str) -> Any:
+    """``array`` (``what``: "y" or "sample_weight") cut into the row blocks of X; arrays of
+    as many blocks of unknown sizes (a lazy read's columns) are taken as cut alike (each
+    part checks its lengths)."""
     if array.ndim != 1:
         raise ValueError(f"y and sample_weight must be 1-d, got {array.ndim} dimensions")
     unknown = any(np.isnan(b) for b in blocks) or any(np.isnan(b) for b in array.chunks[0])
+    if not unknown and array.shape[0] != sum(blocks):
+        n, k = int(sum(blocks)), int(array.shape[0])
+        raise ValueError(f"X has {n} events but y has {k} labels or targets" if what == "y"
+                         else f"sample_weight has {k} entries, expected {n}: one weight per "
+                         f"event ({k} values for {n} events)")
     if unknown:
         if len(array.chunks[0]) != len(blocks):
             raise ValueError("X, y and sample_weight have blocks of unknown sizes, and not as "
                              "many of them: give arrays read together (hepbdt.read(..., dask=True))")
         return array
     return array if array.chunks[0] == blocks else array.rechunk((blocks,))
+
+
+def _raise_first_refusal(loaded: list[dict[str, Any]]) -> None:
+    """The error of the first check (in memory's order) that a part's events failed, as
+    memory gives it for the whole sample: event numbers counted from the first event of
+    the sample, weights out of range counted over every part, the largest target."""
+    offsets = np.concatenate([[0], np.cumsum([p["rows"] for p in loaded])[:-1]])
+    refused = [(p["refused"], int(first)) for p, first in zip(loaded, offsets, strict=True)
+               if p["refused"] is not None]
+    if not refused:
+        return
+    stage = min(r[0] for r, _ in refused)
+    failed = [(r, first) for r, first in refused if r[0] == stage]
+    (_, error, _), first = failed[0]
+    message = re.sub(r"\bevent (\d+)", lambda m: f"event {int(m.group(1)) + first}", str(error))
+    if stage == _parts.CHECK_TARGET_RANGE:  # the part of the largest target says it
+        message = str(max(failed, key=lambda f: f[0][2])[0][1])
+    elif stage == _parts.CHECK_MAGNITUDES:
+        count = int(sum(r[2] for r, _ in failed))
+        message = re.sub(r"^sample_weight: \d+ ", f"sample_weight: {count} ", message)
+    raise type(error)(message) from None
+
+
+def _n_rows(X: Any) -> int:
+    """The events of a dask array: its blocks counted, not read, where their sizes are known."""
+    import dask  # noqa: I001 -- the optional extra, imported with the fit
+
+    sizes = X.chunks[0]
+    if any(np.isnan(size) for size in sizes):
+        sizes = dask.compute(*[dask.delayed(len)(block) for block in X.to_delayed()[:, 0]])
+    return int(sum(sizes))
 
 
 def _refuse_no_events(m: int) -> None:
@@ -329,14 +379,9 @@ def _refuse_no_events(m: int) -> None:
 def _refuse_no_labels(X: Any) -> None:
     """The in-memory error for a y of no label: X's if X has no event either, else that
     their lengths differ (X's blocks counted, not read, where their sizes are known)."""
-    import dask  # noqa: I001 -- the optional extra, imported with the fit
-
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
-    sizes = X.chunks[0]
-    if any(np.isnan(size) for size in sizes):
-        sizes = dask.compute(*[dask.delayed(len)(block) for block in X.to_delayed()[:, 0]])
-    n = int(sum(sizes))
+    n = _n_rows(X)
     if n == 0:
         _refuse_no_events(int(X.shape[1]))
     raise ValueError(f"X has {n} events but y has 0 labels")
@@ -406,7 +451,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
-        labels = np.asarray(da.unique(da.asarray(y)).compute())
+        client = connect(client)  # the labels are read on the fit's cluster too
+        labels = np.asarray(client.compute(da.unique(da.asarray(y))).result())
         if labels.size == 0:  # no label: memory refuses the empty X first, or the lengths
             _refuse_no_labels(da.asarray(X))
         self._encode_y(labels, fitting=True)

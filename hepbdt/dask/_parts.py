@@ -21,7 +21,7 @@ from ..engine.binning import BinMapper, EdgeSketch
 from ..engine.data_parallel import LevelPlan, PartTree
 from ..engine.grower import QuantisedRows, add_by_leaf
 from ..engine.histogram import Quantiser
-from ..estimators import check_magnitudes, check_targets
+from ..estimators import MAX_MAGNITUDE, MIN_MAGNITUDE, check_magnitudes, check_targets
 
 __all__ = ["PartActor", "PartLost", "load", "sketch", "bin_part", "begin_tree", "root", "level",
            "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
@@ -58,6 +58,58 @@ def _part(key: str) -> _Part:
     return part
 
 
+# The checks of the events, in the order the in-memory fit makes them on the whole sample:
+# a part that fails one returns it (``load``'s "refused") and the client raises the first,
+# with its event numbers and counts made the whole sample's (``_estimators``).
+CHECK_X, CHECK_TARGETS, CHECK_TARGET_RANGE, CHECK_LENGTH, CHECK_WEIGHTS, CHECK_MAGNITUDES = range(6)
+
+
+class _Refusal(Exception):
+    """A check of a part's events failed: its stage (CHECK_*), the error with the part's own
+    event numbers, and what the client adds up over the parts (a count or a maximum)."""
+
+    def __init__(self, stage: int, error: Exception, number: float = 0.0):
+        super().__init__(str(error))
+        self.stage, self.error, self.number = stage, error, float(number)
+
+
+def _checked(stage: int, check: Any, *args: Any, number: Any = None) -> Any:
+    """``check(*args)``; its ValueError or TypeError as a :class:`_Refusal` of ``stage``."""
+    try:
+        return check(*args)
+    except (ValueError, TypeError) as err:
+        raise _Refusal(stage, err, 0.0 if number is None else number()) from None
+
+
+def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
+                    w_blocks: list[np.ndarray] | None, signal: Any):
+    """The part's float32 features, labels or targets and float64 given weights, checked
+    as memory checks the whole sample's (a :class:`_Refusal` where one check fails)."""
+    X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
+    if X.shape[0] == 0:  # check_X refuses an empty X, which only the whole sample must not be
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    else:
+        X = _checked(CHECK_X, check_X, X)[0]
+    y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
+    if signal is not None:  # as in memory: int8 0/1 labels (BDTClassifier._encode_y)
+        y = np.asarray(y_raw == signal).astype(np.int8)
+    else:  # float64 targets: NaN refused before a magnitude, over the whole sample
+        y = y_raw.astype(np.float64)
+        _checked(CHECK_TARGETS, check_targets, np.where(np.isfinite(y), 0.0, y))
+        _checked(CHECK_TARGET_RANGE, check_targets, y,
+                 number=lambda: np.max(np.abs(y)))
+    if y_raw.shape != (X.shape[0],):
+        raise _Refusal(CHECK_LENGTH, ValueError(f"X has {X.shape[0]} events but y has "
+                                                f"{y_raw.size} (part {key})"))
+    w_raw = None if w_blocks is None else np.concatenate(w_blocks)
+    w = _checked(CHECK_WEIGHTS, check_weights, w_raw, X.shape[0])
+    size = np.abs(w)
+    _checked(CHECK_MAGNITUDES, check_magnitudes, w,  # the given weights, before the policy
+             number=lambda: np.count_nonzero((size > MAX_MAGNITUDE)
+                                             | ((size < MIN_MAGNITUDE) & (size > 0))))
+    return X, y, w
+
+
 def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
          w_blocks: list[np.ndarray] | None, signal: Any, policy: str,
          n_threads: int = 1) -> dict[str, Any]:
@@ -69,24 +121,16 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     A part of no event (its blocks emptied by cuts, or of no rows) is kept empty: it adds
     nothing to any sum, and the fit refuses only when every part is empty.
 
-    Returns the part's event count (after the policy), its rows before it ("rows") and
-    whether it held a negative weight."""
-    X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
-    rows = int(X.shape[0]) if np.ndim(X) == 2 else -1
-    if rows == 0:  # check_X refuses an empty X, which only the whole sample must not be
-        X = np.ascontiguousarray(X, dtype=np.float32)
-    else:
-        X, _ = check_X(X)
-    y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
-    if y_raw.shape != (X.shape[0],):
-        raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} (part {key})")
-    # as in memory: int8 0/1 labels (BDTClassifier._encode_y), float64 targets
-    y = (np.asarray(y_raw == signal).astype(np.int8) if signal is not None
-         else check_targets(y_raw.astype(np.float64)))
-    w_raw = None if w_blocks is None else np.concatenate(w_blocks)
-    w = check_weights(w_raw, X.shape[0])
-    check_magnitudes(w)  # the given weights, as in memory, before the policy
+    Returns the part's event count (after the policy), its rows before it ("rows"),
+    whether it held a negative weight, and "refused": None, or (stage, error, number) of
+    the first check its events failed (nothing is kept then)."""
+    rows = sum(int(np.shape(b)[0]) for b in X_blocks)
+    try:
+        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, signal)
+    except _Refusal as refusal:
+        return {"rows": rows, "refused": (refusal.stage, refusal.error, refusal.number)}
     negative = bool(np.any(w < 0))
+    nonzero = bool(np.any(w != 0))
     if negative and policy == "abs":
         w = np.abs(w)
     elif negative and policy == "ignore":
@@ -94,8 +138,8 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
         X, y, w = X[keep], y[keep], w[keep]
     w = w.astype(np.float32)  # per-event channels are float32, as in memory
     _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
-    return {"n": int(X.shape[0]), "rows": rows, "negative": negative,
-            "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0))}
+    return {"n": int(X.shape[0]), "rows": rows, "negative": negative, "refused": None,
+            "nonzero": nonzero, "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0))}
 
 
 def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:

@@ -1,0 +1,115 @@
+"""Audit of the Dask estimators against the in-memory ones: what a fit refuses says what
+memory says of the whole sample (event numbers, counts, largest values, lengths), the
+refused options are named as given, and the fitted model's attributes saved with it are
+memory's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("dask.array")
+
+import dask.array as da  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+from hepbdt import BDTClassifier, BDTRegressor  # noqa: E402
+from hepbdt.dask import DaskBDTClassifier, DaskBDTRegressor  # noqa: E402
+from hepbdt.estimators import ParameterError  # noqa: E402
+
+OPTIONS = dict(n_trees=2, max_depth=3, random_state=0, quantised_histograms=True,
+               negative_weights="keep")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                           dashboard_address=":0")
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _data(n=3_000, m=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m)).astype(np.float32)
+    y = (X[:, 0] + rng.standard_normal(n) > 0).astype(int)
+    return X, y, rng.uniform(0.5, 1.5, n)
+
+
+def _dask(*arrays, chunk=1_000):
+    return [da.from_array(a, chunks=(chunk,) + a.shape[1:]) for a in arrays]
+
+
+def _error_of(fit) -> tuple[type, str]:
+    with pytest.raises((ValueError, TypeError)) as info:
+        fit()
+    return type(info.value), str(info.value)
+
+
+def _both(client, kind: str, X, y, w):
+    """The in-memory error and the Dask fit's (parts of 1,000 events, two workers)."""
+    local, dist = ((BDTRegressor, DaskBDTRegressor) if kind == "regressor"
+                   else (BDTClassifier, DaskBDTClassifier))
+    memory = _error_of(lambda: local(**OPTIONS).fit(X, y, sample_weight=w))
+    cluster = _error_of(lambda: dist(**OPTIONS).fit(*_dask(X, y, w), client=client))
+    return memory, cluster
+
+
+def _bad_inputs(case: str):
+    X, y, w = _data()
+    target = X[:, 0].astype(np.float64)
+    if case == "inf feature":  # in the third part: memory counts from the sample's start
+        X[2_005, 1] = np.inf
+    elif case == "nan weight":
+        w[2_007] = np.nan
+    elif case == "weights out of range":  # in two parts: memory counts every one
+        w[[5, 2_007, 2_500]] = 1e36
+    elif case == "largest target":  # the larger in the later part
+        target[5], target[2_009] = 1e36, -1e38
+    elif case == "no feature":
+        X = X[:, :0]
+    elif case == "short weights":
+        w = w[:-1]
+    elif case == "zero weights":
+        w = np.zeros_like(w)
+    kind = "regressor" if case == "largest target" else "classifier"
+    return kind, X, target if kind == "regressor" else y, w
+
+
+@pytest.mark.parametrize("case", ["inf feature", "nan weight", "weights out of range",
+                                  "largest target", "no feature", "short weights",
+                                  "zero weights"])
+def test_refusals_describe_the_whole_sample_as_in_memory(client, case):
+    kind, X, y, w = _bad_inputs(case)
+    memory, cluster = _both(client, kind, X, y, w)
+    assert cluster == memory
+
+
+def test_lengths_that_differ_are_named(client):
+    X, y, w = _data()
+    with pytest.raises(ValueError, match="X has 3000 events but y has 2999"):
+        DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y[:-1], w), client=client)
+
+
+@pytest.mark.parametrize("option", [{"subsample_mode": "poisson"}, {"early_stopping_rounds": 3}])
+def test_refused_options_are_named_as_given(client, option):
+    X, y, w = _data(n=500)
+    with pytest.raises(ParameterError) as info:
+        DaskBDTClassifier(**{**OPTIONS, **option}).fit(*_dask(X, y, w), client=client)
+    assert info.value.param == next(iter(option))
+    assert f"{next(iter(option))}=" in str(info.value)
+
+
+def test_the_saved_model_says_what_memory_says(client):
+    X, y, w = _data()
+    memory = BDTClassifier(**OPTIONS).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y, w), client=client)
+    assert dist.n_trees_reason_ == memory.n_trees_reason_
+    saved, expected = dist.to_dict(), memory.to_dict()
+    # train_loss: the losses' float32 weight total (hepbdt/boosting/losses.py) rounds apart
+    for key in set(saved) | set(expected):
+        if key != "train_loss":
+            assert saved.get(key) == expected.get(key), key
