@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,13 +47,18 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
     standard library's ``mkstemp``), so nothing planted there in advance (a symlink) is
     ever opened. On any error (or KeyboardInterrupt) it is removed and ``path`` is left as
     it was, so a reader never sees a half-written file. The parent folder is created when
-    missing, and the file gets the permissions the umask gives a new file (mkstemp's
-    private 0600 would otherwise survive the rename). ``temporary_name``: a fixed file name,
+    missing. A new file gets the permissions the umask gives a new file (mkstemp's private
+    0600 would otherwise survive the rename); a file replaced keeps its own (a private
+    0600 model stays private). ``temporary_name``: a fixed file name,
     inside a fresh private folder beside ``path`` (ROOT files record their own name, so
     files that must be reproducible byte for byte need a fixed one).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:  # no file yet (or none readable): the umask's permissions
+        kept_mode = None
     private = None
     if temporary_name is None:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
@@ -64,6 +70,8 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
         temporary = os.path.join(private, temporary_name)
     try:
         yield temporary
+        if kept_mode is not None:
+            os.chmod(temporary, kept_mode)
         _fsync(temporary)
         os.replace(temporary, target)
         _fsync(target.parent)
@@ -213,7 +221,9 @@ class Progress:
 def check_X(X: Any, n_features: int | None = None, what: str = "X",
             names: Sequence[str] | None = None, owner: str = "the model",
             definitions: dict[str, str] | None = None) -> tuple[np.ndarray, list[str] | None]:
-    """(n, m) C-contiguous float32 without copying when already so; NaN allowed, inf refused.
+    """(n, m) C-contiguous float32 without copying when already so; NaN allowed (masked
+    entries and pandas' NA become NaN), inf and values beyond float32's range refused, as
+    are dates and durations (their number depends on their unit).
 
     Column names come from a data frame's columns, a dict's keys or a hepbdt
     ``Dataset.X``; they are returned (None for a plain array). With ``names`` (a fitted
@@ -225,6 +235,7 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     X, given = _as_matrix(X, what)
     if names is not None and given is not None:
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
+    source = X
     try:
         X = np.ascontiguousarray(X, dtype=X_DTYPE)
     except TypeError as exc:  # TypeError as numpy's, for scikit-learn's contract
@@ -249,9 +260,40 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     first = first_infinite(X)
     if first >= 0:
         row, col = divmod(first, X.shape[1])
+        value = _finite_source_value(source, row, col)
+        if value is not None:
+            limit = float(np.finfo(X_DTYPE).max)
+            raise ValueError(f"{what} has a value beyond float32's range (first at event {row}, "
+                             f"feature {col}: {value}); features are stored as float32, whose "
+                             f"finite values lie within +-{limit:.8g}: rescale that feature "
+                             "(e.g. change its unit or take its logarithm)")
         raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
                          "use NaN for missing values")
     return X, given
+
+
+def _finite_source_value(source: Any, row: int, col: int) -> str | None:
+    """The text of the value given at (row, col) when it was finite before the float32
+    conversion (so it overflowed there), else None."""
+    try:
+        value = np.asarray(source)[row, col]
+    except (TypeError, ValueError, IndexError):
+        return None
+    try:
+        finite = bool(np.isfinite(value))
+    except (TypeError, OverflowError):  # a string, or a Python int beyond float64
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:
+            finite = True
+        except (TypeError, ValueError):
+            return None
+    if not finite:
+        return None
+    try:
+        return f"{float(value):.8g}"
+    except (TypeError, ValueError, OverflowError):
+        return str(value)[:40]
 
 
 def any_nan(X: np.ndarray, rows: np.ndarray | None = None) -> bool:
@@ -284,14 +326,33 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         names = [str(c) for c in X.columns]
-        X = X.to_numpy()
+        X = _frame_values(X)
     elif getattr(X, "feature_names", None) is not None:
         names = [str(n) for n in X.feature_names]
         X = np.asarray(X).view(np.ndarray)
-    kind = getattr(np.asarray(X), "dtype", None)
+    if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not their data
+        X = (np.where(np.ma.getmaskarray(X), np.nan, np.ma.getdata(X).astype(np.float64))
+             if np.ma.is_masked(X) else np.ma.getdata(X))
+    try:
+        kind = getattr(np.asarray(X), "dtype", None)
+    except ValueError as exc:  # ragged rows
+        raise ValueError(f"{what} must be numeric (n_events, n_features) with one value per "
+                         f"event and feature; {exc}") from exc
     if kind is not None and np.issubdtype(kind, np.complexfloating):
         raise ValueError(f"{what}: Complex data not supported; features must be real numbers")
+    if kind is not None and kind.kind in "mM":
+        raise TypeError(f"{what} must be numeric (n_events, n_features); got {kind} values, "
+                        "whose number depends on their unit: convert them to numbers first "
+                        "(e.g. seconds)")
     return X, names
+
+
+def _frame_values(frame: Any) -> Any:
+    """A data frame's values; pandas' missing values (pd.NA of nullable columns) as NaN."""
+    if type(frame).__module__.startswith("pandas") and any(
+            not isinstance(d, np.dtype) for d in getattr(frame, "dtypes", ())):
+        return frame.to_numpy(na_value=np.nan)
+    return frame.to_numpy()
 
 
 def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
@@ -374,7 +435,8 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
     None, and more digits (up to 12) where the rounded text would land on a value of
     ``marks`` (0, 1 and -1 by default; a p-value passes 0 and its thresholds) or on its
     other side: an efficiency of 0.99996 shows as 0.99996, not 1 or 1.0000, a p-value of
-    0.0096 below a 0.01 threshold not as 0.010."""
+    0.0096 below a 0.01 threshold not as 0.010. A value that still lands on a mark at 12
+    digits (1 - 1e-13) is taken for rounding noise and shows with ``digits`` (as 1)."""
     if value is None or np.isnan(value):
         return "n/a"
     value = float(value)
@@ -431,7 +493,8 @@ def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.n
     that the workers of a cluster can share and that never depends on how the events were
     cut. :func:`exact_sum_of_parts` turns them into the correctly rounded float.
     ``where``: a boolean mask of the values to sum (all when None), applied chunk by
-    chunk, so that no copy of the selected values is made.
+    chunk, so that no copy of the selected values is made. NaN or infinite values (among
+    those selected) are refused: they have no mantissa to add.
     """
     v = np.asarray(values).ravel()
     mask = None if where is None else np.asarray(where, dtype=np.bool_).ravel()
@@ -440,6 +503,10 @@ def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.n
         chunk = v[start:start + _EXACT_CHUNK].astype(np.float64)
         if mask is not None:
             chunk = chunk[mask[start:start + _EXACT_CHUNK]]
+        finite = np.isfinite(chunk)
+        if not finite.all():
+            raise ValueError(f"exact_sum_parts: the values have NaN or infinite values (first: "
+                             f"{chunk[~finite][0]}); only finite values have an exact sum")
         mantissa, exponent = np.frexp(chunk)
         whole = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1, 53 bits
         high = whole >> _HALF  # floor: high * 2**26 + low == whole, 0 <= low < 2**26
@@ -466,7 +533,7 @@ def exact_sum_of_parts(parts: np.ndarray) -> float:
     try:
         return float(Fraction(total) * Fraction(2) ** lowest)
     except OverflowError:  # beyond float64, as numpy's sum overflows
-        return math.copysign(math.inf, total)
+        return math.inf if total > 0 else -math.inf
 
 
 def exact_sum(values: np.ndarray) -> float:
@@ -480,7 +547,13 @@ def exact_sum(values: np.ndarray) -> float:
 
 def hash_fraction(numbers: np.ndarray) -> np.ndarray:
     """A number in [0, 1) for each integer, uniform and independent of its neighbours
-    (splitmix64's finaliser): a reproducible random draw keyed by event number."""
+    (splitmix64's finaliser): a reproducible random draw keyed by event number.
+
+    Only 64-bit integer arithmetic (wrapping) and an exact conversion of 53 bits to float64,
+    so the same on every platform and numpy version. An integer is hashed by its 64-bit
+    two's-complement pattern: negative numbers are fine, and -1 and 2**64 - 1 (uint64)
+    give the same draw. Give integers (float event numbers are truncated by the cast).
+    """
     z = np.asarray(numbers).astype(np.int64).view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

@@ -14,11 +14,15 @@ import numpy as np
 
 from hepbdt._util import check_weights, weighted_quantile  # noqa: F401 (re-exported)
 from hepbdt.binned import BinnedMatrix
+from hepbdt.io.dataset import FeatureMatrix
 
 
 def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
-    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    try:
+        arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numbers, one per event; {exc}") from exc
     if arr.ndim == 2 and arr.shape[1] > 2:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}: one score per class, "
                          "as a multi-class model gives; use the per-class functions "
@@ -34,7 +38,10 @@ def check_labels(y: Any, name: str = "y") -> np.ndarray:
     arr = np.asarray(y)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
-    values = np.unique(arr)
+    try:
+        values = np.unique(arr)
+    except TypeError as exc:  # objects that do not compare (None among the labels)
+        raise ValueError(f"{name} must hold 1 for signal and 0 for background; {exc}") from exc
     if not np.all(np.isin(values, (0, 1))):
         raise ValueError(
             f"{name} must hold 1 for signal and 0 for background, got values {values[:5]}"
@@ -61,7 +68,12 @@ def check_classification(
 def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                            list[str]]:
     """Return (X, y, w, feature_names) from a Dataset-like object or an ``(X, y[, w])`` tuple
-    (X an array, or the BinnedMatrix given, which the models score block by block)."""
+    (X an array, or the BinnedMatrix given, which the models score block by block).
+
+    Named columns (a data frame's, a ``Dataset.X``'s, or the object's ``feature_names``)
+    stay on X, a :class:`~hepbdt.io.dataset.FeatureMatrix` then, so that a model fitted on
+    named features scores it by name, whatever the order of its columns.
+    """
     if isinstance(data, Sequence) and not isinstance(data, str):
         if len(data) not in (2, 3):
             raise ValueError(f"{name} must be (X, y) or (X, y, w), got {len(data)} items")
@@ -78,16 +90,31 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
             f"(X, y[, w]), got {type(data).__name__}"
         )
     if not isinstance(X, BinnedMatrix):  # binned stays codes: a float copy is 4x the memory
-        X = np.asarray(X)
+        X, columns = _named_array(X)
+        names = columns if columns is not None else names
     if len(X.shape) != 2:
         raise ValueError(f"{name}.X must be 2-d (events x features), got shape {X.shape}")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"{name}.y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
     w = check_weights(w, X.shape[0], f"{name}.w")
+    given = names is not None
     if names is None:
         names = [f"x{i}" for i in range(X.shape[1])]
     names = [str(n) for n in names]
     if len(names) != X.shape[1]:
         raise ValueError(f"{name}.feature_names has {len(names)} names for {X.shape[1]} columns")
+    if given and not isinstance(X, BinnedMatrix) and not isinstance(X, FeatureMatrix):
+        X = X.view(FeatureMatrix)
+        X.feature_names = tuple(names)
     return X, y, w, names
+
+
+def _named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
+    """X as an array and the names of its columns, when it has them (a data frame's columns,
+    a ``FeatureMatrix``'s names; None otherwise). A named FeatureMatrix is kept as it is."""
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        return np.asarray(X.to_numpy()), [str(c) for c in X.columns]
+    if isinstance(X, FeatureMatrix) and X.feature_names is not None:
+        return X, [str(n) for n in X.feature_names]
+    return np.asarray(X), None

@@ -2,7 +2,8 @@
 
 A thin layer over boost-histogram's ``Weight`` storage used by the separation, the
 overtraining chi2 and the plots, so that every histogram carries its own errors. Entries
-outside the edges are folded into the first and last bins, so no weight is lost.
+outside the edges (infinite ones included) are folded into the first and last bins, so no
+weight is lost; NaN values, which lie nowhere, are refused.
 """
 
 from __future__ import annotations
@@ -12,20 +13,45 @@ import numpy as np
 
 
 def common_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
-    """Return ``n_bins + 1`` equal-width edges spanning ``values`` (a unit range if constant)."""
+    """Return ``n_bins + 1`` equal-width, strictly increasing edges spanning the finite
+    ``values`` (a unit range if constant, or [0, 1] if none is finite; a range too narrow
+    for ``n_bins`` distinct edges at its magnitude is widened until they are)."""
+    if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    n_bins = int(n_bins)
+    values = np.asarray(values, dtype=np.float64)
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return np.linspace(0.0, 1.0, n_bins + 1)
     lo, hi = float(finite.min()), float(finite.max())
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
-    return np.linspace(lo, hi, n_bins + 1)
+    if np.isfinite(hi - lo):
+        edges = np.linspace(lo, hi, n_bins + 1)
+    else:  # wider than float64's largest (lo < 0 < hi): two terms of opposite signs
+        t = np.arange(n_bins + 1) / n_bins
+        edges = lo * (1.0 - t) + hi * t
+    if np.all(edges[1:] > edges[:-1]):
+        return edges
+    # the range holds fewer than n_bins floats at this magnitude: widen it around its middle
+    big = max(abs(lo), abs(hi))
+    half = 4.0 * n_bins * (big - float(np.nextafter(big, 0.0)))  # steps of 8 floats' spacing
+    top = float(np.finfo(np.float64).max) - half  # the widened range stays within float64
+    middle = min(max(lo / 2 + hi / 2, -top), top)
+    return np.linspace(middle - half, middle + half, n_bins + 1)
 
 
 def weighted_histogram(
     values: np.ndarray, weights: np.ndarray, edges: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return (sum of weights, sum of squared weights) per bin; under/overflow folded in."""
+    """Return (sum of weights, sum of squared weights) per bin; under/overflow folded in,
+    NaN values refused (ValueError)."""
+    values = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(values)
+    if nan.any():
+        raise ValueError(f"weighted_histogram: {int(nan.sum())} of {values.size} values are NaN "
+                         f"(first at entry {int(np.flatnonzero(nan)[0])}); a NaN value lies in "
+                         "no bin: drop those entries or give them a value")
     hist = bh.Histogram(bh.axis.Variable(edges), storage=bh.storage.Weight())
     hist.fill(values, weight=weights)
     view = hist.view(flow=True)

@@ -1,0 +1,146 @@
+"""Audit of the shared helpers (``_util``, ``evaluation._data``, ``evaluation._hist``): each
+test pins a defect that was fixed (a number silently wrong, or a refusal that named the
+wrong thing)."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hepbdt._util import atomic_path, atomic_write_text, check_X, exact_sum, exact_sum_parts
+from hepbdt.evaluation._data import as_1d, check_labels, unpack_dataset
+from hepbdt.evaluation._hist import common_edges, weighted_histogram
+
+BIG = float(np.finfo(np.float64).max)
+
+
+# -- check_X ------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("value", [1e39, -1e39, "1e39"])
+def test_values_beyond_float32_are_refused_as_such_not_as_infinite(value) -> None:
+    X = np.array([[1.0, value]], dtype=object if isinstance(value, str) else np.float64)
+    with pytest.raises(ValueError, match=r"beyond float32's range \(first at event 0, feature 1"):
+        check_X(X)
+
+
+def test_a_real_infinity_is_still_called_infinite() -> None:
+    with pytest.raises(ValueError, match="infinite values"):
+        check_X(np.array([[1.0, np.inf]]))
+
+
+def test_masked_entries_are_missing_values_not_their_hidden_data() -> None:
+    X = np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[False, True], [False, False]])
+    out, _ = check_X(X)
+    assert np.isnan(out[0, 1]) and out[1, 1] == 4.0 and out[0, 0] == 1.0
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[D]", "datetime64[ns]", "timedelta64[s]"])
+def test_dates_and_durations_are_refused_their_number_depends_on_the_unit(dtype) -> None:
+    with pytest.raises(TypeError, match="convert them to numbers"):
+        check_X(np.array([[1, 2]], dtype=dtype))
+
+
+def test_pandas_missing_values_become_nan() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": pd.array([1, None], dtype="Int64"), "b": [3.0, 4.0]})
+    out, names = check_X(frame)
+    assert names == ["a", "b"] and out[0, 0] == 1.0 and np.isnan(out[1, 0])
+
+
+def test_ragged_rows_are_refused_naming_X() -> None:
+    with pytest.raises(ValueError, match="X must be numeric"):
+        check_X([[1.0, 2.0], [3.0]])
+
+
+# -- exact sums ---------------------------------------------------------------------------------
+
+
+def test_an_overflowing_exact_sum_is_infinite_not_an_error() -> None:
+    for values, expected in (([BIG, BIG, 5e-324], math.inf), ([-BIG, -BIG, 5e-324], -math.inf),
+                             ([BIG, BIG, -BIG, 5e-324], BIG)):
+        exact = sum((Fraction(v) for v in values), Fraction(0))
+        assert exact_sum(np.array(values)) == expected
+        assert expected == (float(exact) if abs(exact) <= BIG else expected)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_exact_sum_parts_refuses_non_finite_values(bad) -> None:
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        exact_sum_parts(np.array([1.0, bad]))
+    # a value that the mask leaves out does not count
+    assert exact_sum_parts(np.array([1.0, bad]), np.array([True, False])).any()
+
+
+# -- atomic writes ------------------------------------------------------------------------------
+
+
+def test_replacing_a_file_keeps_its_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "model.json"
+    path.write_text("old")
+    os.chmod(path, 0o600)
+    atomic_write_text(path, "new")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == "new"
+    os.chmod(path, 0o750)
+    with atomic_path(path, temporary_name="fixed") as temporary:
+        Path(temporary).write_text("newer")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+
+
+# -- evaluation inputs --------------------------------------------------------------------------
+
+
+def test_unpack_dataset_keeps_a_data_frames_names_so_models_score_by_name() -> None:
+    pd = pytest.importorskip("pandas")
+    from hepbdt.io.dataset import FeatureMatrix
+
+    frame = pd.DataFrame({"b": [1.0, 2.0], "a": [3.0, 4.0]})
+    X, _, _, names = unpack_dataset((frame, [0, 1]))
+    assert names == ["b", "a"]
+    assert isinstance(X, FeatureMatrix) and tuple(X.feature_names) == ("b", "a")
+    reordered, _ = check_X(X, names=["a", "b"])  # what a model fitted on (a, b) does
+    np.testing.assert_array_equal(reordered, [[3.0, 1.0], [4.0, 2.0]])
+    plain, _, _, plain_names = unpack_dataset((np.ones((2, 2)), [0, 1]))
+    assert type(plain) is np.ndarray and plain_names == ["x0", "x1"]
+
+
+def test_label_and_score_errors_name_the_argument() -> None:
+    with pytest.raises(ValueError, match="y must hold 1 for signal"):
+        check_labels(np.array([0, 1, None], dtype=object))
+    with pytest.raises(ValueError, match="score must be numbers"):
+        as_1d(["a", "b"], "score")
+
+
+# -- histograms ---------------------------------------------------------------------------------
+
+
+def test_nan_values_are_refused_not_folded_into_the_last_bin() -> None:
+    edges = np.linspace(0.0, 1.0, 5)
+    with pytest.raises(ValueError, match="NaN"):
+        weighted_histogram(np.array([0.5, np.nan]), np.array([1.0, 5.0]), edges)
+    sumw, _ = weighted_histogram(np.array([-np.inf, 0.5, 2.0]), np.array([1.0, 2.0, 4.0]), edges)
+    np.testing.assert_array_equal(sumw, [1.0, 0.0, 2.0, 4.0])  # outside: folded
+
+
+@pytest.mark.parametrize("values", [[1e20, 1e20], [1.0, 1.0 + 2**-52], [BIG, BIG],
+                                    [-BIG, BIG], [-1e308, 1e308]])
+def test_common_edges_are_strictly_increasing_finite_and_span_the_values(values) -> None:
+    for n_bins in (1, 7):
+        edges = common_edges(np.array(values), n_bins)
+        assert edges.size == n_bins + 1 and np.all(np.isfinite(edges))
+        assert np.all(edges[1:] > edges[:-1])
+        assert edges[0] <= min(values) and edges[-1] >= max(values)
+        weighted_histogram(np.array(values), np.ones(len(values)), edges)  # accepted
+
+
+def test_common_edges_refuses_no_bins() -> None:
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
+        common_edges(np.array([0.0, 1.0]), 0)
