@@ -6,11 +6,16 @@ P = 1/(1+exp(-F))) and ``reg:squarederror`` (BDTRegressor). The raw score (decis
 function) equals ``Booster.predict(DMatrix(X), output_margin=True)``: XGBoost goes left
 when ``x < split_condition`` (float32, as hepbdt), missing values follow ``default_left``,
 a leaf's value is its ``split_conditions`` entry (eta already applied), and the margin
-starts at ``base_score`` (stored as a probability for binary:logistic). XGBoost adds in
-float32 and hepbdt in float64, so the two agree to float32 rounding.
+starts at ``base_score`` (stored as a probability for binary:logistic, turned into a margin
+in float32 as XGBoost does, bounded to [1e-6, 1 - 1e-6] for files of XGBoost >= 3.2). XGBoost
+adds in float32 and hepbdt in float64, so the two agree to float32 rounding. An early-stopped
+model (a ``best_iteration`` attribute) is cut to its rounds up to ``best_iteration``, as
+XGBoost's scikit-learn ``predict`` does (``Booster.predict`` uses every tree: pass
+``use_best_iteration=False`` for that).
 
 Refused with an error naming what is wrong: multi-class or multi-target models, dart and
-gblinear boosters, categorical splits, other objectives, UBJSON or otherwise malformed
+gblinear boosters, categorical splits, other objectives, a binary:logistic base_score within
+1e-6 of 0 or 1 in a file that does not give its XGBoost version, UBJSON or otherwise malformed
 files (values of the wrong type, integers that are floats or booleans, huge integers,
 nesting too deep), files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see
 :mod:`hepbdt.model`). The file is parsed with ``json``; nothing is executed or unpickled,
@@ -156,12 +161,14 @@ def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, n
         if left[node] == -1:
             if right[node] != -1:
                 raise XGBoostFormatError(f"{where}: node {node} has only a right child")
-            if not math.isfinite(cond[node]):
+            with np.errstate(over="ignore"):
+                leaf_value = np.float32(cond[node])  # XGBoost reads it as a float32
+            if not math.isfinite(leaf_value):
                 raise XGBoostFormatError(f"{where}: leaf {node} has a non-finite value")
             out["feature"].append(-1)
             out["threshold"].append(0.0)
             out["missing_left"].append(False)
-            out["value"].append(float(np.float32(cond[node])))
+            out["value"].append(float(leaf_value))
             continue
         f = int(index[node])
         if not 0 <= f < n_features:
@@ -170,7 +177,8 @@ def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, n
         if math.isnan(cond[node]):
             raise XGBoostFormatError(f"{where}: node {node} has a NaN split condition")
         out["feature"].append(f)
-        out["threshold"].append(float(np.float32(cond[node])))
+        with np.errstate(over="ignore"):  # beyond float32: +-inf, as XGBoost reads it
+            out["threshold"].append(float(np.float32(cond[node])))
         out["missing_left"].append(bool(default_left[node]))
         out["value"].append(0.0)
         stack.append((int(right[node]), k, False))
@@ -202,7 +210,7 @@ def _version(value: Any) -> list[int] | None:
     return None
 
 
-def _header(learner: Any, where: str) -> tuple[str, int, float]:
+def _header(learner: Any, where: str, version: list[int] | None) -> tuple[str, int, float]:
     """The objective, the feature count and the margin's base score (checked)."""
     objective = _get(_get(learner, "objective", where + ".learner"), "name",
                      where + ".learner.objective")
@@ -221,12 +229,37 @@ def _header(learner: Any, where: str) -> tuple[str, int, float]:
                                  "features")
     base = _base_score(_get(mparam, "base_score", where), where)
     if objective == "binary:logistic":
-        if not 0.0 < base < 1.0:
-            raise XGBoostFormatError(f"{where}: base_score {base} is not a probability in (0, 1)")
-        base = float(np.float32(-math.log(1.0 / base - 1.0)))
-    else:
+        base = _logistic_margin(base, version, where)
+    else:  # binary:logitraw and reg:squarederror store the margin itself
         base = float(np.float32(base))
     return objective, n_features, base
+
+
+RT_EPS = np.float32(1e-6)  # XGBoost's kRtEps
+CLAMP_SINCE = [3, 2]  # XGBoost 3.2 bounds base_score to [kRtEps, 1 - kRtEps] (dmlc/xgboost#11973)
+
+
+def _logistic_margin(base: float, version: list[int] | None, where: str) -> float:
+    """The margin of a binary:logistic ``base_score`` (a probability) as XGBoost computes it:
+    in float32, ``-logf(1/p - 1)`` of the float32 probability, bounded to [1e-6, 1 - 1e-6]
+    first by XGBoost >= 3.2 only. Where the bound changes the margin and the file does not
+    say which version wrote it, the margin is ambiguous and refused."""
+    p = np.float32(base)
+    if not 0.0 <= p <= 1.0:
+        raise XGBoostFormatError(f"{where}: base_score {base} is not a probability in [0, 1]")
+    bounded = np.float32(min(max(p, RT_EPS), np.float32(1.0) - RT_EPS))
+    if bounded != p:
+        if p in (0.0, 1.0):  # only XGBoost >= 3.2 writes (and reads) these
+            p = bounded
+        elif version is None:
+            raise XGBoostFormatError(
+                f"{where}: base_score {base} is within 1e-6 of 0 or 1, where XGBoost >= 3.2 "
+                "bounds it to [1e-6, 1 - 1e-6] and earlier versions do not, and the file "
+                "does not say which version wrote it")
+        elif version[:2] >= CLAMP_SINCE:
+            p = bounded
+    ratio = np.float32(np.float32(1.0) / p - np.float32(1.0))  # float32 steps, as logf's input
+    return float(np.float32(-math.log(float(ratio))))
 
 
 def _trees(learner: Any, where: str) -> list[Any]:
@@ -246,7 +279,48 @@ def _trees(learner: Any, where: str) -> list[Any]:
     return trees
 
 
-def from_xgboost_json(path: str | os.PathLike):
+def _round_ends(model: dict[str, Any], n_trees: int, where: str) -> list[int]:
+    """The tree count after each boosting round: ``iteration_indptr[1:]`` (XGBoost >= 2),
+    else rounds of ``num_parallel_tree`` trees."""
+    indptr = model.get("iteration_indptr")
+    if indptr is not None:
+        if not isinstance(indptr, list):
+            raise XGBoostFormatError(f"{where}: iteration_indptr must be a list")
+        ends = [_int(v, where + ".iteration_indptr") for v in indptr]
+        if len(ends) < 2 or ends[0] != 0 or ends[-1] != n_trees \
+                or any(b <= a for a, b in zip(ends[:-1], ends[1:], strict=True)):
+            raise XGBoostFormatError(f"{where}: iteration_indptr does not split the {n_trees} "
+                                     "trees into rounds")
+        return ends[1:]
+    param = model.get("gbtree_model_param", {})
+    per_round = _int(param.get("num_parallel_tree", 1), where + ".num_parallel_tree")
+    if per_round < 1 or n_trees % per_round:
+        raise XGBoostFormatError(f"{where}: {n_trees} trees are not rounds of "
+                                 f"num_parallel_tree={per_round}")
+    return list(range(per_round, n_trees + 1, per_round))
+
+
+def _kept_trees(learner: Any, n_trees: int, where: str,
+                use_best_iteration: bool) -> tuple[int, int | None]:
+    """How many trees the model predicts with, and its best iteration (None: no early
+    stopping recorded). XGBoost's scikit-learn estimators predict with the rounds up to
+    ``best_iteration`` (attribute of an early-stopped model), as hepbdt's own early stopping."""
+    attributes = learner.get("attributes") or {}
+    if not isinstance(attributes, dict) or "best_iteration" not in attributes:
+        if isinstance(attributes, dict) and "best_ntree_limit" in attributes:
+            raise XGBoostFormatError(f"{where}: the model records best_ntree_limit but not "
+                                     "best_iteration (XGBoost < 1.4); save it with a newer XGBoost")
+        return n_trees, None
+    best = _int(attributes["best_iteration"], where + ".attributes.best_iteration")
+    model = learner["gradient_booster"]["model"]
+    ends = _round_ends(model, n_trees, where + ".gradient_booster.model")
+    if not 0 <= best < len(ends):
+        raise XGBoostFormatError(f"{where}: best_iteration={best} is outside the model's "
+                                 f"{len(ends)} boosting rounds")
+    return (ends[best] if use_best_iteration else n_trees), best
+
+
+def from_xgboost_json(path: str | os.PathLike, *, use_best_iteration: bool = True):
     """Read an XGBoost JSON model into a fitted hepbdt estimator.
 
     ``binary:logistic`` and ``binary:logitraw`` give a BDTClassifier (loss "logistic",
@@ -254,6 +328,11 @@ def from_xgboost_json(path: str | os.PathLike):
     ``decision_function`` equals XGBoost's ``predict(..., output_margin=True)`` (NaN inputs
     included) to float32 rounding. Feature names are the model's, else "f0", "f1", ...
     Split gains (``loss_changes``) and covers (``sum_hessian``) are kept for the rankings.
+
+    use_best_iteration : for an early-stopped model (``best_iteration`` attribute), keep only
+        the rounds up to it, as ``XGBClassifier.predict`` and ``XGBRegressor.predict`` do
+        (default); False keeps every tree, as ``Booster.predict`` does.
+        ``n_trees_reason_`` says which was done.
 
     Raises
     ------
@@ -263,10 +342,13 @@ def from_xgboost_json(path: str | os.PathLike):
     where = str(path)
     doc = _read_doc(path)
     learner = _get(doc, "learner", where)
-    objective, n_features, base = _header(learner, where)
+    version = _version(doc.get("version"))
+    objective, n_features, base = _header(learner, where, version)
+    trees = _trees(learner, where)
+    n_kept, best = _kept_trees(learner, len(trees), where, use_best_iteration)
     builder = ForestBuilder(n_features, base_score=base, aggregation="sum")
     n_nodes = 0
-    for t, tree in enumerate(_trees(learner, where)):
+    for t, tree in enumerate(trees[:n_kept]):
         arrays = _read_tree(tree, f"{where}: trees[{t}]", n_features)
         n_nodes += arrays["feature"].size
         try:
@@ -277,8 +359,8 @@ def from_xgboost_json(path: str | os.PathLike):
     forest: Forest = builder.build()
     kind = OBJECTIVES[objective]
     forest.extra = {"loss": "logistic" if kind == "classifier" else "squared",
-                    "xgboost": {"objective": objective, "source": path.name,
-                                "version": _version(doc.get("version"))}}
+                    "xgboost": {"objective": objective, "source": path.name, "version": version,
+                                "best_iteration": best, "n_trees_in_file": len(trees)}}
     try:
         forest.validate(where)
     except ModelFormatError as exc:
@@ -292,4 +374,9 @@ def from_xgboost_json(path: str | os.PathLike):
     params = {"boosting": "newton", "n_trees": forest.n_trees, "max_depth": min(max(1, max_depth), 30)}
     if kind == "regressor":
         params["loss"] = "squared"
-    return from_forest(kind, forest, names, params)
+    reason = f"{len(trees)} trees read from the XGBoost model"
+    if best is not None:
+        reason += (f"; cut at its best_iteration={best} to {n_kept} trees, as XGBoost's "
+                   "scikit-learn predict does" if n_kept < len(trees) else
+                   f" (best_iteration={best}: all kept, as Booster.predict does)")
+    return from_forest(kind, forest, names, params, n_trees_reason=reason)
