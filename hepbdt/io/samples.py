@@ -24,6 +24,7 @@ import dataclasses
 import gc
 import glob
 import lzma
+import numbers
 import os
 import stat
 import zlib
@@ -95,10 +96,11 @@ class Sample:
     files
         A path, a glob (``"data/ttbar_*.root"``), uproot's ``"file.root:tree"`` form, a
         list of any of these, or a mapping ``{path: tree}``. All files and trees are
-        concatenated in the order given (globs sorted).
+        concatenated in the order given (a glob's matches sorted by name; a path that
+        exists is that file, even with ``*?[`` in its name).
     tree
-        Tree name (or list of names, all read) for files given without ``:tree``;
-        ``None`` takes the file's only tree.
+        Tree name (or list of names, all read, each file's in this order) for files given
+        without ``:tree``; ``None`` takes the file's only tree; ``"name;2"`` that cycle.
     weight
         Event weight: an expression over branches (``"genWeight * xsec * lumi / nGen"``),
         a number, or ``None`` (1).
@@ -260,7 +262,9 @@ def _missing_file_message(path: str, context: str) -> str:
 def resolve_sources(
     files: FileSpec, tree: str | Sequence[str] | None, context: str
 ) -> list[Source]:
-    """Expand ``files`` (paths, globs, ``file:tree``, lists, ``{path: tree}``) to sources.
+    """Expand ``files`` (paths, globs, ``file:tree``, lists, ``{path: tree}``) to sources,
+    in the order given, a glob's matches sorted by name, each file's trees in the order of
+    ``tree``. A path that exists is that file even when its name has glob characters.
 
     Raises :class:`MissingFileError` for a path that does not exist or a glob that
     matches nothing, and :class:`InputError` for a file given twice with the same tree (two
@@ -270,45 +274,25 @@ def resolve_sources(
         items: list[tuple[str, str | None]] = [(os.fspath(files), None)]
     elif isinstance(files, Mapping):
         items = [(os.fspath(path), treename) for path, treename in files.items()]
-    elif isinstance(files, Sequence):
+    elif isinstance(files, Sequence) and all(isinstance(path, str | os.PathLike)
+                                             for path in files):
         items = [(os.fspath(path), None) for path in files]
     else:
         raise InputError(
-            f"{context}: files must be a path, a glob, 'file.root:tree', a list or a "
-            f"{{path: tree}} mapping, not {type(files).__name__}"
+            f"{context}: files must be a path, a glob, 'file.root:tree', a list of these or "
+            f"a {{path: tree}} mapping, not {files!r}"[:400]
         )
     if not items:
         raise MissingFileError(f"{context}: the list of files is empty")
-    if tree is None:
-        default_trees: list[str | None] = [None]
-    elif isinstance(tree, str):
-        default_trees = [tree]
-    else:
-        default_trees = list(tree)
+    default_trees = _tree_list(tree, context)
     sources: list[Source] = []
     seen: dict[tuple[Any, str | None], str] = {}
     for spec, explicit_tree in items:
-        path, inline_tree = (spec, None) if explicit_tree else _split_object_path(spec)
-        trees = [explicit_tree or inline_tree] if (explicit_tree or inline_tree) else (
-            default_trees
-        )
-        if _is_remote(path):
-            paths = [path]
-        elif _GLOB_CHARS & set(path):
-            paths = sorted(glob.glob(path))
-            if not paths:
-                raise MissingFileError(
-                    f"{context}: the pattern {path!r} matches no file; "
-                    "check the directory and the wildcard"
-                )
-            for match in paths:
-                if not os.path.isfile(match):
-                    raise MissingFileError(_missing_file_message(match, context))
-        else:
-            if not os.path.isfile(path):
-                raise MissingFileError(_missing_file_message(path, context))
-            paths = [path]
-        for resolved in paths:
+        path, inline_tree = ((spec, None) if explicit_tree is not None
+                             else _split_object_path(spec))
+        given = explicit_tree if explicit_tree is not None else inline_tree
+        trees = default_trees if given is None else _tree_list(given, f"{context}: file {path!r}")
+        for resolved in _expand_path(path, context):
             identity = _file_identity(resolved)
             for treename in trees:
                 tree_key = None if treename is None else treename.split(";")[0].strip("/")
@@ -318,6 +302,40 @@ def resolve_sources(
                 seen[identity, tree_key] = resolved
                 sources.append(Source(resolved, treename))
     return sources
+
+
+def _tree_list(tree: Any, context: str) -> list[str | None]:
+    """``tree`` (None, a name, or a list of names) as a non-empty list; InputError else."""
+    if tree is None:
+        return [None]
+    trees = [tree] if isinstance(tree, str) else tree
+    if (not isinstance(trees, Sequence) or not trees
+            or not all(isinstance(name, str) and name.strip("/") for name in trees)):
+        raise InputError(f"{context}: tree must be a tree name, a non-empty list of tree "
+                         f"names, or None (the file's only tree), not {tree!r}")
+    return list(trees)
+
+
+def _expand_path(path: str, context: str) -> list[str]:
+    """The files ``path`` names: itself (a URL, or a file that exists, even with glob
+    characters such as ``[1]`` in its name), else the files its glob matches, sorted by
+    name (MissingFileError when none, or when a match is not a file)."""
+    if _is_remote(path):
+        return [path]
+    if not _GLOB_CHARS & set(path) or os.path.lexists(path):
+        if not os.path.isfile(path):
+            raise MissingFileError(_missing_file_message(path, context))
+        return [path]
+    paths = sorted(glob.glob(path))
+    if not paths:
+        raise MissingFileError(
+            f"{context}: the pattern {path!r} matches no file; "
+            "check the directory and the wildcard"
+        )
+    for match in paths:
+        if not os.path.isfile(match):
+            raise MissingFileError(_missing_file_message(match, context))
+    return paths
 
 
 def _file_identity(path: str) -> Any:
@@ -407,7 +425,7 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
             "name one: tree = \"NAME\" in the configuration (tree='NAME' in Python), or "
             "'file.root:NAME'"
         )
-    name = source.tree.split(";")[0]
+    name, _, cycle = source.tree.lstrip("/").partition(";")
     classnames = file.classnames(cycle=False)
     if name not in classnames:
         matches = close_names(name, names)
@@ -421,6 +439,16 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
             f"{context}: {name!r} in file {source.path!r} is a {classnames[name]}, not a "
             f"tree; trees in it: {describe_choices(names)}"
         )
+    if cycle:
+        # 'tree;1' is that cycle (an older snapshot of the tree), as in ROOT, not the newest.
+        cycles = [key for key in file.keys(cycle=True) if key.partition(";")[0] == name]
+        if f"{name};{cycle}" not in cycles:
+            raise MissingTreeError(
+                f"{context}: file {source.path!r} has no cycle {source.tree!r} of tree "
+                f"{name!r}; its cycles: {describe_choices(cycles)} (give the name without "
+                "';N' for the newest)"
+            )
+        return file[f"{name};{cycle}"]
     return file[name]
 
 
@@ -622,6 +650,7 @@ class TreeReader:
         an Awkward array (jagged branches). ``executor`` (an uproot executor) decompresses
         baskets in parallel; None decompresses serially.
         """
+        step_size = check_step_size(step_size)
         if not self.branches:
             step = step_size if isinstance(step_size, int) else 1_000_000
             for start in range(0, self.num_entries, step):
@@ -712,6 +741,22 @@ class TreeReader:
             "zstandard); otherwise rewrite the file with ZLIB or LZMA, e.g. "
             "'hadd -f101 new.root old.root'."
         )
+
+
+def check_step_size(step_size: Any) -> int | str:
+    """``step_size`` as uproot takes it: a positive number of entries (an int) or a memory
+    size with units (``"100 MB"``); InputError for anything else (0, a negative number, a
+    bool, a float, a string without units), which uproot would misread or refuse
+    with an error that does not say it is the step size."""
+    if isinstance(step_size, int | np.integer) and not isinstance(step_size, bool | np.bool_):
+        if step_size >= 1:
+            return int(step_size)
+    elif isinstance(step_size, str):
+        with contextlib.suppress(TypeError, ValueError):
+            if uproot._util.memory_size(step_size) >= 1:
+                return step_size
+    raise InputError(f"step_size must be a positive number of entries (an int, e.g. 100000) "
+                     f"or a memory size with units (e.g. \"100 MB\"), not {step_size!r}")
 
 
 @contextmanager
@@ -916,6 +961,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     """``read`` once its arguments are checked: plan every sample, then read (binned or not).
     The first KEEP_OPEN_FILES files stay open in ``open_files`` from the planning to the
     last pass (reading a tree's metadata costs tens of milliseconds a file and pass)."""
+    step_size = check_step_size(step_size)
     # Every file, tree, branch and expression is checked before any data is read.
     plans = [
         _plan_sample(index, sample, feature_expressions, event, open_files)
@@ -1244,8 +1290,9 @@ def _task(samples: Sequence[Sample]) -> str:
 def _maybe_expression(value: Any, role: str, context: str) -> Expression | None:
     if value is None:
         return None
-    if role == "weight" and isinstance(value, int | float) and not isinstance(value, bool):
-        value = repr(float(value))
+    if role == "weight" and isinstance(value, numbers.Real) and not isinstance(value,
+                                                                                bool | np.bool_):
+        value = repr(float(value))  # a NumPy number too (a cross-section computed with NumPy)
     try:
         return Expression(value, role)
     except ExpressionError as err:
@@ -1329,18 +1376,22 @@ def _weight_column(
     weight = plan.expressions["weight"]
     if weight is None:
         return plan.sample.scale
+    # Scaled before the check: a finite weight times a finite scale can still overflow.
     values = _evaluate(reader, weight, arrays, len(entries), np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = values * plan.sample.scale
     bad = ~np.isfinite(values)
     if bad.any():
         first = int(entries[np.flatnonzero(bad)[0]])
         kind = "NaN" if np.isnan(values[bad][0]) else "infinite"
+        scaled = "" if plan.sample.scale == 1 else f" times scale={plan.sample.scale!r}"
         raise BadValueError(
-            f"{reader.where}: weight {weight.text!r} is not finite for "
+            f"{reader.where}: weight {weight.text!r}{scaled} is not finite for "
             f"{int(np.count_nonzero(bad))} event(s); the first, entry {first}, is {kind}. "
             "Check the branches in the expression (0/0, log of 0), or select those "
             "events away with a cut (cut = \"...\" in the sample's table, cut= in Python)."
         )
-    return values * plan.sample.scale
+    return values
 
 
 def _sketch_chunk(
