@@ -197,17 +197,22 @@ def test_uint64_arithmetic_policy() -> None:
     assert _column("ev - 1", UINT64, "event", np.int64).tolist() == [v - 1 for v in ev]
     assert _column("ev + s", UINT64, "event", np.int64).tolist() == [
         a + b for a, b in zip(ev, [-1, 2, 3], strict=True)]
-    # beyond 2**63: float64 for a feature, refused for an event number
-    np.testing.assert_array_equal(_column("huge - 1", UINT64), [float(v) - 1 for v in huge])
-    with pytest.raises(ExpressionError, match=r"beyond 2\*\*63 - 1"):
-        _column("huge - 1", UINT64, "event", np.int64)
+    # beyond 2**63: integer arithmetic refused in every role (in double for such a chunk
+    # only, another chunk's events would get other values); in double when asked
+    for role in ("feature", "cut", "event"):
+        with pytest.raises(ExpressionError, match=r"beyond 2\*\*63 - 1.*u \* 1\.0"):
+            _column("huge - 1", UINT64, role, np.int64 if role == "event" else np.float64)
+    np.testing.assert_array_equal(_column("huge * 1.0 - 1", UINT64), [float(v) - 1 for v in huge])
+    np.testing.assert_array_equal(_column("huge / 2", UINT64), [float(v) / 2 for v in huge])
     # comparisons are exact without any conversion
     np.testing.assert_array_equal(_passes("huge > s", UINT64), [True, True, False])
     assert _column("ev", UINT64, "event", np.uint64).tolist() == ev
     empty = Expression("ev - 1", "event").evaluate({"ev": np.array([], np.uint64)})
     assert empty.dtype == np.int64 and len(empty) == 0
     jagged = {"ev": ak.unflatten(np.array([1, 2, 2**63 + 1], np.uint64), [2, 0, 1])}
-    assert _column("sum(ev - 1)", jagged).tolist() == [1.0, 0.0, float(2**63)]
+    with pytest.raises(ExpressionError, match=r"beyond 2\*\*63 - 1"):
+        _column("sum(ev - 1)", jagged)
+    assert _column("sum(ev * 1.0)", jagged).tolist() == [3.0, 0.0, float(2**63 + 1)]
 
 
 BIG64 = {"e": np.array([5, 2**40, -(2**62), 2**63 - 1], np.int64),
@@ -223,19 +228,29 @@ BIG64 = {"e": np.array([5, 2**40, -(2**62), 2**63 - 1], np.int64),
     ("abs(m)", lambda e, m: abs(m)),
     ("e * m", lambda e, m: e * m),
 ])
-def test_int64_arithmetic_beyond_the_range_is_done_in_double(text, exact) -> None:
-    pairs = zip(BIG64["e"].tolist(), BIG64["m"].tolist(), strict=True)
-    expected = [float(exact(e, m)) for e, m in pairs]  # Python's exact integers
-    np.testing.assert_allclose(_column(text, BIG64), expected, rtol=1e-15)
-    with pytest.raises(ExpressionError, match="beyond the 64-bit integer range"):
-        Expression(text, "event").evaluate(BIG64)
+def test_int64_arithmetic_beyond_the_range_is_refused_in_every_role(text, exact) -> None:
+    for role in ("feature", "cut", "weight", "event"):
+        with pytest.raises(ExpressionError, match="beyond the 64-bit integer range"):
+            Expression(text, role).evaluate(BIG64)
+    # within the range: exact, as Python's integers
+    small = {"e": BIG64["e"] % 1000, "m": BIG64["m"] % 1000}
+    pairs = zip(small["e"].tolist(), small["m"].tolist(), strict=True)
+    assert _column(text, small, "event", np.int64).tolist() == [exact(e, m) for e, m in pairs]
 
 
-def test_an_int64_sum_that_would_wrap_is_done_in_double() -> None:
+def test_an_int64_sum_that_would_wrap_is_refused_and_in_double_when_asked() -> None:
+    with pytest.raises(ExpressionError, match=r"beyond the 64-bit integer range.*1\.0"):
+        _column("sum(j)", BIG64)
     expected = [float(sum(v)) for v in BIG64["j"].tolist()]
-    np.testing.assert_allclose(_column("sum(j)", BIG64), expected, rtol=1e-15)
-    with pytest.raises(ExpressionError, match="beyond the 64-bit integer range"):
-        Expression("sum(j)", "event").evaluate(BIG64)
+    np.testing.assert_allclose(_column("sum(j * 1.0)", BIG64), expected, rtol=1e-15)
+    np.testing.assert_allclose(_column("e * 10000000000000.0", BIG64),
+                               [e * 1e13 for e in BIG64["e"].tolist()], rtol=1e-15)
+
+
+def test_a_float32_sum_is_taken_in_double() -> None:
+    pt = ak.values_astype(ak.Array([[42.978718, 20.321802, 49.266628]] * 3), np.float32)
+    exact = float(np.sum(np.array([42.978718, 20.321802, 49.266628], np.float32), dtype=np.float64))
+    assert _column("sum(pt)", {"pt": pt}).tolist() == [exact] * 3
     # within the range, event numbers stay exact integers
     assert _column("e - 5", BIG64, "event", np.int64).tolist() == [
         v - 5 for v in BIG64["e"].tolist()]

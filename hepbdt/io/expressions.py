@@ -37,17 +37,17 @@ Numbers are computed as in ROOT's formulas, which work in double precision, with
 wrapping around: before arithmetic and comparisons, float32 values become float64 (so
 ``eta <= 2.4`` of a float32 ``eta`` compares with the double 2.4, as ROOT does, and a
 feature made by arithmetic is rounded to float32 once, at the end); before arithmetic
-(``+ - * / // %``, unary ``-``, and the functions), booleans and integers up to 32 bits,
+(``+ - * // %``, unary ``-``, and the functions), booleans and integers up to 32 bits,
 signed or unsigned, become int64 (so ``nJet - 2`` of
 an unsigned ``nJet`` is -1, ``b1 + b2`` of booleans is 2, ``run * 1000000 + event`` is
-exact, and ``flags & 4`` is still a bit test); ``**`` and ``pow`` work in float64. An
-int64 branch is used as it is. Integer arithmetic that would go beyond int64 (and wrap
-around) is computed in float64 instead, as ROOT's double, for the events' whole chunk;
-in an event expression it is refused. A uint64
-branch (event numbers) becomes int64 when every value of the chunk fits (below 2**63),
-else float64 for a feature, cut, weight or target (ROOT's double), and an event expression
-that would need that is refused with an :class:`ExpressionError` (an event number must be
-an exact integer below 2**63). Comparisons are exact for every integer type.
+exact, and ``flags & 4`` is still a bit test); ``/``, ``**``, ``pow`` and arithmetic with a
+floating-point operand work in float64. An int64 branch is used as it is. Integer
+arithmetic that would go beyond int64 (and wrap around) is refused with an
+:class:`ExpressionError` that says how to compute in double (``x * 1e13``), and so is
+integer arithmetic on a uint64 value beyond 2**63 (a uint64 branch of event numbers below
+it is exact in int64): computing such a chunk in double instead would give its other
+events other values than another chunk gives them. Comparisons are exact for every integer
+type, and ``sum``/``mean`` of float32 elements are taken in double.
 
 Flat branches are evaluated as NumPy arrays and jagged ones as Awkward arrays; a finished
 expression is turned into one number per event by :func:`to_column`. This module knows
@@ -691,7 +691,7 @@ class Expression:
             elif isinstance(node.op, ast.Pow):
                 left, right = _as_float(left), _as_float(right)
             else:
-                left, right = self._widen(left), self._widen(right)
+                left, right = self._arithmetic_operands(node, left, right)
                 if isinstance(node.op, ast.FloorDiv | ast.Mod):
                     self._check_division(node, left, right)
                 return self._unwrapped(node, _BINARY_OPERATORS[type(node.op)], left, right)
@@ -750,6 +750,8 @@ class Expression:
                 )
             if isinstance(value, np.ndarray):
                 value = ak.from_numpy(value, regulararray=True)
+            # float32 elements summed in double, as ROOT's Sum$ (awkward sums in float32)
+            value = _as_double(value)
             return _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
         if func in _ELEMENTWISE_1:
             return self._unwrapped(node, _ELEMENTWISE_1[func], self._widen(args[0]))
@@ -766,9 +768,17 @@ class Expression:
         value, low, high = map(self._widen, args)
         return np.minimum(np.maximum(value, low), high)
 
+    def _arithmetic_operands(self, node: ast.BinOp, left: Any, right: Any) -> tuple[Any, Any]:
+        """Both operands of + - * / // %: in double when the operator is / or either side
+        is floating point (numpy would convert the integers to double anyway; so may a
+        uint64 beyond int64), else as int64 (:meth:`_widen`)."""
+        if isinstance(node.op, ast.Div) or _is_floating(left) or _is_floating(right):
+            return _as_double(_as_float(left)), _as_double(_as_float(right))
+        return self._widen(left), self._widen(right)
+
     def _widen(self, value: Any) -> Any:
-        """``value`` ready for arithmetic: booleans and integers as int64, a uint64 beyond
-        int64 as float64 (refused in an event expression); see the module doc."""
+        """``value`` ready for integer arithmetic: booleans and integers as int64; a uint64
+        beyond int64 is refused (see the module doc)."""
         dtype = _leaf_dtype(value)
         if dtype is not None and dtype.kind == "f":
             return _as_double(value)
@@ -780,19 +790,23 @@ class Expression:
             else:
                 largest = value.max() if value.size else None
             if largest is not None and largest > _INT64_MAX:
-                if self.role == "event":
-                    raise self._fail(
-                        f"an unsigned 64-bit value, {int(largest)}, is beyond 2**63 - 1, so "
-                        "arithmetic on it cannot be exact in int64 (nor in float64); an event "
-                        "number must be an integer below 2**63"
-                    )
-                return _astype(value, np.float64)
+                # Refused in every chunk that holds one, whatever the role: taking such a
+                # chunk in double would give its other events other values than another
+                # chunk gives them (u % 1000 would depend on the step size).
+                raise self._fail(
+                    f"an unsigned 64-bit value, {int(largest)}, is beyond 2**63 - 1, so "
+                    "integer arithmetic on it cannot be exact in int64; compare it (exact), "
+                    "or compute in double with a floating-point constant (u * 1.0, u / 2)"
+                    + ("; an event number must be an integer below 2**63"
+                       if self.role == "event" else "")
+                )
         return _astype(value, np.int64)
 
     def _unwrapped(self, node: ast.AST, operation: Callable[..., Any], *operands: Any) -> Any:
-        """``operation(*operands)``; where integer arithmetic wraps around beyond int64
-        (``event * 10**12``, ``sum`` of huge values), computed in float64 instead, as ROOT's
-        double (refused in an event expression, which must be an exact integer)."""
+        """``operation(*operands)``; refused where integer arithmetic would wrap around
+        beyond int64 (``event * 10**13``, ``sum`` of huge values). Not done in double for
+        the chunk instead: that would give the chunk's other events other values than
+        another chunk gives them."""
         result = operation(*operands)
         dtype = _leaf_dtype(result)
         if dtype is None or dtype.kind not in "iu":
@@ -802,15 +816,16 @@ class Expression:
         approximate = operation(*map(_as_float, operands))
         if not _any(_as_float(result) - approximate, lambda gap: abs(gap) > 2.0**62):
             return result
-        if self.role == "event":
-            text = self._source.text
-            where = text[slice(*self._source.written(node))]
-            raise self._fail(
-                f"{where} goes beyond the 64-bit integer range (2**63 - 1) for some events, "
-                "where the integer result would wrap around; an event number must be an exact "
-                "integer below 2**63 (combine run and event with a smaller factor)"
-            )
-        return approximate
+        text = self._source.text
+        where = text[slice(*self._source.written(node))]
+        raise self._fail(
+            f"{where} goes beyond the 64-bit integer range (2**63 - 1) for some events, where "
+            "the integer result would wrap around; "
+            + ("an event number must be an exact integer below 2**63 (combine run and event "
+               "with a smaller factor)" if self.role == "event" else
+               "compute in double with a floating-point constant, as ROOT does (x * 1e13, "
+               "sum(x * 1.0))")
+        )
 
     def _check_division(self, node: ast.BinOp, left: Any, right: Any) -> None:
         """Refuse // or % by zero (NumPy gives 0 for integers, where ROOT gives inf or
@@ -1057,6 +1072,12 @@ def _as_double(value: Any) -> Any:
     dtype = _leaf_dtype(value)
     return _astype(value, np.float64) if dtype is not None and dtype.kind == "f" and (
         dtype.itemsize < 8) else value
+
+
+def _is_floating(value: Any) -> bool:
+    """True for a Python float and floating-point arrays (through Awkward's lists)."""
+    dtype = _leaf_dtype(value)
+    return isinstance(value, float) or (dtype is not None and dtype.kind == "f")
 
 
 def _as_float(value: Any) -> Any:
