@@ -69,6 +69,21 @@ NODE_ARRAYS = {
 }
 
 
+def float32_thresholds(threshold: np.ndarray) -> np.ndarray:
+    """Thresholds (not NaN) as the float32 values that decide every float32 x as they do:
+    a threshold that is a float32 value as it is, any other (a float64 forest's) as the
+    smallest float32 above it. For float32 x, x < t holds exactly when x < that float32;
+    rounding to the nearest float32 instead would send the x equal to a threshold rounded
+    down to the right, where hepbdt sends it left."""
+    threshold = np.asarray(threshold)
+    if threshold.dtype == np.float32:
+        return threshold
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, then stepped up
+        rounded = threshold.astype(np.float32)
+    below = rounded.astype(threshold.dtype) < threshold
+    return np.where(below, np.nextafter(rounded, np.float32(np.inf)), rounded)
+
+
 class ModelFormatError(ValueError):
     """A model file that is malformed, inconsistent or of an unsupported version."""
 
@@ -384,6 +399,10 @@ class Forest:
             node = int(np.flatnonzero(too_big & np.isfinite(arrays["threshold"]))[0])
             raise ModelFormatError(f"{where}.threshold[{node}]: {float(arrays['threshold'][node])!r} is "
                                    f"outside the float32 range (use \"Infinity\")")
+        # a threshold that is not a float32 value (a forest built in float64) as the float32
+        # that decides every float32 input alike, not the nearest one (which would send the
+        # inputs equal to a threshold rounded down the other way)
+        arrays["threshold"] = float32_thresholds(arrays["threshold"])
         arrays = {k: arrays[k].astype(dt) for k, dt in NODE_ARRAYS.items()}
         offsets = _int_array(d, "tree_offsets", where, 0, n)
         weights = _float_array(d, "tree_weights", where)

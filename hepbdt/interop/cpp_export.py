@@ -64,7 +64,7 @@ from .._sklearn import not_fitted
 from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
-from ..model import Forest
+from ..model import Forest, float32_thresholds
 from .tmva_export import check_one_score
 
 __all__ = ["to_cpp", "CppExportError", "MAX_CPP_NODES"]
@@ -242,25 +242,10 @@ def _index_type(largest: int) -> tuple[str, type]:
     return "std::int32_t", np.int32
 
 
-def _float32_thresholds(threshold: np.ndarray) -> np.ndarray:
-    """Thresholds (not NaN) as the float32 values that decide every float32 x as they do:
-    a threshold that is a float32 value as it is, any other (a float64 forest's) as the
-    smallest float32 above it. For float32 x, x < t holds exactly when x < that float32;
-    rounding to the nearest float32 instead would send the x equal to a threshold rounded
-    down to the right, where hepbdt sends it left."""
-    threshold = np.asarray(threshold)
-    if threshold.dtype == np.float32:
-        return threshold
-    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, then stepped up
-        rounded = threshold.astype(np.float32)
-    below = rounded.astype(threshold.dtype) < threshold
-    return np.where(below, np.nextafter(rounded, np.float32(np.inf)), rounded)
-
-
 def _order_keys(threshold: np.ndarray) -> np.ndarray:
-    """The header's ``order_key`` of thresholds (not NaN, see _float32_thresholds): their
+    """The header's ``order_key`` of thresholds (not NaN, see model.float32_thresholds): their
     order as uint32, with -0.0 and 0.0 both 2^31."""
-    bits = _float32_thresholds(threshold).view(np.uint32).astype(np.int64)
+    bits = float32_thresholds(threshold).view(np.uint32).astype(np.int64)
     magnitude = bits & 0x7FFFFFFF
     return np.where(bits >> 31 == 1, 0x80000000 - magnitude, 0x80000000 + magnitude).astype(np.uint32)
 
