@@ -369,7 +369,8 @@ class _BDTBase(SklearnProtocol):
         require(is_int(self.max_depth, 1, 30)
                 or (self.max_depth is None and self.max_leaves is not None), "max_depth",
                 "an integer in [1, 30], or None (no depth limit) when max_leaves is set")
-        require(0 < self.learning_rate <= 10, "learning_rate", "a number in (0, 10]")
+        require(_is_finite(self.learning_rate) and 0 < self.learning_rate <= 10, "learning_rate",
+                "a number in (0, 10]")
         require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
         require(is_int(self.n_cuts, 0, self.max_bins - 1), "n_cuts", "an integer in [0, max_bins)")

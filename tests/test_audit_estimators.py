@@ -183,3 +183,11 @@ def test_tree_count_reasons_say_what_happened(monkeypatch):
     kept, evaluated = model.n_trees_, len(model.validation_loss_)
     assert evaluated == 12 and kept < 12 and 12 - kept < 10
     assert model.n_trees_reason_.endswith(f"the limit of 12 came {12 - kept} tree(s) later")
+
+
+@pytest.mark.parametrize("value", ["0.1", [0.1], None, float("nan")])
+def test_a_learning_rate_that_is_not_a_number_is_a_parameter_error(value):
+    from hepbdt.estimators import ParameterError
+
+    with pytest.raises(ParameterError, match=r"learning_rate=.* is not valid; expected a number"):
+        BDTClassifier(learning_rate=value).check_params()

@@ -164,7 +164,8 @@ FAULTS = [
           r"bad\.json: params\.boosting: boosting='evil' is not valid", left=_no_output_left),
     Fault("model-learning-rate-string",
           _bad_model(lambda d: d["params"].update(learning_rate="fast")),
-          r"bad\.json: params\.learning_rate: not valid"),
+          r"bad\.json: params\.learning_rate: learning_rate='fast' is not valid; expected a "
+          r"number in \(0, 10\]"),
     Fault("model-huge-integer", _bad_model(lambda d: d["forest"]["feature"].__setitem__(0, 10**300)),
           r"bad\.json: forest\.feature\[0\]: an integer of about 301 digits is outside \[-1, 4\]"),
     Fault("model-integer-of-5000-digits",
