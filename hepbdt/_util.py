@@ -460,6 +460,8 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     """
     values = np.asarray(values)
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if not np.all((qs >= 0) & (qs <= 1)):  # NaN too: it would give the largest value
+        raise ValueError(f"a quantile q must lie in [0, 1], got {np.asarray(q).tolist()}")
     if values.size == 0:
         return 0.0 if np.ndim(q) == 0 else np.full(qs.shape, np.nan)
     w = np.asarray(weights, dtype=np.float64)

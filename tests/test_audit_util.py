@@ -144,3 +144,11 @@ def test_common_edges_are_strictly_increasing_finite_and_span_the_values(values)
 def test_common_edges_refuses_no_bins() -> None:
     with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
         common_edges(np.array([0.0, 1.0]), 0)
+
+
+@pytest.mark.parametrize("q", [1.5, -0.5, float("nan"), [0.5, 2.0]])
+def test_a_quantile_outside_zero_to_one_is_refused(q):
+    from hepbdt._util import weighted_quantile
+
+    with pytest.raises(ValueError, match=r"q must lie in \[0, 1\]"):
+        weighted_quantile(np.array([1.0, 2.0, 3.0]), np.ones(3), q)
