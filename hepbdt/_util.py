@@ -565,19 +565,69 @@ def hash_fraction(numbers: np.ndarray) -> np.ndarray:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new process (MemAvailable, else free pages); None
-    when the system does not say."""
+    """Bytes of memory available to a new process: the machine's (MemAvailable, else free
+    pages), or less where a control group limits this process (a batch slot, a
+    container: its limit less its use, cgroup v2 or v1); None when the system does not
+    say."""
+    machine = None
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    machine = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
+    if machine is None:
+        try:
+            machine = int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        except (AttributeError, ValueError, OSError):
+            machine = None
+    limited = cgroup_room()
+    if limited is None:
+        return machine
+    return limited if machine is None else min(machine, limited)
+
+
+def cgroup_room(proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+                ) -> int | None:
+    """The least of (memory limit - memory in use) over this process's control group and
+    its ancestors (cgroup v2 ``memory.max``/``memory.current``, v1
+    ``memory.limit_in_bytes``/``memory.usage_in_bytes``); None without a limit."""
     try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
+        with open(proc_cgroup, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
         return None
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":  # v2: "0::/path"
+            return _cgroup_room(os.path.join(root, path.lstrip("/")), root,
+                                "memory.max", "memory.current")
+        if "memory" in controllers.split(","):  # v1: "N:memory:/path"
+            base = os.path.join(root, "memory")
+            return _cgroup_room(os.path.join(base, path.lstrip("/")), base,
+                                "memory.limit_in_bytes", "memory.usage_in_bytes")
+    return None
+
+
+def _cgroup_room(folder: str, root: str, limit_file: str, usage_file: str) -> int | None:
+    room = None
+    folder, root = os.path.normpath(folder), os.path.normpath(root)
+    while True:
+        try:
+            with open(os.path.join(folder, limit_file), encoding="ascii") as handle:
+                limit = handle.read().strip()
+            with open(os.path.join(folder, usage_file), encoding="ascii") as handle:
+                usage = int(handle.read().strip())
+            if limit != "max" and int(limit) < 1 << 60:  # v1 writes a huge number for none
+                free = max(0, int(limit) - usage)
+                room = free if room is None else min(room, free)
+        except (OSError, ValueError):
+            pass
+        if folder == root or not folder.startswith(root):
+            return room
+        folder = os.path.dirname(folder)
 
 
 # -- threads ----------------------------------------------------------------------------------

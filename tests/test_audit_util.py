@@ -152,3 +152,26 @@ def test_a_quantile_outside_zero_to_one_is_refused(q):
 
     with pytest.raises(ValueError, match=r"q must lie in \[0, 1\]"):
         weighted_quantile(np.array([1.0, 2.0, 3.0]), np.ones(3), q)
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_a_control_group_limit_bounds_the_available_memory(tmp_path, version):
+    from hepbdt._util import cgroup_room
+
+    if version == "v2":
+        proc, root = "0::/slurm/job42\n", tmp_path
+        files = {"slurm": ("8000000000", "1000000000"), "slurm/job42": ("max", "500000000")}
+        names = ("memory.max", "memory.current")
+    else:
+        proc, root = "7:cpu,cpuacct:/x\n5:memory:/slurm/job42\n", tmp_path
+        files = {"memory/slurm": ("9223372036854771712", "1"),
+                 "memory/slurm/job42": ("3000000000", "2000000000")}
+        names = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    for folder, (limit, usage) in files.items():
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / names[0]).write_text(limit + "\n")
+        (tmp_path / folder / names[1]).write_text(usage + "\n")
+    (tmp_path / "cgroup").write_text(proc)
+    expected = 7_000_000_000 if version == "v2" else 1_000_000_000
+    assert cgroup_room(str(tmp_path / "cgroup"), str(root)) == expected
+    assert cgroup_room(str(tmp_path / "absent"), str(root)) is None
