@@ -14,25 +14,7 @@ from hepbdt.analysis import ConfigError, load_config, workflow
 from hepbdt.analysis.estimate import estimate
 from hepbdt.io import Dataset
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-BASE = f"""
-event = "event"
-tree = "Events"
-weight = "genWeight"
-features = ["HT", "MET_pt", "lead_pt"]
-
-[aliases]
-lead_pt = "Jet_pt[:, 0]"
-
-[samples.signal]
-files = "{DATA / 'signal.root'}"
-label = "signal"
-
-[samples.qcd]
-files = "{DATA / 'background_qcd.root'}"
-label = "background"
-"""
+from .test_config import BASE, DATA  # the reference configuration, shared
 
 
 def problems(tmp_path: Path, text: str) -> str:
@@ -63,7 +45,8 @@ def test_non_finite_scale_or_weight_is_refused_with_its_key(tmp_path: Path, wher
 
 
 def test_non_finite_top_level_weight_is_refused(tmp_path: Path) -> None:
-    text = problems(tmp_path, BASE.replace('weight = "genWeight"', "weight = nan"))
+    weight = 'weight = "genWeight * xsec * lumi / sumGenWeight"'
+    text = problems(tmp_path, BASE.replace(weight, "weight = nan"))
     assert "analysis.toml: weight: expected an expression (string) or a finite number" in text
 
 

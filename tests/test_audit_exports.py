@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,6 +24,8 @@ from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.estimators import from_forest
 from hepbdt.interop.cpp_export import CppExportError, to_cpp
 from hepbdt.model import ForestBuilder
+
+from .test_cpp_export import _compile, _compiler, _driver
 
 N_FEATURES = 4
 SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -1e-45, 1e-40, 3.4028235e38,
@@ -131,64 +132,17 @@ def models():
 
 # -- the C++ driver, compiled once ---------------------------------------------------------------
 
-_MAIN = """
-int main(int argc, char** argv) {
-  if (argc != 4) return 2;
-  const int which = std::atoi(argv[1]);
-  std::FILE* in = std::fopen(argv[2], "rb");
-  if (!in) return 3;
-  std::int64_t shape[2];
-  if (std::fread(shape, sizeof shape[0], 2, in) != 2) return 4;
-  const std::size_t n = static_cast<std::size_t>(shape[0]);
-  std::vector<float> x(n * static_cast<std::size_t>(shape[1]) + 1);
-  if (std::fread(x.data(), sizeof(float), x.size() - 1, in) != x.size() - 1) return 5;
-  std::fclose(in);
-  std::vector<double> out(3 * n + 1);
-  if (run(which, x.data(), n, out.data()) != 0) return 6;
-  std::FILE* result = std::fopen(argv[3], "wb");
-  if (!result) return 7;
-  std::fwrite(out.data(), sizeof(double), 3 * n, result);
-  return std::fclose(result) == 0 ? 0 : 8;
-}
-"""
-
-
-def _driver(namespaces: list[str], classifier: list[bool]) -> str:
-    lines = [f"#include <{h}>" for h in ("cmath", "cstdint", "cstdio", "cstdlib", "cstring", "vector")]
-    lines += [f'#include "{ns}.hpp"' for ns in namespaces]
-    lines.append("static int run(int which, const float* x, std::size_t n, double* out) {")
-    for i, (ns, is_classifier) in enumerate(zip(namespaces, classifier, strict=True)):
-        probability = f"{ns}::probability(row)" if is_classifier else "NAN"
-        lines += [f"  if (which == {i}) {{",
-                  "    for (std::size_t i = 0; i < n; ++i) {",
-                  f"      const float* row = x + i * {ns}::n_features;",
-                  f"      out[i] = {ns}::evaluate(row);",
-                  f"      out[2 * n + i] = {probability};",
-                  "    }",
-                  f"    {ns}::evaluate_batch(x, n, out + n);",
-                  "    return 0;",
-                  "  }"]
-    lines += ["  return 9;", "}", _MAIN]
-    return "\n".join(lines)
-
-
 @pytest.fixture(scope="module")
 def cpp(models, tmp_path_factory):
     """run(name, X) -> (evaluate, evaluate_batch, probability) of the compiled header."""
-    compiler = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if compiler is None:
-        pytest.skip("no C++ compiler on PATH")
     folder = tmp_path_factory.mktemp("audit_cpp")
     names = list(models)
     for i, name in enumerate(names):
         to_cpp(models[name], folder / f"audit_{i}.hpp", namespace=f"audit_{i}")
-    source = folder / "driver.cpp"
+    source = folder / "driver.cpp"  # test_cpp_export's driver: run(which, m, x, n, out)
     source.write_text(_driver([f"audit_{i}" for i in range(len(names))],
                               [hasattr(models[n], "predict_proba") for n in names]))
-    exe = folder / "driver"
-    done = subprocess.run([compiler, "-std=c++11", "-O1", "-Wall", "-Werror", "-o", str(exe),
-                           str(source)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
+    exe = _compile(_compiler(), source, {"c++11": ["-std=c++11"]})["c++11"]
 
     def run(name: str, X: np.ndarray) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=np.float32)

@@ -161,6 +161,8 @@ FUNCTIONS: frozenset[str] = frozenset(
     [*_ELEMENTWISE_1, *_ELEMENTWISE_2, *_REDUCTIONS, *_SPECIAL]
 )
 
+_SUMMING = frozenset({"sum", "prod", "mean", "std"})  # reductions that add float32 elements
+
 _BINARY_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -750,8 +752,8 @@ class Expression:
                 )
             if isinstance(value, np.ndarray):
                 value = ak.from_numpy(value, regulararray=True)
-            # float32 elements summed in double, as ROOT's Sum$ (awkward sums in float32)
-            value = _as_double(value)
+            if func in _SUMMING:  # float32 elements summed in double, as ROOT's Sum$
+                value = _as_double(value)
             return _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
         if func in _ELEMENTWISE_1:
             return self._unwrapped(node, _ELEMENTWISE_1[func], self._widen(args[0]))
