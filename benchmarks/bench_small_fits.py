@@ -7,7 +7,10 @@ script fits ``BDTClassifier()`` or ``BDTRegressor()`` (``random_state=0``, so th
 count is fixed) on the first training split of ``bench_defaults.py`` (and the TMVA
 multi-class tutorial at ``bench_multiclass.py``'s settings for newton, 200 rounds of
 depth 3), ``--repeats`` times after one warm-up fit, and prints the best and the median
-time with the trees grown. Compare two versions in one run on an idle machine:
+time with the trees grown. ``--hepbdt PARAMS_JSON`` sets parameters on every fit of the
+panel sets (for example ``'{"max_depth": 8, "min_node_size": 0}'``: deep trees, whose
+nodes of a few events take the one-call grower's sparse scans). Compare two versions in
+one run on an idle machine:
 
     PYTHONPATH=/path/to/other/checkout python benchmarks/bench_small_fits.py
     python benchmarks/bench_small_fits.py
@@ -18,6 +21,7 @@ The peers' times on the same sets are in ``bench_defaults.py``.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -47,6 +51,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--only", default=",".join((*SETS, "tmva-multiclass")),
                         help="comma-separated sets (a set alone shows a fresh process's cost)")
+    parser.add_argument("--hepbdt", default="{}", help="JSON parameters for the panel sets' fits")
     args = parser.parse_args()
     only = set(args.only.split(","))
     import bench_defaults
@@ -55,15 +60,16 @@ def main() -> None:
 
     import hepbdt
 
+    params = json.loads(args.hepbdt)
     print(f"# {machine()}; hepbdt from {Path(hepbdt.__file__).parent}; best and median of "
-          f"{args.repeats} fits")
+          f"{args.repeats} fits; parameters {params}")
     print(f"{'set':16s} {'best s':>8s} {'median s':>9s} {'trees':>6s} {'ms a tree kept':>15s}")
     rows = []
     for name in (s for s in SETS if s in only):
         data = bench_defaults.PANEL[name]()
         train, _ = bench_defaults.splits(data, 1)[0]
         model = hepbdt.BDTRegressor if data.task == "regression" else hepbdt.BDTClassifier
-        times, fitted = _time(lambda model=model: model(random_state=0),
+        times, fitted = _time(lambda model=model: model(random_state=0, **params),
                               (data.X[train], data.y[train]), args.repeats)
         rows.append((name, times, fitted.forest_.n_trees))
     tutorial = bench_multiclass.tmva_multiclass() if "tmva-multiclass" in only else None

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from . import _serial_tree
 from ._prefetch import prefetch
 from ._serial_tree import SerialWorkspace, grow_exact_serial
 from ._types import (
@@ -1070,8 +1071,12 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
 
     def make(space: SerialWorkspace) -> tuple:
         level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
-        return (*(space.array(f"hists_{i}", (level_nodes, m, N_BINS, N_CHANNELS), np.float64)
-                  for i in (0, 1)),
+        dirty = space.array("dirty", (level_nodes,), np.bool_)
+        dirty.fill(True)  # the kernel zeroes a dirty buffer before it uses it
+        return (space.array("hists", (level_nodes, m, N_BINS, N_CHANNELS), np.float64),
+                space.array("bits", (level_nodes, m, 4), np.uint64), dirty,
+                space.array("free", (level_nodes,), np.int64),
+                space.array("buf", (capacity,), np.int64),
                 space.array("scratch_idx", (n_rows,), events.partition.dtype),
                 space.array("scratch_payload", (n_rows, N_CHANNELS), events.payload.dtype),
                 *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
@@ -1079,8 +1084,9 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
 
     buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
     n_nodes = grow_exact_serial(events.codes, events.partition, events.payload, events.used,
-                                n_value_bins, params.as_tuple(), max_depth, *buffers)
-    node_arrays, sums = buffers[4:-1], buffers[-1][:n_nodes]
+                                n_value_bins, params.as_tuple(), max_depth, *buffers,
+                                _serial_tree.SPARSE_EVENTS)
+    node_arrays, sums = buffers[7:-1], buffers[-1][:n_nodes]
     arrays = {name: a[:n_nodes].copy()
               for (name, _, _), a in zip(_NodeArrays.FIELDS, node_arrays, strict=True)}
     return GrownTree(**arrays, sum_a=sums[:, 0].copy(), sum_b=sums[:, 1].copy(),

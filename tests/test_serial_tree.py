@@ -1,0 +1,106 @@
+"""The one-call serial grower's sparse nodes: bins visited through a bit map of the
+occupied ones must give the dense scan's splits and the per-level kernels' trees, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt._util import threads
+from hepbdt.engine import BinMapper, SplitParams, grow_tree, grower
+from hepbdt.engine import _serial_tree as serial
+from hepbdt.engine._types import CRITERIA, GINI, MISSING_BIN, N_BINS, NEWTON, VARIANCE
+from hepbdt.engine.split import _scan_feature
+
+
+def _bits_of(bins):
+    bits = np.zeros(4, np.uint64)
+    for c in bins:
+        bits[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    return bits
+
+
+def test_lowest_bit_is_the_index_of_the_lowest_set_bit():
+    rng = np.random.default_rng(0)
+    for x in [*(1 << i for i in range(64)), *rng.integers(1, 2**63, 200).tolist(), 2**64 - 1]:
+        expected = (x & -x).bit_length() - 1
+        assert serial._lowest_bit(np.uint64(x)) == expected
+
+
+@pytest.mark.parametrize("criterion", [VARIANCE, NEWTON, GINI])
+def test_sparse_scan_equals_the_dense_scan(criterion):
+    rng = np.random.default_rng(criterion)
+    for trial in range(300):
+        h = np.zeros((N_BINS, 3))
+        n_value_bins = int(rng.integers(1, 256))
+        occupied = rng.choice(n_value_bins, size=min(n_value_bins, int(rng.integers(1, 40))),
+                              replace=False)
+        h[occupied, 0] = rng.normal(size=occupied.size)
+        h[occupied, 1] = rng.uniform(0.0, 2.0, occupied.size) * (rng.random(occupied.size) < 0.9)
+        h[occupied, 2] = h[occupied, 1] if criterion != GINI else rng.uniform(0, 2, occupied.size)
+        if criterion == GINI:
+            h[occupied, 0] = np.abs(h[occupied, 0])
+        if trial % 3 == 0:
+            h[MISSING_BIN] = [0.3, 0.5, 0.5]
+        if trial % 5 == 0:  # a bin whose sums cancelled to zero, still marked
+            h[occupied[0]] = 0.0
+        marked = set(occupied.tolist()) | set(rng.integers(0, N_BINS, 5).tolist()) | {MISSING_BIN}
+        sums = h.sum(axis=0)
+        params = (criterion, 0.5, 0.1 if criterion == NEWTON else 0.0, 0.0, 0.05, 0.0)
+        out = []
+        for scan, extra in ((_scan_feature, ()), (serial._scan_sparse, (_bits_of(marked),))):
+            left = np.zeros(3)
+            result = scan(h, *extra, n_value_bins, sums[0], sums[1], sums[2], *params,
+                          np.empty((4, N_BINS)), np.empty(N_BINS, np.int64), left)
+            out.append((*result, *left))
+        dense, sparse = out
+        assert dense[1] == sparse[1] and dense[2] == sparse[2], trial
+        assert np.array_equal(np.array(dense[:1] + dense[3:]), np.array(sparse[:1] + sparse[3:])), trial
+
+
+@pytest.mark.parametrize("criterion", ["variance", "newton", "gini"])
+def test_sparse_nodes_grow_the_levelwise_tree(monkeypatch, criterion):
+    # 255 distinct values and nodes of a few events: the sparse scans, subtractions and
+    # zeroing, against the per-level kernels and against every node scanned densely.
+    rng = np.random.default_rng(7)
+    n, m = 700, 6
+    X = rng.normal(size=(n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.05] = np.nan
+    w = rng.uniform(0.2, 2.0, n).astype(np.float32)
+    w[rng.random(n) < 0.1] = 0.0
+    w[rng.random(n) < 0.1] *= -0.5
+    mapper = BinMapper(max_bins=255).fit(X, w)
+    codes = mapper.transform(X)
+    crit = CRITERIA[criterion]
+    if crit == GINI:
+        signal = rng.random(n) < 0.4
+        ch_a, ch_b = np.where(signal, w, 0).astype(np.float32), np.where(signal, 0, w).astype(np.float32)
+    else:
+        ch_a = (rng.normal(size=n) * w).astype(np.float32)
+        ch_b = w if crit == VARIANCE else (np.abs(w) * rng.uniform(0.1, 0.3, n)).astype(np.float32)
+    params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0)
+    workspace = grower.SerialWorkspace()
+    sparse_default = serial.SPARSE_EVENTS
+    for rows in (None, np.sort(rng.choice(n, 500, replace=False)).astype(np.int32)):
+        for depth in (9, 4):
+            trees = []
+            for work, sparse_events in ((grower.SERIAL_TREE_WORK, sparse_default),
+                                        (grower.SERIAL_TREE_WORK, 0), (0, 0)):
+                monkeypatch.setattr(grower, "SERIAL_TREE_WORK", work)
+                monkeypatch.setattr(serial, "SPARSE_EVENTS", sparse_events)
+                with threads(1):
+                    trees.append(grow_tree(codes, rows, ch_a, ch_b, w, mapper.n_bins_, params,
+                                           depth, workspace=workspace))
+                if work:
+                    pool, _, dirty = workspace.arrays(workspace._last[0], None)[:3]
+                    assert not pool[~dirty].any()  # a buffer not marked dirty holds zeros
+                    assert dirty.all() == (sparse_events == 0)  # sparse nodes' were zeroed
+            sparse_tree, dense_tree, levels = trees
+            internal = levels.feature >= 0
+            sizes = (levels.stop - levels.start)[internal]
+            assert (sizes <= sparse_default).sum() > 3 and (sizes > sparse_default).any()
+            for other in (dense_tree, levels):
+                for field in ("feature", "bin_threshold", "missing_left", "left", "right", "gain",
+                              "sum_a", "sum_b", "sum_w", "start", "stop", "partition"):
+                    assert np.array_equal(getattr(sparse_tree, field), getattr(other, field)), field
+
