@@ -23,7 +23,8 @@ import numpy as np
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
-           "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts"]
+           "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts",
+           "number_text", "percent_text", "weight_exponent"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -446,6 +447,21 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
         if all((shown < m) == (value < m) and (shown == m) == (value == m) for m in marks):
             return text
     return f"{value:.{digits}{'f' if fixed else 'g'}}"  # within rounding noise of a mark
+
+
+def percent_text(fraction: float, decimals: int = 1) -> str:
+    """A fraction in percent to ``decimals`` decimals, never rounded onto 0 % or 100 % (a
+    cut keeping 0.99996 of the events shows 99.996%, not 100.0%); "n/a" for NaN."""
+    text = number_text(100 * fraction, decimals, fixed=True, marks=(0.0, 100.0))
+    return text if text == "n/a" else text + "%"
+
+
+def weight_exponent(weights: np.ndarray) -> int:
+    """The binary exponent e of the largest |weight| (0 when all are zero or there are
+    none): sums of ``weights * 2**-e`` and of their squares neither overflow nor
+    underflow, and the scaling itself is exact (weights of 1e-170 and 1e170 alike)."""
+    largest = float(np.max(np.abs(weights), initial=0.0))
+    return int(np.frexp(largest)[1]) if largest > 0 else 0
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:

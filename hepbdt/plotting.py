@@ -6,7 +6,9 @@ given, saves it as ``<path>.png`` and ``<path>.pdf`` (a ``.png``/``.pdf`` suffix
 ``path`` is dropped). ``exp_label="Simulation"`` (or ``"CMS Simulation"``, or every figure
 drawn inside ``with experiment_label(...)``) draws an experiment-style label with mplhep
 above the plot. Figures are not registered with pyplot, so nothing needs closing.
-Histograms use boost-histogram's weighted storage: error bars are ``sqrt(sum w^2)``.
+Histograms use boost-histogram's weighted storage: error bars are ``sqrt(sum w^2)``,
+scaled as the bin where the histogram is normalised (the normalisation's own uncertainty
+left out).
 The numbers come from :mod:`hepbdt.evaluation`; this module only draws, and gives the
 text of a number as the figures, the report and the summary show it (:func:`number_text`).
 """
@@ -26,8 +28,8 @@ import mplhep
 import numpy as np
 from matplotlib.figure import Figure
 
-from hepbdt._util import atomic_path, number_text
-from hepbdt.evaluation._data import check_classification, check_weights
+from hepbdt._util import atomic_path, number_text, percent_text, weight_exponent
+from hepbdt.evaluation._data import as_1d, check_classification, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.decorrelation import EFFICIENCY_TOLERANCE, DecorrelationMeasures
@@ -140,14 +142,34 @@ def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
     return wrapper
 
 
-def _normalised(values: np.ndarray, weights: np.ndarray, edges: np.ndarray
+def _normalised(values: np.ndarray, weights: np.ndarray, edges: np.ndarray, what: str
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Density (unit area) and its error from a weighted histogram."""
-    sumw, sumw2 = weighted_histogram(values, weights, edges)
-    total = sumw.sum()
-    widths = np.diff(edges)
-    scale = 1.0 / (total * widths) if total != 0 else np.zeros_like(widths)
+    """Density (unit area) and its error from a weighted histogram; ValueError naming
+    ``what`` when there is no positive net weight to normalise (no events, or weights
+    that sum to zero or less). The weights are first scaled by a power of two (exact), so
+    that sum w^2 neither underflows (1e-170) nor overflows (1e170)."""
+    if values.size == 0:
+        raise ValueError(f"no {what} events: a distribution normalised to unit area needs "
+                         "events")
+    exponent = weight_exponent(weights)
+    sumw, sumw2 = weighted_histogram(values, np.ldexp(weights, -exponent), edges)
+    total = float(sumw.sum())
+    if not total > 0:
+        raise ValueError(f"the {what} weights sum to {np.ldexp(total, exponent):g}: a "
+                         "distribution normalised to unit area needs a positive net weight")
+    scale = 1.0 / (total * np.diff(edges))
     return sumw * scale, np.sqrt(sumw2) * scale
+
+
+def _outside_note(scores: np.ndarray) -> str | None:
+    """The legend's note on the scores outside the edges (which span the finite scores):
+    the infinite ones, counted in the first or last bin; None when there are none."""
+    low, high = int(np.sum(scores == -np.inf)), int(np.sum(scores == np.inf))
+    if not low and not high:
+        return None
+    parts = [f"{n} at {sign}inf in the {where} bin"
+             for n, sign, where in ((low, "-", "first"), (high, "+", "last")) if n]
+    return "scores " + ", ".join(parts)
 
 
 _RocCurve = tuple[str, np.ndarray, np.ndarray, float, str]
@@ -253,7 +275,8 @@ def plot_background_rejection(
     """Background rejection 1/eff_B on a log scale against signal efficiency (HEP style).
 
     Cuts that keep no background weight (eff_B <= 0) have no finite rejection and are not
-    drawn. ``train`` is an optional ``(y, score, w)`` of the training sample, drawn dashed.
+    drawn, nor those that keep no signal weight (eff_S <= 0). ``train`` is an optional
+    ``(y, score, w)`` of the training sample, drawn dashed.
     """
     fig = Figure()
     _draw_rejection(fig.add_subplot(), _roc_curves(y, score, sample_weight, label, train))
@@ -287,19 +310,25 @@ def plot_score_distributions(
     bins: int = 40,
     xlabel: str = "BDT score",
 ) -> Figure:
-    """Signal and background score distributions, each normalised to unit area."""
+    """Signal and background score distributions, each normalised to unit area.
+
+    ``bins`` equal-width bins span the finite scores; infinite scores count in the first
+    or last bin, and the legend says how many. Errors are ``sqrt(sum w^2)`` scaled as the
+    bin (the normalisation's own uncertainty left out); a bin of negative net weight is
+    drawn below 0. A class without events or with a net weight <= 0 is refused.
+    """
     is_signal, s, w = check_classification(y, score, sample_weight)
     edges = common_edges(s, bins)
     fig = Figure()
     ax = fig.add_subplot()
     for mask, name, color in ((is_signal, "signal", SIGNAL_COLOR),
                               (~is_signal, "background", BACKGROUND_COLOR)):
-        density, error = _normalised(s[mask], w[mask], edges)
+        density, error = _normalised(s[mask], w[mask], edges, name)
         mplhep.histplot(density, edges, yerr=error, ax=ax, histtype="step", color=color,
                         label=name, linewidth=2)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
-    ax.legend()
+    ax.legend(title=_outside_note(s))
     return fig
 
 
@@ -322,6 +351,9 @@ def plot_overtraining(
     The KS p-values (of :func:`hepbdt.evaluation.overtraining_test`, computed unless
     ``result`` is given) are printed on the figure. ``class_names``: the words for label 1
     and label 0 (e.g. ``("ttbar", "other classes")`` for one class against the rest).
+    Each histogram is normalised to unit area on ``bins`` equal-width bins spanning the
+    finite scores of both samples, as :func:`plot_score_distributions` (infinite scores in
+    the end bins, said in the legend; errors ``sqrt(sum w^2)`` scaled as the bin).
     """
     tr_sig, tr_s, tr_w = check_classification(train_y, train_scores, train_w, "train_scores")
     te_sig, te_s, te_w = check_classification(test_y, test_scores, test_w, "test_scores")
@@ -331,22 +363,27 @@ def plot_overtraining(
     centers = 0.5 * (edges[1:] + edges[:-1])
     fig = Figure()
     ax = fig.add_subplot()
+    lowest = 0.0
     for sig, name, color in ((True, class_names[0], SIGNAL_COLOR),
                              (False, class_names[1], BACKGROUND_COLOR)):
         te_mask = te_sig if sig else ~te_sig
         tr_mask = tr_sig if sig else ~tr_sig
-        density, _ = _normalised(te_s[te_mask], te_w[te_mask], edges)
+        density, _ = _normalised(te_s[te_mask], te_w[te_mask], edges, f"{name} test")
         mplhep.histplot(density, edges, ax=ax, histtype="fill", color=color, alpha=0.35,
                         label=f"{name} (test sample)")
-        density, error = _normalised(tr_s[tr_mask], tr_w[tr_mask], edges)
+        lowest = min(lowest, float(density.min()))
+        density, error = _normalised(tr_s[tr_mask], tr_w[tr_mask], edges, f"{name} training")
         ax.errorbar(centers, density, yerr=error, fmt="o", color=color, markersize=4,
                     label=f"{name} (training sample)")
+        lowest = min(lowest, float(np.min(density - error)))
     ax.text(0.03, 0.97, _overtraining_text(result, class_names), transform=ax.transAxes,
             va="top", fontsize=15)
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.6)
+    top = ax.get_ylim()[1]
+    ax.set_ylim(1.1 * lowest, top + 0.6 * (top - 1.1 * lowest))  # bins below 0 stay in view
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
-    ax.legend(loc="upper right", fontsize=15)
+    ax.legend(loc="upper right", fontsize=15,
+              title=_outside_note(np.concatenate([tr_s, te_s])), title_fontsize=13)
     return fig
 
 
@@ -387,6 +424,9 @@ def plot_multiclass_roc(
         aucs = one_vs_rest_auc(yy, pp, ww)
         k = len(aucs)
         names = list(class_names) if class_names is not None else [str(j) for j in range(k)]
+        if len(names) != k:
+            raise ValueError(f"{len(names)} class names for the {k} columns of the {name} "
+                             "probabilities: one name per class, in column order")
         for j, (eff, eff_rest, _) in enumerate(one_vs_rest_roc(yy, pp, ww)):
             at = _thin(eff.size)
             ax.plot(eff[at], 1.0 - eff_rest[at], style, color=colors[j % len(colors)],
@@ -557,15 +597,28 @@ def plot_predicted_vs_true(
     y_true: Any, y_pred: Any, sample_weight: Any = None, *, bins: int = 50,
     label: str = "target",
 ) -> Figure:
-    """Weighted 2-d histogram of the predicted against the true target, with the diagonal."""
-    t = np.asarray(y_true, dtype=np.float64)
-    p = np.asarray(y_pred, dtype=np.float64)
+    """Weighted 2-d histogram of the predicted against the true target, with the diagonal.
+
+    The bins span both; a bin without events is blank, one of negative net weight (signed
+    weights) is coloured by its value, the colour scale reaching below 0. Targets or
+    predictions that are NaN or infinite are refused: they lie in no bin.
+    """
+    t = as_1d(y_true, "y_true")
+    p = as_1d(y_pred, "y_pred")
+    if p.size != t.size:
+        raise ValueError(f"y_pred has {p.size} entries but y_true has {t.size}")
+    for name, values in (("y_true", t), ("y_pred", p)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ValueError(f"{name} has {int(bad.sum())} NaN or infinite values (first at "
+                             f"event {int(np.flatnonzero(bad)[0])}): they lie in no bin")
     w = check_weights(sample_weight, t.shape[0])
     edges = common_edges(np.concatenate([t, p]), bins)
     counts, _, _ = np.histogram2d(t, p, bins=[edges, edges], weights=w)
+    events, _, _ = np.histogram2d(t, p, bins=[edges, edges])
     fig = Figure()
     ax = fig.add_subplot()
-    masked = np.ma.masked_less_equal(counts.T, 0)
+    masked = np.ma.masked_where(events.T == 0, counts.T)
     mesh = ax.pcolormesh(edges, edges, masked, cmap="viridis")
     fig.colorbar(mesh, ax=ax, label="Weighted events")
     ax.plot(edges[[0, -1]], edges[[0, -1]], "--", color="red", label="prediction = truth")
@@ -599,21 +652,37 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
                              efficiency: float | None = 0.5) -> Figure:
     """Background rejection against 1/JSD of the background mass, one marker line per
     model (label -> measures): at every measured signal efficiency, or with
-    ``efficiency`` only that one (one point per model: a front across models)."""
+    ``efficiency`` only that one (one point per model: a front across models).
+
+    A point without a finite, positive rejection and 1/JSD (a cut that keeps no
+    background: rejection and 1/JSD infinite or undefined; a row not measured) has no
+    place on the log axes: it is not drawn, and its model's legend entry says so."""
     fig = Figure()
     ax = fig.add_subplot()
+    any_drawn = False
     for label, m in measures.items():
+        names = _efficiency_labels(m)
+        rejection, inverse_jsd = m.background_rejection, m.inverse_jsd
+        rows = list(range(len(names)))
+        if efficiency is not None:
+            m.at(efficiency)  # refuses an efficiency that was not measured
+            rows = [int(np.argmin(np.abs(m.signal_efficiency - efficiency)))]
+        drawn = [k for k in rows if _drawable(rejection[k], inverse_jsd[k])]
+        left_out = [names[k].split(" ")[0] for k in rows if k not in drawn]
+        text = label + (f" (not drawn at {', '.join(left_out)}: rejection or 1/JSD "
+                        "infinite or not measured)" if left_out else "")
+        ax.plot(inverse_jsd[drawn], rejection[drawn], "o-" if efficiency is None else "o",
+                label=text)
+        any_drawn = any_drawn or bool(drawn)
         if efficiency is None:
-            ax.plot(m.inverse_jsd, m.background_rejection, "o-", label=label)
-            for e, x, r in zip(_efficiency_labels(m), m.inverse_jsd, m.background_rejection,
-                               strict=True):
-                ax.annotate(e.split(" (")[0], (x, r), fontsize=10, xytext=(3, 3),
-                            textcoords="offset points")
-        else:
-            r, x = m.at(efficiency)
-            ax.plot([x], [r], "o", label=label)
+            for k in drawn:
+                ax.annotate(names[k].split(" (")[0], (inverse_jsd[k], rejection[k]),
+                            fontsize=10, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if not any_drawn:  # log axes need limits of their own when no point gives them
+        ax.set_xlim(1, 10)
+        ax.set_ylim(1, 10)
     ax.set_xlabel("1 / JSD (background mass before and after the cut)")
     where = "" if efficiency is None else f" at {efficiency:.0%} signal efficiency"
     ax.set_ylabel("Background rejection" + where)
@@ -625,7 +694,10 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
 def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = None
                         ) -> Figure:
     """The background (left) and signal (right) mass shapes before any cut and after the
-    cuts at each measured signal efficiency, each normalised to unit area."""
+    cuts at each measured signal efficiency, each normalised to unit area: the shapes of
+    :func:`~hepbdt.evaluation.decorrelation.decorrelation_measures`, whose masses outside
+    the edges count in the first or last bin and whose bins of negative net weight count
+    as empty. A row not measured (NaN shape) has its legend entry and no line."""
     fig = Figure(figsize=(14, 6))
     axes = fig.subplots(1, 2)
     edges = measures.mass_edges
@@ -641,8 +713,15 @@ def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = 
         ax.set_xlabel(measures.variable)
         ax.set_ylabel("Normalised to unit area")
         ax.set_title(name if title is None else f"{title}: {name.lower()}", fontsize=16)
-        ax.legend(fontsize=10)
+        ax.legend(fontsize=10, title_fontsize=10,
+                  title="outside the range: in the first or last bin")
     return fig
+
+
+def _drawable(rejection: float, inverse_jsd: float) -> bool:
+    """Whether a (rejection, 1/JSD) point has a place on log axes: both finite and > 0."""
+    return bool(np.isfinite(rejection) and np.isfinite(inverse_jsd) and rejection > 0
+                and inverse_jsd > 0)
 
 
 def _inverse(jsd: float) -> str:
@@ -662,9 +741,9 @@ def _efficiency_labels(measures: DecorrelationMeasures) -> list[str]:
     labels = []
     for e, a in zip(measures.signal_efficiency, achieved, strict=True):
         if a - e > EFFICIENCY_TOLERANCE:
-            labels.append(f"{e:.0%} requested, not reachable (cut keeps {a:.1%})")
+            labels.append(f"{e:.0%} requested, not reachable (cut keeps {percent_text(a)})")
         elif f"{a:.0%}" == f"{e:.0%}":
             labels.append(f"{e:.0%}")
         else:
-            labels.append(f"{a:.1%} (requested {e:.0%})")
+            labels.append(f"{percent_text(a)} (requested {e:.0%})")
     return labels

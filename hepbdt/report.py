@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import decimal
 import html
 import io
 import os
@@ -33,7 +34,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt import plotting
-from hepbdt._util import atomic_write_text, is_classifier
+from hepbdt._util import atomic_write_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
 from hepbdt.estimators import growth_text
 from hepbdt.evaluation import curves
@@ -141,6 +142,21 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float | np.floating):
         return "n/a" if not np.isfinite(value) else plotting.number_text(value)
     return str(value)
+
+
+def _weight_sum(w: np.ndarray, power: int = 1) -> float | str:
+    """The sum of ``w ** power`` (1 or 2), as a float where float64 holds it, else as its
+    text: the weights are scaled by a power of two first (exact), so that the squares of
+    weights of 1e-170 do not sum to 0 nor those of 1e170 to inf."""
+    exponent = weight_exponent(w)
+    scaled = float(np.sum(np.ldexp(w, -exponent) ** power))
+    with np.errstate(over="ignore", under="ignore"):
+        value = float(np.ldexp(scaled, power * exponent))
+    if scaled == 0 or (np.isfinite(value) and abs(value) >= np.finfo(np.float64).tiny):
+        return value
+    exact = decimal.Context(prec=30).multiply(decimal.Decimal(scaled),
+                                              decimal.Decimal(2) ** (power * exponent))
+    return f"{exact:.4g}"
 
 
 def _pvalue(p: float, check: Any) -> str:
@@ -708,8 +724,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
                 "events that pass." if cuts else "") + "</p>")
     header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
               "fraction of negative weights", YIELD_FACTOR_HEADER]
-    header += [f"efficiency of score \u2265 {_fmt(cut)} (cut at {_percent(b)} background "
-               "efficiency)" for b, cut in cuts]
+    header += [_cut_header(b, cut) for b, cut in cuts]
     rows = []
     training_masks = {name: mask for name, _, mask in tr.groups}
     for set_name, events in (("test", te), ("training", tr)):
@@ -717,14 +732,24 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
             w = events.w[mask]
             factor = (yields.factor_text(mask, training_masks.get(name)) if set_name == "test"
                       else None)
-            row: list[Any] = [name, role, set_name, int(mask.sum()), float(w.sum()),
-                              float(np.sum(w * w)), float(np.mean(w < 0)) if w.size else 0.0,
+            row: list[Any] = [name, role, set_name, int(mask.sum()), _weight_sum(w),
+                              _weight_sum(w, 2), float(np.mean(w < 0)) if w.size else 0.0,
                               factor]
             for _, cut in cuts:
                 passed = float(w[events.score[mask] >= cut].sum())
                 row.append(passed / float(w.sum()) if w.sum() != 0 else None)
             rows.append(row)
     out.html(html_table(header, rows, "samples"))
+
+
+def _cut_header(background_eff: float, cut: float) -> str:
+    """The samples table's header of the efficiency of one cut; the cut that keeps
+    nothing (no cut on the score keeps so little background) says so."""
+    if np.isinf(cut):
+        return (f"efficiency at {_percent(background_eff)} background efficiency: no event "
+                "passes (no cut on the score keeps that little background)")
+    return (f"efficiency of score \u2265 {_fmt(cut)} (cut at {_percent(background_eff)} "
+            "background efficiency)")
 
 
 def _overtraining_section(out: _Sections, tr: _Events, te: _Events,

@@ -255,3 +255,24 @@ def test_outputs_announce_themselves_and_compute_the_learning_curve_once(tmp_pat
     again = load_config(DEMO, overrides, output=words[words.index("--output") + 1])
     assert again.params == config.params and again.samples == config.samples
     assert again.output.directory == config.output.directory
+
+
+def test_a_figure_that_cannot_be_drawn_is_a_warning(tmp_path, monkeypatch):
+    # e.g. a test class of no positive net weight (negative weights), which a plot
+    # normalised to unit area refuses: the other outputs are still written.
+    import hepbdt.plotting
+
+    def refuse(*args, **kwargs):
+        raise ValueError("the background test weights sum to -3: no positive net weight")
+
+    monkeypatch.setattr(hepbdt.plotting, "plot_overtraining", refuse)
+    config = load_config(DEMO, [*FEW, "method.n_trees=3", "output.permutation_repeats=1"],
+                         output=tmp_path)
+    result = train(config)
+    warning = ("warning: figure overtraining not drawn: the background test weights sum to -3: "
+               "no positive net weight")
+    assert warning in result.warnings and warning in result.summary
+    figures = tmp_path / "figures"
+    assert not (figures / "overtraining.png").exists() and (figures / "roc.png").is_file()
+    report = (tmp_path / "report.html").read_text()
+    assert 'id="fig-overtraining-error"' in report and 'id="fig-roc"' in report

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import uproot
 
-from .._util import atomic_write_text
+from .._util import atomic_write_text, percent_text
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     multiclass_overtraining_test,
@@ -148,6 +148,7 @@ def _class_columns(config: AnalysisConfig, raw: np.ndarray, proba: np.ndarray
 def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("png",),
                  echo: Echo = None) -> dict[str, Path]:
     """Draw the standard figures into ``folder``; return {name: path of the first format}.
+    A figure whose data cannot be drawn (a plot's ValueError) is left out with a warning.
 
     The learning curve is computed once per training (:func:`.result.first_learning_curve`;
     a classifier's training events at the test sample's class mix) and shared with the
@@ -190,7 +191,14 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}
     for name, draw in figures.items():
-        written[name] = plotting.save_figure(draw(), folder / name, formats)[0]
+        try:
+            figure = draw()
+        except ValueError as exc:  # e.g. a class of no positive net weight to normalise
+            message = f"warning: figure {name} not drawn: {exc}"
+            result.warnings.append(message)
+            _say(echo, message)
+            continue
+        written[name] = plotting.save_figure(figure, folder / name, formats)[0]
     return written
 
 
@@ -404,7 +412,7 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
 
     header = ["signal efficiency", "kept by the cut", "background rejection (1/eff_B)",
               "1/JSD background", "1/JSD signal"]
-    rows = [[f"{r['signal_efficiency']:.0%}", f"{r['achieved_signal_efficiency']:.1%}",
+    rows = [[f"{r['signal_efficiency']:.0%}", percent_text(r["achieved_signal_efficiency"]),
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
              cell(r["inverse_signal_jsd"])] for r in measures.rows()]
     params = result.config.params

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import is_classifier
+from hepbdt._util import is_classifier, weight_exponent
 from hepbdt.evaluation._data import check_classification, check_labels, unpack_dataset
-from hepbdt.evaluation.metrics import _weight_exponent, roc_auc
+from hepbdt.evaluation.metrics import roc_auc
 from hepbdt.evaluation.multiclass import _class_indices, _class_mix_factors
 
 __all__ = [
@@ -37,7 +37,7 @@ LossFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 def _weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
     """``sum(w values) / sum(w)``, with w in units of an exact power of two (no overflow);
     refused when the summed weight is not positive."""
-    w = np.ldexp(np.asarray(w, dtype=np.float64), -_weight_exponent(np.asarray(w)))
+    w = np.ldexp(np.asarray(w, dtype=np.float64), -weight_exponent(np.asarray(w)))
     total = float(np.sum(w))
     if not total > 0:
         raise ValueError(f"a weighted mean loss needs a positive summed weight, got {total!r} "
@@ -146,9 +146,9 @@ class _StagedAuc:
         is_signal, _, w = check_classification(y, np.zeros(len(y)), w)
         self.is_signal, self.w = is_signal, w
         # Each class in units of an exact power of two, as roc_auc: no overflow at 1e200.
-        self.w_signal = np.where(is_signal, np.ldexp(w, -_weight_exponent(w[is_signal])), 0.0)
+        self.w_signal = np.where(is_signal, np.ldexp(w, -weight_exponent(w[is_signal])), 0.0)
         self.w_background = np.where(is_signal, 0.0,
-                                     np.ldexp(w, -_weight_exponent(w[~is_signal])))
+                                     np.ldexp(w, -weight_exponent(w[~is_signal])))
         self.total_signal = float(self.w_signal.sum())
         self.total_background = float(self.w_background.sum())
         self.order = np.arange(len(y))
@@ -171,7 +171,8 @@ class _StagedAuc:
 
 def multiclass_log_loss(y: np.ndarray, proba: np.ndarray, w: np.ndarray) -> float:
     """Weighted mean multi-class log loss ``-ln p_y`` of (n, K) probabilities, y the class
-    index (column) of each event."""
+    index (column) of each event; p_y is clipped at 1e-15 (-ln p at most 34.5 an event:
+    scikit-learn's ``log_loss`` clips at the float64 epsilon, 36.0)."""
     labels = np.asarray(y)
     k = proba.shape[1]
     if labels.size and (labels.dtype.kind not in "biuf" or not np.all(

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._util import weight_exponent
 from hepbdt.evaluation._data import as_1d, check_classification, check_weights, weighted_quantile
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 
@@ -67,13 +68,6 @@ def _totals(total_signal: float, total_background: float) -> tuple[float, float]
     return float(total_signal), float(total_background)
 
 
-def _weight_exponent(weight: np.ndarray) -> int:
-    """The binary exponent e of the largest |weight| (0 when all are zero): sums of
-    ``weight * 2**-e`` neither overflow nor underflow, and the scaling itself is exact."""
-    largest = float(np.max(np.abs(weight), initial=0.0))
-    return int(np.frexp(largest)[1]) if largest > 0 else 0
-
-
 def _cut_points(
     is_signal: np.ndarray, score: np.ndarray, weight: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
@@ -84,8 +78,8 @@ def _cut_points(
     (efficiencies are ratios; the scaling is exact): weights of 1e-200 or 1e200 then give
     the efficiencies of unit weights, not 0/0 or inf/inf.
     """
-    weight = np.where(is_signal, np.ldexp(weight, -_weight_exponent(weight[is_signal])),
-                      np.ldexp(weight, -_weight_exponent(weight[~is_signal])))
+    weight = np.where(is_signal, np.ldexp(weight, -weight_exponent(weight[is_signal])),
+                      np.ldexp(weight, -weight_exponent(weight[~is_signal])))
     order = np.argsort(-score, kind="stable")
     sorted_score = score[order]
     w_signal = np.where(is_signal, weight, 0.0)[order]
@@ -598,7 +592,7 @@ def significance_scan(
     else:
         common = scales
     # Per class, sums of w * 2**-e (exact) and of its square neither overflow nor underflow.
-    e_s, e_b = _weight_exponent(w[is_signal]), _weight_exponent(w[~is_signal])
+    e_s, e_b = weight_exponent(w[is_signal]), weight_exponent(w[~is_signal])
     w = np.where(is_signal, np.ldexp(w, -e_s), np.ldexp(w, -e_b))
     thresholds, (cum_s, cum_b, cum_s2, cum_b2, n_s, n_b) = _cut_sums(is_signal, s, w)
     tot_s, tot_b = _totals(w[is_signal].sum(), w[~is_signal].sum())

@@ -31,6 +31,7 @@ import numpy as np
 from scipy.special import chdtrc
 from scipy.stats import kstwo
 
+from hepbdt._util import weight_exponent
 from hepbdt.evaluation._data import as_1d, check_labels, check_weights
 from hepbdt.evaluation._hist import weighted_histogram
 
@@ -52,8 +53,10 @@ PVALUE_WARN = 0.05
 
 
 def effective_sample_size(weights: Any) -> float:
-    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (``n`` for equal weights)."""
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (``n`` for equal weights);
+    only the weights' ratios matter (they are scaled by a power of two first)."""
     w = np.asarray(weights, dtype=np.float64)
+    w = np.ldexp(w, -weight_exponent(w))
     sum_w2 = float(np.sum(w * w))
     return float(np.sum(w) ** 2 / sum_w2) if sum_w2 > 0 else 0.0
 
@@ -157,8 +160,10 @@ def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     e = as_1d(edges, "edges")
     a, wa = _sample(x1, w1, "x1", "w1")
     b, wb = _sample(x2, w2, "x2", "w2")
-    h1, v1 = weighted_histogram(a, wa, e)
-    h2, v2 = weighted_histogram(b, wb, e)
+    # each sample's weights scaled by a power of two (exact; only their ratios matter), so
+    # that sum w^2 neither underflows (1e-170) nor overflows (1e170)
+    h1, v1 = weighted_histogram(a, np.ldexp(wa, -weight_exponent(wa)), e)
+    h2, v2 = weighted_histogram(b, np.ldexp(wb, -weight_exponent(wb)), e)
     t1, t2 = h1.sum(), h2.sum()
     if not (t1 > 0 and t2 > 0):
         raise ValueError(f"chi2_test: the histograms' net weights are {t1:g} and {t2:g}; "
