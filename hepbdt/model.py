@@ -165,10 +165,20 @@ class Forest:
         rounds = self.n_rounds if n_rounds is None else min(n_rounds, self.n_rounds)
         out = np.empty((self.n_classes, X.shape[0]))
         dense = self.dense()
+        factor = self._stage_factor(rounds)
         for k, base in enumerate(self.extra["base_scores"]):
             first = k * self.n_rounds
-            out[k] = predict_raw(X, self, first, first + rounds, dense=dense) + base
+            out[k] = predict_raw(X, self, first, first + rounds, dense=dense) * factor + base
         return out.T
+
+    def _stage_factor(self, rounds: int) -> float:
+        """What the sum of the first ``rounds`` rounds is multiplied by to be the scores of a
+        model of those rounds: 1, but SAMME's class scores are normalised by the alphas of
+        all its trees (sum alpha), and a model of the first trees by theirs."""
+        if self.extra.get("algorithm") != "SAMME" or not 0 < rounds < self.n_rounds:
+            return 1.0
+        alphas = np.asarray(self.extra["tree_weights"], dtype=np.float64)
+        return float(alphas.sum() / alphas[:rounds].sum())
 
     def staged_class_scores(self, X: np.ndarray):
         """Yield the (n, K) scores after 1, 2, ... rounds, each tree evaluated once."""
@@ -180,7 +190,7 @@ class Forest:
             for k in range(self.n_classes):
                 t = k * self.n_rounds + r
                 predict_raw(X, self, t, t + 1, out=running[k], dense=dense)
-            yield (running + base).T
+            yield (running * self._stage_factor(r + 1) + base).T
 
     def feature_gain(self) -> np.ndarray:
         """Per feature, the split gains of its nodes times their tree's |weight|, summed

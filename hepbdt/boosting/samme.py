@@ -13,10 +13,16 @@ with a resample whose net weight is not positive); a run that keeps no tree is r
 
 The decision per class is scikit-learn's, sum_m alpha_m c_mk(x) / sum_m alpha_m with
 c = 1 for the class the tree says and -1/(K-1) for the others; the forest holds it as K
-class forests of the same trees, whose leaf values are alpha_m c / ((K - 1) sum alpha), so
-that the softmax of the class scores is scikit-learn's ``predict_proba``. With K = 2,
-SAMME is ``adaboost`` with yes/no leaves and beta = the learning rate, which is what
-two classes train.
+class forests of the same trees, tree m of weight alpha_m with leaf values
+c / ((K - 1) sum alpha), so that the softmax of the class scores is scikit-learn's
+``predict_proba``. The class scores (``decision_function``) are therefore scikit-learn's
+``decision_function`` divided by K - 1. The sum over all M trees is normalised by their
+total alpha: the sum over the first m < M trees is not the decision of an m-tree model
+(scikit-learn's ``staged_decision_function`` divides by the first m alphas instead).
+A perfect tree (err = 0) gets alpha = beta (ln((1 - e) / e) + ln(K - 1)) with e =
+MIN_ERROR, as ``adaboost``'s, and ends boosting; scikit-learn gives it alpha = 1. With
+K = 2, SAMME is ``adaboost`` with yes/no leaves and beta = the learning rate, which is
+what two classes train.
 """
 
 from __future__ import annotations
@@ -126,15 +132,17 @@ class _SammeRun:
             raise _Stop(f"tree {it}: a perfect tree (error 0)")
 
     def result(self, mapper, stopped: str | None) -> tuple[Forest, BoostResult]:
-        """K class forests of the trees (leaf values alpha c / ((K - 1) sum alpha)) and the record."""
+        """K class forests of the trees (tree weight alpha, leaf values c / ((K - 1) sum alpha))
+        and the record."""
         k_classes = self.n_classes
         builder = ClassForestBuilder(self.codes.shape[0], np.zeros(k_classes))
         scale = 1.0 / ((k_classes - 1) * max(sum(a for _, _, a in self.trees), MIN_ERROR))
         for tree, classes, alpha in self.trees:
             for k in range(k_classes):
                 vote = np.where(classes == k, 1.0, -1.0 / (k_classes - 1))
-                value = np.where(tree.is_leaf, alpha * scale * vote, 0.0)
-                add_tree(builder.classes[k], tree, value, mapper)
+                # alpha as the tree's weight: the TMVA ranking weighs each tree's gains by it
+                add_tree(builder.classes[k], tree, np.where(tree.is_leaf, scale * vote, 0.0),
+                         mapper, alpha)
         forest = builder.build()
         forest.extra.update(boosting="adaboost", algorithm="SAMME", criterion="gini",
                             error_fraction=self.errors, skipped_trees=self.skipped,
@@ -162,6 +170,9 @@ def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.
     if n_classes < 3:
         raise ValueError(f"SAMME is for 3 or more classes; {n_classes} classes train with "
                          "run_adaboost")
+    if not (math.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta (the learning rate) must be a finite number > 0, got {beta!r}: "
+                         "with beta <= 0 every tree weight alpha is <= 0")
     class_weight_sums(y, w, n_classes)  # a class without weight cannot be voted for
     run = _SammeRun(codes, y, w, n_classes, beta, inverse_boost_negative)
     options = _TreeOptions(n_value_bins, SplitParams(CLASS_GINI), max_depth, min_node_size,

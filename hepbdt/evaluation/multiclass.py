@@ -55,7 +55,11 @@ def check_multiclass(y: Any, proba: Any, sample_weight: Any = None, name: str = 
     """Validate (labels, (n, K) probabilities, weights); return (int64 y, float64 proba, w).
 
     Labels must be integers in 0..K-1 with K the number of columns, K >= 2."""
-    p = np.ascontiguousarray(np.asarray(proba, dtype=np.float64))
+    try:
+        p = np.ascontiguousarray(np.asarray(proba, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numbers, an (n, K) array of class probabilities; "
+                         f"{exc}") from exc
     if p.ndim != 2 or p.shape[1] < 2:
         raise ValueError(f"{name} must be (n, K) with K >= 2 classes, got shape {p.shape}")
     labels = np.asarray(y)
@@ -135,10 +139,16 @@ def confusion_matrix(y: Any, proba: Any, sample_weight: Any = None,
     cell = labels * k + predicted
     weights = np.bincount(cell, weights=w, minlength=k * k).reshape(k, k)
     counts = np.bincount(cell, minlength=k * k).reshape(k, k).astype(np.int64)
+    return ConfusionMatrix(_class_names(classes, k), weights, counts)
+
+
+def _class_names(classes: Sequence[Any] | None, k: int) -> list[str]:
+    """The K class names as str ("0", "1", ... by default); refused unless one a column."""
     names = [str(c) for c in classes] if classes is not None else [str(i) for i in range(k)]
     if len(names) != k:
-        raise ValueError(f"{len(names)} class names for {k} columns of proba")
-    return ConfusionMatrix(names, weights, counts)
+        raise ValueError(f"{len(names)} class names for {k} columns of proba: classes must "
+                         f"name each of the {k} classes, in column order")
+    return names
 
 
 def class_mix_weights(y: Any, w: Any, reference_y: Any, reference_w: Any) -> np.ndarray:
@@ -152,7 +162,7 @@ def class_mix_weights(y: Any, w: Any, reference_y: Any, reference_w: Any) -> np.
     ``y``, ``reference_y``: class indices 0..K-1.
     """
     labels, ref_labels = _class_indices(y, "y"), _class_indices(reference_y, "reference_y")
-    weights = check_weights(w, labels.size)
+    weights = check_weights(w, labels.size, "w")
     ref_weights = check_weights(reference_w, ref_labels.size, "reference_w")
     return weights * _class_mix_factors(labels, weights, ref_labels, ref_weights)[labels]
 
@@ -175,10 +185,13 @@ def _class_mix_factors(labels: np.ndarray, weights: np.ndarray, ref_labels: np.n
 def _class_indices(y: Any, name: str) -> np.ndarray:
     """Class indices (non-negative integers, any integer-valued dtype) as int64 (n,)."""
     labels = np.asarray(y)
-    if labels.ndim != 1 or labels.dtype.kind not in "biuf" or (
-            labels.size and (not np.all(labels == np.round(labels)) or labels.min() < 0)):
-        raise ValueError(f"{name} must be a 1-d array of class indices 0..K-1, got "
-                         f"{labels.dtype} of shape {labels.shape}")
+    if labels.ndim != 1 or labels.dtype.kind not in "biuf" or (labels.size and (
+            not np.all(np.isfinite(labels) & (labels == np.round(labels)))
+            or labels.min() < 0)):
+        seen = np.unique(labels)[:5].tolist() if labels.dtype.kind in "biuf" else []
+        raise ValueError(f"{name} must be a 1-d array of class indices 0..K-1 (finite, "
+                         f"non-negative integers), got {labels.dtype} of shape {labels.shape}"
+                         + (f", values such as {seen}" if seen else ""))
     return labels.astype(np.int64)
 
 
@@ -232,7 +245,7 @@ def multiclass_overtraining_test(
     if p_tr.shape[1] != p_te.shape[1]:
         raise ValueError(f"train_proba has {p_tr.shape[1]} classes, test_proba {p_te.shape[1]}")
     k = p_tr.shape[1]
-    names = [str(c) for c in classes] if classes is not None else [str(i) for i in range(k)]
+    names = _class_names(classes, k)
     factors = _class_mix_factors(y_tr, w_tr, y_te, w_te, k) if match_class_mix else np.ones(k)
     w_tr = w_tr * factors[y_tr]
     results = []
