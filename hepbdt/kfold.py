@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ._util import atomic_write_text, is_classifier, model_scores
+from ._util import _as_matrix, atomic_write_text, column_positions, is_classifier, model_scores
+from .binned import BinnedMatrix
 
 __all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
            "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION"]
@@ -96,7 +97,8 @@ def _is_int64(value: Any) -> bool:
 
 def _check_fold_models(models: list[Any]) -> None:
     """ValueError unless the fold models are k different models of one kind: the same
-    type, task (classifier or regressor), classes, features and feature names. Model i
+    type, task (classifier or regressor), classes, features, feature names and the
+    expressions behind aliased names (apply reads every fold's with fold 0's). Model i
     scores the events model j trained on, so one model at two folds, or folds whose scores
     mean different things, would give scores that only look out of fold."""
     seen: dict[int, int] = {}
@@ -117,6 +119,13 @@ def _check_fold_models(models: list[Any]) -> None:
                        else np.asarray(m.classes_).tolist() for m in models])
     differ("feature counts", [getattr(m, "n_features_in_", None) for m in models])
     differ("features", [[str(n) for n in getattr(m, "feature_names_in_", [])] for m in models])
+    differ("feature definitions", [_definitions(m) for m in models])
+
+
+def _definitions(model: Any) -> dict[str, str]:
+    """A model's feature names that stand for other expressions (aliases) and those."""
+    definitions = getattr(model, "feature_definitions_", None) or {}
+    return {str(k): str(v) for k, v in definitions.items() if str(k) != str(v)}
 
 
 class KFoldModel:
@@ -135,6 +144,9 @@ class KFoldModel:
         self.models = list(models)
         if len(self.models) < 2:
             raise ValueError("a KFoldModel needs at least two models")
+        if not isinstance(by, str) or not by.strip():
+            raise ValueError(f"by must be the event-number expression the folds were made with, "
+                             f"a non-empty string such as 'event', not {by!r}")
         _check_fold_models(self.models)
         self.by = by
 
@@ -160,8 +172,9 @@ class KFoldModel:
     def decision_function(self, X: Any, event: Any) -> np.ndarray:
         """Score of each event by the model that did not train on it (a classifier's
         ``decision_function``, a regressor's ``predict``): float64 (n,), or (n, c) when the
-        models return c scores per event."""
-        X = np.ascontiguousarray(X, dtype=np.float32)
+        models return c scores per event. Named X (a data frame, a dict, a Dataset's X) is
+        taken by feature name, as each fold model takes it."""
+        X = self._in_feature_order(X)
         folds = self.folds(event)
         if folds.shape != (X.shape[0],):
             raise ValueError(f"event has shape {folds.shape}; X has {X.shape[0]} events")
@@ -177,6 +190,21 @@ class KFoldModel:
         if scores is None:  # no events
             scores = model_scores(self.models[0], X)
         return scores
+
+    def _in_feature_order(self, X: Any) -> Any:
+        """X as rows the fold models score: named input as an array of their features in their
+        order, a BinnedMatrix as it is (each fold model checks its names and bins)."""
+        if isinstance(X, BinnedMatrix):
+            return X
+        X, given = _as_matrix(X, "X")
+        names = getattr(self.models[0], "feature_names_in_", None)
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional (n_events, n_features), got shape {X.shape}")
+        if given is not None and names is not None:
+            X = X[:, column_positions(given, [str(n) for n in names], "X", "the k-fold model",
+                                      self.feature_definitions_)]
+        return X
 
     def fold_paths(self, path: str | os.PathLike) -> list[Path]:
         """Where :meth:`save` writes the fold models for a manifest at ``path``."""

@@ -105,7 +105,9 @@ def apply(
         or more classes gives, per class of its ``classes_``, the raw score
         ``<branch>_<class>`` and the probability ``<probability_branch>_<class>`` (the
         class label with every run of characters other than letters, digits and ``_``
-        made one ``_``; the class index where that leaves names empty or equal).
+        made one ``_``, a minus sign before a digit written ``m``: ``-1`` gives ``m1``; the
+        class index where that leaves names empty or equal, refused where an index would be
+        the name of another class).
     tree
         Input tree name(s) for files given without ``:tree``; None takes the only tree.
     event_branch
@@ -331,17 +333,35 @@ def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:
 
 def _class_suffixes(scorer: Any) -> list[str] | None:
     """The branch suffix of each class of a hepbdt multi-class model (None otherwise): the
-    label with runs of characters other than letters, digits and _ made one _, or the class
-    index where that leaves a name empty or two names equal."""
+    label as :func:`_label_suffix` writes it, or the class index where that leaves a name
+    empty or two names equal; ApplyOptionError where an index would be another class's name
+    (labels ``1``, ``a b`` and ``a_b``: ``<branch>_1`` would not be the class ``1``)."""
     models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
     forest = getattr(models[0], "forest_", None)
     classes = getattr(models[0], "classes_", None)
     if forest is None or getattr(forest, "n_classes", 1) <= 1 or classes is None:
         return None
-    suffixes = [re.sub(r"[^0-9A-Za-z_]+", "_", str(c)).strip("_") for c in classes]
-    if not all(suffixes) or len(set(suffixes)) < len(suffixes):
-        return [str(j) for j in range(len(classes))]
-    return suffixes
+    suffixes = [_label_suffix(c) for c in classes]
+    if all(suffixes) and len(set(suffixes)) == len(suffixes):
+        return suffixes
+    misnamed = [(j, i) for j in range(len(classes)) for i, suffix in enumerate(suffixes)
+                if i != j and suffix == str(j)]
+    if misnamed:
+        j, i = misnamed[0]
+        raise ApplyOptionError(
+            f"the model's class labels {[str(c) for c in classes]} do not give distinct branch "
+            f"names, and naming the classes by index would give class {str(classes[j])!r} the "
+            f"name of class {str(classes[i])!r} (suffix {str(j)!r}); relabel the classes with "
+            "distinct names of letters, digits and _ and train again")
+    return [str(j) for j in range(len(classes))]
+
+
+def _label_suffix(label: Any) -> str:
+    """A class label as a branch-name suffix: runs of characters other than letters, digits
+    and _ made one _ (and stripped at the ends), a minus sign before a digit made ``m``
+    (``-1``: ``m1``, not ``1``, the name of the class 1)."""
+    text = re.sub(r"(?<![0-9A-Za-z_])-(?=[0-9])", "m", str(label))
+    return re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")
 
 
 def _scorer(model: Any, event_branch: str | None) -> Any:
