@@ -12,6 +12,11 @@ the class in every region of m (up to the statistics of the bins), so the class'
 shape is not sculpted, whatever the booster learned: the map works on top of any model,
 the flatness loss and uBoost included. Scores above a bin's top level map to 1.
 
+Events of weight 0 carry no part of a CDF and are left out; the map needs 20 weighted
+events and a positive net weight of the class. A bin needs 2 weighted events and a
+positive net weight (negative weights can leave less), else it is merged with the next bin
+(the last with the one before), so that every event's CDF is one of its own mass region.
+
 The map is data (lists of floats, JSON-ready), kept in ``forest.extra["decorrelation_map"]``;
 predicting needs m for every event. Nothing here knows about estimators or files.
 """
@@ -40,23 +45,63 @@ def fit_quantile_map(score: NDArray, m: NDArray, w: NDArray, feature: int | None
     ``w``; ``feature`` the column of X that holds m (None: m is given at predict time).
     Returns the JSON-ready map: method, feature, centres (B,), levels (L,), quantiles (B, L)."""
     score, m, w = (np.asarray(a, np.float64) for a in (score, m, w))
+    _check_finite(score=score, m=m, w=w)
+    if not (score.shape == m.shape == w.shape and score.ndim == 1):
+        raise ValueError(f"decorrelation_map='ddt': score, m and w must be 1-d of one length, "
+                         f"got shapes {score.shape}, {m.shape} and {w.shape}")
+    weighted = w != 0
+    score, m, w = score[weighted], m[weighted], w[weighted]
     if score.size < 2 * 10:
         raise ValueError(f"decorrelation_map='ddt' needs the target class's events to fit the "
-                         f"map; {score.size} are too few (at least 20)")
+                         f"map; {score.size} of non-zero weight are too few (at least 20)")
+    if not w.sum() > 0:
+        raise ValueError(f"decorrelation_map='ddt': the target class's weights sum to "
+                         f"{w.sum():g}; its score CDF needs a positive total")
     n_bins = int(np.clip(score.size // DDT_EVENTS_PER_BIN, 2, MAX_DDT_BINS))
     edges = np.unique(np.atleast_1d(weighted_quantile(m, w, np.arange(1, n_bins) / n_bins)))
     cell = np.searchsorted(edges, m, side="left")
     centres, quantiles = [], []
-    for c in range(edges.size + 1):
-        inside = cell == c
-        a = np.abs(w[inside])
-        if not (inside.sum() >= 2 and a.sum() > 0):
-            continue
+    for first, last in _merged_cells(cell, w, edges.size + 1):
+        inside = (cell >= first) & (cell <= last)
         q = np.asarray(weighted_quantile(score[inside], w[inside], LEVELS), np.float64)
         quantiles.append(np.maximum.accumulate(q).tolist())
+        a = np.abs(w[inside])
         centres.append(float(np.sum(a * m[inside]) / a.sum()))
     return {"method": "ddt", "feature": feature, "centres": centres,
             "levels": LEVELS.tolist(), "quantiles": quantiles}
+
+
+def _merged_cells(cell: NDArray, w: NDArray, n_cells: int) -> list[tuple[int, int]]:
+    """Runs (first, last) of adjacent cells, each holding at least 2 events and a positive
+    net weight: a cell short of either joins the next, a short last run the one before
+    (the class's net weight is positive, so one run of every cell always qualifies)."""
+    count = np.bincount(cell, minlength=n_cells)
+    net = np.bincount(cell, weights=w, minlength=n_cells)
+
+    def ok(first: int, last: int) -> bool:
+        return count[first:last + 1].sum() >= 2 and net[first:last + 1].sum() > 0
+
+    runs: list[tuple[int, int]] = []
+    first = 0
+    for c in range(n_cells):
+        if ok(first, c):
+            runs.append((first, c))
+            first = c + 1
+    if first < n_cells:
+        runs.append((first, n_cells - 1))
+    while len(runs) > 1 and not ok(*runs[-1]):
+        runs[-2:] = [(runs[-2][0], runs[-1][1])]
+    return runs
+
+
+def _check_finite(**arrays: NDArray) -> None:
+    """ValueError naming the first array that holds NaN or infinite values."""
+    for name, a in arrays.items():
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise ValueError(f"decorrelation_map='ddt': {int(bad.sum())} value(s) of {name} are "
+                             f"NaN or infinite (first: event {int(np.flatnonzero(bad)[0])}); "
+                             "the map needs a finite number for every event")
 
 
 def apply_quantile_map(spec: dict[str, Any], score: NDArray, m: NDArray) -> NDArray:
@@ -64,6 +109,10 @@ def apply_quantile_map(spec: dict[str, Any], score: NDArray, m: NDArray) -> NDAr
     interpolated in ``m`` between the two nearest bin centres (module docstring)."""
     score = np.asarray(score, np.float64)
     m = np.asarray(m, np.float64)
+    if not (score.ndim == 1 and m.shape == score.shape):
+        raise ValueError(f"decorrelation_map='ddt': expected one score and one m per event, "
+                         f"1-d of one length; got shapes {score.shape} and {m.shape}")
+    _check_finite(score=score, m=m)
     centres = np.asarray(spec["centres"], np.float64)
     levels = np.asarray(spec["levels"], np.float64)
     quantiles = np.asarray(spec["quantiles"], np.float64)

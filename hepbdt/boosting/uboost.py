@@ -14,7 +14,10 @@ above it for signal, below it for background, as hep_ml's signed scores), and v 
 current boosted weights of the class. The cut lies half-way between two adjacent distinct
 scores of the class, the pair whose split puts the fraction nearest e_k on the class's
 side: discrete AdaBoost's scores repeat (a score is a weighted mean of +-1 leaves), and a
-cut at a repeated score would split a tie by a rule instead of by the score. Bins where the class
+cut at a repeated score would split a tie by a rule instead of by the score. A class whose
+events all share one score v (a perfect first tree, a separable sample) is put wholly on the
+side of the cut nearest e_k (all of it on its side when e_k >= 0.5), the cut half-way between
+v and the nearest other score of any event. Bins where the class
 passes too rarely gain weight, so the next trees move their events to the class's side.
 The factor only moves weight between the bins of the class: the class's boosted total is
 kept. ``strength`` is hep_ml's ``uniforming_rate`` (0: every step is plain AdaBoost, bit
@@ -26,9 +29,13 @@ nearest neighbours: the bins are weighted with the event weights (hep_ml's neigh
 and cuts count events), cost one ``bincount`` a tree with no neighbour search, give every
 event of a region the same efficiency (50 neighbours carry a binomial noise of about
 0.07 at e = 0.5), and are the cells that the flatness loss already uses. The cut and the
-efficiencies use the events' own weights; E uses the boosted weights, as hep_ml's. A
+efficiencies use the events' own weights and a hard cut (hep_ml's uBoostClassifier counts
+events and smooths the cut with its width 10 / K); E uses the boosted weights, as hep_ml's,
+but of the class's events only (hep_ml's averages over both classes). A
 target class whose weights do not sum to a positive total is refused; a bin whose signed
-weights do not (negative weights) has no efficiency and its events get a factor of 1.
+weights do not (negative weights) has no efficiency and its events get a factor of 1, and a
+bin's efficiency is clipped to [0, 1] (signed weights can put it outside: E would exceed 1
+and beta = ln(1 / E) turn negative, pushing weight away from the bins that pass too rarely).
 
 The model averages the steps' smoothed cut decisions (hep_ml's ``uBoostClassifier``):
 score = (1/K) sum_k sigmoid((s_k - c_k) / tau_k) in [0, 1], with s_k the step's AdaBoost
@@ -71,10 +78,13 @@ def efficiency_steps(n_steps: int) -> NDArray:
     return np.linspace(0.0, 1.0, int(n_steps) + 2)[1:-1]
 
 
-def class_cut(signed: NDArray, w: NDArray, efficiency: float) -> float:
+def class_cut(signed: NDArray, w: NDArray, efficiency: float,
+              others: NDArray | None = None) -> float:
     """The cut half-way between two adjacent distinct values of ``signed`` (n,) whose
     weight fraction above it is nearest ``efficiency`` (the lowest such cut; |w| when the
-    weights do not add up to a positive total); the value itself when all are equal."""
+    weights do not add up to a positive total). A class of one distinct value goes wholly
+    to the side nearest ``efficiency``, the cut half-way to the nearest other value of
+    ``others`` (every event's signed score; ``_lone_cut``)."""
     order = np.argsort(signed, kind="stable")
     values = signed[order]
     weights = np.asarray(w, np.float64)[order]
@@ -82,11 +92,31 @@ def class_cut(signed: NDArray, w: NDArray, efficiency: float) -> float:
     if not total > 0:
         weights, total = np.abs(weights), float(np.abs(weights).sum())
     gaps = np.flatnonzero(values[1:] != values[:-1])
-    if gaps.size == 0 or not total > 0:
+    if gaps.size == 0:
+        return _lone_cut(float(values[0]), efficiency, others)
+    if not total > 0:
         return float(values[0])
     above = total - np.cumsum(weights)[gaps]
     k = gaps[int(np.argmin(np.abs(above / total - efficiency)))]
     return float(0.5 * (values[k] + values[k + 1]))
+
+
+def _lone_cut(value: float, efficiency: float, others: NDArray | None) -> float:
+    """The cut for a class whose values all equal ``value``: below it (the class above the
+    cut, fraction 1) when ``efficiency`` >= 0.5, else above it (fraction 0), half-way to the
+    nearest distinct value of ``others`` on that side (mirrored when none lies there);
+    ``value`` itself without ``others`` or when no other value exists."""
+    if others is None:
+        return value
+    others = np.asarray(others, np.float64)
+    below, above = others[others < value], others[others > value]
+    if below.size == 0 and above.size == 0:
+        return value
+    half_below = 0.5 * (value - below.max()) if below.size else None
+    half_above = 0.5 * (above.min() - value) if above.size else None
+    if efficiency >= 0.5:
+        return value - (half_below if half_below is not None else half_above)
+    return value + (half_above if half_above is not None else half_below)
 
 
 class UniformityWeights:
@@ -127,10 +157,11 @@ class UniformityWeights:
         at it, for a run's current ensemble (or a score array, (n,))."""
         score = run.score() if isinstance(run, _AdaBoostRun) else np.asarray(run, np.float64)
         signed = self.sign * score[self.targeted]
-        cut = class_cut(signed, self.w, self.efficiency)
+        cut = class_cut(signed, self.w, self.efficiency, self.sign * score)
         passed = np.bincount(self.group, weights=self.w * (signed > cut), minlength=self.n_cells)
         with np.errstate(invalid="ignore", divide="ignore"):
-            self.local = np.where(self.bin_total > 0, passed / self.bin_total, self.efficiency)
+            local = np.clip(passed / self.bin_total, 0.0, 1.0)
+        self.local = np.where(self.bin_total > 0, local, self.efficiency)
         self.cuts.append(self.sign * cut)
 
     def factor(self, boosted: NDArray) -> NDArray:
