@@ -95,6 +95,12 @@ class TrainResult:
         (:func:`split_yields_of`)."""
         return 1.0 if self.train_fold is not None else 1.0 - self.config.split.train_fraction
 
+    @property
+    def kfold_by(self) -> str | None:
+        """The event expression the folds were made by (the k-fold model's ``by``, also when
+        every sample gives it and the top-level ``event`` is unset); None for a split."""
+        return getattr(self.model, "by", None) if self.train_fold is not None else None
+
     def labelled(self, data: Dataset) -> Dataset:
         """The same events with the features named as written in the config (aliases kept)."""
         return data.replace(feature_names=list(self.config.features))

@@ -211,10 +211,16 @@ class TrainingError(ValueError):
 
 def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
     """Every class (or, for a regression, some events) must be in ``data``, and each
-    class's weights must sum to more than zero."""
+    class's weights (a regression's: all) must sum to more than zero."""
     if config.task == "regression":
         if len(data) == 0:
             raise TrainingError(f"{what} has no events")
+        total = float(data.w.sum())
+        if not total > 0:  # its RMSE, bias and resolution are not defined
+            raise TrainingError(f"{what}: the weights of its {len(data):,} events sum to "
+                                f"{total:g}; the regression metrics (RMSE, bias, resolution) "
+                                "need a positive total weight: loosen the cuts or change the "
+                                "weights or scales that make it negative")
         return
     if config.multiclass:
         for label, name in enumerate(config.classes):
@@ -271,16 +277,16 @@ def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
     split = config.split
     data = handoff.pop()
     try:
-        train_set, test_set = data.split(split.mode, split.train_fraction, split.seed,
-                                         norm=split.norm)
-    except ValueError as exc:  # e.g. a class left without events or weight
+        train_set, test_set = data.split(split.mode, split.train_fraction, split.seed)
+    except ValueError as exc:
         raise TrainingError(f"splitting {len(data):,} events ({split.mode}, train_fraction "
                             f"{split.train_fraction:g}): {exc}") from exc
     del data
     _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
     for name, part in (("training", train_set), ("test", test_set)):
         _check_classes(config, part, f"the {name} sample")
-    train_set, m_train = _features_only(config, train_set)
+    # normalised after the checks, which name the class and what is wrong with its weights
+    train_set, m_train = _features_only(config, train_set.normalize(split.norm))
     test_set, m_test = _features_only(config, test_set)
     model = _fit(config, train_set, decorrelate=m_train)
     return TrainResult(config, Path(), model, train_set, test_set, _score(model, train_set.X),
