@@ -437,7 +437,8 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
     ``marks`` (0, 1 and -1 by default; a p-value passes 0 and its thresholds) or on its
     other side: an efficiency of 0.99996 shows as 0.99996, not 1 or 1.0000, a p-value of
     0.0096 below a 0.01 threshold not as 0.010. A value that still lands on a mark at 12
-    digits (1 - 1e-13) is taken for rounding noise and shows with ``digits`` (as 1)."""
+    digits (1 - 1e-13) is taken for rounding noise and shows with ``digits`` (as 1; -1e-17
+    as 0.0000, not -0.0000)."""
     if value is None or np.isnan(value):
         return "n/a"
     value = float(value)
@@ -446,7 +447,8 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
         shown = float(text)
         if all((shown < m) == (value < m) and (shown == m) == (value == m) for m in marks):
             return text
-    return f"{value:.{digits}{'f' if fixed else 'g'}}"  # within rounding noise of a mark
+    text = f"{value:.{digits}{'f' if fixed else 'g'}}"  # within rounding noise of a mark
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def percent_text(fraction: float, decimals: int = 1) -> str:

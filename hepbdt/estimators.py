@@ -1387,7 +1387,11 @@ class BDTClassifier(_BDTBase):
         self.n_features_in_ = X.shape[1]
         self._fit(X, y01, sample_weight, eval_set, names, definitions, event, decorrelate)
         if self.decorrelation_map is not None:
-            self._fit_map(X, y01, sample_weight, decorrelate[:, 0])
+            try:
+                self._fit_map(X, y01, sample_weight, decorrelate[:, 0])
+            except BaseException:  # no fitted model whose score would be the unmapped one
+                self.__dict__.pop("forest_", None)
+                raise
         return self
 
     def _fit_map(self, X, y01, sample_weight, m) -> None:
@@ -1398,8 +1402,11 @@ class BDTClassifier(_BDTBase):
         raw = self._raw(X)
         feature = None
         if not isinstance(X, BinnedMatrix):  # m read from X at predict time when it is a column
+            # (X is float32: a float64 column given as m is the same numbers once rounded)
             feature = next((j for j in range(X.shape[1])
-                            if np.array_equal(X[:, j].astype(np.float64), m)), None)
+                            if np.array_equal(X[:, j], m.astype(X.dtype))), None)
+        if feature is not None:  # the map made of the values it will read
+            m = X[:, feature].astype(np.float64)
         spec = fit_quantile_map(raw[mine], m[mine], w[mine], feature)
         spec["target"] = self.decorrelation_target
         self.forest_.extra["decorrelation_map"] = spec

@@ -175,3 +175,12 @@ def test_a_control_group_limit_bounds_the_available_memory(tmp_path, version):
     expected = 7_000_000_000 if version == "v2" else 1_000_000_000
     assert cgroup_room(str(tmp_path / "cgroup"), str(root)) == expected
     assert cgroup_room(str(tmp_path / "absent"), str(root)) is None
+
+
+def test_number_text_shows_no_negative_zero():
+    # a value within rounding noise of 0 showed as -0.0000 (a background rejection in the
+    # summary of a training with negative weights)
+    from hepbdt._util import number_text
+
+    assert number_text(-1e-17, fixed=True) == "0.0000"
+    assert number_text(-1e-17) == "-1e-17" and number_text(-0.25, fixed=True) == "-0.2500"

@@ -15,6 +15,7 @@ from hepbdt import BDTClassifier
 from hepbdt.binned import BinnedMatrix
 from hepbdt.boosting.ddt import LEVELS, apply_quantile_map, fit_quantile_map
 from hepbdt.demo_data import sculpting_arrays
+from hepbdt.estimators import NotFittedError
 from hepbdt.evaluation import decorrelation_measures
 from hepbdt.model import Forest, ModelFormatError
 from hepbdt.persistence import load_model
@@ -174,3 +175,27 @@ def test_bad_map_options_are_refused(options, decorrelate, match):
     values = {"m": m, "two": np.column_stack([m, m]), None: None}
     with pytest.raises(ValueError, match=match):
         BDTClassifier(n_trees=3, **options).fit(X, y, w, decorrelate=values[decorrelate])
+
+
+def test_a_refused_map_leaves_no_fitted_model():
+    # the model was kept with its unmapped score, which decision_function then gave as F
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = np.r_[np.zeros(15), np.ones(285)].astype(int)  # 15 background events: too few
+    clf = BDTClassifier(n_trees=5, max_depth=2, decorrelation_map="ddt")
+    with pytest.raises(ValueError, match="too few"):
+        clf.fit(X, y, decorrelate=X[:, 0])
+    with pytest.raises(NotFittedError):
+        clf.decision_function(X)
+
+
+def test_a_float64_mass_column_is_read_from_x():
+    # float64 X and decorrelate=X[:, 0]: the column was not recognised (X is held as
+    # float32), so predicting without decorrelate= was refused as if it were no feature
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 3))
+    y = (X[:, 1] + 0.5 * X[:, 0] + rng.normal(size=2000) > 0).astype(int)
+    clf = BDTClassifier(n_trees=10, max_depth=2, decorrelation_map="ddt")
+    clf.fit(X, y, decorrelate=X[:, 0])
+    assert clf.forest_.extra["decorrelation_map"]["feature"] == 0
+    given = clf.decision_function(X, decorrelate=X[:, 0].astype(np.float32))
+    np.testing.assert_array_equal(clf.decision_function(X), given)

@@ -276,3 +276,19 @@ def test_a_figure_that_cannot_be_drawn_is_a_warning(tmp_path, monkeypatch):
     assert not (figures / "overtraining.png").exists() and (figures / "roc.png").is_file()
     report = (tmp_path / "report.html").read_text()
     assert 'id="fig-overtraining-error"' in report and 'id="fig-roc"' in report
+
+
+def test_kfold_by_the_samples_event_is_named_in_the_summary(tmp_path):
+    # every sample gives event = "event" and the top level none: the summary said "by None"
+    text = DEMO.read_text().replace('event = "event"', "# (no top-level event)", 1)
+    for name in ("signal", "qcd", "ttbar"):
+        text = text.replace(f"[samples.{name}]\n", f'[samples.{name}]\nevent = "event"\n', 1)
+    config_path = tmp_path / "demo.toml"
+    config_path.write_text(text.replace('"../data/', f'"{DATA}/').replace("'../data/",
+                                                                           f"'{DATA}/"))
+    config = load_config(config_path, [*FEW, "method.n_trees=3", "split.kfold=3",
+                                       "output.figures=false", "output.report=false"],
+                         output=tmp_path / "out")
+    assert config.event is None
+    result = train(config)
+    assert result.kfold_by == "event" and "3-fold by event;" in result.summary

@@ -315,7 +315,7 @@ def provenance_of(result: TrainResult) -> Any:
     except (OSError, UnicodeDecodeError):
         text = None
     split = config.split
-    scheme = (f"{split.kfold}-fold by event number ({config.event})" if split.kfold else
+    scheme = (f"{split.kfold}-fold by event number ({result.kfold_by})" if split.kfold else
               f"{split.mode}, train_fraction {split.train_fraction:g}, seed {split.seed}")
     keys = ["model", *(key for key in result.files if key.startswith("model_fold"))]
     models = {result.files[key].name: file_sha256(result.files[key]) for key in keys
