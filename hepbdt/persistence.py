@@ -16,6 +16,7 @@ import inspect
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def load_model(path: str | os.PathLike) -> BDTClassifier | BDTRegressor | KFoldM
 
 def _read_json(path: Path) -> Any:
     """The JSON document of a model file; FileNotFoundError or ModelFormatError."""
-    return parse_json(path, read_model_file(path))
+    return parse_json(path, read_model_file(path), unique_keys=True)
 
 
 def read_model_file(path: Path, what: str = "model file",
@@ -74,17 +75,34 @@ def read_model_file(path: Path, what: str = "model file",
 
 
 def parse_json(path: Path, data: bytes, error: type[ModelFormatError] = ModelFormatError,
-               what: str = "JSON model file", hint: str = "") -> Any:
+               what: str = "JSON model file", hint: str = "", unique_keys: bool = False) -> Any:
     """``json.loads(data)``; ``error`` naming the file for anything that is not JSON (also
-    huge integers and nesting too deep for the parser)."""
+    huge integers and nesting too deep for the parser). ``unique_keys``: an object that
+    names a key twice is an error too (json keeps the last, other readers the first)."""
     if not data.strip():
         raise error(f"{path}: the file is empty, not a {what}{hint}")
     try:
-        return json.loads(data)
+        return json.loads(data, object_pairs_hook=_unique_object if unique_keys else None)
+    except _RepeatedKey as exc:
+        raise error(f"{path}: not a {what}: an object has the key {exc.args[0]!r} twice, "
+                    f"so which value counts is unclear{hint}") from None
     except RecursionError:
         raise error(f"{path}: not a {what} (nested too deeply){hint}") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4300 digits
         raise error(f"{path}: not a {what} ({exc}){hint}") from None
+
+
+class _RepeatedKey(Exception):
+    """A JSON object that names one key twice (its name in args[0])."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``dict(pairs)``, raising _RepeatedKey when a key appears twice."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
 
 
 def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
@@ -155,6 +173,8 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                              or not 0 <= used < 0.5):
         raise ModelFormatError(f"min_node_size_used {_brief(used)} must be a fraction in [0, 0.5) "
                                "or null")
+    edges = _bin_edges(doc.get("bin_edges"), forest.n_features)
+    _check_bin_thresholds(forest, edges)
     reason = doc.get("n_trees_reason")
     if reason is not None and not isinstance(reason, str):
         raise ModelFormatError(f"n_trees_reason {_brief(reason)} must be a string or null")
@@ -163,7 +183,7 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                        train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
                        validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
                        best_iteration=best, evals_result=evals,
-                       bin_edges=_bin_edges(doc.get("bin_edges"), forest.n_features),
+                       bin_edges=edges,
                        n_trees_reason=reason, min_node_size_used=used)
 
 
@@ -191,6 +211,29 @@ def _bin_edges(value: Any, n_features: int) -> list[np.ndarray] | None:
             return arrays
     raise ModelFormatError(f"bin_edges must list {n_features} increasing lists of at most 255 "
                            "finite numbers (or be null)")
+
+
+def _check_bin_thresholds(forest: Forest, edges: list[np.ndarray] | None) -> None:
+    """ModelFormatError unless each split's threshold is the edge its ``bin_threshold`` names
+    (``x < edges[f][b]`` is ``code <= b``; +inf past the last edge), as training writes them:
+    with ``bin_edges`` the staged scores of binned events follow ``bin_threshold`` and all
+    others ``threshold``, which must not disagree."""
+    if edges is None:
+        return
+    sizes = np.array([e.size for e in edges], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    flat = np.concatenate([*edges, np.full(1, np.inf, np.float32)]).astype(np.float32)
+    split = np.flatnonzero(forest.feature >= 0)
+    f, b = forest.feature[split].astype(np.int64), forest.bin_threshold[split].astype(np.int64)
+    expected = flat[np.where(b < sizes[f], starts[f] + b, flat.size - 1)]
+    bad = np.flatnonzero(expected != forest.threshold[split])
+    if bad.size:
+        node, i = int(split[bad[0]]), int(bad[0])
+        raise ModelFormatError(
+            f"forest node {node}: threshold {float(forest.threshold[node])!r} is not the edge "
+            f"that its bin_threshold {int(b[i])} names in bin_edges[{int(f[i])}] "
+            f"({float(expected[i])!r}); binned and unbinned events would be scored "
+            "differently. Each split's threshold must be that edge (or bin_edges null)")
 
 
 def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -> dict[str, Any]:
@@ -278,6 +321,19 @@ def _name_difference(listed: list[str] | None, names: list[str] | None) -> str:
     return f"the manifest lists {len(listed)} features, the model takes {len(names)}"
 
 
+def _check_fold_name(where: str, name: str, fold: int) -> None:
+    """ModelFormatError when a fold file named as ``save`` names them (``<stem>_fold<j>.json``)
+    stands at another place than j in 'models': event e is scored by model e % k, so a
+    reordered list would score each event with the model trained on it."""
+    found = re.search(r"_fold([0-9]+)\.json$", Path(name).name)
+    if found and (len(found.group(1)) > 9 or int(found.group(1)) != fold):
+        raise ModelFormatError(
+            f"{where}: 'models' lists {name!r} for fold {fold}, but its name says fold "
+            f"{found.group(1)}; fold i scores the events with event % k == i, so its file must "
+            "be the model trained without them: list the files in fold order "
+            "(<stem>_fold0.json, <stem>_fold1.json, ...)")
+
+
 def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:
     """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``."""
     where = os.fspath(path)
@@ -307,7 +363,7 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
     for i, name in enumerate(files):
         fold_path = base / name
         data = read_model_file(fold_path)
-        fold_doc = parse_json(fold_path, data)
+        fold_doc = parse_json(fold_path, data, unique_keys=True)
         if isinstance(fold_doc, dict) and fold_doc.get("kind") == "kfold":
             raise ModelFormatError(f"{where}: fold model {name!r} is itself a k-fold manifest")
         resolved = fold_path.resolve()
@@ -324,6 +380,7 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                 f"same model (byte for byte); each of the {k} folds needs its own model, the "
                 "one trained without that fold's events")
         digests[digest] = i
+        _check_fold_name(where, name, i)
         del data
         model = _estimator_from_file(fold_path, fold_doc)
         names = getattr(model, "feature_names_in_", None)

@@ -7,12 +7,23 @@ returns for them (how the Reader evaluates is described there). Files are parsed
 ``xml.etree`` as data, never executed: DOCTYPE and ENTITY declarations are refused
 whatever the file's encoding (found by the XML parser itself, after decoding), and so are
 files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see :mod:`hepbdt.model`).
+
+A file is read as ``TMVA::Reader`` reads it (``MethodBase::ReadStateFromXML``,
+``MethodBDT::ReadWeightsFromXML``): option names in any case, booleans as TMVA's words,
+numbers as C++ streams read them (whole ASCII numbers; float32 values rounded once, as
+``strtof``), a leaf answering its ``res`` in a tree of AnalysisType 1 and otherwise its
+nType or purity as the method asks. What the Reader would read otherwise, or read in a
+way hepbdt does not reproduce, is refused: any ``<Transform>``, repeated sections, child
+elements of another tag than the Reader expects, classes listed out of index order.
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 import os
+import re
+import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -46,20 +57,68 @@ def _attr(el: ET.Element, name: str, where: str) -> str:
     return value
 
 
+# What C++'s ``stream >> value`` reads whole: ASCII digits, no "_" (which Python's float and int
+# accept); "nan" and "inf" pass here for the callers to refuse as not finite.
+_BLANK = " \t\n\r"
+_FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf|infinity)",
+                         re.IGNORECASE)
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_FLOAT32 = struct.Struct("f")
+# TMVA's Option<bool>: these words (any case), anything else stops the Reader.
+_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "ktrue", "t"), ("0", "false", "kfalse", "f")
+
+
 def _num(el: ET.Element, name: str, where: str) -> float:
     text = _attr(el, name, where)
+    if not _FLOAT_TEXT.fullmatch(text.strip(_BLANK)):
+        raise TMVAFormatError(f"{where}: <{el.tag}> attribute {name}={text!r} is not a number")
+    return float(text)
+
+
+def _f32(el: ET.Element, name: str, where: str) -> float:
+    """An attribute as the float32 the Reader reads (C's strtof: the float32 nearest to the
+    decimal text, not the float32 nearest to the double nearest to it), as a float."""
+    value = _num(el, name, where)
+    near = _round_f32(value)
+    if near == value or not math.isfinite(near) or not (math.frexp(value)[0] * 2.0**25).is_integer():
+        return near  # only a double of at most 25 significant bits can be a float32 midpoint
+    other = float(np.nextafter(np.float32(near), np.float32(math.copysign(math.inf, value - near))))
+    if value != (near + other) / 2.0:
+        return near
+    exact, middle = decimal.Decimal(_attr(el, name, where).strip(_BLANK)), decimal.Decimal(value)
+    if exact == middle:
+        return near  # a true tie: to even, as the cast did
+    return other if (exact > middle) == (other > near) else near
+
+
+def _round_f32(value: float) -> float:
+    """``value`` rounded to float32 (to nearest, ties to even; +-inf past the range)."""
     try:
-        return float(text)
-    except ValueError:
-        raise TMVAFormatError(f"{where}: <{el.tag}> attribute {name}={text!r} is not a number") from None
+        return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _int(el: ET.Element, name: str, where: str) -> int:
     text = _attr(el, name, where)
     try:
+        if not _INT_TEXT.fullmatch(text.strip(_BLANK)):
+            raise ValueError
         return int(text)
     except ValueError:
         raise TMVAFormatError(f"{where}: <{el.tag}> attribute {name}={text!r} is not an integer") from None
+
+
+def _elements(el: ET.Element, tag: str, where: str) -> list[ET.Element]:
+    """The children of ``el``, all ``<tag>``: TMVA reads every child element as one (a tree,
+    a node, a variable, an option), whatever its tag."""
+    children = list(el)
+    other = [c.tag for c in children if c.tag != tag]
+    if other:
+        raise TMVAFormatError(f"{where}: <{el.tag}> holds <{other[0]}>; it may hold only <{tag}> "
+                              f"elements (TMVA::Reader would read it as a <{tag}>)")
+    return children
 
 
 def _child(el: ET.Element, tag: str, where: str) -> ET.Element:
@@ -71,7 +130,7 @@ def _child(el: ET.Element, tag: str, where: str) -> ET.Element:
 
 def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[str, np.ndarray]:
     """One BinaryTree -> local node arrays in preorder (node, left subtree, right subtree)."""
-    roots = bt.findall("Node")
+    roots = _elements(bt, "Node", where)  # the Reader's root is the first child, whatever it is
     if len(roots) != 1:
         raise TMVAFormatError(f"{where}: expected one root <Node>, found {len(roots)}")
     feature: list[int] = []
@@ -89,15 +148,15 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
             (left if is_left else right)[parent] = k
         here = f"{where}, node {k} (depth {depth})"
         ntype = _int(el, "nType", here)
-        pur = _num(el, "purity", here) if (el.get("purity") is not None or leaf_rule == "purity") else 0.5
+        pur = _f32(el, "purity", here) if (el.get("purity") is not None or leaf_rule == "purity") else 0.5
         left.append(-1)
         right.append(-1)
-        purity.append(float(np.float32(pur)))
+        purity.append(pur)
         if ntype != 0:
             feature.append(-1)
             threshold.append(0.0)
             if leaf_rule == "res":
-                v = float(np.float32(_num(el, "res", here)))
+                v = _f32(el, "res", here)
             elif leaf_rule == "ntype":
                 v = float(ntype)
             else:
@@ -112,13 +171,13 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
         if el.get("NCoef") not in (None, "0"):
             raise TMVAFormatError(f"{here}: Fisher-discriminant cuts (NCoef={el.get('NCoef')}) "
                                   "are not supported")
-        cut = float(np.float32(_num(el, "Cut", here)))
+        cut = _f32(el, "Cut", here)
         if not np.isfinite(cut):
             raise TMVAFormatError(f"{here}: Cut is not finite")
         ctype = _int(el, "cType", here)
         if ctype not in (0, 1):
             raise TMVAFormatError(f"{here}: cType={ctype} must be 0 or 1")
-        kids = el.findall("Node")
+        kids = _elements(el, "Node", here)
         by_pos = {c.get("pos"): c for c in kids}
         if len(kids) != 2 or set(by_pos) != {"l", "r"}:
             raise TMVAFormatError(f"{here}: an inner node (nType=0) needs two daughters with "
@@ -126,7 +185,7 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
         feature.append(ivar)
         threshold.append(cut)
         # Inner nodes' outputs are not used by the Reader; Grad's res is kept for re-export.
-        res = float(np.float32(_num(el, "res", here))) if leaf_rule == "res" else 0.0
+        res = _f32(el, "res", here) if leaf_rule == "res" else 0.0
         value.append(res if np.isfinite(res) else 0.0)
         # cType=1: x >= Cut goes right, so x < Cut (and NaN) goes left as in hepbdt.
         # cType=0: x >= Cut goes left: the 'r' daughter holds x < Cut and NaN.
@@ -149,7 +208,7 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
 def _read_variables(el: ET.Element, tag: str, count_attr: str, index_attr: str,
                     where: str) -> list[dict[str, Any]]:
     n = _int(el, count_attr, where)
-    items = el.findall(tag)
+    items = _elements(el, tag, where)
     if len(items) != n:
         raise TMVAFormatError(f"{where}: <{el.tag}> says {count_attr}={n} but has {len(items)} <{tag}>")
     out: list[dict[str, Any]] = [{}] * n
@@ -175,7 +234,7 @@ def _range_end(item: ET.Element, name: str, where: str) -> float:
 
 
 def _truthy(text: str) -> bool:
-    return text.strip().lower() in ("true", "1", "yes", "t")
+    return text.strip(_BLANK).lower() in _TRUE_WORDS
 
 
 def _refuse_declarations(data: bytes, where: str) -> None:
@@ -215,6 +274,10 @@ def _read_root(path: Path) -> tuple[ET.Element, str]:
     method = _attr(root, "Method", where)
     if not method.startswith("BDT::"):
         raise TMVAFormatError(f"{where}: Method={method!r} is not a BDT (expected 'BDT::<name>')")
+    for tag in ("GeneralInfo", "Options", "Variables", "Classes", "Targets", "Weights"):
+        if len(root.findall(tag)) > 1:  # the Reader reads each in turn: which one counts is unclear
+            raise TMVAFormatError(f"{where}: <MethodSetup> has {len(root.findall(tag))} <{tag}> "
+                                  "elements; a weight file has one")
     return root, method
 
 
@@ -230,42 +293,70 @@ def _general_info(root: ET.Element, where: str) -> tuple[dict[str | None, str], 
 
 
 def _class_names(root: ET.Element, where: str) -> list[str]:
-    """A multi-class file's class names in index order (at least three, distinct)."""
+    """A multi-class file's class names in index order (at least three, distinct).
+
+    The Reader numbers the classes in the order the file lists them (it reads ``Index`` and
+    ignores it): a file whose ``Index`` values are not 0, 1, ... in that order is refused."""
     classes = _child(root, "Classes", where)
     n = _int(classes, "NClass", where + " <Classes>")
-    found = {}
-    for c in classes.findall("Class"):
-        found[_int(c, "Index", where + " <Class>")] = _attr(c, "Name", where + " <Class>")
-    names = [found.get(i) for i in range(n)]
-    if n < 3 or None in names or len(found) != n or len(set(names)) != n:
+    items = _elements(classes, "Class", where + " <Classes>")
+    listed = [(_int(c, "Index", where + " <Class>"), _attr(c, "Name", where + " <Class>"))
+              for c in items]
+    names = [name for _, name in listed]
+    if n < 3 or len(items) != n or len(set(names)) != n:
         raise TMVAFormatError(f"{where}: a multi-class file needs NClass >= 3 <Class> elements "
                               f"with distinct names and indices 0..NClass-1; it has NClass={n} "
-                              f"and {sorted(found.items())[:10]}")
+                              f"and {listed[:10]}")
+    if [index for index, _ in listed] != list(range(n)):
+        raise TMVAFormatError(f"{where}: the <Class> elements have Index {[i for i, _ in listed][:10]}; "
+                              "TMVA::Reader numbers the classes in the order listed, so the "
+                              "file must list them with Index 0, 1, ... in that order")
     return names
 
 
 def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
-    """The ``Options`` as [name, modified, value] in file order."""
+    """The ``Options`` as [name, modified, value] in file order.
+
+    The Reader joins them into one ``name=value:name=value`` string and parses that: a value
+    holding ':' (or a name that is not a word) would set other options than it says."""
     options: list[list[Any]] = []
-    for opt in _child(root, "Options", where).findall("Option"):
-        options.append([_attr(opt, "name", where + " <Options>"), opt.get("modified") == "Yes",
-                        (opt.text or "").strip()])
+    for opt in _elements(_child(root, "Options", where), "Option", where + " <Options>"):
+        name = _attr(opt, "name", where + " <Options>")
+        value = (opt.text or "").strip()
+        if not _OPTION_NAME.fullmatch(name) or ":" in value:
+            raise TMVAFormatError(f"{where}: <Option name={name!r}> {value[:40]!r}: an option "
+                                  "name is a word and a value holds no ':' (TMVA::Reader splits "
+                                  "the options at ':')")
+        options.append([name, opt.get("modified") == "Yes", value])
     return options
 
 
+def _flag(opt: dict[str, str], name: str, default: str, where: str) -> bool:
+    """A boolean option as TMVA's Option<bool> reads it (``opt`` keyed by lower-case name)."""
+    text = opt.get(name.lower(), default).strip(_BLANK).lower()
+    if text in _TRUE_WORDS or text in _FALSE_WORDS:
+        return text in _TRUE_WORDS
+    raise TMVAFormatError(f"{where}: option {name}={text!r} is not a boolean that TMVA::Reader "
+                          f"reads; valid: {list(_TRUE_WORDS + _FALSE_WORDS)} (any case)")
+
+
 def _boost_type(opt: dict[str, str], regression: bool, where: str) -> tuple[str, bool]:
-    """The BoostType and whether leaves vote +-1 (UseYesNoLeaf); refuses what hepbdt cannot read."""
-    boost = opt.get("BoostType", "AdaBoost")
+    """The BoostType and the UseYesNoLeaf the Reader uses (``opt`` keyed by lower-case name,
+    as TMVA matches option names); refuses what hepbdt cannot read.
+
+    The Reader takes UseYesNoLeaf as written, also for ``BoostType=RealAdaBoost`` (TMVA
+    writes RealAdaBoost as AdaBoost with UseYesNoLeaf=False)."""
+    boost = opt.get("boosttype", "AdaBoost")
     valid = REGRESSION_BOOSTS if regression else CLASSIFICATION_BOOSTS
     if boost not in valid:
         analysis = "regression" if regression else "classification"
         raise TMVAFormatError(f"{where}: BoostType={boost!r} is not supported for "
                               f"{analysis}; valid: {list(valid)}")
-    if _truthy(opt.get("DoPreselection", "False")):
+    if _flag(opt, "DoPreselection", "False", where):
         raise TMVAFormatError(f"{where}: DoPreselection=True (preselection cuts) is not supported")
-    if _truthy(opt.get("UseFisherCuts", "False")):
+    if _flag(opt, "UseFisherCuts", "False", where):
         raise TMVAFormatError(f"{where}: UseFisherCuts=True (Fisher-discriminant cuts) is not supported")
-    return boost, _truthy(opt.get("UseYesNoLeaf", "True")) and boost != "RealAdaBoost"
+    return boost, _flag(opt, "UseYesNoLeaf", "True", where)
 
 
 def _read_inputs(root: ET.Element, regression: bool, where: str,
@@ -275,10 +366,14 @@ def _read_inputs(root: ET.Element, regression: bool, where: str,
                                 where + " <Variables>")
     if len(variables) < 1:
         raise TMVAFormatError(f"{where}: <Variables> lists no variable")
-    transformations = root.find("Transformations")
-    if transformations is not None and _int(transformations, "NTransformations", where) != 0:
-        raise TMVAFormatError(f"{where}: variable transformations (NTransformations="
-                              f"{transformations.get('NTransformations')}) are not supported")
+    for transformations in root.findall("Transformations"):
+        # the Reader applies every <Transform> of every <Transformations>, whatever the count says
+        if _int(transformations, "NTransformations", where) != 0 or len(transformations):
+            raise TMVAFormatError(
+                f"{where}: variable transformations (NTransformations="
+                f"{transformations.get('NTransformations')}, {len(transformations)} "
+                "<Transform> elements) are not supported: TMVA::Reader would apply them to the "
+                "inputs before the trees; retrain with VarTransform=None")
     classes = root.find("Classes")
     if (classes is not None and not regression and not multiclass
             and _int(classes, "NClass", where) != 2):
@@ -296,15 +391,20 @@ def _read_inputs(root: ET.Element, regression: bool, where: str,
 
 
 def _read_weights(root: ET.Element, yes_no: bool, where: str) -> tuple[list[ET.Element], str]:
-    """The ``BinaryTree`` elements and the leaf rule ("res", "ntype" or "purity")."""
+    """The ``BinaryTree`` elements and the leaf rule ("res", "ntype" or "purity").
+
+    ``yes_no``: whether the Reader asks the trees for +-1 (UseYesNoLeaf in AdaBoost and
+    Bagging classification; Grad, regression and multi-class ask for the purity). A tree of
+    AnalysisType 1 (regression tree) answers its ``res`` whatever it is asked."""
     weights = _child(root, "Weights", where)
     if any(k.startswith("Preselection") for k in weights.attrib):
         raise TMVAFormatError(f"{where}: <Weights> has preselection cuts, which are not supported")
-    wtype = weights.get("AnalysisType", weights.get("TreeType"))
+    # the Reader reads TreeType (pre-4.1 files) when present, else AnalysisType
+    wtype = weights.get("TreeType", weights.get("AnalysisType"))
     if wtype not in ("0", "1"):
         raise TMVAFormatError(f"{where}: <Weights> AnalysisType={wtype!r}, expected 0 or 1")
     leaf_rule = "res" if wtype == "1" else ("ntype" if yes_no else "purity")
-    bts = weights.findall("BinaryTree")
+    bts = _elements(weights, "BinaryTree", where + " <Weights>")
     n_trees = _int(weights, "NTrees", where + " <Weights>")
     if n_trees != len(bts) or not bts:
         raise TMVAFormatError(f"{where}: <Weights> NTrees={n_trees} but it holds {len(bts)} <BinaryTree>")
@@ -319,10 +419,15 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
     keeps them class by class (see ``Forest.n_classes``), its initial scores zero."""
     grad = boost == "Grad"
     agg = "sum" if grad else ("weighted_median" if boost == "AdaBoostR2" else "weighted_mean")
-    boost_weights = np.array([np.float32(_num(bt, "boostWeight", f"{where} <BinaryTree> {t}"))
+    boost_weights = np.array([_f32(bt, "boostWeight", f"{where} <BinaryTree> {t}")
                               for t, bt in enumerate(bts)], dtype=np.float64)
     if not np.all(np.isfinite(boost_weights)):
         raise TMVAFormatError(f"{where}: a <BinaryTree> boostWeight is not finite")
+    total = float(np.cumsum(boost_weights)[-1])  # in the Reader's order
+    if boost == "AdaBoostR2" and not total > 0:
+        # the Reader's weighted median walks past its last tree looking for half the total
+        raise TMVAFormatError(f"{where}: the boostWeight values of this AdaBoostR2 file add up to "
+                              f"{total!r}; its weighted median needs a positive total")
     base = float(boost_weights[0]) if (grad and regression) else 0.0
     if n_classes > 1 and len(bts) % n_classes:
         raise TMVAFormatError(f"{where}: {len(bts)} trees are not whole rounds of one tree for "
@@ -357,7 +462,7 @@ def _loss_extra(boost: str, regression: bool, leaf_rule: str, opt: dict[str, str
         return {"loss": "deviance"}
     if boost == "Grad":
         return {"loss": {"leastsquares": "squared", "absolutedeviation": "absolute"}.get(
-            opt.get("RegressionLossFunctionBDTG", "Huber").lower(), "huber")}
+            opt.get("regressionlossfunctionbdtg", "Huber").lower(), "huber")}
     if not regression:
         return {"score_min": -1.0 if leaf_rule == "ntype" else 0.0}
     return {}
@@ -380,8 +485,9 @@ def from_tmva_xml(path: str | os.PathLike):
     Raises
     ------
     FileNotFoundError; TMVAFormatError (a ValueError) naming the file and the element
-    for malformed files, variable transformations, preselection, Fisher cuts or an
-    unsupported BoostType.
+    for malformed files, variable transformations, preselection, Fisher cuts, an
+    unsupported BoostType, or anything the Reader would read otherwise (see the module
+    docstring).
     """
     path = Path(path)
     root, method = _read_root(path)
@@ -390,13 +496,14 @@ def from_tmva_xml(path: str | os.PathLike):
     regression = analysis == "regression"
     class_names = _class_names(root, where) if analysis == "multiclass" else None
     options = _read_options(root, where)
-    opt = {n: v for n, _, v in options}
+    opt = {n.lower(): v for n, _, v in options}  # TMVA matches option names in any case
     boost, yes_no = _boost_type(opt, regression, where)
     if class_names is not None and boost != "Grad":
         raise TMVAFormatError(f"{where}: a multi-class file with BoostType={boost!r}; TMVA's "
                               "multi-class BDT is BoostType=Grad")
     variables, target = _read_inputs(root, regression, where, class_names is not None)
-    bts, leaf_rule = _read_weights(root, yes_no, where)
+    # Grad (GetGradBoostMVA, multi-class) and regression ask each tree for its purity
+    bts, leaf_rule = _read_weights(root, yes_no and boost != "Grad" and not regression, where)
     forest, node_purity, max_depth = _read_forest(
         bts, where, len(variables), boost, regression, leaf_rule,
         len(class_names) if class_names is not None else 1)
@@ -481,7 +588,7 @@ def _fallback_params(forest: Forest, opt: dict[str, str], boost: str, leaf_rule:
     if boost == "Grad":
         params["boosting"] = "gradient"
         try:
-            params["learning_rate"] = float(opt.get("Shrinkage", "1"))
+            params["learning_rate"] = float(opt.get("shrinkage", "1"))
         except ValueError:
             pass
         if regression:
