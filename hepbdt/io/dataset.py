@@ -88,7 +88,7 @@ class Dataset:
         (n,) event weights, stored float64; None gives 1.
     sample_index
         (n,) index into ``sample_names``, stored as the labels are (int8 for up to 128
-        samples, else int16, else int32); None gives 0.
+        samples, else int16, else int32); None gives 0. Floats must be whole numbers.
     event
         (n,) event identifier (int64; kept int32 when given int32, as ``read`` gives entry
         numbers below 2**31), used by :meth:`kfold`; None gives 0..n-1 (int32 up to 2**31
@@ -150,9 +150,14 @@ class Dataset:
             self.sample_index = np.zeros(n, dtype=np.int8)
         else:
             index = self._vector(sample_index, n, "sample_index")
-            if index.dtype.kind not in "biu":  # floats are truncated, as a cast always did
-                with np.errstate(invalid="ignore"):
-                    index = index.astype(np.int64)
+            if index.dtype.kind not in "biu":
+                bad = invalid_event_numbers(index)  # NaN, fractions: never truncated
+                if bad.any():
+                    first = int(np.flatnonzero(bad)[0])
+                    raise InputError(f"sample_index must hold integers: {int(bad.sum())} of {n} "
+                                     f"do not; the first, sample_index[{first}], is "
+                                     f"{shown_number(index[first])}")
+                index = index.astype(np.int64)
             low, high = (int(index.min()), int(index.max())) if n else (0, 0)
             # indices out of range are kept whole (int64), for the check below to name them
             fits = 0 <= low and high <= np.iinfo(np.int32).max
@@ -215,6 +220,8 @@ class Dataset:
         values = np.asarray(values)
         if values.shape != (n,):
             raise InputError(f"Dataset {name} must have shape ({n},), got {values.shape}")
+        if values.dtype.kind == "c":  # a cast to real would drop the imaginary parts
+            raise InputError(f"Dataset {name} must hold real numbers, not {values.dtype}")
         return values
 
     # -- basics -----------------------------------------------------------------------
@@ -291,6 +298,8 @@ class Dataset:
         """The events selected by a boolean mask, an integer index array or a slice."""
         if not isinstance(index, slice):
             index = np.asarray(index)
+            if index.size == 0 and index.dtype != np.bool_:  # take([]): no events
+                index = index.astype(np.intp)
             if index.dtype == np.bool_ and index.shape != (len(self),):
                 raise InputError(f"mask must have shape ({len(self)},), got {index.shape}")
         return self.replace(
@@ -363,8 +372,7 @@ class Dataset:
 
     def folds(self, k: int) -> np.ndarray:
         """Fold number of each event (:func:`hepbdt.kfold.fold_of`: ``event % k``)."""
-        if int(k) != k or k < 2:
-            raise InputError(f"k must be an integer >= 2, not {k!r}")
+        _check_k(k)
         return fold_of(self.event, k)
 
     def kfold(
@@ -393,8 +401,7 @@ class Dataset:
                 raise InputError(f"kfold(by=...) takes 'event' or an array of folds, not {by!r}")
             fold = self.folds(k)
         else:
-            if isinstance(k, bool) or int(k) != k or k < 2:
-                raise InputError(f"k must be an integer >= 2, not {k!r}")
+            _check_k(k)
             given = self._vector(by, len(self), "by")
             bad = invalid_event_numbers(given)  # NaN, fractions, not numbers
             fold = np.where(bad, 0, given).astype(np.int64)
@@ -472,6 +479,16 @@ def _event_numbers(values: np.ndarray, copy: bool) -> np.ndarray:
             f"{shown_number(values[first])}"
         )
     return values.astype(np.int64, copy=copy)
+
+
+def _check_k(k: Any) -> None:
+    """InputError unless ``k`` is a whole number >= 2 (not a bool, NaN or a string)."""
+    try:
+        valid = not isinstance(k, bool | str) and int(k) == k and k >= 2
+    except (TypeError, ValueError, OverflowError):
+        valid = False
+    if not valid:
+        raise InputError(f"k must be an integer >= 2, not {k!r}")
 
 
 def _check_norm(norm: str) -> str:

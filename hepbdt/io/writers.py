@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -63,9 +62,9 @@ def _score_columns(
     scores: Any, n: int, score_branch: str
 ) -> dict[str, np.ndarray]:
     if isinstance(scores, Mapping):
-        columns = {str(k): np.asarray(v, dtype=np.float64) for k, v in scores.items()}
+        columns = {str(k): np.asarray(v) for k, v in scores.items()}
     else:
-        array = np.asarray(scores, dtype=np.float64)
+        array = np.asarray(scores)
         if array.ndim == 1:
             columns = {score_branch: array}
         elif array.ndim == 2:
@@ -82,7 +81,43 @@ def _score_columns(
                 f"score branch name {name!r} is not a valid identifier; try "
                 f"{branch_name(name)!r}"
             )
+        if name in BOOKKEEPING_BRANCHES:  # read_scores finds the layout by these names
+            raise InputError(f"score branch name {name!r} is one of the bookkeeping branches "
+                             f"{list(BOOKKEEPING_BRANCHES)}; give the scores another name")
+        columns[name] = _float64_column(name, column)
     return columns
+
+
+def _float64_column(name: str, column: np.ndarray) -> np.ndarray:
+    """A score column as float64; InputError where that would change a value."""
+    kind = column.dtype.kind
+    if kind not in "biuf":
+        raise InputError(f"score {name!r} must hold real numbers, not {column.dtype}")
+    if kind in "iu" and column.size and (column.max() > 2**53 or column.min() < -(2**53)):
+        raise InputError(f"score {name!r} holds integers beyond 2**53, which float64 (the "
+                         "score branches' type) cannot hold exactly")
+    values = column.astype(np.float64)
+    if kind == "f" and column.dtype.itemsize > 8 and not np.array_equal(
+            values.astype(column.dtype), column, equal_nan=True):
+        raise InputError(f"score {name!r} ({column.dtype}) has values that float64 (the score "
+                         "branches' type) cannot hold exactly")
+    return values
+
+
+def _names_string(names: Sequence[str], what: str) -> str:
+    """``"0=a;1=b"`` as :func:`read_scores` parses it; InputError for a name it would misread."""
+    text = ";".join(f"{i}={name}" for i, name in enumerate(names))
+    if _parse_names(text) != [str(name) for name in names]:
+        raise InputError(f"{what} names {list(names)}: a name containing ';' followed by "
+                         "digits and '=' cannot be stored as '0=name;1=name'; rename it")
+    return text
+
+
+def _parse_names(text: str) -> list[str]:
+    """The names of a ``"0=a;1=b"`` string, by index (a ';' inside a name is kept)."""
+    pairs = [item.split("=", 1) for item in re.split(r";(?=[0-9]+=)", text) if "=" in item]
+    pairs = [(i, name) for i, name in pairs if re.fullmatch("[0-9]+", i)]
+    return [name for _, name in sorted((int(i), name) for i, name in pairs)]
 
 
 def write_scores(
@@ -101,10 +136,12 @@ def write_scores(
     """Write a Dataset and its scores as a tree, like TMVA's TrainTree/TestTree.
 
     Branches: the features (float32, names from :func:`branch_name` of the feature
-    expressions), ``classID`` (int32, TMVA's convention: 0 signal, 1 background in a
-    0/1 problem, else the class index) and ``label`` (int32, ``Dataset.y``) for
+    expressions; one that would take the name of an earlier or later branch gets ``_2``,
+    ``_3``...), ``classID`` (int32, TMVA's convention: 0 signal, 1 background in a 0/1
+    problem, else the class index) and ``label`` (int32, ``Dataset.y``) for
     classification or ``target`` (float32) for regression, ``weight`` (float64),
-    ``event`` (int64), ``sample`` (int32 sample index) and the score(s) (float64).
+    ``event`` (int64), ``sample`` (int32 sample index) and the score(s) (float64; a score
+    named like a bookkeeping branch, or one float64 would change, is an InputError).
 
     Parameters
     ----------
@@ -144,10 +181,7 @@ def write_scores(
     """
     n = len(dataset)
     score_columns = _score_columns(scores, n, score_branch)
-    columns = _bookkeeping_columns(dataset)
-    clashes = set(columns) & set(score_columns)
-    if clashes:
-        raise InputError(f"score branch name(s) {sorted(clashes)} clash with {list(columns)}")
+    columns = _bookkeeping_columns(dataset, class_names)
     columns.update(score_columns)
     if features:
         names = _unique_names(dataset.feature_names, {*columns, *BOOKKEEPING_BRANCHES})
@@ -162,20 +196,17 @@ def write_scores(
         if update and os.path.exists(path):
             shutil.copyfile(path, temporary)
             file = uproot.update(temporary)
-            with suppress(KeyError):
-                if tree in file:
-                    del file[tree]
+            _delete_every_cycle(file, tree)
         else:
             file = uproot.recreate(temporary)
         with file:
-            samples = ";".join(f"{i}={name}" for i, name in enumerate(dataset.sample_names))
+            samples = _names_string(dataset.sample_names, "sample")
             for key in (f"{tree}_samples", f"{tree}_classes"):
-                if key in file:
-                    del file[key]
+                _delete_every_cycle(file, key)
             file[f"{tree}_samples"] = samples
             classes = ""
             if class_names is not None:
-                classes = ";".join(f"{i}={name}" for i, name in enumerate(class_names))
+                classes = _names_string(class_names, "class")
                 file[f"{tree}_classes"] = classes
                 classes = f"; class: {classes}"
             output = file.mktree(tree, {k: v.dtype for k, v in columns.items()},
@@ -188,12 +219,36 @@ def write_scores(
     return path
 
 
-def _bookkeeping_columns(dataset: Dataset) -> dict[str, np.ndarray]:
-    """classID and label (or target), weight, event and sample, in BOOKKEEPING_BRANCHES order."""
+def _delete_every_cycle(file: Any, path: str) -> None:
+    """Delete every cycle of ``path`` (``"dir/name"`` too) from a file open for update."""
+    folder, _, name = path.rpartition("/")
+    try:
+        directory = file[folder] if folder else file
+    except KeyError:
+        return
+    if not isinstance(directory, uproot.writing.WritableDirectory):
+        return
+    while True:  # uproot deletes the highest cycle of a name at a time
+        try:
+            del directory[name]
+        except KeyError:
+            return
+
+
+def _bookkeeping_columns(dataset: Dataset, class_names: Sequence[str] | None = None
+                         ) -> dict[str, np.ndarray]:
+    """classID and label (or target), weight, event and sample, in BOOKKEEPING_BRANCHES order.
+
+    classID is TMVA's 0 signal, 1 background in a 0/1 problem; with more than two
+    ``class_names`` it is the label, whichever labels the events hold."""
     columns: dict[str, np.ndarray] = {}
     if dataset.task == "classification":
         labels = dataset.y
-        binary = set(np.unique(labels).tolist()) <= {0, 1}
+        if class_names is not None and len(labels) and int(labels.max()) >= len(class_names):
+            raise InputError(f"class label {int(labels.max())} has no name in class_names "
+                             f"{list(class_names)}")
+        binary = (class_names is None or len(class_names) <= 2) and set(
+            np.unique(labels).tolist()) <= {0, 1}
         columns["classID"] = (1 - labels if binary else labels).astype(np.int32)
         columns["label"] = labels.astype(np.int32)
     elif dataset.task == "regression":
@@ -254,8 +309,7 @@ def _sample_names(file: Any, tree: str, what: str = "samples") -> list[str] | No
     key = f"{tree}_{what}"
     if key not in file:
         return None
-    pairs = [item.split("=", 1) for item in str(file[key]).split(";") if "=" in item]
-    return [name for _, name in sorted((int(i), name) for i, name in pairs)]
+    return _parse_names(str(file[key]))
 
 
 def _feature_branches(written: list[str], keys: list[str], feature_names: Sequence[str] | None,
