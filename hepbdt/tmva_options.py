@@ -58,6 +58,7 @@ analysis configuration all build on it.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, NoReturn
 
 __all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "tmva_option_values",
@@ -160,32 +161,62 @@ def _supported() -> str:
     return ", ".join(sorted(TMVA_OPTIONS, key=str.lower))
 
 
+#: Numbers as TMVA's option parser reads them: ASCII digits (C++ stream extraction), no
+#: ``nan``, ``inf`` or digit separators (Python's int and float take ``1_000``, TMVA reads 1).
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Option<Bool_t>::SetValueLocal's words; anything else is fatal in TMVA.
+_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "ktrue", "t"), ("0", "false", "kfalse", "f")
+
+
 def _parse_bool(name: str, text: str) -> bool:
     """A TMVA true/false value of option ``name``."""
     t = text.strip().lower()
-    if t in ("true", "t", "1", "yes", "kTRUE".lower()):
+    if t in _TRUE_WORDS:
         return True
-    if t in ("false", "f", "0", "no", "kFALSE".lower()):
+    if t in _FALSE_WORDS:
         return False
-    raise TMVAOptionError(f"option {name}={text!r}: expected True or False")
+    raise TMVAOptionError(f"option {name}={text!r}: expected True or False (TMVA also takes "
+                          "1, 0, T, F, kTRUE, kFALSE)")
 
 
-def _parse_int(name: str, text: str) -> int | float:
-    """An integer option's value; ``1e3`` and ``800.0`` are integers too. A float beyond
-    2**53 stays a float (so a message shows ``1e+23``): every such option has a bound."""
-    try:
+def _parse_float(name: str, text: str) -> float:
+    """A finite decimal number; ValueError for text that is not one."""
+    if not _FLOAT_TEXT.fullmatch(text):
+        raise ValueError(text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise TMVAOptionError(f"option {name}={text!r}: expected a finite number")
+    return value
+
+
+def _parse_int(name: str, text: str) -> int:
+    """An integer option's value, written in digits: TMVA reads an integer option up to its
+    first character that is not a digit (``NTrees=1e3`` is 1 tree, ``850.0`` is 850,
+    ``1.5`` is 1), so any other form is refused rather than read as TMVA does or as meant."""
+    if _INT_TEXT.fullmatch(text):
         return int(text)
-    except ValueError:
-        value = float(text)  # ValueError: not a number at all
-    if not value.is_integer():
-        raise TMVAOptionError(f"option {name}={text!r}: expected an integer, e.g. {name}="
-                              f"{TMVA_OPTIONS[name][1] if TMVA_OPTIONS[name][1] is not None else 1}")
-    return int(value) if abs(value) <= 2**53 else value
+    _parse_float(name, text)  # a text that is no number at all says so
+    example = TMVA_OPTIONS[name][1] if TMVA_OPTIONS[name][1] is not None else 1
+    raise TMVAOptionError(f"option {name}={text!r}: expected an integer written in digits, "
+                          f"e.g. {name}={example} (TMVA reads an integer option up to its first "
+                          f"character that is not a digit: {name}={text} would not be what it "
+                          "says there)")
+
+
+def _not_a_number(name: str, text: str) -> TMVAOptionError:
+    """The error for a number option's text that is not a number."""
+    hint = " (only MinNodeSize takes %)" if "%" in text else ""
+    return TMVAOptionError(f"option {name}={text!r}: expected a number{hint}")
 
 
 def _parse_value(name: str, text: str | None, negated: bool) -> Any:
     """The typed value of option ``name`` given as ``text`` (None: bare), ``negated`` by '!'."""
     kind = TMVA_OPTIONS[name][0]
+    if negated and text is not None:
+        raise TMVAOptionError(f"option '!{name}={text}': TMVA takes '!' only before a bare "
+                              f"true/false option (!{name}), and rejects it with a value; "
+                              f"write {name}=True or {name}=False")
     if kind == "bool":
         value = True if text is None else _parse_bool(name, text)
         return not value if negated else value
@@ -197,19 +228,30 @@ def _parse_value(name: str, text: str | None, negated: bool) -> Any:
         if kind == "int":
             return _parse_int(name, text)
         if kind == "float":
-            return float(text)
-        if kind == "size":
-            return float(text.replace("%", "").strip())
+            return _parse_float(name, text)
+        if kind == "size":  # SetMinNodeSize: '%' and blanks removed, a percentage either way
+            return _parse_float(name, text.replace("%", "").replace(" ", ""))
     except TMVAOptionError:
         raise
     except ValueError:
-        raise TMVAOptionError(f"option {name}={text!r}: expected a number") from None
+        raise _not_a_number(name, text) from None
     if kind == "str":
         return text
     for word in kind:
         if word.lower() == text.lower():
             return word
     raise TMVAOptionError(f"option {name}={text!r} is not valid; TMVA allows {list(kind)}")
+
+
+def _bare_value_hint(token: str) -> str:
+    """For a bare token that is a value of an option (``Grad``), what TMVA makes of it."""
+    for name, (kind, _, _) in TMVA_OPTIONS.items():
+        if isinstance(kind, tuple):
+            for word in kind:
+                if word.lower() == token.lower():
+                    return (f" (TMVA reads a bare value as its option, {name}={word}: "
+                            f"write {name}={word})")
+    return ""
 
 
 def _read(options: str) -> dict[str, Any]:
@@ -226,8 +268,9 @@ def _read(options: str) -> dict[str, Any]:
         key = name_text.strip().lower()
         name = _LOWER.get(key)
         if name is None:
-            raise TMVAOptionError(f"TMVA option {name_text.strip()!r} is not known to hepbdt; "
-                                  f"supported options: {_supported()}")
+            hint = "" if sep else _bare_value_hint(key)
+            raise TMVAOptionError(f"TMVA option {name_text.strip()!r} is not known to hepbdt"
+                                  f"{hint}; supported options: {_supported()}")
         if name in UNSUPPORTED:
             raise TMVAOptionError(f"TMVA option {name} is not supported: {UNSUPPORTED[name]}. "
                                   f"Supported options: {_supported()}")
@@ -268,6 +311,8 @@ def _check_unsupported(opt: dict[str, Any], given: dict[str, Any], regression: b
 def _max_depth(opt: dict[str, Any], given: dict[str, Any]) -> int:
     """The tree depth from MaxDepth, or from the deprecated NNodesMax as TMVA converts it."""
     depth = opt["MaxDepth"]
+    if opt["NNodesMax"] < 0:  # an unsigned option in TMVA: -1 is 4294967295 nodes, not "off"
+        _fail(opt, "NNodesMax", "must be >= 0 (0: not used, MaxDepth decides); give MaxDepth")
     if opt["NNodesMax"] > 0:
         nodes, depth = 1, 0
         while nodes < opt["NNodesMax"]:
@@ -317,13 +362,12 @@ def _n_cuts(opt: dict[str, Any], regression: bool) -> int:
 
 def _bagging_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """``subsample`` and ``subsample_mode`` from Bagging, UseBaggedBoost and the sample fraction."""
-    if not 0 < opt["BaggedSampleFraction"]:
-        _fail(opt, "BaggedSampleFraction", "must be positive")
-    fraction = opt["BaggedSampleFraction"]
-    if "GradBaggingFraction" in given:
-        if "BaggedSampleFraction" in given:
-            _fail(opt, "GradBaggingFraction", "give BaggedSampleFraction or its old name, not both")
-        fraction = opt["GradBaggingFraction"]
+    name = "GradBaggingFraction" if "GradBaggingFraction" in given else "BaggedSampleFraction"
+    if name == "GradBaggingFraction" and "BaggedSampleFraction" in given:
+        _fail(opt, name, "give BaggedSampleFraction or its old name, not both")
+    fraction = opt[name]
+    if not 0 < fraction:
+        _fail(opt, name, "must be positive (the mean of each event's Poisson count)")
     bagged = opt["UseBaggedBoost"] or opt["UseBaggedGrad"] or opt["BoostType"] == "Bagging"
     return {"subsample": fraction if bagged else 1.0, "subsample_mode": "poisson" if bagged else "uniform"}
 
@@ -381,6 +425,11 @@ def _classification_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[s
         _fail(opt, "SigToBkgFraction", "must be positive")
     boost = opt["BoostType"]
     fraction = None if opt["SkipNormalization"] else opt["SigToBkgFraction"]
+    if boost in ("AdaBoost", "RealAdaBoost") and fraction is not None and fraction != 1.0:
+        _fail(opt, "SigToBkgFraction", "TMVA's AdaBoost multiplies the signal weights by it "
+              "again after every tree (MethodBDT::AdaBoost), a factor that compounds; hepbdt "
+              "scales the classes once before training. Set SigToBkgFraction=1, or give "
+              "hepbdt's own sig_to_bkg_fraction for the once-only scaling")
     params: dict[str, Any] = {
         "criterion": _CRITERIA[opt["SeparationType"].lower()],
         "beta": opt["AdaBoostBeta"],
@@ -535,10 +584,12 @@ def _subsample_options(p: dict[str, Any], boosting: str, regression: bool) -> li
     """The bagging options (UseBaggedBoost, BaggedSampleFraction) of ``subsample``."""
     subsample, mode = p.get("subsample", 1.0), p.get("subsample_mode", "uniform")
     if boosting == "bagging":
-        fraction = 1.0 if (subsample >= 1.0 and mode == "uniform") else subsample
-        if mode == "weighted":
-            _no_equivalent(p, "subsample_mode", "TMVA resamples with Poisson counts")
-        return [f"BaggedSampleFraction={_number(fraction)}"]
+        if mode == "weighted" or (mode == "uniform" and subsample < 1.0):
+            # hepbdt's uniform subsample < 1 draws without replacement; TMVA's Bagging draws
+            # Poisson(BaggedSampleFraction) counts (uniform with 1.0: a Poisson(1) bootstrap)
+            _no_equivalent(p, "subsample_mode", "TMVA resamples with Poisson counts "
+                           "(subsample_mode='poisson', or 'uniform' with subsample=1.0)")
+        return [f"BaggedSampleFraction={_number(1.0 if mode == 'uniform' else subsample)}"]
     if mode == "poisson":
         return ["UseBaggedBoost", f"BaggedSampleFraction={_number(subsample)}"]
     if subsample != 1.0 or mode != "uniform":
@@ -622,6 +673,10 @@ def _normalisation_options(p: dict[str, Any], boosting: str, regression: bool) -
         return ["SkipNormalization"] if boosting == "gradient" else []
     if frac == "tmva" or math.isclose(float(frac), 1.0):  # TMVA's own: ratio 1, none for 3+ classes
         return []
+    if boosting == "adaboost":
+        _no_equivalent(p, "sig_to_bkg_fraction", "TMVA's AdaBoost multiplies the signal weights "
+                       "by SigToBkgFraction again after every tree, where hepbdt scales the "
+                       "classes once; set sig_to_bkg_fraction=1 or None (SkipNormalization)")
     return [f"SigToBkgFraction={_number(frac)}"]
 
 

@@ -95,13 +95,14 @@ def test_keys_for_options_the_string_leaves_out_are_taken():
 EXPORTED = [
     ("classifier", "NTrees=15:MaxDepth=2:MinNodeSize=1%:nCuts=40:BoostType=AdaBoost:"
      "AdaBoostBeta=1.0:SeparationType=CrossEntropy:UseBaggedBoost:BaggedSampleFraction=0.5:"
-     "SigToBkgFraction=2:NegWeightTreatment=PairNegWeightsGlobal"),
+     "NegWeightTreatment=PairNegWeightsGlobal"),
     ("classifier", "NTrees=12:MaxDepth=3:MinNodeSize=2.5%:BoostType=RealAdaBoost:nCuts=-1:"
      "SeparationType=MisClassificationError:UseRandomisedTrees:UseNvars=2:UsePoissonNvars=False"),
     ("classifier", "NTrees=10:MaxDepth=4:MinNodeSize=3%:BoostType=Bagging:"
      "BaggedSampleFraction=0.7:SeparationType=SDivSqrtSPlusB:SkipNormalization"),
     ("classifier", "NTrees=12:MaxDepth=2:MinNodeSize=1.5%:BoostType=Grad:Shrinkage=0.3:nCuts=30:"
-     "UseBaggedBoost:BaggedSampleFraction=0.8:NegWeightTreatment=IgnoreNegWeightsInTraining"),
+     "UseBaggedBoost:BaggedSampleFraction=0.8:NegWeightTreatment=IgnoreNegWeightsInTraining:"
+     "SigToBkgFraction=2"),
     ("regressor", "NTrees=12:MaxDepth=4:MinNodeSize=1%:BoostType=Grad:Shrinkage=0.123456789:"
      "nCuts=-1:RegressionLossFunctionBDTG=Huber:HuberQuantile=0.9"),
 ]
@@ -138,8 +139,29 @@ def test_export_writes_the_options_of_the_p3_audit(tmp_path):
     assert written["SeparationType"] == (True, "crossentropy")
     assert written["UseBaggedBoost"] == (True, "True")
     assert written["BaggedSampleFraction"] == (True, "5.000000e-01")
-    assert written["SigToBkgFraction"] == (True, "2.000000e+00")
+    assert "SigToBkgFraction" not in written or written["SigToBkgFraction"][1] in ("1", "1.000000e+00")
     assert written["NegWeightTreatment"] == (True, "pairnegweightsglobal")
+    # Grad uses SigToBkgFraction once, as hepbdt does: written as set
+    grad = BDTClassifier.from_tmva(EXPORTED[3][1], random_state=0).fit(X, y)
+    grad.save_tmva(tmp_path / "grad.weights.xml")
+    assert written_options(tmp_path / "grad.weights.xml")["SigToBkgFraction"] == (True,
+                                                                                  "2.000000e+00")
+
+
+@pytest.mark.parametrize("boost", ["AdaBoost", "RealAdaBoost"])
+def test_adaboost_sig_to_bkg_fraction_is_refused_both_ways(boost):
+    # TMVA's AdaBoost multiplies the signal weights by SigToBkgFraction after every tree
+    # (MethodBDT::AdaBoost: ScaleBoostWeight(globalNormWeight * fSigToBkgFraction)), a factor
+    # that compounds; hepbdt's sig_to_bkg_fraction scales the classes once
+    with pytest.raises(TMVAOptionError, match="SigToBkgFraction=2.0: TMVA's AdaBoost"):
+        BDTClassifier.from_tmva(f"BoostType={boost}:SigToBkgFraction=2")
+    model = BDTClassifier(boosting="adaboost", n_trees=10, min_node_size=0.05, negative_weights="keep",
+                          sig_to_bkg_fraction=2.0)
+    with pytest.raises(TMVAOptionError, match="sig_to_bkg_fraction=2.0 has no TMVA equivalent"):
+        model.to_tmva()
+    assert "SigToBkgFraction" not in BDTClassifier(boosting="adaboost", n_trees=10,
+                                                  min_node_size=0.05,
+                                                  negative_weights="keep").to_tmva()
 
 
 def test_export_of_a_regressor_writes_its_depth_and_tmvas_regression_defaults(tmp_path):
