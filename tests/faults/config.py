@@ -104,8 +104,8 @@ FAULTS = [
           r".*\(10,000,006 characters\): 10,000,006 characters, more than the 100,000"),
     Fault("n-trees-huge", _huge_n_trees, r"\[method\] n_trees: n_trees=9223372036854775807 is "
           r"not valid; expected 'auto' or an integer in \[1, 100000\]"),
-    Fault("tmva-ntrees-1e23", _tmva_ntrees, r"\[method\] tmva_options: TMVA option "
-          r"NTrees=1e\+23: must be an integer in \[1, 100000\]"),
+    Fault("tmva-ntrees-1e23", _tmva_ntrees, r"\[method\] tmva_options: option NTrees='1e23': "
+          r"expected an integer written in digits"),
     Fault("kfold-huge", _huge_kfold, r"\[split\] kfold: 100000 folds: k-fold needs k >= 2 and "
           r"k <= 100"),
     Fault("negative-seed", _negative_seed, r"\[split\] seed: -1 is not a seed; expected an "
