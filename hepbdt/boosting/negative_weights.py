@@ -17,17 +17,21 @@ How: the features are standardised per class (mean 0, standard deviation 1; TMVA
 full inverse covariance matrix, a Mahalanobis distance). A parallel Numba kernel finds
 the ``n_neighbours`` nearest positive events of every negative event by brute force, in
 single precision, tile by tile (the distances to a block of candidates vectorise; only
-the best k per event are kept, never the distance matrix). A Numba loop then annihilates
-each negative event against its candidates in order of distance, visiting the negative
-events in a fixed order and skipping candidates already used up by an earlier one (a pair
-whose sum is within ``CANCEL_ROUNDING`` of the larger weight, the rounding of the sums
-that made them, leaves two exact zeros rather than a leftover of an ulp or two); when
-all candidates of an event are used up, its remaining negative weight is matched again
-against the (now fewer) positive events, with a larger candidate list; the passes end
-when no negative weight is left, or when no positive one is (then what is left is the
-rounding of the sums, at most n * eps * sum |w|, and those events are dropped). A class
-whose net weight is not positive beyond that rounding is refused. Cost:
-O(n_neg * n_pos * m), about 1 ns a distance on two cores: 0.9 s for 100,000 events
+the best k per event are kept, in a heap, never the distance matrix; the lists of at
+most ``PAIR_CANDIDATES`` // k negative events are held at once). A Numba loop then
+annihilates each negative event against its candidates in order of distance, visiting
+the negative events in a fixed order and skipping candidates already used up by an
+earlier one (a pair whose sum is within ``CANCEL_ROUNDING`` of the larger weight, the
+rounding of the sums that made them, leaves two exact zeros rather than a leftover of an
+ulp or two); when all candidates of an event are used up, its remaining negative weight
+is matched again against the (now fewer) positive events, with a candidate list four
+times as long; the passes end when no negative weight is left, or when no positive one
+is (then what is left is the rounding of the sums, at most n * eps * sum |w|, and those
+events are dropped). A class whose net weight is not positive beyond that rounding is
+refused, and so is a feature with an infinite value (it has no finite standardisation).
+Cost: O(n_neg * n_pos * m) a pass, and O(n_neg * k log k) for its lists (a sorted
+insertion made this O(n_neg * k^2): 15 s for 64 events' lists of 40,000, now 0.1 s),
+about 1 ns a distance on two cores: 0.9 s for 100,000 events
 x 28 features with 10 % negative weights, 4.6 s for 300,000. Past ``MAX_PAIRS``
 distances per pass (large samples), the candidates are drawn from a seeded random subset
 of the positive events, so the cost grows linearly with the number of negative events
@@ -57,6 +61,9 @@ the score: on that case, boosters trained with the generator's true E[w | x] as 
 end within 0.0005 of the net sample, with the policy's weights 0.009-0.012 below it, and
 0.005-0.011 below when the policy learns from 3x the events (``bench_negative_weights.py
 --oracle``).
+The models learn w divided by a power of two near its largest magnitude (exactly, so the
+weights are the same, bit for bit, at any scale; weights of 1e40, which a class
+normalisation brings into the training's range, overflowed the float32 channels).
 Each fold's model trains on at most ``REGRESS_MAX_EVENTS`` events (a seeded random subset
 of the other folds), so the cost stops growing with the sample: one binning of the class,
 ``REGRESS_FOLDS`` fits of ``REGRESS_TREES`` shallow trees, one prediction of every event
@@ -82,6 +89,8 @@ __all__ = ["pair_negative_weights", "pair_class_weights", "pair_weights", "regre
 
 KNN_TILE = 16  # queries per parallel task of the neighbour search
 KNN_BLOCK = 2048  # candidates per block (a block's features stay in cache for a tile)
+KNN_HEAP = 1 << 16  # heap entries of one tile, at most (fewer queries a tile as k grows)
+PAIR_CANDIDATES = 1 << 20  # candidate indices held at once (the negative events in chunks)
 MAX_PAIRS = 2_000_000_000  # distances computed per pass, at most (about 2 s on two cores)
 REGRESS_FOLDS = 3  # cross-fitting folds of the regress policy
 REGRESS_TREES = 100
@@ -125,23 +134,56 @@ def _annihilate(neg_idx, candidates, w):
     return left
 
 
+@njit(inline="always")
+def _sift_down(heap, top, size):
+    """Restore the max-heap order of heap[:size] below entry ``top``."""
+    while True:
+        child = 2 * top + 1
+        if child >= size:
+            return
+        if child + 1 < size and heap[child + 1] > heap[child]:
+            child += 1
+        if heap[child] <= heap[top]:
+            return
+        heap[top], heap[child] = heap[child], heap[top]
+        top = child
+
+
+@njit(inline="always")
+def _push(heap, size, key):
+    """Add ``key`` to the max-heap heap[:size] (there is room for it)."""
+    pos = size
+    heap[pos] = key
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if heap[pos] <= heap[parent]:
+            return
+        heap[pos], heap[parent] = heap[parent], heap[pos]
+        pos = parent
+
+
 @njit(parallel=True)
-def _knn(Zq, Zt, k, out):
-    """out[q] = indices of the k columns of Zt nearest to row q of Zq, closest first.
+def _knn(Zq, Zt, k, tile, out):
+    """out[q] = indices of the k columns of Zt nearest to row q of Zq, closest first (ties:
+    the smaller index first); -1 past the candidates at a finite distance.
 
     Zq: (n_q, m) float32 queries; Zt: (m, n_c) float32 candidates, feature-major so that
-    the distances to a block of candidates vectorise. Threads own tiles of queries; each
-    tile streams the candidates block by block (a block stays in cache for the tile).
+    the distances to a block of candidates vectorise. Threads own tiles of ``tile`` queries;
+    each tile streams the candidates block by block (a block stays in cache for the tile).
+    Each query keeps its k best in a max-heap of keys, a distance's bits (which order as
+    the distances, >= 0) then the index: log k a candidate that enters, where a sorted
+    insertion cost k, quadratic in k on the later passes of the pairing.
     """
     n_q, m = Zq.shape
     n_c = Zt.shape[1]
-    n_tiles = (n_q + KNN_TILE - 1) // KNN_TILE
-    for tile in numba.prange(n_tiles):
-        q0 = tile * KNN_TILE
-        q1 = min(n_q, q0 + KNN_TILE)
-        best_d = np.full((KNN_TILE, k), np.inf, dtype=np.float32)
-        best_i = np.full((KNN_TILE, k), -1, dtype=np.int64)
+    n_tiles = (n_q + tile - 1) // tile
+    for t in numba.prange(n_tiles):
+        q0 = t * tile
+        q1 = min(n_q, q0 + tile)
+        best = np.empty((tile, k), dtype=np.uint64)
+        count = np.zeros(tile, dtype=np.int64)
         d = np.empty(KNN_BLOCK, dtype=np.float32)
+        bits = d.view(np.uint32)
         for b0 in range(0, n_c, KNN_BLOCK):
             size = np.uint64(min(n_c, b0 + KNN_BLOCK) - b0)
             base = np.uint64(b0)
@@ -154,29 +196,48 @@ def _knn(Zq, Zt, k, out):
                     for j in range(size):
                         diff = a - row[base + j]
                         d[j] += diff * diff
-                worst = best_d[r, k - 1]
-                for j in range(size):
-                    dj = d[j]
-                    if dj < worst:  # insert, keeping the list sorted (ties: first seen first)
-                        pos = k - 1
-                        while pos > 0 and best_d[r, pos - 1] > dj:
-                            best_d[r, pos] = best_d[r, pos - 1]
-                            best_i[r, pos] = best_i[r, pos - 1]
-                            pos -= 1
-                        best_d[r, pos] = dj
-                        best_i[r, pos] = np.int64(base + j)
-                        worst = best_d[r, k - 1]
+                heap, c = best[r], count[r]
+                j = np.uint64(0)
+                while c < k and j < size:  # filling the heap
+                    if d[j] < np.inf:
+                        _push(heap, c, (np.uint64(bits[j]) << np.uint64(32)) | (base + j))
+                        c += 1
+                    j += np.uint64(1)
+                count[r] = c
+                if c < k:
+                    continue
+                # A later candidate's key is larger at the same distance: it enters when
+                # strictly closer than the worst kept.
+                worst = np.uint32(heap[0] >> np.uint64(32))
+                for i in range(j, size):
+                    if bits[i] < worst:
+                        heap[0] = (np.uint64(bits[i]) << np.uint64(32)) | (base + i)
+                        _sift_down(heap, 0, k)
+                        worst = np.uint32(heap[0] >> np.uint64(32))
         for q in range(q0, q1):
-            for c in range(k):
-                out[q, c] = best_i[q - q0, c]
+            r = q - q0
+            c = count[r]
+            ordered = np.sort(best[r, :c])
+            for s in range(k):
+                out[q, s] = np.int64(ordered[s] & np.uint64(0xFFFFFFFF)) if s < c else -1
 
 
 def _nearest(Z_neg: np.ndarray, Z_pos: np.ndarray, k: int) -> np.ndarray:
     """(len(Z_neg), k) indices into Z_pos of the k nearest, closest first."""
-    k = min(k, Z_pos.shape[0])
-    out = np.empty((Z_neg.shape[0], k), dtype=np.int64)
-    _knn(np.ascontiguousarray(Z_neg, dtype=np.float32),
-         np.ascontiguousarray(Z_pos.T, dtype=np.float32), k, out)
+    return _nearest_t(np.ascontiguousarray(Z_neg, dtype=np.float32),
+                      np.ascontiguousarray(Z_pos.T, dtype=np.float32), k)
+
+
+def _nearest_t(Zq: np.ndarray, Zt: np.ndarray, k: int) -> np.ndarray:
+    """``_nearest`` of float32 queries Zq (n_q, m) among the feature-major candidates Zt
+    (m, n_c) (fewer than 2**32); the tiles shrink as k grows, so that their heaps stay
+    within KNN_HEAP."""
+    k = min(k, Zt.shape[1])
+    out = np.empty((Zq.shape[0], k), dtype=np.int64)
+    if k == 0:
+        return out
+    _knn(np.ascontiguousarray(Zq, dtype=np.float32), Zt, k,
+         max(1, min(KNN_TILE, KNN_HEAP // max(k, 1))), out)
     return out
 
 
@@ -185,13 +246,13 @@ STANDARDISE_BLOCK = 1 << 14  # rows standardised at once (float64 temporaries of
 
 
 @njit
-def _column_moments(X, rows, mean, std):
+def _column_moments(X, rows, mean, std, count):
     """numpy's ``nanmean`` and ``nanstd`` of each column of float64(X[rows]), to the bit
     (the same additions in the same order: row by row, as numpy reduces axis 0), without a
-    float64 copy of X."""
+    float64 copy of X; ``count``: the values that are not NaN."""
     m = X.shape[1]
     total = np.zeros(m)
-    count = np.zeros(m, np.int64)
+    count[:] = 0
     for i in rows:
         for j in range(m):
             x = np.float64(X[i, j])
@@ -214,17 +275,34 @@ def _standardised(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """Features of the events ``rows`` of X (all when None) standardised per column (mean
     0, standard deviation 1; NaN as the mean), computed in float64 block by block and kept
     in float32, as the neighbour search reads them: 4 bytes a value, where float64 copies
-    of the whole X took about 33."""
+    of the whole X took about 33. ValueError for a column with an infinite value (or one
+    too large to square), which has no finite standardisation."""
     X = np.ascontiguousarray(X)
     rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
     mean, std = np.empty(X.shape[1]), np.empty(X.shape[1])
-    _column_moments(X, rows, mean, std)
+    count = np.empty(X.shape[1], dtype=np.int64)
+    _column_moments(X, rows, mean, std, count)
+    bad = np.flatnonzero((count > 0) & ~np.isfinite(std))
+    if bad.size:
+        raise ValueError(f"negative_weights='pair': column {int(bad[0])} of the values the pairing "
+                         "measures distances in (the features, then a regression's target and "
+                         "the decorrelation variables) has infinite values or values too large "
+                         "to standardise; every value must be finite (within float32's range, "
+                         "+-3.4e38) or NaN for missing")
     scale = np.where(std > 0, std, 1.0)
     Z = np.empty((rows.size, X.shape[1]), dtype=np.float32)
     for start in range(0, rows.size, STANDARDISE_BLOCK):
         block = np.asarray(X[rows[start:start + STANDARDISE_BLOCK]], dtype=np.float64)
         Z[start:start + STANDARDISE_BLOCK] = np.where(np.isnan(block), 0.0, (block - mean) / scale)
     return Z
+
+
+def _check_finite(w: np.ndarray, policy: str) -> None:
+    """ValueError naming the first weight of ``w`` that is NaN or infinite."""
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise ValueError(f"negative_weights={policy!r}: weight {int(bad[0])} of the events given "
+                         f"to the policy is {w[bad[0]]}; every weight must be a finite number")
 
 
 def _rounding(w: np.ndarray) -> float:
@@ -241,7 +319,12 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
     group : what the events are, for the messages: "class" (a classifier's class) or
         "regression" (every event of a regression).
     """
+    if isinstance(n_neighbours, bool) or not (isinstance(n_neighbours, int | np.integer)
+                                               and n_neighbours >= 1):
+        raise ValueError(f"negative_weights='pair': n_neighbours={n_neighbours!r} must be an "
+                         "integer >= 1 (the first candidate list of each negative event)")
     w = np.asarray(w, dtype=np.float64).copy()
+    _check_finite(w, "pair")
     if not np.any(w < 0):
         return w
     rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated", group)
@@ -264,11 +347,34 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
             # so the cost stays linear in the number of negative events.
             keep = max(4 * k, MAX_PAIRS // neg.size)
             pos = np.sort(rng.choice(pos, min(keep, pos.size), replace=False))
-        cand = pos[_nearest(Z[neg], Z[pos], k)]
-        left = _annihilate(neg, cand, w)
+        left = _pair_pass(Z, neg, pos, k, w)
+        if k >= pos.size and np.any(left) and np.any(w > 0):
+            # Every remaining negative event saw every positive one: unreachable with
+            # finite distances (checked by _standardised); stop rather than loop.
+            raise RuntimeError("negative_weights='pair': the pairing made no progress")
         neg = neg[left]
         k *= 4
     return w
+
+
+def _pair_pass(Z: np.ndarray, neg: np.ndarray, pos: np.ndarray, k: int,
+               w: np.ndarray) -> np.ndarray:
+    """One pass of the pairing: each event of ``neg`` in turn annihilated against its k
+    nearest events of ``pos`` (closest first, those used up skipped), ``w`` updated in
+    place; returns the mask of the events of ``neg`` left negative. The candidates of at
+    most PAIR_CANDIDATES // k negative events are held at once (all of them: n_neg * k
+    indices, gigabytes on the later passes)."""
+    k = min(k, pos.size)
+    Zt = np.ascontiguousarray(Z[pos].T)
+    chunk = max(1, PAIR_CANDIDATES // k)
+    left = np.empty(neg.size, dtype=np.bool_)
+    for start in range(0, neg.size, chunk):
+        mine = neg[start:start + chunk]
+        found = _nearest_t(Z[mine], Zt, k)
+        candidates = pos[found]
+        candidates[found < 0] = -1  # no candidate (pos[-1] is one)
+        left[start:start + chunk] = _annihilate(mine, candidates, w)
+    return left
 
 
 def pair_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
@@ -360,6 +466,8 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_na
         train = np.flatnonzero(fold != k)
         if train.size > REGRESS_MAX_EVENTS:
             train = np.sort(rng.choice(train, REGRESS_MAX_EVENTS, replace=False))
+        if loss_name == "deviance":
+            _check_both_signs(target[train], weight[train], k)
         booster = GradientBooster(loss, REGRESS_LEARNING_RATE)
         # Packed integer histograms, as the estimators use from QUANTISE_FROM_EVENTS events.
         quantised = train.size >= REGRESS_QUANTISE_FROM
@@ -378,6 +486,16 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_na
             block = held[start:start + PREDICT_BLOCK]
             score[block] = forest.raw_score(X[block if rows is None else rows[block]])
     return score, fold
+
+
+def _check_both_signs(negative: np.ndarray, weight: np.ndarray, fold: int) -> None:
+    """ValueError when the training events of a fold of the classifier-based variant
+    (``negative``: 1 for a negative weight, ``weight``: |w|) lack either sign of weight."""
+    for label, kind in ((1.0, "negative"), (0.0, "positive")):
+        if not weight[negative == label].sum() > 0:
+            raise ValueError(f"negative_weights='regress' (method='classify'): the training events "
+                             f"of cross-fitting fold {fold} hold no {kind} weight, so P(negative | x) "
+                             "cannot be learnt there; use method='regress' or more events")
 
 
 @njit
@@ -458,9 +576,10 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     what the events are, for the messages: "class" or "regression" (every event of one).
     """
     w = np.asarray(w, dtype=np.float64)
+    _check_finite(w, "regress")
     if not np.any(w < 0):
         return w.copy()
-    rounding = _check_net_weight(w, "regress", group=group)
+    _check_net_weight(w, "regress", group=group)
     if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
         raise ValueError(f"negative_weights='regress': n_folds={n_folds!r} must be an integer >= 2")
     if w.size < 2 * n_folds:
@@ -470,17 +589,21 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
                          "negative_weights='pair'")
     rng = np.random.default_rng(0 if random_state is None else random_state)
     X = np.asarray(X, dtype=np.float32)
+    # The models learn w over a power of two near its largest magnitude, exactly (so the
+    # same weights, bit for bit, at any scale): weights beyond float32's range (1e40, which
+    # a class normalisation brings into range for the training) overflowed its channels.
+    unit = np.ldexp(w, -int(np.frexp(np.abs(w).max())[1]))
     if method == "regress":
-        score, fold = _cross_fitted(X, w, np.ones(w.size), "squared", n_folds, rng, rows)
+        score, fold = _cross_fitted(X, unit, np.ones(w.size), "squared", n_folds, rng, rows)
     elif method == "classify":
-        score, fold = _cross_fitted(X, (w < 0).astype(np.float64), np.abs(w), "deviance",
+        score, fold = _cross_fitted(X, (w < 0).astype(np.float64), np.abs(unit), "deviance",
                                     n_folds, rng, rows)
         score = -score  # increasing with the local net weight, as the regression's
     else:
         raise ValueError(f"method={method!r} is not valid; use 'regress' or 'classify'")
-    new = np.maximum(_calibrated(score, w, fold, rng), 0.0)
+    new = np.maximum(_calibrated(score, unit, fold, rng), 0.0)
     total = float(new.sum())
-    if not total > rounding:
+    if not total > _rounding(unit):
         # No event's predicted local net weight is positive: the best constant model.
         return np.full(w.size, w.sum() / w.size)
     return new * (w.sum() / total)
