@@ -138,3 +138,21 @@ def test_flatness_and_uboost_refuse_bad_bins_labels_and_weights():
     # uBoost had no cell limit: 400 bins over 3 variables took 2 GB
     with pytest.raises(ValueError, match=r"makes 1,000,000 cells; at most 100,000"):
         UniformityWeights(m, y, w, 0.5, 1.0, 100, "background")
+
+
+def test_decorrelation_variables_beyond_float32_are_refused():
+    # the negative-weight policies measure the features and these variables in float32: a
+    # mass of 1e39 became inf there (pair had paired every negative event with one event)
+    import hepbdt
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    w = np.ones(n)
+    w[(y == 0) & (rng.random(n) < 0.2)] = -0.5
+    m = rng.uniform(0, 1, n)
+    m[10] = 1e39
+    with pytest.raises(ValueError, match=r"decorrelate: 1 value\(s\) beyond .*event 10, column 0"):
+        hepbdt.BDTClassifier(n_trees=2, negative_weights="pair", decorrelation="flatness").fit(
+            X, y, w, decorrelate=m)

@@ -63,6 +63,7 @@ DECORRELATION_METHODS = ("flatness", "uboost")  # uboost: boosting/uboost.py
 DECORRELATION_TARGETS = ("background", "signal", "both")
 MAX_DECORRELATION_COLUMNS = 3
 MAX_CELLS = 100_000  # bins ** columns
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 TAIL_FLOOR = 0.05  # psi = 1 / max(1 - F, TAIL_FLOOR)^2: efficiencies below 5 % weigh as 5 %
 
 
@@ -85,6 +86,12 @@ def check_decorrelate(decorrelate, n_events: int) -> NDArray:
         row, col = np.argwhere(bad)[0]
         raise ValueError(f"decorrelate: {int(bad.sum())} value(s) are NaN or infinite (first: "
                          f"event {int(row)}, column {int(col)}); every event needs a finite value")
+    big = np.abs(m) > FLOAT32_MAX  # the negative-weight policies measure them in float32
+    if big.any():
+        row, col = np.argwhere(big)[0]
+        raise ValueError(f"decorrelate: {int(big.sum())} value(s) beyond +-{FLOAT32_MAX:.4g}, "
+                         f"float32's range (first: event {int(row)}, column {int(col)}, "
+                         f"{m[row, col]:g}); give the variable in units that keep it within")
     return m
 
 
