@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt._util import atomic_path, number_text, percent_text, weight_exponent
-from hepbdt.evaluation._data import as_1d, check_classification, check_weights
+from hepbdt.evaluation._data import check_classification, check_regression_pair, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.decorrelation import EFFICIENCY_TOLERANCE, DecorrelationMeasures
@@ -603,15 +603,7 @@ def plot_predicted_vs_true(
     weights) is coloured by its value, the colour scale reaching below 0. Targets or
     predictions that are NaN or infinite are refused: they lie in no bin.
     """
-    t = as_1d(y_true, "y_true")
-    p = as_1d(y_pred, "y_pred")
-    if p.size != t.size:
-        raise ValueError(f"y_pred has {p.size} entries but y_true has {t.size}")
-    for name, values in (("y_true", t), ("y_pred", p)):
-        bad = ~np.isfinite(values)
-        if bad.any():
-            raise ValueError(f"{name} has {int(bad.sum())} NaN or infinite values (first at "
-                             f"event {int(np.flatnonzero(bad)[0])}): they lie in no bin")
+    t, p = check_regression_pair(y_true, y_pred)
     w = check_weights(sample_weight, t.shape[0])
     edges = common_edges(np.concatenate([t, p]), bins)
     counts, _, _ = np.histogram2d(t, p, bins=[edges, edges], weights=w)

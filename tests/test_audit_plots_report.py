@@ -191,7 +191,7 @@ def test_predicted_vs_true_colours_negative_bins_and_refuses_nan():
     for bad in (np.nan, np.inf):
         q = p.copy()
         q[7] = bad
-        with pytest.raises(ValueError, match="y_pred has 1 NaN or infinite"):
+        with pytest.raises(ValueError, match=r"y_pred must be finite numbers: 1 of \d+ are NaN"):
             plotting.plot_predicted_vs_true(t, q, w)
 
 

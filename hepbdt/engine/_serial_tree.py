@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
-from .split import _gains, _scan_feature, node_score
+from .split import _best_cut, _gains, _scan_feature, node_score
 
 __all__ = ["SerialWorkspace", "grow_exact_serial"]
 
@@ -224,15 +224,9 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
                     n_cuts += 1
         _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
                min_child_hessian, min_child_weight)
-        for j in range(n_cuts):
-            gain = cum[3, j]
-            if gain > best_gain and gain > min_split_gain:
-                best_gain = gain
-                best_bin = at[j]
-                best_missing_left = missing_left
-                out_left[0] = cum[0, j]
-                out_left[1] = cum[1, j]
-                out_left[2] = cum[2, j]
+        best_gain, best_bin, best_missing_left = _best_cut(
+            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+            best_missing_left, out_left)
     return best_gain, best_bin, best_missing_left
 
 

@@ -210,15 +210,27 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
             n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0) | (w != 0.0)
         _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
                min_child_hessian, min_child_weight)
-        for j in range(n_cuts):
-            gain = cum[3, j]
-            if gain > best_gain and gain > min_split_gain:
-                best_gain = gain
-                best_bin = at[j]
-                best_missing_left = missing_left
-                out_left[0] = cum[0, j]
-                out_left[1] = cum[1, j]
-                out_left[2] = cum[2, j]
+        best_gain, best_bin, best_missing_left = _best_cut(
+            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+            best_missing_left, out_left)
+    return best_gain, best_bin, best_missing_left
+
+
+@njit(inline="always")
+def _best_cut(cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+              best_missing_left, out_left):
+    """The best of (best_gain, best_bin, best_missing_left) and the ``n_cuts`` cuts scored
+    in ``cum`` (the first of equal gains; a gain must exceed min_split_gain); the left
+    sums of a new best into ``out_left``."""
+    for j in range(n_cuts):
+        gain = cum[3, j]
+        if gain > best_gain and gain > min_split_gain:
+            best_gain = gain
+            best_bin = at[j]
+            best_missing_left = missing_left
+            out_left[0] = cum[0, j]
+            out_left[1] = cum[1, j]
+            out_left[2] = cum[2, j]
     return best_gain, best_bin, best_missing_left
 
 

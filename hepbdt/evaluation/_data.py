@@ -33,6 +33,23 @@ def as_1d(values: Any, name: str) -> np.ndarray:
     return arr
 
 
+def check_regression_pair(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(target, prediction) as float64 (n,) each: one per event, all finite (ValueError
+    naming the first that is not)."""
+    t = as_1d(y_true, "y_true")
+    p = as_1d(y_pred, "y_pred")
+    if t.shape != p.shape:
+        raise ValueError(f"y_true has {t.shape[0]} entries but y_pred has {p.shape[0]}")
+    for name, values in (("y_true", t), ("y_pred", p)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name} must be finite numbers: {int(bad.sum())} of {values.size} "
+                             f"are NaN or infinite (the first, {name}[{first}], is "
+                             f"{values[first]!r})")
+    return t, p
+
+
 def check_labels(y: Any, name: str = "y") -> np.ndarray:
     """Return labels as a bool array (True = signal); they must be 0 or 1."""
     arr = np.asarray(y)

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import weight_exponent
-from hepbdt.evaluation._data import as_1d, check_classification, check_weights, weighted_quantile
+from hepbdt.evaluation._data import (
+    as_1d,
+    check_classification,
+    check_regression_pair,
+    check_weights,
+    weighted_quantile,
+)
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 
 __all__ = [
@@ -687,17 +693,7 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
 def _check_regression(y_true: Any, y_pred: Any, sample_weight: Any, truncation: float
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(target, prediction, weight) as float64; values finite, truncation in (0, 1]."""
-    t = as_1d(y_true, "y_true")
-    p = as_1d(y_pred, "y_pred")
-    if t.shape != p.shape:
-        raise ValueError(f"y_true has {t.shape[0]} entries but y_pred has {p.shape[0]}")
-    for name, values in (("y_true", t), ("y_pred", p)):
-        bad = ~np.isfinite(values)
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{name} must be finite numbers: {int(bad.sum())} of {values.size} "
-                             f"are NaN or infinite (the first, {name}[{first}], is "
-                             f"{values[first]!r})")
+    t, p = check_regression_pair(y_true, y_pred)
     if isinstance(truncation, bool) or not np.isscalar(truncation) or not 0 < truncation <= 1:
         raise ValueError(f"truncation must be a fraction in (0, 1] (the central share of the "
                          f"residuals kept for the truncated RMS), got {truncation!r}")
