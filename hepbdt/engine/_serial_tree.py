@@ -8,20 +8,21 @@ and every level's histograms held: the same sums in the same order (each node's 
 in partition order, the smaller child from its events, its sibling as parent minus it),
 the same split scans (``split._scan_feature``, the first feature winning ties), the same
 stable partition and node numbering. ``grower.grow_tree`` takes it where those conditions
-hold and the sample is small; tests/test_engine.py checks the trees are equal field by
-field.
+hold and the sample is small; tests/test_engine.py and tests/test_serial_tree.py check
+the trees are equal field by field.
 
 The histograms, the scratch of the partition and the node arrays live in a
 ``SerialWorkspace`` that the trees of one fit share: fresh pages for each tree's
 histograms (30 features x 256 bins x 3 sums is 184 kB a node, above glibc's threshold for
 mapping new memory) cost more than the arithmetic of a tree on a few hundred events. The
 histograms are a pool of buffers: a split's smaller child takes a free one, its sibling
-the parent's, in place. A node of at most ``SPARSE_EVENTS`` events
-also keeps a bit map of the bins its sums may occupy, and its scans, the subtraction from
-its parent and the zeroing afterwards visit those bins only, not all 256 of every
-feature: on a few hundred events that was most of a tree's time (breast cancer, 284 x 30,
-depth 5). The sums and gains are the same to the bit (an empty bin holds +0.0, and adding
-or subtracting +0.0 changes no sum).
+the parent's, in place. A node of at most ``SPARSE_EVENTS`` events also keeps a bit map
+of the bins its sums may occupy, and its scans, the subtraction from its parent and the
+zeroing afterwards visit those bins only, not all 256 of every feature: on a few hundred
+events that was most of a tree's time (breast cancer, 284 x 30, depth 5). A buffer is
+zeroed bin by bin when its sparse node is done, whole when it is next taken after a dense
+one (its ``dirty`` flag). The sums and gains are the same to the bit (an empty bin holds
++0.0, and adding or subtracting +0.0 changes no sum).
 """
 
 from __future__ import annotations
@@ -406,15 +407,11 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
                       bits, dirty, free, buf, scratch_idx, scratch_payload, feature, bin_threshold,
                       missing_left, left, right, gain, start, stop, sums, sparse_events):
     """Grow into the node arrays (capacity: the tree's largest node count); returns the
-    node count. ``pool`` (room for the largest level's nodes) holds the nodes' histograms,
-    each split's smaller child in a free buffer and its sibling in the parent's; a buffer
-    whose ``dirty`` flag is off holds zeros (a sparse node's is zeroed bin by bin when the
-    node is done, any other's on its next use), and so on return. ``bits`` holds the
-    occupied bins of each buffer of a node of at most ``sparse_events`` events (whose
-    sums, scans and zeroing visit those bins only); ``free`` and ``buf`` (a node's buffer)
-    are the bookkeeping; ``scratch_idx`` and ``scratch_payload`` (at least the partition's
-    and payload's sizes) take the partition's moves. ``partition`` is reordered in place,
-    and so is ``payload`` unless it holds every event in event order."""
+    node count. ``pool`` holds the level's histograms (the module docstring), zeros where
+    ``dirty`` is off, before and after; ``bits`` the occupied bins of the buffers of nodes
+    of at most ``sparse_events`` events; ``free`` and ``buf`` (a node's buffer) the
+    bookkeeping; ``scratch_idx`` and ``scratch_payload`` the partition's moves. ``partition``
+    is reordered in place, and so is ``payload`` unless it holds every event in order."""
     n_rows = partition.size
     n_free = pool.shape[0]
     free[:n_free] = np.arange(n_free - 1, -1, -1)  # taken from the end: buffer 0 first
