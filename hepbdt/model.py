@@ -154,6 +154,22 @@ class Forest:
             return max(self.extra["uboost"]["step_trees"])
         return self.n_trees // self.n_classes
 
+    def _input(self, X: np.ndarray) -> np.ndarray:
+        """X as (n, m) C-contiguous float32; ValueError unless 2-D with every feature of the
+        forest (the kernels read columns up to n_features unchecked)."""
+        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (events, features), got shape {X.shape}")
+        if X.shape[1] < self.n_features:
+            raise ValueError(f"X has {X.shape[1]} features; this forest reads {self.n_features}")
+        return X
+
+    @staticmethod
+    def _count(value: int | None, name: str) -> None:
+        """ValueError for a negative tree or round count (not Python's count from the end)."""
+        if value is not None and value < 0:
+            raise ValueError(f"{name}={value}: must be >= 0")
+
     def _single_score(self, what: str) -> None:
         if self.n_classes > 1:
             raise ValueError(f"{what} gives one score per event; this multi-class forest has "
@@ -161,7 +177,8 @@ class Forest:
 
     def class_scores(self, X: np.ndarray, n_rounds: int | None = None) -> np.ndarray:
         """(n, K) raw scores of a multi-class forest (its first ``n_rounds`` rounds)."""
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        self._count(n_rounds, "n_rounds")
+        X = self._input(X)
         rounds = self.n_rounds if n_rounds is None else min(n_rounds, self.n_rounds)
         out = np.empty((self.n_classes, X.shape[0]))
         dense = self.dense()
@@ -182,7 +199,7 @@ class Forest:
 
     def staged_class_scores(self, X: np.ndarray):
         """Yield the (n, K) scores after 1, 2, ... rounds, each tree evaluated once."""
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        X = self._input(X)
         running = np.zeros((self.n_classes, X.shape[0]))
         dense = self.dense()
         base = np.asarray(self.extra["base_scores"], dtype=np.float64)[:, None]
@@ -246,7 +263,8 @@ class Forest:
     def raw_score(self, X: np.ndarray, n_trees: int | None = None) -> np.ndarray:
         """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
         self._single_score("raw_score")
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        self._count(n_trees, "n_trees")
+        X = self._input(X)
         t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
         if self.aggregation == "weighted_median":
             return self._weighted_median(X, t_end)
@@ -297,7 +315,7 @@ class Forest:
         """Yield the score after 1, 2, ... trees (uBoost: trees of every step), each tree
         evaluated once."""
         self._single_score("staged_raw_score")
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        X = self._input(X)
         if self.aggregation == "uboost":
             yield from self._staged_uboost(X)
             return
@@ -319,6 +337,9 @@ class Forest:
         if self.aggregation not in ("sum", "weighted_mean"):
             raise ValueError(f"staged scores from codes: not for aggregation {self.aggregation!r}")
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        if codes.ndim != 2 or codes.shape[0] < self.n_features:
+            raise ValueError(f"codes must be (features, events) with {self.n_features} features, "
+                             f"got shape {codes.shape}")
         yield from self._staged_sums(codes.shape[1], lambda t, out: predict_binned(
             codes, self.feature, self.bin_threshold, self.left, self.right, self.missing_left,
             self.value, self.tree_offsets[t:t + 2], self.tree_weights[t:t + 1], out))
