@@ -264,6 +264,9 @@ class Forest:
         """The ensemble score of X ((n, m) float32) using the first ``n_trees`` trees."""
         self._single_score("raw_score")
         self._count(n_trees, "n_trees")
+        if n_trees == 0 and self.aggregation != "sum":
+            raise ValueError(f"n_trees=0: a {self.aggregation!r} score of no trees is not "
+                             "defined (only a sum starts from the base score); give n_trees >= 1")
         X = self._input(X)
         t_end = self.n_trees if n_trees is None else min(n_trees, self.n_trees)
         if self.aggregation == "weighted_median":

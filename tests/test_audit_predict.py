@@ -216,3 +216,22 @@ def test_uboost_score_and_stages_match_the_walk():
     for r, stage in enumerate(f.staged_raw_score(X), 1):
         np.testing.assert_allclose(stage, score(r), rtol=0, atol=1e-12)
         np.testing.assert_allclose(f.raw_score(X, n_trees=r), score(r), rtol=0, atol=1e-12)
+
+
+def test_no_trees_of_a_mean_median_or_uboost_score_is_refused():
+    # uBoost scored n_trees=0 with one tree a step, a weighted mean gave 0 and a weighted
+    # median an unrelated error; a sum of no trees is the base score
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    ada = hepbdt.BDTClassifier(boosting="adaboost", n_trees=3, max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="n_trees=0: a 'weighted_mean' score of no trees"):
+        ada.forest_.raw_score(X, 0)
+    uboost = hepbdt.BDTClassifier(boosting="adaboost", n_trees=3, max_depth=2,
+                                  decorrelation="uboost", decorrelation_steps=2).fit(
+        X, y, decorrelate=X[:, 2])
+    with pytest.raises(ValueError, match="n_trees=0: a 'uboost' score"):
+        uboost.forest_.raw_score(X, 0)
+    gradient = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
+    np.testing.assert_array_equal(gradient.forest_.raw_score(X, 0),
+                                  np.full(X.shape[0], gradient.forest_.base_score))
