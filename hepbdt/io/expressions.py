@@ -33,6 +33,21 @@ many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
 ``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
 length in every event and take the same subscripts, masks and reductions.
 
+Differences from ROOT 6's ``TTreeFormula`` (``TTree::Draw``) that are deliberate, checked
+against it: ``1 < x < 3`` is ``(1 < x) && (x < 3)`` (ROOT reads it from the right,
+``1 < (x < 3)``); an element out of range is NaN (ROOT skips the event, so
+``!(Jet_pt[0] > 50)`` passes events without jets here and not in ROOT); ``x / 0`` is inf or
+NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (ROOT: 0,
+``sqrt(abs(x))`` and 0); ``max(a, b)``, ``min(a, b)`` and ``sign`` of NaN are NaN; ``|`` of a
+negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic and
+comparisons are exact beyond 2**53 (ROOT's are in double). ``round`` rounds halves away from
+zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
+(ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
+``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
+binds looser than ``*`` and ``/``: ``a % (b * c)``) and ``%`` of a number with a fraction
+(ROOT truncates both sides to integers). ROOT's ``c ? a : b``, ``TMath::Abs`` and the like
+do not parse here: write ``where(c, a, b)``, ``abs``.
+
 Numbers are computed as in ROOT's formulas, which work in double precision, without
 wrapping around: before arithmetic and comparisons, float32 values become float64 (so
 ``eta <= 2.4`` of a float32 ``eta`` compares with the double 2.4, as ROOT does, and a
@@ -89,6 +104,19 @@ _SHOWN_CHARS = 200
 
 CONSTANTS: dict[str, float] = {"pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan}
 
+
+def _round_half_away(value: Any) -> Any:
+    """C's and ROOT's round: halves away from zero (round(2.5) is 3, NumPy's rint gives 2)."""
+    value = _as_float(value)
+    whole = np.trunc(value)
+    return whole + np.sign(value) * (np.abs(value - whole) >= 0.5)
+
+
+def _sign(value: Any) -> Any:
+    """ROOT's sign: -1 below zero, else 1 (sign(0) is 1); NaN stays NaN."""
+    return np.sign(value) + (value == 0)
+
+
 _ELEMENTWISE_1: dict[str, Callable[[Any], Any]] = {
     "log": np.log,
     "log10": np.log10,
@@ -119,8 +147,8 @@ _ELEMENTWISE_1: dict[str, Callable[[Any], Any]] = {
     "atanh": np.arctanh,
     "floor": np.floor,
     "ceil": np.ceil,
-    "round": np.rint,
-    "sign": np.sign,
+    "round": _round_half_away,
+    "sign": _sign,
     "isnan": np.isnan,
     "isfinite": np.isfinite,
     "isinf": np.isinf,
@@ -403,6 +431,7 @@ class Expression:
                 raise self._fail(f"operator {type(node.op).__name__} is not allowed")
             if isinstance(node.op, _BITWISE):
                 self._check_bitwise(node)
+            self._check_arithmetic_order(node)
             self._check(node.left, names)
             self._check(node.right, names)
         elif isinstance(node, ast.UnaryOp):
@@ -542,14 +571,15 @@ class Expression:
         )
 
     def _check_bitwise(self, node: ast.BinOp) -> None:
-        """Refuse ``(a > 1) & 2`` (a condition combined bit by bit with a number) and ``pt^2``
-        (a power in ROOT, an exclusive or in Python)."""
+        """Refuse ``(a > 1) & 2`` (a condition combined bit by bit with a number) and every
+        ``^`` (a power in ROOT, an exclusive or in Python)."""
         sides = (node.left, node.right)
-        if isinstance(node.op, ast.BitXor) and not all(self._is_condition(side) for side in sides):
+        if isinstance(node.op, ast.BitXor):
             written = self._source.text[slice(*self._source.written(node))]
             raise self._fail(
-                f"^ in {written} is a bitwise exclusive or (as in Python), but a power in ROOT's "
-                "TFormula (pt^2); write ** for a power, or use ^ between two conditions only"
+                f"^ in {written} is a bitwise exclusive or in Python, but a power in ROOT's "
+                "formulas (pt^2 is pt**2, and (a > 0)^(b > 0) is pow, 1 when both are false); "
+                "write ** for a power, or != between two conditions for an exclusive or"
             )
         conditions = [side for side in sides if self._is_condition(side)]
         numbers = [side for side in sides if _is_number(side)]
@@ -564,6 +594,37 @@ class Expression:
             f"{symbol} combines the condition {condition} with the number {number} bit by "
             f"bit; make both sides conditions, e.g. {condition} {logical} {number} != 0"
         )
+
+    def _check_arithmetic_order(self, node: ast.BinOp) -> None:
+        """Refuse ``a ** b ** c`` (Python: a ** (b ** c), ROOT: (a ** b) ** c) and ``a % b * c``
+        or ``a % b / c`` (Python: (a % b) * c, ROOT: a % (b * c), its % binding looser than
+        * and /)."""
+        text = self._source.text
+        if isinstance(node.op, ast.Pow):
+            inner = node.right
+            while isinstance(inner, ast.UnaryOp) and not self._source.parenthesised(inner):
+                inner = inner.operand
+            if (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Pow)
+                    and not self._source.parenthesised(inner)):
+                start, end = self._source.written(node)
+                base = text[start:self._source.written(node.left)[1]]
+                right = text[slice(*self._source.written(node.right))]
+                root_base = text[start:self._source.written(inner.left)[1]]
+                exponent = text[slice(*self._source.written(inner.right))]
+                raise self._fail(
+                    f"{text[start:end]} is {base} ** ({right}) in Python but ({root_base}) ** "
+                    f"{exponent} in ROOT; add parentheses to say which")
+        elif isinstance(node.op, ast.Mult | ast.Div | ast.FloorDiv | ast.Mod):
+            left = node.left
+            if (isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod)
+                    and not self._source.parenthesised(left) and not isinstance(node.op, ast.Mod)):
+                a, b = (text[slice(*self._source.written(side))] for side in (left.left, left.right))
+                c = text[slice(*self._source.written(node.right))]
+                op = text[self._source.written(left)[1]:self._source.written(node.right)[0]].strip()
+                raise self._fail(
+                    f"{text[slice(*self._source.written(node))]} is ({a} % {b}) {op} {c} in "
+                    f"Python but {a} % ({b} {op} {c}) in ROOT, whose % binds looser than * and "
+                    "/; add parentheses to say which")
 
     def _is_condition(self, node: ast.AST) -> bool:
         """True for what is surely a boolean: comparisons, and/or/not, ! and ~ of those."""
@@ -830,15 +891,25 @@ class Expression:
         )
 
     def _check_division(self, node: ast.BinOp, left: Any, right: Any) -> None:
-        """Refuse // or % by zero (NumPy gives 0 for integers, where ROOT gives inf or
-        NaN) and % of a negative number (Python's remainder takes the divisor's sign, C's
-        and ROOT's the dividend's: -7 % 3 is 2 in one and -1 in the other)."""
+        """Refuse // or % by zero (NumPy gives 0 for integers; ROOT's % by an integer zero
+        crashes), % of a number with a fraction (ROOT truncates it) and % of a negative
+        number (Python's remainder takes the divisor's sign, C's and ROOT's the dividend's:
+        -7 % 3 is 2 in one and -1 in the other)."""
         text = self._source.text
         op = "//" if isinstance(node.op, ast.FloorDiv) else "%"
         if _any(right, lambda v: v == 0):
             raise self._fail(f"{text[slice(*self._source.written(node.right))]} is 0 for some "
                              f"events, and {op} by zero has no value; cut those events first, "
-                             "or divide with / (which gives inf or NaN, as ROOT does)")
+                             "or divide with / (which gives inf or NaN here, 0 in ROOT's "
+                             "TTreeFormula)")
+        if op == "%":
+            for side in (left, right):
+                if _is_floating(side) and _any(side, lambda v: np.isfinite(v) & (v != np.trunc(v))):
+                    raise self._fail(
+                        "% of a number with a fraction differs between Python (7.5 % 2 is 1.5) "
+                        "and ROOT (which truncates both sides to integers first: 1); write "
+                        "fmod(x, y) for the remainder with its fraction, or fmod(floor(x), "
+                        "floor(y)) for ROOT's value of positive numbers")
         if op == "%" and (_any(left, lambda v: v < 0) or _any(right, lambda v: v < 0)):
             raise self._fail("% of a negative number differs between Python (the divisor's "
                              "sign: -7 % 3 is 2) and C or ROOT (the dividend's: -1); write "

@@ -1,0 +1,80 @@
+"""Expressions that ROOT reads otherwise: fixed to ROOT's value, or refused.
+
+Expected values marked "ROOT" are ROOT 6's (pip wheel) TTreeFormula results: a tree written
+with uproot, ``ROOT.TTreeFormula("f", expr, tree)`` and ``EvalInstance(0)`` per entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt.io import ExpressionError
+from hepbdt.io.expressions import Expression, to_column
+
+D = np.array([0.0, 2.5, -2.5, np.nan, np.inf, -np.inf, 2.4, 7.5, 0.5, 3.0])
+I = np.array([0, 1, -1, 7, -7, 2147483647, -2147483648, 3, 2, 5], np.int32)
+U = np.array([0, 1, 4294967295, 7, 3, 2147483648, 5, 3, 2, 10], np.uint32)
+ARRAYS = {"d": D, "i": I, "u": U}
+
+
+def _column(text: str) -> np.ndarray:
+    expression = Expression(text, "feature")
+    return to_column(expression.evaluate(ARRAYS), len(D), np.float64, expression)
+
+
+@pytest.mark.parametrize(("text", "root"), [
+    ("round(2.5)", [3.0] * 10),  # ROOT; NumPy's rint gave 2
+    ("round(d)", [0.0, 3.0, -3.0, np.nan, np.inf, -np.inf, 2.0, 8.0, 1.0, 3.0]),  # ROOT
+    ("sign(i)", [1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0]),  # ROOT: sign(0) is 1
+    ("u%(3*2)", [0.0, 1.0, 3.0, 1.0, 3.0, 2.0, 5.0, 3.0, 2.0, 4.0]),  # ROOT
+    ("(u%3)*2", [0.0, 2.0, 0.0, 2.0, 0.0, 4.0, 4.0, 0.0, 4.0, 2.0]),  # ROOT
+    ("u*2%3", [0.0, 2.0, 0.0, 2.0, 0.0, 1.0, 1.0, 0.0, 1.0, 2.0]),  # ROOT: (u*2)%3
+    ("8%3%2", [0.0] * 10),  # ROOT
+    ("(2**3)**2", [64.0] * 10),  # ROOT
+    ("-2**2", [-4.0] * 10),  # ROOT
+])
+def test_values_match_root(text: str, root: list[float]) -> None:
+    np.testing.assert_array_equal(_column(text), root)
+
+
+def test_round_and_sign_match_brute_force() -> None:
+    x = np.array([-2.5, -1.5, -0.5, -0.49999999999999994, 0.0, 0.49999999999999994, 0.5, 1.5,
+                  2.5, 1e300, np.nan])
+    half_away = [float(np.floor(v + 0.5)) if v >= 0 else float(np.ceil(v - 0.5))
+                 for v in x[:-1]]
+    half_away[3], half_away[5] = 0.0, 0.0  # v + 0.5 rounds up in double; the value is below 1/2
+    got = to_column(Expression("round(x)").evaluate({"x": x}), len(x), np.float64,
+                    Expression("round(x)"))
+    np.testing.assert_array_equal(got, [*half_away, np.nan])
+    got = to_column(Expression("sign(x)").evaluate({"x": x}), len(x), np.float64,
+                    Expression("sign(x)"))
+    np.testing.assert_array_equal(got, [*(-1.0 if v < 0 else 1.0 for v in x[:-1]), np.nan])
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    # ROOT: 64 (left to right), Python 512.
+    ("2**3**2", r"2 \*\* \(3\*\*2\) in Python but \(2\*\*3\) \*\* 2 in ROOT"),
+    ("2**-3**2", r"\(2\*\*-3\) \*\* 2 in ROOT"),  # ROOT: 0.015625
+    # ROOT's % binds looser than * and /: u%3*2 is u%6, 10%4*3+1 is 11, u%3/2 is u%1 = 0.
+    ("u%3*2", r"\(u % 3\) \* 2 in Python but u % \(3 \* 2\) in ROOT"),
+    ("10%4*3+1", "binds looser"),
+    ("u%3/2", "binds looser"),
+    # ROOT truncates both sides of % to integers: 7.5%2 is 1, d%2 at d=7.5 is 1.
+    ("7.5%2", "with a fraction"),
+    ("d%2", "with a fraction"),
+    ("u/2%3", "with a fraction"),
+    # ^ is ROOT's power, also between conditions: (i>0)^(d>0) is 1 when both are false.
+    ("(i>0)^(d>0)", "power in ROOT"),
+    ("i^2", "power in ROOT"),
+])
+def test_what_root_reads_otherwise_is_refused(text: str, match: str) -> None:
+    with pytest.raises(ExpressionError, match=match):
+        _column(text)
+
+
+def test_integral_floats_keep_their_remainder() -> None:
+    x = np.array([0.0, 3.0, 8.0, 7.0])
+    expression = Expression("x % 3")
+    got = to_column(expression.evaluate({"x": x}), len(x), np.float64, expression)
+    np.testing.assert_array_equal(got, x % 3)  # ROOT gives the same for whole numbers
