@@ -203,7 +203,10 @@ def test_caret_is_refused_as_roots_power() -> None:
 
     with pytest.raises(ExpressionError, match=r"write \*\* for a power"):
         Expression("Jet_pt^2", "feature")
-    Expression("(a > 1) ^ (b < 2)", "cut")  # a logical exclusive or of two conditions
+    # between two conditions too: ROOT computes a power there (1 when both are false)
+    with pytest.raises(ExpressionError, match=r"!= between two conditions"):
+        Expression("(a > 1) ^ (b < 2)", "cut")
+    Expression("(a > 1) != (b < 2)", "cut")  # the exclusive or, as ROOT and Python agree
 
 
 def test_zero_weight_events_do_not_move_the_cuts() -> None:
