@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
-from .split import _best_cut, _gains, _scan_feature, node_score
+from .split import _best_cut, _gains, _missing_sums, _scan_feature, node_score
 
 __all__ = ["SerialWorkspace", "grow_exact_serial"]
 
@@ -181,10 +181,7 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
     bins holding a non-zero sum: the same cuts (bin 0 and the non-zero bins), the same
     cumulative sums (an empty bin adds +0.0, which changes no bit), so the same result."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
-    ma = h[MISSING_BIN, 0]
-    mb = h[MISSING_BIN, 1]
-    mw = h[MISSING_BIN, 2]
-    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
+    ma, mb, mw, has_missing = _missing_sums(h)
     best_gain = -np.inf
     best_bin = -1
     best_missing_left = False
@@ -192,9 +189,7 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
         missing_left = direction == 1
         if missing_left and not has_missing:
             break
-        la = ma if missing_left else 0.0
-        lb = mb if missing_left else 0.0
-        lw = mw if missing_left else 0.0
+        la, lb, lw = (ma, mb, mw) if missing_left else (0.0, 0.0, 0.0)
         last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
         n_cuts = np.int64(0)
         if last > 0:  # bin 0 is always a cut

@@ -168,6 +168,16 @@ def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha
                 cum[3, i] = -np.inf
 
 
+@njit(inline="always")
+def _missing_sums(h):
+    """(A, B, W) of the missing bin of one feature's histogram, and whether any is non-zero:
+    the scans try sending missing values left only then."""
+    ma = h[MISSING_BIN, 0]
+    mb = h[MISSING_BIN, 1]
+    mw = h[MISSING_BIN, 2]
+    return ma, mb, mw, ma != 0.0 or mb != 0.0 or mw != 0.0
+
+
 @njit
 def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
                   min_child_hessian, min_child_weight, min_split_gain, cum, at, out_left):
@@ -181,10 +191,7 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
     cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains); at: (N_BINS,)
     int64 scratch (the bin of each scored cut)."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
-    ma = h[MISSING_BIN, 0]
-    mb = h[MISSING_BIN, 1]
-    mw = h[MISSING_BIN, 2]
-    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
+    ma, mb, mw, has_missing = _missing_sums(h)
     best_gain = -np.inf
     best_bin = -1
     best_missing_left = False
@@ -192,9 +199,7 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
         missing_left = direction == 1
         if missing_left and not has_missing:
             break
-        la = ma if missing_left else 0.0
-        lb = mb if missing_left else 0.0
-        lw = mw if missing_left else 0.0
+        la, lb, lw = (ma, mb, mw) if missing_left else (0.0, 0.0, 0.0)
         # Past the last value bin with missing on the right: values left, missing right.
         last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
         n_cuts = np.int64(0)  # not the literal 0: that would compile _gains twice
