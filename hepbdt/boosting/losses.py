@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine._vmath import log_positive
 from ..engine.grower import leaf_sweeps, sweep_rows
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
@@ -113,29 +114,53 @@ LOSS_CHUNK = 4096  # events per partial loss sum (fixed: the total never depends
 
 
 @njit(inline="always")
-def _logistic_event(score_i, y_i, scale):
-    """(s (p - y), max(s^2 p (1 - p), 1e-16), e = exp(-|z|), z) of one event, z = s F: one
-    single-precision exponential serves p and the loss (channels are float32)."""
-    z = scale * score_i
-    e = np.float64(math.exp(np.float32(-abs(z))))
+def _logistic_gh(z, e, y_i, scale):
+    """(s (p - y), max(s^2 p (1 - p), 1e-16)) of one event from z = s F and e = exp(-|z|)."""
     p = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
-    return scale * (p - y_i), max(scale * scale * p * (1.0 - p), 1e-16), e, z
+    return scale * (p - y_i), max(scale * scale * p * (1.0 - p), 1e-16)
+
+
+@njit(inline="always")
+def _logistic_event(score_i, y_i, scale):
+    """(s (p - y), max(s^2 p (1 - p), 1e-16)) of one event, z = s F: one single-precision
+    exponential serves p (channels are float32)."""
+    z = scale * score_i
+    return _logistic_gh(z, np.float64(math.exp(np.float32(-abs(z)))), y_i, scale)
+
+
+@njit
+def _logistic_chunk(y, score, w_tree, w, scale, wg, wh, buffer):
+    """``_logistic_channels`` of one chunk of events (views): the sum of w L over it.
+
+    The C library's single-precision exponential (which the models' channels have always
+    used) is called in a loop of its own, so the loop of the rest has no call and vectorises;
+    its logarithm is ``log_positive``. Indices run from 0 (Numba wraps no unsigned range)."""
+    for i in range(y.size):
+        buffer[i] = math.exp(np.float32(-abs(scale * score[i])))
+    for i in range(y.size):
+        z = scale * score[i]
+        e = buffer[i]
+        g, h = _logistic_gh(z, e, y[i], scale)
+        wg[i] = w_tree[i] * g
+        wh[i] = w_tree[i] * h
+        # ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|)); e <= 1, so log(1 + e) is
+        # as good as log1p in absolute terms, and much cheaper.
+        m = -z if y[i] > 0.5 else z
+        buffer[i] = w[i] * ((m if m > 0 else 0.0) + log_positive(1.0 + e))
+    total = 0.0
+    for i in range(y.size):
+        total += buffer[i]
+    return total
 
 
 @njit(parallel=True)
 def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
     """wg = w_tree g, wh = w_tree h of L = ln(1 + exp(-y s F)); partial sums of w L."""
     for c in numba.prange(partial_loss.size):
-        total = 0.0
-        for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
-            g, h, e, z = _logistic_event(score[i], y[i], scale)
-            wg[i] = w_tree[i] * g
-            wh[i] = w_tree[i] * h
-            # ln(1 + exp(m)) = max(m, 0) + ln(1 + exp(-|m|)); e <= 1, so log(1 + e) is
-            # as good as log1p in absolute terms, and much cheaper.
-            m = -z if y[i] > 0.5 else z
-            total += w[i] * ((m if m > 0 else 0.0) + math.log(1.0 + e))
-        partial_loss[c] = total
+        lo = c * LOSS_CHUNK
+        hi = min(y.size, lo + LOSS_CHUNK)
+        partial_loss[c] = _logistic_chunk(y[lo:hi], score[lo:hi], w_tree[lo:hi], w[lo:hi], scale,
+                                          wg[lo:hi], wh[lo:hi], np.empty(hi - lo))
 
 
 @njit(parallel=True)
@@ -144,11 +169,11 @@ def _logistic_leaf_sums(leaf_of, y, score, w_tree, scale, n_leaves, n_sweeps, ou
     ``_logistic_channels`` would store, computed again event by event (the same float32
     values, added in the same order): the sums without the two channel arrays."""
     rows = sweep_rows(n_leaves, n_sweeps)
-    acc = np.zeros((n_sweeps, n_leaves + 1, 3))
+    acc = np.zeros((n_sweeps, n_leaves + 9, 3))  # padded: no two sweeps' rows share a cache line
     for t in numba.prange(n_sweeps):
         for i in range(leaf_of.size):
             r = rows[t, min(np.int64(leaf_of[i]), n_leaves)]
-            g, h, _, _ = _logistic_event(score[i], y[i], scale)
+            g, h = _logistic_event(score[i], y[i], scale)
             acc[t, r, 0] += np.float32(w_tree[i] * g)
             acc[t, r, 1] += np.float32(w_tree[i] * h)
             acc[t, r, 2] += w_tree[i]
@@ -393,29 +418,53 @@ class Softmax:
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
 
+@njit
+def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, top, norm):
+    """``_softmax_channels`` of the ``n`` events from ``lo`` (``p`` (K, n), ``top`` and
+    ``norm`` (n,) scratch): the sum of w (-ln p_y) over them. Class by class over the
+    events, so that every loop but the C library's exponential's vectorises; each event's
+    sums over the classes are added in class order, as one event at a time would. Indices
+    are unsigned (Numba wraps signed ones, which stops vectorisation)."""
+    n_classes = scores.shape[0]
+    start = np.uint64(lo)
+    for i in range(n):
+        top[i] = scores[0, start + np.uint64(i)]
+    for k in range(1, n_classes):
+        for i in range(n):
+            top[i] = max(top[i], scores[k, start + np.uint64(i)])
+    for k in range(n_classes):
+        for i in range(n):
+            p[k, i] = math.exp(scores[k, start + np.uint64(i)] - top[i])
+    for i in range(n):
+        norm[i] = p[0, i]
+    for k in range(1, n_classes):
+        for i in range(n):
+            norm[i] += p[k, i]
+    for k in range(n_classes):
+        for i in range(n):
+            j = start + np.uint64(i)
+            pk = p[k, i] / norm[i]
+            wg[k, j] = w_tree[j] * (g_factor * (pk - (1.0 if k == np.int64(y[j]) else 0.0)))
+            wh[k, j] = w_tree[j] * max(h_factor * pk * (1.0 - pk), 1e-16)
+    for i in range(n):
+        j = start + np.uint64(i)
+        norm[i] = w[j] * (top[i] + log_positive(norm[i]) - scores[np.uint64(y[j]), j])
+    total = 0.0
+    for i in range(n):
+        total += norm[i]
+    return total
+
+
 @njit(parallel=True)
 def _softmax_channels(y, scores, w_tree, w, g_factor, h_factor, wg, wh, partial_loss):
     """wg = w_tree g_factor (p_k - y_k), wh = w_tree max(h_factor p_k (1 - p_k), 1e-16) of
     the softmax p = softmax(scores[:, i]); partial sums of w (-ln p_y) by chunks of events."""
     n_classes = scores.shape[0]
     for c in numba.prange(partial_loss.size):
-        p = np.empty(n_classes)
-        total = 0.0
-        for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
-            top = scores[0, i]
-            for k in range(1, n_classes):
-                top = max(top, scores[k, i])
-            norm = 0.0
-            for k in range(n_classes):
-                p[k] = math.exp(scores[k, i] - top)
-                norm += p[k]
-            label = int(y[i])
-            for k in range(n_classes):
-                pk = p[k] / norm
-                wg[k, i] = w_tree[i] * (g_factor * (pk - (1.0 if k == label else 0.0)))
-                wh[k, i] = w_tree[i] * max(h_factor * pk * (1.0 - pk), 1e-16)
-            total += w[i] * (top + math.log(norm) - scores[label, i])
-        partial_loss[c] = total
+        lo = c * LOSS_CHUNK
+        n = min(y.size, lo + LOSS_CHUNK) - lo
+        partial_loss[c] = _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n,
+                                         np.empty((n_classes, n)), np.empty(n), np.empty(n))
 
 
 def softmax_rows(scores: NDArray) -> NDArray:

@@ -46,7 +46,7 @@ __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "event_leaves", "featu
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
-MAX_LEAF_SWEEPS = 4  # threads of ``sums_by_leaf``
+MAX_LEAF_SWEEPS = 4  # threads of ``losses._logistic_leaf_sums`` (the lean fit's leaf sums)
 # Events from which leaf sums and score updates read the events in order (``event_leaves``)
 # rather than walking the partition, which smaller samples keep (in cache there).
 ORDERED_SUMS_FROM = 1 << 16
@@ -294,8 +294,8 @@ def event_leaves(tree: GrownTree, n_events: int, storage: np.ndarray | None = No
 @njit(parallel=True)
 def _mark_leaves(partition, start, stop, out):
     for j in numba.prange(start.size):
-        for k in range(start[j], stop[j]):
-            out[partition[k]] = j
+        for k in range(np.uint64(start[j]), np.uint64(stop[j])):
+            out[np.uint64(partition[k])] = j
 
 
 def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray,
@@ -311,13 +311,14 @@ def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray,
     out = np.empty((len(arrays), n_leaves))
     start = (np.zeros_like(out) if initial is None
              else np.ascontiguousarray(initial, np.float64))
-    _sums_by_leaf(leaf_of, arrays, n_leaves, leaf_sweeps(n_leaves), start, out)
+    _sums_by_leaf(leaf_of, arrays, n_leaves, start, out)
     return out
 
 
 def leaf_sweeps(n_leaves: int) -> int:
     """Threads that each read every event and sum the leaves j with j % sweeps == their
-    number (each leaf in event order); more than a few only multiply the reads."""
+    number (each leaf in event order), for leaf sums whose values are computed event by
+    event; more than a few only multiply the reads."""
     return max(1, min(numba.get_num_threads(), n_leaves, MAX_LEAF_SWEEPS))
 
 
@@ -333,21 +334,18 @@ def sweep_rows(n_leaves: int, n_sweeps: int) -> np.ndarray:
 
 
 @njit(parallel=True)
-def _sums_by_leaf(leaf_of, values, n_leaves, n_sweeps, initial, out):
+def _sums_by_leaf(leaf_of, values, n_leaves, initial, out):
     n_values = len(values)
-    rows = sweep_rows(n_leaves, n_sweeps)
-    acc = np.zeros((n_sweeps, n_leaves + 1, n_values))
-    for j in range(n_leaves):
-        for v in range(n_values):
-            acc[j % n_sweeps, j, v] = initial[v, j]
-    for t in numba.prange(n_sweeps):
+    # a row per value, padded so that two threads' rows never share a cache line; column
+    # n_leaves takes the events in no leaf
+    acc = np.zeros((n_values, n_leaves + 16))
+    acc[:, :n_leaves] = initial
+    last = np.uint64(n_leaves)
+    for v in numba.prange(n_values):
+        x = values[v]
         for i in range(leaf_of.size):
-            r = rows[t, min(np.int64(leaf_of[i]), n_leaves)]
-            for v in range(n_values):
-                acc[t, r, v] += values[v][i]
-    for j in range(n_leaves):
-        for v in range(n_values):
-            out[v, j] = acc[j % n_sweeps, j, v]
+            acc[v, min(np.uint64(leaf_of[np.uint64(i)]), last)] += x[np.uint64(i)]
+    out[:] = acc[:, :n_leaves]
 
 
 def add_by_leaf(leaf_of: np.ndarray, value: np.ndarray, score: np.ndarray) -> None:
@@ -355,12 +353,24 @@ def add_by_leaf(leaf_of: np.ndarray, value: np.ndarray, score: np.ndarray) -> No
     _add_by_leaf(leaf_of, np.ascontiguousarray(value, np.float64), score)
 
 
+ADD_CHUNK = 16384  # events per task of ``add_by_leaf``
+
+
+@njit
+def _add_chunk(leaf_of, value, score, start, n):
+    first = np.uint64(start)
+    n_leaves = np.uint64(value.size)
+    for i in range(n):
+        j = np.uint64(leaf_of[first + np.uint64(i)])
+        if j < n_leaves:
+            score[first + np.uint64(i)] += value[j]
+
+
 @njit(parallel=True)
 def _add_by_leaf(leaf_of, value, score):
-    for i in numba.prange(score.size):
-        j = np.int64(leaf_of[i])
-        if j < value.size:
-            score[i] += value[j]
+    for c in numba.prange((score.size + ADD_CHUNK - 1) // ADD_CHUNK):
+        start = c * ADD_CHUNK
+        _add_chunk(leaf_of, value, score, start, min(score.size, start + ADD_CHUNK) - start)
 
 
 def feature_major(codes_by_event: np.ndarray) -> np.ndarray:

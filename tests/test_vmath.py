@@ -1,0 +1,56 @@
+"""The engine's exponential and logarithm in plain arithmetic, against numpy's (the C library's)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hepbdt.engine._vmath import exp_nonpositive, log_positive
+
+ULP = np.finfo(np.float64).eps
+
+
+@njit
+def _exp_all(x, out):
+    for i in range(x.size):
+        out[i] = exp_nonpositive(x[i])
+
+
+@njit
+def _log_all(x, out):
+    for i in range(x.size):
+        out[i] = log_positive(x[i])
+
+
+def test_exp_nonpositive_within_two_units_in_the_last_place():
+    rng = np.random.default_rng(0)
+    edges = [0.0, -0.0, -1e-300, -5e-17, -0.5 * np.log(2), -np.log(2), -1.0, -700.0,
+             -707.9999, -708.0]
+    x = np.concatenate([edges, -rng.exponential(3.0, 200_000), rng.uniform(-708, 0, 200_000)])
+    out = np.empty_like(x)
+    _exp_all(x, out)
+    expected = np.exp(x)
+    assert np.all(np.abs(out - expected) <= 2 * ULP * expected)
+    assert out[0] == out[1] == 1.0
+
+
+def test_exp_nonpositive_below_the_normal_range_and_nan():
+    x = np.array([-708.5, -745.2, -1e6, -np.inf, np.nan])
+    out = np.empty_like(x)
+    _exp_all(x, out)
+    assert np.all(out[:4] == 0.0)  # exp is subnormal or 0 there: below 1e-307 of any sum with 1
+    assert np.isnan(out[4])
+
+
+def test_log_positive_within_two_units_in_the_last_place():
+    rng = np.random.default_rng(1)
+    edges = [1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0), 2.0, np.sqrt(2.0),
+             np.nextafter(np.sqrt(2.0), 2.0), 0.5, np.finfo(np.float64).tiny,
+             np.finfo(np.float64).max, 1e-300, 1e300]
+    x = np.concatenate([edges, 1.0 + rng.random(200_000), np.exp(rng.uniform(-700, 700, 200_000))])
+    out = np.empty_like(x)
+    _log_all(x, out)
+    expected = np.log(x)
+    # relative to |ln x|, and absolutely near x = 1 where ln x -> 0
+    assert np.all(np.abs(out - expected) <= 2 * ULP * np.maximum(np.abs(expected), 1.0 / 8))
+    assert out[0] == 0.0
