@@ -384,7 +384,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage())
         if it > 0:
             train_loss.append(previous_loss if metric is loss else metric.loss(y, w, score))
-        split_params.min_child_weight = min_node_size * float(np.sum(w_tree, dtype=np.float64))
+        if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
+            w_tree_total = float(np.sum(w_tree, dtype=np.float64))
+        split_params.min_child_weight = min_node_size * w_tree_total
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
         for k in range(loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)

@@ -96,6 +96,14 @@ class Loss:
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
 
+    def weight_total(self, w: NDArray) -> float:
+        """The weights' sum in double, kept for the array ``channels`` is given round after
+        round (a fit's weights, never changed during it): one pass of the events less a tree."""
+        kept = getattr(self, "_weight_total", None)
+        if kept is None or kept[0] is not w:
+            kept = self._weight_total = (w, float(np.sum(w, dtype=np.float64)))
+        return kept[1]
+
     # Losses that can sum their channels over a tree's leaves without storing them
     # (``channel_leaf_sums``), so a large fit need not keep the channels while a tree grows.
     channel_leaf_sums = None
@@ -214,7 +222,7 @@ class _LogisticFamily(Loss):
         wg, wh = out if out is not None else (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
         partial = np.empty(-(-n // LOSS_CHUNK))
         _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh, partial)
-        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        total = self.weight_total(w)
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
     def channel_leaf_sums(self, leaf_of, n_leaves, y, score, w_tree):
@@ -386,6 +394,7 @@ class Softmax:
 
     name = "softmax"
     is_classification = True
+    weight_total = Loss.weight_total
 
     def __init__(self, n_classes: int, boosting: str):
         if n_classes < 2:
@@ -414,7 +423,7 @@ class Softmax:
         partial = np.empty(-(-n // LOSS_CHUNK))
         _softmax_channels(y, scores, np.asarray(w_tree, CHANNEL_DTYPE), w, self.gradient_factor,
                           self.hessian_factor, wg, wh, partial)
-        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        total = self.weight_total(w)
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 
 
