@@ -499,3 +499,41 @@ def test_quantised_splits_refuse_sides_lighter_than_a_quantum():
     gains = [BDTClassifier(n_trees=5, max_depth=5, quantised_histograms=q, random_state=0)
              .fit(X, y, w).forest_.gain.max() for q in (True, False)]
     assert gains[0] == pytest.approx(gains[1], rel=0.01)
+
+
+@pytest.mark.parametrize("by_event", [False, True], ids=["feature-major", "event-major"])
+@pytest.mark.parametrize("with_payload", [False, True], ids=["indices", "payload"])
+def test_partition_nodes_is_a_stable_partition(by_event, with_payload):
+    # Several nodes of a permuted partition, chunks of PARTITION_CHUNK across them, missing
+    # codes either way, a node whose events all go one way: against a stable argsort by side.
+    rng = np.random.default_rng(11)
+    n, m = 3 * grower.PARTITION_CHUNK + 777, 5
+    codes = rng.integers(0, 40, (n, m)).astype(np.uint8)
+    codes[rng.random((n, m)) < 0.1] = MISSING_BIN
+    partition = rng.permutation(n).astype(np.int32)
+    bounds = np.array([0, 5, grower.PARTITION_CHUNK + 100, 2 * grower.PARTITION_CHUNK + 3, n])
+    s, e = bounds[:-1], bounds[1:]
+    feature = np.array([0, 3, 1, 4])
+    threshold = np.array([20, 39, 0, 12], np.uint8)  # node 1 sends every valued code left
+    missing_left = np.array([True, False, True, False])
+    payload = (rng.normal(size=(n, 3)).astype(np.float32) if with_payload
+               else grower.NO_PAYLOAD)
+    expected_partition = partition.copy()
+    expected_payload = payload.copy()
+    expected_mid = []
+    for j in range(s.size):
+        events = partition[s[j]:e[j]]
+        code = codes[events, feature[j]]
+        left = np.where(code == MISSING_BIN, missing_left[j], code <= threshold[j])
+        order = np.argsort(~left, kind="stable")
+        expected_partition[s[j]:e[j]] = events[order]
+        if with_payload:
+            expected_payload[s[j]:e[j]] = payload[s[j]:e[j]][order]
+        expected_mid.append(s[j] + int(left.sum()))
+    stored = codes if by_event else np.ascontiguousarray(codes.T)
+    scratch_payload = np.empty_like(payload) if with_payload else grower.NO_PAYLOAD
+    mid = grower._partition_nodes(stored, by_event, partition, payload, s, e, feature, threshold,
+                                  missing_left, np.empty(n, np.int32), scratch_payload)
+    assert list(mid) == expected_mid
+    assert np.array_equal(partition, expected_partition)
+    assert np.array_equal(payload, expected_payload)

@@ -142,15 +142,17 @@ def _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_st
                 code = codes_flat[i * row_length + f]
             else:
                 code = codes[f, i]
-            if (ml if code == MISSING_BIN else code <= thr):
-                dst = left_pos
-                left_pos += one
-            else:
-                dst = right_pos
-                right_pos -= one
-            scratch_idx[dst] = partition[k]
+            # Branch-free (the side is a coin flip to the branch predictor): the event is
+            # written at both ends and only its side's end moves on, so the other copy is
+            # overwritten by the next event that goes there (or, the last event, is its own).
+            go_left = np.uint64(ml if code == MISSING_BIN else code <= thr)
+            scratch_idx[left_pos] = partition[k]
+            scratch_idx[right_pos] = partition[k]
             for ch in range(n_ch):
-                scratch_payload[dst, ch] = payload[k, ch]
+                scratch_payload[left_pos, ch] = payload[k, ch]
+                scratch_payload[right_pos, ch] = payload[k, ch]
+            left_pos += go_left
+            right_pos -= one - go_left
         n_left[c] = np.int64(left_pos - s)
 
 
