@@ -412,7 +412,9 @@ class Softmax:
     def loss(self, y: NDArray, w: NDArray, scores: NDArray) -> float:
         """Weighted mean -ln p_y."""
         total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
-        return float(np.sum(w * _neg_log_p(y, scores)) / total) if total != 0 else 0.0
+        partial = np.empty(-(-y.size // LOSS_CHUNK))
+        _softmax_loss(y, np.ascontiguousarray(scores, np.float64), w, partial)
+        return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def channels(self, y: NDArray, scores: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
@@ -483,11 +485,30 @@ def softmax_rows(scores: NDArray) -> NDArray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _neg_log_p(y: NDArray, scores: NDArray) -> NDArray:
-    """-ln softmax(F)_y per event, (K, n) scores."""
-    top = scores.max(axis=0)
-    log_norm = top + np.log(np.exp(scores - top).sum(axis=0))
-    return log_norm - scores[y.astype(np.int64), np.arange(scores.shape[1])]
+@njit
+def _softmax_loss_chunk(y, scores, w, lo, n):
+    """The sum of w (-ln softmax(F)_y) over the ``n`` events from ``lo`` (unsigned indices)."""
+    n_classes = scores.shape[0]
+    start = np.uint64(lo)
+    total = 0.0
+    for i in range(n):
+        j = start + np.uint64(i)
+        top = scores[0, j]
+        for k in range(1, n_classes):
+            top = max(top, scores[k, j])
+        norm = 0.0
+        for k in range(n_classes):
+            norm += math.exp(scores[k, j] - top)
+        total += w[j] * (top + log_positive(norm) - scores[np.uint64(y[j]), j])
+    return total
+
+
+@njit(parallel=True)
+def _softmax_loss(y, scores, w, partial_loss):
+    """Partial sums of w (-ln softmax(F)_y) by chunks of events, (K, n) scores."""
+    for c in numba.prange(partial_loss.size):
+        lo = c * LOSS_CHUNK
+        partial_loss[c] = _softmax_loss_chunk(y, scores, w, lo, min(y.size, lo + LOSS_CHUNK) - lo)
 
 
 LOSSES = {
