@@ -446,3 +446,14 @@ def test_remainder_and_floor_division_refuse_what_python_and_root_disagree_on(tm
 ])
 def test_canonical_text_tells_the_same_computation_from_another(a, b, same) -> None:
     assert (Expression(a).canonical() == Expression(b).canonical()) is same
+
+
+@pytest.mark.parametrize("role, start", [("expression", "expression 'x +'"),
+                                         ("cut", "cut expression 'x +'")])
+def test_messages_name_the_role_once(role, start):
+    with pytest.raises(ExpressionError) as error:
+        Expression("x +", role)
+    assert str(error.value).startswith(start)
+    assert "expression expression" not in str(error.value)
+    with pytest.raises(ExpressionError, match=f"^{start.split(' ')[0]}.* is empty"):
+        Expression("  ", role)

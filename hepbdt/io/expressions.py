@@ -322,13 +322,15 @@ class Expression:
             raise ExpressionError(f"{role} must be a string expression, not {text!r}")
         self.text = text
         self.role = role
+        # how messages name it: "cut expression 'x'", or "expression 'x'" without a role
+        self.named = "expression" if role == "expression" else f"{role} expression"
         if len(text) > MAX_EXPRESSION_CHARS:
             raise self._fail(f"{len(text):,} characters, more than the "
                              f"{MAX_EXPRESSION_CHARS:,} an expression may have")
         self._source = _Source(text.strip())
         self._quoted = self._source.quoted
         if not self._source.source:
-            raise ExpressionError(f"{role} expression is empty")
+            raise ExpressionError(f"{self.named} is empty")
         depth = _bracket_depth(self._source.source)
         if depth > MAX_NESTING:
             raise self._too_deep(f"{depth} parentheses or brackets deep")
@@ -385,7 +387,7 @@ class Expression:
             line_start, line_end = max(line_start, at - 70), min(line_end, at + 70)
             pointer = f"\n    {written[line_start:line_end]}\n    {' ' * (at - line_start)}^"
         return ExpressionError(
-            f"{self.role} expression {quote_expression(self.text)} does not parse: "
+            f"{self.named} {quote_expression(self.text)} does not parse: "
             f"{err.msg}{pointer}\n"
             "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
             "&& || ! (or and, or, not) to combine conditions, & | ~ (with parentheses "
@@ -399,7 +401,7 @@ class Expression:
     # -- validation ---------------------------------------------------------------
 
     def _fail(self, what: str) -> ExpressionError:
-        return ExpressionError(f"{self.role} expression {quote_expression(self.text)}: {what}")
+        return ExpressionError(f"{self.named} {quote_expression(self.text)}: {what}")
 
     def _too_deep(self, how: str) -> ExpressionError:
         """The error for an expression nested beyond :data:`MAX_NESTING`."""
@@ -1210,13 +1212,13 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
                 "or mean(x)"
             )
             raise ExpressionError(
-                f"{expression.role} expression {quote_expression(expression.text)} gives a list "
+                f"{expression.named} {quote_expression(expression.text)} gives a list "
                 f"per event, "
                 f"not one number; reduce it, e.g. {hint}"
             )
         if value.ndim != 1:  # a union: a list for some events, a number for others
             raise ExpressionError(
-                f"{expression.role} expression {quote_expression(expression.text)} gives a list "
+                f"{expression.named} {quote_expression(expression.text)} gives a list "
                 "for some events and a number for others (a jagged branch in where(...) or "
                 "'a if c else b' with a number), but each event needs one value; reduce the "
                 "jagged branch first, e.g. sum(Jet_pt) or Jet_pt[:, 0] for a branch Jet_pt"
@@ -1225,7 +1227,7 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
             value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
         elif ak.any(ak.is_none(value)):
             raise ExpressionError(
-                f"{expression.role} expression {quote_expression(expression.text)} is missing for "
+                f"{expression.named} {quote_expression(expression.text)} is missing for "
                 "some "
                 "events (an empty list); it must have a value for every event"
             )
@@ -1234,13 +1236,13 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
         return np.full(n_events, value, dtype=dtype)
     if value.ndim != 1:
         raise ExpressionError(
-            f"{expression.role} expression {quote_expression(expression.text)} gives "
+            f"{expression.named} {quote_expression(expression.text)} gives "
             f"{value.shape[1:]} "
             "values per event, not one; select one, e.g. x[:, 0]"
         )
     if len(value) != n_events:  # pragma: no cover - guarded by awkward broadcasting
         raise ExpressionError(
-            f"{expression.role} expression {quote_expression(expression.text)} gives "
+            f"{expression.named} {quote_expression(expression.text)} gives "
             f"{len(value)} values "
             f"for {n_events} events"
         )

@@ -533,7 +533,7 @@ def check_constant_names(uses: Sequence[ConstantUse]) -> None:
             where = branch_in.get((expression.text, name))
             if where is not None:
                 raise MissingBranchError(
-                    f"{use.where}: {expression.role} expression {expression.text!r} uses "
+                    f"{use.where}: {expression.named} {expression.text!r} uses "
                     f"{name!r}, which is not a branch here but is one in {where}; every tree "
                     f"read with it must have the branch {name!r} (the constant {name} = "
                     f"{CONSTANTS[name]} is used only where no tree has such a branch)"
@@ -582,7 +582,7 @@ class TreeReader:
                     hint = f" Close names: {describe_choices(matches)}." if matches else ""
                     extra = (hints or {}).get(expression.text, "")
                     raise MissingBranchError(
-                        f"{self.where}: {expression.role} expression {expression.text!r} "
+                        f"{self.where}: {expression.named} {expression.text!r} "
                         f"uses {name!r}, which is not a branch.{hint} "
                         f"Branches: {describe_choices(available)}{extra}"
                     )
