@@ -457,3 +457,33 @@ def test_messages_name_the_role_once(role, start):
     assert "expression expression" not in str(error.value)
     with pytest.raises(ExpressionError, match=f"^{start.split(' ')[0]}.* is empty"):
         Expression("  ", role)
+
+
+_D = np.float64  # the reference: numpy's double arithmetic, as on arrays
+
+
+@pytest.mark.parametrize("text, reference", [
+    ("x + (-8)**0.5", lambda x: x + np.power(_D(-8), 0.5)),  # Python: complex, real part kept
+    ("x * (-8)**(1/3)", lambda x: x * np.power(_D(-8), _D(1) / 3)),
+    ("x + 1/0", lambda x: x + _D(1) / _D(0)),  # as x/0 of an array (ROOT's formula: 0)
+    ("x + 0/0", lambda x: x + _D(0) / _D(0)),
+    ("x + 0**-1", lambda x: x + np.power(_D(0), -1.0)),
+    ("x + 2.0**10000", lambda x: x + np.power(_D(2), 10000.0)),
+    ("x + 10**400", lambda x: x + np.power(_D(10), 400.0)),
+])
+def test_constants_compute_in_double_as_arrays_do(text, reference):
+    x = np.array([1.0, -2.0, 3.5], np.float32)
+    expression = Expression(text, "cut")
+    column = to_column(expression.evaluate({"x": x}), x.size, np.float64, expression)
+    with np.errstate(all="ignore"):
+        expected = reference(x.astype(np.float64))
+    assert not np.isfinite(expected).any()  # each case is one Python would not compute
+    np.testing.assert_array_equal(column, expected)
+
+
+def test_a_complex_column_is_refused_not_cast():
+    expression = Expression("x", "cut")
+    with pytest.raises(ExpressionError, match="complex"):
+        to_column(np.array([1 + 2j, 3j]), 2, np.float64, expression)
+    with pytest.raises(ExpressionError, match="complex"):
+        to_column(2j, 2, np.float64, expression)

@@ -38,7 +38,9 @@ against it: ``1 < x < 3`` is ``(1 < x) && (x < 3)`` (ROOT reads it from the righ
 ``1 < (x < 3)``); an element out of range is NaN (ROOT skips the event, so
 ``!(Jet_pt[0] > 50)`` passes events without jets here and not in ROOT); ``x / 0`` is inf or
 NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (ROOT: 0,
-``sqrt(abs(x))`` and 0); ``max(a, b)``, ``min(a, b)`` and ``sign`` of NaN are NaN; ``|`` of a
+``sqrt(abs(x))`` and 0), and so are constants (``1/0`` inf, ``(-8)**0.5`` NaN, ``10**400``
+inf: computed in double, as the branches are, never as Python's numbers); ``max(a, b)``,
+``min(a, b)`` and ``sign`` of NaN are NaN; ``|`` of a
 negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic and
 comparisons are exact beyond 2**53 (ROOT's are in double). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
@@ -749,8 +751,13 @@ class Expression:
             right = self._eval(node.right, arrays)
             if isinstance(node.op, ast.Pow) and _is_python_int(left) and _is_python_int(right):
                 # Exact integer powers of constants (10 ** 10 ** 10) would never finish.
-                result = float(left) ** right
+                result = float(np.float64(left) ** np.float64(right))
                 return int(result) if abs(result) < 2**53 and right >= 0 else result
+            if isinstance(node.op, ast.Div | ast.Pow) and _is_python_number(left) and (
+                    _is_python_number(right)):
+                # Constants in double, as arrays are: 1/0 is inf, 0/0 and (-8)**0.5 NaN, not
+                # a Python error, and never a complex number whose real part passes for a value.
+                return float(_BINARY_OPERATORS[type(node.op)](np.float64(left), np.float64(right)))
             if isinstance(node.op, _BITWISE):
                 self._check_integers(node, left, right)
             elif isinstance(node.op, ast.Pow):
@@ -1095,6 +1102,11 @@ def _is_python_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_python_number(value: Any) -> bool:
+    """A Python bool, int or float (a constant's value), not a NumPy scalar or an array."""
+    return type(value) in (bool, int, float)
+
+
 def _is_flat(value: Any) -> bool:
     """True for scalars and for arrays with one value per event."""
     if isinstance(value, np.ndarray):
@@ -1233,6 +1245,9 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
             )
         value = ak.to_numpy(value, allow_missing=False)
     elif not isinstance(value, np.ndarray):
+        if isinstance(value, complex | np.complexfloating):
+            raise ExpressionError(f"{expression.named} {quote_expression(expression.text)} "
+                                  "gives a complex number; each event needs one real value")
         return np.full(n_events, value, dtype=dtype)
     if value.ndim != 1:
         raise ExpressionError(
@@ -1246,4 +1261,7 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
             f"{len(value)} values "
             f"for {n_events} events"
         )
+    if value.dtype.kind == "c":  # a cast would keep the real part, silently
+        raise ExpressionError(f"{expression.named} {quote_expression(expression.text)} gives "
+                              "complex numbers; each event needs one real value")
     return value.astype(dtype, copy=False)
