@@ -54,3 +54,24 @@ def test_log_positive_within_two_units_in_the_last_place():
     # relative to |ln x|, and absolutely near x = 1 where ln x -> 0
     assert np.all(np.abs(out - expected) <= 2 * ULP * np.maximum(np.abs(expected), 1.0 / 8))
     assert out[0] == 0.0
+
+
+def test_softmax_channels_round_as_the_c_library_would():
+    # The channels are float32; computed with numpy's (the C library's) exp and rounded
+    # once, they are the reference. The plain-arithmetic exponential may differ from it in
+    # the last place of the double, which reaches a float32 only next to a rounding tie.
+    from hepbdt.boosting.losses import Softmax
+
+    rng = np.random.default_rng(2)
+    n, k = 200_000, 5
+    scores = rng.normal(scale=4.0, size=(k, n))
+    y = rng.integers(0, k, n)
+    w = rng.gamma(2.0, 1.0, n).astype(np.float32)
+    wg, wh, _ = Softmax(k, "newton").channels(y, scores, w, w.astype(np.float64))
+    e = np.exp(scores - scores.max(axis=0))
+    p = e / e.sum(axis=0)
+    expected_g = (w * (p - (np.arange(k)[:, None] == y))).astype(np.float32)
+    expected_h = (w * np.maximum(k / (k - 1) * p * (1 - p), 1e-16)).astype(np.float32)
+    for got, expected in ((wg, expected_g), (wh, expected_h)):
+        assert np.mean(got == expected) > 0.9999
+        assert np.all(np.abs(got - expected) <= np.spacing(np.abs(expected)))

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
-from ..engine._vmath import log_positive
+from ..engine._vmath import exp_nonpositive, log_positive
 from ..engine.grower import leaf_sweeps, sweep_rows
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
@@ -433,9 +433,11 @@ class Softmax:
 def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, top, norm):
     """``_softmax_channels`` of the ``n`` events from ``lo`` (``p`` (K, n), ``top`` and
     ``norm`` (n,) scratch): the sum of w (-ln p_y) over them. Class by class over the
-    events, so that every loop but the C library's exponential's vectorises; each event's
-    sums over the classes are added in class order, as one event at a time would. Indices
-    are unsigned (Numba wraps signed ones, which stops vectorisation)."""
+    events, so that every loop vectorises (``exp_nonpositive``, not the C library's
+    ``exp``: within one unit in the last place, so a float32 channel differs from the C
+    library's in about one value in 10^8); each event's sums over the classes are added
+    in class order. Indices are unsigned (Numba wraps signed ones, which stops
+    vectorisation)."""
     n_classes = scores.shape[0]
     start = np.uint64(lo)
     for i in range(n):
@@ -445,7 +447,7 @@ def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, t
             top[i] = max(top[i], scores[k, start + np.uint64(i)])
     for k in range(n_classes):
         for i in range(n):
-            p[k, i] = math.exp(scores[k, start + np.uint64(i)] - top[i])
+            p[k, i] = exp_nonpositive(scores[k, start + np.uint64(i)] - top[i])
     for i in range(n):
         norm[i] = p[0, i]
     for k in range(1, n_classes):
