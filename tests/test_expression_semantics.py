@@ -487,3 +487,23 @@ def test_a_complex_column_is_refused_not_cast():
         to_column(np.array([1 + 2j, 3j]), 2, np.float64, expression)
     with pytest.raises(ExpressionError, match="complex"):
         to_column(2j, 2, np.float64, expression)
+
+
+@pytest.mark.parametrize("text, reference", [
+    ("pow(2, 70) + n * 0", lambda x, n: np.power(_D(2), 70.0) + n * 0.0),  # int64 wrapped to 0
+    ("pow(2, -1) + n * 0", lambda x, n: np.full(n.size, 0.5)),  # numpy refused ints ** -1
+    ("fmod(n, 0)", lambda x, n: np.fmod(n.astype(_D), 0.0)),  # int64 fmod gave 0, C gives NaN
+    ("fmod(n, 3)", lambda x, n: np.fmod(n.astype(_D), 3.0)),
+    ("x ** 2", lambda x, n: x.astype(_D) ** 2),  # float32 branches in double, as ROOT
+    ("pow(x, 0.5)", lambda x, n: np.power(x.astype(_D), 0.5)),
+    ("n ** 40", lambda x, n: n.astype(_D) ** 40.0),
+])
+def test_pow_and_fmod_compute_in_double(text, reference):
+    x = np.array([20.000002, 2.0, 9.5, 1e-3], np.float32)
+    n = np.array([2, 3, 10, -7], np.int32)
+    expression = Expression(text, "weight")
+    got = expression.evaluate({"x": x, "n": n})
+    with np.errstate(all="ignore"):
+        expected = reference(x, n)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)

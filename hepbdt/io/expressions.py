@@ -39,7 +39,8 @@ against it: ``1 < x < 3`` is ``(1 < x) && (x < 3)`` (ROOT reads it from the righ
 ``!(Jet_pt[0] > 50)`` passes events without jets here and not in ROOT); ``x / 0`` is inf or
 NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (ROOT: 0,
 ``sqrt(abs(x))`` and 0), and so are constants (``1/0`` inf, ``(-8)**0.5`` NaN, ``10**400``
-inf: computed in double, as the branches are, never as Python's numbers); ``max(a, b)``,
+inf: computed in double, as the branches are, never as Python's numbers; ``**``, ``pow``
+and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
 ``min(a, b)`` and ``sign`` of NaN are NaN; ``|`` of a
 negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic and
 comparisons are exact beyond 2**53 (ROOT's are in double). ``round`` rounds halves away from
@@ -761,7 +762,7 @@ class Expression:
             if isinstance(node.op, _BITWISE):
                 self._check_integers(node, left, right)
             elif isinstance(node.op, ast.Pow):
-                left, right = _as_float(left), _as_float(right)
+                left, right = _as_real(left), _as_real(right)
             else:
                 left, right = self._arithmetic_operands(node, left, right)
                 if isinstance(node.op, ast.FloorDiv | ast.Mod):
@@ -827,8 +828,8 @@ class Expression:
             return _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
         if func in _ELEMENTWISE_1:
             return self._unwrapped(node, _ELEMENTWISE_1[func], self._widen(args[0]))
-        if func in ("pow", "power"):
-            return np.power(*map(_as_float, args))
+        if func in ("pow", "power", "fmod"):  # C's pow and fmod, in double
+            return _ELEMENTWISE_2[func](*map(_as_real, args))
         if func in _ELEMENTWISE_2:
             return _ELEMENTWISE_2[func](*map(self._widen, args))
         if func == "where":
@@ -1171,6 +1172,13 @@ def _as_float(value: Any) -> Any:
     """Boolean and integer arrays as float64, for powers (as ROOT's pow)."""
     dtype = _leaf_dtype(value)
     return _astype(value, np.float64) if dtype is not None and dtype.kind in "biu" else value
+
+
+def _as_real(value: Any) -> Any:
+    """``value`` in double, as C's pow and fmod take it: Python numbers as floats (numpy
+    would compute with Python integers in int64 and wrap: pow(2, 70) was 0), boolean,
+    integer and single-precision arrays as float64."""
+    return float(value) if _is_python_number(value) else _as_double(_as_float(value))
 
 
 def _nan_for_missing(value: Any) -> Any:
