@@ -313,7 +313,8 @@ def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray,
     out = np.empty((len(arrays), n_leaves))
     start = (np.zeros_like(out) if initial is None
              else np.ascontiguousarray(initial, np.float64))
-    _sums_by_leaf(leaf_of, arrays, n_leaves, start, out)
+    _sums_by_leaf(leaf_of, arrays, n_leaves, min(len(arrays), numba.get_num_threads()), start,
+                  out)
     return out
 
 
@@ -336,17 +337,19 @@ def sweep_rows(n_leaves: int, n_sweeps: int) -> np.ndarray:
 
 
 @njit(parallel=True)
-def _sums_by_leaf(leaf_of, values, n_leaves, initial, out):
+def _sums_by_leaf(leaf_of, values, n_leaves, n_groups, initial, out):
     n_values = len(values)
     # a row per value, padded so that two threads' rows never share a cache line; column
-    # n_leaves takes the events in no leaf
+    # n_leaves takes the events in no leaf. Each thread sums the values v % n_groups == its
+    # group in one pass, so their chains of adds (a leaf's events one after another) overlap.
     acc = np.zeros((n_values, n_leaves + 16))
     acc[:, :n_leaves] = initial
     last = np.uint64(n_leaves)
-    for v in numba.prange(n_values):
-        x = values[v]
+    for group in numba.prange(n_groups):
         for i in range(leaf_of.size):
-            acc[v, min(np.uint64(leaf_of[np.uint64(i)]), last)] += x[np.uint64(i)]
+            j = min(np.uint64(leaf_of[np.uint64(i)]), last)
+            for v in range(group, n_values, n_groups):
+                acc[v, j] += values[v][np.uint64(i)]
     out[:] = acc[:, :n_leaves]
 
 
