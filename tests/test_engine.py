@@ -100,6 +100,14 @@ def test_packed_histograms_are_exact_sums_of_quantised_values(wide, order, monke
     lo, hi = 10, rows.size - 7  # one node: a slice of the partition
     build_histograms(np.ascontiguousarray(codes.T), partition, packed, np.array([lo]),
                      np.array([hi]), np.array([0]), np.ones(X.shape[1], bool), h)
+    # A fit's kept task buffers hold the last call's sums: each task must clear its own.
+    kept = histogram.TaskBuffers()
+    kept.get(2, X.shape[1])[:] = 123_456_789
+    again = new_histograms(1, X.shape[1], packed=True, wide=wide)
+    build_histograms(np.ascontiguousarray(codes.T), partition, packed, np.array([lo]),
+                     np.array([hi]), np.array([0]), np.ones(X.shape[1], bool), again,
+                     threads=2, task_buffers=kept)
+    assert np.array_equal(again, h)
     node = partition[lo:hi]
     qa, qb = q.quantise(a, b)
     # Stochastic rounding: each integer is the scaled value rounded down or up.

@@ -38,7 +38,7 @@ from ._types import (
     check_n_events,
     njit,
 )
-from .histogram import Quantiser, build_histograms, new_histograms
+from .histogram import Quantiser, TaskBuffers, build_histograms, new_histograms
 from .split import SplitParams, find_best_splits
 
 __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "event_leaves", "feature_major", "grow_tree",
@@ -422,6 +422,7 @@ class QuantisedRows:
         self.partition = np.empty(n, dtype=INDEX_DTYPE)
         self.packed = np.empty(n, dtype=np.int64)
         self.scratch_idx = np.empty(n, INDEX_DTYPE)
+        self.task_buffers = TaskBuffers()
 
     @property
     def lean(self) -> bool:
@@ -529,6 +530,7 @@ class _TreeEvents:
     n_features: int
     quantiser: Quantiser | None  # None: exact float channels
     columns: np.ndarray | None = None  # feature-major codes for partitions, when ``codes`` is not
+    task_buffers: TaskBuffers | None = None  # the packed histograms' task buffers, kept
 
     @property
     def split_codes(self) -> tuple[np.ndarray, bool]:
@@ -564,7 +566,8 @@ class _TreeEvents:
             quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
         ordered.start_tree(quantiser, a, b)
         return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
-                   NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns)
+                   NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns,
+                   ordered.task_buffers)
 
     @classmethod
     def exact_rows(cls, codes: np.ndarray, rows: np.ndarray | None, a: np.ndarray,
@@ -601,7 +604,7 @@ class _TreeEvents:
         the parent's histogram then becomes the sibling's in place); ``threads``: see
         ``build_histograms``."""
         build_histograms(self.codes, self.partition, self.payload, starts, stops, slots, self.used,
-                         raw, parent, parent_slots, sibling_slots, threads)
+                         raw, parent, parent_slots, sibling_slots, threads, self.task_buffers)
 
     def decoded(self, raw: np.ndarray) -> np.ndarray:
         """Float64 (A, B, W) sums of raw histograms."""
