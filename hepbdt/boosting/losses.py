@@ -142,8 +142,8 @@ def _logistic_chunk(y, score, w_tree, w, scale, wg, wh, buffer):
 
     The C library's single-precision exponential (which the models' channels have always
     used) is called in a loop of its own, so the loop of the rest has no call and vectorises;
-    its logarithm is ``log_positive``. The loops index views from 0 up, which Numba knows
-    cannot be negative (a signed index gets a wraparound select that stops vectorising)."""
+    its logarithm is ``log_positive``. The loops index views from 0 up, which LLVM proves
+    never negative (else a signed index keeps a wraparound select that stops vectorising)."""
     for i in range(y.size):
         buffer[i] = math.exp(np.float32(-abs(scale * score[i])))
     for i in range(y.size):
