@@ -75,3 +75,24 @@ def test_softmax_channels_round_as_the_c_library_would():
     for got, expected in ((wg, expected_g), (wh, expected_h)):
         assert np.mean(got == expected) > 0.9999
         assert np.all(np.abs(got - expected) <= np.spacing(np.abs(expected)))
+
+
+def test_log_positive_keeps_nan_and_inf():
+    # Their bits read as a number would give about 710: a diverged loss must stay NaN or inf.
+    out = np.empty(2)
+    _log_all(np.array([np.nan, np.inf]), out)
+    assert np.isnan(out[0]) and out[1] == np.inf
+
+
+def test_a_loss_of_non_finite_scores_is_not_finite():
+    from hepbdt.boosting.losses import Logistic, Softmax
+
+    y = np.array([0, 1, 2, 1])
+    w = np.ones(4)
+    scores = np.zeros((3, 4))
+    scores[1, 2] = np.nan
+    assert np.isnan(Softmax(3, "newton").loss(y, w, scores))
+    assert np.isnan(Softmax(3, "newton").channels(y, scores, w.astype(np.float32), w)[2])
+    score = np.array([0.0, np.nan, 1.0, -1.0])
+    assert np.isnan(Logistic().channels((y > 0).astype(np.float32), score,
+                                        w.astype(np.float32), w)[2])

@@ -51,6 +51,7 @@ _ROUNDER_BITS = 0x4338000000000000
 _MANTISSA = 0x000FFFFFFFFFFFFF
 _ONE_BITS = 0x3FF0000000000000
 _SQRT2 = 1.4142135623730951
+_MAX_FINITE = 1.7976931348623157e308
 _EXP_FLOOR = -708.0  # below it exp(x) is subnormal; returned as 0 (relative size < 1e-307)
 
 
@@ -84,7 +85,8 @@ def exp_nonpositive(x: float) -> float:
 
 @njit(inline="always")
 def log_positive(x: float) -> float:
-    """ln(x) for a positive, finite, normal x."""
+    """ln(x) for a positive normal x; NaN and +inf give themselves (a loss that is not a
+    number must stay one)."""
     bits = _float_as_bits(x)
     k = (bits >> 52) - 1023
     m = _bits_as_float((bits & _MANTISSA) | _ONE_BITS)  # x = 2^k m, 1 <= m < 2
@@ -105,4 +107,5 @@ def log_positive(x: float) -> float:
     q = q * s2 + 1.0 / 7.0
     q = q * s2 + 1.0 / 5.0
     q = q * s2 + 1.0 / 3.0
-    return kf * _LN2_HI + (2.0 * s + (2.0 * s * s2 * q + kf * _LN2_LO))
+    result = kf * _LN2_HI + (2.0 * s + (2.0 * s * s2 * q + kf * _LN2_LO))
+    return result if x <= _MAX_FINITE else x
