@@ -507,3 +507,20 @@ def test_pow_and_fmod_compute_in_double(text, reference):
         expected = reference(x, n)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("text, reference", [
+    ("~u", lambda u, b: ~u.astype(np.int64)),        # uint8 gave 254 for 1 (ROOT: -2)
+    ("(~u) > 0", lambda u, b: ~u.astype(np.int64) > 0),
+    ("u | 256", lambda u, b: u.astype(np.int64) | 256),  # overflowed uint8
+    ("u & -1", lambda u, b: u.astype(np.int64)),
+    ("b & u", lambda u, b: b.astype(np.int64) & u.astype(np.int64)),
+    ("b & (u > 1)", lambda u, b: b & (u > 1)),        # two conditions stay a condition
+])
+def test_bitwise_operators_take_integers_as_int64(text, reference):
+    u = np.array([1, 2, 200, 0], np.uint8)
+    b = np.array([True, False, True, True])
+    got = Expression(text, "weight").evaluate({"u": u, "b": b})
+    expected = reference(u, b)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)

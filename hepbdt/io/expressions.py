@@ -761,6 +761,9 @@ class Expression:
                 return float(_BINARY_OPERATORS[type(node.op)](np.float64(left), np.float64(right)))
             if isinstance(node.op, _BITWISE):
                 self._check_integers(node, left, right)
+                if not (_is_bool(left) and _is_bool(right)):  # conditions stay conditions
+                    # integers as int64, as in arithmetic: a uint8 | 256 overflowed
+                    left, right = self._widen(left), self._widen(right)
             elif isinstance(node.op, ast.Pow):
                 left, right = _as_real(left), _as_real(right)
             else:
@@ -781,7 +784,7 @@ class Expression:
                 or _is_bool(operand)
             ):
                 return np.logical_not(operand)
-            return ~operand
+            return ~self._widen(operand)  # int64: ~ of a uint8 1 is -2, not 254
         if isinstance(node, ast.BoolOp):
             combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
             result = self._eval(node.values[0], arrays)
