@@ -14,7 +14,7 @@ from sklearn.metrics import log_loss, mean_squared_error
 
 from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt._util import hash_fraction
-from hepbdt.estimators import AUTO_FIXED_TREES, AUTO_TREES_FROM, max_trees
+from hepbdt.estimators import AUTO_FIXED_TREES, AUTO_SMALL_TREES, AUTO_TREES_FROM, max_trees
 from hepbdt.persistence import estimator_from_dict
 
 
@@ -76,10 +76,11 @@ def test_auto_regressor_stops_on_the_squared_error() -> None:
 def test_small_samples_and_adaboost_grow_the_fixed_count_on_every_event() -> None:
     X, y = _events(AUTO_TREES_FROM - 1)
     auto = BDTClassifier(max_depth=2, random_state=0).fit(X, y)
-    fixed = BDTClassifier(n_trees=AUTO_FIXED_TREES, max_depth=2, random_state=0,
+    fixed = BDTClassifier(n_trees=AUTO_SMALL_TREES, max_depth=2, random_state=0,
                           min_node_size=20 / X.shape[0]).fit(X, y)
     np.testing.assert_array_equal(auto.decision_function(X), fixed.decision_function(X))
-    assert auto.n_trees_ == AUTO_FIXED_TREES and "fewer than" in auto.n_trees_reason_
+    assert auto.n_trees_ == AUTO_SMALL_TREES and "fewer than" in auto.n_trees_reason_
+    assert max_trees({"n_trees": "auto"}, AUTO_TREES_FROM - 1) == AUTO_SMALL_TREES
     X, y = _events(AUTO_TREES_FROM + 500)
     ada = BDTClassifier(boosting="adaboost", max_depth=2).fit(X, y)
     assert ada.n_trees_ == AUTO_FIXED_TREES and "AdaBoost" in ada.n_trees_reason_
