@@ -41,9 +41,11 @@ NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (
 ``sqrt(abs(x))`` and 0), and so are constants (``1/0`` inf, ``(-8)**0.5`` NaN, ``10**400``
 inf: computed in double, as the branches are, never as Python's numbers; ``**``, ``pow``
 and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
-``min(a, b)`` and ``sign`` of NaN are NaN; ``|`` of a
-negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic and
-comparisons are exact beyond 2**53 (ROOT's are in double). ``round`` rounds halves away from
+``min(a, b)`` and ``sign`` of NaN are NaN; ``~`` (which ROOT's formulas do not have) is
+the int64 complement, ``~u`` of a uint8 1 is -2; ``|`` of a
+negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic,
+bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through double: bit 2 of
+a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
 (ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
@@ -763,7 +765,7 @@ class Expression:
                 self._check_integers(node, left, right)
                 if not (_is_bool(left) and _is_bool(right)):  # conditions stay conditions
                     # integers as int64, as in arithmetic: a uint8 | 256 overflowed
-                    left, right = self._widen(left), self._widen(right)
+                    left, right = _bits_as_int64(left), _bits_as_int64(right)
             elif isinstance(node.op, ast.Pow):
                 left, right = _as_real(left), _as_real(right)
             else:
@@ -784,7 +786,7 @@ class Expression:
                 or _is_bool(operand)
             ):
                 return np.logical_not(operand)
-            return ~self._widen(operand)  # int64: ~ of a uint8 1 is -2, not 254
+            return ~_bits_as_int64(operand)  # int64: ~ of a uint8 1 is -2, not 254
         if isinstance(node, ast.BoolOp):
             combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
             result = self._eval(node.values[0], arrays)
@@ -1175,6 +1177,16 @@ def _as_float(value: Any) -> Any:
     """Boolean and integer arrays as float64, for powers (as ROOT's pow)."""
     dtype = _leaf_dtype(value)
     return _astype(value, np.float64) if dtype is not None and dtype.kind in "biu" else value
+
+
+def _bits_as_int64(value: Any) -> Any:
+    """Integers (and booleans) narrower than 64 bits as int64 for & | ~ (a uint8 | 256
+    overflowed its type); 64-bit ones and Python numbers stay as they are, so a uint64
+    word keeps its top bit and its sign (ROOT's bitwise results are unsigned too)."""
+    dtype = _leaf_dtype(value)
+    if dtype is None or dtype.kind not in "biu" or dtype.itemsize == 8:
+        return value
+    return _astype(value, np.int64)
 
 
 def _as_real(value: Any) -> Any:
