@@ -431,16 +431,14 @@ class Softmax:
 
 
 @njit
-def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, top, norm):
-    """``_softmax_channels`` of the ``n`` events from ``lo`` (``p`` (K, n), ``top`` and
-    ``norm`` (n,) scratch): the sum of w (-ln p_y) over them. Class by class over the
-    events, so that every loop vectorises (``exp_nonpositive``, not the C library's
-    ``exp``: within one unit in the last place, so a float32 channel differs from the C
-    library's in about one value in 10^8); each event's sums over the classes are added
-    in class order. Indices are unsigned (Numba wraps signed ones, which stops
-    vectorisation)."""
+def _softmax_terms(scores, start, n, p, top, norm):
+    """For the ``n`` events from ``start`` (unsigned): ``top`` the largest score, ``p[k]``
+    exp(score_k - top), ``norm`` their sum over the classes, added in class order. Class by
+    class over the events, so that every loop vectorises (``exp_nonpositive``, not the C
+    library's ``exp``: within one unit in the last place, so a float32 channel differs from
+    the C library's in about one value in 10^8). Indices are unsigned (Numba wraps signed
+    ones, which stops vectorisation)."""
     n_classes = scores.shape[0]
-    start = np.uint64(lo)
     for i in range(n):
         top[i] = scores[0, start + np.uint64(i)]
     for k in range(1, n_classes):
@@ -454,12 +452,12 @@ def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, t
     for k in range(1, n_classes):
         for i in range(n):
             norm[i] += p[k, i]
-    for k in range(n_classes):
-        for i in range(n):
-            j = start + np.uint64(i)
-            pk = p[k, i] / norm[i]
-            wg[k, j] = w_tree[j] * (g_factor * (pk - (1.0 if k == np.int64(y[j]) else 0.0)))
-            wh[k, j] = w_tree[j] * max(h_factor * pk * (1.0 - pk), 1e-16)
+
+
+@njit
+def _softmax_loss_sum(y, scores, w, start, n, top, norm):
+    """The sum of w (-ln p_y) over the ``n`` events from ``start``, from ``_softmax_terms``
+    (``norm`` is overwritten)."""
     for i in range(n):
         j = start + np.uint64(i)
         norm[i] = w[j] * (top[i] + log_positive(norm[i]) - scores[np.uint64(y[j]), j])
@@ -469,16 +467,30 @@ def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n, p, t
     return total
 
 
+@njit
+def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n):
+    """``_softmax_channels`` of the ``n`` events from ``lo``: the sum of w (-ln p_y) over them."""
+    n_classes = scores.shape[0]
+    start = np.uint64(lo)
+    p, top, norm = np.empty((n_classes, n)), np.empty(n), np.empty(n)
+    _softmax_terms(scores, start, n, p, top, norm)
+    for k in range(n_classes):
+        for i in range(n):
+            j = start + np.uint64(i)
+            pk = p[k, i] / norm[i]
+            wg[k, j] = w_tree[j] * (g_factor * (pk - (1.0 if k == np.int64(y[j]) else 0.0)))
+            wh[k, j] = w_tree[j] * max(h_factor * pk * (1.0 - pk), 1e-16)
+    return _softmax_loss_sum(y, scores, w, start, n, top, norm)
+
+
 @njit(parallel=True)
 def _softmax_channels(y, scores, w_tree, w, g_factor, h_factor, wg, wh, partial_loss):
     """wg = w_tree g_factor (p_k - y_k), wh = w_tree max(h_factor p_k (1 - p_k), 1e-16) of
     the softmax p = softmax(scores[:, i]); partial sums of w (-ln p_y) by chunks of events."""
-    n_classes = scores.shape[0]
     for c in numba.prange(partial_loss.size):
         lo = c * LOSS_CHUNK
-        n = min(y.size, lo + LOSS_CHUNK) - lo
-        partial_loss[c] = _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n,
-                                         np.empty((n_classes, n)), np.empty(n), np.empty(n))
+        partial_loss[c] = _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo,
+                                         min(y.size, lo + LOSS_CHUNK) - lo)
 
 
 def softmax_rows(scores: NDArray) -> NDArray:
@@ -488,30 +500,15 @@ def softmax_rows(scores: NDArray) -> NDArray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-@njit
-def _softmax_loss_chunk(y, scores, w, lo, n):
-    """The sum of w (-ln softmax(F)_y) over the ``n`` events from ``lo`` (unsigned indices)."""
-    n_classes = scores.shape[0]
-    start = np.uint64(lo)
-    total = 0.0
-    for i in range(n):
-        j = start + np.uint64(i)
-        top = scores[0, j]
-        for k in range(1, n_classes):
-            top = max(top, scores[k, j])
-        norm = 0.0
-        for k in range(n_classes):
-            norm += math.exp(scores[k, j] - top)
-        total += w[j] * (top + log_positive(norm) - scores[np.uint64(y[j]), j])
-    return total
-
-
 @njit(parallel=True)
 def _softmax_loss(y, scores, w, partial_loss):
     """Partial sums of w (-ln softmax(F)_y) by chunks of events, (K, n) scores."""
     for c in numba.prange(partial_loss.size):
         lo = c * LOSS_CHUNK
-        partial_loss[c] = _softmax_loss_chunk(y, scores, w, lo, min(y.size, lo + LOSS_CHUNK) - lo)
+        n = min(y.size, lo + LOSS_CHUNK) - lo
+        top, norm = np.empty(n), np.empty(n)
+        _softmax_terms(scores, np.uint64(lo), n, np.empty((scores.shape[0], n)), top, norm)
+        partial_loss[c] = _softmax_loss_sum(y, scores, w, np.uint64(lo), n, top, norm)
 
 
 LOSSES = {

@@ -10,6 +10,8 @@ correctly rounded result (tests/test_vmath.py checks them against numpy's).
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -53,6 +55,19 @@ _ONE_BITS = 0x3FF0000000000000
 _SQRT2 = 1.4142135623730951
 _MAX_FINITE = 1.7976931348623157e308
 _EXP_FLOOR = -708.0  # below it exp(x) is subnormal; returned as 0 (relative size < 1e-307)
+# exp(r), |r| <= ln(2) / 2: the Taylor series to r^13 (the next term is below 4e-18 of it)
+_EXP_SERIES = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+# (atanh(s) / s - 1) / s^2 = 1/3 + s^2/5 + ..., to s^20 (|s| <= 0.1716)
+_ATANH_SERIES = tuple(1.0 / (2 * k + 1) for k in range(11, 0, -1))
+
+
+@njit(inline="always")
+def _horner(coefficients, x):
+    """The polynomial of ``coefficients`` (highest power first) at x."""
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = p * x + c
+    return p
 
 
 @njit(inline="always")
@@ -64,21 +79,7 @@ def exp_nonpositive(x: float) -> float:
     k = _float_as_bits(t) - _ROUNDER_BITS  # round(x / ln 2)
     kf = t - _ROUNDER
     r = (x - kf * _LN2_HI) - kf * _LN2_LO  # |r| <= ln(2) / 2
-    # Taylor series to r^13 (the next term is below 4e-18 of the result)
-    p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
+    p = _horner(_EXP_SERIES, r)
     scale = _bits_as_float((k + 1023) << 52)  # 2^k, k >= -1022 here
     return 0.0 if low else p * scale
 
@@ -96,16 +97,6 @@ def log_positive(x: float) -> float:
     kf = _bits_as_float(k + _ROUNDER_BITS) - _ROUNDER  # k as a float, exactly
     s = (m - 1.0) / (m + 1.0)  # |s| <= 0.1716; ln m = 2 atanh(s)
     s2 = s * s
-    q = 1.0 / 23.0
-    q = q * s2 + 1.0 / 21.0
-    q = q * s2 + 1.0 / 19.0
-    q = q * s2 + 1.0 / 17.0
-    q = q * s2 + 1.0 / 15.0
-    q = q * s2 + 1.0 / 13.0
-    q = q * s2 + 1.0 / 11.0
-    q = q * s2 + 1.0 / 9.0
-    q = q * s2 + 1.0 / 7.0
-    q = q * s2 + 1.0 / 5.0
-    q = q * s2 + 1.0 / 3.0
+    q = _horner(_ATANH_SERIES, s2)
     result = kf * _LN2_HI + (2.0 * s + (2.0 * s * s2 * q + kf * _LN2_LO))
     return result if x <= _MAX_FINITE else x
