@@ -492,6 +492,42 @@ def test_event_leaves_and_add_by_leaf_follow_the_partition():
     assert np.array_equal(grower.event_leaves(tree, 6000, storage), expected)
 
 
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_event_leaves_split_by_event_ranges(n_threads):
+    # Several tasks of MARK_RANGE event indices each (their edges inside leaves), a leaf
+    # count that takes uint16, events in no leaf: each event's leaf and the score update
+    # against the scatter through every slice.
+    rng = np.random.default_rng(7)
+    n = 3 * grower.MARK_RANGE + 12345
+    rows = np.sort(rng.choice(n, n - 5000, replace=False)).astype(np.int32)
+    n_leaves = 300
+    leaf = np.sort(rng.integers(0, n_leaves, rows.size))  # the sorted rows dealt to leaves
+    order = np.argsort(leaf, kind="stable")  # each leaf's events stay increasing
+    partition = rows[order]
+    stop = np.searchsorted(leaf[order], np.arange(n_leaves), side="right")
+    start = np.concatenate([[0], stop[:-1]])
+    fields = dict(feature=np.full(n_leaves, -1, np.int32), bin_threshold=np.zeros(n_leaves, np.uint8),
+                  missing_left=np.zeros(n_leaves, bool), left=np.full(n_leaves, -1, np.int32),
+                  right=np.full(n_leaves, -1, np.int32), gain=np.zeros(n_leaves),
+                  sum_a=np.zeros(n_leaves), sum_b=np.zeros(n_leaves), sum_w=np.zeros(n_leaves))
+    tree = grower.GrownTree(**fields, start=start.astype(np.int64), stop=stop.astype(np.int64),
+                            partition=partition)
+    expected = np.full(n, np.iinfo(np.uint16).max, np.uint16)
+    for j in range(n_leaves):
+        expected[partition[start[j]:stop[j]]] = j
+    value = rng.normal(size=n_leaves)
+    score = rng.normal(size=n)
+    direct = score.copy()
+    for j in range(n_leaves):
+        direct[partition[start[j]:stop[j]]] += value[j]
+    with threads(n_threads):
+        leaf_of = grower.event_leaves(tree, n)
+        grower.add_through_partition(tree, value, score)
+    assert leaf_of.dtype == np.uint16
+    assert np.array_equal(leaf_of, expected)
+    assert np.array_equal(score, direct)
+
 def test_quantised_splits_refuse_sides_lighter_than_a_quantum():
     # Weights over six decades and no minimum child weight: events lighter than a quantum
     # of B round to B = 0 while A rounds to +-1, and a side of them was the parent's float

@@ -11,17 +11,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from .._util import Progress, weighted_quantile
-from ..engine._prefetch import prefetch
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.grower import (
     ORDERED_SUMS_FROM,
     GrownTree,
     SerialWorkspace,
     add_by_leaf,
+    add_through_partition,
     event_leaves,
     grow_tree,
     sample_features,
@@ -37,7 +36,6 @@ __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", 
            "add_tree"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
-PREFETCH_AHEAD = 64  # events between a score's prefetch and its update
 SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call on one thread
 
 
@@ -205,18 +203,6 @@ def add_tree(builder: ForestBuilder, tree: GrownTree, value: np.ndarray, mapper,
                 cover=tree.sum_w if cover is None else cover)
 
 
-@njit(parallel=True)
-def _add_leaf_values(partition, start, stop, value, score):
-    for j in numba.prange(start.size):
-        v = value[j]
-        stop_j = np.uint64(stop[j])
-        for k in range(np.uint64(start[j]), stop_j):
-            ahead = k + np.uint64(PREFETCH_AHEAD)
-            if ahead < stop_j:
-                prefetch(score, np.uint64(partition[ahead]))
-            score[np.uint64(partition[k])] += v
-
-
 def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: np.ndarray,
                   scale: float = 1.0, through_partition: bool = False) -> None:
     """score += scale * tree(x) on binned data (feature-major codes (m, n)).
@@ -225,9 +211,7 @@ def update_scores(codes: np.ndarray, tree: GrownTree, value: np.ndarray, score: 
     holds every one of them, so leaf slices say where each event went.
     """
     if through_partition:
-        leaves = np.flatnonzero(tree.is_leaf)
-        _add_leaf_values(tree.partition, tree.start[leaves], tree.stop[leaves],
-                         scale * value[leaves], score)
+        add_through_partition(tree, scale * value[tree.is_leaf], score)
         return
     predict_binned(codes, tree.feature, tree.bin_threshold, tree.left, tree.right,
                    tree.missing_left, value, np.array([0, tree.n_nodes], np.int64),
