@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import hepbdt
+from hepbdt._util import threads
 from hepbdt.boosting.losses import Absolute, Deviance, Huber, Logistic, PseudoHuber, Squared
 
 LOSSES = [Deviance(), Logistic(), Squared(), PseudoHuber(1.3)]
@@ -141,6 +142,17 @@ def test_sums_by_leaf_are_slice_sums_over_the_partition():
         b = rng.gamma(1.0, 1.0, n)
         assert np.array_equal(sums_by_leaf(leaf_of, n_leaves, a, b),
                               slice_sums(partition, start, stop, a, b))
+    # One to seven values on one and two threads (a thread sums up to three in a pass),
+    # continuing from running sums.
+    leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 64, 3000)
+    values = [(rng.normal(size=n) * 10 ** k).astype(np.float32) for k in range(7)]
+    for n_values in range(1, 8):
+        initial = rng.normal(size=(n_values, 64))
+        expected = slice_sums(partition, start, stop, *values[:n_values], initial=initial)
+        for n_threads in (1, 2):
+            with threads(n_threads):
+                got = sums_by_leaf(leaf_of, 64, *values[:n_values], initial=initial)
+            assert np.array_equal(got, expected), (n_values, n_threads)
 
 
 @pytest.mark.parametrize("loss", [Deviance(), Logistic()], ids=lambda l: type(l).__name__)
