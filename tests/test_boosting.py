@@ -142,6 +142,16 @@ def test_sums_by_leaf_are_slice_sums_over_the_partition():
         b = rng.gamma(1.0, 1.0, n)
         assert np.array_equal(sums_by_leaf(leaf_of, n_leaves, a, b),
                               slice_sums(partition, start, stop, a, b))
+    # slice_sums itself against numpy's sequential sums (cumsum adds left to right).
+    leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 9, 100)
+    values = [(rng.normal(size=n) * 10 ** k).astype(np.float32) for k in range(7)]
+    for n_values in range(1, 8):
+        initial = rng.normal(size=(n_values, 9))
+        expected = np.array([[np.cumsum(np.concatenate([[initial[v, j]], values[v][
+            partition[start[j]:stop[j]]].astype(np.float64)]))[-1] for j in range(9)]
+            for v in range(n_values)])
+        got = slice_sums(partition, start, stop, *values[:n_values], initial=initial)
+        assert np.array_equal(got, expected), n_values
     # One to seven values on one and two threads (a thread sums up to three in a pass),
     # continuing from running sums.
     leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 64, 3000)
