@@ -268,7 +268,7 @@ def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option", [
-    {"boosting": "adaboost"}, {"n_trees": "auto"}, {"max_leaves": 8},
+    {"boosting": "bagging"}, {"n_trees": "auto"}, {"max_leaves": 8},
     {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},
 ])
 def test_unsupported_options_are_refused(client, option):

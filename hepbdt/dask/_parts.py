@@ -2,11 +2,14 @@
 
 A part is a contiguous run of the training events (its ``offset`` is its first event's
 index in the whole sample): its features until they are binned, then its codes (a
-:class:`~hepbdt.engine.grower.QuantisedRows`), labels, float32 weights and scores, kept in
-this module's registry under the fit's token for the whole fit. Every function here is a
-task the driver pins to the part's worker; each does one step of
-:mod:`hepbdt.engine.data_parallel` or of the boosting loop (channels, leaf sums, the score
-update) on the part's events only. Nothing here imports Dask.
+:class:`~hepbdt.engine.grower.QuantisedRows` for gradient and newton boosting, feature-major
+codes for the AdaBoost family's exact histograms), labels, weights (float32, or float64 for
+the AdaBoost family) and scores (K rows: one a class), or the AdaBoost family's boost
+factors and ensemble, kept in this module's registry under the fit's token for the whole
+fit. Every function here is a task the driver pins to the part's worker; each does one step
+of :mod:`hepbdt.engine.data_parallel` or of a boosting loop (channels, leaf sums, the score
+update; AdaBoost's tree output, reweighting and the pieces of numpy's sums) on the part's
+events only. Nothing here imports Dask.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from typing import Any
 import numpy as np
 
 from .._util import check_weights, check_X, exact_sum_parts
-from ..boosting._loop import node_sums, update_scores
+from ..boosting._loop import _OneScore, node_sums, update_scores
 from ..engine.binning import BinMapper, EdgeSketch
-from ..engine.data_parallel import LevelPlan, PartTree
+from ..engine.data_parallel import ExactPartTree, LevelPlan, PartTree, pairwise_pieces
 from ..engine.grower import QuantisedRows, add_by_leaf
 from ..engine.histogram import Quantiser
 from ..estimators import MAX_MAGNITUDE, MIN_MAGNITUDE, check_magnitudes, check_targets
 
-__all__ = ["PartActor", "PartLost", "load", "sketch", "bin_part", "begin_tree", "root", "level",
+__all__ = ["PartActor", "PartLost", "load", "class_weights", "weights", "sketch", "bin_part",
+           "class_sums", "begin_tree", "root", "level", "bin_exact", "ada_tree", "exact_histograms",
+           "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums", "ada_add",
            "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
 
 _PARTS: dict[str, _Part] = {}  # (token, part index) -> the part, in this worker process
@@ -41,9 +46,11 @@ class _Part:
         self.w = w
         self.offset = 0
         self.tree: PartTree | None = None
-        self.score: np.ndarray | None = None
-        self.channels: tuple[np.ndarray, ...] = ()
-        self.loss = None
+        self.score: np.ndarray | None = None  # (K, n): one row a class (K = 1: one score)
+        self.channels: tuple[np.ndarray, ...] = ()  # the current tree's (wg, wh, w, A, B)
+        self.round_channels: tuple[np.ndarray, np.ndarray, float] | None = None
+        self.klass = 0  # the class of the tree being grown (its row of ``score``)
+        self.loss = None  # the loss of (K, n) scores (a one-score loss wrapped)
         self.booster = None
 
 
@@ -82,7 +89,8 @@ def _checked(stage: int, check: Any, *args: Any, number: Any = None) -> Any:
 
 
 def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
-                    w_blocks: list[np.ndarray] | None, signal: Any):
+                    w_blocks: list[np.ndarray] | None, classes: np.ndarray | None,
+                    given_magnitudes: bool = True):
     """The part's float32 features, labels or targets and float64 given weights, checked
     as memory checks the whole sample's (a :class:`_Refusal` where one check fails)."""
     X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
@@ -91,8 +99,9 @@ def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndar
     else:
         X = _checked(CHECK_X, check_X, X)[0]
     y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
-    if signal is not None:  # as in memory: int8 0/1 labels (BDTClassifier._encode_y)
-        y = np.asarray(y_raw == signal).astype(np.int8)
+    if classes is not None:  # as in memory: int8 labels (BDTClassifier._encode_y)
+        y = (np.asarray(y_raw == classes[1]).astype(np.int8) if classes.size == 2
+             else np.searchsorted(classes, y_raw).astype(np.int8))
     else:  # float64 targets: NaN refused before a magnitude, over the whole sample
         y = y_raw.astype(np.float64)
         _checked(CHECK_TARGETS, check_targets, np.where(np.isfinite(y), 0.0, y))
@@ -103,20 +112,27 @@ def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndar
                                                 f"{y_raw.size} (part {key})"))
     w_raw = None if w_blocks is None else np.concatenate(w_blocks)
     w = _checked(CHECK_WEIGHTS, check_weights, w_raw, X.shape[0])
-    size = np.abs(w)
-    _checked(CHECK_MAGNITUDES, check_magnitudes, w,  # the given weights, before the policy
-             number=lambda: np.count_nonzero((size > MAX_MAGNITUDE)
-                                             | ((size < MIN_MAGNITUDE) & (size > 0))))
+    if given_magnitudes:
+        _checked(CHECK_MAGNITUDES, check_magnitudes, w,  # the given weights, before the policy
+                 number=lambda: _out_of_range(w))
     return X, y, w
 
 
+def _out_of_range(w: np.ndarray) -> int:
+    """How many weights ``check_magnitudes`` refuses."""
+    size = np.abs(w)
+    return int(np.count_nonzero((size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))))
+
+
 def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
-         w_blocks: list[np.ndarray] | None, signal: Any, policy: str,
-         n_threads: int = 1) -> dict[str, Any]:
-    """Keep the part's events: float32 features, labels (classifier: int8 1 for ``signal``,
-    else 0; regressor, ``signal`` None: the float64 targets), float64 weights, after the
-    ``negative_weights`` policy where it works event by event ("abs", "ignore"), as
-    float32.
+         w_blocks: list[np.ndarray] | None, classes: np.ndarray | None, policy: str,
+         n_threads: int = 1, given_magnitudes: bool = True) -> dict[str, Any]:
+    """Keep the part's events: float32 features, labels (classifier, ``classes`` its
+    ``classes_``: int8, 1 for classes[1] and else 0 with two classes, the class index with
+    more; regressor, ``classes`` None: the float64 targets), float64 weights, after the
+    ``negative_weights`` policy where it works event by event ("abs", "ignore"), until
+    ``weights`` scales and casts them. ``given_magnitudes``: refuse given weights out of
+    float32's range (False: the class normalisation sets their scale; ``weights`` checks).
 
     A part of no event (its blocks emptied by cuts, or of no rows) is kept empty: it adds
     nothing to any sum, and the fit refuses only when every part is empty.
@@ -126,7 +142,7 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     the first check its events failed (nothing is kept then)."""
     rows = sum(int(np.shape(b)[0]) for b in X_blocks)
     try:
-        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, signal)
+        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, classes, given_magnitudes)
     except _Refusal as refusal:
         return {"rows": rows, "refused": (refusal.stage, refusal.error, refusal.number)}
     negative = bool(np.any(w < 0))
@@ -136,10 +152,39 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     elif negative and policy == "ignore":
         keep = w >= 0
         X, y, w = X[keep], y[keep], w[keep]
-    w = w.astype(np.float32)  # per-event channels are float32, as in memory
     _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
     return {"n": int(X.shape[0]), "rows": rows, "negative": negative, "refused": None,
-            "nonzero": nonzero, "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0))}
+            "nonzero": nonzero, "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0)),
+            "signal": int(np.count_nonzero(y == 1)) if classes is not None else 0}
+
+
+def class_weights(key: str, requests: dict[str, list]) -> dict[str, Any]:
+    """numpy's pieces (``pairwise_pieces``) of the signal's and the background's weights
+    (two classes: y 1 and 0), for the class normalisation's sums."""
+    part = _part(key)
+    signal = part.y == 1
+    vectors = {"signal": part.w[signal], "background": part.w[~signal]}
+    return {"pieces": {name: pairwise_pieces(vectors[name], asked)
+                       for name, asked in requests.items()}}
+
+
+def weights(key: str, factors: tuple[float, float] | None, dtype: str,
+            policy: str | None) -> dict[str, Any]:
+    """The training weights: with ``factors`` (the class normalisation's, signal's then
+    background's) scaled as ``_normalise_classes`` scales them and checked against float32's
+    range (``policy``: the negative-weight policy that acted, for memory's message), then
+    cast to ``dtype`` (float32 for gradient and newton boosting, as in memory). Returns
+    "refused": None, or (the error, how many weights it counts)."""
+    part = _part(key)
+    w = part.w
+    if factors is not None:
+        w = np.where(part.y == 1, w * factors[0], w * factors[1])
+        try:
+            check_magnitudes(w, policy, rescalable=False)
+        except ValueError as err:
+            return {"refused": (err, _out_of_range(w))}
+    part.w = w.astype(dtype)
+    return {"refused": None}
 
 
 def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
@@ -160,9 +205,20 @@ def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any, max_d
     ordered = QuantisedRows.from_features(part.X, mapper)
     part.X = None
     part.tree = PartTree(ordered, offset, max_depth)
-    part.booster, part.loss = booster, booster.loss
-    return {"init": part.loss.init_sum_parts(part.y, part.w) if init_parts else None,
+    part.booster = booster
+    one_score = getattr(booster.loss, "n_classes", 1) == 1
+    part.loss = _OneScore(booster.loss) if one_score else booster.loss
+    return {"init": booster.loss.init_sum_parts(part.y, part.w) if init_parts else None,
             "abs_weight": exact_sum_parts(np.abs(part.w))}
+
+
+def class_sums(key: str, initial: np.ndarray) -> np.ndarray:
+    """Each class's sum of weights, continuing ``initial`` (the parts before this one) event
+    by event, as ``np.bincount`` adds the whole sample's in memory."""
+    part = _part(key)
+    sums = np.array(initial, dtype=np.float64)
+    np.add.at(sums, part.y.astype(np.int64), part.w.astype(np.float64))
+    return sums
 
 
 def leaf_values(booster: Any, tree: Any, leaf_totals: np.ndarray, mean_abs_weight: float) -> np.ndarray:
@@ -177,25 +233,32 @@ def _add_tree(part: _Part, leaf_totals: np.ndarray, mean_abs_weight: float) -> N
     scores: by each event's leaf where the part keeps them, else through its partition."""
     tree = part.tree.grown_tree()
     values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
+    score = part.score[part.klass]
     if part.tree.leaf_of is not None:
-        add_by_leaf(part.tree.leaf_of, values[tree.is_leaf], part.score)
+        add_by_leaf(part.tree.leaf_of, values[tree.is_leaf], score)
     else:
-        update_scores(None, tree, values, part.score, through_partition=True)
+        update_scores(None, tree, values, score, through_partition=True)
 
 
-def begin_tree(key: str, base_score: float | None, leaf_totals: np.ndarray | None,
-               mean_abs_weight: float) -> dict[str, Any]:
-    """Add the last tree's leaf values (from the leaf sums of all the parts) to the scores,
-    or start them at ``base_score``, then fill this tree's channels; returns max |A|,
-    max |B| and the loss's partial sums."""
+def begin_tree(key: str, base_scores: np.ndarray | None, leaf_totals: np.ndarray | None,
+               mean_abs_weight: float, klass: int = 0) -> dict[str, Any]:
+    """Add the last tree's leaf values (from the leaf sums of all the parts) to its class's
+    scores, or start the (K, n) scores at ``base_scores`` (K,), then fill the channels of
+    the tree of class ``klass``: at class 0 (a new round) every class's from the scores of
+    the round before, as ``run_boosting`` does. Returns max |A|, max |B| and the loss's
+    partial sums (at the round's start)."""
     part = _part(key)
     if part.score is None:
-        part.score = np.full(part.y.size, base_score, dtype=np.float64)
+        base = np.asarray(base_scores, dtype=np.float64)
+        part.score = np.repeat(base[:, None], part.y.size, axis=1)
     if leaf_totals is not None:
         _add_tree(part, leaf_totals, mean_abs_weight)
-    wg, wh, loss = part.loss.channels(part.y, part.score, part.w, part.w)
-    a, b = part.booster.channels(wg, wh, part.w)
-    part.channels = (wg, wh, part.w, a, b)
+    part.klass = int(klass)
+    if part.klass == 0 or part.round_channels is None:
+        part.round_channels = part.loss.channels(part.y, part.score, part.w, part.w)
+    wg, wh, loss = part.round_channels
+    a, b = part.booster.channels(wg[part.klass], wh[part.klass], part.w)
+    part.channels = (wg[part.klass], wh[part.klass], part.w, a, b)
     total = float(np.sum(part.w, dtype=np.float64))
     return {"max_abs": Quantiser.max_abs(a, b), "loss": loss * total, "weight": total}
 
@@ -227,7 +290,149 @@ def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> 
     if leaf_totals is not None:
         _add_tree(part, leaf_totals, mean_abs_weight)
     total = float(np.sum(part.w, dtype=np.float64))
+    part.round_channels = None
     return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total}
+
+
+class _AdaBoost:
+    """A part's state in the AdaBoost family (``run_adaboost``, ``run_samme``): its weights
+    w0 (float64), boost factors, the ensemble's scores (two classes) or votes (SAMME), the
+    last tree's output on its events, and the vectors whose numpy sums the client asks for."""
+
+    def __init__(self, y: np.ndarray, w: np.ndarray, spec: dict[str, Any]):
+        self.variant, self.n_classes = spec["variant"], int(spec["n_classes"])
+        self.threshold = float(spec.get("threshold", 0.0))
+        self.inverse_boost = bool(spec.get("inverse_boost", False))
+        self.y = y
+        self.is_signal = y == 1
+        self.y_pm = np.where(self.is_signal, 1, -1).astype(np.int8)
+        self.w0 = np.asarray(w, dtype=np.float64)
+        self.boost = np.ones(y.size)
+        self.samme = self.n_classes > 2
+        self.ensemble = np.zeros((self.n_classes, y.size) if self.samme else y.size)
+        self.w_eff = self.w_tree = self.h = self.wrong = None
+        self.vectors: dict[str, np.ndarray] = {"w0": self.w0}
+
+    def channels(self) -> np.ndarray:
+        """The tree's channels (C, n) float32: signal and background weights (SAMME: each
+        class's), then the events' multiplicity (one each)."""
+        n = self.y.size
+        if self.samme:
+            out = np.zeros((self.n_classes + 1, n), dtype=np.float32)
+            out[self.y, np.arange(n)] = self.w_tree
+        else:
+            out = np.empty((3, n), dtype=np.float32)
+            out[0] = np.where(self.is_signal, self.w_tree, 0)
+            out[1] = np.where(self.is_signal, 0, self.w_tree)
+        out[-1] = 1.0
+        return out
+
+    def pieces(self, requests: dict[str, list]) -> dict[str, list]:
+        """The pieces of numpy's sums asked for (vector name -> ``PairwiseSum.requests``)."""
+        return {name: pairwise_pieces(self.vectors[name], asked) for name, asked in requests.items()}
+
+
+def bin_exact(key: str, offset: int, edges: list[np.ndarray], max_depth: int,
+              spec: dict[str, Any]) -> None:
+    """Bin the part's features feature-major (the floats are dropped) for the AdaBoost
+    family's exact histograms, and start its state (``spec``: variant, classes, ...)."""
+    part = _part(key)
+    part.offset = int(offset)
+    part.tree = ExactPartTree(BinMapper.from_edges(edges).transform(part.X), max_depth)
+    part.X = None
+    part.booster = _AdaBoost(part.y, part.w, spec)
+
+
+def ada_tree(key: str, scale: float | None, used: np.ndarray,
+             requests: dict[str, list]) -> dict[str, Any]:
+    """Renormalise the boost factors (``scale``: the initial total over the reweighted one),
+    then start a tree on the boosted weights; the requested sums' pieces and whether a
+    tree weight is negative."""
+    part = _part(key)
+    state = part.booster
+    if scale is not None:
+        state.boost *= scale
+    state.w_eff = state.w0 * state.boost
+    state.w_tree = state.w_eff.astype(np.float32)
+    part.tree.start(state.channels(), used)
+    state.vectors.update(w_eff=state.w_eff, w_tree=state.w_tree)
+    return {"pieces": state.pieces(requests), "negative": bool(np.any(state.w_tree < 0))}
+
+
+def exact_histograms(key: str, initial: np.ndarray | None) -> np.ndarray:
+    """The waiting nodes' exact histograms, continuing those of the parts before this one."""
+    return _part(key).tree.histograms(initial)
+
+
+def exact_level(key: str, plan: LevelPlan) -> None:
+    """Apply a level's splits to the part's events."""
+    _part(key).tree.apply(plan)
+
+
+def exact_leaf_sums(key: str, initial: np.ndarray | None) -> np.ndarray:
+    """Each leaf's |w| of signal and of background (real AdaBoost's purities with negative
+    weights), continuing the sums of the parts before this one."""
+    part = _part(key)
+    state = part.booster
+    absolute = np.abs(state.w_tree.astype(np.float64))
+    return part.tree.leaf_sums(initial, np.where(state.is_signal, absolute, 0.0),
+                               np.where(state.is_signal, 0.0, absolute))
+
+
+def ada_evaluate(key: str, value: np.ndarray, requests: dict[str, list]) -> dict[str, Any]:
+    """The tree's output on the part's events (``value``: its node values; SAMME: the class
+    each leaf says) and which it gets wrong; their count and the requested sums' pieces."""
+    part = _part(key)
+    state = part.booster
+    h = np.zeros(state.y.size)
+    update_scores(None, part.tree.grown_tree(), value, h, through_partition=True)
+    if state.samme:
+        state.h = h.astype(np.int64)
+        state.wrong = state.h != state.y
+    else:
+        state.h = h
+        state.wrong = (h > state.threshold) != state.is_signal
+        if state.threshold > 0:  # purity leaves: r = sum w y (2h - 1) / sum w
+            state.vectors["r"] = state.w_eff * state.y_pm * (2.0 * h - 1.0)
+    state.vectors["err"] = state.w_eff[state.wrong]
+    return {"count": int(np.count_nonzero(state.wrong)), "pieces": state.pieces(requests)}
+
+
+def ada_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
+    """The requested sums' pieces of the vectors the part keeps."""
+    return {"pieces": _part(key).booster.pieces(requests)}
+
+
+def ada_add(key: str, tree_weight: float, weight_sum: float, factor: tuple,
+            requests: dict[str, list]) -> dict[str, Any]:
+    """Add the tree to the ensemble (the events it then gets wrong: their count) and
+    reweight the events by ``factor`` ("real": exp(-y h); "purity", alpha: exp(-alpha y
+    (2h - 1)); "wrong", e: e on the wrong events; None: no reweighting), as
+    ``_AdaBoostRun`` and ``_SammeRun`` do; whether every boost factor is finite."""
+    state = _part(key).booster
+    if state.samme:
+        state.ensemble[state.h, np.arange(state.h.size)] += tree_weight
+        ensemble_wrong = np.argmax(state.ensemble, axis=0) != state.y
+    elif state.variant == "realadaboost":
+        state.ensemble += state.h
+        ensemble_wrong = (state.ensemble > state.threshold) != state.is_signal
+    else:
+        state.ensemble += tree_weight * state.h
+        ensemble_wrong = (state.ensemble / weight_sum > state.threshold) != state.is_signal
+    state.vectors["loss"] = state.w0[ensemble_wrong]
+    if factor is not None:
+        if factor[0] == "real":
+            by = np.exp(-state.y_pm * state.h)
+        elif factor[0] == "purity":
+            by = np.exp(-factor[1] * state.y_pm * (2.0 * state.h - 1.0))
+        else:
+            by = np.where(state.wrong, factor[1], 1.0)
+        if state.inverse_boost:
+            by = np.where(state.w0 < 0, 1.0 / by, by)
+        state.boost *= by
+        state.vectors["new_total"] = state.w0 * state.boost
+    return {"count": int(np.count_nonzero(ensemble_wrong)), "pieces": state.pieces(requests),
+            "finite": bool(np.all(np.isfinite(state.boost)))}
 
 
 def drop(prefix: str) -> int:
@@ -253,7 +458,9 @@ class PartActor:
         return globals()[step](self.key, *args)
 
 
-_STEPS = ("begin_tree", "root", "level", "leaf_sums", "finish")
+_STEPS = ("class_sums", "begin_tree", "root", "level", "leaf_sums", "finish", "class_weights",
+          "weights", "ada_tree", "exact_histograms", "exact_level", "exact_leaf_sums",
+          "ada_evaluate", "ada_sums", "ada_add")
 
 
 def predict_block(block: np.ndarray, model: Any, method: str) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The depth-wise quantised grower cut in two: a driver that sees only summed histograms, and
+"""The depth-wise grower cut in two: a driver that sees only summed histograms, and
 parts that hold the events (a Dask cluster's workers, each with a contiguous run of them).
 
 The steps are the one grower's own (``grower.py``): a part packs its channels with a
@@ -16,17 +16,34 @@ does; a part of at least ``ORDERED_SUMS_FROM`` events reads its events in order 
 (``event_leaves``, which its score updates use too), as memory does from that many, else
 it walks the partition (the same sums either way).
 
-Depth-wise only (leaf-wise growth splits one leaf at a time: a round trip a leaf) and
-quantised only (float histograms summed in another order differ in the last bits).
+Float (exact) histograms, those of the AdaBoost family, are floating-point sums whose bits
+depend on the order of the additions, so they are not added up part by part: they run
+through the parts in event order (``ExactPartTree``), each continuing the histograms the
+part before it sent (``_continue_histograms``), which is memory's order (each node's events
+in increasing index order, one feature a thread, from zero). The driver derives the larger
+child as parent minus the smaller, as memory does, choosing the smaller from the counts the
+histograms' last channel holds (one an event), and drops the splits that leave no event on
+one side as ``_apply_real_splits`` does; the trees are memory's bit for bit.
+
+:class:`PairwiseSum` gives numpy's own sum (``np.sum``: pairwise, blocks of 128, or of a
+cast float32 vector buffers of 8,192 summed in turn) of a vector held in contiguous parts:
+each part sends the sums of the blocks of numpy's recursion that lie within it and the
+values of the few that straddle two parts; the driver adds them as numpy would.
+
+Depth-wise only (leaf-wise growth splits one leaf at a time: a round trip a leaf).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
+from ._types import N_BINS, N_CHANNELS, njit
 from .grower import (
+    LEVEL_HISTOGRAM_BYTES,
     ORDERED_SUMS_FROM,
     GrownTree,
     QuantisedRows,
@@ -41,10 +58,15 @@ from .grower import (
     slice_sums,
     sums_by_leaf,
 )
-from .histogram import Quantiser
+from .histogram import Quantiser, new_histograms
 from .split import SplitParams
 
-__all__ = ["LevelPlan", "PartTree", "SummedTree", "add_histograms", "max_nodes"]
+__all__ = ["ExactPartTree", "LevelPlan", "PairwiseSum", "PartTree", "SummedTree",
+           "add_histograms", "exact_level_capacity", "max_nodes", "pairwise_pieces"]
+
+PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE: its pairwise sum adds blocks of this many in turn
+UNROLL = 8  # the accumulators of numpy's pairwise block (its halves are multiples of this)
+# A sum that casts adds the pairwise sums of buffers of np.getbufsize() values (8,192).
 
 
 def max_nodes(max_depth: int) -> int:
@@ -62,8 +84,9 @@ class LevelPlan:
     feature: np.ndarray
     threshold: np.ndarray
     missing_left: np.ndarray
-    left_sums: np.ndarray  # (k, 3)
+    left_sums: np.ndarray  # (k, 3), or (k, K + 1) with class channels
     last: bool  # the children are leaves: no histograms wanted
+    small_left: np.ndarray | None = None  # exact histograms: each split's left child is the smaller
 
     @property
     def splits(self) -> _Splits:
@@ -83,13 +106,19 @@ def add_histograms(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | N
 class _Summed:
     """What ``_choose_splits`` asks of the events, for histograms summed elsewhere."""
 
-    def __init__(self, quantiser: Quantiser, used: np.ndarray):
-        self.quantiser = quantiser
+    def __init__(self, quantiser: Quantiser | None, used: np.ndarray):
+        self.quantiser = quantiser  # None: exact histograms
         self.used = used
         self.n_features = used.size
 
     def decoded(self, raw: np.ndarray) -> np.ndarray:
-        return self.quantiser.decode(raw)
+        return raw if self.quantiser is None else self.quantiser.decode(raw)
+
+
+def exact_level_capacity(n_features: int, n_channels: int) -> int:
+    """The nodes of a level whose exact histograms the in-memory grower holds (its
+    ``level_capacity``); beyond, it builds them from the events, which the driver does not."""
+    return max(2, LEVEL_HISTOGRAM_BYTES // (n_features * N_BINS * n_channels * 8))
 
 
 class SummedTree:
@@ -99,16 +128,21 @@ class SummedTree:
     ``start(root_raw)`` and then ``advance(left_raw)`` after each level give the next
     :class:`LevelPlan`, or None when the tree is done; ``grown_tree()`` the tree (without a
     partition: the parts hold the events).
+
+    ``quantiser`` None: exact histograms of ``n_channels`` channels whose last counts the
+    events (W = 1 an event); ``advance`` then takes the smaller children's histograms
+    (``LevelPlan.small_left``), not the left ones.
     """
 
-    def __init__(self, quantiser: Quantiser, used: np.ndarray, n_value_bins: np.ndarray,
+    def __init__(self, quantiser: Quantiser | None, used: np.ndarray, n_value_bins: np.ndarray,
                  params: SplitParams, max_depth: int, colsample_bylevel: float = 1.0,
-                 colsample_bynode: float = 1.0, rng: np.random.Generator | None = None):
+                 colsample_bynode: float = 1.0, rng: np.random.Generator | None = None,
+                 n_channels: int = N_CHANNELS):
         self.events = _Summed(quantiser, used.astype(np.bool_))
         self.n_value_bins, self.params, self.max_depth = n_value_bins, params, int(max_depth)
         self.colsample_bylevel, self.colsample_bynode = colsample_bylevel, colsample_bynode
         self.rng = rng if rng is not None else np.random.default_rng(0)
-        self.nodes = _NodeArrays(max_nodes(self.max_depth))
+        self.nodes = _NodeArrays(max_nodes(self.max_depth), n_channels=n_channels)
         self.raw: np.ndarray | None = None
         self.level = np.zeros(1, np.int64)
         self.depth = 0
@@ -129,8 +163,10 @@ class SummedTree:
             return None
         k = plan.parents.size
         raw = np.empty((2 * k,) + self.raw.shape[1:], self.raw.dtype)
-        raw[0::2] = left_raw
-        np.subtract(self.raw[plan.position], left_raw, out=raw[1::2])
+        small = (np.zeros(k, np.bool_) if plan.small_left is None
+                 else ~plan.small_left).astype(np.int64) + 2 * np.arange(k)
+        raw[small] = left_raw  # the left children, or the smaller ones (exact)
+        raw[small ^ 1] = self.raw[plan.position] - left_raw
         self.raw = raw
         self.level = self.children
         self.depth += 1
@@ -144,12 +180,21 @@ class SummedTree:
                                 self.rng)
         if splits is None:
             return None
+        small_left = None
+        if self.events.quantiser is None:  # exact: the counts say which splits are real
+            left = splits.left_sums[:, -1]
+            right = self.nodes.sums[self.level[splits.position], -1] - left
+            real = (left > 0) & (right > 0)  # ``_apply_real_splits``: events on both sides
+            if not real.any():
+                return None
+            splits = _Splits(*(field[real] for field in splits))
+            small_left = left[real] <= right[real]  # ``_child_histograms``'s smaller child
         parents = self.level[splits.position]
         none = np.zeros(parents.size, np.int64)  # the parts hold where the events are
         self.children = _add_children(self.nodes, parents, splits, none, none, none)
         self.plan = LevelPlan(parents, splits.position.astype(np.int64), splits.gain,
                               splits.feature, splits.threshold, splits.missing_left,
-                              splits.left_sums, self.depth + 1 == self.max_depth)
+                              splits.left_sums, self.depth + 1 == self.max_depth, small_left)
         return self.plan
 
     def grown_tree(self) -> GrownTree:
@@ -218,3 +263,155 @@ class PartTree:
     def grown_tree(self) -> GrownTree:
         """This part's view of the tree (its partition and node slices)."""
         return self.nodes.grown_tree(self.events.partition)
+
+
+@njit(parallel=True)
+def _continue_histograms(codes, partition, payload, node_start, node_stop, feature_used, hists):
+    # hists[j] += the channels of node j's events (partition[start_j:stop_j], in order),
+    # one feature a thread: ``_build_exact``'s loop, continuing instead of from zero, and
+    # reading the payload in event order through the partition.
+    for f in numba.prange(codes.shape[0]):
+        if feature_used[f]:
+            codes_f = codes[f]
+            for j in range(node_start.size):
+                h = hists[j, f]
+                for k in range(np.uint64(node_start[j]), np.uint64(node_stop[j])):
+                    i = np.uint64(partition[k])
+                    c = np.uint64(codes_f[i])
+                    for ch in range(payload.shape[1]):
+                        h[c, ch] += payload[i, ch]
+
+
+class ExactPartTree:
+    """A part's side of a tree of exact (float) histograms: its events' feature-major codes,
+    their channels (float32, event order), and the tree being grown on them. Histograms
+    continue the running ones of the parts before (``root``, ``children``): the parts called
+    in event order give memory's sums bit for bit."""
+
+    def __init__(self, codes: np.ndarray, max_depth: int):
+        self.codes = codes  # (m, n) uint8
+        self.max_depth = int(max_depth)
+        self.n_events = codes.shape[1]
+        self.events: _TreeEvents | None = None
+        self.nodes: _NodeArrays | None = None
+        self.small: np.ndarray = np.zeros(0, np.int64)  # the nodes whose histograms go next
+
+    def start(self, channels: np.ndarray, used: np.ndarray) -> None:
+        """Every event at the root, with ``channels`` (C, n) float32 (the last one W)."""
+        payload = np.ascontiguousarray(channels.T)
+        partition = np.arange(self.n_events, dtype=np.int32)
+        self.events = _TreeEvents(self.codes, partition, payload,
+                                  np.empty(self.n_events, np.int32), payload[:0],
+                                  used.astype(np.bool_), self.codes.shape[0], None)
+        self.nodes = _NodeArrays(max_nodes(self.max_depth), n_channels=payload.shape[1])
+        self.nodes.start[0], self.nodes.stop[0] = 0, self.n_events
+        self.small = np.zeros(1, np.int64)
+
+    def histograms(self, initial: np.ndarray | None) -> np.ndarray:
+        """The histograms of the nodes waiting (the root; then the smaller children of the
+        last level), continuing ``initial`` (zeros when None)."""
+        ids = self.small
+        if initial is None:
+            initial = new_histograms(ids.size, self.codes.shape[0],
+                                     n_channels=self.events.payload.shape[1])
+            initial.fill(0.0)
+        hists = np.array(initial, dtype=np.float64, order="C")
+        _continue_histograms(self.codes, self.events.partition, self.events.payload,
+                             self.nodes.start[ids], self.nodes.stop[ids], self.events.used,
+                             hists)
+        return hists
+
+    def apply(self, plan: LevelPlan) -> None:
+        """Partition this part's events with the level's splits; the smaller children wait
+        for ``histograms`` unless it was the last level."""
+        children, _, _, _ = _apply_splits(self.events, self.nodes, plan.parents, plan.splits,
+                                          move_payload=False)
+        q = np.arange(plan.parents.size)
+        self.small = (np.zeros(0, np.int64) if plan.last
+                      else children[np.where(plan.small_left, 2 * q, 2 * q + 1)])
+
+    def leaf_sums(self, initial: np.ndarray | None, *per_event: np.ndarray) -> np.ndarray:
+        """Sums of ``per_event`` over each leaf's events of this part, continuing ``initial``."""
+        n = self.nodes.size
+        leaves = np.flatnonzero(self.nodes.feature[:n] < 0)
+        return slice_sums(self.events.partition, self.nodes.start[leaves],
+                          self.nodes.stop[leaves], *per_event, initial=initial)
+
+    def grown_tree(self) -> GrownTree:
+        """This part's view of the tree (its partition and node slices)."""
+        return self.nodes.grown_tree(self.events.partition)
+
+
+class PairwiseSum:
+    """numpy's sum of a float64 vector (``cast``: of a float32 one, summed in float64) that
+    parts hold in contiguous runs of ``lengths`` values, the bits ``np.sum`` gives the whole.
+
+    numpy adds a contiguous vector pairwise: below ``UNROLL`` values in turn, up to
+    ``PAIRWISE_BLOCK`` with eight accumulators, else the two halves (the first a multiple of
+    eight) each so, then their sums; the total is 0.0 plus that. A float32 vector summed
+    with ``dtype=np.float64`` is cast in buffers of ``np.getbufsize()`` values, whose pairwise
+    sums are added in turn. ``requests(i)`` are what part i sends (``pairwise_pieces``):
+    the sum of each block of the recursion within it, the values of those across parts;
+    ``total`` adds them as numpy does.
+    """
+
+    def __init__(self, lengths: Sequence[int], cast: bool = False):
+        self.lengths = [int(n) for n in lengths]
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        self.n = int(self.offsets[-1])
+        self.asks: list[list[tuple[int, int, bool]]] = [[] for _ in self.lengths]
+        step = np.getbufsize() if cast else max(self.n, 1)
+        self.terms = [self._node(lo, min(step, self.n - lo)) for lo in range(0, self.n, step)]
+
+    def _ask(self, part: int, start: int, stop: int, whole: bool) -> tuple[int, int]:
+        self.asks[part].append((start, stop, whole))
+        return part, len(self.asks[part]) - 1
+
+    def _node(self, lo: int, n: int):
+        part = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+        first = lo - int(self.offsets[part])
+        if first + n <= self.lengths[part]:  # within one part: its sum
+            return ("sum", self._ask(part, first, first + n, True))
+        if n <= PAIRWISE_BLOCK:  # a block across parts: its values, added here
+            pieces, at = [], lo
+            while at < lo + n:
+                part = int(np.searchsorted(self.offsets, at, side="right")) - 1
+                stop = min(lo + n, int(self.offsets[part + 1]))
+                pieces.append(self._ask(part, at - int(self.offsets[part]),
+                                        stop - int(self.offsets[part]), False))
+                at = stop
+            return ("values", pieces)
+        half = n // 2
+        half -= half % UNROLL
+        return ("add", self._node(lo, half), self._node(lo + half, n - half))
+
+    def requests(self, part: int) -> list[tuple[int, int, bool]]:
+        """What part ``part`` sends: (start, stop, whole) of its values; whole: their sum."""
+        return self.asks[part]
+
+    def total(self, answers: Sequence[Sequence]) -> float:
+        """numpy's sum, from each part's answers to its requests (in part order)."""
+        def value(node) -> float:
+            if node[0] == "sum":
+                part, j = node[1]
+                return float(answers[part][j])
+            if node[0] == "values":
+                values = np.concatenate([answers[part][j] for part, j in node[1]])
+                return float(np.add.reduce(values, initial=-0.0))
+            return value(node[1]) + value(node[2])
+
+        total = 0.0
+        for term in self.terms:
+            total += value(term)
+        return total
+
+
+def pairwise_pieces(values: np.ndarray, requests: Sequence[tuple[int, int, bool]]) -> list:
+    """A part's answers to :meth:`PairwiseSum.requests`: numpy's pairwise sum of each whole
+    run of ``values`` (float64; a float32 vector cast as numpy casts it), else the run itself."""
+    out: list = []
+    for start, stop, whole in requests:
+        run = np.asarray(values[start:stop], dtype=np.float64)
+        # initial -0.0 adds nothing, not even a sign: the recursion's own sum of the run
+        out.append(float(np.add.reduce(run, initial=-0.0)) if whole else run)
+    return out
