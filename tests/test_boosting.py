@@ -257,18 +257,20 @@ def test_one_call_leaf_sums_are_the_sums_leaf_by_leaf(monkeypatch, dtype):
     a = rng.normal(size=n).astype(np.float32)
     w = rng.gamma(2.0, 1.0, n).astype(np.float32)
     tree = grow_tree(codes, None, a * w, w, w, np.full(4, 40, np.int32), SplitParams(VARIANCE), 4)
-    values = [(rng.normal(size=n) * 1e3).astype(dtype), rng.gamma(1.0, 1.0, n).astype(dtype)]
-    one_call = loop.leaf_sums(tree, *values)
-    expected = np.zeros_like(one_call)
-    for k in np.flatnonzero(tree.is_leaf):
-        for v, values_v in enumerate(values):
-            total = 0.0
-            for i in tree.partition[tree.start[k]:tree.stop[k]]:
-                total += float(values_v[i])
-            expected[v, k] = total
-    for k in range(tree.n_nodes - 1, -1, -1):
-        if not tree.is_leaf[k]:
-            expected[:, k] = expected[:, tree.left[k]] + expected[:, tree.right[k]]
-    assert tree.n_nodes > 9 and np.array_equal(one_call, expected)
+    three = [(rng.normal(size=n) * 1e3).astype(dtype), rng.gamma(1.0, 1.0, n).astype(dtype),
+             (rng.normal(size=n) * 1e-3).astype(dtype)]
+    for values in (three[:2], three):  # three values take a pass of their own
+        one_call = loop.leaf_sums(tree, *values)
+        expected = np.zeros_like(one_call)
+        for k in np.flatnonzero(tree.is_leaf):
+            for v, values_v in enumerate(values):
+                total = 0.0
+                for i in tree.partition[tree.start[k]:tree.stop[k]]:
+                    total += float(values_v[i])
+                expected[v, k] = total
+        for k in range(tree.n_nodes - 1, -1, -1):
+            if not tree.is_leaf[k]:
+                expected[:, k] = expected[:, tree.left[k]] + expected[:, tree.right[k]]
+        assert tree.n_nodes > 9 and np.array_equal(one_call, expected)
     monkeypatch.setattr(loop, "SERIAL_LEAF_SUMS", 0)
     assert np.array_equal(loop.leaf_sums(tree, *values), one_call)

@@ -107,8 +107,20 @@ def _serial_node_sums(partition, feature, left, right, start, stop, values, out)
     # partition order from zero, then each internal node its children's, deepest first.
     # (_slice_sums's loop again, without its parallel launch: called from here, that
     # launch made tmva-reg's 1,708 small trees 0.40 -> 0.51 s.)
+    # Three values (the channels, the usual call) in one pass: three chains of adds that
+    # overlap, where one value after another waited on each add (4,500 events, 7.5 -> 3 us).
     for k in range(feature.size):
         if feature[k] < 0:
+            if len(values) == 3:
+                x, y, z = values
+                tx, ty, tz = 0.0, 0.0, 0.0
+                for j in range(np.uint64(start[k]), np.uint64(stop[k])):
+                    i = np.uint64(partition[j])
+                    tx += x[i]
+                    ty += y[i]
+                    tz += z[i]
+                out[0, k], out[1, k], out[2, k] = tx, ty, tz
+                continue
             for v in range(len(values)):
                 total = 0.0
                 for j in range(np.uint64(start[k]), np.uint64(stop[k])):
