@@ -441,3 +441,26 @@ def test_tmva_export_of_leaf_wise_trees_reads_back_equal(tmp_path, kind, params)
     ours = tmva_response(model, X)
     np.testing.assert_allclose(tmva_response(again, X), ours, rtol=0,
                                atol=1e-6 * max(1.0, float(np.abs(ours).max())))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_compiled_packed_splits_grow_the_per_kernel_trees(monkeypatch, n_jobs):
+    # The packed leaf-wise splits in three compiled calls against the kernels called one by
+    # one from Python: nodes above and below the one-thread sizes, missing values, a
+    # constraint that refuses splits, the histogram pool bounded so both paths take turns.
+    rng = np.random.default_rng(5)
+    X, y, w = _higgs_like(n=40_000, m=7, seed=2)
+    X[rng.random(X.shape) < 0.03] = np.nan
+
+    def fit(**extra):
+        return BDTClassifier(boosting="newton", n_trees=4, max_depth=None, max_leaves=48,
+                             quantised_histograms=True, min_child_weight=5.0, random_state=1,
+                             n_jobs=n_jobs, **extra).fit(X, y, w).forest_.to_dict()
+
+    compiled = fit()
+    with monkeypatch.context() as patch:
+        patch.setattr(grower._PackedSplits, "applies", staticmethod(lambda *args: False))
+        assert fit() == compiled
+    per_leaf = X.shape[1] * 256 * 8
+    monkeypatch.setattr(grower, "LEVEL_HISTOGRAM_BYTES", 5 * per_leaf)  # five leaves held
+    assert fit() == compiled

@@ -38,8 +38,18 @@ from ._types import (
     check_n_events,
     njit,
 )
-from .histogram import Quantiser, TaskBuffers, build_histograms, new_histograms
-from .split import SplitParams, find_best_splits
+from .histogram import (
+    PACKED_TASK,
+    Quantiser,
+    TaskBuffers,
+    _decode,
+    _decode_wide,
+    _reduce_tasks,
+    _task_sums,
+    build_histograms,
+    new_histograms,
+)
+from .split import SplitParams, _find_best_splits, find_best_splits
 
 __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "add_through_partition", "event_leaves",
            "feature_major", "grow_tree", "leaf_sweeps", "sample_features", "slice_sums",
@@ -1004,6 +1014,155 @@ def _leaf_histograms(events: _TreeEvents, pool: _HistogramPool, waiting: dict[in
                         threads=1 if serial else small_work.n_threads)
 
 
+@njit
+def _partition_leaf(split_codes, by_event, partition, scratch_idx, s, e, split_feature,
+                    split_threshold, split_missing_left, threads):
+    """``_split_leaf``'s partition of [s, e) on packed channels (indices only), in one call:
+    the mid."""
+    n_chunks = threads * max(1, -(-(e - s) // (threads * PARTITION_CHUNK)))
+    size = max(1, -(-(e - s) // n_chunks))
+    n_chunks = -(-(e - s) // size)
+    chunk_start = np.arange(n_chunks) * size + s
+    chunk_stop = np.minimum(chunk_start + size, e)
+    n_left = np.empty(n_chunks, np.int64)
+    no_payload = np.empty((0, N_CHANNELS), CHANNEL_DTYPE)  # the packed channels stay in place
+    _partition_chunks(split_codes, by_event, partition, no_payload, chunk_start, chunk_stop,
+                      np.zeros(n_chunks, np.int64), split_feature, split_threshold,
+                      split_missing_left, scratch_idx, no_payload, n_left)
+    n_right = (chunk_stop - chunk_start) - n_left
+    mid = s + n_left.sum()
+    _gather_chunks(partition, no_payload, chunk_start, chunk_stop, n_left,
+                   s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
+                   scratch_idx, no_payload)
+    return mid
+
+
+@njit
+def _leaf_packed_histogram(codes, partition, packed, start, stop, threads, buffers, raw, wide,
+                           slot, parent_slot):
+    """``build_histograms`` of one node's events [start, stop) into ``raw[slot]`` in
+    ``threads`` tasks a multiple, and its sibling, the parent's minus it, in
+    ``raw[parent_slot]``, in one call."""
+    n_tasks = threads * max(1, -(-(stop - start) // (threads * PACKED_TASK)))
+    task = max(1, -(-(stop - start) // n_tasks))
+    n_tasks = -(-(stop - start) // task)
+    task_start = np.arange(n_tasks) * task + start
+    task_stop = np.minimum(task_start + task, stop)
+    m = codes.shape[1]
+    _task_sums(codes, partition, packed, task_start, task_stop, m, buffers)
+    flat = raw.reshape(raw.shape[0], m, -1)  # wide: two int64 lanes a bin, side by side
+    parent = np.full(1, parent_slot, np.int64)
+    _reduce_tasks(buffers, np.zeros(n_tasks, np.int64), np.full(1, slot, np.int64), flat, flat,
+                  parent, parent, wide)
+
+
+@njit
+def _search_children(raw, wide, left_slot, right_slot, scale_a, scale_b, decoded, child_sums,
+                     allowed, n_value_bins, params, out_gain, out_feature, out_bin,
+                     out_missing_left, out_left):
+    """The two children's pooled histograms decoded and searched (``_LeafSplitter``), in
+    one call: results into the ``out_`` arrays, the left child first."""
+    for c in range(2):
+        slot = left_slot if c == 0 else right_slot
+        if wide:
+            _decode_wide(raw[slot].reshape(-1, 2), scale_a, scale_b,
+                         decoded[c].reshape(-1, N_CHANNELS))
+        else:
+            _decode(raw[slot].reshape(-1), scale_a, scale_b, decoded[c].reshape(-1, N_CHANNELS))
+    criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
+    _find_best_splits(decoded, np.arange(2), child_sums, allowed, n_value_bins, criterion,
+                      reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain,
+                      out_gain, out_feature, out_bin, out_missing_left, out_left)
+
+
+class _PackedSplits:
+    """Leaf-wise splits on packed histograms in three compiled calls each (the partition,
+    the smaller child's histogram, both children's searches), where every feature may be
+    used at every node (no column draws) and the pool has a free slot: the same
+    partitions, histograms, searches and pool slots as ``_split_leaf``,
+    ``_leaf_histograms`` and ``_LeafSplitter``, without most of the Python between their
+    kernels. Numba's thread count is set between the calls, as ``_SmallWork`` does: set
+    inside a compiled function, it keeps that function out of the cache."""
+
+    def __init__(self, events: _TreeEvents, nodes: _NodeArrays, pool: _HistogramPool,
+                 n_value_bins: np.ndarray, params: SplitParams, small: _SmallWork):
+        self.events, self.nodes, self.pool = events, nodes, pool
+        self.n_value_bins, self.small = n_value_bins, small
+        self.params = quantum_floor(params, events.quantiser).as_tuple()
+        m = events.n_features
+        self.allowed = np.tile(events.used, (2, 1))
+        self.decoded = np.empty((2, m, N_BINS, N_CHANNELS))
+        self.child_sums = np.empty((2, N_CHANNELS))
+        self.out = (np.empty(2), np.empty(2, np.int32), np.zeros(2, np.int32),
+                    np.zeros(2, np.bool_), np.zeros((2, N_CHANNELS)))
+
+    @staticmethod
+    def applies(events: _TreeEvents, colsample_bylevel: float, colsample_bynode: float) -> bool:
+        """Whether the trees of these events and draws take the compiled splits."""
+        return events.quantised and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
+
+    def __call__(self, parent: int, split: _Splits, build: bool, waiting: dict[int, _Splits]):
+        """Split ``parent``: None when a side holds no event; else (left, right) and, with
+        ``build`` (the parent holds a slot and the pool a free one), each child's best
+        split (None where none is valid), its histogram pooled."""
+        events, nodes, pool = self.events, self.nodes, self.pool
+        s, e = int(nodes.start[parent]), int(nodes.stop[parent])
+        sums = nodes.sums[parent]
+        self.child_sums[0] = split.left_sums[0]
+        self.child_sums[1] = sums - split.left_sums[0]
+        spare = pool.take(-1, waiting) if build else 0
+        parent_slot = pool.slot[parent] if build else 0
+        serial = e - s <= SERIAL_EVENTS
+        with self.small.serial(serial):
+            mid = int(_partition_leaf(*events.split_codes, events.partition, events.scratch_idx,
+                                      s, e, split.feature.astype(np.int32),
+                                      split.threshold.astype(np.uint8),
+                                      split.missing_left.astype(np.bool_),
+                                      1 if serial else self.small.n_threads))
+        if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
+            if build:
+                pool.slot.pop(-1)
+                pool.free.append(spare)
+            return None
+        small_left = mid - s <= e - mid
+        if build:
+            start, stop = (s, mid) if small_left else (mid, e)
+            serial = stop - start <= SERIAL_EVENTS
+            threads = 1 if serial else self.small.n_threads
+            buffers = events.task_buffers.get(
+                threads * max(1, -(-(stop - start) // (threads * PACKED_TASK))), events.n_features)
+            with self.small.serial(serial):
+                _leaf_packed_histogram(events.codes, events.partition, events.payload, start,
+                                       stop, threads, buffers, pool.raw, events.wide, spare,
+                                       parent_slot)
+            with self.small.serial(2 * events.n_features <= SERIAL_SCANS):
+                _search_children(pool.raw, events.wide, spare if small_left else parent_slot,
+                                 parent_slot if small_left else spare,
+                                 events.quantiser.scale_a, events.quantiser.scale_b,
+                                 self.decoded, self.child_sums, self.allowed,
+                                 self.n_value_bins, self.params, *self.out)
+            pool.slot.pop(-1)
+        left, right = (int(k) for k in nodes.add(2))
+        nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]
+        nodes.missing_left[parent], nodes.gain[parent] = split.missing_left[0], split.gain[0]
+        nodes.left[parent], nodes.right[parent] = left, right
+        nodes.start[left], nodes.stop[left], nodes.start[right], nodes.stop[right] = s, mid, mid, e
+        nodes.sums[left] = self.child_sums[0]
+        nodes.sums[right] = self.child_sums[1]
+        if not build:
+            return left, right, None
+        small, large = (left, right) if small_left else (right, left)
+        pool.slot.pop(parent)
+        pool.slot[large] = parent_slot
+        pool.slot[small] = spare
+        g, f, t, ml, left_of = self.out
+        found = [None if f[i] < 0 else
+                 _Splits(np.zeros(1, np.int64), g[i:i + 1].copy(), f[i:i + 1].copy(),
+                         t[i:i + 1].copy(), ml[i:i + 1].copy(), left_of[i:i + 1].copy())
+                 for i in range(2)]
+        return left, right, found
+
+
 def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
                    params: SplitParams, max_depth: int | None, max_leaves: int,
                    colsample_bylevel: float, colsample_bynode: float,
@@ -1047,12 +1206,28 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
 
     if depth_limit > 0:
         consider([0], 0)
+    packed = (_PackedSplits(events, nodes, pool, n_value_bins, params, small_work)
+              if _PackedSplits.applies(events, colsample_bylevel, colsample_bynode) else None)
     n_leaves = 1
     while queue and n_leaves < max_leaves:
         _, parent = heapq.heappop(queue)
         split = waiting.pop(parent)
         d = depth[parent] + 1
         grow_children = n_leaves + 1 < max_leaves and d < depth_limit
+        if packed is not None and (not grow_children or (parent in pool.slot and pool.free)):
+            made = packed(parent, split, grow_children, waiting)
+            n_leaves += made is not None
+            if made is None or not grow_children:
+                pool.release(parent)
+                continue
+            depth[made[0]] = depth[made[1]] = d
+            for k, found in zip(made[:2], made[2], strict=True):
+                if found is None:
+                    pool.release(k)
+                else:
+                    waiting[k] = found
+                    heapq.heappush(queue, (-float(found.gain[0]), k))
+            continue
         # The float payload must follow the partition only while children still get histograms.
         serial = nodes.stop[parent] - nodes.start[parent] <= SERIAL_EVENTS
         with small_work.serial(serial):
