@@ -1730,6 +1730,8 @@ def warmup() -> None:
         if boosting != "adaboost":  # the packed-histogram path, with a validation set
             BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
                 X, y, eval_set=(X, y)).decision_function(X)
+            BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None,
+                          quantised_histograms=True).fit(X, y)  # the compiled packed splits
     BDTClassifier(n_trees=2, max_depth=2).fit(X, np.arange(64) % 3).predict_proba(X)  # softmax
     BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
     deep = BDTRegressor(n_trees=2, max_depth=5, min_child_weight=0.0).fit(X, X[:, 0] * X[:, 1])
