@@ -581,3 +581,46 @@ def test_partition_nodes_is_a_stable_partition(by_event, with_payload):
     assert list(mid) == expected_mid
     assert np.array_equal(partition, expected_partition)
     assert np.array_equal(payload, expected_payload)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_packed_search_decodes_as_the_quantiser_does(wide):
+    # Each feature decoded where it is scanned: the splits (gains, bins, sides, left sums)
+    # of Quantiser.decode then find_best_splits, bit for bit, narrow and wide lanes, with
+    # missing values, refused features and a node that cannot split.
+    from hepbdt.engine._packed_search import find_best_packed_splits
+
+    rng = np.random.default_rng(12)
+    n, m, k = 6000, 5, 4
+    a = rng.normal(size=n).astype(np.float32)
+    b = rng.gamma(1.0, 1.0, n).astype(np.float32)
+    quantiser = Quantiser(a, b, 2**26 if wide else n)
+    assert quantiser.wide == wide
+    packed = np.empty(n, np.int64)
+    quantiser.pack_into(a, b, packed)
+    codes = rng.integers(0, 120, (n, m)).astype(np.uint8)
+    codes[rng.random(codes.shape) < 0.05] = MISSING_BIN
+    node = rng.integers(0, k, n)
+    node[node == 3] = 2  # node 3 holds no event: no split
+    if wide:
+        lanes = quantiser.quantise(a, b)
+        raw = np.zeros((k, m, 256, 2), np.int64)
+        for f in range(m):
+            np.add.at(raw[:, f, :, 0], (node, codes[:, f]), lanes[0].astype(np.int64))
+            np.add.at(raw[:, f, :, 1], (node, codes[:, f]), lanes[1].astype(np.int64))
+    else:
+        raw = np.zeros((k, m, 256), np.int64)
+        for f in range(m):
+            np.add.at(raw[:, f], (node, codes[:, f]), packed)
+    decoded = quantiser.decode(raw)
+    sums = decoded[:, 0].sum(axis=1)
+    allowed = rng.random((k, m)) < 0.8
+    params = SplitParams(NEWTON, 1.0, 0.0, 0.5, 0.0, 0.0)
+    n_value_bins = np.full(m, 120, np.int32)
+    slots = np.array([2, 0, 3, 1])
+    expected = find_best_splits(decoded, slots, sums[slots], allowed, n_value_bins, params)
+    got = find_best_packed_splits(raw, slots, quantiser.scale_a, quantiser.scale_b, sums[slots],
+                                  allowed, n_value_bins, params.as_tuple())
+    assert expected[1][2] == -1 and (expected[1] >= 0).sum() == 3
+    for e, g in zip(expected, got, strict=True):
+        assert np.array_equal(e, g)

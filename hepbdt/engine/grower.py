@@ -26,6 +26,7 @@ import numba
 import numpy as np
 
 from . import _serial_tree
+from ._packed_search import find_best_packed_splits
 from ._prefetch import prefetch
 from ._serial_tree import SerialWorkspace, grow_exact_serial
 from ._types import (
@@ -42,14 +43,12 @@ from .histogram import (
     PACKED_TASK,
     Quantiser,
     TaskBuffers,
-    _decode,
-    _decode_wide,
     _reduce_tasks,
     _task_sums,
     build_histograms,
     new_histograms,
 )
-from .split import SplitParams, _find_best_splits, find_best_splits
+from .split import SplitParams, find_best_splits
 
 __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "add_through_partition", "event_leaves",
            "feature_major", "grow_tree", "leaf_sweeps", "sample_features", "slice_sums",
@@ -766,9 +765,13 @@ def _choose_splits(events: _TreeEvents, raw: np.ndarray | None, level: np.ndarra
         allowed = np.tile(level_features, (k, 1))
     else:
         allowed = np.stack([sample_features(level_features, colsample_bynode, rng) for _ in range(k)])
-    if raw is not None:
-        found = find_best_splits(events.decoded(raw), np.arange(k), nodes.sums[level], allowed,
-                                 n_value_bins, params)
+    if raw is not None and events.quantiser is not None:  # decoded feature by feature
+        found = find_best_packed_splits(raw, np.arange(k), events.quantiser.scale_a,
+                                        events.quantiser.scale_b, nodes.sums[level], allowed,
+                                        n_value_bins, params.as_tuple())
+    elif raw is not None:
+        found = find_best_splits(raw, np.arange(k), nodes.sums[level], allowed, n_value_bins,
+                                 params)
     else:
         batch = events.level_capacity()
         parts = []
@@ -926,8 +929,6 @@ class _LeafSplitter:
         self.colsample_bylevel, self.colsample_bynode = colsample_bylevel, colsample_bynode
         self.small = small
         self.by_depth: dict[int, np.ndarray] = {}  # (2, m): the depth's feature set, twice
-        # Decoded (A, B, B) sums of the (at most two) leaves evaluated at once.
-        self.decoded = np.empty((2, events.n_features, N_BINS, N_CHANNELS)) if events.quantised else None
 
     def __call__(self, ids: list[int], depth: int) -> list[_Splits | None]:
         """The best split of each node in ``ids`` (one or two of ``depth``, each holding a
@@ -942,14 +943,15 @@ class _LeafSplitter:
                                                 self.rng) for _ in ids])
         slots = np.array([self.pool.slot[k] for k in ids], np.int64)
         with self.small.serial(len(ids) * self.events.n_features <= SERIAL_SCANS):
-            if self.events.quantised:  # decode only these leaves
-                hists = self.events.quantiser.decode(self.pool.raw[slots], self.decoded[:len(ids)])
-                slots = np.arange(len(ids))
+            params = quantum_floor(self.params, self.events.quantiser)
+            if self.events.quantised:  # each feature decoded where it is scanned
+                g, f, t, ml, left_of = find_best_packed_splits(
+                    self.pool.raw, slots, self.events.quantiser.scale_a,
+                    self.events.quantiser.scale_b, self.nodes.sums[ids], allowed,
+                    self.n_value_bins, params.as_tuple())
             else:
-                hists = self.pool.raw
-            g, f, t, ml, left_of = find_best_splits(
-                hists, slots, self.nodes.sums[ids], allowed, self.n_value_bins,
-                quantum_floor(self.params, self.events.quantiser))
+                g, f, t, ml, left_of = find_best_splits(self.pool.raw, slots, self.nodes.sums[ids],
+                                                        allowed, self.n_value_bins, params)
         return [None if f[i] < 0 else
                 _Splits(np.zeros(1, np.int64), g[i:i + 1], f[i:i + 1], t[i:i + 1], ml[i:i + 1],
                         left_of[i:i + 1]) for i in range(len(ids))]
@@ -1056,25 +1058,6 @@ def _leaf_packed_histogram(codes, partition, packed, start, stop, threads, buffe
                   parent, parent, wide)
 
 
-@njit
-def _search_children(raw, wide, left_slot, right_slot, scale_a, scale_b, decoded, child_sums,
-                     allowed, n_value_bins, params, out_gain, out_feature, out_bin,
-                     out_missing_left, out_left):
-    """The two children's pooled histograms decoded and searched (``_LeafSplitter``), in
-    one call: results into the ``out_`` arrays, the left child first."""
-    for c in range(2):
-        slot = left_slot if c == 0 else right_slot
-        if wide:
-            _decode_wide(raw[slot].reshape(-1, 2), scale_a, scale_b,
-                         decoded[c].reshape(-1, N_CHANNELS))
-        else:
-            _decode(raw[slot].reshape(-1), scale_a, scale_b, decoded[c].reshape(-1, N_CHANNELS))
-    criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
-    _find_best_splits(decoded, np.arange(2), child_sums, allowed, n_value_bins, criterion,
-                      reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain,
-                      out_gain, out_feature, out_bin, out_missing_left, out_left)
-
-
 class _PackedSplits:
     """Leaf-wise splits on packed histograms in three compiled calls each (the partition,
     the smaller child's histogram, both children's searches), where every feature may be
@@ -1089,9 +1072,7 @@ class _PackedSplits:
         self.events, self.nodes, self.pool = events, nodes, pool
         self.n_value_bins, self.small = n_value_bins, small
         self.params = quantum_floor(params, events.quantiser).as_tuple()
-        m = events.n_features
         self.allowed = np.tile(events.used, (2, 1))
-        self.decoded = np.empty((2, m, N_BINS, N_CHANNELS))
         self.child_sums = np.empty((2, N_CHANNELS))
         self.out = (np.empty(2), np.empty(2, np.int32), np.zeros(2, np.int32),
                     np.zeros(2, np.bool_), np.zeros((2, N_CHANNELS)))
@@ -1136,11 +1117,10 @@ class _PackedSplits:
                                        stop, threads, buffers, pool.raw, events.wide, spare,
                                        parent_slot)
             with self.small.serial(2 * events.n_features <= SERIAL_SCANS):
-                _search_children(pool.raw, events.wide, spare if small_left else parent_slot,
-                                 parent_slot if small_left else spare,
-                                 events.quantiser.scale_a, events.quantiser.scale_b,
-                                 self.decoded, self.child_sums, self.allowed,
-                                 self.n_value_bins, self.params, *self.out)
+                slots = np.array([spare, parent_slot] if small_left else [parent_slot, spare])
+                find_best_packed_splits(pool.raw, slots, events.quantiser.scale_a,
+                                        events.quantiser.scale_b, self.child_sums, self.allowed,
+                                        self.n_value_bins, self.params, self.out)
             pool.slot.pop(-1)
         left, right = (int(k) for k in nodes.add(2))
         nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]

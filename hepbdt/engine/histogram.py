@@ -365,13 +365,19 @@ class Quantiser:
         return out
 
 
+@njit(inline="always")
+def _lanes(v):
+    """The (A, B) integer sums packed in one int64 (B: the signed low 32 bits)."""
+    low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648
+    return (v - low) >> 32, low
+
+
 @njit(parallel=True)
 def _decode(packed, scale_a, scale_b, out):
     for k in numba.prange(packed.size):
-        v = packed[k]
-        low = ((v + 2147483648) & 0xFFFFFFFF) - 2147483648  # the signed low 32 bits
-        out[k, 0] = ((v - low) >> 32) / scale_a
-        out[k, 1] = low / scale_b
+        a, b = _lanes(packed[k])
+        out[k, 0] = a / scale_a
+        out[k, 1] = b / scale_b
         out[k, 2] = out[k, 1]
 
 
@@ -381,6 +387,20 @@ def _decode_wide(sums, scale_a, scale_b, out):
         out[k, 0] = sums[k, 0] / scale_a
         out[k, 1] = sums[k, 1] / scale_b
         out[k, 2] = out[k, 1]
+
+
+@njit
+def decode_bins(packed, scale_a, scale_b, out):
+    """``Quantiser.decode`` of one feature's bins, serially: ``packed`` (N_BINS, 1) int64
+    sums, or (N_BINS, 2) wide lanes, into ``out`` (N_BINS, 3) (A, B, B)."""
+    for c in range(packed.shape[0]):
+        if packed.shape[1] == 2:
+            a, b = packed[c, 0], packed[c, 1]
+        else:
+            a, b = _lanes(packed[c, 0])
+        out[c, 0] = a / scale_a
+        out[c, 1] = b / scale_b
+        out[c, 2] = out[c, 1]
 
 
 @njit(parallel=True)
