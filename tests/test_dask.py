@@ -233,7 +233,10 @@ def test_apply_on_the_cluster_writes_what_memory_writes(client, tmp_path):
                     assert all(np.array_equal(ta[k], tb[k]) for k in ta)
 
 
-def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_path):
+@pytest.mark.parametrize("stopping", [[], ["method.early_stopping=true",
+                                             "method.n_iter_no_change=2"]])
+def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_path, stopping):
+    """And with early stopping: the events held out by their hashed event numbers."""
     import uproot
 
     from hepbdt.analysis import load_config, train
@@ -241,11 +244,15 @@ def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_pat
     demo = Path(ROOT) / "analyses" / "demo.toml"
     few = ["preselection='(nJet >= 2) & (event % 5 == 0)'", "method.n_trees=8",
            "method.min_node_size=0", "method.quantised_histograms=true", "output.figures=false",
-           "output.report=false", "method.negative_weights=keep"]
+           "output.report=false", "method.negative_weights=keep", *stopping]
     memory = train(load_config(demo, few, output=tmp_path / "memory"))
     dask_table = f"dask={{scheduler = '{client.scheduler.address}'}}"
     cluster = train(load_config(demo, [*few, dask_table], output=tmp_path / "cluster"))
     _assert_same_forest(memory.model.forest_, cluster.model.forest_)
+    assert cluster.model.n_trees_reason_ == memory.model.n_trees_reason_
+    if stopping:  # the events held out by their hashed numbers, the losses on them
+        assert memory.model.validation_loss_ is not None
+        assert np.array_equal(cluster.model.validation_loss_, memory.model.validation_loss_)
     assert list(cluster.model.feature_names_in_) == list(memory.model.feature_names_in_)
     with uproot.open(memory.files["scores"]) as a, uproot.open(cluster.files["scores"]) as b:
         for key in ("TrainTree", "TestTree"):
@@ -268,8 +275,8 @@ def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option", [
-    {"boosting": "bagging"}, {"n_trees": "auto"}, {"max_leaves": 8},
-    {"quantised_histograms": False}, {"subsample": 0.5}, {"loss": "huber"},
+    {"max_leaves": 8}, {"quantised_histograms": False},
+    {"subsample_mode": "weighted", "boosting": "adaboost"}, {"loss": "huber"},
 ])
 def test_unsupported_options_are_refused(client, option):
     X, y, w = _data(n=2_000)

@@ -101,3 +101,68 @@ def test_exact_sums_of_a_mask_across_chunks(monkeypatch):
     expected = math.fsum(v[mask].astype(np.float64).tolist())
     assert exact_sum_of_parts(exact_sum_parts(v, mask)) == expected
     assert exact_sum_of_parts(exact_sum_parts(v)) == math.fsum(v.astype(np.float64).tolist())
+
+
+def _cut(values: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return [values[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+@pytest.mark.parametrize("lengths", [[0], [5], [7, 0, 3], [4096], [4095, 1], [4097, 8190],
+                                     [1, 4094, 2, 4097, 0, 9000], [12_289]])
+def test_chunked_sums_of_parts_are_the_kernels_partial_sums(lengths):
+    """Each chunk's values added in turn from 0.0, across the parts' cuts, against a
+    sequential loop over the whole vector (the losses' partial sums)."""
+    from hepbdt.boosting.losses import LOSS_CHUNK
+    from hepbdt.engine.data_parallel import ChunkedSum, chunk_pieces, sequential_sum
+
+    values = np.random.default_rng(sum(lengths)).standard_normal(sum(lengths)) * 1e3
+    layout = ChunkedSum(lengths, LOSS_CHUNK)
+    answers = [chunk_pieces(part, layout.requests(i))
+               for i, part in enumerate(_cut(values, lengths))]
+    expected = [sequential_sum(values[lo:lo + LOSS_CHUNK])
+                for lo in range(0, values.size, LOSS_CHUNK)]
+    assert layout.partial(answers).tolist() == expected
+
+
+def _loss_cases():
+    from hepbdt.boosting.losses import Deviance, Logistic, Softmax, Squared
+
+    rng = np.random.default_rng(5)
+    n = 9_000
+    w = rng.uniform(-0.5, 2.0, n)
+    labels = (rng.random(n) < 0.4).astype(np.int8)
+    score = rng.standard_normal(n) * 3.0
+    yield Deviance(), labels, w, score
+    yield Logistic(), labels, w, score
+    yield Squared(), rng.standard_normal(n), w, score
+    yield Softmax(3, "newton"), rng.integers(0, 3, n).astype(np.int8), w, rng.standard_normal((3, n))
+
+
+@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("lengths", [[9_000], [3_001, 5_999], [1, 4_095, 4_904], [0, 8_999, 1]])
+def test_loss_rebuilt_from_parts_terms_is_the_loss(case, lengths):
+    """A loss's terms (``loss_terms``) cut into parts and added as ``loss_chunk`` says
+    (chunks, or numpy's pairwise sum) over numpy's sum of the weights: the loss, bit for bit."""
+    from hepbdt.engine.data_parallel import (
+        ChunkedSum,
+        PairwiseSum,
+        chunk_pieces,
+        pairwise_pieces,
+    )
+
+    loss, y, w, score = list(_loss_cases())[case]
+    terms = loss.loss_terms(y, w, score)
+    pieces = _cut(terms, lengths)
+    if loss.loss_chunk is None:
+        layout = PairwiseSum(lengths)
+        summed = layout.total([pairwise_pieces(p, layout.requests(i))
+                               for i, p in enumerate(pieces)])
+    else:
+        layout = ChunkedSum(lengths, loss.loss_chunk)
+        summed = np.sum(layout.partial([chunk_pieces(p, layout.requests(i))
+                                        for i, p in enumerate(pieces)]))
+    weights = PairwiseSum(lengths)
+    total = weights.total([pairwise_pieces(p, weights.requests(i))
+                           for i, p in enumerate(_cut(w, lengths))])
+    assert float(summed / total) == loss.loss(y, w, score)

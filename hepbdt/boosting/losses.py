@@ -91,7 +91,16 @@ class Loss:
     def loss(self, y: NDArray, w: NDArray, score: NDArray) -> float:
         """Weighted mean loss."""
         total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
-        return float(np.sum(w * self.pointwise(y, score)) / total) if total != 0 else 0.0
+        return float(np.sum(self.loss_terms(y, w, score)) / total) if total != 0 else 0.0
+
+    # How ``loss`` adds its terms: None, numpy's sum of them; a count, partial sums of
+    # that many events each (added one after another from 0.0), then numpy's sum of those.
+    loss_chunk: int | None = None
+
+    def loss_terms(self, y: NDArray, w: NDArray, score: NDArray) -> NDArray:
+        """The weighted loss of each event (n,) float64, the terms ``loss`` adds up (in the
+        order ``loss_chunk`` says): a fit's parts rebuild the sum from their own events'."""
+        return w * self.pointwise(y, score)
 
     def begin_round(self, y: NDArray, w: NDArray, score: NDArray) -> None:
         """Per-round state (Huber's delta); nothing by default."""
@@ -191,15 +200,28 @@ def _logistic_leaf_sums(leaf_of, y, score, w_tree, scale, n_leaves, n_sweeps, ou
             out[v, j] = acc[j % n_sweeps, j, v]
 
 
+@njit(inline="always")
+def _logistic_loss_term(score_i, y_i, w_i, scale):
+    """w L of one event, L = ln(1 + exp(-y s F)), in double precision."""
+    m = -scale * score_i if y_i > 0.5 else scale * score_i
+    return w_i * ((m if m > 0 else 0.0) + math.log1p(math.exp(-abs(m))))
+
+
 @njit(parallel=True)
 def _logistic_loss(y, score, w, scale, partial_loss):
     """Partial sums of w L, L = ln(1 + exp(-y s F)), in double precision."""
     for c in numba.prange(partial_loss.size):
         total = 0.0
         for i in range(c * LOSS_CHUNK, min(y.size, (c + 1) * LOSS_CHUNK)):
-            m = -scale * score[i] if y[i] > 0.5 else scale * score[i]
-            total += w[i] * ((m if m > 0 else 0.0) + math.log1p(math.exp(-abs(m))))
+            total += _logistic_loss_term(score[i], y[i], w[i], scale)
         partial_loss[c] = total
+
+
+@njit(parallel=True)
+def _logistic_loss_terms(y, score, w, scale, out):
+    """Each event's w L of ``_logistic_loss``, the terms its partial sums add."""
+    for i in numba.prange(y.size):
+        out[i] = _logistic_loss_term(score[i], y[i], w[i], scale)
 
 
 class _LogisticFamily(Loss):
@@ -207,6 +229,7 @@ class _LogisticFamily(Loss):
 
     scale = 1.0
     channels_into = True
+    loss_chunk = LOSS_CHUNK
 
     def init_sum_parts(self, y, w):
         # Exact sums (order-independent): a cluster's workers add their parts to the same numbers.
@@ -217,6 +240,11 @@ class _LogisticFamily(Loss):
         _logistic_loss(y, score, w, self.scale, partial)
         total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
         return float(np.sum(partial) / total) if total != 0 else 0.0
+
+    def loss_terms(self, y, w, score):
+        out = np.empty(y.size)
+        _logistic_loss_terms(y, score, w, self.scale, out)
+        return out
 
     def channels(self, y, score, w_tree, w, out=None):
         n = y.size
@@ -396,6 +424,7 @@ class Softmax:
     name = "softmax"
     is_classification = True
     weight_total = Loss.weight_total
+    loss_chunk = LOSS_CHUNK
 
     def __init__(self, n_classes: int, boosting: str):
         if n_classes < 2:
@@ -416,6 +445,12 @@ class Softmax:
         partial = np.empty(-(-y.size // LOSS_CHUNK))
         _softmax_loss(y, np.ascontiguousarray(scores, np.float64), w, partial)
         return float(np.sum(partial) / total) if total != 0 else 0.0
+
+    def loss_terms(self, y: NDArray, w: NDArray, scores: NDArray) -> NDArray:
+        """Each event's w (-ln p_y), the terms ``loss`` adds in chunks of LOSS_CHUNK."""
+        out = np.empty(y.size)
+        _softmax_loss_terms_all(y, np.ascontiguousarray(scores, np.float64), w, out)
+        return out
 
     def channels(self, y: NDArray, scores: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
@@ -455,12 +490,18 @@ def _softmax_terms(scores, start, n, p, top, norm):
 
 
 @njit
-def _softmax_loss_sum(y, scores, w, start, n, top, norm):
-    """The sum of w (-ln p_y) over the ``n`` events from ``start``, from ``_softmax_terms``
-    (``norm`` is overwritten)."""
+def _softmax_loss_terms(y, scores, w, start, n, top, norm):
+    """``norm[i]`` := w (-ln p_y) of the ``n`` events from ``start``, from ``_softmax_terms``."""
     for i in range(n):
         j = start + np.uint64(i)
         norm[i] = w[j] * (top[i] + log_positive(norm[i]) - scores[np.uint64(y[j]), j])
+
+
+@njit
+def _softmax_loss_sum(y, scores, w, start, n, top, norm):
+    """The sum of w (-ln p_y) over the ``n`` events from ``start``, from ``_softmax_terms``
+    (``norm`` is overwritten)."""
+    _softmax_loss_terms(y, scores, w, start, n, top, norm)
     total = 0.0
     for i in range(n):
         total += norm[i]
@@ -509,6 +550,18 @@ def _softmax_loss(y, scores, w, partial_loss):
         top, norm = np.empty(n), np.empty(n)
         _softmax_terms(scores, np.uint64(lo), n, np.empty((scores.shape[0], n)), top, norm)
         partial_loss[c] = _softmax_loss_sum(y, scores, w, np.uint64(lo), n, top, norm)
+
+
+@njit(parallel=True)
+def _softmax_loss_terms_all(y, scores, w, out):
+    """Each event's w (-ln softmax(F)_y) of ``_softmax_loss``, the terms its partial sums add."""
+    for c in numba.prange(-(-y.size // LOSS_CHUNK)):
+        lo = c * LOSS_CHUNK
+        n = min(y.size, lo + LOSS_CHUNK) - lo
+        top, norm = np.empty(n), np.empty(n)
+        _softmax_terms(scores, np.uint64(lo), n, np.empty((scores.shape[0], n)), top, norm)
+        _softmax_loss_terms(y, scores, w, np.uint64(lo), n, top, norm)
+        out[lo:lo + n] = norm
 
 
 LOSSES = {

@@ -16,9 +16,15 @@ the same recursion, the same bits, whatever the number of parts. Per-event arith
 (the reweighting's exponentials) is the same numpy code on the parts, so the workers must
 compute numpy's functions as the client's machine does (one kind of machine).
 
-Not distributed: ``bagging`` and any resampling of the events (``subsample`` < 1, other
-``subsample_mode``s), which draw each tree's events from one generator over the whole
-sample; leaf-wise growth.
+A tree on a resample (``subsample`` < 1, ``subsample_mode="poisson"``, bagging's bootstrap)
+takes memory's draw, made on the client with memory's generator (uniform and Poisson draws
+do not depend on the weights), each part sent its share (packed bits of its drawn events,
+or their counts): its partition holds its drawn events, W their multiplicity, and the parts
+count each split's events so that the client builds the smaller child as memory does (by
+events, not multiplicity); the output of a tree is computed on every event from the codes;
+a tree left out (an empty or chance resample) is drawn again, as in memory. Not
+distributed: the weighted draw (a multinomial over every event's boosted weight, each
+tree) and leaf-wise growth.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..boosting._loop import BoostResult, add_tree, node_sums
+from ..boosting._loop import BoostResult, _draw, add_tree, node_sums
 from ..boosting.adaboost import (
     MIN_ERROR,
     MIN_GAIN_FRACTION,
@@ -36,6 +42,7 @@ from ..boosting.adaboost import (
     _AdaBoostRun,
     _EmptySample,
     _leaf_output,
+    _sample_mode,
     _Stop,
     chance_tree,
     empty_sample,
@@ -65,11 +72,14 @@ class _Calls:
         self.cast = PairwiseSum(lengths, cast=True)  # float32, summed in float64
         self.received = 0
 
-    def call(self, step, *args: Any, sums: dict[str, PairwiseSum] | None = None):
-        """The parts' results of ``step(*args, requests)`` and numpy's sums asked for."""
+    def call(self, step, *args: Any, sums: dict[str, PairwiseSum] | None = None,
+             per_part: list | None = None):
+        """The parts' results of ``step(*args, requests[, per_part[i]])`` and numpy's sums
+        asked for."""
         sums = sums or {}
         results = self.cluster.gather([
-            self.cluster.submit_to(i, step, *args, {name: s.requests(i) for name, s in sums.items()})
+            self.cluster.submit_to(i, step, *args, {name: s.requests(i) for name, s in sums.items()},
+                                   *(() if per_part is None else (per_part[i],)))
             for i in self.parts])
         totals = {name: s.total([r["pieces"][name] for r in results]) for name, s in sums.items()}
         return results, totals
@@ -78,11 +88,12 @@ class _Calls:
         """numpy's sum of the vector ``name`` of ``counts`` values a part (a selection)."""
         return self.call(_parts.ada_sums, sums={name: PairwiseSum(counts)})[1][name]
 
-    def chain(self, step) -> np.ndarray:
-        """``step(running)`` on each part in event order, each continuing the last one's."""
+    def chain(self, step, *args: Any) -> np.ndarray:
+        """``step(running, *args)`` on each part in event order, each continuing the last one's."""
         running = None
         for i in self.parts:
-            running = self.cluster.gather(self.cluster.submit_to(i, step, running), "histograms")
+            running = self.cluster.gather(self.cluster.submit_to(i, step, running, *args),
+                                          "histograms")
         return running
 
 
@@ -116,6 +127,11 @@ class AdaBoostOnParts:
         self.skipped = self.skipped_in_a_row = 0
         self.weight_sum = 0.0
         self.tree_bytes: list[dict[str, int]] = []  # each tree's histogram bytes
+        # each tree's events: memory's draw (``_TreeOptions``), made on the client
+        self.subsample = float(estimator.subsample)
+        self.mode = _sample_mode(variant, self.subsample, estimator.subsample_mode)
+        self.resampled = self.mode != "uniform" or self.subsample < 1.0
+        self.bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
     def spec(self) -> dict[str, Any]:
         """What each part's state (``_parts.bin_exact``) needs to know of the run."""
@@ -138,35 +154,42 @@ class AdaBoostOnParts:
         return _AdaBoostRun.result(self, self.options.criterion, stopped)
 
     def _tree(self, it: int, scale: float | None, total0: float | None,
-              rng: np.random.Generator) -> tuple[float, float]:
-        """One tree of the loop: grown, weighed, added, the events reweighted; the next
-        tree's renormalisation and the initial total weight."""
+              rng: np.random.Generator) -> tuple[float | None, float]:
+        """One tree of the loop: drawn, grown, weighed, added, the events reweighted; the
+        next tree's renormalisation (None: none) and the initial total weight. A tree that
+        resampling leaves out (an empty or chance tree) is neither added nor reweighted."""
         calls = self.calls
-        features = sample_features(np.ones(self.mapper.n_bins_.size, np.bool_),
-                                   self.options.colsample_bytree, rng)
+        shares, n_drawn = self._draw(rng) if self.resampled else (None, self.n)
         sums = {"w_eff": calls.full, "w_tree": calls.cast}
         if total0 is None:
             sums["w0"] = calls.full
-        began, totals = calls.call(_parts.ada_tree, scale, features, sums=sums)
+        began, totals = calls.call(_parts.ada_tree, scale, sums=sums, per_part=shares)
         total0 = totals.get("w0", total0)
         total_eff = totals["w_eff"]
         if not total_eff > 0:
             raise _Stop(f"tree {it}: the events' net weight {total_eff:.6g} is not positive")
         if not totals["w_tree"] > 0:
-            empty_sample(self, False, str(_EmptySample(
+            empty_sample(self, self.resampled, str(_EmptySample(
                 f"tree {it}: the sample's net weight {totals['w_tree']:.6g} is not positive")))
+            return None, total0
+        features = sample_features(np.ones(self.mapper.n_bins_.size, np.bool_),
+                                   self.options.colsample_bytree, rng)
         first = len(self.traffic.levels)
-        tree = self._grow(features, totals["w_tree"], rng)
+        tree = self._grow(features, totals["w_tree"], n_drawn, rng)
         self.tree_bytes.append({key: sum(v[key] for v in self.traffic.levels[first:])
                                 for key in ("parts_sent", "client_received")})
         if self.samme:
             weighed = self._weigh_samme(tree, total_eff, it)
         else:
             weighed = self._weigh(tree, total_eff, any(b["negative"] for b in began), it)
+        if weighed is None:  # left out (resampled): drawn again
+            return None, total0
         tree_weight, factor = weighed
         added, new = calls.call(_parts.ada_add, tree_weight, self.weight_sum, factor,
-                                sums={"new_total": calls.full})
+                                sums={} if factor is None else {"new_total": calls.full})
         self.train_loss.append(calls.sum_of("loss", [a["count"] for a in added]) / total0)
+        if factor is None:  # bagging: the weights never change
+            return None, total0
         new_total = new["new_total"]
         if not (new_total > 0 and all(a["finite"] for a in added)):
             raise _Stop(f"tree {it}: the reweighted net weight {new_total:.6g} is not positive")
@@ -174,39 +197,60 @@ class AdaBoostOnParts:
             raise _Stop(f"tree {it}: a perfect tree (error 0)")
         return total0 / new_total, total0
 
-    def _grow(self, features: np.ndarray, total: float, rng: np.random.Generator) -> GrownTree:
-        """A tree grown level by level on the parts' chained exact histograms."""
+    def _draw(self, rng: np.random.Generator) -> tuple[list[tuple], int]:
+        """Memory's draw of a tree's events (``draw_sample``: uniform or Poisson, whose draws
+        do not depend on the weights), each part's share of it (packed bits of its drawn
+        events, or their counts), and the events drawn with their multiplicity."""
+        rows, _, counts = _draw(np.zeros(self.n), self.subsample, self.mode, rng)
+        cuts = list(zip(self.bounds[:-1], self.bounds[1:], strict=True))
+        if counts is None:
+            drawn = np.zeros(self.n, np.bool_)
+            drawn[rows] = True
+            return [("uniform", np.packbits(drawn[a:b])) for a, b in cuts], int(rows.size)
+        dtype = np.min_scalar_type(int(counts.max()) if counts.size else 0)
+        return [(self.mode, counts[a:b].astype(dtype)) for a, b in cuts], int(counts.sum())
+
+    def _grow(self, features: np.ndarray, total: float, n_drawn: int,
+              rng: np.random.Generator) -> GrownTree:
+        """A tree grown level by level on the parts' chained exact histograms; each level's
+        smaller children counted in events, as memory chooses them."""
         options, calls = self.options, self.calls
         criterion = _criterion(options, self.samme)
         params = SplitParams(criterion)
-        params.min_child_weight = options.min_node_size_ * float(self.n)
+        params.min_child_weight = options.min_node_size_ * float(n_drawn)
         params.min_split_gain = MIN_GAIN_FRACTION * total
         m = self.mapper.n_bins_.size
         grower = SummedTree(None, features, self.mapper.n_bins_, params, int(options.max_depth),
                             options.colsample_bylevel, options._node_fraction(m), rng,
                             n_channels=self.n_classes + 1 if self.samme else 3)
-        plan = grower.start(self._histograms(0, 1))
+        plan = grower.start(self._histograms(0, 1, features, None))
         depth = 0
         while plan is not None:
-            calls.cluster.gather(calls.cluster.run(_parts.exact_level, args=(plan,)))
+            sides = calls.cluster.gather(calls.cluster.run(_parts.exact_level, args=(plan,)))
             depth += 1
             if plan.last:
                 break
-            plan = grower.advance(self._histograms(depth, int(plan.parents.size)))
+            # the counts of multiplicity in W need not order the children as the events do
+            plan.small_left = (sum(left for left, _ in sides)
+                               <= sum(right for _, right in sides))
+            plan = grower.advance(self._histograms(depth, int(plan.parents.size), None,
+                                                   plan.small_left))
         return grower.grown_tree()
 
-    def _histograms(self, depth: int, nodes: int) -> np.ndarray:
+    def _histograms(self, depth: int, nodes: int, used: np.ndarray | None,
+                    small_left: np.ndarray | None) -> np.ndarray:
         """The waiting nodes' histograms, chained through the parts (and their bytes)."""
         before = self.calls.cluster.received.get("histograms", 0)
-        hists = self.calls.chain(_parts.exact_histograms)
+        hists = self.calls.chain(_parts.exact_histograms, used, small_left)
         self.traffic.level(depth, nodes, hists,
                            self.calls.cluster.received["histograms"] - before)
         return hists
 
     def _weigh(self, tree: GrownTree, total_eff: float, negative: bool,
-               it: int) -> tuple[float, tuple | None]:
+               it: int) -> tuple[float, tuple | None] | None:
         """``_AdaBoostRun.evaluate`` and ``weigh``: the tree's values and weight, the parts'
-        reweighting; the tree added to the forest."""
+        reweighting (None: none, bagging); the tree added to the forest. None: the tree is
+        left out (a chance tree of a resampled run)."""
         if self.variant == "realadaboost" and negative:  # ``_real_purity``'s |w| sums
             purity = node_purity(*node_sums(tree, self.calls.chain(_parts.exact_leaf_sums)))
         else:
@@ -216,7 +260,9 @@ class AdaBoostOnParts:
         purity_leaves = not self.yes_no and self.variant == "adaboost"
         sums = {"r": self.calls.full} if purity_leaves else {}
         evaluated, totals = self.calls.call(_parts.ada_evaluate, value, sums=sums)
-        if self.variant == "realadaboost":
+        if self.variant == "bagging":
+            tree_weight, factor = 1.0, None
+        elif self.variant == "realadaboost":
             tree_weight, factor = 1.0, ("real",)
         elif self.variant == "eps":
             tree_weight = float(self.options.epsilon)
@@ -224,6 +270,8 @@ class AdaBoostOnParts:
         elif self.yes_no:
             err = self.calls.sum_of("err", [e["count"] for e in evaluated]) / total_eff
             tree_weight = self._discrete_weight(-err if err < 0 else err, it)
+            if tree_weight is None:
+                return None
             factor = ("wrong", math.exp(tree_weight))
         else:
             tree_weight = self._purity_weight(totals["r"] / total_eff, it)
@@ -235,10 +283,12 @@ class AdaBoostOnParts:
             self.weight_sum += tree_weight
         return tree_weight, factor
 
-    def _discrete_weight(self, err: float, it: int) -> float:
-        """``_AdaBoostRun._discrete_weight``: alpha = beta ln((1 - err) / err)."""
+    def _discrete_weight(self, err: float, it: int) -> float | None:
+        """``_AdaBoostRun._discrete_weight``: alpha = beta ln((1 - err) / err); None: a
+        chance tree left out (resampled)."""
         if err >= 0.5:  # without a resample: a ValueError at the first tree, else the end
-            chance_tree(self, False, len(self.builder) == 0, f"{err:.4g} >= 0.5", it)
+            return chance_tree(self, self.resampled, len(self.builder) == 0, f"{err:.4g} >= 0.5",
+                               it)
         self.errors.append(err)
         err = max(err, MIN_ERROR)
         return float(self.options.beta) * math.log((1.0 - err) / err)
@@ -253,15 +303,16 @@ class AdaBoostOnParts:
         r = min(r, 1.0 - MIN_ERROR)
         return float(self.options.beta) * math.log((1.0 + r) / (1.0 - r))
 
-    def _weigh_samme(self, tree: GrownTree, total_eff: float, it: int) -> tuple[float, tuple]:
-        """``_SammeRun.says`` and ``weigh``: alpha, the parts' reweighting; the tree kept."""
+    def _weigh_samme(self, tree: GrownTree, total_eff: float, it: int) -> tuple[float, tuple] | None:
+        """``_SammeRun.says`` and ``weigh``: alpha, the parts' reweighting; the tree kept
+        (None: a chance tree left out, resampled)."""
         k = self.n_classes
         classes = np.where(tree.is_leaf, np.argmax(tree.class_sums, axis=1), 0)
         evaluated, _ = self.calls.call(_parts.ada_evaluate, classes.astype(np.float64))
         err = abs(self.calls.sum_of("err", [e["count"] for e in evaluated]) / total_eff)
         if err >= (1.0 - 1.0 / k) * (1.0 - CHANCE_TOLERANCE):
-            chance_tree(self, False, not self.trees, f"{err:.4g} >= 1 - 1/K = {1 - 1 / k:.4g}",
-                        it)
+            return chance_tree(self, self.resampled, not self.trees,
+                               f"{err:.4g} >= 1 - 1/K = {1 - 1 / k:.4g}", it)
         self.skipped_in_a_row = 0
         self.errors.append(err)
         err = max(err, MIN_ERROR)

@@ -4,31 +4,48 @@ Dask cluster, giving an ordinary hepbdt model.
 The fit (``_DaskFit``) cuts the training events into one contiguous part per worker (in
 the order of the dask array's blocks), and every part lives on its worker for the whole fit
 (:mod:`hepbdt.dask._parts`). Bin edges come from the parts' edge sketches merged (or are
-given); the loss's initial sums and sum |w| from exact, mergeable integer parts (the
-softmax's class weights, and the class normalisation's, from the sums memory makes,
-rebuilt from the parts). Gradient and newton boosting, of two classes, a regression, or
-K classes (K trees a round, one a class, each from the scores of the round before), grow
-each tree with :mod:`hepbdt.engine.data_parallel`: the parts quantise their channels as
-the whole sample would, send the histograms of the nodes being split, which are summed
-pairwise on the cluster; the client chooses the splits and sends them back. Leaf sums run
-through the parts in event order, each continuing the last one's running sums. The model
-is the in-memory model (``quantised_histograms=True``, the same bin edges) bit for bit.
-The AdaBoost family (adaboost, realadaboost, eps, and SAMME for more than two classes)
-grows its trees on float histograms chained through the parts in event order, its sums
-numpy's own rebuilt from the parts (:mod:`hepbdt.dask._adaboost`, which says why): the
+given); the loss's initial sums from exact, mergeable integer parts, the weights' total and
+mean |w| from numpy's own sums rebuilt from the parts (the softmax's class weights, and the
+class normalisation's, from the sums memory makes, rebuilt from the parts). Gradient and
+newton boosting, of two classes, a regression, or K classes (K trees a round, one a class,
+each from the scores of the round before), grow each tree with
+:mod:`hepbdt.engine.data_parallel`: the parts quantise their channels as the whole sample
+would, send the histograms of the nodes being split, which are summed pairwise on the
+cluster; the client chooses the splits and sends them back. Leaf sums run through the parts
+in event order, each continuing the last one's running sums. The model is the in-memory
+model (``quantised_histograms=True``, the same bin edges) bit for bit.
+
+``n_trees="auto"`` (the default, as in memory) and ``early_stopping`` hold out memory's
+events: each part replays the fit generator's draw over the whole sample from its first row
+(``PCG64.advance``; one 64-bit draw a value), or hashes the event numbers given to ``fit``;
+the held-out events keep their given weights, class-normalised over the whole sample, and
+the normalisation and the negative-weight policy then see the training events only. After
+each round every part adds the trees to its held-out events' scores and sends the pieces of
+their loss (the losses' chunked partial sums, or numpy's pairwise sum of the terms), which
+the client adds as memory does (``ChunkedSum``, ``PairwiseSum``) and hands to memory's own
+stop rule (``_Watch``): the same losses to the bit, the same stop and best iteration. An
+``eval_set`` (numpy, or dask arrays computed to the client) is watched on the client as in
+memory. Row subsampling (``subsample``, ``subsample_mode``) draws each round's events on the
+client with memory's generator and function (``draw_rows``) over the training weights it
+gathers once, and sends each part its share (packed bits of the drawn events, or their
+counts), from which the part computes memory's tree weights.
+
+The AdaBoost family (adaboost, realadaboost, eps, bagging, and SAMME for more than two
+classes) grows its trees on float histograms chained through the parts in event order, its
+sums numpy's own rebuilt from the parts (:mod:`hepbdt.dask._adaboost`, which says why),
+each tree on memory's resample when asked (uniform or Poisson; bagging's bootstrap): the
 in-memory model bit for bit too.
 
 What the in-memory estimators do that these do not (each refused with a ParameterError
-naming the option): bagging and every resampling of the events (``subsample`` < 1,
-``subsample_mode``), leaf-wise growth (``max_leaves``), float histograms for gradient and
-newton boosting (quantised ones for the AdaBoost family, which has none), ``n_trees="auto"``
-and early stopping for gradient and newton boosting (the AdaBoost family's "auto" is a
-fixed count, which is distributed), ``eval_set``, losses whose leaves are medians (absolute,
-huber, pseudo_huber), the negative-weight policies that need every event of a class
-("regress", "pair": a fit with negative weights must choose "keep", "abs", "ignore" or, for
-the AdaBoost family, "inverse_boost"), the decorrelation (flatness loss, uBoost, the DDT
-map), and AdaBoost trees so deep that memory would build a level's histograms from the
-events (``max_depth``: with two classes, depth 8 up to 200 features, depth 10 up to 85).
+naming the option): the AdaBoost family's weighted draw (``subsample_mode="weighted"``, a
+multinomial over every event's boosted weight, each tree), leaf-wise growth
+(``max_leaves``), float histograms for gradient and newton boosting (quantised ones for the
+AdaBoost family, which has none), losses whose leaves are medians (absolute, huber,
+pseudo_huber), the negative-weight policies that need every event of a class ("regress",
+"pair": a fit with negative weights must choose "keep", "abs", "ignore" or, for the AdaBoost
+family, "inverse_boost"), the decorrelation (flatness loss, uBoost, the DDT map), and
+AdaBoost trees so deep that memory would build a level's histograms from the events
+(``max_depth``: with two classes, depth 8 up to 200 features, depth 10 up to 85).
 """
 
 from __future__ import annotations
@@ -36,16 +53,31 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._util import check_weights, check_X, exact_sum_of_parts
-from ..boosting._loop import BoostResult, add_tree, node_sums
+from ..boosting._loop import (
+    BoostResult,
+    _draw,
+    _OneScore,
+    _Watch,
+    add_tree,
+    node_sums,
+    update_scores,
+)
 from ..boosting.losses import class_weight_sums
 from ..engine._types import check_n_events
 from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
-from ..engine.data_parallel import PairwiseSum, SummedTree, add_histograms, exact_level_capacity
+from ..engine.data_parallel import (
+    ChunkedSum,
+    PairwiseSum,
+    SummedTree,
+    add_histograms,
+    exact_level_capacity,
+)
 from ..engine.grower import sample_features
 from ..engine.histogram import Quantiser
 from ..engine.split import SplitParams
@@ -54,6 +86,7 @@ from ..estimators import (
     BDTClassifier,
     BDTRegressor,
     ParameterError,
+    _check_loss_total,
     _constructor,
     _Param,
 )
@@ -65,10 +98,12 @@ from ._cluster import Cluster, connect, require_dask
 __all__ = ["DaskBDTClassifier", "DaskBDTRegressor"]
 
 # negative_weights keeps memory's default ("regress"), which a sample with negative weights
-# refuses, so that no fit drops to another policy unasked. quantised_histograms "auto":
+# refuses, so that no fit drops to another policy unasked; n_trees memory's "auto" (held-out
+# events and early stopping, memory's bit for bit; the AdaBoost family's fixed count).
+# quantised_histograms "auto" means something else on a cluster:
 # gradient and newton boosting always sum quantised histograms on a cluster (memory's True),
 # the AdaBoost family float ones (its only kind, as memory's "auto").
-DASK_DEFAULTS = {"n_trees": 200, "quantised_histograms": "auto"}
+DASK_DEFAULTS = {"quantised_histograms": "auto"}
 MAX_DASK_DEPTH = 12  # a level's summed histograms: 2**11 nodes x features x 2 kB at most
 SUPPORTED_LOSSES = ("deviance", "logistic", "squared", "softmax")
 # Up to this many parts the steps of a tree are actor calls (straight to the workers, a few
@@ -95,15 +130,6 @@ class _DaskMixin:
             raise ParameterError(name, f"{name}={getattr(self, name)!r}: {why} "
                                        f"({type(self).__name__})")
 
-        resampling = ("resampling the events is not distributed: each tree's draw is one "
-                      "generator over the whole sample")
-        if self.boosting == "bagging":
-            refuse("boosting", f"bagging grows every tree on a resample of the events, and "
-                   f"{resampling}; the Dask estimators boost with 'gradient', 'newton', "
-                   "'adaboost', 'realadaboost' or 'eps'")
-        if self.n_trees == "auto" and not self._adaboost:
-            refuse("n_trees", "'auto' holds out events and stops early, which the Dask fit does "
-                   "not do yet; give the number of trees")
         if self.max_leaves is not None:
             refuse("max_leaves", "leaf-wise growth is not distributed yet (depth-wise only)")
         if self.max_depth is None or int(self.max_depth) > MAX_DASK_DEPTH:
@@ -114,15 +140,11 @@ class _DaskMixin:
         if self.quantised_histograms is True and self._adaboost:
             refuse("quantised_histograms", f"boosting={self.boosting!r} grows its trees on float "
                    "histograms (as in memory): give 'auto' or False")
-        if self.subsample < 1.0:
-            refuse("subsample", f"{resampling}; give subsample=1.0")
-        if self.subsample_mode != "uniform":
-            refuse("subsample_mode", f"{resampling}; give subsample_mode='uniform'")
-        if self.early_stopping:
-            refuse("early_stopping", "early stopping is not distributed yet")
-        if self.early_stopping_rounds is not None:
-            refuse("early_stopping_rounds", "early stopping (on an eval_set) is not "
-                   "distributed yet")
+        if self._adaboost and self.subsample_mode == "weighted":
+            refuse("subsample_mode", "the AdaBoost family's weighted draw is not distributed: "
+                   "each tree draws from every event's boosted weight at once (a "
+                   "multinomial), which would send 8 bytes an event a tree to the client; "
+                   "give 'uniform' or 'poisson'")
         if self.boosting == "newton" and self.min_node_size not in ("auto", 0, 0.0):
             refuse("min_node_size", "quantised newton histograms carry no event weight: use "
                    "min_child_weight")
@@ -136,7 +158,8 @@ class _DaskMixin:
 
     # -- fitting --------------------------------------------------------------------------
     def _dask_fit(self, X: Any, y: Any, sample_weight: Any, client: Any, bin_edges: Any,
-                  classes: Any, names: Any = None, definitions: Any = None) -> Any:
+                  classes: Any, names: Any = None, definitions: Any = None,
+                  eval_set: Any = None, event: Any = None) -> Any:
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
@@ -151,6 +174,7 @@ class _DaskMixin:
         y = _aligned(da.asarray(y), blocks_of, "y")
         w = (None if sample_weight is None
              else _aligned(da.asarray(sample_weight), blocks_of, "sample_weight"))
+        e = None if event is None else _event_numbers(da.asarray(event), X)
         self._validate_params()
         self._check_dask_options()
         info = client.scheduler_info(n_workers=-1)["workers"]
@@ -159,76 +183,136 @@ class _DaskMixin:
             raise ValueError("the Dask cluster has no workers")
         n_parts = min(len(workers), len(blocks_of))
         groups = np.array_split(np.arange(len(blocks_of)), n_parts)
-        x_blocks = client.compute(X.to_delayed().ravel().tolist())
-        y_blocks = client.compute(y.to_delayed().ravel().tolist())
-        w_blocks = None if w is None else client.compute(w.to_delayed().ravel().tolist())
+        blocks = {"X": client.compute(X.to_delayed().ravel().tolist()),
+                  "y": client.compute(y.to_delayed().ravel().tolist()),
+                  "w": None if w is None else client.compute(w.to_delayed().ravel().tolist()),
+                  "event": None if e is None else client.compute(e.to_delayed().ravel().tolist())}
         cluster = Cluster(client, workers[:n_parts], f"hepbdt-fit-{uuid.uuid4().hex}")
         cluster.threads = [int(info[a].get("nthreads", 1)) if self.n_jobs in (None, -1)
                            else int(self.n_jobs) for a in workers[:n_parts]]
         try:
             if names is not None and len(names) != X.shape[1]:
                 raise ValueError(f"{len(names)} feature names for {X.shape[1]} features")
-            return self._fit_parts(cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
-                                   classes, int(X.shape[1]), names, definitions or {})
+            evals = _computed_eval_set(client, eval_set)
+            return self._fit_parts(cluster, groups, blocks, bin_edges, classes, int(X.shape[1]),
+                                   names, definitions or {}, evals)
         finally:
             cluster.close()
-            del x_blocks, y_blocks, w_blocks
+            del blocks
 
-    def _fit_parts(self, cluster: Cluster, groups, x_blocks, y_blocks, w_blocks, bin_edges,
-                   classes, m: int, names, definitions):
-        parts = range(len(groups))
-        ratio = self._class_ratio()
+    def _load(self, cluster: Cluster, groups, blocks: dict[str, Any], classes, m: int,
+              ratio: float | None) -> list[dict[str, Any]]:
+        """Each part's blocks, checked and kept on its worker (``_parts.load``); memory's
+        refusals of the whole sample."""
+        def of(name: str, i: int):
+            return None if blocks[name] is None else [blocks[name][b] for b in groups[i]]
+
         loaded = cluster.gather([
-            cluster.submit_to(i, _parts.load, [x_blocks[b] for b in groups[i]],
-                              [y_blocks[b] for b in groups[i]],
-                              None if w_blocks is None else [w_blocks[b] for b in groups[i]],
-                              classes, self.negative_weights, cluster.threads[i], ratio is None)
-            for i in parts])
+            cluster.submit_to(i, _parts.load, of("X", i), of("y", i), of("w", i), classes,
+                              cluster.threads[i], ratio is None, of("event", i))
+            for i in range(len(groups))])
         _raise_first_refusal(loaded)
         if not any(p["rows"] for p in loaded):  # parts may be empty, not the whole sample
             _refuse_no_events(m)
         if not any(p["nonzero"] for p in loaded):  # memory's check_weights(training=True)
             check_weights(np.zeros(1), 1, training=True)
-        if any(p["negative"] for p in loaded) and self.negative_weights in ("regress", "pair"):
-            raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
-                                 "needs every event of a class at once; the Dask fit takes "
-                                 "'keep', 'abs', 'ignore'" + (" or 'inverse_boost'" if
-                                                            self._adaboost else ""))
-        self._weights(cluster, loaded, ratio)
-        if not any(p["positive"] for p in loaded):
+        return loaded
+
+    def _fit_parts(self, cluster: Cluster, groups, blocks, bin_edges, classes, m: int, names,
+                   definitions, eval_set):
+        ratio = self._class_ratio()
+        loaded = self._load(cluster, groups, blocks, classes, m, ratio)
+        n_rows = sum(p["rows"] for p in loaded)
+        evals = self._eval_sets(eval_set, names) if eval_set is not None else []
+        plan = self._tree_plan(n_rows, bool(evals))
+        if self._adaboost and (evals or plan.hold_out):  # memory's ``_run_adaboost``
+            raise ParameterError("boosting", "early stopping and eval_set are available for "
+                                 f"boosting='gradient' and 'newton', not for "
+                                 f"boosting={self.boosting!r}")
+        rng = np.random.default_rng(self.random_state)
+        parts, held_weight = self._split(cluster, loaded, plan, rng, blocks["event"] is not None,
+                                         ratio)
+        self._weights(cluster, parts, ratio)
+        if not any(p["positive"] for p in parts):
             raise ValueError("no event with a positive weight is left to train on")
-        counts = np.array([p["n"] for p in loaded], np.int64)
+        counts = np.array([p["n"] for p in parts], np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         n = int(counts.sum())
         check_n_events(n)
         self.min_node_size_ = self._resolved_node_size(n)
-        seed = 0 if self.random_state is None else int(self.random_state)
-        if bin_edges is not None:
-            edges = check_edges(bin_edges, m)
+        mapper = self._mapper(cluster, bin_edges, m, offsets)
+        if self._adaboost:
+            forest, result, traffic = self._train_adaboost(cluster, mapper, offsets, counts, plan)
         else:
-            sketches = [cluster.submit_to(i, _parts.sketch, int(offsets[i]), SUBSAMPLE_FOR_EDGES,
-                                          seed) for i in parts]
-            merged = cluster.gather(cluster.sum(sketches, _merge_sketches))
-            edges = merged.edges(int(self.max_bins), int(self.n_cuts))
-        mapper = BinMapper.from_edges(list(edges))
-        train = self._train_adaboost if self._adaboost else self._train_boosting
-        forest, result, traffic = train(cluster, mapper, offsets, counts)
+            forest, result, traffic = self._train_boosting(
+                cluster, mapper, offsets, counts, plan, rng,
+                evals[-1] if evals else ([p["n_valid"] for p in parts], held_weight))
         if not any(f >= 0 for f in forest.feature):
             import warnings  # noqa: I001 -- only when the model made no split
 
             warnings.warn("no tree made a single split, so the model is a constant", stacklevel=3)
-        if any(p["nan"] for p in loaded):
+        if any(p["nan"] for p in parts):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, None if names is None else [str(n) for n in names],
                          definitions, result, mapper)
-        self.evals_result_, self.best_iteration_, self.best_score_ = {}, None, None
-        # memory's words (saved with the model): no early stopping; SAMME's rounds are trees
+        # the held-out events are memory's one eval set, which the loop watched
+        self._record_evals(evals or ([None] if plan.hold_out else []), result)
+        # memory's words (saved with the model); SAMME's rounds are trees
         per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
-        self.n_trees_reason_ = self._tree_plan(n, False).reason(forest.n_rounds, None,
-                                                                per_round)
+        evaluated = None if result.validation_loss is None else len(result.validation_loss)
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
+                                           evaluated)
         self.dask_bytes_ = traffic
         self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
         return self
+
+    def _split(self, cluster: Cluster, loaded: list[dict[str, Any]], plan, rng, hashed: bool,
+               ratio: float | None) -> tuple[list[dict[str, Any]], float]:
+        """Hold out memory's validation events (``plan.hold_out``: ``_held_out``'s draw over
+        the whole sample, or the hashed event numbers; their weights class-normalised over
+        the whole sample), then the negative-weight policy on the training events
+        (``_parts.split``): the parts' training and held-out counts, and numpy's sum of the
+        held-out weights (0.0: none held out)."""
+        specs = [None] * len(loaded)
+        factors = None
+        if plan.hold_out:
+            rows = np.concatenate([[0], np.cumsum([p["rows"] for p in loaded])])
+            state = None if hashed else rng.bit_generator.state
+            specs = [{"state": state, "row": int(r), "fraction": self.validation_fraction}
+                     for r in rows[:-1]]
+            if not hashed:  # the training's draws follow the hold-out's, as in memory
+                rng.bit_generator.advance(int(rows[-1]))
+            if ratio is not None:
+                acts = self.negative_weights not in ("keep", "inverse_boost") and any(
+                    p["negative"] for p in loaded)
+                factors = self._class_factors(cluster, loaded, ratio, not acts)
+        parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
+                                                  self.negative_weights)
+                                for i in range(len(loaded))])
+        total = 0.0
+        if plan.hold_out:
+            held = [p["n_valid"] for p in parts]
+            total = _vector_sums(cluster, {"valid_weight": PairwiseSum(held)})["valid_weight"]
+            _check_loss_total(np.array([total]), f"the {sum(held)} event(s) that "
+                              f"validation_fraction={self.validation_fraction!r} held out of "
+                              f"{int(sum(p['rows'] for p in loaded))}",
+                              "raise validation_fraction, or give an eval_set")
+        if any(p["negative"] for p in parts) and self.negative_weights in ("regress", "pair"):
+            raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
+                                 "needs every event of a class at once; the Dask fit takes "
+                                 "'keep', 'abs', 'ignore'" + (" or 'inverse_boost'" if
+                                                            self._adaboost else ""))
+        return parts, total
+
+    def _mapper(self, cluster: Cluster, bin_edges: Any, m: int, offsets: np.ndarray) -> BinMapper:
+        """The bin edges: given, or from the parts' edge sketches merged."""
+        if bin_edges is not None:
+            return BinMapper.from_edges(list(check_edges(bin_edges, m)))
+        seed = 0 if self.random_state is None else int(self.random_state)
+        sketches = [cluster.submit_to(i, _parts.sketch, int(offsets[i]), SUBSAMPLE_FOR_EDGES,
+                                      seed) for i in range(len(offsets))]
+        merged = cluster.gather(cluster.sum(sketches, _merge_sketches))
+        return BinMapper.from_edges(list(merged.edges(int(self.max_bins), int(self.n_cuts))))
 
     @property
     def _adaboost(self) -> bool:
@@ -248,31 +332,37 @@ class _DaskMixin:
             self._normalise_classes(np.zeros(0, np.int8), np.zeros(0))
         return f
 
-    def _weights(self, cluster: Cluster, loaded: list[dict[str, Any]], ratio: float | None) -> None:
-        """The parts' training weights: normalised per class as ``_normalise_classes`` does,
-        from numpy's sums of each class's weights (rebuilt from the parts' pieces), and
-        cast to float32 for gradient and newton boosting, float64 for the AdaBoost family."""
-        factors = None
-        if ratio is not None:
-            signal = [p["signal"] for p in loaded]
-            sums = {"signal": PairwiseSum(signal),
-                    "background": PairwiseSum([p["n"] - k for p, k in zip(loaded, signal,
-                                                                            strict=True)])}
-            results = cluster.gather([cluster.submit_to(
-                i, _parts.class_weights, {k: v.requests(i) for k, v in sums.items()})
-                for i in range(len(loaded))])
-            s, b = (sums[k].total([r["pieces"][k] for r in results]) for k in sums)
-            if not (s > 0 and b > 0):
-                raise ValueError(f"both classes need a positive sum of weights; signal {s}, "
-                                 f"background {b}")
-            n = float(sum(p["n"] for p in loaded))
-            factors = (n * ratio / (1.0 + ratio) / s, n / (1.0 + ratio) / b)
+    @staticmethod
+    def _class_factors(cluster: Cluster, parts: list[dict[str, Any]], ratio: float,
+                       required: bool = True) -> tuple[float, float] | None:
+        """``_normalise_classes``'s factors (signal's, background's) of the parts' events
+        (counted by "n" and "signal"), from numpy's sums of each class's weights rebuilt
+        from the parts' pieces; a class without positive weight raises memory's error, or
+        gives None when not ``required`` (memory's ``_given_weights`` with a policy that acts)."""
+        signal = [p["signal"] for p in parts]
+        sums = _vector_sums(cluster, {
+            "signal": PairwiseSum(signal),
+            "background": PairwiseSum([p["n"] - k for p, k in zip(parts, signal, strict=True)])})
+        s, b = sums["signal"], sums["background"]
+        if not (s > 0 and b > 0):
+            if not required:
+                return None
+            raise ValueError(f"both classes need a positive sum of weights; signal {s}, "
+                             f"background {b}")
+        n = float(sum(p["n"] for p in parts))
+        return n * ratio / (1.0 + ratio) / s, n / (1.0 + ratio) / b
+
+    def _weights(self, cluster: Cluster, parts: list[dict[str, Any]], ratio: float | None) -> None:
+        """The parts' training weights: normalised per class as ``_normalise_classes`` does
+        (``_class_factors``), and cast to float32 for gradient and newton boosting, float64
+        for the AdaBoost family."""
+        factors = None if ratio is None else self._class_factors(cluster, parts, ratio)
         acted = (self.negative_weights in ("abs", "ignore")
-                 and any(p["negative"] for p in loaded))
+                 and any(p["negative"] for p in parts))
         dtype = "float64" if self._adaboost else "float32"
         done = cluster.gather([cluster.submit_to(i, _parts.weights, factors, dtype,
                                                  self.negative_weights if acted else None)
-                               for i in range(len(loaded))])
+                               for i in range(len(parts))])
         refused = [d["refused"] for d in done if d["refused"] is not None]
         if refused:  # memory's message, counting the weights of every part
             error, _ = refused[0]
@@ -280,22 +370,56 @@ class _DaskMixin:
             raise type(error)(re.sub(r"^(.*?: )\d+ ", lambda g: f"{g.group(1)}{count} ",
                                      str(error), count=1)) from None
 
-    def _train_boosting(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray):
-        """Gradient or newton boosting on the binned parts: (forest, record, bytes)."""
+    def _train_boosting(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray,
+                        plan, rng: np.random.Generator, valid: Any):
+        """Gradient or newton boosting on the binned parts: (forest, record, bytes).
+        ``valid``: the checked eval set the loop watches (X, y, w, a tuple of arrays), or
+        the parts' counts of held-out events (a list) and numpy's sum of their weights."""
         loss = self._make_loss()
         booster = self._make_booster(loss)
         one_score = getattr(loss, "n_classes", 1) == 1
-        binned = cluster.gather([cluster.submit_to(i, _parts.bin_part, int(offsets[i]),
-                                                   mapper.edges_, booster, int(self.max_depth),
-                                                   one_score) for i in range(len(counts))])
+        lengths = counts.tolist()
+        sums = {"weight": PairwiseSum(lengths, cast=True),
+                "abs_weight": PairwiseSum(lengths, cast=True)}
+        held = isinstance(valid[0], list) and plan.hold_out
+        layout = None
+        if held:  # how the held-out events' loss terms are added up in memory
+            layout = (PairwiseSum(valid[0]) if loss.loss_chunk is None
+                      else ChunkedSum(valid[0], loss.loss_chunk))
+        binned = cluster.gather([cluster.submit_to(
+            i, _parts.bin_part, int(offsets[i]), mapper.edges_, booster, int(self.max_depth),
+            one_score, {k: v.requests(i) for k, v in sums.items()},
+            None if layout is None else layout.requests(i)) for i in range(len(counts))])
+        totals = {k: v.total([b["pieces"][k] for b in binned]) for k, v in sums.items()}
         if len(cluster.workers) <= ACTOR_PARTS:
             cluster.start_actors()
         n = int(counts.sum())
         base = self._base_scores(cluster, loss, binned)
-        mean_abs_w = exact_sum_of_parts(sum(b["abs_weight"] for b in binned)) / n
-        return self._boost(cluster, booster, mapper, base, n, mean_abs_w)
+        # memory's np.sum(w_tree, dtype=np.float64) and np.mean(np.abs(w_tree), ...)
+        draws = _Draws(self, cluster, counts, rng, totals["weight"], totals["abs_weight"] / n)
+        multiclass = not one_score
+        watch = None
+        if held:
+            watch = _PartsWatch(layout, valid[1], base, plan.rounds, self.tol, multiclass)
+        elif not isinstance(valid[0], list):
+            codes = mapper.transform(valid[0])
+            watch = _ClientWatch((codes, valid[1], valid[2]), base, plan.rounds, self.tol,
+                                 booster.loss if multiclass else _OneScore(booster.loss))
+        builder, train_loss, traffic = self._boost(cluster, booster, mapper, base, n, draws,
+                                                   plan, rng, watch)
+        result = BoostResult(builder, float(base[0]) if one_score else 0.0,
+                             np.asarray(train_loss),
+                             None if watch is None else np.asarray(watch.watch.losses),
+                             None if watch is None else watch.watch.best_iter)
+        # the model is cut at its best iteration only when early stopping was asked for
+        keep = (None if result.best_iteration is None or plan.rounds is None
+                else result.best_iteration + 1)
+        forest = builder.build(keep)
+        forest.extra["loss"] = booster.loss.name
+        return forest, result, traffic
 
-    def _train_adaboost(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray):
+    def _train_adaboost(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray,
+                        plan):
         """The AdaBoost family on the binned parts (``_adaboost.AdaBoostOnParts``)."""
         m = mapper.n_bins_.size
         n_classes = max(2, self.classes_.size)
@@ -306,8 +430,7 @@ class _DaskMixin:
                                  "histograms from the events, which the Dask fit does not; "
                                  "give a smaller max_depth")
         sent = _Traffic(len(counts))
-        runner = AdaBoostOnParts(self, cluster, mapper, counts.tolist(),
-                                 self._tree_plan(int(counts.sum()), False).n_trees, sent)
+        runner = AdaBoostOnParts(self, cluster, mapper, counts.tolist(), plan.n_trees, sent)
         cluster.gather([cluster.submit_to(i, _parts.bin_exact, int(offsets[i]), mapper.edges_,
                                           int(self.max_depth), runner.spec())
                         for i in range(len(counts))])
@@ -342,58 +465,68 @@ class _DaskMixin:
         sums = _DaskMixin._chained_class_sums(cluster, n_classes)
         return np.asarray(loss.init_scores(np.arange(n_classes), sums), dtype=np.float64)
 
-    def _boost(self, cluster: Cluster, booster, mapper, base: np.ndarray, n: int,
-               mean_abs_w: float):
-        """The boosting loop of ``run_boosting`` (quantised, depth-wise; one tree a round, or
-        K a round, one a class, with a softmax loss), its per-event work on the parts."""
-        n_classes = base.size
+    def _split_params(self, booster) -> SplitParams:
+        """The split search's options, as memory's ``_run`` sets them."""
         newton = self.boosting == "newton"
-        params = SplitParams(booster.criterion, reg_lambda=self.reg_lambda if newton else 0.0,
-                             reg_alpha=self.reg_alpha if newton else 0.0,
-                             min_child_hessian=self.min_child_weight if newton else 0.0,
-                             min_split_gain=self.min_split_gain)
-        rng = np.random.default_rng(self.random_state)
+        return SplitParams(booster.criterion, reg_lambda=self.reg_lambda if newton else 0.0,
+                           reg_alpha=self.reg_alpha if newton else 0.0,
+                           min_child_hessian=self.min_child_weight if newton else 0.0,
+                           min_split_gain=self.min_split_gain)
+
+    def _boost(self, cluster: Cluster, booster, mapper, base: np.ndarray, n: int,
+               draws: _Draws, plan, rng: np.random.Generator, watch: Any):
+        """The boosting loop of ``run_boosting`` (quantised, depth-wise; one tree a round, or
+        K a round, one a class, with a softmax loss), its per-event work on the parts, each
+        round's events drawn by ``draws``, the validation loss watched by ``watch`` (None:
+        none): (builder, training losses, bytes)."""
+        n_classes = base.size
+        params = self._split_params(booster)
         m = mapper.n_bins_.size
-        all_features = np.ones(m, dtype=np.bool_)
         builder = (ClassForestBuilder(m, base) if n_classes > 1
                    else ForestBuilder(m, float(base[0])))
-        train_loss = []
-        traffic = {"levels": [], "trees": []}
-        n_trees = int(self.n_trees)
-        beginning = cluster.run(_parts.begin_tree, args=(base, None, mean_abs_w, 0))
-        for it in range(n_trees):
+        train_loss, traffic = [], {"levels": [], "trees": []}
+        draw = draws.next()
+        beginning = draws.begin(base, None, draw.mean_abs, 0, draw)
+        for it in range(plan.n_trees):
             for k in range(n_classes):
                 began = cluster.gather(beginning)
                 if k == 0:  # a round's channels, weights and features, once for its K trees
                     if it > 0:
                         train_loss.append(_mean_loss(began))
-                    params.min_child_weight = self.min_node_size_ * sum(b["weight"] for b in began)
-                    features = sample_features(all_features, self.colsample_bytree, rng)
+                        if watch is not None and watch.end_round(it - 1, began):
+                            return builder, train_loss, traffic  # the last loss is the final one
+                    params.min_child_weight = self.min_node_size_ * draw.total
+                    features = sample_features(np.ones(m, np.bool_), self.colsample_bytree, rng)
                 max_abs = tuple(np.max([b["max_abs"] for b in began], axis=0).tolist())
                 sent = _Traffic(len(cluster.workers))
                 tree, applied = self._grow(cluster, mapper, params, features, rng, n,
                                            it * n_classes + k, max_abs, sent)
                 running = self._leaf_sums(cluster, applied)
                 # The parts add this tree and start the next one from the summed leaves at
-                # once, without waiting for the client (each computes the leaf values as it does).
-                if it + 1 < n_trees or k + 1 < n_classes:
-                    beginning = cluster.run(_parts.begin_tree, args=(
-                        None, running, mean_abs_w, (k + 1) % n_classes))
+                # once, without waiting for the client (each computes the leaf values as it
+                # does); the next round's events are drawn after this tree's draws, as in memory.
+                tree_draw = draw
+                if it + 1 == plan.n_trees and k + 1 == n_classes:
+                    beginning = cluster.run(_parts.finish, args=(running, draw.mean_abs))
+                elif k + 1 < n_classes:
+                    beginning = draws.begin(None, running, draw.mean_abs, k + 1, None)
                 else:
-                    beginning = cluster.run(_parts.finish, args=(running, mean_abs_w))
+                    draw = draws.next()
+                    beginning = draws.begin(None, running, tree_draw.mean_abs, 0, draw)
                 leaf_totals = cluster.gather(running)
-                values = _parts.leaf_values(booster, tree, leaf_totals, mean_abs_w)
+                values = _parts.leaf_values(booster, tree, leaf_totals, tree_draw.mean_abs)
                 add_tree(builder.classes[k] if n_classes > 1 else builder, tree, values, mapper,
                          cover=node_sums(tree, leaf_totals)[2])
+                if watch is not None:
+                    watch.add(k, tree, values)
                 sent.leaves(leaf_totals)
                 traffic["levels"].extend(sent.levels)
                 traffic["trees"].append(sent.tree())
-        train_loss.append(_mean_loss(cluster.gather(beginning)))
-        result = BoostResult(builder, float(base[0]) if n_classes == 1 else 0.0,
-                             np.asarray(train_loss), None, None)
-        forest = builder.build()
-        forest.extra["loss"] = booster.loss.name
-        return forest, result, traffic
+        final = cluster.gather(beginning)
+        train_loss.append(_mean_loss(final))
+        if watch is not None:
+            watch.end_round(plan.n_trees - 1, final)
+        return builder, train_loss, traffic
 
     def _grow(self, cluster: Cluster, mapper, params: SplitParams, features: np.ndarray,
               rng: np.random.Generator, n: int, seed: int, max_abs: tuple[float, float],
@@ -475,7 +608,7 @@ class _DaskMixin:
 
 
 def _aligned(array: Any, blocks: tuple, what: str) -> Any:
-    """``array`` (``what``: "y" or "sample_weight") cut into the row blocks of X; arrays of
+    """``array`` (``what``: "y", "sample_weight" or "event") cut into the row blocks of X; arrays of
     as many blocks of unknown sizes (a lazy read's columns) are taken as cut alike (each
     part checks its lengths)."""
     if array.ndim != 1:
@@ -483,9 +616,12 @@ def _aligned(array: Any, blocks: tuple, what: str) -> Any:
     unknown = any(np.isnan(b) for b in blocks) or any(np.isnan(b) for b in array.chunks[0])
     if not unknown and array.shape[0] != sum(blocks):
         n, k = int(sum(blocks)), int(array.shape[0])
-        raise ValueError(f"X has {n} events but y has {k} labels or targets" if what == "y"
-                         else f"sample_weight has {k} entries, expected {n}: one weight per "
-                         f"event ({k} values for {n} events)")
+        raise ValueError({
+            "y": f"X has {n} events but y has {k} labels or targets",
+            "sample_weight": f"sample_weight has {k} entries, expected {n}: one weight per "
+                             f"event ({k} values for {n} events)",
+            "event": f"event: expected {n} integer event numbers, one per event; got an array "
+                     f"of shape {array.shape} and dtype {array.dtype}"}[what])
     if unknown:
         if len(array.chunks[0]) != len(blocks):
             raise ValueError("X, y and sample_weight have blocks of unknown sizes, and not as "
@@ -546,6 +682,143 @@ def _is_dask(X: Any) -> bool:
     return type(X).__module__.startswith("dask.")
 
 
+def _vector_sums(cluster: Cluster, sums: dict[str, PairwiseSum]) -> dict[str, float]:
+    """numpy's sums of the parts' vectors named (``_parts.vector_sums``), from their pieces."""
+    results = cluster.gather([cluster.submit_to(i, _parts.vector_sums,
+                                                {k: v.requests(i) for k, v in sums.items()})
+                              for i in range(len(cluster.workers))])
+    return {k: v.total([r["pieces"][k] for r in results]) for k, v in sums.items()}
+
+
+def _event_numbers(event: Any, X: Any) -> Any:
+    """``fit``'s event numbers (a dask array) cut into X's row blocks; memory's error for
+    numbers that are not n integers."""
+    if event.ndim != 1 or not np.issubdtype(event.dtype, np.integer):
+        raise ValueError(f"event: expected {_n_rows(X)} integer event numbers, one per event; "
+                         f"got an array of shape {event.shape} and dtype {event.dtype}")
+    return _aligned(event, X.chunks[0], "event")
+
+
+def _computed_eval_set(client: Any, eval_set: Any) -> Any:
+    """``eval_set`` with its dask arrays computed to numpy arrays on the client (its tuples
+    and lists kept), which watches it as memory does."""
+    if isinstance(eval_set, tuple | list):
+        return type(eval_set)(_computed_eval_set(client, entry) for entry in eval_set)
+    if _is_dask(eval_set):
+        return np.asarray(client.compute(eval_set).result())
+    return eval_set
+
+
+@dataclass
+class _Draw:
+    """One round's events: each part's share of the draw (None: every event), and the
+    sums memory takes of the round's tree weights (their total, and mean |w|)."""
+
+    parts: list[tuple] | None
+    total: float
+    mean_abs: float
+
+
+class _Draws:
+    """The events of each round's trees: every event (no draw: no random numbers), or
+    memory's draw (``draw_rows`` with the fit's generator) over the training weights the
+    client holds, each part sent its share (packed bits of the drawn events, or their
+    counts), from which it computes its tree weights as memory does (``_parts.tree_weights``)."""
+
+    def __init__(self, options: Any, cluster: Cluster, counts: np.ndarray,
+                 rng: np.random.Generator, total: float, mean_abs: float):
+        self.cluster, self.rng = cluster, rng
+        self.subsample, self.mode = float(options.subsample), options.subsample_mode
+        self.full = self.subsample >= 1.0 and self.mode == "uniform"
+        self.bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.every = _Draw(None, total, mean_abs)
+        self.w = None
+        if not self.full:  # float32 training weights, in event order
+            self.w = np.concatenate(cluster.gather(cluster.run(_parts.training_weights)))
+
+    def next(self) -> _Draw:
+        """The next round's events (memory's draw, from the generator's current state)."""
+        if self.full:
+            return self.every
+        w = self.w
+        rows, w_tree, counts = _draw(w, self.subsample, self.mode, self.rng)
+        cuts = list(zip(self.bounds[:-1], self.bounds[1:], strict=True))
+        if counts is None:  # uniform: each event once or not at all
+            drawn = np.zeros(w.size, np.bool_)
+            drawn[rows] = True
+            parts = [("uniform", np.packbits(drawn[a:b])) for a, b in cuts]
+        else:
+            dtype = np.min_scalar_type(int(counts.max()) if counts.size else 0)
+            extra = () if self.mode == "poisson" else (
+                float(np.abs(w).sum() / max(counts.sum(), 1)),)  # ``_draw``'s scale
+            parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
+        return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
+                     float(np.mean(np.abs(w_tree), dtype=np.float64)))
+
+    def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
+              draw: _Draw | None) -> list[Any]:
+        """``_parts.begin_tree`` on every part, each with its share of ``draw``."""
+        return [self.cluster.submit_to(i, _parts.begin_tree, base, running, mean_abs, klass,
+                                       None if draw is None or draw.parts is None
+                                       else draw.parts[i])
+                for i in range(len(self.cluster.workers))]
+
+
+class _Known:
+    """A metric whose loss is a number computed elsewhere (``_Watch.end_round`` asks for it)."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def loss(self, y: Any, w: Any, scores: Any) -> float:
+        return self.value
+
+
+class _PartsWatch:
+    """Early stopping on the events the parts held out: memory's ``_Watch`` (its record and
+    stop rule), fed after each round with memory's loss of those events, rebuilt from the
+    parts' pieces of its terms (``layout``: a ``ChunkedSum`` or ``PairwiseSum`` of them)
+    over numpy's sum of their weights (``total``)."""
+
+    def __init__(self, layout: Any, total: float, base: np.ndarray, rounds: int | None,
+                 tol: float, multiclass: bool):
+        self.layout, self.total = layout, total
+        self.watch = _Watch((None, np.empty(0), None), base, rounds, tol)
+        self.unit = "round" if multiclass else "tree"
+
+    def add(self, k: int, tree: Any, values: np.ndarray) -> None:
+        """Nothing: each part adds the trees to its held-out events' scores."""
+
+    def end_round(self, it: int, results: list[dict[str, Any]]) -> bool:
+        """Record the loss after round ``it`` (from the parts' results); whether to stop."""
+        pieces = [r["valid"] for r in results]
+        if isinstance(self.layout, ChunkedSum):
+            summed = np.sum(self.layout.partial(pieces))
+        else:
+            summed = self.layout.total(pieces)
+        value = float(summed / self.total) if self.total != 0 else 0.0
+        return self.watch.end_round(it, _Known(value), self.unit)
+
+
+class _ClientWatch:
+    """Early stopping on an eval set the client holds: memory's ``_Watch`` itself, its scores
+    updated with each tree as ``run_boosting`` updates them."""
+
+    def __init__(self, valid: tuple, base: np.ndarray, rounds: int | None, tol: float,
+                 metric: Any):
+        self.watch = _Watch(valid, base, rounds, tol)
+        self.metric = metric
+        self.unit = "round" if getattr(metric, "n_classes", 1) > 1 else "tree"
+
+    def add(self, k: int, tree: Any, values: np.ndarray) -> None:
+        """Add a tree of class ``k`` to the set's scores."""
+        update_scores(self.watch.codes, tree, values, self.watch.summed[k])
+
+    def end_round(self, it: int, results: Any) -> bool:
+        """Record the loss after round ``it``; whether to stop."""
+        return self.watch.end_round(it, self.metric, self.unit)
+
+
 class _Traffic:
     """Bytes of one tree's messages, measured (``nbytes`` of the arrays, pickled size of
     the plans): per level, what the parts sent (each the histograms of the level's left
@@ -588,16 +861,20 @@ def _mean_loss(results: list[dict[str, float]]) -> float:
 
 class DaskBDTClassifier(_DaskMixin, BDTClassifier):
     """:class:`~hepbdt.BDTClassifier` fitted on a Dask cluster (two classes or more; see the
-    module docstring for the options it refuses). ``n_trees`` defaults to 200."""
+    module docstring for the options it refuses)."""
 
     _local_class = BDTClassifier
     __init__ = _dask_constructor(BDTClassifier, "Set the options (see BDTClassifier); "
                                  "nothing is checked until fit.")
 
-    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
-            feature_definitions=None) -> DaskBDTClassifier:
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
+            bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
         turned into dask arrays of one block), on ``client`` (the current one when None).
+
+        ``eval_set`` and ``event`` as for :meth:`BDTClassifier.fit`: an eval set (numpy or
+        dask arrays, computed to the client) is watched on the client; event numbers (a
+        dask array cut as X) choose the events ``n_trees="auto"`` holds out.
 
         ``bin_edges`` (m increasing arrays, e.g. an in-memory model's ``bin_edges_``) bins
         with those edges; else the edges come from the workers' merged edge sketches.
@@ -615,7 +892,7 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
             self._check_multiclass()
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_,
-                              feature_names, feature_definitions)
+                              feature_names, feature_definitions, eval_set, event)
 
     def decision_function(self, X, decorrelate=None):
         """Raw scores, (n,) or (n, K) with more than two classes; a dask array (lazy, block
@@ -644,22 +921,22 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
 
 class DaskBDTRegressor(_DaskMixin, BDTRegressor):
     """:class:`~hepbdt.BDTRegressor` fitted on a Dask cluster (squared error; see the module
-    docstring for the options it refuses). ``n_trees`` defaults to 200."""
+    docstring for the options it refuses)."""
 
     _local_class = BDTRegressor
     __init__ = _dask_constructor(BDTRegressor, "Set the options (see BDTRegressor); "
                                  "nothing is checked until fit.")
 
-    def fit(self, X, y, sample_weight=None, *, client=None, bin_edges=None, feature_names=None,
-            feature_definitions=None) -> DaskBDTRegressor:
-        """Train on dask arrays X (n, m), y (n,) and optional weights (see
-        :meth:`DaskBDTClassifier.fit`)."""
+    def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
+            bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTRegressor:
+        """Train on dask arrays X (n, m), y (n,) and optional weights, ``eval_set`` and
+        ``event`` (see :meth:`DaskBDTClassifier.fit`)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,
-                              feature_definitions)
+                              feature_definitions, eval_set, event)
 
     def predict(self, X):
         """Predicted targets; a dask array (lazy) for dask input."""

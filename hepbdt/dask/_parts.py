@@ -1,15 +1,18 @@
 """What runs on a Dask worker: one part of a fit's events and the steps on it.
 
-A part is a contiguous run of the training events (its ``offset`` is its first event's
-index in the whole sample): its features until they are binned, then its codes (a
+A part is a contiguous run of the events (its ``offset`` is its first training event's
+index in the training sample): its features until they are binned, then its codes (a
 :class:`~hepbdt.engine.grower.QuantisedRows` for gradient and newton boosting, feature-major
 codes for the AdaBoost family's exact histograms), labels, weights (float32, or float64 for
 the AdaBoost family) and scores (K rows: one a class), or the AdaBoost family's boost
 factors and ensemble, kept in this module's registry under the fit's token for the whole
-fit. Every function here is a task the driver pins to the part's worker; each does one step
-of :mod:`hepbdt.engine.data_parallel` or of a boosting loop (channels, leaf sums, the score
-update; AdaBoost's tree output, reweighting and the pieces of numpy's sums) on the part's
-events only. Nothing here imports Dask.
+fit. A fit that holds out validation events (``n_trees="auto"``, early stopping) keeps the
+part's share of them beside its training events: their codes, labels, weights and the
+scores the trees give them, and sends the pieces of the validation loss after each round.
+Every function here is a task the driver pins to the part's worker; each does one step of
+:mod:`hepbdt.engine.data_parallel` or of a boosting loop (channels, a round's tree weights
+from the client's draw, leaf sums, the score update; AdaBoost's tree output, reweighting
+and the pieces of numpy's sums) on the part's events only. Nothing here imports Dask.
 """
 
 from __future__ import annotations
@@ -18,18 +21,26 @@ from typing import Any
 
 import numpy as np
 
-from .._util import check_weights, check_X, exact_sum_parts
+from .._util import check_weights, check_X, hash_fraction
 from ..boosting._loop import _OneScore, node_sums, update_scores
+from ..engine._types import CHANNEL_DTYPE
 from ..engine.binning import BinMapper, EdgeSketch
-from ..engine.data_parallel import ExactPartTree, LevelPlan, PartTree, pairwise_pieces
+from ..engine.data_parallel import (
+    ExactPartTree,
+    LevelPlan,
+    PartTree,
+    chunk_pieces,
+    pairwise_pieces,
+)
 from ..engine.grower import QuantisedRows, add_by_leaf
 from ..engine.histogram import Quantiser
 from ..estimators import MAX_MAGNITUDE, MIN_MAGNITUDE, check_magnitudes, check_targets
 
-__all__ = ["PartActor", "PartLost", "load", "class_weights", "weights", "sketch", "bin_part",
-           "class_sums", "begin_tree", "root", "level", "bin_exact", "ada_tree", "exact_histograms",
-           "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums", "ada_add",
-           "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
+__all__ = ["PartActor", "PartLost", "load", "held_out", "split", "training_weights",
+           "tree_weights", "drawn_counts", "vector_sums", "weights", "sketch", "bin_part",
+           "class_sums", "begin_tree", "root", "level", "bin_exact", "ada_tree",
+           "exact_histograms", "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums",
+           "ada_add", "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
 
 _PARTS: dict[str, _Part] = {}  # (token, part index) -> the part, in this worker process
 
@@ -45,6 +56,9 @@ class _Part:
         self.y = y
         self.w = w
         self.offset = 0
+        self.event: np.ndarray | None = None  # event numbers (int64), until ``split``
+        self.valid: _Valid | None = None  # the held-out events of this part
+        self.w_tree: np.ndarray | None = None  # the round's tree weights (float32)
         self.tree: PartTree | None = None
         self.score: np.ndarray | None = None  # (K, n): one row a class (K = 1: one score)
         self.channels: tuple[np.ndarray, ...] = ()  # the current tree's (wg, wh, w, A, B)
@@ -52,6 +66,21 @@ class _Part:
         self.klass = 0  # the class of the tree being grown (its row of ``score``)
         self.loss = None  # the loss of (K, n) scores (a one-score loss wrapped)
         self.booster = None
+
+
+class _Valid:
+    """A part's held-out events: features until binned, then codes (m, n) uint8, labels,
+    float64 weights (the given ones, class-normalised over the whole sample as memory's
+    held-out events are), their (K, n) scores summed tree by tree from zero, and how their
+    loss terms are cut for the client (``ChunkedSum`` or ``PairwiseSum`` requests)."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
+        self.X: np.ndarray | None = X
+        self.codes: np.ndarray | None = None
+        self.y, self.w = y, w
+        self.summed: np.ndarray | None = None
+        self.base: np.ndarray | None = None
+        self.request: Any = None
 
 
 def _part(key: str) -> _Part:
@@ -68,7 +97,8 @@ def _part(key: str) -> _Part:
 # The checks of the events, in the order the in-memory fit makes them on the whole sample:
 # a part that fails one returns it (``load``'s "refused") and the client raises the first,
 # with its event numbers and counts made the whole sample's (``_estimators``).
-CHECK_X, CHECK_TARGETS, CHECK_TARGET_RANGE, CHECK_LENGTH, CHECK_WEIGHTS, CHECK_MAGNITUDES = range(6)
+(CHECK_X, CHECK_TARGETS, CHECK_TARGET_RANGE, CHECK_LENGTH, CHECK_WEIGHTS, CHECK_EVENTS,
+ CHECK_MAGNITUDES) = range(7)
 
 
 class _Refusal(Exception):
@@ -90,7 +120,7 @@ def _checked(stage: int, check: Any, *args: Any, number: Any = None) -> Any:
 
 def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
                     w_blocks: list[np.ndarray] | None, classes: np.ndarray | None,
-                    given_magnitudes: bool = True):
+                    given_magnitudes: bool = True, event: np.ndarray | None = None):
     """The part's float32 features, labels or targets and float64 given weights, checked
     as memory checks the whole sample's (a :class:`_Refusal` where one check fails)."""
     X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
@@ -112,6 +142,10 @@ def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndar
                                                 f"{y_raw.size} (part {key})"))
     w_raw = None if w_blocks is None else np.concatenate(w_blocks)
     w = _checked(CHECK_WEIGHTS, check_weights, w_raw, X.shape[0])
+    if event is not None and event.shape != (X.shape[0],):
+        raise _Refusal(CHECK_EVENTS, ValueError(f"event: expected {X.shape[0]} integer event "
+                                                f"numbers, one per event (part {key}); got "
+                                                f"{event.size}"))
     if given_magnitudes:
         _checked(CHECK_MAGNITUDES, check_magnitudes, w,  # the given weights, before the policy
                  number=lambda: _out_of_range(w))
@@ -125,46 +159,97 @@ def _out_of_range(w: np.ndarray) -> int:
 
 
 def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
-         w_blocks: list[np.ndarray] | None, classes: np.ndarray | None, policy: str,
-         n_threads: int = 1, given_magnitudes: bool = True) -> dict[str, Any]:
+         w_blocks: list[np.ndarray] | None, classes: np.ndarray | None,
+         n_threads: int = 1, given_magnitudes: bool = True,
+         e_blocks: list[np.ndarray] | None = None) -> dict[str, Any]:
     """Keep the part's events: float32 features, labels (classifier, ``classes`` its
     ``classes_``: int8, 1 for classes[1] and else 0 with two classes, the class index with
-    more; regressor, ``classes`` None: the float64 targets), float64 weights, after the
-    ``negative_weights`` policy where it works event by event ("abs", "ignore"), until
-    ``weights`` scales and casts them. ``given_magnitudes``: refuse given weights out of
-    float32's range (False: the class normalisation sets their scale; ``weights`` checks).
+    more; regressor, ``classes`` None: the float64 targets), float64 weights as given (the
+    hold-out and the ``negative_weights`` policy act in ``split``) and the event numbers
+    (``e_blocks``, int64; None: none given). ``given_magnitudes``: refuse given weights out
+    of float32's range (False: the class normalisation sets their scale; ``weights`` checks).
 
     A part of no event (its blocks emptied by cuts, or of no rows) is kept empty: it adds
     nothing to any sum, and the fit refuses only when every part is empty.
 
-    Returns the part's event count (after the policy), its rows before it ("rows"),
-    whether it held a negative weight, and "refused": None, or (stage, error, number) of
+    Returns its rows ("rows", and "n" once checked), whether a weight is not zero, whether
+    one is negative, its signal count, and "refused": None, or (stage, error, number) of
     the first check its events failed (nothing is kept then)."""
     rows = sum(int(np.shape(b)[0]) for b in X_blocks)
+    event = None if e_blocks is None else np.concatenate(e_blocks).astype(np.int64)
     try:
-        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, classes, given_magnitudes)
+        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, classes, given_magnitudes,
+                                  event)
     except _Refusal as refusal:
         return {"rows": rows, "refused": (refusal.stage, refusal.error, refusal.number)}
+    part = _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
+    part.event = event
+    return {"rows": rows, "refused": None, "nonzero": bool(np.any(w != 0)), "n": int(y.size),
+            "negative": bool(np.any(w < 0)), "signal": int(np.count_nonzero(y == 1))}
+
+
+def training_weights(key: str) -> np.ndarray:
+    """The part's training weights (float32): the client draws each round's events from them."""
+    return _part(key).w
+
+
+def held_out(n: int, spec: dict[str, Any], event: np.ndarray | None) -> np.ndarray:
+    """Which of a part's ``n`` events are held out, as ``_BDTBase._held_out`` draws them over
+    the whole sample: ``spec["state"]``, the fit generator's state before the draw, advanced
+    by the part's first row (``rng.random`` takes one 64-bit draw a value), or with event
+    numbers their hashed fraction; below ``spec["fraction"]``."""
+    if spec.get("state") is None:
+        return hash_fraction(event) < spec["fraction"]
+    bits = np.random.PCG64()
+    bits.state = spec["state"]
+    bits.advance(int(spec["row"]))
+    return np.random.Generator(bits).random(n) < spec["fraction"]
+
+
+def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, float] | None,
+          policy: str) -> dict[str, Any]:
+    """Hold out the part's validation events (``holdout``: ``held_out``'s spec, or None),
+    their weights scaled by ``valid_factors`` (the whole sample's class normalisation, signal's
+    then background's; None: as given), then apply the ``negative_weights`` policy where it
+    works event by event ("abs", "ignore") to the training events, as memory does after its
+    hold-out. Returns the training events' count, whether one had a negative weight
+    (before the policy), a positive one, a NaN feature, the signal count, and the held-out
+    events' count and signal count."""
+    part = _part(key)
+    X, y, w = part.X, part.y, part.w
+    n_valid = valid_signal = 0
+    if holdout is not None:
+        held = held_out(y.size, holdout, part.event)
+        wv = w[held]
+        if valid_factors is not None:
+            wv = np.where(y[held] == 1, wv * valid_factors[0], wv * valid_factors[1])
+        part.valid = _Valid(X[held], y[held], wv)
+        n_valid, valid_signal = int(held.sum()), int(np.count_nonzero(part.valid.y == 1))
+        X, y, w = X[~held], y[~held], w[~held]
+    part.event = None
     negative = bool(np.any(w < 0))
-    nonzero = bool(np.any(w != 0))
     if negative and policy == "abs":
         w = np.abs(w)
     elif negative and policy == "ignore":
         keep = w >= 0
         X, y, w = X[keep], y[keep], w[keep]
-    _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
-    return {"n": int(X.shape[0]), "rows": rows, "negative": negative, "refused": None,
-            "nonzero": nonzero, "nan": bool(np.isnan(X).any()), "positive": bool(np.any(w > 0)),
-            "signal": int(np.count_nonzero(y == 1)) if classes is not None else 0}
+    part.X, part.y, part.w = X, y, w
+    return {"n": int(y.size), "negative": negative, "positive": bool(np.any(w > 0)),
+            "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
+            "n_valid": n_valid, "valid_signal": valid_signal}
 
 
-def class_weights(key: str, requests: dict[str, list]) -> dict[str, Any]:
-    """numpy's pieces (``pairwise_pieces``) of the signal's and the background's weights
-    (two classes: y 1 and 0), for the class normalisation's sums."""
+def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
+    """numpy's pieces (``pairwise_pieces``) of the sums asked for (name -> requests): the
+    signal's and the background's weights ("signal", "background": y 1 and 0), for the
+    class normalisation's sums; the training weights and their magnitudes ("weight",
+    "abs_weight": float32 once cast, summed in double as numpy casts them); the held-out
+    events' weights ("valid_weight")."""
     part = _part(key)
-    signal = part.y == 1
-    vectors = {"signal": part.w[signal], "background": part.w[~signal]}
-    return {"pieces": {name: pairwise_pieces(vectors[name], asked)
+    vectors = {"signal": lambda: part.w[part.y == 1], "background": lambda: part.w[part.y != 1],
+               "weight": lambda: part.w, "abs_weight": lambda: np.abs(part.w),
+               "valid_weight": lambda: part.valid.w}
+    return {"pieces": {name: pairwise_pieces(vectors[name](), asked)
                        for name, asked in requests.items()}}
 
 
@@ -196,9 +281,11 @@ def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
 
 
 def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any, max_depth: int,
-             init_parts: bool) -> dict[str, Any]:
-    """Bin the part's features with the global ``edges`` (the floats are dropped), keep
-    the booster, and return the exact parts of the loss's initial sums and of sum |w|."""
+             init_parts: bool, requests: dict[str, list], valid_request: Any = None) -> dict[str, Any]:
+    """Bin the part's features with the global ``edges`` (the floats are dropped), and its
+    held-out events' (``valid_request``: how their loss terms are cut for the client, the
+    ``ChunkedSum`` or ``PairwiseSum`` requests); keep the booster. Returns the exact parts
+    of the loss's initial sums and the pieces of the sums asked for (``vector_sums``)."""
     part = _part(key)
     part.offset = int(offset)
     mapper = BinMapper.from_edges(edges)
@@ -208,8 +295,29 @@ def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any, max_d
     part.booster = booster
     one_score = getattr(booster.loss, "n_classes", 1) == 1
     part.loss = _OneScore(booster.loss) if one_score else booster.loss
+    if part.valid is not None:
+        valid = part.valid
+        valid.codes, valid.X, valid.request = mapper.transform(valid.X), None, valid_request
+        valid.summed = np.zeros((getattr(booster.loss, "n_classes", 1), valid.y.size))
     return {"init": booster.loss.init_sum_parts(part.y, part.w) if init_parts else None,
-            "abs_weight": exact_sum_parts(np.abs(part.w))}
+            "pieces": vector_sums(key, requests)["pieces"]}
+
+
+def tree_weights(w: np.ndarray, draw: tuple | None) -> np.ndarray:
+    """The weights (float32) of the events of a round's tree, from the part's share of
+    ``draw_rows``'s draw over the whole sample, as it computes them (``w``: the part's
+    float32 training weights, or the AdaBoost family's float64 boosted ones): None, every
+    event (``w`` itself); ("uniform", packed bits of the drawn events); ("poisson",
+    counts); ("weighted", counts, sum |w| / the counts' sum)."""
+    if draw is None:
+        return w
+    if draw[0] == "uniform":  # memory's zeros with the drawn events' weights
+        drawn = np.unpackbits(draw[1], count=w.size).view(np.bool_)
+        return np.where(drawn, w, CHANNEL_DTYPE(0.0)).astype(CHANNEL_DTYPE, copy=False)
+    counts = draw[1].astype(np.int64)  # memory's int64 counts: the products are float64
+    if draw[0] == "poisson":
+        return (w * counts).astype(CHANNEL_DTYPE)
+    return (counts * np.sign(w) * draw[2]).astype(CHANNEL_DTYPE)
 
 
 def class_sums(key: str, initial: np.ndarray) -> np.ndarray:
@@ -230,7 +338,8 @@ def leaf_values(booster: Any, tree: Any, leaf_totals: np.ndarray, mean_abs_weigh
 
 def _add_tree(part: _Part, leaf_totals: np.ndarray, mean_abs_weight: float) -> None:
     """Add the grown tree's values (from the leaf sums of all the parts) to the part's
-    scores: by each event's leaf where the part keeps them, else through its partition."""
+    scores: by each event's leaf where the part keeps them, else through its partition;
+    and to its held-out events' scores, as memory's ``_Watch`` adds them."""
     tree = part.tree.grown_tree()
     values = leaf_values(part.booster, tree, leaf_totals, mean_abs_weight)
     score = part.score[part.klass]
@@ -238,29 +347,52 @@ def _add_tree(part: _Part, leaf_totals: np.ndarray, mean_abs_weight: float) -> N
         add_by_leaf(part.tree.leaf_of, values[tree.is_leaf], score)
     else:
         update_scores(None, tree, values, score, through_partition=True)
+    if part.valid is not None:
+        update_scores(part.valid.codes, tree, values, part.valid.summed[part.klass])
+
+
+def _valid_pieces(part: _Part) -> Any:
+    """The pieces of the held-out events' loss at their scores (a round just ended), cut as
+    the client asked (``ChunkedSum``'s for a loss summed in chunks, else ``PairwiseSum``'s);
+    None without held-out events."""
+    valid = part.valid
+    if valid is None:
+        return None
+    scores = valid.summed + valid.base[:, None]
+    loss = part.booster.loss
+    terms = loss.loss_terms(valid.y, valid.w, scores if scores.shape[0] > 1 else scores[0])
+    if loss.loss_chunk is not None:
+        return chunk_pieces(terms, valid.request)
+    return pairwise_pieces(terms, valid.request)
 
 
 def begin_tree(key: str, base_scores: np.ndarray | None, leaf_totals: np.ndarray | None,
-               mean_abs_weight: float, klass: int = 0) -> dict[str, Any]:
+               mean_abs_weight: float, klass: int = 0, draw: tuple | None = None) -> dict[str, Any]:
     """Add the last tree's leaf values (from the leaf sums of all the parts) to its class's
     scores, or start the (K, n) scores at ``base_scores`` (K,), then fill the channels of
     the tree of class ``klass``: at class 0 (a new round) every class's from the scores of
-    the round before, as ``run_boosting`` does. Returns max |A|, max |B| and the loss's
-    partial sums (at the round's start)."""
+    the round before, with the round's tree weights (``draw``, see ``tree_weights``), as
+    ``run_boosting`` does. Returns max |A|, max |B|, the loss's partial sums (at the
+    round's start) and, when a round just ended, the held-out events' loss pieces."""
     part = _part(key)
     if part.score is None:
         base = np.asarray(base_scores, dtype=np.float64)
         part.score = np.repeat(base[:, None], part.y.size, axis=1)
+        if part.valid is not None:
+            part.valid.base = base
     if leaf_totals is not None:
         _add_tree(part, leaf_totals, mean_abs_weight)
+    ended = leaf_totals is not None and int(klass) == 0
     part.klass = int(klass)
     if part.klass == 0 or part.round_channels is None:
-        part.round_channels = part.loss.channels(part.y, part.score, part.w, part.w)
+        part.w_tree = tree_weights(part.w, draw)
+        part.round_channels = part.loss.channels(part.y, part.score, part.w_tree, part.w)
     wg, wh, loss = part.round_channels
-    a, b = part.booster.channels(wg[part.klass], wh[part.klass], part.w)
-    part.channels = (wg[part.klass], wh[part.klass], part.w, a, b)
+    a, b = part.booster.channels(wg[part.klass], wh[part.klass], part.w_tree)
+    part.channels = (wg[part.klass], wh[part.klass], part.w_tree, a, b)
     total = float(np.sum(part.w, dtype=np.float64))
-    return {"max_abs": Quantiser.max_abs(a, b), "loss": loss * total, "weight": total}
+    return {"max_abs": Quantiser.max_abs(a, b), "loss": loss * total, "weight": total,
+            "valid": _valid_pieces(part) if ended else None}
 
 
 def root(key: str, used: np.ndarray, n_rows: int, seed: int,
@@ -284,14 +416,16 @@ def leaf_sums(key: str, initial: np.ndarray | None, after: Any = None) -> np.nda
     return part.tree.leaf_sums(initial, wg, wh, w)
 
 
-def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> dict[str, float]:
-    """Add the last tree's values; the loss's partial sums at the final scores."""
+def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> dict[str, Any]:
+    """Add the last tree's values; the loss's partial sums at the final scores and the
+    held-out events' loss pieces."""
     part = _part(key)
     if leaf_totals is not None:
         _add_tree(part, leaf_totals, mean_abs_weight)
     total = float(np.sum(part.w, dtype=np.float64))
     part.round_channels = None
-    return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total}
+    return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total,
+            "valid": _valid_pieces(part)}
 
 
 class _AdaBoost:
@@ -311,11 +445,12 @@ class _AdaBoost:
         self.samme = self.n_classes > 2
         self.ensemble = np.zeros((self.n_classes, y.size) if self.samme else y.size)
         self.w_eff = self.w_tree = self.h = self.wrong = None
+        self.counts: np.ndarray | None = None  # the tree's drawn events' multiplicity (None: 1)
         self.vectors: dict[str, np.ndarray] = {"w0": self.w0}
 
     def channels(self) -> np.ndarray:
         """The tree's channels (C, n) float32: signal and background weights (SAMME: each
-        class's), then the events' multiplicity (one each)."""
+        class's), then the events' multiplicity (one each without a draw)."""
         n = self.y.size
         if self.samme:
             out = np.zeros((self.n_classes + 1, n), dtype=np.float32)
@@ -324,7 +459,7 @@ class _AdaBoost:
             out = np.empty((3, n), dtype=np.float32)
             out[0] = np.where(self.is_signal, self.w_tree, 0)
             out[1] = np.where(self.is_signal, 0, self.w_tree)
-        out[-1] = 1.0
+        out[-1] = 1.0 if self.counts is None else self.counts
         return out
 
     def pieces(self, requests: dict[str, list]) -> dict[str, list]:
@@ -343,30 +478,44 @@ def bin_exact(key: str, offset: int, edges: list[np.ndarray], max_depth: int,
     part.booster = _AdaBoost(part.y, part.w, spec)
 
 
-def ada_tree(key: str, scale: float | None, used: np.ndarray,
-             requests: dict[str, list]) -> dict[str, Any]:
+def drawn_counts(n: int, draw: tuple) -> np.ndarray:
+    """Each of a part's ``n`` events' multiplicity in a tree's draw (``tree_weights``'s
+    share of it), int64."""
+    if draw[0] == "uniform":
+        return np.unpackbits(draw[1], count=n).astype(np.int64)
+    return draw[1].astype(np.int64)
+
+
+def ada_tree(key: str, scale: float | None, requests: dict[str, list],
+             draw: tuple | None = None) -> dict[str, Any]:
     """Renormalise the boost factors (``scale``: the initial total over the reweighted one),
-    then start a tree on the boosted weights; the requested sums' pieces and whether a
-    tree weight is negative."""
+    then start a tree on the boosted weights: every event, or the part's share of the
+    tree's draw (``draw``, see ``tree_weights``: the drawn events, their weights and
+    multiplicity, as ``grow_weighted_tree`` takes them); the requested sums' pieces and
+    whether a tree weight is negative."""
     part = _part(key)
     state = part.booster
     if scale is not None:
         state.boost *= scale
     state.w_eff = state.w0 * state.boost
-    state.w_tree = state.w_eff.astype(np.float32)
-    part.tree.start(state.channels(), used)
+    state.w_tree = tree_weights(state.w_eff, draw).astype(np.float32, copy=False)
+    state.counts = None if draw is None else drawn_counts(state.y.size, draw)
+    rows = None if state.counts is None else np.flatnonzero(state.counts > 0)
+    part.tree.start(state.channels(), None, rows)
     state.vectors.update(w_eff=state.w_eff, w_tree=state.w_tree)
     return {"pieces": state.pieces(requests), "negative": bool(np.any(state.w_tree < 0))}
 
 
-def exact_histograms(key: str, initial: np.ndarray | None) -> np.ndarray:
-    """The waiting nodes' exact histograms, continuing those of the parts before this one."""
-    return _part(key).tree.histograms(initial)
+def exact_histograms(key: str, initial: np.ndarray | None, used: np.ndarray | None = None,
+                     small_left: np.ndarray | None = None) -> np.ndarray:
+    """The waiting nodes' exact histograms, continuing those of the parts before this one
+    (``used``: the tree's features, at the root; ``small_left``: the smaller children)."""
+    return _part(key).tree.histograms(initial, used, small_left)
 
 
-def exact_level(key: str, plan: LevelPlan) -> None:
-    """Apply a level's splits to the part's events."""
-    _part(key).tree.apply(plan)
+def exact_level(key: str, plan: LevelPlan) -> tuple[np.ndarray, np.ndarray]:
+    """Apply a level's splits to the part's events: each split's events left and right."""
+    return _part(key).tree.apply(plan)
 
 
 def exact_leaf_sums(key: str, initial: np.ndarray | None) -> np.ndarray:
@@ -385,7 +534,10 @@ def ada_evaluate(key: str, value: np.ndarray, requests: dict[str, list]) -> dict
     part = _part(key)
     state = part.booster
     h = np.zeros(state.y.size)
-    update_scores(None, part.tree.grown_tree(), value, h, through_partition=True)
+    if state.counts is None:  # every event in the tree's partition
+        update_scores(None, part.tree.grown_tree(), value, h, through_partition=True)
+    else:  # the tree's output on every event, drawn or not, as memory's from the codes
+        update_scores(part.tree.codes, part.tree.grown_tree(), value, h)
     if state.samme:
         state.h = h.astype(np.int64)
         state.wrong = state.h != state.y
@@ -458,8 +610,8 @@ class PartActor:
         return globals()[step](self.key, *args)
 
 
-_STEPS = ("class_sums", "begin_tree", "root", "level", "leaf_sums", "finish", "class_weights",
-          "weights", "ada_tree", "exact_histograms", "exact_level", "exact_leaf_sums",
+_STEPS = ("class_sums", "begin_tree", "root", "level", "leaf_sums", "finish", "vector_sums",
+          "training_weights", "weights", "ada_tree", "exact_histograms", "exact_level", "exact_leaf_sums",
           "ada_evaluate", "ada_sums", "ada_add")
 
 

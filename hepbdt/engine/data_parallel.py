@@ -30,6 +30,11 @@ cast float32 vector buffers of 8,192 summed in turn) of a vector held in contigu
 each part sends the sums of the blocks of numpy's recursion that lie within it and the
 values of the few that straddle two parts; the driver adds them as numpy would.
 
+:class:`ChunkedSum` does the same for the losses' chunked sums (``loss_chunk`` in
+``boosting/losses.py``: each chunk of LOSS_CHUNK events added one after another from 0.0,
+then numpy's sum of the chunks' sums): each part sends the sums of the chunks within it
+and the values of those across parts, which the driver adds in order.
+
 Depth-wise only (leaf-wise growth splits one leaf at a time: a round trip a leaf).
 """
 
@@ -61,8 +66,9 @@ from .grower import (
 from .histogram import Quantiser, new_histograms
 from .split import SplitParams
 
-__all__ = ["ExactPartTree", "LevelPlan", "PairwiseSum", "PartTree", "SummedTree",
-           "add_histograms", "exact_level_capacity", "max_nodes", "pairwise_pieces"]
+__all__ = ["ChunkedSum", "ExactPartTree", "LevelPlan", "PairwiseSum", "PartTree", "SummedTree",
+           "add_histograms", "chunk_pieces", "exact_level_capacity", "max_nodes",
+           "pairwise_pieces", "sequential_sum"]
 
 PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE: its pairwise sum adds blocks of this many in turn
 UNROLL = 8  # the accumulators of numpy's pairwise block (its halves are multiples of this)
@@ -296,20 +302,35 @@ class ExactPartTree:
         self.nodes: _NodeArrays | None = None
         self.small: np.ndarray = np.zeros(0, np.int64)  # the nodes whose histograms go next
 
-    def start(self, channels: np.ndarray, used: np.ndarray) -> None:
-        """Every event at the root, with ``channels`` (C, n) float32 (the last one W)."""
+    def start(self, channels: np.ndarray, used: np.ndarray | None = None,
+              rows: np.ndarray | None = None) -> None:
+        """The events at the root, with ``channels`` (C, n) float32 (the last one W): every
+        one, or the increasing ``rows`` (a tree's drawn events, as memory's partition holds
+        them); ``used``: the features the tree may use (or given to the root's
+        ``histograms``)."""
         payload = np.ascontiguousarray(channels.T)
-        partition = np.arange(self.n_events, dtype=np.int32)
+        partition = (np.arange(self.n_events, dtype=np.int32) if rows is None
+                     else np.asarray(rows, dtype=np.int32))
+        used = np.ones(self.codes.shape[0], np.bool_) if used is None else used
         self.events = _TreeEvents(self.codes, partition, payload,
                                   np.empty(self.n_events, np.int32), payload[:0],
                                   used.astype(np.bool_), self.codes.shape[0], None)
         self.nodes = _NodeArrays(max_nodes(self.max_depth), n_channels=payload.shape[1])
-        self.nodes.start[0], self.nodes.stop[0] = 0, self.n_events
+        self.nodes.start[0], self.nodes.stop[0] = 0, partition.size
         self.small = np.zeros(1, np.int64)
+        self.children = np.zeros(0, np.int64)
 
-    def histograms(self, initial: np.ndarray | None) -> np.ndarray:
+    def histograms(self, initial: np.ndarray | None, used: np.ndarray | None = None,
+                   small_left: np.ndarray | None = None) -> np.ndarray:
         """The histograms of the nodes waiting (the root; then the smaller children of the
-        last level), continuing ``initial`` (zeros when None)."""
+        last level), continuing ``initial`` (zeros when None); ``used``: the tree's features
+        (at the root); ``small_left``: which child of each split of the last level is the
+        smaller (memory's choice, by events; None: the plan's)."""
+        if used is not None:
+            self.events.used = used.astype(np.bool_)
+        if small_left is not None:
+            q = np.arange(small_left.size)
+            self.small = self.children[np.where(small_left, 2 * q, 2 * q + 1)]
         ids = self.small
         if initial is None:
             initial = new_histograms(ids.size, self.codes.shape[0],
@@ -321,14 +342,17 @@ class ExactPartTree:
                              hists)
         return hists
 
-    def apply(self, plan: LevelPlan) -> None:
+    def apply(self, plan: LevelPlan) -> tuple[np.ndarray, np.ndarray]:
         """Partition this part's events with the level's splits; the smaller children wait
-        for ``histograms`` unless it was the last level."""
-        children, _, _, _ = _apply_splits(self.events, self.nodes, plan.parents, plan.splits,
-                                          move_payload=False)
+        for ``histograms`` unless it was the last level. Returns each split's events of
+        this part on the left and on the right (int64)."""
+        children, s, mid, e = _apply_splits(self.events, self.nodes, plan.parents, plan.splits,
+                                            move_payload=False)
         q = np.arange(plan.parents.size)
+        self.children = children
         self.small = (np.zeros(0, np.int64) if plan.last
                       else children[np.where(plan.small_left, 2 * q, 2 * q + 1)])
+        return (mid - s).astype(np.int64), (e - mid).astype(np.int64)
 
     def leaf_sums(self, initial: np.ndarray | None, *per_event: np.ndarray) -> np.ndarray:
         """Sums of ``per_event`` over each leaf's events of this part, continuing ``initial``."""
@@ -414,4 +438,77 @@ def pairwise_pieces(values: np.ndarray, requests: Sequence[tuple[int, int, bool]
         run = np.asarray(values[start:stop], dtype=np.float64)
         # initial -0.0 adds nothing, not even a sign: the recursion's own sum of the run
         out.append(float(np.add.reduce(run, initial=-0.0)) if whole else run)
+    return out
+
+
+def sequential_sum(values: np.ndarray) -> float:
+    """The values (float64) added one after another from 0.0, as a kernel's loop adds them."""
+    total = 0.0
+    for value in np.asarray(values, dtype=np.float64).tolist():
+        total += value  # Python floats: IEEE double additions, in order
+    return total
+
+
+class ChunkedSum:
+    """The partial sums of a float64 vector held in contiguous parts of ``lengths`` values,
+    cut into chunks of ``chunk`` values from its first (each chunk's values added one after
+    another from 0.0), the bits a kernel over the whole vector gives.
+
+    Part i sends ``chunk_pieces(values_i, requests(i))``: the values before its first
+    chunk boundary (the end of a chunk that began in a part before, or lies across it),
+    the sums of the chunks wholly within it, and the values after its last boundary;
+    ``partial`` adds the pieces of each chunk across parts in order.
+    """
+
+    def __init__(self, lengths: Sequence[int], chunk: int):
+        self.lengths = [int(n) for n in lengths]
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        self.chunk = int(chunk)
+        self.n_chunks = -(-int(self.offsets[-1]) // self.chunk)
+
+    def requests(self, part: int) -> tuple[int, int]:
+        """What part ``part`` needs to cut its values: (its first value's index, chunk)."""
+        return int(self.offsets[part]), self.chunk
+
+    def partial(self, answers: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+        """Each chunk's sum (n_chunks,) float64, from the parts' ``chunk_pieces`` in order."""
+        out = np.empty(self.n_chunks)
+        open_values: list[np.ndarray] = []  # the pieces of the chunk across parts so far
+        at = 0  # the next chunk to fill
+        for first, (head, sums, tail) in zip(self.offsets[:-1], answers, strict=True):
+            if head.size:
+                open_values.append(head)
+                if (int(first) + head.size) % self.chunk == 0:  # the chunk ends in this part
+                    out[at], open_values, at = sequential_sum(np.concatenate(open_values)), [], at + 1
+            out[at:at + sums.size] = sums
+            at += sums.size
+            if tail.size:
+                open_values.append(tail)
+        if open_values:
+            out[at] = sequential_sum(np.concatenate(open_values))
+            at += 1
+        assert at == self.n_chunks, (at, self.n_chunks)
+        return out
+
+
+def chunk_pieces(values: np.ndarray, request: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """A part's answer to :meth:`ChunkedSum.requests`: (the values before its first chunk
+    boundary, each whole chunk's sum, the values after its last boundary)."""
+    first, chunk = request
+    values = np.asarray(values, dtype=np.float64)
+    head = min(values.size, (-first) % chunk)
+    whole = (values.size - head) // chunk * chunk
+    sums = _chunk_sums(values[head:head + whole], chunk)
+    return values[:head].copy(), sums, values[head + whole:].copy()
+
+
+@njit
+def _chunk_sums(values, chunk):
+    # each chunk's values added one after another from 0.0 (the losses' partial sums)
+    out = np.empty(values.size // chunk)
+    for c in range(out.size):
+        total = 0.0
+        for i in range(c * chunk, (c + 1) * chunk):
+            total += values[i]
+        out[c] = total
     return out
