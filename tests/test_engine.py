@@ -624,3 +624,33 @@ def test_packed_search_decodes_as_the_quantiser_does(wide):
     assert expected[1][2] == -1 and (expected[1] >= 0).sum() == 3
     for e, g in zip(expected, got, strict=True):
         assert np.array_equal(e, g)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("settings", [
+    {"boosting": "newton", "max_depth": 6},
+    {"boosting": "gradient", "max_depth": 3, "subsample": 0.6},
+    {"boosting": "newton", "max_depth": 7, "min_child_weight": 40.0},
+], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_compiled_packed_levels_grow_the_per_level_trees(monkeypatch, wide, settings):
+    # Depth-wise packed trees in one compiled call after the root against the levels grown
+    # kernel by kernel from Python: missing values, three classes, refused splits, the
+    # layout of samples above 2**25 - 1 events (wide lanes) on these few.
+    if wide:
+        monkeypatch.setattr(histogram, "choose_packing", lambda n: (True, WIDE_BITS))
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(30_000, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.03] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2
+                    + rng.normal(size=X.shape[0]), [0.3, 1.5])
+    w = rng.gamma(2.0, 1.0, X.shape[0])
+
+    def fit():
+        return BDTClassifier(n_trees=3, quantised_histograms=True, random_state=2,
+                             **settings).fit(X, y, w).forest_.to_dict()
+
+    compiled = fit()
+    monkeypatch.setattr(grower, "_levels_compiled", lambda *args: False)
+    assert fit() == compiled

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from . import _serial_tree
-from ._packed_search import find_best_packed_splits
+from ._packed_search import _find_best_packed, find_best_packed_splits
 from ._prefetch import prefetch
 from ._serial_tree import SerialWorkspace, grow_exact_serial
 from ._types import (
@@ -40,6 +40,8 @@ from ._types import (
     njit,
 )
 from .histogram import (
+    MIN_PACKED_TASK,
+    MIN_TASKS,
     PACKED_TASK,
     Quantiser,
     TaskBuffers,
@@ -1347,11 +1349,126 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
                      sum_w=sums[:, 2].copy(), partition=events.partition)
 
 
+@njit
+def _packed_histograms(codes, partition, packed, node_start, node_stop, slots, raw, parent_raw,
+                       parent_slots, sibling_slots, buffers):
+    """``build_histograms`` on packed channels (``threads`` None: its task sizes), in one
+    call: node j's events into ``raw[slots[j]]``, its sibling as the parent's minus it."""
+    sizes = node_stop - node_start
+    task = min(max(sizes.sum() // MIN_TASKS, MIN_PACKED_TASK), PACKED_TASK)
+    n_tasks = np.maximum(1, -(-sizes // task))
+    node = np.repeat(np.arange(sizes.size), n_tasks)
+    first = np.cumsum(n_tasks) - n_tasks
+    task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
+    task_stop = np.minimum(task_start + task, node_stop[node])
+    m = codes.shape[1]
+    _task_sums(codes, partition, packed, task_start, task_stop, m, buffers)
+    wide = raw.ndim == 4
+    _reduce_tasks(buffers, node, slots, raw.reshape(raw.shape[0], m, -1),
+                  parent_raw.reshape(parent_raw.shape[0], m, -1), parent_slots, sibling_slots,
+                  wide)
+
+
+@njit
+def _packed_levels(split_codes, by_event, codes, partition, packed, scratch_idx, raw,
+                   max_depth, allowed, n_value_bins, params, scale_a, scale_b, buffers, feature,
+                   bin_threshold, missing_left, left, right, gain, start, stop, sums):
+    """``_grow_depthwise`` after the root, on packed channels with every feature allowed at
+    every node and every level's histograms held, in one call: the same searches
+    (``_find_best_packed``), stable partitions, real-split check, node numbering and child
+    histograms, into the node arrays (capacity for the full tree; the root filled).
+    Returns the node count."""
+    criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
+    no_payload = np.empty((0, N_CHANNELS), CHANNEL_DTYPE)
+    level = np.zeros(1, np.int64)
+    n_nodes = 1
+    for depth in range(max_depth):
+        k = level.size
+        g = np.empty(k)
+        f = np.empty(k, np.int32)
+        t = np.zeros(k, np.int32)
+        ml = np.zeros(k, np.bool_)
+        left_of = np.zeros((k, N_CHANNELS))
+        _find_best_packed(raw, np.arange(k), scale_a, scale_b, sums[level], allowed[:k],
+                          n_value_bins, criterion, reg_lambda, reg_alpha, min_child_hessian,
+                          min_child_weight, min_split_gain, g, f, t, ml, left_of)
+        position = np.flatnonzero(f >= 0)
+        if position.size == 0:
+            break
+        parents = level[position]
+        s, e = start[parents], stop[parents]
+        chunk_start, chunk_stop, chunk_node = _chunk_layout(s, e)
+        n_left = np.empty(chunk_node.size, np.int64)
+        _partition_chunks(split_codes, by_event, partition, no_payload, chunk_start, chunk_stop,
+                          chunk_node, f[position], t[position].astype(np.uint8), ml[position],
+                          scratch_idx, no_payload, n_left)
+        left_dst, right_dst, mid = _chunk_destinations(s, chunk_start, chunk_stop, chunk_node,
+                                                       n_left)
+        _gather_chunks(partition, no_payload, chunk_start, chunk_stop, n_left, left_dst,
+                       right_dst, scratch_idx, no_payload)
+        real = np.flatnonzero((mid > s) & (mid < e))  # _apply_real_splits
+        if real.size == 0:
+            break
+        position, parents, s, mid, e = position[real], parents[real], s[real], mid[real], e[real]
+        q = position.size
+        for i in range(q):  # _add_children: children in split order, left before right
+            p, lc, rc = parents[i], n_nodes + 2 * i, n_nodes + 2 * i + 1
+            feature[p], bin_threshold[p] = f[position[i]], t[position[i]]
+            missing_left[p], gain[p] = ml[position[i]], g[position[i]]
+            left[p], right[p] = lc, rc
+            start[lc], stop[lc], start[rc], stop[rc] = s[i], mid[i], mid[i], e[i]
+            for ch in range(N_CHANNELS):
+                sums[lc, ch] = left_of[position[i], ch]
+                sums[rc, ch] = sums[p, ch] - left_of[position[i], ch]
+        children = np.arange(n_nodes, n_nodes + 2 * q)
+        n_nodes += 2 * q
+        if depth + 1 == max_depth:
+            break
+        small = np.where(mid - s <= e - mid, 2 * np.arange(q), 2 * np.arange(q) + 1)
+        small_nodes = children[small]
+        child_raw = np.empty((2 * q,) + raw.shape[1:], np.int64)
+        _packed_histograms(codes, partition, packed, start[small_nodes], stop[small_nodes],
+                           small, child_raw, raw, position, small ^ 1, buffers)
+        raw = child_raw
+        level = children
+    return n_nodes
+
+
+def _levels_compiled(events: _TreeEvents, nodes: _NodeArrays, max_depth: int,
+                     colsample_bylevel: float, colsample_bynode: float) -> bool:
+    """Whether ``_packed_levels`` grows this depth-wise tree: packed channels, no column
+    draws, room for every node of the full tree and every level's histograms held."""
+    full = (1 << (max_depth + 1)) - 1 if max_depth <= 30 else None
+    return (events.quantised and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
+            and full is not None and nodes.feature.size >= min(full, nodes.max_nodes)
+            and (1 << max(max_depth - 1, 0)) <= events.level_capacity())
+
+
+def _grow_packed_levels(events: _TreeEvents, nodes: _NodeArrays, raw: np.ndarray,
+                        n_value_bins: np.ndarray, params: SplitParams, max_depth: int) -> None:
+    """``_packed_levels`` into ``nodes`` from the root's histogram ``raw``."""
+    n = events.partition.size
+    widest = 1 << max(max_depth - 1, 0)  # the nodes of the deepest level with histograms
+    buffers = events.task_buffers.get(max(MIN_TASKS + 1, n // PACKED_TASK + 1) + widest,
+                                      events.n_features)
+    floor = quantum_floor(params, events.quantiser)
+    allowed = np.tile(events.used, (min(widest, n), 1))
+    nodes.size = int(_packed_levels(
+        *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
+        raw, max_depth, allowed, n_value_bins, floor.as_tuple(), events.quantiser.scale_a,
+        events.quantiser.scale_b, buffers, nodes.feature, nodes.bin_threshold,
+        nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
+        nodes.sums))
+
+
 def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
                     params: SplitParams, max_depth: int, colsample_bylevel: float,
                     colsample_bynode: float, rng: np.random.Generator) -> None:
     """Level-by-level growth into ``nodes``: every node of a level that can split does."""
     raw, _ = _root_histograms(events, nodes)
+    if _levels_compiled(events, nodes, max_depth, colsample_bylevel, colsample_bynode):
+        _grow_packed_levels(events, nodes, raw, n_value_bins, params, max_depth)
+        return
     level = np.zeros(1, np.int64)  # node ids at this depth; raw[i] (when held) belongs to level[i]
     for depth in range(max_depth):
         if raw is None and level.size <= events.level_capacity():  # few enough again: hold them
