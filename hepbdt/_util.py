@@ -713,7 +713,9 @@ def read_ahead(items: Iterable[_T]) -> Iterator[_T]:
 
 def threads_sleep() -> bool:
     """Whether OpenMP's idle threads sleep at once (hepbdt's default, OMP_WAIT_POLICY=PASSIVE)."""
-    return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
+    from .engine._types import threads_sleep as sleep  # the engine sets that default
+
+    return sleep()
 
 
 @contextlib.contextmanager

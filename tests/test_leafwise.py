@@ -464,3 +464,20 @@ def test_compiled_packed_splits_grow_the_per_kernel_trees(monkeypatch, n_jobs):
     per_leaf = X.shape[1] * 256 * 8
     monkeypatch.setattr(grower, "LEVEL_HISTOGRAM_BYTES", 5 * per_leaf)  # five leaves held
     assert fit() == compiled
+
+
+def test_spinning_threads_search_in_parallel_with_the_same_trees(monkeypatch):
+    # With spinning OpenMP threads leaf-wise growth searches two children on every thread
+    # (sleeping ones: on one); the trees must not change.
+    X, y, w = _higgs_like(n=20_000, m=8)
+
+    def fit():
+        return BDTClassifier(boosting="newton", n_trees=3, max_depth=None, max_leaves=24,
+                             quantised_histograms=True, random_state=1).fit(X, y, w).forest_.to_dict()
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    assert grower._serial_scans() == grower.SERIAL_SCANS
+    sleeping = fit()
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert grower._serial_scans() == grower.SERIAL_SCANS_SPINNING
+    assert fit() == sleeping

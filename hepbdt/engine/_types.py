@@ -19,6 +19,12 @@ import os
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
+
+def threads_sleep() -> bool:
+    """Whether OpenMP's idle threads sleep at once (hepbdt's default, OMP_WAIT_POLICY=PASSIVE),
+    so that each parallel kernel wakes them (tens of microseconds), or spin (about one)."""
+    return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
+
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 

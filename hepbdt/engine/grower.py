@@ -38,6 +38,7 @@ from ._types import (
     N_CHANNELS,
     check_n_events,
     njit,
+    threads_sleep,
 )
 from .histogram import (
     MIN_PACKED_TASK,
@@ -80,8 +81,11 @@ NO_PAYLOAD = np.empty((0, 3), CHANNEL_DTYPE)  # partitions that move event indic
 # machine busy with other processes can take a scheduler time slice) costs more than it saves.
 # The kernels' results never depend on the thread count. (1M x 28, 64 leaves, on a busy
 # 2-core machine: decoding and searching two children's histograms took 4.7 ms a split on
-# two threads, 0.4 ms on one.)
+# two threads, 0.4 ms on one.) Threads that spin (GOMP_SPINCOUNT, OMP_WAIT_POLICY=ACTIVE)
+# wake at once: two children's 56 scans then pay on two threads (1M x 28, 64 leaves, 20
+# trees: 0.90 -> 0.85 s).
 SERIAL_SCANS = 128  # (node, feature) histogram scans of a split search
+SERIAL_SCANS_SPINNING = 16
 SERIAL_EVENTS = 4096  # events of a node's histogram (a partition of one chunk is serial anyway)
 # Depth-wise trees of at most this many events x features, grown on one thread, are grown
 # in one compiled call (``_serial_tree``): the same tree without the per-level Python. On
@@ -866,6 +870,11 @@ def _child_histograms(events: _TreeEvents, nodes: _NodeArrays, parent_raw: np.nd
 
 
 # -- leaf-wise (best-first) growth ------------------------------------------------------------
+def _serial_scans() -> int:
+    """The split searches' scans from which leaf-wise growth wakes the other threads."""
+    return SERIAL_SCANS if threads_sleep() else SERIAL_SCANS_SPINNING
+
+
 class _SmallWork:
     """Runs blocks of small work on one thread: leaf-wise growth calls the kernels once per
     split, and waking the other threads costs more than they save on small nodes."""
@@ -944,7 +953,7 @@ class _LeafSplitter:
             allowed = np.stack([sample_features(self.by_depth[depth][0], self.colsample_bynode,
                                                 self.rng) for _ in ids])
         slots = np.array([self.pool.slot[k] for k in ids], np.int64)
-        with self.small.serial(len(ids) * self.events.n_features <= SERIAL_SCANS):
+        with self.small.serial(len(ids) * self.events.n_features <= _serial_scans()):
             params = quantum_floor(self.params, self.events.quantiser)
             if self.events.quantised:  # each feature decoded where it is scanned
                 g, f, t, ml, left_of = find_best_packed_splits(
@@ -1118,7 +1127,7 @@ class _PackedSplits:
                 _leaf_packed_histogram(events.codes, events.partition, events.payload, start,
                                        stop, threads, buffers, pool.raw, events.wide, spare,
                                        parent_slot)
-            with self.small.serial(2 * events.n_features <= SERIAL_SCANS):
+            with self.small.serial(2 * events.n_features <= _serial_scans()):
                 slots = np.array([spare, parent_slot] if small_left else [parent_slot, spare])
                 find_best_packed_splits(pool.raw, slots, events.quantiser.scale_a,
                                         events.quantiser.scale_b, self.child_sums, self.allowed,
