@@ -94,7 +94,9 @@ def test_lengths_that_differ_are_named(client):
         DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y[:-1], w), client=client)
 
 
-@pytest.mark.parametrize("option", [{"max_leaves": 8}, {"max_depth": 13}])
+@pytest.mark.parametrize("option", [
+    {"max_leaves": 8, "boosting": "adaboost", "quantised_histograms": "auto"}, {"max_depth": 13},
+])
 def test_refused_options_are_named_as_given(client, option):
     X, y, w = _data(n=500)
     with pytest.raises(ParameterError) as info:

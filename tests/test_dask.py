@@ -121,6 +121,57 @@ def test_task_path_of_many_workers_gives_the_same_model(client, monkeypatch):
     assert root["client_received"] == root["parts_sent"] // 2  # one summed histogram
 
 
+# -- leaf-wise (best-first) growth ---------------------------------------------------------------
+
+@pytest.mark.parametrize("options", [
+    {"max_leaves": 12, "max_depth": None},
+    {"max_leaves": 16, "max_depth": 3, "boosting": "newton", "colsample_bytree": 0.8,
+     "colsample_bylevel": 0.8, "colsample_bynode": 0.6},
+])
+def test_leafwise_classifier_equals_in_memory_bit_for_bit(client, options):
+    """A round trip a split whose children get histograms; the splits at the depth limit,
+    and the last one, ride along with the next plan (or with the leaf sums)."""
+    X, y, w = _data(n=6_000)
+    opts = dict(n_trees=4, random_state=3, quantised_histograms=True, **options)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_500), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    saved, expected = dist.to_dict(), memory.to_dict()
+    assert {k: v for k, v in saved.items() if k != "train_loss"} == {
+        k: v for k, v in expected.items() if k != "train_loss"}
+    scores = dist.decision_function(_dask(X)[0]).compute()
+    assert np.array_equal(scores, memory.decision_function(X))
+    leaves = [int(np.count_nonzero(dist.forest_.feature[a:b] < 0))
+              for a, b in zip(dist.forest_.tree_offsets[:-1], dist.forest_.tree_offsets[1:],
+                              strict=True)]
+    trips = len(dist.dask_bytes_["levels"]) / len(dist.dask_bytes_["trees"])
+    if options["max_depth"] is None:
+        assert leaves == [12] * 4 and trips == 12 - 1  # the root, and 10 splits of 11
+    else:
+        assert max(leaves) <= 8 and trips < max(leaves)  # depth 3: the last level is free
+
+
+def test_leafwise_regressor_on_the_task_path_with_a_small_pool(client, monkeypatch):
+    """A pool of 3 histograms on the client (as memory's, which the test process shares):
+    a leaf whose histogram was given up gets both children's from the parts."""
+    from hepbdt.dask import _cluster, _estimators
+    from hepbdt.engine import grower
+
+    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
+    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+    monkeypatch.setattr(grower, "LEVEL_HISTOGRAM_BYTES", 1)
+    X, _, w = _data(n=5_000, seed=2)
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 3]) ** 2
+    opts = dict(n_trees=3, max_leaves=20, max_depth=None, boosting="newton", subsample=0.7,
+                subsample_mode="poisson", random_state=4, quantised_histograms=True)
+    memory = BDTRegressor(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTRegressor(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    one = X.shape[1] * 256 * 8
+    sent = {level["client_received"] // one for level in dist.dask_bytes_["levels"][1:]}
+    assert sent == {1, 2}  # the sum of the parts' left children, or of both
+
+
 @pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
 def test_negative_weight_policies_per_worker(client, policy):
     X, y, w = _data(n=8_000, negative=0.1, seed=1)
@@ -275,8 +326,9 @@ def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option", [
-    {"max_leaves": 8}, {"quantised_histograms": False},
+    {"max_leaves": 8, "boosting": "realadaboost"}, {"quantised_histograms": False},
     {"subsample_mode": "weighted", "boosting": "adaboost"}, {"loss": "huber"},
+    {"max_depth": 13},
 ])
 def test_unsupported_options_are_refused(client, option):
     X, y, w = _data(n=2_000)

@@ -72,6 +72,16 @@ def test_auto_trees_stop_as_in_memory(client, options):
     _assert_same_fit(memory, dist)
 
 
+def test_leafwise_auto_trees_stop_as_in_memory(client):
+    X, y, w = _data(n=6_000, seed=1)
+    memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 1_500,
+                             n_trees="auto", max_leaves=10, max_depth=None, random_state=3,
+                             boosting="gradient", learning_rate=0.5, n_iter_no_change=3,
+                             subsample=0.8, quantised_histograms=True)
+    assert memory.n_trees_ < len(memory.validation_loss_)  # stopped early, cut at the best
+    _assert_same_fit(memory, dist)
+
+
 def test_held_out_losses_in_chunks_across_parts(client):
     """10,000 held-out events: the loss's chunks of 4,096 lie within a part and across
     the two parts; the chunks' sums and numpy's sum of them are memory's."""

@@ -73,6 +73,17 @@ def test_multiclass_equals_in_memory_bit_for_bit(client, options):
         k: v for k, v in expected.items() if k != "train_loss"}
 
 
+def test_multiclass_leafwise_equals_in_memory_bit_for_bit(client):
+    X, y, w = _classes(n=4_000, seed=5)
+    opts = dict(boosting="newton", n_trees=3, max_leaves=6, max_depth=None,
+                colsample_bynode=0.7, random_state=1, quantised_histograms=True)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    _assert_same_model(memory, dist)
+    assert np.count_nonzero(dist.forest_.feature < 0) == 3 * 3 * 6  # 3 rounds of 3 trees
+    assert np.array_equal(dist.predict_proba(X), memory.predict_proba(X))
+
+
 @pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
 def test_multiclass_negative_weight_policies_per_worker(client, policy):
     X, y, w = _classes(n=6_000, negative=0.1, seed=1)

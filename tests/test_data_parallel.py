@@ -10,10 +10,16 @@ import pytest
 
 from hepbdt._util import exact_sum, exact_sum_of_parts, exact_sum_parts
 from hepbdt.boosting._loop import leaf_sums, node_sums, update_scores
-from hepbdt.engine import data_parallel
+from hepbdt.engine import data_parallel, grower
 from hepbdt.engine._types import NEWTON
 from hepbdt.engine.binning import BinMapper
-from hepbdt.engine.data_parallel import PartTree, SummedTree, add_histograms
+from hepbdt.engine.data_parallel import (
+    PartTree,
+    SummedLeafTree,
+    SummedTree,
+    add_histograms,
+    add_leaf_results,
+)
 from hepbdt.engine.grower import QuantisedRows, add_by_leaf, grow_tree
 from hepbdt.engine.histogram import Quantiser
 from hepbdt.engine.split import SplitParams
@@ -80,6 +86,75 @@ def test_parts_grow_the_whole_samples_tree(cuts, in_order, monkeypatch):
         part_score = np.zeros(e - s)
         add_by_leaf(part.leaf_of, values[whole.is_leaf], part_score)
         assert np.array_equal(part_score, score[s:e])
+
+
+def _grow_leaves_in_parts(X, a, b, mapper, cuts, params, max_depth, max_leaves, seed, rng,
+                          **draws):
+    """The leaf-wise tree of parts cut at ``cuts`` (``SummedLeafTree`` and ``PartTree``), its
+    node sums, and each plan's answers (summed)."""
+    n = X.shape[0]
+    bounds = [0, *cuts, n]
+    parts = [PartTree(QuantisedRows.from_features(X[s:e], mapper), s, max_depth, max_leaves)
+             for s, e in zip(bounds[:-1], bounds[1:], strict=True)]
+    max_abs = Quantiser.max_abs(a, b)
+    used = np.ones(X.shape[1], np.bool_)
+    quantiser = Quantiser(np.empty(0), np.empty(0), n, seed=seed, max_abs=max_abs)
+    tree = SummedLeafTree(quantiser, used, mapper.n_bins_, params, max_depth, max_leaves,
+                          rng=rng, **draws)
+    raw = None
+    for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):
+        raw = add_histograms(raw, part.start(a[s:e], b[s:e], used, n, seed, max_abs))
+    plan, answers = tree.start(raw), []
+    while plan is not None:
+        answer = None
+        for part in reversed(parts):  # any order: integer sums
+            result = part.split_leaves(plan)
+            answer = result if answer is None else add_leaf_results(answer, result)
+        answers.append(answer)
+        plan = None if plan.last else tree.advance(answer)
+    grown = tree.grown_tree()
+    running = None
+    for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):  # in event order
+        running = part.leaf_sums(running, a[s:e], b[s:e])
+    return grown, node_sums(grown, running), answers
+
+
+@pytest.mark.parametrize(("max_depth", "max_leaves", "draws", "pool"), [
+    (None, 24, {}, False),
+    (3, 16, {"colsample_bylevel": 0.75, "colsample_bynode": 0.5}, False),
+    (None, 24, {"colsample_bynode": 0.75}, True),  # a pool of 3: children from events
+])
+@pytest.mark.parametrize("cuts", [[0], [700, 701, 1500]])
+def test_parts_grow_the_whole_samples_leafwise_tree(cuts, max_depth, max_leaves, draws, pool,
+                                                    monkeypatch):
+    """Best first: one split a round trip (with the splits made since whose children get
+    no histograms), the parts' left children's histograms summed, the tree memory's."""
+    if pool:  # the driver gives histograms up as memory's pool does; the parts follow
+        monkeypatch.setattr(grower, "LEVEL_HISTOGRAM_BYTES", 1)
+    rng = np.random.default_rng(1)
+    n, m = 2_000, 4
+    X = rng.standard_normal((n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.05] = np.nan
+    a = (rng.standard_normal(n) + np.nan_to_num(X[:, 0] * X[:, 1]).clip(-1, 1)).astype(np.float32)
+    b = rng.uniform(0.1, 1.0, n).astype(np.float32)
+    mapper = BinMapper(32).fit(X)
+    params = SplitParams(NEWTON, reg_lambda=1.0)
+    whole = grow_tree(None, None, a, b, b, mapper.n_bins_, params, max_depth, quantised=True,
+                      ordered=QuantisedRows.from_features(X, mapper), rounding_seed=3,
+                      rng=np.random.default_rng(7), max_leaves=max_leaves, **draws)
+    expected = leaf_sums(whole, a, b)
+    grown, sums, answers = _grow_leaves_in_parts(X, a, b, mapper, cuts, params, max_depth,
+                                                 max_leaves, 3, np.random.default_rng(7), **draws)
+    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",
+                 "sum_b", "sum_w"):
+        assert np.array_equal(getattr(whole, name), getattr(grown, name)), name
+    assert np.array_equal(expected, sums)
+    n_leaves = int(np.count_nonzero(whole.is_leaf))
+    assert n_leaves == max_leaves or max_depth is not None
+    assert sum(answer.counts.shape[0] for answer in answers) == n_leaves - 1
+    assert all((answer.counts > 0).all() for answer in answers)
+    both = [answer.raw.shape[0] == 2 for answer in answers if answer.raw is not None]
+    assert any(both) == pool  # both children sent only where the parent's was given up
 
 
 def test_exact_sums_merge_in_any_order():

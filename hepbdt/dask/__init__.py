@@ -3,7 +3,8 @@
 :class:`DaskBDTClassifier` and :class:`DaskBDTRegressor` take the in-memory estimators'
 options and fit dask arrays on a ``distributed.Client`` (the current one by default): data
 parallel, each worker binning and keeping a contiguous run of the events, the histograms of
-every tree level summed on the cluster and the splits chosen once on the client
+every tree level (leaf-wise: of every split) summed on the cluster and the splits chosen once
+on the client
 (:mod:`hepbdt.engine.data_parallel`). The fitted model is an ordinary hepbdt model, the
 in-memory one bit for bit at the same bin edges. :func:`apply` scores ntuples on the
 workers, one task an output file. :func:`connect` opens a client with a timeout. Names are

@@ -11,9 +11,12 @@ newton boosting, of two classes, a regression, or K classes (K trees a round, on
 each from the scores of the round before), grow each tree with
 :mod:`hepbdt.engine.data_parallel`: the parts quantise their channels as the whole sample
 would, send the histograms of the nodes being split, which are summed pairwise on the
-cluster; the client chooses the splits and sends them back. Leaf sums run through the parts
-in event order, each continuing the last one's running sums. The model is the in-memory
-model (``quantised_histograms=True``, the same bin edges) bit for bit.
+cluster; the client chooses the splits and sends them back. Leaf-wise growth (``max_leaves``,
+``max_depth`` None or a limit) runs memory's best-first loop on the client
+(``SummedLeafTree``): a round trip a split whose children get histograms, each part sending
+its left child's. Leaf sums run through the parts in event order, each continuing the last
+one's running sums. The model is the in-memory model (``quantised_histograms=True``, the
+same bin edges) bit for bit.
 
 ``n_trees="auto"`` (the default, as in memory) and ``early_stopping`` hold out memory's
 events: each part replays the fit generator's draw over the whole sample from its first row
@@ -38,14 +41,16 @@ in-memory model bit for bit too.
 
 What the in-memory estimators do that these do not (each refused with a ParameterError
 naming the option): the AdaBoost family's weighted draw (``subsample_mode="weighted"``, a
-multinomial over every event's boosted weight, each tree), leaf-wise growth
-(``max_leaves``), float histograms for gradient and newton boosting (quantised ones for the
+multinomial over every event's boosted weight, each tree) and its leaf-wise growth
+(``max_leaves``: its float histograms would pass through every part in event order at each
+split), float histograms for gradient and newton boosting (quantised ones for the
 AdaBoost family, which has none), losses whose leaves are medians (absolute, huber,
 pseudo_huber), the negative-weight policies that need every event of a class ("regress",
 "pair": a fit with negative weights must choose "keep", "abs", "ignore" or, for the AdaBoost
-family, "inverse_boost"), the decorrelation (flatness loss, uBoost, the DDT map), and
-AdaBoost trees so deep that memory would build a level's histograms from the events
-(``max_depth``: with two classes, depth 8 up to 200 features, depth 10 up to 85).
+family, "inverse_boost"), the decorrelation (flatness loss, uBoost, the DDT map),
+depth-wise trees deeper than MAX_DASK_DEPTH (12), and AdaBoost trees so deep that memory
+would build a level's histograms from the events (``max_depth``: with two classes, depth 8
+up to 200 features, depth 10 up to 85).
 """
 
 from __future__ import annotations
@@ -74,8 +79,10 @@ from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
 from ..engine.data_parallel import (
     ChunkedSum,
     PairwiseSum,
+    SummedLeafTree,
     SummedTree,
     add_histograms,
+    add_leaf_results,
     exact_level_capacity,
 )
 from ..engine.grower import sample_features
@@ -130,10 +137,15 @@ class _DaskMixin:
             raise ParameterError(name, f"{name}={getattr(self, name)!r}: {why} "
                                        f"({type(self).__name__})")
 
-        if self.max_leaves is not None:
-            refuse("max_leaves", "leaf-wise growth is not distributed yet (depth-wise only)")
-        if self.max_depth is None or int(self.max_depth) > MAX_DASK_DEPTH:
-            refuse("max_depth", f"the Dask fit grows depth-wise to at most {MAX_DASK_DEPTH}")
+        if self.max_leaves is not None and self._adaboost:
+            refuse("max_leaves", f"leaf-wise growth of boosting={self.boosting!r} is not "
+                   "distributed yet: its float histograms would pass through every worker "
+                   "in event order at each split, a chain of round trips a leaf (gradient "
+                   "and newton boosting take max_leaves)")
+        if self.max_leaves is None and (self.max_depth is None
+                                        or int(self.max_depth) > MAX_DASK_DEPTH):
+            refuse("max_depth", f"the Dask fit grows depth-wise to at most {MAX_DASK_DEPTH} "
+                   "(leaf-wise, with max_leaves, to any depth)")
         if self.quantised_histograms is False and not self._adaboost:
             refuse("quantised_histograms", "the Dask fit of gradient and newton boosting sums "
                    "integer histograms (exact in any order): give 'auto' or True")
@@ -387,9 +399,10 @@ class _DaskMixin:
             layout = (PairwiseSum(valid[0]) if loss.loss_chunk is None
                       else ChunkedSum(valid[0], loss.loss_chunk))
         binned = cluster.gather([cluster.submit_to(
-            i, _parts.bin_part, int(offsets[i]), mapper.edges_, booster, int(self.max_depth),
+            i, _parts.bin_part, int(offsets[i]), mapper.edges_, booster, self._depth_limit(),
             one_score, {k: v.requests(i) for k, v in sums.items()},
-            None if layout is None else layout.requests(i)) for i in range(len(counts))])
+            None if layout is None else layout.requests(i), self._leaf_limit())
+            for i in range(len(counts))])
         totals = {k: v.total([b["pieces"][k] for b in binned]) for k, v in sums.items()}
         if len(cluster.workers) <= ACTOR_PARTS:
             cluster.start_actors()
@@ -532,29 +545,39 @@ class _DaskMixin:
               rng: np.random.Generator, n: int, seed: int, max_abs: tuple[float, float],
               sent: _Traffic):
         """One quantised tree, level by level (``SummedTree`` on the client, the parts'
-        ``root`` and ``level`` steps): the tree and the parts' last level futures."""
+        ``root`` and ``level`` steps) or, with ``max_leaves``, best first (``SummedLeafTree``,
+        the parts' ``root`` and ``leaf_splits``: a round trip a split whose children get
+        histograms): the tree and the parts' last futures."""
         quantiser = Quantiser(np.empty(0), np.empty(0), n, seed=seed, max_abs=max_abs)
-        grower = SummedTree(quantiser, features, mapper.n_bins_, params, int(self.max_depth),
-                            self.colsample_bylevel, self._node_fraction(mapper.n_bins_.size), rng)
+        by_node = self._node_fraction(mapper.n_bins_.size)
+        if self.max_leaves is None:
+            grower = SummedTree(quantiser, features, mapper.n_bins_, params, int(self.max_depth),
+                                self.colsample_bylevel, by_node, rng)
+            step, add = _parts.level, add_histograms
+        else:
+            grower = SummedLeafTree(quantiser, features, mapper.n_bins_, params,
+                                    self._depth_limit(), int(self.max_leaves),
+                                    self.colsample_bylevel, by_node, rng)
+            step, add = _parts.leaf_splits, add_leaf_results
         roots = cluster.run(_parts.root, args=(features, n, seed, max_abs))
         before = cluster.received.get("histograms", 0)
         raw = cluster.gather(cluster.sum(roots, add_histograms), "histograms")
         sent.level(0, 1, raw, cluster.received["histograms"] - before)
         plan = grower.start(raw)
         depth = 0
-        applied = [None] * len(cluster.workers)  # the last level's partitions, not waited for
+        applied = [None] * len(cluster.workers)  # the last step's partitions, not waited for
         while plan is not None:
-            lefts = cluster.run(_parts.level, args=(plan,))
+            results = cluster.run(step, args=(plan,))
             sent.plan(plan)
-            depth += 1
+            depth = getattr(plan, "depth", depth + 1)  # leaf-wise: the split children's
             if plan.last:
-                applied = lefts
+                applied = results
                 break
             before = cluster.received["histograms"]
-            left = cluster.gather(cluster.sum(lefts, add_histograms), "histograms")
-            sent.level(depth, int(plan.parents.size), left,
+            summed = cluster.gather(cluster.sum(results, add), "histograms")
+            sent.level(depth, int(plan.parents.size), summed,
                        cluster.received["histograms"] - before)
-            plan = grower.advance(left)
+            plan = grower.advance(summed)
         return grower.grown_tree(), applied
 
     @staticmethod
@@ -821,9 +844,10 @@ class _ClientWatch:
 
 class _Traffic:
     """Bytes of one tree's messages, measured (``nbytes`` of the arrays, pickled size of
-    the plans): per level, what the parts sent (each the histograms of the level's left
-    children, root first) and what the client received; per tree, these plus the plans
-    sent to every part and the leaf sums passed along the chain of parts."""
+    the plans): per level (leaf-wise: per round trip, "depth" that of the split's
+    children), what the parts sent (each the histograms of the level's left children, root
+    first) and what the client received; per tree, these plus the plans sent to every part
+    and the leaf sums passed along the chain of parts."""
 
     def __init__(self, n_parts: int):
         self.n_parts = n_parts

@@ -27,6 +27,8 @@ from ..engine._types import CHANNEL_DTYPE
 from ..engine.binning import BinMapper, EdgeSketch
 from ..engine.data_parallel import (
     ExactPartTree,
+    LeafPlan,
+    LeafResult,
     LevelPlan,
     PartTree,
     chunk_pieces,
@@ -38,7 +40,7 @@ from ..estimators import MAX_MAGNITUDE, MIN_MAGNITUDE, check_magnitudes, check_t
 
 __all__ = ["PartActor", "PartLost", "load", "held_out", "split", "training_weights",
            "tree_weights", "drawn_counts", "vector_sums", "weights", "sketch", "bin_part",
-           "class_sums", "begin_tree", "root", "level", "bin_exact", "ada_tree",
+           "class_sums", "begin_tree", "root", "level", "leaf_splits", "bin_exact", "ada_tree",
            "exact_histograms", "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums",
            "ada_add", "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
 
@@ -280,18 +282,20 @@ def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
     return result
 
 
-def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any, max_depth: int,
-             init_parts: bool, requests: dict[str, list], valid_request: Any = None) -> dict[str, Any]:
+def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any,
+             max_depth: int | None, init_parts: bool, requests: dict[str, list],
+             valid_request: Any = None, max_leaves: int | None = None) -> dict[str, Any]:
     """Bin the part's features with the global ``edges`` (the floats are dropped), and its
     held-out events' (``valid_request``: how their loss terms are cut for the client, the
-    ``ChunkedSum`` or ``PairwiseSum`` requests); keep the booster. Returns the exact parts
-    of the loss's initial sums and the pieces of the sums asked for (``vector_sums``)."""
+    ``ChunkedSum`` or ``PairwiseSum`` requests); keep the booster and the trees' shape
+    (``max_leaves`` None: depth-wise). Returns the exact parts of the loss's initial sums
+    and the pieces of the sums asked for (``vector_sums``)."""
     part = _part(key)
     part.offset = int(offset)
     mapper = BinMapper.from_edges(edges)
     ordered = QuantisedRows.from_features(part.X, mapper)
     part.X = None
-    part.tree = PartTree(ordered, offset, max_depth)
+    part.tree = PartTree(ordered, offset, max_depth, max_leaves)
     part.booster = booster
     one_score = getattr(booster.loss, "n_classes", 1) == 1
     part.loss = _OneScore(booster.loss) if one_score else booster.loss
@@ -406,6 +410,12 @@ def root(key: str, used: np.ndarray, n_rows: int, seed: int,
 def level(key: str, plan: LevelPlan) -> np.ndarray | None:
     """Apply a level's splits to the part; its left children's raw histograms."""
     return _part(key).tree.apply(plan)
+
+
+def leaf_splits(key: str, plan: LeafPlan) -> LeafResult:
+    """Split a leaf-wise plan's leaves on the part; its events' counts and its histograms
+    of the last split's children (``PartTree.split_leaves``)."""
+    return _part(key).tree.split_leaves(plan)
 
 
 def leaf_sums(key: str, initial: np.ndarray | None, after: Any = None) -> np.ndarray:
@@ -610,9 +620,9 @@ class PartActor:
         return globals()[step](self.key, *args)
 
 
-_STEPS = ("class_sums", "begin_tree", "root", "level", "leaf_sums", "finish", "vector_sums",
-          "training_weights", "weights", "ada_tree", "exact_histograms", "exact_level", "exact_leaf_sums",
-          "ada_evaluate", "ada_sums", "ada_add")
+_STEPS = ("class_sums", "begin_tree", "root", "level", "leaf_splits", "leaf_sums", "finish",
+          "vector_sums", "training_weights", "weights", "ada_tree", "exact_histograms",
+          "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums", "ada_add")
 
 
 def predict_block(block: np.ndarray, model: Any, method: str) -> np.ndarray:

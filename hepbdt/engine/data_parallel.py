@@ -1,5 +1,6 @@
-"""The depth-wise grower cut in two: a driver that sees only summed histograms, and
-parts that hold the events (a Dask cluster's workers, each with a contiguous run of them).
+"""The grower (depth-wise and leaf-wise) cut in two: a driver that sees only summed
+histograms, and parts that hold the events (a Dask cluster's workers, each with a
+contiguous run of them).
 
 The steps are the one grower's own (``grower.py``): a part packs its channels with a
 :class:`~hepbdt.engine.histogram.Quantiser` of the whole sample (its maxima, its event count
@@ -15,6 +16,17 @@ running sums of the part before it (``initial=``), in event order, as the in-mem
 does; a part of at least ``ORDERED_SUMS_FROM`` events reads its events in order for them
 (``event_leaves``, which its score updates use too), as memory does from that many, else
 it walks the partition (the same sums either way).
+
+Leaf-wise (best-first) growth, ``max_leaves``, is ``_grow_leafwise``'s loop cut the same
+way: the driver (:class:`SummedLeafTree`) keeps the heap of waiting leaves, the pool of their
+summed histograms and ``_LeafSplitter``'s searches and column draws; each split it makes goes
+to the parts in a :class:`LeafPlan`, together with the splits made since whose children get
+no histograms (the depth or leaf limit), and each part (``PartTree.split_leaves``) partitions
+those leaves (``_partition_leaf``), builds its own smaller child's histogram and the larger
+as parent minus it from a pool of its own (``_leaf_histograms``), and sends the left child's
+(both where the driver gave the parent's up). Which child a part builds does not change an
+integer sum, so one round trip a split gives memory's tree; the parts also send each split's
+event counts, from which the driver takes memory's smaller child for its pool.
 
 Float (exact) histograms, those of the AdaBoost family, are floating-point sums whose bits
 depend on the order of the additions, so they are not added up part by part: they run
@@ -34,12 +46,11 @@ values of the few that straddle two parts; the driver adds them as numpy would.
 ``boosting/losses.py``: each chunk of LOSS_CHUNK events added one after another from 0.0,
 then numpy's sum of the chunks' sums): each part sends the sums of the chunks within it
 and the values of those across parts, which the driver adds in order.
-
-Depth-wise only (leaf-wise growth splits one leaf at a time: a round trip a leaf).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,13 +61,19 @@ from ._types import N_BINS, N_CHANNELS, njit
 from .grower import (
     LEVEL_HISTOGRAM_BYTES,
     ORDERED_SUMS_FROM,
+    SERIAL_EVENTS,
     GrownTree,
     QuantisedRows,
     _add_children,
     _apply_splits,
     _child_histograms,
     _choose_splits,
+    _HistogramPool,
+    _leaf_histograms,
+    _LeafSplitter,
     _NodeArrays,
+    _partition_leaf,
+    _SmallWork,
     _Splits,
     _TreeEvents,
     event_leaves,
@@ -66,9 +83,10 @@ from .grower import (
 from .histogram import Quantiser, new_histograms
 from .split import SplitParams
 
-__all__ = ["ChunkedSum", "ExactPartTree", "LevelPlan", "PairwiseSum", "PartTree", "SummedTree",
-           "add_histograms", "chunk_pieces", "exact_level_capacity", "max_nodes",
-           "pairwise_pieces", "sequential_sum"]
+__all__ = ["ChunkedSum", "ExactPartTree", "LeafPlan", "LeafResult", "LevelPlan", "PairwiseSum",
+           "PartTree", "SummedLeafTree", "SummedTree", "add_histograms", "add_leaf_results",
+           "chunk_pieces", "exact_level_capacity", "max_nodes", "pairwise_pieces",
+           "sequential_sum"]
 
 PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE: its pairwise sum adds blocks of this many in turn
 UNROLL = 8  # the accumulators of numpy's pairwise block (its halves are multiples of this)
@@ -110,12 +128,16 @@ def add_histograms(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | N
 
 
 class _Summed:
-    """What ``_choose_splits`` asks of the events, for histograms summed elsewhere."""
+    """What ``_choose_splits`` (and leaf-wise, ``_LeafSplitter`` and ``_HistogramPool``) ask
+    of the events, for histograms summed elsewhere."""
 
     def __init__(self, quantiser: Quantiser | None, used: np.ndarray):
         self.quantiser = quantiser  # None: exact histograms
         self.used = used
         self.n_features = used.size
+        self.quantised = quantiser is not None
+        self.wide = quantiser is not None and quantiser.wide
+        self.n_channels = N_CHANNELS
 
     def decoded(self, raw: np.ndarray) -> np.ndarray:
         return raw if self.quantiser is None else self.quantiser.decode(raw)
@@ -208,18 +230,197 @@ class SummedTree:
         return self.nodes.grown_tree(np.empty(0, np.int32))
 
 
+@dataclass
+class LeafPlan:
+    """Leaf splits the driver made since the last round trip, in order, sent to every
+    part: all but the last make leaves whose children get no histograms (the depth or
+    leaf limit); the last one's children get them unless ``last`` (the tree is then done)."""
+
+    parents: np.ndarray  # int64 leaves split, in the driver's order
+    children: np.ndarray  # int64 (k, 2): the (left, right) node ids each split adds
+    gain: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    missing_left: np.ndarray
+    left_sums: np.ndarray  # (k, 3)
+    drop: np.ndarray  # int64 nodes whose histograms the parts free first (the driver did)
+    last: bool
+    depth: int  # the depth of the last split's children
+
+    def split(self, j: int) -> _Splits:
+        """Split ``j`` as the grower's one-node ``_Splits``."""
+        return _Splits(np.zeros(1, np.int64), self.gain[j:j + 1], self.feature[j:j + 1],
+                       self.threshold[j:j + 1], self.missing_left[j:j + 1],
+                       self.left_sums[j:j + 1])
+
+
+@dataclass
+class LeafResult:
+    """A part's answer to a :class:`LeafPlan` (or the parts' answers summed): each split's
+    events on the left and on the right, and unless the plan was the last the raw
+    histograms of its last split's children: (1, ...) the left child's, or (2, ...) both
+    where the driver gave the parent's histogram up."""
+
+    counts: np.ndarray  # (k, 2) int64
+    raw: np.ndarray | None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (what ``Cluster`` counts as received)."""
+        return int(self.counts.nbytes) + (0 if self.raw is None else int(self.raw.nbytes))
+
+
+def add_leaf_results(a: LeafResult, b: LeafResult) -> LeafResult:
+    """The sum of two parts' answers to one :class:`LeafPlan` (integers: any order)."""
+    return LeafResult(a.counts + b.counts, add_histograms(a.raw, b.raw))
+
+
+class SummedLeafTree:
+    """The driver's side of one leaf-wise (best-first) tree: ``_grow_leafwise``'s loop on
+    summed raw histograms, with its heap, its pool (``_HistogramPool``, the same capacity
+    and evictions) and its searches and column draws (``_LeafSplitter``, the same calls on
+    ``rng`` in the same order).
+
+    ``start(root_raw)`` and then ``advance(result)`` after each round trip give the next
+    :class:`LeafPlan`, or None when the tree is done; ``grown_tree()`` the tree. Every
+    split is made when it is popped from the heap, as memory makes it; a split whose
+    children get no histograms waits in the next plan, so it costs no round trip.
+    Quantised splits leave events on both sides (an empty side has B = 0, below the
+    ``quantum_floor``), as ``SummedTree`` takes them; the parts' counts are checked.
+    """
+
+    def __init__(self, quantiser: Quantiser, used: np.ndarray, n_value_bins: np.ndarray,
+                 params: SplitParams, max_depth: int | None, max_leaves: int,
+                 colsample_bylevel: float = 1.0, colsample_bynode: float = 1.0,
+                 rng: np.random.Generator | None = None):
+        self.events = _Summed(quantiser, used.astype(np.bool_))
+        self.max_leaves = int(max_leaves)
+        self.depth_limit = np.inf if max_depth is None else int(max_depth)
+        self.nodes = _NodeArrays(2 * self.max_leaves - 1)
+        # ``_TreeEvents.leaf_capacity`` reads only what ``_Summed`` has
+        self.pool = _HistogramPool(self.events, min(self.max_leaves,
+                                                    _TreeEvents.leaf_capacity(self.events)))
+        self.splitter = _LeafSplitter(self.events, self.nodes, self.pool, n_value_bins, params,
+                                      colsample_bylevel, colsample_bynode,
+                                      rng if rng is not None else np.random.default_rng(0),
+                                      _SmallWork())
+        self.depth = {0: 0}
+        self.waiting: dict[int, _Splits] = {}
+        self.queue: list[tuple[float, int]] = []  # (-gain, node id)
+        self.n_leaves = 1
+        self.held = {0}  # the nodes whose histograms the parts hold
+        self.pending: list[tuple[int, _Splits, np.ndarray]] = []  # made, not yet sent
+        self.plan: LeafPlan | None = None
+
+    def start(self, root_raw: np.ndarray) -> LeafPlan | None:
+        """The root's summed histogram in; the first plan out."""
+        self.pool.raw[self.pool.take(0, {})] = root_raw[0]
+        hists = self.events.decoded(root_raw)
+        self.nodes.sums[0] = hists[0, int(np.argmax(self.events.used))].sum(axis=0)
+        if self.depth_limit > 0:
+            self._consider([0], 0)
+        return self._next()
+
+    def advance(self, result: LeafResult) -> LeafPlan | None:
+        """The parts' summed answer to the last plan in; the next plan out."""
+        plan, self.plan = self.plan, None
+        if plan is None or plan.last:
+            return None
+        if not (result.counts > 0).all():
+            raise RuntimeError("a quantised leaf split left a side without events; the "
+                               "in-memory grower would have dropped it")
+        parent = int(plan.parents[-1])
+        left, right = (int(k) for k in plan.children[-1])
+        self._child_histograms(parent, left, right, result.counts[-1], result.raw)
+        self._consider([left, right], self.depth[left])
+        return self._next()
+
+    def _consider(self, ids: list[int], depth: int) -> None:
+        """``_grow_leafwise``'s ``consider``: search the new leaves, queue those that split."""
+        for k, split in zip(ids, self.splitter(ids, depth), strict=True):
+            if split is None:
+                self.pool.release(k)
+            else:
+                self.waiting[k] = split
+                heapq.heappush(self.queue, (-float(split.gain[0]), k))
+
+    def _child_histograms(self, parent: int, left: int, right: int, counts: np.ndarray,
+                          raw: np.ndarray) -> None:
+        """``_leaf_histograms``'s pool steps on the summed histograms: the larger child (by
+        events) takes the parent's slot, the right child is parent minus left; both taken
+        as sent where the parent's histogram was given up."""
+        pool = self.pool
+        small, large = (left, right) if counts[0] <= counts[1] else (right, left)
+        if parent in pool.slot:
+            if raw.shape[0] != 1:
+                raise RuntimeError("the parts sent both children's histograms of a held parent")
+            parent_slot = pool.slot.pop(parent)
+            pool.slot[large] = parent_slot
+            right_raw = pool.raw[parent_slot] - raw[0]
+            pool.take(small, self.waiting)
+            pool.raw[pool.slot[left]] = raw[0]
+            pool.raw[pool.slot[right]] = right_raw
+        else:
+            pool.raw[pool.take(left, self.waiting)] = raw[0]
+            pool.raw[pool.take(right, self.waiting)] = raw[1]
+
+    def _next(self) -> LeafPlan | None:
+        """Make splits best first until one whose children get histograms (or the end)."""
+        while self.queue and self.n_leaves < self.max_leaves:
+            _, parent = heapq.heappop(self.queue)
+            split = self.waiting.pop(parent)
+            depth = self.depth[parent] + 1
+            build = self.n_leaves + 1 < self.max_leaves and depth < self.depth_limit
+            none = np.zeros(1, np.int64)  # the parts hold where the events are
+            children = _add_children(self.nodes, np.array([parent], np.int64), split, none,
+                                     none, none)
+            self.n_leaves += 1
+            self.pending.append((parent, split, children))
+            if not build:
+                self.pool.release(parent)
+                continue
+            self.depth[int(children[0])] = self.depth[int(children[1])] = depth
+            return self._send(False, depth)
+        return self._send(True, 0) if self.pending else None
+
+    def _send(self, last: bool, depth: int) -> LeafPlan:
+        """The splits made since the last plan, and the histograms the parts may free."""
+        made, self.pending = self.pending, []
+        drop = self.held - set(self.pool.slot)
+        self.held -= drop
+        if not last:  # the parts' pools follow memory's: the parent's slot to a child
+            self.held.discard(made[-1][0])
+            self.held.update(int(k) for k in made[-1][2])
+        splits = [m[1] for m in made]
+        self.plan = LeafPlan(
+            np.array([m[0] for m in made], np.int64), np.stack([m[2] for m in made]),
+            *(np.concatenate([getattr(sp, name) for sp in splits])
+              for name in ("gain", "feature", "threshold", "missing_left", "left_sums")),
+            np.array(sorted(drop), np.int64), last, depth)
+        return self.plan
+
+    def grown_tree(self) -> GrownTree:
+        """The tree (node arrays; an empty partition)."""
+        return self.nodes.grown_tree(np.empty(0, np.int32))
+
+
 class PartTree:
     """A part's side: its events' codes (a :class:`QuantisedRows`), their offset in the
-    whole sample, and the tree being grown on them."""
+    whole sample, and the tree being grown on them: depth-wise (``max_leaves`` None), or
+    leaf-wise, with a pool of its waiting leaves' histograms as the driver's (two more)."""
 
-    def __init__(self, ordered: QuantisedRows, offset: int, max_depth: int):
+    def __init__(self, ordered: QuantisedRows, offset: int, max_depth: int | None,
+                 max_leaves: int | None = None):
         self.ordered = ordered
         self.offset = int(offset)
-        self.max_depth = int(max_depth)
+        self.max_depth = None if max_depth is None else int(max_depth)
+        self.max_leaves = None if max_leaves is None else int(max_leaves)
         self.n_events = ordered.codes.shape[0]
         self.events: _TreeEvents | None = None
         self.nodes: _NodeArrays | None = None
         self.raw: np.ndarray | None = None
+        self.pool: _HistogramPool | None = None  # leaf-wise: the waiting leaves' histograms
+        self.small: _SmallWork | None = None
         # each event's leaf, from the leaf sums of the grown tree to the next tree's start
         self.leaf_of: np.ndarray | None = None
 
@@ -232,12 +433,60 @@ class PartTree:
         rows = self.ordered.partition  # only its size is read
         self.events = _TreeEvents.quantised_rows(self.ordered, rows, a, b, used.astype(np.bool_),
                                                  seed, quantiser)
-        self.nodes = _NodeArrays(max_nodes(self.max_depth))
+        self.nodes = _NodeArrays(max_nodes(self.max_depth) if self.max_leaves is None
+                                 else 2 * self.max_leaves - 1)
         self.nodes.start[0], self.nodes.stop[0] = 0, self.n_events
-        self.raw = self.events.histograms(1, np.array([0], np.int64),
-                                          np.array([self.n_events], np.int64),
-                                          np.array([0], np.int64))
-        return self.raw
+        root = self.events.histograms(1, np.array([0], np.int64),
+                                      np.array([self.n_events], np.int64),
+                                      np.array([0], np.int64))
+        self.raw = root
+        if self.max_leaves is not None:
+            self._start_pool(root)
+        return root
+
+    def _start_pool(self, root: np.ndarray) -> None:
+        """An empty pool (kept from the last tree) holding the root's histogram."""
+        capacity = min(self.max_leaves, self.events.leaf_capacity()) + 2
+        if self.pool is None or self.pool.raw.shape != (capacity,) + root.shape[1:]:
+            self.pool = _HistogramPool(self.events, capacity)
+        self.pool.free, self.pool.slot = list(range(capacity - 1, -1, -1)), {}
+        self.pool.raw[self.pool.take(0, {})] = root[0]
+        self.raw = None
+        self.small = _SmallWork()
+
+    def split_leaves(self, plan: LeafPlan) -> LeafResult:
+        """Free the histograms the driver dropped, split the plan's leaves in order (the
+        partition of ``_PackedSplits``), and unless it was the last plan build its last
+        split's children's histograms (``_leaf_histograms``: this part's smaller child
+        from its events, the larger as parent minus it, both from the events where the
+        parent's was dropped). Returns each split's events left and right, and the left
+        child's histogram (both where the parent's was dropped)."""
+        events, nodes, pool = self.events, self.nodes, self.pool
+        for node in plan.drop.tolist():
+            pool.release(node)
+        counts = np.empty((plan.parents.size, 2), np.int64)
+        for j, parent in enumerate(plan.parents.tolist()):
+            s, e = int(nodes.start[parent]), int(nodes.stop[parent])
+            serial = e - s <= SERIAL_EVENTS
+            with self.small.serial(serial):
+                mid = int(_partition_leaf(*events.split_codes, events.partition,
+                                          events.scratch_idx, s, e,
+                                          plan.feature[j:j + 1].astype(np.int32),
+                                          plan.threshold[j:j + 1].astype(np.uint8),
+                                          plan.missing_left[j:j + 1].astype(np.bool_),
+                                          1 if serial else self.small.n_threads))
+            children = _add_children(nodes, plan.parents[j:j + 1], plan.split(j),
+                                     np.array([s]), np.array([mid]), np.array([e]))
+            if not np.array_equal(children, plan.children[j]):
+                raise RuntimeError(f"node ids {children} on a part, {plan.children[j]} planned")
+            counts[j] = mid - s, e - mid
+        if plan.last:
+            return LeafResult(counts, None)
+        held = parent in pool.slot
+        left, right = (int(k) for k in children)
+        _leaf_histograms(events, pool, {}, self.small, parent, left, right, s, mid, e)
+        ids = [left] if held else [left, right]
+        return LeafResult(counts, pool.raw[[pool.slot[k] for k in ids]])
 
     def apply(self, plan: LevelPlan) -> np.ndarray | None:
         """Partition this part's events with the level's splits; unless it was the last
