@@ -991,6 +991,13 @@ def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Sp
                    events.scratch_idx, events.scratch_payload)
     if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
         return None
+    return (*_add_leaf_children(nodes, parent, split, s, mid, e), s, mid, e)
+
+
+def _add_leaf_children(nodes: _NodeArrays, parent: int, split: _Splits, s: int, mid: int,
+                       e: int) -> tuple[int, int]:
+    """Record ``split`` (of one leaf) on ``parent`` and add its children, events [s, mid)
+    and [mid, e) of the partition: (left, right)."""
     left, right = (int(k) for k in nodes.add(2))
     nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]
     nodes.missing_left[parent], nodes.gain[parent] = split.missing_left[0], split.gain[0]
@@ -998,7 +1005,7 @@ def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Sp
     nodes.start[left], nodes.stop[left], nodes.start[right], nodes.stop[right] = s, mid, mid, e
     nodes.sums[left] = split.left_sums[0]
     nodes.sums[right] = nodes.sums[parent] - split.left_sums[0]
-    return left, right, s, mid, e
+    return left, right
 
 
 def _leaf_histograms(events: _TreeEvents, pool: _HistogramPool, waiting: dict[int, _Splits],
@@ -1133,13 +1140,7 @@ class _PackedSplits:
                                         events.quantiser.scale_b, self.child_sums, self.allowed,
                                         self.n_value_bins, self.params, self.out)
             pool.slot.pop(-1)
-        left, right = (int(k) for k in nodes.add(2))
-        nodes.feature[parent], nodes.bin_threshold[parent] = split.feature[0], split.threshold[0]
-        nodes.missing_left[parent], nodes.gain[parent] = split.missing_left[0], split.gain[0]
-        nodes.left[parent], nodes.right[parent] = left, right
-        nodes.start[left], nodes.stop[left], nodes.start[right], nodes.stop[right] = s, mid, mid, e
-        nodes.sums[left] = self.child_sums[0]
-        nodes.sums[right] = self.child_sums[1]
+        left, right = _add_leaf_children(nodes, parent, split, s, mid, e)
         if not build:
             return left, right, None
         small, large = (left, right) if small_left else (right, left)
