@@ -1458,11 +1458,11 @@ def _grow_packed_levels(events: _TreeEvents, nodes: _NodeArrays, raw: np.ndarray
                         n_value_bins: np.ndarray, params: SplitParams, max_depth: int) -> None:
     """``_packed_levels`` into ``nodes`` from the root's histogram ``raw``."""
     n = events.partition.size
-    widest = 1 << max(max_depth - 1, 0)  # the nodes of the deepest level with histograms
+    widest = min(1 << max(max_depth - 1, 0), n)  # nodes of the deepest level with histograms
     buffers = events.task_buffers.get(max(MIN_TASKS + 1, n // PACKED_TASK + 1) + widest,
                                       events.n_features)
     floor = quantum_floor(params, events.quantiser)
-    allowed = np.tile(events.used, (min(widest, n), 1))
+    allowed = np.tile(events.used, (widest, 1))
     nodes.size = int(_packed_levels(
         *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
         raw, max_depth, allowed, n_value_bins, floor.as_tuple(), events.quantiser.scale_a,
