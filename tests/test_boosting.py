@@ -274,3 +274,29 @@ def test_one_call_leaf_sums_are_the_sums_leaf_by_leaf(monkeypatch, dtype):
         assert tree.n_nodes > 9 and np.array_equal(one_call, expected)
     monkeypatch.setattr(loop, "SERIAL_LEAF_SUMS", 0)
     assert np.array_equal(loop.leaf_sums(tree, *values), one_call)
+
+
+@pytest.mark.parametrize("loss", [Deviance(), Logistic()], ids=lambda l: type(l).__name__)
+def test_channel_maxima_are_the_quantisers(loss):
+    # The channels' kernel finds (max |wg|, max |wh|) for the quantiser: numpy's maxima over
+    # every chunk, NaN where a value is NaN, infinity where one is infinite, -0.0 as 0.
+    from hepbdt.engine.histogram import Quantiser
+
+    rng = np.random.default_rng(9)
+    n = 3 * 4096 + 17
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    score = rng.normal(size=n) * 3
+    w_tree = (rng.gamma(2.0, 1.0, n) * rng.choice([-1, 1], n)).astype(np.float32)
+    for case in ("plain", "nan", "inf", "zero"):
+        s, wt = score.copy(), w_tree.copy()
+        if case == "nan":
+            s[5000] = np.nan
+        elif case == "inf":
+            wt[9000] = np.inf
+        elif case == "zero":
+            wt[:] = -0.0
+        maxima = np.empty(2)
+        with np.errstate(invalid="ignore"):  # the loss of an infinite weight is NaN
+            wg, wh, _ = loss.channels(y, s, wt, wt.astype(np.float64), maxima=maxima)
+        np.testing.assert_array_equal(maxima, Quantiser.max_abs(wg, wh))
+        assert np.isnan(maxima[0]) == (case == "nan") and np.isinf(maxima[0]) == (case == "inf")

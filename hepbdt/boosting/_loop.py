@@ -257,11 +257,11 @@ class _OneScore:
     def begin_round(self, y, w, scores):
         self.loss_of_one.begin_round(y, w, scores[0])
 
-    def channels(self, y, scores, w_tree, w, out=None):
-        if out is None:
-            wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w)
-        else:
-            wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w, out=out)
+    def channels(self, y, scores, w_tree, w, out=None, maxima=None):
+        extra = {} if out is None else {"out": out}
+        if maxima is not None:  # only the losses that fill them are given them
+            extra["maxima"] = maxima
+        wg, wh, loss = self.loss_of_one.channels(y, scores[0], w_tree, w, **extra)
         return wg[None], wh[None], loss
 
     @property
@@ -364,6 +364,12 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     storage = _channel_storage(ordered if lean else None, loss, multiclass, n)
     # the last tree's event leaves (storage the next one reuses); small trees' buffers
     leaf_of, workspace = None, SerialWorkspace()
+    # The quantiser's (max |A|, max |B|), found by the channels' kernel where it can (one pass
+    # of the events fewer a tree); the booster says how they follow from (max |wg|, max |wh|).
+    maxima = (np.empty(2) if quantised and not multiclass
+              and getattr(booster.loss, "channel_maxima", False)
+              and hasattr(booster, "channel_max_abs") else None)
+    found_maxima = {} if maxima is None else {"maxima": maxima}
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -377,7 +383,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
-        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage())
+        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found_maxima)
         if it > 0:
             train_loss.append(previous_loss if metric is loss else metric.loss(y, w, score))
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
@@ -389,7 +395,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                              features, colsample_bylevel, colsample_bynode, rng, workspace=workspace,
                              quantised=quantised, ordered=ordered if quantised else None,
-                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves)
+                             rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves,
+                             max_abs=None if maxima is None else booster.channel_max_abs(maxima, w_tree))
             # each event's leaf, in the grower's scratch once the tree has grown
             leaf_of = (event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
                        if by_leaf else None)

@@ -32,6 +32,7 @@ class GradientBooster:
         self.loss = loss
         self.learning_rate = learning_rate
         self._tiny_of: tuple[np.ndarray, float] | None = None  # (weights, their guard)
+        self._max_w_of: tuple[np.ndarray, float] | None = None  # (weights, max |weight|)
 
     def _tiny(self, w: np.ndarray) -> float:
         """MIN_RELATIVE_DENOMINATOR times the mean |w|, computed again only for new weights
@@ -43,6 +44,13 @@ class GradientBooster:
     def channels(self, wg, wh, w, overwrite=False):
         """A = w * pseudo-residual = -w g, B = w (``overwrite``: A in wg's storage)."""
         return np.negative(wg, out=wg if overwrite else None), w.astype(CHANNEL_DTYPE, copy=False)
+
+    def channel_max_abs(self, maxima, w) -> tuple[float, float]:
+        """(max |A|, max |B|) from the loss's (max |w g|, max |w h|): B is the weight, whose
+        maximum is found once for the weights every tree of a fit has."""
+        if self._max_w_of is None or self._max_w_of[0] is not w:
+            self._max_w_of = (w, float(np.max(np.abs(w.astype(CHANNEL_DTYPE, copy=False)))))
+        return float(maxima[0]), self._max_w_of[1]
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact

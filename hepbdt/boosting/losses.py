@@ -118,6 +118,8 @@ class Loss:
     channel_leaf_sums = None
     # Losses whose ``channels`` take ``out=(wg, wh)``: storage a fit reuses round after round.
     channels_into = False
+    # Losses whose ``channels`` fill ``maxima=`` with (max |wg|, max |wh|).
+    channel_maxima = False
 
     def channels(self, y: NDArray, score: NDArray, w_tree: NDArray,
                  w: NDArray) -> tuple[NDArray, NDArray, float]:
@@ -171,14 +173,29 @@ def _logistic_chunk(y, score, w_tree, w, scale, wg, wh, buffer):
     return total
 
 
+@njit
+def _magnitude_bits(x):
+    """The largest bit pattern of |x| over a float32 array: for magnitudes the patterns
+    order as the values do, and a NaN's lie above infinity's, so it stands out as numpy's
+    max does. An integer maximum, which vectorises."""
+    bits = x.view(np.uint32)
+    top = np.uint32(0)
+    for i in range(bits.size):
+        top = max(top, bits[i] & np.uint32(0x7FFFFFFF))
+    return top
+
+
 @njit(parallel=True)
-def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss):
-    """wg = w_tree g, wh = w_tree h of L = ln(1 + exp(-y s F)); partial sums of w L."""
+def _logistic_channels(y, score, w_tree, w, scale, wg, wh, partial_loss, partial_bits):
+    """wg = w_tree g, wh = w_tree h of L = ln(1 + exp(-y s F)); partial sums of w L; each
+    chunk's largest |wg| and |wh| as bit patterns (``_magnitude_bits``)."""
     for c in numba.prange(partial_loss.size):
         lo = c * LOSS_CHUNK
         hi = min(y.size, lo + LOSS_CHUNK)
         partial_loss[c] = _logistic_chunk(y[lo:hi], score[lo:hi], w_tree[lo:hi], w[lo:hi], scale,
                                           wg[lo:hi], wh[lo:hi], np.empty(hi - lo))
+        partial_bits[c, 0] = _magnitude_bits(wg[lo:hi])
+        partial_bits[c, 1] = _magnitude_bits(wh[lo:hi])
 
 
 @njit(parallel=True)
@@ -229,6 +246,7 @@ class _LogisticFamily(Loss):
 
     scale = 1.0
     channels_into = True
+    channel_maxima = True
     loss_chunk = LOSS_CHUNK
 
     def init_sum_parts(self, y, w):
@@ -246,11 +264,17 @@ class _LogisticFamily(Loss):
         _logistic_loss_terms(y, score, w, self.scale, out)
         return out
 
-    def channels(self, y, score, w_tree, w, out=None):
+    def channels(self, y, score, w_tree, w, out=None, maxima=None):
+        """``Loss.channels`` in one fused kernel; ``maxima`` (2,): set to (max |wg|, max |wh|),
+        numpy's maxima (NaN where one is NaN), which the quantiser then need not find."""
         n = y.size
         wg, wh = out if out is not None else (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
         partial = np.empty(-(-n // LOSS_CHUNK))
-        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh, partial)
+        bits = np.zeros((partial.size, 2), np.uint32)
+        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh,
+                           partial, bits)
+        if maxima is not None:
+            maxima[:] = bits.max(axis=0).view(np.float32) if n else 0.0
         total = self.weight_total(w)
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 

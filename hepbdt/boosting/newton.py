@@ -34,6 +34,10 @@ class NewtonBooster:
         """A = w * g, B = w * h (the arrays themselves)."""
         return wg, wh
 
+    def channel_max_abs(self, maxima, w) -> tuple[float, float]:
+        """(max |A|, max |B|) from the loss's (max |w g|, max |w h|)."""
+        return float(maxima[0]), float(maxima[1])
+
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact
         per-node sums (w g, w h, w) of ``leaf_sums``."""

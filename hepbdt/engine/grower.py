@@ -1254,6 +1254,7 @@ def grow_tree(
     rounding_seed: int = 0,
     max_leaves: int | None = None,
     workspace: SerialWorkspace | None = None,
+    max_abs: tuple[float, float] | None = None,
 ) -> GrownTree:
     """Grow one tree, depth-wise (``max_leaves`` None) or leaf-wise (best first).
 
@@ -1284,6 +1285,8 @@ def grow_tree(
         leaves or no leaf can split (constraints, ``max_depth``); see ``_grow_leafwise``.
     workspace : buffers that the small trees grown in one compiled call reuse (the trees
         of one fit share one; None: fresh ones).
+    max_abs : quantised only: (max |A|, max |B|) over every event, found by the caller
+        (numpy's maxima: NaN where a value is NaN); None: the quantiser finds them.
     """
     if max_leaves is not None and max_leaves < 2:
         raise ValueError(f"max_leaves={max_leaves} is not valid; a split makes 2 leaves")
@@ -1296,7 +1299,9 @@ def grow_tree(
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
-        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed)
+        quantiser = (None if max_abs is None else
+                     Quantiser(a, b, ordered.partition.size, seed=rounding_seed, max_abs=max_abs))
+        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed, quantiser)
     else:
         events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
     n_rows = events.partition.size
