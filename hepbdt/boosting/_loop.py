@@ -334,6 +334,15 @@ class _Watch:
         return bool(self.rounds) and it - self.counted_iter >= self.rounds
 
 
+def _channel_maxima(booster, quantised_one_score: bool) -> dict[str, np.ndarray]:
+    """``channels``'s ``maxima=`` storage for (max |wg|, max |wh|) where the loss's kernel
+    finds them and the booster turns them into the quantiser's (max |A|, max |B|): one pass
+    of the events fewer a tree; empty where the quantiser finds them itself."""
+    found = (quantised_one_score and getattr(booster.loss, "channel_maxima", False)
+             and hasattr(booster, "channel_max_abs"))
+    return {"maxima": np.empty(2)} if found else {}
+
+
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
@@ -358,18 +367,12 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     builder = ClassForestBuilder(m, base) if multiclass else ForestBuilder(m, float(base[0]))
     train_loss, metric = [], loss  # metric: what the losses are recorded in
     watch = None if valid is None else _Watch(valid, base, n_iter_no_change, tol)
-    # Every event in every tree: no draw (it would use no random numbers) and no index array.
-    full_sample = subsample >= 1.0 and subsample_mode == "uniform"
+    full_sample = subsample >= 1.0 and subsample_mode == "uniform"  # no draw, no index array
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
     storage = _channel_storage(ordered if lean else None, loss, multiclass, n)
     # the last tree's event leaves (storage the next one reuses); small trees' buffers
     leaf_of, workspace = None, SerialWorkspace()
-    # The quantiser's (max |A|, max |B|), found by the channels' kernel where it can (one pass
-    # of the events fewer a tree); the booster says how they follow from (max |wg|, max |wh|).
-    maxima = (np.empty(2) if quantised and not multiclass
-              and getattr(booster.loss, "channel_maxima", False)
-              and hasattr(booster, "channel_max_abs") else None)
-    found_maxima = {} if maxima is None else {"maxima": maxima}
+    found = _channel_maxima(booster, quantised and not multiclass)  # {"maxima": (2,)} or {}
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -383,7 +386,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
-        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found_maxima)
+        wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
         if it > 0:
             train_loss.append(previous_loss if metric is loss else metric.loss(y, w, score))
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
@@ -396,7 +399,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                              features, colsample_bylevel, colsample_bynode, rng, workspace=workspace,
                              quantised=quantised, ordered=ordered if quantised else None,
                              rounding_seed=it * loss.n_classes + k, max_leaves=max_leaves,
-                             max_abs=None if maxima is None else booster.channel_max_abs(maxima, w_tree))
+                             max_abs=booster.channel_max_abs(found["maxima"], w_tree) if found else None)
             # each event's leaf, in the grower's scratch once the tree has grown
             leaf_of = (event_leaves(tree, n, ordered.scratch_idx if quantised else leaf_of)
                        if by_leaf else None)
@@ -417,7 +420,6 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         progress.moveto(it + 1, f"loss {previous_loss:.5g}")
     progress.close()
     train_loss.append(metric.loss(y, w, score))
+    watched = (None, None) if watch is None else (np.asarray(watch.losses), watch.best_iter)
     return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
-                       None if watch is None else np.asarray(watch.losses),
-                       None if watch is None else watch.best_iter,
-                       {} if metric is loss else {"metric_loss": metric.loss_of_one})
+                       *watched, {} if metric is loss else {"metric_loss": metric.loss_of_one})
