@@ -653,13 +653,15 @@ class _TreeEvents:
     @classmethod
     def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray | None, a: np.ndarray,
                        b: np.ndarray, used: np.ndarray, rounding_seed: int,
-                       quantiser: Quantiser | None = None) -> _TreeEvents:
+                       quantiser: Quantiser | None = None,
+                       max_abs: tuple[float, float] | None = None) -> _TreeEvents:
         """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone);
-        ``quantiser``: one made for a larger sample these events are part of."""
+        ``quantiser``: one made for a larger sample these events are part of; ``max_abs``:
+        (max |A|, max |B|) as the quantiser would find them."""
         if rows is not None and rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         if quantiser is None:
-            quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed)
+            quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed, max_abs=max_abs)
         ordered.start_tree(quantiser, a, b)
         return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
                    NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns,
@@ -1285,8 +1287,7 @@ def grow_tree(
         leaves or no leaf can split (constraints, ``max_depth``); see ``_grow_leafwise``.
     workspace : buffers that the small trees grown in one compiled call reuse (the trees
         of one fit share one; None: fresh ones).
-    max_abs : quantised only: (max |A|, max |B|) over every event, found by the caller
-        (numpy's maxima: NaN where a value is NaN); None: the quantiser finds them.
+    max_abs : quantised: (max |A|, max |B|) of every event as numpy's max (None: found here).
     """
     if max_leaves is not None and max_leaves < 2:
         raise ValueError(f"max_leaves={max_leaves} is not valid; a split makes 2 leaves")
@@ -1299,9 +1300,7 @@ def grow_tree(
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
-        quantiser = (None if max_abs is None else
-                     Quantiser(a, b, ordered.partition.size, seed=rounding_seed, max_abs=max_abs))
-        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed, quantiser)
+        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed, max_abs=max_abs)
     else:
         events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
     n_rows = events.partition.size
