@@ -54,3 +54,15 @@ def tmva_class_split(tmva_class_data):
     """The tutorial data split: (X_train, y_train, w_train, X_test, y_test, w_test)."""
     X, y, w, train = tmva_class_data
     return X[train], y[train], w[train], X[~train], y[~train], w[~train]
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of 2 single-threaded worker processes, for one module's Dask tests
+    (a module may define its own)."""
+    from .test_dask import _start_cluster  # skips the module when Dask is not installed
+
+    cluster, dask_client = _start_cluster()
+    yield dask_client
+    dask_client.close()
+    cluster.close()

@@ -44,14 +44,6 @@ def _start_cluster() -> tuple[LocalCluster, Client]:
     return cluster, Client(cluster)
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = _start_cluster()
-    yield client
-    client.close()
-    cluster.close()
-
-
 def _data(n=12_000, m=5, seed=0, negative=0.0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, m)).astype(np.float32)

@@ -18,16 +18,8 @@ from hepbdt.dask._estimators import DASK_DEFAULTS  # noqa: E402
 from hepbdt.dask._parts import held_out, tree_weights  # noqa: E402
 from hepbdt.estimators import ParameterError  # noqa: E402
 
-from .test_dask import _assert_same_forest, _dask, _data, _start_cluster  # noqa: E402
+from .test_dask import _assert_same_forest, _dask, _data  # noqa: E402
 from .test_dask_boosters import _classes  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = _start_cluster()
-    yield client
-    client.close()
-    cluster.close()
 
 
 def _assert_same_fit(memory, dist):

@@ -19,17 +19,9 @@ from hepbdt.dask import DaskBDTClassifier  # noqa: E402
 from hepbdt.engine.grower import ORDERED_SUMS_FROM  # noqa: E402
 from hepbdt.estimators import ParameterError  # noqa: E402
 
-from .test_dask import _assert_same_forest, _dask, _start_cluster  # noqa: E402
+from .test_dask import _assert_same_forest, _dask  # noqa: E402
 
 CLASS_NAMES = np.array(["qcd", "signal", "ttbar"])
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = _start_cluster()
-    yield client
-    client.close()
-    cluster.close()
 
 
 def _classes(n=9_000, m=4, k=3, seed=0, negative=0.0):

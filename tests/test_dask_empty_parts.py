@@ -4,7 +4,6 @@ nothing, and a fit of no event at all is refused with the in-memory error."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,32 +15,17 @@ pytest.importorskip("dask.array")
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import uproot  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
 
 from hepbdt import BDTClassifier, BDTRegressor  # noqa: E402
 from hepbdt.dask import DaskBDTClassifier, DaskBDTRegressor  # noqa: E402
 from hepbdt.io import Sample, read  # noqa: E402
 from hepbdt.io.errors import EmptySelectionError  # noqa: E402
 
-ROOT = str(Path(__file__).resolve().parents[1])
 FOREST_FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
                  "gain", "cover", "tree_offsets", "tree_weights")
 FEATURES = ["a", "b", "c"]
 OPTIONS = dict(n_trees=3, max_depth=3, random_state=0, quantised_histograms=True,
                negative_weights="keep")
-
-
-@pytest.fixture(scope="module")
-def client():
-    # The worker processes import this checkout's hepbdt, as the test process does.
-    path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + path if path else "")
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=":0")
-    client = Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 def _write(path: Path, n: int, shift: float, seed: int) -> str:

@@ -127,6 +127,18 @@ class _Stop(Exception):
     """Boosting stops before its last tree, for the reason given."""
 
 
+def purity_alpha(r: float, first: bool, beta: float, errors: list[float], it: int) -> float:
+    """alpha = beta ln((1 + r) / (1 - r)) of a purity-leaf tree of weighted separation r,
+    recorded in ``errors``; no separation refuses the ``first`` tree and stops later ones."""
+    if not r > 0:
+        if first:
+            raise ValueError("the first tree does not separate the classes at all")
+        raise _Stop(f"tree {it}: no separation (r = {r:.4g})")
+    errors.append(r)
+    r = min(r, 1.0 - MIN_ERROR)
+    return beta * math.log((1.0 + r) / (1.0 - r))
+
+
 class _EmptySample(_Stop):
     """A tree's drawn sample has no positive net weight (only with negative weights)."""
 
@@ -308,13 +320,7 @@ class _AdaBoostRun:
                        it: int) -> tuple[float, np.ndarray]:
         """AdaBoost with purity leaves (TMVA UseYesNoLeaf=False): alpha = beta ln((1 + r) / (1 - r))."""
         r = float(np.sum(w_eff * self.y_pm * (2.0 * h - 1.0))) / total_eff
-        if not r > 0:
-            if len(self.builder) == 0:
-                raise ValueError("the first tree does not separate the classes at all")
-            raise _Stop(f"tree {it}: no separation (r = {r:.4g})")
-        self.errors.append(r)
-        r = min(r, 1.0 - MIN_ERROR)
-        tree_weight = self.beta * math.log((1.0 + r) / (1.0 - r))
+        tree_weight = purity_alpha(r, len(self.builder) == 0, self.beta, self.errors, it)
         return tree_weight, np.exp(-tree_weight * self.y_pm * (2.0 * h - 1.0))
 
     def add(self, tree: GrownTree, value: np.ndarray, purity: np.ndarray, h: np.ndarray,

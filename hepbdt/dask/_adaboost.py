@@ -48,6 +48,7 @@ from ..boosting.adaboost import (
     empty_sample,
     no_tree_error,
     node_purity,
+    purity_alpha,
 )
 from ..boosting.samme import CHANCE_TOLERANCE, _SammeRun
 from ..engine._types import CLASS_GINI, CRITERIA
@@ -274,7 +275,8 @@ class AdaBoostOnParts:
                 return None
             factor = ("wrong", math.exp(tree_weight))
         else:
-            tree_weight = self._purity_weight(totals["r"] / total_eff, it)
+            tree_weight = purity_alpha(totals["r"] / total_eff, len(self.builder) == 0,
+                                       float(self.options.beta), self.errors, it)
             factor = ("purity", tree_weight)
         self.skipped_in_a_row = 0
         add_tree(self.builder, tree, value, self.mapper, tree_weight)
@@ -292,16 +294,6 @@ class AdaBoostOnParts:
         self.errors.append(err)
         err = max(err, MIN_ERROR)
         return float(self.options.beta) * math.log((1.0 - err) / err)
-
-    def _purity_weight(self, r: float, it: int) -> float:
-        """``_AdaBoostRun._purity_weight``: alpha = beta ln((1 + r) / (1 - r))."""
-        if not r > 0:
-            if len(self.builder) == 0:
-                raise ValueError("the first tree does not separate the classes at all")
-            raise _Stop(f"tree {it}: no separation (r = {r:.4g})")
-        self.errors.append(r)
-        r = min(r, 1.0 - MIN_ERROR)
-        return float(self.options.beta) * math.log((1.0 + r) / (1.0 - r))
 
     def _weigh_samme(self, tree: GrownTree, total_eff: float, it: int) -> tuple[float, tuple] | None:
         """``_SammeRun.says`` and ``weigh``: alpha, the parts' reweighting; the tree kept

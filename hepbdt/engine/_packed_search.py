@@ -15,7 +15,7 @@ import numpy as np
 
 from ._types import N_BINS, N_CHANNELS, njit
 from .histogram import decode_bins
-from .split import _best_of_features, _scan_feature
+from .split import _best_of_features, _feature_results, _scan_feature
 
 __all__ = ["find_best_packed_splits"]
 
@@ -25,13 +25,9 @@ def _find_best_packed(raw, slots, scale_a, scale_b, node_sums, feature_allowed,
                       n_value_bins, criterion, reg_lambda, reg_alpha, min_child_hessian,
                       min_child_weight, min_split_gain, out_gain, out_feature, out_bin,
                       out_missing_left, out_left):
-    n_nodes = slots.size
     m = n_value_bins.size
-    gains = np.full((n_nodes, m), -np.inf)
-    bins = np.zeros((n_nodes, m), dtype=np.int32)
-    missing = np.zeros((n_nodes, m), dtype=np.bool_)
-    left = np.zeros((n_nodes, m, N_CHANNELS))
-    for job in numba.prange(n_nodes * m):
+    gains, bins, missing, left = _feature_results(slots.size, m, N_CHANNELS)
+    for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
         if not feature_allowed[j, f]:

@@ -287,17 +287,21 @@ def _scan_classes(h, n_value_bins, sums, min_child_weight, min_split_gain, left,
     return best_gain, best_bin, best_missing_left
 
 
+@njit
+def _feature_results(n_nodes, m, n_channels):
+    """Each (node, feature) scan's result of the split searches: gain (-inf: none), bin,
+    missing_left and the left child's sums; ``_best_of_features`` then picks each node's."""
+    return (np.full((n_nodes, m), -np.inf), np.zeros((n_nodes, m), dtype=np.int32),
+            np.zeros((n_nodes, m), dtype=np.bool_), np.zeros((n_nodes, m, n_channels)))
+
+
 @njit(parallel=True)
 def _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
                       criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
                       min_split_gain, out_gain, out_feature, out_bin, out_missing_left, out_left):
-    n_nodes = slots.size
     m = n_value_bins.size
-    gains = np.full((n_nodes, m), -np.inf)
-    bins = np.zeros((n_nodes, m), dtype=np.int32)
-    missing = np.zeros((n_nodes, m), dtype=np.bool_)
-    left = np.zeros((n_nodes, m, 3))
-    for job in numba.prange(n_nodes * m):
+    gains, bins, missing, left = _feature_results(slots.size, m, 3)
+    for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
         if not feature_allowed[j, f]:
@@ -322,14 +326,10 @@ def _find_best_class_splits(hists, slots, node_sums, feature_allowed, n_value_bi
     # _find_best_splits for CLASS_GINI: C = K + 1 channels. A kernel of its own, because a
     # channel count known only at run time in the three-channel kernel made every fit's
     # split search slower (200k x 28, depth 6: 7-10 % of the whole fit).
-    n_nodes = slots.size
     m = n_value_bins.size
     n_ch = node_sums.shape[1]
-    gains = np.full((n_nodes, m), -np.inf)
-    bins = np.zeros((n_nodes, m), dtype=np.int32)
-    missing = np.zeros((n_nodes, m), dtype=np.bool_)
-    left = np.zeros((n_nodes, m, n_ch))
-    for job in numba.prange(n_nodes * m):
+    gains, bins, missing, left = _feature_results(slots.size, m, n_ch)
+    for job in numba.prange(slots.size * m):
         j = job // m
         f = job % m
         if not feature_allowed[j, f]:
