@@ -730,13 +730,19 @@ def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
         return
     import numba  # only callers that run kernels get here, and they have imported it
 
+    from .engine._types import set_serial_tree_threads
+
     old = numba.get_num_threads()
-    wanted = 1 if serial else int(n_jobs)
-    numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
+    allowed = old if n_jobs is None or n_jobs == -1 else int(n_jobs)
+    allowed = max(1, min(allowed, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(1 if serial else allowed)
+    # a small fit's one-call trees share their levels' work out where threads wake at once
+    old_serial = set_serial_tree_threads(allowed if serial and not threads_sleep() else 1)
     try:
         yield
     finally:
         numba.set_num_threads(old)
+        set_serial_tree_threads(old_serial)
 
 
 def release_free_memory() -> None:

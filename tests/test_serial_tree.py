@@ -104,3 +104,72 @@ def test_sparse_nodes_grow_the_levelwise_tree(monkeypatch, criterion):
                               "sum_a", "sum_b", "sum_w", "start", "stop", "partition"):
                     assert np.array_equal(getattr(sparse_tree, field), getattr(other, field)), field
 
+
+
+@pytest.mark.parametrize("criterion", ["variance", "newton", "gini"])
+def test_shared_levels_grow_the_one_thread_tree(monkeypatch, criterion):
+    # Each level's histograms shared out by feature and its scans by (node, feature) over
+    # two threads: the same tree, field by field, as on one thread and as the per-level
+    # kernels grow, with sparse and dense nodes, a subsample, an unused feature, missing
+    # values, zero and negative weights, and B equal to W (variance) or not.
+    import numba
+
+    from hepbdt.engine import _types
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads (NUMBA_NUM_THREADS >= 2)")
+    rng = np.random.default_rng(11)
+    n, m = 3000, 7
+    X = rng.normal(size=(n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.05] = np.nan
+    w = rng.uniform(0.2, 2.0, n).astype(np.float32)
+    w[rng.random(n) < 0.05] = 0.0
+    w[rng.random(n) < 0.1] *= -0.5
+    mapper = BinMapper(max_bins=255).fit(X, w)
+    codes = mapper.transform(X)
+    crit = CRITERIA[criterion]
+    if crit == GINI:
+        signal = rng.random(n) < 0.4
+        ch_a, ch_b = np.where(signal, w, 0).astype(np.float32), np.where(signal, 0, w).astype(np.float32)
+    else:
+        ch_a = (rng.normal(size=n) * w).astype(np.float32)
+        ch_b = w if crit == VARIANCE else (np.abs(w) * rng.uniform(0.1, 0.3, n)).astype(np.float32)
+    params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0)
+    used = np.ones(m, bool)
+    used[2] = False
+    monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
+    calls = []
+    compiled = grower.grow_exact_serial
+    monkeypatch.setattr(grower, "grow_exact_serial",
+                        lambda *args: calls.append(args[-1]) or compiled(*args))
+    workspace = grower.SerialWorkspace()
+    for rows in (None, np.sort(rng.choice(n, 2200, replace=False)).astype(np.int32)):
+        for depth in (8, 3):
+            trees = []
+            for shared in (2, 1, 2):
+                with threads(1):
+                    old = _types.set_serial_tree_threads(shared)
+                    try:
+                        trees.append(grow_tree(codes, rows, ch_a, ch_b, w, mapper.n_bins_, params,
+                                               depth, features=used, workspace=workspace))
+                    finally:
+                        _types.set_serial_tree_threads(old)
+            assert calls[-3:] == [2, 1, 2]  # the compiled call, on two threads, one, two
+            monkeypatch.setattr(grower, "SERIAL_TREE_WORK", 0)
+            with threads(1):
+                trees.append(grow_tree(codes, rows, ch_a, ch_b, w, mapper.n_bins_, params, depth,
+                                       features=used))
+            monkeypatch.undo()
+            monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
+            monkeypatch.setattr(grower, "grow_exact_serial",
+                                lambda *args: calls.append(args[-1]) or compiled(*args))
+            first = trees[0]
+            assert first.n_nodes > 2 ** min(depth, 5)
+            assert not np.any(first.feature == 2)
+            sizes = (first.stop - first.start)[first.feature >= 0]
+            if depth == 8:
+                assert (sizes <= serial.SPARSE_EVENTS).any() and (sizes > serial.SPARSE_EVENTS).any()
+            for other in trees[1:]:
+                for field in ("feature", "bin_threshold", "missing_left", "left", "right", "gain",
+                              "sum_a", "sum_b", "sum_w", "start", "stop", "partition"):
+                    assert np.array_equal(getattr(first, field), getattr(other, field)), field

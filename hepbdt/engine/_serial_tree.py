@@ -1,4 +1,4 @@
-"""A whole depth-wise tree in one compiled call, on one thread, for small samples.
+"""A whole depth-wise tree in one compiled call, for small samples.
 
 The grower's depth-wise levels call half a dozen kernels each, with numpy between them:
 on a few thousand events that Python costs more than the arithmetic (0.5 ms a tree of
@@ -23,6 +23,12 @@ events that was most of a tree's time (breast cancer, 284 x 30, depth 5). A buff
 zeroed bin by bin when its sparse node is done, whole when it is next taken after a dense
 one (its ``dirty`` flag). The sums and gains are the same to the bit (an empty bin holds
 +0.0, and adding or subtracting +0.0 changes no sum).
+
+A small fit runs on one thread (``_util.threads``). Where the fit's other threads spin
+(they wake in about a microsecond), each level's work is shared out over them inside the
+call: the children's histograms feature by feature (each feature's sums in the same event
+order) and the scans by (node, feature), the best feature of a node then chosen in feature
+order. The tree is the same on any number of threads. Figures: ``grower.SERIAL_SHARED_WORK``.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import prange
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
 from .split import _best_cut, _gains, _missing_sums, _scan_feature, node_score
@@ -82,35 +89,48 @@ def _lowest_bit(x):
 
 
 @njit
-def _node_histogram(codes, partition, payload, by_event, b_is_w, start, stop, used, out,
-                    bits, sparse):
-    """Add the node's events, in partition order, to ``out`` (m, N_BINS, 3), which holds
-    zeros; the payload row of partition slot k is k, or with ``by_event`` the event
-    partition[k]. With ``sparse`` the occupied bins are marked in ``bits`` (m, 4). With
-    ``b_is_w`` (channels B and W equal event by event, as gradient boosting's are) W's sums
-    are B's, copied, where the node has more events than bins to copy."""
-    copy_w = b_is_w and stop - start > N_BINS
+def _feature_histogram(codes_f, partition, payload, by_event, copy_w, start, stop, h, bits_f,
+                       sparse):
+    """Add the node's events, in partition order, to one feature's ``h`` (N_BINS, 3), which
+    holds zeros; the payload row of partition slot k is k, or with ``by_event`` the event
+    partition[k]. With ``sparse`` the occupied bins are marked in ``bits_f`` (4,). With
+    ``copy_w`` (channels B and W equal event by event, as gradient boosting's are, and more
+    events than bins to copy) W's sums are B's, copied."""
+    if sparse:
+        _add_marking(codes_f, partition, payload, by_event, start, stop, h, bits_f)
+        return
+    # unsigned indices: no negative-index wraparound in the inner loop
+    for k in range(np.uint64(start), np.uint64(stop)):
+        i = np.uint64(partition[k])
+        c = np.uint64(codes_f[i])
+        r = i if by_event else k
+        a, b = payload[r, 0], payload[r, 1]
+        h[c, 0] += a
+        h[c, 1] += b
+        if not copy_w:
+            h[c, 2] += payload[r, 2]
+    if copy_w:
+        for c in range(N_BINS):
+            h[c, 2] = h[c, 1]
+
+
+@njit(parallel=True)
+def _root_histogram_shared(codes, partition, payload, by_event, copy_w, n_rows, used, out, bits,
+                           sparse):
+    """``_root_histogram`` with the features dealt out over the threads."""
+    for f in prange(codes.shape[0]):
+        if used[f]:
+            _feature_histogram(codes[f], partition, payload, by_event, copy_w, 0, n_rows, out[f],
+                               bits[f], sparse)
+
+
+@njit
+def _root_histogram(codes, partition, payload, by_event, copy_w, n_rows, used, out, bits, sparse):
+    """The root's histogram into ``out`` (m, N_BINS, 3), zeros, feature by feature."""
     for f in range(codes.shape[0]):
-        if not used[f]:
-            continue
-        if sparse:
-            _add_marking(codes[f], partition, payload, by_event, start, stop, out[f], bits[f])
-            continue
-        codes_f = codes[f]
-        h = out[f]
-        # unsigned indices: no negative-index wraparound in the inner loop
-        for k in range(np.uint64(start), np.uint64(stop)):
-            i = np.uint64(partition[k])
-            c = np.uint64(codes_f[i])
-            r = i if by_event else k
-            a, b = payload[r, 0], payload[r, 1]
-            h[c, 0] += a
-            h[c, 1] += b
-            if not copy_w:
-                h[c, 2] += payload[r, 2]
-        if copy_w:
-            for c in range(N_BINS):
-                h[c, 2] = h[c, 1]
+        if used[f]:
+            _feature_histogram(codes[f], partition, payload, by_event, copy_w, 0, n_rows, out[f],
+                               bits[f], sparse)
 
 
 @njit
@@ -127,15 +147,14 @@ def _add_marking(codes_f, partition, payload, by_event, start, stop, h, bits):
 
 
 @njit
-def _occupied(hist, used, bits):
-    """bits (m, 4) = the bins of ``hist`` that hold a non-zero sum."""
-    bits[:] = 0
-    for f in range(hist.shape[0]):
-        if not used[f]:
-            continue
-        for c in range(N_BINS):
-            if hist[f, c, 0] != 0.0 or hist[f, c, 1] != 0.0 or hist[f, c, 2] != 0.0:
-                bits[f, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+def _occupied(h, used_f, bits_f):
+    """bits_f (4,) = the bins of one feature's ``h`` that hold a non-zero sum (none unused)."""
+    bits_f[:] = 0
+    if not used_f:
+        return
+    for c in range(N_BINS):
+        if h[c, 0] != 0.0 or h[c, 1] != 0.0 or h[c, 2] != 0.0:
+            bits_f[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
 
 
 @njit
@@ -154,24 +173,24 @@ def _clear(hist, used, bits):
 
 
 @njit
-def _subtract(parent, small, used, bits, sparse):
-    """parent -= small: over the bins marked in ``bits`` when ``sparse`` (elsewhere small
-    holds +0.0, and x - 0.0 is x), else over every bin."""
-    for f in range(parent.shape[0]):
-        if sparse:
-            if not used[f]:
-                continue
-            for word in range(4):
-                x = bits[f, word]
-                while x:
-                    c = word * 64 + _lowest_bit(x)
-                    x &= x - np.uint64(1)
-                    for ch in range(N_CHANNELS):
-                        parent[f, c, ch] -= small[f, c, ch]
-        else:
-            for c in range(N_BINS):
+def _subtract(parent, small, used_f, bits_f, sparse):
+    """One feature's parent -= small: over the bins marked in ``bits_f`` when ``sparse``
+    (elsewhere small holds +0.0, and x - 0.0 is x; nothing for an unused feature), else
+    over every bin."""
+    if sparse:
+        if not used_f:
+            return
+        for word in range(4):
+            x = bits_f[word]
+            while x:
+                c = word * 64 + _lowest_bit(x)
+                x &= x - np.uint64(1)
                 for ch in range(N_CHANNELS):
-                    parent[f, c, ch] -= small[f, c, ch]
+                    parent[c, ch] -= small[c, ch]
+    else:
+        for c in range(N_BINS):
+            for ch in range(N_CHANNELS):
+                parent[c, ch] -= small[c, ch]
 
 
 @njit
@@ -227,30 +246,50 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
 
 
 @njit
-def _best_split(hist, bits, sparse, sums, used, n_value_bins, params, cum, at, left, best_left):
-    """(gain, feature, bin, missing_left) of one node; feature -1 when none is valid."""
+def _scan(h, bits_f, sparse, sums, n_value_bins, params, cum, at, left):
+    """(gain, bin, missing_left) of one feature of one node; its left sums in ``left``."""
     criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
-    best_gain = -np.inf
-    best_feature = -1
-    best_bin = 0
-    best_missing = False
-    for f in range(hist.shape[0]):
+    left[:] = 0.0
+    if sparse:
+        return _scan_sparse(h, bits_f, n_value_bins, sums[0], sums[1], sums[2], criterion,
+                            reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
+                            min_split_gain, cum, at, left)
+    return _scan_feature(h, n_value_bins, sums[0], sums[1], sums[2], criterion, reg_lambda,
+                         reg_alpha, min_child_hessian, min_child_weight, min_split_gain, cum, at,
+                         left)
+
+
+@njit
+def _scan_task(t, n_tasks, pool, bits, buf, level, start, stop, sums, used, n_value_bins, params,
+               sparse_events, gains, bins, missing, lefts):
+    """The (node, feature) scans t, t + n_tasks, ... of a level: node j's feature f into
+    gains[j, f] (-inf for a feature not used), bins, missing, lefts[j, f]."""
+    m = used.size
+    cum = np.empty((4, N_BINS))
+    at = np.empty(N_BINS, np.int64)
+    left = np.empty(N_CHANNELS)
+    for job in range(t, level.size * m, n_tasks):
+        j, f = job // m, job % m
+        gains[j, f] = -np.inf
         if not used[f]:
             continue
-        left[:] = 0.0
-        if sparse:
-            g, b, ml = _scan_sparse(hist[f], bits[f], n_value_bins[f], sums[0], sums[1], sums[2],
-                                    criterion, reg_lambda, reg_alpha, min_child_hessian,
-                                    min_child_weight, min_split_gain, cum, at, left)
-        else:
-            g, b, ml = _scan_feature(hist[f], n_value_bins[f], sums[0], sums[1], sums[2],
-                                     criterion, reg_lambda, reg_alpha, min_child_hessian,
-                                     min_child_weight, min_split_gain, cum, at, left)
-        if g > best_gain:
-            best_gain, best_feature, best_bin, best_missing = g, f, b, ml
-            for ch in range(N_CHANNELS):  # element by element: see _level_splits
-                best_left[ch] = left[ch]
-    return best_gain, best_feature, best_bin, best_missing
+        node = level[j]
+        b = buf[node]
+        g, cut, ml = _scan(pool[b, f], bits[b, f], stop[node] - start[node] <= sparse_events,
+                           sums[node], n_value_bins[f], params, cum, at, left)
+        gains[j, f], bins[j, f], missing[j, f] = g, cut, ml
+        for ch in range(N_CHANNELS):
+            lefts[j, f, ch] = left[ch]
+
+
+@njit(parallel=True)
+def _level_scans_shared(n_threads, pool, bits, buf, level, start, stop, sums, used, n_value_bins,
+                        params, sparse_events, gains, bins, missing, lefts):
+    """``_scan_task`` of every task, the tasks over ``n_threads`` threads."""
+    n_tasks = min(level.size * used.size, n_threads)
+    for t in prange(n_tasks):
+        _scan_task(t, n_tasks, pool, bits, buf, level, start, stop, sums, used, n_value_bins,
+                   params, sparse_events, gains, bins, missing, lefts)
 
 
 @njit
@@ -287,20 +326,25 @@ def _partition(codes, partition, payload, start, stop, f, threshold, missing_lef
 
 
 @njit
-def _root(codes, partition, payload, used, hist, bits, sparse, sums):
+def _root(codes, partition, payload, used, hist, bits, sparse, sums, n_threads):
     """The root's histogram into ``hist`` and its sums into ``sums`` (numpy's sum over the
     bins of its first feature, bin by bin); returns (by_event, b_is_w) for
-    ``_node_histogram``: every event in the tree in event order (payload row i is event
+    ``_feature_histogram``: every event in the tree in event order (payload row i is event
     i's, read through the partition, so the partitions need not move it), and channels B
     and W equal event by event."""
     n_rows = partition.size
     by_event = n_rows == codes.shape[1]
-    b_is_w = np.bool_(True)  # not the literal True: that would compile _node_histogram twice
+    b_is_w = np.bool_(True)  # not the literal True: that would compile the histograms twice
     for k in range(n_rows):
         by_event = by_event and partition[k] == k
         b_is_w = b_is_w and payload[k, 1] == payload[k, 2]
-    _node_histogram(codes, partition, payload, by_event, b_is_w, np.int64(0), n_rows, used, hist,
-                    bits, sparse)
+    copy_w = b_is_w and n_rows > N_BINS
+    if n_threads > 1:
+        _root_histogram_shared(codes, partition, payload, by_event, copy_w, n_rows, used, hist,
+                               bits, sparse)
+    else:
+        _root_histogram(codes, partition, payload, by_event, copy_w, n_rows, used, hist, bits,
+                        sparse)
     first = np.argmax(used)
     sums[:] = 0.0
     for c in range(N_BINS):
@@ -310,30 +354,71 @@ def _root(codes, partition, payload, used, hist, bits, sparse, sums):
 
 
 @njit
-def _level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins, params, cum, at,
-                  left_sums, best_left, sparse_events):
+def _level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins, params,
+                  sparse_events, n_threads):
     """Each node's best split of a level: (gain, feature (-1: none), bin, missing_left, left
-    child's sums, how many nodes split)."""
+    child's sums, how many nodes split); of equal gains the first feature's."""
     k = level.size
     split_gain = np.empty(k)
     split_feature = np.full(k, -1, np.int64)
     split_bin = np.zeros(k, np.int64)
     split_missing = np.zeros(k, np.bool_)
     split_left = np.empty((k, N_CHANNELS))
-    n_split = 0
+    if n_threads > 1:
+        _shared_level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins,
+                             params, sparse_events, n_threads, split_gain, split_feature,
+                             split_bin, split_missing, split_left)
+    else:
+        cum = np.empty((4, N_BINS))
+        at = np.empty(N_BINS, np.int64)
+        left = np.empty(N_CHANNELS)
+        for j in range(k):
+            node = level[j]
+            b = buf[node]
+            sparse = stop[node] - start[node] <= sparse_events
+            best = -np.inf
+            for f in range(used.size):
+                if not used[f]:
+                    continue
+                g, cut, ml = _scan(pool[b, f], bits[b, f], sparse, sums[node], n_value_bins[f],
+                                   params, cum, at, left)
+                if g > best:
+                    best, split_feature[j], split_bin[j], split_missing[j] = g, f, cut, ml
+                    # Element by element: an array assigned to a slice compiles Numba's
+                    # shape-mismatch error, whose message formatting took 1.9 s of the first
+                    # fit's compile time.
+                    for ch in range(N_CHANNELS):
+                        split_left[j, ch] = left[ch]
+            split_gain[j] = best
+    return (split_gain, split_feature, split_bin, split_missing, split_left,
+            np.count_nonzero(split_feature >= 0))
+
+
+@njit
+def _shared_level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins, params,
+                         sparse_events, n_threads, split_gain, split_feature, split_bin,
+                         split_missing, split_left):
+    """``_level_splits``'s choices with the scans shared out over ``n_threads`` threads, the
+    best feature of each node then taken in feature order."""
+    k, m = level.size, used.size
+    gains = np.empty((k, m))
+    bins = np.zeros((k, m), np.int64)
+    missing = np.zeros((k, m), np.bool_)
+    lefts = np.empty((k, m, N_CHANNELS))
+    _level_scans_shared(n_threads, pool, bits, buf, level, start, stop, sums, used, n_value_bins,
+                        params, sparse_events, gains, bins, missing, lefts)
     for j in range(k):
-        node = level[j]
-        g, f, b, ml = _best_split(pool[buf[node]], bits[buf[node]],
-                                  stop[node] - start[node] <= sparse_events, sums[node], used,
-                                  n_value_bins, params, cum, at, left_sums, best_left)
+        best = -np.inf
+        for f in range(m):
+            if gains[j, f] > best:
+                best = gains[j, f]
+                split_feature[j] = f
+        f = split_feature[j]
+        split_gain[j] = best
         if f >= 0:
-            split_gain[j], split_feature[j], split_bin[j], split_missing[j] = g, f, b, ml
-            # Element by element: an array assigned to a slice compiles Numba's shape-mismatch
-            # error, whose message formatting took 1.9 s of the first fit's compile time.
+            split_bin[j], split_missing[j] = bins[j, f], missing[j, f]
             for ch in range(N_CHANNELS):
-                split_left[j, ch] = best_left[ch]
-            n_split += 1
-    return split_gain, split_feature, split_bin, split_missing, split_left, n_split
+                split_left[j, ch] = lefts[j, f, ch]
 
 
 @njit
@@ -364,26 +449,69 @@ def _take(pool, dirty, free, n_free):
 
 
 @njit
-def _children_histograms(codes, partition, payload, by_event, b_is_w, used, pool, bits, dirty,
-                         free, n_free, buf, parent, lc, rc, start, stop, sparse_events):
-    """The children's histograms: the smaller from its events in a zeroed buffer, its
-    sibling as the parent's minus it, in the parent's buffer. Returns the free count."""
-    small, large = (lc, rc) if stop[lc] - start[lc] <= stop[rc] - start[rc] else (rc, lc)
-    s, n_free = _take(pool, dirty, free, n_free)
-    p = buf[parent]
-    small_sparse = stop[small] - start[small] <= sparse_events
-    _node_histogram(codes, partition, payload, by_event, b_is_w, start[small], stop[small], used,
-                    pool[s], bits[s], small_sparse)
-    _subtract(pool[p], pool[s], used, bits[s], small_sparse)
-    if stop[large] - start[large] <= sparse_events:  # its occupied bins, a superset
-        if stop[parent] - start[parent] <= sparse_events:
-            for f in range(bits.shape[1]):
+def _children_jobs(dirty, free, n_free, buf, parents, children, start, stop, sparse_events):
+    """Each split's smaller child takes a free buffer, its sibling the parent's: the jobs
+    of ``_level_histograms`` (one row a split: small child's buffer, parent's buffer, the
+    small child's start and stop, whether the small child, the large one and the parent
+    are sparse, whether the buffer must be zeroed first). Returns (jobs, the free count)."""
+    q = parents.size
+    jobs = np.empty((q, 8), np.int64)
+    for p in range(q):
+        parent, lc, rc = parents[p], children[2 * p], children[2 * p + 1]
+        small, large = (lc, rc) if stop[lc] - start[lc] <= stop[rc] - start[rc] else (rc, lc)
+        n_free -= 1
+        s = free[n_free]
+        jobs[p, 0], jobs[p, 1] = s, buf[parent]
+        jobs[p, 2], jobs[p, 3] = start[small], stop[small]
+        jobs[p, 4] = stop[small] - start[small] <= sparse_events
+        jobs[p, 5] = stop[large] - start[large] <= sparse_events
+        jobs[p, 6] = stop[parent] - start[parent] <= sparse_events
+        jobs[p, 7] = dirty[s]
+        dirty[s] = False
+        buf[small], buf[large], buf[parent] = s, buf[parent], -1
+    return jobs, n_free
+
+
+@njit
+def _children_feature(f, codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs):
+    """Feature f of the children's histograms of a level's splits (``_children_jobs``): the
+    smaller child's from its events in its (zeroed) buffer, its sibling's as the parent's
+    minus it in the parent's, and the sibling's occupied bins (a superset) where it is sparse."""
+    for p in range(jobs.shape[0]):
+        s, parent_buf, lo, hi = jobs[p, 0], jobs[p, 1], jobs[p, 2], jobs[p, 3]
+        small_sparse = jobs[p, 4] != 0
+        h = pool[s, f]
+        if jobs[p, 7]:
+            h[:] = 0.0
+        if used[f]:
+            _feature_histogram(codes[f], partition, payload, by_event, b_is_w and hi - lo > N_BINS,
+                               lo, hi, h, bits[s, f], small_sparse)
+        _subtract(pool[parent_buf, f], h, used[f], bits[s, f], small_sparse)
+        if jobs[p, 5]:  # the large child is sparse: its occupied bins
+            if jobs[p, 6]:
                 for word in range(4):
-                    bits[p, f, word] |= bits[s, f, word]
-        else:
-            _occupied(pool[p], used, bits[p])
-    buf[small], buf[large], buf[parent] = s, p, -1
-    return n_free
+                    bits[parent_buf, f, word] |= bits[s, f, word]
+            else:
+                _occupied(pool[parent_buf, f], used[f], bits[parent_buf, f])
+
+
+@njit(parallel=True)
+def _level_histograms_shared(codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs):
+    """``_children_feature`` of every feature, the features dealt out over the threads."""
+    for f in prange(codes.shape[0]):
+        _children_feature(f, codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs)
+
+
+@njit
+def _level_histograms(codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs,
+                      n_threads):
+    """``_children_feature`` of every feature, over ``n_threads`` threads."""
+    if n_threads > 1:
+        _level_histograms_shared(codes, partition, payload, by_event, b_is_w, used, pool, bits,
+                                 jobs)
+        return
+    for f in range(codes.shape[0]):
+        _children_feature(f, codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs)
 
 
 @njit
@@ -400,23 +528,22 @@ def _as_leaf(c, feature, bin_threshold, missing_left, left, right, gain):
 @njit
 def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max_depth, pool,
                       bits, dirty, free, buf, scratch_idx, scratch_payload, feature, bin_threshold,
-                      missing_left, left, right, gain, start, stop, sums, sparse_events):
+                      missing_left, left, right, gain, start, stop, sums, sparse_events,
+                      n_threads):
     """Grow into the node arrays (capacity: the tree's largest node count); returns the
     node count. ``pool`` holds the level's histograms (the module docstring), zeros where
     ``dirty`` is off, before and after; ``bits`` the occupied bins of the buffers of nodes
     of at most ``sparse_events`` events; ``free`` and ``buf`` (a node's buffer) the
     bookkeeping; ``scratch_idx`` and ``scratch_payload`` the partition's moves. ``partition``
-    is reordered in place, and so is ``payload`` unless it holds every event in order."""
+    is reordered in place, and so is ``payload`` unless it holds every event in order.
+    ``n_threads`` > 1: each level's scans and histograms are shared out over that many
+    threads (the caller sets Numba's count), with the same sums and choices."""
     n_rows = partition.size
     n_free = pool.shape[0]
     free[:n_free] = np.arange(n_free - 1, -1, -1)  # taken from the end: buffer 0 first
     buf[0], n_free = _take(pool, dirty, free, n_free)
     by_event, b_is_w = _root(codes, partition, payload, used, pool[buf[0]], bits[buf[0]],
-                             n_rows <= sparse_events, sums[0])
-    cum = np.empty((4, N_BINS))
-    at = np.empty(N_BINS, np.int64)
-    left_sums = np.empty(N_CHANNELS)
-    best_left = np.empty(N_CHANNELS)
+                             n_rows <= sparse_events, sums[0], n_threads)
     # Every field of the root (the buffers hold the last tree's nodes): a root left a leaf
     # kept the last tree's root gain (628.4 on a tree of no split), threshold and direction.
     _as_leaf(0, feature, bin_threshold, missing_left, left, right, gain)
@@ -427,8 +554,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     for depth in range(max_depth):
         k = level.size
         split_gain, split_feature, split_bin, split_missing, split_left, n_split = _level_splits(
-            pool, bits, buf, level, start, stop, sums, used, n_value_bins, params, cum, at,
-            left_sums, best_left, sparse_events)
+            pool, bits, buf, level, start, stop, sums, used, n_value_bins, params, sparse_events,
+            n_threads)
         if n_split == 0:
             break
         last = depth + 1 == max_depth
@@ -469,10 +596,10 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
         if last or q == 0:
             break
         # every node left a leaf has given its buffer back: one for each smaller child
-        for p in range(q):
-            n_free = _children_histograms(codes, partition, payload, by_event, b_is_w, used, pool,
-                                          bits, dirty, free, n_free, buf, parents[p], children[2 * p],
-                                          children[2 * p + 1], start, stop, sparse_events)
+        jobs, n_free = _children_jobs(dirty, free, n_free, buf, parents[:q], children, start,
+                                      stop, sparse_events)
+        _level_histograms(codes, partition, payload, by_event, b_is_w, used, pool, bits, jobs,
+                          n_threads)
         level = children[:2 * q]
     for j in range(level.size):  # the last level's buffers, zeroed for the next tree
         n_free = _release(pool, bits, dirty, free, n_free, buf, level[j], start, stop, used,

@@ -25,8 +25,25 @@ def threads_sleep() -> bool:
     so that each parallel kernel wakes them (tens of microseconds), or spin (about one)."""
     return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
 
+import threading  # noqa: E402
+
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+
+_serial = threading.local()
+
+
+def serial_tree_threads() -> int:
+    """Threads the one-call trees of a fit run on one thread may use (``_util.threads``
+    sets it: the fit's own count when idle threads spin, else 1)."""
+    return getattr(_serial, "threads", 1)
+
+
+def set_serial_tree_threads(n: int) -> int:
+    """Set ``serial_tree_threads()`` for this Python thread; returns the old value."""
+    old = serial_tree_threads()
+    _serial.threads = n
+    return old
 
 X_DTYPE = np.float32  # raw features, thresholds
 BIN_DTYPE = np.uint8  # bin codes
