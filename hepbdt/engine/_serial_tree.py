@@ -27,8 +27,9 @@ one (its ``dirty`` flag). The sums and gains are the same to the bit (an empty b
 A small fit runs on one thread (``_util.threads``). Where the fit's other threads spin
 (they wake in about a microsecond), each level's work is shared out over them inside the
 call: the children's histograms feature by feature (each feature's sums in the same event
-order) and the scans by (node, feature), the best feature of a node then chosen in feature
-order. The tree is the same on any number of threads. Figures: ``grower.SERIAL_SHARED_WORK``.
+order), the scans by (node, feature), the best feature of a node then chosen in feature
+order, and the partitions by node (each in its own slice). The tree is the same on any
+number of threads. Figures: ``grower.SERIAL_SHARED_WORK``.
 """
 
 from __future__ import annotations
@@ -326,6 +327,42 @@ def _partition(codes, partition, payload, start, stop, f, threshold, missing_lef
 
 
 @njit
+def _split_node(j, codes, partition, payload, level, start, stop, split_feature, split_bin,
+                split_missing, move, scratch_idx, scratch_payload, mids):
+    """mids[j] = the mid of node level[j]'s partition by its split (none: nothing)."""
+    if split_feature[j] >= 0:
+        node = level[j]
+        mids[j] = _partition(codes, partition, payload, start[node], stop[node], split_feature[j],
+                             split_bin[j], split_missing[j], move, scratch_idx, scratch_payload)
+
+
+@njit(parallel=True)
+def _level_partitions_shared(codes, partition, payload, level, start, stop, split_feature,
+                             split_bin, split_missing, move, scratch_idx, scratch_payload, mids):
+    """``_split_node`` of every node of the level, the nodes dealt out over the threads."""
+    for j in prange(level.size):
+        _split_node(j, codes, partition, payload, level, start, stop, split_feature, split_bin,
+                    split_missing, move, scratch_idx, scratch_payload, mids)
+
+
+@njit
+def _level_partitions(codes, partition, payload, level, start, stop, split_feature, split_bin,
+                      split_missing, move, scratch_idx, scratch_payload, n_threads):
+    """The stable partitions of a level's splitting nodes (each in its own slice of the
+    partition and the scratch) over ``n_threads`` threads; returns each node's mid."""
+    mids = np.zeros(level.size, np.int64)
+    if n_threads > 1 and level.size > 1:
+        _level_partitions_shared(codes, partition, payload, level, start, stop, split_feature,
+                                 split_bin, split_missing, move, scratch_idx, scratch_payload,
+                                 mids)
+        return mids
+    for j in range(level.size):
+        _split_node(j, codes, partition, payload, level, start, stop, split_feature, split_bin,
+                    split_missing, move, scratch_idx, scratch_payload, mids)
+    return mids
+
+
+@njit
 def _root(codes, partition, payload, used, hist, bits, sparse, sums, n_threads):
     """The root's histogram into ``hist`` and its sums into ``sums`` (numpy's sum over the
     bins of its first feature, bin by bin); returns (by_event, b_is_w) for
@@ -561,6 +598,9 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
         last = depth + 1 == max_depth
         children = np.empty(2 * n_split, np.int64)
         parents = np.empty(n_split, np.int64)
+        mids = _level_partitions(codes, partition, payload, level, start, stop, split_feature,
+                                 split_bin, split_missing, not (last or by_event), scratch_idx,
+                                 scratch_payload, n_threads)
         q = 0
         for j in range(k):
             node = level[j]
@@ -568,10 +608,7 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
                 n_free = _release(pool, bits, dirty, free, n_free, buf, node, start, stop, used,
                                   sparse_events)
                 continue
-            s, e = start[node], stop[node]
-            mid = _partition(codes, partition, payload, s, e, split_feature[j], split_bin[j],
-                             split_missing[j], not (last or by_event), scratch_idx,
-                             scratch_payload)
+            s, e, mid = start[node], stop[node], mids[j]
             if mid == s or mid == e:  # a side without events stays a leaf (grower._apply_real_splits)
                 n_free = _release(pool, bits, dirty, free, n_free, buf, node, start, stop, used,
                                   sparse_events)
