@@ -302,7 +302,7 @@ def test_channel_maxima_are_the_quantisers(loss):
         assert np.isnan(maxima[0]) == (case == "nan") and np.isinf(maxima[0]) == (case == "inf")
 
 
-def test_squared_channels_are_numpys_operations_bit_for_bit():
+def test_squared_channels_and_loss_are_numpys_operations_bit_for_bit():
     # The compiled squared-error channels against the formula written with numpy: the same
     # float32 channels and the same double loss, with negative and zero weights, float32
     # and float64 targets, values over seven decades, and the fit's reused storage.
@@ -323,5 +323,8 @@ def test_squared_channels_are_numpys_operations_bit_for_bit():
         assert np.array_equal(wg.view(np.uint32), expected_wg.view(np.uint32)), trial
         assert np.array_equal(wh.view(np.uint32), expected_wh.view(np.uint32)), trial
         assert value == float(expected), trial
+        terms = loss.loss_terms(y, w, score)  # the held-out losses' terms
+        assert np.array_equal(terms, w * (0.5 * (y - score) ** 2)), trial
+        assert loss.loss(y, w, score) == float(expected), trial
         if out is not None:
             assert wg is out[0] and wh is out[1]

@@ -336,6 +336,14 @@ class Logistic(_LogisticFamily):
 
 
 @njit
+def _squared_terms(y, score, w, terms):
+    """terms = w ((y - F)^2 / 2) in double, as numpy's ``w * (0.5 * (y - F) ** 2)``."""
+    for i in range(y.size):
+        r = y[i] - score[i]
+        terms[i] = w[i] * (0.5 * (r * r))
+
+
+@njit
 def _squared_channels(y, score, w_tree, w, wg, wh, terms):
     """``Loss.channels`` of the squared error in one pass, each value as numpy's operations
     make it: wg = w_tree (F - y) and wh = w_tree (times h = 1) rounded to float32, and
@@ -368,6 +376,12 @@ class Squared(Loss):
 
     def pointwise(self, y, score):
         return 0.5 * (y - score) ** 2
+
+    def loss_terms(self, y, w, score):
+        """``Loss.loss_terms`` in one compiled pass (the same numbers)."""
+        terms = np.empty(np.shape(y))
+        _squared_terms(y, score, w, terms)
+        return terms
 
     def channels(self, y, score, w_tree, w, out=None):
         """``Loss.channels`` in one compiled pass (the same numbers; 27 -> 8 us a tree at
