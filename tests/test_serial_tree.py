@@ -58,19 +58,16 @@ def test_sparse_scan_equals_the_dense_scan(criterion):
         assert np.array_equal(np.array(dense[:1] + dense[3:]), np.array(sparse[:1] + sparse[3:])), trial
 
 
-@pytest.mark.parametrize("criterion", ["variance", "newton", "gini"])
-def test_sparse_nodes_grow_the_levelwise_tree(monkeypatch, criterion):
-    # 255 distinct values and nodes of a few events: the sparse scans, subtractions and
-    # zeroing, against the per-level kernels and against every node scanned densely.
-    rng = np.random.default_rng(7)
-    n, m = 700, 6
+def _signed_problem(criterion, n, m, seed, zero_fraction):
+    """Codes of n x m continuous values with 5 % missing, weights with zeros and 10 %
+    negative, and channels (A, B) for ``criterion``: (mapper, codes, w, A, B, params, rng)."""
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, m)).astype(np.float32)
     X[rng.random((n, m)) < 0.05] = np.nan
     w = rng.uniform(0.2, 2.0, n).astype(np.float32)
-    w[rng.random(n) < 0.1] = 0.0
+    w[rng.random(n) < zero_fraction] = 0.0
     w[rng.random(n) < 0.1] *= -0.5
     mapper = BinMapper(max_bins=255).fit(X, w)
-    codes = mapper.transform(X)
     crit = CRITERIA[criterion]
     if crit == GINI:
         signal = rng.random(n) < 0.4
@@ -79,6 +76,15 @@ def test_sparse_nodes_grow_the_levelwise_tree(monkeypatch, criterion):
         ch_a = (rng.normal(size=n) * w).astype(np.float32)
         ch_b = w if crit == VARIANCE else (np.abs(w) * rng.uniform(0.1, 0.3, n)).astype(np.float32)
     params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0)
+    return mapper, mapper.transform(X), w, ch_a, ch_b, params, rng
+
+
+@pytest.mark.parametrize("criterion", ["variance", "newton", "gini"])
+def test_sparse_nodes_grow_the_levelwise_tree(monkeypatch, criterion):
+    # 255 distinct values and nodes of a few events: the sparse scans, subtractions and
+    # zeroing, against the per-level kernels and against every node scanned densely.
+    n = 700
+    mapper, codes, w, ch_a, ch_b, params, rng = _signed_problem(criterion, n, 6, 7, 0.1)
     workspace = grower.SerialWorkspace()
     sparse_default = serial.SPARSE_EVENTS
     for rows in (None, np.sort(rng.choice(n, 500, replace=False)).astype(np.int32)):
@@ -118,23 +124,8 @@ def test_shared_levels_grow_the_one_thread_tree(monkeypatch, criterion):
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two Numba threads (NUMBA_NUM_THREADS >= 2)")
-    rng = np.random.default_rng(11)
     n, m = 3000, 7
-    X = rng.normal(size=(n, m)).astype(np.float32)
-    X[rng.random((n, m)) < 0.05] = np.nan
-    w = rng.uniform(0.2, 2.0, n).astype(np.float32)
-    w[rng.random(n) < 0.05] = 0.0
-    w[rng.random(n) < 0.1] *= -0.5
-    mapper = BinMapper(max_bins=255).fit(X, w)
-    codes = mapper.transform(X)
-    crit = CRITERIA[criterion]
-    if crit == GINI:
-        signal = rng.random(n) < 0.4
-        ch_a, ch_b = np.where(signal, w, 0).astype(np.float32), np.where(signal, 0, w).astype(np.float32)
-    else:
-        ch_a = (rng.normal(size=n) * w).astype(np.float32)
-        ch_b = w if crit == VARIANCE else (np.abs(w) * rng.uniform(0.1, 0.3, n)).astype(np.float32)
-    params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0)
+    mapper, codes, w, ch_a, ch_b, params, rng = _signed_problem(criterion, n, m, 11, 0.05)
     used = np.ones(m, bool)
     used[2] = False
     monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
