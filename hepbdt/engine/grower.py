@@ -94,11 +94,11 @@ SERIAL_EVENTS = 4096  # events of a node's histogram (a partition of one chunk i
 # 10,000 x 28, depth 6, 2.9 against 3.6 ms a tree).
 SERIAL_TREE_WORK = 2_000_000
 # A one-call tree of at least this many events x features shares each level's histograms
-# (feature by feature) and scans (node and feature) over the fit's threads where they spin
-# (``serial_tree_threads``); the trees are the same on any number of threads. Default fits,
-# 2 threads spinning (``benchmarks/bench_small_fits.py``, against one thread): hastie 6,000
-# x 10 0.19 -> 0.155 s, breast cancer 0.038 -> 0.029, friedman1 0.100 -> 0.086, the TMVA
-# multi-class tutorial 0.127 -> 0.122; tmva-reg (4,500 x 2) the same.
+# (by feature), scans (by node and feature) and partitions (by node) over the fit's
+# threads where they spin (``serial_tree_threads``); the trees are the same on any number
+# of threads. Default fits on 2 spinning threads against one (``bench_small_fits.py``):
+# hastie 6,000 x 10 0.19 -> 0.152 s, breast cancer 0.038 -> 0.029, friedman1 0.100 ->
+# 0.083, the TMVA multi-class tutorial 0.127 -> 0.118; tmva-reg (4,500 x 2) the same.
 SERIAL_SHARED_WORK = 8_000
 
 
@@ -1362,6 +1362,7 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
 
     buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
     shared = serial_tree_threads() if n_rows * m >= SERIAL_SHARED_WORK else 1
+    old_threads = numba.get_num_threads()
     if shared > 1:
         numba.set_num_threads(shared)
     try:
@@ -1370,7 +1371,7 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
                                     _serial_tree.SPARSE_EVENTS, shared)
     finally:
         if shared > 1:
-            numba.set_num_threads(1)
+            numba.set_num_threads(old_threads)
     node_arrays, sums = buffers[7:-1], buffers[-1][:n_nodes]
     arrays = {name: a[:n_nodes].copy()
               for (name, _, _), a in zip(_NodeArrays.FIELDS, node_arrays, strict=True)}
