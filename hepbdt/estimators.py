@@ -1002,6 +1002,20 @@ class _BDTBase(SklearnProtocol):
         return to_cpp(self, path, **options)
 
 
+
+def _check_same_mass(column: np.ndarray, m: np.ndarray, feature: int) -> None:
+    """ParameterError where ``decorrelate`` (float64) differs from X's column of the map's
+    variable (the model reads it there; as float32, the type X is read in): the trees
+    would use one mass and the map another."""
+    differ = np.flatnonzero(np.asarray(column, np.float32) != m.astype(np.float32))
+    if differ.size:
+        i = int(differ[0])
+        raise ParameterError("decorrelate", f"this model reads its map's variable from X's "
+                             f"column {feature}, and decorrelate differs from it at "
+                             f"{differ.size} event(s) (first: event {i}, X has {float(column[i]):.9g}, "
+                             f"decorrelate {float(m[i]):.9g}): drop decorrelate, or give X's "
+                             "values")
+
 class BDTClassifier(_BDTBase):
     """Boosted decision tree classifier (signal = 1, background = 0; or K >= 3 classes).
 
@@ -1451,13 +1465,15 @@ class BDTClassifier(_BDTBase):
                                      "does not depend on it: drop decorrelate")
             return None
         n = X.shape[0] if isinstance(X, BinnedMatrix) else len(X)
+        feature = spec.get("feature")
         if decorrelate is not None:
             m = check_decorrelate(decorrelate, n)
             if m.shape[1] != 1:
                 raise ParameterError("decorrelate", f"the map is along one variable; "
                                      f"decorrelate has {m.shape[1]} columns")
+            if feature is not None and not isinstance(X, BinnedMatrix):
+                _check_same_mass(self._input(X)[:, feature], m[:, 0], feature)
             return m[:, 0]
-        feature = spec.get("feature")
         if feature is None or isinstance(X, BinnedMatrix):
             where = ("X is binned (its codes give the variable's bin, not its value)"
                      if feature is not None else "that variable is not one of its features")

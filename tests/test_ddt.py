@@ -199,3 +199,47 @@ def test_a_float64_mass_column_is_read_from_x():
     assert clf.forest_.extra["decorrelation_map"]["feature"] == 0
     given = clf.decision_function(X, decorrelate=X[:, 0].astype(np.float32))
     np.testing.assert_array_equal(clf.decision_function(X), given)
+
+
+def test_a_tie_takes_the_middle_of_its_levels():
+    # A score that many events share (a saturated AdaBoost score, a leaf) is a run of equal
+    # quantiles; it took the run's top level, so a tie of the most background-like score
+    # passed every cut. Brute force: the tie's weight fraction below and up to it, per bin.
+    rng = np.random.default_rng(4)
+    n = 4000
+    m = rng.uniform(50, 250, n)
+    w = rng.uniform(0.5, 1.5, n)
+    tied = rng.random(n) < np.where(m < 150, 0.6, 0.2)  # 60 % and 20 % at the lowest score
+    score = np.where(tied, -1.0, rng.normal(size=n))
+    spec = fit_quantile_map(score, m, w, None)
+    centres = np.asarray(spec["centres"])
+    # events at a bin's centre read that bin's CDF alone
+    for c, centre in enumerate(centres):
+        q = np.asarray(spec["quantiles"][c])
+        run = np.flatnonzero(q == -1.0)
+        expected = 0.5 * (LEVELS[run[0]] + LEVELS[run[-1]])
+        got = apply_quantile_map(spec, np.array([-1.0]), np.array([centre]))[0]
+        assert got == pytest.approx(expected, abs=1e-12)
+        assert 0.05 < got < 0.45  # the middle of a run from level 0 to about 0.2 or 0.6
+        # an untied score is read as before: linear between the quantiles
+        s = float(np.quantile(score[~tied], 0.7))
+        assert apply_quantile_map(spec, np.array([s]), np.array([centre]))[0] == pytest.approx(
+            np.interp(s, q, LEVELS), abs=1e-12)
+    F = apply_quantile_map(spec, score, m)
+    low = m < 140
+    for cut in (0.5, 0.9):  # the low-mass tie (60 %) no longer passes whole
+        kept = np.sum(w[low] * (F[low] > cut)) / np.sum(w[low])
+        assert kept <= 1 - cut + 0.03
+
+
+def test_a_mass_given_against_x_s_column_is_refused():
+    # The trees read X's mass column; a different decorrelate= would map with another
+    # mass (a cut kept 0.53 of the background instead of 0.1).
+    X, y, w, m = _toy(1500, 3000, 1)
+    model = BDTClassifier(n_trees=5, max_depth=3, decorrelation_map="ddt").fit(
+        X, y, w, decorrelate=m)
+    np.testing.assert_array_equal(model.decision_function(X, decorrelate=m),
+                                  model.decision_function(X))
+    for other in (m / 1000, np.roll(m, 1)):
+        with pytest.raises(ValueError, match="column 0, and decorrelate differs"):
+            model.decision_function(X, decorrelate=other)

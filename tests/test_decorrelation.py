@@ -358,3 +358,27 @@ def test_decorrelation_measures_refuse_what_they_cannot_measure(change, match):
     with pytest.raises(ValueError, match=match):
         decorrelation_measures(np.array(arrays["score"]), np.array(arrays["y"]), np.arange(4.0),
                                np.array(arrays["w"]))
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_a_strength_beyond_float32_is_refused_not_nan(boosting):
+    # 1e38 passed the "finite >= 0" check, overflowed the float32 channels and gave a model
+    # of NaN scores with only a warning; 1e30 still trains.
+    X, y, w, m = _toy(300, 500)
+    options = dict(boosting=boosting, n_trees=3, max_depth=2, decorrelation="flatness")
+    fine = BDTClassifier(decorrelation_strength=1e30, **options).fit(X, y, w, decorrelate=m)
+    assert np.all(np.isfinite(fine.decision_function(X)))
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        BDTClassifier(decorrelation_strength=1e38, **options).fit(X, y, w, decorrelate=m)
+
+
+def test_measures_refuse_text_bins_and_bin_extreme_masses():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(100), np.zeros(100)].astype(int)
+    score = rng.normal(size=200) + 2 * y
+    with pytest.raises(ValueError, match="bins='10': expected a whole number"):
+        decorrelation_measures(score, y, rng.uniform(0, 1, 200), bins="10")
+    for mass in (np.where(y == 0, 1e17, 2e17),  # lo + 1 == lo
+                 np.r_[rng.uniform(0, 1, 100), -1.7e308, 1.7e308, rng.uniform(0, 1, 98)]):
+        rows = decorrelation_measures(score, y, mass, efficiencies=[0.2, 0.9]).rows()
+        assert len(rows) == 2  # boost-histogram refused the edges before

@@ -7,7 +7,8 @@ least 2 and at most ``MAX_DDT_BINS`` bins), the weighted quantiles of the score 
 levels ``LEVELS`` (finer towards 1, where the cuts of a tagger are). :func:`apply_quantile_map`
 gives each event F = the class's score CDF at its score, read in the two bins whose
 centres (weighted mean m) bracket its m and interpolated linearly in m between them (the
-first or last bin's CDF outside the centres). A cut F > c then keeps a fraction 1 - c of
+first or last bin's CDF outside the centres; a score that many events share, a run of
+equal quantiles, takes the middle of the run's levels). A cut F > c then keeps a fraction 1 - c of
 the class in every region of m (up to the statistics of the bins), so the class's mass
 shape is not sculpted, whatever the booster learned: the map works on top of any model,
 the flatness loss and uBoost included. Scores above a bin's top level map to 1.
@@ -117,13 +118,30 @@ def apply_quantile_map(spec: dict[str, Any], score: NDArray, m: NDArray) -> NDAr
     levels = np.asarray(spec["levels"], np.float64)
     quantiles = np.asarray(spec["quantiles"], np.float64)
     if centres.size == 1:
-        return np.interp(score, quantiles[0], levels)
+        return _cdf(score, quantiles[0], levels)
     lower = np.clip(np.searchsorted(centres, m, side="right") - 1, 0, centres.size - 2)
     t = np.clip((m - centres[lower]) / (centres[lower + 1] - centres[lower]), 0.0, 1.0)
     out = np.empty(score.size)
     for j in np.unique(lower):
         rows = np.flatnonzero(lower == j)
-        below = np.interp(score[rows], quantiles[j], levels)
-        above = np.interp(score[rows], quantiles[j + 1], levels)
+        below = _cdf(score[rows], quantiles[j], levels)
+        above = _cdf(score[rows], quantiles[j + 1], levels)
         out[rows] = (1.0 - t[rows]) * below + t[rows] * above
     return out
+
+
+def _cdf(score: NDArray, q: NDArray, levels: NDArray) -> NDArray:
+    """One bin's CDF at ``score`` from its quantiles ``q`` (non-decreasing) at ``levels``:
+    linear between them; a score equal to a run of equal quantiles (many events of one
+    score, as a leaf or a saturated AdaBoost score gives) takes the middle of the run's
+    levels. (The top of the run gave a tie F near 1: a tie of the most background-like
+    score, a quarter of the background, passed F > 0.99 whole.) A cut cannot split a tie;
+    the middle keeps it on the side where most of it belongs."""
+    f = np.interp(score, q, levels)  # on a run: its last level
+    runs = q[1:][np.diff(q) == 0]
+    if runs.size:
+        on = np.isin(score, runs)
+        if on.any():  # the run's first level, from the reversed arrays
+            first = np.interp(-score[on], -q[::-1], levels[::-1])
+            f[on] = 0.5 * (first + f[on])
+    return f

@@ -263,4 +263,14 @@ class FlatnessLoss(Loss):
             return wg, wh, loss
         wg64, wh64 = wg.astype(np.float64), wh.astype(np.float64)
         self._add_terms(np.ascontiguousarray(score, np.float64), w_tree, wg64, wh64)
-        return wg64.astype(CHANNEL_DTYPE), wh64.astype(CHANNEL_DTYPE), loss
+        with np.errstate(over="ignore"):
+            wg, wh = wg64.astype(CHANNEL_DTYPE), wh64.astype(CHANNEL_DTYPE)
+        if not (np.all(np.isfinite(wg)) and np.all(np.isfinite(wh))):
+            # else the trees get infinite sums and the model NaN scores, silently
+            largest = float(np.max(np.abs(wh64)))
+            raise ValueError(f"decorrelation_strength={self.strength:g} times the event weights "
+                             f"makes flatness terms of up to {largest:.3g}, beyond float32's "
+                             f"range ({FLOAT32_MAX:.3g}) where the trees sum them: use a smaller "
+                             "strength (strong decorrelation comes from 0.3-3 on the toy of "
+                             "the README) or give the weights in smaller units")
+        return wg, wh, loss

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._data import check_classification
-from ._hist import weighted_histogram
+from ._hist import common_edges, weighted_histogram
 
 __all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures",
            "decorrelation_measures", "jensen_shannon_divergence", "threshold_at_efficiency"]
@@ -188,11 +188,13 @@ def _mass_edges(mass: NDArray, bins: Any, variable: str) -> NDArray:
     """``bins`` equal-width edges over ``mass`` (the background's), or the edges given,
     checked: float64, 1-d, finite, strictly increasing, at least two."""
     if np.ndim(bins) == 0:
-        if isinstance(bins, bool) or not float(bins).is_integer() or not bins >= 1:
+        number = isinstance(bins, (int, float, np.integer, np.floating))
+        if (not number or isinstance(bins, bool) or not float(bins).is_integer()
+                or not bins >= 1):
             raise ValueError(f"bins={bins!r}: expected a whole number of {variable} bins >= 1, "
                              "or an array of bin edges")
-        lo, hi = float(mass.min()), float(mass.max())
-        return np.linspace(lo, hi if hi > lo else lo + 1.0, int(bins) + 1)
+        # equal widths over the range; a constant or extreme range still gets increasing edges
+        return common_edges(mass, int(bins))
     edges = np.asarray(bins, np.float64)
     if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)) \
             or not np.all(np.diff(edges) > 0):
