@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from .._sklearn import column_vector_warning
 from .._util import check_weights, check_X, exact_sum_of_parts
 from ..boosting._loop import (
     BoostResult,
@@ -96,6 +97,7 @@ from ..estimators import (
     _check_loss_total,
     _constructor,
     _Param,
+    quantised_option,
 )
 from ..model import ClassForestBuilder, ForestBuilder
 from . import _parts
@@ -146,10 +148,11 @@ class _DaskMixin:
                                         or int(self.max_depth) > MAX_DASK_DEPTH):
             refuse("max_depth", f"the Dask fit grows depth-wise to at most {MAX_DASK_DEPTH} "
                    "(leaf-wise, with max_leaves, to any depth)")
-        if self.quantised_histograms is False and not self._adaboost:
+        quantised = quantised_option(self.quantised_histograms)
+        if quantised is False and not self._adaboost:
             refuse("quantised_histograms", "the Dask fit of gradient and newton boosting sums "
                    "integer histograms (exact in any order): give 'auto' or True")
-        if self.quantised_histograms is True and self._adaboost:
+        if quantised is True and self._adaboost:
             refuse("quantised_histograms", f"boosting={self.boosting!r} grows its trees on float "
                    "histograms (as in memory): give 'auto' or False")
         if self._adaboost and self.subsample_mode == "weighted":
@@ -176,6 +179,8 @@ class _DaskMixin:
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         client = connect(client)
+        if names is None and hasattr(X, "columns"):  # a dask DataFrame names its features,
+            names = [str(c) for c in X.columns]      # as a pandas one does in memory
         X = da.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
@@ -189,10 +194,8 @@ class _DaskMixin:
         e = None if event is None else _event_numbers(da.asarray(event), X)
         self._validate_params()
         self._check_dask_options()
+        workers = _workers(client)
         info = client.scheduler_info(n_workers=-1)["workers"]
-        workers = sorted(info)
-        if not workers:
-            raise ValueError("the Dask cluster has no workers")
         n_parts = min(len(workers), len(blocks_of))
         groups = np.array_split(np.arange(len(blocks_of)), n_parts)
         blocks = {"X": client.compute(X.to_delayed().ravel().tolist()),
@@ -301,6 +304,8 @@ class _DaskMixin:
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
                                                   self.negative_weights)
                                 for i in range(len(loaded))])
+        _raise_first_refusal([{"rows": p["rows"], "refused": q["refused"]}
+                              for p, q in zip(loaded, parts, strict=True)])
         total = 0.0
         if plan.hold_out:
             held = [p["n_valid"] for p in parts]
@@ -630,12 +635,35 @@ class _DaskMixin:
         return self.to_local().to_dict()
 
 
+def _workers(client: Any) -> list:
+    """The cluster's worker addresses, sorted; ValueError when it has none (a computation
+    would wait for one forever)."""
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        raise ValueError("the Dask cluster has no workers: start some (or give client= a "
+                         "cluster that has them)")
+    return workers
+
+
+def _labels_1d(y: Any) -> Any:
+    """y as memory takes it: a column (n, 1) raveled, with scikit-learn's warning."""
+    if y.ndim == 2 and y.shape[1] == 1:
+        import warnings
+
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
+                      "the shape of y to (n_samples,)", column_vector_warning(), stacklevel=4)
+        return y[:, 0]
+    return y
+
+
 def _aligned(array: Any, blocks: tuple, what: str) -> Any:
     """``array`` (``what``: "y", "sample_weight" or "event") cut into the row blocks of X; arrays of
     as many blocks of unknown sizes (a lazy read's columns) are taken as cut alike (each
     part checks its lengths)."""
+    if what == "y":
+        array = _labels_1d(array)
     if array.ndim != 1:
-        raise ValueError(f"y and sample_weight must be 1-d, got {array.ndim} dimensions")
+        raise ValueError(f"{what} must be 1-d, one value per event; got shape {array.shape}")
     unknown = any(np.isnan(b) for b in blocks) or any(np.isnan(b) for b in array.chunks[0])
     if not unknown and array.shape[0] != sum(blocks):
         n, k = int(sum(blocks)), int(array.shape[0])
@@ -908,7 +936,9 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         client = connect(client)  # the labels are read on the fit's cluster too
-        labels = np.asarray(client.compute(da.unique(da.asarray(y))).result())
+        _workers(client)  # computing the labels on a cluster of no workers would wait forever
+        y = _labels_1d(da.asarray(y))
+        labels = np.asarray(client.compute(da.unique(y)).result())
         if labels.size == 0:  # no label: memory refuses the empty X first, or the lengths
             _refuse_no_labels(da.asarray(X))
         self._encode_y(labels, fitting=True)

@@ -215,11 +215,19 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     then background's; None: as given), then apply the ``negative_weights`` policy where it
     works event by event ("abs", "ignore") to the training events, as memory does after its
     hold-out. Returns the training events' count, whether one had a negative weight
-    (before the policy), a positive one, a NaN feature, the signal count, and the held-out
-    events' count and signal count."""
+    (before the policy), a positive one, a NaN feature, the signal count, the held-out
+    events' count and signal count, and ("refused") the refusal of a normalised weight
+    out of float32's range, memory's check of every event before its hold-out."""
     part = _part(key)
     X, y, w = part.X, part.y, part.w
     n_valid = valid_signal = 0
+    refused = None
+    if valid_factors is not None:  # memory checks the whole sample's normalised weights
+        scaled = np.where(y == 1, w * valid_factors[0], w * valid_factors[1])
+        try:
+            check_magnitudes(scaled)
+        except ValueError as err:
+            refused = (CHECK_MAGNITUDES, err, _out_of_range(scaled))
     if holdout is not None:
         held = held_out(y.size, holdout, part.event)
         wv = w[held]
@@ -238,7 +246,7 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     part.X, part.y, part.w = X, y, w
     return {"n": int(y.size), "negative": negative, "positive": bool(np.any(w > 0)),
             "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
-            "n_valid": n_valid, "valid_signal": valid_signal}
+            "n_valid": n_valid, "valid_signal": valid_signal, "refused": refused}
 
 
 def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
@@ -395,8 +403,20 @@ def begin_tree(key: str, base_scores: np.ndarray | None, leaf_totals: np.ndarray
     a, b = part.booster.channels(wg[part.klass], wh[part.klass], part.w_tree)
     part.channels = (wg[part.klass], wh[part.klass], part.w_tree, a, b)
     total = float(np.sum(part.w, dtype=np.float64))
-    return {"max_abs": Quantiser.max_abs(a, b), "loss": loss * total, "weight": total,
-            "valid": _valid_pieces(part) if ended else None}
+    return {"max_abs": Quantiser.max_abs(a, b), "loss": _loss_sum(part, loss, total),
+            "weight": total, "valid": _valid_pieces(part) if ended else None}
+
+
+def _loss_sum(part: _Part, mean: float, total: float) -> float:
+    """The part's summed loss terms from its mean loss: mean x total, or where its weights
+    sum to 0 (its mean is then 0 by convention) the terms' sum itself, which the whole's
+    mean still counts."""
+    if total != 0:
+        return mean * total
+    one = getattr(part.loss, "loss_of_one", None)
+    terms = (one.loss_terms(part.y, part.w, part.score[0]) if one is not None
+             else part.loss.loss_terms(part.y, part.w, part.score))
+    return float(np.sum(terms))
 
 
 def root(key: str, used: np.ndarray, n_rows: int, seed: int,
@@ -434,8 +454,8 @@ def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> 
         _add_tree(part, leaf_totals, mean_abs_weight)
     total = float(np.sum(part.w, dtype=np.float64))
     part.round_channels = None
-    return {"loss": part.loss.loss(part.y, part.w, part.score) * total, "weight": total,
-            "valid": _valid_pieces(part)}
+    return {"loss": _loss_sum(part, part.loss.loss(part.y, part.w, part.score), total),
+            "weight": total, "valid": _valid_pieces(part)}
 
 
 class _AdaBoost:

@@ -1,0 +1,108 @@
+"""Dask fit audit (2026-11-27): a part of zero net weight in the training loss, a held-out
+weight out of range under a class normalisation, quantised_histograms checked by value,
+a cluster of no workers, a dask DataFrame's column names, and column-vector inputs, each
+against the in-memory fit or its error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+
+from hepbdt import BDTClassifier, BDTRegressor  # noqa: E402
+from hepbdt.dask import DaskBDTClassifier, DaskBDTRegressor  # noqa: E402
+from hepbdt.estimators import ParameterError  # noqa: E402
+
+from .test_dask import _assert_same_forest, _dask, _data  # noqa: E402
+
+
+def test_a_part_of_zero_net_weight_counts_in_the_training_loss(client):
+    # Its mean loss is 0 by convention when its weights sum to 0; the training loss was
+    # mean x total, so the part's terms were dropped (0.6663 against memory's 0.6659).
+    X, y, w = _data(3000)
+    w[:1000] = np.where(np.arange(1000) % 2 == 0, 1.0, -1.0)
+    assert w[:1000].sum() == 0.0
+    options = dict(n_trees=3, max_depth=3, quantised_histograms=True, negative_weights="keep",
+                   random_state=0)
+    memory = BDTClassifier(**options).fit(X, y, w)
+    dist = DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=1000), client=client)
+    _assert_same_forest(memory.forest_, dist.forest_)
+    np.testing.assert_allclose(dist.train_loss_, memory.train_loss_, rtol=1e-9)
+
+
+def test_a_held_out_weight_out_of_range_is_refused_as_in_memory(client):
+    # With sig_to_bkg_fraction memory checks every normalised weight before the hold-out;
+    # the Dask fit checked the training events' only and trained.
+    X, y, w = _data(4000)
+    options = dict(n_trees="auto", sig_to_bkg_fraction=1.0, quantised_histograms=True,
+                   random_state=3, max_depth=3, n_iter_no_change=3)
+    held = np.random.default_rng(3).random(4000) < 0.1  # memory's hold-out draw
+    w[int(np.flatnonzero(held)[0])] = 1e-35
+    with pytest.raises(ValueError) as expected:
+        BDTClassifier(**options).fit(X, y, w)
+    with pytest.raises(ValueError) as got:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=1000), client=client)
+    assert str(got.value) == str(expected.value)
+    assert "lie outside 1e-30 to 1e+30" in str(got.value)
+
+
+@pytest.mark.parametrize("value", ["bogus", None, "False", 0, 1])
+def test_quantised_histograms_is_checked_by_value(client, value):
+    X, y, w = _data(1500)
+    for boosting in ("gradient", "adaboost"):
+        options = dict(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=value)
+        with pytest.raises(ParameterError, match="expected 'auto', True or False"):
+            BDTClassifier(**options).fit(X, y, w)
+        with pytest.raises(ParameterError, match="expected 'auto', True or False"):
+            DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=500), client=client)
+
+
+def test_numpy_booleans_are_the_booleans():
+    # np.False_ passed the check by equality, then acted as "auto" (packed from 50,000 events)
+    X, y, w = _data(1500)
+    plain = BDTClassifier(n_trees=3, max_depth=2, quantised_histograms=True).fit(X, y, w)
+    numpy_true = BDTClassifier(n_trees=3, max_depth=2, quantised_histograms=np.True_).fit(X, y, w)
+    _assert_same_forest(plain.forest_, numpy_true.forest_)
+    assert BDTClassifier(quantised_histograms=np.False_)._use_quantised(100_000) is False
+
+
+def test_a_cluster_of_no_workers_is_refused_not_awaited():
+    distributed = pytest.importorskip("distributed")
+    X, y, w = _data(500)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as empty:
+        for model in (DaskBDTClassifier(n_trees=2, max_depth=2), DaskBDTRegressor(n_trees=2)):
+            with pytest.raises(ValueError, match="no workers"):
+                model.fit(*_dask(X, y.astype(float), w, chunk=250), client=empty)
+
+
+def test_a_dask_dataframe_names_the_features(client):
+    # Its names were dropped: a model fitted on it read a reordered pandas X by position.
+    pd = pytest.importorskip("pandas")
+    X, y, w = _data(2000, m=4)
+    frame = pd.DataFrame(X, columns=["pt", "eta", "phi", "mass"])
+    memory = BDTClassifier(n_trees=3, max_depth=3, quantised_histograms=True).fit(frame, y, w)
+    dist = DaskBDTClassifier(n_trees=3, max_depth=3).fit(
+        dd.from_pandas(frame, npartitions=2), *_dask(y, w, chunk=1000), client=client)
+    assert list(dist.feature_names_in_) == ["pt", "eta", "phi", "mass"]
+    shuffled = frame[["mass", "phi", "eta", "pt"]]
+    np.testing.assert_array_equal(dist.decision_function(shuffled),
+                                  memory.decision_function(shuffled))
+
+
+def test_column_vectors_as_in_memory(client):
+    X, y, w = _data(1500)
+    for make, target in ((BDTClassifier, y), (BDTRegressor, np.nan_to_num(X[:, 0]) + y)):
+        dask_make = DaskBDTClassifier if make is BDTClassifier else DaskBDTRegressor
+        options = dict(n_trees=2, max_depth=2, quantised_histograms=True)
+        with pytest.warns(Warning, match="column-vector y"):
+            memory = make(**options).fit(X, target[:, None], w)
+        with pytest.warns(Warning, match="column-vector y"):
+            dist = dask_make(**options).fit(*_dask(X, target[:, None], w, chunk=500),
+                                            client=client)
+        _assert_same_forest(memory.forest_, dist.forest_)
+    with pytest.raises(ValueError, match=r"sample_weight must be 1-d.*\(1500, 1\)"):
+        DaskBDTClassifier(n_trees=2).fit(*_dask(X, y, w[:, None], chunk=500), client=client)
