@@ -258,8 +258,11 @@ def _constructor(params: tuple[_Param, ...], doc: str):
 
 
 def _column(y: Any) -> np.ndarray:
-    """y as a 1-d array; a column vector is accepted with a warning, as scikit-learn does."""
+    """y as a 1-d array; a column vector is accepted with a warning, as scikit-learn does,
+    more columns refused (raveled, they read as a length mismatch)."""
     y = np.asarray(y)
+    if y.ndim > 2 or (y.ndim == 2 and y.shape[1] != 1):
+        raise ValueError(f"y must be 1-d, one label or target per event; got shape {y.shape}")
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
                       "the shape of y to (n_samples,)", column_vector_warning(), stacklevel=4)
@@ -834,10 +837,7 @@ class _BDTBase(SklearnProtocol):
     def _use_quantised(self, n_events: int) -> bool:
         """Packed integer histograms carry A and B only, and B stands in for the weight W:
         gradient (B is the weight) always, newton (B is the hessian) without min_node_size."""
-        q = self.quantised_histograms
-        if q not in ("auto", True, False):
-            raise ParameterError("quantised_histograms", f"quantised_histograms={q!r} is not "
-                                 "valid; expected 'auto', True or False")
+        q = quantised_option(self.quantised_histograms)
         possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size_ == 0)
         if q is True and not possible:
             raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
@@ -1001,6 +1001,18 @@ class _BDTBase(SklearnProtocol):
         """
         return to_cpp(self, path, **options)
 
+
+
+def quantised_option(q: Any) -> bool | str:
+    """``quantised_histograms`` as "auto", True or False (numpy's booleans too); refused
+    otherwise. (0 and numpy's False passed a check by equality and then acted as "auto",
+    which packs the histograms from 50,000 events.)"""
+    if isinstance(q, bool | np.bool_):
+        return bool(q)
+    if isinstance(q, str) and q == "auto":
+        return q
+    raise ParameterError("quantised_histograms", f"quantised_histograms={q!r} is not valid; "
+                         "expected 'auto', True or False")
 
 
 def _check_same_mass(column: np.ndarray, m: np.ndarray, feature: int) -> None:
@@ -1222,6 +1234,25 @@ class BDTClassifier(_BDTBase):
                                  f"flat: decorrelation_target one of {UBOOST_TARGETS}, not "
                                  f"{self.decorrelation_target!r}")
 
+    def _given_weights(self, y, w) -> np.ndarray:
+        if self._multiclass:
+            self._check_class_weights(y, w)
+        return super()._given_weights(y, w)
+
+    def _check_class_weights(self, y, w) -> None:
+        """ValueError naming, by its label, each class whose weights (as the negative-weight
+        policy leaves them) sum to nothing positive: the boosters refuse such a class, but
+        know it only by its index."""
+        policy = self.negative_weights
+        kept = {"abs": np.abs(w), "ignore": np.where(w > 0, w, 0.0)}.get(policy, w)
+        sums = np.bincount(np.asarray(y, np.int64), weights=kept, minlength=self.classes_.size)
+        bad = np.flatnonzero(~(sums > 0))
+        if bad.size:
+            which = ", ".join(f"{np.asarray(self.classes_[k]).item()!r} ({sums[k]:.6g})" for k in bad)
+            how = (f" after negative_weights={policy!r}" if policy in ("abs", "ignore") else "")
+            raise ValueError(f"every class needs a positive sum of weights{how}; these classes "
+                             f"have none: {which}")
+
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
@@ -1326,7 +1357,11 @@ class BDTClassifier(_BDTBase):
         MAX_CLASSES, so int8 holds it). ``fitting`` sets ``classes_`` from y first."""
         y = _labels(y)
         if fitting:
-            classes = np.unique(y)
+            try:
+                classes = np.unique(y)
+            except TypeError as err:  # labels that do not order: None among strings, str and int
+                raise ValueError(f"y's class labels must be of one kind that sorts (numbers, or "
+                                 f"strings); these do not: {err}") from None
             if classes.size < 2:
                 raise ValueError(f"y must have at least two classes; found {classes.size} "
                                  f"class ({classes[:10].tolist()}): one class cannot be separated")

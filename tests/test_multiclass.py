@@ -116,7 +116,7 @@ def test_samme_refuses_chance_trees_and_its_files_round_trip(tmp_path):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     loaded = hepbdt.load_model(model.save(tmp_path / "m.json") or tmp_path / "m.json")
     assert np.array_equal(loaded.predict_proba(X), proba)
-    with pytest.raises(ValueError, match="positive sum of weights; classes"):
+    with pytest.raises(ValueError, match="positive sum of weights; these classes have none: 2 \\(0\\)"):
         hepbdt.BDTClassifier(boosting="adaboost", n_trees=3).fit(X, y, np.where(y == 2, 0.0, w))
     # the TMVA XML (multi-class Grad: softmax of summed leaves) reads back to the same numbers
     hepbdt.interop.to_tmva_xml(model, tmp_path / "m.weights.xml")
@@ -281,3 +281,19 @@ def test_inspect_names_each_class_and_its_trees(tmp_path, capsys):
     for k in range(3):
         raw = predict_raw(X, forest, 5 * k, 5 * k + 5) + forest.extra["base_scores"][k]
         np.testing.assert_allclose(raw, model.decision_function(X)[:, k])
+
+
+def test_labels_that_do_not_sort_and_classes_without_weight_are_named():
+    # np.unique's TypeError came out raw; a (n, 2) y read as a length mismatch; a class
+    # without weight was named by its index, or with negative_weights='regress' not at all.
+    X, y, w = _data(seed=5, n=600, k=3)
+    names = np.array(["qcd", "signal", "ttbar"], dtype=object)[y]
+    for bad in (np.where(np.arange(600) == 7, None, names), np.where(y == 0, 3, names)):
+        with pytest.raises(ValueError, match="labels must be of one kind that sorts"):
+            hepbdt.BDTClassifier(n_trees=2).fit(X, bad)
+    with pytest.raises(ValueError, match=r"y must be 1-d.*\(600, 2\)"):
+        hepbdt.BDTClassifier(n_trees=2).fit(X, np.column_stack([y, y]))
+    for policy, weight in (("keep", 0.0), ("regress", -1.0), ("abs", 0.0)):
+        with pytest.raises(ValueError, match=r"these classes have none: 'ttbar' \("):
+            hepbdt.BDTClassifier(n_trees=2, negative_weights=policy).fit(
+                X, names, np.where(names == "ttbar", weight, w))
