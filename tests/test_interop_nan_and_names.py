@@ -143,3 +143,15 @@ def test_onnx_bagging_scores_tied_votes_exactly_zero(tmp_path, params) -> None:
     assert np.all(score[tied] == 0.0)
     np.testing.assert_array_equal(score > 0, ref > 0)
     np.testing.assert_array_equal(score < 0, ref < 0)
+
+
+def test_none_warns_for_any_model_whose_reader_walks_nan(tmp_path) -> None:
+    # Trained without NaN, a multi-class model (or a regressor) still routes NaN its own
+    # way; the Reader of a 'none' file sends it left (up to 0.85 apart), with no warning.
+    X, y = _data(800, seed=4, nan=0.0)
+    multi = BDTClassifier(n_trees=4, max_depth=3, random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match="EvaluateMulticlass walks the trees"):
+        to_tmva_xml(multi, tmp_path / "multi.weights.xml", missing="none")
+    regressor = BDTRegressor(n_trees=4, max_depth=3).fit(X, X[:, 0] + y)
+    with pytest.warns(UserWarning, match="EvaluateRegression walks the trees"):
+        to_tmva_xml(regressor, tmp_path / "reg.weights.xml", missing="none")

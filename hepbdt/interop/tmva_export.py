@@ -250,7 +250,8 @@ def _multiclass_response(F: np.ndarray) -> np.ndarray:
     F_i)) per class, as float32 numbers (the Reader returns a vector of float)."""
     out = np.empty_like(F)
     for i in range(F.shape[1]):
-        others = np.exp(np.delete(F, i, axis=1) - F[:, i:i + 1]).sum(axis=1)
+        with np.errstate(over="ignore"):  # exp to inf gives the probability 0, as in C
+            others = np.exp(np.delete(F, i, axis=1) - F[:, i:i + 1]).sum(axis=1)
         out[:, i] = 1.0 / (1.0 + others)
     return out.astype(np.float32).astype(np.float64)
 
@@ -768,8 +769,9 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
         ``EvaluateMulticlass``), and "none" for two-class classifiers, whose Reader returns
         -999 for any event with a NaN input before looking at the trees (the extra nodes
         would make the file 2.5-5.6x bigger for nothing). A two-class classifier trained
-        on NaN inputs is exported with a warning saying so, and so is a multi-class one
-        written with "none".
+        on NaN inputs is exported with a warning saying so, and so is any multi-class
+        classifier or regressor written with "none" (its Reader walks NaN left at every
+        node, where the model routes it its own way).
     method_name : the method's title (``BDT::<name>``); default "BDT" or the imported one.
     target_name : regression target name; default "target" or the imported one.
 
@@ -797,11 +799,12 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
                       f"EvaluateMVA returns {READER_NAN_SCORE:g} for any event with a NaN input, "
                       "so replace missing values before calling the Reader (or keep hepbdt's "
                       "own scores for such events)", stacklevel=2)
-    if layout.analysis == "Multiclass" and missing == "none" and forest.extra.get("nan_in_training"):
-        warnings.warn("this multi-class classifier was trained on events with NaN inputs and "
-                      "is written with missing='none'; TMVA::Reader's EvaluateMulticlass walks "
+    if layout.analysis in ("Multiclass", "Regression") and missing == "none":
+        # whether or not the model saw NaN in training, it routes NaN its own way
+        call = "EvaluateMulticlass" if layout.analysis == "Multiclass" else "EvaluateRegression"
+        warnings.warn(f"this model is written with missing='none'; TMVA::Reader's {call} walks "
                       "the trees with a NaN input, which fails every x >= Cut and goes left at "
-                      "every node, so such events get other probabilities than predict_proba "
+                      "every node, so events with a NaN input get other outputs than hepbdt's "
                       "(write with missing='exact', the default, to route NaN as the model does)",
                       stacklevel=2)
     _check_exportable(forest, layout)
