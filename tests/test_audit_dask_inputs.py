@@ -91,6 +91,11 @@ def test_a_dask_dataframe_names_the_features(client):
     shuffled = frame[["mass", "phi", "eta", "pt"]]
     np.testing.assert_array_equal(dist.decision_function(shuffled),
                                   memory.decision_function(shuffled))
+    # and a reordered dask DataFrame is read by name too (its blocks were read by position)
+    lazy = dist.decision_function(dd.from_pandas(shuffled, npartitions=2)).compute()
+    np.testing.assert_array_equal(np.asarray(lazy), memory.decision_function(shuffled))
+    with pytest.raises(ValueError, match=r"lacks the features \['eta'\]"):
+        dist.decision_function(dd.from_pandas(shuffled.drop(columns="eta"), npartitions=2))
 
 
 def test_column_vectors_as_in_memory(client):

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from .._sklearn import column_vector_warning
-from .._util import check_weights, check_X, exact_sum_of_parts
+from .._util import check_weights, check_X, column_positions, exact_sum_of_parts
 from ..boosting._loop import (
     BoostResult,
     _draw,
@@ -619,6 +619,12 @@ class _DaskMixin:
                                  "decorrelation_map='ddt', which the Dask fit does not make: "
                                  "drop decorrelate")
 
+        names = getattr(self, "feature_names_in_", None)
+        if hasattr(X, "columns") and names is not None:  # a dask DataFrame: by name, as memory
+            given = [str(c) for c in X.columns]
+            order = column_positions(given, [str(n) for n in names], "X", type(self).__name__,
+                                     getattr(self, "feature_definitions_", None) or {})
+            X = X[[X.columns[j] for j in order]]
         X = da.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
