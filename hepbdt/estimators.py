@@ -1002,7 +1002,6 @@ class _BDTBase(SklearnProtocol):
         return to_cpp(self, path, **options)
 
 
-
 def quantised_option(q: Any) -> bool | str:
     """``quantised_histograms`` as "auto", True or False (numpy's booleans too); refused
     otherwise. (0 and numpy's False passed a check by equality and then acted as "auto",
@@ -1027,6 +1026,7 @@ def _check_same_mass(column: np.ndarray, m: np.ndarray, feature: int) -> None:
                              f"{differ.size} event(s) (first: event {i}, X has {float(column[i]):.9g}, "
                              f"decorrelate {float(m[i]):.9g}): drop decorrelate, or give X's "
                              "values")
+
 
 class BDTClassifier(_BDTBase):
     """Boosted decision tree classifier (signal = 1, background = 0; or K >= 3 classes).
