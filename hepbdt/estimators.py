@@ -862,7 +862,25 @@ class _BDTBase(SklearnProtocol):
         X, _ = check_X(X, self.n_features_in_, names=None if names is None else list(names),
                        owner=type(self).__name__,
                        definitions=getattr(self, "feature_definitions_", None))
+        self._check_reader_nan(X)
         return X
+
+    def _check_reader_nan(self, X: np.ndarray) -> None:
+        """ValueError for NaN inputs to a model read from a TMVA two-class file: its Reader
+        (EvaluateMVA) answers -999 for such an event without walking the trees, so the
+        file's trees say nothing about one. (Walked, NaN went left at every node: a score
+        that was neither the Reader's nor the exported model's; 37-71 of 131 NaN events
+        changed their class.)"""
+        tmva = self.forest_.extra.get("tmva")
+        if not (isinstance(tmva, dict) and tmva.get("analysis") == "Classification"):
+            return
+        rows = np.flatnonzero(np.isnan(X).any(axis=1))
+        if rows.size:
+            raise ValueError(f"X has NaN inputs in {rows.size} event(s) (first: event "
+                             f"{int(rows[0])}); this model was read from a TMVA two-class file, "
+                             "whose Reader returns -999 for such an event without walking the "
+                             "trees: replace the missing values, or take the Reader's answer "
+                             "with hepbdt.interop.tmva_response(model, X)")
 
     def _binned_input(self, X: BinnedMatrix) -> BinnedMatrix:
         """A BinnedMatrix in the model's feature order, whose bins the model's thresholds

@@ -155,3 +155,20 @@ def test_none_warns_for_any_model_whose_reader_walks_nan(tmp_path) -> None:
     regressor = BDTRegressor(n_trees=4, max_depth=3).fit(X, X[:, 0] + y)
     with pytest.warns(UserWarning, match="EvaluateRegression walks the trees"):
         to_tmva_xml(regressor, tmp_path / "reg.weights.xml", missing="none")
+
+
+def test_a_model_read_from_a_two_class_file_refuses_nan_inputs(tmp_path) -> None:
+    # The file has no NaN routing (the Reader answers -999 before walking the trees); read
+    # back, NaN went left at every node: neither the Reader's -999 nor the model's score.
+    X, y = _data(1500, seed=6, classes=2)
+    model = BDTClassifier(n_trees=20, max_depth=3).fit(X, y)
+    model.save_tmva(tmp_path / "two.weights.xml")
+    back = from_tmva_xml(tmp_path / "two.weights.xml")
+    clean = X[:50]
+    np.testing.assert_allclose(back.predict_proba(clean), model.predict_proba(clean), atol=1e-6)
+    E = clean.copy()
+    E[3, 1] = np.nan
+    for call in (back.decision_function, back.predict_proba, back.predict):
+        with pytest.raises(ValueError, match="read from a TMVA two-class file.*-999"):
+            call(E)
+    assert tmva_response(back, E)[3] == -999.0
