@@ -1263,10 +1263,15 @@ class BDTClassifier(_BDTBase):
         know it only by its index."""
         policy = self.negative_weights
         kept = {"abs": np.abs(w), "ignore": np.where(w > 0, w, 0.0)}.get(policy, w)
-        sums = np.bincount(np.asarray(y, np.int64), weights=kept, minlength=self.classes_.size)
+        self._refuse_classes_without_weight(
+            np.bincount(np.asarray(y, np.int64), weights=kept, minlength=self.classes_.size))
+
+    def _refuse_classes_without_weight(self, sums: np.ndarray) -> None:
+        """``_check_class_weights``'s error for the classes' weight sums (K,)."""
         bad = np.flatnonzero(~(sums > 0))
         if bad.size:
             which = ", ".join(f"{np.asarray(self.classes_[k]).item()!r} ({sums[k]:.6g})" for k in bad)
+            policy = self.negative_weights
             how = (f" after negative_weights={policy!r}" if policy in ("abs", "ignore") else "")
             raise ValueError(f"every class needs a positive sum of weights{how}; these classes "
                              f"have none: {which}")

@@ -38,7 +38,7 @@ from hepbdt._util import atomic_write_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
 from hepbdt.estimators import growth_text
 from hepbdt.evaluation import curves
-from hepbdt.evaluation._data import unpack_dataset
+from hepbdt.evaluation._data import class_codes, unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
@@ -466,6 +466,8 @@ def report(
         id (``"fig-roc"``, ``"fig-scores"``, ...): embedded instead of drawn again
     """
     unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
+    if is_classifier(model):  # the model's labels as its classes (1 = signal for two)
+        unpacked = [(X, class_codes(model, np.asarray(y)), *rest) for X, y, *rest in unpacked]
     X_tr, X_te = unpacked[0][0], unpacked[1][0]
     if X_te.shape[1] != X_tr.shape[1]:
         raise ValueError(f"train has {X_tr.shape[1]} features but test has {X_te.shape[1]}")
@@ -509,7 +511,8 @@ def _learning_curve_section(out: _Sections, model: Any, tr: _Events, te: _Events
     classifier's training events weighed to the test sample's class mix."""
     out.heading("Learning curve")
     if curve is None and "fig-learning-curve" not in out.figure_files:
-        curve = curves.learning_curve(model, (tr.X, tr.y, tr.w), (te.X, te.y, te.w),
+        curve = curves.learning_curve(model, (tr.X, _labels(model, tr.y), tr.w),
+                                      (te.X, _labels(model, te.y), te.w),
                                       max_event_stages=LEARNING_CURVE_EVENT_STAGES)
     # a caller's figure without its curve is learning_curve's default: matched for classifiers
     matched = (curve.train_class_factors is not None if curve is not None
@@ -818,6 +821,15 @@ def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
 YIELD_FACTOR_HEADER = "yield = test weights x"
 
 
+def _labels(model: Any, y: np.ndarray) -> np.ndarray:
+    """A two-class classifier's labels of the report's class codes (1 = signal), which the
+    evaluation functions read as the model's labels (``evaluation._data.class_codes``)."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or len(classes) != 2 or not is_classifier(model):
+        return y
+    return np.asarray(classes)[np.asarray(y, np.int64)]
+
+
 def _group_keys(data: Any, y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray]:
     """(sample index, label) of each event, the groups a split draws from: a Dataset's
     samples (one sample for tuples) and, for a classifier, the class within each."""
@@ -964,7 +976,7 @@ def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
     ranking = None
     if hasattr(model, "forest_"):
         ranking = tmva_importance(model, names)
-    perm = permutation_importance(model, te.X, te.y, te.w, n_repeats=n_repeats,
+    perm = permutation_importance(model, te.X, _labels(model, te.y), te.w, n_repeats=n_repeats,
                                   random_state=random_state, feature_names=names,
                                   max_samples=PERMUTATION_EVENTS)
     order = ranking.order() if ranking is not None else perm.order()

@@ -897,6 +897,11 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             problems.add("method", key, f"unknown option of {cls.__name__}; "
                          f"{_unknown_option_hint(key, valid)}")
             continue
+        if key == "signal_label":  # it turned the samples' classes round: AUC 0.10, silently
+            problems.add("method", key, "the samples' label = \"signal\" says which class is "
+                         "the signal (a configuration's classes are 1 for it, 0 for the "
+                         "background); signal_label is for labels given in Python: leave it out")
+            continue
         if tmva_options is not None and (key in setting or key == "boosting"):
             problems.add("method", key, _given_both_ways(
                 key, value, setting.get(key), "method.tmva_options" in problems.overridden))

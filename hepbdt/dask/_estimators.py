@@ -74,7 +74,6 @@ from ..boosting._loop import (
     node_sums,
     update_scores,
 )
-from ..boosting.losses import class_weight_sums
 from ..engine._types import check_n_events
 from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
 from ..engine.data_parallel import (
@@ -455,8 +454,7 @@ class _DaskMixin:
         if len(cluster.workers) <= ACTOR_PARTS:
             cluster.start_actors()
         if n_classes > 2:  # ``run_samme``: a class without weight cannot be voted for
-            class_weight_sums(np.arange(n_classes), self._chained_class_sums(cluster, n_classes),
-                              n_classes)
+            self._refuse_classes_without_weight(self._chained_class_sums(cluster, n_classes))
         forest, result = runner.run(np.random.default_rng(self.random_state))
         return forest, result, {"levels": sent.levels, "trees": runner.tree_bytes}
 
@@ -469,8 +467,7 @@ class _DaskMixin:
             sums = cluster.gather(cluster.submit_to(i, _parts.class_sums, sums))
         return sums
 
-    @staticmethod
-    def _base_scores(cluster: Cluster, loss, binned: list[dict[str, Any]]) -> np.ndarray:
+    def _base_scores(self, cluster: Cluster, loss, binned: list[dict[str, Any]]) -> np.ndarray:
         """The initial scores (K,): a one-score loss's from exact sums of the parts; the
         softmax's from the class weights summed through the parts in event order, as memory's
         ``np.bincount`` adds them (the class sums as weights of one event a class give
@@ -480,7 +477,8 @@ class _DaskMixin:
             init = {k: exact_sum_of_parts(sum(b["init"][k] for b in binned))
                     for k in binned[0]["init"]}
             return np.array([float(loss.init_score_of_sums(init))])
-        sums = _DaskMixin._chained_class_sums(cluster, n_classes)
+        sums = self._chained_class_sums(cluster, n_classes)
+        self._refuse_classes_without_weight(sums)  # as memory names the classes
         return np.asarray(loss.init_scores(np.arange(n_classes), sums), dtype=np.float64)
 
     def _split_params(self, booster) -> SplitParams:

@@ -135,3 +135,19 @@ def _named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
     if isinstance(X, FeatureMatrix) and X.feature_names is not None:
         return X, [str(n) for n in X.feature_names]
     return np.asarray(X), None
+
+
+def class_codes(model: Any, y: np.ndarray) -> np.ndarray:
+    """y as columns of the classifier's ``predict_proba`` (two classes: 1 for the signal):
+    the index in ``model.classes_`` when every value of y is one of those labels (a model
+    trained with ``signal_label=0`` has classes_ [1, 0]); else y as given (already class
+    indices, checked where used)."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or y.size == 0:
+        return y
+    position = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
+    values, inverse = np.unique(y, return_inverse=True)
+    index = [position.get(v) for v in values.tolist()]
+    if any(k is None for k in index):
+        return y
+    return np.asarray(index, dtype=np.int64)[inverse.reshape(-1)]

@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import is_classifier, weight_exponent
-from hepbdt.evaluation._data import check_classification, check_labels, unpack_dataset
+from hepbdt.evaluation._data import (
+    check_classification,
+    check_labels,
+    class_codes,
+    unpack_dataset,
+)
 from hepbdt.evaluation.metrics import roc_auc
 from hepbdt.evaluation.multiclass import _class_indices, _class_mix_factors
 
@@ -218,22 +223,6 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
     )
 
 
-def _class_codes(model: Any, y: np.ndarray) -> np.ndarray:
-    """y as columns of the classifier's ``predict_proba`` (two classes: 1 for the signal):
-    the index in ``model.classes_`` when every value of y is one of those labels (a model
-    trained with ``signal_label=0`` has classes_ [1, 0]); else y as given (already class
-    indices, checked where used)."""
-    classes = getattr(model, "classes_", None)
-    if classes is None or y.size == 0:
-        return y
-    position = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
-    values, inverse = np.unique(y, return_inverse=True)
-    index = [position.get(v) for v in values.tolist()]
-    if any(k is None for k in index):
-        return y
-    return np.asarray(index, dtype=np.int64)[inverse.reshape(-1)]
-
-
 def _check_loss_weights(w: np.ndarray, name: str) -> None:
     """A weighted mean loss needs a positive summed weight."""
     if not float(np.sum(w)) > 0:
@@ -287,7 +276,7 @@ def _curve_inputs(model: Any, classifier: bool, train: Any, test: Any, max_point
     _check_loss_weights(w_tr, "train.w")
     _check_loss_weights(w_te, "test.w")
     if classifier:
-        y_tr, y_te = _class_codes(model, y_tr), _class_codes(model, y_te)
+        y_tr, y_te = class_codes(model, y_tr), class_codes(model, y_te)
     if max_event_stages is not None:
         largest = max(len(y_tr), len(y_te), 1)
         max_points = min(max_points, max(MIN_CURVE_POINTS, int(max_event_stages) // largest))

@@ -272,7 +272,7 @@ def per_class_permutation_importance(
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
     ``max_samples`` as there)."""
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
-                                                    random_state)
+                                                    random_state, model)
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     n, m = X.shape

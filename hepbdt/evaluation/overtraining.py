@@ -282,6 +282,9 @@ def overtraining_test(
         if bad.any():
             raise ValueError(f"{name} has NaN or infinite scores (first at event "
                              f"{int(np.flatnonzero(bad)[0])})")
+    if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
+        # 0 dropped the chi2 test silently, 2.5 was taken, -3 failed inside numpy
+        raise ValueError(f"bins={bins!r}: expected a whole number of chi2 bins >= 2")
     tr_y = check_labels(train_y, "train_y")
     te_y = check_labels(test_y, "test_y")
     if tr_y.size != tr_s.size:

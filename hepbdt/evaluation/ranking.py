@@ -15,7 +15,7 @@ import numpy as np
 
 from hepbdt._util import feature_names_of, is_classifier
 from hepbdt.binned import BinnedMatrix
-from hepbdt.evaluation._data import check_labels, check_weights
+from hepbdt.evaluation._data import check_labels, check_weights, class_codes
 from hepbdt.evaluation.metrics import roc_auc
 
 __all__ = [
@@ -233,12 +233,13 @@ class PermutationImportance:
 
 
 def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
-                     max_samples: int | None = None, random_state: int | None = 0
-                     ) -> tuple[Any, np.ndarray, Any, Any]:
+                     max_samples: int | None = None, random_state: int | None = 0,
+                     model: Any = None) -> tuple[Any, np.ndarray, Any, Any]:
     """A copy of X whose columns a permutation test may shuffle, the array holding them
-    (float32 features, or a BinnedMatrix's codes: one byte a value, not four), and y and
-    the weights of its events: with ``max_samples`` below the event count, a random subset
-    of that many events (drawn with ``random_state``, in their order), as scikit-learn's
+    (float32 features for a hepbdt ``model``, which reads them so, else in X's own float
+    type; or a BinnedMatrix's codes: one byte a value, not four), and y and the weights of
+    its events: with ``max_samples`` below the event count, a random subset of that many
+    events (drawn with ``random_state``, in their order), as scikit-learn's
     ``permutation_importance`` offers."""
     if not isinstance(X, BinnedMatrix):
         X = np.asarray(X)
@@ -259,16 +260,19 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
             X = X[keep]
             y = None if y is None else np.asarray(y)[keep]
             sample_weight = None if sample_weight is None else np.asarray(sample_weight)[keep]
-    X, columns = _shuffleable(X)
+    X, columns = _shuffleable(X, model is None or hasattr(model, "forest_"))
     return X, columns, y, sample_weight
 
 
-def _shuffleable(X: Any) -> tuple[Any, np.ndarray]:
-    """A copy of X and the array of its columns (see ``shuffleable_copy``)."""
+def _shuffleable(X: Any, as_float32: bool = True) -> tuple[Any, np.ndarray]:
+    """A copy of X and the array of its columns (see ``shuffleable_copy``; not as float32,
+    in X's float type: another library's model may read 1e9 + u, which float32 rounds to
+    one value)."""
     if isinstance(X, BinnedMatrix):
         X = BinnedMatrix(X.codes.copy(), X.edges, X.feature_names, X.feature_definitions)
         return X, X.codes
-    X = np.array(X, dtype=np.float32, copy=True)
+    kind = np.float32 if as_float32 else np.result_type(np.asarray(X).dtype, np.float32)
+    X = np.array(X, dtype=kind, copy=True)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
     return X, X
@@ -294,12 +298,12 @@ def permutation_importance(
     (``n_events`` of the result says how many were used).
     """
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
-                                                    random_state)
+                                                    random_state, model)
     n, m = X.shape
     w = check_weights(sample_weight, n)
     classifier = is_classifier(model)
     if classifier:
-        labels = check_labels(y)
+        labels = check_labels(class_codes(model, np.asarray(y)))  # the model's labels: 1 = signal
 
         def evaluate(data: np.ndarray) -> float:
             return roc_auc(labels, model.decision_function(data), w)
