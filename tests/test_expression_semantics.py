@@ -537,3 +537,29 @@ def test_bitwise_operators_keep_a_uint64_words_bits():
         value = Expression(text, "weight").evaluate({"t": t})
         assert value.dtype == np.uint64
         np.testing.assert_array_equal(value, expected)
+
+
+def test_a_missing_element_fails_every_condition_it_is_in():
+    # != with NaN was IEEE's true (events without jets passed Jet_q[:, 0] != 0), and NaN
+    # counted as true for && (a condition that failed alone passed with '&& 1').
+    has_jet = N_JET > 0
+    q0 = _element(JET_Q, 0)
+    assert np.array_equal(_passes("Jet_q[:, 0] != 0", ARRAYS), has_jet & (q0 != 0))
+    assert np.array_equal(_passes("Jet_q[:, 0] != 0 && nJet >= 0", ARRAYS), has_jet & (q0 != 0))
+    lead = _element(JET_ID, 0)  # a missing element as a condition on its own, and in &&, ||
+    assert np.array_equal(_passes("Jet_id[:, 0]", ARRAYS), has_jet & (lead != 0))
+    assert np.array_equal(_passes("Jet_id[:, 0] && 1", ARRAYS), has_jet & (lead != 0))
+    assert np.array_equal(_passes("Jet_id[:, 0] || nJet == 0", ARRAYS), ~has_jet | (lead != 0))
+    assert np.array_equal(_passes("where(Jet_id[:, 0], 1, 0)", ARRAYS), has_jet & (lead != 0))
+
+
+def test_a_conditional_expression_widens_small_unsigned_integers():
+    # 'u8 if flag else -1' gave 255 where where(flag, u8, -1) gives -1
+    u8 = np.array([5, 6, 7, 8], np.uint8)
+    flag = np.array([True, False, True, False])
+    arrays = {"u8": u8, "flag": flag}
+    for other in (-1, 300):
+        expected = np.where(flag, u8.astype(np.int64), other).astype(np.float64)
+        assert np.array_equal(_column(f"u8 if flag else {other}", arrays), expected)
+        assert np.array_equal(_column(f"where(flag, u8, {other})", arrays), expected)
+    assert np.array_equal(_passes("(u8 if flag else -1) < 0", arrays), ~flag)

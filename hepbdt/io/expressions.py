@@ -25,9 +25,11 @@ event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-eve
 ``sum(...)``, ``mean(...)`` reduce each event's list (``max`` of an empty list is NaN,
 ``sum`` is 0); ``max(a, b)`` with two arguments is the element-wise maximum. A missing
 value is NaN where it is made (an integer element or maximum becomes a float when some
-event has none), so IEEE rules hold inside the expression: a comparison with NaN is false
-(``nJet == 0 || Jet_pt[:, 0] > 50`` keeps the events without jets), ``isnan`` is true, and
-NaN counts as true for ``&&``, ``||``, ``!`` and ``where`` (non-zero, as in C). A mask must
+event has none). A missing value fails whatever asks of it: every comparison with NaN is
+false, ``!=`` included (``Jet_btag[:, 0] != 0`` keeps no event without jets, as in ROOT;
+``nJet == 0 || Jet_pt[:, 0] > 50`` keeps them), ``isnan`` is true, and NaN counts as false
+for ``&&``, ``||``, ``!``, ``where`` and ``a if c else b``, as it does for the cut itself
+(so adding ``&& MET > 50`` to a condition never adds events). A mask must
 be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
 many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
 ``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
@@ -215,7 +217,9 @@ _COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
     ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
+    # NaN != x is true under IEEE; here every comparison with NaN (a missing element) is
+    # false, so that Jet_btag[:, 0] != 0 keeps no event without jets, as ROOT does not
+    ast.NotEq: lambda a, b: (a != b) & (a == a) & (b == b),
 }
 
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
@@ -785,13 +789,13 @@ class Expression:
                 or self._source.is_logical_not(node)
                 or _is_bool(operand)
             ):
-                return np.logical_not(operand)
+                return np.logical_not(_truth(operand))
             return ~_bits_as_int64(operand)  # int64: ~ of a uint8 1 is -2, not 254
         if isinstance(node, ast.BoolOp):
             combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            result = self._eval(node.values[0], arrays)
+            result = _truth(self._eval(node.values[0], arrays))
             for value in node.values[1:]:
-                result = combine(result, self._eval(value, arrays))
+                result = combine(result, _truth(self._eval(value, arrays)))
             return result
         if isinstance(node, ast.Compare):
             left = _as_double(self._eval(node.left, arrays))
@@ -802,12 +806,9 @@ class Expression:
                 result = step if result is None else np.logical_and(result, step)
                 left = right
             return result
-        if isinstance(node, ast.IfExp):
-            return _where(
-                self._eval(node.test, arrays),
-                self._eval(node.body, arrays),
-                self._eval(node.orelse, arrays),
-            )
+        if isinstance(node, ast.IfExp):  # where(test, body, orelse), widened as where is
+            return self._choose(self._eval(node.test, arrays), self._eval(node.body, arrays),
+                                self._eval(node.orelse, arrays))
         if isinstance(node, ast.Call):
             return self._eval_call(node, arrays)
         if isinstance(node, ast.Subscript):
@@ -838,13 +839,17 @@ class Expression:
         if func in _ELEMENTWISE_2:
             return _ELEMENTWISE_2[func](*map(self._widen, args))
         if func == "where":
-            condition, if_true, if_false = args
-            if not (_is_bool(if_true) and _is_bool(if_false)):
-                if_true, if_false = self._widen(if_true), self._widen(if_false)
-            return _where(condition, if_true, if_false)
+            return self._choose(*args)
         # clip
         value, low, high = map(self._widen, args)
         return np.minimum(np.maximum(value, low), high)
+
+    def _choose(self, condition: Any, if_true: Any, if_false: Any) -> Any:
+        """``where`` and ``a if c else b``: the values widened unless both are conditions
+        (a uint8 5 if c else -1 wrapped to 255), the condition's NaN false."""
+        if not (_is_bool(if_true) and _is_bool(if_false)):
+            if_true, if_false = self._widen(if_true), self._widen(if_false)
+        return _where(_truth(condition), if_true, if_false)
 
     def _arithmetic_operands(self, node: ast.BinOp, left: Any, right: Any) -> tuple[Any, Any]:
         """Both operands of + - * / // %: in double when the operator is / or either side
@@ -1214,6 +1219,15 @@ def _as_lists(value: Any) -> Any:
     if isinstance(value.type.content, ak.types.RegularType):
         value = ak.from_regular(value, axis=1)
     return value
+
+
+def _truth(value: Any) -> Any:
+    """A condition's truth, event by event: non-zero and not NaN (a missing element fails,
+    as it fails the cut: ``Jet_tight[:, 0] && MET > 50`` kept events without jets when NaN
+    counted as true, and ``Jet_tight[:, 0]`` alone did not)."""
+    if _is_bool(value):
+        return value
+    return (value != 0) & (value == value)
 
 
 def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
