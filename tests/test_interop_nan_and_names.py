@@ -172,3 +172,17 @@ def test_a_model_read_from_a_two_class_file_refuses_nan_inputs(tmp_path) -> None
         with pytest.raises(ValueError, match="read from a TMVA two-class file.*-999"):
             call(E)
     assert tmva_response(back, E)[3] == -999.0
+
+
+def test_feature_names_with_blanks_are_refused_before_a_file_is_written(tmp_path) -> None:
+    # The Reader's BookMVA aborted the program that read such a file (checked with
+    # root 0.1a12's TMVA::Reader, whatever name AddVariable was given).
+    pd = pytest.importorskip("pandas")
+    from hepbdt.interop.tmva_export import TMVAExportError
+
+    X, y = _data(600, seed=7, classes=2)
+    frame = pd.DataFrame(X, columns=["lep pt", "eta", "phi", "m"])
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(frame, y)
+    with pytest.raises(TMVAExportError, match=r"\['lep pt'\] hold blanks"):
+        to_tmva_xml(model, tmp_path / "blank.weights.xml")
+    assert not (tmp_path / "blank.weights.xml").exists()

@@ -808,8 +808,14 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
                       "(write with missing='exact', the default, to route NaN as the model does)",
                       stacklevel=2)
     _check_exportable(forest, layout)
-    forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     names = feature_names_of(model, forest.n_features)
+    blank = [n for n in names if any(c.isspace() for c in n)]
+    if blank:  # the file would be written, and the Reader would abort the program reading it
+        raise TMVAExportError(f"feature name(s) {blank} hold blanks: TMVA::Reader cannot book "
+                              "such a file (BookMVA stops with 'The expression declared to the "
+                              "Reader needs to be checked', whatever name AddVariable is given); "
+                              "train with names without blanks (e.g. 'lep_pt')")
+    forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)
     if max_depth > MAX_TMVA_DEPTH:
