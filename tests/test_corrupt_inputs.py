@@ -101,3 +101,29 @@ def test_a_tree_entry_count_that_cannot_be_true_is_refused(tmp_path, value, mess
     bad = _tree_entries_set_to(_write(tmp_path / "ok.root"), tmp_path / "bad.root", value)
     with pytest.raises(InputError, match=rf"bad\.root.*'Events'.*{message}"):
         read(Sample("s", bad, label=1), ["HT"])
+
+
+def test_a_truncated_file_is_named_truncated_when_opened_and_when_read(tmp_path):
+    # uproot's "expected Chunk of length ..." OSError came out bare from read(), and
+    # `hepbdt train --check` passed the file.
+    from hepbdt.analysis import check_inputs, load_config
+    from hepbdt.analysis.config import ConfigError
+    from hepbdt.io.samples import _corrupt_error
+
+    full = tmp_path / "full.root"
+    with uproot.recreate(full) as f:
+        tree = f.mktree("Events", {"x": np.float32})
+        for i in range(4):
+            tree.extend({"x": np.random.default_rng(i).normal(size=20000).astype(np.float32)})
+    data = full.read_bytes()
+    cut = tmp_path / "cut.root"
+    cut.write_bytes(data[: int(len(data) * 0.9)])
+    with pytest.raises(InputError, match=r"is [\d,]+ bytes, but its header says.*truncated"):
+        read(Sample("s", str(cut), tree="Events", label=1), ["x"])
+    err = _corrupt_error(OSError("expected Chunk of length 74363, received 35050 bytes"), "s")
+    assert isinstance(err, InputError) and "truncated" in str(err)
+    config = tmp_path / "c.toml"
+    config.write_text(f'tree = "Events"\nfeatures = ["x"]\n[samples.a]\nfiles = "{cut}"\n'
+                      f'label = "signal"\n[samples.b]\nfiles = "{full}"\nlabel = "background"\n')
+    with pytest.raises(ConfigError, match=r"\[samples.a\] files: .*truncated"):
+        check_inputs(load_config(config))

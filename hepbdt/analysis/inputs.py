@@ -14,7 +14,7 @@ import uproot
 
 from ..io.errors import InputError
 from ..io.expressions import CONSTANTS, Expression
-from ..io.samples import Source, TreeReader, get_tree, resolve_sources
+from ..io.samples import Source, TreeReader, check_file_length, get_tree, resolve_sources
 from .config import AnalysisConfig, _Problems
 
 __all__ = ["check_inputs"]
@@ -56,6 +56,11 @@ def check_inputs(config: AnalysisConfig) -> None:
                              f"({type(exc).__name__}: {exc})")
                 continue
             with file:
+                try:
+                    check_file_length(file, src.path, context)
+                except InputError as exc:
+                    problems.add(section, "files", str(exc).removeprefix(f"{context}: "))
+                    continue
                 try:
                     tree = get_tree(file, src, context)
                 except InputError as exc:

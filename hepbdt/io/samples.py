@@ -361,7 +361,7 @@ def _repeated_file_error(context: str, first: str, again: str, tree: str | None)
 
 def _open_file(path: str, context: str) -> Any:
     try:
-        return uproot.open(path)
+        file = uproot.open(path)
     except FileNotFoundError:
         raise MissingFileError(_missing_file_message(path, context)) from None
     except Exception as err:
@@ -369,6 +369,22 @@ def _open_file(path: str, context: str) -> Any:
             f"{context}: cannot open {path!r} as a ROOT file: {type(err).__name__}: "
             f"{str(err).splitlines()[0] if str(err) else ''}"
         ) from err
+    check_file_length(file, path, context)
+    return file
+
+
+def check_file_length(file: Any, path: str, context: str) -> None:
+    """InputError when a local file is shorter than its header says (fEND): a truncated
+    copy, found when it is opened (``--check``) rather than in the middle of a read."""
+    end = getattr(getattr(file, "file", None), "fEND", None)
+    try:
+        size = os.path.getsize(path)
+    except (OSError, TypeError):  # not a local path (a URL): uproot's reads will tell
+        return
+    if isinstance(end, int) and size < end:
+        raise InputError(f"{context}: file {path!r} is {size:,} bytes, but its header says it "
+                         f"ends at byte {end:,}: it is truncated (a copy or transfer cut "
+                         "short?); copy it again")
 
 
 def tree_names(file: Any) -> list[str]:
@@ -401,6 +417,11 @@ def _corrupt_error(err: Exception, where: str) -> Exception:
     """``err`` itself when it is hepbdt's (InputError), a MemoryError or an OSError (a
     failed read, not a corrupt file); otherwise, an exception uproot raised while
     deserialising, an InputError naming ``where``."""
+    if isinstance(err, OSError) and "expected Chunk of length" in str(err):
+        # uproot asked for bytes past the file's end: a truncated copy, not a failed read
+        first = " ".join(str(err).split())
+        return InputError(f"{where}: the file ends before its data do, so it is truncated (a "
+                          f"copy or transfer cut short?); copy it again (uproot: {first})")
     if isinstance(err, InputError | MemoryError | OSError):
         return err
     first = str(err).splitlines()[0] if str(err) else ""
