@@ -520,6 +520,14 @@ class Forest:
             raise ModelFormatError(f"{where}: a multi-class forest sums whole rounds of {k} "
                                    f"trees; it has {self.n_trees} trees, aggregation "
                                    f"{self.aggregation!r}")
+        if self.extra.get("algorithm") == "SAMME":  # staged scores divide by these alphas
+            alphas = self.extra.get("tree_weights")
+            if (not isinstance(alphas, list) or len(alphas) != self.n_trees // k
+                    or not all(isinstance(a, int | float) and not isinstance(a, bool)
+                               and math.isfinite(a) and a > 0 for a in alphas)):
+                raise ModelFormatError(f"{where}.extra.tree_weights: SAMME's model needs one "
+                                       f"finite positive tree weight a round, "
+                                       f"{self.n_trees // k} in all")
 
 
 def _node_count(d: dict[str, Any], where: str) -> int:

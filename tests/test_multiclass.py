@@ -297,3 +297,29 @@ def test_labels_that_do_not_sort_and_classes_without_weight_are_named():
         with pytest.raises(ValueError, match=r"these classes have none: 'ttbar' \("):
             hepbdt.BDTClassifier(n_trees=2, negative_weights=policy).fit(
                 X, names, np.where(names == "ttbar", weight, w))
+
+
+def test_samme_tree_weights_are_checked_when_a_file_is_loaded(tmp_path):
+    # A hand-edited file loaded; its staged probabilities came out wrong (too few weights),
+    # NaN (NaN or zero weights), or a traceback (text, or no key) at predict time.
+    import json
+
+    X, y, w = _data(seed=6, n=900, k=3)
+    model = hepbdt.BDTClassifier(boosting="adaboost", n_trees=6, max_depth=2).fit(X, y, w)
+    path = tmp_path / "samme.json"
+    model.save(path)
+    assert hepbdt.load_model(path).predict_proba(X).shape == (900, 3)
+    original = json.loads(path.read_text())
+    edits = {"short": lambda a: a[:-1], "nan": lambda a: ["NaN"] * len(a),
+             "zero": lambda a: [0.0] * len(a), "text": lambda a: "x", "missing": None}
+    for name, edit in edits.items():
+        d = json.loads(json.dumps(original))
+        extra = d["forest"]["extra"] if "forest" in d else d["extra"]
+        if edit is None:
+            del extra["tree_weights"]
+        else:
+            extra["tree_weights"] = edit(extra["tree_weights"])
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(json.dumps(d).replace('"NaN"', "NaN"))
+        with pytest.raises(ValueError, match="tree_weights: SAMME's model needs"):
+            hepbdt.load_model(bad)
