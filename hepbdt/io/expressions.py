@@ -28,8 +28,9 @@ value is NaN where it is made (an integer element or maximum becomes a float whe
 event has none). A missing value fails whatever asks of it: every comparison with NaN is
 false, ``!=`` included (``Jet_btag[:, 0] != 0`` keeps no event without jets, as in ROOT;
 ``nJet == 0 || Jet_pt[:, 0] > 50`` keeps them), ``isnan`` is true, and NaN counts as false
-for ``&&``, ``||``, ``!``, ``where`` and ``a if c else b``, as it does for the cut itself
-(so adding ``&& MET > 50`` to a condition never adds events). A mask must
+for ``&&``, ``||``, ``where`` and ``a if c else b``, as it does for the cut itself (so
+adding ``&& MET > 50`` to a condition never adds events); ``!`` of it is therefore true
+(see the differences from ROOT below). A mask must
 be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
 many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
 ``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
@@ -218,7 +219,7 @@ _COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
     ast.GtE: lambda a, b: a >= b,
     ast.Eq: lambda a, b: a == b,
     # NaN != x is true under IEEE; here every comparison with NaN (a missing element) is
-    # false, so that Jet_btag[:, 0] != 0 keeps no event without jets, as ROOT does not
+    # false, so that Jet_btag[:, 0] != 0 keeps no event without jets (ROOT skips them)
     ast.NotEq: lambda a, b: (a != b) & (a == a) & (b == b),
 }
 
