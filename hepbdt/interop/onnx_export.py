@@ -399,6 +399,8 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     could pass float32's range (about 3.4e38; the output is float32).
     """
     forest = _check_fitted(model, "the ONNX export")
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"name={name!r}: the ONNX graph's name must be a string")
     onnx = _import_onnx()
     classifier = is_classifier(model)
     _check_size(forest, forest.aggregation == "weighted_median")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import numbers
 import os
 import platform
 import re
@@ -788,8 +789,8 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     forest = _check_fitted(model)
     if missing not in ("auto", "exact", "none"):
         raise ValueError(f"missing={missing!r} is not valid; expected 'auto', 'exact' or 'none'")
-    if not (tolerance >= 0):
-        raise ValueError(f"tolerance={tolerance!r} must be >= 0")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not tolerance >= 0:
+        raise ValueError(f"tolerance={tolerance!r} must be a number >= 0")
     layout = _layout(model)
     if missing == "auto":
         # EvaluateRegression and EvaluateMulticlass walk the trees with NaN inputs.
