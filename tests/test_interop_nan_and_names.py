@@ -174,15 +174,39 @@ def test_a_model_read_from_a_two_class_file_refuses_nan_inputs(tmp_path) -> None
     assert tmva_response(back, E)[3] == -999.0
 
 
-def test_feature_names_with_blanks_are_refused_before_a_file_is_written(tmp_path) -> None:
-    # The Reader's BookMVA aborted the program that read such a file (checked with
-    # root 0.1a12's TMVA::Reader, whatever name AddVariable was given).
+def test_feature_names_with_blanks_are_written_as_the_reader_compares_them(tmp_path) -> None:
+    # The Reader drops blanks from AddVariable's names and compares them with Expression:
+    # written with its blanks ('Jet_pt[:, 0]'), no name matched and BookMVA stopped the
+    # program (checked with root 0.1a12's TMVA::Reader). The Label keeps the model's name.
     pd = pytest.importorskip("pandas")
     from hepbdt.interop.tmva_export import TMVAExportError
 
     X, y = _data(600, seed=7, classes=2)
-    frame = pd.DataFrame(X, columns=["lep pt", "eta", "phi", "m"])
+    frame = pd.DataFrame(X, columns=["Jet_pt[:, 0]", "lep pt", "phi", "m"])
     model = BDTClassifier(n_trees=3, max_depth=2).fit(frame, y)
-    with pytest.raises(TMVAExportError, match=r"\['lep pt'\] hold blanks"):
-        to_tmva_xml(model, tmp_path / "blank.weights.xml")
-    assert not (tmp_path / "blank.weights.xml").exists()
+    to_tmva_xml(model, tmp_path / "blank.weights.xml")
+    variables = ET.parse(tmp_path / "blank.weights.xml").getroot().find("Variables")
+    assert [v.get("Expression") for v in variables] == ["Jet_pt[:,0]", "leppt", "phi", "m"]
+    assert [v.get("Label") for v in variables] == ["Jet_pt[:, 0]", "lep pt", "phi", "m"]
+    back = from_tmva_xml(tmp_path / "blank.weights.xml")
+    assert list(back.feature_names_in_) == ["Jet_pt[:, 0]", "lep pt", "phi", "m"]
+    np.testing.assert_allclose(back.predict_proba(frame), model.predict_proba(frame), atol=1e-6)
+    twins = BDTClassifier(n_trees=2, max_depth=2).fit(
+        pd.DataFrame(X, columns=["a b", "ab", "c", "d"]), y)
+    with pytest.raises(TMVAExportError, match=r"differ only in blanks"):
+        to_tmva_xml(twins, tmp_path / "twins.weights.xml")
+    assert not (tmp_path / "twins.weights.xml").exists()
+
+
+def test_export_arguments_of_the_wrong_type_are_refused_in_words(tmp_path) -> None:
+    X, y = _data(300, seed=8, classes=2)
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
+    for tolerance in ("1e-6", float("nan"), True):
+        with pytest.raises(ValueError, match="must be a number >= 0"):
+            to_tmva_xml(model, tmp_path / "t.weights.xml", tolerance=tolerance)
+    to_tmva_xml(model, tmp_path / "t.weights.xml", tolerance=np.float32(1e-6))
+    pytest.importorskip("onnx")
+    from hepbdt.interop import to_onnx
+
+    with pytest.raises(ValueError, match="graph's name must be a string"):
+        to_onnx(model, tmp_path / "m.onnx", name=5)

@@ -217,7 +217,9 @@ def _read_variables(el: ET.Element, tag: str, count_attr: str, index_attr: str,
         if not 0 <= i < n or out[i]:
             raise TMVAFormatError(f"{where}: <{tag}> {index_attr}={i} is out of range or repeated")
         expr = _attr(item, "Expression", where)
-        out[i] = {"name": expr, "min": _range_end(item, "Min", where),
+        label = item.get("Label")  # hepbdt writes a name's blanks there only (the Reader's way)
+        name = label if label and re.sub(r"\s+", "", label) == expr else expr
+        out[i] = {"name": name, "min": _range_end(item, "Min", where),
                   "max": _range_end(item, "Max", where)}
     return out
 

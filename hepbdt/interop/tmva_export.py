@@ -631,8 +631,17 @@ def _internal_name(name: str) -> str:
 def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: float,
                     title: str | None = None) -> dict[str, str]:
     """A Variable (or Target) element's attributes; the title may say how an alias is computed."""
-    return {index_name: str(index), "Expression": name, "Label": name, "Title": title or name, "Unit": "",
-            "Internal": _internal_name(name), "Type": "F", "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
+    # The Reader strips the blanks from the names AddVariable is given and compares them
+    # with Expression: written with its blanks (Jet_pt[:, 0]) a name never matched, and
+    # BookMVA stopped the program. The Label keeps the name as the model has it.
+    return {index_name: str(index), "Expression": _reader_name(name), "Label": name,
+            "Title": title or name, "Unit": "", "Internal": _internal_name(name), "Type": "F",
+            "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
+
+
+def _reader_name(name: str) -> str:
+    """A variable's name as TMVA::Reader compares it: without blanks."""
+    return re.sub(r"\s+", "", name)
 
 
 def _check_exportable(forest: Forest, layout: _Layout) -> None:
@@ -810,12 +819,12 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
                       stacklevel=2)
     _check_exportable(forest, layout)
     names = feature_names_of(model, forest.n_features)
-    blank = [n for n in names if any(c.isspace() for c in n)]
-    if blank:  # the file would be written, and the Reader would abort the program reading it
-        raise TMVAExportError(f"feature name(s) {blank} hold blanks: TMVA::Reader cannot book "
-                              "such a file (BookMVA stops with 'The expression declared to the "
-                              "Reader needs to be checked', whatever name AddVariable is given); "
-                              "train with names without blanks (e.g. 'lep_pt')")
+    stripped = [_reader_name(n) for n in names]
+    if len(set(stripped)) != len(stripped):  # the Reader would take one for the other
+        twins = sorted({n for n, s in zip(names, stripped, strict=True) if stripped.count(s) > 1})
+        raise TMVAExportError(f"feature names {twins} differ only in blanks, which TMVA::Reader "
+                              "drops from the names it is given: it could not tell them apart; "
+                              "rename one")
     forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)

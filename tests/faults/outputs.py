@@ -175,7 +175,8 @@ FAULTS = [
           _nothing_written),
     Fault("kfold-empty-fold", _empty_fold, r"kfold = 2: fold 1 has no events", 1,
           _nothing_written),
-    Fault("truncated-root-file", _truncated_root_file, r"signal\.root", 1, _nothing_written),
+    Fault("truncated-root-file", _truncated_root_file, r"signal\.root.*truncated", 2,
+          _nothing_written),  # found when the file is opened, before any work
     Fault("disk-full-while-writing", _file_too_large, r"\.tmp.*File too large|File too large",
           1, _restore_fsize),
 ]
