@@ -639,6 +639,33 @@ def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: f
             "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
 
 
+def _warn_about_nan(layout: _Layout, forest: Forest, missing: str) -> None:
+    """The warnings of a file whose Reader scores NaN inputs otherwise than the model."""
+    if layout.analysis == "Classification" and forest.extra.get("nan_in_training"):
+        warnings.warn("this classifier was trained on events with NaN inputs; TMVA::Reader's "
+                      f"EvaluateMVA returns {READER_NAN_SCORE:g} for any event with a NaN input, "
+                      "so replace missing values before calling the Reader (or keep hepbdt's "
+                      "own scores for such events)", stacklevel=3)
+    if layout.analysis in ("Multiclass", "Regression") and missing == "none":
+        # whether or not the model saw NaN in training, it routes NaN its own way
+        call = "EvaluateMulticlass" if layout.analysis == "Multiclass" else "EvaluateRegression"
+        warnings.warn(f"this model is written with missing='none'; TMVA::Reader's {call} walks "
+                      "the trees with a NaN input, which fails every x >= Cut and goes left at "
+                      "every node, so events with a NaN input get other outputs than hepbdt's "
+                      "(write with missing='exact', the default, to route NaN as the model does)",
+                      stacklevel=3)
+
+
+def _check_reader_names(names: list[str]) -> None:
+    """TMVAExportError for names the Reader cannot tell apart (they differ in blanks only)."""
+    stripped = [_reader_name(n) for n in names]
+    if len(set(stripped)) != len(stripped):
+        twins = sorted({n for n, s in zip(names, stripped, strict=True) if stripped.count(s) > 1})
+        raise TMVAExportError(f"feature names {twins} differ only in blanks, which TMVA::Reader "
+                              "drops from the names it is given: it could not tell them apart; "
+                              "rename one")
+
+
 def _reader_name(name: str) -> str:
     """A variable's name as TMVA::Reader compares it: without blanks."""
     return re.sub(r"\s+", "", name)
@@ -804,27 +831,10 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     if missing == "auto":
         # EvaluateRegression and EvaluateMulticlass walk the trees with NaN inputs.
         missing = "none" if layout.analysis == "Classification" else "exact"
-    if layout.analysis == "Classification" and forest.extra.get("nan_in_training"):
-        warnings.warn("this classifier was trained on events with NaN inputs; TMVA::Reader's "
-                      f"EvaluateMVA returns {READER_NAN_SCORE:g} for any event with a NaN input, "
-                      "so replace missing values before calling the Reader (or keep hepbdt's "
-                      "own scores for such events)", stacklevel=2)
-    if layout.analysis in ("Multiclass", "Regression") and missing == "none":
-        # whether or not the model saw NaN in training, it routes NaN its own way
-        call = "EvaluateMulticlass" if layout.analysis == "Multiclass" else "EvaluateRegression"
-        warnings.warn(f"this model is written with missing='none'; TMVA::Reader's {call} walks "
-                      "the trees with a NaN input, which fails every x >= Cut and goes left at "
-                      "every node, so events with a NaN input get other outputs than hepbdt's "
-                      "(write with missing='exact', the default, to route NaN as the model does)",
-                      stacklevel=2)
+    _warn_about_nan(layout, forest, missing)
     _check_exportable(forest, layout)
     names = feature_names_of(model, forest.n_features)
-    stripped = [_reader_name(n) for n in names]
-    if len(set(stripped)) != len(stripped):  # the Reader would take one for the other
-        twins = sorted({n for n, s in zip(names, stripped, strict=True) if stripped.count(s) > 1})
-        raise TMVAExportError(f"feature names {twins} differ only in blanks, which TMVA::Reader "
-                              "drops from the names it is given: it could not tell them apart; "
-                              "rename one")
+    _check_reader_names(names)
     forest, outs, n_plain, bound = _trees_to_write(forest, layout, missing == "exact", tolerance)
     name = method_name or layout.extra_tmva.get("method_name") or "BDT"
     max_depth = max((max(o.tree.depth) for o in outs), default=1)
