@@ -210,3 +210,20 @@ def test_export_arguments_of_the_wrong_type_are_refused_in_words(tmp_path) -> No
 
     with pytest.raises(ValueError, match="graph's name must be a string"):
         to_onnx(model, tmp_path / "m.onnx", name=5)
+
+
+def test_exports_of_a_model_read_from_a_two_class_file_warn_about_nan(tmp_path) -> None:
+    # The model refuses NaN inputs (its Reader answers -999); the C++ header and the ONNX
+    # model walk them through the trees, which the file says nothing about: they say so.
+    from hepbdt.interop import to_cpp
+
+    X, y = _data(600, seed=9, classes=2)
+    BDTClassifier(n_trees=3, max_depth=2).fit(X, y).save_tmva(tmp_path / "two.weights.xml")
+    back = from_tmva_xml(tmp_path / "two.weights.xml")
+    with pytest.warns(UserWarning, match="C\\+\\+ header walks such an event"):
+        to_cpp(back, tmp_path / "two.h")
+    pytest.importorskip("onnx")
+    from hepbdt.interop import to_onnx
+
+    with pytest.warns(UserWarning, match="ONNX model walks such an event"):
+        to_onnx(back, tmp_path / "two.onnx")

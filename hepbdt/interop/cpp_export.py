@@ -65,7 +65,7 @@ from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
 from ..model import Forest, float32_thresholds
-from .tmva_export import check_one_score
+from .tmva_export import check_one_score, warn_reader_nan
 
 __all__ = ["to_cpp", "CppExportError", "MAX_CPP_NODES"]
 
@@ -136,6 +136,7 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None)
     ``MAX_CPP_NODES`` nodes, or with a NaN threshold. Nothing is written then.
     """
     forest = _check_fitted(model)
+    warn_reader_nan(forest, "the C++ header")
     name = _namespace(namespace, path)
     _check_exportable(forest)
     text = _header(model, forest, name, Path(path).name)

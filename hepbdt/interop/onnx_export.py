@@ -51,7 +51,7 @@ import numpy as np
 from .._util import atomic_write_bytes, feature_names_of, is_classifier
 from .._version import __version__
 from ..model import Forest
-from .tmva_export import _check_fitted
+from .tmva_export import _check_fitted, warn_reader_nan
 
 __all__ = ["to_onnx", "ONNXExportError", "ONNX_OPSET", "ONNX_ML_OPSET", "ONNX_IR_VERSION"]
 
@@ -399,6 +399,7 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     could pass float32's range (about 3.4e38; the output is float32).
     """
     forest = _check_fitted(model, "the ONNX export")
+    warn_reader_nan(forest, "the ONNX model")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"name={name!r}: the ONNX graph's name must be a string")
     onnx = _import_onnx()

@@ -639,6 +639,18 @@ def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: f
             "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
 
 
+def warn_reader_nan(forest: Forest, what: str) -> None:
+    """Warn that ``what`` (an export) walks NaN inputs through the trees of a model read
+    from a TMVA two-class file, whose Reader answers -999 for them (and the model refuses
+    them): the file's trees say nothing about such an event."""
+    tmva = forest.extra.get("tmva")
+    if isinstance(tmva, dict) and tmva.get("analysis") == "Classification":
+        warnings.warn(f"this model was read from a TMVA two-class file, whose Reader answers "
+                      f"{READER_NAN_SCORE:g} for an event with a NaN input; {what} walks such an "
+                      "event through the trees (NaN left at every node), which the file says "
+                      "nothing about: replace missing values before calling it", stacklevel=3)
+
+
 def _warn_about_nan(layout: _Layout, forest: Forest, missing: str) -> None:
     """The warnings of a file whose Reader scores NaN inputs otherwise than the model."""
     if layout.analysis == "Classification" and forest.extra.get("nan_in_training"):
