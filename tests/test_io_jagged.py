@@ -154,3 +154,20 @@ def test_rntuple_written_by_uproot(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ds.X[:, 0], _first(data["Jet_pt"], 0))
     np.testing.assert_array_equal(ds.X[:, 1], data["MET_pt"])
     np.testing.assert_array_equal(ds.w, data["genWeight"])
+
+
+def test_a_subfield_of_an_rntuple_record_is_read(tmp_path):
+    # uproot writes a dict of a record as an RNTuple whose 'Jet.pt' comes back inside the
+    # record 'Jet'; it was refused as "a type uproot cannot read" though uproot reads it.
+    pt = ak.Array([[10.0, 5.0], [], [7.0], [3.0, 2.0, 1.0]])
+    path = tmp_path / "records.root"
+    with uproot.recreate(path) as f:
+        f["Events"] = {"Jet": ak.zip({"pt": pt}), "x": np.arange(4.0)}
+    tree = uproot.open(path)["Events"]
+    if "RNTuple" not in type(tree).__name__:
+        pytest.skip("this uproot writes a TTree here")
+    expected = uproot.open(path)["Events"]["Jet.pt"].array()
+    data = read(Sample("s", str(path), label=1), ["Jet.pt[:, 0]", "num(Jet.pt)", "x"])
+    np.testing.assert_array_equal(data.X[:, 0], [10.0, np.nan, 7.0, 3.0])
+    np.testing.assert_array_equal(data.X[:, 1], ak.num(expected).to_numpy())
+    np.testing.assert_array_equal(data.X[:, 2], np.arange(4.0))

@@ -373,6 +373,16 @@ def _open_file(path: str, context: str) -> Any:
     return file
 
 
+def _field(arrays: Any, name: str) -> Any:
+    """Field ``name`` of an Awkward read: a field, or a subfield of an RNTuple record
+    ('Jet.pt' comes back as the record 'Jet' holding 'pt')."""
+    fields = getattr(arrays, "fields", ())
+    head, _, rest = name.partition(".")
+    if name not in fields and rest and head in fields:
+        return _field(arrays[head], rest)
+    return arrays[name]
+
+
 def check_file_length(file: Any, path: str, context: str) -> None:
     """InputError when a local file is shorter than its header says (fEND): a truncated
     copy, found when it is opened (``--check``) rather than in the middle of a read."""
@@ -655,7 +665,7 @@ class TreeReader:
             empty = self.tree.arrays(
                 filter_name=lambda field_name: field_name == name, entry_stop=0, library="ak"
             )
-            typ = empty[name].type.content
+            typ = _field(empty, name).type.content
         except Exception as err:
             if _is_decompression_error(err):
                 raise self._compression_error(err, 0) from err
@@ -715,7 +725,7 @@ class TreeReader:
         beyond their content: computing on them reads garbage or crashes)."""
         chunk = {}
         for name in self.branches:
-            array = arrays[name]
+            array = _field(arrays, name)
             if self.kinds[name] == "jagged":
                 problem = ak.validity_error(array)
                 if problem:
