@@ -629,7 +629,36 @@ def _extra(value: Any, where: str) -> dict[str, Any]:
     if "loss" in value and (not isinstance(value["loss"], str) or value["loss"] not in known):
         raise ModelFormatError(f"{where}.extra.loss: {_short(value['loss'])} is not a loss name; "
                                f"valid: {sorted(known)}")
+    if "tmva" in value:
+        _check_tmva_extra(value["tmva"], f"{where}.extra.tmva")
     return dict(value)
+
+
+def _check_tmva_extra(tmva: Any, where: str) -> None:
+    """An imported TMVA model's record, as the TMVA XML export reads it: options as
+    [name, modified, value] triples, variables with a name and finite min and max, node
+    purities as numbers (a hand-edited file loaded, and the export then failed inside)."""
+    if not isinstance(tmva, dict):
+        raise ModelFormatError(f"{where}: expected an object, got {type(tmva).__name__}")
+    options = tmva.get("options", [])
+    if not isinstance(options, list) or not all(
+            isinstance(o, list) and len(o) == 3 and isinstance(o[0], str)
+            and isinstance(o[1], bool) and isinstance(o[2], str) for o in options):
+        raise ModelFormatError(f"{where}.options: expected a list of [name, modified, value] "
+                               "(text, true or false, text)")
+    variables = tmva.get("variables", [])
+    number = (int, float)
+    if not isinstance(variables, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("name"), str)
+            and all(isinstance(v.get(k, 0.0), number) and not isinstance(v.get(k, 0.0), bool)
+                    and math.isfinite(v.get(k, 0.0)) for k in ("min", "max"))
+            for v in variables):
+        raise ModelFormatError(f"{where}.variables: expected a list of objects with a name and "
+                               "finite min and max")
+    purity = tmva.get("node_purity", [])
+    if purity is not None and (not isinstance(purity, list) or not all(
+            isinstance(p, number) and not isinstance(p, bool) for p in purity)):
+        raise ModelFormatError(f"{where}.node_purity: expected a list of numbers, one a node")
 
 
 def _validate_uboost(spec: Any, n_trees: int, where: str) -> None:

@@ -355,3 +355,31 @@ def test_a_kfold_manifest_with_its_fold_files_reordered_is_refused(tmp_path):
     (tmp_path / "swapped.json").write_text(json.dumps(doc))
     with pytest.raises(ModelFormatError, match="'models' lists 'model_fold2.json' for fold 1"):
         load_model(tmp_path / "swapped.json")
+
+
+def test_an_imported_models_tmva_record_is_checked_when_loaded(tmp_path, shared_dir):
+    # Hand-edited, it loaded, and save_tmva then failed with a raw ValueError inside.
+    from hepbdt.interop import from_tmva_xml
+    from hepbdt.model import ModelFormatError
+
+    model = from_tmva_xml(shared_dir / "tmva" / "ClassExample_BDTBagging.weights.xml")
+    path = tmp_path / "m.json"
+    model.save(path)
+    load_model(path).save_tmva(tmp_path / "again.weights.xml")  # the record as written loads
+    original = json.loads(path.read_text())
+
+    def record(d):
+        return (d["forest"] if "forest" in d else d)["extra"]["tmva"]
+
+    edits = {
+        "options": lambda t: t.update(options=[["NTrees"]]),
+        "variables": lambda t: t.update(variables=[{"name": "var1", "min": "x"}] * 4),
+        "node_purity": lambda t: t.update(node_purity=["a"] * len(t["node_purity"])),
+    }
+    for key, edit in edits.items():
+        d = copy.deepcopy(original)
+        edit(record(d))
+        bad = tmp_path / f"{key}.json"
+        bad.write_text(json.dumps(d))
+        with pytest.raises(ModelFormatError, match=f"extra.tmva.{key}"):
+            load_model(bad)
