@@ -53,7 +53,7 @@ from .engine.split import SplitParams
 from .interop.cpp_export import to_cpp
 from .interop.onnx_export import to_onnx
 from .interop.tmva_export import to_tmva_xml
-from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError
+from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, from_tmva_two_class
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
@@ -871,8 +871,7 @@ class _BDTBase(SklearnProtocol):
         file's trees say nothing about one. (Walked, NaN went left at every node: a score
         that was neither the Reader's nor the exported model's; 37-71 of 131 NaN events
         changed their class.)"""
-        tmva = self.forest_.extra.get("tmva")
-        if not (isinstance(tmva, dict) and tmva.get("analysis") == "Classification"):
+        if not from_tmva_two_class(self.forest_):
             return
         rows = np.flatnonzero(np.isnan(X).any(axis=1))
         if rows.size:

@@ -88,6 +88,13 @@ class ModelFormatError(ValueError):
     """A model file that is malformed, inconsistent or of an unsupported version."""
 
 
+def from_tmva_two_class(forest: Any) -> bool:
+    """Whether ``forest`` was read from a TMVA two-class (Classification) file, whose Reader
+    answers -999 for an event with a NaN input without walking the trees."""
+    tmva = forest.extra.get("tmva")
+    return isinstance(tmva, dict) and tmva.get("analysis") == "Classification"
+
+
 def check_model_size(where: str, n_bytes: int) -> None:
     """ModelFormatError when a model file of ``n_bytes`` is over ``MAX_MODEL_BYTES``."""
     if n_bytes > MAX_MODEL_BYTES:

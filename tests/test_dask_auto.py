@@ -22,6 +22,15 @@ from .test_dask import _assert_same_forest, _dask, _data  # noqa: E402
 from .test_dask_boosters import _classes  # noqa: E402
 
 
+@pytest.fixture
+def task_path(monkeypatch):
+    """The Dask fit's task path: parts as tasks, not actors, and sums on the workers."""
+    from hepbdt.dask import _cluster, _estimators
+
+    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
+    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+
+
 def _assert_same_fit(memory, dist):
     """The forest, the validation record and every saved attribute but the training loss
     (float partial sums per part on a cluster, not part of the model)."""
@@ -146,11 +155,7 @@ def test_held_out_weights_and_policies_as_in_memory(client, options):
     _assert_same_fit(memory, dist)
 
 
-def test_auto_trees_on_the_task_path(client, monkeypatch):
-    from hepbdt.dask import _cluster, _estimators
-
-    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
-    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+def test_auto_trees_on_the_task_path(client, task_path):
     X, y, w = _data(n=5_000, seed=9)
     memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 1_000,
                              n_trees="auto", max_depth=3, random_state=6, learning_rate=0.7,
@@ -266,11 +271,7 @@ def test_subsampling_with_auto_trees_multiclass_and_regression(client):
     _assert_same_fit(memory, dist)
 
 
-def test_subsampling_on_the_task_path(client, monkeypatch):
-    from hepbdt.dask import _cluster, _estimators
-
-    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
-    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
+def test_subsampling_on_the_task_path(client, task_path):
     X, y, w = _data(n=4_000, seed=18)
     memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 1_000,
                              n_trees=3, subsample=0.5, subsample_mode="poisson", max_depth=3,
@@ -333,13 +334,9 @@ def test_resampled_chance_trees_are_left_out_as_in_memory(client):
     _assert_same_adaboost(memory, dist)
 
 
-def test_resampled_adaboost_on_the_task_path(client, monkeypatch):
-    from hepbdt.dask import _cluster, _estimators
-
+def test_resampled_adaboost_on_the_task_path(client, task_path):
     from .test_dask_boosters import _assert_same_adaboost, _two_classes
 
-    monkeypatch.setattr(_estimators, "ACTOR_PARTS", 0)
-    monkeypatch.setattr(_cluster, "CLIENT_SUM_PARTS", 1)
     X, y, w = _two_classes(n=4_000, seed=21)
     opts = dict(boosting="bagging", n_trees=4, max_depth=3, random_state=5)
     memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)

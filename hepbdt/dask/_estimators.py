@@ -193,8 +193,8 @@ class _DaskMixin:
         e = None if event is None else _event_numbers(da.asarray(event), X)
         self._validate_params()
         self._check_dask_options()
-        workers = _workers(client)
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        info = _workers(client)
+        workers = sorted(info)
         n_parts = min(len(workers), len(blocks_of))
         groups = np.array_split(np.arange(len(blocks_of)), n_parts)
         blocks = {"X": client.compute(X.to_delayed().ravel().tolist()),
@@ -639,10 +639,10 @@ class _DaskMixin:
         return self.to_local().to_dict()
 
 
-def _workers(client: Any) -> list:
-    """The cluster's worker addresses, sorted; ValueError when it has none (a computation
-    would wait for one forever)."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+def _workers(client: Any) -> dict[str, Any]:
+    """The scheduler's record of each worker, by address; ValueError when the cluster has
+    none (a computation would wait for one forever)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
     if not workers:
         raise ValueError("the Dask cluster has no workers: start some (or give client= a "
                          "cluster that has them)")

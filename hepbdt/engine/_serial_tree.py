@@ -405,7 +405,7 @@ def _level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins,
         _shared_level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins,
                              params, sparse_events, n_threads, split_gain, split_feature,
                              split_bin, split_missing, split_left)
-    else:
+    else:  # no (node, feature) tables: on one thread their allocations cost ~5 % of a small tree
         cum = np.empty((4, N_BINS))
         at = np.empty(N_BINS, np.int64)
         left = np.empty(N_CHANNELS)

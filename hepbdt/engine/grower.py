@@ -1362,7 +1362,7 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
 
     buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
     shared = serial_tree_threads() if n_rows * m >= SERIAL_SHARED_WORK else 1
-    old_threads = numba.get_num_threads()
+    old_threads = numba.get_num_threads() if shared > 1 else 1
     if shared > 1:
         numba.set_num_threads(shared)
     try:

@@ -50,7 +50,7 @@ import numpy as np
 from .._util import atomic_write_text, check_X, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
-from ..model import NODE_ARRAYS, Forest
+from ..model import NODE_ARRAYS, Forest, from_tmva_two_class
 from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
@@ -643,8 +643,7 @@ def warn_reader_nan(forest: Forest, what: str) -> None:
     """Warn that ``what`` (an export) walks NaN inputs through the trees of a model read
     from a TMVA two-class file, whose Reader answers -999 for them (and the model refuses
     them): the file's trees say nothing about such an event."""
-    tmva = forest.extra.get("tmva")
-    if isinstance(tmva, dict) and tmva.get("analysis") == "Classification":
+    if from_tmva_two_class(forest):
         warnings.warn(f"this model was read from a TMVA two-class file, whose Reader answers "
                       f"{READER_NAN_SCORE:g} for an event with a NaN input; {what} walks such an "
                       "event through the trees (NaN left at every node), which the file says "
