@@ -85,7 +85,8 @@ def test_efficiencies_and_aucs_near_one_do_not_show_as_one(nearly_perfect):
     # the summary's efficiency table (4 decimals showed "1.0000")
     data = SimpleNamespace(y=y, w=w)
     result = SimpleNamespace(config=SimpleNamespace(task="classification", multiclass=False),
-                             test=data, train=data, test_scores=s, train_scores=s)
+                             test=data, train=data, test_scores=s, train_scores=s,
+                             train_fold=None, k=1)
     auc_line = next(line for line in summary._quality_lines(result)
                     if line.startswith("ROC AUC"))
     assert auc_line.split()[2:] == [f"{auc:.5f}"] * 2, auc_line

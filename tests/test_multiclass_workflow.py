@@ -188,6 +188,8 @@ def test_kfold_multiclass(tmp_path, ntuple, capsys):
     status, out, err = run(["train", str(path)], capsys)
     assert status == 0, err
     assert "Per fold:" in out and "test AUC (ttbar)" in out
+    # each fold's model checked on its own events, not the pooled copies against themselves
+    assert "the smallest of the 3 folds' x 3 (Bonferroni)" in out
     folder = tmp_path / "out"
     test, scores = read_scores(folder / "scores.root", "TestTree", ["x", "y"])
     fold_model = load_model(folder / "model_fold1.json")

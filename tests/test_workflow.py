@@ -16,6 +16,7 @@ import uproot
 
 import hepbdt
 from hepbdt.analysis import ConfigError, load_config, report_from_scores, train
+from hepbdt.evaluation import overtraining_test
 from hepbdt.kfold import KFoldModel
 from hepbdt.persistence import load_model as load
 from hepbdt.scoring import apply
@@ -292,3 +293,24 @@ def test_kfold_by_the_samples_event_is_named_in_the_summary(tmp_path):
     assert config.event is None
     result = train(config)
     assert result.kfold_by == "event" and "3-fold by event;" in result.summary
+
+
+def test_kfold_overtraining_check_is_per_fold(kfold):
+    """The k-fold summary's overtraining p-values come from each fold's model on its own
+    training and test events (read back from scores.root), the smallest of the k times k:
+    pooling the folds compared every event with itself."""
+    with uproot.open(kfold.output_dir / "scores.root") as file:
+        tr = file["TrainTree"].arrays(["fold", "classID", "weight", "bdt_score"], library="np")
+        te = file["TestTree"].arrays(["fold", "classID", "weight", "bdt_score"], library="np")
+    checks = []
+    for i in range(3):
+        a, b = tr["fold"] == i, te["fold"] == i
+        checks.append(overtraining_test(tr["bdt_score"][a], tr["classID"][a] == 0,
+                                        tr["weight"][a], te["bdt_score"][b],
+                                        te["classID"][b] == 0, te["weight"][b]))
+    assert "the smallest of the 3 folds' x 3 (Bonferroni)" in kfold.summary
+    for part in ("signal", "background"):
+        line = re.search(rf"^  {part} +KS p = (\S+), chi2 p = (\S+) ->", kfold.summary, re.M)
+        for printed, name in zip(line.groups(), ("ks_pvalue", "chi2_pvalue"), strict=True):
+            expected = min(1.0, 3 * min(getattr(getattr(c, part), name) for c in checks))
+            assert float(printed.rstrip(",")) == pytest.approx(expected, rel=6e-3, abs=1e-3)

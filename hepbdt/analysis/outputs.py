@@ -20,10 +20,10 @@ import numpy as np
 import uproot
 
 from .._util import atomic_write_text, percent_text
+from ..boosting.losses import softmax_rows
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     multiclass_overtraining_test,
-    overtraining_test,
     resolution_vs_target,
     roc_auc,
     roc_curve,
@@ -172,8 +172,7 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             test.y, s_te, test.w, train=(train.y, s_tr, train.w))
         figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w)
         figures["overtraining"] = lambda: plotting.plot_overtraining(
-            s_tr, train.y, train.w, s_te, test.y, test.w,
-            result=overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w))
+            *_first_fold_comparison(result))
         if result.train_fold is not None:
             figures["kfold_roc"] = lambda: _kfold_roc_figure(FoldScores.of(result))
     measures = decorrelation_of(result)
@@ -210,19 +209,31 @@ def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
     classes = result.config.classes
     train, test = result.train, result.test
     p_tr, p_te = result.train_proba, result.test_proba
-    check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
     # the training classes weighed to the test's mix, as the check compares them
     w_mix = class_mix_weights(train.y, train.w, test.y, test.w)
     figures: dict[str, Callable[[], Any]] = {
         "roc": lambda: plotting.plot_multiclass_roc(test.y, p_te, test.w, class_names=classes,
                                                     train=(train.y, p_tr, w_mix))}
+    s_tr0, y_tr0, w_tr0, s_te0, y_te0, w_te0 = _first_fold_comparison(result)
+    p_tr0, p_te0 = softmax_rows(s_tr0), softmax_rows(s_te0)
+    check = multiclass_overtraining_test(p_tr0, y_tr0, w_tr0, p_te0, y_te0, w_te0, classes)
+    w_mix0 = class_mix_weights(y_tr0, w_tr0, y_te0, w_te0)
     for k, name in enumerate(classes):
         figures[f"overtraining_{name}"] = (
             lambda k=k, name=name: plotting.plot_overtraining(
-                p_tr[:, k], train.y == k, w_mix, p_te[:, k], test.y == k, test.w,
+                p_tr0[:, k], y_tr0 == k, w_mix0, p_te0[:, k], y_te0 == k, w_te0,
                 result=check.per_class[k], xlabel=f"P({name})",
                 class_names=(name, "other classes")))
     return figures
+
+
+def _first_fold_comparison(result: TrainResult) -> tuple[np.ndarray, ...]:
+    """(training scores, labels, weights, test scores, labels, weights) of the first model's
+    own events, which the overtraining figures compare: the pooled k-fold copies are the
+    test events again, not a second sample."""
+    train, test = result.fold_data(0)
+    s_tr, s_te = result.fold_scores(0)
+    return s_tr, train.y, train.w, s_te, test.y, test.w
 
 
 def _learning_curve(result: TrainResult, echo: Echo) -> Any:

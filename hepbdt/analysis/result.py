@@ -18,9 +18,13 @@ from ..boosting.losses import softmax_rows
 from ..evaluation import (
     FeatureRanking,
     LearningCurve,
+    MulticlassOvertraining,
+    OvertrainingResult,
     SignificanceScan,
+    combined_over_folds,
     decorrelation_measures,
     learning_curve,
+    multiclass_combined_over_folds,
     multiclass_overtraining_test,
     one_vs_rest_auc,
     overtraining_test,
@@ -36,8 +40,8 @@ from ..kfold import KFoldModel, fold_of
 from ..report import LEARNING_CURVE_EVENT_STAGES
 from .config import AnalysisConfig
 
-__all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of", "ranking",
-           "significance", "split_yields_of", "missing_samples_text",
+__all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of",
+           "overtraining_of", "ranking", "significance", "split_yields_of", "missing_samples_text",
            "first_learning_curve"]
 
 
@@ -109,8 +113,18 @@ class TrainResult:
         """The training and test events of fold ``i`` (the whole sets without k-fold)."""
         if self.train_fold is None:
             return self.train, self.test
-        return (self.train.take(self.train_fold == i),
-                self.test.take(fold_of(self.test.event, self.k) == i))
+        train, test = self._fold_masks(i)
+        return self.train.take(train), self.test.take(test)
+
+    def fold_scores(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The training and test scores of fold ``i``, rows as :meth:`fold_data`'s."""
+        if self.train_fold is None:
+            return self.train_scores, self.test_scores
+        train, test = self._fold_masks(i)
+        return self.train_scores[train], self.test_scores[test]
+
+    def _fold_masks(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.train_fold == i, fold_of(self.test.event, self.k) == i
 
 
 def models_of(model: Any) -> list[Any]:
@@ -218,6 +232,37 @@ class FoldScores:
         """The fold of each test event."""
         return fold_of(self.test.event, self.k)
 
+    def overtraining(self, i: int) -> OvertrainingResult | MulticlassOvertraining:
+        """The overtraining check of fold ``i``'s model: its training events against its
+        test events (multi-class: of each class's probability against the rest)."""
+        tr, te = self.train_fold == i, self.test_fold == i
+        y_tr, w_tr, s_tr = self.train.y[tr], self.train.w[tr], self.train_scores[tr]
+        y_te, w_te, s_te = self.test.y[te], self.test.w[te], self.test_scores[te]
+        if self.classes is not None:
+            return multiclass_overtraining_test(softmax_rows(s_tr), y_tr, w_tr,
+                                                softmax_rows(s_te), y_te, w_te, self.classes)
+        return overtraining_test(s_tr, y_tr, w_tr, s_te, y_te, w_te)
+
+
+def overtraining_of(result: TrainResult) -> OvertrainingResult | MulticlassOvertraining:
+    """The overtraining check of a classification: of the model's training events against
+    its test events; for k-fold, of each fold's model on its own events, combined
+    (Bonferroni, :func:`~hepbdt.evaluation.combined_over_folds`): the pooled training
+    copies and out-of-fold scores are the same events, not two samples to test."""
+    multiclass = result.config.multiclass
+    if result.train_fold is not None:
+        folds = FoldScores.of(result)
+        checks = [folds.overtraining(i) for i in range(folds.k)]
+        return (multiclass_combined_over_folds(checks) if multiclass else
+                combined_over_folds(checks))
+    train, test = result.train, result.test
+    if multiclass:
+        return multiclass_overtraining_test(result.train_proba, train.y, train.w,
+                                            result.test_proba, test.y, test.w,
+                                            result.config.classes)
+    return overtraining_test(result.train_scores, train.y, train.w, result.test_scores,
+                             test.y, test.w)
+
 
 def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
     """Per-fold quality: events, test and training AUC (or RMSE), KS p-values. With three or
@@ -243,13 +288,13 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
             row["train AUC"] = float(auc_tr.mean())
             for name, value in zip(folds.classes, auc_te, strict=True):
                 row[f"test AUC ({name})"] = float(value)
-            check = multiclass_overtraining_test(p_tr, y_tr, w_tr, p_te, y_te, w_te)
+            check = folds.overtraining(i)
             row["smallest KS p"] = min(min(c.signal.ks_pvalue, c.background.ks_pvalue)
                                        for c in check.per_class)
         else:
             row["test AUC"] = roc_auc(y_te, s_te, w_te)
             row["train AUC"] = roc_auc(y_tr, s_tr, w_tr)
-            check = overtraining_test(s_tr, y_tr, w_tr, s_te, y_te, w_te)
+            check = folds.overtraining(i)
             row["KS p (signal)"] = check.signal.ks_pvalue
             row["KS p (background)"] = check.background.ks_pvalue
         rows.append(row)

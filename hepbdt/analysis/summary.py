@@ -11,9 +11,7 @@ from ..estimators import growth_text
 from ..evaluation import (
     confusion_matrix,
     efficiency_table,
-    multiclass_overtraining_test,
     one_vs_rest_auc,
-    overtraining_test,
     regression_metrics,
     yield_note,
 )
@@ -28,6 +26,7 @@ from .result import (
     kfold_table,
     missing_samples_text,
     models_of,
+    overtraining_of,
     ranking,
     significance,
     split_yields_of,
@@ -116,8 +115,7 @@ def _quality_lines(result: TrainResult) -> list[str]:
     lines = [f"{'':40} {'test':>8} {'train':>8}"]
     for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True):
         lines.append(f"{label:40} {_fraction(v_te):>8} {_fraction(v_tr):>8}")
-    check = overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w)
-    lines += ["", *_overtraining_lines(check)]
+    lines += ["", *_overtraining_lines(overtraining_of(result), result.k)]
     return lines
 
 
@@ -133,12 +131,18 @@ def _pvalue(p: float, check: Any) -> str:
     return number_text(p, 3, marks=(0.0, check.pvalue_fail, check.pvalue_warn))
 
 
-def _overtraining_lines(check: OvertrainingResult) -> list[str]:
+def _over_folds(k: int) -> str:
+    """How a k-fold training's overtraining p-values are made (empty for one model)."""
+    return ("" if k == 1 else f"; each fold's model on its own training and test events, "
+            f"each p-value the smallest of the {k} folds' x {k} (Bonferroni)")
+
+
+def _overtraining_lines(check: OvertrainingResult, k: int = 1) -> list[str]:
     """The overtraining verdict and the four p-values it comes from: the smaller of the KS
     and chi2 p-values of each class decides, the worse class the overall verdict."""
-    return [f"Overtraining (KS test and chi2 test, training vs test; the smallest p-value "
-            f"decides: below {check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} "
-            f"warning) -> {check.verdict}",
+    return [f"Overtraining (KS test and chi2 test, training vs test{_over_folds(k)}; the "
+            f"smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
+            f"{check.pvalue_warn:g} warning) -> {check.verdict}",
             *(f"  {name:10} KS p = {_pvalue(part.ks_pvalue, check)}, chi2 p = "
               f"{_pvalue(part.chi2_pvalue, check)} -> {part.verdict}"
               for name, part in (("signal", check.signal), ("background", check.background)))]
@@ -171,11 +175,11 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     for name, row in zip(classes, matrix.fractions(), strict=True):
         lines.append(f"  {name:{width}}" + "".join(f"{_fraction(v, 3):>{cell}}" for v in row))
     lines.append(f"  weighted accuracy: {_fraction(matrix.accuracy)}")
-    check = multiclass_overtraining_test(p_tr, train.y, train.w, p_te, test.y, test.w, classes)
+    check = overtraining_of(result)
     lines += ["", "Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
-              "events / the other classes' events, training weights in the test's class mix; "
-              f"the smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
-              f"{check.pvalue_warn:g} warning):"]
+              "events / the other classes' events, training weights in the test's class mix"
+              f"{_over_folds(result.k)}; the smallest p-value decides: below "
+              f"{check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} warning):"]
     for name, part in zip(classes, check.per_class, strict=True):
         lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue, check)} / "
                      f"{_pvalue(part.background.ks_pvalue, check)}, chi2 p = "

@@ -29,6 +29,7 @@ from hepbdt.evaluation.overtraining import (
     PVALUE_FAIL,
     PVALUE_WARN,
     OvertrainingResult,
+    combined_over_folds,
     overtraining_test,
 )
 from hepbdt.evaluation.ranking import (
@@ -43,6 +44,7 @@ __all__ = [
     "check_multiclass",
     "class_mix_weights",
     "confusion_matrix",
+    "multiclass_combined_over_folds",
     "multiclass_overtraining_test",
     "one_vs_rest_auc",
     "one_vs_rest_roc",
@@ -257,6 +259,21 @@ def multiclass_overtraining_test(
             raise ValueError(f"class {names[j]!r} against the rest: {exc}") from None
     verdict = max((r.verdict for r in results), key=_SEVERITY.__getitem__)
     return MulticlassOvertraining(names, results, verdict, pvalue_fail, pvalue_warn, factors)
+
+
+def multiclass_combined_over_folds(checks: Sequence[MulticlassOvertraining]
+                                   ) -> MulticlassOvertraining:
+    """One check of k fold models, class by class as
+    :func:`~hepbdt.evaluation.overtraining.combined_over_folds` (each p-value the smallest
+    of the folds' times k); no class factors (each fold has its own)."""
+    if not checks:
+        raise ValueError("multiclass_combined_over_folds: no fold checks given")
+    first = checks[0]
+    per_class = [combined_over_folds([c.per_class[j] for c in checks])
+                 for j in range(len(first.classes))]
+    verdict = max((r.verdict for r in per_class), key=_SEVERITY.__getitem__)
+    return MulticlassOvertraining(first.classes, per_class, verdict, first.pvalue_fail,
+                                  first.pvalue_warn)
 
 
 def per_class_permutation_importance(

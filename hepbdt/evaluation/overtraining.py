@@ -19,11 +19,18 @@ or a single bin); the overall verdict is the worse of the two. Small p-values on
 samples can come from tiny but real differences: look at the plot too. Scores must be
 finite and each sample's net weight positive: anything else is refused, not tested.
 
+k-fold: the k models are checked one by one, each on its own training events against
+its own test events (independent samples); :func:`combined_over_folds` makes one check of
+them, each p-value the smallest of the k folds' times k (Bonferroni). Pooling the folds
+would compare every event with itself (each training copy and its out-of-fold score are
+the same event), which is not a two-sample test.
+
 Drawing is in :func:`hepbdt.plotting.plot_overtraining`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +50,7 @@ __all__ = [
     "OvertrainingResult",
     "SampleComparison",
     "chi2_test",
+    "combined_over_folds",
     "effective_sample_size",
     "overtraining_test",
     "weighted_ks_2samp",
@@ -299,3 +307,35 @@ def overtraining_test(
                           pvalue_fail, pvalue_warn, "background")
     verdict = max(signal.verdict, background.verdict, key=_SEVERITY.__getitem__)
     return OvertrainingResult(signal, background, verdict, pvalue_fail, pvalue_warn)
+
+
+def _smallest(parts: Sequence[SampleComparison], pvalue: str) -> SampleComparison:
+    """The comparison whose ``pvalue`` attribute is smallest (NaN counts as largest)."""
+    return min(parts, key=lambda part: np.nan_to_num(getattr(part, pvalue), nan=np.inf))
+
+
+def _bonferroni(parts: Sequence[SampleComparison], fail: float, warn: float
+                ) -> SampleComparison:
+    """One comparison of the folds' ``parts``: each test's smallest p-value times their
+    number (at most 1; NaN where no fold has one), with that fold's statistic."""
+    ks, chi = _smallest(parts, "ks_pvalue"), _smallest(parts, "chi2_pvalue")
+    ks_p = float(np.minimum(1.0, len(parts) * ks.ks_pvalue))
+    chi_p = float(np.minimum(1.0, len(parts) * chi.chi2_pvalue))
+    return SampleComparison(
+        ks_statistic=ks.ks_statistic, ks_pvalue=ks_p, chi2=chi.chi2, ndf=chi.ndf,
+        chi2_pvalue=chi_p, n_eff_train=ks.n_eff_train, n_eff_test=ks.n_eff_test,
+        bin_edges=chi.bin_edges, verdict=_verdict([ks_p, chi_p], fail, warn))
+
+
+def combined_over_folds(checks: Sequence[OvertrainingResult]) -> OvertrainingResult:
+    """One check of k fold models, each of ``checks`` comparing a model's own training and
+    test events: per class and test, the smallest of the k p-values times k, at most 1
+    (Bonferroni: below a threshold only with probability at most the threshold when no
+    model is overtrained), with the statistic of the fold that gave it."""
+    if not checks:
+        raise ValueError("combined_over_folds: no fold checks given")
+    fail, warn = checks[0].pvalue_fail, checks[0].pvalue_warn
+    signal = _bonferroni([c.signal for c in checks], fail, warn)
+    background = _bonferroni([c.background for c in checks], fail, warn)
+    verdict = max(signal.verdict, background.verdict, key=_SEVERITY.__getitem__)
+    return OvertrainingResult(signal, background, verdict, fail, warn)
