@@ -411,6 +411,10 @@ class _BDTBase(SklearnProtocol):
         require(nvars is None or nvars == "sqrt"
                 or (isinstance(nvars, (int, np.integer)) and not isinstance(nvars, bool) and nvars >= 1),
                 "n_vars_per_node", "None, 'sqrt' or an integer >= 1")
+        if nvars is not None and self.colsample_bynode != 1.0:
+            raise ParameterError("n_vars_per_node", f"n_vars_per_node={nvars!r} and colsample_bynode="
+                                 f"{self.colsample_bynode!r} both set the variables drawn per node: "
+                                 "give one of them (the other at its default)")
         if self.negative_weights == "inverse_boost" and self.boosting not in ADABOOST_BOOSTINGS:
             raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
                                  f"InverseBoostNegWeights) needs an AdaBoost-type booster "
@@ -932,7 +936,9 @@ class _BDTBase(SklearnProtocol):
     @property
     def feature_importances_(self) -> np.ndarray:
         """Split gain per feature, each split's gain times its tree's |boost weight|, summed
-        and normalised to 1 (TMVA's variable importance; zeros for a forest without splits)."""
+        and normalised to 1 (zeros for a forest without splits). TMVA's own ranking squares
+        the gains within each tree: ``hepbdt.evaluation.tmva_importance(model,
+        quadrature=True)``."""
         self._check_fitted()
         gains = self.forest_.feature_gain()
         total = gains.sum()
@@ -1068,7 +1074,7 @@ class BDTClassifier(_BDTBase):
     MisClassificationError, SDivSqrtSPlusB), ``beta`` (AdaBoostBeta), ``use_yes_no_leaf``
     (UseYesNoLeaf), and reads ``min_node_size`` as TMVA's MinNodeSize: the fraction of the
     tree's events (unweighted). ``n_vars_per_node`` (TMVA UseNvars, or ``"sqrt"``) sets the
-    number of variables drawn per node, overriding ``colsample_bynode``.
+    number of variables drawn per node, instead of ``colsample_bynode`` (not both).
     ``sig_to_bkg_fraction``: TMVA's initial class normalisation (total signal weight /
     background weight; ``"auto"``: 1 for the AdaBoost family, weights as given for
     gradient and newton; ``"tmva"``: 1 for two classes and as given for more, as TMVA,

@@ -218,7 +218,8 @@ class Forest:
 
     def feature_gain(self) -> np.ndarray:
         """Per feature, the split gains of its nodes times their tree's |weight|, summed
-        (float64, (n_features,)): TMVA's variable importance before normalisation."""
+        (float64, (n_features,)): the split-gain importance before normalisation (TMVA's
+        squares the gains within each tree; ``tmva_importance(quadrature=True)``)."""
         split = self.feature >= 0
         tree_weight = np.repeat(np.abs(self.tree_weights), np.diff(self.tree_offsets))
         return np.bincount(self.feature[split], weights=(self.gain * tree_weight)[split],

@@ -35,6 +35,8 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
   Still different: TMVA's cuts span each node's range and are the only ones it tries;
   hepbdt's span the training range, beside ``max_bins - N`` weighted-quantile bins, and
   its quantile bins are a full scan only for variables of at most 255 distinct values.
+  A TMVA string stands for 255 quantile bins: ``to_tmva_options`` refuses another
+  ``max_bins``.
 - ``BoostType=Grad`` (classification) gives ``loss=None`` and, for SigToBkgFraction=1,
   ``sig_to_bkg_fraction="tmva"``, resolved at fit: for two classes the binomial deviance on
   classes normalised to the ratio 1, for more softmax without reweighting (TMVA's
@@ -60,6 +62,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, NoReturn
+
+from .engine._types import MAX_VALUE_BINS
 
 __all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "tmva_option_values",
            "tmva_options_setting", "TMVA_OPTIONS", "TMVA_NAMES", "is_tmva_option", "MAX_TREES"]
@@ -509,6 +513,10 @@ def _check_no_equivalent(p: dict[str, Any]) -> None:
             _no_equivalent(p, name, "TMVA samples variables per node only (UseRandomisedTrees)")
     if p.get("early_stopping"):
         _no_equivalent(p, "early_stopping", "TMVA trains NTrees trees")
+    if p.get("max_bins", MAX_VALUE_BINS) != MAX_VALUE_BINS:
+        _no_equivalent(p, "max_bins", f"TMVA's nCuts alone sets its cuts; a TMVA option string "
+                       f"stands for hepbdt's {MAX_VALUE_BINS} quantile bins (with nCuts=N: N equal-width "
+                       f"cuts beside {MAX_VALUE_BINS} - N)")
     if p.get("min_split_gain", 0.0) > 0:
         _no_equivalent(p, "min_split_gain", "TMVA has no minimal gain")
     if p.get("decorrelation") is not None:

@@ -232,3 +232,6 @@ def test_errors():
         BDTClassifier(boosting="gradient", negative_weights="inverse_boost").fit(X, y, w)
     with pytest.raises(ValueError, match="n_vars_per_node"):
         BDTClassifier(boosting="adaboost", n_vars_per_node=0).fit(X, y, w)
+    # both set the variables per node: n_vars_per_node won and colsample_bynode was ignored
+    with pytest.raises(ValueError, match="give one of them"):
+        BDTClassifier(boosting="adaboost", n_vars_per_node=2, colsample_bynode=0.75).fit(X, y, w)
