@@ -20,17 +20,24 @@ from ._util import _as_matrix, atomic_write_text, column_positions, is_classifie
 from .binned import BinnedMatrix
 
 __all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
-           "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION"]
+           "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION", "unrecorded_by", "NOT_EVENT_NUMBERS"]
 
 KFOLD_FORMAT = "hepbdt-kfold"
 KFOLD_FORMAT_VERSION = 1
+
+
+#: What a value that is no event number is (the messages of every check).
+NOT_EVENT_NUMBERS = ("NaN, infinite, fractional, beyond +-2**63, or a float beyond 2**53 "
+                     "(float32: 2**24), which may be another integer rounded: read event "
+                     "numbers as integers")
 
 
 def fold_of(event: Any, k: int) -> np.ndarray:
     """The fold of each event: ``event % k`` (int64, in 0..k-1, also for negative numbers).
 
     ``event`` must hold integers in int64's range (any integer dtype, or floats that are
-    exact integers); ValueError otherwise (NaN, inf, fractions, uint64 beyond 2**63 - 1),
+    exact integers up to 2**53, float32 2**24); ValueError otherwise (NaN, inf, fractions,
+    uint64 beyond 2**63 - 1, floats beyond those),
     as :class:`hepbdt.io.Dataset` refuses them, rather than a fold of a truncated or
     wrapped-around number. ``k`` must be an integer >= 2.
     """
@@ -50,8 +57,8 @@ def event_numbers(event: Any) -> np.ndarray:
         first = int(np.flatnonzero(bad)[0])
         raise ValueError(
             f"event numbers must be integers in int64's range (k-fold assigns event e to "
-            f"fold e % k): {int(np.count_nonzero(bad))} of {values.size} are not (NaN, "
-            f"infinite, fractional or beyond +-2**63); the first, event[{first}], is "
+            f"fold e % k): {int(np.count_nonzero(bad))} of {values.size} are not "
+            f"({NOT_EVENT_NUMBERS}); the first, event[{first}], is "
             f"{shown_number(values.reshape(-1)[first])}"
         )
     return values.astype(np.int64)
@@ -68,17 +75,21 @@ def shown_number(value: Any) -> str:
 
 def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
     """A mask of the values that are not integers in int64's range (NaN, +-inf, fractions,
-    beyond +-2**63, or not numbers at all); floats that are exact integers are valid (the
-    rule of every event number: a Dataset's, a read's and a k-fold model's)."""
+    beyond +-2**63, or not numbers at all); floats that are exact integers are valid up to
+    the last of a run of integers that their type holds every one of (2**53 for float64,
+    2**24 for float32): beyond, a float event number may already be another rounded
+    (2**62 + 12346 reads as 2**62 + 12344, in another fold). The rule of every event
+    number: a Dataset's, a read's and a k-fold model's."""
     kind = values.dtype.kind
     if kind in "bi":
         return np.zeros(values.shape, dtype=bool)
     if kind == "u":
         return values > np.iinfo(np.int64).max
     if kind == "f":
+        exact = float(2 ** (np.finfo(values.dtype).nmant + 1))
         with np.errstate(invalid="ignore"):
             return ~(np.isfinite(values) & (values == np.floor(values))
-                     & (values >= -(2.0**63)) & (values < 2.0**63))
+                     & (np.abs(values) <= exact))
     if kind == "O":
         return np.fromiter((not _is_int64(v) for v in values.reshape(-1)), dtype=bool,
                            count=values.size).reshape(values.shape)
@@ -90,8 +101,7 @@ def _is_int64(value: Any) -> bool:
     if isinstance(value, bool | np.bool_ | int | np.integer):
         return -(2**63) <= int(value) < 2**63
     if isinstance(value, float | np.floating):
-        return bool(np.isfinite(value)) and float(value).is_integer() and (
-            -(2.0**63) <= float(value) < 2.0**63)
+        return bool(invalid_event_numbers(np.asarray([value]))[0] == 0)
     return False
 
 
@@ -128,6 +138,14 @@ def _definitions(model: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in definitions.items() if str(k) != str(v)}
 
 
+def unrecorded_by(what: str) -> str:
+    """The refusal of ``what`` (saving, applying) for a KFoldModel without ``by``."""
+    return ("the KFoldModel does not record the event-number expression its folds were made "
+            f"with; {what} needs it: KFoldModel(models, by='event') with the branch or "
+            "expression whose values the folds used (hepbdt.read(..., event='event'); a read "
+            "without event= folds by entry numbers, which no file holds)")
+
+
 class KFoldModel:
     """The k models of a k-fold training: model ``i`` scores the events of fold ``i``
     (:func:`fold_of`), the events it never saw.
@@ -135,18 +153,23 @@ class KFoldModel:
     Parameters
     ----------
     models : k fitted models with the same features.
-    by : the event-number expression the folds are taken from (``"event"``).
+    by : the event-number expression the folds were made with (``"event"``: the branch that
+        ``hepbdt.read(..., event="event")`` read). None (default): not recorded, so the
+        model scores arrays with their event numbers given, but :meth:`save` and
+        ``hepbdt.apply`` without ``event_branch`` refuse it: a ``read`` without ``event=``
+        folds by entry numbers, and guessing a file's ``event`` branch scored events with
+        the model that trained on them.
     """
 
     kind = "kfold"
 
-    def __init__(self, models: Sequence[Any], by: str = "event") -> None:
+    def __init__(self, models: Sequence[Any], by: str | None = None) -> None:
         self.models = list(models)
         if len(self.models) < 2:
             raise ValueError("a KFoldModel needs at least two models")
-        if not isinstance(by, str) or not by.strip():
+        if by is not None and (not isinstance(by, str) or not by.strip()):
             raise ValueError(f"by must be the event-number expression the folds were made with, "
-                             f"a non-empty string such as 'event', not {by!r}")
+                             f"a non-empty string such as 'event' (or None), not {by!r}")
         _check_fold_models(self.models)
         self.by = by
 
@@ -219,6 +242,8 @@ class KFoldModel:
         "models": ["model_fold0.json", ...], "features": [...]}``; model paths are relative
         to the manifest's folder.
         """
+        if self.by is None:
+            raise ValueError(unrecorded_by("saving it"))
         paths = self.fold_paths(path)
         for model, fold_path in zip(self.models, paths, strict=True):
             model.save(fold_path)

@@ -45,7 +45,7 @@ from .io.samples import (
     resolve_sources,
 )
 from .io.writers import branch_name
-from .kfold import KFoldModel
+from .kfold import KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable
 from .persistence import load_model
 
@@ -246,9 +246,11 @@ class _Job:
         scorer = _scorer(model, event_branch)
         model_files, model_sha256 = _model_identity(model, scorer)
         if isinstance(scorer, KFoldModel):
+            if event_branch is None and scorer.by is None:
+                raise ApplyOptionError(unrecorded_by("applying it without event_branch"))
             if event_branch is None:
                 event_branch = scorer.by  # the expression its folds were made with
-            elif event_branch != scorer.by:
+            elif scorer.by is not None and event_branch != scorer.by:
                 warnings.warn(
                     f"the folds of the k-fold model were made with {scorer.by!r}; scoring by "
                     f"{event_branch!r} as asked: each event is scored by the model that did "

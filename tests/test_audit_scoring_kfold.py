@@ -96,10 +96,10 @@ def trained(tmp_path_factory):
     BDTClassifier(**options).fit(data.X, three).save(folder / "mc.json")
     BDTRegressor(**options).fit(data.X, data.X[:, 1] * 3.0).save(folder / "reg.json")
     folds = data.kfold(K)
-    KFoldModel([BDTClassifier(**options).fit(tr.X, tr.y) for tr, _ in folds]).save(
+    KFoldModel([BDTClassifier(**options).fit(tr.X, tr.y) for tr, _ in folds], by="event").save(
         folder / "kf.json")
     KFoldModel([BDTClassifier(**options).fit(tr.X, (tr.X[:, 0] > 0) + tr.y.astype(int))
-                for tr, _ in folds]).save(folder / "kfmc.json")
+                for tr, _ in folds], by="event").save(folder / "kfmc.json")
     return folder
 
 
@@ -182,14 +182,20 @@ def test_event_numbers_that_are_not_int64_integers_are_refused_and_nothing_is_wr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events.root"]
 
 
-def test_float_event_numbers_beyond_2_53_route_by_their_exact_value(trained, tmp_path):
-    event = np.array([2.0**60, 2.0**60 + 768, -(2.0**62), 7.0] * 5)
+def test_float_event_numbers_beyond_2_53_are_refused(trained, tmp_path):
+    """A double beyond 2**53 may be another event number rounded (the int64 it came from
+    is in another fold): refused, not routed by its rounded value; up to 2**53 exact."""
+    event = np.array([2.0**53, -(2.0**53), -5.0, 7.0] * 5)
     path = _event_file(tmp_path, event)
     hepbdt.apply(trained / "kf.json", path, tmp_path / "out.root", step_size=3)
     model = load_model(trained / "kf.json")
     want = _out_of_fold(model.models, _reference_X(path, "Events"), [int(e) for e in event])
     with uproot.open(tmp_path / "out.root") as file:
         np.testing.assert_array_equal(file["Events"]["bdt_score"].array(library="np"), want)
+    path = _event_file(tmp_path, np.array([7.0, 2.0**60 + 768] * 5))
+    with pytest.raises(InputError, match=r"float beyond 2\*\*53"):
+        hepbdt.apply(trained / "kf.json", path, tmp_path / "big.root", step_size=3)
+    assert not (tmp_path / "big.root").exists()
 
 
 def test_a_missing_branch_is_refused_before_anything_is_written(trained, inputs, tmp_path):
@@ -247,7 +253,7 @@ def test_kfold_scores_binned_X_as_its_fold_models_do(folds):
     np.testing.assert_array_equal(KFoldModel(fitted).decision_function(binned, event), want)
 
 
-@pytest.mark.parametrize("by", [None, "", "  ", 3])
+@pytest.mark.parametrize("by", ["", "  ", 3])
 def test_kfold_model_needs_its_event_expression(folds, by):
     with pytest.raises(ValueError, match="by must be the event-number expression"):
         KFoldModel(folds[2], by=by)

@@ -346,7 +346,7 @@ def test_a_kfold_manifest_with_its_fold_files_reordered_is_refused(tmp_path):
     event = np.arange(900)
     folds = [BDTClassifier(n_trees=3, max_depth=2, random_state=0)
              .fit(X[event % 3 != i], y[event % 3 != i]) for i in range(3)]
-    KFoldModel(folds).save(tmp_path / "model.json")
+    KFoldModel(folds, by="event").save(tmp_path / "model.json")
     expected = np.choose(event % 3, [m.decision_function(X) for m in folds])
     assert load_model(tmp_path / "model.json").decision_function(X, event).tobytes() == \
         expected.tobytes()

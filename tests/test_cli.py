@@ -115,7 +115,7 @@ def test_export_of_a_kfold_manifest_and_its_mistakes(tmp_path, capsys):
     y = (X[:, 0] > 0).astype(int)
     folds = [hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X[i::2], y[i::2]) for i in (0, 1)]
     manifest = tmp_path / "model.json"
-    hepbdt.KFoldModel(folds).save(manifest)
+    hepbdt.KFoldModel(folds, by="event").save(manifest)
     assert main(["export", str(manifest), "--cpp", str(tmp_path / "m.h"),
                  "--tmva", str(tmp_path / "m.weights.xml")]) == 0
     out = capsys.readouterr().out

@@ -83,6 +83,25 @@ def test_python_apply_of_a_kfold_model_scores_by_its_by_expression(ntuple, tmp_p
     assert "entry" not in got
 
 
+def test_a_kfold_model_without_its_expression_is_applied_only_by_a_given_one(ntuple, tmp_path):
+    """KFoldModel(models) made from a Dataset read without event= (folded by entry numbers)
+    was applied by the file's 'event' branch: 2 in 5 events scored by a model that trained
+    on them. Without ``by`` it is refused, until the event branch is given."""
+    path, event = ntuple
+    model = KFoldModel([FoldStandIn(i) for i in range(K)])
+    with pytest.raises(InputError, match="does not record the event-number expression"):
+        apply(model, path, tmp_path / "friend.root")
+    with pytest.raises(ValueError, match="saving it needs it"):
+        model.save(tmp_path / "model.json")
+    assert not (tmp_path / "friend.root").exists() and not (tmp_path / "model.json").exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to disagree with
+        apply(model, path, tmp_path / "friend.root", event_branch="event")
+    with uproot.open(tmp_path / "friend.root") as file:
+        got = file["Events"].arrays(library="np")
+    np.testing.assert_array_equal(got["bdt_score"], _out_of_fold(event, 0))
+
+
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory) -> tuple[Path, list]:
     """A saved k-fold manifest of real fold models whose folds are by ``event + 1``."""
@@ -222,6 +241,20 @@ def test_kfold_samples_with_different_event_expressions_are_refused_before_any_w
 # -- 3. event numbers that are not integers in int64's range are refused --------------------
 
 
+def test_float_event_numbers_beyond_their_exact_integers_are_refused():
+    """Beyond 2**53 (float32: 2**24) a float event number may be another integer rounded:
+    2**62 + 12345, + 12346, + 12347 are in folds 1, 2, 0 but read as float64 all in fold 1."""
+    exact = np.array([2**62 + 12345, 2**62 + 12346, 2**62 + 12347], dtype=np.int64)
+    assert [int(e) % K for e in exact.tolist()] == [1, 2, 0]
+    assert fold_of(exact, K).tolist() == [1, 2, 0]
+    for rounded in (exact.astype(np.float64), np.array([5.0, 2.0**53 + 2]),
+                    np.array([1.0, 2.0**24 + 2], dtype=np.float32), [3, 2.0**60]):
+        with pytest.raises(ValueError, match=r"float beyond 2\*\*53 \(float32: 2\*\*24\)"):
+            fold_of(rounded, K)
+        with pytest.raises(InputError, match="read event numbers as integers"):
+            Dataset(np.zeros((len(rounded), 1)), event=rounded)
+
+
 @pytest.mark.parametrize("event", [
     np.array([1.0, 1.5, 2.0]),                         # fractional: would be truncated to 1
     np.array([3.0, -0.5, 4.0]),                        # negative fractional: would be 0
@@ -241,7 +274,8 @@ def test_kfold_model_refuses_events_that_are_not_int64_integers(event):
 def test_kfold_model_takes_every_integer_event_number():
     event = [np.array([-7, 2**63 - 1, -(2**63), 9007199254740993], dtype=np.int64),
              np.array([2**62 + 5, 3, 2**63 - 1], dtype=np.uint64),
-             np.array([-3.0, 2.0**53 + 2, 0.0]),
+             np.array([-3.0, 2.0**53, -(2.0**53), 0.0]),
+             np.array([7.0, 2.0**24], dtype=np.float32),
              np.array([4, 5], dtype=np.int32)]
     model = KFoldModel([FoldStandIn(i) for i in range(K)])
     for values in event:

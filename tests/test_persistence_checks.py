@@ -50,7 +50,7 @@ def two_trainings(tmp_path: Path) -> tuple[Path, Path]:
         folder = tmp_path / name
         out = OutputSet(folder)
         with out as staging:
-            KFoldModel(_folds(n_trees)).save(staging / "model.json")
+            KFoldModel(_folds(n_trees), by="event").save(staging / "model.json")
             (staging / "scores.root").write_bytes(b"not read")
             out.commit()
         folders.append(folder)
@@ -200,7 +200,7 @@ def test_from_forest_refuses_repeated_feature_names():
 def saved_kfold(tmp_path: Path) -> Path:
     path = tmp_path / "kf" / "model.json"
     path.parent.mkdir()
-    KFoldModel(_folds(3, k=3)).save(path)
+    KFoldModel(_folds(3, k=3), by="event").save(path)
     return path
 
 
@@ -266,7 +266,7 @@ def test_kfold_model_refuses_folds_that_do_not_agree(tmp_path):
         KFoldModel(unnamed)
     # the fold files on disk: a regressor saved over fold 1 of a classifier's manifest
     path = tmp_path / "model.json"
-    KFoldModel(folds).save(path)
+    KFoldModel(folds, by="event").save(path)
     regressor.save(tmp_path / "model_fold1.json")
     with pytest.raises(ModelFormatError, match="different types"):
         load_model(path)

@@ -20,7 +20,7 @@ import numpy as np
 
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
-from hepbdt.kfold import fold_of, invalid_event_numbers, shown_number
+from hepbdt.kfold import NOT_EVENT_NUMBERS, fold_of, invalid_event_numbers, shown_number
 
 __all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
 
@@ -474,8 +474,8 @@ def _event_numbers(values: np.ndarray, copy: bool) -> np.ndarray:
         first = int(np.flatnonzero(bad)[0])
         raise InputError(
             f"event numbers must be integers in int64's range (k-fold training assigns folds "
-            f"by them): {int(np.count_nonzero(bad))} of {len(values)} are not (NaN, infinite, "
-            f"fractional or beyond +-2**63); the first, event[{first}], is "
+            f"by them): {int(np.count_nonzero(bad))} of {len(values)} are not "
+            f"({NOT_EVENT_NUMBERS}); the first, event[{first}], is "
             f"{shown_number(values[first])}"
         )
     return values.astype(np.int64, copy=copy)

@@ -60,6 +60,7 @@ from hepbdt.io.errors import (
     empty_selection_error,
 )
 from hepbdt.io.expressions import CONSTANTS, Expression, quote_expression, to_column
+from hepbdt.kfold import NOT_EVENT_NUMBERS
 
 __all__ = ["Sample", "read", "choose_binned", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
 
@@ -1485,7 +1486,7 @@ def _event_column(
         index = int(np.flatnonzero(bad)[0])
         raise BadValueError(
             f"{reader.where}: event expression {quote_expression(expression.text)} is not an "
-            f"integer event number (NaN, infinite, fractional or beyond +-2**63) for "
+            f"integer event number ({NOT_EVENT_NUMBERS}) for "
             f"{int(np.count_nonzero(bad))} event(s) of the {len(entries)} read from entries "
             f"{int(entries[0])} to {int(entries[-1])}; the first, entry {int(entries[index])}, "
             f"is {shown_number(values[index])}. k-fold training assigns folds by event number: "
