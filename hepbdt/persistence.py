@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .estimators import BDTClassifier, BDTRegressor, ParameterError, from_forest
-from .kfold import KFOLD_FORMAT_VERSION, KFoldModel
+from .kfold import KFOLD_FORMAT, KFOLD_FORMAT_VERSION, KFoldModel
 from .model import (
     CLASSIFIER_LOSSES,
     FORMAT_NAME,
@@ -337,6 +337,9 @@ def _check_fold_name(where: str, name: str, fold: int) -> None:
 def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:
     """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``."""
     where = os.fspath(path)
+    if doc.get("format") != KFOLD_FORMAT:
+        raise ModelFormatError(f"{where}: a k-fold manifest's format must be {KFOLD_FORMAT!r}, "
+                               f"not {_brief(doc.get('format'))}")
     version = doc.get("format_version")
     if type(version) is not int or version != KFOLD_FORMAT_VERSION:
         raise ModelFormatError(f"{where}: k-fold manifest format_version "
@@ -348,9 +351,17 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
             or not all(isinstance(name, str) for name in files)):
         raise ModelFormatError(f"{where}: a k-fold manifest needs k >= 2 and k model files "
                                "in 'models'")
-    by = doc.get("by", "event")
-    if not isinstance(by, str):
-        raise ModelFormatError(f"{where}: 'by' must be the event-number expression")
+    by = doc.get("by")
+    if not isinstance(by, str) or not by.strip():
+        raise ModelFormatError(f"{where}: 'by' must be the event-number expression the folds "
+                               "were made with (e.g. \"event\")")
+    outside = [name for name in files if name in ("", ".", "..") or Path(name).name != name
+               or "\\" in name]
+    if outside:
+        raise ModelFormatError(f"{where}: fold model {outside[0]!r} is not a file name beside "
+                               "the manifest; 'models' names the fold files in the manifest's "
+                               "folder (<stem>_fold0.json, ...), where save writes them and the "
+                               "output set's checksums cover them")
     features = doc.get("features")
     if features is not None and (not isinstance(features, list)
                                  or not all(isinstance(n, str) for n in features)):

@@ -212,15 +212,45 @@ def _edit_manifest(path: Path, **changes) -> Path:
     return edited
 
 
-@pytest.mark.parametrize("models", [
-    ["model_fold0.json", "model_fold0.json", "model_fold2.json"],
-    ["model_fold0.json", "model_fold1.json", "./model_fold0.json"],
-    ["model_fold0.json", "../kf/model_fold1.json", "model_fold1.json"],
-])
-def test_manifest_refuses_a_fold_file_listed_twice(saved_kfold, models):
-    edited = _edit_manifest(saved_kfold, models=models)
+def test_manifest_refuses_a_fold_file_listed_twice(saved_kfold):
+    edited = _edit_manifest(saved_kfold, models=["model_fold0.json", "model_fold0.json",
+                                                 "model_fold2.json"])
     with pytest.raises(ModelFormatError, match="'models' names the same file for folds"):
         load_model(edited)
+
+
+@pytest.mark.parametrize("second", ["./model_fold1.json", "../kf/model_fold1.json", "ABSOLUTE",
+                                    "sub/model_fold1.json", "..", ""])
+def test_manifest_refuses_fold_files_outside_its_folder(saved_kfold, tmp_path, second):
+    """Fold files elsewhere (loaded and applied before) escape the output set's checksums,
+    which cover the files beside the manifest."""
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    shutil.copy(saved_kfold.with_name("model_fold1.json"), elsewhere / "model_fold1.json")
+    if second == "ABSOLUTE":
+        second = str(elsewhere / "model_fold1.json")
+    if second.startswith("sub/"):
+        (saved_kfold.parent / "sub").mkdir()
+        shutil.copy(saved_kfold.with_name("model_fold1.json"), saved_kfold.parent / second)
+    edited = _edit_manifest(saved_kfold, models=["model_fold0.json", second,
+                                                 "model_fold2.json"])
+    with pytest.raises(ModelFormatError, match="is not a file name beside the manifest"):
+        load_model(edited)
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"format": "not-hepbdt-at-all"}, "format must be 'hepbdt-kfold'"),
+    ({"by": None}, "'by' must be the event-number expression"),
+    ({"by": " "}, "'by' must be the event-number expression"),
+])
+def test_manifest_refuses_a_wrong_format_or_no_expression(saved_kfold, changes, expected):
+    doc = json.loads(saved_kfold.read_text())
+    doc.update(changes)
+    if changes.get("by", "") is None:
+        del doc["by"]  # the key missing: no guess of "event"
+    saved_kfold.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=expected):
+        load_model(saved_kfold)
 
 
 def test_cli_apply_refuses_a_fold_file_listed_twice(saved_kfold, tmp_path, capsys):
