@@ -629,6 +629,7 @@ def _extra(value: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise ModelFormatError(f"{where}.extra: expected an object, got {type(value).__name__}")
+    _check_nesting(value, f"{where}.extra")
     if "score_min" in value:
         lo = _finite(value["score_min"], f"{where}.extra.score_min")
         if lo >= 1.0:
@@ -640,6 +641,24 @@ def _extra(value: Any, where: str) -> dict[str, Any]:
     if "tmva" in value:
         _check_tmva_extra(value["tmva"], f"{where}.extra.tmva")
     return dict(value)
+
+
+MAX_EXTRA_NESTING = 32  # hepbdt writes at most 4 levels; Python's copies recurse per level
+
+
+def _check_nesting(value: Any, where: str) -> None:
+    """ModelFormatError when objects and lists nest more than MAX_EXTRA_NESTING deep (a
+    hand-made 950 levels loaded, and saving, copying or pickling the model then failed
+    with a RecursionError)."""
+    level, depth = [value], 1
+    while level:
+        level = [item for v in level for item in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(item, dict | list)]
+        depth += bool(level)
+        if depth > MAX_EXTRA_NESTING:
+            raise ModelFormatError(f"{where}: objects and lists nest more than "
+                                   f"{MAX_EXTRA_NESTING} deep; a hepbdt model's extra holds "
+                                   "a few levels")
 
 
 def _check_tmva_extra(tmva: Any, where: str) -> None:

@@ -251,6 +251,10 @@ def _item(key: str, i: int, value: Any):
     (_set("feature", "abc"), r"forest\.feature: expected a list, got str"),
     (_set("extra", {"score_min": 1.0}), r"extra\.score_min: 1\.0 must be below 1"),
     (_set("extra", [1]), r"extra: expected an object, got list"),
+    # 950 levels parsed (below the parser's limit), and saving, copying and pickling the
+    # model then recursed too deep
+    (_set("extra", {"note": json.loads("[" * 100 + "]" * 100)}), r"extra: objects and lists "
+     r"nest more than 32 deep"),
     (lambda d: d["params"].update(boosting="evil"), r"params\.boosting: boosting='evil' is not valid"),
     (lambda d: d["params"].update(max_depth=31), r"params\.max_depth"),
     (lambda d: d["params"].update(n_trees=2.5), r"params\.n_trees"),
