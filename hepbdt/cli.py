@@ -269,6 +269,8 @@ def _in_main_thread() -> bool:
 
 def _status_of(exc: BaseException) -> int | None:
     """2 for a usage or configuration mistake, 1 for a failure while running, None for a bug."""
+    if isinstance(exc, MemoryError):  # before the imports, which may need memory too
+        return 1
     # imported when an error is reported, so that --help stays fast
     from hepbdt.analysis.config import ConfigError
     from hepbdt.analysis.workflow import TrainingError
@@ -292,7 +294,7 @@ def _status_of(exc: BaseException) -> int | None:
         usage += (scoring.ApplyOptionError,)
     if isinstance(exc, usage):
         return 2
-    if isinstance(exc, InputError | TrainingError | OSError | MemoryError):
+    if isinstance(exc, InputError | TrainingError | OSError):
         return 1
     return None
 

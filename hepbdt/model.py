@@ -836,14 +836,27 @@ class ClassForestBuilder:
                       extra={"n_classes": len(parts), "base_scores": list(self.base_scores)})
 
 
+TEXT_INDENT_LEVELS = 16  # deeper nodes keep this indent and say their depth
+
+
+def _tree_indent(depth: int) -> str:
+    """The indent of a node ``depth`` levels down: 4 spaces a level up to
+    TEXT_INDENT_LEVELS, then the depth written out (a chain of 20,000 levels indented in
+    full printed 800 MB)."""
+    if depth <= TEXT_INDENT_LEVELS:
+        return "  " + "    " * depth
+    return "  " + "    " * TEXT_INDENT_LEVELS + f"[depth {depth}] "
+
+
 def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:
     """One tree as indented text: ``name < cut`` (left) and ``name >= cut`` (right)."""
     lines: list[str] = []
-    stack: list[tuple[int, str, str | None]] = [(forest.tree_slice(t).start, "  ", None)]
+    stack: list[tuple[int, int, bool]] = [(forest.tree_slice(t).start, 0, False)]
     while stack:  # explicit stack: deep trees must not exhaust Python's recursion limit
-        node, indent, before = stack.pop()
-        if before is not None:
-            lines.append(before)
+        node, depth, right = stack.pop()
+        indent = _tree_indent(depth)
+        if right:
+            lines.append(f"{_tree_indent(depth - 1)}else:")
         if forest.left[node] < 0:
             lines.append(f"{indent}leaf: {forest.value[node]:.6g} (cover {forest.cover[node]:.4g})")
             continue
@@ -851,9 +864,8 @@ def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:
         cut = float(forest.threshold[node])
         missing = "missing goes left" if forest.missing_left[node] else "missing goes right"
         lines.append(f"{indent}if {name} < {cut:.6g}:   [{missing}, gain {forest.gain[node]:.4g}]")
-        deeper = indent + "    "
-        stack.append((int(forest.right[node]), deeper, f"{indent}else:"))
-        stack.append((int(forest.left[node]), deeper, None))
+        stack.append((int(forest.right[node]), depth + 1, True))
+        stack.append((int(forest.left[node]), depth + 1, False))
     return lines
 
 

@@ -100,6 +100,10 @@ def test_chain_models_load_predict_and_inspect(tmp_path, depth, capsys) -> None:
     assert main(["inspect", str(path), "--tree", "0"]) == 0
     out = capsys.readouterr().out
     assert f"depth up to {depth}" in out and out.count("leaf:") == depth + 1
+    # the text grows with the nodes, not their square: deep nodes keep an indent of 16
+    # levels and say their depth (a chain of 20,000 printed 800 MB)
+    assert max(len(line) for line in out.splitlines()) < 200
+    assert f"[depth {depth}] leaf:" in out
 
 
 def test_weighted_median_holds_a_chunk_of_events_at_a_time(monkeypatch) -> None:
