@@ -476,7 +476,8 @@ def _draw_matrix(fig: Figure, ax: Any, corr: np.ndarray, names: list[str], title
                  cell_points: float) -> None:
     """One matrix in percent, the values in the cells when there are few enough variables;
     text sizes follow the cell size (``cell_points``, in points). An undefined correlation
-    (NaN: a variable without spread) is a grey cell, "n/a": white would read as 0 %."""
+    (NaN: a variable without spread, or a pair with no events in common) is a grey cell,
+    "n/a": white would read as 0 %."""
     cmap = mpl.colormaps["RdBu_r"].with_extremes(bad="lightgrey")
     image = ax.imshow(100 * corr, cmap=cmap, vmin=-100, vmax=100)
     ticks = np.arange(len(names))

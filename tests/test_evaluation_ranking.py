@@ -180,6 +180,30 @@ def test_correlations_block_by_block_match_numpy_and_binned(monkeypatch):
                                            rowvar=False), atol=1e-12)
 
 
+def test_correlations_with_missing_values_are_over_the_events_both_have(monkeypatch):
+    """A column missing (NaN, or infinite) in 41 % of the events made its whole row NaN;
+    each pair is now numpy's correlation over the events where both columns are present."""
+    import hepbdt.evaluation.ranking as ranking
+
+    monkeypatch.setattr(ranking, "CORRELATION_BLOCK", 700)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 4))
+    X[:, 1] += X[:, 0]
+    X[:, 3] = 0.5 * X[:, 1] + rng.normal(size=3000)
+    X[rng.random(3000) < 0.41, 2] = np.nan
+    X[rng.random(3000) < 0.2, 3] = np.nan
+    X[rng.random(3000) < 0.01, 3] = np.inf
+    X[:, 2] += 0.8 * X[:, 0]
+    k = rng.integers(1, 4, 3000)
+    got = weighted_correlation(X, k)
+    for i in range(4):
+        for j in range(4):
+            both = np.isfinite(X[:, i]) & np.isfinite(X[:, j])
+            pair = np.repeat(X[both][:, [i, j]], k[both], axis=0)
+            assert got[i, j] == pytest.approx(np.corrcoef(pair, rowvar=False)[0, 1], abs=1e-12)
+    assert np.isfinite(got).all() and got[0, 2] > 0.5
+
+
 def test_permutation_importance_of_binned_events_equals_their_values():
     from hepbdt import BDTClassifier
     from hepbdt.binned import BinnedMatrix

@@ -396,10 +396,14 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     memory is a block's whatever the sample (a BinnedMatrix gives its representative
     values).
 
-    Means and covariances use the signed weights; a column without spread (one value over
-    the group's events of non-zero weight) or whose weighted variance is negative (signed
-    weights) gives NaN entries (1 on the diagonal). A group of zero total weight, or a
-    group index outside [0, n_groups), raises ValueError.
+    A missing value (NaN, or infinite) leaves its event out of that column's pairs only:
+    the correlation of two columns is over the events where both are present, as the
+    training sees a missing value as missing, not as a reason to drop the event (one
+    column missing in 41 % of the events made its whole row NaN). Means and covariances use
+    the signed weights; a column without spread (one value over the group's events of
+    non-zero weight) or a pair whose weighted variances are not positive (signed weights,
+    no common events) gives NaN entries (1 on the diagonal). A group of zero total weight,
+    or a group index outside [0, n_groups), raises ValueError.
     """
     X, n, m = _float_rows(X)
     w = check_weights(sample_weight, n)
@@ -407,25 +411,53 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     totals = np.bincount(g, weights=w, minlength=n_groups)
     if np.any(totals == 0):
         raise ValueError("weighted_correlation needs a non-zero total weight")
-    sums = np.zeros((n_groups, m))
+    sums, present_w = np.zeros((n_groups, m)), np.zeros((n_groups, m))
     lowest = np.full((n_groups, m), np.inf)
     highest = np.full((n_groups, m), -np.inf)
     for rows, wb, gb in _blocks(X, n, w, g):
+        present = np.isfinite(rows)
+        rows[~present] = np.nan
         for k in range(n_groups):
-            sums[k] += wb[gb == k] @ rows[gb == k]
-            weighted = rows[(gb == k) & (wb != 0)]
-            if weighted.shape[0]:
-                lowest[k] = np.fmin(lowest[k], weighted.min(axis=0))
-                highest[k] = np.fmax(highest[k], weighted.max(axis=0))
-    means = sums / totals[:, None]
-    cov = np.zeros((n_groups, m, m))
+            mine = gb == k
+            sums[k] += wb[mine] @ np.where(present[mine], rows[mine], 0.0)
+            present_w[k] += wb[mine] @ present[mine]
+            weighted = rows[mine & (wb != 0)]
+            if weighted.shape[0]:  # fmin/fmax pass over NaN
+                lowest[k] = np.fmin(lowest[k], np.fmin.reduce(weighted, axis=0))
+                highest[k] = np.fmax(highest[k], np.fmax.reduce(weighted, axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / present_w
+    pair = np.zeros((4, n_groups, m, m))  # sum w, w x_i, w x_i^2 (j present), w x_i x_j
     for rows, wb, gb in _blocks(X, n, w, g):
+        present = np.isfinite(rows)
         for k in range(n_groups):
-            centred = rows[gb == k] - means[k]
-            cov[k] += (centred * wb[gb == k][:, None]).T @ centred
-    # a constant column's centred values are rounding errors of its mean, not zeros
-    return [_correlation(cov[k] / totals[k], lowest[k] == highest[k])
-            for k in range(n_groups)]
+            mine = gb == k
+            shown = present[mine].astype(np.float64)
+            centred = np.where(present[mine], rows[mine] - means[k], 0.0)
+            weighted = centred * wb[mine][:, None]
+            pair[:, k] += (((shown * wb[mine][:, None]).T @ shown), weighted.T @ shown,
+                           (weighted * centred).T @ shown, weighted.T @ centred)
+    # a constant column's centred values are rounding errors of its mean, not zeros; a
+    # column with no event present has lowest > highest
+    constant = ~(lowest < highest)
+    return [_pair_correlation(*pair[:, k], constant[k]) for k in range(n_groups)]
+
+
+def _pair_correlation(w: np.ndarray, wx: np.ndarray, wxx: np.ndarray, wxy: np.ndarray,
+                      constant: np.ndarray) -> np.ndarray:
+    """The correlation matrix of pairwise sums (each [i, j] over the events where columns i
+    and j are both present): NaN in the rows and columns of a ``constant`` column and where
+    a pair's variances are not positive (1 on the diagonal)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_i = wx / w  # column i's mean over the pair's events, and column j's:
+        mean_j = mean_i.T
+        cov = wxy / w - mean_i * mean_j
+        var_i = wxx / w - mean_i**2
+        var_j = var_i.T
+        bad = ~((var_i > 0) & (var_j > 0)) | constant[:, None] | constant[None, :]
+        corr = np.clip(cov / np.sqrt(np.where(bad, np.nan, var_i * var_j)), -1.0, 1.0)
+    np.fill_diagonal(corr, 1.0)
+    return corr
 
 
 def _group_indices(groups: Any, n: int, n_groups: int) -> np.ndarray:
@@ -442,21 +474,11 @@ def _group_indices(groups: Any, n: int, n_groups: int) -> np.ndarray:
     return g.astype(np.int64)
 
 
-def _correlation(cov: np.ndarray, constant: np.ndarray) -> np.ndarray:
-    """The correlation matrix of a covariance matrix: NaN in the rows and columns of a
-    ``constant`` column or of a variance that is not positive (1 on the diagonal)."""
-    var = np.diag(cov).copy()
-    var[constant | ~(var > 0)] = np.nan
-    std = np.sqrt(var)
-    corr = np.clip(cov / np.outer(std, std), -1.0, 1.0)  # NaN stays NaN
-    np.fill_diagonal(corr, 1.0)
-    return corr
-
-
 def weighted_correlation(X: Any, sample_weight: Any = None) -> np.ndarray:
     """Weighted linear (Pearson) correlation matrix of the columns of X, shape (m, m).
 
-    Means and covariances use the signed weights; a column without spread, or of negative
+    Each pair over the events where both columns are present (not NaN or infinite);
+    means and covariances use the signed weights; a column without spread, or of negative
     weighted variance, gives NaN entries (1 on the diagonal). Computed block by block
     (``weighted_correlations``).
     """
