@@ -484,7 +484,7 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
     from hepbdt._util import feature_names_of
-    from hepbdt.evaluation import tmva_importance
+    from hepbdt.evaluation import TMVA_RANKING, tmva_importance
     from hepbdt.model import tree_text
 
     forest = model.forest_
@@ -527,8 +527,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
                   "not a feature: hepbdt apply refuses this model")
         lines.append(f"Score map: DDT, the {mapping.get('target', 'background')} score CDF in "
                      f"{len(mapping['centres'])} bins of the decorrelation variable ({source})")
-    ranking = tmva_importance(model, names)
-    lines.append("Ranking (TMVA-style importance: summed boost-weighted split gain):")
+    ranking = tmva_importance(model, names, quadrature=True)
+    lines.append(f"Ranking ({TMVA_RANKING}):")
     for rank, i in enumerate(ranking.order(), start=1):
         bar = "#" * int(round(40 * ranking.importance[i] / max(ranking.importance.max(), 1e-300)))
         lines.append(f"  {rank:3d}. {names[i][:40]:40} {ranking.importance[i]:.4f} "

@@ -63,7 +63,7 @@ from hepbdt.evaluation.multiclass import (
     per_class_permutation_importance,
 )
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
-from hepbdt.evaluation.ranking import permutation_importance, tmva_importance
+from hepbdt.evaluation.ranking import TMVA_RANKING, permutation_importance, tmva_importance
 
 __all__ = ["report", "Section", "Provenance", "SampleProvenance", "InputFile", "html_table",
            "significance_table"]
@@ -629,13 +629,14 @@ def _multiclass_ranking_section(out: _Sections, model: Any, te: _Events, names: 
                                 random_state: int | None) -> None:
     """The split-gain ranking of all trees and the permutation ranking of each class."""
     out.heading("Variable ranking")
-    ranking = tmva_importance(model, names) if hasattr(model, "forest_") else None
+    ranking = (tmva_importance(model, names, quadrature=True) if hasattr(model, "forest_")
+               else None)
     perms = per_class_permutation_importance(model, te.X, te.y, te.w, n_repeats=n_repeats,
                                              random_state=random_state, feature_names=names,
                                              max_samples=PERMUTATION_EVENTS)
     mean_drop = np.mean([p.importances_mean for p in perms], axis=0)
     order = ranking.order() if ranking is not None else np.argsort(-mean_drop, kind="stable")
-    header = ["rank", "variable"] + (["importance (split gain, all trees)"] if ranking is not None else [])
+    header = ["rank", "variable"] + (["TMVA importance (all trees)"] if ranking is not None else [])
     header += [f"AUC drop ({name})" for name in classes] + ["mean AUC drop"]
     rows = []
     for rank, i in enumerate(order, start=1):
@@ -650,7 +651,7 @@ def _multiclass_ranking_section(out: _Sections, model: Any, te: _Events, names: 
     out.html(html_table(header, rows, "ranking"))
     if ranking is not None:
         out.figure("fig-ranking", "Variable ranking from the split gains of every class's "
-                   "trees (TMVA style)", lambda: plotting.plot_ranking(ranking))
+                   f"trees ({TMVA_RANKING})", lambda: plotting.plot_ranking(ranking))
 
 
 def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
@@ -975,7 +976,7 @@ def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
     out.heading("Variable ranking")
     ranking = None
     if hasattr(model, "forest_"):
-        ranking = tmva_importance(model, names)
+        ranking = tmva_importance(model, names, quadrature=True)
     perm = permutation_importance(model, te.X, _labels(model, te.y), te.w, n_repeats=n_repeats,
                                   random_state=random_state, feature_names=names,
                                   max_samples=PERMUTATION_EVENTS)
@@ -990,11 +991,11 @@ def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
         rows.append(row)
     header = ["rank", "variable"]
     if ranking is not None:
-        header += ["importance (split gain)", "splits", "total gain", "cover"]
+        header += ["TMVA importance", "splits", "total gain", "cover"]
     header += [f"permutation ({perm.metric}) mean", "permutation spread"]
     out.html(html_table(header, rows, "ranking"))
     if ranking is not None:
-        out.figure("fig-ranking", "Variable ranking from the split gains (TMVA style)",
+        out.figure("fig-ranking", f"Variable ranking from the split gains ({TMVA_RANKING})",
                    lambda: plotting.plot_ranking(ranking))
     out.figure("fig-permutation", f"Permutation importance on the test sample "
                f"({n_repeats} repeats{_subset_text(perm.n_events, len(te))})",

@@ -314,3 +314,16 @@ def test_kfold_overtraining_check_is_per_fold(kfold):
         for printed, name in zip(line.groups(), ("ks_pvalue", "chi2_pvalue"), strict=True):
             expected = min(1.0, 3 * min(getattr(getattr(c, part), name) for c in checks))
             assert float(printed.rstrip(",")) == pytest.approx(expected, rel=6e-3, abs=1e-3)
+
+
+def test_the_summary_ranks_by_tmvas_variable_importance(kfold):
+    """The summary's ranking is TMVA's (squared gains per tree), not the linear sum that
+    ranked a weak variable second where TMVA ranks it last; k-fold: the folds' mean."""
+    names = list(kfold.config.features)
+    folds = [hepbdt.evaluation.tmva_importance(m, names, quadrature=True).importance
+             for m in kfold.model.models]
+    mean = np.mean(folds, axis=0)
+    top = [line.split()[1] for line in kfold.summary.split("Top-ranked variables")[1]
+           .splitlines()[1:6]]
+    assert top == [names[i] for i in np.argsort(-mean, kind="stable")[:5]]
+    assert "Top-ranked variables (TMVA's variable importance" in kfold.summary

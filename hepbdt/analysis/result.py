@@ -189,9 +189,10 @@ def significance(result: TrainResult) -> SignificanceScan:
 
 
 def ranking(result: TrainResult) -> FeatureRanking:
-    """TMVA-style ranking; for k folds the mean of the folds' normalised importances."""
+    """TMVA's variable importance (``tmva_importance(quadrature=True)``); for k folds the
+    mean of the folds' normalised importances."""
     names = list(result.config.features)
-    rankings = [tmva_importance(m, names) for m in models_of(result.model)]
+    rankings = [tmva_importance(m, names, quadrature=True) for m in models_of(result.model)]
     if len(rankings) == 1:
         return rankings[0]
     return FeatureRanking(

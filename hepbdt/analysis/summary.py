@@ -9,6 +9,7 @@ import numpy as np
 from .._util import number_text, percent_text
 from ..estimators import growth_text
 from ..evaluation import (
+    TMVA_RANKING,
     confusion_matrix,
     efficiency_table,
     one_vs_rest_auc,
@@ -50,7 +51,7 @@ def summarise(result: TrainResult) -> str:
         lines += _decorrelation_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
-    lines += ["", "Top-ranked variables (split gain):"]
+    lines += ["", f"Top-ranked variables ({TMVA_RANKING}):"]
     for rank, (name, importance) in enumerate(ranking(result).ranked()[:5], start=1):
         lines.append(f"  {rank}. {name:30} {importance:.3f}")
     t = result.timings

@@ -57,6 +57,7 @@ from hepbdt.evaluation.overtraining import (
     weighted_ks_2samp,
 )
 from hepbdt.evaluation.ranking import (
+    TMVA_RANKING,
     FeatureRanking,
     PermutationImportance,
     correlation_matrices,
@@ -70,6 +71,7 @@ __all__ = [
     "FIGURES_OF_MERIT",
     "PVALUE_FAIL",
     "PVALUE_WARN",
+    "TMVA_RANKING",
     "BestCut",
     "BinnedRegressionMetrics",
     "ConfusionMatrix",

@@ -25,6 +25,7 @@ __all__ = [
     "counted_trees",
     "permutation_importance",
     "shuffleable_copy",
+    "TMVA_RANKING",
     "tmva_importance",
     "weighted_correlation",
     "weighted_correlations",
@@ -61,6 +62,11 @@ def _forest_of(model: Any) -> Any:
                 f"{type(model).__name__} has no node array {attr!r}"
             )
     return forest
+
+
+#: How the outputs name the ranking they show: ``tmva_importance(quadrature=True)``.
+TMVA_RANKING = ("TMVA's variable importance: each tree's squared split gains, normalised, "
+                "summed with its boost weight, square root")
 
 
 def tmva_importance(
