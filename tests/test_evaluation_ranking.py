@@ -202,6 +202,18 @@ def test_correlations_with_missing_values_are_over_the_events_both_have(monkeypa
             pair = np.repeat(X[both][:, [i, j]], k[both], axis=0)
             assert got[i, j] == pytest.approx(np.corrcoef(pair, rowvar=False)[0, 1], abs=1e-12)
     assert np.isfinite(got).all() and got[0, 2] > 0.5
+    # a column far from its own mean where the other is present (1e6 +- 0.01 there, ~0
+    # elsewhere): centred on the column's mean, one-pass sums lost every digit (NaN)
+    b = rng.normal(size=3000)
+    gone = rng.random(3000) < 0.5
+    a = np.where(gone, rng.normal(size=3000), 1e6 + 0.01 * (0.6 * b + 0.8 * rng.normal(size=3000)))
+    b[gone] = np.nan
+    pair = np.repeat(np.column_stack([a, b])[~gone], k[~gone], axis=0)
+    assert weighted_correlation(np.column_stack([a, b]), k)[0, 1] == pytest.approx(
+        np.corrcoef(pair, rowvar=False)[0, 1], abs=1e-9)
+    # constant over the pair's events (varying elsewhere): no spread, NaN, not rounding noise
+    a = np.where(gone, rng.normal(5, 1, 3000), 0.3)
+    assert np.isnan(weighted_correlation(np.column_stack([a, b]), k)[0, 1])
 
 
 def test_permutation_importance_of_binned_events_equals_their_values():

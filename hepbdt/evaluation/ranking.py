@@ -405,11 +405,13 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     A missing value (NaN, or infinite) leaves its event out of that column's pairs only:
     the correlation of two columns is over the events where both are present, as the
     training sees a missing value as missing, not as a reason to drop the event (one
-    column missing in 41 % of the events made its whole row NaN). Means and covariances use
-    the signed weights; a column without spread (one value over the group's events of
-    non-zero weight) or a pair whose weighted variances are not positive (signed weights,
-    no common events) gives NaN entries (1 on the diagonal). A group of zero total weight,
-    or a group index outside [0, n_groups), raises ValueError.
+    column missing in 41 % of the events made its whole row NaN). Each pair is centred on
+    its own means (the first pass), so a column whose values sit far apart where the other
+    column is and is not present loses no digits. Means and covariances use the signed
+    weights; a column without spread over a pair's events of non-zero weight, or a pair
+    whose weighted variances are not positive (signed weights, no common events), gives
+    NaN entries (1 on the diagonal). A group of zero total weight, or a group index
+    outside [0, n_groups), raises ValueError.
     """
     X, n, m = _float_rows(X)
     w = check_weights(sample_weight, n)
@@ -417,53 +419,86 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     totals = np.bincount(g, weights=w, minlength=n_groups)
     if np.any(totals == 0):
         raise ValueError("weighted_correlation needs a non-zero total weight")
-    sums, present_w = np.zeros((n_groups, m)), np.zeros((n_groups, m))
-    lowest = np.full((n_groups, m), np.inf)
-    highest = np.full((n_groups, m), -np.inf)
+    pair_w, pair_x = np.zeros((n_groups, m, m)), np.zeros((n_groups, m, m))
+    incomplete = np.zeros(m, dtype=bool)
     for rows, wb, gb in _blocks(X, n, w, g):
         present = np.isfinite(rows)
-        rows[~present] = np.nan
+        incomplete |= ~present.all(axis=0)
         for k in range(n_groups):
-            mine = gb == k
-            sums[k] += wb[mine] @ np.where(present[mine], rows[mine], 0.0)
-            present_w[k] += wb[mine] @ present[mine]
-            weighted = rows[mine & (wb != 0)]
-            if weighted.shape[0]:  # fmin/fmax pass over NaN
-                lowest[k] = np.fmin(lowest[k], np.fmin.reduce(weighted, axis=0))
-                highest[k] = np.fmax(highest[k], np.fmax.reduce(weighted, axis=0))
+            shown, x, wk = _present_rows(rows, present, wb, gb == k)
+            pair_w[k] += (shown * wk[:, None]).T @ shown
+            pair_x[k] += (x * wk[:, None]).T @ shown
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / present_w
-    pair = np.zeros((4, n_groups, m, m))  # sum w, w x_i, w x_i^2 (j present), w x_i x_j
+        means = pair_x / pair_w  # [k, i, j]: column i's mean over the events with i and j
+    sums = [_PairSums(m, np.flatnonzero(incomplete)) for _ in range(n_groups)]
     for rows, wb, gb in _blocks(X, n, w, g):
         present = np.isfinite(rows)
         for k in range(n_groups):
-            mine = gb == k
-            shown = present[mine].astype(np.float64)
-            centred = np.where(present[mine], rows[mine] - means[k], 0.0)
-            weighted = centred * wb[mine][:, None]
-            pair[:, k] += (((shown * wb[mine][:, None]).T @ shown), weighted.T @ shown,
-                           (weighted * centred).T @ shown, weighted.T @ centred)
-    # a constant column's centred values are rounding errors of its mean, not zeros; a
-    # column with no event present has lowest > highest
-    constant = ~(lowest < highest)
-    return [_pair_correlation(*pair[:, k], constant[k]) for k in range(n_groups)]
+            sums[k].add(*_present_rows(rows, present, wb, gb == k), means[k])
+    return [s.correlation() for s in sums]
 
 
-def _pair_correlation(w: np.ndarray, wx: np.ndarray, wxx: np.ndarray, wxy: np.ndarray,
-                      constant: np.ndarray) -> np.ndarray:
-    """The correlation matrix of pairwise sums (each [i, j] over the events where columns i
-    and j are both present): NaN in the rows and columns of a ``constant`` column and where
-    a pair's variances are not positive (1 on the diagonal)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_i = wx / w  # column i's mean over the pair's events, and column j's:
-        mean_j = mean_i.T
-        cov = wxy / w - mean_i * mean_j
-        var_i = wxx / w - mean_i**2
-        var_j = var_i.T
-        bad = ~((var_i > 0) & (var_j > 0)) | constant[:, None] | constant[None, :]
-        corr = np.clip(cov / np.sqrt(np.where(bad, np.nan, var_i * var_j)), -1.0, 1.0)
-    np.fill_diagonal(corr, 1.0)
-    return corr
+def _present_rows(rows: np.ndarray, present: np.ndarray, w: np.ndarray, mine: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A group's rows of a block: (present as 0/1, values with 0 where missing, weights)."""
+    return present[mine].astype(np.float64), np.where(present[mine], rows[mine], 0.0), w[mine]
+
+
+class _PairSums:
+    """The second pass's sums: of the columns without a missing value, their centred
+    products (one matrix product); of each pair with a column that has missing values,
+    over the events where both are present, centred on the pair's own means."""
+
+    def __init__(self, m: int, incomplete: np.ndarray) -> None:
+        self.incomplete = incomplete
+        self.cov = np.zeros((m, m))  # complete pairs: sum w c_i c_j
+        self.lowest, self.highest = np.full(m, np.inf), np.full(m, -np.inf)
+        # incomplete pairs, one column j each: sum w d_i e, w d_i^2, w e^2, and the range
+        # of column i (and of j) over the pair's events of non-zero weight
+        self.pairs = np.zeros((incomplete.size, 3, m))
+        self.ranges = np.zeros((incomplete.size, 4, m))
+        self.ranges[:, ::2], self.ranges[:, 1::2] = np.inf, -np.inf
+
+    def add(self, shown: np.ndarray, x: np.ndarray, w: np.ndarray, means: np.ndarray) -> None:
+        """Add a block's rows (``_present_rows``), with the pairs' means [i, j]."""
+        nonzero = (w != 0)[:, None] & (shown > 0)
+        centred = np.where(shown > 0, x - np.diag(means), 0.0)  # complete: the column mean
+        self.cov += (centred * w[:, None]).T @ centred
+        self.lowest = np.fmin(self.lowest, np.where(nonzero, x, np.inf).min(axis=0, initial=np.inf))
+        self.highest = np.fmax(self.highest, np.where(nonzero, x, -np.inf).max(axis=0,
+                                                                              initial=-np.inf))
+        for a, j in enumerate(self.incomplete):
+            both = (shown > 0) & (shown[:, j:j + 1] > 0)
+            d = np.where(both, x - means[:, j], 0.0)  # column i about its mean with j
+            e = np.where(both, x[:, j:j + 1] - means[j, :], 0.0)  # j about its mean with i
+            wd = d * w[:, None]
+            self.pairs[a] += ((wd * e).sum(axis=0), (wd * d).sum(axis=0),
+                              (e * e * w[:, None]).sum(axis=0))
+            held = both & (w != 0)[:, None]
+            for r, values in enumerate((x, np.broadcast_to(x[:, j:j + 1], x.shape))):
+                self.ranges[a, 2 * r] = np.fmin(self.ranges[a, 2 * r], np.where(
+                    held, values, np.inf).min(axis=0, initial=np.inf))
+                self.ranges[a, 2 * r + 1] = np.fmax(self.ranges[a, 2 * r + 1], np.where(
+                    held, values, -np.inf).max(axis=0, initial=-np.inf))
+
+    def correlation(self) -> np.ndarray:
+        """The (m, m) matrix: NaN where a column has no spread over the pair's events or a
+        variance is not positive, 1 on the diagonal."""
+        var = np.diag(self.cov).copy()
+        # a constant column's centred values are rounding errors of its mean, not zeros
+        var[~(self.lowest < self.highest) | ~(var > 0)] = np.nan
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = self.cov / np.sqrt(np.outer(var, var))
+            for a, j in enumerate(self.incomplete):
+                cross, var_i, var_j = self.pairs[a]
+                spread = (self.ranges[a, 0] < self.ranges[a, 1]) & (self.ranges[a, 2]
+                                                                   < self.ranges[a, 3])
+                column = np.where(spread & (var_i > 0) & (var_j > 0),
+                                  cross / np.sqrt(var_i * var_j), np.nan)
+                corr[:, j] = corr[j, :] = column
+        corr = np.clip(corr, -1.0, 1.0)  # NaN stays NaN
+        np.fill_diagonal(corr, 1.0)
+        return corr
 
 
 def _group_indices(groups: Any, n: int, n_groups: int) -> np.ndarray:
