@@ -301,3 +301,23 @@ def test_regression_metrics_match_numpy_and_repeated_events():
     binned = resolution_vs_target(t, p, bins=5)
     assert binned.centers.size == 5 and binned.count.sum() == t.size
     np.testing.assert_allclose(binned.bias, 0.2, atol=0.05)
+
+
+def test_a_tight_cut_beside_heavy_background_events_is_not_taken_for_zero():
+    """B = 0.041 (50 events of weight 1e-3) counted as zero because it was below 1e-12 of
+    the whole background's |weights| (QCD slices of weight 1e9): the scan chose a cut
+    of S/sqrt(B) = 6e-6. The best cut is the brute-force one over cuts with B > 0."""
+    rng = np.random.default_rng(0)
+    score = np.r_[rng.uniform(0.5, 1.0, 50), rng.uniform(0.0, 0.3, 100), rng.uniform(0.6, 1, 20)]
+    y = np.r_[np.zeros(150), np.ones(20)]
+    w = np.r_[np.full(50, 1e-3), np.full(100, 1e9), np.full(20, 1e-2)]
+    scan = significance_scan(y, score, w, b_reg=0.0, min_background_events=10)
+    brute = []
+    for t in np.unique(score):
+        passing = score >= t
+        b, n_b = w[passing & (y == 0)].sum(), np.count_nonzero(passing & (y == 0))
+        if n_b >= 10 and b > 0:
+            brute.append((w[passing & (y == 1)].sum() / np.sqrt(b), t))
+    best = scan.best_cuts["s_over_sqrt_b"]
+    assert (best.value, best.threshold) == pytest.approx(max(brute), rel=1e-12)
+    assert int(scan.qualifies.sum()) == len(brute)

@@ -159,3 +159,11 @@ def test_combined_folds_keep_the_false_alarm_rate():
     alarms = sum(combined_over_folds([_fold_check(rng, 0.0, 200)[0] for _ in range(5)]
                                      ).signal.ks_pvalue < 0.05 for _ in range(300))
     assert alarms <= 0.05 * 300 + 3 * np.sqrt(0.05 * 0.95 * 300)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_effective_sample_size_refuses_weights_that_are_not_numbers(bad):
+    """[1, 2, nan] gave 0.0 and [1, 2, inf] NaN; the other checks refuse them."""
+    assert effective_sample_size([1.0, 2.0, 3.0]) == pytest.approx(36 / 14)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        effective_sample_size([1.0, 2.0, bad])

@@ -62,8 +62,10 @@ PVALUE_WARN = 0.05
 
 def effective_sample_size(weights: Any) -> float:
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` (``n`` for equal weights);
-    only the weights' ratios matter (they are scaled by a power of two first)."""
+    only the weights' ratios matter (they are scaled by a power of two first). NaN or
+    infinite weights are refused (ValueError), as in every other check."""
     w = np.asarray(weights, dtype=np.float64)
+    w = check_weights(w.reshape(-1), w.size, "weights")
     w = np.ldexp(w, -weight_exponent(w))
     sum_w2 = float(np.sum(w * w))
     return float(np.sum(w) ** 2 / sum_w2) if sum_w2 > 0 else 0.0
