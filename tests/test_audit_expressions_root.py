@@ -67,6 +67,9 @@ def test_round_and_sign_match_brute_force() -> None:
     # ^ is ROOT's power, also between conditions: (i>0)^(d>0) is 1 when both are false.
     ("(i>0)^(d>0)", "power in ROOT"),
     ("i^2", "power in ROOT"),
+    # ROOT: (!i)**0 is 1 for every i; Python's ** binds tighter than the ~ of !: 0.
+    ("!i**0", r"!\(i \*\* 0\) in Python but \(!i\) \*\* 0 in ROOT"),
+    ("!d**0.5", r"\(!d\) \*\* 0.5 in ROOT"),
 ])
 def test_what_root_reads_otherwise_is_refused(text: str, match: str) -> None:
     with pytest.raises(ExpressionError, match=match):
@@ -78,3 +81,20 @@ def test_integral_floats_keep_their_remainder() -> None:
     expression = Expression("x % 3")
     got = to_column(expression.evaluate({"x": x}), len(x), np.float64, expression)
     np.testing.assert_array_equal(got, x % 3)  # ROOT gives the same for whole numbers
+
+
+def test_max_and_min_of_a_list_with_nan_are_nan_as_roots() -> None:
+    """ROOT's Max$/Min$ of [NaN] and [NaN, 70] are NaN; Awkward's reducers passed over NaN
+    (max([NaN]) was -inf, so the cut max(x) < 50 kept that event, and max([NaN, 70]) 70).
+    The empty list's NaN is hepbdt's documented missing value (ROOT: 0)."""
+    import awkward as ak
+
+    lists = ak.values_astype(ak.Array([[np.nan], [np.nan, 70.0], [30.0], [], [5.0, 9.0]]),
+                             np.float32)
+    arrays = {"x": lists}
+    for text, root in (("max(x)", [np.nan, np.nan, 30.0, np.nan, 9.0]),
+                       ("min(x)", [np.nan, np.nan, 30.0, np.nan, 5.0]),
+                       ("max(x) < 50", [0.0, 0.0, 1.0, 0.0, 1.0])):
+        expression = Expression(text, "feature")
+        np.testing.assert_array_equal(to_column(expression.evaluate(arrays), 5, np.float64,
+                                                expression), root)

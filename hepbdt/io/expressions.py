@@ -41,10 +41,13 @@ against it: ``1 < x < 3`` is ``(1 < x) && (x < 3)`` (ROOT reads it from the righ
 ``1 < (x < 3)``); an element out of range is NaN (ROOT skips the event, so
 ``!(Jet_pt[0] > 50)`` passes events without jets here and not in ROOT); ``x / 0`` is inf or
 NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (ROOT: 0,
-``sqrt(abs(x))`` and 0), and so are constants (``1/0`` inf, ``(-8)**0.5`` NaN, ``10**400``
-inf: computed in double, as the branches are, never as Python's numbers; ``**``, ``pow``
-and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
-``min(a, b)`` and ``sign`` of NaN are NaN; ``~`` (which ROOT's formulas do not have) is
+``sqrt(abs(x))`` and 0), ``asin``, ``acos`` and ``atanh`` beyond [-1, 1] and ``acosh``
+below 1 NaN (ROOT: 0), ``log`` of NaN NaN (ROOT: 0), ``atan2(0, -0.0)`` pi (ROOT: 0),
+``max`` and ``min`` of an empty list NaN (ROOT: 0), and so are constants (``1/0`` inf,
+``(-8)**0.5`` NaN, ``10**400`` inf: computed in double, as the branches are, never as
+Python's numbers; ``**``, ``pow`` and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
+``min(a, b)`` and ``sign`` of NaN are NaN, and so are ``max`` and ``min`` of a list
+holding a NaN, as ROOT's ``Max$`` and ``Min$``; ``~`` (which ROOT's formulas do not have) is
 the int64 complement, ``~u`` of a uint8 1 is -2; ``|`` of a
 negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic,
 bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through double: bit 2 of
@@ -449,6 +452,7 @@ class Expression:
         elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, ast.USub | ast.UAdd | ast.Invert | ast.Not):
                 raise self._fail(f"operator {type(node.op).__name__} is not allowed")
+            self._check_not_of_power(node)
             self._check(node.operand, names)
         elif isinstance(node, ast.BoolOp):
             for value in node.values:
@@ -606,6 +610,19 @@ class Expression:
             f"{symbol} combines the condition {condition} with the number {number} bit by "
             f"bit; make both sides conditions, e.g. {condition} {logical} {number} != 0"
         )
+
+    def _check_not_of_power(self, node: ast.UnaryOp) -> None:
+        """Refuse ``!x ** y``: Python's ``**`` binds tighter than the ``~`` that ``!`` is
+        read as, giving !(x ** y), where ROOT reads (!x) ** y (``!i**0``: 0 against 1)."""
+        operand = node.operand
+        if (self._source.is_logical_not(node) and isinstance(operand, ast.BinOp)
+                and isinstance(operand.op, ast.Pow) and not self._source.parenthesised(operand)):
+            text = self._source.text
+            start, end = self._source.written(node)
+            base = text[slice(*self._source.written(operand.left))]
+            exponent = text[slice(*self._source.written(operand.right))]
+            raise self._fail(f"{text[start:end]} is !({base} ** {exponent}) in Python but "
+                             f"(!{base}) ** {exponent} in ROOT; add parentheses to say which")
 
     def _check_arithmetic_order(self, node: ast.BinOp) -> None:
         """Refuse ``a ** b ** c`` (Python: a ** (b ** c), ROOT: (a ** b) ** c) and ``a % b * c``
@@ -832,7 +849,10 @@ class Expression:
                 value = ak.from_numpy(value, regulararray=True)
             if func in _SUMMING:  # float32 elements summed in double, as ROOT's Sum$
                 value = _as_double(value)
-            return _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
+            result = _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
+            if func in ("max", "min"):
+                result = _nan_where_any_nan(value, result)
+            return result
         if func in _ELEMENTWISE_1:
             return self._unwrapped(node, _ELEMENTWISE_1[func], self._widen(args[0]))
         if func in ("pow", "power", "fmod"):  # C's pow and fmod, in double
@@ -1200,6 +1220,19 @@ def _as_real(value: Any) -> Any:
     would compute with Python integers in int64 and wrap: pow(2, 70) was 0), boolean,
     integer and single-precision arrays as float64."""
     return float(value) if _is_python_number(value) else _as_double(_as_float(value))
+
+
+def _nan_where_any_nan(lists: Any, reduced: Any) -> Any:
+    """``reduced`` (max or min of each list) NaN where its list holds a NaN, as ROOT's
+    Max$ and Min$ (Awkward's reducers pass over NaN: max([NaN]) was -inf, max([NaN, 70])
+    70)."""
+    dtype = _leaf_dtype(lists)
+    if dtype is None or dtype.kind != "f":
+        return reduced
+    has_nan = ak.fill_none(ak.any(np.isnan(lists), axis=-1), False)
+    if not ak.any(has_nan):
+        return reduced
+    return ak.where(has_nan, dtype.type(np.nan), reduced)
 
 
 def _nan_for_missing(value: Any) -> Any:
