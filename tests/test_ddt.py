@@ -13,7 +13,7 @@ import uproot
 
 from hepbdt import BDTClassifier
 from hepbdt.binned import BinnedMatrix
-from hepbdt.boosting.ddt import LEVELS, apply_quantile_map, fit_quantile_map
+from hepbdt.boosting.ddt import LEVELS, DDTMapWarning, apply_quantile_map, fit_quantile_map
 from hepbdt.demo_data import sculpting_arrays
 from hepbdt.estimators import NotFittedError
 from hepbdt.evaluation import decorrelation_measures
@@ -88,8 +88,13 @@ def test_flat_background_efficiency_on_the_toy():
 
 def test_mass_from_x_or_given_or_refused(tmp_path):
     X, y, w, m = _toy(1500, 3000, 1)
-    inside = BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt").fit(
-        X, y, w, decorrelate=m)
+    # ten trees that split on m (column 0) make a score that jumps with m inside the map's
+    # bins: F > 0.9 keeps none of the background for m in 151-191, and the fit says so
+    with pytest.warns(DDTMapWarning, match=r"F > 0.9 keeps 0.000 of the class for m in \[15"):
+        inside = BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt").fit(
+            X, y, w, decorrelate=m)
+    region = (y == 0) & (m > 152) & (m < 190)
+    assert region.sum() > 150 and not (inside.decision_function(X)[region] > 0.9).any()
     np.testing.assert_array_equal(inside.decision_function(X),
                                   inside.decision_function(X, decorrelate=m))
     staged = list(inside.staged_predict_proba(X))

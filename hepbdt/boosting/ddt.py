@@ -24,6 +24,7 @@ predicting needs m for every event. Nothing here knows about estimators or files
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from numpy.typing import NDArray
 
 from .._util import weighted_quantile
 
-__all__ = ["DDT_EVENTS_PER_BIN", "LEVELS", "MAX_DDT_BINS", "apply_quantile_map",
+__all__ = ["DDT_EVENTS_PER_BIN", "LEVELS", "MAX_DDT_BINS", "DDTMapWarning", "apply_quantile_map",
            "fit_quantile_map"]
 
 DDT_EVENTS_PER_BIN = 250
@@ -61,15 +62,66 @@ def fit_quantile_map(score: NDArray, m: NDArray, w: NDArray, feature: int | None
     n_bins = int(np.clip(score.size // DDT_EVENTS_PER_BIN, 2, MAX_DDT_BINS))
     edges = np.unique(np.atleast_1d(weighted_quantile(m, w, np.arange(1, n_bins) / n_bins)))
     cell = np.searchsorted(edges, m, side="left")
-    centres, quantiles = [], []
+    centres, quantiles, bins = [], [], []
     for first, last in _merged_cells(cell, w, edges.size + 1):
         inside = (cell >= first) & (cell <= last)
         q = np.asarray(weighted_quantile(score[inside], w[inside], LEVELS), np.float64)
         quantiles.append(np.maximum.accumulate(q).tolist())
         a = np.abs(w[inside])
         centres.append(float(np.sum(a * m[inside]) / a.sum()))
-    return {"method": "ddt", "feature": feature, "centres": centres,
+        bins.append(inside)
+    spec = {"method": "ddt", "feature": feature, "centres": centres,
             "levels": LEVELS.tolist(), "quantiles": quantiles}
+    _warn_unless_flat(spec, score, m, w, bins)
+    return spec
+
+
+def _tie_fractions(score: NDArray, w: NDArray) -> NDArray:
+    """The fractions of ``w`` that a cut on ``score`` can keep (0, 1 and one above each
+    distinct score): ties make the others unreachable for any map."""
+    order = np.argsort(-score, kind="stable")
+    s, kept = score[order], np.cumsum(w[order]) / w.sum()
+    last = np.r_[s[1:] != s[:-1], True]
+    return np.r_[0.0, kept[last]]
+
+
+CHECKED_CUTS = (0.5, 0.9)  # the cuts F > c whose kept fraction the fit checks bin by bin
+
+
+class DDTMapWarning(UserWarning):
+    """The map does not keep 1 - c of its class in some bin of its own training events."""
+
+
+def _warn_unless_flat(spec: dict[str, Any], score: NDArray, m: NDArray, w: NDArray,
+                      bins: list[NDArray]) -> None:
+    """DDTMapWarning when, on the events the map was fitted on, a cut F > c of
+    CHECKED_CUTS keeps a fraction of a bin that differs from 1 - c by more than 5 binomial
+    standard errors and 0.02: the linear interpolation between bin centres cannot follow
+    a score that changes with m inside a bin (a model that splits on m itself), and
+    the promise of the map would not hold there."""
+    f = apply_quantile_map(spec, score, m)
+    worst = None
+    for inside in bins:
+        wb = w[inside]
+        total, n_eff = wb.sum(), wb.sum() ** 2 / np.sum(wb * wb)
+        possible = _tie_fractions(score[inside], wb)
+        for c in CHECKED_CUTS:
+            kept = float(wb[f[inside] > c].sum() / total)
+            error = np.sqrt(c * (1 - c) / n_eff)
+            # no cut keeps a fraction between two tied scores' levels: that part is due
+            off = abs(kept - (1 - c)) - np.min(np.abs(possible - (1 - c)))
+            if off > max(5 * error, 0.02) and (worst is None or off > worst[0]):
+                worst = (off, c, kept, error, m[inside].min(), m[inside].max())
+    if worst is not None:
+        _, c, kept, error, low, high = worst
+        warnings.warn(
+            f"decorrelation_map='ddt': on the events it was fitted on, F > {c:g} keeps "
+            f"{kept:.3f} of the class for m in [{low:.6g}, {high:.6g}], where the map "
+            f"promises {1 - c:.2f} (+- {error:.3f}): the score changes with m faster than "
+            f"the map's bins of about {DDT_EVENTS_PER_BIN} events follow (a model that "
+            "splits on m itself does so); the background is not flat there: check it with "
+            "hepbdt.evaluation.decorrelation_measures, or train without m as a feature",
+            DDTMapWarning, stacklevel=4)
 
 
 def _merged_cells(cell: NDArray, w: NDArray, n_cells: int) -> list[tuple[int, int]]:
