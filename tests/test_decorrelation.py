@@ -168,6 +168,11 @@ def test_newton_decorrelates_too():
     ({"decorrelation": "flatness"}, {"decorrelate": "short"}, r"shape \(200,\) or \(200, k\)"),
     ({"decorrelation": "flatness"}, {"decorrelate": "nan"}, "NaN or infinite"),
     ({"decorrelation": "flatness"}, {"decorrelate": "wide"}, "at most 3"),
+    # complex masses trained on the real part, masked ones on the hidden values, and a
+    # ragged list gave numpy's message
+    ({"decorrelation": "flatness"}, {"decorrelate": "complex"}, "expected real numbers"),
+    ({"decorrelation": "flatness"}, {"decorrelate": "masked"}, "masked array"),
+    ({"decorrelation": "flatness"}, {"decorrelate": "ragged"}, "decorrelate: expected an array"),
 ])
 def test_bad_decorrelation_options_are_refused(options, fit_kwargs, match):
     rng = np.random.default_rng(0)
@@ -175,7 +180,8 @@ def test_bad_decorrelation_options_are_refused(options, fit_kwargs, match):
     y = (rng.random(200) < 0.5).astype(int)
     m = rng.random(200)
     values = {"m": m, "short": m[:-1], "nan": np.where(np.arange(200) == 7, np.nan, m),
-              "wide": rng.random((200, 4))}
+              "wide": rng.random((200, 4)), "complex": m + 1j,
+              "masked": np.ma.masked_less(m, 0.1), "ragged": [[1.0, 2.0], [3.0]] * 100}
     kwargs = {k: values[v] for k, v in fit_kwargs.items()}
     with pytest.raises(ValueError, match=match):
         BDTClassifier(n_trees=3, **options).fit(X, y, decorrelate=kwargs.get("decorrelate"))

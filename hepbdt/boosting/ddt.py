@@ -9,7 +9,8 @@ gives each event F = the class's score CDF at its score, read in the two bins wh
 centres (weighted mean m) bracket its m and interpolated linearly in m between them (the
 first or last bin's CDF outside the centres; a score that many events share, a run of
 equal quantiles, takes the middle of the run's levels). A cut F > c then keeps a fraction 1 - c of
-the class in every region of m (up to the statistics of the bins), so the class's mass
+the class in every region of m (up to the statistics of the bins, where the score
+changes smoothly with m: the fit warns where it does not), so the class's mass
 shape is not sculpted, whatever the booster learned: the map works on top of any model,
 the flatness loss and uBoost included. Scores above a bin's top level map to 1.
 

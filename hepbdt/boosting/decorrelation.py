@@ -69,9 +69,18 @@ TAIL_FLOOR = 0.05  # psi = 1 / max(1 - F, TAIL_FLOOR)^2: efficiencies below 5 % 
 
 def check_decorrelate(decorrelate, n_events: int) -> NDArray:
     """The decorrelation variables as float64 (n, k); ValueError naming what is wrong."""
-    m = np.asarray(decorrelate)
-    if m.dtype == object or not (np.issubdtype(m.dtype, np.number) or m.dtype == np.bool_):
-        raise ValueError(f"decorrelate: expected numbers, an array (n,) or (n, k); got dtype {m.dtype}")
+    if isinstance(decorrelate, np.ma.MaskedArray):  # np.asarray drops the mask
+        raise ValueError("decorrelate: a masked array's masked values have no number; give "
+                         "a plain array (decorrelate.filled(...) or only the unmasked events)")
+    try:
+        m = np.asarray(decorrelate)
+    except ValueError as exc:  # ragged lists: numpy's message names no argument
+        raise ValueError(f"decorrelate: expected an array (n,) or (n, k) of numbers, one row "
+                         f"per event ({exc})") from None
+    if (m.dtype == object or np.issubdtype(m.dtype, np.complexfloating)
+            or not (np.issubdtype(m.dtype, np.number) or m.dtype == np.bool_)):
+        raise ValueError(f"decorrelate: expected real numbers, an array (n,) or (n, k); got "
+                         f"dtype {m.dtype}")
     m = m.astype(np.float64)
     if m.ndim == 1:
         m = m[:, None]
