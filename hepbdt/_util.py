@@ -381,6 +381,19 @@ def column_positions(given: list[str], names: list[str], what: str, owner: str,
     return [position[name] for name in names]
 
 
+def real_array(values: Any, what: str) -> np.ndarray:
+    """``np.asarray(values)``, refusing what it would turn silently into other numbers: a
+    masked array (its mask dropped, the hidden values used) and complex numbers (numpy
+    drops the imaginary part with only a warning)."""
+    if isinstance(values, np.ma.MaskedArray):
+        raise ValueError(f"{what}: a masked array's masked entries have no value; give a plain "
+                         "array (only the events to use, or .filled(...))")
+    arr = np.asarray(values)
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise ValueError(f"{what}: complex numbers; expected real numbers")
+    return arr
+
+
 def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
                   training: bool = False) -> np.ndarray:
     """Event weights as contiguous float64 of length ``n`` (ones when None); NaN and inf refused.
@@ -390,7 +403,7 @@ def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
     """
     if sample_weight is None:
         return np.ones(n, dtype=np.float64)
-    w = np.ascontiguousarray(np.asarray(sample_weight, dtype=np.float64))
+    w = np.ascontiguousarray(real_array(sample_weight, what).astype(np.float64, copy=False))
     if w.ndim != 1:
         raise ValueError(f"{what} must be 1-d, got shape {w.shape}")
     if w.size != n:

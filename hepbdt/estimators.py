@@ -29,6 +29,7 @@ from ._util import (
     dumps_strict,
     feature_definitions_of,
     hash_fraction,
+    real_array,
     threads,
 )
 from .binned import BinnedMatrix
@@ -260,7 +261,7 @@ def _constructor(params: tuple[_Param, ...], doc: str):
 def _column(y: Any) -> np.ndarray:
     """y as a 1-d array; a column vector is accepted with a warning, as scikit-learn does,
     more columns refused (raveled, they read as a length mismatch)."""
-    y = np.asarray(y)
+    y = real_array(y, "y")
     if y.ndim > 2 or (y.ndim == 2 and y.shape[1] != 1):
         raise ValueError(f"y must be 1-d, one label or target per event; got shape {y.shape}")
     if y.ndim == 2 and y.shape[1] == 1:

@@ -321,3 +321,26 @@ def test_a_tight_cut_beside_heavy_background_events_is_not_taken_for_zero():
     best = scan.best_cuts["s_over_sqrt_b"]
     assert (best.value, best.threshold) == pytest.approx(max(brute), rel=1e-12)
     assert int(scan.qualifies.sum()) == len(brute)
+
+
+def test_masked_and_complex_inputs_are_refused_and_a_perfect_auc_is_one():
+    """A masked weight array trained and evaluated on its hidden values, complex weights
+    and labels on their real parts (numpy's warning only); a perfectly separating score
+    with positive weights had AUC 1.0000000000000002."""
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    w = rng.random(300) + 0.5
+    assert roc_auc(y, X[:, 0], w) == 1.0
+    assert roc_auc(y, -X[:, 0], w) == 0.0
+    for bad_y, bad_w, match in ((y, np.ma.masked_greater(w, 1.2), "masked"),
+                                (np.ma.masked_equal(y, 1), w, "masked"),
+                                (y, w + 1j, "complex"), (y + 0j, w, "complex")):
+        with pytest.raises(ValueError, match=match):
+            BDTClassifier(n_trees=2).fit(X, bad_y, bad_w)
+        with pytest.raises(ValueError, match=match):
+            roc_auc(bad_y, X[:, 0], bad_w)
+    with pytest.raises(ValueError, match="complex"):
+        roc_auc(y, X[:, 0] + 1j, w)

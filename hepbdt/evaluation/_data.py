@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import check_weights, weighted_quantile  # noqa: F401 (re-exported)
+from hepbdt._util import check_weights, real_array, weighted_quantile  # noqa: F401 (re-exported)
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import FeatureMatrix
 
@@ -20,7 +20,7 @@ from hepbdt.io.dataset import FeatureMatrix
 def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
     try:
-        arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+        arr = np.ascontiguousarray(real_array(values, name).astype(np.float64, copy=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numbers, one per event; {exc}") from exc
     if arr.ndim == 2 and arr.shape[1] > 2:
@@ -52,7 +52,7 @@ def check_regression_pair(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndar
 
 def check_labels(y: Any, name: str = "y") -> np.ndarray:
     """Return labels as a bool array (True = signal); they must be 0 or 1."""
-    arr = np.asarray(y)
+    arr = real_array(y, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
     try:

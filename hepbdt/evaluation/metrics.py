@@ -130,7 +130,8 @@ def roc_auc(y: Any, score: Any, sample_weight: Any = None) -> float:
     ``AUC = sum_{i in S, j in B} w_i w_j ([s_i > s_j] + 0.5 [s_i == s_j]) / (W_S W_B)``
     with ``W_S``, ``W_B`` the total signal and background weights. It is the area under
     the ROC curve by the trapezoidal rule (ties count one half) and is well defined for
-    signed weights, where the ROC curve is not monotone. Computed in O(n log n).
+    signed weights, where the ROC curve is not monotone (and can leave [0, 1]). Computed
+    in O(n log n).
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
     _, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
@@ -138,7 +139,9 @@ def roc_auc(y: Any, score: Any, sample_weight: Any = None) -> float:
     group_b = np.diff(cum_b, prepend=0.0)
     background_below = tot_b - cum_b
     numerator = np.sum(group_s * background_below) + 0.5 * np.sum(group_s * group_b)
-    return float(numerator / (tot_s * tot_b))
+    auc = float(numerator / (tot_s * tot_b))
+    # with weights >= 0 the AUC is in [0, 1]; the sums' rounding gave 1.0000000000000002
+    return min(max(auc, 0.0), 1.0) if np.all(w >= 0) else auc
 
 
 def background_rejection_at(
