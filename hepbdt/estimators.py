@@ -58,7 +58,8 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, from_t
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees"]
+           "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
+           "hold_out_ratio_refusal"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "regress", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -256,6 +257,15 @@ def _constructor(params: tuple[_Param, ...], doc: str):
     __init__.__signature__ = signature  # type: ignore[attr-defined]
     __init__.__doc__ = doc
     return __init__
+
+
+def hold_out_ratio_refusal(fraction: Any) -> str:
+    """Why n_trees='auto' cannot hold events out when a class's given weights sum to
+    nothing positive under a class ratio (memory and Dask)."""
+    return (f"sig_to_bkg_fraction={fraction!r}: a class's given weights sum to nothing "
+            "positive, so the events n_trees='auto' holds out cannot be weighed in the "
+            "training's class ratio (their loss would watch another mix); give n_trees, or an "
+            "eval_set whose classes have positive net weights")
 
 
 def _column(y: Any) -> np.ndarray:
@@ -503,6 +513,9 @@ class _BDTBase(SklearnProtocol):
     def _normalise_classes(self, y, w):
         return w
 
+    def _class_ratio(self) -> float | None:
+        return None
+
     def _node_fraction(self, n_features: int) -> float:
         """colsample_bynode, or UseNvars / n_features when ``n_vars_per_node`` is set."""
         nvars = getattr(self, "n_vars_per_node", None)
@@ -565,6 +578,8 @@ class _BDTBase(SklearnProtocol):
             # Split off before the negative-weight policy, which sees the training events
             # only; the held-out ones are evaluated with their given weights, as an eval_set.
             held = self._held_out(X.shape[0], event, rng)
+            if given is w and self._class_ratio() is not None:
+                raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
             evals = [(X[held], y[held], given[held])]
             _check_loss_total(given[held], f"the {int(held.sum())} event(s) that "
                               f"validation_fraction={self.validation_fraction!r} held out of "
@@ -707,6 +722,13 @@ class _BDTBase(SklearnProtocol):
                                f"eval_set[{i}] sample_weight", training=True)
             _check_loss_total(wv, f"eval_set[{i}] sample_weight", "give the set events of "
                               "positive net weight")
+            try:  # in the training's class ratio (sig_to_bkg_fraction), as the hold-out
+                wv = self._normalise_classes(yv, wv)
+            except ParameterError:
+                raise
+            except ValueError as exc:
+                raise ValueError(f"eval_set[{i}] sample_weight: {exc}, as the training's "
+                                 f"class ratio (sig_to_bkg_fraction) needs") from None
             sets.append((Xv, yv, wv))
         return sets
 
@@ -1282,6 +1304,15 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"every class needs a positive sum of weights{how}; these classes "
                              f"have none: {which}")
 
+    def _class_ratio(self) -> float | None:
+        """The signal / background weight ratio the normalisation sets (None: off)."""
+        f = self.sig_to_bkg_fraction
+        if f == "tmva":
+            return None if self._multiclass else 1.0
+        if f == "auto":
+            return 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
+        return f
+
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
@@ -1290,11 +1321,7 @@ class BDTClassifier(_BDTBase):
         more, for every booster (TMVA's InitEventSample). The weights are scaled so that
         they add up to the number of events.
         """
-        f = self.sig_to_bkg_fraction
-        if f == "tmva":
-            f = None if self._multiclass else 1.0
-        elif f == "auto":
-            f = 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
+        f = self._class_ratio()
         if f is None:
             return w
         if self._multiclass:

@@ -350,3 +350,25 @@ def test_dask_default_tree_count_is_memorys_auto(client):
     assert "n_trees" not in DASK_DEFAULTS
     assert DaskBDTClassifier().n_trees == BDTClassifier().n_trees == "auto"
     assert DaskBDTRegressor().n_trees == BDTRegressor().n_trees == "auto"
+
+
+def test_ratio_kept_by_eval_sets_and_refused_for_a_hold_out_as_in_memory(client):
+    """With sig_to_bkg_fraction an eval_set is watched in the training's class ratio, and a
+    hold-out whose class has no positive given weight is refused, as in memory."""
+    X, y, w = _data(n=4_000, seed=21)
+    Xv, yv, wv = _data(n=1_000, seed=22)
+    wv = np.where(yv == 1, 0.01 * wv, wv)
+    options = dict(n_trees=20, early_stopping_rounds=2, max_depth=3, random_state=1,
+                   learning_rate=0.8, sig_to_bkg_fraction=1.0, negative_weights="abs",
+                   quantised_histograms=True)
+    memory = BDTClassifier(**options).fit(X, y, w, eval_set=(Xv, yv, wv))
+    dist = DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=1_000),
+                                            eval_set=(Xv, yv, wv), client=client)
+    _assert_same_fit(memory, dist)
+    w = np.where(y == 1, -np.abs(w), w)
+    auto = dict(options, n_trees="auto")
+    del auto["early_stopping_rounds"]
+    with pytest.raises(ValueError, match="cannot be weighed in the training's class ratio"):
+        BDTClassifier(**auto).fit(X, y, w)
+    with pytest.raises(ValueError, match="cannot be weighed in the training's class ratio"):
+        DaskBDTClassifier(**auto).fit(*_dask(X, y, w, chunk=1_000), client=client)

@@ -72,6 +72,42 @@ def test_the_hold_out_is_an_eval_set_of_given_weights(policy):
     assert np.array_equal(model.validation_loss_, by_hand.validation_loss_)
 
 
+def test_an_eval_set_is_watched_in_the_training_class_ratio():
+    """With sig_to_bkg_fraction, the held-out events were class-normalised and an eval_set
+    was not (S/B 0.011 against 1): the same events watched otherwise. Now an eval_set is
+    weighed in the training's class ratio: its losses are those of the same events with
+    their weights normalised by hand to S/B = 1 and watched without normalisation."""
+    X, y, w, event = _sample(seed=2)
+    w[y == 1] *= 0.01
+    held = hash_fraction(event) < AUTO_FRACTION
+    valid = (X[held], y[held], w[held])
+    model = BDTClassifier(negative_weights="keep", sig_to_bkg_fraction=1.0, **AUTO).fit(
+        X[~held], y[~held], w[~held], eval_set=valid)
+    s, b = w[held][y[held] == 1].sum(), w[held][y[held] == 0].sum()
+    by_hand = np.where(y[held] == 1, w[held] / s, w[held] / b)
+    watched = BDTClassifier(negative_weights="keep", sig_to_bkg_fraction=1.0, **AUTO)
+    watched.fit(X[~held], y[~held], w[~held], eval_set=(X[held], y[held], by_hand))
+    np.testing.assert_allclose(model.validation_loss_, watched.validation_loss_, rtol=1e-12)
+    unnormalised = BDTClassifier(negative_weights="keep", sig_to_bkg_fraction=None, **AUTO)
+    unnormalised.fit(X[~held], y[~held], w[~held], eval_set=valid)
+    assert abs(unnormalised.validation_loss_[0] - model.validation_loss_[0]) > 0.01
+
+
+def test_a_hold_out_that_cannot_take_the_class_ratio_is_refused():
+    """A class of negative net weight: 'abs' trains in the class ratio, but the held-out
+    events kept their given weights (S/B -0.004) and early stopping watched another mix."""
+    X, y, w, event = _sample(seed=3)
+    w[y == 1] = -np.abs(w[y == 1])
+    w[(y == 1) & (np.arange(w.size) % 4 == 0)] *= -0.5
+    assert w[y == 1].sum() < 0
+    with pytest.raises(ValueError, match="cannot be weighed in the training's class ratio"):
+        BDTClassifier(negative_weights="abs", sig_to_bkg_fraction=1.0, **AUTO).fit(
+            X, y, w, event=event)
+    fixed = BDTClassifier(negative_weights="abs", sig_to_bkg_fraction=1.0,
+                          **dict(AUTO, n_trees=5)).fit(X, y, w)
+    assert fixed.n_trees_ == 5
+
+
 def _cancelled_mass_bump(seed=0):
     """A background component with weight +1 and an identical one with weight -1, both
     at m = 0.8, m not a feature: the net background is flat in m."""

@@ -96,6 +96,7 @@ from ..estimators import (
     _check_loss_total,
     _constructor,
     _Param,
+    hold_out_ratio_refusal,
     quantised_option,
 )
 from ..model import ClassForestBuilder, ForestBuilder
@@ -300,6 +301,8 @@ class _DaskMixin:
                 acts = self.negative_weights not in ("keep", "inverse_boost") and any(
                     p["negative"] for p in loaded)
                 factors = self._class_factors(cluster, loaded, ratio, not acts)
+                if factors is None:  # memory's refusal: the held-out events keep no ratio
+                    raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
                                                   self.negative_weights)
                                 for i in range(len(loaded))])
