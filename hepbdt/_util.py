@@ -24,7 +24,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
            "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts",
-           "number_text", "percent_text", "weight_exponent"]
+           "number_text", "percent_text", "weight_exponent", "current_umask", "real_array"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -33,7 +33,8 @@ X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated 
 # -- atomic writes ----------------------------------------------------------------------------
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting it and back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -65,7 +66,7 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                          dir=target.parent)
         os.close(fd)
-        os.chmod(temporary, 0o666 & ~_umask())
+        os.chmod(temporary, 0o666 & ~current_umask())
     else:
         private = tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         temporary = os.path.join(private, temporary_name)

@@ -26,16 +26,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._util import atomic_write_text
+from ._util import atomic_write_text, current_umask
 
 __all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_model_files",
            "check_unchanged", "check_writable", "file_sha256"]
 
 MANIFEST = "hepbdt-outputs.json"
 MANIFEST_FORMAT = "hepbdt-outputs"
-# What an earlier hepbdt (without a manifest) may have left in an output folder.
-KNOWN_OUTPUTS = ("model.json", "model_fold*.json", "model.weights.xml", "model_fold*.weights.xml",
-                 "scores.root", "figures", "report.html", "summary.txt", MANIFEST)
 
 
 class OutputSetError(OSError):
@@ -61,7 +58,9 @@ class OutputSet:
     """
 
     def __init__(self, target: str | os.PathLike) -> None:
-        self.target = Path(os.path.abspath(target))
+        # a link to a folder: the set goes into the folder it names (a link swapped for a
+        # new folder left the results beside the place the user looks)
+        self.target = Path(os.path.realpath(target))
         self.staging: Path | None = None
         self._lock_fd: int | None = None
         self._lock_path = self.target.parent / f".{self.target.name}.hepbdt-lock"
@@ -74,6 +73,10 @@ class OutputSet:
             self._check_target()
             self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.hepbdt-staging-",
                                                  dir=self.target.parent))
+            # mkdtemp's folder is private (0700): the set keeps the folder's mode it
+            # replaces, or the umask's for a new folder, as mkdir gives
+            os.chmod(self.staging, self.target.stat().st_mode & 0o7777 if self.target.is_dir()
+                     else 0o777 & ~current_umask())
         except OSError as exc:
             self._unlock()
             if isinstance(exc, OutputSetError):
@@ -141,12 +144,13 @@ class OutputSet:
         if not self.target.is_dir():
             raise OutputSetError(f"output folder {self.target} is a file, not a folder; give "
                                  "another --output")
-        foreign = [p.name for p in self.target.iterdir()
-                   if not any(fnmatch.fnmatch(p.name, pattern) for pattern in KNOWN_OUTPUTS)]
-        listed = {name.split("/")[0] for name in _manifest_files(self.target)}
-        foreign = [name for name in foreign if name not in listed]
+        # every file, in every subfolder, must be one the set's manifest lists: a user's
+        # figures/paper_fig1.pdf or summary.txt, matched by name alone, were deleted
+        listed = set(_manifest_files(self.target)) | {MANIFEST}
+        foreign = sorted(str(p.relative_to(self.target)) for p in self.target.rglob("*")
+                         if not p.is_dir() and str(p.relative_to(self.target)) not in listed)
         if foreign:
-            shown = ", ".join(sorted(foreign)[:5]) + (" ..." if len(foreign) > 5 else "")
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
             raise OutputSetError(f"output folder {self.target} holds files hepbdt did not write "
                                  f"({shown}); they would be replaced: give a new or empty folder")
 
