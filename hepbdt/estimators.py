@@ -426,6 +426,7 @@ class _BDTBase(SklearnProtocol):
             raise ParameterError("n_vars_per_node", f"n_vars_per_node={nvars!r} and colsample_bynode="
                                  f"{self.colsample_bynode!r} both set the variables drawn per node: "
                                  "give one of them (the other at its default)")
+        self._check_quantised_option()
         if self.negative_weights == "inverse_boost" and self.boosting not in ADABOOST_BOOSTINGS:
             raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
                                  f"InverseBoostNegWeights) needs an AdaBoost-type booster "
@@ -861,11 +862,26 @@ class _BDTBase(SklearnProtocol):
             text += f" min_node_size={self.min_node_size_:g} may also be too large."
         return text
 
-    def _use_quantised(self, n_events: int) -> bool:
+    def _quantisable(self, node_size: float) -> bool:
         """Packed integer histograms carry A and B only, and B stands in for the weight W:
         gradient (B is the weight) always, newton (B is the hessian) without min_node_size."""
+        return self.boosting == "gradient" or (self.boosting == "newton" and node_size == 0)
+
+    def _check_quantised_option(self) -> None:
+        """``quantised_histograms`` checked with the other options (it was checked only
+        in fit, after a configuration's data were read): a value, and True only where the
+        booster can pack its histograms."""
         q = quantised_option(self.quantised_histograms)
-        possible = self.boosting == "gradient" or (self.boosting == "newton" and self.min_node_size_ == 0)
+        node_size = 0.0 if self.min_node_size == "auto" else float(self.min_node_size)
+        if q is True and not self._quantisable(node_size):
+            raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
+                                 "boosting='gradient', or 'newton' with min_node_size=0")
+
+    def _use_quantised(self, n_events: int) -> bool:
+        """Whether this fit packs its histograms (``_quantisable``; "auto": from
+        QUANTISE_FROM_EVENTS events)."""
+        q = quantised_option(self.quantised_histograms)
+        possible = self._quantisable(self.min_node_size_)
         if q is True and not possible:
             raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
                                  "boosting='gradient', or 'newton' with min_node_size=0")

@@ -295,7 +295,8 @@ def test_adaboost_auto_trees_is_the_fixed_count(client, monkeypatch):
 
 
 @pytest.mark.parametrize(("option", "match"), [
-    ({"subsample_mode": "weighted"}, "weighted draw"), ({"quantised_histograms": True}, "float"),
+    ({"subsample_mode": "weighted"}, "weighted draw"),
+    ({"quantised_histograms": True}, "quantised_histograms=True needs"),
     ({"max_leaves": 8}, "leaf-wise"), ({"decorrelation": "uboost"}, "uBoost"),
 ])
 def test_adaboost_options_not_distributed_are_refused(client, option, match):

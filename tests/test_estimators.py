@@ -236,6 +236,14 @@ def test_quantised_histograms_refused_where_they_cannot_serve():
         hepbdt.BDTClassifier(boosting="newton", min_node_size=0.05, quantised_histograms=True).fit(X, y, w)
     with pytest.raises(ValueError, match="expected 'auto', True or False"):
         hepbdt.BDTClassifier(quantised_histograms="yes").fit(X, y, w)
+    # checked with the other options, before any data: a configuration's --check passed
+    # them, and training refused them after reading the samples
+    for options in ({"quantised_histograms": "yes"},
+                    {"quantised_histograms": True, "boosting": "adaboost"},
+                    {"quantised_histograms": True, "boosting": "newton", "min_node_size": 0.01}):
+        with pytest.raises(ValueError, match="quantised_histograms"):
+            hepbdt.BDTClassifier(**options).check_params()
+    hepbdt.BDTClassifier(quantised_histograms=True, boosting="newton").check_params()
 
 
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])
