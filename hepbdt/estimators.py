@@ -881,7 +881,8 @@ class _BDTBase(SklearnProtocol):
         """Whether this fit packs its histograms (``_quantisable``; "auto": from
         QUANTISE_FROM_EVENTS events)."""
         q = quantised_option(self.quantised_histograms)
-        possible = self._quantisable(self.min_node_size_)
+        # gradient's does not depend on min_node_size_ (not yet resolved in some callers)
+        possible = self.boosting == "gradient" or self._quantisable(self.min_node_size_)
         if q is True and not possible:
             raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
                                  "boosting='gradient', or 'newton' with min_node_size=0")

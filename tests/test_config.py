@@ -219,3 +219,27 @@ def test_regression_and_tmva_options(tmp_path):
     assert config.params["random_state"] == 3
     assert load_config(write(tmp_path, BASE + "\n[split]\nnorm = 'NumEvents'\n", "n.toml")
                        ).split.norm == "num_events"
+
+
+def test_two_samples_reading_the_same_events_are_refused(tmp_path):
+    """The same file, tree and cut as two samples (a copy, or the signal file also listed as
+    a background) counted its events twice in the yields; --check and the reader refuse it.
+    The same file split by different cuts stays allowed."""
+    import hepbdt
+    from hepbdt.io.errors import InputError
+
+    text = (ROOT / "analyses" / "demo.toml").read_text().replace('"../data/', f'"{ROOT}/data/')
+    twice = text.replace("[split]", f'[samples.signal_again]\nfiles = "{ROOT}/data/./signal.root"\n'
+                                    'label = "background"\n\n[split]')
+    path = tmp_path / "twice.toml"
+    path.write_text(twice)
+    with pytest.raises(ConfigError, match="samples 'signal' and 'signal_again' both read tree"):
+        check_inputs(load_config(path))
+    split = twice.replace('label = "background"\n\n[split]',
+                          'label = "background"\ncut = "MET_pt > 100"\n\n[split]')
+    path.write_text(split)
+    check_inputs(load_config(path))
+    signal = hepbdt.Sample("a", ROOT / "data" / "signal.root", label="signal")
+    with pytest.raises(InputError, match="samples 'a' and 'b' both read tree 'Events'"):
+        hepbdt.read([signal, hepbdt.Sample("b", ROOT / "data" / "signal.root",
+                                           label="background")], ["MET_pt"], progress=False)

@@ -258,7 +258,8 @@ def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path,
              (3, [0, 1, 40_000], np.int8, np.int32)]
     for n_samples, labels, index_dtype, label_dtype in cases:
         allocated.clear()
-        ds = read([Sample(f"s{i}", str(path), tree="t", label=labels[i])
+        # each sample its own (always true) cut: one file's events as two samples are refused
+        ds = read([Sample(f"s{i}", str(path), tree="t", label=labels[i], cut=f"x > {-1 - i}")
                    for i in range(n_samples)], ["x"], binned=binned)
         assert ds.sample_index.dtype == index_dtype and ds.y.dtype == label_dtype
         assert allocated[-1].sample_index.dtype == index_dtype

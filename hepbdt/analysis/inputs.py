@@ -14,7 +14,14 @@ import uproot
 
 from ..io.errors import InputError
 from ..io.expressions import CONSTANTS, Expression
-from ..io.samples import Source, TreeReader, check_file_length, get_tree, resolve_sources
+from ..io.samples import (
+    DistinctSamples,
+    Source,
+    TreeReader,
+    check_file_length,
+    get_tree,
+    resolve_sources,
+)
 from .config import AnalysisConfig, _Problems
 
 __all__ = ["check_inputs"]
@@ -31,6 +38,7 @@ def check_inputs(config: AnalysisConfig) -> None:
     problems = _Problems(source, set())
     seen: set[tuple[str | None, str, str, str]] = set()
     feature_labels = dict(zip(config.feature_expressions, config.features, strict=True))
+    distinct = DistinctSamples()
     for sample in config.samples:
         section = f"samples.{sample.name}"
         context = f"sample {sample.name!r}"
@@ -66,6 +74,11 @@ def check_inputs(config: AnalysisConfig) -> None:
                 except InputError as exc:
                     problems.add(section, "tree", str(exc).removeprefix(f"{context}: "))
                     continue
+                try:
+                    distinct.add(sample.name, sample.cut if isinstance(sample.cut, str) else None,
+                                 src.path, tree.name)
+                except InputError as exc:
+                    problems.add(section, "files", str(exc))
                 branches = list(tree.keys())
                 branch_set = set(branches)
                 where = f"tree {tree.name!r} of {src.path!r} (sample {sample.name!r})"

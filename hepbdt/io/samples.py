@@ -62,7 +62,7 @@ from hepbdt.io.errors import (
 from hepbdt.io.expressions import CONSTANTS, Expression, quote_expression, to_column
 from hepbdt.kfold import NOT_EVENT_NUMBERS
 
-__all__ = ["Sample", "read", "choose_binned", "SIGNAL", "BACKGROUND", "CLASS_NAMES"]
+__all__ = ["Sample", "read", "choose_binned", "SIGNAL", "BACKGROUND", "CLASS_NAMES", "DistinctSamples"]
 
 SIGNAL = 1
 BACKGROUND = 0
@@ -346,6 +346,28 @@ def _file_identity(path: str) -> Any:
         return path
     info = os.stat(path)
     return info.st_dev, info.st_ino
+
+
+class DistinctSamples:
+    """Refuses a second sample that reads the same tree of the same file with the same cut
+    as an earlier one (its events and yields would count twice, or in two classes)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[Any, str, str], str] = {}
+
+    def add(self, sample: str, cut: str | None, path: str, tree: str) -> None:
+        """Record that ``sample`` reads ``tree`` of ``path`` with ``cut``; InputError when an
+        earlier sample does the same."""
+        cut_text = " ".join((cut or "").split())
+        key = (_file_identity(path), tree, cut_text)
+        first = self._seen.setdefault(key, sample)
+        if first != sample:
+            raise InputError(
+                f"samples {first!r} and {sample!r} both read tree {tree!r} of "
+                f"{os.path.abspath(path)!r} with " + (f"the same cut {cut_text!r}" if cut_text
+                                                       else "no cut")
+                + ": its events and yields would count twice (or in two classes); give each "
+                "sample its own events (other files, or cuts that split them)")
 
 
 def _repeated_file_error(context: str, first: str, again: str, tree: str | None) -> InputError:
@@ -853,6 +875,8 @@ class _Plan:
     readers: list[TreeReader | None] = field(default_factory=list)
     # Each source's constant names taken as constants or as branches (check_constant_names).
     constant_uses: list[ConstantUse] = field(default_factory=list)
+    # Each source's (path, tree name as read), for DistinctSamples.
+    trees: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -999,6 +1023,10 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         _plan_sample(index, sample, feature_expressions, event, open_files)
         for index, sample in enumerate(samples)
     ]
+    distinct = DistinctSamples()
+    for plan in plans:
+        for path, tree in plan.trees:
+            distinct.add(plan.sample.name, plan.sample.cut, path, tree)
     check_constant_names([use for plan in plans for use in plan.constant_uses])
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
@@ -1195,7 +1223,8 @@ def _plan_sample(
         if key in trees_read:
             raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
         trees_read[key] = source.path
-    return _Plan(index, sample, sources, entries, expressions, readers, constant_uses)
+    return _Plan(index, sample, sources, entries, expressions, readers, constant_uses,
+                 [(path, tree) for (_, tree), path in trees_read.items()])
 
 
 def _index_dtypes(plans: Sequence[_Plan]) -> tuple[np.dtype, np.dtype, np.dtype]:
