@@ -411,3 +411,26 @@ def test_a_result_lost_with_its_worker_is_a_clear_error_not_a_hang():
     finally:
         client.close()
         cluster.close()
+
+
+def _stored_bytes(dask_worker) -> int:
+    return sum(getattr(v, "nbytes", 0) for v in dask_worker.data.values())
+
+
+def test_workers_hold_no_float_blocks_while_the_trees_grow(client, monkeypatch):
+    """The parts keep their own events; the futures of the float blocks of X, y and w were
+    kept in the workers' stores for the whole fit (X's float32 beside its one-byte codes)."""
+    from hepbdt.dask import _estimators
+
+    X, y, w = _data(n=20_000, m=8)
+    stored = []
+    grow = _estimators._DaskMixin._grow
+
+    def spy(self, *args, **kwargs):
+        stored.append(sum(client.run(_stored_bytes).values()))
+        return grow(self, *args, **kwargs)
+
+    monkeypatch.setattr(_estimators._DaskMixin, "_grow", spy)
+    DaskBDTClassifier(boosting="newton", n_trees=2, max_depth=3).fit(*_dask(X, y, w),
+                                                                     client=client)
+    assert stored and max(stored) < 0.05 * X.nbytes, stored

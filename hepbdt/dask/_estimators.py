@@ -237,6 +237,10 @@ class _DaskMixin:
                    definitions, eval_set):
         ratio = self._class_ratio()
         loaded = self._load(cluster, groups, blocks, classes, m, ratio)
+        hashed = blocks["event"] is not None
+        # the parts hold their own copies now: the futures of the float blocks (all of X,
+        # y, w and event) were kept on the workers for the whole fit
+        blocks.clear()
         n_rows = sum(p["rows"] for p in loaded)
         evals = self._eval_sets(eval_set, names) if eval_set is not None else []
         plan = self._tree_plan(n_rows, bool(evals))
@@ -245,8 +249,7 @@ class _DaskMixin:
                                  f"boosting='gradient' and 'newton', not for "
                                  f"boosting={self.boosting!r}")
         rng = np.random.default_rng(self.random_state)
-        parts, held_weight = self._split(cluster, loaded, plan, rng, blocks["event"] is not None,
-                                         ratio)
+        parts, held_weight = self._split(cluster, loaded, plan, rng, hashed, ratio)
         self._weights(cluster, parts, ratio)
         if not any(p["positive"] for p in parts):
             raise ValueError("no event with a positive weight is left to train on")
