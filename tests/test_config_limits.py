@@ -265,13 +265,16 @@ def test_inf_message_gives_the_toml_spelling() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method,binned,outputs", [
-    ('n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3', False, False),
-    ("n_trees = 5\nmax_depth = 3", False, False),
-    ("n_trees = 5\nmax_depth = 3", True, False),
-    ("n_trees = 5\nmax_depth = 3", True, True)])
+@pytest.mark.parametrize("method,binned,outputs,split", [
+    ('n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3', False, False, None),
+    ("n_trees = 5\nmax_depth = 3", False, False, None),
+    ("n_trees = 5\nmax_depth = 3", True, False, None),
+    ("n_trees = 5\nmax_depth = 3", True, True, None),
+    # the float outputs and k-fold's training rows were not counted, or only as a maximum
+    ("n_trees = 5\nmax_depth = 3", False, True, None),
+    ("n_trees = 3\nmax_depth = 3", False, True, "kfold = 5")])
 def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str, binned: bool,
-                                                     outputs: bool) -> None:
+                                                     outputs: bool, split: str | None) -> None:
     """``--check``'s memory figure (and the ``memory =`` refusal) is an upper bound: what
     ``hepbdt train`` allocates at its peak (``tracemalloc``: reading, splitting, fitting,
     writing the score trees, and with ``outputs`` the report and figures) stays below it,
@@ -287,11 +290,14 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
     n, m = (200_000, 12) if not outputs else (200_000, 28)
     for name, shift in (("s", 0.3), ("b", 0.0)):
         with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {f"x{j}": (rng.normal(size=n) + shift).astype(np.float32) for j in range(m)}
+            f["t"] = {**{f"x{j}": (rng.normal(size=n) + shift).astype(np.float32)
+                         for j in range(m)},
+                      "event": np.arange(n, dtype=np.int64) + (n if name == "b" else 0)}
     (tmp_path / "a.toml").write_text(f"""
 binned = {str(binned).lower()}
 title = "memory"
 tree = "t"
+{'event = "event"' if split else ""}
 features = {[f"x{j}" for j in range(m)]}
 [samples.signal]
 files = "{tmp_path / 's.root'}"
@@ -300,7 +306,7 @@ label = "signal"
 files = "{tmp_path / 'b.root'}"
 label = "background"
 [split]
-train_fraction = 0.9
+{split or "train_fraction = 0.9"}
 [method]
 {method}
 [output]

@@ -18,6 +18,7 @@ import uproot
 from .._util import available_memory
 from ..engine.binning import SUBSAMPLE_FOR_EDGES
 from ..estimators import effective_depth, growth_text, max_trees
+from ..evaluation.ranking import CORRELATION_BLOCK
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
 from .config import AnalysisConfig, ConfigError
@@ -68,8 +69,19 @@ _AUTO_BINNED_SHARE = 0.5
 # bookkeeping copies (classID, label, sample as int32, fold as float64: about 21) and the
 # sorts of the training sample's efficiencies (about 30): 64 a row, measured 59 (peak RSS
 # less the process's, 2.4M events x 5 features, kfold = 5: 1.04 GB, where the fits' peak
-# was 0.77 GB and the estimate of the fits alone 0.63 GB).
+# was 0.77 GB and the estimate of the fits alone 0.63 GB); and the TrainTree's float32
+# features of each row (4 a feature: at 16 features the peak grew 843 bytes an event
+# from 50,000 to 200,000 events, where 64 a row alone estimated 666).
 _KFOLD_TRAIN_ROW_BYTES = 64
+# The report and figures of a float training beside the data it holds (the same room as
+# a binned one's, _BINNED_OUTPUT_FEATURE_BYTES and _OUTPUT_EVENT_BYTES), and per class
+# beyond the first of a multi-class one its probabilities and one-against-rest sorts
+# (measured peak RSS growth 599 bytes an event at 16 features and 3 classes, 50,000 to
+# 200,000 events, where the fits' estimate alone was 382).
+_OUTPUT_CLASS_BYTES = 128
+# The correlation figure's blocks: about 56 bytes a value of CORRELATION_BLOCK events
+# (the values, their presence, the centred and weighted copies), a fixed cost per feature.
+_CORRELATION_VALUE_BYTES = 56
 _HOUR = 3600.0
 
 
@@ -129,10 +141,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
                         + _EVENT_BYTES * copies + fit_bytes)
               + min(trained, SUBSAMPLE_FOR_EDGES) * features * _EDGE_SAMPLE_BYTES)
-    if folds:  # the outputs of k folds: k - 1 training rows an event, beside the copies
-        row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
-        memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) * copies
-                     + trained * row_bytes)
+    # the outputs, written after the fits beside the data the training holds
+    memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) * copies
+                 + _output_bytes(config, events, trained, features, fit_bytes))
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
@@ -152,6 +163,22 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     return Estimate(events, features, trees, growth_text(model.get_params()), folds,
                     seconds, int(memory), available_bytes, model.n_trees == "auto",
                     int(binned_memory), binned)
+
+
+def _output_bytes(config: AnalysisConfig, events: int, trained: float, features: int,
+                  fit_bytes: int) -> float:
+    """What the outputs of a float training take beside its data: k-fold's training rows,
+    the report's and figures' room (with each extra class's) and the correlation blocks."""
+    out = 0.0
+    if config.split.kfold:  # k - 1 training rows an event
+        row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
+        out += trained * (row_bytes + features * _FEATURE_BYTES)
+    if config.output.report or config.output.figures:
+        extra_classes = len(config.classes) - 1 if config.multiclass else 0
+        out += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
+                         + _OUTPUT_CLASS_BYTES * extra_classes)
+        out += min(events, CORRELATION_BLOCK) * features * _CORRELATION_VALUE_BYTES
+    return out
 
 
 def use_binned(config: AnalysisConfig) -> bool:
