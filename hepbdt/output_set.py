@@ -251,7 +251,9 @@ def check_unchanged(path: str | os.PathLike) -> None:
 
 def check_writable(path: str | os.PathLike) -> None:
     """Refuse, before any work, an output file that cannot be written: a folder, a device,
-    a FIFO or a socket at its place, a parent that is a file or read-only."""
+    a FIFO or a socket at its place, a parent that is a file or read-only, or a file of an
+    output set (``apply``, ``export`` and ``report`` replaced a training's scores.root or
+    summary.txt, and its manifest then no longer matched)."""
     path = Path(os.path.abspath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,6 +267,12 @@ def check_writable(path: str | os.PathLike) -> None:
                              "or socket); give a file name")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise OutputSetError(f"output {path}: the folder {path.parent} is not writable")
+    for folder in (path.parent, path.parent.parent):  # a set's file, or one of its figures
+        name = str(path.relative_to(folder))
+        if name == MANIFEST or name in _manifest_files(folder):
+            raise OutputSetError(f"output {path} is a file of the output set in {folder} (its "
+                                 f"{MANIFEST} lists it): writing it would break the set; give "
+                                 "a file outside it")
 
 
 def check_model_files(path: str | os.PathLike) -> None:

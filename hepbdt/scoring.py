@@ -494,7 +494,29 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
                 "new file"
             )
         check_writable(out_path)
+        _check_replaceable(out_path, len(branches))
     return groups, total
+
+
+def _check_replaceable(path: str, n_branches: int) -> None:
+    """ApplyOptionError unless an existing ``path`` is a friend file apply could have
+    written: ROOT trees of at most ``n_branches`` branches and nothing else (an ntuple of
+    the analysis named as the output was replaced by a friend tree)."""
+    if not os.path.exists(path):
+        return
+    refuse = ApplyOptionError(f"apply: output {path!r} exists and holds what apply does not "
+                              "write (more branches or other objects than a friend tree): "
+                              "give a new file name, or remove it first")
+    try:
+        with uproot.open(path) as file:
+            kinds = file.classnames()
+            for key, kind in kinds.items():
+                if kind != "TTree" or len(file[key].keys()) > n_branches:
+                    raise refuse
+    except ApplyOptionError:
+        raise
+    except Exception:  # noqa: BLE001 - not a ROOT file uproot reads: not one apply wrote
+        raise refuse from None
 
 
 def _check_friend_branches(job: _Job, reader: TreeReader, branches: list[str]) -> None:

@@ -232,3 +232,35 @@ def test_features_named_as_bookkeeping_branches_read_back_as_written(tmp_path, t
         assert back.task == task and list(scores) == ["bdt_score"]
         np.testing.assert_array_equal(back.X, X)
         np.testing.assert_array_equal(back.y, y)
+
+
+def test_outputs_that_apply_export_or_report_did_not_write_are_not_replaced(setup, tmp_path,
+                                                                          capsys):
+    """apply -o over a data ntuple replaced it with a friend tree, and apply, export and
+    report over a training's files (listed in its hepbdt-outputs.json) broke the set; a
+    friend file apply wrote is replaced again."""
+    ntuple = tmp_path / "other_sample.root"
+    ntuple.write_bytes(setup["b"].read_bytes())
+    assert main(["apply", str(setup["old"]), str(setup["a"]), "-o", str(ntuple),
+                 "--no-progress"]) == 2
+    assert "holds what apply does not write" in capsys.readouterr().err
+    assert ntuple.read_bytes() == setup["b"].read_bytes()
+    friend = tmp_path / "friend.root"
+    for _ in range(2):  # the second run replaces the first's friend file
+        assert main(["apply", str(setup["old"]), str(setup["a"]), "-o", str(friend),
+                     "--no-progress"]) == 0
+    from hepbdt.output_set import OutputSet
+
+    run = tmp_path / "run"
+    out = OutputSet(run)
+    with out as staging:
+        (staging / "scores.root").write_bytes(b"scores")
+        (staging / "summary.txt").write_text("hepbdt: summary")
+        out.commit()
+    for argv in (["apply", str(setup["old"]), str(setup["a"]), "-o", str(run / "scores.root")],
+                 ["export", str(setup["old"]), "--cpp", str(run / "summary.txt")],
+                 ["export", str(setup["old"]), "--cpp", str(run / "hepbdt-outputs.json")]):
+        assert main([*argv, "--no-progress"] if argv[0] == "apply" else argv) == 2
+        assert "is a file of the output set" in capsys.readouterr().err
+    assert (run / "scores.root").read_bytes() == b"scores"
+    assert (run / "summary.txt").read_text() == "hepbdt: summary"
