@@ -74,6 +74,17 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
     assert load_config(path, ["split.kfold=3"]).split.kfold == 3
     kfold = write(tmp_path, BASE + "\n[split]\nkfold = 3\n", "kfold.toml")
     assert load_config(kfold, ["split.mode=block"]).split.kfold is None
+    # the seed belongs to a random split: set over by kfold or a mode without a draw, it
+    # goes with it (a seed given for them changed nothing, and the summary showed it)
+    seeded = write(tmp_path, BASE + '\n[split]\nmode = "random"\nseed = 5\n', "seeded.toml")
+    assert load_config(seeded, ["split.kfold=3"]).split.kfold == 3
+    assert load_config(seeded, ["split.mode=block"]).split.mode == "block"
+    assert load_config(seeded, ["split.mode=random"]).split.seed == 5
+    for overrides in (["split.kfold=3", "split.seed=2"], ["split.mode=alternate", "split.seed=2"]):
+        with pytest.raises(ConfigError, match="seed draws the random split only"):
+            load_config(seeded, overrides)
+    with pytest.raises(ConfigError, match="kfold .by event number. takes no random draw"):
+        load_config(kfold, ["split.seed=2"])  # a seed does not switch k-fold to a split
 
 
 @pytest.mark.parametrize("text, expected", [

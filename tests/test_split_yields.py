@@ -197,8 +197,7 @@ features = ["x1", "x2"]
 [split]
 mode = "{mode}"
 train_fraction = 0.5
-seed = 3
-norm = "num_events"
+{seed}norm = "num_events"
 
 [method]
 boosting = "gradient"
@@ -216,7 +215,7 @@ permutation_repeats = 1
 
 def _write_inputs(folder: Path, mode: str = "random") -> Path:
     X, y, w, index, event = _arrays()
-    text = CONFIG.format(mode=mode)
+    text = CONFIG.format(mode=mode, seed="seed = 3\n" if mode == "random" else "")
     for i, name in enumerate(NAMES):
         mask = index == i
         with uproot.recreate(folder / f"{name}.root") as file:

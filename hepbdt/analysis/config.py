@@ -590,16 +590,20 @@ def _read_document(config_path: Path) -> dict[str, Any]:
 
 def _override_split_scheme(document: dict[str, Any], overridden: set[str]) -> None:
     """An override of the scheme replaces the file's scheme: --set split.kfold=5 on a file
-    with mode and train_fraction trains k folds, and the other way round."""
+    with mode, train_fraction and seed trains k folds, and the other way round; a mode
+    without a random draw set over a random split drops the file's seed."""
     split_table = document.get("split")
     if not isinstance(split_table, dict):
         return
     single = {"split.mode", "split.train_fraction"}
     if "split.kfold" in overridden:
-        for key in single - overridden:
+        for key in (single | {"split.seed"}) - overridden:
             split_table.pop(key.split(".")[1], None)
     elif single & overridden:
         split_table.pop("kfold", None)
+        mode = split_table.get("mode", "random")
+        if isinstance(mode, str) and mode.lower() != "random" and "split.seed" not in overridden:
+            split_table.pop("seed", None)
 
 
 def _aliases(table: dict[str, Any], problems: _Problems) -> dict[str, str]:
@@ -840,6 +844,10 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
             problems.add("split", "kfold", f"kfold splits by event number; remove "
                          f"{' and '.join(clash)}, which are for a single train/test split")
         split.kfold = entry["kfold"]
+    if "seed" in entry and ("kfold" in entry or split.mode != "random"):
+        scheme = "kfold (by event number)" if "kfold" in entry else f"mode = {split.mode!r}"
+        problems.add("split", "seed", f"seed draws the random split only; {scheme} takes no "
+                     "random draw, so the seed would change nothing: remove it")
     if "norm" in entry:
         norm = _NORM_NAMES.get(entry["norm"].lower())
         if norm is None:

@@ -91,8 +91,9 @@ def _method_line(result: TrainResult) -> str:
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
     split = config.split
+    seed = f" (seed {split.seed})" if split.mode == "random" else ""
     scheme = (f"{split.kfold}-fold by {result.kfold_by}" if split.kfold else
-              f"{split.mode} split, {split.train_fraction:g} for training (seed {split.seed})")
+              f"{split.mode} split, {split.train_fraction:g} for training{seed}")
     return (f"Method: {method}; {len(config.features)} features; {scheme}; training "
             f"weights normalised: {split.norm}")
 
