@@ -79,9 +79,11 @@ _KFOLD_TRAIN_ROW_BYTES = 64
 # (measured peak RSS growth 599 bytes an event at 16 features and 3 classes, 50,000 to
 # 200,000 events, where the fits' estimate alone was 382).
 _OUTPUT_CLASS_BYTES = 128
-# The correlation figure's blocks: about 56 bytes a value of CORRELATION_BLOCK events
-# (the values, their presence, the centred and weighted copies), a fixed cost per feature.
-_CORRELATION_VALUE_BYTES = 56
+# The correlation figure's blocks: a value of CORRELATION_BLOCK events takes 33 bytes
+# (the values, their presence, the centred and weighted copies), 47 with a few columns of
+# missing values (their pairs' passes; tracemalloc of correlation_matrices, 400k x 28):
+# a fixed cost per feature.
+_CORRELATION_VALUE_BYTES = 48
 _HOUR = 3600.0
 
 
