@@ -190,6 +190,9 @@ def _report_parser(commands: Any) -> None:
     report.add_argument("--output", "-o", default="report.html", help="HTML file to write "
                         "(default: report.html)")
     report.add_argument("--title", help="title of the report")
+    report.add_argument("--min-background-events", type=int, default=None, metavar="N",
+                        help="background MC events a best cut keeps at least (default: the "
+                        "training's, as its output set records it, else 10)")
 
 
 def _demo_parser(commands: Any) -> None:
@@ -572,7 +575,8 @@ def _report(args: argparse.Namespace) -> int:
             raise UserError(f"{path}: no such file")
     _check_outputs("report", [args.output], [args.model, args.scores])
     try:
-        path = report_from_scores(args.model, args.scores, args.output, title=args.title)
+        path = report_from_scores(args.model, args.scores, args.output, title=args.title,
+                                  min_background_events=args.min_background_events)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     print(f"wrote {path}")

@@ -29,7 +29,7 @@ from typing import Any
 from ._util import atomic_write_text, current_umask
 
 __all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_model_files",
-           "check_unchanged", "check_writable", "file_sha256"]
+           "check_unchanged", "check_writable", "file_sha256", "recorded_settings"]
 
 MANIFEST = "hepbdt-outputs.json"
 MANIFEST_FORMAT = "hepbdt-outputs"
@@ -85,15 +85,17 @@ class OutputSet:
                                  f"({exc.strerror or exc})") from None
         return self.staging
 
-    def commit(self, model: str = "model.json") -> None:
-        """Write the manifest into the staging folder and swap it in as the target."""
+    def commit(self, model: str = "model.json", settings: dict[str, Any] | None = None) -> None:
+        """Write the manifest into the staging folder and swap it in as the target.
+        ``settings``: options a later command rebuilding an output needs (JSON values)."""
         if self.staging is None:
             raise RuntimeError("OutputSet.commit() outside its with block")
         files = {str(p.relative_to(self.staging)): file_sha256(p)
                  for p in sorted(self.staging.rglob("*")) if p.is_file()}
         manifest = {"format": MANIFEST_FORMAT, "format_version": 1,
                     "written": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                    "model": model, "model_sha256": files.get(model), "files": files}
+                    "model": model, "model_sha256": files.get(model), "files": files,
+                    "settings": dict(settings or {})}
         atomic_write_text(self.staging / MANIFEST, json.dumps(manifest, indent=1) + "\n")
         old = _swap(self.staging, self.target)
         self.staging = None
@@ -167,6 +169,16 @@ def _manifest(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def recorded_settings(path: str | os.PathLike) -> dict[str, Any]:
+    """The settings the manifest of ``path``'s output set records ({} when ``path`` is in
+    no set, or its set records none)."""
+    folder = Path(os.path.abspath(path)).parent
+    if Path(path).name not in _manifest_files(folder):
+        return {}
+    settings = _manifest(folder).get("settings")
+    return settings if isinstance(settings, dict) else {}
 
 
 def _manifest_files(folder: Path) -> dict[str, str]:

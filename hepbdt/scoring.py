@@ -511,7 +511,8 @@ def _check_replaceable(path: str, n_branches: int) -> None:
         with uproot.open(path) as file:
             kinds = file.classnames()
             for key, kind in kinds.items():
-                if kind != "TTree" or len(file[key].keys()) > n_branches:
+                if (kind not in ("TTree", "ROOT::RNTuple")
+                        or len(file[key].keys()) > n_branches):
                     raise refuse
     except ApplyOptionError:
         raise

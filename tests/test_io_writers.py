@@ -160,7 +160,9 @@ def test_apply_one_output_per_input_and_model_path(tmp_path: Path,
 def test_interrupted_apply_leaves_no_file(tmp_path: Path) -> None:
     _jagged_file(tmp_path / "in.root", 1000, seed=2)
     out = tmp_path / "out.root"
-    out.write_bytes(b"previous content")
+    with uproot.recreate(out) as previous:  # an earlier run's friend tree, replaceable
+        previous["Events"] = {"bdt_score": np.zeros(3), "entry": np.arange(3)}
+    before = out.read_bytes()
 
     class Failing(LinearModel):
         def decision_function(self, X: np.ndarray) -> np.ndarray:
@@ -170,7 +172,7 @@ def test_interrupted_apply_leaves_no_file(tmp_path: Path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         apply(Failing(["num(Jet_pt)"], [1.0]), tmp_path / "in.root", out, step_size=100)
-    assert out.read_bytes() == b"previous content"
+    assert out.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["in.root", "out.root"]
 
 

@@ -192,6 +192,13 @@ def test_split_yields_are_of_the_whole_sample(half_split, tmp_path):
         "given" in again
     row = _html_rows(again, "significance-table")["S/sqrt(B)"]
     assert float(row["S"]) == pytest.approx(S, rel=1e-3)
+    # the rebuilt report keeps the training's min_background_events (its set records it;
+    # the default 10 gave another best cut), unless one is given
+    assert int(row["background MC events"]) == n_b and "at least 25 background MC" in again
+    loose = report_from_scores(result.output_dir / "model.json",
+                               result.output_dir / "scores.root", tmp_path / "r1.html",
+                               n_repeats=1, min_background_events=1).read_text()
+    assert "at least 1 background MC events" in loose
 
 
 def test_kfold_yields_use_every_event_once(kfold):

@@ -36,7 +36,7 @@ from ..io import read_scores, write_scores
 from ..io.errors import InputError
 from ..io.samples import get_tree, resolve_sources
 from ..kfold import KFoldModel
-from ..output_set import check_model_files, check_model_of, file_sha256
+from ..output_set import check_model_files, check_model_of, file_sha256, recorded_settings
 from ..persistence import load_model
 from .config import AnalysisConfig, _tomllib
 from .result import (
@@ -483,9 +483,13 @@ def _kfold_significance(folds: FoldScores, min_background_events: int) -> str:
 
 def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.PathLike,
                        output: str | os.PathLike, title: str | None = None,
-                       n_repeats: int = 3,
-                       min_background_events: int = DEFAULT_MIN_BACKGROUND_EVENTS) -> Path:
+                       n_repeats: int | None = None,
+                       min_background_events: int | None = None) -> Path:
     """Write the HTML report again from a model file and its ``scores.root``.
+
+    ``n_repeats`` and ``min_background_events``: None takes the training's, as the output
+    set's manifest records them (else 3 and DEFAULT_MIN_BACKGROUND_EVENTS), so the best
+    cuts are the ones train reported.
 
     The events, features, labels (or targets) and weights are read from ``TrainTree`` and
     ``TestTree`` as ``hepbdt train`` wrote them (:func:`hepbdt.io.read_scores`), the
@@ -500,6 +504,12 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     """
     from ..report import report  # matplotlib: imported only when a report is written
 
+    settings = recorded_settings(scores_path)
+    if n_repeats is None:
+        n_repeats = int(settings.get("permutation_repeats", 3))
+    if min_background_events is None:
+        min_background_events = int(settings.get("min_background_events",
+                                                 DEFAULT_MIN_BACKGROUND_EVENTS))
     model = load_model(model_path)
     check_model_files(model_path)  # a k-fold model's fold files as its own set recorded them
     check_model_of(scores_path, model_path)  # the scores' set: its model and fold files

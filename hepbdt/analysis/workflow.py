@@ -88,7 +88,10 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         result.summary = summarise(result)
         atomic_write_text(staging / "summary.txt", result.summary + "\n")
         result.files["summary"] = out / "summary.txt"
-        output_set.commit("model.json")
+        # what `hepbdt report` needs to rebuild the same report from the score trees
+        output_set.commit("model.json", settings={
+            "min_background_events": config.output.min_background_events,
+            "permutation_repeats": config.output.permutation_repeats})
     return result
 
 
