@@ -455,7 +455,8 @@ def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str 
         title = title or "Permutation importance"
     else:
         values, errors = ranking.importance[order], None
-        xlabel = "Importance (summed split gain, normalised)"
+        xlabel = ("TMVA importance (squared split gains per tree, square root, normalised)"
+                  if ranking.quadrature else "Importance (summed split gain, normalised)")
         title = title or "Variable ranking (split gain)"
     fig = Figure(figsize=(9, max(4.0, 1.0 + 0.5 * len(names))))
     ax = fig.add_subplot()

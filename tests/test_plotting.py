@@ -72,6 +72,10 @@ def test_ranking_and_correlations(tmp_path):
                              n_features=4)
     _check(plotting.plot_ranking(tmva_importance(forest), path=tmp_path / "rank"),
            tmp_path / "rank")
+    # the axis names what is drawn: TMVA's squared-gain importance was labelled summed gain
+    labels = {q: plotting.plot_ranking(tmva_importance(forest, quadrature=q)).axes[0]
+              .get_xlabel() for q in (False, True)}
+    assert "summed split gain" in labels[False] and labels[True].startswith("TMVA importance")
     _check(plotting.plot_correlation_matrices(X, y, None, ["pt", "eta", "phi", "m"],
                                               path=tmp_path / "corr"), tmp_path / "corr")
     _check(plotting.plot_correlation_matrices(X, path=tmp_path / "corr1"), tmp_path / "corr1")

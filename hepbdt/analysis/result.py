@@ -201,6 +201,7 @@ def ranking(result: TrainResult) -> FeatureRanking:
         split_count=np.sum([r.split_count for r in rankings], axis=0),
         total_gain=np.sum([r.total_gain for r in rankings], axis=0),
         cover=np.sum([r.cover for r in rankings], axis=0),
+        quadrature=True,
     )
 
 

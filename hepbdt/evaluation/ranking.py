@@ -41,6 +41,8 @@ class FeatureRanking:
     split_count: np.ndarray
     total_gain: np.ndarray
     cover: np.ndarray
+    #: TMVA's form (each tree's squared gains, square root) rather than the summed gains.
+    quadrature: bool = False
 
     def order(self) -> np.ndarray:
         """Feature indices from most to least important (stable for ties)."""
@@ -146,6 +148,7 @@ def tmva_importance(
         split_count=np.bincount(f, minlength=n_features).astype(np.int64),
         total_gain=np.bincount(f, weights=gain[split], minlength=n_features),
         cover=np.bincount(f, weights=cover[split], minlength=n_features),
+        quadrature=quadrature,
     )
 
 
