@@ -345,12 +345,14 @@ def plot_overtraining(
     result: OvertrainingResult | None = None,
     xlabel: str = "BDT score",
     class_names: tuple[str, str] = ("signal", "background"),
+    title: str | None = None,
 ) -> Figure:
     """TMVA's overtraining plot: test as filled histograms, training as points with errors.
 
     The KS p-values (of :func:`hepbdt.evaluation.overtraining_test`, computed unless
     ``result`` is given) are printed on the figure. ``class_names``: the words for label 1
     and label 0 (e.g. ``("ttbar", "other classes")`` for one class against the rest).
+    ``title``: what the events are (e.g. "fold 0 of 3"), above the axes.
     Each histogram is normalised to unit area on ``bins`` equal-width bins spanning the
     finite scores of both samples, as :func:`plot_score_distributions` (infinite scores in
     the end bins, said in the legend; errors ``sqrt(sum w^2)`` scaled as the bin).
@@ -384,6 +386,8 @@ def plot_overtraining(
     ax.set_ylabel("Normalised events / bin width")
     ax.legend(loc="upper right", fontsize=15,
               title=_outside_note(np.concatenate([tr_s, te_s])), title_fontsize=13)
+    if title:
+        ax.set_title(title, fontsize=14)
     return fig
 
 

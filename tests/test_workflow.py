@@ -334,3 +334,22 @@ def test_the_summary_ranks_by_tmvas_variable_importance(kfold):
            .splitlines()[1:6]]
     assert top == [names[i] for i in np.argsort(-mean, kind="stable")[:5]]
     assert "Top-ranked variables (TMVA's variable importance" in kfold.summary
+
+
+def test_kfold_overtraining_figure_says_whose_pvalues_it_prints(kfold, monkeypatch):
+    """The figure prints fold 0's p-values where the summary's verdict combines the folds;
+    it said neither."""
+    from hepbdt import plotting
+
+    titles = []
+    draw = plotting.plot_overtraining
+
+    def spy(*args, **kwargs):
+        titles.append(kwargs.get("title"))
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(plotting, "plot_overtraining", spy)
+    from hepbdt.analysis.outputs import draw_figures
+
+    draw_figures(kfold, kfold.output_dir / "more-figures")
+    assert titles and titles[0].startswith("fold 0 of 3")

@@ -172,7 +172,7 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             test.y, s_te, test.w, train=(train.y, s_tr, train.w))
         figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w)
         figures["overtraining"] = lambda: plotting.plot_overtraining(
-            *_first_fold_comparison(result))
+            *_first_fold_comparison(result), title=_first_fold_title(result))
         if result.train_fold is not None:
             figures["kfold_roc"] = lambda: _kfold_roc_figure(FoldScores.of(result))
     measures = decorrelation_of(result)
@@ -223,8 +223,16 @@ def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
             lambda k=k, name=name: plotting.plot_overtraining(
                 p_tr0[:, k], y_tr0 == k, w_mix0, p_te0[:, k], y_te0 == k, w_te0,
                 result=check.per_class[k], xlabel=f"P({name})",
-                class_names=(name, "other classes")))
+                class_names=(name, "other classes"), title=_first_fold_title(result)))
     return figures
+
+
+def _first_fold_title(result: TrainResult) -> str | None:
+    """The overtraining figures' title for k-fold: whose p-values they print."""
+    if result.train_fold is None:
+        return None
+    return (f"fold 0 of {result.k}: its model's training vs test events (the summary's "
+            f"verdict: smallest p of {result.k} folds x {result.k})")
 
 
 def _first_fold_comparison(result: TrainResult) -> tuple[np.ndarray, ...]:
