@@ -254,3 +254,12 @@ def test_two_samples_reading_the_same_events_are_refused(tmp_path):
     with pytest.raises(InputError, match="samples 'a' and 'b' both read tree 'Events'"):
         hepbdt.read([signal, hepbdt.Sample("b", ROOT / "data" / "signal.root",
                                            label="background")], ["MET_pt"], progress=False)
+
+
+def test_an_alias_nothing_uses_is_checked_too(tmp_path):
+    """"Everything is checked": an unused alias that does not parse passed unparsed."""
+    path = write(tmp_path, BASE.replace('lead_pt = "Jet_pt[:, 0]"',
+                                        'lead_pt = "Jet_pt[:, 0]"\nunused = "Jet_pt[:, 0"'))
+    with pytest.raises(ConfigError, match=r"\[aliases\] unused: expression 'Jet_pt\[:, 0' does "
+                       "not parse"):
+        load_config(path)

@@ -375,6 +375,16 @@ class _AliasTable:
         self.bad: set[str] = set()
         self._expand_in_order()
         self._report_cycles()
+        self._parse_each()
+
+    def _parse_each(self) -> None:
+        """Parse every alias, used or not: "everything is checked" held only for the aliases
+        an expression used (``Jet_pt[:, 0`` in an unused one passed)."""
+        for name, text in self.expanded.items():
+            try:
+                Expression(text, "feature")
+            except ValueError as exc:  # ExpressionError
+                self._refuse(name, str(exc).replace("feature expression", "expression", 1))
 
     def _uses(self, text: str) -> list[re.Match[str]]:
         """Where ``text`` names an alias."""
