@@ -89,8 +89,10 @@ def test_update_replaces_every_cycle_of_the_tree(tmp_path: Path) -> None:
     write_scores(path, _data(2), np.full(2, 5.0), update=True)
     write_scores(path, _data(1), np.full(1, 7.0), tree="dir/TestTree", update=True)
     with uproot.open(path) as file:
-        assert sorted(file.keys()) == ["TestTree;1", "TestTree_samples;1", "dir/TestTree;1",
-                                       "dir/TestTree_samples;1", "dir;1"]
+        assert sorted(file.keys()) == ["TestTree;1", "TestTree_features;1",
+                                       "TestTree_samples;1", "dir/TestTree;1",
+                                       "dir/TestTree_features;1", "dir/TestTree_samples;1",
+                                       "dir;1"]
         assert file["TestTree"]["bdt_score"].array(library="np").tolist() == [5.0, 5.0]
         assert str(file["TestTree_samples"]) == "0=sample0"
 

@@ -12,7 +12,7 @@ import pytest
 import uproot
 
 import hepbdt
-from hepbdt.io import Dataset, InputError, Sample, read, write_scores
+from hepbdt.io import Dataset, InputError, Sample, read, read_scores, write_scores
 from hepbdt.scoring import apply
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -82,8 +82,9 @@ def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:
     write_scores(out, test, np.full(len(test), 7.0), tree="TestTree", update=True)
     with uproot.open(out) as file:
         assert sorted(file.keys(cycle=False, filter_classname="TTree")) == ["TestTree", "TrainTree"]
-        assert sorted(file.keys(cycle=False)) == ["TestTree", "TestTree_samples", "TrainTree",
-                                                 "TrainTree_samples"]
+        assert sorted(file.keys(cycle=False)) == ["TestTree", "TestTree_features",
+                                                 "TestTree_samples", "TrainTree",
+                                                 "TrainTree_features", "TrainTree_samples"]
         names = ";".join(f"{i}={n}" for i, n in enumerate(test.sample_names))
         assert str(file["TestTree_samples"]) == names  # the names behind the sample index
         assert f"sample: {names}" in file["TestTree"].title
@@ -209,3 +210,18 @@ def test_training_scores_say_their_weights_are_normalised(tmp_path: Path) -> Non
         assert str(file["TestTree_samples"]) == "0=signal;1=qcd;2=ttbar"
         sample = file["TestTree"]["sample"].array(library="np")
     assert set(np.unique(sample)) == {0, 1, 2}
+
+
+def test_features_are_read_back_by_the_names_written_whatever_their_order(tmp_path: Path) -> None:
+    """Branch names were rebuilt from the names asked for: with features ["log(x)", "log_x"]
+    written as branches log_x and log_x_2, asking for ["log_x", "log(x)"] read each
+    other's values, and ["log_x"] alone read log(x)'s."""
+    X = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]], np.float32)
+    data = Dataset(X, y=np.array([1, 0, 1]), feature_names=["log(x)", "log_x"])
+    write_scores(tmp_path / "s.root", data, np.zeros(3), tree="TestTree")
+    for asked in (["log_x", "log(x)"], ["log_x"], ["log(x)", "log_x"]):
+        read, _ = read_scores(tmp_path / "s.root", "TestTree", asked)
+        for j, name in enumerate(asked):
+            np.testing.assert_array_equal(read.X[:, j], X[:, ["log(x)", "log_x"].index(name)])
+    with pytest.raises(InputError, match="no branches"):
+        read_scores(tmp_path / "s.root", "TestTree", ["log(y)"])

@@ -10,6 +10,7 @@ write never leaves a truncated file under the final name. Scoring ntuples with a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -201,9 +202,12 @@ def write_scores(
             file = uproot.recreate(temporary)
         with file:
             samples = _names_string(dataset.sample_names, "sample")
-            for key in (f"{tree}_samples", f"{tree}_classes"):
+            for key in (f"{tree}_samples", f"{tree}_classes", f"{tree}_features"):
                 _delete_every_cycle(file, key)
             file[f"{tree}_samples"] = samples
+            if features:  # which feature each branch holds (read_scores maps names by it)
+                with contextlib.suppress(InputError):  # a name the string cannot hold
+                    file[f"{tree}_features"] = _names_string(dataset.feature_names, "feature")
             classes = ""
             if class_names is not None:
                 classes = _names_string(class_names, "class")
@@ -285,7 +289,8 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
                              f"({missing or 'no feature branches'}); was it written by "
                              "hepbdt train with score_features = true?")
         score_branches = keys[keys.index("sample") + 1:]
-        feature_branches, names = _feature_branches(keys[:first], keys, feature_names, where)
+        feature_branches, names = _feature_branches(keys[:first], keys, feature_names, where,
+                                                    _sample_names(file, tree, "features"))
         arrays = file[tree].arrays([*feature_branches, target, "weight", "event", "sample",
                                     *score_branches], library="np")
         sample_names = _sample_names(file, tree)
@@ -313,12 +318,21 @@ def _sample_names(file: Any, tree: str, what: str = "samples") -> list[str] | No
 
 
 def _feature_branches(written: list[str], keys: list[str], feature_names: Sequence[str] | None,
-                      where: str) -> tuple[list[str], list[str]]:
-    """The feature branches to read and the names to give them."""
+                      where: str, recorded: list[str] | None = None
+                      ) -> tuple[list[str], list[str]]:
+    """The feature branches to read and the names to give them: by the features the writer
+    recorded beside the tree (``recorded``, in branch order), else (files written before
+    it recorded them) by the branch names the writer gives ``feature_names`` in their
+    order. (Built from the names asked alone, ``["log_x", "log(x)"]`` read each other's
+    branches when the file held ``["log(x)", "log_x"]``.)"""
     if feature_names is None:
         return written, written
-    reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
-    expected = _unique_names([str(n) for n in feature_names], reserved)
+    if recorded is not None and len(recorded) == len(written):
+        branch_of = dict(zip(recorded, written, strict=True))
+        expected = [branch_of.get(str(n), f"<{n}>") for n in feature_names]
+    else:
+        reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
+        expected = _unique_names([str(n) for n in feature_names], reserved)
     absent = [b for b in expected if b not in written]
     if absent:
         raise InputError(f"{where} has no branches {absent} for the model's features "
