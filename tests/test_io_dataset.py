@@ -162,3 +162,19 @@ def test_kfold_by_event_number() -> None:
     assert sorted(seen) == sorted(ds.event)
     with pytest.raises(InputError, match=">= 2"):
         ds.kfold(1)
+
+
+def test_computations_on_the_features_drop_their_names():
+    """A model fitted on np.log(X), X @ M, or columns permuted by take or roll recorded the
+    old names, and apply then fed it the raw branches: those give plain arrays now, while
+    row selections and copies keep the names."""
+    data = Dataset(np.arange(12, dtype=np.float32).reshape(4, 3) + 1, y=np.array([0, 1, 0, 1]),
+                   feature_names=["a", "b", "c"])
+    X = data.X
+    for plain in (X.take([2, 0, 1], axis=1), np.take(X, [2, 0, 1], axis=1),
+                  np.roll(X, 1, axis=1), np.log(X), X @ np.eye(3, dtype=np.float32), X * 2,
+                  X[:3].T, X[:3].transpose()):
+        assert getattr(plain, "feature_names", None) is None, type(plain)
+    for kept in (X[1:], X[[0, 2]], X.take([0, 1], axis=0), np.take(X, [0, 1], axis=0),
+                 X.copy(), X[np.array([True, False, True, False])]):
+        assert kept.feature_names == ("a", "b", "c")

@@ -49,8 +49,9 @@ class FeatureMatrix(np.ndarray):
     """An (n, m) float32 feature array that knows its columns: ``feature_names`` (the names
     the user wrote) and ``feature_definitions`` (name -> the expression that computes it,
     where they differ, e.g. an alias). ``Dataset.X`` is one, so that
-    ``model.fit(train.X, train.y, train.w)`` keeps the names. Selecting rows keeps them;
-    selecting columns, or any result whose column count differs, gives a plain array.
+    ``model.fit(train.X, train.y, train.w)`` keeps the names. Selecting rows and copying
+    keep them; selecting or moving columns, and any computation on the values (ufuncs,
+    ``@``), give a plain array.
     """
 
     feature_names: tuple[str, ...] | None = None
@@ -69,6 +70,55 @@ class FeatureMatrix(np.ndarray):
         if isinstance(result, FeatureMatrix) and not rows_only:
             return result.view(np.ndarray)
         return result
+
+    # Any computation on the values gives a plain array: a model fitted on np.log(X), on
+    # X @ M or on columns permuted by take or roll recorded the old names, and apply then
+    # fed it the raw branches. Row selections (above, and these functions along axis 0)
+    # and copies keep the names.
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False
+                       ) -> Any:
+        result = super().__array_wrap__(array, context, return_scalar)
+        return result.view(np.ndarray) if isinstance(result, FeatureMatrix) else result
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        result = super().__array_function__(func, types, args, kwargs)
+        if isinstance(result, FeatureMatrix) and not _keeps_columns(func, args, kwargs):
+            return result.view(np.ndarray)
+        return result
+
+    @property
+    def T(self) -> np.ndarray:  # noqa: N802 (numpy's name)
+        """The transpose, a plain array (its columns are events)."""
+        return self.view(np.ndarray).T
+
+    def transpose(self, *axes: Any) -> np.ndarray:
+        """ndarray.transpose, a plain array."""
+        return self.view(np.ndarray).transpose(*axes)
+
+    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+        """ndarray.take; along an axis other than rows, a plain array."""
+        result = super().take(indices, axis=axis, out=out, mode=mode)
+        if isinstance(result, FeatureMatrix) and axis != 0:
+            return result.view(np.ndarray)
+        return result
+
+
+_ROW_FUNCTIONS = {np.take: 2, np.concatenate: 1, np.compress: 2, np.delete: 2, np.insert: 3}
+_COPY_FUNCTIONS = {np.copy, np.ascontiguousarray, np.asarray, np.array, np.asanyarray,
+                   np.require, np.atleast_2d}
+
+
+def _keeps_columns(func: Any, args: Any, kwargs: Any) -> bool:
+    """Whether a numpy function's result has the columns of its FeatureMatrix argument: a
+    copy, or a selection or joining of rows (axis 0)."""
+    if func in _COPY_FUNCTIONS:
+        return True
+    position = _ROW_FUNCTIONS.get(func)
+    if position is None:
+        return False
+    axis = kwargs.get("axis", args[position] if len(args) > position else
+                      (0 if func is np.concatenate else None))
+    return axis == 0
 
 
 class Dataset:

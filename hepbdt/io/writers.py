@@ -329,13 +329,15 @@ def _feature_branches(written: list[str], keys: list[str], feature_names: Sequen
         return written, written
     if recorded is not None and len(recorded) == len(written):
         branch_of = dict(zip(recorded, written, strict=True))
-        expected = [branch_of.get(str(n), f"<{n}>") for n in feature_names]
+        expected = [branch_of.get(str(n)) for n in feature_names]
+        absent = [branch_name(str(n)) for n, b in zip(feature_names, expected, strict=True)
+                  if b is None]
     else:
         reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
         expected = _unique_names([str(n) for n in feature_names], reserved)
-    absent = [b for b in expected if b not in written]
+        absent = [b for b in expected if b not in written]
     if absent:
         raise InputError(f"{where} has no branches {absent} for the model's features "
                          f"{list(feature_names)} (its feature branches: {written}); give the "
                          "scores.root written with this model")
-    return expected, [str(n) for n in feature_names]
+    return [str(b) for b in expected], [str(n) for n in feature_names]
