@@ -178,3 +178,15 @@ def test_computations_on_the_features_drop_their_names():
     for kept in (X[1:], X[[0, 2]], X.take([0, 1], axis=0), np.take(X, [0, 1], axis=0),
                  X.copy(), X[np.array([True, False, True, False])]):
         assert kept.feature_names == ("a", "b", "c")
+
+
+def test_a_bad_seed_or_an_empty_fold_is_one_clear_error():
+    """seed=-1 gave numpy's message, not naming seed; kfold(20) of 10 events trained
+    models on every event and tested them on none."""
+    data = Dataset(np.zeros((10, 2), np.float32), y=np.arange(10) % 2)
+    for seed in (-1, 1.5, True):
+        with pytest.raises(InputError, match="seed must be an integer >= 0"):
+            data.split("random", 0.5, seed=seed)
+    with pytest.raises(InputError, match=r"kfold\(20\): fold\(s\) \[10, 11, 12, 13, 14\]"):
+        data.kfold(20)
+    assert len(data.kfold(5)) == 5

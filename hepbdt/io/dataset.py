@@ -404,6 +404,10 @@ class Dataset:
         if not 0.0 < float(train_fraction) < 1.0:
             raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
         _check_norm(norm)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)
+                                 or seed < 0):
+            raise InputError(f"seed must be an integer >= 0 (or None: fresh randomness), not "
+                             f"{seed!r}")
         rng = np.random.default_rng(seed)
         is_train = np.zeros(len(self), dtype=bool)
         for group in self._groups():
@@ -463,6 +467,11 @@ class Dataset:
                     f"{int(k)}): {int(np.count_nonzero(bad))} of {len(given)} are not; the "
                     f"first, by[{first}], is {shown_number(given[first])}"
                 )
+        empty = [i for i in range(int(k)) if not np.any(fold == i)]
+        if empty and len(self):
+            raise InputError(f"kfold({int(k)}): fold(s) {empty[:5]} have no events (their "
+                             f"models would train on every event and test on none); use fewer "
+                             "folds, or event numbers that spread over them")
         pairs = []
         for i in range(int(k)):
             test_mask = fold == i
