@@ -217,3 +217,23 @@ def test_class_label_beyond_int32_is_refused_before_reading(ntuple: Path) -> Non
         read(samples, ["lep_pt"])
     samples[1] = Sample("largest", ntuple, tree="Events", label=2**31 - 1, cut="lep_pt > -1")
     assert read(samples, ["lep_pt"]).y.dtype == np.int32
+
+
+def test_a_basket_declaring_more_than_its_entries_can_hold_is_not_read(tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    """A 1.6 MB file whose basket unpacked to 1.6 GB (a decompression bomb) took 3.2 GB to
+    read: a basket declaring more than MAX_BASKET_BYTES_PER_ENTRY an entry is refused from
+    its key, before it is unpacked. Here the limit is lowered below a normal basket's
+    8 bytes an entry, which then stands for the bomb."""
+    from hepbdt.io import samples
+
+    path = tmp_path / "zeros.root"
+    with uproot.recreate(path) as file:
+        file.mktree("Events", {"x": np.float64})
+        file["Events"].extend({"x": np.zeros(1000)})
+    read(Sample("s", path, tree="Events", label=1), ["x"], progress=False)  # 8 an entry: fine
+    monkeypatch.setattr(samples, "MAX_BASKET_BYTES_PER_ENTRY", 4)
+    monkeypatch.setattr(samples, "BASKET_SLACK_BYTES", 0)
+    with pytest.raises(InputError, match=r"basket 0 of branch 'x' declares 8,0\d\d bytes for "
+                       r"its 1,000 entries, more than 4 an entry: the file is corrupt"):
+        read(Sample("s", path, tree="Events", label=1), ["x"], progress=False)

@@ -594,6 +594,12 @@ def check_constant_names(uses: Sequence[ConstantUse]) -> None:
                 )
 
 
+# A basket declares at most this many bytes an entry (131,072 doubles) and this many more,
+# or it is refused unread (TreeReader._check_basket_sizes).
+MAX_BASKET_BYTES_PER_ENTRY = 1 << 20
+BASKET_SLACK_BYTES = 1 << 16
+
+
 class TreeReader:
     """Reads the branches a set of expressions needs from one tree, chunk by chunk.
 
@@ -641,6 +647,7 @@ class TreeReader:
                         f"Branches: {describe_choices(available)}{extra}"
                     )
         self._check_entries(needed)
+        self._check_basket_sizes(needed)
         self.branches = needed
         self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
         try:
@@ -664,6 +671,29 @@ class TreeReader:
                     f"{name!r} holds {held:,}; the file is corrupt (every branch of a tree "
                     "holds as many entries as the tree)"
                 )
+
+    def _check_basket_sizes(self, names: Sequence[str]) -> None:
+        """Refuse a TTree basket that declares more bytes than MAX_BASKET_BYTES_PER_ENTRY an
+        entry (a decompression bomb: a 1.6 MB file whose basket unpacked to 1.6 GB took
+        3.2 GB to read; memory must follow the chunks, not what a file claims). Baskets
+        whose key cannot be read are left to the read, which says what is wrong."""
+        if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            return
+        for name in names:
+            branch = self.tree[name]
+            try:
+                sizes = [(branch.basket_entry_start_stop(i), branch.basket_uncompressed_bytes(i))
+                         for i in range(branch.num_baskets)]
+            except Exception:  # noqa: BLE001 - a damaged key: the read reports it
+                continue
+            for i, ((start, stop), declared) in enumerate(sizes):
+                entries = max(int(stop) - int(start), 0)
+                if declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES:
+                    raise InputError(
+                        f"{self.where}: basket {i} of branch {name!r} declares {int(declared):,} "
+                        f"bytes for its {entries:,} entries, more than "
+                        f"{MAX_BASKET_BYTES_PER_ENTRY:,} an entry: the file is corrupt (or "
+                        "built to exhaust memory); it is not read")
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
         kinds = {}
