@@ -451,10 +451,13 @@ def _corrupt_error(err: Exception, where: str) -> Exception:
     failed read, not a corrupt file); otherwise, an exception uproot raised while
     deserialising, an InputError naming ``where``."""
     if isinstance(err, OSError) and "expected Chunk of length" in str(err):
-        # uproot asked for bytes past the file's end: a truncated copy, not a failed read
+        # uproot asked for bytes past the file's end: a truncated copy (the file is shorter
+        # than its header says; check_file_length refuses that first), else a damaged
+        # pointer inside a file of the length its header gives
         first = " ".join(str(err).split())
-        return InputError(f"{where}: the file ends before its data do, so it is truncated (a "
-                          f"copy or transfer cut short?); copy it again (uproot: {first})")
+        return InputError(f"{where}: a basket or record lies past the end of the file: it is "
+                          f"truncated or its pointers are corrupt; copy it again, or rewrite "
+                          f"it (uproot: {first})")
     if isinstance(err, InputError | MemoryError | OSError):
         return err
     first = str(err).splitlines()[0] if str(err) else ""
@@ -820,10 +823,11 @@ class TreeReader:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         return CompressionError(
             f"{self.where}: cannot decompress branch(es) {named} (entries from {start}): "
-            f"{type(err).__name__}: {reason}. uproot reads ZLIB and LZMA, LZ4 with the "
-            "'lz4' and 'xxhash' packages and ZSTD with 'zstandard' (pip install lz4 xxhash "
-            "zstandard); otherwise rewrite the file with ZLIB or LZMA, e.g. "
-            "'hadd -f101 new.root old.root'."
+            f"{type(err).__name__}: {reason}. Either the basket is corrupt (its header or "
+            "key damaged: copy the file again), or it uses a codec uproot cannot read: "
+            "uproot reads ZLIB and LZMA, LZ4 with the 'lz4' and 'xxhash' packages and ZSTD "
+            "with 'zstandard' (pip install lz4 xxhash zstandard); otherwise rewrite the file "
+            "with ZLIB or LZMA, e.g. 'hadd -f101 new.root old.root'."
         )
 
 
