@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import Any
 
 import uproot
 
@@ -25,6 +26,21 @@ from ..io.samples import (
 from .config import AnalysisConfig, _Problems
 
 __all__ = ["check_inputs"]
+
+
+def _roles(config: AnalysisConfig, sample: Any, section: str
+           ) -> list[tuple[str | None, str, str, str]]:
+    """(table, key, expression, role) of every expression a sample's trees must serve."""
+    roles: list[tuple[str | None, str, str, str]] = [
+        (None, "features", expr, "feature") for expr in config.feature_expressions]
+    roles += [("method", "decorrelate", expr, "feature") for expr in config.decorrelate]
+    for key in ("weight", "cut", "target", "event"):
+        value = getattr(sample, key)
+        if key == "event" and value is None:
+            value = config.event
+        if isinstance(value, str):
+            roles.append((section, key, value, key))
+    return roles
 
 
 def check_inputs(config: AnalysisConfig) -> None:
@@ -47,15 +63,7 @@ def check_inputs(config: AnalysisConfig) -> None:
         except InputError as exc:
             problems.add(section, "files", str(exc).removeprefix(f"{context}: "))
             continue
-        roles: list[tuple[str | None, str, str, str]] = [
-            (None, "features", expr, "feature") for expr in config.feature_expressions]
-        roles += [("method", "decorrelate", expr, "feature") for expr in config.decorrelate]
-        for key in ("weight", "cut", "target", "event"):
-            value = getattr(sample, key)
-            if key == "event" and value is None:
-                value = config.event
-            if isinstance(value, str):
-                roles.append((section, key, value, key))
+        roles = _roles(config, sample, section)
         for src in sources:
             try:
                 file = uproot.open(src.path)
