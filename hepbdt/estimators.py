@@ -879,15 +879,13 @@ class _BDTBase(SklearnProtocol):
 
     def _use_quantised(self, n_events: int) -> bool:
         """Whether this fit packs its histograms (``_quantisable``; "auto": from
-        QUANTISE_FROM_EVENTS events)."""
+        QUANTISE_FROM_EVENTS events). True where they cannot serve was refused with the
+        other options (``_check_quantised_option``)."""
         q = quantised_option(self.quantised_histograms)
-        # gradient's does not depend on min_node_size_ (not yet resolved in some callers)
-        possible = self.boosting == "gradient" or self._quantisable(self.min_node_size_)
-        if q is True and not possible:
-            raise ParameterError("quantised_histograms", "quantised_histograms=True needs "
-                                 "boosting='gradient', or 'newton' with min_node_size=0")
         if q is False:
             return False
+        # gradient's does not depend on min_node_size_ (not yet resolved in some callers)
+        possible = self.boosting == "gradient" or self._quantisable(self.min_node_size_)
         return possible and (q is True or n_events >= QUANTISE_FROM_EVENTS)
 
     def __sklearn_is_fitted__(self) -> bool:

@@ -75,6 +75,8 @@ class TrainResult:
     #: events, float64 (n, k) in ``config.decorrelate`` order (rows as ``train``/``test``).
     train_decorrelate: np.ndarray | None = field(default=None, repr=False)
     test_decorrelate: np.ndarray | None = field(default=None, repr=False)
+    #: The k-fold view of the result (:meth:`FoldScores.of`), made on first use.
+    fold_view: FoldScores | None = field(default=None, repr=False)
 
     @property
     def train_proba(self) -> np.ndarray:
@@ -219,15 +221,21 @@ class FoldScores:
     train_fold: np.ndarray
     #: The class names of a multi-class training (the scores are then (n, K) raw scores).
     classes: list[str] | None = None
+    #: Each fold's overtraining check, computed once (the summary's verdict, its per-fold
+    #: table and the report's all read them).
+    _checks: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, result: TrainResult) -> FoldScores:
-        """The fold view of a k-fold training's result."""
+        """The fold view of a k-fold training's result (one per result, kept on it)."""
         if result.train_fold is None:
             raise ValueError("the result is not of a k-fold training")
-        return cls(result.k, result.config.task == "regression", result.train, result.test,
-                   result.train_scores, result.test_scores, result.train_fold,
-                   list(result.config.classes) if result.config.multiclass else None)
+        if result.fold_view is None:
+            result.fold_view = cls(
+                result.k, result.config.task == "regression", result.train, result.test,
+                result.train_scores, result.test_scores, result.train_fold,
+                list(result.config.classes) if result.config.multiclass else None)
+        return result.fold_view
 
     @property
     def test_fold(self) -> np.ndarray:
@@ -237,6 +245,11 @@ class FoldScores:
     def overtraining(self, i: int) -> OvertrainingResult | MulticlassOvertraining:
         """The overtraining check of fold ``i``'s model: its training events against its
         test events (multi-class: of each class's probability against the rest)."""
+        if i not in self._checks:
+            self._checks[i] = self._overtraining(i)
+        return self._checks[i]
+
+    def _overtraining(self, i: int) -> OvertrainingResult | MulticlassOvertraining:
         tr, te = self.train_fold == i, self.test_fold == i
         y_tr, w_tr, s_tr = self.train.y[tr], self.train.w[tr], self.train_scores[tr]
         y_te, w_te, s_te = self.test.y[te], self.test.w[te], self.test_scores[te]

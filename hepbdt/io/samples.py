@@ -598,7 +598,7 @@ def check_constant_names(uses: Sequence[ConstantUse]) -> None:
 
 
 # A basket declares at most this many bytes an entry (131,072 doubles) and this many more,
-# or it is refused unread (TreeReader._check_basket_sizes).
+# or it is refused unread (TreeReader._check_basket_sizes, as a read begins).
 MAX_BASKET_BYTES_PER_ENTRY = 1 << 20
 BASKET_SLACK_BYTES = 1 << 16
 
@@ -650,7 +650,6 @@ class TreeReader:
                         f"Branches: {describe_choices(available)}{extra}"
                     )
         self._check_entries(needed)
-        self._check_basket_sizes(needed)
         self.branches = needed
         self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
         try:
@@ -675,21 +674,25 @@ class TreeReader:
                     "holds as many entries as the tree)"
                 )
 
-    def _check_basket_sizes(self, names: Sequence[str]) -> None:
-        """Refuse a TTree basket that declares more bytes than MAX_BASKET_BYTES_PER_ENTRY an
-        entry (a decompression bomb: a 1.6 MB file whose basket unpacked to 1.6 GB took
-        3.2 GB to read; memory must follow the chunks, not what a file claims). Baskets
-        whose key cannot be read are left to the read, which says what is wrong."""
+    def _check_basket_sizes(self, first: int, last: int) -> None:
+        """Refuse, before reading entries [first, last), a TTree basket among theirs that
+        declares more bytes than MAX_BASKET_BYTES_PER_ENTRY an entry (a decompression bomb:
+        a 1.6 MB file whose basket unpacked to 1.6 GB took 3.2 GB to read; memory must
+        follow the chunks, not what a file claims). Only the baskets a read touches have
+        their keys read (a lazy partition its own, not the whole file's). Baskets whose key
+        cannot be read are left to the read, which says what is wrong."""
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
             return
-        for name in names:
+        for name in self.branches:
             branch = self.tree[name]
             try:
-                sizes = [(branch.basket_entry_start_stop(i), branch.basket_uncompressed_bytes(i))
-                         for i in range(branch.num_baskets)]
+                ranges = [branch.basket_entry_start_stop(i) for i in range(branch.num_baskets)]
+                sizes = [(i, start, stop, branch.basket_uncompressed_bytes(i))
+                         for i, (start, stop) in enumerate(ranges)
+                         if start < last and stop > first]
             except Exception:  # noqa: BLE001 - a damaged key: the read reports it
                 continue
-            for i, ((start, stop), declared) in enumerate(sizes):
+            for i, start, stop, declared in sizes:
                 entries = max(int(stop) - int(start), 0)
                 if declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES:
                     raise InputError(
@@ -743,6 +746,7 @@ class TreeReader:
             for start in range(0, self.num_entries, step):
                 yield {}, start, min(start + step, self.num_entries)
             return
+        self._check_basket_sizes(0, self.num_entries)
         wanted = set(self.branches)
         start = 0
         try:
@@ -765,6 +769,7 @@ class TreeReader:
         """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
         if not self.branches:
             return {}
+        self._check_basket_sizes(start, stop)
         wanted = set(self.branches)
         try:
             arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
