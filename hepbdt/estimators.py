@@ -10,6 +10,7 @@ Reading model files is :mod:`hepbdt.persistence`; reading other tools' formats i
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -58,6 +59,7 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, from_t
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
+           "ClassOrderWarning",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
            "hold_out_ratio_refusal"]
 
@@ -278,6 +280,39 @@ def _column(y: Any) -> np.ndarray:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
                       "the shape of y to (n_samples,)", column_vector_warning(), stacklevel=4)
     return y.ravel()
+
+
+class ClassOrderWarning(UserWarning):
+    """The signal label sorts before the background's: scikit-learn's tools read the scores
+    as the other class's."""
+
+
+def _unsorted_classes_text(classes: np.ndarray) -> str:
+    """ClassOrderWarning's message for ``classes_`` [background, signal]."""
+    background, signal = classes.tolist()
+    return (f"the signal label {signal!r} sorts before the background's {background!r}: "
+            f"classes_ is [{background!r}, {signal!r}] (background, signal), so a high score "
+            f"and predict_proba[:, 1] mean {signal!r}, but scikit-learn's scorers and tools "
+            "(roc_auc_score, cross_val_score, GridSearchCV, CalibratedClassifierCV, "
+            f"cross_val_predict) take the larger label, {background!r}, as the positive class "
+            "and would read these scores inverted; for them, give labels whose larger value "
+            f"is the signal (e.g. y == {signal!r}); hepbdt's own evaluation is right either way")
+
+
+def _whole_or_unchanged(fit):
+    """A ``fit`` that either completes or leaves the estimator as it was: a fit that raises
+    (a refused option, weights or labels) after it set some fitted attributes would leave
+    the old trees under the new ``classes_`` or feature count."""
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+    return guarded
 
 
 def _labels(y: Any) -> np.ndarray:
@@ -1443,6 +1478,9 @@ class BDTClassifier(_BDTBase):
                 signal = self._signal_class(classes)
                 self.classes_ = np.array([classes[classes != signal][0], signal],
                                          dtype=classes.dtype)
+                if signal == classes[0]:
+                    warnings.warn(_unsorted_classes_text(self.classes_), ClassOrderWarning,
+                                  stacklevel=4)
             else:
                 self.classes_ = classes
         bad = _not_in(y, self.classes_)
@@ -1473,6 +1511,7 @@ class BDTClassifier(_BDTBase):
                                  f"{classes.tolist()}")
         return classes[classes == label][0]
 
+    @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
             bin_edges=None, decorrelate=None) -> BDTClassifier:
         """Train on X (n, m), two-class labels y (``signal_label`` is signal; by default 1 or
@@ -1711,6 +1750,7 @@ class BDTRegressor(_BDTBase):
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         return check_targets(_column(y).astype(np.float64))
 
+    @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None,
             bin_edges=None) -> BDTRegressor:
         """Train on X (n, m) and the target y (n,), optional event weights; ``eval_set``,

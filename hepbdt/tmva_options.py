@@ -46,7 +46,9 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
   i.e. ``UsePoissonNvars=False``; TMVA's default UsePoissonNvars=True is honoured only as an
   explicit error, so write ``UsePoissonNvars=False`` with UseRandomisedTrees.
 - ``NegWeightTreatment``: InverseBoostNegWeights -> ``"inverse_boost"`` for AdaBoost and
-  Bagging, ``"keep"`` for Grad (TMVA itself switches Grad to Pray); Pray -> ``"keep"``;
+  Bagging, ``"ignore"`` for Grad (ROOT 6.40 writes a BDTG trained at the default as
+  ``ignorenegweightsintraining``: ``../shared/tmva``'s two BDTG files; older sources switch
+  it to Pray); Pray -> ``"keep"``;
   IgnoreNegWeightsInTraining, NoNegWeightsInTraining -> ``"ignore"``;
   PairNegWeightsGlobal -> ``"pair"``.
 - ``SigToBkgFraction`` -> ``sig_to_bkg_fraction``; ``SkipNormalization`` -> ``None``.
@@ -397,7 +399,7 @@ def _negative_weights(opt: dict[str, Any], given: dict[str, Any]) -> str:
             _fail(opt, "IgnoreNegWeightsInTraining", "contradicts NegWeightTreatment")
         neg = "ignore"
     if neg == "inverse_boost" and opt["BoostType"] == "Grad":
-        neg = "keep"  # TMVA switches Grad to Pray
+        neg = "ignore"  # what ROOT 6.40 trains (and writes) for Grad at the default
     return neg
 
 

@@ -560,6 +560,10 @@ def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | N
         # fUseYesNoLeaf = kFALSE for BoostType=RealAdaBoost (written as AdaBoost), AdaCost and
         # regression trees: the written value (modified="No" then) is the one used.
         given["UseYesNoLeaf"] = written["UseYesNoLeaf"]
+    if "NegWeightTreatment" in written:
+        # ProcessOptions replaces the default InverseBoostNegWeights for Grad: the written
+        # value (modified="No" then) is the treatment training used.
+        given["NegWeightTreatment"] = written["NegWeightTreatment"]
     if regression:
         given.pop("SeparationType", None)  # fSepType = NULL: regression trees use RegressionVariance
     if boost == "Grad" or _truthy(written.get("UseRandomisedTrees", "False")):

@@ -1,0 +1,68 @@
+"""The scikit-learn audit (2026-12-02): a signal label that sorts first is flagged, since
+scikit-learn's tools take the larger label as the positive class; a fit that fails leaves
+the estimator as it was. References: scikit-learn's roc_auc_score and its
+HistGradientBoostingClassifier's behaviour on a failed refit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.estimators import ClassOrderWarning
+
+
+def _data(n: int = 600, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X, X[:, 0] + 0.5 * rng.normal(size=n) > 0
+
+
+@pytest.mark.parametrize("labels, signal_label", [
+    (("ttbar", "signal"), None),  # "signal" sorts before "ttbar"
+    ((2, 1), None),  # 1 is the signal by default
+    ((1, 0), 0),  # TMVA's classID: 0 is the signal
+])
+def test_signal_label_sorting_first_warns_and_sklearn_reads_it_inverted(labels, signal_label):
+    X, is_signal = _data()
+    y = np.where(is_signal, labels[1], labels[0])
+    with pytest.warns(ClassOrderWarning, match="positive class"):
+        model = BDTClassifier(n_trees=10, signal_label=signal_label).fit(X, y)
+    assert model.classes_.tolist() == [labels[0], labels[1]]
+    # what the warning says: scikit-learn's AUC takes the larger label as positive
+    auc = roc_auc_score(y, model.decision_function(X))
+    assert auc < 0.5 and roc_auc_score(is_signal, model.decision_function(X)) == pytest.approx(1 - auc)
+
+
+@pytest.mark.parametrize("labels", [(0, 1), ("background", "signal"), ("qcd", "signal"), (-1, 1)])
+def test_signal_label_sorting_last_does_not_warn(labels):
+    X, is_signal = _data()
+    y = np.where(is_signal, labels[1], labels[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClassOrderWarning)
+        model = BDTClassifier(n_trees=10).fit(X, y)
+    assert roc_auc_score(y, model.decision_function(X)) > 0.9
+
+
+def test_failed_refit_keeps_the_fitted_model():
+    X, is_signal = _data()
+    model = BDTClassifier(n_trees=10, random_state=0).fit(X, is_signal.astype(int))
+    before = (model.classes_.copy(), model.predict_proba(X), model.n_features_in_)
+    strings = np.where(is_signal, "signal", "background")
+    with pytest.raises(ValueError, match="all weights are zero"):
+        model.fit(X, strings, sample_weight=np.zeros(len(X)))
+    with pytest.raises(ValueError, match="all weights are zero"):
+        model.fit(np.c_[X, X], is_signal.astype(int), sample_weight=np.zeros(len(X)))
+    assert model.classes_.tolist() == before[0].tolist() and model.n_features_in_ == before[2]
+    np.testing.assert_array_equal(model.predict_proba(X), before[1])
+
+
+def test_failed_first_fit_leaves_an_unfitted_regressor():
+    X, is_signal = _data()
+    model = BDTRegressor(n_trees=5)
+    with pytest.raises(ValueError):
+        model.fit(X, X[:, 0], sample_weight=np.zeros(len(X)))
+    assert not hasattr(model, "forest_") and not hasattr(model, "n_features_in_")
