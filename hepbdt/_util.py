@@ -323,7 +323,7 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         if not columns or len({c.shape for c in columns}) != 1 or columns[0].ndim != 1:
             raise ValueError(f"{what}: a dict of features needs 1-d arrays of one length, one "
                              "per feature")
-        X = np.column_stack(columns)
+        X = np.column_stack([_wide_integers_as_features(c) for c in columns])
         return X, names
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
@@ -349,10 +349,27 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
     return X, names
 
 
+def _wide_integers_as_features(column: np.ndarray) -> np.ndarray:
+    """A 64-bit integer column as the float32 features it is, rounded once: stacked beside
+    float columns it would become float64 first, and a value beyond 2**53 rounded twice
+    can land on the other float32 neighbour (another side of a split) than the same
+    column given alone, or read from a file."""
+    if column.dtype.kind in "iu" and column.dtype.itemsize == 8:
+        return column.astype(X_DTYPE)
+    return column
+
+
 def _frame_values(frame: Any) -> Any:
-    """A data frame's values; pandas' missing values (pd.NA of nullable columns) as NaN."""
-    if type(frame).__module__.startswith("pandas") and any(
-            not isinstance(d, np.dtype) for d in getattr(frame, "dtypes", ())):
+    """A data frame's values; pandas' missing values (pd.NA of nullable columns) as NaN;
+    64-bit integer columns beside others rounded once to float32 (``_wide_integers_as_features``)."""
+    pandas = type(frame).__module__.startswith("pandas")
+    dtypes = list(getattr(frame, "dtypes", ()))
+    wide = [isinstance(d, np.dtype) and d.kind in "iu" and d.itemsize == 8 for d in dtypes]
+    if pandas and any(wide) and not all(wide):
+        return np.column_stack([_frame_values(frame.iloc[:, [j]])[:, 0] if not w
+                                else frame.iloc[:, j].to_numpy().astype(X_DTYPE)
+                                for j, w in enumerate(wide)])
+    if pandas and any(not isinstance(d, np.dtype) for d in dtypes):
         return frame.to_numpy(na_value=np.nan)
     return frame.to_numpy()
 

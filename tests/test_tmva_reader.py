@@ -145,6 +145,25 @@ def test_reader_equals_hepbdt_regressors(reader, tmp_path, params, nan, depth) -
     _compare(reader, model, tmp_path, X_eval)
 
 
+def test_reader_takes_minus_inf_as_missing_and_plus_inf_as_the_largest(reader, tmp_path) -> None:
+    # README, Deploying a model: TMVA's x >= Cut is false for -inf as for NaN. The Reader's
+    # score of an event with -inf is its score with NaN there; with +inf, with FLT_MAX.
+    X, _, target = _data(3000, nan=True)
+    model = BDTRegressor(n_trees=30, max_depth=4, random_state=0).fit(X, target)
+    base, _, _ = _data(200, seed=2)
+    big = np.finfo(np.float32).max
+    rows = [np.where(np.arange(4) == j, v, base) for j in range(2) for v in
+            (-np.inf, np.nan, np.inf, big)]
+    X_eval = np.concatenate(rows).astype(np.float32)
+    xml = tmp_path / "model.weights.xml"
+    to_tmva_xml(model, xml)
+    theirs = _reader_scores(reader, xml, X_eval, [f"x{i}" for i in range(4)], tmp_path)
+    minus, nan, plus, largest = theirs.reshape(2, 4, -1).transpose(1, 0, 2)
+    np.testing.assert_array_equal(minus, nan)
+    np.testing.assert_array_equal(plus, largest)
+    assert not np.array_equal(minus, largest)  # the trees do tell NaN from large values
+
+
 FIXTURES = ["ClassExample_BDT", "ClassExample_BDTG", "ClassExample_BDTBagging",
             "ClassExample_BDTPurity", "ClassExample_BDTRealAda", "Regression_BDT",
             "Regression_BDTG"]
