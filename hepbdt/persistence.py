@@ -127,7 +127,7 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     if cls is None:
         raise ModelFormatError(f"estimator {_brief(kind)} is not known; valid: "
                                "['BDTClassifier', 'BDTRegressor']")
-    params = _checked_params(cls, doc.get("params"))
+    params = checked_params(cls, doc.get("params"))
     forest = Forest.from_dict(doc.get("forest"), "forest")
     names = doc.get("feature_names")
     if names is not None and (not isinstance(names, list) or len(names) != forest.n_features
@@ -236,7 +236,7 @@ def _check_bin_thresholds(forest: Forest, edges: list[np.ndarray] | None) -> Non
             "differently. Each split's threshold must be that edge (or bin_edges null)")
 
 
-def _checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -> dict[str, Any]:
+def checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -> dict[str, Any]:
     """The estimator options of a model file, passing the estimator's own check."""
     if not isinstance(params, dict):
         raise ModelFormatError("'params' must be an object of estimator options")

@@ -24,6 +24,9 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
   sets UseYesNoLeaf=False): it maps to ``boosting="adaboost", use_yes_no_leaf=False``.
   hepbdt's ``boosting="realadaboost"`` (Friedman's leaves 1/2 ln(p/(1-p))) has no TMVA
   option string.
+- ``UseBaggedBoost`` with AdaBoost: each tree grows on the resample, as in TMVA, but its
+  error and the boost are measured on every training event with its weight, where TMVA
+  measures and boosts on the resample (its copies counted, the events left out unboosted).
 - ``MinNodeSize`` is a percentage with or without ``%`` (TMVA reads both as percent).
 - ``nCuts=N`` (N > 0) adds N equal-width cuts to hepbdt's quantile bins (``n_cuts=N``).
   nCuts <= 0 maps to what TMVA uses: for the AdaBoost family its full scan (TrainNodeFull),

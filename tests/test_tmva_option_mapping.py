@@ -329,3 +329,45 @@ def test_multiclass_configuration_takes_the_bdtg_string():
     params, lines = method_config({"tmva_options": "NTrees=200:BoostType=Grad:Shrinkage=0.1:"
                                    "MaxDepth=3"}, n_classes=3)
     assert lines == [] and params["loss"] is None and params["sig_to_bkg_fraction"] == "tmva"
+
+
+# -- 5. a hepbdt export records the parameters TMVA's options cannot say ----------------------
+
+def test_export_records_parameters_that_tmva_cannot_express(tmp_path):
+    # the tmva-options audit (2026-12-02): Options hold TMVA's defaults for these (nCuts=20,
+    # MinNodeSize=5%), which read back were another model's parameters
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 3))
+    y = (X[:, 0] + rng.normal(size=800) > 0).astype(int)
+    w = np.where(rng.random(800) < 0.1, -0.5, 1.0)
+    model = BDTClassifier(n_trees=20, max_depth=3, n_cuts=0, random_state=1).fit(X, y, w)
+    path = tmp_path / "m.weights.xml"
+    model.save_tmva(path)
+    options = {o.get("name"): (o.get("modified"), o.text) for o in ET.parse(path).iter("Option")}
+    assert options["nCuts"] == ("No", "20") and options["NegWeightTreatment"][0] == "No"
+    assert options["NegWeightTreatment"][1] == "ignorenegweightsintraining"  # as ROOT writes Grad
+    back = from_tmva_xml(path)
+    assert back.get_params() == model.get_params()
+    refit, again = back.fit(X, y, w), BDTClassifier(**model.get_params()).fit(X, y, w)
+    np.testing.assert_array_equal(refit.decision_function(X), again.decision_function(X))
+
+
+@pytest.mark.parametrize("record, why", [
+    ("{not json", "not a record of parameters"),
+    ('{"n_trees": -3}', "n_trees"),
+    ('{"no_such_option": 1}', "unknown options"),
+    ('{"n_trees": 5, "n_trees": 6}', "twice"),
+])
+def test_a_bad_parameters_record_is_refused(tmp_path, record, why):
+    from hepbdt.interop.tmva import TMVAFormatError
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    model = BDTClassifier(n_trees=3).fit(X, (X[:, 0] > 0).astype(int))
+    path = tmp_path / "m.weights.xml"
+    model.save_tmva(path)
+    root = ET.parse(path)
+    info = next(i for i in root.iter("Info") if i.get("name") == "hepbdt parameters")
+    info.set("value", record)
+    root.write(path)
+    with pytest.raises(TMVAFormatError, match=why):
+        from_tmva_xml(path)

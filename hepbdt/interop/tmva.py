@@ -31,12 +31,13 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..estimators import from_forest
+from ..estimators import ESTIMATORS, from_forest
 from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
-from ..persistence import read_model_file
+from ..persistence import checked_params, parse_json, read_model_file
 from ..tmva_options import parse_tmva_options
 from .tmva_export import (
     CLASSIFICATION_BOOSTS,
+    PARAMETERS_INFO,
     REGRESSION_BOOSTS,
     TMVAExportError,
     tmva_response,
@@ -524,13 +525,29 @@ def from_tmva_xml(path: str | os.PathLike):
         "node_purity": node_purity,
     }
     forest.extra = extra
-    params = _estimator_params(options, kind)
+    params = _recorded_params(info.get(PARAMETERS_INFO), kind, where)
+    if params is None:
+        params = _estimator_params(options, kind)
     if params is None:
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
     if class_names is not None:
         return from_forest(kind, forest, [v["name"] for v in variables], params,
                            classes=class_names)
     return from_forest(kind, forest, [v["name"] for v in variables], params)
+
+
+def _recorded_params(text: str | None, kind: str, where: str) -> dict[str, Any] | None:
+    """The estimator parameters a hepbdt export recorded (GeneralInfo PARAMETERS_INFO), checked
+    as a JSON model's are; None when the file has none (TMVA's files)."""
+    if text is None:
+        return None
+    cls = ESTIMATORS["BDTRegressor" if kind == "regressor" else "BDTClassifier"]
+    doc = parse_json(Path(where), text.encode(), TMVAFormatError,
+                     what=f"record of parameters (GeneralInfo {PARAMETERS_INFO!r})", unique_keys=True)
+    try:
+        return checked_params(cls, doc)
+    except ModelFormatError as exc:
+        raise TMVAFormatError(f"{where}: GeneralInfo {PARAMETERS_INFO!r}: {exc}") from None
 
 
 def _training_events(text: str | None, where: str) -> int:

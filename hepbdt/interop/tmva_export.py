@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, check_X, feature_names_of, is_classifier
+from .._util import atomic_write_text, check_X, dumps_strict, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
 from ..model import NODE_ARRAYS, Forest, from_tmva_two_class
@@ -56,6 +56,7 @@ from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
 
 FLT_MAX = float(np.finfo(np.float32).max)
+PARAMETERS_INFO = "hepbdt parameters"  # GeneralInfo entry: the estimator's parameters as JSON
 NAN_CUT = -FLT_MAX  # every finite float32 passes x >= -FLT_MAX; only NaN (and -inf) fail it
 DBL_EPSILON = float(np.finfo(np.float64).eps)
 TMVA_RELEASE = "4.2.1 [262657]"
@@ -567,6 +568,8 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
         trained["UseYesNoLeaf"] = str(layout.yes_no_leaf)  # what the leaves hold decides
     if layout.boost_type == "Bagging":
         values["UseBaggedBoost"] = "True"  # ProcessOptions: Bagging sets fBaggedBoost
+    if layout.boost_type == "Grad":  # what ROOT 6.40 writes for Grad at the default
+        values["NegWeightTreatment"] = "ignorenegweightsintraining"
     values.update(trained)
     # One variable under two names: TMVA writes it under both (the old one not modified).
     values["GradBaggingFraction"] = values["BaggedSampleFraction"]
@@ -735,12 +738,24 @@ def _add_header(root: ET.Element, layout: _Layout, forest: Forest, model: Any, m
         ("Host", platform.platform()), ("Dir", "."),
         ("Training events", str(int(layout.extra_tmva.get("training_events", 0)))),
         ("TrainingTime", f"{0.0:.8e}"), ("AnalysisType", layout.analysis),
+        *_parameters_record(model),
     ]:
         ET.SubElement(info, "Info", {"name": key, "value": value})
     opts = ET.SubElement(root, "Options")
     for opt_name, modified, value in _options(layout, forest, model, max_depth):
         attrs = {"name": opt_name, "modified": "Yes" if modified else "No"}
         ET.SubElement(opts, "Option", attrs).text = value
+
+
+def _parameters_record(model: Any) -> list[tuple[str, str]]:
+    """GeneralInfo's PARAMETERS_INFO entry: the estimator's own parameters as JSON (the
+    Reader reads Info entries by name and skips the others). ``Options`` holds TMVA's
+    default for a parameter TMVA cannot express (hepbdt's quantile bins, min_node_size 0,
+    negative_weights="regress"), which read back would be another model's parameter."""
+    if not hasattr(model, "get_params"):
+        return []
+    params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in model.get_params().items()}
+    return [(PARAMETERS_INFO, dumps_strict(params, sort_keys=True))]
 
 
 def _add_variables(root: ET.Element, layout: _Layout, forest: Forest, model: Any, names: list[str],
