@@ -163,7 +163,8 @@ def _export_parser(commands: Any) -> None:
     export.add_argument("--onnx", metavar="FILE", help="write an ONNX model (.onnx)")
     export.add_argument("--cpp", metavar="FILE", help="write a C++ header (.h)")
     export.add_argument("--tmva", metavar="FILE", help="write a TMVA weight file (.weights.xml)")
-    export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name)")
+    export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name; "
+                        "a k-fold model's fold i adds _fold<i>)")
     export.add_argument("--missing", choices=("auto", "exact", "none"), default="auto",
                         help="NaN branches in --tmva (default auto: for regressors and "
                         "multi-class models; TMVA::Reader returns -999 for a two-class "
@@ -435,9 +436,12 @@ def _export(args: argparse.Namespace) -> int:
     _check_outputs("export", [path if len(models) == 1 else _fold_path(path, i)
                               for _, path in targets for i in range(len(models))], [args.model])
     writers = {
-        "onnx": lambda m, path: to_onnx(m, path),
-        "cpp": lambda m, path: to_cpp(m, path, namespace=args.namespace),
-        "tmva": lambda m, path: to_tmva_xml(m, path, missing=args.missing),
+        "onnx": lambda m, path, where, fold: to_onnx(m, path),
+        # the namespace (and include guard) from the file's own name, not its temporary's;
+        # a k-fold model's headers each their own, so that one program can hold them all
+        "cpp": lambda m, path, where, fold: to_cpp(m, path, namespace=_cpp_namespace(
+            args.namespace, where, fold if len(models) > 1 else None)),
+        "tmva": lambda m, path, where, fold: to_tmva_xml(m, path, missing=args.missing),
     }
     done = []
     # Every file is written to its temporary first and renamed when all are written, so a
@@ -448,7 +452,7 @@ def _export(args: argparse.Namespace) -> int:
                 where = path if len(models) == 1 else _fold_path(path, i)
                 temporary = stack.enter_context(atomic_path(where))
                 try:
-                    info = writers[fmt](fold_model, temporary)
+                    info = writers[fmt](fold_model, temporary, where, i)
                 except ValueError as exc:  # the format cannot express this model
                     raise UserError(f"{where}: {exc}") from None
                 done.append(f"wrote {where} ({info['n_trees']} trees, {info['n_nodes']} nodes)")
@@ -456,6 +460,15 @@ def _export(args: argparse.Namespace) -> int:
     if isinstance(model, KFoldModel):
         print(f"k-fold model: file i scores the events with {model.by} % {model.k} == i")
     return 0
+
+
+def _cpp_namespace(given: str | None, where: str, fold: int | None) -> str:
+    """``--cpp``'s namespace: ``--namespace`` (with ``_fold<i>`` for a k-fold model's fold),
+    else one from the name of the header written."""
+    from hepbdt.interop.cpp_export import namespace_for
+
+    name = namespace_for(given, where)  # checked, or from the name
+    return name if given is None or fold is None else f"{name}_fold{fold}"
 
 
 def _fold_path(path: str, fold: int) -> str:

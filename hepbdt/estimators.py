@@ -24,6 +24,7 @@ from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, no
 from ._util import (
     any_nan,
     atomic_write_text,
+    called_from_outside,
     check_weights,
     check_X,
     column_positions,
@@ -32,6 +33,7 @@ from ._util import (
     hash_fraction,
     real_array,
     threads,
+    user_stacklevel,
 )
 from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
@@ -59,7 +61,7 @@ from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, from_t
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ClassOrderWarning",
+           "ClassOrderWarning", "FeatureNamesWarning",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
            "hold_out_ratio_refusal"]
 
@@ -182,16 +184,20 @@ class _TreePlan:
     fraction: float = 0.0
 
     def reason(self, kept: int, best_iteration: int | None, n_classes: int = 1,
-               evaluated: int | None = None) -> str:
+               evaluated: int | None = None, extra: dict | None = None) -> str:
         """How the fitted model's tree count (rounds of ``n_classes`` trees) came about;
-        ``evaluated``: the rounds grown and evaluated (None: ``rounds`` after the best)."""
+        ``evaluated``: the rounds grown and evaluated (None: ``rounds`` after the best);
+        ``extra``: the forest's record of AdaBoost's skipped trees and stop."""
+        short = _adaboost_shortfall(extra or {}) if kept < self.n_trees else ""
         if self.why == "given":
-            return f"n_trees={self.n_trees}" + ("" if kept == self.n_trees else
-                                                f", cut at its best iteration to {kept}")
+            if kept == self.n_trees:
+                return f"n_trees={self.n_trees}"
+            return f"n_trees={self.n_trees}, " + (short or f"cut at its best iteration to {kept}")
         unit = "trees" if n_classes == 1 else f"rounds of {n_classes} trees (one a class)"
         head = f"n_trees='auto' kept {kept} {unit}: "
         if self.why == "adaboost":
-            return head + "a fixed count, as the AdaBoost family has no validation loss to stop on"
+            return head + ("a fixed count, as the AdaBoost family has no validation loss to "
+                           "stop on" + (f"; {short}" if short else ""))
         if self.why == "small":
             return head + (f"a fixed count, as fewer than {AUTO_TREES_FROM:,} training events "
                            "are too few to hold out a validation sample")
@@ -206,6 +212,18 @@ class _TreePlan:
                            f"{self.n_trees} came {after} {step}(s) later")
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {after}")
+
+
+def _adaboost_shortfall(extra: dict) -> str:
+    """Why an AdaBoost-family fit kept fewer trees than asked (its forest's record), or ""."""
+    parts = []
+    skipped = int(extra.get("skipped_trees") or 0)
+    if skipped:
+        parts.append(f"{skipped} resampled tree(s) left out (error >= 0.5, or a resample "
+                     "without positive net weight)")
+    if extra.get("stopped"):
+        parts.append(f"boosting stopped: {extra['stopped']}")
+    return "; ".join(parts)
 
 
 # The options both estimators take, in signature order; ``max_depth`` and ``loss`` differ in
@@ -297,6 +315,24 @@ def _unsorted_classes_text(classes: np.ndarray) -> str:
             f"cross_val_predict) take the larger label, {background!r}, as the positive class "
             "and would read these scores inverted; for them, give labels whose larger value "
             f"is the signal (e.g. y == {signal!r}); hepbdt's own evaluation is right either way")
+
+
+_ESTIMATOR_FILES = ("estimators.py", os.path.join("dask", "_estimators.py"))
+
+
+class FeatureNamesWarning(UserWarning):
+    """Named input to a model fitted on unnamed columns, or the other way round: the
+    columns are taken by position (scikit-learn warns alike)."""
+
+
+def _names_text(owner: str, names: Any) -> str:
+    """FeatureNamesWarning's message for a model whose feature names are ``names`` (or None)."""
+    if names is None:
+        return (f"X has feature names, but {owner} was fitted without feature names: its "
+                "columns are taken in the order given, not by name")
+    shown = ", ".join(map(str, list(names)[:8])) + (", ..." if len(names) > 8 else "")
+    return (f"X does not have valid feature names, but {owner} was fitted with feature names "
+            f"({shown}): its columns are taken to be these, in this order")
 
 
 def _whole_or_unchanged(fit):
@@ -673,7 +709,7 @@ class _BDTBase(SklearnProtocol):
         per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
         self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
-                                           evaluated)
+                                           evaluated, forest.extra)
         return self
 
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
@@ -936,9 +972,12 @@ class _BDTBase(SklearnProtocol):
         if isinstance(X, BinnedMatrix):
             return self._binned_input(X).to_features()
         names = getattr(self, "feature_names_in_", None)
-        X, _ = check_X(X, self.n_features_in_, names=None if names is None else list(names),
-                       owner=type(self).__name__,
-                       definitions=getattr(self, "feature_definitions_", None))
+        X, given = check_X(X, self.n_features_in_, names=None if names is None else list(names),
+                           owner=type(self).__name__,
+                           definitions=getattr(self, "feature_definitions_", None))
+        if (names is None) != (given is None) and called_from_outside(*_ESTIMATOR_FILES):
+            warnings.warn(_names_text(type(self).__name__, names), FeatureNamesWarning,
+                          stacklevel=user_stacklevel())
         self._check_reader_nan(X)
         return X
 
@@ -1480,7 +1519,7 @@ class BDTClassifier(_BDTBase):
                                          dtype=classes.dtype)
                 if signal == classes[0]:
                     warnings.warn(_unsorted_classes_text(self.classes_), ClassOrderWarning,
-                                  stacklevel=4)
+                                  stacklevel=user_stacklevel())
             else:
                 self.classes_ = classes
         bad = _not_in(y, self.classes_)

@@ -142,18 +142,8 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
             isinstance(k, str) and isinstance(v, str) for k, v in definitions.items()):
         raise ModelFormatError("feature_definitions must map feature names to expressions")
     classes = doc.get("classes")
-    n_labels = max(2, forest.n_classes)
-    if cls is BDTClassifier and (not isinstance(classes, list) or len(classes) != n_labels
-                                 or not all(_is_label(c) for c in classes)
-                                 or len(set(map(repr, classes))) != n_labels):
-        raise ModelFormatError(f"a classifier whose forest scores {n_labels} classes needs "
-                               f"'classes' with {n_labels} different labels (strings or numbers)")
-    if cls is BDTClassifier and len(set(np.asarray(classes).tolist())) != n_labels:
-        # one array holds the labels: [1, true] becomes [1, 1], ["0", 0] becomes ['0', '0']
-        raise ModelFormatError(f"classes {_brief(classes)} are {n_labels} labels, but not "
-                               f"{n_labels} different ones as one array "
-                               f"({_brief(np.asarray(classes).tolist())}); give labels of one "
-                               "kind: all strings, or all numbers")
+    if cls is BDTClassifier:
+        checked_classes(classes, max(2, forest.n_classes))
     loss = forest.extra.get("loss")
     valid_losses = CLASSIFIER_LOSSES if cls is BDTClassifier else REGRESSOR_LOSSES
     if loss is not None and loss not in valid_losses:
@@ -185,6 +175,22 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                        best_iteration=best, evals_result=evals,
                        bin_edges=edges,
                        n_trees_reason=reason, min_node_size_used=used)
+
+
+def checked_classes(classes: Any, n_labels: int) -> list[Any]:
+    """A classifier's ``classes`` of a model file: ``n_labels`` different labels of one kind
+    (ModelFormatError otherwise)."""
+    if (not isinstance(classes, list) or len(classes) != n_labels
+            or not all(_is_label(c) for c in classes) or len(set(map(repr, classes))) != n_labels):
+        raise ModelFormatError(f"a classifier whose forest scores {n_labels} classes needs "
+                               f"'classes' with {n_labels} different labels (strings or numbers)")
+    if len(set(np.asarray(classes).tolist())) != n_labels:
+        # one array holds the labels: [1, true] becomes [1, 1], ["0", 0] becomes ['0', '0']
+        raise ModelFormatError(f"classes {_brief(classes)} are {n_labels} labels, but not "
+                               f"{n_labels} different ones as one array "
+                               f"({_brief(np.asarray(classes).tolist())}); give labels of one "
+                               "kind: all strings, or all numbers")
+    return classes
 
 
 def _repeated(names: list[str]) -> tuple[str, int, int] | None:

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from typing import Any, NoReturn
 
 from .engine._types import MAX_VALUE_BINS
@@ -294,6 +295,36 @@ def _fail(opt: dict[str, Any], name: str, why: str) -> NoReturn:
     raise TMVAOptionError(f"TMVA option {name}={opt[name]!r}: {why}")
 
 
+class TMVAOptionWarning(UserWarning):
+    """An option that TMVA's MethodBDT::ProcessOptions sets aside for this method; hepbdt
+    does the same."""
+
+
+# (option, value TMVA sets, when: f(opt, regression), where ProcessOptions does it)
+_OVERRIDES = (
+    ("UseYesNoLeaf", False, lambda o, r: r, "regression trees have no yes/no leaves"),
+    ("SeparationType", "RegressionVariance", lambda o, r: r,
+     "regression trees split by RegressionVariance"),
+    ("UseFisherCuts", False, lambda o, r: r, "regression has no Fisher cuts"),
+    ("PruneMethod", "NoPruning", lambda o, r: o["BoostType"] == "Grad", "Grad trees are not pruned"),
+    ("PruneMethod", "NoPruning", lambda o, r: o["UseRandomisedTrees"],
+     "randomised trees are not pruned"),
+    ("NodePurityLimit", 0.5, lambda o, r: o["BoostType"] == "Grad" or r,
+     "Grad and regression trees score by their responses, not by signal or background leaves"),
+)
+
+
+def _processoptions_overrides(opt: dict[str, Any], given: dict[str, Any], regression: bool) -> None:
+    """Set aside, with a TMVAOptionWarning, options given that TMVA overrides for this
+    method (MethodBDT::ProcessOptions warns and sets them): a string TMVA trains with is
+    accepted as TMVA accepts it, where hepbdt refused it."""
+    for name, value, applies, why in _OVERRIDES:
+        if name in given and opt[name] != value and applies(opt, regression):
+            warnings.warn(f"TMVA option {name}={opt[name]!r} is set aside, as TMVA does: {why} "
+                          f"({name}={value!r} is used)", TMVAOptionWarning, stacklevel=3)
+            opt[name] = value
+
+
 def _check_unsupported(opt: dict[str, Any], given: dict[str, Any], regression: bool) -> None:
     """Reject boost types and tree-building settings that hepbdt does not implement."""
     boost = opt["BoostType"]
@@ -480,6 +511,7 @@ def parse_tmva_options(options: str, kind: str = "classifier") -> dict[str, Any]
     given = _read(options)
     opt = {name: spec[2 if regression else 1] for name, spec in TMVA_OPTIONS.items()}
     opt.update(given)
+    _processoptions_overrides(opt, given, regression)
     _check_unsupported(opt, given, regression)
     params = _tree_params(opt, given, regression)
     params.update(_bagging_params(opt, given))

@@ -215,6 +215,29 @@ def test_export_names_the_fold_file_that_cannot_be_written(setup, tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_fold1.h"]
 
 
+@pytest.mark.parametrize("given, expected", [
+    ([], ["namespace my_bdt {"]),
+    (["--namespace", "tagger"], ["namespace tagger {"]),
+])
+def test_export_names_the_cpp_namespace_after_the_header(setup, tmp_path, given, expected):
+    # the exports audit (2026-12-02): the command named it after its temporary file
+    # (hepbdt_model), so README's my_bdt::evaluate did not compile
+    assert main(["export", str(setup["old"]), "--cpp", str(tmp_path / "my_bdt.h"), *given]) == 0
+    assert expected[0] in (tmp_path / "my_bdt.h").read_text()
+
+
+def test_export_gives_each_fold_header_its_own_namespace_and_guard(setup, tmp_path):
+    for given, names in (([], ["x_fold0", "x_fold1"]), (["--namespace", "t"], ["t_fold0", "t_fold1"])):
+        assert main(["export", str(setup["kf"]), "--cpp", str(tmp_path / "x.h"), *given]) == 0
+        texts = [(tmp_path / f"x_fold{i}.h").read_text() for i in range(2)]
+        for text, name in zip(texts, names, strict=True):
+            assert f"namespace {name} {{" in text
+        guards = [next(line for line in t.splitlines() if line.startswith("#ifndef")) for t in texts]
+        assert guards[0] != guards[1]
+        for i in range(2):
+            (tmp_path / f"x_fold{i}.h").unlink()
+
+
 @pytest.mark.parametrize("task, y, names", [
     ("classification", np.array([0, 1, 0, 1, 1]), ["pt", "target"]),
     ("regression", np.arange(5.0) + 0.5, ["label", "classID"])])

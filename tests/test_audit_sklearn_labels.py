@@ -66,3 +66,18 @@ def test_failed_first_fit_leaves_an_unfitted_regressor():
     with pytest.raises(ValueError):
         model.fit(X, X[:, 0], sample_weight=np.zeros(len(X)))
     assert not hasattr(model, "forest_") and not hasattr(model, "n_features_in_")
+
+
+def test_adaboost_tree_count_names_the_trees_left_out_not_a_best_iteration():
+    # the worked-analyses audit: a resampled AdaBoost fit keeping fewer trees said "cut at
+    # its best iteration", which AdaBoost has none of
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = rng.random(2000) < 0.5  # noise: many resampled trees have error >= 0.5
+    model = BDTClassifier(boosting="adaboost", n_trees=60, max_depth=1, subsample=0.5,
+                          subsample_mode="poisson", random_state=0).fit(X, y)
+    skipped = model.forest_.extra["skipped_trees"]
+    assert skipped > 0 and model.forest_.n_trees == 60 - skipped
+    assert model.n_trees_reason_ == (f"n_trees=60, {skipped} resampled tree(s) left out (error "
+                                     ">= 0.5, or a resample without positive net weight)")
+    assert "best iteration" not in model.n_trees_reason_

@@ -4,6 +4,7 @@ sets without marking them modified, nCuts <= 0, and the multi-class BDTG option 
 
 from __future__ import annotations
 
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -352,11 +353,33 @@ def test_export_records_parameters_that_tmva_cannot_express(tmp_path):
     np.testing.assert_array_equal(refit.decision_function(X), again.decision_function(X))
 
 
+@pytest.mark.parametrize("labels, signal_label", [((0, 1), 0), (("bkg", "sig"), "sig"),
+                                                  ((1, 2), None)])
+def test_export_keeps_the_labels_a_tmva_file_cannot(tmp_path, labels, signal_label):
+    # the exports audit (2026-12-02): read back, classes_ were [0, 1] under the recorded
+    # signal_label, and predict() disagreed with the model on every event
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=600) > 0, labels[1], labels[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = BDTClassifier(n_trees=10, signal_label=signal_label).fit(X, y)
+    model.save_tmva(tmp_path / "m.weights.xml")
+    back = from_tmva_xml(tmp_path / "m.weights.xml")
+    assert back.classes_.tolist() == model.classes_.tolist()
+    np.testing.assert_array_equal(back.predict(X), model.predict(X))
+    # the file's leaves are float32 (README: within the export's tolerance, 1e-6)
+    np.testing.assert_allclose(back.predict_proba(X), model.predict_proba(X), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("record, why", [
     ("{not json", "not a record of parameters"),
-    ('{"n_trees": -3}', "n_trees"),
-    ('{"no_such_option": 1}', "unknown options"),
-    ('{"n_trees": 5, "n_trees": 6}', "twice"),
+    ('{"params": {"n_trees": -3}, "classes": [0, 1]}', "n_trees"),
+    ('{"params": {"no_such_option": 1}, "classes": [0, 1]}', "unknown options"),
+    ('{"params": {"n_trees": 5, "n_trees": 6}, "classes": [0, 1]}', "twice"),
+    ('{"params": {}, "classes": [1, 1]}', "different labels"),
+    ('{"params": {}, "classes": null}', "classifier's labels"),
+    ('{"n_trees": 5}', "'params' and 'classes'"),
 ])
 def test_a_bad_parameters_record_is_refused(tmp_path, record, why):
     from hepbdt.interop.tmva import TMVAFormatError
@@ -371,3 +394,29 @@ def test_a_bad_parameters_record_is_refused(tmp_path, record, why):
     root.write(path)
     with pytest.raises(TMVAFormatError, match=why):
         from_tmva_xml(path)
+
+
+# -- 6. options TMVA sets aside for a method are set aside, with a warning ----------------------
+
+@pytest.mark.parametrize("kind, base, extra", [
+    # MethodBDT::ProcessOptions: regression sets fUseYesNoLeaf, fSepType, fUseFisherCuts aside
+    ("regressor", "BoostType=Grad:MaxDepth=3", "UseYesNoLeaf=True"),
+    ("regressor", "BoostType=Grad:MaxDepth=3", "SeparationType=GiniIndex"),
+    ("regressor", "BoostType=Grad:MaxDepth=3", "UseFisherCuts"),
+    # Grad and randomised trees: fPruneMethod = kNoPruning
+    ("classifier", "BoostType=Grad", "PruneMethod=CostComplexity:PruneStrength=5"),
+    ("classifier", "UseRandomisedTrees:UsePoissonNvars=False", "PruneMethod=ExpectedError"),
+    ("classifier", "BoostType=Grad", "NodePurityLimit=0.6"),  # Grad scores by responses
+])
+def test_options_processoptions_sets_aside_are_accepted_as_tmva_accepts_them(kind, base, extra):
+    from hepbdt.tmva_options import TMVAOptionWarning
+    with pytest.warns(TMVAOptionWarning, match="set aside, as TMVA does"):
+        params = parse_tmva_options(f"{base}:{extra}", kind)
+    assert params == parse_tmva_options(base, kind)
+
+
+@pytest.mark.parametrize("options", ["BoostType=AdaBoost:PruneMethod=CostComplexity",
+                                     "BoostType=AdaBoost:NodePurityLimit=0.6"])
+def test_options_that_would_change_an_adaboost_model_are_still_refused(options):
+    with pytest.raises(TMVAOptionError):
+        parse_tmva_options(options, "classifier")

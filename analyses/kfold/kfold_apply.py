@@ -6,7 +6,8 @@ of the three ntuples, and checks, by event number, that
 
 - no event was scored (in TestTree, or by apply) by a model that trained on it: the
   events in model i's training sample (TrainTree, ``fold == i``) all have
-  ``event % k != i``, and model i scored exactly the events with ``event % k == i``;
+  ``event % k != i``, and model i (TestTree, ``fold == i``) scored exactly the events with
+  ``event % k == i``, none of them in its training sample;
 - ``hepbdt apply`` gives every selected event exactly its TestTree score.
 
     python analyses/kfold/kfold_apply.py [--output DIR] [--quick]
@@ -55,12 +56,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     k = model.k
     with uproot.open(out / "scores.root") as file:
         train_tree = file["TrainTree"].arrays(["event", "fold"], library="np")
-        test_tree = file["TestTree"].arrays(["event", "bdt_score"], library="np")
+        test_tree = file["TestTree"].arrays(["event", "bdt_score", "fold"], library="np")
     leaks = 0
-    for i in range(k):
+    for i in range(k):  # "fold": the model that trained on (TrainTree) or scored (TestTree) it
         trained_on = train_tree["event"][train_tree["fold"] == i]
-        scored = test_tree["event"][np.mod(test_tree["event"], k) == i]
+        scored = test_tree["event"][test_tree["fold"] == i]
         leaks += int(np.count_nonzero(np.mod(trained_on, k) == i))
+        leaks += int(np.count_nonzero(np.mod(scored, k) != i))
         leaks += int(np.isin(scored, trained_on).sum())
     applied_event, applied_score = [], []
     for path in inputs:

@@ -279,7 +279,7 @@ class _DaskMixin:
         per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
         self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
-                                           evaluated)
+                                           evaluated, forest.extra)
         self.dask_bytes_ = traffic
         self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
         return self

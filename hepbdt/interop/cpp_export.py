@@ -137,7 +137,7 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None)
     """
     forest = _check_fitted(model)
     warn_reader_nan(forest, "the C++ header")
-    name = _namespace(namespace, path)
+    name = namespace_for(namespace, path)
     _check_exportable(forest)
     text = _header(model, forest, name, Path(path).name)
     atomic_write_text(path, text)
@@ -182,7 +182,7 @@ def _check_exportable(forest: Forest) -> None:
         raise CppExportError("leaf values, tree weights and the base score must be finite")
 
 
-def _namespace(namespace: str | None, path: str | os.PathLike) -> str:
+def namespace_for(namespace: str | None, path: str | os.PathLike) -> str:
     """The given namespace, checked, or one derived from the file name."""
     rule = ("a C++ namespace must be an ASCII identifier (letters, digits and underscores, "
             "not starting with a digit), not a C++ keyword, without '__' and not starting with "

@@ -24,6 +24,7 @@ import math
 import os
 import re
 import struct
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,8 @@ import numpy as np
 
 from ..estimators import ESTIMATORS, from_forest
 from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
-from ..persistence import checked_params, parse_json, read_model_file
-from ..tmva_options import parse_tmva_options
+from ..persistence import checked_classes, checked_params, parse_json, read_model_file
+from ..tmva_options import TMVAOptionWarning, parse_tmva_options
 from .tmva_export import (
     CLASSIFICATION_BOOSTS,
     PARAMETERS_INFO,
@@ -525,29 +526,46 @@ def from_tmva_xml(path: str | os.PathLike):
         "node_purity": node_purity,
     }
     forest.extra = extra
-    params = _recorded_params(info.get(PARAMETERS_INFO), kind, where)
+    params, classes = _recorded(info.get(PARAMETERS_INFO), kind, class_names, where)
     if params is None:
         params = _estimator_params(options, kind)
     if params is None:
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
-    if class_names is not None:
-        return from_forest(kind, forest, [v["name"] for v in variables], params,
-                           classes=class_names)
-    return from_forest(kind, forest, [v["name"] for v in variables], params)
+    if classes is None:
+        classes = class_names if class_names is not None else (0, 1)
+    return from_forest(kind, forest, [v["name"] for v in variables], params, classes=classes)
 
 
-def _recorded_params(text: str | None, kind: str, where: str) -> dict[str, Any] | None:
-    """The estimator parameters a hepbdt export recorded (GeneralInfo PARAMETERS_INFO), checked
-    as a JSON model's are; None when the file has none (TMVA's files)."""
+def _recorded(text: str | None, kind: str, class_names: list[str] | None, where: str
+              ) -> tuple[dict[str, Any] | None, list[Any] | None]:
+    """The estimator parameters and a classifier's labels that a hepbdt export recorded
+    (GeneralInfo PARAMETERS_INFO), checked as a JSON model's are; (None, None) for a file
+    without the record (TMVA's). A classifier's labels stand for TMVA's classes in order
+    (two classes: background, signal; more: the file's class names are the labels as text)."""
     if text is None:
-        return None
-    cls = ESTIMATORS["BDTRegressor" if kind == "regressor" else "BDTClassifier"]
+        return None, None
+    regression = kind == "regressor"
+    cls = ESTIMATORS["BDTRegressor" if regression else "BDTClassifier"]
+    name = f"GeneralInfo {PARAMETERS_INFO!r}"
     doc = parse_json(Path(where), text.encode(), TMVAFormatError,
-                     what=f"record of parameters (GeneralInfo {PARAMETERS_INFO!r})", unique_keys=True)
+                     what=f"record of parameters ({name})", unique_keys=True)
+    if not isinstance(doc, dict) or set(doc) != {"params", "classes"}:
+        raise TMVAFormatError(f"{where}: {name} must be an object of 'params' and 'classes'")
     try:
-        return checked_params(cls, doc)
+        params = checked_params(cls, doc["params"])
+        if regression or doc["classes"] is None:
+            if doc["classes"] is not None or not regression:
+                raise ModelFormatError("'classes' must list a classifier's labels (null for a "
+                                       "regressor)")
+            return params, None
+        n_labels = 2 if class_names is None else len(class_names)
+        classes = checked_classes(doc["classes"], n_labels)
     except ModelFormatError as exc:
-        raise TMVAFormatError(f"{where}: GeneralInfo {PARAMETERS_INFO!r}: {exc}") from None
+        raise TMVAFormatError(f"{where}: {name}: {exc}") from None
+    if class_names is not None and [str(c) for c in classes] != class_names:
+        raise TMVAFormatError(f"{where}: {name}: the labels {classes} are not the file's "
+                              f"classes {class_names}")
+    return params, classes
 
 
 def _training_events(text: str | None, where: str) -> int:
@@ -592,7 +610,9 @@ def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | N
             given.pop("GradBaggingFraction", None)
     text = ":".join(f"{name}={value}" for name, value in given.items())
     try:
-        return parse_tmva_options(text, kind)
+        with warnings.catch_warnings():  # the file holds what ProcessOptions made of them
+            warnings.simplefilter("ignore", TMVAOptionWarning)
+            return parse_tmva_options(text, kind)
     except ValueError:
         return None
 

@@ -56,7 +56,7 @@ from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
 
 FLT_MAX = float(np.finfo(np.float32).max)
-PARAMETERS_INFO = "hepbdt parameters"  # GeneralInfo entry: the estimator's parameters as JSON
+PARAMETERS_INFO = "hepbdt parameters"  # GeneralInfo entry: the estimator's parameters and labels
 NAN_CUT = -FLT_MAX  # every finite float32 passes x >= -FLT_MAX; only NaN (and -inf) fail it
 DBL_EPSILON = float(np.finfo(np.float64).eps)
 TMVA_RELEASE = "4.2.1 [262657]"
@@ -748,14 +748,17 @@ def _add_header(root: ET.Element, layout: _Layout, forest: Forest, model: Any, m
 
 
 def _parameters_record(model: Any) -> list[tuple[str, str]]:
-    """GeneralInfo's PARAMETERS_INFO entry: the estimator's own parameters as JSON (the
-    Reader reads Info entries by name and skips the others). ``Options`` holds TMVA's
-    default for a parameter TMVA cannot express (hepbdt's quantile bins, min_node_size 0,
-    negative_weights="regress"), which read back would be another model's parameter."""
+    """GeneralInfo's PARAMETERS_INFO entry: the estimator's own parameters and a classifier's
+    labels (``classes_``) as JSON (the Reader reads Info entries by name and skips the
+    others). ``Options`` holds TMVA's default for a parameter TMVA cannot express (hepbdt's
+    quantile bins, min_node_size 0, negative_weights="regress"), which read back would be
+    another model's parameter; TMVA's two classes are Signal and Background, not labels."""
     if not hasattr(model, "get_params"):
         return []
     params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in model.get_params().items()}
-    return [(PARAMETERS_INFO, dumps_strict(params, sort_keys=True))]
+    classes = getattr(model, "classes_", None)  # the labels, which TMVA's class names are not
+    record = {"params": params, "classes": None if classes is None else classes.tolist()}
+    return [(PARAMETERS_INFO, dumps_strict(record, sort_keys=True))]
 
 
 def _add_variables(root: ET.Element, layout: _Layout, forest: Forest, model: Any, names: list[str],

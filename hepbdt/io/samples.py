@@ -1003,9 +1003,12 @@ def read(
         instead of a sketch; one pass.
     edge_sample
         Events the edge sketch keeps (default 200,000, as the estimators subsample): with
-        at most that many events the edges are exactly those a fit on the float features
-        finds; above it, those of a weighted priority sample of that many events (see
-        :class:`hepbdt.engine.binning.EdgeSketch`). |w| counts, as in the estimators.
+        at most that many events the edges are exactly ``fit_bin_edges`` of the events read
+        and their given weights (a fit on the float features bins with its training
+        weights, which the negative-weight policy, a hold-out or a class normalisation can
+        change, so its edges may differ); above it, those of a weighted priority sample of
+        that many events (see :class:`hepbdt.engine.binning.EdgeSketch`). |w| counts, as in
+        the estimators.
     seed
         Seed of the edge sketch's sample (the sample is also independent of the chunks).
     dask
