@@ -151,3 +151,10 @@ def test_feature_names_in_only_for_named_input() -> None:
     named = BDTClassifier(n_trees=3).fit(frame, y)
     assert named.feature_names_in_.dtype == object
     assert list(named.feature_names_in_) == ["a", "b", "c", "d"]
+
+
+def test_default_min_node_size_counts_training_rows() -> None:
+    # README: at the defaults the weight check fails too, for min_node_size="auto" alone
+    with pytest.raises(AssertionError, match="Max relative difference"):
+        check_sample_weight_equivalence_on_dense_data("BDTRegressor", BDTRegressor())
+    check_sample_weight_equivalence_on_dense_data("BDTRegressor", BDTRegressor(min_node_size=0.0))
