@@ -465,6 +465,7 @@ def _export(args: argparse.Namespace) -> int:
 def _cpp_namespace(given: str | None, where: str, fold: int | None) -> str:
     """``--cpp``'s namespace: ``--namespace`` (with ``_fold<i>`` for a k-fold model's fold),
     else one from the name of the header written."""
+    # imported when the command runs, so that --help stays fast
     from hepbdt.interop.cpp_export import namespace_for
 
     name = namespace_for(given, where)  # checked, or from the name
