@@ -33,10 +33,15 @@ from ..model import ClassForestBuilder, ForestBuilder
 from .losses import Loss
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
-           "add_tree"]
+           "add_tree", "cancelled", "CANCELLED_LEAF"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call on one thread
+# With negative weights kept, a leaf whose signed weights cancel leaves a net hessian near 0,
+# and the step (net gradient / net hessian) grows without bound (scores of 1e40, then NaN,
+# in regression; -3.7e10 in a classifier): a leaf whose net hessian is at most this share of
+# its |w| one gets no step, as a leaf of net hessian <= 0 gets none.
+CANCELLED_LEAF = 0.05
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -174,6 +179,29 @@ def _tree_sums(tree: GrownTree, leaf_of: np.ndarray | None, lean_loss, y, score,
     return node_sums(tree, sums_by_leaf(leaf_of, n_leaves, wg, wh, w_tree))
 
 
+def _abs_hessian_sums(tree: GrownTree, leaf_of: np.ndarray | None, lean_loss, y, score, wh,
+                      w_tree) -> np.ndarray:
+    """Per-node sums of |w| h over a tree's events (the fourth row of a fit with negative
+    weights), in the order of ``_tree_sums``."""
+    if leaf_of is None:
+        return leaf_sums(tree, np.abs(wh))[0]
+    n_leaves = int(np.count_nonzero(tree.is_leaf))
+    if lean_loss is not None:
+        at_leaves = lean_loss.channel_leaf_sums(leaf_of, n_leaves, y, score, np.abs(w_tree))[1:2]
+    else:
+        at_leaves = sums_by_leaf(leaf_of, n_leaves, np.abs(wh))
+    return node_sums(tree, at_leaves)[0]
+
+
+def cancelled(net: np.ndarray, absolute: np.ndarray | None) -> np.ndarray:
+    """Nodes whose net (signed-weight) hessian is at most CANCELLED_LEAF of the same sum over
+    |w| (False everywhere without that sum, i.e. without negative weights): their step,
+    net gradient over net hessian, would divide by what is left of a cancellation."""
+    if absolute is None:
+        return np.zeros(net.shape, dtype=bool)
+    return net <= CANCELLED_LEAF * absolute
+
+
 def _add_tree_scores(codes, tree: GrownTree, value: np.ndarray, score: np.ndarray,
                      leaf_of: np.ndarray | None, every_event: bool) -> None:
     """score += the tree on its training events: by each event's leaf when ``leaf_of`` is
@@ -303,6 +331,19 @@ def _checked_validation_loss(value: float, it: int, unit: str) -> float:
     return value
 
 
+def _checked_training_loss(value: float, rounds: int, unit: str) -> float:
+    """The training loss after ``rounds`` rounds; ValueError when it is not finite: the
+    scores diverged, and every later tree, and the model, would be NaN or overflowing."""
+    if not np.isfinite(value):
+        raise ValueError(f"training diverged: the loss on the training events is {value!r} "
+                         f"after {unit} {rounds}, as the scores overflowed: each step "
+                         "overshot more than the one before (a learning_rate above 1 can; so "
+                         "can negative event weights kept as they are, negative_weights="
+                         "'keep'); use a smaller learning_rate, negative_weights='regress' (the "
+                         "default), or a larger min_node_size")
+    return value
+
+
 class _Watch:
     """The validation events of early stopping: their scores, summed tree by tree from zero
     with the base score added when the loss is taken (as the staged scores are, so that
@@ -373,6 +414,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     # the last tree's event leaves (storage the next one reuses); small trees' buffers
     leaf_of, workspace = None, SerialWorkspace()
     found = _channel_maxima(booster, quantised and not multiclass)  # {"maxima": (2,)} or {}
+    signed = bool(np.any(w < 0))  # negative weights kept: leaves may cancel (CANCELLED_LEAF)
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -388,7 +430,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
         if it > 0:
-            train_loss.append(previous_loss if metric is loss else metric.loss(y, w, score))
+            train_loss.append(_checked_training_loss(
+                previous_loss if metric is loss else metric.loss(y, w, score), it,
+                "round" if multiclass else "tree"))
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
         split_params.min_child_weight = min_node_size * w_tree_total
@@ -405,6 +449,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                        if by_leaf else None)
             sums = _tree_sums(tree, leaf_of, loss if lean else None, y, score[k], wg[k], wh[k],
                               w_tree)
+            if signed:  # a fourth row: sum |w| h, for the leaves whose weights cancel
+                sums = np.vstack([sums, _abs_hessian_sums(tree, leaf_of, loss if lean else None,
+                                                          y, score[k], wh[k], w_tree)])
             value = booster.leaf_values(tree, y, w_tree, score[k], sums)
             add_tree(builder.classes[k] if multiclass else builder, tree, value, mapper,
                      cover=sums[2] if quantised else None)
@@ -419,7 +466,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             break
         progress.moveto(it + 1, f"loss {previous_loss:.5g}")
     progress.close()
-    train_loss.append(metric.loss(y, w, score))
+    train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
+                                            "round" if multiclass else "tree"))
     watched = (None, None) if watch is None else (np.asarray(watch.losses), watch.best_iter)
     return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
                        *watched, {} if metric is loss else {"metric_loss": metric.loss_of_one})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import CHANNEL_DTYPE, VARIANCE
-from ._loop import leaf_quantile
+from ._loop import cancelled, leaf_quantile
 from .losses import Absolute, Huber, Loss
 
 __all__ = ["GradientBooster"]
@@ -54,7 +54,8 @@ class GradientBooster:
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact
-        per-node sums (w g, w h, w) of ``leaf_sums`` where the loss needs sums."""
+        per-node sums (w g, w h, w[, |w| h with negative weights]) of ``leaf_sums`` where the
+        loss needs sums; a leaf whose weights cancel (``cancelled``) gets 0."""
         leaves = tree.is_leaf
         tiny = self._tiny(w)
         if isinstance(self.loss, Absolute):
@@ -69,9 +70,12 @@ class GradientBooster:
                 dev = residual[idx] - median[k]
                 total = float(np.sum(w[idx], dtype=np.float64))
                 step = np.sum(w[idx] * np.sign(dev) * np.minimum(d, np.abs(dev)))
-                value[k] = median[k] + (step / total if total > tiny else 0.0)
+                absolute = float(np.sum(np.abs(w[idx]), dtype=np.float64))
+                usable = total > tiny and not cancelled(np.float64(total), np.float64(absolute))
+                value[k] = median[k] + (step / total if usable else 0.0)
         else:
             num = -sums[0]
             den = sums[1]
-            value = np.where(den > tiny, num / np.where(den > 0, den, 1), 0.0)
+            keep = (den > tiny) & ~cancelled(den, sums[3] if len(sums) > 3 else None)
+            value = np.where(keep, num / np.where(den > 0, den, 1), 0.0)
         return np.where(leaves, value * self.learning_rate, 0.0)

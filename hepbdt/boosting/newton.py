@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import NEWTON
-from ._loop import leaf_quantile
+from ._loop import cancelled, leaf_quantile
 from .losses import Absolute, Loss
 
 __all__ = ["NewtonBooster"]
@@ -40,12 +40,15 @@ class NewtonBooster:
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact
-        per-node sums (w g, w h, w) of ``leaf_sums``."""
+        per-node sums (w g, w h, w[, |w| h with negative weights]) of ``leaf_sums``; a leaf
+        whose weights cancel (``cancelled``) gets 0."""
         if isinstance(self.loss, Absolute):
             value = leaf_quantile(tree, y - score, w, 0.5)
         else:
             g = sums[0]
             t = np.sign(g) * np.maximum(np.abs(g) - self.reg_alpha, 0.0)
             den = sums[1] + self.reg_lambda
-            value = np.where(den > 0, -t / np.where(den > 0, den, 1.0), 0.0)
+            absolute = sums[3] + self.reg_lambda if len(sums) > 3 else None
+            keep = (den > 0) & ~cancelled(den, absolute)
+            value = np.where(keep, -t / np.where(den > 0, den, 1.0), 0.0)
         return np.where(tree.is_leaf, value * self.learning_rate, 0.0)

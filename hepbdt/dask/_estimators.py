@@ -67,6 +67,7 @@ from .._sklearn import column_vector_warning
 from .._util import check_weights, check_X, column_positions, exact_sum_of_parts
 from ..boosting._loop import (
     BoostResult,
+    _checked_training_loss,
     _draw,
     _OneScore,
     _Watch,
@@ -96,6 +97,7 @@ from ..estimators import (
     _check_loss_total,
     _constructor,
     _Param,
+    _whole_or_unchanged,
     hold_out_ratio_refusal,
     quantised_option,
 )
@@ -514,7 +516,8 @@ class _DaskMixin:
                 began = cluster.gather(beginning)
                 if k == 0:  # a round's channels, weights and features, once for its K trees
                     if it > 0:
-                        train_loss.append(_mean_loss(began))
+                        train_loss.append(_checked_training_loss(
+                            _mean_loss(began), it, "round" if n_classes > 1 else "tree"))
                         if watch is not None and watch.end_round(it - 1, began):
                             return builder, train_loss, traffic  # the last loss is the final one
                     params.min_child_weight = self.min_node_size_ * draw.total
@@ -545,7 +548,8 @@ class _DaskMixin:
                 traffic["levels"].extend(sent.levels)
                 traffic["trees"].append(sent.tree())
         final = cluster.gather(beginning)
-        train_loss.append(_mean_loss(final))
+        train_loss.append(_checked_training_loss(_mean_loss(final), plan.n_trees,
+                                                 "round" if n_classes > 1 else "tree"))
         if watch is not None:
             watch.end_round(plan.n_trees - 1, final)
         return builder, train_loss, traffic
@@ -929,6 +933,7 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
     __init__ = _dask_constructor(BDTClassifier, "Set the options (see BDTClassifier); "
                                  "nothing is checked until fit.")
 
+    @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
             bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
@@ -991,6 +996,7 @@ class DaskBDTRegressor(_DaskMixin, BDTRegressor):
     __init__ = _dask_constructor(BDTRegressor, "Set the options (see BDTRegressor); "
                                  "nothing is checked until fit.")
 
+    @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
             bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTRegressor:
         """Train on dask arrays X (n, m), y (n,) and optional weights, ``eval_set`` and

@@ -342,7 +342,7 @@ def class_sums(key: str, initial: np.ndarray) -> np.ndarray:
 
 
 def leaf_values(booster: Any, tree: Any, leaf_totals: np.ndarray, mean_abs_weight: float) -> np.ndarray:
-    """A tree's node values from its leaves' (w g, w h, w) sums over every event: what the
+    """A tree's node values from its leaves' (w g, w h, w, |w| h) sums over every event: what the
     client puts in the forest and every part adds to its scores, computed alike."""
     return booster.leaf_values(tree, None, np.array([mean_abs_weight]), None,
                                node_sums(tree, leaf_totals))
@@ -439,11 +439,15 @@ def leaf_splits(key: str, plan: LeafPlan) -> LeafResult:
 
 
 def leaf_sums(key: str, initial: np.ndarray | None, after: Any = None) -> np.ndarray:
-    """(w g, w h, w) summed over each leaf's events of the part, continuing ``initial``
-    (``after``: the result of the last level's step, so that it runs first)."""
+    """(w g, w h, w, |w| h) summed over each leaf's events of the part, continuing
+    ``initial`` (``after``: the result of the last level's step, so that it runs first).
+    The fourth row finds the leaves whose weights cancel (``boosting._loop.cancelled``):
+    memory sums it only when some weight is negative, where it differs from the second."""
     part = _part(key)
     wg, wh, w, _, _ = part.channels
-    return part.tree.leaf_sums(initial, wg, wh, w)
+    net = part.tree.leaf_sums(None if initial is None else initial[:3], wg, wh, w)
+    absolute = part.tree.leaf_sums(None if initial is None else initial[3:], np.abs(wh))
+    return np.vstack([net, absolute])
 
 
 def finish(key: str, leaf_totals: np.ndarray | None, mean_abs_weight: float) -> dict[str, Any]:

@@ -1,0 +1,85 @@
+"""Leaves whose signed weights cancel (the regression and multi-class audits, 2026-12-02):
+with negative weights kept, a leaf's step is its net gradient over its net hessian, and a
+leaf whose positive and negative weights nearly cancel took steps without bound (regression
+scores of 1e40, then NaN; classifier scores of -3.7e10), silently. Such a leaf now gets no
+step, as one of net hessian <= 0 did; a fit whose scores overflow anyway is refused.
+References: leaf values computed by hand with numpy from each leaf's events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.boosting._loop import CANCELLED_LEAF
+
+
+def _one_split_data():
+    # feature 0 < 0: weights +1 and -0.98 (net 2 % of |w|), target 10; >= 0: weights 1, target 1
+    n = 400
+    x = np.r_[np.full(n, -1.0), np.full(n, 1.0)]
+    X = np.c_[x, np.zeros(2 * n)]
+    w = np.r_[np.where(np.arange(n) % 2 == 0, 1.0, -0.98), np.ones(n)]
+    y = np.r_[np.full(n, 10.0), np.ones(n)] + np.r_[np.linspace(-1, 1, n), np.zeros(n)]
+    return X, y, w
+
+
+@pytest.mark.parametrize("boosting, params", [("gradient", {}), ("newton", {"reg_lambda": 0.0})])
+def test_a_cancelled_leaf_takes_no_step(boosting, params):
+    X, y, w = _one_split_data()
+    model = BDTRegressor(boosting=boosting, n_trees=1, max_depth=1, learning_rate=1.0,
+                         negative_weights="keep", n_cuts=0, **params).fit(X, y, w)
+    base = model.forest_.base_score
+    left, right = model.predict(np.array([[-1.0, 0.0], [1.0, 0.0]])) - base
+    cancelled = X[:, 0] < 0
+    net, absolute = w[cancelled].sum(), np.abs(w[cancelled]).sum()
+    assert net <= CANCELLED_LEAF * absolute  # the left leaf's weights cancel
+    assert left == 0.0
+    # the right leaf: the weighted mean residual, by hand
+    assert right == pytest.approx(np.sum(w[~cancelled] * (y[~cancelled] - base)) / w[~cancelled].sum(),
+                                  rel=1e-6)
+
+
+def test_without_negative_weights_nothing_changes():
+    X, y, w = _one_split_data()
+    w = np.abs(w)
+    model = BDTRegressor(n_trees=1, max_depth=1, learning_rate=1.0, n_cuts=0).fit(X, y, w)
+    base = model.forest_.base_score
+    left = model.predict(np.array([[-1.0, 0.0]]))[0] - base
+    mine = X[:, 0] < 0
+    assert left == pytest.approx(np.sum(w[mine] * (y[mine] - base)) / w[mine].sum(), rel=1e-6)
+
+
+def test_signed_regression_stays_within_its_targets():
+    # the audit's case: TMVA-like smooth target, 7.7 % of the weights negative (net positive)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, size=(10000, 2))
+    y = 20 * X[:, 0] + 10 * X[:, 1] ** 2 + rng.normal(size=10000)
+    w = np.where(X[:, 0] < 2.5, X[:, 1] - 0.7, 1.0)
+    for loss in ("squared", "huber"):
+        model = BDTRegressor(loss=loss, n_trees=30, max_depth=3, learning_rate=0.3, random_state=0,
+                             negative_weights="keep").fit(X, y, w)
+        p = model.predict(X)
+        assert np.all(np.isfinite(p)) and p.min() > y.min() - 50 and p.max() < y.max() + 50
+
+
+def test_signed_classifier_scores_stay_bounded():
+    # the multi-class audit's case: raw scores reached -609.8 after 12 rounds at learning
+    # rate 0.1, where newton's stay within [-2.8, 0.66]
+    rng = np.random.default_rng(5)
+    n = 6000
+    y = rng.choice([10, -1, 2], n)
+    X = rng.normal(size=(n, 3)) + np.searchsorted([-1, 2, 10], y)[:, None] * 0.4
+    w = rng.uniform(0.5, 2, n)
+    w[rng.random(n) < 0.2] *= -1
+    model = BDTClassifier(n_trees=12, max_depth=2, negative_weights="keep",
+                          random_state=1).fit(X, y, w)
+    assert np.abs(model.decision_function(X)).max() < 3
+
+
+def test_a_fit_whose_scores_overflow_is_refused():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 2))
+    y = 3 * X[:, 0] + rng.normal(size=500)
+    with pytest.raises(ValueError, match="training diverged: .* after tree 41"):
+        BDTRegressor(n_trees=100, learning_rate=10, max_depth=1).fit(X, y)
