@@ -45,6 +45,40 @@ def smallest_int_dtype(largest: Any, what: str = "value") -> np.dtype:
                      "class labels and sample indices are small integers")
 
 
+# Targets whose float32 rounding errors (their root mean square) exceed this share of their
+# standard deviation (a large offset: 1000 plus values spread over 0.004) are refused; judged
+# on at least TARGET_CHECK_EVENTS events at once (a read judges each chunk).
+TARGET_RESOLUTION = 0.01
+TARGET_CHECK_EVENTS = 100
+
+
+def float32_targets(values: np.ndarray, what: str) -> np.ndarray:
+    """Regression targets as the float32 a Dataset stores, from their exact values; InputError
+    for a finite target beyond float32's range, or targets that float32 rounds by more than
+    TARGET_RESOLUTION of their spread (the rounding would be a good part of every residual
+    and of the RMSE reported; targets read from a float32 branch round by nothing)."""
+    exact = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        stored = exact.astype(np.float32)
+    finite = np.isfinite(exact)
+    beyond = finite & ~np.isfinite(stored)
+    if beyond.any():
+        raise InputError(f"{what}: {int(np.count_nonzero(beyond))} regression target(s) beyond "
+                         f"float32's range (+-3.4e38), in which targets are stored (the largest "
+                         f"{float(np.max(np.abs(exact[beyond]))):.6g}); rescale the target (e.g. "
+                         "other units)")
+    if exact.size >= TARGET_CHECK_EVENTS and finite.all():
+        spread = float(np.std(exact))
+        rounding = float(np.sqrt(np.mean((stored - exact) ** 2)))
+        if rounding > TARGET_RESOLUTION * spread:
+            raise InputError(
+                f"{what}: the regression targets spread over {spread:.3g} (standard deviation) "
+                f"around {float(np.mean(exact)):.6g}, and float32, in which targets are stored, "
+                f"rounds them by {rounding:.3g} (root mean square): a good part of every "
+                "residual. Subtract the offset in the target expression (or rescale it)")
+    return stored
+
+
 class FeatureMatrix(np.ndarray):
     """An (n, m) float32 feature array that knows its columns: ``feature_names`` (the names
     the user wrote) and ``feature_definitions`` (name -> the expression that computes it,
@@ -262,7 +296,7 @@ class Dataset:
                                  "integers (1 signal, 0 background, or class indices)")
             return y.astype(smallest_int_dtype(int(largest), "class label"), copy=copy), task
         if task == "regression":
-            return y.astype(np.float32, copy=copy), task
+            return float32_targets(y, "y"), task
         raise InputError("task='unlabelled' takes no y")
 
     @staticmethod

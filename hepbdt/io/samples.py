@@ -42,6 +42,7 @@ from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import (
     EVENT_INT32_MAX,
     Dataset,
+    float32_targets,
     invalid_event_numbers,
     shown_number,
     smallest_int_dtype,
@@ -1436,7 +1437,7 @@ def _fill_chunk(
         if target is None:
             out.y[rows] = plan.sample.class_label
         else:
-            values = _evaluate(reader, target, arrays, n, np.float32)
+            values = _evaluate(reader, target, arrays, n, np.float64)
             bad = ~np.isfinite(values)
             if bad.any():
                 first = int(entries[np.flatnonzero(bad)[0]])
@@ -1446,7 +1447,10 @@ def _fill_chunk(
                     "a regression target must be finite: select those events away with a cut "
                     "(cut = \"...\" in the sample's table, cut= in Python)"
                 )
-            out.y[rows] = values
+            try:
+                out.y[rows] = float32_targets(values, f"{reader.where}: target {target.text!r}")
+            except InputError as err:
+                raise BadValueError(str(err)) from None
 
     event_expression = expressions["event"]
     if event_expression is None:
