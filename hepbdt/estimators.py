@@ -97,6 +97,9 @@ AUTO_PATIENCE = 10  # rounds without improvement, when neither n_iter_no_change 
 # Training weights and regression targets, in magnitude: the per-event channels are float32
 # (normal from 1.2e-38 to 3.4e38), with room for the gradient and hessian factors.
 MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-30, 1e30
+# A regression's weights times its targets' spread, at least: 100 times float32's smallest
+# normal number (1.2e-38), for the residuals that boosting makes smaller than the spread.
+MIN_RESIDUAL_CHANNEL = 1e-36
 
 
 def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True) -> None:
@@ -137,6 +140,20 @@ def check_targets(y: np.ndarray) -> np.ndarray:
                          f"must lie within +-{MAX_MAGNITUDE:g}, as the float32 gradients "
                          "need; rescale y (e.g. to other units)")
     return y
+
+
+def check_residual_scale(y: np.ndarray, w: np.ndarray) -> None:
+    """ValueError when the weights times the targets' spread fall below MIN_RESIDUAL_CHANNEL: each
+    is in range alone, but the float32 channels hold their products (w times a residual),
+    which would underflow (targets of 1e-20 with weights of 1e-25 gave predictions off by
+    1.5 target units)."""
+    spread = float(np.std(y)) if y.size > 1 else 0.0
+    largest = float(np.max(np.abs(w))) if w.size else 0.0
+    if spread > 0 and largest > 0 and largest * spread < MIN_RESIDUAL_CHANNEL:
+        raise ValueError(f"the weights (at most {largest:.3g}) times the targets' spread "
+                         f"({spread:.3g}) are below {MIN_RESIDUAL_CHANNEL:g}: the float32 gradients, "
+                         "their products, would underflow; rescale sample_weight (only the "
+                         "weights' ratios matter) or the target")
 
 
 def _rescaling(size: np.ndarray, rescalable: bool) -> str:
@@ -681,6 +698,8 @@ class _BDTBase(SklearnProtocol):
         w = given
         if not np.any(w > 0):
             raise ValueError("no event with a positive weight is left to train on")
+        if self._estimator_type == "regressor":
+            check_residual_scale(y, w)
         n_train = y.size
         self.min_node_size_ = self._resolved_node_size(n_train)
         if self.boosting in ("gradient", "newton"):

@@ -37,3 +37,18 @@ def test_physics_scale_targets_and_float32_branches_pass():
 def test_a_target_beyond_float32_is_named_as_such():
     with pytest.raises(InputError, match=r"1 regression target\(s\) beyond float32's range .* 4e\+39"):
         float32_targets(np.array([1.0, 2.0, 4e39]), "y")
+
+
+def test_weights_times_target_spread_below_float32_is_refused():
+    # each in range alone; their products, the float32 channels, underflowed (predictions
+    # 1.5 target units off at targets of 1e-20 and weights of 1e-25)
+    from hepbdt import BDTRegressor
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 2))
+    y = (3 * X[:, 0] + rng.normal(size=2000)) * 1e-20
+    with pytest.raises(ValueError, match="would underflow; rescale sample_weight"):
+        BDTRegressor(n_trees=5).fit(X, y, sample_weight=np.full(2000, 1e-25))
+    unit = BDTRegressor(n_trees=5).fit(X, y * 1e20).predict(X)
+    scaled = BDTRegressor(n_trees=5).fit(X, y, sample_weight=np.full(2000, 1e-15)).predict(X) * 1e20
+    np.testing.assert_allclose(scaled, unit, rtol=0, atol=1e-6)
