@@ -863,7 +863,8 @@ def tree_text(forest: Forest, t: int, names: Sequence[str]) -> list[str]:
         name = names[int(forest.feature[node])]
         cut = float(forest.threshold[node])
         missing = "missing goes left" if forest.missing_left[node] else "missing goes right"
-        lines.append(f"{indent}if {name} < {cut:.6g}:   [{missing}, gain {forest.gain[node]:.4g}]")
+        # the cut in the digits that read back as it (.6g sent 0.372192 the other way of 0.37219238)
+        lines.append(f"{indent}if {name} < {cut!r}:   [{missing}, gain {forest.gain[node]:.4g}]")
         stack.append((int(forest.right[node]), depth + 1, True))
         stack.append((int(forest.left[node]), depth + 1, False))
     return lines

@@ -51,6 +51,8 @@ from .persistence import load_model
 
 __all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning"]
 
+FRIEND_TITLE = "hepbdt scores"  # every friend tree's title begins so (then the branch, the model)
+
 
 class ApplyOptionError(InputError):
     """A choice of outputs that cannot be used, found before any scoring: an output file that
@@ -479,9 +481,9 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
                                  f"{source.path!r} both give the output {out_path!r}; make "
                                  "the name unique (e.g. add {tree}, or a folder per input)")
             out_tree = output_tree or reader.tree_name
-            groups.setdefault(out_path, {}).setdefault(out_tree, []).append(
-                (Source(source.path, reader.tree_name), reader.num_entries)
-            )
+            members = groups.setdefault(out_path, {}).setdefault(out_tree, [])
+            _check_one_chain(members, reader.tree_name, out_path, out_tree)
+            members.append((Source(source.path, reader.tree_name), reader.num_entries))
             total += reader.num_entries
     check_constant_names(constant_uses)  # a branch in one input is not a constant in another
     input_paths = {os.path.realpath(s.path) for s in sources}
@@ -498,21 +500,37 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     return groups, total
 
 
+def _check_one_chain(members: list[tuple[Source, int]], tree_name: str, out_path: str,
+                     out_tree: str) -> None:
+    """ApplyOptionError when an output tree would hold the scores of input trees of other
+    names (``--output-tree`` over TreeS and TreeB): a friend of their chain alone, which
+    attached to either tree gives its entries the other's scores."""
+    names = {source.tree for source, _ in members}
+    if members and tree_name not in names:
+        raise ApplyOptionError(
+            f"apply: the output tree {out_tree!r} of {out_path!r} would hold the scores of the "
+            f"input trees {sorted(names)[0]!r} and {tree_name!r} one after the other, a friend "
+            "of neither tree alone; leave --output-tree out (each input tree gets a friend tree "
+            "of its name), or write each tree to its own file ({tree} in --output)")
+
+
 def _check_replaceable(path: str, n_branches: int) -> None:
     """ApplyOptionError unless an existing ``path`` is a friend file apply could have
-    written: ROOT trees of at most ``n_branches`` branches and nothing else (an ntuple of
-    the analysis named as the output was replaced by a friend tree)."""
+    written: trees titled as apply titles them (FRIEND_TITLE), of at most ``n_branches``
+    branches, and nothing else (an ntuple of the analysis named as the output was replaced
+    by a friend tree; so was one of two branches, before the title was read)."""
     if not os.path.exists(path):
         return
     refuse = ApplyOptionError(f"apply: output {path!r} exists and holds what apply does not "
-                              "write (more branches or other objects than a friend tree): "
-                              "give a new file name, or remove it first")
+                              "write (trees not titled as its friend trees, more branches, or "
+                              "other objects): give a new file name, or remove it first")
     try:
         with uproot.open(path) as file:
             kinds = file.classnames()
             for key, kind in kinds.items():
-                if (kind not in ("TTree", "ROOT::RNTuple")
-                        or len(file[key].keys()) > n_branches):
+                tree = file[key] if kind == "TTree" else None
+                if (tree is None or not str(tree.title).startswith(FRIEND_TITLE)
+                        or len(tree.keys()) > n_branches):
                     raise refuse
     except ApplyOptionError:
         raise
@@ -560,7 +578,7 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
 def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int]]],
                   step_size: int | str, executor: Any, bar: Progress) -> None:
     """Score the inputs of one output file, tree by tree, into its temporary file."""
-    title = f"hepbdt scores ({job.branch})" + (
+    title = f"{FRIEND_TITLE} ({job.branch})" + (
         f"; model sha256 {job.model_sha256}" if job.model_sha256 else "")
     with uproot.recreate(temporary) as out_file:
         for out_tree, members in trees.items():

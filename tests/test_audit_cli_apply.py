@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -287,3 +288,54 @@ def test_outputs_that_apply_export_or_report_did_not_write_are_not_replaced(setu
         assert "is a file of the output set" in capsys.readouterr().err
     assert (run / "scores.root").read_bytes() == b"scores"
     assert (run / "summary.txt").read_text() == "hepbdt: summary"
+
+
+def test_output_tree_over_two_trees_of_other_names_is_refused(setup, tmp_path, capsys):
+    # the ROOT-reading audit (2026-12-02): --output-tree wrote TreeS's scores then TreeB's into
+    # one tree, which AddFriend on TreeB read as TreeB's (1,397 events passing a cut, not 1,057)
+    both = tmp_path / "both.root"
+    rng = np.random.default_rng(0)
+    with uproot.recreate(both) as file:
+        for name, n in (("TreeS", 30), ("TreeB", 20)):
+            file[name] = {"x1": rng.normal(size=n).astype(np.float32), "x2": rng.normal(size=n)}
+    out = tmp_path / "f.root"
+    assert main(["apply", str(setup["old"]), f"{both}:TreeS", f"{both}:TreeB", "--output", str(out),
+                 "--output-tree", "scores"]) == 2
+    assert "a friend of neither tree alone" in capsys.readouterr().err and not out.exists()
+    # without it each tree gets its own friend tree, entry for entry
+    assert main(["apply", str(setup["old"]), f"{both}:TreeS", f"{both}:TreeB", "--output",
+                 str(out)]) == 0
+    model = hepbdt.load_model(setup["old"])
+    with uproot.open(out) as friends, uproot.open(both) as inputs:
+        for name in ("TreeS", "TreeB"):
+            X = pd.DataFrame(inputs[name].arrays(["x1", "x2"], library="np"))
+            np.testing.assert_array_equal(friends[name]["bdt_score"].array(library="np"),
+                                          model.decision_function(X))
+
+
+def test_apply_replaces_no_ntuple_of_few_branches(setup, tmp_path, capsys):
+    # an analysis ntuple of two branches passed the branch count and was replaced
+    out = tmp_path / "mine.root"
+    with uproot.recreate(out) as file:
+        file["Events"] = {"mjj": np.arange(5.0), "xsec_weight": np.ones(5)}
+    before = out.read_bytes()
+    assert main(["apply", str(setup["old"]), str(setup["a"]), "--output", str(out)]) == 2
+    assert "not titled as its friend trees" in capsys.readouterr().err
+    assert out.read_bytes() == before
+    friend = tmp_path / "friend.root"  # a friend file apply wrote is replaced, as before
+    for _ in range(2):
+        assert main(["apply", str(setup["old"]), str(setup["a"]), "--output", str(friend)]) == 0
+
+
+def test_inspect_prints_cuts_that_read_back_as_the_model_s(setup, capsys):
+    # the printed-numbers audit: cuts printed with 6 digits (btag1 < 0.372192 for 0.3721923828125)
+    # sent an event at the printed value the other way from the model
+    assert main(["inspect", str(setup["old"]), "--tree", "0"]) == 0
+    out = capsys.readouterr().out
+    model = hepbdt.load_model(setup["old"])
+    forest = model.forest_
+    first = int(forest.tree_offsets[0])
+    stored = {float(t) for t in forest.threshold[first:int(forest.tree_offsets[1])]
+              if np.isfinite(t)}
+    printed = {float(v) for v in re.findall(r" < (\S+):", out)}
+    assert printed and printed <= stored

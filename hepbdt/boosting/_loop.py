@@ -464,7 +464,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if watch is not None and watch.end_round(it, metric, "round" if multiclass else "tree"):
             progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
             break
-        progress.moveto(it + 1, f"loss {previous_loss:.5g}")
+        progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}")  # known before tree it
     progress.close()
     train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
                                             "round" if multiclass else "tree"))
