@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -369,8 +370,6 @@ def _load(path: str) -> Any:
 
 def _apply(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
-    import warnings
-
     from hepbdt.scoring import FoldExpressionWarning, apply
 
     # The model goes as its path: apply checks it against its output set, refuses an output
@@ -445,8 +444,11 @@ def _export(args: argparse.Namespace) -> int:
     }
     done = []
     # Every file is written to its temporary first and renamed when all are written, so a
-    # model one format cannot express leaves no other file behind.
+    # model one format cannot express leaves no other file behind. What a format warns
+    # about (NaN inputs the Reader answers -999 for, ...) is a note line, not a source line.
     with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.showwarning = _notes(warnings.showwarning, Warning)
         for fmt, path in targets:
             for i, fold_model in enumerate(models):
                 where = path if len(models) == 1 else _fold_path(path, i)

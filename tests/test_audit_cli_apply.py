@@ -339,3 +339,15 @@ def test_inspect_prints_cuts_that_read_back_as_the_model_s(setup, capsys):
               if np.isfinite(t)}
     printed = {float(v) for v in re.findall(r" < (\S+):", out)}
     assert printed and printed <= stored
+
+
+def test_export_warnings_are_note_lines(tmp_path, capsys):
+    # the printed-numbers audit: a format's warning came out as Python's, with a source line
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    X[::7, 0] = np.nan
+    model = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, (rng.random(400) < 0.5).astype(int))
+    model.save(tmp_path / "m.json")
+    assert main(["export", str(tmp_path / "m.json"), "--tmva", str(tmp_path / "m.weights.xml")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: note: ") and "-999" in err and "Warning" not in err
