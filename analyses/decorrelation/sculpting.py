@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     parser.add_argument("--output", default="hepbdt-decorrelation", help="output folder")
     parser.add_argument("--quick", action="store_true", help="reduced settings (tests)")
     args = parser.parse_args(argv)
-    out = Path(args.output)
+    out = Path(args.output).resolve()  # the samples' paths are read relative to the config
     n_signal, n_background = (4000, 8000) if args.quick else (20_000, 40_000)
     paths = write_sculpting_sample(out / "data", n_signal, n_background)
     files = [f"samples.{name}.files='{path}'" for name, path in paths.items()]
