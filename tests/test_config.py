@@ -254,6 +254,14 @@ def test_two_samples_reading_the_same_events_are_refused(tmp_path):
     with pytest.raises(InputError, match="samples 'a' and 'b' both read tree 'Events'"):
         hepbdt.read([signal, hepbdt.Sample("b", ROOT / "data" / "signal.root",
                                            label="background")], ["MET_pt"], progress=False)
+    # the same cut spelled otherwise (the end-to-end audit: only blanks were compared)
+    for first, again in (("MET_pt > 100", "MET_pt>100"), ("MET_pt > 100", "(MET_pt > 100)"),
+                         ("nJet >= 2 && HT > 50", "nJet >= 2 and (HT > 50)")):
+        with pytest.raises(InputError, match="samples 'a' and 'b' both read tree 'Events'"):
+            hepbdt.read([hepbdt.Sample("a", ROOT / "data" / "signal.root", label="signal",
+                                       cut=first),
+                         hepbdt.Sample("b", ROOT / "data" / "signal.root", label="background",
+                                       cut=again)], ["MET_pt"], progress=False)
 
 
 def test_an_alias_nothing_uses_is_checked_too(tmp_path):

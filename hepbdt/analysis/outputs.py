@@ -290,7 +290,7 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
     kfold = result.train_fold is not None
     title = result.config.title + (" (fold 0 of the k-fold training; the per-fold spread is "
                                    "in the k-fold section)" if kfold else "")
-    fraction = len(test) / len(result.test) if kfold else result.test_fraction
+    fraction = 1.0 / result.k if kfold else result.test_fraction  # nominal: fold 0's is 1/k
     n_min = result.config.output.min_background_events
     curve = _learning_curve(result, echo)
     _say(echo, f"writing {path.name}")

@@ -360,7 +360,7 @@ class DistinctSamples:
         """Record that ``sample`` reads ``tree`` of ``path`` with ``cut``; InputError when an
         earlier sample does the same."""
         cut_text = " ".join((cut or "").split())
-        key = (_file_identity(path), tree, cut_text)
+        key = (_file_identity(path), tree, _cut_meaning(cut_text))
         first = self._seen.setdefault(key, sample)
         if first != sample:
             raise InputError(
@@ -369,6 +369,17 @@ class DistinctSamples:
                                                        else "no cut")
                 + ": its events and yields would count twice (or in two classes); give each "
                 "sample its own events (other files, or cuts that split them)")
+
+
+def _cut_meaning(cut: str) -> str:
+    """What a cut computes (``Expression.canonical``: ``HT>50``, ``(HT > 50)`` and
+    ``HT > 50`` alike); its text when it does not parse (reported where it is read)."""
+    if not cut:
+        return ""
+    try:
+        return Expression(cut, "cut").canonical()
+    except ExpressionError:
+        return cut
 
 
 def _repeated_file_error(context: str, first: str, again: str, tree: str | None) -> InputError:
