@@ -162,7 +162,9 @@ def test_interrupted_apply_leaves_no_file(tmp_path: Path) -> None:
     _jagged_file(tmp_path / "in.root", 1000, seed=2)
     out = tmp_path / "out.root"
     with uproot.recreate(out) as previous:  # an earlier run's friend tree, replaceable
-        previous["Events"] = {"bdt_score": np.zeros(3), "entry": np.arange(3)}
+        tree = previous.mktree("Events", {"bdt_score": np.float64, "entry": np.int64},
+                               title="hepbdt scores (bdt_score)")  # as apply titles its trees
+        tree.extend({"bdt_score": np.zeros(3), "entry": np.arange(3)})
     before = out.read_bytes()
 
     class Failing(LinearModel):
