@@ -111,3 +111,13 @@ def test_column_vectors_as_in_memory(client):
         _assert_same_forest(memory.forest_, dist.forest_)
     with pytest.raises(ValueError, match=r"sample_weight must be 1-d.*\(1500, 1\)"):
         DaskBDTClassifier(n_trees=2).fit(*_dask(X, y, w[:, None], chunk=500), client=client)
+
+
+def test_lazy_read_and_cluster_apply_use_the_clients_paths(tmp_path, monkeypatch):
+    # the lazy-path audit (2026-12-02): relative paths were opened in the workers' working
+    # folder (another file of the same name was read) and apply's output written there
+    from hepbdt.io.samples import Source, absolute_source
+
+    monkeypatch.chdir(tmp_path)
+    assert absolute_source(Source("data/s.root", "t")).path == str(tmp_path / "data" / "s.root")
+    assert absolute_source(Source("root://host//s.root", "t")).path == "root://host//s.root"

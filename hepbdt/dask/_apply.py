@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from .._util import Progress, atomic_path
-from ..io.samples import DEFAULT_STEP_SIZE, resolve_sources
+from ..io.samples import DEFAULT_STEP_SIZE, absolute_source, resolve_sources
 from ..scoring import _Job, _plan_outputs, _write_output
 from ._cluster import Cluster, connect
 
@@ -40,8 +40,9 @@ def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_
     arguments, the same files. Returns the files written, in input order."""
     client = connect(client)
     job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
-    sources = resolve_sources(files, tree, "apply")
-    groups, _ = _plan_outputs(job, sources, os.fspath(output), output_tree)
+    # absolute: the tasks read and write where the client named, whatever the workers' folder
+    sources = [absolute_source(s) for s in resolve_sources(files, tree, "apply")]
+    groups, _ = _plan_outputs(job, sources, os.path.abspath(os.fspath(output)), output_tree)
     cluster = Cluster(client, [], "hepbdt-apply")
     futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
                for out_path, trees in groups.items()]

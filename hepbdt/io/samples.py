@@ -197,6 +197,14 @@ class Source:
     tree: str | None
 
 
+def absolute_source(source: Source) -> Source:
+    """``source`` with its local path made absolute: what a task on another process (a Dask
+    worker, whose working folder may be another) reads is the file the client named."""
+    if _is_remote(source.path) or os.path.isabs(source.path):
+        return source
+    return dataclasses.replace(source, path=os.path.abspath(source.path))
+
+
 def _is_remote(path: str) -> bool:
     return "://" in path
 
@@ -1091,8 +1099,10 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         # The optional Dask extra: imported only for a lazy read.
         from .lazy import read_lazy
 
-        # The tasks reopen their files: the plans travel without their open readers.
-        plans = [dataclasses.replace(plan, readers=[]) for plan in plans]
+        # The tasks reopen their files: the plans travel without their open readers, and
+        # with absolute paths (a worker reads the file the client named, whatever its folder).
+        plans = [dataclasses.replace(plan, readers=[], sources=[absolute_source(s) for s in
+                                                                 plan.sources]) for plan in plans]
         return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
                          task, step_size, inf_as_missing, read_partition, dtypes)
     if binned == "auto":
