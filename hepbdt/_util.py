@@ -382,24 +382,25 @@ def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
     return np.asarray(X)[:, column_positions(given, names, what, owner, definitions)], names
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # hepbdt/, for the frames
+
+
 def called_from_outside(*modules: str) -> bool:
     """Whether the first caller that is not in ``modules`` (files of hepbdt, relative to the
     package: "estimators.py") lies outside hepbdt: a user's call, not one of hepbdt's own
     modules passing columns it put in order."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    skipped = tuple(package + m for m in modules)
+    skipped = tuple(_PACKAGE_DIR + m for m in modules)
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(skipped):
         frame = frame.f_back
-    return frame is None or not frame.f_code.co_filename.startswith(package)
+    return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE_DIR)
 
 
 def user_stacklevel() -> int:
     """``warnings.warn``'s stacklevel of the first caller outside hepbdt, as seen from the
     function that calls ``warn`` (Python 3.12's ``skip_file_prefixes``, by hand)."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -553,10 +553,10 @@ def _recorded(text: str | None, kind: str, class_names: list[str] | None, where:
         raise TMVAFormatError(f"{where}: {name} must be an object of 'params' and 'classes'")
     try:
         params = checked_params(cls, doc["params"])
-        if regression or doc["classes"] is None:
-            if doc["classes"] is not None or not regression:
-                raise ModelFormatError("'classes' must list a classifier's labels (null for a "
-                                       "regressor)")
+        if regression != (doc["classes"] is None):
+            raise ModelFormatError("'classes' must list a classifier's labels (null for a "
+                                   "regressor)")
+        if regression:
             return params, None
         n_labels = 2 if class_names is None else len(class_names)
         classes = checked_classes(doc["classes"], n_labels)
