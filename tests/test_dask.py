@@ -413,6 +413,39 @@ def test_a_result_lost_with_its_worker_is_a_clear_error_not_a_hang():
         cluster.close()
 
 
+def _pause_fraction(fraction: float, dask_worker=None) -> None:
+    dask_worker.memory_manager.memory_pause_fraction = fraction  # its own monitor pauses it
+
+
+def test_a_worker_paused_for_memory_stops_the_wait_with_a_clear_error():
+    # distributed pauses a worker past its memory 'pause' fraction; a paused worker starts
+    # no task pinned to it, and a fit of more than 4 parts waited for it forever.
+    from hepbdt.dask._cluster import Cluster, WorkerPausedError
+
+    cluster, client = _start_cluster()
+    try:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        parts = Cluster(client, workers, "hepbdt-test-paused", poll=0.2, pause_seconds=1.5)
+        client.run(_pause_fraction, 1e-6, workers=[workers[0]])
+        while client.scheduler_info(n_workers=-1)["workers"][workers[0]]["status"] != "paused":
+            time.sleep(0.05)
+        pinned = client.submit(np.arange, 1000, workers=[workers[0]],
+                               allow_other_workers=False, pure=False)
+        start = time.monotonic()
+        with pytest.raises(WorkerPausedError, match=r"paused for 1.5 s.*memory_limit"):
+            parts.gather([pinned])
+        assert 1.5 <= time.monotonic() - start < 30
+        # a pause that ends in time is waited out
+        threading.Timer(0.8, client.run, (_pause_fraction, 0.8),
+                        {"workers": [workers[0]]}).start()
+        parts.paused_since.clear()
+        parts.pause_seconds = 20.0
+        assert len(parts.gather([pinned])[0]) == 1000
+    finally:
+        client.close()
+        cluster.close()
+
+
 def _stored_bytes(dask_worker) -> int:
     return sum(getattr(v, "nbytes", 0) for v in dask_worker.data.values())
 

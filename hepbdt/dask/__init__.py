@@ -20,6 +20,7 @@ _LAZY = {
     "DaskBDTClassifier": "hepbdt.dask._estimators",
     "DaskBDTRegressor": "hepbdt.dask._estimators",
     "WorkerLostError": "hepbdt.dask._cluster",
+    "WorkerPausedError": "hepbdt.dask._cluster",
     "ClusterError": "hepbdt.dask._cluster",
     "connect": "hepbdt.dask._cluster",
     "apply": "hepbdt.dask._apply",

@@ -8,15 +8,21 @@ is missing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._parts import _STEPS, PartActor, drop
 
-__all__ = ["ClusterError", "WorkerLostError", "connect", "require_dask", "Cluster"]
+__all__ = ["ClusterError", "WorkerLostError", "WorkerPausedError", "connect", "require_dask",
+           "Cluster"]
 
 INSTALL = "hepbdt[dask] is needed: pip install hepbdt[dask]"
 POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
+# A part's worker paused this long (distributed pauses a worker whose memory passes its
+# ``pause`` fraction of memory_limit, and a paused worker starts no task pinned to it) stops
+# the fit: the part's events are held in memory, so the pause would not end by itself.
+PAUSE_SECONDS = 60.0
 CONNECT_SECONDS = 10.0
 # Up to this many parts the client gathers the parts' histograms and adds them itself (one
 # hop less a level); beyond, they are summed pairwise on the cluster, so the client receives
@@ -31,6 +37,10 @@ class ClusterError(ConnectionError):
 
 class WorkerLostError(ClusterError):
     """A worker holding training events died; the fit stopped."""
+
+
+class WorkerPausedError(ClusterError):
+    """A worker holding training events stayed paused (for memory); the fit stopped."""
 
 
 def require_dask() -> Any:
@@ -70,16 +80,20 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
 class Cluster:
     """A fit's parts on their workers: ``run`` pins one task to each part's worker,
     ``sum`` adds results pairwise on the cluster (a tree, not all to one place), ``gather``
-    waits, checking every ``poll`` seconds that the parts' workers live.
+    waits, checking every ``poll`` seconds that the parts' workers live and have not been
+    paused for ``pause_seconds``.
 
     ``sent`` counts the bytes of arrays the client received (per step name)."""
 
-    def __init__(self, client: Any, workers: Sequence[str], token: str, poll: float = POLL_SECONDS):
+    def __init__(self, client: Any, workers: Sequence[str], token: str, poll: float = POLL_SECONDS,
+                 pause_seconds: float = PAUSE_SECONDS):
         self.distributed = require_dask()
         self.client = client
         self.workers = list(workers)  # part i lives on workers[i]
         self.token = token
         self.poll = poll
+        self.pause_seconds = pause_seconds
+        self.paused_since: dict[str, float] = {}  # a part worker seen paused: since when
         self.received: dict[str, int] = {}
         self.threads = [1] * len(self.workers)  # Numba threads of each part (its worker's)
         self.actors: list[Any] | None = None
@@ -208,14 +222,32 @@ class Cluster:
                 raise
 
     def check_alive(self) -> None:
-        """WorkerLostError when a part's worker has left the cluster."""
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
-        lost = [(i, w) for i, w in enumerate(self.workers) if w not in alive]
+        """WorkerLostError when a part's worker has left the cluster, WorkerPausedError when
+        one has been paused for ``pause_seconds``."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        lost = [(i, w) for i, w in enumerate(self.workers) if w not in info]
         if lost:
             names = ", ".join(f"{w} (part {i})" for i, w in lost)
             raise WorkerLostError(f"the Dask worker {names} died during training, and the "
                                   "events it held with it; the fit stopped: fit again (the "
                                   "remaining workers take the events)")
+        now = time.monotonic()
+        for w in self.workers:
+            if info[w].get("status") == "paused":
+                self.paused_since.setdefault(w, now)
+            else:
+                self.paused_since.pop(w, None)
+        stuck = [(i, w) for i, w in enumerate(self.workers)
+                 if now - self.paused_since.get(w, now) >= self.pause_seconds]
+        if stuck:
+            names = ", ".join(f"{w} (part {i})" for i, w in stuck)
+            limits = sorted({int(info[w].get("memory_limit") or 0) for _, w in stuck})
+            limit = ", ".join(f"{b / 2**30:.3g} GiB" for b in limits if b) or "not set"
+            raise WorkerPausedError(
+                f"the Dask worker {names} has been paused for {self.pause_seconds:g} s, and "
+                "the part's training events with it (Dask pauses a worker whose memory passes "
+                f"its pause fraction of memory_limit, here {limit}); the fit stopped: give "
+                "the workers more memory, or add workers so each holds less")
 
     def close(self) -> None:
         """Forget the parts on the workers (best effort: a dead worker forgot them)."""
