@@ -8,6 +8,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -467,3 +468,24 @@ def test_workers_hold_no_float_blocks_while_the_trees_grow(client, monkeypatch):
     DaskBDTClassifier(boosting="newton", n_trees=2, max_depth=3).fit(*_dask(X, y, w),
                                                                      client=client)
     assert stored and max(stored) < 0.05 * X.nbytes, stored
+
+
+def test_named_and_unnamed_dask_input_warn_as_memory_does(client):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from hepbdt.estimators import FeatureNamesWarning
+
+    X, y, w = _data(n=3_000, m=3)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]), npartitions=2)
+    plain = DaskBDTClassifier(n_trees=3, max_depth=2).fit(*_dask(X, y), client=client)
+    named = DaskBDTClassifier(n_trees=3, max_depth=2).fit(frame, _dask(y)[0].rechunk(1_500),
+                                                         client=client)
+    with pytest.warns(FeatureNamesWarning, match="fitted without feature names"):
+        plain.decision_function(frame)
+    with pytest.warns(FeatureNamesWarning, match=r"fitted with feature names \(a, b, c\)"):
+        named.decision_function(_dask(X)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FeatureNamesWarning)
+        named.decision_function(frame[["c", "a", "b"]]).compute()  # by name, as memory
+        plain.decision_function(_dask(X)[0]).compute()

@@ -58,13 +58,21 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._sklearn import column_vector_warning
-from .._util import check_weights, check_X, column_positions, exact_sum_of_parts
+from .._util import (
+    called_from_outside,
+    check_weights,
+    check_X,
+    column_positions,
+    exact_sum_of_parts,
+    user_stacklevel,
+)
 from ..boosting._loop import (
     BoostResult,
     _checked_training_loss,
@@ -90,12 +98,15 @@ from ..engine.grower import sample_features
 from ..engine.histogram import Quantiser
 from ..engine.split import SplitParams
 from ..estimators import (
+    _ESTIMATOR_FILES,
     ADABOOST_BOOSTINGS,
     BDTClassifier,
     BDTRegressor,
+    FeatureNamesWarning,
     ParameterError,
     _check_loss_total,
     _constructor,
+    _names_text,
     _Param,
     _whole_or_unchanged,
     hold_out_ratio_refusal,
@@ -628,6 +639,9 @@ class _DaskMixin:
                                  "drop decorrelate")
 
         names = getattr(self, "feature_names_in_", None)
+        if hasattr(X, "columns") == (names is None) and called_from_outside(*_ESTIMATOR_FILES):
+            warnings.warn(_names_text(type(self).__name__, names), FeatureNamesWarning,
+                          stacklevel=user_stacklevel())
         if hasattr(X, "columns") and names is not None:  # a dask DataFrame: by name, as memory
             given = [str(c) for c in X.columns]
             order = column_positions(given, [str(n) for n in names], "X", type(self).__name__,
