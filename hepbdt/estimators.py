@@ -514,6 +514,13 @@ class _BDTBase(SklearnProtocol):
             raise ParameterError("n_vars_per_node", f"n_vars_per_node={nvars!r} and colsample_bynode="
                                  f"{self.colsample_bynode!r} both set the variables drawn per node: "
                                  "give one of them (the other at its default)")
+        for name in ("colsample_bytree", "colsample_bylevel"):
+            if nvars is not None and getattr(self, name) != 1.0:
+                raise ParameterError(
+                    "n_vars_per_node", f"n_vars_per_node={nvars!r} draws its variables from "
+                    f"all of them, as TMVA's UseNvars, and {name}={getattr(self, name)!r} would "
+                    "leave fewer to draw from: give one of them (for draws within the "
+                    f"{name.removeprefix('colsample_by')}'s variables, colsample_bynode)")
         self._check_quantised_option()
         if self.negative_weights == "inverse_boost" and self.boosting not in ADABOOST_BOOSTINGS:
             raise ParameterError("negative_weights", "negative_weights='inverse_boost' (TMVA "
@@ -753,9 +760,16 @@ class _BDTBase(SklearnProtocol):
         HistGradientBoosting's min_samples_leaf), else 0 (newton has min_child_weight)."""
         if self.min_node_size != "auto":
             return float(self.min_node_size)
-        if self.n_trees == "auto" and self.boosting == "gradient":
+        if self._node_events() is not None:
             return min(0.25, AUTO_MIN_LEAF_EVENTS / max(n_events, 1))
         return 0.0
+
+    def _node_events(self) -> int | None:
+        """The events a child must hold the weight of (``min_node_size="auto"`` under
+        ``n_trees="auto"`` for gradient boosting), counted in each tree's sample; None
+        where ``min_node_size_`` is a share of the tree's weight."""
+        auto = self.min_node_size == "auto" and self.n_trees == "auto"
+        return AUTO_MIN_LEAF_EVENTS if auto and self.boosting == "gradient" else None
 
     def _held_out(self, n: int, event: Any, rng: np.random.Generator) -> np.ndarray:
         """The validation events: a ``validation_fraction`` of them drawn with ``rng``, or,
@@ -916,7 +930,7 @@ class _BDTBase(SklearnProtocol):
             colsample_bynode=self._node_fraction(mapper.n_bins_.size),
             rng=rng, valid=valid_binned,
             n_iter_no_change=rounds, tol=self.tol, verbose=self.verbose, quantised=quantised,
-            max_leaves=self._leaf_limit())
+            max_leaves=self._leaf_limit(), min_node_events=self._node_events())
         keep = None  # the model is cut at its best iteration only when early stopping was asked for
         if result.best_iteration is not None and rounds is not None:
             keep = result.best_iteration + 1
@@ -1205,7 +1219,8 @@ class BDTClassifier(_BDTBase):
     MisClassificationError, SDivSqrtSPlusB), ``beta`` (AdaBoostBeta), ``use_yes_no_leaf``
     (UseYesNoLeaf), and reads ``min_node_size`` as TMVA's MinNodeSize: the fraction of the
     tree's events (unweighted). ``n_vars_per_node`` (TMVA UseNvars, or ``"sqrt"``) sets the
-    number of variables drawn per node, instead of ``colsample_bynode`` (not both).
+    number of variables drawn per node from all of them (refused with any of the
+    ``colsample_by*`` fractions).
     ``sig_to_bkg_fraction``: TMVA's initial class normalisation (total signal weight /
     background weight; ``"auto"``: 1 for the AdaBoost family, weights as given for
     gradient and newton; ``"tmva"``: 1 for two classes and as given for more, as TMVA,

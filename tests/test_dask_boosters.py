@@ -203,8 +203,9 @@ def _assert_same_adaboost(memory, dist):
     {"boosting": "adaboost", "use_yes_no_leaf": False, "beta": 0.8},
     {"boosting": "realadaboost", "sig_to_bkg_fraction": None},
     {"boosting": "eps", "epsilon": 0.05, "sig_to_bkg_fraction": 2.5},
-    {"boosting": "adaboost", "criterion": "cross_entropy", "colsample_bylevel": 0.7,
-     "n_vars_per_node": 3, "min_node_size": 0.05, "sig_to_bkg_fraction": "tmva"},
+    {"boosting": "adaboost", "criterion": "cross_entropy", "n_vars_per_node": 3,
+     "min_node_size": 0.05, "sig_to_bkg_fraction": "tmva"},
+    {"boosting": "realadaboost", "colsample_bylevel": 0.7, "colsample_bynode": 0.8},
 ])
 def test_adaboost_family_equals_in_memory_bit_for_bit(client, options):
     X, y, w = _two_classes()

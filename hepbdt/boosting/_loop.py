@@ -42,6 +42,7 @@ SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call
 # in regression; -3.7e10 in a classifier): a leaf whose net hessian is at most this share of
 # its |w| one gets no step, as a leaf of net hessian <= 0 gets none.
 CANCELLED_LEAF = 0.05
+DIVERGED_LOSS = 1.0  # a signed training loss below -this x the first one is refused
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -56,6 +57,17 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
     """
     rows, wt, _ = _draw(w, subsample, mode, rng)
     return rows, wt
+
+
+def child_weight_floor(min_node_size: float, w_total: float, drawn: int,
+                       min_node_events: int | None = None) -> float:
+    """A tree's minimum child weight: ``min_node_size`` of its sample's weight
+    ``w_total``; with ``min_node_events`` (``min_node_size="auto"``, the share of that many
+    training events), that many of the ``drawn`` events of a subsampled tree (as
+    LightGBM's min_child_samples counts the bag's), at most a quarter of the weight."""
+    if min_node_events is None:
+        return min_node_size * w_total
+    return min(0.25, min_node_events / max(drawn, 1)) * w_total
 
 
 def draw_sample(w: np.ndarray, subsample: float, mode: str,
@@ -331,9 +343,24 @@ def _checked_validation_loss(value: float, it: int, unit: str) -> float:
     return value
 
 
-def _checked_training_loss(value: float, rounds: int, unit: str) -> float:
-    """The training loss after ``rounds`` rounds; ValueError when it is not finite: the
-    scores diverged, and every later tree, and the model, would be NaN or overflowing."""
+def _checked_training_loss(value: float, rounds: int, unit: str,
+                           first: float | None = None) -> float:
+    """The training loss after ``rounds`` rounds (``first``: after the first); ValueError
+    when it is not finite (the scores diverged, and every later tree, and the model, would
+    be NaN or overflowing) or below -``first``: every event's loss is >= 0, so only
+    negative weights take the sum below zero, and that far only when the trees fit where
+    the negative events lie, a loss with no lower bound (it runs away with the scores:
+    1e10 GeV regression predictions, raw scores of 1e9; a region of net negative weight
+    whose leaves take no step, ``cancelled``, stays a small negative term)."""
+    if first is not None and value < -DIVERGED_LOSS * abs(first):
+        raise ValueError(f"training diverged: the signed loss of the training events fell "
+                         f"to {value:.3g} after {unit} {rounds} (from {first:.3g}): with negative "
+                         "weights kept (negative_weights='keep'), the trees fit the negative-"
+                         "weight events' fluctuations instead of the net sample, where the "
+                         "loss has no lower bound, and the scores run away; use "
+                         "n_trees='auto' (its held-out loss stops the fit in time), fewer "
+                         "trees, a smaller learning_rate, or negative_weights='regress' (the "
+                         "default)")
     if not np.isfinite(value):
         raise ValueError(f"training diverged: the loss on the training events is {value!r} "
                          f"after {unit} {rounds}, as the scores overflowed: each step "
@@ -388,13 +415,15 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
                  valid=None, n_iter_no_change=None, tol=0.0, verbose=False,
-                 quantised=False, max_leaves=None) -> BoostResult:
+                 quantised=False, max_leaves=None, min_node_events=None) -> BoostResult:
     """Boost ``n_trees`` rounds of ``booster`` (gradient.py, newton.py): one tree a round, or
     with a softmax loss (``loss.n_classes`` = K > 1, y the class indices) K trees a round,
     one a class, each seeing the same events and features and the scores of the round before.
 
     codes: (m, n) uint8 feature-major codes, or with ``quantised`` a QuantisedRows.
     max_leaves: None grows depth-wise; an integer, leaf-wise (``max_depth`` may then be None).
+    min_node_events: ``min_node_size`` is the share of this many events (see
+    ``child_weight_floor``).
     """
     multiclass = getattr(booster.loss, "n_classes", 1) > 1
     loss = booster.loss if multiclass else _OneScore(booster.loss)
@@ -423,19 +452,21 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             if it == 0 and _round_dependent(booster.loss):
                 metric = _fixed_metric(booster.loss)
         if full_sample:
-            rows, w_tree = None, w.astype(CHANNEL_DTYPE, copy=False)
+            rows, w_tree, drawn = None, w.astype(CHANNEL_DTYPE, copy=False), n
         else:
-            rows, w_tree = draw_rows(w, subsample, subsample_mode, rng)
+            rows, w_tree, counts = _draw(w, subsample, subsample_mode, rng)
+            drawn = rows.size if counts is None else int(counts.sum())
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
         if it > 0:
             train_loss.append(_checked_training_loss(
                 previous_loss if metric is loss else metric.loss(y, w, score), it,
-                "round" if multiclass else "tree"))
+                "round" if multiclass else "tree", train_loss[0] if train_loss else None))
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
-        split_params.min_child_weight = min_node_size * w_tree_total
+        split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,
+                                                           min_node_events)
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
         for k in range(loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)
@@ -467,7 +498,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}")  # known before tree it
     progress.close()
     train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
-                                            "round" if multiclass else "tree"))
+                                            "round" if multiclass else "tree",
+                                            train_loss[0] if train_loss else None))
     watched = (None, None) if watch is None else (np.asarray(watch.losses), watch.best_iter)
     return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
                        *watched, {} if metric is loss else {"metric_loss": metric.loss_of_one})

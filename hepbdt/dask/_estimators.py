@@ -80,6 +80,7 @@ from ..boosting._loop import (
     _OneScore,
     _Watch,
     add_tree,
+    child_weight_floor,
     node_sums,
     update_scores,
 )
@@ -528,10 +529,12 @@ class _DaskMixin:
                 if k == 0:  # a round's channels, weights and features, once for its K trees
                     if it > 0:
                         train_loss.append(_checked_training_loss(
-                            _mean_loss(began), it, "round" if n_classes > 1 else "tree"))
+                            _mean_loss(began), it, "round" if n_classes > 1 else "tree",
+                            train_loss[0] if train_loss else None))
                         if watch is not None and watch.end_round(it - 1, began):
                             return builder, train_loss, traffic  # the last loss is the final one
-                    params.min_child_weight = self.min_node_size_ * draw.total
+                    params.min_child_weight = child_weight_floor(
+                        self.min_node_size_, draw.total, draw.drawn, self._node_events())
                     features = sample_features(np.ones(m, np.bool_), self.colsample_bytree, rng)
                 max_abs = tuple(np.max([b["max_abs"] for b in began], axis=0).tolist())
                 sent = _Traffic(len(cluster.workers))
@@ -560,7 +563,8 @@ class _DaskMixin:
                 traffic["trees"].append(sent.tree())
         final = cluster.gather(beginning)
         train_loss.append(_checked_training_loss(_mean_loss(final), plan.n_trees,
-                                                 "round" if n_classes > 1 else "tree"))
+                                                 "round" if n_classes > 1 else "tree",
+                                                 train_loss[0] if train_loss else None))
         if watch is not None:
             watch.end_round(plan.n_trees - 1, final)
         return builder, train_loss, traffic
@@ -796,6 +800,7 @@ class _Draw:
     parts: list[tuple] | None
     total: float
     mean_abs: float
+    drawn: int  # events drawn (with their multiplicity)
 
 
 class _Draws:
@@ -810,7 +815,7 @@ class _Draws:
         self.subsample, self.mode = float(options.subsample), options.subsample_mode
         self.full = self.subsample >= 1.0 and self.mode == "uniform"
         self.bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.every = _Draw(None, total, mean_abs)
+        self.every = _Draw(None, total, mean_abs, int(self.bounds[-1]))
         self.w = None
         if not self.full:  # float32 training weights, in event order
             self.w = np.concatenate(cluster.gather(cluster.run(_parts.training_weights)))
@@ -832,7 +837,8 @@ class _Draws:
                 float(np.abs(w).sum() / max(counts.sum(), 1)),)  # ``_draw``'s scale
             parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
         return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
-                     float(np.mean(np.abs(w_tree), dtype=np.float64)))
+                     float(np.mean(np.abs(w_tree), dtype=np.float64)),
+                     rows.size if counts is None else int(counts.sum()))
 
     def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
               draw: _Draw | None) -> list[Any]:

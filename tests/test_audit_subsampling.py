@@ -1,0 +1,53 @@
+"""The subsampling audit's findings: UseNvars draws from all the variables (with a tree or
+level fraction it drew fewer than asked), and ``min_node_size="auto"`` counts 20 events of
+each tree's sample (with row subsampling it allowed leaves of 20 x subsample events)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hepbdt.boosting._loop as loop
+from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.estimators import ParameterError
+
+
+@pytest.mark.parametrize("option", [{"colsample_bytree": 0.5}, {"colsample_bylevel": 0.5}])
+def test_use_nvars_with_a_tree_or_level_fraction_is_refused(option):
+    X = np.random.default_rng(0).normal(size=(200, 10)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ParameterError, match="n_vars_per_node=2 draws its variables from all"):
+        BDTClassifier(n_vars_per_node=2, n_trees=2, **option).fit(X, y)
+
+
+def _smallest_leaf_weights(monkeypatch, model, X, y):
+    smallest = []
+    grow = loop.grow_tree
+
+    def spy(*args, **kwargs):
+        tree = grow(*args, **kwargs)
+        smallest.append(float(tree.sum_w[tree.is_leaf].min()))
+        return tree
+
+    monkeypatch.setattr(loop, "grow_tree", spy)
+    model.fit(X, y)
+    return np.array(smallest)
+
+
+@pytest.mark.parametrize("mode", ["uniform", "poisson"])
+@pytest.mark.parametrize("estimator", [BDTClassifier, BDTRegressor])
+def test_auto_node_size_counts_events_of_each_trees_sample(monkeypatch, estimator, mode):
+    rng = np.random.default_rng(1)
+    n = 12_000
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = X[:, 0] + rng.normal(size=n)
+    if estimator is BDTClassifier:
+        y = (y > 0).astype(int)
+    model = estimator(max_depth=12, random_state=0, subsample=0.3, subsample_mode=mode,
+                      quantised_histograms=False)
+    smallest = _smallest_leaf_weights(monkeypatch, model, X, y)  # unit weights: events
+    assert smallest.size > 5
+    # each leaf holds at least 20 drawn events (a Poisson event counts its copies), and the
+    # floor binds: the deepest trees reach it
+    assert smallest.min() >= 20 - 1e-3
+    assert smallest.min() < 25
