@@ -1702,9 +1702,12 @@ class BDTClassifier(_BDTBase):
                                  "without it would be wrong (hepbdt apply reads the features "
                                  "only: train with the variable among them)")
         m = self._input(X)[:, feature].astype(np.float64)
-        if not np.all(np.isfinite(m)):
+        bad = np.flatnonzero(~np.isfinite(m))
+        if bad.size:
             raise ValueError(f"feature {feature} (the decorrelation variable of this model's "
-                             "map) has NaN or infinite values; the mapped score needs a number")
+                             f"map) is NaN or infinite for {bad.size} of {m.size} events (the "
+                             f"first at row {bad[0]}); the mapped score needs a number: score "
+                             "only events where the variable is defined")
         return m
 
     def _mapped(self, raw: np.ndarray, m: np.ndarray | None) -> np.ndarray:

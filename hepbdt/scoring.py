@@ -294,10 +294,14 @@ class _Job:
 
     def score(self, X: np.ndarray, ids: np.ndarray, where: str) -> dict[str, np.ndarray]:
         """The score branches of one chunk."""
-        if isinstance(self.scorer, KFoldModel):
-            scores = self.scorer.decision_function(X, ids)
-        else:
-            scores = model_scores(self.scorer, X)
+        try:
+            if isinstance(self.scorer, KFoldModel):
+                scores = self.scorer.decision_function(X, ids)
+            else:
+                scores = model_scores(self.scorer, X)
+        except ValueError as exc:  # the model refuses these inputs (a DDT map's NaN mass)
+            first = f", a chunk of {len(X)} entries from id {ids[0]}" if len(ids) else ""
+            raise InputError(f"{where}{first}: {exc}") from None
         if scores.shape[0] != len(X) or scores.ndim not in (1, 2):
             raise InputError(
                 f"{where}: the model returned scores of shape {scores.shape} for {len(X)} events"

@@ -17,6 +17,7 @@ from hepbdt.boosting.ddt import LEVELS, DDTMapWarning, apply_quantile_map, fit_q
 from hepbdt.demo_data import sculpting_arrays
 from hepbdt.estimators import NotFittedError
 from hepbdt.evaluation import decorrelation_measures
+from hepbdt.io.errors import InputError
 from hepbdt.model import Forest, ModelFormatError
 from hepbdt.persistence import load_model
 from hepbdt.scoring import apply
@@ -148,6 +149,27 @@ def test_apply_reads_the_mass_from_the_features_or_refuses(tmp_path):
             with pytest.raises(ValueError, match="not one of its features"):
                 apply(path, data, tmp_path / "refused.root", tree="Events")
             assert not (tmp_path / "refused.root").exists()
+
+
+def test_apply_of_an_entry_without_the_mass_is_one_error_line(tmp_path):
+    # the combinations audit: a traceback (the model's ValueError) instead of one line
+    from hepbdt.cli import main
+
+    X, y, w, m = _toy(1000, 2000, 1)
+    frame = pd.DataFrame(X, columns=FEATURES)
+    model = BDTClassifier(n_trees=5, max_depth=2, decorrelation_map="ddt")
+    model.fit(frame, y, w, decorrelate=frame[FEATURES[0]].to_numpy())
+    model.save(tmp_path / "ddt.json")
+    X = X[:50].copy()
+    X[7, 0] = np.nan  # one entry outside the training's selection
+    _ntuple(tmp_path / "events.root", X, FEATURES)
+    out = tmp_path / "friend.root"
+    with pytest.raises(InputError, match=r"events.root.*from id 0: .*NaN or infinite for 1 of 50 events "
+                                         r"\(the first at row 7\)"):
+        apply(tmp_path / "ddt.json", tmp_path / "events.root", out, tree="Events")
+    assert main(["apply", str(tmp_path / "ddt.json"), str(tmp_path / "events.root"),
+                 "-o", str(out)]) == 1
+    assert not out.exists()
 
 
 def test_exports_refuse_and_a_broken_map_is_refused(tmp_path):
