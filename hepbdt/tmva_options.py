@@ -445,7 +445,7 @@ def _regression_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, 
         _fail(opt, "UseYesNoLeaf", "not meaningful for regression")
     if not 0 <= opt["HuberQuantile"] <= 1:
         _fail(opt, "HuberQuantile", "must be in [0, 1]")
-    for name in ("SigToBkgFraction", "SkipNormalization"):
+    for name in CLASSIFICATION_ONLY:
         if name in given:
             _fail(opt, name, "applies to classification only")
     return {"boosting": "gradient", "learning_rate": opt["Shrinkage"],
@@ -665,9 +665,11 @@ def _random_tree_options(p: dict[str, Any], boosting: str, regression: bool) -> 
 def _negative_weight_option(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
     """The NegWeightTreatment option of ``negative_weights``."""
     neg = p.get("negative_weights", "keep")
-    if neg not in _TMVA_NEG_WEIGHTS:
+    adaboost = boosting not in ("gradient", "newton")  # InverseBoostNegWeights boosts them
+    if neg not in _TMVA_NEG_WEIGHTS or (neg == "inverse_boost" and not adaboost):
         _no_equivalent(p, "negative_weights", "TMVA trains with the signed weights, ignores or pairs "
-                       "them (negative_weights='keep', 'ignore', 'pair' or 'inverse_boost')")
+                       "them (negative_weights='keep', 'ignore', "
+                       + ("'pair' or 'inverse_boost')" if adaboost else "or 'pair')"))
     return [f"NegWeightTreatment={_TMVA_NEG_WEIGHTS[neg]}"]
 
 
@@ -821,6 +823,10 @@ def tmva_options_setting(options: str) -> dict[str, dict[str, Any]]:
         if found:
             setting[param] = found
     return setting
+
+
+#: TMVA options that a regression refuses (class normalisations).
+CLASSIFICATION_ONLY = ("SigToBkgFraction", "SkipNormalization")
 
 
 def is_tmva_option(name: str) -> bool:

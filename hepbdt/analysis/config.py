@@ -24,6 +24,7 @@ from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.writers import BOOKKEEPING_BRANCHES
 from ..tmva_options import (
+    CLASSIFICATION_ONLY,
     TMVA_NAMES,
     TMVAOptionError,
     is_tmva_option,
@@ -252,9 +253,16 @@ class AnalysisConfig:
         """BDTRegressor for a regression, else BDTClassifier."""
         return BDTRegressor if self.task == "regression" else BDTClassifier
 
+    @property
+    def estimator_params(self) -> dict[str, Any]:
+        """The estimator's parameters: the configured ones, with ``random_state`` 0 unless
+        given (a configuration trains the same model every run, as its split's seed 0
+        splits the events alike)."""
+        return {"random_state": 0, **self.params}
+
     def make_estimator(self) -> Any:
         """A fresh, unfitted estimator with the configured parameters."""
-        return self.estimator_class(**self.params)
+        return self.estimator_class(**self.estimator_params)
 
     def make_samples(self) -> list[Sample]:
         """The :class:`hepbdt.io.Sample` objects, in the order of the file."""
@@ -913,7 +921,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             continue
         if key not in valid:
             problems.add("method", key, f"unknown option of {cls.__name__}; "
-                         f"{_unknown_option_hint(key, valid)}")
+                         f"{_unknown_option_hint(key, valid, task)}")
             continue
         if key == "signal_label":  # it turned the samples' classes round: AUC 0.10, silently
             problems.add("method", key, "the samples' label = \"signal\" says which class is "
@@ -1045,12 +1053,18 @@ def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
                      "classes with [split] norm = \"equal_num_events\"")
 
 
-def _unknown_option_hint(key: str, valid: list[str]) -> str:
+def _unknown_option_hint(key: str, valid: list[str], task: str) -> str:
     """What to write instead of an unknown ``[method]`` key (TMVA names are recognised)."""
+    # the keys a configuration takes: decorrelate is read beside the estimator's options,
+    # and signal_label is refused (the samples' labels say which class is the signal)
+    valid = [*(v for v in valid if v != "signal_label"),
+             *(["decorrelate"] if task != "regression" else [])]
     tmva_lower = {name.lower(): ours for ours, name in TMVA_NAMES.items()}
     if key.lower() in tmva_lower and tmva_lower[key.lower()] in valid:
         return (f"{key} is TMVA's name: write {tmva_lower[key.lower()]} = ..., or put "
                 f"{key}=... in tmva_options")
+    if task == "regression" and key.lower() in {k.lower() for k in CLASSIFICATION_ONLY}:
+        return f"{key} is a TMVA option of classification (a class normalisation)"
     if is_tmva_option(key):
         return f"{key} is a TMVA option: put {key}=... in tmva_options"
     matches = difflib.get_close_matches(key, [*valid, "tmva_options"], n=3, cutoff=0.6)

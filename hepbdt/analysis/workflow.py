@@ -133,7 +133,7 @@ def _fit_on_cluster(config: AnalysisConfig, data: Dataset, y: np.ndarray) -> Any
     X = np.ascontiguousarray(np.asarray(data.X, dtype=np.float32))
     # the event numbers choose the events n_trees="auto" holds out, as in memory
     event = None if data.event is None else da.from_array(np.asarray(data.event), chunks=chunk)
-    model = cls(**config.params).fit(
+    model = cls(**config.estimator_params).fit(
         da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(np.asarray(y), chunks=chunk),
         da.from_array(np.asarray(data.w), chunks=chunk), event=event, client=client,
         feature_names=list(data.feature_names), feature_definitions=feature_definitions_of(data.X))
