@@ -548,8 +548,9 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
                      f"{len(mapping['centres'])} bins of the decorrelation variable ({source})")
     ranking = tmva_importance(model, names, quadrature=True)
     lines.append(f"Ranking ({TMVA_RANKING}):")
+    top = max(float(ranking.importance.max()), 1e-300) if ranking.importance.size else 1.0
     for rank, i in enumerate(ranking.order(), start=1):
-        bar = "#" * int(round(40 * ranking.importance[i] / max(ranking.importance.max(), 1e-300)))
+        bar = "#" * int(round(40 * ranking.importance[i] / top))
         lines.append(f"  {rank:3d}. {names[i][:40]:40} {ranking.importance[i]:.4f} "
                      f"({int(ranking.split_count[i])} splits) {bar}")
     for t in trees:

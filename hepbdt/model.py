@@ -478,10 +478,11 @@ class Forest:
                                    f"[0, {self.n_features})")
         if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.tree_weights)):
             raise ModelFormatError(f"{where}: leaf values and tree weights must be finite")
-        if np.any(np.isnan(self.gain)) or np.any(np.isnan(self.cover)):
-            raise ModelFormatError(f"{where}: split gains and covers must be numbers, not NaN")
+        if not np.all(np.isfinite(self.gain)) or np.any(np.isnan(self.cover)):
+            raise ModelFormatError(f"{where}: split gains must be finite and covers numbers")
         if not math.isfinite(self.base_score):
             raise ModelFormatError(f"{where}.base_score: {self.base_score!r} is not finite")
+        self._validate_reach(where)
         self._validate_classes(where)
         if self.aggregation == "uboost":
             _validate_uboost(self.extra.get("uboost"), self.n_trees, f"{where}.extra.uboost")
@@ -511,6 +512,25 @@ class Forest:
             raise ModelFormatError(f"{where}: node {node} has {parents[node]} parents, expected "
                                    f"{expected[node]} (a tree shares no node and leaves none out)")
 
+
+    def _validate_reach(self, where: str) -> None:
+        """The largest score any event can reach (each tree's largest |leaf| times its
+        |weight|, summed, plus the base score) and the weighted gains the rankings sum must
+        be finite: every value finite, a sum of them can still overflow (every score inf)."""
+        off = self.tree_offsets
+        if off.size < 2:
+            return
+        weight = np.abs(self.tree_weights.astype(np.float64))
+        largest = np.maximum.reduceat(np.abs(self.value.astype(np.float64)), off[:-1])
+        with np.errstate(over="ignore", invalid="ignore"):
+            reach = abs(self.base_score) + float(np.sum(largest * weight))
+            gains = float(np.sum(np.abs(self.gain) * np.repeat(weight, np.diff(off))))
+        if not math.isfinite(reach):
+            raise ModelFormatError(f"{where}: its scores can reach beyond float64's range (each "
+                                   "tree's largest leaf times its weight, summed, overflows)")
+        if not math.isfinite(gains):
+            raise ModelFormatError(f"{where}: its split gains times the tree weights sum beyond "
+                                   "float64's range")
 
     def _validate_classes(self, where: str) -> None:
         """A multi-class forest: K >= 3 classes, K finite base scores, whole rounds of sums."""

@@ -89,6 +89,9 @@ def parse_json(path: Path, data: bytes, error: type[ModelFormatError] = ModelFor
     except RecursionError:
         raise error(f"{path}: not a {what} (nested too deeply){hint}") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4300 digits
+        if b"<MethodSetup" in data[:4096] and what == "JSON model file":
+            hint = (": it is a TMVA weight file; read it with hepbdt.interop.from_tmva_xml "
+                    "and save() the model as JSON for the command line" + hint)
         raise error(f"{path}: not a {what} ({exc}){hint}") from None
 
 

@@ -249,7 +249,7 @@ def _item(key: str, i: int, value: Any):
     (_item("threshold", 0, "inf"), r"threshold\[0\]: 'inf' has the wrong type"),
     (_item("threshold", 0, 1e300), r"threshold\[0\]: 1e\+300 is outside the float32 range"),
     (_item("value", 1, 10**400), r"value: an integer is too large for a float"),
-    (_item("gain", 0, "NaN"), r"gains and covers must be numbers, not NaN"),
+    (_item("gain", 0, "NaN"), r"split gains must be finite and covers numbers"),
     (_set("tree_weights", [1.0, "Infinity"]), r"leaf values and tree weights must be finite"),
     (_set("tree_offsets", [0, 7.0, 14]), r"tree_offsets\[1\]: 7\.0 has the wrong type"),
     (_set("feature", "abc"), r"forest\.feature: expected a list, got str"),

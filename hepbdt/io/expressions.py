@@ -728,6 +728,9 @@ class Expression:
         for part in (node.lower, node.upper, node.step):
             if part is not None and _constant_int(part) is None:
                 raise self._fail("slice bounds must be integer constants, e.g. x[:, 1:3]")
+        if node.step is not None and _constant_int(node.step) == 0:
+            # awkward loops forever on x[:, ::0] and gives 0 for x[:, 1:3:0]
+            raise self._fail("a slice's step must be a non-zero integer, e.g. x[:, ::2]")
 
     # -- evaluation ---------------------------------------------------------------
 

@@ -408,9 +408,14 @@ def _open_file(path: str, context: str) -> Any:
     except FileNotFoundError:
         raise MissingFileError(_missing_file_message(path, context)) from None
     except Exception as err:
+        try:
+            size = f" ({os.path.getsize(path)} bytes: truncated, or not a ROOT file)"
+        except OSError:
+            size = ""
+        reason = " ".join(str(err).split())  # uproot's message spans several lines
         raise InputError(
-            f"{context}: cannot open {path!r} as a ROOT file: {type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else ''}"
+            f"{context}: cannot open {path!r} as a ROOT file{size}: {type(err).__name__}: "
+            f"{reason[:300]}"
         ) from err
     check_file_length(file, path, context)
     return file
