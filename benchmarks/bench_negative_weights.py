@@ -85,9 +85,17 @@ def tutorial_data():
 
 
 def auc(y, score, w):
+    """Weighted test AUC; NaN for a fit hepbdt refused as diverged (score None)."""
     from sklearn.metrics import roc_auc_score
 
-    return roc_auc_score(y, score, sample_weight=w)
+    return float("nan") if score is None else roc_auc_score(y, score, sample_weight=w)
+
+
+def cell(value) -> str:
+    """A table cell: the AUC, "n/a", or "diverged" for a refused fit (NaN)."""
+    if value is None:
+        return "n/a"
+    return "diverged" if np.isnan(value) else f"{value:.4f}"
 
 
 def fit_score(params, policy, X, y, w, Xt):
@@ -96,7 +104,12 @@ def fit_score(params, policy, X, y, w, Xt):
     kw = dict(params, random_state=1, n_jobs=N_JOBS)
     if policy != "default":
         kw["negative_weights"] = policy
-    return BDTClassifier(**kw).fit(X, y, w).decision_function(Xt)
+    try:
+        return BDTClassifier(**kw).fit(X, y, w).decision_function(Xt)
+    except ValueError as exc:  # keep: a signed loss that runs away is refused
+        if "training diverged" not in str(exc):
+            raise
+        return None
 
 
 def flip_table(n_seeds: int, boosters: list[str]) -> None:
@@ -147,7 +160,7 @@ def flip_table(n_seeds: int, boosters: list[str]) -> None:
     for name, r in rows.items():
         mean = {k: float(np.mean(v)) if v else None for k, v in r.items()}
         print(f"| {name} | {mean['drop']:.4f} | "
-              + " | ".join("n/a" if mean[p] is None else f"{mean[p]:.4f}" for p in POLICIES)
+              + " | ".join(cell(mean[p]) for p in POLICIES)
               + f" | {mean[default] - mean['drop']:+.4f} |")
     for peer, vals in peers.items():
         if vals:
@@ -210,7 +223,7 @@ def nlo_table(case: str, fraction: float, boosters: list[str]) -> dict[str, dict
             if valid(policy, name):
                 res[policy] = (res["drop"] if policy == "ignore"  # the same training events
                                else auc(yt, fit_score(params, policy, X, y, w, Xt), None))
-        cells = [f"{res[p]:.4f}" if p in res else "n/a" for p in POLICIES]
+        cells = [cell(res.get(p)) for p in POLICIES]
         print(f"| {name} | {res['net']:.4f} | {res['drop']:.4f} | " + " | ".join(cells)
               + f" | {res[default] - res['net']:+.4f} | {res[default] - res['drop']:+.4f} |",
               flush=True)

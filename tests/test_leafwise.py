@@ -481,3 +481,36 @@ def test_spinning_threads_search_in_parallel_with_the_same_trees(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert grower._serial_scans() == grower.SERIAL_SCANS_SPINNING
     assert fit() == sleeping
+
+
+def test_the_compiled_leafwise_loop_grows_the_per_split_trees(monkeypatch):
+    # packed leaf-wise trees grow in one compiled call (_packed_leaves); the per-split
+    # Python path (_PackedSplits) is the reference, bit for bit, on one and two threads
+    import hepbdt.engine.grower as grower
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(0)
+    n = 60_000
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[rng.random((n, 6)) < 0.02] = np.nan
+    y = ((X[:, 0] + np.sin(3 * X[:, 1]) * X[:, 2] + rng.normal(size=n)) > 0).astype(int)
+    w = rng.gamma(2, size=n)
+    compiled = grower._leaves_compiled
+    for jobs, options in ((1, {"max_leaves": 40}), (2, {"max_leaves": 64, "max_depth": 5}),
+                          (2, {"max_leaves": 150, "min_child_weight": 0})):
+        kw = dict(boosting="newton", n_trees=4, random_state=0, n_jobs=jobs,
+                  quantised_histograms=True, **{"max_depth": None, **options})
+        taken: list[bool] = []
+
+        def spy(*args, taken=taken):
+            taken.append(compiled(*args))
+            return taken[-1]
+
+        monkeypatch.setattr(grower, "_leaves_compiled", spy)
+        fast = BDTClassifier(**kw).fit(X, y, w).forest_
+        assert taken and all(taken)  # every tree took the compiled loop
+        monkeypatch.setattr(grower, "_leaves_compiled", lambda *a: False)
+        slow = BDTClassifier(**kw).fit(X, y, w).forest_
+        assert fast.n_nodes == slow.n_nodes > 4 * 20
+        for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), name

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._types import N_BINS, N_CHANNELS, njit
+from ._types import N_BINS, N_CHANNELS, njit, serial_twin
 from .histogram import decode_bins
 from .split import _best_of_features, _feature_results, _scan_feature
 
@@ -45,6 +45,9 @@ def _find_best_packed(raw, slots, scale_a, scale_b, node_sums, feature_allowed,
         missing[j, f] = ml
     _best_of_features(gains, bins, missing, left, out_gain, out_feature, out_bin,
                       out_missing_left, out_left)
+
+
+_find_best_packed_1 = serial_twin(_find_best_packed)
 
 
 def find_best_packed_splits(raw: np.ndarray, slots: np.ndarray, scale_a: float,

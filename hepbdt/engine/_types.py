@@ -26,6 +26,8 @@ def threads_sleep() -> bool:
     return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
 
 import threading  # noqa: E402
+import types  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -84,6 +86,19 @@ def check_n_events(n_events: int) -> None:
         raise ValueError(f"{n_events:,} training events are more than hepbdt can hold: at most "
                          f"{MAX_EVENTS:,} (2**31 - 1, int32 event indices): train on a "
                          "subsample of at most that many")
+
+
+def serial_twin(kernel: Any) -> Any:
+    """A one-thread copy of a parallel kernel (its ``prange`` loops run as ``range``), with
+    its own name and so its own cache entry: compiled code that must not wake the other
+    threads for a small piece of work calls it (Numba's thread count set inside compiled
+    code would keep that code out of the cache)."""
+    f = kernel.py_func
+    twin = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_1", f.__defaults__,
+                              f.__closure__)
+    twin.__qualname__ = f.__qualname__ + "_1"
+    twin.__doc__ = f"``{f.__name__}`` on one thread."
+    return njit(twin)
 
 
 def njit(*args, parallel: bool = False, fastmath: bool = False, inline: str = "never"):

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from . import _serial_tree
-from ._packed_search import _find_best_packed, find_best_packed_splits
+from ._packed_search import _find_best_packed, _find_best_packed_1, find_best_packed_splits
 from ._prefetch import prefetch
 from ._serial_tree import SerialWorkspace, grow_exact_serial
 from ._types import (
@@ -39,6 +39,7 @@ from ._types import (
     check_n_events,
     njit,
     serial_tree_threads,
+    serial_twin,
     threads_sleep,
 )
 from .histogram import (
@@ -48,7 +49,9 @@ from .histogram import (
     Quantiser,
     TaskBuffers,
     _reduce_tasks,
+    _reduce_tasks_1,
     _task_sums,
+    _task_sums_1,
     build_histograms,
     new_histograms,
 )
@@ -201,6 +204,10 @@ def _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst
             partition[rd + q] = scratch_idx[e - one - q]
             for ch in range(n_ch):
                 payload[rd + q, ch] = scratch_payload[e - one - q, ch]
+
+
+_partition_chunks_1 = serial_twin(_partition_chunks)
+_gather_chunks_1 = serial_twin(_gather_chunks)
 
 
 @njit
@@ -1056,14 +1063,24 @@ def _partition_leaf(split_codes, by_event, partition, scratch_idx, s, e, split_f
     chunk_stop = np.minimum(chunk_start + size, e)
     n_left = np.empty(n_chunks, np.int64)
     no_payload = np.empty((0, N_CHANNELS), CHANNEL_DTYPE)  # the packed channels stay in place
-    _partition_chunks(split_codes, by_event, partition, no_payload, chunk_start, chunk_stop,
-                      np.zeros(n_chunks, np.int64), split_feature, split_threshold,
-                      split_missing_left, scratch_idx, no_payload, n_left)
+    chunk_node = np.zeros(n_chunks, np.int64)
+    if threads == 1:  # no other thread woken
+        _partition_chunks_1(split_codes, by_event, partition, no_payload, chunk_start,
+                            chunk_stop, chunk_node, split_feature, split_threshold,
+                            split_missing_left, scratch_idx, no_payload, n_left)
+    else:
+        _partition_chunks(split_codes, by_event, partition, no_payload, chunk_start, chunk_stop,
+                          chunk_node, split_feature, split_threshold, split_missing_left,
+                          scratch_idx, no_payload, n_left)
     n_right = (chunk_stop - chunk_start) - n_left
     mid = s + n_left.sum()
-    _gather_chunks(partition, no_payload, chunk_start, chunk_stop, n_left,
-                   s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
-                   scratch_idx, no_payload)
+    left_dst, right_dst = s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right
+    if threads == 1:
+        _gather_chunks_1(partition, no_payload, chunk_start, chunk_stop, n_left, left_dst,
+                         right_dst, scratch_idx, no_payload)
+    else:
+        _gather_chunks(partition, no_payload, chunk_start, chunk_stop, n_left, left_dst,
+                       right_dst, scratch_idx, no_payload)
     return mid
 
 
@@ -1079,11 +1096,16 @@ def _leaf_packed_histogram(codes, partition, packed, start, stop, threads, buffe
     task_start = np.arange(n_tasks) * task + start
     task_stop = np.minimum(task_start + task, stop)
     m = codes.shape[1]
-    _task_sums(codes, partition, packed, task_start, task_stop, m, buffers)
     flat = raw.reshape(raw.shape[0], m, -1)  # wide: two int64 lanes a bin, side by side
     parent = np.full(1, parent_slot, np.int64)
-    _reduce_tasks(buffers, np.zeros(n_tasks, np.int64), np.full(1, slot, np.int64), flat, flat,
-                  parent, parent, wide)
+    if threads == 1:  # no other thread woken
+        _task_sums_1(codes, partition, packed, task_start, task_stop, m, buffers)
+        _reduce_tasks_1(buffers, np.zeros(n_tasks, np.int64), np.full(1, slot, np.int64), flat,
+                        flat, parent, parent, wide)
+    else:
+        _task_sums(codes, partition, packed, task_start, task_stop, m, buffers)
+        _reduce_tasks(buffers, np.zeros(n_tasks, np.int64), np.full(1, slot, np.int64), flat,
+                      flat, parent, parent, wide)
 
 
 class _PackedSplits:
@@ -1165,6 +1187,158 @@ class _PackedSplits:
         return left, right, found
 
 
+@njit
+def _scan_children(raw, slots, scale_a, scale_b, child_sums, allowed, n_value_bins, params,
+                   serial, out_gain, out_feature, out_bin, out_missing_left, out_left):
+    """``_find_best_packed`` of ``slots`` (on one thread when ``serial``)."""
+    criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
+    if serial:
+        _find_best_packed_1(raw, slots, scale_a, scale_b, child_sums, allowed, n_value_bins,
+                            criterion, reg_lambda, reg_alpha, min_child_hessian,
+                            min_child_weight, min_split_gain, out_gain, out_feature, out_bin,
+                            out_missing_left, out_left)
+    else:
+        _find_best_packed(raw, slots, scale_a, scale_b, child_sums, allowed, n_value_bins,
+                          criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
+                          min_split_gain, out_gain, out_feature, out_bin, out_missing_left,
+                          out_left)
+
+
+@njit
+def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx, raw, wide,
+                   max_leaves, depth_limit, allowed, n_value_bins, params, scale_a, scale_b,
+                   buffers, threads, serial_events, serial_scans, feature, bin_threshold,
+                   missing_left, left, right, gain, start, stop, sums):
+    """``_grow_leafwise`` with ``_PackedSplits`` in one call, the root's histogram in
+    ``raw[0]`` and a slot of ``raw`` for every leaf (so none is given up): the same best
+    splits (largest gain first, ties the lowest node id), partitions, child histograms,
+    searches and node numbering, into the node arrays (capacity 2 max_leaves - 1). Work
+    below ``serial_events`` events or ``serial_scans`` scans runs on one thread (the
+    kernels' serial twins), as ``_SmallWork`` runs it. Returns the node count."""
+    capacity = feature.size
+    w_gain = np.zeros(capacity)  # a waiting leaf's best split
+    w_feature = np.full(capacity, -1, np.int32)
+    w_bin = np.zeros(capacity, np.int32)
+    w_missing = np.zeros(capacity, np.bool_)
+    w_left = np.zeros((capacity, N_CHANNELS))
+    waiting = np.zeros(capacity, np.bool_)
+    depth = np.zeros(capacity, np.int64)
+    slot = np.full(capacity, -1, np.int64)
+    free = np.arange(raw.shape[0] - 1, 0, -1)  # slot 0 holds the root's histogram
+    n_free = free.size
+    slot[0] = 0
+    g = np.empty(2)
+    f = np.empty(2, np.int32)
+    t = np.zeros(2, np.int32)
+    ml = np.zeros(2, np.bool_)
+    left_of = np.zeros((2, N_CHANNELS))
+    child_sums = np.empty((2, N_CHANNELS))
+    pair = np.empty(2, np.int64)
+    n_nodes, n_leaves = 1, 1
+    if depth_limit > 0:
+        pair[0] = 0
+        _scan_children(raw, pair[:1], scale_a, scale_b, sums[:1], allowed[:1], n_value_bins,
+                       params, allowed.shape[1] <= serial_scans, g, f, t, ml, left_of)
+        if f[0] >= 0:
+            waiting[0] = True
+            w_gain[0], w_feature[0], w_bin[0], w_missing[0] = g[0], f[0], t[0], ml[0]
+            w_left[0] = left_of[0]
+    while n_leaves < max_leaves:
+        parent = -1
+        for k in range(n_nodes):  # the largest gain; of equal ones, the lowest id
+            if waiting[k] and (parent < 0 or w_gain[k] > w_gain[parent]):
+                parent = k
+        if parent < 0:
+            break
+        waiting[parent] = False
+        d = depth[parent] + 1
+        build = n_leaves + 1 < max_leaves and d < depth_limit
+        s, e = start[parent], stop[parent]
+        mid = _partition_leaf(split_codes, by_event, partition, scratch_idx, s, e,
+                              w_feature[parent:parent + 1], w_bin[parent:parent + 1].astype(np.uint8),
+                              w_missing[parent:parent + 1],
+                              1 if e - s <= serial_events else threads)
+        if mid == s or mid == e:  # a side without events: not a split
+            n_free += 1
+            free[n_free - 1] = slot[parent]
+            slot[parent] = -1
+            continue
+        lc, rc = n_nodes, n_nodes + 1
+        n_nodes += 2
+        n_leaves += 1
+        feature[parent], bin_threshold[parent] = w_feature[parent], w_bin[parent]
+        missing_left[parent], gain[parent] = w_missing[parent], w_gain[parent]
+        left[parent], right[parent] = lc, rc
+        start[lc], stop[lc], start[rc], stop[rc] = s, mid, mid, e
+        for ch in range(N_CHANNELS):
+            sums[lc, ch] = w_left[parent, ch]
+            sums[rc, ch] = sums[parent, ch] - w_left[parent, ch]
+        if not build:
+            n_free += 1
+            free[n_free - 1] = slot[parent]
+            slot[parent] = -1
+            continue
+        depth[lc] = depth[rc] = d
+        spare = free[n_free - 1]
+        n_free -= 1
+        parent_slot = slot[parent]
+        slot[parent] = -1
+        small_left = mid - s <= e - mid
+        small, large = (lc, rc) if small_left else (rc, lc)
+        lo, hi = (s, mid) if small_left else (mid, e)
+        _leaf_packed_histogram(codes, partition, packed, lo, hi,
+                               1 if hi - lo <= serial_events else threads, buffers, raw, wide,
+                               spare, parent_slot)
+        slot[small], slot[large] = spare, parent_slot
+        pair[0], pair[1] = slot[lc], slot[rc]
+        for ch in range(N_CHANNELS):
+            child_sums[0, ch] = sums[lc, ch]
+            child_sums[1, ch] = sums[rc, ch]
+        _scan_children(raw, pair, scale_a, scale_b, child_sums, allowed, n_value_bins, params,
+                       2 * allowed.shape[1] <= serial_scans, g, f, t, ml, left_of)
+        for i in range(2):
+            k = lc + i
+            if f[i] < 0:
+                n_free += 1
+                free[n_free - 1] = slot[k]
+                slot[k] = -1
+            else:
+                waiting[k] = True
+                w_gain[k], w_feature[k], w_bin[k], w_missing[k] = g[i], f[i], t[i], ml[i]
+                w_left[k] = left_of[i]
+    return n_nodes
+
+
+def _leaves_compiled(events: _TreeEvents, nodes: _NodeArrays, max_leaves: int,
+                     colsample_bylevel: float, colsample_bynode: float) -> bool:
+    """Whether ``_packed_leaves`` grows this leaf-wise tree: packed channels, no column
+    draws, room for every node and a histogram slot for every leaf."""
+    return (_PackedSplits.applies(events, colsample_bylevel, colsample_bynode)
+            and nodes.feature.size >= 2 * max_leaves - 1 and events.leaf_capacity() >= max_leaves)
+
+
+def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
+                        params: SplitParams, max_depth: int | None, max_leaves: int) -> None:
+    """``_packed_leaves`` into ``nodes``, from the root's histogram."""
+    raw_root, _ = _root_histograms(events, nodes)
+    raw = new_histograms(max_leaves, events.n_features, packed=True, wide=events.wide,
+                         n_channels=events.n_channels)
+    raw[0] = raw_root[0]
+    del raw_root
+    threads = numba.get_num_threads()
+    half = events.partition.size // 2 + 1  # a child built from its events is the smaller one
+    buffers = events.task_buffers.get(threads * max(1, -(-half // (threads * PACKED_TASK))),
+                                      events.n_features)
+    depth_limit = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
+    nodes.size = int(_packed_leaves(
+        *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
+        raw, events.wide, max_leaves, depth_limit, np.tile(events.used, (2, 1)), n_value_bins,
+        quantum_floor(params, events.quantiser).as_tuple(), events.quantiser.scale_a,
+        events.quantiser.scale_b, buffers, threads, SERIAL_EVENTS, _serial_scans(),
+        nodes.feature, nodes.bin_threshold, nodes.missing_left, nodes.left, nodes.right,
+        nodes.gain, nodes.start, nodes.stop, nodes.sums))
+
+
 def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
                    params: SplitParams, max_depth: int | None, max_leaves: int,
                    colsample_bylevel: float, colsample_bynode: float,
@@ -1186,6 +1360,9 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
     parent's waiting rivals, and then it must be split before them (as LightGBM and XGBoost
     do, exact best-first order is kept).
     """
+    if _leaves_compiled(events, nodes, max_leaves, colsample_bylevel, colsample_bynode):
+        _grow_packed_leaves(events, nodes, n_value_bins, params, max_depth, max_leaves)
+        return
     pool = _HistogramPool(events, min(max_leaves, events.leaf_capacity()))
     raw, _ = _root_histograms(events, nodes)
     pool.raw[pool.take(0, {})] = raw[0]

@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch
-from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit
+from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit, serial_twin
 
 __all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser",
            "TaskBuffers"]
@@ -196,6 +196,10 @@ def _reduce_tasks(buffers, task_node, slots, hists, parent_hists, parent_slots, 
             sibling = hists[sibling_slots[j], f]
             for c in range(out.size):
                 sibling[c] = parent[c] - out[c]
+
+
+_task_sums_1 = serial_twin(_task_sums)
+_reduce_tasks_1 = serial_twin(_reduce_tasks)
 
 
 class TaskBuffers:
