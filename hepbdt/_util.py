@@ -312,11 +312,32 @@ def feature_definitions_of(X: Any) -> dict[str, str]:
     return dict(getattr(X, "feature_definitions", None) or {})
 
 
+def arrow_columns(X: Any, what: str = "X") -> dict[str, np.ndarray] | None:
+    """A pyarrow Table's (or RecordBatch's) columns by name as numpy arrays, null as NaN;
+    None for anything else. (Taken for a plain array, its names were dropped and its
+    columns read by position.)"""
+    if not (hasattr(X, "column_names") and hasattr(X, "column") and hasattr(X, "num_rows")):
+        return None
+    names = [str(n) for n in X.column_names]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} has repeated column names; each feature must appear once")
+    columns = {}
+    for i, name in enumerate(names):
+        column = X.column(i)
+        if column.null_count:
+            column = column.cast("float64")  # null -> NaN below
+        columns[name] = np.asarray(column.to_numpy(zero_copy_only=False))
+    return columns
+
+
 def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
     """The array behind X and its column names; sparse and complex input refused."""
     if hasattr(X, "tocsr") or hasattr(X, "todense") or type(X).__module__.startswith("scipy.sparse"):
         raise ValueError(f"{what}: sparse input is not supported (hepbdt bins dense columns); "
                          "convert with X.toarray()")
+    arrow = arrow_columns(X, what)
+    if arrow is not None:
+        X = arrow
     if isinstance(X, dict):
         names = [str(k) for k in X]
         columns = [np.asarray(v) for v in X.values()]
@@ -332,6 +353,11 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
     elif getattr(X, "feature_names", None) is not None:
         names = [str(n) for n in X.feature_names]
         X = np.asarray(X).view(np.ndarray)
+    elif isinstance(X, list | tuple) or getattr(getattr(X, "dtype", None), "kind", "") == "O":
+        try:  # Python integers read one by one into float32 go through float64
+            X = _integer_objects(np.asarray(X, dtype=object))
+        except ValueError:  # ragged rows: refused below
+            pass
     if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not their data
         X = (np.where(np.ma.getmaskarray(X), np.nan, np.ma.getdata(X).astype(np.float64))
              if np.ma.is_masked(X) else np.ma.getdata(X))
@@ -359,18 +385,51 @@ def _wide_integers_as_features(column: np.ndarray) -> np.ndarray:
     return column
 
 
+def _integer_objects(values: np.ndarray) -> np.ndarray:
+    """An object array of Python integers as int64 (or uint64) values, which float32 then
+    rounds once; anything else as numpy reads it (through float64 a value beyond 2**53 is
+    rounded twice and can land on the other float32 neighbour, another side of a split)."""
+    if values.dtype != object or values.size == 0:
+        return values
+    if values.ndim == 2:  # column by column: integers beside floats in each row of a list
+        columns = [_integer_objects(values[:, j]) for j in range(values.shape[1])]
+        if all(c.dtype != object for c in columns):
+            return np.column_stack([_wide_integers_as_features(c) for c in columns])
+        return values
+    if all(isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+           for v in values.ravel()):
+        try:
+            return np.asarray(values.tolist(), dtype=np.int64)
+        except OverflowError:
+            return np.asarray(values.tolist(), dtype=np.uint64)
+    try:
+        return values.astype(np.float64)  # numbers of mixed types; others stay objects
+    except (TypeError, ValueError):
+        return values
+
+
+def _column_as_features(column: Any) -> np.ndarray:
+    """One pandas column as features: 64-bit and nullable integers (pd.NA as NaN) and
+    object columns of Python integers rounded once to float32, others as numbers."""
+    dtype = column.dtype
+    if not isinstance(dtype, np.dtype):  # an extension dtype: Int64, Float64, boolean
+        if getattr(getattr(dtype, "numpy_dtype", None), "kind", "") in "iu":
+            return column.to_numpy(dtype=X_DTYPE, na_value=np.nan)
+        return column.to_numpy(na_value=np.nan)
+    return _wide_integers_as_features(_integer_objects(column.to_numpy()))
+
+
 def _frame_values(frame: Any) -> Any:
     """A data frame's values; pandas' missing values (pd.NA of nullable columns) as NaN;
-    64-bit integer columns beside others rounded once to float32 (``_wide_integers_as_features``)."""
+    64-bit and nullable integer columns, and object columns of Python integers, beside
+    others rounded once to float32 (``_wide_integers_as_features``)."""
     pandas = type(frame).__module__.startswith("pandas")
     dtypes = list(getattr(frame, "dtypes", ()))
-    wide = [isinstance(d, np.dtype) and d.kind in "iu" and d.itemsize == 8 for d in dtypes]
-    if pandas and any(wide) and not all(wide):
-        return np.column_stack([_frame_values(frame.iloc[:, [j]])[:, 0] if not w
-                                else frame.iloc[:, j].to_numpy().astype(X_DTYPE)
-                                for j, w in enumerate(wide)])
-    if pandas and any(not isinstance(d, np.dtype) for d in dtypes):
-        return frame.to_numpy(na_value=np.nan)
+    exact = [isinstance(d, np.dtype) and d.kind in "fb" or (isinstance(d, np.dtype) and d.kind in "iu"
+             and d.itemsize < 8) for d in dtypes]
+    if pandas and not all(exact):
+        return np.column_stack([_column_as_features(frame.iloc[:, j])
+                                for j in range(len(dtypes))])
     return frame.to_numpy()
 
 

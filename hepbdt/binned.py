@@ -67,7 +67,8 @@ class BinnedMatrix:
     Selecting rows (a slice, a mask, indices) gives a BinnedMatrix of those events; columns
     are selected with :meth:`columns`. ``np.asarray(matrix)`` gives each event's
     *representative* values (float32): the lower edge of its bin (below the first edge for
-    bin 0, NaN for missing); a model whose thresholds are these edges predicts on them
+    bin 0, NaN for missing, and NaN for a feature without edges: one value where they were
+    found, which they do not keep); a model whose thresholds are these edges predicts on them
     exactly what it predicts on the raw values, and plots see each value moved to its bin.
     """
 
@@ -75,7 +76,15 @@ class BinnedMatrix:
 
     def __init__(self, codes: Any, edges: Sequence[Any], feature_names: Sequence[str] | None = None,
                  feature_definitions: Mapping[str, str] | None = None) -> None:
-        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        given = np.asarray(codes)
+        if given.dtype != np.uint8:  # a cast would wrap 259 to 3, -1 to 255 (missing), 2.7 to 2
+            if given.dtype.kind not in "iu" or (given.size and (
+                    int(given.min()) < 0 or int(given.max()) > MISSING_CODE)):
+                raise ValueError(f"codes must be bin codes, integers from 0 to {MISSING_CODE} "
+                                 f"({MISSING_CODE}: missing); got {given.dtype} values"
+                                 + (f" from {given.min()} to {given.max()}"
+                                    if given.size and given.dtype.kind in "iuf" else ""))
+        codes = np.ascontiguousarray(given, dtype=np.uint8)
         if codes.ndim != 2:
             raise ValueError(f"codes must be 2-d (events x features), got shape {codes.shape}")
         edges = tuple(np.asarray(e, dtype=np.float32).ravel() for e in edges)
@@ -177,7 +186,9 @@ class BinnedMatrix:
 
     def representatives(self) -> np.ndarray:
         """(m, 256) float32: the value standing for each code (see the class doc)."""
-        table = np.zeros((len(self.edges), _N_CODES), dtype=np.float32)
+        # a feature without edges (one value where they were found) has no value to stand
+        # for its codes: NaN, not a number it may never take
+        table = np.full((len(self.edges), _N_CODES), np.nan, dtype=np.float32)
         for f, e in enumerate(self.edges):
             if e.size:
                 step = float(e[1]) - float(e[0]) if e.size > 1 else max(1.0, abs(float(e[0])))

@@ -1784,6 +1784,11 @@ class BDTClassifier(_BDTBase):
     def score(self, X, y, sample_weight=None) -> float:
         """Weighted accuracy."""
         y = _labels(y)
+        self._check_fitted()
+        bad = _not_in(y, self.classes_)
+        if bad.any():  # another type of label ("1" for 1) would count as wrong: 0 accuracy
+            raise ValueError(f"y has labels {np.unique(y[bad])[:5].tolist()} that are not in "
+                             f"the classes {self.classes_.tolist()}")
         pred = self.predict(X)
         w = _score_weights(sample_weight, y.size, pred.size)
         return float(np.sum(w * (pred == y)) / np.sum(w))

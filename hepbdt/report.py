@@ -38,7 +38,7 @@ from hepbdt._util import atomic_write_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
 from hepbdt.estimators import growth_text
 from hepbdt.evaluation import curves
-from hepbdt.evaluation._data import class_codes, unpack_dataset
+from hepbdt.evaluation._data import class_codes, in_model_order, unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
@@ -404,6 +404,14 @@ def _role(y: np.ndarray, classifier: bool) -> str:
         frozenset(labels), "signal and background")
 
 
+def _in_model_order(model: Any, X: Any, y: np.ndarray, w: np.ndarray, names: list[str]
+                    ) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:
+    """An unpacked data set with its named columns in the model's feature order, so that
+    the rankings name each column right (unnamed columns are the model's by position)."""
+    X, ordered = in_model_order(model, X)
+    return X, y, w, names if ordered is None else ordered
+
+
 def report(
     model: Any,
     train: Any,
@@ -466,6 +474,7 @@ def report(
         id (``"fig-roc"``, ``"fig-scores"``, ...): embedded instead of drawn again
     """
     unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
+    unpacked = [_in_model_order(model, *u) for u in unpacked]
     if is_classifier(model):  # the model's labels as its classes (1 = signal for two)
         unpacked = [(X, class_codes(model, np.asarray(y)), *rest) for X, y, *rest in unpacked]
     X_tr, X_te = unpacked[0][0], unpacked[1][0]

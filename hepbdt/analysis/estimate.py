@@ -152,6 +152,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                               + fit_bytes)
     if config.output.report or config.output.figures:
         binned_memory += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES)
+    # k-fold's training rows are written as floats whatever the read (2M x 10, 10 folds:
+    # 2.6 GB at the peak where this term was missing and the estimate said 954 MB)
+    binned_memory += _kfold_rows_bytes(config, trained, features, fit_bytes)
     # the read's edge sketch: up to twice SUBSAMPLE_FOR_EDGES events' floats, and a copy
     binned_memory += min(events, 2 * SUBSAMPLE_FOR_EDGES) * (features * _EDGE_SAMPLE_BYTES
                                                              + _SKETCH_EVENT_BYTES)
@@ -171,16 +174,22 @@ def _output_bytes(config: AnalysisConfig, events: int, trained: float, features:
                   fit_bytes: int) -> float:
     """What the outputs of a float training take beside its data: k-fold's training rows,
     the report's and figures' room (with each extra class's) and the correlation blocks."""
-    out = 0.0
-    if config.split.kfold:  # k - 1 training rows an event
-        row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
-        out += trained * (row_bytes + features * _FEATURE_BYTES)
+    out = _kfold_rows_bytes(config, trained, features, fit_bytes)
     if config.output.report or config.output.figures:
         extra_classes = len(config.classes) - 1 if config.multiclass else 0
         out += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
                          + _OUTPUT_CLASS_BYTES * extra_classes)
         out += min(events, CORRELATION_BLOCK) * features * _CORRELATION_VALUE_BYTES
     return out
+
+
+def _kfold_rows_bytes(config: AnalysisConfig, trained: float, features: int,
+                      fit_bytes: int) -> float:
+    """k-fold's training rows in the score trees (k - 1 an event, float features)."""
+    if not config.split.kfold:
+        return 0.0
+    row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
+    return trained * (row_bytes + features * _FEATURE_BYTES)
 
 
 def use_binned(config: AnalysisConfig) -> bool:

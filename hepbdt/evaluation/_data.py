@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import check_weights, real_array, weighted_quantile  # noqa: F401 (re-exported)
+from hepbdt._util import (  # noqa: F401 (re-exported)
+    arrow_columns,
+    check_weights,
+    column_positions,
+    real_array,
+    weighted_quantile,
+)
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import FeatureMatrix
 
@@ -127,11 +133,43 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
     return X, y, w, names
 
 
+def in_model_order(model: Any, X: Any, names: list[str] | None = None
+                   ) -> tuple[Any, list[str] | None]:
+    """X's columns in the order of the model's features, found by name (a data frame's, a
+    FeatureMatrix's or ``names``), and the names in that order; X as it is where either
+    side has no names (then the columns are the model's by position). Whatever takes the
+    columns apart (a ranking, a permutation) must see them in the model's order: the
+    model itself finds named columns by name, but positions do not carry names."""
+    model_names = getattr(model, "feature_names_in_", None)
+    if model_names is None:
+        return X, names
+    model_names = [str(n) for n in model_names]
+    if isinstance(X, BinnedMatrix):
+        given = list(X.feature_names) if X.feature_names is not None else names
+    else:
+        X, columns = _named_array(X)
+        given = columns if columns is not None else names
+    if given is None or list(given) == model_names:
+        return X, names if given is None else list(given)
+    order = column_positions([str(g) for g in given], model_names, "X", type(model).__name__,
+                             getattr(model, "feature_definitions_", None) or {})
+    if isinstance(X, BinnedMatrix):
+        X = BinnedMatrix(X.codes[:, order], [X.edges[j] for j in order], model_names,
+                         getattr(model, "feature_definitions_", None))
+    else:
+        X = np.ascontiguousarray(np.asarray(X)[:, order]).view(FeatureMatrix)
+        X.feature_names = tuple(model_names)
+    return X, model_names
+
+
 def _named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
     """X as an array and the names of its columns, when it has them (a data frame's columns,
     a ``FeatureMatrix``'s names; None otherwise). A named FeatureMatrix is kept as it is."""
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         return np.asarray(X.to_numpy()), [str(c) for c in X.columns]
+    arrow = arrow_columns(X)
+    if arrow is not None:
+        return np.column_stack(list(arrow.values())), list(arrow)
     if isinstance(X, FeatureMatrix) and X.feature_names is not None:
         return X, [str(n) for n in X.feature_names]
     return np.asarray(X), None

@@ -15,7 +15,7 @@ import numpy as np
 
 from hepbdt._util import feature_names_of, is_classifier
 from hepbdt.binned import BinnedMatrix
-from hepbdt.evaluation._data import check_labels, check_weights, class_codes
+from hepbdt.evaluation._data import check_labels, check_weights, class_codes, in_model_order
 from hepbdt.evaluation.metrics import roc_auc
 
 __all__ = [
@@ -250,6 +250,7 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     its events: with ``max_samples`` below the event count, a random subset of that many
     events (drawn with ``random_state``, in their order), as scikit-learn's
     ``permutation_importance`` offers."""
+    X, _ = in_model_order(model, X)  # columns are shuffled, and scored, by position
     if not isinstance(X, BinnedMatrix):
         X = np.asarray(X)
     n = X.shape[0]
