@@ -103,6 +103,10 @@ SERIAL_TREE_WORK = 2_000_000
 # hastie 6,000 x 10 0.19 -> 0.152 s, breast cancer 0.038 -> 0.029, friedman1 0.100 ->
 # 0.083, the TMVA multi-class tutorial 0.127 -> 0.118; tmva-reg (4,500 x 2) the same.
 SERIAL_SHARED_WORK = 8_000
+# Leaf-wise packed trees of at most this many leaves grow in one compiled call
+# (``_packed_leaves``), which finds the next leaf to split by a scan of the waiting ones
+# (quadratic in the leaves: a heap pays beyond this).
+COMPILED_LEAVES = 4096
 
 
 @dataclass
@@ -1314,7 +1318,8 @@ def _leaves_compiled(events: _TreeEvents, nodes: _NodeArrays, max_leaves: int,
     """Whether ``_packed_leaves`` grows this leaf-wise tree: packed channels, no column
     draws, room for every node and a histogram slot for every leaf."""
     return (_PackedSplits.applies(events, colsample_bylevel, colsample_bynode)
-            and nodes.feature.size >= 2 * max_leaves - 1 and events.leaf_capacity() >= max_leaves)
+            and max_leaves <= COMPILED_LEAVES and nodes.feature.size >= 2 * max_leaves - 1
+            and events.leaf_capacity() >= max_leaves)
 
 
 def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
