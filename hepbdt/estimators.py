@@ -57,7 +57,14 @@ from .engine.split import SplitParams
 from .interop.cpp_export import to_cpp
 from .interop.onnx_export import to_onnx
 from .interop.tmva_export import to_tmva_xml
-from .model import FORMAT_NAME, FORMAT_VERSION, Forest, ModelFormatError, from_tmva_two_class
+from .model import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    Forest,
+    ModelFormatError,
+    check_written_size,
+    from_tmva_two_class,
+)
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
@@ -1146,7 +1153,9 @@ class _BDTBase(SklearnProtocol):
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as versioned JSON (atomically: temporary name, then rename)."""
-        atomic_write_text(path, dumps_strict(self.to_dict()))
+        text = dumps_strict(self.to_dict())
+        check_written_size(f"the model file {os.fspath(path)!r}", text)
+        atomic_write_text(path, text)
 
     def save_tmva(self, path: str | os.PathLike, **options: Any) -> dict[str, Any]:
         """Write a TMVA ``MethodBDT`` XML weight file for ``TMVA::Reader``.

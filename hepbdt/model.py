@@ -39,6 +39,7 @@ from .engine.predict import (
 
 __all__ = ["Forest", "ForestBuilder", "ModelFormatError", "FORMAT_NAME", "FORMAT_VERSION",
            "MAX_MODEL_BYTES", "MAX_NODES", "MAX_FEATURES", "check_model_size", "check_node_count",
+           "check_written_size",
            "tree_text", "ClassForestBuilder", "CLASSIFIER_LOSSES", "REGRESSOR_LOSSES"]
 
 FORMAT_NAME = "hepbdt-model"
@@ -100,6 +101,16 @@ def check_model_size(where: str, n_bytes: int) -> None:
     if n_bytes > MAX_MODEL_BYTES:
         raise ModelFormatError(f"{where}: the file has {n_bytes} bytes; model files of more "
                                f"than {MAX_MODEL_BYTES >> 20} MiB are refused")
+
+
+def check_written_size(what: str, text: str) -> None:
+    """ModelFormatError, before anything is written, when a model file's ``text`` would be
+    more than the ``MAX_MODEL_BYTES`` that hepbdt's readers take (a forest trains to any
+    size; its file would be refused when read back)."""
+    if len(text) > MAX_MODEL_BYTES:  # characters: at most the bytes
+        raise ModelFormatError(f"{what} would take {len(text) / 2**20:.0f} MiB, more than the "
+                               f"{MAX_MODEL_BYTES >> 20} MiB of a model file that hepbdt reads "
+                               "back; nothing was written: train fewer or shallower trees")
 
 
 def check_node_count(where: str, n_nodes: int) -> None:

@@ -70,3 +70,28 @@ def test_a_tmva_weight_file_given_to_the_command_line_names_the_reader(capsys):
         pytest.skip("no TMVA weight file in ../shared/tmva")
     assert main(["inspect", str(xml)]) == 2
     assert "hepbdt.interop.from_tmva_xml" in capsys.readouterr().err
+
+
+def test_a_model_file_beyond_what_the_readers_take_is_not_written(tmp_path, monkeypatch):
+    # the complexity audit: a 8.2M-node forest saved as a 563 MB file that load_model then
+    # refused (and a TMVA file of 581 MB that from_tmva_xml refused); the limit is scaled
+    # down here to a model of a few kB
+    import hepbdt.model as model_module
+    from hepbdt.interop import from_tmva_xml
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    model = BDTClassifier(boosting="adaboost", n_trees=5, max_depth=3).fit(
+        X, (X[:, 0] > 0).astype(int))
+    model.save(tmp_path / "fits.json")
+    model.save_tmva(tmp_path / "fits.xml")
+    size = min((tmp_path / "fits.json").stat().st_size, (tmp_path / "fits.xml").stat().st_size)
+    monkeypatch.setattr(model_module, "MAX_MODEL_BYTES", size // 2)
+    for save, name in ((model.save, "big.json"), (model.save_tmva, "big.xml")):
+        with pytest.raises(ModelFormatError, match="more than the 0 MiB of a model file"):
+            save(tmp_path / name)
+        assert not (tmp_path / name).exists()
+    with pytest.raises(ModelFormatError, match="refused"):  # what its reader would have said
+        load_model(tmp_path / "fits.json")
+    with pytest.raises(ValueError, match="refused"):
+        from_tmva_xml(tmp_path / "fits.xml")

@@ -50,7 +50,7 @@ import numpy as np
 from .._util import atomic_write_text, check_X, dumps_strict, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
-from ..model import NODE_ARRAYS, Forest, from_tmva_two_class
+from ..model import NODE_ARRAYS, Forest, check_written_size, from_tmva_two_class
 from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
@@ -880,6 +880,7 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     ET.indent(root, space="  ")
     # ElementTree escapes '>' in attribute values, so ' />' only closes empty elements.
     text = ET.tostring(root, encoding="unicode").replace(" />", "/>")
+    check_written_size(f"the TMVA weight file {os.fspath(path)!r}", text)
     atomic_write_text(path, '<?xml version="1.0"?>\n' + text + "\n")
     return {"n_trees": len(outs), "n_residual_trees": len(outs) - n_plain,
             "n_nodes": n_nodes, "max_response_error": bound}
