@@ -38,7 +38,7 @@ def main() -> None:
     compiled = grower._leaves_compiled
     paths = {"compiled loop": compiled, "per-split path": lambda *a: False}
     times: dict[str, list[float]] = {name: [] for name in paths}
-    for name, choose in paths.items():  # warm-up: compile and cache both
+    for choose in paths.values():  # warm-up: compile and cache both
         grower._leaves_compiled = choose
         hepbdt.BDTClassifier(**{**options, "n_trees": 2}).fit(X, y, w)
     for _ in range(args.repeats):
