@@ -89,3 +89,27 @@ def test_a_feature_without_edges_shows_nan_not_zero():
     X = BinnedMatrix(np.zeros((3, 2), np.uint8), [[], [1.0, 2.0]])
     values = np.asarray(X)
     assert np.all(np.isnan(values[:, 0])) and np.all(values[:, 1] < 1.0)
+
+
+def test_max_samples_is_a_whole_number_and_keeps_both_classes(fitted):
+    # the second cliffs audit: 100.7 became 100, True and 1.0 became one event, and an
+    # error about a class's weight did not name max_samples
+    model, X, y = fitted
+    for bad in (100.7, 1.0, True, 0):
+        with pytest.raises(ValueError, match="max_samples must be a whole number"):
+            permutation_importance(model, X, y, max_samples=bad)
+    with pytest.raises(ValueError, match="max_samples=1: .* one class only"):
+        permutation_importance(model, X, y, max_samples=1)
+    assert permutation_importance(model, X, y, n_repeats=1, max_samples=500).n_events == 500
+
+
+def test_flatness_bins_of_few_events_warn_and_mass_bins_are_bounded():
+    from hepbdt.boosting.decorrelation import FlatnessBinsWarning, flatness_bins
+    from hepbdt.evaluation import decorrelation_measures
+
+    rng = np.random.default_rng(0)
+    m, y, w = rng.random(2000), (rng.random(2000) < 0.5).astype(int), np.ones(2000)
+    with pytest.warns(FlatnessBinsWarning, match="976 background events.*use at most 97 bins"):
+        flatness_bins(m, y, w, 300, "background")
+    with pytest.raises(ValueError, match="more mass bins than the"):
+        decorrelation_measures(rng.random(2000), y, m, w, bins=10**6)

@@ -184,6 +184,9 @@ def _jsd_or_nan(before: NDArray, after: NDArray) -> float:
     return jensen_shannon_divergence(before, after) if np.any(after > 0) else float("nan")
 
 
+MAX_MASS_BINS = 10_000  # equal-width mass bins, at most (or as many as the events)
+
+
 def _mass_edges(mass: NDArray, bins: Any, variable: str) -> NDArray:
     """``bins`` equal-width edges over ``mass`` (the background's), or the edges given,
     checked: float64, 1-d, finite, strictly increasing, at least two."""
@@ -193,6 +196,10 @@ def _mass_edges(mass: NDArray, bins: Any, variable: str) -> NDArray:
                 or not bins >= 1):
             raise ValueError(f"bins={bins!r}: expected a whole number of {variable} bins >= 1, "
                              "or an array of bin edges")
+        if bins > max(MAX_MASS_BINS, mass.size):  # memory grows with the bins, not the events
+            raise ValueError(f"bins={int(bins):,}: more {variable} bins than the "
+                             f"{mass.size:,} background events and {MAX_MASS_BINS:,}; the "
+                             "shapes would be empty bins")
         # equal widths over the range; a constant or extreme range still gets increasing edges
         return common_edges(mass, int(bins))
     edges = np.asarray(bins, np.float64)

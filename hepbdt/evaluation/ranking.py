@@ -262,12 +262,18 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     if sample_weight is not None:
         sample_weight = check_weights(sample_weight, n)
     if max_samples is not None:
-        if int(max_samples) < 1:
-            raise ValueError(f"max_samples must be at least 1, got {max_samples}")
+        if (isinstance(max_samples, bool) or not isinstance(max_samples, int | np.integer)
+                or max_samples < 1):
+            raise ValueError(f"max_samples must be a whole number of events >= 1, got "
+                             f"{max_samples!r}")
         if n > max_samples:
             keep = np.sort(np.random.default_rng(random_state).choice(n, int(max_samples),
                                                                       replace=False))
             X = X[keep]
+            if y is not None and is_classifier(model) and np.unique(np.asarray(y)[keep]).size \
+                    < min(2, np.unique(np.asarray(y)).size):
+                raise ValueError(f"max_samples={int(max_samples)}: the {int(max_samples)} "
+                                 "events drawn hold one class only; take more events")
             y = None if y is None else np.asarray(y)[keep]
             sample_weight = None if sample_weight is None else np.asarray(sample_weight)[keep]
     X, columns = _shuffleable(X, model is None or hasattr(model, "forest_"))

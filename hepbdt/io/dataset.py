@@ -491,8 +491,10 @@ class Dataset:
 
     def kfold(
         self, k: int, by: str | Any = "event", norm: str = "none"
-    ) -> list[tuple[Dataset, Dataset]]:
+    ) -> Sequence[tuple[Dataset, Dataset]]:
         """The k (train, test) pairs of k-fold training: fold i tests ``event % k == i``.
+        Each pair is made when it is taken (a sequence, not a list), so k copies of the
+        sample never exist at once (a list of 100 folds held 115x the features).
 
         Model i, trained on the events of the other folds, is applied to the events
         with ``event % k == i`` (the standard ATLAS/CMS scheme; see
@@ -532,11 +534,7 @@ class Dataset:
             raise InputError(f"kfold({int(k)}): fold(s) {empty[:5]} have no events (their "
                              f"models would train on every event and test on none); use fewer "
                              "folds, or event numbers that spread over them")
-        pairs = []
-        for i in range(int(k)):
-            test_mask = fold == i
-            pairs.append((self.take(~test_mask).normalize(norm), self.take(test_mask)))
-        return pairs
+        return _Folds(self, fold, int(k), norm)
 
     # -- normalisation --------------------------------------------------------------------
 
@@ -615,3 +613,22 @@ def _check_norm(norm: str) -> str:
     if norm not in NORM_MODES:
         raise InputError(f"norm {norm!r} is not one of {', '.join(NORM_MODES)}")
     return norm
+
+
+class _Folds(Sequence):
+    """``Dataset.kfold``'s pairs, each made when it is taken."""
+
+    def __init__(self, data: Dataset, fold: np.ndarray, k: int, norm: str) -> None:
+        self._data, self._fold, self._k, self._norm = data, fold, k, norm
+
+    def __len__(self) -> int:
+        return self._k
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._k))]
+        if not -self._k <= int(i) < self._k:
+            raise IndexError(f"fold {i} of {self._k}")
+        test = self._fold == int(i) % self._k
+        return self._data.take(~test).normalize(self._norm), self._data.take(test)
+
