@@ -252,5 +252,5 @@ def test_permutation_importance_on_a_random_subset_equals_the_subset_by_hand():
     assert part.order()[0] == 0 and whole.order()[0] == 0
     same = permutation_importance(model, X, y, w, n_repeats=2, random_state=4, max_samples=5000)
     np.testing.assert_array_equal(same.importances, whole.importances)
-    with pytest.raises(ValueError, match="max_samples must be at least 1"):
+    with pytest.raises(ValueError, match="max_samples must be a whole number of events >= 1"):
         permutation_importance(model, X, y, w, max_samples=0)
