@@ -8,6 +8,7 @@ it, and the analysis outputs label score trees with it. Reading a manifest is
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -252,6 +253,9 @@ class KFoldModel:
             "k": self.k, "by": self.by, "models": [p.name for p in paths],
             "features": self.feature_names_in_ if hasattr(self.models[0], "feature_names_in_")
             else None,  # models fitted on unnamed arrays
+            # each fold file's SHA-256, checked on load: a save interrupted between the fold
+            # files left folds of two trainings under the old manifest, which loaded
+            "sha256": [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths],
         }
         atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
         return [*paths, Path(path)]

@@ -97,6 +97,11 @@ class OutputSet:
                     "model": model, "model_sha256": files.get(model), "files": files,
                     "settings": dict(settings or {})}
         atomic_write_text(self.staging / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+        try:  # again: a file the user put into the folder meanwhile went with the old set
+            self._check_target()
+        except OutputSetError as exc:
+            raise OutputSetError(f"{exc} (found when this run's outputs were ready: the "
+                                 "folder was left as it is)") from None
         old = _swap(self.staging, self.target)
         self.staging = None
         if old is not None:
@@ -110,14 +115,20 @@ class OutputSet:
 
     # -- the lock and the checks ----------------------------------------------------------
     def _lock(self) -> None:
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+        while True:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+                os.close(fd)
+                raise OutputSetError(f"output folder {self.target} is in use by another hepbdt "
+                                     f"run ({holder}); wait for it or give another --output") from None
+            if _same_file(fd, self._lock_path):
+                break
+            # the holder unlinked the file between our open and flock: a lock on it locks
+            # nothing another run can see (it makes a new file); lock that one instead
             os.close(fd)
-            raise OutputSetError(f"output folder {self.target} is in use by another hepbdt run "
-                                 f"({holder}); wait for it or give another --output") from None
         os.ftruncate(fd, 0)
         stamp = datetime.datetime.now().isoformat(timespec="seconds")
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
@@ -155,6 +166,16 @@ class OutputSet:
             shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
             raise OutputSetError(f"output folder {self.target} holds files hepbdt did not write "
                                  f"({shown}); they would be replaced: give a new or empty folder")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is still the file at ``path``."""
+    try:
+        on_disk = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
 def glob_escape(text: str) -> str:

@@ -376,6 +376,10 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                                  or not all(isinstance(n, str) for n in features)):
         raise ModelFormatError(f"{where}: 'features' must list the fold models' feature names "
                                "(or be null for models fitted on unnamed columns)")
+    recorded = doc.get("sha256")  # absent in manifests written before 2026-12-02
+    if recorded is not None and (not isinstance(recorded, list) or len(recorded) != k
+                                 or not all(isinstance(h, str) for h in recorded)):
+        raise ModelFormatError(f"{where}: 'sha256' must list one SHA-256 a fold model")
     base = Path(path).parent
     first: dict[Path, int] = {}
     digests: dict[bytes, int] = {}
@@ -394,6 +398,11 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                 "own model file, the model trained without that fold's events")
         first[resolved] = i
         digest = hashlib.sha256(data).digest()
+        if recorded is not None and recorded[i] != digest.hex():
+            raise ModelFormatError(
+                f"{where}: fold model {name!r} is not the file this manifest was written with "
+                "(its SHA-256 differs: a save interrupted between the fold files, or a file "
+                "replaced since); save the k-fold model again")
         if digest in digests:  # a copy: trainings on different events never agree to the bit
             raise ModelFormatError(
                 f"{where}: fold model files {files[digests[digest]]!r} and {name!r} are the "

@@ -125,3 +125,56 @@ def test_a_planted_symlink_is_never_followed(tmp_path: Path) -> None:
     atomic_write_text(out / "model.json", "{}")
     assert victim.read_text() == "precious"
     assert (out / "model.json").read_text() == "{}"
+
+
+def test_a_file_put_into_the_folder_during_a_run_is_not_swapped_away(tmp_path):
+    # the interruption audit: a user's file written into the output folder while a run
+    # staged its set went with the old set (deleted), and the run exited 0; a file put in
+    # the folder's place was hidden under a staging name for good
+    import shutil
+
+    from hepbdt.output_set import OutputSet, OutputSetError
+
+    target = tmp_path / "out"
+    first = OutputSet(target)
+    with first as staging:
+        (staging / "model.json").write_text("{}")
+        first.commit()
+    run = OutputSet(target)
+    with pytest.raises(OutputSetError, match="my_notes.txt.*folder was left as it is"):
+        with run as staging:
+            (staging / "model.json").write_text('{"new": 1}')
+            (target / "my_notes.txt").write_text("mine")
+            run.commit()
+    assert (target / "my_notes.txt").read_text() == "mine"
+    assert (target / "model.json").read_text() == "{}"
+    (target / "my_notes.txt").unlink()
+    run = OutputSet(target)
+    with pytest.raises(OutputSetError, match="is a file, not a folder"):
+        with run as staging:
+            (staging / "model.json").write_text('{"new": 1}')
+            shutil.rmtree(target)
+            target.write_text("a file of the user's")
+            run.commit()
+    assert target.read_text() == "a file of the user's"
+
+
+def test_a_lock_on_a_file_its_holder_unlinked_is_taken_again(tmp_path, monkeypatch):
+    # the audit's race: a run that opened the lock file just before its holder unlinked it
+    # locked the unlinked file, while a third run locked a new one: two holders
+    import hepbdt.output_set as output_set
+
+    target = tmp_path / "out"
+    lock = tmp_path / ".out.hepbdt-lock"
+    real = output_set.fcntl.flock
+    calls = []
+
+    def flock(fd, op):
+        if not calls:  # the first open's file is unlinked before its flock
+            lock.unlink()
+        calls.append(fd)
+        return real(fd, op)
+
+    monkeypatch.setattr(output_set.fcntl, "flock", flock)
+    with output_set.OutputSet(target):
+        assert len(calls) == 2 and lock.exists()  # locked the file at the path, not the old

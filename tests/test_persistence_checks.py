@@ -51,6 +51,7 @@ def two_trainings(tmp_path: Path) -> tuple[Path, Path]:
         out = OutputSet(folder)
         with out as staging:
             KFoldModel(_folds(n_trees), by="event").save(staging / "model.json")
+            _without_digests(staging / "model.json")
             (staging / "scores.root").write_bytes(b"not read")
             out.commit()
         folders.append(folder)
@@ -204,8 +205,18 @@ def saved_kfold(tmp_path: Path) -> Path:
     return path
 
 
+def _without_digests(path: Path) -> Path:
+    """The manifest at ``path`` as written before its folds' SHA-256s were recorded (such
+    manifests still load; the checks below are the ones they have)."""
+    doc = json.loads(path.read_text())
+    doc.pop("sha256", None)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
 def _edit_manifest(path: Path, **changes) -> Path:
     doc = json.loads(path.read_text())
+    doc.pop("sha256", None)
     doc.update(changes)
     edited = path.with_name("edited.json")
     edited.write_text(json.dumps(doc))
@@ -298,7 +309,20 @@ def test_kfold_model_refuses_folds_that_do_not_agree(tmp_path):
     path = tmp_path / "model.json"
     KFoldModel(folds, by="event").save(path)
     regressor.save(tmp_path / "model_fold1.json")
+    with pytest.raises(ModelFormatError, match="SHA-256 differs"):
+        load_model(path)
     with pytest.raises(ModelFormatError, match="different types"):
+        load_model(_without_digests(path))
+
+
+def test_a_kfold_save_interrupted_between_its_folds_is_refused(tmp_path):
+    # the interruption audit: killed after fold 0 of a new model was written, the old
+    # manifest and folds 1 and 2 of the old model loaded as one k-fold model
+    path = tmp_path / "model.json"
+    KFoldModel(_folds(3), by="event").save(path)
+    _folds(6)[0].save(tmp_path / "model_fold0.json")  # what the interrupted save got to
+    with pytest.raises(ModelFormatError, match="'model_fold0.json' is not the file this "
+                                               "manifest was written with"):
         load_model(path)
 
 
