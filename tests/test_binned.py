@@ -341,16 +341,21 @@ def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, cap
     np.testing.assert_array_equal([score_of[e] for e in test["event"].tolist()], test["bdt_score"])
 
 
-def _wide_config(tmp_path: Path, outputs: bool) -> Path:
-    """A configuration of 2 x 300,000 events x 20 features (nothing is trained from it)."""
+def _wide_config(tmp_path: Path, outputs: bool, events: int = 300_000, features: int = 20
+                 ) -> Path:
+    """A configuration of 2 x ``events`` x ``features`` (nothing is trained from it), with
+    an event number ``evt``."""
     rng = np.random.default_rng(0)
     for name in ("s", "b"):
         with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {f"x{j}": rng.normal(size=300_000).astype(np.float32) for j in range(20)}
+            f["t"] = {"evt": np.arange(events, dtype=np.int64),
+                      **{f"x{j}": rng.normal(size=events).astype(np.float32)
+                         for j in range(features)}}
     path = tmp_path / f"wide_{outputs}.toml"
     path.write_text(f"""
 tree = "t"
-features = {[f"x{j}" for j in range(20)]}
+event = "evt"
+features = {[f"x{j}" for j in range(features)]}
 [samples.signal]
 files = "{tmp_path / 's.root'}"
 label = "signal"
@@ -419,29 +424,9 @@ def test_a_binned_kfold_estimate_counts_the_training_rows_it_writes(tmp_path) ->
     from hepbdt.analysis import load_config
     from hepbdt.analysis.estimate import _kfold_rows_bytes, estimate
 
-    rng = np.random.default_rng(0)
-    for name in ("s", "b"):
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {"evt": np.arange(20_000, dtype=np.int64),
-                      **{f"x{j}": rng.normal(size=20_000).astype(np.float32) for j in range(10)}}
-    lean = tmp_path / "kfold.toml"
-    lean.write_text(f"""
-tree = "t"
-event = "evt"
-binned = true
-features = {[f"x{j}" for j in range(10)]}
-[samples.signal]
-files = "{tmp_path / 's.root'}"
-label = "signal"
-[samples.bkg]
-files = "{tmp_path / 'b.root'}"
-label = "background"
-[output]
-report = false
-figures = false
-""")
-    split = estimate(load_config(lean))
-    config = load_config(lean, ["split.kfold=10"])
+    lean = _wide_config(tmp_path, outputs=False, events=20_000, features=10)
+    split = estimate(load_config(lean, ["binned=true"]))
+    config = load_config(lean, ["binned=true", "split.kfold=10"])
     folds = estimate(config)
     rows = _kfold_rows_bytes(config, folds.events * 9, folds.features, 0)
     assert rows > 0 and folds.binned_bytes >= split.binned_bytes + 0.9 * rows
