@@ -425,8 +425,8 @@ def _frame_values(frame: Any) -> Any:
     others rounded once to float32 (``_wide_integers_as_features``)."""
     pandas = type(frame).__module__.startswith("pandas")
     dtypes = list(getattr(frame, "dtypes", ()))
-    exact = [isinstance(d, np.dtype) and d.kind in "fb" or (isinstance(d, np.dtype) and d.kind in "iu"
-             and d.itemsize < 8) for d in dtypes]
+    exact = [isinstance(d, np.dtype) and (d.kind in "fb" or (d.kind in "iu" and d.itemsize < 8))
+             for d in dtypes]  # numpy converts these columns to float32 in one rounding
     if pandas and not all(exact):
         return np.column_stack([_column_as_features(frame.iloc[:, j])
                                 for j in range(len(dtypes))])
