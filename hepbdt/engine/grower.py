@@ -1209,6 +1209,32 @@ def _scan_children(raw, slots, scale_a, scale_b, child_sums, allowed, n_value_bi
 
 
 @njit
+def _best_waiting(waiting, w_gain, n_nodes):
+    """The waiting leaf of the largest gain (of equal ones, the lowest id); -1 if none."""
+    best = -1
+    for k in range(n_nodes):
+        if waiting[k] and (best < 0 or w_gain[k] > w_gain[best]):
+            best = k
+    return best
+
+
+@njit
+def _wait(k, i, g, f, t, ml, left_of, waiting, w_gain, w_feature, w_bin, w_missing, w_left):
+    """Leaf ``k`` waits with search result ``i`` as its best split."""
+    waiting[k] = True
+    w_gain[k], w_feature[k], w_bin[k], w_missing[k] = g[i], f[i], t[i], ml[i]
+    w_left[k] = left_of[i]
+
+
+@njit
+def _release(k, slot, free, n_free):
+    """Give node ``k``'s histogram slot back; the new count of free slots."""
+    free[n_free] = slot[k]
+    slot[k] = -1
+    return n_free + 1
+
+
+@njit
 def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx, raw, wide,
                    max_leaves, depth_limit, allowed, n_value_bins, params, scale_a, scale_b,
                    buffers, threads, serial_events, serial_scans, feature, bin_threshold,
@@ -1228,8 +1254,9 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
     waiting = np.zeros(capacity, np.bool_)
     depth = np.zeros(capacity, np.int64)
     slot = np.full(capacity, -1, np.int64)
-    free = np.arange(raw.shape[0] - 1, 0, -1)  # slot 0 holds the root's histogram
-    n_free = free.size
+    free = np.empty(raw.shape[0], np.int64)  # room for every slot: all can be free
+    n_free = raw.shape[0] - 1
+    free[:n_free] = np.arange(n_free, 0, -1)  # slot 0 holds the root's histogram
     slot[0] = 0
     g = np.empty(2)
     f = np.empty(2, np.int32)
@@ -1244,14 +1271,10 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
         _scan_children(raw, pair[:1], scale_a, scale_b, sums[:1], allowed[:1], n_value_bins,
                        params, allowed.shape[1] <= serial_scans, g, f, t, ml, left_of)
         if f[0] >= 0:
-            waiting[0] = True
-            w_gain[0], w_feature[0], w_bin[0], w_missing[0] = g[0], f[0], t[0], ml[0]
-            w_left[0] = left_of[0]
+            _wait(0, 0, g, f, t, ml, left_of, waiting, w_gain, w_feature, w_bin, w_missing,
+                  w_left)
     while n_leaves < max_leaves:
-        parent = -1
-        for k in range(n_nodes):  # the largest gain; of equal ones, the lowest id
-            if waiting[k] and (parent < 0 or w_gain[k] > w_gain[parent]):
-                parent = k
+        parent = _best_waiting(waiting, w_gain, n_nodes)
         if parent < 0:
             break
         waiting[parent] = False
@@ -1263,9 +1286,7 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
                               w_missing[parent:parent + 1],
                               1 if e - s <= serial_events else threads)
         if mid == s or mid == e:  # a side without events: not a split
-            n_free += 1
-            free[n_free - 1] = slot[parent]
-            slot[parent] = -1
+            n_free = _release(parent, slot, free, n_free)
             continue
         lc, rc = n_nodes, n_nodes + 1
         n_nodes += 2
@@ -1274,13 +1295,10 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
         missing_left[parent], gain[parent] = w_missing[parent], w_gain[parent]
         left[parent], right[parent] = lc, rc
         start[lc], stop[lc], start[rc], stop[rc] = s, mid, mid, e
-        for ch in range(N_CHANNELS):
-            sums[lc, ch] = w_left[parent, ch]
-            sums[rc, ch] = sums[parent, ch] - w_left[parent, ch]
+        sums[lc] = w_left[parent]
+        sums[rc] = sums[parent] - w_left[parent]
         if not build:
-            n_free += 1
-            free[n_free - 1] = slot[parent]
-            slot[parent] = -1
+            n_free = _release(parent, slot, free, n_free)
             continue
         depth[lc] = depth[rc] = d
         spare = free[n_free - 1]
@@ -1295,21 +1313,16 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
                                spare, parent_slot)
         slot[small], slot[large] = spare, parent_slot
         pair[0], pair[1] = slot[lc], slot[rc]
-        for ch in range(N_CHANNELS):
-            child_sums[0, ch] = sums[lc, ch]
-            child_sums[1, ch] = sums[rc, ch]
+        child_sums[0], child_sums[1] = sums[lc], sums[rc]
         _scan_children(raw, pair, scale_a, scale_b, child_sums, allowed, n_value_bins, params,
                        2 * allowed.shape[1] <= serial_scans, g, f, t, ml, left_of)
         for i in range(2):
             k = lc + i
             if f[i] < 0:
-                n_free += 1
-                free[n_free - 1] = slot[k]
-                slot[k] = -1
+                n_free = _release(k, slot, free, n_free)
             else:
-                waiting[k] = True
-                w_gain[k], w_feature[k], w_bin[k], w_missing[k] = g[i], f[i], t[i], ml[i]
-                w_left[k] = left_of[i]
+                _wait(k, i, g, f, t, ml, left_of, waiting, w_gain, w_feature, w_bin, w_missing,
+                      w_left)
     return n_nodes
 
 
