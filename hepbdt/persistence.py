@@ -398,11 +398,6 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                 "own model file, the model trained without that fold's events")
         first[resolved] = i
         digest = hashlib.sha256(data).digest()
-        if recorded is not None and recorded[i] != digest.hex():
-            raise ModelFormatError(
-                f"{where}: fold model {name!r} is not the file this manifest was written with "
-                "(its SHA-256 differs: a save interrupted between the fold files, or a file "
-                "replaced since); save the k-fold model again")
         if digest in digests:  # a copy: trainings on different events never agree to the bit
             raise ModelFormatError(
                 f"{where}: fold model files {files[digests[digest]]!r} and {name!r} are the "
@@ -410,6 +405,11 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                 "one trained without that fold's events")
         digests[digest] = i
         _check_fold_name(where, name, i)
+        if recorded is not None and recorded[i] != digest.hex():
+            raise ModelFormatError(
+                f"{where}: fold model {name!r} is not the file this manifest was written with "
+                "(its SHA-256 differs: a save interrupted between the fold files, or a file "
+                "replaced since); save the k-fold model again")
         del data
         model = _estimator_from_file(fold_path, fold_doc)
         names = getattr(model, "feature_names_in_", None)
