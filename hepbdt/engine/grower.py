@@ -1118,8 +1118,8 @@ class _PackedSplits:
     used at every node (no column draws) and the pool has a free slot: the same
     partitions, histograms, searches and pool slots as ``_split_leaf``,
     ``_leaf_histograms`` and ``_LeafSplitter``, without most of the Python between their
-    kernels. Numba's thread count is set between the calls, as ``_SmallWork`` does: set
-    inside a compiled function, it keeps that function out of the cache."""
+    kernels; small work calls the kernels' serial twins. The trees of at most
+    COMPILED_LEAVES leaves grow in ``_packed_leaves`` instead (the same steps, one call)."""
 
     def __init__(self, events: _TreeEvents, nodes: _NodeArrays, pool: _HistogramPool,
                  n_value_bins: np.ndarray, params: SplitParams, small: _SmallWork):
@@ -1147,13 +1147,11 @@ class _PackedSplits:
         self.child_sums[1] = sums - split.left_sums[0]
         spare = pool.take(-1, waiting) if build else 0
         parent_slot = pool.slot[parent] if build else 0
-        serial = e - s <= SERIAL_EVENTS
-        with self.small.serial(serial):
-            mid = int(_partition_leaf(*events.split_codes, events.partition, events.scratch_idx,
-                                      s, e, split.feature.astype(np.int32),
-                                      split.threshold.astype(np.uint8),
-                                      split.missing_left.astype(np.bool_),
-                                      1 if serial else self.small.n_threads))
+        mid = int(_partition_leaf(*events.split_codes, events.partition, events.scratch_idx,
+                                  s, e, split.feature.astype(np.int32),
+                                  split.threshold.astype(np.uint8),
+                                  split.missing_left.astype(np.bool_),
+                                  1 if e - s <= SERIAL_EVENTS else self.small.n_threads))
         if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
             if build:
                 pool.slot.pop(-1)
@@ -1162,19 +1160,16 @@ class _PackedSplits:
         small_left = mid - s <= e - mid
         if build:
             start, stop = (s, mid) if small_left else (mid, e)
-            serial = stop - start <= SERIAL_EVENTS
-            threads = 1 if serial else self.small.n_threads
+            threads = 1 if stop - start <= SERIAL_EVENTS else self.small.n_threads
             buffers = events.task_buffers.get(
                 threads * max(1, -(-(stop - start) // (threads * PACKED_TASK))), events.n_features)
-            with self.small.serial(serial):
-                _leaf_packed_histogram(events.codes, events.partition, events.payload, start,
-                                       stop, threads, buffers, pool.raw, events.wide, spare,
-                                       parent_slot)
-            with self.small.serial(2 * events.n_features <= _serial_scans()):
-                slots = np.array([spare, parent_slot] if small_left else [parent_slot, spare])
-                find_best_packed_splits(pool.raw, slots, events.quantiser.scale_a,
-                                        events.quantiser.scale_b, self.child_sums, self.allowed,
-                                        self.n_value_bins, self.params, self.out)
+            _leaf_packed_histogram(events.codes, events.partition, events.payload, start, stop,
+                                   threads, buffers, pool.raw, events.wide, spare, parent_slot)
+            slots = np.array([spare, parent_slot] if small_left else [parent_slot, spare],
+                             np.int64)
+            _scan_children(pool.raw, slots, events.quantiser.scale_a, events.quantiser.scale_b,
+                           self.child_sums, self.allowed, self.n_value_bins, self.params,
+                           2 * events.n_features <= _serial_scans(), *self.out)
             pool.slot.pop(-1)
         left, right = _add_leaf_children(nodes, parent, split, s, mid, e)
         if not build:
