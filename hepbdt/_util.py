@@ -8,6 +8,7 @@ first runs), so the I/O and evaluation layers stay free of Numba until they trai
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -24,7 +25,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
            "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts",
-           "number_text", "percent_text", "weight_exponent", "current_umask", "real_array"]
+           "number_text", "percent_text", "weight_exponent", "current_umask", "real_array",
+           "file_sha256"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -134,6 +136,15 @@ def strict_json(value: Any) -> Any:
     if isinstance(value, np.integer | np.bool_):
         return value.item()
     return value
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, in hex (read a MiB at a time)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def dumps_strict(value: Any, **options: Any) -> str:

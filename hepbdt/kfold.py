@@ -8,7 +8,6 @@ it, and the analysis outputs label score trees with it. Reading a manifest is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -17,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from ._util import _as_matrix, atomic_write_text, column_positions, is_classifier, model_scores
+from ._util import (
+    _as_matrix,
+    atomic_write_text,
+    column_positions,
+    file_sha256,
+    is_classifier,
+    model_scores,
+)
 from .binned import BinnedMatrix
 
 __all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
@@ -255,7 +261,7 @@ class KFoldModel:
             else None,  # models fitted on unnamed arrays
             # each fold file's SHA-256, checked on load: a save interrupted between the fold
             # files left folds of two trainings under the old manifest, which loaded
-            "sha256": [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths],
+            "sha256": [file_sha256(p) for p in paths],
         }
         atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
         return [*paths, Path(path)]

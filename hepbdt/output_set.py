@@ -17,7 +17,6 @@ import datetime
 import errno
 import fcntl
 import fnmatch
-import hashlib
 import json
 import os
 import shutil
@@ -26,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._util import atomic_write_text, current_umask
+from ._util import atomic_write_text, current_umask, file_sha256
 
 __all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_model_files",
            "check_unchanged", "check_writable", "file_sha256", "recorded_settings"]
@@ -37,15 +36,6 @@ MANIFEST_FORMAT = "hepbdt-outputs"
 
 class OutputSetError(OSError):
     """The output folder cannot be written, is in use, or holds files hepbdt did not write."""
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """The SHA-256 of a file's bytes, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class OutputSet:

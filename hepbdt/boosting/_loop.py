@@ -33,7 +33,7 @@ from ..model import ClassForestBuilder, ForestBuilder
 from .losses import Loss
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
-           "add_tree", "cancelled", "CANCELLED_LEAF"]
+           "add_tree", "cancelled", "CANCELLED_LEAF", "child_weight_floor", "drawn_events"]
 
 SUBSAMPLE_MODES = ("uniform", "poisson", "weighted")
 SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call on one thread
@@ -68,6 +68,11 @@ def child_weight_floor(min_node_size: float, w_total: float, drawn: int,
     if min_node_events is None:
         return min_node_size * w_total
     return min(0.25, min_node_events / max(drawn, 1)) * w_total
+
+
+def drawn_events(rows: np.ndarray, counts: np.ndarray | None) -> int:
+    """The events of a draw of ``_draw``, each counted with its multiplicity."""
+    return rows.size if counts is None else int(counts.sum())
 
 
 def draw_sample(w: np.ndarray, subsample: float, mode: str,
@@ -455,7 +460,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             rows, w_tree, drawn = None, w.astype(CHANNEL_DTYPE, copy=False), n
         else:
             rows, w_tree, counts = _draw(w, subsample, subsample_mode, rng)
-            drawn = rows.size if counts is None else int(counts.sum())
+            drawn = drawn_events(rows, counts)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)

@@ -81,6 +81,7 @@ from ..boosting._loop import (
     _Watch,
     add_tree,
     child_weight_floor,
+    drawn_events,
     node_sums,
     update_scores,
 )
@@ -838,7 +839,7 @@ class _Draws:
             parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
         return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
                      float(np.mean(np.abs(w_tree), dtype=np.float64)),
-                     rows.size if counts is None else int(counts.sum()))
+                     drawn_events(rows, counts))
 
     def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
               draw: _Draw | None) -> list[Any]:
