@@ -151,7 +151,8 @@ def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_pat
 
     def replace_then_interrupt(src, dst):  # Ctrl-C just after the first output is in place
         real_replace(src, dst)
-        os.kill(os.getpid(), signal.SIGINT)
+        if Path(dst) in outputs:  # not a rename of Numba's cache, compiling meanwhile
+            os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(os, "replace", replace_then_interrupt)
     assert main(["apply", str(setup["new"]), *argv]) == 130
@@ -169,6 +170,8 @@ def test_a_rename_that_fails_part_way_says_which_outputs_are_new(setup, tmp_path
     calls = []
 
     def replace_once(src, dst):
+        if Path(dst) not in outputs:  # Numba's cache
+            return real_replace(src, dst)
         calls.append(dst)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
