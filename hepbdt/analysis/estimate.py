@@ -152,6 +152,10 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                               + fit_bytes)
     if config.output.report or config.output.figures:
         binned_memory += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES)
+        # the correlation figure's float blocks beside the codes held (100,000 x 28 with
+        # the report and figures: 81 MB at the peak, 79 MB estimated without this term)
+        binned_memory = max(binned_memory, events * (features * _CODE_BYTES + _EVENT_BYTES)
+                            * copies + _correlation_bytes(events, features))
     # k-fold's training rows are written as floats whatever the read (2M x 10, 10 folds:
     # 2.6 GB at the peak where this term was missing and the estimate said 954 MB)
     binned_memory += _kfold_rows_bytes(config, trained, features, fit_bytes)
@@ -179,8 +183,13 @@ def _output_bytes(config: AnalysisConfig, events: int, trained: float, features:
         extra_classes = len(config.classes) - 1 if config.multiclass else 0
         out += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
                          + _OUTPUT_CLASS_BYTES * extra_classes)
-        out += min(events, CORRELATION_BLOCK) * features * _CORRELATION_VALUE_BYTES
+        out += _correlation_bytes(events, features)
     return out
+
+
+def _correlation_bytes(events: int, features: int) -> int:
+    """The correlation figure's blocks of float values (at most CORRELATION_BLOCK events)."""
+    return min(events, CORRELATION_BLOCK) * features * _CORRELATION_VALUE_BYTES
 
 
 def _kfold_rows_bytes(config: AnalysisConfig, trained: float, features: int,
