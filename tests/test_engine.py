@@ -292,8 +292,10 @@ def test_one_compiled_call_grows_the_levelwise_tree(monkeypatch, criterion, seed
     params = SplitParams(crit, reg_lambda=0.5 if crit == NEWTON else 0.0,
                          min_child_weight=[0.0, 20.0, 5.0][seed])
     calls = []
-    compiled = grower.grow_exact_serial
-    monkeypatch.setattr(grower, "grow_exact_serial", lambda *args: calls.append(1) or compiled(*args))
+    for name in ("grow_exact_serial", "grow_exact_serial_1"):  # on shared threads, on one
+        compiled = getattr(grower, name)
+        monkeypatch.setattr(grower, name, lambda *args, compiled=compiled:
+                            calls.append(1) or compiled(*args))
     default_work = grower.SERIAL_TREE_WORK
     workspace = grower.SerialWorkspace()  # shared, so the later trees find the deeper one's sums
     for depth in (7, 1, 3):

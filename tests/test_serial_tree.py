@@ -130,9 +130,14 @@ def test_shared_levels_grow_the_one_thread_tree(monkeypatch, criterion):
     used[2] = False
     monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
     calls = []
-    compiled = grower.grow_exact_serial
-    monkeypatch.setattr(grower, "grow_exact_serial",
-                        lambda *args: calls.append(args[-1]) or compiled(*args))
+
+    def record_calls():  # the shared tree's thread count, or 1 for the one-thread tree's
+        for name in ("grow_exact_serial", "grow_exact_serial_1"):
+            compiled = getattr(grower, name)
+            monkeypatch.setattr(grower, name, lambda *args, compiled=compiled:
+                                calls.append(args[-1]) or compiled(*args))
+
+    record_calls()
     workspace = grower.SerialWorkspace()
     for rows in (None, np.sort(rng.choice(n, 2200, replace=False)).astype(np.int32)):
         for depth in (8, 3):
@@ -152,8 +157,7 @@ def test_shared_levels_grow_the_one_thread_tree(monkeypatch, criterion):
                                        features=used))
             monkeypatch.undo()
             monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
-            monkeypatch.setattr(grower, "grow_exact_serial",
-                                lambda *args: calls.append(args[-1]) or compiled(*args))
+            record_calls()
             first = trees[0]
             assert first.n_nodes > 2 ** min(depth, 5)
             assert not np.any(first.feature == 2)

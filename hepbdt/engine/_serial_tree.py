@@ -39,10 +39,10 @@ import math
 import numpy as np
 from numba import prange
 
-from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit
+from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit, serial_twin
 from .split import _best_cut, _gains, _missing_sums, _scan_feature, node_score
 
-__all__ = ["SerialWorkspace", "grow_exact_serial"]
+__all__ = ["SerialWorkspace", "grow_exact_serial", "grow_exact_serial_1"]
 
 
 class SerialWorkspace:
@@ -642,3 +642,26 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
         n_free = _release(pool, bits, dirty, free, n_free, buf, level[j], start, stop, used,
                           sparse_events)
     return n_nodes
+
+
+@njit
+def _not_on_one_thread(*args):
+    """Stands in for the shared kernels in ``grow_exact_serial_1`` (never called there)."""
+    raise AssertionError("grow_exact_serial_1 runs on one thread (n_threads = 1)")
+
+
+def _one_thread_tree():
+    """``grow_exact_serial`` whose level helpers call no shared kernel (n_threads must be
+    1): the tree of every fit whose idle threads sleep (hepbdt's default), which so compiles
+    neither the parallel kernels nor their tables (they took 16 of a first fit's 35 s with
+    an empty cache)."""
+    stubs = {name: _not_on_one_thread for name in (
+        "_root_histogram_shared", "_shared_level_splits", "_level_partitions_shared",
+        "_level_histograms_shared")}
+    return serial_twin(grow_exact_serial, _root=serial_twin(_root, **stubs),
+                       _level_splits=serial_twin(_level_splits, **stubs),
+                       _level_partitions=serial_twin(_level_partitions, **stubs),
+                       _level_histograms=serial_twin(_level_histograms, **stubs))
+
+
+grow_exact_serial_1 = _one_thread_tree()

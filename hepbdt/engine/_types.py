@@ -88,13 +88,15 @@ def check_n_events(n_events: int) -> None:
                          "subsample of at most that many")
 
 
-def serial_twin(kernel: Any) -> Any:
+def serial_twin(kernel: Any, **callees: Any) -> Any:
     """A one-thread copy of a parallel kernel (its ``prange`` loops run as ``range``), with
     its own name and so its own cache entry: compiled code that must not wake the other
     threads for a small piece of work calls it (Numba's thread count set inside compiled
-    code would keep that code out of the cache)."""
+    code would keep that code out of the cache). ``callees``: global names the copy sees
+    bound to other kernels (one-thread copies of the parallel kernels it calls)."""
     f = kernel.py_func
-    twin = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_1", f.__defaults__,
+    names = {**f.__globals__, **callees} if callees else f.__globals__
+    twin = types.FunctionType(f.__code__, names, f.__name__ + "_1", f.__defaults__,
                               f.__closure__)
     twin.__qualname__ = f.__qualname__ + "_1"
     twin.__doc__ = f"``{f.__name__}`` on one thread."

@@ -28,7 +28,7 @@ import numpy as np
 from . import _serial_tree
 from ._packed_search import _find_best_packed, _find_best_packed_1, find_best_packed_splits
 from ._prefetch import prefetch
-from ._serial_tree import SerialWorkspace, grow_exact_serial
+from ._serial_tree import SerialWorkspace, grow_exact_serial, grow_exact_serial_1
 from ._types import (
     CHANNEL_DTYPE,
     INDEX_DTYPE,
@@ -1556,9 +1556,9 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
     if shared > 1:
         numba.set_num_threads(shared)
     try:
-        n_nodes = grow_exact_serial(events.codes, events.partition, events.payload, events.used,
-                                    n_value_bins, params.as_tuple(), max_depth, *buffers,
-                                    _serial_tree.SPARSE_EVENTS, shared)
+        grow = grow_exact_serial if shared > 1 else grow_exact_serial_1
+        n_nodes = grow(events.codes, events.partition, events.payload, events.used, n_value_bins,
+                       params.as_tuple(), max_depth, *buffers, _serial_tree.SPARSE_EVENTS, shared)
     finally:
         if shared > 1:
             numba.set_num_threads(old_threads)
