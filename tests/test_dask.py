@@ -304,9 +304,11 @@ def test_workflow_trains_on_the_cluster_what_it_trains_in_memory(client, tmp_pat
             assert all(np.array_equal(ta[k], tb[k], equal_nan=True) for k in ta)
 
 
-def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
+def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys, monkeypatch):
     from hepbdt.cli import main
+    from hepbdt.dask import _cluster
 
+    monkeypatch.setattr(_cluster.connect, "__defaults__", (None, 2.0, 2))  # not 10 s
     X, y, _ = _data(n=500)
     path = tmp_path / "m.json"
     BDTClassifier(n_trees=2, max_depth=2).fit(X, y).save(path)
@@ -314,7 +316,7 @@ def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys):
     status = main(["apply", str(path), str(tmp_path / "in.root"), "-o", str(tmp_path / "o.root"),
                    "--scheduler", "tcp://127.0.0.1:9"])
     assert status == 1
-    assert "no Dask scheduler answered" in capsys.readouterr().err
+    assert "no Dask scheduler answered at 'tcp://127.0.0.1:9' within 2 s" in capsys.readouterr().err
     assert time.monotonic() - start < 30
 
 
