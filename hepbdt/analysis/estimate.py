@@ -151,7 +151,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
                               + fit_bytes)
     if config.output.report or config.output.figures:
-        binned_memory += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES)
+        binned_memory += _report_bytes(config, events, features)  # each extra class's too
         # the correlation figure's float blocks beside the codes held (100,000 x 28 with
         # the report and figures: 81 MB at the peak, 79 MB estimated without this term)
         binned_memory = max(binned_memory, events * (features * _CODE_BYTES + _EVENT_BYTES)
@@ -180,11 +180,16 @@ def _output_bytes(config: AnalysisConfig, events: int, trained: float, features:
     the report's and figures' room (with each extra class's) and the correlation blocks."""
     out = _kfold_rows_bytes(config, trained, features, fit_bytes)
     if config.output.report or config.output.figures:
-        extra_classes = len(config.classes) - 1 if config.multiclass else 0
-        out += events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
-                         + _OUTPUT_CLASS_BYTES * extra_classes)
-        out += _correlation_bytes(events, features)
+        out += _report_bytes(config, events, features) + _correlation_bytes(events, features)
     return out
+
+
+def _report_bytes(config: AnalysisConfig, events: int, features: int) -> int:
+    """The report's and figures' room beside the data, float or binned: the features' float
+    values, the scores, curves and sorts, and each extra class's probabilities and sorts."""
+    extra_classes = len(config.classes) - 1 if config.multiclass else 0
+    return events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
+                     + _OUTPUT_CLASS_BYTES * extra_classes)
 
 
 def _correlation_bytes(events: int, features: int) -> int:
