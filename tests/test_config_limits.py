@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -264,6 +265,25 @@ def test_inf_message_gives_the_toml_spelling() -> None:
     assert "inf_as_missing = true" in message and "inf_as_missing=True" in message
 
 
+def _traced_training(path: Path) -> tuple[Any, int]:
+    """The configuration at ``path`` and the peak that ``hepbdt train`` of it allocates
+    (``tracemalloc``), compiled and imported first outside the measurement, on the few
+    events of a preselection (``x0 > 2.5``)."""
+    import tracemalloc
+
+    from hepbdt.analysis.workflow import train
+
+    warm = path.with_name("warm.toml")
+    warm.write_text('preselection = "x0 > 2.5"\n' + path.read_text())
+    train(load_config(warm), progress=False)
+    config = load_config(path)
+    tracemalloc.start()
+    train(config, progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return config, peak
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("method,binned,outputs,split", [
     ('n_trees = "auto"\nn_iter_no_change = 1\ntol = 1e9\nmax_depth = 3', False, False, None),
@@ -279,12 +299,9 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
     ``hepbdt train`` allocates at its peak (``tracemalloc``: reading, splitting, fitting,
     writing the score trees, and with ``outputs`` the report and figures) stays below it,
     and not far below (within 2x), for the float and the binned reads."""
-    import tracemalloc
-
     import uproot
 
     from hepbdt.analysis.estimate import estimate
-    from hepbdt.analysis.workflow import train
 
     rng = np.random.default_rng(0)
     # binned with outputs: few events, where the correlation figure's blocks are the peak
@@ -316,15 +333,7 @@ report = {str(outputs).lower()}
 figures = {str(outputs).lower()}
 permutation_repeats = 1
 """)
-    config = load_config(tmp_path / "a.toml")
-    # compiled and imported outside the measurement, on the few events of a preselection
-    warm = tmp_path / "warm.toml"
-    warm.write_text('preselection = "x0 > 2.5"\n' + (tmp_path / "a.toml").read_text())
-    train(load_config(warm), progress=False)
-    tracemalloc.start()
-    train(config, progress=False)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    config, peak = _traced_training(tmp_path / "a.toml")
     e = estimate(config)
     need = e.binned_bytes if binned else e.bytes
     assert e.binned == binned
@@ -336,12 +345,9 @@ def test_multiclass_binned_memory_estimate_bounds_what_train_allocates(tmp_path:
     """A binned multi-class training with the report and figures: its outputs hold each
     extra class's probabilities and sorts, which the binned estimate left out (3 x 40,000
     events x 16 features: 83.8 MB at the peak, 79.6 MB estimated)."""
-    import tracemalloc
-
     import uproot
 
     from hepbdt.analysis.estimate import estimate
-    from hepbdt.analysis.workflow import train
 
     rng = np.random.default_rng(0)
     n, m, names = 40_000, 16, ("a", "b", "c")
@@ -356,13 +362,7 @@ def test_multiclass_binned_memory_estimate_bounds_what_train_allocates(tmp_path:
             "[split]\ntrain_fraction = 0.5\n[method]\nn_trees = 3\nmax_depth = 3\n"
             f'[output]\ndirectory = "{tmp_path / "out"}"\nreport = true\nfigures = true\n'
             "permutation_repeats = 1\n")
-    (tmp_path / "warm.toml").write_text('preselection = "x0 > 2.5"\n' + text)
-    train(load_config(tmp_path / "warm.toml"), progress=False)  # compiled outside the count
     (tmp_path / "a.toml").write_text(text)
-    config = load_config(tmp_path / "a.toml")
-    tracemalloc.start()
-    train(config, progress=False)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    config, peak = _traced_training(tmp_path / "a.toml")
     need = estimate(config).binned_bytes
     assert peak < need < 2 * peak, (peak, need)
