@@ -1,9 +1,12 @@
 """Numba compile cost: ``import hepbdt`` plus a first small fit and predict, with an empty
 kernel cache (cold) and with the cache filled by the cold run (warm), each in a fresh process.
 ``--packed``: the first fit is one on packed histograms instead (60,000 events x 8, depth 4,
-``quantised_histograms=True``), the kernels of large samples.
+``quantised_histograms=True``), the kernels of large samples. ``--kernels``: one cold
+run that also prints the kernels whose compiles took longest (Numba's compile events:
+time including the kernels compiled for it, and its own). Compare two versions in one run:
 
-    python benchmarks/bench_coldstart.py [--repeats 3] [--packed]
+    python benchmarks/bench_coldstart.py [--repeats 3] [--packed] [--kernels]
+    PYTHONPATH=/path/to/other/checkout python benchmarks/bench_coldstart.py
 """
 
 from __future__ import annotations
@@ -41,6 +44,30 @@ print(time.perf_counter() - t0)
 """
 
 
+# Prepended to the snippet by --kernels: records each compile's time and its own share.
+LISTENER = """
+import time as _time
+from numba.core import event as _event
+_compiles, _stack = [], []
+class _Listener(_event.Listener):
+    def on_start(self, e):
+        _stack.append([_time.perf_counter(), 0.0])
+    def on_end(self, e):
+        t0, inner = _stack.pop()
+        spent = _time.perf_counter() - t0
+        if _stack:
+            _stack[-1][1] += spent
+        f = e.data["dispatcher"].py_func
+        _compiles.append((spent, spent - inner, len(_stack), f.__module__ + "." + f.__qualname__))
+_event.register("numba:compile", _Listener())
+import atexit
+@atexit.register
+def _show():
+    for spent, own, _, name in sorted((c for c in _compiles if c[2] == 0), reverse=True)[:12]:
+        print(f"  {spent:6.2f} s ({own:5.2f} s its own)  {name}")
+"""
+
+
 def run(cache_dir: str, snippet: str = SNIPPET) -> float:
     """Seconds for ``snippet`` in a fresh interpreter with NUMBA_CACHE_DIR=cache_dir."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
@@ -54,8 +81,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--packed", action="store_true", help="a first fit on packed histograms")
+    ap.add_argument("--kernels", action="store_true",
+                    help="one cold run, with the longest compiles (top-level kernels)")
     args = ap.parse_args()
     snippet = PACKED if args.packed else SNIPPET
+    if args.kernels:
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            out = subprocess.run([sys.executable, "-c", LISTENER + snippet], env=env,
+                                 capture_output=True, text=True, check=True).stdout.splitlines()
+        print(f"# nproc={os.cpu_count()}; one cold run; {'packed' if args.packed else 'small'} "
+              f"first fit: {float(out[0]):.1f} s; longest compiles (with the kernels they call):")
+        print("\n".join(out[1:]))
+        return
     cold, warm = [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as cache:

@@ -653,8 +653,9 @@ def _not_on_one_thread(*args):
 def _one_thread_tree():
     """``grow_exact_serial`` whose level helpers call no shared kernel (n_threads must be
     1): the tree of every fit whose idle threads sleep (hepbdt's default), which so compiles
-    neither the parallel kernels nor their tables (with them the tree's compile took 27.6 s
-    of a first small fit's 43.5 s with an empty cache; without, 15.5 of 31.9)."""
+    neither the parallel kernels nor their tables (with them the tree's compile took 28.7 s
+    of a first small fit's 48.5 s with an empty cache; without, 17.8 of 36.5:
+    ``benchmarks/bench_coldstart.py --kernels``)."""
     stubs = {name: _not_on_one_thread for name in (
         "_root_histogram_shared", "_shared_level_splits", "_level_partitions_shared",
         "_level_histograms_shared")}
