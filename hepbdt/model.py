@@ -810,30 +810,56 @@ class ForestBuilder:
         self.n_features = n_features
         self.base_score = base_score
         self.aggregation = aggregation
-        self._trees: list[dict[str, np.ndarray]] = []
-        self._weights: list[float] = []
+        # blocks of trees: their nodes one tree after another (left/right local to each
+        # tree), their node counts and their weights
+        self._blocks: list[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]] = []
+        self._count = 0
 
     def add(self, tree_weight: float = 1.0, **arrays: np.ndarray) -> None:
         """Add one tree: every array of NODE_ARRAYS, left/right local to the tree."""
-        self._trees.append({k: np.asarray(arrays[k], dtype=dt) for k, dt in NODE_ARRAYS.items()})
-        self._weights.append(float(tree_weight))
+        tree = {k: np.asarray(arrays[k], dtype=dt) for k, dt in NODE_ARRAYS.items()}
+        self._blocks.append((tree, np.array([tree["feature"].size]), np.array([float(tree_weight)])))
+        self._count += 1
+
+    def add_trees(self, sizes: np.ndarray, tree_weights: np.ndarray, **arrays: np.ndarray) -> None:
+        """Add trees of ``sizes`` nodes each: every array of NODE_ARRAYS holds their nodes
+        one tree after another, left/right local to each tree."""
+        block = {k: np.asarray(arrays[k], dtype=dt) for k, dt in NODE_ARRAYS.items()}
+        sizes = np.asarray(sizes, np.int64)
+        if block["feature"].size != int(sizes.sum()) or len(tree_weights) != sizes.size:
+            raise ValueError("add_trees: the node arrays must hold sum(sizes) nodes, and one "
+                             "weight a tree")
+        self._blocks.append((block, sizes, np.asarray(tree_weights, np.float64)))
+        self._count += sizes.size
 
     def __len__(self) -> int:
-        return len(self._trees)
+        return self._count
 
     def build(self, n_trees: int | None = None) -> Forest:
         """The Forest of the first ``n_trees`` trees added (all by default)."""
-        trees = self._trees[: len(self._trees) if n_trees is None else n_trees]
-        sizes = np.array([t["feature"].size for t in trees], dtype=np.int64)
+        left = self._count if n_trees is None else min(n_trees, self._count)
+        parts, sizes, weights = [], [], []
+        for block, block_sizes, block_weights in self._blocks:
+            if left <= 0:
+                break
+            take = min(left, block_sizes.size)
+            nodes = int(block_sizes[:take].sum())
+            parts.append({k: v[:nodes] for k, v in block.items()})
+            sizes.append(block_sizes[:take])
+            weights.append(block_weights[:take])
+            left -= take
+        sizes = np.concatenate(sizes) if sizes else np.empty(0, np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        shift = np.repeat(offsets[:-1], sizes)  # each node's tree's first node
         arrays = {}
         for k, dt in NODE_ARRAYS.items():
-            parts = [t[k] for t in trees]
+            nodes = np.concatenate([p[k] for p in parts]) if parts else np.empty(0, dt)
             if k in ("left", "right"):
-                parts = [np.where(p >= 0, p + offsets[i], -1) for i, p in enumerate(parts)]
-            arrays[k] = np.concatenate(parts).astype(dt) if parts else np.empty(0, dt)
+                nodes = np.where(nodes >= 0, nodes + shift, -1)
+            arrays[k] = nodes.astype(dt)
         return Forest(**arrays, tree_offsets=offsets,
-                      tree_weights=np.array(self._weights[: len(trees)], dtype=np.float64),
+                      tree_weights=(np.concatenate(weights) if weights
+                                    else np.empty(0, np.float64)),
                       n_features=self.n_features, base_score=self.base_score,
                       aggregation=self.aggregation)
 

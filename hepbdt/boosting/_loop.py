@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._util import Progress, weighted_quantile
-from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine._types import CHANNEL_DTYPE
 from ..engine.grower import (
     ORDERED_SUMS_FROM,
     GrownTree,
@@ -24,12 +24,14 @@ from ..engine.grower import (
     event_leaves,
     grow_tree,
     sample_features,
+    serial_tree_fits,
     slice_sums,
     sums_by_leaf,
 )
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
+from ._exact_rounds import ExactRounds, add_children, serial_node_sums
 from .losses import Loss
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
@@ -115,7 +117,7 @@ def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
     node's leaves below it (children always follow their parent): (len(per_event), n_nodes)."""
     if tree.partition.size < SERIAL_LEAF_SUMS and len({v.dtype for v in per_event}) == 1:
         out = np.empty((len(per_event), tree.n_nodes))
-        _serial_node_sums(tree.partition, tree.feature, tree.left, tree.right, tree.start,
+        serial_node_sums(tree.partition, tree.feature, tree.left, tree.right, tree.start,
                           tree.stop, tuple(np.ascontiguousarray(v) for v in per_event), out)
         return out
     leaves = np.flatnonzero(tree.is_leaf)
@@ -123,40 +125,12 @@ def leaf_sums(tree: GrownTree, *per_event: np.ndarray) -> np.ndarray:
                                       *per_event))
 
 
-@njit
-def _serial_node_sums(partition, feature, left, right, start, stop, values, out):
-    # slice_sums and node_sums in one call on one thread: each leaf's events added in
-    # partition order from zero, then each internal node its children's, deepest first.
-    # (_slice_sums's loop again, without its parallel launch: called from here, that
-    # launch made tmva-reg's 1,708 small trees 0.40 -> 0.51 s.)
-    # Three values (the channels, the usual call) in one pass: three chains of adds that
-    # overlap, where one value after another waited on each add (4,500 events, 7.5 -> 4.6 us).
-    for k in range(feature.size):
-        if feature[k] < 0:
-            if len(values) == 3:
-                x, y, z = values
-                tx, ty, tz = 0.0, 0.0, 0.0
-                for j in range(np.uint64(start[k]), np.uint64(stop[k])):
-                    i = np.uint64(partition[j])
-                    tx += x[i]
-                    ty += y[i]
-                    tz += z[i]
-                out[0, k], out[1, k], out[2, k] = tx, ty, tz
-                continue
-            for v in range(len(values)):
-                total = 0.0
-                for j in range(np.uint64(start[k]), np.uint64(stop[k])):
-                    total += values[v][np.uint64(partition[j])]
-                out[v, k] = total
-    _add_children(out, feature, left, right)
-
-
 def node_sums(tree: GrownTree, at_leaves: np.ndarray) -> np.ndarray:
     """Per-node sums from the leaves' (v, n_leaves, leaves in node order): each internal
     node gets the sum of the leaves below it: (v, n_nodes)."""
     out = np.zeros((at_leaves.shape[0], tree.n_nodes))
     out[:, np.flatnonzero(tree.is_leaf)] = at_leaves
-    _add_children(out, tree.feature, tree.left, tree.right)
+    add_children(out, tree.feature, tree.left, tree.right)
     return out
 
 
@@ -227,15 +201,6 @@ def _add_tree_scores(codes, tree: GrownTree, value: np.ndarray, score: np.ndarra
         add_by_leaf(leaf_of, value[tree.is_leaf], score)
     else:
         update_scores(codes, tree, value, score, through_partition=every_event)
-
-
-@njit
-def _add_children(out, feature, left, right):
-    # Each internal node's sums are its children's, deepest first (children follow parents).
-    for k in range(feature.size - 1, -1, -1):
-        if feature[k] >= 0:
-            for v in range(out.shape[0]):
-                out[v, k] = out[v, left[k]] + out[v, right[k]]
 
 
 def leaf_quantile(tree: GrownTree, values: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
@@ -416,6 +381,21 @@ def _channel_maxima(booster, quantised_one_score: bool) -> dict[str, np.ndarray]
     return {"maxima": np.empty(2)} if found else {}
 
 
+def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, workspace, *,
+                  ok: bool) -> ExactRounds | None:
+    """``ExactRounds`` for a fit whose rounds it can grow (``ok``: the whole sample, depth-wise,
+    no feature draws below the tree, unsigned weights, leaf sums through the partition; and
+    here: the booster's leaf values a ratio of sums, one-call trees), else None."""
+    rule_of = getattr(booster, "exact_leaf_rule", None)
+    if not ok or rule_of is None or codes.shape[1] >= SERIAL_LEAF_SUMS:
+        return None
+    if not serial_tree_fits(codes.shape[1], codes.shape[0], max_depth):
+        return None
+    rule = rule_of(w.astype(CHANNEL_DTYPE, copy=False))
+    return None if rule is None else ExactRounds(np.ascontiguousarray(codes), n_value_bins,
+                                                 max_depth, n_classes, rule, workspace)
+
+
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
@@ -449,6 +429,10 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     leaf_of, workspace = None, SerialWorkspace()
     found = _channel_maxima(booster, quantised and not multiclass)  # {"maxima": (2,)} or {}
     signed = bool(np.any(w < 0))  # negative weights kept: leaves may cancel (CANCELLED_LEAF)
+    rounds = None if quantised else _exact_rounds(
+        booster, codes, n_value_bins, w, max_depth, loss.n_classes, workspace,
+        ok=(full_sample and max_leaves is None and not by_leaf and not signed
+            and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0))
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     for it in range(n_trees):
@@ -473,7 +457,12 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,
                                                            min_node_events)
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
-        for k in range(loss.n_classes):
+        if rounds is not None and it == 0 and not wg.dtype == wh.dtype == CHANNEL_DTYPE:
+            rounds = None  # a loss of other channels: the loop below, tree by tree
+        if rounds is not None:
+            rounds.grow(wg, wh, w_tree, score, features.astype(np.bool_), split_params.as_tuple(),
+                        None if watch is None else (watch.codes, watch.summed))
+        for k in range(0 if rounds is not None else loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)
             tree = grow_tree(codes, rows, a, b, w_tree, n_value_bins, split_params, max_depth,
                              features, colsample_bylevel, colsample_bynode, rng, workspace=workspace,
@@ -502,6 +491,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             break
         progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}")  # known before tree it
     progress.close()
+    if rounds is not None:
+        rounds.add_to(builder, mapper, multiclass)
     train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
                                             "round" if multiclass else "tree",
                                             train_loss[0] if train_loss else None))

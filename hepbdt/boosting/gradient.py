@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import CHANNEL_DTYPE, VARIANCE
+from ._exact_rounds import RATIO_LEAF
 from ._loop import cancelled, leaf_quantile
 from .losses import Absolute, Huber, Loss
 
@@ -51,6 +52,13 @@ class GradientBooster:
         if self._max_w_of is None or self._max_w_of[0] is not w:
             self._max_w_of = (w, float(np.max(np.abs(w.astype(CHANNEL_DTYPE, copy=False)))))
         return float(maxima[0]), self._max_w_of[1]
+
+    def exact_leaf_rule(self, w) -> tuple | None:
+        """``leaf_values`` for ``ExactRounds`` (A = -w g, B = w; see NewtonBooster's); None
+        for the absolute and Huber losses (medians a leaf)."""
+        if isinstance(self.loss, (Absolute, Huber)):
+            return None
+        return (RATIO_LEAF, True, True, 0.0, 0.0, self._tiny(w), float(self.learning_rate))
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact

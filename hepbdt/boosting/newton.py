@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._types import NEWTON
+from ._exact_rounds import NEWTON_LEAF
 from ._loop import cancelled, leaf_quantile
 from .losses import Absolute, Loss
 
@@ -37,6 +38,15 @@ class NewtonBooster:
     def channel_max_abs(self, maxima, w) -> tuple[float, float]:
         """(max |A|, max |B|) from the loss's (max |w g|, max |w h|)."""
         return float(maxima[0]), float(maxima[1])
+
+    def exact_leaf_rule(self, w) -> tuple | None:
+        """``leaf_values`` for ``ExactRounds`` (with A = w g, B = w h): its kind, whether A
+        is -w g, whether B is the weight, alpha, lambda, the floor of the denominator and
+        the learning rate; None for the absolute error (a median a leaf)."""
+        if isinstance(self.loss, Absolute):
+            return None
+        return (NEWTON_LEAF, False, False, float(self.reg_alpha), float(self.reg_lambda), 0.0,
+                float(self.learning_rate))
 
     def leaf_values(self, tree, y, w, score, sums):
         """Leaf values times the learning rate (0 on internal nodes), from the exact

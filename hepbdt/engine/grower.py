@@ -1522,20 +1522,30 @@ def _serial_fits(events: _TreeEvents, max_depth: int, colsample_bylevel: float,
                  colsample_bynode: float) -> bool:
     """Whether ``_serial_tree`` grows this tree: exact histograms, no feature draws below
     the tree, every level's histograms held, one thread and a small sample."""
-    n_rows = events.partition.size
     return (not events.quantised and events.n_channels == N_CHANNELS
             and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
-            and numba.get_num_threads() == 1 and n_rows * events.n_features <= SERIAL_TREE_WORK
-            and min(n_rows, 1 << min(max_depth, 30)) <= events.level_capacity())
+            and serial_tree_fits(events.partition.size, events.n_features, max_depth,
+                                 events.level_capacity()))
 
 
-def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitParams,
-                 max_depth: int, workspace: SerialWorkspace | None) -> GrownTree:
-    """The depth-wise tree in one compiled call (``_serial_tree``), in ``workspace``'s
-    buffers (a new one: None)."""
-    n_rows, m = events.partition.size, events.n_features
+def serial_tree_fits(n_rows: int, m: int, max_depth: int, level_capacity: int | None = None) -> bool:
+    """Whether a tree of exact (A, B, W) histograms of ``n_rows`` events x ``m`` features,
+    depth ``max_depth``, grows in one compiled call (``grow_exact_serial``): one thread, a
+    small sample, every level's histograms held (``level_capacity``: how many nodes' a
+    level holds, that of exact histograms when None)."""
+    if level_capacity is None:
+        level_capacity = max(2, LEVEL_HISTOGRAM_BYTES // (m * N_BINS * N_CHANNELS * 8))
+    return (numba.get_num_threads() == 1 and n_rows * m <= SERIAL_TREE_WORK
+            and min(n_rows, 1 << min(max_depth, 30)) <= level_capacity)
+
+
+def serial_tree_buffers(n_rows: int, m: int, max_depth: int, index_dtype: np.dtype,
+                        payload_dtype: np.dtype, workspace: SerialWorkspace | None) -> tuple:
+    """The buffers ``grow_exact_serial`` takes after ``max_depth`` (histogram pool, bits,
+    dirty, free, buf, scratch, the node arrays of ``_NodeArrays.FIELDS``, then the node
+    sums), from ``workspace`` (a new one: None), made again only for other shapes."""
     capacity = min((1 << min(max_depth + 1, 31)) - 1, max(1, 2 * n_rows - 1))
-    key = (n_rows, m, max_depth, events.partition.dtype, events.payload.dtype)
+    key = (n_rows, m, max_depth, np.dtype(index_dtype), np.dtype(payload_dtype))
 
     def make(space: SerialWorkspace) -> tuple:
         level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
@@ -1545,23 +1555,45 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
                 space.array("bits", (level_nodes, m, 4), np.uint64), dirty,
                 space.array("free", (level_nodes,), np.int64),
                 space.array("buf", (capacity,), np.int64),
-                space.array("scratch_idx", (n_rows,), events.partition.dtype),
-                space.array("scratch_payload", (n_rows, N_CHANNELS), events.payload.dtype),
+                space.array("scratch_idx", (n_rows,), index_dtype),
+                space.array("scratch_payload", (n_rows, N_CHANNELS), payload_dtype),
                 *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
                 space.array("sums", (capacity, N_CHANNELS), np.float64))
 
-    buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
-    shared = serial_tree_threads() if n_rows * m >= SERIAL_SHARED_WORK else 1
-    old_threads = numba.get_num_threads() if shared > 1 else 1
-    if shared > 1:
-        numba.set_num_threads(shared)
+    return (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
+
+
+def serial_tree_sharing(n_rows: int, m: int) -> int:
+    """The threads a one-call tree of ``n_rows`` x ``m`` shares its levels over (1: none)."""
+    return serial_tree_threads() if n_rows * m >= SERIAL_SHARED_WORK else 1
+
+
+@contextlib.contextmanager
+def numba_threads(n: int):
+    """Numba's thread count set to ``n`` inside (nothing done for 1: the fit's one thread)."""
+    if n <= 1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
     try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitParams,
+                 max_depth: int, workspace: SerialWorkspace | None) -> GrownTree:
+    """The depth-wise tree in one compiled call (``_serial_tree``), in ``workspace``'s
+    buffers (a new one: None)."""
+    n_rows, m = events.partition.size, events.n_features
+    buffers = serial_tree_buffers(n_rows, m, max_depth, events.partition.dtype,
+                                  events.payload.dtype, workspace)
+    shared = serial_tree_sharing(n_rows, m)
+    with numba_threads(shared):
         grow = grow_exact_serial if shared > 1 else grow_exact_serial_1
         n_nodes = grow(events.codes, events.partition, events.payload, events.used, n_value_bins,
                        params.as_tuple(), max_depth, *buffers, _serial_tree.SPARSE_EVENTS, shared)
-    finally:
-        if shared > 1:
-            numba.set_num_threads(old_threads)
     node_arrays, sums = buffers[7:-1], buffers[-1][:n_nodes]
     arrays = {name: a[:n_nodes].copy()
               for (name, _, _), a in zip(_NodeArrays.FIELDS, node_arrays, strict=True)}

@@ -1,0 +1,131 @@
+"""Rounds in one compiled call (``boosting._exact_rounds``) must give the tree-by-tree loop's
+model bit for bit: the loop (one-call trees, ``leaf_sums``, the boosters' ``leaf_values``,
+``add_through_partition``, ``update_scores``, ``ForestBuilder.add``) is the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt.boosting import _exact_rounds, _loop
+from hepbdt.engine import _types
+from hepbdt.model import ForestBuilder
+
+FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
+          "gain", "cover", "tree_offsets", "tree_weights")
+
+
+def _data(n=2500, m=5, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m)).astype(np.float32)
+    X[rng.random((n, m)) < 0.05] = np.nan
+    t = np.nan_to_num(X[:, 0]) + np.sin(np.nan_to_num(X[:, 1])) + rng.normal(size=n) * 0.4
+    y = np.digitize(t, np.quantile(t, np.linspace(0, 1, classes + 1)[1:-1]))
+    return X, y, t, rng.gamma(2.0, 1.0, n)
+
+
+def _fit(make, X, target, w, fused: bool, monkeypatch):
+    """The model and how many rounds ran in one call."""
+    calls = []
+    grow = _exact_rounds.ExactRounds.grow
+    with monkeypatch.context() as patch:
+        if not fused:
+            patch.setattr(_loop, "_exact_rounds", lambda *args, **kwargs: None)
+        patch.setattr(_exact_rounds.ExactRounds, "grow",
+                      lambda self, *a: calls.append(1) or grow(self, *a))
+        model = make().fit(X, target, sample_weight=w)
+    return model, len(calls)
+
+
+CASES = {
+    "binary-default": (lambda: hepbdt.BDTClassifier(random_state=0), 2, False),
+    "binary-newton-l1": (lambda: hepbdt.BDTClassifier(boosting="newton", reg_alpha=2.0,
+                                                      n_trees=25, random_state=0), 2, False),
+    "binary-colsample": (lambda: hepbdt.BDTClassifier(n_trees=30, max_depth=4,
+                                                      colsample_bytree=0.6, random_state=3), 2, False),
+    "multiclass-newton-auto": (lambda: hepbdt.BDTClassifier(boosting="newton", n_trees="auto",
+                                                            max_depth=3, random_state=0), 4, False),
+    "multiclass-gradient": (lambda: hepbdt.BDTClassifier(boosting="gradient", n_trees=20,
+                                                         max_depth=5, random_state=0), 3, False),
+    "regression-default": (lambda: hepbdt.BDTRegressor(random_state=0), 0, True),
+    "regression-newton": (lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=30,
+                                                      random_state=0), 0, True),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("shared", [1, 2])
+def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
+    make, classes, regression = CASES[case]
+    X, y, t, w = _data(classes=max(classes, 2))
+    target = t if regression else y
+    old = _types.set_serial_tree_threads(shared)  # 2: the levels shared over two threads
+    try:
+        reference, none = _fit(make, X, target, w, False, monkeypatch)
+        fused, rounds = _fit(make, X, target, w, True, monkeypatch)
+    finally:
+        _types.set_serial_tree_threads(old)
+    assert none == 0 and rounds >= 20  # the fused path ran, every round
+    for field in FIELDS:
+        a, b = getattr(reference.forest_, field), getattr(fused.forest_, field)
+        assert np.array_equal(a, b), field
+    assert np.array_equal(np.signbit(reference.forest_.value), np.signbit(fused.forest_.value))
+    assert np.array_equal(reference.train_loss_, fused.train_loss_)
+    if getattr(reference, "validation_loss_", None) is not None:
+        assert np.array_equal(reference.validation_loss_, fused.validation_loss_)
+    assert reference.n_trees_ == fused.n_trees_
+
+
+@pytest.mark.parametrize("make", [
+    lambda: hepbdt.BDTClassifier(n_trees=5, subsample=0.5, random_state=0),
+    lambda: hepbdt.BDTClassifier(n_trees=5, max_leaves=6, max_depth=None, random_state=0),
+    lambda: hepbdt.BDTClassifier(n_trees=5, colsample_bynode=0.5, random_state=0),
+    lambda: hepbdt.BDTRegressor(n_trees=5, loss="huber", random_state=0),
+    lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=5, loss="absolute", random_state=0),
+], ids=["subsample", "leaf-wise", "colsample_bynode", "huber", "absolute"])
+def test_fits_it_cannot_take_run_tree_by_tree(make, monkeypatch):
+    X, y, t, w = _data()
+    target = t if isinstance(make(), hepbdt.BDTRegressor) else y
+    _, rounds = _fit(make, X, target, w, True, monkeypatch)
+    assert rounds == 0
+
+
+def test_negative_weights_run_tree_by_tree(monkeypatch):
+    X, y, _, w = _data()
+    w[::7] *= -0.2
+    make = lambda: hepbdt.BDTClassifier(n_trees=5, negative_weights="keep", random_state=0)  # noqa: E731
+    _, rounds = _fit(make, X, y, w, True, monkeypatch)
+    assert rounds == 0
+
+
+def test_trees_added_in_blocks_build_the_forest_of_trees_added_one_by_one():
+    rng = np.random.default_rng(2)
+    trees = []
+    for _ in range(9):
+        n = int(rng.integers(1, 8)) * 2 + 1
+        left = np.where(np.arange(n) % 2 == 0, np.arange(n) + 1, -1)
+        left[-1] = -1
+        trees.append({"feature": rng.integers(-1, 4, n), "threshold": rng.normal(size=n),
+                      "bin_threshold": rng.integers(0, 255, n), "left": left,
+                      "right": np.where(left >= 0, left + 1, -1), "missing_left": rng.random(n) < 0.5,
+                      "value": rng.normal(size=n), "gain": rng.random(n), "cover": rng.random(n)})
+    weights = rng.random(9)
+    one_by_one, blocks = ForestBuilder(4, 0.5), ForestBuilder(4, 0.5)
+    for tree, weight in zip(trees, weights, strict=True):
+        one_by_one.add(tree_weight=weight, **tree)
+    blocks.add(tree_weight=weights[0], **trees[0])
+    for lo, hi in ((1, 5), (5, 9)):
+        blocks.add_trees([trees[i]["feature"].size for i in range(lo, hi)], weights[lo:hi],
+                         **{k: np.concatenate([trees[i][k] for i in range(lo, hi)]) for k in trees[0]})
+    assert len(blocks) == len(one_by_one) == 9
+    for n_trees in (None, 0, 1, 3, 5, 7, 9, 20):
+        a, b = one_by_one.build(n_trees), blocks.build(n_trees)
+        # the reference: each tree's left/right shifted by the nodes before it
+        cut = trees[:9 if n_trees is None else n_trees]
+        first = np.cumsum([0] + [t["feature"].size for t in cut])
+        expected = np.concatenate([np.where(t["left"] >= 0, t["left"] + first[i], -1)
+                                   for i, t in enumerate(cut)]) if cut else np.empty(0)
+        assert np.array_equal(b.left, expected)
+        for field in FIELDS:
+            assert np.array_equal(getattr(a, field), getattr(b, field)), (n_trees, field)
