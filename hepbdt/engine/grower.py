@@ -103,6 +103,11 @@ SERIAL_TREE_WORK = 2_000_000
 # hastie 6,000 x 10 0.19 -> 0.152 s, breast cancer 0.038 -> 0.029, friedman1 0.100 ->
 # 0.083, the TMVA multi-class tutorial 0.127 -> 0.118; tmva-reg (4,500 x 2) the same.
 SERIAL_SHARED_WORK = 8_000
+# ... and of at least this many features: with fewer, sharing by feature leaves a thread
+# one feature's histogram, and the launches cost more than they share (tmva-reg, 4,500 x
+# 2, whose rounds now run in one call, ``boosting/_exact_rounds``: 0.29 s shared against
+# 0.23 s on one thread).
+SERIAL_SHARED_FEATURES = 3
 # Leaf-wise packed trees of at most this many leaves grow in one compiled call
 # (``_packed_leaves``), which finds the next leaf to split by a scan of the waiting ones
 # (quadratic in the leaves: a heap pays beyond this).
@@ -1565,7 +1570,8 @@ def serial_tree_buffers(n_rows: int, m: int, max_depth: int, index_dtype: np.dty
 
 def serial_tree_sharing(n_rows: int, m: int) -> int:
     """The threads a one-call tree of ``n_rows`` x ``m`` shares its levels over (1: none)."""
-    return serial_tree_threads() if n_rows * m >= SERIAL_SHARED_WORK else 1
+    shares = n_rows * m >= SERIAL_SHARED_WORK and m >= SERIAL_SHARED_FEATURES
+    return serial_tree_threads() if shares else 1
 
 
 @contextlib.contextmanager
