@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, njit
+from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, njit, read_only
 
 __all__ = ["BinMapper", "EdgeSketch", "fit_bin_edges", "apply_bins", "bin_rows_into",
            "check_edges", "first_infinite"]
@@ -263,7 +263,7 @@ def bin_rows_into(X: np.ndarray, edges: list[np.ndarray] | np.ndarray, out: np.n
     edges bins many chunks.
     """
     packed = edges if isinstance(edges, np.ndarray) else _pack_edges(edges)
-    _apply_bins_by_event(np.ascontiguousarray(X, dtype=X_DTYPE), packed, out)
+    _apply_bins_by_event(read_only(np.ascontiguousarray(X, dtype=X_DTYPE)), packed, out)
 
 
 ROW_BLOCK = 1 << 16  # rows gathered at once by ``_row_blocks``
@@ -302,7 +302,7 @@ def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
     packed = _pack_edges(edges)
     X = np.ascontiguousarray(X, dtype=X_DTYPE)
     codes = np.empty((X.shape[1], X.shape[0]), dtype=BIN_DTYPE)
-    _apply_bins(X, packed, codes)
+    _apply_bins(read_only(X), packed, codes)
     return codes
 
 
@@ -337,10 +337,10 @@ class BinMapper:
         uint8, C order)."""
         packed = _pack_edges(self.edges_)
         if rows is None:
-            _apply_bins_by_event(np.ascontiguousarray(X, dtype=X_DTYPE), packed, out)
+            _apply_bins_by_event(read_only(np.ascontiguousarray(X, dtype=X_DTYPE)), packed, out)
             return
         for start, stop, block in _row_blocks(X, rows):
-            _apply_bins_by_event(block, packed, out[start:stop])
+            _apply_bins_by_event(read_only(block), packed, out[start:stop])
 
     def transform(self, X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of X (of ``X[rows]``, when given), (m, n) uint8."""
@@ -350,7 +350,7 @@ class BinMapper:
         codes = np.empty((X.shape[1], len(rows)), dtype=BIN_DTYPE)
         for start, stop, block in _row_blocks(X, rows):
             part = np.empty((X.shape[1], stop - start), dtype=BIN_DTYPE)
-            _apply_bins(block, packed, part)
+            _apply_bins(read_only(block), packed, part)
             codes[:, start:stop] = part
         return codes
 

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._types import MISSING_BIN, njit
+from ._types import MISSING_BIN, njit, read_only
 
 __all__ = ["DenseForest", "dense_block", "dense_fits", "node_depths", "predict_raw", "predict_binned",
            "predict_per_tree", "predict_naive"]
@@ -328,9 +328,11 @@ def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = Non
     if out is None:
         out = np.zeros(X.shape[0], dtype=np.float64)
     if dense is not None and dense.depth <= MAX_DENSE_DEPTH:
-        _predict_dense(X, dense.feature, dense.threshold, dense.missing_left, dense.feature_ml,
-                       dense.leaf, dense.depth, dense.top, dense.keep_left, dense.keep_right,
-                       forest.tree_weights, t_begin, t_end, dense_block(X.shape[1]), out)
+        tables = (dense.feature, dense.threshold, dense.missing_left, dense.feature_ml, dense.leaf)
+        _predict_dense(read_only(X), *map(read_only, tables), dense.depth, dense.top,
+                       read_only(dense.keep_left), read_only(dense.keep_right),
+                       read_only(forest.tree_weights), t_begin, t_end, dense_block(X.shape[1]),
+                       out)
         return out
     _predict_raw(X, forest.feature, forest.threshold, forest.left, forest.right,
                  forest.missing_left, forest.value, forest.tree_offsets, forest.tree_weights,
