@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -58,7 +59,8 @@ from .histogram import (
 from .split import SplitParams, find_best_splits
 
 __all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "add_through_partition", "event_leaves",
-           "feature_major", "grow_tree", "leaf_sweeps", "sample_features", "slice_sums",
+           "feature_major", "grow_tree", "leaf_sweeps", "numba_threads", "sample_features",
+           "serial_tree_buffers", "serial_tree_fits", "serial_tree_sharing", "slice_sums",
            "sums_by_leaf", "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
@@ -1575,7 +1577,7 @@ def serial_tree_sharing(n_rows: int, m: int) -> int:
 
 
 @contextlib.contextmanager
-def numba_threads(n: int):
+def numba_threads(n: int) -> Iterator[None]:
     """Numba's thread count set to ``n`` inside (nothing done for 1: the fit's one thread)."""
     if n <= 1:
         yield
