@@ -235,3 +235,21 @@ def test_no_trees_of_a_mean_median_or_uboost_score_is_refused():
     gradient = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
     np.testing.assert_array_equal(gradient.forest_.raw_score(X, 0),
                                   np.full(X.shape[0], gradient.forest_.base_score))
+
+
+def test_read_only_inputs_use_the_writable_inputs_compiled_kernels():
+    # Numba compiles a kernel again for a read-only array (9 s for the dense predictor);
+    # the kernels that only read X take read-only views, so a read-only X (a Dask chunk,
+    # np.frombuffer) reuses what a writable one compiled, with the same scores and codes.
+    from hepbdt.engine import binning, predict
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 4)).astype(np.float32)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(X, (X[:, 0] > 0).astype(int))
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    scores, codes = model.decision_function(X), apply_bins(X, model.bin_edges_)
+    compiled = (len(predict._predict_dense.signatures), len(binning._apply_bins.signatures))
+    assert np.array_equal(model.decision_function(frozen), scores)
+    assert np.array_equal(apply_bins(frozen, model.bin_edges_), codes)
+    assert (len(predict._predict_dense.signatures), len(binning._apply_bins.signatures)) == compiled
