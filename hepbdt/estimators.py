@@ -1979,7 +1979,9 @@ def warmup() -> None:
         # per-node feature draws: the per-level kernels, not the one-call small-tree grower
         BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, colsample_bynode=0.9).fit(X, y, w)
         BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None).fit(X, y, w)
-        if boosting != "adaboost":  # the packed-histogram path, with a validation set
+        if boosting != "adaboost":  # a subsample: one-call trees, one at a time (not a round)
+            BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, subsample=0.5).fit(X, y, w)
+            # the packed-histogram path, with a validation set
             BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, quantised_histograms=True).fit(
                 X, y, eval_set=(X, y)).decision_function(X)
             BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None,
