@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import hepbdt.boosting._loop as loop
 from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.estimators import ParameterError
 
@@ -20,23 +19,18 @@ def test_use_nvars_with_a_tree_or_level_fraction_is_refused(option):
         BDTClassifier(n_vars_per_node=2, n_trees=2, **option).fit(X, y)
 
 
-def _smallest_leaf_weights(monkeypatch, model, X, y):
-    smallest = []
-    grow = loop.grow_tree
-
-    def spy(*args, **kwargs):
-        tree = grow(*args, **kwargs)
-        smallest.append(float(tree.sum_w[tree.is_leaf].min()))
-        return tree
-
-    monkeypatch.setattr(loop, "grow_tree", spy)
-    model.fit(X, y)
-    return np.array(smallest)
+def _smallest_leaf_weights(model, X, y):
+    """Each tree's smallest leaf weight of its sample (the forest's leaf covers: the tree's
+    own weights, a Poisson event counted with its copies), whichever way it grew."""
+    forest = model.fit(X, y).forest_
+    leaf = forest.feature < 0
+    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offsets))
+    return np.array([forest.cover[leaf & (tree_of == t)].min() for t in range(forest.n_trees)])
 
 
 @pytest.mark.parametrize("mode", ["uniform", "poisson"])
 @pytest.mark.parametrize("estimator", [BDTClassifier, BDTRegressor])
-def test_auto_node_size_counts_events_of_each_trees_sample(monkeypatch, estimator, mode):
+def test_auto_node_size_counts_events_of_each_trees_sample(estimator, mode):
     rng = np.random.default_rng(1)
     n = 12_000
     X = rng.normal(size=(n, 4)).astype(np.float32)
@@ -45,7 +39,7 @@ def test_auto_node_size_counts_events_of_each_trees_sample(monkeypatch, estimato
         y = (y > 0).astype(int)
     model = estimator(max_depth=12, random_state=0, subsample=0.3, subsample_mode=mode,
                       quantised_histograms=False)
-    smallest = _smallest_leaf_weights(monkeypatch, model, X, y)  # unit weights: events
+    smallest = _smallest_leaf_weights(model, X, y)  # unit weights: events
     assert smallest.size > 5
     # each leaf holds at least 20 drawn events (a Poisson event counts its copies), and the
     # floor binds: the deepest trees reach it

@@ -48,6 +48,13 @@ CASES = {
                                                             max_depth=3, random_state=0), 4, False),
     "multiclass-gradient": (lambda: hepbdt.BDTClassifier(boosting="gradient", n_trees=20,
                                                          max_depth=5, random_state=0), 3, False),
+    "binary-subsample": (lambda: hepbdt.BDTClassifier(n_trees=30, subsample=0.5,
+                                                      random_state=2), 2, False),
+    "binary-poisson-auto": (lambda: hepbdt.BDTClassifier(
+        n_trees="auto", subsample=0.7, subsample_mode="poisson", random_state=2), 2, False),
+    "multiclass-weighted-draw": (lambda: hepbdt.BDTClassifier(
+        boosting="newton", n_trees=20, subsample=0.6, subsample_mode="weighted",
+        random_state=4), 3, False),
     "regression-default": (lambda: hepbdt.BDTRegressor(random_state=0), 0, True),
     "regression-newton": (lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=30,
                                                       random_state=0), 0, True),
@@ -78,12 +85,11 @@ def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: hepbdt.BDTClassifier(n_trees=5, subsample=0.5, random_state=0),
     lambda: hepbdt.BDTClassifier(n_trees=5, max_leaves=6, max_depth=None, random_state=0),
     lambda: hepbdt.BDTClassifier(n_trees=5, colsample_bynode=0.5, random_state=0),
     lambda: hepbdt.BDTRegressor(n_trees=5, loss="huber", random_state=0),
     lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=5, loss="absolute", random_state=0),
-], ids=["subsample", "leaf-wise", "colsample_bynode", "huber", "absolute"])
+], ids=["leaf-wise", "colsample_bynode", "huber", "absolute"])
 def test_fits_it_cannot_take_run_tree_by_tree(make, monkeypatch):
     X, y, t, w = _data()
     target = t if isinstance(make(), hepbdt.BDTRegressor) else y

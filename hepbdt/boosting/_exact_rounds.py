@@ -4,12 +4,12 @@ On a few thousand events a one-call tree (``engine._serial_tree``) takes tens of
 microseconds, and the Python around it (the tree's arrays, its leaf sums and values, the
 score update, the forest's copy of the tree) about as long again: the TMVA multi-class
 tutorial's 800 trees spent 62 % of the fit outside the compiled trees. Where a round's
-trees are the one-call trees of the whole sample (exact histograms, no row sampling, no
-feature draws below the tree, depth-wise, one thread, unsigned weights) and the leaf
-values are a ratio of the leaf sums (newton's and gradient boosting's but for the
-absolute and Huber losses), ``ExactRounds`` grows every class's tree of a round, sums
-its leaves, sets their values, adds them to the training and validation scores and
-writes the nodes into a store of the fit's trees, in one call: the same kernels and the
+trees are one-call trees (exact histograms, no feature draws below the tree, depth-wise,
+one thread, unsigned weights; the whole sample or a row subsample) and the leaf values
+are a ratio of the leaf sums (newton's and gradient boosting's but for the absolute and
+Huber losses), ``ExactRounds`` grows every class's tree of a round, sums its leaves,
+sets their values, adds them to the training and validation scores and writes the
+nodes into a store of the fit's trees, in one call: the same kernels and the
 same arithmetic in the same order as ``run_boosting``'s loop, so the same model bit for
 bit (tests/test_exact_rounds.py).
 """
@@ -40,17 +40,16 @@ STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", n
 
 class ExactRounds:
     """The rounds of a fit on feature-major ``codes`` (m, n) of ``n_classes`` trees each,
-    depth ``max_depth``, leaf values by ``rule`` (a booster's ``exact_leaf_rule``):
-    ``grow`` does one round, ``add_to`` hands the trees to a forest builder."""
+    depth ``max_depth``: ``grow`` does one round, ``add_to`` hands the trees to a forest
+    builder."""
 
     def __init__(self, codes: np.ndarray, n_value_bins: np.ndarray, max_depth: int,
-                 n_classes: int, rule: tuple, workspace: SerialWorkspace | None = None):
+                 n_classes: int, workspace: SerialWorkspace | None = None):
         m, n = codes.shape
         self.codes, self.n_value_bins, self.max_depth = codes, n_value_bins, max_depth
-        self.n_classes, self.rule = n_classes, rule
+        self.n_classes = n_classes
+        self.every_event = np.empty(0, INDEX_DTYPE)
         self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE, workspace)
-        self.shared = serial_tree_sharing(n, m)
-        self.grow_kernel = _exact_round if self.shared > 1 else _exact_round_1
         self.partition = np.empty(n, INDEX_DTYPE)
         self.payload = np.empty((n, N_CHANNELS), CHANNEL_DTYPE)
         self.per_tree = self.buffers[7].size  # the node capacity of one tree
@@ -74,18 +73,24 @@ class ExactRounds:
             grown[:self.n_trees] = self.sizes[:self.n_trees]
             self.sizes = grown
 
-    def grow(self, wg: np.ndarray, wh: np.ndarray, w_tree: np.ndarray, score: np.ndarray,
-             used: np.ndarray, params: tuple, valid: tuple | None) -> None:
+    def grow(self, wg: np.ndarray, wh: np.ndarray, w_tree: np.ndarray, rows: np.ndarray | None,
+             score: np.ndarray, used: np.ndarray, params: tuple, rule: tuple,
+             valid: tuple | None) -> None:
         """One round: a tree a class on the channels ``wg``, ``wh`` (K, n) and weights
-        ``w_tree``, its leaf values added to ``score`` (K, n) and, with ``valid`` (the
-        validation codes (m, n_valid) and their summed scores (K, n_valid)), to those."""
+        ``w_tree`` of the events ``rows`` (sorted int32; None: every event), leaf values by
+        ``rule`` (the booster's ``exact_leaf_rule``) added to every event's ``score`` (K, n)
+        and, with ``valid`` (the validation codes (m, n_valid) and their summed scores (K,
+        n_valid)), to those."""
         self._room()
+        n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
-        with numba_threads(self.shared):
-            self.n_nodes = self.grow_kernel(
-                self.codes, self.partition, self.payload, used, self.n_value_bins, params,
-                self.max_depth, *self.buffers, SPARSE_EVENTS, self.shared, wg, wh, w_tree,
-                self.rule, score, valid_codes, valid_summed, self.node_sums,
+        shared = serial_tree_sharing(n_rows, self.codes.shape[0])
+        with numba_threads(shared):
+            self.n_nodes = (_exact_round if shared > 1 else _exact_round_1)(
+                self.codes, self.every_event if rows is None else rows, self.partition[:n_rows],
+                self.payload[:n_rows], used, self.n_value_bins, params, self.max_depth,
+                *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score,
+                valid_codes, valid_summed, self.node_sums,
                 *(self.store[name] for name, _ in STORED), self.sizes, self.n_nodes,
                 self.n_trees)
         self.n_trees += self.n_classes
@@ -111,23 +116,26 @@ def _node_indices(first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 @njit
-def _exact_round(codes, partition, payload, used, n_value_bins, params, max_depth, pool, bits,
-                 dirty, free, buf, scratch_idx, scratch_payload, feature, bin_threshold,
+def _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth, pool,
+                 bits, dirty, free, buf, scratch_idx, scratch_payload, feature, bin_threshold,
                  missing_left, left, right, gain, start, stop, sums, sparse_events, n_threads,
                  wg, wh, w_tree, rule, score, valid_codes, valid_summed, node_sums, out_feature,
                  out_bin, out_missing, out_left, out_right, out_value, out_gain, out_cover,
                  out_sizes, at, tree):
     """A tree a class (``grow_exact_serial`` on A, B, W from the channels as the booster's
-    ``channels`` makes them), its leaf values, the scores, and its nodes stored from node
-    ``at`` (tree ``tree``); returns the next free node."""
+    ``channels`` makes them) of the events ``rows`` (empty: every event; ``partition`` and
+    ``payload`` are as long as the tree's events), its leaf values, every event's scores,
+    and its nodes stored from node ``at`` (tree ``tree``); returns the next free node."""
     kind, negate_a, b_is_w, alpha, reg_lambda, floor, rate = rule
-    n = partition.size
+    n_rows = partition.size
+    every = rows.size == 0
     for k in range(wg.shape[0]):
-        for i in range(n):
-            partition[i] = i
-            payload[i, 0] = -wg[k, i] if negate_a else wg[k, i]
-            payload[i, 1] = w_tree[i] if b_is_w else wh[k, i]
-            payload[i, 2] = w_tree[i]
+        for i in range(n_rows):
+            e = i if every else rows[i]
+            partition[i] = e
+            payload[i, 0] = -wg[k, e] if negate_a else wg[k, e]
+            payload[i, 1] = w_tree[e] if b_is_w else wh[k, e]
+            payload[i, 2] = w_tree[e]
         n_nodes = grow_exact_serial(codes, partition, payload, used, n_value_bins, params,
                                     max_depth, pool, bits, dirty, free, buf, scratch_idx,
                                     scratch_payload, feature, bin_threshold, missing_left, left,
@@ -140,8 +148,9 @@ def _exact_round(codes, partition, payload, used, n_value_bins, params, max_dept
             if feature[c] < 0:
                 value = _leaf_value(kind, tree_sums[0, c], tree_sums[1, c], alpha, reg_lambda,
                                     floor) * rate
-                for j in range(start[c], stop[c]):
-                    score[k, partition[j]] += value
+                if n_rows == score.shape[1]:  # every event in the tree: through its leaves
+                    for j in range(start[c], stop[c]):
+                        score[k, partition[j]] += value
             out_feature[at + c] = feature[c]
             out_bin[at + c] = bin_threshold[c]
             out_missing[at + c] = missing_left[c]
@@ -150,8 +159,11 @@ def _exact_round(codes, partition, payload, used, n_value_bins, params, max_dept
             out_value[at + c] = value
             out_gain[at + c] = gain[c]
             out_cover[at + c] = sums[c, 2]
-        _add_valid(valid_codes, feature, bin_threshold, missing_left, left, right, out_value[at:],
-                   valid_summed[k])
+        if n_rows < score.shape[1]:  # a subsample: every event down the tree
+            _add_walked(codes, feature, bin_threshold, missing_left, left, right,
+                        out_value[at:], score[k])
+        _add_walked(valid_codes, feature, bin_threshold, missing_left, left, right,
+                    out_value[at:], valid_summed[k])
         out_sizes[tree + k] = n_nodes
         at += n_nodes
     return at
@@ -171,8 +183,9 @@ def _leaf_value(kind, g, h, alpha, reg_lambda, floor):
 
 
 @njit
-def _add_valid(codes, feature, bin_threshold, missing_left, left, right, value, summed):
-    """summed[i] += the tree's value at validation event i (codes (m, n_valid))."""
+def _add_walked(codes, feature, bin_threshold, missing_left, left, right, value, summed):
+    """summed[i] += the tree's value at event i of ``codes`` (m, n), each event walked down
+    the tree (``predict_binned``'s walk)."""
     for i in range(codes.shape[1]):
         node = 0
         while feature[node] >= 0:

@@ -384,17 +384,17 @@ def _channel_maxima(booster, quantised_one_score: bool) -> dict[str, np.ndarray]
 
 def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, workspace, *,
                   ok: bool) -> ExactRounds | None:
-    """``ExactRounds`` for a fit whose rounds it can grow (``ok``: the whole sample, depth-wise,
-    no feature draws below the tree, unsigned weights, leaf sums through the partition; and
-    here: the booster's leaf values a ratio of sums, one-call trees), else None."""
+    """``ExactRounds`` for a fit whose rounds it can grow (``ok``: depth-wise, no feature
+    draws below the tree, unsigned weights, leaf sums through the partition; and here: the
+    booster's leaf values a ratio of sums, one-call trees), else None."""
     rule_of = getattr(booster, "exact_leaf_rule", None)
     if not ok or rule_of is None or codes.shape[1] >= SERIAL_LEAF_SUMS:
         return None
     if not serial_tree_fits(codes.shape[1], codes.shape[0], max_depth):
         return None
-    rule = rule_of(w.astype(CHANNEL_DTYPE, copy=False))
-    return None if rule is None else ExactRounds(np.ascontiguousarray(codes), n_value_bins,
-                                                 max_depth, n_classes, rule, workspace)
+    if rule_of(w.astype(CHANNEL_DTYPE, copy=False)) is None:
+        return None
+    return ExactRounds(np.ascontiguousarray(codes), n_value_bins, max_depth, n_classes, workspace)
 
 
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
@@ -432,7 +432,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     signed = bool(np.any(w < 0))  # negative weights kept: leaves may cancel (CANCELLED_LEAF)
     rounds = None if quantised else _exact_rounds(
         booster, codes, n_value_bins, w, max_depth, loss.n_classes, workspace,
-        ok=(full_sample and max_leaves is None and not by_leaf and not signed
+        ok=(max_leaves is None and not by_leaf and not signed
             and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0))
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
@@ -461,7 +461,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if rounds is not None and it == 0 and not wg.dtype == wh.dtype == CHANNEL_DTYPE:
             rounds = None  # a loss of other channels: the loop below, tree by tree
         if rounds is not None:
-            rounds.grow(wg, wh, w_tree, score, features.astype(np.bool_), split_params.as_tuple(),
+            rounds.grow(wg, wh, w_tree, rows, score, features.astype(np.bool_),
+                        split_params.as_tuple(), booster.exact_leaf_rule(w_tree),
                         None if watch is None else (watch.codes, watch.summed))
         for k in range(0 if rounds is not None else loss.n_classes):
             a, b = booster.channels(wg[k], wh[k], w_tree, overwrite=lean)
