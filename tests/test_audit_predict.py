@@ -248,8 +248,16 @@ def test_read_only_inputs_use_the_writable_inputs_compiled_kernels():
     model = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(X, (X[:, 0] > 0).astype(int))
     frozen = X.copy()
     frozen.flags.writeable = False
-    scores, codes = model.decision_function(X), apply_bins(X, model.bin_edges_)
-    compiled = (len(predict._predict_dense.signatures), len(binning._apply_bins.signatures))
-    assert np.array_equal(model.decision_function(frozen), scores)
-    assert np.array_equal(apply_bins(frozen, model.bin_edges_), codes)
-    assert (len(predict._predict_dense.signatures), len(binning._apply_bins.signatures)) == compiled
+    forest = model.forest_
+    kernels = (predict._predict_dense, binning._apply_bins, predict._predict_raw,
+               predict._predict_per_tree)
+
+    def outputs(data):  # the dense kernel, the binning, the node walk and the per-tree leaves
+        return (model.decision_function(data), apply_bins(data, model.bin_edges_),
+                predict_raw(data, forest), predict_per_tree(data, forest))
+
+    expected = outputs(X)
+    compiled = [len(kernel.signatures) for kernel in kernels]
+    for got, want in zip(outputs(frozen), expected, strict=True):
+        assert np.array_equal(got, want)
+    assert [len(kernel.signatures) for kernel in kernels] == compiled

@@ -334,10 +334,16 @@ def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = Non
                        read_only(forest.tree_weights), t_begin, t_end, dense_block(X.shape[1]),
                        out)
         return out
-    _predict_raw(X, forest.feature, forest.threshold, forest.left, forest.right,
-                 forest.missing_left, forest.value, forest.tree_offsets, forest.tree_weights,
-                 t_begin, t_end, out)
+    _predict_raw(read_only(X), *_read_only_nodes(forest), read_only(forest.tree_offsets),
+                 read_only(forest.tree_weights), t_begin, t_end, out)
     return out
+
+
+def _read_only_nodes(forest) -> tuple[np.ndarray, ...]:
+    """The forest's (feature, threshold, left, right, missing_left, value) as read-only
+    views (see ``read_only``)."""
+    return tuple(read_only(a) for a in (forest.feature, forest.threshold, forest.left,
+                                        forest.right, forest.missing_left, forest.value))
 
 
 def predict_per_tree(X: np.ndarray, forest, t_end: int | None = None) -> np.ndarray:
@@ -345,8 +351,8 @@ def predict_per_tree(X: np.ndarray, forest, t_end: int | None = None) -> np.ndar
     (n, t_end) float64 (no tree weights)."""
     n_trees = forest.n_trees if t_end is None else max(0, min(t_end, forest.n_trees))
     out = np.empty((X.shape[0], n_trees), dtype=np.float64)
-    _predict_per_tree(X, forest.feature, forest.threshold, forest.left, forest.right,
-                      forest.missing_left, forest.value, forest.tree_offsets[: n_trees + 1], out)
+    _predict_per_tree(read_only(X), *_read_only_nodes(forest),
+                      read_only(forest.tree_offsets[: n_trees + 1]), out)
     return out
 
 
