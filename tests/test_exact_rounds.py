@@ -135,3 +135,17 @@ def test_trees_added_in_blocks_build_the_forest_of_trees_added_one_by_one():
         assert np.array_equal(b.left, expected)
         for field in FIELDS:
             assert np.array_equal(getattr(a, field), getattr(b, field)), (n_trees, field)
+
+
+@pytest.mark.parametrize("store_nodes", [1, 100])
+def test_a_store_flushed_every_few_rounds_builds_the_same_forest(store_nodes, monkeypatch):
+    # The store hands its trees to the forest builder whenever another round might not fit
+    # (STORE_NODES; 1: every round, each block of trees then one round's).
+    make, classes, _ = CASES["multiclass-newton-auto"]
+    X, y, _, w = _data(classes=classes)
+    reference, _ = _fit(make, X, y, w, False, monkeypatch)
+    monkeypatch.setattr(_exact_rounds, "STORE_NODES", store_nodes)
+    fused, rounds = _fit(make, X, y, w, True, monkeypatch)
+    assert rounds > 20 and reference.n_trees_ == fused.n_trees_
+    for field in FIELDS:
+        assert np.array_equal(getattr(reference.forest_, field), getattr(fused.forest_, field)), field

@@ -29,6 +29,10 @@ from ..engine.grower import numba_threads, serial_tree_buffers, serial_tree_shar
 
 __all__ = ["ExactRounds", "NEWTON_LEAF", "RATIO_LEAF"]
 
+# Nodes the store holds before its trees go to the forest builder (at least a round's):
+# about 2.3 MB, whatever the forest's size.
+STORE_NODES = 1 << 16
+
 NEWTON_LEAF = 0  # -T_alpha(G) / (H + lambda) where H + lambda > 0 (newton.py)
 RATIO_LEAF = 1  # -G / H where H > floor (gradient.py)
 # the node arrays a tree keeps in the store, by name and type (model.NODE_ARRAYS less the
@@ -40,38 +44,28 @@ STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", n
 
 class ExactRounds:
     """The rounds of a fit on feature-major ``codes`` (m, n) of ``n_classes`` trees each,
-    depth ``max_depth``: ``grow`` does one round, ``add_to`` hands the trees to a forest
-    builder."""
+    depth ``max_depth``, into ``builder`` (a ClassForestBuilder when ``n_classes`` > 1:
+    class k the k-th tree of each round) with thresholds from ``mapper``: ``grow`` does
+    one round, ``flush`` hands the trees grown to the builder (a block whenever the
+    store could not take another round: see STORE_NODES)."""
 
     def __init__(self, codes: np.ndarray, n_value_bins: np.ndarray, max_depth: int,
-                 n_classes: int, workspace: SerialWorkspace | None = None):
+                 n_classes: int, builder, mapper, workspace: SerialWorkspace | None = None):
         m, n = codes.shape
         self.codes, self.n_value_bins, self.max_depth = codes, n_value_bins, max_depth
-        self.n_classes = n_classes
+        self.n_classes, self.builder, self.mapper = n_classes, builder, mapper
         self.every_event = np.empty(0, INDEX_DTYPE)
         self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE, workspace)
         self.partition = np.empty(n, INDEX_DTYPE)
         self.payload = np.empty((n, N_CHANNELS), CHANNEL_DTYPE)
-        self.per_tree = self.buffers[7].size  # the node capacity of one tree
-        self.node_sums = np.empty((N_CHANNELS, self.per_tree))
+        per_tree = self.buffers[7].size  # the node capacity of one tree
+        self.per_round = n_classes * per_tree
+        self.node_sums = np.empty((N_CHANNELS, per_tree))
         self.no_valid = (np.empty((m, 0), np.uint8), np.empty((n_classes, 0)))
-        self.store = {name: np.empty(0, dtype) for name, dtype in STORED}
-        self.sizes = np.empty(0, np.int64)
+        capacity = max(self.per_round, STORE_NODES)  # a tree has a node at least
+        self.store = {name: np.empty(capacity, dtype) for name, dtype in STORED}
+        self.sizes = np.empty(capacity, np.int64)
         self.n_nodes = self.n_trees = 0
-
-    def _room(self) -> None:
-        """Storage for one more round's trees (doubled when full)."""
-        need_nodes = self.n_nodes + self.n_classes * self.per_tree
-        if need_nodes > self.store["feature"].size:
-            size = max(need_nodes, 2 * self.store["feature"].size, 64 * self.per_tree)
-            for name, dtype in STORED:
-                grown = np.empty(size, dtype)
-                grown[:self.n_nodes] = self.store[name][:self.n_nodes]
-                self.store[name] = grown
-        if self.n_trees + self.n_classes > self.sizes.size:
-            grown = np.empty(max(2 * self.sizes.size, 64 * self.n_classes), np.int64)
-            grown[:self.n_trees] = self.sizes[:self.n_trees]
-            self.sizes = grown
 
     def grow(self, wg: np.ndarray, wh: np.ndarray, w_tree: np.ndarray, rows: np.ndarray | None,
              score: np.ndarray, used: np.ndarray, params: tuple, rule: tuple,
@@ -81,7 +75,8 @@ class ExactRounds:
         ``rule`` (the booster's ``exact_leaf_rule``) added to every event's ``score`` (K, n)
         and, with ``valid`` (the validation codes (m, n_valid) and their summed scores (K,
         n_valid)), to those."""
-        self._room()
+        if self.n_nodes + self.per_round > self.sizes.size:
+            self.flush()
         n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
         shared = serial_tree_sharing(n_rows, self.codes.shape[0])
@@ -95,18 +90,18 @@ class ExactRounds:
                 self.n_trees)
         self.n_trees += self.n_classes
 
-    def add_to(self, builder, mapper, multiclass: bool) -> None:
-        """Hand the trees to ``builder`` (a ClassForestBuilder when ``multiclass``: class k
-        the k-th tree of each round), thresholds from ``mapper``."""
+    def flush(self) -> None:
+        """Hand the trees grown since the last flush to the builder and empty the store."""
         sizes = self.sizes[:self.n_trees]
         first = np.concatenate([[0], np.cumsum(sizes)])
         for k in range(self.n_classes):
             trees = np.arange(k, self.n_trees, self.n_classes)
             nodes = _node_indices(first[trees], sizes[trees])
             arrays = {name: self.store[name][nodes] for name, _ in STORED}
-            arrays["threshold"] = mapper.thresholds(arrays["feature"], arrays["bin_threshold"])
-            target = builder.classes[k] if multiclass else builder
+            arrays["threshold"] = self.mapper.thresholds(arrays["feature"], arrays["bin_threshold"])
+            target = self.builder.classes[k] if self.n_classes > 1 else self.builder
             target.add_trees(sizes[trees], np.ones(trees.size), **arrays)
+        self.n_nodes = self.n_trees = 0
 
 
 def _node_indices(first: np.ndarray, sizes: np.ndarray) -> np.ndarray:

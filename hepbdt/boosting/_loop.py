@@ -382,8 +382,8 @@ def _channel_maxima(booster, quantised_one_score: bool) -> dict[str, np.ndarray]
     return {"maxima": np.empty(2)} if found else {}
 
 
-def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, workspace, *,
-                  ok: bool) -> ExactRounds | None:
+def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, builder, mapper,
+                  workspace, *, ok: bool) -> ExactRounds | None:
     """``ExactRounds`` for a fit whose rounds it can grow (``ok``: depth-wise, no feature
     draws below the tree, unsigned weights, leaf sums through the partition; and here: the
     booster's leaf values a ratio of sums, one-call trees), else None."""
@@ -394,7 +394,8 @@ def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, wo
         return None
     if rule_of(w.astype(CHANNEL_DTYPE, copy=False)) is None:
         return None
-    return ExactRounds(np.ascontiguousarray(codes), n_value_bins, max_depth, n_classes, workspace)
+    return ExactRounds(np.ascontiguousarray(codes), n_value_bins, max_depth, n_classes, builder,
+                       mapper, workspace)
 
 
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
@@ -431,7 +432,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     found = _channel_maxima(booster, quantised and not multiclass)  # {"maxima": (2,)} or {}
     signed = bool(np.any(w < 0))  # negative weights kept: leaves may cancel (CANCELLED_LEAF)
     rounds = None if quantised else _exact_rounds(
-        booster, codes, n_value_bins, w, max_depth, loss.n_classes, workspace,
+        booster, codes, n_value_bins, w, max_depth, loss.n_classes, builder, mapper, workspace,
         ok=(max_leaves is None and not by_leaf and not signed
             and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0))
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
@@ -494,7 +495,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}")  # known before tree it
     progress.close()
     if rounds is not None:
-        rounds.add_to(builder, mapper, multiclass)
+        rounds.flush()
     train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
                                             "round" if multiclass else "tree",
                                             train_loss[0] if train_loss else None))
