@@ -36,7 +36,7 @@ STORE_NODES = 1 << 16
 NEWTON_LEAF = 0  # -T_alpha(G) / (H + lambda) where H + lambda > 0 (newton.py)
 RATIO_LEAF = 1  # -G / H where H > floor (gradient.py)
 # the node arrays a tree keeps in the store, by name and type (model.NODE_ARRAYS less the
-# thresholds, which the bin mapper gives at the end)
+# thresholds, which the bin mapper gives at each flush)
 STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", np.bool_),
           ("left", np.int32), ("right", np.int32), ("value", np.float64),
           ("gain", np.float64), ("cover", np.float64))
@@ -92,6 +92,8 @@ class ExactRounds:
 
     def flush(self) -> None:
         """Hand the trees grown since the last flush to the builder and empty the store."""
+        if self.n_trees == 0:
+            return
         sizes = self.sizes[:self.n_trees]
         first = np.concatenate([[0], np.cumsum(sizes)])
         for k in range(self.n_classes):
