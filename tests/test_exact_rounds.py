@@ -64,6 +64,10 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("shared", [1, 2])
 def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
+    import numba
+
+    if shared > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs two Numba threads (NUMBA_NUM_THREADS >= 2)")
     make, classes, regression = CASES[case]
     X, y, t, w = _data(classes=max(classes, 2))
     target = t if regression else y
