@@ -459,10 +459,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,
                                                            min_node_events)
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
-        if rounds is not None and it == 0 and not wg.dtype == wh.dtype == CHANNEL_DTYPE:
-            rounds = None  # a loss of other channels: the loop below, tree by tree
-        if rounds is not None:
-            rounds.grow(wg, wh, w_tree, rows, score, features.astype(np.bool_),
+        if rounds is not None:  # every loss's channels are CHANNEL_DTYPE (Loss.channels)
+            rounds.grow(wg, wh, w_tree, rows, score, features,
                         split_params.as_tuple(), booster.exact_leaf_rule(w_tree),
                         None if watch is None else (watch.codes, watch.summed))
         for k in range(0 if rounds is not None else loss.n_classes):
