@@ -1562,8 +1562,8 @@ def serial_tree_buffers(n_rows: int, m: int, max_depth: int, index_dtype: np.dty
                 space.array("bits", (level_nodes, m, 4), np.uint64), dirty,
                 space.array("free", (level_nodes,), np.int64),
                 space.array("buf", (capacity,), np.int64),
-                space.array("scratch_idx", (n_rows,), index_dtype),
-                space.array("scratch_payload", (n_rows, N_CHANNELS), payload_dtype),
+                space.array("scratch_idx", (2, n_rows), index_dtype),
+                space.array("scratch_payload", (2, n_rows, N_CHANNELS), payload_dtype),
                 *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
                 space.array("sums", (capacity, N_CHANNELS), np.float64))
 
