@@ -551,18 +551,24 @@ def _softmax_terms(scores, start, n, p, top, norm):
 
 
 @njit
-def _softmax_loss_terms(y, scores, w, start, n, top, norm):
-    """``norm[i]`` := w (-ln p_y) of the ``n`` events from ``start``, from ``_softmax_terms``."""
+def _softmax_loss_terms(y, scores, w, start, n, top, norm, picked):
+    """``norm[i]`` := w (-ln p_y) of the ``n`` events from ``start``, from ``_softmax_terms``
+    (``picked`` (n,): scratch). The true class's scores are picked out first: in the
+    logarithms' loop their scattered reads kept it from vectorising (9 ns an event, 2
+    after)."""
     for i in range(n):
         j = start + np.uint64(i)
-        norm[i] = w[j] * (top[i] + log_positive(norm[i]) - scores[np.uint64(y[j]), j])
+        picked[i] = scores[np.uint64(y[j]), j]
+    for i in range(n):
+        j = start + np.uint64(i)
+        norm[i] = w[j] * (top[i] + log_positive(norm[i]) - picked[i])
 
 
 @njit
-def _softmax_loss_sum(y, scores, w, start, n, top, norm):
+def _softmax_loss_sum(y, scores, w, start, n, top, norm, picked):
     """The sum of w (-ln p_y) over the ``n`` events from ``start``, from ``_softmax_terms``
-    (``norm`` is overwritten)."""
-    _softmax_loss_terms(y, scores, w, start, n, top, norm)
+    (``norm`` is overwritten; ``picked`` (n,): scratch)."""
+    _softmax_loss_terms(y, scores, w, start, n, top, norm, picked)
     total = 0.0
     for i in range(n):
         total += norm[i]
@@ -582,7 +588,7 @@ def _softmax_chunk(y, scores, w_tree, w, g_factor, h_factor, wg, wh, lo, n):
             pk = p[k, i] / norm[i]
             wg[k, j] = w_tree[j] * (g_factor * (pk - (1.0 if k == np.int64(y[j]) else 0.0)))
             wh[k, j] = w_tree[j] * max(h_factor * pk * (1.0 - pk), 1e-16)
-    return _softmax_loss_sum(y, scores, w, start, n, top, norm)
+    return _softmax_loss_sum(y, scores, w, start, n, top, norm, p[0])
 
 
 @njit(parallel=True)
@@ -608,9 +614,9 @@ def _softmax_loss(y, scores, w, partial_loss):
     for c in numba.prange(partial_loss.size):
         lo = c * LOSS_CHUNK
         n = min(y.size, lo + LOSS_CHUNK) - lo
-        top, norm = np.empty(n), np.empty(n)
-        _softmax_terms(scores, np.uint64(lo), n, np.empty((scores.shape[0], n)), top, norm)
-        partial_loss[c] = _softmax_loss_sum(y, scores, w, np.uint64(lo), n, top, norm)
+        p, top, norm = np.empty((scores.shape[0], n)), np.empty(n), np.empty(n)
+        _softmax_terms(scores, np.uint64(lo), n, p, top, norm)
+        partial_loss[c] = _softmax_loss_sum(y, scores, w, np.uint64(lo), n, top, norm, p[0])
 
 
 @njit(parallel=True)
@@ -619,9 +625,9 @@ def _softmax_loss_terms_all(y, scores, w, out):
     for c in numba.prange(-(-y.size // LOSS_CHUNK)):
         lo = c * LOSS_CHUNK
         n = min(y.size, lo + LOSS_CHUNK) - lo
-        top, norm = np.empty(n), np.empty(n)
-        _softmax_terms(scores, np.uint64(lo), n, np.empty((scores.shape[0], n)), top, norm)
-        _softmax_loss_terms(y, scores, w, np.uint64(lo), n, top, norm)
+        p, top, norm = np.empty((scores.shape[0], n)), np.empty(n), np.empty(n)
+        _softmax_terms(scores, np.uint64(lo), n, p, top, norm)
+        _softmax_loss_terms(y, scores, w, np.uint64(lo), n, top, norm, p[0])
         out[lo:lo + n] = norm
 
 
