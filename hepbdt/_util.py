@@ -206,6 +206,11 @@ class Progress:
         """Count ``n`` more done."""
         self.moveto(self.done + int(n))
 
+    @property
+    def shown(self) -> bool:
+        """Whether the bar is drawn (a caller need not build a note otherwise)."""
+        return self._bar is not None
+
     def moveto(self, done: int, note: str = "") -> None:
         """Set the count done to ``done``, with an optional note (e.g. the current loss)."""
         step = int(done) - self.done

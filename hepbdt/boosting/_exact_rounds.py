@@ -64,6 +64,7 @@ class ExactRounds:
         self.no_valid = (np.empty((m, 0), np.uint8), np.empty((n_classes, 0)))
         capacity = max(self.per_round, STORE_NODES)  # a tree has a node at least
         self.store = {name: np.empty(capacity, dtype) for name, dtype in STORED}
+        self.stored = tuple(self.store[name] for name, _ in STORED)
         self.sizes = np.empty(capacity, np.int64)
         self.n_nodes = self.n_trees = 0
 
@@ -80,14 +81,16 @@ class ExactRounds:
         n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
         shared = serial_tree_sharing(n_rows, self.codes.shape[0])
-        with numba_threads(shared):
-            self.n_nodes = (_exact_round if shared > 1 else _exact_round_1)(
-                self.codes, self.every_event if rows is None else rows, self.partition[:n_rows],
+        args = (self.codes, self.every_event if rows is None else rows, self.partition[:n_rows],
                 self.payload[:n_rows], used, self.n_value_bins, params, self.max_depth,
-                *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score,
-                valid_codes, valid_summed, self.node_sums,
-                *(self.store[name] for name, _ in STORED), self.sizes, self.n_nodes,
+                *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score, valid_codes,
+                valid_summed, self.node_sums, *self.stored, self.sizes, self.n_nodes,
                 self.n_trees)
+        if shared > 1:
+            with numba_threads(shared):
+                self.n_nodes = _exact_round(*args)
+        else:  # no context to enter: a round of a few thousand events takes tens of us
+            self.n_nodes = _exact_round_1(*args)
         self.n_trees += self.n_classes
 
     def flush(self) -> None:

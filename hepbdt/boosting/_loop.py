@@ -490,7 +490,8 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if watch is not None and watch.end_round(it, metric, "round" if multiclass else "tree"):
             progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
             break
-        progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}")  # known before tree it
+        # the loss known before tree it
+        progress.moveto(it + 1, f"loss after {it}: {previous_loss:.5g}" if progress.shown else "")
     progress.close()
     if rounds is not None:
         rounds.flush()

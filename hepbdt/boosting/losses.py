@@ -90,7 +90,7 @@ class Loss:
 
     def loss(self, y: NDArray, w: NDArray, score: NDArray) -> float:
         """Weighted mean loss."""
-        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        total = self.weight_total(w)
         return float(np.sum(self.loss_terms(y, w, score)) / total) if total != 0 else 0.0
 
     # How ``loss`` adds its terms: None, numpy's sum of them; a count, partial sums of
@@ -106,12 +106,16 @@ class Loss:
         """Per-round state (Huber's delta); nothing by default."""
 
     def weight_total(self, w: NDArray) -> float:
-        """The weights' sum in double, kept for the array ``channels`` is given round after
-        round (a fit's weights, never changed during it): one pass of the events less a tree."""
-        kept = getattr(self, "_weight_total", None)
-        if kept is None or kept[0] is not w:
-            kept = self._weight_total = (w, float(np.sum(w, dtype=np.float64)))
-        return kept[1]
+        """The weights' sum in double, kept for the last two arrays given (a fit's training
+        and validation weights, given round after round and never changed during it): a
+        pass of the events less a round."""
+        kept = getattr(self, "_weight_totals", ())
+        for array, total in kept:
+            if array is w:
+                return total
+        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        self._weight_totals = ((w, total), *kept[:1])
+        return total
 
     # Losses that can sum their channels over a tree's leaves without storing them
     # (``channel_leaf_sums``), so a large fit need not keep the channels while a tree grows.
@@ -256,7 +260,7 @@ class _LogisticFamily(Loss):
     def loss(self, y, w, score):
         partial = np.empty(-(-y.size // LOSS_CHUNK))
         _logistic_loss(y, score, w, self.scale, partial)
-        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        total = self.weight_total(w)
         return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def loss_terms(self, y, w, score):
@@ -502,7 +506,7 @@ class Softmax:
 
     def loss(self, y: NDArray, w: NDArray, scores: NDArray) -> float:
         """Weighted mean -ln p_y."""
-        total = float(np.sum(w, dtype=np.float64))  # float32 weights summed in double
+        total = self.weight_total(w)
         partial = np.empty(-(-y.size // LOSS_CHUNK))
         _softmax_loss(y, np.ascontiguousarray(scores, np.float64), w, partial)
         return float(np.sum(partial) / total) if total != 0 else 0.0
