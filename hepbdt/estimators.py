@@ -253,9 +253,10 @@ def _adaboost_shortfall(extra: dict) -> str:
 # The options both estimators take, in signature order; ``max_depth`` and ``loss`` differ in
 # their defaults (max_depth from benchmarks/bench_defaults.py: depth 5 classifies best across
 # the panel, depth 3 regresses best).
-def _shared_head(max_depth: int) -> tuple[_Param, ...]:
+def _shared_head(max_depth: int, learning_rate: float) -> tuple[_Param, ...]:
     return (_Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
-            _Param("max_depth", max_depth, "int | None"), _Param("learning_rate", 0.1, "float"))
+            _Param("max_depth", max_depth, "int | None"),
+            _Param("learning_rate", learning_rate, "float"))
 _SHARED_TAIL = (
     _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
     _Param("min_node_size", "auto", "float | str"), _Param("min_child_weight", 1.0, "float"),
@@ -1337,7 +1338,7 @@ class BDTClassifier(_BDTBase):
     _boostings = ("gradient", "newton", *ADABOOST_BOOSTINGS)
 
     __init__ = _constructor(
-        (*_shared_head(5), _Param("loss", None, "str | None"), *_SHARED_TAIL,
+        (*_shared_head(5, 0.1), _Param("loss", None, "str | None"), *_SHARED_TAIL,
          _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
          _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
          _Param("sig_to_bkg_fraction", "auto", "float | str | None"),
@@ -1816,7 +1817,7 @@ class BDTRegressor(_BDTBase):
     _estimator_type = "regressor"
 
     __init__ = _constructor(
-        (*_shared_head(3), _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
+        (*_shared_head(4, 0.15), _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
          _Param("huber_delta", 1.0, "float"), *_SHARED_TAIL),
         "Set the options (see the class docstring); nothing is checked until fit.")
 

@@ -154,7 +154,21 @@ def test_feature_names_in_only_for_named_input() -> None:
 
 
 def test_default_min_node_size_counts_training_rows() -> None:
-    # README: at the defaults the weight check fails too, for min_node_size="auto" alone
-    with pytest.raises(AssertionError, match="Max relative difference"):
-        check_sample_weight_equivalence_on_dense_data("BDTRegressor", BDTRegressor())
+    # README: min_node_size="auto" is the weight of 20 training rows, so a weight of 2 is
+    # not two copies of an event; with min_node_size=0 it is (scikit-learn's check passes)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=200)
+    w = np.ones(200)
+    w[:20] = 2.0
+    # an outlying group of weight 21: 20 training rows' weight is 22 of the 200 weighted
+    # rows' 220, and 20 of the 220 rows' with the doubled ones copied
+    group = np.r_[0:10, 25]
+    X[group, 0] += 6.0
+    y[group] += 5.0
+    X_copies, y_copies = np.vstack([X, X[:20]]), np.concatenate([y, y[:20]])
+    for params, same in (({}, False), ({"min_node_size": 0.0}, True)):
+        weighted = BDTRegressor(**params).fit(X, y, sample_weight=w).predict(X)
+        copied = BDTRegressor(**params).fit(X_copies, y_copies).predict(X)
+        assert np.allclose(weighted, copied, rtol=1e-5, atol=1e-6) == same, params
     check_sample_weight_equivalence_on_dense_data("BDTRegressor", BDTRegressor(min_node_size=0.0))
