@@ -121,6 +121,40 @@ def test_ks_below_one_effective_event_has_no_pvalue():
     assert _verdict([np.nan, 0.2], 0.01, 0.05) == "ok"
 
 
+def test_too_few_effective_events_give_no_pvalue_not_a_wrong_one():
+    """One test event above 60 training scores: the asymptotic KS p-value is 0
+    ("overtrained"), scipy's exact test says 2/61; below MIN_EFFECTIVE_EVENTS (10) of a
+    class's training or test events the check gives no p-value, and a k-fold combination
+    is then decided by the folds that have them."""
+    train = np.linspace(0.0, 1.0, 60)
+    assert weighted_ks_2samp(train, [2.0]).pvalue == 0.0
+    assert ks_2samp(train, [2.0], method="exact").pvalue == pytest.approx(2 / 61)
+    y_train = np.repeat([1, 0], 60)
+    tiny = overtraining_test(np.r_[train, train], y_train, None, np.array([2.0, 0.5]),
+                             np.array([1, 0]), None)
+    assert tiny.verdict == "undetermined"
+    from hepbdt.analysis.summary import _overtraining_lines
+
+    lines = _overtraining_lines(tiny)
+    assert "fewer than 10 effective training or test events: 1;" in lines[1]
+    for part in (tiny.signal, tiny.background):
+        assert np.isnan(part.ks_pvalue) and np.isnan(part.chi2_pvalue)
+        assert part.ks_statistic > 0 and part.n_eff_test == pytest.approx(1.0)
+    # ten effective test events (weights of equal size) are enough; nine are not
+    for n_test, has_pvalue in ((10, True), (9, False)):
+        test = np.linspace(0.02, 0.98, n_test)
+        check = overtraining_test(np.r_[train, train], y_train, None, np.r_[test, test],
+                                  np.repeat([1, 0], n_test), np.full(2 * n_test, 3.0))
+        assert np.isfinite(check.signal.ks_pvalue) == has_pvalue
+        assert check.verdict == ("ok" if has_pvalue else "undetermined")
+    fold = _fold_check(np.random.default_rng(5), 0.0)[0]
+    combined = combined_over_folds([tiny, fold])
+    for part in ("signal", "background"):
+        for pvalue in ("ks_pvalue", "chi2_pvalue"):
+            got, one = getattr(getattr(combined, part), pvalue), getattr(getattr(fold, part), pvalue)
+            assert got == pytest.approx(min(1.0, 2 * one), rel=1e-12)
+
+
 def _fold_check(rng, shift, n=800):
     """One fold's check: training and test scores of signal (shifted by ``shift`` in the
     training) and background, unit weights."""

@@ -18,7 +18,7 @@ from ..evaluation import (
 )
 from ..evaluation.metrics import SPLIT_YIELD_NOTE
 from ..evaluation.multiclass import class_mix_weights
-from ..evaluation.overtraining import OvertrainingResult
+from ..evaluation.overtraining import MIN_EFFECTIVE_EVENTS, OvertrainingResult, SampleComparison
 from .result import (
     FoldScores,
     TrainResult,
@@ -146,8 +146,17 @@ def _overtraining_lines(check: OvertrainingResult, k: int = 1) -> list[str]:
             f"smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
             f"{check.pvalue_warn:g} warning) -> {check.verdict}",
             *(f"  {name:10} KS p = {_pvalue(part.ks_pvalue, check)}, chi2 p = "
-              f"{_pvalue(part.chi2_pvalue, check)} -> {part.verdict}"
+              f"{_pvalue(part.chi2_pvalue, check)} -> {part.verdict}{_too_few(part)}"
               for name, part in (("signal", check.signal), ("background", check.background)))]
+
+
+def _too_few(part: SampleComparison) -> str:
+    """Why a class has no p-value where its events are too few for the tests, else ""."""
+    fewest = min(part.n_eff_train, part.n_eff_test)
+    if fewest >= MIN_EFFECTIVE_EVENTS:
+        return ""
+    return (f" (fewer than {MIN_EFFECTIVE_EVENTS:g} effective training or test events: "
+            f"{fewest:.3g}; the tests need more)")
 
 
 def _multiclass_lines(result: TrainResult) -> list[str]:

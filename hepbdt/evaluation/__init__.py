@@ -46,6 +46,7 @@ from hepbdt.evaluation.multiclass import (
     per_class_permutation_importance,
 )
 from hepbdt.evaluation.overtraining import (
+    MIN_EFFECTIVE_EVENTS,
     PVALUE_FAIL,
     PVALUE_WARN,
     OvertrainingResult,
@@ -70,6 +71,7 @@ __all__ = [
     "DEFAULT_MIN_BACKGROUND_EVENTS",
     "FIGURES_OF_MERIT",
     "PVALUE_FAIL",
+    "MIN_EFFECTIVE_EVENTS",
     "PVALUE_WARN",
     "TMVA_RANKING",
     "BestCut",

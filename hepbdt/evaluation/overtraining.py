@@ -14,8 +14,12 @@ against one). With unit weights it reproduces scipy exactly.
 
 Verdict: a sample (signal or background) is "overtrained" when its smaller p-value (KS or
 chi2) is below :data:`PVALUE_FAIL` (0.01), a "warning" below :data:`PVALUE_WARN` (0.05),
-else "ok"; "undetermined" when neither test has a p-value (fewer than one effective event,
-or a single bin); the overall verdict is the worse of the two. Small p-values on large
+else "ok"; "undetermined" when neither test has a p-value; the overall verdict is the worse
+of the two. The check gives no p-value (NaN) where its training or test events of a class
+are fewer than :data:`MIN_EFFECTIVE_EVENTS` (10) effective events: both tests'
+approximations fail there (one test event above every one of 60 training scores had a KS
+p-value of 0, where the exact test gives 2/61 = 0.033; the chi2 bins hold fewer than the
+10 events a sample it asks for), as on the tiny folds of a k-fold training. Small p-values on large
 samples can come from tiny but real differences: look at the plot too. Scores must be
 finite and each sample's net weight positive: anything else is refused, not tested.
 
@@ -43,6 +47,7 @@ from hepbdt.evaluation._data import as_1d, check_labels, check_weights
 from hepbdt.evaluation._hist import weighted_histogram
 
 __all__ = [
+    "MIN_EFFECTIVE_EVENTS",
     "PVALUE_FAIL",
     "PVALUE_WARN",
     "Chi2Result",
@@ -58,6 +63,7 @@ __all__ = [
 
 PVALUE_FAIL = 0.01
 PVALUE_WARN = 0.05
+MIN_EFFECTIVE_EVENTS = 10.0  # of a class's training and of its test events, for a p-value
 
 
 def effective_sample_size(weights: Any) -> float:
@@ -247,16 +253,19 @@ def _compare(train_s: np.ndarray, train_w: np.ndarray, test_s: np.ndarray,
     n_bins = int(np.clip(min(train_s.size, test_s.size) // 10, 2, bins))
     edges = _quantile_edges(np.concatenate([train_s, test_s]), n_bins)
     chi = chi2_test(train_s, train_w, test_s, test_w, edges)
+    # below MIN_EFFECTIVE_EVENTS the tests' approximations fail: no p-value, not a wrong one
+    enough = min(ks.n_eff_1, ks.n_eff_2) >= MIN_EFFECTIVE_EVENTS
+    ks_p, chi_p = (ks.pvalue, chi.pvalue) if enough else (np.nan, np.nan)
     return SampleComparison(
         ks_statistic=ks.statistic,
-        ks_pvalue=ks.pvalue,
+        ks_pvalue=ks_p,
         chi2=chi.chi2,
         ndf=chi.ndf,
-        chi2_pvalue=chi.pvalue,
+        chi2_pvalue=chi_p,
         n_eff_train=ks.n_eff_1,
         n_eff_test=ks.n_eff_2,
         bin_edges=edges,
-        verdict=_verdict([ks.pvalue, chi.pvalue], fail, warn),
+        verdict=_verdict([ks_p, chi_p], fail, warn),
     )
 
 
