@@ -12,9 +12,11 @@ import hashlib
 import json
 import math
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -95,6 +97,39 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
         if private is not None:
             with contextlib.suppress(OSError):
                 os.rmdir(private)
+
+
+class DeferredSignals:
+    """From :meth:`hold` until exit, SIGINT and SIGTERM are noted instead of acted on, and
+    raised again at exit (under the handlers they had): the renames of a set of outputs run
+    to their end, so only ``kill -9`` or a crash can leave some outputs new and others old.
+    Signal handlers belong to the main thread: elsewhere nothing is held."""
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._received: list[int] = []
+
+    def __enter__(self) -> DeferredSignals:
+        return self
+
+    def hold(self) -> None:
+        """Note SIGINT and SIGTERM from now until exit instead of acting on them."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(number)
+            if previous is None:  # a handler set outside Python: it cannot be put back
+                continue
+            self._previous[number] = previous
+            signal.signal(number, lambda received, _frame: self._received.append(received))
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
+        received, self._received = list(dict.fromkeys(self._received)), []
+        for number in received:
+            signal.raise_signal(number)
 
 
 def _fsync(path: str | os.PathLike) -> None:

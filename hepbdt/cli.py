@@ -419,7 +419,7 @@ def _notes(show: Any, category: type[Warning]) -> Any:
 
 def _export(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
-    from hepbdt._util import atomic_path
+    from hepbdt._util import DeferredSignals, atomic_path
     from hepbdt.interop import to_cpp, to_onnx, to_tmva_xml
     from hepbdt.kfold import KFoldModel
 
@@ -444,9 +444,12 @@ def _export(args: argparse.Namespace) -> int:
     }
     done = []
     # Every file is written to its temporary first and renamed when all are written, so a
-    # model one format cannot express leaves no other file behind. What a format warns
-    # about (NaN inputs the Reader answers -999 for, ...) is a note line, not a source line.
+    # model one format cannot express leaves no other file behind; SIGINT and SIGTERM wait
+    # for the renames to end (the stack's exits), so an interrupt leaves the old files or
+    # the new ones. What a format warns about (NaN inputs the Reader answers -999 for, ...)
+    # is a note line, not a source line.
     with contextlib.ExitStack() as stack:
+        held = stack.enter_context(DeferredSignals())
         stack.enter_context(warnings.catch_warnings())
         warnings.showwarning = _notes(warnings.showwarning, Warning)
         for fmt, path in targets:
@@ -458,6 +461,7 @@ def _export(args: argparse.Namespace) -> int:
                 except ValueError as exc:  # the format cannot express this model
                     raise UserError(f"{where}: {exc}") from None
                 done.append(f"wrote {where} ({info['n_trees']} trees, {info['n_nodes']} nodes)")
+        held.hold()
     print(*done, sep="\n")
     if isinstance(model, KFoldModel):
         print(f"k-fold model: file i scores the events with {model.by} % {model.k} == i")

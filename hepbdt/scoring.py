@@ -17,8 +17,6 @@ import hashlib
 import json
 import os
 import re
-import signal
-import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from typing import Any
 import numpy as np
 import uproot
 
-from ._util import Progress, atomic_path, dumps_strict, model_scores
+from ._util import DeferredSignals, Progress, atomic_path, dumps_strict, model_scores
 from .boosting.losses import softmax_rows
 from .io.errors import InputError, MissingFileError
 from .io.expressions import Expression
@@ -156,7 +154,7 @@ def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int
             # The renames all happen at the end (the stack's exits, last output first), with
             # SIGINT and SIGTERM held back until they are done, so an interrupt leaves the
             # previous set or the new one.
-            held = outputs.enter_context(_DeferredSignals())
+            held = outputs.enter_context(DeferredSignals())
             temporaries = {}
             for out in groups:
                 outputs.push(_note_renamed(replaced, out))
@@ -168,38 +166,6 @@ def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int
         if replaced:  # a rename failed after others were done: say which files are new
             raise _partly_replaced(exc, replaced, list(groups), job) from exc
         raise
-
-
-class _DeferredSignals:
-    """From :meth:`hold` until exit, SIGINT and SIGTERM are noted instead of acted on, and
-    raised again at exit (under the handlers they had): the renames of a set of outputs run
-    to their end, so only ``kill -9`` or a crash can leave some outputs new and others old.
-    Signal handlers belong to the main thread: elsewhere nothing is held."""
-
-    def __init__(self) -> None:
-        self._previous: dict[int, Any] = {}
-        self._received: list[int] = []
-
-    def __enter__(self) -> _DeferredSignals:
-        return self
-
-    def hold(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for number in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(number)
-            if previous is None:  # a handler set outside Python: it cannot be put back
-                continue
-            self._previous[number] = previous
-            signal.signal(number, lambda received, _frame: self._received.append(received))
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self._previous.items():
-            signal.signal(number, handler)
-        self._previous.clear()
-        received, self._received = list(dict.fromkeys(self._received)), []
-        for number in received:
-            signal.raise_signal(number)
 
 
 def _note_renamed(replaced: list[str], out: str) -> Any:

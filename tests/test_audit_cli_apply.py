@@ -169,6 +169,39 @@ def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
 
 
+def test_an_interrupt_during_the_export_renames_leaves_the_whole_new_set(setup, tmp_path,
+                                                                         capsys, monkeypatch):
+    # `hepbdt export --onnx --tmva`, interrupted between its renames, left one file of the
+    # new model beside one of the old
+    def export(model: str, folder: Path) -> list[Path]:
+        files = [folder / "m.onnx", folder / "m.weights.xml"]
+        main(["export", str(setup[model]), "--onnx", str(files[0]), "--tmva", str(files[1])])
+        return files
+    reference = tmp_path / "new"
+    reference.mkdir()
+    new = [p.read_bytes() for p in export("new", reference)]
+    outputs = export("old", tmp_path)
+    assert [p.read_bytes() != b for p, b in zip(outputs, new, strict=True)] == [True, True]
+    real_replace = os.replace
+
+    def replace_then_interrupt(src, dst):  # Ctrl-C just after the first file is in place
+        real_replace(src, dst)
+        if Path(dst) in outputs:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", replace_then_interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["export", str(setup["new"]), "--onnx", str(outputs[0]), "--tmva",
+                     str(outputs[1])]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    monkeypatch.undo()
+    assert "interrupted" in capsys.readouterr().err
+    assert [p.read_bytes() == b for p, b in zip(outputs, new, strict=True)] == [True, True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.weights.xml", "new"]
+
+
 def test_a_rename_that_fails_part_way_says_which_outputs_are_new(setup, tmp_path, capsys,
                                                                  monkeypatch):
     argv, outputs = _two_outputs(setup, tmp_path)
