@@ -323,9 +323,15 @@ def test_summary_overtraining_line_shows_the_pvalues_of_its_verdict(tmp_path):
     assert "KS test and chi2 test" in lines[head] and lines[head].endswith(f"-> {check.verdict}")
     for offset, (name, part) in enumerate((("signal", check.signal),
                                            ("background", check.background)), start=1):
-        assert lines[head + offset].split() == [
+        words = lines[head + offset].split()
+        assert words[:11] == [
             name, "KS", "p", "=", f"{shown(part.ks_pvalue)},", "chi2", "p", "=",
             shown(part.chi2_pvalue), "->", part.verdict]
+        # a class of too few effective events has no p-value, and the line says why
+        fewest = min(part.n_eff_train, part.n_eff_test)
+        assert " ".join(words[11:]) == ("" if fewest >= 10 else (
+            f"(fewer than 10 effective training or test events: {fewest:.3g}; the tests "
+            "need more)"))
     text = (result.output_dir / "report.html").read_text(encoding="utf-8")
     verdict = re.search(r'id="summary-verdict">.*?</p>', text).group(0)
     assert "chi2" in verdict
