@@ -250,9 +250,10 @@ def _adaboost_shortfall(extra: dict) -> str:
     return "; ".join(parts)
 
 
-# The options both estimators take, in signature order; ``max_depth`` and ``loss`` differ in
-# their defaults (max_depth from benchmarks/bench_defaults.py: depth 5 classifies best across
-# the panel, depth 3 regresses best).
+# The options both estimators take, in signature order; ``max_depth``, ``learning_rate`` and
+# ``loss`` differ in their defaults (from benchmarks/bench_defaults.py: depth 5 at 0.1
+# classifies best across the panel; depth 4 at 0.15 regresses within 1.02x of the best peer
+# at less than the slowest peer's fit time, README "The defaults, measured").
 def _shared_head(max_depth: int, learning_rate: float) -> tuple[_Param, ...]:
     return (_Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
             _Param("max_depth", max_depth, "int | None"),

@@ -70,8 +70,8 @@ from hepbdt.evaluation.ranking import (
 __all__ = [
     "DEFAULT_MIN_BACKGROUND_EVENTS",
     "FIGURES_OF_MERIT",
-    "PVALUE_FAIL",
     "MIN_EFFECTIVE_EVENTS",
+    "PVALUE_FAIL",
     "PVALUE_WARN",
     "TMVA_RANKING",
     "BestCut",

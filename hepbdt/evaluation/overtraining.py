@@ -19,9 +19,9 @@ of the two. The check gives no p-value (NaN) where its training or test events o
 are fewer than :data:`MIN_EFFECTIVE_EVENTS` (10) effective events: both tests'
 approximations fail there (one test event above every one of 60 training scores had a KS
 p-value of 0, where the exact test gives 2/61 = 0.033; the chi2 bins hold fewer than the
-10 events a sample it asks for), as on the tiny folds of a k-fold training. Small p-values on large
-samples can come from tiny but real differences: look at the plot too. Scores must be
-finite and each sample's net weight positive: anything else is refused, not tested.
+10 events a sample it asks for), as on the tiny folds of a k-fold training. Small p-values
+on large samples can come from tiny but real differences: look at the plot too. Scores
+must be finite and each sample's net weight positive: anything else is refused, not tested.
 
 k-fold: the k models are checked one by one, each on its own training events against
 its own test events (independent samples); :func:`combined_over_folds` makes one check of
