@@ -27,10 +27,18 @@ row says how it compares with scikit-learn's, not with the softmax rows):
 
 On each split the models are fitted in turn (interleaved), so drifts in machine load hit
 every library alike; the table gives medians over the splits of the weighted test
-log-loss and of the fit time, and each fit time's ratio to XGBoost's.
+log-loss and of the fit time, each fit time's ratio to XGBoost's, and each row's mean
+log-loss difference to LightGBM's over the splits with its standard error.
+
+With ``--hepbdt-bins`` every library is given, in place of the features, hepbdt's bin
+codes of them (edges fitted on each split's training half, as hepbdt's fit does), as
+floats: at most ``--max-bins`` distinct values a feature, so every library keeps one bin
+a code and all learn from the same bins. What differs between the rows is then the
+boosting alone.
 
     python benchmarks/bench_multiclass.py [--splits 3] [--events 1000000] [--trees 200]
         [--depth 6] [--max-bins 255] [--only tmva-multiclass,multiclass-like]
+        [--hepbdt-bins]
 """
 
 from __future__ import annotations
@@ -121,11 +129,22 @@ def split(X, y, w, seed: int):
     return (X[a], y[a], w[a]), (X[b], y[b], w[b])
 
 
+def as_bin_codes(Xa: np.ndarray, wa: np.ndarray, Xb: np.ndarray, bins: int):
+    """hepbdt's bin codes of the training and test features (edges from the training
+    events and weights), as float32 events x features."""
+    from hepbdt.engine.binning import BinMapper
+
+    mapper = BinMapper(bins).fit(Xa, wa)
+    return tuple(np.ascontiguousarray(mapper.transform(X).T, np.float32) for X in (Xa, Xb))
+
+
 def run(name: str, data, args) -> None:
     """One data set: every library on every split, interleaved; print the medians."""
     results: dict[str, dict[str, list[float]]] = {lib: {"loss": [], "fit": []} for lib in LIBS}
     for seed in range(args.splits):
         (Xa, ya, wa), (Xb, yb, wb) = split(*data, seed)
+        if args.hepbdt_bins:
+            Xa, Xb = as_bin_codes(Xa, wa, Xb, args.max_bins)
         for lib in LIBS:
             if lib == "sklearn-samme" and ya.size > SKLEARN_SAMME_EVENTS:
                 continue
@@ -139,17 +158,28 @@ def run(name: str, data, args) -> None:
     xgb_fit = statistics.median(results["xgboost"]["fit"])
     print(f"\n{name}: {data[0].shape[0] // 2} x {data[0].shape[1]} training events, "
           f"{int(data[1].max()) + 1} classes, {args.trees} rounds of depth {args.depth}, "
-          f"medians of {args.splits} splits\n")
-    print("| row | test log-loss | fit s | fit / XGBoost's |")
-    print("| --- | ---: | ---: | ---: |")
+          f"medians of {args.splits} splits"
+          + (", every library on hepbdt's bin codes" if args.hepbdt_bins else "") + "\n")
+    print("| row | test log-loss | fit s | fit / XGBoost's | mean - LightGBM's (s.e.) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    reference = np.array(results["lightgbm"]["loss"])
     for lib in LIBS:
         if not results[lib]["fit"]:
-            print(f"| {lib} | skipped: more than {SKLEARN_SAMME_EVENTS:,} training events | | |")
+            print(f"| {lib} | skipped: more than {SKLEARN_SAMME_EVENTS:,} training events "
+                  "| | | |")
             continue
         fit = statistics.median(results[lib]["fit"])
         print(f"| {lib} | {statistics.median(results[lib]['loss']):.5f} | {fit:.2f} | "
-              f"{fit / xgb_fit:.2f} |")
+              f"{fit / xgb_fit:.2f} | {_difference(results[lib]['loss'], reference)} |")
     print()
+
+
+def _difference(losses: list[float], reference: np.ndarray) -> str:
+    """Mean of the per-split differences to the reference, with its standard error."""
+    d = np.asarray(losses) - reference
+    if d.size < 2:
+        return f"{d.mean():+.5f}"
+    return f"{d.mean():+.5f} ({d.std(ddof=1) / np.sqrt(d.size):.5f})"
 
 
 def main() -> None:
@@ -160,6 +190,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--max-bins", type=int, default=255, help="bins of every library")
     parser.add_argument("--only", default="tmva-multiclass,multiclass-like")
+    parser.add_argument("--hepbdt-bins", action="store_true",
+                        help="give every library hepbdt's bin codes of the features")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     only = args.only.split(",")
