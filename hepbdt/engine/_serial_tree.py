@@ -615,7 +615,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
     threads (the caller sets Numba's count), with the same sums and choices."""
     n_rows = partition.size
     n_free = pool.shape[0]
-    free[:n_free] = np.arange(n_free - 1, -1, -1)  # taken from the end: buffer 0 first
+    for i in range(n_free):  # taken from the end: buffer 0 first (a loop: an array
+        free[i] = n_free - 1 - i  # assigned to a slice compiles numpy's shape error)
     buf[0], n_free = _take(pool, dirty, free, n_free)
     feats = np.nonzero(used)[0]
     by_event, b_is_w = _root(codes, feats, partition, payload, pool[buf[0]], bits[buf[0]],

@@ -448,7 +448,9 @@ def _sums_by_leaf(leaf_of, values, n_leaves, n_groups, initial, out):
                 _leaf_sums_2(leaf_of, last, values[v0], values[v1], acc[v0], acc[v1])
             else:
                 _leaf_sums_1(leaf_of, last, values[v0], acc[v0])
-    out[:] = acc[:, :n_leaves]
+    for v in range(n_values):  # loops: an array assigned to a slice compiles numpy's
+        for j in range(n_leaves):  # shape error message
+            out[v, j] = acc[v, j]
 
 
 @njit
@@ -1225,7 +1227,8 @@ def _wait(k, i, g, f, t, ml, left_of, waiting, w_gain, w_feature, w_bin, w_missi
     """Leaf ``k`` waits with search result ``i`` as its best split."""
     waiting[k] = True
     w_gain[k], w_feature[k], w_bin[k], w_missing[k] = g[i], f[i], t[i], ml[i]
-    w_left[k] = left_of[i]
+    for ch in range(w_left.shape[1]):  # a loop: an array assigned to a slice compiles
+        w_left[k, ch] = left_of[i, ch]  # numpy's shape error message
 
 
 @njit
@@ -1297,8 +1300,9 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
         missing_left[parent], gain[parent] = w_missing[parent], w_gain[parent]
         left[parent], right[parent] = lc, rc
         start[lc], stop[lc], start[rc], stop[rc] = s, mid, mid, e
-        sums[lc] = w_left[parent]
-        sums[rc] = sums[parent] - w_left[parent]
+        for ch in range(sums.shape[1]):  # loops, not arrays assigned to rows (see _wait)
+            sums[lc, ch] = w_left[parent, ch]
+            sums[rc, ch] = sums[parent, ch] - w_left[parent, ch]
         if not build:
             n_free = _release(parent, slot, free, n_free)
             continue

@@ -283,7 +283,8 @@ def _scan_classes(h, n_value_bins, sums, min_child_weight, min_split_gain, left,
                 best_gain = gain
                 best_bin = bin_idx
                 best_missing_left = missing_left
-                out_left[:] = left
+                for ch in range(left.size):  # a loop: array-to-slice compiles a shape error
+                    out_left[ch] = left[ch]
     return best_gain, best_bin, best_missing_left
 
 
