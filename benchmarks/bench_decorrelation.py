@@ -90,7 +90,9 @@ def _range(mass):
 
 def floor(efficiency, test, draws=FLOOR_DRAWS) -> tuple[float, float, float]:
     """1/JSD (10 %, median, 90 %) of selections keeping ``efficiency`` of the test
-    background at random: the statistical floor of a cut of that background efficiency."""
+    background at random: the statistical floor of a cut of that background efficiency.
+    Selections that keep no event have no JSD and are left out; NaN when all are empty (a
+    cut that keeps almost none of the background)."""
     from hepbdt.evaluation import jensen_shannon_divergence
 
     _, y, w, mass = test
@@ -102,7 +104,10 @@ def floor(efficiency, test, draws=FLOOR_DRAWS) -> tuple[float, float, float]:
     for _ in range(draws):
         keep = rng.random(int(background.sum())) < efficiency
         after = np.histogram(mass[background][keep], edges, weights=w[background][keep])[0]
-        inverse.append(1.0 / jensen_shannon_divergence(before, after))
+        if after.sum() > 0:
+            inverse.append(1.0 / jensen_shannon_divergence(before, after))
+    if not inverse:
+        return (float("nan"),) * 3
     return tuple(float(v) for v in np.percentile(inverse, [10, 50, 90]))
 
 
