@@ -1261,7 +1261,8 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
     slot = np.full(capacity, -1, np.int64)
     free = np.empty(raw.shape[0], np.int64)  # room for every slot: all can be free
     n_free = raw.shape[0] - 1
-    free[:n_free] = np.arange(n_free, 0, -1)  # slot 0 holds the root's histogram
+    for i in range(n_free):  # slot 0 holds the root's histogram (loops, not arrays
+        free[i] = n_free - i  # assigned to slices: see _wait)
     slot[0] = 0
     g = np.empty(2)
     f = np.empty(2, np.int32)
@@ -1319,7 +1320,8 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
                                spare, parent_slot)
         slot[small], slot[large] = spare, parent_slot
         pair[0], pair[1] = slot[lc], slot[rc]
-        child_sums[0], child_sums[1] = sums[lc], sums[rc]
+        for ch in range(child_sums.shape[1]):
+            child_sums[0, ch], child_sums[1, ch] = sums[lc, ch], sums[rc, ch]
         _scan_children(raw, pair, scale_a, scale_b, child_sums, allowed, n_value_bins, params,
                        2 * allowed.shape[1] <= serial_scans, g, f, t, ml, left_of)
         for i in range(2):
