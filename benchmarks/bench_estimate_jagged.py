@@ -6,7 +6,13 @@ into a temporary folder, trains analyses/demo.toml on them (50 trees, no report,
 or TMVA XML) under ``/usr/bin/time -v``, and prints the estimate, the peak RSS and their
 growth per entry between the first and the last R.
 
-    python benchmarks/bench_estimate_jagged.py [--copies 1,16,48]
+The copies are TTrees written ``--basket-entries`` entries a basket (one ``extend`` each),
+or with ``--rntuple`` RNTuples of one cluster (what ``file[name] = arrays`` writes with
+uproot 5.7): how the file is cut into baskets or clusters decides how much a read holds
+at once, since a reader decompresses a whole basket or cluster whatever its chunk size.
+
+    python benchmarks/bench_estimate_jagged.py [--copies 1,16,48] [--basket-entries 50000]
+        [--rntuple]
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ SETTINGS = ["method.n_trees=50", "output.report=false", "output.figures=false",
             "output.tmva_xml=false"]
 
 
-def copy_ntuples(folder: Path, copies: int) -> int:
-    """The demo ntuples ``copies`` times over in ``folder``; the entries written."""
+def copy_ntuples(folder: Path, copies: int, basket_entries: int | None = None) -> int:
+    """The demo ntuples ``copies`` times over in ``folder``; the entries written. As TTrees
+    of ``basket_entries`` entries a basket, or (None) as uproot writes a dict of arrays."""
     total = 0
     for name in SAMPLES:
         arrays = uproot.open(REPO / "data" / f"{name}.root")["Events"].arrays()
@@ -41,14 +48,21 @@ def copy_ntuples(folder: Path, copies: int) -> int:
                 column = np.tile(base, copies) + np.repeat(np.arange(copies), base.size) * 10**7
             out[field] = column
         with uproot.recreate(folder / f"{name}.root") as file:
-            file["Events"] = out
+            if basket_entries is None:
+                file["Events"] = out
+            else:
+                file.mktree("Events", {k: v.layout.form.type if isinstance(v, ak.Array)
+                                       else v.dtype for k, v in out.items()})
+                for start in range(0, len(out["event"]), basket_entries):
+                    file["Events"].extend({k: v[start:start + basket_entries]
+                                           for k, v in out.items()})
         total += len(arrays) * copies
     return total
 
 
-def run(folder: Path, copies: int) -> tuple[int, float, float]:
+def run(folder: Path, copies: int, basket_entries: int | None) -> tuple[int, float, float]:
     """(entries, estimate MB, peak RSS MB) of training the demo on ``copies`` copies."""
-    entries = copy_ntuples(folder, copies)
+    entries = copy_ntuples(folder, copies, basket_entries)
     config = folder / "demo.toml"
     text = (REPO / "analyses" / "demo.toml").read_text().replace("../data/", f"{folder}/")
     config.write_text(text)
@@ -68,11 +82,14 @@ def run(folder: Path, copies: int) -> tuple[int, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", default="1,16,48")
+    parser.add_argument("--basket-entries", type=int, default=50_000)
+    parser.add_argument("--rntuple", action="store_true",
+                        help="RNTuples of one cluster instead of TTrees")
     args = parser.parse_args()
     rows = []
     for copies in (int(c) for c in args.copies.split(",")):
         with tempfile.TemporaryDirectory() as folder:
-            rows.append(run(Path(folder), copies))
+            rows.append(run(Path(folder), copies, None if args.rntuple else args.basket_entries))
         entries, estimate, peak = rows[-1]
         print(f"{entries:>10,} entries: estimate {estimate:8.1f} MB, peak RSS {peak:8.1f} MB")
     (n0, e0, p0), (n1, e1, p1) = rows[0], rows[-1]
