@@ -267,3 +267,31 @@ def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path,
         assert ds.y is allocated[-1].y and ds.sample_index is allocated[-1].sample_index
         np.testing.assert_array_equal(ds.sample_index, np.repeat(np.arange(n_samples), 5))
         np.testing.assert_array_equal(ds.y, np.repeat(labels, 5))
+
+
+def test_a_read_keeps_no_copy_of_the_rntuple_columns_it_read(tmp_path) -> None:
+    """uproot caches every RNTuple column it reads (a copy, up to 100 MB a file) in the open
+    file, and a read keeps its files open until its last pass: eight one-cluster files held
+    eight copies at the read's peak. The read opens them without that cache, so its peak is
+    the dataset plus a few files' columns, not all of them."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    n, files = 50_000, 8
+    samples = []
+    for i in range(files):
+        path = tmp_path / f"part{i}.root"
+        with uproot.recreate(path) as f:  # a dict of arrays: an RNTuple of one cluster
+            f["t"] = {f"x{j}": rng.normal(size=n) for j in range(4)}
+        samples.append(Sample(f"s{i}", str(path), label=i % 2, tree="t"))
+    if "RNTuple" not in type(uproot.open(samples[0].files)["t"]).__name__:
+        pytest.skip("this uproot writes a dict of arrays as a TTree")
+    features = [f"x{j}" for j in range(4)]
+    read(samples, features, progress=False)  # imports and caches outside the measurement
+    tracemalloc.start()
+    data = read(samples, features, progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    held = sum(np.asarray(a).nbytes for a in (data.X, data.y, data.w, data.sample_index, data.event))
+    one_file = n * 4 * 8  # the float64 columns a file holds
+    assert peak < held + 4 * one_file, (peak, held, one_file)

@@ -403,8 +403,11 @@ def _repeated_file_error(context: str, first: str, again: str, tree: str | None)
 
 
 def _open_file(path: str, context: str) -> Any:
+    """``path`` opened for reading events, without uproot's array cache: it would keep a copy
+    of every RNTuple column read (up to 100 MB a file, for each of the KEEP_OPEN_FILES files
+    a read keeps open), where a read needs each entry once."""
     try:
-        file = uproot.open(path)
+        file = uproot.open(path, array_cache=None)
     except FileNotFoundError:
         raise MissingFileError(_missing_file_message(path, context)) from None
     except Exception as err:
