@@ -341,6 +341,50 @@ permutation_repeats = 1
 
 
 @pytest.mark.slow
+def test_memory_estimate_bounds_a_read_of_one_cluster_rntuples(tmp_path: Path) -> None:
+    """A read decompresses a whole RNTuple cluster of the branches it needs (uproot writes a
+    dict of arrays as one cluster): with a weight of twenty float64 branches and two float
+    features, the read's peak is those clusters, not the training's copies; the estimate
+    counts them from the files' page lists."""
+    import uproot
+
+    from hepbdt.analysis.estimate import estimate
+
+    rng = np.random.default_rng(0)
+    n, extra = 200_000, 20
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        with uproot.recreate(tmp_path / f"{name}.root") as f:
+            f["t"] = {"x0": (rng.normal(size=n) + shift).astype(np.float32),
+                      "x1": rng.normal(size=n).astype(np.float32),
+                      **{f"w{j}": rng.uniform(1, 2, n) for j in range(extra)}}
+        if "RNTuple" not in type(uproot.open(tmp_path / f"{name}.root")["t"]).__name__:
+            pytest.skip("this uproot writes a dict of arrays as a TTree")
+    weight = " + ".join(f"w{j}" for j in range(extra))
+    (tmp_path / "a.toml").write_text(f"""
+title = "memory"
+tree = "t"
+weight = "{weight}"
+features = ["x0", "x1"]
+[samples.signal]
+files = "{tmp_path / 's.root'}"
+label = "signal"
+[samples.bkg]
+files = "{tmp_path / 'b.root'}"
+label = "background"
+[method]
+n_trees = 3
+max_depth = 3
+[output]
+directory = "{tmp_path / 'out'}"
+report = false
+figures = false
+""")
+    config, peak = _traced_training(tmp_path / "a.toml")
+    need = estimate(config).bytes
+    assert peak < need < 2 * peak, (peak, need)
+
+
+@pytest.mark.slow
 def test_multiclass_binned_memory_estimate_bounds_what_train_allocates(tmp_path: Path) -> None:
     """A binned multi-class training with the report and figures: its outputs hold each
     extra class's probabilities and sorts, which the binned estimate left out (3 x 40,000

@@ -295,3 +295,43 @@ def test_a_read_keeps_no_copy_of_the_rntuple_columns_it_read(tmp_path) -> None:
     held = sum(np.asarray(a).nbytes for a in (data.X, data.y, data.w, data.sample_index, data.event))
     one_file = n * 4 * 8  # the float64 columns a file holds
     assert peak < held + 4 * one_file, (peak, held, one_file)
+
+
+def test_read_unit_bytes_counts_the_largest_basket_or_cluster_of_the_branches_used(tmp_path):
+    """What a read decompresses at once, from the metadata: a TTree's largest basket of each
+    branch used (written in extends of 30,000, 50,000 and 20,000 entries), an RNTuple's
+    largest cluster of the columns behind the fields used (a subfield with its collection's
+    offsets), counted against the sizes of the arrays written."""
+    import awkward as ak
+
+    from hepbdt.io.samples import read_unit_bytes
+
+    rng = np.random.default_rng(2)
+    with uproot.recreate(tmp_path / "tree.root") as f:
+        f.mktree("t", {"a": np.float64, "b": np.float32, "c": np.int16})
+        for size in (30_000, 50_000, 20_000):
+            f["t"].extend({"a": rng.normal(size=size), "b": np.ones(size, np.float32),
+                           "c": np.zeros(size, np.int16)})
+    tree = uproot.open(tmp_path / "tree.root")["t"]
+    assert read_unit_bytes(tree, ["a", "b", "not a branch"]) == pytest.approx(50_000 * 12, rel=0.01)
+    assert read_unit_bytes(tree, ["c"]) == pytest.approx(50_000 * 2, rel=0.01)
+
+    counts = [rng.integers(0, 4, n) for n in (1_000, 3_000)]
+    with uproot.recreate(tmp_path / "rntuple.root") as f:
+        for i, c in enumerate(counts):
+            arrays = {"x": np.ones(c.size, np.float32),
+                      "jet": ak.zip({"pt": ak.unflatten(np.ones(c.sum()), c),
+                                     "eta": ak.unflatten(np.ones(c.sum()), c)})}
+            if i == 0:
+                f["t"] = arrays
+            else:
+                f["t"].extend(arrays)
+    tree = uproot.open(tmp_path / "rntuple.root")["t"]
+    if "RNTuple" not in type(tree).__name__:
+        pytest.skip("this uproot writes a dict of arrays as a TTree")
+    assert len(tree.cluster_summaries) == 2
+    # per cluster: x 4 bytes an entry, the collection's index 8 an entry, each float64 8 an item
+    x_jet_pt = max(c.size * (4 + 8) + c.sum() * 8 for c in counts)
+    assert read_unit_bytes(tree, ["x", "jet.pt"]) == x_jet_pt
+    assert read_unit_bytes(tree, ["jet"]) == max(c.size * 8 + c.sum() * 16 for c in counts)
+    assert read_unit_bytes(tree, ["nothing"]) == 0

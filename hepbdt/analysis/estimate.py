@@ -1,7 +1,8 @@
 """What a configuration asks of the machine: training time and memory, before any work.
 
 :func:`estimate_lines` counts the entries of every sample's trees (uproot's
-``num_entries``: no event data is read), multiplies events x features x trees by a cost
+``num_entries``; no event data is read, and from the same metadata the largest basket or
+cluster a read decompresses at once), multiplies events x features x trees by a cost
 measured on the development machine, and says so in a line for ``hepbdt train --check``,
 with a ``warning:`` line when the memory is more than this machine has available or the
 training would take more than an hour. The figures are upper bounds of the right order:
@@ -19,8 +20,9 @@ from .._util import available_memory
 from ..engine.binning import SUBSAMPLE_FOR_EDGES
 from ..estimators import effective_depth, growth_text, max_trees
 from ..evaluation.ranking import CORRELATION_BLOCK
-from ..io.errors import InputError
-from ..io.samples import get_tree, resolve_sources
+from ..io.errors import ExpressionError, InputError
+from ..io.expressions import Expression
+from ..io.samples import Sample, get_tree, read_unit_bytes, resolve_sources
 from .config import AnalysisConfig, ConfigError
 
 __all__ = ["Estimate", "estimate", "estimate_lines", "available_memory", "use_binned",
@@ -84,6 +86,11 @@ _OUTPUT_CLASS_BYTES = 128
 # missing values (their pairs' passes; tracemalloc of correlation_matrices, 400k x 28):
 # a fixed cost per feature.
 _CORRELATION_VALUE_BYTES = 48
+# A read holds the baskets (TTree) or cluster (RNTuple) it decompresses about three times
+# at its peak: the pages, the arrays made of them and the chunk's evaluation (measured:
+# 127 MB beyond the filled arrays reading the demo's branches from one-cluster RNTuples of
+# 400,000 entries, 44.6 MB of uncompressed pages each; tracemalloc).
+_READ_UNIT_COPIES = 3
 _HOUR = 3600.0
 
 
@@ -104,28 +111,40 @@ class Estimate:
     binned: bool = False  # the path the configuration reads: binned or float32
 
 
-def _entries(config: AnalysisConfig) -> int:
-    """Entries of every sample's trees (before cuts), from the file headers only."""
-    total = 0
-    for sample in config.samples:
+def _read_sizes(config: AnalysisConfig) -> tuple[int, int]:
+    """Entries of every sample's trees (before cuts), and the most bytes one tree's read
+    decompresses at once (:func:`read_unit_bytes` of the branches its expressions use),
+    from the file headers only."""
+    total, unit = 0, 0
+    for sample in config.make_samples():
         context = f"sample {sample.name!r}"
         try:
             sources = resolve_sources(sample.files, sample.tree, context)
-        except InputError:
+            names = _branch_names(config, sample)
+        except (InputError, ExpressionError):
             continue  # check_inputs reports it
         for source in sources:
             try:
-                with uproot.open(source.path) as file:
-                    total += int(get_tree(file, source, context).num_entries)
+                with uproot.open(source.path, array_cache=None) as file:
+                    tree = get_tree(file, source, context)
+                    total += int(tree.num_entries)
+                    unit = max(unit, read_unit_bytes(tree, names))
             except Exception:  # noqa: BLE001 - unreadable files are check_inputs' to report
                 continue
-    return total
+    return total, unit
+
+
+def _branch_names(config: AnalysisConfig, sample: Sample) -> set[str]:
+    """The names that a sample's features, cut, weight, target and event use."""
+    texts = [*config.feature_expressions, sample.cut, sample.weight, sample.target,
+             sample.event or config.event]
+    return {name for text in texts if isinstance(text, str) for name in Expression(text).names}
 
 
 def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Estimate:
     """The time and memory training ``config`` asks for (see the module's doc)."""
     model: Any = config.make_estimator()
-    events = _entries(config)
+    events, read_unit = _read_sizes(config)
     features = len(config.feature_expressions)
     folds = config.split.kfold
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
@@ -162,6 +181,11 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     # the read's edge sketch: up to twice SUBSAMPLE_FOR_EDGES events' floats, and a copy
     binned_memory += min(events, 2 * SUBSAMPLE_FOR_EDGES) * (features * _EDGE_SAMPLE_BYTES
                                                              + _SKETCH_EVENT_BYTES)
+    # the read: the arrays it fills, and the baskets or clusters it decompresses (uproot
+    # writes a dict of arrays as an RNTuple of one cluster: then a whole file's branches)
+    unit_bytes = _READ_UNIT_COPIES * read_unit
+    memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) + unit_bytes)
+    binned_memory = max(binned_memory, events * (features + _EVENT_BYTES) + unit_bytes)
     if available_bytes is None:
         available_bytes = config.memory if config.memory is not None else available_memory()
     # "auto" reads floats for a decorrelation: its variable's values are needed, not bins

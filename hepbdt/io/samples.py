@@ -28,7 +28,7 @@ import numbers
 import os
 import stat
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -862,6 +862,81 @@ class TreeReader:
             "with 'zstandard' (pip install lz4 xxhash zstandard); otherwise rewrite the file "
             "with ZLIB or LZMA, e.g. 'hadd -f101 new.root old.root'."
         )
+
+
+def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
+    """The uncompressed bytes of the branches ``names`` (those the tree has) that a read of
+    ``tree`` decompresses at once, whatever its chunk size, from the metadata alone: for a
+    TTree each branch's largest basket (its entries times the branch's mean bytes an entry),
+    summed; for an RNTuple the largest cluster's pages of those fields' columns. 0 where the
+    metadata cannot be read (the read reports that)."""
+    try:
+        have = set(tree.keys())
+        wanted = [name for name in dict.fromkeys(names) if name in have]
+        if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+            return sum(_largest_basket_bytes(tree[name]) for name in wanted)
+        return _largest_cluster_bytes(tree, wanted)
+    except Exception:  # noqa: BLE001 - damaged metadata: the read says what is wrong
+        return 0
+
+
+def _largest_basket_bytes(branch: Any) -> int:
+    """A TTree branch's largest basket: its entries times the branch's mean uncompressed
+    bytes an entry (fTotBytes, 0 for a basket kept inside the branch's own record)."""
+    entries = int(branch.member("fEntries"))
+    if entries <= 0 or branch.num_baskets == 0:
+        return 0
+    largest = max(stop - start for start, stop in
+                  (branch.basket_entry_start_stop(i) for i in range(branch.num_baskets)))
+    return int(largest * int(branch.member("fTotBytes")) / entries)
+
+
+def _largest_cluster_bytes(rntuple: Any, names: Sequence[str]) -> int:
+    """An RNTuple's largest cluster's uncompressed pages of the columns behind ``names``
+    (a dotted name is a subfield: its columns and its parents' own, e.g. the offsets)."""
+    records = rntuple.field_records
+    children: dict[int, list[int]] = {}
+    for i, record in enumerate(records):
+        if record.parent_field_id != i:
+            children.setdefault(record.parent_field_id, []).append(i)
+    tops = [i for i, record in enumerate(records) if record.parent_field_id == i]
+    fields: set[int] = set()
+    for name in names:
+        found = _field_path(records, children, tops, name.split("."))
+        if found is None:  # not mapped: count every column, an upper bound
+            fields = set(range(len(records)))
+            break
+        fields.update(found[:-1])
+        stack = [found[-1]]
+        while stack:
+            field = stack.pop()
+            fields.add(field)
+            stack.extend(children.get(field, []))
+    columns = [(c, record.nbits) for c, record in enumerate(rntuple.column_records)
+               if record.field_id in fields]
+    return max((sum(sum(page.num_elements for page in cluster[c].pages) * bits // 8
+                    for c, bits in columns) for cluster in rntuple.page_link_list), default=0)
+
+
+def _field_path(records: Any, children: Mapping[int, list[int]], candidates: list[int],
+                parts: list[str]) -> list[int] | None:
+    """The field ids from the top field to the one ``parts`` names (anonymous fields such as
+    a collection's ``_0`` passed through), or None."""
+    path: list[int] = []
+    for part in parts:
+        queue, match = list(candidates), None
+        while queue and match is None:
+            field = queue.pop(0)
+            if records[field].field_name == part:
+                match = field
+            elif records[field].field_name.startswith("_") and path:
+                path.append(field)  # an anonymous level between the parent and the part
+                queue.extend(children.get(field, []))
+        if match is None:
+            return None
+        path.append(match)
+        candidates = children.get(match, [])
+    return path
 
 
 def check_step_size(step_size: Any) -> int | str:
