@@ -422,6 +422,7 @@ def _export(args: argparse.Namespace) -> int:
     from hepbdt._util import DeferredSignals, atomic_path
     from hepbdt.interop import to_cpp, to_onnx, to_tmva_xml
     from hepbdt.kfold import KFoldModel
+    from hepbdt.output_set import hold_outputs
 
     targets = [(fmt, path) for fmt, path in (("onnx", args.onnx), ("cpp", args.cpp),
                                             ("tmva", args.tmva)) if path]
@@ -432,8 +433,9 @@ def _export(args: argparse.Namespace) -> int:
     model = _load(args.model)
     models = model.models if isinstance(model, KFoldModel) else [model]
     # the files written: a k-fold model's fold files (NAME_fold0.onnx, ...) are checked too
-    _check_outputs("export", [path if len(models) == 1 else _fold_path(path, i)
-                              for _, path in targets for i in range(len(models))], [args.model])
+    outputs = [path if len(models) == 1 else _fold_path(path, i)
+               for _, path in targets for i in range(len(models))]
+    _check_outputs("export", outputs, [args.model])
     writers = {
         "onnx": lambda m, path, where, fold: to_onnx(m, path),
         # the namespace (and include guard) from the file's own name, not its temporary's;
@@ -449,6 +451,7 @@ def _export(args: argparse.Namespace) -> int:
     # the new ones. What a format warns about (NaN inputs the Reader answers -999 for, ...)
     # is a note line, not a source line.
     with contextlib.ExitStack() as stack:
+        stack.enter_context(hold_outputs(outputs, "export"))
         held = stack.enter_context(DeferredSignals())
         stack.enter_context(warnings.catch_warnings())
         warnings.showwarning = _notes(warnings.showwarning, Warning)

@@ -22,13 +22,15 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ._util import atomic_write_text, current_umask, file_sha256
 
-__all__ = ["OutputSet", "OutputSetError", "MANIFEST", "check_model_of", "check_model_files",
-           "check_unchanged", "check_writable", "file_sha256", "recorded_settings"]
+__all__ = ["OutputSet", "OutputSetError", "RunLock", "hold_outputs", "MANIFEST", "check_model_of",
+           "check_model_files", "check_unchanged", "check_writable", "file_sha256",
+           "recorded_settings"]
 
 MANIFEST = "hepbdt-outputs.json"
 MANIFEST_FORMAT = "hepbdt-outputs"
@@ -36,6 +38,61 @@ MANIFEST_FORMAT = "hepbdt-outputs"
 
 class OutputSetError(OSError):
     """The output folder cannot be written, is in use, or holds files hepbdt did not write."""
+
+
+class RunLock:
+    """One hepbdt run's exclusive hold on an output path: a ``flock`` on the file
+    ``.<name>.hepbdt-lock`` beside it, which says who holds it and is removed on release (a
+    killed run's file is taken over: its flock went with the process)."""
+
+    def __init__(self, target: Path) -> None:
+        self.path = target.parent / f".{target.name}.hepbdt-lock"
+        self._fd: int | None = None
+
+    def acquire(self, in_use: Callable[[str], str]) -> None:
+        """Take the lock, or raise OutputSetError(``in_use(holder)``) at once when another
+        run holds it (``holder``: its pid, host and start)."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+                os.close(fd)
+                raise OutputSetError(in_use(holder)) from None
+            if _same_file(fd, self.path):
+                break
+            # the holder unlinked the file between our open and flock: a lock on it locks
+            # nothing another run can see (it makes a new file); lock that one instead
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        stamp = datetime.datetime.now().isoformat(timespec="seconds")
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (nothing when not held)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self._fd)  # closing releases the flock
+        self._fd = None
+
+
+@contextlib.contextmanager
+def hold_outputs(paths: list[str], command: str) -> Iterator[None]:
+    """A RunLock on every output file of ``command`` for the block: a second run writing any
+    of them (two sets renamed into place at once leave files of two models) fails at once,
+    naming the run that holds it."""
+    with contextlib.ExitStack() as locks:
+        for path in sorted({os.path.realpath(p) for p in paths}):
+            lock = RunLock(Path(path))
+            lock.acquire(lambda holder, path=path: (
+                f"{command}: output {path} is being written by another hepbdt run ({holder}); "
+                "wait for it or give another output"))
+            locks.callback(lock.release)
+        yield
 
 
 class OutputSet:
@@ -52,8 +109,7 @@ class OutputSet:
         # new folder left the results beside the place the user looks)
         self.target = Path(os.path.realpath(target))
         self.staging: Path | None = None
-        self._lock_fd: int | None = None
-        self._lock_path = self.target.parent / f".{self.target.name}.hepbdt-lock"
+        self._run_lock = RunLock(self.target)
 
     def __enter__(self) -> Path:
         try:
@@ -105,32 +161,12 @@ class OutputSet:
 
     # -- the lock and the checks ----------------------------------------------------------
     def _lock(self) -> None:
-        while True:
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-                os.close(fd)
-                raise OutputSetError(f"output folder {self.target} is in use by another hepbdt "
-                                     f"run ({holder}); wait for it or give another --output") from None
-            if _same_file(fd, self._lock_path):
-                break
-            # the holder unlinked the file between our open and flock: a lock on it locks
-            # nothing another run can see (it makes a new file); lock that one instead
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        stamp = datetime.datetime.now().isoformat(timespec="seconds")
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
-        self._lock_fd = fd
+        self._run_lock.acquire(lambda holder: (
+            f"output folder {self.target} is in use by another hepbdt run ({holder}); wait "
+            "for it or give another --output"))
 
     def _unlock(self) -> None:
-        if self._lock_fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(self._lock_path)
-        os.close(self._lock_fd)  # closing releases the flock
-        self._lock_fd = None
+        self._run_lock.release()
 
     def _clean_leftovers(self) -> None:
         """Remove staging folders of interrupted runs; restore a set a crash left aside."""

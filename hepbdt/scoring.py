@@ -7,7 +7,8 @@ model scores each event with the model that did not train on it
 (:func:`hepbdt.kfold.fold_of`). Every output is written to a temporary file and renamed
 into place when all of them are written; SIGINT and SIGTERM wait for the renames to end, and
 each tree's title records the model's SHA-256, so outputs of two models (a ``kill -9`` in
-the middle of the renames) can be told apart.
+the middle of the renames) can be told apart. A lock beside each output
+(:func:`~hepbdt.output_set.hold_outputs`) makes a second apply writing any of them fail at once.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .io.samples import (
 )
 from .io.writers import branch_name
 from .kfold import KFoldModel, unrecorded_by
-from .output_set import OutputSetError, check_model_files, check_writable
+from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import load_model
 
 __all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning"]
@@ -139,7 +140,8 @@ def apply(
     job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
     sources = resolve_sources(files, tree, "apply")
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
-    _write_outputs(job, groups, total, step_size, progress, threads)
+    with hold_outputs(list(groups), "apply"):
+        _write_outputs(job, groups, total, step_size, progress, threads)
     return list(groups)
 
 

@@ -144,6 +144,31 @@ def _two_outputs(setup, tmp_path) -> tuple[list[str], list[Path]]:
     return argv, [tmp_path / "a_scores.root", tmp_path / "b_scores.root"]
 
 
+def test_a_second_apply_writing_an_output_in_use_fails_and_changes_nothing(setup, tmp_path,
+                                                                          capsys):
+    """Two applies renaming their sets into place at once could leave a set of files of two
+    models; the second fails at once (an error line naming the first run), before any file
+    changes; once the first is done, the lock files are gone and apply works again."""
+    from hepbdt.output_set import RunLock
+
+    argv, outputs = _two_outputs(setup, tmp_path)
+    before = [p.read_bytes() for p in outputs]
+    other = RunLock(outputs[1])  # another run writing b_scores.root (its own open file)
+    other.acquire(lambda holder: "unexpected: the lock was held already")
+    try:
+        assert main(["apply", str(setup["new"]), *argv]) == 2  # as a folder in use for train
+    finally:
+        other.release()
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: error: apply: output") and "b_scores.root" in err
+    assert f"pid {os.getpid()}" in err and "Traceback" not in err
+    assert [p.read_bytes() for p in outputs] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
+    assert main(["apply", str(setup["new"]), *argv]) == 0
+    assert all(_title(p).endswith(_sha(setup["new"])) for p in outputs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
+
+
 def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_path, capsys,
                                                                   monkeypatch):
     argv, outputs = _two_outputs(setup, tmp_path)
@@ -167,6 +192,22 @@ def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_pat
     new = _sha(setup["new"])
     assert [_title(p).endswith(new) for p in outputs] == [True, True]  # before: one old, one new
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
+
+
+def test_an_export_writing_a_file_in_use_fails_and_writes_nothing(setup, tmp_path, capsys):
+    from hepbdt.output_set import RunLock
+
+    files = [tmp_path / "m.onnx", tmp_path / "m.weights.xml"]
+    other = RunLock(files[1])
+    other.acquire(lambda holder: "unexpected: the lock was held already")
+    try:
+        assert main(["export", str(setup["new"]), "--onnx", str(files[0]), "--tmva",
+                     str(files[1])]) == 2
+    finally:
+        other.release()
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: error: export: output") and "m.weights.xml" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_interrupt_during_the_export_renames_leaves_the_whole_new_set(setup, tmp_path,

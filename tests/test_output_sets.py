@@ -178,3 +178,18 @@ def test_a_lock_on_a_file_its_holder_unlinked_is_taken_again(tmp_path, monkeypat
     monkeypatch.setattr(output_set.fcntl, "flock", flock)
     with output_set.OutputSet(target):
         assert len(calls) == 2 and lock.exists()  # locked the file at the path, not the old
+
+
+def test_a_second_run_into_a_folder_in_use_is_refused_naming_the_first(tmp_path):
+    from hepbdt.output_set import OutputSet, OutputSetError
+
+    target = tmp_path / "out"
+    with OutputSet(target) as staging:
+        (staging / "model.json").write_text("{}")
+        with pytest.raises(OutputSetError, match=f"in use by another hepbdt run \\(pid "
+                                                 f"{os.getpid()} on "):
+            with OutputSet(target):
+                pass
+    with OutputSet(target) as staging:  # released: the next run takes it
+        (staging / "model.json").write_text("{}")
+    assert not (tmp_path / ".out.hepbdt-lock").exists()

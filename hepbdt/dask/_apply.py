@@ -17,6 +17,7 @@ from typing import Any
 
 from .._util import Progress, atomic_path
 from ..io.samples import DEFAULT_STEP_SIZE, absolute_source, resolve_sources
+from ..output_set import hold_outputs
 from ..scoring import _Job, _plan_outputs, _write_output
 from ._cluster import Cluster, connect
 
@@ -44,6 +45,7 @@ def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_
     sources = [absolute_source(s) for s in resolve_sources(files, tree, "apply")]
     groups, _ = _plan_outputs(job, sources, os.path.abspath(os.fspath(output)), output_tree)
     cluster = Cluster(client, [], "hepbdt-apply")
-    futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
-               for out_path, trees in groups.items()]
-    return cluster.gather(futures)
+    with hold_outputs(list(groups), "apply"):  # the client holds them while the tasks write
+        futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
+                   for out_path, trees in groups.items()]
+        return cluster.gather(futures)
