@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
+           "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "weighted_quantile", "hash_fraction", "available_memory",
            "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts",
@@ -99,15 +100,35 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
                 os.rmdir(private)
 
 
+_IN_PLACE: list[str] = []  # what a command has put in place for good (outputs_in_place)
+
+
+def note_in_place(what: str) -> None:
+    """Record that ``what`` (a set of outputs) is now in place: an interrupt from here on
+    leaves it, and the command line says so instead of a bare "interrupted"."""
+    _IN_PLACE.append(what)
+
+
+def outputs_in_place(clear: bool = False) -> list[str]:
+    """What :func:`note_in_place` recorded (then forgotten when ``clear``)."""
+    done = list(_IN_PLACE)
+    if clear:
+        _IN_PLACE.clear()
+    return done
+
+
 class DeferredSignals:
     """From :meth:`hold` until exit, SIGINT and SIGTERM are noted instead of acted on, and
     raised again at exit (under the handlers they had): the renames of a set of outputs run
     to their end, so only ``kill -9`` or a crash can leave some outputs new and others old.
-    Signal handlers belong to the main thread: elsewhere nothing is held."""
+    Signal handlers belong to the main thread: elsewhere nothing is held. ``done`` names
+    what the block puts in place: when the block ends without an error, it is noted
+    (:func:`note_in_place`) before a held signal is raised."""
 
-    def __init__(self) -> None:
+    def __init__(self, done: str | None = None) -> None:
         self._previous: dict[int, Any] = {}
         self._received: list[int] = []
+        self._done = done
 
     def __enter__(self) -> DeferredSignals:
         return self
@@ -124,6 +145,8 @@ class DeferredSignals:
             signal.signal(number, lambda received, _frame: self._received.append(received))
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is None and self._done is not None:
+            note_in_place(self._done)
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()

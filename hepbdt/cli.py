@@ -223,12 +223,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     is a bug in hepbdt and shows its traceback, as every error does with ``--debug``.
     """
     args = _parser().parse_args(argv)
+    _outputs_in_place()  # forget an earlier command's, in the same process
     try:
         with _sigterm_interrupts():
             return _COMMANDS[args.command](args)
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, _Terminated)
-        print(f"hepbdt: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        done = _outputs_in_place()
+        # a signal held back until the outputs were in place: they are this run's, whole
+        after = (f" after its outputs were in place ({', '.join(done)}: they hold this run's "
+                 "results)") if done else ""
+        print(f"hepbdt: {'terminated' if terminated else 'interrupted'}{after}", file=sys.stderr)
         return 143 if terminated else 130
     except BrokenPipeError:  # e.g. `hepbdt inspect model.json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -239,6 +244,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"hepbdt: error: {_message(exc)}", file=sys.stderr)
         return status
+
+
+def _outputs_in_place() -> list[str]:
+    """The outputs the command put in place for good (``_util.note_in_place``), forgotten
+    once read; none when ``_util`` was never imported (so ``--help`` stays fast)."""
+    util = sys.modules.get("hepbdt._util")
+    return [] if util is None else util.outputs_in_place(clear=True)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -452,7 +464,7 @@ def _export(args: argparse.Namespace) -> int:
     # is a note line, not a source line.
     with contextlib.ExitStack() as stack:
         stack.enter_context(hold_outputs(outputs, "export"))
-        held = stack.enter_context(DeferredSignals())
+        held = stack.enter_context(DeferredSignals(done=", ".join(outputs)))
         stack.enter_context(warnings.catch_warnings())
         warnings.showwarning = _notes(warnings.showwarning, Warning)
         for fmt, path in targets:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ._util import atomic_write_text, current_umask, file_sha256
+from ._util import DeferredSignals, atomic_write_text, current_umask, file_sha256
 
 __all__ = ["OutputSet", "OutputSetError", "RunLock", "hold_outputs", "MANIFEST", "check_model_of",
            "check_model_files", "check_unchanged", "check_writable", "file_sha256",
@@ -148,10 +148,14 @@ class OutputSet:
         except OutputSetError as exc:
             raise OutputSetError(f"{exc} (found when this run's outputs were ready: the "
                                  "folder was left as it is)") from None
-        old = _swap(self.staging, self.target)
-        self.staging = None
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        # SIGINT and SIGTERM wait for the swap and the old set's removal, so an interrupt
+        # leaves no old set beside the target and is told that the new one is in place
+        with DeferredSignals(done=str(self.target)) as held:
+            held.hold()
+            old = _swap(self.staging, self.target)
+            self.staging = None
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
 
     def __exit__(self, *exc: object) -> None:
         if self.staging is not None:

@@ -156,7 +156,7 @@ def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int
             # The renames all happen at the end (the stack's exits, last output first), with
             # SIGINT and SIGTERM held back until they are done, so an interrupt leaves the
             # previous set or the new one.
-            held = outputs.enter_context(DeferredSignals())
+            held = outputs.enter_context(DeferredSignals(done=", ".join(groups)))
             temporaries = {}
             for out in groups:
                 outputs.push(_note_renamed(replaced, out))

@@ -188,7 +188,10 @@ def test_an_interrupt_during_the_renames_leaves_the_whole_new_set(setup, tmp_pat
     finally:
         signal.signal(signal.SIGINT, previous)
     monkeypatch.undo()
-    assert "interrupted" in capsys.readouterr().err
+    # said so: the interrupt was held until the whole new set was in place
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: interrupted after its outputs were in place (")
+    assert all(str(p) in err for p in outputs) and "this run's results" in err
     new = _sha(setup["new"])
     assert [_title(p).endswith(new) for p in outputs] == [True, True]  # before: one old, one new
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_scores.root", "b_scores.root"]
@@ -238,7 +241,9 @@ def test_an_interrupt_during_the_export_renames_leaves_the_whole_new_set(setup, 
     finally:
         signal.signal(signal.SIGINT, previous)
     monkeypatch.undo()
-    assert "interrupted" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: interrupted after its outputs were in place (")
+    assert all(str(p) in err for p in outputs)
     assert [p.read_bytes() == b for p, b in zip(outputs, new, strict=True)] == [True, True]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.weights.xml", "new"]
 

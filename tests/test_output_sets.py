@@ -193,3 +193,37 @@ def test_a_second_run_into_a_folder_in_use_is_refused_naming_the_first(tmp_path)
     with OutputSet(target) as staging:  # released: the next run takes it
         (staging / "model.json").write_text("{}")
     assert not (tmp_path / ".out.hepbdt-lock").exists()
+
+
+def test_an_interrupt_during_the_swap_waits_for_it_and_says_the_new_set_is_in_place(
+        tmp_path, monkeypatch, capsys):
+    """Ctrl-C as the training's set is swapped in: the swap and the old set's removal end
+    first, and the line says the outputs are in place (a bare "interrupted" read as if the
+    previous results were still there)."""
+    import signal
+
+    import hepbdt.output_set as output_set
+    from hepbdt.cli import main
+
+    config = tiny_config(tmp_path, method="n_trees = 3\nmax_depth = 2")
+    out = tmp_path / "out"
+    assert main(["train", str(config), "--no-progress"]) == 0
+    first = _set_of(out)[0]
+    config.write_text(config.read_text().replace("n_trees = 3", "n_trees = 4"))
+    real_swap = output_set._swap
+
+    def swap_then_interrupt(staging, target):
+        old = real_swap(staging, target)
+        os.kill(os.getpid(), signal.SIGINT)
+        return old
+
+    monkeypatch.setattr(output_set, "_swap", swap_then_interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["train", str(config), "--no-progress"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert f"hepbdt: interrupted after its outputs were in place ({out}:" in err, err
+    assert _set_of(out)[0] != first  # the new set, whole
+    assert not [p.name for p in tmp_path.iterdir() if "hepbdt-" in p.name]
