@@ -335,3 +335,21 @@ def test_read_unit_bytes_counts_the_largest_basket_or_cluster_of_the_branches_us
     assert read_unit_bytes(tree, ["x", "jet.pt"]) == x_jet_pt
     assert read_unit_bytes(tree, ["jet"]) == max(c.size * 8 + c.sum() * 16 for c in counts)
     assert read_unit_bytes(tree, ["nothing"]) == 0
+
+
+def test_read_unit_bytes_ends_on_field_records_whose_parents_loop():
+    """A damaged RNTuple's field records may name each other as parents: the walk over a
+    field's descendants and anonymous levels visits each field once."""
+    from types import SimpleNamespace as Record
+
+    from hepbdt.io.samples import _largest_cluster_bytes
+
+    records = [Record(field_name="jet", parent_field_id=0), Record(field_name="_0", parent_field_id=2),
+               Record(field_name="_1", parent_field_id=1), Record(field_name="pt", parent_field_id=1)]
+    rntuple = Record(field_records=records, column_records=[Record(field_id=3, nbits=32)],
+                     page_link_list=[[Record(pages=[Record(num_elements=10)])]])
+    assert _largest_cluster_bytes(rntuple, ["jet"]) == 0  # 1 and 2 are each other's parent
+    assert _largest_cluster_bytes(rntuple, ["jet.pt"]) == 40  # not found: every column
+    records[1].parent_field_id = 0  # jet -> _0 -> {_1 -> _0 ..., pt}
+    assert _largest_cluster_bytes(rntuple, ["jet.pt"]) == 40
+    assert _largest_cluster_bytes(rntuple, ["jet"]) == 40

@@ -908,10 +908,11 @@ def _largest_cluster_bytes(rntuple: Any, names: Sequence[str]) -> int:
             break
         fields.update(found[:-1])
         stack = [found[-1]]
-        while stack:
+        while stack:  # its descendants (each once: a damaged file's parents may loop)
             field = stack.pop()
-            fields.add(field)
-            stack.extend(children.get(field, []))
+            if field not in fields:
+                fields.add(field)
+                stack.extend(children.get(field, []))
     columns = [(c, record.nbits) for c, record in enumerate(rntuple.column_records)
                if record.field_id in fields]
     return max((sum(sum(page.num_elements for page in cluster[c].pages) * bits // 8
@@ -924,12 +925,13 @@ def _field_path(records: Any, children: Mapping[int, list[int]], candidates: lis
     a collection's ``_0`` passed through), or None."""
     path: list[int] = []
     for part in parts:
-        queue, match = list(candidates), None
+        queue, match, seen = list(candidates), None, set(path)
         while queue and match is None:
             field = queue.pop(0)
             if records[field].field_name == part:
                 match = field
-            elif records[field].field_name.startswith("_") and path:
+            elif records[field].field_name.startswith("_") and path and field not in seen:
+                seen.add(field)  # once: a damaged file's parents may loop
                 path.append(field)  # an anonymous level between the parent and the part
                 queue.extend(children.get(field, []))
         if match is None:
