@@ -237,3 +237,32 @@ def test_a_basket_declaring_more_than_its_entries_can_hold_is_not_read(tmp_path:
     with pytest.raises(InputError, match=r"basket 0 of branch 'x' declares 8,0\d\d bytes for "
                        r"its 1,000 entries, more than 4 an entry: the file is corrupt"):
         read(Sample("s", path, tree="Events", label=1), ["x"], progress=False)
+
+
+def test_an_rntuple_cluster_declaring_more_than_its_entries_can_hold_is_not_read(
+        tmp_path: Path, monkeypatch) -> None:
+    """The basket check's sibling for RNTuples: a cluster whose pages of the fields read
+    declare more than MAX_BASKET_BYTES_PER_ENTRY an entry is refused from its page list,
+    before a page is unpacked: five entries of 200,000 zeros each (1.6 MB an entry, a 38 kB
+    file) as uproot writes them, and, with the limit lowered, a plain float64 column."""
+    import awkward as ak
+
+    from hepbdt.io import samples
+
+    path = tmp_path / "bomb.root"
+    with uproot.recreate(path) as file:
+        file["Events"] = {"x": np.zeros(5), "hits": ak.Array([np.zeros(200_000)] * 5)}
+    if "RNTuple" not in type(uproot.open(path)["Events"]).__name__:
+        pytest.skip("this uproot writes a dict of arrays as a TTree")
+    read(Sample("s", path, tree="Events", label=1), ["x"], progress=False)  # x alone: fine
+    with pytest.raises(InputError, match=r"cluster 0 declares 8,000,0\d\d bytes of the fields "
+                       r"'x', 'hits' for its 5 entries, more than 1,048,576 an entry"):
+        read(Sample("s", path, tree="Events", label=1), ["x", "sum(hits)"], progress=False)
+    path = tmp_path / "zeros.root"
+    with uproot.recreate(path) as file:
+        file["Events"] = {"x": np.zeros(1000)}
+    monkeypatch.setattr(samples, "MAX_BASKET_BYTES_PER_ENTRY", 4)
+    monkeypatch.setattr(samples, "BASKET_SLACK_BYTES", 0)
+    with pytest.raises(InputError, match=r"cluster 0 declares 8,000 bytes of the fields 'x' "
+                       r"for its 1,000 entries, more than 4 an entry: the file is corrupt"):
+        read(Sample("s", path, tree="Events", label=1), ["x"], progress=False)

@@ -342,12 +342,17 @@ def test_read_unit_bytes_ends_on_field_records_whose_parents_loop():
     field's descendants and anonymous levels visits each field once."""
     from types import SimpleNamespace as Record
 
-    from hepbdt.io.samples import _largest_cluster_bytes
+    from hepbdt.io.samples import _cluster_bytes
 
     records = [Record(field_name="jet", parent_field_id=0), Record(field_name="_0", parent_field_id=2),
                Record(field_name="_1", parent_field_id=1), Record(field_name="pt", parent_field_id=1)]
     rntuple = Record(field_records=records, column_records=[Record(field_id=3, nbits=32)],
-                     page_link_list=[[Record(pages=[Record(num_elements=10)])]])
+                     page_link_list=[[Record(pages=[Record(num_elements=10)])]],
+                     cluster_summaries=[Record(num_first_entry=0, num_entries=5)])
+
+    def _largest_cluster_bytes(rntuple, names):
+        return max(size for _, _, size in _cluster_bytes(rntuple, names))
+
     assert _largest_cluster_bytes(rntuple, ["jet"]) == 0  # 1 and 2 are each other's parent
     assert _largest_cluster_bytes(rntuple, ["jet.pt"]) == 40  # not found: every column
     records[1].parent_field_id = 0  # jet -> _0 -> {_1 -> _0 ..., pt}

@@ -708,8 +708,10 @@ class TreeReader:
         a 1.6 MB file whose basket unpacked to 1.6 GB took 3.2 GB to read; memory must
         follow the chunks, not what a file claims). Only the baskets a read touches have
         their keys read (a lazy partition its own, not the whole file's). Baskets whose key
-        cannot be read are left to the read, which says what is wrong."""
+        cannot be read are left to the read, which says what is wrong. An RNTuple's clusters
+        are checked alike (:meth:`_check_cluster_sizes`)."""
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            self._check_cluster_sizes(first, last)
             return
         for name in self.branches:
             branch = self.tree[name]
@@ -728,6 +730,24 @@ class TreeReader:
                         f"bytes for its {entries:,} entries, more than "
                         f"{MAX_BASKET_BYTES_PER_ENTRY:,} an entry: the file is corrupt (or "
                         "built to exhaust memory); it is not read")
+
+    def _check_cluster_sizes(self, first: int, last: int) -> None:
+        """Refuse, before reading entries [first, last), an RNTuple cluster among theirs whose
+        pages of the fields read declare more than MAX_BASKET_BYTES_PER_ENTRY an entry (the
+        basket check's rule: the pages' element counts size the arrays a read makes, and a
+        page of zeros compresses a thousandfold). Damaged metadata is left to the read."""
+        try:
+            clusters = _cluster_bytes(self.tree, self.branches)
+        except Exception:  # noqa: BLE001 - the read reports it
+            return
+        for i, (start, entries, declared) in enumerate(clusters):
+            if start < last and start + entries > first and (
+                    declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES):
+                raise InputError(
+                    f"{self.where}: cluster {i} declares {declared:,} bytes of the fields "
+                    f"{describe_choices(self.branches)} for its {entries:,} entries, more than "
+                    f"{MAX_BASKET_BYTES_PER_ENTRY:,} an entry: the file is corrupt (or built "
+                    "to exhaust memory); it is not read")
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
         kinds = {}
@@ -875,7 +895,7 @@ def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
         wanted = [name for name in dict.fromkeys(names) if name in have]
         if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
             return sum(_largest_basket_bytes(tree[name]) for name in wanted)
-        return _largest_cluster_bytes(tree, wanted)
+        return max((size for _, _, size in _cluster_bytes(tree, wanted)), default=0)
     except Exception:  # noqa: BLE001 - damaged metadata: the read says what is wrong
         return 0
 
@@ -891,9 +911,10 @@ def _largest_basket_bytes(branch: Any) -> int:
     return int(largest * int(branch.member("fTotBytes")) / entries)
 
 
-def _largest_cluster_bytes(rntuple: Any, names: Sequence[str]) -> int:
-    """An RNTuple's largest cluster's uncompressed pages of the columns behind ``names``
-    (a dotted name is a subfield: its columns and its parents' own, e.g. the offsets)."""
+def _cluster_bytes(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int, int]]:
+    """(first entry, entries, uncompressed bytes of the pages of the columns behind
+    ``names``) of each cluster of an RNTuple, from its page lists (a dotted name is a
+    subfield: its columns and its parents' own, e.g. the offsets)."""
     records = rntuple.field_records
     children: dict[int, list[int]] = {}
     for i, record in enumerate(records):
@@ -915,8 +936,11 @@ def _largest_cluster_bytes(rntuple: Any, names: Sequence[str]) -> int:
                 stack.extend(children.get(field, []))
     columns = [(c, record.nbits) for c, record in enumerate(rntuple.column_records)
                if record.field_id in fields]
-    return max((sum(sum(page.num_elements for page in cluster[c].pages) * bits // 8
-                    for c, bits in columns) for cluster in rntuple.page_link_list), default=0)
+    return [(int(summary.num_first_entry), int(summary.num_entries),
+             sum(sum(int(page.num_elements) for page in cluster[c].pages) * bits // 8
+                 for c, bits in columns))
+            for summary, cluster in zip(rntuple.cluster_summaries, rntuple.page_link_list,
+                                        strict=True)]
 
 
 def _field_path(records: Any, children: Mapping[int, list[int]], candidates: list[int],
