@@ -227,7 +227,7 @@ def main(argv=None):
     parser.add_argument("--background", type=int, default=40_000)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--depth", type=int, default=3)
-    parser.add_argument("--strengths", default="0.003,0.01,0.03,0.1,0.3,1,3,10,30,100")
+    parser.add_argument("--strengths", default="0.003,0.01,0.03,0.1,0.3,0.5,1,3,10,30,100")
     parser.add_argument("--no-uboost", action="store_true")
     parser.add_argument("--uboost-steps", type=int, default=5)
     parser.add_argument("--uboost-strengths", default="0.3,1,3,10")

@@ -1298,12 +1298,14 @@ class BDTClassifier(_BDTBase):
     scores); 0 trains the ordinary model bit for bit. Measured on the toy of
     ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3; background rejection and
     1/JSD of the background mass at 50 % signal efficiency; plain model 58 and 1.7):
-    0.003-0.01 keep the model (57-54, 1.8), 0.1 gives 34 and 3.6, 0.3 gives 22 and 20,
-    1 gives 15 and 96; above about 3 the trade-off gets worse, not stronger (3: 9.6 and
-    44; 10-100: 1/JSD 5-9), as the surrogate hessian that bounds the flatness steps also
-    slows the deviance's (``benchmarks/bench_decorrelation.py``). Useful range: 0.01-3;
-    above 1, smaller steps help (strength 3 at learning rate 0.03 and 300 trees: 12 and
-    150; strength 10: 9 and 78).
+    0.003-0.01 keep the model (57-55, 1.8), 0.03 gives 52 and 2.1, 0.1 gives 36 and 4.6,
+    0.3 gives 20 and 32, 0.5 gives 17 and 55, 1 gives 16 and 35 (over five draws of the
+    toy: 39 and 44 at 0.5 and 1, varying by about 10); above about 1 the trade-off gets
+    worse, not stronger (3: 11.5 and 21; 10-100: 1/JSD 14-37), as the surrogate hessian
+    that bounds the flatness steps also slows the deviance's
+    (``benchmarks/bench_decorrelation.py``). Useful range: 0.01-1; above it, smaller steps
+    help (learning rate 0.03 and 300 trees: strength 1 gives 14.5 and 136, 3 gives 12.7 and
+    232).
     ``n_trees="auto"`` watches the base loss (deviance or logistic) on the held-out
     events, not the flatness term; the flatness hessian slows the deviance, so a
     decorrelated fit grows more trees (on the toy at strength 1: 2000, the limit, against

@@ -65,8 +65,9 @@ def test_5_decorrelation(tmp_path, capsys):
     # the flatness loss sculpts less than the plain model at loose cuts, and the model
     # without the mass features hardly sculpts at all
     assert by["decorrelated", 0.7]["1/JSD bkg"] > 3 * by["plain", 0.7]["1/JSD bkg"]
-    # the DDT map on top flattens the tighter cuts further
-    assert by["decorrelated + DDT map", 0.5]["1/JSD bkg"] > 2 * by["decorrelated", 0.5]["1/JSD bkg"]
+    # the DDT map on top flattens the tighter cuts further (1.6x here since the flatness
+    # term's hessian took sqrt(psi); over 2x before, when the loss alone flattened less)
+    assert by["decorrelated + DDT map", 0.5]["1/JSD bkg"] > 1.3 * by["decorrelated", 0.5]["1/JSD bkg"]
     assert by["no mass features", 0.5]["1/JSD bkg"] > 50
     assert by["plain", 0.5]["bkg rejection"] > by["no mass features", 0.5]["bkg rejection"]
     assert (tmp_path / "front.png").is_file() and (tmp_path / "sculpting_plain.png").is_file()

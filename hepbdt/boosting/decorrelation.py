@@ -23,16 +23,23 @@ quantity that decides how a cut sculpts the mass. Measured on the toy of
 ``hepbdt.demo_data.sculpting_arrays`` (100 trees of depth 3, cuts at 50 % signal
 efficiency, which keep the top few per cent of the background): with psi = 1 no strength
 from 0.1 to 100 reached a 1/JSD of 5 (the distance barely sees the tail, where the cut
-is); with this psi strength 1 gave 1/JSD 28-66 at a rejection of 14-15.
+is); with this psi strength 1 gave 1/JSD 28-66 at a rejection of 14-15 (with psi in the
+hessian too, below).
 
 The term has no usable curvature (its second derivative is a difference of score
 densities, of either sign), and the base loss's hessian alone lets large strengths take
 unbounded steps (measured with psi = 1: raw scores of 1e16 after 100 trees at strength
-100). So each targeted event's hessian channel gets ``2 * strength * psi_i * w_i`` (a unit
-score density): a leaf's step on the flatness term alone is the leaf's psi-weighted mean
-CDF difference (at most 1 in raw-score units, times the learning rate), and as the
-strength grows the step moves from the base loss's Newton step to that one. The reported
-training and validation losses are the base loss alone.
+100). So each targeted event's hessian channel gets ``2 * strength * sqrt(psi_i) * w_i``
+(a unit score density, weighted by the square root of the tail weight): a leaf's step on
+the flatness term alone is its sqrt(psi)-weighted mean of sqrt(psi) (F_b - F_c), at most
+1 / TAIL_FLOOR = 20 in raw-score units (times the learning rate), and as the strength
+grows the step moves from the base loss's Newton step to that one. With the full psi in
+the hessian (until 2026-12-03) the tail's events, whose order decides a cut's rejection,
+got a hessian up to 400 times the flatness strength there, which damped the base loss's
+step most where the classifier works: on the toy of the README a weak strength cost the
+rejection of a strong one (0.03: rejection 45.8 at 1/JSD 2.33; with sqrt(psi) 51.9 at
+2.14), and hep_ml's loss at fl_coefficient 10 stayed undominated. The reported training
+and validation losses are the base loss alone.
 
 Tied scores (a whole leaf's events share one) are ordered at random, afresh each round,
 as hep_ml's sort orders them: given one CDF value, all the events of a tie would get one
@@ -209,12 +216,11 @@ def _flatness_terms(order, w, w_tree, class_index, group, class_total, group_tot
         if class_total[c] > 0 and group_total[g] > 0:
             position = (below_class[c] + 0.5 * w[i]) / class_total[c]
             diff = (below_group[g] + 0.5 * w[i]) / group_total[g] - position
-            psi = 1.0
+            tail = 1.0  # psi = 1 / tail^2; the hessian gets sqrt(psi) = 1 / tail
             if tail_floor > 0:
                 tail = max(1.0 - position, tail_floor)
-                psi = 1.0 / (tail * tail)
-            wg[i] += -2.0 * strength * psi * diff * w_tree[i]
-            wh[i] += 2.0 * strength * psi * w_tree[i]
+            wg[i] += -2.0 * strength * diff * w_tree[i] / (tail * tail)
+            wh[i] += 2.0 * strength * w_tree[i] / tail
         below_class[c] += w[i]
         below_group[g] += w[i]
 
@@ -272,7 +278,7 @@ class FlatnessLoss(Loss):
 
     def flatness_terms(self, score: NDArray, w_tree: NDArray) -> tuple[NDArray, NDArray]:
         """The flatness term's d/d s_i times w_tree_i / w_i, -2 strength psi_i w_tree_i
-        (F_b - F_c)(s_i), and its surrogate hessian 2 strength psi_i w_tree_i: float64 (n,)
+        (F_b - F_c)(s_i), and its surrogate hessian 2 strength sqrt(psi_i) w_tree_i: float64 (n,)
         each, 0 for events not targeted. One sort of the targeted events' scores."""
         wg = np.zeros(score.size)
         wh = np.zeros(score.size)
@@ -301,6 +307,6 @@ class FlatnessLoss(Loss):
             raise ValueError(f"decorrelation_strength={self.strength:g} times the event weights "
                              f"makes flatness terms of up to {largest:.3g}, beyond float32's "
                              f"range ({FLOAT32_MAX:.3g}) where the trees sum them: use a smaller "
-                             "strength (strong decorrelation comes from 0.3-3 on the toy of "
+                             "strength (strong decorrelation comes from 0.3-1 on the toy of "
                              "the README) or give the weights in smaller units")
         return wg, wh, loss
