@@ -1308,7 +1308,7 @@ class BDTClassifier(_BDTBase):
     232).
     ``n_trees="auto"`` watches the base loss (deviance or logistic) on the held-out
     events, not the flatness term; the flatness hessian slows the deviance, so a
-    decorrelated fit grows more trees (on the toy at strength 1: 2000, the limit, against
+    decorrelated fit grows more trees (on the toy at strength 1: 937, against
     93 without decorrelation). More than two classes are refused.
 
     uBoost (``decorrelation="uboost"``, the AdaBoost family, two classes;
