@@ -35,8 +35,8 @@ the flatness term alone is its sqrt(psi)-weighted mean of sqrt(psi) (F_b - F_c),
 1 / TAIL_FLOOR = 20 in raw-score units (times the learning rate), and as the strength
 grows the step moves from the base loss's Newton step to that one. With the full psi in
 the hessian (until 2026-12-03) the tail's events, whose order decides a cut's rejection,
-got a hessian up to 400 times the flatness strength there, which damped the base loss's
-step most where the classifier works: on the toy of the README a weak strength cost the
+got a hessian of up to 800 strength w_i (the deviance's is at most w_i / 4), which damped
+the base loss's step most where the classifier works: on the toy of the README a weak strength cost the
 rejection of a strong one (0.03: rejection 45.8 at 1/JSD 2.33; with sqrt(psi) 51.9 at
 2.14), and hep_ml's loss at fl_coefficient 10 stayed undominated. The reported training
 and validation losses are the base loss alone.
