@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import glob
 import lzma
@@ -736,11 +737,7 @@ class TreeReader:
         pages of the fields read declare more than MAX_BASKET_BYTES_PER_ENTRY an entry (the
         basket check's rule: the pages' element counts size the arrays a read makes, and a
         page of zeros compresses a thousandfold). Damaged metadata is left to the read."""
-        try:
-            clusters = _cluster_bytes(self.tree, self.branches)
-        except Exception:  # noqa: BLE001 - the read reports it
-            return
-        for i, (start, entries, declared) in enumerate(clusters):
+        for i, (start, entries, declared) in enumerate(self._clusters):
             if start < last and start + entries > first and (
                     declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES):
                 raise InputError(
@@ -748,6 +745,15 @@ class TreeReader:
                     f"{describe_choices(self.branches)} for its {entries:,} entries, more than "
                     f"{MAX_BASKET_BYTES_PER_ENTRY:,} an entry: the file is corrupt (or built "
                     "to exhaust memory); it is not read")
+
+    @functools.cached_property
+    def _clusters(self) -> list[tuple[int, int, int]]:
+        """:func:`_cluster_bytes` of the fields read, once a reader (a lazy partition's reads
+        and apply's chunks check them again); none where the metadata cannot be read."""
+        try:
+            return _cluster_bytes(self.tree, self.branches)
+        except Exception:  # noqa: BLE001 - the read reports it
+            return []
 
     def _check_types(self, names: list[str]) -> dict[str, str]:
         kinds = {}
@@ -945,8 +951,8 @@ def _cluster_bytes(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int, i
 
 def _field_path(records: Any, children: Mapping[int, list[int]], candidates: list[int],
                 parts: list[str]) -> list[int] | None:
-    """The field ids from the top field to the one ``parts`` names (anonymous fields such as
-    a collection's ``_0`` passed through), or None."""
+    """The field ids from the top field to the one ``parts`` names, with the anonymous levels
+    (such as a collection's ``_0``) searched on the way, or None."""
     path: list[int] = []
     for part in parts:
         queue, match, seen = list(candidates), None, set(path)
