@@ -27,6 +27,7 @@ def threads_sleep() -> bool:
 
 import threading  # noqa: E402
 import types  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numba  # noqa: E402
@@ -114,11 +115,45 @@ def read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
+# Directories whose modules define kernels (a test keeps every ``njit`` user in them).
+KERNEL_DIRS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "boosting")
+
+
+def kernel_sources_stamp() -> tuple:
+    """(name, mtime in ns, size) of every module in ``KERNEL_DIRS``: the state of all the
+    source a cached kernel may have compiled in."""
+    return tuple(sorted((f"{d.name}/{p.name}", p.stat().st_mtime_ns, p.stat().st_size)
+                        for d in KERNEL_DIRS for p in d.glob("*.py")))
+
+
+_SOURCES_STAMP = kernel_sources_stamp()
+
+
+def _stamped(dispatcher: Any) -> Any:
+    """``dispatcher`` with its cache entries valid only for today's ``KERNEL_DIRS`` sources.
+
+    Numba keys a cached kernel on its own file's (mtime, size) alone, so after an edit
+    (or a ``git pull``) of another module a kernel would load compiled code that still
+    holds the old version of the kernels it calls, which gives wrong numbers or crashes.
+    With every kernel module's stamp added, any change there compiles them all again."""
+    cache = getattr(dispatcher, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
+    if hasattr(cache_file, "_source_stamp"):
+        cache_file._source_stamp = (cache_file._source_stamp, _SOURCES_STAMP)
+    elif hasattr(cache, "disable"):  # a Numba whose cache differs: compile, never load stale
+        cache.disable()
+    return dispatcher
+
+
 def njit(*args, parallel: bool = False, fastmath: bool = False, inline: str = "never"):
-    """The engine's one decorator policy: cached, GIL-free, no fastmath unless asked.
+    """The engine's one decorator policy: cached (valid for the kernel sources of today:
+    ``_stamped``), GIL-free, no fastmath unless asked.
 
     numpy's error model: a float division by zero gives inf or NaN (as in numpy) instead
     of a check that raises, which would sit in every loop and stop its vectorisation.
     """
-    return numba.njit(*args, cache=True, nogil=True, parallel=parallel, fastmath=fastmath,
-                      error_model="numpy", inline=inline)
+    compile_ = numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath,
+                          error_model="numpy", inline=inline)
+    if args:  # used as @njit
+        return _stamped(compile_(*args))
+    return lambda func: _stamped(compile_(func))
