@@ -18,7 +18,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hepbdt._version import __version__
 
@@ -68,8 +68,21 @@ def demo_config_path(echo: Any = None) -> Path:
         ) from exc
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage mistake as one ``hepbdt: error:`` line (exit status 2), as every
+    other mistake; the usage itself is in ``--help``. Subcommands' parsers are of this class
+    too (argparse makes them of the parser's own class)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one line and exit with status 2."""
+        command = self.prog.removeprefix("hepbdt").strip()
+        text = " ".join(message.split())
+        self.exit(2, f"hepbdt: error: {command + ': ' if command else ''}{text} (see "
+                     f"'{self.prog} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hepbdt", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Boosted decision trees for particle physics: train on ROOT ntuples from "
                     "a TOML analysis configuration, apply models to ntuples, inspect models "

@@ -208,6 +208,28 @@ def test_help_everywhere(command, capsys):
     assert "usage: hepbdt" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv, command, says", [
+    ([], "", "arguments are required: COMMAND"),
+    (["bogus"], "", "invalid choice: 'bogus'"),
+    (["train"], "train", "arguments are required: config"),
+    (["apply", "model.json", "data.root:Events"], "apply", "required: --output/-o"),
+    (["export", "model.json", "--tmva", "m.xml", "--missing", "bogus"], "export",
+     "argument --missing: invalid choice: 'bogus'"),
+    (["report", "m.json", "s.root", "--min-background-events", "1.5"], "report",
+     "invalid int value: '1.5'"),
+])
+def test_usage_mistakes_are_one_error_line(argv, command, says, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hepbdt: error: "), captured.err
+    assert says in lines[0]
+    assert lines[0].endswith(f"(see 'hepbdt{' ' + command if command else ''} --help')")
+
+
 def test_console_entry_point():
     result = subprocess.run([sys.executable, "-m", "hepbdt.cli", "--help"], capture_output=True,
                             text=True, check=True)
