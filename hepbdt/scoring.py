@@ -43,7 +43,7 @@ from .io.samples import (
     fill_rows,
     resolve_sources,
 )
-from .io.writers import branch_name
+from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
 from .kfold import KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import load_model
@@ -227,15 +227,14 @@ class _Job:
                     "not train on it only if the two give the same event number",
                     FoldExpressionWarning, stacklevel=3)
         id_name = "entry" if event_branch is None else branch_name(event_branch)
-        if branch_name(branch) != branch or branch == id_name:
-            raise ApplyOptionError(
-                f"score branch {branch!r} must be a valid identifier different from {id_name!r}"
-            )
+        if not is_branch_name(branch) or branch == id_name:
+            raise ApplyOptionError(f"score branch {branch!r} must be a branch name "
+                                   f"({BRANCH_NAME_RULE}) other than {id_name!r}")
         suffixes = _class_suffixes(scorer)
         if suffixes is not None:
-            if branch_name(probability_branch) != probability_branch:
-                raise ApplyOptionError(f"probability branch {probability_branch!r} must be a valid "
-                                 "identifier")
+            if not is_branch_name(probability_branch):
+                raise ApplyOptionError(f"probability branch {probability_branch!r} must be a "
+                                       f"branch name ({BRANCH_NAME_RULE})")
             names = [f"{prefix}_{s}" for prefix in (branch, probability_branch)
                      for s in suffixes]
             clashes = sorted({n for n in names if names.count(n) > 1} | ({id_name} & set(names)))
@@ -334,10 +333,11 @@ def _class_suffixes(scorer: Any) -> list[str] | None:
 
 def _label_suffix(label: Any) -> str:
     """A class label as a branch-name suffix: runs of characters other than letters, digits
-    and _ made one _ (and stripped at the ends), a minus sign before a digit made ``m``
+    and _ made one _ (none at the ends; the label's own _ kept, so a class name gives the
+    branch ``hepbdt train`` names after it), a minus sign before a digit made ``m``
     (``-1``: ``m1``, not ``1``, the name of the class 1)."""
     text = re.sub(r"(?<![0-9A-Za-z_])-(?=[0-9])", "m", str(label))
-    return re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")
+    return "_".join(part for part in re.split(r"[^0-9A-Za-z_]+", text) if part)
 
 
 def _scorer(model: Any, event_branch: str | None) -> Any:

@@ -299,6 +299,14 @@ def test_a_negative_class_label_does_not_take_the_name_of_another_class(tmp_path
     np.testing.assert_array_equal(got["bdt_score_m1"], raw[:, columns[-1]])
 
 
+def test_class_names_keep_their_own_underscores_in_their_branches(tmp_path):
+    # the branches hepbdt train names <score_branch>_<class>: apply names them alike
+    model, X, got = _three_class_apply(tmp_path, ["_qcd", "signal_", "tt"])
+    raw = model.decision_function(X)
+    for j, label in enumerate(model.classes_.tolist()):
+        np.testing.assert_array_equal(got[f"bdt_score_{label}"], raw[:, j])
+
+
 def test_index_names_that_would_be_another_class_are_refused(tmp_path):
     with pytest.raises(ApplyOptionError, match="class 'a b' the name of class '1'"):
         _three_class_apply(tmp_path, ["1", "a b", "a_b"])

@@ -116,6 +116,10 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
     ("[output]\nfigure_formats = ['gif']", "[output] figure_formats: valid formats: png, pdf"),
     ("[output]\nscore_branch = 'bdt score'", "[output] score_branch: 'bdt score' is not a valid "
                                              "branch name"),
+    ("[output]\nscore_branch = 'bdt_\u00e9'", "[output] score_branch: 'bdt_\u00e9' is not a "
+                                             "valid branch name (letters, digits and _"),
+    ("[output]\nprobability_branch = '2p'", "[output] probability_branch: '2p' is not a valid "
+                                            "branch name"),
     ("[output]\nscore_branch = 'event'", "[output] score_branch: 'event' is a branch the score "
                                         "trees already have"),
     ("[output]\nscore_branch = 'fold'", "[output] score_branch: 'fold' is a branch the score "

@@ -75,6 +75,25 @@ def test_write_scores_reads_back(tmp_path: Path) -> None:
     assert types == dict.fromkeys(("classID", "label", "sample"), "int32_t")
 
 
+@pytest.mark.parametrize("name, valid", [("bdt_", True), ("_bdt", True), ("BDT_2", True),
+                                         ("2bdt", False), ("bdt score", False),
+                                         ("bdt_\u00e9", False), ("", False)])
+def test_score_branch_names_are_c_identifiers(tmp_path: Path, name: str, valid: bool) -> None:
+    from hepbdt.io.writers import is_branch_name
+
+    assert is_branch_name(name) == valid
+    ds = _dataset()
+    out = tmp_path / "scores.root"
+    if not valid:
+        with pytest.raises(InputError, match="is not a valid branch name"):
+            write_scores(out, ds, {name: ds.X[:, 0]})
+        assert not out.exists()
+        return
+    write_scores(out, ds, {name: ds.X[:, 0]})
+    with uproot.open(out) as file:
+        np.testing.assert_array_equal(file["TestTree"][name].array(library="np"), ds.X[:, 0])
+
+
 def test_write_scores_update_and_multiple_outputs(tmp_path: Path) -> None:
     ds = _dataset()
     train, test = ds.split("alternate")

@@ -22,7 +22,7 @@ from ..estimators import BDTClassifier, BDTRegressor, ParameterError
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
-from ..io.writers import BOOKKEEPING_BRANCHES
+from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, is_branch_name
 from ..tmva_options import (
     CLASSIFICATION_ONLY,
     TMVA_NAMES,
@@ -1084,10 +1084,9 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
         if key == "directory":
             _check_variables(value, "output", key, problems)
             output.directory = Path(os.path.expandvars(os.path.expanduser(value)))
-        elif key in ("score_branch", "probability_branch") and not re.fullmatch(
-                r"[A-Za-z_]\w*", value):
-            problems.add("output", key, f"{value!r} is not a valid branch name (letters, "
-                         "digits, _)")
+        elif key in ("score_branch", "probability_branch") and not is_branch_name(value):
+            problems.add("output", key, f"{value!r} is not a valid branch name "
+                         f"({BRANCH_NAME_RULE})")
         elif key == "figure_formats" and not set(value) <= set(_FIGURE_FORMATS):
             problems.add("output", key, f"valid formats: {', '.join(_FIGURE_FORMATS)}")
         elif key == "permutation_repeats" and not 1 <= value <= MAX_PERMUTATION_REPEATS:

@@ -25,7 +25,7 @@ from hepbdt.io.dataset import Dataset
 from hepbdt.io.errors import InputError
 
 __all__ = ["write_scores", "read_scores", "read_class_names", "branch_name",
-           "BOOKKEEPING_BRANCHES"]
+           "is_branch_name", "BRANCH_NAME_RULE", "BOOKKEEPING_BRANCHES"]
 
 # Bytes of columns per extend (one basket a branch): the writer's copies (contiguous, then
 # uproot's big-endian ones) stay this size whatever the events and branches; 1M events a
@@ -44,6 +44,16 @@ def branch_name(text: str) -> str:
     """
     name = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_") or "x"
     return f"_{name}" if name[0].isdigit() else name
+
+
+_BRANCH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+BRANCH_NAME_RULE = "letters, digits and _, not starting with a digit"
+
+
+def is_branch_name(name: str) -> bool:
+    """Whether ``name`` may name a branch hepbdt writes: a C++ identifier of ASCII letters,
+    digits and ``_`` (what ``RDataFrame`` and ``TTree::Draw`` take)."""
+    return isinstance(name, str) and _BRANCH_NAME.fullmatch(name) is not None
 
 
 def _unique_names(texts: Sequence[str], reserved: set[str]) -> list[str]:
@@ -77,11 +87,9 @@ def _score_columns(
             raise InputError(
                 f"score {name!r} has shape {column.shape}; the dataset has {n} events"
             )
-        if branch_name(name) != name:
-            raise InputError(
-                f"score branch name {name!r} is not a valid identifier; try "
-                f"{branch_name(name)!r}"
-            )
+        if not is_branch_name(name):
+            raise InputError(f"score branch name {name!r} is not a valid branch name "
+                             f"({BRANCH_NAME_RULE}); try {branch_name(name)!r}")
         if name in BOOKKEEPING_BRANCHES:  # read_scores finds the layout by these names
             raise InputError(f"score branch name {name!r} is one of the bookkeeping branches "
                              f"{list(BOOKKEEPING_BRANCHES)}; give the scores another name")
