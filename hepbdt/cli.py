@@ -619,9 +619,13 @@ def _report(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import report_from_scores
 
-    for path in (args.model, args.scores):
+    for path, what in ((args.model, "the model file (model.json)"),
+                       (args.scores, "the scores file (scores.root)")):
+        if os.path.isdir(path):
+            raise UserError(f"{path}: is a folder; give {what} in it")
         if not os.path.isfile(path):
-            raise UserError(f"{path}: no such file")
+            raise UserError(f"{path}: " + ("is not a regular file" if os.path.exists(path)
+                                           else "no such file") + f"; give {what}")
     _check_outputs("report", [args.output], [args.model, args.scores])
     try:
         path = report_from_scores(args.model, args.scores, args.output, title=args.title,

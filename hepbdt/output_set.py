@@ -330,6 +330,13 @@ def check_writable(path: str | os.PathLike) -> None:
                              "or socket); give a file name")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise OutputSetError(f"output {path}: the folder {path.parent} is not writable")
+    try:  # what access() does not know: a file system without files (/proc), root on a read-only mount
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+    except OSError as exc:
+        raise OutputSetError(f"output {path}: no file can be written in {path.parent} "
+                             f"({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
     for folder in (path.parent, path.parent.parent):  # a set's file, or one of its figures
         name = str(path.relative_to(folder))
         if name == MANIFEST or name in _manifest_files(folder):

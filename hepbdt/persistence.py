@@ -63,6 +63,8 @@ def read_model_file(path: Path, what: str = "model file",
     ModelFormatError) for a directory, an unreadable file or one over ``MAX_MODEL_BYTES``."""
     if path.is_dir():
         raise error(f"{path}: is a directory, not a {what}")
+    if path.exists() and not path.is_file():
+        raise error(f"{path}: is not a regular file (a device, FIFO or socket), not a {what}")
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
     try:

@@ -36,11 +36,11 @@ from .io.samples import (
     Source,
     TreeReader,
     _event_column,
-    _open_file,
     check_constant_names,
     decompression_threads,
     feature_column,
     fill_rows,
+    open_root_file,
     resolve_sources,
 )
 from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
@@ -442,7 +442,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     constant_uses = []
     branches = job.output_branches()
     for source in sources:
-        with _open_file(source.path, "apply") as file:
+        with open_root_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
             constant_uses.append(reader.constant_use)
             _check_friend_branches(job, reader, branches)
@@ -572,7 +572,7 @@ def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source,
 def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int | str,
                   executor: Any, bar: Progress):
     """Yield the output branches of one input tree, chunk by chunk."""
-    with _open_file(source.path, "apply") as file:
+    with open_root_file(source.path, "apply") as file:
         reader = TreeReader(file, source, job.expressions, "apply")
         with contextlib.closing(reader.chunks(step_size, executor)) as chunks:
             for arrays, start, stop in chunks:

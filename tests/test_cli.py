@@ -163,6 +163,45 @@ def test_report_again_from_model_and_scores(trained, tmp_path, capsys):
     assert "none.root: no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "folder"])
+def test_report_of_a_damaged_scores_file_is_one_error_line(trained, tmp_path, capsys, damage):
+    scores = tmp_path / "scores.root"
+    data = bytearray((trained / "scores.root").read_bytes())
+    if damage == "flipped":  # 64 bytes inside the baskets, a third of the way in
+        for k in range(len(data) // 3, len(data) // 3 + 64):
+            data[k] ^= 0x55
+    elif damage == "truncated":
+        data = data[:len(data) // 2]
+    if damage == "folder":
+        scores.mkdir()
+    else:
+        scores.write_bytes(bytes(data))
+    out = tmp_path / "r.html"
+    assert main(["report", str(trained / "model.json"), str(scores), "-o", str(out)]) in (1, 2)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hepbdt: error: "), lines
+    assert {"flipped": "the file is damaged", "truncated": "it is truncated",
+            "folder": "is a folder; give the scores file"}[damage] in lines[0]
+    assert not out.exists()
+
+
+def test_a_device_given_as_the_model_is_named_so(capsys):
+    assert main(["inspect", os.devnull]) == 2
+    err = capsys.readouterr().err
+    assert err == f"hepbdt: error: {os.devnull}: is not a regular file (a device, FIFO or " \
+                  "socket), not a model file\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_where_no_file_can_be_made_is_refused_by_its_name(trained, capsys):
+    # os.access says yes to root for /proc; the lock file's name came out in the error
+    assert main(["export", str(trained / "model.json"), "--tmva", "/proc/m.xml"]) == 2
+    err = capsys.readouterr().err
+    assert err in ("hepbdt: error: output /proc/m.xml: no file can be written in /proc (No "
+                   "such file or directory)\n",  # root
+                   "hepbdt: error: output /proc/m.xml: the folder /proc is not writable\n")
+
+
 def test_config_errors_stop_before_any_work(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     demo = DEMO.read_text().replace('"../data/', f'"{DATA}/')

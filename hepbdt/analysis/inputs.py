@@ -11,16 +11,14 @@ import difflib
 import os
 from typing import Any
 
-import uproot
-
 from ..io.errors import InputError
 from ..io.expressions import CONSTANTS, Expression
 from ..io.samples import (
     DistinctSamples,
     Source,
     TreeReader,
-    check_file_length,
     get_tree,
+    open_root_file,
     resolve_sources,
 )
 from .config import AnalysisConfig, _Problems
@@ -66,17 +64,11 @@ def check_inputs(config: AnalysisConfig) -> None:
         roles = _roles(config, sample, section)
         for src in sources:
             try:
-                file = uproot.open(src.path)
-            except Exception as exc:
-                problems.add(section, "files", f"cannot open {src.path!r} as a ROOT file "
-                             f"({type(exc).__name__}: {exc})")
+                file = open_root_file(src.path, context)
+            except InputError as exc:
+                problems.add(section, "files", str(exc).removeprefix(f"{context}: "))
                 continue
             with file:
-                try:
-                    check_file_length(file, src.path, context)
-                except InputError as exc:
-                    problems.add(section, "files", str(exc).removeprefix(f"{context}: "))
-                    continue
                 try:
                     tree = get_tree(file, src, context)
                 except InputError as exc:

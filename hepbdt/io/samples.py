@@ -403,10 +403,14 @@ def _repeated_file_error(context: str, first: str, again: str, tree: str | None)
     )
 
 
-def _open_file(path: str, context: str) -> Any:
-    """``path`` opened for reading events, without uproot's array cache: it would keep a copy
-    of every RNTuple column read (up to 100 MB a file, for each of the KEEP_OPEN_FILES files
-    a read keeps open), where a read needs each entry once."""
+def open_root_file(path: str, context: str) -> Any:
+    """``path`` opened for reading, an InputError (one line, naming ``context``) for a file
+    that is missing, not a regular file, not a ROOT file or truncated. Without uproot's
+    array cache: it would keep a copy of every RNTuple column read (up to 100 MB a file, for
+    each of the KEEP_OPEN_FILES files a read keeps open), where a read needs each entry once."""
+    not_a_file = _not_a_file_message(path, context)
+    if not_a_file is not None:
+        raise InputError(not_a_file)
     try:
         file = uproot.open(path, array_cache=None)
     except FileNotFoundError:
@@ -1252,7 +1256,7 @@ def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, 
     source = plan.sources[source_index]
     context = f"sample {plan.sample.name!r}"
     out = _allocate(stop - start, len(feature_expressions), task, dtypes)
-    with _open_file(source.path, context) as file:
+    with open_root_file(source.path, context) as file:
         reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
                             context)
         arrays = reader.read(start, stop)
@@ -1390,7 +1394,7 @@ def _plan_sample(
         kept = open_files.room()
         with contextlib.ExitStack() as this_file:
             file = (open_files if kept else this_file).enter_context(
-                _open_file(source.path, context))
+                open_root_file(source.path, context))
             reader = TreeReader(
                 file, source, _reader_expressions(feature_expressions, expressions), context, hints
             )
@@ -1460,7 +1464,7 @@ def _read_sample(
     for source, n_entries, kept in zip(plan.sources, plan.entries, plan.readers, strict=True):
         with contextlib.ExitStack() as this_file:
             reader = kept or TreeReader(
-                this_file.enter_context(_open_file(source.path, context)), source,
+                this_file.enter_context(open_root_file(source.path, context)), source,
                 _reader_expressions(feature_expressions, plan.expressions), context
             )
             with closing(reader.chunks(step_size, executor)) as chunks:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import uproot
 from hepbdt._util import atomic_path
 from hepbdt.io.dataset import Dataset
 from hepbdt.io.errors import InputError
+from hepbdt.io.samples import _corrupt_error, _is_decompression_error, open_root_file
 
 __all__ = ["write_scores", "read_scores", "read_class_names", "branch_name",
            "is_branch_name", "BRANCH_NAME_RULE", "BOOKKEEPING_BRANCHES"]
@@ -283,7 +284,7 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
     position. InputError too when the tree is missing or was written without features.
     """
     where = f"{os.fspath(path)}:{tree}"
-    with uproot.open(path) as file:
+    with _score_file(path, tree) as file:
         if tree not in file:
             raise InputError(f"{os.fspath(path)}: no tree {tree!r}; give the scores.root that "
                              "hepbdt train wrote")
@@ -312,8 +313,28 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
 def read_class_names(path: str | os.PathLike, tree: str) -> list[str] | None:
     """The class names :func:`write_scores` stored beside a tree of a multi-class training
     (index = the ``label`` branch), or None when it stored none (two classes, regression)."""
-    with uproot.open(path) as file:
+    with _score_file(path, tree) as file:
         return _sample_names(file, tree, "classes")
+
+
+@contextlib.contextmanager
+def _score_file(path: str | os.PathLike, tree: str) -> Iterator[Any]:
+    """``path`` open for reading score trees; a file that is missing, not a ROOT file,
+    truncated or damaged (a basket that does not decompress or deserialise) is one
+    InputError naming ``path:tree``, as the readers of ntuples say it."""
+    where = f"{os.fspath(path)}:{tree}"
+    with open_root_file(os.fspath(path), "scores file") as file:
+        try:
+            yield file
+        except InputError:
+            raise
+        except Exception as err:
+            if _is_decompression_error(err):
+                reason = str(err).splitlines()[0] if str(err) else ""
+                raise InputError(f"{where}: a basket does not decompress ({type(err).__name__}: "
+                                 f"{reason}): the file is damaged; copy it again or write it "
+                                 "anew with hepbdt train") from err
+            raise _corrupt_error(err, where) from err
 
 
 def _sample_names(file: Any, tree: str, what: str = "samples") -> list[str] | None:
