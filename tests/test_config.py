@@ -130,6 +130,8 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
                                                   "valid: 'signal'"),
     ("[samples.tt]\nfiles = 'x.root'\nlabel = 'no ise'", "[samples.tt] label: 'no ise' cannot "
                                                          "name a class"),
+    ("[samples.tt]\nfiles = 'x.root:Other'\ntree = 'Events'\nlabel = 0",
+     "[samples.tt] tree: 'Events' is the tree of none of the files: each names its own"),
     ("[samples.tt]\nlabel = 'background'", "[samples.tt] files: missing"),
     ("[samples.tt]\nfiles = 'x.root'\nwieght = 'w'", "[samples.tt] wieght: unknown key; did you "
                                                      "mean 'weight'?"),
@@ -302,3 +304,22 @@ def test_unknown_option_hints_name_only_what_a_configuration_takes(tmp_path):
     with pytest.raises(ConfigError, match="option of classification") as info:
         load_config(path)
     assert "tmva_options" not in str(info.value).split("SigToBkgFraction is")[1]
+
+
+def test_a_default_tree_no_file_of_a_sample_takes_is_not_a_mistake(tmp_path):
+    # the top-level tree is a default: a sample whose files name their trees keeps them
+    text = BASE.replace(f"files = \"{DATA / 'background_qcd.root'}\"",
+                        f"files = \"{DATA / 'background_qcd.root'}:Events\"")
+    config = load_config(write(tmp_path, text))
+    qcd = next(s for s in config.samples if s.name == "qcd")
+    assert qcd.tree is None and qcd.files[0].endswith("background_qcd.root:Events")
+    check_inputs(config)
+
+
+def test_a_sample_tree_that_every_file_overrides_is_refused_in_python_too(tmp_path):
+    from hepbdt.io import InputError, Sample, read
+
+    path = f"{DATA / 'signal.root'}:Events"
+    assert len(read(Sample("s", path, tree="Events", label=1), ["HT"])) > 0  # the same tree
+    with pytest.raises(InputError, match="tree 'Other' is the tree of none of the files"):
+        read(Sample("s", path, tree="Other", label=1), ["HT"])

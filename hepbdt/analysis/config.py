@@ -22,6 +22,7 @@ from ..estimators import BDTClassifier, BDTRegressor, ParameterError
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
+from ..io.samples import split_object_path
 from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, is_branch_name
 from ..tmva_options import (
     CLASSIFICATION_ONLY,
@@ -734,8 +735,15 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
     files = [files] if isinstance(files, str) else files
     for spec in files:
         _check_variables(spec, section, "files", problems)
-    sample = SampleConfig(name=name, files=[_resolve_path(f, base) for f in files],
-                          tree=entry.get("tree", defaults["tree"]),
+    paths = [_resolve_path(f, base) for f in files]
+    tree = entry.get("tree", defaults["tree"])
+    named = [split_object_path(p)[1] for p in paths]
+    if tree is not None and None not in named:
+        if "tree" in entry and any(t != tree for t in named):  # which did the user mean?
+            problems.add(section, "tree", f"{tree!r} is the tree of none of the files: each "
+                         f"names its own ({files[0]!r}); give the tree in one place")
+        tree = None  # the configuration's default tree, which no file of this sample takes
+    sample = SampleConfig(name=name, files=paths, tree=tree,
                           scale=float(entry.get("scale", 1.0)))
     weight = entry.get("weight", defaults["weight"])
     if isinstance(weight, str) and "weight" in entry:
