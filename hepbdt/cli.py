@@ -612,7 +612,22 @@ def _check_outputs(command: str, outputs: list[str], inputs: list[str]) -> None:
         if real in seen:
             raise UserError(f"{command}: {out} is given as two outputs; give each its own file")
         seen.add(real)
+        if _is_root_file(out):  # an ntuple, whatever its name: never replaced by a model
+            raise UserError(f"{command}: the output {out} exists and is a ROOT file, which "
+                            f"{command} never replaces; give a new file name, or remove it "
+                            "first")
         check_writable(out)
+
+
+def _is_root_file(path: str) -> bool:
+    """Whether ``path`` is a regular file that starts as every ROOT file does."""
+    if not os.path.isfile(path):  # never opened: a FIFO would block
+        return False
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"root"
+    except OSError:
+        return False
 
 
 def _report(args: argparse.Namespace) -> int:

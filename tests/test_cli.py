@@ -202,6 +202,20 @@ def test_an_output_where_no_file_can_be_made_is_refused_by_its_name(trained, cap
                    "hepbdt: error: output /proc/m.xml: the folder /proc is not writable\n")
 
 
+@pytest.mark.parametrize("command", [["export", "--onnx"], ["export", "--tmva"], ["report"]])
+def test_an_ntuple_is_never_replaced_by_an_export_or_a_report(trained, tmp_path, capsys,
+                                                                command):
+    ntuple = tmp_path / "events.root"
+    shutil.copyfile(DATA / "signal.root", ntuple)
+    before = ntuple.read_bytes()
+    args = [command[0], str(trained / "model.json")]
+    args += ([str(trained / "scores.root"), "-o", str(ntuple)] if command[0] == "report"
+             else [command[1], str(ntuple)])
+    assert main(args) == 2
+    assert "exists and is a ROOT file" in capsys.readouterr().err
+    assert ntuple.read_bytes() == before
+
+
 def test_config_errors_stop_before_any_work(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     demo = DEMO.read_text().replace('"../data/', f'"{DATA}/')
