@@ -117,6 +117,25 @@ def test_refused_tmva_export_is_a_warning(tmp_path, monkeypatch):
     assert (tmp_path / "model.json").is_file() and (tmp_path / "scores.root").is_file()
 
 
+@pytest.mark.parametrize("scale, norm, warned", [(1e24, "none", True),
+                                                (1e24, "equal_num_events", False),
+                                                (1.0, "none", False)])
+def test_a_model_that_separates_nothing_is_named_in_the_summary(tmp_path, scale, norm, warned):
+    # signal weights 1e24 times the background's: the gradient model came out constant
+    # (AUC 0.5) with no word of why
+    config = load_config(DEMO, [*FEW, "method.n_trees=5", "output.report=false",
+                                "output.figures=false", f"samples.signal.scale={scale}",
+                                f"split.norm='{norm}'"], output=tmp_path)
+    result = train(config)
+    constant = bool(np.ptp(result.train_scores) == 0)
+    assert constant == warned  # the case is what it says (the model is constant or not)
+    text = "warning: the model gives every training event the same score"
+    assert (text in result.summary) == warned
+    if warned:
+        assert "differ by a factor of" in result.summary
+        assert 'norm = "equal_num_events"' in result.summary
+
+
 def _best_s_over_sqrt_b(y, s, w, scale, min_background):
     """The best S/sqrt(B) cut by direct sums: (S/sqrt(B), t, S, B, nS, nB)."""
     best = (-np.inf,)

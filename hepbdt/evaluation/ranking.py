@@ -135,13 +135,17 @@ def tmva_importance(
     split = feature >= 0
     f = feature[split]
     _check_split_gains(gain[split], trees[np.repeat(np.arange(trees.size), sizes)[split]])
+    largest = float(np.abs(gain[split]).max()) if f.size else 0.0
+    # in units of the largest gain: the weights' scale cancels, and squares do not underflow
+    relative = gain / largest if largest > 0 else gain
     if quadrature:
         local_offsets = np.concatenate([[0], np.cumsum(sizes)])
-        importance = np.sqrt(_tmva_sum(feature, gain, local_offsets, tree_weights, n_features))
+        importance = np.sqrt(_tmva_sum(feature, relative, local_offsets, tree_weights,
+                                       n_features))
     else:
-        importance = np.bincount(f, weights=node_tree_weight[split] * gain[split],
+        importance = np.bincount(f, weights=node_tree_weight[split] * relative[split],
                                  minlength=n_features)
-    importance = _normalised(importance, f.size, gain[split])
+    importance = _normalised(importance, f.size, gain[split], largest if largest > 0 else 1.0)
     return FeatureRanking(
         feature_names=list(feature_names),
         importance=importance,
@@ -152,13 +156,15 @@ def tmva_importance(
     )
 
 
-def _normalised(importance: np.ndarray, n_splits: int, split_gain: np.ndarray) -> np.ndarray:
-    """The importances divided by their sum (all zero without a split); a sum that is not
-    positive is refused: dividing by it would flip the signs or give NaN."""
+def _normalised(importance: np.ndarray, n_splits: int, split_gain: np.ndarray,
+                unit: float = 1.0) -> np.ndarray:
+    """The importances (in units of ``unit``) divided by their sum (all zero without a
+    split); a sum that is not positive is refused: dividing by it would flip the signs or
+    give NaN."""
     total = importance.sum()
     if n_splits and not total > 0:
         why = "their split gains are all zero (a model stored without them?)" if \
-            not np.any(split_gain) else f"they give a summed importance of {total:g}"
+            not np.any(split_gain) else f"they give a summed importance of {total * unit:g}"
         raise ValueError(f"tmva_importance: the counted trees have {n_splits} splits, but {why};"
                          " a gain ranking needs a positive sum (permutation_importance does "
                          "not use the gains)")
@@ -207,7 +213,10 @@ def counted_trees(forest: Any, n_rounds: int | None = None) -> np.ndarray:
 def _tmva_sum(feature: np.ndarray, gain: np.ndarray, offsets: np.ndarray,
               tree_weights: np.ndarray, n_features: int) -> np.ndarray:
     """sum over trees t of tree_weights[t] * (tree t's squared gains by feature, as
-    fractions of their sum; zero for a tree without a positive sum), as TMVA adds them."""
+    fractions of their sum; zero for a tree without a positive sum), as TMVA adds them.
+    (TMVA drops a tree whose squared gains sum to at most double's epsilon, in the units of
+    its weights; with gains in units of the largest (``tmva_importance``) only a tree
+    without gain is dropped, so that the ranking does not depend on the weights' scale.)"""
     out = np.zeros(n_features)
     for t, weight in enumerate(tree_weights):
         nodes = slice(int(offsets[t]), int(offsets[t + 1]))
@@ -215,7 +224,7 @@ def _tmva_sum(feature: np.ndarray, gain: np.ndarray, offsets: np.ndarray,
         squares = np.bincount(feature[nodes][split], weights=gain[nodes][split] ** 2,
                               minlength=n_features)
         total = squares.sum()
-        if total > np.finfo(np.float64).eps:
+        if total > 0:
             out += weight * (squares / total)
     return out
 
