@@ -132,6 +132,8 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
                                                          "name a class"),
     ("[samples.tt]\nfiles = 'x.root:Other'\ntree = 'Events'\nlabel = 0",
      "[samples.tt] tree: 'Events' is the tree of none of the files: each names its own"),
+    ("[samples.tt]\nfiles = 'x.root'\nlabel = 0\nscale = 0.0",
+     "[samples.tt] scale: 0 makes every weight of the sample 0"),
     ("[samples.tt]\nlabel = 'background'", "[samples.tt] files: missing"),
     ("[samples.tt]\nfiles = 'x.root'\nwieght = 'w'", "[samples.tt] wieght: unknown key; did you "
                                                      "mean 'weight'?"),

@@ -745,6 +745,11 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
         tree = None  # the configuration's default tree, which no file of this sample takes
     sample = SampleConfig(name=name, files=paths, tree=tree,
                           scale=float(entry.get("scale", 1.0)))
+    if sample.scale == 0:
+        problems.add(section, "scale", "0 makes every weight of the sample 0, so it adds "
+                     "nothing to the training or the yields: give the factor its weights are "
+                     "multiplied by (e.g. cross section x luminosity / generated events), or "
+                     "remove the sample")
     weight = entry.get("weight", defaults["weight"])
     if isinstance(weight, str) and "weight" in entry:
         weight = expand(weight, "weight", section, "weight")
