@@ -118,6 +118,25 @@ def test_absolute_loss_leaves_are_weighted_medians():
     assert model.predict(X)[0] == pytest.approx(101.0)
 
 
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])  # (AdaBoost balances its classes)
+def test_classes_too_far_apart_for_double_precision_are_refused(boosting):
+    # signal weights 1e19 times the demo's background: p rounds to 1, the background's
+    # share vanishes from the gradients, and the gradient model's test AUC was 0.21
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=4000) > 0).astype(int)
+    model = hepbdt.BDTClassifier(boosting=boosting, n_trees=5, max_depth=3)
+    with pytest.raises(ValueError, match=r"a ratio of \d\.\d+e\+2\d: beyond 1e\+15"):
+        model.fit(X, y, np.where(y == 1, 1e24, 1.0))
+    model.fit(X, y, np.where(y == 1, 1e12, 1.0))  # far apart, but within reach
+    from scipy.stats import rankdata
+
+    score = rankdata(model.decision_function(X))
+    n1 = int(y.sum())
+    auc = (score[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * (y.size - n1))  # Mann-Whitney
+    assert auc > 0.7
+
+
 def _leaves_in_event_order(rng, n, n_leaves, left_out=0):
     """Random leaves, a stable partition holding each leaf's events in increasing order (as
     the grower's is), and the leaf of each event (255: in no leaf, ``left_out`` of them)."""

@@ -8,6 +8,7 @@ import html
 import json
 import re
 import shlex
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import uproot
 
 import hepbdt
 from hepbdt.analysis import ConfigError, load_config, report_from_scores, train
+from hepbdt.analysis.workflow import TrainingError
 from hepbdt.evaluation import overtraining_test
 from hepbdt.kfold import KFoldModel
 from hepbdt.persistence import load_model as load
@@ -117,23 +119,29 @@ def test_refused_tmva_export_is_a_warning(tmp_path, monkeypatch):
     assert (tmp_path / "model.json").is_file() and (tmp_path / "scores.root").is_file()
 
 
-@pytest.mark.parametrize("scale, norm, warned", [(1e24, "none", True),
-                                                (1e24, "equal_num_events", False),
-                                                (1.0, "none", False)])
-def test_a_model_that_separates_nothing_is_named_in_the_summary(tmp_path, scale, norm, warned):
-    # signal weights 1e24 times the background's: the gradient model came out constant
-    # (AUC 0.5) with no word of why
+@pytest.mark.parametrize("features, warned", [(["HT * 0", "MET_pt * 0"], True),
+                                             (["HT", "MET_pt"], False)])
+def test_a_model_that_separates_nothing_is_named_in_the_summary(tmp_path, features, warned):
+    # a constant model printed AUC 0.5000 without a word
     config = load_config(DEMO, [*FEW, "method.n_trees=5", "output.report=false",
-                                "output.figures=false", f"samples.signal.scale={scale}",
-                                f"split.norm='{norm}'"], output=tmp_path)
-    result = train(config)
-    constant = bool(np.ptp(result.train_scores) == 0)
-    assert constant == warned  # the case is what it says (the model is constant or not)
+                                "output.figures=false", f"features={features!r}"],
+                         output=tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the estimator's own: no tree made a split
+        result = train(config)
+    assert bool(np.ptp(result.train_scores) == 0) == warned  # the case is what it says
     text = "warning: the model gives every training event the same score"
     assert (text in result.summary) == warned
-    if warned:
-        assert "differ by a factor of" in result.summary
-        assert 'norm = "equal_num_events"' in result.summary
+
+
+def test_classes_beyond_double_precision_are_refused_before_outputs(tmp_path):
+    # signal weights 1e19 times the background's with norm = "none": a test AUC of 0.21
+    config = load_config(DEMO, [*FEW, "method.n_trees=5", "output.report=false",
+                                "samples.signal.scale=1e19", "split.norm='none'"],
+                         output=tmp_path / "out")
+    with pytest.raises(TrainingError, match=r"beyond 1e\+15 .* norm = \"equal_num_events\""):
+        train(config)
+    assert not (tmp_path / "out").exists()
 
 
 def _best_s_over_sqrt_b(y, s, w, scale, min_background):

@@ -217,29 +217,14 @@ class TrainingError(ValueError):
     """The events cannot train the configured model (too few, one class, an empty fold)."""
 
 
-#: A class whose training weights sum to less than this fraction of another's is lost in
-#: float32 per-event sums (single precision resolves about 6e-8).
-FLOAT32_CLASS_RATIO = 1e6
-
-
 def constant_score_warnings(result: TrainResult) -> list[str]:
     """A warning line when the model gives every training event the same score: it learned
-    nothing from the features (the summary's AUC of 0.5 would not say why). With classes
-    whose training weights differ beyond float32's reach, it names that and the remedy."""
+    nothing from the features (the summary's AUC of 0.5 would not say so)."""
     scores = np.asarray(result.train_scores)
     if scores.shape[0] == 0 or np.ptp(scores, axis=0).max() > 0:
         return []
-    message = ("warning: the model gives every training event the same score: it separates "
-               "nothing (its AUC is 0.5 by ties)")
-    if result.config.task != "regression" and result.config.split.norm == "none":
-        totals = np.bincount(result.train.y.astype(np.int64), weights=result.train.w)
-        totals = np.abs(totals[totals != 0])
-        if totals.size > 1 and totals.max() > FLOAT32_CLASS_RATIO * totals.min():
-            message += (f"; the classes' training weights differ by a factor of "
-                        f"{totals.max() / totals.min():.3g}, beyond what float32 resolves: "
-                        "set [split] norm = \"equal_num_events\" (or \"num_events\") to train "
-                        "on balanced classes (yields keep the physical weights)")
-    return [message]
+    return ["warning: the model gives every training event the same score: it separates "
+            "nothing (features without information, or options that allow no split)"]
 
 
 def _check_classes(config: AnalysisConfig, data: Dataset, what: str) -> None:
