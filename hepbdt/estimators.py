@@ -147,7 +147,12 @@ MAX_CLASS_RATIO = 1e15
 def check_class_balance(y: np.ndarray, w: np.ndarray) -> None:
     """ValueError when the classes' summed |training weights| differ by more than
     MAX_CLASS_RATIO (classes without weight are left to the other checks)."""
-    totals = np.bincount(np.asarray(y, np.int64), weights=np.abs(w))
+    check_class_totals(np.bincount(np.asarray(y, np.int64), weights=np.abs(w)))
+
+
+def check_class_totals(totals: np.ndarray) -> None:
+    """``check_class_balance`` of the classes' summed |weights| ``totals``."""
+    totals = np.asarray(totals, np.float64)
     totals = totals[totals > 0]
     if totals.size > 1 and totals.max() > MAX_CLASS_RATIO * totals.min():
         raise ValueError(

@@ -354,6 +354,17 @@ def test_out_of_range_weights_and_targets_are_refused_as_in_memory(client, bad):
         dask_cls(n_trees=2).fit(*_dask(X, labels, w), client=client)
 
 
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_classes_too_far_apart_are_refused_as_in_memory(client, boosting):
+    X, y, w = _data(n=2_000)
+    w = np.where(y == 1, w * 1e24, w)
+    with pytest.raises(ValueError) as in_memory:
+        BDTClassifier(boosting=boosting, n_trees=2).fit(X, y, w)
+    assert "beyond 1e+15" in str(in_memory.value)
+    with pytest.raises(ValueError, match=re.escape(str(in_memory.value))):
+        DaskBDTClassifier(boosting=boosting, n_trees=2).fit(*_dask(X, y, w), client=client)
+
+
 def test_unreachable_scheduler_is_a_clear_error():
     start = time.monotonic()
     with pytest.raises(ClusterError, match="no Dask scheduler answered"):

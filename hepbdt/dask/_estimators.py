@@ -111,6 +111,7 @@ from ..estimators import (
     _names_text,
     _Param,
     _whole_or_unchanged,
+    check_class_totals,
     hold_out_ratio_refusal,
     quantised_option,
 )
@@ -415,6 +416,9 @@ class _DaskMixin:
         loss = self._make_loss()
         booster = self._make_booster(loss)
         one_score = getattr(loss, "n_classes", 1) == 1
+        if self._estimator_type == "classifier":  # memory's check_class_balance
+            check_class_totals(self._chained_class_sums(cluster, max(2, self.classes_.size),
+                                                        magnitude=True))
         lengths = counts.tolist()
         sums = {"weight": PairwiseSum(lengths, cast=True),
                 "abs_weight": PairwiseSum(lengths, cast=True)}
@@ -480,12 +484,13 @@ class _DaskMixin:
         return forest, result, {"levels": sent.levels, "trees": runner.tree_bytes}
 
     @staticmethod
-    def _chained_class_sums(cluster: Cluster, n_classes: int) -> np.ndarray:
-        """Each class's sum of weights, added through the parts in event order (memory's
-        ``np.bincount``)."""
+    def _chained_class_sums(cluster: Cluster, n_classes: int,
+                            magnitude: bool = False) -> np.ndarray:
+        """Each class's sum of weights (|weights| with ``magnitude``), added through the
+        parts in event order (memory's ``np.bincount``)."""
         sums = np.zeros(n_classes)
         for i in range(len(cluster.workers)):
-            sums = cluster.gather(cluster.submit_to(i, _parts.class_sums, sums))
+            sums = cluster.gather(cluster.submit_to(i, _parts.class_sums, sums, magnitude))
         return sums
 
     def _base_scores(self, cluster: Cluster, loss, binned: list[dict[str, Any]]) -> np.ndarray:
