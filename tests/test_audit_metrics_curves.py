@@ -230,3 +230,33 @@ def test_weighted_quantile_does_not_depend_on_the_order_of_the_events():
         q = float(rng.choice([0.1, 0.3, 0.5, 0.7, 0.9]))
         p = rng.permutation(n)
         assert weighted_quantile(v, w, q) == weighted_quantile(v[p], w[p], q), (v, w, q)
+
+
+def test_weighted_quantile_is_the_exact_one_of_decimal_weights():
+    # ten weights of 0.1 add up to just below a quarter of forty: all weights 0.1 gave
+    # another quantile (and a 5 % smaller resolution) than all weights 1
+    from fractions import Fraction
+
+    from hepbdt._util import weighted_quantile
+
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(5, 60))
+        values = rng.permutation(n).astype(float)
+        weights = (np.full(n, float(rng.choice([0.1, 0.3, 0.7, 1e-6, 1e25, 1.0])))
+                   if trial % 2 else rng.choice([0.1, 0.2, 0.3, 1.0], n))
+        exact = [Fraction(repr(float(x))) for x in weights]  # the decimals given
+        for q in (0.05, 0.25, 0.5, 0.75, 0.95):
+            target = Fraction(repr(q)) * sum(exact)
+            running = Fraction(0)
+            for i in np.argsort(values, kind="stable"):
+                running += exact[i]
+                if running >= target:
+                    break
+            assert weighted_quantile(values, weights, q) == values[i], (weights[0], n, q)
+    residual = np.arange(40.0)
+    unit = regression_metrics(np.zeros(40), residual, np.ones(40))
+    for scale in (0.1, 1e25, 1e-6):
+        scaled = regression_metrics(np.zeros(40), residual, np.full(40, scale))
+        assert scaled.resolution_iqr == unit.resolution_iqr
+        assert scaled.resolution_trms == pytest.approx(unit.resolution_trms, rel=1e-12)
