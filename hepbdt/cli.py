@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="show the traceback of every error (for bug reports)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
+    parser.set_defaults(commands=commands.choices)  # the subcommands' parsers, for main
     for add in (_train_parser, _apply_parser, _export_parser, _inspect_parser, _report_parser,
                 _demo_parser):
         add(commands)
@@ -235,7 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     written), 130 for an interrupt, 143 for SIGTERM (both clean up first). Anything else
     is a bug in hepbdt and shows its traceback, as every error does with ``--debug``.
     """
-    args = _parser().parse_args(argv)
+    args, extra = _parser().parse_known_args(argv)
+    if extra:  # named by the subcommand that does not take them (argparse: by "hepbdt")
+        args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     _outputs_in_place()  # forget an earlier command's, in the same process
     try:
         with _sigterm_interrupts():

@@ -270,6 +270,7 @@ def test_help_everywhere(command, capsys):
      "argument --missing: invalid choice: 'bogus'"),
     (["report", "m.json", "s.root", "--min-background-events", "1.5"], "report",
      "invalid int value: '1.5'"),
+    (["train", "a.toml", "--bogus"], "train", "unrecognized arguments: --bogus"),
 ])
 def test_usage_mistakes_are_one_error_line(argv, command, says, capsys):
     with pytest.raises(SystemExit) as info:
