@@ -122,8 +122,8 @@ KERNEL_DIRS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.
 def kernel_sources_stamp() -> tuple:
     """(name, mtime in ns, size) of every module in ``KERNEL_DIRS``: the state of all the
     source a cached kernel may have compiled in."""
-    return tuple(sorted((f"{d.name}/{p.name}", p.stat().st_mtime_ns, p.stat().st_size)
-                        for d in KERNEL_DIRS for p in d.glob("*.py")))
+    stats = {f"{d.name}/{p.name}": p.stat() for d in KERNEL_DIRS for p in d.glob("*.py")}
+    return tuple(sorted((name, st.st_mtime_ns, st.st_size) for name, st in stats.items()))
 
 
 _SOURCES_STAMP = kernel_sources_stamp()

@@ -296,17 +296,16 @@ def resolve_sources(
     if not items:
         raise MissingFileError(f"{context}: the list of files is empty")
     default_trees = _tree_list(tree, context)
-    named = [explicit if explicit is not None else split_object_path(spec)[1]
+    # (path, the tree it names: the mapping's, or the spec's inline "file.root:tree")
+    split = [split_object_path(spec) if explicit is None else (spec, explicit)
              for spec, explicit in items]
+    named = [t for _, t in split]
     if tree is not None and None not in named and any(t != tree for t in named):
         raise InputError(f"{context}: tree {tree!r} is the tree of none of the files: each "
                          f"names its own ({items[0][0]!r}); give the tree in one place")
     sources: list[Source] = []
     seen: dict[tuple[Any, str | None], str] = {}
-    for spec, explicit_tree in items:
-        path, inline_tree = ((spec, None) if explicit_tree is not None
-                             else split_object_path(spec))
-        given = explicit_tree if explicit_tree is not None else inline_tree
+    for path, given in split:
         trees = default_trees if given is None else _tree_list(given, f"{context}: file {path!r}")
         for resolved in _expand_path(path, context):
             identity = _file_identity(resolved)
