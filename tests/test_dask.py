@@ -382,22 +382,27 @@ def test_missing_dask_names_the_install_command(monkeypatch):
         require_dask()
 
 
-def test_a_dead_worker_stops_the_fit_with_a_clear_error():
+def test_a_dead_worker_stops_the_fit_with_a_clear_error(monkeypatch):
+    # The worker of part 0 is killed once the fit has started its parts' actors: a kill
+    # timed from the test's start could land before the fit chose its workers (on a loaded
+    # machine), and the fit then trained its 100,000 trees on the surviving worker.
+    from hepbdt.dask import _cluster
+
     cluster, client = _start_cluster()
+    start_actors = _cluster.Cluster.start_actors
+
+    def start_then_kill(self) -> None:
+        start_actors(self)
+        pid = client.run(os.getpid, workers=[self.workers[0]])[self.workers[0]]
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+
+    monkeypatch.setattr(_cluster.Cluster, "start_actors", start_then_kill)
     try:
         X, y, w = _data(n=4_000)
-        worker = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
-        pid = client.run(os.getpid, workers=[worker])[worker]
-
-        def kill() -> None:
-            time.sleep(2.0)
-            os.kill(pid, signal.SIGKILL)
-
-        threading.Thread(target=kill, daemon=True).start()
         start = time.monotonic()
-        with pytest.raises(WorkerLostError, match="died|lost"):
-            DaskBDTClassifier(n_trees=100_000, max_depth=3).fit(*_dask(X, y, w, chunk=1_000),
-                                                               client=client)
+        with pytest.raises(WorkerLostError, match="died|lost"):  # not 1,000 trees (~30 s)
+            DaskBDTClassifier(n_trees=1_000, max_depth=3).fit(*_dask(X, y, w, chunk=1_000),
+                                                             client=client)
         assert time.monotonic() - start < 60
     finally:
         client.close()
