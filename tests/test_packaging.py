@@ -232,3 +232,21 @@ def test_the_wheel_runs_the_demo_without_a_checkout(tmp_path):
             assert _sha256(folder / name) == demo_data.SHIPPED_SHA256[name], name
     assert (folder / "demo.toml").read_text() == demo_data.demo_config_text()
     assert [p.name for p in work.iterdir()] == ["hepbdt-demo"]
+
+
+def test_the_demo_output_folder_is_not_a_package(tmp_path):
+    """`hepbdt demo` in a checkout writes hepbdt-demo/ there; pyproject's package pattern
+    must not take it (``hepbdt*`` did: an editable install mapped it as an importable
+    namespace package; a wheel, whose package data names hepbdt only, did not carry it)."""
+    from setuptools import find_namespace_packages
+
+    from hepbdt.analysis.config import _tomllib
+
+    found = _tomllib().loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]["find"]
+    for name in ("hepbdt/engine", "hepbdt-demo/figures", "hepbdt-output"):
+        (tmp_path / name).mkdir(parents=True)
+    packages = find_namespace_packages(where=str(tmp_path), include=found["include"])
+    assert sorted(packages) == ["hepbdt", "hepbdt.engine"]
+    # the old pattern, to show the check can fail
+    assert "hepbdt-demo" in find_namespace_packages(where=str(tmp_path), include=["hepbdt*"])
