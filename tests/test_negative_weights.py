@@ -3,8 +3,6 @@ NLO-like cancellation, degenerate cases under a deadline."""
 
 from __future__ import annotations
 
-import signal
-
 import numpy as np
 import pytest
 
@@ -72,19 +70,6 @@ def test_pair_refuses_a_class_with_negative_net_weight():
         pair_negative_weights(X, np.zeros(3), np.array([1.0, -2.0, 0.5]))
 
 
-@pytest.fixture
-def deadline():
-    """Fail a test that runs longer than 20 s (a policy that loops forever) instead of hanging."""
-    def expired(signum, frame):
-        raise TimeoutError("the pairing did not end within 20 s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
 # Summed in this order the net weight is +1.1e-16, but the negative event, meeting its
 # neighbours 0.2, 0.6 and 0.001 in that order, is left at -8.7e-19 with every positive
 # weight used up: the pairing used to widen its search forever.
@@ -92,13 +77,15 @@ ROUNDING_X = np.array([[1.0], [2.0], [3.0], [0.0]], np.float32)
 ROUNDING_W = np.array([0.2, 0.6, 0.001, -0.8009999999999999])
 
 
-def test_pair_refuses_a_net_weight_within_rounding(deadline):
+@pytest.mark.timeout(20)  # a policy that loops forever fails, not hangs
+def test_pair_refuses_a_net_weight_within_rounding():
     assert ROUNDING_W.sum() > 0
     with pytest.raises(ValueError, match="beyond the rounding"):
         pair_weights(ROUNDING_X, ROUNDING_W)
 
 
-def test_pair_ends_when_every_positive_weight_is_used_up(deadline, monkeypatch):
+@pytest.mark.timeout(20)
+def test_pair_ends_when_every_positive_weight_is_used_up(monkeypatch):
     import hepbdt.boosting.negative_weights as nw
 
     monkeypatch.setattr(nw, "_rounding", lambda w: 1e-17)  # let the net weight pass
@@ -109,7 +96,8 @@ def test_pair_ends_when_every_positive_weight_is_used_up(deadline, monkeypatch):
         pair_weights(ROUNDING_X, ROUNDING_W)
 
 
-def test_pair_with_ties_and_one_class_all_negative(deadline):
+@pytest.mark.timeout(20)
+def test_pair_with_ties_and_one_class_all_negative():
     X = np.zeros((400, 3), np.float32)  # every distance ties
     w = np.tile([1.0, -0.5, 2.0, -1.5], 100)
     first = pair_weights(X, w)
@@ -433,8 +421,9 @@ def test_regress_learns_the_net_background_where_dropping_does_not():
     assert auc["regress"] >= auc["drop"] + 0.01
 
 
+@pytest.mark.timeout(20)
 @pytest.mark.parametrize("policy", ["pair", "regress"])
-def test_no_policy_hangs_on_degenerate_cases(deadline, policy):
+def test_no_policy_hangs_on_degenerate_cases(policy):
     """Every positive weight used up, one class all negative, all features tied: each ends
     (a refusal naming the option, or weights that keep the net sum), within the deadline."""
     remove = pair_negative_weights if policy == "pair" else regress_negative_weights
