@@ -75,8 +75,10 @@ _AUTO_BINNED_SHARE = 0.5
 # features of each row (4 a feature: at 16 features the peak grew 843 bytes an event
 # from 50,000 to 200,000 events, where 64 a row alone estimated 666).
 _KFOLD_TRAIN_ROW_BYTES = 64
-# The report and figures of a float training beside the data it holds (the same room as
-# a binned one's, _BINNED_OUTPUT_FEATURE_BYTES and _OUTPUT_EVENT_BYTES), and per class
+# The report and figures of a float training beside the data it holds: a float32 copy of
+# the features (they read the data held; 8 bytes a value, a binned training's room, made
+# the estimate 2.02x the peak at 400,000 x 28 with both: 307 against 152 MB, tracemalloc),
+# _OUTPUT_EVENT_BYTES, and per class
 # beyond the first of a multi-class one its probabilities and one-against-rest sorts
 # (measured peak RSS growth 599 bytes an event at 16 features and 3 classes, 50,000 to
 # 200,000 events, where the fits' estimate alone was 382).
@@ -170,7 +172,8 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
                               + fit_bytes)
     if config.output.report or config.output.figures:
-        binned_memory += _report_bytes(config, events, features)  # each extra class's too
+        binned_memory += _report_bytes(config, events, features,  # each extra class's too
+                                       _BINNED_OUTPUT_FEATURE_BYTES)
         # the correlation figure's float blocks beside the codes held (100,000 x 28 with
         # the report and figures: 81 MB at the peak, 79 MB estimated without this term)
         binned_memory = max(binned_memory, events * (features * _CODE_BYTES + _EVENT_BYTES)
@@ -204,15 +207,18 @@ def _output_bytes(config: AnalysisConfig, events: int, trained: float, features:
     the report's and figures' room (with each extra class's) and the correlation blocks."""
     out = _kfold_rows_bytes(config, trained, features, fit_bytes)
     if config.output.report or config.output.figures:
-        out += _report_bytes(config, events, features) + _correlation_bytes(events, features)
+        out += (_report_bytes(config, events, features, _FEATURE_BYTES)
+                + _correlation_bytes(events, features))
     return out
 
 
-def _report_bytes(config: AnalysisConfig, events: int, features: int) -> int:
-    """The report's and figures' room beside the data, float or binned: the features' float
-    values, the scores, curves and sorts, and each extra class's probabilities and sorts."""
+def _report_bytes(config: AnalysisConfig, events: int, features: int,
+                  feature_bytes: int) -> int:
+    """The report's and figures' room beside the data, float or binned: ``feature_bytes``
+    a feature value, the scores, curves and sorts, and each extra class's probabilities
+    and sorts."""
     extra_classes = len(config.classes) - 1 if config.multiclass else 0
-    return events * (features * _BINNED_OUTPUT_FEATURE_BYTES + _OUTPUT_EVENT_BYTES
+    return events * (features * feature_bytes + _OUTPUT_EVENT_BYTES
                      + _OUTPUT_CLASS_BYTES * extra_classes)
 
 
