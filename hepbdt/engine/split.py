@@ -181,17 +181,33 @@ def _missing_sums(h):
 @njit
 def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, reg_alpha,
                   min_child_hessian, min_child_weight, min_split_gain, cum, at, out_left):
-    """Best (gain, bin, missing_left) of one feature's histogram, gain -inf when none; the
-    left child's sums (A, B, W) of that split are left in ``out_left``.
+    """Best (gain, bin, missing_left) of one feature's histogram h (N_BINS, 3), gain -inf
+    when none; the left child's sums (A, B, W) of that split are left in ``out_left``.
+    cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains); at: (N_BINS,)
+    int64 scratch (the bin of each scored cut)."""
+    return _scan_channels(h[:, 0], h[:, 1], h[:, 2], n_value_bins, sum_a, sum_b, sum_w,
+                          criterion, reg_lambda, reg_alpha, min_child_hessian,
+                          min_child_weight, min_split_gain, cum, at, out_left)
+
+
+@njit
+def _scan_channels(ha, hb, hw, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda,
+                   reg_alpha, min_child_hessian, min_child_weight, min_split_gain, cum, at,
+                   out_left):
+    """``_scan_feature`` of a histogram given as its channels' (N_BINS,) arrays; ``hw``
+    None where W is B (packed histograms), which spares the scan a third sum.
 
     Only the cuts after bin 0 and after the bins that hold a non-zero sum are scored: a
     cut after an empty bin has the left sums, so the gain, of the cut before it, and the
     scan keeps the first of equal gains. (A sum is never -0.0: histograms start at +0.0,
-    so adding an empty bin's +0.0 changes no bit.) Small nodes leave most bins empty.
-    cum: (4, N_BINS) float64 scratch (cumulative left sums, then gains); at: (N_BINS,)
-    int64 scratch (the bin of each scored cut)."""
+    so adding an empty bin's +0.0 changes no bit.) Small nodes leave most bins empty."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
-    ma, mb, mw, has_missing = _missing_sums(h)
+    ma, mb = ha[MISSING_BIN], hb[MISSING_BIN]
+    if hw is None:
+        mw = mb
+    else:
+        mw = hw[MISSING_BIN]
+    has_missing = ma != 0.0 or mb != 0.0 or mw != 0.0
     best_gain = -np.inf
     best_bin = -1
     best_missing_left = False
@@ -202,9 +218,34 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
         la, lb, lw = (ma, mb, mw) if missing_left else (0.0, 0.0, 0.0)
         # Past the last value bin with missing on the right: values left, missing right.
         last = n_value_bins if (has_missing and not missing_left) else n_value_bins - 1
-        n_cuts = np.int64(0)  # not the literal 0: that would compile _gains twice
-        for bin_idx in range(last):  # branch-free: each cut written, kept if its bin held a sum
-            a, b, w = h[bin_idx, 0], h[bin_idx, 1], h[bin_idx, 2]
+        n_cuts = _cumulate(ha, hb, hw, last, la, lb, lw, cum, at)
+        _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
+               min_child_hessian, min_child_weight)
+        best_gain, best_bin, best_missing_left = _best_cut(
+            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+            best_missing_left, out_left)
+    return best_gain, best_bin, best_missing_left
+
+
+@njit
+def _cumulate(ha, hb, hw, last, la, lb, lw, cum, at):
+    """The left sums of the cuts after bins [0, last) from (la, lb, lw) into cum[0:3],
+    branch-free: each cut written, kept (``at``: its bin) if its bin held a sum; the
+    number of cuts kept. ``hw`` None: W is B, the same additions as B's."""
+    n_cuts = np.int64(0)  # not the literal 0: that would compile _gains twice
+    if hw is None:
+        for bin_idx in range(last):
+            a, b = ha[bin_idx], hb[bin_idx]
+            la += a
+            lb += b
+            cum[0, n_cuts] = la
+            cum[1, n_cuts] = lb
+            cum[2, n_cuts] = lb
+            at[n_cuts] = bin_idx
+            n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0)
+    else:
+        for bin_idx in range(last):
+            a, b, w = ha[bin_idx], hb[bin_idx], hw[bin_idx]
             la += a
             lb += b
             lw += w
@@ -213,12 +254,7 @@ def _scan_feature(h, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lambda, r
             cum[2, n_cuts] = lw
             at[n_cuts] = bin_idx
             n_cuts += (bin_idx == 0) | (a != 0.0) | (b != 0.0) | (w != 0.0)
-        _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
-               min_child_hessian, min_child_weight)
-        best_gain, best_bin, best_missing_left = _best_cut(
-            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
-            best_missing_left, out_left)
-    return best_gain, best_bin, best_missing_left
+    return n_cuts
 
 
 @njit(inline="always")
