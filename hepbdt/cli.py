@@ -519,13 +519,14 @@ def _fold_path(path: str, fold: int) -> str:
 
 def _inspect(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
+    from hepbdt.estimators import tree_unit
     from hepbdt.kfold import KFoldModel
 
     model = _load(args.model)
     if isinstance(model, KFoldModel):
         print(f"{args.model}: k-fold model, k = {model.k}, folds by {model.by!r} % {model.k}")
         for i, fold in enumerate(model.models):
-            print(f"  fold {i}: {type(fold).__name__}, {fold.n_trees_} trees, "
+            print(f"  fold {i}: {type(fold).__name__}, {fold.n_trees_} {tree_unit(fold)}, "
                   f"{fold.forest_.n_nodes} nodes")
         print()
         print(describe_model(model.models[0], args.tree, "fold 0: "))

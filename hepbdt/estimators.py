@@ -232,6 +232,7 @@ class _TreePlan:
     hold_out: bool
     why: str
     fraction: float = 0.0
+    tol: float = 0.0
 
     def reason(self, kept: int, best_iteration: int | None, n_classes: int = 1,
                evaluated: int | None = None, extra: dict | None = None) -> str:
@@ -260,6 +261,10 @@ class _TreePlan:
         if evaluated is not None and evaluated >= self.n_trees:  # the limit, not the patience
             return head + (f"the loss on {where} was lowest after {step} {kept}; the limit of "
                            f"{self.n_trees} came {after} {step}(s) later")
+        if self.rounds and after < self.rounds:  # tol > 0: stopped on the last counted gain
+            return head + (f"the loss on {where} was lowest after {step} {kept}; it last improved "
+                           f"by more than tol={self.tol:g} after {step} {evaluated - self.rounds}, "
+                           f"and training stopped {self.rounds} {step}(s) later")
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {after}")
 
@@ -564,9 +569,17 @@ class _BDTBase(SklearnProtocol):
         for name in ("n_iter_no_change", "early_stopping_rounds"):  # rounds: at most the trees
             require(getattr(self, name) is None or is_int(getattr(self, name), 1, MAX_TREES), name,
                     f"an integer in [1, {MAX_TREES}], or None (no key in a configuration)")
-        # tol = inf: no loss would count as an improvement, not even the first one
-        require(_is_finite(self.tol), "tol", "a finite number (the least improvement of the "
-                "validation loss that counts; 0: any)")
+        # tol = inf: no loss would count as an improvement, not even the first one; tol < 0
+        # would count every worse loss as one, so that training never stops
+        require(_is_finite(self.tol) and self.tol >= 0, "tol", "a finite number >= 0 (the "
+                "least improvement of the validation loss that counts; 0: any)")
+        if self.boosting in ADABOOST_BOOSTINGS and (self.early_stopping
+                                                    or self.early_stopping_rounds is not None):
+            name = "early_stopping" if self.early_stopping else "early_stopping_rounds"
+            raise ParameterError(name, f"{name}={getattr(self, name)!r}: early stopping is "
+                                 "available for boosting='gradient' and 'newton', not for "
+                                 f"boosting={self.boosting!r}, which has no validation loss "
+                                 "to stop on")
         require(self.random_state is None or is_int(self.random_state, 0, 2**63 - 1),
                 "random_state", "a seed, an integer in [0, 2**63 - 1], or None (no key in a "
                 "configuration) for fresh randomness")
@@ -716,6 +729,8 @@ class _BDTBase(SklearnProtocol):
                               f"validation_fraction={self.validation_fraction!r} held out of "
                               f"{held.size}", "raise validation_fraction, or give an eval_set")
             train = np.flatnonzero(~held)
+            if self._estimator_type == "classifier":
+                self._check_classes_left(y, given, train, int(held.sum()))
             if binned:
                 X = X[train]
             else:  # no copy of the training features: they are binned from X directly
@@ -775,21 +790,42 @@ class _BDTBase(SklearnProtocol):
                                            evaluated, forest.extra)
         return self
 
+    def _check_classes_left(self, y: np.ndarray, w: np.ndarray, train: np.ndarray,
+                            n_held: int) -> None:
+        """ValueError when the held-out events took all the positive weight of a class."""
+        k = int(y.max()) + 1 if y.size else 0
+        before = np.bincount(y, weights=w, minlength=k) > 0
+        after = np.bincount(y[train], weights=w[train], minlength=k) > 0
+        lost = np.flatnonzero(before & ~after)
+        if lost.size:
+            names = ", ".join(repr(np.asarray(self.classes_[c]).item()) for c in lost)
+            raise ValueError(f"validation_fraction={self.validation_fraction!r} held out {n_held} "
+                             f"of {y.size} events, and with them every event of positive "
+                             f"weight of class {names}: give more events of it, an eval_set, "
+                             "or an integer n_trees (no events held out)")
+
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
         """How many trees to grow and when to stop: ``n_trees`` as given (early stopping
         only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""
+        tol = float(self.tol)
         if self.n_trees != "auto":
             rounds = self._stopping_rounds()
+            if rounds is not None and not (given_eval or self.early_stopping):
+                raise ParameterError("early_stopping_rounds", f"early_stopping_rounds={rounds} "
+                                     "stops on the loss of an eval_set, and there is none "
+                                     "(a configuration has none): set early_stopping=True to "
+                                     "hold out validation_fraction of the events, or "
+                                     "n_trees='auto', or give fit an eval_set")
             return _TreePlan(int(self.n_trees), rounds, self.early_stopping and not given_eval,
-                             "given")
+                             "given", self.validation_fraction, tol)
         if self.boosting in ADABOOST_BOOSTINGS:
             return _TreePlan(AUTO_FIXED_TREES, None, False, "adaboost")
         rounds = self._stopping_rounds() or self.n_iter_no_change or AUTO_PATIENCE
         if given_eval:
-            return _TreePlan(AUTO_MAX_TREES, rounds, False, "eval_set")
-        if n_events < AUTO_TREES_FROM:
+            return _TreePlan(AUTO_MAX_TREES, rounds, False, "eval_set", 0.0, tol)
+        if n_events < AUTO_TREES_FROM and not self.early_stopping:
             return _TreePlan(AUTO_SMALL_TREES, None, False, "small")
-        return _TreePlan(AUTO_MAX_TREES, rounds, True, "held_out", self.validation_fraction)
+        return _TreePlan(AUTO_MAX_TREES, rounds, True, "held_out", self.validation_fraction, tol)
 
     def _resolved_node_size(self, n_events: int) -> float:
         """``min_node_size``; "auto" is the share of AUTO_MIN_LEAF_EVENTS events for gradient
@@ -1174,7 +1210,7 @@ class _BDTBase(SklearnProtocol):
         """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``)."""
         params = self.get_params()
         if params["n_trees"] == "auto" and hasattr(self, "forest_"):
-            params["n_trees"] = self.forest_.n_trees  # the trees that n_trees="auto" kept
+            params["n_trees"] = self.forest_.n_rounds  # the rounds that n_trees="auto" kept
         if params["min_node_size"] == "auto":
             params["min_node_size"] = getattr(self, "min_node_size_", None)
             if params["min_node_size"] is None:  # not fitted: what a fit would choose, when it is known
@@ -1986,6 +2022,14 @@ def growth_text(params: dict[str, Any]) -> str:
     if leaves is None:
         return f"depth {depth}"
     return f"{leaves} leaves" + ("" if depth is None else f", depth <= {depth}")
+
+
+def tree_unit(model: Any) -> str:
+    """What a fitted model's ``n_trees_`` counts: "trees", or "rounds of K trees" for a
+    multi-class model that grows one tree a class (SAMME's K-class trees are trees)."""
+    forest = getattr(model, "forest_", None)
+    k = 1 if forest is None or forest.extra.get("algorithm") == "SAMME" else forest.n_classes
+    return "trees" if k == 1 else f"rounds of {k} trees"
 
 
 def effective_depth(params: dict[str, Any]) -> float:

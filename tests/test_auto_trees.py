@@ -155,3 +155,67 @@ def test_held_out_fit_bins_the_training_events_without_copying_the_features() ->
     held = np.random.default_rng(0).random(n) < 0.1
     by_hand = BDTClassifier(**params).fit(X[~held], y[~held], eval_set=(X[held], y[held]))
     assert model.to_dict()["forest"] == by_hand.to_dict()["forest"]
+
+
+def test_to_tmva_gives_a_multiclass_auto_model_its_rounds() -> None:
+    # NTrees counts rounds, as the TMVA XML's options do; "auto" gave the forest's trees,
+    # K times too many, so that from_tmva would have trained K times the rounds.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = np.digitize(X[:, 0] + rng.normal(size=3000), [-0.5, 0.5])
+    tmva_like = dict(negative_weights="keep", n_cuts=20, min_node_size=0.01, random_state=0)
+    model = BDTClassifier(**tmva_like).fit(X, y)
+    assert model.forest_.n_trees == 3 * model.n_trees_
+    fixed = BDTClassifier(n_trees=model.n_trees_, **tmva_like).fit(X, y)
+    assert f"NTrees={model.n_trees_}:" in model.to_tmva()
+    assert f"NTrees={model.n_trees_}:" in fixed.to_tmva()
+
+
+def test_the_reason_names_the_last_improvement_by_more_than_tol() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=3000) > 0.5).astype(int)
+    tol = 0.005
+    model = BDTClassifier(tol=tol, random_state=0).fit(X, y)
+    losses, counted, best = model.validation_loss_, 0, np.inf
+    for i, value in enumerate(losses):  # the rule, recomputed from the recorded losses
+        if value < best - tol:
+            best, counted = value, i + 1
+    assert len(losses) - counted == model.n_iter_no_change
+    assert model.n_trees_ == int(np.argmin(losses)) + 1
+    assert model.n_trees_ != counted, "the case needs a best tree after the last counted gain"
+    assert f"after tree {model.n_trees_};" in model.n_trees_reason_
+    assert f"by more than tol={tol:g} after tree {counted}," in model.n_trees_reason_
+
+
+@pytest.mark.parametrize("params, name", [
+    (dict(boosting="adaboost", early_stopping=True), "early_stopping"),
+    (dict(boosting="adaboost", n_trees=50, early_stopping_rounds=3), "early_stopping_rounds"),
+    (dict(boosting="eps", n_trees=50, early_stopping=True, n_iter_no_change=3), "early_stopping"),
+    (dict(n_trees=50, early_stopping_rounds=5), "eval_set"),
+    (dict(tol=-0.01), "tol"),
+])
+def test_stopping_options_that_cannot_act_are_refused(params: dict, name: str) -> None:
+    X, y = _events(2000)
+    with pytest.raises(ValueError, match=name):
+        BDTClassifier(**params).fit(X, y)
+
+
+def test_early_stopping_holds_out_small_samples_under_auto() -> None:
+    n = 800
+    assert n < AUTO_TREES_FROM
+    X, y = _events(n, seed=2)
+    model = BDTClassifier(early_stopping=True, random_state=0).fit(X, y)
+    assert "held out" in model.n_trees_reason_
+    assert model.n_trees_ == int(np.argmin(model.validation_loss_)) + 1
+    plain = BDTClassifier(random_state=0).fit(X, y)  # without the option: the fixed count
+    assert plain.n_trees_ == AUTO_SMALL_TREES and "fixed count" in plain.n_trees_reason_
+
+
+def test_a_hold_out_that_takes_a_whole_class_is_named() -> None:
+    X, _ = _events(2000)
+    event = np.arange(2000)
+    y = np.full(2000, "bkg", dtype=object)
+    y[np.flatnonzero(hash_fraction(event) < 0.1)[:3]] = "signal"
+    with pytest.raises(ValueError, match="held out .* of class 'signal'"):
+        BDTClassifier().fit(X, y.astype(str), event=event)

@@ -384,3 +384,20 @@ def test_kfold_overtraining_figure_says_whose_pvalues_it_prints(kfold, monkeypat
 
     draw_figures(kfold, kfold.output_dir / "more-figures")
     assert titles and titles[0].startswith("fold 0 of 3")
+
+
+def test_the_method_line_gives_each_folds_tree_count_and_rounds():
+    # n_trees="auto" folds stop apart: the line gave fold 0's count as every fold's, and a
+    # multi-class model's rounds as its trees
+    from hepbdt.analysis.summary import _trees_text
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    y2, y3 = (X[:, 0] > 0).astype(int), np.digitize(X[:, 0], [-0.5, 0.5])
+    three, five = (hepbdt.BDTClassifier(n_trees=n, max_depth=2).fit(X, y2) for n in (3, 5))
+    assert _trees_text([three, five, three]) == "3, 5, 3 trees (one count a fold)"
+    assert _trees_text([five, five]) == "5 trees"
+    multi = hepbdt.BDTClassifier(n_trees=4, max_depth=2).fit(X, y3)
+    assert multi.forest_.n_trees == 12 and _trees_text([multi]) == "4 rounds of 3 trees"
+    samme = hepbdt.BDTClassifier(boosting="adaboost", n_trees=4, max_depth=2).fit(X, y3)
+    assert _trees_text([samme]) == f"{samme.n_trees_} trees"

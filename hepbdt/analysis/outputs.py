@@ -21,6 +21,7 @@ import uproot
 
 from .._util import atomic_write_text, percent_text
 from ..boosting.losses import softmax_rows
+from ..estimators import tree_unit
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     multiclass_overtraining_test,
@@ -247,8 +248,9 @@ def _first_fold_comparison(result: TrainResult) -> tuple[np.ndarray, ...]:
 def _learning_curve(result: TrainResult, echo: Echo) -> Any:
     """The first model's learning curve, announced when it is computed (not when reused)."""
     if result.learning_curve is None:
-        _say(echo, f"computing the learning curve ({models_of(result.model)[0].n_trees_} "
-                   "trees, training and test events)")
+        first = models_of(result.model)[0]
+        _say(echo, f"computing the learning curve ({first.n_trees_} {tree_unit(first)}, "
+                   "training and test events)")
     return first_learning_curve(result)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._util import number_text, percent_text
-from ..estimators import growth_text
+from ..estimators import growth_text, tree_unit
 from ..evaluation import (
     TMVA_RANKING,
     confusion_matrix,
@@ -84,10 +84,9 @@ def _decorrelation_lines(result: TrainResult) -> list[str]:
 def _method_line(result: TrainResult) -> str:
     """Booster, trees, depth, features and the split scheme in one line."""
     config = result.config
-    model = models_of(result.model)[0]
-    params = model.get_params()
-    trees = getattr(model, "n_trees_", params["n_trees"])
-    method = f"{params['boosting']} boosting, {trees} trees, {growth_text(params)}"
+    models = models_of(result.model)
+    params = models[0].get_params()
+    method = f"{params['boosting']} boosting, {_trees_text(models)}, {growth_text(params)}"
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
     split = config.split
@@ -96,6 +95,15 @@ def _method_line(result: TrainResult) -> str:
               f"{split.mode} split, {split.train_fraction:g} for training{seed}")
     return (f"Method: {method}; {len(config.features)} features; {scheme}; training "
             f"weights normalised: {split.norm}")
+
+
+def _trees_text(models: list[Any]) -> str:
+    """The trees the models kept: one count, or each fold's where they differ."""
+    counts = [getattr(m, "n_trees_", m.get_params()["n_trees"]) for m in models]
+    unit = tree_unit(models[0])
+    if len(set(counts)) == 1:
+        return f"{counts[0]} {unit}"
+    return f"{', '.join(str(c) for c in counts)} {unit} (one count a fold)"
 
 
 def _quality_lines(result: TrainResult) -> list[str]:
