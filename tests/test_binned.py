@@ -10,6 +10,7 @@ features for the models.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ import uproot
 from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.binned import MISSING_CODE, BinnedMatrix
 from hepbdt.engine.binning import EdgeSketch, fit_bin_edges
-from hepbdt.io import CompressionError, Dataset, Sample, read
+from hepbdt.io import CompressionError, Dataset, InputError, Sample, read
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CLASS_FILE = DATA / "tmva_class_example.root"
@@ -308,9 +309,54 @@ def test_a_file_unreadable_halfway_names_it(tmp_path: Path) -> None:
     bad = tmp_path / "halfway.root"
     bad.write_bytes(data[:last] + b"QQ\x08" + data[last + 3:])  # the last basket only
     with pytest.raises(CompressionError) as info:
-        read(Sample("s", bad, label=1), ["x", "y"], binned=True, step_size=1000)
+        read(Sample("s", bad, label=1), ["x", "y"], binned=True, step_size=2000)
     assert str(bad) in str(info.value) and "'T'" in str(info.value)
-    assert "entries from 3000" in str(info.value)
+    failing = []  # the branch whose last basket was damaged, as uproot reads it alone
+    with uproot.open(bad) as file:
+        for name in ("x", "y"):
+            try:
+                file["T"][name].array(library="np")
+            except Exception:  # noqa: BLE001 - any failure names it
+                failing.append(name)
+    # the chunk's entries (two baskets) and only that branch (it named every branch: the
+    # probe read the chunk's first entry, in the undamaged basket)
+    assert len(failing) == 1
+    assert f"branch(es) {failing[0]!r} (entries 2000 to 3999)" in str(info.value)
+
+
+def _small_file(tmp_path: Path, big: float = 1.0) -> Path:
+    path = tmp_path / "small.root"
+    x = np.random.default_rng(0).normal(size=2000)
+    with uproot.recreate(path) as file:
+        file["T"] = {"x": x, "big": np.where(np.arange(2000) == 1500, big, 1.0)}
+    return path
+
+
+@pytest.mark.parametrize("option, value", [
+    ("edge_sample", 0), ("edge_sample", 2.5), ("edge_sample", "100"), ("edge_sample", -1),
+    ("edge_sample", True), ("seed", 1.5), ("seed", -1), ("seed", "0"), ("max_bins", "16"),
+])
+def test_the_binned_reads_options_are_checked(tmp_path: Path, option: str, value) -> None:
+    # edge_sample=0 became the default, 2.5 became 2 and "100" was taken; -1 raised a
+    # ValueError about a 'capacity'
+    path = _small_file(tmp_path)
+    with pytest.raises(InputError, match=f"{option} must be"):
+        read(Sample("s", f"{path}:T", label=1), ["x"], binned=True, **{option: value})
+
+
+@pytest.mark.parametrize("binned", [True, False])
+def test_a_value_beyond_float32_is_refused_or_missing_without_a_numpy_warning(
+        tmp_path: Path, binned: bool) -> None:
+    # numpy's "overflow encountered in cast" reached stderr before hepbdt's error line, and
+    # on a successful read with inf_as_missing
+    path = _small_file(tmp_path, big=1e39)
+    sample = Sample("s", f"{path}:T", label=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match="'big' is infinite"):
+            read(sample, ["x", "big"], binned=binned)
+        data = read(sample, ["x", "big"], binned=binned, inf_as_missing=True)
+    assert len(data) == 2000
 
 
 # -- hepbdt train: binned, "auto" and the stated memory ----------------------------------------

@@ -1310,7 +1310,8 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
                 "jagged branch first, e.g. sum(Jet_pt) or Jet_pt[:, 0] for a branch Jet_pt"
             )
         if np.issubdtype(dtype, np.floating):
-            value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
+            with np.errstate(over="ignore"):  # beyond float32: inf, which the readers refuse
+                value = ak.fill_none(ak.values_astype(value, dtype), np.nan)
         elif ak.any(ak.is_none(value)):
             raise ExpressionError(
                 f"{expression.named} {quote_expression(expression.text)} is missing for "
@@ -1338,4 +1339,5 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
     if value.dtype.kind == "c":  # a cast would keep the real part, silently
         raise ExpressionError(f"{expression.named} {quote_expression(expression.text)} gives "
                               "complex numbers; each event needs one real value")
-    return value.astype(dtype, copy=False)
+    with np.errstate(over="ignore"):  # beyond float32: inf, which the readers refuse
+        return value.astype(dtype, copy=False)

@@ -525,10 +525,10 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
     classnames = file.classnames(cycle=False)
     if name not in classnames:
         matches = close_names(name, names)
-        hint = f"; did you mean {describe_choices(matches)}?" if matches else ""
+        hint = f"; did you mean {describe_choices(matches)}? Trees" if matches else "; trees"
         raise MissingTreeError(
-            f"{context}: file {source.path!r} has no tree {name!r}{hint} "
-            f"Trees in it: {describe_choices(names)}"
+            f"{context}: file {source.path!r} has no tree {name!r}{hint} in it: "
+            f"{describe_choices(names)}"
         )
     if classnames[name] not in _TREE_CLASSES:
         raise MissingTreeError(
@@ -791,7 +791,7 @@ class TreeReader:
             typ = _field(empty, name).type.content
         except Exception as err:
             if _is_decompression_error(err):
-                raise self._compression_error(err, 0) from err
+                raise self._compression_error(err, 0, 1) from err
             return None, f"a type uproot cannot read ({type(err).__name__}: {err})"
         return _value_kind(typ), _describe_type(typ)
 
@@ -827,7 +827,18 @@ class TreeReader:
                 yield arrays, start, stop
                 start = stop
         except Exception as err:
-            raise self._read_error(err, start) from err
+            raise self._read_error(err, start, start + self._step_entries(step_size)) from err
+
+    def _step_entries(self, step_size: int | str) -> int:
+        """The entries of one chunk of ``iterate`` (1 where uproot cannot say)."""
+        if isinstance(step_size, int):
+            return step_size
+        try:
+            wanted = set(self.branches)
+            return max(1, int(self.tree.num_entries_for(
+                step_size, filter_name=lambda name: name in wanted)))
+        except Exception:  # noqa: BLE001 - only for an error's message
+            return 1
 
     def read(self, start: int, stop: int) -> dict[str, Any]:
         """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
@@ -839,7 +850,7 @@ class TreeReader:
             arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
                                       entry_stop=stop, library=self.library)
         except Exception as err:
-            raise self._read_error(err, start) from err
+            raise self._read_error(err, start, stop) from err
         if self.library == "ak":
             return self._unwrap(arrays)
         return dict(arrays)
@@ -864,12 +875,12 @@ class TreeReader:
                 chunk[name] = ak.to_numpy(array, allow_missing=False)
         return chunk
 
-    def _read_error(self, err: Exception, start: int) -> Exception:
-        """What a failed read of entries from ``start`` raises: hepbdt's errors as they are,
+    def _read_error(self, err: Exception, start: int, stop: int) -> Exception:
+        """What a failed read of entries [start, stop) raises: hepbdt's errors as they are,
         a CompressionError for a basket that does not decompress, else the error for a
         file uproot cannot deserialise."""
         if not isinstance(err, InputError) and _is_decompression_error(err):
-            return self._compression_error(err, start)
+            return self._compression_error(err, start, stop)
         return _corrupt_error(err, self.where)
 
     def chunks(self, step_size: int | str = DEFAULT_STEP_SIZE,
@@ -880,18 +891,23 @@ class TreeReader:
         chunks = self.iterate(step_size, executor)
         return chunks if executor is None else read_ahead(chunks)
 
-    def _compression_error(self, err: Exception, start: int) -> CompressionError:
+    def _compression_error(self, err: Exception, start: int, stop: int) -> CompressionError:
+        """The error of baskets that do not decompress in entries [start, stop): the
+        branches whose read of those entries fails, one branch at a time (all of them where
+        none fails alone)."""
+        stop = min(max(stop, start + 1), self.num_entries)
         culprits = []
         for name in self.branches:
             try:
-                self.tree[name].array(entry_start=start, entry_stop=start + 1, library="np")
+                self.tree[name].array(entry_start=start, entry_stop=stop, library="ak")
             except Exception as branch_err:
                 if _is_decompression_error(branch_err):
                     culprits.append(name)
         named = describe_choices(culprits) if culprits else describe_choices(self.branches)
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         return CompressionError(
-            f"{self.where}: cannot decompress branch(es) {named} (entries from {start}): "
+            f"{self.where}: cannot decompress branch(es) {named} (entries {start} to "
+            f"{stop - 1}): "
             f"{type(err).__name__}: {reason}. Either the basket is corrupt (its header or "
             "key damaged: copy the file again), or it uses a codec uproot cannot read: "
             "uproot reads ZLIB and LZMA, LZ4 with the 'lz4' and 'xxhash' packages and ZSTD "
@@ -1288,6 +1304,17 @@ def choose_binned(entries: int, n_features: int, available_bytes: int | None = N
     return entries * n_features * 4 > AUTO_BINNED_SHARE * available_bytes
 
 
+def _check_count(value: Any, name: str, low: int, high: int | None, valid: str) -> None:
+    """InputError unless ``value`` is a whole number (not a bool or a string) in [low,
+    high] (high None: no bound)."""
+    try:
+        whole = not isinstance(value, bool | str) and int(value) == value
+    except (TypeError, ValueError, OverflowError):  # None, NaN, infinity
+        whole = False
+    if not whole or value < low or (high is not None and value > high):
+        raise InputError(f"{name} must be {valid}, not {value!r}")
+
+
 def _read_binned(
     plans: Sequence[_Plan],
     feature_expressions: Sequence[Expression],
@@ -1315,10 +1342,12 @@ def _read_binned(
     )
 
     m = len(feature_expressions)
-    if int(max_bins) != max_bins or not 2 <= max_bins <= 255:
-        raise InputError(f"max_bins must be an integer in [2, 255], not {max_bins!r}")
-    if int(n_cuts) != n_cuts or not 0 <= n_cuts < max_bins:
-        raise InputError(f"n_cuts must be an integer in [0, max_bins), not {n_cuts!r}")
+    _check_count(max_bins, "max_bins", 2, 255, "an integer in [2, 255]")
+    _check_count(n_cuts, "n_cuts", 0, max_bins - 1, "an integer in [0, max_bins)")
+    if edge_sample is not None:
+        _check_count(edge_sample, "edge_sample", 1, None,
+                     "None (200,000) or an integer >= 1: the events the edge sketch keeps")
+    _check_count(seed, "seed", 0, 2**63 - 1, "an integer in [0, 2**63 - 1]")
     entries = sum(sum(plan.entries) for plan in plans)
     passes = 1 if bin_edges is not None else 2
     with Progress(entries * passes, f"hepbdt.read (binned, {passes} pass{'es' * (passes > 1)})",
@@ -1330,7 +1359,7 @@ def _read_binned(
                 raise InputError(f"bin_edges: {err}") from None
             selected = entries  # an upper bound: the cuts are applied in the one pass
         else:
-            sketch = EdgeSketch(m, int(edge_sample or SUBSAMPLE_FOR_EDGES), seed)
+            sketch = EdgeSketch(m, int(edge_sample or SUBSAMPLE_FOR_EDGES), int(seed))
             selected = 0
             for plan in plans:
                 selected = _read_sample(plan, feature_expressions, None, selected, step_size,
