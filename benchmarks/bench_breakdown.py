@@ -13,6 +13,11 @@ With ``--levels``, a second fit of the same trees (not profiled, wall time) time
 level's histogram call: the nodes built (the root, then the smaller child of each split),
 their accumulations and the time per accumulation, level by level.
 
+Both fits take the per-level kernels (``grower._levels_compiled`` turned off), which grow
+the same trees bit for bit as the one compiled call that a fit takes after the root: the
+kernels inside that call are invisible to a profiler (the call saves the Python between
+them, 2-4 % of a tree; design notes).
+
     python benchmarks/bench_breakdown.py [--events 1000000] [--trees 20] [--levels]
 """
 
@@ -35,7 +40,7 @@ GROUPS = {
     "histograms (packed sums, reduction, decoding)": ("_task_sums", "_reduce_tasks",
                                                       "_decode", "_decode_wide",
                                                       "_build_exact"),
-    "split search": ("_find_best_splits",),
+    "split search": ("_find_best_splits", "_find_best_packed", "_find_best_packed_1"),
     "partition": ("_partition_chunks", "_gather_chunks"),
     "gradients and loss": ("_logistic_channels", "_logistic_loss"),
     "leaf sums and score update": ("_slice_sums", "_add_leaf_values", "_mark_leaves",
@@ -125,7 +130,9 @@ def main() -> None:
                         help="also time each level's histograms (a second, unprofiled fit)")
     args = parser.parse_args()
     import hepbdt
+    import hepbdt.engine.grower as grower
 
+    grower._levels_compiled = lambda *args: False  # the per-level kernels, seen one by one
     X, y, _ = higgs_like(args.events, 28, seed=1)
     hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=6).fit(X[:60_000], y[:60_000])
     model = hepbdt.BDTClassifier(boosting="newton", n_trees=args.trees, max_depth=6, n_jobs=1,
