@@ -17,12 +17,19 @@ import json
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .estimators import BDTClassifier, BDTRegressor, ParameterError, from_forest
+from .estimators import (
+    ADABOOST_BOOSTINGS,
+    BDTClassifier,
+    BDTRegressor,
+    ParameterError,
+    from_forest,
+)
 from .kfold import KFOLD_FORMAT, KFOLD_FORMAT_VERSION, KFoldModel
 from .model import (
     CLASSIFIER_LOSSES,
@@ -266,12 +273,35 @@ def checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -
     if "signal_label" in params and not (params["signal_label"] is None
                                          or _is_label(params["signal_label"])):
         raise ModelFormatError(f"params.signal_label: {_brief(params['signal_label'])} is not a label")
+    params = _retired_settings(params)
     try:
         cls(**params).check_params()
     except ParameterError as exc:
         raise ModelFormatError(f"params.{exc.param}: {exc}") from None
     except (TypeError, ValueError, OverflowError) as exc:  # a value of the wrong type
         raise ModelFormatError(f"params.{_bad_param(cls, params)}: not valid ({exc})") from None
+    return params
+
+
+def _retired_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """Training settings that files written before 2026-12-03 may hold and the estimators
+    now refuse, as the value that does what they did, with a warning: early stopping for
+    the AdaBoost family (it never acted) and a negative ``tol`` (it never stopped: the
+    loaded model keeps its trees either way; a refit with tol 0 may stop)."""
+    params = dict(params)
+    said = []
+    if params.get("boosting") in ADABOOST_BOOSTINGS:
+        for key, inert in (("early_stopping", False), ("early_stopping_rounds", None)):
+            if params.get(key) not in (None, False):
+                said.append(f"{key}={params[key]!r} (no effect on the AdaBoost family) as {inert}")
+                params[key] = inert
+    tol = params.get("tol")
+    if isinstance(tol, int | float) and not isinstance(tol, bool) and -math.inf < tol < 0:
+        said.append(f"tol={tol!r} as 0.0")
+        params["tol"] = 0.0
+    if said:
+        warnings.warn("the model file's training settings that hepbdt now refuses are read "
+                      f"as follows: {'; '.join(said)}", stacklevel=4)
     return params
 
 

@@ -120,10 +120,12 @@ def test_fit_refuses_non_finite_options(cls, option, extra, value):
     assert info.value.param == option
 
 
-def test_tol_takes_any_finite_number():
+def test_tol_takes_any_finite_number_from_zero():
     X, y = _data(1200)
-    for tol in (-1e9, 0.0, 1e9):
+    for tol in (0.0, 1e9):
         hepbdt.BDTClassifier(n_trees="auto", max_depth=2, tol=tol, n_iter_no_change=2).fit(X, y)
+    with pytest.raises(ValueError, match="tol"):  # every worse loss an improvement: no stop
+        hepbdt.BDTClassifier(n_trees="auto", max_depth=2, tol=-1e9).fit(X, y)
 
 
 def _saved(tmp_path: Path, model, name: str = "m.json") -> tuple[Path, dict]:
@@ -151,7 +153,7 @@ def test_load_reads_the_writers_non_finite_strings_as_floats(tmp_path, option, s
 def test_large_finite_options_round_trip_bit_for_bit(tmp_path):
     X, y = _data(400)
     options = dict(boosting="newton", min_split_gain=1e-300, min_child_weight=1e-3,
-                   reg_lambda=1e300, reg_alpha=1e-5, tol=-1e300)
+                   reg_lambda=1e300, reg_alpha=1e-5, tol=1e300)
     model = hepbdt.BDTClassifier(n_trees=3, max_depth=2, **options).fit(X, y)
     path, _ = _saved(tmp_path, model)
     loaded = load_model(path)
@@ -382,3 +384,21 @@ def test_classes_of_mixed_kinds_give_no_crash(tmp_path):
     doc["classes"] = [2**70, "a"]  # an object array numpy cannot sort
     path.write_text(json.dumps(doc))
     assert load_model(path).classes_.tolist() == [2**70, "a"]
+
+
+def test_files_with_settings_refused_since_are_read_with_a_warning(tmp_path):
+    # early stopping for the AdaBoost family (it never acted) and a negative tol (it never
+    # stopped) were accepted until 2026-12-03; such files must still load
+    X, y = _data(400)
+    ada = hepbdt.BDTClassifier(boosting="adaboost", n_trees=3, max_depth=2).fit(X, y)
+    grad = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
+    for model, key, old, new in ((ada, "early_stopping", True, False),
+                                 (ada, "early_stopping_rounds", 5, None),
+                                 (grad, "tol", -0.05, 0.0)):
+        path, doc = _saved(tmp_path, model)
+        doc["params"][key] = old
+        path.write_text(json.dumps(doc))
+        with pytest.warns(UserWarning, match=f"{key}={old!r}"):
+            loaded = load_model(path)
+        assert loaded.get_params()[key] == new
+        np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
