@@ -716,7 +716,7 @@ class _BDTBase(SklearnProtocol):
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
         evals = self._eval_sets(eval_set, names, X.edges if binned else None)
-        plan = self._tree_plan(X.shape[0], bool(evals))
+        plan = self._tree_plan(int(np.count_nonzero(w)), bool(evals))  # events of weight 0: none
         rows = None  # float X: the training events are X[rows] (all when None), binned from X
         if plan.hold_out:
             # Split off before the negative-weight policy, which sees the training events
@@ -761,7 +761,8 @@ class _BDTBase(SklearnProtocol):
             check_residual_scale(y, w)
         n_train = y.size
         self.min_node_size_ = self._resolved_node_size(n_train)
-        if self.boosting in ("gradient", "newton"):
+        w_edges = w  # the edges see float64 weights: float32's rounding of 0.3 against 3 x 0.1
+        if self.boosting in ("gradient", "newton"):  # would break their ties another way
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
         with threads(self.n_jobs, n_train * X.shape[1]):
             quantised = self._use_quantised(n_train)
@@ -771,7 +772,7 @@ class _BDTBase(SklearnProtocol):
             else:
                 mapper = BinMapper(self.max_bins, self.n_cuts,
                                    0 if self.random_state is None else int(self.random_state))
-                mapper.fit(X, w, rows)
+                mapper.fit(X, w_edges, rows)
                 codes = (QuantisedRows.from_features(X, mapper, rows) if quantised
                          else mapper.transform(X, rows))
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
@@ -1519,7 +1520,7 @@ class BDTClassifier(_BDTBase):
         ``"auto"``: on (ratio 1) for the AdaBoost family, as TMVA, off for gradient and
         newton and for more than two classes; ``"tmva"``: ratio 1 for two classes, off for
         more, for every booster (TMVA's InitEventSample). The weights are scaled so that
-        they add up to the number of events.
+        they add up to the number of events of non-zero weight (one of weight 0 is no event).
         """
         f = self._class_ratio()
         if f is None:
@@ -1532,7 +1533,7 @@ class BDTClassifier(_BDTBase):
         s, b = float(w[signal].sum()), float(w[~signal].sum())
         if not (s > 0 and b > 0):
             raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
-        n = float(w.size)
+        n = float(np.count_nonzero(w))
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))
 
     def _run_adaboost(self, y, w, codes, mapper, valid, rng, n_trees, decorrelate=None):
@@ -2013,7 +2014,8 @@ def max_trees(params: dict[str, Any], n_events: int) -> int:
         return int(params["n_trees"])
     if params.get("boosting") in ADABOOST_BOOSTINGS:
         return AUTO_FIXED_TREES
-    return AUTO_SMALL_TREES if n_events < AUTO_TREES_FROM else AUTO_MAX_TREES
+    small = n_events < AUTO_TREES_FROM and not params.get("early_stopping")
+    return AUTO_SMALL_TREES if small else AUTO_MAX_TREES
 
 
 def growth_text(params: dict[str, Any]) -> str:

@@ -401,3 +401,35 @@ def test_the_method_line_gives_each_folds_tree_count_and_rounds():
     assert multi.forest_.n_trees == 12 and _trees_text([multi]) == "4 rounds of 3 trees"
     samme = hepbdt.BDTClassifier(boosting="adaboost", n_trees=4, max_depth=2).fit(X, y3)
     assert _trees_text([samme]) == f"{samme.n_trees_} trees"
+
+
+def test_kfold_regression_summary_gives_the_rmse_in_significant_digits(tmp_path):
+    # the folds' mean test RMSE printed with an AUC's four decimals: 1.1e-05 +- 1.8e-06
+    # showed as "0.00001 +- 0.0000"
+    config_path = tmp_path / "kf.toml"
+    config_path.write_text(f"""tree = "Events"
+preselection = "(nJet >= 2) & (event % 4 == 0)"
+event = "event"
+features = ["HT", "MET_pt"]
+[samples.qcd]
+files = "{DATA}/background_qcd.root"
+target = "true_mass * 1e-7"
+[split]
+kfold = 3
+[method]
+n_trees = 5
+max_depth = 3
+[output]
+report = false
+figures = false
+""")
+    result = train(load_config(config_path, [], output=tmp_path / "out"))
+    with uproot.open(tmp_path / "out" / "scores.root") as file:
+        te = file["TestTree"].arrays(["fold", "bdt_score", "target", "weight"], library="np")
+    rmse = np.array([np.sqrt(np.average((te["bdt_score"][f] - te["target"][f]) ** 2,
+                                        weights=te["weight"][f]))
+                     for f in (te["fold"] == k for k in range(3))])
+    line = next(x for x in result.summary.splitlines() if "test RMSE:" in x)
+    mean, spread = (float(v) for v in re.findall(r"test RMSE: (\S+) \+- (\S+)", line)[0])
+    assert mean == pytest.approx(rmse.mean(), rel=1e-3)
+    assert spread == pytest.approx(rmse.std(), rel=1e-3) and spread > 0

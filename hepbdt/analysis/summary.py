@@ -253,7 +253,11 @@ def _fold_lines(result: TrainResult) -> list[str]:
             f"{cell(row[h]):>{n}}" for h, n in zip(header, widths, strict=True)))
     key = "test RMSE" if result.config.task == "regression" else "test AUC"
     values = np.array([row[key] for row in rows])
-    lines.append(f"  {key}: {_fraction(values.mean())} +- {values.std():.4f} over {len(rows)} "
+    if result.config.task == "regression":  # in the target's units: significant digits
+        mean, spread = number_text(values.mean()), number_text(values.std())
+    else:
+        mean, spread = _fraction(values.mean()), f"{values.std():.4f}"
+    lines.append(f"  {key}: {mean} +- {spread} over {len(rows)} "
                  "folds; the test column above is out of fold for every event")
     return lines
 

@@ -10,6 +10,7 @@ A small exact fit's round (``_exact_rounds``) is one compiled call with the same
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,7 @@ SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call
 # its |w| one gets no step, as a leaf of net hessian <= 0 gets none.
 CANCELLED_LEAF = 0.05
 DIVERGED_LOSS = 1.0  # a signed training loss below -this x the first one is refused
+GROWN_LOSS = 2.0  # a first tree that takes the training loss above this x the constant's warns
 
 
 def draw_rows(w: np.ndarray, subsample: float, mode: str,
@@ -342,6 +344,21 @@ def _checked_training_loss(value: float, rounds: int, unit: str,
     return value
 
 
+def _warn_if_grown(constant: float, after_first: float, booster) -> None:
+    """Warn when the first tree more than GROWN_LOSS-folds the training loss of the constant
+    model: its steps overshoot (pseudo-Huber Newton steps with residuals far beyond
+    huber_delta and weights that make reg_lambda negligible gave a 28-fold loss and a
+    regression 14x worse than its constant), which no later check would say."""
+    if constant > 0 and after_first > GROWN_LOSS * constant:
+        hint = ("; for loss='huber' with boosting='newton', set huber_delta to the residuals' "
+                "scale (in the target's units), or use boosting='gradient'"
+                if getattr(booster.loss, "name", "") in ("huber", "pseudohuber") else "")
+        warnings.warn(f"the first tree raised the training loss from {constant:.4g} (the "
+                      f"constant model's) to {after_first:.4g}: the boosting steps overshoot, "
+                      f"and the model may be worse than a constant; use a smaller "
+                      f"learning_rate or a larger reg_lambda{hint}", stacklevel=5)
+
+
 class _Watch:
     """The validation events of early stopping: their scores, summed tree by tree from zero
     with the base score added when the loss is taken (as the staged scores are, so that
@@ -450,10 +467,14 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
-        if it > 0:
+        now = previous_loss if metric is loss else metric.loss(y, w, score)
+        if it == 0:
+            constant_loss = now
+        else:
             train_loss.append(_checked_training_loss(
-                previous_loss if metric is loss else metric.loss(y, w, score), it,
-                "round" if multiclass else "tree", train_loss[0] if train_loss else None))
+                now, it, "round" if multiclass else "tree", train_loss[0] if train_loss else None))
+            if it == 1:
+                _warn_if_grown(constant_loss, now, booster)
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
         split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,

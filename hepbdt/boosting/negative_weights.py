@@ -271,17 +271,19 @@ def _column_moments(X, rows, mean, std, count):
         std[j] = np.sqrt(total[j] / count[j])
 
 
-def _standardised(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+def _standardised(X: np.ndarray, rows: np.ndarray | None = None,
+                  counted: np.ndarray | None = None) -> np.ndarray:
     """Features of the events ``rows`` of X (all when None) standardised per column (mean
     0, standard deviation 1; NaN as the mean), computed in float64 block by block and kept
     in float32, as the neighbour search reads them: 4 bytes a value, where float64 copies
-    of the whole X took about 33. ValueError for a column with an infinite value (or one
-    too large to square), which has no finite standardisation."""
+    of the whole X took about 33. ``counted`` (a mask over ``rows``): the events whose
+    moments count (an event of weight 0 is no event). ValueError for a column with an
+    infinite value (or one too large to square), which has no finite standardisation."""
     X = np.ascontiguousarray(X)
     rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
     mean, std = np.empty(X.shape[1]), np.empty(X.shape[1])
     count = np.empty(X.shape[1], dtype=np.int64)
-    _column_moments(X, rows, mean, std, count)
+    _column_moments(X, rows if counted is None else rows[counted], mean, std, count)
     bad = np.flatnonzero((count > 0) & ~np.isfinite(std))
     if bad.size:
         raise ValueError(f"negative_weights='pair': column {int(bad[0])} of the values the pairing "
@@ -328,7 +330,7 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
     if not np.any(w < 0):
         return w
     rounding = _check_net_weight(w, "pair", "its negative weights cannot be annihilated", group)
-    Z = _standardised(X, rows)
+    Z = _standardised(X, rows, None if np.all(w != 0) else w != 0)
     neg = np.flatnonzero(w < 0)
     k = n_neighbours
     rng = np.random.default_rng(0)

@@ -257,9 +257,9 @@ class _DaskMixin:
         # the parts hold their own copies now: the futures of the float blocks (all of X,
         # y, w and event) were kept on the workers for the whole fit
         blocks.clear()
-        n_rows = sum(p["rows"] for p in loaded)
         evals = self._eval_sets(eval_set, names) if eval_set is not None else []
-        plan = self._tree_plan(n_rows, bool(evals))
+        # events of weight 0 count as none, as in memory
+        plan = self._tree_plan(sum(p.get("n_nonzero", 0) for p in loaded), bool(evals))
         if self._adaboost and (evals or plan.hold_out):  # memory's ``_run_adaboost``
             raise ParameterError("boosting", "early stopping and eval_set are available for "
                                  f"boosting='gradient' and 'newton', not for "
@@ -387,7 +387,7 @@ class _DaskMixin:
                 return None
             raise ValueError(f"both classes need a positive sum of weights; signal {s}, "
                              f"background {b}")
-        n = float(sum(p["n"] for p in parts))
+        n = float(sum(p["n_nonzero"] for p in parts))  # events of weight 0: none, as in memory
         return n * ratio / (1.0 + ratio) / s, n / (1.0 + ratio) / b
 
     def _weights(self, cluster: Cluster, parts: list[dict[str, Any]], ratio: float | None) -> None:

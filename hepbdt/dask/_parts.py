@@ -57,6 +57,7 @@ class _Part:
         self.X: np.ndarray | None = X
         self.y = y
         self.w = w
+        self.w_edges: np.ndarray | None = None  # float64 training weights, until the sketch
         self.offset = 0
         self.event: np.ndarray | None = None  # event numbers (int64), until ``split``
         self.valid: _Valid | None = None  # the held-out events of this part
@@ -187,6 +188,7 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     part = _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
     part.event = event
     return {"rows": rows, "refused": None, "nonzero": bool(np.any(w != 0)), "n": int(y.size),
+            "n_nonzero": int(np.count_nonzero(w)),
             "negative": bool(np.any(w < 0)), "signal": int(np.count_nonzero(y == 1))}
 
 
@@ -244,7 +246,8 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
         keep = w >= 0
         X, y, w = X[keep], y[keep], w[keep]
     part.X, part.y, part.w = X, y, w
-    return {"n": int(y.size), "negative": negative, "positive": bool(np.any(w > 0)),
+    return {"n": int(y.size), "n_nonzero": int(np.count_nonzero(w)),
+            "negative": negative, "positive": bool(np.any(w > 0)),
             "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
             "n_valid": n_valid, "valid_signal": valid_signal, "refused": refused}
 
@@ -279,6 +282,7 @@ def weights(key: str, factors: tuple[float, float] | None, dtype: str,
         except ValueError as err:
             return {"refused": (err, _out_of_range(w))}
     part.w = w.astype(dtype)
+    part.w_edges = w  # the edge sketch's, as memory's edges see float64 weights
     return {"refused": None}
 
 
@@ -286,7 +290,9 @@ def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
     """An edge sketch of the part's events (ids: their indices in the whole sample)."""
     part = _part(key)
     result = EdgeSketch(part.X.shape[1], capacity, seed)
-    result.update(part.X, part.w, offset + np.arange(part.X.shape[0], dtype=np.int64))
+    w = part.w if part.w_edges is None else part.w_edges
+    result.update(part.X, w, offset + np.arange(part.X.shape[0], dtype=np.int64))
+    part.w_edges = None
     return result
 
 

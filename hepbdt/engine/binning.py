@@ -59,7 +59,12 @@ def _feature_edges(values: np.ndarray, weights: np.ndarray, max_bins: int, n_cut
     if not unique_weight.sum() > 0:
         unique_weight = np.bincount(inverse, minlength=unique.size).astype(np.float64)
     cumulative = np.cumsum(unique_weight)
-    targets = cumulative[-1] * np.arange(1, n_quantile_bins) / n_quantile_bins
+    # A running sum within its rounding (at most n eps sum |w|) of a target reaches it, as in
+    # _util.weighted_quantile: weights of 0.1 or 1e-12, or the AdaBoost family's normalised
+    # ones, summed to just below a target that unit weights reach exactly, which moved the
+    # edge by one value (a weight scale, or a weight k against k copies, gave other bins).
+    slack = values.size * np.finfo(np.float64).eps * float(cumulative[-1])
+    targets = cumulative[-1] * np.arange(1, n_quantile_bins) / n_quantile_bins - slack
     idx = np.unique(np.clip(np.searchsorted(cumulative, targets, side="left"), 0, unique.size - 2))
     edges = _edges_between(unique, idx)
     if n_cuts:

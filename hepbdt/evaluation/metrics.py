@@ -243,13 +243,15 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
     """TMVA's separation ``<S^2> = 1/2 sum_i (s_i - b_i)^2 / (s_i + b_i)``.
 
     ``s_i`` and ``b_i`` are the weighted signal and background score histograms, each
-    normalised to unit sum, on ``bins`` equal-width bins over the score range (or the given
-    edges). 0 for identical shapes, 1 for no overlap. Bins with ``s_i + b_i <= 0`` (possible
-    with negative weights) are skipped. Scores outside given edges count in the first or
-    last bin; infinite scores need given edges (the score range would be infinite).
+    normalised to unit sum, on ``bins`` equal-width bins over the range of the scores of
+    non-zero weight (or the given edges). 0 for identical shapes, 1 for no overlap. Bins
+    with ``s_i + b_i <= 0`` (possible with negative weights) are skipped. Scores outside
+    given edges count in the first or last bin; infinite scores need given edges (the
+    score range would be infinite).
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
-    edges = _separation_edges(s, bins)
+    counted = w != 0  # an event of weight 0 is no event: it must not stretch the range
+    edges = _separation_edges(s[counted] if counted.any() else s, bins)
     sig, _ = weighted_histogram(s[is_signal], w[is_signal], edges)
     bkg, _ = weighted_histogram(s[~is_signal], w[~is_signal], edges)
     if not (sig.sum() > 0 and bkg.sum() > 0):
