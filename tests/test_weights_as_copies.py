@@ -107,8 +107,9 @@ def test_a_first_tree_that_grows_the_loss_warns() -> None:
     y = 100 + 300 * X[:, 0] + rng.normal(0, 30, 5000)
     w = rng.uniform(50, 150, 5000)
     options = dict(boosting="newton", loss="huber", n_trees=3, random_state=0)
-    with pytest.warns(UserWarning, match="first tree raised the training loss"):
+    with pytest.warns(UserWarning, match="first tree raised the training loss") as record:
         BDTRegressor(**options).fit(X, y, sample_weight=w)
+    assert record[0].filename == __file__  # the caller's line, not hepbdt's
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BDTRegressor(**options).fit(X, y, sample_weight=0.01 * w)  # steps that converge
