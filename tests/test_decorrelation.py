@@ -332,6 +332,31 @@ def test_train_writes_the_decorrelation_outputs(tmp_path, name, options):
     loaded = load_model(out / "model.json")  # the saved model scores the test events alike
     np.testing.assert_allclose(loaded.decision_function(result.test.X), result.test_scores,
                                rtol=1e-12)
+    # the header named p.get('decorrelation') and a strength: "(None, strength 1)" for the
+    # DDT map alone
+    header = next(x for x in result.summary.splitlines() if x.startswith("Mass decorrelation"))
+    assert ("the DDT map" in header) == (name == "ddt")
+    assert ("uboost, strength" in header) == (name == "uboost") and "None" not in header
+
+
+def test_a_missing_decorrelation_variable_is_refused_before_training(tmp_path):
+    # a test event's NaN failed the measures with a traceback after the whole training
+    from pathlib import Path
+
+    from hepbdt.analysis import load_config, train
+    from hepbdt.demo_data import write_sculpting_sample
+    from hepbdt.io import InputError
+
+    paths = write_sculpting_sample(tmp_path / "data", 1500, 3000)
+    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
+    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
+    config = load_config(config_path, files + [
+        "method.n_trees=3", "output.report=false", "output.figures=false",
+        "method.decorrelate=['where(mjj > 150, nan, mjj)']"], output=tmp_path / "out")
+    with pytest.raises(InputError, match=r"decorrelate 'where\(mjj > 150, nan, mjj\)' is "
+                                         r"missing \(NaN\) for [\d,]+ event"):
+        train(config)
+    assert not (tmp_path / "out").exists()
 
 
 def test_threshold_takes_tied_scores_together():

@@ -9,6 +9,7 @@ step that takes a while says so through ``echo`` (the progress lines of ``hepbdt
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shlex
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import uproot
 
-from .._util import atomic_write_text, percent_text
+from .._util import atomic_write_text, dumps_strict, percent_text
 from ..boosting.losses import softmax_rows
 from ..estimators import tree_unit
 from ..evaluation import (
@@ -45,6 +46,7 @@ from .result import (
     TrainResult,
     cell,
     decorrelation_of,
+    decorrelation_text,
     first_learning_curve,
     kfold_table,
     models_of,
@@ -82,7 +84,7 @@ def write_outputs(result: TrainResult, echo: Echo = None) -> None:
     measures = decorrelation_of(result)
     if measures is not None:
         files["sculpting"] = out / "decorrelation.json"
-        atomic_write_text(files["sculpting"], json.dumps(
+        atomic_write_text(files["sculpting"], dumps_strict(  # n/a and inf as strings
             {"decorrelate": config.decorrelate, "measures": measures.to_dict()}, indent=1) + "\n")
     if config.output.figures:
         for name, path in draw_figures(result, out / "figures",
@@ -437,11 +439,10 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
              cell(r["inverse_signal_jsd"])] for r in measures.rows()]
     params = result.config.params
-    text = (f"<p>Decorrelation: {params.get('decorrelation')!r}, strength "
-            f"{params.get('decorrelation_strength', 1.0):g}, target "
-            f"{params.get('decorrelation_target', 'background')!r}, from "
-            f"{', '.join(result.config.decorrelate)}. Test events, cut at each signal "
-            f"efficiency; JSD (base 2) between the {measures.variable} histogram "
+    text = (f"<p>Decorrelation: {html.escape(decorrelation_text(params))}, from "
+            f"{html.escape(', '.join(result.config.decorrelate))}. Test events, cut at each "
+            f"signal efficiency; JSD (base 2) between the {html.escape(measures.variable)} "
+            "histogram "
             f"({measures.mass_edges.size - 1} bins) before and after the cut.</p>"
             + html_table(header, rows, "decorrelation-table"))
     return [Section("Mass decorrelation", text, [

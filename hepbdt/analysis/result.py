@@ -324,6 +324,19 @@ def cell(value: Any) -> str:
     return number_text(float(value))
 
 
+def decorrelation_text(params: dict[str, Any]) -> str:
+    """What decorrelated the model, in words: the training's method with its strength and
+    target, the DDT map, both, or neither (the measures only)."""
+    method, mapping = params.get("decorrelation"), params.get("decorrelation_map")
+    parts = []
+    if method is not None:
+        parts.append(f"{method}, strength {params.get('decorrelation_strength', 1.0):g}, "
+                     f"target {params.get('decorrelation_target', 'background')!r}")
+    if mapping is not None:
+        parts.append(f"the {str(mapping).upper()} map")
+    return ", then ".join(parts) if parts else "none (the measures only)"
+
+
 def decorrelation_of(result: TrainResult) -> Any:
     """The decorrelation measures of the test events against the first ``decorrelate``
     variable (cached on the result); None without ``decorrelate``."""

@@ -24,6 +24,7 @@ from .result import (
     TrainResult,
     cell,
     decorrelation_of,
+    decorrelation_text,
     kfold_table,
     missing_samples_text,
     models_of,
@@ -69,8 +70,8 @@ def _decorrelation_lines(result: TrainResult) -> list[str]:
     if measures is None:
         return []
     p = result.config.params
-    lines = ["", f"Mass decorrelation ({p.get('decorrelation')}, strength "
-                 f"{p.get('decorrelation_strength', 1.0):g}) from {measures.variable}, test events "
+    lines = ["", f"Mass decorrelation ({decorrelation_text(p)}) from {measures.variable}, "
+                 "test events "
                  "(kept: the signal efficiency of the cut, tied scores kept together; n/a: no "
                  "cut keeps the signal efficiency, or no background passes):",
              "  signal eff.     kept   bkg rejection (1/eff_B)   1/JSD bkg   1/JSD signal"]

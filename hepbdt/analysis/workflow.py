@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._util import atomic_write_text, feature_definitions_of, model_scores, progress_shown
-from ..io import Dataset, read
+from ..io import Dataset, InputError, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
 from .config import AnalysisConfig, ConfigError
@@ -176,9 +176,27 @@ def _features_only(config: AnalysisConfig, data: Dataset) -> tuple[Dataset, np.n
     else:
         mass = np.asarray(data.X)[:, columns]
         X = np.asarray(data.X)[:, :n_features]
+    mass = np.asarray(mass, dtype=np.float64)
+    _check_finite_mass(config, data, mass)
     features = data.replace(X=X, feature_names=list(config.features), feature_definitions=dict(
         zip(config.features, config.feature_expressions, strict=True)))
-    return features, np.asarray(mass, dtype=np.float64)
+    return features, mass
+
+
+def _check_finite_mass(config: AnalysisConfig, data: Dataset, mass: np.ndarray) -> None:
+    """InputError, before any training, when a decorrelation variable is missing (NaN) for
+    some event: training checks only its own events, and a test event's NaN failed the
+    measures after the whole training, with every output lost."""
+    for j, expression in enumerate(config.decorrelate):
+        bad = ~np.isfinite(mass[:, j])
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            sample = data.sample_names[int(data.sample_index[first])]
+            raise InputError(
+                f"[method] decorrelate {expression!r} is missing (NaN) for "
+                f"{int(bad.sum()):,} event(s), the first in sample {sample!r}; the "
+                "decorrelation variable needs a value for every event: cut those events "
+                "away (a sample's cut, or preselection), or choose another variable")
 
 
 def _kfold_event(config: AnalysisConfig) -> str:
