@@ -778,7 +778,7 @@ class _BDTBase(SklearnProtocol):
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan, decorrelate)
         if forest.n_trees and not np.any(forest.feature >= 0):
-            warnings.warn(self._no_split_hint(w), stacklevel=3)
+            warnings.warn(self._no_split_hint(w), stacklevel=user_stacklevel())
         # the TMVA export warns: the Reader gives -999 for NaN events
         if X.missing_any() if binned else any_nan(X, rows):
             forest.extra["nan_in_training"] = True
@@ -805,18 +805,25 @@ class _BDTBase(SklearnProtocol):
                              f"weight of class {names}: give more events of it, an eval_set, "
                              "or an integer n_trees (no events held out)")
 
+    def _check_stopping(self, given_eval: bool) -> None:
+        """ParameterError when ``early_stopping_rounds`` has no loss to stop on: an integer
+        ``n_trees`` with neither an eval_set (``given_eval``) nor ``early_stopping``."""
+        rounds = self.early_stopping_rounds
+        if self.n_trees != "auto" and rounds is not None and not (given_eval
+                                                                   or self.early_stopping):
+            raise ParameterError("early_stopping_rounds", f"early_stopping_rounds={rounds} "
+                                 "stops on the loss of an eval_set, and there is none (a "
+                                 "configuration has none): set early_stopping=True to hold "
+                                 "out validation_fraction of the events, or n_trees='auto', "
+                                 "or give fit an eval_set")
+
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
         """How many trees to grow and when to stop: ``n_trees`` as given (early stopping
         only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""
         tol = float(self.tol)
+        self._check_stopping(given_eval)
         if self.n_trees != "auto":
             rounds = self._stopping_rounds()
-            if rounds is not None and not (given_eval or self.early_stopping):
-                raise ParameterError("early_stopping_rounds", f"early_stopping_rounds={rounds} "
-                                     "stops on the loss of an eval_set, and there is none "
-                                     "(a configuration has none): set early_stopping=True to "
-                                     "hold out validation_fraction of the events, or "
-                                     "n_trees='auto', or give fit an eval_set")
             return _TreePlan(int(self.n_trees), rounds, self.early_stopping and not given_eval,
                              "given", self.validation_fraction, tol)
         if self.boosting in ADABOOST_BOOSTINGS:

@@ -372,3 +372,42 @@ def test_ratio_kept_by_eval_sets_and_refused_for_a_hold_out_as_in_memory(client)
         BDTClassifier(**auto).fit(X, y, w)
     with pytest.raises(ValueError, match="cannot be weighed in the training's class ratio"):
         DaskBDTClassifier(**auto).fit(*_dask(X, y, w, chunk=1_000), client=client)
+
+
+@pytest.mark.parametrize("cls, options", [
+    (DaskBDTRegressor, dict(n_trees=5, early_stopping_rounds=5)),
+    (DaskBDTClassifier, dict(n_trees=5, early_stopping_rounds=5)),
+    (DaskBDTClassifier, dict(tol=-0.1)),
+    (DaskBDTClassifier, dict(boosting="adaboost", early_stopping=True)),
+])
+def test_stopping_options_memory_refuses_cost_no_cluster_work(client, monkeypatch, cls, options):
+    # early_stopping_rounds without an eval_set was refused after every part was loaded
+    # on the workers; the classifier computed its labels before any option was checked
+    import distributed
+
+    calls = []
+    compute = distributed.Client.compute
+    monkeypatch.setattr(distributed.Client, "compute",
+                        lambda self, *a, **k: calls.append("compute") or compute(self, *a, **k))
+    X, y, w = _data(n=2_000)
+    with pytest.raises(ParameterError):
+        memory = BDTRegressor if cls is DaskBDTRegressor else BDTClassifier
+        memory(**options).fit(X, y, w)
+    with pytest.raises(ParameterError):
+        cls(**options).fit(*_dask(X, y, w, chunk=500), client=client)
+    assert calls == []
+
+
+def test_a_first_tree_that_grows_the_loss_warns_on_a_cluster_too(client):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3)).astype(np.float32)
+    y = X[:, 0] * 3.0 + 0.1 * rng.standard_normal(2000)
+    options = dict(boosting="newton", n_trees=3, max_depth=3, learning_rate=2.5, reg_lambda=0.0,
+                   quantised_histograms=True, random_state=0)
+    with pytest.warns(UserWarning, match="first tree raised the training loss") as memory:
+        BDTRegressor(**options).fit(X, y)
+    with pytest.warns(UserWarning, match="first tree raised the training loss") as dist:
+        DaskBDTRegressor(**options).fit(*_dask(X, y, chunk=500), client=client)
+    assert [str(w.message) for w in dist if "first tree" in str(w.message)] == \
+        [str(w.message) for w in memory if "first tree" in str(w.message)]
+    assert all(w.filename == __file__ for w in dist if "first tree" in str(w.message))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._util import Progress, weighted_quantile
+from .._util import Progress, user_stacklevel, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE
 from ..engine.grower import (
     ORDERED_SUMS_FROM,
@@ -356,7 +356,7 @@ def _warn_if_grown(constant: float, after_first: float, booster) -> None:
         warnings.warn(f"the first tree raised the training loss from {constant:.4g} (the "
                       f"constant model's) to {after_first:.4g}: the boosting steps overshoot, "
                       f"and the model may be worse than a constant; use a smaller "
-                      f"learning_rate or a larger reg_lambda{hint}", stacklevel=7)
+                      f"learning_rate or a larger reg_lambda{hint}", stacklevel=user_stacklevel())
 
 
 class _Watch:

@@ -78,6 +78,7 @@ from ..boosting._loop import (
     _checked_training_loss,
     _draw,
     _OneScore,
+    _warn_if_grown,
     _Watch,
     add_tree,
     child_weight_floor,
@@ -210,6 +211,7 @@ class _DaskMixin:
         e = None if event is None else _event_numbers(da.asarray(event), X)
         self._validate_params()
         self._check_dask_options()
+        self._check_stopping(eval_set is not None)  # before any work on the cluster
         info = _workers(client)
         workers = sorted(info)
         n_parts = min(len(workers), len(blocks_of))
@@ -284,7 +286,8 @@ class _DaskMixin:
         if not any(f >= 0 for f in forest.feature):
             import warnings  # noqa: I001 -- only when the model made no split
 
-            warnings.warn("no tree made a single split, so the model is a constant", stacklevel=3)
+            warnings.warn("no tree made a single split, so the model is a constant",
+                          stacklevel=user_stacklevel())
         if any(p["nan"] for p in parts):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, None if names is None else [str(n) for n in names],
@@ -533,10 +536,14 @@ class _DaskMixin:
             for k in range(n_classes):
                 began = cluster.gather(beginning)
                 if k == 0:  # a round's channels, weights and features, once for its K trees
-                    if it > 0:
+                    if it == 0:
+                        constant_loss = _mean_loss(began)
+                    else:
                         train_loss.append(_checked_training_loss(
                             _mean_loss(began), it, "round" if n_classes > 1 else "tree",
                             train_loss[0] if train_loss else None))
+                        if it == 1:  # memory's warning
+                            _warn_if_grown(constant_loss, train_loss[0], booster)
                         if watch is not None and watch.end_round(it - 1, began):
                             return builder, train_loss, traffic  # the last loss is the final one
                     params.min_child_weight = child_weight_floor(
@@ -976,6 +983,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
+        self._validate_params()  # refused options cost no work on the cluster
+        self._check_stopping(eval_set is not None)
         client = connect(client)  # the labels are read on the fit's cluster too
         _workers(client)  # computing the labels on a cluster of no workers would wait forever
         y = _labels_1d(da.asarray(y))
