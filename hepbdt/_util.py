@@ -617,6 +617,22 @@ def model_scores(model: Any, X: Any) -> np.ndarray:
     return np.asarray(score(X), dtype=np.float64)
 
 
+def cut_text(value: float, below: float | None = None, digits: int = 4) -> str:
+    """A cut ``score >= value`` as text that selects the same events: ``value`` with
+    ``digits`` significant digits, more where the rounded text would lie above ``value``
+    (its events on the cut would fail the printed cut) or at or below ``below``, the next
+    lower score (events below the cut would pass it); "n/a" for NaN."""
+    if value is None or not np.isfinite(value):
+        return number_text(value, digits)
+    value = float(value)
+    for n in range(digits, 18):
+        text = f"{value:.{n}g}"
+        shown = float(text)
+        if shown <= value and (below is None or shown > below):
+            return text
+    return repr(value)  # the exact value always selects exactly its events
+
+
 def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
                 marks: Sequence[float] = (0.0, 1.0, -1.0)) -> str:
     """``value`` with ``digits`` significant digits (``fixed``: decimals), "n/a" for NaN or

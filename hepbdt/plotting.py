@@ -583,7 +583,7 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     thresholds = scan.thresholds[at]
     for key, label, values in curves:
         best = scan.best_cuts[key]
-        text = (f"max {best.value:.3g} at {number_text(best.threshold)}" if best.found
+        text = (f"max {best.value:.3g} at {scan.threshold_text(key)}" if best.found
                 else "no cut qualifies")
         (line,) = ax.plot(thresholds, values[at], label=f"{label}: {text}")
         if best.found:

@@ -278,7 +278,8 @@ def significance_table(scan: SignificanceScan, table_id: str) -> str:
             label += f" (b_reg = {scan.b_reg:g})"
         best = scan.best_cuts[key]
         if best.found:
-            rows.append([label, best.threshold, best.value, best.signal, best.signal_error,
+            rows.append([label, scan.threshold_text(key), best.value, best.signal,
+                         best.signal_error,
                          best.background, best.background_error, best.n_signal_mc,
                          best.n_background_mc])
         else:

@@ -344,3 +344,25 @@ def test_masked_and_complex_inputs_are_refused_and_a_perfect_auc_is_one():
             roc_auc(bad_y, X[:, 0], bad_w)
     with pytest.raises(ValueError, match="complex"):
         roc_auc(y, X[:, 0] + 1j, w)
+
+
+def test_the_printed_best_cut_selects_the_events_it_counts():
+    # few trees give few distinct scores: "score >= 0.5669" printed for 0.56688873 dropped
+    # the 58 test events on the cut, more signal than its printed uncertainty
+    from hepbdt._util import cut_text
+    from hepbdt.evaluation import significance_scan
+
+    rng = np.random.default_rng(4)
+    levels = np.sort(rng.uniform(-1, 1, 40))
+    for _ in range(20):
+        n = 3000
+        y = (rng.random(n) < 0.3).astype(int)
+        score = levels[np.clip((rng.normal(size=n) + 1.2 * y) * 6 + 20, 0, 39).astype(int)]
+        w = rng.uniform(0.5, 1.5, n)
+        scan = significance_scan(y, score, w, min_background_events=5)
+        for key, best in scan.best_cuts.items():
+            if best.found:
+                printed = float(scan.threshold_text(key))
+                np.testing.assert_array_equal(score >= printed, score >= best.threshold)
+    assert cut_text(0.587042, 0.58) == "0.587"  # rounded down: digits as before
+    assert cut_text(0.5668887319619006, 0.5) == "0.5668887"

@@ -141,13 +141,13 @@ def test_scan_refuses_bad_per_event_scales():
 
 def _check_significance_table(text, table_id, score_all, y, w, index, present):
     """Every best cut of the report's table: S and B are the whole-sample yields by hand of
-    the ``present`` samples at the cut shown (the cut matched by its printed digits)."""
+    the ``present`` samples passing the cut as printed (``score >= printed``)."""
     thresholds = np.unique(score_all)
     rows = _rows(text, table_id)
     assert len(rows) == 3
     for row in rows:
-        candidates = [t for t in thresholds if f"{t:.4g}" == row["best cut"]]
-        assert candidates, row
+        candidates = thresholds[thresholds >= float(row["best cut"])][:1]
+        assert candidates.size, row
         truths = [_truth(score_all, y, w, index, t, present) for t in candidates]
         assert any(float(row["S"]) == pytest.approx(S, rel=1e-3)
                    and float(row["B"]) == pytest.approx(B, rel=1e-3) for S, B in truths), \
@@ -249,8 +249,8 @@ def test_hepbdt_train_summary_and_report_give_whole_sample_yields(mode, tmp_path
     summary = (out / "summary.txt").read_text()
     thresholds = np.unique(score_all)
     for t_text, S, B in _summary_best(summary):
-        truths = [_truth(score_all, y, w, index, t, present) for t in thresholds
-                  if f"{t:.4g}" == t_text]
+        truths = [_truth(score_all, y, w, index, t, present)  # score >= the printed cut
+                  for t in thresholds[thresholds >= float(t_text)][:1]]
         assert any(S == pytest.approx(s, rel=1e-3) and B == pytest.approx(b, rel=1e-3)
                    for s, b in truths), (t_text, S, B, truths)
     warning = [line for line in summary.splitlines() if "WARNING" in line]

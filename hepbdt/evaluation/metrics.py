@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import weight_exponent
+from hepbdt._util import cut_text, weight_exponent
 from hepbdt.evaluation._data import (
     as_1d,
     check_classification,
@@ -400,6 +400,14 @@ class SignificanceScan:
     min_background_events: int
     best_cuts: dict[str, BestCut] = field(default_factory=dict)
     best: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
+
+    def threshold_text(self, key: str) -> str:
+        """The best cut of figure of merit ``key`` as text that selects the events counted
+        (``_util.cut_text``: never rounded above the threshold or onto the next lower
+        score, where a printed 0.5669 for 0.56689 dropped 58 tied test events)."""
+        threshold = self.best_cuts[key].threshold
+        lower = self.thresholds[self.thresholds < threshold]
+        return cut_text(threshold, float(lower.max()) if lower.size else None)
 
 
 def yield_note(test_fraction: float) -> str:
