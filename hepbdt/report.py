@@ -34,7 +34,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt import plotting
-from hepbdt._util import atomic_write_text, is_classifier, weight_exponent
+from hepbdt._util import atomic_write_text, cut_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
 from hepbdt.estimators import growth_text
 from hepbdt.evaluation import curves
@@ -552,14 +552,17 @@ def _describe_model(model: Any, n_features: int) -> str:
     return f"{text} on {n_features} variables"
 
 
-def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float, float]]:
-    """(background efficiency, cut) pairs: the cut ``score >= cut`` of the highest signal
-    efficiency among those keeping at most that background efficiency (test sample)."""
+def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float, float, str]]:
+    """(background efficiency, cut, its text) triples: the cut ``score >= cut`` of the
+    highest signal efficiency among those keeping at most that background efficiency (test
+    sample), and the cut as text that selects the same events (``_util.cut_text``)."""
     eff_s, eff_b, thresholds = roc_curve(te.y, te.score, te.w)
     cuts = []
     for target in background_effs:
         candidates = np.flatnonzero(eff_b <= target + 1e-12)
-        cuts.append((float(target), float(thresholds[candidates[np.argmax(eff_s[candidates])]])))
+        k = int(candidates[np.argmax(eff_s[candidates])])
+        below = float(thresholds[k + 1]) if k + 1 < thresholds.size else None
+        cuts.append((float(target), float(thresholds[k]), cut_text(thresholds[k], below)))
     return cuts
 
 
@@ -738,7 +741,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
                 "events that pass." if cuts else "") + "</p>")
     header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
               "fraction of negative weights", YIELD_FACTOR_HEADER]
-    header += [_cut_header(b, cut) for b, cut in cuts]
+    header += [_cut_header(b, cut, text) for b, cut, text in cuts]
     rows = []
     training_masks = {name: mask for name, _, mask in tr.groups}
     for set_name, events in (("test", te), ("training", tr)):
@@ -749,20 +752,20 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
             row: list[Any] = [name, role, set_name, int(mask.sum()), _weight_sum(w),
                               _weight_sum(w, 2), float(np.mean(w < 0)) if w.size else 0.0,
                               factor]
-            for _, cut in cuts:
+            for _, cut, _ in cuts:
                 passed = float(w[events.score[mask] >= cut].sum())
                 row.append(passed / float(w.sum()) if w.sum() != 0 else None)
             rows.append(row)
     out.html(html_table(header, rows, "samples"))
 
 
-def _cut_header(background_eff: float, cut: float) -> str:
-    """The samples table's header of the efficiency of one cut; the cut that keeps
-    nothing (no cut on the score keeps so little background) says so."""
+def _cut_header(background_eff: float, cut: float, text: str) -> str:
+    """The samples table's header of the efficiency of one cut (``text``: as printed); the
+    cut that keeps nothing (no cut on the score keeps so little background) says so."""
     if np.isinf(cut):
         return (f"efficiency at {_percent(background_eff)} background efficiency: no event "
                 "passes (no cut on the score keeps that little background)")
-    return (f"efficiency of score \u2265 {_fmt(cut)} (cut at {_percent(background_eff)} "
+    return (f"efficiency of score \u2265 {text} (cut at {_percent(background_eff)} "
             "background efficiency)")
 
 

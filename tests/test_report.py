@@ -353,6 +353,15 @@ def test_report_of_datasets_with_provenance_and_label(tmp_path):
     eff_b = sum(e * w for e, w in background) / sum(w for _, w in background)
     assert 0 < eff_b <= 0.01 + 1e-3
     assert float(rows[0][cuts[1]]) > float(rows[0][cuts[0]]) > 0  # looser cut, more signal
+    # The cut as printed selects the events counted (four digits rounded up dropped the
+    # events on the cut): each sample's efficiency by hand at the printed cut.
+    score = model.decision_function(test.X)
+    for header in cuts:
+        printed = float(re.search(r"score \u2265 (\S+) \(", header).group(1))
+        for row, index in zip(rows[:3], range(3), strict=True):
+            mask = test.sample_index == index
+            passing = test.w[mask & (score >= printed)].sum() / test.w[mask].sum()
+            assert float(row[header]) == pytest.approx(passing, rel=1e-3, abs=1e-6)
     # AdaBoost: its own options shown, none of gradient or newton boosting.
     names = {row["option"] for row in _rows(dom, "options")}
     assert {"criterion", "beta", "use_yes_no_leaf"} <= names
