@@ -784,11 +784,9 @@ class _BDTBase(SklearnProtocol):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         self._record_evals(evals, result)
-        # SAMME keeps each tree once a class; its rounds are single trees
-        per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
-        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
-                                           evaluated, forest.extra)
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration,
+                                           forest.trees_per_round, evaluated, forest.extra)
         return self
 
     def _check_classes_left(self, y: np.ndarray, w: np.ndarray, train: np.ndarray,
@@ -2037,7 +2035,7 @@ def tree_unit(model: Any) -> str:
     """What a fitted model's ``n_trees_`` counts: "trees", or "rounds of K trees" for a
     multi-class model that grows one tree a class (SAMME's K-class trees are trees)."""
     forest = getattr(model, "forest_", None)
-    k = 1 if forest is None or forest.extra.get("algorithm") == "SAMME" else forest.n_classes
+    k = 1 if forest is None else forest.trees_per_round
     return "trees" if k == 1 else f"rounds of {k} trees"
 
 

@@ -166,6 +166,12 @@ class Forest:
         return int(self.extra.get("n_classes", 1))
 
     @property
+    def trees_per_round(self) -> int:
+        """The trees a user counts in one round: K for a multi-class forest of one tree a
+        class, 1 otherwise (SAMME's K-class trees, stored once a class, are single trees)."""
+        return 1 if self.extra.get("algorithm") == "SAMME" else self.n_classes
+
+    @property
     def n_rounds(self) -> int:
         """Boosting rounds: trees per class (uBoost: the most trees of a step)."""
         if self.aggregation == "uboost":

@@ -294,11 +294,10 @@ class _DaskMixin:
                          definitions, result, mapper)
         # the held-out events are memory's one eval set, which the loop watched
         self._record_evals(evals or ([None] if plan.hold_out else []), result)
-        # memory's words (saved with the model); SAMME's rounds are trees
-        per_round = 1 if forest.extra.get("algorithm") == "SAMME" else forest.n_classes
+        # memory's words (saved with the model)
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
-        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration, per_round,
-                                           evaluated, forest.extra)
+        self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration,
+                                           forest.trees_per_round, evaluated, forest.extra)
         self.dask_bytes_ = traffic
         self.dask_parts_ = [(int(o), int(c)) for o, c in zip(offsets, counts, strict=True)]
         return self
