@@ -475,10 +475,10 @@ def _is_finite(value: Any) -> bool:
             and not isinstance(value, bool | np.bool_) and math.isfinite(value))
 
 
-def _get_loss(boosting: str, name: str, *args: float):
-    """The loss object; ParameterError("loss") when the booster has no such loss."""
+def _get_loss(boosting: str, name: str, classification: bool, *args: float):
+    """The loss object; ParameterError("loss") when the booster has no such loss for the task."""
     try:
-        return get_loss(boosting, name, *args)
+        return get_loss(boosting, name, *args, classification=classification)
     except ValueError as exc:
         raise ParameterError("loss", str(exc)) from None
 
@@ -1607,11 +1607,7 @@ class BDTClassifier(_BDTBase):
                                      "(or None)")
             return Softmax(self.classes_.size, self.boosting)
         name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
-        loss = _get_loss(self.boosting, name)
-        if not loss.is_classification:
-            raise ParameterError("loss", f"loss {name!r} is a regression loss; BDTClassifier takes "
-                             f"'deviance' (gradient) or 'logistic' (newton)")
-        return loss
+        return _get_loss(self.boosting, name, True)
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         """The labels as the boosters take them, int8 (one byte an event): 1 for signal and
@@ -1905,11 +1901,7 @@ class BDTRegressor(_BDTBase):
                 "loss squares it; for the squared loss, loss='squared')")
 
     def _make_loss(self):
-        loss = _get_loss(self.boosting, self.loss, self.huber_alpha, self.huber_delta)
-        if loss.is_classification:
-            raise ParameterError("loss", f"loss {self.loss!r} is a classification loss; BDTRegressor takes "
-                             "'squared', 'absolute' or 'huber'")
-        return loss
+        return _get_loss(self.boosting, self.loss, False, self.huber_alpha, self.huber_delta)
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         return check_targets(_column(y).astype(np.float64))

@@ -109,7 +109,7 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
                                        "valid; expected a number in (0, 10]"),
     ("[method]\nboosting = 'xgboost'", "[method] boosting: boosting='xgboost' is not valid; "
                                        "expected one of"),
-    ("[method]\nloss = 'squared'", "[method] loss: loss 'squared' is a regression loss"),
+    ("[method]\nloss = 'squared'", "[method] loss: loss 'squared' is not a classification loss"),
     ("[method]\ntmva_options = 'NTrees=10:PruneMethod=CostComplexity'",
      "[method] tmva_options: TMVA option PruneMethod='CostComplexity': pruning is not "
      "implemented"),

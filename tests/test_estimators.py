@@ -322,7 +322,7 @@ def test_pandas_feature_names_and_float32_not_copied():
     ({}, None, None, lambda w: np.where(np.arange(w.size) == 1, np.nan, w), "NaN"),
     ({"boosting": "magic"}, None, None, None, "boosting"),
     ({"subsample_mode": "x"}, None, None, None, "subsample_mode"),
-    ({"loss": "squared"}, None, None, None, "regression loss"),
+    ({"loss": "squared"}, None, None, None, "not a classification loss"),
     ({"max_bins": 300}, None, None, None, "max_bins"),
 ])
 def test_bad_input_is_refused(kwargs, X_edit, y_edit, w_edit, message):
@@ -332,6 +332,19 @@ def test_bad_input_is_refused(kwargs, X_edit, y_edit, w_edit, message):
     w = w_edit(w) if w_edit else w
     with pytest.raises(ValueError, match=message):
         hepbdt.BDTClassifier(**{"n_trees": 2, **kwargs}).fit(X, y, w)
+
+
+@pytest.mark.parametrize("estimator, boosting, loss, takes", [
+    (hepbdt.BDTRegressor, "newton", "logistic", "'squared', 'absolute', 'huber'"),
+    (hepbdt.BDTRegressor, "gradient", "deviance", "'squared', 'absolute', 'huber'"),
+    (hepbdt.BDTClassifier, "newton", "deviance", "'logistic'"),
+    (hepbdt.BDTClassifier, "gradient", "huber", "'deviance'"),
+])
+def test_a_wrong_loss_names_the_losses_of_the_booster_and_task(estimator, boosting, loss, takes):
+    X, y, _ = _data(n=200)
+    with pytest.raises(ValueError, match=rf"loss '{loss}' is not a .* of boosting='{boosting}'; "
+                                         rf"it takes {takes}$"):
+        estimator(boosting=boosting, loss=loss, n_trees=2).fit(X, y.astype(float))
 
 
 def test_predict_checks_feature_count_and_fit(fitted):

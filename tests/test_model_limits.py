@@ -265,7 +265,7 @@ def _item(key: str, i: int, value: Any):
     (lambda d: d["params"].update(learning_rate=[1]),
      r"params\.learning_rate: learning_rate=\[1\] is not valid; expected a number in \(0, 10\]"),
     (lambda d: d["params"].update(n_jobs="all"), r"params\.n_jobs: 'all' is not valid"),
-    (lambda d: d["params"].update(loss="squared"), r"params\.loss: loss 'squared' is a regression loss"),
+    (lambda d: d["params"].update(loss="squared"), r"params\.loss: loss 'squared' is not a classification"),
     (lambda d: d.update(format_version=True), r"format_version True is not supported"),
     (lambda d: d.update(classes=[[0], 1]), r"'classes' with 2 different labels"),
     (lambda d: d.update(classes=[1, 1]), r"'classes' with 2 different labels"),

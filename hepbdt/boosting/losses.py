@@ -647,12 +647,17 @@ LOSSES = {
 }
 
 
-def get_loss(boosting: str, loss: str, huber_alpha: float = 0.9, huber_delta: float = 1.0) -> Loss:
-    """The loss object for a booster; ValueError listing the valid pairs otherwise."""
+def get_loss(boosting: str, loss: str, huber_alpha: float = 0.9, huber_delta: float = 1.0,
+             classification: bool | None = None) -> Loss:
+    """The loss object for a booster (of classification or regression where given);
+    ValueError naming the losses that booster takes otherwise."""
     cls = LOSSES.get((boosting, loss))
-    if cls is None:
-        valid = sorted(f"{b}/{name}" for b, name in LOSSES)
-        raise ValueError(f"loss {loss!r} is not available for boosting={boosting!r}; valid: {valid}")
+    if cls is None or classification not in (None, cls.is_classification):
+        valid = [name for (b, name), c in LOSSES.items()
+                 if b == boosting and classification in (None, c.is_classification)]
+        task = {True: "classification ", False: "regression ", None: ""}[classification]
+        raise ValueError(f"loss {loss!r} is not a {task}loss of boosting={boosting!r}; it takes "
+                         + ", ".join(repr(name) for name in valid))
     if cls is Huber:
         return Huber(huber_alpha)
     if cls is PseudoHuber:
