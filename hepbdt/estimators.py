@@ -778,7 +778,9 @@ class _BDTBase(SklearnProtocol):
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan, decorrelate)
         if forest.n_trees and not np.any(forest.feature >= 0):
-            warnings.warn(self._no_split_hint(w), stacklevel=user_stacklevel())
+            warnings.warn(self._no_split_hint(float(np.sum(w, dtype=np.float64)),
+                                              float(np.sum(np.abs(w), dtype=np.float64)) / w.size),
+                          stacklevel=user_stacklevel())
         # the TMVA export warns: the Reader gives -999 for NaN events
         if X.missing_any() if binned else any_nan(X, rows):
             forest.extra["nan_in_training"] = True
@@ -793,13 +795,19 @@ class _BDTBase(SklearnProtocol):
                             n_held: int) -> None:
         """ValueError when the held-out events took all the positive weight of a class."""
         k = int(y.max()) + 1 if y.size else 0
-        before = np.bincount(y, weights=w, minlength=k) > 0
-        after = np.bincount(y[train], weights=w[train], minlength=k) > 0
-        lost = np.flatnonzero(before & ~after)
+        self._refuse_classes_held_out(np.bincount(y, weights=w, minlength=k),
+                                      np.bincount(y[train], weights=w[train], minlength=k),
+                                      n_held, y.size)
+
+    def _refuse_classes_held_out(self, before: np.ndarray, after: np.ndarray, n_held: int,
+                                 n: int) -> None:
+        """``_check_classes_left``'s error from the classes' weight sums before and after the
+        hold-out of ``n_held`` of ``n`` events (memory and Dask)."""
+        lost = np.flatnonzero((before > 0) & ~(after > 0))
         if lost.size:
             names = ", ".join(repr(np.asarray(self.classes_[c]).item()) for c in lost)
             raise ValueError(f"validation_fraction={self.validation_fraction!r} held out {n_held} "
-                             f"of {y.size} events, and with them every event of positive "
+                             f"of {n} events, and with them every event of positive "
                              f"weight of class {names}: give more events of it, an eval_set, "
                              "or an integer n_trees (no events held out)")
 
@@ -1029,12 +1037,12 @@ class _BDTBase(SklearnProtocol):
         if self.decorrelation == "uboost":
             forest.extra["decorrelation"]["steps"] = int(self.decorrelation_steps)
 
-    def _no_split_hint(self, w: np.ndarray) -> str:
-        """Why no tree could split, in the terms of the options that decide it."""
-        mean_w = float(np.mean(np.abs(w)))
+    def _no_split_hint(self, total: float, mean_abs: float) -> str:
+        """Why no tree could split, in the terms of the options that decide it (the training
+        weights' sum and mean magnitude)."""
         text = ("no tree made a single split, so the model is a constant: the features do not "
                 "vary, or the options allow no child. The event weights "
-                f"sum to {float(np.sum(w)):.4g} (mean |w| {mean_w:.3g}).")
+                f"sum to {total:.4g} (mean |w| {mean_abs:.3g}).")
         if self.boosting == "newton":
             text += (f" With boosting='newton', min_child_weight={self.min_child_weight:g} and "
                      f"reg_lambda={self.reg_lambda:g} are in units of summed hessians (event "

@@ -115,3 +115,30 @@ def test_the_saved_model_says_what_memory_says(client):
     for key in set(saved) | set(expected):
         if key != "train_loss":
             assert saved.get(key) == expected.get(key), key
+
+
+@pytest.mark.parametrize("options", [{}, {"n_trees": "auto"}])
+def test_a_hold_out_that_takes_a_class_is_named_as_in_memory(client, options):
+    X, y, w = _data()
+    y[:] = 0
+    y[5] = 1  # seed 1's hold-out takes the one signal event, in memory and on Dask alike
+    options = {**OPTIONS, "n_trees": 4, "early_stopping": True, "validation_fraction": 0.5,
+               "random_state": 1, **options}
+    memory = _error_of(lambda: BDTClassifier(**options).fit(X, y, sample_weight=w))
+    cluster = _error_of(lambda: DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client))
+    assert "every event of positive weight of class 1" in memory[1]
+    assert cluster == memory
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])  # AdaBoost refuses it
+def test_the_no_split_warning_says_what_memory_says(client, boosting):
+    X, y, w = _data()
+    X[:] = 1.0  # nothing to split on
+    options = {**OPTIONS, "boosting": boosting}
+    with pytest.warns(UserWarning, match="no tree made a single split") as memory:
+        BDTClassifier(**options).fit(X, y, sample_weight=w)
+    with pytest.warns(UserWarning, match="no tree made a single split") as cluster:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client)
+    texts = [[str(r.message) for r in record if "no tree made" in str(r.message)]
+             for record in (memory, cluster)]
+    assert texts[1] == texts[0] and "The event weights sum to" in texts[0][0]

@@ -286,7 +286,10 @@ class _DaskMixin:
         if not any(f >= 0 for f in forest.feature):
             import warnings  # noqa: I001 -- only when the model made no split
 
-            warnings.warn("no tree made a single split, so the model is a constant",
+            lengths = counts.tolist()  # memory's sums of the float32 or float64 weights
+            sums = _vector_sums(cluster, {"weight": PairwiseSum(lengths, cast=True),
+                                          "abs_weight": PairwiseSum(lengths, cast=True)})
+            warnings.warn(self._no_split_hint(sums["weight"], sums["abs_weight"] / n),
                           stacklevel=user_stacklevel())
         if any(p["nan"] for p in parts):
             forest.extra["nan_in_training"] = True
@@ -324,8 +327,9 @@ class _DaskMixin:
                 factors = self._class_factors(cluster, loaded, ratio, not acts)
                 if factors is None:  # memory's refusal: the held-out events keep no ratio
                     raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
+        n_classes = max(2, self.classes_.size) if self._estimator_type == "classifier" else 0
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
-                                                  self.negative_weights)
+                                                  self.negative_weights, n_classes)
                                 for i in range(len(loaded))])
         _raise_first_refusal([{"rows": p["rows"], "refused": q["refused"]}
                               for p, q in zip(loaded, parts, strict=True)])
@@ -337,6 +341,11 @@ class _DaskMixin:
                               f"validation_fraction={self.validation_fraction!r} held out of "
                               f"{int(sum(p['rows'] for p in loaded))}",
                               "raise validation_fraction, or give an eval_set")
+            if n_classes:  # memory's _check_classes_left (numpy's sums of the parts' sums)
+                after = np.sum([p["class_train"] for p in parts], axis=0)
+                self._refuse_classes_held_out(
+                    after + np.sum([p["class_valid"] for p in parts], axis=0), after, sum(held),
+                    int(sum(p["rows"] for p in loaded)))
         if any(p["negative"] for p in parts) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "

@@ -211,19 +211,22 @@ def held_out(n: int, spec: dict[str, Any], event: np.ndarray | None) -> np.ndarr
 
 
 def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, float] | None,
-          policy: str) -> dict[str, Any]:
+          policy: str, n_classes: int = 0) -> dict[str, Any]:
     """Hold out the part's validation events (``holdout``: ``held_out``'s spec, or None),
     their weights scaled by ``valid_factors`` (the whole sample's class normalisation, signal's
     then background's; None: as given), then apply the ``negative_weights`` policy where it
     works event by event ("abs", "ignore") to the training events, as memory does after its
     hold-out. Returns the training events' count, whether one had a negative weight
     (before the policy), a positive one, a NaN feature, the signal count, the held-out
-    events' count and signal count, and ("refused") the refusal of a normalised weight
-    out of float32's range, memory's check of every event before its hold-out."""
+    events' count and signal count, ("refused") the refusal of a normalised weight out of
+    float32's range, memory's check of every event before its hold-out, and with a hold-out
+    and ``n_classes`` each class's given weights in the training and held-out events
+    ("class_train", "class_valid")."""
     part = _part(key)
     X, y, w = part.X, part.y, part.w
     n_valid = valid_signal = 0
     refused = None
+    class_sums = {}
     if valid_factors is not None:  # memory checks the whole sample's normalised weights
         scaled = np.where(y == 1, w * valid_factors[0], w * valid_factors[1])
         try:
@@ -237,6 +240,11 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
             wv = np.where(y[held] == 1, wv * valid_factors[0], wv * valid_factors[1])
         part.valid = _Valid(X[held], y[held], wv)
         n_valid, valid_signal = int(held.sum()), int(np.count_nonzero(part.valid.y == 1))
+        if n_classes:
+            def sums(mask):
+                return np.bincount(y[mask].astype(np.int64), w[mask], n_classes).tolist()
+
+            class_sums = {"class_train": sums(~held), "class_valid": sums(held)}
         X, y, w = X[~held], y[~held], w[~held]
     part.event = None
     negative = bool(np.any(w < 0))
@@ -249,7 +257,7 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     return {"n": int(y.size), "n_nonzero": int(np.count_nonzero(w)),
             "negative": negative, "positive": bool(np.any(w > 0)),
             "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
-            "n_valid": n_valid, "valid_signal": valid_signal, "refused": refused}
+            "n_valid": n_valid, "valid_signal": valid_signal, "refused": refused, **class_sums}
 
 
 def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
