@@ -305,7 +305,7 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
 
     rng = np.random.default_rng(0)
     # binned with outputs: few events, where the correlation figure's blocks are the peak
-    n, m = (200_000, 12) if not outputs else (50_000 if binned else 200_000, 28)
+    n, m = (200_000, 12) if not outputs else (50_000 if binned else 100_000, 28)
     for name, shift in (("s", 0.3), ("b", 0.0)):
         with uproot.recreate(tmp_path / f"{name}.root") as f:
             f["t"] = {**{f"x{j}": (rng.normal(size=n) + shift).astype(np.float32)
