@@ -248,9 +248,9 @@ def _compare(train_s: np.ndarray, train_w: np.ndarray, test_s: np.ndarray,
     if train_s.size == 0 or test_s.size == 0:
         raise ValueError(f"overtraining_test: no {what} events in the training or test sample")
     ks = weighted_ks_2samp(train_s, test_s, train_w, test_w)
-    # Equal-count bins of the pooled scores, at least ~10 events per sample per bin, so the
-    # chi2 approximation holds.
-    n_bins = int(np.clip(min(train_s.size, test_s.size) // 10, 2, bins))
+    # Equal-count bins of the pooled scores, at least ~10 effective events per sample per
+    # bin, so the chi2 approximation holds (rows would overcount weighted events).
+    n_bins = int(np.clip(np.floor(min(ks.n_eff_1, ks.n_eff_2) / 10 + 1e-9), 2, bins))
     edges = _quantile_edges(np.concatenate([train_s, test_s]), n_bins)
     chi = chi2_test(train_s, train_w, test_s, test_w, edges)
     # below MIN_EFFECTIVE_EVENTS the tests' approximations fail: no p-value, not a wrong one
@@ -287,7 +287,8 @@ def overtraining_test(
     train_scores, test_scores : arrays of shape (n_train,), (n_test,)
     train_y, test_y : labels, 1 = signal, 0 = background
     train_w, test_w : event weights or None
-    bins : at most this many equal-count bins (of the pooled scores) for the chi2 test
+    bins : at most this many equal-count bins (of the pooled scores) for the chi2 test; fewer
+        where the smaller sample has under 10 effective events a bin (at least 2 bins)
 
     Returns
     -------
