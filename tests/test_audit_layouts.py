@@ -6,6 +6,8 @@ BinnedMatrix wrapped out-of-range codes; a feature without edges showed as 0.0."
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -113,3 +115,11 @@ def test_flatness_bins_of_few_events_warn_and_mass_bins_are_bounded():
         flatness_bins(m, y, w, 300, "background")
     with pytest.raises(ValueError, match="more mass bins than the"):
         decorrelation_measures(rng.random(2000), y, m, w, bins=10**6)
+    # weights count as Kish's effective events: 976 rows, 2 % of them at weight 200 (about
+    # 38 effective events), are too few for 20 cells, as 38 rows would be
+    heavy = np.where(rng.random(2000) < 0.02, 200.0, 1.0)
+    with pytest.warns(FlatnessBinsWarning, match=r"976 \(\d+ effective\) background events"):
+        flatness_bins(m, y, heavy, 20, "background")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flatness_bins(m, y, w, 20, "background")
