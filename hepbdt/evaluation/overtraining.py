@@ -7,10 +7,15 @@ histograms on a common binning. Signed weights are allowed.
 Weighted KS: the statistic is ``D = max |F_1(x) - F_2(x)|`` over all observed ``x``, with
 ``F`` the weighted empirical CDFs (cumulative weight over total weight; with negative
 weights they need not be monotone). The p-value is the one of
-``scipy.stats.ks_2samp(method="asymp")`` with the sample sizes replaced by the effective
-sizes ``n_eff = (sum w)^2 / sum w^2`` (Kish): ``kstwo.sf(D, round(n1 n2 / (n1 + n2)))``;
-NaN when a sample has less than one effective event or that rounded size is 0 (one event
-against one). With unit weights it reproduces scipy exactly.
+``scipy.stats.ks_2samp(method="asymp")`` with the sample sizes replaced by effective ones:
+``kstwo.sf(D, round(m1 m2 / (m1 + m2)))``, ``m`` Kish's ``(sum w)^2 / sum w^2`` where the
+weights do not depend on the score and smaller where they do (``weighted_ks_2samp``); NaN
+when a sample has less than one effective event (Kish's) or that rounded size is 0 (one
+event against one). With unit weights it reproduces scipy exactly. The chi2 test pools
+both samples' events for each bin's variance and counts the normalisation's spread
+(``chi2_test``); with unit weights it is Pearson's chi2 of the 2 x K table. Both were
+checked by simulation on identical samples (unit, lognormal, heavy, signed and
+score-dependent weights, sizes 12 to 5,000, k-fold): P(p < a) at most about a.
 
 Verdict: a sample (signal or background) is "overtrained" when its smaller p-value (KS or
 chi2) is below :data:`PVALUE_FAIL` (0.01), a "warning" below :data:`PVALUE_WARN` (0.05),
@@ -106,10 +111,15 @@ def weighted_ks_2samp(
     ----------
     x1, x2 : arrays of shape (n1,), (n2,)
     w1, w2 : weights of the same shapes, or None for unit weights; signed weights allowed
-    effective_size : "kish" uses ``(sum w)^2 / sum w^2`` as sample size in the p-value (for
-        Monte Carlo weights); "sum" uses ``sum w`` (for frequency weights, where a weight of
-        k means k identical events: then the result equals the unweighted test on the data
-        with events repeated).
+    effective_size : "kish" (for Monte Carlo weights) gives the p-value each sample's size
+        ``n`` times the smallest, over the pooled scores' quartiles t, of ``F(t) (1 - F(t))``
+        over the variance of an event's ``u (1{x <= t} - F(t))`` (``u``: its weight over its
+        sample's mean weight; the pooled events' shape, each sample's own mean ``u^2``):
+        Kish's ``(sum w)^2 / sum w^2`` where the weights do not depend on the score, and
+        smaller where they do (weights exp(1.5 x) made p < 0.01 in 6 % of identical samples
+        with Kish's sizes). ``n_eff_1``, ``n_eff_2`` stay Kish's. "sum" uses ``sum w`` (for
+        frequency weights, where a weight of k means k identical events: then the result
+        equals the unweighted test on the data with events repeated).
     """
     a, wa = _sample(x1, w1, "x1", "w1")
     b, wb = _sample(x2, w2, "x2", "w2")
@@ -124,8 +134,9 @@ def weighted_ks_2samp(
     statistic = float(np.max(np.abs(diff)))
     if effective_size == "kish":
         n1, n2 = effective_sample_size(wa), effective_sample_size(wb)
+        m1, m2 = _ks_sizes(a, wa, b, wb, (n1, n2))
     elif effective_size == "sum":
-        n1, n2 = ta, tb
+        n1, n2 = m1, m2 = ta, tb
     else:
         raise ValueError(f"effective_size must be 'kish' or 'sum', got {effective_size!r}")
     pvalue = np.nan  # below one effective event in a sample the test says nothing
@@ -134,10 +145,49 @@ def weighted_ks_2samp(
     # weight, whose Kish size is 1 up to rounding, at one event
     one = 1.0 - 1e-9
     if n1 >= one and n2 >= one:
-        en = float(np.round(n1 * n2 / (n1 + n2)))
+        en = float(np.round(m1 * m2 / (m1 + m2)))
         if en >= 1.0:
             pvalue = float(np.clip(kstwo.sf(statistic, en), 0.0, 1.0))
     return KSResult(statistic, pvalue, n1, n2)
+
+
+def _unit_weights(w: np.ndarray) -> np.ndarray:
+    """Each event's weight over its sample's mean weight (computed from the weights over a
+    power of two, so that their squares neither under- nor overflow)."""
+    w = np.ldexp(w, -weight_exponent(w))
+    return w * (w.size / float(w.sum()))
+
+
+def _ks_sizes(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray,
+              kish: tuple[float, float]) -> tuple[float, float]:
+    """The sample sizes of the weighted KS p-value (see ``weighted_ks_2samp``): Kish's
+    where every weight of both samples is equal, else each sample's size times the
+    smallest F (1 - F) / var(u (1{x <= t} - F)) over the pooled scores' quartiles."""
+    if np.ptp(wa) == 0 and np.ptp(wb) == 0:
+        return kish
+    ua, ub = _unit_weights(wa), _unit_weights(wb)
+    x = np.concatenate([a, b])
+    order = np.argsort(x, kind="stable")
+    u = np.concatenate([ua, ub])[order]
+    n = u.size
+    below = np.cumsum(u)  # pooled: F(t) = below / n at each event
+    below2 = np.cumsum(u * u)
+    total2 = float(below2[-1])
+    ends = np.append(np.flatnonzero(np.diff(x[order]) != 0), n - 1)  # each score's last
+    cdf = below[ends] / n
+    ratio = np.inf
+    for level in (0.25, 0.5, 0.75):  # at deciles, the noisier minimum was too conservative
+        k = ends[int(np.argmin(np.abs(cdf - level)))]
+        f = below[k] / n
+        if not 0.0 < f < 1.0:
+            continue
+        var = ((1 - f) ** 2 * below2[k] + f * f * (total2 - below2[k])) / n
+        ratio = min(ratio, f * (1 - f) / var)
+    if not np.isfinite(ratio):
+        return kish
+    mean2 = total2 / n  # each sample's own mean u^2 against the pooled one
+    return (a.size * ratio * mean2 / float(np.mean(ua * ua)),
+            b.size * ratio * mean2 / float(np.mean(ub * ub)))
 
 
 def _sample(x: Any, w: Any, x_name: str, w_name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -169,27 +219,42 @@ class Chi2Result:
 def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     """Chi2 test that two weighted samples have the same shape on the binning ``edges``.
 
-    Each histogram is normalised to unit sum: ``p_i = h_i / W`` with variance
-    ``sum w^2 / W^2``; ``chi2 = sum_i (p1_i - p2_i)^2 / (var1_i + var2_i)`` over bins with
-    non-zero variance, ``ndf`` = those bins minus one (for the normalisation).
+    Each histogram is normalised to unit sum, ``p_i = h_i / W``. Under the hypothesis the
+    two samples are draws of the same events and weights (up to the weights' scale), so
+    the covariance of ``p`` is one matrix over the sample size: that of the events'
+    ``u (1_i - q_i)``, with ``u`` each event's weight over its sample's mean weight and
+    ``q`` the shape, both samples' events pooled. ``chi2`` is the difference ``p1 - p2``
+    against that covariance times ``1/n1 + 1/n2`` (the bins but the last, whose share the
+    others fix; bins without events left out), ``ndf`` those bins. Pooled, not each
+    sample's own: where the smaller sample fluctuates low its own variance is too small
+    too (5,000 against 200 events, unit weights: p < 0.01 in 10 % of identical samples
+    with each bin's own variances, 0.9 % pooled). With unit weights this is Pearson's chi2 of the 2 x K
+    table. The normalisation's own spread is in it: where a
+    few heavy events carry much of a sample's weight, every bin's share moves with them.
     """
     e = as_1d(edges, "edges")
     a, wa = _sample(x1, w1, "x1", "w1")
     b, wb = _sample(x2, w2, "x2", "w2")
-    # each sample's weights scaled by a power of two (exact; only their ratios matter), so
-    # that sum w^2 neither underflows (1e-170) nor overflows (1e170)
-    h1, v1 = weighted_histogram(a, np.ldexp(wa, -weight_exponent(wa)), e)
-    h2, v2 = weighted_histogram(b, np.ldexp(wb, -weight_exponent(wb)), e)
+    n1, n2 = a.size, b.size
+    (h1, v1), (h2, v2) = (weighted_histogram(x, _unit_weights(w), e) for x, w in ((a, wa), (b, wb)))
     t1, t2 = h1.sum(), h2.sum()
     if not (t1 > 0 and t2 > 0):
         raise ValueError(f"chi2_test: the histograms' net weights are {t1:g} and {t2:g}; "
                          "each sample needs a positive net weight inside the edges")
-    var = v1 / t1**2 + v2 / t2**2
-    used = var > 0
-    ndf = int(used.sum()) - 1
+    n = n1 + n2
+    q, s = (h1 + h2) / n, (v1 + v2) / n  # the pooled shape and each bin's mean u^2
+    used = np.flatnonzero(s > 0)
+    ndf = used.size - 1
     if ndf < 1:
         return Chi2Result(0.0, max(ndf, 0), np.nan)
-    chi2 = float(np.sum((h1[used] / t1 - h2[used] / t2) ** 2 / var[used]))
+    q, s, d = q[used[:-1]], s[used[:-1]], (h1 / t1 - h2 / t2)[used[:-1]]
+    total_s = float((v1 + v2).sum()) / n
+    cov = (np.diag(s) - np.outer(q, s) - np.outer(s, q) + np.outer(q, q) * total_s)
+    cov *= 1.0 / n1 + 1.0 / n2
+    try:
+        chi2 = float(d @ np.linalg.solve(cov, d))
+    except np.linalg.LinAlgError:
+        return Chi2Result(np.nan, ndf, np.nan)
     return Chi2Result(chi2, ndf, float(chdtrc(ndf, chi2)))
 
 
