@@ -207,8 +207,9 @@ def _report_parser(commands: Any) -> None:
                         "(default: report.html)")
     report.add_argument("--title", help="title of the report")
     report.add_argument("--min-background-events", type=int, default=None, metavar="N",
-                        help="background MC events a best cut keeps at least (default: the "
-                        "training's, as its output set records it, else 10)")
+                        help="background MC events a best cut keeps at least, counted and "
+                        "effective (default: the training's, as its output set records it, "
+                        "else 10)")
 
 
 def _demo_parser(commands: Any) -> None:

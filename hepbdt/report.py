@@ -46,6 +46,7 @@ from hepbdt.evaluation.metrics import (
     EfficiencyTable,
     SignificanceScan,
     SplitYields,
+    best_cut_rule,
     efficiency_table,
     regression_metrics,
     resolution_vs_target,
@@ -460,7 +461,7 @@ def report(
         samples table and the significance section name it. A value below 1 far from the
         test events' share of all events is an error. The report states which.
     min_background_events : a best cut of the significance scan must leave at least this
-        many background MC events (unweighted test events) and B > 0
+        many background MC events (unweighted test events), as many effective ones, and B > 0
     n_repeats, random_state : for the permutation importance on the test sample
     sections : the caller's own sections, shown after the summary (e.g. the per-fold
         results of a k-fold training)
@@ -962,8 +963,7 @@ class _YieldBasis:
             text = "; ".join(given) + (f"; {rest[0]}: {scaled}" if rest else "") + "."
         return (text + " Stat. unc.: sqrt(sum of (w x factor)^2) of the test events passing "
                 "the cut, scaled as the yields. MC events: test events passing the cut, "
-                f"unweighted. A best cut leaves at least {self.min_background_events} "
-                "background MC events and B > 0.")
+                f"unweighted. A{best_cut_rule(self.min_background_events)[1:]}.")
 
 
 def _check_split_fraction(test_fraction: float, n_train: int, n_test: int,

@@ -130,16 +130,17 @@ FIGURES = ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams")
 
 def _brute_scan(y, score, w, scale=1.0, min_background=10, b_reg=10.0, need_positive_b=True):
     """Every cut score >= t (descending t) by direct numpy sums, and the best cut of each
-    figure of merit among the cuts with >= min_background background MC events (and
-    B > 0 unless need_positive_b is False)."""
+    figure of merit among the cuts with >= min_background background MC events, counted
+    and effective (Kish's (sum w)^2 / sum w^2), and B > 0 unless need_positive_b is False."""
     ts = np.unique(score)[::-1]
-    cols = {k: [] for k in ("t", "S", "B", "dS", "dB", "nS", "nB")}
+    cols = {k: [] for k in ("t", "S", "B", "dS", "dB", "nS", "nB", "effB")}
     for t in ts:
         sig, bkg = (score >= t) & (y == 1), (score >= t) & (y == 0)
         for key, value in (("t", t), ("S", scale * w[sig].sum()), ("B", scale * w[bkg].sum()),
                            ("dS", scale * np.sqrt(np.sum(w[sig] ** 2))),
                            ("dB", scale * np.sqrt(np.sum(w[bkg] ** 2))),
-                           ("nS", np.count_nonzero(sig)), ("nB", np.count_nonzero(bkg))):
+                           ("nS", np.count_nonzero(sig)), ("nB", np.count_nonzero(bkg)),
+                           ("effB", w[bkg].sum() ** 2 / np.sum(w[bkg] ** 2) if bkg.any() else 0)):
             cols[key].append(value)
     cols = {k: np.array(v) for k, v in cols.items()}
     s, b = cols["S"], cols["B"]
@@ -147,7 +148,7 @@ def _brute_scan(y, score, w, scale=1.0, min_background=10, b_reg=10.0, need_posi
         fom = {"s_over_sqrt_b": np.where(b > 0, s / np.sqrt(b), np.nan),
                "s_over_sqrt_s_plus_b": np.where(s + b > 0, s / np.sqrt(s + b), np.nan),
                "ams": np.sqrt(2 * ((s + b + b_reg) * np.log(1 + s / (b + b_reg)) - s))}
-    ok = cols["nB"] >= min_background
+    ok = (cols["nB"] >= min_background) & (cols["effB"] >= min_background * (1 - 1e-9))
     if need_positive_b:
         ok &= b > 0
     best = {}
@@ -192,7 +193,9 @@ def test_best_cut_leaves_the_minimum_of_background_mc_events():
     _assert_best_is_brute(scan, *_brute_scan(y, score, w))
     strict = significance_scan(y, score, w, min_background_events=50)
     _assert_best_is_brute(strict, *_brute_scan(y, score, w, min_background=50))
-    np.testing.assert_array_equal(strict.qualifies, strict.n_background_mc >= 50)
+    cols = _brute_scan(y, score, w, min_background=50)[0]
+    np.testing.assert_array_equal(strict.qualifies, (cols["nB"] >= 50) & (cols["effB"] >= 50)
+                                  & (cols["B"] > 0))
 
 
 def test_a_cut_with_no_positive_background_is_never_best():
@@ -316,7 +319,8 @@ def test_a_tight_cut_beside_heavy_background_events_is_not_taken_for_zero():
     for t in np.unique(score):
         passing = score >= t
         b, n_b = w[passing & (y == 0)].sum(), np.count_nonzero(passing & (y == 0))
-        if n_b >= 10 and b > 0:
+        effective = b * b / np.sum(w[passing & (y == 0)] ** 2) if n_b else 0.0
+        if n_b >= 10 and effective >= 10 * (1 - 1e-9) and b > 0:
             brute.append((w[passing & (y == 1)].sum() / np.sqrt(b), t))
     best = scan.best_cuts["s_over_sqrt_b"]
     assert (best.value, best.threshold) == pytest.approx(max(brute), rel=1e-12)
@@ -366,3 +370,19 @@ def test_the_printed_best_cut_selects_the_events_it_counts():
                 np.testing.assert_array_equal(score >= printed, score >= best.threshold)
     assert cut_text(0.587042, 0.58) == "0.587"  # rounded down: digits as before
     assert cut_text(0.5668887319619006, 0.5) == "0.5668887"
+
+
+def test_a_best_cut_needs_effective_background_events_not_rows():
+    """Nine heavy background events (weight 100) and thirty light ones (0.01) above a cut
+    are 39 MC events but 9 effective ones: B there rests on nine events, and the cut is
+    not a best cut; with a tenth heavy event it is (the brute-force rule)."""
+    score = np.r_[np.linspace(0.90, 0.99, 9), np.linspace(0.91, 0.98, 30), [0.85],
+                  np.linspace(0.0, 0.5, 200), np.linspace(0.86, 1.0, 50)]
+    y = np.r_[np.zeros(9 + 30 + 1 + 200), np.ones(50)]
+    w = np.r_[np.full(9, 100.0), np.full(30, 0.01), [100.0], np.ones(200), np.ones(50)]
+    scan = significance_scan(y, score, w)
+    at_09 = scan.thresholds == 0.9
+    assert scan.n_background_mc[at_09][0] == 39 and not scan.qualifies[at_09][0]
+    assert scan.qualifies[scan.thresholds == 0.85][0]
+    _assert_best_is_brute(scan, *_brute_scan(y, score, w))
+    assert scan.best_cuts["s_over_sqrt_b"].threshold <= 0.85

@@ -486,8 +486,8 @@ def _kfold_significance(folds: FoldScores, min_background_events: int) -> str:
     n0 = int(np.count_nonzero(folds.test_fold == 0))
     return (f"<p id=\"kfold-significance-yields\">Best cuts on all {len(folds.test)} events, "
             f"each scored out of fold. S and B: {yield_note(1.0)} (every event scored once). "
-            "Stat. unc.: sqrt(sum of w^2), MC events unweighted; a best cut leaves at least "
-            f"{scan.min_background_events} background MC events and B &gt; 0. The significance "
+            f"Stat. unc.: sqrt(sum of w^2), MC events unweighted; {html.escape(scan.rule_text)}. "
+            "The significance "
             f"section below scans fold 0 alone ({n0} events), each sample's test weights x its "
             "events / its fold-0 events.</p>" + significance_table(scan, "kfold-significance-table"))
 

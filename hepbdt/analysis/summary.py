@@ -219,8 +219,7 @@ def _significance_lines(result: TrainResult) -> list[str]:
     else:
         note = (f"{SPLIT_YIELD_NOTE} (see the samples above; nominal test fraction "
                 f"1 - train_fraction = {result.test_fraction:.4g})")
-    lines = ["", f"Best cuts (S, B: {note}; +- sqrt(sum (w x factor)^2); at least "
-             f"{scan.min_background_events} background MC events):"]
+    lines = ["", f"Best cuts (S, B: {note}; +- sqrt(sum (w x factor)^2); {scan.rule_text}):"]
     missing = missing_samples_text(yields, result.test.sample_names, result.config.classes)
     if missing:
         lines.append(f"  WARNING: S and B below leave out {len(yields.missing)} sample(s) with "
@@ -233,7 +232,7 @@ def _significance_lines(result: TrainResult) -> list[str]:
         best = scan.best_cuts[key]
         if not best.found:
             lines.append(f"  {name:18} no cut leaves >= {scan.min_background_events} "
-                         "background MC events with B > 0")
+                         "background MC events (counted and effective) with B > 0")
             continue
         lines.append(f"  {name:18} {best.value:8.4g} at score >= {scan.threshold_text(key)}: "
                      f"S = {best.signal:.4g} +- {best.signal_error:.3g} ({best.n_signal_mc} "
