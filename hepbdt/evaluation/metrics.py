@@ -625,9 +625,10 @@ def significance_scan(
     (sum w)^2 / sum w^2 of the passing background's weights: a few heavy events left B at
     0.4-0.6 of its true value on average where the best cut rested on them), and B > 0,
     whatever the figure of merit; where no cut does, the best cut is NaN. The best cut is
-    chosen on these events, so its value is biased upward (by 17 % on average for
-    S/sqrt(B) in a simulation of 2,000 unit-weight events a class, up to 48 % with
-    lognormal weights): confirm it on independent events.
+    chosen on these events, so its value is biased upward (S/sqrt(B) by 16 % on average
+    in a simulation of 2,000 background and 200 signal events of unit weight, 35 % with
+    lognormal background weights; ``benchmarks/bench_calibration.py``): confirm it on
+    independent events.
     """
     n_min = _check_scan_options(min_background_events, signal_yield, background_yield)
     b_reg = _check_b_reg(b_reg)
