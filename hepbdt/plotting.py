@@ -628,7 +628,8 @@ def plot_predicted_vs_true(
 
 @_figure
 def plot_resolution(binned: BinnedRegressionMetrics, *, label: str = "target") -> Figure:
-    """Bias and resolution (IQR and truncated RMS) of the regression in bins of the target."""
+    """Bias and resolution (IQR and the RMS of the central residuals) of the regression in
+    bins of the target."""
     fig = Figure()
     ax = fig.add_subplot()
     xerr = 0.5 * np.diff(binned.edges)
@@ -636,7 +637,7 @@ def plot_resolution(binned: BinnedRegressionMetrics, *, label: str = "target") -
     ax.errorbar(binned.centers, binned.resolution_iqr, xerr=xerr, fmt="s",
                 label="resolution (IQR / 1.349)")
     ax.errorbar(binned.centers, binned.resolution_trms, xerr=xerr, fmt="^",
-                label="resolution (truncated RMS)")
+                label=f"resolution (RMS of the central {100 * binned.truncation:g}%)")
     ax.errorbar(binned.centers, binned.rmse, xerr=xerr, fmt="v", label="RMSE")
     ax.axhline(0.0, color="grey", lw=1)
     ax.set_xlabel(f"True {label}")

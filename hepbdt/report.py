@@ -824,7 +824,7 @@ def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     out.heading("Regression quality")
     fields_ = [("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
                ("resolution (IQR / 1.349)", "resolution_iqr"),
-               ("resolution (truncated RMS, 90%)", "resolution_trms")]
+               ("resolution (RMS of the central 90%)", "resolution_trms")]
     rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in fields_]
     out.html(html_table(["", "test sample", "training sample"], rows, "regression-table"))
     binned = resolution_vs_target(te.y, te.score, te.w)
