@@ -272,7 +272,8 @@ SIGNIFICANCE_HEADER = ["figure of merit", "best cut", "value", "S", "S stat. unc
 
 def significance_table(scan: SignificanceScan, table_id: str) -> str:
     """The best cut of each figure of merit as an HTML table (S, B, their statistical
-    uncertainties and MC counts), or "no cut leaves >= N background MC events"."""
+    uncertainties and MC counts), or "no cut leaves >= N background MC events (counted and
+    effective)"."""
     rows: list[list[Any]] = []
     for key, label in _FIGURE_OF_MERIT_LABELS.items():
         if key == "ams":
@@ -285,7 +286,7 @@ def significance_table(scan: SignificanceScan, table_id: str) -> str:
                          best.n_background_mc])
         else:
             rows.append([label, f"no cut leaves >= {scan.min_background_events} background "
-                         "MC events with B > 0", *(["n/a"] * 7)])
+                         "MC events (counted and effective) with B > 0", *(["n/a"] * 7)])
     return html_table(SIGNIFICANCE_HEADER, rows, table_id)
 
 

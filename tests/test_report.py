@@ -194,7 +194,7 @@ def test_report_states_an_estimated_test_fraction_and_a_missing_best_cut(tmp_pat
     assert len(rows) == 3
     for row in rows:
         assert row["best cut"] == (f"no cut leaves &gt;= {n_background + 1} background MC "
-                                   "events with B &gt; 0")
+                                   "events (counted and effective) with B &gt; 0")
         assert row["value"] == row["S"] == row["B"] == "n/a"
     with pytest.raises(ValueError, match="test_fraction must lie in"):
         hepbdt.report(model, train, test, tmp_path / "bad.html", test_fraction=1.5)
