@@ -571,7 +571,8 @@ def plot_learning_curve(curve: LearningCurve) -> Figure:
 def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT score"
                            ) -> Figure:
     """S/sqrt(B), S/sqrt(S+B) and AMS against the cut, with the best cuts marked and the
-    cuts that may not be best (too few background MC events, or B <= 0) shaded."""
+    cuts that may not be best (too few background MC events, counted or effective, or
+    B <= 0) shaded."""
     fig = Figure()
     ax = fig.add_subplot()
     curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
@@ -591,7 +592,8 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     if not scan.qualifies.all():
         ax.fill_between(thresholds, 0, 1, where=~scan.qualifies[at], step="mid",
                         transform=ax.get_xaxis_transform(), color="grey", alpha=0.2, lw=0,
-                        label=f"< {scan.min_background_events} background MC events or B ≤ 0")
+                        label=f"< {scan.min_background_events} background MC events "
+                        "(counted or effective) or B ≤ 0")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Significance")
     ax.legend(fontsize=13)
