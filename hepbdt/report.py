@@ -266,27 +266,28 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], table_id: s
 
 _FIGURE_OF_MERIT_LABELS = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
                            "ams": "AMS"}
-SIGNIFICANCE_HEADER = ["figure of merit", "best cut", "value", "S", "S stat. unc.", "B",
-                       "B stat. unc.", "signal MC events", "background MC events"]
+SIGNIFICANCE_HEADER = ["figure of merit", "best cut", "value", "other half", "S",
+                       "S stat. unc.", "B", "B stat. unc.", "signal MC events",
+                       "background MC events"]
 
 
 def significance_table(scan: SignificanceScan, table_id: str) -> str:
-    """The best cut of each figure of merit as an HTML table (S, B, their statistical
-    uncertainties and MC counts), or "no cut leaves >= N background MC events (counted and
-    effective)"."""
+    """The best cut of each figure of merit as an HTML table (its value, the other half's,
+    S, B, their statistical uncertainties and MC counts), or "no cut leaves >= N
+    background MC events (counted and effective)"."""
     rows: list[list[Any]] = []
     for key, label in _FIGURE_OF_MERIT_LABELS.items():
         if key == "ams":
             label += f" (b_reg = {scan.b_reg:g})"
         best = scan.best_cuts[key]
         if best.found:
-            rows.append([label, scan.threshold_text(key), best.value, best.signal,
-                         best.signal_error,
+            rows.append([label, scan.threshold_text(key), best.value,
+                         scan.other_half.get(key, np.nan), best.signal, best.signal_error,
                          best.background, best.background_error, best.n_signal_mc,
                          best.n_background_mc])
         else:
             rows.append([label, f"no cut leaves >= {scan.min_background_events} background "
-                         "MC events (counted and effective) with B > 0", *(["n/a"] * 7)])
+                         "MC events (counted and effective) with B > 0", *(["n/a"] * 8)])
     return html_table(SIGNIFICANCE_HEADER, rows, table_id)
 
 

@@ -237,7 +237,7 @@ def _significance_lines(result: TrainResult) -> list[str]:
         lines.append(f"  {name:18} {best.value:8.4g} at score >= {scan.threshold_text(key)}: "
                      f"S = {best.signal:.4g} +- {best.signal_error:.3g} ({best.n_signal_mc} "
                      f"MC), B = {best.background:.4g} +- {best.background_error:.3g} "
-                     f"({best.n_background_mc} MC)")
+                     f"({best.n_background_mc} MC); other half {scan.other_half[key]:.4g}")
     return lines
 
 
