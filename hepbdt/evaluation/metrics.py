@@ -284,10 +284,13 @@ def _excess_term(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         direct = (1.0 + x) * np.log1p(x) - x
     small = np.abs(x) < _SERIES_BELOW
-    series = np.zeros_like(x)
+    out = np.where(x == -1.0, 1.0, direct)
+    xs = x[small]  # the series where it serves only: its powers cost 1 s a million values
+    series = np.zeros_like(xs)
     for k in range(_SERIES_TERMS, 1, -1):  # smallest terms first
-        series += (-x) ** k / (k * (k - 1))
-    return np.where(small, series, np.where(x == -1.0, 1.0, direct))
+        series += (-xs) ** k / (k * (k - 1))
+    out[small] = series
+    return out
 
 
 def _separation_edges(score: np.ndarray, bins: int | Any) -> np.ndarray:
