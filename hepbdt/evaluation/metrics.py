@@ -672,8 +672,8 @@ def significance_scan(
                                   np.nan)
     ams_values = ams(sig, bkg, b_reg)
     zero = _ZERO_TOLERANCE * cum_abs_b * abs(b_unit)
-    with np.errstate(divide="ignore", invalid="ignore"):  # Kish's count of the passing
-        effective_b = np.where(cum_b2 > 0, cum_b * cum_b / np.where(cum_b2 > 0, cum_b2, 1.0), 0.0)
+    effective_b = np.divide(cum_b * cum_b, cum_b2, out=np.zeros_like(cum_b),
+                            where=cum_b2 > 0)  # Kish's count of the passing background
     qualifies = (n_b >= n_min) & (effective_b >= n_min * (1.0 - 1e-9)) & (bkg > zero)
     arrays = (thresholds, sig, bkg, sig_err, bkg_err, n_s, n_b)
     best_cuts = {name: _best_cut(values, qualifies, arrays) for name, values in
@@ -702,10 +702,10 @@ def _other_half_values(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray,
     scaled = []
     for h in (0, 1):
         mask = half == h
-        factor = np.where(is_signal, np.count_nonzero(is_signal) / max(np.count_nonzero(
-            is_signal & mask), 1), np.count_nonzero(~is_signal) / max(np.count_nonzero(
-                ~is_signal & mask), 1))
-        scaled.append((mask, w * factor))
+        factor = {label: np.count_nonzero(is_signal == label)
+                  / max(np.count_nonzero((is_signal == label) & mask), 1)
+                  for label in (True, False)}
+        scaled.append((mask, w * np.where(is_signal, factor[True], factor[False])))
     values: dict[str, list[float]] = {name: [] for name in FIGURES_OF_MERIT}
     for (chosen, w_chosen), (measured, w_measured) in (scaled, scaled[::-1]):
         try:

@@ -228,9 +228,9 @@ def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     others fix; bins without events left out), ``ndf`` those bins. Pooled, not each
     sample's own: where the smaller sample fluctuates low its own variance is too small
     too (5,000 against 200 events, unit weights: p < 0.01 in 10 % of identical samples
-    with each bin's own variances, 0.9 % pooled). With unit weights this is Pearson's chi2 of the 2 x K
-    table. The normalisation's own spread is in it: where a
-    few heavy events carry much of a sample's weight, every bin's share moves with them.
+    with each bin's own variances, 0.9 % pooled). With unit weights this is Pearson's chi2
+    of the 2 x K table. The normalisation's own spread is in it: where a few heavy events
+    carry much of a sample's weight, every bin's share moves with them.
     """
     e = as_1d(edges, "edges")
     a, wa = _sample(x1, w1, "x1", "w1")
