@@ -134,7 +134,7 @@ def weighted_ks_2samp(
     statistic = float(np.max(np.abs(diff)))
     if effective_size == "kish":
         n1, n2 = effective_sample_size(wa), effective_sample_size(wb)
-        m1, m2 = _ks_sizes(a, wa, b, wb, (n1, n2))
+        m1, m2 = _ks_sizes(sa, wa[oa], sb, wb[ob], (n1, n2))
     elif effective_size == "sum":
         n1, n2 = m1, m2 = ta, tb
     else:
@@ -162,7 +162,8 @@ def _ks_sizes(a: np.ndarray, wa: np.ndarray, b: np.ndarray, wb: np.ndarray,
               kish: tuple[float, float]) -> tuple[float, float]:
     """The sample sizes of the weighted KS p-value (see ``weighted_ks_2samp``): Kish's
     where every weight of both samples is equal, else each sample's size times the
-    smallest F (1 - F) / var(u (1{x <= t} - F)) over the pooled scores' quartiles."""
+    smallest F (1 - F) / var(u (1{x <= t} - F)) over the pooled scores' quartiles. Given
+    each sample sorted, the pooled sort is one merge of two runs (timsort)."""
     if np.ptp(wa) == 0 and np.ptp(wb) == 0:
         return kish
     ua, ub = _unit_weights(wa), _unit_weights(wb)
