@@ -46,7 +46,9 @@ from hepbdt.evaluation.metrics import (
     EfficiencyTable,
     SignificanceScan,
     SplitYields,
+    best_at_background_efficiency,
     best_cut_rule,
+    efficiency_slack,
     efficiency_table,
     regression_metrics,
     resolution_vs_target,
@@ -560,10 +562,10 @@ def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float,
     highest signal efficiency among those keeping at most that background efficiency (test
     sample), and the cut as text that selects the same events (``_util.cut_text``)."""
     eff_s, eff_b, thresholds = roc_curve(te.y, te.score, te.w)
+    slack = efficiency_slack(te.w[np.asarray(te.y) != 1])
     cuts = []
     for target in background_effs:
-        candidates = np.flatnonzero(eff_b <= target + 1e-12)
-        k = int(candidates[np.argmax(eff_s[candidates])])
+        k = best_at_background_efficiency(eff_s, eff_b, target, slack)
         below = float(thresholds[k + 1]) if k + 1 < thresholds.size else None
         cuts.append((float(target), float(thresholds[k]), cut_text(thresholds[k], below)))
     return cuts

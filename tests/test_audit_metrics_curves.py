@@ -12,13 +12,16 @@ from sklearn.metrics import roc_auc_score
 
 from hepbdt.evaluation import learning_curve
 from hepbdt.evaluation.curves import multiclass_log_loss
+from hepbdt.evaluation.decorrelation import threshold_at_efficiency
 from hepbdt.evaluation.metrics import (
     ams,
+    background_rejection_at,
     regression_metrics,
     resolution_vs_target,
     roc_auc,
     roc_curve,
     separation,
+    signal_efficiency_at,
     significance_scan,
     split_yields,
 )
@@ -260,3 +263,44 @@ def test_weighted_quantile_is_the_exact_one_of_decimal_weights():
         scaled = regression_metrics(np.zeros(40), residual, np.full(40, scale))
         assert scaled.resolution_iqr == unit.resolution_iqr
         assert scaled.resolution_trms == pytest.approx(unit.resolution_trms, rel=1e-12)
+
+
+# -- efficiency targets: the running sums' rounding grows with the event count ------------------
+
+N_ROUNDING = 100_000  # events of one class: weights of 0.3 or 0.7 fall 1.4e-12 short of 90 %
+
+
+def _one_class_ordered(n: int, n_other: int, targets: tuple[float, ...]):
+    """n events of one class with scores -0, -1, ..., -(n-1) and n_other of the other class
+    spread over the same range, one of them just below each cut that keeps exactly a target
+    fraction (an exact count) of the first class."""
+    other = -np.linspace(0, n, n_other) - 0.5
+    for f in targets:
+        other[int(f * n_other)] = -(round(f * n) - 1) - 0.5
+    return np.r_[-np.arange(n, dtype=np.float64), other]
+
+
+@pytest.mark.parametrize("weight", [1.0, 0.3, 0.7])
+def test_efficiency_targets_do_not_depend_on_the_weights_scale(weight):
+    targets = (0.5, 0.9)
+    score = _one_class_ordered(N_ROUNDING, 1000, targets)
+    y = np.r_[np.ones(N_ROUNDING, np.int8), np.zeros(1000, np.int8)]
+    w = np.full(y.size, weight)
+    # exact counts: the cut keeping f of the signal keeps the background above -(f n - 1)
+    rejection = [1 - np.sum(score[y == 0] >= -(round(f * N_ROUNDING) - 1)) / 1000
+                 for f in targets]
+    np.testing.assert_allclose(background_rejection_at(y, score, w, targets), rejection,
+                               rtol=0, atol=1e-12)
+    # the mirror: background efficiencies of exactly 50 % and 90 %, and the signal event just
+    # below each such cut joins it (it adds no background)
+    kept = [np.sum(score[y == 0] >= -(round(f * N_ROUNDING) - 1) - 0.5) / 1000 for f in targets]
+    np.testing.assert_allclose(signal_efficiency_at(1 - y, score, w, targets), kept,
+                               rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [1.0, 0.1, 1.1])
+def test_threshold_at_efficiency_does_not_depend_on_the_weights_scale(weight):
+    score = -np.arange(N_ROUNDING, dtype=np.float64)
+    for efficiency in (0.1, 0.3, 0.5):  # 0.1 and 1.1 fell short of each, 1.1 of 70 % too
+        cut = threshold_at_efficiency(score, np.full(N_ROUNDING, weight), efficiency)
+        assert cut == -(round(efficiency * N_ROUNDING) - 1)  # keeps exactly that fraction

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import cut_text, weight_exponent
+from hepbdt._util import cut_text, running_sum_slack, weight_exponent
 from hepbdt.evaluation._data import (
     as_1d,
     check_classification,
@@ -47,6 +47,8 @@ __all__ = [
     "YieldGroup",
     "ams",
     "background_rejection_at",
+    "best_at_background_efficiency",
+    "efficiency_slack",
     "efficiency_table",
     "regression_metrics",
     "resolution_vs_target",
@@ -61,8 +63,8 @@ __all__ = [
 
 DEFAULT_SIGNAL_EFFICIENCIES = (0.3, 0.5, 0.7, 0.9)
 DEFAULT_BACKGROUND_EFFICIENCIES = (0.001, 0.01, 0.1, 0.3)
-# Efficiencies are ratios of float sums; compare targets with this slack so that an
-# efficiency of exactly 0.01 (10 of 1000 unit-weight events) counts as reaching 0.01.
+# Efficiencies are ratios of float sums; compare targets with this slack (at least) so that
+# an efficiency of exactly 0.01 (10 of 1000 unit-weight events) counts as reaching 0.01.
 _EFF_TOLERANCE = 1e-12
 
 
@@ -116,13 +118,35 @@ def roc_curve(
         preceded by the empty selection (0, 0, +inf). With negative weights the
         efficiencies need not be monotone and may leave [0, 1].
     """
-    is_signal, s, w = check_classification(y, score, sample_weight)
+    return _roc(*check_classification(y, score, sample_weight))
+
+
+def _roc(is_signal: np.ndarray, s: np.ndarray, w: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``roc_curve`` of checked classes, scores and weights."""
     thresholds, cum_s, cum_b, tot_s, tot_b = _cut_points(is_signal, s, w)
-    return (
-        np.r_[0.0, cum_s / tot_s],
-        np.r_[0.0, cum_b / tot_b],
-        np.r_[np.inf, thresholds],
-    )
+    return np.r_[0.0, cum_s / tot_s], np.r_[0.0, cum_b / tot_b], np.r_[np.inf, thresholds]
+
+
+def efficiency_slack(weights: np.ndarray) -> float:
+    """How far rounding can move an efficiency of one class (a running sum of its
+    ``weights`` over their total): twice the running sum's slack over |total|, and at
+    least 1e-12. A cut that reaches a target within it counts as reaching it, whatever
+    the weights' scale (with a fixed 1e-12, ten million weights of 0.1 fell 4e-11 short
+    of 50 % where unit weights reach it)."""
+    w = np.asarray(weights, np.float64)
+    total = abs(float(w.sum()))
+    if not total > 0:
+        return _EFF_TOLERANCE
+    return max(_EFF_TOLERANCE, 2.0 * running_sum_slack(w.size, np.abs(w).sum()) / total)
+
+
+def best_at_background_efficiency(eff_s: np.ndarray, eff_b: np.ndarray, target: float,
+                                  slack: float) -> int:
+    """The index of the ROC point of the highest signal efficiency among those whose
+    background efficiency is at most ``target`` (within ``slack``)."""
+    candidates = np.flatnonzero(eff_b <= target + slack)
+    return int(candidates[np.argmax(eff_s[candidates])])
 
 
 def roc_auc(y: Any, score: Any, sample_weight: Any = None) -> float:
@@ -157,11 +181,13 @@ def background_rejection_at(
     ``e`` is taken: the rejection is ``1 - min eff_B`` over the cuts ``score >= t`` with
     ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``.
     """
-    eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    eff_s, eff_b, _ = _roc(is_signal, s, w)
     targets = _efficiencies(signal_eff, "signal_eff")
+    slack = efficiency_slack(w[is_signal])
     out = np.full(targets.shape, np.nan)
     for k, target in enumerate(targets):
-        ok = eff_s >= target - _EFF_TOLERANCE
+        ok = eff_s >= target - slack
         if ok.any():
             out[k] = 1.0 - eff_b[ok].min()
     return out
@@ -178,13 +204,12 @@ def signal_efficiency_at(
     For each target ``b`` this is ``max eff_S`` over the cuts ``score >= t`` with
     ``eff_B(t) <= b`` (the empty selection always qualifies). No interpolation.
     """
-    eff_s, eff_b, _ = roc_curve(y, score, sample_weight)
+    is_signal, s, w = check_classification(y, score, sample_weight)
+    eff_s, eff_b, _ = _roc(is_signal, s, w)
     targets = _efficiencies(background_eff, "background_eff")
-    out = np.empty(targets.shape)
-    for k, target in enumerate(targets):
-        ok = eff_b <= target + _EFF_TOLERANCE
-        out[k] = eff_s[ok].max()
-    return out
+    slack = efficiency_slack(w[~is_signal])
+    return np.array([eff_s[best_at_background_efficiency(eff_s, eff_b, target, slack)]
+                     for target in targets], dtype=np.float64).reshape(targets.shape)
 
 
 def _efficiencies(values: Sequence[float] | float, name: str) -> np.ndarray:
@@ -671,10 +696,15 @@ def significance_scan(
         s_over_sqrt_sb = np.where(total > 0, sig / np.sqrt(np.where(total > 0, total, 1.0)),
                                   np.nan)
     ams_values = ams(sig, bkg, b_reg)
-    zero = _ZERO_TOLERANCE * cum_abs_b * abs(b_unit)
+    # the running sums' rounding (n eps sum |w| of the n background events summed) decides
+    # neither B = 0 nor a count of exactly n_min effective events, at any event count
+    rounding = n_b * np.finfo(np.float64).eps  # running_sum_slack over sum |w|
+    zero = np.maximum(_ZERO_TOLERANCE, rounding) * cum_abs_b * abs(b_unit)
     effective_b = np.divide(cum_b * cum_b, cum_b2, out=np.zeros_like(cum_b),
                             where=cum_b2 > 0)  # Kish's count of the passing background
-    qualifies = (n_b >= n_min) & (effective_b >= n_min * (1.0 - 1e-9)) & (bkg > zero)
+    relative = np.maximum(1e-9, rounding * (1.0 + 2.0 * np.divide(
+        cum_abs_b, np.abs(cum_b), out=np.zeros_like(cum_b), where=cum_b != 0)))
+    qualifies = (n_b >= n_min) & (effective_b >= n_min * (1.0 - relative)) & (bkg > zero)
     arrays = (thresholds, sig, bkg, sig_err, bkg_err, n_s, n_b)
     best_cuts = {name: _best_cut(values, qualifies, arrays) for name, values in
                  zip(FIGURES_OF_MERIT, (s_over_sqrt_b, s_over_sqrt_sb, ams_values), strict=True)}
