@@ -827,7 +827,9 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     tolerance : the largest change of the Reader's response (absolute for classifiers,
         relative to max(1, |initial score|) or max(1, max |leaf|) for regressors) that the
         float32 numbers of the file may cause, as a worst-case bound. Grad models get
-        residual trees until the bound holds; others are refused when it does not.
+        residual trees until the bound holds; others are refused when it does not. For
+        regressors it bounds the regression sum; ``EvaluateRegression`` then rounds that
+        to float32, which can add one float32 step (6e-8 of the value) on either side.
     missing : "exact" writes extra nodes so that NaN inputs go where the model sends them
         (TMVA sends NaN with the values below the cut); "none" writes the plain trees.
         "auto" (default): "exact" for regressors and multi-class classifiers, whose Reader
@@ -844,7 +846,8 @@ def to_tmva_xml(model: Any, path: str | os.PathLike, *, tolerance: float = 1e-6,
     Returns
     -------
     dict with ``n_trees`` (trees written, residual trees included), ``n_residual_trees``,
-    ``n_nodes`` and ``max_response_error`` (the bound that the file satisfies).
+    ``n_nodes`` and ``max_response_error`` (the bound that the file satisfies, before a
+    regressor's float32 rounding).
 
     Raises
     ------
