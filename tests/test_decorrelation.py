@@ -413,3 +413,37 @@ def test_measures_refuse_text_bins_and_bin_extreme_masses():
                  np.r_[rng.uniform(0, 1, 100), -1.7e308, 1.7e308, rng.uniform(0, 1, 98)]):
         rows = decorrelation_measures(score, y, mass, efficiencies=[0.2, 0.9]).rows()
         assert len(rows) == 2  # boost-histogram refused the edges before
+
+
+def _decorrelation_table(html_text: str) -> str:
+    """The report's decorrelation section up to its figures (its heading and table)."""
+    start = html_text.index("Mass decorrelation</h2>")
+    return html_text[start:html_text.index("</table>", start)]
+
+
+@pytest.mark.parametrize("options,shown", [
+    ([], True),  # mjj is a feature: the section is rebuilt from the test events
+    (["split.kfold=2", "method.decorrelation_map='ddt'"], True),
+    (["features=['tau21', 'balance', 'width', 'noise']"], False),  # not in the trees
+])
+def test_report_from_scores_rebuilds_the_decorrelation_section(tmp_path, options, shown):
+    """`hepbdt report` left the section out without a word (a combination audit)."""
+    from pathlib import Path
+
+    from hepbdt.analysis import load_config, report_from_scores, train
+    from hepbdt.demo_data import write_sculpting_sample
+
+    paths = write_sculpting_sample(tmp_path / "data", 600, 1200)
+    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
+    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
+    config = load_config(config_path, files + ["method.n_trees=5", "output.figures=false",
+                                               *options], output=tmp_path / "out")
+    train(config)
+    out = tmp_path / "out"
+    again = report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html")
+    trained, rebuilt = (p.read_text() for p in (out / "report.html", again))
+    if shown:
+        assert _decorrelation_table(rebuilt) == _decorrelation_table(trained)
+    else:
+        section = rebuilt[rebuilt.index("Mass decorrelation</h2>"):]
+        assert "Not shown: mjj is not among the model's features" in section[:400]

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import uproot
 
-from .._util import atomic_write_text, dumps_strict, percent_text
+from .._util import atomic_write_text, dumps_strict, model_scores, percent_text
 from ..boosting.losses import softmax_rows
 from ..estimators import tree_unit
 from ..evaluation import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
+    decorrelation_measures,
     multiclass_overtraining_test,
     resolution_vs_target,
     roc_auc,
@@ -430,6 +431,45 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
     measures = decorrelation_of(result)
     if measures is None:
         return []
+    return [_measures_section(measures, result.config.params, result.config.decorrelate)]
+
+
+def decorrelation_settings(config: AnalysisConfig) -> dict[str, Any]:
+    """What ``hepbdt report`` needs of a training's ``decorrelate`` variables to rebuild its
+    decorrelation section from the score trees (recorded in the output set's manifest):
+    their expressions, and the feature name of the first, the one measured (None when it is
+    no feature, so the trees do not hold it)."""
+    if not config.decorrelate or config.task != "classification" or config.multiclass:
+        return {}
+    first = config.decorrelate[0]
+    expressions = list(config.feature_expressions)
+    feature = config.features[expressions.index(first)] if first in expressions else None
+    return {"decorrelate": list(config.decorrelate), "decorrelate_feature": feature}
+
+
+def _rebuilt_decorrelation(settings: Mapping[str, Any], params: dict[str, Any], test: Any,
+                           score: np.ndarray) -> list[Any]:
+    """``hepbdt report``'s decorrelation section: the training's measures rebuilt from the
+    test events of the score trees, or a note where the variable is not in them."""
+    decorrelate = settings.get("decorrelate")
+    if not decorrelate:
+        return []
+    from ..report import Section  # matplotlib: imported with the report
+
+    feature = settings.get("decorrelate_feature")
+    names = list(test.feature_names or [])
+    if feature not in names:
+        return [Section("Mass decorrelation", (
+            f"<p>Not shown: {html.escape(str(decorrelate[0]))} is not among the model's "
+            "features, so the score trees do not hold it. The training's measures are in its "
+            "<code>decorrelation.json</code> and report.</p>"))]
+    measures = decorrelation_measures(score, test.y, np.asarray(test.X)[:, names.index(feature)]
+                                      .astype(np.float64), test.w, variable=str(decorrelate[0]))
+    return [_measures_section(measures, params, [str(d) for d in decorrelate])]
+
+
+def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequence[str]) -> Any:
+    """The decorrelation section of ``measures``: the table and the two figures."""
     from .. import plotting
     from ..report import Section, html_table  # matplotlib: imported with the report
 
@@ -438,18 +478,17 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
     rows = [[f"{r['signal_efficiency']:.0%}", percent_text(r["achieved_signal_efficiency"]),
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
              cell(r["inverse_signal_jsd"])] for r in measures.rows()]
-    params = result.config.params
     text = (f"<p>Decorrelation: {html.escape(decorrelation_text(params))}, from "
-            f"{html.escape(', '.join(result.config.decorrelate))}. Test events, cut at each "
+            f"{html.escape(', '.join(decorrelate))}. Test events, cut at each "
             f"signal efficiency; JSD (base 2) between the {html.escape(measures.variable)} "
             "histogram "
             f"({measures.mass_edges.size - 1} bins) before and after the cut.</p>"
             + html_table(header, rows, "decorrelation-table"))
-    return [Section("Mass decorrelation", text, [
+    return Section("Mass decorrelation", text, [
         ("fig-sculpting", f"{measures.variable} after cuts at fixed signal efficiency",
          lambda: plotting.plot_mass_sculpting(measures)),
         ("fig-decorrelation-front", "Background rejection against 1/JSD",
-         lambda: plotting.plot_decorrelation_front({"this model": measures}, efficiency=None))])]
+         lambda: plotting.plot_decorrelation_front({"this model": measures}, efficiency=None))])
 
 
 def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
@@ -535,6 +574,8 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,
                       test_fraction=None, min_background_events=min_background_events,
+                      sections=_rebuilt_decorrelation(settings, model.get_params(), test,
+                                                      model_scores(model, test.X)),
                       provenance=provenance)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
     if "fold" not in train_scores or branch is None:
@@ -558,7 +599,9 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",
                   n_repeats=n_repeats, test_fraction=None,
                   min_background_events=min_background_events,
-                  sections=[_kfold_section(folds, min_background_events)],
+                  sections=[_kfold_section(folds, min_background_events)]
+                  + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
+                                           np.asarray(test_raw, np.float64)),
                   provenance=provenance)
 
 

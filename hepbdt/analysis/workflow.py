@@ -22,7 +22,7 @@ from ..kfold import KFoldModel
 from ..output_set import OutputSet
 from .config import AnalysisConfig, ConfigError
 from .estimate import check_memory, use_binned
-from .outputs import write_outputs
+from .outputs import decorrelation_settings, write_outputs
 from .result import TrainResult
 from .summary import summarise
 
@@ -94,7 +94,8 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         # what `hepbdt report` needs to rebuild the same report from the score trees
         output_set.commit("model.json", settings={
             "min_background_events": config.output.min_background_events,
-            "permutation_repeats": config.output.permutation_repeats})
+            "permutation_repeats": config.output.permutation_repeats,
+            **decorrelation_settings(config)})
     return result
 
 
