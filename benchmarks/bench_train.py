@@ -96,14 +96,19 @@ LIGHTGBM = {"lightgbm": {"max_depth": 6}, "lightgbm-quant": {"max_depth": 6, "us
 def _model(lib: str, trees: int, threads: int):
     """The estimator of row ``lib`` and its raw-score prediction."""
     if lib in HEPBDT:
+        from _data import higgs_like
+
         import hepbdt
 
         options = {"reg_lambda": 1.0, "min_child_weight": 1.0} if "gradient" not in lib else {}
-        model = hepbdt.BDTClassifier(n_trees=trees, max_bins=255, learning_rate=0.1, n_jobs=threads,
-                                     **options, **HEPBDT[lib])
-        # Load the cached kernels (the cold start is measured by bench_coldstart.py).
-        hepbdt.BDTClassifier(boosting="newton", n_trees=2, max_depth=2).fit(
-            np.zeros((1000, 2), np.float32) + np.arange(1000)[:, None], np.arange(1000) % 2)
+        options.update(max_bins=255, learning_rate=0.1, n_jobs=threads, **HEPBDT[lib])
+        model = hepbdt.BDTClassifier(n_trees=trees, **options)
+        # Load the compiled kernels of this row's fit and prediction from Numba's cache, as
+        # importing XGBoost or LightGBM loads theirs (about 0.2 s of a fresh process's first
+        # fit at 1M events; bench_coldstart.py measures the cold start): two trees of the
+        # same settings on 70,000 events, above every event-count switch of the grower.
+        Xw, yw, ww = higgs_like(70_000, seed=1)
+        hepbdt.BDTClassifier(n_trees=2, **options).fit(Xw, yw, sample_weight=ww).decision_function(Xw)
         return model, model.decision_function
     if lib in XGBOOST:
         import xgboost as xgb
