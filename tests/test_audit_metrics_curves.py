@@ -304,3 +304,14 @@ def test_threshold_at_efficiency_does_not_depend_on_the_weights_scale(weight):
     for efficiency in (0.1, 0.3, 0.5):  # 0.1 and 1.1 fell short of each, 1.1 of 70 % too
         cut = threshold_at_efficiency(score, np.full(N_ROUNDING, weight), efficiency)
         assert cut == -(round(efficiency * N_ROUNDING) - 1)  # keeps exactly that fraction
+
+
+@pytest.mark.parametrize("weight", [0.1, 1e305, 3e-300])
+def test_the_whole_selection_keeps_exactly_all_of_each_class(weight):
+    """The totals were numpy's pairwise sums and the efficiencies running sums over them:
+    the last ROC point was 1 + 7e-16, and a rejection of -7e-16 was printed."""
+    y = np.r_[np.ones(50), np.zeros(50)]
+    score = np.arange(100.0)
+    eff_s, eff_b, _ = roc_curve(y, score, np.full(100, weight))
+    assert (eff_s[-1], eff_b[-1]) == (1.0, 1.0)
+    assert np.all(background_rejection_at(y, score, np.full(100, weight)) == 0.0)

@@ -96,7 +96,9 @@ def _cut_points(
     last_of_group = np.flatnonzero(np.r_[sorted_score[1:] != sorted_score[:-1], True])
     cum_signal = np.cumsum(w_signal)[last_of_group]
     cum_background = np.cumsum(w_background)[last_of_group]
-    total_signal, total_background = _totals(w_signal.sum(), w_background.sum())
+    # the totals as the running sums end: the whole selection keeps exactly 1 of each class
+    # (numpy's pairwise sums left 1 - eff_B = -7e-16 there for weights of 1e305, 3e-16 for 0.1)
+    total_signal, total_background = _totals(cum_signal[-1], cum_background[-1])
     return sorted_score[last_of_group], cum_signal, cum_background, total_signal, total_background
 
 
@@ -135,6 +137,7 @@ def efficiency_slack(weights: np.ndarray) -> float:
     the weights' scale (with a fixed 1e-12, ten million weights of 0.1 fell 4e-11 short
     of 50 % where unit weights reach it)."""
     w = np.asarray(weights, np.float64)
+    w = np.ldexp(w, -weight_exponent(w))  # exact; sums of 1e305 do not overflow
     total = abs(float(w.sum()))
     if not total > 0:
         return _EFF_TOLERANCE
