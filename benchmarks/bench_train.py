@@ -63,8 +63,9 @@ def child(lib: str, n_train: int, n_test: int, trees: int, threads: int) -> dict
     Xtr, ytr, wtr = X[:n_train], y[:n_train], w[:n_train]
     Xte, yte, wte = X[n_train:], y[n_train:], w[n_train:]
     X = y = w = None
-    model, predict = _model(lib, trees, threads)
-    base = _rss_kib("VmRSS")
+    model, predict, warm_up = _model(lib, trees, threads)
+    base = _rss_kib("VmRSS")  # before the warm-up, whose freed memory the fit may reuse
+    warm_up()
     _reset_peak()
     t0 = time.perf_counter()
     model.fit(Xtr, ytr, sample_weight=wtr)
@@ -94,7 +95,7 @@ LIGHTGBM = {"lightgbm": {"max_depth": 6}, "lightgbm-quant": {"max_depth": 6, "us
 
 
 def _model(lib: str, trees: int, threads: int):
-    """The estimator of row ``lib`` and its raw-score prediction."""
+    """The estimator of row ``lib``, its raw-score prediction and its warm-up (a callable)."""
     if lib in HEPBDT:
         from _data import higgs_like
 
@@ -107,23 +108,25 @@ def _model(lib: str, trees: int, threads: int):
         # importing XGBoost or LightGBM loads theirs (about 0.2 s of a fresh process's first
         # fit at 1M events; bench_coldstart.py measures the cold start): two trees of the
         # same settings on 70,000 events, above every event-count switch of the grower.
-        Xw, yw, ww = higgs_like(70_000, seed=1)
-        hepbdt.BDTClassifier(n_trees=2, **options).fit(Xw, yw, sample_weight=ww).decision_function(Xw)
-        return model, model.decision_function
+        def warm_up() -> None:
+            Xw, yw, ww = higgs_like(70_000, seed=1)
+            hepbdt.BDTClassifier(n_trees=2, **options).fit(Xw, yw, sample_weight=ww).decision_function(Xw)
+
+        return model, model.decision_function, warm_up
     if lib in XGBOOST:
         import xgboost as xgb
 
         model = xgb.XGBClassifier(tree_method="hist", n_estimators=trees, max_bin=255, n_jobs=threads,
                                   learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0,
                                   **XGBOOST[lib])
-        return model, lambda X: model.predict(X, output_margin=True)
+        return model, lambda X: model.predict(X, output_margin=True), lambda: None
     if lib in LIGHTGBM:
         import lightgbm as lgb
 
         model = lgb.LGBMClassifier(n_estimators=trees, num_leaves=64, max_bin=255, n_jobs=threads,
                                    learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0,
                                    min_child_samples=0, verbose=-1, **LIGHTGBM[lib])
-        return model, lambda X: model.predict(X, raw_score=True)
+        return model, lambda X: model.predict(X, raw_score=True), lambda: None
     raise ValueError(f"unknown row {lib!r}; rows: {', '.join([*HEPBDT, *XGBOOST, *LIGHTGBM])}")
 
 
