@@ -315,3 +315,30 @@ def test_the_whole_selection_keeps_exactly_all_of_each_class(weight):
     eff_s, eff_b, _ = roc_curve(y, score, np.full(100, weight))
     assert (eff_s[-1], eff_b[-1]) == (1.0, 1.0)
     assert np.all(background_rejection_at(y, score, np.full(100, weight)) == 0.0)
+
+
+def _scale_invariant_measures(scale: float) -> list[float]:
+    """Measures that are ratios within a class (or sample) of weighted events, all weights
+    times ``scale``."""
+    from hepbdt.evaluation import decorrelation_measures, weighted_ks_2samp
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    y = (rng.random(n) < 0.5).astype(int)
+    mass = rng.uniform(50, 150, n)
+    score = rng.normal(y, 1) + 0.01 * mass
+    w = rng.lognormal(0, 0.5, n) * scale
+    measures = decorrelation_measures(score, y, mass, w, efficiencies=(0.3, 0.5))
+    reg = regression_metrics(mass, mass + score, w)
+    return [separation(y, score, w), weighted_ks_2samp(score[y == 1], score[y == 0] + 1,
+                                                       w[y == 1], w[y == 0]).pvalue,
+            reg.rmse, reg.bias, reg.resolution_trms, *measures.threshold,
+            *measures.background_rejection, *measures.background_jsd]
+
+
+@pytest.mark.parametrize("scale", [1e306, 1e-306])
+def test_ratio_measures_do_not_depend_on_the_weights_scale(scale):
+    """Weights of 1e306 overflowed their sums: separation 0, a NaN KS p-value and
+    regression metrics, an infinite rejection, a JSD of 2 and a cut keeping one event."""
+    np.testing.assert_allclose(_scale_invariant_measures(scale), _scale_invariant_measures(1.0),
+                               rtol=1e-9)

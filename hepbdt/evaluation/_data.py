@@ -17,6 +17,7 @@ from hepbdt._util import (  # noqa: F401 (re-exported)
     check_weights,
     column_positions,
     real_array,
+    weight_exponent,
     weighted_quantile,
 )
 from hepbdt.binned import BinnedMatrix
@@ -86,6 +87,14 @@ def check_classification(
         raise ValueError(f"{score_name} contains NaN")
     w = check_weights(sample_weight, s.shape[0])
     return is_signal, s, w
+
+
+def in_class_units(is_signal: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each class's weights over a power of two of its own (an exact scaling): for measures
+    that are ratios within a class, weights of 1e306 or 1e-306 then sum as unit ones do,
+    without overflow or underflow."""
+    return np.where(is_signal, np.ldexp(w, -weight_exponent(w[is_signal])),
+                    np.ldexp(w, -weight_exponent(w[~is_signal])))
 
 
 def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray,

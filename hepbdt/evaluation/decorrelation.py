@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hepbdt._util import running_sum_slack
+from hepbdt._util import running_sum_slack, weight_exponent
 
-from ._data import check_classification
+from ._data import check_classification, in_class_units
 from ._hist import common_edges, weighted_histogram
 
 __all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures",
@@ -90,6 +90,7 @@ def threshold_at_efficiency(score: NDArray, w: NDArray, efficiency: float) -> fl
     if w.shape != score.shape or not np.all(np.isfinite(w)):
         raise ValueError(f"threshold_at_efficiency: w must hold one finite weight per score "
                          f"({score.size}), got shape {w.shape}")
+    w = np.ldexp(w, -weight_exponent(w))  # exact: weights of 1e305 sum without overflow
     order = np.argsort(-score, kind="stable")
     s = score[order]
     cumulative = np.cumsum(w[order])
@@ -268,10 +269,14 @@ def decorrelation_measures(score: NDArray, y: NDArray, mass: NDArray,
     mass = _check_mass(mass, score.size, variable)
     if not (signal.any() and background.any()):
         raise ValueError("decorrelation measures need signal (y = 1) and background (y = 0) events")
-    total_b = float(w[background].sum())
+    # each class in units of an exact power of two (every measure is a ratio within a
+    # class): weights of 1e306 gave infinite sums, a rejection of inf and a JSD of 2
+    units = in_class_units(signal, w)
+    total_b = float(units[background].sum())
     if not total_b > 0:
-        raise ValueError(f"the background weights sum to {total_b:g}; background efficiencies "
-                         "and mass shapes need a positive total")
+        raise ValueError(f"the background weights sum to {float(w[background].sum()):g}; "
+                         "background efficiencies and mass shapes need a positive total")
+    w = units
     edges = _mass_edges(mass[background], bins, variable)
     eff = _check_efficiencies(efficiencies)
     thresholds = np.array([threshold_at_efficiency(score[signal], w[signal], e) for e in eff])

@@ -27,6 +27,7 @@ from hepbdt.evaluation._data import (
     check_classification,
     check_regression_pair,
     check_weights,
+    in_class_units,
     weighted_quantile,
 )
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
@@ -87,8 +88,7 @@ def _cut_points(
     (efficiencies are ratios; the scaling is exact): weights of 1e-200 or 1e200 then give
     the efficiencies of unit weights, not 0/0 or inf/inf.
     """
-    weight = np.where(is_signal, np.ldexp(weight, -weight_exponent(weight[is_signal])),
-                      np.ldexp(weight, -weight_exponent(weight[~is_signal])))
+    weight = in_class_units(is_signal, weight)
     order = np.argsort(-score, kind="stable")
     sorted_score = score[order]
     w_signal = np.where(is_signal, weight, 0.0)[order]
@@ -279,6 +279,7 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
     score range would be infinite).
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
+    w = in_class_units(is_signal, w)  # weights of 1e306 gave a separation of 0
     counted = w != 0  # an event of weight 0 is no event: it must not stretch the range
     edges = _separation_edges(s[counted] if counted.any() else s, bins)
     sig, _ = weighted_histogram(s[is_signal], w[is_signal], edges)
@@ -819,9 +820,12 @@ def _root(mean_square: float) -> float:
 
 def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
                         ) -> RegressionMetrics:
-    total = float(w.sum())
+    with np.errstate(over="ignore"):  # sum_weight: inf beyond 1.8e308, the rest scaled
+        total = float(w.sum())
     if residual.size == 0 or not total > 0:
         return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total, residual.size)
+    w = np.ldexp(w, -weight_exponent(w))  # an exact scaling: weights of 1e306 gave NaN
+    total_w, total = total, float(w.sum())
     mse = float(np.sum(w * residual**2) / total)
     q25, q75, lo, hi = weighted_quantile(
         residual, w, [0.25, 0.75, 0.5 - truncation / 2, 0.5 + truncation / 2]
@@ -838,7 +842,7 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
         bias=float(np.sum(w * residual) / total),
         resolution_iqr=float((q75 - q25) / IQR_TO_SIGMA),
         resolution_trms=trms,
-        sum_weight=total,
+        sum_weight=total_w,
         count=int(residual.size),
     )
 
@@ -861,7 +865,8 @@ def regression_metrics(y_true: Any, y_pred: Any, sample_weight: Any = None,
     a weighted mean over a net zero or negative weight is no mean.
     """
     t, p, w = _check_regression(y_true, y_pred, sample_weight, truncation)
-    total = float(w.sum())
+    with np.errstate(over="ignore"):  # beyond 1.8e308 the sum is inf, and still positive
+        total = float(w.sum())
     if not total > 0:
         raise ValueError(f"regression metrics need events with a positive summed weight; "
                          f"got {t.size} events with summed weight {total!r}")

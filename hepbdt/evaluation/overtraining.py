@@ -123,12 +123,14 @@ def weighted_ks_2samp(
     """
     a, wa = _sample(x1, w1, "x1", "w1")
     b, wb = _sample(x2, w2, "x2", "w2")
-    ta, tb = float(wa.sum()), float(wb.sum())
     oa = np.argsort(a, kind="stable")
     ob = np.argsort(b, kind="stable")
     sa, sb = a[oa], b[ob]
-    ca = np.cumsum(wa[oa]) / ta
-    cb = np.cumsum(wb[ob]) / tb
+    # the ECDFs in units of a power of two of each sample's weights (exact; weights of 1e306
+    # gave infinite sums and a NaN p-value), each ending at exactly 1
+    ca = np.cumsum(np.ldexp(wa, -weight_exponent(wa))[oa])
+    cb = np.cumsum(np.ldexp(wb, -weight_exponent(wb))[ob])
+    ca, cb = ca / ca[-1], cb / cb[-1]
     pooled = np.concatenate([sa, sb])
     diff = _weighted_ecdf(sa, ca, pooled) - _weighted_ecdf(sb, cb, pooled)
     statistic = float(np.max(np.abs(diff)))
@@ -136,7 +138,7 @@ def weighted_ks_2samp(
         n1, n2 = effective_sample_size(wa), effective_sample_size(wb)
         m1, m2 = _ks_sizes(sa, wa[oa], sb, wb[ob], (n1, n2))
     elif effective_size == "sum":
-        n1, n2 = m1, m2 = ta, tb
+        n1, n2 = m1, m2 = float(wa.sum()), float(wb.sum())
     else:
         raise ValueError(f"effective_size must be 'kish' or 'sum', got {effective_size!r}")
     pvalue = np.nan  # below one effective event in a sample the test says nothing
@@ -201,8 +203,9 @@ def _sample(x: Any, w: Any, x_name: str, w_name: str) -> tuple[np.ndarray, np.nd
         raise ValueError(f"{x_name} has NaN or infinite scores (first at event "
                          f"{int(np.flatnonzero(bad)[0])})")
     weights = check_weights(w, a.size, w_name)
-    total = float(weights.sum())
-    if not total > 0:
+    if not float(np.ldexp(weights, -weight_exponent(weights)).sum()) > 0:  # no overflow
+        with np.errstate(over="ignore"):
+            total = float(weights.sum())
         raise ValueError(f"{w_name} sums to {total:g}: a distribution needs a positive net "
                          "weight")
     return a, weights
