@@ -47,6 +47,7 @@ def _reference_pair(X: np.ndarray, w: np.ndarray, n_neighbours: int) -> np.ndarr
     mean, std = np.nanmean(Xd, axis=0), np.nanstd(Xd, axis=0)
     Z = np.where(np.isnan(Xd), 0.0, (Xd - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
     w = np.asarray(w, dtype=np.float64).copy()
+    made_of, adds = np.abs(w), np.zeros(w.size, int)
     neg, k = np.flatnonzero(w < 0), n_neighbours
     while neg.size:
         pos = np.flatnonzero(w > 0)
@@ -63,12 +64,16 @@ def _reference_pair(X: np.ndarray, w: np.ndarray, n_neighbours: int) -> np.ndarr
                 if w[j] <= 0:
                     continue
                 total = w[i] + w[j]
-                if abs(total) <= 2 * EPS * max(-w[i], w[j]):
+                # the rounding of every sum behind both weights (Higham: adds x eps x sum |terms|)
+                terms, count = made_of[i] + made_of[j], adds[i] + adds[j] + 1
+                if abs(total) <= max(2 * EPS * max(-w[i], w[j]), EPS * count * terms):
                     w[i] = w[j] = 0.0
                 elif total > 0:
                     w[i], w[j] = 0.0, total
+                    made_of[j], adds[j] = terms, count
                 else:
                     w[i], w[j] = total, 0.0
+                    made_of[i], adds[i] = terms, count
             left.append(w[i] < 0)
         neg, k = neg[np.array(left, dtype=bool)], 4 * k
     return w
@@ -288,3 +293,25 @@ def test_pair_refuses_an_empty_candidate_list(n_neighbours):
     with pytest.raises(ValueError, match=r"negative_weights='pair': n_neighbours=.* integer >= 1"):
         _within(10.0, nw.pair_weights, X, w, n_neighbours)
     assert np.all(nw.pair_weights(X, w, np.int64(1)) >= 0)
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.3, 1.1])
+def test_pair_leaves_exact_zeros_whatever_the_weights_scale(scale):
+    """One positive weight that took ten negatives in turn carried the rounding of ten sums
+    (weights of 0.1 left 1e-17 where unit weights leave 0): such events counted as events
+    (AdaBoost's min_node_size, the 1,000-event rule); the tolerance sanity audit."""
+    from hepbdt.boosting.negative_weights import pair_class_weights
+
+    X, w = [], []
+    for g in range(300):  # a +10 among ten -1, far from the other groups, and two spares
+        centre = np.array([g * 100.0, 0.0])
+        X += [centre, *(centre + [0.01 * (k + 1), 0.0] for k in range(10)),
+              centre + [5.0, 0.0], centre + [6.0, 0.0]]
+        w += [10.0, *[-1.0] * 10, 1.0, 2.0]
+    X, w = np.array(X, np.float32), np.array(w)
+    y = np.ones(w.size, int)
+    unit = pair_class_weights(X, y, w)
+    scaled = pair_class_weights(X, y, scale * w)
+    assert np.count_nonzero(unit) == 600  # the spares: every +10 took its ten -1 exactly
+    np.testing.assert_array_equal(scaled != 0, unit != 0)
+    np.testing.assert_allclose(scaled, scale * unit, rtol=1e-12)

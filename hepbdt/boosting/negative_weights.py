@@ -21,9 +21,11 @@ the best k per event are kept, in a heap, never the distance matrix; the lists o
 most ``PAIR_CANDIDATES`` // k negative events are held at once). A Numba loop then
 annihilates each negative event against its candidates in order of distance, visiting
 the negative events in a fixed order and skipping candidates already used up by an
-earlier one (a pair whose sum is within ``CANCEL_ROUNDING`` of the larger weight, the
-rounding of the sums that made them, leaves two exact zeros rather than a leftover of an
-ulp or two); when all candidates of an event are used up, its remaining negative weight
+earlier one (a pair whose sum is within the rounding of the sums that made both weights,
+``CANCEL_ROUNDING`` of the larger at least, and eps times the additions times the
+magnitudes added where one weight took several others in turn, leaves two exact zeros
+rather than a leftover of an ulp or two: weights of 0.1 left 1e-17 that counted as
+events where unit weights leave 0); when all candidates of an event are used up, its remaining negative weight
 is matched again against the (now fewer) positive events, with a candidate list four
 times as long; the passes end when no negative weight is left, or when no positive one
 is (then what is left is the rounding of the sums, at most n * eps * sum |w|, and those
@@ -103,11 +105,16 @@ REGRESS_QUANTISE_FROM = 50_000  # packed histograms from this many training even
 # the rounding of the sums that made the weights) leaves two exact zeros. Larger leftovers
 # of the rounding go on to the next candidates, and at the end are dropped within _rounding.
 CANCEL_ROUNDING = 2 * float(np.finfo(np.float64).eps)
+_EPS = float(np.finfo(np.float64).eps)
 
 
 @njit
-def _annihilate(neg_idx, candidates, w):
-    """Add each negative weight onto its candidates in order; return the events left negative."""
+def _annihilate(neg_idx, candidates, w, made_of, adds):
+    """Add each negative weight onto its candidates in order; return the events left negative.
+
+    ``made_of`` (the summed magnitudes of the weights each event's weight was added up
+    from) and ``adds`` (how many additions made it) bound the rounding a weight carries;
+    both are updated with ``w``."""
     left = np.zeros(neg_idx.size, dtype=np.bool_)
     for q in range(neg_idx.size):
         i = neg_idx[q]
@@ -118,18 +125,23 @@ def _annihilate(neg_idx, candidates, w):
             if j < 0 or w[j] <= 0.0:
                 continue
             total = w[i] + w[j]
-            if abs(total) <= CANCEL_ROUNDING * max(-w[i], w[j]):
+            terms = made_of[i] + made_of[j]
+            count = adds[i] + adds[j] + 1
+            if abs(total) <= max(CANCEL_ROUNDING * max(-w[i], w[j]), _EPS * count * terms):
                 # They cancel to within the rounding of the sums that made them: exact
                 # zeros, not a leftover of an ulp (2e-31 from weights of 1e-15), which no
-                # float32 training could hold.
+                # float32 training could hold. One weight that took several others in turn
+                # carries the rounding of all those sums (weights of 0.1 left 1e-17).
                 w[i] = 0.0
                 w[j] = 0.0
             elif total > 0.0:
                 w[j] = total
                 w[i] = 0.0
+                made_of[j], adds[j] = terms, count
             else:
                 w[i] = total
                 w[j] = 0.0
+                made_of[i], adds[i] = terms, count
         left[q] = w[i] < 0.0
     return left
 
@@ -334,6 +346,7 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
     neg = np.flatnonzero(w < 0)
     k = n_neighbours
     rng = np.random.default_rng(0)
+    made_of, adds = np.abs(w), np.zeros(w.size, np.int64)  # the rounding each weight carries
     while neg.size:
         pos = np.flatnonzero(w > 0)
         if pos.size == 0:
@@ -349,7 +362,7 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
             # so the cost stays linear in the number of negative events.
             keep = max(4 * k, MAX_PAIRS // neg.size)
             pos = np.sort(rng.choice(pos, min(keep, pos.size), replace=False))
-        left = _pair_pass(Z, neg, pos, k, w)
+        left = _pair_pass(Z, neg, pos, k, w, made_of, adds)
         if k >= pos.size and np.any(left) and np.any(w > 0):
             # Every remaining negative event saw every positive one: unreachable with
             # finite distances (checked by _standardised); stop rather than loop.
@@ -360,10 +373,11 @@ def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,
 
 
 def _pair_pass(Z: np.ndarray, neg: np.ndarray, pos: np.ndarray, k: int,
-               w: np.ndarray) -> np.ndarray:
+               w: np.ndarray, made_of: np.ndarray, adds: np.ndarray) -> np.ndarray:
     """One pass of the pairing: each event of ``neg`` in turn annihilated against its k
     nearest events of ``pos`` (closest first, those used up skipped), ``w`` updated in
-    place; returns the mask of the events of ``neg`` left negative. The candidates of at
+    place (with the rounding bounds ``made_of`` and ``adds`` of ``_annihilate``); returns
+    the mask of the events of ``neg`` left negative. The candidates of at
     most PAIR_CANDIDATES // k negative events are held at once (all of them: n_neg * k
     indices, gigabytes on the later passes)."""
     k = min(k, pos.size)
@@ -375,7 +389,7 @@ def _pair_pass(Z: np.ndarray, neg: np.ndarray, pos: np.ndarray, k: int,
         found = _nearest_t(Z[mine], Zt, k)
         candidates = pos[found]
         candidates[found < 0] = -1  # no candidate (pos[-1] is one)
-        left[start:start + chunk] = _annihilate(mine, candidates, w)
+        left[start:start + chunk] = _annihilate(mine, candidates, w, made_of, adds)
     return left
 
 
