@@ -315,3 +315,20 @@ def test_pair_leaves_exact_zeros_whatever_the_weights_scale(scale):
     assert np.count_nonzero(unit) == 600  # the spares: every +10 took its ten -1 exactly
     np.testing.assert_array_equal(scaled != 0, unit != 0)
     np.testing.assert_allclose(scaled, scale * unit, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.1])
+def test_regress_drops_the_same_events_whatever_the_weights_scale(scale):
+    """A calibration block pooling +u and -u events has a mean of exactly 0 with unit
+    weights (the event is dropped) and a rounding residue of 6e-18 with weights of 0.1 or
+    1.1: such events survived and counted as events (the default classifier's
+    min_node_size and its number of trees moved, scores by up to 0.2)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    w = np.where(rng.random(3000) < np.where(X[:, 0] < 0, 0.5, 0.1), -1.0, 1.0)
+    y = np.zeros(w.size, int)
+    unit = nw.regress_class_weights(X, y, w)
+    scaled = nw.regress_class_weights(X, y, scale * w)
+    assert np.count_nonzero(unit == 0) > 500  # the test sees pooled blocks at all
+    np.testing.assert_array_equal(scaled == 0, unit == 0)
+    np.testing.assert_allclose(scaled / scale, unit, rtol=0, atol=1e-6 * unit.max())

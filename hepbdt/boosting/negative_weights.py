@@ -617,7 +617,11 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
         score = -score  # increasing with the local net weight, as the regression's
     else:
         raise ValueError(f"method={method!r} is not valid; use 'regress' or 'classify'")
-    new = np.maximum(_calibrated(score, unit, fold, rng), 0.0)
+    new = _calibrated(score, unit, fold, rng)
+    # A block of the calibration that pools +u and -u events has a mean of 0, or a residue
+    # of its sums' rounding (6e-18 with weights of 0.1, where unit weights give 0): within
+    # that rounding (|unit| <= 1) it is 0, and the event is dropped either way.
+    new = np.where(new > w.size * _EPS, new, 0.0)
     total = float(new.sum())
     if not total > _rounding(unit):
         # No event's predicted local net weight is positive: the best constant model.
