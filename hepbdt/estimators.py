@@ -776,7 +776,7 @@ class _BDTBase(SklearnProtocol):
                 codes = (QuantisedRows.from_features(X, mapper, rows) if quantised
                          else mapper.transform(X, rows))
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
-                                       quantised, plan, decorrelate)
+                                       quantised, plan, decorrelate, w_edges)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(float(np.sum(w, dtype=np.float64)),
                                               float(np.sum(np.abs(w), dtype=np.float64)) / w.size),
@@ -984,15 +984,18 @@ class _BDTBase(SklearnProtocol):
         if result.best_iteration is not None and result.validation_loss is not None:
             self.best_score_ = float(result.validation_loss[result.best_iteration])
 
-    def _run(self, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None):
+    def _run(self, y, w, codes, mapper, valid, rng, quantised, plan, decorrelate=None,
+             w_exact=None):
         if self.boosting in ADABOOST_BOOSTINGS:
             return self._run_adaboost(y, w, codes, mapper, valid, rng, plan.n_trees, decorrelate)
         loss = self._make_loss()
         if (decorrelate is not None and self.decorrelation == "flatness"
                 and self.decorrelation_strength > 0):
-            # strength 0 trains the ordinary model itself (bit for bit)
+            # strength 0 trains the ordinary model itself (bit for bit); the cells' edges
+            # see the float64 weights, as the bin edges do (float32's 3 x 0.1 != 0.3 moved
+            # events between cells when the weights were scaled)
             loss = FlatnessLoss(loss, float(self.decorrelation_strength), decorrelate,
-                                y, w, int(self.decorrelation_bins),
+                                y, w if w_exact is None else w_exact, int(self.decorrelation_bins),
                                 self.decorrelation_target, int(rng.integers(2**32)))
         booster = self._make_booster(loss)
         newton = self.boosting == "newton"

@@ -447,3 +447,26 @@ def test_report_from_scores_rebuilds_the_decorrelation_section(tmp_path, options
     else:
         section = rebuilt[rebuilt.index("Mass decorrelation</h2>"):]
         assert "Not shown: mjj is not among the model's features" in section[:400]
+
+
+@pytest.mark.parametrize("scale", [0.3, 0.7])
+def test_flatness_cells_do_not_depend_on_the_weights_scale(scale):
+    """The cells' edges were weighted quantiles of the float32 weights, where 3 x fl32(0.1)
+    != fl32(0.3): integer weights times 0.3 or 0.7 moved events between cells and scores
+    by up to 0.34 (a tolerance audit). Integer weights whose background total is a
+    multiple of the cell count put cell edges exactly on events."""
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(1000), np.ones(1000)].astype(int)
+    m = rng.uniform(0, 200, y.size)
+    X = np.c_[rng.normal(size=y.size) + y + m / 100 * (y == 0),
+              rng.normal(size=y.size)].astype(np.float32)
+    w = rng.integers(1, 4, y.size).astype(float)
+    r = w[y == 0].sum() % 10
+    w[0] -= r if w[0] > r else -(10 - r)
+
+    def scores(weights):
+        clf = BDTClassifier(n_trees=30, max_depth=3, random_state=0, min_node_size=0.0,
+                            decorrelation="flatness", decorrelation_strength=1.0)
+        return clf.fit(X, y, sample_weight=weights, decorrelate=m).decision_function(X)
+
+    np.testing.assert_allclose(scores(w * scale), scores(w), rtol=0, atol=1e-6)
