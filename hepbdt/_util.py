@@ -26,8 +26,9 @@ import numpy as np
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
-           "is_classifier", "model_scores", "running_sum_slack", "weighted_quantile", "hash_fraction",
-           "available_memory", "column_positions", "exact_sum", "exact_sum_parts", "exact_sum_of_parts",
+           "is_classifier", "model_scores", "positive_beyond_rounding", "running_sum_slack",
+           "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
+           "exact_sum_parts", "exact_sum_of_parts",
            "number_text", "percent_text", "weight_exponent", "current_umask", "real_array",
            "file_sha256"]
 
@@ -679,6 +680,14 @@ def running_sum_slack(n_terms: int, abs_sum: float) -> float:
     return float(n_terms) * float(np.finfo(np.float64).eps) * float(abs_sum)
 
 
+def positive_beyond_rounding(weights: np.ndarray) -> bool:
+    """Whether ``weights`` sum to more than the rounding of their sum (``running_sum_slack``):
+    a net weight of exactly 0 with unit weights is a residue of 3e-17 with weights of 0.1,
+    which a test ``> 0`` took for a positive total (and divided by)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float(w.sum()) > running_sum_slack(w.size, np.abs(w).sum())
+
+
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     """Weighted q-quantile(s) of ``values``: the smallest value at which the summed weight
     of the values up to it first reaches q times the total weight.
@@ -696,7 +705,7 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     if values.size == 0:
         return 0.0 if np.ndim(q) == 0 else np.full(qs.shape, np.nan)
     w = np.asarray(weights, dtype=np.float64)
-    if not w.sum() > 0:
+    if not positive_beyond_rounding(w):
         w = np.abs(w) if np.any(w != 0) else np.ones_like(w)
     # One order for any order of the events (by value, then weight), and the total as the
     # running sum's own last term. The running sum's rounding (at most n eps sum |w| for a

@@ -31,6 +31,7 @@ from ._util import (
     dumps_strict,
     feature_definitions_of,
     hash_fraction,
+    positive_beyond_rounding,
     real_array,
     threads,
     user_stacklevel,
@@ -1547,7 +1548,7 @@ class BDTClassifier(_BDTBase):
                                  "or None, and scale the weights per class yourself")
         signal = y == 1
         s, b = float(w[signal].sum()), float(w[~signal].sum())
-        if not (s > 0 and b > 0):
+        if not (positive_beyond_rounding(w[signal]) and positive_beyond_rounding(w[~signal])):
             raise ValueError(f"both classes need a positive sum of weights; signal {s}, background {b}")
         n = float(np.count_nonzero(w))
         return np.where(signal, w * (n * f / (1.0 + f) / s), w * (n / (1.0 + f) / b))

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._util import weighted_quantile
+from .._util import running_sum_slack, weighted_quantile
 
 __all__ = ["DDT_EVENTS_PER_BIN", "LEVELS", "MAX_DDT_BINS", "DDTMapWarning", "apply_quantile_map",
            "fit_quantile_map"]
@@ -131,9 +131,14 @@ def _merged_cells(cell: NDArray, w: NDArray, n_cells: int) -> list[tuple[int, in
     (the class's net weight is positive, so one run of every cell always qualifies)."""
     count = np.bincount(cell, minlength=n_cells)
     net = np.bincount(cell, weights=w, minlength=n_cells)
+    magnitude = np.bincount(cell, weights=np.abs(w), minlength=n_cells)
 
     def ok(first: int, last: int) -> bool:
-        return count[first:last + 1].sum() >= 2 and net[first:last + 1].sum() > 0
+        # positive beyond the rounding of the sums (a run netting 0 with unit weights is a
+        # residue of 3e-17 with weights of 0.1)
+        events = count[first:last + 1].sum()
+        return events >= 2 and net[first:last + 1].sum() > running_sum_slack(
+            events, magnitude[first:last + 1].sum())
 
     runs: list[tuple[int, int]] = []
     first = 0

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._util import positive_beyond_rounding
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import NOT_EVENT_NUMBERS, fold_of, invalid_event_numbers, shown_number
@@ -570,11 +571,11 @@ class Dataset:
         for cls in classes:
             mask = labels == cls
             total = float(w[mask].sum())
-            if not total > 0:
+            if not positive_beyond_rounding(w[mask]):
                 raise InputError(
                     f"cannot normalise: the weights of class {cls} sum to {total:g} "
-                    "(<= 0); use no normalisation (norm = \"none\" in [split] of the "
-                    "configuration, norm='none' in Python)"
+                    "(<= 0, or 0 but for the rounding of the sum); use no normalisation "
+                    "(norm = \"none\" in [split] of the configuration, norm='none' in Python)"
                 )
             target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
             w[mask] *= target / total

@@ -1,0 +1,81 @@
+"""A net weight of exactly 0 with unit weights is a residue of the sum's rounding with
+weights of 0.1 (3e-17) or 0.3 (-1e-16). Tests of ``> 0`` took such residues for positive
+totals and divided by them; each now compares with the rounding of the sum
+(``_util.positive_beyond_rounding``), so the outcome does not depend on the weights'
+scale (a tolerance audit, 2026-12-03). Reference: the same call with unit weights."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTClassifier
+from hepbdt._util import weighted_quantile
+from hepbdt.boosting.ddt import apply_quantile_map, fit_quantile_map
+from hepbdt.boosting.decorrelation import FlatnessLoss
+from hepbdt.boosting.losses import get_loss
+from hepbdt.io.dataset import Dataset
+from hepbdt.io.errors import InputError
+
+SCALES = [0.1, 0.3, 1.1]
+NET_ZERO = np.array([1, 1, 1, -1, -1, -1.0])
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_quantiles_of_a_net_zero_sample_take_the_magnitudes(scale):
+    values = np.arange(6.0)
+    np.testing.assert_array_equal(weighted_quantile(values, NET_ZERO * scale, [0.25, 0.5, 0.75]),
+                                  weighted_quantile(values, NET_ZERO, [0.25, 0.5, 0.75]))
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_normalising_a_class_of_net_zero_weight_is_refused(scale):
+    """Weights of 0.1 were normalised by their residue: weights of 2e16."""
+    X = np.arange(12, dtype=np.float32).reshape(12, 1)
+    y = np.array([0] * 6 + [1] * 6)
+    with pytest.raises(InputError, match="cannot normalise: the weights of class 0"):
+        Dataset(X, y, np.r_[NET_ZERO, np.ones(6)] * scale).normalize("num_events")
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_a_flatness_cell_of_net_zero_weight_gets_no_term(scale):
+    """Its term divided by the cell's residue: gradients of 1e17."""
+    m = np.r_[np.arange(200.0), np.arange(200.0)]
+    y = np.r_[np.zeros(200), np.ones(200)].astype(int)
+    w = np.ones(400)
+    w[:20] = np.r_[np.ones(10), -np.ones(10)]  # the background's lowest cell of 10 nets 0
+
+    def gradients(weights):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss = FlatnessLoss(get_loss("gradient", "deviance"), 1.0, m, y, weights, n_bins=10)
+        return loss.flatness_terms(np.linspace(-1, 1, 400), weights)[0]
+
+    np.testing.assert_allclose(gradients(w * scale), gradients(w) * scale, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_the_ddt_map_merges_a_mass_cell_of_net_zero_weight(scale):
+    """Weights of 0.1 kept a bin whose net weight was a residue: 4 bins instead of 3 and
+    the last bin's quantiles collapsed (F moved by up to 0.49)."""
+    rng = np.random.default_rng(0)
+    w = np.r_[np.ones(700), 300.0, np.tile(NET_ZERO, 50)]
+    m = np.arange(w.size, dtype=float)
+    score = rng.normal(size=w.size) + m / 500
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unit, scaled = (fit_quantile_map(score, m, weights, None) for weights in (w, w * scale))
+    assert len(scaled["centres"]) == len(unit["centres"])
+    np.testing.assert_allclose(apply_quantile_map(scaled, score, m),
+                               apply_quantile_map(unit, score, m), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_a_class_of_net_zero_weight_is_named_as_zero(scale):
+    X = np.arange(12, dtype=np.float32).reshape(12, 1)
+    y = np.array([0] * 6 + [1] * 6)
+    with pytest.raises(ValueError, match="both classes need a positive sum of weights"):
+        BDTClassifier(boosting="adaboost", n_trees=2, negative_weights="keep").fit(
+            X, y, np.r_[NET_ZERO, np.ones(6)] * scale)
