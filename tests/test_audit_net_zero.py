@@ -79,3 +79,14 @@ def test_a_class_of_net_zero_weight_is_named_as_zero(scale):
     with pytest.raises(ValueError, match="both classes need a positive sum of weights"):
         BDTClassifier(boosting="adaboost", n_trees=2, negative_weights="keep").fit(
             X, y, np.r_[NET_ZERO, np.ones(6)] * scale)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_a_multiclass_class_of_net_zero_weight_is_named_by_its_label(scale):
+    """The label check summed with bincount (a residue passed it) where the boosters sum
+    exactly: the class was then refused by its index, not its label."""
+    X = np.arange(12, dtype=np.float32).reshape(12, 1)
+    y = np.array(["qcd"] * 6 + ["signal"] * 3 + ["ttbar"] * 3)
+    with pytest.raises(ValueError, match=r"these classes have none: 'qcd' \(0\)"):
+        BDTClassifier(boosting="newton", n_trees=2, negative_weights="keep").fit(
+            X, y, np.r_[NET_ZERO, np.ones(6)] * scale)
