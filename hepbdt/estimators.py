@@ -34,6 +34,7 @@ from ._util import (
     hash_fraction,
     positive_beyond_rounding,
     real_array,
+    running_sum_slack,
     threads,
     user_stacklevel,
 )
@@ -1500,26 +1501,35 @@ class BDTClassifier(_BDTBase):
                                  f"{self.decorrelation_target!r}")
 
     def _given_weights(self, y, w) -> np.ndarray:
-        if self._multiclass:
-            self._check_class_weights(y, w)
+        self._check_class_weights(y, w)
         return super()._given_weights(y, w)
 
     def _check_class_weights(self, y, w) -> None:
         """ValueError naming, by its label, each class whose weights (as the negative-weight
-        policy leaves them) sum to nothing positive: the boosters refuse such a class, but
-        know it only by its index."""
+        policy leaves them) sum to nothing positive beyond the rounding of the sum: the
+        boosters refuse such a class, but know it only by its index, and a class netting 0
+        with unit weights nets a residue of 1e-17 (either sign) with weights of 0.1. Two
+        classes with "regress" or "pair" acting: the policy refuses in its own words."""
         policy = self.negative_weights
+        if not self._multiclass and policy in ("regress", "pair") and np.any(w < 0):
+            return
         kept = np.asarray({"abs": np.abs(w), "ignore": np.where(w > 0, w, 0.0)}.get(policy, w),
                           np.float64)
         labels = np.asarray(y, np.int64)
-        # exact sums, as the boosters take them: a class netting 0 with unit weights nets a
-        # residue of 3e-17 with weights of 0.1 in a rounded sum
-        self._refuse_classes_without_weight(np.array(
-            [exact_sum(kept[labels == k]) for k in range(self.classes_.size)]))
+        classes = [kept[labels == k] for k in range(self.classes_.size)]
+        sums = np.array([exact_sum(c) for c in classes])  # as the boosters take them
+        slack = np.array([running_sum_slack(c.size, np.abs(c).sum()) for c in classes])
+        if self._multiclass:
+            self._refuse_classes_without_weight(sums, slack)
+        elif not np.all(sums > slack):
+            raise ValueError(f"both classes need a positive sum of weights; signal {sums[1]}, "
+                             f"background {sums[0]}")
 
-    def _refuse_classes_without_weight(self, sums: np.ndarray) -> None:
-        """``_check_class_weights``'s error for the classes' weight sums (K,)."""
-        bad = np.flatnonzero(~(sums > 0))
+    def _refuse_classes_without_weight(self, sums: np.ndarray, slack: np.ndarray | float = 0.0
+                                       ) -> None:
+        """``_check_class_weights``'s error for the classes' weight sums (K,), each of which
+        must exceed its ``slack`` (the rounding of its sum)."""
+        bad = np.flatnonzero(~(sums > slack))
         if bad.size:
             which = ", ".join(f"{np.asarray(self.classes_[k]).item()!r} ({sums[k]:.6g})" for k in bad)
             policy = self.negative_weights

@@ -90,3 +90,15 @@ def test_a_multiclass_class_of_net_zero_weight_is_named_by_its_label(scale):
     with pytest.raises(ValueError, match=r"these classes have none: 'qcd' \(0\)"):
         BDTClassifier(boosting="newton", n_trees=2, negative_weights="keep").fit(
             X, y, np.r_[NET_ZERO, np.ones(6)] * scale)
+
+
+@pytest.mark.parametrize("scale", [1.0, *SCALES])
+@pytest.mark.parametrize("boosting", ["gradient", "newton", "adaboost"])
+def test_a_class_netting_zero_is_refused_whatever_the_rounding(scale, boosting):
+    """Weights 1, 2, -3 net exactly 0; times 0.1 or 0.3 they net a residue of either sign
+    (fl(0.1) + fl(0.2) != fl(0.3), in exact sums too), which a positive sign let through."""
+    X = np.arange(12, dtype=np.float32).reshape(12, 1)
+    y = np.array([0] * 6 + [1] * 6)
+    w = np.r_[np.tile([1.0, 2.0, -3.0], 2), np.ones(6)] * scale
+    with pytest.raises(ValueError, match="both classes need a positive sum of weights"):
+        BDTClassifier(boosting=boosting, n_trees=2, negative_weights="keep").fit(X, y, w)
