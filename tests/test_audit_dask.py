@@ -142,3 +142,19 @@ def test_the_no_split_warning_says_what_memory_says(client, boosting):
     texts = [[str(r.message) for r in record if "no tree made" in str(r.message)]
              for record in (memory, cluster)]
     assert texts[1] == texts[0] and "The event weights sum to" in texts[0][0]
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.3])
+@pytest.mark.parametrize("options", [{}, {"sig_to_bkg_fraction": 1.0},
+                                     {"boosting": "adaboost", "quantised_histograms": "auto"}])
+def test_a_class_netting_zero_is_refused_on_a_cluster_as_in_memory(client, scale, options):
+    """Background weights 1, 2, -3 net 0 exactly, times 0.1 or 0.3 a residue of either sign
+    (the tolerance audit): memory and the cluster both refuse, with the same message."""
+    X, y, _ = _data()
+    y = np.r_[np.zeros(1_500, int), np.ones(1_500, int)]
+    w = np.r_[np.tile([1.0, 2.0, -3.0], 500), np.ones(1_500)] * scale
+    memory = _error_of(lambda: BDTClassifier(**{**OPTIONS, **options}).fit(X, y, sample_weight=w))
+    cluster = _error_of(lambda: DaskBDTClassifier(**{**OPTIONS, **options}).fit(
+        *_dask(X, y, w), client=client))
+    assert "positive sum of weights" in memory[1]
+    assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]

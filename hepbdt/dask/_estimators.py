@@ -137,6 +137,7 @@ SUPPORTED_LOSSES = ("deviance", "logistic", "squared", "softmax")
 # scheduler, the histograms summed pairwise on the cluster and the leaf sums chained from
 # worker to worker, so the client's traffic does not grow with the workers.
 ACTOR_PARTS = 4
+EPS = float(np.finfo(np.float64).eps)  # a running sum of n terms is within n EPS sum |w|
 
 
 def _dask_constructor(base: type, doc: str):
@@ -393,7 +394,10 @@ class _DaskMixin:
             "signal": PairwiseSum(signal),
             "background": PairwiseSum([p["n"] - k for p, k in zip(parts, signal, strict=True)])})
         s, b = sums["signal"], sums["background"]
-        if not (s > 0 and b > 0):
+        # beyond the rounding of each sum, as memory's positive_beyond_rounding
+        slack = (_DaskMixin._chained_class_sums(cluster, 2, "count") * EPS
+                 * _DaskMixin._chained_class_sums(cluster, 2, True))
+        if not (s > slack[1] and b > slack[0]):
             if not required:
                 return None
             raise ValueError(f"both classes need a positive sum of weights; signal {s}, "
@@ -405,6 +409,8 @@ class _DaskMixin:
         """The parts' training weights: normalised per class as ``_normalise_classes`` does
         (``_class_factors``), and cast to float32 for gradient and newton boosting, float64
         for the AdaBoost family."""
+        if self._estimator_type == "classifier":  # memory's _check_class_weights, in float64
+            self._refuse_classes_in_rounding(cluster, max(2, self.classes_.size))
         factors = None if ratio is None else self._class_factors(cluster, parts, ratio)
         acted = (self.negative_weights in ("abs", "ignore")
                  and any(p["negative"] for p in parts))
@@ -494,11 +500,23 @@ class _DaskMixin:
         forest, result = runner.run(np.random.default_rng(self.random_state))
         return forest, result, {"levels": sent.levels, "trees": runner.tree_bytes}
 
+    def _refuse_classes_in_rounding(self, cluster: Cluster, n_classes: int) -> None:
+        """Memory's ``_check_class_weights``: every class's net weight must exceed the
+        rounding of its sum (events x eps x its |weights|)."""
+        sums = self._chained_class_sums(cluster, n_classes)
+        slack = (self._chained_class_sums(cluster, n_classes, "count") * EPS
+                 * self._chained_class_sums(cluster, n_classes, True))
+        if n_classes > 2:
+            self._refuse_classes_without_weight(sums, slack)
+        elif not np.all(sums > slack):
+            raise ValueError(f"both classes need a positive sum of weights; signal {sums[1]}, "
+                             f"background {sums[0]}")
+
     @staticmethod
     def _chained_class_sums(cluster: Cluster, n_classes: int,
-                            magnitude: bool = False) -> np.ndarray:
-        """Each class's sum of weights (|weights| with ``magnitude``), added through the
-        parts in event order (memory's ``np.bincount``)."""
+                            magnitude: bool | str = False) -> np.ndarray:
+        """Each class's sum of weights (|weights| with ``magnitude``, events with "count"),
+        added through the parts in event order (memory's ``np.bincount``)."""
         sums = np.zeros(n_classes)
         for i in range(len(cluster.workers)):
             sums = cluster.gather(cluster.submit_to(i, _parts.class_sums, sums, magnitude))

@@ -346,14 +346,15 @@ def tree_weights(w: np.ndarray, draw: tuple | None) -> np.ndarray:
     return (counts * np.sign(w) * draw[2]).astype(CHANNEL_DTYPE)
 
 
-def class_sums(key: str, initial: np.ndarray, magnitude: bool = False) -> np.ndarray:
-    """Each class's sum of weights (of |weights| with ``magnitude``), continuing ``initial``
-    (the parts before this one) event by event, as ``np.bincount`` adds the whole sample's
-    in memory."""
+def class_sums(key: str, initial: np.ndarray, magnitude: bool | str = False) -> np.ndarray:
+    """Each class's sum of weights (of |weights| with ``magnitude``, of events with
+    ``magnitude="count"``), continuing ``initial`` (the parts before this one) event by
+    event, as ``np.bincount`` adds the whole sample's in memory."""
     part = _part(key)
     sums = np.array(initial, dtype=np.float64)
     w = part.w.astype(np.float64)
-    np.add.at(sums, part.y.astype(np.int64), np.abs(w) if magnitude else w)
+    values = np.ones_like(w) if magnitude == "count" else np.abs(w) if magnitude else w
+    np.add.at(sums, part.y.astype(np.int64), values)
     return sums
 
 
