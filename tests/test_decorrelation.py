@@ -306,22 +306,31 @@ def test_tmva_option_string_refuses_decorrelation_but_xml_export_works(tmp_path)
     assert (tmp_path / "model.weights.xml").is_file()
 
 
+def _sculpting_config(tmp_path, n_signal: int, n_background: int, settings: list[str],
+                      output: str):
+    """analyses/decorrelation's configuration on a sculpting sample written to tmp_path,
+    with ``settings`` (``--set`` texts) and its outputs in tmp_path / output."""
+    from pathlib import Path
+
+    from hepbdt.analysis import load_config
+    from hepbdt.demo_data import write_sculpting_sample
+
+    paths = write_sculpting_sample(tmp_path / "data", n_signal, n_background)
+    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
+    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
+    return load_config(config_path, files + settings, output=tmp_path / output)
+
+
 @pytest.mark.parametrize("name,options", [
     ("uboost", ["method.boosting='adaboost'", "method.decorrelation='uboost'",
                 "method.decorrelation_steps=2"]),
     ("ddt", ["method.decorrelation_map='ddt'"]),
 ])
 def test_train_writes_the_decorrelation_outputs(tmp_path, name, options):
-    from pathlib import Path
+    from hepbdt.analysis import check_inputs, train
 
-    from hepbdt.analysis import check_inputs, load_config, train
-    from hepbdt.demo_data import write_sculpting_sample
-
-    paths = write_sculpting_sample(tmp_path / "data", 1500, 3000)
-    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
-    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
-    config = load_config(config_path, files + ["method.n_trees=10", "output.report=false",
-                                               *options], output=tmp_path / name)
+    config = _sculpting_config(tmp_path, 1500, 3000,
+                               ["method.n_trees=10", "output.report=false", *options], name)
     check_inputs(config)
     result = train(config)
     out = tmp_path / name
@@ -428,17 +437,10 @@ def _decorrelation_table(html_text: str) -> str:
 ])
 def test_report_from_scores_rebuilds_the_decorrelation_section(tmp_path, options, shown):
     """`hepbdt report` left the section out without a word (a combination audit)."""
-    from pathlib import Path
+    from hepbdt.analysis import report_from_scores, train
 
-    from hepbdt.analysis import load_config, report_from_scores, train
-    from hepbdt.demo_data import write_sculpting_sample
-
-    paths = write_sculpting_sample(tmp_path / "data", 600, 1200)
-    files = [f"samples.{sample}.files='{path}'" for sample, path in paths.items()]
-    config_path = Path(__file__).parents[1] / "analyses" / "decorrelation" / "decorrelation.toml"
-    config = load_config(config_path, files + ["method.n_trees=5", "output.figures=false",
-                                               *options], output=tmp_path / "out")
-    train(config)
+    train(_sculpting_config(tmp_path, 600, 1200,
+                            ["method.n_trees=5", "output.figures=false", *options], "out"))
     out = tmp_path / "out"
     again = report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html")
     trained, rebuilt = (p.read_text() for p in (out / "report.html", again))

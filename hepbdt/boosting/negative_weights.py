@@ -78,6 +78,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._util import running_sum_slack
 from ..engine._types import CHANNEL_DTYPE, njit
 from ..engine.binning import BinMapper
 from ..engine.grower import QuantisedRows
@@ -321,7 +322,7 @@ def _check_finite(w: np.ndarray, policy: str) -> None:
 
 def _rounding(w: np.ndarray) -> float:
     """A bound on the rounding error of summing ``w`` in any order: n * eps * sum |w|."""
-    return float(w.size * np.finfo(np.float64).eps * np.abs(w).sum())
+    return running_sum_slack(w.size, np.abs(w).sum())
 
 
 def pair_weights(X: np.ndarray, w: np.ndarray, n_neighbours: int = 16,

@@ -395,8 +395,7 @@ class _DaskMixin:
             "background": PairwiseSum([p["n"] - k for p, k in zip(parts, signal, strict=True)])})
         s, b = sums["signal"], sums["background"]
         # beyond the rounding of each sum, as memory's positive_beyond_rounding
-        slack = (_DaskMixin._chained_class_sums(cluster, 2, "count") * EPS
-                 * _DaskMixin._chained_class_sums(cluster, 2, True))
+        slack = _DaskMixin._class_totals(cluster, 2)[1]
         if not (s > slack[1] and b > slack[0]):
             if not required:
                 return None
@@ -503,9 +502,7 @@ class _DaskMixin:
     def _refuse_classes_in_rounding(self, cluster: Cluster, n_classes: int) -> None:
         """Memory's ``_check_class_weights``: every class's net weight must exceed the
         rounding of its sum (events x eps x its |weights|)."""
-        sums = self._chained_class_sums(cluster, n_classes)
-        slack = (self._chained_class_sums(cluster, n_classes, "count") * EPS
-                 * self._chained_class_sums(cluster, n_classes, True))
+        sums, slack = self._class_totals(cluster, n_classes)
         if n_classes > 2:
             self._refuse_classes_without_weight(sums, slack)
         elif not np.all(sums > slack):
@@ -513,10 +510,19 @@ class _DaskMixin:
                              f"background {sums[0]}")
 
     @staticmethod
+    def _class_totals(cluster: Cluster, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each class's sum of weights and the rounding bound of that sum (its events x eps
+        x its sum of |weights|), from one pass through the parts in event order."""
+        totals = np.zeros((3, n_classes))
+        for i in range(len(cluster.workers)):
+            totals = cluster.gather(cluster.submit_to(i, _parts.class_sums, totals))
+        return totals[0], totals[2] * EPS * totals[1]
+
+    @staticmethod
     def _chained_class_sums(cluster: Cluster, n_classes: int,
-                            magnitude: bool | str = False) -> np.ndarray:
-        """Each class's sum of weights (|weights| with ``magnitude``, events with "count"),
-        added through the parts in event order (memory's ``np.bincount``)."""
+                            magnitude: bool = False) -> np.ndarray:
+        """Each class's sum of weights (|weights| with ``magnitude``), added through the
+        parts in event order (memory's ``np.bincount``)."""
         sums = np.zeros(n_classes)
         for i in range(len(cluster.workers)):
             sums = cluster.gather(cluster.submit_to(i, _parts.class_sums, sums, magnitude))

@@ -346,15 +346,20 @@ def tree_weights(w: np.ndarray, draw: tuple | None) -> np.ndarray:
     return (counts * np.sign(w) * draw[2]).astype(CHANNEL_DTYPE)
 
 
-def class_sums(key: str, initial: np.ndarray, magnitude: bool | str = False) -> np.ndarray:
-    """Each class's sum of weights (of |weights| with ``magnitude``, of events with
-    ``magnitude="count"``), continuing ``initial`` (the parts before this one) event by
-    event, as ``np.bincount`` adds the whole sample's in memory."""
+def class_sums(key: str, initial: np.ndarray, magnitude: bool = False) -> np.ndarray:
+    """Each class's sum of weights (of |weights| with ``magnitude``), continuing ``initial``
+    (the parts before this one) event by event, as ``np.bincount`` adds the whole sample's
+    in memory; with ``initial`` of shape (3, K), the weights', |weights|' and events' sums
+    at once."""
     part = _part(key)
     sums = np.array(initial, dtype=np.float64)
     w = part.w.astype(np.float64)
-    values = np.ones_like(w) if magnitude == "count" else np.abs(w) if magnitude else w
-    np.add.at(sums, part.y.astype(np.int64), values)
+    y = part.y.astype(np.int64)
+    if sums.ndim == 2:
+        for row, values in zip(sums, (w, np.abs(w), np.ones_like(w)), strict=True):
+            np.add.at(row, y, values)
+    else:
+        np.add.at(sums, y, np.abs(w) if magnitude else w)
     return sums
 
 
