@@ -34,6 +34,34 @@ def _problem(seed=0, n=400, m=4, n_values=15, missing=0.1, negative=False):
     return X, w, a, rng
 
 
+_SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0],
+                    np.float32)
+
+
+@pytest.mark.parametrize("kind", ["normal", "integers", "rounded", "special", "magnitudes"])
+def test_edges_sort_is_numpys_unique_and_bincount(kind):
+    """The radix sort behind the quantile edges gives np.unique's values (NaN left out, -0
+    and +0 one value) and np.bincount's weight sums over its inverse, bit for bit."""
+    from hepbdt.engine.binning import _unique_with_weights
+
+    rng = np.random.default_rng(len(kind))
+    for n in (0, 1, 2, 7, 300, 5000):
+        values = {"normal": lambda n: rng.normal(size=n),
+                  "integers": lambda n: rng.integers(-5, 5, n),
+                  "rounded": lambda n: np.round(rng.normal(size=n), 1),
+                  "special": lambda n: rng.choice(_SPECIAL, n),
+                  "magnitudes": lambda n: rng.normal(size=n) * 10.0 ** rng.integers(-40, 38, n),
+                  }[kind](n).astype(np.float32)
+        weights = rng.uniform(0, 1, n) * 10.0 ** rng.integers(-3, 3, n)
+        finite = ~np.isnan(values)
+        unique, inverse = np.unique(values[finite], return_inverse=True)
+        expected = np.bincount(inverse, weights=weights[finite], minlength=unique.size)
+        got, got_weight, n_finite = _unique_with_weights(values, weights)
+        assert n_finite == np.count_nonzero(finite)
+        assert np.array_equal(got, unique)
+        assert got_weight.tobytes() == expected.tobytes()
+
+
 def test_bins_one_per_value_and_thresholds_agree_with_codes():
     X, w, _, _ = _problem()
     mapper = BinMapper().fit(X, w)
