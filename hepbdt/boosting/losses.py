@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
-from ..engine._vmath import exp_nonpositive, log_positive
+from ..engine._vmath import exp_float32, exp_nonpositive, log_positive
 from ..engine.grower import leaf_sweeps, sweep_rows
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
@@ -148,19 +148,21 @@ def _logistic_event(score_i, y_i, scale):
     """(s (p - y), max(s^2 p (1 - p), 1e-16)) of one event, z = s F: one single-precision
     exponential serves p (channels are float32)."""
     z = scale * score_i
-    return _logistic_gh(z, np.float64(math.exp(np.float32(-abs(z)))), y_i, scale)
+    return _logistic_gh(z, np.float64(exp_float32(np.float32(-abs(z)))), y_i, scale)
 
 
 @njit
 def _logistic_chunk(y, score, w_tree, w, scale, wg, wh, buffer):
     """``_logistic_channels`` of one chunk of events (views): the sum of w L over it.
 
-    The C library's single-precision exponential (which the models' channels have always
-    used) is called in a loop of its own, so the loop of the rest has no call and vectorises;
-    its logarithm is ``log_positive``. The loops index views from 0 up, which LLVM proves
-    never negative (else a signed index keeps a wraparound select that stops vectorising)."""
+    The exponential is glibc's single-precision one (which the models' channels have always
+    used) in plain arithmetic (``exp_float32``), the logarithm ``log_positive``; each of the
+    first two loops vectorises (one loop of both did not: 1M events, one thread, the
+    exponentials 2.9 -> 1.1 ms against the C library's). The loops index views from 0 up,
+    which LLVM proves never negative (else a signed index keeps a wraparound select that
+    stops vectorising)."""
     for i in range(y.size):
-        buffer[i] = math.exp(np.float32(-abs(scale * score[i])))
+        buffer[i] = exp_float32(np.float32(-abs(scale * score[i])))
     for i in range(y.size):
         z = scale * score[i]
         e = buffer[i]
