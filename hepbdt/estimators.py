@@ -1546,6 +1546,12 @@ class BDTClassifier(_BDTBase):
             return 1.0 if self.boosting in ADABOOST_BOOSTINGS and not self._multiclass else None
         return f
 
+    def _ratio_of_many_classes(self) -> ParameterError:
+        """The error of a signal / background ratio set for more than two classes."""
+        return ParameterError("sig_to_bkg_fraction", "sig_to_bkg_fraction is a ratio of two "
+                              f"classes; with {self.classes_.size} classes leave it 'auto' or "
+                              "None, and scale the weights per class yourself")
+
     def _normalise_classes(self, y, w):
         """TMVA's initial normalisation: signal / background weight = sig_to_bkg_fraction.
 
@@ -1558,9 +1564,7 @@ class BDTClassifier(_BDTBase):
         if f is None:
             return w
         if self._multiclass:
-            raise ParameterError("sig_to_bkg_fraction", "sig_to_bkg_fraction is a ratio of two "
-                                 f"classes; with {self.classes_.size} classes leave it 'auto' "
-                                 "or None, and scale the weights per class yourself")
+            raise self._ratio_of_many_classes()
         signal = y == 1
         s, b = float(w[signal].sum()), float(w[~signal].sum())
         if not (positive_beyond_rounding(w[signal]) and positive_beyond_rounding(w[~signal])):

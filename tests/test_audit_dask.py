@@ -158,3 +158,45 @@ def test_a_class_netting_zero_is_refused_on_a_cluster_as_in_memory(client, scale
         *_dask(X, y, w), client=client))
     assert "positive sum of weights" in memory[1]
     assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]
+
+
+@pytest.mark.parametrize("boosting", ["adaboost", "gradient"])
+def test_a_ratio_of_three_classes_is_refused_as_in_memory(client, boosting):
+    """A numeric sig_to_bkg_fraction with three classes: the Dask fit's check called
+    memory's, which called the Dask fit's back, until Python's recursion limit."""
+    X, _, w = _data()
+    y = np.arange(X.shape[0]) % 3
+    options = dict(OPTIONS, boosting=boosting, sig_to_bkg_fraction=1.0)
+    with pytest.raises(ParameterError) as memory:
+        BDTClassifier(**options).fit(X, y, sample_weight=w)
+    with pytest.raises(ParameterError) as cluster:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client)
+    assert str(cluster.value) == str(memory.value)
+
+
+def test_binned_features_and_decorrelation_are_refused_in_words(client):
+    """A BinnedMatrix gave an AttributeError from dask's from_array; decorrelate= a
+    TypeError of an unexpected argument."""
+    from hepbdt.binned import BinnedMatrix
+
+    X, y, w = _data()
+    binned = BinnedMatrix.from_features(X, [np.linspace(-2, 2, 17, dtype=np.float32)] * X.shape[1])
+    for estimator in (DaskBDTClassifier, DaskBDTRegressor):
+        with pytest.raises(TypeError, match="not a BinnedMatrix"):
+            estimator(**OPTIONS).fit(binned, y, client=client)
+    with pytest.raises(ParameterError, match="decorrelation .* is not distributed"):
+        DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y, w), client=client, decorrelate=X[:, :1])
+
+
+@pytest.mark.parametrize("boosting", ["adaboost", "gradient"])
+def test_verbose_shows_the_progress_of_a_cluster_fit(client, capsys, boosting):
+    """verbose=True drew memory's progress bar and nothing on a cluster."""
+    X, y, w = _data()
+    options = dict(OPTIONS, boosting=boosting, n_trees=3, verbose=True,
+                   quantised_histograms=boosting == "gradient")
+    BDTClassifier(**options).fit(X, y, sample_weight=w)
+    memory = capsys.readouterr().err
+    DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client)
+    cluster = capsys.readouterr().err
+    assert "training" in memory and "3/3 trees" in memory
+    assert "training" in cluster and "3/3 trees" in cluster

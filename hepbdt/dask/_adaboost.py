@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import Progress
 from ..boosting._loop import BoostResult, _draw, add_tree, node_sums
 from ..boosting.adaboost import (
     MIN_ERROR,
@@ -142,12 +143,17 @@ class AdaBoostOnParts:
     def run(self, rng: np.random.Generator) -> tuple[Forest, BoostResult]:
         """Boost up to ``n_trees`` trees; memory's forest and record."""
         stopped, scale, total0 = None, None, None
-        for it in range(self.n_trees):
-            try:
-                scale, total0 = self._tree(it, scale, total0, rng)
-            except _Stop as stop:
-                stopped = str(stop)
-                break
+        verbose = getattr(self.options, "verbose", False)
+        with Progress(self.n_trees, "training", enabled=True if verbose else None,
+                      unit="trees") as progress:
+            for it in range(self.n_trees):
+                try:
+                    scale, total0 = self._tree(it, scale, total0, rng)
+                except _Stop as stop:
+                    stopped = str(stop)
+                    break
+                progress.moveto(it + 1, f"error {self.errors[-1]:.4g}" if self.errors else "")
+            progress.moveto(self.n_trees)
         if not (self.trees if self.samme else len(self.builder)):
             raise no_tree_error(self, stopped)
         if self.samme:

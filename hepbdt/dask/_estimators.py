@@ -66,6 +66,7 @@ import numpy as np
 
 from .._sklearn import column_vector_warning
 from .._util import (
+    Progress,
     called_from_outside,
     check_weights,
     check_X,
@@ -73,6 +74,7 @@ from .._util import (
     exact_sum_of_parts,
     user_stacklevel,
 )
+from ..binned import BinnedMatrix
 from ..boosting._loop import (
     BoostResult,
     _checked_training_loss,
@@ -371,7 +373,7 @@ class _DaskMixin:
 
     def _class_ratio(self) -> float | None:
         """The signal-to-background ratio of ``_normalise_classes`` (None: no normalisation;
-        more than two classes with a ratio refused there, in memory's words)."""
+        more than two classes with a ratio refused with memory's error)."""
         f = getattr(self, "sig_to_bkg_fraction", None)
         multiclass = getattr(self, "_multiclass", False)
         if f == "tmva":
@@ -379,7 +381,7 @@ class _DaskMixin:
         elif f == "auto":
             f = 1.0 if self._adaboost and not multiclass else None
         if f is not None and multiclass:
-            self._normalise_classes(np.zeros(0, np.int8), np.zeros(0))
+            raise self._ratio_of_many_classes()
         return f
 
     @staticmethod
@@ -463,8 +465,12 @@ class _DaskMixin:
             codes = mapper.transform(valid[0])
             watch = _ClientWatch((codes, valid[1], valid[2]), base, plan.rounds, self.tol,
                                  booster.loss if multiclass else _OneScore(booster.loss))
-        builder, train_loss, traffic = self._boost(cluster, booster, mapper, base, n, draws,
-                                                   plan, rng, watch)
+        with Progress(plan.n_trees, "training", enabled=True if self.verbose else None,
+                      unit="rounds" if multiclass else "trees") as progress:
+            builder, train_loss, traffic = self._boost(cluster, booster, mapper, base, n, draws,
+                                                       plan, rng, watch, progress)
+            progress.moveto(plan.n_trees, "" if watch is None or watch.watch.best_iter is None
+                            else f"early stop at {watch.watch.best_iter + 1}")
         result = BoostResult(builder, float(base[0]) if one_score else 0.0,
                              np.asarray(train_loss),
                              None if watch is None else np.asarray(watch.watch.losses),
@@ -551,11 +557,11 @@ class _DaskMixin:
                            min_split_gain=self.min_split_gain)
 
     def _boost(self, cluster: Cluster, booster, mapper, base: np.ndarray, n: int,
-               draws: _Draws, plan, rng: np.random.Generator, watch: Any):
+               draws: _Draws, plan, rng: np.random.Generator, watch: Any, progress: Progress):
         """The boosting loop of ``run_boosting`` (quantised, depth-wise; one tree a round, or
         K a round, one a class, with a softmax loss), its per-event work on the parts, each
         round's events drawn by ``draws``, the validation loss watched by ``watch`` (None:
-        none): (builder, training losses, bytes)."""
+        none), the rounds counted on ``progress``: (builder, training losses, bytes)."""
         n_classes = base.size
         params = self._split_params(booster)
         m = mapper.n_bins_.size
@@ -578,6 +584,8 @@ class _DaskMixin:
                             _warn_if_grown(constant_loss, train_loss[0], booster)
                         if watch is not None and watch.end_round(it - 1, began):
                             return builder, train_loss, traffic  # the last loss is the final one
+                    if it and progress.shown:  # the rounds done and the loss after them
+                        progress.moveto(it, f"loss after {it}: {_mean_loss(began):.5g}")
                     params.min_child_weight = child_weight_floor(
                         self.min_node_size_, draw.total, draw.drawn, self._node_events())
                     features = sample_features(np.ones(m, np.bool_), self.colsample_bytree, rng)
@@ -990,6 +998,18 @@ def _mean_loss(results: list[dict[str, float]]) -> float:
     return sum(r["loss"] for r in results) / total if total != 0 else 0.0
 
 
+def _refuse_in_memory_only(X: Any, decorrelate: Any) -> None:
+    """Refuse the fit's inputs that only the in-memory fit takes: binned features, and
+    decorrelation variables."""
+    if isinstance(X, BinnedMatrix):
+        raise TypeError("the Dask fit takes float features (a dask or numpy array), not a "
+                        "BinnedMatrix: give the float features, with the matrix's edges as "
+                        "bin_edges=, or fit the BinnedMatrix in memory")
+    if decorrelate is not None:
+        raise ParameterError("decorrelate", "the decorrelation (flatness loss, uBoost) is not "
+                             "distributed yet: drop decorrelate, or fit in memory")
+
+
 class DaskBDTClassifier(_DaskMixin, BDTClassifier):
     """:class:`~hepbdt.BDTClassifier` fitted on a Dask cluster (two classes or more; see the
     module docstring for the options it refuses)."""
@@ -1000,7 +1020,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
 
     @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
-            bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTClassifier:
+            bin_edges=None, feature_names=None, feature_definitions=None,
+            decorrelate=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
         turned into dask arrays of one block), on ``client`` (the current one when None).
 
@@ -1011,10 +1032,12 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         ``bin_edges`` (m increasing arrays, e.g. an in-memory model's ``bin_edges_``) bins
         with those edges; else the edges come from the workers' merged edge sketches.
         ``feature_names`` (and ``feature_definitions``, name -> expression) name the
-        model's features, as a named X does in memory (``LazyDataset.feature_names``)."""
+        model's features, as a named X does in memory (``LazyDataset.feature_names``).
+        ``decorrelate`` is refused (the decorrelation is not distributed)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
+        _refuse_in_memory_only(X, decorrelate)
         self._validate_params()  # refused options cost no work on the cluster
         self._check_stopping(eval_set is not None)
         client = connect(client)  # the labels are read on the fit's cluster too
@@ -1071,6 +1094,7 @@ class DaskBDTRegressor(_DaskMixin, BDTRegressor):
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
+        _refuse_in_memory_only(X, None)
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,
                               feature_definitions, eval_set, event)
