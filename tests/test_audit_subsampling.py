@@ -45,3 +45,36 @@ def test_auto_node_size_counts_events_of_each_trees_sample(estimator, mode):
     # floor binds: the deepest trees reach it
     assert smallest.min() >= 20 - 1e-3
     assert smallest.min() < 25
+
+
+def _weighted_draw_data(classes: int):
+    rng = np.random.default_rng(7)
+    n = 3000
+    y = rng.integers(0, classes, n)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    X[:, 0] += 0.6 * y
+    w = rng.lognormal(0, 0.3, n)  # distinct weights, none tied
+    w[rng.random(n) < 0.15] *= -1
+    return X, y, w
+
+
+@pytest.mark.parametrize("boosting,policy,classes", [
+    ("adaboost", "keep", 2), ("adaboost", "inverse_boost", 2), ("realadaboost", "keep", 2),
+    ("realadaboost", "inverse_boost", 2), ("eps", "inverse_boost", 2),
+    ("adaboost", "inverse_boost", 3)])
+def test_a_weighted_draw_does_not_depend_on_the_weights_scale(boosting, policy, classes):
+    """The weighted draw's events weighed count x the mean |w|, rounded to float32 an
+    event at a time: sums of equal counts came out a float32 step apart at one scale and
+    equal at another, so a leaf of equal signal and background, or a split of no gain,
+    went one way or the other with the weights' unit (scores moved by up to 0.23 at x 0.3
+    or x 1e6). The AdaBoost family is scale-invariant: the scores must not move."""
+    X, y, w = _weighted_draw_data(classes)
+    if policy == "keep":
+        w = np.abs(w)
+    options = dict(n_trees=15, max_depth=3, random_state=0, boosting=boosting, subsample=0.5,
+                   subsample_mode="weighted", negative_weights=policy,
+                   sig_to_bkg_fraction=None)
+    reference = BDTClassifier(**options).fit(X, y, w).predict_proba(X)
+    for scale in (0.3, 1e6, 2.0**-5):
+        scaled = BDTClassifier(**options).fit(X, y, w * scale).predict_proba(X)
+        np.testing.assert_allclose(scaled, reference, rtol=0, atol=1e-6)

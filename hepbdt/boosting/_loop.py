@@ -10,6 +10,7 @@ A small exact fit's round (``_exact_rounds``) is one compiled call with the same
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -82,17 +83,24 @@ def drawn_events(rows: np.ndarray, counts: np.ndarray | None) -> int:
 
 def draw_sample(w: np.ndarray, subsample: float, mode: str,
                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``draw_rows`` plus each event's multiplicity in the sample (int64, 0 off it)."""
-    rows, wt, counts = _draw(w, subsample, mode, rng)
+    """``draw_rows`` plus each event's multiplicity in the sample (int64, 0 off it), for
+    the AdaBoost family: a weighted draw's events weigh their count times sign(w) times the
+    power of two at or below the mean |w| (each weight, and every sum of them, exact: a tie
+    of two sums is a tie whatever the weights' scale, where the float32 rounding of count
+    times the mean decided it, differently at other scales; the trees do not depend on
+    the unit)."""
+    rows, wt, counts = _draw(w, subsample, mode, rng, exact_unit=True)
     if counts is None:
         counts = np.zeros(w.size, dtype=np.int64)
         counts[rows] = 1
     return rows, wt, counts
 
 
-def _draw(w: np.ndarray, subsample: float, mode: str,
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The draw of ``draw_rows``, with the counts of a poisson or weighted one (None: each row once)."""
+def _draw(w: np.ndarray, subsample: float, mode: str, rng: np.random.Generator,
+          exact_unit: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The draw of ``draw_rows``, with the counts of a poisson or weighted one (None: each
+    row once); ``exact_unit``: a weighted draw's unit is the power of two at or below the
+    mean |w| (see ``draw_sample``)."""
     n = w.size
     if mode not in SUBSAMPLE_MODES:
         raise ValueError(f"subsample_mode {mode!r} is not valid; use one of {SUBSAMPLE_MODES}")
@@ -110,7 +118,10 @@ def _draw(w: np.ndarray, subsample: float, mode: str,
     else:
         aw = np.abs(w).astype(np.float64)
         counts = rng.multinomial(max(1, int(round(subsample * n))), aw / aw.sum())
-        wt = (counts * np.sign(w) * (np.abs(w).sum() / max(counts.sum(), 1))).astype(CHANNEL_DTYPE)
+        unit = np.abs(w).sum() / max(counts.sum(), 1)
+        if exact_unit:
+            unit = math.ldexp(1.0, math.frexp(unit)[1] - 1)
+        wt = (counts * np.sign(w) * unit).astype(CHANNEL_DTYPE)
     rows = np.flatnonzero(counts > 0).astype(np.int32)
     return rows, wt, counts
 
