@@ -367,6 +367,20 @@ QUICK = ["--set", "preselection='(nJet >= 2) & (event % 5 == 0)'", "--set", "met
          "--no-progress"]
 
 
+def test_weights_too_small_to_sample_the_edges_by_are_refused(tmp_path: Path) -> None:
+    """Keys u / |w| were cut at 5e299, so below |w| = 2e-300 the events' keys tied: the
+    sketch kept the first events read, not a random sample (4 edges instead of 254 at
+    weights of 1e-305, while fit_bin_edges on the same events found all)."""
+    sketch = EdgeSketch(1, capacity=10)
+    X = np.zeros((3, 1), np.float32)
+    sketch.update(X, np.array([1e-299, 0.0, -1.0]), np.arange(3))  # exact keys: taken
+    with pytest.raises(ValueError, match=r"below 2e-300 \(event 4: 1e-305\)"):
+        sketch.update(X, np.array([1.0, -1e-305, 1.0]), np.arange(3, 6))
+    path = _small_file(tmp_path)
+    with pytest.raises((InputError, ValueError), match="too small to sample the bin edges"):
+        read(Sample("s", f"{path}:T", label=1, scale=1e-305), ["x"], binned=True)
+
+
 def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, capsys) -> None:
     """A binned training writes every output; apply, reading float branches chunk by chunk,
     scores the test events exactly as the training did from their codes."""

@@ -454,6 +454,9 @@ class BinMapper:
 # -- streaming: a mergeable sketch of the edges ----------------------------------------------
 
 _ZERO_TIER = 1e300  # keys of weight-zero events: after every other event's key
+# Below it a key u / |w| (u <= 1) could exceed _ZERO_TIER / 2, where keys are cut and would
+# tie (a sample of the first events instead of a random one): such weights are refused.
+_SMALLEST_WEIGHT = 2.0 / _ZERO_TIER
 
 
 def _hash_uniform(ids: np.ndarray, seed: int) -> np.ndarray:
@@ -507,8 +510,16 @@ class EdgeSketch:
         self._held = 0
 
     def keys(self, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The events' keys (smaller is kept first)."""
+        """The events' keys (smaller is kept first); ValueError for a weight too small for
+        its key to be told from the others' (magnitude below ``_SMALLEST_WEIGHT``)."""
         a = np.abs(np.asarray(w, np.float64))
+        tiny = (a > 0) & (a < _SMALLEST_WEIGHT)
+        if tiny.any():
+            first = int(np.flatnonzero(tiny)[0])
+            raise ValueError(f"event weights of magnitude below {_SMALLEST_WEIGHT:g} (event "
+                             f"{int(np.asarray(ids)[first])}: {float(np.asarray(w)[first]):g}) "
+                             "are too small to sample the bin edges by: scale the weights "
+                             "(e.g. weight = \"w * 1e300\")")
         u = _hash_uniform(ids, self.seed)
         with np.errstate(divide="ignore", over="ignore"):
             key = np.minimum(u / a, _ZERO_TIER / 2)
