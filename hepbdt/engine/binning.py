@@ -73,7 +73,8 @@ def _sort_keys(values, keys, pos):
 def _unique_weights(values, weights, keys, pos, keys2, pos2, unique_bits, unique_weight):
     """``np.unique`` of the non-NaN float32 values (as bit patterns into ``unique_bits``) and
     each one's summed weight in event order (``np.bincount`` of the inverse, bit for bit),
-    by a stable radix sort of the keys (a third of numpy's argsort time): (uniques, values)."""
+    by a stable radix sort of the keys (a fifth of the time of numpy's unique with its
+    inverse): (the number of distinct values, the number of non-NaN values)."""
     n, counts = _sort_keys(values, keys, pos)
     src_k, src_p, dst_k, dst_p = keys, pos, keys2, pos2
     offset = np.empty(256, np.int64)
