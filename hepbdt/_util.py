@@ -17,6 +17,7 @@ import stat
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +27,9 @@ import numpy as np
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
-           "is_classifier", "model_scores", "positive_beyond_rounding", "running_sum_slack",
+           "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
+           "check_same_definitions",
+           "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
            "number_text", "percent_text", "weight_exponent", "current_umask", "real_array",
@@ -309,6 +312,8 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
     columns.
     """
+    check_same_definitions(getattr(X, "feature_definitions", None), definitions,
+                           () if names is None else names, what, owner)
     X, given = _as_matrix(X, what)
     if names is not None and given is not None:
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
@@ -508,6 +513,23 @@ def _frame_values(frame: Any) -> Any:
     return frame.to_numpy()
 
 
+def check_same_definitions(given: Any, definitions: Any, names: Sequence[str], what: str,
+                           owner: str) -> None:
+    """ValueError when the input's definitions (``given``: name -> the expression its column
+    was read as, e.g. a ``Dataset.X``'s) and the model's give one of its feature ``names``
+    two different expressions: the same name for another quantity (a column found by name
+    would be scored as the model's feature)."""
+    if not given or not definitions:
+        return
+    for name in names:
+        theirs, ours = given.get(str(name)), definitions.get(str(name))
+        if theirs is not None and ours is not None and "".join(str(theirs).split()) != "".join(
+                str(ours).split()):
+            raise ValueError(f"{what}'s column {str(name)!r} was read as {theirs!r}, but {owner} "
+                             f"was trained with {str(name)!r} = {ours!r}: the same name for "
+                             "another quantity; read the input with the model's definitions")
+
+
 def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,
              definitions: dict[str, str]) -> tuple[np.ndarray, list[str]]:
     """The columns of named input in the order ``names``; missing names are an error."""
@@ -528,6 +550,39 @@ def called_from_outside(*modules: str) -> bool:
     while frame is not None and frame.f_code.co_filename.startswith(skipped):
         frame = frame.f_back
     return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
+class FeatureNamesWarning(UserWarning):
+    """Named input to a model fitted on unnamed columns, or the other way round: the
+    columns are taken by position (scikit-learn warns alike)."""
+
+
+def feature_names_text(owner: str, names: Any) -> str:
+    """FeatureNamesWarning's message for a model whose feature names are ``names`` (or None)."""
+    if names is None:
+        return (f"X has feature names, but {owner} was fitted without feature names: its "
+                "columns are taken in the order given, not by name")
+    shown = ", ".join(map(str, list(names)[:8])) + (", ..." if len(names) > 8 else "")
+    return (f"X does not have valid feature names, but {owner} was fitted with feature names "
+            f"({shown}): its columns are taken to be these, in this order")
+
+
+# hepbdt's modules that hand a caller's columns on to a model as given (the estimators,
+# the evaluation functions): whether names were lost is decided by the first caller
+# outside them (a user's call warns; hepbdt's own modules put the columns in order)
+PASSING_COLUMNS_ON = ("estimators.py", os.path.join("dask", "_estimators.py"), "_util.py",
+                      "evaluation" + os.sep)
+
+
+def warn_unnamed_columns(owner: str, names: Any, given: Any, passing: tuple[str, ...] = ()
+                         ) -> None:
+    """FeatureNamesWarning when exactly one of the model's ``names`` and the input's
+    ``given`` names is None, and a user passed the input (not one of hepbdt's modules, but
+    those of PASSING_COLUMNS_ON and ``passing``)."""
+    if (names is None) != (given is None) and called_from_outside(*PASSING_COLUMNS_ON,
+                                                                  *passing):
+        warnings.warn(feature_names_text(owner, names), FeatureNamesWarning,
+                      stacklevel=user_stacklevel())
 
 
 def user_stacklevel() -> int:

@@ -22,9 +22,10 @@ import numpy as np
 
 from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
 from ._util import (
+    FeatureNamesWarning,
     any_nan,
     atomic_write_text,
-    called_from_outside,
+    check_same_definitions,
     check_weights,
     check_X,
     column_positions,
@@ -37,6 +38,7 @@ from ._util import (
     running_sum_slack,
     threads,
     user_stacklevel,
+    warn_unnamed_columns,
 )
 from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
@@ -375,24 +377,6 @@ def _unsorted_classes_text(classes: np.ndarray) -> str:
             f"cross_val_predict) take the larger label, {background!r}, as the positive class "
             "and would read these scores inverted; for them, give labels whose larger value "
             f"is the signal (e.g. y == {signal!r}); hepbdt's own evaluation is right either way")
-
-
-_ESTIMATOR_FILES = ("estimators.py", os.path.join("dask", "_estimators.py"))
-
-
-class FeatureNamesWarning(UserWarning):
-    """Named input to a model fitted on unnamed columns, or the other way round: the
-    columns are taken by position (scikit-learn warns alike)."""
-
-
-def _names_text(owner: str, names: Any) -> str:
-    """FeatureNamesWarning's message for a model whose feature names are ``names`` (or None)."""
-    if names is None:
-        return (f"X has feature names, but {owner} was fitted without feature names: its "
-                "columns are taken in the order given, not by name")
-    shown = ", ".join(map(str, list(names)[:8])) + (", ..." if len(names) > 8 else "")
-    return (f"X does not have valid feature names, but {owner} was fitted with feature names "
-            f"({shown}): its columns are taken to be these, in this order")
 
 
 def _whole_or_unchanged(fit):
@@ -945,6 +929,8 @@ class _BDTBase(SklearnProtocol):
 
     def _binned_in_order(self, X: BinnedMatrix, names, what: str) -> BinnedMatrix:
         """A BinnedMatrix with the columns ``names`` (by name when both have names)."""
+        check_same_definitions(X.feature_definitions, getattr(self, "feature_definitions_", None),
+                               () if names is None else names, what, type(self).__name__)
         if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
             X = X.columns(column_positions(list(X.feature_names), list(names), what,
                                            type(self).__name__,
@@ -1101,9 +1087,7 @@ class _BDTBase(SklearnProtocol):
         X, given = check_X(X, self.n_features_in_, names=None if names is None else list(names),
                            owner=type(self).__name__,
                            definitions=getattr(self, "feature_definitions_", None))
-        if (names is None) != (given is None) and called_from_outside(*_ESTIMATOR_FILES):
-            warnings.warn(_names_text(type(self).__name__, names), FeatureNamesWarning,
-                          stacklevel=user_stacklevel())
+        warn_unnamed_columns(type(self).__name__, names, given)
         self._check_reader_nan(X)
         return X
 

@@ -19,10 +19,12 @@ import numpy as np
 from ._util import (
     _as_matrix,
     atomic_write_text,
+    check_same_definitions,
     column_positions,
     file_sha256,
     is_classifier,
     model_scores,
+    warn_unnamed_columns,
 )
 from .binned import BinnedMatrix
 
@@ -226,14 +228,18 @@ class KFoldModel:
         order, a BinnedMatrix as it is (each fold model checks its names and bins)."""
         if isinstance(X, BinnedMatrix):
             return X
-        X, given = _as_matrix(X, "X")
         names = getattr(self.models[0], "feature_names_in_", None)
+        check_same_definitions(getattr(X, "feature_definitions", None), self.feature_definitions_,
+                               names if names is not None else (), "X", type(self).__name__)
+        X, given = _as_matrix(X, "X")
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional (n_events, n_features), got shape {X.shape}")
         if given is not None and names is not None:
             X = X[:, column_positions(given, [str(n) for n in names], "X", "the k-fold model",
                                       self.feature_definitions_)]
+        else:  # the fold models take these columns by position: as a fold model, say so
+            warn_unnamed_columns(type(self).__name__, names, given, passing=("kfold.py",))
         return X
 
     def fold_paths(self, path: str | os.PathLike) -> list[Path]:

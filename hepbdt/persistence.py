@@ -46,7 +46,7 @@ from .model import (
 RUNTIME_PARAMS = {"n_jobs": (int, type(None)), "random_state": (int, type(None)),
                   "verbose": (bool, int)}
 
-__all__ = ["load_model", "estimator_from_dict", "kfold_from_manifest"]
+__all__ = ["load_model", "estimator_from_dict", "kfold_from_manifest", "check_fold_name"]
 
 
 def load_model(path: str | os.PathLike) -> BDTClassifier | BDTRegressor | KFoldModel:
@@ -362,7 +362,7 @@ def _name_difference(listed: list[str] | None, names: list[str] | None) -> str:
     return f"the manifest lists {len(listed)} features, the model takes {len(names)}"
 
 
-def _check_fold_name(where: str, name: str, fold: int) -> None:
+def check_fold_name(where: str, name: str, fold: int) -> None:
     """ModelFormatError when a fold file named as ``save`` names them (``<stem>_fold<j>.json``)
     stands at another place than j in 'models': event e is scored by model e % k, so a
     reordered list would score each event with the model trained on it."""
@@ -436,7 +436,7 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
                 f"same model (byte for byte); each of the {k} folds needs its own model, the "
                 "one trained without that fold's events")
         digests[digest] = i
-        _check_fold_name(where, name, i)
+        check_fold_name(where, name, i)
         if recorded is not None and recorded[i] != digest.hex():
             raise ModelFormatError(
                 f"{where}: fold model {name!r} is not the file this manifest was written with "

@@ -58,7 +58,6 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,12 +66,12 @@ import numpy as np
 from .._sklearn import column_vector_warning
 from .._util import (
     Progress,
-    called_from_outside,
     check_weights,
     check_X,
     column_positions,
     exact_sum_of_parts,
     user_stacklevel,
+    warn_unnamed_columns,
 )
 from ..binned import BinnedMatrix
 from ..boosting._loop import (
@@ -103,15 +102,12 @@ from ..engine.grower import sample_features
 from ..engine.histogram import Quantiser
 from ..engine.split import SplitParams
 from ..estimators import (
-    _ESTIMATOR_FILES,
     ADABOOST_BOOSTINGS,
     BDTClassifier,
     BDTRegressor,
-    FeatureNamesWarning,
     ParameterError,
     _check_loss_total,
     _constructor,
-    _names_text,
     _Param,
     _whole_or_unchanged,
     check_class_totals,
@@ -696,9 +692,7 @@ class _DaskMixin:
                                  "drop decorrelate")
 
         names = getattr(self, "feature_names_in_", None)
-        if hasattr(X, "columns") == (names is None) and called_from_outside(*_ESTIMATOR_FILES):
-            warnings.warn(_names_text(type(self).__name__, names), FeatureNamesWarning,
-                          stacklevel=user_stacklevel())
+        warn_unnamed_columns(type(self).__name__, names, getattr(X, "columns", None))
         if hasattr(X, "columns") and names is not None:  # a dask DataFrame: by name, as memory
             given = [str(c) for c in X.columns]
             order = column_positions(given, [str(n) for n in names], "X", type(self).__name__,

@@ -14,6 +14,7 @@ import numpy as np
 
 from hepbdt._util import (  # noqa: F401 (re-exported)
     arrow_columns,
+    check_same_definitions,
     check_weights,
     column_positions,
     real_array,
@@ -153,6 +154,9 @@ def in_model_order(model: Any, X: Any, names: list[str] | None = None
     if model_names is None:
         return X, names
     model_names = [str(n) for n in model_names]
+    check_same_definitions(getattr(X, "feature_definitions", None),
+                           getattr(model, "feature_definitions_", None), model_names, "X",
+                           type(model).__name__)
     if isinstance(X, BinnedMatrix):
         given = list(X.feature_names) if X.feature_names is not None else names
     else:
@@ -169,6 +173,31 @@ def in_model_order(model: Any, X: Any, names: list[str] | None = None
         X = np.ascontiguousarray(np.asarray(X)[:, order]).view(FeatureMatrix)
         X.feature_names = tuple(model_names)
     return X, model_names
+
+
+def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[str] | None:
+    """``labels`` given for X's columns (one each, in X's order) moved as
+    :func:`in_model_order` moves the columns: the label of each of the model's features."""
+    model_names = getattr(model, "feature_names_in_", None)
+    if labels is None or model_names is None:
+        return labels
+    if isinstance(X, BinnedMatrix):
+        given = None if X.feature_names is None else [str(n) for n in X.feature_names]
+    elif hasattr(X, "columns"):
+        given = [str(c) for c in X.columns]
+    else:
+        arrow = arrow_columns(X)
+        given = (list(arrow) if arrow is not None else
+                 [str(n) for n in X.feature_names]
+                 if isinstance(X, FeatureMatrix) and X.feature_names is not None else None)
+    model_names = [str(n) for n in model_names]
+    if given is None or given == model_names:
+        return labels
+    if len(labels) != len(given):
+        raise ValueError(f"got {len(labels)} feature names for the {len(given)} columns of X")
+    order = column_positions(given, model_names, "X", type(model).__name__,
+                             getattr(model, "feature_definitions_", None) or {})
+    return [labels[j] for j in order]
 
 
 def _named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt.evaluation._data import check_weights
+from hepbdt.evaluation._data import check_weights, labels_in_model_order
 from hepbdt.evaluation.metrics import roc_auc, roc_curve
 from hepbdt.evaluation.overtraining import (
     _SEVERITY,
@@ -288,6 +288,7 @@ def per_class_permutation_importance(
     once for every class, so the K rankings share their shuffles (seeded by
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
     ``max_samples`` as there)."""
+    feature_names = labels_in_model_order(model, X, feature_names)  # X's, in the model's order
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
                                                     random_state, model)
     if n_repeats < 1:

@@ -15,8 +15,15 @@ import numpy as np
 
 from hepbdt._util import feature_names_of, is_classifier
 from hepbdt.binned import BinnedMatrix
-from hepbdt.evaluation._data import check_labels, check_weights, class_codes, in_model_order
+from hepbdt.evaluation._data import (
+    check_labels,
+    check_weights,
+    class_codes,
+    in_model_order,
+    labels_in_model_order,
+)
 from hepbdt.evaluation.metrics import roc_auc
+from hepbdt.io.dataset import FeatureMatrix
 
 __all__ = [
     "FeatureRanking",
@@ -259,7 +266,7 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     its events: with ``max_samples`` below the event count, a random subset of that many
     events (drawn with ``random_state``, in their order), as scikit-learn's
     ``permutation_importance`` offers."""
-    X, _ = in_model_order(model, X)  # columns are shuffled, and scored, by position
+    X, ordered = in_model_order(model, X)  # columns are shuffled, and scored, by position
     if not isinstance(X, BinnedMatrix):
         X = np.asarray(X)
     n = X.shape[0]
@@ -285,7 +292,11 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
                                  "events drawn hold one class only; take more events")
             y = None if y is None else np.asarray(y)[keep]
             sample_weight = None if sample_weight is None else np.asarray(sample_weight)[keep]
-    X, columns = _shuffleable(X, model is None or hasattr(model, "forest_"))
+    hepbdt_model = model is None or hasattr(model, "forest_")
+    X, columns = _shuffleable(X, hepbdt_model)
+    if ordered is not None and hepbdt_model and not isinstance(X, BinnedMatrix):
+        X = X.view(FeatureMatrix)  # still named: the model need not warn of lost names
+        X.feature_names = tuple(ordered)
     return X, columns, y, sample_weight
 
 
@@ -322,6 +333,7 @@ def permutation_importance(
     ``max_samples``: on samples larger than this, a random subset of that many events
     (``n_events`` of the result says how many were used).
     """
+    feature_names = labels_in_model_order(model, X, feature_names)  # X's, in the model's order
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
                                                     random_state, model)
     n, m = X.shape
