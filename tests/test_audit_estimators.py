@@ -190,3 +190,25 @@ def test_a_learning_rate_that_is_not_a_number_is_a_parameter_error(value):
 
     with pytest.raises(ParameterError, match=r"learning_rate=.* is not valid; expected a number"):
         BDTClassifier(learning_rate=value).check_params()
+
+
+@pytest.mark.parametrize("option,value,loss", [
+    ("huber_alpha", 1.5, "huber"), ("huber_delta", -1.0, "huber"),
+    ("huber_alpha", 1.5, "squared"), ("huber_delta", 0.0, "squared")])
+def test_huber_options_out_of_range_are_refused_by_name(tmp_path, capsys, option, value, loss):
+    """A bad huber_alpha or huber_delta was blamed on loss (ParameterError('loss'), the CLI's
+    "[method] loss:"), and with another loss saved with the model unchecked (scikit-learn's
+    GradientBoostingRegressor refuses alpha=1.5 whatever the loss)."""
+    from hepbdt.cli import main
+
+    X, _, rng = _data(300)
+    boosting = "newton" if option == "huber_delta" else "gradient"
+    with pytest.raises(ParameterError) as error:
+        BDTRegressor(n_trees=3, boosting=boosting, loss=loss, **{option: value}).fit(X, X[:, 0])
+    assert error.value.param == option
+    config = tmp_path / "reg.toml"
+    config.write_text(f'title = "t"\ntree = "T"\nfeatures = ["x"]\n[samples.a]\nfiles = "a.root"\n'
+                      f'target = "x"\n[method]\nboosting = "{boosting}"\nloss = "{loss}"\n'
+                      f'{option} = {value}\n')
+    assert main(["train", str(config), "--check"]) == 2
+    assert f"[method] {option}:" in capsys.readouterr().err

@@ -51,16 +51,56 @@ def smallest_int_dtype(largest: Any, what: str = "value") -> np.dtype:
 
 # Targets whose float32 rounding errors (their root mean square) exceed this share of their
 # standard deviation (a large offset: 1000 plus values spread over 0.004) are refused; judged
-# on at least TARGET_CHECK_EVENTS events at once (a read judges each chunk).
+# on at least TARGET_CHECK_EVENTS events, all of a read's targets at once (TargetRounding).
 TARGET_RESOLUTION = 0.01
 TARGET_CHECK_EVENTS = 100
 
 
-def float32_targets(values: np.ndarray, what: str) -> np.ndarray:
+class TargetRounding:
+    """The float32 rounding of regression targets stored part by part (a read's chunks and
+    files), judged on all of them: each part's count, mean and squared deviations merged
+    (Chan, Golub and LeVeque's pairwise update) and its squared roundings summed. A read
+    judged each chunk alone: a sample of files of 80 events was never judged, and a chunk
+    of nearly equal targets could be refused where the whole sample spreads widely."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2, self.rounding = 0, 0.0, 0.0, 0.0
+
+    def add(self, exact: np.ndarray, stored: np.ndarray) -> None:
+        """Count a part's exact (float64) targets and their stored float32 values."""
+        n = exact.size
+        if n == 0:
+            return
+        mean = float(np.mean(exact))
+        m2 = float(np.sum((exact - mean) ** 2))
+        total = self.n + n
+        delta = mean - self.mean
+        self.m2 += m2 + delta * delta * self.n * n / total
+        self.mean += delta * n / total
+        self.n = total
+        self.rounding += float(np.sum((stored.astype(np.float64) - exact) ** 2))
+
+    def check(self, what: str) -> None:
+        """InputError when the rounding is more than TARGET_RESOLUTION of the spread."""
+        if self.n < TARGET_CHECK_EVENTS:
+            return
+        spread = float(np.sqrt(self.m2 / self.n))
+        rounding = float(np.sqrt(self.rounding / self.n))
+        if rounding > TARGET_RESOLUTION * spread:
+            raise InputError(
+                f"{what}: the regression targets spread over {spread:.3g} (standard deviation) "
+                f"around {self.mean:.6g}, and float32, in which targets are stored, "
+                f"rounds them by {rounding:.3g} (root mean square): a good part of every "
+                "residual. Subtract the offset in the target expression (or rescale it)")
+
+
+def float32_targets(values: np.ndarray, what: str, seen: TargetRounding | None = None
+                    ) -> np.ndarray:
     """Regression targets as the float32 a Dataset stores, from their exact values; InputError
     for a finite target beyond float32's range, or targets that float32 rounds by more than
     TARGET_RESOLUTION of their spread (the rounding would be a good part of every residual
-    and of the RMSE reported; targets read from a float32 branch round by nothing)."""
+    and of the RMSE reported; targets read from a float32 branch round by nothing): judged
+    here, or with ``seen`` counted there, for the caller to judge with all the others."""
     exact = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore"):
         stored = exact.astype(np.float32)
@@ -71,15 +111,11 @@ def float32_targets(values: np.ndarray, what: str) -> np.ndarray:
                          f"float32's range (+-3.4e38), in which targets are stored (the largest "
                          f"{float(np.max(np.abs(exact[beyond]))):.6g}); rescale the target (e.g. "
                          "other units)")
-    if exact.size >= TARGET_CHECK_EVENTS and finite.all():
-        spread = float(np.std(exact))
-        rounding = float(np.sqrt(np.mean((stored - exact) ** 2)))
-        if rounding > TARGET_RESOLUTION * spread:
-            raise InputError(
-                f"{what}: the regression targets spread over {spread:.3g} (standard deviation) "
-                f"around {float(np.mean(exact)):.6g}, and float32, in which targets are stored, "
-                f"rounds them by {rounding:.3g} (root mean square): a good part of every "
-                "residual. Subtract the offset in the target expression (or rescale it)")
+    if finite.all():
+        part = TargetRounding() if seen is None else seen
+        part.add(exact, stored)
+        if seen is None:
+            part.check(what)
     return stored
 
 

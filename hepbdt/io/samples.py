@@ -43,6 +43,7 @@ from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import (
     EVENT_INT32_MAX,
     Dataset,
+    TargetRounding,
     float32_targets,
     invalid_event_numbers,
     shown_number,
@@ -1092,6 +1093,7 @@ class _Output:
     codes: np.ndarray | None = None
     packed_edges: np.ndarray | None = None
     binner: Any = None
+    target_rounding: TargetRounding | None = None  # the regression targets', judged at the end
 
     def put_features(self, start: int, columns: Sequence[np.ndarray]) -> None:
         """The features of one chunk into rows ``start:``: floats, or their codes."""
@@ -1290,6 +1292,7 @@ def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, 
         arrays = reader.read(start, stop)
         filled = _fill_chunk(reader, arrays, start, stop, chain_offset, plan, feature_expressions,
                              inf_as_missing, out, 0)
+    _judge_targets(out, f"{context}, entries {start}-{stop}")
     y = None if out.y is None else out.y[:filled]
     return out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled]
 
@@ -1483,7 +1486,8 @@ def _allocate(capacity: int, n_features: int, task: str,
         y = np.empty(capacity, dtype=np.float32)
     else:
         y = None
-    return _Output(X, y, w, event_ids, sample_index)
+    rounding = TargetRounding() if task == "regression" else None
+    return _Output(X, y, w, event_ids, sample_index, target_rounding=rounding)
 
 
 def _read_sample(
@@ -1526,12 +1530,23 @@ def _read_sample(
     return filled
 
 
+def _judge_targets(out: _Output, what: str) -> None:
+    """InputError (BadValueError) when float32 rounds all the targets read into ``out`` by
+    too much (``TargetRounding``)."""
+    if out.target_rounding is not None:
+        try:
+            out.target_rounding.check(what)
+        except InputError as err:
+            raise BadValueError(str(err)) from None
+
+
 def _assemble(
     out: _Output, filled: int, feature_texts: Sequence[str], sample_names: list[str],
     edges: Sequence[np.ndarray] | None = None,
 ) -> Dataset:
     """Shrink the output arrays to their ``filled`` rows and wrap them in a Dataset (the
     codes in a BinnedMatrix of ``edges`` when binned)."""
+    _judge_targets(out, f"samples {', '.join(map(repr, sample_names))}")
     features = out.X if out.codes is None else out.codes
     if filled < len(features):
         # In place: shrinking the leading axis keeps rows where they are.
@@ -1629,7 +1644,8 @@ def _fill_chunk(
                     "(cut = \"...\" in the sample's table, cut= in Python)"
                 )
             try:
-                out.y[rows] = float32_targets(values, f"{reader.where}: target {target.text!r}")
+                out.y[rows] = float32_targets(values, f"{reader.where}: target {target.text!r}",
+                                              out.target_rounding)
             except InputError as err:
                 raise BadValueError(str(err)) from None
 
