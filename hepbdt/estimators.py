@@ -1910,7 +1910,7 @@ class BDTRegressor(_BDTBase):
         # would be the squared loss, but pseudo-Huber's loss value is then inf * 0 = NaN:
         # loss="squared" says it.
         require(_is_finite(self.huber_alpha) and 0 < self.huber_alpha < 1, "huber_alpha",
-                "a quantile in (0, 1)")
+                "a finite quantile in (0, 1)")
         require(_is_finite(self.huber_delta) and 0 < self.huber_delta <= MAX_MAGNITUDE,
                 "huber_delta", f"a finite number > 0, at most {MAX_MAGNITUDE:g} (the pseudo-Huber "
                 "loss squares it; for the squared loss, loss='squared')")
