@@ -362,13 +362,14 @@ def _name_difference(listed: list[str] | None, names: list[str] | None) -> str:
     return f"the manifest lists {len(listed)} features, the model takes {len(names)}"
 
 
-def check_fold_name(where: str, name: str, fold: int) -> None:
-    """ModelFormatError when a fold file named as ``save`` names them (``<stem>_fold<j>.json``)
+def check_fold_name(where: str, name: str, fold: int,
+                    error: type[Exception] = ModelFormatError) -> None:
+    """``error`` when a fold file named as ``save`` names them (``<stem>_fold<j>.json``)
     stands at another place than j in 'models': event e is scored by model e % k, so a
     reordered list would score each event with the model trained on it."""
     found = re.search(r"_fold([0-9]+)\.json$", Path(name).name)
     if found and (len(found.group(1)) > 9 or int(found.group(1)) != fold):
-        raise ModelFormatError(
+        raise error(
             f"{where}: 'models' lists {name!r} for fold {fold}, but its name says fold "
             f"{found.group(1)}; fold i scores the events with event % k == i, so its file must "
             "be the model trained without them: list the files in fold order "

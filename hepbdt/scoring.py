@@ -45,7 +45,6 @@ from .io.samples import (
 )
 from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
 from .kfold import KFoldModel, unrecorded_by
-from .model import ModelFormatError
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import check_fold_name, load_model
 
@@ -353,10 +352,7 @@ def _scorer(model: Any, event_branch: str | None) -> Any:
             if not os.path.exists(item):
                 raise MissingFileError(f"model file {os.fspath(item)!r} does not exist")
             if len(items) > 1:  # model i scores the events of fold i: the file must be fold i's
-                try:
-                    check_fold_name("the list of k-fold models", os.fspath(item), fold)
-                except ModelFormatError as exc:
-                    raise InputError(str(exc)) from None
+                check_fold_name("the list of k-fold models", os.fspath(item), fold, InputError)
             check_model_files(item)
             item = load_model(item)
         if isinstance(item, KFoldModel):
