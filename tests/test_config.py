@@ -325,3 +325,22 @@ def test_a_sample_tree_that_every_file_overrides_is_refused_in_python_too(tmp_pa
     assert len(read(Sample("s", path, tree="Events", label=1), ["HT"])) > 0  # the same tree
     with pytest.raises(InputError, match="tree 'Other' is the tree of none of the files"):
         read(Sample("s", path, tree="Other", label=1), ["HT"])
+
+
+def test_check_refuses_an_expression_that_gives_a_list_per_event(tmp_path):
+    """`hepbdt train --check` said OK for a feature that is a jagged branch; the read then
+    stopped (exit 2) after the files were opened: the branches' types say so at once."""
+    path = write(tmp_path, BASE.replace('"lead_pt"]', '"lead_pt", "Jet_eta"]')
+                 + 'cut = "Jet_pt > 30"\n')
+    message = problems(path, inputs=True)
+    assert "features:" in message and "'Jet_eta' gives a list per event" in message
+    assert "cut:" in message and "'Jet_pt > 30' gives a list per event" in message
+    assert "any(...)" in message  # a cut's hint
+    assert message.count("gives a list per event") == 2  # once per key, not per sample
+    mixed = write(tmp_path, BASE.replace('"lead_pt"]', '"lead_pt", "ifmixed"]')
+                  .replace('lead_pt = ', 'ifmixed = "HT if nJet > 2 else Jet_pt"\nlead_pt = '),
+                  "mixed.toml")
+    assert "a list for some events and a number for others" in problems(mixed, inputs=True)
+    check_inputs(load_config(write(tmp_path, BASE.replace(
+        '"lead_pt"]', '"lead_pt", "num(Jet_eta)", "max(Jet_pt)", "sum(Jet_pt > 30)"]'),
+        "reduced.toml")))

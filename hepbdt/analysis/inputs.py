@@ -1,8 +1,9 @@
 """Checks of an analysis's ROOT inputs before any work: files, trees and branches.
 
 :func:`check_inputs` opens every sample's files (reading no event data) and reports, per
-configuration key, files that do not exist, missing trees and expressions whose names are
-not branches (with close names), as one :class:`~hepbdt.analysis.config.ConfigError`.
+configuration key, files that do not exist, missing trees, expressions whose names are not
+branches (with close names) and expressions that give a list per event, as one
+:class:`~hepbdt.analysis.config.ConfigError`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,28 @@ def _roles(config: AnalysisConfig, sample: Any, section: str
         if isinstance(value, str):
             roles.append((section, key, value, key))
     return roles
+
+
+def _check_shapes(file: Any, src: Source, roles: list[tuple[str | None, str, str, str]],
+                  context: str, section: str, problems: _Problems,
+                  seen: set[tuple[str | None, str, str, str]]) -> None:
+    """Add, under its key, each expression that gives a list per event in this tree (from
+    the branches' types; no entries are read); a tree that cannot be read under the
+    sample."""
+    expressions = [Expression(text, role) for _, _, text, role in roles]
+    try:
+        reader = TreeReader(file, Source(src.path, src.tree), expressions, context)
+        no_entries = reader.read(0, 0)
+    except InputError as exc:
+        problems.add(section, None, str(exc))
+        return
+    for (table, key, text, _), expression in zip(roles, expressions, strict=True):
+        try:
+            reader.check_shape(expression, no_entries)
+        except InputError as exc:
+            if (table, key, text, "") not in seen:
+                seen.add((table, key, text, ""))
+                problems.add(table, key, str(exc).removeprefix(f"{context}: "))
 
 
 def check_inputs(config: AnalysisConfig) -> None:
@@ -104,10 +127,5 @@ def check_inputs(config: AnalysisConfig) -> None:
                         problems.add(table, key, f"{shown!r}{expanded} uses {name!r}, which is "
                                      f"not a branch of {where}; {hint}branches: {listed}")
                 if clean:
-                    try:
-                        TreeReader(file, Source(src.path, src.tree),
-                                   [Expression(text, role) for _, _, text, role in roles],
-                                   context)
-                    except InputError as exc:
-                        problems.add(section, None, str(exc))
+                    _check_shapes(file, src, roles, context, section, problems, seen)
     problems.raise_if_any()

@@ -830,6 +830,17 @@ class TreeReader:
         except Exception as err:
             raise self._read_error(err, start, start + self._step_entries(step_size)) from err
 
+    def check_shape(self, expression: Expression, no_entries: dict[str, Any]) -> None:
+        """Refuse an expression that gives a list per event (a jagged branch not reduced) or
+        a list for some events, from the branches' types alone: ``no_entries`` is
+        ``read(0, 0)``. The ExpressionError a read would raise on its first chunk."""
+        try:
+            _evaluate(self, expression, no_entries, 0, np.float64)
+        except InputError:
+            raise
+        except Exception:  # noqa: BLE001 - not a shape: the read says what is wrong
+            return
+
     def _step_entries(self, step_size: int | str) -> int:
         """The entries of one chunk of ``iterate`` (1 where uproot cannot say)."""
         if isinstance(step_size, int):
