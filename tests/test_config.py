@@ -341,6 +341,12 @@ def test_check_refuses_an_expression_that_gives_a_list_per_event(tmp_path):
                   .replace('lead_pt = ', 'ifmixed = "HT if nJet > 2 else Jet_pt"\nlead_pt = '),
                   "mixed.toml")
     assert "a list for some events and a number for others" in problems(mixed, inputs=True)
+    # a reduction or a subscript of a flat branch: the read's own refusal, at --check
+    flat = write(tmp_path, BASE.replace('"lead_pt"]', '"lead_pt", "max(HT)", "MET_pt[:, 0]"]'),
+                 "flat.toml")
+    message = problems(flat, inputs=True)
+    assert "'max(HT)': max() reduces each event's list" in message
+    assert "'MET_pt[:, 0]': a subscript selects within each event's list" in message
     check_inputs(load_config(write(tmp_path, BASE.replace(
         '"lead_pt"]', '"lead_pt", "num(Jet_eta)", "max(Jet_pt)", "sum(Jet_pt > 30)"]'),
         "reduced.toml")))
