@@ -348,6 +348,14 @@ def _message(exc: BaseException) -> str:
 
 
 def _train(args: argparse.Namespace, config_path: str | os.PathLike | None = None) -> int:
+    # What the configuration or the training warns about (max_leaves beyond max_depth, few
+    # events a decorrelation cell, ...) as 'hepbdt: note:' lines, as export and apply do.
+    with warnings.catch_warnings():  # restores showwarning afterwards
+        warnings.showwarning = _notes(warnings.showwarning, Warning)
+        return _train_noted(args, config_path)
+
+
+def _train_noted(args: argparse.Namespace, config_path: str | os.PathLike | None) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import check_inputs, default_output_dir, load_config, train
     from hepbdt.analysis.estimate import check_memory, estimate_lines

@@ -73,7 +73,7 @@ from .model import (
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ClassOrderWarning", "FeatureNamesWarning",
+           "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
            "hold_out_ratio_refusal"]
 
@@ -362,6 +362,11 @@ def _column(y: Any) -> np.ndarray:
     return y.ravel()
 
 
+class LeafLimitWarning(UserWarning):
+    """``max_leaves`` is more than ``max_depth`` allows (2**max_depth leaves a tree): the
+    trees stop at the depth."""
+
+
 class ClassOrderWarning(UserWarning):
     """The signal label sorts before the background's: scikit-learn's tools read the scores
     as the other class's."""
@@ -573,6 +578,17 @@ class _BDTBase(SklearnProtocol):
         require(self.n_jobs is None or self.n_jobs == -1 or is_int(self.n_jobs, 1, 2**31 - 1),
                 "n_jobs", "None or -1 (all configured threads), or a number of threads >= 1")
         self._validate_extra_params(require)
+        self._warn_if_leaves_unreachable()
+
+    def _warn_if_leaves_unreachable(self) -> None:
+        """LeafLimitWarning where ``max_depth`` caps the trees below ``max_leaves``."""
+        if self.max_leaves is None or self.max_depth is None or self.max_leaves <= 2 ** self.max_depth:
+            return
+        needed = int(self.max_leaves - 1).bit_length()  # the least depth that holds them
+        warnings.warn(f"max_leaves={self.max_leaves} cannot be reached: max_depth={self.max_depth} "
+                      f"(the default unless given) allows at most {2 ** self.max_depth} leaves a "
+                      f"tree; for {self.max_leaves} leaves set max_depth=None (no depth limit) or "
+                      f"max_depth >= {needed}", LeafLimitWarning, stacklevel=user_stacklevel())
 
     def _validate_extra_params(self, require) -> None:
         """Checks of the parameters one estimator has and the other has not."""

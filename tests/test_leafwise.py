@@ -365,6 +365,34 @@ def test_max_depth_none_needs_max_leaves():
     BDTClassifier(max_depth=30, max_leaves=2).check_params()
 
 
+def test_max_leaves_beyond_what_max_depth_allows_warns(tmp_path, capsys):
+    """BDTClassifier(max_leaves=64) kept the default max_depth=5: trees of at most 32
+    leaves, without a word (the leaf-wise audit); a warning says so, and how to reach 64."""
+    import warnings
+
+    from hepbdt.cli import main
+    from hepbdt.estimators import LeafLimitWarning
+    from tests.faults import tiny_config
+
+    X, y, w = _higgs_like()
+    with pytest.warns(LeafLimitWarning, match=r"max_leaves=64 cannot be reached: max_depth=5 .*"
+                      r"at most 32 leaves.*max_depth=None \(no depth limit\) or max_depth >= 6"):
+        model = BDTClassifier(boosting="newton", n_trees=2, max_leaves=64).fit(X, y, w)
+    assert _leaves_per_tree(model.forest_).max() <= 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LeafLimitWarning)
+        for depth, leaves in ((5, 32), (6, 33), (None, 64), (3, 5)):
+            BDTClassifier(max_depth=depth, max_leaves=leaves).check_params()
+    with pytest.warns(LeafLimitWarning, match="max_depth >= 4"):
+        BDTRegressor(max_depth=3, max_leaves=9).check_params()
+    # the command line: one 'hepbdt: note:' line, not Python's warning with a source line
+    config = tiny_config(tmp_path, method="n_trees = 3\nmax_depth = 2\nmax_leaves = 5")
+    assert main(["train", str(config), "--check"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("hepbdt: note: max_leaves=5 cannot be reached: max_depth=2")
+    assert "LeafLimitWarning" not in err and err.count("\n") == 1
+
+
 def test_to_tmva_refuses_leaf_wise_growth_and_inspect_says_why():
     model = BDTClassifier(boosting="gradient", n_trees=3, max_depth=None, max_leaves=6,
                           min_node_size=0.05)
