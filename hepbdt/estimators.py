@@ -727,13 +727,13 @@ class _BDTBase(SklearnProtocol):
             held = self._held_out(X.shape[0], event, rng)
             if given is w and self._class_ratio() is not None:
                 raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
-            evals = [(X[held], y[held], given[held])]
             _check_loss_total(given[held], f"the {int(held.sum())} event(s) that "
                               f"validation_fraction={self.validation_fraction!r} held out of "
                               f"{held.size}", "raise validation_fraction, or give an eval_set")
             train = np.flatnonzero(~held)
             if self._estimator_type == "classifier":
                 self._check_classes_left(y, given, train, int(held.sum()))
+            evals = [(X[held], y[held], self._held_out_weights(y[held], given[held]))]
             if binned:
                 X = X[train]
             else:  # no copy of the training features: they are binned from X directly
@@ -763,7 +763,8 @@ class _BDTBase(SklearnProtocol):
         if self._estimator_type == "regressor":
             check_residual_scale(y, w)
         n_train = y.size
-        self.min_node_size_ = self._resolved_node_size(n_train)
+        # "auto"'s share of events: a weight of 0 is no event (as the 1,000-event rule counts)
+        self.min_node_size_ = self._resolved_node_size(int(np.count_nonzero(w)))
         w_edges = w  # the edges see float64 weights: float32's rounding of 0.3 against 3 x 0.1
         if self.boosting in ("gradient", "newton"):  # would break their ties another way
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
@@ -794,25 +795,52 @@ class _BDTBase(SklearnProtocol):
                                            forest.trees_per_round, evaluated, forest.extra)
         return self
 
+    def _held_out_weights(self, y: np.ndarray, given: np.ndarray) -> np.ndarray:
+        """The held-out events' weights: with a class ratio (``sig_to_bkg_fraction``) their
+        given ones normalised to it on their own, as an eval_set's are (the whole sample's
+        factors left them the hold-out's draw around it), so that their loss watches the
+        training's class mix; else as given."""
+        if self._class_ratio() is None:
+            return given
+        try:
+            return self._normalise_classes(y, given)
+        except ParameterError:
+            raise
+        except ValueError:
+            raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction)) from None
+
     def _check_classes_left(self, y: np.ndarray, w: np.ndarray, train: np.ndarray,
                             n_held: int) -> None:
-        """ValueError when the held-out events took all the positive weight of a class."""
+        """ValueError when the held-out events took all the positive weight of a class, or
+        none of it."""
         k = int(y.max()) + 1 if y.size else 0
+        held = np.ones(y.size, np.bool_)
+        held[train] = False
         self._refuse_classes_held_out(np.bincount(y, weights=w, minlength=k),
                                       np.bincount(y[train], weights=w[train], minlength=k),
+                                      np.bincount(y[held], weights=w[held], minlength=k),
                                       n_held, y.size)
 
-    def _refuse_classes_held_out(self, before: np.ndarray, after: np.ndarray, n_held: int,
-                                 n: int) -> None:
-        """``_check_classes_left``'s error from the classes' weight sums before and after the
-        hold-out of ``n_held`` of ``n`` events (memory and Dask)."""
+    def _refuse_classes_held_out(self, before: np.ndarray, after: np.ndarray, held: np.ndarray,
+                                 n_held: int, n: int) -> None:
+        """``_check_classes_left``'s error from the classes' weight sums before the hold-out
+        of ``n_held`` of ``n`` events, after it and of the held-out events (memory and Dask)."""
+        def names(classes: np.ndarray) -> str:
+            return ", ".join(repr(np.asarray(self.classes_[c]).item()) for c in classes)
+
         lost = np.flatnonzero((before > 0) & ~(after > 0))
         if lost.size:
-            names = ", ".join(repr(np.asarray(self.classes_[c]).item()) for c in lost)
             raise ValueError(f"validation_fraction={self.validation_fraction!r} held out {n_held} "
                              f"of {n} events, and with them every event of positive "
-                             f"weight of class {names}: give more events of it, an eval_set, "
-                             "or an integer n_trees (no events held out)")
+                             f"weight of class {names(lost)}: give more events of it, an "
+                             "eval_set, or an integer n_trees (no events held out)")
+        unseen = np.flatnonzero((before > 0) & ~(held > 0))
+        if unseen.size:  # the loss that chooses the trees would not see the class
+            raise ValueError(f"validation_fraction={self.validation_fraction!r} held out {n_held} "
+                             f"of {n} events, none of them (net) of positive weight of class "
+                             f"{names(unseen)}, so the validation loss that chooses the number "
+                             "of trees would not see it: give more events of it, a larger "
+                             "validation_fraction, an eval_set, or an integer n_trees")
 
     def _check_stopping(self, given_eval: bool) -> None:
         """ParameterError when ``early_stopping_rounds`` has no loss to stop on: an integer

@@ -130,6 +130,22 @@ def test_a_hold_out_that_takes_a_class_is_named_as_in_memory(client, options):
     assert cluster == memory
 
 
+def test_a_hold_out_without_a_class_is_refused_as_in_memory(client):
+    # the one signal event stays in training (seed 1 took it into the hold-out above): the
+    # validation loss that chose the trees saw background only, without a word (the
+    # auto-trees audit: 60 signal events, none held out, 21 trees on a one-class loss)
+    X, y, w = _data()
+    y[:] = 0
+    y[6] = 1
+    options = {**OPTIONS, "n_trees": 4, "early_stopping": True, "validation_fraction": 0.5,
+               "random_state": 1}
+    memory = _error_of(lambda: BDTClassifier(**options).fit(X, y, sample_weight=w))
+    cluster = _error_of(lambda: DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client))
+    assert "none of them (net) of positive weight of class 1" in memory[1], memory
+    assert "would not see it" in memory[1]
+    assert cluster == memory
+
+
 @pytest.mark.parametrize("boosting", ["gradient", "newton"])  # AdaBoost refuses it
 def test_the_no_split_warning_says_what_memory_says(client, boosting):
     X, y, w = _data()

@@ -219,3 +219,28 @@ def test_a_hold_out_that_takes_a_whole_class_is_named() -> None:
     y[np.flatnonzero(hash_fraction(event) < 0.1)[:3]] = "signal"
     with pytest.raises(ValueError, match="held out .* of class 'signal'"):
         BDTClassifier().fit(X, y.astype(str), event=event)
+
+
+def test_the_held_out_events_watch_the_training_class_ratio_as_an_eval_set_does():
+    # sig_to_bkg_fraction=2 with lognormal weights: the held-out events kept the whole
+    # sample's class factors, a signal/background ratio of 2.41 of their own, and stopped
+    # elsewhere than the same events given as an eval_set (the auto-trees audit); the
+    # reference loss is scikit-learn's log_loss of the staged scores at ratio 2 exactly
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    event = np.arange(3000)
+    held = hash_fraction(event) < 0.1
+    for seed in range(3):
+        w = np.random.default_rng(seed).lognormal(0, 1.5, 3000)
+        options = dict(sig_to_bkg_fraction=2.0, learning_rate=0.3, max_depth=3, random_state=0)
+        auto = BDTClassifier(**options).fit(X, y, w, event=event)
+        given = BDTClassifier(min_node_size=auto.min_node_size_, **options).fit(
+            X[~held], y[~held], w[~held], eval_set=(X[held], y[held], w[held]))
+        assert auto.n_trees_ == given.n_trees_
+        np.testing.assert_allclose(auto.validation_loss_, given.validation_loss_, rtol=1e-12)
+        wv = np.where(y[held] == 1, 2.0 / w[held][y[held] == 1].sum(),
+                      1.0 / w[held][y[held] == 0].sum()) * w[held]
+        staged = [log_loss(y[held], p[:, 1], sample_weight=wv)
+                  for p in auto.staged_predict_proba(X[held])]
+        np.testing.assert_allclose(auto.validation_loss_[:len(staged)], staged, rtol=1e-6)

@@ -146,8 +146,8 @@ def test_event_numbers_that_are_not_integers_are_refused_as_in_memory(client):
     {"negative_weights": "keep", "boosting": "newton"},
 ])
 def test_held_out_weights_and_policies_as_in_memory(client, options):
-    """The held-out events keep their given weights (class-normalised over the whole
-    sample); the normalisation and the policy then see the training events only."""
+    """The held-out events keep their given weights (with a class ratio, normalised to it
+    over themselves); the normalisation and the policy then see the training events only."""
     X, y, w = _data(n=5_000, seed=8, negative=0.1)
     memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 1_300,
                              n_trees="auto", max_depth=3, random_state=4, learning_rate=0.6,

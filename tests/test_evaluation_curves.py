@@ -98,6 +98,23 @@ def test_learning_curve_on_hepbdt_model_with_early_stopping():
     assert curve.test_auc[-1] == pytest.approx(roc_auc(yt, model.decision_function(Xt), wt))
 
 
+def test_an_eval_set_watched_without_early_stopping_marks_no_early_stop():
+    # 60 trees kept, best_iteration_ 4: the figure's legend read "early stop (5 trees)"
+    # (the auto-trees audit); a model cut at its best iteration keeps the mark
+    import hepbdt
+
+    X, y, w = _data(5, n=1500)
+    Xt, yt, wt = _data(6, n=800)
+    options = dict(max_depth=4, learning_rate=0.5, random_state=0)
+    kept = hepbdt.BDTClassifier(n_trees=60, **options).fit(X, y, w, eval_set=(Xt, yt, wt))
+    assert kept.n_trees_ == 60 and kept.best_iteration_ + 1 < 60
+    assert learning_curve(kept, (X, y, w), (Xt, yt, wt)).best_n_trees is None
+    cut = hepbdt.BDTClassifier(n_trees=60, early_stopping_rounds=5, **options).fit(
+        X, y, w, eval_set=(Xt, yt, wt))
+    assert cut.n_trees_ == cut.best_iteration_ + 1 < 60
+    assert learning_curve(cut, (X, y, w), (Xt, yt, wt)).best_n_trees == cut.n_trees_
+
+
 def test_learning_curve_on_large_samples_evaluates_fewer_stages_with_the_same_values():
     from hepbdt import BDTClassifier
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier, BDTRegressor
+from hepbdt.boosting._loop import _draw, drawn_events
 from hepbdt.boosting.negative_weights import pair_class_weights
 from hepbdt.engine.binning import fit_bin_edges
 from hepbdt.evaluation import separation
@@ -60,6 +61,38 @@ def test_auto_trees_do_not_count_events_of_weight_zero() -> None:
                                           event=np.r_[np.arange(900), 10_000 + np.arange(200)])
     assert plain.n_trees_ == padded.n_trees_ and "fixed count" in padded.n_trees_reason_
     np.testing.assert_array_equal(plain.decision_function(X), padded.decision_function(X))
+
+
+def test_auto_node_size_does_not_count_events_of_weight_zero() -> None:
+    # min_node_size="auto" (gradient under n_trees="auto") is the share of 20 events: 3,000
+    # events and 3,000 of weight zero halved it (scores off by 0.72; the auto-trees audit)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(size=3000) > 0).astype(int)
+    options = dict(max_depth=5, learning_rate=0.3, random_state=0)
+    plain = BDTClassifier(**options).fit(X, y, event=np.arange(3000))
+    Xz, yz, wz = _with_zero_rows(X, y, np.ones(3000), n_zero=3000)
+    padded = BDTClassifier(**options).fit(Xz, yz, sample_weight=wz,
+                                          event=np.r_[np.arange(3000), 10**6 + np.arange(3000)])
+    assert padded.min_node_size_ == plain.min_node_size_ > 0
+    assert padded.n_trees_ == plain.n_trees_
+    np.testing.assert_array_equal(padded.decision_function(X), plain.decision_function(X))
+
+
+@pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])
+def test_a_draw_counts_its_events_of_non_zero_weight(mode: str) -> None:
+    # a subsampled tree's "auto" floor is the share of 20 of its drawn events: each drawn
+    # event with its multiplicity, those of weight 0 (drawn by a uniform or poisson draw)
+    # not at all
+    w = np.tile([1.0, 0.0, 2.0, 0.0], 250)
+    rows, _, counts = _draw(w, 0.6, mode, np.random.default_rng(1))
+    expected = (np.count_nonzero(w[rows]) if counts is None
+                else sum(int(c) for c, x in zip(counts, w, strict=True) if x != 0))
+    total = rows.size if counts is None else int(counts.sum())
+    assert drawn_events(rows, counts, w) == expected
+    assert expected == total if mode == "weighted" else expected < total  # |w| draws no 0
+    if mode == "weighted":  # a fraction of the 500 events: the 500 rows of weight 0 drew too
+        assert total == round(0.6 * 500)
 
 
 def test_the_class_ratio_counts_events_of_non_zero_weight() -> None:

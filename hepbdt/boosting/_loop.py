@@ -56,9 +56,9 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
     """Events and their weights for one tree.
 
     ``uniform``: a fraction without replacement, weights kept; ``poisson``: every weight
-    times a Poisson(subsample) count (TMVA's bagged boost); ``weighted``: draws with
-    probability proportional to |w|, then each drawn event weighs its count times sign(w)
-    times the mean |w| (so the total |w| is kept).
+    times a Poisson(subsample) count (TMVA's bagged boost); ``weighted``: subsample x the
+    events of non-zero weight draws, with probability proportional to |w|, then each drawn
+    event weighs its count times sign(w) times the mean |w| (so the total |w| is kept).
     Returns (rows int32 sorted, per-event weights float32 with zeros off the sample).
     """
     rows, wt, _ = _draw(w, subsample, mode, rng)
@@ -76,9 +76,12 @@ def child_weight_floor(min_node_size: float, w_total: float, drawn: int,
     return min(0.25, min_node_events / max(drawn, 1)) * w_total
 
 
-def drawn_events(rows: np.ndarray, counts: np.ndarray | None) -> int:
-    """The events of a draw of ``_draw``, each counted with its multiplicity."""
-    return rows.size if counts is None else int(counts.sum())
+def drawn_events(rows: np.ndarray, counts: np.ndarray | None, w: np.ndarray) -> int:
+    """The events of a draw of ``_draw`` from weights ``w``, each counted with its
+    multiplicity; an event of weight 0 is no event (it moves no sum of the tree)."""
+    if counts is None:
+        return int(np.count_nonzero(w[rows]))
+    return int(counts[w != 0].sum())
 
 
 def draw_sample(w: np.ndarray, subsample: float, mode: str,
@@ -117,7 +120,9 @@ def _draw(w: np.ndarray, subsample: float, mode: str, rng: np.random.Generator,
         wt = (w * counts).astype(CHANNEL_DTYPE)
     else:
         aw = np.abs(w).astype(np.float64)
-        counts = rng.multinomial(max(1, int(round(subsample * n))), aw / aw.sum())
+        # draws of a fraction of the events, those of weight 0 (never drawn) not counted
+        counts = rng.multinomial(max(1, int(round(subsample * np.count_nonzero(aw)))),
+                                 aw / aw.sum())
         unit = np.abs(w).sum() / max(counts.sum(), 1)
         if exact_unit:
             unit = math.ldexp(1.0, math.frexp(unit)[1] - 1)
@@ -453,6 +458,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     train_loss, metric = [], loss  # metric: what the losses are recorded in
     watch = None if valid is None else _Watch(valid, base, n_iter_no_change, tol)
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"  # no draw, no index array
+    events = int(np.count_nonzero(w))  # of the full sample: a weight of 0 is no event
     lean, by_leaf = _leaf_sum_plan(ordered if quantised else None, loss, multiclass, n)
     storage = _channel_storage(ordered if lean else None, loss, multiclass, n)
     # the last tree's event leaves (storage the next one reuses); small trees' buffers
@@ -471,10 +477,10 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             if it == 0 and _round_dependent(booster.loss):
                 metric = _fixed_metric(booster.loss)
         if full_sample:
-            rows, w_tree, drawn = None, w.astype(CHANNEL_DTYPE, copy=False), n
+            rows, w_tree, drawn = None, w.astype(CHANNEL_DTYPE, copy=False), events
         else:
             rows, w_tree, counts = _draw(w, subsample, subsample_mode, rng)
-            drawn = drawn_events(rows, counts)
+            drawn = drawn_events(rows, counts, w)
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)

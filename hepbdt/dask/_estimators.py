@@ -70,6 +70,7 @@ from .._util import (
     check_X,
     column_positions,
     exact_sum_of_parts,
+    running_sum_slack,
     user_stacklevel,
     warn_unnamed_columns,
 )
@@ -274,14 +275,15 @@ class _DaskMixin:
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         n = int(counts.sum())
         check_n_events(n)
-        self.min_node_size_ = self._resolved_node_size(n)
+        events = sum(p["n_nonzero"] for p in parts)  # a weight of 0 is no event, as in memory
+        self.min_node_size_ = self._resolved_node_size(events)
         mapper = self._mapper(cluster, bin_edges, m, offsets)
         if self._adaboost:
             forest, result, traffic = self._train_adaboost(cluster, mapper, offsets, counts, plan)
         else:
             forest, result, traffic = self._train_boosting(
                 cluster, mapper, offsets, counts, plan, rng,
-                evals[-1] if evals else ([p["n_valid"] for p in parts], held_weight))
+                evals[-1] if evals else ([p["n_valid"] for p in parts], held_weight), events)
         if not any(f >= 0 for f in forest.feature):
             import warnings  # noqa: I001 -- only when the model made no split
 
@@ -308,9 +310,9 @@ class _DaskMixin:
                ratio: float | None) -> tuple[list[dict[str, Any]], float]:
         """Hold out memory's validation events (``plan.hold_out``: ``_held_out``'s draw over
         the whole sample, or the hashed event numbers; their weights class-normalised over
-        the whole sample), then the negative-weight policy on the training events
-        (``_parts.split``): the parts' training and held-out counts, and numpy's sum of the
-        held-out weights (0.0: none held out)."""
+        the whole sample, then with a class ratio over themselves), then the negative-weight
+        policy on the training events (``_parts.split``): the parts' training and held-out
+        counts, and numpy's sum of the held-out weights (0.0: none held out)."""
         specs = [None] * len(loaded)
         factors = None
         if plan.hold_out:
@@ -342,15 +344,38 @@ class _DaskMixin:
                               "raise validation_fraction, or give an eval_set")
             if n_classes:  # memory's _check_classes_left (numpy's sums of the parts' sums)
                 after = np.sum([p["class_train"] for p in parts], axis=0)
-                self._refuse_classes_held_out(
-                    after + np.sum([p["class_valid"] for p in parts], axis=0), after, sum(held),
-                    int(sum(p["rows"] for p in loaded)))
+                valid = np.sum([p["class_valid"] for p in parts], axis=0)
+                self._refuse_classes_held_out(after + valid, after, valid, sum(held),
+                                              int(sum(p["rows"] for p in loaded)))
+            if factors is not None:  # the ratio over the held-out events themselves
+                self._normalise_held_out(cluster, parts, ratio)
+                total = _vector_sums(cluster, {"valid_weight": PairwiseSum(held)})["valid_weight"]
         if any(p["negative"] for p in parts) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "
                                  "'keep', 'abs', 'ignore'" + (" or 'inverse_boost'" if
                                                             self._adaboost else ""))
         return parts, total
+
+    def _normalise_held_out(self, cluster: Cluster, parts: list[dict[str, Any]],
+                            ratio: float) -> None:
+        """Memory's ``_held_out_weights``: the held-out weights normalised to ``ratio`` over
+        the held-out events alone, from numpy's sums of each class's (and |w|'s, for the
+        rounding bound of ``positive_beyond_rounding``) rebuilt from the parts' pieces."""
+        signal = [p["valid_signal"] for p in parts]
+        background = [p["n_valid"] - k for p, k in zip(parts, signal, strict=True)]
+        sums = _vector_sums(cluster, {
+            "valid_signal": PairwiseSum(signal), "valid_background": PairwiseSum(background),
+            "valid_signal_abs": PairwiseSum(signal),
+            "valid_background_abs": PairwiseSum(background)})
+        s, b = sums["valid_signal"], sums["valid_background"]
+        if not (s > running_sum_slack(sum(signal), sums["valid_signal_abs"])
+                and b > running_sum_slack(sum(background), sums["valid_background_abs"])):
+            raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
+        n = float(sum(p["valid_nonzero"] for p in parts))
+        factors = (n * ratio / (1.0 + ratio) / s, n / (1.0 + ratio) / b)
+        cluster.gather([cluster.submit_to(i, _parts.scale_valid, factors)
+                        for i in range(len(parts))])
 
     def _mapper(self, cluster: Cluster, bin_edges: Any, m: int, offsets: np.ndarray) -> BinMapper:
         """The bin edges: given, or from the parts' edge sketches merged."""
@@ -423,10 +448,11 @@ class _DaskMixin:
                                      str(error), count=1)) from None
 
     def _train_boosting(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray,
-                        plan, rng: np.random.Generator, valid: Any):
+                        plan, rng: np.random.Generator, valid: Any, events: int):
         """Gradient or newton boosting on the binned parts: (forest, record, bytes).
         ``valid``: the checked eval set the loop watches (X, y, w, a tuple of arrays), or
-        the parts' counts of held-out events (a list) and numpy's sum of their weights."""
+        the parts' counts of held-out events (a list) and numpy's sum of their weights;
+        ``events``: the training events of a weight other than 0."""
         loss = self._make_loss()
         booster = self._make_booster(loss)
         one_score = getattr(loss, "n_classes", 1) == 1
@@ -452,7 +478,8 @@ class _DaskMixin:
         n = int(counts.sum())
         base = self._base_scores(cluster, loss, binned)
         # memory's np.sum(w_tree, dtype=np.float64) and np.mean(np.abs(w_tree), ...)
-        draws = _Draws(self, cluster, counts, rng, totals["weight"], totals["abs_weight"] / n)
+        draws = _Draws(self, cluster, counts, rng, totals["weight"], totals["abs_weight"] / n,
+                       events)
         multiclass = not one_score
         watch = None
         if held:
@@ -847,7 +874,7 @@ class _Draw:
     parts: list[tuple] | None
     total: float
     mean_abs: float
-    drawn: int  # events drawn (with their multiplicity)
+    drawn: int  # events drawn (with their multiplicity), those of weight 0 not counted
 
 
 class _Draws:
@@ -857,12 +884,12 @@ class _Draws:
     counts), from which it computes its tree weights as memory does (``_parts.tree_weights``)."""
 
     def __init__(self, options: Any, cluster: Cluster, counts: np.ndarray,
-                 rng: np.random.Generator, total: float, mean_abs: float):
+                 rng: np.random.Generator, total: float, mean_abs: float, events: int):
         self.cluster, self.rng = cluster, rng
         self.subsample, self.mode = float(options.subsample), options.subsample_mode
         self.full = self.subsample >= 1.0 and self.mode == "uniform"
         self.bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.every = _Draw(None, total, mean_abs, int(self.bounds[-1]))
+        self.every = _Draw(None, total, mean_abs, events)  # the events of a weight other than 0
         self.w = None
         if not self.full:  # float32 training weights, in event order
             self.w = np.concatenate(cluster.gather(cluster.run(_parts.training_weights)))
@@ -885,7 +912,7 @@ class _Draws:
             parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
         return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
                      float(np.mean(np.abs(w_tree), dtype=np.float64)),
-                     drawn_events(rows, counts))
+                     drawn_events(rows, counts, w))
 
     def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
               draw: _Draw | None) -> list[Any]:

@@ -73,9 +73,10 @@ class _Part:
 
 class _Valid:
     """A part's held-out events: features until binned, then codes (m, n) uint8, labels,
-    float64 weights (the given ones, class-normalised over the whole sample as memory's
-    held-out events are), their (K, n) scores summed tree by tree from zero, and how their
-    loss terms are cut for the client (``ChunkedSum`` or ``PairwiseSum`` requests)."""
+    float64 weights (the given ones, class-normalised over the whole sample, then with a
+    class ratio over the held-out events themselves, as memory's ``_held_out_weights``),
+    their (K, n) scores summed tree by tree from zero, and how their loss terms are cut for
+    the client (``ChunkedSum`` or ``PairwiseSum`` requests)."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
         self.X: np.ndarray | None = X
@@ -257,7 +258,9 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     return {"n": int(y.size), "n_nonzero": int(np.count_nonzero(w)),
             "negative": negative, "positive": bool(np.any(w > 0)),
             "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
-            "n_valid": n_valid, "valid_signal": valid_signal, "refused": refused, **class_sums}
+            "n_valid": n_valid, "valid_signal": valid_signal,
+            "valid_nonzero": 0 if holdout is None else int(np.count_nonzero(part.valid.w)),
+            "refused": refused, **class_sums}
 
 
 def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
@@ -265,13 +268,29 @@ def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
     signal's and the background's weights ("signal", "background": y 1 and 0), for the
     class normalisation's sums; the training weights and their magnitudes ("weight",
     "abs_weight": float32 once cast, summed in double as numpy casts them); the held-out
-    events' weights ("valid_weight")."""
+    events' weights ("valid_weight"), and by class, with their magnitudes, for their own
+    class normalisation ("valid_signal", "valid_background", and "..._abs")."""
     part = _part(key)
+    def valid(signal: bool, magnitude: bool = False) -> np.ndarray:
+        w = part.valid.w[(part.valid.y == 1) == signal]
+        return np.abs(w) if magnitude else w
+
     vectors = {"signal": lambda: part.w[part.y == 1], "background": lambda: part.w[part.y != 1],
                "weight": lambda: part.w, "abs_weight": lambda: np.abs(part.w),
-               "valid_weight": lambda: part.valid.w}
+               "valid_weight": lambda: part.valid.w,
+               "valid_signal": lambda: valid(True), "valid_background": lambda: valid(False),
+               "valid_signal_abs": lambda: valid(True, True),
+               "valid_background_abs": lambda: valid(False, True)}
     return {"pieces": {name: pairwise_pieces(vectors[name](), asked)
                        for name, asked in requests.items()}}
+
+
+def scale_valid(key: str, factors: tuple[float, float]) -> None:
+    """The held-out events' weights scaled by the class normalisation's ``factors`` (signal's,
+    background's) of the held-out events themselves, as memory's ``_held_out_weights``."""
+    part = _part(key)
+    part.valid.w = np.where(part.valid.y == 1, part.valid.w * factors[0],
+                            part.valid.w * factors[1])
 
 
 def weights(key: str, factors: tuple[float, float] | None, dtype: str,

@@ -77,8 +77,9 @@ def absolute_error(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> float:
 class LearningCurve:
     """Losses (and AUCs for classifiers) after ``n_trees[k]`` trees.
 
-    ``best_n_trees`` is the number of trees at the early-stopping point (None without
-    early stopping). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
+    ``best_n_trees`` is the number of trees at the early-stopping point, where the model
+    ends at its best iteration (None without early stopping, also where an ``eval_set``
+    was watched but every tree kept). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
     model's own per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
     ``train_class_factors``: (K,) the factors the training weights of each class (class
     index; background 0, signal 1 for two classes) were multiplied by to give the training
@@ -253,6 +254,9 @@ def _at_stages(stages: Iterator[tuple[np.ndarray, ...]], step: int,
 def _recorded(model: Any) -> dict[str, Any]:
     """The model's early-stopping point (trees) and its own per-iteration losses."""
     best = getattr(model, "best_iteration_", None)
+    forest = getattr(model, "forest_", None)
+    if best is not None and forest is not None and forest.n_rounds != int(best) + 1:
+        best = None  # an eval_set watched, the model not cut at its best: no early stop
     recorded_train = getattr(model, "train_loss_", None)
     recorded_valid = getattr(model, "validation_loss_", None)
     return {
