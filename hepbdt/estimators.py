@@ -585,9 +585,11 @@ class _BDTBase(SklearnProtocol):
         if self.max_leaves is None or self.max_depth is None or self.max_leaves <= 2 ** self.max_depth:
             return
         needed = int(self.max_leaves - 1).bit_length()  # the least depth that holds them
-        warnings.warn(f"max_leaves={self.max_leaves} cannot be reached: max_depth={self.max_depth} "
-                      f"(the default unless given) allows at most {2 ** self.max_depth} leaves a "
-                      f"tree; for {self.max_leaves} leaves set max_depth=None (no depth limit) or "
+        default = inspect.signature(type(self)).parameters["max_depth"].default
+        which = " (the default)" if self.max_depth == default else ""
+        warnings.warn(f"max_leaves={self.max_leaves} cannot be reached: max_depth={self.max_depth}"
+                      f"{which} allows at most {2 ** self.max_depth} leaves a tree; for "
+                      f"{self.max_leaves} leaves set max_depth=None (no depth limit) or "
                       f"max_depth >= {needed}", LeafLimitWarning, stacklevel=user_stacklevel())
 
     def _validate_extra_params(self, require) -> None:
