@@ -350,3 +350,21 @@ def test_check_refuses_an_expression_that_gives_a_list_per_event(tmp_path):
     check_inputs(load_config(write(tmp_path, BASE.replace(
         '"lead_pt"]', '"lead_pt", "num(Jet_eta)", "max(Jet_pt)", "sum(Jet_pt > 30)"]'),
         "reduced.toml")))
+
+
+def test_check_refuses_what_the_fit_would_refuse_after_the_read(tmp_path):
+    """`--check` passed early_stopping_rounds with an integer n_trees (a configuration has
+    no eval_set) and the Dask fit's own refusals under [dask]; train refused them after
+    reading the events (and starting the cluster). The sibling audit, 2026-12-04."""
+    rounds = write(tmp_path, BASE + "\n[method]\nn_trees = 20\nearly_stopping_rounds = 5\n")
+    message = problems(rounds)
+    assert "[method] early_stopping_rounds: early_stopping_rounds=5 stops on the loss of an "\
+        "eval_set" in message
+    dask = BASE + '\n[method]\nboosting = "newton"\nquantised_histograms = false\n' \
+        '\n[dask]\nscheduler = "local"\nworkers = 1\n'
+    message = problems(write(tmp_path, dask, "dask.toml"))
+    assert "[method] quantised_histograms: quantised_histograms=False: the Dask fit" in message
+    deep = dask.replace("quantised_histograms = false", "max_depth = 13")
+    assert "[method] max_depth: max_depth=13" in problems(write(tmp_path, deep, "deep.toml"))
+    load_config(write(tmp_path, dask.replace("quantised_histograms = false", "max_depth = 6"),
+                      "fine.toml"))

@@ -566,6 +566,8 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     if dask_config is not None and top.get("binned", False) is not False:
         problems.add(None, "binned", "the Dask training bins the float features on its "
                      "workers; remove binned, or the [dask] table")
+    if dask_config is not None and not problems.lines:
+        _check_dask_method(params, task, problems)
     if output is not None:
         output_config.directory = Path(output)
     problems.raise_if_any()
@@ -953,7 +955,9 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
         params[key] = value
     if len(problems.lines) == n_before:
         try:
-            cls(**params).check_params()
+            estimator = cls(**params)
+            estimator.check_params()
+            estimator._check_stopping(False)  # a configuration gives fit no eval_set
         except ParameterError as exc:
             key = exc.param if exc.param in table else ("tmva_options" if tmva_options else None)
             problems.add("method", key, str(exc))
@@ -961,6 +965,19 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             if n_classes > 2:
                 _check_multiclass_method(params, table, tmva_options, n_classes, problems)
     return params, tmva_options
+
+
+def _check_dask_method(params: dict[str, Any], task: str, problems: _Problems) -> None:
+    """The Dask fit's own refusals of ``[method]`` options (quantised_histograms=False, a
+    depth beyond its limit, ...), at --check rather than after the read and the cluster's
+    start."""
+    from ..dask._estimators import DaskBDTClassifier, DaskBDTRegressor  # no dask import
+
+    cls = DaskBDTRegressor if task == "regression" else DaskBDTClassifier
+    try:
+        cls(**params)._check_dask_options()
+    except ParameterError as exc:
+        problems.add("method", exc.param, str(exc))
 
 
 def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_classes: int,

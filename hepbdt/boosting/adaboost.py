@@ -174,13 +174,15 @@ def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: 
     positive, _EmptySample when only the drawn sample's is not (see ``empty_sample``).
 
     As TMVA's MinNodeSize, the third channel counts events (with their multiplicity in the
-    resample), so a child needs min_node_size of the tree's events whatever their boosted
-    weights; node_score refuses children whose net weight S + B is not positive.
+    resample; an event of weight 0 is none), so a child needs min_node_size of the tree's
+    events whatever their boosted weights; node_score refuses children whose net weight
+    S + B is not positive.
     """
     total_eff = float(w_eff.sum())
     if not total_eff > 0:
         raise _Stop(f"tree {it}: the events' net weight {total_eff:.6g} is not positive")
     rows, w_tree, counts = draw_sample(w_eff, options.subsample, options.mode, rng)
+    counts = np.where(w_eff != 0, counts, 0)  # an event of weight 0 is none: W counts it 0
     total = float(w_tree.sum(dtype=np.float64))
     if not total > 0:
         raise _EmptySample(f"tree {it}: the sample's net weight {total:.6g} is not positive")

@@ -166,11 +166,12 @@ class AdaBoostOnParts:
         next tree's renormalisation (None: none) and the initial total weight. A tree that
         resampling leaves out (an empty or chance tree) is neither added nor reweighted."""
         calls = self.calls
-        shares, n_drawn = self._draw(rng) if self.resampled else (None, self.n)
+        shares = self._draw(rng) if self.resampled else None
         sums = {"w_eff": calls.full, "w_tree": calls.cast}
         if total0 is None:
             sums["w0"] = calls.full
         began, totals = calls.call(_parts.ada_tree, scale, sums=sums, per_part=shares)
+        n_drawn = sum(b["events"] for b in began)  # with multiplicity; weight 0: no event
         total0 = totals.get("w0", total0)
         total_eff = totals["w_eff"]
         if not total_eff > 0:
@@ -204,18 +205,18 @@ class AdaBoostOnParts:
             raise _Stop(f"tree {it}: a perfect tree (error 0)")
         return total0 / new_total, total0
 
-    def _draw(self, rng: np.random.Generator) -> tuple[list[tuple], int]:
+    def _draw(self, rng: np.random.Generator) -> list[tuple]:
         """Memory's draw of a tree's events (``draw_sample``: uniform or Poisson, whose draws
-        do not depend on the weights), each part's share of it (packed bits of its drawn
-        events, or their counts), and the events drawn with their multiplicity."""
+        do not depend on the weights): each part's share of it (packed bits of its drawn
+        events, or their counts)."""
         rows, _, counts = _draw(np.zeros(self.n), self.subsample, self.mode, rng)
         cuts = list(zip(self.bounds[:-1], self.bounds[1:], strict=True))
         if counts is None:
             drawn = np.zeros(self.n, np.bool_)
             drawn[rows] = True
-            return [("uniform", np.packbits(drawn[a:b])) for a, b in cuts], int(rows.size)
+            return [("uniform", np.packbits(drawn[a:b])) for a, b in cuts]
         dtype = np.min_scalar_type(int(counts.max()) if counts.size else 0)
-        return [(self.mode, counts[a:b].astype(dtype)) for a, b in cuts], int(counts.sum())
+        return [(self.mode, counts[a:b].astype(dtype)) for a, b in cuts]
 
     def _grow(self, features: np.ndarray, total: float, n_drawn: int,
               rng: np.random.Generator) -> GrownTree:

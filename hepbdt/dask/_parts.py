@@ -525,7 +525,8 @@ class _AdaBoost:
 
     def channels(self) -> np.ndarray:
         """The tree's channels (C, n) float32: signal and background weights (SAMME: each
-        class's), then the events' multiplicity (one each without a draw)."""
+        class's), then the events' multiplicity (one each without a draw; 0 for an event of
+        weight 0)."""
         n = self.y.size
         if self.samme:
             out = np.zeros((self.n_classes + 1, n), dtype=np.float32)
@@ -535,6 +536,7 @@ class _AdaBoost:
             out[0] = np.where(self.is_signal, self.w_tree, 0)
             out[1] = np.where(self.is_signal, 0, self.w_tree)
         out[-1] = 1.0 if self.counts is None else self.counts
+        out[-1][self.w_eff == 0] = 0.0  # an event of weight 0 is none, as in memory
         return out
 
     def pieces(self, requests: dict[str, list]) -> dict[str, list]:
@@ -576,9 +578,11 @@ def ada_tree(key: str, scale: float | None, requests: dict[str, list],
     state.w_tree = tree_weights(state.w_eff, draw).astype(np.float32, copy=False)
     state.counts = None if draw is None else drawn_counts(state.y.size, draw)
     rows = None if state.counts is None else np.flatnonzero(state.counts > 0)
-    part.tree.start(state.channels(), None, rows)
+    channels = state.channels()
+    part.tree.start(channels, None, rows)
     state.vectors.update(w_eff=state.w_eff, w_tree=state.w_tree)
-    return {"pieces": state.pieces(requests), "negative": bool(np.any(state.w_tree < 0))}
+    return {"pieces": state.pieces(requests), "negative": bool(np.any(state.w_tree < 0)),
+            "events": int(channels[-1].sum(dtype=np.float64))}
 
 
 def exact_histograms(key: str, initial: np.ndarray | None, used: np.ndarray | None = None,

@@ -277,7 +277,7 @@ def decorrelation_measures(score: NDArray, y: NDArray, mass: NDArray,
         raise ValueError(f"the background weights sum to {float(w[background].sum()):g}; "
                          "background efficiencies and mass shapes need a positive total")
     w = units
-    edges = _mass_edges(mass[background], bins, variable)
+    edges = _mass_edges(mass[background & (w != 0)], bins, variable)  # weight 0: no event
     eff = _check_efficiencies(efficiencies)
     thresholds = np.array([threshold_at_efficiency(score[signal], w[signal], e) for e in eff])
     total_s = float(w[signal].sum())

@@ -625,7 +625,8 @@ def _cut_sums(is_signal: np.ndarray, score: np.ndarray, weight: np.ndarray
     w = weight[order]
     last_of_group = np.flatnonzero(np.r_[sorted_score[1:] != sorted_score[:-1], True])
     columns = [np.where(sig, w, 0.0), np.where(sig, 0.0, w), np.where(sig, w * w, 0.0),
-               np.where(sig, 0.0, w * w), sig.astype(np.int64), (~sig).astype(np.int64),
+               np.where(sig, 0.0, w * w), (sig & (w != 0)).astype(np.int64),
+               (~sig & (w != 0)).astype(np.int64),
                np.where(sig, 0.0, np.abs(w))]
     return sorted_score[last_of_group], [np.cumsum(c)[last_of_group] for c in columns]
 
@@ -823,7 +824,8 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
     with np.errstate(over="ignore"):  # sum_weight: inf beyond 1.8e308, the rest scaled
         total = float(w.sum())
     if residual.size == 0 or not total > 0:
-        return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total, residual.size)
+        return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total,
+                                 int(np.count_nonzero(w)))
     w = np.ldexp(w, -weight_exponent(w))  # an exact scaling: weights of 1e306 gave NaN
     total_w, total = total, float(w.sum())
     mse = float(np.sum(w * residual**2) / total)
@@ -843,7 +845,7 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
         resolution_iqr=float((q75 - q25) / IQR_TO_SIGMA),
         resolution_trms=trms,
         sum_weight=total_w,
-        count=int(residual.size),
+        count=int(np.count_nonzero(w)),  # events: a weight of 0 is none
     )
 
 
@@ -911,7 +913,7 @@ def resolution_vs_target(
     A bin with no events, or whose summed weight is not positive, has NaN metrics.
     """
     t, p, w = _check_regression(y_true, y_pred, sample_weight, truncation)
-    edges = _target_edges(t, bins)
+    edges = _target_edges(t[w != 0], bins)  # quantiles of the events: weight 0 is none
     index = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, edges.size - 2)
     inside = (t >= edges[0]) & (t <= edges[-1])
     per_bin = [

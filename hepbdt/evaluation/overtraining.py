@@ -239,6 +239,7 @@ def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     e = as_1d(edges, "edges")
     a, wa = _sample(x1, w1, "x1", "w1")
     b, wb = _sample(x2, w2, "x2", "w2")
+    (a, wa), (b, wb) = ((x[w != 0], w[w != 0]) for x, w in ((a, wa), (b, wb)))  # 0: no event
     n1, n2 = a.size, b.size
     (h1, v1), (h2, v2) = (weighted_histogram(x, _unit_weights(w), e) for x, w in ((a, wa), (b, wb)))
     t1, t2 = h1.sum(), h2.sum()
@@ -314,6 +315,10 @@ def _quantile_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
 def _compare(train_s: np.ndarray, train_w: np.ndarray, test_s: np.ndarray,
              test_w: np.ndarray, bins: int, fail: float, warn: float, what: str
              ) -> SampleComparison:
+    # an event of weight 0 is none: it moved the bins' quantiles, the chi2's event counts
+    # and the KS test's branch (unit weights or not)
+    train_s, train_w = train_s[train_w != 0], train_w[train_w != 0]
+    test_s, test_w = test_s[test_w != 0], test_w[test_w != 0]
     if train_s.size == 0 or test_s.size == 0:
         raise ValueError(f"overtraining_test: no {what} events in the training or test sample")
     ks = weighted_ks_2samp(train_s, test_s, train_w, test_w)

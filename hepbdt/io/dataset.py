@@ -602,7 +602,8 @@ class Dataset:
             reference_class = 1 if set(classes.tolist()) <= {0, 1} and 1 in classes else (
                 classes[0]
             )
-            reference = float(np.count_nonzero(labels == reference_class))
+            # events: one of weight 0 is no event (as the estimators' class ratio counts)
+            reference = float(np.count_nonzero((labels == reference_class) & (self.w != 0)))
         w = self.w.copy()
         for cls in classes:
             mask = labels == cls
@@ -613,7 +614,8 @@ class Dataset:
                     "(<= 0, or 0 but for the rounding of the sum); use no normalisation "
                     "(norm = \"none\" in [split] of the configuration, norm='none' in Python)"
                 )
-            target = float(np.count_nonzero(mask)) if norm == "num_events" else reference
+            target = (float(np.count_nonzero(mask & (self.w != 0))) if norm == "num_events"
+                      else reference)
             w[mask] *= target / total
         return self.replace(w=w)
 
