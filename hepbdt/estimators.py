@@ -73,7 +73,8 @@ from .model import (
 from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
-           "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning",
+           "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning", "IdleOptionWarning",
+           "acting_options",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
            "hold_out_ratio_refusal"]
 
@@ -2074,6 +2075,45 @@ def max_trees(params: dict[str, Any], n_events: int) -> int:
         return AUTO_FIXED_TREES
     small = n_events < AUTO_TREES_FROM and not params.get("early_stopping")
     return AUTO_SMALL_TREES if small else AUTO_MAX_TREES
+
+
+_GRADIENT_FAMILY = ("gradient", "newton")
+_ADABOOST_FAMILY = ("adaboost", "realadaboost", "eps", "bagging")
+# The options that act on some boosting algorithms only (see BDTClassifier, BDTRegressor
+# and the README's option table); every other option acts on all of them.
+_ACTS_ON = {
+    "learning_rate": _GRADIENT_FAMILY, "loss": _GRADIENT_FAMILY,
+    "min_split_gain": _GRADIENT_FAMILY, "early_stopping": _GRADIENT_FAMILY,
+    "validation_fraction": _GRADIENT_FAMILY, "n_iter_no_change": _GRADIENT_FAMILY,
+    "tol": _GRADIENT_FAMILY, "early_stopping_rounds": _GRADIENT_FAMILY,
+    "quantised_histograms": _GRADIENT_FAMILY, "huber_alpha": _GRADIENT_FAMILY,
+    "huber_delta": _GRADIENT_FAMILY,
+    "reg_lambda": ("newton",), "reg_alpha": ("newton",), "min_child_weight": ("newton",),
+    "criterion": _ADABOOST_FAMILY, "beta": ("adaboost",), "epsilon": ("eps",),
+    "use_yes_no_leaf": ("adaboost", "eps", "bagging"),
+}
+
+
+def acting_options(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The options that act on ``params["boosting"]`` and the names of those that do not
+    (huber_alpha and huber_delta act with loss="huber" only)."""
+    boosting = params.get("boosting")
+    if boosting is None:
+        return dict(params), []
+    acting, idle = {}, []
+    for name, value in params.items():
+        acts = boosting in _ACTS_ON.get(name, (boosting,))
+        if name.startswith("huber_") and params.get("loss") != "huber":
+            acts = False
+        if acts:
+            acting[name] = value
+        else:
+            idle.append(name)
+    return acting, sorted(idle)
+
+
+class IdleOptionWarning(UserWarning):
+    """An option given explicitly that does nothing with the chosen ``boosting``."""
 
 
 def growth_text(params: dict[str, Any]) -> str:

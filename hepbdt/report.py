@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 from hepbdt import plotting
 from hepbdt._util import atomic_write_text, cut_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
-from hepbdt.estimators import growth_text
+from hepbdt.estimators import acting_options, growth_text
 from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import class_codes, in_model_order, unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
@@ -1046,45 +1046,10 @@ def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[s
                    tr.X, tr.y if classifier else None, weights, names), wide=True)
 
 
-_GRADIENT_FAMILY = ("gradient", "newton")
-_ADABOOST_FAMILY = ("adaboost", "realadaboost", "eps", "bagging")
-# The options that act on some boosting algorithms only (see BDTClassifier, BDTRegressor
-# and the README's option table); every other option acts on all of them.
-_ACTS_ON = {
-    "learning_rate": _GRADIENT_FAMILY, "loss": _GRADIENT_FAMILY,
-    "min_split_gain": _GRADIENT_FAMILY, "early_stopping": _GRADIENT_FAMILY,
-    "validation_fraction": _GRADIENT_FAMILY, "n_iter_no_change": _GRADIENT_FAMILY,
-    "tol": _GRADIENT_FAMILY, "early_stopping_rounds": _GRADIENT_FAMILY,
-    "quantised_histograms": _GRADIENT_FAMILY, "huber_alpha": _GRADIENT_FAMILY,
-    "huber_delta": _GRADIENT_FAMILY,
-    "reg_lambda": ("newton",), "reg_alpha": ("newton",), "min_child_weight": ("newton",),
-    "criterion": _ADABOOST_FAMILY, "beta": ("adaboost",), "epsilon": ("eps",),
-    "use_yes_no_leaf": ("adaboost", "eps", "bagging"),
-}
-
-
-def _acting_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The options that act on ``params["boosting"]`` and the names of those that do not
-    (huber_alpha and huber_delta act with loss="huber" only)."""
-    boosting = params.get("boosting")
-    if boosting is None:
-        return dict(params), []
-    acting, idle = {}, []
-    for name, value in params.items():
-        acts = boosting in _ACTS_ON.get(name, (boosting,))
-        if name.startswith("huber_") and params.get("loss") != "huber":
-            acts = False
-        if acts:
-            acting[name] = value
-        else:
-            idle.append(name)
-    return acting, sorted(idle)
-
-
 def _options_section(out: _Sections, model: Any) -> None:
     """The options that act on the chosen algorithm, folded away."""
     params = model.get_params() if hasattr(model, "get_params") else {}
-    acting, idle = _acting_options(params)
+    acting, idle = acting_options(params)
     rows: list[tuple[str, Any]] = [(name, repr(value)) for name, value in sorted(acting.items())]
     rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
     rows.append(("how (n_trees_reason_)", getattr(model, "n_trees_reason_", None)))

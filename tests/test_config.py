@@ -368,3 +368,26 @@ def test_check_refuses_what_the_fit_would_refuse_after_the_read(tmp_path):
     assert "[method] max_depth: max_depth=13" in problems(write(tmp_path, deep, "deep.toml"))
     load_config(write(tmp_path, dask.replace("quantised_histograms = false", "max_depth = 6"),
                       "fine.toml"))
+
+
+def test_options_that_do_nothing_with_the_boosting_are_named(tmp_path):
+    """learning_rate with adaboost and min_child_weight with gradient passed --check
+    without a word (the report lists them as left out); written in [method], they warn."""
+    import warnings
+
+    from hepbdt.estimators import IdleOptionWarning
+
+    idle = write(tmp_path, BASE + '\n[method]\nboosting = "adaboost"\nlearning_rate = 0.01\n'
+                 'beta = 0.5\n')
+    with pytest.warns(IdleOptionWarning, match=r"\[method\] learning_rate: does nothing with "
+                      r"boosting='adaboost'"):
+        load_config(idle)
+    both = write(tmp_path, BASE + "\n[method]\nmin_child_weight = 50\nbeta = 0.5\n", "b.toml")
+    with pytest.warns(IdleOptionWarning, match=r"beta, min_child_weight: do nothing with "
+                      r"boosting='gradient'"):
+        load_config(both)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        load_config(write(tmp_path, BASE + '\n[method]\nboosting = "newton"\n'
+                          "min_child_weight = 50\nlearning_rate = 0.2\n", "c.toml"))
+        load_config(DEMO)

@@ -14,11 +14,19 @@ import math
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..estimators import BDTClassifier, BDTRegressor, ParameterError
+from .._util import user_stacklevel
+from ..estimators import (
+    BDTClassifier,
+    BDTRegressor,
+    IdleOptionWarning,
+    ParameterError,
+    acting_options,
+)
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
@@ -962,9 +970,22 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             key = exc.param if exc.param in table else ("tmva_options" if tmva_options else None)
             problems.add("method", key, str(exc))
         else:
+            _warn_idle_options(estimator.get_params(), table)
             if n_classes > 2:
                 _check_multiclass_method(params, table, tmva_options, n_classes, problems)
     return params, tmva_options
+
+
+def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
+    """IdleOptionWarning for options written in ``[method]`` that do nothing with its
+    boosting (learning_rate with adaboost, min_child_weight with gradient, ...)."""
+    given = [name for name in acting_options(params)[1] if name in table]
+    if given:
+        warnings.warn(f"[method] {', '.join(given)}: "
+                      f"{'does' if len(given) == 1 else 'do'} nothing with boosting="
+                      f"{params['boosting']!r} (see the option table in README); remove "
+                      f"{'it' if len(given) == 1 else 'them'}, or choose a boosting it acts "
+                      "on", IdleOptionWarning, stacklevel=user_stacklevel())
 
 
 def _check_dask_method(params: dict[str, Any], task: str, problems: _Problems) -> None:
