@@ -863,6 +863,18 @@ def hash_fraction(numbers: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
+def uniform_draws_below(state: dict[str, Any], n: int, fraction: float, skip: int = 0
+                        ) -> np.ndarray:
+    """``Generator(bits).random(n) < fraction`` for a bit generator in ``state`` (numpy's
+    ``bit_generator.state``: the draw a fit made from it), advanced by ``skip`` draws
+    first (``random`` takes one 64-bit draw a value): the same events, drawn again."""
+    bits = getattr(np.random, state["bit_generator"])()
+    bits.state = state
+    if skip:
+        bits.advance(int(skip))
+    return np.random.Generator(bits).random(n) < fraction
+
+
 def available_memory() -> int | None:
     """Bytes of memory available to a new process: the machine's (MemAvailable, else free
     pages), or less where a control group limits this process (a batch slot, a

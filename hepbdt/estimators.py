@@ -37,6 +37,7 @@ from ._util import (
     real_array,
     running_sum_slack,
     threads,
+    uniform_draws_below,
     user_stacklevel,
     warn_unnamed_columns,
 )
@@ -718,6 +719,7 @@ class _BDTBase(SklearnProtocol):
         check_n_events(X.shape[0])  # int32 event indices: refused before any work
         w = check_weights(sample_weight, X.shape[0], training=True)
         event = self._checked_events(event, X.shape[0])
+        self.validation_draw_ = None  # _held_out records its draw
         given = self._given_weights(y, w)
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
@@ -895,10 +897,32 @@ class _BDTBase(SklearnProtocol):
     def _held_out(self, n: int, event: Any, rng: np.random.Generator) -> np.ndarray:
         """The validation events: a ``validation_fraction`` of them drawn with ``rng``, or,
         with event numbers, those whose hashed number falls below it (the same events
-        whatever the seed, the order or the other events)."""
+        whatever the seed, the order or the other events); recorded for
+        :meth:`held_out_mask`."""
+        state = None if event is not None else rng.bit_generator.state
+        self.validation_draw_ = {"n": n, "fraction": self.validation_fraction, "state": state}
         if event is None:
             return rng.random(n) < self.validation_fraction
         return hash_fraction(event) < self.validation_fraction
+
+    def held_out_mask(self, event: Any = None) -> np.ndarray | None:
+        """Which events of the fit ``n_trees="auto"`` (or ``early_stopping``) held out to
+        choose the number of trees (True: no tree trained on them), in the fit's row order;
+        None when it held none out. ``event``: the event numbers the fit was given (they
+        chose the events), else None."""
+        self._check_fitted()
+        if "validation_draw_" not in self.__dict__:
+            raise ValueError("the model was loaded from a file, which does not record the "
+                             "events its fit held out: call held_out_mask on the fitted model")
+        draw = self.validation_draw_
+        if draw is None:
+            return None
+        if draw["state"] is not None:
+            return uniform_draws_below(draw["state"], draw["n"], draw["fraction"])
+        if event is None or np.shape(event) != (draw["n"],):
+            raise ValueError(f"event: the fit held events out by their hashed event numbers; "
+                             f"give its {draw['n']} event numbers, in its row order")
+        return hash_fraction(np.asarray(event)) < draw["fraction"]
 
     @staticmethod
     def _checked_events(event: Any, n: int) -> np.ndarray | None:

@@ -361,6 +361,8 @@ class _Events:
     groups: list[tuple[str, str, np.ndarray]]
     #: (n, K) class probabilities of a multi-class model (None otherwise).
     proba: np.ndarray | None = None
+    #: The events before :meth:`without` left the held-out ones out (None: none left out).
+    split: _Events | None = None
 
     @classmethod
     def of(cls, model: Any, data: Any, unpacked: tuple[Any, ...], classifier: bool,
@@ -376,6 +378,40 @@ class _Events:
 
     def __len__(self) -> int:
         return self.y.size
+
+    def without(self, left_out: np.ndarray | None) -> _Events:
+        """These events without those of ``left_out`` (itself when None)."""
+        if left_out is None or not left_out.any():
+            return self
+        kept = ~left_out
+        return _Events(self.X[kept], self.y[kept], self.w[kept], self.score[kept],
+                       [(name, role, mask[kept]) for name, role, mask in self.groups],
+                       None if self.proba is None else self.proba[kept], self)
+
+    @property
+    def n_held_out(self) -> int:
+        """The events :meth:`without` left out."""
+        return 0 if self.split is None else len(self.split) - len(self)
+
+
+def _training_count(tr: _Events) -> str:
+    """E.g. "9,000 training events (1,000 more held out to choose the trees)"."""
+    held = (f" ({tr.n_held_out:,} more held out to choose the number of trees)"
+            if tr.n_held_out else "")
+    return f"{len(tr):,} training events{held}"
+
+
+def _checked_held_out(held_out: Any, n: int) -> np.ndarray | None:
+    """``report``'s ``held_out`` as a bool array of the training events (ValueError else)."""
+    if held_out is None:
+        return None
+    mask = np.asarray(held_out)
+    if mask.shape != (n,) or mask.dtype.kind not in "bui":
+        raise ValueError(f"held_out must be {n} booleans, one per training event; got an "
+                         f"array of shape {mask.shape} and dtype {mask.dtype}")
+    if mask.dtype.kind != "b" and not np.isin(mask, (0, 1)).all():
+        raise ValueError("held_out must hold booleans (or 0 and 1)")
+    return mask.astype(bool)
 
 
 def _groups(data: Any, y: np.ndarray, classifier: bool, classes: Sequence[str] | None = None
@@ -436,6 +472,7 @@ def report(
     label: str | None = None,
     learning_curve: LearningCurve | None = None,
     figure_files: Mapping[str, str | os.PathLike[str]] | None = None,
+    held_out: np.ndarray | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
 
@@ -478,6 +515,11 @@ def report(
         caller has computed it already (it is computed otherwise)
     figure_files : PNG files the caller has drawn already of the same figures, by figure
         id (``"fig-roc"``, ``"fig-scores"``, ...): embedded instead of drawn again
+    held_out : bool per training event: the events the fit held out to choose its number
+        of trees (``model.held_out_mask(event)`` of ``n_trees="auto"``), on which no tree
+        trained. They count in the samples table and the yields' factors (they are events
+        of the split) and are left out of the overtraining check, the training metrics,
+        curves and correlations. None: every training event was trained on.
     """
     unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
     unpacked = [_in_model_order(model, *u) for u in unpacked]
@@ -497,7 +539,8 @@ def report(
                             _group_keys(test, unpacked[1][1], classifier), signal_yield,
                             background_yield, min_background_events,
                             _label_names(classifier, classes), sample_names)
-    tr = _Events.of(model, train, unpacked[0], classifier, classes)
+    split = _Events.of(model, train, unpacked[0], classifier, classes)  # every event
+    tr = split.without(_checked_held_out(held_out, len(split)))  # those trained on
     te = _Events.of(model, test, unpacked[1], classifier, classes)
     out = _Sections(figure_files)
     with plotting.experiment_label(label):
@@ -591,7 +634,7 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     out.heading("Summary")
     out.html('<div class="row"><div class="key-numbers">')
     out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(classes)} "
-             f"classes; {len(tr):,} training and {len(te):,} test events.</p>")
+             f"classes; {_training_count(tr)} and {len(te):,} test events.</p>")
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
              f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
              "(the worst of the classes' checks, below)</p>")
@@ -701,7 +744,7 @@ def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
     """The verdict, AUC and signal efficiencies at 1/10/30 % background, ROC and scores."""
     out.heading("Summary")
     out.html('<div class="row"><div class="key-numbers">')
-    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(tr):,} training "
+    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {_training_count(tr)} "
              f"and {len(te):,} test events.</p>")
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
              f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
@@ -739,8 +782,11 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
     cuts = _cuts_at(te, SAMPLE_TABLE_BACKGROUND_EFFICIENCIES) if classifier else []
     weights = training_weights or ("as passed to the report: hepbdt's training normalises "
                                    "them per class when the split's norm is not none")
+    held = (f" The training rows are the events the trees trained on: {tr.n_held_out:,} more "
+            "were held out (validation_fraction) to choose the number of trees; they count "
+            "among the events of the factors." if tr.n_held_out else "")
     out.html(f'<p class="note">Test weights as read; {html.escape(yields.factor_note())} '
-             f"Training weights: {html.escape(weights)}."
+             f"Training weights: {html.escape(weights)}.{held}"
              + (" The cuts are those of the test sample's ROC curve at the background "
                 "efficiency given; the efficiency is the weighted fraction of each sample's "
                 "events that pass." if cuts else "") + "</p>")
@@ -748,7 +794,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
               "fraction of negative weights", YIELD_FACTOR_HEADER]
     header += [_cut_header(b, cut, text) for b, cut, text in cuts]
     rows = []
-    training_masks = {name: mask for name, _, mask in tr.groups}
+    training_masks = {name: mask for name, _, mask in (tr.split or tr).groups}  # the factors'
     for set_name, events in (("test", te), ("training", tr)):
         for name, role, mask in events.groups:
             w = events.w[mask]
@@ -813,7 +859,7 @@ def _regressor_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     m_tr = regression_metrics(tr.y, tr.score, tr.w)
     out.heading("Summary")
     out.html('<div class="row"><div class="key-numbers">')
-    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(tr):,} training "
+    out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {_training_count(tr)} "
              f"and {len(te):,} test events.</p>")
     rows = [(label, getattr(m_te, key), getattr(m_tr, key)) for label, key in (
         ("RMSE", "rmse"), ("bias (mean of predicted - true)", "bias"),

@@ -86,7 +86,8 @@ def test_efficiencies_and_aucs_near_one_do_not_show_as_one(nearly_perfect):
     data = SimpleNamespace(y=y, w=w)
     result = SimpleNamespace(config=SimpleNamespace(task="classification", multiclass=False),
                              test=data, train=data, test_scores=s, train_scores=s,
-                             train_fold=None, k=1)
+                             train_fold=None, k=1, trained_events=lambda: (data, s),
+                             fold_data=lambda i: (data, data), fold_scores=lambda i: (s, s))
     auc_line = next(line for line in summary._quality_lines(result)
                     if line.startswith("ROC AUC"))
     assert auc_line.split()[2:] == [f"{auc:.5f}"] * 2, auc_line

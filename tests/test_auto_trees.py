@@ -60,6 +60,28 @@ def test_auto_stops_at_the_held_out_minimum_of_an_independent_loss() -> None:
     assert min(curve[kept:]) >= curve[kept - 1]
 
 
+def test_held_out_mask_names_the_events_no_tree_trained_on() -> None:
+    # the mask is checked by training on the other events with a fixed count: the same
+    # trees; a drawn hold-out (no event numbers) and a hashed one alike
+    n = 12_000
+    X, y = _events(n, seed=4)
+    event = np.arange(n) * 3 + 1
+    params = dict(max_depth=3, learning_rate=0.5, random_state=2)
+    for numbers in (None, event):
+        model = BDTClassifier(**params).fit(X, y, event=numbers)
+        held = model.held_out_mask(numbers)
+        assert held.shape == (n,) and 0.08 < held.mean() < 0.12
+        fixed = BDTClassifier(n_trees=model.n_trees_, min_node_size=model.min_node_size_,
+                              **params).fit(X[~held], y[~held])
+        np.testing.assert_array_equal(model.decision_function(X), fixed.decision_function(X))
+    assert np.array_equal(held, hash_fraction(event) < 0.1)
+    with pytest.raises(ValueError, match="give its 12000 event numbers"):
+        model.held_out_mask()
+    assert BDTClassifier(n_trees=5).fit(X, y).held_out_mask() is None
+    with pytest.raises(ValueError, match="loaded from a file"):
+        estimator_from_dict(model.to_dict()).held_out_mask(event)
+
+
 def test_auto_regressor_stops_on_the_squared_error() -> None:
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12_000, 3)).astype(np.float32)

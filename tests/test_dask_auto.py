@@ -44,6 +44,9 @@ def _assert_same_fit(memory, dist):
     else:
         assert np.array_equal(dist.validation_loss_, memory.validation_loss_)
     assert dist.min_node_size_ == memory.min_node_size_
+    assert dist.validation_draw_ == memory.validation_draw_  # held_out_mask's events
+    if memory.validation_draw_ is not None and memory.validation_draw_["state"] is not None:
+        assert np.array_equal(dist.to_local().held_out_mask(), memory.held_out_mask())
     saved, expected = dist.to_dict(), memory.to_dict()
     assert {k: v for k, v in saved.items() if k != "train_loss"} == {
         k: v for k, v in expected.items() if k != "train_loss"}

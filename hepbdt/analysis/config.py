@@ -1123,8 +1123,11 @@ def _unknown_option_hint(key: str, valid: list[str], task: str) -> str:
         f"valid options: {', '.join(valid)}, tmva_options")
 
 
+#: TrainTree's branch of the events ``n_trees="auto"`` held out (1; 0: trained on), written
+#: when a model held events out.
+HELD_OUT_BRANCH = "held_out"
 #: Branches of the score trees besides the scores (a k-fold training adds ``fold``).
-_RESERVED_BRANCHES = (*BOOKKEEPING_BRANCHES, "fold")
+_RESERVED_BRANCHES = (*BOOKKEEPING_BRANCHES, "fold", HELD_OUT_BRANCH)
 
 
 def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str] | None = None

@@ -41,7 +41,7 @@ from ..io.samples import get_tree, resolve_sources
 from ..kfold import KFoldModel
 from ..output_set import check_model_files, check_model_of, file_sha256, recorded_settings
 from ..persistence import load_model
-from .config import AnalysisConfig, _tomllib
+from .config import HELD_OUT_BRANCH, AnalysisConfig, _tomllib
 from .result import (
     FoldScores,
     TrainResult,
@@ -125,6 +125,10 @@ def _write_score_trees(result: TrainResult, path: Path) -> Path:
             train_scores, test_scores = {branch: train_scores}, {branch: test_scores}
         train_scores = {**train_scores, "fold": result.train_fold.astype(float)}
         test_scores = {**test_scores, "fold": FoldScores.of(result).test_fold.astype(float)}
+    if result.train_held_out is not None:  # the events no tree trained on, as the checks
+        if not isinstance(train_scores, dict):
+            train_scores = {branch: train_scores}
+        train_scores = {**train_scores, HELD_OUT_BRANCH: result.train_held_out.astype(float)}
     norm = result.config.split.norm
     train_weights = ("physical event weights (as read)" if norm == "none" else
                      f"training weights, normalised per class (norm = {norm}); TestTree has "
@@ -161,7 +165,8 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
     train, test = result.train, result.test
-    s_tr, s_te = result.train_scores, result.test_scores
+    trained, s_tr = result.trained_events()
+    s_te = result.test_scores
     regression = result.config.task == "regression"
     figures: dict[str, Callable[[], Any]] = {}
     if regression:
@@ -173,7 +178,7 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         figures.update(_multiclass_figures(result))
     else:
         figures["roc"] = lambda: plotting.plot_roc_and_rejection(
-            test.y, s_te, test.w, train=(train.y, s_tr, train.w))
+            test.y, s_te, test.w, train=(trained.y, s_tr, trained.w))
         figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w)
         figures["overtraining"] = lambda: plotting.plot_overtraining(
             *_first_fold_comparison(result), title=_first_fold_title(result))
@@ -211,8 +216,9 @@ def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
     classes = result.config.classes
-    train, test = result.train, result.test
-    p_tr, p_te = result.train_proba, result.test_proba
+    test, p_te = result.test, result.test_proba
+    train, s_tr = result.trained_events()
+    p_tr = softmax_rows(s_tr)
     # the training classes weighed to the test's mix, as the check compares them
     w_mix = class_mix_weights(train.y, train.w, test.y, test.w)
     figures: dict[str, Callable[[], Any]] = {
@@ -291,7 +297,7 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
     fold, x 1)."""
     from ..report import report  # matplotlib: imported only when a report is written
 
-    train, test = result.fold_data(0)
+    train, test = result.fold_data(0, trained=False)  # the yields count the held-out events
     kfold = result.train_fold is not None
     title = result.config.title + (" (fold 0 of the k-fold training; the per-fold spread is "
                                    "in the k-fold section)" if kfold else "")
@@ -305,7 +311,7 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
                   sections=([_kfold_section(FoldScores.of(result), n_min)] if kfold else [])
                   + _decorrelation_section(result),
                   provenance=provenance_of(result), learning_curve=curve,
-                  figure_files=_drawn_figures(result))
+                  figure_files=_drawn_figures(result), held_out=result.fold_held_out(0))
 
 
 # The figures draw_figures writes that the report shows as they are (same events, scores
@@ -571,12 +577,14 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     test, test_scores = read_scores(scores_path, "TestTree", list(names))
     title = title or f"hepbdt report: {model_path}"
     provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
+    held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
+    held = None if held is None else np.asarray(held) != 0
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,
                       test_fraction=None, min_background_events=min_background_events,
                       sections=_rebuilt_decorrelation(settings, model.get_params(), test,
                                                       model_scores(model, test.X)),
-                      provenance=provenance)
+                      provenance=provenance, held_out=held)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
@@ -593,9 +601,11 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     else:
         classes, train_raw, test_raw = [], train_scores[branch], test_scores[branch]
     folds = FoldScores(model.k, train.task == "regression", train, test, train_raw, test_raw,
-                       train_scores["fold"].astype(np.int64), classes or None)
-    return report(model.models[0], train.take(folds.train_fold == 0),
+                       train_scores["fold"].astype(np.int64), classes or None, held)
+    first = folds.train_fold == 0
+    return report(model.models[0], train.take(first),
                   test.take(folds.test_fold == 0), output,
+                  held_out=None if held is None else held[first],
                   title=title + " (fold 0; the per-fold spread is in the k-fold section)",
                   n_repeats=n_repeats, test_fraction=None,
                   min_background_events=min_background_events,

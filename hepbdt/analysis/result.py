@@ -77,6 +77,11 @@ class TrainResult:
     test_decorrelate: np.ndarray | None = field(default=None, repr=False)
     #: The k-fold view of the result (:meth:`FoldScores.of`), made on first use.
     fold_view: FoldScores | None = field(default=None, repr=False)
+    #: The events of ``train`` that ``n_trees="auto"`` (or ``early_stopping``) held out to
+    #: choose the number of trees, so that no tree trained on them (bool, rows as ``train``;
+    #: None: none held out). They count among the split's events (the yields' factors) and
+    #: not among the trained-on events (the overtraining check, the training metrics).
+    train_held_out: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def train_proba(self) -> np.ndarray:
@@ -111,22 +116,46 @@ class TrainResult:
         """The same events with the features named as written in the config (aliases kept)."""
         return data.replace(feature_names=list(self.config.features))
 
-    def fold_data(self, i: int) -> tuple[Dataset, Dataset]:
-        """The training and test events of fold ``i`` (the whole sets without k-fold)."""
-        if self.train_fold is None:
-            return self.train, self.test
-        train, test = self._fold_masks(i)
-        return self.train.take(train), self.test.take(test)
+    @property
+    def n_held_out(self) -> int:
+        """The training copies no tree trained on (:attr:`train_held_out`)."""
+        return 0 if self.train_held_out is None else int(np.count_nonzero(self.train_held_out))
+
+    def trained_events(self) -> tuple[Dataset, np.ndarray]:
+        """The training copies a model trained on, and their scores: ``train`` and
+        ``train_scores`` without the held-out events (:attr:`train_held_out`)."""
+        if self.train_held_out is None:
+            return self.train, self.train_scores
+        kept = ~self.train_held_out
+        return self.train.take(kept), self.train_scores[kept]
+
+    def fold_data(self, i: int, trained: bool = True) -> tuple[Dataset, Dataset]:
+        """The training events of model ``i`` (the model without k-fold) and its test events;
+        the training events those it trained on unless ``trained`` is False."""
+        train, test = self._fold_masks(i, trained)
+        return (self.train if train is None else self.train.take(train),
+                self.test if test is None else self.test.take(test))
 
     def fold_scores(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """The training and test scores of fold ``i``, rows as :meth:`fold_data`'s."""
-        if self.train_fold is None:
-            return self.train_scores, self.test_scores
-        train, test = self._fold_masks(i)
-        return self.train_scores[train], self.test_scores[test]
+        """The training and test scores of model ``i``, rows as :meth:`fold_data`'s."""
+        train, test = self._fold_masks(i, True)
+        return (self.train_scores if train is None else self.train_scores[train],
+                self.test_scores if test is None else self.test_scores[test])
 
-    def _fold_masks(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.train_fold == i, fold_of(self.test.event, self.k) == i
+    def fold_held_out(self, i: int) -> np.ndarray | None:
+        """Which of ``fold_data(i, trained=False)``'s training events model ``i`` held out."""
+        if self.train_held_out is None:
+            return None
+        train, _ = self._fold_masks(i, False)
+        return self.train_held_out if train is None else self.train_held_out[train]
+
+    def _fold_masks(self, i: int, trained: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Masks of model ``i``'s training and test events (None: all)."""
+        kept = None if not trained or self.train_held_out is None else ~self.train_held_out
+        if self.train_fold is None:
+            return kept, None
+        train = self.train_fold == i
+        return train if kept is None else train & kept, fold_of(self.test.event, self.k) == i
 
 
 def models_of(model: Any) -> list[Any]:
@@ -221,6 +250,8 @@ class FoldScores:
     train_fold: np.ndarray
     #: The class names of a multi-class training (the scores are then (n, K) raw scores).
     classes: list[str] | None = None
+    #: The training copies their fold's model held out (``TrainResult.train_held_out``).
+    train_held_out: np.ndarray | None = None
     #: Each fold's overtraining check, computed once (the summary's verdict, its per-fold
     #: table and the report's all read them).
     _checks: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -234,8 +265,14 @@ class FoldScores:
             result.fold_view = cls(
                 result.k, result.config.task == "regression", result.train, result.test,
                 result.train_scores, result.test_scores, result.train_fold,
-                list(result.config.classes) if result.config.multiclass else None)
+                list(result.config.classes) if result.config.multiclass else None,
+                result.train_held_out)
         return result.fold_view
+
+    def trained(self, i: int) -> np.ndarray:
+        """Mask of the training copies fold ``i``'s model trained on."""
+        mask = self.train_fold == i
+        return mask if self.train_held_out is None else mask & ~self.train_held_out
 
     @property
     def test_fold(self) -> np.ndarray:
@@ -250,7 +287,7 @@ class FoldScores:
         return self._checks[i]
 
     def _overtraining(self, i: int) -> OvertrainingResult | MulticlassOvertraining:
-        tr, te = self.train_fold == i, self.test_fold == i
+        tr, te = self.trained(i), self.test_fold == i
         y_tr, w_tr, s_tr = self.train.y[tr], self.train.w[tr], self.train_scores[tr]
         y_te, w_te, s_te = self.test.y[te], self.test.w[te], self.test_scores[te]
         if self.classes is not None:
@@ -270,13 +307,13 @@ def overtraining_of(result: TrainResult) -> OvertrainingResult | MulticlassOvert
         checks = [folds.overtraining(i) for i in range(folds.k)]
         return (multiclass_combined_over_folds(checks) if multiclass else
                 combined_over_folds(checks))
-    train, test = result.train, result.test
+    train, test = result.fold_data(0)
+    s_tr, s_te = result.fold_scores(0)
     if multiclass:
-        return multiclass_overtraining_test(result.train_proba, train.y, train.w,
-                                            result.test_proba, test.y, test.w,
+        return multiclass_overtraining_test(softmax_rows(s_tr), train.y, train.w,
+                                            softmax_rows(s_te), test.y, test.w,
                                             result.config.classes)
-    return overtraining_test(result.train_scores, train.y, train.w, result.test_scores,
-                             test.y, test.w)
+    return overtraining_test(s_tr, train.y, train.w, s_te, test.y, test.w)
 
 
 def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
@@ -285,7 +322,7 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
     test AUC follows) and the KS p-value the smallest of the per-class checks."""
     rows = []
     for i in range(folds.k):
-        tr = folds.train_fold == i
+        tr = folds.trained(i)
         te = folds.test_fold == i
         row: dict[str, Any] = {"fold": i, "train events": int(tr.sum()),
                                "test events": int(te.sum())}

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._util import number_text, percent_text
+from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
 from ..evaluation import (
     TMVA_RANKING,
@@ -45,6 +46,7 @@ def summarise(result: TrainResult) -> str:
     lines += [f"Trees{'' if len(models_of(result.model)) == 1 else f' (fold {i})'}: {reason}"
               for i, m in enumerate(models_of(result.model))
               if (reason := getattr(m, "n_trees_reason_", None))]
+    lines += _held_out_lines(result)
     lines += [""]
     lines += _quality_lines(result)
     if result.config.task != "regression" and not result.config.multiclass:
@@ -62,6 +64,19 @@ def summarise(result: TrainResult) -> str:
     lines += ["", f"Outputs in {result.output_dir}/:"]
     lines += _output_lines(result)
     return "\n".join(lines)
+
+
+def _held_out_lines(result: TrainResult) -> list[str]:
+    """What the training column and the overtraining check leave out: the events held out
+    to choose the number of trees (none: no line)."""
+    if not result.n_held_out:
+        return []
+    copies = " copies" if result.train_fold is not None else ""
+    fraction = models_of(result.model)[0].validation_fraction
+    return [f"Held out: {result.n_held_out:,} of the {len(result.train):,} training "
+            f"events{copies} (validation_fraction = {fraction:g}) chose the number of trees, "
+            "and no tree trained on them: the training column and the overtraining check "
+            "leave them out (TrainTree: held_out = 1)"]
 
 
 def _decorrelation_lines(result: TrainResult) -> list[str]:
@@ -109,8 +124,8 @@ def _trees_text(models: list[Any]) -> str:
 
 def _quality_lines(result: TrainResult) -> list[str]:
     """Test and training metrics side by side, and the overtraining check."""
-    test, train = result.test, result.train
-    s_te, s_tr = result.test_scores, result.train_scores
+    test, s_te = result.test, result.test_scores
+    train, s_tr = result.trained_events()
     if result.config.task == "regression":
         m_te = regression_metrics(test.y, s_te, test.w)
         m_tr = regression_metrics(train.y, s_tr, train.w)
@@ -172,8 +187,9 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     """Per-class AUC (one against the rest), the confusion matrix and the overtraining check
     of each class, for a multi-class training."""
     classes = result.config.classes
-    test, train = result.test, result.train
-    p_te, p_tr = result.test_proba, result.train_proba
+    test, p_te = result.test, result.test_proba
+    train, s_tr = result.trained_events()
+    p_tr = softmax_rows(s_tr)
     # training weights in the test sample's class mix: a one-against-rest AUC, and the
     # rest's score distribution, change with per-class weight factors (e.g. norm)
     w_tr = class_mix_weights(train.y, train.w, test.y, test.w)

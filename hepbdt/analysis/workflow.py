@@ -308,6 +308,12 @@ def _score(model: Any, X: np.ndarray) -> np.ndarray:
     return model_scores(model, X)
 
 
+def _held_out(model: Any, data: Dataset) -> np.ndarray | None:
+    """The events of ``data`` (as the model was fitted on them) that its fit held out to
+    choose the number of trees; None when it held none out."""
+    return model.held_out_mask(data.event)
+
+
 def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> TrainResult:
     """One model on the training part of a train/test split of the sample in ``handoff``
     (taken from it, and let go once split: the two parts hold every event)."""
@@ -328,7 +334,7 @@ def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
     model = _fit(config, train_set, decorrelate=m_train)
     return TrainResult(config, Path(), model, train_set, test_set, _score(model, train_set.X),
                        _score(model, test_set.X), None, train_decorrelate=m_train,
-                       test_decorrelate=m_test)
+                       test_decorrelate=m_test, train_held_out=_held_out(model, train_set))
 
 
 def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> TrainResult:
@@ -352,6 +358,7 @@ def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
     train_scores = np.empty(((k - 1) * len(data), *classes), dtype=np.float64)
     train_index = np.empty((k - 1) * len(data), dtype=np.intp)
     train_weights = np.empty((k - 1) * len(data), dtype=np.float64)
+    train_held = np.zeros((k - 1) * len(data), dtype=bool)
     models, start = [], 0
     for i in range(k):  # one fold at a time: k copies of the sample never exist at once
         in_train = np.flatnonzero(folds != i)
@@ -366,6 +373,9 @@ def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
         stop = start + len(in_train)
         train_index[start:stop], train_weights[start:stop] = in_train, train_i.w
         train_scores[start:stop] = _score(model, train_i.X)
+        held = _held_out(model, train_i)
+        if held is not None:
+            train_held[start:stop] = held
         test_scores[folds == i] = _score(model, test_i.X)
         start = stop
         del train_i, test_i, m_train
@@ -375,4 +385,5 @@ def _fit_kfold(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
     data, m_test = _features_only(config, data)
     return TrainResult(config, Path(), KFoldModel(models, by=_kfold_event(config)),
                        train, data, train_scores, test_scores, train_fold,
-                       train_decorrelate=train_mass, test_decorrelate=m_test)
+                       train_decorrelate=train_mass, test_decorrelate=m_test,
+                       train_held_out=train_held if train_held.any() else None)

@@ -315,9 +315,12 @@ class _DaskMixin:
         counts, and numpy's sum of the held-out weights (0.0: none held out)."""
         specs = [None] * len(loaded)
         factors = None
+        self.validation_draw_ = None
         if plan.hold_out:
             rows = np.concatenate([[0], np.cumsum([p["rows"] for p in loaded])])
             state = None if hashed else rng.bit_generator.state
+            self.validation_draw_ = {"n": int(rows[-1]), "fraction": self.validation_fraction,
+                                     "state": state}
             specs = [{"state": state, "row": int(r), "fraction": self.validation_fraction}
                      for r in rows[:-1]]
             if not hashed:  # the training's draws follow the hold-out's, as in memory

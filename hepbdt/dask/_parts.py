@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import check_weights, check_X, hash_fraction
+from .._util import check_weights, check_X, hash_fraction, uniform_draws_below
 from ..boosting._loop import _OneScore, node_sums, update_scores
 from ..engine._types import CHANNEL_DTYPE
 from ..engine.binning import BinMapper, EdgeSketch
@@ -205,10 +205,7 @@ def held_out(n: int, spec: dict[str, Any], event: np.ndarray | None) -> np.ndarr
     numbers their hashed fraction; below ``spec["fraction"]``."""
     if spec.get("state") is None:
         return hash_fraction(event) < spec["fraction"]
-    bits = np.random.PCG64()
-    bits.state = spec["state"]
-    bits.advance(int(spec["row"]))
-    return np.random.Generator(bits).random(n) < spec["fraction"]
+    return uniform_draws_below(spec["state"], n, spec["fraction"], skip=spec["row"])
 
 
 def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, float] | None,
