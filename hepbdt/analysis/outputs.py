@@ -164,9 +164,8 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     events to the test sample's class mix too."""
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
-    train, test = result.train, result.test
-    trained, s_tr = result.trained_events()
-    s_te = result.test_scores
+    test, s_te = result.test, result.test_scores
+    trained, s_tr = result.trained_events()  # the report's training events, as its figures
     regression = result.config.task == "regression"
     figures: dict[str, Callable[[], Any]] = {}
     if regression:
@@ -192,9 +191,9 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
     # one matrix of all classes (multi-class): at the test's class mix, not the normalised one
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
-        train.X, None if regression or result.config.multiclass else train.y,
-        class_mix_weights(train.y, train.w, test.y, test.w) if result.config.multiclass
-        else train.w, list(result.config.features))
+        trained.X, None if regression or result.config.multiclass else trained.y,
+        class_mix_weights(trained.y, trained.w, test.y, test.w) if result.config.multiclass
+        else trained.w, list(result.config.features))
     figures["learning_curve"] = lambda: plotting.plot_learning_curve(_learning_curve(result, echo))
     _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}
