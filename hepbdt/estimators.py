@@ -674,6 +674,11 @@ class _BDTBase(SklearnProtocol):
             return self.colsample_bynode
         if nvars == "sqrt":  # TMVA's default UseNvars
             nvars = int(np.sqrt(n_features) + 0.6)
+        elif nvars >= n_features:  # TMVA's node loop would draw forever; here every variable
+            warnings.warn(f"n_vars_per_node={nvars} draws every one of the {n_features} "
+                          "features at each node, as without it: the trees are not randomised; "
+                          f"give fewer than {n_features} (or 'sqrt', TMVA's default UseNvars)",
+                          IdleOptionWarning, stacklevel=user_stacklevel())
         return min(1.0, max(1, int(nvars)) / n_features)
 
     def _depth_limit(self) -> int | None:

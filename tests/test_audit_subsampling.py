@@ -4,6 +4,8 @@ each tree's sample (with row subsampling it allowed leaves of 20 x subsample eve
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,26 @@ def test_use_nvars_with_a_tree_or_level_fraction_is_refused(option):
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ParameterError, match="n_vars_per_node=2 draws its variables from all"):
         BDTClassifier(n_vars_per_node=2, n_trees=2, **option).fit(X, y)
+
+
+@pytest.mark.parametrize("boosting", ["gradient", "adaboost"])
+def test_use_nvars_of_every_feature_warns_and_randomises_nothing(boosting):
+    # TMVA's node loop would draw forever; hepbdt drew every variable without a word
+    from hepbdt.estimators import IdleOptionWarning
+
+    X = np.random.default_rng(1).normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    options = dict(boosting=boosting, n_trees=5, max_depth=3, random_state=4)
+    plain = BDTClassifier(**options).fit(X, y)
+    for nvars in (5, 9):
+        with pytest.warns(IdleOptionWarning, match=f"n_vars_per_node={nvars} draws every one "
+                          "of the 5 features"):
+            every = BDTClassifier(n_vars_per_node=nvars, **options).fit(X, y)
+        np.testing.assert_array_equal(every.decision_function(X), plain.decision_function(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        fewer = BDTClassifier(n_vars_per_node=4, **options).fit(X, y)
+    assert not np.array_equal(fewer.decision_function(X), plain.decision_function(X))
 
 
 def _smallest_leaf_weights(model, X, y):
