@@ -88,6 +88,10 @@ class _Constant:
     def predict(self, X: object) -> None:  # pragma: no cover - never called
         raise AssertionError
 
+    def held_out_mask(self, event: object = None) -> None:
+        """No event held out: an integer number of trees."""
+        return None
+
 
 def _kfold_without_fits(config: object, data: Dataset, monkeypatch: pytest.MonkeyPatch
                         ) -> object:
