@@ -561,9 +561,9 @@ def plot_learning_curve(curve: LearningCurve) -> Figure:
     for ax in axes:
         if curve.best_n_trees is not None:
             ax.axvline(curve.best_n_trees, ls="--", color="grey",
-                       label=f"early stop ({curve.best_n_trees} trees)")
+                       label=f"early stop ({curve.best_n_trees} {curve.unit})")
         ax.legend(fontsize=16)
-    axes[-1].set_xlabel("Number of trees")
+    axes[-1].set_xlabel(f"Number of {curve.unit}")
     return fig
 
 

@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 from hepbdt import plotting
 from hepbdt._util import atomic_write_text, cut_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
-from hepbdt.estimators import acting_options, growth_text
+from hepbdt.estimators import acting_options, growth_text, tree_unit
 from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import class_codes, in_model_order, unpack_dataset
 from hepbdt.evaluation.curves import LearningCurve
@@ -591,12 +591,14 @@ def _caller_sections(out: _Sections, sections: Sequence[Section]) -> None:
 
 
 def _describe_model(model: Any, n_features: int) -> str:
-    """E.g. "BDTClassifier, gradient boosting: 300 trees of depth 3 on 11 variables"."""
+    """E.g. "BDTClassifier, gradient boosting: 300 trees (depth 3) on 11 variables", or
+    "50 rounds of 4 trees" for a multi-class model."""
     params = model.get_params() if hasattr(model, "get_params") else {}
     text = type(model).__name__
     if "boosting" in params:
         trees = getattr(model, "n_trees_", params.get("n_trees"))
-        text += f", {params['boosting']} boosting: {trees} trees ({growth_text(params)})"
+        text += (f", {params['boosting']} boosting: {trees} {tree_unit(model)} "
+                 f"({growth_text(params)})")
     return f"{text} on {n_features} variables"
 
 
@@ -1097,7 +1099,9 @@ def _options_section(out: _Sections, model: Any) -> None:
     params = model.get_params() if hasattr(model, "get_params") else {}
     acting, idle = acting_options(params)
     rows: list[tuple[str, Any]] = [(name, repr(value)) for name, value in sorted(acting.items())]
-    rows.append(("trees kept (n_trees_)", getattr(model, "n_trees_", None)))
+    kept = getattr(model, "n_trees_", None)
+    rows.append(("trees kept (n_trees_)", kept if kept is None or tree_unit(model) == "trees"
+                 else f"{kept} {tree_unit(model)}"))
     rows.append(("how (n_trees_reason_)", getattr(model, "n_trees_reason_", None)))
     rows.append(("best iteration (best_iteration_)", getattr(model, "best_iteration_", None)))
     boosting = params.get("boosting")

@@ -130,3 +130,23 @@ def test_learning_curve_on_large_samples_evaluates_fewer_stages_with_the_same_va
     np.testing.assert_array_equal(every.n_trees[at], fewer.n_trees)
     np.testing.assert_array_equal(every.test_loss[at], fewer.test_loss)
     np.testing.assert_array_equal(every.test_auc[at], fewer.test_auc)
+
+
+def test_a_multiclass_learning_curve_counts_rounds_of_k_trees():
+    """Its stages are rounds of one tree a class: the figure says so, as the summary does
+    (it said "Number of trees" under 12 rounds of 3 trees, 36 trees)."""
+    from sklearn.metrics import log_loss as sk_log_loss
+
+    from hepbdt import BDTClassifier
+    from hepbdt.plotting import plot_learning_curve
+
+    rng = np.random.default_rng(7)
+    y = np.repeat([0, 1, 2], 100)
+    X = rng.normal(y[:, None] * 0.8, 1.0, size=(300, 2))
+    model = BDTClassifier(n_trees=12, max_depth=2).fit(X, y)
+    assert model.forest_.tree_offsets.size - 1 == 36
+    curve = learning_curve(model, (X, y), (X, y))
+    assert curve.n_trees[-1] == 12 and curve.unit == "rounds of 3 trees"
+    assert curve.test_loss[-1] == pytest.approx(sk_log_loss(y, model.predict_proba(X)))
+    figure = plot_learning_curve(curve)
+    assert figure.axes[-1].get_xlabel() == "Number of rounds of 3 trees"

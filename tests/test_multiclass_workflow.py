@@ -167,6 +167,11 @@ def test_train_scores_apply_summary_and_report(tmp_path, ntuple, capsys):
                    'id="fig-overtraining-2"', "AUC drop (ttbar)", 'id="overtraining-table"'):
         assert marker in report
     assert 'id="significance-table"' not in report and "<td>signal, qcd" not in report
+    # 15 rounds grew a tree a class: the report counts 45 trees as rounds, as the summary does
+    assert model.forest_.tree_offsets.size - 1 == 45 and model.n_trees_ == 15
+    assert "gradient boosting: 15 rounds of 3 trees (" in report
+    assert "boosting: 15 trees" not in report
+    assert "<td>15 rounds of 3 trees</td>" in report  # the options' "trees kept" row
 
     # apply: the same branches, from the model alone
     friend = tmp_path / "friend.root"

@@ -85,6 +85,8 @@ class LearningCurve:
     index; background 0, signal 1 for two classes) were multiplied by to give the training
     sample the test sample's class mix before its loss and AUC were computed; None when
     the weights were taken as given (a regressor, or ``match_class_mix=False``).
+    ``unit`` is what ``n_trees`` counts: "trees", or "rounds of K trees" for a multi-class
+    model that grows one tree a class each round.
     """
 
     n_trees: np.ndarray
@@ -97,6 +99,7 @@ class LearningCurve:
     recorded_train_loss: np.ndarray | None = None
     recorded_validation_loss: np.ndarray | None = None
     train_class_factors: np.ndarray | None = None
+    unit: str = "trees"
 
 
 def _weights_at_mix(labels_tr: np.ndarray, w_tr: np.ndarray, labels_te: np.ndarray,
@@ -212,6 +215,8 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
             stages.append(k)
             for out, (_, y, w), p in zip(losses, (train, test), probas, strict=True):
                 out.append(multiclass_log_loss(y, np.asarray(p), w))
+    from hepbdt.estimators import tree_unit  # a fitted model's own module: already imported
+
     if last is not None and (not stages or stages[-1] != last[0]):
         stages.append(last[0])
         for out, (_, y, w), p in zip(losses, (train, test), last[1], strict=True):
@@ -219,7 +224,7 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
     return LearningCurve(
         n_trees=np.asarray(stages, dtype=np.int64), train_loss=np.asarray(losses[0]),
         test_loss=np.asarray(losses[1]), train_auc=None, test_auc=None,
-        loss_name="multi-class log loss (rounds of K trees)", train_class_factors=factors,
+        loss_name="multi-class log loss", train_class_factors=factors, unit=tree_unit(model),
         **_recorded(model),
     )
 
