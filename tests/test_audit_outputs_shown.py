@@ -64,7 +64,7 @@ def test_overtraining_figure_shows_the_pvalues_of_its_verdict_unrounded_and_nan_
 
 def test_summary_and_report_pvalues_are_not_rounded_onto_a_threshold():
     check, _ = _check_with((0.0099996, 0.5))
-    lines = summary._overtraining_lines(check)
+    lines = summary.overtraining_lines(check)
     assert "KS p = 0.0099996," in lines[1], lines[1]  # .3g showed "0.01", the threshold
     assert report._pvalue(0.0099996, check) == "0.0099996"
     assert report._pvalue(float("nan"), check) == "n/a"

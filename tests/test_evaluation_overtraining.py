@@ -202,9 +202,9 @@ def test_too_few_effective_events_give_no_pvalue_not_a_wrong_one():
     tiny = overtraining_test(np.r_[train, train], y_train, None, np.array([2.0, 0.5]),
                              np.array([1, 0]), None)
     assert tiny.verdict == "undetermined"
-    from hepbdt.analysis.summary import _overtraining_lines
+    from hepbdt.analysis.summary import overtraining_lines
 
-    lines = _overtraining_lines(tiny)
+    lines = overtraining_lines(tiny)
     assert "fewer than 10 effective training or test events: 1;" in lines[1]
     for part in (tiny.signal, tiny.background):
         assert np.isnan(part.ks_pvalue) and np.isnan(part.chi2_pvalue)

@@ -3,6 +3,8 @@ apply, summary and report, checked against the model's own predict_proba and sci
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import numpy as np
@@ -204,7 +206,15 @@ def test_kfold_multiclass(tmp_path, ntuple, capsys):
     status, _, err = run(["report", str(folder / "model.json"), str(folder / "scores.root"),
                           "--output", str(tmp_path / "again.html")], capsys)
     assert status == 0, err
-    assert 'id="confusion-fractions"' in (tmp_path / "again.html").read_text()
+    again = (tmp_path / "again.html").read_text()
+    assert 'id="confusion-fractions"' in again
+    # both reports carry the summary's verdict over the folds, each class's line as printed
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Overtraining ("))
+    for text in ((folder / "report.html").read_text(), again):
+        block = re.search(r'<pre id="kfold-overtraining">(.*?)</pre>', text, re.S)
+        assert block is not None
+        assert html.unescape(block.group(1)).splitlines() == lines[start:start + 5]
 
 
 @pytest.mark.skipif(not MULTICLASS_DATA.is_file(), reason="../shared/data is not present")

@@ -85,6 +85,15 @@ def test_kfold_manifest_apply_and_report(kfold, tmp_path):
     assert "Per fold:" in kfold.summary and "over 3 folds" in kfold.summary
     again = report_from_scores(out / "model.json", out / "scores.root", tmp_path / "r.html")
     assert '<table id="kfold-table">' in again.read_text()
+    # the training's verdict over the folds, as the summary has it (checked against each
+    # fold's own test in test_kfold_overtraining_check_is_per_fold); the report's
+    # overtraining section has fold 0's alone
+    summary = kfold.summary.splitlines()
+    start = next(i for i, line in enumerate(summary) if line.startswith("Overtraining ("))
+    for html_text in (text, again.read_text()):
+        block = re.search(r'<pre id="kfold-overtraining">(.*?)</pre>', html_text, re.S)
+        assert block is not None
+        assert html.unescape(block.group(1)).splitlines() == summary[start:start + 3]
 
 
 def test_regression_workflow(tmp_path):

@@ -53,6 +53,7 @@ from .result import (
     models_of,
     ranking,
 )
+from .summary import overtraining_lines
 
 __all__ = ["write_outputs", "draw_figures", "write_report", "report_from_scores",
            "provenance_of"]
@@ -512,6 +513,11 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
             "model that never saw it. The other sections, the summary too, show fold 0.</p>"
             + html_table(header, table_rows, "kfold-table"))
+    if not folds.regression:
+        lines = overtraining_lines(folds.combined_overtraining(), k)
+        text += ("<p>The overtraining verdict of the training (summary.txt's), over the "
+                 f"{k} folds; the overtraining section below checks fold 0 alone:</p>"
+                 f'<pre id="kfold-overtraining">{html.escape(chr(10).join(lines))}</pre>')
     two_class = not folds.regression and folds.classes is None
     if two_class:
         text += _kfold_significance(folds, min_background_events)

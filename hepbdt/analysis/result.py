@@ -286,6 +286,13 @@ class FoldScores:
             self._checks[i] = self._overtraining(i)
         return self._checks[i]
 
+    def combined_overtraining(self) -> OvertrainingResult | MulticlassOvertraining:
+        """Each fold's model's check on its own events, combined (Bonferroni,
+        :func:`~hepbdt.evaluation.combined_over_folds`)."""
+        checks = [self.overtraining(i) for i in range(self.k)]
+        return (combined_over_folds(checks) if self.classes is None else
+                multiclass_combined_over_folds(checks))
+
     def _overtraining(self, i: int) -> OvertrainingResult | MulticlassOvertraining:
         tr, te = self.trained(i), self.test_fold == i
         y_tr, w_tr, s_tr = self.train.y[tr], self.train.w[tr], self.train_scores[tr]
@@ -301,15 +308,11 @@ def overtraining_of(result: TrainResult) -> OvertrainingResult | MulticlassOvert
     its test events; for k-fold, of each fold's model on its own events, combined
     (Bonferroni, :func:`~hepbdt.evaluation.combined_over_folds`): the pooled training
     copies and out-of-fold scores are the same events, not two samples to test."""
-    multiclass = result.config.multiclass
     if result.train_fold is not None:
-        folds = FoldScores.of(result)
-        checks = [folds.overtraining(i) for i in range(folds.k)]
-        return (multiclass_combined_over_folds(checks) if multiclass else
-                combined_over_folds(checks))
+        return FoldScores.of(result).combined_overtraining()
     train, test = result.fold_data(0)
     s_tr, s_te = result.fold_scores(0)
-    if multiclass:
+    if result.config.multiclass:
         return multiclass_overtraining_test(softmax_rows(s_tr), train.y, train.w,
                                             softmax_rows(s_te), test.y, test.w,
                                             result.config.classes)

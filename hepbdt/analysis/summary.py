@@ -18,7 +18,7 @@ from ..evaluation import (
     yield_note,
 )
 from ..evaluation.metrics import SPLIT_YIELD_NOTE
-from ..evaluation.multiclass import class_mix_weights
+from ..evaluation.multiclass import MulticlassOvertraining, class_mix_weights
 from ..evaluation.overtraining import MIN_EFFECTIVE_EVENTS, OvertrainingResult, SampleComparison
 from .result import (
     FoldScores,
@@ -141,7 +141,7 @@ def _quality_lines(result: TrainResult) -> list[str]:
     lines = [f"{'':40} {'test':>8} {'train':>8}"]
     for (label, v_te), (_, v_tr) in zip(eff_te.rows(), eff_tr.rows(), strict=True):
         lines.append(f"{label:40} {_fraction(v_te):>8} {_fraction(v_tr):>8}")
-    lines += ["", *_overtraining_lines(overtraining_of(result), result.k)]
+    lines += ["", *overtraining_lines(overtraining_of(result), result.k)]
     return lines
 
 
@@ -163,9 +163,13 @@ def _over_folds(k: int) -> str:
             f"each p-value the smallest of the {k} folds' x {k} (Bonferroni)")
 
 
-def _overtraining_lines(check: OvertrainingResult, k: int = 1) -> list[str]:
-    """The overtraining verdict and the four p-values it comes from: the smaller of the KS
-    and chi2 p-values of each class decides, the worse class the overall verdict."""
+def overtraining_lines(check: OvertrainingResult | MulticlassOvertraining, k: int = 1
+                       ) -> list[str]:
+    """The overtraining verdict as the summary prints it, and the p-values it comes from:
+    the smaller of the KS and chi2 p-values of each class decides, the worst class the
+    overall verdict (``k`` folds: each fold's model on its own events, Bonferroni)."""
+    if isinstance(check, MulticlassOvertraining):
+        return _multiclass_overtraining_lines(check, k)
     return [f"Overtraining (KS test and chi2 test, training vs test{_over_folds(k)}; the "
             f"smallest p-value decides: below {check.pvalue_fail:g} overtrained, below "
             f"{check.pvalue_warn:g} warning) -> {check.verdict}",
@@ -211,12 +215,17 @@ def _multiclass_lines(result: TrainResult) -> list[str]:
     for name, row in zip(classes, matrix.fractions(), strict=True):
         lines.append(f"  {name:{width}}" + "".join(f"{_fraction(v, 3):>{cell}}" for v in row))
     lines.append(f"  weighted accuracy: {_fraction(matrix.accuracy)}")
-    check = overtraining_of(result)
-    lines += ["", "Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
-              "events / the other classes' events, training weights in the test's class mix"
-              f"{_over_folds(result.k)}; the smallest p-value decides: below "
-              f"{check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} warning):"]
-    for name, part in zip(classes, check.per_class, strict=True):
+    return [*lines, "", *overtraining_lines(overtraining_of(result), result.k)]
+
+
+def _multiclass_overtraining_lines(check: MulticlassOvertraining, k: int) -> list[str]:
+    """The overtraining check of each class's probability, its events against the rest's."""
+    width = max(20, *(len(c) + 2 for c in check.classes))
+    lines = ["Overtraining (KS test and chi2 test, training vs test of P(class), the class's "
+             "events / the other classes' events, training weights in the test's class mix"
+             f"{_over_folds(k)}; the smallest p-value decides: below "
+             f"{check.pvalue_fail:g} overtrained, below {check.pvalue_warn:g} warning):"]
+    for name, part in zip(check.classes, check.per_class, strict=True):
         lines.append(f"  {name:{width}} KS p = {_pvalue(part.signal.ks_pvalue, check)} / "
                      f"{_pvalue(part.background.ks_pvalue, check)}, chi2 p = "
                      f"{_pvalue(part.signal.chi2_pvalue, check)} / "
