@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ __all__ = [
     "plot_resolution",
     "plot_roc",
     "plot_roc_and_rejection",
+    "plot_roc_curves",
     "plot_score_distributions",
     "plot_significance_scan",
     "save_figure",
@@ -206,29 +207,57 @@ def _thin(n: int, keep: Any = ()) -> Any:
     return np.unique(np.r_[even, geometric, 0, n - 1, np.asarray(keep, np.int64)])
 
 
+def _roc_label(name: str, eff_s: np.ndarray, eff_b: np.ndarray, auc: float) -> str:
+    """A curve's legend entry: its AUC, and where signed weights took an efficiency out of
+    [0, 1] (a net weight passing a cut above the class's total), that it did."""
+    outside = bool(np.any((eff_s < 0) | (eff_s > 1) | (eff_b < 0) | (eff_b > 1)))
+    return (f"{name} (AUC = {number_text(auc, fixed=True)})"
+            + ("; efficiencies beyond [0, 1] at some cuts: negative weights" if outside else ""))
+
+
+def _span(arrays: Iterable[np.ndarray], low: float, high: float) -> tuple[float, float]:
+    """[low, high] widened to every finite value of ``arrays``, so that no point is drawn
+    outside the axes."""
+    for values in arrays:
+        values = values[np.isfinite(values)]
+        if values.size:
+            low, high = min(low, float(values.min())), max(high, float(values.max()))
+    return low, high
+
+
+def _efficiency_limits(ax: Any, eff: list[np.ndarray], rejection: list[np.ndarray]) -> None:
+    """Linear axes of [0, 1] efficiency and [0, 1.05] rejection (1 - efficiency), widened
+    where signed weights take an efficiency beyond [0, 1]."""
+    ax.set_xlim(*_span(eff, 0.0, 1.0))
+    y_low, y_high = _span(rejection, 0.0, 1.0)
+    ax.set_ylim(y_low - (0.05 if y_low < 0 else 0.0), y_high + 0.05)
+
+
 def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
-    """TMVA's ROC: 1 - eff_B against eff_S, linear axes."""
+    """TMVA's ROC: 1 - eff_B against eff_S, linear axes (widened where signed weights give
+    efficiencies outside [0, 1])."""
     for name, eff_s, eff_b, auc, style in curves:
         at = _thin(eff_s.size)
-        ax.plot(eff_s[at], 1.0 - eff_b[at], style, label=f"{name} (AUC = {number_text(auc, fixed=True)})")
+        ax.plot(eff_s[at], 1.0 - eff_b[at], style, label=_roc_label(name, eff_s, eff_b, auc))
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.05)
+    _efficiency_limits(ax, [c[1] for c in curves], [1.0 - c[2] for c in curves])
     ax.set_xlabel(_EPS_S)
     ax.set_ylabel(r"Background rejection 1 − ε$_\mathrm{B}$")
     ax.legend(loc="lower left")
 
 
 def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
-    """The HEP papers' ROC: 1 / eff_B on a log scale against eff_S (points with eff_B > 0)."""
-    top = 10.0
+    """The HEP papers' ROC: 1 / eff_B on a log scale against eff_S (points with eff_B > 0;
+    below a rejection of 1 too, where signed weights give eff_B > 1)."""
+    top, bottom = 10.0, 1.0
     for name, eff_s, eff_b, auc, style in curves:
         keep = (eff_b > 0) & (eff_s > 0)
         rejection = 1.0 / eff_b[keep]
         at = _thin(rejection.size, keep=[np.argmax(rejection)] if rejection.size else [])
-        ax.plot(eff_s[keep][at], rejection[at], style, label=f"{name} (AUC = {number_text(auc, fixed=True)})")
+        ax.plot(eff_s[keep][at], rejection[at], style, label=_roc_label(name, eff_s, eff_b, auc))
         if rejection.size:
             top = max(top, float(rejection.max()))
+            bottom = min(bottom, float(rejection.min()))
     grid = np.linspace(0.01, 1.0, 100)
     ax.plot(grid, 1.0 / grid, ":", color="grey", label="random")
     ax.set_yscale("log")
@@ -236,8 +265,8 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
     # whatever style is active when the figure is saved.
     ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
-    ax.set_xlim(0, 1)
-    ax.set_ylim(1, top * 3)
+    ax.set_xlim(*_span([c[1][c[1] > 0] for c in curves], 0.0, 1.0))
+    ax.set_ylim(bottom if bottom == 1.0 else bottom / 1.1, top * 3)
     ax.grid(True, which="major", alpha=0.3)
     ax.set_xlabel(_EPS_S)
     ax.set_ylabel(r"Background rejection 1/ε$_\mathrm{B}$")
@@ -260,6 +289,21 @@ def plot_roc(
     """
     fig = Figure()
     _draw_linear_roc(fig.add_subplot(), _roc_curves(y, score, sample_weight, label, train))
+    return fig
+
+
+@_figure
+def plot_roc_curves(samples: Sequence[tuple[str, Any, Any, Any, str]], *,
+                    title: str | None = None) -> Figure:
+    """TMVA-style ROC curves (1 - eff_B against eff_S) of several samples, each given as
+    ``(name, y, score, sample_weight, line style)`` (e.g. the folds of a k-fold training)."""
+    curves = [(name, *roc_curve(y, score, w)[:2], roc_auc(y, score, w), style)
+              for name, y, score, w, style in samples]
+    fig = Figure()
+    ax = fig.add_subplot()
+    _draw_linear_roc(ax, curves)
+    if title:
+        ax.set_title(title, fontsize=16)
     return fig
 
 
@@ -424,6 +468,7 @@ def plot_multiclass_roc(
     fig = Figure()
     ax = fig.add_subplot()
     colors = mpl.rcParams["axes.prop_cycle"].by_key().get("color", [SIGNAL_COLOR])
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
     for name, yy, pp, ww, style in samples:
         aucs = one_vs_rest_auc(yy, pp, ww)
         k = len(aucs)
@@ -434,10 +479,10 @@ def plot_multiclass_roc(
         for j, (eff, eff_rest, _) in enumerate(one_vs_rest_roc(yy, pp, ww)):
             at = _thin(eff.size)
             ax.plot(eff[at], 1.0 - eff_rest[at], style, color=colors[j % len(colors)],
-                    label=f"{names[j]}, {name} (AUC = {number_text(aucs[j], fixed=True)})")
+                    label=_roc_label(f"{names[j]}, {name}", eff, eff_rest, aucs[j]))
+            drawn.append((eff, 1.0 - eff_rest))
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.05)
+    _efficiency_limits(ax, [d[0] for d in drawn], [d[1] for d in drawn])
     ax.set_xlabel("Efficiency of the class")
     ax.set_ylabel("Rejection of the other classes")
     ax.legend(loc="lower left", fontsize=13)
@@ -546,11 +591,14 @@ def plot_correlation_matrices(
 
 
 @_figure
-def plot_learning_curve(curve: LearningCurve) -> Figure:
-    """Training and test loss (and ROC AUC) against the number of trees; early stop marked."""
+def plot_learning_curve(curve: LearningCurve, *, title: str | None = None) -> Figure:
+    """Training and test loss (and ROC AUC) against the number of trees; early stop marked;
+    ``title`` says whose curve it is where that is not the only model's (k-fold)."""
     with_auc = curve.test_auc is not None
     fig = Figure(figsize=(9, 9 if with_auc else 6.5))
     axes = fig.subplots(2 if with_auc else 1, 1, sharex=True, squeeze=False)[:, 0]
+    if title:
+        axes[0].set_title(title, fontsize=16)
     axes[0].plot(curve.n_trees, curve.train_loss, label="training", color=SIGNAL_COLOR)
     axes[0].plot(curve.n_trees, curve.test_loss, label="test", color=BACKGROUND_COLOR)
     axes[0].set_ylabel(f"Loss ({curve.loss_name})")
@@ -672,6 +720,11 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
         left_out = [names[k].split(" ")[0] for k in rows if k not in drawn]
         text = label + (f" (not drawn at {', '.join(left_out)}: rejection or 1/JSD "
                         "infinite or not measured)" if left_out else "")
+        achieved = m.achieved_signal_efficiency
+        if efficiency is not None and drawn and achieved is not None and (
+                f"{achieved[drawn[0]]:.0%}" != f"{efficiency:.0%}"):  # the axis says 50 %
+            text += (f" (its cut keeps {percent_text(achieved[drawn[0]])} of the signal: "
+                     "tied scores)")
         ax.plot(inverse_jsd[drawn], rejection[drawn], "o-" if efficiency is None else "o",
                 label=text)
         any_drawn = any_drawn or bool(drawn)

@@ -362,3 +362,67 @@ def test_percent_text_never_rounds_onto_0_or_100_percent():
     assert percent_text(0.99996) == "99.996%" and percent_text(0.00004) == "0.004%"
     assert percent_text(0.5) == "50.0%" and percent_text(1.0) == "100.0%"
     assert percent_text(float("nan")) == "n/a"
+
+
+def test_roc_points_of_signed_weights_beyond_one_stay_in_the_frame():
+    """Negative background weights at low scores (NLO-like) make loose cuts keep more than
+    the net background: eff_B above 1, a rejection below 1, 1 - eff_B below 0. Every drawn
+    point lies inside its axes and the legend says why (the axes began at 1 and at 0:
+    1,322 of 4,996 points were drawn outside them)."""
+    rng = np.random.default_rng(1)
+    y = np.r_[np.ones(2000, int), np.zeros(3000, int)]
+    s = np.r_[rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 1.0, 3000)]
+    w = np.ones(y.size)
+    low = np.flatnonzero((y == 0) & (s < -0.5))
+    w[low[: int(0.6 * low.size)]] = -1.0
+    fpr, tpr, _ = roc_curve(y, s, sample_weight=w, drop_intermediate=False)
+    assert fpr.max() > 1.05  # the case itself
+    fig = plotting.plot_roc_and_rejection(y, s, w)
+    rejection, linear = fig.axes
+    assert linear.lines[0].get_ydata().min() == pytest.approx(1 - fpr.max(), rel=1e-12)
+    assert rejection.lines[0].get_ydata().min() == pytest.approx(1 / fpr.max(), rel=1e-12)
+    for ax in fig.axes:
+        line = ax.lines[0]
+        x, v = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        (x_low, x_high), (y_low, y_high) = ax.get_xlim(), ax.get_ylim()
+        assert np.all((x >= x_low) & (x <= x_high) & (v >= y_low) & (v <= y_high))
+        assert "efficiencies beyond [0, 1] at some cuts: negative weights" in line.get_label()
+
+
+def test_a_front_at_one_efficiency_names_what_a_tied_cut_keeps():
+    """With tied scores the cut measured at 50 % keeps 54.9 % of the signal; the front's
+    axis says 50 %, so its legend says what the point's cut keeps (it said nothing)."""
+    rng = np.random.default_rng(3)
+    y = (rng.random(4000) < 0.5).astype(int)
+    mass = rng.uniform(50, 150, y.size)
+    score = np.round(rng.normal(y * 1.0, 1.0) * 5) / 5
+    measures = decorrelation_measures(score, y, mass)
+    k = int(np.argmin(np.abs(measures.signal_efficiency - 0.5)))
+    kept = np.mean(score[y == 1] >= measures.threshold[k])
+    assert abs(kept - 0.5) > 0.01  # the case: no cut keeps 50 %
+    fig = plotting.plot_decorrelation_front({"model": measures}, efficiency=0.5)
+    label = fig.axes[0].lines[0].get_label()
+    assert f"its cut keeps {100 * kept:.1f}% of the signal" in label, label
+    untied = decorrelation_measures(np.asarray(score) + rng.normal(0, 1e-6, y.size), y, mass)
+    label = plotting.plot_decorrelation_front({"m": untied}, efficiency=0.5).axes[0].lines[0]
+    assert label.get_label() == "m"
+
+
+def test_the_kfold_roc_legend_never_rounds_an_auc_onto_one():
+    """The k-fold ROC figure printed f"{auc:.4f}": "AUC = 1.0000" for 0.99998, where the
+    per-fold table beside it and every other figure print 0.99998."""
+    from hepbdt._util import number_text
+    from hepbdt.analysis.outputs import _kfold_roc_figure
+
+    rng = np.random.default_rng(4)
+    y = (rng.random(6000) < 0.5).astype(int)
+    s = rng.normal(np.where(y == 1, 2.85, -2.85), 1.0)
+    w, fold = np.ones(y.size), np.arange(y.size) % 3
+    folds = SimpleNamespace(k=3, test_fold=fold, test=SimpleNamespace(y=y, w=w), test_scores=s)
+    lines = _kfold_roc_figure(folds).axes[0].lines
+    for i in range(4):
+        mask = fold == i if i < 3 else np.ones(y.size, bool)
+        auc = roc_auc_score(y[mask], s[mask])
+        assert auc < 0.99999
+        assert lines[i].get_label().endswith(f"(AUC = {number_text(auc, fixed=True)})")
+        assert "1.0000" not in lines[i].get_label()

@@ -442,3 +442,25 @@ figures = false
     mean, spread = (float(v) for v in re.findall(r"test RMSE: (\S+) \+- (\S+)", line)[0])
     assert mean == pytest.approx(rmse.mean(), rel=1e-3)
     assert spread == pytest.approx(rmse.std(), rel=1e-3) and spread > 0
+
+
+def test_kfold_learning_curve_figure_says_it_is_fold_0s(kfold, tmp_path, monkeypatch):
+    """A k-fold training's learning_curve.png shows fold 0's model alone, where the ROC,
+    scores and ranking figures beside it show every fold: its title says so (it had none)."""
+    from matplotlib.figure import Figure
+
+    from hepbdt import plotting
+    from hepbdt.analysis.outputs import draw_figures
+
+    titles = {}
+
+    def recorder(name):
+        def draw(*args, **kwargs):  # records the title; an empty figure saves quickly
+            titles[name] = kwargs.get("title")
+            return Figure()
+        return draw
+
+    for name in [n for n in dir(plotting) if n.startswith("plot_")]:
+        monkeypatch.setattr(plotting, name, recorder(name))
+    draw_figures(kfold, tmp_path)
+    assert titles["plot_learning_curve"].startswith("fold 0 of 3")

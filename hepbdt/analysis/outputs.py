@@ -28,8 +28,6 @@ from ..evaluation import (
     decorrelation_measures,
     multiclass_overtraining_test,
     resolution_vs_target,
-    roc_auc,
-    roc_curve,
     significance_scan,
     yield_note,
 )
@@ -195,7 +193,9 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         trained.X, None if regression or result.config.multiclass else trained.y,
         class_mix_weights(trained.y, trained.w, test.y, test.w) if result.config.multiclass
         else trained.w, list(result.config.features))
-    figures["learning_curve"] = lambda: plotting.plot_learning_curve(_learning_curve(result, echo))
+    figures["learning_curve"] = lambda: plotting.plot_learning_curve(
+        _learning_curve(result, echo), title=None if result.train_fold is None else
+        f"fold 0 of {result.k}: its model's training and test events")
     _say(echo, f"writing figures ({len(figures)}) into {folder.name}/")
     written = {}
     for name, draw in figures.items():
@@ -265,26 +265,14 @@ def _learning_curve(result: TrainResult, echo: Echo) -> Any:
 
 def _kfold_roc_figure(folds: FoldScores) -> Any:
     """ROC curve of each fold's test events and of all events scored out of fold."""
-    from matplotlib.figure import Figure  # imported only when the figure is drawn
+    from .. import plotting  # matplotlib: imported only when the figure is drawn
 
-    fig = Figure(figsize=(7, 5.5))
-    ax = fig.subplots()
-    test_fold = folds.test_fold
-    for i in range(folds.k):
-        mask = test_fold == i
-        y, s, w = folds.test.y[mask], folds.test_scores[mask], folds.test.w[mask]
-        eff_s, eff_b, _ = roc_curve(y, s, w)
-        ax.plot(eff_s, 1.0 - eff_b, lw=1, label=f"fold {i} (AUC = {roc_auc(y, s, w):.4f})")
-    y, s, w = folds.test.y, folds.test_scores, folds.test.w
-    eff_s, eff_b, _ = roc_curve(y, s, w)
-    ax.plot(eff_s, 1.0 - eff_b, "k--", lw=1.5,
-            label=f"all events, out of fold (AUC = {roc_auc(y, s, w):.4f})")
-    ax.set_xlabel(r"Signal efficiency ε$_\mathrm{S}$")
-    ax.set_ylabel(r"Background rejection 1 − ε$_\mathrm{B}$")
-    ax.set_title(f"{folds.k}-fold: each fold scored by the model that did not train on it")
-    ax.legend(loc="lower left", fontsize="small")
-    fig.tight_layout()
-    return fig
+    test_fold, test = folds.test_fold, folds.test
+    samples = [(f"fold {i}", test.y[test_fold == i], folds.test_scores[test_fold == i],
+                test.w[test_fold == i], "-") for i in range(folds.k)]
+    samples.append(("all events, out of fold", test.y, folds.test_scores, test.w, "k--"))
+    return plotting.plot_roc_curves(
+        samples, title=f"{folds.k}-fold: each fold scored by the model that did not train on it")
 
 
 def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
