@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from hepbdt import plotting
 from hepbdt._util import atomic_write_text, cut_text, is_classifier, weight_exponent
 from hepbdt._version import __version__
+from hepbdt.binned import BinnedMatrix
 from hepbdt.estimators import acting_options, growth_text, tree_unit
 from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import class_codes, in_model_order, unpack_dataset
@@ -1088,6 +1089,9 @@ def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[s
                 "(physical) class mix")
     values = ("values in percent in the cells" if len(names) <= plotting.MAX_ANNOTATED_VARIABLES
               else "the colour scale gives the value")
+    if isinstance(tr.X, BinnedMatrix):  # what a binned read keeps of each value
+        values += ("; a binned read: each value at its bin's lower edge, so a correlation "
+                   "of the bins, not of the values")
     out.figure("fig-correlation", f"Weighted linear correlation of the input variables, "
                f"training sample, {what}; {values}",
                lambda: plotting.plot_correlation_matrices(

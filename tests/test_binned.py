@@ -9,6 +9,7 @@ features for the models.
 
 from __future__ import annotations
 
+import html
 import json
 import warnings
 from pathlib import Path
@@ -389,6 +390,9 @@ def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, cap
     out = tmp_path / "results"
     assert main(["train", str(DEMO), "--output", str(out), *QUICK, "--set", "binned=true"]) == 0
     assert (out / "model.json").exists() and (out / "report.html").exists()
+    # its correlations are of the bins' lower edges (README), and the report says so
+    assert ("a binned read: each value at its bin's lower edge"
+            in html.unescape((out / "report.html").read_text()))
     friend = tmp_path / "friend.root"
     inputs = [str(REPO / "data" / "signal.root"), str(REPO / "data" / "background_*.root")]
     assert main(["apply", str(out / "model.json"), *inputs, "--output", str(friend),
