@@ -277,3 +277,40 @@ def test_features_are_read_back_by_the_names_written_whatever_their_order(tmp_pa
             np.testing.assert_array_equal(read.X[:, j], X[:, ["log(x)", "log_x"].index(name)])
     with pytest.raises(InputError, match="no branches"):
         read_scores(tmp_path / "s.root", "TestTree", ["log(y)"])
+
+
+def test_a_branch_named_as_an_input_branch_holds_that_branch(tmp_path: Path) -> None:
+    """Dropping operators named the feature "-nj" as the branch nj (and the feature nj
+    itself nj_2), "!flag" as flag though no feature is flag, and "x*2" as x_2: read by name
+    (TTree::Draw, RDataFrame, uproot) they gave -nj, !flag, x*2. Every branch named as
+    a variable the expressions read now holds that variable, and read_scores finds each
+    feature (by the record beside the tree, and, for files written before it, by the names
+    written then)."""
+    rng = np.random.default_rng(0)
+    nj, x = rng.integers(0, 6, 40).astype(np.float32), rng.normal(size=40).astype(np.float32)
+    flag = (rng.random(40) < 0.4).astype(np.float32)
+    columns = {"-nj": -nj, "x": x, "nj": nj, "!flag": 1 - flag, "x*2": 2 * x, "x**2": x * x,
+               "x_2": x + 7}
+    data = Dataset(np.column_stack(list(columns.values())), y=np.arange(40) % 2,
+                   feature_names=list(columns))
+    write_scores(tmp_path / "s.root", data, np.zeros(40), tree="TestTree")
+    with uproot.open(tmp_path / "s.root") as file:
+        arrays = file["TestTree"].arrays(library="np")
+    variables = {"nj": nj, "x": x, "flag": flag, "x_2": x + 7}
+    for name, values in arrays.items():
+        if name in variables:
+            np.testing.assert_array_equal(values, variables[name], err_msg=name)
+    assert "flag" not in arrays and {"nj", "x", "x_2"} <= set(arrays)
+    for asked in (list(columns), ["x*2", "-nj", "x_2"]):
+        read, _ = read_scores(tmp_path / "s.root", "TestTree", asked)
+        for j, name in enumerate(asked):
+            np.testing.assert_array_equal(read.X[:, j], columns[name], err_msg=name)
+
+    legacy = tmp_path / "legacy.root"  # as written before the record: operators dropped
+    branches = {"log_x": x, "Jet_pt_0": nj, "label": (np.arange(40) % 2).astype(np.int32),
+                "weight": np.ones(40), "event": np.arange(40), "sample": np.zeros(40, np.int32),
+                "bdt_score": np.zeros(40)}
+    with uproot.recreate(legacy) as file:
+        file.mktree("TestTree", {k: v.dtype for k, v in branches.items()}).extend(branches)
+    read, _ = read_scores(legacy, "TestTree", ["log(x)", "Jet_pt[:, 0]"])
+    np.testing.assert_array_equal(read.X, np.column_stack([x, nj]))

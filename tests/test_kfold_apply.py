@@ -137,7 +137,7 @@ def test_apply_of_a_manifest_python_and_cli_agree_on_its_by(ntuple, manifest, tm
         with uproot.open(tmp_path / name) as file:
             got = file["Events"].arrays(library="np")
         np.testing.assert_array_equal(got["bdt_score"], expected)
-        np.testing.assert_array_equal(got["event_1"], event + 1)  # the identifier it used
+        np.testing.assert_array_equal(got["event_plus_1"], event + 1)  # the identifier it used
 
 
 def test_an_event_expression_other_than_by_is_used_with_a_warning_or_note(
@@ -225,7 +225,7 @@ def test_kfold_training_records_the_samples_event_expression(tmp_path, capsys):
                  "--no-progress"]) == 0
     with uproot.open(tmp_path / "friend.root") as file:
         applied = file["Events"].arrays(library="np")
-    score_of = dict(zip(applied["event_1"].tolist(), applied["bdt_score"].tolist(), strict=True))
+    score_of = dict(zip(applied["event_plus_1"].tolist(), applied["bdt_score"].tolist(), strict=True))
     np.testing.assert_array_equal([score_of[e] for e in test["event"].tolist()],
                                   test["bdt_score"])
 

@@ -37,13 +37,41 @@ _WRITE_CHUNK_BYTES = 16 << 20
 BOOKKEEPING_BRANCHES = ("classID", "label", "target", "weight", "event", "sample")
 
 
-def branch_name(text: str) -> str:
-    """A ROOT-friendly branch name for an expression: ``"Jet_pt[:, 0]"`` -> ``Jet_pt_0``.
+# An expression's operators spelled as words in its branch name: dropping them named "-nj"
+# and "!flag" as the branches nj and flag, and "x*2" as x_2.
+_OPERATOR_WORDS = {"**": "pow", "<=": "le", ">=": "ge", "==": "eq", "!=": "ne", "&&": "and",
+                   "||": "or", "//": "floordiv", "*": "times", "/": "over", "+": "plus",
+                   "-": "minus", "%": "mod", "<": "lt", ">": "gt", "!": "not", "~": "inv",
+                   "&": "and", "|": "or", "^": "xor"}
+_NAME_TOKEN = re.compile(
+    r"(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<number>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+    r"|(?P<operator>" + "|".join(re.escape(op) for op in _OPERATOR_WORDS) + ")")
 
-    Characters other than letters, digits and ``_`` become ``_`` (runs collapsed), so the
-    name is a valid C++ identifier for ``RDataFrame`` and ``TTree::Draw``.
+
+def branch_name(text: str) -> str:
+    """A ROOT-friendly branch name for an expression: a branch name stays itself,
+    ``"Jet_pt[:, 0]"`` is ``Jet_pt_0``, ``"log(lep_pt)"`` ``log_lep_pt``, and operators are
+    spelled out (``"-nj"`` is ``minus_nj``, ``"x**2"`` ``x_pow_2``, ``"eta < 2.4"``
+    ``eta_lt_2p4``), so that a name never reads as another branch's.
+
+    The name is a valid C++ identifier for ``RDataFrame`` and ``TTree::Draw``: the
+    expression's words, numbers (``.`` as ``p``, an exponent's ``-`` as ``m``) and
+    operators joined by ``_``; other characters (brackets, commas, spaces) separate them.
     """
-    name = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_") or "x"
+    if is_branch_name(text):
+        return text
+    parts = []
+    for match in _NAME_TOKEN.finditer(text):
+        if match.lastgroup == "operator":
+            parts.append(_OPERATOR_WORDS[match.group()])
+        elif match.lastgroup == "number":
+            number = match.group()
+            number = f"0{number}" if number.startswith(".") else number
+            parts.append(number.replace(".", "p").replace("-", "m").replace("+", ""))
+        else:
+            parts.append(match.group())
+    name = "_".join(parts).strip("_") or "x"
     return f"_{name}" if name[0].isdigit() else name
 
 
@@ -58,10 +86,30 @@ def is_branch_name(name: str) -> bool:
 
 
 def _unique_names(texts: Sequence[str], reserved: set[str]) -> list[str]:
+    """The branch name of each feature: a feature that is a branch name keeps it (unless
+    ``reserved``), before any expression whose spelled-out name would take it; a name taken
+    gets ``_2``, ``_3``, ..."""
+    used = set(reserved)
+    names: list[str | None] = [None] * len(texts)
+    plain = [i for i, text in enumerate(texts) if is_branch_name(text)]
+    for i in [*plain, *(i for i in range(len(texts)) if i not in set(plain))]:
+        base = branch_name(texts[i])
+        name, suffix = base, 2
+        while name in used:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        used.add(name)
+        names[i] = name
+    return [str(name) for name in names]
+
+
+def _legacy_unique_names(texts: Sequence[str], reserved: set[str]) -> list[str]:
+    """The names writers before 2026-12-04 gave (operators dropped, in feature order):
+    files that do not record their features name them so."""
     used = set(reserved)
     names = []
     for text in texts:
-        base = branch_name(text)
+        base = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_") or "x"
+        base = f"_{base}" if base[0].isdigit() else base
         name, suffix = base, 2
         while name in used:
             name, suffix = f"{base}_{suffix}", suffix + 1
@@ -363,7 +411,7 @@ def _feature_branches(written: list[str], keys: list[str], feature_names: Sequen
                   if b is None]
     else:
         reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
-        expected = _unique_names([str(n) for n in feature_names], reserved)
+        expected = _legacy_unique_names([str(n) for n in feature_names], reserved)
         absent = [b for b in expected if b not in written]
     if absent:
         raise InputError(f"{where} has no branches {absent} for the model's features "
