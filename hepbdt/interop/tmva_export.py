@@ -533,6 +533,8 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
 
 
 def _variables_range(forest: Forest, model: Any, tm: dict[str, Any]) -> list[tuple[float, float]]:
+    """Each variable's (Min, Max): a TMVA file's own, else the span of the model's cuts and
+    bin edges, not the training range TMVA writes (a model does not keep it; README)."""
     stored = tm.get("variables")
     if isinstance(stored, list) and len(stored) == forest.n_features:
         return [(float(v.get("min", 0.0)), float(v.get("max", 0.0))) for v in stored]
