@@ -2154,9 +2154,13 @@ def growth_text(params: dict[str, Any]) -> str:
 
 
 def tree_unit(model: Any) -> str:
-    """What a fitted model's ``n_trees_`` counts: "trees", or "rounds of K trees" for a
-    multi-class model that grows one tree a class (SAMME's K-class trees are trees)."""
+    """What a fitted model's ``n_trees_`` counts: "trees", "rounds of K trees" for a
+    multi-class model that grows one tree a class (SAMME's K-class trees are trees), or
+    the trees of each of a uBoost model's efficiency steps."""
     forest = getattr(model, "forest_", None)
+    if forest is not None and forest.aggregation == "uboost":
+        steps = forest.extra["uboost"]["step_trees"]
+        return f"trees a step, {len(steps)} uBoost efficiency steps ({sum(steps)} trees)"
     k = 1 if forest is None else forest.trees_per_round
     return "trees" if k == 1 else f"rounds of {k} trees"
 

@@ -147,3 +147,23 @@ def test_apply_refuses_missing_masses_and_mismatched_shapes():
         apply_quantile_map(spec, np.zeros(3), np.array(0.5))
     with pytest.raises(ValueError, match="score are NaN or infinite"):
         fit_quantile_map(np.r_[np.nan, np.zeros(599)], np.zeros(600), np.ones(600), None)
+
+
+def test_a_uboost_model_is_described_by_all_its_trees():
+    """n_trees_ of a uBoost model counts the trees of one efficiency step: the summary, the
+    report and the learning curve said "4 trees" for 3 steps of 4 (12 trees)."""
+    import importlib
+
+    from hepbdt.analysis.summary import _trees_text
+    from hepbdt.evaluation import learning_curve
+
+    report = importlib.import_module("hepbdt.report")
+    X, y, _ = _separable(600, seed=3)
+    X[:, 0] += np.random.default_rng(1).normal(0, 0.6, X.shape[0]).astype(np.float32)
+    model = BDTClassifier(boosting="adaboost", decorrelation="uboost", decorrelation_steps=3,
+                          n_trees=4, max_depth=2).fit(X, y, decorrelate=X[:, 1])
+    assert model.forest_.tree_offsets.size - 1 == 12 and model.n_trees_ == 4
+    words = "4 trees a step, 3 uBoost efficiency steps (12 trees)"
+    assert _trees_text([model]) == words
+    assert f"adaboost boosting: {words} (" in report._describe_model(model, 2)
+    assert learning_curve(model, (X, y), (X, y)).unit.endswith("(12 trees)")

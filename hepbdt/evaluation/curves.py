@@ -215,8 +215,6 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
             stages.append(k)
             for out, (_, y, w), p in zip(losses, (train, test), probas, strict=True):
                 out.append(multiclass_log_loss(y, np.asarray(p), w))
-    from hepbdt.estimators import tree_unit  # a fitted model's own module: already imported
-
     if last is not None and (not stages or stages[-1] != last[0]):
         stages.append(last[0])
         for out, (_, y, w), p in zip(losses, (train, test), last[1], strict=True):
@@ -224,7 +222,7 @@ def _multiclass_curve(model: Any, train: tuple[np.ndarray, ...], test: tuple[np.
     return LearningCurve(
         n_trees=np.asarray(stages, dtype=np.int64), train_loss=np.asarray(losses[0]),
         test_loss=np.asarray(losses[1]), train_auc=None, test_auc=None,
-        loss_name="multi-class log loss", train_class_factors=factors, unit=tree_unit(model),
+        loss_name="multi-class log loss", train_class_factors=factors, unit=_unit(model),
         **_recorded(model),
     )
 
@@ -254,6 +252,13 @@ def _at_stages(stages: Iterator[tuple[np.ndarray, ...]], step: int,
             pending = (k, stage)
     if pending is not None:
         evaluate(*pending)
+
+
+def _unit(model: Any) -> str:
+    """What the curve's stages count (:func:`hepbdt.estimators.tree_unit`)."""
+    from hepbdt.estimators import tree_unit  # a fitted model's own module: already imported
+
+    return tree_unit(model)
 
 
 def _recorded(model: Any) -> dict[str, Any]:
@@ -383,5 +388,6 @@ def learning_curve(
         test_auc=np.asarray(te_auc) if classifier else None,
         loss_name=loss_name,
         train_class_factors=factors,
+        unit=_unit(model),
         **_recorded(model),
     )
