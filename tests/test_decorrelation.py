@@ -4,6 +4,7 @@ bit, sculpting reduced on the toy, the option errors, the measures against scipy
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -446,6 +447,14 @@ def test_report_from_scores_rebuilds_the_decorrelation_section(tmp_path, options
     trained, rebuilt = (p.read_text() for p in (out / "report.html", again))
     if shown:
         assert _decorrelation_table(rebuilt) == _decorrelation_table(trained)
+        # k-fold: the measures are of every event scored out of fold, which the section
+        # says (under a report whose other sections show fold 0, it said "Test events")
+        kfold = any(option.startswith("split.kfold") for option in options)
+        for text in (trained, rebuilt):
+            words = html.unescape(_decorrelation_table(text))
+            assert ("All events of the 2 folds, each scored by the model that did not train "
+                    "on it" in words) == kfold
+            assert ("Test events, cut at each" in words) != kfold
     else:
         section = rebuilt[rebuilt.index("Mass decorrelation</h2>"):]
         assert "Not shown: mjj is not among the model's features" in section[:400]

@@ -374,6 +374,8 @@ def test_the_summary_ranks_by_tmvas_variable_importance(kfold):
            .splitlines()[1:6]]
     assert top == [names[i] for i in np.argsort(-mean, kind="stable")[:5]]
     assert "Top-ranked variables (TMVA's variable importance" in kfold.summary
+    # the report and inspect rank fold 0's model: the summary says its ranking is the mean
+    assert "; the mean of the 3 folds' models):" in kfold.summary
 
 
 def test_kfold_overtraining_figure_says_whose_pvalues_it_prints(kfold, monkeypatch):
@@ -464,3 +466,4 @@ def test_kfold_learning_curve_figure_says_it_is_fold_0s(kfold, tmp_path, monkeyp
         monkeypatch.setattr(plotting, name, recorder(name))
     draw_figures(kfold, tmp_path)
     assert titles["plot_learning_curve"].startswith("fold 0 of 3")
+    assert titles["plot_ranking"].endswith("the mean of the 3 folds' models")  # as summary's

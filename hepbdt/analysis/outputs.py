@@ -187,7 +187,9 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         figures["sculpting"] = lambda: plotting.plot_mass_sculpting(measures)
         figures["decorrelation_front"] = lambda: plotting.plot_decorrelation_front(
             {"this model": measures}, efficiency=None)
-    figures["ranking"] = lambda: plotting.plot_ranking(ranking(result))
+    figures["ranking"] = lambda: plotting.plot_ranking(
+        ranking(result), title=None if result.train_fold is None else
+        f"Variable ranking (split gain), the mean of the {result.k} folds' models")
     # one matrix of all classes (multi-class): at the test's class mix, not the normalised one
     figures["correlation"] = lambda: plotting.plot_correlation_matrices(
         trained.X, None if regression or result.config.multiclass else trained.y,
@@ -425,7 +427,8 @@ def _decorrelation_section(result: TrainResult) -> list[Any]:
     measures = decorrelation_of(result)
     if measures is None:
         return []
-    return [_measures_section(measures, result.config.params, result.config.decorrelate)]
+    return [_measures_section(measures, result.config.params, result.config.decorrelate,
+                              result.k if result.train_fold is not None else None)]
 
 
 def decorrelation_settings(config: AnalysisConfig) -> dict[str, Any]:
@@ -442,9 +445,10 @@ def decorrelation_settings(config: AnalysisConfig) -> dict[str, Any]:
 
 
 def _rebuilt_decorrelation(settings: Mapping[str, Any], params: dict[str, Any], test: Any,
-                           score: np.ndarray) -> list[Any]:
+                           score: np.ndarray, k: int | None = None) -> list[Any]:
     """``hepbdt report``'s decorrelation section: the training's measures rebuilt from the
-    test events of the score trees, or a note where the variable is not in them."""
+    test events of the score trees (a k-fold training's ``k`` folds: every event, scored out
+    of fold), or a note where the variable is not in them."""
     decorrelate = settings.get("decorrelate")
     if not decorrelate:
         return []
@@ -459,11 +463,13 @@ def _rebuilt_decorrelation(settings: Mapping[str, Any], params: dict[str, Any], 
             "<code>decorrelation.json</code> and report.</p>"))]
     measures = decorrelation_measures(score, test.y, np.asarray(test.X)[:, names.index(feature)]
                                       .astype(np.float64), test.w, variable=str(decorrelate[0]))
-    return [_measures_section(measures, params, [str(d) for d in decorrelate])]
+    return [_measures_section(measures, params, [str(d) for d in decorrelate], k)]
 
 
-def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequence[str]) -> Any:
-    """The decorrelation section of ``measures``: the table and the two figures."""
+def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequence[str],
+                      k: int | None = None) -> Any:
+    """The decorrelation section of ``measures``: the table and the two figures; ``k``: of
+    a k-fold training, whose measures are of every event, scored out of fold."""
     from .. import plotting
     from ..report import Section, html_table  # matplotlib: imported with the report
 
@@ -473,7 +479,10 @@ def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequen
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
              cell(r["inverse_signal_jsd"])] for r in measures.rows()]
     text = (f"<p>Decorrelation: {html.escape(decorrelation_text(params))}, from "
-            f"{html.escape(', '.join(decorrelate))}. Test events, cut at each "
+            f"{html.escape(', '.join(decorrelate))}. "
+            + ("Test events" if k is None else f"All events of the {k} folds, each scored by "
+               "the model that did not train on it (not fold 0 alone, as the other sections)")
+            + ", cut at each "
             f"signal efficiency; JSD (base 2) between the {html.escape(measures.variable)} "
             "histogram "
             f"({measures.mass_edges.size - 1} bins) before and after the cut.</p>"
@@ -499,7 +508,8 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
     k = folds.k
     text = (f"<p>{k} models; model i trained on the events with event % {k} != i and scored "
             f"the events with event % {k} == i, so every event in TestTree has the score of a "
-            "model that never saw it. The other sections, the summary too, show fold 0.</p>"
+            "model that never saw it. The other sections, the summary too, show fold 0 "
+            "unless they say otherwise.</p>"
             + html_table(header, table_rows, "kfold-table"))
     if not folds.regression:
         lines = overtraining_lines(folds.combined_overtraining(), k)
@@ -604,7 +614,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   min_background_events=min_background_events,
                   sections=[_kfold_section(folds, min_background_events)]
                   + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
-                                           np.asarray(test_raw, np.float64)),
+                                           np.asarray(test_raw, np.float64), model.k),
                   provenance=provenance)
 
 

@@ -54,7 +54,9 @@ def summarise(result: TrainResult) -> str:
         lines += _decorrelation_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
-    lines += ["", f"Top-ranked variables ({TMVA_RANKING}):"]
+    of_folds = (f"; the mean of the {result.k} folds' models" if result.train_fold is not None
+                else "")
+    lines += ["", f"Top-ranked variables ({TMVA_RANKING}{of_folds}):"]
     for rank, (name, importance) in enumerate(ranking(result).ranked()[:5], start=1):
         lines.append(f"  {rank}. {name:30} {importance:.3f}")
     t = result.timings
