@@ -478,7 +478,8 @@ def _export(args: argparse.Namespace) -> int:
         # the namespace (and include guard) from the file's own name, not its temporary's;
         # a k-fold model's headers each their own, so that one program can hold them all
         "cpp": lambda m, path, where, fold: to_cpp(m, path, namespace=_cpp_namespace(
-            args.namespace, where, fold if len(models) > 1 else None)),
+            args.namespace, where, fold if len(models) > 1 else None),
+            file_name=Path(where).name),
         "tmva": lambda m, path, where, fold: to_tmva_xml(m, path, missing=args.missing),
     }
     done = []

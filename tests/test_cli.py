@@ -97,6 +97,9 @@ def test_export_writes_files_that_score_as_the_model(trained, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("wrote ") == 3 and "(20 trees," in out
     assert "namespace demo_bdt" in header.read_text()
+    # its opening comment names the file, not the temporary it was written to first
+    comment = header.read_text().split("*/")[0]
+    assert '"m.h"' in comment and ".tmp" not in comment
     model = hepbdt.load_model(model_path)
     assert ET.parse(xml).getroot().get("Method") == "BDT::BDT"
     ort = pytest.importorskip("onnxruntime")
@@ -121,6 +124,8 @@ def test_export_of_a_kfold_manifest_and_its_mistakes(tmp_path, capsys):
     out = capsys.readouterr().out
     for name in ("m_fold0.h", "m_fold1.h", "m_fold0.weights.xml", "m_fold1.weights.xml"):
         assert (tmp_path / name).is_file() and name in out
+        if name.endswith(".h"):
+            assert f'"{name}"' in (tmp_path / name).read_text().split("*/")[0]
     assert "event % 2 == i" in out
     assert main(["export", str(manifest)]) == 2
     assert "--onnx FILE, --cpp FILE and/or --tmva FILE" in capsys.readouterr().err

@@ -103,7 +103,8 @@ class CppExportError(ValueError):
     """A model or namespace that cannot be written as a C++ header that evaluates as hepbdt."""
 
 
-def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None) -> dict[str, Any]:
+def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None,
+           file_name: str | None = None) -> dict[str, Any]:
     """Write a fitted model as a dependency-free C++11 header (atomically).
 
     Parameters
@@ -114,6 +115,8 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None)
     namespace : the C++ namespace of the model (ASCII letters, digits and underscores, not
         starting with a digit, not a keyword, not reserved); by default derived from the
         file name (``"my-model.hpp"`` gives ``my_model``).
+    file_name : the header's name as its opening comment gives it; by default ``path``'s
+        (give the final name when ``path`` is a temporary one that is renamed after).
 
     The header defines, in that namespace, ``n_features``, ``n_trees``, ``feature_names``
     and ``double evaluate(const float* x)``: ``decision_function`` (classifier) or
@@ -139,7 +142,7 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None)
     warn_reader_nan(forest, "the C++ header")
     name = namespace_for(namespace, path)
     _check_exportable(forest)
-    text = _header(model, forest, name, Path(path).name)
+    text = _header(model, forest, name, file_name or Path(path).name)
     atomic_write_text(path, text)
     functions = ["evaluate", "evaluate_batch"] + (["probability"] if is_classifier(model) else [])
     return {"path": str(path), "namespace": name, "n_trees": forest.n_trees,
