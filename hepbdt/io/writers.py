@@ -91,8 +91,8 @@ def _unique_names(texts: Sequence[str], reserved: set[str]) -> list[str]:
     gets ``_2``, ``_3``, ..."""
     used = set(reserved)
     names: list[str | None] = [None] * len(texts)
-    plain = [i for i, text in enumerate(texts) if is_branch_name(text)]
-    for i in [*plain, *(i for i in range(len(texts)) if i not in set(plain))]:
+    plain = [is_branch_name(text) for text in texts]
+    for i in sorted(range(len(texts)), key=lambda i: not plain[i]):  # stable: plain ones first
         base = branch_name(texts[i])
         name, suffix = base, 2
         while name in used:
