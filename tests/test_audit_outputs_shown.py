@@ -157,7 +157,7 @@ def test_report_decorrelation_table_shows_nan_as_na_and_the_kept_efficiency(
     m = coarse_measures
     monkeypatch.setattr(outputs, "decorrelation_of", lambda result: m)
     config = SimpleNamespace(params={"decorrelation": "flatness"}, decorrelate=["mjj"])
-    (section,) = outputs._decorrelation_section(SimpleNamespace(config=config))
+    (section,) = outputs._decorrelation_section(SimpleNamespace(config=config, train_fold=None))
     table = section.html[section.html.index("decorrelation-table"):]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
     assert "inf" not in cells and "nan" not in cells, cells
