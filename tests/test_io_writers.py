@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -314,3 +315,58 @@ def test_a_branch_named_as_an_input_branch_holds_that_branch(tmp_path: Path) -> 
         file.mktree("TestTree", {k: v.dtype for k, v in branches.items()}).extend(branches)
     read, _ = read_scores(legacy, "TestTree", ["log(x)", "Jet_pt[:, 0]"])
     np.testing.assert_array_equal(read.X, np.column_stack([x, nj]))
+
+
+ROOT_PACKED = """
+import json, sys
+import ROOT
+ROOT.gInterpreter.Declare(r'''
+void hepbdt_packed(const char* path) {
+  TFile f(path, "RECREATE"); TTree t("Events", "Events");
+  struct { Float_t a; Int_t b; Double_t c; } ll;
+  Int_t n; Double32_t s, a[3], v[4], u[3]; Float16_t h[3];
+  t.Branch("n", &n, "n/I"); t.Branch("s", &s, "s/d[0,10,8]"); t.Branch("u", u, "u[3]/d");
+  t.Branch("a", a, "a[3]/d[0,10,8]"); t.Branch("v", v, "v[n]/d[0,10,8]");
+  t.Branch("h", h, "h[3]/f[0,10,8]"); t.Branch("ll", &ll, "a/F:b/I:c/D");
+  for (int k = 0; k < 500; k++) {
+    n = k % 4; s = 0.013 * k; ll.a = k; ll.b = k; ll.c = k;
+    for (int j = 0; j < 3; j++) { a[j] = 0.01 * ((7 * k + j) % 1000); u[j] = 0.37 * k + j; h[j] = 0.01 * k; }
+    for (int j = 0; j < n; j++) v[j] = 0.01 * ((3 * k + j) % 1000);
+    t.Fill();
+  }
+  t.Write(); f.Close();
+}''')
+ROOT.hepbdt_packed(sys.argv[1])
+tfile = ROOT.TFile.Open(sys.argv[1])  # kept: the tree lives in it
+tree = tfile.Get("Events")
+tree.SetEstimate(1000)
+out = {}
+for name in ("s", "u[1]"):
+    count = tree.Draw(name, "", "goff")
+    out[name] = [tree.GetV1()[i] for i in range(count)]
+print(json.dumps(out))
+"""
+
+
+def test_root_written_packed_floats_are_read_as_root_reads_them_or_refused(tmp_path) -> None:
+    """uproot reads a Double32_t or Float16_t array with a range (``a[3]/d[0,10,8]``) as
+    float32, where ROOT stored packed integers: hepbdt read 2.8e-45 for 0.078125 in 998 of
+    1,000 entries without a word. Such arrays, Float16_t ones and leaf lists of several
+    leaves (a traceback at train) are refused by name; the scalar Double32_t and an array
+    of no range (stored as float) are read as ROOT's TTree::Draw gives them."""
+    from hepbdt.io import BranchTypeError
+
+    path = tmp_path / "packed.root"
+    done = subprocess.run([_root_python(), "-c", ROOT_PACKED, str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    drawn = json.loads(done.stdout.strip().splitlines()[-1])
+    data = read([Sample("s", f"{path}:Events", label=1)], ["s", "u[:, 1]"], progress=False)
+    np.testing.assert_array_equal(data.X[:, 0], np.float32(drawn["s"]))
+    np.testing.assert_array_equal(data.X[:, 1], np.float32(drawn["u[1]"]))
+    for feature, words in (("a[:, 0]", "a Double32_t array stored packed ('a[3]/d[0,10,8]'"),
+                           ("v[:, 0]", "a Double32_t array stored packed ('v[n]/d[0,10,8]'"),
+                           ("h[:, 0]", "a Float16_t array stored packed ('h[3]/f[0,10,8]'"),
+                           ("ll", "a leaf list of 3 leaves ('a/F:b/I:c/D'")):
+        with pytest.raises(BranchTypeError, match=re.escape(words)):
+            read([Sample("s", f"{path}:Events", label=1)], [feature], progress=False)

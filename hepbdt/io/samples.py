@@ -589,11 +589,15 @@ def _branch_kind(branch: Any) -> tuple[str | None, str]:
     from uproot.interpretation.numerical import Numerical
     from uproot.interpretation.strings import AsStrings
 
-    typename = getattr(branch, "typename", "?")
+    unreadable = _unreadable_leaves(branch)
+    if unreadable is not None:
+        return None, unreadable
     try:
+        typename = branch.typename  # uproot's name for it, from its interpretation
         interpretation = branch.interpretation
     except Exception as err:
-        return None, f"a type uproot cannot interpret ({typename}: {err})"
+        return None, (f"a type uproot cannot interpret ({getattr(branch, 'title', '?')!r}: "
+                      f"{type(err).__name__}: {err})")
     if isinstance(interpretation, Numerical):
         shape = tuple(getattr(interpretation, "inner_shape", ()) or ())
         if not shape:
@@ -605,6 +609,35 @@ def _branch_kind(branch: Any) -> tuple[str | None, str]:
     if isinstance(interpretation, AsStrings):
         return None, f"strings ({typename})"
     return None, f"nested objects ({typename}, which uproot reads as {interpretation})"
+
+
+def _unreadable_leaves(branch: Any) -> str | None:
+    """Why a TTree branch's leaves cannot be read as numbers, or None: a leaf list of several
+    leaves (one record an event), or a Float16_t or Double32_t array stored packed (with a
+    range or precision; Double32_t without one is stored as float), whose packed integers
+    uproot reads as floats or not at all (its scalars it decodes)."""
+    try:
+        leaves = list(branch.member("fLeaves"))
+    except Exception:  # not a TTree branch of leaves
+        return None
+    title = str(getattr(branch, "title", ""))
+    if len(leaves) > 1:
+        return (f"a leaf list of {len(leaves)} leaves ({title!r}, one record an event: write "
+                "each leaf as a branch of its own)")
+    classname = getattr(leaves[0], "classname", "") if leaves else ""
+    if classname not in ("TLeafF16", "TLeafD32"):
+        return None
+    try:
+        decoded = type(branch.interpretation).__name__ in ("AsFloat16", "AsDouble32")
+    except Exception:
+        decoded = False
+    packed = classname == "TLeafF16" or "[" in title.partition("/")[2]
+    if decoded or not packed:
+        return None
+    kind = "Float16_t" if classname == "TLeafF16" else "Double32_t"
+    return (f"a {kind} array stored packed ({title!r}; uproot does not decode it, and would "
+            "read the packed integers as floats: write it as Float_t or Double_t"
+            + (", or as Double32_t without a range)" if kind == "Double32_t" else ")"))
 
 
 @dataclass(frozen=True)
