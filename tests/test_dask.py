@@ -75,7 +75,7 @@ def test_classifier_equals_in_memory_bit_for_bit(client, options):
     X, y, w = _data()
     opts = dict(n_trees=6, max_depth=4, random_state=3, quantised_histograms=True, **options)
     memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
-    # The workers' merged edge sketch holds every event below 200,000: the same edges.
+    # The parts send the client their events of non-zero weight: memory's edges.
     dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w), client=client)
     _assert_same_forest(memory.forest_, dist.forest_)
     assert all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_, strict=True))
@@ -202,26 +202,25 @@ def test_predictions_lazy_and_model_is_ordinary(client, tmp_path):
     assert np.array_equal(loaded.decision_function(X), model.decision_function(X))
 
 
-def test_auc_with_the_distributed_sketch(client):
-    from sklearn.metrics import roc_auc_score
-
-    def data(n, seed):
-        rng = np.random.default_rng(seed)
-        X = rng.standard_normal((n, 4)).astype(np.float32)
-        y = X[:, 0] + 0.5 * X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + rng.standard_normal(n) > 0
-        return X, y.astype(int), rng.uniform(0.5, 1.5, n)
-
-    # Above the sketch's 200,000 events the edges come from a sample (another than memory's).
-    X, y, w = data(240_000, 5)
-    X_test, y_test, _ = data(100_000, 6)
-    opts = dict(boosting="newton", n_trees=30, max_depth=3, learning_rate=0.1, random_state=0)
+def test_above_the_edges_subsample_the_fit_is_memorys_bit_for_bit(client):
+    """Above 200,000 events memory's edges see a draw of them; the workers' merged edge
+    sketch drew another sample, so the model differed (0.0008 of test AUC, every score,
+    every printed number of `hepbdt train` with [dask]). The parts now send memory's draw:
+    the same edges and the same model, with events of weight zero (which no edge sees)."""
+    rng = np.random.default_rng(5)
+    n = 240_000
+    X = rng.standard_normal((n, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + rng.standard_normal(n) > 0)
+    y = y.astype(int)
+    w = rng.uniform(0.5, 1.5, n)
+    w[rng.random(n) < 0.05] = 0.0  # 228,000 events of non-zero weight: still a draw
+    opts = dict(boosting="newton", n_trees=30, max_depth=3, learning_rate=0.1, random_state=4)
     memory = BDTClassifier(quantised_histograms=True, **opts).fit(X, y, sample_weight=w)
     dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=60_000), client=client)
-    assert not all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_,
-                                                        strict=True))
-    auc_memory = roc_auc_score(y_test, memory.decision_function(X_test))
-    auc_dist = roc_auc_score(y_test, dist.decision_function(X_test))
-    assert abs(auc_memory - auc_dist) < 0.001
+    assert all(np.array_equal(a, b) for a, b in zip(memory.bin_edges_, dist.bin_edges_,
+                                                    strict=True))
+    _assert_same_forest(memory.forest_, dist.forest_)
+    assert np.array_equal(memory.decision_function(X[:5000]), dist.decision_function(X[:5000]))
 
 
 CLASS_FILE = Path(ROOT).parent / "shared" / "data" / "tmva_class_example.root"

@@ -3,8 +3,9 @@ Dask cluster, giving an ordinary hepbdt model.
 
 The fit (``_DaskFit``) cuts the training events into one contiguous part per worker (in
 the order of the dask array's blocks), and every part lives on its worker for the whole fit
-(:mod:`hepbdt.dask._parts`). Bin edges come from the parts' edge sketches merged (or are
-given); the loss's initial sums from exact, mergeable integer parts, the weights' total and
+(:mod:`hepbdt.dask._parts`). Bin edges are memory's, of the events (or of memory's draw of
+them) the parts send the client (or are given); the loss's initial sums from exact,
+mergeable integer parts, the weights' total and
 mean |w| from numpy's own sums rebuilt from the parts (the softmax's class weights, and the
 class normalisation's, from the sums memory makes, rebuilt from the parts). Gradient and
 newton boosting, of two classes, a regression, or K classes (K trees a round, one a class,
@@ -89,7 +90,7 @@ from ..boosting._loop import (
     update_scores,
 )
 from ..engine._types import check_n_events
-from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges
+from ..engine.binning import SUBSAMPLE_FOR_EDGES, BinMapper, check_edges, fit_bin_edges
 from ..engine.data_parallel import (
     ChunkedSum,
     PairwiseSum,
@@ -381,14 +382,29 @@ class _DaskMixin:
                         for i in range(len(parts))])
 
     def _mapper(self, cluster: Cluster, bin_edges: Any, m: int, offsets: np.ndarray) -> BinMapper:
-        """The bin edges: given, or from the parts' edge sketches merged."""
+        """The bin edges: given, or memory's (``fit_bin_edges``) of the same events: those
+        of non-zero weight, and above SUBSAMPLE_FOR_EDGES of them memory's draw of them,
+        each part sending the client its events of the draw."""
         if bin_edges is not None:
             return BinMapper.from_edges(list(check_edges(bin_edges, m)))
         seed = 0 if self.random_state is None else int(self.random_state)
-        sketches = [cluster.submit_to(i, _parts.sketch, int(offsets[i]), SUBSAMPLE_FOR_EDGES,
-                                      seed) for i in range(len(offsets))]
-        merged = cluster.gather(cluster.sum(sketches, _merge_sketches))
-        return BinMapper.from_edges(list(merged.edges(int(self.max_bins), int(self.n_cuts))))
+        parts = range(len(offsets))
+        counts = cluster.gather([cluster.submit_to(i, _parts.edge_events) for i in parts])
+        every = sum(nonzero for nonzero, _ in counts) == 0  # memory's edges then see them all
+        sizes = np.array([n if every else nonzero for nonzero, n in counts], dtype=np.int64)
+        picks: list[np.ndarray | None] = [None] * len(sizes)
+        if sizes.sum() > SUBSAMPLE_FOR_EDGES:
+            pick = np.sort(np.random.default_rng(seed).choice(int(sizes.sum()),
+                                                              SUBSAMPLE_FOR_EDGES, replace=False))
+            bounds = np.concatenate([[0], np.cumsum(sizes)])
+            picks = [pick[(pick >= lo) & (pick < hi)] - lo
+                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        pieces = cluster.gather([cluster.submit_to(i, _parts.edge_rows, picks[i], every)
+                                 for i in parts])
+        X = np.concatenate([piece[0] for piece in pieces])
+        w = np.concatenate([piece[1] for piece in pieces])
+        return BinMapper.from_edges(fit_bin_edges(X, w, int(self.max_bins), int(self.n_cuts),
+                                                  seed))
 
     @property
     def _adaboost(self) -> bool:
@@ -1013,10 +1029,6 @@ class _Traffic:
                 "plans": self.plans, "leaf_sums": self.leaf_bytes}
 
 
-def _merge_sketches(a, b):
-    return a.merge(b)
-
-
 def _mean_loss(results: list[dict[str, float]]) -> float:
     total = sum(r["weight"] for r in results)
     return sum(r["loss"] for r in results) / total if total != 0 else 0.0
@@ -1054,7 +1066,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         dask array cut as X) choose the events ``n_trees="auto"`` holds out.
 
         ``bin_edges`` (m increasing arrays, e.g. an in-memory model's ``bin_edges_``) bins
-        with those edges; else the edges come from the workers' merged edge sketches.
+        with those edges; else the edges are memory's (``fit_bin_edges``) of the same
+        events: the parts send the client their events of memory's draw.
         ``feature_names`` (and ``feature_definitions``, name -> expression) name the
         model's features, as a named X does in memory (``LazyDataset.feature_names``).
         ``decorrelate`` is refused (the decorrelation is not distributed)."""

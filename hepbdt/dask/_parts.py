@@ -24,7 +24,7 @@ import numpy as np
 from .._util import check_weights, check_X, hash_fraction, uniform_draws_below
 from ..boosting._loop import _OneScore, node_sums, update_scores
 from ..engine._types import CHANNEL_DTYPE
-from ..engine.binning import BinMapper, EdgeSketch
+from ..engine.binning import BinMapper
 from ..engine.data_parallel import (
     ExactPartTree,
     LeafPlan,
@@ -39,7 +39,7 @@ from ..engine.histogram import Quantiser
 from ..estimators import MAX_MAGNITUDE, MIN_MAGNITUDE, check_magnitudes, check_targets
 
 __all__ = ["PartActor", "PartLost", "load", "held_out", "split", "training_weights",
-           "tree_weights", "drawn_counts", "vector_sums", "weights", "sketch", "bin_part",
+           "tree_weights", "drawn_counts", "vector_sums", "weights", "edge_events", "edge_rows", "bin_part",
            "class_sums", "begin_tree", "root", "level", "leaf_splits", "bin_exact", "ada_tree",
            "exact_histograms", "exact_level", "exact_leaf_sums", "ada_evaluate", "ada_sums",
            "ada_add", "leaf_sums", "leaf_values", "finish", "drop", "predict_block"]
@@ -57,7 +57,7 @@ class _Part:
         self.X: np.ndarray | None = X
         self.y = y
         self.w = w
-        self.w_edges: np.ndarray | None = None  # float64 training weights, until the sketch
+        self.w_edges: np.ndarray | None = None  # float64 training weights, until the edges
         self.offset = 0
         self.event: np.ndarray | None = None  # event numbers (int64), until ``split``
         self.valid: _Valid | None = None  # the held-out events of this part
@@ -306,18 +306,33 @@ def weights(key: str, factors: tuple[float, float] | None, dtype: str,
         except ValueError as err:
             return {"refused": (err, _out_of_range(w))}
     part.w = w.astype(dtype)
-    part.w_edges = w  # the edge sketch's, as memory's edges see float64 weights
+    part.w_edges = w  # the edges see float64 weights, as memory's
     return {"refused": None}
 
 
-def sketch(key: str, offset: int, capacity: int, seed: int) -> EdgeSketch:
-    """An edge sketch of the part's events (ids: their indices in the whole sample)."""
+def _edge_weights(part: _Part) -> np.ndarray:
+    """The weights memory's edges see: the float64 training weights (``weights``'s)."""
+    return part.w if part.w_edges is None else part.w_edges
+
+
+def edge_events(key: str) -> tuple[int, int]:
+    """(events of non-zero weight, events) of the part: the events the bin edges can see."""
+    w = _edge_weights(_part(key))
+    return int(np.count_nonzero(w)), int(w.size)
+
+
+def edge_rows(key: str, picks: np.ndarray | None, every: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The features and weights of the part's events that the bin edges see, in row order:
+    those of non-zero weight (every event when ``every``: none in the sample has one), at
+    the positions ``picks`` among them when given (memory's subsample of the whole)."""
     part = _part(key)
-    result = EdgeSketch(part.X.shape[1], capacity, seed)
-    w = part.w if part.w_edges is None else part.w_edges
-    result.update(part.X, w, offset + np.arange(part.X.shape[0], dtype=np.int64))
+    w = _edge_weights(part)
+    rows = np.arange(w.size) if every else np.flatnonzero(w)
+    if picks is not None:
+        rows = rows[picks]
     part.w_edges = None
-    return result
+    return part.X[rows], w[rows]
 
 
 def bin_part(key: str, offset: int, edges: list[np.ndarray], booster: Any,
