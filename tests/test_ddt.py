@@ -270,3 +270,21 @@ def test_a_mass_given_against_x_s_column_is_refused():
     for other in (m / 1000, np.roll(m, 1)):
         with pytest.raises(ValueError, match="column 0, and decorrelate differs"):
             model.decision_function(X, decorrelate=other)
+
+
+def test_learning_curve_log_loss_is_that_of_the_mapped_probability():
+    from sklearn.metrics import log_loss
+
+    from hepbdt.evaluation import learning_curve
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(1600, 3))
+    y = (X[:, 1] + 0.5 * X[:, 2] + rng.normal(size=1600) * 0.8 > 0).astype(int)
+    model = BDTClassifier(boosting="gradient", n_trees=8, max_depth=2, random_state=1,
+                          decorrelation_map="ddt").fit(X[:1000], y[:1000],
+                                                       decorrelate=X[:1000, 0])
+    curve = learning_curve(model, (X[:1000], y[:1000]), (X[1000:], y[1000:]),
+                           match_class_mix=False)
+    staged = list(model.staged_predict_proba(X[1000:]))
+    for k, loss in zip(curve.n_trees, curve.test_loss, strict=True):
+        assert loss == pytest.approx(log_loss(y[1000:], staged[k - 1][:, 1]), rel=1e-9)

@@ -143,6 +143,16 @@ def _stages(model: Any, X_tr: np.ndarray, X_te: np.ndarray, proba: bool
                                   strict=False))
 
 
+def _probability_link(model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """What turns the model's staged raw score into its probability: the estimator's link,
+    or none for a score that is one already (a ``decorrelation_map`` model's mapped F, which
+    its ``staged_predict_proba`` gives unchanged)."""
+    extra = getattr(getattr(model, "forest_", None), "extra", None) or {}
+    if "decorrelation_map" in extra:
+        return None
+    return getattr(model, "_link", None)
+
+
 class _StagedAuc:
     """The weighted ROC AUC of :func:`hepbdt.evaluation.roc_auc` for one sample's scores
     after successive trees.
@@ -359,7 +369,7 @@ def learning_curve(
                                         check_labels(y_te, "test.y").astype(np.int64), w_te)
     y_tr, y_te = y_tr.astype(np.float64), y_te.astype(np.float64)
     step = _stage_step(model, max_points)
-    link = getattr(model, "_link", None) if loss_fn is log_loss else None
+    link = _probability_link(model) if loss_fn is log_loss else None
     aucs = (_StagedAuc(y_tr, w_tr), _StagedAuc(y_te, w_te)) if classifier else None
     stages, tr_loss, te_loss, tr_auc, te_auc = [], [], [], [], []
 
