@@ -474,6 +474,7 @@ def report(
     learning_curve: LearningCurve | None = None,
     figure_files: Mapping[str, str | os.PathLike[str]] | None = None,
     held_out: np.ndarray | None = None,
+    binned: bool | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
 
@@ -521,6 +522,9 @@ def report(
         trained. They count in the samples table and the yields' factors (they are events
         of the split) and are left out of the overtraining check, the training metrics,
         curves and correlations. None: every training event was trained on.
+    binned : True when the features are a binned read's (each value at its bin's lower
+        edge, as the score trees of a binned training hold them); the correlation caption
+        says so. None: True when ``train``'s X is a :class:`~hepbdt.binned.BinnedMatrix`.
     """
     unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
     unpacked = [_in_model_order(model, *u) for u in unpacked]
@@ -555,7 +559,9 @@ def report(
             _regressor_sections(out, model, tr, te, yields, sections, prov)
         if classes is None:
             _ranking_section(out, model, te, names, n_repeats, random_state)
-        _correlation_section(out, tr, te, names, classifier and classes is None)
+        if binned is None:
+            binned = isinstance(tr.X, BinnedMatrix)
+        _correlation_section(out, tr, te, names, classifier and classes is None, binned)
         _learning_curve_section(out, model, tr, te, learning_curve)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     _provenance_section(out, model, prov, names, stamp)
@@ -1076,7 +1082,7 @@ def _subset_text(used: int | None, total: int) -> str:
 
 
 def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[str],
-                         classifier: bool) -> None:
+                         classifier: bool, binned: bool) -> None:
     """Signal and background correlations of a two-class model, else those of all events;
     a multi-class model's training events weighed to the test sample's class mix (the
     per-class normalised training weights would give the matrix an artificial mix)."""
@@ -1089,7 +1095,7 @@ def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[s
                 "(physical) class mix")
     values = ("values in percent in the cells" if len(names) <= plotting.MAX_ANNOTATED_VARIABLES
               else "the colour scale gives the value")
-    if isinstance(tr.X, BinnedMatrix):  # what a binned read keeps of each value
+    if binned:  # what a binned read keeps of each value
         values += ("; a binned read: each value at its bin's lower edge, so a correlation "
                    "of the bins, not of the values")
     out.figure("fig-correlation", f"Weighted linear correlation of the input variables, "

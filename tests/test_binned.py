@@ -393,6 +393,10 @@ def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, cap
     # its correlations are of the bins' lower edges (README), and the report says so
     assert ("a binned read: each value at its bin's lower edge"
             in html.unescape((out / "report.html").read_text()))
+    rebuilt = tmp_path / "rebuilt.html"  # hepbdt report knows it from the output set
+    assert main(["report", str(out / "model.json"), str(out / "scores.root"),
+                 "--output", str(rebuilt)]) == 0
+    assert "a binned read: each value at its bin's lower edge" in html.unescape(rebuilt.read_text())
     friend = tmp_path / "friend.root"
     inputs = [str(REPO / "data" / "signal.root"), str(REPO / "data" / "background_*.root")]
     assert main(["apply", str(out / "model.json"), *inputs, "--output", str(friend),

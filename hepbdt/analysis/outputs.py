@@ -582,12 +582,13 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
     held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
     held = None if held is None else np.asarray(held) != 0
+    binned = bool(settings.get("binned", False))  # the trees hold the bins' lower edges
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,
                       test_fraction=None, min_background_events=min_background_events,
                       sections=_rebuilt_decorrelation(settings, model.get_params(), test,
                                                       model_scores(model, test.X)),
-                      provenance=provenance, held_out=held)
+                      provenance=provenance, held_out=held, binned=binned)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
     if "fold" not in train_scores or branch is None:
         raise ValueError(f"{scores_path}: TrainTree needs the 'fold' and score branches of a "
@@ -615,7 +616,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   sections=[_kfold_section(folds, min_background_events)]
                   + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
                                            np.asarray(test_raw, np.float64), model.k),
-                  provenance=provenance)
+                  provenance=provenance, binned=binned)
 
 
 def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.PathLike,

@@ -95,6 +95,7 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         output_set.commit("model.json", settings={
             "min_background_events": config.output.min_background_events,
             "permutation_repeats": config.output.permutation_repeats,
+            "binned": result.train.binned,
             **decorrelation_settings(config)})
     return result
 
