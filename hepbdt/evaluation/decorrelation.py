@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hepbdt._util import running_sum_slack, weight_exponent
+from hepbdt._util import weight_exponent
+from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 
 from ._data import check_classification, in_class_units
 from ._hist import common_edges, weighted_histogram
@@ -93,14 +94,16 @@ def threshold_at_efficiency(score: NDArray, w: NDArray, efficiency: float) -> fl
     w = np.ldexp(w, -weight_exponent(w))  # exact: weights of 1e305 sum without overflow
     order = np.argsort(-score, kind="stable")
     s = score[order]
-    cumulative = np.cumsum(w[order])
+    cumulative = running_sum(w[order])
     total = cumulative[-1]
     if not total > 0:
         raise ValueError(f"the events' weights sum to {total:g}; an efficiency needs a positive total")
     ends = np.flatnonzero(np.append(s[1:] != s[:-1], True))  # each distinct score's last event
     # a crossing within the running sum's rounding reaches the target (ten million weights of
-    # 0.7 found the next score with a relative 1e-12, where unit weights find this one)
-    slack = max(1e-12 * efficiency * total, running_sum_slack(w.size, np.abs(w).sum()))
+    # 0.7 found the next score with a relative 1e-12, where unit weights find this one); the
+    # compensated sum keeps that below one event at any number of events (the target's own
+    # rounding, eps efficiency total, is within it)
+    slack = RUNNING_SUM_ROUNDING * float(np.abs(w).sum())
     k = int(np.argmax(cumulative[ends] >= efficiency * total - slack))
     return float(s[ends[k]])
 

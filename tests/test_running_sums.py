@@ -1,0 +1,79 @@
+"""Quantiles and cuts at a target weight fraction, against exact (Fraction) sums.
+
+The running sums' rounding allowance was n eps sum |w|: more than one event's weight past
+6.7e7 unit weights, or with one heavy weight among light ones at any size. These cases put
+a heavy event below light ones, so that the allowance covers several light events.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from hepbdt._util import weighted_quantile
+from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
+from hepbdt.evaluation import background_rejection_at
+from hepbdt.evaluation.decorrelation import threshold_at_efficiency
+
+HEAVY = 1e13
+N_LIGHT = 1000
+
+
+def _exact_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
+    """The smallest value at which the exact summed weight reaches q times the total."""
+    order = np.argsort(values, kind="stable")
+    target = Fraction(q) * sum(Fraction(x) for x in w)
+    running = Fraction(0)
+    for i in order:
+        running += Fraction(w[i])
+        if running >= target:
+            return float(values[i])
+    return float(values[order[-1]])
+
+
+def test_running_sum_is_within_its_stated_rounding_of_the_exact_sums():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=20_000) * 10.0 ** rng.uniform(-8, 8, 20_000)
+    exact = np.array([math.fsum(x[:k + 1]) for k in range(0, x.size, 997)])
+    got = running_sum(x)[::997]
+    assert np.all(np.abs(got - exact) <= RUNNING_SUM_ROUNDING * np.abs(x).sum())
+    plain = np.cumsum(x)[::997]  # what the bound is for: the plain sum drifts further
+    assert np.max(np.abs(plain - exact)) > np.max(np.abs(got - exact))
+
+
+@pytest.mark.parametrize("light", [500, 501, 737])
+def test_a_heavy_weight_does_not_move_the_quantile_among_light_ones(light):
+    values = np.arange(N_LIGHT + 1, dtype=np.float64)
+    w = np.ones(N_LIGHT + 1)
+    w[0] = HEAVY
+    q = (HEAVY + light - 0.5) / (HEAVY + N_LIGHT)  # the target halfway into an event
+    assert weighted_quantile(values, w, q) == _exact_quantile(values, w, q) == light
+
+
+def test_a_heavy_weight_does_not_move_the_cut_at_an_efficiency():
+    score = np.arange(N_LIGHT + 1, dtype=np.float64)  # the heavy event scores lowest
+    w = np.ones(N_LIGHT + 1)
+    w[0] = HEAVY
+    efficiency = 499.5 / (HEAVY + N_LIGHT)  # 500 light events reach it, 499 do not
+    # the highest cut score >= t keeping at least that fraction of the exact total
+    total = sum(Fraction(x) for x in w)
+    best = max(t for t in score if sum(Fraction(x) for x in w[score >= t])
+               >= Fraction(efficiency) * total)
+    assert threshold_at_efficiency(score, w, efficiency) == best == 501
+
+
+def test_a_heavy_weight_does_not_let_a_cut_short_of_the_efficiency_count():
+    signal = np.arange(N_LIGHT + 1, dtype=np.float64)
+    w_signal = np.ones(N_LIGHT + 1)
+    w_signal[0] = HEAVY
+    target = 499.5 / (HEAVY + N_LIGHT)  # reached by the cut at 501 (500 light events), not 502
+    # background events just above the cut that reaches the target, below the cuts that do not
+    background = np.array([501.5, 502.5, 503.5, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0])
+    y = np.r_[np.ones(signal.size), np.zeros(background.size)]
+    score = np.r_[signal, background]
+    w = np.r_[w_signal, np.ones(background.size)]
+    rejection = background_rejection_at(y, score, w, target)[0]
+    assert rejection == pytest.approx(0.7)  # a cut at 501 or below keeps the 3 above it
