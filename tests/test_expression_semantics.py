@@ -247,6 +247,18 @@ def test_an_int64_sum_that_would_wrap_is_refused_and_in_double_when_asked() -> N
                                [e * 1e13 for e in BIG64["e"].tolist()], rtol=1e-15)
 
 
+@pytest.mark.parametrize("text", ["9223372036854775807 + 1", "3037000500 * 3037000500 + e",
+                                  "e + 18446744073709551616", "99999999999999999999 > e",
+                                  "-(-9223372036854775807 - 1)"])
+def test_integer_constants_beyond_int64_are_refused_not_exact_python_integers(text) -> None:
+    """Constants computed as Python's unbounded integers: 2**63 passed as an exact value,
+    a larger one failed with Python's OverflowError."""
+    with pytest.raises(ExpressionError, match=r"beyond the 64-bit integer range"):
+        Expression(text, "cut").evaluate(BIG64)
+    # the same numbers in double compute, as ROOT does
+    assert _column("e * 0 + 9223372036854775807.0 + 1", BIG64).tolist() == [2.0**63] * 4
+
+
 def test_a_float32_sum_is_taken_in_double() -> None:
     pt = ak.values_astype(ak.Array([[42.978718, 20.321802, 49.266628]] * 3), np.float32)
     exact = float(np.sum(np.array([42.978718, 20.321802, 49.266628], np.float32), dtype=np.float64))

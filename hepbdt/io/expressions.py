@@ -773,6 +773,11 @@ class Expression:
         if isinstance(node, ast.Constant):
             # Python scalars on purpose: NumPy treats them as weak, so they take the type of
             # the (widened) array they meet.
+            if type(node.value) is int and not _in_int64(node.value):
+                raise self._fail(f"the integer constant {node.value} is beyond the 64-bit "
+                                 "integer range (2**63 - 1); write it as a floating-point "
+                                 "number (with a decimal point or an exponent, 1.8e19) to "
+                                 "compute in double, as ROOT does")
             return node.value
         if isinstance(node, ast.BinOp):
             left = self._eval(node.left, arrays)
@@ -916,6 +921,8 @@ class Expression:
         another chunk gives them."""
         result = operation(*operands)
         dtype = _leaf_dtype(result)
+        if type(result) is int and not _in_int64(result):  # constants: Python's exact ints
+            raise self._beyond_int64(node)
         if dtype is None or dtype.kind not in "iu":
             return result
         # Without wrapping, the float64 result is within a few units of the last place of
@@ -923,9 +930,13 @@ class Expression:
         approximate = operation(*map(_as_float, operands))
         if not _any(_as_float(result) - approximate, lambda gap: abs(gap) > 2.0**62):
             return result
+        raise self._beyond_int64(node)
+
+    def _beyond_int64(self, node: ast.AST) -> ExpressionError:
+        """The refusal of integer arithmetic at ``node`` that goes beyond int64."""
         text = self._source.text
         where = text[slice(*self._source.written(node))]
-        raise self._fail(
+        return self._fail(
             f"{where} goes beyond the 64-bit integer range (2**63 - 1) for some events, where "
             "the integer result would wrap around; "
             + ("an event number must be an exact integer below 2**63 (combine run and event "
@@ -1206,6 +1217,10 @@ def _as_float(value: Any) -> Any:
     """Boolean and integer arrays as float64, for powers (as ROOT's pow)."""
     dtype = _leaf_dtype(value)
     return _astype(value, np.float64) if dtype is not None and dtype.kind in "biu" else value
+
+
+def _in_int64(value: int) -> bool:
+    return -(2**63) <= value < 2**63
 
 
 def _bits_as_int64(value: Any) -> Any:
