@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,24 @@ def _draw_experiment_label(fig: Figure, text: str) -> None:
         mplhep.label.exp_text(exp=exp, text=rest, loc=0, ax=ax, fontsize=18)
 
 
+def _wrap_titles(fig: Figure) -> None:
+    """Break each axes title into lines that fit its axes: one line ran off the figure."""
+    for ax in fig.axes:
+        title = ax.title
+        if title.get_text():
+            width = ax.get_position().width * fig.get_figwidth() * 72.0
+            title.set_text(_fitted(title.get_text(), width, title.get_fontsize()))
+
+
+def _fitted(text: str, width: float, fontsize: float) -> str:
+    """``text`` broken into lines of at most ``width`` points. An estimate from the font
+    size (a character about 0.55 of it wide), so that no renderer is needed before the
+    layout; math text is left as it is."""
+    if "$" in text:
+        return text
+    return textwrap.fill(text, max(20, int(width / (0.55 * fontsize))))
+
+
 def _fix_math_font(fig: Figure) -> None:
     """Math text (the subscripts of the labels) in STIX sans, which ships with matplotlib:
     figures are often saved outside the ROOT style, where the default math fonts would be
@@ -124,16 +143,21 @@ def _fix_math_font(fig: Figure) -> None:
 
 def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
     """Draw inside the mplhep ROOT style, with the experiment label (``exp_label``, else
-    :func:`experiment_label`'s), and save when the call passes ``path``."""
+    :func:`experiment_label`'s), a line above the whole figure when the call passes
+    ``suptitle`` (whose events or models it shows), and save when it passes ``path``.
+    Titles wider than their axes (or the figure) are wrapped onto more lines."""
 
     @functools.wraps(figure)
     def wrapper(*args: Any, path: PathLike | None = None, exp_label: str | None = None,
-                **kwargs: Any) -> Figure:
+                suptitle: str | None = None, **kwargs: Any) -> Figure:
         with mpl.style.context(mplhep.style.ROOT), mpl.rc_context({"figure.figsize": (9, 7)}):
             fig = figure(*args, **kwargs)
             text = exp_label if exp_label is not None else _EXPERIMENT_LABEL.get()
             if text:
                 _draw_experiment_label(fig, text)
+            if suptitle:
+                fig.suptitle(_fitted(suptitle, 0.95 * fig.get_figwidth() * 72.0, 14), fontsize=14)
+            _wrap_titles(fig)
             _fix_math_font(fig)
             fig.tight_layout()
             if path is not None:

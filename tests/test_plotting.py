@@ -170,3 +170,22 @@ def test_long_curves_are_drawn_through_a_subset_that_keeps_their_ends_and_maximu
     keep = (eff_b > 0) & (eff_s > 0)
     assert len(line.get_ydata()) < keep.sum()  # thinned
     assert max(line.get_ydata()) == (1.0 / eff_b[keep]).max()  # the highest rejection drawn
+
+
+def test_long_titles_stay_inside_the_figure(scores):
+    """The k-fold overtraining title ran off the figure's right edge."""
+    y, s, w = scores
+    long = ("fold 0 of 3: its model's training vs test events (the summary's verdict: "
+            "smallest p of 3 folds x 3), a title longer than the axes are wide")
+    figures = [plotting.plot_overtraining(s, y, w, s, y, w, title=long),
+               plotting.plot_roc_and_rejection(y, s, w, suptitle=long),
+               plotting.plot_score_distributions(y, s, w, suptitle=long)]
+    for fig in figures:
+        fig.canvas.draw()
+        box = fig.bbox
+        texts = [ax.title for ax in fig.axes if ax.get_title()]
+        texts += [t for t in fig.texts if t.get_text()]  # the suptitle
+        assert texts
+        for text in texts:
+            extent = text.get_window_extent()
+            assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()

@@ -458,7 +458,7 @@ def test_kfold_learning_curve_figure_says_it_is_fold_0s(kfold, tmp_path, monkeyp
 
     def recorder(name):
         def draw(*args, **kwargs):  # records the title; an empty figure saves quickly
-            titles[name] = kwargs.get("title")
+            titles[name] = kwargs.get("title") or kwargs.get("suptitle")
             return Figure()
         return draw
 
@@ -467,3 +467,8 @@ def test_kfold_learning_curve_figure_says_it_is_fold_0s(kfold, tmp_path, monkeyp
     draw_figures(kfold, tmp_path)
     assert titles["plot_learning_curve"].startswith("fold 0 of 3")
     assert titles["plot_ranking"].endswith("the mean of the 3 folds' models")  # as summary's
+    # the ROC and the scores of every event, each scored by another model, said nothing
+    for name in ("plot_roc_and_rejection", "plot_score_distributions"):
+        assert titles[name].startswith("All events of the 3 folds, each scored by the model "
+                                       "that did not train on it")
+    assert titles["plot_roc_and_rejection"].endswith("training: each model's own training events")

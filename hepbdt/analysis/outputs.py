@@ -166,18 +166,20 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     test, s_te = result.test, result.test_scores
     trained, s_tr = result.trained_events()  # the report's training events, as its figures
     regression = result.config.task == "regression"
+    pooled, with_training = _pooled_titles(result)
     figures: dict[str, Callable[[], Any]] = {}
     if regression:
         figures["predicted_vs_true"] = lambda: plotting.plot_predicted_vs_true(
-            test.y, s_te, test.w)
+            test.y, s_te, test.w, suptitle=pooled)
         figures["resolution"] = lambda: plotting.plot_resolution(
-            resolution_vs_target(test.y, s_te, test.w))
+            resolution_vs_target(test.y, s_te, test.w), suptitle=pooled)
     elif result.config.multiclass:
-        figures.update(_multiclass_figures(result))
+        figures.update(_multiclass_figures(result, with_training))
     else:
         figures["roc"] = lambda: plotting.plot_roc_and_rejection(
-            test.y, s_te, test.w, train=(trained.y, s_tr, trained.w))
-        figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w)
+            test.y, s_te, test.w, train=(trained.y, s_tr, trained.w), suptitle=with_training)
+        figures["scores"] = lambda: plotting.plot_score_distributions(test.y, s_te, test.w,
+                                                                      suptitle=pooled)
         figures["overtraining"] = lambda: plotting.plot_overtraining(
             *_first_fold_comparison(result), title=_first_fold_title(result))
         if result.train_fold is not None:
@@ -212,9 +214,20 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
     return written
 
 
-def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
-    """The per-class ROC curves (one figure) and an overtraining figure per class
-    (``overtraining_<class>``) of a multi-class training."""
+def _pooled_titles(result: TrainResult) -> tuple[str | None, str | None]:
+    """The titles of a k-fold training's figures of every event (and of its training
+    events beside them): each scored by another model. None without k-fold."""
+    if result.train_fold is None:
+        return None, None
+    test = (f"All events of the {result.k} folds, each scored by the model that did not "
+            "train on it")
+    return test, test + "; training: each model's own training events"
+
+
+def _multiclass_figures(result: TrainResult, title: str | None = None
+                        ) -> dict[str, Callable[[], Any]]:
+    """The per-class ROC curves (one figure, ``title`` above it) and an overtraining
+    figure per class (``overtraining_<class>``) of a multi-class training."""
     from .. import plotting  # matplotlib: imported only when figures are drawn
 
     classes = result.config.classes
@@ -225,7 +238,8 @@ def _multiclass_figures(result: TrainResult) -> dict[str, Callable[[], Any]]:
     w_mix = class_mix_weights(train.y, train.w, test.y, test.w)
     figures: dict[str, Callable[[], Any]] = {
         "roc": lambda: plotting.plot_multiclass_roc(test.y, p_te, test.w, class_names=classes,
-                                                    train=(train.y, p_tr, w_mix))}
+                                                    train=(train.y, p_tr, w_mix),
+                                                    suptitle=title)}
     s_tr0, y_tr0, w_tr0, s_te0, y_te0, w_te0 = _first_fold_comparison(result)
     p_tr0, p_te0 = softmax_rows(s_tr0), softmax_rows(s_te0)
     check = multiclass_overtraining_test(p_tr0, y_tr0, w_tr0, p_te0, y_te0, w_te0, classes)
