@@ -246,6 +246,9 @@ class _TreePlan:
         """How the fitted model's tree count (rounds of ``n_classes`` trees) came about;
         ``evaluated``: the rounds grown and evaluated (None: ``rounds`` after the best);
         ``extra``: the forest's record of AdaBoost's skipped trees and stop."""
+        steps = (extra or {}).get("uboost", {}).get("step_trees")
+        if steps:
+            return self._uboost_reason(steps, extra or {})
         short = _adaboost_shortfall(extra or {}) if kept < self.n_trees else ""
         if self.why == "given":
             if kept == self.n_trees:
@@ -274,6 +277,22 @@ class _TreePlan:
                            f"and training stopped {self.rounds} {step}(s) later")
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {after}")
+
+
+    def _uboost_reason(self, steps: list[int], extra: dict) -> str:
+        """A uBoost fit's trees: ``n_trees`` asked of each efficiency step, the trees each
+        kept (a step can leave resampled trees out)."""
+        asked = (f"n_trees={self.n_trees} trees a step" if self.why == "given" else
+                 f"n_trees='auto' took {self.n_trees} trees a step (a fixed count, as the "
+                 "AdaBoost family has no validation loss to stop on)")
+        kept, wanted = sum(steps), self.n_trees * len(steps)
+        if kept == wanted and self.why == "given":
+            return f"n_trees={self.n_trees}"
+        if kept == wanted:
+            return f"{asked}, kept in each of {len(steps)} uBoost efficiency steps ({kept} trees)"
+        spread = (f"{min(steps)}-{max(steps)}" if min(steps) < max(steps) else f"{steps[0]}")
+        return (f"{asked}: kept {kept} of {wanted} trees over {len(steps)} uBoost efficiency "
+                f"steps ({spread} a step); " + _adaboost_shortfall(extra))
 
 
 def _adaboost_shortfall(extra: dict) -> str:
@@ -2160,7 +2179,10 @@ def tree_unit(model: Any) -> str:
     forest = getattr(model, "forest_", None)
     if forest is not None and forest.aggregation == "uboost":
         steps = forest.extra["uboost"]["step_trees"]
-        return f"trees a step, {len(steps)} uBoost efficiency steps ({sum(steps)} trees)"
+        if min(steps) == max(steps):
+            return f"trees a step, {len(steps)} uBoost efficiency steps ({sum(steps)} trees)"
+        return (f"trees in the largest of {len(steps)} uBoost efficiency steps "
+                f"({min(steps)}-{max(steps)} a step, {sum(steps)} trees)")
     k = 1 if forest is None else forest.trees_per_round
     return "trees" if k == 1 else f"rounds of {k} trees"
 

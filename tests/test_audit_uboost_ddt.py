@@ -167,3 +167,24 @@ def test_a_uboost_model_is_described_by_all_its_trees():
     assert _trees_text([model]) == words
     assert f"adaboost boosting: {words} (" in report._describe_model(model, 2)
     assert learning_curve(model, (X, y), (X, y)).unit.endswith("(12 trees)")
+
+
+def test_a_uboost_fit_that_left_trees_out_counts_them_over_its_steps():
+    """Steps of unequal sizes (resampled trees left out): the reason said "kept 196 trees"
+    (the largest step) beside 56 left out of 5 x 200, and the unit "196 trees a step"."""
+    from hepbdt.estimators import tree_unit
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 1000)
+    X = rng.normal(size=(1000, 3)).astype(np.float32)
+    X[:, 0] += y
+    mass = rng.uniform(50, 200, 1000) + 20 * y
+    model = BDTClassifier(boosting="adaboost", decorrelation="uboost", n_trees=40,
+                          subsample=0.1, max_depth=3, random_state=1).fit(X, y, decorrelate=mass)
+    steps = model.forest_.extra["uboost"]["step_trees"]
+    assert min(steps) < max(steps) and model.forest_.n_trees == sum(steps)
+    reason = model.n_trees_reason_
+    assert f"kept {sum(steps)} of {40 * len(steps)} trees over {len(steps)} uBoost" in reason
+    assert f"; {40 * len(steps) - sum(steps)} resampled tree(s) left out" in reason
+    assert tree_unit(model) == (f"trees in the largest of {len(steps)} uBoost efficiency steps "
+                                f"({min(steps)}-{max(steps)} a step, {sum(steps)} trees)")
