@@ -255,9 +255,22 @@ def test_export_newton_classifier_response_is_2p_minus_1(tmp_path):
     _, Xn, y, _ = _data(1)
     model = BDTClassifier(boosting="newton", n_trees=50, max_depth=4, random_state=0).fit(Xn, y)
     assert model.forest_.base_score != 0.0
-    _check_export(model, tmp_path)
+    out, _ = _check_export(model, tmp_path)
     Xe = _eval_points()
     _assert_classifier_response(model, Xe, lambda f: 2.0 / (1.0 + np.exp(-f)) - 1.0)
+    # read back, it is the newton model its parameters say: its own score (it was half of
+    # it), its probabilities, and the same file again
+    back = from_tmva_xml(out)
+    assert back.get_params()["boosting"] == "newton"
+    finite = Xe[~np.isnan(Xe).any(axis=1)]  # a two-class file's Reader walks no NaN event
+    np.testing.assert_allclose(back.decision_function(finite), model.decision_function(finite),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(back.predict_proba(finite), model.predict_proba(finite),
+                               atol=1e-6)
+    again = tmp_path / "again.weights.xml"
+    to_tmva_xml(back, again)
+    np.testing.assert_array_equal(tmva_response(from_tmva_xml(again), Xe), tmva_response(back, Xe))
+    np.testing.assert_array_equal(reader_score(again, Xe[:150]), reader_score(out, Xe[:150]))
 
 
 @pytest.mark.parametrize("loss", ["squared", "huber", "absolute"])

@@ -481,7 +481,9 @@ def from_tmva_xml(path: str | os.PathLike):
     the file's class names in index order and whose ``predict_proba`` is the Reader's
     ``EvaluateMulticlass``.
     ``tmva_response(model, X)`` is the Reader's output; ``decision_function`` is the raw
-    score (Grad: F; AdaBoost: the weighted mean). Cuts, responses, purities and boost
+    score (Grad: F, with P = 1/(1+exp(-2F)); a hepbdt newton classifier's file, which its
+    record of parameters names, gives that model's own F, P = 1/(1+exp(-F)); AdaBoost:
+    the weighted mean). Cuts, responses, purities and boost
     weights are kept as the float32 numbers the Reader uses. The file's options, node
     purities and variable ranges are kept in ``forest_.extra["tmva"]`` for re-export.
     Split gains are not in TMVA files: each split counts 1 in the rankings.
@@ -533,7 +535,19 @@ def from_tmva_xml(path: str | os.PathLike):
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
     if classes is None:
         classes = class_names if class_names is not None else (0, 1)
+    if params.get("boosting") == "newton" and kind == "classifier" and class_names is None:
+        _as_logistic(forest)
     return from_forest(kind, forest, [v["name"] for v in variables], params, classes=classes)
+
+
+def _as_logistic(forest: Forest) -> None:
+    """A hepbdt newton classifier's file back to its own score: the export halved its
+    leaves (TMVA's Grad is P = 1/(1+exp(-2F)), newton's P = 1/(1+exp(-F))), so read as
+    they stand its decision_function was half the model's, beside params saying newton.
+    Doubling the float32 numbers is exact; the re-export halves them again."""
+    forest.value *= 2.0
+    forest.base_score *= 2.0
+    forest.extra["loss"] = "logistic"
 
 
 def _recorded(text: str | None, kind: str, class_names: list[str] | None, where: str
