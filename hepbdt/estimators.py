@@ -400,9 +400,25 @@ def _unsorted_classes_text(classes: np.ndarray) -> str:
             f"classes_ is [{background!r}, {signal!r}] (background, signal), so a high score "
             f"and predict_proba[:, 1] mean {signal!r}, but scikit-learn's scorers and tools "
             "(roc_auc_score, cross_val_score, GridSearchCV, CalibratedClassifierCV, "
-            f"cross_val_predict) take the larger label, {background!r}, as the positive class "
-            "and would read these scores inverted; for them, give labels whose larger value "
-            f"is the signal (e.g. y == {signal!r}); hepbdt's own evaluation is right either way")
+            f"cross_val_predict, soft VotingClassifier) take the larger label, {background!r}, "
+            "as the positive class and would read these scores inverted (soft voting predicts "
+            "the other label); for them, give labels whose larger value is the signal (e.g. "
+            f"y == {signal!r}); hepbdt's own evaluation is right either way")
+
+
+def warn_class_order(model: Any) -> None:
+    """ClassOrderWarning for a two-class classifier whose signal label sorts first (at
+    fit, and again when a saved model is loaded, where nothing else would say it)."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or len(classes) != 2:
+        return
+    try:
+        first = np.unique(classes)[0]
+    except TypeError:  # labels that do not sort (a model file's): no order to read inverted
+        return
+    if first == classes[1]:
+        warnings.warn(_unsorted_classes_text(np.asarray(classes)), ClassOrderWarning,
+                      stacklevel=user_stacklevel())
 
 
 def _whole_or_unchanged(fit):
@@ -1740,9 +1756,7 @@ class BDTClassifier(_BDTBase):
                 signal = self._signal_class(classes)
                 self.classes_ = np.array([classes[classes != signal][0], signal],
                                          dtype=classes.dtype)
-                if signal == classes[0]:
-                    warnings.warn(_unsorted_classes_text(self.classes_), ClassOrderWarning,
-                                  stacklevel=user_stacklevel())
+                warn_class_order(self)
             else:
                 self.classes_ = classes
         bad = _not_in(y, self.classes_)

@@ -29,6 +29,7 @@ from .estimators import (
     BDTRegressor,
     ParameterError,
     from_forest,
+    warn_class_order,
 )
 from .kfold import KFOLD_FORMAT, KFOLD_FORMAT_VERSION, KFoldModel
 from .model import (
@@ -55,8 +56,12 @@ def load_model(path: str | os.PathLike) -> BDTClassifier | BDTRegressor | KFoldM
     path = Path(path)
     doc = _read_json(path)
     if isinstance(doc, dict) and doc.get("kind") == "kfold":
-        return kfold_from_manifest(path, doc)
-    return _estimator_from_file(path, doc)
+        model = kfold_from_manifest(path, doc)
+        warn_class_order(model.models[0])
+        return model
+    estimator = _estimator_from_file(path, doc)
+    warn_class_order(estimator)
+    return estimator
 
 
 def _read_json(path: Path) -> Any:

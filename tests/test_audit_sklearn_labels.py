@@ -37,6 +37,26 @@ def test_signal_label_sorting_first_warns_and_sklearn_reads_it_inverted(labels, 
     assert auc < 0.5 and roc_auc_score(is_signal, model.decision_function(X)) == pytest.approx(1 - auc)
 
 
+def test_a_loaded_model_whose_signal_label_sorts_first_warns_again(tmp_path):
+    """Saved and loaded, it said nothing, and scikit-learn's roc_auc scorer gave 0.09 for
+    an AUC of 0.91."""
+    from hepbdt import load_model
+
+    X, is_signal = _data()
+    y = np.where(is_signal, "signal", "ttbar")
+    with pytest.warns(ClassOrderWarning):
+        model = BDTClassifier(n_trees=10).fit(X, y)
+    model.save(tmp_path / "model.json")
+    with pytest.warns(ClassOrderWarning, match="soft VotingClassifier"):
+        loaded = load_model(tmp_path / "model.json")
+    assert roc_auc_score(y, loaded.decision_function(X)) < 0.5  # what it warns of
+    plain = BDTClassifier(n_trees=10).fit(X, is_signal.astype(int))
+    plain.save(tmp_path / "plain.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClassOrderWarning)
+        load_model(tmp_path / "plain.json")
+
+
 @pytest.mark.parametrize("labels", [(0, 1), ("background", "signal"), ("qcd", "signal"), (-1, 1)])
 def test_signal_label_sorting_last_does_not_warn(labels):
     X, is_signal = _data()
