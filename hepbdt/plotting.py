@@ -28,6 +28,7 @@ import matplotlib as mpl
 import mplhep
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import AutoLocator, MaxNLocator
 
 from hepbdt._util import atomic_path, number_text, percent_text, weight_exponent
 from hepbdt.evaluation._data import check_classification, check_regression_pair, check_weights
@@ -110,12 +111,27 @@ def _draw_experiment_label(fig: Figure, text: str) -> None:
 
 
 def _wrap_titles(fig: Figure) -> None:
-    """Break each axes title into lines that fit its axes: one line ran off the figure."""
+    """Break each axes title and x label into lines that fit its axes: one line ran off
+    the figure (the ranking's x label lost its start)."""
     for ax in fig.axes:
-        title = ax.title
-        if title.get_text():
-            width = ax.get_position().width * fig.get_figwidth() * 72.0
-            title.set_text(_fitted(title.get_text(), width, title.get_fontsize()))
+        width = ax.get_position().width * fig.get_figwidth() * 72.0
+        for text in (ax.title, ax.xaxis.label):
+            if text.get_text():
+                text.set_text(_fitted(text.get_text(), width, text.get_fontsize()))
+
+
+def _spaced_ticks(fig: Figure) -> None:
+    """At most as many x ticks as labels of six characters fit side by side: the style's
+    large tick labels of a score axis ran into each other ("-1.25-1.00-0.75")."""
+    for ax in fig.axes:
+        if ax.get_xscale() != "linear" or type(ax.xaxis.get_major_locator()) is not AutoLocator:
+            continue
+        labels = ax.xaxis.get_ticklabels()
+        size = labels[0].get_fontsize() if labels else mpl.rcParams["xtick.labelsize"]
+        size = size if isinstance(size, int | float) else 12.0
+        width = ax.get_position().width * fig.get_figwidth() * 72.0
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, int(width / (6 * 0.6 * size))),
+                                               steps=[1, 2, 2.5, 5, 10]))
 
 
 def _fitted(text: str, width: float, fontsize: float) -> str:
@@ -158,6 +174,7 @@ def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
             if suptitle:
                 fig.suptitle(_fitted(suptitle, 0.95 * fig.get_figwidth() * 72.0, 14), fontsize=14)
             _wrap_titles(fig)
+            _spaced_ticks(fig)
             _fix_math_font(fig)
             fig.tight_layout()
             if path is not None:

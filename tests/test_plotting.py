@@ -189,3 +189,24 @@ def test_long_titles_stay_inside_the_figure(scores):
         for text in texts:
             extent = text.get_window_extent()
             assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+
+
+def test_score_axis_tick_labels_do_not_run_into_each_other():
+    """The style's large tick labels of a score axis from -1.3 to 0.75 touched
+    ("-1.25-1.00-0.75"), and the ranking's long x label lost its start off the figure."""
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 2000)
+    s = np.clip(rng.normal(np.where(y == 1, 0.4, -0.6), 0.5), -1.316, 0.723)
+    s[:2] = -1.316, 0.723  # the demo's k-fold range, where ticks came every 0.25
+    for fig in (plotting.plot_score_distributions(y, s), plotting.plot_overtraining(
+            s, y, np.ones(y.size), s, y, np.ones(y.size))):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        lo, hi = ax.get_xlim()
+        boxes = sorted((label.get_window_extent() for label in ax.get_xticklabels()
+                        if label.get_text() and lo <= label.get_position()[0] <= hi),
+                       key=lambda box: box.x0)
+        assert len(boxes) >= 3
+        assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))
+        label = ax.xaxis.label.get_window_extent()
+        assert fig.bbox.x0 <= label.x0 and label.x1 <= fig.bbox.x1
