@@ -278,7 +278,6 @@ class _TreePlan:
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {after}")
 
-
     def _uboost_reason(self, steps: list[int], extra: dict) -> str:
         """A uBoost fit's trees: ``n_trees`` asked of each efficiency step, the trees each
         kept (a step can leave resampled trees out)."""
