@@ -325,7 +325,7 @@ _SHARED_TAIL = (
     _Param("validation_fraction", 0.1, "float"), _Param("n_iter_no_change", 10, "int | None"),
     _Param("early_stopping_rounds", None, "int | None"),
     _Param("tol", 0.0, "float"), _Param("quantised_histograms", "auto", "bool | str"),
-    _Param("random_state", None, "int | None"), _Param("n_jobs", None, "int | None"),
+    _Param("random_state", 0, "int | None"), _Param("n_jobs", None, "int | None"),
     _Param("verbose", False, "bool"), _Param("n_vars_per_node", None, "int | str | None"),
     _Param("max_leaves", None, "int | None"),
 )

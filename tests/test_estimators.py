@@ -230,6 +230,22 @@ def test_quantised_model_without_subsampling_needs_no_random_state():
     assert fits[0].to_dict()["forest"] == fits[1].to_dict()["forest"]
 
 
+def test_default_fits_are_the_same_model_every_time():
+    """random_state=None was the default, so BDTClassifier() drew its n_trees="auto"
+    hold-out afresh: two fits on the same events kept 116 and 128 trees (scores up to 1.75
+    apart), and a flatness fit shuffled its ties afresh. None still draws afresh."""
+    X, y, w = _data(n=3000, nan=0.0)
+    fits = [hepbdt.BDTClassifier().fit(X, y, w) for _ in range(2)]
+    assert fits[0].get_params()["random_state"] == 0
+    assert fits[0].to_dict()["forest"] == fits[1].to_dict()["forest"]
+    m = X[:, 0]
+    flat = [hepbdt.BDTClassifier(decorrelation="flatness", n_trees=10).fit(X, y, w, decorrelate=m)
+            for _ in range(2)]
+    assert flat[0].to_dict()["forest"] == flat[1].to_dict()["forest"]
+    fresh = [hepbdt.BDTClassifier(random_state=None).fit(X, y, w) for _ in range(2)]
+    assert fresh[0].to_dict()["forest"] != fresh[1].to_dict()["forest"]
+
+
 def test_quantised_histograms_refused_where_they_cannot_serve():
     X, y, w = _data()
     with pytest.raises(ValueError, match="min_node_size=0"):
