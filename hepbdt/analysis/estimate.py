@@ -88,11 +88,13 @@ _OUTPUT_CLASS_BYTES = 128
 # missing values (their pairs' passes; tracemalloc of correlation_matrices, 400k x 28):
 # a fixed cost per feature.
 _CORRELATION_VALUE_BYTES = 48
-# A read holds the baskets (TTree) or cluster (RNTuple) it decompresses about three times
-# at its peak: the pages, the arrays made of them and the chunk's evaluation (measured:
-# 127 MB beyond the filled arrays reading the demo's branches from one-cluster RNTuples of
-# 400,000 entries, 44.6 MB of uncompressed pages each; tracemalloc).
+# A read holds the baskets of a TTree it decompresses about three times at its peak: the
+# pages, the arrays made of them and the chunk's evaluation. An RNTuple's cluster is read
+# once into arrays that its chunks slice (TreeReader._iterate_clusters): 1.0 copies beyond
+# the filled arrays measured (tracemalloc, one-cluster files of 200,000 and 800,000
+# entries x 22 columns), 1.5 counted for jagged fields' offsets and the chunk's evaluation.
 _READ_UNIT_COPIES = 3
+_CLUSTER_COPIES = 1.5
 _HOUR = 3600.0
 
 
@@ -115,8 +117,8 @@ class Estimate:
 
 def _read_sizes(config: AnalysisConfig) -> tuple[int, int]:
     """Entries of every sample's trees (before cuts), and the most bytes one tree's read
-    decompresses at once (:func:`read_unit_bytes` of the branches its expressions use),
-    from the file headers only."""
+    holds for what it decompresses at once (:func:`read_unit_bytes` of the branches its
+    expressions use, times the copies a read makes of it), from the file headers only."""
     total, unit = 0, 0
     for sample in config.make_samples():
         context = f"sample {sample.name!r}"
@@ -130,7 +132,9 @@ def _read_sizes(config: AnalysisConfig) -> tuple[int, int]:
                 with uproot.open(source.path, array_cache=None) as file:
                     tree = get_tree(file, source, context)
                     total += int(tree.num_entries)
-                    unit = max(unit, read_unit_bytes(tree, names))
+                    copies = (_READ_UNIT_COPIES if isinstance(
+                        tree, uproot.behaviors.TBranch.HasBranches) else _CLUSTER_COPIES)
+                    unit = max(unit, int(copies * read_unit_bytes(tree, names)))
             except Exception:  # noqa: BLE001 - unreadable files are check_inputs' to report
                 continue
     return total, unit
@@ -186,7 +190,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                                                              + _SKETCH_EVENT_BYTES)
     # the read: the arrays it fills, and the baskets or clusters it decompresses (uproot
     # writes a dict of arrays as an RNTuple of one cluster: then a whole file's branches)
-    unit_bytes = _READ_UNIT_COPIES * read_unit
+    unit_bytes = read_unit
     memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) + unit_bytes)
     binned_memory = max(binned_memory, events * (features + _EVENT_BYTES) + unit_bytes)
     if available_bytes is None:
