@@ -54,9 +54,10 @@ _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 18, 58
 _EDGE_SAMPLE_BYTES = 8
 # The report and figures of a binned training (measured: 490 bytes an event at 400k x 28
 # with both, against 280 estimated without them): room for float values of the features
-# (8 bytes a value, an upper bound: the multi-class staged scores and the float fallbacks
-# see them; the binary staged scores and the permutation tests read the codes), plus the
-# scores, curves and their sorts (about 64 bytes an event).
+# (8 bytes a value for more than two classes, an upper bound: the multi-class staged
+# scores and the float fallbacks see them; 4 otherwise, the score trees' float32 values,
+# as the binary staged scores and the permutation tests read the codes), plus the scores,
+# curves and their sorts (about 64 bytes an event).
 _BINNED_OUTPUT_FEATURE_BYTES, _OUTPUT_EVENT_BYTES = 2 * _FEATURE_BYTES, 64
 # Per sampled event of the binned read's sketch besides its floats: its key and weight.
 _SKETCH_EVENT_BYTES = 16
@@ -176,12 +177,17 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
                               + fit_bytes)
     if config.output.report or config.output.figures:
-        binned_memory += _report_bytes(config, events, features,  # each extra class's too
-                                       _BINNED_OUTPUT_FEATURE_BYTES)
-        # the correlation figure's float blocks beside the codes held (100,000 x 28 with
-        # the report and figures: 81 MB at the peak, 79 MB estimated without this term)
+        # the outputs, written after the fits (whose copy and channels are gone) beside
+        # the codes held: the report's room (each extra class's too) and the correlation
+        # figure's float blocks (100,000 x 28 with the report and figures: 81 MB at the
+        # peak, 79 MB estimated without this term). Added to the fit's peak, the estimate
+        # of 4M x 20 was 1.8 GB where the run took 0.78 GB beyond the process's own, more
+        # than the float read's 1.4 GB, so binned = "auto" never chose binned.
         binned_memory = max(binned_memory, events * (features * _CODE_BYTES + _EVENT_BYTES)
-                            * copies + _correlation_bytes(events, features))
+                            * copies + _report_bytes(
+                                config, events, features, _BINNED_OUTPUT_FEATURE_BYTES
+                                if config.multiclass else _FEATURE_BYTES)
+                            + _correlation_bytes(events, features))
     # k-fold's training rows are written as floats whatever the read (2M x 10, 10 folds:
     # 2.6 GB at the peak where this term was missing and the estimate said 954 MB)
     binned_memory += _kfold_rows_bytes(config, trained, features, fit_bytes)
