@@ -366,6 +366,29 @@ def test_read_unit_bytes_counts_the_largest_basket_or_cluster_of_the_branches_us
     assert read_unit_bytes(tree, ["nothing"]) == 0
 
 
+def test_read_unit_bytes_sees_a_basket_made_large_by_one_event(tmp_path):
+    """A basket's size was its entries times the branch's mean bytes an entry: one event of
+    2M jagged elements among a basket's 1,000 counted for a fraction of it. Against the
+    baskets' own uncompressed sizes (their keys, which the estimate does not read)."""
+    import awkward as ak
+
+    from hepbdt.io.samples import read_unit_bytes
+
+    rng = np.random.default_rng(3)
+    with uproot.recreate(tmp_path / "giant.root") as f:
+        f.mktree("t", {"j": "var * float32"})
+        for k in range(4):
+            counts = np.full(1_000, 3)
+            if k == 1:
+                counts[500] = 2_000_000
+            values = rng.normal(size=counts.sum()).astype(np.float32)
+            f["t"].extend({"j": ak.unflatten(values, counts)})
+    branch = uproot.open(tmp_path / "giant.root")["t"]["j"]
+    actual = max(branch.basket_uncompressed_bytes(i) for i in range(branch.num_baskets))
+    assert actual > 8_000_000
+    assert read_unit_bytes(uproot.open(tmp_path / "giant.root")["t"], ["j"]) >= 0.9 * actual
+
+
 def test_read_unit_bytes_ends_on_field_records_whose_parents_loop():
     """A damaged RNTuple's field records may name each other as parents: the walk over a
     field's descendants and anonymous levels visits each field once."""

@@ -999,14 +999,22 @@ def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
 
 
 def _largest_basket_bytes(branch: Any) -> int:
-    """A TTree branch's largest basket: its entries times the branch's mean uncompressed
-    bytes an entry (fTotBytes, 0 for a basket kept inside the branch's own record)."""
+    """A TTree branch's largest basket, from the branch's record alone: the larger of its
+    most entries times the branch's mean uncompressed bytes an entry, and its most
+    compressed bytes times the branch's mean compression (fTotBytes / fZipBytes). Entries
+    alone took a basket holding one event of 60M jagged elements (240 MB) among 20,000
+    for a twentieth of its size; its compressed bytes show it."""
     entries = int(branch.member("fEntries"))
     if entries <= 0 or branch.num_baskets == 0:
         return 0
+    total = int(branch.member("fTotBytes"))
     largest = max(stop - start for start, stop in
                   (branch.basket_entry_start_stop(i) for i in range(branch.num_baskets)))
-    return int(largest * int(branch.member("fTotBytes")) / entries)
+    by_entries = largest * total / entries
+    compressed = np.asarray(branch.member("fBasketBytes"))[:branch.num_baskets]
+    zipped = int(branch.member("fZipBytes"))
+    by_bytes = float(compressed.max()) * total / zipped if compressed.size and zipped > 0 else 0
+    return int(max(by_entries, by_bytes))
 
 
 def _cluster_bytes(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int, int]]:
