@@ -846,7 +846,10 @@ class TreeReader:
             return
         self._check_basket_sizes(0, self.num_entries)
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
-            yield from self._iterate_clusters(self._step_entries(step_size), executor)
+            step = self._step_entries(step_size)
+            # where uproot cannot size a step (1), a cluster's chunks are 100,000 entries
+            yield from self._iterate_clusters(step if step > 1 or isinstance(step_size, int)
+                                              else 100_000, executor)
             return
         wanted = set(self.branches)
         start = 0
