@@ -410,3 +410,40 @@ def test_read_unit_bytes_ends_on_field_records_whose_parents_loop():
     records[1].parent_field_id = 0  # jet -> _0 -> {_1 -> _0 ..., pt}
     assert _largest_cluster_bytes(rntuple, ["jet.pt"]) == 40
     assert _largest_cluster_bytes(rntuple, ["jet"]) == 40
+
+
+def test_no_entries_are_typed_from_the_branch_records_without_a_read(tmp_path) -> None:
+    """``--check`` typed the expressions from uproot's read of no entries, which
+    decompresses the first basket (566 MB for one holding an event of 60M jagged
+    elements). The types come from the branch records now: the same as that read's."""
+    import awkward as ak
+
+    from hepbdt.io.expressions import Expression
+    from hepbdt.io.samples import Source, TreeReader
+
+    path = tmp_path / "types.root"
+    columns = {"f": np.ones(10, np.float32), "d": np.ones(10), "i": np.ones(10, np.int16),
+               "u": np.ones(10, np.uint64), "b": np.ones(10, bool),
+               "a": np.ones((10, 3), np.float32),
+               "j": ak.Array([[1.0, 2.0]] * 10), "k": ak.Array([[1, 2, 3]] * 10)}
+    with uproot.recreate(path) as f:
+        f.mktree("t", {name: value.type.content if isinstance(value, ak.Array) else
+                       (value.dtype, value.shape[1:]) for name, value in columns.items()})
+        f["t"].extend(columns)
+    names = list(columns)
+    with uproot.open(path, array_cache=None) as f:
+        reader = TreeReader(f, Source(str(path), "t"), [Expression(n) for n in names], "test")
+        read = reader.read(0, 0)
+
+        def no_read(*args, **kwargs):
+            raise AssertionError("a read")
+
+        reader.tree.arrays = no_read
+        typed = reader.no_entries()
+    assert set(typed) == set(read)
+    for name in names:
+        assert type(typed[name]) is type(read[name]), name
+        if isinstance(read[name], np.ndarray):
+            assert typed[name].dtype == read[name].dtype and typed[name].shape == read[name].shape
+        else:
+            assert str(typed[name].type) == str(read[name].type), name

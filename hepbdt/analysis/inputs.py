@@ -51,7 +51,7 @@ def _check_shapes(file: Any, src: Source, roles: list[tuple[str | None, str, str
     expressions = [Expression(text, role) for _, _, text, role in roles]
     try:
         reader = TreeReader(file, Source(src.path, src.tree), expressions, context)
-        no_entries = reader.read(0, 0)
+        no_entries = reader.no_entries()
     except InputError as exc:
         problems.add(section, None, str(exc))
         return
