@@ -110,28 +110,21 @@ def _draw_experiment_label(fig: Figure, text: str) -> None:
         mplhep.label.exp_text(exp=exp, text=rest, loc=0, ax=ax, fontsize=18)
 
 
-def _wrap_titles(fig: Figure) -> None:
-    """Break each axes title and x label into lines that fit its axes: one line ran off
-    the figure (the ranking's x label lost its start)."""
+def _fit_axes(fig: Figure) -> None:
+    """Break each axes title and x label into lines that fit its axes (one line ran off
+    the figure: the ranking's x label lost its start), and space a linear x axis's ticks
+    for labels of six characters (the style's large tick labels of a score axis ran into
+    each other: "-1.25-1.00-0.75")."""
+    tick_size = mpl.font_manager.FontProperties(
+        size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
     for ax in fig.axes:
         width = ax.get_position().width * fig.get_figwidth() * 72.0
         for text in (ax.title, ax.xaxis.label):
             if text.get_text():
                 text.set_text(_fitted(text.get_text(), width, text.get_fontsize()))
-
-
-def _spaced_ticks(fig: Figure) -> None:
-    """At most as many x ticks as labels of six characters fit side by side: the style's
-    large tick labels of a score axis ran into each other ("-1.25-1.00-0.75")."""
-    for ax in fig.axes:
-        if ax.get_xscale() != "linear" or type(ax.xaxis.get_major_locator()) is not AutoLocator:
-            continue
-        labels = ax.xaxis.get_ticklabels()
-        size = labels[0].get_fontsize() if labels else mpl.rcParams["xtick.labelsize"]
-        size = size if isinstance(size, int | float) else 12.0
-        width = ax.get_position().width * fig.get_figwidth() * 72.0
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, int(width / (6 * 0.6 * size))),
-                                               steps=[1, 2, 2.5, 5, 10]))
+        if ax.get_xscale() == "linear" and type(ax.xaxis.get_major_locator()) is AutoLocator:
+            ax.xaxis.set_major_locator(MaxNLocator(
+                nbins=max(3, int(width / (6 * 0.6 * tick_size))), steps=[1, 2, 2.5, 5, 10]))
 
 
 def _fitted(text: str, width: float, fontsize: float) -> str:
@@ -173,8 +166,7 @@ def _figure(figure: Callable[..., Figure]) -> Callable[..., Figure]:
                 _draw_experiment_label(fig, text)
             if suptitle:
                 fig.suptitle(_fitted(suptitle, 0.95 * fig.get_figwidth() * 72.0, 14), fontsize=14)
-            _wrap_titles(fig)
-            _spaced_ticks(fig)
+            _fit_axes(fig)
             _fix_math_font(fig)
             fig.tight_layout()
             if path is not None:

@@ -434,24 +434,27 @@ def _groups(data: Any, y: np.ndarray, classifier: bool, classes: Sequence[str] |
                     if classes is not None else _role(y[rows], classifier))
             groups.append((str(name), role, rows))
         return groups
-    codes = y.astype(np.int64) if classes is not None or classifier else np.zeros(y.size, np.int64)
     if classes is not None:
-        return [(name, name, rows) for name, rows in zip(classes, _members(codes, len(classes)),
-                                                          strict=True)]
+        members = _members(y.astype(np.int64), len(classes))
+        return [(name, name, rows) for name, rows in zip(classes, members, strict=True)]
     if classifier:
-        background, signal = _members(codes, 2)
+        background, signal = _members(y.astype(np.int64), 2)
         return [("signal", "signal", signal), ("background", "background", background)]
-    return [("all events", "target", _members(codes, 1)[0])]
+    return [("all events", "target", np.arange(y.size, dtype=_position_dtype(y.size)))]
 
 
 def _members(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
     """The positions of the events of each code 0 .. n_groups - 1, increasing (int32 below
     2**31 events); codes outside that range belong to none."""
-    dtype = np.int32 if codes.size < 2**31 else np.int64
-    order = np.argsort(codes, kind="stable").astype(dtype)
+    order = np.argsort(codes, kind="stable").astype(_position_dtype(codes.size))
     counts = np.bincount(codes[(codes >= 0) & (codes < n_groups)], minlength=n_groups)
     first = np.searchsorted(codes[order], 0) if codes.size else 0
     return np.split(order[first:first + counts.sum()], np.cumsum(counts)[:-1])
+
+
+def _position_dtype(n: int) -> type:
+    """The dtype of positions among ``n`` events: int32 below 2**31."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _role(y: np.ndarray, classifier: bool) -> str:

@@ -846,10 +846,7 @@ class TreeReader:
             return
         self._check_basket_sizes(0, self.num_entries)
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
-            step = self._step_entries(step_size)
-            # where uproot cannot size a step (1), a cluster's chunks are 100,000 entries
-            yield from self._iterate_clusters(step if step > 1 or isinstance(step_size, int)
-                                              else 100_000, executor)
+            yield from self._iterate_clusters(self._step_entries(step_size, 100_000), executor)
             return
         wanted = set(self.branches)
         start = 0
@@ -912,16 +909,17 @@ class TreeReader:
                 yield ({name: value[start - first:stop - first] for name, value in arrays.items()},
                        start, stop)
 
-    def _step_entries(self, step_size: int | str) -> int:
-        """The entries of one chunk of ``iterate`` (1 where uproot cannot say)."""
+    def _step_entries(self, step_size: int | str, unknown: int = 1) -> int:
+        """The entries of one chunk of ``iterate`` (``unknown`` where uproot cannot say:
+        1 for an error's message, a cluster's chunks take 100,000)."""
         if isinstance(step_size, int):
             return step_size
         try:
             wanted = set(self.branches)
             return max(1, int(self.tree.num_entries_for(
                 step_size, filter_name=lambda name: name in wanted)))
-        except Exception:  # noqa: BLE001 - only for an error's message
-            return 1
+        except Exception:  # noqa: BLE001 - sized otherwise
+            return unknown
 
     def read(self, start: int, stop: int, executor: Any = None) -> dict[str, Any]:
         """The arrays of entries [start, stop), as :meth:`iterate` yields a chunk."""
