@@ -8,6 +8,7 @@ Every expected value is computed here with NumPy, Awkward or Python integers dir
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import awkward as ak
@@ -575,3 +576,36 @@ def test_a_conditional_expression_widens_small_unsigned_integers():
         assert np.array_equal(_column(f"u8 if flag else {other}", arrays), expected)
         assert np.array_equal(_column(f"where(flag, u8, {other})", arrays), expected)
     assert np.array_equal(_passes("(u8 if flag else -1) < 0", arrays), ~flag)
+
+
+ROOT_SPELLINGS = [  # ROOT's spelling, the one the error offers, it written out, ROOT's value
+    ("Sum$(Jet_pt > 30)", "sum(...)", "sum(Jet_pt > 30)",
+     lambda: [sum(p > 30 for p in row) for row in JET_PT.tolist()]),
+    ("Length$(Jet_pt)", "num(...)", "num(Jet_pt)", lambda: N_JET),
+    ("Max$(Jet_pt)", "max(...)", "max(Jet_pt)",
+     lambda: [max(row) if row else np.nan for row in JET_PT.tolist()]),
+    ("TMath::Abs(nJet - 2)", "abs(...)", "abs(nJet - 2)", lambda: np.abs(N_JET - 2)),
+    ("TMath::Power(nJet, 2)", "pow(...)", "pow(nJet, 2)", lambda: N_JET.astype(float) ** 2),
+    ("std::sqrt(nJet)", "sqrt(...)", "sqrt(nJet)", lambda: np.sqrt(N_JET)),
+    ("nJet * TMath::Pi()", "pi", "nJet * pi", lambda: N_JET * np.pi),
+    ("nJet > 1 ? nJet : 0", "where(c, a, b)", "where(nJet > 1, nJet, 0)",
+     lambda: np.where(N_JET > 1, N_JET, 0)),
+]
+
+
+@pytest.mark.parametrize("root, offered, ours, expected", ROOT_SPELLINGS,
+                         ids=[spelling[0] for spelling in ROOT_SPELLINGS])
+def test_root_spellings_name_this_languages(root, offered, ours, expected):
+    """A ROOT-only spelling (TTreeFormula's Sum$, TMath::, the ternary) is refused with the
+    spelling that computes the same, and that spelling gives ROOT's value."""
+    with pytest.raises(ExpressionError, match=re.escape(f"is written {offered} here")):
+        Expression(root)
+    got = np.asarray(Expression(ours).evaluate(ARRAYS), dtype=float)
+    np.testing.assert_allclose(got, np.asarray(expected(), dtype=float), rtol=1e-6, equal_nan=True)
+
+
+def test_root_spelling_without_equivalent_lists_the_functions():
+    """Alt$ and TMath functions this language lacks are named, with the valid functions."""
+    for text, name in (("Alt$(Jet_pt[0], 0)", "Alt$"), ("TMath::Landau(nJet)", "TMath::Landau")):
+        with pytest.raises(ExpressionError, match=re.escape(name) + ".*no equivalent.*abs, acos"):
+            Expression(text)

@@ -56,8 +56,9 @@ zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise
 (ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
 binds looser than ``*`` and ``/``: ``a % (b * c)``) and ``%`` of a number with a fraction
-(ROOT truncates both sides to integers). ROOT's ``c ? a : b``, ``TMath::Abs`` and the like
-do not parse here: write ``where(c, a, b)``, ``abs``.
+(ROOT truncates both sides to integers). ROOT's ``c ? a : b``, ``Sum$``, ``TMath::Abs`` and
+the like do not parse here; the error names the spelling that does (``where(c, a, b)``,
+``sum``, ``abs``).
 
 Numbers are computed as in ROOT's formulas, which work in double precision, without
 wrapping around: before arithmetic and comparisons, float32 values become float64 (so
@@ -201,6 +202,18 @@ FUNCTIONS: frozenset[str] = frozenset(
 )
 
 _SUMMING = frozenset({"sum", "prod", "mean", "std"})  # reductions that add float32 elements
+
+# ROOT's spellings that do not parse here, and how an expression writes them
+_ROOT_LIST_FUNCTIONS = {"Sum": "sum", "Length": "num", "Max": "max", "Min": "min"}
+_ROOT_MATH = {"Abs": "abs", "Sqrt": "sqrt", "Exp": "exp", "Log": "log", "Log10": "log10",
+              "Log2": "log2", "Power": "pow", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+              "ASin": "asin", "ACos": "acos", "ATan": "atan", "ATan2": "atan2",
+              "SinH": "sinh", "CosH": "cosh", "TanH": "tanh", "ASinH": "asinh",
+              "ACosH": "acosh", "ATanH": "atanh", "Floor": "floor", "Ceil": "ceil",
+              "Hypot": "hypot", "Min": "minimum", "Max": "maximum", "IsNaN": "isnan",
+              "Finite": "isfinite", "Pi": "pi", "E": "e"}
+_ROOT_SPELLING = re.compile(r"\b(?:(TMath|std)::(\w+)|(\w+)\$)|\?")
+
 
 _BINARY_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
@@ -401,11 +414,11 @@ class Expression:
             pointer = f"\n    {written[line_start:line_end]}\n    {' ' * (at - line_start)}^"
         return ExpressionError(
             f"{self.named} {quote_expression(self.text)} does not parse: "
-            f"{err.msg}{pointer}\n"
-            "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
-            "&& || ! (or and, or, not) to combine conditions, & | ~ (with parentheses "
-            "around comparisons), subscripts such as x[:, 0], and the functions "
-            + ", ".join(sorted(FUNCTIONS))
+            f"{err.msg}{pointer}\n" + (_root_spelling(self._source.source) or (
+                "Valid expressions use branch names, numbers, + - * / ** %, comparisons, "
+                "&& || ! (or and, or, not) to combine conditions, & | ~ (with parentheses "
+                "around comparisons), subscripts such as x[:, 0], and the functions "
+                + ", ".join(sorted(FUNCTIONS))))
         )
 
     def __repr__(self) -> str:
@@ -1033,6 +1046,33 @@ class Expression:
                 "where(any(Lep_pt > 20), sum(Jet_pt), 0)"
             )
         return value[mask]
+
+
+def _root_spelling(source: str) -> str | None:
+    """How this language writes the first of ROOT's spellings (``Sum$``, ``TMath::Abs``,
+    ``c ? a : b``) in ``source``, or None where it has none of them."""
+    found = _ROOT_SPELLING.search(source)
+    if found is None:
+        return None
+    namespace, name, formula = found.groups()
+    if found.group(0) == "?":
+        return "ROOT's c ? a : b is written where(c, a, b) here (or a if c else b)"
+    if formula is not None:
+        ours = _ROOT_LIST_FUNCTIONS.get(formula)
+        if ours is None:
+            return (f"ROOT's {formula}$ has no equivalent here; the functions are "
+                    + ", ".join(sorted(FUNCTIONS)))
+        empty = {"max": " (NaN for an event without elements, where ROOT's Max$ gives 0)",
+                 "min": " (NaN for an event without elements, where ROOT's Min$ gives 0)"}
+        return f"ROOT's {formula}$(...) is written {ours}(...) here{empty.get(ours, '')}"
+    ours = _ROOT_MATH.get(name) if namespace == "TMath" else (
+        name if name in FUNCTIONS or name in CONSTANTS else None)
+    if ours is None:
+        return (f"{namespace}::{name} has no equivalent here; the functions are "
+                + ", ".join(sorted(FUNCTIONS)))
+    if ours in CONSTANTS:
+        return f"{namespace}::{name}() is written {ours} here"
+    return f"{namespace}::{name}(...) is written {ours}(...) here"
 
 
 def quote_expression(text: str) -> str:
