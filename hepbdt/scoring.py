@@ -457,7 +457,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             out_tree = output_tree or reader.tree_name
             members = groups.setdefault(out_path, {}).setdefault(out_tree, [])
             _check_one_chain(members, reader.tree_name, out_path, out_tree)
-            members.append((Source(source.path, reader.tree_name), reader.num_entries))
+            members.append((Source(source.path, reader.tree_path), reader.num_entries))
             total += reader.num_entries
     check_constant_names(constant_uses)  # a branch in one input is not a constant in another
     input_paths = {os.path.realpath(s.path) for s in sources}
@@ -479,7 +479,7 @@ def _check_one_chain(members: list[tuple[Source, int]], tree_name: str, out_path
     """ApplyOptionError when an output tree would hold the scores of input trees of other
     names (``--output-tree`` over TreeS and TreeB): a friend of their chain alone, which
     attached to either tree gives its entries the other's scores."""
-    names = {source.tree for source, _ in members}
+    names = {source.tree.split(";")[0] for source, _ in members}
     if members and tree_name not in names:
         raise ApplyOptionError(
             f"apply: the output tree {out_tree!r} of {out_path!r} would hold the scores of the "

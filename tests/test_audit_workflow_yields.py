@@ -19,7 +19,7 @@ from hepbdt.analysis.workflow import TrainingError
 DATA = Path(__file__).resolve().parents[1] / "data"
 PRESELECTION = "event % 10 == 0"
 # name: (file, cut, scale, class): two samples per class, scales and cuts that differ
-SAMPLES = {"signal": ("signal.root", None, 1.0, 1),
+SAMPLES = {"signal": ("signal.root", "HT <= 300", 1.0, 1),  # one file's events in two samples
            "sig_hard": ("signal.root", "HT > 300", 3.0, 1),
            "qcd": ("background_qcd.root", "HT > 50", 1.0, 0),
            "ttbar": ("background_ttbar.root", None, 0.5, 0)}
@@ -68,7 +68,9 @@ def _truth(file: str, cut: str | None, scale: float) -> tuple[np.ndarray, np.nda
     event = a["event"].astype(np.int64)
     keep = event % 10 == 0
     if cut is not None:
-        keep &= a["HT"] > float(cut.removeprefix("HT > "))  # every cut here is "HT > x"
+        low = cut.startswith("HT <= ")  # every cut here is "HT > x" or "HT <= x"
+        edge = float(cut.removeprefix("HT <= " if low else "HT > "))
+        keep &= (a["HT"] <= edge) if low else (a["HT"] > edge)
     w = a["genWeight"].astype(np.float64) * a["xsec"] * a["lumi"] / a["sumGenWeight"] * scale
     return event[keep], w[keep]
 

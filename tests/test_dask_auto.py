@@ -407,10 +407,10 @@ def test_a_first_tree_that_grows_the_loss_warns_on_a_cluster_too(client):
     y = X[:, 0] * 3.0 + 0.1 * rng.standard_normal(2000)
     options = dict(boosting="newton", n_trees=3, max_depth=3, learning_rate=2.5, reg_lambda=0.0,
                    quantised_histograms=True, random_state=0)
-    with pytest.warns(UserWarning, match="first tree raised the training loss") as memory:
+    with pytest.warns(UserWarning, match="after 1 tree the training loss") as memory:
         BDTRegressor(**options).fit(X, y)
-    with pytest.warns(UserWarning, match="first tree raised the training loss") as dist:
+    with pytest.warns(UserWarning, match="after 1 tree the training loss") as dist:
         DaskBDTRegressor(**options).fit(*_dask(X, y, chunk=500), client=client)
-    assert [str(w.message) for w in dist if "first tree" in str(w.message)] == \
-        [str(w.message) for w in memory if "first tree" in str(w.message)]
-    assert all(w.filename == __file__ for w in dist if "first tree" in str(w.message))
+    assert [str(w.message) for w in dist if "after 1 tree" in str(w.message)] == \
+        [str(w.message) for w in memory if "after 1 tree" in str(w.message)]
+    assert all(w.filename == __file__ for w in dist if "after 1 tree" in str(w.message))

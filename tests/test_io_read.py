@@ -244,7 +244,7 @@ def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path,
 
     path = tmp_path / "small.root"
     with uproot.recreate(path) as file:
-        file["t"] = {"x": np.arange(5, dtype=np.float32)}
+        file["t"] = {"x": np.arange(5 * 130, dtype=np.float32)}
     allocated = []
     allocate = samples_module._allocate
 
@@ -258,8 +258,9 @@ def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path,
              (3, [0, 1, 40_000], np.int8, np.int32)]
     for n_samples, labels, index_dtype, label_dtype in cases:
         allocated.clear()
-        # each sample its own (always true) cut: one file's events as two samples are refused
-        ds = read([Sample(f"s{i}", str(path), tree="t", label=labels[i], cut=f"x > {-1 - i}")
+        # each sample its own 5 events of the file (events in two samples are refused)
+        ds = read([Sample(f"s{i}", str(path), tree="t", label=labels[i],
+                          cut=f"x >= {5 * i} && x < {5 * i + 5}")
                    for i in range(n_samples)], ["x"], binned=binned)
         assert ds.sample_index.dtype == index_dtype and ds.y.dtype == label_dtype
         assert allocated[-1].sample_index.dtype == index_dtype

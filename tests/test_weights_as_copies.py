@@ -140,7 +140,7 @@ def test_a_first_tree_that_grows_the_loss_warns() -> None:
     y = 100 + 300 * X[:, 0] + rng.normal(0, 30, 5000)
     w = rng.uniform(50, 150, 5000)
     options = dict(boosting="newton", loss="huber", n_trees=3, random_state=0)
-    with pytest.warns(UserWarning, match="first tree raised the training loss") as record:
+    with pytest.warns(UserWarning, match="after 1 tree the training loss") as record:
         BDTRegressor(**options).fit(X, y, sample_weight=w)
     assert record[0].filename == __file__  # the caller's line, not hepbdt's
     with warnings.catch_warnings():

@@ -380,7 +380,9 @@ def _sample_provenance(config: AnalysisConfig, sample: Any) -> Any:
         try:
             with uproot.open(source.path) as handle:
                 tree = get_tree(handle, source, f"sample {sample.name!r}")
-                name = tree.object_path.lstrip("/").split(";")[0]
+                name = tree.object_path.lstrip("/")  # with its cycle where one was named
+                if ";" not in (source.tree or ""):
+                    name = name.split(";")[0]
                 files.append(InputFile(source.path, name, int(tree.num_entries)))
         except (OSError, ValueError):
             files.append(InputFile(source.path, source.tree))
@@ -592,6 +594,9 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                          "cannot be found in the score trees by name")
     train, train_scores = read_scores(scores_path, "TrainTree", list(names))
     test, test_scores = read_scores(scores_path, "TestTree", list(names))
+    for tree, data, recorded in (("TrainTree", train, train_scores), ("TestTree", test, test_scores)):
+        _check_recorded_scores(model, f"{os.fspath(scores_path)}:{tree}", data, recorded,
+                               tree == "TestTree")
     title = title or f"hepbdt report: {model_path}"
     provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
     held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
@@ -631,6 +636,53 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
                                            np.asarray(test_raw, np.float64), model.k),
                   provenance=provenance, binned=binned)
+
+
+def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str, np.ndarray],
+                           test: bool) -> None:
+    """InputError unless the scores a tree recorded are ``model``'s of the tree's features
+    (each k-fold copy's by the fold model it names; a test event's fold its event number's):
+    the manifest that names the model of a scores.root lies beside it only while the file
+    stays in its folder, and a copy of another training's trees would be reported silently
+    (its "test" events partly this model's training events)."""
+    fitted = model.models[0] if isinstance(model, KFoldModel) else model
+    regressor = getattr(fitted, "_estimator_type", None) == "regressor"
+    if regressor != (data.task == "regression"):
+        raise InputError(f"{where} holds a {data.task}'s events, and the model is a "
+                         f"{'regressor' if regressor else 'classifier'}; give the scores.root "
+                         "of this model's training")
+    k = len(getattr(fitted, "classes_", ()))
+    columns = [b for b in recorded if b not in ("fold", HELD_OUT_BRANCH)][:k if k > 2 else 1]
+    if not columns:
+        raise InputError(f"{where} has no score branch; give the scores.root hepbdt train wrote")
+    written = np.column_stack([recorded[b] for b in columns])
+    if isinstance(model, KFoldModel):
+        if "fold" not in recorded:
+            raise InputError(f"{where} was written by a training of one model, not a k-fold "
+                             f"one; give the scores.root of this {model.k}-fold model")
+        fold = recorded["fold"].astype(np.int64)
+        if test and not np.array_equal(fold, model.folds(data.event)):
+            raise InputError(f"{where}: its events' folds are not event % {model.k}: the trees "
+                             f"are of another k-fold training; give this model's scores.root")
+        if fold.size and not 0 <= fold.min() <= fold.max() < model.k:
+            raise InputError(f"{where} holds folds up to {fold.max()}, and the model has "
+                             f"{model.k}; give the scores.root of this k-fold training")
+        scores = np.empty_like(written)
+        for i, fold_model in enumerate(model.models):
+            scores[fold == i] = model_scores(fold_model, data.X[fold == i]).reshape(-1, written.shape[1])
+    elif "fold" in recorded:
+        raise InputError(f"{where} was written by a k-fold training; give the k-fold manifest "
+                         "of that training as the model")
+    else:
+        scores = model_scores(model, data.X).reshape(written.shape)
+    off = np.abs(scores - written) > 1e-9 * (1 + np.abs(written))
+    if off.any():
+        row = int(np.flatnonzero(off.any(axis=1))[0])
+        raise InputError(
+            f"{where} was written by another model: {int(off.any(axis=1).sum()):,} of its "
+            f"{len(written):,} events have another score than this model gives (event "
+            f"{data.event[row]}: {written[row, 0]:.6g} recorded, {scores[row, 0]:.6g} now); "
+            "give the model and the scores.root of the same training")
 
 
 def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.PathLike,

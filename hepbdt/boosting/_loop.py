@@ -360,19 +360,23 @@ def _checked_training_loss(value: float, rounds: int, unit: str,
     return value
 
 
-def _warn_if_grown(constant: float, after_first: float, booster) -> None:
-    """Warn when the first tree more than GROWN_LOSS-folds the training loss of the constant
-    model: its steps overshoot (pseudo-Huber Newton steps with residuals far beyond
-    huber_delta and weights that make reg_lambda negligible gave a 28-fold loss and a
-    regression 14x worse than its constant), which no later check would say."""
-    if constant > 0 and after_first > GROWN_LOSS * constant:
-        hint = ("; for loss='huber' with boosting='newton', set huber_delta to the residuals' "
-                "scale (in the target's units), or use boosting='gradient'"
-                if getattr(booster.loss, "name", "") in ("huber", "pseudohuber") else "")
-        warnings.warn(f"the first tree raised the training loss from {constant:.4g} (the "
-                      f"constant model's) to {after_first:.4g}: the boosting steps overshoot, "
-                      f"and the model may be worse than a constant; use a smaller "
-                      f"learning_rate or a larger reg_lambda{hint}", stacklevel=user_stacklevel())
+def _grown(lowest: float, now: float, it: int, booster) -> bool:
+    """Warn, and say so, when the training loss after ``it`` trees is more than GROWN_LOSS
+    times the lowest before it (the constant model's for the first tree): the steps
+    overshoot (pseudo-Huber Newton steps with residuals far beyond huber_delta, or weights
+    that make reg_lambda negligible, gave a 28-fold loss after one tree and a 370-fold one
+    over 100, each step a little worse), which no later check would say."""
+    if not (lowest > 0 and now > GROWN_LOSS * lowest):
+        return False
+    hint = ("; for loss='huber' with boosting='newton', set huber_delta to the residuals' "
+            "scale (in the target's units), or use boosting='gradient'"
+            if getattr(booster.loss, "name", "") in ("huber", "pseudohuber") else "")
+    before = "the constant model's" if it == 1 else "its lowest before"
+    warnings.warn(f"after {it} tree{'s' if it > 1 else ''} the training loss is {now:.4g}, "
+                  f"more than {GROWN_LOSS:g}x {lowest:.4g} ({before}): the boosting steps "
+                  f"overshoot, and the model may be worse than a constant; use a smaller "
+                  f"learning_rate or a larger reg_lambda{hint}", stacklevel=user_stacklevel())
+    return True
 
 
 class _Watch:
@@ -486,12 +490,12 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
         now = previous_loss if metric is loss else metric.loss(y, w, score)
         if it == 0:
-            constant_loss = now
+            lowest_loss, grown = now, False
         else:
             train_loss.append(_checked_training_loss(
                 now, it, "round" if multiclass else "tree", train_loss[0] if train_loss else None))
-            if it == 1:
-                _warn_if_grown(constant_loss, now, booster)
+            grown = grown or _grown(lowest_loss, now, it, booster)
+            lowest_loss = min(lowest_loss, now)
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
         split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,

@@ -471,7 +471,9 @@ class PseudoHuber(Loss):
 
     def pointwise(self, y, score):
         r = (y - score) / self.delta
-        return self.delta**2 * (np.sqrt(1.0 + r * r) - 1.0)
+        # sqrt(1 + r^2) - 1 written without the subtraction, which cancels to 0 below
+        # |r| ~ 1e-8 where the loss is r^2 / 2
+        return self.delta**2 * (r * r / (np.sqrt(1.0 + r * r) + 1.0))
 
 
 class Softmax:

@@ -80,8 +80,8 @@ from ..boosting._loop import (
     BoostResult,
     _checked_training_loss,
     _draw,
+    _grown,
     _OneScore,
-    _warn_if_grown,
     _Watch,
     add_tree,
     child_weight_floor,
@@ -617,13 +617,13 @@ class _DaskMixin:
                 began = cluster.gather(beginning)
                 if k == 0:  # a round's channels, weights and features, once for its K trees
                     if it == 0:
-                        constant_loss = _mean_loss(began)
+                        lowest_loss, grown = _mean_loss(began), False
                     else:
                         train_loss.append(_checked_training_loss(
                             _mean_loss(began), it, "round" if n_classes > 1 else "tree",
                             train_loss[0] if train_loss else None))
-                        if it == 1:  # memory's warning
-                            _warn_if_grown(constant_loss, train_loss[0], booster)
+                        grown = grown or _grown(lowest_loss, train_loss[-1], it, booster)
+                        lowest_loss = min(lowest_loss, train_loss[-1])  # memory's warning
                         if watch is not None and watch.end_round(it - 1, began):
                             return builder, train_loss, traffic  # the last loss is the final one
                     if it and progress.shown:  # the rounds done and the loss after them

