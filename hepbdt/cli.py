@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -473,6 +474,9 @@ def _export(args: argparse.Namespace) -> int:
     outputs = [path if len(models) == 1 else _fold_path(path, i)
                for _, path in targets for i in range(len(models))]
     _check_outputs("export", outputs, [args.model])
+    if len(models) > 1:
+        for _, path in targets:
+            _check_no_more_folds(path, len(models))
     writers = {
         "onnx": lambda m, path, where, fold: to_onnx(m, path),
         # the namespace (and include guard) from the file's own name, not its temporary's;
@@ -517,6 +521,22 @@ def _cpp_namespace(given: str | None, where: str, fold: int | None) -> str:
 
     name = namespace_for(given, where)  # checked, or from the name
     return name if given is None or fold is None else f"{name}_fold{fold}"
+
+
+def _check_no_more_folds(path: str, k: int) -> None:
+    """UserError when fold files of ``path`` numbered k or more lie beside it (an earlier
+    export of more folds): with the new k files they would look like one set of k-fold
+    models made of two trainings."""
+    first = Path(_fold_path(path, 0))
+    stem, suffix = first.name.split("_fold0", 1)
+    pattern = re.compile(re.escape(stem) + r"_fold(\d+)" + re.escape(suffix))
+    extra = sorted((int(m.group(1)), name) for name in os.listdir(first.parent)
+                   if (m := pattern.fullmatch(name)) and int(m.group(1)) >= k)
+    if extra:
+        raise UserError(f"export: {first.parent / extra[0][1]} (fold {extra[0][0]}) lies beside "
+                        f"the {k} fold files this {k}-fold model writes: with them it would "
+                        "look like one set of more folds from two trainings; remove the old "
+                        "fold files, or export into another folder")
 
 
 def _fold_path(path: str, fold: int) -> str:

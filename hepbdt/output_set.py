@@ -225,10 +225,10 @@ def _manifest(folder: Path) -> dict[str, Any]:
 def recorded_settings(path: str | os.PathLike) -> dict[str, Any]:
     """The settings the manifest of ``path``'s output set records ({} when ``path`` is in
     no set, or its set records none)."""
-    folder = Path(os.path.abspath(path)).parent
-    if Path(path).name not in _manifest_files(folder):
+    real = Path(path).resolve()  # a link's target's set, as check_model_of finds it
+    if real.name not in _manifest_files(real.parent):
         return {}
-    settings = _manifest(folder).get("settings")
+    settings = _manifest(real.parent).get("settings")
     return settings if isinstance(settings, dict) else {}
 
 
@@ -305,7 +305,8 @@ def check_unchanged(path: str | os.PathLike) -> None:
     """Refuse a file of an output set that differs from what the set's manifest recorded
     (e.g. a model.json copied in from another run); silent when it is not listed."""
     path = Path(path)
-    expected = _manifest_files(path.resolve().parent).get(path.name)
+    real = path.resolve()
+    expected = _manifest_files(real.parent).get(real.name)
     if expected is not None and file_sha256(path) != expected:
         raise OutputSetError(f"{path} is not the file this output set's {MANIFEST} recorded "
                              "(it was replaced or changed after hepbdt wrote it); the scores "

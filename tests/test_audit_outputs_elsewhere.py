@@ -1,7 +1,8 @@
-"""Audit of `hepbdt report`'s score trees away from their folder: a copy of another
-training's scores.root, k-fold trees of another k, k-fold trees for one model and a
-classification's trees for a regressor are refused; the reference is which training
-wrote the copy, not anything the copy says."""
+"""Audit of outputs away from their output set: `hepbdt report` of a copied scores.root
+(another training's, k-fold trees of another k, k-fold trees for one model, a
+classification's trees for a regressor: refused; the reference is which training wrote
+the copy, not anything the copy says), a linked one (its set's settings), and `hepbdt
+export` of k-fold models into a folder holding an earlier export of more folds."""
 
 from __future__ import annotations
 
@@ -75,3 +76,31 @@ def test_a_classifications_trees_for_a_regressor_are_refused(tmp_path):
     classification = _moved(_train(tmp_path, "cls", "mode = \"random\"\nseed = 1"), tmp_path)
     with pytest.raises(InputError, match="classification's events, and the model is a regressor"):
         report_from_scores(regression / "model.json", classification, tmp_path / "r.html")
+
+
+def test_a_linked_scores_root_keeps_its_trainings_settings(tmp_path):
+    """A link to a set's scores.root finds the settings of that set's manifest (the model
+    check follows the link; the settings did not, and the report took the defaults)."""
+    from hepbdt.output_set import recorded_settings
+
+    folder = _train(tmp_path, "a", "mode = \"random\"\nseed = 1")
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "elsewhere" / "linked.root"
+    link.symlink_to(folder / "scores.root")
+    assert recorded_settings(folder / "scores.root")  # the set records its settings
+    assert recorded_settings(link) == recorded_settings(folder / "scores.root")
+
+
+def test_kfold_export_over_more_folds_is_refused(tmp_path):
+    """Exporting a 3-fold model where a 5-fold export lies would leave folds 3 and 4 of the
+    other training beside the new files: refused, and the old files stay as they were."""
+    from hepbdt.cli import main
+
+    k5, k3 = _train(tmp_path, "k5", "kfold = 5"), _train(tmp_path, "k3", "kfold = 3")
+    deploy = tmp_path / "deploy"
+    assert main(["export", str(k5 / "model.json"), "--tmva", str(deploy / "bdt.weights.xml")]) == 0
+    before = {p.name: p.read_bytes() for p in deploy.iterdir()}
+    assert sorted(before) == [f"bdt_fold{i}.weights.xml" for i in range(5)]
+    assert main(["export", str(k3 / "model.json"), "--tmva", str(deploy / "bdt.weights.xml")]) == 2
+    assert {p.name: p.read_bytes() for p in deploy.iterdir()} == before
+    assert main(["export", str(k3 / "model.json"), "--tmva", str(tmp_path / "new" / "bdt.weights.xml")]) == 0
