@@ -116,22 +116,36 @@ MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-30, 1e30
 MIN_RESIDUAL_CHANNEL = 1e-36
 
 
-def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True) -> None:
+def _out_of_range(w: np.ndarray) -> np.ndarray:
+    """Which weights are non-zero and outside MIN_MAGNITUDE..MAX_MAGNITUDE in magnitude."""
+    size = np.abs(w)
+    return (size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))
+
+
+def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True,
+                     normalised: bool = False) -> None:
     """ValueError for a non-zero training weight outside MIN_MAGNITUDE..MAX_MAGNITUDE: as
     float32 channels it would overflow, or lose its precision, silently.
 
     ``policy``: None for the given weights; else the ``negative_weights`` policy whose
     weights ``w`` are (the given ones passed before it), and the message says so and gives
     the factor that brings them into range, when ``rescalable`` (no class normalisation
-    sets their scale) and one does.
+    sets their scale) and one does. ``normalised``: ``w`` are the given weights after the
+    class normalisation, which sets each class's scale (rescaling them does not help).
     """
-    size = np.abs(w)
-    bad = (size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))
+    bad = _out_of_range(w)
     if not bad.any():
         return
     first = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
     span = f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {w[first]:.3g})"
+    if policy is None and normalised:
+        raise ValueError(
+            f"sample_weight: {count} weight(s) lie outside {span} after the class "
+            "normalisation (sig_to_bkg_fraction), though every given weight lies within; "
+            "the normalisation sets each class's scale, so rescaling them does not help: the "
+            "weights of a class span too many decades (drop events of negligible weight), "
+            "or set sig_to_bkg_fraction=None")
     if policy is None:
         raise ValueError(
             f"sample_weight: {count} training weight(s) lie outside {span}; training works in "
@@ -140,7 +154,7 @@ def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool 
     raise ValueError(
         f"negative_weights={policy!r}: {count} of the weights the policy gave the training "
         f"events lie outside {span}, though every given weight lies within; training works "
-        f"in float32 and only the weights' ratios matter: {_rescaling(size, rescalable)}, "
+        f"in float32 and only the weights' ratios matter: {_rescaling(np.abs(w), rescalable)}, "
         "or choose negative_weights='ignore' or 'abs'")
 
 
@@ -692,7 +706,7 @@ class _BDTBase(SklearnProtocol):
             # A class's net weight is not positive: "abs" and "ignore" can make it so, and
             # "regress" and "pair" refuse it in their own words, so the weights stay as given.
             given = w
-        check_magnitudes(given)
+        check_magnitudes(given, normalised=given is not w and not _out_of_range(w).any())
         return given
 
     def _normalise_classes(self, y, w):
@@ -1946,7 +1960,8 @@ class BDTClassifier(_BDTBase):
         kind, c = self.forest_.probability_link()
         if kind == "clip":
             return np.clip((score - c) / (1.0 - c), 0.0, 1.0)
-        return 1.0 / (1.0 + np.exp(-c * score))
+        with np.errstate(over="ignore"):  # exp overflows to inf where the probability is 0
+            return 1.0 / (1.0 + np.exp(-c * score))
 
     def predict_proba(self, X, decorrelate=None) -> np.ndarray:
         """(n, 2) probabilities of classes_[0] (background) and classes_[1] (signal).

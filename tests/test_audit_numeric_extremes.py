@@ -62,3 +62,60 @@ def test_a_loss_that_grows_after_the_first_tree_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BDTRegressor(boosting="newton", loss="huber", n_trees=100).fit(X, y)  # unit weights converge
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.3, 1e-20, 1e20])
+def test_absolute_loss_does_not_depend_on_the_weight_scale(scale):
+    """A node whose events all have residuals of one sign has A = +-B: every cut's gain is 0
+    exactly, and rounding left a few eps x |parent| at some weight scales, a split that
+    gave the new leaves their own medians. Absolute-loss boosting is scale invariant, so
+    any uniform weight must give the unit-weight model."""
+    rng = np.random.default_rng(0)
+    x = rng.random(200)
+    X, y = np.c_[x, rng.random(200)], x.copy()
+    options = dict(boosting="gradient", loss="absolute", n_trees=1, max_depth=3, learning_rate=1.0)
+    unit = BDTRegressor(**options).fit(X, y)
+    scaled = BDTRegressor(**options).fit(X, y, np.full(200, scale))
+    assert scaled.forest_.n_nodes == unit.forest_.n_nodes
+    np.testing.assert_array_equal(scaled.predict(X), unit.predict(X))
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(1500, 4))
+    y = 2 * X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=1500)
+    unit = BDTRegressor(loss="absolute", n_trees=60).fit(X, y)
+    scaled = BDTRegressor(loss="absolute", n_trees=60).fit(X, y, np.full(1500, scale))
+    np.testing.assert_allclose(scaled.predict(X), unit.predict(X), rtol=0, atol=1e-12)
+
+
+def test_weights_out_of_range_after_the_class_normalisation_say_so():
+    """Given weights of 1e20 and 1e-20 in one class lie within the accepted range; the
+    AdaBoost family's class normalisation takes the small ones below it. The message must
+    not ask to rescale (that changes nothing), and names the option that avoids it."""
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(20)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    w = np.where(rng.random(400) < 0.5, 1e20, 1e-20)
+    for scale in (1.0, 1e10):
+        with pytest.raises(ValueError, match="after the class normalisation.*sig_to_bkg_fraction=None"):
+            BDTClassifier(boosting="adaboost", n_trees=5, max_depth=3).fit(X, y, w * scale)
+    BDTClassifier(boosting="adaboost", n_trees=5, max_depth=3, sig_to_bkg_fraction=None).fit(X, y, w)
+
+
+def test_probabilities_of_large_scores_come_without_overflow_warnings():
+    """realadaboost on separable data reaches |F| of about 1000: the probabilities are
+    scipy's expit of 2F, with no 'overflow encountered in exp' warning."""
+    from scipy.special import expit
+
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    model = BDTClassifier(boosting="realadaboost", n_trees=200, max_depth=3).fit(
+        X, (X[:, 0] > 0).astype(int))
+    F = model.decision_function(X)
+    assert np.abs(F).max() > 400
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = model.predict_proba(X)
+    np.testing.assert_allclose(p[:, 1], expit(2 * F), rtol=1e-12, atol=1e-300)

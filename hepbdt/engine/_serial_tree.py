@@ -40,7 +40,7 @@ import numpy as np
 from numba import prange
 
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, njit, serial_twin
-from .split import _best_cut, _gains, _missing_sums, _scan_feature, node_score
+from .split import _best_cut, _gains, _missing_sums, _scan_feature, gain_floor, node_score
 
 __all__ = ["SerialWorkspace", "grow_exact_serial", "grow_exact_serial_1"]
 
@@ -228,6 +228,7 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
     bins holding a non-zero sum: the same cuts (bin 0 and the non-zero bins), the same
     cumulative sums (an empty bin adds +0.0, which changes no bit), so the same result."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
+    floor = gain_floor(parent, min_split_gain)
     ma, mb, mw, has_missing = _missing_sums(h)
     best_gain = -np.inf
     best_bin = -1
@@ -268,7 +269,7 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
         _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
                min_child_hessian, min_child_weight)
         best_gain, best_bin, best_missing_left = _best_cut(
-            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+            cum, at, n_cuts, missing_left, floor, best_gain, best_bin,
             best_missing_left, out_left)
     return best_gain, best_bin, best_missing_left
 

@@ -136,6 +136,18 @@ def _variance_side(a, b, w, min_child_weight):
     return a * a / b, (w > 0.0) & (w >= min_child_weight) & (b > 0.0)
 
 
+# A cut's gain sl + sr - parent rounds to a few eps x |parent| where it is 0 exactly (every
+# event of a node with the same sign of residual, where A = +-B): a gain must exceed this
+# much of |parent| too, or the model would depend on the scale of the weights.
+GAIN_ROUNDING = 16 * float(np.finfo(np.float64).eps)
+
+
+@njit(inline="always")
+def gain_floor(parent, min_split_gain):
+    """The gain a cut must exceed: min_split_gain, and the rounding of a zero gain."""
+    return max(min_split_gain, GAIN_ROUNDING * abs(parent))
+
+
 @njit
 def _gains(criterion, cum, n, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
            min_child_hessian, min_child_weight):
@@ -202,6 +214,7 @@ def _scan_channels(ha, hb, hw, n_value_bins, sum_a, sum_b, sum_w, criterion, reg
     scan keeps the first of equal gains. (A sum is never -0.0: histograms start at +0.0,
     so adding an empty bin's +0.0 changes no bit.) Small nodes leave most bins empty."""
     parent = node_score(criterion, sum_a, sum_b, reg_lambda, reg_alpha)
+    floor = gain_floor(parent, min_split_gain)
     ma, mb = ha[MISSING_BIN], hb[MISSING_BIN]
     if hw is None:
         mw = mb
@@ -222,7 +235,7 @@ def _scan_channels(ha, hb, hw, n_value_bins, sum_a, sum_b, sum_w, criterion, reg
         _gains(criterion, cum, n_cuts, sum_a, sum_b, sum_w, parent, reg_lambda, reg_alpha,
                min_child_hessian, min_child_weight)
         best_gain, best_bin, best_missing_left = _best_cut(
-            cum, at, n_cuts, missing_left, min_split_gain, best_gain, best_bin,
+            cum, at, n_cuts, missing_left, floor, best_gain, best_bin,
             best_missing_left, out_left)
     return best_gain, best_bin, best_missing_left
 
@@ -433,6 +446,7 @@ def best_split_naive(codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.n
     a, b, w = (np.asarray(v, np.float64)[rows] for v in (a, b, w))
     sa, sb, sw = a.sum(), b.sum(), w.sum()
     parent = node_score(crit, sa, sb, lam, alpha)
+    floor = max(params.min_split_gain, GAIN_ROUNDING * abs(parent))
     best = (-np.inf, -1, 0, False)
     for f in range(codes.shape[0]):
         c = codes[f, rows]
@@ -449,6 +463,6 @@ def best_split_naive(codes: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.n
                 if not ok:
                     continue
                 gain = node_score(crit, la, lb, lam, alpha) + node_score(crit, ra, rb, lam, alpha) - parent
-                if gain > params.min_split_gain and gain > best[0]:
+                if gain > floor and gain > best[0]:
                     best = (gain, f, t, missing_left)
     return best
