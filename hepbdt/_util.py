@@ -300,7 +300,8 @@ class Progress:
 
 def check_X(X: Any, n_features: int | None = None, what: str = "X",
             names: Sequence[str] | None = None, owner: str = "the model",
-            definitions: dict[str, str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+            definitions: dict[str, str] | None = None,
+            resolution: bool = False) -> tuple[np.ndarray, list[str] | None]:
     """(n, m) C-contiguous float32 without copying when already so; NaN allowed (masked
     entries and pandas' NA become NaN), inf and values beyond float32's range refused, as
     are dates and durations (their number depends on their unit).
@@ -310,7 +311,8 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     model's features), named input is put into that order (missing names are an error,
     extra ones are ignored; a column may also be named by the expression that
     ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
-    columns.
+    columns. ``resolution``: warn for a float64 column whose values float32 keeps in few
+    steps (:func:`warn_float32_resolution`; a fit's input).
     """
     check_same_definitions(getattr(X, "feature_definitions", None), definitions,
                            () if names is None else names, what, owner)
@@ -351,7 +353,33 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
                              "(e.g. change its unit or take its logarithm)")
         raise ValueError(f"{what} has infinite values (first at event {row}, feature {col}); "
                          "use NaN for missing values")
+    if resolution:
+        warn_float32_resolution(source, given, what)
     return X, given
+
+
+#: A float64 feature whose range float32 holds in fewer steps than this warns.
+FLOAT32_STEPS = 1024
+
+
+def warn_float32_resolution(source: Any, names: Sequence[str] | None, what: str = "X") -> None:
+    """Warn for each float64 column of ``source`` whose values span fewer than FLOAT32_STEPS
+    float32 steps (a timestamp of 1e9 +- 30, values 1 and 1 + 1e-10): the fit and the
+    prediction see them in float32, as XGBoost's and LightGBM's do, where they collapse."""
+    source = np.asarray(source)
+    if source.dtype != np.float64 or source.size == 0:
+        return
+    low, high = np.fmin.reduce(source, axis=0), np.fmax.reduce(source, axis=0)  # NaN skipped
+    with np.errstate(invalid="ignore", over="ignore"):
+        step = np.maximum(np.abs(low), np.abs(high)) * 2.0**-23  # float32's at the larger end
+        steps = (high - low) / step
+    for col in np.flatnonzero((high > low) & (steps < FLOAT32_STEPS)):
+        name = f"feature {col}" if names is None else f"feature {names[col]!r}"
+        warnings.warn(
+            f"{what}: {name} spans {float(low[col])!r} to {float(high[col])!r}, which float32 "
+            f"(what hepbdt trains and predicts in, as XGBoost and LightGBM do) holds in about "
+            f"{int(steps[col])} steps, so nearby values become one: subtract an offset (e.g. "
+            f"x - {float(low[col])!r}) or change the unit", stacklevel=user_stacklevel())
 
 
 def _finite_source_value(source: Any, row: int, col: int) -> str | None:

@@ -757,7 +757,7 @@ class _BDTBase(SklearnProtocol):
             names = None if X.feature_names is None else list(X.feature_names)
             _check_unique_names(names, "X")
             return X, names, definitions
-        X, names = check_X(X)
+        X, names = check_X(X, resolution=True)
         _check_unique_names(names, "X")
         if bin_edges is not None:
             try:

@@ -119,3 +119,22 @@ def test_probabilities_of_large_scores_come_without_overflow_warnings():
         warnings.simplefilter("error")
         p = model.predict_proba(X)
     np.testing.assert_allclose(p[:, 1], expit(2 * F), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("offset, spread", [(1e9, 30.0), (1.0, 1e-10)])
+def test_float64_features_that_float32_collapses_warn(offset, spread):
+    """float64 values that float32 holds in a few steps (a timestamp 1e9 +- 30; 1 and
+    1 + 1e-10) lose what separates the classes (numpy counts the distinct values left):
+    the fit warns with the offset to subtract, and the feature after it separates them."""
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(0)
+    x = offset + rng.uniform(-spread, spread, 400)
+    y = (x > offset).astype(int)
+    assert np.unique(x.astype(np.float32)).size < 10 < np.unique(x).size
+    with pytest.warns(UserWarning, match=r"feature 0 spans .* float32 .* subtract an offset"):
+        BDTClassifier(n_trees=5, max_depth=2).fit(x[:, None], y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shifted = BDTClassifier(n_trees=5, max_depth=2).fit((x - offset)[:, None] / spread, y)
+    assert shifted.score((x - offset)[:, None] / spread, y) > 0.99
