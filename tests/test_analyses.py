@@ -32,14 +32,17 @@ def test_1_boosting_comparison(tmp_path, capsys):
 
 def test_2_mass_regression(tmp_path, capsys):
     rows = load_script("regression/mass_regression.py").main(
-        ["--output", str(tmp_path), "--quick"])
+        ["--output", str(tmp_path / "out"), "--quick"])
     assert [row["process"] for row in rows] == ["qcd", "ttbar", "signal (not trained on)"]
     for row in rows:
         # The naive dijet mass is biased low (jet response, neutrinos); the regression
         # removes most of that bias even with 30 trees.
         assert row["bias mjj"] < -0.03
         assert abs(row["bias BDT"]) < abs(row["bias mjj"])
-    assert "| process | events | bias mjj |" in (tmp_path / "resolution.md").read_text()
+    assert "| process | events | bias mjj |" in (tmp_path / "out-resolution" / "resolution.md").read_text()
+    again = load_script("regression/mass_regression.py").main(  # a rerun replaces the set
+        ["--output", str(tmp_path / "out"), "--quick"])
+    assert again == rows
 
 
 @pytest.mark.skipif(not TUTORIAL_DATA.is_file(), reason="../shared/data is not present")
@@ -53,10 +56,11 @@ def test_3_tmva_tutorial(tmp_path, capsys):
 
 
 def test_4_kfold_and_apply(tmp_path, capsys):
-    checks = load_script("kfold/kfold_apply.py").main(["--output", str(tmp_path)])
+    checks = load_script("kfold/kfold_apply.py").main(["--output", str(tmp_path / "out")])
     assert checks["leaks"] == 0 and checks["apply differs from TestTree"] == 0
     assert checks["k"] == 4 and checks["entries applied"] == 75_000
-    assert (tmp_path / "report.html").is_file()
+    assert (tmp_path / "out" / "report.html").is_file()
+    assert len(list((tmp_path / "out-friends").glob("friend_*.root"))) == 3
 
 
 def test_5_decorrelation(tmp_path, capsys):

@@ -2,7 +2,7 @@
 
 Trains ``kfold.toml`` (k models and the manifest ``model.json``), runs
 ``hepbdt apply model.json data/*.root`` to write a friend tree with a score for every entry
-of the three ntuples, and checks, by event number, that
+of the three ntuples (into ``DIR-friends/``, beside the output set), and checks, by event number, that
 
 - no event was scored (in TestTree, or by apply) by a model that trained on it: the
   events in model i's training sample (TrainTree, ``fold == i``) all have
@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     result = train(config)
     print(result.summary)
 
-    friend = out / "friend_{stem}.root"
+    # the friend trees beside the output set, not in it: a second run replaces the set
+    friend = Path(f"{out}-friends") / "friend_{stem}.root"
     inputs = [str(DATA / name) for name in
               ("signal.root", "background_qcd.root", "background_ttbar.root")]
     status = hepbdt(["apply", str(out / "model.json"), *inputs, "--output", str(friend),

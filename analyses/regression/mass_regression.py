@@ -5,7 +5,8 @@ compares the regressed mass ``mjj * prediction`` with the naive ``mjj`` against 
 mass: bias (median of (m - m_true) / m_true), resolution (interquartile range / 1.349 of
 the same ratio) and the median of |m - m_true| in GeV,
 on the backgrounds' test events and on every signal event (never used in training).
-Writes ``resolution.md`` and a figure of the signal mass peak.
+Writes ``resolution.md`` and a figure of the signal mass peak into ``DIR-resolution/``,
+beside the output set.
 
     python analyses/regression/mass_regression.py [--output DIR] [--quick]
 """
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     sets = [(name, result.test.take(result.test.sample_index == i))
             for i, name in enumerate(result.test.sample_names)]
     sets.append(("signal (not trained on)", signal_data))
+    extra = Path(f"{out}-resolution")  # beside the output set, which a second run replaces
+    extra.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, data in sets:
         mjj = data.X[:, column].astype(np.float64)
@@ -67,9 +70,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
                      "resolution mjj": naive_q[1], "resolution BDT": bdt_q[1],
                      "median abs. error mjj (GeV)": naive_q[2], "median abs. error BDT (GeV)": bdt_q[2]})
         if name.startswith("signal") and config.output.figures:
-            _peak_figure(mjj, regressed, out / "figures" / "signal_mass_peak.png")
+            _peak_figure(mjj, regressed, extra / "signal_mass_peak.png")
     table = markdown_table(rows)
-    (out / "resolution.md").write_text(table + "\n")
+    (extra / "resolution.md").write_text(table + "\n")
     print(table)
     return rows
 
