@@ -273,6 +273,10 @@ class _TreePlan:
         if self.why == "adaboost":
             return head + ("a fixed count, as the AdaBoost family has no validation loss to "
                            "stop on" + (f"; {short}" if short else ""))
+        if self.why == "flatness":
+            return head + ("a fixed count, as the held-out loss it would stop on is the "
+                           "classification loss alone, which the flatness term raises by "
+                           "design (it stopped strength 1 after 3-7 trees)")
         if self.why == "small":
             return head + (f"a fixed count, as fewer than {AUTO_TREES_FROM:,} training events "
                            "are too few to hold out a validation sample")
@@ -923,6 +927,8 @@ class _BDTBase(SklearnProtocol):
                              "given", self.validation_fraction, tol)
         if self.boosting in ADABOOST_BOOSTINGS:
             return _TreePlan(AUTO_FIXED_TREES, None, False, "adaboost")
+        if getattr(self, "decorrelation", None) == "flatness" and not given_eval:
+            return _TreePlan(AUTO_FIXED_TREES, None, False, "flatness")
         rounds = self._stopping_rounds() or self.n_iter_no_change or AUTO_PATIENCE
         if given_eval:
             return _TreePlan(AUTO_MAX_TREES, rounds, False, "eval_set", 0.0, tol)
@@ -2147,7 +2153,7 @@ def max_trees(params: dict[str, Any], n_events: int) -> int:
     (``n_trees``, or what ``"auto"`` allows)."""
     if params.get("n_trees", "auto") != "auto":
         return int(params["n_trees"])
-    if params.get("boosting") in ADABOOST_BOOSTINGS:
+    if params.get("boosting") in ADABOOST_BOOSTINGS or params.get("decorrelation") == "flatness":
         return AUTO_FIXED_TREES
     small = n_events < AUTO_TREES_FROM and not params.get("early_stopping")
     return AUTO_SMALL_TREES if small else AUTO_MAX_TREES

@@ -481,3 +481,27 @@ def test_flatness_cells_do_not_depend_on_the_weights_scale(scale):
         return clf.fit(X, y, sample_weight=weights, decorrelate=m).decision_function(X)
 
     np.testing.assert_allclose(scores(w * scale), scores(w), rtol=0, atol=1e-6)
+
+
+def test_auto_trees_with_flatness_grow_a_fixed_count():
+    """n_trees="auto" watched the held-out classification loss, which the flatness term
+    raises by design: strength 1 stopped after 3-7 trees and left the background sculpted.
+    It now grows a fixed count, and decorrelates as the explicit count does (1/JSD against
+    the plain model's, computed by decorrelation_measures on test events)."""
+    d = sculpting_arrays(4000, 8000, seed=2)
+    X = np.column_stack([d[k] for k in ("mjj", "tau21", "balance", "width", "noise")])
+    train = d["event"] % 2 == 0
+    test = ~train
+    fit = dict(decorrelate=d["mjj"][train], event=d["event"][train])
+    auto = BDTClassifier(max_depth=3, decorrelation="flatness").fit(
+        X[train], d["label"][train], d["weight"][train], **fit)
+    plain = BDTClassifier(max_depth=3).fit(X[train], d["label"][train], d["weight"][train],
+                                           event=d["event"][train])
+    assert auto.forest_.n_trees == 200 and "flatness term raises" in auto.n_trees_reason_
+
+    def inverse_jsd(model):
+        s = model.decision_function(X[test])
+        return decorrelation_measures(s, d["label"][test], d["mjj"][test], d["weight"][test],
+                                      efficiencies=[0.5]).at(0.5)[1]
+
+    assert inverse_jsd(auto) > 4 * inverse_jsd(plain)
