@@ -391,3 +391,24 @@ def test_options_that_do_nothing_with_the_boosting_are_named(tmp_path):
         load_config(write(tmp_path, BASE + '\n[method]\nboosting = "newton"\n'
                           "min_child_weight = 50\nlearning_rate = 0.2\n", "c.toml"))
         load_config(DEMO)
+
+
+def test_a_score_branch_named_as_a_feature_is_refused(tmp_path):
+    """score_branch = "HT" took branch HT in the score trees and moved the feature to HT_2
+    (TestTree->Draw("HT") plotted the score); refused with the feature it would take."""
+    path = write(tmp_path, BASE + '[output]\nscore_branch = "HT"\n')
+    assert "the score branch 'HT' is also the branch of feature 'HT'" in problems(path)
+    load_config(path, ("output.score_features=false",))  # no feature branches: no clash
+
+
+def test_sample_files_are_relative_to_the_folder_of_a_linked_configuration(tmp_path):
+    """A campaign folder's link to a shared configuration reads the campaign's data/, the
+    folder the configuration was given in, not the folder of the file it links to."""
+    relative = BASE.replace(str(DATA / "signal.root"), "data/signal.root")
+    for folder in ("shared", "campaign"):
+        (tmp_path / folder / "data").mkdir(parents=True)
+        (tmp_path / folder / "data" / "signal.root").write_bytes(b"")
+    (tmp_path / "shared" / "analysis.toml").write_text(relative)
+    (tmp_path / "campaign" / "analysis.toml").symlink_to(tmp_path / "shared" / "analysis.toml")
+    config = load_config(tmp_path / "campaign" / "analysis.toml")
+    assert Path(config.samples[0].files[0]) == tmp_path / "campaign" / "data" / "signal.root"

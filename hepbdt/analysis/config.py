@@ -31,7 +31,7 @@ from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.samples import split_object_path
-from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, is_branch_name
+from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, branch_name, is_branch_name
 from ..tmva_options import (
     CLASSIFICATION_ONLY,
     TMVA_NAMES,
@@ -553,7 +553,10 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
                      "on, e.g. features = [\"HT\", \"MET_pt\", \"Jet_pt[:, 0]\"]")
     expressions = _feature_expressions(features or [], expander, problems)
     event = expander.optional(top.get("event"), "event", None, "event")
-    samples = _samples(document, top, config_path.resolve().parent, expander, problems)
+    # relative to the folder of the file as given (a link's, not its target's): what a
+    # campaign folder holding a link to a shared configuration means by its data/
+    samples = _samples(document, top, Path(os.path.abspath(config_path)).parent, expander,
+                       problems)
     task, classes = _task(samples, problems)
     split = _split_config(top.get("split", {}), task, problems)
     if split.kfold is not None and event is None and not all(s.event for s in samples):
@@ -567,6 +570,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
                                            expander, problems)
     _check_map_variable(params, decorrelate, expressions, top.get("binned", False), problems)
     output_config = _output_config(top.get("output", {}), problems, classes)
+    _check_score_names(output_config, features or [], classes, problems)
     dask_config = _dask_config(top["dask"], problems) if "dask" in top else None
     if dask_config is not None and decorrelate:
         problems.add("method", "decorrelate", "the decorrelation (flatness) loss is not "
@@ -1158,6 +1162,24 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
                      f"score trees already have ({', '.join(_RESERVED_BRANCHES)}); choose "
                      "another name, e.g. bdt_score")
     return output
+
+
+def _check_score_names(output: OutputConfig, features: list[Any], classes: list[str] | None,
+                       problems: _Problems) -> None:
+    """A score branch must not take a feature's branch name in the score trees (the feature
+    would move to ``<name>_2``, and ``TestTree->Draw("HT")`` plot the score)."""
+    if not output.score_features:
+        return
+    named = {branch_name(str(f)): str(f) for f in features if isinstance(f, str)}
+    scores = [("score_branch", output.score_branch)]
+    if classes is not None and len(classes) > 2:
+        scores = [(key, f"{getattr(output, key)}_{c}") for key in ("score_branch",
+                                                                   "probability_branch")
+                  for c in classes]
+    for key, branch in scores:
+        if branch in named:
+            problems.add("output", key, f"the score branch {branch!r} is also the branch of "
+                         f"feature {named[branch]!r} in the score trees; choose another name")
 
 
 def _check_class_branches(output: OutputConfig, classes: list[str], problems: _Problems
