@@ -2176,16 +2176,27 @@ _ACTS_ON = {
 }
 
 
+# The decorrelation options act with these methods only ("ddt": decorrelation_map alone).
+_DECORRELATION_ACTS_WITH = {
+    "decorrelation_strength": ("flatness", "uboost"), "decorrelation_bins": ("flatness", "uboost"),
+    "decorrelation_steps": ("uboost",), "decorrelation_target": ("flatness", "uboost", "ddt"),
+}
+
+
 def acting_options(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The options that act on ``params["boosting"]`` and the names of those that do not
-    (huber_alpha and huber_delta act with loss="huber" only)."""
+    (huber_alpha and huber_delta act with loss="huber" only, the decorrelation options with
+    the decorrelation methods of _DECORRELATION_ACTS_WITH)."""
     boosting = params.get("boosting")
     if boosting is None:
         return dict(params), []
     acting, idle = {}, []
+    method = params.get("decorrelation") or ("ddt" if params.get("decorrelation_map") else None)
     for name, value in params.items():
         acts = boosting in _ACTS_ON.get(name, (boosting,))
         if name.startswith("huber_") and params.get("loss") != "huber":
+            acts = False
+        if name in _DECORRELATION_ACTS_WITH and method not in _DECORRELATION_ACTS_WITH[name]:
             acts = False
         if acts:
             acting[name] = value

@@ -412,3 +412,40 @@ def test_sample_files_are_relative_to_the_folder_of_a_linked_configuration(tmp_p
     (tmp_path / "campaign" / "analysis.toml").symlink_to(tmp_path / "shared" / "analysis.toml")
     config = load_config(tmp_path / "campaign" / "analysis.toml")
     assert Path(config.samples[0].files[0]) == tmp_path / "campaign" / "data" / "signal.root"
+
+
+def test_decorrelation_options_that_do_nothing_are_named(tmp_path):
+    """decorrelation_bins with the DDT map alone, decorrelation_steps with the flatness loss,
+    a strength with no decorrelation: accepted in silence, though the models do not change
+    with them (checked on fits); written in [method], they warn as the boosters' idle ones."""
+    import warnings
+
+    import numpy as np
+
+    from hepbdt import BDTClassifier
+    from hepbdt.demo_data import sculpting_arrays
+    from hepbdt.estimators import IdleOptionWarning
+
+    d = sculpting_arrays(600, 1200, seed=1)
+    X = np.column_stack([d["mjj"], d["tau21"]])
+    for options, idle in (({"decorrelation_map": "ddt"}, {"decorrelation_bins": (3, 40)}),
+                          ({"decorrelation": "flatness"}, {"decorrelation_steps": (2, 9)})):
+        (name, (a, b)), = idle.items()
+        fits = [BDTClassifier(n_trees=5, max_depth=2, **options, **{name: v}).fit(
+            X, d["label"], decorrelate=d["mjj"]).decision_function(X) for v in (a, b)]
+        np.testing.assert_array_equal(*fits)
+    table = '\n[method]\ndecorrelate = ["HT"]\n'
+    cases = [(table + 'decorrelation_map = "ddt"\ndecorrelation_bins = 40\n',
+              r"decorrelation_bins: does nothing with boosting='gradient', decorrelation=None, "
+              r"decorrelation_map='ddt'"),
+             (table + 'decorrelation = "flatness"\ndecorrelation_steps = 9\n',
+              r"decorrelation_steps: does nothing with .*decorrelation='flatness'"),
+             ('\n[method]\ndecorrelation_strength = 3.0\n',
+              r"decorrelation_strength: does nothing with .*decorrelation=None")]
+    for i, (method, match) in enumerate(cases):
+        with pytest.warns(IdleOptionWarning, match=match):
+            load_config(write(tmp_path, BASE + method, f"{i}.toml"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        load_config(write(tmp_path, BASE + table + 'decorrelation = "flatness"\n'
+                          "decorrelation_bins = 20\ndecorrelation_strength = 0.5\n", "ok.toml"))

@@ -985,9 +985,12 @@ def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
     boosting (learning_rate with adaboost, min_child_weight with gradient, ...)."""
     given = [name for name in acting_options(params)[1] if name in table]
     if given:
+        method = ", ".join(f"{key}={params.get(key)!r}" for key in
+                           ("boosting", "decorrelation", "decorrelation_map")
+                           if key == "boosting" or any(n.startswith("decorrelation") for n in given))
         warnings.warn(f"[method] {', '.join(given)}: "
-                      f"{'does' if len(given) == 1 else 'do'} nothing with boosting="
-                      f"{params['boosting']!r} (see the option table in README); remove "
+                      f"{'does' if len(given) == 1 else 'do'} nothing with {method} "
+                      f"(see the option table in README); remove "
                       f"{'it' if len(given) == 1 else 'them'}, or choose a boosting it acts "
                       "on", IdleOptionWarning, stacklevel=user_stacklevel())
 
