@@ -366,6 +366,9 @@ def _train_noted(args: argparse.Namespace, config_path: str | os.PathLike | None
     check_inputs(config)
     check_memory(config)  # too large for the stated memory: an error before any work
     if getattr(args, "check", False):
+        from hepbdt.output_set import check_output_folder
+
+        check_output_folder(default_output_dir(config))  # as train checks it, nothing written
         task = (f"{config.task} of {len(config.classes)} classes: {', '.join(config.classes)}"
                 if config.multiclass else config.task)
         print(f"{config.path}: OK ({len(config.samples)} samples, {len(config.features)} "

@@ -19,6 +19,7 @@ import fcntl
 import fnmatch
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -29,7 +30,7 @@ from typing import Any
 from ._util import DeferredSignals, atomic_write_text, current_umask, file_sha256
 
 __all__ = ["OutputSet", "OutputSetError", "RunLock", "hold_outputs", "MANIFEST", "check_model_of",
-           "check_model_files", "check_unchanged", "check_writable", "file_sha256",
+           "check_output_folder", "check_model_files", "check_unchanged", "check_writable", "file_sha256",
            "recorded_settings"]
 
 MANIFEST = "hepbdt-outputs.json"
@@ -182,20 +183,60 @@ class OutputSet:
                 shutil.rmtree(path, ignore_errors=True)
 
     def _check_target(self) -> None:
-        if not self.target.exists():
-            return
-        if not self.target.is_dir():
-            raise OutputSetError(f"output folder {self.target} is a file, not a folder; give "
-                                 "another --output")
-        # every file, in every subfolder, must be one the set's manifest lists: a user's
-        # figures/paper_fig1.pdf or summary.txt, matched by name alone, were deleted
-        listed = set(_manifest_files(self.target)) | {MANIFEST}
-        foreign = sorted(str(p.relative_to(self.target)) for p in self.target.rglob("*")
-                         if not p.is_dir() and str(p.relative_to(self.target)) not in listed)
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
-            raise OutputSetError(f"output folder {self.target} holds files hepbdt did not write "
-                                 f"({shown}); they would be replaced: give a new or empty folder")
+        check_output_folder(self.target)
+
+
+def check_output_folder(target: str | os.PathLike) -> None:
+    """OutputSetError unless ``target`` is a folder an output set may replace (nothing is
+    written): absent, or a folder holding only what its manifest lists, neither a mount
+    point (a mount cannot be renamed: the run failed only after training) nor the current
+    folder or one above it (swapped out, the shell stood in a deleted folder)."""
+    target = Path(os.path.realpath(target))
+    try:
+        here = Path(os.getcwd())
+    except OSError:
+        here = None
+    if here is not None and (target == here or target in here.parents):
+        raise OutputSetError(f"output folder {target} is the current folder or holds it; "
+                             "the set replaces its folder whole: give a new folder, e.g. "
+                             "--output results")
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise OutputSetError(f"output folder {target} is a file, not a folder; give "
+                             "another --output")
+    if _is_mount_point(target):
+        raise OutputSetError(f"output folder {target} is a mount point, which the set cannot "
+                             "replace; give a folder inside it, e.g. --output "
+                             f"{target / 'results'}")
+    # every file, link and folder, in every subfolder, must be one the manifest lists (a
+    # folder holding listed files): a user's figures/paper_fig1.pdf or summary.txt, matched
+    # by name alone, were deleted, and so were a link to the user's data and an empty folder
+    listed = set(_manifest_files(target)) | {MANIFEST}
+    holding = {str(parent) for name in listed for parent in Path(name).parents}
+    foreign = sorted(name for p in target.rglob("*")
+                     if (name := str(p.relative_to(target))) not in listed
+                     and (p.is_symlink() or not p.is_dir() or name not in holding))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise OutputSetError(f"output folder {target} holds files hepbdt did not write "
+                             f"({shown}); they would be replaced: give a new or empty folder")
+
+
+def _is_mount_point(path: Path) -> bool:
+    """Whether ``path`` is a mount point: os.path.ismount, which compares devices and so
+    misses a bind mount within one file system (a container's -v folder), or one of the
+    mount points /proc/self/mountinfo lists (Linux)."""
+    if os.path.ismount(path):
+        return True
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    # the fifth field is the mount point, with space, tab, newline and backslash as \ooo
+    points = {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+              for line in lines if len(line.split()) > 4}
+    return str(path) in points
 
 
 def _same_file(fd: int, path: Path) -> bool:

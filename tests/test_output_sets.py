@@ -227,3 +227,67 @@ def test_an_interrupt_during_the_swap_waits_for_it_and_says_the_new_set_is_in_pl
     assert f"hepbdt: interrupted after its outputs were in place ({out}:" in err, err
     assert _set_of(out)[0] != first  # the new set, whole
     assert not [p.name for p in tmp_path.iterdir() if "hepbdt-" in p.name]
+
+
+
+def _a_set(folder: Path) -> None:
+    """An output set in ``folder``: model.json and figures/roc.png."""
+    from hepbdt.output_set import OutputSet
+
+    output_set = OutputSet(folder)
+    with output_set as staging:
+        (staging / "model.json").write_text("{}")
+        (staging / "figures").mkdir()
+        (staging / "figures" / "roc.png").write_bytes(b"png")
+        output_set.commit()
+
+
+@pytest.mark.parametrize("planted", ["link to a folder", "link to a file", "empty folder"])
+def test_a_link_or_folder_the_set_does_not_list_is_foreign(tmp_path, planted):
+    """A user's link to their ntuples, or an empty folder, in an output folder were not
+    counted as foreign and went with the old set: refused, as any unlisted file is."""
+    from hepbdt.output_set import OutputSetError, check_output_folder
+
+    out, data = tmp_path / "out", tmp_path / "data"
+    _a_set(out)
+    data.mkdir()
+    (data / "ntuple.root").write_bytes(b"x")
+    check_output_folder(out)  # nothing foreign yet (figures/ holds a listed file)
+    if planted == "link to a folder":
+        (out / "my_ntuples").symlink_to(data)
+    elif planted == "link to a file":
+        (out / "my_ntuples").symlink_to(data / "ntuple.root")
+    else:
+        (out / "my_ntuples").mkdir()
+    with pytest.raises(OutputSetError, match=r"did not write \(my_ntuples\)"):
+        _a_set(out)
+    assert (data / "ntuple.root").is_file() and (out / "my_ntuples").exists()
+
+
+def test_the_current_folder_and_a_mount_point_are_refused_as_output(tmp_path, monkeypatch):
+    """--output . swapped the shell's folder out from under it; a mount point (a container's
+    -v folder, a bind mount that os.path.ismount misses) failed only after the training."""
+    from hepbdt.output_set import OutputSetError, check_output_folder
+
+    monkeypatch.chdir(tmp_path)
+    for here in (".", str(tmp_path.parent)):
+        with pytest.raises(OutputSetError, match="is the current folder or holds it"):
+            check_output_folder(here)
+    monkeypatch.setattr(os.path, "ismount", lambda path: False)  # /proc/self/mountinfo's
+    with pytest.raises(OutputSetError, match="is a mount point"):
+        check_output_folder("/proc")
+    check_output_folder(tmp_path / "new")
+
+
+def test_check_refuses_the_output_folder_train_would_refuse(tmp_path, capsys):
+    """`hepbdt train --check` said "OK ... outputs would go to data/" for a folder of
+    ntuples, or a file, that the run then refused at once."""
+    from hepbdt.cli import main
+
+    config = tiny_config(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "signal.root").write_bytes(b"x")
+    for output in (tmp_path / "data", config):
+        assert main(["train", str(config), "--check", "--output", str(output)]) == 2
+        assert "hepbdt: error: output folder" in capsys.readouterr().err
+    assert main(["train", str(config), "--check", "--output", str(tmp_path / "new")]) == 0
