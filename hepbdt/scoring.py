@@ -36,7 +36,6 @@ from .io.samples import (
     Source,
     TreeReader,
     _event_column,
-    check_constant_names,
     decompression_threads,
     feature_column,
     fill_rows,
@@ -441,12 +440,10 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
     first_input: dict[str, str] = {}
     total = 0
-    constant_uses = []
     branches = job.output_branches()
     for source in sources:
         with open_root_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
-            constant_uses.append(reader.constant_use)
             _check_friend_branches(job, reader, branches)
             out_path = _output_path(output, source, reader.tree_name)
             real = os.path.realpath(out_path)
@@ -459,7 +456,6 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             _check_one_chain(members, reader.tree_name, out_path, out_tree)
             members.append((Source(source.path, reader.tree_path), reader.num_entries))
             total += reader.num_entries
-    check_constant_names(constant_uses)  # a branch in one input is not a constant in another
     input_paths = {os.path.realpath(s.path) for s in sources}
     model_paths = {os.path.realpath(p) for p in job.model_files}
     for out_path in groups:

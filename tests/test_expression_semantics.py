@@ -330,20 +330,22 @@ def test_ordering_chains_and_parenthesised_forms_still_work() -> None:
 # -- 5. a constant's name that is a branch elsewhere ----------------------------------
 
 
-def test_a_branch_missing_in_one_file_is_not_the_constant(tmp_path: Path) -> None:
+def test_a_constants_name_that_is_a_branch_must_be_back_quoted(tmp_path: Path) -> None:
+    """A bare e, pi, inf or nan where the tree has a branch of that name is refused (the
+    branch, or 2.718 where an input lacks it, silently: a model trained on branch e scored
+    another file at e = 2.718), `e` is the branch, e where no branch is the constant."""
     with_e = _write(tmp_path / "with_e.root", {"e": np.array([10, 20], np.float32),
                                                "x": np.array([1, 2], np.float32)})
     without = _write(tmp_path / "without_e.root", {"x": np.array([3, 4], np.float32)})
+    for features, cut in ((["e"], None), (["x * e"], None), (["x"], "e > 0")):
+        with pytest.raises(ExpressionError, match=r"with_e\.root.*uses 'e', which is both a "
+                                                  r"branch of this tree and the constant"):
+            read(Sample("s", [with_e, without], cut=cut), features)
+    ds = read(Sample("s", with_e), ["`e` * x"])
+    np.testing.assert_array_equal(ds.X[:, 0], [10, 40])
     with pytest.raises(MissingBranchError, match=r"without_e\.root.*uses 'e', which is not a "
-                                                 r"branch here but is one in"):
-        read(Sample("s", [with_e, without]), ["e"])
-    with pytest.raises(MissingBranchError, match=r"without_e\.root"):
-        read([Sample("a", with_e, label=1), Sample("b", without, label=0)], ["x * e"])
-    with pytest.raises(MissingBranchError, match=r"cut expression 'e > 0'"):
-        read(Sample("s", [with_e, without], cut="e > 0"), ["x"])
-    with pytest.raises(MissingBranchError, match=r"without_e\.root.*weight expression 'x \* e'"):
-        read([Sample("a", with_e, label=1, weight="x * e"),
-              Sample("b", without, label=0, weight="x * e")], ["x"])
+                                                 r"branch"):
+        read(Sample("s", [with_e, without]), ["`e`"])
     ds = read(Sample("s", without), ["x * e"])
     np.testing.assert_allclose(ds.X[:, 0], np.array([3, 4]) * np.e, rtol=1e-6)
 
@@ -412,22 +414,27 @@ def test_float32_branches_are_compared_in_double_as_root_does(text, in_double):
     np.testing.assert_array_equal(got.astype(bool), in_double(eta.astype(np.float64)))
 
 
-def test_apply_refuses_a_constant_name_that_is_a_branch_in_another_input(tmp_path):
-    # A model with a feature "e": one input has the branch, the other lacks it, where "e"
-    # would silently be 2.718 for every event.
+def test_apply_reads_constants_and_branches_as_the_training_did(tmp_path):
+    """A model trained on branch `e` scored a file without it at e = 2.718, and one trained
+    on the constant pi read a file's branch pi: a branch is back-quoted, so the first is a
+    missing branch, and a bare constant's name that is a branch is refused."""
     import hepbdt
 
-    for name, branches in (("with.root", {"e": np.arange(5.0), "x": np.arange(5.0)}),
+    for name, branches in (("with.root", {"e": np.arange(5.0), "pi": np.arange(5.0),
+                                          "x": np.arange(5.0)}),
                            ("without.root", {"x": np.arange(5.0)})):
         with uproot.recreate(tmp_path / name) as f:
             f["t"] = branches
-    data = read(Sample("s", tmp_path / "with.root", tree="t", label=1), ["e", "x"])
     y = (np.arange(5) % 2).astype(int)
-    model = hepbdt.BDTClassifier(n_trees=2, max_depth=1, min_child_weight=0.0).fit(data.X, y)
-    with pytest.raises(MissingBranchError, match="'e'"):
-        hepbdt.apply(model, [tmp_path / "with.root", tmp_path / "without.root"],
-                     tmp_path / "out.root", tree="t")
-    assert not (tmp_path / "out.root").exists()
+    for features, applied_to, error, match in (
+            (["`e`", "x"], "without.root", MissingBranchError, "'e', which is not a branch"),
+            (["x * pi", "x"], "with.root", ExpressionError, "'pi', which is both a branch")):
+        trained_on = "with.root" if applied_to == "without.root" else "without.root"
+        data = read(Sample("s", tmp_path / trained_on, tree="t", label=1), features)
+        model = hepbdt.BDTClassifier(n_trees=2, max_depth=1, min_child_weight=0.0).fit(data.X, y)
+        with pytest.raises(error, match=match):
+            hepbdt.apply(model, tmp_path / applied_to, tmp_path / "out.root", tree="t")
+        assert not (tmp_path / "out.root").exists()
 
 
 def test_remainder_and_floor_division_refuse_what_python_and_root_disagree_on(tmp_path):

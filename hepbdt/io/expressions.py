@@ -114,6 +114,8 @@ MAX_NESTING = 200
 # Texts longer than this are shortened in error messages.
 _SHOWN_CHARS = 200
 
+#: The constants' names. Bare, each is the constant where the tree has no branch of its name
+#: and refused where it has one (the branch back-quoted, ```e```, or the number).
 CONSTANTS: dict[str, float] = {"pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan}
 
 
@@ -341,6 +343,9 @@ class Expression:
     names
         Every free name in the expression: branch names, or constants (``pi``, ``e``,
         ``inf``, ``nan``) when no branch has that name.
+    bare_constants
+        The constants' names written bare; a tree with a branch of such a name is refused
+        by the readers (back-quoted, ```e```, is always the branch).
     """
 
     def __init__(self, text: str, role: str = "expression") -> None:
@@ -375,6 +380,11 @@ class Expression:
         names: set[str] = set()
         self._check(self._node, names)
         self.names = frozenset(names)
+        # the constants' names written bare (not back-quoted): a tree's branch of that name
+        # makes them ambiguous (hepbdt.io.samples.TreeReader refuses them)
+        self.bare_constants = frozenset(
+            node.id for node in ast.walk(self._node)
+            if isinstance(node, ast.Name) and node.id in CONSTANTS)
 
     def canonical(self) -> str:
         """What the expression computes, as text: equal for expressions written with other
@@ -780,7 +790,7 @@ class Expression:
             name = self._name_of(node)
             if name in arrays:
                 return arrays[name]
-            if name in CONSTANTS:
+            if name in CONSTANTS and isinstance(node, ast.Name) and node.id not in self._quoted:
                 return CONSTANTS[name]
             raise self._fail(f"name {name!r} is not a branch")
         if isinstance(node, ast.Constant):

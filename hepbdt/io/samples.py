@@ -640,36 +640,6 @@ def _unreadable_leaves(branch: Any) -> str | None:
             + (", or as Double32_t without a range)" if kind == "Double32_t" else ")"))
 
 
-@dataclass(frozen=True)
-class ConstantUse:
-    """Where a tree takes a constant's name (``e``, ``pi``...) as the constant and where as
-    its branch: (expression, name) pairs, for :func:`check_constant_names`."""
-
-    where: str
-    as_constant: frozenset[tuple[Expression, str]]
-    as_branch: frozenset[tuple[Expression, str]]
-
-
-def check_constant_names(uses: Sequence[ConstantUse]) -> None:
-    """Refuse a name that an expression (the same text, in any sample of a read) takes as a
-    branch in one tree and as a constant (``e``, ``pi``, ``inf``, ``nan``) in another: there
-    the branch is missing."""
-    branch_in: dict[tuple[str, str], str] = {}
-    for use in uses:
-        for expression, name in use.as_branch:
-            branch_in.setdefault((expression.text, name), use.where)
-    for use in uses:
-        for expression, name in sorted(use.as_constant, key=lambda key: (key[1], key[0].text)):
-            where = branch_in.get((expression.text, name))
-            if where is not None:
-                raise MissingBranchError(
-                    f"{use.where}: {expression.named} {expression.text!r} uses "
-                    f"{name!r}, which is not a branch here but is one in {where}; every tree "
-                    f"read with it must have the branch {name!r} (the constant {name} = "
-                    f"{CONSTANTS[name]} is used only where no tree has such a branch)"
-                )
-
-
 # A basket declares at most this many bytes an entry (131,072 doubles) and this many more,
 # or it is refused unread (TreeReader._check_basket_sizes, as a read begins).
 MAX_BASKET_BYTES_PER_ENTRY = 1 << 20
@@ -704,16 +674,20 @@ class TreeReader:
             raise _corrupt_error(err, self.where) from err
         available_set = set(available)
         needed: list[str] = []
-        as_constant, as_branch = set(), set()
         for expression in expressions:
             for name in sorted(expression.names):
+                bare = name in expression.bare_constants
                 if name in available_set:
+                    if bare:
+                        raise ExpressionError(
+                            f"{self.where}: {expression.named} {expression.text!r} uses "
+                            f"{name!r}, which is both a branch of this tree and the constant "
+                            f"{name} = {CONSTANTS[name]!r}: write `{name}` (back-quoted) for "
+                            f"the branch, or {CONSTANTS[name]!r} for the constant")
                     if name not in needed:
                         needed.append(name)
-                    if name in CONSTANTS:
-                        as_branch.add((expression, name))
-                elif name in CONSTANTS:
-                    as_constant.add((expression, name))
+                elif bare:
+                    continue  # the constant: no tree it is read from has such a branch
                 else:
                     matches = close_names(name, available)
                     hint = f" Close names: {describe_choices(matches)}." if matches else ""
@@ -725,7 +699,6 @@ class TreeReader:
                     )
         self._check_entries(needed)
         self.branches = needed
-        self.constant_use = ConstantUse(self.where, frozenset(as_constant), frozenset(as_branch))
         try:
             self.kinds = self._check_types(needed)
         except Exception as err:
@@ -1164,8 +1137,6 @@ class _Plan:
     expressions: dict[str, Expression | None]
     # Each source's reader, kept open from the planning to the last pass (None: reopened).
     readers: list[TreeReader | None] = field(default_factory=list)
-    # Each source's constant names taken as constants or as branches (check_constant_names).
-    constant_uses: list[ConstantUse] = field(default_factory=list)
     # Each source's (path, tree as read, with its cycle), for DistinctSamples.
     trees: list[tuple[str, str]] = field(default_factory=list)
 
@@ -1329,7 +1300,6 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     for plan in plans:
         for path, tree in plan.trees:
             distinct.add(plan.sample.name, plan.sample.cut, path, tree)
-    check_constant_names([use for plan in plans for use in plan.constant_uses])
     _check_disjoint(plans, step_size)
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
@@ -1569,7 +1539,7 @@ def _plan_sample(
     }
     hints = _target_hints(sample)
     sources = resolve_sources(sample.files, sample.tree, context)
-    entries, readers, constant_uses = [], [], []
+    entries, readers = [], []
     trees_read: dict[tuple[Any, str], str] = {}
     for source in sources:
         kept = open_files.room()
@@ -1581,13 +1551,12 @@ def _plan_sample(
             )
             entries.append(reader.num_entries)
             readers.append(reader if kept else None)
-            constant_uses.append(reader.constant_use)
         # A file given once with its only tree's name and once without: one tree twice.
         key = (_file_identity(source.path), reader.tree_path)
         if key in trees_read:
             raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
         trees_read[key] = source.path
-    return _Plan(index, sample, sources, entries, expressions, readers, constant_uses,
+    return _Plan(index, sample, sources, entries, expressions, readers,
                  [(path, tree) for (_, tree), path in trees_read.items()])
 
 
