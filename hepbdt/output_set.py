@@ -93,7 +93,20 @@ def hold_outputs(paths: list[str], command: str) -> Iterator[None]:
                 f"{command}: output {path} is being written by another hepbdt run ({holder}); "
                 "wait for it or give another output"))
             locks.callback(lock.release)
+            _remove_temporaries(Path(path))
         yield
+
+
+def _remove_temporaries(path: Path) -> None:
+    """Remove the temporaries ``_util.atomic_path`` makes beside ``path`` (``.NAME.*.tmp``,
+    files or folders), which a run killed while writing it left: whoever holds ``path``'s
+    lock is the only writer of it, so they are no run's."""
+    for left in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        if left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                left.unlink()
 
 
 class OutputSet:
@@ -147,8 +160,14 @@ class OutputSet:
         try:  # again: a file the user put into the folder meanwhile went with the old set
             self._check_target()
         except OutputSetError as exc:
+            # this run's complete outputs stay, beside the folder, under a visible name
+            kept = tempfile.mkdtemp(dir=self.target.parent, prefix=(
+                f"{self.target.name}.hepbdt-new-{datetime.datetime.now():%Y%m%d-%H%M%S}-"))
+            os.rename(self.staging, kept)  # onto the new empty folder
+            self.staging = None
             raise OutputSetError(f"{exc} (found when this run's outputs were ready: the "
-                                 "folder was left as it is)") from None
+                                 f"folder was left as it is, and this run's outputs are in "
+                                 f"{kept})") from None
         # SIGINT and SIGTERM wait for the swap and the old set's removal, so an interrupt
         # leaves no old set beside the target and is told that the new one is in place
         with DeferredSignals(done=str(self.target)) as held:

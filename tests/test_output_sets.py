@@ -148,6 +148,9 @@ def test_a_file_put_into_the_folder_during_a_run_is_not_swapped_away(tmp_path):
             run.commit()
     assert (target / "my_notes.txt").read_text() == "mine"
     assert (target / "model.json").read_text() == "{}"
+    # this run's complete outputs are kept beside the folder, where the message says
+    (kept,) = tmp_path.glob("out.hepbdt-new-*")
+    assert (kept / "model.json").read_text() == '{"new": 1}' and (kept / "hepbdt-outputs.json").is_file()
     (target / "my_notes.txt").unlink()
     run = OutputSet(target)
     with pytest.raises(OutputSetError, match="is a file, not a folder"):
@@ -291,3 +294,19 @@ def test_check_refuses_the_output_folder_train_would_refuse(tmp_path, capsys):
         assert main(["train", str(config), "--check", "--output", str(output)]) == 2
         assert "hepbdt: error: output folder" in capsys.readouterr().err
     assert main(["train", str(config), "--check", "--output", str(tmp_path / "new")]) == 0
+
+
+def test_a_killed_writers_temporaries_go_when_the_output_is_next_held(tmp_path):
+    """`kill -9` of apply or export left .friend.root.XXXX.tmp (a partial ROOT file) for
+    good: the next run that holds friend.root removes its temporaries, and no other's."""
+    from hepbdt.output_set import hold_outputs
+
+    out = tmp_path / "friend.root"
+    (tmp_path / ".friend.root.k3j2x9.tmp").write_bytes(b"partial")  # atomic_path's kinds:
+    (tmp_path / ".friend.root.p8q1w2.tmp").mkdir()  # a file, a private folder
+    (tmp_path / ".friend.root.p8q1w2.tmp" / "friend.root").write_bytes(b"partial")
+    other = tmp_path / ".other.root.abcd.tmp"
+    other.write_bytes(b"another output's")
+    with hold_outputs([str(out)], "apply"):
+        assert list(tmp_path.glob(".friend.root.*.tmp")) == []
+    assert other.read_bytes() == b"another output's"
