@@ -360,14 +360,13 @@ def _train_noted(args: argparse.Namespace, config_path: str | os.PathLike | None
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import check_inputs, default_output_dir, load_config, train
     from hepbdt.analysis.estimate import check_memory, estimate_lines
+    from hepbdt.output_set import check_output_folder
 
     config = load_config(config_path or args.config, args.overrides,
                          output=getattr(args, "output", None))
     check_inputs(config)
     check_memory(config)  # too large for the stated memory: an error before any work
     if getattr(args, "check", False):
-        from hepbdt.output_set import check_output_folder
-
         check_output_folder(default_output_dir(config))  # as train checks it, nothing written
         task = (f"{config.task} of {len(config.classes)} classes: {', '.join(config.classes)}"
                 if config.multiclass else config.task)

@@ -1300,9 +1300,9 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     for plan in plans:
         for path, tree in plan.trees:
             distinct.add(plan.sample.name, plan.sample.cut, path, tree)
-    _check_disjoint(plans, step_size)
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
+    _check_disjoint(plans, step_size)  # after the checks of the metadata: it reads the cuts
     if dask:
         if binned or bin_edges is not None:
             raise InputError("dask=True reads float features (the Dask estimators bin them on "
