@@ -370,6 +370,12 @@ def warn_float32_resolution(source: Any, names: Sequence[str] | None, what: str 
     if source.dtype != np.float64 or source.size == 0:
         return
     low, high = np.fmin.reduce(source, axis=0), np.fmax.reduce(source, axis=0)  # NaN skipped
+    warn_float32_steps(low, high, names, what)
+
+
+def warn_float32_steps(low: np.ndarray, high: np.ndarray, names: Sequence[str] | None,
+                       what: str) -> None:
+    """:func:`warn_float32_resolution` of features whose double values span [low, high]."""
     with np.errstate(invalid="ignore", over="ignore"):
         step = np.maximum(np.abs(low), np.abs(high)) * 2.0**-23  # float32's at the larger end
         steps = (high - low) / step

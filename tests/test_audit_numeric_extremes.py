@@ -138,3 +138,25 @@ def test_float64_features_that_float32_collapses_warn(offset, spread):
         warnings.simplefilter("error")
         shifted = BDTClassifier(n_trees=5, max_depth=2).fit((x - offset)[:, None] / spread, y)
     assert shifted.score((x - offset)[:, None] / spread, y) > 0.99
+
+
+@pytest.mark.parametrize("binned", [False, True])
+def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binned):
+    """The readers compute in double and keep float32 features: a double branch of
+    1e9 +- 30 keeps 3 values (numpy counts them); the read warns for it, and for the float
+    branch and the shipped features it does not."""
+    import uproot
+
+    from hepbdt.io import Sample, read
+
+    rng = np.random.default_rng(3)
+    t = 1e9 + rng.uniform(-30, 30, 500)
+    assert np.unique(t.astype(np.float32)).size < 10
+    with uproot.recreate(tmp_path / "f.root") as f:
+        f["Events"] = {"t": t, "pt": rng.exponential(40, 500).astype(np.float32)}
+    with pytest.warns(UserWarning, match=r"read: feature 't' spans .* subtract an offset") as record:
+        read(Sample("s", tmp_path / "f.root", label=1), ["t", "pt"], binned=binned)
+    assert not any("'pt'" in str(w.message) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read(Sample("s", tmp_path / "f.root", label=1), ["t - 1e9", "pt"], binned=binned)

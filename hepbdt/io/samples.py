@@ -38,7 +38,7 @@ import awkward as ak
 import numpy as np
 import uproot
 
-from hepbdt._util import Progress, available_memory, read_ahead, release_free_memory
+from hepbdt._util import Progress, available_memory, read_ahead, release_free_memory, warn_float32_steps
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import (
     EVENT_INT32_MAX,
@@ -1155,6 +1155,8 @@ class _Output:
     packed_edges: np.ndarray | None = None
     binner: Any = None
     target_rounding: TargetRounding | None = None  # the regression targets', judged at the end
+    # each feature's (lowest, highest) value before float32, for warn_float32_steps
+    extent: np.ndarray | None = None
 
     def put_features(self, start: int, columns: Sequence[np.ndarray]) -> None:
         """The features of one chunk into rows ``start:``: floats, or their codes."""
@@ -1393,6 +1395,7 @@ def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, 
     source = plan.sources[source_index]
     context = f"sample {plan.sample.name!r}"
     out = _allocate(stop - start, len(feature_expressions), task, dtypes)
+    out.extent = None  # one partition's range is not the read's: no float32 warning here
     with open_root_file(source.path, context) as file:
         reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
                             context)
@@ -1593,7 +1596,8 @@ def _allocate(capacity: int, n_features: int, task: str,
     else:
         y = None
     rounding = TargetRounding() if task == "regression" else None
-    return _Output(X, y, w, event_ids, sample_index, target_rounding=rounding)
+    extent = np.array([[np.inf] * n_features, [-np.inf] * n_features])
+    return _Output(X, y, w, event_ids, sample_index, target_rounding=rounding, extent=extent)
 
 
 def _read_sample(
@@ -1653,6 +1657,8 @@ def _assemble(
     """Shrink the output arrays to their ``filled`` rows and wrap them in a Dataset (the
     codes in a BinnedMatrix of ``edges`` when binned)."""
     _judge_targets(out, f"samples {', '.join(map(repr, sample_names))}")
+    if out.extent is not None:  # double branches or expressions that float32 collapses
+        warn_float32_steps(out.extent[0], out.extent[1], list(feature_texts), "read")
     features = out.X if out.codes is None else out.codes
     if filled < len(features):
         # In place: shrinking the leading axis keeps rows where they are.
@@ -1728,8 +1734,9 @@ def _fill_chunk(
                          f"selected than the first pass found)")
     rows = slice(filled, filled + n)
     columns = [
-        feature_column(reader, expression, arrays, entries, inf_as_missing)
-        for expression in feature_expressions
+        feature_column(reader, expression, arrays, entries, inf_as_missing,
+                       extent=None if out.extent is None else out.extent[:, j])
+        for j, expression in enumerate(feature_expressions)
     ]
     out.put_features(filled, columns)
     out.w[rows] = _weight_column(reader, plan, arrays, entries)
@@ -1904,13 +1911,24 @@ def feature_column(
     entries: np.ndarray,
     inf_as_missing: bool,
     inf_remedy: str = TRAINING_INF_REMEDY,
+    extent: np.ndarray | None = None,
 ) -> np.ndarray:
     """One feature on one chunk as float32; +-inf is an error or NaN (``inf_as_missing``).
 
     ``entries`` are the chunk's (selected) entry numbers, for the error message, which ends
-    with ``inf_remedy`` (how the command being run makes +-inf missing).
+    with ``inf_remedy`` (how the command being run makes +-inf missing). ``extent``: the
+    (lowest, highest) finite value so far, in double, widened by this chunk's.
     """
-    values = _evaluate(reader, expression, arrays, len(entries), np.float32)
+    if extent is None:
+        values = _evaluate(reader, expression, arrays, len(entries), np.float32)
+    else:
+        double = _evaluate(reader, expression, arrays, len(entries), np.float64)
+        finite = double[np.isfinite(double)]
+        if finite.size:
+            extent[0] = min(extent[0], finite.min())
+            extent[1] = max(extent[1], finite.max())
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused below
+            values = double.astype(np.float32)
     infinite = np.isinf(values)
     if infinite.any():
         if not inf_as_missing:
