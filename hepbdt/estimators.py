@@ -921,13 +921,22 @@ class _BDTBase(SklearnProtocol):
         only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""
         tol = float(self.tol)
         self._check_stopping(given_eval)
+        flat = getattr(self, "decorrelation", None) == "flatness" and self.decorrelation_strength > 0
+        if flat and (self.early_stopping or self.early_stopping_rounds is not None
+                     or (given_eval and self.n_trees == "auto")):
+            raise ParameterError("early_stopping", "early stopping with decorrelation='flatness' "
+                                 "watches the classification loss alone, which the flatness "
+                                 "term raises by design (it stopped strength 1 after 3-7 "
+                                 "trees): leave early_stopping, early_stopping_rounds and an "
+                                 "eval_set with n_trees='auto' out (n_trees='auto' then grows "
+                                 f"{AUTO_FIXED_TREES} trees), or give an integer n_trees")
         if self.n_trees != "auto":
             rounds = self._stopping_rounds()
             return _TreePlan(int(self.n_trees), rounds, self.early_stopping and not given_eval,
                              "given", self.validation_fraction, tol)
         if self.boosting in ADABOOST_BOOSTINGS:
             return _TreePlan(AUTO_FIXED_TREES, None, False, "adaboost")
-        if getattr(self, "decorrelation", None) == "flatness" and not given_eval:
+        if flat:
             return _TreePlan(AUTO_FIXED_TREES, None, False, "flatness")
         rounds = self._stopping_rounds() or self.n_iter_no_change or AUTO_PATIENCE
         if given_eval:
@@ -1309,6 +1318,9 @@ class _BDTBase(SklearnProtocol):
             "feature_names": None if not hasattr(self, "feature_names_in_")
             else [str(n) for n in self.feature_names_in_],
             "feature_definitions": getattr(self, "feature_definitions_", None) or {},
+            # a bare e, pi, inf or nan in a feature is the constant (a branch is `e`); a
+            # file saved before that rule keeps saying nothing
+            **({} if getattr(self, "_constants_unknown", False) else {"constants": "bare"}),
             "forest": self.forest_.to_dict(),
             "train_loss": np.asarray(self.train_loss_, float).tolist(),
             "validation_loss": None if self.validation_loss_ is None
@@ -2153,7 +2165,8 @@ def max_trees(params: dict[str, Any], n_events: int) -> int:
     (``n_trees``, or what ``"auto"`` allows)."""
     if params.get("n_trees", "auto") != "auto":
         return int(params["n_trees"])
-    if params.get("boosting") in ADABOOST_BOOSTINGS or params.get("decorrelation") == "flatness":
+    flat = params.get("decorrelation") == "flatness" and params.get("decorrelation_strength", 1) > 0
+    if params.get("boosting") in ADABOOST_BOOSTINGS or flat:
         return AUTO_FIXED_TREES
     small = n_events < AUTO_TREES_FROM and not params.get("early_stopping")
     return AUTO_SMALL_TREES if small else AUTO_MAX_TREES

@@ -101,7 +101,10 @@ def _remove_temporaries(path: Path) -> None:
     """Remove the temporaries ``_util.atomic_path`` makes beside ``path`` (``.NAME.*.tmp``,
     files or folders), which a run killed while writing it left: whoever holds ``path``'s
     lock is the only writer of it, so they are no run's."""
+    shape = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")  # mkstemp's names
     for left in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        if not shape.fullmatch(left.name):
+            continue
         if left.is_dir() and not left.is_symlink():
             shutil.rmtree(left, ignore_errors=True)
         else:

@@ -185,13 +185,17 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     reason = doc.get("n_trees_reason")
     if reason is not None and not isinstance(reason, str):
         raise ModelFormatError(f"n_trees_reason {_brief(reason)} must be a string or null")
-    return from_forest(kind, forest, names, params, classes=classes or (),
-                       feature_definitions=definitions,
-                       train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
-                       validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
-                       best_iteration=best, evals_result=evals,
-                       bin_edges=edges,
-                       n_trees_reason=reason, min_node_size_used=used)
+    est = from_forest(kind, forest, names, params, classes=classes or (),
+                      feature_definitions=definitions,
+                      train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
+                      validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
+                      best_iteration=best, evals_result=evals,
+                      bin_edges=edges,
+                      n_trees_reason=reason, min_node_size_used=used)
+    # saved before a bare e, pi, inf or nan meant the constant only: apply refuses its
+    # features that use one (a tree's branch of that name was read where there was one)
+    est._constants_unknown = doc.get("constants") != "bare"
+    return est
 
 
 def checked_classes(classes: Any, n_labels: int) -> list[Any]:

@@ -29,7 +29,7 @@ import uproot
 from ._util import DeferredSignals, Progress, atomic_path, dumps_strict, model_scores
 from .boosting.losses import softmax_rows
 from .io.errors import InputError, MissingFileError
-from .io.expressions import Expression
+from .io.expressions import CONSTANTS, Expression
 from .io.samples import (
     DEFAULT_STEP_SIZE,
     FileSpec,
@@ -245,6 +245,7 @@ class _Job:
         definitions = getattr(scorer, "feature_definitions_", None) or {}
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
+        _check_saved_constants(scorer, features)
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
@@ -296,6 +297,24 @@ class _Job:
         if self.class_suffixes is not None:
             return self._class_branches(np.empty((0, len(self.class_suffixes))))
         return _branches(np.empty((0, n_outputs)) if n_outputs > 1 else np.empty(0), self.branch)
+
+
+def _check_saved_constants(scorer: Any, features: list[Expression]) -> None:
+    """ApplyOptionError for a model file saved before a bare e, pi, inf or nan meant the
+    constant only, whose features use one: there it meant a tree's branch of that name where
+    the tree had one, so the file cannot say which (``persistence``'s ``_constants_unknown``)."""
+    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    if not any(getattr(m, "_constants_unknown", False) for m in models):
+        return
+    for feature in features:
+        for name in sorted(feature.bare_constants):
+            raise ApplyOptionError(
+                f"the model's feature {feature.text!r} uses {name!r}, which in a model saved "
+                f"before hepbdt told the branch `{name}` from the constant {name} (2026-12-04) "
+                f"was the branch where a tree had one: retrain it, or in its model file write "
+                f"`{name}` (back-quoted) for the branch, or {CONSTANTS[name]!r} for the "
+                "constant, in feature_names and feature_definitions, and add "
+                "\"constants\": \"bare\"")
 
 
 def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:

@@ -160,3 +160,20 @@ def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binn
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         read(Sample("s", tmp_path / "f.root", label=1), ["t - 1e9", "pt"], binned=binned)
+
+
+def test_integers_that_float32_holds_exactly_do_not_warn(tmp_path):
+    """Run numbers 315252-315261 span few float32 steps but each is exact in float32: no
+    warning at the fit (float64 column) or at the read (an unsigned branch)."""
+    import uproot
+
+    from hepbdt import BDTClassifier
+    from hepbdt.io import Sample, read
+
+    runs = 315252 + np.arange(400) % 10
+    with uproot.recreate(tmp_path / "r.root") as f:
+        f["Events"] = {"run": runs.astype(np.uint32), "x": np.linspace(0, 1, 400)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BDTClassifier(n_trees=3, max_depth=2).fit(runs[:, None].astype(np.float64), runs % 2)
+        read(Sample("s", tmp_path / "r.root", label=1), ["run", "x"])

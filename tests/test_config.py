@@ -449,3 +449,17 @@ def test_decorrelation_options_that_do_nothing_are_named(tmp_path):
         warnings.simplefilter("error", IdleOptionWarning)
         load_config(write(tmp_path, BASE + table + 'decorrelation = "flatness"\n'
                           "decorrelation_bins = 20\ndecorrelation_strength = 0.5\n", "ok.toml"))
+
+
+def test_sample_files_follow_dot_dot_as_the_file_system_does(tmp_path):
+    """`link/../analysis.toml`, link a folder's link: the shell opens real/analysis.toml, and
+    its data/ is real/data/ (a lexical '..' looked in the folder the link lies in)."""
+    relative = BASE.replace(str(DATA / "signal.root"), "data/signal.root")
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "data").mkdir()
+    (real / "data" / "signal.root").write_bytes(b"")
+    (real / "analysis.toml").write_text(relative)
+    (tmp_path / "link").symlink_to(real / "sub")
+    config = load_config(tmp_path / "link" / ".." / "analysis.toml")
+    assert Path(config.samples[0].files[0]) == real / "data" / "signal.root"

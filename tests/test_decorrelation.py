@@ -505,3 +505,24 @@ def test_auto_trees_with_flatness_grow_a_fixed_count():
                                       efficiencies=[0.5]).at(0.5)[1]
 
     assert inverse_jsd(auto) > 4 * inverse_jsd(plain)
+
+
+def test_early_stopping_with_flatness_is_refused_and_strength_zero_stays_ordinary():
+    """early_stopping (or an eval_set under "auto") with the flatness loss stopped strength 1
+    after 3 trees, on the loss the term raises: refused. Strength 0 wraps nothing, so its
+    "auto" is the ordinary model's, bit for bit (it grew the fixed 200 trees)."""
+    from hepbdt.estimators import ParameterError
+
+    d = sculpting_arrays(1000, 2000, seed=3)
+    X = np.column_stack([d["mjj"], d["tau21"], d["balance"]])
+    y, w, m = d["label"], d["weight"], d["mjj"]
+    for options, fit in (({"n_trees": 200, "early_stopping": True}, {}),
+                         ({}, {"eval_set": [(X, y)]})):
+        with pytest.raises(ParameterError, match="early stopping with decorrelation='flatness'"):
+            BDTClassifier(max_depth=3, decorrelation="flatness", **options).fit(
+                X, y, w, decorrelate=m, **fit)
+    zero = BDTClassifier(max_depth=3, decorrelation="flatness", decorrelation_strength=0.0).fit(
+        X, y, w, decorrelate=m)
+    plain = BDTClassifier(max_depth=3).fit(X, y, w)
+    assert zero.forest_.n_trees == plain.forest_.n_trees
+    np.testing.assert_array_equal(zero.decision_function(X), plain.decision_function(X))

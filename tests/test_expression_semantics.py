@@ -616,3 +616,33 @@ def test_root_spelling_without_equivalent_lists_the_functions():
     for text, name in (("Alt$(Jet_pt[0], 0)", "Alt$"), ("TMath::Landau(nJet)", "TMath::Landau")):
         with pytest.raises(ExpressionError, match=re.escape(name) + ".*no equivalent.*abs, acos"):
             Expression(text)
+
+
+def test_a_model_saved_before_the_rule_with_a_bare_constant_is_refused_by_apply(tmp_path):
+    """A model file without "constants": "bare" was saved when a bare e meant the branch
+    where a tree had one: apply refuses its features that use one (else e = 2.718 on a file
+    without the branch), names the edit, and the edited file scores as the branch."""
+    import json
+
+    import hepbdt
+
+    with uproot.recreate(tmp_path / "with.root") as f:
+        f["t"] = {"e": np.arange(6.0), "x": np.arange(6.0) % 2}
+    y = (np.arange(6) > 2).astype(int)
+    data = read(Sample("s", tmp_path / "with.root", tree="t", label=1), ["`e`", "x"])
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=1, min_child_weight=0.0).fit(data.X, y)
+    doc = model.to_dict()
+    assert doc.pop("constants") == "bare"
+    doc["feature_names"] = ["e", "x"]  # as the old rule saved it
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    old = hepbdt.load_model(tmp_path / "old.json")
+    with pytest.raises(InputError, match=r"feature 'e' uses 'e'.*saved before"):
+        hepbdt.apply(old, tmp_path / "with.root", tmp_path / "out.root", tree="t")
+    assert "constants" not in old.to_dict()  # re-saving it does not claim the new rule
+    doc["feature_names"], doc["constants"] = ["`e`", "x"], "bare"  # the edit the error names
+    (tmp_path / "edited.json").write_text(json.dumps(doc))
+    hepbdt.apply(hepbdt.load_model(tmp_path / "edited.json"), tmp_path / "with.root",
+                 tmp_path / "out.root", tree="t")
+    with uproot.open(tmp_path / "out.root") as f:
+        np.testing.assert_array_equal(f["t"]["bdt_score"].array(library="np"),
+                                      model.decision_function(data.X))

@@ -297,16 +297,24 @@ def test_check_refuses_the_output_folder_train_would_refuse(tmp_path, capsys):
 
 
 def test_a_killed_writers_temporaries_go_when_the_output_is_next_held(tmp_path):
-    """`kill -9` of apply or export left .friend.root.XXXX.tmp (a partial ROOT file) for
-    good: the next run that holds friend.root removes its temporaries, and no other's."""
+    """`kill -9` of apply or export left .friend.root.XXXXXXXX.tmp (a partial ROOT file) for
+    good: the next run that holds friend.root removes its temporaries (mkstemp's and
+    mkdtemp's names, as atomic_path makes them), and nothing else: a user's file of a
+    similar name, or a temporary of another output (friend.root.v2.root) another run writes."""
+    import tempfile
+
     from hepbdt.output_set import hold_outputs
 
     out = tmp_path / "friend.root"
-    (tmp_path / ".friend.root.k3j2x9.tmp").write_bytes(b"partial")  # atomic_path's kinds:
-    (tmp_path / ".friend.root.p8q1w2.tmp").mkdir()  # a file, a private folder
-    (tmp_path / ".friend.root.p8q1w2.tmp" / "friend.root").write_bytes(b"partial")
-    other = tmp_path / ".other.root.abcd.tmp"
-    other.write_bytes(b"another output's")
+    fd, _ = tempfile.mkstemp(prefix=".friend.root.", suffix=".tmp", dir=tmp_path)
+    os.close(fd)
+    private = tempfile.mkdtemp(prefix=".friend.root.", suffix=".tmp", dir=tmp_path)
+    Path(private, "friend.root").write_bytes(b"x")
+    fd, other = tempfile.mkstemp(prefix=".friend.root.v2.root.", suffix=".tmp", dir=tmp_path)
+    os.close(fd)
+    kept = [Path(other), tmp_path / ".friend.root.mynotes.tmp", tmp_path / ".friend.root.backup.tmp"]
+    kept[1].write_bytes(b"mine")
+    kept[2].mkdir()
+    assert len(list(tmp_path.glob(".friend.root.*.tmp"))) == 5
     with hold_outputs([str(out)], "apply"):
-        assert list(tmp_path.glob(".friend.root.*.tmp")) == []
-    assert other.read_bytes() == b"another output's"
+        assert sorted(tmp_path.glob(".friend.root.*.tmp")) == sorted(kept)

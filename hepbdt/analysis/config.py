@@ -555,7 +555,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     event = expander.optional(top.get("event"), "event", None, "event")
     # relative to the folder of the file as given (a link's, not its target's): what a
     # campaign folder holding a link to a shared configuration means by its data/
-    samples = _samples(document, top, Path(os.path.abspath(config_path)).parent, expander,
+    samples = _samples(document, top, config_path.absolute().parent.resolve(), expander,
                        problems)
     task, classes = _task(samples, problems)
     split = _split_config(top.get("split", {}), task, problems)

@@ -380,7 +380,7 @@ class DistinctSamples:
         first = self._seen.setdefault(key, sample)
         if first != sample:
             raise InputError(
-                f"samples {first!r} and {sample!r} both read tree {tree.split(';')[0]!r} of "
+                f"samples {first!r} and {sample!r} both read tree {tree!r} of "
                 f"{os.path.abspath(path)!r} with " + (f"the same cut {cut_text!r}" if cut_text
                                                        else "no cut")
                 + ": its events and yields would count twice (or in two classes); give each "
@@ -1137,7 +1137,7 @@ class _Plan:
     expressions: dict[str, Expression | None]
     # Each source's reader, kept open from the planning to the last pass (None: reopened).
     readers: list[TreeReader | None] = field(default_factory=list)
-    # Each source's (path, tree as read, with its cycle), for DistinctSamples.
+    # Each source's (path, tree name as read, without its cycle), for DistinctSamples.
     trees: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -1155,7 +1155,8 @@ class _Output:
     packed_edges: np.ndarray | None = None
     binner: Any = None
     target_rounding: TargetRounding | None = None  # the regression targets', judged at the end
-    # each feature's (lowest, highest) value before float32, for warn_float32_steps
+    # each feature's lowest and highest value before float32, and 1 where float32 rounded
+    # one (rows), for warn_float32_steps
     extent: np.ndarray | None = None
 
     def put_features(self, start: int, columns: Sequence[np.ndarray]) -> None:
@@ -1555,7 +1556,8 @@ def _plan_sample(
             entries.append(reader.num_entries)
             readers.append(reader if kept else None)
         # A file given once with its only tree's name and once without: one tree twice.
-        key = (_file_identity(source.path), reader.tree_path)
+        # by name, whatever the cycle: an older cycle holds the same tree's first entries
+        key = (_file_identity(source.path), reader.tree_name)
         if key in trees_read:
             raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
         trees_read[key] = source.path
@@ -1596,7 +1598,7 @@ def _allocate(capacity: int, n_features: int, task: str,
     else:
         y = None
     rounding = TargetRounding() if task == "regression" else None
-    extent = np.array([[np.inf] * n_features, [-np.inf] * n_features])
+    extent = np.array([[np.inf] * n_features, [-np.inf] * n_features, [0.0] * n_features])
     return _Output(X, y, w, event_ids, sample_index, target_rounding=rounding, extent=extent)
 
 
@@ -1658,7 +1660,8 @@ def _assemble(
     codes in a BinnedMatrix of ``edges`` when binned)."""
     _judge_targets(out, f"samples {', '.join(map(repr, sample_names))}")
     if out.extent is not None:  # double branches or expressions that float32 collapses
-        warn_float32_steps(out.extent[0], out.extent[1], list(feature_texts), "read")
+        warn_float32_steps(out.extent[0], out.extent[1], out.extent[2] > 0, list(feature_texts),
+                           "read")
     features = out.X if out.codes is None else out.codes
     if filled < len(features):
         # In place: shrinking the leading axis keeps rows where they are.
@@ -1917,18 +1920,19 @@ def feature_column(
 
     ``entries`` are the chunk's (selected) entry numbers, for the error message, which ends
     with ``inf_remedy`` (how the command being run makes +-inf missing). ``extent``: the
-    (lowest, highest) finite value so far, in double, widened by this chunk's.
+    (lowest, highest, rounded) of the values so far, in double, updated with this chunk's.
     """
     if extent is None:
         values = _evaluate(reader, expression, arrays, len(entries), np.float32)
     else:
         double = _evaluate(reader, expression, arrays, len(entries), np.float64)
-        finite = double[np.isfinite(double)]
-        if finite.size:
-            extent[0] = min(extent[0], finite.min())
-            extent[1] = max(extent[1], finite.max())
         with np.errstate(over="ignore"):  # beyond float32: inf, refused below
             values = double.astype(np.float32)
+        finite = np.isfinite(values)
+        if finite.any():
+            extent[0] = min(extent[0], double[finite].min())
+            extent[1] = max(extent[1], double[finite].max())
+            extent[2] = max(extent[2], float(np.any(double[finite] != values[finite])))
     infinite = np.isinf(values)
     if infinite.any():
         if not inf_as_missing:
