@@ -921,7 +921,7 @@ class _BDTBase(SklearnProtocol):
         only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""
         tol = float(self.tol)
         self._check_stopping(given_eval)
-        flat = getattr(self, "decorrelation", None) == "flatness" and self.decorrelation_strength > 0
+        flat = self._decorrelates_in_training() and self.decorrelation == "flatness"
         if flat and (self.early_stopping or self.early_stopping_rounds is not None
                      or (given_eval and self.n_trees == "auto")):
             raise ParameterError("early_stopping", "early stopping with decorrelation='flatness' "

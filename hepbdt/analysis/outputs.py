@@ -669,7 +669,8 @@ def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str
                              f"{model.k}; give the scores.root of this k-fold training")
         scores = np.empty_like(written)
         for i, fold_model in enumerate(model.models):
-            scores[fold == i] = model_scores(fold_model, data.X[fold == i]).reshape(-1, written.shape[1])
+            rows = fold == i
+            scores[rows] = model_scores(fold_model, data.X[rows]).reshape(-1, written.shape[1])
     elif "fold" in recorded:
         raise InputError(f"{where} was written by a k-fold training; give the k-fold manifest "
                          "of that training as the model")

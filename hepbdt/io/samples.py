@@ -1930,9 +1930,10 @@ def feature_column(
             values = double.astype(np.float32)
         finite = np.isfinite(values)
         if finite.any():
-            extent[0] = min(extent[0], double[finite].min())
-            extent[1] = max(extent[1], double[finite].max())
-            extent[2] = max(extent[2], float(np.any(double[finite] != values[finite])))
+            kept = double[finite]
+            extent[0] = min(extent[0], kept.min())
+            extent[1] = max(extent[1], kept.max())
+            extent[2] = max(extent[2], float(np.any(kept != values[finite])))
     infinite = np.isinf(values)
     if infinite.any():
         if not inf_as_missing:
