@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import stat
 import sys
@@ -641,13 +642,16 @@ def user_stacklevel() -> int:
 def column_positions(given: list[str], names: list[str], what: str, owner: str,
                      definitions: dict[str, str]) -> list[int]:
     """Where each of ``names`` stands among the columns ``given`` (a name may also be found
-    under its definition, the expression it was read as); ValueError naming what lacks."""
+    under its definition, the expression it was read as, and a back-quoted branch name
+    such as ```e``` under the branch's own name e); ValueError naming what lacks."""
     position = {name: j for j, name in enumerate(given)}
     if len(position) != len(given):
         raise ValueError(f"{what} has repeated column names; each feature must appear once")
     for name in names:
-        if name not in position and definitions.get(name) in position:
-            position[name] = position[definitions[name]]
+        quoted = re.fullmatch(r"`([^`]+)`", name)
+        for other in (definitions.get(name), quoted and quoted[1]):
+            if name not in position and other in position:
+                position[name] = position[other]
     missing = [name for name in names if name not in position]
     if missing:
         raise ValueError(f"{what} lacks the features {missing} that {owner} was trained on "

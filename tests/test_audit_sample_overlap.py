@@ -47,6 +47,19 @@ def test_overlapping_cuts_are_refused(mc, sig_cut, bkg_cut, mode):
         read(_two(mc, sig_cut, bkg_cut), ["x"], binned=mode == "binned", dask=mode == "dask")
 
 
+@pytest.mark.parametrize("url", ["file://{}", "file://localhost{}"])
+def test_a_file_url_is_the_same_file(mc, url):
+    """One file written as a ``file:`` URL in one sample and as a path in the other is
+    still one tree: its overlapping events are refused (the URL escaped the check)."""
+    samples = _two(mc, "x > 0", "x > -1")
+    samples[0] = Sample("sig", url.format(mc.absolute().as_posix()), tree="Events", weight="w",
+                        cut="x > 0", label="signal")
+    x = uproot.open(mc)["Events"]["x"].array(library="np").astype(np.float64)
+    expected = int(np.count_nonzero(x > 0))
+    with pytest.raises(InputError, match=f"both select entry .*{expected:,} of its {N:,} entries"):
+        read(samples, ["x"])
+
+
 def test_exclusive_cuts_of_one_tree_are_read(mc):
     """One file split into two classes by exclusive cuts stays valid: each event once."""
     x = uproot.open(mc)["Events"]["x"].array(library="np")

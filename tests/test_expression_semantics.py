@@ -350,6 +350,26 @@ def test_a_constants_name_that_is_a_branch_must_be_back_quoted(tmp_path: Path) -
     np.testing.assert_allclose(ds.X[:, 0], np.array([3, 4]) * np.e, rtol=1e-6)
 
 
+def test_a_back_quoted_branch_is_found_under_its_name_in_a_data_frame() -> None:
+    """A model trained on the branch `e` (the rule above) scores a data frame read from the
+    same tree, whose column is e, as it scores the same values in its own column order; a
+    column that really is named `e` is taken first."""
+    pd = pytest.importorskip("pandas")
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    named = pd.DataFrame(X, columns=["`e`", "x"])
+    model = BDTClassifier(n_trees=5).fit(named, y)
+    expected = model.decision_function(named)
+    frame = pd.DataFrame({"x": X[:, 1], "e": X[:, 0]})
+    np.testing.assert_array_equal(model.decision_function(frame), expected)
+    frame["`e`"] = X[:, 0]
+    frame["e"] = 0.0
+    np.testing.assert_array_equal(model.decision_function(frame), expected)
+
+
 # -- 6. masks on fixed-size array branches --------------------------------------------
 
 

@@ -28,6 +28,8 @@ import lzma
 import numbers
 import os
 import stat
+import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
@@ -213,6 +215,15 @@ def _is_remote(path: str) -> bool:
     return "://" in path
 
 
+def _local_path(path: str) -> str:
+    """``path`` with a ``file:`` URL of this machine made its local path: uproot reads both
+    as one file, and the overlap and duplicate checks key files by what they are."""
+    url = urllib.parse.urlsplit(path)
+    if url.scheme.lower() != "file" or url.netloc not in ("", "localhost") or len(path) < 6:
+        return path
+    return urllib.request.url2pathname(url.path)
+
+
 def split_object_path(spec: str) -> tuple[str, str | None]:
     """Split uproot's ``"file.root:tree"`` form; a plain path gives ``(path, None)``."""
     if os.path.exists(spec):
@@ -337,7 +348,9 @@ def _tree_list(tree: Any, context: str) -> list[str | None]:
 def _expand_path(path: str, context: str) -> list[str]:
     """The files ``path`` names: itself (a URL, or a file that exists, even with glob
     characters such as ``[1]`` in its name), else the files its glob matches, sorted by
-    name (MissingFileError when none, or when a match is not a file)."""
+    name (MissingFileError when none, or when a match is not a file); a ``file:`` URL names
+    its local path."""
+    path = _local_path(path)
     if _is_remote(path):
         return [path]
     if not _GLOB_CHARS & set(path) or os.path.lexists(path):
