@@ -558,6 +558,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     samples = _samples(document, top, config_path.absolute().parent.resolve(), expander,
                        problems)
     task, classes = _task(samples, problems)
+    _check_target_not_feature(samples, features or [], expressions, problems)
     split = _split_config(top.get("split", {}), task, problems)
     if split.kfold is not None and event is None and not all(s.event for s in samples):
         problems.add("split", "kfold", "k-fold training assigns events to folds by event "
@@ -701,6 +702,21 @@ def _feature_expressions(features: list[str], expand: _Expander, problems: _Prob
         problems.add(None, "features", f"repeated: {shown} (the same expression, once "
                      "aliases are expanded); give each feature once")
     return expressions
+
+
+def _check_target_not_feature(samples: list[SampleConfig], features: list[str],
+                              expressions: list[str], problems: _Problems) -> None:
+    """A regression target that is one of the features, once aliases are expanded, is a
+    problem: the model would copy an input and print a near-zero RMSE."""
+    if len(expressions) != len(features):  # a feature's own problem is reported
+        return
+    keys = {_expression_key(e): text for text, e in zip(features, expressions, strict=True)}
+    for sample in samples:
+        feature = None if sample.target is None else keys.get(_expression_key(sample.target))
+        if feature is not None:
+            problems.add(f"samples.{sample.name}", "target", f"{sample.target!r} is also "
+                         f"the feature {feature!r}: the model would read the answer from its "
+                         "input; remove it from features, or regress another quantity")
 
 
 def _expression_key(expression: str) -> str:
