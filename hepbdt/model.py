@@ -48,6 +48,8 @@ AGGREGATIONS = ("sum", "weighted_mean", "weighted_median", "uboost")
 UBOOST_STEP_AGGREGATIONS = ("weighted_mean", "sum")
 MAX_MODEL_BYTES = 512 << 20  # model files larger than this are refused
 MAX_NODES = 50_000_000  # and forests of more nodes
+# TMVA::Reader's floor of a weighted mean's total tree weight: at or below it, it scores 0
+DBL_EPSILON = float(np.finfo(np.float64).eps)
 MAX_FEATURES = 1_000_000  # and of more features
 NON_FINITE = frozenset({"Infinity", "-Infinity", "NaN"})  # how the writer spells non-finite floats
 # The losses a forest's extra.loss may name (the boosters' loss names; "exponential" is
@@ -501,6 +503,7 @@ class Forest:
             raise ModelFormatError(f"{where}.base_score: {self.base_score!r} is not finite")
         self._validate_reach(where)
         self._validate_classes(where)
+        self._validate_total_weight(where)
         if self.aggregation == "uboost":
             _validate_uboost(self.extra.get("uboost"), self.n_trees, f"{where}.extra.uboost")
         if "decorrelation_map" in self.extra:
@@ -529,6 +532,18 @@ class Forest:
             raise ModelFormatError(f"{where}: node {node} has {parents[node]} parents, expected "
                                    f"{expected[node]} (a tree shares no node and leaves none out)")
 
+
+    def _validate_total_weight(self, where: str) -> None:
+        """A weighted mean or median of the trees needs a positive total tree weight: the
+        Reader scores every event 0 at or below DBL_EPSILON, and its weighted median walks
+        past the last tree at or below 0."""
+        if self.aggregation not in ("weighted_mean", "weighted_median") or not self.n_trees:
+            return
+        total = float(np.cumsum(self.tree_weights)[-1])
+        if not total > (DBL_EPSILON if self.aggregation == "weighted_mean" else 0.0):
+            raise ModelFormatError(f"{where}.tree_weights: they add up to {total!r}; the "
+                                   f"{self.aggregation.replace('_', ' ')} of the trees needs "
+                                   "a positive total (the boost weights of a trained model)")
 
     def _validate_reach(self, where: str) -> None:
         """The largest score any event can reach (each tree's largest |leaf| times its

@@ -4,6 +4,7 @@ sets without marking them modified, nCuts <= 0, and the multi-class BDTG option 
 
 from __future__ import annotations
 
+import json
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -394,6 +395,26 @@ def test_a_bad_parameters_record_is_refused(tmp_path, record, why):
     root.write(path)
     with pytest.raises(TMVAFormatError, match=why):
         from_tmva_xml(path)
+
+
+def test_a_newton_record_on_adaboost_trees_leaves_them_as_the_reader_reads_them(tmp_path):
+    """The record's newton doubles a Grad file's leaves (its export halved them); an
+    AdaBoost file's trees are the Reader's weighted mean whatever a record says."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    model = BDTClassifier(boosting="adaboost", n_trees=5, max_depth=2).fit(X, y)
+    path = tmp_path / "m.weights.xml"
+    model.save_tmva(path)
+    root = ET.parse(path)
+    info = next(i for i in root.iter("Info") if i.get("name") == "hepbdt parameters")
+    record = json.loads(info.get("value"))
+    record["params"]["boosting"] = "newton"
+    info.set("value", json.dumps(record))
+    root.write(path)
+    back = from_tmva_xml(path)
+    np.testing.assert_allclose(back.decision_function(X), model.decision_function(X),
+                               rtol=0, atol=1e-6)
 
 
 # -- 6. options TMVA sets aside for a method are set aside, with a warning ----------------------

@@ -64,8 +64,8 @@ from .._sklearn import not_fitted
 from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
-from ..model import Forest, float32_thresholds
-from .tmva_export import check_one_score, warn_reader_nan
+from ..model import Forest, float32_thresholds, from_tmva_two_class
+from .tmva_export import check_one_score
 
 __all__ = ["to_cpp", "CppExportError", "MAX_CPP_NODES"]
 
@@ -121,7 +121,9 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None,
     The header defines, in that namespace, ``n_features``, ``n_trees``, ``feature_names``
     and ``double evaluate(const float* x)``: ``decision_function`` (classifier) or
     ``predict`` (regressor) of one event of ``n_features`` floats in the model's input
-    order (NaN for missing values), equal bit for bit; ``void evaluate_batch(const float*
+    order (NaN for missing values), equal bit for bit (a model read from a TMVA two-class
+    file, whose Reader answers -999 for an event with a NaN input and whose
+    decision_function refuses one: NaN); ``void evaluate_batch(const float*
     x, std::size_t n, double* out)`` for n events row by row; and for classifiers ``double
     probability(const float* x)``, ``predict_proba(X)[:, 1]`` (to within the last bits of
     ``std::exp`` for gradient boosting; exactly for the AdaBoost family).
@@ -139,7 +141,6 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None,
     ``MAX_CPP_NODES`` nodes, or with a NaN threshold. Nothing is written then.
     """
     forest = _check_fitted(model)
-    warn_reader_nan(forest, "the C++ header")
     name = namespace_for(namespace, path)
     _check_exportable(forest)
     text = _header(model, forest, name, file_name or Path(path).name)
@@ -846,13 +847,30 @@ def _score(forest: Forest) -> tuple[list[str], str, str | None]:
             "detail::weighted_median(key)", None)
 
 
+_ANY_NAN = """// Whether one of the event's n_features floats is NaN (by its bits, as the keys).
+inline bool any_nan(const float* x) {
+  for (int f = 0; f < n_features; ++f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + f, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return true;
+  }
+  return false;
+}
+"""
+
+
 def _public_functions(forest: Forest, layout: str, n_rows: int) -> list[str]:
-    """evaluate and evaluate_batch."""
+    """evaluate and evaluate_batch; a model read from a TMVA two-class file scores an event
+    with a NaN input NaN (its Reader answers -999 without walking the trees, and the
+    model's own decision_function refuses such an event)."""
     _, score, score_of_sum = _score(forest)
     if n_rows <= MAX_KEY_ROWS:
         keys = ["  std::uint32_t key[detail::n_rows];", "  detail::make_keys(x, key);"]
     else:
         keys = ["  const detail::direct_keys key = {x};"]
+    no_answer = from_tmva_two_class(forest)
+    if no_answer:
+        keys = ["  if (detail::any_nan(x)) return std::nan(\"\");  // TMVA's Reader: -999", *keys]
     lines = [
         "// The score of one event: x holds n_features floats in the order of feature_names.",
         "inline double evaluate(const float* x) {", *keys, f"  return {score};", "}", "",
@@ -870,6 +888,9 @@ def _public_functions(forest: Forest, layout: str, n_rows: int) -> list[str]:
         ]
         if score_of_sum != "out[i]":
             lines.append(f"  for (std::size_t i = 0; i < n; ++i) out[i] = {score_of_sum};")
+        if no_answer:
+            lines.append("  for (std::size_t i = 0; i < n; ++i)\n"
+                         "    if (detail::any_nan(x + i * stride)) out[i] = std::nan(\"\");")
     else:
         lines.append("  for (std::size_t i = 0; i < n; ++i) out[i] = evaluate(x + i * stride);")
     return [*lines, "}", ""]
@@ -923,6 +944,7 @@ def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
         *_data_block(forest, layout, members, n_rows_nan_left),
         *constants, "",
         *_walk_code(forest, layout, members, n_rows),
+        *([_ANY_NAN] if from_tmva_two_class(forest) else []),
         "}  // namespace detail", "",
         *_public_functions(forest, layout, n_rows),
     ]

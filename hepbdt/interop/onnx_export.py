@@ -6,7 +6,9 @@ standard operators. The graph has one input ``"input"``, float32 (N, n_features)
 model's feature order (``feature_names_in_`` for named features), and the outputs
 ``"score"`` (N, 1), the classifier's ``decision_function`` or the regressor's ``predict``,
 and for classifiers ``"probability"`` (N, 1), P(signal) = ``predict_proba(X)[:, 1]``. NaN
-inputs go where the model sends them (``nodes_missing_value_tracks_true``). Feature names
+inputs go where the model sends them (``nodes_missing_value_tracks_true``); a model read
+from a TMVA two-class file, whose Reader answers -999 for an event with a NaN input and
+whose decision_function refuses one, gives such an event NaN in both outputs. Feature names
 and definitions, the estimator and the class labels are in the model's metadata_props as
 JSON. This module needs no estimator class; ``onnx`` is an optional dependency, imported
 when a model is written. Running the graph (onnxruntime) is the caller's business.
@@ -50,8 +52,8 @@ import numpy as np
 
 from .._util import atomic_write_bytes, feature_names_of, is_classifier
 from .._version import __version__
-from ..model import Forest
-from .tmva_export import _check_fitted, warn_reader_nan
+from ..model import Forest, from_tmva_two_class
+from .tmva_export import _check_fitted
 
 __all__ = ["to_onnx", "ONNXExportError", "ONNX_OPSET", "ONNX_ML_OPSET", "ONNX_IR_VERSION"]
 
@@ -346,6 +348,27 @@ def _metadata(model: Any, forest: Forest, classifier: bool) -> dict[str, str]:
     return meta
 
 
+def _no_answer_nodes(onnx: Any, nodes: list[Any], outputs: list[str]) -> tuple[list[Any], list[Any]]:
+    """Nodes that set ``outputs`` to NaN for an event with a NaN input, the others' values
+    renamed ``<output>_walked`` in ``nodes``: a TMVA two-class file's Reader answers -999
+    for such an event without walking the trees (the model's decision_function refuses it)."""
+    h = onnx.helper
+    for node in nodes:
+        for names in (node.input, node.output):
+            for i, value in enumerate(names):
+                if value in outputs:
+                    names[i] = f"{value}_walked"
+    masked = [
+        h.make_node("IsNaN", [INPUT_NAME], ["input_nan"]),
+        h.make_node("Cast", ["input_nan"], ["input_nan_float"], to=onnx.TensorProto.FLOAT),
+        h.make_node("ReduceMax", ["input_nan_float"], ["event_nan_float"], axes=[1], keepdims=1),
+        h.make_node("Cast", ["event_nan_float"], ["event_nan"], to=onnx.TensorProto.BOOL),
+    ]
+    masked += [h.make_node("Where", ["event_nan", "no_answer", f"{o}_walked"], [o]) for o in outputs]
+    no_answer = h.make_tensor("no_answer", onnx.TensorProto.FLOAT, [], [float("nan")])
+    return masked, [no_answer]
+
+
 def _build(onnx: Any, model: Any, forest: Forest, classifier: bool, name: str) -> Any:
     """The ModelProto: input cast to double, the trees, and the outputs."""
     h = onnx.helper
@@ -360,6 +383,10 @@ def _build(onnx: Any, model: Any, forest: Forest, classifier: bool, name: str) -
         nodes += link_nodes
         consts += link_consts
         outputs.append(h.make_tensor_value_info("probability", onnx.TensorProto.FLOAT, ["N", 1]))
+    if from_tmva_two_class(forest):
+        masked, mask_consts = _no_answer_nodes(onnx, nodes, [o.name for o in outputs])
+        nodes += masked
+        consts += mask_consts
     inputs = [h.make_tensor_value_info(INPUT_NAME, onnx.TensorProto.FLOAT, ["N", forest.n_features])]
     graph = h.make_graph(nodes, name, inputs, outputs, initializer=consts,
                          doc_string="score: decision_function (classifier) or predict (regressor); "
@@ -399,7 +426,6 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     could pass float32's range (about 3.4e38; the output is float32).
     """
     forest = _check_fitted(model, "the ONNX export")
-    warn_reader_nan(forest, "the ONNX model")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"name={name!r}: the ONNX graph's name must be a string")
     onnx = _import_onnx()

@@ -535,7 +535,9 @@ def from_tmva_xml(path: str | os.PathLike):
         params = _fallback_params(forest, opt, boost, leaf_rule, max_depth, regression, extra)
     if classes is None:
         classes = class_names if class_names is not None else (0, 1)
-    if params.get("boosting") == "newton" and kind == "classifier" and class_names is None:
+    # the record's newton halved Grad leaves; the Reader reads other BoostTypes as they stand
+    if (params.get("boosting") == "newton" and kind == "classifier" and class_names is None
+            and boost == "Grad"):
         _as_logistic(forest)
     return from_forest(kind, forest, [v["name"] for v in variables], params, classes=classes)
 

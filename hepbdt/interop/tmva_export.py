@@ -50,7 +50,7 @@ import numpy as np
 from .._util import atomic_write_text, check_X, dumps_strict, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
-from ..model import NODE_ARRAYS, Forest, check_written_size, from_tmva_two_class
+from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size
 from ..tmva_options import TMVA_OPTIONS, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
@@ -58,7 +58,6 @@ __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
 FLT_MAX = float(np.finfo(np.float32).max)
 PARAMETERS_INFO = "hepbdt parameters"  # GeneralInfo entry: the estimator's parameters and labels
 NAN_CUT = -FLT_MAX  # every finite float32 passes x >= -FLT_MAX; only NaN (and -inf) fail it
-DBL_EPSILON = float(np.finfo(np.float64).eps)
 TMVA_RELEASE = "4.2.1 [262657]"
 ROOT_RELEASE = "6.40/00 [403456]"
 
@@ -642,17 +641,6 @@ def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: f
     return {index_name: str(index), "Expression": _reader_name(name), "Label": name,
             "Title": title or name, "Unit": "", "Internal": _internal_name(name), "Type": "F",
             "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
-
-
-def warn_reader_nan(forest: Forest, what: str) -> None:
-    """Warn that ``what`` (an export) walks NaN inputs through the trees of a model read
-    from a TMVA two-class file, whose Reader answers -999 for them (and the model refuses
-    them): the file's trees say nothing about such an event."""
-    if from_tmva_two_class(forest):
-        warnings.warn(f"this model was read from a TMVA two-class file, whose Reader answers "
-                      f"{READER_NAN_SCORE:g} for an event with a NaN input; {what} walks such an "
-                      "event through the trees (NaN left at every node), which the file says "
-                      "nothing about: replace missing values before calling it", stacklevel=3)
 
 
 def _warn_about_nan(layout: _Layout, forest: Forest, missing: str) -> None:
