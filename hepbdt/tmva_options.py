@@ -175,16 +175,40 @@ def _supported() -> str:
 #: ``nan``, ``inf`` or digit separators (Python's int and float take ``1_000``, TMVA reads 1).
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-#: Option<Bool_t>::SetValueLocal's words; anything else is fatal in TMVA.
-_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "ktrue", "t"), ("0", "false", "kfalse", "f")
+#: Option<Bool_t>::SetValueLocal's words (any case); anything else is fatal in TMVA.
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "ktrue", "t"), ("0", "false", "kfalse", "f")
+#: A name of a weight file's <Option>: the Reader joins them as "name=value:..." and splits
+#: that string again, so a name must be a word and a value must hold no ':'.
+OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: MethodBDT options that change how the Reader evaluates the trees, which hepbdt does not.
+READER_CHANGING_FLAGS = ("DoPreselection", "UseFisherCuts")
+
+
+def check_file_options(options: list[tuple[str, str]]) -> None:
+    """TMVAOptionError unless a weight file's options (name, value), in file order, read as
+    written: each name a word, no value holding ':', and no flag of
+    READER_CHANGING_FLAGS set (the last of a name, in any case, as TMVA matches them)."""
+    last: dict[str, str] = {}
+    for name, value in options:
+        if not OPTION_NAME.fullmatch(name) or ":" in value:
+            raise TMVAOptionError(f"<Option name={name!r}> {value[:40]!r}: an option name is a "
+                                  "word and a value holds no ':' (TMVA::Reader splits the "
+                                  "options at ':')")
+        last[name.lower()] = value
+    for flag in READER_CHANGING_FLAGS:
+        text = last.get(flag.lower(), "False").strip(" \t\n\r").lower()
+        if text not in FALSE_WORDS:
+            raise TMVAOptionError(f"option {flag}={text!r}: hepbdt reads and writes BDTs "
+                                  f"without {flag}, which changes how TMVA::Reader evaluates "
+                                  "the trees; set it to False")
 
 
 def _parse_bool(name: str, text: str) -> bool:
     """A TMVA true/false value of option ``name``."""
     t = text.strip().lower()
-    if t in _TRUE_WORDS:
+    if t in TRUE_WORDS:
         return True
-    if t in _FALSE_WORDS:
+    if t in FALSE_WORDS:
         return False
     raise TMVAOptionError(f"option {name}={text!r}: expected True or False (TMVA also takes "
                           "1, 0, T, F, kTRUE, kFALSE)")

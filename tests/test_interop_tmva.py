@@ -8,6 +8,7 @@ against our own importer.
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -158,6 +159,28 @@ def test_imported_model_is_a_fitted_hepbdt_model(name, tmp_path):
     again = load_model(tmp_path / "m.json")
     np.testing.assert_array_equal(model_scores(again, X), raw)
     np.testing.assert_array_equal(tmva_response(again, X), tmva_response(model, X))
+
+
+@needs_fixtures
+@pytest.mark.parametrize("name, value", [("useyesnoleaf", "True"), ("BOOSTTYPE", "Grad")])
+def test_recorded_options_are_written_as_the_trees_are_in_any_case(tmp_path, name, value):
+    """A model file whose recorded TMVA options also spell BoostType or UseYesNoLeaf in
+    another case (TMVA matches names in any case, the last winning) was exported with them:
+    the Reader then read AdaBoost purity leaves as yes/no leaves (1.37 off) or as Grad."""
+    model = from_tmva_xml(TMVA_DIR / "ClassExample_BDTPurity.weights.xml")
+    model.save(tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    doc["forest"]["extra"]["tmva"]["options"].append([name, True, value])
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    to_tmva_xml(load_model(tmp_path / "m.json"), tmp_path / "m.weights.xml")
+    X = tmva_inputs("ClassExample")
+    np.testing.assert_array_equal(tmva_response(from_tmva_xml(tmp_path / "m.weights.xml"), X),
+                                  tmva_response(model, X))
+    doc["forest"]["extra"]["tmva"]["options"].append(["dopreselection", True, "T"])
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    with pytest.raises(TMVAExportError, match="DoPreselection='t'"):
+        to_tmva_xml(load_model(tmp_path / "m.json"), tmp_path / "p.weights.xml")
+    assert not (tmp_path / "p.weights.xml").exists()
 
 
 @needs_fixtures

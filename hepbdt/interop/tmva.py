@@ -35,7 +35,13 @@ import numpy as np
 from ..estimators import ESTIMATORS, from_forest
 from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import checked_classes, checked_params, parse_json, read_model_file
-from ..tmva_options import TMVAOptionWarning, parse_tmva_options
+from ..tmva_options import (
+    FALSE_WORDS,
+    OPTION_NAME,
+    TRUE_WORDS,
+    TMVAOptionWarning,
+    parse_tmva_options,
+)
 from .tmva_export import (
     CLASSIFICATION_BOOSTS,
     PARAMETERS_INFO,
@@ -65,10 +71,7 @@ _BLANK = " \t\n\r"
 _FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf|infinity)",
                          re.IGNORECASE)
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _FLOAT32 = struct.Struct("f")
-# TMVA's Option<bool>: these words (any case), anything else stops the Reader.
-_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "ktrue", "t"), ("0", "false", "kfalse", "f")
 
 
 def _num(el: ET.Element, name: str, where: str) -> float:
@@ -238,7 +241,7 @@ def _range_end(item: ET.Element, name: str, where: str) -> float:
 
 
 def _truthy(text: str) -> bool:
-    return text.strip(_BLANK).lower() in _TRUE_WORDS
+    return text.strip(_BLANK).lower() in TRUE_WORDS
 
 
 def _refuse_declarations(data: bytes, where: str) -> None:
@@ -327,7 +330,7 @@ def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
     for opt in _elements(_child(root, "Options", where), "Option", where + " <Options>"):
         name = _attr(opt, "name", where + " <Options>")
         value = (opt.text or "").strip()
-        if not _OPTION_NAME.fullmatch(name) or ":" in value:
+        if not OPTION_NAME.fullmatch(name) or ":" in value:
             raise TMVAFormatError(f"{where}: <Option name={name!r}> {value[:40]!r}: an option "
                                   "name is a word and a value holds no ':' (TMVA::Reader splits "
                                   "the options at ':')")
@@ -338,10 +341,10 @@ def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
 def _flag(opt: dict[str, str], name: str, default: str, where: str) -> bool:
     """A boolean option as TMVA's Option<bool> reads it (``opt`` keyed by lower-case name)."""
     text = opt.get(name.lower(), default).strip(_BLANK).lower()
-    if text in _TRUE_WORDS or text in _FALSE_WORDS:
-        return text in _TRUE_WORDS
+    if text in TRUE_WORDS or text in FALSE_WORDS:
+        return text in TRUE_WORDS
     raise TMVAFormatError(f"{where}: option {name}={text!r} is not a boolean that TMVA::Reader "
-                          f"reads; valid: {list(_TRUE_WORDS + _FALSE_WORDS)} (any case)")
+                          f"reads; valid: {list(TRUE_WORDS + FALSE_WORDS)} (any case)")
 
 
 def _boost_type(opt: dict[str, str], regression: bool, where: str) -> tuple[str, bool]:

@@ -51,7 +51,7 @@ from .._util import atomic_write_text, check_X, dumps_strict, feature_names_of, 
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
 from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size
-from ..tmva_options import TMVA_OPTIONS, tmva_option_values
+from ..tmva_options import TMVA_OPTIONS, TMVAOptionError, check_file_options, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
 
@@ -555,10 +555,16 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
     stored = layout.extra_tmva.get("options")
     if isinstance(stored, list) and stored:
         opts = [(str(n), bool(m), str(v)) for n, m, v in stored]
-        set_ = {"BoostType": layout.boost_type}
+        try:
+            check_file_options([(n, v) for n, _, v in opts])
+        except TMVAOptionError as exc:
+            raise TMVAExportError(f"the model's recorded TMVA options: {exc}") from None
+        # what the trees are, under every spelling TMVA matches (names in any case)
+        set_ = {"boosttype": layout.boost_type}
         if layout.analysis == "Classification" and layout.boost_type != "Grad":
-            set_["UseYesNoLeaf"] = str(layout.yes_no_leaf)
-        return [(n, m or (n in set_ and set_[n] != v), set_.get(n, v)) for n, m, v in opts]
+            set_["useyesnoleaf"] = str(layout.yes_no_leaf)
+        return [(n, m or set_.get(n.lower(), v) != v, set_.get(n.lower(), v))
+                for n, m, v in opts]
     regression = layout.analysis == "Regression"
     values = _default_option_values(regression, forest.n_features)
     trained = tmva_option_values(_trained_params(layout, forest, model),
