@@ -65,6 +65,13 @@ def test_classes_sorted_and_labelled_by_index(tmp_path, ntuple):
     assert config.class_branches()["ttbar"] == ("bdt_score_ttbar", "bdt_prob_ttbar")
 
 
+def test_names_that_extend_signal_or_background_are_classes(tmp_path, ntuple):
+    """Not near misses: a name that holds 'signal' or 'background' whole is its own class."""
+    config = load_config(write_config(tmp_path, ntuple, {"signal": "signal", "qcd": "signal2",
+                                                         "ttbar": "Background_tt"}))
+    assert config.classes == ["Background_tt", "signal", "signal2"]
+
+
 def test_two_classes_keep_signal_and_background(tmp_path, ntuple):
     config = load_config(write_config(tmp_path, ntuple, {"signal": "sig", "qcd": "background",
                                                          "ttbar": "bkg"}))
@@ -77,6 +84,12 @@ def test_two_classes_keep_signal_and_background(tmp_path, ntuple):
      "'background'"),
     ({"signal": "signal", "qcd": "signal"}, "no background sample"),
     ({"signal": "signal", "qcd": "t t", "ttbar": "ttbar"}, "'t t' cannot name a class"),
+    # one class written two ways silently made a multi-class training (or two classes)
+    ({"signal": "signal", "qcd": "background", "ttbar": "backgroud"},
+     "'backgroud' looks like 'background' misspelt: .* a training of 3 classes"),
+    ({"signal": "singal", "qcd": "qcd", "ttbar": "ttbar"}, "'singal' looks like 'signal'"),
+    ({"signal": "signal", "qcd": "Ttbar", "ttbar": "ttbar"},
+     r"\['Ttbar', 'ttbar'\] differ only in case"),
 ])
 def test_bad_class_configurations_are_one_error(tmp_path, ntuple, labels, words):
     with pytest.raises(ConfigError, match=words):

@@ -853,10 +853,33 @@ def _task(samples: list[SampleConfig], problems: _Problems) -> tuple[str, list[s
                          "label = 'signal' and label = 'background'; a multi-class training "
                          "needs three or more class names")
         return "classification", []
+    if len(names) > 2:
+        _check_class_names(names, problems)
     classes = list(BINARY_CLASSES) if len(names) == 2 else sorted(names)
     for sample in samples:
         sample.label = classes.index(sample.class_name)
     return "classification", classes
+
+
+def _check_class_names(names: set[str], problems: _Problems) -> None:
+    """Problems for class names that look like one class written two ways: names that
+    differ only in case, and a near miss of 'signal' or 'background' ('backgroud'). Each
+    would silently make a two-class training a multi-class one, or one class two."""
+    by_case: dict[str, list[str]] = {}
+    for name in sorted(names):
+        by_case.setdefault(name.lower(), []).append(name)
+    for spellings in by_case.values():
+        if len(spellings) > 1:
+            problems.add("samples", "label", f"the classes {spellings} differ only in case: "
+                         "write one class the same way in every sample, or give two classes "
+                         "names that differ otherwise")
+    for name in sorted(names - set(BINARY_CLASSES)):
+        near = difflib.get_close_matches(name.lower(), BINARY_CLASSES, n=1, cutoff=0.8)
+        if near and near[0] not in name.lower():
+            problems.add("samples", "label", f"the class {name!r} looks like {near[0]!r} "
+                         f"misspelt: every distinct name is a class, so it makes a training "
+                         f"of {len(names)} classes; correct it, or name that class apart "
+                         "(e.g. 'ttbar')")
 
 
 def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
