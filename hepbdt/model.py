@@ -6,9 +6,11 @@ live in :mod:`hepbdt.persistence`. Nothing here knows about estimators or files.
 
 Limits. Loading any model file (hepbdt JSON, XGBoost JSON, TMVA XML) of up to
 ``MAX_MODEL_BYTES`` (512 MiB) and ``MAX_NODES`` (50 million nodes) uses memory
-proportional to its size and node count, whatever the depth of its trees; larger files,
-more nodes, or more than ``MAX_FEATURES`` (1 million) features are refused with a
-:class:`ModelFormatError`. Prediction holds no more than that either: the dense layout
+proportional to its size and node count, whatever the depth of its trees (parsing at most
+about 17 times the file's size, for a file of short strings; a file of many more JSON
+arrays or XML tags than a model holds is refused before it is parsed,
+``persistence.read_model_file``); larger files, more nodes, or more than ``MAX_FEATURES``
+(1 million) features are refused with a :class:`ModelFormatError`. Prediction holds no more than that either: the dense layout
 (complete binary trees, 2^depth leaf slots a tree) is used only for depth <= 12 and at most
 8 leaf slots per node of the forest (:func:`hepbdt.engine.predict.dense_fits`); other
 forests are walked node by node. Every value of a file is checked for its type and range:

@@ -81,11 +81,29 @@ def read_model_file(path: Path, what: str = "model file",
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
     try:
         check_model_size(str(path), path.stat().st_size)
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     except ModelFormatError as exc:
         raise error(str(exc)) from None
+    _check_part_count(path, data, what, error)
+    return data
+
+
+FEW_PARTS = 100_000  # JSON arrays and objects, XML elements: what any model file may hold
+BYTES_A_PART = 32  # and beyond those, at least this many bytes of the file for each
+
+
+def _check_part_count(path: Path, data: bytes, what: str, error: type[ModelFormatError]) -> None:
+    """``error`` for a file of many more JSON arrays or objects, or XML tags, than a model
+    writes (its numbers sit in a few long arrays; a TMVA node takes over 100 bytes): each
+    takes 60-250 bytes of memory to parse, so an empty list ("[],", 3 bytes) a thousand
+    times over took 28 times the file's size, a file under the size limit ~14 GB."""
+    parts = data.count(b"[") + data.count(b"{") + data.count(b"<")
+    if parts > FEW_PARTS + len(data) // BYTES_A_PART:
+        raise error(f"{path}: {parts:,} JSON arrays, objects or XML tags in {len(data):,} "
+                    f"bytes, more than a {what} holds (at most {FEW_PARTS:,} and one for "
+                    f"every {BYTES_A_PART} bytes beyond); it is not one hepbdt reads")
 
 
 def parse_json(path: Path, data: bytes, error: type[ModelFormatError] = ModelFormatError,

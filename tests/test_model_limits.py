@@ -307,6 +307,29 @@ def test_malformed_json_is_a_model_format_error_naming_the_file(tmp_path, text, 
     assert str(path) in str(info.value)
 
 
+def test_files_of_many_small_parts_are_refused_before_parsing(tmp_path) -> None:
+    """A JSON model padded with empty lists under a key the reader ignores, or a TMVA file
+    with empty elements in a section it ignores, took 25-28 times its size to parse (a
+    file under the size limit, ~14 GB); refused, where a real model file is read."""
+    X = np.random.default_rng(0).normal(size=(400, 3))
+    model = hepbdt.BDTClassifier(n_trees=30, max_depth=3).fit(X, (X[:, 0] > 0).astype(int))
+    model.save(tmp_path / "m.json")
+    model.save_tmva(tmp_path / "m.weights.xml")
+    hepbdt.load_model(tmp_path / "m.json")
+    from_tmva_xml(tmp_path / "m.weights.xml")
+    doc = (tmp_path / "m.json").read_text().rstrip().rstrip("}")
+    (tmp_path / "pad.json").write_text(doc + ', "notes": [' + "[]," * 200_000 + "0]}")
+    with pytest.raises(ModelFormatError, match=r"pad\.json: 200,0\d\d JSON arrays, objects or "
+                                               r"XML tags in [\d,]+ bytes, more than"):
+        hepbdt.load_model(tmp_path / "pad.json")
+    text = (tmp_path / "m.weights.xml").read_text()
+    assert "<MVAPdfs/>" in text
+    (tmp_path / "pad.weights.xml").write_text(text.replace("<MVAPdfs/>", "<MVAPdfs>" + "<a/>"
+                                                           * 200_000 + "</MVAPdfs>"))
+    with pytest.raises(TMVAFormatError, match=r"more than a TMVA weight file holds"):
+        from_tmva_xml(tmp_path / "pad.weights.xml")
+
+
 def test_directories_large_files_and_many_nodes_are_refused(tmp_path, monkeypatch) -> None:
     with pytest.raises(ModelFormatError, match="is a directory, not a model file"):
         hepbdt.load_model(tmp_path)
