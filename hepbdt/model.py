@@ -10,8 +10,9 @@ proportional to its size and node count, whatever the depth of its trees (parsin
 about 17 times the file's size, for a file of short strings; a file of many more JSON
 arrays or XML tags than a model holds is refused before it is parsed,
 ``persistence.read_model_file``); larger files, more nodes, or more than ``MAX_FEATURES``
-(1 million) features are refused with a :class:`ModelFormatError`. Prediction holds no more than that either: the dense layout
-(complete binary trees, 2^depth leaf slots a tree) is used only for depth <= 12 and at most
+(1 million) features are refused with a :class:`ModelFormatError`. Prediction holds no
+more than that either: the dense layout (complete binary trees, 2^depth leaf slots a tree)
+is used only for depth <= 12 and at most
 8 leaf slots per node of the forest (:func:`hepbdt.engine.predict.dense_fits`); other
 forests are walked node by node. Every value of a file is checked for its type and range:
 integers are JSON integers (not 1.5, not true), booleans JSON booleans, numbers JSON numbers

@@ -533,7 +533,10 @@ def test_minimal_file_and_ctype0(tmp_path):
     ({"cut": "abc"}, "Cut='abc' is not a number"),
     ({"cut": "nan"}, "Cut is not finite"),
     ({"right": ""}, "two daughters"),
-    ({"right": RIGHT.replace(' nType="-1"', "")}, "no attribute 'nType'"),
+    ({"right": RIGHT.replace(' nType="-1"', "")}, r"lacks \['nType'\], which TMVA::Reader"),
+    # the Reader stops at a node, leaves too, without one of these; hepbdt read 0.5 or IVar -1
+    ({"right": RIGHT.replace(' purity="', ' p="')}, r"lacks \['purity'\]"),
+    ({"right": RIGHT.replace(' IVar="-1"', "")}, r"lacks \['IVar'\]"),
 ])
 def test_malformed_files_are_refused(tmp_path, fields, message):
     with pytest.raises(TMVAFormatError, match=message) as err:

@@ -133,6 +133,9 @@ def _child(el: ET.Element, tag: str, where: str) -> ET.Element:
     return found
 
 
+_READER_NODE_ATTRIBUTES = ("IVar", "Cut", "cType", "purity", "nType")
+
+
 def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[str, np.ndarray]:
     """One BinaryTree -> local node arrays in preorder (node, left subtree, right subtree)."""
     roots = _elements(bt, "Node", where)  # the Reader's root is the first child, whatever it is
@@ -152,8 +155,12 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
         if parent >= 0:
             (left if is_left else right)[parent] = k
         here = f"{where}, node {k} (depth {depth})"
+        missing = [name for name in _READER_NODE_ATTRIBUTES if el.get(name) is None]
+        if missing:  # DecisionTreeNode::ReadAttributes stops the Reader without them
+            raise TMVAFormatError(f"{here}: <Node> lacks {missing}, which TMVA::Reader requires "
+                                  "of every node (leaves too)")
         ntype = _int(el, "nType", here)
-        pur = _f32(el, "purity", here) if (el.get("purity") is not None or leaf_rule == "purity") else 0.5
+        pur = _f32(el, "purity", here)
         left.append(-1)
         right.append(-1)
         purity.append(pur)
