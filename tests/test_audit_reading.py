@@ -191,3 +191,17 @@ def test_weights_numpy_numbers_and_overflow_with_scale(chain) -> None:
     with pytest.raises(BadValueError, match="times scale=1e\\+200 is not finite"):
         read(Sample("s", chain[2], tree="t", label=1, weight="w * 1e200", scale=1e200),
              ["x"])
+
+
+def test_a_path_the_locale_cannot_encode_is_one_error(tmp_path, monkeypatch):
+    """Under a Latin-1 locale a file named 'signal ✓.root' ended in a UnicodeEncodeError
+    traceback (os.stat raises ValueError, not OSError); now one InputError naming the fix."""
+    import hepbdt.io.samples as samples
+
+    def latin1(path):
+        return os.fspath(path).encode("latin-1")
+
+    monkeypatch.setattr(samples.os, "fsencode", latin1)
+    with pytest.raises(InputError, match=r"signal .\.root' cannot be written in this "
+                                         r"locale's file-name encoding .* UTF-8 locale"):
+        read(Sample("s", str(tmp_path / "signal \u2713.root"), label="signal"), ["x"])

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "hepbdt"
 
 CALLER = '''
@@ -111,3 +113,55 @@ def test_kernels_are_defined_only_in_the_stamped_directories():
         defines = "njit" in names or "serial_twin" in names or "intrinsic" in names
         if defines or ("numba" in modules and "numba.njit" in path.read_text()):
             assert path.parent.resolve() in stamped, f"{path} defines kernels outside {stamped}"
+
+
+# -- a cache that cannot be used is a slower run, not a failed one ---------------------------
+
+def _double(x):
+    return 2.0 * x
+
+
+def test_kernels_compile_uncached_where_numba_finds_no_cache_folder(monkeypatch) -> None:
+    """A read-only install with a read-only home: Numba's decorator raises "cannot cache
+    function ...: no locator available", which stopped every command at import."""
+    import warnings
+
+    import numba
+
+    from hepbdt.engine import _types
+
+    real = numba.njit
+
+    def no_locator(*args, cache=False, **options):
+        if cache:
+            raise RuntimeError("cannot cache function '_double': no locator available for "
+                               "file '/cvmfs/hepbdt/engine/x.py'")
+        return real(*args, cache=cache, **options)
+
+    monkeypatch.setattr(_types.numba, "njit", no_locator)
+    monkeypatch.setattr(_types, "_UNCACHED", [])
+    with pytest.warns(RuntimeWarning, match="no writable folder for its cache") as said:
+        kernel = _types.njit(_double)
+        other = _types.njit(_double)
+    assert len(said) == 1  # said once a process
+    assert kernel(1.5) == other(1.5) == 3.0
+    monkeypatch.setattr(_types.numba, "njit", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("another failure")))
+    with warnings.catch_warnings(), pytest.raises(RuntimeError, match="another failure"):
+        _types.njit(_double)
+
+
+def test_a_cache_write_that_fails_leaves_the_kernel_running(monkeypatch) -> None:
+    """A full disk or quota under the cache folder stopped the fit with OSError."""
+    import errno
+
+    from hepbdt.engine import _types
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_types, "_UNCACHED", [])
+    kernel = _types.njit(lambda x: x + 1.0)
+    monkeypatch.setattr(kernel._cache, "_save_overload", full)
+    with pytest.warns(RuntimeWarning, match=r"could not write its cache \(No space left"):
+        assert kernel(2.0) == 3.0

@@ -27,6 +27,7 @@ def threads_sleep() -> bool:
 
 import threading  # noqa: E402
 import types  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -145,15 +146,57 @@ def _stamped(dispatcher: Any) -> Any:
     return dispatcher
 
 
+_UNCACHED: list[str] = []  # why Numba's cache is not used in this process, once said
+
+
+def _without_cache(why: str) -> None:
+    """Say once that kernels compile in every process: the cache is a speed-up only."""
+    if not _UNCACHED:
+        _UNCACHED.append(why)
+        warnings.warn(f"{why}; the compiled kernels are not cached, so each run compiles "
+                      "them again (a minute or more): set NUMBA_CACHE_DIR to a writable "
+                      "folder with free space", RuntimeWarning, stacklevel=3)
+
+
+def _tolerant_saves(dispatcher: Any) -> Any:
+    """``dispatcher`` whose cache writes that fail (a full disk, a quota) leave the kernel
+    compiled and the run going, instead of stopping the fit."""
+    cache = getattr(dispatcher, "_cache", None)
+    save = getattr(cache, "save_overload", None)
+    if save is None:
+        return dispatcher
+
+    def save_overload(sig: Any, data: Any) -> None:
+        try:
+            save(sig, data)
+        except OSError as exc:
+            _without_cache(f"Numba could not write its cache ({exc.strerror or exc})")
+
+    cache.save_overload = save_overload
+    return dispatcher
+
+
 def njit(*args, parallel: bool = False, fastmath: bool = False, inline: str = "never"):
     """The engine's one decorator policy: cached (valid for the kernel sources of today:
-    ``_stamped``), GIL-free, no fastmath unless asked.
+    ``_stamped``), GIL-free, no fastmath unless asked. Where no folder can hold the cache
+    (a read-only install with a read-only home), or writing it fails, kernels compile
+    uncached, with one warning.
 
     numpy's error model: a float division by zero gives inf or NaN (as in numpy) instead
     of a check that raises, which would sit in every loop and stop its vectorisation.
     """
-    compile_ = numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath,
-                          error_model="numpy", inline=inline)
+    options = dict(nogil=True, parallel=parallel, fastmath=fastmath, error_model="numpy",
+                   inline=inline)
+
+    def compile_(func: Any) -> Any:
+        try:
+            return _tolerant_saves(_stamped(numba.njit(cache=True, **options)(func)))
+        except RuntimeError as exc:  # Numba: "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(exc):
+                raise
+            _without_cache("Numba finds no writable folder for its cache")
+            return numba.njit(cache=False, **options)(func)
+
     if args:  # used as @njit
-        return _stamped(compile_(*args))
-    return lambda func: _stamped(compile_(func))
+        return compile_(*args)
+    return compile_

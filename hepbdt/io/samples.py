@@ -28,6 +28,7 @@ import lzma
 import numbers
 import os
 import stat
+import sys
 import urllib.parse
 import urllib.request
 import zlib
@@ -351,6 +352,12 @@ def _expand_path(path: str, context: str) -> list[str]:
     name (MissingFileError when none, or when a match is not a file); a ``file:`` URL names
     its local path."""
     path = _local_path(path)
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise InputError(f"{context}: the path {path!r} cannot be written in this locale's "
+                         f"file-name encoding ({sys.getfilesystemencoding()}); run hepbdt "
+                         "in a UTF-8 locale (e.g. LC_ALL=C.UTF-8)") from None
     if _is_remote(path):
         return [path]
     if not _GLOB_CHARS & set(path) or os.path.lexists(path):
