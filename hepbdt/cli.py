@@ -375,7 +375,14 @@ def _train_noted(args: argparse.Namespace, config_path: str | os.PathLike | None
         print(*estimate_lines(config), sep="\n")
         return 0
     result = train(config, progress=args.progress, echo=_echo(args.progress))
-    print(result.summary)
+    try:
+        print(result.summary, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk under a job's stdout: the run itself succeeded
+        print(f"hepbdt: warning: could not write the summary to standard output "
+              f"({exc.strerror or exc}); the outputs are in place in {result.output_dir}/",
+              file=sys.stderr)
     return 0
 
 

@@ -336,3 +336,29 @@ def test_a_truncated_input_is_named_not_the_output(trained, tmp_path, capsys):
                  "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "truncated.root" in err and "friend.root" not in err and not friend.exists()
+
+
+def test_a_full_stdout_after_the_outputs_are_in_place_is_a_warning(tmp_path, capsys,
+                                                                   monkeypatch):
+    """A batch job's stdout on a full disk: the run wrote and swapped in its whole output
+    set, then failed to print the summary and exited 1 ("[Errno 28]", naming nothing), so
+    the job looked failed with this run's outputs in place."""
+    import errno
+    import types
+
+    import hepbdt.analysis
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    done = types.SimpleNamespace(summary="AUC 0.9", output_dir=tmp_path / "out")
+    monkeypatch.setattr(hepbdt.analysis, "train", lambda config, **kw: done)
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert main(["train", str(DEMO), "--output", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == (
+        "hepbdt: warning: could not write the summary to standard output (No space left on "
+        f"device); the outputs are in place in {tmp_path / 'out'}/\n")
