@@ -205,3 +205,19 @@ def test_a_path_the_locale_cannot_encode_is_one_error(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"signal .\.root' cannot be written in this "
                                          r"locale's file-name encoding .* UTF-8 locale"):
         read(Sample("s", str(tmp_path / "signal \u2713.root"), label="signal"), ["x"])
+
+
+def test_a_file_replaced_by_a_rename_while_open_is_read_as_opened(tmp_path):
+    """uproot's default local source opened the path again for each read: a file renamed
+    over the input (rsync, a producer's temporary) while it was read gave the new file's
+    baskets after the old file's metadata, entries of neither file. The open file is read."""
+    from hepbdt.io.samples import open_root_file
+
+    n = 50_000
+    for name, sign in (("in.root", 1.0), ("new.root", -1.0)):
+        with uproot.recreate(tmp_path / name, compression=None) as f:
+            f["T"] = {"x": sign * np.arange(n, dtype=np.float64)}
+    with open_root_file(str(tmp_path / "in.root"), "test") as file:
+        tree = file["T"]
+        os.replace(tmp_path / "new.root", tmp_path / "in.root")
+        np.testing.assert_array_equal(tree["x"].array(library="np"), np.arange(n))

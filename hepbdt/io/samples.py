@@ -434,12 +434,17 @@ def open_root_file(path: str, context: str) -> Any:
     """``path`` opened for reading, an InputError (one line, naming ``context``) for a file
     that is missing, not a regular file, not a ROOT file or truncated. Without uproot's
     array cache: it would keep a copy of every RNTuple column read (up to 100 MB a file, for
-    each of the KEEP_OPEN_FILES files a read keeps open), where a read needs each entry once."""
+    each of the KEEP_OPEN_FILES files a read keeps open), where a read needs each entry once.
+    A local file is read through descriptors held open: uproot's default source opens the
+    path again for each read, so a file replaced by a rename while it was read (rsync, a
+    producer's temporary renamed into place) gave entries of both files (apply: 88,715
+    scores of the old file and 111,285 of the new), where this reads the file it opened."""
     not_a_file = _not_a_file_message(path, context)
     if not_a_file is not None:
         raise InputError(not_a_file)
+    held = {} if _is_remote(path) else {"handler": uproot.source.file.MultithreadedFileSource}
     try:
-        file = uproot.open(path, array_cache=None)
+        file = uproot.open(path, array_cache=None, **held)
     except FileNotFoundError:
         raise MissingFileError(_missing_file_message(path, context)) from None
     except Exception as err:
