@@ -122,6 +122,29 @@ def outputs_in_place(clear: bool = False) -> list[str]:
     return done
 
 
+_NOTED_SIGNALS: list[int] = []  # signals the command line's handlers received
+
+
+def note_signal(number: int) -> None:
+    """Record that a handler received signal ``number`` (it raises its exception too)."""
+    _NOTED_SIGNALS.append(number)
+
+
+def forget_signals() -> None:
+    """Forget the signals noted: their exceptions reached the command line."""
+    _NOTED_SIGNALS.clear()
+
+
+def raise_lost_signals() -> None:
+    """Deliver again the signals noted whose exceptions never arrived: raised while Numba's
+    compiler called back into Python (a ctypes callback), one is printed as "Exception
+    ignored" and dropped, and the run went on to replace its outputs and exit 0."""
+    lost = list(dict.fromkeys(_NOTED_SIGNALS))
+    _NOTED_SIGNALS.clear()
+    for number in lost:
+        signal.raise_signal(number)
+
+
 class DeferredSignals:
     """From :meth:`hold` until exit, SIGINT and SIGTERM are noted instead of acted on, and
     raised again at exit (under the handlers they had): the renames of a set of outputs run
@@ -139,9 +162,11 @@ class DeferredSignals:
         return self
 
     def hold(self) -> None:
-        """Note SIGINT and SIGTERM from now until exit instead of acting on them."""
+        """Note SIGINT and SIGTERM from now until exit instead of acting on them (a signal
+        whose exception was lost before is delivered again first)."""
         if threading.current_thread() is not threading.main_thread():
             return
+        raise_lost_signals()
         for number in (signal.SIGINT, signal.SIGTERM):
             previous = signal.getsignal(number)
             if previous is None:  # a handler set outside Python: it cannot be put back

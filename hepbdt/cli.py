@@ -242,10 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:  # named by the subcommand that does not take them (argparse: by "hepbdt")
         args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     _outputs_in_place()  # forget an earlier command's, in the same process
+    _forget_signals()
     try:
         with _sigterm_interrupts():
-            return _COMMANDS[args.command](args)
+            status = _COMMANDS[args.command](args)
+            _raise_lost_signals()  # one whose exception was lost and nothing put in place
+            return status
     except KeyboardInterrupt as exc:
+        _forget_signals()
         terminated = isinstance(exc, _Terminated)
         done = _outputs_in_place()
         # a signal held back until the outputs were in place: they are this run's, whole
@@ -271,6 +275,27 @@ def _outputs_in_place() -> list[str]:
     return [] if util is None else util.outputs_in_place(clear=True)
 
 
+def _forget_signals() -> None:
+    """``_util.forget_signals``, when ``_util`` was imported (``--help`` stays fast)."""
+    util = sys.modules.get("hepbdt._util")
+    if util is not None:
+        util.forget_signals()
+
+
+def _raise_lost_signals() -> None:
+    """``_util.raise_lost_signals``, when ``_util`` was imported."""
+    util = sys.modules.get("hepbdt._util")
+    if util is not None:
+        util.raise_lost_signals()
+
+
+def _noted(number: int) -> None:
+    """Tell ``_util`` that signal ``number`` arrived (imported by then: a command runs)."""
+    util = sys.modules.get("hepbdt._util")
+    if util is not None:
+        util.note_signal(number)
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised like an interrupt so that temporaries and staging folders are
     removed on the way out (exit status 143)."""
@@ -278,21 +303,33 @@ class _Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Any:
-    """While a command runs (in the main thread), SIGTERM raises :class:`_Terminated`."""
+    """While a command runs (in the main thread), SIGTERM raises :class:`_Terminated` and
+    SIGINT KeyboardInterrupt, each noted too (``_util.note_signal``), so that one whose
+    exception a callback from compiled code swallowed is delivered again before any output
+    is put in place."""
     import signal
 
     if not _in_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield  # another thread, or a handler someone else set: left as it is
         return
 
-    def terminate(_number: int, _frame: Any) -> None:
+    def terminate(number: int, _frame: Any) -> None:
+        _noted(number)
         raise _Terminated
 
-    signal.signal(signal.SIGTERM, terminate)
+    def interrupt(number: int, _frame: Any) -> None:
+        _noted(number)
+        raise KeyboardInterrupt
+
+    ours = {signal.SIGTERM: terminate}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        ours[signal.SIGINT] = interrupt
+    previous = {number: signal.signal(number, handler) for number, handler in ours.items()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _in_main_thread() -> bool:

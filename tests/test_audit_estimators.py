@@ -208,7 +208,7 @@ def test_huber_options_out_of_range_are_refused_by_name(tmp_path, capsys, option
     assert error.value.param == option
     config = tmp_path / "reg.toml"
     config.write_text(f'title = "t"\ntree = "T"\nfeatures = ["x"]\n[samples.a]\nfiles = "a.root"\n'
-                      f'target = "x"\n[method]\nboosting = "{boosting}"\nloss = "{loss}"\n'
+                      f'target = "x * 2"\n[method]\nboosting = "{boosting}"\nloss = "{loss}"\n'
                       f'{option} = {value}\n')
     assert main(["train", str(config), "--check"]) == 2
     assert f"[method] {option}:" in capsys.readouterr().err

@@ -26,7 +26,7 @@ preselection = "event % 4 == 0"
 features = ["HT", "MET_pt", "nJet"]
 [samples.signal]
 files = "{DATA / 'signal.root'}"
-{'label = "signal"' if 'label' in task else 'target = "MET_pt"'}
+{'label = "signal"' if 'label' in task else 'target = "MET_pt * 2"'}
 [samples.qcd]
 files = "{DATA / 'background_qcd.root'}"
 {task}
@@ -72,7 +72,7 @@ def test_kfold_trees_of_another_k_or_for_one_model_are_refused(tmp_path):
 
 
 def test_a_classifications_trees_for_a_regressor_are_refused(tmp_path):
-    regression = _train(tmp_path, "reg", "mode = \"random\"\nseed = 1", 'target = "HT"')
+    regression = _train(tmp_path, "reg", "mode = \"random\"\nseed = 1", 'target = "HT / 2"')
     classification = _moved(_train(tmp_path, "cls", "mode = \"random\"\nseed = 1"), tmp_path)
     with pytest.raises(InputError, match="classification's events, and the model is a regressor"):
         report_from_scores(regression / "model.json", classification, tmp_path / "r.html")

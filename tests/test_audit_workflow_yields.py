@@ -30,7 +30,7 @@ def _tables(samples: dict) -> str:
     for name, (file, cut, scale, label) in samples.items():
         lines += [f"[samples.{name}]", f'files = "{DATA / file}"',
                   f'label = "{"signal" if label else "background"}"' if label is not None
-                  else 'target = "MET_pt"', f"scale = {scale}"]
+                  else 'target = "MET_pt * 2"', f"scale = {scale}"]
         lines += [f'cut = "{cut}"'] if cut else []
     return "\n".join(lines)
 

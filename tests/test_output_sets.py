@@ -233,6 +233,44 @@ def test_an_interrupt_during_the_swap_waits_for_it_and_says_the_new_set_is_in_pl
 
 
 
+@pytest.mark.parametrize("number, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_lost_in_a_callback_from_compiled_code_still_stops_the_run(
+        tmp_path, monkeypatch, capsys, number, status):
+    """A signal that arrives while Numba's compiler has called back into Python (a ctypes
+    callback) raises there, where the exception is printed as "Exception ignored" and
+    dropped: the run trained on, replaced the previous set and exited 0. Delivered again
+    before the swap: the previous set stays and the status is the signal's."""
+    import ctypes
+
+    import hepbdt.output_set as output_set
+    from hepbdt.cli import main
+
+    config = tiny_config(tmp_path, method="n_trees = 3\nmax_depth = 2")
+    out = tmp_path / "out"
+    assert main(["train", str(config), "--no-progress"]) == 0
+    first = _set_of(out)
+    config.write_text(config.read_text().replace("n_trees = 3", "n_trees = 4"))
+    callback = ctypes.CFUNCTYPE(None)(lambda: os.kill(os.getpid(), number))
+    real_commit = output_set.OutputSet.commit
+
+    lost = []
+
+    def commit_after_a_lost_signal(self, *args, **kwargs):
+        callback()  # the handler's exception ends here, as inside LLVM's object-cache hook
+        lost.append(True)  # reached: the exception did not arrive
+        return real_commit(self, *args, **kwargs)
+
+    monkeypatch.setattr(output_set.OutputSet, "commit", commit_after_a_lost_signal)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["train", str(config), "--no-progress"]) == status
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert lost == [True]
+    assert _set_of(out) == first
+    assert not [p.name for p in tmp_path.iterdir() if "hepbdt-" in p.name]
+
+
 def _a_set(folder: Path) -> None:
     """An output set in ``folder``: model.json and figures/roc.png."""
     from hepbdt.output_set import OutputSet
