@@ -414,6 +414,14 @@ def test_a_target_that_is_a_feature_is_refused(tmp_path, target):
                       "other.toml"))
 
 
+def test_a_configuration_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows editors start a UTF-8 file with a byte-order mark: it read as "Invalid
+    statement (at line 1, column 1)"."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.encode("utf-8"))
+    assert load_config(path).features == ["HT", "MET_pt", "lead_pt"]
+
+
 def test_sample_files_are_relative_to_the_folder_of_a_linked_configuration(tmp_path):
     """A campaign folder's link to a shared configuration reads the campaign's data/, the
     folder the configuration was given in, not the folder of the file it links to."""

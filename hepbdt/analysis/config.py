@@ -615,7 +615,8 @@ def _read_document(config_path: Path) -> dict[str, Any]:
                            f"{MAX_CONFIG_BYTES:,}); give the .toml file"])
     toml = _tomllib()
     try:
-        return toml.loads(config_path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (Windows editors write one) is no TOML statement
+        return toml.loads(config_path.read_text(encoding="utf-8-sig"))
     except toml.TOMLDecodeError as exc:
         raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
     except UnicodeDecodeError as exc:
