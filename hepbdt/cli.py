@@ -242,14 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:  # named by the subcommand that does not take them (argparse: by "hepbdt")
         args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     _outputs_in_place()  # forget an earlier command's, in the same process
-    _forget_signals()
+    _util_call("forget_signals")
     try:
         with _sigterm_interrupts():
             status = _COMMANDS[args.command](args)
-            _raise_lost_signals()  # one whose exception was lost and nothing put in place
+            _util_call("raise_lost_signals")  # one whose exception was lost
             return status
     except KeyboardInterrupt as exc:
-        _forget_signals()
+        _util_call("forget_signals")
         terminated = isinstance(exc, _Terminated)
         done = _outputs_in_place()
         # a signal held back until the outputs were in place: they are this run's, whole
@@ -270,30 +270,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _outputs_in_place() -> list[str]:
     """The outputs the command put in place for good (``_util.note_in_place``), forgotten
-    once read; none when ``_util`` was never imported (so ``--help`` stays fast)."""
+    once read."""
+    return _util_call("outputs_in_place", True) or []
+
+
+def _util_call(name: str, *args: Any) -> Any:
+    """``hepbdt._util.<name>(*args)`` when a command imported ``_util``, else None: the
+    command line imports nothing a command does not need (so ``--help`` stays fast)."""
     util = sys.modules.get("hepbdt._util")
-    return [] if util is None else util.outputs_in_place(clear=True)
-
-
-def _forget_signals() -> None:
-    """``_util.forget_signals``, when ``_util`` was imported (``--help`` stays fast)."""
-    util = sys.modules.get("hepbdt._util")
-    if util is not None:
-        util.forget_signals()
-
-
-def _raise_lost_signals() -> None:
-    """``_util.raise_lost_signals``, when ``_util`` was imported."""
-    util = sys.modules.get("hepbdt._util")
-    if util is not None:
-        util.raise_lost_signals()
-
-
-def _noted(number: int) -> None:
-    """Tell ``_util`` that signal ``number`` arrived (imported by then: a command runs)."""
-    util = sys.modules.get("hepbdt._util")
-    if util is not None:
-        util.note_signal(number)
+    return None if util is None else getattr(util, name)(*args)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -314,11 +299,11 @@ def _sigterm_interrupts() -> Any:
         return
 
     def terminate(number: int, _frame: Any) -> None:
-        _noted(number)
+        _util_call("note_signal", number)
         raise _Terminated
 
     def interrupt(number: int, _frame: Any) -> None:
-        _noted(number)
+        _util_call("note_signal", number)
         raise KeyboardInterrupt
 
     ours = {signal.SIGTERM: terminate}
