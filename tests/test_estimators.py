@@ -172,6 +172,30 @@ def test_small_fits_run_on_one_thread(monkeypatch):
     assert seen[-1] == min(2, numba.config.NUMBA_NUM_THREADS)
 
 
+def test_a_batch_jobs_omp_num_threads_is_numbas_thread_count():
+    """HTCondor gives a job its cores as OMP_NUM_THREADS, which Numba ignores (a one-core job
+    ran as many threads as the node has cores); NUMBA_NUM_THREADS, when set, still rules,
+    and a value that is no count is left to Numba's default."""
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
+
+    def numba_threads(**env: str) -> int:
+        code = "import hepbdt; hepbdt.BDTClassifier; import numba; print(numba.config.NUMBA_NUM_THREADS)"
+        run = subprocess.run([sys.executable, "-c", code], env={**clean, **env},
+                             capture_output=True, text=True, timeout=120, check=True)
+        return int(run.stdout)
+
+    default = numba_threads()
+    assert numba_threads(OMP_NUM_THREADS="1") == 1
+    assert numba_threads(OMP_NUM_THREADS="1,1") == 1  # nested levels: the outer one
+    assert numba_threads(OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="2") == 2
+    assert numba_threads(OMP_NUM_THREADS="many") == default
+
+
 @pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])
 def test_subsample_modes_train(mode):
     X, y, w = _data()

@@ -5,6 +5,9 @@ Arrays in, arrays out: no Python objects in kernels and no I/O.
 
 from __future__ import annotations
 
+# first: _types sets the OpenMP and thread-count environment, which Numba reads once when
+# it is imported (by the modules below)
+from . import _types  # noqa: F401, I001
 from .binning import BinMapper, apply_bins, fit_bin_edges
 from .grower import GrownTree, grow_tree
 from .predict import predict_binned, predict_per_tree, predict_raw

@@ -18,6 +18,14 @@ import os
 # OpenMP layer (at the first parallel kernel), which reads it once.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+# A batch system's allocation: HTCondor (and many job scripts) give the cores a job may use
+# as OMP_NUM_THREADS, which Numba ignores: it reads NUMBA_NUM_THREADS, else takes every core
+# it sees (64 threads for a one-core job on a 64-core node). The first number of
+# OMP_NUM_THREADS is Numba's thread count unless NUMBA_NUM_THREADS is set (read by Numba
+# at its import: a process that imported Numba before hepbdt keeps its own count).
+_OMP_THREADS = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+if "NUMBA_NUM_THREADS" not in os.environ and _OMP_THREADS.isdigit() and int(_OMP_THREADS) >= 1:
+    os.environ["NUMBA_NUM_THREADS"] = str(int(_OMP_THREADS))
 
 
 def threads_sleep() -> bool:
