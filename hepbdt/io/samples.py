@@ -1895,6 +1895,9 @@ def _event_column(
     except ExpressionError as err:
         raise ExpressionError(f"{reader.where}: {err}") from err
     bad = invalid_event_numbers(values)
+    if values.dtype.kind == "f" and _reads_float32(expression, arrays):
+        # read in double, a float32 branch's numbers beyond 2**24 may be others rounded
+        bad |= np.abs(values) > FLOAT32_EXACT_INTEGERS
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
         raise BadValueError(
@@ -1907,6 +1910,23 @@ def _event_column(
             "with a cut"
         )
     return values.astype(np.int64, copy=False)
+
+
+FLOAT32_EXACT_INTEGERS = 2**24  # float32 holds every integer up to this one, not beyond
+
+
+def _reads_float32(expression: Expression, arrays: dict[str, Any]) -> bool:
+    """Whether ``expression`` reads a float32 branch of ``arrays`` (the evaluator widens
+    such values to double, so the result's type no longer says so)."""
+    for name in expression.names:
+        try:
+            column = _field(arrays, name)
+        except (KeyError, AttributeError, TypeError):  # a constant's name, not a branch
+            continue
+        dtype = getattr(column, "dtype", None)
+        if dtype == np.float32 or (dtype is None and str(ak.type(column)).endswith("float32")):
+            return True
+    return False
 
 
 def fill_rows(X: np.ndarray, start: int, columns: Sequence[np.ndarray]) -> None:
