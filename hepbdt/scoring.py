@@ -39,6 +39,7 @@ from .io.samples import (
     decompression_threads,
     feature_column,
     fill_rows,
+    note_tree_read,
     open_root_file,
     resolve_sources,
 )
@@ -458,11 +459,14 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     every output can be written, before any scoring."""
     groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
     first_input: dict[str, str] = {}
+    trees_read: dict[tuple[Any, str], str] = {}
     total = 0
     branches = job.output_branches()
     for source in sources:
         with open_root_file(source.path, "apply") as file:
             reader = TreeReader(file, source, job.expressions, "apply")
+            # 'a.root' beside 'a.root:Events' (a glob and a listed file): one tree scored twice
+            note_tree_read(trees_read, source.path, reader.tree_name, "apply")
             _check_friend_branches(job, reader, branches)
             out_path = _output_path(output, source, reader.tree_name)
             real = os.path.realpath(out_path)

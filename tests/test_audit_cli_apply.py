@@ -88,6 +88,20 @@ def test_an_output_that_is_the_model_file_is_refused(setup, tmp_path, capsys):
     assert fold.read_bytes() == before
 
 
+def test_an_input_given_with_and_without_its_tree_name_is_refused(setup, tmp_path, capsys):
+    """A glob of the folder beside one of its files named with its tree wrote a friend tree
+    of 1,500 entries for inputs of 1,000: attached to the chain, b's entries got a's scores."""
+    from hepbdt.cli import main
+
+    folder = setup["folder"]
+    inputs = [str(folder / "[ab].root"), f"{setup['a']}:Events"]
+    out = tmp_path / "friends.root"
+    assert main(["apply", str(setup["old"]), *inputs, "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"the file {str(setup['a'])!r} is given twice with tree 'Events'" in err, err
+    assert not out.exists()
+
+
 def test_usage_mistakes_of_apply_exit_with_status_2(setup, tmp_path, capsys):
     for output in (str(setup["a"]), str(tmp_path / "{nope}.root")):  # both gave status 1
         before = setup["a"].read_bytes()

@@ -430,6 +430,18 @@ def _repeated_file_error(context: str, first: str, again: str, tree: str | None)
     )
 
 
+def note_tree_read(trees_read: dict[tuple[Any, str], str], path: str, tree_name: str,
+                   context: str) -> None:
+    """Record that tree ``tree_name`` of ``path`` is read; InputError when ``trees_read``
+    holds it already: a file given once with its only tree's name and once without (or two
+    spellings of a path) is one tree twice. By name, whatever the cycle: an older cycle
+    holds the same tree's first entries."""
+    key = (_file_identity(path), tree_name)
+    if key in trees_read:
+        raise _repeated_file_error(context, trees_read[key], path, tree_name)
+    trees_read[key] = path
+
+
 def open_root_file(path: str, context: str) -> Any:
     """``path`` opened for reading, an InputError (one line, naming ``context``) for a file
     that is missing, not a regular file, not a ROOT file or truncated. Without uproot's
@@ -1580,12 +1592,7 @@ def _plan_sample(
             )
             entries.append(reader.num_entries)
             readers.append(reader if kept else None)
-        # A file given once with its only tree's name and once without: one tree twice.
-        # by name, whatever the cycle: an older cycle holds the same tree's first entries
-        key = (_file_identity(source.path), reader.tree_name)
-        if key in trees_read:
-            raise _repeated_file_error(context, trees_read[key], source.path, reader.tree_name)
-        trees_read[key] = source.path
+        note_tree_read(trees_read, source.path, reader.tree_name, context)
     return _Plan(index, sample, sources, entries, expressions, readers,
                  [(path, tree) for (_, tree), path in trees_read.items()])
 
