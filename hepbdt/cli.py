@@ -444,11 +444,11 @@ def _apply(args: argparse.Namespace) -> int:
     # The model goes as its path: apply checks it against its output set, refuses an output
     # that is one of its files and records its SHA-256 in every output. A k-fold model goes
     # whole: apply scores it by its folds' event expression unless --event gives another,
-    # which it warns about (shown here as a note, when it happens).
+    # which it warns about (shown here as a note, when it happens), as any other warning.
     model = args.model
     with warnings.catch_warnings():  # restores showwarning and the filters afterwards
         warnings.simplefilter("always", FoldExpressionWarning)
-        warnings.showwarning = _notes(warnings.showwarning, FoldExpressionWarning)
+        warnings.showwarning = _notes(warnings.showwarning, Warning)
         if args.scheduler:
             # the optional Dask extra, imported only when asked for a cluster
             from hepbdt.dask import apply as apply_on_cluster

@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 import uproot
 
-from ._util import DeferredSignals, Progress, atomic_path, dumps_strict, model_scores
+from ._util import (
+    DeferredSignals,
+    Progress,
+    atomic_path,
+    dumps_strict,
+    model_scores,
+    user_stacklevel,
+)
 from .boosting.losses import softmax_rows
 from .io.errors import InputError, MissingFileError
 from .io.expressions import CONSTANTS, Expression
@@ -48,7 +55,7 @@ from .kfold import KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import check_fold_name, load_model
 
-__all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning"]
+__all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning", "MissingValueWarning"]
 
 FRIEND_TITLE = "hepbdt scores"  # every friend tree's title begins so (then the branch, the model)
 
@@ -142,6 +149,7 @@ def apply(
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)
     with hold_outputs(list(groups), "apply"):
         _write_outputs(job, groups, total, step_size, progress, threads)
+    job.note_unseen_missing()
     return list(groups)
 
 
@@ -208,6 +216,9 @@ class _Job:
     #: The files the model was read from (no output may be one of them) and its SHA-256.
     model_files: list[str] = field(default_factory=list)
     model_sha256: str | None = None
+    #: Per feature, the events scored with a missing value (NaN) where hepbdt trained the
+    #: model on none (None: the training had some, or the model is not hepbdt's own).
+    unseen_missing: np.ndarray | None = None
 
     @classmethod
     def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
@@ -250,7 +261,23 @@ class _Job:
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
-                   model_files, model_sha256)
+                   model_files, model_sha256,
+                   None if _trained_with_missing(scorer) else np.zeros(len(features), np.int64))
+
+    def note_unseen_missing(self) -> None:
+        """Warn of the events scored with a missing value where the training had none:
+        every split sends them to its default side (that of +inf), which no training event
+        chose; ``log(HT)`` at HT = 0 (-inf, missing with --inf-as-missing) scored as the
+        largest HT."""
+        if self.unseen_missing is None or not self.unseen_missing.any():
+            return
+        counts = ", ".join(f"{f.text!r} in {int(c):,}" for f, c in
+                           zip(self.features, self.unseen_missing, strict=True) if c)
+        warnings.warn(f"missing values (NaN) in events this model's training had none of "
+                      f"({counts} events): each such event went to every split's default "
+                      "side, that of the largest values, which no training event chose; "
+                      "select them away, or check the inputs", MissingValueWarning,
+                      stacklevel=user_stacklevel())
 
     def output_branches(self) -> list[str]:
         """The branches every output tree gets, without calling the model: the identifier
@@ -357,6 +384,19 @@ def _label_suffix(label: Any) -> str:
     (``-1``: ``m1``, not ``1``, the name of the class 1)."""
     text = re.sub(r"(?<![0-9A-Za-z_])-(?=[0-9])", "m", str(label))
     return "_".join(part for part in re.split(r"[^0-9A-Za-z_]+", text) if part)
+
+
+class MissingValueWarning(UserWarning):
+    """Scored events had missing values where the model's training had none."""
+
+
+def _trained_with_missing(scorer: Any) -> bool:
+    """Whether a training event had a missing value, as far as hepbdt knows: True for a
+    model it did not train (read from TMVA or XGBoost, or not hepbdt's)."""
+    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    forests = [getattr(m, "forest_", None) for m in models]
+    return any(f is None or "tmva" in f.extra or "xgboost" in f.extra
+               or f.extra.get("nan_in_training") for f in forests)
 
 
 def _scorer(model: Any, event_branch: str | None) -> Any:
@@ -601,6 +641,8 @@ def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int |
                 X = np.empty((stop - start, len(job.features)), dtype=np.float32)
                 fill_rows(X, 0, [feature_column(reader, e, arrays, entries, job.inf_as_missing,
                                                 _APPLY_INF_REMEDY) for e in job.features])
+                if job.unseen_missing is not None:
+                    job.unseen_missing += np.count_nonzero(np.isnan(X), axis=0)
                 if job.event is None:
                     ids = entries + chain_offset
                 else:

@@ -102,6 +102,29 @@ def test_an_input_given_with_and_without_its_tree_name_is_refused(setup, tmp_pat
     assert not out.exists()
 
 
+def test_missing_values_the_training_never_had_are_noted(setup, tmp_path):
+    """NaN in a feature the training had none of went silently to every split's default
+    side, that of +inf (log(HT) at HT = 0 scored as the largest HT); apply says how many."""
+    import warnings
+
+    from hepbdt.scoring import MissingValueWarning
+
+    x1 = np.random.default_rng(5).normal(size=50).astype(np.float32)
+    x1[[3, 7, 11]] = np.nan
+    path = _ntuple(tmp_path / "nan.root", 50, 5, x1=x1)
+    with pytest.warns(MissingValueWarning, match=r"\('x1' in 3 events\)"):
+        hepbdt.apply(setup["old"], str(path), tmp_path / "f.root")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    X[::10, 0] = np.nan  # a training with missing values: their side was learnt
+    hepbdt.BDTClassifier(n_trees=3).fit(pd.DataFrame(X, columns=["x1", "x2"]), y).save(
+        tmp_path / "nan.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingValueWarning)
+        hepbdt.apply(tmp_path / "nan.json", str(path), tmp_path / "g.root")
+
+
 def test_usage_mistakes_of_apply_exit_with_status_2(setup, tmp_path, capsys):
     for output in (str(setup["a"]), str(tmp_path / "{nope}.root")):  # both gave status 1
         before = setup["a"].read_bytes()
