@@ -338,8 +338,11 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     extra ones are ignored; a column may also be named by the expression that
     ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
     columns. ``resolution``: warn for a float64 column whose values float32 keeps in few
-    steps (:func:`warn_float32_resolution`; a fit's input).
+    steps (:func:`warn_float32_resolution`; a fit's input). RuntimeError in a process
+    forked after GNU OpenMP ran (:func:`check_not_forked_from_openmp`): the checks run
+    kernels.
     """
+    check_not_forked_from_openmp()
     check_same_definitions(getattr(X, "feature_definitions", None), definitions,
                            () if names is None else names, what, owner)
     X, given = _as_matrix(X, what)
@@ -1087,11 +1090,46 @@ def threads_sleep() -> bool:
     return sleep()
 
 
+_FORKED_FROM_GNU_OPENMP: list[bool] = []  # set in a child forked after GNU OpenMP ran
+
+
+def _after_fork_in_child() -> None:
+    """Note, in a forked child, that the parent had run kernels on GNU OpenMP: the child's
+    first parallel kernel would stop the interpreter (libgomp refuses a forked process),
+    and ``multiprocessing.Pool`` then waited forever for it."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel ran in the parent
+        return
+    omppool = sys.modules.get("numba.np.ufunc.omppool")
+    if layer == "omp" and getattr(omppool, "openmp_vendor", "GNU") == "GNU":
+        _FORKED_FROM_GNU_OPENMP.append(True)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def check_not_forked_from_openmp() -> None:
+    """RuntimeError in a child forked from a process that ran kernels on GNU OpenMP, where
+    the kernels would abort the interpreter, instead of that abort."""
+    if _FORKED_FROM_GNU_OPENMP:
+        raise RuntimeError(
+            "hepbdt cannot run in a process forked from one that already ran its kernels on "
+            "GNU OpenMP (it would stop the interpreter): start the worker processes with "
+            "'spawn' or 'forkserver' (multiprocessing.get_context('spawn'), "
+            "ProcessPoolExecutor(mp_context=...), or joblib's default loky backend)")
+
+
 @contextlib.contextmanager
 def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
     """Run Numba kernels with ``n_jobs`` threads (None or -1: all configured threads), or
     with one when ``work`` (events x features of a fit) is below SERIAL_FIT_WORK
-    (SERIAL_FIT_WORK_SPINNING when the threads spin)."""
+    (SERIAL_FIT_WORK_SPINNING when the threads spin); RuntimeError in a process forked
+    after GNU OpenMP ran (:func:`check_not_forked_from_openmp`)."""
+    check_not_forked_from_openmp()
     limit = SERIAL_FIT_WORK if threads_sleep() else SERIAL_FIT_WORK_SPINNING
     serial = work is not None and work < limit
     if (n_jobs is None or n_jobs == -1) and not serial:

@@ -451,3 +451,31 @@ def test_weights_beyond_float32_are_refused_not_cast(scale):
         hepbdt.BDTRegressor(n_trees=2).fit(X, X[:, 0] * 1e39)
     # A normalisation that brings them into range (AdaBoost's sig_to_bkg_fraction) trains.
     hepbdt.BDTClassifier(boosting="adaboost", n_trees=2).fit(X, y, np.full(400, 1e35))
+
+
+def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort():
+    """After a fit, a forked child's first kernel stopped the interpreter ("fork() called
+    from a process already using GNU OpenMP") and multiprocessing.Pool waited forever."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import multiprocessing as mp, numpy as np, numba, hepbdt
+        X = np.random.default_rng(0).normal(size=(3000, 4)).astype(np.float32)
+        m = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, (X[:, 0] > 0).astype(int))
+        vendor = getattr(__import__("numba.np.ufunc.omppool").np.ufunc.omppool,
+                         "openmp_vendor", None)
+        if numba.threading_layer() != "omp" or vendor != "GNU":
+            print("no GNU OpenMP"); raise SystemExit
+        with mp.get_context("fork").Pool(1) as pool:
+            try:
+                pool.apply_async(m.predict_proba, (X,)).get(timeout=60)
+            except RuntimeError as exc:
+                print(exc)
+    """
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=180)
+    if run.stdout.strip() == "no GNU OpenMP":
+        pytest.skip("Numba runs on another threading layer here: nothing to refuse")
+    assert "cannot run in a process forked from one that already ran its kernels on GNU " \
+           "OpenMP" in run.stdout, run.stdout + run.stderr
