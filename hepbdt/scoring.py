@@ -559,8 +559,10 @@ def _check_replaceable(path: str, n_branches: int) -> None:
                               "other objects): give a new file name, or remove it first")
     try:
         with uproot.open(path) as file:
-            kinds = file.classnames()
+            kinds = file.classnames()  # recursive: a folder's trees are listed after it
             for key, kind in kinds.items():
+                if kind == "TDirectory":  # the folder of an input tree 'dir/Events'
+                    continue
                 tree = file[key] if kind == "TTree" else None
                 if (tree is None or not str(tree.title).startswith(FRIEND_TITLE)
                         or len(tree.keys()) > n_branches):

@@ -125,6 +125,21 @@ def test_missing_values_the_training_never_had_are_noted(setup, tmp_path):
         hepbdt.apply(tmp_path / "nan.json", str(path), tmp_path / "g.root")
 
 
+def test_apply_again_replaces_its_friend_of_a_tree_in_a_folder(setup, tmp_path):
+    """The friend of 'dir/Events' is written as dir/Events; a second run refused to replace
+    it (the folder's own key read as something apply does not write)."""
+    with uproot.recreate(tmp_path / "in.root") as f:
+        f["dir/Events"] = {"x1": np.arange(30, dtype=np.float32),
+                           "x2": np.arange(30, dtype=np.float64)}
+    for _ in range(2):
+        hepbdt.apply(setup["old"], f"{tmp_path / 'in.root'}:dir/Events", tmp_path / "f.root")
+    assert uproot.open(tmp_path / "f.root")["dir/Events"].num_entries == 30
+    with uproot.update(tmp_path / "f.root") as f:
+        f["dir/notes"] = "a user's object beside the friend tree"
+    with pytest.raises(Exception, match="holds what apply does not write"):
+        hepbdt.apply(setup["old"], f"{tmp_path / 'in.root'}:dir/Events", tmp_path / "f.root")
+
+
 def test_usage_mistakes_of_apply_exit_with_status_2(setup, tmp_path, capsys):
     for output in (str(setup["a"]), str(tmp_path / "{nope}.root")):  # both gave status 1
         before = setup["a"].read_bytes()
