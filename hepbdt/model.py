@@ -51,9 +51,9 @@ AGGREGATIONS = ("sum", "weighted_mean", "weighted_median", "uboost")
 UBOOST_STEP_AGGREGATIONS = ("weighted_mean", "sum")
 MAX_MODEL_BYTES = 512 << 20  # model files larger than this are refused
 MAX_NODES = 50_000_000  # and forests of more nodes
+MAX_FEATURES = 1_000_000  # and of more features
 # TMVA::Reader's floor of a weighted mean's total tree weight: at or below it, it scores 0
 DBL_EPSILON = float(np.finfo(np.float64).eps)
-MAX_FEATURES = 1_000_000  # and of more features
 NON_FINITE = frozenset({"Infinity", "-Infinity", "NaN"})  # how the writer spells non-finite floats
 # The losses a forest's extra.loss may name (the boosters' loss names; "exponential" is
 # RealAdaBoost's, "samme" SAMME's): the loss decides a classifier's probability link (probability_link).
