@@ -453,7 +453,7 @@ def test_weights_beyond_float32_are_refused_not_cast(scale):
     hepbdt.BDTClassifier(boosting="adaboost", n_trees=2).fit(X, y, np.full(400, 1e35))
 
 
-def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort():
+def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort(tmp_path):
     """After a fit, a forked child's first kernel stopped the interpreter ("fork() called
     from a process already using GNU OpenMP") and multiprocessing.Pool waited forever."""
     import subprocess
@@ -467,15 +467,24 @@ def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort():
                          "openmp_vendor", None)
         if numba.threading_layer() != "omp" or vendor != "GNU":
             print("no GNU OpenMP"); raise SystemExit
+        import functools, sys, uproot
+        with uproot.recreate(sys.argv[1]) as f:
+            f["T"] = {"x": X[:, 0]}
+        sample = hepbdt.Sample("s", sys.argv[1] + ":T", label="signal")
         with mp.get_context("fork").Pool(1) as pool:
-            try:
-                pool.apply_async(m.predict_proba, (X,)).get(timeout=60)
-            except RuntimeError as exc:
-                print(exc)
+            plain = pool.apply_async(hepbdt.read, (sample, ["x"])).get(timeout=60)
+            print("plain read", len(plain))  # no parallel kernel: it still works
+            for call in (functools.partial(m.predict_proba, X),
+                         functools.partial(hepbdt.read, sample, ["x"], binned=True)):
+                try:
+                    pool.apply_async(call).get(timeout=60)
+                except RuntimeError as exc:
+                    print(exc)
     """
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=180)
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.root")],
+                         capture_output=True, text=True, timeout=180)
     if run.stdout.strip() == "no GNU OpenMP":
         pytest.skip("Numba runs on another threading layer here: nothing to refuse")
-    assert "cannot run in a process forked from one that already ran its kernels on GNU " \
-           "OpenMP" in run.stdout, run.stdout + run.stderr
+    assert "plain read 3000" in run.stdout, run.stdout + run.stderr
+    refused = "cannot run in a process forked from one that already ran its kernels on GNU OpenMP"
+    assert run.stdout.count(refused) == 2, run.stdout + run.stderr

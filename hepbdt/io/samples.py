@@ -41,7 +41,14 @@ import awkward as ak
 import numpy as np
 import uproot
 
-from hepbdt._util import Progress, available_memory, read_ahead, release_free_memory, warn_float32_steps
+from hepbdt._util import (
+    Progress,
+    available_memory,
+    check_not_forked_from_openmp,
+    read_ahead,
+    release_free_memory,
+    warn_float32_steps,
+)
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import (
     EVENT_INT32_MAX,
@@ -1299,6 +1306,8 @@ def read(
         (a subclass of it) for a missing file, tree or branch, a branch that is not
         numeric, an expression that does not parse, a cut that selects nothing, a NaN
         or infinite weight or target, an infinite feature, an unreadable compression.
+    RuntimeError for a binned read in a process forked after GNU OpenMP ran (its kernels
+    would stop it: ``_util.check_not_forked_from_openmp``).
     """
     samples, feature_texts = _check_arguments(samples, features)
     feature_expressions = [Expression(text, "feature") for text in feature_texts]
@@ -1363,6 +1372,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     if bin_edges is not None and not binned:
         raise InputError("bin_edges are for binned=True: float features are not binned")
     if binned:
+        check_not_forked_from_openmp()
         return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
                             task, step_size, inf_as_missing, progress, threads, max_bins,
                             n_cuts, bin_edges, edge_sample, seed)
