@@ -1130,6 +1130,17 @@ def threads(n_jobs: int | None, work: int | None = None) -> Iterator[None]:
     (SERIAL_FIT_WORK_SPINNING when the threads spin); RuntimeError in a process forked
     after GNU OpenMP ran (:func:`check_not_forked_from_openmp`)."""
     check_not_forked_from_openmp()
+    # only callers that run kernels get here, and they have imported the engine
+    from .engine._types import launch_lock
+
+    with launch_lock():  # Numba's workqueue layer: one launching thread at a time
+        with _thread_count(n_jobs, work):
+            yield
+
+
+@contextlib.contextmanager
+def _thread_count(n_jobs: int | None, work: int | None) -> Iterator[None]:
+    """``threads`` once checked: Numba's thread count for the block."""
     limit = SERIAL_FIT_WORK if threads_sleep() else SERIAL_FIT_WORK_SPINNING
     serial = work is not None and work < limit
     if (n_jobs is None or n_jobs == -1) and not serial:

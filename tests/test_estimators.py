@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numba
@@ -488,3 +489,31 @@ def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort(tmp_path
     assert "plain read 3000" in run.stdout, run.stdout + run.stderr
     refused = "cannot run in a process forked from one that already ran its kernels on GNU OpenMP"
     assert run.stdout.count(refused) == 2, run.stdout + run.stderr
+
+
+def test_threads_calling_hepbdt_at_once_on_the_workqueue_layer():
+    """Numba's workqueue layer (NUMBA_THREADING_LAYER=workqueue, and its fallback without
+    OpenMP or TBB) aborted the interpreter when two threads fitted or predicted at once."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        from concurrent.futures import ThreadPoolExecutor
+        import numpy as np, numba, hepbdt
+        X = np.random.default_rng(0).normal(size=(20000, 6)).astype(np.float32)
+        y = (X[:, 0] > 0).astype(int)
+        model = hepbdt.BDTClassifier(n_trees=10, max_depth=3).fit(X, y)
+        reference = model.predict_proba(X)
+        with ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda _: model.predict_proba(X), range(40)))
+            fits = list(pool.map(lambda _: hepbdt.BDTClassifier(n_trees=5).fit(X, y), range(4)))
+        assert all(np.array_equal(o, reference) for o in outs)
+        assert all(np.array_equal(f.decision_function(X), fits[0].decision_function(X))
+                   for f in fits)
+        print(numba.threading_layer(), "ok")
+    """
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split() == ["workqueue", "ok"], \
+        run.stdout + run.stderr[-2000:]

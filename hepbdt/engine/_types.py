@@ -33,6 +33,8 @@ def threads_sleep() -> bool:
     so that each parallel kernel wakes them (tens of microseconds), or spin (about one)."""
     return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
 
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
 import threading  # noqa: E402
 import types  # noqa: E402
 import warnings  # noqa: E402
@@ -43,6 +45,35 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 _serial = threading.local()
+_LAUNCHES = threading.RLock()  # one parallel launch at a time, on Numba's workqueue layer
+
+
+def _on_workqueue() -> bool:
+    """Whether Numba runs (or, before its first parallel kernel, will run) its parallel
+    kernels on the workqueue layer, which aborts the interpreter when two threads launch
+    one at once: chosen by NUMBA_THREADING_LAYER, or Numba's fallback where neither TBB
+    nor OpenMP loads."""
+    try:
+        return numba.threading_layer() == "workqueue"
+    except ValueError:  # no parallel kernel ran yet: the layer Numba will pick
+        chosen = str(numba.config.THREADING_LAYER).lower()
+        if chosen in ("workqueue", "tbb", "omp"):
+            return chosen == "workqueue"
+        for layer in numba.config.THREADING_LAYER_PRIORITY:
+            if layer == "workqueue":
+                return True
+            try:
+                importlib.import_module(f"numba.np.ufunc.{layer}pool")
+                return False
+            except ImportError:
+                continue
+        return True
+
+
+def launch_lock() -> Any:
+    """A context for Python code that launches parallel kernels: on the workqueue layer a
+    lock shared by every thread (two concurrent launches abort it), else nothing."""
+    return _LAUNCHES if _on_workqueue() else contextlib.nullcontext()
 
 
 def serial_tree_threads() -> int:

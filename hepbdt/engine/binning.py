@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, njit, read_only
+from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, launch_lock, njit, read_only
 
 __all__ = ["BinMapper", "EdgeSketch", "fit_bin_edges", "apply_bins", "bin_rows_into",
            "check_edges", "first_infinite"]
@@ -308,7 +308,8 @@ def first_infinite(X: np.ndarray) -> int:
     """Flat index of the first +-inf in a C-contiguous array, or -1 when there is none."""
     flat = X.reshape(-1)
     first = np.empty(-(-flat.size // INF_CHUNK), np.int64)
-    _first_infinite(flat, first)
+    with launch_lock():
+        _first_infinite(flat, first)
     found = first[first >= 0]
     return int(found[0]) if found.size else -1
 
