@@ -1109,7 +1109,8 @@ def _after_fork_in_child() -> None:
         _FORKED_FROM_GNU_OPENMP.append(True)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX: Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def check_not_forked_from_openmp() -> None:
