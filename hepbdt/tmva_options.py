@@ -184,16 +184,22 @@ OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 READER_CHANGING_FLAGS = ("DoPreselection", "UseFisherCuts")
 
 
+def check_option_words(name: str, value: str) -> None:
+    """TMVAOptionError unless a weight file's <Option> reads as written: its name a word,
+    its value without ':' (the Reader joins the options with ':' and splits them again)."""
+    if not OPTION_NAME.fullmatch(name) or ":" in value:
+        raise TMVAOptionError(f"<Option name={name!r}> {value[:40]!r}: an option name is a "
+                              "word and a value holds no ':' (TMVA::Reader splits the "
+                              "options at ':')")
+
+
 def check_file_options(options: list[tuple[str, str]]) -> None:
     """TMVAOptionError unless a weight file's options (name, value), in file order, read as
-    written: each name a word, no value holding ':', and no flag of
-    READER_CHANGING_FLAGS set (the last of a name, in any case, as TMVA matches them)."""
+    written (:func:`check_option_words`), and no flag of READER_CHANGING_FLAGS is set (the
+    last of a name, in any case, as TMVA matches them)."""
     last: dict[str, str] = {}
     for name, value in options:
-        if not OPTION_NAME.fullmatch(name) or ":" in value:
-            raise TMVAOptionError(f"<Option name={name!r}> {value[:40]!r}: an option name is a "
-                                  "word and a value holds no ':' (TMVA::Reader splits the "
-                                  "options at ':')")
+        check_option_words(name, value)
         last[name.lower()] = value
     for flag in READER_CHANGING_FLAGS:
         text = last.get(flag.lower(), "False").strip(" \t\n\r").lower()

@@ -37,9 +37,10 @@ from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError,
 from ..persistence import checked_classes, checked_params, parse_json, read_model_file
 from ..tmva_options import (
     FALSE_WORDS,
-    OPTION_NAME,
     TRUE_WORDS,
+    TMVAOptionError,
     TMVAOptionWarning,
+    check_option_words,
     parse_tmva_options,
 )
 from .tmva_export import (
@@ -337,10 +338,10 @@ def _read_options(root: ET.Element, where: str) -> list[list[Any]]:
     for opt in _elements(_child(root, "Options", where), "Option", where + " <Options>"):
         name = _attr(opt, "name", where + " <Options>")
         value = (opt.text or "").strip()
-        if not OPTION_NAME.fullmatch(name) or ":" in value:
-            raise TMVAFormatError(f"{where}: <Option name={name!r}> {value[:40]!r}: an option "
-                                  "name is a word and a value holds no ':' (TMVA::Reader splits "
-                                  "the options at ':')")
+        try:
+            check_option_words(name, value)
+        except TMVAOptionError as exc:
+            raise TMVAFormatError(f"{where}: {exc}") from None
         options.append([name, opt.get("modified") == "Yes", value])
     return options
 
