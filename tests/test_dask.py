@@ -506,3 +506,28 @@ def test_named_and_unnamed_dask_input_warn_as_memory_does(client):
         warnings.simplefilter("error", FeatureNamesWarning)
         named.decision_function(frame[["c", "a", "b"]]).compute()  # by name, as memory
         plain.decision_function(_dask(X)[0]).compute()
+
+
+def test_apply_on_the_cluster_notes_missing_values_the_training_never_had(client, tmp_path):
+    """The count of such events was kept by each worker's copy of the job and lost: the
+    cluster wrote the same scores as memory but said nothing of them."""
+    import pandas as pd
+    import uproot
+
+    from hepbdt import apply as apply_in_memory
+    from hepbdt.dask import apply as apply_on_cluster
+    from hepbdt.scoring import MissingValueWarning
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(300, 2)).astype(np.float32), columns=["x0", "x1"])
+    model = BDTClassifier(n_trees=3).fit(X, (X["x0"] > 0).astype(int))
+    inputs = []
+    for name, nan_rows in (("a", [2, 5]), ("b", [0, 1, 9])):
+        x0 = rng.normal(size=40).astype(np.float32)
+        x0[nan_rows] = np.nan
+        with uproot.recreate(tmp_path / f"{name}.root") as f:
+            f["t"] = {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)}
+        inputs.append(f"{tmp_path / name}.root:t")
+    for apply, where in ((apply_in_memory, {}), (apply_on_cluster, {"client": client})):
+        with pytest.warns(MissingValueWarning, match=r"\('x0' in 5 events\)"):
+            apply(model, inputs, tmp_path / apply.__module__ / "f_{stem}.root", **where)

@@ -24,11 +24,12 @@ from ._cluster import Cluster, connect
 __all__ = ["apply"]
 
 
-def _write_file(job: _Job, out_path: str, trees: dict, step_size: Any) -> str:
-    """One output file, written on a worker (whole or absent)."""
+def _write_file(job: _Job, out_path: str, trees: dict, step_size: Any) -> tuple[str, Any]:
+    """One output file, written on a worker (whole or absent), and the worker's count of
+    missing values the training had none of (the job's, which stays on the worker)."""
     with atomic_path(out_path) as temporary:
         _write_output(job, temporary, trees, step_size, None, Progress(0, "", enabled=False))
-    return out_path
+    return out_path, job.unseen_missing
 
 
 def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_score",
@@ -48,4 +49,9 @@ def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_
     with hold_outputs(list(groups), "apply"):  # the client holds them while the tasks write
         futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
                    for out_path, trees in groups.items()]
-        return cluster.gather(futures)
+        written = cluster.gather(futures)
+    for _, unseen in written:
+        if unseen is not None:
+            job.unseen_missing += unseen
+    job.note_unseen_missing()
+    return [path for path, _ in written]
