@@ -3,6 +3,7 @@ test pins a number that was silently wrong, or an input that must now be refused
 
 from __future__ import annotations
 
+import warnings
 from decimal import Decimal, getcontext
 
 import numpy as np
@@ -342,3 +343,25 @@ def test_ratio_measures_do_not_depend_on_the_weights_scale(scale):
     regression metrics, an infinite rejection, a JSD of 2 and a cut keeping one event."""
     np.testing.assert_allclose(_scale_invariant_measures(scale), _scale_invariant_measures(1.0),
                                rtol=1e-9)
+
+
+def test_learning_curve_warns_when_labels_are_also_indices_of_other_classes():
+    """Labels 1, 2, 3 and a y of 1s and 2s read both ways: as labels (columns 0 and 1, the
+    documented rule) or as the indices a caller may have meant (columns 1 and 2); the
+    reading was silent, the losses of the other columns' probabilities."""
+    from hepbdt.evaluation import LabelReadingWarning
+
+    (X_tr, y_tr), (X_te, y_te) = _data(3, k=3), _data(4, k=3)
+    model = _StagedMulticlass([1, 2, 3])
+    keep_tr, keep_te = y_tr < 2, y_te < 2
+    X_tr, y_tr, X_te, y_te = X_tr[keep_tr], y_tr[keep_tr], X_te[keep_te], y_te[keep_te]
+    last = list(model.staged_predict_proba(X_te))[-1]
+    with pytest.warns(LabelReadingWarning, match=r"columns \[0, 1\]; read as class indices "
+                      r"they would be columns \[1, 2\]"):
+        curve = learning_curve(model, (X_tr, y_tr + 1), (X_te, y_te + 1))
+    assert curve.test_loss[-1] == pytest.approx(
+        sk_log_loss(y_te, last, labels=[0, 1, 2]))  # the labels' reading
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LabelReadingWarning)
+        learning_curve(model, (X_tr, y_tr), (X_te, y_te))  # 0 is no label: indices
+        learning_curve(_StagedClassifier([1, 0]), *(_data(5), _data(6)))  # signal_label=0

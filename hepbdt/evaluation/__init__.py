@@ -9,6 +9,7 @@ HTML report.
 
 from __future__ import annotations
 
+from hepbdt.evaluation._data import LabelReadingWarning
 from hepbdt.evaluation.curves import LearningCurve, learning_curve
 from hepbdt.evaluation.decorrelation import (
     DecorrelationMeasures,
@@ -80,6 +81,7 @@ __all__ = [
     "DecorrelationMeasures",
     "EfficiencyTable",
     "FeatureRanking",
+    "LabelReadingWarning",
     "LearningCurve",
     "MulticlassOvertraining",
     "OvertrainingResult",

@@ -7,6 +7,7 @@ contiguous float64 arrays with one length, and names the argument when it cannot
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from hepbdt._util import (  # noqa: F401 (re-exported)
     check_weights,
     column_positions,
     real_array,
+    user_stacklevel,
     weight_exponent,
     weighted_quantile,
 )
@@ -217,13 +219,35 @@ def class_codes(model: Any, y: np.ndarray) -> np.ndarray:
     """y as columns of the classifier's ``predict_proba`` (two classes: 1 for the signal):
     the index in ``model.classes_`` when every value of y is one of those labels (a model
     trained with ``signal_label=0`` has classes_ [1, 0]); else y as given (already class
-    indices, checked where used)."""
+    indices, checked where used). Values that read both ways with different columns
+    (labels 1, 2, 3 and a y of 1s and 2s) are read as labels, with a
+    :class:`LabelReadingWarning`."""
     classes = getattr(model, "classes_", None)
     if classes is None or y.size == 0:
         return y
-    position = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
+    labels = np.asarray(classes).tolist()
+    position = {label: k for k, label in enumerate(labels)}
     values, inverse = np.unique(y, return_inverse=True)
     index = [position.get(v) for v in values.tolist()]
     if any(k is None for k in index):
         return y
+    _warn_two_readings(labels, values.tolist(), index)
     return np.asarray(index, dtype=np.int64)[inverse.reshape(-1)]
+
+
+class LabelReadingWarning(UserWarning):
+    """y's values are the model's labels and also class indices of other classes."""
+
+
+def _warn_two_readings(labels: list[Any], values: list[Any], index: list[int]) -> None:
+    """Warn when ``values``, all labels (read as columns ``index``), are also class indices
+    of other columns (but for classes_ [1, 0], whose y is documented as its labels)."""
+    as_indices = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+                  and float(v).is_integer() and 0 <= v < len(labels)]
+    if labels == [1, 0] or len(as_indices) < len(values) or index == [int(v) for v in values]:
+        return
+    warnings.warn(
+        f"y's values {values} are read as labels of the model (classes_ {labels}): columns "
+        f"{index}; read as class indices they would be columns {[int(v) for v in values]}. "
+        "If they are indices, pass model.classes_[y], the labels", LabelReadingWarning,
+        stacklevel=user_stacklevel())
