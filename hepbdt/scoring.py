@@ -43,8 +43,10 @@ from .io.samples import (
     Source,
     TreeReader,
     _event_column,
+    check_file_version,
     decompression_threads,
     feature_column,
+    file_version,
     fill_rows,
     note_tree_read,
     open_root_file,
@@ -153,7 +155,7 @@ def apply(
     return list(groups)
 
 
-def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int]]]], total: int,
+def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int, Any]]]], total: int,
                    step_size: int | str, progress: bool | None, threads: int | None) -> None:
     """Write every output to its temporary, then rename them all into place."""
     replaced: list[str] = []  # the outputs already renamed into place
@@ -494,10 +496,10 @@ def _check_fitted(model: Any) -> None:
 
 
 def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
-                  ) -> tuple[dict[str, dict[str, list[tuple[Source, int]]]], int]:
+                  ) -> tuple[dict[str, dict[str, list[tuple[Source, int, Any]]]], int]:
     """Open and check every input; group them by (output file, output tree); check that
     every output can be written, before any scoring."""
-    groups: dict[str, dict[str, list[tuple[Source, int]]]] = {}
+    groups: dict[str, dict[str, list[tuple[Source, int, Any]]]] = {}
     first_input: dict[str, str] = {}
     trees_read: dict[tuple[Any, str], str] = {}
     total = 0
@@ -517,7 +519,8 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             out_tree = output_tree or reader.tree_name
             members = groups.setdefault(out_path, {}).setdefault(out_tree, [])
             _check_one_chain(members, reader.tree_name, out_path, out_tree)
-            members.append((Source(source.path, reader.tree_path), reader.num_entries))
+            members.append((Source(source.path, reader.tree_path), reader.num_entries,
+                            file_version(source.path)))
             total += reader.num_entries
     input_paths = {os.path.realpath(s.path) for s in sources}
     model_paths = {os.path.realpath(p) for p in job.model_files}
@@ -533,12 +536,12 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     return groups, total
 
 
-def _check_one_chain(members: list[tuple[Source, int]], tree_name: str, out_path: str,
+def _check_one_chain(members: list[tuple[Source, int, Any]], tree_name: str, out_path: str,
                      out_tree: str) -> None:
     """ApplyOptionError when an output tree would hold the scores of input trees of other
     names (``--output-tree`` over TreeS and TreeB): a friend of their chain alone, which
     attached to either tree gives its entries the other's scores."""
-    names = {source.tree.split(";")[0] for source, _ in members}
+    names = {source.tree.split(";")[0] for source, *_ in members}
     if members and tree_name not in names:
         raise ApplyOptionError(
             f"apply: the output tree {out_tree!r} of {out_path!r} would hold the scores of the "
@@ -610,7 +613,7 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
         ) from None
 
 
-def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int]]],
+def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int, Any]]],
                   step_size: int | str, executor: Any, bar: Progress) -> None:
     """Score the inputs of one output file, tree by tree, into its temporary file."""
     title = f"{FRIEND_TITLE} ({job.branch})" + (
@@ -619,8 +622,9 @@ def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source,
         for out_tree, members in trees.items():
             writer = None
             chain_offset = 0
-            for source, n_entries in members:
-                for chunk in _score_chunks(job, source, chain_offset, step_size, executor, bar):
+            for source, n_entries, version in members:
+                for chunk in _score_chunks(job, source, version, chain_offset, step_size,
+                                           executor, bar):
                     if writer is None:
                         writer = out_file.mktree(out_tree, {k: v.dtype for k, v in chunk.items()},
                                                  title=title)
@@ -632,10 +636,12 @@ def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source,
                                            job.id_name: np.int64}, title=title)
 
 
-def _score_chunks(job: _Job, source: Source, chain_offset: int, step_size: int | str,
-                  executor: Any, bar: Progress):
-    """Yield the output branches of one input tree, chunk by chunk."""
+def _score_chunks(job: _Job, source: Source, version: Any, chain_offset: int,
+                  step_size: int | str, executor: Any, bar: Progress):
+    """Yield the output branches of one input tree, chunk by chunk (refused when the file
+    is no longer the one planned, of ``version``)."""
     with open_root_file(source.path, "apply") as file:
+        check_file_version(source.path, version, "apply")
         reader = TreeReader(file, source, job.expressions, "apply")
         with contextlib.closing(reader.chunks(step_size, executor)) as chunks:
             for arrays, start, stop in chunks:

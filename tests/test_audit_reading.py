@@ -237,3 +237,68 @@ def test_float32_event_numbers_beyond_2_24_are_refused(tmp_path):
     with pytest.raises(BadValueError, match=r"event expression 'event' is not an integer event "
                                             r"number .* for 88 event\(s\)"):
         read(Sample("s", str(tmp_path / "high.root"), label="signal"), ["x"], event="event")
+
+
+def _replace_after_planning(monkeypatch, module, name, path, data):
+    """Rewrite ``path`` with ``data`` when ``module.name`` is first called (after the plan
+    of a read or of apply), then call it."""
+    original = getattr(module, name)
+    done = []
+
+    def replace_then_call(*args, **kwargs):
+        if not done:
+            done.append(True)
+            with uproot.recreate(str(path) + ".new") as f:
+                f["T"] = data
+            os.replace(str(path) + ".new", path)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, replace_then_call)
+
+
+@pytest.mark.parametrize("how", ["float", "binned", "dask"])
+def test_a_file_replaced_between_the_plan_and_the_read_is_refused(tmp_path, monkeypatch, how):
+    """Files beyond KEEP_OPEN_FILES are opened again by path for each pass: one replaced
+    meanwhile was read as the new file, whose entries were not those counted (80 more
+    entries than planned, or in the binned read codes of other values than its edges')."""
+    import hepbdt.io.samples as samples
+
+    if how == "dask":
+        pytest.importorskip("dask.array")
+    monkeypatch.setattr(samples, "KEEP_OPEN_FILES", 0)
+    paths = [tmp_path / f"f{k}.root" for k in range(2)]
+    for k, path in enumerate(paths):
+        with uproot.recreate(path) as f:
+            f["T"] = {"x": np.arange(100, dtype=np.float32) + 1000 * k}
+    _replace_after_planning(monkeypatch, samples, "_index_dtypes", paths[1],
+                            {"x": -np.arange(180, dtype=np.float32)})
+    sample = Sample("s", [str(p) for p in paths], label="signal")
+    with pytest.raises(InputError, match=r"sample 's': the file '.*f1\.root' changed while it "
+                                         r"was read \(replaced or rewritten"):
+        data = read(sample, ["x"], binned=how == "binned", dask=how == "dask")
+        if how == "dask":
+            data.compute(scheduler="sync")
+
+
+def test_apply_refuses_an_input_replaced_after_its_plan(tmp_path, monkeypatch):
+    """apply counted each input's entries when it planned the outputs and scored the file
+    it opened again: a replaced input gave a friend tree of 180 entries for a tree of 100
+    counted, and shifted the entry numbers of the inputs after it."""
+    import pandas as pd
+
+    import hepbdt
+    import hepbdt.scoring as scoring
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"f0": rng.normal(size=200).astype(np.float32)})
+    model = hepbdt.BDTClassifier(n_trees=2).fit(X, (X["f0"] > 0).astype(int))
+    model.save(tmp_path / "m.json")
+    path = tmp_path / "in.root"
+    with uproot.recreate(path) as f:
+        f["T"] = {"f0": np.arange(100, dtype=np.float32)}
+    _replace_after_planning(monkeypatch, scoring, "check_writable", path,
+                            {"f0": np.arange(180, dtype=np.float32)})
+    with pytest.raises(InputError, match=r"apply: the file '.*in\.root' changed while it was "
+                                         "read"):
+        hepbdt.apply(tmp_path / "m.json", str(path), tmp_path / "friend.root")
+    assert not (tmp_path / "friend.root").exists()

@@ -449,6 +449,27 @@ def note_tree_read(trees_read: dict[tuple[Any, str], str], path: str, tree_name:
     trees_read[key] = path
 
 
+def file_version(path: str) -> tuple[int, int, int] | None:
+    """What changes when a local file is replaced or rewritten: its inode, size and
+    modification time in ns (not the device, which a shared file system may number
+    differently on each node); None for a remote file."""
+    if _is_remote(path):
+        return None
+    info = os.stat(path)
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def check_file_version(path: str, version: tuple[int, int, int] | None, context: str) -> None:
+    """InputError when the local file ``path``, opened again, is no longer the one planned
+    (``version``, from :func:`file_version`): replaced or rewritten between two passes."""
+    if version is not None and file_version(path) != version:
+        raise InputError(
+            f"{context}: the file {path!r} changed while it was read (replaced or rewritten "
+            "after the read counted its entries, so its events are no longer those counted); "
+            "read it again once nothing writes it"
+        )
+
+
 def open_root_file(path: str, context: str) -> Any:
     """``path`` opened for reading, an InputError (one line, naming ``context``) for a file
     that is missing, not a regular file, not a ROOT file or truncated. Without uproot's
@@ -1183,6 +1204,8 @@ class _Plan:
     readers: list[TreeReader | None] = field(default_factory=list)
     # Each source's (path, tree name as read, without its cycle), for DistinctSamples.
     trees: list[tuple[str, str]] = field(default_factory=list)
+    # Each source's file_version when planned: a file opened again must still be that one.
+    versions: list[tuple[int, int, int] | None] = field(default_factory=list)
 
 
 @dataclass
@@ -1445,6 +1468,7 @@ def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, 
     out = _allocate(stop - start, len(feature_expressions), task, dtypes)
     out.extent = None  # one partition's range is not the read's: no float32 warning here
     with open_root_file(source.path, context) as file:
+        check_file_version(source.path, plan.versions[source_index], context)
         reader = TreeReader(file, source, _reader_expressions(feature_expressions, plan.expressions),
                             context)
         arrays = reader.read(start, stop)
@@ -1590,13 +1614,14 @@ def _plan_sample(
     }
     hints = _target_hints(sample)
     sources = resolve_sources(sample.files, sample.tree, context)
-    entries, readers = [], []
+    entries, readers, versions = [], [], []
     trees_read: dict[tuple[Any, str], str] = {}
     for source in sources:
         kept = open_files.room()
         with contextlib.ExitStack() as this_file:
             file = (open_files if kept else this_file).enter_context(
                 open_root_file(source.path, context))
+            versions.append(file_version(source.path))
             reader = TreeReader(
                 file, source, _reader_expressions(feature_expressions, expressions), context, hints
             )
@@ -1604,7 +1629,7 @@ def _plan_sample(
             readers.append(reader if kept else None)
         note_tree_read(trees_read, source.path, reader.tree_name, context)
     return _Plan(index, sample, sources, entries, expressions, readers,
-                 [(path, tree) for (_, tree), path in trees_read.items()])
+                 [(path, tree) for (_, tree), path in trees_read.items()], versions)
 
 
 def _index_dtypes(plans: Sequence[_Plan]) -> tuple[np.dtype, np.dtype, np.dtype]:
@@ -1660,11 +1685,14 @@ def _read_sample(
     context = f"sample {plan.sample.name!r}"
     sample_start = filled
     chain_offset = 0
-    for source, n_entries, kept in zip(plan.sources, plan.entries, plan.readers, strict=True):
+    for source, n_entries, kept, version in zip(plan.sources, plan.entries, plan.readers,
+                                                plan.versions, strict=True):
         with contextlib.ExitStack() as this_file:
+            if kept is None:
+                file = this_file.enter_context(open_root_file(source.path, context))
+                check_file_version(source.path, version, context)
             reader = kept or TreeReader(
-                this_file.enter_context(open_root_file(source.path, context)), source,
-                _reader_expressions(feature_expressions, plan.expressions), context
+                file, source, _reader_expressions(feature_expressions, plan.expressions), context
             )
             with closing(reader.chunks(step_size, executor)) as chunks:
                 for arrays, start, stop in chunks:
