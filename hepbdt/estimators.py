@@ -1009,11 +1009,14 @@ class _BDTBase(SklearnProtocol):
         self.forest_ = forest
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = forest.n_features
-        for name in ("feature_names_in_", "feature_definitions_"):
+        types = self.__dict__.pop("_branch_types", None)  # of a hepbdt Dataset's X
+        for name in ("feature_names_in_", "feature_definitions_", "branch_types_"):
             self.__dict__.pop(name, None)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
             self.feature_definitions_ = {k: v for k, v in definitions.items() if k in names}
+            if types is not None:  # the branches' types, which apply compares with its trees
+                self.branch_types_ = dict(types)
         self.train_loss_ = result.train_loss
         self.validation_loss_ = result.validation_loss
         self.n_trees_ = forest.n_rounds  # trees a class: n_trees counts rounds of K trees
@@ -1321,6 +1324,10 @@ class _BDTBase(SklearnProtocol):
             # a bare e, pi, inf or nan in a feature is the constant (a branch is `e`); a
             # file saved before that rule keeps saying nothing
             **({} if getattr(self, "_constants_unknown", False) else {"constants": "bare"}),
+            # the types of the branches the features read (hepbdt.io.branch_types); a
+            # model fitted on other arrays, or saved before the record, has none
+            **({} if getattr(self, "branch_types_", None) is None
+               else {"branch_types": dict(self.branch_types_)}),
             "forest": self.forest_.to_dict(),
             "train_loss": np.asarray(self.train_loss_, float).tolist(),
             "validation_loss": None if self.validation_loss_ is None
@@ -1845,6 +1852,7 @@ class BDTClassifier(_BDTBase):
         """
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        self._branch_types = getattr(X, "branch_types", None)  # for _set_fitted
         X, names, definitions = self._fit_features(X, bin_edges)
         y_raw = _labels(y)
         if y_raw.size != X.shape[0]:
@@ -2069,6 +2077,7 @@ class BDTRegressor(_BDTBase):
         ``event``, ``bin_edges`` and a binned X as for :meth:`BDTClassifier.fit`."""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        self._branch_types = getattr(X, "branch_types", None)  # for _set_fitted
         X, names, definitions = self._fit_features(X, bin_edges)
         y = self._encode_y(y, fitting=True)
         if y.size != X.shape[0]:

@@ -213,7 +213,26 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     # saved before a bare e, pi, inf or nan meant the constant only: apply refuses its
     # features that use one (a tree's branch of that name was read where there was one)
     est._constants_unknown = doc.get("constants") != "bare"
+    types = _branch_types(doc.get("branch_types"))
+    if types is not None:  # absent in files saved before 2026-12-04 (late): apply checks nothing
+        est.branch_types_ = types
     return est
+
+
+# a branch's type text (hepbdt.io.branch_types): number type, then [k] or [] for arrays
+_TYPE_TEXT = re.compile(r"(bool|u?int(8|16|32|64)|float(16|32|64))(\[\]|\[[1-9][0-9]{0,8}\])?")
+
+
+def _branch_types(value: Any) -> dict[str, str] | None:
+    """The model file's ``branch_types`` (branch -> type text such as "float32[3]"), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _TYPE_TEXT.fullmatch(v)
+            for k, v in value.items()):
+        raise ModelFormatError("branch_types must map branch names to their types (\"bool\", "
+                               "\"int32\", \"float32[3]\", \"float64[]\", ...), or be absent")
+    return dict(value)
 
 
 def checked_classes(classes: Any, n_labels: int) -> list[Any]:

@@ -35,6 +35,7 @@ from ._util import (
     user_stacklevel,
 )
 from .boosting.losses import softmax_rows
+from .io.branch_types import check_types
 from .io.errors import InputError, MissingFileError
 from .io.expressions import CONSTANTS, Expression
 from .io.samples import (
@@ -509,6 +510,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             reader = TreeReader(file, source, job.expressions, "apply")
             # 'a.root' beside 'a.root:Events' (a glob and a listed file): one tree scored twice
             note_tree_read(trees_read, source.path, reader.tree_name, "apply")
+            _check_branch_types(job, reader)
             _check_friend_branches(job, reader, branches)
             out_path = _output_path(output, source, reader.tree_name)
             real = os.path.realpath(out_path)
@@ -574,6 +576,20 @@ def _check_replaceable(path: str, n_branches: int) -> None:
         raise
     except Exception:  # noqa: BLE001 - not a ROOT file uproot reads: not one apply wrote
         raise refuse from None
+
+
+def _check_branch_types(job: _Job, reader: TreeReader) -> None:
+    """BranchTypeError for a branch the features read whose type here would give them other
+    values than the type the model's training read (``branch_types_``, recorded by
+    :func:`hepbdt.io.read`; a model without the record is not checked)."""
+    models = job.scorer.models if isinstance(job.scorer, KFoldModel) else [job.scorer]
+    recorded = next((m.branch_types_ for m in models
+                     if getattr(m, "branch_types_", None) is not None), None)
+    if recorded is None:
+        return
+    read = {name for feature in job.features for name in feature.names}
+    types = {name: text for name, text in reader.branch_types().items() if name in read}
+    check_types(recorded, types, job.features, reader.where, "at training")
 
 
 def _check_friend_branches(job: _Job, reader: TreeReader, branches: list[str]) -> None:

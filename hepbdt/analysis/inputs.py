@@ -12,6 +12,7 @@ import difflib
 import os
 from typing import Any
 
+from ..io.branch_types import BranchTypeRecord
 from ..io.errors import InputError
 from ..io.expressions import CONSTANTS, Expression
 from ..io.samples import (
@@ -44,14 +45,16 @@ def _roles(config: AnalysisConfig, sample: Any, section: str
 
 def _check_shapes(file: Any, src: Source, roles: list[tuple[str | None, str, str, str]],
                   context: str, section: str, problems: _Problems,
-                  seen: set[tuple[str | None, str, str, str]]) -> None:
+                  seen: set[tuple[str | None, str, str, str]], record: BranchTypeRecord) -> None:
     """Add, under its key, each expression that gives a list per event in this tree (from
-    the branches' types; no entries are read); a tree that cannot be read under the
-    sample."""
+    the branches' types; no entries are read); a tree that cannot be read, or whose branch
+    types would give an expression other values than another tree's (``record``), under
+    the sample."""
     expressions = [Expression(text, role) for _, _, text, role in roles]
     try:
         reader = TreeReader(file, Source(src.path, src.tree), expressions, context)
         no_entries = reader.no_entries()
+        record.add(reader.branch_types(), expressions, reader.where)
     except InputError as exc:
         problems.add(section, None, str(exc))
         return
@@ -76,6 +79,7 @@ def check_inputs(config: AnalysisConfig) -> None:
     seen: set[tuple[str | None, str, str, str]] = set()
     feature_labels = dict(zip(config.feature_expressions, config.features, strict=True))
     distinct = DistinctSamples()
+    record = BranchTypeRecord()  # one type a branch, as read refuses it otherwise
     for sample in config.samples:
         section = f"samples.{sample.name}"
         context = f"sample {sample.name!r}"
@@ -127,5 +131,5 @@ def check_inputs(config: AnalysisConfig) -> None:
                         problems.add(table, key, f"{shown!r}{expanded} uses {name!r}, which is "
                                      f"not a branch of {where}; {hint}branches: {listed}")
                 if clean:
-                    _check_shapes(file, src, roles, context, section, problems, seen)
+                    _check_shapes(file, src, roles, context, section, problems, seen, record)
     problems.raise_if_any()

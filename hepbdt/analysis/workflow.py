@@ -298,11 +298,15 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training",
     y = np.asarray(config.classes)[data.y] if config.multiclass else data.y
     try:
         if config.dask is not None:
-            return _fit_on_cluster(config, data, y)
-        extra = {} if decorrelate is None else {"decorrelate": decorrelate}
-        return config.make_estimator().fit(data.X, y, data.w, event=data.event, **extra)
+            model = _fit_on_cluster(config, data, y)
+        else:
+            extra = {} if decorrelate is None else {"decorrelate": decorrelate}
+            model = config.make_estimator().fit(data.X, y, data.w, event=data.event, **extra)
     except ValueError as exc:
         raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
+    if data.branch_types is not None:  # binned and Dask fits too: apply checks its trees
+        model.branch_types_ = dict(data.branch_types)
+    return model
 
 
 def _score(model: Any, X: np.ndarray) -> np.ndarray:

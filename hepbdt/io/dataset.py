@@ -130,12 +130,14 @@ class FeatureMatrix(np.ndarray):
 
     feature_names: tuple[str, ...] | None = None
     feature_definitions: dict[str, str] | None = None
+    branch_types: dict[str, str] | None = None  # of the branches read (Dataset.branch_types)
 
     def __array_finalize__(self, obj: Any) -> None:
         names = getattr(obj, "feature_names", None)
         if names is not None and self.ndim == 2 and self.shape[1] == len(names):
             self.feature_names = names
             self.feature_definitions = getattr(obj, "feature_definitions", None)
+            self.branch_types = getattr(obj, "branch_types", None)
 
     def __getitem__(self, index: Any) -> Any:
         result = super().__getitem__(index)
@@ -223,6 +225,11 @@ class Dataset:
     feature_definitions
         name -> expression for the names that are not themselves the expression (aliases);
         a model fitted on ``X`` keeps them so that ``apply`` can compute the features.
+    branch_types
+        branch -> type text (``"bool"``, ``"float32[3]"``, ``"int32[]"``) of the branches the
+        features read, as :func:`~hepbdt.io.read` found them; a model fitted on ``X`` keeps
+        them, and ``apply`` refuses trees whose types would change a feature's values
+        (:mod:`hepbdt.io.branch_types`). None: unknown (no check).
     sample_names
         Names of the samples; None gives ``sample0``, ...
     task
@@ -234,7 +241,7 @@ class Dataset:
     Attributes
     ----------
     X (a :class:`FeatureMatrix`), y, w, sample_index, event, feature_names,
-    feature_definitions, sample_names, task
+    feature_definitions, branch_types, sample_names, task
     """
 
     def __init__(
@@ -250,6 +257,7 @@ class Dataset:
         task: str | None = None,
         copy: bool = False,
         feature_definitions: Mapping[str, str] | None = None,
+        branch_types: Mapping[str, str] | None = None,
     ) -> None:
         if isinstance(X, BinnedMatrix):
             X = BinnedMatrix(X.codes.copy() if copy else X.codes, X.edges)
@@ -302,6 +310,8 @@ class Dataset:
         definitions = {str(k): str(v) for k, v in (feature_definitions or {}).items()
                        if str(k) in self.feature_names and str(k) != str(v)}
         self.feature_definitions = definitions
+        self.branch_types = None if branch_types is None else {
+            str(k): str(v) for k, v in branch_types.items()}
         n_samples = int(self.sample_index.max()) + 1 if n else 1
         if sample_names is None:
             sample_names = [f"sample{i}" for i in range(n_samples)]
@@ -364,6 +374,7 @@ class Dataset:
         X = self._X.view(FeatureMatrix)
         X.feature_names = tuple(self.feature_names)
         X.feature_definitions = dict(self.feature_definitions) or None
+        X.branch_types = None if self.branch_types is None else dict(self.branch_types)
         return X
 
     def __len__(self) -> int:
@@ -410,6 +421,7 @@ class Dataset:
             "event": self.event,
             "feature_names": self.feature_names,
             "feature_definitions": self.feature_definitions,
+            "branch_types": self.branch_types,
             "sample_names": self.sample_names,
             "task": None if self.task == "unlabelled" else self.task,
         }

@@ -346,6 +346,9 @@ class Expression:
     bare_constants
         The constants' names written bare; a tree with a branch of such a name is refused
         by the readers (back-quoted, ```e```, is always the branch).
+    complemented
+        The names a bitwise ``~`` (not ``!``) reads: its value depends on their type
+        (:mod:`hepbdt.io.branch_types`).
     """
 
     def __init__(self, text: str, role: str = "expression") -> None:
@@ -385,6 +388,12 @@ class Expression:
         self.bare_constants = frozenset(
             node.id for node in ast.walk(self._node)
             if isinstance(node, ast.Name) and node.id in CONSTANTS)
+        # the branches a bitwise ~ reads (not !): what ~ gives depends on their type
+        self.complemented = frozenset(
+            name for node in ast.walk(self._node)
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert)
+            and not self._source.is_logical_not(node)
+            for name in self._typed_names(node.operand) if name in names)
 
     def canonical(self) -> str:
         """What the expression computes, as text: equal for expressions written with other
@@ -454,6 +463,17 @@ class Expression:
             base = self._name_of(node.value)
             return None if base is None else f"{base}.{node.attr}"
         return None
+
+    def _typed_names(self, node: ast.AST) -> set[str]:
+        """The names whose type the type of ``node``'s value follows: none below a
+        comparison or a logical operator, whose values are booleans whatever they read."""
+        if isinstance(node, ast.Compare | ast.BoolOp) or (isinstance(node, ast.UnaryOp) and (
+                isinstance(node.op, ast.Not) or self._source.is_logical_not(node))):
+            return set()
+        name = self._name_of(node)
+        if name is not None:
+            return {name}
+        return {found for child in ast.iter_child_nodes(node) for found in self._typed_names(child)}
 
     def _check(self, node: ast.AST, names: set[str]) -> None:
         if isinstance(node, ast.Name | ast.Attribute):

@@ -50,6 +50,7 @@ from hepbdt._util import (
     warn_float32_steps,
 )
 from hepbdt.binned import BinnedMatrix
+from hepbdt.io.branch_types import BranchTypeRecord, type_text
 from hepbdt.io.dataset import (
     EVENT_INT32_MAX,
     Dataset,
@@ -920,6 +921,12 @@ class TreeReader:
         return {name: array if self.kinds[name] == "jagged"
                 else ak.to_numpy(array, allow_missing=False) for name, array in empty.items()}
 
+    def branch_types(self) -> dict[str, str]:
+        """The type text of every branch read (:func:`~hepbdt.io.branch_types.type_text`),
+        from the branch records (:meth:`no_entries`)."""
+        arrays = self.no_entries()
+        return {name: type_text(arrays[name]) for name in self.branches}
+
     def check_shape(self, expression: Expression, no_entries: dict[str, Any]) -> None:
         """Refuse an expression that gives a list per event (a jagged branch not reduced) or
         a list for some events, from the branches' types alone: ``no_entries`` is
@@ -1206,6 +1213,8 @@ class _Plan:
     trees: list[tuple[str, str]] = field(default_factory=list)
     # Each source's file_version when planned: a file opened again must still be that one.
     versions: list[tuple[int, int, int] | None] = field(default_factory=list)
+    # Each source's branch types (name -> type text), for the BranchTypeRecord.
+    types: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -1372,6 +1381,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     for plan in plans:
         for path, tree in plan.trees:
             distinct.add(plan.sample.name, plan.sample.cut, path, tree)
+    branch_types = _branch_types(plans, feature_expressions)
     capacity = sum(sum(plan.entries) for plan in plans)
     dtypes = _index_dtypes(plans)
     _check_disjoint(plans, step_size)  # after the checks of the metadata: it reads the cuts
@@ -1398,7 +1408,8 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         check_not_forked_from_openmp()
         return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
                             task, step_size, inf_as_missing, progress, threads, max_bins,
-                            n_cuts, bin_edges, edge_sample, seed)
+                            n_cuts, bin_edges, edge_sample, seed).replace(
+                                branch_types=branch_types)
     out = _allocate(capacity, len(feature_expressions), task, dtypes)
     filled = 0
     with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
@@ -1408,7 +1419,22 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
             filled = _read_sample(
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
-    return _assemble(out, filled, feature_texts, [s.name for s in samples])
+    return _assemble(out, filled, feature_texts, [s.name for s in samples]).replace(
+        branch_types=branch_types)
+
+
+def _branch_types(plans: Sequence[_Plan], feature_expressions: list[Expression]
+                  ) -> dict[str, str]:
+    """The types of the branches the features read (name -> type text); BranchTypeError
+    for a tree whose branch types would give an expression read from it other values than
+    an earlier tree's gave (:mod:`hepbdt.io.branch_types`)."""
+    record = BranchTypeRecord()
+    for plan in plans:
+        expressions = _reader_expressions(feature_expressions, plan.expressions)
+        for (path, tree), types in zip(plan.trees, plan.types, strict=True):
+            record.add(types, expressions, f"sample {plan.sample.name!r}: file {path!r}, "
+                                           f"tree {tree!r}")
+    return record.of(feature_expressions)
 
 
 def _check_disjoint(plans: Sequence[_Plan], step_size: int | str) -> None:
@@ -1614,7 +1640,7 @@ def _plan_sample(
     }
     hints = _target_hints(sample)
     sources = resolve_sources(sample.files, sample.tree, context)
-    entries, readers, versions = [], [], []
+    entries, readers, versions, types = [], [], [], []
     trees_read: dict[tuple[Any, str], str] = {}
     for source in sources:
         kept = open_files.room()
@@ -1627,9 +1653,10 @@ def _plan_sample(
             )
             entries.append(reader.num_entries)
             readers.append(reader if kept else None)
+            types.append(reader.branch_types())
         note_tree_read(trees_read, source.path, reader.tree_name, context)
     return _Plan(index, sample, sources, entries, expressions, readers,
-                 [(path, tree) for (_, tree), path in trees_read.items()], versions)
+                 [(path, tree) for (_, tree), path in trees_read.items()], versions, types)
 
 
 def _index_dtypes(plans: Sequence[_Plan]) -> tuple[np.dtype, np.dtype, np.dtype]:
