@@ -34,7 +34,10 @@ adding ``&& MET > 50`` to a condition never adds events); ``!`` of it is therefo
 be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
 many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
 ``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
-length in every event and take the same subscripts, masks and reductions.
+length in every event and take the same subscripts, masks and reductions; with a value per
+event they combine event by event, as jagged lists do (``sum(arr * nJet)`` is ROOT's
+``Sum$(arr * nJet)``), and ``where`` chooses element by element (``where(nJet > 2, Jet_pt, 0)``
+is ROOT's ``nJet > 2 ? Jet_pt : 0``, a list per event).
 
 Differences from ROOT 6's ``TTreeFormula`` (``TTree::Draw``) that are deliberate, checked
 against it: ``1 < x < 3`` is ``(1 < x) && (x < 3)`` (ROOT reads it from the right,
@@ -809,7 +812,7 @@ class Expression:
         if isinstance(node, ast.Name | ast.Attribute):
             name = self._name_of(node)
             if name in arrays:
-                return arrays[name]
+                return _per_event(arrays[name])
             if name in CONSTANTS and isinstance(node, ast.Name) and node.id not in self._quoted:
                 return CONSTANTS[name]
             raise self._fail(f"name {name!r} is not a branch")
@@ -1334,6 +1337,17 @@ def _nan_for_missing(value: Any) -> Any:
                         else np.nan)
 
 
+def _per_event(value: Any) -> Any:
+    """A branch's array as the evaluation takes it: a fixed-size array branch (an (n, k)
+    NumPy array) as Awkward lists, which meet a value per event event by event, as ROOT's
+    ``Sum$(arr * x)`` does (NumPy's broadcasting pairs an (n,) array with the k columns:
+    ``sum(arr * nJet)`` multiplied ``arr[i, j]`` by ``nJet[j]`` in a chunk of n == k
+    events, and failed in the others)."""
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        return ak.from_regular(ak.from_numpy(value, regulararray=True), axis=None)
+    return value
+
+
 def _as_lists(value: Any) -> Any:
     """A per-event array as Awkward variable-length lists (fixed-size arrays too)."""
     if isinstance(value, np.ndarray):
@@ -1354,6 +1368,9 @@ def _truth(value: Any) -> Any:
 
 def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
     if any(isinstance(v, ak.Array) for v in (condition, if_true, if_false)):
+        # element by element where a side is a list per event, as ROOT's Sum$(n > 1 ? x : 0):
+        # ak.where took a condition per event as choosing the whole list or the number
+        condition, if_true, if_false = ak.broadcast_arrays(condition, if_true, if_false)
         return ak.where(condition, if_true, if_false)
     return np.where(condition, if_true, if_false)
 

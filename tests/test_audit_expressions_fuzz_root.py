@@ -1,0 +1,70 @@
+"""Expressions found by a differential fuzz against ROOT's TTreeFormula to give another
+number than ROOT (or Python's type rules' number), each fixed to ROOT's value or refused.
+
+Expected values marked "ROOT" are ROOT 6.40's (pip wheel): a tree written with ROOT itself
+(``TTree::Branch`` with ``c[3]/D`` and ``n/I``), ``ROOT.TTreeFormula("f", expr, tree)`` and
+``EvalInstance(0)`` after ``GetEntry`` of each entry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io import Sample, read
+
+C = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9], [0.5, -1, 2]], np.float64)
+N = np.array([10, 20, 30, 40], np.int32)
+
+# ROOT, for the 4 entries above (the first 3 alone give the first 3 values).
+ROOT_FIXED = {
+    "sum(c * n)": ("Sum$(c * n)", [60.0, 300.0, 720.0, 60.0]),
+    "max(c - n / 10)": ("Max$(c - n / 10)", [2.0, 4.0, 6.0, -2.0]),
+    "sum(c > n / 10)": ("Sum$(c > n / 10)", [2.0, 3.0, 3.0, 0.0]),
+    "sum(where(n > 15, c, 0))": ("Sum$(n > 15 ? c : 0)", [0.0, 15.0, 24.0, 1.5]),
+}
+
+
+def _tree(path: Path, events: int) -> str:
+    with uproot.recreate(path) as file:
+        file.mktree("T", {"c": (np.float64, (3,)), "n": np.int32})
+        file["T"].extend({"c": C[:events], "n": N[:events]})
+    return str(path)
+
+
+@pytest.mark.parametrize("events", [3, 4])
+def test_a_fixed_size_array_meets_a_value_per_event_event_by_event(tmp_path: Path,
+                                                                   events: int) -> None:
+    """NumPy's broadcasting paired the (n,) branch with the 3 columns of the (n, 3) one:
+    with 3 events sum(c * n) was 140, 320, 500 (c[i, j] * n[j]); with 4 an error."""
+    path = _tree(tmp_path / "fixed.root", events)
+    features = list(ROOT_FIXED)
+    ds = read(Sample("s", path), features)
+    for column, text in enumerate(features):
+        np.testing.assert_array_equal(ds.X[:, column], ROOT_FIXED[text][1][:events])
+
+
+def test_a_cut_leaving_as_many_events_as_the_array_has_elements(tmp_path: Path) -> None:
+    """A chunk cut down to 3 events met the same broadcasting with a 3-element array."""
+    path = _tree(tmp_path / "fixed.root", 4)
+    ds = read(Sample("s", path, cut="n != 20"), ["sum(c * n)"])
+    np.testing.assert_array_equal(ds.X[:, 0], [60.0, 720.0, 60.0])  # ROOT, entries 0, 2, 3
+    ds = read(Sample("s", path, cut="sum(c > n / 10) >= 2"), ["n"])
+    np.testing.assert_array_equal(ds.X[:, 0], [10, 20, 30])  # ROOT: Sum$(c > n / 10) >= 2
+
+
+def test_where_with_a_condition_per_event_chooses_element_by_element(tmp_path: Path) -> None:
+    """where(n > 15, v, 0) chose the whole list or the number 0 (a list for some events and
+    a number for others), so sum() of it was refused; ROOT's n > 15 ? v : 0 is per element."""
+    import awkward as ak
+
+    path = tmp_path / "jagged.root"
+    with uproot.recreate(path) as file:
+        file["T"] = {"v": ak.Array([[1.0, 2.0], [], [3.0], [4.0, 5.0, 6.0]]), "n": N}
+    ds = read(Sample("s", str(path)), ["sum(where(n > 15, v, 0))", "sum(where(n > 15, 1, v))",
+                                       "num(where(n > 15, v, 0))"])
+    np.testing.assert_array_equal(ds.X, np.array([[0.0, 3.0, 2.0], [0.0, 0.0, 0.0],  # ROOT
+                                                  [3.0, 1.0, 1.0], [15.0, 3.0, 3.0]]))
