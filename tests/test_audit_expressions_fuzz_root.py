@@ -68,3 +68,22 @@ def test_where_with_a_condition_per_event_chooses_element_by_element(tmp_path: P
                                        "num(where(n > 15, v, 0))"])
     np.testing.assert_array_equal(ds.X, np.array([[0.0, 3.0, 2.0], [0.0, 0.0, 0.0],  # ROOT
                                                   [3.0, 1.0, 1.0], [15.0, 3.0, 3.0]]))
+
+
+@pytest.mark.parametrize(("text", "root"), [
+    ("7 % 5 % 3", 1.0),  # ROOT: 7 % (5 % 3); Python's (7 % 5) % 3 is 2
+    ("100 % 7 % 4", 1.0),  # ROOT: 100 % (7 % 4); Python's 2
+])
+def test_a_remainder_of_a_remainder_is_refused(text: str, root: float) -> None:
+    """ROOT's TFormula splits a formula at its first %, so a % b % c is a % (b % c) there;
+    hepbdt computed Python's (a % b) % c, silently another number."""
+    from hepbdt.io import ExpressionError
+    from hepbdt.io.expressions import Expression, to_column
+
+    a, b, c = (int(part) for part in text.split("%"))
+    assert a % (b % c) == root  # ROOT's grouping, checked by brute force
+    with pytest.raises(ExpressionError, match="groups from the right"):
+        Expression(text).evaluate({})
+    for spelled, value in ((f"{a} % ({b} % {c})", root), (f"({a} % {b}) % {c}", (a % b) % c)):
+        expression = Expression(spelled)
+        assert to_column(expression.evaluate({}), 1, np.float64, expression)[0] == value

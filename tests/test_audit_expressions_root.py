@@ -30,7 +30,7 @@ def _column(text: str) -> np.ndarray:
     ("u%(3*2)", [0.0, 1.0, 3.0, 1.0, 3.0, 2.0, 5.0, 3.0, 2.0, 4.0]),  # ROOT
     ("(u%3)*2", [0.0, 2.0, 0.0, 2.0, 0.0, 4.0, 4.0, 0.0, 4.0, 2.0]),  # ROOT
     ("u*2%3", [0.0, 2.0, 0.0, 2.0, 0.0, 1.0, 1.0, 0.0, 1.0, 2.0]),  # ROOT: (u*2)%3
-    ("8%3%2", [0.0] * 10),  # ROOT
+    ("(8%3)%2", [0.0] * 10),  # ROOT
     ("(2**3)**2", [64.0] * 10),  # ROOT
     ("-2**2", [-4.0] * 10),  # ROOT
 ])
@@ -60,6 +60,9 @@ def test_round_and_sign_match_brute_force() -> None:
     ("u%3*2", r"\(u % 3\) \* 2 in Python but u % \(3 \* 2\) in ROOT"),
     ("10%4*3+1", "binds looser"),
     ("u%3/2", "binds looser"),
+    # ROOT splits at the first %: 7%5%3 is 7%(5%3) = 1 there, (7%5)%3 = 2 in Python.
+    ("7%5%3", r"\(7 % 5\) % 3 in Python but 7 % \(5 % 3\) in ROOT, whose % groups from"),
+    ("u%7%4", "groups from the right"),
     # ROOT truncates both sides of % to integers: 7.5%2 is 1, d%2 at d=7.5 is 1.
     ("7.5%2", "with a fraction"),
     ("d%2", "with a fraction"),

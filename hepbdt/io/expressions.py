@@ -58,7 +58,8 @@ a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
 (ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
-binds looser than ``*`` and ``/``: ``a % (b * c)``) and ``%`` of a number with a fraction
+binds looser than ``*`` and ``/``: ``a % (b * c)``), ``a % b % c`` (ROOT: ``a % (b % c)``,
+``7 % 5 % 3`` is 1 there and 2 in Python) and ``%`` of a number with a fraction
 (ROOT truncates both sides to integers). ROOT's ``c ? a : b``, ``Sum$``, ``TMath::Abs`` and
 the like do not parse here; the error names the spelling that does (``where(c, a, b)``,
 ``sum``, ``abs``).
@@ -671,9 +672,9 @@ class Expression:
                              f"(!{base}) ** {exponent} in ROOT; add parentheses to say which")
 
     def _check_arithmetic_order(self, node: ast.BinOp) -> None:
-        """Refuse ``a ** b ** c`` (Python: a ** (b ** c), ROOT: (a ** b) ** c) and ``a % b * c``
+        """Refuse ``a ** b ** c`` (Python: a ** (b ** c), ROOT: (a ** b) ** c), ``a % b * c``
         or ``a % b / c`` (Python: (a % b) * c, ROOT: a % (b * c), its % binding looser than
-        * and /)."""
+        * and /) and ``a % b % c`` (Python: (a % b) % c, ROOT: a % (b % c))."""
         text = self._source.text
         if isinstance(node.op, ast.Pow):
             inner = node.right
@@ -692,14 +693,17 @@ class Expression:
         elif isinstance(node.op, ast.Mult | ast.Div | ast.FloorDiv | ast.Mod):
             left = node.left
             if (isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod)
-                    and not self._source.parenthesised(left) and not isinstance(node.op, ast.Mod)):
+                    and not self._source.parenthesised(left)):
                 a, b = (text[slice(*self._source.written(side))] for side in (left.left, left.right))
                 c = text[slice(*self._source.written(node.right))]
                 op = text[self._source.written(left)[1]:self._source.written(node.right)[0]].strip()
+                # ROOT splits a formula at its first %: a % b % c is a % (b % c) there
+                why = ("whose % groups from the right" if isinstance(node.op, ast.Mod) else
+                       "whose % binds looser than * and /")
                 raise self._fail(
                     f"{text[slice(*self._source.written(node))]} is ({a} % {b}) {op} {c} in "
-                    f"Python but {a} % ({b} {op} {c}) in ROOT, whose % binds looser than * and "
-                    "/; add parentheses to say which")
+                    f"Python but {a} % ({b} {op} {c}) in ROOT, {why}; add parentheses to say "
+                    "which")
 
     def _is_condition(self, node: ast.AST) -> bool:
         """True for what is surely a boolean: comparisons, and/or/not, ! and ~ of those."""
