@@ -87,3 +87,20 @@ def test_a_remainder_of_a_remainder_is_refused(text: str, root: float) -> None:
     for spelled, value in ((f"{a} % ({b} % {c})", root), (f"({a} % {b}) % {c}", (a % b) % c)):
         expression = Expression(spelled)
         assert to_column(expression.evaluate({}), 1, np.float64, expression)[0] == value
+
+
+@pytest.mark.parametrize(("text", "root"), [
+    ("atan(0.0 != 64)", np.arctan(1.0)),  # ROOT 0.7853981633974483; was float16 0.78515625
+    ("exp(1 > 0)", np.e),  # ROOT 2.718281828459045; was 2.71875
+    ("hypot(1 > 0, 1 > 0)", np.sqrt(2.0)),  # ROOT 1.4142135623730951; was 1.4140625
+    ("cosh(1 > 0)", np.cosh(1.0)),  # ROOT 1.5430806348152437
+    ("round(2 > 1)", 1.0),  # ROOT 1; was a NumPy error
+    ("sign(1 > 2)", 1.0),  # ROOT 1 (sign(0) is 1); was a NumPy error
+])
+def test_a_constant_condition_in_a_function_is_the_integer_in_double(text: str,
+                                                                     root: float) -> None:
+    """A constant comparison is a Python bool, which NumPy's functions computed in float16."""
+    from hepbdt.io.expressions import Expression, to_column
+
+    expression = Expression(text)
+    assert to_column(expression.evaluate({}), 1, np.float64, expression)[0] == root

@@ -941,6 +941,8 @@ class Expression:
     def _widen(self, value: Any) -> Any:
         """``value`` ready for integer arithmetic: booleans and integers as int64; a uint64
         beyond int64 is refused (see the module doc)."""
+        if type(value) is bool:  # a constant condition (1 > 0): NumPy took it as float16
+            return int(value)
         dtype = _leaf_dtype(value)
         if dtype is not None and dtype.kind == "f":
             return _as_double(value)
