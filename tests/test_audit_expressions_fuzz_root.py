@@ -104,3 +104,20 @@ def test_a_constant_condition_in_a_function_is_the_integer_in_double(text: str,
 
     expression = Expression(text)
     assert to_column(expression.evaluate({}), 1, np.float64, expression)[0] == root
+
+
+def test_a_per_event_index_is_refused_with_the_spelling_that_works() -> None:
+    """ROOT's a[n - 1] (the last element) was refused as a 'mask' with the advice to select
+    events with a cut; the error now names x[:, -1]."""
+    import awkward as ak
+
+    from hepbdt.io import ExpressionError
+    from hepbdt.io.expressions import Expression, to_column
+
+    arrays = {"a": ak.Array([[1.0, 2.0], [3.0], []]), "n": np.array([2, 1, 0], np.int32)}
+    with pytest.raises(ExpressionError, match=r"'n-1' is a number per event.*x\[:, -1\]"):
+        Expression("a[n-1]").evaluate(arrays)
+    expression = Expression("a[:, -1]")
+    last = [row[-1] if row else np.nan for row in arrays["a"].tolist()]  # ROOT: 2, 3, none
+    np.testing.assert_array_equal(to_column(expression.evaluate(arrays), 3, np.float64,
+                                            expression), last)

@@ -1056,6 +1056,12 @@ class Expression:
         mask = self._eval(index, arrays)
         text = self._source.text
         mask_text = text[slice(*self._source.written(index))]
+        if _is_flat(mask) and not _is_bool(mask):
+            # ROOT's Jet_pt[nJet - 1]: an index that varies from event to event
+            raise self._fail(
+                f"the subscript {mask_text!r} is a number per event, but an index must be a "
+                "constant: x[:, 0] for the first element, x[:, -1] for the last (ROOT's "
+                "x[n - 1]), x[:, 1:3] for a slice, or a condition per element, x[x > 30]")
         if _is_flat(mask):
             raise self._fail(
                 f"mask {mask_text!r} has one value per event; a subscript selects "
