@@ -50,9 +50,15 @@ below 1 NaN (ROOT: 0), ``log`` of NaN NaN (ROOT: 0), ``atan2(0, -0.0)`` pi (ROOT
 ``(-8)**0.5`` NaN, ``10**400`` inf: computed in double, as the branches are, never as
 Python's numbers; ``**``, ``pow`` and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
 ``min(a, b)`` and ``sign`` of NaN are NaN, and so are ``max`` and ``min`` of a list
-holding a NaN, as ROOT's ``Max$`` and ``Min$``; ``~`` (which ROOT's formulas do not have) is
-the int64 complement, ``~u`` of a uint8 1 is -2; ``|`` of a
-negative integer keeps its sign (ROOT gives an unsigned 64-bit value); int64 arithmetic,
+holding a NaN (ROOT's ``Max$`` and ``Min$`` are NaN when the first element is, and pass
+over a later one: 70 for [70, NaN]), ``atan2`` of NaN (ROOT: -pi/2 or pi/2 when the
+second argument is 0) and ``exp`` beyond 709.78 inf (ROOT stops at ``exp(700)``,
+1.01e304, from 700 on); ``~`` (which ROOT's formulas do not have) is
+the int64 complement, ``~u`` of a uint8 1 is -2; ``&`` and ``|`` of negative integers keep
+their sign (ROOT gives an unsigned 64-bit value: ``-7 & -7`` is 1.8e19 there); ROOT's
+TFormula groups ``a + b - c`` as ``a + (b - c)`` and ``a * b / c`` and ``a * b * c`` from
+the right, C and hepbdt from the left, which changes only the rounding (and an overflow:
+``x * 1e300 / 1e300`` is inf here, x in ROOT); int64 arithmetic,
 bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through double: bit 2 of
 a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
