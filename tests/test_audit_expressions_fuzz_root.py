@@ -121,3 +121,22 @@ def test_a_per_event_index_is_refused_with_the_spelling_that_works() -> None:
     last = [row[-1] if row else np.nan for row in arrays["a"].tolist()]  # ROOT: 2, 3, none
     np.testing.assert_array_equal(to_column(expression.evaluate(arrays), 3, np.float64,
                                             expression), last)
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("~x", r"^feature expression '~x': ~ \(the bitwise complement\) takes an integer or a "
+           r"boolean, not a floating-point number; for a logical not write !x"),
+    ("sum(~j)", r"'~j': ~ \(the bitwise complement\) takes an integer"),
+    ("n << 2", r"the shifts << and >> are not supported: write x \* 2\*\*k for x << k"),
+    ("n >> 1", r"and x // 2\*\*k for x >> k"),
+])
+def test_a_complement_of_a_float_and_the_shifts_are_refused_in_words(text, match):
+    """~ of a float surfaced NumPy's "ufunc 'invert' not supported for the input types";
+    << and >> said only "operator LShift is not allowed"."""
+    import awkward as ak
+
+    from hepbdt.io.expressions import Expression, ExpressionError
+
+    arrays = {"x": np.array([1.5, 2.0]), "n": np.array([1, 2]), "j": ak.Array([[1.0], [2.0]])}
+    with pytest.raises(ExpressionError, match=match):
+        Expression(text, "feature").evaluate(arrays)

@@ -54,11 +54,13 @@ holding a NaN (ROOT's ``Max$`` and ``Min$`` are NaN when the first element is, a
 over a later one: 70 for [70, NaN]), ``atan2`` of NaN (ROOT: -pi/2 or pi/2 when the
 second argument is 0) and ``exp`` beyond 709.78 inf (ROOT stops at ``exp(700)``,
 1.01e304, from 700 on); ``~`` (which ROOT's formulas do not have) is
-the int64 complement, ``~u`` of a uint8 1 is -2; ``&`` and ``|`` of negative integers keep
-their sign (ROOT gives an unsigned 64-bit value: ``-7 & -7`` is 1.8e19 there); ROOT's
-TFormula groups ``a + b - c`` as ``a + (b - c)`` and ``a * b / c`` and ``a * b * c`` from
-the right, C and hepbdt from the left, which changes only the rounding (and an overflow:
-``x * 1e300 / 1e300`` is inf here, x in ROOT); int64 arithmetic,
+the int64 complement, ``~u`` of a uint8 1 is -2 (of a floating-point number refused, and
+so are ``<<`` and ``>>``, which TTreeFormula reads as in C: the error names ``x * 2**k``);
+``&`` and ``|`` of negative integers keep their sign (ROOT gives an unsigned 64-bit value:
+``-7 & -7`` is 1.8e19 there); ROOT's TFormula groups ``a + b - c`` as ``a + (b - c)`` and
+``a * b / c`` and ``a * b * c`` from the right, C and hepbdt from the left, which changes
+only the rounding (and an overflow: ``x * 1e300 / 1e300`` is inf here, x in ROOT); int64
+arithmetic,
 bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through double: bit 2 of
 a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
@@ -495,6 +497,9 @@ class Expression:
             if not isinstance(node.value, bool | int | float):
                 raise self._fail(f"only numbers are allowed as constants, not {node.value!r}")
         elif isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.LShift | ast.RShift):
+                raise self._fail("the shifts << and >> are not supported: write x * 2**k "
+                                 "for x << k, and x // 2**k for x >> k")
             if type(node.op) not in _BINARY_OPERATORS:
                 raise self._fail(f"operator {type(node.op).__name__} is not allowed")
             if isinstance(node.op, _BITWISE):
@@ -872,6 +877,13 @@ class Expression:
                 or _is_bool(operand)
             ):
                 return np.logical_not(_truth(operand))
+            dtype = _leaf_dtype(operand)
+            if (dtype is not None and dtype.kind == "f") or isinstance(operand, float):
+                text = self._source.text[slice(*self._source.written(node))]
+                where = "" if text == self._source.text.strip() else f"{text!r}: "
+                raise self._fail(f"{where}~ (the bitwise complement) takes an integer or a "
+                                 "boolean, not a floating-point number; for a logical not "
+                                 "write !x (or x == 0)")
             return ~_bits_as_int64(operand)  # int64: ~ of a uint8 1 is -2, not 254
         if isinstance(node, ast.BoolOp):
             combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
