@@ -60,9 +60,8 @@ so are ``<<`` and ``>>``, which TTreeFormula reads as in C: the error names ``x 
 ``-7 & -7`` is 1.8e19 there); ROOT's TFormula groups ``a + b - c`` as ``a + (b - c)`` and
 ``a * b / c`` and ``a * b * c`` from the right, C and hepbdt from the left, which changes
 only the rounding (and an overflow: ``x * 1e300 / 1e300`` is inf here, x in ROOT); int64
-arithmetic,
-bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through double: bit 2 of
-a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
+arithmetic, bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through
+double: bit 2 of a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
 zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
 (ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
