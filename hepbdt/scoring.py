@@ -261,6 +261,7 @@ class _Job:
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
         _check_saved_constants(scorer, features)
+        _check_saved_expressions(scorer, features)
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
@@ -346,6 +347,29 @@ def _check_saved_constants(scorer: Any, features: list[Expression]) -> None:
                 f"`{name}` (back-quoted) for the branch, or {CONSTANTS[name]!r} for the "
                 "constant, in feature_names and feature_definitions, and add "
                 "\"constants\": \"bare\"")
+
+
+def _check_saved_expressions(scorer: Any, features: list[Expression]) -> None:
+    """ApplyOptionError for a model file saved before 2026-12-04 (no "constants": "bare")
+    whose features compute: it may come from hepbdt before 2026-11-27, which computed
+    expressions otherwise (unsigned integers wrapped, NaN != x was true, round(0.5) was 0,
+    float32 arithmetic in float32), and the file does not say which rules trained it, so
+    today's values may not be those its trees were grown on (scores off by up to 0.7)."""
+    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    if not any(getattr(m, "_constants_unknown", False) for m in models):
+        return
+    for feature in features:
+        if feature.computes:
+            raise ApplyOptionError(
+                f"the model's feature {feature.text!r} is computed by an expression, and the "
+                "model file was saved before 2026-12-04 (it has no \"constants\": \"bare\"), "
+                "so it may come from hepbdt before 2026-11-27, which computed expressions "
+                "otherwise (an unsigned nJet - 2 was 4294967294 for nJet = 0, x != 0 was true "
+                "for a missing x, round(0.5) was 0, float32 arithmetic was done in float32): "
+                "its features would be read otherwise than it was trained on. Retrain it; or, "
+                "if it was trained with hepbdt of 2026-11-27 or later, add \"constants\": "
+                "\"bare\" to its model file (after back-quoting any branch named e, pi, inf "
+                "or nan in feature_names and feature_definitions)")
 
 
 def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:

@@ -360,6 +360,10 @@ class Expression:
     complemented
         The names a bitwise ``~`` (not ``!``) reads: its value depends on their type
         (:mod:`hepbdt.io.branch_types`).
+    computes
+        False for a branch read as it is (``x``, ``Jet_pt[:, 0]``), True for anything that
+        computes (arithmetic, comparisons, functions): hepbdt before 2026-11-27 computed
+        those otherwise (``hepbdt.scoring`` refuses them in older model files).
     """
 
     def __init__(self, text: str, role: str = "expression") -> None:
@@ -405,6 +409,7 @@ class Expression:
             if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert)
             and not self._source.is_logical_not(node)
             for name in self._typed_names(node.operand) if name in names)
+        self.computes = not _is_branch_read(self._node)
 
     def canonical(self) -> str:
         """What the expression computes, as text: equal for expressions written with other
@@ -1167,6 +1172,30 @@ def _tree_depth(node: ast.AST) -> int:
         for child in ast.iter_child_nodes(node):
             stack.append((child, depth + 1 if isinstance(child, ast.expr) else depth))
     return deepest
+
+
+def _is_branch_read(node: ast.AST) -> bool:
+    """Whether ``node`` reads a branch as it is: a name (not a constant's), or a name
+    subscripted by integer constants and slices of them (``Jet_pt[:, 0]``, ``x[-1]``)."""
+    if isinstance(node, ast.Subscript):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return _is_branch_read(node.value) and all(map(_is_constant_index, parts))
+    while isinstance(node, ast.Attribute):  # a dotted branch name (Jet.pt)
+        node = node.value
+        if isinstance(node, ast.Name):
+            return True
+    return isinstance(node, ast.Name) and node.id not in CONSTANTS
+
+
+def _is_constant_index(node: ast.AST | None) -> bool:
+    """An integer constant (``0``, ``-1``), a slice of them or an empty bound (None)."""
+    if node is None:
+        return True
+    if isinstance(node, ast.Slice):
+        return all(map(_is_constant_index, (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _is_number(node: ast.AST) -> bool:
