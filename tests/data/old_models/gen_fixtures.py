@@ -1,8 +1,14 @@
 """Write tiny model files with the hepbdt on PYTHONPATH (tests/data/old_models fixtures)."""
-import sys, warnings
+import sys
+import warnings
+
 import numpy as np
+
+from hepbdt import BDTClassifier as C
+from hepbdt import BDTRegressor as R
+
 warnings.simplefilter("ignore")
-from hepbdt import BDTClassifier as C, BDTRegressor as R
+
 out, tag = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(3)
 n = 600
@@ -21,9 +27,11 @@ jobs = {"gradient": lambda: C(boosting="gradient", **kw).fit(X, y),
         "regressor_absolute": lambda: R(boosting="gradient", loss="absolute", **kw).fit(X, yr),
         "multiclass_newton": lambda: C(boosting="newton", **kw).fit(X, y3),
         "multiclass_samme": lambda: C(boosting="adaboost", **kw).fit(X, y3),
-        "leafwise": lambda: C(boosting="newton", n_trees=3, max_depth=4, max_leaves=5, random_state=1, max_bins=16).fit(X, y)}
+        "leafwise": lambda: C(boosting="newton", n_trees=3, max_depth=4, max_leaves=5,
+                               random_state=1, max_bins=16).fit(X, y)}
 for name, job in jobs.items():
     try:
-        job().save(f"{out}/{tag}_{name}.json"); print("OK", name)
+        job().save(f"{out}/{tag}_{name}.json")
+        print("OK", name)
     except Exception as exc:
         print("FAIL", name, type(exc).__name__, str(exc)[:100])
