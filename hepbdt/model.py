@@ -537,13 +537,15 @@ class Forest:
 
 
     def _validate_total_weight(self, where: str) -> None:
-        """A weighted mean or median of the trees needs a positive total tree weight: the
-        Reader scores every event 0 at or below DBL_EPSILON, and its weighted median walks
-        past the last tree at or below 0."""
+        """A weighted mean or median of the trees needs a positive total tree weight (a
+        total of 0 left the sum undivided; a weighted median walks past the last tree).
+        Any positive total divides: TMVA's Reader, which scores 0 at or below DBL_EPSILON,
+        is the TMVA reader's and export's concern (AdaBoost with beta=1e-17 trains such
+        trees, and its model must load again)."""
         if self.aggregation not in ("weighted_mean", "weighted_median") or not self.n_trees:
             return
         total = float(np.cumsum(self.tree_weights)[-1])
-        if not total > (DBL_EPSILON if self.aggregation == "weighted_mean" else 0.0):
+        if not total > 0.0:
             raise ModelFormatError(f"{where}.tree_weights: they add up to {total!r}; the "
                                    f"{self.aggregation.replace('_', ' ')} of the trees needs "
                                    "a positive total (the boost weights of a trained model)")

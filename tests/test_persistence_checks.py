@@ -356,13 +356,13 @@ def test_load_refuses_unknown_losses(tmp_path, loss, message):
 
 
 @pytest.mark.parametrize("aggregation, weights", [
-    ("weighted_mean", [1.0, -1.0]), ("weighted_mean", [1e-20, 1e-20]),
+    ("weighted_mean", [1.0, -1.0]), ("weighted_mean", [0.0, 0.0]),
     ("weighted_mean", [-0.5, -0.5]), ("weighted_median", [0.0, 0.0]),
     ("weighted_median", [1.0, -2.0])])
 def test_load_refuses_tree_weights_without_a_positive_total(tmp_path, aggregation, weights):
-    """A weighted mean of trees whose weights add up to at most DBL_EPSILON, which TMVA's
-    Reader scores 0 for every event (hepbdt gave the undivided sum, or the ordinary mean),
-    and a weighted median of a total <= 0 (the Reader walks past its last tree)."""
+    """A weighted mean of trees whose weights add up to 0 or less (hepbdt gave the
+    undivided sum), and a weighted median of a total <= 0 (the Reader walks past its last
+    tree). A positive total at or below DBL_EPSILON loads: test_tiny_tree_weights.py."""
     X, y = _data(300)
     path, doc = _saved(tmp_path, hepbdt.BDTClassifier(boosting="adaboost", n_trees=2,
                                                       max_depth=2).fit(X, y))

@@ -33,7 +33,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..estimators import ESTIMATORS, from_forest
-from ..model import ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
+from ..model import DBL_EPSILON, ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import checked_classes, checked_params, parse_json, read_model_file
 from ..tmva_options import (
     FALSE_WORDS,
@@ -443,6 +443,11 @@ def _read_forest(bts: list[ET.Element], where: str, n_var: int, boost: str, regr
         # the Reader's weighted median walks past its last tree looking for half the total
         raise TMVAFormatError(f"{where}: the boostWeight values of this AdaBoostR2 file add up to "
                               f"{total!r}; its weighted median needs a positive total")
+    if agg == "weighted_mean" and not total > DBL_EPSILON:
+        # MethodBDT::PrivateGetMvaValue: norm > DBL_EPSILON ? sum / norm : 0
+        raise TMVAFormatError(f"{where}: the boostWeight values add up to {total!r}, at most "
+                              f"DBL_EPSILON ({DBL_EPSILON:.3g}), where TMVA::Reader scores "
+                              "every event 0; a trained file's boost weights add up to more")
     base = float(boost_weights[0]) if (grad and regression) else 0.0
     if n_classes > 1 and len(bts) % n_classes:
         raise TMVAFormatError(f"{where}: {len(bts)} trees are not whole rounds of one tree for "

@@ -517,10 +517,14 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
     if layout.boost_type == "AdaBoostR2":
         bound = float(np.max(dv)) if dv.size else 0.0
     else:
-        norm = abs(_sequential_sum(a32))
+        norm = _sequential_sum(a32)  # the Reader's test is signed: a negative total scores 0
         if norm <= DBL_EPSILON:
-            if abs(_sequential_sum(w)) > DBL_EPSILON:
-                raise TMVAExportError("the tree weights sum to zero once rounded to float32")
+            if np.any(w != 0.0):  # the model divides by any non-zero total; the Reader scores 0
+                raise TMVAExportError(
+                    f"the tree weights add up to {_sequential_sum(a32)!r} as written (float32), "
+                    f"at most DBL_EPSILON ({DBL_EPSILON:.3g}), where TMVA::Reader scores every "
+                    "event 0; the model's scores are not that (AdaBoost's beta scales the "
+                    "tree weights: train with a larger beta, e.g. 0.5, TMVA's default)")
             bound = 0.0
         else:
             bound = float((np.sum(np.abs(a32) * dv) + 2.0 * vmax * np.sum(np.abs(a32 - w))) / norm)
