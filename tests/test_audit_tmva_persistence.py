@@ -109,6 +109,39 @@ def test_options_the_reader_reads_otherwise_are_refused(tmp_path, option, value,
         from_tmva_xml(path)
 
 
+def _purity_as_ns_nb(tmp_path: Path, name: str) -> Path:
+    """The fixture as TMVA of 2009-2010 (ROOT 5.24-5.28) wrote its nodes: nS and nB (the
+    node's signal and background weights), no purity."""
+    text = (TMVA_DIR / f"{name}.weights.xml").read_text()
+    path = tmp_path / f"{name}.nSnB.xml"
+    path.write_text(re.sub(r'purity="([^"]*)"', lambda m: (
+        f'nS="{float(m.group(1)) * 123.4:.9g}" nB="{(1 - float(m.group(1))) * 123.4:.9g}"'), text))
+    return path
+
+
+@needs_fixtures
+def test_nodes_of_ns_and_nb_without_purity_are_read_as_the_reader_reads_them(tmp_path):
+    """DecisionTreeNode::ReadAttributes takes purity = nS / (nS + nB), in float, where a
+    node has no purity (refused before: 'lacks purity, which TMVA::Reader requires'; the
+    real Reader scores these files, tmva_ns_nb.sh of the audit: 0.0 apart)."""
+    X = tmva_inputs("ClassExample_BDTPurity")[:60]
+    path = _purity_as_ns_nb(tmp_path, "ClassExample_BDTPurity")
+    trees = _trees(path)
+    weights = [float(bt.get("boostWeight")) for bt in trees]
+    expected = []
+    for x in X:
+        total = 0.0
+        for (_, leaf), a in zip(_reached_leaves(trees, x), weights, strict=True):
+            n_s, n_b = np.float32(float(leaf.get("nS"))), np.float32(float(leaf.get("nB")))
+            total += a * float(n_s / (n_s + n_b))
+        expected.append(total / sum(weights))
+    np.testing.assert_allclose(tmva_response(from_tmva_xml(path), X), expected, rtol=0, atol=1e-6)
+    # yes/no leaves answer their nType: the Reader's recorded scores, whatever the purity
+    got = tmva_response(from_tmva_xml(_purity_as_ns_nb(tmp_path, "ClassExample_BDT")),
+                        tmva_inputs("ClassExample_BDT")[:EVENTS])
+    np.testing.assert_allclose(got, _recorded("ClassExample_BDT"), rtol=0, atol=1e-12)
+
+
 # -- what a leaf answers ------------------------------------------------------------------
 
 @needs_fixtures

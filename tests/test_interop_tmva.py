@@ -535,7 +535,8 @@ def test_minimal_file_and_ctype0(tmp_path):
     ({"right": ""}, "two daughters"),
     ({"right": RIGHT.replace(' nType="-1"', "")}, r"lacks \['nType'\], which TMVA::Reader"),
     # the Reader stops at a node, leaves too, without one of these; hepbdt read 0.5 or IVar -1
-    ({"right": RIGHT.replace(' purity="', ' p="')}, r"lacks \['purity'\]"),
+    ({"right": RIGHT.replace(' purity="', ' p="')}, r"neither purity nor nS and nB"),
+    ({"right": RIGHT.replace(' purity="', ' nS="0" nB="0" p="')}, r"nS / \(nS \+ nB\).*not a number"),
     ({"right": RIGHT.replace(' IVar="-1"', "")}, r"lacks \['IVar'\]"),
 ])
 def test_malformed_files_are_refused(tmp_path, fields, message):

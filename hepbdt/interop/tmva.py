@@ -134,7 +134,25 @@ def _child(el: ET.Element, tag: str, where: str) -> ET.Element:
     return found
 
 
-_READER_NODE_ATTRIBUTES = ("IVar", "Cut", "cType", "purity", "nType")
+_READER_NODE_ATTRIBUTES = ("IVar", "Cut", "cType", "nType")
+
+
+def _node_purity(el: ET.Element, here: str) -> float:
+    """A node's purity as DecisionTreeNode::ReadAttributes reads it: its ``purity``, or, in
+    the files of TMVA 2009-2010 (ROOT 5.24-5.28), which wrote none, ``nS / (nS + nB)``
+    computed in float32 (Float_t); TMVAFormatError where it has neither (the Reader stops)."""
+    if el.get("purity") is not None:
+        return _f32(el, "purity", here)
+    if el.get("nS") is None or el.get("nB") is None:
+        raise TMVAFormatError(f"{here}: <Node> has neither purity nor nS and nB, one of which "
+                              "TMVA::Reader requires of every node (leaves too)")
+    n_s, n_b = np.float32(_f32(el, "nS", here)), np.float32(_f32(el, "nB", here))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        purity = float(n_s / (n_s + n_b))
+    if not math.isfinite(purity):
+        raise TMVAFormatError(f"{here}: its purity nS / (nS + nB) = {el.get('nS')} / "
+                              f"({el.get('nS')} + {el.get('nB')}) is not a number")
+    return purity
 
 
 def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[str, np.ndarray]:
@@ -161,7 +179,7 @@ def _read_tree(bt: ET.Element, where: str, n_var: int, leaf_rule: str) -> dict[s
             raise TMVAFormatError(f"{here}: <Node> lacks {missing}, which TMVA::Reader requires "
                                   "of every node (leaves too)")
         ntype = _int(el, "nType", here)
-        pur = _f32(el, "purity", here)
+        pur = _node_purity(el, here)
         left.append(-1)
         right.append(-1)
         purity.append(pur)
