@@ -1967,7 +1967,7 @@ def _event_column(
     except ExpressionError as err:
         raise ExpressionError(f"{reader.where}: {err}") from err
     bad = invalid_event_numbers(values)
-    if values.dtype.kind == "f" and _reads_float32(expression, arrays):
+    if values.dtype.kind == "f" and _reads_float32(expression, arrays, reader):
         # read in double, a float32 branch's numbers beyond 2**24 may be others rounded
         bad |= np.abs(values) > FLOAT32_EXACT_INTEGERS
     if bad.any():
@@ -1987,9 +1987,11 @@ def _event_column(
 FLOAT32_EXACT_INTEGERS = 2**24  # float32 holds every integer up to this one, not beyond
 
 
-def _reads_float32(expression: Expression, arrays: dict[str, Any]) -> bool:
+def _reads_float32(expression: Expression, arrays: dict[str, Any], reader: Any = None) -> bool:
     """Whether ``expression`` reads a float32 branch of ``arrays`` (the evaluator widens
-    such values to double, so the result's type no longer says so)."""
+    such values to double, so the result's type no longer says so), or a branch of
+    ``reader``'s tree stored as float32 and read as double (a Double32_t without a range:
+    ROOT rounds 2**24 + 1 to 2**24 when it writes it)."""
     for name in expression.names:
         try:
             column = _field(arrays, name)
@@ -1998,7 +2000,18 @@ def _reads_float32(expression: Expression, arrays: dict[str, Any]) -> bool:
         dtype = getattr(column, "dtype", None)
         if dtype == np.float32 or (dtype is None and str(ak.type(column)).endswith("float32")):
             return True
+        if reader is not None and _stored_as_float32(reader.tree, name):
+            return True
     return False
+
+
+def _stored_as_float32(tree: Any, name: str) -> bool:
+    """Whether TTree branch ``name`` holds float32 on disk, whatever uproot reads it as."""
+    try:
+        stored = np.dtype(tree[name].interpretation.from_dtype)
+    except Exception:  # noqa: BLE001 - an RNTuple field, or no plain numeric interpretation
+        return False
+    return stored.kind == "f" and stored.itemsize == 4
 
 
 def fill_rows(X: np.ndarray, start: int, columns: Sequence[np.ndarray]) -> None:
