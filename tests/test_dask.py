@@ -531,3 +531,30 @@ def test_apply_on_the_cluster_notes_missing_values_the_training_never_had(client
     for apply, where in ((apply_in_memory, {}), (apply_on_cluster, {"client": client})):
         with pytest.warns(MissingValueWarning, match=r"\('x0' in 5 events\)"):
             apply(model, inputs, tmp_path / apply.__module__ / "f_{stem}.root", **where)
+
+
+def test_apply_on_a_cluster_of_threads_counts_each_missing_value_once(tmp_path):
+    """On Client(processes=False) the tasks are handed the client's job itself: each added
+    its file's count to the shared one and returned it, and the client added those again
+    (30 such events noted as 240). The reference: the NaN the input files hold."""
+    import pandas as pd
+    import uproot
+
+    from hepbdt.dask import apply as apply_on_cluster
+    from hepbdt.scoring import MissingValueWarning
+
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame(rng.normal(size=(300, 2)).astype(np.float32), columns=["x0", "x1"])
+    model = BDTClassifier(n_trees=3).fit(X, (X["x0"] > 0).astype(int))
+    inputs, n_nan = [], 0
+    for k in range(3):
+        x0 = rng.normal(size=40).astype(np.float32)
+        x0[rng.random(40) < 0.25] = np.nan
+        n_nan += int(np.isnan(x0).sum())
+        with uproot.recreate(tmp_path / f"in{k}.root") as f:
+            f["t"] = {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)}
+        inputs.append(f"{tmp_path / f'in{k}'}.root:t")
+    with Client(processes=False, n_workers=1, threads_per_worker=2,
+                dashboard_address=":0") as threads:
+        with pytest.warns(MissingValueWarning, match=rf"\('x0' in {n_nan} events\)"):
+            apply_on_cluster(model, inputs, tmp_path / "out_{stem}.root", client=threads)

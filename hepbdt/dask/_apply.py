@@ -12,8 +12,11 @@ is whole or absent on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
+
+import numpy as np
 
 from .._util import Progress, atomic_path
 from ..io.samples import DEFAULT_STEP_SIZE, absolute_source, resolve_sources
@@ -25,8 +28,12 @@ __all__ = ["apply"]
 
 
 def _write_file(job: _Job, out_path: str, trees: dict, step_size: Any) -> tuple[str, Any]:
-    """One output file, written on a worker (whole or absent), and the worker's count of
-    missing values the training had none of (the job's, which stays on the worker)."""
+    """One output file, written on a worker (whole or absent), and this file's count of
+    missing values the training had none of. The count is the task's own: a cluster of
+    threads (``Client(processes=False)``) hands every task the client's job itself, whose
+    shared count each task added to and returned (30 such events noted as 240)."""
+    if job.unseen_missing is not None:
+        job = dataclasses.replace(job, unseen_missing=np.zeros_like(job.unseen_missing))
     with atomic_path(out_path) as temporary:
         _write_output(job, temporary, trees, step_size, None, Progress(0, "", enabled=False))
     return out_path, job.unseen_missing
