@@ -197,6 +197,49 @@ def test_a_batch_jobs_omp_num_threads_is_numbas_thread_count():
     assert numba_threads(OMP_NUM_THREADS="many") == default
 
 
+LAUNCHED_FIRST = """
+import numba, numpy as np
+@numba.njit(parallel=True)
+def total(a):
+    s = 0.0
+    for i in numba.prange(a.size):
+        s += a[i]
+    return s
+total(np.ones(10))  # the user's own parallel kernel: Numba's threads start
+launched = numba.config.NUMBA_NUM_THREADS
+import hepbdt.engine  # noqa: E402
+@numba.njit
+def later(a):
+    return a.sum()
+later(np.ones(3))  # compiling reloads Numba's configuration
+print(launched, numba.config.NUMBA_NUM_THREADS)
+"""
+
+
+def test_omp_num_threads_leaves_a_numba_that_started_its_threads_alone():
+    """A script that ran a parallel Numba kernel of its own before importing hepbdt's engine,
+    in a batch job (OMP_NUM_THREADS=1): the engine set NUMBA_NUM_THREADS=1 under Numba's
+    started threads, and its next compilation (the user's, or hepbdt's with no cache)
+    stopped with "Cannot set NUMBA_NUM_THREADS to a different value once the threads have
+    been launched". A Numba imported but not started still takes the job's count."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
+    env["OMP_NUM_THREADS"] = "1"
+    run = subprocess.run([sys.executable, "-c", LAUNCHED_FIRST], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-600:]
+    launched, after = map(int, run.stdout.split())
+    assert after == launched  # Numba's own count, kept
+    code = ("import numba, hepbdt; hepbdt.BDTClassifier\n@numba.njit\ndef f(a): return a\n"
+            "f(1); print(numba.config.NUMBA_NUM_THREADS)")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300, check=True)
+    assert int(run.stdout) == 1
+
+
 @pytest.mark.parametrize("mode", ["uniform", "poisson", "weighted"])
 def test_subsample_modes_train(mode):
     X, y, w = _data()

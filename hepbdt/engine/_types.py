@@ -8,6 +8,7 @@ at most ``MAX_EVENTS`` = 2**31 - 1 training events).
 from __future__ import annotations
 
 import os
+import sys
 
 # OpenMP threads that sleep, not spin, between parallel kernels, unless the user chose:
 # on a busy machine (a batch node, a laptop at work) spinning threads fight the other
@@ -21,10 +22,15 @@ if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
 # A batch system's allocation: HTCondor (and many job scripts) give the cores a job may use
 # as OMP_NUM_THREADS, which Numba ignores: it reads NUMBA_NUM_THREADS, else takes every core
 # it sees (64 threads for a one-core job on a 64-core node). The first number of
-# OMP_NUM_THREADS is Numba's thread count unless NUMBA_NUM_THREADS is set (read by Numba
-# at its import: a process that imported Numba before hepbdt keeps its own count).
+# OMP_NUM_THREADS is Numba's thread count unless NUMBA_NUM_THREADS is set (read by Numba at
+# its import and again at each compilation), or a Numba imported before hepbdt has started
+# its threads: their count is fixed then, and a changed NUMBA_NUM_THREADS stopped Numba's
+# next compilation (hepbdt's kernels with no cache, the user's own) with a RuntimeError.
 _OMP_THREADS = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-if "NUMBA_NUM_THREADS" not in os.environ and _OMP_THREADS.isdigit() and int(_OMP_THREADS) >= 1:
+_NUMBA_STARTED = "numba" in sys.modules and bool(getattr(
+    sys.modules.get("numba.np.ufunc.parallel"), "_is_initialized", True))
+if ("NUMBA_NUM_THREADS" not in os.environ and not _NUMBA_STARTED and _OMP_THREADS.isdigit()
+        and int(_OMP_THREADS) >= 1):
     os.environ["NUMBA_NUM_THREADS"] = str(int(_OMP_THREADS))
 
 
