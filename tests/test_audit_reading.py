@@ -302,3 +302,21 @@ def test_apply_refuses_an_input_replaced_after_its_plan(tmp_path, monkeypatch):
                                          "read"):
         hepbdt.apply(tmp_path / "m.json", str(path), tmp_path / "friend.root")
     assert not (tmp_path / "friend.root").exists()
+
+
+def test_a_file_checked_on_another_host_is_compared_by_size_and_time(tmp_path, monkeypatch):
+    """A Dask worker on another node may see other device and inode numbers of one file on
+    a network file system: there only its size and modification time must match."""
+    import hepbdt.io.samples as samples
+
+    path = tmp_path / "f.root"
+    with uproot.recreate(path) as f:
+        f["T"] = {"x": np.arange(10, dtype=np.float32)}
+    host, device, inode, size, mtime = samples.file_version(str(path))
+    monkeypatch.setattr(samples.socket, "gethostname", lambda: host + "-worker")
+    samples.check_file_version(str(path), (host, device + 1, inode + 1, size, mtime), "test")
+    with pytest.raises(InputError, match="changed while it was read"):
+        samples.check_file_version(str(path), (host, device, inode, size, mtime - 1), "test")
+    monkeypatch.setattr(samples.socket, "gethostname", lambda: host)
+    with pytest.raises(InputError, match="changed while it was read"):  # same host: the inode
+        samples.check_file_version(str(path), (host, device, inode + 1, size, mtime), "test")

@@ -27,6 +27,7 @@ import glob
 import lzma
 import numbers
 import os
+import socket
 import stat
 import sys
 import urllib.parse
@@ -450,20 +451,29 @@ def note_tree_read(trees_read: dict[tuple[Any, str], str], path: str, tree_name:
     trees_read[key] = path
 
 
-def file_version(path: str) -> tuple[int, int, int] | None:
-    """What changes when a local file is replaced or rewritten: its inode, size and
-    modification time in ns (not the device, which a shared file system may number
-    differently on each node); None for a remote file."""
+FileVersion = tuple[str, int, int, int, int]  # host, device, inode, size, mtime in ns
+
+
+def file_version(path: str) -> FileVersion | None:
+    """What changes when a local file is replaced or rewritten: the host that looked, the
+    file's device and inode, its size and its modification time in ns; None for a remote
+    file."""
     if _is_remote(path):
         return None
     info = os.stat(path)
-    return info.st_ino, info.st_size, info.st_mtime_ns
+    return socket.gethostname(), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def check_file_version(path: str, version: tuple[int, int, int] | None, context: str) -> None:
+def check_file_version(path: str, version: FileVersion | None, context: str) -> None:
     """InputError when the local file ``path``, opened again, is no longer the one planned
-    (``version``, from :func:`file_version`): replaced or rewritten between two passes."""
-    if version is not None and file_version(path) != version:
+    (``version``, from :func:`file_version`): replaced or rewritten between two passes. On
+    another host (a Dask worker) only the size and modification time are compared: a
+    network file system may number devices and inodes differently on each node."""
+    if version is None:
+        return
+    now = file_version(path)
+    same = now == version if now[0] == version[0] else now[3:] == version[3:]
+    if not same:
         raise InputError(
             f"{context}: the file {path!r} changed while it was read (replaced or rewritten "
             "after the read counted its entries, so its events are no longer those counted); "
@@ -1212,7 +1222,7 @@ class _Plan:
     # Each source's (path, tree name as read, without its cycle), for DistinctSamples.
     trees: list[tuple[str, str]] = field(default_factory=list)
     # Each source's file_version when planned: a file opened again must still be that one.
-    versions: list[tuple[int, int, int] | None] = field(default_factory=list)
+    versions: list[FileVersion | None] = field(default_factory=list)
     # Each source's branch types (name -> type text), for the BranchTypeRecord.
     types: list[dict[str, str]] = field(default_factory=list)
 
