@@ -77,9 +77,11 @@ def test_hepbdt_errors_and_memory_errors_pass_through():
 
 
 def test_where_with_a_jagged_branch_and_a_number_is_refused(tmp_path):
+    """Element by element, as ROOT's HT > 100 ? Jet_pt : 0: a list per event, refused as a
+    feature with the reductions that make it one number."""
     path = _write(tmp_path / "ok.root")
-    with pytest.raises(ExpressionError, match=r"where\(HT > 100, Jet_pt, 0\).*each event needs "
-                                              r"one value.*sum\(Jet_pt\)"):
+    with pytest.raises(ExpressionError, match=r"where\(HT > 100, Jet_pt, 0\)' gives a list per "
+                                              r"event, not one number; reduce it.*sum\(x\)"):
         read(Sample("s", path, label=1), ["where(HT > 100, Jet_pt, 0)"])
 
 

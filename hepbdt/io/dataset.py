@@ -370,7 +370,8 @@ class Dataset:
         """The (n, m) float32 features (a :class:`FeatureMatrix`) or the BinnedMatrix,
         carrying ``feature_names`` and ``feature_definitions``."""
         if isinstance(self._X, BinnedMatrix):
-            return self._X.with_names(self.feature_names, self.feature_definitions or None)
+            return self._X.with_names(self.feature_names, self.feature_definitions or None,
+                                      self.branch_types)
         X = self._X.view(FeatureMatrix)
         X.feature_names = tuple(self.feature_names)
         X.feature_definitions = dict(self.feature_definitions) or None
