@@ -1010,7 +1010,9 @@ class _BDTBase(SklearnProtocol):
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = forest.n_features
         types = self.__dict__.pop("_branch_types", None)  # of a hepbdt Dataset's X
-        for name in ("feature_names_in_", "feature_definitions_", "branch_types_"):
+        # a fit computed its features by today's rules, whatever file the estimator came from
+        for name in ("feature_names_in_", "feature_definitions_", "branch_types_",
+                     "_constants_unknown"):
             self.__dict__.pop(name, None)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
