@@ -140,3 +140,20 @@ def test_a_complement_of_a_float_and_the_shifts_are_refused_in_words(text, match
     arrays = {"x": np.array([1.5, 2.0]), "n": np.array([1, 2]), "j": ak.Array([[1.0], [2.0]])}
     with pytest.raises(ExpressionError, match=match):
         Expression(text, "feature").evaluate(arrays)
+
+
+@pytest.mark.parametrize("text", ["c[:, 3]", "c[:, -4]", "sum(c[:, 5:6]) + c[:, 3]"])
+def test_an_index_beyond_a_fixed_size_array_is_refused(text):
+    """c[:, 3] of a fixed c[3] was NaN for every event, without a word; ROOT's TTreeFormula
+    refuses c[3] when it compiles ("Index 3 for dimension #1 in c is too high (max is 2)").
+    Indices within the array, from either end, give its elements."""
+    from hepbdt.io.expressions import Expression, ExpressionError
+
+    arrays = {"c": np.arange(6.0).reshape(2, 3)}
+    with pytest.raises(ExpressionError, match=r"index -?\d is beyond the fixed-size array 'c' of "
+                                              r"3 elements in every event: valid indices are 0 "
+                                              r"to 2 \(or -1 to -3 from the end\)"):
+        Expression(text, "feature").evaluate(arrays)
+    for index in range(-3, 3):
+        got = Expression(f"c[:, {index}]", "feature").evaluate(arrays)
+        np.testing.assert_array_equal(np.asarray(got, dtype=float), arrays["c"][:, index])

@@ -34,7 +34,8 @@ adding ``&& MET > 50`` to a condition never adds events); ``!`` of it is therefo
 be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
 many elements as the list it selects from: ``Jet_pt[Jet_eta < 2.4]``, not
 ``Jet_pt[Lep_pt > 20]``. Fixed-size array branches (``float arr[3]``) are lists of the same
-length in every event and take the same subscripts, masks and reductions; with a value per
+length in every event and take the same subscripts, masks and reductions (an index beyond
+the length, ``arr[:, 3]``, is refused, as ROOT refuses it); with a value per
 event they combine event by event, as jagged lists do (``sum(arr * nJet)`` is ROOT's
 ``Sum$(arr * nJet)``), and ``where`` chooses element by element (``where(nJet > 2, Jet_pt, 0)``
 is ROOT's ``nJet > 2 ? Jet_pt : 0``, a list per event).
@@ -1058,6 +1059,18 @@ class Expression:
                     "empty list, is NaN, so a float); compare it first, e.g. (x[:, 0] > 0)"
                 )
 
+    def _check_fixed_index(self, node: ast.Subscript, arrays: Mapping[str, Any],
+                           position: int) -> None:
+        """Refuse an index beyond a fixed-size array branch (``c[:, 3]`` of a ``c[3]``): NaN
+        for every event, where ROOT refuses it."""
+        raw = arrays.get(self._name_of(node.value) or "")
+        if isinstance(raw, np.ndarray) and raw.ndim == 2 and not (
+                -raw.shape[1] <= position < raw.shape[1]):
+            raise self._fail(
+                f"index {position} is beyond the fixed-size array "
+                f"{ast.unparse(node.value)!r} of {raw.shape[1]} elements in every event: valid "
+                f"indices are 0 to {raw.shape[1] - 1} (or -1 to -{raw.shape[1]} from the end)")
+
     def _eval_subscript(self, node: ast.Subscript, arrays: Mapping[str, Any]) -> Any:
         value = self._eval(node.value, arrays)
         index = node.slice
@@ -1071,6 +1084,7 @@ class Expression:
                     f"{ast.unparse(node.value)!r} has one value per event"
                 )
             if position is not None:
+                self._check_fixed_index(node, arrays, position)
                 return _element(value, position)
             bounds = [None if p is None else _constant_int(p) for p in
                       (index.lower, index.upper, index.step)]
