@@ -157,3 +157,17 @@ def test_an_index_beyond_a_fixed_size_array_is_refused(text):
     for index in range(-3, 3):
         got = Expression(f"c[:, {index}]", "feature").evaluate(arrays)
         np.testing.assert_array_equal(np.asarray(got, dtype=float), arrays["c"][:, index])
+
+
+@pytest.mark.parametrize("text", ["sum(v * c)", "sum(where(v > 1, v, c))"])
+def test_lists_of_different_lengths_in_one_event_are_refused_in_words(text):
+    """They surfaced Awkward's "cannot broadcast nested list"; ROOT's Sum$(v * c) pairs the
+    elements up to the shorter length, a rule no analysis means."""
+    import awkward as ak
+
+    from hepbdt.io.expressions import Expression, ExpressionError
+
+    arrays = {"v": ak.Array([[1.0, 2.0], [2.0]]), "c": ak.Array([[1.0], [2.0, 3.0]])}
+    with pytest.raises(ExpressionError, match=r"two lists of different lengths in one event "
+                                              r"meet element by element"):
+        Expression(text, "feature").evaluate(arrays)

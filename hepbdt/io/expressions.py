@@ -821,6 +821,11 @@ class Expression:
                 raise
             except Exception as err:  # awkward / numpy broadcasting and type errors
                 hint = ""
+                if "cannot broadcast nested list" in str(err):
+                    raise self._fail(
+                        "two lists of different lengths in one event meet element by element "
+                        "(Jet_pt * Lep_pt): combine lists of one collection, or reduce each "
+                        "to one value per event first (sum(Jet_pt) * max(Lep_pt))") from err
                 if "&" in self.text or "|" in self.text:
                     hint = (
                         "\nHint: & and | bind tighter than comparisons; combine "
