@@ -41,6 +41,7 @@ from .io.expressions import CONSTANTS, Expression
 from .io.samples import (
     DEFAULT_STEP_SIZE,
     FileSpec,
+    FileVersion,
     Source,
     TreeReader,
     _event_column,
@@ -57,6 +58,12 @@ from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
 from .kfold import KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import check_fold_name, load_model
+
+#: The inputs of one output tree, in chain order: each tree's source, its entries and the
+#: file's version when planned (it must be the same file when scored).
+_Members = list[tuple[Source, int, FileVersion | None]]
+#: Output file -> output tree -> its members.
+_Groups = dict[str, dict[str, _Members]]
 
 __all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning", "MissingValueWarning"]
 
@@ -156,7 +163,7 @@ def apply(
     return list(groups)
 
 
-def _write_outputs(job: _Job, groups: dict[str, dict[str, list[tuple[Source, int, Any]]]], total: int,
+def _write_outputs(job: _Job, groups: _Groups, total: int,
                    step_size: int | str, progress: bool | None, threads: int | None) -> None:
     """Write every output to its temporary, then rename them all into place."""
     replaced: list[str] = []  # the outputs already renamed into place
@@ -521,10 +528,10 @@ def _check_fitted(model: Any) -> None:
 
 
 def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: str | None
-                  ) -> tuple[dict[str, dict[str, list[tuple[Source, int, Any]]]], int]:
+                  ) -> tuple[_Groups, int]:
     """Open and check every input; group them by (output file, output tree); check that
     every output can be written, before any scoring."""
-    groups: dict[str, dict[str, list[tuple[Source, int, Any]]]] = {}
+    groups: _Groups = {}
     first_input: dict[str, str] = {}
     trees_read: dict[tuple[Any, str], str] = {}
     total = 0
@@ -562,7 +569,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
     return groups, total
 
 
-def _check_one_chain(members: list[tuple[Source, int, Any]], tree_name: str, out_path: str,
+def _check_one_chain(members: _Members, tree_name: str, out_path: str,
                      out_tree: str) -> None:
     """ApplyOptionError when an output tree would hold the scores of input trees of other
     names (``--output-tree`` over TreeS and TreeB): a friend of their chain alone, which
@@ -653,7 +660,7 @@ def _output_path(output: str, source: Source, tree_name: str) -> str:
         ) from None
 
 
-def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source, int, Any]]],
+def _write_output(job: _Job, temporary: str, trees: dict[str, _Members],
                   step_size: int | str, executor: Any, bar: Progress) -> None:
     """Score the inputs of one output file, tree by tree, into its temporary file."""
     title = f"{FRIEND_TITLE} ({job.branch})" + (
@@ -676,7 +683,7 @@ def _write_output(job: _Job, temporary: str, trees: dict[str, list[tuple[Source,
                                            job.id_name: np.int64}, title=title)
 
 
-def _score_chunks(job: _Job, source: Source, version: Any, chain_offset: int,
+def _score_chunks(job: _Job, source: Source, version: FileVersion | None, chain_offset: int,
                   step_size: int | str, executor: Any, bar: Progress):
     """Yield the output branches of one input tree, chunk by chunk (refused when the file
     is no longer the one planned, of ``version``)."""
