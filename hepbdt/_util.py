@@ -7,6 +7,7 @@ first runs), so the I/O and evaluation layers stay free of Numba until they trai
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import json
@@ -596,11 +597,22 @@ def check_same_definitions(given: Any, definitions: Any, names: Sequence[str], w
         return
     for name in names:
         theirs, ours = given.get(str(name)), definitions.get(str(name))
-        if theirs is not None and ours is not None and "".join(str(theirs).split()) != "".join(
-                str(ours).split()):
+        if theirs is not None and ours is not None and not _same_text(str(theirs), str(ours)):
             raise ValueError(f"{what}'s column {str(name)!r} was read as {theirs!r}, but {owner} "
                              f"was trained with {str(name)!r} = {ours!r}: the same name for "
                              "another quantity; read the input with the model's definitions")
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Whether two expressions are written alike: the same text but for spaces, or the
+    same Python syntax tree (``log((HT))`` and ``log(HT)``, ``1000.`` and ``1000.0``)."""
+    if "".join(a.split()) == "".join(b.split()):
+        return True
+    try:
+        return ast.dump(ast.parse(a.strip(), mode="eval")) == ast.dump(
+            ast.parse(b.strip(), mode="eval"))
+    except (SyntaxError, ValueError, RecursionError):  # ROOT's && and ||, or a deep nesting
+        return False
 
 
 def _reorder(X: Any, given: list[str], names: list[str], what: str, owner: str,

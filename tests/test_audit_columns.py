@@ -117,10 +117,12 @@ def test_a_column_the_input_defines_as_another_quantity_is_refused():
     train = Dataset(np.column_stack([lead, 2 * lead]).astype(np.float32), y=y,
                     feature_names=["pt1", "HT"], feature_definitions={"pt1": "Jet_pt[:, 0]"})
     model = BDTClassifier(n_trees=5, max_depth=3, random_state=0).fit(train.X, train.y)
-    same = Dataset(train.X.view(np.ndarray).copy(), y=y, feature_names=["pt1", "HT"],
-                   feature_definitions={"pt1": "Jet_pt[:,0]"})  # the same expression
-    np.testing.assert_array_equal(model.decision_function(same.X),
-                                  model.decision_function(train.X))
+    # the same expression, written otherwise (log((HT)) beside log(HT) was refused too)
+    for spelling in ("Jet_pt[:,0]", "(Jet_pt[:, 0])", "Jet_pt[ : , 0 ]"):
+        same = Dataset(train.X.view(np.ndarray).copy(), y=y, feature_names=["pt1", "HT"],
+                       feature_definitions={"pt1": spelling})
+        np.testing.assert_array_equal(model.decision_function(same.X),
+                                      model.decision_function(train.X))
     other = Dataset(train.X.view(np.ndarray).copy(), y=y, feature_names=["pt1", "HT"],
                     feature_definitions={"pt1": "Jet_pt[:, 1]"})
     for call in (lambda: model.decision_function(other.X),
