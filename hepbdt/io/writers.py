@@ -26,7 +26,7 @@ from hepbdt.io.errors import InputError
 from hepbdt.io.samples import _corrupt_error, _is_decompression_error, open_root_file
 
 __all__ = ["write_scores", "read_scores", "read_class_names", "branch_name",
-           "is_branch_name", "BRANCH_NAME_RULE", "BOOKKEEPING_BRANCHES"]
+           "is_branch_name", "BRANCH_NAME_RULE", "BOOKKEEPING_BRANCHES", "RDATAFRAME_COLUMNS"]
 
 # Bytes of columns per extend (one basket a branch): the writer's copies (contiguous, then
 # uproot's big-endian ones) stay this size whatever the events and branches; 1M events a
@@ -53,7 +53,9 @@ def branch_name(text: str) -> str:
     """A ROOT-friendly branch name for an expression: a branch name stays itself,
     ``"Jet_pt[:, 0]"`` is ``Jet_pt_0``, ``"log(lep_pt)"`` ``log_lep_pt``, and operators are
     spelled out (``"-nj"`` is ``minus_nj``, ``"x**2"`` ``x_pow_2``, ``"eta < 2.4"``
-    ``eta_lt_2p4``), so that a name never reads as another branch's.
+    ``eta_lt_2p4``), so that a name never reads as another branch's. RDataFrame's own
+    column names (:data:`RDATAFRAME_COLUMNS`) lose their final ``_`` (``rdfentry_`` is
+    ``rdfentry``): RDataFrame would read its entry number for them.
 
     The name is a valid C++ identifier for ``RDataFrame`` and ``TTree::Draw``: the
     expression's words, numbers (``.`` as ``p``, an exponent's ``-`` as ``m``) and
@@ -76,13 +78,20 @@ def branch_name(text: str) -> str:
 
 
 _BRANCH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-BRANCH_NAME_RULE = "letters, digits and _, not starting with a digit"
+#: Names RDataFrame gives its own columns (the entry and slot numbers, and their old tdf
+#: spellings): a branch so named is shadowed, ``Filter("rdfentry_ > 0.5")`` and
+#: ``AsNumpy(["rdfentry_"])`` reading the entry number instead of its values, without a word.
+RDATAFRAME_COLUMNS = ("rdfentry_", "rdfslot_", "tdfentry_", "tdfslot_")
+BRANCH_NAME_RULE = ("letters, digits and _, not starting with a digit, and none of "
+                    f"RDataFrame's own column names {', '.join(RDATAFRAME_COLUMNS)}")
 
 
 def is_branch_name(name: str) -> bool:
     """Whether ``name`` may name a branch hepbdt writes: a C++ identifier of ASCII letters,
-    digits and ``_`` (what ``RDataFrame`` and ``TTree::Draw`` take)."""
-    return isinstance(name, str) and _BRANCH_NAME.fullmatch(name) is not None
+    digits and ``_`` (what ``RDataFrame`` and ``TTree::Draw`` take) that RDataFrame does
+    not take for a column of its own (:data:`RDATAFRAME_COLUMNS`)."""
+    return (isinstance(name, str) and _BRANCH_NAME.fullmatch(name) is not None
+            and name not in RDATAFRAME_COLUMNS)
 
 
 def _unique_names(texts: Sequence[str], reserved: set[str]) -> list[str]:

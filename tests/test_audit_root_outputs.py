@@ -1,0 +1,70 @@
+"""Audit of the trees hepbdt writes as ROOT itself reads them: branch names RDataFrame takes
+for its own columns, read with RDataFrame against TTree::GetEntry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import uproot
+
+from hepbdt.io import Dataset, InputError, write_scores
+from hepbdt.io.writers import branch_name, is_branch_name
+from hepbdt.scoring import ApplyOptionError, apply
+from tests.test_io_writers import LinearModel, _root_python
+
+# The columns RDataFrame defines itself (ROOT 6.40): a branch of one of these names is shadowed.
+RDATAFRAME_COLUMNS = ("rdfentry_", "rdfslot_", "tdfentry_", "tdfslot_")
+
+# Every branch of a tree, read by TTree::GetEntry (the leaf's value) and by RDataFrame.
+ROOT_BOTH_WAYS = """
+import json, sys
+import ROOT
+path, tree_name = sys.argv[1:3]
+tfile = ROOT.TFile.Open(path)
+tree = tfile.Get(tree_name)
+names = [b.GetName() for b in tree.GetListOfBranches()]
+entry = {n: [] for n in names}
+for i in range(tree.GetEntries()):
+    tree.GetEntry(i)
+    for n in names:
+        entry[n].append(tree.GetLeaf(n).GetValue())
+frame = ROOT.RDataFrame(tree_name, path).AsNumpy(names)
+print(json.dumps({"entry": entry, "rdf": {n: [float(v) for v in frame[n]] for n in names}}))
+"""
+
+
+def _read_both_ways(path: Path, tree: str) -> dict[str, dict[str, list[float]]]:
+    done = subprocess.run([_root_python(), "-c", ROOT_BOTH_WAYS, str(path), tree],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_rdataframe_reads_every_written_branch_as_the_tree_holds_it(tmp_path: Path) -> None:
+    x = np.array([[0.25, 7.0], [1.5, 8.0], [-2.0, 9.0]], np.float32)
+    data = Dataset(x, y=[1, 0, 1], event=[10, 20, 30], feature_names=["rdfentry_", "tdfslot_"])
+    write_scores(tmp_path / "s.root", data, np.array([0.5, -0.5, 0.125]))
+    seen = _read_both_ways(tmp_path / "s.root", "TestTree")
+    assert set(seen["entry"]).isdisjoint(RDATAFRAME_COLUMNS)
+    for name, values in seen["entry"].items():
+        assert seen["rdf"][name] == values, name  # RDataFrame read 0, 1, 2 for rdfentry_
+    np.testing.assert_array_equal(seen["entry"]["rdfentry"], x[:, 0])
+    np.testing.assert_array_equal(seen["entry"]["tdfslot"], x[:, 1])
+
+
+@pytest.mark.parametrize("name", RDATAFRAME_COLUMNS)
+def test_rdataframe_column_names_are_refused_as_score_branches(tmp_path: Path, name: str
+                                                                ) -> None:
+    assert not is_branch_name(name) and branch_name(name) == name[:-1]
+    data = Dataset(np.zeros((2, 1), np.float32), y=[0, 1], feature_names=["x"])
+    with pytest.raises(InputError, match=f"{name}.*RDataFrame's own column names"):
+        write_scores(tmp_path / "s.root", data, np.zeros(2), score_branch=name)
+    source = tmp_path / "in.root"
+    with uproot.recreate(source) as file:
+        file.mktree("Events", {"x": np.float32}).extend({"x": np.zeros(2, np.float32)})
+    with pytest.raises(ApplyOptionError, match="RDataFrame's own column names"):
+        apply(LinearModel(["x"], [1.0]), f"{source}:Events", tmp_path / "f.root", branch=name)
