@@ -65,7 +65,8 @@ _Members = list[tuple[Source, int, FileVersion | None]]
 #: Output file -> output tree -> its members.
 _Groups = dict[str, dict[str, _Members]]
 
-__all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning", "MissingValueWarning"]
+__all__ = ["apply", "ApplyOptionError", "FoldExpressionWarning", "FriendOrderWarning",
+           "MissingValueWarning"]
 
 FRIEND_TITLE = "hepbdt scores"  # every friend tree's title begins so (then the branch, the model)
 
@@ -420,6 +421,11 @@ def _label_suffix(label: Any) -> str:
     return "_".join(part for part in re.split(r"[^0-9A-Za-z_]+", text) if part)
 
 
+class FriendOrderWarning(UserWarning):
+    """Friend files (one per input) whose names sort otherwise than their inputs come: a
+    chain of a glob of them is not in the inputs' entry order."""
+
+
 class MissingValueWarning(UserWarning):
     """Scored events had missing values where the model's training had none."""
 
@@ -566,7 +572,35 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
             )
         check_writable(out_path)
         _check_replaceable(out_path, len(branches))
+    _note_friend_order(groups)
     return groups, total
+
+
+def _note_friend_order(groups: _Groups) -> None:
+    """Warn (:class:`FriendOrderWarning`) when the output files of one tree name (one per
+    input, ``{stem}``) sort by name otherwise than their inputs come: ``TChain::Add`` sorts a
+    glob's files by name, so a chain of the outputs' glob attached to the chain of the
+    inputs gives entries other inputs' scores, with no word from ROOT (ttbar.root and
+    ttbar_ext.root give ttbar_ext_friend.root first)."""
+    by_tree: dict[str, list[tuple[str, str]]] = {}
+    for out_path, trees in groups.items():
+        for out_tree, members in trees.items():
+            by_tree.setdefault(out_tree, []).append((out_path, members[0][0].path))
+    for out_tree, pairs in by_tree.items():
+        outputs = [out for out, _ in pairs]
+        if outputs == sorted(outputs):
+            continue
+        i = next(i for i, (a, b) in enumerate(zip(outputs, sorted(outputs), strict=True))
+                 if a != b)
+        later = outputs.index(sorted(outputs)[i])
+        warnings.warn(
+            f"the friend files of tree {out_tree!r} sort by name otherwise than their inputs were given: "
+            f"{outputs[later]!r} (of {pairs[later][1]!r}) before {outputs[i]!r} (of "
+            f"{pairs[i][1]!r}), so a TChain of a glob of the outputs (TChain::Add sorts a "
+            "glob's files by name) attached to the chain of the inputs would give entries "
+            "the scores of other events without a word from ROOT; add the friend files in "
+            "the order of their inputs, or check with --event (no entry with event != "
+            "friend.event)", FriendOrderWarning, stacklevel=user_stacklevel())
 
 
 def _check_one_chain(members: _Members, tree_name: str, out_path: str,

@@ -68,3 +68,47 @@ def test_rdataframe_column_names_are_refused_as_score_branches(tmp_path: Path, n
         file.mktree("Events", {"x": np.float32}).extend({"x": np.zeros(2, np.float32)})
     with pytest.raises(ApplyOptionError, match="RDataFrame's own column names"):
         apply(LinearModel(["x"], [1.0]), f"{source}:Events", tmp_path / "f.root", branch=name)
+
+
+# Inputs and friends chained as a user would (TChain::Add of two globs, AddFriend): the
+# entries whose friend holds another event's identifier.
+ROOT_FRIEND_GLOBS = """
+import sys
+import ROOT
+inputs, friends = sys.argv[1:3]
+chain = ROOT.TChain("Events")
+chain.Add(inputs)
+friend = ROOT.TChain("Events")
+friend.Add(friends)
+chain.AddFriend(friend, "s")
+print(chain.GetEntries(), chain.GetEntries("event != s.event"))
+"""
+
+
+@pytest.mark.parametrize(("pattern", "misordered"), [("{stem}_f.root", True),
+                                                     ("f_{stem}.root", False)])
+def test_friend_files_that_a_glob_would_misorder_are_noted(tmp_path: Path, pattern: str,
+                                                           misordered: bool) -> None:
+    import warnings
+
+    from hepbdt.scoring import FriendOrderWarning
+
+    for stem, n in (("app_1", 3), ("app_10", 2)):
+        with uproot.recreate(tmp_path / f"{stem}.root") as file:
+            file.mktree("Events", {"x": np.float32, "event": np.int64}).extend(
+                {"x": np.arange(n, dtype=np.float32), "event": 100 * len(stem) + np.arange(n)})
+    (tmp_path / "out").mkdir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply(LinearModel(["x"], [1.0]), str(tmp_path / "app_*.root"),
+              tmp_path / "out" / pattern, event_branch="event")
+    noted = [w for w in caught if issubclass(w.category, FriendOrderWarning)]
+    assert len(noted) == int(misordered)
+    if misordered:
+        assert "app_10_f.root' (of" in str(noted[0].message)
+    done = subprocess.run([_root_python(), "-c", ROOT_FRIEND_GLOBS, str(tmp_path / "app_*.root"),
+                           str(tmp_path / "out" / "*.root")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    entries, unpaired = map(int, done.stdout.split()[-2:])
+    assert entries == 5 and (unpaired > 0) == misordered  # ROOT's own pairing of the globs
