@@ -293,6 +293,9 @@ def test_console_entry_point():
     result = subprocess.run([sys.executable, "-m", "hepbdt.cli", "--help"], capture_output=True,
                             text=True, check=True)
     assert "train" in result.stdout and "apply" in result.stdout
+    result = subprocess.run([sys.executable, "-m", "hepbdt", "--version"], capture_output=True,
+                            text=True)  # no "No module named hepbdt.__main__"
+    assert result.returncode == 0 and result.stdout.startswith("hepbdt "), result.stderr
     script = Path(sys.executable).with_name("hepbdt")
     if script.exists():
         result = subprocess.run([str(script), "--version"], capture_output=True, text=True)

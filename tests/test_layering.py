@@ -32,6 +32,7 @@ LAYERS = [
     ["hepbdt.report"],
     ["hepbdt.analysis"],
     ["hepbdt.cli"],
+    ["hepbdt.__main__"],  # python -m hepbdt
     ["hepbdt.config", "hepbdt.workflow"],  # deprecated aliases, resolved lazily
 ]
 
