@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hepbdt._util import (  # noqa: F401 (re-exported)
+    _as_matrix,
     arrow_columns,
     check_same_definitions,
     check_weights,
@@ -125,7 +126,7 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
             f"(X, y[, w]), got {type(data).__name__}"
         )
     if not isinstance(X, BinnedMatrix):  # binned stays codes: a float copy is 4x the memory
-        X, columns = _named_array(X)
+        X, columns = named_array(X)
         names = columns if columns is not None else names
     if len(X.shape) != 2:
         raise ValueError(f"{name}.X must be 2-d (events x features), got shape {X.shape}")
@@ -162,7 +163,7 @@ def in_model_order(model: Any, X: Any, names: list[str] | None = None
     if isinstance(X, BinnedMatrix):
         given = list(X.feature_names) if X.feature_names is not None else names
     else:
-        X, columns = _named_array(X)
+        X, columns = named_array(X)
         given = columns if columns is not None else names
     if given is None or list(given) == model_names:
         return X, names if given is None else list(given)
@@ -187,6 +188,8 @@ def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[
         given = None if X.feature_names is None else [str(n) for n in X.feature_names]
     elif hasattr(X, "columns"):
         given = [str(c) for c in X.columns]
+    elif isinstance(X, dict):  # in_model_order puts its columns in the model's order too
+        given = [str(k) for k in X]
     else:
         arrow = arrow_columns(X)
         given = (list(arrow) if arrow is not None else
@@ -202,9 +205,13 @@ def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[
     return [labels[j] for j in order]
 
 
-def _named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
+def named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
     """X as an array and the names of its columns, when it has them (a data frame's columns,
-    a ``FeatureMatrix``'s names; None otherwise). A named FeatureMatrix is kept as it is."""
+    a dict's keys, a ``FeatureMatrix``'s names; None otherwise). A named FeatureMatrix is
+    kept as it is. (A dict of arrays, which the estimators take, was read by np.asarray as
+    one object: permutation_importance failed with an IndexError.)"""
+    if isinstance(X, dict):
+        return _as_matrix(X, "X")
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         return np.asarray(X.to_numpy()), [str(c) for c in X.columns]
     arrow = arrow_columns(X)

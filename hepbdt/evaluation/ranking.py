@@ -21,6 +21,7 @@ from hepbdt.evaluation._data import (
     class_codes,
     in_model_order,
     labels_in_model_order,
+    named_array,
 )
 from hepbdt.evaluation.metrics import roc_auc
 from hepbdt.io.dataset import FeatureMatrix
@@ -268,7 +269,7 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     ``permutation_importance`` offers."""
     X, ordered = in_model_order(model, X)  # columns are shuffled, and scored, by position
     if not isinstance(X, BinnedMatrix):
-        X = np.asarray(X)
+        X = named_array(X)[0]  # a dict of arrays too (np.asarray made it one object)
     n = X.shape[0]
     # checked before a subset is drawn: indexing a longer array would silently pair the
     # events with other events' labels or weights
