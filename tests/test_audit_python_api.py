@@ -65,3 +65,50 @@ def test_per_class_permutation_importance_takes_a_dict_of_arrays():
     from_array = per_class_permutation_importance(model, X, y, n_repeats=2)
     for a, b in zip(from_dict, from_array, strict=True):
         np.testing.assert_array_equal(a.importances_mean, b.importances_mean)
+
+
+def _per_class_brute_force(model, X, columns, w, n_repeats, seed=0):
+    """Class j's mean AUC drop per feature, as per_class_permutation_importance documents
+    (one shuffle scores every class), with scikit-learn's weighted AUC."""
+    rng = np.random.default_rng(seed)
+    proba = model.predict_proba(X)
+    k = proba.shape[1]
+    base = [roc_auc_score(columns == j, proba[:, j], sample_weight=w) for j in range(k)]
+    drops = np.zeros((k, X.shape[1]))
+    for f in range(X.shape[1]):
+        for _ in range(n_repeats):
+            shuffled = X.copy()
+            shuffled[:, f] = X[rng.permutation(len(X)), f]
+            p = model.predict_proba(shuffled)
+            drops[:, f] += [base[j] - roc_auc_score(columns == j, p[:, j], sample_weight=w)
+                            for j in range(k)]
+    return drops / n_repeats
+
+
+def test_per_class_permutation_importance_reads_labels_as_permutation_importance_does():
+    """Labels 1, 2, 3 were read as columns and refused (3 is no column of three), where
+    permutation_importance and the other functions given a model read y as its labels."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(900, 2))
+    columns = np.digitize(X[:, 0], [-0.5, 0.5])
+    w = rng.uniform(0.5, 1.5, 900)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, columns + 1, w)
+    want = _per_class_brute_force(model, X, columns, w, 2)
+    for y in (columns + 1, columns):  # the labels, and the columns (0 is no label)
+        got = per_class_permutation_importance(model, X, y, w, n_repeats=2)
+        for j in range(3):
+            np.testing.assert_allclose(got[j].importances_mean, want[j], atol=1e-12)
+
+
+def test_permutation_importance_of_a_multiclass_model_names_the_per_class_function():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="the model has 3 classes: .* use "
+                                         "per_class_permutation_importance"):
+        permutation_importance(model, X, y)

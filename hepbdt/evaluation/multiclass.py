@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt.evaluation._data import check_weights, labels_in_model_order
+from hepbdt.evaluation._data import check_weights, class_codes, labels_in_model_order
 from hepbdt.evaluation.metrics import roc_auc, roc_curve
 from hepbdt.evaluation.overtraining import (
     _SEVERITY,
@@ -284,7 +284,10 @@ def per_class_permutation_importance(
     """Permutation importance of each class: the drop in class k's one-against-rest
     weighted ROC AUC of ``predict_proba`` (column k) when a feature's column is shuffled.
 
-    ``y`` holds class indices (columns of ``predict_proba``). One shuffle scores the events
+    ``y`` holds the model's labels (``classes_``), or class indices (columns of
+    ``predict_proba``) when some value is not a label, as for :func:`permutation_importance`
+    (labels 1, 2, 3 and a y of 1s and 2s are read as labels, with a
+    :class:`~hepbdt.evaluation.LabelReadingWarning`). One shuffle scores the events
     once for every class, so the K rankings share their shuffles (seeded by
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
     ``max_samples`` as there)."""
@@ -294,7 +297,8 @@ def per_class_permutation_importance(
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     n, m = X.shape
-    labels, p, w = check_multiclass(y, model.predict_proba(X), sample_weight)
+    labels, p, w = check_multiclass(class_codes(model, np.asarray(y)), model.predict_proba(X),
+                                    sample_weight)
     k = p.shape[1]
 
     def evaluate(proba: np.ndarray) -> np.ndarray:

@@ -107,6 +107,9 @@ def weighted_ks_2samp(
 ) -> KSResult:
     """Weighted two-sample Kolmogorov-Smirnov test (two-sided, asymptotic p-value).
 
+    The arguments go value, value, weight, weight (``chi2_test`` takes each sample's values
+    and weights together).
+
     Parameters
     ----------
     x1, x2 : arrays of shape (n1,), (n2,)
@@ -222,6 +225,11 @@ class Chi2Result:
 
 def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
     """Chi2 test that two weighted samples have the same shape on the binning ``edges``.
+
+    The arguments go value, weight, value, weight (``weighted_ks_2samp`` takes both samples'
+    values first, then both weights). Values below the first edge count in the first bin
+    and values above the last edge in the last bin (as TMVA's histograms fold them in);
+    drop them first to test the shape inside the edges only.
 
     Each histogram is normalised to unit sum, ``p_i = h_i / W``. Under the hypothesis the
     two samples are draws of the same events and weights (up to the weights' scale), so

@@ -341,6 +341,11 @@ def permutation_importance(
     w = check_weights(sample_weight, n)
     classifier = is_classifier(model)
     if classifier:
+        classes = getattr(model, "classes_", None)
+        if classes is not None and len(classes) > 2:
+            raise ValueError(f"the model has {len(classes)} classes: permutation_importance "
+                             "ranks a two-class model's score; for a multi-class model use "
+                             "per_class_permutation_importance (one ranking per class)")
         labels = check_labels(class_codes(model, np.asarray(y)))  # the model's labels: 1 = signal
 
         def evaluate(data: np.ndarray) -> float:
