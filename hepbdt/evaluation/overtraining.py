@@ -228,8 +228,8 @@ def chi2_test(x1: Any, w1: Any, x2: Any, w2: Any, edges: Any) -> Chi2Result:
 
     The arguments go value, weight, value, weight (``weighted_ks_2samp`` takes both samples'
     values first, then both weights). Values below the first edge count in the first bin
-    and values above the last edge in the last bin (as TMVA's histograms fold them in);
-    drop them first to test the shape inside the edges only.
+    and values above the last edge in the last bin; drop them first to test the shape
+    inside the edges only.
 
     Each histogram is normalised to unit sum, ``p_i = h_i / W``. Under the hypothesis the
     two samples are draws of the same events and weights (up to the weights' scale), so
