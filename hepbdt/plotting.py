@@ -145,6 +145,13 @@ def _fix_math_font(fig: Figure) -> None:
         legend = ax.get_legend()
         texts += [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.texts,
                   *(legend.get_texts() if legend is not None else ())]
+        # tick labels unconditionally: their text (a log axis's $\mathdefault{10^{2}}$) is
+        # set when the figure is drawn, maybe outside the style, and the ticks made then
+        # copy the first tick's font
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                tick.label1.set_math_fontfamily("stixsans")
+                tick.label2.set_math_fontfamily("stixsans")
     for text in texts:
         if "$" in text.get_text():
             text.set_math_fontfamily("stixsans")

@@ -210,3 +210,28 @@ def test_score_axis_tick_labels_do_not_run_into_each_other():
         assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))
         label = ax.xaxis.label.get_window_extent()
         assert fig.bbox.x0 <= label.x0 and label.x1 <= fig.bbox.x1
+
+
+def test_log_tick_labels_saved_outside_the_style_ask_for_no_missing_font(caplog):
+    """The report saves each figure after the ROOT style is left: a log axis's tick labels
+    ($\\mathdefault{10^{2}}$, formatted then) looked the style's 'custom' math fonts up in
+    the default rcParams and matplotlib warned that the 'cursive' family is missing
+    (two findfont lines on the CLI's stderr for the decorrelation figure)."""
+    import io
+    import logging
+
+    from hepbdt.evaluation.decorrelation import decorrelation_measures
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    mass = rng.exponential(50.0, n) + 20.0
+    score = rng.normal(np.where(y == 1, 1.0, -1.0), 1.0) + mass / 200.0
+    measures = decorrelation_measures(score, y, mass, variable="mjj")
+    fig = plotting.plot_decorrelation_front({"this model": measures}, efficiency=None)
+    with caplog.at_level(logging.WARNING, logger="matplotlib.font_manager"):
+        fig.savefig(io.BytesIO(), format="png", dpi=72)  # as the report's _png, no style
+    assert not [r for r in caplog.records if "findfont" in r.getMessage()]
+    labels = [t for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())]
+    assert any("$" in t.get_text() for t in labels)  # the log axes' labels are math text
+    assert {t.get_fontproperties().get_math_fontfamily() for t in labels} == {"stixsans"}
