@@ -462,9 +462,13 @@ def _apply(args: argparse.Namespace) -> int:
                     inf_as_missing=args.inf_as_missing,
                     probability_branch=args.probability_branch, client=client)
             finally:
-                if args.scheduler == "local":
-                    client.cluster.close()
+                # the client first, as the training does: closing the cluster under a
+                # client still holding the tasks' results logged a scheduler WARNING per
+                # worker ("caused the cluster to lose already computed task(s)")
+                cluster = client.cluster if args.scheduler == "local" else None
                 client.close()
+                if cluster is not None:
+                    cluster.close()
         else:
             written = apply(model, list(args.inputs), args.output, branch=args.branch,
                             tree=args.tree, event_branch=args.event,

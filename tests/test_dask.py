@@ -319,6 +319,37 @@ def test_cli_apply_with_an_unreachable_scheduler(tmp_path, capsys, monkeypatch):
     assert time.monotonic() - start < 30
 
 
+def test_cli_apply_on_a_local_cluster_leaves_no_scheduler_warning(tmp_path):
+    """`hepbdt apply --scheduler local` closed the LocalCluster under a client that still
+    held the tasks' results: the scheduler logged "Removing worker ... caused the cluster
+    to lose already computed task(s), which will be recomputed elsewhere" on stderr for
+    each worker, after files that were written whole. Only the notes and the files now."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+    import uproot
+
+    X, y, _ = _data(n=500)
+    path = tmp_path / "m.json"
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    BDTClassifier(n_trees=2, max_depth=2).fit(frame, y).save(path)
+    inputs = []
+    for i in range(2):
+        inputs.append(str(tmp_path / f"in{i}.root"))
+        with uproot.recreate(inputs[-1]) as f:
+            f.mktree("T", {f"x{j}": np.float32 for j in range(X.shape[1])})
+            f["T"].extend({f"x{j}": np.tile(X[:, j], 50) for j in range(X.shape[1])})
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-m", "hepbdt", "apply", str(path), *inputs, "-o",
+                          str(tmp_path / "{stem}_s.root"), "--scheduler", "local"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [f"wrote {tmp_path / f'in{i}_s.root'}" for i in range(2)]
+    assert [line for line in run.stderr.splitlines()
+            if not line.startswith("hepbdt: note:")] == []
+
+
 @pytest.mark.parametrize("option", [
     {"max_leaves": 8, "boosting": "realadaboost"}, {"quantised_histograms": False},
     {"subsample_mode": "weighted", "boosting": "adaboost"}, {"loss": "huber"},
