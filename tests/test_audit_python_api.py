@@ -53,13 +53,18 @@ def test_permutation_importance_takes_a_dict_of_arrays_by_name(named_model):
                                _brute_force_drops(model, X, y, 2), atol=1e-12)
 
 
-def test_per_class_permutation_importance_takes_a_dict_of_arrays():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(600, 2))
+def _three_classes(seed, n, n_trees):
+    """Two features, three classes cut on the first, and a classifier fitted on them."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
+        return X, y, hepbdt.BDTClassifier(n_trees=n_trees, max_depth=2).fit(X, y)
+
+
+def test_per_class_permutation_importance_takes_a_dict_of_arrays():
+    X, y, model = _three_classes(1, 600, 3)
     from_dict = per_class_permutation_importance(model, {"x0": X[:, 0], "x1": X[:, 1]}, y,
                                                  n_repeats=2)
     from_array = per_class_permutation_importance(model, X, y, n_repeats=2)
@@ -103,12 +108,7 @@ def test_per_class_permutation_importance_reads_labels_as_permutation_importance
 
 
 def test_permutation_importance_of_a_multiclass_model_names_the_per_class_function():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(300, 2))
-    y = np.digitize(X[:, 0], [-0.5, 0.5])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y)
+    X, y, model = _three_classes(3, 300, 2)
     with pytest.raises(ValueError, match="the model has 3 classes: .* use "
                                          "per_class_permutation_importance"):
         permutation_importance(model, X, y)
