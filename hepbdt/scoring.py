@@ -339,11 +339,16 @@ class _Job:
         return _branches(np.empty((0, n_outputs)) if n_outputs > 1 else np.empty(0), self.branch)
 
 
+def _models(scorer: Any) -> list[Any]:
+    """The fitted models behind a scorer: a KFoldModel's fold models, or the one model."""
+    return scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+
+
 def _check_saved_constants(scorer: Any, features: list[Expression]) -> None:
     """ApplyOptionError for a model file saved before a bare e, pi, inf or nan meant the
     constant only, whose features use one: there it meant a tree's branch of that name where
     the tree had one, so the file cannot say which (``persistence``'s ``_constants_unknown``)."""
-    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    models = _models(scorer)
     if not any(getattr(m, "_constants_unknown", False) for m in models):
         return
     for feature in features:
@@ -363,7 +368,7 @@ def _check_saved_expressions(scorer: Any, features: list[Expression]) -> None:
     expressions otherwise (unsigned integers wrapped, NaN != x was true, round(0.5) was 0,
     float32 arithmetic in float32), and the file does not say which rules trained it, so
     today's values may not be those its trees were grown on (scores off by up to 0.7)."""
-    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    models = _models(scorer)
     if not any(getattr(m, "_constants_unknown", False) for m in models):
         return
     for feature in features:
@@ -392,7 +397,7 @@ def _class_suffixes(scorer: Any) -> list[str] | None:
     label as :func:`_label_suffix` writes it, or the class index where that leaves a name
     empty or two names equal; ApplyOptionError where an index would be another class's name
     (labels ``1``, ``a b`` and ``a_b``: ``<branch>_1`` would not be the class ``1``)."""
-    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    models = _models(scorer)
     forest = getattr(models[0], "forest_", None)
     classes = getattr(models[0], "classes_", None)
     if forest is None or getattr(forest, "n_classes", 1) <= 1 or classes is None:
@@ -433,7 +438,7 @@ class MissingValueWarning(UserWarning):
 def _trained_with_missing(scorer: Any) -> bool:
     """Whether a training event had a missing value, as far as hepbdt knows: True for a
     model it did not train (read from TMVA or XGBoost, or not hepbdt's)."""
-    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    models = _models(scorer)
     forests = [getattr(m, "forest_", None) for m in models]
     return any(f is None or "tmva" in f.extra or "xgboost" in f.extra
                or f.extra.get("nan_in_training") for f in forests)
@@ -501,7 +506,7 @@ def _model_identity(model: Any, scorer: Any) -> tuple[list[str], str | None]:
                     digest.update(block)
         return files, digest.hexdigest()
     files = [os.fspath(item) for item in items if isinstance(item, str | os.PathLike)]
-    models = scorer.models if isinstance(scorer, KFoldModel) else [scorer]
+    models = _models(scorer)
     if not all(callable(getattr(m, "to_dict", None)) for m in models):
         return files, None
     if isinstance(scorer, KFoldModel):
@@ -647,7 +652,7 @@ def _check_branch_types(job: _Job, reader: TreeReader) -> None:
     """BranchTypeError for a branch the features read whose type here would give them other
     values than the type the model's training read (``branch_types_``, recorded by
     :func:`hepbdt.io.read`; a model without the record is not checked)."""
-    models = job.scorer.models if isinstance(job.scorer, KFoldModel) else [job.scorer]
+    models = _models(job.scorer)
     recorded = next((m.branch_types_ for m in models
                      if getattr(m, "branch_types_", None) is not None), None)
     if recorded is None:
@@ -666,7 +671,7 @@ def _check_friend_branches(job: _Job, reader: TreeReader, branches: list[str]) -
     with contextlib.suppress(TypeError):  # a TTree's split branches by their own names too
         existing.update(tree.keys(full_paths=False))
     clashes = [name for name in branches if name in existing]
-    models = job.scorer.models if isinstance(job.scorer, KFoldModel) else [job.scorer]
+    models = _models(job.scorer)
     if not all(hasattr(m, "forest_") for m in models):  # (n, k) scores are <branch>_<j>
         clashes += sorted(n for n in existing if re.fullmatch(rf"{job.branch}_\d+", n))
     if job.event is not None and job.event.text.strip() == job.id_name:
