@@ -54,7 +54,7 @@ def _check_shapes(file: Any, src: Source, roles: list[tuple[str | None, str, str
     try:
         reader = TreeReader(file, Source(src.path, src.tree), expressions, context)
         no_entries = reader.no_entries()
-        record.add(reader.branch_types(), expressions, reader.where)
+        record.add(reader.branch_types(no_entries), expressions, reader.where)
     except InputError as exc:
         problems.add(section, None, str(exc))
         return

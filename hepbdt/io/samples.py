@@ -931,10 +931,10 @@ class TreeReader:
         return {name: array if self.kinds[name] == "jagged"
                 else ak.to_numpy(array, allow_missing=False) for name, array in empty.items()}
 
-    def branch_types(self) -> dict[str, str]:
+    def branch_types(self, no_entries: dict[str, Any] | None = None) -> dict[str, str]:
         """The type text of every branch read (:func:`~hepbdt.io.branch_types.type_text`),
-        from the branch records (:meth:`no_entries`)."""
-        arrays = self.no_entries()
+        from the branch records (:meth:`no_entries`, or its result when given)."""
+        arrays = self.no_entries() if no_entries is None else no_entries
         return {name: type_text(arrays[name]) for name in self.branches}
 
     def check_shape(self, expression: Expression, no_entries: dict[str, Any]) -> None:
