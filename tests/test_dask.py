@@ -589,3 +589,33 @@ def test_apply_on_a_cluster_of_threads_counts_each_missing_value_once(tmp_path):
                 dashboard_address=":0") as threads:
         with pytest.warns(MissingValueWarning, match=rf"\('x0' in {n_nan} events\)"):
             apply_on_cluster(model, inputs, tmp_path / "out_{stem}.root", client=threads)
+
+
+def test_a_lazy_reads_model_keeps_the_branch_types_that_apply_checks(client, tmp_path):
+    """A model fitted on a lazy read recorded no branch types: ``apply`` then scored a file
+    whose ``flag`` had become an integer, where ``~flag`` is ``-1 - flag``, not ``!flag``,
+    without a word. The lazy read now carries the types (as the in-memory read does) and
+    the Dask fit keeps them."""
+    from hepbdt.io import BranchTypeError, Sample, read
+    from hepbdt.scoring import apply
+
+    from .test_audit_branch_types import FEATURES, _write
+
+    _write(tmp_path / "train.root", 1)
+    source = f"{tmp_path / 'train.root'}:Events"
+    samples = [Sample("s", source, cut="label == 1", label=1),
+               Sample("b", source, cut="label == 0", label=0)]
+    memory = read(samples, FEATURES, progress=False)
+    lazy = read(samples, FEATURES, dask=True)
+    assert lazy.branch_types == memory.branch_types == {"c": "float32[3]", "flag": "bool",
+                                                        "x": "float32"}
+    assert lazy.compute().branch_types == memory.branch_types
+    model = DaskBDTClassifier(n_trees=3, max_depth=3).fit(
+        lazy.X, lazy.y, lazy.w, client=client, feature_names=lazy.feature_names,
+        branch_types=lazy.branch_types)
+    model.save(tmp_path / "model.json")
+    assert load_model(tmp_path / "model.json").branch_types_ == memory.branch_types
+    _write(tmp_path / "other.root", 2, flag="int32")
+    with pytest.raises(BranchTypeError, match="branch 'flag' is int32"):
+        apply(tmp_path / "model.json", tmp_path / "other.root", tmp_path / "scores.root")
+    assert not (tmp_path / "scores.root").exists()

@@ -192,7 +192,7 @@ class _DaskMixin:
     # -- fitting --------------------------------------------------------------------------
     def _dask_fit(self, X: Any, y: Any, sample_weight: Any, client: Any, bin_edges: Any,
                   classes: Any, names: Any = None, definitions: Any = None,
-                  eval_set: Any = None, event: Any = None) -> Any:
+                  eval_set: Any = None, event: Any = None, types: Any = None) -> Any:
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
@@ -228,6 +228,7 @@ class _DaskMixin:
             if names is not None and len(names) != X.shape[1]:
                 raise ValueError(f"{len(names)} feature names for {X.shape[1]} features")
             evals = _computed_eval_set(client, eval_set)
+            self._branch_types = types  # for _set_fitted, as a hepbdt Dataset's X in memory
             return self._fit_parts(cluster, groups, blocks, bin_edges, classes, int(X.shape[1]),
                                    names, definitions or {}, evals)
         finally:
@@ -1057,7 +1058,7 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
     @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
             bin_edges=None, feature_names=None, feature_definitions=None,
-            decorrelate=None) -> DaskBDTClassifier:
+            decorrelate=None, branch_types=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
         turned into dask arrays of one block), on ``client`` (the current one when None).
 
@@ -1069,7 +1070,10 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         with those edges; else the edges are memory's (``fit_bin_edges``) of the same
         events: the parts send the client their events of memory's draw.
         ``feature_names`` (and ``feature_definitions``, name -> expression) name the
-        model's features, as a named X does in memory (``LazyDataset.feature_names``).
+        model's features, as a named X does in memory (``LazyDataset.feature_names``);
+        with them, ``branch_types`` (``LazyDataset.branch_types``) are the types of the
+        branches the features read, which the model keeps and ``apply`` checks its trees
+        against, as a model fitted in memory on a read's X does.
         ``decorrelate`` is refused (the decorrelation is not distributed)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
@@ -1088,7 +1092,7 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
             self._check_multiclass()
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, self.classes_,
-                              feature_names, feature_definitions, eval_set, event)
+                              feature_names, feature_definitions, eval_set, event, branch_types)
 
     def decision_function(self, X, decorrelate=None):
         """Raw scores, (n,) or (n, K) with more than two classes; a dask array (lazy, block
@@ -1125,16 +1129,17 @@ class DaskBDTRegressor(_DaskMixin, BDTRegressor):
 
     @_whole_or_unchanged
     def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
-            bin_edges=None, feature_names=None, feature_definitions=None) -> DaskBDTRegressor:
-        """Train on dask arrays X (n, m), y (n,) and optional weights, ``eval_set`` and
-        ``event`` (see :meth:`DaskBDTClassifier.fit`)."""
+            bin_edges=None, feature_names=None, feature_definitions=None,
+            branch_types=None) -> DaskBDTRegressor:
+        """Train on dask arrays X (n, m), y (n,) and optional weights, ``eval_set``,
+        ``event`` and ``branch_types`` (see :meth:`DaskBDTClassifier.fit`)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
         _refuse_in_memory_only(X, None)
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,
-                              feature_definitions, eval_set, event)
+                              feature_definitions, eval_set, event, branch_types)
 
     def predict(self, X):
         """Predicted targets; a dask array (lazy) for dask input."""

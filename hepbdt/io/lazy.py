@@ -35,8 +35,9 @@ class LazyDataset:
     ``y`` (labels or targets float32, or None), ``w`` float64, ``event`` (int32 entry
     numbers, or int64), ``sample_index``, one partition per entry range; labels and sample
     indices have the Dataset's dtypes (the smallest signed integers that hold them: int8
-    for up to 128 classes or samples), the same in every partition. ``compute()`` reads
-    them into a Dataset."""
+    for up to 128 classes or samples), the same in every partition. ``branch_types``: the
+    types of the branches the features read (``Dataset.branch_types``; give them to the
+    Dask fit, which keeps them for ``apply``). ``compute()`` reads them into a Dataset."""
 
     X: Any
     y: Any
@@ -45,6 +46,7 @@ class LazyDataset:
     sample_index: Any
     feature_names: list[str]
     sample_names: list[str]
+    branch_types: dict[str, str] | None = None
 
     def compute(self, **options: Any) -> Dataset:
         """The in-memory Dataset (``options`` go to ``dask.compute``)."""
@@ -54,14 +56,14 @@ class LazyDataset:
         X, y, w, event, sample_index = dask.compute(*arrays, **options)
         return Dataset(np.ascontiguousarray(X), y=y, w=w, sample_index=sample_index, event=event,
                        feature_names=list(self.feature_names), sample_names=list(self.sample_names),
-                       copy=False)
+                       branch_types=self.branch_types, copy=False)
 
     def persist(self, **options: Any) -> LazyDataset:
         """The same dataset with its arrays read into the cluster's memory."""
         import dask  # noqa: I001 -- this module runs only with the optional extra
 
         arrays = dask.persist(self.X, self.y, self.w, self.event, self.sample_index, **options)
-        return LazyDataset(*arrays, self.feature_names, self.sample_names)
+        return LazyDataset(*arrays, self.feature_names, self.sample_names, self.branch_types)
 
     @property
     def npartitions(self) -> int:
@@ -70,10 +72,12 @@ class LazyDataset:
 
 def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
               sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
-              read_partition: Any, dtypes: tuple[Any, Any, Any]) -> LazyDataset:
+              read_partition: Any, dtypes: tuple[Any, Any, Any],
+              branch_types: dict[str, str] | None = None) -> LazyDataset:
     """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
     ``read_partition`` reads one entry range (``samples.read_partition``); ``dtypes``:
-    those of the whole read's class labels and sample indices (every partition's)."""
+    those of the whole read's class labels and sample indices (every partition's);
+    ``branch_types``: the feature branches' types, as the planning found them."""
     try:
         import dask
         import dask.array as da
@@ -112,7 +116,7 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
             columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
     return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],
-                       arrays["sample_index"], list(feature_texts), sample_names)
+                       arrays["sample_index"], list(feature_texts), sample_names, branch_types)
 
 
 def _rows(parts: tuple[np.ndarray | None, ...]) -> int:
