@@ -496,6 +496,7 @@ def report(
     figure_files: Mapping[str, str | os.PathLike[str]] | None = None,
     held_out: np.ndarray | None = None,
     binned: bool | None = None,
+    summary_verdict: tuple[Any, str] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a fitted model and return its path.
 
@@ -546,6 +547,10 @@ def report(
     binned : True when the features are a binned read's (each value at its bin's lower
         edge, as the score trees of a binned training hold them); the correlation caption
         says so. None: True when ``train``'s X is a :class:`~hepbdt.binned.BinnedMatrix`.
+    summary_verdict : (overtraining check, what it covers) for the summary's verdict line in
+        place of this model's own check of ``train`` against ``test`` (a k-fold training's
+        check of every fold's model, :func:`~hepbdt.evaluation.combined_over_folds`, as its
+        summary.txt prints it); the overtraining section still shows this model's.
     """
     unpacked = [unpack_dataset(data, name) for data, name in ((train, "train"), (test, "test"))]
     unpacked = [_in_model_order(model, *u) for u in unpacked]
@@ -571,11 +576,12 @@ def report(
     out = _Sections(figure_files)
     with plotting.experiment_label(label):
         if classes is not None:
-            _multiclass_sections(out, model, tr, te, classes, yields, sections, prov)
+            _multiclass_sections(out, model, tr, te, classes, yields, sections, prov,
+                                 summary_verdict)
             _multiclass_ranking_section(out, model, te, names, classes, n_repeats,
                                         random_state)
         elif classifier:
-            _classifier_sections(out, model, tr, te, yields, sections, prov)
+            _classifier_sections(out, model, tr, te, yields, sections, prov, summary_verdict)
         else:
             _regressor_sections(out, model, tr, te, yields, sections, prov)
         if classes is None:
@@ -652,7 +658,7 @@ def _class_names(model: Any) -> list[str] | None:
 
 def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                          classes: list[str], yields: _YieldBasis, sections: Sequence[Section],
-                         prov: Provenance) -> None:
+                         prov: Provenance, summary_verdict: tuple[Any, str] | None) -> None:
     """Summary (per-class AUC, overtraining verdict, ROC curves), caller sections, samples,
     the confusion matrix and the per-class overtraining check."""
     assert tr.proba is not None and te.proba is not None
@@ -665,9 +671,10 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
     out.html('<div class="row"><div class="key-numbers">')
     out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {len(classes)} "
              f"classes; {_training_count(tr)} and {len(te):,} test events.</p>")
+    headline, scope = summary_verdict or (check, "below")
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
-             f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
-             "(the worst of the classes' checks, below)</p>")
+             f'{headline.verdict}" id="summary-verdict">{html.escape(headline.verdict)}</span> '
+             f"(the worst of the classes' checks, {html.escape(scope)})</p>")
     rows = [(name, a_te, a_tr) for name, a_te, a_tr in zip(classes, auc_te, auc_tr, strict=True)]
     rows.append(("mean", float(auc_te.mean()), float(auc_tr.mean())))
     out.html('<p class="note">ROC AUC of each class against the rest, cutting on its '
@@ -747,12 +754,13 @@ def _multiclass_ranking_section(out: _Sections, model: Any, te: _Events, names: 
 
 def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                          yields: _YieldBasis, sections: Sequence[Section],
-                         prov: Provenance) -> None:
+                         prov: Provenance, summary_verdict: tuple[Any, str] | None) -> None:
     """Summary, caller sections, samples, efficiencies, overtraining and significance."""
     eff_te = efficiency_table(te.y, te.score, te.w)
     eff_tr = efficiency_table(tr.y, tr.score, tr.w)
     check = overtraining_test(tr.score, tr.y, tr.w, te.score, te.y, te.w)
-    _classifier_summary(out, model, tr, te, eff_te, eff_tr, check)
+    _classifier_summary(out, model, tr, te, eff_te, eff_tr,
+                        summary_verdict or (check, ""))
     _caller_sections(out, sections)
     _samples_section(out, tr, te, True, yields, prov.training_weights)
 
@@ -770,15 +778,18 @@ def _classifier_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
 
 def _classifier_summary(out: _Sections, model: Any, tr: _Events, te: _Events,
                         eff_te: EfficiencyTable, eff_tr: EfficiencyTable,
-                        check: OvertrainingResult) -> None:
-    """The verdict, AUC and signal efficiencies at 1/10/30 % background, ROC and scores."""
+                        verdict: tuple[OvertrainingResult, str]) -> None:
+    """The verdict (an overtraining check, and what it covers when not this model's check
+    below), AUC and signal efficiencies at 1/10/30 % background, ROC and scores."""
+    check, scope = verdict
     out.heading("Summary")
     out.html('<div class="row"><div class="key-numbers">')
     out.html(f"<p>{html.escape(_describe_model(model, tr.X.shape[1]))}; {_training_count(tr)} "
              f"and {len(te):,} test events.</p>")
     out.html(f'<p class="verdict-line">Overtraining check: <span class="verdict-'
              f'{check.verdict}" id="summary-verdict">{html.escape(check.verdict)}</span> '
-             "(the smallest p-value of training against test decides; Kolmogorov-Smirnov / "
+             f"({html.escape(scope + '; ' if scope else '')}the smallest p-value of training "
+             "against test decides; Kolmogorov-Smirnov / "
              f"chi2 p-value: signal {_pvalue(check.signal.ks_pvalue, check)} / "
              f"{_pvalue(check.signal.chi2_pvalue, check)}, background "
              f"{_pvalue(check.background.ks_pvalue, check)} / "

@@ -337,6 +337,30 @@ def test_summary_overtraining_line_shows_the_pvalues_of_its_verdict(tmp_path):
     assert "chi2" in verdict
 
 
+def test_kfold_report_summary_verdict_is_summary_txts_over_the_folds(tmp_path):
+    """The report's headline verdict of a k-fold training was fold 0's check, where
+    summary.txt gives every fold's (the smallest p-value x k): the two outputs of one
+    training could disagree (ok in the report, overtrained in the summary)."""
+    config = _write_inputs(tmp_path)
+    out = tmp_path / "out"
+    assert main(["train", str(config), "--output", str(out), "--no-progress",
+                 "--set", "split.kfold=3"]) == 0
+    lines = (out / "summary.txt").read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("Overtraining"))
+    verdict = lines[head].rsplit("-> ", 1)[1]
+    pvalues = [re.findall(r"(?:KS|chi2) p = ([^,\s]+)", lines[head + j]) for j in (1, 2)]
+    text = (out / "report.html").read_text(encoding="utf-8")
+    shown = re.search(r'id="summary-verdict">(\w+)</span>(.*?)</p>', text)
+    assert shown.group(1) == verdict
+    assert "over the 3 folds" in shown.group(2)
+    (s_ks, s_chi2), (b_ks, b_chi2) = pvalues
+    assert f"signal {s_ks} / {s_chi2}, background {b_ks} / {b_chi2}" in shown.group(2)
+    # the report written again from the score trees says the same
+    again = report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html",
+                               n_repeats=1).read_text(encoding="utf-8")
+    assert re.search(r'id="summary-verdict">.*?</p>', again).group(0) == shown.group(0)
+
+
 def test_block_split_of_a_sample_whose_files_weigh_differently_is_refused():
     # the end-to-end audit (2026-12-02): a sample of two files, the second of other weights,
     # read in order: the block split's test events were mostly the second file's, and the

@@ -303,6 +303,7 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
 
     train, test = result.fold_data(0, trained=False)  # the yields count the held-out events
     kfold = result.train_fold is not None
+    folds = FoldScores.of(result) if kfold else None
     title = result.config.title + (" (fold 0 of the k-fold training; the per-fold spread is "
                                    "in the k-fold section)" if kfold else "")
     fraction = 1.0 / result.k if kfold else result.test_fraction  # nominal: fold 0's is 1/k
@@ -312,10 +313,21 @@ def write_report(result: TrainResult, path: Path, echo: Echo = None) -> Path:
     return report(models_of(result.model)[0], result.labelled(train), result.labelled(test),
                   path, title=title, n_repeats=result.config.output.permutation_repeats,
                   test_fraction=fraction, min_background_events=n_min,
-                  sections=([_kfold_section(FoldScores.of(result), n_min)] if kfold else [])
+                  sections=([_kfold_section(folds, n_min)] if folds else [])
                   + _decorrelation_section(result),
                   provenance=provenance_of(result), learning_curve=curve,
-                  figure_files=_drawn_figures(result), held_out=result.fold_held_out(0))
+                  figure_files=_drawn_figures(result), held_out=result.fold_held_out(0),
+                  summary_verdict=_kfold_verdict(folds))
+
+
+def _kfold_verdict(folds: FoldScores | None) -> tuple[Any, str] | None:
+    """The report summary's overtraining verdict of a k-fold classification, summary.txt's:
+    every fold's model on its own events (the report's other sections show fold 0's)."""
+    if folds is None or folds.regression:
+        return None
+    return (folds.combined_overtraining(), f"summary.txt's, over the {folds.k} folds: each "
+            f"fold's model on its own events, the smallest p-value x {folds.k}; the "
+            "overtraining section shows fold 0's")
 
 
 # The figures draw_figures writes that the report shows as they are (same events, scores
@@ -635,7 +647,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   sections=[_kfold_section(folds, min_background_events)]
                   + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
                                            np.asarray(test_raw, np.float64), model.k),
-                  provenance=provenance, binned=binned)
+                  provenance=provenance, binned=binned, summary_verdict=_kfold_verdict(folds))
 
 
 def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str, np.ndarray],
