@@ -59,6 +59,7 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +211,10 @@ class _DaskMixin:
         w = (None if sample_weight is None
              else _aligned(da.asarray(sample_weight), blocks_of, "sample_weight"))
         e = None if event is None else _event_numbers(da.asarray(event), X)
+        if types is not None and not (isinstance(types, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in types.items())):
+            raise TypeError("branch_types must map branch names to type texts, as "
+                            f"LazyDataset.branch_types does, not {type(types).__name__}")
         self._validate_params()
         self._check_dask_options()
         self._check_stopping(eval_set is not None)  # before any work on the cluster
