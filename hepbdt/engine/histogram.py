@@ -36,7 +36,7 @@ import math
 import numba
 import numpy as np
 
-from ._prefetch import prefetch
+from ._prefetch import prefetch, prefetch_far
 from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit, serial_twin
 
 __all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser",
@@ -110,13 +110,20 @@ def _build_exact(codes, partition, payload, node_start, node_stop, slots, featur
 
 @njit(inline="always")
 def _add_events(codes_flat, row_length, partition, packed, start, stop, m, h, width):
+    last = row_length - np.uint64(1)
     for k in range(start, stop):
-        ahead = k + np.uint64(PREFETCH_AHEAD)
-        if ahead < stop:
-            i_ahead = np.uint64(partition[ahead])
-            prefetch(codes_flat, i_ahead * row_length)
-            prefetch(codes_flat, i_ahead * row_length + row_length - np.uint64(1))
-            prefetch(packed, i_ahead)
+        far = k + np.uint64(PREFETCH_FAR)
+        if far < stop:
+            i_far = np.uint64(partition[far])
+            prefetch_far(codes_flat, i_far * row_length)
+            prefetch_far(codes_flat, i_far * row_length + last)
+            prefetch_far(packed, i_far)
+        near = k + np.uint64(PREFETCH_NEAR)
+        if near < stop:
+            i_near = np.uint64(partition[near])
+            prefetch(codes_flat, i_near * row_length)
+            prefetch(codes_flat, i_near * row_length + last)
+            prefetch(packed, i_near)
         i = np.uint64(partition[k])
         row = i * row_length
         p = packed[i]
@@ -232,7 +239,12 @@ def _lanes_flat(hists: np.ndarray) -> np.ndarray:
 
 MIN_PACKED_TASK = 1 << 12  # and at least
 MIN_TASKS = 16  # tasks per call, where the events allow
-PREFETCH_AHEAD = 32  # events between a row's prefetch and its use
+# Events between a row's prefetches and its use: into the outer caches (T2) far ahead, then
+# into every level (T0) near. With one T0 prefetch (at any distance from 8 to 128) a
+# sparse node cost about twice the root's time an add; the levels below the root of 1M x
+# 28 trees (two threads, design notes): 0.47-0.57 -> 0.34-0.38 ns an add.
+PREFETCH_FAR = 64
+PREFETCH_NEAR = 8
 
 
 def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarray,
