@@ -61,24 +61,32 @@ class TargetRounding:
     files), judged on all of them: each part's count, mean and squared deviations merged
     (Chan, Golub and LeVeque's pairwise update) and its squared roundings summed. A read
     judged each chunk alone: a sample of files of 80 events was never judged, and a chunk
-    of nearly equal targets could be refused where the whole sample spreads widely."""
+    of nearly equal targets could be refused where the whole sample spreads widely (so did
+    a lazy read's partitions, until each sent its counts to be merged: ``merge``)."""
 
     def __init__(self) -> None:
         self.n, self.mean, self.m2, self.rounding = 0, 0.0, 0.0, 0.0
 
     def add(self, exact: np.ndarray, stored: np.ndarray) -> None:
         """Count a part's exact (float64) targets and their stored float32 values."""
-        n = exact.size
-        if n == 0:
+        if exact.size == 0:
             return
-        mean = float(np.mean(exact))
-        m2 = float(np.sum((exact - mean) ** 2))
-        total = self.n + n
-        delta = mean - self.mean
-        self.m2 += m2 + delta * delta * self.n * n / total
-        self.mean += delta * n / total
+        part = TargetRounding()
+        part.n, part.mean = exact.size, float(np.mean(exact))
+        part.m2 = float(np.sum((exact - part.mean) ** 2))
+        part.rounding = float(np.sum((stored.astype(np.float64) - exact) ** 2))
+        self.merge(part)
+
+    def merge(self, other: TargetRounding) -> None:
+        """Count the targets ``other`` counted (another part's: a lazy read's partition)."""
+        if other.n == 0:
+            return
+        total = self.n + other.n
+        delta = other.mean - self.mean
+        self.m2 += other.m2 + delta * delta * self.n * other.n / total
+        self.mean = other.mean if self.n == 0 else self.mean + delta * other.n / total
         self.n = total
-        self.rounding += float(np.sum((stored.astype(np.float64) - exact) ** 2))
+        self.rounding += other.rounding
 
     def check(self, what: str) -> None:
         """InputError when the rounding is more than TARGET_RESOLUTION of the spread."""

@@ -9,7 +9,9 @@ as in memory; the event counts after the cuts are known only when the partitions
 read (the arrays' chunk sizes are unknown until then). A sample whose files hold no entry
 is refused by the read, and one whose cut selects no event when it is computed (the
 sample's last partition waits for the counts of the others), with the in-memory read's
-EmptySelectionError. Dask is imported by this module only, which ``read`` imports only
+EmptySelectionError; so are regression targets that float32 rounds by too much, judged
+on all the read's targets as in memory (the read's last partition waits for every
+partition's counts of their rounding). Dask is imported by this module only, which ``read`` imports only
 when asked for a lazy dataset.
 """
 
@@ -21,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import Dataset
-from .errors import empty_selection_error
+from .dataset import Dataset, TargetRounding
+from .errors import BadValueError, InputError, empty_selection_error
 
 __all__ = ["LazyDataset", "read_lazy"]
 
@@ -89,9 +91,10 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
     label_dtype, index_dtype, event_dtype = dtypes
     y_dtype = {"classification": label_dtype, "regression": np.float32}.get(task)
     columns: dict[str, list[Any]] = {name: [] for name in ("X", "y", "w", "event", "sample_index")}
-    read = dask.delayed(read_partition, nout=5, pure=True)
-    checked = dask.delayed(_checked_partition, nout=5, pure=True)
+    read = dask.delayed(read_partition, nout=6, pure=True)
+    checked = dask.delayed(_checked_partition, nout=6, pure=True)
     count = dask.delayed(_rows, pure=True)
+    partitions = []  # every partition's delayed parts, in the read's order
     for plan in plans:
         if not sum(plan.entries):  # known now: no entry, so no event to select
             raise empty_selection_error(plan.sample, sum(plan.entries), plan.sources)
@@ -108,25 +111,53 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
                 counts.append(count(parts))
             else:  # the sample's last partition refuses it when no event is selected
                 parts = checked(parts, plan, *counts)
-            columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
-            if y_dtype is not None:
-                columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
-            columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
-            columns["event"].append(da.from_delayed(parts[3], (np.nan,), event_dtype))
-            columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
+            partitions.append(parts)
+    if task == "regression" and partitions:  # the read's last partition judges all targets
+        rounding = dask.delayed(_target_rounding, pure=True)
+        judged = dask.delayed(_judged_partition, nout=6, pure=True)
+        partitions[-1] = judged(partitions[-1], sample_names,
+                                *[rounding(parts) for parts in partitions])
+    for parts in partitions:
+        columns["X"].append(da.from_delayed(parts[0], (np.nan, m), np.float32))
+        if y_dtype is not None:
+            columns["y"].append(da.from_delayed(parts[1], (np.nan,), y_dtype))
+        columns["w"].append(da.from_delayed(parts[2], (np.nan,), np.float64))
+        columns["event"].append(da.from_delayed(parts[3], (np.nan,), event_dtype))
+        columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
     return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],
                        arrays["sample_index"], list(feature_texts), sample_names, branch_types)
 
 
-def _rows(parts: tuple[np.ndarray | None, ...]) -> int:
-    """A partition's selected events (``parts``: its X, y, w, event, sample_index)."""
+def _rows(parts: tuple[Any, ...]) -> int:
+    """A partition's selected events (``parts``: its X, y, w, event, sample_index and
+    target rounding)."""
     return len(parts[4])
 
 
-def _checked_partition(parts: tuple[np.ndarray | None, ...], plan: Any,
-                       *counts: int) -> tuple[np.ndarray | None, ...]:
-    """The last partition of a sample (``parts``: its X, y, w, event, sample_index) when
+def _target_rounding(parts: tuple[Any, ...]) -> TargetRounding | None:
+    """A partition's counts of its regression targets' float32 rounding."""
+    return parts[5]
+
+
+def _judged_partition(parts: tuple[Any, ...], sample_names: list[str],
+                      *roundings: TargetRounding | None) -> tuple[Any, ...]:
+    """The read's last partition (``parts``) once the float32 rounding of every partition's
+    regression targets (``roundings``) is judged together, as the in-memory read judges all
+    of its targets (``TargetRounding``); else the in-memory read's BadValueError."""
+    merged = TargetRounding()
+    for rounding in roundings:
+        if rounding is not None:
+            merged.merge(rounding)
+    try:
+        merged.check(f"samples {', '.join(map(repr, sample_names))}")
+    except InputError as err:
+        raise BadValueError(str(err)) from None
+    return parts
+
+
+def _checked_partition(parts: tuple[Any, ...], plan: Any, *counts: int) -> tuple[Any, ...]:
+    """The last partition of a sample (``parts``: as ``_rows`` takes them) when
     it or one of the sample's other partitions (their event ``counts``) selected an event;
     else the in-memory read's EmptySelectionError. It waits for the other partitions'
     counts, not for their arrays, which go on without it."""

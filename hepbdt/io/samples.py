@@ -1495,10 +1495,14 @@ def _check_shared_tree(shared: list[tuple[_Plan, Source]], step_size: int | str)
 def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, stop: int,
                     feature_expressions: Sequence[Any], inf_as_missing: bool,
                     task: str,
-                    dtypes: tuple[np.dtype, np.dtype, np.dtype]) -> tuple[np.ndarray, ...]:
-    """Entries [start, stop) of one source of a sample, as ``read`` would fill them;
-    ``dtypes``: the labels', sample indices' and event numbers' of the whole read
-    (``_index_dtypes``), so that every partition has the dtypes the lazy arrays declare."""
+                    dtypes: tuple[np.dtype, np.dtype, np.dtype]) -> tuple[Any, ...]:
+    """Entries [start, stop) of one source of a sample, as ``read`` would fill them: X, y,
+    w, event, sample_index, and the regression targets' float32 rounding (a TargetRounding,
+    or None), which the lazy read judges over all its partitions, as ``read`` judges all
+    its targets (a partition alone is not the read: a partition of under 100 events was
+    never judged, one of nearly equal targets refused). ``dtypes``: the labels', sample
+    indices' and event numbers' of the whole read (``_index_dtypes``), so that every
+    partition has the dtypes the lazy arrays declare."""
     source = plan.sources[source_index]
     context = f"sample {plan.sample.name!r}"
     out = _allocate(stop - start, len(feature_expressions), task, dtypes)
@@ -1510,9 +1514,9 @@ def read_partition(plan: Any, source_index: int, chain_offset: int, start: int, 
         arrays = reader.read(start, stop)
         filled = _fill_chunk(reader, arrays, start, stop, chain_offset, plan, feature_expressions,
                              inf_as_missing, out, 0)
-    _judge_targets(out, f"{context}, entries {start}-{stop}")
     y = None if out.y is None else out.y[:filled]
-    return out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled]
+    return (out.X[:filled], y, out.w[:filled], out.event[:filled], out.sample_index[:filled],
+            out.target_rounding)
 
 
 def choose_binned(entries: int, n_features: int, available_bytes: int | None = None) -> bool:
