@@ -121,3 +121,33 @@ def test_lazy_read_and_cluster_apply_use_the_clients_paths(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert absolute_source(Source("data/s.root", "t")).path == str(tmp_path / "data" / "s.root")
     assert absolute_source(Source("root://host//s.root", "t")).path == "root://host//s.root"
+
+
+def test_float64_features_that_float32_collapses_warn_as_in_memory(client):
+    """Memory's fit warns for a float64 feature that float32 holds in few steps (a timestamp
+    of 1e9 +- 30: every value one float32); the Dask fit did not (an audit of the Dask fit
+    against memory, 2026-12-05). The parts now send their columns' extents and the client
+    warns for the whole sample. Reference: numpy's range of the feature, in double."""
+    import re
+    import warnings
+
+    rng = np.random.default_rng(3)
+    n = 4_000
+    X = np.column_stack([1e9 + rng.uniform(-30, 30, n), rng.normal(size=n)])
+    X[7, 0] = np.nan  # skipped, as in memory
+    y = (np.nan_to_num(X[:, 0] - 1e9) > 0).astype(int)
+    low, high = np.nanmin(X[:, 0]), np.nanmax(X[:, 0])  # of the whole sample, not a part's
+    assert np.unique(X[~np.isnan(X[:, 0]), 0].astype(np.float32)).size <= 2  # collapsed
+    expected = re.escape(f"X: feature 'stamp' spans {float(low)!r} to {float(high)!r}, which "
+                         "float32")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        DaskBDTClassifier(n_trees=2, max_depth=2).fit(
+            *_dask(X, y, chunk=1_000), client=client, feature_names=["stamp", "other"])
+    texts = [str(w.message) for w in got if "float32" in str(w.message)]
+    assert len(texts) == 1 and re.match(expected, texts[0]), texts
+    with warnings.catch_warnings(record=True) as got:  # float32 input: nothing to warn of
+        warnings.simplefilter("always")
+        DaskBDTClassifier(n_trees=2, max_depth=2).fit(
+            *_dask(X.astype(np.float32), y, chunk=1_000), client=client)
+    assert not [w for w in got if "float32 (what hepbdt" in str(w.message)]

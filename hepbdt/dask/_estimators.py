@@ -74,6 +74,7 @@ from .._util import (
     exact_sum_of_parts,
     running_sum_slack,
     user_stacklevel,
+    warn_float32_steps,
     warn_unnamed_columns,
 )
 from ..binned import BinnedMatrix
@@ -262,6 +263,7 @@ class _DaskMixin:
                    definitions, eval_set):
         ratio = self._class_ratio()
         loaded = self._load(cluster, groups, blocks, classes, m, ratio)
+        _warn_float32_resolution(loaded, names)
         hashed = blocks["event"] is not None
         # the parts hold their own copies now: the futures of the float blocks (all of X,
         # y, w and event) were kept on the workers for the whole fit
@@ -1038,6 +1040,19 @@ class _Traffic:
 def _mean_loss(results: list[dict[str, float]]) -> float:
     total = sum(r["weight"] for r in results)
     return sum(r["loss"] for r in results) / total if total != 0 else 0.0
+
+
+def _warn_float32_resolution(loaded: list[dict[str, Any]], names: Any) -> None:
+    """Memory's fit's warning for float64 features that float32 holds in few steps
+    (``_util.warn_float32_resolution``), of the whole sample: the parts' extents merged."""
+    extents = [p["extent"] for p in loaded if p.get("extent") is not None]
+    if not extents:
+        return
+    low = np.fmin.reduce([e[0] for e in extents])
+    high = np.fmax.reduce([e[1] for e in extents])
+    changed = np.logical_or.reduce([e[2] for e in extents])
+    warn_float32_steps(low, high, changed, None if names is None else [str(n) for n in names],
+                       "X")
 
 
 def _refuse_in_memory_only(X: Any, decorrelate: Any) -> None:

@@ -126,12 +126,16 @@ def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndar
                     w_blocks: list[np.ndarray] | None, classes: np.ndarray | None,
                     given_magnitudes: bool = True, event: np.ndarray | None = None):
     """The part's float32 features, labels or targets and float64 given weights, checked
-    as memory checks the whole sample's (a :class:`_Refusal` where one check fails)."""
+    as memory checks the whole sample's (a :class:`_Refusal` where one check fails), and
+    the extent of float64 features (``float64_extent``; None for others)."""
     X = np.concatenate(X_blocks) if len(X_blocks) != 1 else X_blocks[0]
+    extent = None
     if X.shape[0] == 0:  # check_X refuses an empty X, which only the whole sample must not be
         X = np.ascontiguousarray(X, dtype=np.float32)
     else:
+        source = X
         X = _checked(CHECK_X, check_X, X)[0]
+        extent = float64_extent(source, X)
     y_raw = np.concatenate(y_blocks) if len(y_blocks) != 1 else y_blocks[0]
     if classes is not None:  # as in memory: int8 labels (BDTClassifier._encode_y)
         y = (np.asarray(y_raw == classes[1]).astype(np.int8) if classes.size == 2
@@ -153,7 +157,19 @@ def _checked_events(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndar
     if given_magnitudes:
         _checked(CHECK_MAGNITUDES, check_magnitudes, w,  # the given weights, before the policy
                  number=lambda: _out_of_range(w))
-    return X, y, w
+    return X, y, w, extent
+
+
+def float64_extent(source: Any, X: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """A part's float64 features (``source``, (n, m), and ``X``, their float32 values): each
+    column's lowest and highest value (NaN skipped) and whether float32 changed one, the
+    client's to merge for memory's float32 warning of the whole sample
+    (``_util.warn_float32_resolution``); None when the features were not float64."""
+    source = np.asarray(source)
+    if source.dtype != np.float64 or source.ndim != 2:
+        return None
+    low, high = np.fmin.reduce(source, axis=0), np.fmax.reduce(source, axis=0)
+    return low, high, np.any(source != X, axis=0)  # NaN counts as changed, as in memory
 
 
 def _out_of_range(w: np.ndarray) -> int:
@@ -177,18 +193,20 @@ def load(key: str, X_blocks: list[np.ndarray], y_blocks: list[np.ndarray],
     nothing to any sum, and the fit refuses only when every part is empty.
 
     Returns its rows ("rows", and "n" once checked), whether a weight is not zero, whether
-    one is negative, its signal count, and "refused": None, or (stage, error, number) of
-    the first check its events failed (nothing is kept then)."""
+    one is negative, its signal count, the extent of float64 features ("extent":
+    ``float64_extent``), and "refused": None, or (stage, error, number) of the first check
+    its events failed (nothing is kept then)."""
     rows = sum(int(np.shape(b)[0]) for b in X_blocks)
     event = None if e_blocks is None else np.concatenate(e_blocks).astype(np.int64)
     try:
-        X, y, w = _checked_events(key, X_blocks, y_blocks, w_blocks, classes, given_magnitudes,
-                                  event)
+        X, y, w, extent = _checked_events(key, X_blocks, y_blocks, w_blocks, classes,
+                                          given_magnitudes, event)
     except _Refusal as refusal:
         return {"rows": rows, "refused": (refusal.stage, refusal.error, refusal.number)}
     part = _PARTS[key] = _Part(X, y, w, max(1, int(n_threads)))
     part.event = event
-    return {"rows": rows, "refused": None, "nonzero": bool(np.any(w != 0)), "n": int(y.size),
+    return {"rows": rows, "refused": None, "extent": extent,
+            "nonzero": bool(np.any(w != 0)), "n": int(y.size),
             "n_nonzero": int(np.count_nonzero(w)),
             "negative": bool(np.any(w < 0)), "signal": int(np.count_nonzero(y == 1))}
 
