@@ -400,14 +400,14 @@ def warn_float32_resolution(source: Any, names: Sequence[str] | None, what: str 
     if source.dtype != np.float64 or source.size == 0:
         return
     low, high = np.fmin.reduce(source, axis=0), np.fmax.reduce(source, axis=0)  # NaN skipped
-    changed = _float32_steps(low, high) < FLOAT32_STEPS
+    changed = float32_steps(low, high) < FLOAT32_STEPS
     for col in np.flatnonzero(changed):  # the cast of the few candidates only
         with np.errstate(over="ignore"):  # a value beyond float32 was refused before
             changed[col] = np.any(source[:, col] != source[:, col].astype(np.float32))
     warn_float32_steps(low, high, changed, names, what)
 
 
-def _float32_steps(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+def float32_steps(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """How many float32 steps each feature's [low, high] spans (NaN where low == high)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         step = np.maximum(np.abs(low), np.abs(high)) * 2.0**-23  # float32's at the larger end
@@ -418,7 +418,7 @@ def warn_float32_steps(low: np.ndarray, high: np.ndarray, changed: np.ndarray,
                        names: Sequence[str] | None, what: str) -> None:
     """:func:`warn_float32_resolution` of features whose double values span [low, high],
     ``changed`` where float32 rounded some value (integers such as run numbers are exact)."""
-    steps = _float32_steps(low, high)
+    steps = float32_steps(low, high)
     for col in np.flatnonzero((steps < FLOAT32_STEPS) & changed):
         name = f"feature {col}" if names is None else f"feature {names[col]!r}"
         warnings.warn(
