@@ -526,3 +526,52 @@ def test_early_stopping_with_flatness_is_refused_and_strength_zero_stays_ordinar
     plain = BDTClassifier(max_depth=3).fit(X, y, w)
     assert zero.forest_.n_trees == plain.forest_.n_trees
     np.testing.assert_array_equal(zero.decision_function(X), plain.decision_function(X))
+
+
+def test_kfold_decorrelation_figures_and_json_say_every_event_scored_out_of_fold(
+        tmp_path, monkeypatch):
+    """A k-fold training's sculpting and decorrelation_front figures, and decorrelation.json,
+    measure every event scored out of fold (the report's section says so), where a split's
+    measure its test events: the figures had no title and the front's legend said "this
+    model", the file no word of whose events (a k-fold audit)."""
+    import uproot
+    from matplotlib.figure import Figure
+
+    from hepbdt import plotting
+    from hepbdt.analysis import report_from_scores, train
+
+    calls = {}
+
+    def recorder(name):
+        def draw(*args, **kwargs):  # records the call; an empty figure saves quickly
+            calls[name] = (args, kwargs)
+            return Figure()
+        return draw
+
+    for name in ("plot_mass_sculpting", "plot_decorrelation_front"):
+        monkeypatch.setattr(plotting, name, recorder(name))
+    train(_sculpting_config(tmp_path, 600, 1200, ["method.n_trees=5", "output.report=false",
+                                                  "split.kfold=3"], "out"))
+    figures = dict(calls)
+    out = tmp_path / "out"
+    saved = json.loads((out / "decorrelation.json").read_text())
+    # the measures are of every TestTree event: the rejection at each row's cut, recomputed
+    with uproot.open(out / "scores.root") as file:
+        test = file["TestTree"].arrays(["bdt_score", "classID", "weight", "fold"], library="np")
+    assert set(test["fold"]) == {0, 1, 2}
+    signal = test["classID"] == 0
+    for row in saved["measures"]["rows"]:
+        passing = test["bdt_score"] >= row["threshold"]
+        w = test["weight"]
+        assert row["background_rejection"] == pytest.approx(
+            w[~signal].sum() / w[~signal & passing].sum(), rel=1e-9)
+    said = "All events of the 3 folds, each scored by the model that did not train on it"
+    assert saved["events"] == said
+    for name in ("plot_mass_sculpting", "plot_decorrelation_front"):
+        assert figures[name][1]["suptitle"] == said
+    assert list(figures["plot_decorrelation_front"][0][0]) == ["the 3 folds' models"]
+    # the report's section, written again from the score trees, names the models alike
+    calls.clear()
+    report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html",
+                       n_repeats=1)
+    assert list(calls["plot_decorrelation_front"][0][0]) == ["the 3 folds' models"]

@@ -85,7 +85,8 @@ def write_outputs(result: TrainResult, echo: Echo = None) -> None:
     if measures is not None:
         files["sculpting"] = out / "decorrelation.json"
         atomic_write_text(files["sculpting"], dumps_strict(  # n/a and inf as strings
-            {"decorrelate": config.decorrelate, "measures": measures.to_dict()}, indent=1) + "\n")
+            {"decorrelate": config.decorrelate, "events": _measured_events(result),
+             "measures": measures.to_dict()}, indent=1) + "\n")
     if config.output.figures:
         for name, path in draw_figures(result, out / "figures",
                                        config.output.figure_formats, echo).items():
@@ -185,10 +186,11 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
         if result.train_fold is not None:
             figures["kfold_roc"] = lambda: _kfold_roc_figure(FoldScores.of(result))
     measures = decorrelation_of(result)
-    if measures is not None:
-        figures["sculpting"] = lambda: plotting.plot_mass_sculpting(measures)
+    if measures is not None:  # k-fold: every event, scored out of fold, as the scores figure
+        figures["sculpting"] = lambda: plotting.plot_mass_sculpting(measures, suptitle=pooled)
         figures["decorrelation_front"] = lambda: plotting.plot_decorrelation_front(
-            {"this model": measures}, efficiency=None)
+            {"this model" if pooled is None else f"the {result.k} folds' models": measures},
+            efficiency=None, suptitle=pooled)
     figures["ranking"] = lambda: plotting.plot_ranking(
         ranking(result), title=None if result.train_fold is None else
         f"Variable ranking (split gain), the mean of the {result.k} folds' models")
@@ -212,6 +214,14 @@ def draw_figures(result: TrainResult, folder: Path, formats: Sequence[str] = ("p
             continue
         written[name] = plotting.save_figure(figure, folder / name, formats)[0]
     return written
+
+
+def _measured_events(result: TrainResult) -> str:
+    """Whose events and scores the decorrelation measures are, as decorrelation.json says:
+    the test events, or (k-fold) every event, each scored by the model that did not train
+    on it."""
+    pooled, _ = _pooled_titles(result)
+    return "the test events" if pooled is None else pooled
 
 
 def _pooled_titles(result: TrainResult) -> tuple[str | None, str | None]:
@@ -519,7 +529,9 @@ def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequen
         ("fig-sculpting", f"{measures.variable} after cuts at fixed signal efficiency",
          lambda: plotting.plot_mass_sculpting(measures)),
         ("fig-decorrelation-front", "Background rejection against 1/JSD",
-         lambda: plotting.plot_decorrelation_front({"this model": measures}, efficiency=None))])
+         lambda: plotting.plot_decorrelation_front(
+             {"this model" if k is None else f"the {k} folds' models": measures},
+             efficiency=None))])
 
 
 def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
