@@ -472,3 +472,22 @@ def test_kfold_learning_curve_figure_says_it_is_fold_0s(kfold, tmp_path, monkeyp
         assert titles[name].startswith("All events of the 3 folds, each scored by the model "
                                        "that did not train on it")
     assert titles["plot_roc_and_rejection"].endswith("training: each model's own training events")
+
+
+def test_kfold_progress_lines_name_each_fold_as_the_outputs_do(tmp_path):
+    """The progress line of fold i's training said "training fold i+1/k on N events", where
+    TrainTree, model_fold<i>.json, the per-fold table and the errors call that model fold i:
+    the first model's N was printed under "fold 1" (a k-fold audit)."""
+    skewed = "preselection='(nJet >= 2) & (event % 5 == 0) & ((event % 3 != 2) | (event % 2 == 0))'"
+    config = load_config(DEMO, [skewed, "method.n_trees=5", "split.kfold=3",
+                                "output.figures=false", "output.report=false"],
+                         output=tmp_path / "out")
+    lines = []
+    train(config, echo=lines.append)
+    printed = {int(i): int(n.replace(",", "")) for i, n in
+               (re.fullmatch(r"training fold (\d+)(?: of |/)3 on ([\d,]+) events", line).groups()
+                for line in lines if line.startswith("training fold"))}
+    with uproot.open(tmp_path / "out" / "scores.root") as file:
+        fold = file["TrainTree"]["fold"].array(library="np")
+    assert printed == {i: int(np.count_nonzero(fold == i)) for i in range(3)}
+    assert len(set(printed.values())) == 3  # the folds differ: a shifted name shows
