@@ -359,6 +359,12 @@ def test_kfold_report_summary_verdict_is_summary_txts_over_the_folds(tmp_path):
     again = report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html",
                                n_repeats=1).read_text(encoding="utf-8")
     assert re.search(r'id="summary-verdict">.*?</p>', again).group(0) == shown.group(0)
+    # the provenance names every fold's trees, not fold 0's alone under "model"
+    folds = load_model(out / "model.json").models
+    listed = ", ".join(f"fold {i}: {m.n_trees_} trees" for i, m in enumerate(folds))
+    for page in (text, again):
+        row = re.search(r"<td>fold models</td><td[^>]*>(.*?)</td>", page).group(1)
+        assert html.unescape(row) == f"{listed} (the model row is fold 0's)"
 
 
 def test_block_split_of_a_sample_whose_files_weigh_differently_is_refused():

@@ -384,7 +384,17 @@ def provenance_of(result: TrainResult) -> Any:
         training_weights=("as read: physical weights" if split.norm == "none" else
                           f"normalised per class (norm = {split.norm}, TMVA's NormMode), so "
                           "their sums are not expected yields"),
-        model_files=models)
+        model_files=models, notes=_fold_models_note(result.model))
+
+
+def _fold_models_note(model: Any) -> dict[str, str]:
+    """The provenance row of a k-fold model's folds and their trees (the report's "model"
+    row describes fold 0's, whose tree count alone is not the training's); none else."""
+    if not isinstance(model, KFoldModel):
+        return {}
+    folds = ", ".join(f"fold {i}: {m.n_trees_} {tree_unit(m)}"
+                      for i, m in enumerate(model.models))
+    return {"fold models": f"{folds} (the model row is fold 0's)"}
 
 
 def _sample_provenance(config: AnalysisConfig, sample: Any) -> Any:
@@ -623,6 +633,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                                tree == "TestTree")
     title = title or f"hepbdt report: {model_path}"
     provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
+    provenance.notes = {**provenance.notes, **_fold_models_note(model)}
     held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
     held = None if held is None else np.asarray(held) != 0
     binned = bool(settings.get("binned", False))  # the trees hold the bins' lower edges
