@@ -247,12 +247,23 @@ def _thin(n: int, keep: Any = ()) -> Any:
     return np.unique(np.r_[even, geometric, 0, n - 1, np.asarray(keep, np.int64)])
 
 
+_OUTSIDE_MARK = " *"
+_OUTSIDE_NOTE = "* efficiencies beyond [0, 1] at some cuts:\nnegative weights"
+
+
 def _roc_label(name: str, eff_s: np.ndarray, eff_b: np.ndarray, auc: float) -> str:
-    """A curve's legend entry: its AUC, and where signed weights took an efficiency out of
-    [0, 1] (a net weight passing a cut above the class's total), that it did."""
+    """A curve's legend entry: its AUC, marked (``_OUTSIDE_MARK``, which the legend's title
+    explains: ``_roc_legend``) where signed weights took an efficiency out of [0, 1] (a net
+    weight passing a cut above the class's total)."""
     outside = bool(np.any((eff_s < 0) | (eff_s > 1) | (eff_b < 0) | (eff_b > 1)))
-    return (f"{name} (AUC = {number_text(auc, fixed=True)})"
-            + ("; efficiencies beyond [0, 1] at some cuts: negative weights" if outside else ""))
+    return f"{name} (AUC = {number_text(auc, fixed=True)})" + (_OUTSIDE_MARK if outside else "")
+
+
+def _roc_legend(ax: Any, **options: Any) -> None:
+    """The legend of ROC curves, titled with the note on efficiencies beyond [0, 1] in small
+    type when a curve is marked so (a note in each entry made it wider than the figure)."""
+    marked = any(line.get_label().endswith(_OUTSIDE_MARK) for line in ax.lines)
+    ax.legend(**options, title=_OUTSIDE_NOTE if marked else None, title_fontsize="x-small")
 
 
 def _span(arrays: Iterable[np.ndarray], low: float, high: float) -> tuple[float, float]:
@@ -283,7 +294,7 @@ def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
     _efficiency_limits(ax, [c[1] for c in curves], [1.0 - c[2] for c in curves])
     ax.set_xlabel(_EPS_S)
     ax.set_ylabel(r"Background rejection 1 − ε$_\mathrm{B}$")
-    ax.legend(loc="lower left")
+    _roc_legend(ax, loc="lower left")
 
 
 def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
@@ -310,7 +321,7 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
     ax.grid(True, which="major", alpha=0.3)
     ax.set_xlabel(_EPS_S)
     ax.set_ylabel(r"Background rejection 1/ε$_\mathrm{B}$")
-    ax.legend(loc="upper right")
+    _roc_legend(ax, loc="upper right")
 
 
 @_figure
@@ -525,7 +536,7 @@ def plot_multiclass_roc(
     _efficiency_limits(ax, [d[0] for d in drawn], [d[1] for d in drawn])
     ax.set_xlabel("Efficiency of the class")
     ax.set_ylabel("Rejection of the other classes")
-    ax.legend(loc="lower left", fontsize=13)
+    _roc_legend(ax, loc="lower left", fontsize=13)
     return fig
 
 

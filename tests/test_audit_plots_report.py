@@ -386,7 +386,9 @@ def test_roc_points_of_signed_weights_beyond_one_stay_in_the_frame():
         x, v = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
         (x_low, x_high), (y_low, y_high) = ax.get_xlim(), ax.get_ylim()
         assert np.all((x >= x_low) & (x <= x_high) & (v >= y_low) & (v <= y_high))
-        assert "efficiencies beyond [0, 1] at some cuts: negative weights" in line.get_label()
+        assert line.get_label().endswith(" *")  # marked, and the legend's title says why
+        assert ax.get_legend().get_title().get_text() == (
+            "* efficiencies beyond [0, 1] at some cuts:\nnegative weights")
 
 
 def test_a_front_at_one_efficiency_names_what_a_tied_cut_keeps():
