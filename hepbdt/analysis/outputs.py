@@ -632,8 +632,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
         _check_recorded_scores(model, f"{os.fspath(scores_path)}:{tree}", data, recorded,
                                tree == "TestTree")
     title = title or f"hepbdt report: {model_path}"
-    provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test))
-    provenance.notes = {**provenance.notes, **_fold_models_note(model)}
+    provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test), model)
     held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
     held = None if held is None else np.asarray(held) != 0
     binned = bool(settings.get("binned", False))  # the trees hold the bins' lower edges
@@ -722,8 +721,9 @@ def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str
 
 
 def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.PathLike,
-                       output: str | os.PathLike, n_train: int, n_test: int) -> Any:
-    """The provenance of a report written again from a model file and its score trees."""
+                       output: str | os.PathLike, n_train: int, n_test: int, model: Any) -> Any:
+    """The provenance of a report written again from a model file (``model``, loaded) and
+    its score trees."""
     from ..report import InputFile, Provenance, SampleProvenance  # imported with the report
 
     scores = os.fspath(scores_path)
@@ -739,4 +739,5 @@ def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.Path
         model_files={Path(model_path).name: file_sha256(model_path),
                      Path(scores).name: file_sha256(scores)},
         notes={"written from": "the model file and the score trees of a training; its "
-                               "configuration is not stored with them"})
+                               "configuration is not stored with them",
+               **_fold_models_note(model)})
