@@ -156,3 +156,38 @@ def test_complemented_names_are_those_whose_type_decides_what_tilde_gives():
              "~(x > 0)": set(), "x[~sel]": {"sel"}, "~Jet_id[Jet_pt > 30]": {"Jet_id"}}
     for text, names in cases.items():
         assert set(Expression(text).complemented) == names, text
+
+
+def _write_flags(path: Path, kind: str) -> np.ndarray:
+    """A tree 'Events' of N events whose list branch ``flags`` holds the same 0/1 numbers in
+    ``kind``; returns each event's count of ones."""
+    rng = np.random.default_rng(7)
+    rows = [list(rng.random(rng.integers(0, 5)) < 0.5) for _ in range(N)]
+    label = np.arange(N) % 2
+    with uproot.recreate(path) as file:
+        file["Events"] = {"flags": ak.values_astype(ak.Array(rows), kind),
+                     "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
+                     "label": label.astype(np.int32), "event": np.arange(N, dtype=np.int64)}
+    return np.array([sum(r) for r in rows])
+
+
+def test_complement_of_a_sum_of_flags_is_the_same_whatever_their_kind(tmp_path):
+    """~sum(flags) of UChar_t flags was 2**64 - 1 - n (Awkward sums unsigned integers in
+    uint64), -1 - n for Bool_t or Int_t ones; and apply refused a model of ~sum(flags) on a
+    file whose flags changed kind, whose values it gives alike."""
+    features = ["~sum(flags)", "x"]
+    for kind in ("bool", "uint8", "int32", "int16"):
+        ones = _write_flags(tmp_path / f"{kind}.root", kind)
+        data = hepbdt.read([hepbdt.Sample("all", f"{tmp_path / f'{kind}.root'}:Events", label=1)],
+                           features, progress=False)
+        assert np.array_equal(data.X[:, 0], (-1 - ones).astype(np.float32)), kind
+    source = f"{tmp_path / 'bool.root'}:Events"
+    samples = [hepbdt.Sample("s", source, cut="label == 1", label=1),
+               hepbdt.Sample("b", source, cut="label == 0", label=0)]
+    data = hepbdt.read(samples, features, event="event", progress=False)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(data.X, data.y, data.w)
+    model.save(tmp_path / "model.json")
+    for kind in ("bool", "uint8"):
+        apply(tmp_path / "model.json", tmp_path / f"{kind}.root", tmp_path / f"{kind}_s.root",
+              event_branch="event")
+    assert np.array_equal(_scores(tmp_path / "uint8_s.root"), _scores(tmp_path / "bool_s.root"))

@@ -216,6 +216,10 @@ FUNCTIONS: frozenset[str] = frozenset(
 )
 
 _SUMMING = frozenset({"sum", "prod", "mean", "std"})  # reductions that add float32 elements
+# Reductions whose value is the same integer or boolean whether the list holds booleans,
+# signed or unsigned integers of the same numbers (what ~ of them gives does not depend on
+# the branch's kind; a float list is refused by ~ in any case)
+_KIND_FREE = frozenset({"sum", "prod", "num", "count", "count_nonzero", "any", "all"})
 
 # ROOT's spellings that do not parse here, and how an expression writes them
 _ROOT_LIST_FUNCTIONS = {"Sum": "sum", "Length": "num", "Max": "max", "Min": "min"}
@@ -483,9 +487,12 @@ class Expression:
 
     def _typed_names(self, node: ast.AST) -> set[str]:
         """The names whose type the type of ``node``'s value follows: none below a
-        comparison or a logical operator, whose values are booleans whatever they read."""
+        comparison or a logical operator, whose values are booleans whatever they read, or
+        below a count or integer sum of a list (``_KIND_FREE``)."""
         if isinstance(node, ast.Compare | ast.BoolOp) or (isinstance(node, ast.UnaryOp) and (
                 isinstance(node.op, ast.Not) or self._source.is_logical_not(node))):
+            return set()
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _KIND_FREE:
             return set()
         name = self._name_of(node)
         if name is not None:
@@ -936,6 +943,12 @@ class Expression:
             if func in _SUMMING:  # float32 elements summed in double, as ROOT's Sum$
                 value = _as_double(value)
             result = _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
+            dtype = _leaf_dtype(value)
+            if func in ("sum", "prod") and dtype is not None and dtype.kind == "u" and (
+                    dtype.itemsize < 8):
+                # Awkward sums narrow unsigned integers in uint64, where signed ones and
+                # booleans give int64: ~sum(flags) of UChar_t flags was 2**64 - 1 - n
+                result = self._widen(result)
             if func in ("max", "min"):
                 result = _nan_where_any_nan(value, result)
             return result
