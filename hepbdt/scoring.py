@@ -268,8 +268,9 @@ class _Job:
         definitions = getattr(scorer, "feature_definitions_", None) or {}
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
-        _check_saved_constants(scorer, features)
-        _check_saved_expressions(scorer, features)
+        if any(getattr(m, "_constants_unknown", False) for m in _models(scorer)):
+            _check_saved_constants(features)  # a file saved before 2026-12-04
+            _check_saved_expressions(features)
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
@@ -344,13 +345,11 @@ def _models(scorer: Any) -> list[Any]:
     return scorer.models if isinstance(scorer, KFoldModel) else [scorer]
 
 
-def _check_saved_constants(scorer: Any, features: list[Expression]) -> None:
-    """ApplyOptionError for a model file saved before a bare e, pi, inf or nan meant the
-    constant only, whose features use one: there it meant a tree's branch of that name where
-    the tree had one, so the file cannot say which (``persistence``'s ``_constants_unknown``)."""
-    models = _models(scorer)
-    if not any(getattr(m, "_constants_unknown", False) for m in models):
-        return
+def _check_saved_constants(features: list[Expression]) -> None:
+    """ApplyOptionError, for a model file saved before a bare e, pi, inf or nan meant the
+    constant only (``persistence``'s ``_constants_unknown``), when its features use one:
+    there it meant a tree's branch of that name where the tree had one, so the file cannot
+    say which."""
     for feature in features:
         for name in sorted(feature.bare_constants):
             raise ApplyOptionError(
@@ -362,15 +361,12 @@ def _check_saved_constants(scorer: Any, features: list[Expression]) -> None:
                 "\"constants\": \"bare\"")
 
 
-def _check_saved_expressions(scorer: Any, features: list[Expression]) -> None:
-    """ApplyOptionError for a model file saved before 2026-12-04 (no "constants": "bare")
-    whose features compute: it may come from hepbdt before 2026-11-27, which computed
+def _check_saved_expressions(features: list[Expression]) -> None:
+    """ApplyOptionError, for a model file saved before 2026-12-04 (no "constants": "bare"),
+    when its features compute: it may come from hepbdt before 2026-11-27, which computed
     expressions otherwise (unsigned integers wrapped, NaN != x was true, round(0.5) was 0,
     float32 arithmetic in float32), and the file does not say which rules trained it, so
     today's values may not be those its trees were grown on (scores off by up to 0.7)."""
-    models = _models(scorer)
-    if not any(getattr(m, "_constants_unknown", False) for m in models):
-        return
     for feature in features:
         if feature.computes:
             raise ApplyOptionError(
