@@ -619,3 +619,38 @@ def test_a_lazy_reads_model_keeps_the_branch_types_that_apply_checks(client, tmp
     with pytest.raises(BranchTypeError, match="branch 'flag' is int32"):
         apply(tmp_path / "model.json", tmp_path / "other.root", tmp_path / "scores.root")
     assert not (tmp_path / "scores.root").exists()
+
+
+def test_a_lazy_read_fits_whole_so_its_branch_types_cannot_be_left_behind(client, tmp_path):
+    """``fit(data)`` on a lazy read takes its features, labels, weights, names and branch
+    types: the same model as the arrays passed one by one, and ``apply`` refuses a file
+    whose ``flag`` became an integer. Arguments that differ from the read's are refused,
+    and so is a fit of arrays without y."""
+    from hepbdt.io import BranchTypeError, Sample, read
+    from hepbdt.scoring import apply
+
+    from .test_audit_branch_types import FEATURES, _write
+
+    _write(tmp_path / "train.root", 1)
+    source = f"{tmp_path / 'train.root'}:Events"
+    samples = [Sample("s", source, cut="label == 1", label=1),
+               Sample("b", source, cut="label == 0", label=0)]
+    lazy = read(samples, FEATURES, dask=True)
+    whole = DaskBDTClassifier(n_trees=3, max_depth=3).fit(lazy, client=client)
+    parts = DaskBDTClassifier(n_trees=3, max_depth=3).fit(
+        lazy.X, lazy.y, lazy.w, client=client, feature_names=lazy.feature_names,
+        branch_types=lazy.branch_types)
+    X = lazy.compute().X  # named columns
+    np.testing.assert_array_equal(whole.decision_function(X), parts.decision_function(X))
+    assert list(whole.feature_names_in_) == list(FEATURES)
+    assert whole.branch_types_ == read(samples, FEATURES, progress=False).branch_types
+    whole.save(tmp_path / "model.json")
+    _write(tmp_path / "other.root", 2, flag="int32")
+    with pytest.raises(BranchTypeError, match="branch 'flag' is int32"):
+        apply(tmp_path / "model.json", tmp_path / "other.root", tmp_path / "scores.root")
+    with pytest.raises(ValueError, match="feature_names .* differ from the lazy read's"):
+        DaskBDTClassifier(n_trees=3).fit(lazy, client=client, feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="sample_weight is given beside a lazy read"):
+        DaskBDTClassifier(n_trees=3).fit(lazy, None, lazy.w + 1, client=client)
+    with pytest.raises(TypeError, match="needs y"):
+        DaskBDTClassifier(n_trees=3).fit(lazy.X, client=client)

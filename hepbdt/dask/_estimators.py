@@ -118,6 +118,7 @@ from ..estimators import (
     hold_out_ratio_refusal,
     quantised_option,
 )
+from ..io.lazy import LazyDataset
 from ..model import ClassForestBuilder, ForestBuilder
 from . import _parts
 from ._adaboost import AdaBoostOnParts
@@ -1055,6 +1056,32 @@ def _warn_float32_resolution(loaded: list[dict[str, Any]], names: Any) -> None:
                        "X")
 
 
+def _unpacked(X: Any, y: Any, sample_weight: Any, feature_names: Any, branch_types: Any
+              ) -> tuple[Any, Any, Any, Any, Any]:
+    """(X, y, sample_weight, feature_names, branch_types) of a fit: a LazyDataset X gives
+    its arrays, names and branch types (so that none is left behind: without its branch
+    types ``apply`` checks nothing), each refused where the caller gave another."""
+    if not isinstance(X, LazyDataset):
+        if y is None:
+            raise TypeError("fit() needs y, the labels or targets, unless X is a lazy read "
+                            "(hepbdt.read(..., dask=True)), which carries them")
+        return X, y, sample_weight, feature_names, branch_types
+    if X.y is None:
+        raise ValueError("the lazy read has no labels or targets (its samples give none): "
+                         "give y, or read samples with a label or a target")
+    for name, given, own in (("y", y, X.y), ("sample_weight", sample_weight, X.w)):
+        if given is not None and given is not own:
+            raise ValueError(f"{name} is given beside a lazy read, which carries its own: "
+                             f"fit(data) takes the read's; or pass data.X, data.y, data.w")
+    if feature_names is not None and [str(n) for n in feature_names] != list(X.feature_names):
+        raise ValueError(f"feature_names {list(feature_names)} differ from the lazy read's "
+                         f"{list(X.feature_names)}, which name its columns")
+    if branch_types is not None and dict(branch_types) != dict(X.branch_types or {}):
+        raise ValueError("branch_types differ from the lazy read's, which are the types its "
+                         "features were read from")
+    return X.X, X.y, X.w, list(X.feature_names), X.branch_types
+
+
 def _refuse_in_memory_only(X: Any, decorrelate: Any) -> None:
     """Refuse the fit's inputs that only the in-memory fit takes: binned features, and
     decorrelation variables."""
@@ -1076,11 +1103,13 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
                                  "nothing is checked until fit.")
 
     @_whole_or_unchanged
-    def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
+    def fit(self, X, y=None, sample_weight=None, eval_set=None, event=None, *, client=None,
             bin_edges=None, feature_names=None, feature_definitions=None,
             decorrelate=None, branch_types=None) -> DaskBDTClassifier:
         """Train on dask arrays X (n, m), y (n,) and optional weights (numpy arrays are
-        turned into dask arrays of one block), on ``client`` (the current one when None).
+        turned into dask arrays of one block), on ``client`` (the current one when None);
+        or on a lazy read alone, ``fit(data)``, which takes its features, labels, weights,
+        feature names and branch types.
 
         ``eval_set`` and ``event`` as for :meth:`BDTClassifier.fit`: an eval set (numpy or
         dask arrays, computed to the client) is watched on the client; event numbers (a
@@ -1098,6 +1127,8 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
+        X, y, sample_weight, feature_names, branch_types = _unpacked(
+            X, y, sample_weight, feature_names, branch_types)
         _refuse_in_memory_only(X, decorrelate)
         self._validate_params()  # refused options cost no work on the cluster
         self._check_stopping(eval_set is not None)
@@ -1148,14 +1179,17 @@ class DaskBDTRegressor(_DaskMixin, BDTRegressor):
                                  "nothing is checked until fit.")
 
     @_whole_or_unchanged
-    def fit(self, X, y, sample_weight=None, eval_set=None, event=None, *, client=None,
+    def fit(self, X, y=None, sample_weight=None, eval_set=None, event=None, *, client=None,
             bin_edges=None, feature_names=None, feature_definitions=None,
             branch_types=None) -> DaskBDTRegressor:
         """Train on dask arrays X (n, m), y (n,) and optional weights, ``eval_set``,
-        ``event`` and ``branch_types`` (see :meth:`DaskBDTClassifier.fit`)."""
+        ``event`` and ``branch_types``, or on a lazy read alone (see
+        :meth:`DaskBDTClassifier.fit`)."""
         require_dask()
         import dask.array as da  # noqa: I001 -- the optional extra, imported with the fit
 
+        X, y, sample_weight, feature_names, branch_types = _unpacked(
+            X, y, sample_weight, feature_names, branch_types)
         _refuse_in_memory_only(X, None)
         self.n_features_in_ = int(da.asarray(X).shape[1])
         return self._dask_fit(X, y, sample_weight, client, bin_edges, None, feature_names,

@@ -38,8 +38,8 @@ class LazyDataset:
     numbers, or int64), ``sample_index``, one partition per entry range; labels and sample
     indices have the Dataset's dtypes (the smallest signed integers that hold them: int8
     for up to 128 classes or samples), the same in every partition. ``branch_types``: the
-    types of the branches the features read (``Dataset.branch_types``; give them to the
-    Dask fit, which keeps them for ``apply``). ``compute()`` reads them into a Dataset."""
+    types of the branches the features read (``Dataset.branch_types``; the Dask fit
+    of the whole read, ``fit(data)``, keeps them for ``apply``). ``compute()`` reads them into a Dataset."""
 
     X: Any
     y: Any
