@@ -41,6 +41,7 @@ from ._util import (
     user_stacklevel,
     warn_unnamed_columns,
 )
+from ._version import EXPRESSION_RULES
 from .binned import BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
@@ -1012,7 +1013,7 @@ class _BDTBase(SklearnProtocol):
         types = self.__dict__.pop("_branch_types", None)  # of a hepbdt Dataset's X
         # a fit computed its features by today's rules, whatever file the estimator came from
         for name in ("feature_names_in_", "feature_definitions_", "branch_types_",
-                     "_constants_unknown"):
+                     "_constants_unknown", "_expression_rules"):
             self.__dict__.pop(name, None)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -1323,9 +1324,11 @@ class _BDTBase(SklearnProtocol):
             "feature_names": None if not hasattr(self, "feature_names_in_")
             else [str(n) for n in self.feature_names_in_],
             "feature_definitions": getattr(self, "feature_definitions_", None) or {},
-            # a bare e, pi, inf or nan in a feature is the constant (a branch is `e`); a
-            # file saved before that rule keeps saying nothing
-            **({} if getattr(self, "_constants_unknown", False) else {"constants": "bare"}),
+            # a bare e, pi, inf or nan in a feature is the constant (a branch is `e`), and
+            # the expressions' rules (hepbdt._version); a file saved before both says neither
+            **({} if getattr(self, "_constants_unknown", False) else {
+                "constants": "bare",
+                "expression_rules": getattr(self, "_expression_rules", EXPRESSION_RULES)}),
             # the types of the branches the features read (hepbdt.io.branch_types); a
             # model fitted on other arrays, or saved before the record, has none
             **({} if getattr(self, "branch_types_", None) is None

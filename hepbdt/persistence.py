@@ -213,10 +213,24 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     # saved before a bare e, pi, inf or nan meant the constant only: apply refuses its
     # features that use one (a tree's branch of that name was read where there was one)
     est._constants_unknown = doc.get("constants") != "bare"
+    est._expression_rules = _expression_rules(doc)
     types = _branch_types(doc.get("branch_types"))
     if types is not None:  # absent in files saved before 2026-12-04 (late): apply checks nothing
         est.branch_types_ = types
     return est
+
+
+def _expression_rules(doc: dict) -> int:
+    """The version of the expression rules the file's features were computed by
+    (``hepbdt._version.EXPRESSION_RULES``): as written, else 1 for a file that says
+    "constants": "bare" (2026-12-04), else 0."""
+    rules = doc.get("expression_rules")
+    if rules is None:
+        return 1 if doc.get("constants") == "bare" else 0
+    if type(rules) is not int or rules < 1 or doc.get("constants") != "bare":
+        raise ModelFormatError(f"expression_rules {_brief(rules)} must be a whole number >= 1, "
+                               "beside \"constants\": \"bare\" (hepbdt writes both)")
+    return rules
 
 
 # a branch's type text (hepbdt.io.branch_types): number type, then [k] or [] for arrays

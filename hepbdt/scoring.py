@@ -34,6 +34,7 @@ from ._util import (
     model_scores,
     user_stacklevel,
 )
+from ._version import EXPRESSION_RULES
 from .boosting.losses import softmax_rows
 from .io.branch_types import check_types
 from .io.errors import InputError, MissingFileError
@@ -271,6 +272,7 @@ class _Job:
         if any(getattr(m, "_constants_unknown", False) for m in _models(scorer)):
             _check_saved_constants(features)  # a file saved before 2026-12-04
             _check_saved_expressions(features)
+        _check_expression_rules(features, _models(scorer))
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
@@ -379,6 +381,37 @@ def _check_saved_expressions(features: list[Expression]) -> None:
                 "if it was trained with hepbdt of 2026-11-27 or later, add \"constants\": "
                 "\"bare\" to its model file (after back-quoting any branch named e, pi, inf "
                 "or nan in feature_names and feature_definitions)")
+
+
+def _check_expression_rules(features: list[Expression], models: list[Any]) -> None:
+    """ApplyOptionError for a computed feature that the expression rules of a model file
+    (``EXPRESSION_RULES`` when it was saved) may compute otherwise than today's: any under
+    newer rules than this hepbdt knows, and under rules 1 (2026-12-04) a sum or prod of a
+    list of unsigned integers narrower than 64 bits (then uint64, now int64). Files under
+    rules 0 are ``_check_saved_expressions``'s."""
+    for model in models:
+        rules = getattr(model, "_expression_rules", EXPRESSION_RULES)
+        computed = [f.text for f in features if f.computes]
+        if rules > EXPRESSION_RULES and computed:
+            raise ApplyOptionError(
+                f"the model file was saved under expression rules {rules}, newer than this "
+                f"hepbdt's ({EXPRESSION_RULES}): its computed feature {computed[0]!r} may be "
+                "read otherwise here than it was trained on; apply it with the hepbdt that "
+                "saved it, or a newer one")
+        if rules != 1:
+            continue
+        types = getattr(model, "branch_types_", None)
+        for feature in features:
+            moved = [n for n in sorted(feature.summed)
+                     if types is None or re.match(r"uint(8|16|32)\b", types.get(n, "uint8"))]
+            if moved:
+                raise ApplyOptionError(
+                    f"the model's feature {feature.text!r} sums or multiplies {moved[0]!r}, "
+                    "and the model file was saved under expression rules 1 (2026-12-04), "
+                    "when sum and prod of unsigned integers narrower than 64 bits were uint64 "
+                    "(~sum(flags) was 2**64 - 1 - n), where they are int64 now: retrain it; "
+                    "or, if the branch holds no unsigned integers, write \"expression_rules\": "
+                    f"{EXPRESSION_RULES} in its model file")
 
 
 def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:

@@ -365,6 +365,9 @@ class Expression:
     complemented
         The names a bitwise ``~`` (not ``!``) reads: its value depends on their type
         (:mod:`hepbdt.io.branch_types`).
+    summed
+        The names a ``sum`` or ``prod`` reads (model files saved before 2026-12-05 summed
+        narrow unsigned integers otherwise: ``hepbdt.scoring``).
     computes
         False for a branch read as it is (``x``, ``Jet_pt[:, 0]``), True for anything that
         computes (arithmetic, comparisons, functions): hepbdt before 2026-11-27 computed
@@ -414,6 +417,11 @@ class Expression:
             if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert)
             and not self._source.is_logical_not(node)
             for name in self._typed_names(node.operand) if name in names)
+        # the branches a sum or prod reads: its type followed their kind before 2026-12-05
+        self.summed = frozenset(
+            inner.id for node in ast.walk(self._node)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("sum", "prod")
+            for inner in ast.walk(node) if isinstance(inner, ast.Name) and inner.id in names)
         self.computes = not _is_branch_read(self._node)
 
     def canonical(self) -> str:
