@@ -153,7 +153,8 @@ def test_a_read_refuses_trees_whose_types_give_one_expression_other_values(tmp_p
 
 def test_complemented_names_are_those_whose_type_decides_what_tilde_gives():
     cases = {"~flag": {"flag"}, "!flag": set(), "~(a & b) + c": {"a", "b"},
-             "~(x > 0)": set(), "x[~sel]": {"sel"}, "~Jet_id[Jet_pt > 30]": {"Jet_id"}}
+             "~(x > 0)": set(), "x[~sel]": {"sel"}, "~Jet_id[Jet_pt > 30]": {"Jet_id"},
+             "~where(flag, 1, 0)": set(), "~where(x > 0, flag, n)": {"flag", "n"}}
     for text, names in cases.items():
         assert set(Expression(text).complemented) == names, text
 
@@ -191,3 +192,20 @@ def test_complement_of_a_sum_of_flags_is_the_same_whatever_their_kind(tmp_path):
         apply(tmp_path / "model.json", tmp_path / f"{kind}.root", tmp_path / f"{kind}_s.root",
               event_branch="event")
     assert np.array_equal(_scores(tmp_path / "uint8_s.root"), _scores(tmp_path / "bool_s.root"))
+
+
+def test_a_complement_of_where_does_not_follow_its_conditions_type(trained, tmp_path):
+    """~where(flag, 1, 0) is -2 or -1 whether flag is a Bool_t or an Int_t of 0 and 1:
+    apply scores both files alike (it refused the Int_t one as it refuses ~flag)."""
+    folder, _, _ = trained
+    samples = [hepbdt.Sample("s", f"{folder / 'train.root'}:Events", cut="label == 1", label=1),
+               hepbdt.Sample("b", f"{folder / 'train.root'}:Events", cut="label == 0", label=0)]
+    data = hepbdt.read(samples, ["~where(flag, 1, 0)", "x"], event="event", progress=False)
+    np.testing.assert_array_equal(np.unique(data.X[:, 0]), [-2.0, -1.0])
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(data.X, data.y)
+    _write(tmp_path / "same.root", 3)
+    _write(tmp_path / "int.root", 3, flag="int32")
+    apply(model, tmp_path / "same.root", tmp_path / "same_scores.root", event_branch="event")
+    apply(model, tmp_path / "int.root", tmp_path / "int_scores.root", event_branch="event")
+    np.testing.assert_array_equal(_scores(tmp_path / "int_scores.root"),
+                                  _scores(tmp_path / "same_scores.root"))

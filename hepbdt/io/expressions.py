@@ -495,13 +495,17 @@ class Expression:
 
     def _typed_names(self, node: ast.AST) -> set[str]:
         """The names whose type the type of ``node``'s value follows: none below a
-        comparison or a logical operator, whose values are booleans whatever they read, or
-        below a count or integer sum of a list (``_KIND_FREE``)."""
+        comparison or a logical operator, whose values are booleans whatever they read,
+        below a count or integer sum of a list (``_KIND_FREE``), or in a where's condition."""
         if isinstance(node, ast.Compare | ast.BoolOp) or (isinstance(node, ast.UnaryOp) and (
                 isinstance(node.op, ast.Not) or self._source.is_logical_not(node))):
             return set()
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _KIND_FREE:
             return set()
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "where":
+            # the condition chooses; the type is the chosen values' (~where(f, 1, 0) is the
+            # same whether f is a Bool_t or an Int_t)
+            return {found for arg in node.args[1:] for found in self._typed_names(arg)}
         name = self._name_of(node)
         if name is not None:
             return {name}
