@@ -32,7 +32,9 @@ fit time, and the statistical floor: the median (10-90 %) 1/JSD of
 whatever its mass (the best any selection of that efficiency can do on this sample).
 Then: which hep_ml points hepbdt's front dominates (a hepbdt point at least as good in
 both), hepbdt's best rejection at the 1/JSD the no-mass model reaches, the best rejection
-among the rows at their floor (1/JSD above the floor's 10 % point), and the ratio of
+among the rows at their floor (1/JSD above the floor's 10 % point), every hepbdt row cut
+where it keeps the no-mass cut's background efficiency (so at that cut's floor: the signal
+it keeps and its 1/JSD against the floor's band), and the ratio of
 hep_ml's fit time to hepbdt's at each strength (hepbdt on all cores, and on one thread as
 hep_ml, which is single-threaded). hep_ml is optional (``pip install --no-deps hep_ml``);
 without it only hepbdt's rows are printed. With ``--draws N`` only the two flatness-loss
@@ -111,6 +113,26 @@ def floor(efficiency, test, draws=FLOOR_DRAWS) -> tuple[float, float, float]:
     if not inverse:
         return (float("nan"),) * 3
     return tuple(float(v) for v in np.percentile(inverse, [10, 50, 90]))
+
+
+def at_background_efficiency(score, test, efficiency) -> tuple[float, float, float]:
+    """The cut keeping the top ``efficiency`` of the test background's weight: (the
+    background fraction it keeps, the signal fraction it keeps, 1/JSD of the background
+    mjj), so that models are compared at one statistical floor."""
+    from hepbdt.evaluation import jensen_shannon_divergence
+
+    _, y, w, mass = test
+    background = y == 0
+    order = np.argsort(-score[background], kind="stable")
+    kept = np.cumsum(w[background][order]) / w[background].sum()
+    threshold = score[background][order][min(np.searchsorted(kept, efficiency), order.size - 1)]
+    passed = score >= threshold
+    edges = np.linspace(*_range(mass), 51)
+    before = np.histogram(mass[background], edges, weights=w[background])[0]
+    after = np.histogram(mass[background & passed], edges, weights=w[background & passed])[0]
+    fraction = float(w[background & passed].sum() / w[background].sum())
+    signal = float(w[~background & passed].sum() / w[~background].sum())
+    return fraction, signal, 1.0 / jensen_shannon_divergence(before, after)
 
 
 def fit_hepbdt(train, trees, depth, strength=None, columns=None, n_jobs=None, ddt=False,
@@ -217,6 +239,26 @@ def summarise_no_mass(rows) -> None:
              f"{alt['rejection']:.3g}" if best is not None else ""))
 
 
+def matched_to_no_mass(rows, test) -> None:
+    """Every hepbdt row cut where it keeps the no-mass model's background efficiency, whose
+    statistical floor is then the no-mass model's own: the signal it keeps against the
+    no-mass model's 50 %, and its 1/JSD against that floor."""
+    alt = next(r for r in rows if r["model"] == "no-mass")
+    p = 1.0 / alt["rejection"]
+    low, median, high = alt["floor"]
+    print(f"\nAt the no-mass model's background efficiency {p:.4f} (its cut keeps 50 % of the "
+          f"signal at 1/JSD {alt['1/JSD']:.4g}; random selections of that efficiency: "
+          f"{median:.4g}, 10-90 % {low:.4g}-{high:.4g}):")
+    for r in rows:
+        if not r["model"].startswith(("hepbdt", "plain")):
+            continue
+        kept, signal, inverse = at_background_efficiency(r["score"], test, p)
+        s = "" if r["strength"] is None else f" {r['strength']:g}"
+        verdict = ("within the floor's 10-90 %" if low <= inverse else "below the floor's 10 %")
+        print(f"  {r['model']}{s}: keeps {kept:.4f} of the background and {signal:.3f} of the "
+              f"signal, 1/JSD {inverse:.4g} ({verdict})")
+
+
 def dominated(point, front) -> bool:
     return any(r >= point[0] and j >= point[1] for r, j in front)
 
@@ -264,7 +306,7 @@ def main(argv=None):
         low, median, high = floor(1.0 / rejection, test)
         rows.append({"model": name, "strength": strength, "rejection": rejection,
                      "1/JSD": inverse, "fit s": seconds, "fit s 1 thread": one_thread,
-                     "floor": (low, median, high)})
+                     "floor": (low, median, high), "score": score})
         s = "" if strength is None else f"{strength:g}"
         single = "" if one_thread is None else f"{one_thread:9.2f}"
         print(f"{name:14s} {s:>8s} {rejection:10.3g} {inverse:10.4g} {seconds:9.2f} {single:>9s} "
@@ -304,6 +346,7 @@ def main(argv=None):
                       f"({r['rejection']:.3g}, {r['1/JSD']:.3g})" for r in points
                       if r not in beaten)))
     summarise_no_mass(rows)
+    matched_to_no_mass(rows, test)
     strong = [r for r in rows if r["model"] == "hepbdt" and r["1/JSD"] >= 50]
     print("hepbdt strengths with 1/JSD >= 50: "
           + (", ".join(f"{r['strength']:g} (rejection {r['rejection']:.3g}, 1/JSD "
