@@ -491,3 +491,25 @@ def test_kfold_progress_lines_name_each_fold_as_the_outputs_do(tmp_path):
         fold = file["TrainTree"]["fold"].array(library="np")
     assert printed == {i: int(np.count_nonzero(fold == i)) for i in range(3)}
     assert len(set(printed.values())) == 3  # the folds differ: a shifted name shows
+
+
+def test_a_regression_of_a_constant_target_warns_in_a_regressions_words(tmp_path):
+    """Every training event predicted alike: the warning spoke of a classifier's scores
+    ("it separates nothing") for a regression too."""
+    config_path = tmp_path / "const.toml"
+    config_path.write_text(f"""tree = "Events"
+preselection = "(nJet >= 2) & (event % 10 == 0)"
+features = ["HT", "MET_pt"]
+[samples.qcd]
+files = "{DATA}/background_qcd.root"
+target = "125.0"
+[method]
+n_trees = 3
+[output]
+report = false
+figures = false
+""")
+    result = train(load_config(config_path, [], output=tmp_path / "out"))
+    assert np.ptp(result.train_scores) == 0
+    assert any("predicts one value for every training event" in w for w in result.warnings)
+    assert not any("separates" in w for w in result.warnings)

@@ -243,6 +243,10 @@ def constant_score_warnings(result: TrainResult) -> list[str]:
     scores = np.asarray(result.train_scores)
     if scores.shape[0] == 0 or np.ptp(scores, axis=0).max() > 0:
         return []
+    if result.config.task == "regression":
+        return ["warning: the model predicts one value for every training event: it learned "
+                "nothing from the features (a constant target, features without information, "
+                "or options that allow no split)"]
     return ["warning: the model gives every training event the same score: it separates "
             "nothing (features without information, or options that allow no split)"]
 
