@@ -1793,8 +1793,10 @@ class BDTClassifier(_BDTBase):
                 raise ValueError(f"y must have at least two classes; found {classes.size} "
                                  f"class ({classes[:10].tolist()}): one class cannot be separated")
             if classes.size > MAX_CLASSES:
+                numeric = np.issubdtype(classes.dtype, np.number)
                 raise ValueError(f"y has {classes.size} classes; at most {MAX_CLASSES} are "
-                                 "supported (is y a continuous target? use BDTRegressor)")
+                                 "supported" + (" (is y a continuous target? use BDTRegressor)"
+                                                if numeric else ": merge some classes"))
             if classes.size == 2:
                 signal = self._signal_class(classes)
                 self.classes_ = np.array([classes[classes != signal][0], signal],

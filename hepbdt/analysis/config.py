@@ -21,6 +21,7 @@ from typing import Any
 
 from .._util import user_stacklevel
 from ..estimators import (
+    MAX_CLASSES,
     BDTClassifier,
     BDTRegressor,
     IdleOptionWarning,
@@ -854,6 +855,10 @@ def _task(samples: list[SampleConfig], problems: _Problems) -> tuple[str, list[s
                          "label = 'signal' and label = 'background'; a multi-class training "
                          "needs three or more class names")
         return "classification", []
+    if len(names) > MAX_CLASSES:  # BDTClassifier's limit: refused here, not after the read
+        problems.add("samples", "label", f"{len(names)} classes; a training takes at most "
+                     f"{MAX_CLASSES} (each a column of predict_proba and two score branches): "
+                     "merge some samples into one class (the same label)")
     if len(names) > 2:
         _check_class_names(names, problems)
     classes = list(BINARY_CLASSES) if len(names) == 2 else sorted(names)
