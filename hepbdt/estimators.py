@@ -1775,8 +1775,14 @@ class BDTClassifier(_BDTBase):
                                      f"{self.classes_.size} classes the loss is 'softmax' "
                                      "(or None)")
             return Softmax(self.classes_.size, self.boosting)
-        name = self.loss or ("logistic" if self.boosting == "newton" else "deviance")
-        return _get_loss(self.boosting, name, True)
+        own = "logistic" if self.boosting == "newton" else "deviance"
+        if self.loss == "softmax":  # the loss of three or more classes, which fit may see
+            if not hasattr(self, "classes_"):
+                return None  # check_params before a fit: valid
+            raise ParameterError("loss", f"loss 'softmax' is the loss of three or more "
+                                 f"classes; with two the loss of boosting="
+                                 f"{self.boosting!r} is {own!r} (or None)")
+        return _get_loss(self.boosting, self.loss or own, True)
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         """The labels as the boosters take them, int8 (one byte an event): 1 for signal and

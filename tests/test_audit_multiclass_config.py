@@ -58,3 +58,25 @@ def test_string_labels_beyond_the_limit_are_not_called_a_target():
     with pytest.raises(ValueError, match="at most 100 are supported: merge") as info:
         BDTClassifier(n_trees=2).fit(X, [f"c{i}" for i in range(101)])
     assert "BDTRegressor" not in str(info.value)
+@pytest.mark.parametrize("boosting", ["gradient", "newton"])
+def test_softmax_loss_is_taken_as_the_estimator_takes_it(tmp_path, capsys, boosting):
+    assert _estimator_trains(3, boosting=boosting, loss="softmax")
+    config = _config(tmp_path, 3, 'loss = "softmax"')
+    config.write_text(config.read_text().replace('"gradient"', f'"{boosting}"'))
+    status = main(["train", str(config), "--check"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+
+
+def test_softmax_loss_of_two_classes_is_refused_with_the_right_loss(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(40, 1))
+    with pytest.raises(ValueError, match="three or more classes; with two the loss of "
+                       "boosting='newton' is 'logistic'"):
+        BDTClassifier(boosting="newton", loss="softmax", n_trees=2).fit(X, [0, 1] * 20)
+    config = _config(tmp_path, 3, 'loss = "softmax"')
+    text = config.read_text().replace('label = "c2"', 'label = "signal"')
+    config.write_text(text.replace('label = "c1"', 'label = "background"').replace(
+        'label = "c0"', 'label = "background"'))
+    status = main(["train", str(config), "--check"])
+    err = capsys.readouterr().err
+    assert status == 2 and "[method] loss: loss = 'softmax' is the loss of three" in err

@@ -1022,6 +1022,10 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             _warn_idle_options(estimator.get_params(), table)
             if n_classes > 2:
                 _check_multiclass_method(params, table, tmva_options, n_classes, problems)
+            elif n_classes == 2 and params.get("loss") == "softmax":  # check_params takes it
+                problems.add("method", "loss", "loss = 'softmax' is the loss of three or more "
+                             "classes; a two-class training leaves loss out (or gives "
+                             "'deviance' with gradient, 'logistic' with newton)")
     return params, tmva_options
 
 
