@@ -201,27 +201,54 @@ class KFoldModel:
         """Fold number of each event (:func:`fold_of`)."""
         return fold_of(event, self.k)
 
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels of the fold models (the same in every fold), in the order of
+        :meth:`predict_proba`'s columns; AttributeError for regressors."""
+        classes = getattr(self.models[0], "classes_", None)
+        if classes is None:
+            raise AttributeError("the fold models are regressors: they have no classes")
+        return classes
+
     def decision_function(self, X: Any, event: Any) -> np.ndarray:
         """Score of each event by the model that did not train on it (a classifier's
         ``decision_function``, a regressor's ``predict``): float64 (n,), or (n, c) when the
         models return c scores per event. Named X (a data frame, a dict, a Dataset's X) is
         taken by feature name, as each fold model takes it."""
+        return self._by_fold(X, event, model_scores)
+
+    def predict_proba(self, X: Any, event: Any) -> np.ndarray:
+        """Class probabilities (n, K), columns in ``classes_`` order, of each event by the
+        fold model that did not train on it (classifiers)."""
+        self.classes_  # noqa: B018 -- a regressor's fold models have none: say so first
+        return self._by_fold(X, event, lambda model, rows: model.predict_proba(rows))
+
+    def predict(self, X: Any, event: Any) -> np.ndarray:
+        """Each event's predicted class (classifiers) or target (regressors), by the fold
+        model that did not train on it."""
+        return self._by_fold(X, event, lambda model, rows: model.predict(rows))
+
+    def _by_fold(self, X: Any, event: Any, method: Any) -> np.ndarray:
+        """``method(model, rows)`` of each fold model on the events of its fold, in the
+        events' order."""
         X = self._in_feature_order(X)
         folds = self.folds(event)
         if folds.shape != (X.shape[0],):
             raise ValueError(f"event has shape {folds.shape}; X has {X.shape[0]} events")
-        scores: np.ndarray | None = None
+        out: np.ndarray | None = None
         for i, model in enumerate(self.models):
             mask = folds == i
             if not mask.any():
                 continue
-            part = model_scores(model, X[mask])
-            if scores is None:
-                scores = np.full((X.shape[0], *part.shape[1:]), np.nan)
-            scores[mask] = part
-        if scores is None:  # no events
-            scores = model_scores(self.models[0], X)
-        return scores
+            part = np.asarray(method(model, X[mask]))
+            if out is None:
+                out = np.empty((X.shape[0], *part.shape[1:]), part.dtype)
+                if out.dtype.kind == "f":
+                    out.fill(np.nan)
+            out[mask] = part
+        if out is None:  # no events
+            out = np.asarray(method(self.models[0], X))
+        return out
 
     def _in_feature_order(self, X: Any) -> Any:
         """X as rows the fold models score: named input as an array of their features in their

@@ -341,3 +341,31 @@ def test_apply_of_an_infinite_feature_names_inf_as_missing_for_apply(tmp_path, c
     expected = model.decision_function(np.where(np.isinf(x1), np.nan, x1)[:, None])
     with uproot.open(tmp_path / "cli.root") as file:
         np.testing.assert_array_equal(file["Events"]["bdt_score"].array(library="np"), expected)
+
+
+def test_a_kfold_model_gives_each_events_probabilities_and_class_from_its_fold_model():
+    """``predict_proba``, ``predict`` and ``classes_`` of a multi-class KFoldModel (it had
+    ``decision_function`` only): each event's row is its own fold model's, found by hand."""
+    from hepbdt.kfold import KFoldModel, fold_of
+
+    rng = np.random.default_rng(3)
+    n = 900
+    y = np.array(["QCD", "W+jets", "ttbar"])[rng.integers(0, 3, n)]
+    X = rng.normal(size=(n, 3)) + (y == "ttbar")[:, None] * 0.8 - (y == "QCD")[:, None] * 0.5
+    event = rng.permutation(10 * n)[:n]
+    folds = fold_of(event, 3)
+    models = [hepbdt.BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(
+        X[folds != i], y[folds != i]) for i in range(3)]
+    kfold = KFoldModel(models, by="event")
+    np.testing.assert_array_equal(kfold.classes_, ["QCD", "W+jets", "ttbar"])
+    expected = np.array([models[f].predict_proba(X[j:j + 1])[0] for j, f in enumerate(folds)])
+    np.testing.assert_array_equal(kfold.predict_proba(X, event), expected)
+    np.testing.assert_array_equal(kfold.predict(X, event),
+                                  kfold.classes_[np.argmax(expected, axis=1)])
+    regressors = KFoldModel([hepbdt.BDTRegressor(n_trees=3).fit(X[folds != i], X[folds != i, 0])
+                             for i in range(3)])
+    np.testing.assert_array_equal(
+        regressors.predict(X, event),
+        [regressors.models[f].predict(X[j:j + 1])[0] for j, f in enumerate(folds)])
+    with pytest.raises(AttributeError, match="regressors"):
+        regressors.predict_proba(X, event)
