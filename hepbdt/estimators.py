@@ -852,7 +852,8 @@ class _BDTBase(SklearnProtocol):
         if X.missing_any() if binned else any_nan(X, rows):
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
-        self._record_evals(evals, result)
+        with threads(self.n_jobs):  # their scores and losses run parallel kernels too
+            self._record_evals(evals, result)
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
         self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration,
                                            forest.trees_per_round, evaluated, forest.extra)

@@ -560,3 +560,38 @@ def test_threads_calling_hepbdt_at_once_on_the_workqueue_layer():
                          text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.split() == ["workqueue", "ok"], \
         run.stdout + run.stderr[-2000:]
+
+
+def test_threads_reaching_kernels_beside_fit_and_predict_on_the_workqueue_layer():
+    """On the workqueue layer only fit and decision_function took turns: the forest's own
+    scores, staged predictions, an eval_set's recorded losses and BinMapper.transform
+    launched their kernels unlocked, and two threads doing one of them aborted the
+    interpreter. The reference: the same call made once, alone."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        from concurrent.futures import ThreadPoolExecutor
+        import numpy as np, numba, hepbdt
+        from hepbdt.engine.binning import BinMapper
+        X = np.random.default_rng(0).normal(size=(300000, 6)).astype(np.float32)
+        y = (X[:, 0] > 0).astype(int)
+        m = hepbdt.BDTClassifier(n_trees=12, max_depth=4).fit(X[:5000], y[:5000])
+        def evals():
+            e = hepbdt.BDTClassifier(n_trees=6, max_depth=3).fit(
+                X[:20000], y[:20000], eval_set=[(X[:200000], y[:200000]), (X[:3000], y[:3000])])
+            return np.array(e.evals_result_["validation_0"]["deviance"])
+        calls = [lambda: m.forest_.raw_score(X), lambda: list(m.staged_decision_function(X))[-1],
+                 evals, lambda: BinMapper(255, 0, 0).fit(X[:1000], np.ones(1000)).transform(X)]
+        for call in calls:
+            reference = call()
+            with ThreadPoolExecutor(4) as pool:
+                outs = list(pool.map(lambda _: call(), range(12)))
+            print(all(np.array_equal(o, reference) for o in outs))
+        print(numba.threading_layer())
+    """
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split() == ["True"] * 4 + ["workqueue"], \
+        run.stdout + run.stderr[-2000:]

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
-from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine._types import CHANNEL_DTYPE, launch_lock, njit
 from ..engine._vmath import exp_float32, exp_nonpositive, log_positive
 from ..engine.grower import leaf_sweeps, sweep_rows
 
@@ -261,13 +261,15 @@ class _LogisticFamily(Loss):
 
     def loss(self, y, w, score):
         partial = np.empty(-(-y.size // LOSS_CHUNK))
-        _logistic_loss(y, score, w, self.scale, partial)
+        with launch_lock():
+            _logistic_loss(y, score, w, self.scale, partial)
         total = self.weight_total(w)
         return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def loss_terms(self, y, w, score):
         out = np.empty(y.size)
-        _logistic_loss_terms(y, score, w, self.scale, out)
+        with launch_lock():
+            _logistic_loss_terms(y, score, w, self.scale, out)
         return out
 
     def channels(self, y, score, w_tree, w, out=None, maxima=None):
@@ -277,8 +279,9 @@ class _LogisticFamily(Loss):
         wg, wh = out if out is not None else (np.empty(n, CHANNEL_DTYPE), np.empty(n, CHANNEL_DTYPE))
         partial = np.empty(-(-n // LOSS_CHUNK))
         bits = np.zeros((partial.size, 2), np.uint32)
-        _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh,
-                           partial, bits)
+        with launch_lock():
+            _logistic_channels(y, score, np.asarray(w_tree, CHANNEL_DTYPE), w, self.scale, wg, wh,
+                               partial, bits)
         if maxima is not None:
             maxima[:] = bits.max(axis=0).view(np.float32) if n else 0.0
         total = self.weight_total(w)
@@ -287,8 +290,9 @@ class _LogisticFamily(Loss):
     def channel_leaf_sums(self, leaf_of, n_leaves, y, score, w_tree):
         """``sums_by_leaf`` of (wg, wh, w_tree) that ``channels`` stores, from the events alone."""
         out = np.empty((3, n_leaves))
-        _logistic_leaf_sums(leaf_of, y, score, np.asarray(w_tree, CHANNEL_DTYPE), self.scale,
-                            n_leaves, leaf_sweeps(n_leaves), out)
+        with launch_lock():
+            _logistic_leaf_sums(leaf_of, y, score, np.asarray(w_tree, CHANNEL_DTYPE), self.scale,
+                                n_leaves, leaf_sweeps(n_leaves), out)
         return out
 
 
@@ -512,13 +516,15 @@ class Softmax:
         """Weighted mean -ln p_y."""
         total = self.weight_total(w)
         partial = np.empty(-(-y.size // LOSS_CHUNK))
-        _softmax_loss(y, np.ascontiguousarray(scores, np.float64), w, partial)
+        with launch_lock():
+            _softmax_loss(y, np.ascontiguousarray(scores, np.float64), w, partial)
         return float(np.sum(partial) / total) if total != 0 else 0.0
 
     def loss_terms(self, y: NDArray, w: NDArray, scores: NDArray) -> NDArray:
         """Each event's w (-ln p_y), the terms ``loss`` adds in chunks of LOSS_CHUNK."""
         out = np.empty(y.size)
-        _softmax_loss_terms_all(y, np.ascontiguousarray(scores, np.float64), w, out)
+        with launch_lock():
+            _softmax_loss_terms_all(y, np.ascontiguousarray(scores, np.float64), w, out)
         return out
 
     def channels(self, y: NDArray, scores: NDArray, w_tree: NDArray,
@@ -528,8 +534,9 @@ class Softmax:
         wg = np.empty(scores.shape, CHANNEL_DTYPE)
         wh = np.empty(scores.shape, CHANNEL_DTYPE)
         partial = np.empty(-(-n // LOSS_CHUNK))
-        _softmax_channels(y, scores, np.asarray(w_tree, CHANNEL_DTYPE), w, self.gradient_factor,
-                          self.hessian_factor, wg, wh, partial)
+        with launch_lock():
+            _softmax_channels(y, scores, np.asarray(w_tree, CHANNEL_DTYPE), w, self.gradient_factor,
+                              self.hessian_factor, wg, wh, partial)
         total = self.weight_total(w)
         return wg, wh, float(np.sum(partial) / total) if total != 0 else 0.0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._types import N_BINS, N_CHANNELS, njit, serial_twin
+from ._types import N_BINS, N_CHANNELS, launch_lock, njit, serial_twin
 from .histogram import decode_channels
 from .split import _best_of_features, _feature_results, _scan_channels
 
@@ -71,6 +71,7 @@ def find_best_packed_splits(raw: np.ndarray, slots: np.ndarray, scale_a: float,
     if outputs is None:
         outputs = (np.empty(k), np.empty(k, np.int32), np.zeros(k, np.int32),
                    np.zeros(k, np.bool_), np.zeros((k, N_CHANNELS)))
-    _find_best_packed(raw, np.asarray(slots, np.int64), scale_a, scale_b, node_sums,
-                      feature_allowed, n_value_bins, *params, *outputs)
+    with launch_lock():
+        _find_best_packed(raw, np.asarray(slots, np.int64), scale_a, scale_b, node_sums,
+                          feature_allowed, n_value_bins, *params, *outputs)
     return outputs

@@ -337,7 +337,8 @@ def bin_rows_into(X: np.ndarray, edges: list[np.ndarray] | np.ndarray, out: np.n
     edges bins many chunks.
     """
     packed = edges if isinstance(edges, np.ndarray) else _pack_edges(edges)
-    _apply_bins_by_event(read_only(np.ascontiguousarray(X, dtype=X_DTYPE)), packed, out)
+    with launch_lock():
+        _apply_bins_by_event(read_only(np.ascontiguousarray(X, dtype=X_DTYPE)), packed, out)
 
 
 ROW_BLOCK = 1 << 16  # rows gathered at once by ``_row_blocks``
@@ -376,7 +377,8 @@ def apply_bins(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
     packed = _pack_edges(edges)
     X = np.ascontiguousarray(X, dtype=X_DTYPE)
     codes = np.empty((X.shape[1], X.shape[0]), dtype=BIN_DTYPE)
-    _apply_bins(read_only(X), packed, codes)
+    with launch_lock():
+        _apply_bins(read_only(X), packed, codes)
     return codes
 
 
@@ -411,10 +413,11 @@ class BinMapper:
         uint8, C order)."""
         packed = _pack_edges(self.edges_)
         if rows is None:
-            _apply_bins_by_event(read_only(np.ascontiguousarray(X, dtype=X_DTYPE)), packed, out)
+            bin_rows_into(X, packed, out)
             return
         for start, stop, block in _row_blocks(X, rows):
-            _apply_bins_by_event(read_only(block), packed, out[start:stop])
+            with launch_lock():
+                _apply_bins_by_event(read_only(block), packed, out[start:stop])
 
     def transform(self, X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of X (of ``X[rows]``, when given), (m, n) uint8."""
@@ -424,7 +427,8 @@ class BinMapper:
         codes = np.empty((X.shape[1], len(rows)), dtype=BIN_DTYPE)
         for start, stop, block in _row_blocks(X, rows):
             part = np.empty((X.shape[1], stop - start), dtype=BIN_DTYPE)
-            _apply_bins(read_only(block), packed, part)
+            with launch_lock():
+                _apply_bins(read_only(block), packed, part)
             codes[:, start:stop] = part
         return codes
 

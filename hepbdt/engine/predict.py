@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._types import MISSING_BIN, njit, read_only
+from ._types import MISSING_BIN, launch_lock, njit, read_only
 
 __all__ = ["DenseForest", "dense_block", "dense_fits", "node_depths", "predict_raw", "predict_binned",
            "predict_per_tree", "predict_naive"]
@@ -329,13 +329,15 @@ def predict_raw(X: np.ndarray, forest, t_begin: int = 0, t_end: int | None = Non
         out = np.zeros(X.shape[0], dtype=np.float64)
     if dense is not None and dense.depth <= MAX_DENSE_DEPTH:
         tables = (dense.feature, dense.threshold, dense.missing_left, dense.feature_ml, dense.leaf)
-        _predict_dense(read_only(X), *map(read_only, tables), dense.depth, dense.top,
-                       read_only(dense.keep_left), read_only(dense.keep_right),
-                       read_only(forest.tree_weights), t_begin, t_end, dense_block(X.shape[1]),
-                       out)
+        with launch_lock():  # every caller, not only the estimators' (Forest, tmva_response)
+            _predict_dense(read_only(X), *map(read_only, tables), dense.depth, dense.top,
+                           read_only(dense.keep_left), read_only(dense.keep_right),
+                           read_only(forest.tree_weights), t_begin, t_end,
+                           dense_block(X.shape[1]), out)
         return out
-    _predict_raw(read_only(X), *_read_only_nodes(forest), read_only(forest.tree_offsets),
-                 read_only(forest.tree_weights), t_begin, t_end, out)
+    with launch_lock():
+        _predict_raw(read_only(X), *_read_only_nodes(forest), read_only(forest.tree_offsets),
+                     read_only(forest.tree_weights), t_begin, t_end, out)
     return out
 
 
@@ -351,8 +353,9 @@ def predict_per_tree(X: np.ndarray, forest, t_end: int | None = None) -> np.ndar
     (n, t_end) float64 (no tree weights)."""
     n_trees = forest.n_trees if t_end is None else max(0, min(t_end, forest.n_trees))
     out = np.empty((X.shape[0], n_trees), dtype=np.float64)
-    _predict_per_tree(read_only(X), *_read_only_nodes(forest),
-                      read_only(forest.tree_offsets[: n_trees + 1]), out)
+    with launch_lock():
+        _predict_per_tree(read_only(X), *_read_only_nodes(forest),
+                          read_only(forest.tree_offsets[: n_trees + 1]), out)
     return out
 
 
@@ -361,8 +364,9 @@ def predict_binned(codes: np.ndarray, feature: np.ndarray, bin_threshold: np.nda
                    value: np.ndarray, tree_offsets: np.ndarray, tree_weights: np.ndarray,
                    out: np.ndarray) -> np.ndarray:
     """Fast path on training codes (m, n) uint8: adds each tree's weighted leaf value to out."""
-    _predict_binned(codes, feature, bin_threshold, left, right, missing_left, value,
-                    tree_offsets, tree_weights, out)
+    with launch_lock():
+        _predict_binned(codes, feature, bin_threshold, left, right, missing_left, value,
+                        tree_offsets, tree_weights, out)
     return out
 
 

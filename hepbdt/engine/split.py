@@ -33,6 +33,7 @@ from ._types import (
     NEWTON,
     SDIVSQRTSPLUSB,
     VARIANCE,
+    launch_lock,
     njit,
 )
 
@@ -431,11 +432,13 @@ def find_best_splits(hists: np.ndarray, slots: np.ndarray, node_sums: np.ndarray
     out_left = np.zeros((k, node_sums.shape[1]))
     outputs = (out_gain, out_feature, out_bin, out_missing_left, out_left)
     if params.criterion == CLASS_GINI:
-        _find_best_class_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
-                                params.min_child_weight, params.min_split_gain, *outputs)
+        with launch_lock():
+            _find_best_class_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
+                                    params.min_child_weight, params.min_split_gain, *outputs)
     else:
-        _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
-                          *params.as_tuple(), *outputs)
+        with launch_lock():
+            _find_best_splits(hists, slots, node_sums, feature_allowed, n_value_bins,
+                              *params.as_tuple(), *outputs)
     return out_gain, out_feature, out_bin, out_missing_left, out_left
 
 
