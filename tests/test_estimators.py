@@ -574,12 +574,12 @@ def test_threads_reaching_kernels_beside_fit_and_predict_on_the_workqueue_layer(
         from concurrent.futures import ThreadPoolExecutor
         import numpy as np, numba, hepbdt
         from hepbdt.engine.binning import BinMapper
-        X = np.random.default_rng(0).normal(size=(300000, 6)).astype(np.float32)
+        X = np.random.default_rng(0).normal(size=(100000, 6)).astype(np.float32)
         y = (X[:, 0] > 0).astype(int)
         m = hepbdt.BDTClassifier(n_trees=12, max_depth=4).fit(X[:5000], y[:5000])
         def evals():
             e = hepbdt.BDTClassifier(n_trees=6, max_depth=3).fit(
-                X[:20000], y[:20000], eval_set=[(X[:200000], y[:200000]), (X[:3000], y[:3000])])
+                X[:20000], y[:20000], eval_set=[(X[:60000], y[:60000]), (X[:3000], y[:3000])])
             return np.array(e.evals_result_["validation_0"]["deviance"])
         calls = [lambda: m.forest_.raw_score(X), lambda: list(m.staged_decision_function(X))[-1],
                  evals, lambda: BinMapper(255, 0, 0).fit(X[:1000], np.ones(1000)).transform(X)]
