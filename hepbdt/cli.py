@@ -625,7 +625,7 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
         rounds = forest.n_rounds
         lines.append(f"Classes ({forest.n_classes}): "
                      + ", ".join(f"{c} (trees {k * rounds}-{(k + 1) * rounds - 1}, base score "
-                                 f"{b:.6g})" for k, (c, b) in enumerate(
+                                 f"{float(b)!r})" for k, (c, b) in enumerate(
                                      zip(model.classes_, forest.extra["base_scores"], strict=True))))
         how = (f"{rounds} SAMME trees, each kept once a class with its votes"
                if forest.extra.get("algorithm") == "SAMME" else f"{rounds} rounds of one tree a class")
@@ -637,7 +637,7 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
                      + (f" (uBoost: {len(steps)} efficiency steps of {steps} trees)" if steps
                         else "")
                      + f", {forest.n_nodes} nodes, depth up to {forest.max_depth}, aggregation "
-                     f"{forest.aggregation}, base score {forest.base_score:g}")
+                     f"{forest.aggregation}, base score {float(forest.base_score)!r}")
     if getattr(model, "n_trees_reason_", None):
         lines.append(f"Tree count: {model.n_trees_reason_}")
     mapping = forest.extra.get("decorrelation_map")

@@ -497,3 +497,22 @@ def test_export_warnings_are_note_lines(tmp_path, capsys):
     assert main(["export", str(tmp_path / "m.json"), "--tmva", str(tmp_path / "m.weights.xml")]) == 0
     err = capsys.readouterr().err
     assert err.startswith("hepbdt: note: ") and "-999" in err and "Warning" not in err
+
+
+def test_inspect_prints_the_base_score_whole(tmp_path, capsys):
+    """A regression's base score of 9999.9037 was printed 9999.9 (six digits): the number
+    printed now reads back as the stored one, for one score and per class."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    model = hepbdt.BDTRegressor(n_trees=2, max_depth=2).fit(X, 9999.9 + 0.01 * X[:, 0]
+                                                             + 0.001 * rng.random(300))
+    model.save(tmp_path / "r.json")
+    assert main(["inspect", str(tmp_path / "r.json")]) == 0
+    printed = float(re.search(r"base score (\S+)", capsys.readouterr().out).group(1))
+    assert printed == float(hepbdt.load_model(tmp_path / "r.json").forest_.base_score)
+    y = np.array(["a", "b", "c"])[rng.integers(0, 3, 300)]
+    hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, y).save(tmp_path / "c.json")
+    assert main(["inspect", str(tmp_path / "c.json")]) == 0
+    printed = [float(v) for v in re.findall(r"base score (\S+)\)", capsys.readouterr().out)]
+    stored = hepbdt.load_model(tmp_path / "c.json").forest_.extra["base_scores"]
+    assert printed == [float(b) for b in stored]
