@@ -51,3 +51,10 @@ def test_resolution_versus_target_bins_use_the_central_ninety_percent():
                                         else (t < binned.edges[k + 1]))
         reference = float(np.std(stats.trimboth(p[sel] - t[sel], 0.05)))
         assert binned.resolution_trms[k] == pytest.approx(reference, rel=1e-12)
+
+
+def test_resolution_vs_target_of_weights_all_zero_says_so():
+    """Every weight 0 was refused as 'y_true is empty' beside 50 targets."""
+    t = np.linspace(0.0, 1.0, 50)
+    with pytest.raises(ValueError, match="every sample_weight is 0"):
+        resolution_vs_target(t, t + 0.1, np.zeros(50), bins=5)

@@ -901,7 +901,8 @@ def _target_edges(t: np.ndarray, bins: int | Any) -> np.ndarray:
             raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
                              f"{bins!r}")
         if t.size == 0:
-            raise ValueError("no events: y_true is empty")
+            raise ValueError("no events of non-zero weight: y_true is empty or every "
+                             "sample_weight is 0")
         edges = np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(bins) + 1)))
         return edges if edges.size >= 2 else np.array([edges[0] - 0.5, edges[0] + 0.5])
     return _check_edges(bins)
