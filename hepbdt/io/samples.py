@@ -2080,12 +2080,32 @@ def feature_column(
             extent[2] = max(extent[2], float(np.any(kept != values[finite])))
     infinite = np.isinf(values)
     if infinite.any():
+        if extent is None:  # the double values, to tell +-inf from finite values beyond float32
+            double = _evaluate(reader, expression, arrays, len(entries), np.float64)
+        _refuse_beyond_float32(reader, expression, entries, double, infinite)
         if not inf_as_missing:
             raise BadValueError(
-                f"{reader.where}: feature {expression.text!r} is infinite (or beyond the "
-                f"float32 range) for {int(np.count_nonzero(infinite))} event(s), the first "
+                f"{reader.where}: feature {expression.text!r} is infinite for "
+                f"{int(np.count_nonzero(infinite))} event(s), the first "
                 f"at entry {int(entries[np.flatnonzero(infinite)[0]])}. To treat +-inf as "
                 f"missing (NaN), {inf_remedy}, or cut those events away."
             )
         values[infinite] = np.nan
     return values
+
+
+def _refuse_beyond_float32(reader: TreeReader, expression: Expression, entries: np.ndarray,
+                           double: np.ndarray, infinite: np.ndarray) -> None:
+    """BadValueError for finite double values that float32 makes +-inf (1e39): they are
+    numbers, not missing values, so ``inf_as_missing`` must not make them NaN."""
+    beyond = infinite & np.isfinite(double)
+    if beyond.any():
+        first = int(np.flatnonzero(beyond)[0])
+        limit = float(np.finfo(np.float32).max)
+        raise BadValueError(
+            f"{reader.where}: feature {expression.text!r} is {float(double[first]):g} at entry "
+            f"{int(entries[first])} ({int(np.count_nonzero(beyond))} event(s) beyond float32's "
+            f"range): features are stored as float32, whose finite values lie within "
+            f"+-{limit:.8g}, and such a value is not a missing one; rescale that feature "
+            "(e.g. change its unit or take its logarithm) or cut those events away."
+        )

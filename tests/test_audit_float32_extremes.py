@@ -1,0 +1,74 @@
+"""Audit of features at float32's extremes as the readers and ``hepbdt apply`` see them.
+
+A double branch (or expression) holding a finite value beyond float32's range (1e39) was
+made +-inf by the float32 cast and then, with ``inf_as_missing``, NaN: a number scored as
+a missing value, silently (the Python API refuses such a value). It is refused now, with or
+without the option; a real +-inf still becomes NaN with it. The references are numpy's
+float32 cast and ``np.isinf`` of the values written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import uproot
+
+import hepbdt
+from hepbdt.cli import main
+from hepbdt.io.errors import BadValueError
+
+
+def _file(path: Path, x: np.ndarray) -> Path:
+    with uproot.recreate(path) as file:
+        file.mktree("t", {"x": np.float64, "y": np.float32})
+        file["t"].extend({"x": x, "y": np.linspace(-1, 1, x.size).astype(np.float32)})
+    return path
+
+
+def _values(n: int = 64) -> np.ndarray:
+    return np.linspace(-2.0, 2.0, n)
+
+
+@pytest.mark.parametrize("binned", [False, True])
+@pytest.mark.parametrize("feature", ["x", "x * 1e30"])
+def test_a_finite_value_beyond_float32_is_not_made_missing(tmp_path, binned, feature):
+    x = _values()
+    x[7] = 1e39 if feature == "x" else 1e9
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float32(x[7] * (1e30 if feature != "x" else 1.0)))  # the reference
+    path = _file(tmp_path / "beyond.root", x)
+    sample = hepbdt.Sample("s", str(path), tree="t", label=1)
+    for inf_as_missing in (True, False):
+        with pytest.raises(BadValueError, match=r"at entry 7 .*beyond float32's range"):
+            hepbdt.read(sample, [feature, "y"], inf_as_missing=inf_as_missing, binned=binned)
+
+
+def test_a_real_infinity_is_still_missing_with_inf_as_missing(tmp_path):
+    x = _values()
+    x[3], x[9] = -np.inf, np.inf
+    path = _file(tmp_path / "inf.root", x)
+    sample = hepbdt.Sample("s", str(path), tree="t", label=1)
+    got = np.asarray(hepbdt.read(sample, ["x", "y"], inf_as_missing=True).X)[:, 0]
+    expected = np.where(np.isinf(x), np.nan, x).astype(np.float32)
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(BadValueError, match="is infinite for 2 event"):
+        hepbdt.read(sample, ["x", "y"])
+
+
+def test_apply_refuses_a_value_beyond_float32_with_inf_as_missing(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300), "y": rng.normal(size=300).astype(np.float32)})
+    model = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, (X["x"] > 0).astype(int))
+    model.save(tmp_path / "m.json")
+    x = _values()
+    x[11] = -2e39
+    path = _file(tmp_path / "in.root", x)
+    code = main(["apply", str(tmp_path / "m.json"), str(path), "-o", str(tmp_path / "out.root"),
+                 "--inf-as-missing", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1, err
+    assert err[0].startswith("hepbdt: error: ") and "-2e+39 at entry 11" in err[0]
+    assert not (tmp_path / "out.root").exists()
