@@ -1960,9 +1960,14 @@ def _sketch_chunk(
 
 def _evaluate(
     reader: TreeReader, expression: Expression, arrays: dict[str, Any], n: int, dtype: Any
-) -> np.ndarray:
+) -> Any:
+    """The expression's column in ``dtype``, or a tuple of columns for a tuple of dtypes
+    (evaluated once, each cast from its values: an integer goes to float32 in one rounding)."""
     try:
-        return to_column(expression.evaluate(arrays), n, dtype, expression)
+        value = expression.evaluate(arrays)
+        if isinstance(dtype, tuple):
+            return tuple(to_column(value, n, d, expression) for d in dtype)
+        return to_column(value, n, dtype, expression)
     except ExpressionError as err:
         raise ExpressionError(f"{reader.where}: {err}") from err
 
@@ -2069,9 +2074,10 @@ def feature_column(
     if extent is None:
         values = _evaluate(reader, expression, arrays, len(entries), np.float32)
     else:
-        double = _evaluate(reader, expression, arrays, len(entries), np.float64)
-        with np.errstate(over="ignore"):  # beyond float32: inf, refused below
-            values = double.astype(np.float32)
+        # each from the expression's own values: an int64 beyond 2**53 cast through double
+        # was rounded twice and could land on the other float32 neighbour (apply's)
+        double, values = _evaluate(reader, expression, arrays, len(entries),
+                                   (np.float64, np.float32))
         finite = np.isfinite(values)
         if finite.any():
             kept = double[finite]
