@@ -351,7 +351,8 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
     source = X
     try:
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused below with the value
+            X = np.ascontiguousarray(X, dtype=X_DTYPE)
     except TypeError as exc:  # TypeError as numpy's, for scikit-learn's contract
         raise TypeError(f"{what} must be numeric (n_events, n_features); {exc}") from exc
     except ValueError as exc:

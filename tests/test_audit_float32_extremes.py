@@ -14,6 +14,7 @@ is numpy's int64 -> float32 cast (one rounding, as C's).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,20 @@ def test_training_read_and_apply_score_a_wide_integer_alike(tmp_path):
                  "--no-progress"]) == 0
     applied = uproot.open(tmp_path / "out.root")["t"]["bdt_score"].array(library="np")
     np.testing.assert_array_equal(applied, expected)
+
+
+def test_the_python_api_refuses_a_value_beyond_float32_without_a_numpy_warning():
+    """The refusal names the value (1e39, which numpy's float32 cast makes inf); numpy's
+    'overflow encountered in cast' RuntimeWarning no longer comes before it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=1).fit(X, (X[:, 0] > 0).astype(int))
+    bad = X[:3].copy()
+    bad[1, 1] = 1e39
+    with np.errstate(over="ignore"):
+        assert np.isinf(bad.astype(np.float32)[1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in (model.decision_function, model.predict, lambda x: model.fit(x, [0, 1, 0])):
+            with pytest.raises(ValueError, match=r"beyond float32's range .*event 1, feature 1: 1e\+39"):
+                call(bad)
