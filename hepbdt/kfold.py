@@ -8,6 +8,7 @@ it, and the analysis outputs label score trees with it. Reading a manifest is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 
 from ._util import (
     _as_matrix,
+    atomic_path,
     atomic_write_text,
     check_same_definitions,
     column_positions,
@@ -27,6 +29,7 @@ from ._util import (
     warn_unnamed_columns,
 )
 from .binned import BinnedMatrix
+from .output_set import RunLock
 
 __all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
            "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION", "unrecorded_by", "NOT_EVENT_NUMBERS"]
@@ -285,19 +288,38 @@ class KFoldModel:
         if self.by is None:
             raise ValueError(unrecorded_by("saving it"))
         paths = self.fold_paths(path)
-        for model, fold_path in zip(self.models, paths, strict=True):
-            model.save(fold_path)
-        manifest = {
-            "format": KFOLD_FORMAT, "format_version": KFOLD_FORMAT_VERSION, "kind": "kfold",
-            "k": self.k, "by": self.by, "models": [p.name for p in paths],
-            "features": self.feature_names_in_ if hasattr(self.models[0], "feature_names_in_")
-            else None,  # models fitted on unnamed arrays
-            # each fold file's SHA-256, checked on load: a save interrupted between the fold
-            # files left folds of two trainings under the old manifest, which loaded
-            "sha256": [file_sha256(p) for p in paths],
-        }
-        atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
+        with contextlib.ExitStack() as locks:
+            # a second save of the same files meanwhile fails at once, naming this one: two
+            # saves interleaving left fold files of both models (output_set.RunLock)
+            for held in sorted({Path(os.path.realpath(p)) for p in [*paths, Path(path)]}):
+                lock = RunLock(held)
+                lock.acquire(lambda holder, held=held: (
+                    f"k-fold model file {held} is being saved by another hepbdt run ({holder}); "
+                    "wait for it or save to another path"))
+                locks.callback(lock.release)
+            digests = [_save_fold(model, fold_path)
+                       for model, fold_path in zip(self.models, paths, strict=True)]
+            manifest = {
+                "format": KFOLD_FORMAT, "format_version": KFOLD_FORMAT_VERSION, "kind": "kfold",
+                "k": self.k, "by": self.by, "models": [p.name for p in paths],
+                "features": self.feature_names_in_ if hasattr(self.models[0], "feature_names_in_")
+                else None,  # models fitted on unnamed arrays
+                # each fold file's SHA-256, checked on load: a save interrupted between the fold
+                # files left folds of two trainings under the old manifest, which loaded
+                "sha256": digests,
+            }
+            atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
         return [*paths, Path(path)]
 
     def __repr__(self) -> str:
         return f"KFoldModel(k={self.k}, by={self.by!r}, {type(self.models[0]).__name__})"
+
+
+def _save_fold(model: Any, path: Path) -> str:
+    """Save one fold model at ``path``; the SHA-256 of the bytes this call wrote (taken from
+    its own temporary before the rename: the file at ``path`` may meanwhile be another
+    writer's, and a manifest of its digests accepted fold files of two models)."""
+    # a fixed name in a private folder: the model's own save names it in any error
+    with atomic_path(path, temporary_name=path.name) as temporary:
+        model.save(temporary)
+        return file_sha256(temporary)
