@@ -47,26 +47,62 @@ from .model import (
 RUNTIME_PARAMS = {"n_jobs": (int, type(None)), "random_state": (int, type(None)),
                   "verbose": (bool, int)}
 
-__all__ = ["load_model", "estimator_from_dict", "kfold_from_manifest", "check_fold_name"]
+__all__ = ["load_model", "load_model_digest", "ModelBytes", "estimator_from_dict", "kfold_from_manifest",
+           "check_fold_name"]
 
 
 def load_model(path: str | os.PathLike) -> BDTClassifier | BDTRegressor | KFoldModel:
     """Load a model saved with ``save`` and validate it: a fitted estimator, or a
     :class:`~hepbdt.kfold.KFoldModel` for the manifest of a k-fold training."""
+    return load_model_digest(path)[0]
+
+
+class ModelBytes:
+    """What model files were read, in order: their paths and the SHA-256 of their bytes in
+    turn (``sha256sum`` of one file; of a k-fold manifest followed by its fold files)."""
+
+    def __init__(self) -> None:
+        self.files: list[str] = []
+        self.file_sha256: list[str] = []  # of each file's bytes
+        self._digest = hashlib.sha256()
+
+    def add(self, path: Path, data: bytes) -> None:
+        """Record the bytes ``data`` read from ``path``."""
+        self.files.append(os.fspath(path))
+        self.file_sha256.append(hashlib.sha256(data).hexdigest())
+        self._digest.update(data)
+
+    def sha256(self) -> str:
+        """The SHA-256 (hex) of every byte recorded, in order."""
+        return self._digest.hexdigest()
+
+
+def load_model_digest(path: str | os.PathLike, read: ModelBytes | None = None
+                      ) -> tuple[BDTClassifier | BDTRegressor | KFoldModel, ModelBytes]:
+    """:func:`load_model`, and the files it read with the SHA-256 of their bytes (a k-fold
+    manifest's, then its fold files' in fold order), added to ``read`` when given (several
+    models read in turn). Taken from the bytes parsed, not by reading the files again: a
+    training swapping a new set into the folder in between gave the new model's digest
+    beside the old model."""
     path = Path(path)
-    doc = _read_json(path)
+    read = ModelBytes() if read is None else read
+    doc = _read_json(path, read)
     if isinstance(doc, dict) and doc.get("kind") == "kfold":
-        model = kfold_from_manifest(path, doc)
+        model = kfold_from_manifest(path, doc, read)
         warn_class_order(model.models[0])
-        return model
+        return model, read
     estimator = _estimator_from_file(path, doc)
     warn_class_order(estimator)
-    return estimator
+    return estimator, read
 
 
-def _read_json(path: Path) -> Any:
-    """The JSON document of a model file; FileNotFoundError or ModelFormatError."""
-    return parse_json(path, read_model_file(path), unique_keys=True)
+def _read_json(path: Path, read: ModelBytes | None = None) -> Any:
+    """The JSON document of a model file (its bytes recorded in ``read`` when given);
+    FileNotFoundError or ModelFormatError."""
+    data = read_model_file(path)
+    if read is not None:
+        read.add(path, data)
+    return parse_json(path, data, unique_keys=True)
 
 
 def read_model_file(path: Path, what: str = "model file",
@@ -436,8 +472,10 @@ def check_fold_name(where: str, name: str, fold: int,
             "(<stem>_fold0.json, <stem>_fold1.json, ...)")
 
 
-def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldModel:
-    """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``."""
+def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any],
+                        read: ModelBytes | None = None) -> KFoldModel:
+    """The :class:`~hepbdt.kfold.KFoldModel` of a manifest ``doc`` read from ``path``; each
+    fold file's bytes, in fold order, are recorded in ``read`` when given."""
     where = os.fspath(path)
     if doc.get("format") != KFOLD_FORMAT:
         raise ModelFormatError(f"{where}: a k-fold manifest's format must be {KFOLD_FORMAT!r}, "
@@ -480,6 +518,8 @@ def kfold_from_manifest(path: str | os.PathLike, doc: dict[str, Any]) -> KFoldMo
     for i, name in enumerate(files):
         fold_path = base / name
         data = read_model_file(fold_path)
+        if read is not None:
+            read.add(fold_path, data)
         fold_doc = parse_json(fold_path, data, unique_keys=True)
         if isinstance(fold_doc, dict) and fold_doc.get("kind") == "kfold":
             raise ModelFormatError(f"{where}: fold model {name!r} is itself a k-fold manifest")

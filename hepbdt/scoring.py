@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import warnings
@@ -58,7 +57,7 @@ from .io.samples import (
 from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
 from .kfold import KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
-from .persistence import check_fold_name, load_model
+from .persistence import ModelBytes, check_fold_name, load_model_digest
 
 #: The inputs of one output tree, in chain order: each tree's source, its entries and the
 #: file's version when planned (it must be the same file when scored).
@@ -236,8 +235,9 @@ class _Job:
     def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
              probability_branch: str = "bdt_prob") -> _Job:
         """Load and check the model and the branch names; a k-fold model's event expression."""
-        scorer = _scorer(model, event_branch)
-        model_files, model_sha256 = _model_identity(model, scorer)
+        read = ModelBytes()  # the model files' bytes as they were loaded
+        scorer = _scorer(model, event_branch, read)
+        model_files, model_sha256 = _model_identity(model, scorer, read)
         if isinstance(scorer, KFoldModel):
             if event_branch is None and scorer.by is None:
                 raise ApplyOptionError(unrecorded_by("applying it without event_branch"))
@@ -473,9 +473,10 @@ def _trained_with_missing(scorer: Any) -> bool:
                or f.extra.get("nan_in_training") for f in forests)
 
 
-def _scorer(model: Any, event_branch: str | None) -> Any:
+def _scorer(model: Any, event_branch: str | None, read: ModelBytes) -> Any:
     """One fitted model or a KFoldModel from what the user passed: a k-fold manifest or
-    KFoldModel keeps its ``by``; a list of k models takes ``event_branch`` as its ``by``."""
+    KFoldModel keeps its ``by``; a list of k models takes ``event_branch`` as its ``by``.
+    The model files loaded are recorded in ``read``, in order."""
     items = list(model) if isinstance(model, list | tuple) else [model]
     if not items:
         raise InputError("apply() needs a model (or a list of k models for k-fold)")
@@ -487,7 +488,7 @@ def _scorer(model: Any, event_branch: str | None) -> Any:
             if len(items) > 1:  # model i scores the events of fold i: the file must be fold i's
                 check_fold_name("the list of k-fold models", os.fspath(item), fold, InputError)
             check_model_files(item)
-            item = load_model(item)
+            item = load_model_digest(item, read)[0]
         if isinstance(item, KFoldModel):
             if len(items) > 1:  # its folds are event % k: more models would change k
                 raise InputError(
@@ -514,7 +515,7 @@ def _scorer(model: Any, event_branch: str | None) -> Any:
         raise InputError(f"the k-fold models do not fit together: {exc}") from None
 
 
-def _model_identity(model: Any, scorer: Any) -> tuple[list[str], str | None]:
+def _model_identity(model: Any, scorer: Any, read: ModelBytes) -> tuple[list[str], str | None]:
     """The files a model was read from and the SHA-256 :func:`apply` records in every output.
 
     The SHA-256 of the model file's bytes (``sha256sum model.json``, as the output set's
@@ -522,18 +523,13 @@ def _model_identity(model: Any, scorer: Any) -> tuple[list[str], str | None]:
     order (``cat model.json model_fold0.json model_fold1.json ... | sha256sum``); a list of
     model files: of their bytes in order. A model in memory: of the JSON its ``save``
     writes (a KFoldModel: its ``by`` expression and a newline, then its folds' JSON); None
-    for one without ``to_dict``."""
+    for one without ``to_dict``. Model files: the files and bytes :func:`_scorer` loaded,
+    ``read`` (reading the files again here recorded a model that a training swapped into
+    their folder meanwhile, beside the scores of the one loaded)."""
     items = list(model) if isinstance(model, list | tuple) else [model]
     digest = hashlib.sha256()
     if all(isinstance(item, str | os.PathLike) for item in items):
-        files = [os.fspath(item) for item in items]
-        if isinstance(scorer, KFoldModel) and len(files) == 1:
-            files += _fold_files(files[0])
-        for path in files:
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-        return files, digest.hexdigest()
+        return read.files, read.sha256()
     files = [os.fspath(item) for item in items if isinstance(item, str | os.PathLike)]
     models = _models(scorer)
     if not all(callable(getattr(m, "to_dict", None)) for m in models):
@@ -543,13 +539,6 @@ def _model_identity(model: Any, scorer: Any) -> tuple[list[str], str | None]:
     for fold_model in models:
         digest.update(dumps_strict(fold_model.to_dict()).encode("utf-8"))  # what save() writes
     return files, digest.hexdigest()
-
-
-def _fold_files(manifest: str) -> list[str]:
-    """The fold model files a k-fold manifest names, in fold order (it loaded, so it is valid)."""
-    with open(manifest, "rb") as handle:
-        names = json.load(handle)["models"]
-    return [os.path.join(os.path.dirname(manifest), name) for name in names]
 
 
 def _check_fitted(model: Any) -> None:

@@ -171,7 +171,7 @@ def test_apply_one_output_per_input_and_model_path(tmp_path: Path,
     model = LinearModel(["num(Jet_pt)"], [1.0])
     model_file = tmp_path / "model.json"
     model_file.write_text("{}")
-    monkeypatch.setattr(hepbdt.scoring, "load_model", lambda path: model)
+    monkeypatch.setattr(hepbdt.scoring, "load_model_digest", lambda path, read: (model, read))
     written = apply(str(model_file), str(tmp_path / "part*.root"),
                     str(tmp_path / "{stem}_scores.root"))
     assert written == [str(tmp_path / "part0_scores.root"), str(tmp_path / "part1_scores.root")]

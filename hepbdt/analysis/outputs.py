@@ -35,10 +35,10 @@ from ..evaluation.multiclass import class_mix_weights
 from ..interop.tmva_export import to_tmva_xml
 from ..io import read_scores, write_scores
 from ..io.errors import InputError
-from ..io.samples import get_tree, resolve_sources
+from ..io.samples import check_file_version, file_version, get_tree, resolve_sources
 from ..kfold import KFoldModel
 from ..output_set import check_model_files, check_model_of, file_sha256, recorded_settings
-from ..persistence import load_model
+from ..persistence import load_model_digest
 from .config import HELD_OUT_BRANCH, AnalysisConfig, _tomllib
 from .result import (
     FoldScores,
@@ -619,20 +619,26 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     if min_background_events is None:
         min_background_events = int(settings.get("min_background_events",
                                                  DEFAULT_MIN_BACKGROUND_EVENTS))
-    model = load_model(model_path)
+    model, model_read = load_model_digest(model_path)
     check_model_files(model_path)  # a k-fold model's fold files as its own set recorded them
     check_model_of(scores_path, model_path)  # the scores' set: its model and fold files
     names = getattr(model, "feature_names_in_", None)
     if names is None:
         raise ValueError(f"{model_path}: the model has no feature names, so its features "
                          "cannot be found in the score trees by name")
+    # the digests the provenance records are of the files read (a training swapping a new
+    # set into the folder meanwhile gave the new files' beside the old model's numbers)
+    scores_version, scores_sha256 = file_version(os.fspath(scores_path)), file_sha256(scores_path)
     train, train_scores = read_scores(scores_path, "TrainTree", list(names))
     test, test_scores = read_scores(scores_path, "TestTree", list(names))
+    check_file_version(os.fspath(scores_path), scores_version, "the report")
     for tree, data, recorded in (("TrainTree", train, train_scores), ("TestTree", test, test_scores)):
         _check_recorded_scores(model, f"{os.fspath(scores_path)}:{tree}", data, recorded,
                                tree == "TestTree")
     title = title or f"hepbdt report: {model_path}"
-    provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test), model)
+    provenance = _scores_provenance(model_path, scores_path, output, len(train), len(test), model,
+                                    {Path(model_path).name: model_read.file_sha256[0],
+                                     Path(scores_path).name: scores_sha256})
     held = train_scores.get(HELD_OUT_BRANCH)  # n_trees="auto"'s held-out events: no tree's
     held = None if held is None else np.asarray(held) != 0
     binned = bool(settings.get("binned", False))  # the trees hold the bins' lower edges
@@ -721,9 +727,10 @@ def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str
 
 
 def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.PathLike,
-                       output: str | os.PathLike, n_train: int, n_test: int, model: Any) -> Any:
+                       output: str | os.PathLike, n_train: int, n_test: int, model: Any,
+                       digests: dict[str, str]) -> Any:
     """The provenance of a report written again from a model file (``model``, loaded) and
-    its score trees."""
+    its score trees (``digests``: the SHA-256 of each file's bytes as read)."""
     from ..report import InputFile, Provenance, SampleProvenance  # imported with the report
 
     scores = os.fspath(scores_path)
@@ -736,8 +743,7 @@ def _scores_provenance(model_path: str | os.PathLike, scores_path: str | os.Path
                                   [InputFile(scores, "TestTree", n_test)])],
         training_weights="as stored in TrainTree by hepbdt train (normalised as its "
                          "configuration's [split] norm said)",
-        model_files={Path(model_path).name: file_sha256(model_path),
-                     Path(scores).name: file_sha256(scores)},
+        model_files=digests,
         notes={"written from": "the model file and the score trees of a training; its "
                                "configuration is not stored with them",
                **_fold_models_note(model)})
