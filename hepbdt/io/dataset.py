@@ -478,7 +478,9 @@ class Dataset:
         """Split into (train, test) as TMVA's ``SplitMode``.
 
         Each sample (and each class within it) is split separately, so every sample
-        keeps ``train_fraction`` of its events in training; events keep their order.
+        keeps ``train_fraction`` of its events in training (``floor(n f + 0.5)``, none
+        dropped); events keep their order. TMVA pools each class's trees and splits the
+        pool (its block split can leave a whole sample out of training); see README.
 
         Parameters
         ----------
@@ -600,9 +602,10 @@ class Dataset:
         """Rescale weights per class as TMVA's ``NormMode`` (a new Dataset; X is shared).
 
         ``"none"``: unchanged. ``"num_events"``: each class's weights sum to its number
-        of events. ``"equal_num_events"``: each class's weights sum to the number of
-        signal events (label 1 in a 0/1 problem, else the lowest class), so signal and
-        background have equal total weight. A regression set counts as one class
+        of events of non-zero weight (TMVA counts those of weight 0 too). ``"equal_num_events"``:
+        each class's weights sum to the number of signal events of non-zero weight (label 1
+        in a 0/1 problem, else the lowest class), so signal and background have equal total
+        weight. A class whose weights sum to 0 or less is an InputError. A regression set counts as one class
         (``"equal_num_events"`` is then an error).
         """
         norm = _check_norm(norm)
