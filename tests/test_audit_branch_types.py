@@ -31,6 +31,12 @@ N = 400
 FEATURES = ["~flag", "x", "num(c)", "c[:, 0]"]
 
 
+def _tree_types(branches: dict) -> dict:
+    """mktree's types: awkward's for jagged lists, numpy's (with a fixed shape) otherwise."""
+    return {k: v.type if isinstance(v, ak.Array) else np.dtype((v.dtype, v.shape[1:]))
+            for k, v in branches.items()}
+
+
 def _write(path: Path, seed: int, *, flag: str = "bool", x: str = "float32",
            c: str = "fixed") -> None:
     """A tree 'Events' of N entries whose numbers depend on ``seed`` alone, in the types
@@ -49,8 +55,9 @@ def _write(path: Path, seed: int, *, flag: str = "bool", x: str = "float32",
         branches["c"] = ak.Array([row[:n].tolist() for row, n in zip(padded, lengths,
                                                                        strict=True)])
         branches["c"] = ak.values_astype(branches["c"], np.float32)
-    with uproot.recreate(path) as file:
-        file["Events"] = branches
+    with uproot.recreate(path) as file:  # a TTree: Bool_t, Int_t, c[3] or a jagged c[]
+        file.mktree("Events", _tree_types(branches))
+        file["Events"].extend(branches)
 
 
 @pytest.fixture(scope="module")
@@ -165,10 +172,12 @@ def _write_flags(path: Path, kind: str) -> np.ndarray:
     rng = np.random.default_rng(7)
     rows = [list(rng.random(rng.integers(0, 5)) < 0.5) for _ in range(N)]
     label = np.arange(N) % 2
-    with uproot.recreate(path) as file:
-        file["Events"] = {"flags": ak.values_astype(ak.Array(rows), kind),
-                     "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
-                     "label": label.astype(np.int32), "event": np.arange(N, dtype=np.int64)}
+    branches = {"flags": ak.values_astype(ak.Array(rows), kind),
+                "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
+                "label": label.astype(np.int32), "event": np.arange(N, dtype=np.int64)}
+    with uproot.recreate(path) as file:  # a TTree, as _write's
+        file.mktree("Events", _tree_types(branches))
+        file["Events"].extend(branches)
     return np.array([sum(r) for r in rows])
 
 
