@@ -118,6 +118,17 @@ def _compare(reader: Path, model, folder: Path, X_eval: np.ndarray,
     if isinstance(model, BDTClassifier):  # double sums of float32 leaves and boost weights
         np.testing.assert_allclose(theirs, ours, rtol=0, atol=atol)
         assert np.max(np.abs(theirs - ours)) <= info["max_response_error"] + 1e-15
+        # ... and README's link to the model's own outputs, which tmva_response computes
+        # again: a summed model's response (gradient, newton, realadaboost: BDTG) is 2 p - 1,
+        # the boost-weighted mean's (adaboost, eps, bagging) the decision function (-999 for
+        # an event the file cannot route, a NaN where training had none)
+        documented = (2.0 * model.predict_proba(X_eval)[:, 1] - 1.0
+                      if model.forest_.aggregation == "sum"
+                      else model.decision_function(X_eval))
+        routed = theirs != -999.0
+        assert routed[~np.isnan(X_eval).any(axis=1)].all()
+        np.testing.assert_allclose(theirs[routed], documented[routed], rtol=0,
+                                   atol=info["max_response_error"] + 1e-12)
     else:  # EvaluateRegression returns a float32: a few of its rounding steps
         scale = max(1.0, float(np.max(np.abs(ours))))
         np.testing.assert_allclose(theirs, ours, rtol=0, atol=4 * 2.0**-23 * scale)
