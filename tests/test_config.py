@@ -97,6 +97,10 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
     ("[split]\ntrain_fraction = 1.5", "[split] train_fraction: 1.5 is not in (0, 1)"),
     ("[split]\nnorm = 'equal'", "[split] norm: 'equal' is not a normalisation; valid: none, "
                                 "num_events, equal_num_events"),
+    ("[split]\nNormMode = 'NumEvents'", "[split] NormMode: unknown key; NormMode is TMVA's "
+                                        "option; here write norm = \"num_events\""),
+    ("[split]\nnTrain_Signal = 1000", "[split] nTrain_Signal: unknown key; nTrain_Signal is "
+                                      "TMVA's option; here write train_fraction = ..."),
     ("[split]\nkfold = 3\nmode = 'random'", "[split] kfold: kfold splits by event number; "
                                             "remove mode"),
     ("[split]\nkfold = 1", "[split] kfold: 1 folds: k-fold needs k >= 2"),
