@@ -1014,7 +1014,7 @@ class _BDTBase(SklearnProtocol):
         types = self.__dict__.pop("_branch_types", None)  # of a hepbdt Dataset's X
         # a fit computed its features by today's rules, whatever file the estimator came from
         for name in ("feature_names_in_", "feature_definitions_", "branch_types_",
-                     "_constants_unknown", "_expression_rules"):
+                     "_expression_rules"):
             self.__dict__.pop(name, None)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -1317,6 +1317,8 @@ class _BDTBase(SklearnProtocol):
         """The model as a JSON-ready dict (format, version, options, forest, learning curve)."""
         self._check_fitted()
         params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.get_params().items()}
+        # the expression rules of a loaded file (0: saved before 2026-12-04), else today's
+        rules = getattr(self, "_expression_rules", EXPRESSION_RULES)
         doc = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -1327,9 +1329,7 @@ class _BDTBase(SklearnProtocol):
             "feature_definitions": getattr(self, "feature_definitions_", None) or {},
             # a bare e, pi, inf or nan in a feature is the constant (a branch is `e`), and
             # the expressions' rules (hepbdt._version); a file saved before both says neither
-            **({} if getattr(self, "_constants_unknown", False) else {
-                "constants": "bare",
-                "expression_rules": getattr(self, "_expression_rules", EXPRESSION_RULES)}),
+            **({} if rules == 0 else {"constants": "bare", "expression_rules": rules}),
             # the types of the branches the features read (hepbdt.io.branch_types); a
             # model fitted on other arrays, or saved before the record, has none
             **({} if getattr(self, "branch_types_", None) is None

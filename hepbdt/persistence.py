@@ -248,8 +248,7 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                       n_trees_reason=reason, min_node_size_used=used)
     # saved before a bare e, pi, inf or nan meant the constant only: apply refuses its
     # features that use one (a tree's branch of that name was read where there was one)
-    est._constants_unknown = doc.get("constants") != "bare"
-    est._expression_rules = _expression_rules(doc)
+    est._expression_rules = _expression_rules(doc)  # 0: before a bare e meant the constant
     types = _branch_types(doc.get("branch_types"))
     if types is not None:  # absent in files saved before 2026-12-04 (late): apply checks nothing
         est.branch_types_ = types

@@ -269,7 +269,7 @@ class _Job:
         definitions = getattr(scorer, "feature_definitions_", None) or {}
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
-        if any(getattr(m, "_constants_unknown", False) for m in _models(scorer)):
+        if any(_rules(m) == 0 for m in _models(scorer)):
             _check_saved_constants(features)  # a file saved before 2026-12-04
             _check_saved_expressions(features)
         _check_expression_rules(features, _models(scorer))
@@ -349,7 +349,7 @@ def _models(scorer: Any) -> list[Any]:
 
 def _check_saved_constants(features: list[Expression]) -> None:
     """ApplyOptionError, for a model file saved before a bare e, pi, inf or nan meant the
-    constant only (``persistence``'s ``_constants_unknown``), when its features use one:
+    constant only (expression rules 0, ``persistence._expression_rules``), when its features use one:
     there it meant a tree's branch of that name where the tree had one, so the file cannot
     say which."""
     for feature in features:
@@ -389,9 +389,9 @@ def _check_expression_rules(features: list[Expression], models: list[Any]) -> No
     newer rules than this hepbdt knows, and under rules 1 (2026-12-04) a sum or prod of a
     list of unsigned integers narrower than 64 bits (then uint64, now int64). Files under
     rules 0 are ``_check_saved_expressions``'s."""
+    computed = [f.text for f in features if f.computes]
     for model in models:
-        rules = getattr(model, "_expression_rules", EXPRESSION_RULES)
-        computed = [f.text for f in features if f.computes]
+        rules = _rules(model)
         if rules > EXPRESSION_RULES and computed:
             raise ApplyOptionError(
                 f"the model file was saved under expression rules {rules}, newer than this "
@@ -412,6 +412,12 @@ def _check_expression_rules(features: list[Expression], models: list[Any]) -> No
                     "(~sum(flags) was 2**64 - 1 - n), where they are int64 now: retrain it; "
                     "or, if the branch holds no unsigned integers, write \"expression_rules\": "
                     f"{EXPRESSION_RULES} in its model file")
+
+
+def _rules(model: Any) -> int:
+    """The expression rules a model's features were computed by (a model not from a file, or
+    not hepbdt's: today's)."""
+    return getattr(model, "_expression_rules", EXPRESSION_RULES)
 
 
 def _branches(scores: np.ndarray, branch: str) -> dict[str, np.ndarray]:

@@ -416,8 +416,7 @@ class BinMapper:
             bin_rows_into(X, packed, out)
             return
         for start, stop, block in _row_blocks(X, rows):
-            with launch_lock():
-                _apply_bins_by_event(read_only(block), packed, out[start:stop])
+            bin_rows_into(block, packed, out[start:stop])
 
     def transform(self, X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of X (of ``X[rows]``, when given), (m, n) uint8."""
