@@ -154,6 +154,28 @@ UNSUPPORTED = {
 }
 
 _LOWER = {name.lower(): name for name in [*TMVA_OPTIONS, *UNSUPPORTED]}
+
+# TMVA's DataLoader::PrepareTrainingAndTestTree options (lower case) and what a
+# configuration's [split] writes instead: they are not the BDT method's options.
+_FRACTION = ("train_fraction = ... (the fraction of each sample's events to train on; "
+             "hepbdt takes no event counts)")
+SPLIT_OPTION_HINTS = {
+    "normmode": 'norm = "num_events", "equal_num_events" or "none"',
+    "splitmode": 'mode = "random", "alternate" or "block"',
+    "splitseed": "seed = ...",
+    "mixmode": "nothing (hepbdt has no mixing option): leave it out",
+    "scalewithpreseleff": "nothing (hepbdt's yields come from the events its cuts keep): "
+                          "leave it out",
+}
+
+
+def split_option_hint(name: str) -> str | None:
+    """What a configuration's [split] writes for TMVA's PrepareTrainingAndTestTree option
+    ``name`` (any case; ``nTrain_<class>``, ``nTest_<class>`` included); None for others."""
+    key = name.strip().lower()
+    if key.startswith(("ntrain_", "ntest_")):
+        return _FRACTION
+    return SPLIT_OPTION_HINTS.get(key)
 _NEG_WEIGHTS = {"inverseboostnegweights": "inverse_boost", "ignorenegweightsintraining": "ignore",
                 "nonegweightsintraining": "ignore", "pairnegweightsglobal": "pair", "pray": "keep"}
 _CRITERIA = {"giniindex": "gini", "crossentropy": "cross_entropy",
@@ -307,6 +329,12 @@ def _read(options: str) -> dict[str, Any]:
         name_text, sep, value = token.partition("=")
         key = name_text.strip().lower()
         name = _LOWER.get(key)
+        if name is None and split_option_hint(key) is not None:
+            raise TMVAOptionError(
+                f"TMVA option {name_text.strip()!r} is DataLoader::PrepareTrainingAndTestTree's, "
+                f"not the BDT method's; in a configuration the [split] table takes its place, "
+                f"write {split_option_hint(key)} (in Python, split and normalise the events "
+                "before fit)")
         if name is None:
             hint = "" if sep else _bare_value_hint(key)
             raise TMVAOptionError(f"TMVA option {name_text.strip()!r} is not known to hepbdt"

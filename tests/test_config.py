@@ -101,6 +101,12 @@ def test_set_kfold_replaces_the_files_split(tmp_path):
                                         "option; here write norm = \"num_events\""),
     ("[split]\nnTrain_Signal = 1000", "[split] nTrain_Signal: unknown key; nTrain_Signal is "
                                       "TMVA's option; here write train_fraction = ..."),
+    ("[split]\nnTest_ttbar = 500", "[split] nTest_ttbar: unknown key; nTest_ttbar is "
+                                   "TMVA's option; here write train_fraction = ..."),
+    ("[method]\ntmva_options = 'NTrees=10:SplitMode=Random'",
+     "[method] tmva_options: TMVA option 'SplitMode' is DataLoader::PrepareTrainingAndTestTree's, "
+     "not the BDT method's; in a configuration the [split] table takes its place, write mode = "
+     "\"random\", \"alternate\" or \"block\""),
     ("[split]\nkfold = 3\nmode = 'random'", "[split] kfold: kfold splits by event number; "
                                             "remove mode"),
     ("[split]\nkfold = 1", "[split] kfold: 1 folds: k-fold needs k >= 2"),

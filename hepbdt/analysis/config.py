@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from ..tmva_options import (
     TMVAOptionError,
     is_tmva_option,
     parse_tmva_options,
+    split_option_hint,
     tmva_options_setting,
 )
 
@@ -139,17 +141,6 @@ _SAMPLE_KEYS = {
     "label": _LABEL, "target": _STR, "scale": _FINITE, "event": _STR,
 }
 _SPLIT_KEYS = {"mode": _STR, "train_fraction": _NUMBER, "seed": _INT, "kfold": _INT, "norm": _STR}
-# TMVA's PrepareTrainingAndTestTree options (any case) and what [split] writes instead
-_FRACTION = ("train_fraction = ... (the fraction of each sample's events to train on; "
-             "hepbdt takes no event counts)")
-_TMVA_SPLIT_HINTS = {
-    "normmode": 'norm = "num_events", "equal_num_events" or "none"',
-    "splitmode": 'mode = "random", "alternate" or "block"',
-    "splitseed": "seed = ...",
-    "ntrain_signal": _FRACTION, "ntrain_background": _FRACTION,
-    "ntest_signal": _FRACTION, "ntest_background": _FRACTION,
-    "mixmode": "nothing (hepbdt has no mixing option): leave it out",
-}
 _OUTPUT_KEYS = {
     "directory": _STR, "score_branch": _STR, "tmva_xml": _BOOL, "report": _BOOL,
     "figures": _BOOL, "figure_formats": _STR_LIST, "score_features": _BOOL,
@@ -319,16 +310,17 @@ def _type_name(value: Any) -> str:
 
 
 def _check_keys(table: dict[str, Any], spec: dict[str, tuple[Any, str]], name: str | None,
-                problems: _Problems, known: dict[str, str] | None = None) -> dict[str, Any]:
+                problems: _Problems, known: Callable[[str], str | None] | None = None
+                ) -> dict[str, Any]:
     """The entries of ``table`` that are known and of the right type; the rest are problems
-    (``known``: other programs' names, lower case, and what to write instead)."""
+    (``known``: what to write instead of another program's name, or None)."""
     good = {}
     for key, value in table.items():
         if key not in spec:
             matches = difflib.get_close_matches(key, list(spec), n=3, cutoff=0.6)
             hint = f"did you mean {' or '.join(repr(m) for m in matches)}? " if matches else ""
-            if known and key.lower() in known:
-                hint = f"{key} is TMVA's option; here write {known[key.lower()]}. "
+            if known and known(key) is not None:
+                hint = f"{key} is TMVA's option; here write {known(key)}. "
             problems.add(name, key, f"unknown key; {hint}valid keys: {', '.join(spec)}")
             continue
         test, words = spec[key]
@@ -922,7 +914,7 @@ def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
 
 
 def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> SplitConfig:
-    entry = _check_keys(table, _SPLIT_KEYS, "split", problems, _TMVA_SPLIT_HINTS)
+    entry = _check_keys(table, _SPLIT_KEYS, "split", problems, split_option_hint)
     split = SplitConfig()
     if "mode" in entry:
         mode = entry["mode"].lower()
