@@ -144,6 +144,31 @@ def test_export_of_a_kfold_manifest_and_its_mistakes(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir() if "first" in p.name or "second" in p.name] == []
 
 
+def test_kfold_onnx_export_gives_each_fold_file_its_fold_models_scores(tmp_path, capsys):
+    # Fold i's ONNX file, run by onnxruntime, scores as fold i's model (names with a tab,
+    # a blank and a quote; float32 arithmetic: 1e-5), and not as the other fold's.
+    ort = pytest.importorskip("onnxruntime")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    frame = pd.DataFrame(X, columns=["a\tb", "c d", 'e"f'])
+    event = np.arange(len(y))
+    folds = [hepbdt.BDTClassifier(n_trees=20, max_depth=3).fit(frame[event % 2 != i],
+                                                               y[event % 2 != i]) for i in (0, 1)]
+    hepbdt.KFoldModel(folds, by="event").save(tmp_path / "model.json")
+    assert main(["export", str(tmp_path / "model.json"), "--onnx", str(tmp_path / "m.onnx")]) == 0
+    for i in (0, 1):
+        session = ort.InferenceSession(str(tmp_path / f"m_fold{i}.onnx"),
+                                       providers=["CPUExecutionProvider"])
+        names = json.loads(session.get_modelmeta().custom_metadata_map["feature_names"])
+        assert names == list(frame.columns)
+        (score,) = session.run(["score"], {"input": X})
+        model = hepbdt.load_model(tmp_path / f"model_fold{i}.json")
+        np.testing.assert_allclose(score[:, 0], model.decision_function(frame), rtol=0, atol=1e-5)
+        assert np.abs(score[:, 0] - folds[1 - i].decision_function(frame)).max() > 1e-3
+
+
 def test_inspect_prints_options_features_trees_ranking(trained, capsys):
     assert main(["inspect", str(trained / "model.json"), "--tree", "0"]) == 0
     out = capsys.readouterr().out
