@@ -801,7 +801,10 @@ def write_sculpting_sample(output_dir: str | os.PathLike, n_signal: int = 20_000
                 _fixed_root_timestamps(), \
                 uproot.recreate(temporary, compression=uproot.ZLIB(_COMPRESSION_LEVEL),
                                 uuid_function=_uuid_function(seed, name)) as root_file:
-            root_file[TREE_NAME] = branches
+            # mktree: uproot 5.7 writes root_file[name] = arrays as an RNTuple
+            tree = root_file.mktree(TREE_NAME, {k: v.dtype for k, v in branches.items()},
+                                    title=f"hepbdt sculpting sample: {name}")
+            tree.extend(branches)
         paths[name] = path
     return paths
 

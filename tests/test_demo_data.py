@@ -267,3 +267,27 @@ def test_backgrounds_are_non_resonant_and_differ_from_signal(shipped):
         p: np.asarray(shipped[p].Jet_btag[shipped[p].nJet >= 1][:, 0]) for p in ("signal", "background_qcd")
     }
     assert np.mean(leading_btag["signal"]) > np.mean(leading_btag["background_qcd"]) + 0.2
+
+
+def test_the_shipped_and_regenerated_files_hold_ttrees_as_data_readme_says(regenerated):
+    """data/README.md: "each with one TTree named Events" (uproot names the class it read)."""
+    for path in [*regenerated.values(), *(DATA_DIR / demo_data.FILE_NAMES[p]
+                                          for p in demo_data.PROCESSES)]:
+        with uproot.open(path) as root_file:
+            assert root_file.classnames() == {f"{demo_data.TREE_NAME};1": "TTree"}, path
+
+
+def test_the_sculpting_sample_is_a_ttree_as_its_docstring_says(tmp_path):
+    """write_sculpting_sample wrote ``root_file[name] = arrays``, which uproot 5.7 writes
+    as an RNTuple, where its docstring (and analyses/decorrelation) say TTree ``Events``."""
+    paths = demo_data.write_sculpting_sample(tmp_path, 30, 40, seed=3)
+    arrays = demo_data.sculpting_arrays(30, 40, seed=3)
+    for name, label in (("signal", 1), ("background", 0)):
+        with uproot.open(paths[name]) as root_file:
+            assert root_file.classnames() == {f"{demo_data.TREE_NAME};1": "TTree"}
+            read = root_file[demo_data.TREE_NAME].arrays(library="np")
+        mine = arrays["label"] == label
+        assert set(read) == set(arrays) - {"label"}
+        for key, values in read.items():
+            assert values.dtype == arrays[key].dtype, key
+            np.testing.assert_array_equal(values, arrays[key][mine])
