@@ -11,6 +11,7 @@ import pytest
 import uproot
 
 from hepbdt.io import ExpressionError, Sample, read
+from tests.ntuples import write_rntuple, write_ttree
 
 
 def _events(n: int, seed: int) -> dict[str, object]:
@@ -31,16 +32,10 @@ def _events(n: int, seed: int) -> dict[str, object]:
 
 def _write_ttree(path: Path, n: int = 3000, seed: int = 1) -> dict[str, object]:
     data = _events(n, seed)
-    with uproot.recreate(path) as file:
-        file.mktree("Events", {
-            "Jet_pt": "var * float32", "Jet_btag": "var * float32", "MET_pt": np.float32,
-            "event": np.uint64, "genWeight": np.float64,
-        })
-        # two extends: two baskets, so small step sizes cross a basket boundary
-        half = n // 2
-        file["Events"].extend({k: v[:half] for k, v in data.items()})
-        file["Events"].extend({k: v[half:] for k, v in data.items()})
+    # two baskets, so small step sizes cross a basket boundary
+    write_ttree(path, "Events", data, baskets=2)
     return data
+
 
 
 def _first(lists: ak.Array, i: int) -> np.ndarray:
@@ -145,11 +140,7 @@ def test_peak_memory_is_the_final_arrays_plus_a_chunk(tmp_path: Path) -> None:
 def test_rntuple_written_by_uproot(tmp_path: Path) -> None:
     data = _events(400, seed=5)
     path = tmp_path / "rntuple.root"
-    with uproot.recreate(path) as file:
-        file["Events"] = {k: data[k] for k in ("Jet_pt", "MET_pt", "genWeight")}
-    with uproot.open(path) as file:
-        if type(file["Events"]).__name__.find("RNTuple") < 0:
-            pytest.skip("this uproot writes a TTree here")
+    write_rntuple(path, "Events", {k: data[k] for k in ("Jet_pt", "MET_pt", "genWeight")})
     ds = read(Sample("tt", path, label=0, weight="genWeight"), ["Jet_pt[:, 0]", "MET_pt"])
     np.testing.assert_array_equal(ds.X[:, 0], _first(data["Jet_pt"], 0))
     np.testing.assert_array_equal(ds.X[:, 1], data["MET_pt"])
@@ -161,11 +152,7 @@ def test_a_subfield_of_an_rntuple_record_is_read(tmp_path):
     # record 'Jet'; it was refused as "a type uproot cannot read" though uproot reads it.
     pt = ak.Array([[10.0, 5.0], [], [7.0], [3.0, 2.0, 1.0]])
     path = tmp_path / "records.root"
-    with uproot.recreate(path) as f:
-        f["Events"] = {"Jet": ak.zip({"pt": pt}), "x": np.arange(4.0)}
-    tree = uproot.open(path)["Events"]
-    if "RNTuple" not in type(tree).__name__:
-        pytest.skip("this uproot writes a TTree here")
+    write_rntuple(path, "Events", {"Jet": ak.zip({"pt": pt}), "x": np.arange(4.0)})
     expected = uproot.open(path)["Events"]["Jet.pt"].array()
     data = read(Sample("s", str(path), label=1), ["Jet.pt[:, 0]", "num(Jet.pt)", "x"])
     np.testing.assert_array_equal(data.X[:, 0], [10.0, np.nan, 7.0, 3.0])

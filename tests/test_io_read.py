@@ -10,6 +10,7 @@ import pytest
 import uproot
 
 from hepbdt.io import Dataset, Sample, read
+from tests.ntuples import KINDS, write_ntuple, write_rntuple, write_ttree
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CLASS_FILE = DATA / "tmva_class_example.root"
@@ -214,16 +215,15 @@ def test_files_kept_open_or_reopened_read_the_same(monkeypatch, binned) -> None:
     assert np.array_equal(a, b, equal_nan=not binned)
 
 
-def test_nothing_but_the_dataset_stays_allocated_after_a_read(tmp_path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_nothing_but_the_dataset_stays_allocated_after_a_read(tmp_path, kind) -> None:
     """uproot's objects refer to each other, so the chunks they read stayed allocated after
     read() until Python's cyclic collector ran (as much as the data itself): read collects."""
     import tracemalloc
 
-    import uproot
-
     rng = np.random.default_rng(0)
-    with uproot.recreate(tmp_path / "big.root") as f:
-        f["t"] = {f"x{j}": rng.normal(size=300_000).astype(np.float32) for j in range(12)}
+    write_ntuple(tmp_path / "big.root", "t",
+                 {f"x{j}": rng.normal(size=300_000).astype(np.float32) for j in range(12)}, kind)
     samples = [Sample("all", str(tmp_path / "big.root"), label=1, tree="t")]
     features = [f"x{j}" for j in range(12)]
     read(samples, features, progress=False)  # imports and caches outside the measurement
@@ -235,16 +235,16 @@ def test_nothing_but_the_dataset_stays_allocated_after_a_read(tmp_path) -> None:
     assert live < 1.2 * held + (1 << 20), (live, held)
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("binned", [False, True])
 def test_labels_and_sample_indices_are_read_into_the_smallest_integers(tmp_path, monkeypatch,
-                                                                        binned) -> None:
+                                                                        binned, kind) -> None:
     """int8 for labels up to 127 and up to 128 samples, else int16: allocated so by the
     reader (no int32 array converted afterwards), and kept so by the Dataset."""
     from hepbdt.io import samples as samples_module
 
     path = tmp_path / "small.root"
-    with uproot.recreate(path) as file:
-        file["t"] = {"x": np.arange(5 * 130, dtype=np.float32)}
+    write_ntuple(path, "t", {"x": np.arange(5 * 130, dtype=np.float32)}, kind)
     allocated = []
     allocate = samples_module._allocate
 
@@ -282,11 +282,8 @@ def test_a_read_keeps_no_copy_of_the_rntuple_columns_it_read(tmp_path) -> None:
     samples = []
     for i in range(files):
         path = tmp_path / f"part{i}.root"
-        with uproot.recreate(path) as f:  # a dict of arrays: an RNTuple of one cluster
-            f["t"] = {f"x{j}": rng.normal(size=n) for j in range(4)}
+        write_rntuple(path, "t", {f"x{j}": rng.normal(size=n) for j in range(4)})  # one cluster
         samples.append(Sample(f"s{i}", str(path), label=i % 2, tree="t"))
-    if "RNTuple" not in type(uproot.open(samples[0].files)["t"]).__name__:
-        pytest.skip("this uproot writes a dict of arrays as a TTree")
     features = [f"x{j}" for j in range(4)]
     read(samples, features, progress=False)  # imports and caches outside the measurement
     tracemalloc.start()
@@ -307,12 +304,10 @@ def test_an_rntuple_cluster_is_read_once_whatever_the_step(tmp_path) -> None:
 
     rng = np.random.default_rng(2)
     path = tmp_path / "one.root"
-    with uproot.recreate(path) as f:  # a dict of arrays: an RNTuple of one cluster
-        f["t"] = {"x": rng.normal(size=10_000), "y": rng.normal(size=10_000)}
+    with uproot.recreate(path) as f:  # an RNTuple of two clusters
+        write_rntuple(f, "t", {"x": rng.normal(size=10_000), "y": rng.normal(size=10_000)})
         f["t"].extend({"x": rng.normal(size=3_000), "y": rng.normal(size=3_000)})
     with uproot.open(path) as f:
-        if "RNTuple" not in type(f["t"]).__name__:
-            pytest.skip("this uproot writes a dict of arrays as a TTree")
         whole = f["t"].arrays(library="np")
     with uproot.open(path, array_cache=None) as f:
         reader = TreeReader(f, Source(str(path), "t"), [Expression("x"), Expression("y")], "test")
@@ -353,12 +348,10 @@ def test_read_unit_bytes_counts_the_largest_basket_or_cluster_of_the_branches_us
                       "jet": ak.zip({"pt": ak.unflatten(np.ones(c.sum()), c),
                                      "eta": ak.unflatten(np.ones(c.sum()), c)})}
             if i == 0:
-                f["t"] = arrays
+                write_rntuple(f, "t", arrays)
             else:
                 f["t"].extend(arrays)
     tree = uproot.open(tmp_path / "rntuple.root")["t"]
-    if "RNTuple" not in type(tree).__name__:
-        pytest.skip("this uproot writes a dict of arrays as a TTree")
     assert len(tree.cluster_summaries) == 2
     # per cluster: x 4 bytes an entry, the collection's index 8 an entry, each float64 8 an item
     x_jet_pt = max(c.size * (4 + 8) + c.sum() * 8 for c in counts)
@@ -416,7 +409,8 @@ def test_read_unit_bytes_ends_on_field_records_whose_parents_loop():
 def test_no_entries_are_typed_from_the_branch_records_without_a_read(tmp_path) -> None:
     """``--check`` typed the expressions from uproot's read of no entries, which
     decompresses the first basket (566 MB for one holding an event of 60M jagged
-    elements). The types come from the branch records now: the same as that read's."""
+    elements). The types come from the branch records now: the same as that read's. A
+    TTree's only: an RNTuple's fields are typed by that read (``TreeReader.no_entries``)."""
     import awkward as ak
 
     from hepbdt.io.expressions import Expression
@@ -427,10 +421,7 @@ def test_no_entries_are_typed_from_the_branch_records_without_a_read(tmp_path) -
                "u": np.ones(10, np.uint64), "b": np.ones(10, bool),
                "a": np.ones((10, 3), np.float32),
                "j": ak.Array([[1.0, 2.0]] * 10), "k": ak.Array([[1, 2, 3]] * 10)}
-    with uproot.recreate(path) as f:
-        f.mktree("t", {name: value.type.content if isinstance(value, ak.Array) else
-                       (value.dtype, value.shape[1:]) for name, value in columns.items()})
-        f["t"].extend(columns)
+    write_ttree(path, "t", columns)
     names = list(columns)
     with uproot.open(path, array_cache=None) as f:
         reader = TreeReader(f, Source(str(path), "t"), [Expression(n) for n in names], "test")
