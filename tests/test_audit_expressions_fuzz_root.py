@@ -15,6 +15,7 @@ import pytest
 import uproot
 
 from hepbdt.io import Sample, read
+from tests.ntuples import KINDS, write_ntuple
 
 C = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9], [0.5, -1, 2]], np.float64)
 N = np.array([10, 20, 30, 40], np.int32)
@@ -56,14 +57,17 @@ def test_a_cut_leaving_as_many_events_as_the_array_has_elements(tmp_path: Path) 
     np.testing.assert_array_equal(ds.X[:, 0], [10, 20, 30])  # ROOT: Sum$(c > n / 10) >= 2
 
 
-def test_where_with_a_condition_per_event_chooses_element_by_element(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_where_with_a_condition_per_event_chooses_element_by_element(tmp_path: Path,
+                                                                     kind: str) -> None:
     """where(n > 15, v, 0) chose the whole list or the number 0 (a list for some events and
-    a number for others), so sum() of it was refused; ROOT's n > 15 ? v : 0 is per element."""
+    a number for others), so sum() of it was refused; ROOT's n > 15 ? v : 0 is per element
+    (the ROOT numbers are TTree::Draw's of a std::vector v)."""
     import awkward as ak
 
     path = tmp_path / "jagged.root"
-    with uproot.recreate(path) as file:
-        file["T"] = {"v": ak.Array([[1.0, 2.0], [], [3.0], [4.0, 5.0, 6.0]]), "n": N}
+    write_ntuple(path, "T", {"v": ak.Array([[1.0, 2.0], [], [3.0], [4.0, 5.0, 6.0]]), "n": N},
+                 kind)
     ds = read(Sample("s", str(path)), ["sum(where(n > 15, v, 0))", "sum(where(n > 15, 1, v))",
                                        "num(where(n > 15, v, 0))"])
     np.testing.assert_array_equal(ds.X, np.array([[0.0, 3.0, 2.0], [0.0, 0.0, 0.0],  # ROOT

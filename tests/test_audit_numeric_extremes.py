@@ -13,6 +13,7 @@ import pytest
 
 from hepbdt import BDTRegressor
 from hepbdt.boosting.losses import PseudoHuber
+from tests.ntuples import KINDS, write_ntuple
 
 
 @pytest.mark.parametrize("delta", [1.0, 0.003, 250.0])
@@ -140,20 +141,20 @@ def test_float64_features_that_float32_collapses_warn(offset, spread):
     assert shifted.score((x - offset)[:, None] / spread, y) > 0.99
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("binned", [False, True])
-def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binned):
+def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binned, kind):
     """The readers compute in double and keep float32 features: a double branch of
     1e9 +- 30 keeps 3 values (numpy counts them); the read warns for it, and for the float
     branch and the shipped features it does not."""
-    import uproot
 
     from hepbdt.io import Sample, read
 
     rng = np.random.default_rng(3)
     t = 1e9 + rng.uniform(-30, 30, 500)
     assert np.unique(t.astype(np.float32)).size < 10
-    with uproot.recreate(tmp_path / "f.root") as f:
-        f["Events"] = {"t": t, "pt": rng.exponential(40, 500).astype(np.float32)}
+    write_ntuple(tmp_path / "f.root", "Events",
+                 {"t": t, "pt": rng.exponential(40, 500).astype(np.float32)}, kind)
     with pytest.warns(UserWarning, match=r"read: feature 't' spans .* subtract an offset") as record:
         read(Sample("s", tmp_path / "f.root", label=1), ["t", "pt"], binned=binned)
     assert not any("'pt'" in str(w.message) for w in record)
@@ -162,17 +163,17 @@ def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binn
         read(Sample("s", tmp_path / "f.root", label=1), ["t - 1e9", "pt"], binned=binned)
 
 
-def test_integers_that_float32_holds_exactly_do_not_warn(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_integers_that_float32_holds_exactly_do_not_warn(tmp_path, kind):
     """Run numbers 315252-315261 span few float32 steps but each is exact in float32: no
     warning at the fit (float64 column) or at the read (an unsigned branch)."""
-    import uproot
 
     from hepbdt import BDTClassifier
     from hepbdt.io import Sample, read
 
     runs = 315252 + np.arange(400) % 10
-    with uproot.recreate(tmp_path / "r.root") as f:
-        f["Events"] = {"run": runs.astype(np.uint32), "x": np.linspace(0, 1, 400)}
+    write_ntuple(tmp_path / "r.root", "Events",
+                 {"run": runs.astype(np.uint32), "x": np.linspace(0, 1, 400)}, kind)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BDTClassifier(n_trees=3, max_depth=2).fit(runs[:, None].astype(np.float64), runs % 2)

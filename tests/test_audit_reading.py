@@ -14,6 +14,7 @@ import uproot
 
 from hepbdt.io import Sample, read
 from hepbdt.io.errors import BadValueError, InputError, MissingFileError, MissingTreeError
+from tests.ntuples import KINDS, write_ntuple, write_ttree
 
 
 def _events(n: int, seed: int) -> dict[str, object]:
@@ -207,7 +208,8 @@ def test_a_path_the_locale_cannot_encode_is_one_error(tmp_path, monkeypatch):
         read(Sample("s", str(tmp_path / "signal \u2713.root"), label="signal"), ["x"])
 
 
-def test_a_file_replaced_by_a_rename_while_open_is_read_as_opened(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_file_replaced_by_a_rename_while_open_is_read_as_opened(tmp_path, kind):
     """uproot's default local source opened the path again for each read: a file renamed
     over the input (rsync, a producer's temporary) while it was read gave the new file's
     baskets after the old file's metadata, entries of neither file. The open file is read."""
@@ -216,22 +218,23 @@ def test_a_file_replaced_by_a_rename_while_open_is_read_as_opened(tmp_path):
     n = 50_000
     for name, sign in (("in.root", 1.0), ("new.root", -1.0)):
         with uproot.recreate(tmp_path / name, compression=None) as f:
-            f["T"] = {"x": sign * np.arange(n, dtype=np.float64)}
+            write_ntuple(f, "T", {"x": sign * np.arange(n, dtype=np.float64)}, kind)
     with open_root_file(str(tmp_path / "in.root"), "test") as file:
         tree = file["T"]
         os.replace(tmp_path / "new.root", tmp_path / "in.root")
         np.testing.assert_array_equal(tree["x"].array(library="np"), np.arange(n))
 
 
-def test_float32_event_numbers_beyond_2_24_are_refused(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_float32_event_numbers_beyond_2_24_are_refused(tmp_path, kind):
     """A float32 event branch is read in double, so the float64 bound (2**53) let 2**24 + 1,
     stored as 2**24, through: two events shared one number and k-fold apply scored half of
     them with the fold model that had trained on them. Refused, as KFoldModel refuses it."""
     n = 100
     for name, start in (("low.root", 2**24 - n), ("high.root", 2**24 - 10)):
-        with uproot.recreate(tmp_path / name) as f:
-            f["T"] = {"x": np.arange(n, dtype=np.float32),
-                      "event": (start + np.arange(n)).astype(np.float32)}
+        write_ntuple(tmp_path / name, "T", {"x": np.arange(n, dtype=np.float32),
+                                            "event": (start + np.arange(n)).astype(np.float32)},
+                     kind)
     data = read(Sample("s", str(tmp_path / "low.root"), label="signal"), ["x"], event="event")
     np.testing.assert_array_equal(data.event, 2**24 - n + np.arange(n))
     with pytest.raises(BadValueError, match=r"event expression 'event' is not an integer event "
@@ -239,25 +242,26 @@ def test_float32_event_numbers_beyond_2_24_are_refused(tmp_path):
         read(Sample("s", str(tmp_path / "high.root"), label="signal"), ["x"], event="event")
 
 
-def _replace_after_planning(monkeypatch, module, name, path, data):
-    """Rewrite ``path`` with ``data`` when ``module.name`` is first called (after the plan
-    of a read or of apply), then call it."""
+def _replace_after_planning(monkeypatch, module, name, path, data, kind="ttree"):
+    """Rewrite ``path`` with ``data`` (a tree T of ``kind``) when ``module.name`` is first
+    called (after the plan of a read or of apply), then call it."""
     original = getattr(module, name)
     done = []
 
     def replace_then_call(*args, **kwargs):
         if not done:
             done.append(True)
-            with uproot.recreate(str(path) + ".new") as f:
-                f["T"] = data
+            write_ntuple(str(path) + ".new", "T", data, kind)
             os.replace(str(path) + ".new", path)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(module, name, replace_then_call)
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("how", ["float", "binned", "dask"])
-def test_a_file_replaced_between_the_plan_and_the_read_is_refused(tmp_path, monkeypatch, how):
+def test_a_file_replaced_between_the_plan_and_the_read_is_refused(tmp_path, monkeypatch, how,
+                                                                  kind):
     """Files beyond KEEP_OPEN_FILES are opened again by path for each pass: one replaced
     meanwhile was read as the new file, whose entries were not those counted (80 more
     entries than planned, or in the binned read codes of other values than its edges')."""
@@ -268,10 +272,9 @@ def test_a_file_replaced_between_the_plan_and_the_read_is_refused(tmp_path, monk
     monkeypatch.setattr(samples, "KEEP_OPEN_FILES", 0)
     paths = [tmp_path / f"f{k}.root" for k in range(2)]
     for k, path in enumerate(paths):
-        with uproot.recreate(path) as f:
-            f["T"] = {"x": np.arange(100, dtype=np.float32) + 1000 * k}
+        write_ntuple(path, "T", {"x": np.arange(100, dtype=np.float32) + 1000 * k}, kind)
     _replace_after_planning(monkeypatch, samples, "_index_dtypes", paths[1],
-                            {"x": -np.arange(180, dtype=np.float32)})
+                            {"x": -np.arange(180, dtype=np.float32)}, kind)
     sample = Sample("s", [str(p) for p in paths], label="signal")
     with pytest.raises(InputError, match=r"sample 's': the file '.*f1\.root' changed while it "
                                          r"was read \(replaced or rewritten"):
@@ -280,7 +283,8 @@ def test_a_file_replaced_between_the_plan_and_the_read_is_refused(tmp_path, monk
             data.compute(scheduler="sync")
 
 
-def test_apply_refuses_an_input_replaced_after_its_plan(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", KINDS)
+def test_apply_refuses_an_input_replaced_after_its_plan(tmp_path, monkeypatch, kind):
     """apply counted each input's entries when it planned the outputs and scored the file
     it opened again: a replaced input gave a friend tree of 180 entries for a tree of 100
     counted, and shifted the entry numbers of the inputs after it."""
@@ -294,10 +298,9 @@ def test_apply_refuses_an_input_replaced_after_its_plan(tmp_path, monkeypatch):
     model = hepbdt.BDTClassifier(n_trees=2).fit(X, (X["f0"] > 0).astype(int))
     model.save(tmp_path / "m.json")
     path = tmp_path / "in.root"
-    with uproot.recreate(path) as f:
-        f["T"] = {"f0": np.arange(100, dtype=np.float32)}
+    write_ntuple(path, "T", {"f0": np.arange(100, dtype=np.float32)}, kind)
     _replace_after_planning(monkeypatch, scoring, "check_writable", path,
-                            {"f0": np.arange(180, dtype=np.float32)})
+                            {"f0": np.arange(180, dtype=np.float32)}, kind)
     with pytest.raises(InputError, match=r"apply: the file '.*in\.root' changed while it was "
                                          "read"):
         hepbdt.apply(tmp_path / "m.json", str(path), tmp_path / "friend.root")
@@ -310,8 +313,7 @@ def test_a_file_checked_on_another_host_is_compared_by_size_and_time(tmp_path, m
     import hepbdt.io.samples as samples
 
     path = tmp_path / "f.root"
-    with uproot.recreate(path) as f:
-        f["T"] = {"x": np.arange(10, dtype=np.float32)}
+    write_ttree(path, "T", {"x": np.arange(10, dtype=np.float32)})  # any ROOT file
     host, device, inode, size, mtime = samples.file_version(str(path))
     monkeypatch.setattr(samples.socket, "gethostname", lambda: host + "-worker")
     samples.check_file_version(str(path), (host, device + 1, inode + 1, size, mtime), "test")

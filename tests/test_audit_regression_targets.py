@@ -12,6 +12,7 @@ import pytest
 from hepbdt.io import Dataset
 from hepbdt.io.dataset import TARGET_RESOLUTION, float32_targets
 from hepbdt.io.errors import InputError
+from tests.ntuples import write_ttree
 
 
 def test_targets_with_a_large_offset_are_refused():
@@ -55,14 +56,12 @@ def test_weights_times_target_spread_below_float32_is_refused():
 
 
 def _files(tmp_path, parts):
-    import uproot
-
+    """A TTree T (x, target y) a part, a file each."""
     paths = []
     for i, target in enumerate(parts):
         path = tmp_path / f"p{i}.root"
         x = np.random.default_rng(i).normal(size=target.size)
-        with uproot.recreate(path) as file:
-            file["T"] = {"x": x, "y": target}
+        write_ttree(path, "T", {"x": x, "y": target})
         paths.append(str(path))
     return paths
 

@@ -18,6 +18,7 @@ import uproot
 
 from hepbdt.io import ExpressionError, InputError, MissingBranchError, Sample, read
 from hepbdt.io.expressions import Expression, to_column
+from tests.ntuples import KINDS, write_ntuple
 
 RNG = np.random.default_rng(11)
 N = 300
@@ -410,11 +411,12 @@ def test_a_file_listed_twice_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
     np.testing.assert_array_equal(ds.X[:, 0], [0, 1, 2, 3, 0, 1])
 
 
-def test_the_same_file_with_two_trees_is_read_once_each(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_same_file_with_two_trees_is_read_once_each(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "two.root"
     with uproot.recreate(path) as file:
-        file["A"] = {"x": np.array([1, 2], np.float32)}
-        file["B"] = {"x": np.array([5, 6, 7], np.float32)}
+        write_ntuple(file, "A", {"x": np.array([1, 2], np.float32)}, kind)
+        write_ntuple(file, "B", {"x": np.array([5, 6, 7], np.float32)}, kind)
     ds = read(Sample("s", [f"{path}:A", f"{path}:B"]), ["x"])
     np.testing.assert_array_equal(ds.X[:, 0], [1, 2, 5, 6, 7])
     ds = read(Sample("s", path, tree=["A", "B"]), ["x"])
@@ -436,7 +438,8 @@ def test_float32_branches_are_compared_in_double_as_root_does(text, in_double):
     np.testing.assert_array_equal(got.astype(bool), in_double(eta.astype(np.float64)))
 
 
-def test_apply_reads_constants_and_branches_as_the_training_did(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_apply_reads_constants_and_branches_as_the_training_did(tmp_path, kind):
     """A model trained on branch `e` scored a file without it at e = 2.718, and one trained
     on the constant pi read a file's branch pi: a branch is back-quoted, so the first is a
     missing branch, and a bare constant's name that is a branch is refused."""
@@ -445,8 +448,7 @@ def test_apply_reads_constants_and_branches_as_the_training_did(tmp_path):
     for name, branches in (("with.root", {"e": np.arange(5.0), "pi": np.arange(5.0),
                                           "x": np.arange(5.0)}),
                            ("without.root", {"x": np.arange(5.0)})):
-        with uproot.recreate(tmp_path / name) as f:
-            f["t"] = branches
+        write_ntuple(tmp_path / name, "t", branches, kind)
     y = (np.arange(5) % 2).astype(int)
     for features, applied_to, error, match in (
             (["`e`", "x"], "without.root", MissingBranchError, "'e', which is not a branch"),
@@ -648,8 +650,8 @@ def test_a_model_saved_before_the_rule_with_a_bare_constant_is_refused_by_apply(
 
     import hepbdt
 
-    with uproot.recreate(tmp_path / "with.root") as f:
-        f["t"] = {"e": np.arange(6.0), "x": np.arange(6.0) % 2}
+    write_ntuple(tmp_path / "with.root", "t", {"e": np.arange(6.0), "x": np.arange(6.0) % 2},
+                 "ttree")  # apply writes its friend tree beside a TTree
     y = (np.arange(6) > 2).astype(int)
     data = read(Sample("s", tmp_path / "with.root", tree="t", label=1), ["`e`", "x"])
     model = hepbdt.BDTClassifier(n_trees=2, max_depth=1, min_child_weight=0.0).fit(data.X, y)
