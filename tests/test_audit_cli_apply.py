@@ -25,18 +25,16 @@ import uproot
 import hepbdt
 from hepbdt.cli import main
 from hepbdt.kfold import KFoldModel
+from tests.ntuples import KINDS, write_ntuple, write_ttree
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ntuple(path: Path, n: int, seed: int, **extra: np.ndarray) -> Path:
     rng = np.random.default_rng(seed)
-    with uproot.recreate(path) as file:
-        file.mktree("Events", {"x1": np.float32, "x2": np.float64, "event": np.int64,
-                               **{k: v.dtype for k, v in extra.items()}})
-        file["Events"].extend({"x1": rng.normal(size=n).astype(np.float32),
-                               "x2": rng.normal(size=n), "event": np.arange(n) + 1000 * seed,
-                               **extra})
+    write_ttree(path, "Events", {"x1": rng.normal(size=n).astype(np.float32),
+                                 "x2": rng.normal(size=n), "event": np.arange(n) + 1000 * seed,
+                                 **extra})
     return path
 
 
@@ -128,9 +126,8 @@ def test_missing_values_the_training_never_had_are_noted(setup, tmp_path):
 def test_apply_again_replaces_its_friend_of_a_tree_in_a_folder(setup, tmp_path):
     """The friend of 'dir/Events' is written as dir/Events; a second run refused to replace
     it (the folder's own key read as something apply does not write)."""
-    with uproot.recreate(tmp_path / "in.root") as f:
-        f["dir/Events"] = {"x1": np.arange(30, dtype=np.float32),
-                           "x2": np.arange(30, dtype=np.float64)}
+    write_ttree(tmp_path / "in.root", "dir/Events", {"x1": np.arange(30, dtype=np.float32),
+                                                     "x2": np.arange(30, dtype=np.float64)})
     for _ in range(2):
         hepbdt.apply(setup["old"], f"{tmp_path / 'in.root'}:dir/Events", tmp_path / "f.root")
     assert uproot.open(tmp_path / "f.root")["dir/Events"].num_entries == 30
@@ -441,9 +438,10 @@ def test_output_tree_over_two_trees_of_other_names_is_refused(setup, tmp_path, c
     # one tree, which AddFriend on TreeB read as TreeB's (1,397 events passing a cut, not 1,057)
     both = tmp_path / "both.root"
     rng = np.random.default_rng(0)
-    with uproot.recreate(both) as file:
+    with uproot.recreate(both) as file:  # TTrees, as TMVA's TreeS and TreeB
         for name, n in (("TreeS", 30), ("TreeB", 20)):
-            file[name] = {"x1": rng.normal(size=n).astype(np.float32), "x2": rng.normal(size=n)}
+            write_ttree(file, name, {"x1": rng.normal(size=n).astype(np.float32),
+                                     "x2": rng.normal(size=n)})
     out = tmp_path / "f.root"
     assert main(["apply", str(setup["old"]), f"{both}:TreeS", f"{both}:TreeB", "--output", str(out),
                  "--output-tree", "scores"]) == 2
@@ -459,11 +457,11 @@ def test_output_tree_over_two_trees_of_other_names_is_refused(setup, tmp_path, c
                                           model.decision_function(X))
 
 
-def test_apply_replaces_no_ntuple_of_few_branches(setup, tmp_path, capsys):
+@pytest.mark.parametrize("kind", KINDS)
+def test_apply_replaces_no_ntuple_of_few_branches(setup, tmp_path, capsys, kind):
     # an analysis ntuple of two branches passed the branch count and was replaced
     out = tmp_path / "mine.root"
-    with uproot.recreate(out) as file:
-        file["Events"] = {"mjj": np.arange(5.0), "xsec_weight": np.ones(5)}
+    write_ntuple(out, "Events", {"mjj": np.arange(5.0), "xsec_weight": np.ones(5)}, kind)
     before = out.read_bytes()
     assert main(["apply", str(setup["old"]), str(setup["a"]), "--output", str(out)]) == 2
     assert "not titled as its friend trees" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from hepbdt import BDTClassifier, KFoldModel
 from hepbdt.evaluation import per_class_permutation_importance, permutation_importance
 from hepbdt.io.dataset import Dataset
 from hepbdt.io.errors import InputError
+from tests.ntuples import write_ttree
 
 pd = pytest.importorskip("pandas")
 
@@ -31,8 +32,8 @@ def _folds(tmp_path, k=3):
     folds = [BDTClassifier(n_trees=3, max_depth=2, random_state=0)
              .fit(named[event % k != i], y[event % k != i]) for i in range(k)]
     KFoldModel(folds, by="event").save(tmp_path / "model.json")
-    with uproot.recreate(tmp_path / "events.root") as file:
-        file["Events"] = {"x0": X[:, 0], "x1": X[:, 1], "x2": X[:, 2], "event": event}
+    write_ttree(tmp_path / "events.root", "Events",
+                {"x0": X[:, 0], "x1": X[:, 1], "x2": X[:, 2], "event": event})
     return named, event, folds
 
 

@@ -20,6 +20,7 @@ from hepbdt.kfold import KFoldModel
 from hepbdt.model import ModelFormatError
 from hepbdt.output_set import OutputSet, OutputSetError, _swap
 from hepbdt.persistence import load_model
+from tests.ntuples import write_ttree
 
 
 def _folds(n_trees: int, seed: int, k: int = 2) -> list[hepbdt.BDTClassifier]:
@@ -120,9 +121,9 @@ def _swap_in_after_loading(monkeypatch: pytest.MonkeyPatch, folder: Path, new: P
 
 def _ntuple(path: Path) -> Path:
     rng = np.random.default_rng(5)
-    with uproot.recreate(path) as f:
-        f["Events"] = {"event": np.arange(300, dtype=np.int64),
-                       **{name: rng.normal(size=300).astype(np.float32) for name in "abc"}}
+    write_ttree(path, "Events", {"event": np.arange(300, dtype=np.int64),
+                                 **{name: rng.normal(size=300).astype(np.float32)
+                                    for name in "abc"}})
     return path
 
 

@@ -24,6 +24,7 @@ import uproot
 
 import hepbdt
 from hepbdt.io.errors import InputError
+from tests.ntuples import write_ttree
 
 OLD = Path(__file__).parent / "data" / "old_models"
 FITTED = sorted(p.name for p in OLD.glob("*.json") if not p.name.startswith("634f42a"))
@@ -119,12 +120,11 @@ def test_old_model_file_scores_as_its_trees_say(name):
 
 
 def _ntuple(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """A file of the branches the 634f42a files read: nJ (uint32, 0 to 4) and x0."""
+    """A TTree of the branches the 634f42a files read: nJ (UInt_t, 0 to 4) and x0."""
     rng = np.random.default_rng(2)
     nJ = np.arange(200, dtype=np.uint32) % 5
     x0 = (np.round(rng.normal(0, 1, 200) * 4) / 4).astype(np.float32)
-    with uproot.recreate(path) as f:
-        f["Events"] = {"nJ": nJ, "x0": x0}
+    write_ttree(path, "Events", {"nJ": nJ, "x0": x0})
     return nJ, x0
 
 

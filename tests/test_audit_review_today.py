@@ -15,17 +15,18 @@ import numpy as np
 import uproot
 
 import hepbdt
+from tests.ntuples import write_ttree
 
 OLD = Path(__file__).parent / "data" / "old_models"
 
 
 def _nj_file(path: Path, n: int = 300) -> dict[str, np.ndarray]:
-    """A tree 'Events' with an unsigned nJ, a float x0 and a 0/1 label; its numbers."""
+    """A TTree 'Events' with an unsigned nJ (UInt_t), a double x0 and a 0/1 label; its
+    numbers."""
     rng = np.random.default_rng(3)
     branches = {"nJ": rng.integers(0, 6, n).astype(np.uint32), "x0": rng.normal(size=n),
                 "label": (rng.random(n) < 0.5).astype(np.int32)}
-    with uproot.recreate(path) as file:
-        file["Events"] = branches
+    write_ttree(path, "Events", branches)
     return branches
 
 

@@ -21,6 +21,7 @@ from hepbdt.io import Dataset
 from hepbdt.io.errors import InputError
 from hepbdt.persistence import ModelFormatError, load_model
 from hepbdt.scoring import ApplyOptionError
+from tests.ntuples import KINDS, tree_types, write_ntuple, write_rntuple
 
 K = 3
 FEATURES = ["x2", "x1*2", "log(abs(x3)+1)", "jet_pt[:, 0]", "num(jet_pt)"]
@@ -39,14 +40,20 @@ def _columns(n: int, seed: int, event: np.ndarray | None = None, order: list[str
     return {name: columns[name] for name in order or list(columns)}
 
 
-def _write(path, trees: dict, basket: int | None = None) -> None:
-    """Trees written in baskets of ``basket`` entries (one extend each)."""
+def _write(path, trees: dict, basket: int | None = None, kind: str = "ttree") -> None:
+    """Trees of ``kind`` written in baskets (a TTree's) or clusters (an RNTuple's) of
+    ``basket`` entries, one extend each."""
     with uproot.recreate(path) as file:
         for name, columns in trees.items():
             n = len(columns["event"])
             step = basket or max(n, 1)
-            file[name] = {k: v[:step] for k, v in columns.items()}
-            for start in range(step, n, step):
+            if kind == "ttree":
+                file.mktree(name, tree_types(columns))
+                first = 0
+            else:
+                write_rntuple(file, name, {k: v[:step] for k, v in columns.items()})
+                first = step
+            for start in range(first, n, step):
                 file[name].extend({k: v[start:start + step] for k, v in columns.items()})
 
 
@@ -103,19 +110,22 @@ def trained(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
+@pytest.fixture(scope="module", params=KINDS)
+def inputs(tmp_path_factory, request):
     """Three inputs for one chain: branches in another order with negative event numbers,
-    an empty tree, and uint64 event numbers beyond 2**62; baskets that chunks split."""
+    an empty tree, and uint64 event numbers beyond 2**62; baskets (clusters) that chunks
+    split. TTrees, and RNTuples."""
     folder = tmp_path_factory.mktemp("inputs")
     rng = np.random.default_rng(5)
     first = rng.integers(-10**15, 10**15, 230)
     first[:6] = [-2**63, 2**63 - 1, 2**53 + 1, -(2**53) - 1, -1, 0]
     _write(folder / "a.root", {"Events": _columns(
-        230, 10, first, ["extra", "event", "jet_pt", "x3", "x1", "x2"])}, basket=61)
-    _write(folder / "c.root", {"Events": _columns(0, 11)})
+        230, 10, first, ["extra", "event", "jet_pt", "x3", "x1", "x2"])}, basket=61,
+        kind=request.param)
+    _write(folder / "c.root", {"Events": _columns(0, 11)}, kind=request.param)
     third = np.arange(97, dtype=np.uint64) * np.uint64(1000003) + np.uint64(2**62)
-    _write(folder / "b.root", {"Events": _columns(97, 12, third)}, basket=40)
+    _write(folder / "b.root", {"Events": _columns(97, 12, third)}, basket=40,
+           kind=request.param)
     return [folder / "a.root", folder / "c.root", folder / "b.root"]
 
 
@@ -278,20 +288,20 @@ def test_fold_models_reading_a_name_from_different_expressions_are_refused(train
 # -- multi-class branch names: a branch named for a class holds that class's score --------
 
 
-def _three_class_apply(tmp_path, labels):
+def _three_class_apply(tmp_path, labels, kind="ttree"):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(240, 2)).astype(np.float32)
     y = np.asarray(labels)[np.digitize(X[:, 0], [-0.4, 0.4])]
     model = BDTClassifier(n_trees=3, max_depth=2).fit(Dataset(X, feature_names=["u", "v"]).X, y)
-    with uproot.recreate(tmp_path / "in.root") as file:
-        file["Events"] = {"v": X[:, 1], "u": X[:, 0]}
+    write_ntuple(tmp_path / "in.root", "Events", {"v": X[:, 1], "u": X[:, 0]}, kind)
     hepbdt.apply(model, tmp_path / "in.root", tmp_path / "out.root")
     with uproot.open(tmp_path / "out.root") as file:
         return model, X, file["Events"].arrays(library="np")
 
 
-def test_a_negative_class_label_does_not_take_the_name_of_another_class(tmp_path):
-    model, X, got = _three_class_apply(tmp_path, [-1, 0, 1])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_negative_class_label_does_not_take_the_name_of_another_class(tmp_path, kind):
+    model, X, got = _three_class_apply(tmp_path, [-1, 0, 1], kind)
     raw = model.decision_function(X)
     columns = {int(label): j for j, label in enumerate(model.classes_.tolist())}
     np.testing.assert_array_equal(got["bdt_score_1"], raw[:, columns[1]])

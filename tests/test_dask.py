@@ -30,6 +30,7 @@ from hepbdt.dask import (  # noqa: E402
 )
 from hepbdt.engine.grower import ORDERED_SUMS_FROM  # noqa: E402
 from hepbdt.estimators import ParameterError  # noqa: E402
+from tests.ntuples import write_ttree  # noqa: E402
 
 ROOT = str(Path(__file__).resolve().parents[1])
 FOREST_FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
@@ -543,7 +544,6 @@ def test_apply_on_the_cluster_notes_missing_values_the_training_never_had(client
     """The count of such events was kept by each worker's copy of the job and lost: the
     cluster wrote the same scores as memory but said nothing of them."""
     import pandas as pd
-    import uproot
 
     from hepbdt import apply as apply_in_memory
     from hepbdt.dask import apply as apply_on_cluster
@@ -556,8 +556,8 @@ def test_apply_on_the_cluster_notes_missing_values_the_training_never_had(client
     for name, nan_rows in (("a", [2, 5]), ("b", [0, 1, 9])):
         x0 = rng.normal(size=40).astype(np.float32)
         x0[nan_rows] = np.nan
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)}
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)})
         inputs.append(f"{tmp_path / name}.root:t")
     for apply, where in ((apply_in_memory, {}), (apply_on_cluster, {"client": client})):
         with pytest.warns(MissingValueWarning, match=r"\('x0' in 5 events\)"):
@@ -569,7 +569,6 @@ def test_apply_on_a_cluster_of_threads_counts_each_missing_value_once(tmp_path):
     its file's count to the shared one and returned it, and the client added those again
     (30 such events noted as 240). The reference: the NaN the input files hold."""
     import pandas as pd
-    import uproot
 
     from hepbdt.dask import apply as apply_on_cluster
     from hepbdt.scoring import MissingValueWarning
@@ -582,8 +581,8 @@ def test_apply_on_a_cluster_of_threads_counts_each_missing_value_once(tmp_path):
         x0 = rng.normal(size=40).astype(np.float32)
         x0[rng.random(40) < 0.25] = np.nan
         n_nan += int(np.isnan(x0).sum())
-        with uproot.recreate(tmp_path / f"in{k}.root") as f:
-            f["t"] = {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)}
+        write_ttree(tmp_path / f"in{k}.root", "t",
+                    {"x0": x0, "x1": rng.normal(size=40).astype(np.float32)})
         inputs.append(f"{tmp_path / f'in{k}'}.root:t")
     with Client(processes=False, n_workers=1, threads_per_worker=2,
                 dashboard_address=":0") as threads:

@@ -21,6 +21,7 @@ from hepbdt.io.errors import InputError
 from hepbdt.model import Forest, ModelFormatError
 from hepbdt.persistence import load_model
 from hepbdt.scoring import apply
+from tests.ntuples import write_ttree
 
 FEATURES = ["mjj", "tau21", "balance", "width", "noise"]
 
@@ -124,8 +125,7 @@ def test_mass_from_x_or_given_or_refused(tmp_path):
 
 
 def _ntuple(path, X, names):
-    with uproot.recreate(path) as file:
-        file["Events"] = {n: X[:, j].astype(np.float32) for j, n in enumerate(names)}
+    write_ttree(path, "Events", {n: X[:, j].astype(np.float32) for j, n in enumerate(names)})
 
 
 def test_apply_reads_the_mass_from_the_features_or_refuses(tmp_path):

@@ -24,6 +24,7 @@ from hepbdt.io import Dataset
 from hepbdt.io.errors import BadValueError, InputError
 from hepbdt.kfold import KFoldModel, fold_of
 from hepbdt.scoring import FoldExpressionWarning, apply
+from tests.ntuples import KINDS, write_ntuple, write_ttree
 
 K = 3
 
@@ -47,8 +48,7 @@ def _write_events(path: Path, event: np.ndarray, seed: int, x2: np.ndarray | Non
     columns = {"x1": rng.normal(size=n).astype(np.float32),
                "x2": rng.normal(size=n).astype(np.float32) if x2 is None else x2,
                "w": rng.uniform(0.5, 1.5, n), "event": event.astype(np.int64)}
-    with uproot.recreate(path) as file:
-        file["Events"] = columns
+    write_ttree(path, "Events", columns)
     return columns
 
 
@@ -314,10 +314,11 @@ def test_dataset_kfold_by_array_of_valid_folds():
 # -- 5. apply's error for an infinite feature names apply's remedy --------------------------
 
 
-def test_apply_of_an_infinite_feature_names_inf_as_missing_for_apply(tmp_path, capsys):
+@pytest.mark.parametrize("kind", KINDS)
+def test_apply_of_an_infinite_feature_names_inf_as_missing_for_apply(tmp_path, capsys, kind):
     x1 = np.array([0.5, np.inf, -1.0, -np.inf], np.float32)
-    with uproot.recreate(tmp_path / "inf.root") as file:
-        file["Events"] = {"x1": x1, "event": np.arange(4, dtype=np.int64)}
+    write_ntuple(tmp_path / "inf.root", "Events", {"x1": x1, "event": np.arange(4, dtype=np.int64)},
+                 kind)
     rng = np.random.default_rng(6)
     X = rng.normal(size=(300, 1)).astype(np.float32)
     X[::10] = np.nan
