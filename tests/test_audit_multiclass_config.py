@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import uproot
 
 from hepbdt import BDTClassifier
 from hepbdt.cli import main
+from tests.ntuples import write_ttree
 
 
 def _config(folder: Path, n_classes: int, extra: str = "") -> Path:
@@ -23,8 +23,7 @@ def _config(folder: Path, n_classes: int, extra: str = "") -> Path:
     path = folder / "events.root"
     rng = np.random.default_rng(3)
     n = 30 * n_classes
-    with uproot.recreate(path) as file:
-        file["t"] = {"x": rng.normal(size=n), "event": np.arange(n)}
+    write_ttree(path, "t", {"x": rng.normal(size=n), "event": np.arange(n)})
     samples = "".join(f'[samples.s{i}]\nfiles = "{path}:t"\nlabel = "c{i}"\n'
                       f'cut = "event % {n_classes} == {i}"\n' for i in range(n_classes))
     config = folder / "mc.toml"

@@ -14,18 +14,18 @@ from hepbdt import BDTClassifier, apply
 from hepbdt.analysis.outputs import _sample_provenance
 from hepbdt.io import Dataset, Sample, read
 from hepbdt.io.errors import InputError
+from tests.ntuples import KINDS, write_ntuple
 
 N = 400
 
 
-@pytest.fixture
-def mc(tmp_path):
-    """One file of N events: x normal, an event number."""
+@pytest.fixture(params=KINDS)
+def mc(tmp_path, request):
+    """One file of N events: x normal, an event number; a TTree, and an RNTuple."""
     rng = np.random.default_rng(1)
     path = tmp_path / "mc.root"
-    with uproot.recreate(path) as f:
-        f["Events"] = {"x": rng.normal(size=N).astype(np.float32), "w": np.ones(N),
-                       "event": np.arange(N, dtype=np.int64)}
+    write_ntuple(path, "Events", {"x": rng.normal(size=N).astype(np.float32), "w": np.ones(N),
+                                  "event": np.arange(N, dtype=np.int64)}, request.param)
     return path
 
 

@@ -22,6 +22,7 @@ from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.binned import MISSING_CODE, BinnedMatrix
 from hepbdt.engine.binning import EdgeSketch, fit_bin_edges
 from hepbdt.io import CompressionError, Dataset, InputError, Sample, read
+from tests.ntuples import KINDS, write_ntuple, write_ttree
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CLASS_FILE = DATA / "tmva_class_example.root"
@@ -325,11 +326,10 @@ def test_a_file_unreadable_halfway_names_it(tmp_path: Path) -> None:
     assert f"branch(es) {failing[0]!r} (entries 2000 to 3999)" in str(info.value)
 
 
-def _small_file(tmp_path: Path, big: float = 1.0) -> Path:
+def _small_file(tmp_path: Path, big: float = 1.0, kind: str = "ttree") -> Path:
     path = tmp_path / "small.root"
     x = np.random.default_rng(0).normal(size=2000)
-    with uproot.recreate(path) as file:
-        file["T"] = {"x": x, "big": np.where(np.arange(2000) == 1500, big, 1.0)}
+    write_ntuple(path, "T", {"x": x, "big": np.where(np.arange(2000) == 1500, big, 1.0)}, kind)
     return path
 
 
@@ -345,12 +345,13 @@ def test_the_binned_reads_options_are_checked(tmp_path: Path, option: str, value
         read(Sample("s", f"{path}:T", label=1), ["x"], binned=True, **{option: value})
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("binned", [True, False])
 def test_a_value_beyond_float32_is_refused_without_a_numpy_warning(
-        tmp_path: Path, binned: bool) -> None:
+        tmp_path: Path, binned: bool, kind: str) -> None:
     # numpy's "overflow encountered in cast" reached stderr before hepbdt's error line; a
     # finite 1e39 is no missing value, so inf_as_missing refuses it too (it was read as NaN)
-    path = _small_file(tmp_path, big=1e39)
+    path = _small_file(tmp_path, big=1e39, kind=kind)
     sample = Sample("s", f"{path}:T", label=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -412,13 +413,13 @@ def test_train_binned_then_apply_streams_floats_to_the_same_scores(tmp_path, cap
 def _wide_config(tmp_path: Path, outputs: bool, events: int = 300_000, features: int = 20
                  ) -> Path:
     """A configuration of 2 x ``events`` x ``features`` (nothing is trained from it), with
-    an event number ``evt``."""
+    an event number ``evt``: TTrees of one basket a branch."""
     rng = np.random.default_rng(0)
     for name in ("s", "b"):
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {"evt": np.arange(events, dtype=np.int64),
-                      **{f"x{j}": rng.normal(size=events).astype(np.float32)
-                         for j in range(features)}}
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {"evt": np.arange(events, dtype=np.int64),
+                     **{f"x{j}": rng.normal(size=events).astype(np.float32)
+                        for j in range(features)}})
     path = tmp_path / f"wide_{outputs}.toml"
     path.write_text(f"""
 tree = "t"

@@ -18,6 +18,7 @@ from hepbdt.io import BadValueError, Dataset, ExpressionError, InputError, Sampl
 from hepbdt.io.expressions import MAX_EXPRESSION_CHARS, MAX_NESTING, Expression
 from hepbdt.tmva_options import MAX_TREES, TMVAOptionError, parse_tmva_options
 from tests.faults import DATA, tiny_config
+from tests.ntuples import write_rntuple, write_ttree
 
 
 def _problems(path: Path) -> str:
@@ -299,18 +300,17 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
     ``hepbdt train`` allocates at its peak (``tracemalloc``: reading, splitting, fitting,
     writing the score trees, and with ``outputs`` the report and figures) stays below it,
     and not far below (within 2x), for the float and the binned reads."""
-    import uproot
 
     from hepbdt.analysis.estimate import estimate
 
     rng = np.random.default_rng(0)
     # binned with outputs: few events, where the correlation figure's blocks are the peak
     n, m = (200_000, 12) if not outputs else (50_000 if binned else 100_000, 28)
-    for name, shift in (("s", 0.3), ("b", 0.0)):
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {**{f"x{j}": (rng.normal(size=n) + shift).astype(np.float32)
-                         for j in range(m)},
-                      "event": np.arange(n, dtype=np.int64) + (n if name == "b" else 0)}
+    for name, shift in (("s", 0.3), ("b", 0.0)):  # TTrees of one basket a branch
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {**{f"x{j}": (rng.normal(size=n) + shift).astype(np.float32)
+                        for j in range(m)},
+                     "event": np.arange(n, dtype=np.int64) + (n if name == "b" else 0)})
     (tmp_path / "a.toml").write_text(f"""
 binned = {str(binned).lower()}
 title = "memory"
@@ -346,19 +346,16 @@ def test_memory_estimate_bounds_a_read_of_one_cluster_rntuples(tmp_path: Path) -
     dict of arrays as one cluster): with a weight of twenty float64 branches and two float
     features, the read's peak is those clusters, not the training's copies; the estimate
     counts them from the files' page lists."""
-    import uproot
 
     from hepbdt.analysis.estimate import estimate
 
     rng = np.random.default_rng(0)
     n, extra = 200_000, 20
     for name, shift in (("s", 0.3), ("b", 0.0)):
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {"x0": (rng.normal(size=n) + shift).astype(np.float32),
-                      "x1": rng.normal(size=n).astype(np.float32),
-                      **{f"w{j}": rng.uniform(1, 2, n) for j in range(extra)}}
-        if "RNTuple" not in type(uproot.open(tmp_path / f"{name}.root")["t"]).__name__:
-            pytest.skip("this uproot writes a dict of arrays as a TTree")
+        write_rntuple(tmp_path / f"{name}.root", "t",
+                      {"x0": (rng.normal(size=n) + shift).astype(np.float32),
+                       "x1": rng.normal(size=n).astype(np.float32),
+                       **{f"w{j}": rng.uniform(1, 2, n) for j in range(extra)}})
     weight = " + ".join(f"w{j}" for j in range(extra))
     (tmp_path / "a.toml").write_text(f"""
 title = "memory"
@@ -389,16 +386,15 @@ def test_multiclass_binned_memory_estimate_bounds_what_train_allocates(tmp_path:
     """A binned multi-class training with the report and figures: its outputs hold each
     extra class's probabilities and sorts, which the binned estimate left out (3 x 40,000
     events x 16 features: 83.8 MB at the peak, 79.6 MB estimated)."""
-    import uproot
 
     from hepbdt.analysis.estimate import estimate
 
     rng = np.random.default_rng(0)
     n, m, names = 40_000, 16, ("a", "b", "c")
     for k, name in enumerate(names):
-        with uproot.recreate(tmp_path / f"{name}.root") as f:
-            f["t"] = {f"x{j}": (rng.normal(size=n) + 0.3 * k * (j % 3 == 0)).astype(np.float32)
-                      for j in range(m)}
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {f"x{j}": (rng.normal(size=n) + 0.3 * k * (j % 3 == 0)).astype(np.float32)
+                     for j in range(m)})
     samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
                       f'label = "{name}"\n' for name in names)
     text = (f'binned = true\ntitle = "classes"\ntree = "t"\n'

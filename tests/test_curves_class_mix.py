@@ -23,6 +23,7 @@ from sklearn.metrics import log_loss  # noqa: E402
 from hepbdt import BDTClassifier, BDTRegressor, plotting  # noqa: E402
 from hepbdt.analysis import load_config, train  # noqa: E402
 from hepbdt.evaluation import learning_curve  # noqa: E402
+from tests.ntuples import write_ttree  # noqa: E402
 
 
 def _at_test_mix(y_tr, w_tr, y_te, w_te):
@@ -219,9 +220,10 @@ def test_multiclass_training_figures_and_report(tmp_path, drawn):
         for i, (name, scale) in enumerate((("qcd", 1.0), ("signal", 0.03), ("ttbar", 5.0))):
             n = 500
             x = rng.normal(i - 1.0, 1.0, n)
-            file[name] = {"x": x.astype(np.float32),
-                          "y": (rng.normal(size=n) + (1.5 - i) * x).astype(np.float32),
-                          "w": scale * rng.uniform(0.5, 1.5, n), "event": np.arange(n) + 1000 * i}
+            write_ttree(file, name, {"x": x.astype(np.float32),
+                                     "y": (rng.normal(size=n) + (1.5 - i) * x).astype(np.float32),
+                                     "w": scale * rng.uniform(0.5, 1.5, n),
+                                     "event": np.arange(n) + 1000 * i})
     samples = "\n".join(f'[samples.{name}]\nfiles = "{ntuple}:{name}"\nlabel = "{name}"\n'
                         'weight = "w"\n' for name in ("qcd", "signal", "ttbar"))
     config_path = tmp_path / "mc.toml"

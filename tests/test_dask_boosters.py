@@ -18,6 +18,7 @@ from hepbdt import BDTClassifier  # noqa: E402
 from hepbdt.dask import DaskBDTClassifier  # noqa: E402
 from hepbdt.engine.grower import ORDERED_SUMS_FROM  # noqa: E402
 from hepbdt.estimators import ParameterError  # noqa: E402
+from tests.ntuples import write_ttree  # noqa: E402
 
 from .test_dask import _assert_same_forest, _dask  # noqa: E402
 
@@ -152,9 +153,10 @@ def test_multiclass_workflow_trains_on_the_cluster_what_it_trains_in_memory(clie
     ntuple = tmp_path / "events.root"
     with uproot.recreate(ntuple) as file:
         for i, name in enumerate(CLASS_NAMES):
-            file[name] = {"x": rng.normal(1.5 * (i - 1), 1.0, 700).astype(np.float32),
-                          "y": rng.normal(1.5 * (1 - i) ** 2, 1.0, 700).astype(np.float32),
-                          "w": rng.uniform(0.5, 1.5, 700)}
+            write_ttree(file, name, {
+                "x": rng.normal(1.5 * (i - 1), 1.0, 700).astype(np.float32),
+                "y": rng.normal(1.5 * (1 - i) ** 2, 1.0, 700).astype(np.float32),
+                "w": rng.uniform(0.5, 1.5, 700)})
     samples = "".join(f'[samples.{name}]\nfiles = "{ntuple}:{name}"\nlabel = "{name}"\n'
                       'weight = "w"\n' for name in CLASS_NAMES)
     config = tmp_path / "mc.toml"

@@ -14,12 +14,12 @@ pytest.importorskip("dask.array")
 
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
-import uproot  # noqa: E402
 
 from hepbdt import BDTClassifier, BDTRegressor  # noqa: E402
 from hepbdt.dask import DaskBDTClassifier, DaskBDTRegressor  # noqa: E402
 from hepbdt.io import Sample, read  # noqa: E402
 from hepbdt.io.errors import EmptySelectionError  # noqa: E402
+from tests.ntuples import KINDS, write_ntuple  # noqa: E402
 
 FOREST_FIELDS = ("feature", "threshold", "bin_threshold", "left", "right", "missing_left", "value",
                  "gain", "cover", "tree_offsets", "tree_weights")
@@ -28,29 +28,30 @@ OPTIONS = dict(n_trees=3, max_depth=3, random_state=0, quantised_histograms=True
                negative_weights="keep")
 
 
-def _write(path: Path, n: int, shift: float, seed: int) -> str:
+def _write(path: Path, n: int, shift: float, seed: int, kind: str) -> str:
     rng = np.random.default_rng(seed)
     w = rng.lognormal(0, 0.5, n)
     w[rng.random(n) < 0.1] *= -1
-    with uproot.recreate(path) as f:
-        f["t"] = {"a": rng.normal(shift, 1, n).astype(np.float32),
-                  "b": np.round(rng.exponential(1, n), 1).astype(np.float32),
-                  "c": rng.integers(0, 5, n).astype(np.int32), "w": w,
-                  "event": (np.arange(n) * 7 + seed * 100_000).astype(np.int64)}
+    write_ntuple(path, "t", {"a": rng.normal(shift, 1, n).astype(np.float32),
+                             "b": np.round(rng.exponential(1, n), 1).astype(np.float32),
+                             "c": rng.integers(0, 5, n).astype(np.int32), "w": w,
+                             "event": (np.arange(n) * 7 + seed * 100_000).astype(np.int64)},
+                 kind)
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
+@pytest.fixture(scope="module", params=KINDS)
+def files(tmp_path_factory, request):
     """Toy ntuples: ``tiny`` (1 entry) and ``small`` (300), of events below 102,100, and
     ``big`` (4,000, events from 200,000) of signal, ``bkg`` (5,000), and ``empty``, a tree
-    of no entry."""
+    of no entry; TTrees, and RNTuples."""
     where = tmp_path_factory.mktemp("ntuples")
-    return {"tiny": _write(where / "tiny.root", 1, 0.5, 1),
-            "small": _write(where / "small.root", 300, 0.5, 1),
-            "big": _write(where / "big.root", 4_000, 0.5, 2),
-            "bkg": _write(where / "bkg.root", 5_000, -0.5, 3),
-            "empty": _write(where / "empty.root", 0, 0.0, 4)}
+    kind = request.param
+    return {"tiny": _write(where / "tiny.root", 1, 0.5, 1, kind),
+            "small": _write(where / "small.root", 300, 0.5, 1, kind),
+            "big": _write(where / "big.root", 4_000, 0.5, 2, kind),
+            "bkg": _write(where / "bkg.root", 5_000, -0.5, 3, kind),
+            "empty": _write(where / "empty.root", 0, 0.0, 4, kind)}
 
 
 def _error_of(call) -> tuple[type, str]:

@@ -513,7 +513,7 @@ def test_a_child_forked_after_gnu_openmp_ran_gets_an_error_not_an_abort(tmp_path
             print("no GNU OpenMP"); raise SystemExit
         import functools, sys, uproot
         with uproot.recreate(sys.argv[1]) as f:
-            f["T"] = {"x": X[:, 0]}
+            f["T"] = {"x": X[:, 0]}  # an RNTuple (uproot 5.7): any tree serves here
         sample = hepbdt.Sample("s", sys.argv[1] + ":T", label="signal")
         with mp.get_context("fork").Pool(1) as pool:
             plain = pool.apply_async(hepbdt.read, (sample, ["x"])).get(timeout=60)

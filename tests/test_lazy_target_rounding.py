@@ -14,21 +14,21 @@ import pytest
 pytest.importorskip("dask.array")
 
 import dask  # noqa: E402
-import uproot  # noqa: E402
 
 from hepbdt.io import Sample, read  # noqa: E402
 from hepbdt.io.dataset import TARGET_RESOLUTION  # noqa: E402
 from hepbdt.io.errors import BadValueError  # noqa: E402
+from tests.ntuples import KINDS, write_ntuple  # noqa: E402
 
 N = 3_000
 
 
-def _write(tmp_path) -> tuple[str, np.ndarray]:
+def _write(tmp_path, kind: str) -> tuple[str, np.ndarray]:
     rng = np.random.default_rng(5)
     noise = rng.normal(0.0, 1.0, N)
-    with uproot.recreate(tmp_path / "t.root") as f:
-        f["t"] = {"x": rng.normal(size=N).astype(np.float32), "noise": noise,
-                  "entry": np.arange(N, dtype=np.int64)}
+    write_ntuple(tmp_path / "t.root", "t", {"x": rng.normal(size=N).astype(np.float32),
+                                            "noise": noise, "entry": np.arange(N, dtype=np.int64)},
+                 kind)
     return f"{tmp_path / 't.root'}:t", noise
 
 
@@ -36,8 +36,9 @@ def _rms_rounding(exact: np.ndarray) -> float:
     return float(np.sqrt(np.mean((exact.astype(np.float32).astype(np.float64) - exact) ** 2)))
 
 
-def test_partitions_too_small_to_judge_are_judged_together(tmp_path):
-    source, noise = _write(tmp_path)
+@pytest.mark.parametrize("kind", KINDS)
+def test_partitions_too_small_to_judge_are_judged_together(tmp_path, kind):
+    source, noise = _write(tmp_path, kind)
     exact = 1e6 + 0.2 * noise
     assert _rms_rounding(exact) > TARGET_RESOLUTION * exact.std()  # float32 cannot hold them
     samples = [Sample("r", source, target="1e6 + 0.2 * noise")]
@@ -50,8 +51,9 @@ def test_partitions_too_small_to_judge_are_judged_together(tmp_path):
     assert "samples 'r'" in str(computed.value)
 
 
-def test_a_partition_of_nearly_equal_targets_is_not_refused_alone(tmp_path):
-    source, noise = _write(tmp_path)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_partition_of_nearly_equal_targets_is_not_refused_alone(tmp_path, kind):
+    source, noise = _write(tmp_path, kind)
     text = "1e6 + (entry >= 1500) * 1000 + 0.02 * noise"
     exact = 1e6 + (np.arange(N) >= 1500) * 1000 + 0.02 * noise
     assert _rms_rounding(exact) < TARGET_RESOLUTION * exact.std()  # the whole read: held

@@ -17,6 +17,7 @@ from hepbdt.cli import main
 from hepbdt.evaluation import multiclass_overtraining_test, one_vs_rest_auc, tmva_importance
 from hepbdt.evaluation.multiclass import class_mix_weights
 from hepbdt.evaluation.ranking import counted_trees
+from tests.ntuples import write_ttree
 
 # -- the split-gain ranking ---------------------------------------------------------------
 
@@ -233,9 +234,10 @@ def skewed_ntuple(tmp_path_factory) -> Path:
         for i, (name, mean, weight) in enumerate(
                 (("qcd", 0.0, 80.0), ("signal", 1.0, 0.05), ("ttbar", 3.0, 4.0))):
             n = 4000
-            file[name] = {"x": rng.normal(mean, 1.0, n).astype(np.float32),
-                          "y": rng.normal(0.5 * mean, 1.0, n).astype(np.float32),
-                          "w": weight * rng.uniform(0.8, 1.2, n), "event": np.arange(n) + n * i}
+            write_ttree(file, name, {"x": rng.normal(mean, 1.0, n).astype(np.float32),
+                                     "y": rng.normal(0.5 * mean, 1.0, n).astype(np.float32),
+                                     "w": weight * rng.uniform(0.8, 1.2, n),
+                                     "event": np.arange(n) + n * i})
     return path
 
 

@@ -19,6 +19,7 @@ from hepbdt.analysis.config import MULTICLASS_BOOSTINGS, ConfigError
 from hepbdt.cli import main
 from hepbdt.io import read_class_names, read_scores
 from hepbdt.scoring import apply
+from tests.ntuples import write_ttree
 
 ANALYSES = Path(__file__).resolve().parents[1] / "analyses"
 MULTICLASS_DATA = ANALYSES.parents[1] / "shared" / "data" / "tmva_multiclass_example.root"
@@ -27,15 +28,16 @@ CLASSES = {"qcd": 0.0, "signal": 1.5, "ttbar": -1.5}  # class -> mean shift of x
 
 @pytest.fixture(scope="module")
 def ntuple(tmp_path_factory) -> Path:
-    """One file, a tree a class: x and y shifted per class, a weight branch."""
+    """One file, a TTree a class: x and y shifted per class, a weight branch."""
     path = tmp_path_factory.mktemp("mc") / "events.root"
     rng = np.random.default_rng(5)
     with uproot.recreate(path) as file:
         for i, (name, shift) in enumerate(CLASSES.items()):
             n = 600
-            file[name] = {"x": rng.normal(shift, 1.0, n).astype(np.float32),
-                          "y": rng.normal(shift * (i - 1), 1.0, n).astype(np.float32),
-                          "w": rng.uniform(0.5, 1.5, n), "event": np.arange(n) + 1000 * i}
+            write_ttree(file, name, {"x": rng.normal(shift, 1.0, n).astype(np.float32),
+                                     "y": rng.normal(shift * (i - 1), 1.0, n).astype(np.float32),
+                                     "w": rng.uniform(0.5, 1.5, n),
+                                     "event": np.arange(n) + 1000 * i})
     return path
 
 

@@ -21,7 +21,6 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import uproot  # noqa: E402
 
 import hepbdt  # noqa: E402
 from hepbdt.analysis import load_config, report_from_scores, train  # noqa: E402
@@ -30,6 +29,7 @@ from hepbdt.cli import main  # noqa: E402
 from hepbdt.evaluation import metrics, overtraining_test, significance_scan  # noqa: E402
 from hepbdt.io import Dataset  # noqa: E402
 from hepbdt.persistence import load_model  # noqa: E402
+from tests.ntuples import write_ttree  # noqa: E402
 
 from .test_report import _rows  # noqa: E402
 
@@ -218,10 +218,10 @@ def _write_inputs(folder: Path, mode: str = "random") -> Path:
     text = CONFIG.format(mode=mode, seed="seed = 3\n" if mode == "random" else "")
     for i, name in enumerate(NAMES):
         mask = index == i
-        with uproot.recreate(folder / f"{name}.root") as file:
-            file["Events"] = {"x1": X[mask, 0].astype(np.float32),
-                              "x2": X[mask, 1].astype(np.float32), "w": w[mask],
-                              "event": event[mask].astype(np.int64)}
+        write_ttree(folder / f"{name}.root", "Events", {"x1": X[mask, 0].astype(np.float32),
+                                                        "x2": X[mask, 1].astype(np.float32),
+                                                        "w": w[mask],
+                                                        "event": event[mask].astype(np.int64)})
         label = "signal" if name in SIGNAL else "background"
         text += f'\n[samples.{name}]\nfiles = "{name}.root"\nlabel = "{label}"\n'
     path = folder / "yields.toml"
