@@ -26,15 +26,10 @@ from hepbdt.analysis import ConfigError, check_inputs, load_config
 from hepbdt.io import BranchTypeError
 from hepbdt.io.expressions import Expression
 from hepbdt.scoring import MissingValueWarning, apply
+from tests.ntuples import write_ttree
 
 N = 400
 FEATURES = ["~flag", "x", "num(c)", "c[:, 0]"]
-
-
-def _tree_types(branches: dict) -> dict:
-    """mktree's types: awkward's for jagged lists, numpy's (with a fixed shape) otherwise."""
-    return {k: v.type if isinstance(v, ak.Array) else np.dtype((v.dtype, v.shape[1:]))
-            for k, v in branches.items()}
 
 
 def _write(path: Path, seed: int, *, flag: str = "bool", x: str = "float32",
@@ -55,9 +50,7 @@ def _write(path: Path, seed: int, *, flag: str = "bool", x: str = "float32",
         branches["c"] = ak.Array([row[:n].tolist() for row, n in zip(padded, lengths,
                                                                        strict=True)])
         branches["c"] = ak.values_astype(branches["c"], np.float32)
-    with uproot.recreate(path) as file:  # a TTree: Bool_t, Int_t, c[3] or a jagged c[]
-        file.mktree("Events", _tree_types(branches))
-        file["Events"].extend(branches)
+    write_ttree(path, "Events", branches)  # a TTree: Bool_t, Int_t, c[3] or a jagged c[]
 
 
 @pytest.fixture(scope="module")
@@ -175,9 +168,7 @@ def _write_flags(path: Path, kind: str) -> np.ndarray:
     branches = {"flags": ak.values_astype(ak.Array(rows), kind),
                 "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
                 "label": label.astype(np.int32), "event": np.arange(N, dtype=np.int64)}
-    with uproot.recreate(path) as file:  # a TTree, as _write's
-        file.mktree("Events", _tree_types(branches))
-        file["Events"].extend(branches)
+    write_ttree(path, "Events", branches)  # a TTree, as _write's
     return np.array([sum(r) for r in rows])
 
 
