@@ -411,7 +411,11 @@ def warn_float32_resolution(source: Any, names: Sequence[str] | None, what: str 
 def float32_steps(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """How many float32 steps each feature's [low, high] spans (NaN where low == high)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        step = np.maximum(np.abs(low), np.abs(high)) * 2.0**-23  # float32's at the larger end
+        # float32's spacing at the larger end, np.spacing's: x * 2**-23 is up to twice it
+        # (1e9 +- 30 spans 0.94 steps of 64, not 0.5 of 119), which warned up to 2,048 steps
+        # and printed half the count
+        largest = np.maximum(np.abs(low), np.abs(high)).astype(np.float32)
+        step = np.spacing(largest).astype(np.float64)
         return np.where(high > low, (high - low) / step, np.nan)
 
 
@@ -421,11 +425,12 @@ def warn_float32_steps(low: np.ndarray, high: np.ndarray, changed: np.ndarray,
     ``changed`` where float32 rounded some value (integers such as run numbers are exact)."""
     steps = float32_steps(low, high)
     for col in np.flatnonzero((steps < FLOAT32_STEPS) & changed):
+        count = f"{steps[col]:,.0f}" if steps[col] >= 10 else f"{steps[col]:.2g}"
         name = f"feature {col}" if names is None else f"feature {names[col]!r}"
         warnings.warn(
             f"{what}: {name} spans {float(low[col])!r} to {float(high[col])!r}, which float32 "
             f"(what hepbdt trains and predicts in, as XGBoost and LightGBM do) holds in about "
-            f"{int(steps[col])} steps, so nearby values become one: subtract an offset (e.g. "
+            f"{count} steps, so nearby values become one: subtract an offset (e.g. "
             f"x - {float(low[col])!r}) or change the unit", stacklevel=user_stacklevel())
 
 

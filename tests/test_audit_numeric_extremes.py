@@ -141,11 +141,39 @@ def test_float64_features_that_float32_collapses_warn(offset, spread):
     assert shifted.score((x - offset)[:, None] / spread, y) > 0.99
 
 
+def _float32_steps_between(low: float, high: float) -> int:
+    """The float32 steps between float32(low) and float32(high), both positive, counted
+    on their bit patterns (consecutive positive float32 values have consecutive ones)."""
+    bits = np.array([low, high], dtype=np.float32).view(np.int32)
+    return int(bits[1]) - int(bits[0])
+
+
+@pytest.mark.parametrize("n_steps, warns", [(500, True), (1500, False)])
+def test_float32_step_count_is_float32s_spacing(n_steps, warns):
+    """README: a float64 feature whose range float32 holds in fewer than 1,024 steps warns,
+    saying how many. The steps are counted on float32's bit patterns: the fit estimated
+    float32's spacing at 1e9 as 1e9 x 2^-23 = 119 where it is 64, so it warned for 1,500
+    steps and printed 268 for 500."""
+    from hepbdt import BDTClassifier
+
+    x = 1e9 + np.linspace(0.0, 64.0 * n_steps, 400) + 0.25  # 0.25: float32 rounds each value
+    y = np.arange(400) % 2
+    assert _float32_steps_between(x.min(), x.max()) == n_steps
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        BDTClassifier(n_trees=2, max_depth=2).fit(x[:, None], y)
+    messages = [str(w.message) for w in record if "float32" in str(w.message)]
+    if not warns:
+        assert messages == []
+        return
+    assert len(messages) == 1 and f"holds in about {n_steps:,} steps" in messages[0]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("binned", [False, True])
 def test_a_double_branch_that_float32_collapses_warns_at_the_read(tmp_path, binned, kind):
     """The readers compute in double and keep float32 features: a double branch of
-    1e9 +- 30 keeps 3 values (numpy counts them); the read warns for it, and for the float
+    1e9 +- 30 keeps 1 value (float32's spacing there is 64); the read warns for it, and for the float
     branch and the shipped features it does not."""
 
     from hepbdt.io import Sample, read
