@@ -251,6 +251,33 @@ def test_lazy_read_trains_the_in_memory_model(client):
 
 
 @pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
+def test_a_lazy_read_is_scored_by_its_feature_names(client):
+    """README's Dask example scores the lazy read it fitted. Its ``data.X`` is a dask array
+    without names, so scoring it warned (FeatureNamesWarning) and the read itself was not
+    taken; the read is now taken as a named X is in memory, its columns by name in any
+    order. Reference: the in-memory model on the in-memory read's named columns."""
+    import warnings
+
+    from hepbdt.io import Sample, read
+
+    samples = [Sample("s", f"{CLASS_FILE}:TreeS", label=1),
+               Sample("b", f"{CLASS_FILE}:TreeB", label=0)]
+    features = ["var1", "var2", "var3", "var4"]
+    lazy = read(samples, features, dask=True, step_size=1_500)
+    model = DaskBDTClassifier(n_trees=4, max_depth=3).fit(lazy, client=client)
+    memory = read(samples, features)
+    local = model.to_local()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for data in (lazy, read(samples, features[::-1], dask=True, step_size=1_500)):
+            assert np.array_equal(model.decision_function(data).compute(),
+                                  local.decision_function(memory.X))
+            assert np.array_equal(model.predict_proba(data).compute(),
+                                  local.predict_proba(memory.X))
+            assert np.array_equal(model.predict(data).compute(), local.predict(memory.X))
+
+
+@pytest.mark.skipif(not CLASS_FILE.exists(), reason="reference ntuples in ../shared/data are absent")
 def test_apply_on_the_cluster_writes_what_memory_writes(client, tmp_path):
     import uproot
 

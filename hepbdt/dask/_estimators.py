@@ -747,13 +747,20 @@ class _DaskMixin:
                                  "drop decorrelate")
 
         names = getattr(self, "feature_names_in_", None)
-        warn_unnamed_columns(type(self).__name__, names, getattr(X, "columns", None))
-        if hasattr(X, "columns") and names is not None:  # a dask DataFrame: by name, as memory
-            given = [str(c) for c in X.columns]
+        given = _column_names(X)
+        warn_unnamed_columns(type(self).__name__, names, given)
+        if isinstance(X, LazyDataset):  # a lazy read: its X, named by the read's features
+            X = X.X
+        order = None
+        if given is not None and names is not None:  # by name, as memory
             order = column_positions(given, [str(n) for n in names], "X", type(self).__name__,
                                      getattr(self, "feature_definitions_", None) or {})
+        if order is not None and hasattr(X, "columns"):  # a dask DataFrame
             X = X[[X.columns[j] for j in order]]
+            order = None
         X = da.asarray(X)
+        if order is not None and order != list(range(X.shape[1])):  # a lazy read's array
+            X = X[:, order]
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d (events x features), got {X.ndim} dimensions")
         X = X.rechunk({1: -1})
@@ -865,6 +872,19 @@ def _refuse_no_labels(X: Any) -> None:
 
 def _is_dask(X: Any) -> bool:
     return type(X).__module__.startswith("dask.")
+
+
+def _is_lazy(X: Any) -> bool:
+    """Whether a prediction of X is a dask array: X a dask collection or a lazy read."""
+    return _is_dask(X) or isinstance(X, LazyDataset)
+
+
+def _column_names(X: Any) -> list[str] | None:
+    """The names of X's columns: a dask DataFrame's, a lazy read's features; else None."""
+    if isinstance(X, LazyDataset):
+        return [str(n) for n in X.feature_names]
+    columns = getattr(X, "columns", None)
+    return None if columns is None else [str(c) for c in columns]
 
 
 def _vector_sums(cluster: Cluster, sums: dict[str, PairwiseSum]) -> dict[str, float]:
@@ -1147,24 +1167,26 @@ class DaskBDTClassifier(_DaskMixin, BDTClassifier):
 
     def decision_function(self, X, decorrelate=None):
         """Raw scores, (n,) or (n, K) with more than two classes; a dask array (lazy, block
-        by block) for dask input (``decorrelate``: as the in-memory estimator's; the Dask
-        fit makes no decorrelation map)."""
-        if _is_dask(X):
+        by block) for dask input or a lazy read (its columns by name; ``decorrelate``: as
+        the in-memory estimator's; the Dask fit makes no decorrelation map)."""
+        if _is_lazy(X):
             self._check_fitted()
             width = self.classes_.size if self._multiclass else None
             return self._lazy(X, "decision_function", width, decorrelate)
         return super().decision_function(X, decorrelate)
 
     def predict_proba(self, X, decorrelate=None):
-        """(n, K) probabilities (K = 2 for two classes); a dask array (lazy) for dask input."""
-        if _is_dask(X):
+        """(n, K) probabilities (K = 2 for two classes); a dask array (lazy) for dask input
+        or a lazy read (its columns by name)."""
+        if _is_lazy(X):
             self._check_fitted()
             return self._lazy(X, "predict_proba", max(2, self.classes_.size), decorrelate)
         return super().predict_proba(X, decorrelate)
 
     def predict(self, X, decorrelate=None):
-        """Class labels; a dask array (lazy) for dask input, of the labels' dtype."""
-        if _is_dask(X):
+        """Class labels; a dask array (lazy) for dask input or a lazy read, of the labels'
+        dtype."""
+        if _is_lazy(X):
             self._check_fitted()
             return self._lazy(X, "predict", None, decorrelate, self.classes_.dtype)
         return super().predict(X, decorrelate)
@@ -1196,7 +1218,7 @@ class DaskBDTRegressor(_DaskMixin, BDTRegressor):
                               feature_definitions, eval_set, event, branch_types)
 
     def predict(self, X):
-        """Predicted targets; a dask array (lazy) for dask input."""
-        if _is_dask(X):
+        """Predicted targets; a dask array (lazy) for dask input or a lazy read."""
+        if _is_lazy(X):
             return self._lazy(X, "predict", None)
         return super().predict(X)
