@@ -24,7 +24,15 @@ from ..engine._serial_tree import (
     grow_exact_serial,
     grow_exact_serial_1,
 )
-from ..engine._types import CHANNEL_DTYPE, INDEX_DTYPE, MISSING_BIN, N_CHANNELS, njit, serial_twin
+from ..engine._types import (
+    CHANNEL_DTYPE,
+    INDEX_DTYPE,
+    MISSING_BIN,
+    N_CHANNELS,
+    launch_lock,
+    njit,
+    serial_twin,
+)
 from ..engine.grower import numba_threads, serial_tree_buffers, serial_tree_sharing
 
 __all__ = ["ExactRounds", "NEWTON_LEAF", "RATIO_LEAF"]
@@ -87,7 +95,7 @@ class ExactRounds:
                 valid_summed, self.node_sums, *self.stored, self.sizes, self.n_nodes,
                 self.n_trees)
         if shared > 1:
-            with numba_threads(shared):
+            with launch_lock(), numba_threads(shared):
                 self.n_nodes = _exact_round(*args)
         else:  # no context to enter: a round of a few thousand events takes tens of us
             self.n_nodes = _exact_round_1(*args)

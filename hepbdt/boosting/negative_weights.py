@@ -79,7 +79,7 @@ import numba
 import numpy as np
 
 from .._util import running_sum_slack
-from ..engine._types import CHANNEL_DTYPE, njit
+from ..engine._types import CHANNEL_DTYPE, launch_lock, njit
 from ..engine.binning import BinMapper
 from ..engine.grower import QuantisedRows
 from ..engine.split import SplitParams
@@ -249,8 +249,9 @@ def _nearest_t(Zq: np.ndarray, Zt: np.ndarray, k: int) -> np.ndarray:
     out = np.empty((Zq.shape[0], k), dtype=np.int64)
     if k == 0:
         return out
-    _knn(np.ascontiguousarray(Zq, dtype=np.float32), Zt, k,
-         max(1, min(KNN_TILE, KNN_HEAP // max(k, 1))), out)
+    with launch_lock():
+        _knn(np.ascontiguousarray(Zq, dtype=np.float32), Zt, k,
+             max(1, min(KNN_TILE, KNN_HEAP // max(k, 1))), out)
     return out
 
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._types import N_BINS, N_CHANNELS, njit
+from ._types import N_BINS, N_CHANNELS, launch_lock, njit
 from .grower import (
     LEVEL_HISTOGRAM_BYTES,
     ORDERED_SUMS_FROM,
@@ -468,7 +468,7 @@ class PartTree:
         for j, parent in enumerate(plan.parents.tolist()):
             s, e = int(nodes.start[parent]), int(nodes.stop[parent])
             serial = e - s <= SERIAL_EVENTS
-            with self.small.serial(serial):
+            with self.small.serial(serial), launch_lock():
                 mid = int(_partition_leaf(*events.split_codes, events.partition,
                                           events.scratch_idx, s, e,
                                           plan.feature[j:j + 1].astype(np.int32),
@@ -586,9 +586,10 @@ class ExactPartTree:
                                      n_channels=self.events.payload.shape[1])
             initial.fill(0.0)
         hists = np.array(initial, dtype=np.float64, order="C")
-        _continue_histograms(self.codes, self.events.partition, self.events.payload,
-                             self.nodes.start[ids], self.nodes.stop[ids], self.events.used,
-                             hists)
+        with launch_lock():
+            _continue_histograms(self.codes, self.events.partition, self.events.payload,
+                                 self.nodes.start[ids], self.nodes.stop[ids], self.events.used,
+                                 hists)
         return hists
 
     def apply(self, plan: LevelPlan) -> tuple[np.ndarray, np.ndarray]:

@@ -38,6 +38,7 @@ from ._types import (
     N_BINS,
     N_CHANNELS,
     check_n_events,
+    launch_lock,
     njit,
     serial_tree_threads,
     serial_twin,
@@ -274,12 +275,13 @@ def _partition_nodes(codes, by_event, partition, payload, s, e, feature, bin_thr
     s = s.astype(np.int64)
     chunk_start, chunk_stop, chunk_node = _chunk_layout(s, e.astype(np.int64))
     n_left = np.empty(chunk_node.size, np.int64)
-    _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
-                      chunk_node, feature, bin_threshold, missing_left, scratch_idx,
-                      scratch_payload, n_left)
-    left_dst, right_dst, mid = _chunk_destinations(s, chunk_start, chunk_stop, chunk_node, n_left)
-    _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
-                   scratch_idx, scratch_payload)
+    with launch_lock():
+        _partition_chunks(codes, by_event, partition, payload, chunk_start, chunk_stop,
+                          chunk_node, feature, bin_threshold, missing_left, scratch_idx,
+                          scratch_payload, n_left)
+        left_dst, right_dst, mid = _chunk_destinations(s, chunk_start, chunk_stop, chunk_node, n_left)
+        _gather_chunks(partition, payload, chunk_start, chunk_stop, n_left, left_dst, right_dst,
+                       scratch_idx, scratch_payload)
     return mid
 
 
@@ -314,7 +316,8 @@ def slice_sums(partition: np.ndarray, start: np.ndarray, stop: np.ndarray,
     out = np.empty((len(arrays), start.size), dtype=np.float64)
     if initial is None:
         initial = np.zeros_like(out)
-    _slice_sums(partition, start, stop, arrays, np.ascontiguousarray(initial, np.float64), out)
+    with launch_lock():
+        _slice_sums(partition, start, stop, arrays, np.ascontiguousarray(initial, np.float64), out)
     return out
 
 
@@ -334,8 +337,9 @@ def event_leaves(tree: GrownTree, n_events: int, storage: np.ndarray | None = No
         out = np.empty(n_events, dtype)
     if tree.partition.size < n_events:  # the leaves hold the partition's events, no others
         out[:] = np.iinfo(dtype).max
-    _mark_leaves(tree.partition, tree.start[leaves], tree.stop[leaves], out,
-                 _range_tasks(n_events))
+    with launch_lock():
+        _mark_leaves(tree.partition, tree.start[leaves], tree.stop[leaves], out,
+                     _range_tasks(n_events))
     return out
 
 
@@ -344,8 +348,9 @@ def add_through_partition(tree: GrownTree, value: np.ndarray, score: np.ndarray)
     order), through the partition's slices, whose events must be in increasing order (see
     ``event_leaves``); ``score`` holds every event index of the partition."""
     leaves = np.flatnonzero(tree.is_leaf)
-    _add_leaf_values(tree.partition, tree.start[leaves], tree.stop[leaves],
-                     np.ascontiguousarray(value, np.float64), score, _range_tasks(score.size))
+    with launch_lock():
+        _add_leaf_values(tree.partition, tree.start[leaves], tree.stop[leaves],
+                         np.ascontiguousarray(value, np.float64), score, _range_tasks(score.size))
 
 
 def _range_tasks(n_events: int) -> int:
@@ -402,8 +407,9 @@ def sums_by_leaf(leaf_of: np.ndarray, n_leaves: int, *values: np.ndarray,
     out = np.empty((len(arrays), n_leaves))
     start = (np.zeros_like(out) if initial is None
              else np.ascontiguousarray(initial, np.float64))
-    _sums_by_leaf(leaf_of, arrays, n_leaves, min(len(arrays), numba.get_num_threads()), start,
-                  out)
+    with launch_lock():
+        _sums_by_leaf(leaf_of, arrays, n_leaves, min(len(arrays), numba.get_num_threads()), start,
+                      out)
     return out
 
 
@@ -479,7 +485,8 @@ def _leaf_sums_3(leaf_of, last, x, y, z, acc_x, acc_y, acc_z):
 
 def add_by_leaf(leaf_of: np.ndarray, value: np.ndarray, score: np.ndarray) -> None:
     """score[i] += value[leaf_of[i]] for every event in a leaf (``event_leaves``)."""
-    _add_by_leaf(leaf_of, np.ascontiguousarray(value, np.float64), score)
+    with launch_lock():
+        _add_by_leaf(leaf_of, np.ascontiguousarray(value, np.float64), score)
 
 
 ADD_CHUNK = 16384  # events per task of ``add_by_leaf``
@@ -506,7 +513,8 @@ def feature_major(codes_by_event: np.ndarray) -> np.ndarray:
     """The (m, n) feature-major copy of (n, m) event-major uint8 codes (numpy's copy of
     the transposed view moves one byte at a time: 0.84 s at 10M x 28, this 0.065 s)."""
     out = np.empty(codes_by_event.shape[::-1], dtype=codes_by_event.dtype)
-    _feature_major(np.ascontiguousarray(codes_by_event), out)
+    with launch_lock():
+        _feature_major(np.ascontiguousarray(codes_by_event), out)
     return out
 
 
@@ -573,7 +581,8 @@ class QuantisedRows:
         """Every event in order, with channels A and B packed (first: they may be
         ``channel_buffers``)."""
         quantiser.pack_into(a, b, self.packed)
-        _iota(self.partition)
+        with launch_lock():
+            _iota(self.partition)
 
 
 class _NodeArrays:
@@ -1010,15 +1019,16 @@ def _split_leaf(events: _TreeEvents, nodes: _NodeArrays, parent: int, split: _Sp
     chunk_stop = np.minimum(chunk_start + max(1, -(-(e - s) // n_chunks)), e)
     n_left = np.empty(chunk_start.size, np.int64)
     payload = events.payload if move_payload else NO_PAYLOAD
-    _partition_chunks(*events.split_codes, events.partition, payload, chunk_start,
-                      chunk_stop, np.zeros(chunk_start.size, np.int64), split.feature,
-                      split.threshold.astype(np.uint8), split.missing_left, events.scratch_idx,
-                      events.scratch_payload, n_left)
-    n_right = (chunk_stop - chunk_start) - n_left
-    mid = s + int(n_left.sum())
-    _gather_chunks(events.partition, payload, chunk_start, chunk_stop, n_left,
-                   s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
-                   events.scratch_idx, events.scratch_payload)
+    with launch_lock():
+        _partition_chunks(*events.split_codes, events.partition, payload, chunk_start,
+                          chunk_stop, np.zeros(chunk_start.size, np.int64), split.feature,
+                          split.threshold.astype(np.uint8), split.missing_left, events.scratch_idx,
+                          events.scratch_payload, n_left)
+        n_right = (chunk_stop - chunk_start) - n_left
+        mid = s + int(n_left.sum())
+        _gather_chunks(events.partition, payload, chunk_start, chunk_stop, n_left,
+                       s + np.cumsum(n_left) - n_left, mid + np.cumsum(n_right) - n_right,
+                       events.scratch_idx, events.scratch_payload)
     if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
         return None
     return (*_add_leaf_children(nodes, parent, split, s, mid, e), s, mid, e)
@@ -1156,11 +1166,12 @@ class _PackedSplits:
         self.child_sums[1] = sums - split.left_sums[0]
         spare = pool.take(-1, waiting) if build else 0
         parent_slot = pool.slot[parent] if build else 0
-        mid = int(_partition_leaf(*events.split_codes, events.partition, events.scratch_idx,
-                                  s, e, split.feature.astype(np.int32),
-                                  split.threshold.astype(np.uint8),
-                                  split.missing_left.astype(np.bool_),
-                                  1 if e - s <= SERIAL_EVENTS else self.small.n_threads))
+        with launch_lock():
+            mid = int(_partition_leaf(*events.split_codes, events.partition, events.scratch_idx,
+                                      s, e, split.feature.astype(np.int32),
+                                      split.threshold.astype(np.uint8),
+                                      split.missing_left.astype(np.bool_),
+                                      1 if e - s <= SERIAL_EVENTS else self.small.n_threads))
         if mid in (s, e):  # a side without events: not a split (see _apply_real_splits)
             if build:
                 pool.slot.pop(-1)
@@ -1172,13 +1183,15 @@ class _PackedSplits:
             threads = 1 if stop - start <= SERIAL_EVENTS else self.small.n_threads
             buffers = events.task_buffers.get(
                 threads * max(1, -(-(stop - start) // (threads * PACKED_TASK))), events.n_features)
-            _leaf_packed_histogram(events.codes, events.partition, events.payload, start, stop,
-                                   threads, buffers, pool.raw, events.wide, spare, parent_slot)
+            with launch_lock():
+                _leaf_packed_histogram(events.codes, events.partition, events.payload, start, stop,
+                                       threads, buffers, pool.raw, events.wide, spare, parent_slot)
             slots = np.array([spare, parent_slot] if small_left else [parent_slot, spare],
                              np.int64)
-            _scan_children(pool.raw, slots, events.quantiser.scale_a, events.quantiser.scale_b,
-                           self.child_sums, self.allowed, self.n_value_bins, self.params,
-                           2 * events.n_features <= _serial_scans(), *self.out)
+            with launch_lock():
+                _scan_children(pool.raw, slots, events.quantiser.scale_a, events.quantiser.scale_b,
+                               self.child_sums, self.allowed, self.n_value_bins, self.params,
+                               2 * events.n_features <= _serial_scans(), *self.out)
             pool.slot.pop(-1)
         left, right = _add_leaf_children(nodes, parent, split, s, mid, e)
         if not build:
@@ -1356,13 +1369,14 @@ def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: n
     buffers = events.task_buffers.get(threads * max(1, -(-half // (threads * PACKED_TASK))),
                                       events.n_features)
     depth_limit = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
-    nodes.size = int(_packed_leaves(
-        *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
-        raw, events.wide, max_leaves, depth_limit, np.tile(events.used, (2, 1)), n_value_bins,
-        quantum_floor(params, events.quantiser).as_tuple(), events.quantiser.scale_a,
-        events.quantiser.scale_b, buffers, threads, SERIAL_EVENTS, _serial_scans(),
-        nodes.feature, nodes.bin_threshold, nodes.missing_left, nodes.left, nodes.right,
-        nodes.gain, nodes.start, nodes.stop, nodes.sums))
+    with launch_lock():
+        nodes.size = int(_packed_leaves(
+            *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
+            raw, events.wide, max_leaves, depth_limit, np.tile(events.used, (2, 1)), n_value_bins,
+            quantum_floor(params, events.quantiser).as_tuple(), events.quantiser.scale_a,
+            events.quantiser.scale_b, buffers, threads, SERIAL_EVENTS, _serial_scans(),
+            nodes.feature, nodes.bin_threshold, nodes.missing_left, nodes.left, nodes.right,
+            nodes.gain, nodes.start, nodes.stop, nodes.sums))
 
 
 def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
@@ -1604,7 +1618,7 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
     buffers = serial_tree_buffers(n_rows, m, max_depth, events.partition.dtype,
                                   events.payload.dtype, workspace)
     shared = serial_tree_sharing(n_rows, m)
-    with numba_threads(shared):
+    with launch_lock(), numba_threads(shared):
         grow = grow_exact_serial if shared > 1 else grow_exact_serial_1
         n_nodes = grow(events.codes, events.partition, events.payload, events.used, n_value_bins,
                        params.as_tuple(), max_depth, *buffers, _serial_tree.SPARSE_EVENTS, shared)
@@ -1719,12 +1733,13 @@ def _grow_packed_levels(events: _TreeEvents, nodes: _NodeArrays, raw: np.ndarray
                                       events.n_features)
     floor = quantum_floor(params, events.quantiser)
     allowed = np.tile(events.used, (widest, 1))
-    nodes.size = int(_packed_levels(
-        *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
-        raw, max_depth, allowed, n_value_bins, floor.as_tuple(), events.quantiser.scale_a,
-        events.quantiser.scale_b, buffers, nodes.feature, nodes.bin_threshold,
-        nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
-        nodes.sums))
+    with launch_lock():
+        nodes.size = int(_packed_levels(
+            *events.split_codes, events.codes, events.partition, events.payload, events.scratch_idx,
+            raw, max_depth, allowed, n_value_bins, floor.as_tuple(), events.quantiser.scale_a,
+            events.quantiser.scale_b, buffers, nodes.feature, nodes.bin_threshold,
+            nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
+            nodes.sums))
 
 
 def _grow_depthwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,

@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from ._prefetch import prefetch, prefetch_far
-from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, njit, serial_twin
+from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, launch_lock, njit, serial_twin
 
 __all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser",
            "TaskBuffers"]
@@ -277,8 +277,9 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
         parent_hists = hists
         parent_slots = sibling_slots = np.full(slots.size, -1, np.int64)
     if payload.dtype != np.int64:
-        _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
-                     parent_hists, parent_slots, sibling_slots)
+        with launch_lock():
+            _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
+                         parent_hists, parent_slots, sibling_slots)
         return
     sizes = node_stop - node_start
     # Integer sums do not depend on how the events are cut into tasks: enough tasks to
@@ -298,14 +299,17 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
     m = hists.shape[1]
     buffers = (task_buffers.get(node.size, m) if task_buffers is not None
                else np.empty((node.size, m * N_BINS), np.int64))
-    _task_sums(codes, partition, payload, task_start, task_stop, m, buffers)
+    with launch_lock():
+        _task_sums(codes, partition, payload, task_start, task_stop, m, buffers)
     if hists.ndim == 4:
         # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
         assert task <= PACKED_TASK
-        _reduce_tasks(buffers, node, slots, _lanes_flat(hists), _lanes_flat(parent_hists),
-                      parent_slots, sibling_slots, True)
+        with launch_lock():
+            _reduce_tasks(buffers, node, slots, _lanes_flat(hists), _lanes_flat(parent_hists),
+                          parent_slots, sibling_slots, True)
         return
-    _reduce_tasks(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots, False)
+    with launch_lock():
+        _reduce_tasks(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots, False)
 
 
 class Quantiser:
@@ -348,14 +352,18 @@ class Quantiser:
     def max_abs(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
         """(max |A|, max |B|), NaN when a value is NaN: the maxima of several parts of the
         events combine (``np.max``, which propagates NaN) to those of all of them."""
-        # numpy's max, which propagates NaN (Numba's skips it)
-        return tuple(float(m) for m in _max_abs(a, b).max(axis=0)) if a.size else (0.0, 0.0)
+        if not a.size:
+            return (0.0, 0.0)
+        with launch_lock():
+            maxima = _max_abs(a, b)
+        return tuple(float(m) for m in maxima.max(axis=0))  # numpy's max propagates NaN (Numba's skips it)
 
     def pack_into(self, a: np.ndarray, b: np.ndarray, packed: np.ndarray) -> None:
         """packed[i] = qa_i * 2**32 + qb_i for every event i, where qa_i is A_i * scale_a
         rounded stochastically (qb_i alike; the random numbers are keyed by ``offset + i``,
         so a part of the events starting at ``offset`` packs as the whole does)."""
-        _pack_into(a, b, self.scale_a, self.scale_b, self.seed, self.offset, packed)
+        with launch_lock():
+            _pack_into(a, b, self.scale_a, self.scale_b, self.seed, self.offset, packed)
 
     def quantise(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The integers (as float64) that ``pack_into`` packs for A and B."""
@@ -372,12 +380,13 @@ class Quantiser:
         shape = packed.shape[:-1] if self.wide else packed.shape
         if out is None:
             out = np.empty(shape + (N_CHANNELS,), dtype=SUM_DTYPE)
-        if self.wide:
-            _decode_wide(packed.reshape(-1, 2), self.scale_a, self.scale_b,
-                         out.reshape(-1, N_CHANNELS))
-        else:
-            _decode(packed.reshape(-1), self.scale_a, self.scale_b,
-                    out.reshape(-1, N_CHANNELS))
+        with launch_lock():
+            if self.wide:
+                _decode_wide(packed.reshape(-1, 2), self.scale_a, self.scale_b,
+                             out.reshape(-1, N_CHANNELS))
+            else:
+                _decode(packed.reshape(-1), self.scale_a, self.scale_b,
+                        out.reshape(-1, N_CHANNELS))
         return out
 
 
