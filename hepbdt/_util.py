@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -328,7 +328,8 @@ class Progress:
 def check_X(X: Any, n_features: int | None = None, what: str = "X",
             names: Sequence[str] | None = None, owner: str = "the model",
             definitions: dict[str, str] | None = None,
-            resolution: bool = False) -> tuple[np.ndarray, list[str] | None]:
+            resolution: bool = False,
+            branch_types: Mapping[str, str] | None = None) -> tuple[np.ndarray, list[str] | None]:
     """(n, m) C-contiguous float32 without copying when already so; NaN allowed (masked
     entries and pandas' NA become NaN), inf and values beyond float32's range refused, as
     are dates and durations (their number depends on their unit).
@@ -339,13 +340,16 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     extra ones are ignored; a column may also be named by the expression that
     ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
     columns. ``resolution``: warn for a float64 column whose values float32 keeps in few
-    steps (:func:`warn_float32_resolution`; a fit's input). RuntimeError in a process
-    forked after GNU OpenMP ran (:func:`check_not_forked_from_openmp`): the checks run
-    kernels.
+    steps (:func:`warn_float32_resolution`; a fit's input). ``branch_types``: the types of
+    the branches the model's training read (:func:`check_branch_types`). RuntimeError in
+    a process forked after GNU OpenMP ran (:func:`check_not_forked_from_openmp`): the
+    checks run kernels.
     """
     check_not_forked_from_openmp()
     check_same_definitions(getattr(X, "feature_definitions", None), definitions,
                            () if names is None else names, what, owner)
+    check_branch_types(getattr(X, "branch_types", None), branch_types, names, definitions,
+                       what, owner)
     X, given = _as_matrix(X, what)
     if names is not None and given is not None:
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
@@ -607,6 +611,21 @@ def check_same_definitions(given: Any, definitions: Any, names: Sequence[str], w
             raise ValueError(f"{what}'s column {str(name)!r} was read as {theirs!r}, but {owner} "
                              f"was trained with {str(name)!r} = {ours!r}: the same name for "
                              "another quantity; read the input with the model's definitions")
+
+
+
+def check_branch_types(given: Mapping[str, str] | None, recorded: Mapping[str, str] | None,
+                       names: Sequence[str] | None, definitions: Mapping[str, str] | None,
+                       what: str, owner: str) -> None:
+    """BranchTypeError where the input's branch types (``given``: a hepbdt read's record)
+    would give the model's features ``names`` other values than the types its training
+    read (``recorded``) did: ``~flag`` of an Int_t is -1 - flag, of a Bool_t !flag
+    (``hepbdt.io.branch_types``). Nothing without both records; the check is
+    ``hepbdt.io``'s, loaded wherever a read made the input's record."""
+    module = sys.modules.get("hepbdt.io.branch_types")
+    if not given or not recorded or names is None or module is None:
+        return
+    module.check_feature_types(recorded, given, names, definitions or {}, what, owner)
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -25,6 +25,7 @@ from ._util import (
     FeatureNamesWarning,
     any_nan,
     atomic_write_text,
+    check_branch_types,
     check_same_definitions,
     check_weights,
     check_X,
@@ -781,7 +782,7 @@ class _BDTBase(SklearnProtocol):
         given = self._given_weights(y, w)
         rng = np.random.default_rng(self.random_state)
         binned = isinstance(X, BinnedMatrix)
-        evals = self._eval_sets(eval_set, names, X.edges if binned else None)
+        evals = self._eval_sets(eval_set, names, X.edges if binned else None, definitions)
         plan = self._tree_plan(int(np.count_nonzero(w)), bool(evals))  # events of weight 0: none
         rows = None  # float X: the training events are X[rows] (all when None), binned from X
         if plan.hold_out:
@@ -1027,10 +1028,12 @@ class _BDTBase(SklearnProtocol):
         if mapper is not None:
             self.bin_edges_ = mapper.edges_
 
-    def _eval_sets(self, eval_set, names, edges=None) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    def _eval_sets(self, eval_set, names, edges=None, definitions=None
+                   ) -> list[tuple[Any, np.ndarray, np.ndarray]]:
         """``eval_set`` as a list of checked (X, y, w): one (X, y[, w]) tuple or a list of them,
         as XGBoost and LightGBM take it. With ``edges`` (a binned fit) each X is a
-        BinnedMatrix of those bins (float X is binned with them)."""
+        BinnedMatrix of those bins (float X is binned with them). Each X's features are the
+        training X's (``names``, read as ``definitions``, from branches of its types)."""
         if eval_set is None:
             return []
         if _one_eval_set(eval_set):
@@ -1039,7 +1042,7 @@ class _BDTBase(SklearnProtocol):
         for i, entry in enumerate(eval_set):
             if not isinstance(entry, tuple | list) or len(entry) not in (2, 3):
                 raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, sample_weight)")
-            Xv = self._eval_features(entry[0], names, edges, i)
+            Xv = self._eval_features(entry[0], names, edges, i, definitions)
             yv = self._encode_y(entry[1], fitting=False)
             if yv.size != Xv.shape[0]:
                 raise ValueError(f"eval_set[{i}]: X has {Xv.shape[0]} events but y has {yv.size}")
@@ -1057,30 +1060,34 @@ class _BDTBase(SklearnProtocol):
             sets.append((Xv, yv, wv))
         return sets
 
-    def _eval_features(self, X, names, edges, i: int) -> Any:
+    def _eval_features(self, X, names, edges, i: int, definitions=None) -> Any:
         """One eval set's features: float32 for a float fit, a BinnedMatrix of ``edges`` for
         a binned one."""
         what = f"eval_set[{i}] X"
+        types = self.__dict__.get("_branch_types")  # the training X's (fit sets it)
         if isinstance(X, BinnedMatrix):
             if edges is None:
                 raise ValueError(f"{what} is a BinnedMatrix but the training X is not; give "
                                  "float features, or train on a BinnedMatrix of the same bins")
-            X = self._binned_in_order(X, names, what)
+            X = self._binned_in_order(X, names, what, definitions, types, "this fit")
             if not X.same_bins(BinnedMatrix(X.codes[:0], edges)):
                 raise ValueError(f"{what} is binned with other edges than the training X; bin "
                                  "both alike (hepbdt.read(..., bin_edges=...))")
             return X
-        Xv, _ = check_X(X, self.n_features_in_ if names is None else None, what, names=names)
+        Xv, _ = check_X(X, self.n_features_in_ if names is None else None, what, names=names,
+                        owner="this fit", definitions=definitions, branch_types=types)
         return Xv if edges is None else BinnedMatrix.from_features(Xv, edges)
 
-    def _binned_in_order(self, X: BinnedMatrix, names, what: str) -> BinnedMatrix:
-        """A BinnedMatrix with the columns ``names`` (by name when both have names)."""
-        check_same_definitions(X.feature_definitions, getattr(self, "feature_definitions_", None),
-                               () if names is None else names, what, type(self).__name__)
+    def _binned_in_order(self, X: BinnedMatrix, names, what: str, definitions, branch_types,
+                         owner: str) -> BinnedMatrix:
+        """A BinnedMatrix with the columns ``names`` (by name when both have names), read as
+        ``definitions`` and from branches of ``branch_types`` say (those of ``owner``)."""
+        check_same_definitions(X.feature_definitions, definitions,
+                               () if names is None else names, what, owner)
+        check_branch_types(X.branch_types, branch_types, names, definitions, what, owner)
         if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
-            X = X.columns(column_positions(list(X.feature_names), list(names), what,
-                                           type(self).__name__,
-                                           getattr(self, "feature_definitions_", None) or {}))
+            X = X.columns(column_positions(list(X.feature_names), list(names), what, owner,
+                                           definitions or {}))
         expected = len(names) if names is not None else self.n_features_in_
         if X.shape[1] != expected:
             raise ValueError(f"{what} has {X.shape[1]} features, but {type(self).__name__} is "
@@ -1232,7 +1239,8 @@ class _BDTBase(SklearnProtocol):
         names = getattr(self, "feature_names_in_", None)
         X, given = check_X(X, self.n_features_in_, names=None if names is None else list(names),
                            owner=type(self).__name__,
-                           definitions=getattr(self, "feature_definitions_", None))
+                           definitions=getattr(self, "feature_definitions_", None),
+                           branch_types=getattr(self, "branch_types_", None))
         warn_unnamed_columns(type(self).__name__, names, given)
         self._check_reader_nan(X)
         return X
@@ -1257,7 +1265,9 @@ class _BDTBase(SklearnProtocol):
         """A BinnedMatrix in the model's feature order, whose bins the model's thresholds
         are edges of (so the codes decide every split as the values would)."""
         names = getattr(self, "feature_names_in_", None)
-        X = self._binned_in_order(X, None if names is None else list(names), "X")
+        X = self._binned_in_order(X, None if names is None else list(names), "X",
+                                  getattr(self, "feature_definitions_", None),
+                                  getattr(self, "branch_types_", None), type(self).__name__)
         forest = self.forest_
         for f in np.unique(forest.feature[forest.feature >= 0]):
             t = forest.threshold[forest.feature == f]

@@ -21,6 +21,7 @@ from ._util import (
     _as_matrix,
     atomic_path,
     atomic_write_text,
+    check_branch_types,
     check_same_definitions,
     column_positions,
     file_sha256,
@@ -261,6 +262,11 @@ class KFoldModel:
         names = getattr(self.models[0], "feature_names_in_", None)
         check_same_definitions(getattr(X, "feature_definitions", None), self.feature_definitions_,
                                names if names is not None else (), "X", type(self).__name__)
+        recorded = next((m.branch_types_ for m in self.models
+                         if getattr(m, "branch_types_", None) is not None), None)
+        check_branch_types(getattr(X, "branch_types", None), recorded,
+                           None if names is None else [str(n) for n in names],
+                           self.feature_definitions_, "X", type(self).__name__)
         X, given = _as_matrix(X, "X")
         X = np.asarray(X)
         if X.ndim != 2:

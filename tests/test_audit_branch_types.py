@@ -209,3 +209,70 @@ def test_a_complement_of_where_does_not_follow_its_conditions_type(trained, tmp_
     apply(model, tmp_path / "int.root", tmp_path / "int_scores.root", event_branch="event")
     np.testing.assert_array_equal(_scores(tmp_path / "int_scores.root"),
                                   _scores(tmp_path / "same_scores.root"))
+
+
+def _read(path: Path, features=FEATURES, **kwargs):
+    samples = [hepbdt.Sample("s", f"{path}:Events", cut="label == 1", label=1),
+               hepbdt.Sample("b", f"{path}:Events", cut="label == 0", label=0)]
+    return hepbdt.read(samples, features, event="event", progress=False, **kwargs)
+
+
+def test_python_scoring_refuses_a_read_whose_types_change_a_features_values(trained, tmp_path):
+    # Where apply refused, model.decision_function(hepbdt.read(...).X) of the same file
+    # scored it without a word: 'flag' an Int_t where training read a Bool_t makes ~flag
+    # -1 - flag, not !flag (the reference: numpy's ~ of the stored numbers, and the scores
+    # of the same numbers in the training's types).
+    folder, model, _ = trained
+    _write(tmp_path / "same.root", 6)
+    _write(tmp_path / "int.root", 6, flag="int32")
+    same, other = _read(tmp_path / "same.root"), _read(tmp_path / "int.root")
+    flags = other.X[:, 0] != same.X[:, 0]
+    assert flags.all() and set(np.unique(other.X[:, 0])) == {-2.0, -1.0}  # ~1, ~0 of int32
+    reference = model.decision_function(same.X)
+    words = r"X: branch 'flag' is int32 \(one value an event\) here but was bool"
+    loaded = hepbdt.load_model(folder / "model.json")
+    folds = hepbdt.KFoldModel([model, loaded], by="event")
+    for score in (model.decision_function, model.predict_proba, model.predict,
+                  loaded.decision_function, lambda X: folds.decision_function(X, other.event),
+                  lambda X: hepbdt.interop.tmva_response(model, X)):
+        with pytest.raises(BranchTypeError, match=words):
+            score(other.X)
+    # the read's rows keep the record; a plain array of the numbers is the user's to vouch for
+    with pytest.raises(BranchTypeError, match=words):
+        model.decision_function(other.X[:10])
+    assert np.any(model.decision_function(np.asarray(other.X)) != reference)
+    # a change of width, and a kind changed outside ~, score as the training's types
+    _write(tmp_path / "wide.root", 6, x="float64")
+    np.testing.assert_array_equal(model.decision_function(_read(tmp_path / "wide.root").X),
+                                  reference)
+    plain_train = _read(folder / "train.root", ["!flag", "x"])
+    plain = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(plain_train.X, plain_train.y)
+    np.testing.assert_array_equal(
+        plain.decision_function(_read(tmp_path / "int.root", ["!flag", "x"]).X),
+        plain.decision_function(_read(tmp_path / "same.root", ["!flag", "x"]).X))
+
+
+def test_an_eval_set_read_with_other_types_is_refused(trained, tmp_path):
+    # The eval set's loss (and early stopping) would be taken on other values of ~flag.
+    folder, _, data = trained
+    _write(tmp_path / "int.root", 7, flag="int32")
+    _write(tmp_path / "same.root", 7)
+    other, same = _read(tmp_path / "int.root"), _read(tmp_path / "same.root")
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2)
+    with pytest.raises(BranchTypeError, match="eval_set.0. X: branch 'flag' is int32"):
+        model.fit(data.X, data.y, data.w, eval_set=(other.X, other.y, other.w))
+    model.fit(data.X, data.y, data.w, eval_set=(same.X, same.y, same.w))
+    assert len(model.evals_result_) == 1
+
+
+def test_a_binned_read_whose_types_change_a_features_values_is_refused(trained, tmp_path):
+    folder, _, _ = trained
+    train = _read(folder / "train.root", binned=True)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(train.X, train.y, train.w)
+    _write(tmp_path / "int.root", 8, flag="int32")
+    _write(tmp_path / "same.root", 8)
+    edges = [np.asarray(e) for e in train.X.edges]
+    model.decision_function(_read(tmp_path / "same.root", binned=True, bin_edges=edges).X)
+    with pytest.raises(BranchTypeError, match="X: branch 'flag' is int32"):
+        model.decision_function(_read(tmp_path / "int.root", binned=True, bin_edges=edges).X)
+

@@ -674,6 +674,16 @@ def test_a_lazy_read_fits_whole_so_its_branch_types_cannot_be_left_behind(client
     _write(tmp_path / "other.root", 2, flag="int32")
     with pytest.raises(BranchTypeError, match="branch 'flag' is int32"):
         apply(tmp_path / "model.json", tmp_path / "other.root", tmp_path / "scores.root")
+    other = f"{tmp_path / 'other.root'}:Events"  # ... and so does the model scoring its read
+    with pytest.raises(BranchTypeError, match="X: branch 'flag' is int32"):
+        whole.decision_function(read([Sample("s", other, cut="label == 1", label=1),
+                                      Sample("b", other, cut="label == 0", label=0)],
+                                     FEATURES, dask=True))
+    other = f"{tmp_path / 'other.root'}:Events"  # ... and so does the model scoring its read
+    with pytest.raises(BranchTypeError, match="X: branch 'flag' is int32"):
+        whole.decision_function(read([Sample("s", other, cut="label == 1", label=1),
+                                      Sample("b", other, cut="label == 0", label=0)],
+                                     FEATURES, dask=True))
     with pytest.raises(ValueError, match="feature_names .* differ from the lazy read's"):
         DaskBDTClassifier(n_trees=3).fit(lazy, client=client, feature_names=["a", "b", "c"])
     with pytest.raises(ValueError, match="sample_weight is given beside a lazy read"):

@@ -37,7 +37,8 @@ import numpy as np
 from hepbdt.io.errors import BranchTypeError
 from hepbdt.io.expressions import Expression
 
-__all__ = ["type_text", "type_change", "check_types", "describe_type", "BranchTypeRecord"]
+__all__ = ["type_text", "type_change", "check_types", "check_feature_types", "describe_type",
+           "BranchTypeRecord"]
 
 
 def type_text(array: Any) -> str:
@@ -118,6 +119,20 @@ def check_types(recorded: Mapping[str, str], types: Mapping[str, str],
                 "layout, and, where ~ reads it, of the same kind of number (a change of width, "
                 f"Float_t to Double_t or Int_t to Long64_t, is fine): write it as {old} here "
                 "too, or train on files of one type")
+
+
+
+def check_feature_types(recorded: Mapping[str, str], types: Mapping[str, str],
+                        names: Iterable[str], definitions: Mapping[str, str], what: str,
+                        owner: str) -> None:
+    """BranchTypeError where a branch that the features ``names`` (computed as
+    ``definitions`` gives them, else as their names) read has a type in ``types`` (the
+    input's read) that would give them other values than its ``recorded`` type at
+    ``owner``'s training: a model scoring a read it did not train on (``_util.check_X``)."""
+    expressions = [Expression(str(definitions.get(str(n), n))) for n in names]
+    read = {name for e in expressions for name in e.names}
+    check_types(recorded, {k: v for k, v in types.items() if k in read}, expressions, what,
+                f"at {owner}'s training")
 
 
 class BranchTypeRecord:
