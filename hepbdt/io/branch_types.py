@@ -28,6 +28,7 @@ would give the two classes different values for the same flag).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -129,10 +130,17 @@ def check_feature_types(recorded: Mapping[str, str], types: Mapping[str, str],
     ``definitions`` gives them, else as their names) read has a type in ``types`` (the
     input's read) that would give them other values than its ``recorded`` type at
     ``owner``'s training: a model scoring a read it did not train on (``_util.check_X``)."""
-    expressions = [Expression(str(definitions.get(str(n), n))) for n in names]
+    expressions = _parsed(tuple(str(definitions.get(str(n), n)) for n in names))
     read = {name for e in expressions for name in e.names}
     check_types(recorded, {k: v for k, v in types.items() if k in read}, expressions, what,
                 f"at {owner}'s training")
+
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(texts: tuple[str, ...]) -> tuple[Expression, ...]:
+    """The expressions of ``texts``, parsed once (a model scores block after block)."""
+    return tuple(Expression(text) for text in texts)
 
 
 class BranchTypeRecord:
