@@ -26,11 +26,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._version import EXPRESSION_RULES
+
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_json", "dumps_strict",
            "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
-           "check_same_definitions",
+           "check_same_definitions", "check_branch_types",
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
@@ -328,8 +330,8 @@ class Progress:
 def check_X(X: Any, n_features: int | None = None, what: str = "X",
             names: Sequence[str] | None = None, owner: str = "the model",
             definitions: dict[str, str] | None = None,
-            resolution: bool = False,
-            branch_types: Mapping[str, str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+            resolution: bool = False, branch_types: Mapping[str, str] | None = None,
+            rules: int | None = None) -> tuple[np.ndarray, list[str] | None]:
     """(n, m) C-contiguous float32 without copying when already so; NaN allowed (masked
     entries and pandas' NA become NaN), inf and values beyond float32's range refused, as
     are dates and durations (their number depends on their unit).
@@ -340,8 +342,9 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     extra ones are ignored; a column may also be named by the expression that
     ``definitions`` gives for a name), and unnamed input must have exactly ``len(names)``
     columns. ``resolution``: warn for a float64 column whose values float32 keeps in few
-    steps (:func:`warn_float32_resolution`; a fit's input). ``branch_types``: the types of
-    the branches the model's training read (:func:`check_branch_types`). RuntimeError in
+    steps (:func:`warn_float32_resolution`; a fit's input). ``branch_types``, ``rules``: the
+    types of the branches the model's training read and the expression rules of its file
+    (:func:`check_branch_types`). RuntimeError in
     a process forked after GNU OpenMP ran (:func:`check_not_forked_from_openmp`): the
     checks run kernels.
     """
@@ -349,7 +352,7 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     check_same_definitions(getattr(X, "feature_definitions", None), definitions,
                            () if names is None else names, what, owner)
     check_branch_types(getattr(X, "branch_types", None), branch_types, names, definitions,
-                       what, owner)
+                       what, owner, rules)
     X, given = _as_matrix(X, what)
     if names is not None and given is not None:
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
@@ -616,16 +619,19 @@ def check_same_definitions(given: Any, definitions: Any, names: Sequence[str], w
 
 def check_branch_types(given: Mapping[str, str] | None, recorded: Mapping[str, str] | None,
                        names: Sequence[str] | None, definitions: Mapping[str, str] | None,
-                       what: str, owner: str) -> None:
-    """BranchTypeError where the input's branch types (``given``: a hepbdt read's record)
-    would give the model's features ``names`` other values than the types its training
-    read (``recorded``) did: ``~flag`` of an Int_t is -1 - flag, of a Bool_t !flag
-    (``hepbdt.io.branch_types``). Nothing without both records; the check is
+                       what: str, owner: str, rules: int | None = None) -> None:
+    """For input a hepbdt read computed (``given``: its branch types): BranchTypeError where
+    they would give the model's features ``names`` other values than the types its training
+    read (``recorded``) did (``~flag`` of an Int_t is -1 - flag, of a Bool_t !flag), and
+    SavedRulesError where the expression ``rules`` of the model's file (None: today's)
+    may have computed a feature otherwise than today's read did. The checks are
     ``hepbdt.io``'s, loaded wherever a read made the input's record."""
     module = sys.modules.get("hepbdt.io.branch_types")
-    if not given or not recorded or names is None or module is None:
+    if not given or names is None or module is None:
         return
-    module.check_feature_types(recorded, given, names, definitions or {}, what, owner)
+    if not recorded and (rules is None or rules == EXPRESSION_RULES):
+        return
+    module.check_feature_types(recorded, given, names, definitions or {}, what, owner, rules)
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -1079,12 +1079,13 @@ class _BDTBase(SklearnProtocol):
         return Xv if edges is None else BinnedMatrix.from_features(Xv, edges)
 
     def _binned_in_order(self, X: BinnedMatrix, names, what: str, definitions, branch_types,
-                         owner: str) -> BinnedMatrix:
+                         owner: str, rules: int | None = None) -> BinnedMatrix:
         """A BinnedMatrix with the columns ``names`` (by name when both have names), read as
-        ``definitions`` and from branches of ``branch_types`` say (those of ``owner``)."""
+        ``definitions``, from branches of ``branch_types`` and by expression ``rules`` say
+        (those of ``owner``)."""
         check_same_definitions(X.feature_definitions, definitions,
                                () if names is None else names, what, owner)
-        check_branch_types(X.branch_types, branch_types, names, definitions, what, owner)
+        check_branch_types(X.branch_types, branch_types, names, definitions, what, owner, rules)
         if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
             X = X.columns(column_positions(list(X.feature_names), list(names), what, owner,
                                            definitions or {}))
@@ -1240,7 +1241,8 @@ class _BDTBase(SklearnProtocol):
         X, given = check_X(X, self.n_features_in_, names=None if names is None else list(names),
                            owner=type(self).__name__,
                            definitions=getattr(self, "feature_definitions_", None),
-                           branch_types=getattr(self, "branch_types_", None))
+                           branch_types=getattr(self, "branch_types_", None),
+                           rules=getattr(self, "_expression_rules", None))
         warn_unnamed_columns(type(self).__name__, names, given)
         self._check_reader_nan(X)
         return X
@@ -1267,7 +1269,8 @@ class _BDTBase(SklearnProtocol):
         names = getattr(self, "feature_names_in_", None)
         X = self._binned_in_order(X, None if names is None else list(names), "X",
                                   getattr(self, "feature_definitions_", None),
-                                  getattr(self, "branch_types_", None), type(self).__name__)
+                                  getattr(self, "branch_types_", None), type(self).__name__,
+                                  getattr(self, "_expression_rules", None))
         forest = self.forest_
         for f in np.unique(forest.feature[forest.feature >= 0]):
             t = forest.threshold[forest.feature == f]

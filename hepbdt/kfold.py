@@ -262,11 +262,12 @@ class KFoldModel:
         names = getattr(self.models[0], "feature_names_in_", None)
         check_same_definitions(getattr(X, "feature_definitions", None), self.feature_definitions_,
                                names if names is not None else (), "X", type(self).__name__)
-        recorded = next((m.branch_types_ for m in self.models
-                         if getattr(m, "branch_types_", None) is not None), None)
-        check_branch_types(getattr(X, "branch_types", None), recorded,
-                           None if names is None else [str(n) for n in names],
-                           self.feature_definitions_, "X", type(self).__name__)
+        for model in self.models:
+            check_branch_types(getattr(X, "branch_types", None),
+                               getattr(model, "branch_types_", None),
+                               None if names is None else [str(n) for n in names],
+                               self.feature_definitions_, "X", type(self).__name__,
+                               getattr(model, "_expression_rules", None))
         X, given = _as_matrix(X, "X")
         X = np.asarray(X)
         if X.ndim != 2:

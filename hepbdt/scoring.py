@@ -37,7 +37,8 @@ from ._version import EXPRESSION_RULES
 from .boosting.losses import softmax_rows
 from .io.branch_types import check_types
 from .io.errors import InputError, MissingFileError
-from .io.expressions import CONSTANTS, Expression
+from .io.expressions import Expression
+from .io.model_rules import check_saved_features
 from .io.samples import (
     DEFAULT_STEP_SIZE,
     FileSpec,
@@ -269,10 +270,9 @@ class _Job:
         definitions = getattr(scorer, "feature_definitions_", None) or {}
         features = [Expression(definitions.get(str(t), str(t)), "feature")
                     for t in scorer.feature_names_in_]
-        if any(_rules(m) == 0 for m in _models(scorer)):
-            _check_saved_constants(features)  # a file saved before 2026-12-04
-            _check_saved_expressions(features)
-        _check_expression_rules(features, _models(scorer))
+        for model in _models(scorer):
+            check_saved_features(features, _rules(model), getattr(model, "branch_types_", None),
+                                 ApplyOptionError)
         event = None if event_branch is None else Expression(event_branch, "event")
         return cls(scorer, features, event, branch, id_name, inf_as_missing,
                    [*features, *([event] if event else [])], suffixes, probability_branch,
@@ -345,73 +345,6 @@ class _Job:
 def _models(scorer: Any) -> list[Any]:
     """The fitted models behind a scorer: a KFoldModel's fold models, or the one model."""
     return scorer.models if isinstance(scorer, KFoldModel) else [scorer]
-
-
-def _check_saved_constants(features: list[Expression]) -> None:
-    """ApplyOptionError, for a model file saved before a bare e, pi, inf or nan meant the
-    constant only (expression rules 0, ``persistence._expression_rules``), when its features use one:
-    there it meant a tree's branch of that name where the tree had one, so the file cannot
-    say which."""
-    for feature in features:
-        for name in sorted(feature.bare_constants):
-            raise ApplyOptionError(
-                f"the model's feature {feature.text!r} uses {name!r}, which in a model saved "
-                f"before hepbdt told the branch `{name}` from the constant {name} (2026-12-04) "
-                f"was the branch where a tree had one: retrain it, or in its model file write "
-                f"`{name}` (back-quoted) for the branch, or {CONSTANTS[name]!r} for the "
-                "constant, in feature_names and feature_definitions, and add "
-                "\"constants\": \"bare\"")
-
-
-def _check_saved_expressions(features: list[Expression]) -> None:
-    """ApplyOptionError, for a model file saved before 2026-12-04 (no "constants": "bare"),
-    when its features compute: it may come from hepbdt before 2026-11-27, which computed
-    expressions otherwise (unsigned integers wrapped, NaN != x was true, round(0.5) was 0,
-    float32 arithmetic in float32), and the file does not say which rules trained it, so
-    today's values may not be those its trees were grown on (scores off by up to 0.7)."""
-    for feature in features:
-        if feature.computes:
-            raise ApplyOptionError(
-                f"the model's feature {feature.text!r} is computed by an expression, and the "
-                "model file was saved before 2026-12-04 (it has no \"constants\": \"bare\"), "
-                "so it may come from hepbdt before 2026-11-27, which computed expressions "
-                "otherwise (an unsigned nJet - 2 was 4294967294 for nJet = 0, x != 0 was true "
-                "for a missing x, round(0.5) was 0, float32 arithmetic was done in float32): "
-                "its features would be read otherwise than it was trained on. Retrain it; or, "
-                "if it was trained with hepbdt of 2026-11-27 or later, add \"constants\": "
-                "\"bare\" to its model file (after back-quoting any branch named e, pi, inf "
-                "or nan in feature_names and feature_definitions)")
-
-
-def _check_expression_rules(features: list[Expression], models: list[Any]) -> None:
-    """ApplyOptionError for a computed feature that the expression rules of a model file
-    (``EXPRESSION_RULES`` when it was saved) may compute otherwise than today's: any under
-    newer rules than this hepbdt knows, and under rules 1 (2026-12-04) a sum or prod of a
-    list of unsigned integers narrower than 64 bits (then uint64, now int64). Files under
-    rules 0 are ``_check_saved_expressions``'s."""
-    computed = [f.text for f in features if f.computes]
-    for model in models:
-        rules = _rules(model)
-        if rules > EXPRESSION_RULES and computed:
-            raise ApplyOptionError(
-                f"the model file was saved under expression rules {rules}, newer than this "
-                f"hepbdt's ({EXPRESSION_RULES}): its computed feature {computed[0]!r} may be "
-                "read otherwise here than it was trained on; apply it with the hepbdt that "
-                "saved it, or a newer one")
-        if rules != 1:
-            continue
-        types = getattr(model, "branch_types_", None)
-        for feature in features:
-            moved = [n for n in sorted(feature.summed)
-                     if types is None or re.match(r"uint(8|16|32)\b", types.get(n, "uint8"))]
-            if moved:
-                raise ApplyOptionError(
-                    f"the model's feature {feature.text!r} sums or multiplies {moved[0]!r}, "
-                    "and the model file was saved under expression rules 1 (2026-12-04), "
-                    "when sum and prod of unsigned integers narrower than 64 bits were uint64 "
-                    "(~sum(flags) was 2**64 - 1 - n), where they are int64 now: retrain it; "
-                    "or, if the branch holds no unsigned integers, write \"expression_rules\": "
-                    f"{EXPRESSION_RULES} in its model file")
 
 
 def _rules(model: Any) -> int:

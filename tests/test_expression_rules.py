@@ -87,3 +87,35 @@ def test_an_expression_rules_field_that_is_no_version_is_refused(tmp_path, value
     _edit(path, expression_rules=value)
     with pytest.raises(ModelFormatError, match="expression_rules"):
         hepbdt.load_model(path)
+
+
+def test_python_scoring_of_a_read_refuses_what_apply_refuses(tmp_path):
+    """A model file of older rules scoring a ``hepbdt.read`` in Python: the read computes
+    ~sum(flags) by today's rules (-1 - n, numpy's int64 ~ of the count of ones), where a
+    rules-1 file's trees saw 2**64 - 1 - n, so the scores were wrong without a word; a
+    rules-0 file's computed feature likewise. Refused as apply refuses them; a plain array of
+    the numbers, which no read computed, is the caller's to vouch for."""
+    from hepbdt.io import SavedRulesError
+
+    path, ones = _model(tmp_path, "uint8", ["x", "~sum(flags)"])
+    source = f"{tmp_path / 'train.root'}:Events"
+    data = hepbdt.read([hepbdt.Sample("all", source)], ["x", "~sum(flags)"], progress=False)
+    np.testing.assert_array_equal(data.X[:, 1], np.invert(ones.astype(np.int64)))
+    today = hepbdt.load_model(path).decision_function(data.X)
+    for rules, words in ((None, "sums or multiplies 'flags'.* rules 1"),
+                         (EXPRESSION_RULES + 1, f"expression rules {EXPRESSION_RULES + 1}, newer"),
+                         (0, "computed by an expression.* saved before 2026-12-04")):
+        if rules == 0:  # saved before 2026-12-04: neither rules, constants nor branch types
+            _edit(path, expression_rules=None, constants=None, branch_types=None)
+        else:
+            _edit(path, expression_rules=rules)
+        model = hepbdt.load_model(path)
+        for score in (model.decision_function,
+                      lambda X, m=model: hepbdt.KFoldModel(
+                          [m, hepbdt.load_model(path)]).decision_function(X, np.arange(len(X))),
+                      lambda X, m=model: hepbdt.interop.tmva_response(m, X)):
+            with pytest.raises(SavedRulesError, match=words):
+                score(data.X)
+        unnamed = np.asarray(data.X)
+        with pytest.warns(hepbdt.estimators.FeatureNamesWarning):
+            np.testing.assert_array_equal(model.decision_function(unnamed), today)

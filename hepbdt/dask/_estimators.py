@@ -754,7 +754,7 @@ class _DaskMixin:
             check_branch_types(X.branch_types, getattr(self, "branch_types_", None),
                                None if names is None else [str(n) for n in names],
                                getattr(self, "feature_definitions_", None), "X",
-                               type(self).__name__)
+                               type(self).__name__, getattr(self, "_expression_rules", None))
             X = X.X
         order = None
         if given is not None and names is not None:  # by name, as memory

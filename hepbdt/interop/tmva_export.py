@@ -238,7 +238,8 @@ def tmva_response(model: Any, X: Any) -> np.ndarray:
     X, _ = check_X(X, forest.n_features, names=None if names is None else list(names),
                    owner=type(model).__name__,
                    definitions=getattr(model, "feature_definitions_", None),
-                   branch_types=getattr(model, "branch_types_", None))
+                   branch_types=getattr(model, "branch_types_", None),
+                   rules=getattr(model, "_expression_rules", None))
     if layout.analysis == "Multiclass":
         return _multiclass_response(forest.class_scores(X))
     out = _response(forest, layout, X)

@@ -23,6 +23,7 @@ from hepbdt.io.errors import (
     MissingBranchError,
     MissingFileError,
     MissingTreeError,
+    SavedRulesError,
 )
 from hepbdt.io.expressions import FUNCTIONS, Expression
 from hepbdt.io.samples import Sample, read
@@ -45,6 +46,7 @@ __all__ = [
     "MissingTreeError",
     "MissingBranchError",
     "BranchTypeError",
+    "SavedRulesError",
     "ExpressionError",
     "EmptySelectionError",
     "BadValueError",

@@ -35,8 +35,9 @@ from typing import Any
 import awkward as ak
 import numpy as np
 
-from hepbdt.io.errors import BranchTypeError
+from hepbdt.io.errors import BranchTypeError, SavedRulesError
 from hepbdt.io.expressions import Expression
+from hepbdt.io.model_rules import check_saved_features
 
 __all__ = ["type_text", "type_change", "check_types", "check_feature_types", "describe_type",
            "BranchTypeRecord"]
@@ -123,17 +124,22 @@ def check_types(recorded: Mapping[str, str], types: Mapping[str, str],
 
 
 
-def check_feature_types(recorded: Mapping[str, str], types: Mapping[str, str],
+def check_feature_types(recorded: Mapping[str, str] | None, types: Mapping[str, str],
                         names: Iterable[str], definitions: Mapping[str, str], what: str,
-                        owner: str) -> None:
-    """BranchTypeError where a branch that the features ``names`` (computed as
-    ``definitions`` gives them, else as their names) read has a type in ``types`` (the
-    input's read) that would give them other values than its ``recorded`` type at
-    ``owner``'s training: a model scoring a read it did not train on (``_util.check_X``)."""
+                        owner: str, rules: int | None = None) -> None:
+    """For a model scoring a read it did not train on (``_util.check_X``): BranchTypeError
+    where a branch that the features ``names`` (computed as ``definitions`` gives them, else
+    as their names) read has a type in ``types`` (the input's read) that would give them
+    other values than its ``recorded`` type at ``owner``'s training; SavedRulesError where
+    the model file's expression ``rules`` (None: today's) may have computed a feature
+    otherwise than the read did."""
     expressions = _parsed(tuple(str(definitions.get(str(n), n)) for n in names))
-    read = {name for e in expressions for name in e.names}
-    check_types(recorded, {k: v for k, v in types.items() if k in read}, expressions, what,
-                f"at {owner}'s training")
+    if rules is not None:
+        check_saved_features(expressions, rules, recorded, SavedRulesError)
+    if recorded:
+        read = {name for e in expressions for name in e.names}
+        check_types(recorded, {k: v for k, v in types.items() if k in read}, expressions,
+                    what, f"at {owner}'s training")
 
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "InputError",
+    "SavedRulesError",
     "MissingFileError",
     "MissingTreeError",
     "MissingBranchError",
@@ -38,6 +39,11 @@ class MissingTreeError(InputError):
 
 class MissingBranchError(InputError):
     """An expression names a branch the tree does not have (the message lists close names)."""
+
+
+class SavedRulesError(InputError):
+    """A model file's computed feature that the expression rules it was saved under may
+    compute otherwise than today's (``hepbdt.io.model_rules``)."""
 
 
 class BranchTypeError(InputError):
