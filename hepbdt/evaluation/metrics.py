@@ -734,7 +734,11 @@ def _other_half_values(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray,
                        b_reg: float, n_min: int) -> dict[str, float]:
     """``SignificanceScan.other_half``: ``w`` the events' weights with their yield factors.
     Each half's yields are scaled up to the whole (each class's events over its half's),
-    and its best cut needs half of ``n_min`` background MC events."""
+    and its best cut needs half of ``n_min`` background MC events. An event of weight 0 is
+    no event: it takes no turn in the halves nor a place in their counts (events of weight
+    0 between the others moved S/sqrt(B) by 1.3 %)."""
+    counted = w != 0
+    is_signal, score, w = is_signal[counted], score[counted], w[counted]
     half = np.zeros(score.size, dtype=np.int8)
     for label in (True, False):
         mine = np.flatnonzero(is_signal == label)
