@@ -745,7 +745,7 @@ def _multiclass_ranking_section(out: _Sections, model: Any, te: _Events, names: 
         rows.append(row)
     out.html(f'<p class="note">Permutation importance of each class: the drop in its '
              f"one-against-rest ROC AUC on the test sample when the variable is shuffled "
-             f"({n_repeats} repeats{_subset_text(perms[0].n_events, len(te))}).</p>")
+             f"({n_repeats} repeats{_subset_text(perms[0].n_events, te.w)}).</p>")
     out.html(html_table(header, rows, "ranking"))
     if ranking is not None:
         out.figure("fig-ranking", "Variable ranking from the split gains of every class's "
@@ -1103,12 +1103,14 @@ def _ranking_section(out: _Sections, model: Any, te: _Events, names: list[str],
         out.figure("fig-ranking", f"Variable ranking from the split gains ({TMVA_RANKING})",
                    lambda: plotting.plot_ranking(ranking))
     out.figure("fig-permutation", f"Permutation importance on the test sample "
-               f"({n_repeats} repeats{_subset_text(perm.n_events, len(te))})",
+               f"({n_repeats} repeats{_subset_text(perm.n_events, te.w)})",
                lambda: plotting.plot_ranking(perm))
 
 
-def _subset_text(used: int | None, total: int) -> str:
-    """", on N of the M test events, drawn at random" when a permutation test used fewer."""
+def _subset_text(used: int | None, w: np.ndarray) -> str:
+    """", on N of the M test events, drawn at random" when a permutation test used fewer
+    than the M test events of non-zero weight ``w`` (those of weight 0 are none to it)."""
+    total = int(np.count_nonzero(w))
     if used is None or used >= total:
         return ""
     return f", on {used:,} of the {total:,} test events, drawn at random"

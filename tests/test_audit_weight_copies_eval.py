@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hepbdt.evaluation import significance_scan
+from hepbdt import BDTClassifier
+from hepbdt.evaluation import (
+    per_class_permutation_importance,
+    permutation_importance,
+    significance_scan,
+)
 
 
 def _interleaved(n: int = 3000, seed: int = 1):
@@ -30,3 +35,33 @@ def test_other_half_does_not_count_events_of_weight_zero() -> None:
     plain = significance_scan(y[kept], s[kept], w[kept]).other_half
     assert padded == plain
     assert all(np.isfinite(v) for v in plain.values())
+
+
+def _model_and_outliers(classes: int):
+    X, y, w = _interleaved(2000, seed=2 + classes)
+    y = y if classes == 2 else np.random.default_rng(0).integers(0, classes, y.size)
+    model = BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(X, y, sample_weight=w)
+    X = X.copy()
+    X[w == 0, :2] = 50.0  # no event: its values must never stand in for an event's
+    return model, X, y, w
+
+
+def test_permutation_importance_does_not_shuffle_in_events_of_weight_zero() -> None:
+    # a shuffle gave the weighted events the values of those of weight 0 (x0 and x1 at 50)
+    model, X, y, w = _model_and_outliers(2)
+    kept = w != 0
+    padded = permutation_importance(model, X, y, w, n_repeats=3, random_state=4)
+    plain = permutation_importance(model, X[kept], y[kept], w[kept], n_repeats=3,
+                                   random_state=4)
+    np.testing.assert_array_equal(padded.importances, plain.importances)
+    assert padded.n_events == np.count_nonzero(w)
+
+
+def test_per_class_permutation_importance_does_not_shuffle_in_events_of_weight_zero() -> None:
+    model, X, y, w = _model_and_outliers(3)
+    kept = w != 0
+    padded = per_class_permutation_importance(model, X, y, w, n_repeats=2, random_state=4)
+    plain = per_class_permutation_importance(model, X[kept], y[kept], w[kept], n_repeats=2,
+                                             random_state=4)
+    for a, b in zip(padded, plain, strict=True):
+        np.testing.assert_array_equal(a.importances, b.importances)

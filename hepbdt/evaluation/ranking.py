@@ -266,7 +266,8 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     type; or a BinnedMatrix's codes: one byte a value, not four), and y and the weights of
     its events: with ``max_samples`` below the event count, a random subset of that many
     events (drawn with ``random_state``, in their order), as scikit-learn's
-    ``permutation_importance`` offers."""
+    ``permutation_importance`` offers. Events of weight 0 are left out first: they are no
+    events, and a shuffle would give their values to the others."""
     X, ordered = in_model_order(model, X)  # columns are shuffled, and scored, by position
     if not isinstance(X, BinnedMatrix):
         X = named_array(X)[0]  # a dict of arrays too (np.asarray made it one object)
@@ -278,6 +279,11 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
                          "per event of X")
     if sample_weight is not None:
         sample_weight = check_weights(sample_weight, n)
+        counted = sample_weight != 0
+        if not counted.all():  # no event: shuffled in, its values stood in for real events'
+            X, sample_weight = X[counted], sample_weight[counted]
+            y = None if y is None else np.asarray(y)[counted]
+            n = X.shape[0]
     if max_samples is not None:
         if (isinstance(max_samples, bool) or not isinstance(max_samples, int | np.integer)
                 or max_samples < 1):
