@@ -569,7 +569,8 @@ def report(
     yields = _YieldBasis.of(test_fraction, _group_keys(train, unpacked[0][1], classifier),
                             _group_keys(test, unpacked[1][1], classifier), signal_yield,
                             background_yield, min_background_events,
-                            _label_names(classifier, classes), sample_names)
+                            _label_names(classifier, classes), sample_names,
+                            weights=(unpacked[0][2], unpacked[1][2]))
     split = _Events.of(model, train, unpacked[0], classifier, classes)  # every event
     tr = split.without(_checked_held_out(held_out, len(split)))  # those trained on
     te = _Events.of(model, test, unpacked[1], classifier, classes)
@@ -971,17 +972,21 @@ class _YieldBasis:
     def of(cls, test_fraction: float | None, train_keys: tuple[np.ndarray, np.ndarray],
            test_keys: tuple[np.ndarray, np.ndarray], signal_yield: float | None,
            background_yield: float | None, min_background_events: int,
-           label_names: list[str], sample_names: list[str] | None = None) -> _YieldBasis:
+           label_names: list[str], sample_names: list[str] | None = None,
+           weights: tuple[Any, Any] = (None, None)) -> _YieldBasis:
         """Check the options; the factors: 1 with a test fraction of 1, else each group's
-        events / its test events (the test events a split of training and test events)."""
+        events / its test events (the test events a split of training and test events;
+        ``weights``: the training and test weights, whose events of weight 0 are none)."""
+        train_w, test_w = weights
         if test_fraction is not None:
             if not 0.0 < float(test_fraction) <= 1.0:
                 raise ValueError(f"test_fraction must lie in (0, 1], not {test_fraction!r}")
             test_fraction = float(test_fraction)
         if test_fraction == 1.0:
-            split = split_yields(*test_keys)
+            split = split_yields(*test_keys, test_weight=test_w)
         else:
-            split = split_yields(*test_keys, *train_keys)
+            split = split_yields(*test_keys, *train_keys, test_weight=test_w,
+                                 other_weight=train_w)
             if test_fraction is not None:
                 _check_split_fraction(test_fraction, train_keys[0].size, test_keys[0].size,
                                       len(split.groups))

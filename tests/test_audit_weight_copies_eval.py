@@ -6,6 +6,7 @@ rows of weight 0, or counts of the events of non-zero weight made here with nump
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hepbdt import BDTClassifier
 from hepbdt.evaluation import (
@@ -13,6 +14,7 @@ from hepbdt.evaluation import (
     permutation_importance,
     significance_scan,
 )
+from hepbdt.evaluation.metrics import split_yields
 
 
 def _interleaved(n: int = 3000, seed: int = 1):
@@ -65,3 +67,29 @@ def test_per_class_permutation_importance_does_not_shuffle_in_events_of_weight_z
                                              random_state=4)
     for a, b in zip(padded, plain, strict=True):
         np.testing.assert_array_equal(a.importances, b.importances)
+
+
+def test_split_yields_do_not_count_events_of_weight_zero() -> None:
+    # each group's factor is its events / its test events, both of non-zero weight
+    rng = np.random.default_rng(5)
+    n = 3000
+    sample, label = rng.integers(0, 3, n), rng.integers(0, 2, n)
+    w = rng.integers(1, 6, n).astype(float)
+    w[rng.random(n) < 0.2] = 0.0
+    test = rng.random(n) < 0.5
+    w[test & (sample == 2) & (label == 1)] = 0.0  # a group none of whose test events counts
+    yields = split_yields(sample[test], label[test], sample[~test], label[~test],
+                          test_weight=w[test], other_weight=w[~test])
+    counted = w != 0
+    for g in yields.groups:
+        mine = (sample == g.sample) & (label == g.label) & counted
+        assert (g.n_events, g.n_test) == (mine.sum(), (mine & test).sum())
+    assert [(g.sample, g.label) for g in yields.missing] == [(2, 1)]
+    for k in np.flatnonzero(counted[test]):
+        mine = (sample == sample[test][k]) & (label == label[test][k]) & counted
+        assert yields.scale[k] == pytest.approx(mine.sum() / (mine & test).sum(), rel=1e-15)
+    assert np.all(yields.scale > 0)  # the weight-0 events of group (2, 1) get a factor too
+    # the summed yield of what passes any cut is that of the same events without weight 0
+    plain = split_yields(sample[test & counted], label[test & counted],
+                         sample[~test & counted], label[~test & counted])
+    np.testing.assert_array_equal(yields.scale[counted[test]], plain.scale)

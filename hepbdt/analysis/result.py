@@ -185,12 +185,13 @@ def split_yields_of(result: TrainResult) -> SplitYields:
         test = result.test
         labels = test.y if test.task == "classification" else np.zeros(len(test), np.int8)
         if result.train_fold is not None:
-            cached = split_yields(test.sample_index, labels)
+            cached = split_yields(test.sample_index, labels, test_weight=test.w)
         else:
             train = result.train
             train_labels = (train.y if train.task == "classification"
                             else np.zeros(len(train), np.int8))
-            cached = split_yields(test.sample_index, labels, train.sample_index, train_labels)
+            cached = split_yields(test.sample_index, labels, train.sample_index, train_labels,
+                                  test_weight=test.w, other_weight=train.w)
         result._split_yields = cached
     return cached
 
