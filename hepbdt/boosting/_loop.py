@@ -47,6 +47,11 @@ SERIAL_LEAF_SUMS = 1 << 16  # trees of fewer events sum their leaves in one call
 # in regression; -3.7e10 in a classifier): a leaf whose net hessian is at most this share of
 # its |w| one gets no step, as a leaf of net hessian <= 0 gets none.
 CANCELLED_LEAF = 0.05
+# With negative weights kept, a side whose weights cancel in double (3 - 1 - 2) keeps the
+# float32 rounding of its weights (1e-13 of 3e-6 - 1e-6 - 2e-6): a net weight within this
+# share of the tree's sum of |w| is none, or a side's A^2 / W took a gain of 1e8 and the
+# trees depended on the weights' unit.
+WEIGHT_ROUNDING = 2.0**-24
 DIVERGED_LOSS = 1.0  # a signed training loss below -this x the first one is refused
 GROWN_LOSS = 2.0  # a first tree that takes the training loss above this x the constant's warns
 
@@ -66,14 +71,21 @@ def draw_rows(w: np.ndarray, subsample: float, mode: str,
 
 
 def child_weight_floor(min_node_size: float, w_total: float, drawn: int,
-                       min_node_events: int | None = None) -> float:
+                       min_node_events: int | None = None, abs_total: float | None = None
+                       ) -> float:
     """A tree's minimum child weight: ``min_node_size`` of its sample's weight
     ``w_total``; with ``min_node_events`` (``min_node_size="auto"``, the share of that many
     training events), that many of the ``drawn`` events of a subsampled tree (as
-    LightGBM's min_child_samples counts the bag's), at most a quarter of the weight."""
+    LightGBM's min_child_samples counts the bag's), at most a quarter of the weight. With
+    negative weights (``abs_total``, the sample's sum of |w|, above ``w_total``), at least
+    the float32 rounding of the weights (WEIGHT_ROUNDING of ``abs_total``)."""
     if min_node_events is None:
-        return min_node_size * w_total
-    return min(0.25, min_node_events / max(drawn, 1)) * w_total
+        floor = min_node_size * w_total
+    else:
+        floor = min(0.25, min_node_events / max(drawn, 1)) * w_total
+    if abs_total is not None and abs_total > w_total:
+        floor = max(floor, WEIGHT_ROUNDING * abs_total)
+    return floor
 
 
 def drawn_events(rows: np.ndarray, counts: np.ndarray | None, w: np.ndarray) -> int:
@@ -498,8 +510,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             lowest_loss = min(lowest_loss, now)
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
+            w_tree_abs = float(np.sum(np.abs(w_tree), dtype=np.float64)) if signed else None
         split_params.min_child_weight = child_weight_floor(min_node_size, w_tree_total, drawn,
-                                                           min_node_events)
+                                                           min_node_events, w_tree_abs)
         features = sample_features(np.ones(m, dtype=np.bool_), colsample_bytree, rng)
         if rounds is not None:  # every loss's channels are CHANNEL_DTYPE (Loss.channels)
             rounds.grow(wg, wh, w_tree, rows, score, features,

@@ -506,9 +506,8 @@ class _DaskMixin:
             cluster.start_actors()
         n = int(counts.sum())
         base = self._base_scores(cluster, loss, binned)
-        # memory's np.sum(w_tree, dtype=np.float64) and np.mean(np.abs(w_tree), ...)
-        draws = _Draws(self, cluster, counts, rng, totals["weight"], totals["abs_weight"] / n,
-                       events)
+        # memory's np.sum(w_tree, dtype=np.float64) and np.sum(np.abs(w_tree), ...)
+        draws = _Draws(self, cluster, counts, rng, totals["weight"], totals["abs_weight"], events)
         multiclass = not one_score
         watch = None
         if held:
@@ -639,7 +638,8 @@ class _DaskMixin:
                     if it and progress.shown:  # the rounds done and the loss after them
                         progress.moveto(it, f"loss after {it}: {_mean_loss(began):.5g}")
                     params.min_child_weight = child_weight_floor(
-                        self.min_node_size_, draw.total, draw.drawn, self._node_events())
+                        self.min_node_size_, draw.total, draw.drawn, self._node_events(),
+                        draw.abs_total)
                     features = sample_features(np.ones(m, np.bool_), self.colsample_bytree, rng)
                 max_abs = tuple(np.max([b["max_abs"] for b in began], axis=0).tolist())
                 sent = _Traffic(len(cluster.workers))
@@ -928,6 +928,7 @@ class _Draw:
     total: float
     mean_abs: float
     drawn: int  # events drawn (with their multiplicity), those of weight 0 not counted
+    abs_total: float  # memory's np.sum(np.abs(w_tree), dtype=np.float64)
 
 
 class _Draws:
@@ -937,12 +938,13 @@ class _Draws:
     counts), from which it computes its tree weights as memory does (``_parts.tree_weights``)."""
 
     def __init__(self, options: Any, cluster: Cluster, counts: np.ndarray,
-                 rng: np.random.Generator, total: float, mean_abs: float, events: int):
+                 rng: np.random.Generator, total: float, abs_total: float, events: int):
         self.cluster, self.rng = cluster, rng
         self.subsample, self.mode = float(options.subsample), options.subsample_mode
         self.full = self.subsample >= 1.0 and self.mode == "uniform"
         self.bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.every = _Draw(None, total, mean_abs, events)  # the events of a weight other than 0
+        # the events of a weight other than 0
+        self.every = _Draw(None, total, abs_total / int(self.bounds[-1]), events, abs_total)
         self.w = None
         if not self.full:  # float32 training weights, in event order
             self.w = np.concatenate(cluster.gather(cluster.run(_parts.training_weights)))
@@ -965,7 +967,8 @@ class _Draws:
             parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
         return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
                      float(np.mean(np.abs(w_tree), dtype=np.float64)),
-                     drawn_events(rows, counts, w))
+                     drawn_events(rows, counts, w),
+                     float(np.sum(np.abs(w_tree), dtype=np.float64)))
 
     def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
               draw: _Draw | None) -> list[Any]:
