@@ -634,6 +634,24 @@ def check_branch_types(given: Mapping[str, str] | None, recorded: Mapping[str, s
     module.check_feature_types(recorded, given, names, definitions or {}, what, owner, rules)
 
 
+def check_read_records(X: Any, model: Any, names: Sequence[str] | None, what: str = "X",
+                       owner: str | None = None) -> None:
+    """The records a hepbdt read keeps on X (its columns' definitions, its branches' types)
+    checked against a fitted ``model``'s (a KFoldModel: each fold model's), as the model
+    checks them itself (:func:`check_same_definitions`, :func:`check_branch_types`): for a
+    caller that rebuilds X's columns (in the model's order, as a copy to shuffle) before
+    the model sees them, which drops the records."""
+    owner = type(model).__name__ if owner is None else owner
+    definitions = getattr(model, "feature_definitions_", None)
+    check_same_definitions(getattr(X, "feature_definitions", None), definitions,
+                           () if names is None else names, what, owner)
+    for each in (model.models if getattr(model, "kind", None) == "kfold" else [model]):
+        check_branch_types(getattr(X, "branch_types", None),
+                           getattr(each, "branch_types_", None),
+                           None if names is None else [str(n) for n in names], definitions,
+                           what, owner, getattr(each, "_expression_rules", None))
+
+
 def _same_text(a: str, b: str) -> bool:
     """Whether two expressions are written alike: the same text but for spaces, or the
     same Python syntax tree (``log((HT))`` and ``log(HT)``, ``1000.`` and ``1000.0``)."""

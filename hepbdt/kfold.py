@@ -21,8 +21,7 @@ from ._util import (
     _as_matrix,
     atomic_path,
     atomic_write_text,
-    check_branch_types,
-    check_same_definitions,
+    check_read_records,
     column_positions,
     file_sha256,
     is_classifier,
@@ -260,14 +259,7 @@ class KFoldModel:
         if isinstance(X, BinnedMatrix):
             return X
         names = getattr(self.models[0], "feature_names_in_", None)
-        check_same_definitions(getattr(X, "feature_definitions", None), self.feature_definitions_,
-                               names if names is not None else (), "X", type(self).__name__)
-        for model in self.models:
-            check_branch_types(getattr(X, "branch_types", None),
-                               getattr(model, "branch_types_", None),
-                               None if names is None else [str(n) for n in names],
-                               self.feature_definitions_, "X", type(self).__name__,
-                               getattr(model, "_expression_rules", None))
+        check_read_records(X, self, names)
         X, given = _as_matrix(X, "X")
         X = np.asarray(X)
         if X.ndim != 2:

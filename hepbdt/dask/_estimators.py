@@ -68,7 +68,7 @@ import numpy as np
 from .._sklearn import column_vector_warning
 from .._util import (
     Progress,
-    check_branch_types,
+    check_read_records,
     check_weights,
     check_X,
     column_positions,
@@ -751,10 +751,7 @@ class _DaskMixin:
         given = _column_names(X)
         warn_unnamed_columns(type(self).__name__, names, given)
         if isinstance(X, LazyDataset):  # a lazy read: its X, named by the read's features
-            check_branch_types(X.branch_types, getattr(self, "branch_types_", None),
-                               None if names is None else [str(n) for n in names],
-                               getattr(self, "feature_definitions_", None), "X",
-                               type(self).__name__, getattr(self, "_expression_rules", None))
+            check_read_records(X, self, names)
             X = X.X
         order = None
         if given is not None and names is not None:  # by name, as memory

@@ -16,6 +16,7 @@ import numpy as np
 from hepbdt._util import (  # noqa: F401 (re-exported)
     _as_matrix,
     arrow_columns,
+    check_read_records,
     check_same_definitions,
     check_weights,
     column_positions,
@@ -157,9 +158,8 @@ def in_model_order(model: Any, X: Any, names: list[str] | None = None
     if model_names is None:
         return X, names
     model_names = [str(n) for n in model_names]
-    check_same_definitions(getattr(X, "feature_definitions", None),
-                           getattr(model, "feature_definitions_", None), model_names, "X",
-                           type(model).__name__)
+    # before the columns are rebuilt, which drops X's records: the model could not see them
+    check_read_records(X, model, model_names)
     if isinstance(X, BinnedMatrix):
         given = list(X.feature_names) if X.feature_names is not None else names
     else:

@@ -1,0 +1,91 @@
+"""What a model records at training, checked on every path that scores it (audit of
+2026-12-06). ``model.decision_function(read.X)`` refuses a read whose branch types change a
+feature's values (an Int_t ``flag`` where training read a Bool_t: ``~flag`` is -1 - flag,
+not !flag), but the evaluation functions that first put X's columns in the model's order or
+copy them to shuffle (``permutation_importance``, ``per_class_permutation_importance``, the
+report) dropped the read's records and scored it without a word. The reference is the
+model's own refusal, and numpy's ``~`` of the stored numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt.evaluation import permutation_importance, roc_auc
+from hepbdt.evaluation._data import in_model_order
+from hepbdt.io import BranchTypeError
+from tests.ntuples import write_ttree
+
+N = 400
+FEATURES = ["~flag", "x"]
+WORDS = r"branch 'flag' is int32 \(one value an event\) here but was bool"
+
+
+def _write(path: Path, seed: int, flag: str = "bool") -> np.ndarray:
+    """A tree 'Events' of N entries whose numbers depend on ``seed`` alone; ``flag`` stored
+    as ``flag`` (Bool_t or Int_t); returns the flags."""
+    rng = np.random.default_rng(seed)
+    label = rng.random(N) < 0.5
+    flags = rng.random(N) < np.where(label, 0.8, 0.2)
+    write_ttree(path, "Events", {"flag": flags.astype(flag),
+                                 "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
+                                 "label": label.astype(np.int32),
+                                 "event": np.arange(N, dtype=np.int64)})
+    return flags
+
+
+def _read(path: Path, features=FEATURES):
+    samples = [hepbdt.Sample("s", f"{path}:Events", cut="label == 1", label=1),
+               hepbdt.Sample("b", f"{path}:Events", cut="label == 0", label=0)]
+    return hepbdt.read(samples, features, event="event", progress=False)
+
+
+@pytest.fixture(scope="module")
+def productions(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("records")
+    _write(folder / "train.root", 1)
+    _write(folder / "same.root", 2)
+    _write(folder / "int.root", 2, flag="int32")
+    train = _read(folder / "train.root")
+    model = hepbdt.BDTClassifier(n_trees=10, max_depth=3, random_state=0).fit(
+        train.X, train.y, train.w)
+    return folder, model
+
+
+def test_permutation_rankings_refuse_what_the_model_refuses(productions):
+    folder, model = productions
+    same, other = _read(folder / "same.root"), _read(folder / "int.root")
+    # the read's ~flag of the Int_t flag is numpy's int32 ~: -1 - flag, not the training's !flag
+    flag = (same.X[:, 0] == 0).astype(np.int32)  # the Bool_t read's ~flag is !flag
+    np.testing.assert_array_equal(other.X[:, 0], np.invert(flag).astype(np.float32))
+    with pytest.raises(BranchTypeError, match=WORDS):
+        model.decision_function(other.X)
+    # the silent score it gave: the baseline AUC of other numbers than the model's features
+    reference = roc_auc(same.y, model.decision_function(same.X))
+    with pytest.warns(hepbdt.estimators.FeatureNamesWarning):  # a plain array: no record
+        wrong = roc_auc(other.y, model.decision_function(np.asarray(other.X)))
+    assert abs(wrong - reference) > 0.1
+    with pytest.raises(BranchTypeError, match=WORDS):
+        permutation_importance(model, other.X, other.y, n_repeats=1)
+    ranking = permutation_importance(model, same.X, same.y, n_repeats=1)
+    assert ranking.baseline == pytest.approx(reference, abs=1e-12)
+
+
+def test_columns_put_in_the_models_order_keep_its_checks(productions):
+    # a read of the features in another order is put in the model's order by name; the
+    # rebuilt columns had no record left for the model to check
+    folder, model = productions
+    other = _read(folder / "int.root", FEATURES[::-1])
+    with pytest.raises(BranchTypeError, match=WORDS):
+        in_model_order(model, other.X)
+    with pytest.raises(BranchTypeError, match=WORDS):
+        permutation_importance(model, other.X, other.y, n_repeats=1)
+    same = _read(folder / "same.root", FEATURES[::-1])
+    X, names = in_model_order(model, same.X)
+    assert names == FEATURES
+    np.testing.assert_array_equal(model.decision_function(X),
+                                  model.decision_function(_read(folder / "same.root").X))
