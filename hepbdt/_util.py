@@ -719,6 +719,47 @@ def warn_unnamed_columns(owner: str, names: Any, given: Any, passing: tuple[str,
                       stacklevel=user_stacklevel())
 
 
+class MissingValueWarning(UserWarning):
+    """Scored events had missing values where the model's training had none."""
+
+
+def trained_with_missing(forest: Any) -> bool:
+    """Whether a training event of ``forest`` had a missing value, as far as hepbdt knows:
+    True for a forest it did not train (read from TMVA or XGBoost, or none)."""
+    return (forest is None or "tmva" in forest.extra or "xgboost" in forest.extra
+            or bool(forest.extra.get("nan_in_training")))
+
+
+def unseen_missing_text(counts: Iterable[tuple[str, int]]) -> str:
+    """MissingValueWarning's message for (feature, events with a NaN in it) pairs."""
+    shown = ", ".join(f"{name!r} in {int(c):,}" for name, c in counts if c)
+    return (f"missing values (NaN) in events this model's training had none of ({shown} "
+            "events): each such event went to every split's default side, that of the "
+            "largest values, which no training event chose; select them away, or check the "
+            "inputs")
+
+
+def warn_unseen_missing(forest: Any, X: np.ndarray, names: Sequence[str] | None,
+                        passing: tuple[str, ...] = (), counts: np.ndarray | None = None
+                        ) -> None:
+    """MissingValueWarning, as ``hepbdt apply`` notes it, when a user scores events with a
+    missing value (NaN in ``X``, or the per-feature ``counts`` given) with a model whose
+    training had none. hepbdt's own modules (apply counts them over all its chunks) and
+    those of PASSING_COLUMNS_ON and ``passing`` leave it to the first caller outside them."""
+    if trained_with_missing(forest) or not called_from_outside(*PASSING_COLUMNS_ON, *passing):
+        return
+    if counts is None:
+        if not any_nan(X):
+            return
+        counts = np.count_nonzero(np.isnan(X), axis=0)
+    if not np.any(counts):
+        return
+    labels = [str(n) for n in names] if names is not None else [
+        f"feature {j}" for j in range(len(counts))]
+    warnings.warn(unseen_missing_text(zip(labels, counts.tolist(), strict=True)),
+                  MissingValueWarning, stacklevel=user_stacklevel())
+
+
 def user_stacklevel() -> int:
     """``warnings.warn``'s stacklevel of the first caller outside hepbdt, as seen from the
     function that calls ``warn`` (Python 3.12's ``skip_file_prefixes``, by hand)."""

@@ -41,9 +41,10 @@ from ._util import (
     uniform_draws_below,
     user_stacklevel,
     warn_unnamed_columns,
+    warn_unseen_missing,
 )
 from ._version import EXPRESSION_RULES
-from .binned import BinnedMatrix
+from .binned import MISSING_CODE, BinnedMatrix
 from .boosting import GradientBooster, NewtonBooster, get_loss
 from .boosting._loop import BoostResult, run_boosting
 from .boosting.adaboost import run_adaboost
@@ -1245,6 +1246,7 @@ class _BDTBase(SklearnProtocol):
                            rules=getattr(self, "_expression_rules", None))
         warn_unnamed_columns(type(self).__name__, names, given)
         self._check_reader_nan(X)
+        warn_unseen_missing(self.forest_, X, names, passing=("kfold.py",))
         return X
 
     def _check_reader_nan(self, X: np.ndarray) -> None:
@@ -1281,6 +1283,8 @@ class _BDTBase(SklearnProtocol):
                                  f"{float(outside[0])!r}, which is not one of its bin edges: the "
                                  "codes cannot answer that split. Predict on float features (e.g. "
                                  "hepbdt apply), or bin with the model's edges (bin_edges_)")
+        warn_unseen_missing(forest, X.codes, names, passing=("kfold.py",),
+                            counts=np.count_nonzero(X.codes == MISSING_CODE, axis=0))
         return X
 
     def _raw(self, X) -> np.ndarray:
@@ -1304,7 +1308,8 @@ class _BDTBase(SklearnProtocol):
             if self._grown_on(X):  # the trees' own bins: scored from the codes (1 byte a value)
                 yield from self.forest_.staged_raw_score_codes(feature_major(X.codes))
                 return
-            X = X.to_features()
+            yield from self.forest_.staged_raw_score(X.to_features())  # checked: not again
+            return
         yield from self.forest_.staged_raw_score(self._input(X))
 
     def _grown_on(self, X: BinnedMatrix) -> bool:

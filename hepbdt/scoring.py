@@ -27,10 +27,13 @@ import uproot
 
 from ._util import (
     DeferredSignals,
+    MissingValueWarning,
     Progress,
     atomic_path,
     dumps_strict,
     model_scores,
+    trained_with_missing,
+    unseen_missing_text,
     user_stacklevel,
 )
 from ._version import EXPRESSION_RULES
@@ -286,12 +289,9 @@ class _Job:
         largest HT."""
         if self.unseen_missing is None or not self.unseen_missing.any():
             return
-        counts = ", ".join(f"{f.text!r} in {int(c):,}" for f, c in
-                           zip(self.features, self.unseen_missing, strict=True) if c)
-        warnings.warn(f"missing values (NaN) in events this model's training had none of "
-                      f"({counts} events): each such event went to every split's default "
-                      "side, that of the largest values, which no training event chose; "
-                      "select them away, or check the inputs", MissingValueWarning,
+        counts = zip([f.text for f in self.features], self.unseen_missing.tolist(),
+                     strict=True)
+        warnings.warn(unseen_missing_text(counts), MissingValueWarning,
                       stacklevel=user_stacklevel())
 
     def output_branches(self) -> list[str]:
@@ -399,17 +399,10 @@ class FriendOrderWarning(UserWarning):
     chain of a glob of them is not in the inputs' entry order."""
 
 
-class MissingValueWarning(UserWarning):
-    """Scored events had missing values where the model's training had none."""
-
-
 def _trained_with_missing(scorer: Any) -> bool:
     """Whether a training event had a missing value, as far as hepbdt knows: True for a
     model it did not train (read from TMVA or XGBoost, or not hepbdt's)."""
-    models = _models(scorer)
-    forests = [getattr(m, "forest_", None) for m in models]
-    return any(f is None or "tmva" in f.extra or "xgboost" in f.extra
-               or f.extra.get("nan_in_training") for f in forests)
+    return any(trained_with_missing(getattr(m, "forest_", None)) for m in _models(scorer))
 
 
 def _scorer(model: Any, event_branch: str | None, read: ModelBytes) -> Any:

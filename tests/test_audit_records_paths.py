@@ -38,10 +38,10 @@ def _write(path: Path, seed: int, flag: str = "bool") -> np.ndarray:
     return flags
 
 
-def _read(path: Path, features=FEATURES):
+def _read(path: Path, features=FEATURES, **options):
     samples = [hepbdt.Sample("s", f"{path}:Events", cut="label == 1", label=1),
                hepbdt.Sample("b", f"{path}:Events", cut="label == 0", label=0)]
-    return hepbdt.read(samples, features, event="event", progress=False)
+    return hepbdt.read(samples, features, event="event", progress=False, **options)
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +89,72 @@ def test_columns_put_in_the_models_order_keep_its_checks(productions):
     assert names == FEATURES
     np.testing.assert_array_equal(model.decision_function(X),
                                   model.decision_function(_read(folder / "same.root").X))
+
+
+def _write_jets(path: Path, seed: int, no_jet: float) -> np.ndarray:
+    """A tree 'Events' of N entries with a jagged ``jet``; a fraction ``no_jet`` of the
+    events has none (``jet[:, 0]`` missing). Returns which events have none."""
+    import awkward as ak
+
+    rng = np.random.default_rng(seed)
+    label = rng.random(N) < 0.5
+    counts = rng.integers(1, 4, N)
+    counts[rng.random(N) < no_jet] = 0
+    jets = ak.Array([list(rng.normal(s * 0.7, 1, k)) for s, k in zip(label, counts,
+                                                                      strict=True)])
+    write_ttree(path, "Events", {"jet": ak.values_astype(jets, np.float32),
+                                 "x": rng.normal(label * 0.5, 1, N).astype(np.float32),
+                                 "label": label.astype(np.int32),
+                                 "event": np.arange(N, dtype=np.int64)})
+    return counts == 0
+
+
+def test_python_scoring_notes_missing_values_the_training_had_none_of(tmp_path):
+    """hepbdt apply notes the events scored with a missing value where the training had
+    none (each goes to every split's default side, that of the largest values); Python's
+    decision_function of the same read said nothing. The reference: apply's count, and
+    numpy's count of the events without a jet."""
+    import warnings
+
+    from hepbdt.scoring import MissingValueWarning, apply
+
+    features = ["jet[:, 0]", "x"]
+    _write_jets(tmp_path / "train.root", 1, 0.0)
+    empty = _write_jets(tmp_path / "app.root", 2, 0.3)
+    train = _read(tmp_path / "train.root", features)
+    assert not np.isnan(train.X).any()
+    model = hepbdt.BDTClassifier(n_trees=10, max_depth=3, random_state=0).fit(
+        train.X, train.y, train.w)
+    words = rf"'jet\[:, 0\]' in {int(empty.sum())} events"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply(model, tmp_path / "app.root", tmp_path / "s.root", event_branch="event")
+    assert [str(w.message) for w in caught if w.category is MissingValueWarning] != []
+    assert len([w for w in caught if w.category is MissingValueWarning]) == 1  # apply's own
+    app = _read(tmp_path / "app.root", features)
+    assert np.isnan(app.X[:, 0]).sum() == empty.sum()
+    # the score given: that of the largest value (+inf's side of every split)
+    largest = app.X.copy()  # a copy keeps the read's names
+    largest[np.isnan(largest)] = np.finfo(np.float32).max
+    folds = hepbdt.KFoldModel([model, hepbdt.load_model(_saved(model, tmp_path))], by="event")
+    binned = _read(tmp_path / "app.root", features, binned=True, bin_edges=model.bin_edges_)
+    for score in (model.decision_function, model.predict_proba, model.predict,
+                  lambda X: list(model.staged_decision_function(X))[-1],
+                  lambda X: folds.decision_function(X, np.zeros(len(X), np.int64))):
+        with pytest.warns(MissingValueWarning, match=words):
+            score(app.X)
+    with pytest.warns(MissingValueWarning, match=words):
+        model.decision_function(binned.X)
+    with pytest.warns(MissingValueWarning, match=words):
+        scores = model.decision_function(app.X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingValueWarning)  # no missing value: no note
+        np.testing.assert_array_equal(scores, model.decision_function(largest))
+        # a model whose training had missing values says nothing
+        both = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(app.X, app.y, app.w)
+        both.decision_function(app.X)
+
+
+def _saved(model, folder: Path) -> Path:
+    model.save(folder / "model.json")
+    return folder / "model.json"
