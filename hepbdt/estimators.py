@@ -1249,15 +1249,16 @@ class _BDTBase(SklearnProtocol):
         warn_unseen_missing(self.forest_, X, names, passing=("kfold.py",))
         return X
 
-    def _check_reader_nan(self, X: np.ndarray) -> None:
-        """ValueError for NaN inputs to a model read from a TMVA two-class file: its Reader
-        (EvaluateMVA) answers -999 for such an event without walking the trees, so the
-        file's trees say nothing about one. (Walked, NaN went left at every node: a score
-        that was neither the Reader's nor the exported model's; 37-71 of 131 NaN events
-        changed their class.)"""
+    def _check_reader_nan(self, X: np.ndarray | BinnedMatrix) -> None:
+        """ValueError for NaN inputs (a BinnedMatrix's missing codes too) to a model read from
+        a TMVA two-class file: its Reader (EvaluateMVA) answers -999 for such an event
+        without walking the trees, so the file's trees say nothing about one. (Walked, NaN
+        went left at every node: a score that was neither the Reader's nor the exported
+        model's; 37-71 of 131 NaN events changed their class.)"""
         if not from_tmva_two_class(self.forest_):
             return
-        rows = np.flatnonzero(np.isnan(X).any(axis=1))
+        missing = X.codes == MISSING_CODE if isinstance(X, BinnedMatrix) else np.isnan(X)
+        rows = np.flatnonzero(missing.any(axis=1))
         if rows.size:
             raise ValueError(f"X has NaN inputs in {rows.size} event(s) (first: event "
                              f"{int(rows[0])}); this model was read from a TMVA two-class file, "
@@ -1283,6 +1284,7 @@ class _BDTBase(SklearnProtocol):
                                  f"{float(outside[0])!r}, which is not one of its bin edges: the "
                                  "codes cannot answer that split. Predict on float features (e.g. "
                                  "hepbdt apply), or bin with the model's edges (bin_edges_)")
+        self._check_reader_nan(X)
         warn_unseen_missing(forest, X.codes, names, passing=("kfold.py",),
                             counts=np.count_nonzero(X.codes == MISSING_CODE, axis=0))
         return X

@@ -158,3 +158,33 @@ def test_python_scoring_notes_missing_values_the_training_had_none_of(tmp_path):
 def _saved(model, folder: Path) -> Path:
     model.save(folder / "model.json")
     return folder / "model.json"
+
+
+def test_a_tmva_two_class_import_refuses_missing_codes_as_it_refuses_nan(tmp_path):
+    """A model read from a TMVA two-class file refuses NaN inputs (the Reader answers -999
+    without walking the trees); the same events as a binned read's missing codes were
+    walked and scored (126 of 400 events, none at -999)."""
+    from hepbdt.interop import from_tmva_xml, tmva_response
+
+    _write_jets(tmp_path / "t.root", 3, 0.4)
+    features = ["jet[:, 0]", "x"]
+    data = _read(tmp_path / "t.root", features)
+    missing = np.isnan(data.X).any(axis=1)
+    assert missing.sum() > N // 10
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2, boosting="adaboost",
+                                 random_state=0).fit(data.X, data.y, data.w)
+    with pytest.warns(UserWarning, match="NaN inputs"):
+        model.save_tmva(tmp_path / "w.xml")
+    imported = from_tmva_xml(tmp_path / "w.xml")
+    np.testing.assert_array_equal(tmva_response(imported, data.X)[missing], -999.0)
+    words = rf"X has NaN inputs in {int(missing.sum())} event\(s\)"
+    with pytest.raises(ValueError, match=words):
+        imported.decision_function(data.X)
+    binned = _read(tmp_path / "t.root", features, binned=True, bin_edges=model.bin_edges_)
+    for score in (imported.decision_function, imported.predict_proba,
+                  lambda X: list(imported.staged_decision_function(X))):
+        with pytest.raises(ValueError, match=words):
+            score(binned.X)
+    kept = binned.X[~missing]  # no missing value: scored as the floats are
+    np.testing.assert_array_equal(imported.decision_function(kept),
+                                  imported.decision_function(data.X[~missing]))
