@@ -1450,6 +1450,22 @@ def _check_same_mass(column: np.ndarray, m: np.ndarray, feature: int) -> None:
                              "values")
 
 
+def _check_same_mass_bin(X: BinnedMatrix, m: np.ndarray, feature: int) -> None:
+    """ParameterError where ``decorrelate`` falls in another bin of the map's variable than
+    binned X's column (in the model's order): the trees would read one mass and the map
+    another (a binned X gives only the bin, so values within it are not compared)."""
+    edges = X.edges[feature]
+    codes = BinnedMatrix.from_features(m.astype(np.float32)[:, None], [edges]).codes[:, 0]
+    differ = np.flatnonzero(codes != X.codes[:, feature])
+    if differ.size:
+        i = int(differ[0])
+        raise ParameterError("decorrelate", f"this model reads its map's variable from X's "
+                             f"column {feature}, and decorrelate falls in another of its bins "
+                             f"at {differ.size} event(s) (first: event {i}, X's bin code "
+                             f"{int(X.codes[i, feature])}, decorrelate {float(m[i]):.9g} in bin "
+                             f"{int(codes[i])}): drop decorrelate, or give X's values")
+
+
 class BDTClassifier(_BDTBase):
     """Boosted decision tree classifier (signal = 1, background = 0; or K >= 3 classes).
 
@@ -1965,7 +1981,9 @@ class BDTClassifier(_BDTBase):
             if m.shape[1] != 1:
                 raise ParameterError("decorrelate", f"the map is along one variable; "
                                      f"decorrelate has {m.shape[1]} columns")
-            if feature is not None and not isinstance(X, BinnedMatrix):
+            if feature is not None and isinstance(X, BinnedMatrix):
+                _check_same_mass_bin(self._binned_input(X), m[:, 0], feature)
+            elif feature is not None:
                 _check_same_mass(self._input(X)[:, feature], m[:, 0], feature)
             return m[:, 0]
         if feature is None or isinstance(X, BinnedMatrix):

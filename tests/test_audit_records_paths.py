@@ -188,3 +188,35 @@ def test_a_tmva_two_class_import_refuses_missing_codes_as_it_refuses_nan(tmp_pat
     kept = binned.X[~missing]  # no missing value: scored as the floats are
     np.testing.assert_array_equal(imported.decision_function(kept),
                                   imported.decision_function(data.X[~missing]))
+
+
+def test_a_ddt_map_on_binned_input_refuses_a_mass_of_other_bins():
+    """A model whose DDT map reads its variable from X's column refuses a ``decorrelate=``
+    that differs from that column (float X); on a binned X it took any, the trees reading
+    X's mass bins and the map another mass (scores moved by 0.23). The reference: the
+    float path's refusal, and numpy's bins of the two masses."""
+    from hepbdt.binned import BinnedMatrix
+    from hepbdt.estimators import ParameterError
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(600) < 0.5).astype(int)
+    mass = rng.uniform(50, 150, 600).astype(np.float32)
+    X = np.column_stack([rng.normal(y * 0.8, 1, 600), mass + 10 * y]).astype(np.float32)
+    model = hepbdt.BDTClassifier(n_trees=10, max_depth=3, decorrelation_map="ddt",
+                                 random_state=0).fit(X, y, decorrelate=X[:, 1].astype(float))
+    other = X[::-1, 1].astype(np.float64)
+    with pytest.raises(ParameterError, match="decorrelate differs from it"):
+        model.decision_function(X, decorrelate=other)
+    binned = BinnedMatrix.from_features(X, model.bin_edges_)
+    edges = np.asarray(model.bin_edges_[1], np.float32)
+    bins = np.searchsorted(edges, X[:, 1], side="right")
+    np.testing.assert_array_equal(binned.codes[:, 1], bins)  # the codes numpy gives
+    moved = np.count_nonzero(np.searchsorted(edges, other.astype(np.float32), "right") != bins)
+    assert moved > 0
+    with pytest.raises(ParameterError, match=f"another of its bins at {moved} event"):
+        model.decision_function(binned, decorrelate=other)
+    # within each bin the mass is not known: X's own values, or any of the same bins, pass
+    own = model.decision_function(binned, decorrelate=X[:, 1].astype(float))
+    np.testing.assert_array_equal(own, model.decision_function(X))
+    low = np.concatenate([[-np.inf], edges])[bins]  # each bin's lower edge, in the bin
+    model.decision_function(binned, decorrelate=np.where(np.isfinite(low), low, X[:, 1]))
