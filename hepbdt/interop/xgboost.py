@@ -11,7 +11,10 @@ in float32 as XGBoost does, bounded to [1e-6, 1 - 1e-6] for files of XGBoost >= 
 adds in float32 and hepbdt in float64, so the two agree to float32 rounding. An early-stopped
 model (a ``best_iteration`` attribute) is cut to its rounds up to ``best_iteration``, as
 XGBoost's scikit-learn ``predict`` does (``Booster.predict`` uses every tree: pass
-``use_best_iteration=False`` for that).
+``use_best_iteration=False`` for that). A round is ``num_parallel_tree`` trees; XGBoost 1.4 and
+1.5 left that out of the model, and their ``best_ntree_limit`` attribute gives it; a file of
+XGBoost < 1.4 says it nowhere, so its ``best_iteration`` is refused unless
+``use_best_iteration=False``.
 
 Refused with an error naming what is wrong: multi-class or multi-target models, dart and
 gblinear boosters, categorical splits, other objectives, a binary:logistic base_score within
@@ -279,9 +282,10 @@ def _trees(learner: Any, where: str) -> list[Any]:
     return trees
 
 
-def _round_ends(model: dict[str, Any], n_trees: int, where: str) -> list[int]:
+def _round_ends(model: dict[str, Any], n_trees: int, where: str) -> list[int] | None:
     """The tree count after each boosting round: ``iteration_indptr[1:]`` (XGBoost >= 2),
-    else rounds of ``num_parallel_tree`` trees."""
+    else rounds of ``num_parallel_tree`` trees (XGBoost >= 1.6); None where the file does not
+    say how many trees a round has (XGBoost < 1.6 kept ``num_parallel_tree`` out of the model)."""
     indptr = model.get("iteration_indptr")
     if indptr is not None:
         if not isinstance(indptr, list):
@@ -293,11 +297,36 @@ def _round_ends(model: dict[str, Any], n_trees: int, where: str) -> list[int]:
                                      "trees into rounds")
         return ends[1:]
     param = model.get("gbtree_model_param", {})
-    per_round = _int(param.get("num_parallel_tree", 1), where + ".num_parallel_tree")
+    if not isinstance(param, dict) or "num_parallel_tree" not in param:
+        return None
+    return _rounds_of(_int(param["num_parallel_tree"], where + ".num_parallel_tree"), n_trees,
+                      "num_parallel_tree", where)
+
+
+def _rounds_of(per_round: int, n_trees: int, said_by: str, where: str) -> list[int]:
+    """The round ends of ``n_trees`` trees in rounds of ``per_round`` (checked)."""
     if per_round < 1 or n_trees % per_round:
         raise XGBoostFormatError(f"{where}: {n_trees} trees are not rounds of "
-                                 f"num_parallel_tree={per_round}")
+                                 f"{said_by}={per_round} trees")
     return list(range(per_round, n_trees + 1, per_round))
+
+
+def _best_ends(model: dict[str, Any], attributes: dict[str, Any], best: int, n_trees: int,
+               where: str) -> list[int] | None:
+    """The round ends of an early-stopped model, checked against its ``best_ntree_limit``
+    (XGBoost 1.4-1.7: the tree count of rounds 0..best_iteration), which gives the rounds'
+    size where the model does not (XGBoost 1.4 and 1.5); None where nothing says it."""
+    ends = _round_ends(model, n_trees, where + ".gradient_booster.model")
+    if "best_ntree_limit" not in attributes:
+        return ends
+    limit = _int(attributes["best_ntree_limit"], where + ".attributes.best_ntree_limit")
+    if ends is None and best >= 0 and limit > 0 and limit % (best + 1) == 0:
+        ends = _rounds_of(limit // (best + 1), n_trees, "best_ntree_limit / (best_iteration + 1)",
+                          where)
+    if ends is None or not 0 <= best < len(ends) or ends[best] != limit:
+        raise XGBoostFormatError(f"{where}: best_ntree_limit={limit} is not the tree count of "
+                                 f"the rounds up to best_iteration={best}")
+    return ends
 
 
 def _kept_trees(learner: Any, n_trees: int, where: str,
@@ -312,8 +341,18 @@ def _kept_trees(learner: Any, n_trees: int, where: str,
                                      "best_iteration (XGBoost < 1.4); save it with a newer XGBoost")
         return n_trees, None
     best = _int(attributes["best_iteration"], where + ".attributes.best_iteration")
-    model = learner["gradient_booster"]["model"]
-    ends = _round_ends(model, n_trees, where + ".gradient_booster.model")
+    ends = _best_ends(learner["gradient_booster"]["model"], attributes, best, n_trees, where)
+    if ends is None:  # XGBoost < 1.4: best_iteration counts rounds of an unrecorded size
+        if not 0 <= best < n_trees:
+            raise XGBoostFormatError(f"{where}: best_iteration={best} is outside the model's "
+                                     f"{n_trees} trees")
+        if use_best_iteration:
+            raise XGBoostFormatError(
+                f"{where}: the model records best_iteration={best} but not how many trees a "
+                "round has (num_parallel_tree; files of XGBoost < 1.4), so the trees up to it "
+                "are unknown; pass use_best_iteration=False to read every tree (as "
+                "Booster.predict does)")
+        return n_trees, best
     if not 0 <= best < len(ends):
         raise XGBoostFormatError(f"{where}: best_iteration={best} is outside the model's "
                                  f"{len(ends)} boosting rounds")
