@@ -1,9 +1,10 @@
 """Audit of the XGBoost JSON import against XGBoost itself, for the layouts of older XGBoost
 versions: an early-stopped model of several trees a round (num_parallel_tree) written by
-XGBoost 1.4 or 1.5, whose model does not say the rounds' size (only best_ntree_limit does).
+XGBoost 1.4 or 1.5, whose model does not say the rounds' size (only best_ntree_limit does),
+and a binary:logitraw model of XGBoost < 1.3.1, whose base_score is a probability.
 
-``data/xgboost/early_stopped_forest_1_5_2.json`` and its margins were written by XGBoost
-1.5.2 (``data/xgboost/make_xgboost_1_5_2.py``). XGBoost sums the trees in float32 and hepbdt
+The files in ``data/xgboost`` and their margins were written by XGBoost 1.5.2 and 1.0.2
+(``data/xgboost/make_xgboost_*.py``). XGBoost sums the trees in float32 and hepbdt
 in float64: the two agree to a few float32 steps of the margin (bound 2e-6 at |margin| < 3).
 """
 
@@ -99,3 +100,34 @@ def test_best_ntree_limit_that_contradicts_the_rounds_is_refused(tmp_path):
     doc["learner"]["attributes"]["best_ntree_limit"] = "4"  # rounds 0 and 1 of two trees
     path.write_text(json.dumps(doc))
     assert from_xgboost_json(path).forest_.n_trees == 4
+
+
+def test_logitraw_base_score_of_xgboost_before_1_3_1_is_a_probability():
+    # XGBoost 1.0.2 took binary:logitraw's base_score 0.5 as the margin logit(0.5) = 0
+    # (XGBoost >= 1.3.1 as the margin 0.5): hepbdt's margin was 0.5 above 1.0.2's.
+    ref = json.loads((DATA / "logitraw_1_0_2.margins.json").read_text())
+    X = np.array([[np.nan if v is None else v for v in row] for row in ref["X"]], dtype=np.float32)
+    model = from_xgboost_json(DATA / "logitraw_1_0_2.json")
+    np.testing.assert_allclose(model.decision_function(X), ref["margin"], rtol=0, atol=1e-6)
+
+
+def test_logitraw_base_score_follows_the_writers_version(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    booster = xgb.train({"objective": "binary:logitraw", "base_score": 0.8, "eta": 0.0,
+                         "nthread": 1}, xgb.DMatrix(X, y), 2)  # eta 0: the margin is the base
+    doc = json.loads(booster.save_raw("json"))
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    ref = booster.predict(xgb.DMatrix(X), output_margin=True)
+    np.testing.assert_allclose(from_xgboost_json(path).decision_function(X), ref, rtol=0, atol=1e-7)
+    doc["version"] = [1, 2, 1]  # logit(0.8) in float32, as XGBoost 1.2's ProbToMargin
+    path.write_text(json.dumps(doc))
+    np.testing.assert_allclose(from_xgboost_json(path).decision_function(X),
+                               np.float32(np.log(np.float32(4.0))), rtol=0, atol=1e-7)
+    doc.pop("version")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match="which XGBoost version"):
+        from_xgboost_json(path)

@@ -7,7 +7,8 @@ function) equals ``Booster.predict(DMatrix(X), output_margin=True)``: XGBoost go
 when ``x < split_condition`` (float32, as hepbdt), missing values follow ``default_left``,
 a leaf's value is its ``split_conditions`` entry (eta already applied), and the margin
 starts at ``base_score`` (stored as a probability for binary:logistic, turned into a margin
-in float32 as XGBoost does, bounded to [1e-6, 1 - 1e-6] for files of XGBoost >= 3.2). XGBoost
+in float32 as XGBoost does, bounded to [1e-6, 1 - 1e-6] for files of XGBoost >= 3.2; so too
+for binary:logitraw in files of XGBoost < 1.3.1, later ones taking it as the margin). XGBoost
 adds in float32 and hepbdt in float64, so the two agree to float32 rounding. An early-stopped
 model (a ``best_iteration`` attribute) is cut to its rounds up to ``best_iteration``, as
 XGBoost's scikit-learn ``predict`` does (``Booster.predict`` uses every tree: pass
@@ -233,9 +234,32 @@ def _header(learner: Any, where: str, version: list[int] | None) -> tuple[str, i
     base = _base_score(_get(mparam, "base_score", where), where)
     if objective == "binary:logistic":
         base = _logistic_margin(base, version, where)
-    else:  # binary:logitraw and reg:squarederror store the margin itself
+    elif objective == "binary:logitraw":
+        base = _logitraw_margin(base, version, where)
+    else:  # reg:squarederror stores the margin itself
         base = float(np.float32(base))
     return objective, n_features, base
+
+
+LOGITRAW_IDENTITY_SINCE = [1, 3, 1]  # dmlc/xgboost#6517: binary:logitraw's base_score is its margin
+
+
+def _logitraw_margin(base: float, version: list[int] | None, where: str) -> float:
+    """The margin of a binary:logitraw ``base_score``: the value itself for files of XGBoost
+    >= 1.3.1, its float32 logit (as binary:logistic's, which XGBoost < 1.3.1 applied to
+    binary:logitraw too) before; refused where the file does not say which version wrote it."""
+    if version is None:
+        raise XGBoostFormatError(
+            f"{where}: a binary:logitraw model whose file does not say which XGBoost version "
+            f"wrote it: its base_score {base} is the margin itself for XGBoost >= 1.3.1 and "
+            "the margin's logistic probability before")
+    if (version + [0, 0, 0])[:3] >= LOGITRAW_IDENTITY_SINCE:
+        return float(np.float32(base))
+    p = np.float32(base)
+    if not 0.0 < p < 1.0:
+        raise XGBoostFormatError(f"{where}: base_score {base} of a binary:logitraw model of "
+                                 f"XGBoost {version} (< 1.3.1) is not a probability in (0, 1)")
+    return _float32_logit(p)
 
 
 RT_EPS = np.float32(1e-6)  # XGBoost's kRtEps
@@ -261,6 +285,11 @@ def _logistic_margin(base: float, version: list[int] | None, where: str) -> floa
                 "does not say which version wrote it")
         elif version[:2] >= CLAMP_SINCE:
             p = bounded
+    return _float32_logit(p)
+
+
+def _float32_logit(p: np.float32) -> float:
+    """XGBoost's ``ProbToMargin``: ``-logf(1/p - 1)`` in float32 steps, for p in (0, 1)."""
     ratio = np.float32(np.float32(1.0) / p - np.float32(1.0))  # float32 steps, as logf's input
     return float(np.float32(-math.log(float(ratio))))
 
