@@ -17,6 +17,12 @@ XGBoost's scikit-learn ``predict`` does (``Booster.predict`` uses every tree: pa
 XGBoost < 1.4 says it nowhere, so its ``best_iteration`` is refused unless
 ``use_best_iteration=False``.
 
+Missing values are NaN, as in every hepbdt model. XGBoost's ``missing`` parameter (of a
+DMatrix or an estimator: ``XGBClassifier(missing=-999)``) is not saved in the model file
+(XGBoost forgets it too when it loads the model again), so the reader can neither follow nor
+refuse it: give such a model NaN where its training data had the missing value, which it
+otherwise takes as a number, as a reloaded XGBoost model does.
+
 Refused with an error naming what is wrong: multi-class or multi-target models, dart and
 gblinear boosters, categorical splits, other objectives, a binary:logistic base_score within
 1e-6 of 0 or 1 in a file that does not give its XGBoost version, UBJSON or otherwise malformed
