@@ -179,7 +179,11 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _estimator_from_file(path: Path, doc: Any) -> BDTClassifier | BDTRegressor:
     """The estimator of one model file's document, its format and version checked."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
-        raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": \"{FORMAT_NAME}\")")
+        hint = ("; it is an XGBoost model: read it with hepbdt.interop.from_xgboost_json and "
+                "save() the model as JSON for the command line"
+                if isinstance(doc, dict) and "learner" in doc else "")
+        raise ModelFormatError(f"{path}: not a hepbdt model (expected \"format\": "
+                               f"\"{FORMAT_NAME}\"){hint}")
     version = doc.get("format_version")
     if type(version) is not int or version != FORMAT_VERSION:
         raise ModelFormatError(f"{path}: format_version {_brief(version)} is not supported "

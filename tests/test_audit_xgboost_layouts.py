@@ -131,3 +131,17 @@ def test_logitraw_base_score_follows_the_writers_version(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(XGBoostFormatError, match="which XGBoost version"):
         from_xgboost_json(path)
+
+
+def test_an_xgboost_file_given_to_the_command_line_names_the_reader(tmp_path, capsys):
+    xgb = pytest.importorskip("xgboost")
+    from hepbdt.cli import main
+
+    X = np.random.default_rng(8).normal(size=(200, 2)).astype(np.float32)
+    booster = xgb.train({"objective": "binary:logistic", "nthread": 1},
+                        xgb.DMatrix(X, (X[:, 0] > 0).astype(int)), 2)
+    booster.save_model(tmp_path / "xgb.json")
+    assert main(["export", str(tmp_path / "xgb.json"), "--onnx", str(tmp_path / "m.onnx")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hepbdt: error: ")
+    assert "from_xgboost_json" in err[0]
