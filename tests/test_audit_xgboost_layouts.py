@@ -1,6 +1,7 @@
 """Audit of the XGBoost JSON import against XGBoost itself, for the layouts of older XGBoost
-versions: an early-stopped model of several trees a round (num_parallel_tree) written by
-XGBoost 1.4 or 1.5, whose model does not say the rounds' size (only best_ntree_limit does),
+versions: a model of several trees a round (num_parallel_tree) written by XGBoost 1.4 or 1.5,
+early-stopped or not (1.5 records best_iteration in every model), whose model does not say
+the rounds' size (only best_ntree_limit does),
 and a binary:logitraw model of XGBoost < 1.3.1, whose base_score is a probability.
 
 The files in ``data/xgboost`` and their margins were written by XGBoost 1.5.2 and 1.0.2
@@ -37,6 +38,16 @@ def test_xgboost_1_5_forest_is_cut_at_best_ntree_limit():
     every = from_xgboost_json(DATA / "early_stopped_forest_1_5_2.json", use_best_iteration=False)
     np.testing.assert_allclose(every.decision_function(X), ref["every_margin"], rtol=0, atol=2e-6)
 
+
+
+def test_xgboost_1_5_forest_without_early_stopping_keeps_every_tree():
+    # XGBoost 1.5 records best_iteration (the last round) in every model: a forest of three
+    # trees a round lost two thirds of its trees: 4 of 12 kept, 1.17 off the margin.
+    ref = json.loads((DATA / "forest_1_5_2.margins.json").read_text())
+    X = np.array([[np.nan if v is None else v for v in row] for row in ref["X"]], dtype=np.float32)
+    model = from_xgboost_json(DATA / "forest_1_5_2.json")
+    assert model.forest_.n_trees == 12
+    np.testing.assert_allclose(model.decision_function(X), ref["margin"], rtol=0, atol=2e-6)
 
 def _as_old_layout(doc: dict, best_ntree_limit: int | None) -> dict:
     """An XGBoost >= 2 model file rewritten to the layout of XGBoost 1.4-1.5 (no

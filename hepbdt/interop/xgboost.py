@@ -13,7 +13,8 @@ adds in float32 and hepbdt in float64, so the two agree to float32 rounding. An 
 model (a ``best_iteration`` attribute) is cut to its rounds up to ``best_iteration``, as
 XGBoost's scikit-learn ``predict`` does (``Booster.predict`` uses every tree: pass
 ``use_best_iteration=False`` for that). A round is ``num_parallel_tree`` trees; XGBoost 1.4 and
-1.5 left that out of the model, and their ``best_ntree_limit`` attribute gives it; a file of
+1.5 left that out of the model, and their ``best_ntree_limit`` attribute gives it (1.5 writes
+it, and ``best_iteration``, into every model, early-stopped or not); a file of
 XGBoost < 1.4 says it nowhere, so its ``best_iteration`` is refused unless
 ``use_best_iteration=False``.
 

@@ -1,4 +1,4 @@
-"""Writes early_stopped_forest_1_5_2.json and its margins (run with XGBoost 1.5.2, numpy < 2).
+"""Writes early_stopped_forest_1_5_2.json, forest_1_5_2.json and their margins (XGBoost 1.5.2).
 
 An early-stopped binary:logistic model of two trees a round (num_parallel_tree=2), which
 XGBoost 1.5 writes without num_parallel_tree (only best_ntree_limit says the rounds' size),
@@ -33,3 +33,14 @@ with open(f"{out}/early_stopped_forest_1_5_2.margins.json", "w") as handle:
                "X": [[None if np.isnan(v) else float(v) for v in row] for row in Xe],
                "best_margin": best.astype(float).tolist(),
                "every_margin": every.astype(float).tolist()}, handle)
+
+# Not early-stopped: XGBoost 1.5 writes best_iteration (the last round) and best_ntree_limit
+# into every model it trains.
+forest = xgb.train({"objective": "binary:logistic", "eta": 0.5, "max_depth": 2, "nthread": 1,
+                    "num_parallel_tree": 3, "subsample": 0.7, "seed": 3}, dtrain, 4)
+forest.save_model(f"{out}/forest_1_5_2.json")
+with open(f"{out}/forest_1_5_2.margins.json", "w") as handle:
+    json.dump({"xgboost": xgb.__version__,
+               "X": [[None if np.isnan(v) else float(v) for v in row] for row in Xe],
+               "margin": forest.predict(xgb.DMatrix(Xe), output_margin=True).astype(float).tolist()},
+              handle)
