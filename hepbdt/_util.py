@@ -32,7 +32,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
-           "check_same_definitions", "check_branch_types",
+           "check_same_definitions", "check_branch_types", "check_read_records",
+           "MissingValueWarning", "warn_unseen_missing",
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
@@ -614,7 +615,6 @@ def check_same_definitions(given: Any, definitions: Any, names: Sequence[str], w
             raise ValueError(f"{what}'s column {str(name)!r} was read as {theirs!r}, but {owner} "
                              f"was trained with {str(name)!r} = {ours!r}: the same name for "
                              "another quantity; read the input with the model's definitions")
-
 
 
 def check_branch_types(given: Mapping[str, str] | None, recorded: Mapping[str, str] | None,

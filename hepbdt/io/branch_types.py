@@ -123,7 +123,6 @@ def check_types(recorded: Mapping[str, str], types: Mapping[str, str],
                 "too, or train on files of one type")
 
 
-
 def check_feature_types(recorded: Mapping[str, str] | None, types: Mapping[str, str],
                         names: Iterable[str], definitions: Mapping[str, str], what: str,
                         owner: str, rules: int | None = None) -> None:
@@ -140,7 +139,6 @@ def check_feature_types(recorded: Mapping[str, str] | None, types: Mapping[str, 
         read = {name for e in expressions for name in e.names}
         check_types(recorded, {k: v for k, v in types.items() if k in read}, expressions,
                     what, f"at {owner}'s training")
-
 
 
 @functools.lru_cache(maxsize=64)
