@@ -119,8 +119,9 @@ def _is_int64(value: Any) -> bool:
 
 def _check_fold_models(models: list[Any]) -> None:
     """ValueError unless the fold models are k different models of one kind: the same
-    type, task (classifier or regressor), classes, features, feature names and the
-    expressions behind aliased names (apply reads every fold's with fold 0's). Model i
+    type, task (classifier or regressor), classes, features, feature names, the
+    expressions behind aliased names (apply reads every fold's with fold 0's) and kind of
+    score (AdaBoost's weighted mean in [-1, 1] is not gradient boosting's sum). Model i
     scores the events model j trained on, so one model at two folds, or folds whose scores
     mean different things, would give scores that only look out of fold."""
     seen: dict[int, int] = {}
@@ -142,6 +143,23 @@ def _check_fold_models(models: list[Any]) -> None:
     differ("feature counts", [getattr(m, "n_features_in_", None) for m in models])
     differ("features", [[str(n) for n in getattr(m, "feature_names_in_", [])] for m in models])
     differ("feature definitions", [_definitions(m) for m in models])
+    differ("scores", [_score_kind(m) for m in models])
+
+
+def _score_kind(model: Any) -> str | None:
+    """What a fold model's score is: how its trees combine, how a two-class score maps to
+    P(signal), and whether a DDT map follows; None for a model without a hepbdt forest."""
+    forest = getattr(model, "forest_", None)
+    if forest is None or not hasattr(forest, "aggregation"):
+        return None
+    kind = f"trees combined by {forest.aggregation}"
+    if is_classifier(model) and getattr(forest, "n_classes", 1) <= 1:
+        link, constant = forest.probability_link()
+        kind += (f", P(signal) = 1/(1+exp(-{constant:g} F))" if link == "sigmoid"
+                 else f", P(signal) = (F - {constant:g})/(1 - {constant:g}) clipped to [0, 1]")
+    if (getattr(forest, "extra", None) or {}).get("decorrelation_map") is not None:
+        kind += ", through a DDT map"
+    return kind
 
 
 def _definitions(model: Any) -> dict[str, str]:
