@@ -80,8 +80,8 @@ def shown_number(value: Any) -> str:
     """A value for a message: ``nan``, ``1.5``, ``1e+30``, ``18446744073709551615``."""
     if isinstance(value, float | np.floating):
         return repr(float(value))
-    if isinstance(value, np.integer):
-        return str(int(value))
+    if isinstance(value, np.integer) and not isinstance(value, np.timedelta64):
+        return str(int(value))  # a timedelta64 is an np.integer that int() refuses
     return repr(value)
 
 

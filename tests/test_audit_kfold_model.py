@@ -49,3 +49,13 @@ def test_fold_models_of_one_kind_of_score_score_out_of_fold(sample):
     want = np.array([models[f].decision_function(X[j:j + 1])[0] for j, f in enumerate(folds)])
     np.testing.assert_array_equal(KFoldModel(models, by="event").decision_function(X, event),
                                   want)
+
+
+@pytest.mark.parametrize("unit", ["s", "ns"])
+def test_timedelta_event_numbers_are_refused_with_the_event_number_message(sample, unit):
+    """A timedelta64 is an np.integer to numpy but no number to int(): the message naming
+    the first bad value raised TypeError from int() instead of the ValueError."""
+    X, _, event, _ = sample
+    models = [_fit(sample, i) for i in range(2)]
+    with pytest.raises(ValueError, match=r"event numbers must be integers.*event\[0\]"):
+        KFoldModel(models, by="event").decision_function(X, event.astype(f"m8[{unit}]"))
