@@ -62,7 +62,8 @@ class BinnedMatrix:
     codes : (n, m) uint8; a code is at most ``len(edges[f])`` or 255 (missing): checked.
     edges : m increasing, finite float32 arrays (at most 254 edges each).
     feature_names : m names, or None; ``feature_definitions``: name -> expression, as
-        ``Dataset.X`` carries them (and ``branch_types``, set by :meth:`with_names`).
+        ``Dataset.X`` carries them (and ``branch_types`` and ``event_sources``, set by
+        :meth:`with_names`).
 
     Selecting rows (a slice, a mask, indices) gives a BinnedMatrix of those events; columns
     are selected with :meth:`columns`. ``np.asarray(matrix)`` gives each event's
@@ -72,7 +73,8 @@ class BinnedMatrix:
     exactly what it predicts on the raw values, and plots see each value moved to its bin.
     """
 
-    __slots__ = ("codes", "edges", "feature_names", "feature_definitions", "branch_types")
+    __slots__ = ("codes", "edges", "feature_names", "feature_definitions", "branch_types",
+                 "event_sources")
 
     def __init__(self, codes: Any, edges: Sequence[Any], feature_names: Sequence[str] | None = None,
                  feature_definitions: Mapping[str, str] | None = None) -> None:
@@ -100,7 +102,8 @@ class BinnedMatrix:
 
     def _set(self, codes: np.ndarray, edges: tuple[np.ndarray, ...],
              feature_names: Sequence[str] | None, feature_definitions: Mapping[str, str] | None,
-             branch_types: Mapping[str, str] | None = None) -> None:
+             branch_types: Mapping[str, str] | None = None,
+             event_sources: Sequence[str | None] | None = None) -> None:
         self.codes = codes
         self.edges = edges
         if feature_names is not None:
@@ -111,17 +114,20 @@ class BinnedMatrix:
         self.feature_definitions = dict(feature_definitions) if feature_definitions else None
         # the types of the branches the features were read from (Dataset.branch_types)
         self.branch_types = None if branch_types is None else dict(branch_types)
+        # the event expressions of the read (Dataset.event_sources)
+        self.event_sources = None if event_sources is None else tuple(event_sources)
 
     @classmethod
     def _of_checked(cls, codes: np.ndarray, edges: tuple[np.ndarray, ...],
                     feature_names: Sequence[str] | None,
                     feature_definitions: Mapping[str, str] | None,
-                    branch_types: Mapping[str, str] | None = None) -> BinnedMatrix:
+                    branch_types: Mapping[str, str] | None = None,
+                    event_sources: Sequence[str | None] | None = None) -> BinnedMatrix:
         """A matrix of codes and edges taken from checked matrices (rows or columns of one):
         not scanned again."""
         out = cls.__new__(cls)
         out._set(np.ascontiguousarray(codes), tuple(edges), feature_names, feature_definitions,
-                 branch_types)
+                 branch_types, event_sources)
         return out
 
     # -- construction ---------------------------------------------------------------------
@@ -144,10 +150,11 @@ class BinnedMatrix:
 
     def with_names(self, feature_names: Sequence[str] | None,
                    feature_definitions: Mapping[str, str] | None = None,
-                   branch_types: Mapping[str, str] | None = None) -> BinnedMatrix:
+                   branch_types: Mapping[str, str] | None = None,
+                   event_sources: Sequence[str | None] | None = None) -> BinnedMatrix:
         """The same codes and edges (not copied) under other names (and branch types)."""
         return BinnedMatrix._of_checked(self.codes, self.edges, feature_names,
-                                        feature_definitions, branch_types)
+                                        feature_definitions, branch_types, event_sources)
 
     # -- array-like ------------------------------------------------------------------------
     @property
@@ -177,14 +184,16 @@ class BinnedMatrix:
                 raise IndexError(f"event {int(index)} is out of range for {n} events")
             index = slice(int(index) % n, int(index) % n + 1)
         return BinnedMatrix._of_checked(self.codes[index], self.edges, self.feature_names,
-                                        self.feature_definitions, self.branch_types)
+                                        self.feature_definitions, self.branch_types,
+                                        self.event_sources)
 
     def columns(self, indices: Sequence[int]) -> BinnedMatrix:
         """The features ``indices``, in that order (names kept)."""
         indices = [int(i) for i in indices]
         names = None if self.feature_names is None else [self.feature_names[i] for i in indices]
         return BinnedMatrix._of_checked(self.codes[:, indices], tuple(self.edges[i] for i in indices),
-                                        names, self.feature_definitions, self.branch_types)
+                                        names, self.feature_definitions, self.branch_types,
+                                        self.event_sources)
 
     def same_bins(self, other: BinnedMatrix) -> bool:
         """True when both have the same edges, feature by feature."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,15 @@ from ._util import (
     file_sha256,
     is_classifier,
     model_scores,
+    user_stacklevel,
     warn_unnamed_columns,
 )
 from .binned import BinnedMatrix
 from .output_set import RunLock
 
-__all__ = ["KFoldModel", "fold_of", "event_numbers", "invalid_event_numbers", "shown_number",
-           "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION", "unrecorded_by", "NOT_EVENT_NUMBERS"]
+__all__ = ["KFoldModel", "FoldExpressionWarning", "fold_of", "event_numbers",
+           "invalid_event_numbers", "shown_number", "KFOLD_FORMAT", "KFOLD_FORMAT_VERSION",
+           "unrecorded_by", "NOT_EVENT_NUMBERS"]
 
 KFOLD_FORMAT = "hepbdt-kfold"
 KFOLD_FORMAT_VERSION = 1
@@ -176,6 +179,11 @@ def unrecorded_by(what: str) -> str:
             "without event= folds by entry numbers, which no file holds)")
 
 
+class FoldExpressionWarning(UserWarning):
+    """A k-fold model applied by an event expression other than the one its folds were
+    made with: events are scored out of fold only if the two give the same numbers."""
+
+
 class KFoldModel:
     """The k models of a k-fold training: model ``i`` scores the events of fold ``i``
     (:func:`fold_of`), the events it never saw.
@@ -252,6 +260,7 @@ class KFoldModel:
     def _by_fold(self, X: Any, event: Any, method: Any) -> np.ndarray:
         """``method(model, rows)`` of each fold model on the events of its fold, in the
         events' order."""
+        self._check_event_sources(getattr(X, "event_sources", None))
         X = self._in_feature_order(X)
         folds = self.folds(event)
         if folds.shape != (X.shape[0],):
@@ -270,6 +279,21 @@ class KFoldModel:
         if out is None:  # no events
             out = np.asarray(method(self.models[0], X))
         return out
+
+    def _check_event_sources(self, sources: Sequence[str | None] | None) -> None:
+        """FoldExpressionWarning where X comes from a read whose event numbers (``sources``:
+        its samples' event expressions, None for entry numbers) are not those of ``by``, as
+        ``apply`` warns: its ``event`` may give other numbers than the folds were made with
+        (a read without ``event=`` gives entry numbers: most events then go to a model that
+        trained on them)."""
+        if not sources or self.by is None or all(s == self.by for s in sources):
+            return
+        read = ", ".join("entry numbers (no event=)" if s is None else repr(s) for s in sources)
+        warnings.warn(f"the folds of the k-fold model were made with {self.by!r}, but X was read "
+                      f"with event numbers from {read}: each event is scored by the model that "
+                      "did not train on it only if the event numbers given are those of "
+                      f"{self.by!r}; read with event={self.by!r}", FoldExpressionWarning,
+                      stacklevel=user_stacklevel())
 
     def _in_feature_order(self, X: Any) -> Any:
         """X as rows the fold models score: named input as an array of their features in their

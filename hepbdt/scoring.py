@@ -59,7 +59,7 @@ from .io.samples import (
     resolve_sources,
 )
 from .io.writers import BRANCH_NAME_RULE, branch_name, is_branch_name
-from .kfold import KFoldModel, unrecorded_by
+from .kfold import FoldExpressionWarning, KFoldModel, unrecorded_by
 from .output_set import OutputSetError, check_model_files, check_writable, hold_outputs
 from .persistence import ModelBytes, check_fold_name, load_model_digest
 
@@ -79,11 +79,6 @@ class ApplyOptionError(InputError):
     """A choice of outputs that cannot be used, found before any scoring: an output file that
     is an input or the model, a branch name that is not an identifier or that clashes with
     another output branch or with a branch of an input (exit status 2 on the command line)."""
-
-
-class FoldExpressionWarning(UserWarning):
-    """A k-fold model applied by an event expression other than the one its folds were
-    made with: events are scored out of fold only if the two give the same numbers."""
 
 
 def apply(

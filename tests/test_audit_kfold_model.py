@@ -59,3 +59,43 @@ def test_timedelta_event_numbers_are_refused_with_the_event_number_message(sampl
     models = [_fit(sample, i) for i in range(2)]
     with pytest.raises(ValueError, match=r"event numbers must be integers.*event\[0\]"):
         KFoldModel(models, by="event").decision_function(X, event.astype(f"m8[{unit}]"))
+
+
+def test_a_read_of_other_event_numbers_than_the_folds_warns(tmp_path):
+    """A read without event= gives entry numbers: KFoldModel(by="event") then scored 381 of
+    600 events with a fold model that trained on them, without a word, where apply warns
+    (FoldExpressionWarning). The read's event expressions now travel with its X. The
+    reference: each event's fold from its stored event number, event % k in Python ints."""
+    import warnings
+
+    import hepbdt
+    from hepbdt.kfold import FoldExpressionWarning, KFoldModel
+    from tests.ntuples import write_ttree
+
+    rng = np.random.default_rng(0)
+    n, k = 600, 3
+    x = rng.normal(size=n).astype(np.float32)
+    label = x + rng.normal(size=n) > 0
+    event = rng.permutation(10**6)[:n].astype(np.int64)
+    write_ttree(tmp_path / "f.root", "Events", {"x": x, "event": event})
+    models = [hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(
+        {"x": x[event % k != i]}, label[event % k != i]) for i in range(k)]
+    kfold = KFoldModel(models, by="event")
+    want = np.array([models[int(e) % k].decision_function({"x": x[j:j + 1]})[0]
+                     for j, e in enumerate(event.tolist())])
+    sample = hepbdt.Sample("s", f"{tmp_path / 'f.root'}:Events")
+    entries = hepbdt.read(sample, ["x"], progress=False)
+    with pytest.warns(FoldExpressionWarning, match=r"entry numbers \(no event=\).* event='event'"):
+        got = kfold.decision_function(entries.X, entries.event)
+    assert np.count_nonzero(got != want) > n // 3  # what the warning is about
+    other = hepbdt.read(sample, ["x"], event="event + 0", progress=False)
+    with pytest.warns(FoldExpressionWarning, match="'event \\+ 0'"):
+        kfold.predict(other.X, other.event)
+    binned = hepbdt.read(sample, ["x"], progress=False, binned=True)
+    assert binned.X.event_sources == (None,) == binned.X[:10].event_sources
+    right = hepbdt.read(sample, ["x"], event="event", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FoldExpressionWarning)
+        np.testing.assert_array_equal(kfold.decision_function(right.X, right.event), want)
+        np.testing.assert_array_equal(kfold.decision_function(right.X[::2], right.event[::2]),
+                                      want[::2])  # rows of the read keep the record

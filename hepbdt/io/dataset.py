@@ -139,6 +139,7 @@ class FeatureMatrix(np.ndarray):
     feature_names: tuple[str, ...] | None = None
     feature_definitions: dict[str, str] | None = None
     branch_types: dict[str, str] | None = None  # of the branches read (Dataset.branch_types)
+    event_sources: tuple[str | None, ...] | None = None  # Dataset.event_sources
 
     def __array_finalize__(self, obj: Any) -> None:
         names = getattr(obj, "feature_names", None)
@@ -146,6 +147,7 @@ class FeatureMatrix(np.ndarray):
             self.feature_names = names
             self.feature_definitions = getattr(obj, "feature_definitions", None)
             self.branch_types = getattr(obj, "branch_types", None)
+            self.event_sources = getattr(obj, "event_sources", None)
 
     def __getitem__(self, index: Any) -> Any:
         result = super().__getitem__(index)
@@ -238,6 +240,11 @@ class Dataset:
         features read, as :func:`~hepbdt.io.read` found them; a model fitted on ``X`` keeps
         them, and ``apply`` refuses trees whose types would change a feature's values
         (:mod:`hepbdt.io.branch_types`). None: unknown (no check).
+    event_sources
+        the event expressions of the read that made ``event`` (a sample's None: its entry
+        numbers), as :func:`~hepbdt.io.read` found them; ``X`` carries them, and a
+        ``KFoldModel`` scoring ``X`` warns where they are not the expression its folds were
+        made with (``FoldExpressionWarning``). None: unknown (no check).
     sample_names
         Names of the samples; None gives ``sample0``, ...
     task
@@ -249,7 +256,7 @@ class Dataset:
     Attributes
     ----------
     X (a :class:`FeatureMatrix`), y, w, sample_index, event, feature_names,
-    feature_definitions, branch_types, sample_names, task
+    feature_definitions, branch_types, event_sources, sample_names, task
     """
 
     def __init__(
@@ -266,6 +273,7 @@ class Dataset:
         copy: bool = False,
         feature_definitions: Mapping[str, str] | None = None,
         branch_types: Mapping[str, str] | None = None,
+        event_sources: Sequence[str | None] | None = None,
     ) -> None:
         if isinstance(X, BinnedMatrix):
             X = BinnedMatrix(X.codes.copy() if copy else X.codes, X.edges)
@@ -320,6 +328,8 @@ class Dataset:
         self.feature_definitions = definitions
         self.branch_types = None if branch_types is None else {
             str(k): str(v) for k, v in branch_types.items()}
+        self.event_sources = None if event_sources is None else tuple(
+            None if s is None else str(s) for s in event_sources)
         n_samples = int(self.sample_index.max()) + 1 if n else 1
         if sample_names is None:
             sample_names = [f"sample{i}" for i in range(n_samples)]
@@ -379,11 +389,12 @@ class Dataset:
         carrying ``feature_names`` and ``feature_definitions``."""
         if isinstance(self._X, BinnedMatrix):
             return self._X.with_names(self.feature_names, self.feature_definitions or None,
-                                      self.branch_types)
+                                      self.branch_types, self.event_sources)
         X = self._X.view(FeatureMatrix)
         X.feature_names = tuple(self.feature_names)
         X.feature_definitions = dict(self.feature_definitions) or None
         X.branch_types = None if self.branch_types is None else dict(self.branch_types)
+        X.event_sources = self.event_sources
         return X
 
     def __len__(self) -> int:
@@ -431,6 +442,7 @@ class Dataset:
             "feature_names": self.feature_names,
             "feature_definitions": self.feature_definitions,
             "branch_types": self.branch_types,
+            "event_sources": self.event_sources,
             "sample_names": self.sample_names,
             "task": None if self.task == "unlabelled" else self.task,
         }

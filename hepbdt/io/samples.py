@@ -1419,7 +1419,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         return _read_binned(plans, feature_expressions, feature_texts, [s.name for s in samples],
                             task, step_size, inf_as_missing, progress, threads, max_bins,
                             n_cuts, bin_edges, edge_sample, seed).replace(
-                                branch_types=branch_types)
+                                branch_types=branch_types, event_sources=_event_sources(plans))
     out = _allocate(capacity, len(feature_expressions), task, dtypes)
     filled = 0
     with Progress(capacity, "hepbdt.read", progress) as bar, decompression_threads(
@@ -1430,7 +1430,13 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
                 plan, feature_expressions, out, filled, step_size, inf_as_missing, executor, bar
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples]).replace(
-        branch_types=branch_types)
+        branch_types=branch_types, event_sources=_event_sources(plans))
+
+
+def _event_sources(plans: Sequence[_Plan]) -> tuple[str | None, ...]:
+    """The distinct event expressions of the samples read (None: entry numbers), in order."""
+    return tuple(dict.fromkeys(None if p.expressions["event"] is None
+                               else p.expressions["event"].text for p in plans))
 
 
 def _branch_types(plans: Sequence[_Plan], feature_expressions: list[Expression]
