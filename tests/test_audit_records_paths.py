@@ -1,5 +1,5 @@
 """What a model records at training, checked on every path that scores it (audit of
-2026-12-06). ``model.decision_function(read.X)`` refuses a read whose branch types change a
+2026-12-05). ``model.decision_function(read.X)`` refuses a read whose branch types change a
 feature's values (an Int_t ``flag`` where training read a Bool_t: ``~flag`` is -1 - flag,
 not !flag), but the evaluation functions that first put X's columns in the model's order or
 copy them to shuffle (``permutation_importance``, ``per_class_permutation_importance``, the
