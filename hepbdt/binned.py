@@ -134,18 +134,24 @@ class BinnedMatrix:
     @classmethod
     def from_features(cls, X: Any, edges: Sequence[Any], feature_names: Sequence[str] | None = None,
                       feature_definitions: Mapping[str, str] | None = None) -> BinnedMatrix:
-        """Bin float features X (n, m) with the given edges (NaN: missing)."""
+        """Bin float features X (n, m) with the given edges (NaN: missing); X is checked as a
+        model checks float input (``check_X``: +-inf and values beyond float32's range are
+        refused, not put in the last bin), and its column names are kept."""
         # Numba is imported only when floats are binned, so reading and evaluating stay free of it.
+        from ._util import check_X, feature_definitions_of
         from .engine.binning import bin_rows_into, check_edges
 
-        X = np.ascontiguousarray(X, dtype=np.float32)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
-        edges = check_edges(edges, X.shape[1])
-        codes = np.empty(X.shape, dtype=np.uint8)
-        bin_rows_into(X, edges, codes)
+        if np.ndim(X) == 2 and 0 in np.shape(X):  # no events: nothing to check or name
+            values, names = np.zeros(np.shape(X), dtype=np.float32), None
+        else:
+            values, names = check_X(X)
+        edges = check_edges(edges, values.shape[1])
+        codes = np.empty(values.shape, dtype=np.uint8)
+        bin_rows_into(values, edges, codes)
         if feature_names is None:
-            feature_names = getattr(X, "feature_names", None)
+            feature_names = names
+        if feature_definitions is None and feature_names is names:
+            feature_definitions = feature_definitions_of(X)
         return cls(codes, edges, feature_names, feature_definitions)
 
     def with_names(self, feature_names: Sequence[str] | None,
