@@ -59,3 +59,29 @@ def test_from_features_keeps_the_column_names():
     np.testing.assert_array_equal(model.decision_function(binned),
                                   model.decision_function(X[:40]))
     assert BinnedMatrix.from_features(np.empty((0, 3), np.float32), model.bin_edges_).shape == (0, 3)
+
+
+def test_a_model_other_than_hepbdts_is_not_given_bin_codes():
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    from hepbdt.evaluation import learning_curve, permutation_importance
+
+    X, y = _data()
+    edges = BDTClassifier(n_trees=2, max_depth=2).fit(X, y).bin_edges_
+    binned = BinnedMatrix.from_features(X, edges)
+    foreign = LogisticRegression().fit(X, y)
+    # the reference: what the model gives on the events' values, which a BinnedMatrix lacks
+    assert not np.array_equal(foreign.decision_function(np.asarray(binned)),
+                              foreign.decision_function(X))
+    # before: the ranking scored each value at its bin's lower edge (0.2769 for 0.2792)
+    with pytest.raises(ValueError, match="not hepbdt's"):
+        permutation_importance(foreign, binned, y, n_repeats=2)
+    staged = GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="not hepbdt's"):
+        learning_curve(staged, (binned[:300], y[:300]), (binned[300:], y[300:]))
+    # a hepbdt model trained on these bins still takes them, and ranks as on the floats
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(binned, y)
+    np.testing.assert_array_equal(
+        permutation_importance(model, binned, y, n_repeats=2).importances,
+        permutation_importance(model, X, y, n_repeats=2).importances)

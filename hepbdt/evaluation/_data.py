@@ -147,13 +147,26 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
     return X, y, w, names
 
 
+def check_binned_scorer(model: Any, X: Any) -> None:
+    """ValueError when X is a BinnedMatrix and ``model`` is not a hepbdt model: only these
+    score bin codes (refusing thresholds that are not its edges); another library's model
+    would read ``np.asarray(X)``, each bin's lower edge, and score values the events lack."""
+    if isinstance(X, BinnedMatrix) and model is not None and not hasattr(model, "_binned_input"):
+        raise ValueError(f"X is a BinnedMatrix, but the {type(model).__name__} model is not "
+                         "hepbdt's: it would score each value at its bin's lower edge, not the "
+                         "events' values. Give it the float features (hepbdt.read(..., "
+                         "binned=False)), or rank a hepbdt model trained on these bins")
+
+
 def in_model_order(model: Any, X: Any, names: list[str] | None = None
                    ) -> tuple[Any, list[str] | None]:
     """X's columns in the order of the model's features, found by name (a data frame's, a
     FeatureMatrix's or ``names``), and the names in that order; X as it is where either
     side has no names (then the columns are the model's by position). Whatever takes the
     columns apart (a ranking, a permutation) must see them in the model's order: the
-    model itself finds named columns by name, but positions do not carry names."""
+    model itself finds named columns by name, but positions do not carry names. A
+    BinnedMatrix is refused for a model other than hepbdt's (:func:`check_binned_scorer`)."""
+    check_binned_scorer(model, X)
     model_names = getattr(model, "feature_names_in_", None)
     if model_names is None:
         return X, names

@@ -18,6 +18,7 @@ import numpy as np
 
 from hepbdt._util import is_classifier, weight_exponent
 from hepbdt.evaluation._data import (
+    check_binned_scorer,
     check_classification,
     check_labels,
     class_codes,
@@ -295,6 +296,8 @@ def _curve_inputs(model: Any, classifier: bool, train: Any, test: Any, max_point
     probabilities) and the number of stages to evaluate at most."""
     X_tr, y_tr, w_tr, _ = unpack_dataset(train, "train")
     X_te, y_te, w_te, _ = unpack_dataset(test, "test")
+    check_binned_scorer(model, X_tr)
+    check_binned_scorer(model, X_te)
     if isinstance(max_points, bool) or not (np.isscalar(max_points) and max_points >= 1):
         raise ValueError(f"max_points must be an integer >= 1, got {max_points!r}")
     _check_loss_weights(w_tr, "train.w")
