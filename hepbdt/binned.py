@@ -136,7 +136,8 @@ class BinnedMatrix:
                       feature_definitions: Mapping[str, str] | None = None) -> BinnedMatrix:
         """Bin float features X (n, m) with the given edges (NaN: missing); X is checked as a
         model checks float input (``check_X``: +-inf and values beyond float32's range are
-        refused, not put in the last bin), and its column names are kept."""
+        refused, not put in the last bin), and its column names are kept, with a read's
+        records (``branch_types``, ``event_sources``) that a model checks (``Dataset.X``)."""
         # Numba is imported only when floats are binned, so reading and evaluating stay free of it.
         from ._util import check_X, feature_definitions_of
         from .engine.binning import bin_rows_into, check_edges
@@ -150,9 +151,15 @@ class BinnedMatrix:
         bin_rows_into(values, edges, codes)
         if feature_names is None:
             feature_names = names
-        if feature_definitions is None and feature_names is names:
+        if feature_names is not names:  # other names: not the read's columns
+            return cls(codes, edges, feature_names, feature_definitions)
+        if feature_definitions is None:
             feature_definitions = feature_definitions_of(X)
-        return cls(codes, edges, feature_names, feature_definitions)
+        # the read's records, or a model would score an Int_t flag's ~flag (-1 - flag) as the
+        # Bool_t's !flag it trained on without the check Dataset.X gets
+        return cls(codes, edges, feature_names, feature_definitions).with_names(
+            feature_names, feature_definitions, getattr(X, "branch_types", None),
+            getattr(X, "event_sources", None))
 
     def with_names(self, feature_names: Sequence[str] | None,
                    feature_definitions: Mapping[str, str] | None = None,

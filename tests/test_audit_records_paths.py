@@ -91,6 +91,25 @@ def test_columns_put_in_the_models_order_keep_its_checks(productions):
                                   model.decision_function(_read(folder / "same.root").X))
 
 
+def test_binning_a_read_keeps_the_records_a_model_checks(productions):
+    # BinnedMatrix.from_features(read.X, edges) kept the read's names and definitions but
+    # not its branch types: the Int_t flag's ~flag (numpy's -1 - flag, not the training's
+    # !flag) was scored from its bins without a word
+    from hepbdt.binned import BinnedMatrix
+
+    folder, model = productions
+    other = _read(folder / "int.root")
+    flag = np.asarray(_read(folder / "same.root").X[:, 0]) == 0  # the same flags, read as bool
+    np.testing.assert_array_equal(other.X[:, 0], np.invert(flag.astype(np.int32)))
+    binned = BinnedMatrix.from_features(other.X, model.bin_edges_)
+    assert binned.branch_types == {"flag": "int32", "x": "float32"}
+    assert binned.event_sources == ("event",)
+    with pytest.raises(BranchTypeError, match=WORDS):
+        model.decision_function(binned)
+    renamed = BinnedMatrix.from_features(np.asarray(other.X), model.bin_edges_, FEATURES)
+    assert renamed.branch_types is None  # a plain array: no record to keep
+
+
 def _write_jets(path: Path, seed: int, no_jet: float) -> np.ndarray:
     """A tree 'Events' of N entries with a jagged ``jet``; a fraction ``no_jet`` of the
     events has none (``jet[:, 0]`` missing). Returns which events have none."""
