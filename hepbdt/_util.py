@@ -475,6 +475,18 @@ def any_nan(X: np.ndarray, rows: np.ndarray | None = None) -> bool:
                for i in range(0, n, block))
 
 
+def missing_counts(X: np.ndarray, missing_code: int | None = None) -> np.ndarray:
+    """Per column, the rows of X with a missing value (NaN; ``missing_code`` in codes X),
+    counted in blocks of rows, so the temporary mask stays small."""
+    block = max(1, NAN_BLOCK_VALUES // max(1, X.shape[1]))
+    counts = np.zeros(X.shape[1], np.int64)
+    for i in range(0, X.shape[0], block):
+        part = X[i:i + block]
+        counts += np.count_nonzero(np.isnan(part) if missing_code is None
+                                   else part == missing_code, axis=0)
+    return counts
+
+
 def feature_definitions_of(X: Any) -> dict[str, str]:
     """The expressions behind named columns (a hepbdt ``Dataset.X``), else {}."""
     return dict(getattr(X, "feature_definitions", None) or {})
@@ -740,18 +752,16 @@ def unseen_missing_text(counts: Iterable[tuple[str, int]]) -> str:
 
 
 def warn_unseen_missing(forest: Any, X: np.ndarray, names: Sequence[str] | None,
-                        passing: tuple[str, ...] = (), counts: np.ndarray | None = None
+                        passing: tuple[str, ...] = (), missing_code: int | None = None
                         ) -> None:
     """MissingValueWarning, as ``hepbdt apply`` notes it, when a user scores events with a
-    missing value (NaN in ``X``, or the per-feature ``counts`` given) with a model whose
-    training had none. hepbdt's own modules (apply counts them over all its chunks) and
-    those of PASSING_COLUMNS_ON and ``passing`` leave it to the first caller outside them."""
+    missing value (NaN in float ``X``; in bin codes ``X``, ``missing_code``) with a model
+    whose training had none. hepbdt's own modules (apply counts them over all its chunks)
+    and those of PASSING_COLUMNS_ON and ``passing`` leave it to the first caller outside
+    them. Counted only then, in blocks of rows (a mask of X whole is a byte a value)."""
     if trained_with_missing(forest) or not called_from_outside(*PASSING_COLUMNS_ON, *passing):
         return
-    if counts is None:
-        if not any_nan(X):
-            return
-        counts = np.count_nonzero(np.isnan(X), axis=0)
+    counts = missing_counts(X, missing_code)
     if not np.any(counts):
         return
     labels = [str(n) for n in names] if names is not None else [

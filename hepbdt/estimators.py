@@ -1286,7 +1286,7 @@ class _BDTBase(SklearnProtocol):
                                  "hepbdt apply), or bin with the model's edges (bin_edges_)")
         self._check_reader_nan(X)
         warn_unseen_missing(forest, X.codes, names, passing=("kfold.py",),
-                            counts=np.count_nonzero(X.codes == MISSING_CODE, axis=0))
+                            missing_code=MISSING_CODE)
         return X
 
     def _raw(self, X) -> np.ndarray:

@@ -239,3 +239,50 @@ def test_a_ddt_map_on_binned_input_refuses_a_mass_of_other_bins():
     np.testing.assert_array_equal(own, model.decision_function(X))
     low = np.concatenate([[-np.inf], edges])[bins]  # each bin's lower edge, in the bin
     model.decision_function(binned, decorrelate=np.where(np.isfinite(low), low, X[:, 1]))
+
+
+class _CountedCodes(np.ndarray):
+    """Bin codes that note the size of every array compared with ``==``."""
+
+    compared: list[int] = []
+
+    def __eq__(self, other):
+        _CountedCodes.compared.append(self.size)
+        return np.asarray(self) == other
+
+
+def test_binned_scoring_counts_missing_codes_only_when_it_may_warn(monkeypatch):
+    """Python scoring of a BinnedMatrix counted its missing codes on every call, a mask of
+    the codes whole (a byte a value; the blockwise ``missing_any`` exists to avoid it), even
+    for a model that trained with missing values, which never warns. The reference:
+    numpy's count of the NaN in the floats binned."""
+    import warnings
+
+    import hepbdt._util
+    from hepbdt.binned import MISSING_CODE, BinnedMatrix
+    from hepbdt.scoring import MissingValueWarning
+
+    monkeypatch.setattr(hepbdt._util, "NAN_BLOCK_VALUES", 1000)  # blocks of 250 rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = (X[:, 1] > 0).astype(int)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    expected = np.isnan(X).sum(axis=0)
+    trained_with = hepbdt.BDTClassifier(n_trees=5, max_depth=3, random_state=0).fit(X, y)
+    trained_without = hepbdt.BDTClassifier(n_trees=5, max_depth=3, random_state=0).fit(
+        np.nan_to_num(X), y)
+    for model, warns in ((trained_with, False), (trained_without, True)):
+        binned = BinnedMatrix.from_features(X, model.bin_edges_)
+        binned.codes = binned.codes.view(_CountedCodes)
+        _CountedCodes.compared.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.decision_function(binned)
+        noted = [str(w.message) for w in caught if w.category is MissingValueWarning]
+        assert max(_CountedCodes.compared, default=0) <= 1000  # block by block, if at all
+        if not warns:
+            assert noted == [] and _CountedCodes.compared == []
+            continue
+        shown = ", ".join(f"'feature {j}' in {c:,}" for j, c in enumerate(expected))
+        assert len(noted) == 1 and f"({shown} events)" in noted[0]
+        assert np.count_nonzero(binned.codes.view(np.ndarray) == MISSING_CODE) == expected.sum()
