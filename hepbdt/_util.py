@@ -33,7 +33,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
            "check_same_definitions", "check_branch_types", "check_read_records",
-           "MissingValueWarning", "warn_unseen_missing",
+           "MissingValueWarning", "warn_unseen_missing", "trained_with_missing", "missing_counts",
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",

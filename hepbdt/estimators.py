@@ -1246,7 +1246,7 @@ class _BDTBase(SklearnProtocol):
                            rules=getattr(self, "_expression_rules", None))
         warn_unnamed_columns(type(self).__name__, names, given)
         self._check_reader_nan(X)
-        warn_unseen_missing(self.forest_, X, names, passing=("kfold.py",))
+        warn_unseen_missing(self.forest_, X, names)  # a KFoldModel notes its folds at once
         return X
 
     def _check_reader_nan(self, X: np.ndarray | BinnedMatrix) -> None:
@@ -1285,8 +1285,7 @@ class _BDTBase(SklearnProtocol):
                                  "codes cannot answer that split. Predict on float features (e.g. "
                                  "hepbdt apply), or bin with the model's edges (bin_edges_)")
         self._check_reader_nan(X)
-        warn_unseen_missing(forest, X.codes, names, passing=("kfold.py",),
-                            missing_code=MISSING_CODE)
+        warn_unseen_missing(forest, X.codes, names, missing_code=MISSING_CODE)
         return X
 
     def _raw(self, X) -> np.ndarray:

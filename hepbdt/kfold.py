@@ -27,10 +27,12 @@ from ._util import (
     file_sha256,
     is_classifier,
     model_scores,
+    trained_with_missing,
     user_stacklevel,
     warn_unnamed_columns,
+    warn_unseen_missing,
 )
-from .binned import BinnedMatrix
+from .binned import MISSING_CODE, BinnedMatrix
 from .output_set import RunLock
 
 __all__ = ["KFoldModel", "FoldExpressionWarning", "fold_of", "event_numbers",
@@ -265,6 +267,7 @@ class KFoldModel:
         folds = self.folds(event)
         if folds.shape != (X.shape[0],):
             raise ValueError(f"event has shape {folds.shape}; X has {X.shape[0]} events")
+        self._warn_unseen_missing(X, folds)
         out: np.ndarray | None = None
         for i, model in enumerate(self.models):
             mask = folds == i
@@ -279,6 +282,24 @@ class KFoldModel:
         if out is None:  # no events
             out = np.asarray(method(self.models[0], X))
         return out
+
+    def _warn_unseen_missing(self, X: Any, folds: np.ndarray) -> None:
+        """MissingValueWarning once, for the events with a missing value that fold models
+        whose training had none score (each fold model, called from here, leaves it to
+        this: k notes of a fold's share each said none of X's count)."""
+        forests = [getattr(m, "forest_", None) for m in self.models]
+        quiet = [i for i, f in enumerate(forests) if trained_with_missing(f)]
+        if len(quiet) == len(forests):
+            return
+        if quiet:
+            X = X[~np.isin(folds, quiet)]
+        binned = isinstance(X, BinnedMatrix)
+        names = X.feature_names if binned else None
+        if names is None:
+            names = getattr(self.models[0], "feature_names_in_", None)
+        warn_unseen_missing(next(f for f in forests if not trained_with_missing(f)),
+                            X.codes if binned else X, names, passing=("kfold.py",),
+                            missing_code=MISSING_CODE if binned else None)
 
     def _check_event_sources(self, sources: Sequence[str | None] | None) -> None:
         """FoldExpressionWarning where X comes from a read whose event numbers (``sources``:

@@ -286,3 +286,43 @@ def test_binned_scoring_counts_missing_codes_only_when_it_may_warn(monkeypatch):
         shown = ", ".join(f"'feature {j}' in {c:,}" for j, c in enumerate(expected))
         assert len(noted) == 1 and f"({shown} events)" in noted[0]
         assert np.count_nonzero(binned.codes.view(np.ndarray) == MISSING_CODE) == expected.sum()
+
+
+def test_a_kfold_model_notes_the_missing_values_of_all_its_folds_once():
+    """KFoldModel's fold models each noted the missing values of their fold's events (two
+    warnings, 70 and 61, for X's 131); the k-fold model notes X's count once, leaving out
+    the events of a fold model whose training had missing values. The reference: numpy's
+    count of the NaN in the events each fold model scores."""
+    import warnings
+
+    from hepbdt.binned import BinnedMatrix
+    from hepbdt.scoring import MissingValueWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2)).astype(np.float32)
+    event = np.arange(600)
+    y = (X[:, 0] > 0).astype(int)
+    train = [X[event % 2 != i] for i in range(2)]
+    train[1] = train[1].copy()
+    train[1][::9, 0] = np.nan  # fold model 1 trained with missing values
+    models = [hepbdt.BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(
+        t, y[event % 2 != i]) for i, t in enumerate(train)]
+    Xa = X.copy()
+    Xa[rng.random(600) < 0.2, 0] = np.nan
+
+    def noted(folds, X):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            folds.decision_function(X, event)
+        return [str(w.message) for w in caught if w.category is MissingValueWarning]
+
+    both_without = hepbdt.KFoldModel([models[0], models[0].__class__(
+        n_trees=5, max_depth=2, random_state=1).fit(train[0], y[event % 2 != 0])], by="event")
+    all_nan = int(np.isnan(Xa[:, 0]).sum())
+    for given in (Xa, BinnedMatrix.from_features(Xa, models[0].bin_edges_)):
+        got = noted(both_without, given)
+        assert len(got) == 1 and f"'feature 0' in {all_nan} events" in got[0]
+    fold0 = int(np.isnan(Xa[event % 2 == 0, 0]).sum())  # scored by fold model 0 alone
+    assert 0 < fold0 < all_nan
+    got = noted(hepbdt.KFoldModel(models, by="event"), Xa)
+    assert len(got) == 1 and f"'feature 0' in {fold0} events" in got[0]
