@@ -761,6 +761,8 @@ def warn_unseen_missing(forest: Any, X: np.ndarray, names: Sequence[str] | None,
     them. Counted only then, in blocks of rows (a mask of X whole is a byte a value)."""
     if trained_with_missing(forest) or not called_from_outside(*PASSING_COLUMNS_ON, *passing):
         return
+    if missing_code is None and not any_nan(X):  # the usual case: one pass, no mask
+        return
     counts = missing_counts(X, missing_code)
     if not np.any(counts):
         return
