@@ -99,3 +99,22 @@ def test_a_read_of_other_event_numbers_than_the_folds_warns(tmp_path):
         np.testing.assert_array_equal(kfold.decision_function(right.X, right.event), want)
         np.testing.assert_array_equal(kfold.decision_function(right.X[::2], right.event[::2]),
                                       want[::2])  # rows of the read keep the record
+
+
+def test_the_permutation_rankings_say_what_to_give_instead_of_a_kfold_model():
+    """They called KFoldModel.decision_function without event numbers: Python's bare
+    "missing 1 required positional argument: 'event'"."""
+    import hepbdt
+    from hepbdt.evaluation import permutation_importance
+    from hepbdt.evaluation.multiclass import per_class_permutation_importance
+    from hepbdt.kfold import KFoldModel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    kfold = KFoldModel([hepbdt.BDTClassifier(n_trees=3).fit(X[i::2], y[i::2]) for i in (0, 1)],
+                       by="event")
+    for rank in (permutation_importance, per_class_permutation_importance):
+        with pytest.raises(TypeError, match=r"give one fold model \(kfold.models\[i\]\)"):
+            rank(kfold, X, y)
+    permutation_importance(kfold.models[0], X[0::2], y[0::2], n_repeats=1)  # as it says

@@ -165,7 +165,13 @@ def in_model_order(model: Any, X: Any, names: list[str] | None = None
     side has no names (then the columns are the model's by position). Whatever takes the
     columns apart (a ranking, a permutation) must see them in the model's order: the
     model itself finds named columns by name, but positions do not carry names. A
-    BinnedMatrix is refused for a model other than hepbdt's (:func:`check_binned_scorer`)."""
+    BinnedMatrix is refused for a model other than hepbdt's (:func:`check_binned_scorer`),
+    and a KFoldModel, which scores an event only with its event number."""
+    if getattr(model, "kind", None) == "kfold":
+        raise TypeError("a KFoldModel scores each event by the fold model that did not train "
+                        "on it, so it needs each event's number, which this function does not "
+                        "take: give one fold model (kfold.models[i]) and the events of its fold "
+                        "(event % k == i)")
     check_binned_scorer(model, X)
     model_names = getattr(model, "feature_names_in_", None)
     if model_names is None:
