@@ -32,7 +32,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "note_in_place", "outputs_in_place",
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
-           "check_same_definitions", "check_branch_types", "check_read_records",
+           "check_same_definitions", "check_branch_types", "check_read_records", "check_records",
            "MissingValueWarning", "warn_unseen_missing", "trained_with_missing", "missing_counts",
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
@@ -350,10 +350,7 @@ def check_X(X: Any, n_features: int | None = None, what: str = "X",
     checks run kernels.
     """
     check_not_forked_from_openmp()
-    check_same_definitions(getattr(X, "feature_definitions", None), definitions,
-                           () if names is None else names, what, owner)
-    check_branch_types(getattr(X, "branch_types", None), branch_types, names, definitions,
-                       what, owner, rules)
+    check_records(X, names, definitions, branch_types, rules, what, owner)
     X, given = _as_matrix(X, what)
     if names is not None and given is not None:
         X, given = _reorder(X, given, list(names), what, owner, definitions or {})
@@ -655,13 +652,22 @@ def check_read_records(X: Any, model: Any, names: Sequence[str] | None, what: st
     the model sees them, which drops the records."""
     owner = type(model).__name__ if owner is None else owner
     definitions = getattr(model, "feature_definitions_", None)
+    for each in (model.models if getattr(model, "kind", None) == "kfold" else [model]):
+        check_records(X, names, definitions, getattr(each, "branch_types_", None),
+                      getattr(each, "_expression_rules", None), what, owner)
+
+
+def check_records(X: Any, names: Sequence[str] | None, definitions: Mapping[str, str] | None,
+                  branch_types: Mapping[str, str] | None, rules: int | None, what: str,
+                  owner: str) -> None:
+    """The records a hepbdt read keeps on X (its columns' ``feature_definitions``, its
+    branches' ``branch_types``) against a model's features ``names``, their
+    ``definitions``, its training's ``branch_types`` and its file's expression ``rules``
+    (:func:`check_same_definitions`, :func:`check_branch_types`)."""
     check_same_definitions(getattr(X, "feature_definitions", None), definitions,
                            () if names is None else names, what, owner)
-    for each in (model.models if getattr(model, "kind", None) == "kfold" else [model]):
-        check_branch_types(getattr(X, "branch_types", None),
-                           getattr(each, "branch_types_", None),
-                           None if names is None else [str(n) for n in names], definitions,
-                           what, owner, getattr(each, "_expression_rules", None))
+    check_branch_types(getattr(X, "branch_types", None), branch_types, names, definitions,
+                       what, owner, rules)
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -25,8 +25,7 @@ from ._util import (
     FeatureNamesWarning,
     any_nan,
     atomic_write_text,
-    check_branch_types,
-    check_same_definitions,
+    check_records,
     check_weights,
     check_X,
     column_positions,
@@ -1084,9 +1083,7 @@ class _BDTBase(SklearnProtocol):
         """A BinnedMatrix with the columns ``names`` (by name when both have names), read as
         ``definitions``, from branches of ``branch_types`` and by expression ``rules`` say
         (those of ``owner``)."""
-        check_same_definitions(X.feature_definitions, definitions,
-                               () if names is None else names, what, owner)
-        check_branch_types(X.branch_types, branch_types, names, definitions, what, owner, rules)
+        check_records(X, names, definitions, branch_types, rules, what, owner)
         if names is not None and X.feature_names is not None and list(X.feature_names) != list(names):
             X = X.columns(column_positions(list(X.feature_names), list(names), what, owner,
                                            definitions or {}))

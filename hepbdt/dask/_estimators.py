@@ -919,13 +919,18 @@ def _computed_eval_set(client: Any, eval_set: Any) -> Any:
 @dataclass
 class _Draw:
     """One round's events: each part's share of the draw (None: every event), and the
-    sums memory takes of the round's tree weights (their total, and mean |w|)."""
+    sums memory takes of the round's tree weights (their total, and that of |w|)."""
 
     parts: list[tuple] | None
     total: float
-    mean_abs: float
-    drawn: int  # events drawn (with their multiplicity), those of weight 0 not counted
     abs_total: float  # memory's np.sum(np.abs(w_tree), dtype=np.float64)
+    drawn: int  # events drawn (with their multiplicity), those of weight 0 not counted
+    n: int  # the tree weights' events (all the training events)
+
+    @property
+    def mean_abs(self) -> float:
+        """Memory's np.mean(np.abs(w_tree), dtype=np.float64): the same sum over n."""
+        return self.abs_total / self.n
 
 
 class _Draws:
@@ -941,7 +946,7 @@ class _Draws:
         self.full = self.subsample >= 1.0 and self.mode == "uniform"
         self.bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         # the events of a weight other than 0
-        self.every = _Draw(None, total, abs_total / int(self.bounds[-1]), events, abs_total)
+        self.every = _Draw(None, total, abs_total, events, int(self.bounds[-1]))
         self.w = None
         if not self.full:  # float32 training weights, in event order
             self.w = np.concatenate(cluster.gather(cluster.run(_parts.training_weights)))
@@ -963,9 +968,8 @@ class _Draws:
                 float(np.abs(w).sum() / max(counts.sum(), 1)),)  # ``_draw``'s scale
             parts = [(self.mode, counts[a:b].astype(dtype), *extra) for a, b in cuts]
         return _Draw(parts, float(np.sum(w_tree, dtype=np.float64)),
-                     float(np.mean(np.abs(w_tree), dtype=np.float64)),
-                     drawn_events(rows, counts, w),
-                     float(np.sum(np.abs(w_tree), dtype=np.float64)))
+                     float(np.sum(np.abs(w_tree), dtype=np.float64)),
+                     drawn_events(rows, counts, w), w_tree.size)
 
     def begin(self, base: np.ndarray | None, running: Any, mean_abs: float, klass: int,
               draw: _Draw | None) -> list[Any]:
