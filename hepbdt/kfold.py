@@ -214,6 +214,11 @@ class KFoldModel:
         self.by = by
 
     @property
+    def _estimator_type(self) -> str:
+        """"classifier" or "regressor", as the fold models are (scikit-learn's tag)."""
+        return "classifier" if is_classifier(self.models[0]) else "regressor"
+
+    @property
     def k(self) -> int:
         """The number of folds."""
         return len(self.models)

@@ -118,3 +118,19 @@ def test_the_permutation_rankings_say_what_to_give_instead_of_a_kfold_model():
         with pytest.raises(TypeError, match=r"give one fold model \(kfold.models\[i\]\)"):
             rank(kfold, X, y)
     permutation_importance(kfold.models[0], X[0::2], y[0::2], n_repeats=1)  # as it says
+
+
+def test_a_kfold_model_is_the_kind_of_its_fold_models(sample):
+    """A KFoldModel of regressors is a regressor where hepbdt asks (it has a
+    ``predict_proba`` method, which had made it a classifier), and one of classifiers a
+    classifier: scikit-learn's tag, as each fold model carries it."""
+    from hepbdt import BDTRegressor
+    from hepbdt._util import is_classifier
+
+    X, y, _, folds = sample
+    regressors = [BDTRegressor(n_trees=5, max_depth=2).fit(X[folds != i], X[folds != i, 0])
+                  for i in range(2)]
+    classifiers = [_fit(sample, i) for i in range(2)]
+    assert [m._estimator_type for m in regressors] == ["regressor"] * 2
+    assert not is_classifier(KFoldModel(regressors))
+    assert is_classifier(KFoldModel(classifiers))
