@@ -25,6 +25,7 @@ import platform
 import re
 import sys
 import types
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -34,9 +35,19 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt import plotting
-from hepbdt._util import atomic_write_text, cut_text, is_classifier, weight_exponent
+from hepbdt._util import (
+    MissingValueWarning,
+    atomic_write_text,
+    cut_text,
+    is_classifier,
+    missing_counts,
+    trained_with_missing,
+    unseen_missing_text,
+    user_stacklevel,
+    weight_exponent,
+)
 from hepbdt._version import __version__
-from hepbdt.binned import BinnedMatrix
+from hepbdt.binned import MISSING_CODE, BinnedMatrix
 from hepbdt.estimators import acting_options, growth_text, tree_unit
 from hepbdt.evaluation import curves
 from hepbdt.evaluation._data import class_codes, in_model_order, unpack_dataset
@@ -309,6 +320,7 @@ class _Sections:
         self.parts: list[str] = []
         self.figures: list[str] = []
         self.contents: list[tuple[str, str]] = []
+        self.warnings: list[str] = []  # HTML shown above the sections
         self._open = False
 
     def heading(self, text: str, key: str | None = None) -> None:
@@ -575,6 +587,7 @@ def report(
     tr = split.without(_checked_held_out(held_out, len(split)))  # those trained on
     te = _Events.of(model, test, unpacked[1], classifier, classes)
     out = _Sections(figure_files)
+    _note_unseen_missing(out, model, (("training sample", split.X), ("test sample", te.X)), names)
     with plotting.experiment_label(label):
         if classes is not None:
             _multiclass_sections(out, model, tr, te, classes, yields, sections, prov,
@@ -596,6 +609,26 @@ def report(
     _options_section(out, model)
     atomic_write_text(path, _document(title, _subtitle(model, prov, stamp), out))
     return Path(path)
+
+
+def _note_unseen_missing(out: _Sections, model: Any, samples: Sequence[tuple[str, Any]],
+                         names: Sequence[str]) -> None:
+    """Say, atop the report and as a MissingValueWarning, which events of ``samples``
+    ((label, X) pairs) hold a missing value where the model's training had none: they were
+    scored on every split's default side, as ``hepbdt apply`` and Python scoring note."""
+    if trained_with_missing(getattr(model, "forest_", None)):
+        return
+    texts = []
+    for label, X in samples:
+        binned = isinstance(X, BinnedMatrix)
+        counts = (missing_counts(X.codes, MISSING_CODE) if binned
+                  else missing_counts(np.asarray(X)))
+        if counts.any():
+            texts.append(f"{label}: {unseen_missing_text(zip(names, counts.tolist(), strict=True))}")
+    if texts:
+        warnings.warn(". ".join(texts), MissingValueWarning, stacklevel=user_stacklevel())
+        out.warnings.append('<p class="warning" id="unseen-missing"><strong>Warning:</strong> '
+                            f"{html.escape('. '.join(texts))}.</p>")
 
 
 def _learning_curve_section(out: _Sections, model: Any, tr: _Events, te: _Events,
@@ -1224,6 +1257,7 @@ def _document(title: str, subtitle: str, out: _Sections) -> str:
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
         f'<h1>{html.escape(title)}</h1><p class="subtitle" id="subtitle">{subtitle}. '
         f"</p><nav id=\"contents\">{contents}</nav>"
+        + "".join(out.warnings)
         + out.body()
         + '<div id="render-check" hidden data-images-shown="-1"></div>'
         f"<script>{_RENDER_CHECK}</script></body></html>\n"

@@ -326,3 +326,35 @@ def test_a_kfold_model_notes_the_missing_values_of_all_its_folds_once():
     assert 0 < fold0 < all_nan
     got = noted(hepbdt.KFoldModel(models, by="event"), Xa)
     assert len(got) == 1 and f"'feature 0' in {fold0} events" in got[0]
+
+
+def test_the_report_notes_missing_values_the_training_had_none_of(tmp_path):
+    """``hepbdt.report`` scored test events with a NaN the training never saw (each on every
+    split's default side) and said nothing, where ``decision_function`` called by the user
+    notes them: the report now warns and says so atop the page, per sample, on floats and on
+    binned codes. The reference count is numpy's."""
+    import html
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from hepbdt.binned import BinnedMatrix
+    from hepbdt.scoring import MissingValueWarning
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(800, 3))
+    y = (X[:, 0] + rng.normal(size=800) > 0).astype(int)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(X[:400], y[:400])
+    X_test = X[400:].copy()
+    X_test[rng.random(400) < 0.1, 1] = np.nan
+    expected = f"'x1' in {int(np.isnan(X_test[:, 1]).sum()):,} events"
+    for test in (X_test, BinnedMatrix.from_features(X_test, model.bin_edges_)):
+        path = tmp_path / "report.html"
+        with pytest.warns(MissingValueWarning, match=f"test sample: .*{expected}"):
+            hepbdt.report(model, (X[:400], y[:400]), (test, y[400:]), path)
+        page = path.read_text()
+        assert 'id="unseen-missing"' in page and html.escape(expected) in page
+        assert "training sample:" not in page
+    trained_on_nan = hepbdt.BDTClassifier(n_trees=5, max_depth=2).fit(X_test, y[400:])
+    hepbdt.report(trained_on_nan, (X_test, y[400:]), (X_test, y[400:]), tmp_path / "r.html")
+    assert 'id="unseen-missing"' not in (tmp_path / "r.html").read_text()
