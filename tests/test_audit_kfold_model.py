@@ -134,3 +134,28 @@ def test_a_kfold_model_is_the_kind_of_its_fold_models(sample):
     assert [m._estimator_type for m in regressors] == ["regressor"] * 2
     assert not is_classifier(KFoldModel(regressors))
     assert is_classifier(KFoldModel(classifiers))
+
+
+def test_a_dask_read_computed_keeps_its_event_expressions(tmp_path):
+    """A Dask read without event= gives entry numbers too; its ``compute()`` (and a persisted
+    copy) made a Dataset without the read's event expressions, so KFoldModel(by="event")
+    scored its entry numbers' folds without the warning an in-memory read gives."""
+    pytest.importorskip("dask.array")
+    import hepbdt
+    from hepbdt.kfold import FoldExpressionWarning
+    from tests.ntuples import write_ttree
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300).astype(np.float32)
+    write_ttree(tmp_path / "f.root", "Events", {"x": x, "event": np.arange(300) * 7})
+    models = [hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit({"x": x}, x > i * 0.1)
+              for i in range(2)]
+    sample = hepbdt.Sample("s", f"{tmp_path / 'f.root'}:Events")
+    lazy = hepbdt.read(sample, ["x"], dask=True, step_size=100)
+    assert lazy.event_sources == (None,)
+    for data in (lazy.compute(scheduler="sync"), lazy.persist(scheduler="sync").compute()):
+        assert data.event_sources == (None,)
+        with pytest.warns(FoldExpressionWarning, match=r"entry numbers \(no event=\)"):
+            KFoldModel(models, by="event").decision_function(data.X, data.event)
+    named = hepbdt.read(sample, ["x"], event="event", dask=True, step_size=100)
+    assert named.compute(scheduler="sync").X.event_sources == ("event",)

@@ -39,7 +39,9 @@ class LazyDataset:
     indices have the Dataset's dtypes (the smallest signed integers that hold them: int8
     for up to 128 classes or samples), the same in every partition. ``branch_types``: the
     types of the branches the features read (``Dataset.branch_types``; the Dask fit
-    of the whole read, ``fit(data)``, keeps them for ``apply``). ``compute()`` reads them into a Dataset."""
+    of the whole read, ``fit(data)``, keeps them for ``apply``). ``event_sources``: the
+    samples' event expressions (``Dataset.event_sources``). ``compute()`` reads them into a
+    Dataset."""
 
     X: Any
     y: Any
@@ -49,6 +51,7 @@ class LazyDataset:
     feature_names: list[str]
     sample_names: list[str]
     branch_types: dict[str, str] | None = None
+    event_sources: tuple[str | None, ...] | None = None
 
     def compute(self, **options: Any) -> Dataset:
         """The in-memory Dataset (``options`` go to ``dask.compute``)."""
@@ -58,14 +61,16 @@ class LazyDataset:
         X, y, w, event, sample_index = dask.compute(*arrays, **options)
         return Dataset(np.ascontiguousarray(X), y=y, w=w, sample_index=sample_index, event=event,
                        feature_names=list(self.feature_names), sample_names=list(self.sample_names),
-                       branch_types=self.branch_types, copy=False)
+                       branch_types=self.branch_types, event_sources=self.event_sources,
+                       copy=False)
 
     def persist(self, **options: Any) -> LazyDataset:
         """The same dataset with its arrays read into the cluster's memory."""
         import dask  # noqa: I001 -- this module runs only with the optional extra
 
         arrays = dask.persist(self.X, self.y, self.w, self.event, self.sample_index, **options)
-        return LazyDataset(*arrays, self.feature_names, self.sample_names, self.branch_types)
+        return LazyDataset(*arrays, self.feature_names, self.sample_names, self.branch_types,
+                           self.event_sources)
 
     @property
     def npartitions(self) -> int:
@@ -75,11 +80,13 @@ class LazyDataset:
 def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_texts: list[str],
               sample_names: list[str], task: str, step_size: Any, inf_as_missing: bool,
               read_partition: Any, dtypes: tuple[Any, Any, Any],
-              branch_types: dict[str, str] | None = None) -> LazyDataset:
+              branch_types: dict[str, str] | None = None,
+              event_sources: tuple[str | None, ...] | None = None) -> LazyDataset:
     """The lazy dataset of checked sample plans (see :func:`hepbdt.io.samples.read`);
     ``read_partition`` reads one entry range (``samples.read_partition``); ``dtypes``:
     those of the whole read's class labels and sample indices (every partition's);
-    ``branch_types``: the feature branches' types, as the planning found them."""
+    ``branch_types``: the feature branches' types, as the planning found them;
+    ``event_sources``: the samples' event expressions."""
     try:
         import dask
         import dask.array as da
@@ -126,7 +133,8 @@ def read_lazy(plans: Sequence[Any], feature_expressions: Sequence[Any], feature_
         columns["sample_index"].append(da.from_delayed(parts[4], (np.nan,), index_dtype))
     arrays = {name: (da.concatenate(parts) if parts else None) for name, parts in columns.items()}
     return LazyDataset(arrays["X"], arrays["y"], arrays["w"], arrays["event"],
-                       arrays["sample_index"], list(feature_texts), sample_names, branch_types)
+                       arrays["sample_index"], list(feature_texts), sample_names, branch_types,
+                       event_sources)
 
 
 def _rows(parts: tuple[Any, ...]) -> int:

@@ -1407,7 +1407,8 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
         plans = [dataclasses.replace(plan, readers=[], sources=[absolute_source(s) for s in
                                                                  plan.sources]) for plan in plans]
         return read_lazy(plans, feature_expressions, feature_texts, [s.name for s in samples],
-                         task, step_size, inf_as_missing, read_partition, dtypes, branch_types)
+                         task, step_size, inf_as_missing, read_partition, dtypes, branch_types,
+                         _event_sources(plans))
     if binned == "auto":
         binned = choose_binned(capacity, len(feature_expressions))
     elif binned not in (True, False):
