@@ -2238,8 +2238,10 @@ _ACTS_ON = {
     "min_split_gain": _GRADIENT_FAMILY, "early_stopping": _GRADIENT_FAMILY,
     "validation_fraction": _GRADIENT_FAMILY, "n_iter_no_change": _GRADIENT_FAMILY,
     "tol": _GRADIENT_FAMILY, "early_stopping_rounds": _GRADIENT_FAMILY,
-    "quantised_histograms": _GRADIENT_FAMILY, "huber_alpha": _GRADIENT_FAMILY,
-    "huber_delta": _GRADIENT_FAMILY,
+    "quantised_histograms": _GRADIENT_FAMILY,
+    # Huber's quantile sets gradient boosting's delta each round (M-TreeBoost); newton's
+    # pseudo-Huber loss takes a fixed delta instead (losses.get_loss)
+    "huber_alpha": ("gradient",), "huber_delta": ("newton",),
     "reg_lambda": ("newton",), "reg_alpha": ("newton",), "min_child_weight": ("newton",),
     "criterion": _ADABOOST_FAMILY, "beta": ("adaboost",), "epsilon": ("eps",),
     "use_yes_no_leaf": ("adaboost", "eps", "bagging"),

@@ -1,0 +1,63 @@
+"""Options accepted in a configuration that do nothing with the rest of it (audit CJ,
+2026-12-05): each is named in an IdleOptionWarning (a ``hepbdt: note:`` line), checked
+against fits in which changing the option leaves the model bit for bit the same."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTRegressor
+from hepbdt.analysis import load_config
+from hepbdt.estimators import IdleOptionWarning
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+REGRESSION = f"""
+event = "event"
+tree = "Events"
+features = ["HT", "MET_pt"]
+
+[samples.signal]
+files = "{DATA / 'signal.root'}"
+target = "nJet"
+
+[method]
+n_trees = 20
+loss = "huber"
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _predictions(**options) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(800, 2)).astype(np.float32)
+    y = 3 * X[:, 0] + rng.standard_t(2, 800)
+    return BDTRegressor(n_trees=10, max_depth=3, loss="huber", **options).fit(X, y).predict(X)
+
+
+def test_huber_options_of_the_other_booster_are_named(tmp_path):
+    """huber_alpha with newton (pseudo-Huber, a fixed delta) and huber_delta with gradient
+    (delta the huber_alpha quantile each round) change nothing, yet were counted as acting on
+    both boosters: no note at --check, and the report listed them among the options used."""
+    for booster, idle, acting in (("newton", "huber_alpha", "huber_delta"),
+                                  ("gradient", "huber_delta", "huber_alpha")):
+        np.testing.assert_array_equal(_predictions(boosting=booster, **{idle: 0.3}),
+                                      _predictions(boosting=booster, **{idle: 0.9}))
+        assert not np.array_equal(_predictions(boosting=booster, **{acting: 0.3}),
+                                  _predictions(boosting=booster, **{acting: 0.9}))
+        text = REGRESSION + f'boosting = "{booster}"\n'
+        with pytest.warns(IdleOptionWarning, match=rf"\[method\] {idle}: does nothing with "
+                          rf"boosting='{booster}'"):
+            load_config(_write(tmp_path, text + f"{idle} = 0.3\n", f"{idle}.toml"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IdleOptionWarning)
+            load_config(_write(tmp_path, text + f"{acting} = 0.3\n", f"{acting}.toml"))
