@@ -77,7 +77,7 @@ from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
            "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning", "IdleOptionWarning",
-           "acting_options",
+           "acting_options", "idle_stopping_options",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
            "hold_out_ratio_refusal"]
 
@@ -2275,6 +2275,32 @@ def acting_options(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             idle.append(name)
     return acting, sorted(idle)
+
+
+_STOPPING_OPTIONS = ["n_iter_no_change", "tol", "validation_fraction"]
+
+
+def idle_stopping_options(params: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The early-stopping options that a fit without an eval_set (a configuration's) does
+    not use, as (why, names) pairs: none watches a loss with an integer ``n_trees`` and
+    no ``early_stopping``, nor the flatness loss's fixed count under ``n_trees="auto"``
+    (as ``_tree_plan``), and ``early_stopping_rounds`` is the patience in place of
+    ``n_iter_no_change``. The AdaBoost family's are left to :func:`acting_options`."""
+    if params.get("boosting") in ADABOOST_BOOSTINGS:
+        return []
+    n_trees, rounds = params.get("n_trees", "auto"), params.get("early_stopping_rounds")
+    flat = (params.get("decorrelation") == "flatness"
+            and params.get("decorrelation_strength", 1.0) > 0)
+    if n_trees != "auto" and not params.get("early_stopping"):
+        return [(f"n_trees={n_trees!r} and early_stopping=False (every tree is kept; set "
+                 "early_stopping = true to stop on held-out events)", _STOPPING_OPTIONS)]
+    if n_trees == "auto" and flat:
+        return [(f"n_trees='auto' and decorrelation='flatness' (which grows {AUTO_FIXED_TREES} "
+                 "trees, watching no loss)", _STOPPING_OPTIONS)]
+    if rounds is not None:
+        return [(f"early_stopping_rounds={rounds!r}, the patience in its place",
+                 ["n_iter_no_change"])]
+    return []
 
 
 class IdleOptionWarning(UserWarning):

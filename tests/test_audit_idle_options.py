@@ -61,3 +61,57 @@ def test_huber_options_of_the_other_booster_are_named(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("error", IdleOptionWarning)
             load_config(_write(tmp_path, text + f"{acting} = 0.3\n", f"{acting}.toml"))
+
+
+CLASSIFICATION = f"""
+event = "event"
+tree = "Events"
+features = ["HT", "MET_pt"]
+
+[samples.signal]
+files = "{DATA / 'signal.root'}"
+label = "signal"
+
+[samples.qcd]
+files = "{DATA / 'background_qcd.root'}"
+label = "background"
+
+[method]
+"""
+
+
+def test_stopping_options_that_watch_no_loss_are_named(tmp_path):
+    """A configuration's fit has no eval_set: with an integer n_trees and no early_stopping
+    nothing is held out, and early_stopping_rounds is the patience in n_iter_no_change's
+    place, so validation_fraction, n_iter_no_change and tol changed nothing (the same trees,
+    the same count), without a word."""
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    fixed = [BDTClassifier(n_trees=15, max_depth=2, **options).fit(X, y).decision_function(X)
+             for options in ({}, {"validation_fraction": 0.5, "n_iter_no_change": 1, "tol": 1.0})]
+    np.testing.assert_array_equal(*fixed)
+    counts = {BDTClassifier(max_depth=2, early_stopping_rounds=5, n_iter_no_change=patience
+                            ).fit(X, y).n_trees_ for patience in (1, 50)}
+    assert len(counts) == 1
+    cases = [("n_trees = 15\nvalidation_fraction = 0.5\ntol = 1.0\n",
+              r"\[method\] tol, validation_fraction: do nothing with n_trees=15 and "
+              r"early_stopping=False"),
+             ("early_stopping_rounds = 5\nn_iter_no_change = 1\n",
+              r"\[method\] n_iter_no_change: does nothing with early_stopping_rounds=5"),
+             ('decorrelation = "flatness"\nn_iter_no_change = 1\n',
+              r"n_iter_no_change: does nothing with n_trees='auto' and decorrelation='flatness'")]
+    for i, (method, match) in enumerate(cases):
+        text = CLASSIFICATION + method
+        if "flatness" in method:
+            text += 'decorrelate = ["HT"]\n'
+        with pytest.warns(IdleOptionWarning, match=match):
+            load_config(_write(tmp_path, text, f"{i}.toml"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        for i, method in enumerate(("n_trees = 15\nearly_stopping = true\nvalidation_fraction = 0.2\n"
+                                    "n_iter_no_change = 3\ntol = 0.001\n",
+                                    "validation_fraction = 0.2\nn_iter_no_change = 3\n")):
+            load_config(_write(tmp_path, CLASSIFICATION + method, f"ok{i}.toml"))

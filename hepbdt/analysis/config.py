@@ -28,6 +28,7 @@ from ..estimators import (
     IdleOptionWarning,
     ParameterError,
     acting_options,
+    idle_stopping_options,
 )
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..io import Sample
@@ -1037,7 +1038,8 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
 
 def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
     """IdleOptionWarning for options written in ``[method]`` that do nothing with its
-    boosting (learning_rate with adaboost, min_child_weight with gradient, ...)."""
+    boosting (learning_rate with adaboost, min_child_weight with gradient, ...) or with its
+    tree count (validation_fraction with an integer n_trees, ...)."""
     given = [name for name in acting_options(params)[1] if name in table]
     if given:
         method = ", ".join(f"{key}={params.get(key)!r}" for key in
@@ -1048,6 +1050,12 @@ def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
                       f"(see the option table in README); remove "
                       f"{'it' if len(given) == 1 else 'them'}, or choose a boosting it acts "
                       "on", IdleOptionWarning, stacklevel=user_stacklevel())
+    for why, names in idle_stopping_options(params):
+        given = [name for name in names if name in table]
+        if given:
+            warnings.warn(f"[method] {', '.join(given)}: {'does' if len(given) == 1 else 'do'} "
+                          f"nothing with {why}; remove {'it' if len(given) == 1 else 'them'}",
+                          IdleOptionWarning, stacklevel=user_stacklevel())
 
 
 def _check_dask_method(params: dict[str, Any], task: str, problems: _Problems) -> None:
