@@ -4,6 +4,7 @@ against fits in which changing the option leaves the model bit for bit the same.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -115,3 +116,42 @@ def test_stopping_options_that_watch_no_loss_are_named(tmp_path):
                                     "n_iter_no_change = 3\ntol = 0.001\n",
                                     "validation_fraction = 0.2\nn_iter_no_change = 3\n")):
             load_config(_write(tmp_path, CLASSIFICATION + method, f"ok{i}.toml"))
+
+
+@pytest.mark.parametrize("idle,plain", [
+    ("NTrees=8:BoostType=AdaBoost:Shrinkage=0.3", "NTrees=8:BoostType=AdaBoost"),
+    ("NTrees=8:BoostType=Grad:AdaBoostBeta=0.1:SeparationType=CrossEntropy", "NTrees=8:BoostType=Grad"),
+    ("NTrees=8:BoostType=Grad:BaggedSampleFraction=0.3", "NTrees=8:BoostType=Grad"),
+    ("NTrees=8:BoostType=Grad:UseNvars=1", "NTrees=8:BoostType=Grad")])
+def test_tmva_options_that_do_nothing_are_named(tmp_path, idle, plain):
+    """Options of a tmva_options string that do nothing with its BoostType, or without the
+    switch they belong to, trained the string's model without them, and no note said so
+    (the [method] keys of the same meaning are named)."""
+    from hepbdt import BDTClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] + rng.normal(size=1500) > 0).astype(int)
+    scores = [BDTClassifier.from_tmva(s, random_state=0).fit(X, y).decision_function(X)
+              for s in (idle, plain)]
+    np.testing.assert_array_equal(*scores)
+    extra = [token for token in idle.split(":") if token not in plain.split(":")]
+    with pytest.warns(IdleOptionWarning, match=r"\[method\] tmva_options: "
+                      + re.escape(":".join(extra))):
+        load_config(_write(tmp_path, CLASSIFICATION + f'tmva_options = "{idle}"\n', "idle.toml"))
+
+
+def test_a_tmva_string_of_acting_options_reaches_its_parameters_without_a_note(tmp_path):
+    """Every option of the brief's string acts (bagged gradient boosting): no note, and each
+    reaches its parameter."""
+    text = ("MaxDepth=2:NTrees=50:Shrinkage=0.3:nCuts=20:MinNodeSize=5%:UseBaggedBoost:"
+            "BaggedSampleFraction=0.5:BoostType=Grad")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        config = load_config(_write(tmp_path, CLASSIFICATION + f'tmva_options = "{text}"\n',
+                                    "ok.toml"))
+    params = config.make_estimator().get_params()
+    assert {k: params[k] for k in ("max_depth", "n_trees", "learning_rate", "n_cuts",
+                                   "min_node_size", "subsample", "subsample_mode", "boosting")} == {
+        "max_depth": 2, "n_trees": 50, "learning_rate": 0.3, "n_cuts": 20, "min_node_size": 0.05,
+        "subsample": 0.5, "subsample_mode": "poisson", "boosting": "gradient"}

@@ -1027,6 +1027,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             problems.add("method", key, str(exc))
         else:
             _warn_idle_options(estimator.get_params(), table)
+            _warn_idle_tmva_options(estimator.get_params(), setting)
             if n_classes > 2:
                 _check_multiclass_method(params, table, tmva_options, n_classes, problems)
             elif n_classes == 2 and params.get("loss") == "softmax":  # check_params takes it
@@ -1056,6 +1057,38 @@ def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
             warnings.warn(f"[method] {', '.join(given)}: {'does' if len(given) == 1 else 'do'} "
                           f"nothing with {why}; remove {'it' if len(given) == 1 else 'them'}",
                           IdleOptionWarning, stacklevel=user_stacklevel())
+
+
+#: TMVA's switches: given False they turn their option off, which is no idle option.
+_TMVA_SWITCHES = ("UseBaggedBoost", "UseBaggedGrad", "UseRandomisedTrees")
+
+
+def _warn_idle_tmva_options(params: dict[str, Any], setting: dict[str, dict[str, Any]]) -> None:
+    """IdleOptionWarning for options given in ``tmva_options`` that do nothing, as TMVA
+    ignores them too: those of another BoostType (Shrinkage with AdaBoost, AdaBoostBeta or
+    SeparationType with Grad), BaggedSampleFraction without bagging and UseNvars without
+    UseRandomisedTrees."""
+    idle = set(acting_options(params)[1])
+    boost = setting.get("boosting", {}).get("BoostType", "AdaBoost (TMVA's default)")
+    loss = f", loss={params['loss']!r}" if params.get("loss") is not None else ""
+    groups = [(f"BoostType={boost} (boosting={params.get('boosting')!r}{loss})",
+               {name: value for param, found in setting.items() if param in idle
+                for name, value in found.items()})]
+    if params.get("subsample_mode") == "uniform":
+        groups.append(("no bagging (UseBaggedBoost, or BoostType=Bagging)",
+                       setting.get("subsample", {})))
+    if params.get("n_vars_per_node") is None:
+        groups.append(("no UseRandomisedTrees", setting.get("n_vars_per_node", {})))
+    parts = []
+    for why, found in groups:
+        words = [f"{name}={value}" for name, value in found.items() if name not in _TMVA_SWITCHES]
+        if words:
+            parts.append(f"{':'.join(words)} {'does' if len(words) == 1 else 'do'} nothing "
+                         f"with {why}")
+    if parts:
+        warnings.warn(f"[method] tmva_options: {'; '.join(parts)} (TMVA ignores them too); "
+                      "remove them, or give the options they act with",
+                      IdleOptionWarning, stacklevel=user_stacklevel())
 
 
 def _check_dask_method(params: dict[str, Any], task: str, problems: _Problems) -> None:
