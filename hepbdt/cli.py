@@ -148,7 +148,7 @@ def _apply_parser(commands: Any) -> None:
     apply.add_argument("--tree", help="input tree name (default: the file's only tree)")
     apply.add_argument("--branch", default="bdt_score", help="score branch name "
                        "(default: bdt_score)")
-    apply.add_argument("--probability-branch", default="bdt_prob", help="prefix of the "
+    apply.add_argument("--probability-branch", help="prefix of the "
                        "per-class probability branches of a multi-class model (default: "
                        "bdt_prob; its raw scores are <branch>_<class>)")
     apply.add_argument("--event", help="event-number expression written beside the score "

@@ -38,6 +38,7 @@ from ._util import (
 )
 from ._version import EXPRESSION_RULES
 from .boosting.losses import softmax_rows
+from .estimators import IdleOptionWarning
 from .io.branch_types import check_types
 from .io.errors import InputError, MissingFileError
 from .io.expressions import Expression
@@ -81,6 +82,9 @@ class ApplyOptionError(InputError):
     another output branch or with a branch of an input (exit status 2 on the command line)."""
 
 
+#: The prefix of a multi-class model's per-class probability branches (``bdt_prob_<class>``).
+DEFAULT_PROBABILITY_BRANCH = "bdt_prob"
+
 def apply(
     model: Any,
     files: FileSpec,
@@ -94,7 +98,7 @@ def apply(
     inf_as_missing: bool = False,
     progress: bool | None = None,
     threads: int | None = None,
-    probability_branch: str = "bdt_prob",
+    probability_branch: str | None = None,
 ) -> list[str]:
     """Evaluate a model on ntuples chunk by chunk and write friend trees of scores.
 
@@ -144,7 +148,9 @@ def apply(
     threads
         Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
     probability_branch
-        Prefix of the per-class probability branches of a multi-class model.
+        Prefix of the per-class probability branches of a multi-class model (None:
+        ``"bdt_prob"``); given for a model of one score an event, it warns that it writes
+        nothing (``IdleOptionWarning``).
 
     Returns
     -------
@@ -222,7 +228,7 @@ class _Job:
     expressions: list[Expression] = field(default_factory=list)
     #: A multi-class model's branches: the suffix of each class and the probability prefix.
     class_suffixes: list[str] | None = None
-    probability_branch: str = "bdt_prob"
+    probability_branch: str = DEFAULT_PROBABILITY_BRANCH
     #: The files the model was read from (no output may be one of them) and its SHA-256.
     model_files: list[str] = field(default_factory=list)
     model_sha256: str | None = None
@@ -232,7 +238,7 @@ class _Job:
 
     @classmethod
     def make(cls, model: Any, branch: str, event_branch: str | None, inf_as_missing: bool,
-             probability_branch: str = "bdt_prob") -> _Job:
+             probability_branch: str | None = None) -> _Job:
         """Load and check the model and the branch names; a k-fold model's event expression."""
         read = ModelBytes()  # the model files' bytes as they were loaded
         scorer = _scorer(model, event_branch, read)
@@ -253,6 +259,13 @@ class _Job:
             raise ApplyOptionError(f"score branch {branch!r} must be a branch name "
                                    f"({BRANCH_NAME_RULE}) other than {id_name!r}")
         suffixes = _class_suffixes(scorer)
+        if suffixes is None and probability_branch is not None:
+            warnings.warn(f"probability branch {probability_branch!r}: the model gives one "
+                          f"score an event (written to {branch!r}); per-class probability "
+                          "branches are written for a classifier of three or more classes, "
+                          "so none is written", IdleOptionWarning, stacklevel=3)
+        if probability_branch is None:
+            probability_branch = DEFAULT_PROBABILITY_BRANCH
         if suffixes is not None:
             if not is_branch_name(probability_branch):
                 raise ApplyOptionError(f"probability branch {probability_branch!r} must be a "

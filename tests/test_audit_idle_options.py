@@ -155,3 +155,50 @@ def test_a_tmva_string_of_acting_options_reaches_its_parameters_without_a_note(t
                                    "min_node_size", "subsample", "subsample_mode", "boosting")} == {
         "max_depth": 2, "n_trees": 50, "learning_rate": 0.3, "n_cuts": 20, "min_node_size": 0.05,
         "subsample": 0.5, "subsample_mode": "poisson", "boosting": "gradient"}
+
+
+def test_output_keys_that_write_nothing_are_named(tmp_path):
+    """[output] probability_branch of a two-class training (one score branch, no
+    probabilities: the per-class branches are written for three or more classes) and
+    figure_formats with figures = false were accepted and wrote nothing, without a word."""
+    for i, (output, match) in enumerate((
+            ('probability_branch = "p"\n', r"\[output\] probability_branch: the per-class "
+                                            r"probability branches are written for three"),
+            ('figures = false\nfigure_formats = ["pdf"]\n', r"\[output\] figure_formats: "
+                                                            r"figures = false writes no figures"))):
+        config_text = CLASSIFICATION + "n_trees = 5\n[output]\n" + output
+        with pytest.warns(IdleOptionWarning, match=match):
+            config = load_config(_write(tmp_path, config_text, f"{i}.toml"))
+        assert config.class_branches() == {} or not config.output.figures
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        load_config(_write(tmp_path, CLASSIFICATION + '[output]\nfigure_formats = ["pdf"]\n',
+                           "ok.toml"))
+
+
+def test_apply_names_a_probability_branch_it_does_not_write(tmp_path):
+    """hepbdt apply --probability-branch of a two-class model wrote only the score branch,
+    silently; the branches written are read back with uproot."""
+    import pandas as pd
+    import uproot
+
+    from hepbdt import BDTClassifier
+    from hepbdt.scoring import apply
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(400, 2))
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(
+        pd.DataFrame(x.astype(np.float32), columns=["a", "b"]), (x[:, 0] > 0).astype(int))
+    source = tmp_path / "in.root"
+    with uproot.recreate(source) as out:
+        out["t"] = {"a": x[:, 0], "b": x[:, 1]}
+    with pytest.warns(IdleOptionWarning, match=r"probability branch 'p': the model gives one "
+                      r"score an event \(written to 'bdt_score'\)"):
+        written = apply(model, [str(source)], tmp_path / "out.root", probability_branch="p")
+    with uproot.open(written[0]) as f:
+        tree = f[f.keys()[0].split(";")[0]]
+        assert "bdt_score" in tree.keys()
+        assert not any(name.startswith("p") for name in tree.keys())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdleOptionWarning)
+        apply(model, [str(source)], tmp_path / "out2.root")

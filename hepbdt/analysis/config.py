@@ -1254,6 +1254,7 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
                          f"a best cut of the significance scan leaves), got {value}")
         else:
             setattr(output, key, value)
+    _warn_idle_output_keys(entry, output, classes)
     if classes is not None and len(classes) > 2:
         _check_class_branches(output, classes, problems)
     elif output.score_branch in _RESERVED_BRANCHES:
@@ -1261,6 +1262,23 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
                      f"score trees already have ({', '.join(_RESERVED_BRANCHES)}); choose "
                      "another name, e.g. bdt_score")
     return output
+
+
+def _warn_idle_output_keys(entry: dict[str, Any], output: OutputConfig,
+                           classes: list[str] | None) -> None:
+    """IdleOptionWarning for ``[output]`` keys that write nothing: ``probability_branch``
+    of a two-class training or a regression (one score branch, no probabilities), and
+    ``figure_formats`` with ``figures = false``."""
+    idle = []
+    if "probability_branch" in entry and classes is not None and len(classes) <= 2:
+        idle.append("probability_branch: the per-class probability branches are written for "
+                    "three or more classes; this training writes one score branch "
+                    f"({output.score_branch})")
+    if "figure_formats" in entry and not output.figures:
+        idle.append("figure_formats: figures = false writes no figures")
+    for words in idle:
+        warnings.warn(f"[output] {words}; remove the key", IdleOptionWarning,
+                      stacklevel=user_stacklevel())
 
 
 def _check_score_names(output: OutputConfig, features: list[Any], classes: list[str] | None,

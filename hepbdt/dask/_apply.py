@@ -42,7 +42,7 @@ def _write_file(job: _Job, out_path: str, trees: dict, step_size: Any) -> tuple[
 def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_score",
           tree: Any = None, event_branch: str | None = None,
           step_size: int | str = DEFAULT_STEP_SIZE, *, output_tree: str | None = None,
-          inf_as_missing: bool = False, probability_branch: str = "bdt_prob",
+          inf_as_missing: bool = False, probability_branch: str | None = None,
           client: Any = None) -> list[str]:
     """:func:`hepbdt.apply` with each output file written by a task on ``client``'s cluster
     (a Client, a scheduler address, ``"local"``, or None for the current client); the same
