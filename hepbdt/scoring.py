@@ -85,6 +85,7 @@ class ApplyOptionError(InputError):
 #: The prefix of a multi-class model's per-class probability branches (``bdt_prob_<class>``).
 DEFAULT_PROBABILITY_BRANCH = "bdt_prob"
 
+
 def apply(
     model: Any,
     files: FileSpec,
@@ -263,7 +264,8 @@ class _Job:
             warnings.warn(f"probability branch {probability_branch!r}: the model gives one "
                           f"score an event (written to {branch!r}); per-class probability "
                           "branches are written for a classifier of three or more classes, "
-                          "so none is written", IdleOptionWarning, stacklevel=3)
+                          "so none is written", IdleOptionWarning,
+                          stacklevel=user_stacklevel())
         if probability_branch is None:
             probability_branch = DEFAULT_PROBABILITY_BRANCH
         if suffixes is not None:
