@@ -73,7 +73,7 @@ from .model import (
     check_written_size,
     from_tmva_two_class,
 )
-from .tmva_options import MAX_TREES, parse_tmva_options, to_tmva_options
+from .tmva_options import MAX_POISSON_MEAN, MAX_TREES, parse_tmva_options, to_tmva_options
 
 __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", "from_forest",
            "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning", "IdleOptionWarning",
@@ -576,8 +576,9 @@ class _BDTBase(SklearnProtocol):
             require(_is_finite(getattr(self, name)) and getattr(self, name) >= 0, name,
                     "a finite number >= 0")
         require(_is_finite(self.subsample) and (0 < self.subsample <= 1 or (
-            self.subsample_mode == "poisson" and self.subsample > 0)),
-                "subsample", "a fraction in (0, 1] (any finite positive number for 'poisson')")
+            self.subsample_mode == "poisson" and 0 < self.subsample <= MAX_POISSON_MEAN)),
+                "subsample", f"a fraction in (0, 1] (for 'poisson' the counts' mean, in (0, "
+                f"{MAX_POISSON_MEAN:g}])")
         require(self.subsample_mode in ("uniform", "poisson", "weighted"), "subsample_mode",
                 "'uniform', 'poisson' or 'weighted'")
         for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):

@@ -72,13 +72,20 @@ from typing import Any, NoReturn
 from .engine._types import MAX_VALUE_BINS
 
 __all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "tmva_option_values",
-           "tmva_options_setting", "TMVA_OPTIONS", "TMVA_NAMES", "is_tmva_option", "MAX_TREES"]
+           "tmva_options_setting", "TMVA_OPTIONS", "TMVA_NAMES", "is_tmva_option", "MAX_TREES",
+           "MAX_POISSON_MEAN"]
 
 KINDS = ("classifier", "regressor")
 MAX_DEPTH_LIMIT = 30
 #: The most trees one model may have (NTrees here, ``n_trees`` of the estimators): far beyond
 #: any useful BDT (TMVA's default is 800), near enough to refuse a typo such as 1e23.
 MAX_TREES = 100_000
+#: The largest mean of a Poisson resample's counts (``subsample`` with ``subsample_mode=
+#: "poisson"``, TMVA's BaggedSampleFraction): counts of this mean stay within 0.1 % of it
+#: (a larger one only rescales the weights), and times the largest training weight (1e30)
+#: within float32 (3.4e38). Beyond it a count of 1e9 times weights of 1e30 overflowed to
+#: inf (a constant model), and beyond 9.2e18 numpy refused with "lam value too large".
+MAX_POISSON_MEAN = 1e6
 #: TMVA's grid for nCuts <= 0 where it has no full scan (DecisionTree's constructor, trees
 #: without a separation type: Grad and regression), and its regression nCuts for nCuts < 0
 #: (MethodBDT::ProcessOptions).
@@ -464,8 +471,9 @@ def _bagging_params(opt: dict[str, Any], given: dict[str, Any]) -> dict[str, Any
     if name == "GradBaggingFraction" and "BaggedSampleFraction" in given:
         _fail(opt, name, "give BaggedSampleFraction or its old name, not both")
     fraction = opt[name]
-    if not 0 < fraction:
-        _fail(opt, name, "must be positive (the mean of each event's Poisson count)")
+    if not 0 < fraction <= MAX_POISSON_MEAN:
+        _fail(opt, name, f"must be in (0, {MAX_POISSON_MEAN:g}] (the mean of each event's "
+              "Poisson count)")
     bagged = opt["UseBaggedBoost"] or opt["UseBaggedGrad"] or opt["BoostType"] == "Bagging"
     return {"subsample": fraction if bagged else 1.0, "subsample_mode": "poisson" if bagged else "uniform"}
 

@@ -16,7 +16,7 @@ from hepbdt.analysis.estimate import SECONDS_PER_EVENT_FEATURE_TREE, estimate_li
 from hepbdt.estimators import BDTClassifier, BDTRegressor, ParameterError
 from hepbdt.io import BadValueError, Dataset, ExpressionError, InputError, Sample, read
 from hepbdt.io.expressions import MAX_EXPRESSION_CHARS, MAX_NESTING, Expression
-from hepbdt.tmva_options import MAX_TREES, TMVAOptionError, parse_tmva_options
+from hepbdt.tmva_options import MAX_POISSON_MEAN, MAX_TREES, TMVAOptionError, parse_tmva_options
 from tests.faults import DATA, tiny_config
 from tests.ntuples import write_rntuple, write_ttree
 
@@ -167,6 +167,10 @@ def test_read_accepts_integral_floats_as_events() -> None:
     ({"n_iter_no_change": 2.5}, "n_iter_no_change"),
     ({"random_state": -1}, "random_state"), ({"random_state": 2**64}, "random_state"),
     ({"n_cuts": 10**9}, "n_cuts"),
+    # a Poisson mean of 1e20 met numpy's bare "lam value too large"; of 1e9, weights of 1e30
+    # times the counts overflowed float32 to inf and the fit returned a constant model
+    ({"subsample": 1e20, "subsample_mode": "poisson"}, "subsample"),
+    ({"subsample": 1e9, "subsample_mode": "poisson"}, "subsample"),
 ])
 def test_estimator_bounds(params: dict, name: str) -> None:
     for cls in (BDTClassifier, BDTRegressor):
@@ -174,6 +178,17 @@ def test_estimator_bounds(params: dict, name: str) -> None:
             cls(**params).check_params()
         assert info.value.param == name and name in str(info.value)
     BDTClassifier(n_trees=MAX_TREES, random_state=2**32, early_stopping_rounds=5).check_params()
+    BDTClassifier(subsample=MAX_POISSON_MEAN, subsample_mode="poisson").check_params()
+
+
+def test_poisson_mean_is_bounded_where_weights_times_counts_stay_in_float32() -> None:
+    # the largest training weight times a count of the largest mean: within float32
+    assert 1e30 * (MAX_POISSON_MEAN + 10 * MAX_POISSON_MEAN**0.5) < np.finfo(np.float32).max
+    with pytest.raises(ParameterError, match=r"in \(0, 1e\+06\]"):
+        BDTClassifier(subsample=2e6, subsample_mode="poisson").check_params()
+    with pytest.raises(TMVAOptionError, match=r"BaggedSampleFraction=1e\+20.*\(0, 1e\+06\]"):
+        parse_tmva_options("BoostType=Bagging:BaggedSampleFraction=1e20")
+    assert parse_tmva_options("BoostType=Bagging:BaggedSampleFraction=2")["subsample"] == 2.0
 
 
 def test_tmva_ntrees_is_bounded_and_written_in_digits() -> None:
