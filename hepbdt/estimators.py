@@ -79,7 +79,7 @@ __all__ = ["BDTClassifier", "BDTRegressor", "ParameterError", "NotFittedError", 
            "ClassOrderWarning", "FeatureNamesWarning", "LeafLimitWarning", "IdleOptionWarning",
            "acting_options", "idle_stopping_options",
            "ESTIMATORS", "warmup", "growth_text", "effective_depth", "max_trees",
-           "hold_out_ratio_refusal"]
+           "hold_out_ratio_refusal", "check_round_count"]
 
 NEGATIVE_WEIGHT_POLICIES = ("keep", "ignore", "abs", "pair", "regress", "inverse_boost")
 ADABOOST_BOOSTINGS = ("adaboost", "realadaboost", "eps", "bagging")
@@ -2162,6 +2162,16 @@ ESTIMATORS = {"BDTClassifier": BDTClassifier, "BDTRegressor": BDTRegressor}
 _BY_TYPE = {"classifier": BDTClassifier, "regressor": BDTRegressor}
 
 
+def check_round_count(n_rounds: int, what: str) -> None:
+    """ModelFormatError when ``what`` has more boosting rounds than ``n_trees`` may be
+    (MAX_TREES): its model file, whose ``n_trees`` says them, would not load again."""
+    if n_rounds > MAX_TREES:
+        raise ModelFormatError(f"{what} has {n_rounds:,} boosting rounds; a hepbdt model has at "
+                               f"most {MAX_TREES:,} (n_trees' limit), so a model file of it "
+                               f"could not be read again: cut it to its first {MAX_TREES:,} rounds "
+                               "with the tool that wrote it, or score it there")
+
+
 def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
                 params: dict[str, Any] | None = None, *, classes: Any = (0, 1),
                 feature_definitions: dict[str, str] | None = None, train_loss: Any = (),
@@ -2181,6 +2191,7 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     cls = _BY_TYPE.get(kind) or ESTIMATORS.get(kind)
     if cls is None:
         raise ModelFormatError(f"estimator {kind!r} is not known; valid: {sorted(ESTIMATORS)}")
+    check_round_count(forest.n_rounds, "the forest")
     valid = set(cls._param_names())
     est = cls(**{k: v for k, v in (params or {}).items() if k in valid})
     if feature_names is not None and len(feature_names) != forest.n_features:

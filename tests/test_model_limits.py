@@ -481,3 +481,30 @@ def test_tmva_export_refuses_trees_too_deep_for_xml(tmp_path) -> None:
     model = _chain_estimator(3000, missing_left=True)
     with pytest.raises(TMVAExportError, match="deeper than the 200 levels"):
         to_tmva_xml(model, tmp_path / "deep.xml", missing="none")
+
+
+def test_imports_of_more_rounds_than_n_trees_allows_are_refused(tmp_path, monkeypatch) -> None:
+    """An XGBoost file of 100,001 trees was read (13 s), and its hepbdt model file and TMVA
+    export were then refused by load_model and from_tmva_xml (n_trees at most 100,000);
+    the limit is scaled down here to 3 rounds."""
+    import hepbdt.estimators
+
+    _write(tmp_path / "x4.json", xgboost_chain(2, n_trees=4))
+    _write(tmp_path / "x3.json", xgboost_chain(2, n_trees=3))
+    model = from_xgboost_json(tmp_path / "x4.json")
+    model.save_tmva(tmp_path / "m4.weights.xml")
+    monkeypatch.setattr(hepbdt.estimators, "MAX_TREES", 3)
+    model.save(tmp_path / "m4.json")  # what the readers make of 4 rounds where 3 is the limit
+    with pytest.raises(ModelFormatError, match=r"n_trees=4 is not valid"):
+        hepbdt.load_model(tmp_path / "m4.json")
+    with pytest.raises(XGBoostFormatError, match=r"x4\.json: the model has 4 boosting rounds; a "
+                       r"hepbdt model has at most 3 \(n_trees' limit\)"):
+        from_xgboost_json(tmp_path / "x4.json")
+    with pytest.raises(TMVAFormatError, match=r"m4\.weights\.xml: the file has 4 boosting rounds"):
+        from_tmva_xml(tmp_path / "m4.weights.xml")
+    assert from_xgboost_json(tmp_path / "x3.json").forest_.n_trees == 3
+    # best_iteration keeps 2 of 4 trees: within the limit
+    doc = xgboost_chain(2, n_trees=4)
+    doc["learner"]["attributes"] = {"best_iteration": "1"}
+    doc["learner"]["gradient_booster"]["model"]["iteration_indptr"] = [0, 1, 2, 3, 4]
+    assert from_xgboost_json(_write(tmp_path / "best.json", doc)).forest_.n_trees == 2

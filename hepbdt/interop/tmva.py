@@ -32,7 +32,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..estimators import ESTIMATORS, from_forest
+from ..estimators import ESTIMATORS, check_round_count, from_forest
 from ..model import DBL_EPSILON, ClassForestBuilder, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import checked_classes, checked_params, parse_json, read_model_file
 from ..tmva_options import (
@@ -544,6 +544,10 @@ def from_tmva_xml(path: str | os.PathLike):
     variables, target = _read_inputs(root, regression, where, class_names is not None)
     # Grad (GetGradBoostMVA, multi-class) and regression ask each tree for its purity
     bts, leaf_rule = _read_weights(root, yes_no and boost != "Grad" and not regression, where)
+    try:  # before the trees are read: a file of more would be saved and not load again
+        check_round_count(-(-len(bts) // len(class_names or [0])), f"{where}: the file")
+    except ModelFormatError as exc:
+        raise TMVAFormatError(str(exc)) from None
     forest, node_purity, max_depth = _read_forest(
         bts, where, len(variables), boost, regression, leaf_rule,
         len(class_names) if class_names is not None else 1)

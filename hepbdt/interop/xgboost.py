@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..estimators import from_forest
+from ..estimators import check_round_count, from_forest
 from ..model import MAX_FEATURES, Forest, ForestBuilder, ModelFormatError, check_node_count
 from ..persistence import parse_json, read_model_file
 
@@ -421,6 +421,10 @@ def from_xgboost_json(path: str | os.PathLike, *, use_best_iteration: bool = Tru
     objective, n_features, base = _header(learner, where, version)
     trees = _trees(learner, where)
     n_kept, best = _kept_trees(learner, len(trees), where, use_best_iteration)
+    try:  # before the trees are read (100,000 stumps take 13 s)
+        check_round_count(n_kept, f"{where}: the model")
+    except ModelFormatError as exc:
+        raise XGBoostFormatError(str(exc)) from None
     builder = ForestBuilder(n_features, base_score=base, aggregation="sum")
     n_nodes = 0
     for t, tree in enumerate(trees[:n_kept]):
