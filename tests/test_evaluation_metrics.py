@@ -422,3 +422,31 @@ def test_other_half_is_each_halfs_brute_force_best_cut_measured_on_the_other():
     for name in FIGURES:
         assert scan.other_half[name] == pytest.approx(np.mean(expected[name]), rel=1e-9), name
         assert scan.other_half[name] < scan.best_cuts[name].value, name
+
+
+def test_bin_counts_are_bounded_before_any_allocation() -> None:
+    """separation(bins=1e9) and resolution_vs_target(bins=1e9) on 1,000 events asked for
+    7.45 GiB (a MemoryError, or the memory where there is that much); refused now, with the
+    bins that are valid, while the largest count allowed still gives the right number."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    y = (rng.random(1000) < 0.4).astype(int)
+    s = rng.normal(size=1000) + y
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=r"bins=1,000,000,000 is more bins than the 10,000 "
+                                         r"allowed .*whole number in \[1, 10,000\]"):
+        separation(y, s, bins=10**9)
+    with pytest.raises(ValueError, match=r"more target bins than the 10,000 allowed"):
+        resolution_vs_target(s, s + 1, bins=10**9)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 << 20
+    # 10,000 bins: TMVA's separation, brute force with numpy's histogram
+    edges = np.linspace(s.min(), s.max(), 10_001)
+    sig = np.histogram(s[y == 1], edges)[0] / np.sum(y == 1)
+    bkg = np.histogram(s[y == 0], edges)[0] / np.sum(y == 0)
+    ok = sig + bkg > 0
+    expected = 0.5 * np.sum((sig[ok] - bkg[ok]) ** 2 / (sig[ok] + bkg[ok]))
+    assert separation(y, s, bins=10_000) == pytest.approx(expected, rel=1e-12)
+    assert resolution_vs_target(s, s + 1, bins=10_000).bias[0] == pytest.approx(1.0)

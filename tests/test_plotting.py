@@ -235,3 +235,21 @@ def test_log_tick_labels_saved_outside_the_style_ask_for_no_missing_font(caplog)
     labels = [t for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())]
     assert any("$" in t.get_text() for t in labels)  # the log axes' labels are math text
     assert {t.get_fontproperties().get_math_fontfamily() for t in labels} == {"stixsans"}
+
+
+def test_histogram_plots_refuse_more_bins_than_a_figure_shows() -> None:
+    """1e6 bins of 1,000 scores drew for 83 s (the overtraining plot over 120 s); 20,000 a
+    side of the predicted-vs-true histogram asked for two 3 GiB arrays."""
+    rng = np.random.default_rng(5)
+    y = (rng.random(1000) < 0.5).astype(int)
+    s, w, t = rng.normal(size=1000) + y, np.ones(1000), rng.normal(size=1000)
+    message = r"bins={:,} is more bins than the {:,} allowed .*whole number in \[1, {:,}\]"
+    with pytest.raises(ValueError, match=message.format(10**6, 10_000, 10_000)):
+        plotting.plot_score_distributions(y, s, w, bins=10**6)
+    with pytest.raises(ValueError, match=message.format(10**6, 10_000, 10_000)):
+        plotting.plot_overtraining(s, y, w, s, y, w, bins=10**6)
+    with pytest.raises(ValueError, match=message.format(20_000, 1_000, 1_000)):
+        plotting.plot_predicted_vs_true(t, t + 0.1, w, bins=20_000)
+    fig = plotting.plot_predicted_vs_true(t, t + 0.1, w, bins=plotting.MAX_2D_BINS)
+    mesh = fig.axes[0].collections[0].get_array()
+    assert mesh.size == plotting.MAX_2D_BINS**2 and mesh.sum() == pytest.approx(1000.0)

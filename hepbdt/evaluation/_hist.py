@@ -8,17 +8,35 @@ weight is lost; NaN values, which lie nowhere, are refused.
 
 from __future__ import annotations
 
+from typing import Any
+
 import boost_histogram as bh
 import numpy as np
 
+#: Equal-width bins of one histogram, at most (a figure shows no more; memory and drawing
+#: time grow with the bins, not the events: 1e6 bins of 1,000 scores drew in 83 s, 1e9
+#: asked for 7.45 GiB).
+MAX_BINS = 10_000
 
-def common_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+
+def check_bin_count(n_bins: Any, limit: int = MAX_BINS, what: str = "bins") -> int:
+    """``n_bins`` as an int; ValueError unless it is a whole number in [1, ``limit``]."""
+    number = isinstance(n_bins, (int, float, np.integer, np.floating))
+    if not number or isinstance(n_bins, bool) or not float(n_bins).is_integer() or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    if n_bins > limit:
+        raise ValueError(f"bins={int(n_bins):,} is more {what} than the {limit:,} allowed "
+                         "(memory and time grow with the bins, not the events): expected a "
+                         f"whole number in [1, {limit:,}]")
+    return int(n_bins)
+
+
+def common_edges(values: np.ndarray, n_bins: int, limit: int = MAX_BINS) -> np.ndarray:
     """Return ``n_bins + 1`` equal-width, strictly increasing edges spanning the finite
     ``values`` (a unit range if constant, or [0, 1] if none is finite; a range too narrow
-    for ``n_bins`` distinct edges at its magnitude is widened until they are)."""
-    if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
-    n_bins = int(n_bins)
+    for ``n_bins`` distinct edges at its magnitude is widened until they are);
+    ``n_bins`` at most ``limit`` (ValueError)."""
+    n_bins = check_bin_count(n_bins, limit)
     values = np.asarray(values, dtype=np.float64)
     finite = values[np.isfinite(values)]
     if finite.size == 0:

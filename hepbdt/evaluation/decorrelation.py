@@ -212,7 +212,7 @@ def _mass_edges(mass: NDArray, bins: Any, variable: str) -> NDArray:
                              f"{mass.size:,} background events and {MAX_MASS_BINS:,}; the "
                              "shapes would be empty bins")
         # equal widths over the range; a constant or extreme range still gets increasing edges
-        return common_edges(mass, int(bins))
+        return common_edges(mass, int(bins), limit=max(MAX_MASS_BINS, mass.size))
     edges = np.asarray(bins, np.float64)
     if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)) \
             or not np.all(np.diff(edges) > 0):

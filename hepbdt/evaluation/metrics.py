@@ -31,7 +31,7 @@ from hepbdt.evaluation._data import (
     in_class_units,
     weighted_quantile,
 )
-from hepbdt.evaluation._hist import common_edges, weighted_histogram
+from hepbdt.evaluation._hist import MAX_BINS, check_bin_count, common_edges, weighted_histogram
 
 __all__ = [
     "DEFAULT_BACKGROUND_EFFICIENCIES",
@@ -336,7 +336,7 @@ def _separation_edges(score: np.ndarray, bins: int | Any) -> np.ndarray:
         if np.isinf(score).any():
             raise ValueError("score has infinite values: equal-width bins over its range do "
                              "not exist; pass finite scores or bin edges (bins=[...])")
-        return common_edges(score, int(bins))
+        return common_edges(score, int(bins), limit=max(MAX_BINS, score.size))
     return _check_edges(bins)
 
 
@@ -923,6 +923,7 @@ def _target_edges(t: np.ndarray, bins: int | Any) -> np.ndarray:
         if isinstance(bins, bool) or not (np.isfinite(bins) and int(bins) == bins and bins >= 1):
             raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
                              f"{bins!r}")
+        check_bin_count(bins, what="target bins")  # each bin is a pass over the events
         if t.size == 0:
             raise ValueError("no events of non-zero weight: y_true is empty or every "
                              "sample_weight is 0")
