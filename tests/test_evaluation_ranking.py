@@ -278,3 +278,27 @@ def test_the_ranking_does_not_depend_on_the_weights_scale(quadrature):
     np.testing.assert_allclose(scores[2], scores[0], rtol=0, atol=1e-6)
     np.testing.assert_allclose(rankings[1], rankings[0], rtol=1e-6)
     np.testing.assert_allclose(rankings[2], rankings[0], rtol=1e-6)
+
+
+def test_permutation_repeats_are_bounded_as_in_a_configuration() -> None:
+    """n_repeats=1e9 asked for a 22 GiB array (a MemoryError; given the memory, it would
+    run for ever), where the configuration's permutation_repeats is at most 1,000; 2.5
+    failed in numpy. Both rankings refuse them before copying X, naming the valid range."""
+    from hepbdt import BDTClassifier
+    from hepbdt.evaluation import per_class_permutation_importance
+    from hepbdt.evaluation.ranking import MAX_PERMUTATION_REPEATS
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(X, y)
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    model3 = BDTClassifier(n_trees=3, max_depth=2).fit(X, y3)
+    for bad in (10**9, MAX_PERMUTATION_REPEATS + 1, 0, 2.5, True):
+        with pytest.raises(ValueError, match=rf"n_repeats={bad!r} is not valid; expected an "
+                                             r"integer in \[1, 1000\]"):
+            permutation_importance(model, X, y, n_repeats=bad)
+        with pytest.raises(ValueError, match=r"expected an integer in \[1, 1000\]"):
+            per_class_permutation_importance(model3, X, y3, n_repeats=bad)
+    result = permutation_importance(model, X, y, n_repeats=2)
+    assert result.importances.shape == (3, 2)

@@ -31,6 +31,7 @@ from ..estimators import (
     idle_stopping_options,
 )
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
+from ..evaluation.ranking import MAX_PERMUTATION_REPEATS
 from ..io import Sample
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.samples import split_object_path
@@ -66,8 +67,6 @@ MAX_ALIAS_DEPTH = 100
 #: The most folds of ``[split] kfold``: k models are trained and kept, each on (k-1)/k of
 #: the events, so memory and time grow with k.
 MAX_KFOLD = 100
-#: The most repeats of the permutation ranking (each one scores every test event again).
-MAX_PERMUTATION_REPEATS = 1000
 
 
 class ConfigError(ValueError):

@@ -34,6 +34,7 @@ from hepbdt.evaluation.overtraining import (
 )
 from hepbdt.evaluation.ranking import (
     PermutationImportance,
+    check_repeats,
     permutation_feature_names,
     shuffleable_copy,
 )
@@ -291,11 +292,10 @@ def per_class_permutation_importance(
     once for every class, so the K rankings share their shuffles (seeded by
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
     ``max_samples`` as there)."""
+    n_repeats = check_repeats(n_repeats)  # before the copy of X
     feature_names = labels_in_model_order(model, X, feature_names)  # X's, in the model's order
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
                                                     random_state, model)
-    if n_repeats < 1:
-        raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     n, m = X.shape
     labels, p, w = check_multiclass(class_codes(model, np.asarray(y)), model.predict_proba(X),
                                     sample_weight)

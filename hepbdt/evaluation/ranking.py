@@ -321,6 +321,21 @@ def _shuffleable(X: Any, as_float32: bool = True) -> tuple[Any, np.ndarray]:
     return X, X
 
 
+#: The most repeats of a permutation ranking (each one scores every event again): the
+#: configuration's ``permutation_repeats`` limit, here for the Python API too, where
+#: n_repeats=1e9 asked for a 22 GiB array of 3 features (and, given it, would run for ever).
+MAX_PERMUTATION_REPEATS = 1000
+
+
+def check_repeats(n_repeats: Any) -> int:
+    """``n_repeats`` as an int; ValueError unless it is an integer in [1, MAX_PERMUTATION_REPEATS]."""
+    if (isinstance(n_repeats, bool) or not isinstance(n_repeats, int | np.integer)
+            or not 1 <= n_repeats <= MAX_PERMUTATION_REPEATS):
+        raise ValueError(f"n_repeats={n_repeats!r} is not valid; expected an integer in "
+                         f"[1, {MAX_PERMUTATION_REPEATS}] (each repeat scores every event again)")
+    return int(n_repeats)
+
+
 def permutation_importance(
     model: Any,
     X: Any,
@@ -340,6 +355,7 @@ def permutation_importance(
     ``max_samples``: on samples larger than this, a random subset of that many events
     (``n_events`` of the result says how many were used).
     """
+    n_repeats = check_repeats(n_repeats)  # before the copy of X
     feature_names = labels_in_model_order(model, X, feature_names)  # X's, in the model's order
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
                                                     random_state, model)
@@ -366,8 +382,6 @@ def permutation_importance(
             return float(np.sum(w * (pred - target) ** 2) / total)
 
         metric, sign = "mse", -1.0
-    if n_repeats < 1:
-        raise ValueError(f"n_repeats must be at least 1, got {n_repeats}")
     rng = np.random.default_rng(random_state)
     baseline = evaluate(X)
     importances = np.empty((m, n_repeats))
