@@ -17,7 +17,7 @@ from ..evaluation import (
     regression_metrics,
     yield_note,
 )
-from ..evaluation.metrics import SPLIT_YIELD_NOTE
+from ..evaluation.metrics import SPLIT_YIELD_NOTE, SplitYields
 from ..evaluation.multiclass import MulticlassOvertraining, class_mix_weights
 from ..evaluation.overtraining import MIN_EFFECTIVE_EVENTS, OvertrainingResult, SampleComparison
 from .result import (
@@ -313,7 +313,8 @@ def _output_lines(result: TrainResult) -> list[str]:
 
 def _sample_table(result: TrainResult) -> list[str]:
     """Events per sample after the cuts (every event once); for a split also the test
-    events and the factor (events / test events) that makes test weights yields."""
+    events and the factor that makes test weights yields: the significance scan's own
+    (:func:`split_yields_of`: events / test events, events of weight 0 not counted)."""
     split = result.train_fold is None
     data_sets = (result.train, result.test) if split else (result.test,)
     sample_index = np.concatenate([d.sample_index for d in data_sets])
@@ -321,13 +322,23 @@ def _sample_table(result: TrainResult) -> list[str]:
               for s in result.config.samples}
     rows = [f"{'sample':20} {'label':>10} {'events':>10}"
             + (f" {'test':>10} {'yield = test weights x':>24}" if split else "")]
+    yields = split_yields_of(result) if split else None
     for index, name in enumerate(result.test.sample_names):
         n_events = int(np.count_nonzero(sample_index == index))
         row = f"{name:20} {labels.get(name, ''):>10} {n_events:>10,}"
-        if split:
-            n_test = int(np.count_nonzero(result.test.sample_index == index))
-            factor = (f"{n_events / n_test:.6g}" if n_test else
-                      "none: no test event") if n_events else ""
-            row += f" {n_test:>10,} {factor:>24}"
+        if yields is not None:
+            in_test = result.test.sample_index == index
+            row += f" {int(np.count_nonzero(in_test)):>10,} {_factor_text(yields, index, in_test):>24}"
         rows.append(row)
     return rows
+
+
+def _factor_text(yields: SplitYields, index: int, in_test: np.ndarray) -> str:
+    """The factor(s) on sample ``index``'s test weights, as the scan applies them ("" for a
+    sample without events of non-zero weight; "none: no test event" where none of them is
+    a test event). Counting the events of weight 0 too gave 2 where the scan used 2.016."""
+    if any(group.sample == index for group in yields.missing):
+        return "none: no test event"
+    if not any(group.sample == index for group in yields.groups):
+        return ""
+    return ", ".join(f"{value:.6g}" for value in np.unique(yields.scale[in_test]))
