@@ -13,6 +13,7 @@ import pytest
 import uproot
 
 from hepbdt.analysis import load_config, train
+from hepbdt.analysis.config import ConfigError
 
 
 def _write_samples(folder: Path, n: int = 1200) -> None:
@@ -87,3 +88,21 @@ def test_summary_yield_factors_are_the_ones_the_significance_scan_uses(tmp_path:
     expected = float(np.sum(test["weight"][passing]) * factors[0])
     assert float(cut.group(2)) == pytest.approx(expected, rel=1e-3)
     assert factors[0] != pytest.approx(2.0, abs=5e-6)  # the data make the two differ
+
+
+@pytest.mark.parametrize(("method", "named"), [
+    ('decorrelation = "uboost"\nboosting = "adaboost"', "uBoost"),
+    ('decorrelation_map = "ddt"', "DDT map"),
+    ('decorrelation = "flatness"', "flatness loss"),
+])
+def test_dask_refusal_names_the_decorrelation_asked_for(tmp_path: Path, method: str,
+                                                        named: str) -> None:
+    """[dask] beside uBoost or the DDT map was refused as "the decorrelation (flatness)
+    loss is not distributed yet", naming a loss the configuration did not ask for."""
+    _write_samples(tmp_path, n=50)
+    path = _config(tmp_path, method=f'{method}\ndecorrelate = ["m"]', dask=True)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, output=tmp_path / "out")
+    text = str(caught.value)
+    assert f"the decorrelation ({named}) is not distributed yet" in text, text
+    assert named == "flatness loss" or "flatness" not in text, text

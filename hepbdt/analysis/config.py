@@ -581,7 +581,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     _check_score_names(output_config, features or [], classes, problems)
     dask_config = _dask_config(top["dask"], problems) if "dask" in top else None
     if dask_config is not None and decorrelate:
-        problems.add("method", "decorrelate", "the decorrelation (flatness) loss is not "
+        problems.add("method", "decorrelate", f"{_decorrelation_named(params)} is not "
                      "distributed yet; remove the [dask] table to train it in memory")
     if dask_config is not None and top.get("binned", False) is not False:
         problems.add(None, "binned", "the Dask training bins the float features on its "
@@ -1136,6 +1136,17 @@ def _decorrelate_expressions(texts: Any, params: dict[str, Any], task: str, n_cl
     if len(set(expressions)) != len(expressions):
         problems.add("method", "decorrelate", "a variable is repeated")
     return expressions
+
+
+def _decorrelation_named(params: dict[str, Any]) -> str:
+    """The decorrelation a [method] table asks for, in words ("the decorrelation (uBoost)"):
+    a refusal named the flatness loss for uBoost and the DDT map too."""
+    kinds = {"flatness": "flatness loss", "uboost": "uBoost"}
+    names = [] if params.get("decorrelation") is None else [
+        kinds.get(str(params["decorrelation"]), str(params["decorrelation"]))]
+    if params.get("decorrelation_map") is not None:
+        names.append(f"{str(params['decorrelation_map']).upper()} map")
+    return f"the decorrelation ({' and '.join(names) or 'decorrelate'})"
 
 
 def _check_map_variable(params: dict[str, Any], decorrelate: list[str], features: list[str],
