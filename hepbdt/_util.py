@@ -517,7 +517,8 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         X = arrow
     if isinstance(X, dict):
         names = [str(k) for k in X]
-        columns = [np.asarray(v) for v in X.values()]
+        columns = [_masked_as_missing(v) if isinstance(v, np.ma.MaskedArray) else np.asarray(v)
+                   for v in X.values()]  # np.asarray drops a mask: the hidden values scored
         if not columns or len({c.shape for c in columns}) != 1 or columns[0].ndim != 1:
             raise ValueError(f"{what}: a dict of features needs 1-d arrays of one length, one "
                              "per feature")
@@ -536,8 +537,7 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         except ValueError:  # ragged rows: refused below
             pass
     if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not their data
-        X = (np.where(np.ma.getmaskarray(X), np.nan, np.ma.getdata(X).astype(np.float64))
-             if np.ma.is_masked(X) else np.ma.getdata(X))
+        X = _masked_as_missing(X)
     try:
         kind = getattr(np.asarray(X), "dtype", None)
     except ValueError as exc:  # ragged rows
@@ -550,6 +550,22 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
                         "whose number depends on their unit: convert them to numbers first "
                         "(e.g. seconds)")
     return X, names
+
+
+def _masked_as_missing(values: np.ma.MaskedArray) -> np.ndarray:
+    """A masked array's values with its masked entries NaN (missing values, not the data
+    hidden under the mask), each value still rounded once to float32: 64-bit integers are
+    cast to float32 here and long doubles kept (through float64 they were rounded twice and
+    could land on the other float32 neighbour from the same array unmasked)."""
+    data = np.ma.getdata(values)
+    if not np.ma.is_masked(values):
+        return data
+    if data.dtype == object:
+        data = _integer_objects(data)
+    data = _wide_integers_as_features(data)
+    if data.dtype.kind != "f":  # bool, small integers, objects: exact in float64
+        data = data.astype(np.float64)
+    return np.where(np.ma.getmaskarray(values), np.nan, data)
 
 
 def _wide_integers_as_features(column: np.ndarray) -> np.ndarray:
