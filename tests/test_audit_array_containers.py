@@ -70,3 +70,68 @@ def test_model_scores_a_dict_of_masked_columns_as_missing_values():
     scores = model.decision_function({"x0": np.ma.array(hidden, mask=missing), "x1": x1})
     expected = model.decision_function({"x0": np.where(missing, np.nan, x0), "x1": x1})
     np.testing.assert_array_equal(scores, expected)
+
+
+def _missing_x(seed: int = 4, n: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X with NaN in every 7th event's first column, the same X with 100 there, y)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    X[:, 1] += 0.5 * X[:, 0]
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    hidden = X.copy()
+    hidden[::7, 0] = 100.0  # what a mask hides: far on one side of every cut
+    with_nan = X.copy()
+    with_nan[::7, 0] = np.nan
+    return with_nan, hidden, y
+
+
+def test_evaluation_reads_masked_x_as_missing_values():
+    from sklearn.metrics import roc_auc_score
+
+    from hepbdt import BDTClassifier
+    from hepbdt.evaluation import learning_curve, permutation_importance
+
+    with_nan, hidden, y = _missing_x()
+    masked = np.ma.array(hidden, mask=np.isnan(with_nan))
+    model = BDTClassifier(n_trees=10, max_depth=2).fit(with_nan, y)
+    expected = roc_auc_score(y, model.decision_function(with_nan))
+    assert permutation_importance(model, masked, y, n_repeats=1).baseline == \
+        pytest.approx(expected, rel=1e-12)
+    # the learning curve of the same events with NaN where the mask is: equal, bit for bit
+    curve = learning_curve(model, (masked, y), (masked, y))
+    plain = learning_curve(model, (with_nan, y), (with_nan, y))
+    np.testing.assert_array_equal(curve.test_loss, plain.test_loss)
+    hidden_curve = learning_curve(model, (hidden, y), (hidden, y))
+    assert hidden_curve.test_loss[-1] != plain.test_loss[-1]  # the hidden values matter
+
+
+def test_evaluation_reads_frame_and_arrow_wide_integers_once():
+    pd = pytest.importorskip("pandas")
+    from hepbdt.evaluation._data import named_array, unpack_dataset
+
+    ids = np.array([WIDE, WIDE + 2**38, 12345], dtype=np.int64)
+    frame = pd.DataFrame({"id": ids, "x": [0.5, 1.5, 2.5]})
+    expected = [_nearest_float32(int(v)) for v in ids]
+    X, names = named_array(frame)
+    assert names == ["id", "x"]
+    np.testing.assert_array_equal(np.asarray(X[:, 0], np.float32), expected)
+    X = unpack_dataset((frame, np.array([0, 1, 1])))[0]
+    np.testing.assert_array_equal(np.asarray(X[:, 0], np.float32), expected)
+    pa = pytest.importorskip("pyarrow")
+    X, _ = named_array(pa.table({"id": ids, "x": [0.5, 1.5, 2.5]}))
+    np.testing.assert_array_equal(np.asarray(X[:, 0], np.float32), expected)
+
+
+def test_weighted_correlation_of_masked_frame_and_dict_input():
+    pd = pytest.importorskip("pandas")
+    from hepbdt.evaluation import weighted_correlation
+
+    with_nan, hidden, _ = _missing_x(seed=5)
+    both = ~np.isnan(with_nan[:, 0])
+    expected = np.corrcoef(with_nan[both, 0], with_nan[both, 1])[0, 1]  # the pair's events
+    masked = np.ma.array(hidden, mask=np.isnan(with_nan))
+    frame = pd.DataFrame({"a": pd.array(with_nan[:, 0], dtype="Float64"), "b": with_nan[:, 1]})
+    frame.loc[np.isnan(with_nan[:, 0]), "a"] = pd.NA
+    for X in (masked, frame, {"a": with_nan[:, 0], "b": with_nan[:, 1]}):
+        assert weighted_correlation(X)[0, 1] == pytest.approx(expected, rel=1e-12)
+

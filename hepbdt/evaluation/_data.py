@@ -227,18 +227,15 @@ def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[
 def named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
     """X as an array and the names of its columns, when it has them (a data frame's columns,
     a dict's keys, a ``FeatureMatrix``'s names; None otherwise). A named FeatureMatrix is
-    kept as it is. (A dict of arrays, which the estimators take, was read by np.asarray as
-    one object: permutation_importance failed with an IndexError.)"""
-    if isinstance(X, dict):
-        return _as_matrix(X, "X")
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        return np.asarray(X.to_numpy()), [str(c) for c in X.columns]
-    arrow = arrow_columns(X)
-    if arrow is not None:
-        return np.column_stack(list(arrow.values())), list(arrow)
+    kept as it is. Anything else is read as the estimators read it (``_util._as_matrix``):
+    a masked entry is NaN, pandas' NA too, and a 64-bit integer column beside float ones
+    is rounded once to float32. (``np.asarray`` dropped a mask and read a data frame's
+    mixed columns through float64, so the evaluation scored other values than
+    ``decision_function`` of the same X; a dict of arrays it read as one object.)"""
     if isinstance(X, FeatureMatrix) and X.feature_names is not None:
         return X, [str(n) for n in X.feature_names]
-    return np.asarray(X), None
+    X, names = _as_matrix(X, "X")
+    return np.asarray(X), names
 
 
 def class_codes(model: Any, y: np.ndarray) -> np.ndarray:

@@ -433,9 +433,11 @@ CORRELATION_BLOCK = 1 << 16  # events converted to float64 at once (memory stays
 
 
 def _float_rows(X: Any) -> tuple[Any, int, int]:
-    """X in a form whose row blocks ``_blocks`` converts one at a time: (X, n, m)."""
-    if not isinstance(X, np.ndarray | BinnedMatrix):
-        X = np.asarray(X)
+    """X in a form whose row blocks ``_blocks`` converts one at a time: (X, n, m); a plain
+    array as it is, other containers as the estimators read them (masked entries and
+    pandas' NA as NaN, a dict's columns: ``named_array``)."""
+    if isinstance(X, np.ma.MaskedArray) or not isinstance(X, np.ndarray | BinnedMatrix):
+        X = named_array(X)[0]
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d (events x features), got shape {X.shape}")
     return X, X.shape[0], X.shape[1]
