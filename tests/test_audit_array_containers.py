@@ -135,3 +135,32 @@ def test_weighted_correlation_of_masked_frame_and_dict_input():
     for X in (masked, frame, {"a": with_nan[:, 0], "b": with_nan[:, 1]}):
         assert weighted_correlation(X)[0, 1] == pytest.approx(expected, rel=1e-12)
 
+
+def test_evaluation_refuses_masked_labels():
+    """Labels have no missing value: a mask is refused, as the estimators refuse it (np.asarray
+    dropped it, and the hidden labels were scored)."""
+    from hepbdt import BDTClassifier, report
+    from hepbdt.evaluation import (
+        learning_curve,
+        one_vs_rest_auc,
+        per_class_permutation_importance,
+        permutation_importance,
+    )
+
+    with_nan, _, y = _missing_x()
+    X = np.nan_to_num(with_nan)
+    model = BDTClassifier(n_trees=5, max_depth=2).fit(X, y)
+    masked = np.ma.array(y, mask=np.arange(y.size) % 3 == 0)
+    for call in (lambda: learning_curve(model, (X, masked), (X, y)),
+                 lambda: permutation_importance(model, X, masked, n_repeats=1),
+                 lambda: report(model, (X, y), (X, masked), "unused.html")):
+        with pytest.raises(ValueError, match="masked array"):
+            call()
+    three = np.arange(y.size) % 3
+    proba = np.full((y.size, 3), 1 / 3)
+    with pytest.raises(ValueError, match="masked array"):
+        one_vs_rest_auc(np.ma.array(three, mask=three == 0), proba)
+    multi = BDTClassifier(n_trees=2, max_depth=2).fit(X, three)
+    with pytest.raises(ValueError, match="masked array"):
+        per_class_permutation_importance(multi, X, np.ma.array(three, mask=three == 0),
+                                         n_repeats=1)

@@ -131,7 +131,7 @@ def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarra
         names = columns if columns is not None else names
     if len(X.shape) != 2:
         raise ValueError(f"{name}.X must be 2-d (events x features), got shape {X.shape}")
-    y = np.asarray(y)
+    y = real_array(y, f"{name}.y")  # a mask refused: np.asarray scored the hidden labels
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"{name}.y must be 1-d with {X.shape[0]} entries, got shape {y.shape}")
     w = check_weights(w, X.shape[0], f"{name}.w")

@@ -22,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt.evaluation._data import check_weights, class_codes, labels_in_model_order
+from hepbdt.evaluation._data import (
+    check_weights,
+    class_codes,
+    labels_in_model_order,
+    real_array,
+)
 from hepbdt.evaluation.metrics import roc_auc, roc_curve
 from hepbdt.evaluation.overtraining import (
     _SEVERITY,
@@ -59,13 +64,13 @@ def check_multiclass(y: Any, proba: Any, sample_weight: Any = None, name: str = 
 
     Labels must be integers in 0..K-1 with K the number of columns, K >= 2."""
     try:
-        p = np.ascontiguousarray(np.asarray(proba, dtype=np.float64))
+        p = np.ascontiguousarray(real_array(proba, name).astype(np.float64, copy=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numbers, an (n, K) array of class probabilities; "
                          f"{exc}") from exc
     if p.ndim != 2 or p.shape[1] < 2:
         raise ValueError(f"{name} must be (n, K) with K >= 2 classes, got shape {p.shape}")
-    labels = np.asarray(y)
+    labels = real_array(y, "y")
     if labels.shape != (p.shape[0],):
         raise ValueError(f"y must have shape ({p.shape[0]},) like {name}, got {labels.shape}")
     if labels.dtype.kind not in "biuf":
@@ -187,7 +192,7 @@ def _class_mix_factors(labels: np.ndarray, weights: np.ndarray, ref_labels: np.n
 
 def _class_indices(y: Any, name: str) -> np.ndarray:
     """Class indices (non-negative integers, any integer-valued dtype) as int64 (n,)."""
-    labels = np.asarray(y)
+    labels = real_array(y, name)
     if labels.ndim != 1 or labels.dtype.kind not in "biuf" or (labels.size and (
             not np.all(np.isfinite(labels) & (labels == np.round(labels)))
             or labels.min() < 0)):

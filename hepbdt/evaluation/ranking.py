@@ -22,6 +22,7 @@ from hepbdt.evaluation._data import (
     in_model_order,
     labels_in_model_order,
     named_array,
+    real_array,
 )
 from hepbdt.evaluation.metrics import roc_auc
 from hepbdt.io.dataset import FeatureMatrix
@@ -272,6 +273,7 @@ def shuffleable_copy(X: Any, y: Any = None, sample_weight: Any = None,
     if not isinstance(X, BinnedMatrix):
         X = named_array(X)[0]  # a dict of arrays too (np.asarray made it one object)
     n = X.shape[0]
+    y = None if y is None else real_array(y, "y")  # a mask refused, not dropped
     # checked before a subset is drawn: indexing a longer array would silently pair the
     # events with other events' labels or weights
     if y is not None and np.shape(y)[:1] != (n,):
