@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import datetime
 import hashlib
 import json
 import math
@@ -522,18 +523,20 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         if not columns or len({c.shape for c in columns}) != 1 or columns[0].ndim != 1:
             raise ValueError(f"{what}: a dict of features needs 1-d arrays of one length, one "
                              "per feature")
+        refuse_dates([c.dtype for c in columns], what)
         X = np.column_stack([_wide_integers_as_features(c) for c in columns])
         return X, names
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         names = [str(c) for c in X.columns]
-        X = _frame_values(X)
+        refuse_dates(getattr(X, "dtypes", ()), what)
+        X = _frame_values(X, what)
     elif getattr(X, "feature_names", None) is not None:
         names = [str(n) for n in X.feature_names]
         X = np.asarray(X).view(np.ndarray)
     elif isinstance(X, list | tuple) or getattr(getattr(X, "dtype", None), "kind", "") == "O":
         try:  # Python integers read one by one into float32 go through float64
-            X = _integer_objects(np.asarray(X, dtype=object))
+            X = _integer_objects(np.asarray(X, dtype=object), what)
         except ValueError:  # ragged rows: refused below
             pass
     if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not their data
@@ -545,11 +548,20 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
                          f"event and feature; {exc}") from exc
     if kind is not None and np.issubdtype(kind, np.complexfloating):
         raise ValueError(f"{what}: Complex data not supported; features must be real numbers")
-    if kind is not None and kind.kind in "mM":
-        raise TypeError(f"{what} must be numeric (n_events, n_features); got {kind} values, "
-                        "whose number depends on their unit: convert them to numbers first "
-                        "(e.g. seconds)")
+    if kind is not None:
+        refuse_dates([kind], what)
     return X, names
+
+
+def refuse_dates(dtypes: Iterable[Any], what: str) -> None:
+    """TypeError for dates and durations among ``dtypes`` (numpy's datetime64 and
+    timedelta64, pandas' time-zone dates and periods): their number depends on their unit
+    (a time-zone date column was read as microseconds, an object np.datetime64 as days)."""
+    for dtype in dtypes:
+        if str(getattr(dtype, "kind", "")) in ("m", "M") or type(dtype).__name__ == "PeriodDtype":
+            raise TypeError(f"{what} must be numeric (n_events, n_features); got {dtype} values, "
+                            "whose number depends on their unit: convert them to numbers "
+                            "first (e.g. seconds)")
 
 
 def _masked_as_missing(values: np.ma.MaskedArray) -> np.ndarray:
@@ -578,17 +590,27 @@ def _wide_integers_as_features(column: np.ndarray) -> np.ndarray:
     return column
 
 
-def _integer_objects(values: np.ndarray) -> np.ndarray:
+_DATE_OBJECTS = (np.datetime64, np.timedelta64, datetime.date, datetime.timedelta)
+
+
+def _integer_objects(values: np.ndarray, what: str = "X") -> np.ndarray:
     """An object array of Python integers as int64 (or uint64) values, which float32 then
     rounds once; anything else as numpy reads it (through float64 a value beyond 2**53 is
     rounded twice and can land on the other float32 neighbour, another side of a split)."""
     if values.dtype != object or values.size == 0:
         return values
     if values.ndim == 2:  # column by column: integers beside floats in each row of a list
-        columns = [_integer_objects(values[:, j]) for j in range(values.shape[1])]
+        columns = [_integer_objects(values[:, j], what) for j in range(values.shape[1])]
         if all(c.dtype != object for c in columns):
             return np.column_stack([_wide_integers_as_features(c) for c in columns])
         return values
+    # numpy reads a datetime64 or timedelta64 object as a count of its own unit (days...);
+    # np.timedelta64 is an np.integer
+    dates = {type(v).__name__ for v in values.ravel() if isinstance(v, _DATE_OBJECTS)}
+    if dates:
+        raise TypeError(f"{what} must be numeric (n_events, n_features); got "
+                        f"{', '.join(sorted(dates))} values, whose number depends on their "
+                        "unit: convert them to numbers first (e.g. seconds)")
     if all(isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
            for v in values.ravel()):
         try:
@@ -601,7 +623,7 @@ def _integer_objects(values: np.ndarray) -> np.ndarray:
         return values
 
 
-def _column_as_features(column: Any) -> np.ndarray:
+def _column_as_features(column: Any, what: str = "X") -> np.ndarray:
     """One pandas column as features: 64-bit and nullable integers (pd.NA as NaN) and
     object columns of Python integers rounded once to float32, others as numbers."""
     dtype = column.dtype
@@ -609,10 +631,10 @@ def _column_as_features(column: Any) -> np.ndarray:
         if getattr(getattr(dtype, "numpy_dtype", None), "kind", "") in "iu":
             return column.to_numpy(dtype=X_DTYPE, na_value=np.nan)
         return column.to_numpy(na_value=np.nan)
-    return _wide_integers_as_features(_integer_objects(column.to_numpy()))
+    return _wide_integers_as_features(_integer_objects(column.to_numpy(), what))
 
 
-def _frame_values(frame: Any) -> Any:
+def _frame_values(frame: Any, what: str = "X") -> Any:
     """A data frame's values; pandas' missing values (pd.NA of nullable columns) as NaN;
     64-bit and nullable integer columns, and object columns of Python integers, beside
     others rounded once to float32 (``_wide_integers_as_features``)."""
@@ -621,7 +643,7 @@ def _frame_values(frame: Any) -> Any:
     exact = [isinstance(d, np.dtype) and (d.kind in "fb" or (d.kind in "iu" and d.itemsize < 8))
              for d in dtypes]  # numpy converts these columns to float32 in one rounding
     if pandas and not all(exact):
-        return np.column_stack([_column_as_features(frame.iloc[:, j])
+        return np.column_stack([_column_as_features(frame.iloc[:, j], what)
                                 for j in range(len(dtypes))])
     return frame.to_numpy()
 

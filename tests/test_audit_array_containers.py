@@ -164,3 +164,28 @@ def test_evaluation_refuses_masked_labels():
     with pytest.raises(ValueError, match="masked array"):
         per_class_permutation_importance(multi, X, np.ma.array(three, mask=three == 0),
                                          n_repeats=1)
+
+
+def _date_inputs() -> list:
+    """Dates and durations in the containers that read them as a count of their unit."""
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    day = np.datetime64("2020-01-01")  # numpy reads it as 18262 days as an object
+    return [
+        pd.DataFrame({"t": pd.date_range("2020", periods=3, tz="UTC")}),  # was microseconds
+        np.array([[day, 1.0]] * 3, dtype=object),                        # was 18262 days
+        [[np.timedelta64(5, "s"), 1.0]] * 3,                               # was 5 seconds
+        pd.DataFrame({"t": pd.date_range("2020", periods=3), "x": [1.0, 2.0, 3.0]}),
+        pd.DataFrame({"t": pd.period_range("2020", periods=3), "x": [1.0, 2.0, 3.0]}),
+        {"t": np.array([1, 2, 3], dtype="timedelta64[s]"), "x": np.ones(3)},
+        pa.table({"t": pd.date_range("2020", periods=3).values, "x": [1.0, 2.0, 3.0]}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_dates_and_durations_are_refused_in_every_container(case):
+    """Their number depends on their unit (README: refused); some containers turned them
+    into a count of microseconds or days, others raised numpy's DTypePromotionError."""
+    X = _date_inputs()[case]
+    with pytest.raises(TypeError, match="X must be numeric .*depends on their unit"):
+        check_X(X)
