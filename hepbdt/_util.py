@@ -501,11 +501,21 @@ def arrow_columns(X: Any, what: str = "X") -> dict[str, np.ndarray] | None:
         raise ValueError(f"{what} has repeated column names; each feature must appear once")
     columns = {}
     for i, name in enumerate(names):
-        column = X.column(i)
-        if column.null_count:
-            column = column.cast("float64")  # null -> NaN below
-        columns[name] = np.asarray(column.to_numpy(zero_copy_only=False))
+        columns[name] = _arrow_values(X.column(i))
     return columns
+
+
+def _arrow_values(column: Any) -> np.ndarray:
+    """One Arrow column as numpy values, null as NaN; an integer column's values rounded once
+    to float32 (a cast to float64 refused integers beyond 2**53 with ArrowInvalid, and
+    would round them twice)."""
+    if not column.null_count:
+        return np.asarray(column.to_numpy(zero_copy_only=False))
+    if str(column.type).startswith(("int", "uint")):
+        missing = np.asarray(column.is_null().to_numpy(zero_copy_only=False))
+        values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False)).astype(X_DTYPE)
+        return np.where(missing, np.nan, values)
+    return np.asarray(column.cast("float64").to_numpy(zero_copy_only=False))  # null -> NaN
 
 
 def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:

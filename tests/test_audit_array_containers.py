@@ -189,3 +189,13 @@ def test_dates_and_durations_are_refused_in_every_container(case):
     X = _date_inputs()[case]
     with pytest.raises(TypeError, match="X must be numeric .*depends on their unit"):
         check_X(X)
+
+
+def test_arrow_integer_column_with_nulls_rounds_once():
+    """A null in an Arrow int64 column: the cast to float64 that made it NaN raised
+    ArrowInvalid for a value beyond 2**53 (and would round it twice)."""
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table({"id": pa.array([WIDE, None, 5], type=pa.int64()), "x": [1.0, 2.0, 3.0]})
+    X, names = check_X(table)
+    assert names == ["id", "x"]
+    assert X[0, 0] == _nearest_float32(WIDE) and np.isnan(X[1, 0]) and X[2, 0] == 5
