@@ -461,6 +461,12 @@ def _labels(y: Any) -> np.ndarray:
     y = _column(y)
     if y.dtype == object and all(isinstance(v, int | float | np.number) for v in y.tolist()):
         y = np.asarray(y.tolist())  # numbers that came as objects are numbers
+    if np.issubdtype(y.dtype, np.floating) and np.isnan(y).any():  # not a continuous target
+        missing = np.isnan(y)
+        raise ValueError(f"y has {int(missing.sum())} missing labels (NaN, or pandas' NA; the "
+                         f"first at event {int(np.flatnonzero(missing)[0])}): every event needs "
+                         "a class label (e.g. 1 for signal, 0 for background); leave those "
+                         "events out or label them")
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y) & (y == np.round(y))):
         raise ValueError("Unknown label type: continuous. A classifier takes class labels "
                          "(e.g. 1 for signal, 0 for background); use BDTRegressor for a target")

@@ -199,3 +199,21 @@ def test_arrow_integer_column_with_nulls_rounds_once():
     X, names = check_X(table)
     assert names == ["id", "x"]
     assert X[0, 0] == _nearest_float32(WIDE) and np.isnan(X[1, 0]) and X[2, 0] == 5
+
+
+def test_missing_labels_are_named_as_missing_not_as_a_continuous_target():
+    """A NaN label (pandas' NA of a nullable column too) was refused as 'Unknown label
+    type: continuous ... use BDTRegressor', which sent the user to the wrong remedy."""
+    pd = pytest.importorskip("pandas")
+    from hepbdt import BDTClassifier
+
+    X = np.arange(20, dtype=np.float64).reshape(10, 2)
+    y = np.array([0, 1] * 5, dtype=np.float64)
+    y[[3, 7]] = np.nan
+    nullable = pd.Series([0, 1] * 5, dtype="Int64")
+    nullable[[3, 7]] = pd.NA
+    for labels in (y, nullable):
+        with pytest.raises(ValueError, match=r"y has 2 missing labels .*first at event 3"):
+            BDTClassifier(n_trees=2).fit(X, labels)
+    with pytest.raises(ValueError, match="continuous"):  # a real continuous target still is
+        BDTClassifier(n_trees=2).fit(X, np.linspace(0, 1, 10))
