@@ -332,7 +332,7 @@ def resolve_sources(
     for path, given in split:
         trees = default_trees if given is None else _tree_list(given, f"{context}: file {path!r}")
         for resolved in _expand_path(path, context):
-            identity = _file_identity(resolved)
+            identity = file_identity(resolved)
             for treename in trees:
                 tree_key = None if treename is None else treename.split(";")[0].strip("/")
                 if (identity, tree_key) in seen:
@@ -385,7 +385,7 @@ def _expand_path(path: str, context: str) -> list[str]:
     return paths
 
 
-def _file_identity(path: str) -> Any:
+def file_identity(path: str) -> Any:
     """The same for every spelling of one file (device and inode, so links too); a remote
     file's URL as written."""
     if _is_remote(path):
@@ -405,7 +405,7 @@ class DistinctSamples:
         """Record that ``sample`` reads ``tree`` of ``path`` with ``cut``; InputError when an
         earlier sample does the same."""
         cut_text = " ".join((cut or "").split())
-        key = (_file_identity(path), tree, _cut_meaning(cut_text))
+        key = (file_identity(path), tree, _cut_meaning(cut_text))
         first = self._seen.setdefault(key, sample)
         if first != sample:
             raise InputError(
@@ -445,7 +445,7 @@ def note_tree_read(trees_read: dict[tuple[Any, str], str], path: str, tree_name:
     holds it already: a file given once with its only tree's name and once without (or two
     spellings of a path) is one tree twice. By name, whatever the cycle: an older cycle
     holds the same tree's first entries."""
-    key = (_file_identity(path), tree_name)
+    key = (file_identity(path), tree_name)
     if key in trees_read:
         raise _repeated_file_error(context, trees_read[key], path, tree_name)
     trees_read[key] = path
@@ -1461,7 +1461,7 @@ def _check_disjoint(plans: Sequence[_Plan], step_size: int | str) -> None:
     users: dict[tuple[Any, str], list[tuple[_Plan, Source]]] = {}
     for plan in plans:
         for source, (path, tree) in zip(plan.sources, plan.trees, strict=True):
-            users.setdefault((_file_identity(path), tree), []).append((plan, source))
+            users.setdefault((file_identity(path), tree), []).append((plan, source))
     for shared in users.values():
         if len(shared) > 1:
             _check_shared_tree(shared, step_size)
