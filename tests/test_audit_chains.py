@@ -66,3 +66,23 @@ def test_memory_refusal_names_the_entries_of_the_files(tmp_path: Path) -> None:
     path = _config(tmp_path, SPLIT_BY_CUTS, memory="10 kB")
     with pytest.raises(ConfigError, match=f"training {len(one['x']) + len(other['x']):,} events"):
         check_memory(load_config(path))
+
+
+def test_read_auto_binned_counts_a_tree_that_several_samples_cut_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # binned="auto" reads binned when the float32 features of every entry would take more
+    # than AUTO_BINNED_SHARE of the memory: 1,900 entries x 2 features x 4 bytes = 15,200
+    # bytes, under a quarter of 80,000; counted per sample (4,900 entries) they were over.
+    import hepbdt.io.samples as samples
+    from hepbdt.io import Sample, read
+
+    one = _write(tmp_path / "one.root", 1500, 1)
+    other = _write(tmp_path / "other.root", 400, 2)
+    monkeypatch.setattr(samples, "available_memory", lambda: 80_000)
+    entries = len(one["x"]) + len(other["x"])
+    assert entries * 2 * 4 <= samples.AUTO_BINNED_SHARE * 80_000
+    cuts = {"low": "x < -0.5", "mid": "x >= -0.5 && x < 0.5", "high": "x >= 0.5"}
+    data = read([Sample(name, [tmp_path / "one.root", tmp_path / "other.root"], tree="Events",
+                        label=k, cut=cut) for k, (name, cut) in enumerate(cuts.items())],
+                ["x", "w"], binned="auto", progress=False)
+    assert not data.binned and len(data) == entries  # every entry in one sample

@@ -1306,8 +1306,9 @@ def read(
         True: ``X`` is a :class:`~hepbdt.binned.BinnedMatrix`, one byte per event and
         feature, read in two passes (edges, then codes) without ever holding the float
         features; every estimator fits it as it is. ``"auto"``: binned when the float32
-        features of every entry would take more than a quarter of the available memory
-        (:func:`choose_binned`). False (default): float32 features.
+        features of every entry (a tree that several samples read counted once) would take
+        more than a quarter of the available memory (:func:`choose_binned`). False
+        (default): float32 features.
     max_bins, n_cuts
         Value bins per feature for ``binned``, and TMVA's equal-width cuts added to the
         quantiles (as the estimators' options of these names).
@@ -1410,7 +1411,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
                          task, step_size, inf_as_missing, read_partition, dtypes, branch_types,
                          _event_sources(plans))
     if binned == "auto":
-        binned = choose_binned(capacity, len(feature_expressions))
+        binned = choose_binned(_distinct_entries(plans), len(feature_expressions))
     elif binned not in (True, False):
         raise InputError(f"binned must be True, False or 'auto', not {binned!r}")
     if bin_edges is not None and not binned:
@@ -1432,6 +1433,18 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
             )
     return _assemble(out, filled, feature_texts, [s.name for s in samples]).replace(
         branch_types=branch_types, event_sources=_event_sources(plans))
+
+
+def _distinct_entries(plans: Sequence[_Plan]) -> int:
+    """The entries of the trees the samples read, a tree that several samples read (cut into
+    samples, each entry to one at most: ``_check_disjoint``) once: the most events the read
+    can hold (``capacity`` counts such a tree per sample)."""
+    entries: dict[tuple[Any, str], int] = {}
+    for plan in plans:
+        for (path, tree), n_entries in zip(plan.trees, plan.entries, strict=True):
+            key = (file_identity(path), tree)
+            entries[key] = max(entries.get(key, 0), n_entries)
+    return sum(entries.values())
 
 
 def _event_sources(plans: Sequence[_Plan]) -> tuple[str | None, ...]:
