@@ -38,8 +38,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
-           "number_text", "percent_text", "weight_exponent", "current_umask", "real_array",
-           "file_sha256"]
+           "number_text", "percent_text", "pvalue_text", "weight_exponent", "current_umask",
+           "real_array", "file_sha256"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -952,6 +952,13 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
             return text
     text = f"{value:.{digits}{'f' if fixed else 'g'}}"  # within rounding noise of a mark
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def pvalue_text(p: float, thresholds: Sequence[float] = (), digits: int = 4) -> str:
+    """A p-value with ``digits`` significant digits, never rounded onto 0 or 1 or across a
+    verdict's ``thresholds`` (0.0099996 against 0.01 is not "0.01", 1 - 1e-9 not "1");
+    "n/a" for NaN."""
+    return number_text(p, digits, marks=(0.0, 1.0, *thresholds))
 
 
 def percent_text(fraction: float, decimals: int = 1) -> str:

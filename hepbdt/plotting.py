@@ -30,7 +30,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import AutoLocator, MaxNLocator
 
-from hepbdt._util import atomic_path, number_text, percent_text, weight_exponent
+from hepbdt._util import atomic_path, number_text, percent_text, pvalue_text, weight_exponent
 from hepbdt.evaluation._data import check_classification, check_regression_pair, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
@@ -491,9 +491,9 @@ def plot_overtraining(
 
 def _overtraining_text(result: OvertrainingResult, class_names: tuple[str, str]) -> str:
     """The p-values the verdict comes from (KS and chi2 of each class: the smallest
-    decides), never rounded across a threshold; "n/a" where a test had none."""
+    decides), never rounded onto 0 or 1 or across a threshold; "n/a" where a test had none."""
     def pvalue(p: float) -> str:
-        return number_text(p, 3, marks=(0.0, result.pvalue_fail, result.pvalue_warn))
+        return pvalue_text(p, (result.pvalue_fail, result.pvalue_warn), 3)
 
     lines = ["Kolmogorov-Smirnov p-value", "/ chi2 p-value"]
     lines += [f"{name}: {pvalue(part.ks_pvalue)} / {pvalue(part.chi2_pvalue)}"

@@ -41,6 +41,7 @@ from hepbdt._util import (
     cut_text,
     is_classifier,
     missing_counts,
+    pvalue_text,
     trained_with_missing,
     unseen_missing_text,
     user_stacklevel,
@@ -175,8 +176,9 @@ def _weight_sum(w: np.ndarray, power: int = 1) -> float | str:
 
 
 def _pvalue(p: float, check: Any) -> str:
-    """A p-value cell, never rounded across the thresholds of ``check``, 'n/a' for NaN."""
-    return plotting.number_text(p, marks=(0.0, check.pvalue_fail, check.pvalue_warn))
+    """A p-value cell, never rounded onto 0 or 1 or across the thresholds of ``check``,
+    'n/a' for NaN."""
+    return pvalue_text(p, (check.pvalue_fail, check.pvalue_warn))
 
 
 def _percent(fraction: float) -> str:

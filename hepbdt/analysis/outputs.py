@@ -47,6 +47,7 @@ from .result import (
     decorrelation_of,
     decorrelation_text,
     first_learning_curve,
+    kfold_cell,
     kfold_table,
     models_of,
     ranking,
@@ -552,9 +553,9 @@ def _kfold_section(folds: FoldScores, min_background_events: int) -> Any:
     rows = kfold_table(folds)
     header = list(rows[0])
     values = {key: np.array([row[key] for row in rows], dtype=float) for key in header[1:]}
-    table_rows = [[row[h] for h in header] for row in rows]
-    table_rows.append(["mean \u00b1 std", *(f"{cell(values[h].mean())} \u00b1 {cell(values[h].std())}"
-                                             for h in header[1:])])
+    table_rows = [[kfold_cell(h, row[h], folds) for h in header] for row in rows]
+    table_rows.append(["mean \u00b1 std", *(f"{kfold_cell(h, values[h].mean(), folds)} \u00b1 "
+                                             f"{cell(values[h].std())}" for h in header[1:])])
     k = folds.k
     text = (f"<p>{k} models; model i trained on the events with event % {k} != i and scored "
             f"the events with event % {k} == i, so every event in TestTree has the score of a "

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import number_text
+from .._util import number_text, pvalue_text
 from ..boosting.losses import softmax_rows
 from ..evaluation import (
     FeatureRanking,
@@ -40,9 +40,9 @@ from ..kfold import KFoldModel, fold_of
 from ..report import LEARNING_CURVE_EVENT_STAGES
 from .config import AnalysisConfig
 
-__all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_table", "models_of",
-           "overtraining_of", "ranking", "significance", "split_yields_of", "missing_samples_text",
-           "first_learning_curve"]
+__all__ = ["TrainResult", "decorrelation_of", "FoldScores", "kfold_cell", "kfold_table",
+           "models_of", "overtraining_of", "ranking", "significance", "split_yields_of",
+           "missing_samples_text", "first_learning_curve"]
 
 
 @dataclass
@@ -363,6 +363,16 @@ def cell(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     return number_text(float(value))
+
+
+def kfold_cell(key: str, value: Any, folds: FoldScores) -> str:
+    """A cell of column ``key`` of :func:`kfold_table`: a KS p-value never rounded onto 0,
+    1 or the overtraining thresholds (0.0099996 against 0.01 is not "0.01"), else
+    :func:`cell`."""
+    if "KS p" not in key or folds.regression:
+        return cell(value)
+    check = folds.overtraining(0)
+    return pvalue_text(float(value), (check.pvalue_fail, check.pvalue_warn))
 
 
 def decorrelation_text(params: dict[str, Any]) -> str:

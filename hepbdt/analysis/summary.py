@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import number_text, percent_text
+from .._util import number_text, percent_text, pvalue_text
 from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
 from ..evaluation import (
@@ -23,9 +23,9 @@ from ..evaluation.overtraining import MIN_EFFECTIVE_EVENTS, OvertrainingResult, 
 from .result import (
     FoldScores,
     TrainResult,
-    cell,
     decorrelation_of,
     decorrelation_text,
+    kfold_cell,
     kfold_table,
     missing_samples_text,
     models_of,
@@ -154,9 +154,10 @@ def _fraction(value: float, decimals: int = 4) -> str:
 
 
 def _pvalue(p: float, check: Any) -> str:
-    """A p-value as the summary prints it, never rounded across the thresholds of ``check``
-    (0.00996 against 0.01 is not "0.01"); "n/a" where the test had none."""
-    return number_text(p, 3, marks=(0.0, check.pvalue_fail, check.pvalue_warn))
+    """A p-value as the summary prints it, never rounded onto 0 or 1 or across the
+    thresholds of ``check`` (0.00996 against 0.01 is not "0.01"); "n/a" where the test had
+    none."""
+    return pvalue_text(p, (check.pvalue_fail, check.pvalue_warn), 3)
 
 
 def _over_folds(k: int) -> str:
@@ -270,20 +271,21 @@ def _significance_lines(result: TrainResult) -> list[str]:
 
 def _fold_lines(result: TrainResult) -> list[str]:
     """The per-fold table of a k-fold training and the spread of its test metric."""
-    rows = kfold_table(FoldScores.of(result))
+    folds = FoldScores.of(result)
+    rows = kfold_table(folds)
     lines = ["", "Per fold:"]
     header = list(rows[0])
     widths = [max(len(h), 7) for h in header]
     lines.append("  " + "  ".join(f"{h:>{n}}" for h, n in zip(header, widths, strict=True)))
     for row in rows:
         lines.append("  " + "  ".join(
-            f"{cell(row[h]):>{n}}" for h, n in zip(header, widths, strict=True)))
+            f"{kfold_cell(h, row[h], folds):>{n}}" for h, n in zip(header, widths, strict=True)))
     key = "test RMSE" if result.config.task == "regression" else "test AUC"
     values = np.array([row[key] for row in rows])
     if result.config.task == "regression":  # in the target's units: significant digits
         mean, spread = number_text(values.mean()), number_text(values.std())
-    else:
-        mean, spread = _fraction(values.mean()), f"{values.std():.4f}"
+    else:  # a spread of 4e-5 is not "0.0000"
+        mean, spread = _fraction(values.mean()), _fraction(values.std())
     lines.append(f"  {key}: {mean} +- {spread} over {len(rows)} "
                  "folds; the test column above is out of fold for every event")
     return lines

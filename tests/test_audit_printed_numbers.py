@@ -1,0 +1,86 @@
+"""Numbers as they are printed (audit CO, 2026-12-05): each shown number, rounded to the
+digits shown, is the number it comes from (never its neighbour, 0, 1 or a threshold), and
+machine-read text parses back to the same float."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import dataclasses  # noqa: E402
+import importlib  # noqa: E402
+import re  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from hepbdt import plotting  # noqa: E402
+from hepbdt.analysis import outputs, summary  # noqa: E402
+from hepbdt.analysis.result import FoldScores  # noqa: E402
+from hepbdt.evaluation import overtraining_test  # noqa: E402
+from hepbdt.io.dataset import Dataset  # noqa: E402
+
+report = importlib.import_module("hepbdt.report")  # the module: hepbdt.report is a function
+
+
+def _with_signal_pvalues(check, ks, chi2=None):
+    """``check`` with the signal's KS (and chi2) p-value replaced."""
+    part = dataclasses.replace(check.signal, ks_pvalue=ks,
+                               chi2_pvalue=check.signal.chi2_pvalue if chi2 is None else chi2)
+    return dataclasses.replace(check, signal=part)
+
+
+def test_pvalues_near_one_are_not_shown_as_one():
+    # a KS p of 1 - 1e-9 and a chi2 p of 0.99996 showed as "1" in the summary, the report
+    # and the overtraining figure: the p-value marks left out 1
+    rng = np.random.default_rng(1)
+    y, s = rng.integers(0, 2, 400), rng.normal(size=400)
+    check = overtraining_test(s[:200], y[:200], None, s[200:], y[200:], None)
+    ks, chi2 = 1 - 1e-9, 0.99996
+    check = _with_signal_pvalues(check, ks, chi2)
+    line = summary.overtraining_lines(check)[1]
+    shown = re.findall(r"p = ([^,\s]+)", line)
+    assert [float(t) for t in shown] == [float(f"{ks:.9g}"), chi2], line
+    assert all(float(t) < 1 for t in shown)
+    assert report._pvalue(ks, check) == f"{ks:.9g}" and report._pvalue(chi2, check) == "0.99996"
+    assert report._pvalue(1.0, check) == "1"
+    fig = plotting.plot_overtraining(s[:200], y[:200], None, s[200:], y[200:], None,
+                                     result=check)
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert f"signal: {ks:.9g} / 0.99996" in text, text
+
+
+@pytest.fixture
+def folds():
+    """Two folds of 200 events; every fold's signal KS p-value set to 0.0099996 (below the
+    0.01 threshold)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    y, event = np.tile([0, 0, 1, 1], n // 4), np.arange(n)
+    s = rng.normal(size=n) + y
+    data = Dataset(s[:, None], y, np.ones(n), np.where(y == 1, 0, 1), event, ["x"],
+                   ["sig", "bkg"])
+    folds = FoldScores(2, False, data, data, s, s, 1 - event % 2)
+    for i in range(2):
+        folds._checks[i] = _with_signal_pvalues(folds.overtraining(i), 0.0099996)
+    return folds
+
+
+def test_kfold_table_pvalues_are_not_rounded_onto_a_threshold(folds, monkeypatch):
+    result = SimpleNamespace(train_fold=folds.train_fold, fold_view=folds, k=2,
+                             config=SimpleNamespace(task="classification"))
+    lines = summary._fold_lines(result)
+    assert lines[2].split()[-6:] == ["KS", "p", "(signal)", "KS", "p", "(background)"]
+    for row in lines[3:5]:
+        assert float(row.split()[-2]) < 0.01, row  # it showed "0.01"
+    table = re.search(r'<table id="kfold-table">.*?</table>',
+                      outputs._kfold_section(folds, 10).html).group(0)
+    assert "<td>0.01</td>" not in table and table.count("<td>0.0099996</td>") == 2, table
+    # the spread of the folds' test AUCs: 4e-5 showed as "0.0000"
+    rows = summary.kfold_table(folds)
+    rows[0]["test AUC"], rows[1]["test AUC"] = 0.99990, 0.99998
+    monkeypatch.setattr(summary, "kfold_table", lambda f: rows)
+    spread = re.search(r"\+- (\S+) over", summary._fold_lines(result)[-1]).group(1)
+    assert float(spread) == pytest.approx(np.std([0.99990, 0.99998]), rel=1e-3), spread
