@@ -603,7 +603,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
-    from hepbdt._util import feature_names_of
+    from hepbdt._util import feature_names_of, number_text
     from hepbdt.evaluation import TMVA_RANKING, tmva_importance
     from hepbdt.model import tree_text
 
@@ -652,7 +652,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     top = max(float(ranking.importance.max()), 1e-300) if ranking.importance.size else 1.0
     for rank, i in enumerate(ranking.order(), start=1):
         bar = "#" * int(round(40 * ranking.importance[i] / top))
-        lines.append(f"  {rank:3d}. {names[i][:40]:40} {ranking.importance[i]:.4f} "
+        lines.append(f"  {rank:3d}. {names[i][:40]:40} "
+                     f"{number_text(ranking.importance[i], fixed=True)} "
                      f"({int(ranking.split_count[i])} splits) {bar}")
     for t in trees:
         if not 0 <= t < forest.n_trees:

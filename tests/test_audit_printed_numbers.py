@@ -84,3 +84,30 @@ def test_kfold_table_pvalues_are_not_rounded_onto_a_threshold(folds, monkeypatch
     monkeypatch.setattr(summary, "kfold_table", lambda f: rows)
     spread = re.search(r"\+- (\S+) over", summary._fold_lines(result)[-1]).group(1)
     assert float(spread) == pytest.approx(np.std([0.99990, 0.99998]), rel=1e-3), spread
+
+
+def test_rankings_do_not_show_a_used_feature_as_zero(monkeypatch):
+    # one tree of depth 3: the noise feature's one split has an importance of 3e-4, which
+    # summary.txt printed as 0.000 (and the strong feature's 0.9997 as 1.000)
+    from hepbdt import BDTClassifier
+    from hepbdt.cli import describe_model
+    from hepbdt.evaluation import FeatureRanking, tmva_importance
+
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 4000)
+    X = np.c_[y * 12.0 + rng.normal(size=4000), rng.normal(size=4000)]
+    model = BDTClassifier(n_trees=1, max_depth=3, boosting="gradient").fit(X, y)
+    importance = tmva_importance(model, ["strong", "noise"], quadrature=True).importance
+    assert 0 < importance[1] < 5e-4 and importance[0] > 0.9995
+    result = SimpleNamespace(config=SimpleNamespace(features=["strong", "noise"]),
+                             model=model, train_fold=None, k=1)
+    shown = [float(line.split()[-1]) for line in summary._ranking_lines(result)[2:]]
+    assert 0 < shown[1] < 5e-4 and 0.9995 < shown[0] < 1, shown
+    assert np.all(np.abs(np.array(shown) - importance) <= 0.5e-4)  # rounded, not moved
+    # hepbdt inspect (4 decimals): an importance of 4e-5 showed as 0.0000
+    fake = FeatureRanking(feature_names=["x0", "x1"], importance=np.array([0.99996, 4e-5]),
+                          split_count=np.array([3, 1]), total_gain=np.ones(2), cover=np.ones(2),
+                          quadrature=True)
+    monkeypatch.setattr("hepbdt.evaluation.tmva_importance", lambda *a, **k: fake)
+    lines = [line for line in describe_model(model).splitlines() if "splits)" in line]
+    assert [float(line.split()[2]) for line in lines] == [0.99996, 4e-5], lines

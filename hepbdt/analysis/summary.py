@@ -54,11 +54,7 @@ def summarise(result: TrainResult) -> str:
         lines += _decorrelation_lines(result)
     if result.config.split.kfold:
         lines += _fold_lines(result)
-    of_folds = (f"; the mean of the {result.k} folds' models" if result.train_fold is not None
-                else "")
-    lines += ["", f"Top-ranked variables ({TMVA_RANKING}{of_folds}):"]
-    for rank, (name, importance) in enumerate(ranking(result).ranked()[:5], start=1):
-        lines.append(f"  {rank}. {name:30} {importance:.3f}")
+    lines += _ranking_lines(result)
     t = result.timings
     lines += ["", f"Time: reading {t.get('read', 0):.1f} s, training {t.get('train', 0):.1f} s, "
               f"outputs {t.get('outputs', 0):.1f} s"]
@@ -66,6 +62,17 @@ def summarise(result: TrainResult) -> str:
     lines += ["", f"Outputs in {result.output_dir}/:"]
     lines += _output_lines(result)
     return "\n".join(lines)
+
+
+def _ranking_lines(result: TrainResult) -> list[str]:
+    """The five top-ranked variables with their importance (3 decimals, more where that
+    would show 0 or 1: an importance of 0.0003 is not "0.000", a feature no tree uses)."""
+    of_folds = (f"; the mean of the {result.k} folds' models" if result.train_fold is not None
+                else "")
+    lines = ["", f"Top-ranked variables ({TMVA_RANKING}{of_folds}):"]
+    for rank, (name, importance) in enumerate(ranking(result).ranked()[:5], start=1):
+        lines.append(f"  {rank}. {name:30} {_fraction(importance, 3)}")
+    return lines
 
 
 def _held_out_lines(result: TrainResult) -> list[str]:
