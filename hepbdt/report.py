@@ -672,16 +672,20 @@ def _describe_model(model: Any, n_features: int) -> str:
     return f"{text} on {n_features} variables"
 
 
-def _cuts_at(te: _Events, background_effs: Sequence[float]) -> list[tuple[float, float, str]]:
+def _cuts_at(te: _Events, background_effs: Sequence[float], tr: _Events | None = None
+             ) -> list[tuple[float, float, str]]:
     """(background efficiency, cut, its text) triples: the cut ``score >= cut`` of the
     highest signal efficiency among those keeping at most that background efficiency (test
-    sample), and the cut as text that selects the same events (``_util.cut_text``)."""
+    sample), and the cut as text that selects the same events of the test and the training
+    sample ``tr`` (``_util.cut_text``: never at or below the next lower score of either)."""
     eff_s, eff_b, thresholds = roc_curve(te.y, te.score, te.w)
     slack = efficiency_slack(te.w[np.asarray(te.y) != 1])
+    scores = te.score if tr is None else np.concatenate([te.score, tr.score])
     cuts = []
     for target in background_effs:
         k = best_at_background_efficiency(eff_s, eff_b, target, slack)
-        below = float(thresholds[k + 1]) if k + 1 < thresholds.size else None
+        lower = scores[scores < thresholds[k]]
+        below = float(lower.max()) if lower.size else None
         cuts.append((float(target), float(thresholds[k]), cut_text(thresholds[k], below)))
     return cuts
 
@@ -856,7 +860,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
     fraction of negative weights, the factor that makes a test weight an expected yield of
     the whole sample and (classifier) the efficiency of the standard cuts."""
     out.heading("Samples")
-    cuts = _cuts_at(te, SAMPLE_TABLE_BACKGROUND_EFFICIENCIES) if classifier else []
+    cuts = _cuts_at(te, SAMPLE_TABLE_BACKGROUND_EFFICIENCIES, tr) if classifier else []
     weights = training_weights or ("as passed to the report: hepbdt's training normalises "
                                    "them per class when the split's norm is not none")
     held = (f" The training rows are the events the trees trained on: {tr.n_held_out:,} more "

@@ -111,3 +111,28 @@ def test_rankings_do_not_show_a_used_feature_as_zero(monkeypatch):
     monkeypatch.setattr("hepbdt.evaluation.tmva_importance", lambda *a, **k: fake)
     lines = [line for line in describe_model(model).splitlines() if "splits)" in line]
     assert [float(line.split()[2]) for line in lines] == [0.99996, 4e-5], lines
+
+
+def test_report_samples_table_cut_selects_the_training_events_counted():
+    # the 1 % background-efficiency cut is at the test signal score 0.12344; it printed as
+    # "score >= 0.1234" (selecting the same test events) while the training rows counted
+    # a training signal event at 0.12341 out: "score >= 0.1234" keeps it
+    bkg = np.r_[np.linspace(-1, 0.1, 99), 0.2]
+    s_te, y_te = np.r_[0.12344, 0.5, 0.6, bkg], np.r_[np.ones(3, int), np.zeros(100, int)]
+    s_tr, y_tr = np.array([0.12341, 0.7, -0.5, -0.6]), np.array([1, 1, 0, 0])
+
+    def events(s, y):
+        return report._Events(s[:, None], y, np.ones(y.size), s,
+                              [("sig", "signal", np.flatnonzero(y == 1)),
+                               ("bkg", "background", np.flatnonzero(y == 0))])
+
+    out = report._Sections()
+    yields = SimpleNamespace(factor_text=lambda *a: "", factor_note=lambda: "")
+    report._samples_section(out, events(s_tr, y_tr), events(s_te, y_te), True, yields, None)
+    html = "".join(out.parts)
+    cut = float(re.search(r"efficiency of score \u2265 (\S+) \(cut at 1 %", html).group(1))
+    rows = {re.findall(r"<td>([^<]*)</td>", row)[2]: re.findall(r"<td>([^<]*)</td>", row)
+            for row in re.findall(r"<tr><td>sig</td>.*?</tr>", html)}
+    for name, s, y in (("test", s_te, y_te), ("training", s_tr, y_tr)):
+        kept = np.mean(s[y == 1] >= cut)  # what the printed cut keeps
+        assert float(rows[name][-2]) == pytest.approx(kept), (cut, rows[name])
