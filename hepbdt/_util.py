@@ -38,8 +38,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
-           "number_text", "percent_text", "pvalue_text", "weight_exponent", "current_umask",
-           "real_array", "file_sha256"]
+           "number_text", "percent_text", "pvalue_text", "differing_texts", "weight_exponent",
+           "current_umask", "real_array", "file_sha256"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -959,6 +959,16 @@ def pvalue_text(p: float, thresholds: Sequence[float] = (), digits: int = 4) -> 
     verdict's ``thresholds`` (0.0099996 against 0.01 is not "0.01", 1 - 1e-9 not "1");
     "n/a" for NaN."""
     return number_text(p, digits, marks=(0.0, 1.0, *thresholds))
+
+
+def differing_texts(first: float, second: float, digits: int = 6) -> tuple[str, str]:
+    """Two numbers that differ, each with ``digits`` significant digits or as many more as
+    tell them apart (up to 17, which parse back to each float exactly)."""
+    for n in range(digits, 18):
+        texts = f"{float(first):.{n}g}", f"{float(second):.{n}g}"
+        if texts[0] != texts[1]:
+            return texts
+    return texts
 
 
 def percent_text(fraction: float, decimals: int = 1) -> str:

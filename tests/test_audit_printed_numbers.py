@@ -136,3 +136,35 @@ def test_report_samples_table_cut_selects_the_training_events_counted():
     for name, s, y in (("test", s_te, y_te), ("training", s_tr, y_tr)):
         kept = np.mean(s[y == 1] >= cut)  # what the printed cut keeps
         assert float(rows[name][-2]) == pytest.approx(kept), (cut, rows[name])
+
+
+def test_recorded_scores_refusal_quotes_two_different_numbers():
+    # scores 3e-9 apart (the check's tolerance is 1e-9 relative) were quoted with 6 digits
+    # as one number ("-0.495081 recorded, -0.495081 now"); a multi-class model's class 2
+    # differing was quoted by class 0's equal scores
+    from hepbdt import BDTClassifier
+    from hepbdt.analysis.outputs import _check_recorded_scores
+    from hepbdt.io.errors import InputError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    data = SimpleNamespace(task="classification", X=X.astype(np.float32), event=np.arange(300))
+    model = BDTClassifier(n_trees=5).fit(X, (X[:, 0] > 0).astype(int))
+    score = model.decision_function(X).astype(np.float64)
+    recorded = score.copy()
+    recorded[7] += 3e-9 * (1 + abs(recorded[7]))
+    with pytest.raises(InputError) as info:
+        _check_recorded_scores(model, "s.root:TestTree", data, {"score": recorded}, True)
+    old, new = re.search(r"event 7: (\S+) recorded, (\S+) now", str(info.value)).groups()
+    assert float(old) != float(new)
+    assert abs(float(old) - recorded[7]) < abs(float(old) - score[7])  # each its own
+    assert abs(float(new) - score[7]) < abs(float(new) - recorded[7])
+    model3 = BDTClassifier(n_trees=3).fit(X, np.digitize(X[:, 0], [-0.5, 0.5]))
+    scores3 = model3.decision_function(X).astype(np.float64)
+    recorded3 = {f"score_{k}": scores3[:, k].copy() for k in range(3)}
+    recorded3["score_2"][0] += 0.25
+    with pytest.raises(InputError, match=r"event 0, score_2: (\S+) recorded") as info:
+        _check_recorded_scores(model3, "s.root:TestTree", data, recorded3, True)
+    old, new = re.search(r"score_2: (\S+) recorded, (\S+) now", str(info.value)).groups()
+    assert float(new) == pytest.approx(scores3[0, 2], abs=1e-5)
+    assert float(old) == pytest.approx(scores3[0, 2] + 0.25, abs=1e-5)

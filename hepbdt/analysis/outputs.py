@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import uproot
 
-from .._util import atomic_write_text, dumps_strict, model_scores, percent_text
+from .._util import atomic_write_text, differing_texts, dumps_strict, model_scores, percent_text
 from ..boosting.losses import softmax_rows
 from ..estimators import tree_unit
 from ..evaluation import (
@@ -719,11 +719,13 @@ def _check_recorded_scores(model: Any, where: str, data: Any, recorded: dict[str
         scores = model_scores(model, data.X).reshape(written.shape)
     off = np.abs(scores - written) > 1e-9 * (1 + np.abs(written))
     if off.any():
-        row = int(np.flatnonzero(off.any(axis=1))[0])
+        row, col = (int(i) for i in np.argwhere(off)[0])  # a score that differs, shown so
+        shown = differing_texts(written[row, col], scores[row, col])
+        which = f", {columns[col]}" if written.shape[1] > 1 else ""
         raise InputError(
             f"{where} was written by another model: {int(off.any(axis=1).sum()):,} of its "
             f"{len(written):,} events have another score than this model gives (event "
-            f"{data.event[row]}: {written[row, 0]:.6g} recorded, {scores[row, 0]:.6g} now); "
+            f"{data.event[row]}{which}: {shown[0]} recorded, {shown[1]} now); "
             "give the model and the scores.root of the same training")
 
 
