@@ -29,6 +29,7 @@ from ._util import (
     check_weights,
     check_X,
     column_positions,
+    differing_texts,
     dumps_strict,
     exact_sum,
     feature_definitions_of,
@@ -178,10 +179,11 @@ def check_class_totals(totals: np.ndarray) -> None:
     totals = np.asarray(totals, np.float64)
     totals = totals[totals > 0]
     if totals.size > 1 and totals.max() > MAX_CLASS_RATIO * totals.min():
+        ratio, limit = differing_texts(totals.max() / totals.min(), MAX_CLASS_RATIO, 3)
         raise ValueError(
             f"the classes' training weights sum to {totals.min():.3g} to {totals.max():.3g} "
-            f"(in magnitude), a ratio of {totals.max() / totals.min():.3g}: beyond "
-            f"{MAX_CLASS_RATIO:.0e} the training's arithmetic cannot see the smaller class; "
+            f"(in magnitude), a ratio of {ratio}: beyond "
+            f"{limit} the training's arithmetic cannot see the smaller class; "
             "give the classes comparable totals (a configuration's [split] norm = "
             "\"equal_num_events\", sig_to_bkg_fraction=1, or weights scaled per class)")
 

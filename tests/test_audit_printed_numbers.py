@@ -168,3 +168,33 @@ def test_recorded_scores_refusal_quotes_two_different_numbers():
     old, new = re.search(r"score_2: (\S+) recorded, (\S+) now", str(info.value)).groups()
     assert float(new) == pytest.approx(scores3[0, 2], abs=1e-5)
     assert float(old) == pytest.approx(scores3[0, 2] + 0.25, abs=1e-5)
+
+
+def _two_numbers(pattern, text):
+    """The two numbers ``pattern`` (two groups) finds in ``text``, as floats."""
+    return [float(v) for v in re.search(pattern, text).groups()]
+
+
+def test_refusals_quote_a_bound_and_its_limit_as_two_numbers(tmp_path):
+    # a bound 0.01 % above the tolerance read "by up to 4.44e-08, more than the tolerance
+    # 4.44e-08"; a class ratio of 1.0001e15 "a ratio of 1e+15: beyond 1e+15"
+    from hepbdt import BDTClassifier
+    from hepbdt.interop.tmva_export import TMVAExportError, to_tmva_xml
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=500) > 0).astype(int)
+    model = BDTClassifier(n_trees=20, boosting="adaboost").fit(X, y)
+    bound = to_tmva_xml(model, tmp_path / "a.weights.xml", tolerance=1.0)["max_response_error"]
+    tolerance = bound * (1 - 1e-4)
+    with pytest.raises(TMVAExportError) as info:
+        to_tmva_xml(model, tmp_path / "b.weights.xml", tolerance=tolerance)
+    shown = _two_numbers(r"by up to (\S+), more than the tolerance (\S+)$", str(info.value))
+    assert shown[0] > shown[1]
+    assert shown == pytest.approx([bound, tolerance], rel=1e-3)
+    w = np.r_[np.full(100, 1.0001e15), np.ones(100)]
+    with pytest.raises(ValueError) as info:
+        BDTClassifier(n_trees=2).fit(X[:200], np.r_[np.ones(100, int), np.zeros(100, int)],
+                                     sample_weight=w)
+    shown = _two_numbers(r"a ratio of (\S+): beyond (\S+) the", str(info.value))
+    assert shown == [1.0001e15, 1e15]

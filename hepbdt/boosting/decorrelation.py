@@ -61,7 +61,7 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
-from .._util import user_stacklevel, weighted_quantile
+from .._util import differing_texts, user_stacklevel, weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, njit
 from .losses import Loss
 
@@ -315,10 +315,11 @@ class FlatnessLoss(Loss):
             wg, wh = wg64.astype(CHANNEL_DTYPE), wh64.astype(CHANNEL_DTYPE)
         if not (np.all(np.isfinite(wg)) and np.all(np.isfinite(wh))):
             # else the trees get infinite sums and the model NaN scores, silently
-            largest = float(np.max(np.abs(wh64)))
+            largest, limit = differing_texts(max(np.max(np.abs(wg64)), np.max(np.abs(wh64))),
+                                             FLOAT32_MAX, 3)
             raise ValueError(f"decorrelation_strength={self.strength:g} times the event weights "
-                             f"makes flatness terms of up to {largest:.3g}, beyond float32's "
-                             f"range ({FLOAT32_MAX:.3g}) where the trees sum them: use a smaller "
+                             f"makes flatness terms of up to {largest}, beyond float32's "
+                             f"range ({limit}) where the trees sum them: use a smaller "
                              "strength (strong decorrelation comes from 0.3-1 on the toy of "
                              "the README) or give the weights in smaller units")
         return wg, wh, loss

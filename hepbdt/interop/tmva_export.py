@@ -47,7 +47,14 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, check_X, dumps_strict, feature_names_of, is_classifier
+from .._util import (
+    atomic_write_text,
+    check_X,
+    differing_texts,
+    dumps_strict,
+    feature_names_of,
+    is_classifier,
+)
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
 from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size
@@ -424,8 +431,9 @@ def _grad_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
     bounds = suffix + fixed
     ok = np.flatnonzero(bounds <= limit)
     if ok.size == 0:
+        shown = differing_texts(bounds[-1], limit, 3)
         raise TMVAExportError(f"the float32 leaf values of the TMVA file would move the response "
-                              f"by up to {bounds[-1]:.3g}, more than the tolerance {limit:.3g}")
+                              f"by up to {shown[0]}, more than the tolerance {shown[1]}")
     n_resid = int(ok[0])
     with_residual = set(order[:n_resid].tolist())
     residual_trees = []
@@ -473,9 +481,10 @@ def _multiclass_trees(forest: Forest, trees: list[_TmvaTree],
         return plain, bound
     bound = float(np.max(err2)) / 2.0
     if bound > tolerance:
+        shown = differing_texts(bound, tolerance, 3)
         raise TMVAExportError(f"the float32 leaf values of the TMVA file would move a class "
-                              f"probability by up to {bound:.3g}, more than the tolerance "
-                              f"{tolerance:.3g}")
+                              f"probability by up to {shown[0]}, more than the tolerance "
+                              f"{shown[1]}")
     return plain + residual, bound
 
 
@@ -532,8 +541,9 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
             bound = float((np.sum(np.abs(a32) * dv) + 2.0 * vmax * np.sum(np.abs(a32 - w))) / norm)
     limit = tolerance * (max(1.0, vmax) if regression else 1.0)
     if bound > limit:
+        shown = differing_texts(bound, limit, 3)
         raise TMVAExportError(f"float32 boost weights and leaf values in the TMVA file would move "
-                              f"the response by up to {bound:.3g}, more than the tolerance {limit:.3g}")
+                              f"the response by up to {shown[0]}, more than the tolerance {shown[1]}")
     return out, bound
 
 
