@@ -198,3 +198,19 @@ def test_refusals_quote_a_bound_and_its_limit_as_two_numbers(tmp_path):
                                      sample_weight=w)
     shown = _two_numbers(r"a ratio of (\S+): beyond (\S+) the", str(info.value))
     assert shown == [1.0001e15, 1e15]
+
+
+def test_too_few_effective_events_are_not_shown_as_the_threshold():
+    # 10 test signal events, one of weight 1.0067: Kish's count 9.99996 < 10 printed as
+    # "fewer than 10 effective training or test events: 10"
+    rng = np.random.default_rng(0)
+    w_signal = np.r_[np.ones(9), 1.0067]
+    n_eff = w_signal.sum() ** 2 / (w_signal ** 2).sum()
+    assert 9.9999 < n_eff < 10
+    y_tr, y_te = np.r_[np.ones(100, int), np.zeros(100, int)], np.r_[np.ones(10, int),
+                                                                       np.zeros(100, int)]
+    check = overtraining_test(rng.normal(size=200), y_tr, None, rng.normal(size=110), y_te,
+                              np.r_[w_signal, np.ones(100)])
+    line = summary.overtraining_lines(check)[1]
+    shown = float(re.search(r"test events: ([^;]+);", line).group(1))
+    assert shown < 10 and shown == pytest.approx(n_eff, rel=1e-5), line

@@ -193,8 +193,9 @@ def _too_few(part: SampleComparison) -> str:
     fewest = min(part.n_eff_train, part.n_eff_test)
     if fewest >= MIN_EFFECTIVE_EVENTS:
         return ""
+    shown = number_text(fewest, 3, marks=(0.0, MIN_EFFECTIVE_EVENTS))  # 9.9996 is not "10"
     return (f" (fewer than {MIN_EFFECTIVE_EVENTS:g} effective training or test events: "
-            f"{fewest:.3g}; the tests need more)")
+            f"{shown}; the tests need more)")
 
 
 def _multiclass_lines(result: TrainResult) -> list[str]:
