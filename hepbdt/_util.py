@@ -924,7 +924,7 @@ def cut_text(value: float, below: float | None = None, digits: int = 4) -> str:
     lower score (events below the cut would pass it); "n/a" for NaN."""
     if value is None or not np.isfinite(value):
         return number_text(value, digits)
-    value = float(value)
+    value = float(value) + 0.0  # not "-0"
     for n in range(digits, 18):
         text = f"{value:.{n}g}"
         shown = float(text)
@@ -944,7 +944,7 @@ def number_text(value: Any, digits: int = 4, *, fixed: bool = False,
     as 0.0000, not -0.0000)."""
     if value is None or np.isnan(value):
         return "n/a"
-    value = float(value)
+    value = float(value) + 0.0  # -0.0 (0 / a negative sum of weights) shows as 0
     for n in range(digits, max(digits, 12) + 1):
         text = f"{value:.{n}{'f' if fixed else 'g'}}"
         shown = float(text)

@@ -214,3 +214,24 @@ def test_too_few_effective_events_are_not_shown_as_the_threshold():
     line = summary.overtraining_lines(check)[1]
     shown = float(re.search(r"test events: ([^;]+);", line).group(1))
     assert shown < 10 and shown == pytest.approx(n_eff, rel=1e-5), line
+
+
+def test_negative_zero_is_shown_as_zero():
+    # a sample of net negative weight (-3) none of whose events pass a cut: its efficiency
+    # 0.0 / -3.0 = -0.0 showed as "-0" in the report's samples table
+    from hepbdt._util import cut_text, number_text, percent_text
+
+    assert (number_text(-0.0), number_text(-0.0, fixed=True), percent_text(-0.0),
+            cut_text(-0.0)) == ("0", "0.0000", "0.0%", "0")
+    s = np.r_[0.5, 0.6, np.linspace(-1, 0.1, 99), 0.2, -2.0, -2.5]
+    y, w = np.r_[1, 1, np.zeros(102, int)], np.r_[1, 1, np.ones(100), -2.0, -1.0]
+    groups = [("sig", "signal", np.arange(2)), ("bkg", "background", np.arange(2, 102)),
+              ("nlo", "background", np.arange(102, 104))]
+    events = report._Events(s[:, None], y, w, s, groups)
+    out = report._Sections()
+    yields = SimpleNamespace(factor_text=lambda *a: "", factor_note=lambda: "")
+    report._samples_section(out, events, events, True, yields, None)
+    row = re.search(r"<tr><td>nlo</td>.*?</tr>", "".join(out.parts)).group(0)
+    cells = re.findall(r"<td>([^<]*)</td>", row)
+    assert cells[-2:] == ["0", "0"], cells  # no event of the sample passes either cut
+    assert not any(c.startswith("-0") for c in cells)
