@@ -67,6 +67,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from decimal import Decimal
 from typing import Any, NoReturn
 
 from .engine._types import MAX_VALUE_BINS
@@ -273,6 +274,20 @@ def _parse_int(name: str, text: str) -> int:
                           "says there)")
 
 
+class _Percent(float):
+    """A MinNodeSize percentage as written: the number, and its text, from which
+    :func:`_percent_fraction` rounds the fraction once."""
+
+    text: str
+
+    @classmethod
+    def read(cls, name: str, text: str) -> _Percent:
+        """The percentage of option ``name`` written as ``text`` ('%' removed)."""
+        value = cls(_parse_float(name, text))
+        value.text = text
+        return value
+
+
 def _not_a_number(name: str, text: str) -> TMVAOptionError:
     """The error for a number option's text that is not a number."""
     hint = " (only MinNodeSize takes %)" if "%" in text else ""
@@ -299,7 +314,7 @@ def _parse_value(name: str, text: str | None, negated: bool) -> Any:
         if kind == "float":
             return _parse_float(name, text)
         if kind == "size":  # SetMinNodeSize: '%' and blanks removed, a percentage either way
-            return _parse_float(name, text.replace("%", "").replace(" ", ""))
+            return _Percent.read(name, text.replace("%", "").replace(" ", ""))
     except TMVAOptionError:
         raise
     except ValueError:
@@ -440,10 +455,24 @@ def _tree_params(opt: dict[str, Any], given: dict[str, Any], regression: bool) -
     return {
         "n_trees": opt["NTrees"],
         "max_depth": depth,
-        "min_node_size": opt["MinNodeSize"] / 100.0,
+        "min_node_size": _percent_fraction(opt["MinNodeSize"]),
         "n_cuts": _n_cuts(opt, regression),
         "verbose": bool(opt["V"]),
     }
+
+
+def _percent_fraction(percent: float) -> float:
+    """The fraction a MinNodeSize percentage stands for, rounded once from its text:
+    ``3.6`` gives 0.036, the ``min_node_size=0.036`` of Python and ``[method]``, where
+    ``3.6 / 100`` rounds twice, to 0.036000000000000004, one unit in the last place above
+    (a child of exactly 9 of 250 events was allowed by one and refused by the other)."""
+    return float(Decimal(getattr(percent, "text", repr(float(percent)))).scaleb(-2))
+
+
+def _percent_text(fraction: float) -> str:
+    """The percentage text of ``fraction`` that :func:`_percent_fraction` reads back as it
+    exactly (0.025 -> ``"2.5"``, 0.07 -> ``"7"``, 1e-05 -> ``"0.001"``)."""
+    return format(Decimal(repr(float(fraction))).scaleb(2).normalize(), "f")
 
 
 def _n_cuts(opt: dict[str, Any], regression: bool) -> int:
@@ -659,7 +688,7 @@ def _min_node_size_option(p: dict[str, Any], boosting: str, regression: bool) ->
     size = p.get("min_node_size", 0.0)
     if size is None or isinstance(size, str) or not size > 0:
         _no_equivalent(p, "min_node_size", "TMVA's MinNodeSize must be positive")
-    return [f"MinNodeSize={_number(round(100.0 * size, 10))}%"]
+    return [f"MinNodeSize={_percent_text(size)}%"]
 
 
 def _grid_only(boosting: str, regression: bool) -> bool:

@@ -1,0 +1,76 @@
+"""Audit CW (2026-12-05): two roads to one model. A TMVA option string (``from_tmva``,
+``[method] tmva_options``) and hepbdt's own parameters (Python, ``[method]`` keys) must
+train the same model, and ``to_tmva()`` must write a string that reads back as the model's
+own parameters."""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from hepbdt import BDTClassifier
+from hepbdt.tmva_options import parse_tmva_options
+
+
+def _gini_best_cut(x: np.ndarray, y: np.ndarray, min_events: float) -> float:
+    """Brute force: the cut between sorted distinct x values with the largest decrease of
+    the event-counted Gini index, both children holding at least ``min_events`` events."""
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+
+    def gini(labels: np.ndarray) -> float:
+        p = labels.mean()
+        return labels.size * p * (1 - p)
+
+    best, best_cut = -np.inf, np.nan
+    for i in range(1, x.size):
+        if x[i] == x[i - 1] or i < min_events or x.size - i < min_events:
+            continue
+        gain = gini(y) - gini(y[:i]) - gini(y[i:])
+        if gain > best:
+            best, best_cut = gain, (x[i - 1] + x[i]) / 2
+    return best_cut
+
+
+@pytest.mark.parametrize(("percent", "fraction"), [("3.6", Fraction(36, 1000)),
+                                                   ("1.3", Fraction(13, 1000)),
+                                                   ("0.7", Fraction(7, 1000)),
+                                                   ("2.5", Fraction(25, 1000))])
+def test_min_node_size_percent_is_the_fraction_written(percent: str, fraction: Fraction) -> None:
+    """MinNodeSize=3.6% is min_node_size=0.036, the double nearest 36/1000 (3.6 / 100 was
+    0.036000000000000004)."""
+    got = parse_tmva_options(f"MinNodeSize={percent}%:BoostType=AdaBoost")["min_node_size"]
+    assert got == float(fraction)
+
+
+def test_min_node_size_percent_trains_the_model_of_the_fraction() -> None:
+    """250 events, 9 pure signal ones at the bottom: a child of exactly 9 events (3.6 %) is
+    allowed, so both roads cut at 8.5, the brute-force best cut (MinNodeSize=3.6% cut at
+    10.5: it asked for 9.000000000000002 events)."""
+    n, k = 250, 9
+    X = np.arange(n, dtype=np.float32)[:, None]
+    y = np.zeros(n, dtype=int)
+    y[:k] = 1
+    y[k:] = np.arange(n - k) % 2
+    expected = _gini_best_cut(X[:, 0].astype(np.float64), y.astype(np.float64), k)
+    assert expected == 8.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_name = BDTClassifier(boosting="adaboost", n_trees=1, max_depth=1, min_node_size=0.036,
+                                negative_weights="keep").fit(X, y)
+        by_tmva = BDTClassifier.from_tmva("NTrees=1:MaxDepth=1:BoostType=AdaBoost:nCuts=-1:"
+                                          "MinNodeSize=3.6%:NegWeightTreatment=Pray").fit(X, y)
+    assert by_name.forest_.threshold[0] == expected
+    assert by_tmva.forest_.threshold[0] == expected
+    assert by_name.to_dict()["forest"] == by_tmva.to_dict()["forest"]
+
+
+@pytest.mark.parametrize("size", [0.036, 0.0123456789012345, 20 / 27000, 1e-05, 0.07, 0.3])
+def test_to_tmva_min_node_size_reads_back_exactly(size: float) -> None:
+    """to_tmva wrote round(100 size, 10) %: 0.0123456789012345 read back as 0.012345678901."""
+    model = BDTClassifier(boosting="adaboost", n_trees=5, max_depth=2, min_node_size=size,
+                          negative_weights="keep")
+    assert BDTClassifier.from_tmva(model.to_tmva()).min_node_size == size
