@@ -813,7 +813,8 @@ def _normalisation_options(p: dict[str, Any], boosting: str, regression: bool) -
         return ["SkipNormalization"]
     if frac == "auto":  # "auto" leaves gradient boosting's weights as given
         return ["SkipNormalization"] if boosting == "gradient" else []
-    if frac == "tmva" or math.isclose(float(frac), 1.0):  # TMVA's own: ratio 1, none for 3+ classes
+    # TMVA's own: ratio 1, none for 3+ classes; exactly 1 (1 + 5e-10 left out read back as 1)
+    if frac == "tmva" or float(frac) == 1.0:
         return []
     if boosting == "adaboost":
         _no_equivalent(p, "sig_to_bkg_fraction", "TMVA's AdaBoost multiplies the signal weights "

@@ -74,3 +74,36 @@ def test_to_tmva_min_node_size_reads_back_exactly(size: float) -> None:
     model = BDTClassifier(boosting="adaboost", n_trees=5, max_depth=2, min_node_size=size,
                           negative_weights="keep")
     assert BDTClassifier.from_tmva(model.to_tmva()).min_node_size == size
+
+
+def _fit_pair(params: dict) -> tuple[BDTClassifier, BDTClassifier]:
+    """A model of ``params`` and the model of its to_tmva() string, fitted on one sample."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=2000) > 0).astype(int)
+    w = rng.lognormal(0, 0.5, size=2000) * np.where(y == 1, 3.0, 1.0)
+    model = BDTClassifier(**params)
+    back = BDTClassifier.from_tmva(model.to_tmva())
+    return model.fit(X, y, w), back.fit(X, y, w)
+
+
+def test_to_tmva_writes_a_class_ratio_near_one() -> None:
+    """sig_to_bkg_fraction = 1 + 5e-10 was written as nothing (math.isclose to 1): it read
+    back as TMVA's 1, another model (leaf values 5e-10 apart)."""
+    ratio = 1 + 5e-10
+    model, back = _fit_pair(dict(boosting="gradient", n_trees=5, max_depth=2, n_cuts=20,
+                                 min_node_size=0.01, negative_weights="keep",
+                                 sig_to_bkg_fraction=ratio))
+    assert back.sig_to_bkg_fraction == ratio
+    assert model.to_dict()["forest"] == back.to_dict()["forest"]
+
+
+def test_to_tmva_refuses_an_adaboost_class_ratio_near_one() -> None:
+    """AdaBoost's class ratio other than 1 has no TMVA spelling (TMVA multiplies it again
+    after every tree): 1 - 5e-10 was written as TMVA's 1, not refused."""
+    from hepbdt.tmva_options import TMVAOptionError
+
+    model = BDTClassifier(boosting="adaboost", n_trees=5, max_depth=2, min_node_size=0.01,
+                          negative_weights="keep", sig_to_bkg_fraction=1 - 5e-10)
+    with pytest.raises(TMVAOptionError, match="sig_to_bkg_fraction"):
+        model.to_tmva()
