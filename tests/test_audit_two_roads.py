@@ -107,3 +107,58 @@ def test_to_tmva_refuses_an_adaboost_class_ratio_near_one() -> None:
                           negative_weights="keep", sig_to_bkg_fraction=1 - 5e-10)
     with pytest.raises(TMVAOptionError, match="sig_to_bkg_fraction"):
         model.to_tmva()
+
+
+def _config(tmp_path, method: str, overrides: tuple[str, ...] = ()):
+    """The configuration of two shipped samples with this ``[method]`` table."""
+    from pathlib import Path
+
+    from hepbdt.analysis import load_config
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    path = tmp_path / "analysis.toml"
+    path.write_text(f"""
+tree = "Events"
+features = ["HT", "MET_pt"]
+[samples.signal]
+files = "{data / 'signal.root'}"
+label = "signal"
+[samples.qcd]
+files = "{data / 'background_qcd.root'}"
+label = "background"
+[method]
+{method}
+""")
+    return load_config(path, overrides)
+
+
+def test_method_writes_none_as_python_does(tmp_path) -> None:
+    """TOML has no None: [method] max_depth, random_state, sig_to_bkg_fraction could not be
+    None (README: max_depth "None for no limit" beside max_leaves), so a leaf-wise tree
+    without a depth limit trained in Python had no configuration. "none" is None now."""
+    config = _config(tmp_path, 'boosting = "gradient"\nn_trees = 3\nmax_depth = "none"\n'
+                     'max_leaves = 40\nsig_to_bkg_fraction = "None"',
+                     ("method.n_vars_per_node=none",))
+    params = dict(boosting="gradient", n_trees=3, max_depth=None, max_leaves=40,
+                  sig_to_bkg_fraction=None, n_vars_per_node=None)
+    assert config.estimator_params == {"random_state": 0, **params}
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X.sum(axis=1) + rng.normal(size=3000) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_config = config.make_estimator().fit(X, y)
+        by_python = BDTClassifier(**params).fit(X, y)
+    assert by_config.to_dict()["forest"] == by_python.to_dict()["forest"]
+
+
+def test_method_none_is_refused_where_python_refuses_it(tmp_path) -> None:
+    """An option Python does not take None for still refuses "none", naming what it takes."""
+    from hepbdt.analysis import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[method\] max_bins: expected an integer, got a "
+                                          r"string \('none'\)"):
+        _config(tmp_path, 'max_bins = "none"')
+    with pytest.raises(ConfigError, match=r'\[method\] max_leaves: expected an integer or '
+                                          r'"none" \(None\), got a string'):
+        _config(tmp_path, 'max_leaves = "many"')

@@ -959,6 +959,8 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
 
 
 def _accepts(annotation: str, value: Any) -> bool:
+    if value is None:
+        return _takes_none(annotation)
     tests = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
              "str": lambda v: isinstance(v, str)}
     kinds = [k.strip() for k in str(annotation).split("|")]
@@ -966,8 +968,14 @@ def _accepts(annotation: str, value: Any) -> bool:
     return not known or any(test(value) for test in known)
 
 
+def _takes_none(annotation: str) -> bool:
+    """Whether an estimator option's annotation admits None."""
+    return "None" in [k.strip() for k in str(annotation).split("|")]
+
+
 def _annotation_words(annotation: str) -> str:
-    words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+    words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+             "None": '"none" (None)'}
     kinds = [words[k.strip()] for k in str(annotation).split("|") if k.strip() in words]
     return " or ".join(kinds)
 
@@ -1011,6 +1019,8 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
                 key, value, setting.get(key), "method.tmva_options" in problems.overridden))
             continue
         annotation = signature.parameters[key].annotation
+        if isinstance(value, str) and value.lower() == "none" and _takes_none(annotation):
+            value = None  # TOML has no None: "none" is Python's None (max_depth, random_state)
         if not _accepts(annotation, value):
             problems.add("method", key, f"expected {_annotation_words(annotation)}, got "
                          f"{_type_name(value)} ({value!r})")
