@@ -585,8 +585,8 @@ class _BDTBase(SklearnProtocol):
                     "a finite number >= 0")
         require(_is_finite(self.subsample) and (0 < self.subsample <= 1 or (
             self.subsample_mode == "poisson" and 0 < self.subsample <= MAX_POISSON_MEAN)),
-                "subsample", f"a fraction in (0, 1] (for 'poisson' the counts' mean, in (0, "
-                f"{MAX_POISSON_MEAN:g}])")
+                "subsample", f"a finite number: a fraction in (0, 1], or for 'poisson' the "
+                f"counts' mean, in (0, {MAX_POISSON_MEAN:g}]")
         require(self.subsample_mode in ("uniform", "poisson", "weighted"), "subsample_mode",
                 "'uniform', 'poisson' or 'weighted'")
         for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
