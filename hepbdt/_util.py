@@ -38,8 +38,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
-           "number_text", "percent_text", "pvalue_text", "differing_texts", "weight_exponent",
-           "current_umask", "real_array", "file_sha256"]
+           "number_text", "percent_text", "requested_percent", "shown_alike", "pvalue_text",
+           "differing_texts", "weight_exponent", "current_umask", "real_array", "file_sha256"]
 
 NAN_BLOCK_VALUES = 1 << 22  # values ``any_nan`` tests at once
 X_DTYPE = np.float32  # the engine's feature dtype (engine/_types.py), repeated to stay Numba-free
@@ -976,6 +976,24 @@ def percent_text(fraction: float, decimals: int = 1) -> str:
     cut keeping 0.99996 of the events shows 99.996%, not 100.0%); "n/a" for NaN."""
     text = number_text(100 * fraction, decimals, fixed=True, marks=(0.0, 100.0))
     return text if text == "n/a" else text + "%"
+
+
+def requested_percent(fraction: float) -> str:
+    """A requested fraction (a signal efficiency asked for) in percent with the fewest
+    decimals that give it exactly: 0.5 is "50%", 0.995 "99.5%" (``.0%`` showed "100%")."""
+    scaled = 100.0 * float(fraction)
+    for decimals in range(7):
+        text = f"{scaled:.{decimals}f}"
+        if math.isclose(float(text), scaled, rel_tol=1e-12, abs_tol=1e-12):
+            return text + "%"
+    return percent_text(fraction, 7)
+
+
+def shown_alike(achieved: float, requested: float) -> bool:
+    """Whether ``achieved`` shows as ``requested`` at the decimals of
+    :func:`requested_percent` (a cut keeping 50.2 % of a requested 50 % is "50%")."""
+    decimals = len(requested_percent(requested).rstrip("%").partition(".")[2])
+    return f"{100.0 * achieved:.{decimals}f}" == f"{100.0 * requested:.{decimals}f}"
 
 
 def weight_exponent(weights: np.ndarray) -> int:

@@ -30,7 +30,15 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import AutoLocator, MaxNLocator
 
-from hepbdt._util import atomic_path, number_text, percent_text, pvalue_text, weight_exponent
+from hepbdt._util import (
+    atomic_path,
+    number_text,
+    percent_text,
+    pvalue_text,
+    requested_percent,
+    shown_alike,
+    weight_exponent,
+)
 from hepbdt.evaluation._data import check_classification, check_regression_pair, check_weights
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
@@ -777,7 +785,7 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
                         "infinite or not measured)" if left_out else "")
         achieved = m.achieved_signal_efficiency
         if efficiency is not None and drawn and achieved is not None and (
-                f"{achieved[drawn[0]]:.0%}" != f"{efficiency:.0%}"):  # the axis says 50 %
+                not shown_alike(achieved[drawn[0]], efficiency)):  # the axis says 50 %
             text += (f" (its cut keeps {percent_text(achieved[drawn[0]])} of the signal: "
                      "tied scores)")
         ax.plot(inverse_jsd[drawn], rejection[drawn], "o-" if efficiency is None else "o",
@@ -793,7 +801,7 @@ def plot_decorrelation_front(measures: dict[str, DecorrelationMeasures], *,
         ax.set_xlim(1, 10)
         ax.set_ylim(1, 10)
     ax.set_xlabel("1 / JSD (background mass before and after the cut)")
-    where = "" if efficiency is None else f" at {efficiency:.0%} signal efficiency"
+    where = "" if efficiency is None else f" at {requested_percent(efficiency)} signal efficiency"
     ax.set_ylabel("Background rejection" + where)
     ax.legend(fontsize=12)
     return fig
@@ -846,13 +854,14 @@ def _efficiency_labels(measures: DecorrelationMeasures) -> list[str]:
     row that is not measured (its cut keeps too much more)."""
     achieved = measures.achieved_signal_efficiency
     if achieved is None:
-        return [f"{e:.0%}" for e in measures.signal_efficiency]
+        return [requested_percent(e) for e in measures.signal_efficiency]
     labels = []
     for e, a in zip(measures.signal_efficiency, achieved, strict=True):
         if a - e > EFFICIENCY_TOLERANCE:
-            labels.append(f"{e:.0%} requested, not reachable (cut keeps {percent_text(a)})")
-        elif f"{a:.0%}" == f"{e:.0%}":
-            labels.append(f"{e:.0%}")
+            labels.append(f"{requested_percent(e)} requested, not reachable (cut keeps "
+                          f"{percent_text(a)})")
+        elif shown_alike(a, e):
+            labels.append(requested_percent(e))
         else:
-            labels.append(f"{percent_text(a)} (requested {e:.0%})")
+            labels.append(f"{percent_text(a)} (requested {requested_percent(e)})")
     return labels

@@ -235,3 +235,26 @@ def test_negative_zero_is_shown_as_zero():
     cells = re.findall(r"<td>([^<]*)</td>", row)
     assert cells[-2:] == ["0", "0"], cells  # no event of the sample passes either cut
     assert not any(c.startswith("-0") for c in cells)
+
+
+def test_requested_efficiencies_are_labelled_as_requested():
+    """A requested signal efficiency of 99.5 % was labelled "100%" (``.0%``) in the
+    sculpting and front figures' legends and axis, and 12.5 % "12%" (round half to even):
+    each is now shown with the decimals that give it exactly, which the legend's text,
+    parsed back and divided by 100, must equal."""
+    from hepbdt.evaluation import decorrelation_measures
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    y = (rng.random(n) < 0.5).astype(int)
+    score = rng.normal(y, 1.0)  # continuous: every requested efficiency is kept as asked
+    mass = rng.uniform(50, 150, n)
+    requested = (0.125, 0.5, 0.995)
+    m = decorrelation_measures(score, y, mass, efficiencies=requested)
+    fig = plotting.plot_mass_sculpting(m)
+    legends = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
+    shown = sorted({float(x) / 100 for text in legends
+                    for x in re.findall(r"ε_S = ([0-9.]+)%", text)})
+    assert shown == sorted(requested), legends
+    front = plotting.plot_decorrelation_front({"model": m}, efficiency=0.995)
+    assert "at 99.5% signal efficiency" in front.axes[0].get_ylabel()

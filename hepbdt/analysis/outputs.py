@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 import uproot
 
-from .._util import atomic_write_text, differing_texts, dumps_strict, model_scores, percent_text
+from .._util import (
+    atomic_write_text,
+    differing_texts,
+    dumps_strict,
+    model_scores,
+    percent_text,
+    requested_percent,
+)
 from ..boosting.losses import softmax_rows
 from ..estimators import tree_unit
 from ..evaluation import (
@@ -524,7 +531,7 @@ def _measures_section(measures: Any, params: dict[str, Any], decorrelate: Sequen
 
     header = ["signal efficiency", "kept by the cut", "background rejection (1/eff_B)",
               "1/JSD background", "1/JSD signal"]
-    rows = [[f"{r['signal_efficiency']:.0%}", percent_text(r["achieved_signal_efficiency"]),
+    rows = [[requested_percent(r["signal_efficiency"]), percent_text(r["achieved_signal_efficiency"]),
              cell(r["background_rejection"]), cell(r["inverse_jsd"]),
              cell(r["inverse_signal_jsd"])] for r in measures.rows()]
     text = (f"<p>Decorrelation: {html.escape(decorrelation_text(params))}, from "

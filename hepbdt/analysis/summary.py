@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import number_text, percent_text, pvalue_text
+from .._util import number_text, percent_text, pvalue_text, requested_percent
 from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
 from ..evaluation import (
@@ -100,7 +100,8 @@ def _decorrelation_lines(result: TrainResult) -> list[str]:
                  "cut keeps the signal efficiency, or no background passes):",
              "  signal eff.     kept   bkg rejection (1/eff_B)   1/JSD bkg   1/JSD signal"]
     for r in measures.rows():
-        lines.append(f"  {r['signal_efficiency']:11.0%} {percent_text(r['achieved_signal_efficiency']):>8} "
+        lines.append(f"  {requested_percent(r['signal_efficiency']):>11} "
+                     f"{percent_text(r['achieved_signal_efficiency']):>8} "
                      f"{number_text(r['background_rejection']):>25} "
                      f"{number_text(r['inverse_jsd']):>11} {number_text(r['inverse_signal_jsd']):>14}")
     return lines
