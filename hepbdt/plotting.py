@@ -39,7 +39,12 @@ from hepbdt._util import (
     shown_alike,
     weight_exponent,
 )
-from hepbdt.evaluation._data import check_classification, check_regression_pair, check_weights
+from hepbdt.evaluation._data import (
+    check_classification,
+    check_regression_pair,
+    check_weights,
+    named_array,
+)
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
 from hepbdt.evaluation.decorrelation import EFFICIENCY_TOLERANCE, DecorrelationMeasures
@@ -632,8 +637,8 @@ def plot_correlation_matrices(
     ``MAX_ANNOTATED_VARIABLES`` variables the values are written in the cells; beyond, the
     colour scale alone shows them.
     """
-    if not hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block
-        X = np.asarray(X)
+    if not hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block; a dict
+        X = named_array(X)[0]  # or list as the estimators read it (np.asarray: a 0-d object)
     n, m = X.shape[0], X.shape[-1]
     names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(m)]
     if y is None:

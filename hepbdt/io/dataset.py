@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import positive_beyond_rounding
+from hepbdt._util import _as_matrix, positive_beyond_rounding
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import NOT_EVENT_NUMBERS, fold_of, invalid_event_numbers, shown_number
@@ -213,8 +213,10 @@ class Dataset:
     Parameters
     ----------
     X
-        (n, m) features; stored as C-contiguous float32 (converted once, here). NaN is a
-        missing value. A :class:`~hepbdt.binned.BinnedMatrix` is kept as it is.
+        (n, m) features; stored as C-contiguous float32 (converted once, here, as the
+        estimators read X: a data frame's 64-bit integers rounded once, a dict of columns).
+        NaN is a missing value, and so is a masked array's masked entry (y, w, event and
+        sample_index refuse masks). A :class:`~hepbdt.binned.BinnedMatrix` is kept as it is.
     y
         (n,) class labels (1 signal, 0 background, or class indices, >= 0; stored in the
         smallest signed integer type that holds the largest: int8 up to 127, else int16,
@@ -277,8 +279,9 @@ class Dataset:
     ) -> None:
         if isinstance(X, BinnedMatrix):
             X = BinnedMatrix(X.codes.copy() if copy else X.codes, X.edges)
-        else:
-            X = np.asarray(X)
+        else:  # as the estimators read X: np.asarray dropped a mask (the hidden values
+            # trained on) and read a frame's int64 beside floats through float64
+            X = np.asarray(_as_matrix(X, "Dataset X")[0])
             if X.ndim != 2:
                 raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
             X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
@@ -369,6 +372,9 @@ class Dataset:
 
     @staticmethod
     def _vector(values: Any, n: int, name: str) -> np.ndarray:
+        if isinstance(values, np.ma.MaskedArray):  # np.asarray would use the hidden values
+            raise InputError(f"Dataset {name}: a masked array's masked entries have no value; "
+                             "give a plain array (only the events to use, or .filled(...))")
         values = np.asarray(values)
         if values.shape != (n,):
             raise InputError(f"Dataset {name} must have shape ({n},), got {values.shape}")
