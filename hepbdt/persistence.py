@@ -42,6 +42,7 @@ from .model import (
     ModelFormatError,
     check_model_size,
 )
+from .tmva_options import MAX_POISSON_MEAN
 
 # Options the estimator's check_params does not look at (they matter at fit and predict time).
 RUNTIME_PARAMS = {"n_jobs": (int, type(None)), "random_state": (int, type(None)),
@@ -385,8 +386,10 @@ def checked_params(cls: type[BDTClassifier] | type[BDTRegressor], params: Any) -
 def _retired_settings(params: dict[str, Any]) -> dict[str, Any]:
     """Training settings that files written before 2026-12-03 may hold and the estimators
     now refuse, as the value that does what they did, with a warning: early stopping for
-    the AdaBoost family (it never acted) and a negative ``tol`` (it never stopped: the
-    loaded model keeps its trees either way; a refit with tol 0 may stop)."""
+    the AdaBoost family (it never acted), a negative ``tol`` (it never stopped: the
+    loaded model keeps its trees either way; a refit with tol 0 may stop) and a Poisson
+    mean ``subsample`` above MAX_POISSON_MEAN, bounded since 2026-12-05 (counts of a larger
+    mean only rescale the weights; a refit uses the bound)."""
     params = dict(params)
     said = []
     if params.get("boosting") in ADABOOST_BOOSTINGS:
@@ -398,6 +401,11 @@ def _retired_settings(params: dict[str, Any]) -> dict[str, Any]:
     if isinstance(tol, int | float) and not isinstance(tol, bool) and -math.inf < tol < 0:
         said.append(f"tol={tol!r} as 0.0")
         params["tol"] = 0.0
+    mean = params.get("subsample")
+    if (params.get("subsample_mode") == "poisson" and isinstance(mean, int | float)
+            and not isinstance(mean, bool) and MAX_POISSON_MEAN < mean < math.inf):
+        said.append(f"subsample={mean!r} (a Poisson mean) as {MAX_POISSON_MEAN:g}")
+        params["subsample"] = MAX_POISSON_MEAN
     if said:
         warnings.warn("the model file's training settings that hepbdt now refuses are read "
                       f"as follows: {'; '.join(said)}", stacklevel=4)

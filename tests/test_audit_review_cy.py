@@ -70,3 +70,27 @@ def test_correlation_plot_of_a_dict_of_columns():
     X, y = _toy(400)
     fig = plot_correlation_matrices({"a": X[:, 0], "b": X[:, 1]}, y)
     assert fig is not None
+
+
+def test_model_file_of_a_poisson_mean_above_todays_bound_loads(tmp_path):
+    """A file written before the bound (subsample_mode='poisson', subsample=2e6, which
+    trained) loads with a warning, its trees as written, read against the file's own
+    forest by a naive traversal."""
+    import json
+
+    from hepbdt import load_model
+    from tests.test_audit_old_model_files import _class_scores
+
+    X, y = _toy(300)
+    path = tmp_path / "m.json"
+    BDTClassifier(n_trees=3, subsample=1e6, subsample_mode="poisson").fit(X, y).save(path)
+    doc = json.loads(path.read_text())
+    doc["params"]["subsample"] = 2e6  # as 5709127 wrote it
+    path.write_text(json.dumps(doc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(path)
+    assert any("subsample=2000000.0" in str(w.message) for w in caught)
+    assert model.subsample == 1e6
+    np.testing.assert_allclose(model.decision_function(X), _class_scores(doc["forest"], X)[:, 0],
+                               rtol=1e-12, atol=1e-12)
