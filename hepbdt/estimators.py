@@ -125,6 +125,14 @@ def _out_of_range(w: np.ndarray) -> np.ndarray:
     return (size > MAX_MAGNITUDE) | ((size < MIN_MAGNITUDE) & (size > 0))
 
 
+def _beyond_text(value: float) -> str:
+    """A value outside +-MIN_MAGNITUDE..MAX_MAGNITUDE with the digits that tell it from the
+    limit it passed (1.0001e30 is not "1e+30", the limit itself)."""
+    size = abs(float(value))
+    limit = MAX_MAGNITUDE if size > MAX_MAGNITUDE else MIN_MAGNITUDE
+    return ("-" if value < 0 else "") + differing_texts(size, limit, 3)[0]
+
+
 def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool = True,
                      normalised: bool = False) -> None:
     """ValueError for a non-zero training weight outside MIN_MAGNITUDE..MAX_MAGNITUDE: as
@@ -141,7 +149,7 @@ def check_magnitudes(w: np.ndarray, policy: str | None = None, rescalable: bool 
         return
     first = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
-    span = f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {w[first]:.3g})"
+    span = f"{MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g} in magnitude (the first is {_beyond_text(w[first])})"
     if policy is None and normalised:
         raise ValueError(
             f"sample_weight: {count} weight(s) lie outside {span} after the class "
@@ -194,7 +202,7 @@ def check_targets(y: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(y)):
         raise ValueError("the regression target y has NaN or infinite values")
     if y.size and np.max(np.abs(y)) > MAX_MAGNITUDE:
-        raise ValueError(f"the regression target y reaches {np.max(np.abs(y)):.3g}: targets "
+        raise ValueError(f"the regression target y reaches {_beyond_text(np.max(np.abs(y)))}: targets "
                          f"must lie within +-{MAX_MAGNITUDE:g}, as the float32 gradients "
                          "need; rescale y (e.g. to other units)")
     return y

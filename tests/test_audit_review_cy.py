@@ -94,3 +94,32 @@ def test_model_file_of_a_poisson_mean_above_todays_bound_loads(tmp_path):
     assert model.subsample == 1e6
     np.testing.assert_allclose(model.decision_function(X), _class_scores(doc["forest"], X)[:, 0],
                                rtol=1e-12, atol=1e-12)
+
+
+def _quoted(message: str, before: str) -> float:
+    """The number printed right after ``before`` in ``message``."""
+    import re
+
+    return float(re.search(re.escape(before) + r"(-?[0-9.e+-]+)", message).group(1))
+
+
+@pytest.mark.parametrize("weight", [1.0001e30, -1.0001e30, 0.99995e-30])
+def test_weight_refusal_quotes_a_weight_beyond_the_limit(weight):
+    X, y = _toy(50)
+    w = np.ones(50)
+    w[3] = weight
+    with pytest.raises(ValueError, match="lie outside") as info:
+        BDTClassifier(n_trees=2).fit(X, y, sample_weight=w)
+    shown = abs(_quoted(str(info.value), "(the first is "))
+    assert not 1e-30 <= shown <= 1e30  # "1e+30" was the limit itself
+
+
+def test_target_refusal_quotes_a_target_beyond_the_limit():
+    from hepbdt import BDTRegressor
+
+    X, _ = _toy(50)
+    t = X[:, 0].astype(np.float64)
+    t[3] = 1.0001e30
+    with pytest.raises(ValueError, match="reaches") as info:
+        BDTRegressor(n_trees=2).fit(X, t)
+    assert _quoted(str(info.value), "reaches ") > 1e30
