@@ -853,6 +853,39 @@ class Expression:
                 raise self._fail(f"cannot be evaluated: {type(err).__name__}: {err}{hint}") from err
 
     def _eval(self, node: ast.AST, arrays: Mapping[str, Any]) -> Any:
+        value = self._eval_node(node, arrays)
+        if self.role == "event" and node is not self._node:  # the result: by the reader
+            self._check_exact_floats(node, value)
+        return value
+
+    def _check_exact_floats(self, node: ast.AST, value: Any) -> None:
+        """Refuse, in an event expression, a floating-point value that an event number
+        read or computed on the way may have been rounded to (beyond 2**53 in double,
+        2**24 in float32; a computed value from 2**53 on, which may be 2**53 + 1 rounded):
+        the result alone does not say (``event - 16777216`` of a float32 2**24 + 1 gave 0,
+        ``event + 1 - 1`` of a double 2**53 gave 2**53 - 1)."""
+        dtype = _leaf_dtype(value)
+        if dtype is None or dtype.kind != "f":
+            return
+        exact = 2 ** (np.finfo(dtype).nmant + 1)
+        power = "2**24" if dtype.itemsize == 4 else "2**53"
+        kind = "float32" if dtype.itemsize == 4 else "double"
+        if isinstance(node, ast.Name | ast.Attribute | ast.Subscript):  # a value as stored
+            beyond = _any(value, lambda v: abs(v) > exact)  # NaN compares false: judged later
+            how = f"holds {kind} values beyond {power}"
+        else:
+            beyond = _any(value, lambda v: abs(v) >= exact)
+            how = f"reaches {power} or beyond in {kind}"
+        if not beyond:
+            return
+        where = self._source.text[slice(*self._source.written(node))]
+        raise self._fail(
+            f"{where} {how}, where not every integer is held, so an event number there may "
+            "be another integer rounded (and its fold another one's); read event numbers "
+            "from an integer branch and compute in integers (run * 1000000 + event), or "
+            "select those events away with a cut")
+
+    def _eval_node(self, node: ast.AST, arrays: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Name | ast.Attribute):
             name = self._name_of(node)
             if name in arrays:

@@ -2020,7 +2020,34 @@ def _event_column(
             "give the event-number branch (event = \"event\"), or select those events away "
             "with a cut"
         )
+    _check_stored_float32(reader, expression, arrays, entries)
     return values.astype(np.int64, copy=False)
+
+
+def _check_stored_float32(reader: TreeReader, expression: Expression, arrays: dict[str, Any],
+                          entries: np.ndarray) -> None:
+    """BadValueError where an event expression reads a branch stored as float32 and read as
+    double (a Double32_t without a range) beyond 2**24: its result alone does not show
+    it (``event - 16777216`` of a 2**24 + 1 written as 2**24 gave 0). Branches read as
+    float32, and double values beyond 2**53, are refused by the evaluator."""
+    for name in expression.names:
+        try:
+            column = _field(arrays, name)
+        except (KeyError, AttributeError, TypeError):  # a constant's name, not a branch
+            continue
+        if getattr(column, "dtype", None) != np.float64 or not _stored_as_float32(
+                reader.tree, name):
+            continue
+        bad = np.abs(np.asarray(column)) > FLOAT32_EXACT_INTEGERS  # NaN: judged by the result
+        if bad.any():
+            index = int(np.flatnonzero(bad)[0])
+            raise BadValueError(
+                f"{reader.where}: event expression {quote_expression(expression.text)} reads "
+                f"{name!r}, stored as float32, beyond 2**24 for {int(np.count_nonzero(bad))} "
+                f"event(s); the first, entry {int(entries[index])}, is "
+                f"{shown_number(column[index])}, which may be another integer rounded (and "
+                "its fold another one's): read event numbers from an integer branch, or "
+                "select those events away with a cut")
 
 
 FLOAT32_EXACT_INTEGERS = 2**24  # float32 holds every integer up to this one, not beyond
