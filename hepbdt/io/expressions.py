@@ -870,11 +870,12 @@ class Expression:
         exact = 2 ** (np.finfo(dtype).nmant + 1)
         power = "2**24" if dtype.itemsize == 4 else "2**53"
         kind = "float32" if dtype.itemsize == 4 else "double"
+        # NaN and infinities are no event numbers at all: the result's check names them
         if isinstance(node, ast.Name | ast.Attribute | ast.Subscript):  # a value as stored
-            beyond = _any(value, lambda v: abs(v) > exact)  # NaN compares false: judged later
+            beyond = _any(value, lambda v: (abs(v) > exact) & (abs(v) < np.inf))
             how = f"holds {kind} values beyond {power}"
         else:
-            beyond = _any(value, lambda v: abs(v) >= exact)
+            beyond = _any(value, lambda v: (abs(v) >= exact) & (abs(v) < np.inf))
             how = f"reaches {power} or beyond in {kind}"
         if not beyond:
             return
