@@ -550,12 +550,23 @@ def _export(args: argparse.Namespace) -> int:
 
 def _cpp_namespace(given: str | None, where: str, fold: int | None) -> str:
     """``--cpp``'s namespace: ``--namespace`` (with ``_fold<i>`` for a k-fold model's fold),
-    else one from the name of the header written."""
+    else one from the name of the header written (a fold's ``_fold<i>`` kept)."""
     # imported when the command runs, so that --help stays fast
     from hepbdt.interop.cpp_export import namespace_for
 
-    name = namespace_for(given, where)  # checked, or from the name
-    return name if given is None or fold is None else f"{name}_fold{fold}"
+    if fold is None:
+        return namespace_for(given, where)  # checked, or from the name
+    if given is not None:
+        return f"{namespace_for(given, where)}_fold{fold}"
+    # The derived namespace stops at the name's first dot, so model.v2_fold0.h gave
+    # namespace model for every fold, one include guard: a program including all the
+    # folds' headers scored every fold with fold 0's trees. The tag goes before that dot.
+    tag = f"_fold{fold}"
+    name = Path(where).name
+    cut = name.rfind(tag)
+    name = name[:cut] + name[cut + len(tag):]
+    stem = name.split(".")[0]
+    return namespace_for(None, stem + tag + name[len(stem):])
 
 
 def _check_no_more_folds(path: str, k: int) -> None:

@@ -390,3 +390,35 @@ def test_a_full_stdout_after_the_outputs_are_in_place_is_a_warning(tmp_path, cap
     assert capsys.readouterr().err == (
         "hepbdt: warning: could not write the summary to standard output (No space left on "
         f"device); the outputs are in place in {tmp_path / 'out'}/\n")
+
+
+def test_export_of_a_kfold_manifest_to_a_dotted_header_name_keeps_each_fold(tmp_path):
+    """`--cpp bdt.v2.h` of a k-fold manifest: each fold's header has its own namespace, so
+    one program holds them all; compiled by the system's C++ compiler, fold i's evaluate
+    gives fold i's decision_function bit for bit (every fold was namespace bdt before)."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if compiler is None:
+        pytest.skip("install a C++ compiler (apt-get install g++) to run this")
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    folds = [hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X[i::3], y[i::3]) for i in range(3)]
+    manifest = tmp_path / "model.json"
+    hepbdt.KFoldModel(folds, by="event").save(manifest)
+    assert main(["export", str(manifest), "--cpp", str(tmp_path / "bdt.v2.h")]) == 0
+    calls = "".join(f'  std::printf("%.17g\\n", bdt_fold{i}::evaluate(x));\n' for i in range(3))
+    includes = "".join(f'#include "bdt.v2_fold{i}.h"\n' for i in range(3))
+    (tmp_path / "main.cpp").write_text(
+        includes + "#include <cstdio>\n#include <cstdlib>\nint main(int argc, char** argv) {\n"
+        "  float x[3];\n  for (int j = 0; j < 3; ++j) x[j] = std::strtof(argv[j + 1], nullptr);\n"
+        + calls + "  return 0;\n}\n")
+    subprocess.run([compiler, "-std=c++11", "-O2", "-o", str(tmp_path / "main"),
+                    str(tmp_path / "main.cpp")], check=True, cwd=tmp_path)
+    for row in X[:5]:
+        out = subprocess.run([str(tmp_path / "main"), *(f"{v:.9g}" for v in row)], check=True,
+                             capture_output=True, text=True).stdout.split()
+        want = [fold.decision_function(row[None, :])[0] for fold in folds]
+        assert [float(v) for v in out] == want
