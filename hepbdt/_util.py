@@ -34,7 +34,8 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "Progress", "progress_shown", "check_X", "check_weights", "feature_definitions_of", "threads",
            "is_classifier", "model_scores", "FeatureNamesWarning", "warn_unnamed_columns",
            "check_same_definitions", "check_branch_types", "check_read_records", "check_records",
-           "MissingValueWarning", "warn_unseen_missing", "trained_with_missing", "missing_counts",
+           "MissingValueWarning", "unseen_missing_counts", "warn_unseen_missing",
+           "trained_with_missing", "missing_counts",
            "positive_beyond_rounding", "running_sum_slack",
            "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
            "exact_sum_parts", "exact_sum_of_parts",
@@ -805,6 +806,19 @@ def unseen_missing_text(counts: Iterable[tuple[str, int]]) -> str:
             "inputs")
 
 
+def unseen_missing_counts(forest: Any, X: np.ndarray, missing_code: int | None = None
+                          ) -> np.ndarray | None:
+    """Per column, the rows of X with a missing value (NaN in float ``X``; in bin codes
+    ``X``, ``missing_code``) where ``forest``'s training had none; None when there are none
+    (or the training had some)."""
+    if trained_with_missing(forest):
+        return None
+    if missing_code is None and not any_nan(X):  # the usual case: one pass, no mask
+        return None
+    counts = missing_counts(X, missing_code)
+    return counts if counts.any() else None
+
+
 def warn_unseen_missing(forest: Any, X: np.ndarray, names: Sequence[str] | None,
                         passing: tuple[str, ...] = (), missing_code: int | None = None
                         ) -> None:
@@ -813,12 +827,10 @@ def warn_unseen_missing(forest: Any, X: np.ndarray, names: Sequence[str] | None,
     whose training had none. hepbdt's own modules (apply counts them over all its chunks)
     and those of PASSING_COLUMNS_ON and ``passing`` leave it to the first caller outside
     them. Counted only then, in blocks of rows (a mask of X whole is a byte a value)."""
-    if trained_with_missing(forest) or not called_from_outside(*PASSING_COLUMNS_ON, *passing):
+    if not called_from_outside(*PASSING_COLUMNS_ON, *passing):
         return
-    if missing_code is None and not any_nan(X):  # the usual case: one pass, no mask
-        return
-    counts = missing_counts(X, missing_code)
-    if not np.any(counts):
+    counts = unseen_missing_counts(forest, X, missing_code)
+    if counts is None:
         return
     labels = [str(n) for n in names] if names is not None else [
         f"feature {j}" for j in range(len(counts))]

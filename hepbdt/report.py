@@ -40,9 +40,8 @@ from hepbdt._util import (
     atomic_write_text,
     cut_text,
     is_classifier,
-    missing_counts,
     pvalue_text,
-    trained_with_missing,
+    unseen_missing_counts,
     unseen_missing_text,
     user_stacklevel,
     weight_exponent,
@@ -618,14 +617,13 @@ def _note_unseen_missing(out: _Sections, model: Any, samples: Sequence[tuple[str
     """Say, atop the report and as a MissingValueWarning, which events of ``samples``
     ((label, X) pairs) hold a missing value where the model's training had none: they were
     scored on every split's default side, as ``hepbdt apply`` and Python scoring note."""
-    if trained_with_missing(getattr(model, "forest_", None)):
-        return
+    forest = getattr(model, "forest_", None)
     texts = []
     for label, X in samples:
         binned = isinstance(X, BinnedMatrix)
-        counts = (missing_counts(X.codes, MISSING_CODE) if binned
-                  else missing_counts(np.asarray(X)))
-        if counts.any():
+        counts = unseen_missing_counts(forest, X.codes if binned else np.asarray(X),
+                                       MISSING_CODE if binned else None)
+        if counts is not None:
             texts.append(f"{label}: {unseen_missing_text(zip(names, counts.tolist(), strict=True))}")
     if texts:
         warnings.warn(". ".join(texts), MissingValueWarning, stacklevel=user_stacklevel())

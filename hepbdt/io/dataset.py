@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import _as_matrix, positive_beyond_rounding
+from hepbdt._util import _as_matrix, positive_beyond_rounding, real_array
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import NOT_EVENT_NUMBERS, fold_of, invalid_event_numbers, shown_number
@@ -372,14 +372,12 @@ class Dataset:
 
     @staticmethod
     def _vector(values: Any, n: int, name: str) -> np.ndarray:
-        if isinstance(values, np.ma.MaskedArray):  # np.asarray would use the hidden values
-            raise InputError(f"Dataset {name}: a masked array's masked entries have no value; "
-                             "give a plain array (only the events to use, or .filled(...))")
-        values = np.asarray(values)
+        try:  # a mask or complex parts refused: np.asarray would drop them
+            values = real_array(values, f"Dataset {name}")
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         if values.shape != (n,):
             raise InputError(f"Dataset {name} must have shape ({n},), got {values.shape}")
-        if values.dtype.kind == "c":  # a cast to real would drop the imaginary parts
-            raise InputError(f"Dataset {name} must hold real numbers, not {values.dtype}")
         return values
 
     # -- basics -----------------------------------------------------------------------

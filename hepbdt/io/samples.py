@@ -2030,11 +2030,7 @@ def _check_stored_float32(reader: TreeReader, expression: Expression, arrays: di
     double (a Double32_t without a range) beyond 2**24: its result alone does not show
     it (``event - 16777216`` of a 2**24 + 1 written as 2**24 gave 0). Branches read as
     float32, and double values beyond 2**53, are refused by the evaluator."""
-    for name in expression.names:
-        try:
-            column = _field(arrays, name)
-        except (KeyError, AttributeError, TypeError):  # a constant's name, not a branch
-            continue
+    for name, column in _branch_columns(expression, arrays):
         if getattr(column, "dtype", None) != np.float64 or not _stored_as_float32(
                 reader.tree, name):
             continue
@@ -2058,17 +2054,23 @@ def _reads_float32(expression: Expression, arrays: dict[str, Any], reader: Any =
     such values to double, so the result's type no longer says so), or a branch of
     ``reader``'s tree stored as float32 and read as double (a Double32_t without a range:
     ROOT rounds 2**24 + 1 to 2**24 when it writes it)."""
-    for name in expression.names:
-        try:
-            column = _field(arrays, name)
-        except (KeyError, AttributeError, TypeError):  # a constant's name, not a branch
-            continue
+    for name, column in _branch_columns(expression, arrays):
         dtype = getattr(column, "dtype", None)
         if dtype == np.float32 or (dtype is None and str(ak.type(column)).endswith("float32")):
             return True
         if reader is not None and _stored_as_float32(reader.tree, name):
             return True
     return False
+
+
+def _branch_columns(expression: Expression, arrays: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(name, column) of each branch of ``arrays`` that ``expression`` reads (a constant's
+    name skipped)."""
+    for name in expression.names:
+        try:
+            yield name, _field(arrays, name)
+        except (KeyError, AttributeError, TypeError):  # a constant's name, not a branch
+            continue
 
 
 def _stored_as_float32(tree: Any, name: str) -> bool:
