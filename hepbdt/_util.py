@@ -519,14 +519,29 @@ def _arrow_values(column: Any) -> np.ndarray:
     return np.asarray(column.cast("float64").to_numpy(zero_copy_only=False))  # null -> NaN
 
 
+def awkward_columns(X: Any, what: str = "X") -> dict[str, Any] | np.ndarray | None:
+    """An awkward array's records as columns by field name, or its regular rows as an array,
+    None entries (option types) masked, so missing values; None for anything else."""
+    if not type(X).__module__.startswith("awkward") or not hasattr(X, "fields"):
+        return None
+    awkward = sys.modules["awkward"]
+    try:
+        if X.fields:
+            return {str(f): awkward.to_numpy(X[f], allow_missing=True) for f in X.fields}
+        return awkward.to_numpy(X, allow_missing=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric (n_events, n_features) with one value per "
+                         f"event and feature; got an awkward array of type {X.type}") from exc
+
+
 def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
     """The array behind X and its column names; sparse and complex input refused."""
     if hasattr(X, "tocsr") or hasattr(X, "todense") or type(X).__module__.startswith("scipy.sparse"):
         raise ValueError(f"{what}: sparse input is not supported (hepbdt bins dense columns); "
                          "convert with X.toarray()")
-    arrow = arrow_columns(X, what)
-    if arrow is not None:
-        X = arrow
+    for columns in (arrow_columns(X, what), awkward_columns(X, what)):
+        if columns is not None:
+            X = columns
     if isinstance(X, dict):
         names = [str(k) for k in X]
         columns = [_masked_as_missing(v) if isinstance(v, np.ma.MaskedArray) else np.asarray(v)
@@ -546,10 +561,12 @@ def _as_matrix(X: Any, what: str) -> tuple[Any, list[str] | None]:
         names = [str(n) for n in X.feature_names]
         X = np.asarray(X).view(np.ndarray)
     elif isinstance(X, list | tuple) or getattr(getattr(X, "dtype", None), "kind", "") == "O":
-        try:  # Python integers read one by one into float32 go through float64
-            X = _integer_objects(np.asarray(X, dtype=object), what)
+        try:
+            objects = np.asarray(X, dtype=object)
         except ValueError:  # ragged rows: refused below
-            pass
+            objects = None
+        if objects is not None:  # Python integers read one by one into float32 go through float64
+            X = _integer_objects(objects, what)
     if isinstance(X, np.ma.MaskedArray):  # masked entries are missing values, not their data
         X = _masked_as_missing(X)
     try:
@@ -627,7 +644,13 @@ def _integer_objects(values: np.ndarray, what: str = "X") -> np.ndarray:
         try:
             return np.asarray(values.tolist(), dtype=np.int64)
         except OverflowError:
+            pass
+        try:
             return np.asarray(values.tolist(), dtype=np.uint64)
+        except OverflowError:
+            wide = next(v for v in values.ravel() if not -2**63 <= v < 2**64)
+            raise ValueError(f"{what} holds the integer {wide}, beyond 64 bits; give such "
+                             "values as floats") from None
     try:
         return values.astype(np.float64)  # numbers of mixed types; others stay objects
     except (TypeError, ValueError):
@@ -638,11 +661,22 @@ def _column_as_features(column: Any, what: str = "X") -> np.ndarray:
     """One pandas column as features: 64-bit and nullable integers (pd.NA as NaN) and
     object columns of Python integers rounded once to float32, others as numbers."""
     dtype = column.dtype
-    if not isinstance(dtype, np.dtype):  # an extension dtype: Int64, Float64, boolean
-        if getattr(getattr(dtype, "numpy_dtype", None), "kind", "") in "iu":
-            return column.to_numpy(dtype=X_DTYPE, na_value=np.nan)
-        return column.to_numpy(na_value=np.nan)
-    return _wide_integers_as_features(_integer_objects(column.to_numpy(), what))
+    try:
+        if not isinstance(dtype, np.dtype):  # an extension dtype: Int64, Float64, boolean
+            if getattr(getattr(dtype, "numpy_dtype", None), "kind", "") in "iu":
+                return column.to_numpy(dtype=X_DTYPE, na_value=np.nan)
+            return column.to_numpy(na_value=np.nan)
+        values = _wide_integers_as_features(_integer_objects(column.to_numpy(), what))
+        if values.dtype != object:
+            return values
+        missing = np.asarray(column.isna())  # None, NaN, pd.NA among an object column's numbers
+        return np.where(missing, np.nan, np.where(missing, 0, values).astype(np.float64))
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith(what):
+            raise
+        raise ValueError(f"{what}'s column {str(column.name)!r} ({dtype}) is not numeric: "
+                         f"{exc}; features must be numbers (a category's codes: "
+                         ".cat.codes)") from exc
 
 
 def _frame_values(frame: Any, what: str = "X") -> Any:

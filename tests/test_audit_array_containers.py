@@ -217,3 +217,43 @@ def test_missing_labels_are_named_as_missing_not_as_a_continuous_target():
             BDTClassifier(n_trees=2).fit(X, labels)
     with pytest.raises(ValueError, match="continuous"):  # a real continuous target still is
         BDTClassifier(n_trees=2).fit(X, np.linspace(0, 1, 10))
+
+
+def test_awkward_records_are_columns_by_field_and_none_is_missing():
+    """uproot's ``tree.arrays(features)`` gives awkward records; None (an option type) is a
+    missing value, as a masked entry or an Arrow null is, and fields are feature names."""
+    import awkward as ak
+
+    records = ak.Array({"b": B.tolist(), "a": [1.5, None, 3.5, 4.5, None]})
+    X, names = check_X(records, names=["a", "b"])
+    np.testing.assert_array_equal(X, np.column_stack([np.where(MASK, np.nan, A), B])
+                                  .astype(np.float32))
+    assert names == ["a", "b"]
+    rows, names = check_X(ak.Array([[1.0, None], [0.5, 0.25]]))
+    assert names is None and np.isnan(rows[0, 1]) and rows[1, 1] == np.float32(0.25)
+    wide, _ = check_X(ak.Array({"id": [WIDE, None, WIDE]}))
+    assert wide[0, 0] == _nearest_float32(WIDE) and np.isnan(wide[1, 0])
+    with pytest.raises(ValueError, match=r"X must be numeric .* awkward array of type"):
+        check_X(ak.Array({"jets": [[1.0, 2.0], [], [3.0]]}))
+
+
+@pytest.mark.parametrize("column", ["category", "object"])
+def test_a_column_of_words_is_refused_by_name(column):
+    pandas = pytest.importorskip("pandas")
+    words = pandas.Series(["x", "y", "x", "y", "x"], dtype=column)
+    with pytest.raises(ValueError, match=r"X's column 'kind' \(.*\) is not numeric.*cat.codes"):
+        check_X(pandas.DataFrame({"kind": words, "b": B}))
+
+
+def test_python_integers_beyond_64_bits_are_refused_naming_x():
+    with pytest.raises(ValueError, match=r"X holds the integer 1180591620717411303424, beyond "
+                                         "64 bits"):
+        check_X([[2**70, 1.0], [1, 2.0]])
+
+
+def test_an_object_column_of_numbers_reads_none_as_missing():
+    pandas = pytest.importorskip("pandas")
+    column = pandas.Series([1.5, None, 3.5, 4.5, np.nan], dtype=object)
+    X, _ = check_X(pandas.DataFrame({"a": column, "b": B}))
+    np.testing.assert_array_equal(X, np.column_stack([np.where(MASK, np.nan, A), B])
+                                  .astype(np.float32))
