@@ -1035,6 +1035,14 @@ def requested_percent(fraction: float) -> str:
     return percent_text(fraction, 7)
 
 
+def setting_text(value: float) -> str:
+    """A setting as given: six significant digits where they are its value (0.05, 1e-05),
+    else the shortest text that reads back as it (0.1234567, which ``:g`` showed as
+    0.123457)."""
+    text = f"{float(value):g}"
+    return text if float(text) == float(value) else repr(float(value))
+
+
 def shown_alike(achieved: float, requested: float) -> bool:
     """Whether ``achieved`` shows as ``requested`` at the decimals of
     :func:`requested_percent` (a cut keeping 50.2 % of a requested 50 % is "50%")."""

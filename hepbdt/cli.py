@@ -614,7 +614,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
-    from hepbdt._util import feature_names_of, number_text
+    from hepbdt._util import feature_names_of, number_text, setting_text
     from hepbdt.evaluation import TMVA_RANKING, tmva_importance
     from hepbdt.model import tree_text
 
@@ -669,7 +669,7 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     for t in trees:
         if not 0 <= t < forest.n_trees:
             raise UserError(f"--tree {t}: the model has trees 0..{forest.n_trees - 1}")
-        lines.append(f"Tree {t} (weight {forest.tree_weights[t]:g}):")
+        lines.append(f"Tree {t} (weight {setting_text(forest.tree_weights[t])}):")
         lines += tree_text(forest, t, names)
     return "\n".join(lines)
 

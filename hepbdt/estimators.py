@@ -37,6 +37,7 @@ from ._util import (
     positive_beyond_rounding,
     real_array,
     running_sum_slack,
+    setting_text,
     threads,
     uniform_draws_below,
     user_stacklevel,
@@ -303,7 +304,8 @@ class _TreePlan:
                            f"{self.n_trees} came {after} {step}(s) later")
         if self.rounds and after < self.rounds:  # tol > 0: stopped on the last counted gain
             return head + (f"the loss on {where} was lowest after {step} {kept}; it last improved "
-                           f"by more than tol={self.tol:g} after {step} {evaluated - self.rounds}, "
+                           f"by more than tol={setting_text(self.tol)} after {step} "
+                           f"{evaluated - self.rounds}, "
                            f"and training stopped {self.rounds} {step}(s) later")
         return head + (f"the loss on {where} was lowest after {step} {kept} and did not improve "
                        f"in the next {after}")
@@ -1205,13 +1207,13 @@ class _BDTBase(SklearnProtocol):
                 "vary, or the options allow no child. The event weights "
                 f"sum to {total:.4g} (mean |w| {mean_abs:.3g}).")
         if self.boosting == "newton":
-            text += (f" With boosting='newton', min_child_weight={self.min_child_weight:g} and "
-                     f"reg_lambda={self.reg_lambda:g} are in units of summed hessians (event "
+            text += (f" With boosting='newton', min_child_weight={setting_text(self.min_child_weight)} and "
+                     f"reg_lambda={setting_text(self.reg_lambda)} are in units of summed hessians (event "
                      "weight times at most 0.25 for the logistic loss), so small weights leave "
                      "no child heavy enough: scale the weights (e.g. to a mean of 1) or lower "
                      "min_child_weight and reg_lambda.")
         if self.min_node_size_ > 0:
-            text += f" min_node_size={self.min_node_size_:g} may also be too large."
+            text += f" min_node_size={setting_text(self.min_node_size_)} may also be too large."
         return text
 
     def _quantisable(self, node_size: float) -> bool:

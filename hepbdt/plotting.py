@@ -36,6 +36,7 @@ from hepbdt._util import (
     percent_text,
     pvalue_text,
     requested_percent,
+    setting_text,
     shown_alike,
     weight_exponent,
 )
@@ -692,7 +693,7 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
     ax = fig.add_subplot()
     curves = (("s_over_sqrt_b", "S/√B", scan.s_over_sqrt_b),
               ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
-              ("ams", rf"AMS (b$_\mathrm{{reg}}$ = {scan.b_reg:g})", scan.ams))
+              ("ams", rf"AMS (b$_\mathrm{{reg}}$ = {setting_text(scan.b_reg)})", scan.ams))
     finite = [np.flatnonzero(np.isfinite(v)) for _, _, v in curves]
     at = _thin(scan.thresholds.size, keep=[f[np.argmax(v[f])] for (_, _, v), f
                                            in zip(curves, finite, strict=True) if f.size])
@@ -755,7 +756,7 @@ def plot_resolution(binned: BinnedRegressionMetrics, *, label: str = "target") -
     ax.errorbar(binned.centers, binned.resolution_iqr, xerr=xerr, fmt="s",
                 label="resolution (IQR / 1.349)")
     ax.errorbar(binned.centers, binned.resolution_trms, xerr=xerr, fmt="^",
-                label=f"resolution (RMS of the central {100 * binned.truncation:g}%)")
+                label=f"resolution (RMS of the central {requested_percent(binned.truncation)})")
     ax.errorbar(binned.centers, binned.rmse, xerr=xerr, fmt="v", label="RMSE")
     ax.axhline(0.0, color="grey", lw=1)
     ax.set_xlabel(f"True {label}")

@@ -41,6 +41,8 @@ from hepbdt._util import (
     cut_text,
     is_classifier,
     pvalue_text,
+    requested_percent,
+    setting_text,
     unseen_missing_counts,
     unseen_missing_text,
     user_stacklevel,
@@ -182,7 +184,7 @@ def _pvalue(p: float, check: Any) -> str:
 
 def _percent(fraction: float) -> str:
     """0.01 -> "1 %"."""
-    return f"{100 * fraction:g} %"
+    return requested_percent(fraction)[:-1] + " %"
 
 
 @dataclass
@@ -293,7 +295,7 @@ def significance_table(scan: SignificanceScan, table_id: str) -> str:
     rows: list[list[Any]] = []
     for key, label in _FIGURE_OF_MERIT_LABELS.items():
         if key == "ams":
-            label += f" (b_reg = {scan.b_reg:g})"
+            label += f" (b_reg = {setting_text(scan.b_reg)})"
         best = scan.best_cuts[key]
         if best.found:
             rows.append([label, scan.threshold_text(key), best.value,
@@ -740,8 +742,8 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
         classes, matrix.weights, strict=True)], "confusion-weights"))
     out.heading("Overtraining check")
     out.html(f'<p>Verdict: <span class="verdict-{check.verdict}" id="verdict">'
-             f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
-             f"overtrained, below {check.pvalue_warn:g}: warning). Each class's probability, "
+             f"{html.escape(check.verdict)}</span> (p-value below {setting_text(check.pvalue_fail)}: "
+             f"overtrained, below {setting_text(check.pvalue_warn)}: warning). Each class's probability, "
              "training against test, for the class's own events and for the other "
              "classes' events; the training weights rescaled per class to the test sample's "
              "class mix, so that the other classes are mixed alike in both.</p>")
@@ -906,8 +908,8 @@ def _overtraining_section(out: _Sections, tr: _Events, te: _Events,
              _pvalue(part.chi2_pvalue, check), part.verdict)
             for name, part in (("signal", check.signal), ("background", check.background))]
     out.html(f'<p>Verdict: <span class="verdict-{check.verdict}" id="verdict">'
-             f"{html.escape(check.verdict)}</span> (p-value below {check.pvalue_fail:g}: "
-             f"overtrained, below {check.pvalue_warn:g}: warning).</p>")
+             f"{html.escape(check.verdict)}</span> (p-value below {setting_text(check.pvalue_fail)}: "
+             f"overtrained, below {setting_text(check.pvalue_warn)}: warning).</p>")
     out.html(html_table(["class", "KS statistic", "KS p-value", "chi2", "ndf", "chi2 p-value",
                          "verdict"], rows, "overtraining-table"))
     out.figure("fig-overtraining", "Overtraining check: test (filled) against training "
@@ -1089,7 +1091,7 @@ class _YieldBasis:
         if self.signal_yield is None and self.background_yield is None:
             text = f"S and B: {scaled}."
         else:
-            given = [f"{name} = {value:g} events before the cut x its efficiency"
+            given = [f"{name} = {setting_text(value)} events before the cut x its efficiency"
                      for name, value in (("S", self.signal_yield), ("B", self.background_yield))
                      if value is not None]
             rest = [name for name, value in (("S", self.signal_yield),
@@ -1110,7 +1112,7 @@ def _check_split_fraction(test_fraction: float, n_train: int, n_test: int,
     slack = 0.5 * n_groups + 5.0 * np.sqrt(n_all * test_fraction * (1.0 - test_fraction)) + 1.0
     if abs(n_test - expected) > slack:
         raise ValueError(
-            f"test_fraction={test_fraction:g}, but the test set holds {n_test} of the "
+            f"test_fraction={setting_text(test_fraction)}, but the test set holds {n_test} of the "
             f"{n_all} training and test events ({n_test / n_all:.4g}): below 1, "
             "test_fraction says the test events are a split of the training and test events, "
             "and each sample's test weights are scaled by its events / its test events. For "

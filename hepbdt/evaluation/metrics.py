@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import cut_text, weight_exponent
+from hepbdt._util import cut_text, setting_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 from hepbdt.evaluation._data import (
     as_1d,
@@ -242,10 +242,10 @@ class EfficiencyTable:
     def rows(self) -> list[tuple[str, float]]:
         """Return the table as (label, value) rows, ready to print or render."""
         rows = [("ROC AUC", self.roc_auc), ("separation <S^2>", self.separation)]
-        rows += [(f"signal efficiency @ eff_B = {b:g}", v)
+        rows += [(f"signal efficiency @ eff_B = {setting_text(b)}", v)
                  for b, v in zip(self.background_eff_targets, self.signal_efficiency,
                                  strict=True)]
-        rows += [(f"background rejection @ eff_S = {s:g}", v)
+        rows += [(f"background rejection @ eff_S = {setting_text(s)}", v)
                  for s, v in zip(self.signal_eff_targets, self.background_rejection,
                                  strict=True)]
         return rows
