@@ -1035,6 +1035,14 @@ def requested_percent(fraction: float) -> str:
     return percent_text(fraction, 7)
 
 
+def values_text(values: Any, shown: int = 6) -> str:
+    """Given values as a short list for a message: the first ``shown`` and a count of the
+    rest (a refusal of a million values quotes six, not all)."""
+    flat = np.asarray(values, dtype=object).ravel().tolist()
+    more = f", ... ({len(flat):,} values)" if len(flat) > shown else ""
+    return "[" + ", ".join(map(repr, flat[:shown])) + more + "]"
+
+
 def setting_text(value: float) -> str:
     """A setting as given: six significant digits where they are its value (0.05, 1e-05),
     else the shortest text that reads back as it (0.1234567, which ``:g`` showed as

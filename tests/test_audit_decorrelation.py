@@ -79,7 +79,7 @@ def test_rows_whose_cut_keeps_far_more_signal_are_not_measured():
     ({"bins": [0.0, 0.5, 0.4, 1.0]}, "strictly increasing"),
     ({"bins": [0.5]}, "at least two"),
     ({"mass": "two columns"}, r"one value per event, shape \(200,\), got shape \(200, 2\)"),
-    ({"efficiencies": ()}, r"one or more signal efficiencies in \(0, 1\]"),
+    ({"efficiencies": ()}, r"1 to 1,000 signal efficiencies in \(0, 1\]"),
 ])
 def test_bad_bins_masses_and_efficiencies_are_refused(change, match):
     score, y, mass = _separated()

@@ -30,3 +30,18 @@ def test_efficiency_table_labels_name_the_requested_efficiencies():
     labels = [label for label, _ in rows]
     assert "background rejection @ eff_S = 0.1234567" in labels
     assert "signal efficiency @ eff_B = 0.3" in labels
+
+
+def test_a_long_list_of_efficiencies_is_refused_with_a_short_message():
+    from hepbdt.evaluation.decorrelation import MAX_EFFICIENCIES, decorrelation_measures
+
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 200)
+    many = np.linspace(0.001, 1.0, MAX_EFFICIENCIES + 1)
+    with pytest.raises(ValueError, match=r"1 to 1,000 signal efficiencies .*\(1,001 values\)\]$")\
+            as refused:
+        decorrelation_measures(rng.normal(size=200), y, rng.normal(size=200), efficiencies=many)
+    assert len(str(refused.value)) < 300
+    with pytest.raises(ValueError, match=r"\(2,000,000 values\)\]$") as refused:
+        efficiency_table(y, rng.normal(size=200), signal_eff=np.full(2_000_000, 2.0))
+    assert len(str(refused.value)) < 300

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hepbdt._util import weight_exponent
+from hepbdt._util import values_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 
 from ._data import check_classification, in_class_units
@@ -42,6 +42,7 @@ __all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasure
            "decorrelation_measures", "jensen_shannon_divergence", "threshold_at_efficiency"]
 
 DEFAULT_EFFICIENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
+MAX_EFFICIENCIES = 1_000  # cuts of one call: each is a pass over the events
 EFFICIENCY_TOLERANCE = 0.05  # a row whose cut keeps more signal than this above its target: NaN
 
 
@@ -237,11 +238,12 @@ def _check_mass(mass: Any, n: int, variable: str) -> NDArray:
 
 
 def _check_efficiencies(efficiencies: Any) -> NDArray:
-    """The efficiencies as float64 (E,), E >= 1, each in (0, 1]."""
+    """The efficiencies as float64 (E,), 1 <= E <= MAX_EFFICIENCIES, each in (0, 1]."""
     eff = np.atleast_1d(np.asarray(efficiencies, np.float64))
-    if eff.ndim != 1 or eff.size == 0 or not np.all((eff > 0) & (eff <= 1)):
-        raise ValueError(f"efficiencies must be one or more signal efficiencies in (0, 1], got "
-                         f"{np.asarray(efficiencies).tolist()}")
+    if (eff.ndim != 1 or not 0 < eff.size <= MAX_EFFICIENCIES
+            or not np.all((eff > 0) & (eff <= 1))):
+        raise ValueError(f"efficiencies must be 1 to {MAX_EFFICIENCIES:,} signal efficiencies in "
+                         f"(0, 1], got {values_text(efficiencies)}")
     return eff
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import cut_text, setting_text, weight_exponent
+from hepbdt._util import cut_text, setting_text, values_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 from hepbdt.evaluation._data import (
     as_1d,
@@ -224,7 +224,7 @@ def _efficiencies(values: Sequence[float] | float, name: str) -> np.ndarray:
     """Target efficiencies as a 1-d float64 array; each must be a number in [0, 1]."""
     targets = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if targets.ndim != 1 or not np.all((targets >= 0) & (targets <= 1)):
-        raise ValueError(f"{name} must be efficiencies in [0, 1], got {values!r}")
+        raise ValueError(f"{name} must be efficiencies in [0, 1], got {values_text(values)}")
     return targets
 
 
