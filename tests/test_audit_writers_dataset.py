@@ -166,3 +166,27 @@ def test_split_normalize_kfold_against_brute_force() -> None:
     for i, (train, test) in enumerate(data.kfold(4)):
         fold = np.array([int(e) % 4 for e in event])
         assert (test.event == event[fold == i]).all() and (train.event == event[fold != i]).all()
+
+
+@pytest.mark.parametrize("spelling, norm", [("NumEvents", "num_events"),
+                                            ("EqualNumEvents", "equal_num_events"),
+                                            ("None", "none")])
+def test_dataset_split_takes_tmva_normalisation_spellings(spelling, norm):
+    """``Dataset.split(norm=...)`` takes TMVA's NormMode spellings, as ``[split] norm``
+    does; the weights are those of the library's spelling, checked by class sums."""
+    import hepbdt
+
+    rng = np.random.default_rng(3)
+    y = np.repeat([1, 0], [30, 50])
+    data = hepbdt.Dataset(rng.normal(size=(80, 2)), y, rng.uniform(0.5, 2.0, 80))
+    train, _ = data.split("alternate", 0.5, norm=spelling)
+    sums = {c: train.w[train.y == c].sum() for c in (0, 1)}
+    counts = {c: np.count_nonzero(train.y == c) for c in (0, 1)}
+    if norm == "none":
+        np.testing.assert_array_equal(train.w, data.w[::2])
+    else:
+        assert sums[1] == pytest.approx(counts[1])
+        assert sums[0] == pytest.approx(counts[0] if norm == "num_events" else counts[1])
+    for other in ("equal", "NumEvent"):
+        with pytest.raises(hepbdt.io.InputError, match=r"TMVA: None, NumEvents, EqualNumEvents"):
+            data.split("alternate", 0.5, norm=other)

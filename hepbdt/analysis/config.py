@@ -33,6 +33,7 @@ from ..estimators import (
 from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..evaluation.ranking import MAX_PERMUTATION_REPEATS
 from ..io import Sample
+from ..io.dataset import NORM_NAMES
 from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.samples import split_object_path
 from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, branch_name, is_branch_name
@@ -49,8 +50,6 @@ from ..tmva_options import (
 __all__ = ["ConfigError", "AnalysisConfig", "SampleConfig", "SplitConfig", "OutputConfig",
            "load_config", "apply_overrides"]
 
-_NORM_NAMES = {"none": "none", "num_events": "num_events", "numevents": "num_events",
-               "equal_num_events": "equal_num_events", "equalnumevents": "equal_num_events"}
 _SPLIT_MODES = ("random", "alternate", "block")
 _FIGURE_FORMATS = ("png", "pdf", "svg")
 _CLASS_LABELS = {"signal": 1, "sig": 1, "background": 0, "bkg": 0, 1: 1, 0: 0}
@@ -945,7 +944,7 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
         problems.add("split", "seed", f"seed draws the random split only; {scheme} takes no "
                      "random draw, so the seed would change nothing: remove it")
     if "norm" in entry:
-        norm = _NORM_NAMES.get(entry["norm"].lower())
+        norm = NORM_NAMES.get(entry["norm"].lower())
         if norm is None:
             problems.add("split", "norm", f"{entry['norm']!r} is not a normalisation; valid: "
                          "none, num_events, equal_num_events (TMVA: None, NumEvents, "

@@ -23,13 +23,17 @@ from hepbdt.binned import BinnedMatrix
 from hepbdt.io.errors import InputError
 from hepbdt.kfold import NOT_EVENT_NUMBERS, fold_of, invalid_event_numbers, shown_number
 
-__all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "smallest_int_dtype"]
+__all__ = ["Dataset", "EVENT_INT32_MAX", "SPLIT_MODES", "NORM_MODES", "NORM_NAMES",
+           "smallest_int_dtype"]
 
 SPLIT_MODES = ("random", "alternate", "block")
 # A block split whose two blocks of a sample differ in mean weight by more than this many
 # standard errors is refused (Dataset._check_block).
 BLOCK_SIGMAS = 5.0
 NORM_MODES = ("none", "num_events", "equal_num_events")
+#: The normalisations by name in lower case, TMVA's NormMode spellings too.
+NORM_NAMES = {"none": "none", "num_events": "num_events", "numevents": "num_events",
+              "equal_num_events": "equal_num_events", "equalnumevents": "equal_num_events"}
 
 _TASKS = ("classification", "regression", "unlabelled")
 EVENT_INT32_MAX = 2**31 - 1  # event numbers up to this may be int32 (4 bytes an event)
@@ -516,7 +520,7 @@ class Dataset:
             raise InputError(f"split mode {mode!r} is not one of {', '.join(SPLIT_MODES)}")
         if not 0.0 < float(train_fraction) < 1.0:
             raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
-        _check_norm(norm)
+        norm = _check_norm(norm)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)
                                  or seed < 0):
             raise InputError(f"seed must be an integer >= 0 (or None: fresh randomness), not "
@@ -587,7 +591,7 @@ class Dataset:
         norm
             Weight normalisation of each training set, see :meth:`normalize`.
         """
-        _check_norm(norm)
+        norm = _check_norm(norm)
         if isinstance(by, str):
             if by != "event":
                 raise InputError(f"kfold(by=...) takes 'event' or an array of folds, not {by!r}")
@@ -688,10 +692,11 @@ def _check_k(k: Any) -> None:
 
 
 def _check_norm(norm: str) -> str:
-    norm = str(norm).lower()
-    if norm not in NORM_MODES:
-        raise InputError(f"norm {norm!r} is not one of {', '.join(NORM_MODES)}")
-    return norm
+    """The normalisation ``norm`` names (TMVA's spellings too); InputError for another."""
+    if str(norm).lower() not in NORM_NAMES:
+        raise InputError(f"norm {norm!r} is not one of {', '.join(NORM_MODES)} (TMVA: None, "
+                         "NumEvents, EqualNumEvents)")
+    return NORM_NAMES[str(norm).lower()]
 
 
 class _Folds(Sequence):
