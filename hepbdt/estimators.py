@@ -43,6 +43,7 @@ from ._util import (
     user_stacklevel,
     warn_unnamed_columns,
     warn_unseen_missing,
+    weight_exponent,
 )
 from ._version import EXPRESSION_RULES
 from .binned import MISSING_CODE, BinnedMatrix
@@ -513,14 +514,17 @@ def _one_eval_set(eval_set: Any) -> bool:
 
 def _score_weights(sample_weight: Any, n_labels: int, n_events: int) -> np.ndarray:
     """``score``'s weights, checked: one label (target) and one weight per event of X,
-    and a positive total (the score is a weighted mean)."""
+    and a positive total (the score is a weighted mean). Returned over a power of two
+    (exact; only their ratios matter): weights of 1e306 summed to inf, which made R^2 1.0
+    and the accuracy NaN."""
     if n_labels != n_events:
         raise ValueError(f"X has {n_events} events but y has {n_labels} labels or targets")
     w = check_weights(sample_weight, n_events)
+    w = np.ldexp(w, -weight_exponent(w))
     total = float(np.sum(w))
     if not total > 0:
-        raise ValueError(f"sample_weight sums to {total:.6g}; a score is a weighted mean and "
-                         "needs a positive total")
+        raise ValueError(f"sample_weight sums to {total:.6g} (in units of the largest |weight|); "
+                         "a score is a weighted mean and needs a positive total")
     return w
 
 

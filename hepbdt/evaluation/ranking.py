@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hepbdt._util import feature_names_of, is_classifier
+from hepbdt._util import feature_names_of, is_classifier, weight_exponent
 from hepbdt.binned import BinnedMatrix
 from hepbdt.evaluation._data import (
     check_labels,
@@ -362,7 +362,10 @@ def permutation_importance(
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
                                                     random_state, model)
     n, m = X.shape
+    # over a power of two (exact): the AUC and the MSE are ratios, and weights of 1e306 made
+    # the MSE's sums inf (a baseline of 0.0 and NaN importances)
     w = check_weights(sample_weight, n)
+    w = np.ldexp(w, -weight_exponent(w))
     classifier = is_classifier(model)
     if classifier:
         classes = getattr(model, "classes_", None)
@@ -416,8 +419,8 @@ def _regression_target(y: Any, w: np.ndarray) -> tuple[np.ndarray, float]:
                          f"{int(np.flatnonzero(bad)[0])})")
     total = float(w.sum())
     if not total > 0:
-        raise ValueError(f"sample_weight sums to {total:g}: the weighted mean squared error "
-                         "needs a positive total weight")
+        raise ValueError(f"sample_weight sums to {total:g} (in units of the largest |weight|): "
+                         "the weighted mean squared error needs a positive total weight")
     return target, total
 
 
@@ -472,10 +475,13 @@ def weighted_correlations(X: Any, sample_weight: Any = None, groups: Any = None,
     weights; a column without spread over a pair's events of non-zero weight, or a pair
     whose weighted variances are not positive (signed weights, no common events), gives
     NaN entries (1 on the diagonal). A group of zero total weight, or a group index
-    outside [0, n_groups), raises ValueError.
+    outside [0, n_groups), raises ValueError. Only the weights' ratios matter: they are
+    scaled by a power of two first (exact), so weights of 1e300 or 1e-300 give the
+    correlations of unit weights (their sums of w x^2 overflowed or underflowed).
     """
     X, n, m = _float_rows(X)
     w = check_weights(sample_weight, n)
+    w = np.ldexp(w, -weight_exponent(w))
     g = _group_indices(groups, n, n_groups)
     totals = np.bincount(g, weights=w, minlength=n_groups)
     if np.any(totals == 0):
@@ -549,13 +555,16 @@ class _PairSums:
         # a constant column's centred values are rounding errors of its mean, not zeros
         var[~(self.lowest < self.highest) | ~(var > 0)] = np.nan
         with np.errstate(invalid="ignore", divide="ignore"):
-            corr = self.cov / np.sqrt(np.outer(var, var))
+            # over each root: the product of two variances under- or overflows where each
+            # is fine (columns of values near 1e-160 or 1e160)
+            root = np.sqrt(var)
+            corr = self.cov / root[:, None] / root[None, :]
             for a, j in enumerate(self.incomplete):
                 cross, var_i, var_j = self.pairs[a]
                 spread = (self.ranges[a, 0] < self.ranges[a, 1]) & (self.ranges[a, 2]
                                                                    < self.ranges[a, 3])
                 column = np.where(spread & (var_i > 0) & (var_j > 0),
-                                  cross / np.sqrt(var_i * var_j), np.nan)
+                                  cross / np.sqrt(var_i) / np.sqrt(var_j), np.nan)
                 corr[:, j] = corr[j, :] = column
         corr = np.clip(corr, -1.0, 1.0)  # NaN stays NaN
         np.fill_diagonal(corr, 1.0)
