@@ -518,8 +518,7 @@ class Dataset:
         mode = str(mode).lower()
         if mode not in SPLIT_MODES:
             raise InputError(f"split mode {mode!r} is not one of {', '.join(SPLIT_MODES)}")
-        if not 0.0 < float(train_fraction) < 1.0:
-            raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
+        train_fraction = _check_fraction(train_fraction)
         norm = _check_norm(norm)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)
                                  or seed < 0):
@@ -689,6 +688,19 @@ def _check_k(k: Any) -> None:
         valid = False
     if not valid:
         raise InputError(f"k must be an integer >= 2, not {k!r}")
+
+
+def _check_fraction(train_fraction: Any) -> float:
+    """``train_fraction`` as a float in (0, 1); InputError for anything else (a text or a
+    bool was multiplied into the event counts: ``"0.5"`` ended in a TypeError about
+    concatenating strings)."""
+    if isinstance(train_fraction, bool | str | bytes) or not isinstance(
+            train_fraction, int | float | np.integer | np.floating):
+        raise InputError(f"train_fraction must be a number in (0, 1), not {train_fraction!r}")
+    fraction = float(train_fraction)
+    if not 0.0 < fraction < 1.0:
+        raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
+    return fraction
 
 
 def _check_norm(norm: str) -> str:
