@@ -104,3 +104,36 @@ def test_report_names_the_cycle_read(cycles):
     (record,) = _sample_provenance(None, sample).files
     with uproot.open(cycles) as f:
         assert (record.tree, record.entries) == ("Events;1", f["Events;1"].num_entries)
+
+
+@pytest.fixture
+def snapshots(tmp_path):
+    """Two cycles of tree Events as ROOT's AutoSave leaves them: Events;1 a snapshot of the
+    first 10 entries, Events;2 all 30 (x = the entry number)."""
+    path = tmp_path / "snap.root"
+    with uproot.recreate(path) as f:
+        f.mktree("Events", {"x": "f8"}).extend({"x": np.arange(10.0)})
+    with uproot.update(path) as f:
+        f.mktree("Events", {"x": "f8"}).extend({"x": np.arange(30.0)})
+    return path
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("old_cut, expected", [("x < 5 || x >= 12", 0), ("x >= 8", 2)])
+def test_cycles_of_one_tree_overlap_only_in_their_common_entries(snapshots, reverse, old_cut,
+                                                                  expected):
+    """A sample of the newer cycle and one of the older share only the older's entries: the
+    older sample's cut on entries it never reads (12-29) is no overlap (it was refused when
+    the newer sample came first); one on entries both read (8, 9) is."""
+    with uproot.open(snapshots) as f:
+        assert f["Events;1"].num_entries == 10 and f["Events;2"].num_entries == 30
+    samples = [Sample("sig", f"{snapshots}:Events;2", cut="x >= 5", label="signal"),
+               Sample("bkg", f"{snapshots}:Events;1", cut=old_cut, label="background")]
+    if reverse:
+        samples.reverse()
+    if expected:
+        with pytest.raises(InputError, match=f"both select entry 8 .*\\({expected:,} of its 10 "):
+            read(samples, ["x"])
+    else:
+        data = read(samples, ["x"])
+        assert np.count_nonzero(data.y == 1) == 25 and np.count_nonzero(data.y == 0) == 5

@@ -1471,20 +1471,24 @@ def _check_disjoint(plans: Sequence[_Plan], step_size: int | str) -> None:
     """InputError when two samples select one entry of a tree both read (with cuts that
     differ, or DistinctSamples would have refused them): its event would count twice, or
     in two classes. Reads only the cuts' branches, of only the trees samples share."""
-    users: dict[tuple[Any, str], list[tuple[_Plan, Source]]] = {}
+    users: dict[tuple[Any, str], list[tuple[_Plan, Source, int]]] = {}
     for plan in plans:
-        for source, (path, tree) in zip(plan.sources, plan.trees, strict=True):
-            users.setdefault((file_identity(path), tree), []).append((plan, source))
+        for source, (path, tree), entries in zip(plan.sources, plan.trees, plan.entries,
+                                                 strict=True):
+            users.setdefault((file_identity(path), tree), []).append((plan, source, entries))
     for shared in users.values():
         if len(shared) > 1:
             _check_shared_tree(shared, step_size)
 
 
-def _check_shared_tree(shared: list[tuple[_Plan, Source]], step_size: int | str) -> None:
-    """``_check_disjoint`` for one tree and the samples that read it."""
-    cuts = [plan.expressions["cut"] for plan, _ in shared]
-    names = [plan.sample.name for plan, _ in shared]
-    source = shared[0][1]
+def _check_shared_tree(shared: list[tuple[_Plan, Source, int]], step_size: int | str) -> None:
+    """``_check_disjoint`` for one tree and the samples that read it. Samples that read
+    two cycles of it (``Events;1``, ``Events;2``: an older snapshot holds the newer one's
+    first entries) share only the shorter one's entries, so the cuts are evaluated on it
+    (on the longer one, an entry only one sample reads counted as selected by both)."""
+    cuts = [plan.expressions["cut"] for plan, _, _ in shared]
+    names = [plan.sample.name for plan, _, _ in shared]
+    source = min(shared, key=lambda user: user[2])[1]
     with open_root_file(source.path, f"sample {names[0]!r}") as file:
         reader = TreeReader(file, source, [cut for cut in cuts if cut is not None],
                             f"samples {', '.join(map(repr, names))}")
