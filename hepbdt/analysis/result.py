@@ -323,7 +323,8 @@ def overtraining_of(result: TrainResult) -> OvertrainingResult | MulticlassOvert
 def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
     """Per-fold quality: events, test and training AUC (or RMSE), KS p-values. With three or
     more classes the AUC is the mean of the classes' one-against-rest AUCs (each class's
-    test AUC follows) and the KS p-value the smallest of the per-class checks."""
+    test AUC follows) and the KS p-value the smallest of the per-class checks that have one
+    (n/a only where none has: a class's events too few for the test)."""
     rows = []
     for i in range(folds.k):
         tr = folds.trained(i)
@@ -345,8 +346,8 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
             for name, value in zip(folds.classes, auc_te, strict=True):
                 row[f"test AUC ({name})"] = float(value)
             check = folds.overtraining(i)
-            row["smallest KS p"] = min(min(c.signal.ks_pvalue, c.background.ks_pvalue)
-                                       for c in check.per_class)
+            row["smallest KS p"] = _smallest_pvalue(
+                [p for c in check.per_class for p in (c.signal.ks_pvalue, c.background.ks_pvalue)])
         else:
             row["test AUC"] = roc_auc(y_te, s_te, w_te)
             row["train AUC"] = roc_auc(y_tr, s_tr, w_tr)
@@ -355,6 +356,14 @@ def kfold_table(folds: FoldScores) -> list[dict[str, Any]]:
             row["KS p (background)"] = check.background.ks_pvalue
         rows.append(row)
     return rows
+
+
+def _smallest_pvalue(pvalues: Sequence[float]) -> float:
+    """The smallest of the p-values that exist (NaN: a test without one, too few events);
+    NaN only where none does. Python's ``min`` kept a NaN met first (``min(nan, 1e-11)`` is
+    nan), so a tiny class hid another class's p-value of 1e-11 as n/a."""
+    given = [float(p) for p in pvalues if not np.isnan(p)]
+    return min(given) if given else float("nan")
 
 
 def cell(value: Any) -> str:

@@ -1,0 +1,36 @@
+"""The statistics hepbdt prints, against independent references (audit DG, 2026-12-05):
+scipy's KS test, brute-force sums over events."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import ks_2samp
+
+from hepbdt.analysis.result import FoldScores, kfold_table
+from hepbdt.io.dataset import Dataset
+
+
+def test_kfold_smallest_ks_pvalue_skips_a_class_without_one():
+    # three classes, the first with 6 events a fold (too few for a p-value): Python's
+    # min(nan, p) kept the NaN, and the per-fold table's "smallest KS p" read n/a where
+    # class c's training and test scores differ (p ~ 1e-11)
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = np.r_[np.zeros(12, int), rng.integers(1, 3, n - 12)]
+    event = np.arange(n)
+    raw = rng.normal(size=(n, 3))
+    raw_train = raw.copy()
+    raw_train[y == 2, 2] += 0.8
+    train_fold = 1 - event % 2  # each event's training copy belongs to the other fold
+    data = Dataset(np.zeros((n, 1)), y, np.ones(n), y, event, ["x"], ["a", "b", "c"])
+    folds = FoldScores(2, False, data, data, raw_train, raw, train_fold, classes=["a", "b", "c"])
+    proba_train = np.exp(raw_train) / np.exp(raw_train).sum(axis=1, keepdims=True)
+    proba_test = np.exp(raw) / np.exp(raw).sum(axis=1, keepdims=True)
+    for i, row in enumerate(kfold_table(folds)):
+        trained, tested = train_fold == i, event % 2 == i
+        expected = min(
+            ks_2samp(proba_train[trained & mine, k], proba_test[tested & mine, k],
+                     method="asymp").pvalue
+            for k in (1, 2) for mine in (y == k, y != k))  # class a's own: 6 events, none
+        assert np.isfinite(row["smallest KS p"]), row
+        assert abs(row["smallest KS p"] - expected) <= 1e-9 * expected, (row, expected)
