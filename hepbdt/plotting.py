@@ -216,6 +216,15 @@ def _normalised(values: np.ndarray, weights: np.ndarray, edges: np.ndarray, what
     return sumw * scale, np.sqrt(sumw2) * scale
 
 
+def _counted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The values of the events of non-zero weight (all of them where every weight is 0):
+    what a figure's bins span. An event of weight 0 is no event: a regression row of weight
+    0 with target -999 stretched the 50 bins of the predicted-against-true figure over
+    [-999, 3], leaving every weighted event in 2 of its cells."""
+    counted = weights != 0
+    return values[counted] if counted.any() else values
+
+
 def _outside_note(scores: np.ndarray) -> str | None:
     """The legend's note on the scores outside the edges (which span the finite scores):
     the infinite ones, counted in the first or last bin; None when there are none."""
@@ -424,13 +433,14 @@ def plot_score_distributions(
 ) -> Figure:
     """Signal and background score distributions, each normalised to unit area.
 
-    ``bins`` equal-width bins span the finite scores; infinite scores count in the first
-    or last bin, and the legend says how many. Errors are ``sqrt(sum w^2)`` scaled as the
-    bin (the normalisation's own uncertainty left out); a bin of negative net weight is
-    drawn below 0. A class without events or with a net weight <= 0 is refused.
+    ``bins`` equal-width bins span the finite scores of the events of non-zero weight (an
+    event of weight 0 is none); infinite scores count in the first or last bin, and the
+    legend says how many. Errors are ``sqrt(sum w^2)`` scaled as the bin (the
+    normalisation's own uncertainty left out); a bin of negative net weight is drawn
+    below 0. A class without events or with a net weight <= 0 is refused.
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
-    edges = common_edges(s, bins)
+    edges = common_edges(_counted(s, w), bins)
     fig = Figure()
     ax = fig.add_subplot()
     for mask, name, color in ((is_signal, "signal", SIGNAL_COLOR),
@@ -466,14 +476,15 @@ def plot_overtraining(
     and label 0 (e.g. ``("ttbar", "other classes")`` for one class against the rest).
     ``title``: what the events are (e.g. "fold 0 of 3"), above the axes.
     Each histogram is normalised to unit area on ``bins`` equal-width bins spanning the
-    finite scores of both samples, as :func:`plot_score_distributions` (infinite scores in
-    the end bins, said in the legend; errors ``sqrt(sum w^2)`` scaled as the bin).
+    finite scores of both samples' events of non-zero weight, as
+    :func:`plot_score_distributions` (infinite scores in the end bins, said in the legend;
+    errors ``sqrt(sum w^2)`` scaled as the bin).
     """
     tr_sig, tr_s, tr_w = check_classification(train_y, train_scores, train_w, "train_scores")
     te_sig, te_s, te_w = check_classification(test_y, test_scores, test_w, "test_scores")
     if result is None:
         result = overtraining_test(tr_s, tr_sig, tr_w, te_s, te_sig, te_w)
-    edges = common_edges(np.concatenate([tr_s, te_s]), bins)
+    edges = common_edges(np.concatenate([_counted(tr_s, tr_w), _counted(te_s, te_w)]), bins)
     centers = 0.5 * (edges[1:] + edges[:-1])
     fig = Figure()
     ax = fig.add_subplot()
@@ -723,16 +734,18 @@ def plot_predicted_vs_true(
 ) -> Figure:
     """Weighted 2-d histogram of the predicted against the true target, with the diagonal.
 
-    ``bins`` equal-width bins a side (at most ``MAX_2D_BINS``, 1,000) span both; a bin
-    without events is blank, one of negative net weight (signed weights) is coloured by its
-    value, the colour scale reaching below 0. Targets or predictions that are NaN or
-    infinite are refused: they lie in no bin.
+    ``bins`` equal-width bins a side (at most ``MAX_2D_BINS``, 1,000) span both, over the
+    events of non-zero weight (an event of weight 0 is none); a bin without events is
+    blank, one of negative net weight (signed weights) is coloured by its value, the
+    colour scale reaching below 0. Targets or predictions that are NaN or infinite are
+    refused: they lie in no bin.
     """
     t, p = check_regression_pair(y_true, y_pred)
     w = check_weights(sample_weight, t.shape[0])
-    edges = common_edges(np.concatenate([t, p]), bins, limit=MAX_2D_BINS)  # bins^2 cells
+    edges = common_edges(np.concatenate([_counted(t, w), _counted(p, w)]), bins,
+                         limit=MAX_2D_BINS)  # bins^2 cells
     counts, _, _ = np.histogram2d(t, p, bins=[edges, edges], weights=w)
-    events, _, _ = np.histogram2d(t, p, bins=[edges, edges])
+    events, _, _ = np.histogram2d(t, p, bins=[edges, edges], weights=(w != 0).astype(float))
     fig = Figure()
     ax = fig.add_subplot()
     masked = np.ma.masked_where(events.T == 0, counts.T)

@@ -52,3 +52,30 @@ def test_weighted_ks_pvalue_leaves_out_events_of_weight_0():
         assert result.statistic == pytest.approx(expected.statistic, rel=1e-12)
         assert result.pvalue == pytest.approx(expected.pvalue, rel=1e-9), fraction
         assert result.n_eff_1 == pytest.approx(np.count_nonzero(wa))
+
+
+def test_figures_bins_span_the_events_of_non_zero_weight():
+    # a regression row of weight 0 with target -999 (a placeholder) stretched the
+    # predicted-against-true bins over [-999, 3]: every weighted event in 2 of the cells
+    from hepbdt import plotting
+
+    rng = np.random.default_rng(0)
+    t = rng.normal(size=1000)
+    p = t + rng.normal(0, 0.3, 1000)
+    w = np.ones(1000)
+    t[0], p[0], w[0] = -999.0, 0.0, 0.0
+    keep = w != 0
+    lo, hi = min(t[keep].min(), p[keep].min()), max(t[keep].max(), p[keep].max())
+    edges = np.linspace(lo, hi, 51)
+    expected = np.histogram2d(t[keep], p[keep], bins=[edges, edges])[0]
+    mesh = plotting.plot_predicted_vs_true(t, p, w).axes[0].collections[0]
+    drawn = mesh.get_array()
+    assert np.count_nonzero(~np.ma.getmaskarray(drawn)) == np.count_nonzero(expected)
+    np.testing.assert_allclose(np.ma.filled(drawn, 0.0).reshape(50, 50), expected.T)
+    # the score figures alike: a signal event of weight 0 at score 50
+    y = np.r_[np.ones(500), np.zeros(500)]
+    s = np.r_[50.0, rng.normal(1, 1, 499), rng.normal(-1, 1, 500)]
+    sw = np.r_[0.0, np.ones(999)]
+    for fig in (plotting.plot_score_distributions(y, s, sw),
+                plotting.plot_overtraining(s, y, sw, s[::-1], y[::-1], sw[::-1])):
+        assert fig.axes[0].get_xlim()[1] < 10, fig.axes[0].get_xlim()
