@@ -25,8 +25,11 @@ event's first element, NaN when the event has none; ``Jet_pt[:, 1:3]`` a per-eve
 ``sum(...)``, ``mean(...)`` reduce each event's list (``max`` of an empty list is NaN,
 ``sum`` is 0); ``max(a, b)`` with two arguments is the element-wise maximum. A missing
 value is NaN where it is made (an integer element or maximum becomes a float when some
-event has none). A missing value fails whatever asks of it: every comparison with NaN is
-false, ``!=`` included (``Jet_btag[:, 0] != 0`` keeps no event without jets, as in ROOT;
+event has none; of 64-bit integers that double does not hold, beyond 2**53, it is refused,
+since the chunk's other events would be rounded where another chunk's are not: write
+``(vl * 1.0)[:, 0]`` to compute in double in every chunk). A missing value fails whatever
+asks of it: every comparison with NaN is false, ``!=`` included (``Jet_btag[:, 0] != 0``
+keeps no event without jets, as in ROOT;
 ``nJet == 0 || Jet_pt[:, 0] > 50`` keeps them), ``isnan`` is true, and NaN counts as false
 for ``&&``, ``||``, ``where`` and ``a if c else b``, as it does for the cut itself (so
 adding ``&& MET > 50`` to a condition never adds events); ``!`` of it is therefore true
@@ -988,7 +991,7 @@ class Expression:
                 value = ak.from_numpy(value, regulararray=True)
             if func in _SUMMING:  # float32 elements summed in double, as ROOT's Sum$
                 value = _as_double(value)
-            result = _nan_for_missing(self._unwrapped(node, _REDUCTIONS[func], value))
+            result = self._missing_as_nan(node, self._unwrapped(node, _REDUCTIONS[func], value))
             dtype = _leaf_dtype(value)
             if func in ("sum", "prod") and dtype is not None and dtype.kind == "u" and (
                     dtype.itemsize < 8):
@@ -1123,6 +1126,26 @@ class Expression:
                     "empty list, is NaN, so a float); compare it first, e.g. (x[:, 0] > 0)"
                 )
 
+    def _missing_as_nan(self, node: ast.AST, value: Any) -> Any:
+        """``value``'s missing values (None) as NaN (:func:`_nan_for_missing`); refused where
+        that NaN would turn 64-bit integers into doubles that do not hold them: the chunk's
+        other events would then be computed from other numbers than another chunk's
+        (``vl[:, 0] == 2**53`` true for 2**53 + 1, ``% 1000`` 992 for 993)."""
+        if isinstance(value, ak.Array) and isinstance(value.type.content, ak.types.OptionType) \
+                and ak.any(ak.is_none(value)):
+            inexact = _inexact_in_double(value)
+            if inexact is not None:
+                where = self._source.text[slice(*self._source.written(node))]
+                raise self._fail(
+                    f"{where} is missing for some events (an empty list), and the NaN that "
+                    f"marks them makes its 64-bit integers doubles, which do not hold "
+                    f"{inexact} (it would be {float(inexact):.17g}), so the other events' "
+                    "numbers would depend on which events share a chunk; take the list in "
+                    "double first to compute in double in every chunk ((x * 1.0)[:, 0], "
+                    "max(x * 1.0) for a list x), or compare within the list, exact: "
+                    "any(x[:, 0:1] == n)")
+        return _nan_for_missing(value)
+
     def _check_fixed_index(self, node: ast.Subscript, arrays: Mapping[str, Any],
                            position: int) -> None:
         """Refuse an index beyond a fixed-size array branch (``c[:, 3]`` of a ``c[3]``): NaN
@@ -1149,7 +1172,7 @@ class Expression:
                 )
             if position is not None:
                 self._check_fixed_index(node, arrays, position)
-                return _element(value, position)
+                return self._missing_as_nan(node, _element(value, position))
             bounds = [None if p is None else _constant_int(p) for p in
                       (index.lower, index.upper, index.step)]
             return value[:, slice(*bounds)]
@@ -1512,13 +1535,32 @@ def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 
 def _element(value: Any, position: int) -> Any:
-    """Element ``position`` of each event's list; NaN where out of range."""
+    """Element ``position`` of each event's list; NaN (Awkward's None for lists) where out
+    of range."""
     if isinstance(value, np.ndarray):
         if -value.shape[1] <= position < value.shape[1]:
             return value[:, position]
         return np.full(len(value), np.nan)
     stop = position + 1 if position != -1 else None
-    return _nan_for_missing(ak.firsts(value[:, position:stop], axis=1))
+    return ak.firsts(value[:, position:stop], axis=1)
+
+
+def _inexact_in_double(value: Any) -> int | None:
+    """A 64-bit integer of ``value`` (Awkward, missing values left out) that double does
+    not hold exactly (beyond 2**53, as 2**53 + 1), or None where double holds them all."""
+    dtype = _leaf_dtype(value)
+    if dtype is None or dtype.kind not in "iu" or dtype.itemsize < 8:
+        return None
+    numbers = ak.to_numpy(ak.flatten(ak.drop_none(value), axis=None))
+    beyond = numbers[(numbers > 2**53) | (numbers < -(2**53))] if dtype.kind == "i" else (
+        numbers[numbers > 2**53])
+    if not beyond.size:
+        return None
+    with np.errstate(all="ignore"):  # 2**63 - 1 rounds to 2**63, beyond int64: inexact too
+        doubles = beyond.astype(np.float64)
+        inexact = (doubles >= 2.0**(64 if dtype.kind == "u" else 63)) | (
+            doubles.astype(dtype) != beyond)
+    return int(beyond[inexact][0]) if inexact.any() else None
 
 
 def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> np.ndarray:
