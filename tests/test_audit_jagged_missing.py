@@ -84,3 +84,26 @@ def test_a_cut_is_exact_or_refused_at_every_step_size(tmp_path: Path):
         except ExpressionError:
             continue
         assert sorted(data.event.tolist()) == sorted({0, *exact})
+
+
+def _true(value: float) -> bool:
+    """hepbdt's truth of a number, as && and || take it: non-zero and not NaN."""
+    return value != 0 and not np.isnan(value)
+
+
+def test_any_all_and_count_nonzero_take_a_nan_element_as_false():
+    # any(x) is x[0] || x[1] || ...: any([NaN]) was true, where x[:, 0] || x[:, 1] and
+    # any(x != 0) were false (a stored NaN, or sqrt of a negative element)
+    lists = [[np.nan], [np.nan, 0.0], [0.0, 1.5], [], [np.nan, 2.0], [3.0, -1.0]]
+    x = ak.Array(lists)
+    want = {"any(x)": [any(map(_true, v)) for v in lists],
+            "all(x)": [all(map(_true, v)) for v in lists],
+            "count_nonzero(x)": [sum(map(_true, v)) for v in lists]}
+    with np.errstate(invalid="ignore"):
+        want["all(sqrt(x - 1) + 1)"] = [all(_true(np.sqrt(e - 1) + 1) for e in v) for v in lists]
+    for text, values in want.items():
+        expression = Expression(text, "feature")
+        got = to_column(expression.evaluate({"x": x}), len(lists), np.float64, expression)
+        np.testing.assert_array_equal(got, np.array(values, dtype=np.float64), err_msg=text)
+    pair = Expression("x[:, 0] || x[:, 1]", "cut").evaluate({"x": ak.Array([[np.nan, 0.0]])})
+    assert not pair[0]

@@ -31,7 +31,8 @@ since the chunk's other events would be rounded where another chunk's are not: w
 asks of it: every comparison with NaN is false, ``!=`` included (``Jet_btag[:, 0] != 0``
 keeps no event without jets, as in ROOT;
 ``nJet == 0 || Jet_pt[:, 0] > 50`` keeps them), ``isnan`` is true, and NaN counts as false
-for ``&&``, ``||``, ``where`` and ``a if c else b``, as it does for the cut itself (so
+for ``&&``, ``||``, ``where``, ``a if c else b`` and each element of ``any``, ``all`` and
+``count_nonzero``, as it does for the cut itself (so
 adding ``&& MET > 50`` to a condition never adds events); ``!`` of it is therefore true
 (see the differences from ROOT below). A mask must
 be a condition (``x[(flags & 2) != 0]``, not ``x[flags & 2]``) with, event by event, as
@@ -219,6 +220,9 @@ FUNCTIONS: frozenset[str] = frozenset(
 )
 
 _SUMMING = frozenset({"sum", "prod", "mean", "std"})  # reductions that add float32 elements
+# Reductions that ask each element's truth: any(x) is x[0] || x[1] || ..., so a NaN element
+# (a missing value) counts as false there, as it does in || (any([NaN]) was true, any(x != 0) false)
+_TRUTH_REDUCTIONS = frozenset({"any", "all", "count_nonzero"})
 # Reductions whose value is the same integer or boolean whether the list holds booleans,
 # signed or unsigned integers of the same numbers (what ~ of them gives does not depend on
 # the branch's kind; a float list is refused by ~ in any case)
@@ -991,6 +995,8 @@ class Expression:
                 value = ak.from_numpy(value, regulararray=True)
             if func in _SUMMING:  # float32 elements summed in double, as ROOT's Sum$
                 value = _as_double(value)
+            elif func in _TRUTH_REDUCTIONS:  # a NaN element is false, as in && and ||
+                value = _truth(value)
             result = self._missing_as_nan(node, self._unwrapped(node, _REDUCTIONS[func], value))
             dtype = _leaf_dtype(value)
             if func in ("sum", "prod") and dtype is not None and dtype.kind == "u" and (
