@@ -433,6 +433,30 @@ def _checked_held_out(held_out: Any, n: int) -> np.ndarray | None:
     return mask.astype(bool)
 
 
+def _fit_held_out(model: Any, train: Any, n: int) -> np.ndarray | None:
+    """The events of ``train`` (``n`` of them) that the model's fit held out to choose its
+    number of trees, from the fit's record (``held_out_mask``): None where it held none out
+    or keeps no record (a loaded model); ValueError where ``train`` cannot be the fit's
+    events or lacks the event numbers that chose them."""
+    draw = getattr(model, "__dict__", {}).get("validation_draw_")
+    if draw is None:
+        return None
+    remedy = ("pass held_out=model.held_out_mask(event) for the events given to fit, or "
+              "report on those events")
+    if draw["n"] != n:
+        raise ValueError(f"the model's fit held out a validation_fraction of its {draw['n']:,} "
+                         f"events to choose the number of trees, and train has {n:,}: the "
+                         f"report cannot tell which training events no tree trained on; {remedy}")
+    if draw["state"] is not None:
+        return model.held_out_mask()
+    event = getattr(train, "event", None)
+    if event is None:
+        raise ValueError("the model's fit held out the events whose hashed event numbers fell "
+                         "below validation_fraction, and train (X, y, w) has no event numbers: "
+                         f"the report cannot tell which training events no tree trained on; {remedy}")
+    return model.held_out_mask(np.asarray(event))
+
+
 def _groups(data: Any, y: np.ndarray, classifier: bool, classes: Sequence[str] | None = None
             ) -> list[tuple[str, str, np.ndarray]]:
     """(sample name, class, its events' positions, increasing) per physics sample of a
@@ -558,7 +582,10 @@ def report(
         of trees (``model.held_out_mask(event)`` of ``n_trees="auto"``), on which no tree
         trained. They count in the samples table and the yields' factors (they are events
         of the split) and are left out of the overtraining check, the training metrics,
-        curves and correlations. None: every training event was trained on.
+        curves and correlations. None: the model's own record (``held_out_mask``, with
+        ``train.event`` where its fit held out by event number) when its fit held events
+        out, so ``train`` must then be the events given to fit (ValueError otherwise);
+        a loaded model keeps no record, and every training event counts as trained on.
     binned : True when the features are a binned read's (each value at its bin's lower
         edge, as the score trees of a binned training hold them); the correlation caption
         says so. None: True when ``train``'s X is a :class:`~hepbdt.binned.BinnedMatrix`.
@@ -587,6 +614,8 @@ def report(
                             _label_names(classifier, classes), sample_names,
                             weights=(unpacked[0][2], unpacked[1][2]))
     split = _Events.of(model, train, unpacked[0], classifier, classes)  # every event
+    if held_out is None:  # the model's own record of the events its fit held out
+        held_out = _fit_held_out(model, train, len(split))
     tr = split.without(_checked_held_out(held_out, len(split)))  # those trained on
     te = _Events.of(model, test, unpacked[1], classifier, classes)
     out = _Sections(figure_files)
