@@ -942,6 +942,12 @@ class _BDTBase(SklearnProtocol):
                                  "out validation_fraction of the events, or n_trees='auto', "
                                  "or give fit an eval_set")
 
+    def held_out_fraction(self, n_events: int) -> float:
+        """The fraction of a fit's ``n_events`` training events (without an eval_set) held
+        out to choose the number of trees: 0 where the fit holds none out."""
+        plan = self._tree_plan(n_events, False)
+        return plan.fraction if plan.hold_out else 0.0
+
     def _tree_plan(self, n_events: int, given_eval: bool) -> _TreePlan:
         """How many trees to grow and when to stop: ``n_trees`` as given (early stopping
         only when asked for), or for ``"auto"`` the rule of AUTO_TREES_FROM."""

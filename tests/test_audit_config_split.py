@@ -155,3 +155,27 @@ def test_kfold_estimate_counts_the_outputs_of_every_training_row(tmp_path: Path)
     # written after the fits: the sample, its k - 1 training copies (4 bytes a value, 18 an
     # event), and per training row its score, fold, tree columns and sorts (64 bytes)
     assert e.bytes >= e.events * ((3 * 4 + 18) * 5 + 4 * 64)
+
+
+@pytest.mark.parametrize(("method", "holds_out"), [
+    ('boosting = "gradient"\nn_trees = 50\nearly_stopping = true', True),
+    ('boosting = "gradient"\nn_trees = "auto"', True),
+    ('boosting = "adaboost"\nn_trees = "auto"', False),  # a fixed count: none held out
+])
+def test_estimate_counts_the_held_out_copy_where_the_fit_makes_one(tmp_path: Path, method: str,
+                                                                   holds_out: bool) -> None:
+    """The fit copies the events it holds out to choose its number of trees: early_stopping
+    with an integer n_trees does, AdaBoost's n_trees="auto" does not (the estimate had it
+    the other way round)."""
+    def bytes_of(method_lines: str) -> tuple[int, int]:
+        path = tmp_path / "analysis.toml"
+        path.write_text(BASE + "[method]\n" + method_lines + "\n[output]\nreport = false\n"
+                        "figures = false\n")
+        e = estimate(load_config(path), available_bytes=10**12)
+        return e.bytes, e.events
+
+    base, events = bytes_of('boosting = "gradient"\nn_trees = 50')
+    held, _ = bytes_of(method)
+    # 3 features of 4 bytes, validation_fraction 0.1 of the training half
+    expected = round(events * 3 * 4 * 0.1 * 0.5) if holds_out else 0
+    assert held - base == pytest.approx(expected, abs=1)

@@ -171,9 +171,10 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
         trees *= len(config.classes)
     seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
     copies = 1 + (folds - 1 if folds else 1)  # the data read, and the training sets' copies
-    # n_trees="auto" holds out a fraction of a fit's events, which the fit copies
+    # n_trees="auto" and early_stopping hold out a fraction of a fit's events, which the fit
+    # copies (not AdaBoost's fixed count, nor a small sample's)
     one_fit = (folds - 1) / folds if folds else config.split.train_fraction
-    held_out_copy = model.validation_fraction * one_fit if model.n_trees == "auto" else 0.0
+    held_out_copy = model.held_out_fraction(int(events * one_fit)) * one_fit
     fit_bytes = _FIT_BYTES + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0)
     memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
                         + _EVENT_BYTES * copies + fit_bytes)
