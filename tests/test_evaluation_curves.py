@@ -150,3 +150,17 @@ def test_a_multiclass_learning_curve_counts_rounds_of_k_trees():
     assert curve.test_loss[-1] == pytest.approx(sk_log_loss(y, model.predict_proba(X)))
     figure = plot_learning_curve(curve)
     assert figure.axes[-1].get_xlabel() == "Number of rounds of 3 trees"
+
+
+def test_a_fit_that_ran_to_n_trees_marks_no_early_stop():
+    """early_stopping on, but the validation loss still falling at the last of n_trees=5:
+    the best tree is the last, nothing was evaluated beyond it, so the fit did not stop
+    early (the legend read "early stop (5 trees)")."""
+    import hepbdt
+
+    X, y, w = _data(5, n=3000)
+    model = hepbdt.BDTClassifier(boosting="gradient", n_trees=5, early_stopping=True,
+                                 random_state=0).fit(X, y, w)
+    losses = np.asarray(model.validation_loss_)
+    assert losses.size == 5 and int(np.argmin(losses)) == 4  # still improving at the cap
+    assert learning_curve(model, (X, y, w), _data(6, n=800)).best_n_trees is None

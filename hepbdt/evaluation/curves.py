@@ -79,8 +79,9 @@ class LearningCurve:
     """Losses (and AUCs for classifiers) after ``n_trees[k]`` trees.
 
     ``best_n_trees`` is the number of trees at the early-stopping point, where the model
-    ends at its best iteration (None without early stopping, also where an ``eval_set``
-    was watched but every tree kept). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
+    ends at its best iteration after evaluating rounds beyond it (None without early
+    stopping, also where an ``eval_set`` was watched but every tree kept, or where the
+    fit's last tree was its best: it ran to ``n_trees`` and did not stop early). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
     model's own per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
     ``train_class_factors``: (K,) the factors the training weights of each class (class
     index; background 0, signal 1 for two classes) were multiplied by to give the training
@@ -276,10 +277,12 @@ def _recorded(model: Any) -> dict[str, Any]:
     """The model's early-stopping point (trees) and its own per-iteration losses."""
     best = getattr(model, "best_iteration_", None)
     forest = getattr(model, "forest_", None)
-    if best is not None and forest is not None and forest.n_rounds != int(best) + 1:
-        best = None  # an eval_set watched, the model not cut at its best: no early stop
     recorded_train = getattr(model, "train_loss_", None)
     recorded_valid = getattr(model, "validation_loss_", None)
+    if best is not None and forest is not None and forest.n_rounds != int(best) + 1:
+        best = None  # an eval_set watched, the model not cut at its best: no early stop
+    if best is not None and recorded_valid is not None and len(recorded_valid) <= int(best) + 1:
+        best = None  # no round evaluated beyond the best: the fit ran to n_trees, not stopped
     return {
         "best_n_trees": None if best is None else int(best) + 1,
         "recorded_train_loss": None if recorded_train is None else np.asarray(recorded_train),
