@@ -81,8 +81,9 @@ class LearningCurve:
     ``best_n_trees`` is the number of trees at the early-stopping point, where the model
     ends at its best iteration after evaluating rounds beyond it (None without early
     stopping, also where an ``eval_set`` was watched but every tree kept, or where the
-    fit's last tree was its best: it ran to ``n_trees`` and did not stop early). ``recorded_train_loss`` / ``recorded_validation_loss`` are the
-    model's own per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
+    fit's last tree was its best: it ran to ``n_trees`` and did not stop early).
+    ``recorded_train_loss`` / ``recorded_validation_loss`` are the model's own
+    per-iteration losses (``train_loss_``, ``validation_loss_``) when present.
     ``train_class_factors``: (K,) the factors the training weights of each class (class
     index; background 0, signal 1 for two classes) were multiplied by to give the training
     sample the test sample's class mix before its loss and AUC were computed; None when
