@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import number_text, percent_text, pvalue_text, requested_percent
+from .._util import number_text, percent_text, pvalue_text, requested_percent, setting_text
 from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
 from ..evaluation import (
@@ -80,10 +80,11 @@ def _held_out_lines(result: TrainResult) -> list[str]:
     to choose the number of trees (none: no line)."""
     if not result.n_held_out:
         return []
-    copies = " copies" if result.train_fold is not None else ""
+    rows = "event copies" if result.train_fold is not None else "events"
     fraction = models_of(result.model)[0].validation_fraction
     return [f"Held out: {result.n_held_out:,} of the {len(result.train):,} training "
-            f"events{copies} (validation_fraction = {fraction:g}) chose the number of trees, "
+            f"{rows} (validation_fraction = {setting_text(fraction)}) chose the number of "
+            "trees, "
             "and no tree trained on them: the training column and the overtraining check "
             "leave them out (TrainTree: held_out = 1)"]
 
