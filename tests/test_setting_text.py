@@ -45,3 +45,17 @@ def test_a_long_list_of_efficiencies_is_refused_with_a_short_message():
     with pytest.raises(ValueError, match=r"\(2,000,000 values\)\]$") as refused:
         efficiency_table(y, rng.normal(size=200), signal_eff=np.full(2_000_000, 2.0))
     assert len(str(refused.value)) < 300
+
+
+def test_rejection_at_a_signal_efficiency_tied_scores_cannot_reach_is_not_a_number():
+    """Scores of three values: the cuts keep 0, 20 %, 80 % or all of the signal. The
+    rejection "at 30 %" of the cut keeping 80 % was printed as if it were at 30 %; at
+    80 % (and within five points of it, 76 %) it is that cut's, by brute force."""
+    from hepbdt.evaluation.metrics import background_rejection_at
+
+    y = np.repeat([1, 1, 1, 0, 0, 0], [20, 60, 20, 60, 30, 10])
+    score = np.repeat([2.0, 1.0, 0.0, 0.0, 1.0, 2.0], [20, 60, 20, 60, 30, 10])
+    rejection = background_rejection_at(y, score, signal_eff=(0.2, 0.3, 0.76, 0.8))
+    brute = {t: 1.0 - np.mean(score[y == 0] >= t) for t in (2.0, 1.0)}
+    assert np.isnan(rejection[1])
+    np.testing.assert_allclose(rejection[[0, 2, 3]], [brute[2.0], brute[1.0], brute[1.0]])

@@ -28,6 +28,10 @@ from hepbdt._util import (  # noqa: F401 (re-exported)
 from hepbdt.binned import BinnedMatrix
 from hepbdt.io.dataset import FeatureMatrix
 
+#: A cut "at" a requested signal efficiency keeps at most this much more (five percentage
+#: points; more only where tied scores leave no cut nearer): beyond it the row is NaN.
+EFFICIENCY_TOLERANCE = 0.05
+
 
 def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from hepbdt._util import values_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 
-from ._data import check_classification, in_class_units
+from ._data import EFFICIENCY_TOLERANCE, check_classification, in_class_units
 from ._hist import common_edges, weighted_histogram
 
 __all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures",
@@ -43,7 +43,6 @@ __all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasure
 
 DEFAULT_EFFICIENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 MAX_EFFICIENCIES = 1_000  # cuts of one call: each is a pass over the events
-EFFICIENCY_TOLERANCE = 0.05  # a row whose cut keeps more signal than this above its target: NaN
 
 
 def _histogram_pair(p: NDArray, q: NDArray) -> tuple[NDArray, NDArray]:

@@ -24,6 +24,7 @@ import numpy as np
 from hepbdt._util import cut_text, setting_text, values_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 from hepbdt.evaluation._data import (
+    EFFICIENCY_TOLERANCE,
     as_1d,
     check_classification,
     check_regression_pair,
@@ -187,7 +188,9 @@ def background_rejection_at(
 
     For each target ``e`` the best cut among those keeping a signal efficiency of at least
     ``e`` is taken: the rejection is ``1 - min eff_B`` over the cuts ``score >= t`` with
-    ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``.
+    ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``, and where the best
+    such cut keeps more than ``EFFICIENCY_TOLERANCE`` (five percentage points) above ``e``
+    (tied scores: a cut keeping 78 % of the signal is no rejection "at 30 %").
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
     eff_s, eff_b, _ = _roc(is_signal, s, w)
@@ -195,9 +198,11 @@ def background_rejection_at(
     slack = efficiency_slack(w[is_signal])
     out = np.full(targets.shape, np.nan)
     for k, target in enumerate(targets):
-        ok = eff_s >= target - slack
-        if ok.any():
-            out[k] = 1.0 - eff_b[ok].min()
+        ok = np.flatnonzero(eff_s >= target - slack)
+        if ok.size:
+            best = ok[eff_b[ok] == eff_b[ok].min()]
+            if eff_s[best].min() - target <= EFFICIENCY_TOLERANCE:
+                out[k] = 1.0 - eff_b[best[0]]
     return out
 
 
