@@ -143,7 +143,8 @@ def _quality_lines(result: TrainResult) -> list[str]:
         lines = [f"{'':34} {'test':>10} {'train':>10}"]
         for label, key in (("RMSE", "rmse"), ("mean absolute error", "mae"), ("bias", "bias"),
                            ("resolution (IQR / 1.349)", "resolution_iqr")):
-            lines.append(f"{label:34} {getattr(m_te, key):>10.4g} {getattr(m_tr, key):>10.4g}")
+            lines.append(f"{label:34} {number_text(getattr(m_te, key), marks=()):>10} "
+                         f"{number_text(getattr(m_tr, key), marks=()):>10}")
         return lines
     if result.config.multiclass:
         return _multiclass_lines(result)
@@ -265,7 +266,7 @@ def _significance_lines(result: TrainResult) -> list[str]:
                      f"{missing}; S and B are incomplete (use a smaller train_fraction, more "
                      "events or k-fold)")
     names = {"s_over_sqrt_b": "S/sqrt(B)", "s_over_sqrt_s_plus_b": "S/sqrt(S+B)",
-             "ams": f"AMS (b_reg {scan.b_reg:g})"}
+             "ams": f"AMS (b_reg {setting_text(scan.b_reg)})"}
     for key, name in names.items():
         best = scan.best_cuts[key]
         if not best.found:
@@ -275,7 +276,8 @@ def _significance_lines(result: TrainResult) -> list[str]:
         lines.append(f"  {name:18} {best.value:8.4g} at score >= {scan.threshold_text(key)}: "
                      f"S = {best.signal:.4g} +- {best.signal_error:.3g} ({best.n_signal_mc} "
                      f"MC), B = {best.background:.4g} +- {best.background_error:.3g} "
-                     f"({best.n_background_mc} MC); other half {scan.other_half[key]:.4g}")
+                     f"({best.n_background_mc} MC); other half "
+                     f"{number_text(scan.other_half[key], marks=())}")
     return lines
 
 
