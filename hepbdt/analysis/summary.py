@@ -90,13 +90,16 @@ def _held_out_lines(result: TrainResult) -> list[str]:
 
 
 def _decorrelation_lines(result: TrainResult) -> list[str]:
-    """Background rejection and 1/JSD of the mass at each signal efficiency (test events)."""
+    """Background rejection and 1/JSD of the mass at each signal efficiency: of the test
+    events, or (k-fold) of every event, each scored by the model that did not train on it."""
     measures = decorrelation_of(result)
     if measures is None:
         return []
     p = result.config.params
+    events = ("test events" if result.train_fold is None else
+              f"every event of the {result.k} folds, scored out of fold")
     lines = ["", f"Mass decorrelation ({decorrelation_text(p)}) from {measures.variable}, "
-                 "test events "
+                 f"{events} "
                  "(kept: the signal efficiency of the cut, tied scores kept together; n/a: no "
                  "cut keeps the signal efficiency, or no background passes):",
              "  signal eff.     kept   bkg rejection (1/eff_B)   1/JSD bkg   1/JSD signal"]
