@@ -63,3 +63,18 @@ def test_kfold_summary_says_its_decorrelation_measures_are_of_every_event(tmp_pa
     row = next(x for x in result.summary.splitlines() if x.strip().startswith("50%"))
     assert float(row.split()[2]) == float(f"{rejection:.4g}")
     assert float(row.split()[3]) == float(f"{inverse_jsd:.4g}")
+
+
+def test_a_trained_model_file_names_its_decorrelation_variables(tmp_path):
+    # model.json recorded {"variables": 1} only: not which expression it was flattened against
+    from hepbdt.analysis import load_config, train
+    from hepbdt.persistence import load_model
+
+    _kfold_config(tmp_path)  # writes the sample and c.toml
+    text = (tmp_path / "c.toml").read_text().replace('decorrelate = ["mjj"]',
+                                                     'decorrelate = ["mjj * tau21 / 1000"]')
+    (tmp_path / "c.toml").write_text(text.replace("kfold = 3", 'mode = "random"'))
+    train(load_config(tmp_path / "c.toml"))
+    record = load_model(tmp_path / "out" / "model.json").forest_.extra["decorrelation"]
+    assert record["expressions"] == ["mjj * tau21 / 1000"]
+    assert record["variables"] == 1

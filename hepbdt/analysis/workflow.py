@@ -308,6 +308,9 @@ def _fit(config: AnalysisConfig, data: Dataset, what: str = "training",
             model = config.make_estimator().fit(data.X, y, data.w, event=data.event, **extra)
     except ValueError as exc:
         raise TrainingError(f"{what} on {len(data):,} events: {exc}") from exc
+    record = getattr(getattr(model, "forest_", None), "extra", {}).get("decorrelation")
+    if record is not None and decorrelate is not None:  # the model file names its variables
+        record["expressions"] = list(config.decorrelate)
     if data.branch_types is not None:  # binned and Dask fits too: apply checks its trees
         model.branch_types_ = dict(data.branch_types)
     return model
