@@ -1214,7 +1214,7 @@ class _BDTBase(SklearnProtocol):
         """Why no tree could split, in the terms of the options that decide it (the training
         weights' sum and mean magnitude)."""
         text = ("no tree made a single split, so the model is a constant: the features do not "
-                "vary, or the options allow no child. The event weights "
+                "vary, or the options allow no split. The event weights "
                 f"sum to {total:.4g} (mean |w| {mean_abs:.3g}).")
         if self.boosting == "newton":
             text += (f" With boosting='newton', min_child_weight={setting_text(self.min_child_weight)} and "
@@ -1224,6 +1224,13 @@ class _BDTBase(SklearnProtocol):
                      "min_child_weight and reg_lambda.")
         if self.min_node_size_ > 0:
             text += f" min_node_size={setting_text(self.min_node_size_)} may also be too large."
+        if self.boosting in ("gradient", "newton") and self.min_split_gain > 0:
+            text += (f" min_split_gain={setting_text(self.min_split_gain)} may be too large: a "
+                     "split must gain more than it, in the same units (summed weight x hessian "
+                     "for newton, weighted squared error of the pseudo-residuals for gradient).")
+        if self.boosting == "newton" and self.reg_alpha > 0:
+            text += (f" reg_alpha={setting_text(self.reg_alpha)} may be too large: a node whose "
+                     "|summed weighted gradient| is below it scores 0.")
         return text
 
     def _quantisable(self, node_size: float) -> bool:
