@@ -495,3 +495,21 @@ def test_sample_files_follow_dot_dot_as_the_file_system_does(tmp_path):
     (tmp_path / "link").symlink_to(real / "sub")
     config = load_config(tmp_path / "link" / ".." / "analysis.toml")
     assert Path(config.samples[0].files[0]) == real / "data" / "signal.root"
+
+
+@pytest.mark.parametrize(("line", "hint"), [
+    ("eta = 0.3", "eta is another library's name: write learning_rate = ..."),
+    ("gamma = 1.0", "gamma is another library's name: write min_split_gain = ..."),
+    ("num_leaves = 31", "write max_leaves = ..."),
+    ("min_child_samples = 20", "write min_node_size = ... (a fraction of the training weight"),
+    ("alpha = 0.5", "write reg_alpha = ... (XGBoost's L1 penalty) or huber_alpha = ..."),
+    ("max_delta_step = 1", "max_delta_step is another library's option, which hepbdt does "
+                           "not have"),
+])
+def test_a_peer_library_option_name_is_translated(tmp_path: Path, line: str, hint: str) -> None:
+    """XGBoost's and LightGBM's names (a configuration copied from them) are named with
+    hepbdt's; 'did you mean' offered AdaBoost's 'beta' for eta and 'max_depth' for
+    max_delta_step."""
+    text = problems(write(tmp_path, BASE + f"[method]\n{line}\n"))
+    assert hint in text
+    assert "did you mean" not in text

@@ -1226,8 +1226,33 @@ def _check_multiclass_method(params: dict[str, Any], table: dict[str, Any],
                      "classes with [split] norm = \"equal_num_events\"")
 
 
+#: XGBoost's, LightGBM's and scikit-learn's names of hepbdt's options (a configuration
+#: copied from them), and of the options hepbdt does not have (the text says so).
+PEER_NAMES = {
+    "eta": "learning_rate", "shrinkage_rate": "learning_rate",
+    "n_estimators": "n_trees", "num_boost_round": "n_trees", "num_iterations": "n_trees",
+    "num_round": "n_trees", "max_iter": "n_trees",
+    "gamma": "min_split_gain", "min_split_loss": "min_split_gain",
+    "min_gain_to_split": "min_split_gain",
+    "lambda": "reg_lambda", "lambda_l2": "reg_lambda", "l2_regularization": "reg_lambda",
+    "alpha": "reg_alpha = ... (XGBoost's L1 penalty) or huber_alpha = ... (scikit-learn's "
+             "Huber quantile)", "lambda_l1": "reg_alpha",
+    "num_leaves": "max_leaves", "max_leaf_nodes": "max_leaves",
+    "min_sum_hessian_in_leaf": "min_child_weight",
+    "min_child_samples": "min_node_size", "min_data_in_leaf": "min_node_size",
+    "min_samples_leaf": "min_node_size",
+    "bagging_fraction": "subsample", "feature_fraction": "colsample_bytree",
+    "feature_fraction_bynode": "colsample_bynode", "max_bin": "max_bins",
+    "nthread": "n_jobs", "num_threads": "n_jobs", "seed": "random_state",
+    "random_seed": "random_state",
+    "max_delta_step": None, "monotone_constraints": None,
+    "scale_pos_weight": None,
+}
+
+
 def _unknown_option_hint(key: str, valid: list[str], task: str) -> str:
-    """What to write instead of an unknown ``[method]`` key (TMVA names are recognised)."""
+    """What to write instead of an unknown ``[method]`` key (TMVA's names, and XGBoost's,
+    LightGBM's and scikit-learn's, are recognised)."""
     # the keys a configuration takes: decorrelate is read beside the estimator's options,
     # and signal_label is refused (the samples' labels say which class is the signal)
     valid = [*(v for v in valid if v != "signal_label"),
@@ -1240,6 +1265,16 @@ def _unknown_option_hint(key: str, valid: list[str], task: str) -> str:
         return f"{key} is a TMVA option of classification (a class normalisation)"
     if is_tmva_option(key):
         return f"{key} is a TMVA option: put {key}=... in tmva_options"
+    if key.lower() in PEER_NAMES:
+        ours = PEER_NAMES[key.lower()]
+        if ours is None:
+            balance = (" (balance the classes with sig_to_bkg_fraction or [split] norm)"
+                       if key.lower() == "scale_pos_weight" else "")
+            return f"{key} is another library's option, which hepbdt does not have{balance}"
+        if " = " in ours:  # two meanings
+            return f"{key} is another library's name: write {ours}"
+        unit = " (a fraction of the training weight, not a count)" if ours == "min_node_size" else ""
+        return f"{key} is another library's name: write {ours} = ...{unit}"
     matches = difflib.get_close_matches(key, [*valid, "tmva_options"], n=3, cutoff=0.6)
     return (f"did you mean {' or '.join(repr(m) for m in matches)}? " if matches else "") + (
         f"valid options: {', '.join(valid)}, tmva_options")
