@@ -130,7 +130,8 @@ def test_summary_decorrelation_table_shows_nan_as_na_and_the_kept_efficiency(
     m = coarse_measures
     assert np.isnan(m.signal_jsd[:2]).all() and 0.5 < m.achieved_signal_efficiency[2] < 0.55
     monkeypatch.setattr(summary, "decorrelation_of", lambda result: m)
-    result = SimpleNamespace(config=SimpleNamespace(params={"decorrelation": "flatness"}))
+    result = SimpleNamespace(config=SimpleNamespace(params={"decorrelation": "flatness"}),
+                             train_fold=None)
     lines = summary._decorrelation_lines(result)
     rows = lines[-3:]
     for row in rows[:2]:  # 1/NaN showed as "inf", NaN as "nan"
