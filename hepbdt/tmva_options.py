@@ -43,7 +43,8 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
 - ``BoostType=Grad`` (classification) gives ``loss=None`` and, for SigToBkgFraction=1,
   ``sig_to_bkg_fraction="tmva"``, resolved at fit: for two classes the binomial deviance on
   classes normalised to the ratio 1, for more softmax without reweighting (TMVA's
-  multi-class BDTG). Another SigToBkgFraction stays a number, which is two-class only.
+  multi-class BDTG, whose leaves take Shrinkage / K where hepbdt's take (K - 1) / K of
+  learning_rate: README). Another SigToBkgFraction stays a number, which is two-class only.
 - ``UseRandomisedTrees`` with ``UseNvars=k`` gives ``n_vars_per_node=k`` (without UseNvars:
   "sqrt", TMVA's default int(sqrt(n_vars) + 0.6)). hepbdt draws exactly k variables per node,
   i.e. ``UsePoissonNvars=False``; TMVA's default UsePoissonNvars=True is honoured only as an

@@ -144,3 +144,35 @@ def test_newton_leaves_with_reg_alpha_beyond_the_gradient_match_xgboost():
                                                                            sample_weight=w)
         margin = theirs.get_booster().predict(xgb.DMatrix(X), output_margin=True)
         np.testing.assert_allclose(ours.predict(X), margin, atol=1e-4)
+
+
+def _weighted_median_by_brute_force(r: np.ndarray, w: np.ndarray) -> float:
+    """The value of r minimising sum w |r - c| (unique for generic positive weights)."""
+    candidates = np.unique(r)
+    losses = [np.sum(w * np.abs(r - c)) for c in candidates]
+    return float(candidates[int(np.argmin(losses))])
+
+
+def test_absolute_loss_is_lad_treeboost_with_sign_zero_on_tied_targets():
+    """README's (4): integer targets put events at a zero residual (the median is one of
+    them); their pseudo-residual is sign(0) = 0 (Friedman's LAD_TreeBoost), where
+    scikit-learn and TMVA take +1. A brute-force LAD_TreeBoost (scikit-learn's regression
+    tree on sign(y - F), leaves the minimisers of sum w |r - c|) is the reference."""
+    tree_module = pytest.importorskip("sklearn.tree")
+    rng = np.random.default_rng(0)
+    n, rounds, rate = 1500, 6, 0.5
+    X = rng.integers(0, 10, size=(n, 3)).astype(np.float32)
+    y = rng.poisson(1 + 0.3 * X[:, 0] + 0.1 * X[:, 1]).astype(np.float64)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32).astype(np.float64)
+    ours = hepbdt.BDTRegressor(loss="absolute", n_trees=rounds, max_depth=2,
+                               learning_rate=rate).fit(X, y, w)
+    score = np.full(n, _weighted_median_by_brute_force(y, w))
+    assert np.sum(y == score) > 100  # many events at a zero residual from the start
+    for stage in ours.staged_predict(X):
+        residual = y - score
+        tree = tree_module.DecisionTreeRegressor(max_depth=2).fit(X, np.sign(residual), w)
+        leaf = tree.apply(X)
+        for k in np.unique(leaf):
+            inside = leaf == k
+            score[inside] += rate * _weighted_median_by_brute_force(residual[inside], w[inside])
+        np.testing.assert_allclose(stage, score, atol=1e-9)
