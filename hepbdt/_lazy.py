@@ -40,12 +40,14 @@ def lazy_exports(package: str, names: dict[str, str], submodules: tuple[str, ...
     return __getattr__, __dir__
 
 
-def moved(module: str, name: str, homes: dict[str, str]) -> Any:
-    """The object ``name`` from its new module ``homes[name]``, with a DeprecationWarning;
+def moved(module: str, name: str, homes: dict[str, str], new_name: str | None = None) -> Any:
+    """The object ``name`` (``new_name`` where it was renamed too) from its new module
+    ``homes[name]``, with a DeprecationWarning naming the old path and the new one;
     AttributeError when ``name`` is not one of ``module``'s moved names."""
     home = homes.get(name)
     if home is None:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warnings.warn(f"{module}.{name} has moved to {home}.{name}; the old path goes in hepbdt 0.3",
-                  DeprecationWarning, stacklevel=3)
-    return getattr(importlib.import_module(home), name)
+    new_name = name if new_name is None else new_name
+    warnings.warn(f"{module}.{name} has moved to {home}.{new_name}; the old path goes in "
+                  "hepbdt 0.3", DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(home), new_name)

@@ -20,5 +20,5 @@ def __getattr__(name: str) -> Any:
     from ._lazy import moved
 
     if name == "load":  # renamed as well as moved
-        return moved(__name__, "load_model", {"load_model": "hepbdt.persistence"})
+        return moved(__name__, "load", {"load": "hepbdt.persistence"}, new_name="load_model")
     return moved(__name__, name, _HOMES)

@@ -44,8 +44,11 @@ def test_workflow_load_is_load_model() -> None:
     import hepbdt.workflow
     from hepbdt.persistence import load_model
 
-    with pytest.warns(DeprecationWarning, match="hepbdt.persistence.load_model"):
+    with pytest.warns(DeprecationWarning, match="hepbdt.persistence.load_model") as caught:
         assert hepbdt.workflow.load is load_model
+    # the warning names the path the caller used (it named hepbdt.workflow.load_model,
+    # which never existed)
+    assert str(caught[0].message).startswith("hepbdt.workflow.load has moved to ")
 
 
 def test_unknown_names_are_still_attribute_errors() -> None:
