@@ -1,8 +1,9 @@
 """Small tools every room shares: atomic writes, the progress line, input checks, threads.
 
 Nothing here knows about trees, models or ROOT. The module imports only the standard
-library and numpy at import time (the engine's infinity scan is imported when ``check_X``
-first runs), so the I/O and evaluation layers stay free of Numba until they train.
+library, numpy and ``_version`` at import time (the engine's infinity scan, running sums
+and thread controls are imported where first used), so the I/O layer stays free of Numba
+until it bins or trains (the evaluation imports the engine's running sums itself).
 """
 
 from __future__ import annotations

@@ -59,8 +59,9 @@ Mappings where TMVA and hepbdt differ (see the docstrings of the estimators):
 - Old names: ``UseBaggedGrad`` (UseBaggedBoost), ``GradBaggingFraction``
   (BaggedSampleFraction), ``NNodesMax`` (converted to MaxDepth as TMVA does).
 
-This module imports nothing from hepbdt: the estimators, the TMVA XML reader and the
-analysis configuration all build on it.
+This module imports from hepbdt only the engine's ``MAX_VALUE_BINS`` (the bins a TMVA
+string can say): the estimators, the TMVA XML reader and the analysis configuration all
+build on it.
 """
 
 from __future__ import annotations
