@@ -647,6 +647,42 @@ def test_two_translation_units(compiled, tmp_path) -> None:
     assert done.stdout.split() == ["1", "0"]
 
 
+def test_two_models_in_one_namespace(tmp_path) -> None:
+    """Two models exported to the namespace ``bdt`` (``sig/bdt.h``, ``bkg/bdt.h``): in two
+    source files each scores with its own trees (one include guard and one set of inline
+    functions kept one model for both), and in one source file a call is a compile error,
+    not the first model's score."""
+    X, y, _ = _training_data(600, 11)
+    models = {name: BDTClassifier(n_trees=4, max_depth=3, n_jobs=1, random_state=seed).fit(
+        X[part], y[part]) for name, seed, part in (("sig", 1, slice(0, 300)),
+                                                  ("bkg", 2, slice(300, 600)))}
+    for name, model in models.items():
+        (tmp_path / name).mkdir()
+        to_cpp(model, tmp_path / name / "bdt.h")
+        (tmp_path / f"{name}.cpp").write_text(
+            f'#include "{name}/bdt.h"\n'
+            f"double score_{name}(const float* x) {{ return bdt::evaluate(x); }}\n")
+    x = X[:1]
+    (tmp_path / "main.cpp").write_text(
+        "#include <cstdio>\n"
+        "double score_sig(const float*); double score_bkg(const float*);\n"
+        "int main() { const float x[5] = {" + ", ".join(f"{v!r}f" for v in x[0].tolist())
+        .replace("nanf", "__builtin_nanf(\"\")") + "};\n"
+        '  std::printf("%.17g %.17g\\n", score_sig(x), score_bkg(x)); }\n')
+    exe = tmp_path / "two_models"
+    subprocess.run([_compiler(), "-std=c++11", *FLAGS, "-o", str(exe), "sig.cpp", "bkg.cpp",
+                    "main.cpp"], cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=60)
+    scores = [float(v) for v in done.stdout.split()]
+    expected = [models[name].forest_.raw_score(x)[0] for name in ("sig", "bkg")]
+    assert expected[0] != expected[1] and scores == expected
+    (tmp_path / "both.cpp").write_text('#include "sig/bdt.h"\n#include "bkg/bdt.h"\n'
+                                       "double f(const float* x) { return bdt::evaluate(x); }\n")
+    both = subprocess.run([_compiler(), "-std=c++11", "-c", "both.cpp", "-o", "both.o"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert both.returncode != 0 and "ambiguous" in both.stderr
+
+
 def test_returned_summary(compiled) -> None:
     """to_cpp's summary describes the header it wrote."""
     e = compiled.exports["gradient"]

@@ -51,10 +51,10 @@ take minutes and gigabytes on initialisers that large (use ONNX or TMVA XML for 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +126,10 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None,
     decision_function refuses one: NaN); ``void evaluate_batch(const float*
     x, std::size_t n, double* out)`` for n events row by row; and for classifiers ``double
     probability(const float* x)``, ``predict_proba(X)[:, 1]`` (to within the last bits of
-    ``std::exp`` for gradient boosting; exactly for the AdaBoost family).
+    ``std::exp`` for gradient boosting; exactly for the AdaBoost family). All of it lies in
+    an inline namespace named by a digest of the model's code, as does the include guard:
+    two models given one namespace each score with their own trees from two source files,
+    and in one source file a call is ambiguous (a compile error).
 
     Returns
     -------
@@ -917,8 +920,6 @@ def _probability(forest: Forest) -> list[str]:
 def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
     """The whole header text."""
     names = feature_names_of(model, forest.n_features)
-    guard = f"HEPBDT_{namespace.upper()}_{zlib.crc32(namespace.encode()):08X}_HPP"
-    guard = re.sub(r"_+", "_", guard)
     layout = _layout(forest)
     members, n_rows_nan_left = (_dense_members(forest) if layout == "dense"
                                 else _sparse_members(forest))
@@ -930,11 +931,7 @@ def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
     if forest.aggregation == "weighted_median":
         includes = ["<algorithm>", *includes, "<vector>"]
     constants, _, _ = _score(forest)
-    lines = [
-        *_description(model, forest, names, file_name, layout), "",
-        "#pragma once", f"#ifndef {guard}", f"#define {guard}", "",
-        *[f"#include {h}" for h in includes], "",
-        f"namespace {namespace} {{", "",
+    body = [
         f"constexpr int n_features = {forest.n_features};",
         f"constexpr int n_trees = {forest.n_trees};", "",
         "// The input order of evaluate's x.",
@@ -947,8 +944,20 @@ def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
         *([_ANY_NAN] if from_tmva_two_class(forest) else []),
         "}  // namespace detail", "",
         *_public_functions(forest, layout, n_rows),
+        *(_probability(forest) if is_classifier(model) else []),
     ]
-    if is_classifier(model):
-        lines += _probability(forest)
-    lines += [f"}}  // namespace {namespace}", "", f"#endif  // {guard}", ""]
+    # The model's own name, from its code: two models in one namespace are two inline
+    # namespaces, so in two source files neither replaces the other at link time, and in
+    # one a call is ambiguous (a compile error), where one include guard skipped a header.
+    digest = hashlib.sha256("\n".join(body).encode()).hexdigest()[:16]
+    guard = re.sub(r"_+", "_", f"HEPBDT_{namespace.upper()}_{digest.upper()}_HPP")
+    lines = [
+        *_description(model, forest, names, file_name, layout), "",
+        "#pragma once", f"#ifndef {guard}", f"#define {guard}", "",
+        *[f"#include {h}" for h in includes], "",
+        f"namespace {namespace} {{",
+        f"inline namespace model_{digest} {{", "",
+        *body,
+        f"}}  // inline namespace model_{digest}",
+        f"}}  // namespace {namespace}", "", f"#endif  // {guard}", ""]
     return "\n".join(lines)
