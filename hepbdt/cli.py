@@ -181,7 +181,7 @@ def _export_parser(commands: Any) -> None:
     export.add_argument("--tmva", metavar="FILE", help="write a TMVA weight file (.weights.xml)")
     export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name; "
                         "a k-fold model's fold i adds _fold<i>)")
-    export.add_argument("--missing", choices=("auto", "exact", "none"), default="auto",
+    export.add_argument("--missing", choices=("auto", "exact", "none"),
                         help="NaN branches in --tmva (default auto: for regressors and "
                         "multi-class models; TMVA::Reader returns -999 for a two-class "
                         "classifier's NaN events)")
@@ -503,6 +503,8 @@ def _export(args: argparse.Namespace) -> int:
         raise UserError("export: say what to write: --onnx FILE, --cpp FILE and/or --tmva FILE")
     if args.namespace and not args.cpp:
         raise UserError("export: --namespace is an option of --cpp")
+    if args.missing and not args.tmva:  # it would change no file written
+        raise UserError("export: --missing is an option of --tmva")
     model = _load(args.model)
     models = model.models if isinstance(model, KFoldModel) else [model]
     # the files written: a k-fold model's fold files (NAME_fold0.onnx, ...) are checked too
@@ -519,7 +521,8 @@ def _export(args: argparse.Namespace) -> int:
         "cpp": lambda m, path, where, fold: to_cpp(m, path, namespace=_cpp_namespace(
             args.namespace, where, fold if len(models) > 1 else None),
             file_name=Path(where).name),
-        "tmva": lambda m, path, where, fold: to_tmva_xml(m, path, missing=args.missing),
+        "tmva": lambda m, path, where, fold: to_tmva_xml(m, path,
+                                                                missing=args.missing or "auto"),
     }
     done = []
     # Every file is written to its temporary first and renamed when all are written, so a
