@@ -3,11 +3,16 @@ flags it names, and the notes it promises for options that do nothing."""
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import hepbdt
+from hepbdt.analysis.config import load_config
 from hepbdt.cli import main
+from hepbdt.estimators import IdleOptionWarning
 
 
 @pytest.fixture(scope="module")
@@ -35,3 +40,32 @@ def test_export_missing_without_tmva_is_refused(model_file, tmp_path, capsys):
     assert main(["export", str(model_file), "--tmva", str(auto)]) == 0
     assert main(["export", str(model_file), "--tmva", str(exact), "--missing", "exact"]) == 0
     assert auto.read_text().count("<Node") < exact.read_text().count("<Node")
+
+
+REGRESSION = Path(__file__).resolve().parents[1] / "analyses" / "regression" / "mass_regression.toml"
+
+
+@pytest.mark.parametrize(("overrides", "settings"), [
+    # README: huber_alpha is gradient's Huber quantile; both Huber options act with
+    # loss = "huber" only. Beside loss = "absolute" the note said it "does nothing with
+    # boosting='gradient' ... choose a boosting it acts on": gradient is the boosting it
+    # acts on, the loss is why it does nothing.
+    (["method.huber_alpha=0.8"], "boosting='gradient', loss='absolute'"),
+    (['method.boosting="newton"', "method.huber_delta=2.0"], "boosting='newton', loss='absolute'"),
+    (['method.boosting="newton"', 'method.loss="huber"', "method.huber_alpha=0.8"],
+     "boosting='newton', loss='huber'"),
+])
+def test_idle_huber_note_names_the_loss(overrides, settings):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_config(REGRESSION, overrides)
+    notes = [str(w.message) for w in caught if issubclass(w.category, IdleOptionWarning)]
+    assert len(notes) == 1 and f"nothing with {settings} " in notes[0], notes
+    assert "choose a boosting or loss it acts on" in notes[0]
+
+
+def test_huber_option_with_huber_loss_has_no_note():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_config(REGRESSION, ["method.huber_alpha=0.8", "method.loss='huber'"])
+    assert not [w for w in caught if issubclass(w.category, IdleOptionWarning)]

@@ -1051,13 +1051,18 @@ def _warn_idle_options(params: dict[str, Any], table: dict[str, Any]) -> None:
     tree count (validation_fraction with an integer n_trees, ...)."""
     given = [name for name in acting_options(params)[1] if name in table]
     if given:
-        method = ", ".join(f"{key}={params.get(key)!r}" for key in
-                           ("boosting", "decorrelation", "decorrelation_map")
-                           if key == "boosting" or any(n.startswith("decorrelation") for n in given))
+        # the settings that decide: the loss too for huber_* (they act with loss="huber" only)
+        huber = any(n.startswith("huber_") for n in given)
+        keys = [key for key in ("boosting", "loss", "decorrelation", "decorrelation_map")
+                if key == "boosting" or (key == "loss" and huber)
+                or (key.startswith("decorrelation")
+                    and any(n.startswith("decorrelation") for n in given))]
+        method = ", ".join(f"{key}={params.get(key)!r}" for key in keys)
         warnings.warn(f"[method] {', '.join(given)}: "
                       f"{'does' if len(given) == 1 else 'do'} nothing with {method} "
                       f"(see the option table in README); remove "
-                      f"{'it' if len(given) == 1 else 'them'}, or choose a boosting it acts "
+                      f"{'it' if len(given) == 1 else 'them'}, or choose a "
+                      f"{' or '.join(k for k in keys[:2] if k in ('boosting', 'loss'))} it acts "
                       "on", IdleOptionWarning, stacklevel=user_stacklevel())
     for why, names in idle_stopping_options(params):
         given = [name for name in names if name in table]
