@@ -3,6 +3,8 @@ flags it names, and the notes it promises for options that do nothing."""
 
 from __future__ import annotations
 
+import argparse
+import re
 import warnings
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 import hepbdt
 from hepbdt.analysis.config import load_config
-from hepbdt.cli import main
+from hepbdt.cli import _parser, main
 from hepbdt.estimators import IdleOptionWarning
 
 
@@ -69,3 +71,24 @@ def test_huber_option_with_huber_loss_has_no_note():
         warnings.simplefilter("always")
         load_config(REGRESSION, ["method.huber_alpha=0.8", "method.loss='huber'"])
     assert not [w for w in caught if issubclass(w.category, IdleOptionWarning)]
+
+
+def test_readme_synopsis_lists_every_flag():
+    # README's "The command line" says every flag of each command is in its synopsis:
+    # apply's --probability-branch, --scheduler and --progress and demo's --progress were not.
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("## The command line\n\n```\n", 1)[1].split("```", 1)[0]
+    listed: dict[str, set[str]] = {}
+    command = None
+    for line in block.splitlines():
+        words = line.split()
+        if words[:1] == ["hepbdt"] and not words[1].startswith("-"):
+            command = words[1]
+        if command is not None and not line.startswith("hepbdt --"):
+            listed.setdefault(command, set()).update(re.findall(r"--[a-z][a-z-]*", line))
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        flags = {s for a in sub._actions for s in a.option_strings
+                 if s.startswith("--") and s != "--help"}
+        assert listed.get(name) == flags, name
