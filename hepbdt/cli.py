@@ -521,8 +521,7 @@ def _export(args: argparse.Namespace) -> int:
         "cpp": lambda m, path, where, fold: to_cpp(m, path, namespace=_cpp_namespace(
             args.namespace, where, fold if len(models) > 1 else None),
             file_name=Path(where).name),
-        "tmva": lambda m, path, where, fold: to_tmva_xml(m, path,
-                                                                missing=args.missing or "auto"),
+        "tmva": lambda m, path, where, fold: to_tmva_xml(m, path, missing=args.missing or "auto"),
     }
     done = []
     # Every file is written to its temporary first and renamed when all are written, so a
