@@ -936,8 +936,9 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
                          f"k <= {MAX_KFOLD}")
         clash = [k for k in ("mode", "train_fraction") if k in entry]
         if clash:
+            verb = "are" if len(clash) > 1 else "is"
             problems.add("split", "kfold", f"kfold splits by event number; remove "
-                         f"{' and '.join(clash)}, which are for a single train/test split")
+                         f"{' and '.join(clash)}, which {verb} for a single train/test split")
         split.kfold = entry["kfold"]
     if "seed" in entry and ("kfold" in entry or split.mode != "random"):
         scheme = "kfold (by event number)" if "kfold" in entry else f"mode = {split.mode!r}"

@@ -299,10 +299,11 @@ def _duration(seconds: float) -> str:
 
 
 def _size(n_bytes: float) -> str:
+    """A size in bytes as text: '1.5 GB', '12.0 kB', '1 byte', '999 bytes'."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n_bytes >= scale:
             return f"{n_bytes / scale:,.1f} {unit}"
-    return f"{n_bytes:.0f} bytes"
+    return f"{n_bytes:.0f} byte{'' if round(n_bytes) == 1 else 's'}"
 
 
 def estimate_lines(config: AnalysisConfig, available_bytes: int | None = None) -> list[str]:
