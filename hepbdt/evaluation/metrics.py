@@ -187,10 +187,12 @@ def background_rejection_at(
     """Background rejection ``1 - eff_B`` at the given signal efficiencies (TMVA's table).
 
     For each target ``e`` the best cut among those keeping a signal efficiency of at least
-    ``e`` is taken: the rejection is ``1 - min eff_B`` over the cuts ``score >= t`` with
-    ``eff_S(t) >= e``. No interpolation; NaN where no cut reaches ``e``, and where the best
-    such cut keeps more than ``EFFICIENCY_TOLERANCE`` (five percentage points) above ``e``
-    (tied scores: a cut keeping 78 % of the signal is no rejection "at 30 %").
+    ``e`` and at most ``EFFICIENCY_TOLERANCE`` (five percentage points) more is taken: the
+    rejection is ``1 - min eff_B`` over the cuts ``score >= t`` with ``e <= eff_S(t) <= e +
+    0.05``. No interpolation; NaN where no cut keeps such an efficiency (tied scores: a cut
+    keeping 78 % of the signal is no rejection "at 30 %"). With weights >= 0 the best cut
+    keeping at least ``e`` is one of these; with signed background weights a cut keeping
+    far more can have a lower eff_B, and is no rejection "at ``e``" either.
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
     eff_s, eff_b, _ = _roc(is_signal, s, w)
@@ -198,11 +200,11 @@ def background_rejection_at(
     slack = efficiency_slack(w[is_signal])
     out = np.full(targets.shape, np.nan)
     for k, target in enumerate(targets):
-        ok = np.flatnonzero(eff_s >= target - slack)
-        if ok.size:
-            best = ok[eff_b[ok] == eff_b[ok].min()]
-            if eff_s[best].min() - target <= EFFICIENCY_TOLERANCE:
-                out[k] = 1.0 - eff_b[best[0]]
+        # only cuts near the target: with signed background weights the lowest eff_B of all
+        # cuts keeping at least 10 % sat at a cut keeping 45 %, which made the row n/a
+        near = (eff_s >= target - slack) & (eff_s - target <= EFFICIENCY_TOLERANCE)
+        if near.any():
+            out[k] = 1.0 - eff_b[near].min()
     return out
 
 
