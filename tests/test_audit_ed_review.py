@@ -30,3 +30,25 @@ def test_rejection_with_signed_background_weights_is_a_number_where_cuts_reach_t
     brute = [1 - eff_b[(eff_s >= e) & (eff_s <= e + 0.05)].min() for e in targets]
     np.testing.assert_allclose(background_rejection_at(y, score, w, targets), brute,
                                rtol=0, atol=1e-12)
+
+
+def test_summary_echoes_train_fraction_and_decorrelation_strength_as_given():
+    """a06ff52 echoed settings with setting_text; the summary's split line and the
+    decorrelation text still used :g (train_fraction 0.1234567 printed as 0.123457, a
+    fraction the configuration does not hold)."""
+    from types import SimpleNamespace
+
+    import hepbdt
+    from hepbdt.analysis.result import decorrelation_text
+    from hepbdt.analysis.summary import _method_line
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2)).astype(np.float32)
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=1).fit(X, (X[:, 0] > 0).astype(int))
+    split = SimpleNamespace(kfold=None, mode="random", seed=1, train_fraction=0.1234567,
+                            norm="none")
+    config = SimpleNamespace(tmva_options=None, split=split, features=["a", "b"])
+    line = _method_line(SimpleNamespace(config=config, model=model))
+    assert "random split, 0.1234567 for training" in line
+    text = decorrelation_text({"decorrelation": "flatness", "decorrelation_strength": 0.1234567})
+    assert "strength 0.1234567," in text

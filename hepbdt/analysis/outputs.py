@@ -27,6 +27,7 @@ from .._util import (
     model_scores,
     percent_text,
     requested_percent,
+    setting_text,
 )
 from ..boosting.losses import softmax_rows
 from ..estimators import tree_unit
@@ -380,7 +381,7 @@ def provenance_of(result: TrainResult) -> Any:
         text = None
     split = config.split
     scheme = (f"{split.kfold}-fold by event number ({result.kfold_by})" if split.kfold else
-              f"{split.mode}, train_fraction {split.train_fraction:g}, seed {split.seed}")
+              f"{split.mode}, train_fraction {setting_text(split.train_fraction)}, seed {split.seed}")
     keys = ["model", *(key for key in result.files if key.startswith("model_fold"))]
     models = {result.files[key].name: file_sha256(result.files[key]) for key in keys
               if key in result.files}

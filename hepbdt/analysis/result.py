@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import number_text, pvalue_text
+from .._util import number_text, pvalue_text, setting_text
 from ..boosting.losses import softmax_rows
 from ..evaluation import (
     FeatureRanking,
@@ -390,7 +390,7 @@ def decorrelation_text(params: dict[str, Any]) -> str:
     method, mapping = params.get("decorrelation"), params.get("decorrelation_map")
     parts = []
     if method is not None:
-        parts.append(f"{method}, strength {params.get('decorrelation_strength', 1.0):g}, "
+        parts.append(f"{method}, strength {setting_text(params.get('decorrelation_strength', 1.0))}, "
                      f"target {params.get('decorrelation_target', 'background')!r}")
     if mapping is not None:
         parts.append(f"the {str(mapping).upper()} map")

@@ -122,7 +122,7 @@ def _method_line(result: TrainResult) -> str:
     split = config.split
     seed = f" (seed {split.seed})" if split.mode == "random" else ""
     scheme = (f"{split.kfold}-fold by {result.kfold_by}" if split.kfold else
-              f"{split.mode} split, {split.train_fraction:g} for training{seed}")
+              f"{split.mode} split, {setting_text(split.train_fraction)} for training{seed}")
     return (f"Method: {method}; {len(config.features)} features; {scheme}; training "
             f"weights normalised: {split.norm}")
 

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .._util import atomic_write_text, feature_definitions_of, model_scores, progress_shown
+from .._util import (
+    atomic_write_text,
+    feature_definitions_of,
+    model_scores,
+    progress_shown,
+    setting_text,
+)
 from ..io import Dataset, InputError, read
 from ..kfold import KFoldModel
 from ..output_set import OutputSet
@@ -335,7 +341,7 @@ def _fit_split(config: AnalysisConfig, handoff: list[Dataset], echo: Echo) -> Tr
         train_set, test_set = data.split(split.mode, split.train_fraction, split.seed)
     except ValueError as exc:
         raise TrainingError(f"splitting {len(data):,} events ({split.mode}, train_fraction "
-                            f"{split.train_fraction:g}): {exc}") from exc
+                            f"{setting_text(split.train_fraction)}): {exc}") from exc
     del data
     _say(echo, f"training on {len(train_set):,} events, testing on {len(test_set):,}")
     for name, part in (("training", train_set), ("test", test_set)):
