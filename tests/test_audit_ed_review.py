@@ -52,3 +52,27 @@ def test_summary_echoes_train_fraction_and_decorrelation_strength_as_given():
     assert "random split, 0.1234567 for training" in line
     text = decorrelation_text({"decorrelation": "flatness", "decorrelation_strength": 0.1234567})
     assert "strength 0.1234567," in text
+
+
+def test_split_takes_every_real_train_fraction_and_refuses_texts():
+    """8a1c08d refused a Fraction(1, 2) and a 0-d array(0.5), which split before, with
+    "train_fraction must be a number in (0, 1), not Fraction(1, 2)". Reference: TMVA's
+    nTrain = floor(n f + 0.5) of each class."""
+    import decimal
+    import fractions
+    import math
+
+    import pytest
+
+    from hepbdt.io.dataset import Dataset
+    from hepbdt.io.errors import InputError
+
+    n = 11
+    X = np.arange(2 * n, dtype=np.float32).reshape(-1, 1)
+    data = Dataset(X, np.arange(2 * n) % 2, np.ones(2 * n), feature_names=["a"])
+    for fraction in (fractions.Fraction(1, 3), decimal.Decimal("0.3"), np.array(0.3)):
+        train, _ = data.split("alternate", fraction)
+        assert int((train.y == 1).sum()) == math.floor(n * float(fraction) + 0.5)
+    for text in ("0.5", np.array("0.5"), np.array([0.5]), np.bool_(True), 0.5j):
+        with pytest.raises(InputError, match="train_fraction must be a number"):
+            data.split("alternate", text)

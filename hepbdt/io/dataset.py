@@ -693,11 +693,17 @@ def _check_k(k: Any) -> None:
 def _check_fraction(train_fraction: Any) -> float:
     """``train_fraction`` as a float in (0, 1); InputError for anything else (a text or a
     bool was multiplied into the event counts: ``"0.5"`` ended in a TypeError about
-    concatenating strings)."""
-    if isinstance(train_fraction, bool | str | bytes) or not isinstance(
-            train_fraction, int | float | np.integer | np.floating):
-        raise InputError(f"train_fraction must be a number in (0, 1), not {train_fraction!r}")
-    fraction = float(train_fraction)
+    concatenating strings). Any real number is taken (a Fraction, a Decimal, a 0-d numpy
+    array of a number, as float() reads them)."""
+    kind = getattr(getattr(train_fraction, "dtype", None), "kind", "f")
+    try:
+        if (isinstance(train_fraction, bool | np.bool_ | str | bytes) or kind not in "iuf"
+                or np.ndim(train_fraction) != 0):
+            raise TypeError
+        fraction = float(train_fraction)
+    except (TypeError, ValueError):
+        raise InputError(f"train_fraction must be a number in (0, 1), not "
+                         f"{train_fraction!r}") from None
     if not 0.0 < fraction < 1.0:
         raise InputError(f"train_fraction must lie in (0, 1), not {train_fraction}")
     return fraction
