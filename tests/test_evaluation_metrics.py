@@ -80,7 +80,9 @@ def test_efficiency_tables_equal_brute_force_count(negative):
     sig_targets = [0.3, 0.5, 0.7, 0.9]
     bkg_targets = [0.001, 0.01, 0.1, 0.3]
     expected_rej = [1 - b_b[b_s >= e - 1e-12].min() for e in sig_targets]
-    expected_eff = [b_s[b_b <= e + 1e-12].max() for e in bkg_targets]
+    # the cuts keeping at most b and at least b - min(0.05, b / 2) of the background
+    near = [(b_b <= e + 1e-12) & (b_b >= e - min(0.05, e / 2) - 1e-12) for e in bkg_targets]
+    expected_eff = [b_s[m].max() if m.any() else np.nan for m in near]
     np.testing.assert_allclose(background_rejection_at(y, score, w, sig_targets), expected_rej,
                                atol=1e-12)
     np.testing.assert_allclose(signal_efficiency_at(y, score, w, bkg_targets), expected_eff,
@@ -450,3 +452,15 @@ def test_bin_counts_are_bounded_before_any_allocation() -> None:
     expected = 0.5 * np.sum((sig[ok] - bkg[ok]) ** 2 / (sig[ok] + bkg[ok]))
     assert separation(y, s, bins=10_000) == pytest.approx(expected, rel=1e-12)
     assert resolution_vs_target(s, s + 1, bins=10_000).bias[0] == pytest.approx(1.0)
+
+
+def test_signal_efficiency_at_a_background_efficiency_tied_scores_cannot_reach_is_not_a_number():
+    """Scores of three values: the cuts keep 0, 10 %, 40 % or all of the background. The
+    signal efficiency "at 30 %" was that of the cut keeping 10 % (audit ED); at 10 % and
+    40 % it is those cuts', by brute force."""
+    y = np.repeat([1, 1, 1, 0, 0, 0], [20, 60, 20, 10, 30, 60])
+    score = np.repeat([2.0, 1.0, 0.0, 2.0, 1.0, 0.0], [20, 60, 20, 10, 30, 60])
+    values = signal_efficiency_at(y, score, background_eff=(0.1, 0.3, 0.4))
+    brute = {t: np.mean(score[y == 1] >= t) for t in (2.0, 1.0)}
+    assert np.isnan(values[1])
+    np.testing.assert_allclose(values[[0, 2]], [brute[2.0], brute[1.0]])

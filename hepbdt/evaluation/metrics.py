@@ -216,15 +216,24 @@ def signal_efficiency_at(
 ) -> np.ndarray:
     """Signal efficiency at the given background efficiencies (TMVA's table).
 
-    For each target ``b`` this is ``max eff_S`` over the cuts ``score >= t`` with
-    ``eff_B(t) <= b`` (the empty selection always qualifies). No interpolation.
+    For each target ``b`` this is ``max eff_S`` over the cuts ``score >= t`` that keep a
+    background efficiency of at most ``b`` and at least ``b - min(0.05, b / 2)`` (five
+    percentage points, or half of a smaller target; ``b = 0``: the cuts keeping none, the
+    empty selection among them). No interpolation; NaN where no cut keeps such a background
+    efficiency (tied scores, or too few background events: a cut keeping 10 % of the
+    background is no signal efficiency "at 30 %").
     """
     is_signal, s, w = check_classification(y, score, sample_weight)
     eff_s, eff_b, _ = _roc(is_signal, s, w)
     targets = _efficiencies(background_eff, "background_eff")
     slack = efficiency_slack(w[~is_signal])
-    return np.array([eff_s[best_at_background_efficiency(eff_s, eff_b, target, slack)]
-                     for target in targets], dtype=np.float64).reshape(targets.shape)
+    out = np.full(targets.shape, np.nan)
+    for k, target in enumerate(targets):
+        window = min(EFFICIENCY_TOLERANCE, target / 2)
+        near = (eff_b <= target + slack) & (eff_b >= target - window - slack)
+        if near.any():
+            out[k] = eff_s[near].max()
+    return out
 
 
 def _efficiencies(values: Sequence[float] | float, name: str) -> np.ndarray:
