@@ -152,6 +152,33 @@ def test_classifier_every_booster_with_nan(boosting, tmp_path):
     assert np.all(np.diff(out["probability"][order]) >= 0)
 
 
+@pytest.mark.parametrize("boosting", ["realadaboost", "newton", "bagging"])
+def test_probability_in_the_tails_within_readmes_bound(boosting, tmp_path):
+    # README, Deploying a model: "probability" comes from the float32 score, so it is
+    # about 2^-24 (|F| L + P) from predict_proba (L the link's slope at P), which in the
+    # tails is many float32 steps of P; checked against a float64 link of the score
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=4000) > 0).astype(int)
+    extra = {"learning_rate": 1.0} if boosting == "newton" else {}
+    model = BDTClassifier(boosting=boosting, n_trees=200, max_depth=3, random_state=0,
+                          **extra).fit(X, y)
+    to_onnx(model, tmp_path / "m.onnx")
+    got = run_onnx(tmp_path / "m.onnx", X)["probability"].astype(np.float64)
+    F = model.decision_function(X)
+    kind, c = model.forest_.probability_link()
+    if kind == "sigmoid":
+        p = 1.0 / (1.0 + np.exp(-c * F))
+        slope = c * p * (1.0 - p)
+    else:
+        p = np.clip((F - c) / (1.0 - c), 0.0, 1.0)
+        slope = np.full_like(p, 1.0 / (1.0 - c))
+    bound = U32 * (np.abs(F) * slope * (1.0 + 1e-6) + p) + 8 * U64
+    assert np.all(np.abs(got - p) <= bound)
+    steps = np.abs(got - p) / np.spacing(p.astype(np.float32)).astype(np.float64)
+    assert steps.max() > 4  # the tails' float32 steps README warns of
+
+
 def test_classifier_yes_no_leaf_off_scores_in_0_1(tmp_path):
     X, y, _, Xt = data(seed=3)
     model = BDTClassifier(boosting="adaboost", use_yes_no_leaf=False, n_trees=20, max_depth=2).fit(X, y)
