@@ -54,6 +54,17 @@ def _check_codes(codes: np.ndarray, edges: tuple[np.ndarray, ...]) -> None:
                          f"{n_edges[f]} edges make codes 0..{n_edges[f]} (and {MISSING_CODE}: missing)")
 
 
+def _float32_edges(edges: Any) -> np.ndarray:
+    """One feature's edges as float32 that bin every float32 x as the given ones do (a
+    float64 edge between two float32 values: the float32 above it, not the nearest one)."""
+    given = np.asarray(edges)
+    if given.dtype == np.float32:
+        return given.ravel()
+    from .engine.binning import float32_edges  # Numba: only for edges not given as float32
+
+    return float32_edges(given)
+
+
 class BinnedMatrix:
     """(n, m) bin codes (uint8, event-major, C order) and the m edge arrays behind them.
 
@@ -89,7 +100,7 @@ class BinnedMatrix:
         codes = np.ascontiguousarray(given, dtype=np.uint8)
         if codes.ndim != 2:
             raise ValueError(f"codes must be 2-d (events x features), got shape {codes.shape}")
-        edges = tuple(np.asarray(e, dtype=np.float32).ravel() for e in edges)
+        edges = tuple(_float32_edges(e) for e in edges)
         if len(edges) != codes.shape[1]:
             raise ValueError(f"{len(edges)} edge arrays for {codes.shape[1]} columns of codes")
         for f, e in enumerate(edges):

@@ -1923,9 +1923,11 @@ class BDTClassifier(_BDTBase):
 
         X may be a :class:`~hepbdt.binned.BinnedMatrix` (``hepbdt.read(..., binned=True)``):
         its edges are the model's bins and nothing is binned again. ``bin_edges`` (m
-        increasing float32 arrays, e.g. another model's ``bin_edges_``) bins float X with
-        those edges instead of fitting quantiles: the model is then the one a BinnedMatrix
-        of the same bins trains, bit for bit. ``max_bins`` and ``n_cuts`` do not apply then.
+        increasing arrays, e.g. another model's ``bin_edges_``; a float64 edge between two
+        float32 values becomes the float32 above it, which bins every float32 x as the edge
+        does) bins float X with those edges instead of fitting quantiles: the model is then
+        the one a BinnedMatrix of the same bins trains, bit for bit. ``max_bins`` and
+        ``n_cuts`` do not apply then.
 
         decorrelate: with ``decorrelation`` or ``decorrelation_map`` set, the variable(s) the
         score must not depend on (e.g. a mass), float (n,) or (n, k), k <= 3, finite (one

@@ -23,7 +23,7 @@ import numpy as np
 from ._types import BIN_DTYPE, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, launch_lock, njit, read_only
 
 __all__ = ["BinMapper", "EdgeSketch", "fit_bin_edges", "apply_bins", "bin_rows_into",
-           "check_edges", "first_infinite"]
+           "check_edges", "first_infinite", "float32_edges"]
 
 SUBSAMPLE_FOR_EDGES = 200_000  # events used to find quantile edges (as LightGBM's default)
 
@@ -357,10 +357,26 @@ def pack_edges(edges: list[np.ndarray]) -> np.ndarray:
     return _pack_edges(edges)
 
 
+def float32_edges(edges: Any) -> np.ndarray:
+    """Edges as float32 that bin every float32 x as the given ones do: a float32 edge as it
+    is, any other (a float64 edge between two float32 values) as the smallest float32 above
+    it, for which x < edge holds exactly when it holds for the given edge. Rounding to the
+    nearest float32 instead put the x just below an edge rounded down in the bin above."""
+    given = np.asarray(edges).ravel()
+    if given.dtype == X_DTYPE:
+        return given
+    given = given.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: inf, refused later
+        rounded = given.astype(X_DTYPE)
+        below = rounded.astype(np.float64) < given
+    return np.where(below, np.nextafter(rounded, X_DTYPE(np.inf)), rounded).astype(X_DTYPE)
+
+
 def check_edges(edges: Any, n_features: int | None = None) -> list[np.ndarray]:
-    """Edges given by a caller as m float32 arrays; ValueError unless each is finite, strictly
-    increasing and at most ``MAX_VALUE_BINS - 1`` long (then code <= b iff x < edges[b])."""
-    out = [np.asarray(e, dtype=X_DTYPE).ravel() for e in edges]
+    """Edges given by a caller as m arrays, as float32 (:func:`float32_edges`); ValueError
+    unless each is finite, strictly increasing and at most ``MAX_VALUE_BINS - 1`` long (then
+    code <= b iff x < edges[b])."""
+    out = [float32_edges(e) for e in edges]
     if n_features is not None and len(out) != n_features:
         raise ValueError(f"bin edges for {len(out)} features, but the data have {n_features}")
     for f, e in enumerate(out):
@@ -368,7 +384,8 @@ def check_edges(edges: Any, n_features: int | None = None) -> list[np.ndarray]:
             raise ValueError(f"bin edges of feature {f}: {e.size} edges, at most "
                              f"{MAX_VALUE_BINS - 1} (255 value bins)")
         if not np.all(np.isfinite(e)) or np.any(e[1:] <= e[:-1]):  # np.diff can overflow
-            raise ValueError(f"bin edges of feature {f} must be finite and strictly increasing")
+            raise ValueError(f"bin edges of feature {f} must be finite and strictly increasing "
+                             "as float32 values (the features are compared in float32)")
     return out
 
 
