@@ -61,3 +61,40 @@ def test_binned_matrix_of_codes_keeps_the_given_edges_sides():
 def test_edges_that_float32_cannot_tell_apart_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="strictly increasing as float32"):
         check_edges([np.array([1.0 + 2.0**-30, 1.0 + 2.0**-29])])
+
+
+def _quantile_brackets(x: np.ndarray, w: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's weighted inverted-CDF quantiles at k / n_bins (the documented rule: the
+    first value whose cumulative weight reaches the target) and the next distinct value:
+    each edge must lie above the first and at most at the second."""
+    unique = np.unique(x)
+    low = np.unique([np.float32(np.quantile(x.astype(np.float64), k / n_bins, weights=w,
+                                            method="inverted_cdf")) for k in range(1, n_bins)])
+    low = low[low < unique[-1]]
+    return low, np.array([unique[unique > v][0] for v in low], np.float32)
+
+
+@pytest.mark.parametrize("scale", [1e305, 1.7e308 / 30_000])
+def test_weights_whose_sum_passes_float64_give_the_quantile_edges(scale):
+    """Finite weights whose sum passes float64's range (1e305 x 20,000 events) made every
+    cumulative weight inf and every target NaN: fit_bin_edges and the edge sketch gave one
+    edge where the weighted quantiles give 254."""
+    from hepbdt.engine.binning import EdgeSketch, fit_bin_edges
+
+    rng = np.random.default_rng(4)
+    n = 20_000
+    x = rng.normal(size=n).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, n)
+    low, high = _quantile_brackets(x, w, 255)
+    for edges in (fit_bin_edges(x[:, None], w * scale)[0],
+                  EdgeSketch(1).merge(_sketch(x, w * scale)).edges()[0]):
+        assert edges.size == low.size == 254
+        assert np.all(edges > low) and np.all(edges <= high)
+
+
+def _sketch(x: np.ndarray, w: np.ndarray):
+    from hepbdt.engine.binning import EdgeSketch
+
+    sketch = EdgeSketch(1)
+    sketch.update(x[:, None], w, np.arange(x.size))
+    return sketch

@@ -210,12 +210,23 @@ def _abs_weights(sample_weight: Any, n: int) -> np.ndarray:
     return w
 
 
+def _power_of_two_scaled(w: np.ndarray) -> np.ndarray:
+    """|w| times the power of two that brings the largest below 1: the same edges (an exact
+    scaling), but sums that stay finite. Weights of 1e305 summed to inf over 20,000 events,
+    every quantile target was NaN, and a feature got 1 edge instead of 254."""
+    largest = float(np.max(w)) if w.size else 0.0
+    if not 0 < largest < np.inf:
+        return w
+    return np.ldexp(w, -int(np.frexp(largest)[1]))
+
+
 def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) -> list[np.ndarray]:
     """``_feature_edges`` of every column, on Numba's threads: the kernels release the GIL,
     so the features are done side by side, each exactly as alone."""
     # float32 first, as the data are binned: float64 values that round to one float32
     # would give equal edges (not strictly increasing) and bins no value falls in
     columns = [np.ascontiguousarray(X[:, f], dtype=X_DTYPE) for f in range(X.shape[1])]
+    w = _power_of_two_scaled(w)
     workers = min(numba.get_num_threads(), len(columns))
     if workers <= 1:
         return [_feature_edges(c, w, max_bins, n_cuts) for c in columns]
