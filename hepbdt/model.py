@@ -443,7 +443,10 @@ class Forest:
         Every value is checked for its JSON type and range before anything is converted."""
         if not isinstance(d, dict):
             raise ModelFormatError(f"{where}: expected an object, got {type(d).__name__}")
-        required = [*NODE_ARRAYS, "tree_offsets", "tree_weights", "n_features"]
+        # base_score and aggregation too: every hepbdt writes them, and a file without one
+        # was read with 0.0 and "sum" (a regressor's scores 1.05 off, an AdaBoost's 0.91)
+        required = [*NODE_ARRAYS, "tree_offsets", "tree_weights", "n_features", "base_score",
+                    "aggregation"]
         missing = [k for k in required if k not in d]
         if missing:
             raise ModelFormatError(f"{where}: missing keys {missing}; a forest needs {required}")
@@ -471,8 +474,8 @@ class Forest:
         offsets = _int_array(d, "tree_offsets", where, 0, n)
         weights = _float_array(d, "tree_weights", where)
         forest = cls(**arrays, tree_offsets=offsets, tree_weights=weights, n_features=n_features,
-                     base_score=_finite(d.get("base_score", 0.0), f"{where}.base_score"),
-                     aggregation=_aggregation(d.get("aggregation", "sum"), where),
+                     base_score=_finite(d["base_score"], f"{where}.base_score"),
+                     aggregation=_aggregation(d["aggregation"], where),
                      extra=_extra(d.get("extra"), where))
         forest.validate(where)
         return forest

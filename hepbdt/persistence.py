@@ -239,6 +239,8 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
                              or not 0 <= used < 0.5):
         raise ModelFormatError(f"min_node_size_used {_brief(used)} must be a fraction in [0, 0.5) "
                                "or null")
+    if cls is BDTClassifier:
+        _check_score_link(cls(**params), forest)
     edges = _bin_edges(doc.get("bin_edges"), forest.n_features)
     _check_bin_thresholds(forest, edges)
     reason = doc.get("n_trees_reason")
@@ -258,6 +260,36 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     if types is not None:  # absent in files saved before 2026-12-04 (late): apply checks nothing
         est.branch_types_ = types
     return est
+
+
+# How a two-class forest turns its trees into a score and P(signal), by booster: what its
+# training writes (aggregation, and extra.loss or extra.score_min; Forest.probability_link)
+_SUM_LINKS = {"gradient": ("sigmoid", 2.0), "newton": ("sigmoid", 1.0),
+              "realadaboost": ("sigmoid", 2.0)}
+
+
+def _check_score_link(est: BDTClassifier, forest: Forest) -> None:
+    """ModelFormatError unless a two-class forest aggregates its trees and links its score
+    to P(signal) as a training with the estimator's options does: a file whose forest
+    says otherwise (extra.loss deleted from a newton model: P off by 0.12; extra.score_min
+    deleted with use_yes_no_leaf=False: off by 0.49; another aggregation) scored without
+    complaint. Multi-class forests carry their own link (softmax, SAMME)."""
+    if forest.n_classes > 1:
+        return
+    if est.decorrelation == "uboost":
+        expected: tuple[str, tuple[str, float]] = ("uboost", ("clip", 0.0))
+    elif est.boosting in _SUM_LINKS:
+        expected = ("sum", _SUM_LINKS[est.boosting])
+    else:  # the AdaBoost family's weighted mean of leaves +-1 or purities in [0, 1]
+        expected = ("weighted_mean", ("clip", -1.0 if est.use_yes_no_leaf else 0.0))
+    found = (forest.aggregation, forest.probability_link())
+    if found != expected:
+        raise ModelFormatError(
+            f"forest: aggregation {found[0]!r} with probability link {found[1]} is not what "
+            f"a classifier of boosting={est.boosting!r}, use_yes_no_leaf={est.use_yes_no_leaf!r}, "
+            f"decorrelation={est.decorrelation!r} (its params) scores with: aggregation "
+            f"{expected[0]!r}, link {expected[1]} (forest.extra's 'loss' or 'score_min'); "
+            "the file is damaged or edited")
 
 
 def _expression_rules(doc: dict) -> int:
