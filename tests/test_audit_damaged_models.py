@@ -98,3 +98,22 @@ def test_a_link_the_params_give_still_loads(tmp_path):
     p = model.decision_function(X)
     np.testing.assert_array_equal(load_model(_write(tmp_path, doc)).predict_proba(X)[:, 1],
                                   1.0 / (1.0 + np.exp(-2.0 * p)))
+
+
+@pytest.mark.parametrize("attribute", ["pos", "depth"])
+@pytest.mark.parametrize("node", [".//BinaryTree/Node", ".//BinaryTree/Node/Node"])
+def test_a_tmva_node_without_pos_or_depth_is_refused(tmp_path, attribute, node):
+    """TMVA::Reader stops at such a node ('Trying to read non-existing attribute'; checked
+    with the real Reader in test_tmva_reader.py); from_tmva_xml loaded and scored it."""
+    import xml.etree.ElementTree as ET
+
+    from hepbdt.interop import from_tmva_xml
+
+    model = hepbdt.BDTClassifier(boosting="adaboost", n_trees=2, max_depth=2).fit(X, Y)
+    path = tmp_path / "m.weights.xml"
+    model.save_tmva(path)
+    tree = ET.parse(path)
+    del tree.getroot().find(node).attrib[attribute]
+    tree.write(path)
+    with pytest.raises(ModelFormatError, match=f"lacks \\['{attribute}'\\]|pos='l'"):
+        from_tmva_xml(path)

@@ -244,7 +244,8 @@ HEAD = """<?xml version="1.0"?>
 
 
 def _leaf(pos: str, ntype: int, res: str = "0") -> str:
-    return f'<Node pos="{pos}" IVar="-1" Cut="0" cType="1" res="{res}" purity="0.5" nType="{ntype}"/>'
+    return (f'<Node pos="{pos}" depth="1" IVar="-1" Cut="0" cType="1" res="{res}" purity="0.5" '
+            f'nType="{ntype}"/>')
 
 
 def _nearest_float32(text: str) -> float:
@@ -261,7 +262,7 @@ def _nearest_float32(text: str) -> float:
                                  "0.1000000052154064178466796875"])
 def test_cuts_are_the_float32_nearest_to_their_text(tmp_path, cut):
     """float(text) lands on the midpoint of two float32 values; the Reader's strtof does not."""
-    tree = (f'<BinaryTree type="DecisionTree" boostWeight="1" itree="0"><Node pos="s" IVar="0" '
+    tree = (f'<BinaryTree type="DecisionTree" boostWeight="1" itree="0"><Node pos="s" depth="0" IVar="0" '
             f'Cut="{cut}" cType="1" purity="0.5" nType="0">{_leaf("l", 1)}{_leaf("r", -1)}</Node>'
             '</BinaryTree>')
     path = tmp_path / "cut.xml"

@@ -266,3 +266,27 @@ def test_reader_evaluate_multiclass_equals_hepbdt(tmp_path, boosting, depth, nan
     # read back by hepbdt, the file gives the Reader's numbers too
     np.testing.assert_allclose(tmva_response(from_tmva_xml(xml), X_eval), theirs, rtol=0,
                                atol=1e-7)
+
+
+@pytest.mark.parametrize("attribute", ["pos", "depth"])
+def test_the_reader_refuses_a_node_without_pos_or_depth_as_from_tmva_xml_does(
+        reader, tmp_path, attribute):
+    """Audit EH: a <Node> without pos or depth stops TMVA::Reader; from_tmva_xml refuses it."""
+    import xml.etree.ElementTree as ET
+
+    from hepbdt.model import ModelFormatError
+
+    X, y, _ = _data(200)
+    model = BDTClassifier(boosting="adaboost", n_trees=2, max_depth=2).fit(X, y)
+    xml = tmp_path / "m.weights.xml"
+    to_tmva_xml(model, xml)
+    names = [f"x{i}" for i in range(4)]
+    np.testing.assert_allclose(_reader_scores(reader, xml, X, names, tmp_path),
+                               tmva_response(model, X), rtol=0, atol=5e-8)
+    tree = ET.parse(xml)
+    del tree.getroot().find(".//BinaryTree/Node/Node").attrib[attribute]
+    tree.write(xml)
+    with pytest.raises(AssertionError, match=f"non-existing attribute '{attribute}'"):
+        _reader_scores(reader, xml, X, names, tmp_path)
+    with pytest.raises(ModelFormatError, match=attribute):
+        from_tmva_xml(xml)

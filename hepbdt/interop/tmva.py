@@ -134,7 +134,9 @@ def _child(el: ET.Element, tag: str, where: str) -> ET.Element:
     return found
 
 
-_READER_NODE_ATTRIBUTES = ("IVar", "Cut", "cType", "nType")
+# Node::ReadXML reads pos and depth, DecisionTreeNode::ReadAttributes the others: the Reader
+# stops at a node without one (a file lacking a depth loaded here and scored, audit EH)
+_READER_NODE_ATTRIBUTES = ("pos", "depth", "IVar", "Cut", "cType", "nType")
 
 
 def _node_purity(el: ET.Element, here: str) -> float:
