@@ -898,6 +898,12 @@ def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
     dask = DaskConfig()
     if "scheduler" in entry:
         dask.scheduler = entry["scheduler"]
+        if dask.scheduler != "local":
+            from ..dask._cluster import address_problem  # no dask import without it
+
+            problem = address_problem(dask.scheduler)
+            if problem is not None:
+                problems.add("dask", "scheduler", problem)
     if "workers" in entry:
         if not 1 <= entry["workers"] <= 1024:
             problems.add("dask", "workers", f"{entry['workers']} workers: expected 1 to 1024")

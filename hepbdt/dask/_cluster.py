@@ -14,8 +14,8 @@ from typing import Any
 
 from ._parts import _STEPS, PartActor, drop
 
-__all__ = ["ClusterError", "WorkerLostError", "WorkerPausedError", "connect", "require_dask",
-           "Cluster"]
+__all__ = ["ClusterError", "WorkerLostError", "WorkerPausedError", "address_problem", "connect",
+           "require_dask", "Cluster"]
 
 INSTALL = "hepbdt[dask] is needed: pip install hepbdt[dask]"
 POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
@@ -53,6 +53,22 @@ def require_dask() -> Any:
     return distributed
 
 
+def address_problem(scheduler: Any) -> str | None:
+    """Why ``scheduler`` is not an address Dask can connect to (its scheme and host:port,
+    read without connecting), or None; None too where Dask is not installed (the fit says
+    how to install it)."""
+    try:
+        from distributed.comm import get_address_host, normalize_address
+    except ImportError:
+        return None
+    try:
+        get_address_host(normalize_address(scheduler))
+    except (TypeError, ValueError) as err:
+        return (f"{scheduler!r} is not a Dask scheduler address ({err}): give 'local' or an "
+                "address such as 'tcp://host:8786'")
+    return None
+
+
 def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: int = 2) -> Any:
     """A ``distributed.Client``: None, the current one; ``"local"``, a LocalCluster of
     ``n_workers`` single-threaded worker processes; else a scheduler address, refused with
@@ -70,6 +86,9 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
         cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                            processes=True, dashboard_address=":0")
         return distributed.Client(cluster)
+    problem = address_problem(scheduler) if isinstance(scheduler, str) else None
+    if problem is not None:  # distributed's ValueError, raised from deep in its connect
+        raise ClusterError(problem)
     try:
         return distributed.Client(scheduler, timeout=timeout)
     except (OSError, TimeoutError) as err:
