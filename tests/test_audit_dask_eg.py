@@ -15,6 +15,17 @@ from hepbdt.dask import ClusterError, connect  # noqa: E402
 
 from .test_config import BASE, write  # noqa: E402
 
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of 2 single-threaded workers in this process (threads: small)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as dask_client:
+        yield dask_client
+
+
 NOT_ADDRESSES = ["foo", "", "host:port", "xyz://host:8786", "tcp://"]
 
 
@@ -55,3 +66,27 @@ def test_the_configuration_check_names_a_scheduler_that_is_no_address(tmp_path, 
 def test_addresses_and_local_pass_the_configuration_check(tmp_path):
     for address in ("local", "tcp://scheduler:8786", "10.0.0.1:8786", "tls://[::1]:8786"):
         load_config(write(tmp_path, BASE + f'\n[dask]\nscheduler = "{address}"\n'))
+
+
+def test_the_refusal_of_deep_adaboost_trees_names_the_largest_depth(client):
+    """It said "give a smaller max_depth" (201 features: 9 refused, which depth is not?);
+    the depth it names must fit, and one more must not."""
+    import dask.array as da
+
+    from hepbdt.dask import DaskBDTClassifier
+    from hepbdt.estimators import ParameterError
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 201)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+
+    def fit(depth):
+        return DaskBDTClassifier(boosting="adaboost", n_trees=1, max_depth=depth).fit(
+            da.from_array(X, chunks=(200, 201)), da.from_array(y, chunks=200), client=client)
+
+    with pytest.raises(ParameterError, match=r"give max_depth <= (\d+)$") as caught:
+        fit(12)
+    largest = int(str(caught.value).rsplit(" ", 1)[-1])
+    assert fit(largest).forest_.n_trees == 1
+    with pytest.raises(ParameterError, match=rf"max_depth={largest + 1}: with 201 features"):
+        fit(largest + 1)

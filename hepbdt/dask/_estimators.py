@@ -539,11 +539,12 @@ class _DaskMixin:
         m = mapper.n_bins_.size
         n_classes = max(2, self.classes_.size)
         channels = n_classes + 1 if n_classes > 2 else 3
-        if 2 ** (int(self.max_depth) - 1) > exact_level_capacity(m, channels):
+        capacity = exact_level_capacity(m, channels)  # nodes of a level held at once
+        if 2 ** (int(self.max_depth) - 1) > capacity:
             raise ParameterError("max_depth", f"max_depth={self.max_depth!r}: with {m} features "
                                  "the in-memory grower builds the deepest levels' float "
                                  "histograms from the events, which the Dask fit does not; "
-                                 "give a smaller max_depth")
+                                 f"give max_depth <= {capacity.bit_length()}")
         sent = _Traffic(len(counts))
         runner = AdaBoostOnParts(self, cluster, mapper, counts.tolist(), plan.n_trees, sent)
         cluster.gather([cluster.submit_to(i, _parts.bin_exact, int(offsets[i]), mapper.edges_,
