@@ -13,7 +13,7 @@ import inspect
 import sys
 from typing import Any
 
-__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning"]
+__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning", "fitted_params"]
 
 _REQUEST_VALUES = (True, False, None)
 
@@ -41,6 +41,17 @@ def column_vector_warning() -> type[Warning]:
     loaded, else a UserWarning."""
     exceptions = sys.modules.get("sklearn.exceptions")
     return UserWarning if exceptions is None else exceptions.DataConversionWarning
+
+
+def fitted_params(model: Any) -> dict[str, Any]:
+    """The parameters ``model`` was fitted with (recorded by its fit or its load), whatever
+    ``set_params`` changed since; ``get_params()`` when it records none (not fitted); {}
+    for a model without parameters. Files, exports and reports describe the fitted trees
+    with these: ``set_params`` after a fit acts on the next fit only."""
+    recorded = getattr(model, "__dict__", {}).get("_fitted_params")
+    if recorded is not None:
+        return dict(recorded)
+    return dict(model.get_params()) if hasattr(model, "get_params") else {}
 
 
 class SklearnProtocol:

@@ -616,6 +616,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
+    from hepbdt._sklearn import fitted_params
     from hepbdt._util import feature_names_of, number_text, setting_text
     from hepbdt.evaluation import TMVA_RANKING, tmva_importance
     from hepbdt.model import tree_text
@@ -624,7 +625,7 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     names = feature_names_of(model, forest.n_features)
     lines = [f"{prefix}{type(model).__name__}"]
     lines.append("Options:")
-    for key, value in sorted(model.get_params().items()):
+    for key, value in sorted(fitted_params(model).items()):
         lines.append(f"  {key:24} {value!r}")
     try:
         lines.append(f"TMVA options: {model.to_tmva()}")

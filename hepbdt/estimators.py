@@ -10,6 +10,7 @@ Reading model files is :mod:`hepbdt.persistence`; reading other tools' formats i
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import math
@@ -20,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from ._sklearn import NotFittedError, SklearnProtocol, column_vector_warning, not_fitted
+from ._sklearn import (
+    NotFittedError,
+    SklearnProtocol,
+    column_vector_warning,
+    fitted_params,
+    not_fitted,
+)
 from ._util import (
     FeatureNamesWarning,
     any_nan,
@@ -1039,6 +1046,9 @@ class _BDTBase(SklearnProtocol):
         """The fitted attributes (``feature_names_in_`` only for named input, as scikit-learn)."""
         _check_unique_names(names, "feature_names")
         self.forest_ = forest
+        # what the files, exports and reports of these trees describe (fitted_params), not
+        # what set_params changes after the fit: a file of 20 trees said n_trees=5
+        self._fitted_params = copy.deepcopy(self.get_params())
         forest.dense()  # lay the trees out for prediction now, not at the first predict
         self.n_features_in_ = forest.n_features
         types = self.__dict__.pop("_branch_types", None)  # of a hepbdt Dataset's X
@@ -1368,7 +1378,8 @@ class _BDTBase(SklearnProtocol):
     def to_dict(self) -> dict[str, Any]:
         """The model as a JSON-ready dict (format, version, options, forest, learning curve)."""
         self._check_fitted()
-        params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.get_params().items()}
+        params = {k: (v.item() if isinstance(v, np.generic) else v)
+                  for k, v in fitted_params(self).items()}
         # the expression rules of a loaded file (0: saved before 2026-12-04), else today's
         rules = getattr(self, "_expression_rules", EXPRESSION_RULES)
         doc = {
@@ -1418,8 +1429,9 @@ class _BDTBase(SklearnProtocol):
         return cls(**params)
 
     def to_tmva(self) -> str:
-        """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``)."""
-        params = self.get_params()
+        """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``);
+        of a fitted one, those it was fitted with (``set_params`` since acts on the next fit)."""
+        params = fitted_params(self)
         if params["n_trees"] == "auto" and hasattr(self, "forest_"):
             params["n_trees"] = self.forest_.n_rounds  # the rounds that n_trees="auto" kept
         if params["min_node_size"] == "auto":

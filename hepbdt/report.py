@@ -35,6 +35,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from hepbdt import plotting
+from hepbdt._sklearn import fitted_params
 from hepbdt._util import (
     MissingValueWarning,
     atomic_write_text,
@@ -692,7 +693,7 @@ def _caller_sections(out: _Sections, sections: Sequence[Section]) -> None:
 def _describe_model(model: Any, n_features: int) -> str:
     """E.g. "BDTClassifier, gradient boosting: 300 trees (depth 3) on 11 variables", or
     "50 rounds of 4 trees" for a multi-class model."""
-    params = model.get_params() if hasattr(model, "get_params") else {}
+    params = fitted_params(model)
     text = type(model).__name__
     if "boosting" in params:
         trees = getattr(model, "n_trees_", params.get("n_trees"))
@@ -1214,7 +1215,7 @@ def _correlation_section(out: _Sections, tr: _Events, te: _Events, names: list[s
 
 def _options_section(out: _Sections, model: Any) -> None:
     """The options that act on the chosen algorithm, folded away."""
-    params = model.get_params() if hasattr(model, "get_params") else {}
+    params = fitted_params(model)
     acting, idle = acting_options(params)
     rows: list[tuple[str, Any]] = [(name, repr(value)) for name, value in sorted(acting.items())]
     kept = getattr(model, "n_trees_", None)

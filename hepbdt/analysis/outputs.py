@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import uproot
 
+from .._sklearn import fitted_params
 from .._util import (
     atomic_write_text,
     differing_texts,
@@ -654,7 +655,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
     if not isinstance(model, KFoldModel):
         return report(model, train, test, output, title=title, n_repeats=n_repeats,
                       test_fraction=None, min_background_events=min_background_events,
-                      sections=_rebuilt_decorrelation(settings, model.get_params(), test,
+                      sections=_rebuilt_decorrelation(settings, fitted_params(model), test,
                                                       model_scores(model, test.X)),
                       provenance=provenance, held_out=held, binned=binned)
     branch = next((b for b in train_scores if b != "fold" and b in test_scores), None)
@@ -682,7 +683,7 @@ def report_from_scores(model_path: str | os.PathLike, scores_path: str | os.Path
                   n_repeats=n_repeats, test_fraction=None,
                   min_background_events=min_background_events,
                   sections=[_kfold_section(folds, min_background_events)]
-                  + _rebuilt_decorrelation(settings, model.models[0].get_params(), test,
+                  + _rebuilt_decorrelation(settings, fitted_params(model.models[0]), test,
                                            np.asarray(test_raw, np.float64), model.k),
                   provenance=provenance, binned=binned, summary_verdict=_kfold_verdict(folds))
 

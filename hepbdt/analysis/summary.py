@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._sklearn import fitted_params
 from .._util import number_text, percent_text, pvalue_text, requested_percent, setting_text
 from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
@@ -115,7 +116,7 @@ def _method_line(result: TrainResult) -> str:
     """Booster, trees, depth, features and the split scheme in one line."""
     config = result.config
     models = models_of(result.model)
-    params = models[0].get_params()
+    params = fitted_params(models[0])
     method = f"{params['boosting']} boosting, {_trees_text(models)}, {growth_text(params)}"
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
@@ -129,7 +130,7 @@ def _method_line(result: TrainResult) -> str:
 
 def _trees_text(models: list[Any]) -> str:
     """The trees the models kept: one count, or each fold's where they differ."""
-    counts = [getattr(m, "n_trees_", m.get_params()["n_trees"]) for m in models]
+    counts = [getattr(m, "n_trees_", fitted_params(m)["n_trees"]) for m in models]
     unit = tree_unit(models[0])
     if len(set(counts)) == 1:
         return f"{counts[0]} {unit}"

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hepbdt._sklearn import fitted_params
 from hepbdt._util import is_classifier, weight_exponent
 from hepbdt.evaluation._data import (
     check_binned_scorer,
@@ -319,7 +320,7 @@ def _default_loss(model: Any, classifier: bool) -> tuple[str, LossFunction]:
         if hasattr(model, "staged_predict_proba"):
             return "log loss", log_loss
         return "binomial deviance", binomial_deviance
-    if str(getattr(model, "loss", "squared")).startswith("absolute"):
+    if str(fitted_params(model).get("loss", "squared")).startswith("absolute"):
         return "absolute error", absolute_error
     return "squared error", squared_error
 

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from .._sklearn import not_fitted
+from .._sklearn import fitted_params, not_fitted
 from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
@@ -452,7 +452,7 @@ def _description(model: Any, forest: Forest, names: list[str], file_name: str,
         classes = list(model.classes_)
         lines.append(f"Classes: background = {_comment_value(classes[0])}, signal = "
                      f"{_comment_value(classes[1])} (probability(x) is P(signal))")
-    params = model.get_params() if hasattr(model, "get_params") else {}
+    params = fitted_params(model)
     lines.append("Options:")
     lines += [f"  {k} = {_comment_value(v)}" for k, v in sorted(params.items())]
     definitions = getattr(model, "feature_definitions_", None) or {}

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .._sklearn import fitted_params
 from .._util import (
     atomic_write_text,
     check_X,
@@ -602,7 +603,7 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
 def _trained_params(layout: _Layout, forest: Forest, model: Any) -> dict[str, Any]:
     """The model's estimator parameters as ``to_tmva`` reads them: "auto" tree counts and node
     sizes as the fit resolved them, the boosting as the file's BoostType."""
-    params = dict(model.get_params()) if hasattr(model, "get_params") else {}
+    params = fitted_params(model)
     if params.get("n_trees", "auto") == "auto":
         params["n_trees"] = forest.n_rounds
     if params.get("min_node_size") == "auto":
@@ -767,7 +768,7 @@ def _parameters_record(model: Any) -> list[tuple[str, str]]:
     another model's parameter; TMVA's two classes are Signal and Background, not labels."""
     if not hasattr(model, "get_params"):
         return []
-    params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in model.get_params().items()}
+    params = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in fitted_params(model).items()}
     classes = getattr(model, "classes_", None)  # the labels, which TMVA's class names are not
     record = {"params": params, "classes": None if classes is None else classes.tolist()}
     return [(PARAMETERS_INFO, dumps_strict(record, sort_keys=True))]
