@@ -683,6 +683,43 @@ def test_two_models_in_one_namespace(tmp_path) -> None:
     assert both.returncode != 0 and "ambiguous" in both.stderr
 
 
+def test_one_model_in_namespaces_of_one_guard_name(tmp_path) -> None:
+    """One model exported as ``bdt`` and ``BDT`` (and ``a_b`` and ``a_b_``), both headers in
+    one program: each namespace scores. The guard upper-cased the namespace and made runs
+    of "_" one, so with the model's digest alone both headers had one guard and the second
+    was skipped ('BDT' has not been declared); fee01d7^'s guards compiled."""
+    X, y, _ = _training_data(300, 5)
+    model = BDTClassifier(n_trees=3, max_depth=2, n_jobs=1, random_state=1).fit(X, y)
+    names = ("bdt", "BDT", "a_b", "a_b_")
+    for name in names:
+        to_cpp(model, tmp_path / f"{name}.h", namespace=name)
+    x = np.nan_to_num(X[:1])
+    calls = ", ".join(f"{name}::evaluate(x)" for name in names)
+    (tmp_path / "main.cpp").write_text(
+        "".join(f'#include "{name}.h"\n' for name in names) + "#include <cstdio>\n"
+        "int main() { const float x[5] = {" + ", ".join(f"{v!r}f" for v in x[0].tolist())
+        + "};\n  std::printf(\"%.17g %.17g %.17g %.17g\\n\", " + calls + "); }\n")
+    exe = tmp_path / "guards"
+    built = subprocess.run([_compiler(), "-std=c++11", *FLAGS, "-o", str(exe), "main.cpp"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    done = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=60)
+    leaf_sum = _brute_force_sum(model.forest_, x[0])
+    assert [float(v) for v in done.stdout.split()] == [leaf_sum] * 4
+
+
+def _brute_force_sum(forest, x) -> float:
+    """base_score + sum of tree weight x leaf value, each tree walked node by node in Python."""
+    total = float(forest.base_score)
+    for t in range(forest.n_trees):
+        node = int(forest.tree_offsets[t])
+        while forest.left[node] >= 0:
+            go_left = np.float32(x[forest.feature[node]]) < forest.threshold[node]
+            node = int(forest.left[node] if go_left else forest.right[node])
+        total += float(forest.tree_weights[t]) * float(forest.value[node])
+    return total
+
+
 def test_returned_summary(compiled) -> None:
     """to_cpp's summary describes the header it wrote."""
     e = compiled.exports["gradient"]

@@ -55,6 +55,7 @@ import hashlib
 import json
 import os
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -127,9 +128,10 @@ def to_cpp(model: Any, path: str | os.PathLike, *, namespace: str | None = None,
     x, std::size_t n, double* out)`` for n events row by row; and for classifiers ``double
     probability(const float* x)``, ``predict_proba(X)[:, 1]`` (to within the last bits of
     ``std::exp`` for gradient boosting; exactly for the AdaBoost family). All of it lies in
-    an inline namespace named by a digest of the model's code, as does the include guard:
-    two models given one namespace each score with their own trees from two source files,
-    and in one source file a call is ambiguous (a compile error).
+    an inline namespace named by a digest of the model's code; the include guard carries it
+    and a checksum of the namespace: two models given one namespace each score with their
+    own trees from two source files, in one source file a call is ambiguous (a compile
+    error), and one model given the namespaces ``bdt`` and ``BDT`` is both.
 
     Returns
     -------
@@ -950,7 +952,10 @@ def _header(model: Any, forest: Forest, namespace: str, file_name: str) -> str:
     # namespaces, so in two source files neither replaces the other at link time, and in
     # one a call is ambiguous (a compile error), where one include guard skipped a header.
     digest = hashlib.sha256("\n".join(body).encode()).hexdigest()[:16]
-    guard = re.sub(r"_+", "_", f"HEPBDT_{namespace.upper()}_{digest.upper()}_HPP")
+    # and the namespace's own checksum: upper-cased, with runs of "_" made one, the names
+    # bdt and BDT (or a_b and a_b_) gave one guard, and one model in both was skipped once
+    guard = re.sub(r"_+", "_", f"HEPBDT_{namespace.upper()}_"
+                               f"{zlib.crc32(namespace.encode()):08X}_{digest.upper()}_HPP")
     lines = [
         *_description(model, forest, names, file_name, layout), "",
         "#pragma once", f"#ifndef {guard}", f"#define {guard}", "",
