@@ -48,7 +48,7 @@ from hepbdt.evaluation._data import (
 )
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
-from hepbdt.evaluation.decorrelation import EFFICIENCY_TOLERANCE, DecorrelationMeasures
+from hepbdt.evaluation.decorrelation import DecorrelationMeasures, beyond_tolerance
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
 from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test
@@ -876,7 +876,7 @@ def _efficiency_labels(measures: DecorrelationMeasures) -> list[str]:
         return [requested_percent(e) for e in measures.signal_efficiency]
     labels = []
     for e, a in zip(measures.signal_efficiency, achieved, strict=True):
-        if a - e > EFFICIENCY_TOLERANCE:
+        if beyond_tolerance(a, e):
             labels.append(f"{requested_percent(e)} requested, not reachable (cut keeps "
                           f"{percent_text(a)})")
         elif shown_alike(a, e):

@@ -31,6 +31,16 @@ from hepbdt.io.dataset import FeatureMatrix
 #: A cut "at" a requested signal efficiency keeps at most this much more (five percentage
 #: points; more only where tied scores leave no cut nearer): beyond it the row is NaN.
 EFFICIENCY_TOLERANCE = 0.05
+# The rounding of a difference of two efficiencies: 0.75 - 0.7 is 0.050000000000000044
+_DIFFERENCE_ROUNDING = 1e-12
+
+
+def beyond_tolerance(achieved: Any, requested: Any) -> Any:
+    """Whether a cut keeping the efficiency ``achieved`` keeps more than
+    ``EFFICIENCY_TOLERANCE`` above ``requested`` (numbers or arrays), the difference's
+    rounding aside: a cut keeping exactly 75 % is within five points of 70 %, though
+    0.75 - 0.7 > 0.05 in float64."""
+    return np.asarray(achieved) - np.asarray(requested) > EFFICIENCY_TOLERANCE + _DIFFERENCE_ROUNDING
 
 
 def as_1d(values: Any, name: str) -> np.ndarray:

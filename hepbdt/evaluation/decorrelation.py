@@ -35,10 +35,10 @@ from numpy.typing import NDArray
 from hepbdt._util import values_text, weight_exponent
 from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 
-from ._data import EFFICIENCY_TOLERANCE, check_classification, in_class_units
+from ._data import EFFICIENCY_TOLERANCE, beyond_tolerance, check_classification, in_class_units
 from ._hist import common_edges, weighted_histogram
 
-__all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures",
+__all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures", "beyond_tolerance",
            "decorrelation_measures", "jensen_shannon_divergence", "threshold_at_efficiency"]
 
 DEFAULT_EFFICIENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -291,7 +291,7 @@ def decorrelation_measures(score: NDArray, y: NDArray, mass: NDArray,
     nan_row = np.full(edges.size - 1, np.nan)
     b_eff, b_jsd, s_jsd, b_shapes, s_shapes = [], [], [], [], []
     for t, e, a in zip(thresholds, eff, achieved, strict=True):
-        if a - e > EFFICIENCY_TOLERANCE:  # ties: no cut keeps e of the signal
+        if beyond_tolerance(a, e):  # ties: no cut keeps e of the signal
             for values, nan in ((b_eff, np.nan), (b_jsd, np.nan), (s_jsd, np.nan),
                                 (b_shapes, nan_row), (s_shapes, nan_row)):
                 values.append(nan)

@@ -26,6 +26,7 @@ from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 from hepbdt.evaluation._data import (
     EFFICIENCY_TOLERANCE,
     as_1d,
+    beyond_tolerance,
     check_classification,
     check_regression_pair,
     check_weights,
@@ -202,7 +203,7 @@ def background_rejection_at(
     for k, target in enumerate(targets):
         # only cuts near the target: with signed background weights the lowest eff_B of all
         # cuts keeping at least 10 % sat at a cut keeping 45 %, which made the row n/a
-        near = (eff_s >= target - slack) & (eff_s - target <= EFFICIENCY_TOLERANCE)
+        near = (eff_s >= target - slack) & ~beyond_tolerance(eff_s, target)
         if near.any():
             out[k] = 1.0 - eff_b[near].min()
     return out
