@@ -41,9 +41,11 @@ from hepbdt._util import (
     atomic_write_text,
     cut_text,
     is_classifier,
+    percent_text,
     pvalue_text,
     requested_percent,
     setting_text,
+    shown_alike,
     unseen_missing_counts,
     unseen_missing_text,
     user_stacklevel,
@@ -703,11 +705,12 @@ def _describe_model(model: Any, n_features: int) -> str:
 
 
 def _cuts_at(te: _Events, background_effs: Sequence[float], tr: _Events | None = None
-             ) -> list[tuple[float, float, str]]:
-    """(background efficiency, cut, its text) triples: the cut ``score >= cut`` of the
-    highest signal efficiency among those keeping at most that background efficiency (test
-    sample), and the cut as text that selects the same events of the test and the training
-    sample ``tr`` (``_util.cut_text``: never at or below the next lower score of either)."""
+             ) -> list[tuple[float, float, str, float]]:
+    """(background efficiency, cut, its text, the background efficiency it keeps): the cut
+    ``score >= cut`` of the highest signal efficiency among those keeping at most that
+    background efficiency (test sample), and the cut as text that selects the same events
+    of the test and the training sample ``tr`` (``_util.cut_text``: never at or below the
+    next lower score of either)."""
     eff_s, eff_b, thresholds = roc_curve(te.y, te.score, te.w)
     slack = efficiency_slack(te.w[np.asarray(te.y) != 1])
     scores = te.score if tr is None else np.concatenate([te.score, tr.score])
@@ -716,7 +719,8 @@ def _cuts_at(te: _Events, background_effs: Sequence[float], tr: _Events | None =
         k = best_at_background_efficiency(eff_s, eff_b, target, slack)
         lower = scores[scores < thresholds[k]]
         below = float(lower.max()) if lower.size else None
-        cuts.append((float(target), float(thresholds[k]), cut_text(thresholds[k], below)))
+        cuts.append((float(target), float(thresholds[k]), cut_text(thresholds[k], below),
+                     float(eff_b[k])))
     return cuts
 
 
@@ -903,7 +907,7 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
                 "events that pass." if cuts else "") + "</p>")
     header = ["sample", "class", "set", "events", "sum of weights", "sum of squared weights",
               "fraction of negative weights", YIELD_FACTOR_HEADER]
-    header += [_cut_header(b, cut, text) for b, cut, text in cuts]
+    header += [_cut_header(*cut) for cut in cuts]
     rows = []
     training_rows = {name: rows for name, _, rows in (tr.split or tr).groups}  # the factors'
     for set_name, events in (("test", te), ("training", tr)):
@@ -914,21 +918,26 @@ def _samples_section(out: _Sections, tr: _Events, te: _Events, classifier: bool,
             row: list[Any] = [name, role, set_name, int(members.size), _weight_sum(w),
                               _weight_sum(w, 2), float(np.mean(w < 0)) if w.size else 0.0,
                               factor]
-            for _, cut, _ in cuts:
+            for _, cut, _, _ in cuts:
                 passed = float(w[events.score[members] >= cut].sum())
                 row.append(passed / float(w.sum()) if w.sum() != 0 else None)
             rows.append(row)
     out.html(html_table(header, rows, "samples"))
 
 
-def _cut_header(background_eff: float, cut: float, text: str) -> str:
-    """The samples table's header of the efficiency of one cut (``text``: as printed); the
-    cut that keeps nothing (no cut on the score keeps so little background) says so."""
+def _cut_header(background_eff: float, cut: float, text: str, kept: float) -> str:
+    """The samples table's header of the efficiency of one cut (``text``: as printed; it
+    keeps ``kept`` of the test background); the cut that keeps nothing (no cut on the score
+    keeps so little background) says so, and one that keeps less than asked (tied scores
+    jump over it) says how much."""
     if np.isinf(cut):
         return (f"efficiency at {_percent(background_eff)} background efficiency: no event "
                 "passes (no cut on the score keeps that little background)")
+    less = ("" if shown_alike(kept, background_eff) else
+            f": it keeps {percent_text(kept, 2)} of the test background, the loosest cut "
+            "keeping at most that")
     return (f"efficiency of score \u2265 {text} (cut at {_percent(background_eff)} "
-            "background efficiency)")
+            f"background efficiency{less})")
 
 
 def _overtraining_section(out: _Sections, tr: _Events, te: _Events,
