@@ -79,7 +79,9 @@ def test_efficiency_tables_equal_brute_force_count(negative):
     b_s, b_b, _ = _brute_effs(y, score, w)
     sig_targets = [0.3, 0.5, 0.7, 0.9]
     bkg_targets = [0.001, 0.01, 0.1, 0.3]
-    expected_rej = [1 - b_b[b_s >= e - 1e-12].min() for e in sig_targets]
+    # the cuts keeping at least e and at most five points more of the signal
+    within = [(b_s >= e - 1e-12) & (b_s <= e + 0.05 + 1e-12) for e in sig_targets]
+    expected_rej = [1 - b_b[m].min() if m.any() else np.nan for m in within]
     # the cuts keeping at most b and at least b - min(0.05, b / 2) of the background
     near = [(b_b <= e + 1e-12) & (b_b >= e - min(0.05, e / 2) - 1e-12) for e in bkg_targets]
     expected_eff = [b_s[m].max() if m.any() else np.nan for m in near]
