@@ -1737,6 +1737,8 @@ class BDTClassifier(_BDTBase):
         labels = np.asarray(y, np.int64)
         classes = [kept[labels == k] for k in range(self.classes_.size)]
         sums = np.array([exact_sum(c) for c in classes])  # as the boosters take them
+        if not np.all(np.isfinite(sums)):  # weights beyond float32's range: refused by name
+            check_magnitudes(kept)
         slack = np.array([running_sum_slack(c.size, np.abs(c).sum()) for c in classes])
         if self._multiclass:
             self._refuse_classes_without_weight(sums, slack)

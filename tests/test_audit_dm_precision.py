@@ -63,3 +63,16 @@ def test_scores_and_permutation_importance_do_not_depend_on_the_weights_scale():
     ranking = permutation_importance(reg, X, y, w, n_repeats=2)
     assert ranking.baseline == pytest.approx(np.mean((reg.predict(X) - y) ** 2), rel=1e-12)
     assert np.all(np.isfinite(ranking.importances))
+
+
+def test_classifier_weights_whose_sum_overflows_are_refused_by_their_range():
+    """Weights of 1e305 sum to inf: the refusal named the classes' sums ("signal inf,
+    background inf"), as if they were not positive; it names the float32 range, as a
+    regressor's does."""
+    from hepbdt import BDTClassifier
+
+    X = np.random.default_rng(0).normal(size=(4000, 2))
+    y = np.arange(4000) % 2  # 2,000 weights of 1e305 a class: above float64's 1.8e308
+    with pytest.raises(ValueError, match=r"outside 1e-30 to 1e\+30 in magnitude \(the first "
+                                         r"is 1e\+305\)"):
+        BDTClassifier(n_trees=2).fit(X, y, np.full(4000, 1e305))
