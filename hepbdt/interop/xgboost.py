@@ -28,7 +28,8 @@ Refused with an error naming what is wrong: multi-class or multi-target models, 
 gblinear boosters, categorical splits, other objectives, a binary:logistic base_score within
 1e-6 of 0 or 1 in a file that does not give its XGBoost version, UBJSON or otherwise malformed
 files (values of the wrong type, integers that are floats or booleans, huge integers,
-nesting too deep), files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see
+nesting too deep, numbers in text that XGBoost's C++ reads otherwise than Python: ``"1_0"``,
+other scripts' digits), files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see
 :mod:`hepbdt.model`). The file is parsed with ``json``; nothing is executed or unpickled,
 and the ``xgboost`` package is not needed.
 """
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +64,20 @@ def _get(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
+# Numbers in text as XGBoost's C++ parsers read them whole: ASCII digits, no "_" and no other
+# script's digits (Python's int and float take "1_0" as 10 and "٤" as 4; XGBoost reads "1_0" as
+# 1 or refuses it). Blanks around the number are stripped, as before.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _int(value: Any, where: str) -> int:
     """An integer: a JSON integer or its decimal string (XGBoost writes its parameters as
     strings); not a float, not a boolean."""
     if type(value) is int:
         return value
-    if isinstance(value, str) and len(value) <= 20:
-        try:
-            return int(value)
-        except ValueError:
-            pass
+    if isinstance(value, str) and len(value) <= 20 and _INT_TEXT.fullmatch(value.strip()):
+        return int(value)
     raise XGBoostFormatError(f"{where}: {_brief(value)} is not an integer") from None
 
 
@@ -87,15 +93,17 @@ def _base_score(text: Any, where: str) -> float:
     """``"5E-1"`` (XGBoost < 3) or ``"[5E-1]"`` (XGBoost 3, one value per target)."""
     s = str(text).strip()
     if s.startswith("[") and s.endswith("]"):
-        parts = [p for p in s[1:-1].split(",") if p.strip()]
-        if len(parts) != 1:
+        parts = s[1:-1].split(",")
+        if len(parts) > 1 and not parts[-1].strip():
+            parts.pop()  # "[5E-1,]": a trailing comma, which XGBoost reads too
+        if len(parts) != 1 and all(p.strip() for p in parts):
             raise XGBoostFormatError(f"{where}: base_score {s!r} has {len(parts)} values; "
                                      "only single-output models are supported")
-        s = parts[0]
-    try:
-        value = float(s)
-    except ValueError:
-        raise XGBoostFormatError(f"{where}: base_score {text!r} is not a number") from None
+        s = parts[0].strip() if len(parts) == 1 else s
+    if not _FLOAT_TEXT.fullmatch(s):
+        raise XGBoostFormatError(f"{where}: base_score {text!r} is not a number (a decimal "
+                                 "such as '5E-1' or '[5E-1]')")
+    value = float(s)
     if not math.isfinite(value):
         raise XGBoostFormatError(f"{where}: base_score {text!r} is not finite")
     return value

@@ -1,0 +1,83 @@
+"""Audit EL (2026-12-05): damaged XGBoost JSON models, mutated one field at a time from files
+the installed XGBoost wrote. Each must load to XGBoost's own margins or be refused with an
+XGBoostFormatError; never load to other numbers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hepbdt.interop import XGBoostFormatError, from_xgboost_json
+
+xgb = pytest.importorskip("xgboost")
+
+
+def _model(tmp_path, objective="reg:squarederror", rounds=6):
+    """A small XGBoost model file, its document and test inputs (NaN included)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 + 1 if objective.startswith("reg") else \
+        (np.nan_to_num(X[:, 0]) > 0).astype(int)
+    booster = xgb.train({"objective": objective, "max_depth": 3, "nthread": 1},
+                        xgb.DMatrix(X, y), rounds)
+    path = tmp_path / "m.json"
+    booster.save_model(path)
+    return path, json.loads(path.read_text()), X
+
+
+def _xgboost_margin(path, X):
+    """XGBoost's own margins for the file, or None where XGBoost refuses it."""
+    booster = xgb.Booster()
+    try:
+        booster.load_model(path)
+    except xgb.core.XGBoostError:
+        return None
+    return booster.predict(xgb.DMatrix(X), output_margin=True)
+
+
+def _hepbdt_margin(path, X):
+    model = from_xgboost_json(path)
+    return model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)
+
+
+@pytest.mark.parametrize("text", ["1_0", "0.2_5", "[1_0]", "\u0661.\u0665", "[,0.5]"])
+def test_base_score_text_python_reads_otherwise_is_refused(text, tmp_path):
+    # Python's float takes "1_0" as 10.0; XGBoost reads 1 (its margins 9 below hepbdt's were)
+    path, doc, X = _model(tmp_path)
+    doc["learner"]["learner_model_param"]["base_score"] = text
+    path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match="base_score .* is not a number"):
+        _hepbdt_margin(path, X)
+
+
+def test_base_score_underscore_is_not_what_xgboost_reads(tmp_path):
+    # the reference: XGBoost reads "1_0" as 1, not as Python's 10
+    path, doc, X = _model(tmp_path)
+    doc["learner"]["learner_model_param"]["base_score"] = "1E0"
+    path.write_text(json.dumps(doc))
+    one = _xgboost_margin(path, X)
+    doc["learner"]["learner_model_param"]["base_score"] = "1_0"
+    path.write_text(json.dumps(doc))
+    np.testing.assert_allclose(_xgboost_margin(path, X), one, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("key, text", [("num_feature", "\u0664"), ("num_class", "0_0")])
+def test_integer_text_python_reads_otherwise_is_refused(key, text, tmp_path):
+    path, doc, X = _model(tmp_path)
+    doc["learner"]["learner_model_param"][key] = text
+    path.write_text(json.dumps(doc))
+    assert _xgboost_margin(path, X) is None  # XGBoost refuses these
+    with pytest.raises(XGBoostFormatError, match="is not an integer"):
+        _hepbdt_margin(path, X)
+
+
+def test_base_score_texts_xgboost_writes_still_load(tmp_path):
+    path, doc, X = _model(tmp_path)
+    for text in ["5E-1", "[5E-1]", "[5E-1,]", " 0.5", "1e-40", "-0.0"]:
+        doc["learner"]["learner_model_param"]["base_score"] = text
+        path.write_text(json.dumps(doc))
+        np.testing.assert_allclose(_hepbdt_margin(path, X), _xgboost_margin(path, X),
+                                   rtol=1e-6, atol=1e-6)
