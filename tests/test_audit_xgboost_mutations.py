@@ -81,3 +81,61 @@ def test_base_score_texts_xgboost_writes_still_load(tmp_path):
         path.write_text(json.dumps(doc))
         np.testing.assert_allclose(_hepbdt_margin(path, X), _xgboost_margin(path, X),
                                    rtol=1e-6, atol=1e-6)
+
+
+def _drop_trees(doc, keep):
+    """The document with only its first ``keep`` trees, the rest of the file unchanged."""
+    model = doc["learner"]["gradient_booster"]["model"]
+    model["trees"] = model["trees"][:keep]
+    model["tree_info"] = model["tree_info"][:keep]
+    return model
+
+
+@pytest.mark.parametrize("also_indptr", [False, True])
+def test_trees_lost_from_the_list_are_refused(also_indptr, tmp_path):
+    # 4 of 6 trees left, num_trees still 6: XGBoost refuses; hepbdt scored the 4
+    path, doc, X = _model(tmp_path)
+    model = _drop_trees(doc, 4)
+    if also_indptr:
+        model["iteration_indptr"] = model["iteration_indptr"][:5]
+    path.write_text(json.dumps(doc))
+    assert _xgboost_margin(path, X) is None
+    with pytest.raises(XGBoostFormatError, match="num_trees=6 but the file holds 4 trees"):
+        _hepbdt_margin(path, X)
+
+
+def test_rounds_that_do_not_split_the_trees_are_refused_without_early_stopping(tmp_path):
+    path, doc, X = _model(tmp_path)
+    doc["learner"]["gradient_booster"]["model"]["iteration_indptr"][-1] = 7
+    path.write_text(json.dumps(doc))
+    assert _xgboost_margin(path, X) is None
+    with pytest.raises(XGBoostFormatError, match="iteration_indptr does not split"):
+        _hepbdt_margin(path, X)
+
+
+def test_trees_listed_out_of_id_order_are_refused(tmp_path):
+    # XGBoost places each tree by its id; an early-stopped model whose last tree is listed
+    # first kept that tree (and lost the first) under hepbdt's cut at best_iteration
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    est = xgb.XGBClassifier(n_estimators=40, learning_rate=0.5, max_depth=4, n_jobs=1,
+                            early_stopping_rounds=2)
+    est.fit(X[:200], y[:200], eval_set=[(X[200:], rng.integers(0, 2, 200))], verbose=False)
+    path = tmp_path / "m.json"
+    est.save_model(path)
+    doc = json.loads(path.read_text())
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    assert est.best_iteration < len(trees) - 1
+    trees[0], trees[-1] = trees[-1], trees[0]
+    path.write_text(json.dumps(doc))
+    reloaded = xgb.XGBClassifier()
+    reloaded.load_model(path)
+    reference = reloaded.predict(X, output_margin=True)
+    np.testing.assert_allclose(reference, est.predict(X, output_margin=True), rtol=0, atol=1e-6)
+    try:
+        margin = _hepbdt_margin(path, X)
+    except XGBoostFormatError as exc:
+        assert "has id=" in str(exc)
+    else:
+        np.testing.assert_allclose(margin, reference, rtol=0, atol=2e-6)

@@ -29,8 +29,10 @@ gblinear boosters, categorical splits, other objectives, a binary:logistic base_
 1e-6 of 0 or 1 in a file that does not give its XGBoost version, UBJSON or otherwise malformed
 files (values of the wrong type, integers that are floats or booleans, huge integers,
 nesting too deep, numbers in text that XGBoost's C++ reads otherwise than Python: ``"1_0"``,
-other scripts' digits), files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see
-:mod:`hepbdt.model`). The file is parsed with ``json``; nothing is executed or unpickled,
+other scripts' digits), files whose tree list disagrees with their ``num_trees``, tree ``id``s
+or rounds (``iteration_indptr``, ``num_parallel_tree``), as XGBoost refuses or reorders them,
+files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see :mod:`hepbdt.model`).
+The file is parsed with ``json``; nothing is executed or unpickled,
 and the ``xgboost`` package is not needed.
 """
 
@@ -323,7 +325,25 @@ def _trees(learner: Any, where: str) -> list[Any]:
     info = model.get("tree_info", [0] * len(trees))
     if not isinstance(info, list) or len(info) != len(trees) or any(_int(g, where) != 0 for g in info):
         raise XGBoostFormatError(f"{where}: trees belong to several output groups (multi-class)")
+    _check_tree_count(model, trees, where + ".gradient_booster.model")
     return trees
+
+
+def _check_tree_count(model: dict[str, Any], trees: list[Any], where: str) -> None:
+    """The tree list agrees with what the file says of it (XGBoost refuses a file where it
+    does not): ``num_trees``, each tree's ``id`` (its place: XGBoost puts a tree where its id
+    says) and the rounds (``iteration_indptr``, ``num_parallel_tree``)."""
+    param = model.get("gbtree_model_param", {})
+    if isinstance(param, dict) and "num_trees" in param:
+        num_trees = _int(param["num_trees"], where + ".gbtree_model_param.num_trees")
+        if num_trees != len(trees):
+            raise XGBoostFormatError(f"{where}: gbtree_model_param.num_trees={num_trees} but the "
+                                     f"file holds {len(trees)} trees (a damaged file)")
+    for t, tree in enumerate(trees):
+        if isinstance(tree, dict) and "id" in tree and _int(tree["id"], f"{where}.trees[{t}].id") != t:
+            raise XGBoostFormatError(f"{where}: trees[{t}] has id={tree['id']}, not its place {t} "
+                                     "(XGBoost writes the trees in the order of their ids)")
+    _round_ends(model, len(trees), where)
 
 
 def _round_ends(model: dict[str, Any], n_trees: int, where: str) -> list[int] | None:
