@@ -139,3 +139,17 @@ def test_trees_listed_out_of_id_order_are_refused(tmp_path):
         assert "has id=" in str(exc)
     else:
         np.testing.assert_allclose(margin, reference, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("xgboost_1_layout", [False, True])
+def test_model_of_zero_rounds_is_refused(xgboost_1_layout, tmp_path):
+    # Audit EP (2026-12-05): a booster trained for 0 rounds; XGBoost's margin is base_score
+    # itself (0.5), not its logit (0): hepbdt read 0 from a file without iteration_indptr
+    # (the layout of XGBoost < 2), and refused XGBoost 3's own file for a wrong reason
+    path, doc, X = _model(tmp_path, "binary:logistic", rounds=0)
+    np.testing.assert_array_equal(_xgboost_margin(path, X), np.full(len(X), 0.5, np.float32))
+    if xgboost_1_layout:
+        del doc["learner"]["gradient_booster"]["model"]["iteration_indptr"]
+        path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match=r"no trees \(trained for 0 rounds\)"):
+        _hepbdt_margin(path, X)

@@ -31,6 +31,7 @@ files (values of the wrong type, integers that are floats or booleans, huge inte
 nesting too deep, numbers in text that XGBoost's C++ reads otherwise than Python: ``"1_0"``,
 other scripts' digits), files whose tree list disagrees with their ``num_trees``, tree ``id``s
 or rounds (``iteration_indptr``, ``num_parallel_tree``), as XGBoost refuses or reorders them,
+models without trees (0 rounds: XGBoost's margin follows rules of its own),
 files over ``MAX_MODEL_BYTES`` or of more than ``MAX_NODES`` nodes (see :mod:`hepbdt.model`).
 The file is parsed with ``json``; nothing is executed or unpickled,
 and the ``xgboost`` package is not needed.
@@ -332,7 +333,15 @@ def _trees(learner: Any, where: str) -> list[Any]:
 def _check_tree_count(model: dict[str, Any], trees: list[Any], where: str) -> None:
     """The tree list agrees with what the file says of it (XGBoost refuses a file where it
     does not): ``num_trees``, each tree's ``id`` (its place: XGBoost puts a tree where its id
-    says) and the rounds (``iteration_indptr``, ``num_parallel_tree``)."""
+    says) and the rounds (``iteration_indptr``, ``num_parallel_tree``); a list without trees
+    is refused."""
+    if not trees:
+        # XGBoost 3.2 scores a model of 0 rounds with boost_from_average (its default) with
+        # the never estimated base_score as the margin itself ("[5E-1]": 0.5, P 0.62, where
+        # the logit gave 0) and one given base_score with its logit; other versions unknown
+        raise XGBoostFormatError(f"{where}: the model has no trees (trained for 0 rounds), whose "
+                                 "score XGBoost takes from base_score by rules of its own; "
+                                 "train at least one round")
     param = model.get("gbtree_model_param", {})
     if isinstance(param, dict) and "num_trees" in param:
         num_trees = _int(param["num_trees"], where + ".gbtree_model_param.num_trees")
