@@ -289,7 +289,9 @@ def _check_score_link(est: BDTClassifier, forest: Forest) -> None:
             f"a classifier of boosting={est.boosting!r}, use_yes_no_leaf={est.use_yes_no_leaf!r}, "
             f"decorrelation={est.decorrelation!r} (its params) scores with: aggregation "
             f"{expected[0]!r}, link {expected[1]} (forest.extra's 'loss' or 'score_min'); "
-            "the file is damaged or edited")
+            "the file is damaged or edited, or was saved by a hepbdt before 2026-12-05 after "
+            "set_params changed the model's options (its trees are another booster's: "
+            "train it again)")
 
 
 def _expression_rules(doc: dict) -> int:

@@ -934,8 +934,8 @@ def _cut_header(background_eff: float, cut: float, text: str, kept: float) -> st
         return (f"efficiency at {_percent(background_eff)} background efficiency: no event "
                 "passes (no cut on the score keeps that little background)")
     less = ("" if shown_alike(kept, background_eff) else
-            f": it keeps {percent_text(kept, 2)} of the test background, the loosest cut "
-            "keeping at most that")
+            f": it keeps {percent_text(kept, 2)} of the test background, the cut of the "
+            "highest signal efficiency keeping at most that")
     return (f"efficiency of score \u2265 {text} (cut at {_percent(background_eff)} "
             f"background efficiency{less})")
 
