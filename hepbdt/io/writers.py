@@ -339,6 +339,13 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
     names the writer gives them (:func:`branch_name`), in that order, and named so in the
     Dataset; a missing one is an InputError, so a tree of other features is never read by
     position. InputError too when the tree is missing or was written without features.
+
+    The records the writer keeps twice must agree, else InputError naming the file, the
+    tree and both values: the sample (and class) names in the tree's title and in
+    ``<tree>_samples`` (``<tree>_classes``), the names and the ``sample`` indices (and
+    ``label``) present, ``classID`` and ``label`` (TMVA's 0 signal: ``1 - label`` in a
+    two-class tree, else the label), ``<tree>_features`` and the feature branches, and the
+    sample and class names of ``TrainTree`` and ``TestTree`` in one file.
     """
     where = f"{os.fspath(path)}:{tree}"
     with _score_file(path, tree) as file:
@@ -355,23 +362,33 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
                              f"({missing or 'no feature branches'}); was it written by "
                              "hepbdt train with score_features = true?")
         score_branches = keys[keys.index("sample") + 1:]
+        records = _checked_records(file, os.fspath(path), tree)
+        _check_feature_record(records["features"], keys[:first], keys, where)
         feature_branches, names = _feature_branches(keys[:first], keys, feature_names, where,
-                                                    _sample_names(file, tree, "features"))
-        arrays = file[tree].arrays([*feature_branches, target, "weight", "event", "sample",
-                                    *score_branches], library="np")
-        sample_names = _sample_names(file, tree)
+                                                    records["features"])
+        class_ids = ["classID"] if target == "label" and "classID" in keys else []
+        arrays = file[tree].arrays([*feature_branches, target, *class_ids, "weight", "event",
+                                    "sample", *score_branches], library="np")
+    _check_indices(arrays["sample"], records["samples"], f"{tree}_samples", "sample", where)
+    if target == "label":
+        _check_indices(arrays["label"], records["classes"], f"{tree}_classes", "label", where)
+        if class_ids:
+            _check_class_ids(arrays["classID"], arrays["label"], records["classes"], where)
     X = np.column_stack([arrays[b] for b in feature_branches]).astype(np.float32)
     data = Dataset(X, y=arrays[target], w=arrays["weight"], sample_index=arrays["sample"],
-                   event=arrays["event"], feature_names=names, sample_names=sample_names,
+                   event=arrays["event"], feature_names=names, sample_names=records["samples"],
                    task="regression" if target == "target" else "classification")
     return data, {k: arrays[k] for k in score_branches}
 
 
 def read_class_names(path: str | os.PathLike, tree: str) -> list[str] | None:
     """The class names :func:`write_scores` stored beside a tree of a multi-class training
-    (index = the ``label`` branch), or None when it stored none (two classes, regression)."""
+    (index = the ``label`` branch), or None when it stored none (two classes, regression);
+    InputError when they disagree with the tree's title or the other score tree's."""
     with _score_file(path, tree) as file:
-        return _sample_names(file, tree, "classes")
+        if tree not in file:
+            return _sample_names(file, tree, "classes")
+        return _checked_records(file, os.fspath(path), tree)["classes"]
 
 
 @contextlib.contextmanager
@@ -401,6 +418,128 @@ def _sample_names(file: Any, tree: str, what: str = "samples") -> list[str] | No
     if key not in file:
         return None
     return _parse_names(str(file[key]))
+
+
+#: The other tree of TMVA's pair: the sample and class names of both must agree.
+_SIBLING_TREES = {"TrainTree": "TestTree", "TestTree": "TrainTree"}
+_RECORDS = ("samples", "classes", "features")
+
+
+def _names_record(file: Any, path: str, key: str) -> tuple[str, list[str]] | None:
+    """The text of a ``"0=a;1=b"`` object beside a score tree and its names (None when
+    absent); InputError when it is malformed (:func:`_strict_names`)."""
+    if key not in file:
+        return None
+    return _strict_names(str(file[key]), f"{path}: {key}")
+
+
+def _strict_names(text: str, what: str) -> tuple[str, list[str]]:
+    """``text`` and the names of its ``"0=a;1=b"``; InputError naming ``what`` when it is
+    empty or its indices are not 0, 1, ... each once (``"0=a;2=b"`` put b at index 1)."""
+    items = re.split(r";(?=[0-9]+=)", text)
+    pairs = [re.fullmatch(r"([0-9]+)=(.*)", item, re.DOTALL) for item in items]
+    indices = sorted(int(m.group(1)) for m in pairs if m is not None)
+    if not text or None in pairs or indices != list(range(len(items))):
+        raise InputError(f"{what} is {text!r}, not the names of indices 0, 1, ... as hepbdt "
+                         "writes them ('0=signal;1=qcd'); the file is damaged: write it anew "
+                         "with hepbdt train")
+    return text, _parse_names(text)
+
+
+def _shown(record: tuple[str, list[str]] | None) -> str:
+    return "nothing" if record is None else repr(record[0])
+
+
+def _check_title(title: str, records: dict[str, tuple[str, list[str]] | None], path: str,
+                 tree: str) -> None:
+    """InputError unless the sample and class names :func:`write_scores` wrote into the
+    tree's title are those of ``<tree>_samples`` and ``<tree>_classes``; a record absent
+    (a copy of the tree alone, by ROOT) is taken from the title. A title without them, as
+    a tree not written by :func:`write_scores` has, is not checked."""
+    match = re.search(r"; sample: (.*?)(?:; class: (.*?))?; weight: ", title, re.DOTALL)
+    if match is None:
+        return
+    said = {"samples": match.group(1), "classes": match.group(2)}
+    for what in ("samples", "classes"):
+        if records[what] is None and said[what] is not None:
+            records[what] = _strict_names(said[what], f"{path}:{tree}: its title's {what}")
+    samples, classes = records["samples"], records["classes"]
+    fragment = (f"; sample: {'' if samples is None else samples[0]}"
+                f"{'' if classes is None else '; class: ' + classes[0]}; weight: ")
+    if fragment in title:
+        return
+    what = "samples" if samples is None or said["samples"] != samples[0] else "classes"
+    raise InputError(f"{path}:{tree}: its title names the {what} {said[what] or ''!r} and "
+                     f"{tree}_{what} holds {_shown(records[what])}; they disagree, so which "
+                     f"{what[:-1]} an index is cannot be known: write the file anew with "
+                     "hepbdt train")
+
+
+def _checked_records(file: Any, path: str, tree: str) -> dict[str, list[str] | None]:
+    """The sample, class and feature names recorded beside ``tree``, each checked against
+    the tree's title and the sample and class names against the other score tree's;
+    InputError naming the file, the tree and both values at the first disagreement."""
+    records = {what: _names_record(file, path, f"{tree}_{what}") for what in _RECORDS}
+    _check_title(str(file[tree].title), records, path, tree)
+    sibling = _SIBLING_TREES.get(tree)
+    if sibling is not None and sibling in file:
+        others = {what: _names_record(file, path, f"{sibling}_{what}") for what in _RECORDS}
+        _check_title(str(file[sibling].title), others, path, sibling)
+        for what in ("samples", "classes"):
+            mine, theirs = (None if r is None else r[0] for r in (records[what], others[what]))
+            if mine != theirs:
+                raise InputError(
+                    f"{path}: {tree}_{what} holds {_shown(records[what])} and {sibling}_"
+                    f"{what} {_shown(others[what])}; the two trees of one training name the "
+                    f"same {what}, so the file is damaged: write it anew with hepbdt train")
+    return {what: None if r is None else r[1] for what, r in records.items()}
+
+
+def _check_indices(indices: np.ndarray, names: list[str] | None, key: str, branch: str,
+                   where: str) -> None:
+    """InputError when the ``branch`` indices (sample or label) lie outside the names
+    recorded in ``key`` (none recorded: nothing to check)."""
+    if names is None or not len(indices):
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= len(names):
+        raise InputError(f"{where}: its {branch} branch holds indices {low}..{high} and "
+                         f"{key} names {len(names)} ({names}: indices 0.."
+                         f"{len(names) - 1}); the file is damaged: write it anew with "
+                         "hepbdt train")
+
+
+def _check_class_ids(class_ids: np.ndarray, labels: np.ndarray, classes: list[str] | None,
+                     where: str) -> None:
+    """InputError unless ``classID`` is what :func:`write_scores` derives from ``label``
+    (``1 - label`` in a two-class tree, else the label)."""
+    binary = (classes is None or len(classes) <= 2) and set(
+        np.unique(labels).tolist()) <= {0, 1}
+    expected = 1 - labels.astype(np.int64) if binary else labels
+    off = np.flatnonzero(class_ids != expected)
+    if off.size:
+        i = int(off[0])
+        rule = "1 - label (TMVA's 0 signal)" if binary else "the label"
+        raise InputError(f"{where}: classID and label disagree in {off.size:,} of "
+                         f"{len(labels):,} events (entry {i}: classID {int(class_ids[i])}, "
+                         f"label {int(labels[i])}; classID should be {rule}); the file is "
+                         "damaged: write it anew with hepbdt train")
+
+
+def _check_feature_record(recorded: list[str] | None, written: list[str], keys: list[str],
+                          where: str) -> None:
+    """InputError unless the feature branches are the names the writer gives the features
+    recorded beside the tree (today's rule, or the one before 2026-12-04)."""
+    if recorded is None:
+        return
+    reserved = (set(keys) - set(written)) | set(BOOKKEEPING_BRANCHES)  # as the writer does
+    if written not in (_unique_names(recorded, reserved),
+                       _legacy_unique_names(recorded, reserved)):
+        tree = where.rpartition(":")[2]
+        raise InputError(f"{where}: {tree}_features records the features {recorded} and the "
+                         f"tree's feature branches are {written}, which the writer does not "
+                         "name so; which branch holds which feature cannot be known: write "
+                         "the file anew with hepbdt train")
 
 
 def _feature_branches(written: list[str], keys: list[str], feature_names: Sequence[str] | None,
