@@ -197,3 +197,17 @@ def test_a_tree_copied_without_its_records_takes_the_title_names(tmp_path):
     with pytest.raises(InputError, match=r"t\.root:TrainTree: its title names the samples "
                        r"'0=signal;1=qcd' and TrainTree_samples holds '0=qcd;1=signal'"):
         read_scores(path, "TestTree")
+
+
+def test_a_two_class_label_beyond_signal_is_refused_naming_the_file(tmp_path):
+    """A two-class tree records no class names: its labels are 0 (background) and 1
+    (signal). A label of 2, without classID to disagree with, was refused later by the
+    report's label check, which named no file."""
+    title, arrays = _tree()
+    arrays = {k: v for k, v in arrays.items() if k != "classID"}
+    arrays["label"] = arrays["label"].copy()
+    arrays["label"][3] = 2
+    path = _write(tmp_path / "s.root", {"TestTree": (title, arrays)}, _objects())
+    with pytest.raises(InputError, match=r"s\.root:TestTree: its label branch holds indices "
+                                         r"0\.\.2 and a two-class tree names 2"):
+        read_scores(path, "TestTree")

@@ -371,7 +371,9 @@ def read_scores(path: str | os.PathLike, tree: str, feature_names: Sequence[str]
                                     "sample", *score_branches], library="np")
     _check_indices(arrays["sample"], records["samples"], f"{tree}_samples", "sample", where)
     if target == "label":
-        _check_indices(arrays["label"], records["classes"], f"{tree}_classes", "label", where)
+        _check_indices(arrays["label"], records["classes"] or ["background", "signal"],
+                       f"{tree}_classes" if records["classes"] else "a two-class tree", "label",
+                       where)
         if class_ids:
             _check_class_ids(arrays["classID"], arrays["label"], records["classes"], where)
     X = np.column_stack([arrays[b] for b in feature_branches]).astype(np.float32)
