@@ -41,6 +41,7 @@ from hepbdt._util import (
     weight_exponent,
 )
 from hepbdt.evaluation._data import (
+    beyond_tolerance,
     check_classification,
     check_regression_pair,
     check_weights,
@@ -48,7 +49,7 @@ from hepbdt.evaluation._data import (
 )
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 from hepbdt.evaluation.curves import LearningCurve
-from hepbdt.evaluation.decorrelation import DecorrelationMeasures, beyond_tolerance
+from hepbdt.evaluation.decorrelation import DecorrelationMeasures
 from hepbdt.evaluation.metrics import BinnedRegressionMetrics, SignificanceScan, roc_auc, roc_curve
 from hepbdt.evaluation.multiclass import one_vs_rest_auc, one_vs_rest_roc
 from hepbdt.evaluation.overtraining import OvertrainingResult, overtraining_test

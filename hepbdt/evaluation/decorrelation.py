@@ -38,7 +38,7 @@ from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
 from ._data import EFFICIENCY_TOLERANCE, beyond_tolerance, check_classification, in_class_units
 from ._hist import common_edges, weighted_histogram
 
-__all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures", "beyond_tolerance",
+__all__ = ["DEFAULT_EFFICIENCIES", "EFFICIENCY_TOLERANCE", "DecorrelationMeasures",
            "decorrelation_measures", "jensen_shannon_divergence", "threshold_at_efficiency"]
 
 DEFAULT_EFFICIENCIES = (0.1, 0.3, 0.5, 0.7, 0.9)
