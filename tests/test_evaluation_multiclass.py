@@ -172,3 +172,15 @@ def test_multiclass_learning_curve_is_sklearns_weighted_log_loss():
     assert curve.test_loss[-1] == pytest.approx(
         log_loss(y[400:], proba, sample_weight=w[400:], labels=[0, 1, 2]), rel=1e-12)
     assert curve.train_loss[-1] < curve.train_loss[0]
+
+
+def test_confusion_matrix_refuses_weighted_sums_beyond_float64():
+    """Weights of 1e307 summed to inf in a cell: fractions of 0 and NaN where
+    scikit-learn's on the same events divided by 1e307 give the right ones."""
+    y, proba, w = _sample(300, 3, 5)
+    predicted = np.argmax(proba, axis=1)
+    right = sk_confusion_matrix(y, predicted, labels=range(3), sample_weight=w,
+                                normalize="true")
+    assert np.all(np.isfinite(right))
+    with pytest.raises(ValueError, match="overflow float64.*divide sample_weight"):
+        confusion_matrix(y, proba, w * 1e307)

@@ -147,6 +147,10 @@ def confusion_matrix(y: Any, proba: Any, sample_weight: Any = None,
     cell = labels * k + predicted
     weights = np.bincount(cell, weights=w, minlength=k * k).reshape(k, k)
     counts = np.bincount(cell, minlength=k * k).reshape(k, k).astype(np.int64)
+    if not (np.all(np.isfinite(weights)) and np.isfinite(np.abs(weights).sum())):
+        raise ValueError(f"the confusion matrix's weighted sums overflow float64 (weights up "
+                         f"to {np.abs(w).max():.3g}); divide sample_weight by their "
+                         f"largest: the fractions and the accuracy do not change")
     return ConfusionMatrix(_class_names(classes, k), weights, counts)
 
 
