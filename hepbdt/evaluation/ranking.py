@@ -33,6 +33,7 @@ __all__ = [
     "correlation_matrices",
     "counted_trees",
     "permutation_importance",
+    "ranking_names",
     "shuffleable_copy",
     "TMVA_RANKING",
     "tmva_importance",
@@ -111,7 +112,8 @@ def tmva_importance(
     ----------
     model : fitted BDTClassifier / BDTRegressor, or a forest object with the node arrays
         ``feature``, ``gain``, ``cover``, ``tree_offsets`` (and ``tree_weights``)
-    feature_names : names, default ``model.feature_names_in_`` or ``x0, x1, ...``
+    feature_names : names of the model's features in its order, default
+        ``model.feature_names_in_`` or ``x0, x1, ...`` (:func:`ranking_names` checks them)
     quadrature : TMVA's formula (squared gains, normalised per tree, root of the sum)
     """
     forest = _forest_of(model)
@@ -135,11 +137,8 @@ def tmva_importance(
         n_features = getattr(model, "n_features_in_", None)
     if n_features is None:
         n_features = int(feature.max()) + 1 if feature.size else 0
-    n_features = int(n_features)
-    if feature_names is None:
-        feature_names = feature_names_of(model, n_features)
-    if len(feature_names) != n_features:
-        raise ValueError(f"got {len(feature_names)} feature names for {n_features} features")
+    feature_names = ranking_names(model, feature_names, int(n_features))
+    n_features = len(feature_names)
 
     split = feature >= 0
     f = feature[split]
@@ -163,6 +162,33 @@ def tmva_importance(
         cover=np.bincount(f, weights=cover[split], minlength=n_features),
         quadrature=quadrature,
     )
+
+
+def ranking_names(model: Any, feature_names: list[str] | None, n_features: int) -> list[str]:
+    """The names of a split ranking's ``n_features`` features, in the model's order: those
+    given, else the model's (``x0, x1, ...`` without). ValueError for a count other than
+    ``n_features``, a name given twice, or a name of the model's features given at another
+    feature's place: the names label the model's features by position, so ["d", "c", "b",
+    "a"] for a model of a, b, c, d printed c's importance beside "b"."""
+    if feature_names is None:
+        return feature_names_of(model, n_features)
+    names = [str(name) for name in feature_names]
+    if len(names) != n_features:
+        raise ValueError(f"got {len(names)} feature names for {n_features} features")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"feature_names give {twice} more than once: each of the {n_features} "
+                         "features needs its own name")
+    own = getattr(model, "feature_names_in_", None)
+    own = [] if own is None else [str(name) for name in own]
+    moved = [(i, name) for i, name in enumerate(names) if name in own and own.index(name) != i]
+    if moved:
+        i, name = moved[0]
+        raise ValueError(f"feature_names give {name!r} for feature {i}, which is the model's "
+                         f"{own[i]!r}; {name!r} is its feature {own.index(name)}. The names "
+                         f"label the model's features in its order {own}: give them in that "
+                         "order, or leave feature_names out")
+    return names
 
 
 def _normalised(importance: np.ndarray, n_splits: int, split_gain: np.ndarray,
