@@ -664,9 +664,11 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
     ranking = tmva_importance(model, names, quadrature=True)
     lines.append(f"Ranking ({TMVA_RANKING}):")
     top = max(float(ranking.importance.max()), 1e-300) if ranking.importance.size else 1.0
+    # whole names, aligned up to 40 characters: two cut at 40 could read the same
+    width = min(40, max((len(name) for name in names), default=0))
     for rank, i in enumerate(ranking.order(), start=1):
         bar = "#" * int(round(40 * ranking.importance[i] / top))
-        lines.append(f"  {rank:3d}. {names[i][:40]:40} "
+        lines.append(f"  {rank:3d}. {names[i]:{width}} "
                      f"{number_text(ranking.importance[i], fixed=True)} "
                      f"({int(ranking.split_count[i])} splits) {bar}")
     for t in trees:
