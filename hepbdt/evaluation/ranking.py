@@ -92,8 +92,14 @@ def tmva_importance(
     a sum that is not positive, which cannot be normalised). The engine stores
     ``gain_n`` as the decrease of the booster's criterion summed over the node's events
     (e.g. Gini: ``W_parent I_parent - W_left I_left - W_right I_right``; variance and
-    Newton: the loss reduction), which is TMVA's "separation gain times the (weighted)
-    number of events in the node"; ``tree_weight`` is the tree's boost weight. With
+    Newton: the loss reduction). For the classification criteria that is TMVA's
+    "separation gain times the (weighted) number of events in the node"; TMVA's regression
+    trees (``BoostType=Grad``, regression) divide the variance reduction by the parent's
+    summed squared deviation (``RegressionVariance::GetSeparationGain``), which the forest
+    does not store, so for gradient boosting and regression this ranking weighs a split by
+    its absolute, not its relative, variance reduction (a 4-variable regression of 50
+    trees: 0.380 where TMVA's definition gives 0.368). ``tree_weight`` is the tree's boost
+    weight. With
     ``quadrature=True``, TMVA's ``MethodBDT::GetVariableImportance``: each tree's squared
     gains summed by feature and normalised to sum 1 within the tree
     (``DecisionTree::GetVariableImportance``), those fractions added over the trees with
