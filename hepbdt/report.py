@@ -1085,10 +1085,11 @@ class _YieldBasis:
                 f"test events, {source}; the factors are in the samples table)")
 
     def factor_note(self) -> str:
-        """The samples section's sentence on the factor column."""
+        """The samples section's sentence on the factor column (the significance scan's
+        factor for two classes; a regression or three or more classes have no scan)."""
+        scan = " in the significance scan" if len(self.label_names) == 2 else ""
         return (f"the column \"{YIELD_FACTOR_HEADER}\" gives the factor that makes them "
-                f"expected yields of the whole sample in the significance scan: "
-                f"{self._scaled()}.")
+                f"expected yields of the whole sample{scan}: {self._scaled()}.")
 
     def factor_text(self, test_rows: np.ndarray, train_rows: np.ndarray | None) -> str:
         """The factor(s) of one row of the samples table (its test and training events'

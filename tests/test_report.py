@@ -400,6 +400,9 @@ def test_regression_summary_shows_rmse_bias_resolution(tmp_path):
     assert labels[0] == "RMSE" and labels[1].startswith("bias") and "resolution" in labels[2]
     assert '<figure id="fig-predicted-vs-true">' in summary
     assert list(_sections(text))[-1] == "sec-options"
+    # a regression has no significance scan: the factor column says what it is alone
+    samples = _sections(text)["sec-samples"]
+    assert "yields of the whole sample" in samples and "significance scan" not in samples
 
 
 def test_the_samples_events_are_held_as_positions_not_a_mask_a_sample():
