@@ -341,7 +341,7 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
     ax.set_yscale("log")
     # Plain numbers: the default 10^n labels are math text, drawn with the math fonts of
     # whatever style is active when the figure is saved.
-    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _rejection_tick(v)))
     ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
     ax.set_xlim(*_span([c[1][c[1] > 0] for c in curves], 0.0, 1.0))
     ax.set_ylim(bottom if bottom == 1.0 else bottom / 1.1, top * 3)
@@ -349,6 +349,12 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
     ax.set_xlabel(_EPS_S)
     ax.set_ylabel(r"Background rejection 1/ε$_\mathrm{B}$")
     _roc_legend(ax, loc="upper right")
+
+
+def _rejection_tick(value: float) -> str:
+    """A log rejection axis's tick label: whole numbers from 1 ("1,000"), the digits below
+    1 ("0.1", "0.01": signed weights give rejections below 1, whose ticks read "0")."""
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
 @_figure

@@ -435,3 +435,24 @@ def test_the_kfold_roc_legend_never_rounds_an_auc_onto_one():
         assert auc < 0.99999
         assert lines[i].get_label().endswith(f"(AUC = {number_text(auc, fixed=True)})")
         assert "1.0000" not in lines[i].get_label()
+
+
+def test_rejection_ticks_below_one_read_as_their_values():
+    """Signed weights can give a rejection far below 1 (eff_B of 500 where the background's
+    net weight nearly cancels); the log axis's ticks at 0.01 and 0.1 read "0" (audit EU,
+    2026-12-05). Every visible tick label reads back as the tick's own value."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(2000, int), np.zeros(2000, int)]
+    s = np.r_[rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)]
+    w = np.where((y == 0) & (s <= 0), -1.0, 1.0)
+    assert w[y == 0].sum() / w[(y == 0) & (s > 0)].sum() < 0.01  # the case: rejection < 0.01
+    fig = plotting.plot_background_rejection(y, s, w)
+    ax = fig.axes[0]
+    FigureCanvasAgg(fig).draw()
+    low, high = ax.get_ylim()
+    ticks = [t for t in ax.yaxis.get_major_ticks() if low <= t.get_loc() <= high]
+    assert min(t.get_loc() for t in ticks) < 1  # ticks below 1 are shown
+    for tick in ticks:
+        assert float(tick.label1.get_text().replace(",", "")) == pytest.approx(tick.get_loc())
