@@ -687,11 +687,12 @@ def plot_learning_curve(curve: LearningCurve, *, title: str | None = None) -> Fi
         axes[0].set_title(title, fontsize=16)
     axes[0].plot(curve.n_trees, curve.train_loss, label="training", color=SIGNAL_COLOR)
     axes[0].plot(curve.n_trees, curve.test_loss, label="test", color=BACKGROUND_COLOR)
-    axes[0].set_ylabel(f"Loss ({curve.loss_name})")
+    trees = "trees before the DDT map" if curve.before_map else ""
+    axes[0].set_ylabel(f"Loss ({curve.loss_name}{', ' + trees if trees else ''})")
     if with_auc:
         axes[1].plot(curve.n_trees, curve.train_auc, label="training", color=SIGNAL_COLOR)
         axes[1].plot(curve.n_trees, curve.test_auc, label="test", color=BACKGROUND_COLOR)
-        axes[1].set_ylabel("ROC AUC")
+        axes[1].set_ylabel(f"ROC AUC ({trees})" if trees else "ROC AUC")
     for ax in axes:
         if curve.best_n_trees is not None:
             ax.axvline(curve.best_n_trees, ls="--", color="grey",

@@ -272,19 +272,27 @@ def test_a_mass_given_against_x_s_column_is_refused():
             model.decision_function(X, decorrelate=other)
 
 
-def test_learning_curve_log_loss_is_that_of_the_mapped_probability():
-    from sklearn.metrics import log_loss
+def test_learning_curve_of_a_mapped_model_is_of_its_trees():
+    """The map is made for the final model's scores: the curve's log loss was that of the
+    mapped F at every stage (0.96 at 10 trees, no probability) and did not reach its
+    minimum at the early stop the fit's own validation loss chose. Now the trees' loss,
+    against scikit-learn's log loss of the unmapped probabilities."""
+    from sklearn.metrics import log_loss, roc_auc_score
 
     from hepbdt.evaluation import learning_curve
+    from hepbdt.plotting import plot_learning_curve
 
-    rng = np.random.default_rng(12)
-    X = rng.normal(size=(1600, 3))
-    y = (X[:, 1] + 0.5 * X[:, 2] + rng.normal(size=1600) * 0.8 > 0).astype(int)
-    model = BDTClassifier(boosting="gradient", n_trees=8, max_depth=2, random_state=1,
-                          decorrelation_map="ddt").fit(X[:1000], y[:1000],
-                                                       decorrelate=X[:1000, 0])
-    curve = learning_curve(model, (X[:1000], y[:1000]), (X[1000:], y[1000:]),
-                           match_class_mix=False)
-    staged = list(model.staged_predict_proba(X[1000:]))
-    for k, loss in zip(curve.n_trees, curve.test_loss, strict=True):
-        assert loss == pytest.approx(log_loss(y[1000:], staged[k - 1][:, 1]), rel=1e-9)
+    X, y, w, m = _toy(1500, 1500, 5)
+    Xt, yt, wt, _ = _toy(1500, 1500, 6)
+    model = BDTClassifier(n_trees=12, max_depth=2, random_state=0,
+                          decorrelation_map="ddt").fit(X, y, w, decorrelate=m)
+    curve = learning_curve(model, (X, y, w), (Xt, yt, wt), match_class_mix=False)
+    assert curve.before_map
+    raw = next(s for k, s in enumerate(model._staged_raw(Xt), start=1) if k == 5)
+    p = model._link(raw)
+    at = list(curve.n_trees).index(5)
+    assert curve.test_loss[at] == pytest.approx(log_loss(yt, p, sample_weight=wt), rel=1e-9)
+    assert curve.test_auc[at] == pytest.approx(roc_auc_score(yt, raw, sample_weight=wt),
+                                               abs=1e-12)
+    labels = [ax.get_ylabel() for ax in plot_learning_curve(curve).axes]
+    assert all("before the DDT map" in label for label in labels)

@@ -90,7 +90,9 @@ class LearningCurve:
     sample the test sample's class mix before its loss and AUC were computed; None when
     the weights were taken as given (a regressor, or ``match_class_mix=False``).
     ``unit`` is what ``n_trees`` counts: "trees", or "rounds of K trees" for a multi-class
-    model that grows one tree a class each round.
+    model that grows one tree a class each round. ``before_map``: the losses and AUCs are
+    of the trees' own scores, before the model's ``decorrelation_map`` (which is made for
+    the final model's scores, and whose mapped F is no probability).
     """
 
     n_trees: np.ndarray
@@ -104,6 +106,7 @@ class LearningCurve:
     recorded_validation_loss: np.ndarray | None = None
     train_class_factors: np.ndarray | None = None
     unit: str = "trees"
+    before_map: bool = False
 
 
 def _weights_at_mix(labels_tr: np.ndarray, w_tr: np.ndarray, labels_te: np.ndarray,
@@ -123,6 +126,12 @@ def _staged(model: Any, X: np.ndarray, names: tuple[str, ...]) -> Iterator[np.nd
     raise TypeError(f"{type(model).__name__} has none of the methods {', '.join(names)}")
 
 
+def _has_map(model: Any) -> bool:
+    """Whether the model maps its score after the fit (``decorrelation_map``)."""
+    extra = getattr(getattr(model, "forest_", None), "extra", None) or {}
+    return "decorrelation_map" in extra
+
+
 def _staged_proba(model: Any, X: np.ndarray) -> Iterator[np.ndarray]:
     for proba in model.staged_predict_proba(X):
         yield np.asarray(proba)[:, 1]
@@ -139,7 +148,11 @@ def _stages(model: Any, X_tr: np.ndarray, X_te: np.ndarray, proba: bool
     ``staged_predict_proba`` applies), so one staged pass over each sample gives both: the
     link is applied by the caller at the stages it evaluates. Other models need a second
     pass for the probabilities."""
-    raw = zip(_staged(model, X_tr, _RAW_NAMES), _staged(model, X_te, _RAW_NAMES), strict=False)
+    if _has_map(model):  # the trees' own scores: the map is the final model's, not a stage's
+        raw = zip(model._staged_raw(X_tr), model._staged_raw(X_te), strict=False)
+    else:
+        raw = zip(_staged(model, X_tr, _RAW_NAMES), _staged(model, X_te, _RAW_NAMES),
+                  strict=False)
     if not proba or callable(getattr(model, "_link", None)):
         return raw
     return (r + p for r, p in zip(raw, zip(_staged_proba(model, X_tr),
@@ -148,12 +161,8 @@ def _stages(model: Any, X_tr: np.ndarray, X_te: np.ndarray, proba: bool
 
 
 def _probability_link(model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
-    """What turns the model's staged raw score into its probability: the estimator's link,
-    or none for a score that is one already (a ``decorrelation_map`` model's mapped F, which
-    its ``staged_predict_proba`` gives unchanged)."""
-    extra = getattr(getattr(model, "forest_", None), "extra", None) or {}
-    if "decorrelation_map" in extra:
-        return None
+    """What turns the model's staged raw score into its probability: the estimator's link
+    (a ``decorrelation_map`` model's too: its curve is of the trees before the map)."""
     return getattr(model, "_link", None)
 
 
@@ -407,5 +416,6 @@ def learning_curve(
         loss_name=loss_name,
         train_class_factors=factors,
         unit=_unit(model),
+        before_map=_has_map(model),
         **_recorded(model),
     )
