@@ -112,3 +112,61 @@ def test_friend_files_that_a_glob_would_misorder_are_noted(tmp_path: Path, patte
     assert done.returncode == 0, done.stderr
     entries, unpaired = map(int, done.stdout.split()[-2:])
     assert entries == 5 and (unpaired > 0) == misordered  # ROOT's own pairing of the globs
+
+
+# The chain a user builds of a glob, with the friend apply wrote for the same glob: its files,
+# its entries, and how many entries read another event's identifier through the friend.
+ROOT_CHAIN_OF_GLOB = """
+import sys
+import ROOT
+inputs, friend_path = sys.argv[1:3]
+chain = ROOT.TChain("Events")
+chain.Add(inputs)
+friend = ROOT.TChain("Events")
+friend.Add(friend_path)
+chain.AddFriend(friend, "s")
+print(",".join(f.GetTitle().rsplit("/", 1)[-1] for f in chain.GetListOfFiles()))
+print(chain.GetEntries(), friend.GetEntries(), chain.GetEntries("event != s.event"))
+"""
+
+
+def test_a_glob_reads_the_hidden_files_that_tchain_add_reads(tmp_path: Path) -> None:
+    # audit EV, 2026-12-05: Python's glob skipped '.h.root', TChain::Add's wildcard reads it,
+    # so the friend of 'data/*.root' gave 1,196 of 1,350 entries of ROOT's chain another
+    # event's score (ROOT said nothing).
+    data = tmp_path / "data"
+    (data / ".d").mkdir(parents=True)
+    for name, first, n in ((".h.root", 0, 4), ("a.root", 100, 3), ("b.root", 200, 2),
+                           (".d/c.root", 300, 2)):
+        with uproot.recreate(data / name) as file:
+            file.mktree("Events", {"x": np.float32, "event": np.int64}).extend(
+                {"x": np.arange(n, dtype=np.float32) + first, "event": first + np.arange(n)})
+    for pattern, files in (("*.root", ".h.root,a.root,b.root"), ("*/c.root", "c.root")):
+        friend = tmp_path / f"friend_{len(files)}.root"
+        apply(LinearModel(["x"], [1.0]), str(data / pattern), friend, event_branch="event")
+        done = subprocess.run([_root_python(), "-c", ROOT_CHAIN_OF_GLOB, str(data / pattern),
+                               str(friend)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        listed, counts = done.stdout.strip().splitlines()[-2:]
+        assert listed == files  # ROOT's own reading of the glob
+        entries, friend_entries, unpaired = map(int, counts.split())
+        assert (friend_entries, unpaired) == (entries, 0)
+        scores = uproot.open(friend)["Events"]["bdt_score"].array(library="np")
+        assert scores.tolist() == [float(e) for e in
+                                   uproot.open(friend)["Events"]["event"].array(library="np")]
+
+
+def test_the_glob_of_python_3_10_matches_hidden_files_as_3_11_does(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    import glob
+    import sys
+
+    from hepbdt.io.samples import root_glob
+
+    for name in (".h.root", "a.root", ".d/c.root", "e/c.root", "e/.f.root"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    patterns = ["*.root", "*/c.root", "*/*.root", "e/?f.root", "[.a]*.root", "e/.f.root"]
+    expected = [sorted(glob.glob(str(tmp_path / p), include_hidden=True)) for p in patterns]
+    monkeypatch.setattr(sys, "version_info", (3, 10, 0))
+    assert [sorted(root_glob(str(tmp_path / p))) for p in patterns] == expected

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fnmatch
 import functools
 import gc
 import glob
@@ -114,8 +115,9 @@ class Sample:
     files
         A path, a glob (``"data/ttbar_*.root"``), uproot's ``"file.root:tree"`` form, a
         list of any of these, or a mapping ``{path: tree}``. All files and trees are
-        concatenated in the order given (a glob's matches sorted by name; a path that
-        exists is that file, even with ``*?[`` in its name).
+        concatenated in the order given (a glob's matches sorted by name, hidden files
+        too, as ``TChain::Add`` reads them; a path that exists is that file, even with
+        ``*?[`` in its name).
     tree
         Tree name (or list of names, all read, each file's in this order) for files given
         without ``:tree``; ``None`` takes the file's only tree; ``"name;2"`` that cycle.
@@ -357,9 +359,9 @@ def _tree_list(tree: Any, context: str) -> list[str | None]:
 
 def _expand_path(path: str, context: str) -> list[str]:
     """The files ``path`` names: itself (a URL, or a file that exists, even with glob
-    characters such as ``[1]`` in its name), else the files its glob matches, sorted by
-    name (MissingFileError when none, or when a match is not a file); a ``file:`` URL names
-    its local path."""
+    characters such as ``[1]`` in its name), else the files its glob matches, hidden ones
+    too, sorted by name, as ``TChain::Add`` reads them (MissingFileError when none, or
+    when a match is not a file); a ``file:`` URL names its local path."""
     path = _local_path(path)
     try:
         os.fsencode(path)
@@ -373,7 +375,7 @@ def _expand_path(path: str, context: str) -> list[str]:
         if not os.path.isfile(path):
             raise MissingFileError(_missing_file_message(path, context))
         return [path]
-    paths = sorted(glob.glob(path))
+    paths = sorted(root_glob(path))
     if not paths:
         raise MissingFileError(
             f"{context}: the pattern {path!r} matches no file; "
@@ -383,6 +385,21 @@ def _expand_path(path: str, context: str) -> list[str]:
         if not os.path.isfile(match):
             raise MissingFileError(_missing_file_message(match, context))
     return paths
+
+
+def root_glob(pattern: str) -> list[str]:
+    """The paths ``pattern`` matches as ``TChain::Add`` matches them: hidden files and
+    folders (``.sig.root``) too, which Python's glob skips (a friend of ``dir/*.root``
+    written without them gave ROOT's chain of ``dir/*.root`` other events' scores)."""
+    if sys.version_info >= (3, 11):
+        return glob.glob(pattern, include_hidden=True)
+    folder, name = os.path.split(pattern)
+    if not _GLOB_CHARS & set(name):
+        folders = root_glob(folder) if _GLOB_CHARS & set(folder) else [folder]
+        return [os.path.join(f, name) for f in folders if os.path.lexists(os.path.join(f, name))]
+    folders = root_glob(folder) if _GLOB_CHARS & set(folder) else [folder]
+    return [os.path.join(f, entry) for f in folders if os.path.isdir(f or ".")
+            for entry in os.listdir(f or ".") if fnmatch.fnmatchcase(entry, name)]
 
 
 def file_identity(path: str) -> Any:
