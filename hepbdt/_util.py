@@ -70,9 +70,13 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
     0600 would otherwise survive the rename); a file replaced keeps its own (a private
     0600 model stays private). ``temporary_name``: a fixed file name,
     inside a fresh private folder beside ``path`` (ROOT files record their own name, so
-    files that must be reproducible byte for byte need a fixed one).
+    files that must be reproducible byte for byte need a fixed one). A ``path`` that is a
+    symbolic link is written through, into the file it names, as ROOT's ``RECREATE`` and a
+    shell's ``>`` write (replacing the link left that file with the old contents).
     """
     target = Path(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         kept_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)

@@ -356,3 +356,19 @@ def test_a_killed_writers_temporaries_go_when_the_output_is_next_held(tmp_path):
     assert len(list(tmp_path.glob(".friend.root.*.tmp"))) == 5
     with hold_outputs([str(out)], "apply"):
         assert sorted(tmp_path.glob(".friend.root.*.tmp")) == sorted(kept)
+
+
+def test_an_output_that_is_a_symlink_is_written_through(tmp_path: Path) -> None:
+    """apply --output link.root replaced the link with a regular file, so the file the link
+    named (read by its own path, say on shared storage) kept the old model's scores; ROOT's
+    RECREATE and a shell's > write through the link. Against the file's own contents."""
+    from hepbdt._util import atomic_write_text
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "scores.txt").write_text("old")
+    link = tmp_path / "scores.txt"
+    link.symlink_to(store / "scores.txt")
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and (store / "scores.txt").read_text() == "new"
+    assert sorted(p.name for p in store.iterdir()) == ["scores.txt"]  # no temporary left
