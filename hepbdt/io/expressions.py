@@ -71,10 +71,11 @@ zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise
 (ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
 binds looser than ``*`` and ``/``: ``a % (b * c)``), ``a % b % c`` (ROOT: ``a % (b % c)``,
-``7 % 5 % 3`` is 1 there and 2 in Python) and ``%`` of a number with a fraction
-(ROOT truncates both sides to integers). ROOT's ``c ? a : b``, ``Sum$``, ``TMath::Abs`` and
-the like do not parse here; the error names the spelling that does (``where(c, a, b)``,
-``sum``, ``abs``).
+``7 % 5 % 3`` is 1 there and 2 in Python), ``%`` of a number with a fraction
+(ROOT truncates both sides to integers) and ``%`` of a floating-point number beyond int64
+or infinite (ROOT's truncation to Long64_t has no value there: ``1e19 % 7`` is -1).
+ROOT's ``c ? a : b``, ``Sum$``, ``TMath::Abs`` and the like do not parse here; the error
+names the spelling that does (``where(c, a, b)``, ``sum``, ``abs``).
 
 Numbers are computed as in ROOT's formulas, which work in double precision, without
 wrapping around: before arithmetic and comparisons, float32 values become float64 (so
@@ -1095,7 +1096,8 @@ class Expression:
 
     def _check_division(self, node: ast.BinOp, left: Any, right: Any) -> None:
         """Refuse // or % by zero (NumPy gives 0 for integers; ROOT's % by an integer zero
-        crashes), % of a number with a fraction (ROOT truncates it) and % of a negative
+        crashes), % of a number with a fraction (ROOT truncates it), of one beyond int64 or
+        infinite (ROOT's truncation to Long64_t has no value there) and % of a negative
         number (Python's remainder takes the divisor's sign, C's and ROOT's the dividend's:
         -7 % 3 is 2 in one and -1 in the other)."""
         text = self._source.text
@@ -1113,6 +1115,15 @@ class Expression:
                         "and ROOT (which truncates both sides to integers first: 1); write "
                         "fmod(x, y) for the remainder with its fraction, or fmod(floor(x), "
                         "floor(y)) for ROOT's value of positive numbers")
+                if _is_floating(side) and _any(side, lambda v: ~(np.abs(v) < 2.0**63) & (v == v)):
+                    # ROOT truncates to Long64_t, which does not hold it: 1e19 % 7 is -1 there
+                    part = text[slice(*self._source.written(node))]
+                    raise self._fail(
+                        ("" if part == text.strip() else f"{part}: ") + "% of a number beyond the "
+                        "64-bit integer range (inf, or 2**63 and more in size) has no value in "
+                        "ROOT, which truncates both sides to 64-bit integers first (1e19 % 7 is "
+                        "-1 there); write fmod(x, y) for the remainder in double, or cut those "
+                        "events first")
         if op == "%" and (_any(left, lambda v: v < 0) or _any(right, lambda v: v < 0)):
             raise self._fail("% of a negative number differs between Python (the divisor's "
                              "sign: -7 % 3 is 2) and C or ROOT (the dividend's: -1); write "
