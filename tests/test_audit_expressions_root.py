@@ -130,3 +130,30 @@ def test_remainder_of_a_branch_beyond_int64_or_infinite_is_refused() -> None:
     np.testing.assert_array_equal(small, [2**62 % 7, 3.0])
     # a missing value (NaN) is still NaN, not refused
     assert np.isnan(Expression("x % 7").evaluate({"x": np.array([np.nan, 8.0])})[0])
+
+
+def test_bitwise_of_a_uint64_word_and_a_signed_integer_is_cs() -> None:
+    """ul & i and ul | i of a ULong64_t word and a signed integer convert the signed one to
+    unsigned in two's complement, as C does; NumPy has no common type for them and the
+    expression ended in "cannot be evaluated: TypeError". ROOT 6.40's TTreeFormula on a
+    tree written by TTree::Branch (audit ES, 2026-12-05) gives these values below 2**53, where
+    its doubles are exact: ul & i of (12, 8), (19, 1) is 8, 1; ul & -1 of 12 is 12; ul | -2 of
+    12 is 1.8446744073709552e19. The reference is Python's exact integers (C's rule)."""
+    ul = np.array([12, 19, 7, 2**63 + 4, 2**64 - 1], np.uint64)
+    i = np.array([8, 1, -1, -4, -2**31], np.int32)
+    arrays = {"ul": ul, "i": i, "l": i.astype(np.int64)}
+    words = [int(u) for u in ul]
+    as_c = [int(v) % 2**64 for v in i]
+    for text, exact in [
+        ("ul & i", [u & v for u, v in zip(words, as_c, strict=True)]),
+        ("ul | l", [u | v for u, v in zip(words, as_c, strict=True)]),
+        ("ul & -1", words),
+        ("ul | -2", [u | (2**64 - 2) for u in words]),
+        ("i & ul", [u & v for u, v in zip(words, as_c, strict=True)]),
+    ]:
+        got = Expression(text, "feature").evaluate(arrays)
+        assert got.dtype == np.uint64
+        assert [int(v) for v in got] == exact, text
+    assert list(Expression("ul & i", "feature").evaluate(arrays)[:2]) == [8, 1]  # ROOT
+    passes = Expression("(ul & i) != 0", "cut").evaluate(arrays)
+    np.testing.assert_array_equal(passes, [u & v != 0 for u, v in zip(words, as_c, strict=True)])

@@ -62,13 +62,15 @@ second argument is 0) and ``exp`` beyond 709.78 inf (ROOT stops at ``exp(700)``,
 the int64 complement, ``~u`` of a uint8 1 is -2 (of a floating-point number refused, and
 so are ``<<`` and ``>>``, which TTreeFormula reads as in C: the error names ``x * 2**k``);
 ``&`` and ``|`` of negative integers keep their sign (ROOT gives an unsigned 64-bit value:
-``-7 & -7`` is 1.8e19 there); ROOT's TFormula groups ``a + b - c`` as ``a + (b - c)`` and
-``a * b / c`` and ``a * b * c`` from the right, C and hepbdt from the left, which changes
-only the rounding (and an overflow: ``x * 1e300 / 1e300`` is inf here, x in ROOT); int64
-arithmetic, bitwise operators and comparisons are exact beyond 2**53 (ROOT's go through
-double: bit 2 of a ULong64_t 2**63 + 4 is lost there). ``round`` rounds halves away from
-zero and ``sign(0)`` is 1, as in ROOT. Refused because ROOT reads them otherwise: ``^``
-(ROOT's power, even between conditions: write ``**``, or ``!=`` for an exclusive or),
+``-7 & -7`` is 1.8e19 there), but beside a uint64 word a signed integer is taken as uint64
+in two's complement, as C and ROOT take it (``ul & -1`` is ``ul``); ROOT's TFormula groups
+``a + b - c`` as ``a + (b - c)`` and ``a * b / c`` and ``a * b * c`` from the right, C and
+hepbdt from the left, which changes only the rounding (and an overflow: ``x * 1e300 /
+1e300`` is inf here, x in ROOT); int64 arithmetic, bitwise operators and comparisons are
+exact beyond 2**53 (ROOT's go through double: bit 2 of a ULong64_t 2**63 + 4 is lost there).
+``round`` rounds halves away from zero and ``sign(0)`` is 1, as in ROOT.
+Refused because ROOT reads them otherwise: ``^`` (ROOT's power, even between conditions:
+write ``**``, or ``!=`` for an exclusive or),
 ``a ** b ** c`` (ROOT: ``(a ** b) ** c``), ``a % b * c`` and ``a % b / c`` (ROOT's ``%``
 binds looser than ``*`` and ``/``: ``a % (b * c)``), ``a % b % c`` (ROOT: ``a % (b % c)``,
 ``7 % 5 % 3`` is 1 there and 2 in Python), ``%`` of a number with a fraction
@@ -927,7 +929,7 @@ class Expression:
                 self._check_integers(node, left, right)
                 if not (_is_bool(left) and _is_bool(right)):  # conditions stay conditions
                     # integers as int64, as in arithmetic: a uint8 | 256 overflowed
-                    left, right = _bits_as_int64(left), _bits_as_int64(right)
+                    left, right = _bitwise_operands(left, right)
             elif isinstance(node.op, ast.Pow):
                 left, right = _as_real(left), _as_real(right)
             else:
@@ -1480,6 +1482,24 @@ def _bits_as_int64(value: Any) -> Any:
     if dtype is None or dtype.kind not in "biu" or dtype.itemsize == 8:
         return value
     return _astype(value, np.int64)
+
+
+def _bitwise_operands(left: Any, right: Any) -> tuple[Any, Any]:
+    """Both integer operands of & and |: as int64 (:func:`_bits_as_int64`), and beside a
+    uint64 word, as uint64 in two's complement, as C and ROOT convert them (``ul & -1`` is
+    ``ul``): NumPy has no common type for uint64 and int64 (``ul & i`` was a TypeError)."""
+    left, right = _bits_as_int64(left), _bits_as_int64(right)
+    if np.uint64 not in (_leaf_dtype(left), _leaf_dtype(right)):
+        return left, right
+    return _as_uint64_word(left), _as_uint64_word(right)
+
+
+def _as_uint64_word(value: Any) -> Any:
+    """A signed integer (array or constant) as uint64 in two's complement; others as they are."""
+    if _is_python_int(value):
+        return value & (2**64 - 1)
+    dtype = _leaf_dtype(value)
+    return _astype(value, np.uint64) if dtype is not None and dtype.kind == "i" else value
 
 
 def _as_real(value: Any) -> Any:
