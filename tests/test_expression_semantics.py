@@ -671,3 +671,12 @@ def test_a_model_saved_before_the_rule_with_a_bare_constant_is_refused_by_apply(
     with uproot.open(tmp_path / "out.root") as f:
         np.testing.assert_array_equal(f["t"]["bdt_score"].array(library="np"),
                                       model.decision_function(data.X))
+
+
+@pytest.mark.parametrize("text, value", [("where(1, 2, 3)", 2.0), ("where(0 > 1, 2, 3.5)", 3.5),
+                                         ("1.5 if 1 > 0 else 1", 1.5)])
+def test_a_constant_choice_is_that_constant_for_every_event(text, value):
+    """np.where of constants is a 0-d array: a weight 'where(1, 2, 3)' was refused as
+    giving "() values per event" (audit ES); ROOT's 1 ? 2 : 3 is 2 for every event."""
+    e = Expression(text, "weight")
+    np.testing.assert_array_equal(to_column(e.evaluate({}), 4, np.float64, e), np.full(4, value))

@@ -1636,7 +1636,9 @@ def to_column(value: Any, n_events: int, dtype: Any, expression: Expression) -> 
                 "events (an empty list); it must have a value for every event"
             )
         value = ak.to_numpy(value, allow_missing=False)
-    elif not isinstance(value, np.ndarray):
+    elif isinstance(value, np.ndarray) and value.ndim == 0:  # a constant where(...)
+        value = value.item()
+    if not isinstance(value, np.ndarray):
         if isinstance(value, complex | np.complexfloating):
             raise ExpressionError(f"{expression.named} {quote_expression(expression.text)} "
                                   "gives a complex number; each event needs one real value")
