@@ -400,6 +400,15 @@ class _TreeOut:
     boost_weight: float
 
 
+def _sum_rounding(n_terms: int, magnitude: float) -> float:
+    """Bound on the double rounding of a sum of ``n_terms`` terms whose absolute values add
+    up to at most ``magnitude``, taken twice: the Reader adds the file's terms in file
+    order, ``tmva_response`` the model's in its own, and each running sum rounds by up to
+    2^-53 of its size at every addition (where leaves cancel far above the score, as 1e16
+    against -1e16, that is the whole error; otherwise about 1e-14)."""
+    return 2.0 * max(n_terms, 1) * 2.0**-53 * magnitude
+
+
 def _fmt(x: float) -> str:
     return f"{float(x):.16e}"
 
@@ -429,12 +438,16 @@ def _grad_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
     order = np.argsort(-err_a, kind="stable")
     suffix = np.concatenate([np.cumsum(err_a[order][::-1])[::-1], [0.0]])
     fixed = np.concatenate([[0.0], np.cumsum(err2_a[order])])
-    bounds = suffix + fixed
+    magnitude = abs(a0 if regression else 0.0) + abs(offset) + sum(
+        float(np.max(np.abs(v), initial=0.0)) for v in leaf64)
+    bounds = suffix + fixed + _sum_rounding(2 * len(trees) + 2, 2.0 * magnitude)
     ok = np.flatnonzero(bounds <= limit)
     if ok.size == 0:
         shown = differing_texts(bounds[-1], limit, 3)
-        raise TMVAExportError(f"the float32 leaf values of the TMVA file would move the response "
-                              f"by up to {shown[0]}, more than the tolerance {shown[1]}")
+        raise TMVAExportError(f"the float32 leaf values of the TMVA file and the rounding of "
+                              f"the Reader's double sums of them (leaves up to {magnitude:.3g} in "
+                              f"size) would move the response by up to {shown[0]}, more than the "
+                              f"tolerance {shown[1]}")
     n_resid = int(ok[0])
     with_residual = set(order[:n_resid].tolist())
     residual_trees = []
@@ -477,10 +490,12 @@ def _multiclass_trees(forest: Forest, trees: list[_TmvaTree],
             ntype = np.where(is_leaf, -99, 0)
             plain.append(_TreeOut(trees[t], v32, pur, ntype, 1.0))
             residual.append(_TreeOut(trees[t], _f32(rest), pur, ntype, 1.0))
-    bound = float(np.max(err)) / 2.0
+    rounding = np.array([_sum_rounding(2 * rounds + 2, 2.0 * float(sum(
+        np.max(np.abs(o.res), initial=0.0) for o in plain[k::k_classes]))) for k in range(k_classes)])
+    bound = float(np.max(err + rounding)) / 2.0
     if bound <= tolerance:
         return plain, bound
-    bound = float(np.max(err2)) / 2.0
+    bound = float(np.max(err2 + rounding)) / 2.0
     if bound > tolerance:
         shown = differing_texts(bound, tolerance, 3)
         raise TMVAExportError(f"the float32 leaf values of the TMVA file would move a class "
@@ -539,7 +554,9 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
                     "tree weights: train with a larger beta, e.g. 0.5, TMVA's default)")
             bound = 0.0
         else:
-            bound = float((np.sum(np.abs(a32) * dv) + 2.0 * vmax * np.sum(np.abs(a32 - w))) / norm)
+            bound = float((np.sum(np.abs(a32) * dv) + 2.0 * vmax * np.sum(np.abs(a32 - w))
+                           + _sum_rounding(len(trees) + 1, 2.0 * vmax * float(np.sum(np.abs(a32)))))
+                          / norm)
     limit = tolerance * (max(1.0, vmax) if regression else 1.0)
     if bound > limit:
         shown = differing_texts(bound, limit, 3)
