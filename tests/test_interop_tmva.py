@@ -207,7 +207,8 @@ def test_fixture_export_round_trip(name, tmp_path):
     model = from_tmva_xml(TMVA_DIR / f"{name}.weights.xml")
     out = tmp_path / f"{name}.weights.xml"
     info = to_tmva_xml(model, out)
-    assert info["n_residual_trees"] == 0 and info["max_response_error"] == 0.0
+    # leaves exact in float32: the bound is only that of the double sums (2 n eps sum|leaf|)
+    assert info["n_residual_trees"] == 0 and info["max_response_error"] < 1e-8
     X = tmva_inputs(name)
     again = from_tmva_xml(out)
     np.testing.assert_array_equal(tmva_response(again, X), tmva_response(model, X))
