@@ -516,3 +516,33 @@ def test_a_binned_kfold_estimate_counts_the_training_rows_it_writes(tmp_path) ->
     folds = estimate(config)
     rows = _kfold_rows_bytes(config, folds.events * 9, folds.features, 0)
     assert rows > 0 and folds.binned_bytes >= split.binned_bytes + 0.9 * rows
+
+
+def test_sketch_edges_of_weights_near_the_float64_maximum() -> None:
+    """Priority sampling's 1 / tau overflowed for weights near float64's largest (keys of
+    1e-309): every sampled weight became inf, the quantiles NaN, and a feature of 254 edges
+    got 1. Scaling every weight by a power of two must not move an edge; the reference is
+    numpy's weighted quantiles of the priority sample, computed here."""
+    rng = np.random.default_rng(0)
+    n, capacity = 20_000, 1000
+    X = rng.normal(size=(n, 1)).astype(np.float32)
+    w = np.where(rng.random(n) < 0.1, 10.0, 1.0)
+    X[w == 10, 0] += 3
+    sketches = {}
+    for power in (0, 1019):
+        sketch = EdgeSketch(1, capacity, 0)
+        sketch.update(X, w * 2.0**power, np.arange(n))
+        sketches[power] = sketch
+    edges = sketches[1019].edges()[0]
+    assert np.isfinite(sketches[1019].sample()[1]).all()
+    # brute force: the capacity smallest keys u / w, each weighted max(w, 1 / tau)
+    keys = sketches[0].keys(w, np.arange(n))
+    order = np.argsort(keys)
+    kept, tau = np.sort(order[:capacity]), keys[order[capacity]]
+    values, weights = X[kept, 0], np.maximum(w[kept], 1.0 / tau)
+    assert len(edges) == 254
+    below = np.array([weights[values < e].sum() for e in edges]) / weights.sum()
+    step = np.max(weights) / weights.sum()  # one event's share: the most a quantile can miss by
+    np.testing.assert_array_less(np.abs(below - np.arange(1, 255) / 255), step + 1e-12)
+    np.testing.assert_array_equal(edges, sketches[0].edges()[0])
+

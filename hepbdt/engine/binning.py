@@ -503,6 +503,17 @@ def _hash_uniform(ids: np.ndarray, seed: int) -> np.ndarray:
     return ((z >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0 ** -53
 
 
+def _priority_weights(a: np.ndarray, tau: float) -> np.ndarray:
+    """max(|w|, 1 / tau) per sampled event; where 1 / tau overflows (weights near float64's
+    largest: keys u / |w| of 1e-309), all of them times 2**-64, the same edges (an exact
+    scaling of every weight): 1 / tau as inf made every weight inf and the quantiles NaN."""
+    with np.errstate(over="ignore", divide="ignore"):
+        floor = 1.0 / tau
+    if np.isinf(floor):
+        a, floor = np.ldexp(a, -64), 1.0 / np.ldexp(tau, 64)
+    return np.maximum(a, floor)
+
+
 class EdgeSketch:
     """Bin edges from events seen chunk by chunk: a mergeable, weighted priority sample.
 
@@ -628,7 +639,8 @@ class EdgeSketch:
         return self
 
     def sample(self) -> tuple[np.ndarray, np.ndarray]:
-        """The events the edges come from, in id order, and their weights (see the class doc)."""
+        """The events the edges come from, in id order, and their weights (see the class doc;
+        all times 2**-64 where 1 / tau overflows, which leaves the edges as they are)."""
         X, a, key, ids = self._gathered()
         if self.n_seen > self.capacity:
             order = np.argsort(key, kind="stable")
@@ -636,7 +648,7 @@ class EdgeSketch:
             chosen = np.sort(order[: self.capacity]) if key.size > self.capacity else np.arange(key.size)
             X, a, key, ids = X[chosen], a[chosen], key[chosen], ids[chosen]
             if np.isfinite(tau) and tau < _ZERO_TIER / 2:
-                a = np.maximum(a, 1.0 / tau)
+                a = _priority_weights(a, tau)
         order = np.argsort(ids, kind="stable")
         X, a, key = X[order], a[order], key[order]
         nonzero = key < _ZERO_TIER
