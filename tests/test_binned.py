@@ -379,7 +379,8 @@ def test_weights_too_small_to_sample_the_edges_by_are_refused(tmp_path: Path) ->
     with pytest.raises(ValueError, match=r"below 2e-300 \(event 4: 1e-305\)"):
         sketch.update(X, np.array([1.0, -1e-305, 1.0]), np.arange(3, 6))
     path = _small_file(tmp_path)
-    with pytest.raises((InputError, ValueError), match="too small to sample the bin edges"):
+    with pytest.raises(InputError, match="scale=1e-305 is below 2e-300 .* too small for the "
+                                         "binned read's edge sketch"):
         read(Sample("s", f"{path}:T", label=1, scale=1e-305), ["x"], binned=True)
 
 
@@ -546,3 +547,36 @@ def test_sketch_edges_of_weights_near_the_float64_maximum() -> None:
     np.testing.assert_array_less(np.abs(below - np.arange(1, 255) / 255), step + 1e-12)
     np.testing.assert_array_equal(edges, sketches[0].edges()[0])
 
+
+def test_binned_read_refuses_weights_the_sketch_cannot_sample(tmp_path, capsys) -> None:
+    """Weights below 2e-300 in magnitude: one error naming the sample, the file and the
+    entry (a ValueError of the sketch reached the command line as a traceback)."""
+    from hepbdt.cli import main
+
+    rng = np.random.default_rng(1)
+    for name in ("s", "b"):
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {"x": rng.normal(size=50).astype(np.float32), "w": np.full(50, 1e-301)})
+    config = tmp_path / "tiny.toml"
+    config.write_text(f"""
+binned = true
+tree = "t"
+features = ["x"]
+[samples.signal]
+files = "{tmp_path / 's.root'}"
+label = "signal"
+weight = "w"
+[samples.bkg]
+files = "{tmp_path / 'b.root'}"
+label = "background"
+[output]
+report = false
+figures = false
+""")
+    code = main(["train", str(config), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("hepbdt: error: sample 'signal'") and err.count("\n") == 1
+    assert "entry 0" in err and "1e-301" in err and "w * 1e300" in err
+    with pytest.raises(InputError, match="too small for the binned read's edge sketch"):
+        read(Sample("s", str(tmp_path / "s.root"), tree="t", weight="w", label="signal"), ["x"],
+             binned=True)

@@ -539,6 +539,9 @@ class EdgeSketch:
     has weight zero (then each counts once).
     """
 
+    #: The smallest nonzero |w| the sketch takes (:meth:`keys` refuses smaller ones).
+    smallest_weight = _SMALLEST_WEIGHT
+
     def __init__(self, n_features: int, capacity: int = SUBSAMPLE_FOR_EDGES, seed: int = 0):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, not {capacity}")

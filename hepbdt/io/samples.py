@@ -1984,6 +1984,7 @@ def _sketch_chunk(
     if n == 0:
         return filled
     w = np.broadcast_to(np.asarray(_weight_column(reader, plan, arrays, entries), np.float64), (n,))
+    _check_sketch_weights(reader, plan, w, entries, sketch.smallest_weight)
     ids = np.arange(filled, filled + n, dtype=np.int64)
     wanted = sketch.wanted(w, ids)
     k = int(np.count_nonzero(wanted))
@@ -1997,6 +1998,23 @@ def _sketch_chunk(
                          for expression in feature_expressions])
     sketch.update_selected(X, w, ids, n)
     return filled + n
+
+
+def _check_sketch_weights(reader: TreeReader, plan: _Plan, w: np.ndarray, entries: np.ndarray,
+                          smallest: float) -> None:
+    """BadValueError for nonzero weights below ``smallest`` in magnitude, which the edge
+    sketch cannot sample by (its ValueError reached the command line as a traceback)."""
+    tiny = (w != 0) & (np.abs(w) < smallest)
+    if tiny.any():
+        first = int(np.flatnonzero(tiny)[0])
+        weight = plan.expressions["weight"]
+        what = f"weight {weight.text!r}" if weight else f"scale={plan.sample.scale!r}"
+        raise BadValueError(
+            f"{reader.where}: {what} is below "
+            f"{smallest:g} in magnitude for {int(np.count_nonzero(tiny))} event(s); the first, "
+            f"entry {int(entries[first])}, is {float(w[first]):g}: too small for the binned "
+            "read's edge sketch to sample by; scale the weights (e.g. weight = \"w * 1e300\", "
+            "or scale=) or read without binned")
 
 
 def _evaluate(
