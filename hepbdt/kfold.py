@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from ._util import (
+    DeferredSignals,
     _as_matrix,
     atomic_path,
-    atomic_write_text,
     check_read_records,
     column_positions,
     file_sha256,
@@ -364,29 +364,44 @@ class KFoldModel:
                     f"k-fold model file {held} is being saved by another hepbdt run ({holder}); "
                     "wait for it or save to another path"))
                 locks.callback(lock.release)
-            digests = [_save_fold(model, fold_path)
+            self._save_files(Path(path), paths)
+        return [*paths, Path(path)]
+
+    def _save_files(self, path: Path, paths: list[Path]) -> None:
+        """Write every fold file and the manifest to temporaries, then rename them all (the
+        manifest last) with SIGINT and SIGTERM held: a failure or an interrupt part way
+        leaves the previous model's files as they were. Renamed one by one as written, a
+        full disk at fold 1 left fold 0 of the new model under the old manifest, which
+        refused it: the previous model no longer loaded (audit EY, 2026-12-05)."""
+        with contextlib.ExitStack() as files:
+            held = files.enter_context(DeferredSignals())
+            # entered first, so renamed last: a manifest never names fold files not in place
+            temporary = files.enter_context(atomic_path(path))  # the manifest's
+            digests = [_save_fold(model, fold_path, files)
                        for model, fold_path in zip(self.models, paths, strict=True)]
             manifest = {
                 "format": KFOLD_FORMAT, "format_version": KFOLD_FORMAT_VERSION, "kind": "kfold",
                 "k": self.k, "by": self.by, "models": [p.name for p in paths],
                 "features": self.feature_names_in_ if hasattr(self.models[0], "feature_names_in_")
                 else None,  # models fitted on unnamed arrays
-                # each fold file's SHA-256, checked on load: a save interrupted between the fold
-                # files left folds of two trainings under the old manifest, which loaded
+                # each fold file's SHA-256, checked on load: a kill -9 between the renames
+                # leaves folds of two trainings under the old manifest, which then refuses them
                 "sha256": digests,
             }
-            atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
-        return [*paths, Path(path)]
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(manifest, indent=1) + "\n")
+            held.hold()
 
     def __repr__(self) -> str:
         return f"KFoldModel(k={self.k}, by={self.by!r}, {type(self.models[0]).__name__})"
 
 
-def _save_fold(model: Any, path: Path) -> str:
-    """Save one fold model at ``path``; the SHA-256 of the bytes this call wrote (taken from
-    its own temporary before the rename: the file at ``path`` may meanwhile be another
-    writer's, and a manifest of its digests accepted fold files of two models)."""
+def _save_fold(model: Any, path: Path, files: contextlib.ExitStack) -> str:
+    """Save one fold model to a temporary renamed to ``path`` when ``files`` closes; the
+    SHA-256 of the bytes this call wrote (taken from its own temporary: the file at ``path``
+    may meanwhile be another writer's, and a manifest of its digests accepted fold files of
+    two models)."""
     # a fixed name in a private folder: the model's own save names it in any error
-    with atomic_path(path, temporary_name=path.name) as temporary:
-        model.save(temporary)
-        return file_sha256(temporary)
+    temporary = files.enter_context(atomic_path(path, temporary_name=path.name))
+    model.save(temporary)
+    return file_sha256(temporary)

@@ -4,6 +4,7 @@ pauses one writer at a chosen point (a hook) and runs the other there."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,18 +71,24 @@ def test_a_second_kfold_save_of_the_same_files_fails_at_once(tmp_path):
     assert not list(tmp_path.glob(".*"))  # no lock or temporary left
 
 
-def test_a_fold_file_replaced_during_the_save_is_refused_on_load(tmp_path):
+def test_a_fold_file_replaced_during_the_save_is_refused_on_load(tmp_path, monkeypatch):
     """The manifest records the digest of the bytes its save wrote, not of whatever file is
-    at the fold's path when the manifest is written (another writer's)."""
+    at the fold's path when the manifest is written (another writer's: here between the
+    fold files' renames and the manifest's, since the save renames them all at its end)."""
     first, other = _folds(5, seed=1), _folds(7, seed=2)
     path = tmp_path / "model.json"
     stranger = tmp_path / "elsewhere.json"
     other[0].save(stranger)
+    replace = os.replace
 
-    def replace_fold0() -> None:
-        (tmp_path / "model_fold0.json").write_bytes(stranger.read_bytes())
+    def replace_then_overwrite_fold0(source: Any, target: Any) -> None:
+        replace(source, target)
+        if Path(target) == tmp_path / "model_fold0.json":
+            (tmp_path / "model_fold0.json").write_bytes(stranger.read_bytes())
 
-    KFoldModel([first[0], _pausing(first[1], replace_fold0)], by="event").save(path)
+    monkeypatch.setattr(os, "replace", replace_then_overwrite_fold0)
+    KFoldModel(first, by="event").save(path)
+    monkeypatch.undo()
     with pytest.raises(ModelFormatError, match="model_fold0.json' is not the file this manifest"):
         load_model(path)
     # an undisturbed save still loads, and records its files' digests

@@ -1,0 +1,119 @@
+"""Audit EY (2026-12-05): nothing lost or half-written when a write fails or is interrupted
+part way. Each test makes a writer fail (a full disk, raised in the middle) or delivers a
+signal in the middle, in-process, and checks the files against their bytes before
+(SHA-256) and the folder against its listing: the previous output whole, no temporaries."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import hepbdt
+from hepbdt import BDTClassifier, KFoldModel
+
+
+def _digests(folder) -> dict[str, str]:
+    """Every entry of ``folder`` (temporaries and lock files too) and its bytes' SHA-256."""
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            if (folder / name).is_file() else "<folder>" for name in os.listdir(folder)}
+
+
+@pytest.fixture(scope="module")
+def events():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    return X, y, np.arange(300)
+
+
+def _kfold(events, n_trees: int) -> KFoldModel:
+    X, y, event = events
+    return KFoldModel([BDTClassifier(n_trees=n_trees, max_depth=2).fit(X[event % 3 != i],
+                                                                       y[event % 3 != i])
+                       for i in range(3)], by="event")
+
+
+def _brute_force_scores(models, X, event) -> np.ndarray:
+    """Each event scored by its fold's model, one row at a time."""
+    return np.array([models[int(e) % 3].decision_function(X[j:j + 1])[0]
+                     for j, e in enumerate(event.tolist())])
+
+
+def test_kfold_save_failing_part_way_leaves_the_previous_model(tmp_path, events):
+    """A full disk at fold 1 had renamed the new fold 0 over the old one under the old
+    manifest, which then refused it: the previous model no longer loaded."""
+    X, _, event = events
+    path = tmp_path / "model.json"
+    old = _kfold(events, 3)
+    old.save(path)
+    before = _digests(tmp_path)
+    new = _kfold(events, 5)
+
+    def full_disk(where, *args, **kwargs):
+        with open(where, "w") as handle:
+            handle.write('{"format": ')  # a partial file, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", os.fspath(where))
+
+    new.models[1].save = full_disk
+    with pytest.raises(OSError, match="No space left"):
+        new.save(path)
+    assert _digests(tmp_path) == before  # no file replaced, no temporary or lock left
+    loaded = hepbdt.load_model(path)
+    np.testing.assert_array_equal(loaded.decision_function(X, event),
+                                  _brute_force_scores(old.models, X, event))
+
+
+def test_kfold_save_interrupted_while_writing_leaves_the_previous_model(tmp_path, events):
+    """SIGINT while fold 1 is written: the previous model, whole (fold 0 was already new)."""
+    X, _, event = events
+    path = tmp_path / "model.json"
+    old = _kfold(events, 3)
+    old.save(path)
+    before = _digests(tmp_path)
+    new = _kfold(events, 5)
+    save = new.models[1].save
+
+    def interrupted(where, *args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return save(where, *args, **kwargs)
+
+    new.models[1].save = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        new.save(path)
+    assert _digests(tmp_path) == before
+    np.testing.assert_array_equal(hepbdt.load_model(path).decision_function(X, event),
+                                  _brute_force_scores(old.models, X, event))
+
+
+def test_kfold_save_interrupted_between_renames_puts_the_new_model_in_place(
+        tmp_path, events, monkeypatch):
+    """SIGINT after the first rename waits for the others: the new model, whole."""
+    X, _, event = events
+    path = tmp_path / "model.json"
+    _kfold(events, 3).save(path)
+    new = _kfold(events, 5)
+    replace = os.replace
+    renamed = []
+
+    def replace_then_interrupt(source, target):
+        replace(source, target)
+        if os.path.dirname(target) != os.fspath(tmp_path):
+            return  # a fold model's own save, into its private temporary folder
+        renamed.append(os.path.basename(target))
+        if len(renamed) == 1:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", replace_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        new.save(path)
+    monkeypatch.undo()
+    assert sorted(renamed) == ["model.json", *(f"model_fold{i}.json" for i in range(3))]
+    assert renamed[-1] == "model.json"  # the manifest last
+    assert sorted(os.listdir(tmp_path)) == sorted(renamed)
+    np.testing.assert_array_equal(hepbdt.load_model(path).decision_function(X, event),
+                                  _brute_force_scores(new.models, X, event))
