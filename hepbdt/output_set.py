@@ -47,6 +47,7 @@ class RunLock:
     killed run's file is taken over: its flock went with the process)."""
 
     def __init__(self, target: Path) -> None:
+        self.target = target
         self.path = target.parent / f".{target.name}.hepbdt-lock"
         self._fd: int | None = None
 
@@ -66,9 +67,18 @@ class RunLock:
             # the holder unlinked the file between our open and flock: a lock on it locks
             # nothing another run can see (it makes a new file); lock that one instead
             os.close(fd)
-        os.ftruncate(fd, 0)
         stamp = datetime.datetime.now().isoformat(timespec="seconds")
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}".encode(), 0)
+        except OSError as exc:
+            # a full disk: the lock file goes (it is ours, flocked), and the error names the
+            # output (a bare "[Errno 28]" named no file, and the empty lock file stayed)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            os.close(fd)
+            raise OSError(exc.errno, f"{exc.strerror or exc} (writing its lock file "
+                          f"{self.path.name})", os.fspath(self.target)) from None
         self._fd = fd
 
     def release(self) -> None:

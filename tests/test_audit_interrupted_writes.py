@@ -117,3 +117,29 @@ def test_kfold_save_interrupted_between_renames_puts_the_new_model_in_place(
     assert sorted(os.listdir(tmp_path)) == sorted(renamed)
     np.testing.assert_array_equal(hepbdt.load_model(path).decision_function(X, event),
                                   _brute_force_scores(new.models, X, event))
+
+
+@pytest.mark.parametrize("command", ["export", "train"])
+def test_a_full_disk_when_taking_the_lock_names_the_output_and_leaves_no_lock_file(
+        tmp_path, monkeypatch, capsys, command):
+    """Writing the lock file's holder line on a full disk: the message was a bare
+    "[Errno 28] No space left on device", and the empty .NAME.hepbdt-lock stayed."""
+    from hepbdt.cli import main
+    from hepbdt.output_set import OutputSet
+
+    def full_disk(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    model = tmp_path / "model.json"
+    BDTClassifier(n_trees=2, max_depth=1).fit([[0.0], [1.0]], [0, 1]).save(model)
+    out = tmp_path / "out"
+    monkeypatch.setattr(os, "pwrite", full_disk)
+    if command == "export":
+        assert main(["export", os.fspath(model), "--onnx", os.fspath(out)]) == 1
+        message = capsys.readouterr().err
+        assert message.startswith(f"hepbdt: error: {out}: No space left on device")
+    else:
+        with pytest.raises(OSError, match="No space left") as raised:
+            OutputSet(out).__enter__()
+        assert str(out) in str(raised.value)
+    assert os.listdir(tmp_path) == ["model.json"]
