@@ -719,6 +719,7 @@ def _is_root_file(path: str) -> bool:
 def _report(args: argparse.Namespace) -> int:
     # imported when the command runs, so that --help stays fast
     from hepbdt.analysis import report_from_scores
+    from hepbdt.output_set import hold_outputs
 
     for path, what in ((args.model, "the model file (model.json)"),
                        (args.scores, "the scores file (scores.root)")):
@@ -728,11 +729,14 @@ def _report(args: argparse.Namespace) -> int:
             raise UserError(f"{path}: " + ("is not a regular file" if os.path.exists(path)
                                            else "no such file") + f"; give {what}")
     _check_outputs("report", [args.output], [args.model, args.scores])
-    try:
-        path = report_from_scores(args.model, args.scores, args.output, title=args.title,
-                                  min_background_events=args.min_background_events)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+    # the lock apply and export take: a second run writing the same file fails at once, and
+    # the temporary a killed run left beside it goes (it stayed for good)
+    with hold_outputs([args.output], "report"):
+        try:
+            path = report_from_scores(args.model, args.scores, args.output, title=args.title,
+                                      min_background_events=args.min_background_events)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     print(f"wrote {path}")
     return 0
 

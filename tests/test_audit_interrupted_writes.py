@@ -143,3 +143,35 @@ def test_a_full_disk_when_taking_the_lock_names_the_output_and_leaves_no_lock_fi
             OutputSet(out).__enter__()
         assert str(out) in str(raised.value)
     assert os.listdir(tmp_path) == ["model.json"]
+
+
+def test_report_removes_a_killed_runs_temporary_and_takes_the_lock(tmp_path, monkeypatch,
+                                                                  capsys):
+    """`hepbdt report` killed while writing left `.report.html.<8>.tmp` for good (apply and
+    export remove theirs when they next write the file); a second report of the same file
+    now fails at once, as apply and export do."""
+    import hepbdt.analysis
+    from hepbdt._util import atomic_write_text
+    from hepbdt.cli import main
+    from hepbdt.output_set import RunLock
+
+    model, scores, out = tmp_path / "model.json", tmp_path / "scores.root", tmp_path / "r.html"
+    model.write_text("{}")
+    scores.write_bytes(b"root")
+    left = tmp_path / ".r.html.k2x_9q0z.tmp"  # a name mkstemp gives, as a kill -9 leaves it
+    left.write_text("<html>half")
+
+    def report_from_scores(model_path, scores_path, output, **options):
+        atomic_write_text(output, "<html>whole</html>")
+        return output
+
+    monkeypatch.setattr(hepbdt.analysis, "report_from_scores", report_from_scores)
+    assert main(["report", str(model), str(scores), "-o", str(out)]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["model.json", "r.html", "scores.root"]
+    lock = RunLock(out)
+    lock.acquire(lambda holder: holder)
+    try:
+        assert main(["report", str(model), str(scores), "-o", str(out)]) == 2
+    finally:
+        lock.release()
+    assert "is being written by another hepbdt run" in capsys.readouterr().err
