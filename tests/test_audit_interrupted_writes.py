@@ -175,3 +175,42 @@ def test_report_removes_a_killed_runs_temporary_and_takes_the_lock(tmp_path, mon
     finally:
         lock.release()
     assert "is being written by another hepbdt run" in capsys.readouterr().err
+
+
+def test_dask_apply_names_the_outputs_other_tasks_wrote_when_one_fails(tmp_path, monkeypatch):
+    """Each output file of hepbdt.dask.apply is its own task: when the second of three
+    failed, the other two held the new scores and the error did not say so."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    import hepbdt.dask._apply as dask_apply
+    from hepbdt.io.errors import InputError
+
+    from .ntuples import write_ttree
+
+    rng = np.random.default_rng(3)
+    for i in range(3):
+        write_ttree(tmp_path / f"in{i}.root", "t", {"a": rng.normal(size=50)})
+    model = tmp_path / "model.json"
+    a = rng.normal(size=200)
+    BDTClassifier(n_trees=2, max_depth=1).fit({"a": a}, (a > 0).astype(int)).save(model)
+    inputs = [str(tmp_path / f"in{i}.root") for i in range(3)]
+    output = str(tmp_path / "{stem}_s.root")
+    write = dask_apply._write_output
+
+    def failing(job, temporary, trees, *args):
+        if "in1.root" in str(trees):
+            raise InputError("in1.root: a corrupt basket (simulated)")
+        return write(job, temporary, trees, *args)
+
+    monkeypatch.setattr(dask_apply, "_write_output", failing)
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        with pytest.raises(InputError) as raised:
+            dask_apply.apply(model, inputs, output, client=client)
+    written = sorted(name for name in os.listdir(tmp_path) if name.endswith("_s.root"))
+    assert written == ["in0_s.root", "in2_s.root"]
+    message = str(raised.value)
+    assert message.startswith("in1.root: a corrupt basket (simulated); each output is written")
+    assert f"2 of 3 ({tmp_path / 'in0_s.root'}, {tmp_path / 'in2_s.root'}) hold the new" in message
+    assert f"{tmp_path / 'in1_s.root'} their previous contents" in message

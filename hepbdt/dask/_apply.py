@@ -7,7 +7,8 @@ by chunk and writes the file whole or not at all (``_write_output`` into an atom
 temporary). The files must be readable and writable where the workers run (a shared file
 system). One output file (no ``{stem}``/``{name}``/``{tree}`` placeholder) is one task; a
 set of outputs, unlike in memory, is not renamed into place all at once: each output file
-is whole or absent on its own.
+is whole or absent on its own, and the error of a task that failed names the outputs the
+other tasks wrote (until 2026-12-05 it did not, and they were taken for the old ones).
 """
 
 from __future__ import annotations
@@ -56,9 +57,37 @@ def apply(model: Any, files: Any, output: str | os.PathLike, branch: str = "bdt_
     with hold_outputs(list(groups), "apply"):  # the client holds them while the tasks write
         futures = [client.submit(_write_file, job, out_path, trees, step_size, pure=False)
                    for out_path, trees in groups.items()]
-        written = cluster.gather(futures)
+        try:
+            written = cluster.gather(futures)
+        except Exception as exc:
+            done = [out for out, future in zip(groups, futures, strict=True)
+                    if getattr(future, "status", None) == "finished"]
+            if not done:
+                raise
+            said = _saying_written(exc, done, list(groups), job)
+            if said is exc:
+                raise
+            raise said from exc
     for _, unseen in written:
         if unseen is not None:
             job.unseen_missing += unseen
     job.note_unseen_missing()
     return [path for path, _ in written]
+
+
+def _saying_written(exc: Exception, done: list[str], outputs: list[str], job: _Job
+                    ) -> Exception:
+    """``exc`` (of its own kind) saying which outputs other tasks wrote: each file is
+    written on its own, so a failure of one left the others new, without a word."""
+    kept = [out for out in outputs if out not in done]
+    digest = f" (model sha256 {job.model_sha256[:12]}...)" if job.model_sha256 else ""
+    note = (f"; each output is written on its own: {len(done)} of {len(outputs)} "
+            f"({', '.join(done)}) hold the new scores{digest}, {', '.join(kept)} their "
+            "previous contents (or none); apply again")
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return type(exc)(exc.errno, f"{exc.strerror or exc}{note}", exc.filename)
+    try:
+        return type(exc)(f"{exc}{note}")
+    except Exception:  # an error class that takes other arguments: the same error, noted
+        exc.add_note(note.lstrip("; "))
+        return exc
