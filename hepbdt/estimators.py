@@ -2282,12 +2282,14 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
 
 def max_trees(params: dict[str, Any], n_events: int) -> int:
     """The most trees a fit with these options grows on ``n_events`` training events
-    (``n_trees``, or what ``"auto"`` allows)."""
+    (``n_trees``, or what ``"auto"`` allows; uBoost grows one ensemble of them for each of
+    its ``decorrelation_steps``)."""
+    ensembles = int(params.get("decorrelation_steps", 5)) if params.get("decorrelation") == "uboost" else 1
     if params.get("n_trees", "auto") != "auto":
-        return int(params["n_trees"])
+        return int(params["n_trees"]) * ensembles
     flat = params.get("decorrelation") == "flatness" and params.get("decorrelation_strength", 1) > 0
     if params.get("boosting") in ADABOOST_BOOSTINGS or flat:
-        return AUTO_FIXED_TREES
+        return AUTO_FIXED_TREES * ensembles
     small = n_events < AUTO_TREES_FROM and not params.get("early_stopping")
     return AUTO_SMALL_TREES if small else AUTO_MAX_TREES
 
