@@ -51,6 +51,7 @@ from .io.samples import (
     TreeReader,
     _event_column,
     check_file_version,
+    check_threads,
     decompression_threads,
     feature_column,
     file_version,
@@ -147,7 +148,8 @@ def apply(
     progress
         Show progress on stderr; None when stderr is a terminal.
     threads
-        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
+        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial; at
+        most 256, refused beyond: uproot starts them all at once).
     probability_branch
         Prefix of the per-class probability branches of a multi-class model (None:
         ``"bdt_prob"``); given for a model of one score an event, it warns that it writes
@@ -161,6 +163,7 @@ def apply(
     Each output tree's title records the model's SHA-256 (``hepbdt scores (bdt_score);
     model sha256 ...``, see :func:`_model_identity`), so outputs of two models are told apart.
     """
+    threads = check_threads(threads)  # before any file is opened
     job = _Job.make(model, branch, event_branch, inf_as_missing, probability_branch)
     sources = resolve_sources(files, tree, "apply")
     groups, total = _plan_outputs(job, sources, os.fspath(output), output_tree)

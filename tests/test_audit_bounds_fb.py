@@ -32,3 +32,35 @@ def test_uboost_estimate_counts_every_ensemble_the_fit_grows(tmp_path: Path, tre
         tmp_path, method=f'boosting = "adaboost"\n{trees}\nmax_depth = 2')), available_bytes=10**12)
     assert e.seconds == pytest.approx(3 * plain.seconds)
     assert f"{e.trees:,} trees (depth 2" in estimate_lines(config, available_bytes=10**12)[0]
+
+
+@pytest.mark.parametrize("threads", [100_000, 257, 0, 2.5, float("nan"), True])
+def test_read_and_apply_refuse_thread_counts_beyond_the_limit_before_opening_a_file(
+        tmp_path: Path, threads: object) -> None:
+    # uproot's executor starts every thread at once: threads=100,000 stopped the read with
+    # Python's bare "can't start new thread" (RuntimeError), or held that many threads
+    import threading
+    import time
+
+    import hepbdt
+    from hepbdt.io import InputError, Sample, read
+
+    before = threading.active_count()
+    start = time.perf_counter()
+    missing = str(tmp_path / "none.root")  # a refusal of threads comes before any file
+    with pytest.raises(InputError, match=r"threads must be None .* an integer in \[1, 256\]"):
+        read([Sample("s", missing, tree="Events", label=1)], ["HT"], threads=threads)
+    model = BDTClassifier(n_trees=2, max_depth=1).fit(np.arange(40.0).reshape(20, 2),
+                                                       np.arange(20) % 2)
+    with pytest.raises(InputError, match=r"an integer in \[1, 256\]"):
+        hepbdt.apply(model, missing, tmp_path / "out.root", threads=threads)
+    assert time.perf_counter() - start < 5 and threading.active_count() == before
+
+
+def test_read_takes_the_largest_thread_count_allowed(tmp_path: Path) -> None:
+    from hepbdt.io import Sample, read
+    from tests.faults import DATA
+
+    data = read([Sample("s", str(DATA / "signal.root"), tree="Events", label=1)], ["HT"],
+                threads=256)
+    assert len(data) > 0

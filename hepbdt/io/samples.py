@@ -736,6 +736,9 @@ def _unreadable_leaves(branch: Any) -> str | None:
 # A basket declares at most this many bytes an entry (131,072 doubles) and this many more,
 # or it is refused unread (TreeReader._check_basket_sizes, as a read begins).
 MAX_BASKET_BYTES_PER_ENTRY = 1 << 20
+#: The most threads a read or an apply decompresses with (``threads``): uproot starts them
+#: all at once, whatever the file.
+MAX_DECOMPRESSION_THREADS = 256
 BASKET_SLACK_BYTES = 1 << 16
 
 
@@ -1176,6 +1179,24 @@ def check_step_size(step_size: Any) -> int | str:
                      f"or a memory size with units (e.g. \"100 MB\"), not {step_size!r}")
 
 
+def check_threads(threads: Any) -> int | None:
+    """``threads`` of a read or an apply as an int (None stays None); InputError for
+    anything but a whole number in [1, MAX_DECOMPRESSION_THREADS]: uproot's executor
+    starts every thread at once (threads=100,000 stopped the read with Python's bare
+    "can't start new thread", or held that many threads), and more than the cores
+    decompress no faster."""
+    if threads is None:
+        return None
+    try:
+        whole = not isinstance(threads, bool | str) and int(threads) == threads
+    except (TypeError, ValueError, OverflowError):  # NaN, infinity, not a number
+        whole = False
+    if not whole or not 1 <= threads <= MAX_DECOMPRESSION_THREADS:
+        raise InputError(f"threads must be None (the usable cores, at most 8) or an integer "
+                         f"in [1, {MAX_DECOMPRESSION_THREADS}], not {threads!r}")
+    return int(threads)
+
+
 @contextmanager
 def decompression_threads(threads: int | None) -> Iterator[Any]:
     """An uproot executor with ``threads`` workers (None: the usable cores, at most 8).
@@ -1183,11 +1204,10 @@ def decompression_threads(threads: int | None) -> Iterator[Any]:
     zlib, LZMA and LZ4 release the GIL, so baskets decompress in parallel; 1 gives
     None (serial, uproot's default).
     """
+    threads = check_threads(threads)
     if threads is None:
         usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         threads = min(usable or os.cpu_count() or 1, 8)
-    if int(threads) != threads or threads < 1:
-        raise InputError(f"threads must be a positive integer or None, not {threads!r}")
     if threads == 1:
         yield None
         return
@@ -1317,7 +1337,8 @@ def read(
     progress
         Show a progress line on stderr; ``None`` shows it when stderr is a terminal.
     threads
-        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial).
+        Threads decompressing baskets (None: the usable cores, at most 8; 1: serial; at
+        most 256, refused beyond: uproot starts them all at once).
         The result does not depend on it.
     binned
         True: ``X`` is a :class:`~hepbdt.binned.BinnedMatrix`, one byte per event and
@@ -1400,6 +1421,7 @@ def _read_planned(samples: list[Sample], feature_expressions: list[Expression],
     The first KEEP_OPEN_FILES files stay open in ``open_files`` from the planning to the
     last pass (reading a tree's metadata costs tens of milliseconds a file and pass)."""
     step_size = check_step_size(step_size)
+    threads = check_threads(threads)
     # Every file, tree, branch and expression is checked before any data is read.
     plans = [
         _plan_sample(index, sample, feature_expressions, event, open_files)
