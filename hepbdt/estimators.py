@@ -662,7 +662,8 @@ class _BDTBase(SklearnProtocol):
                 "random_state", "a seed, an integer in [0, 2**63 - 1], or None (no key in a "
                 "configuration) for fresh randomness")
         require(self.n_jobs is None or self.n_jobs == -1 or is_int(self.n_jobs, 1, 2**31 - 1),
-                "n_jobs", "None or -1 (all configured threads), or a number of threads >= 1")
+                "n_jobs", "None or -1 (all configured threads), or a number of threads in "
+                "[1, 2**31 - 1] (Numba uses at most its configured threads)")
         self._validate_extra_params(require)
         self._warn_if_leaves_unreachable()
 

@@ -64,3 +64,13 @@ def test_read_takes_the_largest_thread_count_allowed(tmp_path: Path) -> None:
     data = read([Sample("s", str(DATA / "signal.root"), tree="Events", label=1)], ["HT"],
                 threads=256)
     assert len(data) > 0
+
+
+@pytest.mark.parametrize("n_jobs", [10**12, 2**31, 0, -2])
+def test_n_jobs_refusal_names_its_upper_bound(n_jobs: int) -> None:
+    # 10**12 was refused as "expected ... a number of threads >= 1", which it is
+    from hepbdt.estimators import ParameterError
+
+    with pytest.raises(ParameterError, match=r"n_jobs=.* a number of threads in \[1, 2\*\*31 - 1\]"):
+        BDTClassifier(n_jobs=n_jobs).check_params()
+    BDTClassifier(n_jobs=2**31 - 1).check_params()
