@@ -1703,6 +1703,14 @@ class BDTClassifier(_BDTBase):
                                  "boosting='gradient' or 'newton' (the flatness loss adds to "
                                  f"their gradients); for boosting={self.boosting!r} use "
                                  "decorrelation='uboost'")
+        n = self.n_trees if self.n_trees != "auto" else AUTO_FIXED_TREES
+        if method == "uboost" and self.decorrelation_strength > 0 and n * k > MAX_TREES:
+            # uBoost's forest holds every step's ensemble: a typo made a fit of days whose
+            # model no file could hold (audit FB)
+            raise ParameterError("n_trees", f"decorrelation='uboost' grows n_trees={n} trees "
+                                 f"for each of decorrelation_steps={k}: {n * k:,} trees in one "
+                                 f"model, more than the {MAX_TREES:,} a model may have; give "
+                                 f"n_trees * decorrelation_steps <= {MAX_TREES:,}")
         if method == "uboost" and self.boosting not in ADABOOST_BOOSTINGS:
             raise ParameterError("decorrelation", "decorrelation='uboost' needs an AdaBoost-type "
                                  f"booster {ADABOOST_BOOSTINGS} (it reweights events); for "

@@ -74,3 +74,22 @@ def test_n_jobs_refusal_names_its_upper_bound(n_jobs: int) -> None:
     with pytest.raises(ParameterError, match=r"n_jobs=.* a number of threads in \[1, 2\*\*31 - 1\]"):
         BDTClassifier(n_jobs=n_jobs).check_params()
     BDTClassifier(n_jobs=2**31 - 1).check_params()
+
+
+def test_uboost_refuses_more_trees_than_a_model_may_have_before_any_work():
+    """uBoost's forest holds n_trees for each of decorrelation_steps: 100,000 x 100 was
+    accepted, a fit of 10**7 trees whose model no file could hold (MAX_NODES)."""
+    import time
+
+    from hepbdt.estimators import ParameterError
+    from hepbdt.tmva_options import MAX_TREES
+
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y, m = (X[:, 0] > 0).astype(int), X[:, 1]
+    start = time.perf_counter()
+    with pytest.raises(ParameterError, match=r"100,000 a model may have"):
+        BDTClassifier(boosting="adaboost", decorrelation="uboost", n_trees=MAX_TREES // 4 + 1,
+                      decorrelation_steps=4).fit(X, y, decorrelate=m)
+    assert time.perf_counter() - start < 5
+    BDTClassifier(boosting="adaboost", decorrelation="uboost", n_trees=MAX_TREES // 4,
+                  decorrelation_steps=4).check_params()
