@@ -234,6 +234,11 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     best = doc.get("best_iteration")
     if best is not None and (type(best) is not int or best < 0):
         raise ModelFormatError(f"best_iteration {_brief(best)} must be an integer >= 0 or null")
+    evaluated = max([forest.n_rounds, len(doc.get("validation_loss") or [])]
+                    + [len(c) for curves in evals.values() for c in curves.values()])
+    if best is not None and best >= evaluated:  # the report printed a damaged 10**12 as given
+        raise ModelFormatError(f"best_iteration {best} is beyond the {evaluated} rounds the "
+                               "model grew or evaluated; it counts from 0")
     used = doc.get("min_node_size_used")
     if used is not None and (not isinstance(used, int | float) or isinstance(used, bool)
                              or not 0 <= used < 0.5):

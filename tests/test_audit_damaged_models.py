@@ -117,3 +117,16 @@ def test_a_tmva_node_without_pos_or_depth_is_refused(tmp_path, attribute, node):
     tree.write(path)
     with pytest.raises(ModelFormatError, match=f"lacks \\['{attribute}'\\]|pos='l'"):
         from_tmva_xml(path)
+
+
+def test_a_best_iteration_beyond_the_rounds_evaluated_is_refused(tmp_path):
+    """A damaged best_iteration of 10**12 loaded and the report printed it; the rounds the
+    model grew or evaluated (its validation loss) bound it. The fit's own value loads."""
+    model = hepbdt.BDTClassifier(n_trees=30, early_stopping=True, n_iter_no_change=3,
+                                 validation_fraction=0.3, random_state=0).fit(X, Y)
+    path, doc = _saved(tmp_path, model)
+    assert load_model(path).best_iteration_ == model.best_iteration_ < len(doc["validation_loss"])
+    for bad in (10**12, len(doc["validation_loss"])):
+        doc["best_iteration"] = bad
+        with pytest.raises(ModelFormatError, match="best_iteration .* beyond the"):
+            load_model(_write(tmp_path, doc))
