@@ -155,6 +155,38 @@ def _check_float32_range(forest: Forest) -> None:
             "(to_cpp, double) or hepbdt itself")
 
 
+def _check_sum_rounding(forest: Forest) -> None:
+    """ONNXExportError where leaves cancel far above the score: onnxruntime sums them in
+    double in its own order, each addition rounding by up to 2^-53 of the running sum, so
+    the score would not be hepbdt's rounded once to float32 (leaves of +-1e16 cancelling
+    to a margin of ~600 gave 626.9 for 625.7; audit FA). What can cancel is at most C, the
+    smaller of the largest positive and the largest negative totals of the trees' leaves;
+    a score's two double sums differ by at most about 3 (n + 1) 2^-53 C beyond its own
+    relative rounding, checked against a float32 step of max(1, |base score|)."""
+    if forest.n_trees == 0 or forest.aggregation == "weighted_median":
+        return
+    leaf = forest.feature < 0
+    sizes = np.diff(forest.tree_offsets)
+    with np.errstate(over="ignore", invalid="ignore"):
+        weighted = np.repeat(forest.tree_weights, sizes) * forest.value
+        starts = forest.tree_offsets[:-1]
+        up = np.maximum.reduceat(np.where(leaf, np.maximum(weighted, 0.0), 0.0), starts).sum()
+        down = np.maximum.reduceat(np.where(leaf, np.maximum(-weighted, 0.0), 0.0), starts).sum()
+        base = float(forest.base_score) if forest.aggregation == "sum" else 0.0
+        cancelling = min(up + max(base, 0.0), down + max(-base, 0.0))
+        if forest.aggregation == "weighted_mean" and forest.tree_weights.sum() != 0:
+            cancelling /= abs(float(forest.tree_weights.sum()))
+    bound = 3.0 * (forest.n_trees + 1) * 2.0**-53 * float(cancelling)
+    scale = max(1.0, abs(base))
+    if not bound <= 2.0**-24 * scale:
+        raise ONNXExportError(
+            f"this model's leaves cancel: its trees can add {float(cancelling):.3g} and take "
+            f"it away again where its scores are of order {scale:.3g}, and onnxruntime's "
+            f"double sums in their own order could move a score by up to {bound:.3g}, more "
+            "than float32's rounding; use the C++ header (to_cpp, summed as hepbdt sums) or "
+            "hepbdt itself")
+
+
 # -- the graph -----------------------------------------------------------------------------
 
 def _ensemble_node(onnx: Any, forest: Forest, leaf_weight: np.ndarray, per_tree_target: bool,
@@ -432,6 +464,7 @@ def to_onnx(model: Any, path: str | os.PathLike, *, name: str | None = None) -> 
     classifier = is_classifier(model)
     _check_size(forest, forest.aggregation == "weighted_median")
     _check_float32_range(forest)
+    _check_sum_rounding(forest)
     proto = _build(onnx, model, forest, classifier,
                    name or ("hepbdt_classifier" if classifier else "hepbdt_regressor"))
     n_bytes = proto.ByteSize()
