@@ -439,36 +439,24 @@ def test_large_gradient_classifier_all_threads(tmp_path):
     assert_score_matches(model.forest_, out["score"], model.decision_function(X))
 
 
-def _stumps(base: float, leaves: list[tuple[float, float]]) -> Forest:
-    """A forest of stumps, tree t splitting feature t % 3 at 0 into (left, right) leaves."""
-    builder = ForestBuilder(3, base_score=base)
-    zeros = {k: np.zeros(3) for k in ("bin_threshold", "gain", "cover")}
-    for t, (low, high) in enumerate(leaves):
-        builder.add(tree_weight=1.0, feature=np.array([t % 3, -1, -1]),
-                    left=np.array([1, -1, -1]), right=np.array([2, -1, -1]),
-                    missing_left=np.zeros(3, bool), threshold=np.zeros(3),
-                    value=np.array([0.0, low, high]), **zeros)
-    return builder.build()
-
-
 def test_leaves_that_cancel_far_above_the_score_are_refused(tmp_path):
     """Leaves of +-1e16 that cancel to scores of order 1 (an XGBoost import of reg_lambda=0,
     eta=1 had them): no double sum in another order gives the score, and onnxruntime's
     gave 626.9 for 625.7 (audit FA). Against the exact sums (math.fsum), the model's own
     double sum is off by more than float32's rounding, so the file would not hold its
     promise; leaves of +-1e3 that cancel are written and agree."""
-    import math
+    from .test_audit_tmva_sum_rounding import (
+        CANCELLING,
+        MODERATE,
+        _events,
+        _exact_scores,
+        _stumps,
+    )
 
-    grid = np.array([-1.0, 1.0], dtype=np.float32)
-    X = np.array(np.meshgrid(grid, grid, grid)).reshape(3, -1).T.astype(np.float32)
-    cancelling = [(1e16, 0.25), (-1e16, 0.5), (0.125, -0.375), (1e16, 0.0), (-1e16, 0.0)]
-    model = from_forest("regressor", _stumps(0.1, cancelling), None)
-    f = model.forest_
-    exact = np.array([math.fsum([f.base_score] + [f.value[f.tree_offsets[t] + (
-        1 if x[f.feature[f.tree_offsets[t]]] < 0 else 2)] for t in range(f.n_trees)]) for x in X])
+    X = _events()
+    model = from_forest("regressor", _stumps(0.1, CANCELLING), None)
+    exact = _exact_scores(model.forest_, X)
     assert np.any(np.abs(model.predict(X) - exact) > 2.0**-24 * np.abs(exact))
     with pytest.raises(ONNXExportError, match="cancel"):
         to_onnx(model, tmp_path / "m.onnx")
-    moderate = from_forest("regressor", _stumps(0.1, [(1e3, 0.25), (-1e3, 0.5), (0.125, -0.375),
-                                                      (1e3, 0.0), (-1e3, 0.0)]), None)
-    assert_matches(moderate, X, tmp_path / "ok.onnx")
+    assert_matches(from_forest("regressor", _stumps(0.1, MODERATE), None), X, tmp_path / "ok.onnx")
