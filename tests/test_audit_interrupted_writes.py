@@ -68,7 +68,17 @@ def test_kfold_save_failing_part_way_leaves_the_previous_model(tmp_path, events)
                                   _brute_force_scores(old.models, X, event))
 
 
-def test_kfold_save_interrupted_while_writing_leaves_the_previous_model(tmp_path, events):
+@pytest.fixture
+def sigint_raises():
+    """Python's own SIGINT handler for the test (pytest-xdist's workers ignore SIGINT, so a
+    raised signal did nothing there and the tests saw no KeyboardInterrupt)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_kfold_save_interrupted_while_writing_leaves_the_previous_model(tmp_path, events,
+                                                                       sigint_raises):
     """SIGINT while fold 1 is written: the previous model, whole (fold 0 was already new)."""
     X, _, event = events
     path = tmp_path / "model.json"
@@ -91,7 +101,7 @@ def test_kfold_save_interrupted_while_writing_leaves_the_previous_model(tmp_path
 
 
 def test_kfold_save_interrupted_between_renames_puts_the_new_model_in_place(
-        tmp_path, events, monkeypatch):
+        tmp_path, events, monkeypatch, sigint_raises):
     """SIGINT after the first rename waits for the others: the new model, whole."""
     X, _, event = events
     path = tmp_path / "model.json"
