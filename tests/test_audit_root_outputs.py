@@ -170,3 +170,37 @@ def test_the_glob_of_python_3_10_matches_hidden_files_as_3_11_does(tmp_path: Pat
     expected = [sorted(glob.glob(str(tmp_path / p), include_hidden=True)) for p in patterns]
     monkeypatch.setattr(sys, "version_info", (3, 10, 0))
     assert [sorted(root_glob(str(tmp_path / p))) for p in patterns] == expected
+
+
+ROOT_FILES_OF_GLOB = """
+import sys
+import ROOT
+for pattern in sys.argv[1:]:
+    chain = ROOT.TChain("Events")
+    chain.Add(pattern)
+    print(",".join(f.GetTitle().rsplit("/", 1)[-1] for f in chain.GetListOfFiles()))
+"""
+
+
+def test_a_negated_bracket_that_root_reads_otherwise_is_refused(tmp_path: Path) -> None:
+    # audit FE, 2026-12-05: TChain::Add reads '[!1]' as the set of '!' and '1' (b1.root) and
+    # '[^1]' as anything but '1' (b2.root); Python's glob the opposite, so apply's friend of
+    # 'b[!1].root' held b2.root's scores for ROOT's chain of b1.root's entries.
+    import glob
+
+    for name, first in (("b1.root", 0), ("b2.root", 100)):
+        with uproot.recreate(tmp_path / name) as file:
+            file.mktree("Events", {"x": np.float32, "event": np.int64}).extend(
+                {"x": np.zeros(3, np.float32), "event": first + np.arange(3)})
+    patterns = [str(tmp_path / p) for p in ("b[!1].root", "b[^1].root", "b[]1].root")]
+    done = subprocess.run([_root_python(), "-c", ROOT_FILES_OF_GLOB, *patterns],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    roots = done.stdout.strip().splitlines()[-3:]
+    pythons = [",".join(Path(p).name for p in sorted(glob.glob(p))) for p in patterns]
+    assert roots != pythons  # the two read the patterns differently
+    for pattern in patterns:
+        with pytest.raises(InputError, match="TChain::Add reads differently"):
+            apply(LinearModel(["x"], [1.0]), pattern, tmp_path / "friend.root")
+    assert not (tmp_path / "friend.root").exists()
+    apply(LinearModel(["x"], [1.0]), str(tmp_path / "b[12].root"), tmp_path / "friend.root")

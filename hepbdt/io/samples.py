@@ -28,6 +28,7 @@ import glob
 import lzma
 import numbers
 import os
+import re
 import socket
 import stat
 import sys
@@ -375,6 +376,7 @@ def _expand_path(path: str, context: str) -> list[str]:
         if not os.path.isfile(path):
             raise MissingFileError(_missing_file_message(path, context))
         return [path]
+    _check_root_brackets(path, context)
     paths = sorted(root_glob(path))
     if not paths:
         raise MissingFileError(
@@ -385,6 +387,21 @@ def _expand_path(path: str, context: str) -> list[str]:
         if not os.path.isfile(match):
             raise MissingFileError(_missing_file_message(match, context))
     return paths
+
+
+def _check_root_brackets(pattern: str, context: str) -> None:
+    """InputError for a ``[...]`` that ROOT's wildcard and Python's glob read differently: a
+    negated ``[!...]`` or ``[^...]`` (TChain::Add, ROOT 6.40: ``b[!1].root`` is b1.root, ``!``
+    a character of the set, and ``b[^1].root`` b2.root; Python's glob the opposite), or one
+    opening with ``]`` (ROOT matched nothing), so the friend written for the glob would pair
+    ROOT's chain of it with other files' scores."""
+    bracket = re.search(r"\[[!^\]]", pattern)
+    if bracket:
+        raise InputError(
+            f"{context}: the pattern {pattern!r} has {bracket.group()!r}, which ROOT's "
+            "TChain::Add reads differently from a glob ('[!1]' is the set of '!' and '1' "
+            "there, '[^1]' anything but '1'), so ROOT's chain of it would read other files; "
+            "give the files, or a pattern with a plain set such as '[02-9]'")
 
 
 def root_glob(pattern: str) -> list[str]:
