@@ -82,16 +82,22 @@ class SklearnProtocol:
         changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k) != v]
         return f"{type(self).__name__}({', '.join(changed)})"
 
+    def _multi_class_tag(self) -> bool:
+        """Whether these options train more than two classes (scikit-learn's ``multi_class``
+        tag); a classifier whose options are two-class only overrides it."""
+        return self._estimator_type == "classifier"
+
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn's tags: classification (two or more classes) or regression, NaN
-        allowed, dense only."""
+        """scikit-learn's tags: classification (of more than two classes where the options
+        allow it) or regression, NaN allowed, dense only."""
         # scikit-learn is optional: only scikit-learn calls this
         from sklearn.utils import ClassifierTags, InputTags, RegressorTags, Tags, TargetTags
 
         is_clf = self._estimator_type == "classifier"
+        multi_class = self._multi_class_tag()
         return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True),
                     input_tags=InputTags(allow_nan=True),
-                    classifier_tags=ClassifierTags(multi_class=True) if is_clf else None,
+                    classifier_tags=ClassifierTags(multi_class=multi_class) if is_clf else None,
                     regressor_tags=RegressorTags() if not is_clf else None)
 
     # -- metadata routing -------------------------------------------------------------------

@@ -1836,13 +1836,39 @@ class BDTClassifier(_BDTBase):
         self._record_decorrelation(forest, decorrelate)
         return forest, result
 
+    def _multi_class_tag(self) -> bool:
+        """Whether these options train three or more classes, as ``fit`` takes them (gradient
+        and newton on the softmax loss, adaboost as SAMME: gini, yes/no leaves) with no
+        two-class option (decorrelation, a map, a signal / background ratio): scikit-learn's
+        ``multi_class`` tag, so its checks and tools do not give realadaboost, eps or bagging
+        three classes to be refused."""
+        if self.boosting in ("gradient", "newton"):
+            booster = self.loss in (None, "softmax")
+        else:
+            booster = (self.boosting == "adaboost" and bool(self.use_yes_no_leaf)
+                       and self.criterion == "gini")
+        f = self.sig_to_bkg_fraction
+        ratio = f is None or (isinstance(f, str) and f in ("auto", "tmva"))
+        return (booster and ratio and self.decorrelation is None
+                and self.decorrelation_map is None)
+
     @property
     def _multiclass(self) -> bool:
         """Whether the classes (of the fit under way or done) are more than two."""
         return getattr(self, "classes_", np.empty(0)).size > 2
 
     def _check_multiclass(self) -> None:
-        """Refuse the boosters and options that are two-class only."""
+        """Refuse the boosters and options that are two-class only, in scikit-learn's words
+        too: "Only binary classification is supported", as its checks ask of a classifier
+        whose ``multi_class`` tag (``_multi_class_tag``) is False."""
+        try:
+            self._check_multiclass_options()
+        except ParameterError as exc:
+            raise ParameterError(exc.param, "Only binary classification is supported with "
+                                 f"these options: {exc}") from None
+
+    def _check_multiclass_options(self) -> None:
+        """ParameterError naming the first option that is two-class only."""
         k = self.classes_.size
         if self.boosting == "adaboost":  # SAMME
             if not self.use_yes_no_leaf:
@@ -1853,12 +1879,19 @@ class BDTClassifier(_BDTBase):
                                      "(SAMME) grows its trees on the multi-class Gini index: "
                                      f"criterion='gini'; criterion={self.criterion!r} is "
                                      "two-class only")
-            return
-        if self.boosting not in ("gradient", "newton"):
+        elif self.boosting not in ("gradient", "newton"):
             raise ParameterError("boosting", f"{k} classes need boosting='gradient' (TMVA's "
                                  "multi-class BDTG), 'newton' (softmax) or 'adaboost' (SAMME); "
                                  f"boosting={self.boosting!r} is two-class only")
-        self._make_loss()
+        else:
+            self._make_loss()
+        if self.decorrelation is not None or self.decorrelation_map is not None:
+            self._validate_decorrelation()
+            raise ParameterError("decorrelation", f"decorrelation is for two classes; y has "
+                                 f"{k} classes")
+        f = self.sig_to_bkg_fraction
+        if _is_finite(f) and f > 0:
+            raise self._ratio_of_many_classes()
 
     def _make_loss(self):
         if self._multiclass:
