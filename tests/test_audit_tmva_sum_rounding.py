@@ -103,3 +103,22 @@ def test_the_reader_within_the_bound_of_the_exact_response(tmp_path, reader) -> 
     exact = _exact_scores(model.forest_, X)
     expected = 2.0 / (1.0 + np.exp(-2.0 * exact)) - 1.0
     assert np.max(np.abs(theirs - expected)) <= info["max_response_error"]
+
+
+def test_a_centred_regression_of_many_trees_is_written(tmp_path) -> None:
+    """Leaves of +-2e3 over 2,000 trees that cancel to scores of order 1e4 around 0 (a
+    residual in MeV): the worst-case bound, n 2^-53 in place of sqrt(n) 2^-53, refused
+    both exports of such ordinary regressions (audit FE). Written, the TMVA response is
+    within its bound of the exact sums and onnxruntime gives hepbdt's score in float32."""
+    pytest.importorskip("onnxruntime")
+    from .test_onnx_export import assert_matches
+
+    leaves = [(2e3 * 0.999**t, -2e3 * 0.999**t) for t in range(2000)]
+    model = from_forest("regressor", _stumps(0.0, leaves), None)
+    X = _events()
+    info = to_tmva_xml(model, tmp_path / "m.weights.xml")
+    exact = _exact_scores(model.forest_, X)
+    assert np.max(np.abs(exact)) > 1e3
+    steps = 4 * 2.0**-23 * max(1.0, float(np.max(np.abs(exact))))
+    assert np.max(np.abs(tmva_response(model, X) - exact)) <= info["max_response_error"] + steps
+    assert_matches(model, X, tmp_path / "m.onnx")
