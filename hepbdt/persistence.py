@@ -234,7 +234,8 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     best = doc.get("best_iteration")
     if best is not None and (type(best) is not int or best < 0):
         raise ModelFormatError(f"best_iteration {_brief(best)} must be an integer >= 0 or null")
-    evaluated = max([forest.n_rounds, len(doc.get("validation_loss") or [])]
+    validation = _losses(doc.get("validation_loss"), "validation_loss")
+    evaluated = max([forest.n_rounds, len(validation or [])]
                     + [len(c) for curves in evals.values() for c in curves.values()])
     if best is not None and best >= evaluated:  # the report printed a damaged 10**12 as given
         raise ModelFormatError(f"best_iteration {best} is beyond the {evaluated} rounds the "
@@ -254,7 +255,7 @@ def estimator_from_dict(doc: dict[str, Any]) -> BDTClassifier | BDTRegressor:
     est = from_forest(kind, forest, names, params, classes=classes or (),
                       feature_definitions=definitions,
                       train_loss=_losses(doc.get("train_loss"), "train_loss") or [],
-                      validation_loss=_losses(doc.get("validation_loss"), "validation_loss"),
+                      validation_loss=validation,
                       best_iteration=best, evals_result=evals,
                       bin_edges=edges,
                       n_trees_reason=reason, min_node_size_used=used)

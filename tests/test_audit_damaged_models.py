@@ -130,3 +130,13 @@ def test_a_best_iteration_beyond_the_rounds_evaluated_is_refused(tmp_path):
         doc["best_iteration"] = bad
         with pytest.raises(ModelFormatError, match="best_iteration .* beyond the"):
             load_model(_write(tmp_path, doc))
+
+
+def test_a_validation_loss_that_is_no_list_is_refused_before_it_is_counted(tmp_path):
+    """The best_iteration check counted len(validation_loss) first: a number there ended
+    in a TypeError, not the file's error."""
+    model = hepbdt.BDTClassifier(n_trees=5, random_state=0).fit(X, Y)
+    _, doc = _saved(tmp_path, model)
+    doc["validation_loss"] = 5
+    with pytest.raises(ModelFormatError, match="validation_loss must be a list"):
+        load_model(_write(tmp_path, doc))
