@@ -745,6 +745,9 @@ def _samples(document: dict[str, Any], top: dict[str, Any], base: Path, expand: 
     if sample_tables is None and "samples" not in document:
         problems.add(None, "samples", "missing; add a [samples.NAME] table per sample with "
                      "files and label (or target)")
+    elif sample_tables == {}:  # passed --check as "0 samples"; the read then refused it
+        problems.add(None, "samples", "holds no sample; add a [samples.NAME] table per "
+                     "sample with files and label (or target)")
     samples = []
     for name, table in (sample_tables or {}).items():
         sample = _sample(name, table, defaults, base, expand, problems)
