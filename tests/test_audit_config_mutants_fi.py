@@ -32,3 +32,41 @@ def test_an_empty_samples_table_is_refused(tmp_path, capsys):
     assert status == 2
     assert err.startswith("hepbdt: error: ") and len(err.splitlines()) == 1
     assert f"{path}: samples: holds no sample; add a [samples.NAME] table" in err
+
+
+@pytest.mark.parametrize("weight", ["0", "0.0", '"0"', '"1 - 1"', '"0 * pi"'])
+def test_a_sample_weight_of_zero_is_refused(tmp_path, capsys, weight):
+    # weight = 0 trained as if the sample were not there (its events all weigh 0: no part
+    # in the training, S or B), where scale = 0 is refused for that reason
+    path = tiny_config(tmp_path)
+    path.write_text(path.read_text().replace(
+        'label = "background"', f'label = "background"\nweight = {weight}'))
+    status, err = check(path, capsys)
+    assert status == 2 and len(err.splitlines()) == 1
+    assert "[samples.ttbar] weight: " in err
+    assert "makes every weight of the sample 0, so it adds nothing" in err
+
+
+def test_a_default_weight_of_zero_is_refused_where_a_sample_takes_it(tmp_path, capsys):
+    path = tiny_config(tmp_path)
+    text = path.read_text().replace('weight = "genWeight * xsec * lumi / sumGenWeight"',
+                                    "weight = 0")
+    path.write_text(text)
+    status, err = check(path, capsys)
+    assert status == 2 and len(err.splitlines()) == 1
+    assert f"{path}: weight: 0 makes every weight of every sample that takes it 0" in err
+    # every sample with a weight of its own: the default weighs nothing, and is no mistake
+    path.write_text(text.replace('label = "signal"', 'label = "signal"\nweight = "genWeight"')
+                    .replace('label = "background"', 'label = "background"\nweight = 2.5'))
+    assert check(path, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("weight", ['"nan"', '"1/0"', '"-inf"'])
+def test_a_weight_that_is_not_finite_for_every_event_is_refused_at_check(tmp_path, capsys,
+                                                                          weight):
+    path = tiny_config(tmp_path)
+    path.write_text(path.read_text().replace(
+        'label = "signal"', f'label = "signal"\nweight = {weight}'))
+    status, err = check(path, capsys)
+    assert status == 2 and "[samples.signal] weight: " in err
+    assert "for every event; give a finite event weight" in err

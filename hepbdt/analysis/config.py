@@ -34,7 +34,7 @@ from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
 from ..evaluation.ranking import MAX_PERMUTATION_REPEATS
 from ..io import Sample
 from ..io.dataset import NORM_NAMES
-from ..io.expressions import FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
+from ..io.expressions import CONSTANTS, FUNCTIONS, MAX_EXPRESSION_CHARS, Expression
 from ..io.samples import split_object_path
 from ..io.writers import BOOKKEEPING_BRANCHES, BRANCH_NAME_RULE, branch_name, is_branch_name
 from ..tmva_options import (
@@ -753,6 +753,8 @@ def _samples(document: dict[str, Any], top: dict[str, Any], base: Path, expand: 
         sample = _sample(name, table, defaults, base, expand, problems)
         if sample is not None:
             samples.append(sample)
+    if any(isinstance(t, dict) and "weight" not in t for t in (sample_tables or {}).values()):
+        _check_constant_weight(defaults["weight"], None, problems)  # a sample takes it
     return samples
 
 
@@ -793,6 +795,8 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
     weight = entry.get("weight", defaults["weight"])
     if isinstance(weight, str) and "weight" in entry:
         weight = expand(weight, "weight", section, "weight")
+    if "weight" in entry:
+        _check_constant_weight(weight, section, problems)
     sample.weight = weight
     cuts = [defaults["preselection"]] if defaults["preselection"] else []
     if "cut" in entry:
@@ -805,6 +809,37 @@ def _sample(name: str, table: Any, defaults: dict[str, Any], base: Path, expand:
         sample.event = expand(entry["event"], "event", section, "event")
     _sample_label(sample, table, entry, section, expand, problems)
     return sample
+
+
+def _constant_value(weight: str | float | None) -> float | None:
+    """The value of a weight that reads no branch (``0``, ``"0"``, ``"1 - 1"``, ``"nan"``);
+    None for one that reads branches, or that the read refuses on its own."""
+    if weight is None or _is_number(weight):
+        return None if weight is None else float(weight)
+    try:
+        expression = Expression(weight, "weight")
+        if not expression.names <= set(CONSTANTS):
+            return None
+        return float(expression.evaluate({}))
+    except (ValueError, TypeError, OverflowError):  # refused where it is parsed or read
+        return None
+
+
+def _check_constant_weight(weight: str | float | None, section: str | None,
+                           problems: _Problems) -> None:
+    """A weight of the same value for every event must be a finite number other than 0:
+    weight = 0 (or "0") gave the sample, silently, no part in the training or the yields,
+    as scale = 0 would (which is refused), and "nan" or "1/0" passed --check."""
+    value = _constant_value(weight)
+    whose, instead = (("every sample that takes it", "give each sample its own weight")
+                      if section is None else ("the sample", "remove the sample"))
+    if value == 0:
+        problems.add(section, "weight", f"{weight!r} makes every weight of {whose} 0, so it "
+                     "adds nothing to the training or the yields: give the event weight (an "
+                     f"expression or a number other than 0), or {instead}")
+    elif value is not None and not math.isfinite(value):
+        problems.add(section, "weight", f"{weight!r} is {value} for every event; give a "
+                     "finite event weight (an expression or a number other than 0)")
 
 
 def _sample_label(sample: SampleConfig, table: dict[str, Any], entry: dict[str, Any],
