@@ -1907,7 +1907,8 @@ class BDTClassifier(_BDTBase):
             raise ParameterError("loss", f"loss 'softmax' is the loss of three or more "
                                  f"classes; with two the loss of boosting="
                                  f"{self.boosting!r} is {own!r} (or None)")
-        return _get_loss(self.boosting, self.loss or own, True)
+        # loss="" is no loss name: it trained the default loss, silently
+        return _get_loss(self.boosting, own if self.loss is None else self.loss, True)
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         """The labels as the boosters take them, int8 (one byte an event): 1 for signal and

@@ -785,7 +785,7 @@ def _regression_options(p: dict[str, Any], boosting: str, regression: bool) -> l
 
 def _classifier_loss_check(p: dict[str, Any], boosting: str, regression: bool) -> list[str]:
     """Refuse a gradient classifier's loss other than the deviance (softmax for more classes)."""
-    if boosting == "gradient" and (p.get("loss") or "deviance") not in ("deviance", "softmax"):
+    if boosting == "gradient" and p.get("loss") not in (None, "deviance", "softmax"):
         _no_equivalent(p, "loss", "TMVA's BDTG classification uses the binomial deviance "
                        "(softmax for more than two classes)")
     return []

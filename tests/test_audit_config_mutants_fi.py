@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from hepbdt import BDTClassifier
 from hepbdt.cli import main
+from hepbdt.estimators import ParameterError
 
 from .faults import tiny_config
 
@@ -70,3 +73,17 @@ def test_a_weight_that_is_not_finite_for_every_event_is_refused_at_check(tmp_pat
     status, err = check(path, capsys)
     assert status == 2 and "[samples.signal] weight: " in err
     assert "for every event; give a finite event weight" in err
+
+
+def test_an_empty_loss_name_is_refused_not_the_default(tmp_path, capsys):
+    # loss = "" trained the default loss (deviance) silently: `self.loss or own`
+    path = tiny_config(tmp_path, method='n_trees = 3\nmax_depth = 2\nloss = ""')
+    status, err = check(path, capsys)
+    assert status == 2 and len(err.splitlines()) == 1
+    assert "[method] loss: loss '' is not a classification loss of boosting='gradient'" in err
+    assert "'deviance'" in err
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(200, 2)), np.repeat([0, 1], 100)
+    for boosting in ("gradient", "newton"):
+        with pytest.raises(ParameterError, match="loss '' is not a classification loss"):
+            BDTClassifier(boosting=boosting, loss="", n_trees=2).fit(X, y)
