@@ -82,6 +82,18 @@ class _Parser(argparse.ArgumentParser):
                      f"'{self.prog} --help')\n")
 
 
+def _count(text: str) -> int:
+    """An argparse type: a whole number in [0, 2**63 - 1] written in ASCII digits (Python's
+    ``int`` also reads ``1_0`` as 10, ``' 3'`` and other scripts' digits)."""
+    if not re.fullmatch(r"\+?[0-9]+", text):
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}; expected an integer "
+                                         ">= 0 in the digits 0-9")
+    if int(text) > 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text} is beyond 2**63 - 1; expected an integer "
+                                         "in [0, 2**63 - 1]")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hepbdt", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -193,7 +205,7 @@ def _inspect_parser(commands: Any) -> None:
         description="Print the estimator, its options (and the TMVA option string when there "
                     "is one), the features, the trees and a text ranking of the variables.")
     inspect.add_argument("model", help="model.json (a model or a k-fold manifest)")
-    inspect.add_argument("--tree", type=int, action="append", default=[], metavar="N",
+    inspect.add_argument("--tree", type=_count, action="append", default=[], metavar="N",
                          help="also print tree N as text (repeatable)")
 
 
@@ -207,7 +219,7 @@ def _report_parser(commands: Any) -> None:
     report.add_argument("--output", "-o", default="report.html", help="HTML file to write "
                         "(default: report.html)")
     report.add_argument("--title", help="title of the report")
-    report.add_argument("--min-background-events", type=int, default=None, metavar="N",
+    report.add_argument("--min-background-events", type=_count, default=None, metavar="N",
                         help="background MC events a best cut keeps at least, counted and "
                         "effective (default: the training's, as its output set records it, "
                         "else 10)")

@@ -30,7 +30,7 @@ from ..estimators import (
     acting_options,
     idle_stopping_options,
 )
-from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS
+from ..evaluation import DEFAULT_MIN_BACKGROUND_EVENTS, MAX_MIN_BACKGROUND_EVENTS
 from ..evaluation.ranking import MAX_PERMUTATION_REPEATS
 from ..io import Sample
 from ..io.dataset import NORM_NAMES
@@ -1353,9 +1353,10 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
         elif key == "permutation_repeats" and not 1 <= value <= MAX_PERMUTATION_REPEATS:
             problems.add("output", key, f"must be an integer in [1, {MAX_PERMUTATION_REPEATS}], "
                          f"got {value}")
-        elif key == "min_background_events" and value < 0:
-            problems.add("output", key, f"must be an integer >= 0 (the background MC events "
-                         f"a best cut of the significance scan leaves), got {value}")
+        elif key == "min_background_events" and not 0 <= value <= MAX_MIN_BACKGROUND_EVENTS:
+            problems.add("output", key, "must be an integer >= 0 (at most 2**63 - 1; the "
+                         "background MC events a best cut of the significance scan leaves), "
+                         f"got {value}")
         else:
             setattr(output, key, value)
     _warn_idle_output_keys(entry, output, classes)

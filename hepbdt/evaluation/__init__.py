@@ -19,6 +19,7 @@ from hepbdt.evaluation.decorrelation import (
 from hepbdt.evaluation.metrics import (
     DEFAULT_MIN_BACKGROUND_EVENTS,
     FIGURES_OF_MERIT,
+    MAX_MIN_BACKGROUND_EVENTS,
     BestCut,
     BinnedRegressionMetrics,
     EfficiencyTable,
@@ -70,6 +71,7 @@ from hepbdt.evaluation.ranking import (
 
 __all__ = [
     "DEFAULT_MIN_BACKGROUND_EVENTS",
+    "MAX_MIN_BACKGROUND_EVENTS",
     "FIGURES_OF_MERIT",
     "MIN_EFFECTIVE_EVENTS",
     "PVALUE_FAIL",

@@ -15,6 +15,8 @@ test samples (see :mod:`hepbdt.evaluation.overtraining`).
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +41,7 @@ __all__ = [
     "DEFAULT_BACKGROUND_EFFICIENCIES",
     "DEFAULT_SIGNAL_EFFICIENCIES",
     "DEFAULT_MIN_BACKGROUND_EVENTS",
+    "MAX_MIN_BACKGROUND_EVENTS",
     "FIGURES_OF_MERIT",
     "SPLIT_YIELD_NOTE",
     "BestCut",
@@ -315,10 +318,22 @@ def separation(y: Any, score: Any, sample_weight: Any = None, bins: int | Any = 
     return float(0.5 * np.sum((sig[ok] - bkg[ok]) ** 2 / total[ok]))
 
 
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a real number (not a bool) of finite float64 value,
+    else None: a Python int beyond float64 (10**400) is refused here, where ``np.isfinite``
+    raised a TypeError about ufunc casting for any int beyond int64."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _check_b_reg(b_reg: float) -> float:
     """The AMS regularisation term as a float; it must be a finite number >= 0."""
-    if isinstance(b_reg, bool) or not np.isscalar(b_reg) or not (
-            np.isfinite(b_reg) and b_reg >= 0):
+    if _finite(b_reg) is None or not b_reg >= 0:
         raise ValueError(f"b_reg must be a finite number >= 0 (10 in the HiggsML AMS, 0 for "
                          f"none), got {b_reg!r}")
     return float(b_reg)
@@ -347,7 +362,7 @@ def _excess_term(x: np.ndarray) -> np.ndarray:
 def _separation_edges(score: np.ndarray, bins: int | Any) -> np.ndarray:
     """``bins`` equal-width edges over the (finite) score range, or the given edges."""
     if np.isscalar(bins) and not isinstance(bins, str):
-        if isinstance(bins, bool) or not (np.isfinite(bins) and int(bins) == bins and bins >= 1):
+        if _finite(bins) is None or not (int(bins) == bins and bins >= 1):
             raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
                              f"{bins!r}")
         if np.isinf(score).any():
@@ -384,6 +399,8 @@ def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
 
 
 DEFAULT_MIN_BACKGROUND_EVENTS = 10
+#: The largest ``min_background_events`` (an int64 count; beyond it no cut qualifies anyway).
+MAX_MIN_BACKGROUND_EVENTS = 2**63 - 1
 # A cumulative background weight within this fraction of the |weights| it sums (those of
 # the events passing the cut) of zero counts as zero: with signed weights, rounding leaves
 # e.g. 5e-17 where B is 0. (A fraction of the whole sample's |weights| took B = 0.041 of
@@ -639,18 +656,23 @@ def _event_scales(yield_scale: Any, n: int) -> np.ndarray | float:
     return scales
 
 
+def _is_count(value: Any) -> bool:
+    """Whether ``value`` is a whole number in [0, MAX_MIN_BACKGROUND_EVENTS] (a Python int
+    of any size, a NumPy integer or an integral float; not a bool)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        return 0 <= value <= MAX_MIN_BACKGROUND_EVENTS
+    number = _finite(value)
+    return number is not None and number.is_integer() and 0 <= number <= MAX_MIN_BACKGROUND_EVENTS
+
+
 def _check_scan_options(min_background_events: int, signal_yield: float | None,
                         background_yield: float | None) -> int:
     """Validate the minimum MC count and the yields; return the count as an int."""
-    if (isinstance(min_background_events, bool) or not np.isscalar(min_background_events)
-            or not np.isfinite(min_background_events)
-            or int(min_background_events) != min_background_events
-            or min_background_events < 0):
-        raise ValueError("min_background_events must be an integer >= 0, got "
-                         f"{min_background_events!r}")
+    if not _is_count(min_background_events):
+        raise ValueError("min_background_events must be an integer >= 0 (at most 2**63 - 1), "
+                         f"got {min_background_events!r}")
     for name, value in (("signal_yield", signal_yield), ("background_yield", background_yield)):
-        if value is not None and (isinstance(value, bool) or not np.isscalar(value)
-                                  or not (np.isfinite(value) and value > 0)):
+        if value is not None and (_finite(value) is None or not value > 0):
             raise ValueError(f"{name} must be a finite number > 0 (the expected events before "
                              f"the cut) or None (the summed weights), got {value!r}")
     return int(min_background_events)
@@ -937,7 +959,7 @@ def regression_metrics(y_true: Any, y_pred: Any, sample_weight: Any = None,
 def _target_edges(t: np.ndarray, bins: int | Any) -> np.ndarray:
     """Bin edges: ``bins`` equal-count bins of the targets, or the given increasing edges."""
     if np.isscalar(bins) and not isinstance(bins, str):
-        if isinstance(bins, bool) or not (np.isfinite(bins) and int(bins) == bins and bins >= 1):
+        if _finite(bins) is None or not (int(bins) == bins and bins >= 1):
             raise ValueError(f"bins must be a number of bins >= 1 or increasing edges, got "
                              f"{bins!r}")
         check_bin_count(bins, what="target bins")  # each bin is a pass over the events

@@ -1,0 +1,89 @@
+"""Audit FH (2026-12-05): every flag of the command line with bad and borderline values.
+Each mistake is one ``hepbdt: error:`` line naming the flag, with exit status 2; numbers
+the Python API takes are refused with a ValueError naming them, never a NumPy TypeError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hepbdt.cli import main
+from hepbdt.evaluation import separation, significance_scan
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "analyses" / "demo.toml"
+HUGE = str(10**26)  # beyond int64 and exact in no float
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The single stderr line of a refused command (nothing on stdout)."""
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert captured.out == "" and len(lines) == 1, captured.err
+    assert lines[0].startswith("hepbdt: error: "), lines[0]
+    return lines[0]
+
+
+def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The error line of a command argparse refuses (SystemExit 2)."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    return _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["report", "m.json", "s.root", "--min-background-events", HUGE], "--min-background-events"),
+    (["report", "m.json", "s.root", "--min-background-events", "1_0"], "--min-background-events"),
+    (["report", "m.json", "s.root", "--min-background-events", "-1"], "--min-background-events"),
+    (["inspect", "m.json", "--tree", HUGE], "--tree"),
+    (["inspect", "m.json", "--tree", "1_0"], "--tree"),        # int() reads 10
+    (["inspect", "m.json", "--tree", "\u0663"], "--tree"),     # int() reads 3
+])
+def test_count_flags_take_ascii_integers_in_int64(argv, flag, capsys):
+    line = _usage_error(argv, capsys)
+    assert f"argument {flag}" in line and argv[-1] in line, line
+
+
+def test_count_flags_take_the_largest_count(capsys):
+    # 2**63 - 1 parses (the model file is what is missing, reported after parsing)
+    assert main(["inspect", "no-such-model.json", "--tree", str(2**63 - 1)]) == 2
+    assert "no-such-model.json" in _one_error_line(capsys)
+
+
+def test_a_configured_count_beyond_int64_is_refused_before_training(capsys):
+    status = main(["train", str(DEMO), "--check", "--set",
+                   f"output.min_background_events={HUGE}"])
+    assert status == 2
+    line = _one_error_line(capsys)
+    assert "min_background_events (from --set)" in line and "2**63 - 1" in line, line
+
+
+Y = np.array([1, 0, 1, 0, 1, 0])
+SCORE = np.array([0.9, 0.1, 0.8, 0.2, 0.7, 0.3])
+
+
+@pytest.mark.parametrize("option, value", [
+    ("min_background_events", 10**26), ("min_background_events", 2**63),
+    ("b_reg", 10**400), ("signal_yield", 10**400), ("background_yield", 10**400),
+], ids=["count-1e26", "count-2**63", "b_reg-1e400", "signal-1e400", "background-1e400"])
+def test_scan_numbers_beyond_float64_or_int64_are_value_errors(option, value):
+    with pytest.raises(ValueError, match=option):
+        significance_scan(Y, SCORE, **{option: value})
+
+
+def test_bins_beyond_float64_are_value_errors():
+    with pytest.raises(ValueError, match="bins"):
+        separation(Y, SCORE, bins=10**400)
+
+
+def test_a_yield_given_as_a_large_python_int_is_used():
+    # S = signal_yield x eff_S by definition; at the loosest cut eff_S = 1 and B's share 1
+    scan = significance_scan(Y, SCORE, signal_yield=10**30, background_yield=10**20,
+                             other_half=False, min_background_events=0)
+    loosest = np.argmin(scan.thresholds)
+    assert scan.signal[loosest] == pytest.approx(1e30, rel=1e-12)
+    assert scan.background[loosest] == pytest.approx(1e20, rel=1e-12)
+    assert scan.s_over_sqrt_b[loosest] == pytest.approx(1e30 / np.sqrt(1e20), rel=1e-12)
