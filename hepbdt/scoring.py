@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import re
+import string
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -648,18 +649,39 @@ def _check_friend_branches(job: _Job, reader: TreeReader, branches: list[str]) -
         )
 
 
+_PLACEHOLDERS = ("stem", "name", "tree")
+
+
+def _check_placeholders(output: str) -> None:
+    """ApplyOptionError unless every ``{...}`` of ``output`` is ``{stem}``, ``{name}`` or
+    ``{tree}`` as written: str.format also takes ``{stem!r}``, ``{stem:>30}`` and
+    ``{stem.upper}``, which named the files 'signal'.root, a padded name and "<built-in
+    method upper of str object at 0x...>.root"."""
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion
+                  in string.Formatter().parse(output) if name is not None]
+    except ValueError as err:
+        fields, problem = [], str(err)
+    else:
+        bad = [f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+               for name, spec, conversion in fields
+               if name not in _PLACEHOLDERS or spec or conversion]
+        problem = f"{bad[0]} is none of them" if bad else ""
+    if problem:
+        raise ApplyOptionError(
+            f"output {output!r}: placeholders may be {{stem}}, {{name}} and {{tree}}, as "
+            f"written here (no conversion, format or attribute; {{{{ and }}}} for a brace); "
+            f"{problem}")
+
+
 def _output_path(output: str, source: Source, tree_name: str) -> str:
     """The output file of one input: ``output`` with its placeholders filled."""
     if "{" not in output:
         return output
+    _check_placeholders(output)
     base = os.path.basename(source.path)
     stem = base[:-5] if base.lower().endswith(".root") else os.path.splitext(base)[0]
-    try:
-        return output.format(stem=stem, name=base, tree=tree_name.replace("/", "_"))
-    except (KeyError, IndexError, ValueError) as err:
-        raise ApplyOptionError(
-            f"output {output!r}: placeholders may be {{stem}}, {{name}} and {{tree}} ({err})"
-        ) from None
+    return output.format(stem=stem, name=base, tree=tree_name.replace("/", "_"))
 
 
 def _write_output(job: _Job, temporary: str, trees: dict[str, _Members],

@@ -87,3 +87,36 @@ def test_a_yield_given_as_a_large_python_int_is_used():
     assert scan.signal[loosest] == pytest.approx(1e30, rel=1e-12)
     assert scan.background[loosest] == pytest.approx(1e20, rel=1e-12)
     assert scan.s_over_sqrt_b[loosest] == pytest.approx(1e30 / np.sqrt(1e20), rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    """A three-tree demo model (a fifth of the events), trained once for this module."""
+    out = tmp_path_factory.mktemp("fh") / "results"
+    assert main(["train", str(DEMO), "--output", str(out), "--no-progress",
+                 "--set", "preselection='(nJet >= 2) & (event % 5 == 0)'",
+                 "--set", "method.n_trees=3", "--set", "output.report=false",
+                 "--set", "output.figures=false", "--set", "output.tmva_xml=false"]) == 0
+    return out / "model.json"
+
+
+SIGNAL = str(ROOT / "data" / "signal.root")
+
+
+@pytest.mark.parametrize("template", ["{stem!r}.root", "{stem:>30}.root", "{stem.upper}.root",
+                                      "{stem[0]}.root", "{}.root", "{0}.root", "{nope}.root"])
+def test_apply_output_placeholders_are_the_three_names_as_written(small_model, tmp_path,
+                                                                  template, capsys):
+    capsys.readouterr()
+    status = main(["apply", str(small_model), SIGNAL, "--output", str(tmp_path / template)])
+    assert status == 2
+    line = _one_error_line(capsys)
+    assert "placeholders may be {stem}, {name} and {tree}" in line, line
+    assert list(tmp_path.iterdir()) == []  # nothing written: the str.format names are not made
+
+
+def test_apply_output_placeholders_fill_as_documented(small_model, tmp_path, capsys):
+    # {stem} = file name without .root, {name} = file name, {tree} = tree name; {{ }} braces
+    template = str(tmp_path / "{stem}-{tree}-{name}-{{x}}.root")
+    assert main(["apply", str(small_model), SIGNAL, "--output", template]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["signal-Events-signal.root-{x}.root"]
