@@ -94,6 +94,22 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _nonempty(what: str) -> Any:
+    """An argparse type that refuses an empty value (``--cpp ''`` wrote nothing and
+    ``--output-tree ''`` took the input tree's name, each without a word), naming ``what``
+    is expected instead."""
+    def given(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is {'blank' if text else 'empty'}; give {what}")
+        return text
+    given.__name__ = "value"  # argparse names the type in its own messages
+    return given
+
+
+_FILE, _FOLDER, _NAME = _nonempty("a file name"), _nonempty("a folder name"), _nonempty("a name")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hepbdt", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -135,10 +151,10 @@ def _train_parser(commands: Any) -> None:
         epilog="--set takes a dotted key and a TOML value, e.g. --set method.n_trees=500, "
                "--set split.kfold=5, --set samples.signal.cut='nJet >= 3', "
                "--set 'features=[\"HT\", \"MET_pt\"]'.")
-    train.add_argument("config", help="the analysis configuration (.toml)")
+    train.add_argument("config", type=_nonempty("the .toml file"), help="the analysis configuration (.toml)")
     train.add_argument("--set", dest="overrides", action="append", default=[],
                        metavar="KEY=VALUE", help="override a configuration key (repeatable)")
-    train.add_argument("--output", "-o", help="output folder (default: [output] directory, "
+    train.add_argument("--output", "-o", type=_FOLDER, help="output folder (default: [output] directory, "
                        "else ./hepbdt-<config name>)")
     train.add_argument("--check", action="store_true", help="check the configuration, the "
                        "files and the branches, then stop")
@@ -152,25 +168,30 @@ def _apply_parser(commands: Any) -> None:
                     "tree (same entries, same order) with the score and the event identifier. "
                     "A k-fold manifest scores each event with the model that did not train on "
                     "it, by event number.")
-    apply.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    apply.add_argument("model", type=_FILE, help="model.json (a model or a k-fold manifest)")
     apply.add_argument("inputs", nargs="+", metavar="INPUT",
+                       type=_nonempty("a ROOT file, a glob or file.root:tree"),
                        help="input ROOT files: paths, globs or file.root:tree")
-    apply.add_argument("--output", "-o", required=True, help="output ROOT file; {stem}, "
+    apply.add_argument("--output", "-o", required=True, type=_FILE, help="output ROOT file; {stem}, "
                        "{name}, {tree} give one file per input")
-    apply.add_argument("--tree", help="input tree name (default: the file's only tree)")
-    apply.add_argument("--branch", default="bdt_score", help="score branch name "
+    apply.add_argument("--tree", type=_NAME, help="input tree name (default: the file's only tree)")
+    apply.add_argument("--branch", type=_NAME, default="bdt_score", help="score branch name "
                        "(default: bdt_score)")
-    apply.add_argument("--probability-branch", help="prefix of the "
+    apply.add_argument("--probability-branch", type=_NAME, help="prefix of the "
                        "per-class probability branches of a multi-class model (default: "
                        "bdt_prob; its raw scores are <branch>_<class>)")
-    apply.add_argument("--event", help="event-number expression written beside the score "
-                       "(default: the k-fold manifest's, else the entry number)")
+    apply.add_argument("--event", type=_nonempty("an expression"), help="event-number "
+                       "expression written beside the score (default: the k-fold "
+                       "manifest's, else the entry number)")
     apply.add_argument("--inf-as-missing", action="store_true", help="treat +-inf in a "
                        "feature as missing (NaN) instead of an error, as a training with "
                        "inf_as_missing = true does")
-    apply.add_argument("--output-tree", help="output tree name (default: the input tree's)")
-    apply.add_argument("--scheduler", metavar="ADDRESS", help="score on a Dask cluster: a "
-                       "scheduler address (tcp://host:8786) or 'local'; each output file is "
+    apply.add_argument("--output-tree", type=_NAME,
+                       help="output tree name (default: the input tree's)")
+    apply.add_argument("--scheduler", metavar="ADDRESS",
+                       type=_nonempty("'local' or an address such as tcp://host:8786"),
+                       help="score on a Dask cluster: a scheduler address (tcp://host:8786) "
+                       "or 'local'; each output file is "
                        "written by one worker (pip install 'hepbdt[dask]')")
     _progress_options(apply)
 
@@ -187,11 +208,14 @@ def _export_parser(commands: Any) -> None:
                     "scores the events with event number % k == i.",
         epilog="The inputs are the model's features in its order (`hepbdt inspect` lists "
                "them). pip install 'hepbdt[onnx]' for --onnx.")
-    export.add_argument("model", help="model.json (a model or a k-fold manifest)")
-    export.add_argument("--onnx", metavar="FILE", help="write an ONNX model (.onnx)")
-    export.add_argument("--cpp", metavar="FILE", help="write a C++ header (.h)")
-    export.add_argument("--tmva", metavar="FILE", help="write a TMVA weight file (.weights.xml)")
-    export.add_argument("--namespace", help="C++ namespace of --cpp (default: from the file name; "
+    export.add_argument("model", type=_FILE, help="model.json (a model or a k-fold manifest)")
+    export.add_argument("--onnx", type=_FILE, metavar="FILE", help="write an ONNX model (.onnx)")
+    export.add_argument("--cpp", type=_FILE, metavar="FILE",
+                        help="write a C++ header (.h)")
+    export.add_argument("--tmva", type=_FILE, metavar="FILE",
+                        help="write a TMVA weight file (.weights.xml)")
+    export.add_argument("--namespace", type=_NAME, help="C++ namespace of --cpp (default: "
+                        "from the file name; "
                         "a k-fold model's fold i adds _fold<i>)")
     export.add_argument("--missing", choices=("auto", "exact", "none"),
                         help="NaN branches in --tmva (default auto: for regressors and "
@@ -204,7 +228,7 @@ def _inspect_parser(commands: Any) -> None:
         "inspect", help="print a model's options, features, trees and ranking",
         description="Print the estimator, its options (and the TMVA option string when there "
                     "is one), the features, the trees and a text ranking of the variables.")
-    inspect.add_argument("model", help="model.json (a model or a k-fold manifest)")
+    inspect.add_argument("model", type=_FILE, help="model.json (a model or a k-fold manifest)")
     inspect.add_argument("--tree", type=_count, action="append", default=[], metavar="N",
                          help="also print tree N as text (repeatable)")
 
@@ -214,9 +238,9 @@ def _report_parser(commands: Any) -> None:
         "report", help="write the HTML report again from a model and its score trees",
         description="Rebuild report.html from a model file and the scores.root that "
                     "`hepbdt train` wrote (TrainTree and TestTree with their features).")
-    report.add_argument("model", help="model.json (a model or a k-fold manifest)")
-    report.add_argument("scores", help="scores.root written by hepbdt train")
-    report.add_argument("--output", "-o", default="report.html", help="HTML file to write "
+    report.add_argument("model", type=_FILE, help="model.json (a model or a k-fold manifest)")
+    report.add_argument("scores", type=_FILE, help="scores.root written by hepbdt train")
+    report.add_argument("--output", "-o", type=_FILE, default="report.html", help="HTML file to write "
                         "(default: report.html)")
     report.add_argument("--title", help="title of the report")
     report.add_argument("--min-background-events", type=_count, default=None, metavar="N",
@@ -234,7 +258,7 @@ def _demo_parser(commands: Any) -> None:
                     "elsewhere, the package's demo.toml on ntuples generated on first use "
                     "into hepbdt's cache ($HEPBDT_CACHE, else $XDG_CACHE_HOME/hepbdt, else "
                     "~/.cache/hepbdt) and reused afterwards.")
-    demo.add_argument("--output", "-o", default=None, help="output folder (default: "
+    demo.add_argument("--output", "-o", type=_FOLDER, default=None, help="output folder (default: "
                       "./hepbdt-demo)")
     demo.add_argument("--set", dest="overrides", action="append", default=[],
                       metavar="KEY=VALUE", help="override a configuration key (repeatable)")

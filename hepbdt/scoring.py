@@ -506,6 +506,7 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
                   ) -> tuple[_Groups, int]:
     """Open and check every input; group them by (output file, output tree); check that
     every output can be written, before any scoring."""
+    _check_output_tree(output_tree)
     groups: _Groups = {}
     first_input: dict[str, str] = {}
     trees_read: dict[tuple[Any, str], str] = {}
@@ -543,6 +544,25 @@ def _plan_outputs(job: _Job, sources: list[Source], output: str, output_tree: st
         _check_replaceable(out_path, len(branches))
     _note_friend_order(groups)
     return groups, total
+
+
+def _check_output_tree(output_tree: Any) -> None:
+    """ApplyOptionError unless ``output_tree`` is None or a tree name ROOT reads back: not
+    empty (it gave the input tree's name without a word), without ';' (ROOT reads 'a;1' as
+    cycle 1 of 'a', and uproot wrote a key 'a;1;1' that TFile::Get finds by no name) and
+    without an empty folder name ('/a', 'a/', 'a//b')."""
+    if output_tree is None:
+        return
+    if not isinstance(output_tree, str) or not output_tree.strip():
+        problem = "is not a name"
+    elif ";" in output_tree:
+        problem = "holds ';', which ROOT reads as a cycle number ('a;1' is cycle 1 of 'a')"
+    elif not all(output_tree.split("/")):
+        problem = "has an empty folder name (a '/' first, last or twice)"
+    else:
+        return
+    raise ApplyOptionError(f"apply: output tree {output_tree!r} {problem}; give a tree name, "
+                           "or leave --output-tree out (each input tree's own name)")
 
 
 def _note_friend_order(groups: _Groups) -> None:

@@ -120,3 +120,62 @@ def test_apply_output_placeholders_fill_as_documented(small_model, tmp_path, cap
     template = str(tmp_path / "{stem}-{tree}-{name}-{{x}}.root")
     assert main(["apply", str(small_model), SIGNAL, "--output", template]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["signal-Events-signal.root-{x}.root"]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["train", ""], "config"),
+    (["train", "a.toml", "--output", ""], "--output/-o"),
+    (["demo", "--output", ""], "--output/-o"),
+    (["apply", "", "f.root", "-o", "x.root"], "model"),
+    (["apply", "m.json", "", "-o", "x.root"], "INPUT"),
+    (["apply", "m.json", "f.root", "-o", ""], "--output/-o"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--tree", ""], "--tree"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--branch", ""], "--branch"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--probability-branch", ""],
+     "--probability-branch"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--event", " "], "--event"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--output-tree", ""], "--output-tree"),
+    (["apply", "m.json", "f.root", "-o", "x.root", "--scheduler", ""], "--scheduler"),
+    (["export", "", "--onnx", "m.onnx"], "model"),
+    (["export", "m.json", "--onnx", "m.onnx", "--cpp", ""], "--cpp"),
+    (["export", "m.json", "--onnx", ""], "--onnx"),
+    (["export", "m.json", "--tmva", ""], "--tmva"),
+    (["export", "m.json", "--onnx", "m.onnx", "--namespace", ""], "--namespace"),
+    (["inspect", ""], "model"),
+    (["report", "", "s.root"], "model"),
+    (["report", "m.json", ""], "scores"),
+    (["report", "m.json", "s.root", "--output", ""], "--output/-o"),
+], ids=lambda v: v if isinstance(v, str) else " ".join(x or "''" for x in v))
+def test_an_empty_value_is_refused_by_its_flag(argv, flag, capsys):
+    # Before: '--cpp ""' beside --onnx wrote no header, '--output-tree ""' took the input
+    # tree's name, '--scheduler ""' scored locally, each without a word; empty paths were
+    # reported as the current folder ('.: is a directory')
+    line = _usage_error(argv, capsys)
+    assert f"argument {flag}: " in line and ("is empty" in line or "is blank" in line), line
+
+
+def test_an_empty_output_directory_in_the_configuration_is_named(capsys):
+    assert main(["train", str(DEMO), "--check", "--set", "output.directory=''"]) == 2
+    line = _one_error_line(capsys)
+    assert "[output] directory (from --set): '' is empty" in line, line
+
+
+@pytest.mark.parametrize("tree", ["a;1", "a//b", "/a", "a/", ""])
+def test_apply_output_tree_names_root_cannot_read_back_are_refused(small_model, tmp_path, tree):
+    from hepbdt.scoring import ApplyOptionError, apply
+
+    with pytest.raises(ApplyOptionError, match="output tree"):
+        apply(str(small_model), SIGNAL, str(tmp_path / "f.root"), output_tree=tree)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_apply_output_tree_in_a_folder_reads_back_in_root(small_model, tmp_path):
+    # 'dir/tree' is a tree in a folder, as an input 'file.root:dir/tree' is read
+    import uproot
+
+    out = tmp_path / "f.root"
+    apply_status = main(["apply", str(small_model), SIGNAL, "-o", str(out), "--output-tree",
+                         "dir/scores", "--no-progress"])
+    assert apply_status == 0
+    with uproot.open(SIGNAL) as source, uproot.open(out) as friend:
+        assert friend["dir/scores"].num_entries == source["Events"].num_entries

@@ -1342,7 +1342,10 @@ def _output_config(table: dict[str, Any], problems: _Problems, classes: list[str
     entry = _check_keys(table, _OUTPUT_KEYS, "output", problems)
     output = OutputConfig()
     for key, value in entry.items():
-        if key == "directory":
+        if key == "directory" and not value.strip():
+            problems.add("output", key, f"{value!r} is empty; give a folder name, e.g. "
+                         "directory = \"results\"")
+        elif key == "directory":
             _check_variables(value, "output", key, problems)
             output.directory = Path(os.path.expandvars(os.path.expanduser(value)))
         elif key in ("score_branch", "probability_branch") and not is_branch_name(value):
