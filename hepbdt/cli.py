@@ -74,6 +74,11 @@ class _Parser(argparse.ArgumentParser):
     other mistake; the usage itself is in ``--help``. Subcommands' parsers are of this class
     too (argparse makes them of the parser's own class)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # every option taking one value (None: the default)
+            self.register("action", name, _Once)
+
     def error(self, message: str) -> NoReturn:
         """Print the one line and exit with status 2."""
         command = self.prog.removeprefix("hepbdt").strip()
@@ -92,6 +97,22 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text} is beyond 2**63 - 1; expected an integer "
                                          "in [0, 2**63 - 1]")
     return int(text)
+
+
+class _Once(argparse.Action):
+    """argparse's store, refusing a second value of the option: argparse keeps the last, so
+    ``--onnx a.onnx --onnx b.onnx`` wrote b.onnx alone and ``--output a --output b`` forgot
+    a, without a word."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        """Store ``values``; a usage error when the option was given before."""
+        given = namespace.__dict__.setdefault("_given_once", set())
+        if self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice "
+                         f"({getattr(namespace, self.dest)!r}, then {values!r}); give it once")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
 
 
 def _nonempty(what: str) -> Any:

@@ -179,3 +179,32 @@ def test_apply_output_tree_in_a_folder_reads_back_in_root(small_model, tmp_path)
     assert apply_status == 0
     with uproot.open(SIGNAL) as source, uproot.open(out) as friend:
         assert friend["dir/scores"].num_entries == source["Events"].num_entries
+
+
+@pytest.mark.parametrize("argv", [
+    ["export", "m.json", "--onnx", "a.onnx", "--onnx", "b.onnx"],
+    ["export", "m.json", "--cpp", "a.h", "--namespace", "a", "--namespace", "b"],
+    ["export", "m.json", "--tmva", "a.xml", "--missing", "auto", "--missing", "exact"],
+    ["apply", "m.json", "f.root", "--output", "a.root", "-o", "b.root"],
+    ["apply", "m.json", "f.root", "-o", "a.root", "--branch", "x", "--branch", "y"],
+    ["apply", "m.json", "f.root", "-o", "a.root", "--event", "event", "--event", "run"],
+    ["train", "a.toml", "--output", "a", "--output", "b"],
+    ["report", "m.json", "s.root", "--title", "a", "--title", "b"],
+    ["report", "m.json", "s.root", "--min-background-events", "3",
+     "--min-background-events", "4"],
+    ["demo", "-o", "a", "-o", "b"],
+], ids=lambda v: " ".join(v[:1] + v[-2:]))
+def test_an_option_of_one_value_given_twice_is_refused(argv, capsys, tmp_path, monkeypatch):
+    # argparse kept the last: --onnx a.onnx --onnx b.onnx wrote b.onnx alone, silently
+    monkeypatch.chdir(tmp_path)  # (before the fix, demo trained into ./b)
+    line = _usage_error(argv, capsys)
+    assert "given twice" in line and argv[-1] in line and argv[-3] in line, line
+
+
+def test_repeatable_options_still_repeat(small_model, capsys):
+    capsys.readouterr()
+    assert main(["inspect", str(small_model), "--tree", "0", "--tree", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Tree 0 (weight" in out and "Tree 2 (weight" in out
+    assert main(["train", str(DEMO), "--check", "--set", "method.n_trees=5",
+                 "--set", "method.max_depth=2"]) == 0
