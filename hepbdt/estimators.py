@@ -2000,6 +2000,7 @@ class BDTClassifier(_BDTBase):
             raise ValueError(f"X has {X.shape[0]} events but y has {y_raw.size} labels")
         y01 = self._encode_y(y_raw, fitting=True)
         if self._multiclass:
+            self._validate_params()  # the options first, then the classes: as the Dask fit
             self._check_multiclass()
         decorrelate = self._checked_decorrelate(decorrelate, X.shape[0])
         self.n_features_in_ = X.shape[1]
