@@ -235,3 +235,19 @@ def test_onnx_of_a_model_read_from_a_two_class_file_has_no_score_for_nan(tmp_pat
     np.testing.assert_allclose(score[~nan, 0], back.decision_function(X_nan[~nan]), rtol=1e-6)
     np.testing.assert_allclose(probability[~nan, 0], back.predict_proba(X_nan[~nan])[:, 1],
                                rtol=1e-6)
+
+
+def test_reader_expression_drops_only_what_the_reader_drops(tmp_path) -> None:
+    # TMVA's DataSetInfo::AddVariable drops ' ' alone (ReplaceAll(" ", "")): a name holding
+    # U+00A0 or U+2009 was written without them (Python's \s), so AddVariable(name) never
+    # matched and BookMVA stopped the program. Tab and line breaks are dropped: written as
+    # '&#9;', TMVA's XML reader keeps that text, which no name could match (2026-12-05).
+    pd = pytest.importorskip("pandas")
+    X, y = _data(600, seed=7, classes=2)
+    names = ["p\u00a0T", "m\u2009jj", "a\tb c", "x \u00a0y"]
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(pd.DataFrame(X, columns=names), y)
+    to_tmva_xml(model, tmp_path / "spaces.weights.xml")
+    variables = ET.parse(tmp_path / "spaces.weights.xml").getroot().find("Variables")
+    assert [v.get("Expression") for v in variables] == ["p\u00a0T", "m\u2009jj", "abc", "x\u00a0y"]
+    assert list(from_tmva_xml(tmp_path / "spaces.weights.xml").feature_names_in_) == names
+

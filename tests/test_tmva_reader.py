@@ -268,6 +268,30 @@ def test_reader_evaluate_multiclass_equals_hepbdt(tmp_path, boosting, depth, nan
                                atol=1e-7)
 
 
+def test_reader_booked_with_the_feature_names_as_given(tmp_path) -> None:
+    # AddVariable(name) books the file (README): TMVA drops ' ' alone from the names it is
+    # given, and hepbdt's Expression had dropped U+00A0 and U+2009 too, so BookMVA stopped
+    # the program ("The expression declared to the Reader needs to be checked") (2026-12-05)
+    import pandas as pd
+
+    python = _multiclass_reader_python()
+    X, _, target = _data(1000)
+    labels = np.array(["qcd", "signal", "ttbar"])[np.digitize(target, [-1.0, 1.0])]
+    frame = pd.DataFrame(X, columns=["p\u00a0T", "m\u2009jj", "lep pt", "x"])
+    model = BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(frame, labels)
+    xml = tmp_path / "names.weights.xml"
+    to_tmva_xml(model, xml)
+    np.savetxt(tmp_path / "in.csv", X[:50], delimiter=",", fmt="%.9g")
+    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
+                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader"),
+                               "TMVA_BOOK_BY": "Label"})
+    assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "out.csv", delimiter=","),
+                               model.predict_proba(frame[:50]), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("attribute", ["pos", "depth"])
 def test_the_reader_refuses_a_node_without_pos_or_depth_as_from_tmva_xml_does(
         reader, tmp_path, attribute):

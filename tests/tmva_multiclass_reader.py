@@ -3,7 +3,9 @@
     python tmva_multiclass_reader.py WEIGHTS.xml INPUT.csv OUTPUT.csv
 
 INPUT.csv holds one event a row (the XML's variables in order, no header); OUTPUT.csv one
-row of class probabilities an event, printed with 17 significant digits.
+row of class probabilities an event, printed with 17 significant digits. The variables are
+booked by their Expression, or by their Label (the model's feature name, as a user would)
+when TMVA_BOOK_BY=Label.
 """
 
 import array
@@ -17,7 +19,8 @@ import tmva_reader  # noqa: E402
 
 TMVA = tmva_reader.load()
 xml, source, target = sys.argv[1:4]
-names = [v.get("Expression") for v in ET.parse(xml).getroot().find("Variables")]
+book_by = os.environ.get("TMVA_BOOK_BY", "Expression")
+names = [v.get(book_by) for v in ET.parse(xml).getroot().find("Variables")]
 reader = TMVA.Reader("!Color:Silent")
 values = [array.array("f", [0.0]) for _ in names]
 for name, value in zip(names, values, strict=True):

@@ -48,6 +48,7 @@ from .tmva_export import (
     PARAMETERS_INFO,
     REGRESSION_BOOSTS,
     TMVAExportError,
+    reader_name,
     tmva_response,
     to_tmva_xml,
 )
@@ -251,7 +252,7 @@ def _read_variables(el: ET.Element, tag: str, count_attr: str, index_attr: str,
             raise TMVAFormatError(f"{where}: <{tag}> {index_attr}={i} is out of range or repeated")
         expr = _attr(item, "Expression", where)
         label = item.get("Label")  # hepbdt writes a name's blanks there only (the Reader's way)
-        name = label if label and re.sub(r"\s+", "", label) == expr else expr
+        name = label if label and reader_name(label) == expr else expr
         out[i] = {"name": name, "min": _range_end(item, "Min", where),
                   "max": _range_end(item, "Max", where)}
     return out

@@ -681,7 +681,7 @@ def _variable_attrs(index_name: str, index: int, name: str, vmin: float, vmax: f
     # The Reader strips the blanks from the names AddVariable is given and compares them
     # with Expression: written with its blanks (Jet_pt[:, 0]) a name never matched, and
     # BookMVA stopped the program. The Label keeps the name as the model has it.
-    return {index_name: str(index), "Expression": _reader_name(name), "Label": name,
+    return {index_name: str(index), "Expression": reader_name(name), "Label": name,
             "Title": title or name, "Unit": "", "Internal": _internal_name(name), "Type": "F",
             "Min": f"{vmin:.8e}", "Max": f"{vmax:.8e}"}
 
@@ -705,7 +705,7 @@ def _warn_about_nan(layout: _Layout, forest: Forest, missing: str) -> None:
 
 def _check_reader_names(names: list[str]) -> None:
     """TMVAExportError for names the Reader cannot tell apart (they differ in blanks only)."""
-    stripped = [_reader_name(n) for n in names]
+    stripped = [reader_name(n) for n in names]
     if len(set(stripped)) != len(stripped):
         twins = sorted({n for n, s in zip(names, stripped, strict=True) if stripped.count(s) > 1})
         raise TMVAExportError(f"feature names {twins} differ only in blanks, which TMVA::Reader "
@@ -713,9 +713,12 @@ def _check_reader_names(names: list[str]) -> None:
                               "rename one")
 
 
-def _reader_name(name: str) -> str:
-    """A variable's name as TMVA::Reader compares it: without blanks."""
-    return re.sub(r"\s+", "", name)
+def reader_name(name: str) -> str:
+    """A variable's name as TMVA::Reader compares it: without ' ' (its ``ReplaceAll(" ",
+    "")``, which keeps U+00A0 and the other Unicode spaces) and without tab and line breaks
+    (written as character references, which TMVA's XML reader keeps as the text '&#9;': no
+    name given to the Reader could match them)."""
+    return re.sub("[ \t\n\r]", "", name)
 
 
 def _check_exportable(forest: Forest, layout: _Layout) -> None:
