@@ -15,6 +15,7 @@ import functools
 import inspect
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -500,10 +501,28 @@ def _check_unique_names(names: Any, what: str) -> None:
         return
     first: dict[str, int] = {}
     for j, name in enumerate(str(n) for n in names):
+        _check_name_characters(name, f"{what} column {j}")
         if name in first:
             raise ValueError(f"{what} names feature {name!r} twice (columns {first[name]} and "
                              f"{j}); each feature needs its own name (rename or drop one column)")
         first[name] = j
+
+
+# the characters XML 1.0 holds (its Char production): the TMVA XML, the report and every
+# writer of a name take them; NUL, the other C0 controls and U+FFFE/U+FFFF made an XML file
+# that no parser reads (and NUL ends a C string: a ROOT branch or TMVA::Reader name)
+_XML_CHAR = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+
+
+def _check_name_characters(name: str, where: str, what: str = "feature name") -> None:
+    """ValueError for a name holding a character that XML 1.0 cannot hold."""
+    match = _XML_CHAR.match(name)
+    if match.end() < len(name):
+        bad = name[match.end()]
+        raise ValueError(f"{where}: {what} {name!r} holds the character U+{ord(bad):04X} at "
+                         f"position {match.end()}, which XML (the TMVA weight file) cannot "
+                         "hold: a name takes tab, line breaks and the characters from U+0020 "
+                         f"on but U+FFFE, U+FFFF and surrogates; change the {what}")
 
 
 def _one_eval_set(eval_set: Any) -> bool:
@@ -1921,6 +1940,9 @@ class BDTClassifier(_BDTBase):
             except TypeError as err:  # labels that do not order: None among strings, str and int
                 raise ValueError(f"y's class labels must be of one kind that sorts (numbers, or "
                                  f"strings); these do not: {err}") from None
+            for label in classes:
+                if isinstance(label, str):
+                    _check_name_characters(label, "y", "class label")
             if classes.size < 2:
                 raise ValueError(f"y must have at least two classes; found {classes.size} "
                                  f"class ({classes[:10].tolist()}): one class cannot be separated")
@@ -2317,6 +2339,12 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
         if len(classes) != n_labels:
             raise ModelFormatError(f"this classifier's forest scores {n_labels} classes, but "
                                    f"'classes' lists {len(classes)} labels")
+        try:
+            for label in classes:
+                if isinstance(label, str):
+                    _check_name_characters(label, "classes", "class label")
+        except ValueError as exc:
+            raise ModelFormatError(str(exc)) from None
         est.classes_ = np.asarray(classes)
     elif forest.n_classes > 1:
         raise ModelFormatError("a regressor's forest has one score, not "

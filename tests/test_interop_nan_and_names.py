@@ -251,3 +251,32 @@ def test_reader_expression_drops_only_what_the_reader_drops(tmp_path) -> None:
     assert [v.get("Expression") for v in variables] == ["p\u00a0T", "m\u2009jj", "abc", "x\u00a0y"]
     assert list(from_tmva_xml(tmp_path / "spaces.weights.xml").feature_names_in_) == names
 
+
+@pytest.mark.parametrize("bad", ["a\x00b", "a\x01b", "a\x1bb", "a\ufffeb"])
+def test_feature_names_xml_cannot_hold_are_refused_at_fit(tmp_path, bad) -> None:
+    # NUL, the other C0 controls and U+FFFE were taken at fit; save_tmva then wrote a file
+    # that no XML parser reads ("not well-formed (invalid token)")
+    pd = pytest.importorskip("pandas")
+    X, y = _data(200, seed=7, classes=2)
+    with pytest.raises(ValueError, match=rf"column 1: feature name .* U\+{ord(bad[1]):04X}"):
+        BDTClassifier(n_trees=2, max_depth=2).fit(pd.DataFrame(X, columns=["a", bad, "c", "d"]), y)
+    ok = BDTClassifier(n_trees=2, max_depth=2).fit(
+        pd.DataFrame(X, columns=["a", "b\u00e9\U0001f600", "c\x7f", "d\te"]), y)
+    to_tmva_xml(ok, tmp_path / "ok.weights.xml")
+    ET.parse(tmp_path / "ok.weights.xml")
+
+
+@pytest.mark.parametrize("bad", ["ctl\x01", "nul\x00", "esc\x1b"])
+def test_class_labels_xml_cannot_hold_are_refused_at_fit(tmp_path, bad) -> None:
+    # a class label with U+0001 was taken and save_tmva wrote a <Class Name=...> no XML
+    # parser reads; a trailing NUL ended in "y has labels ['nul\x00'] that are not in the
+    # classes [..., 'nul\x00', ...]"
+    X, _ = _data(300, seed=7, classes=2)
+    y = np.array(["qcd", "signal", bad], dtype=object)[np.arange(300) % 3]
+    with pytest.raises(ValueError, match=rf"y: class label .* U\+{ord(bad[3]):04X}"):
+        BDTClassifier(n_trees=2, max_depth=2).fit(X, y)
+    good = np.array(["t\tb\n<&\"" if label == bad else label for label in y], dtype=object)
+    ok = BDTClassifier(n_trees=2, max_depth=2).fit(X, good)
+    to_tmva_xml(ok, tmp_path / "ok.weights.xml")
+    names = [c.get("Name") for c in ET.parse(tmp_path / "ok.weights.xml").getroot().iter("Class")]
+    assert sorted(names) == sorted(["qcd", "signal", "t\tb\n<&\""])
