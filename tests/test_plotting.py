@@ -253,3 +253,35 @@ def test_histogram_plots_refuse_more_bins_than_a_figure_shows() -> None:
     fig = plotting.plot_predicted_vs_true(t, t + 0.1, w, bins=plotting.MAX_2D_BINS)
     mesh = fig.axes[0].collections[0].get_array()
     assert mesh.size == plotting.MAX_2D_BINS**2 and mesh.sum() == pytest.approx(1000.0)
+
+
+def _shown(text) -> str:
+    """A matplotlib Text's string as drawn, by matplotlib's own rule; AssertionError if it
+    is drawn as math text."""
+    shown, is_math = text._preprocess_math(text.get_text())
+    assert is_math is False, text.get_text()
+    return shown
+
+
+def test_names_with_dollars_are_drawn_as_written(tmp_path, scores):
+    # '$x_1^2$' was drawn as math (x with sub- and superscript) and '$\frac{$' ended the
+    # figure in matplotlib's ParseSyntaxException (audit FJ, 2026-12-05)
+    y, s, w = scores
+    names = ["$x_1^2$", "cost $5 and $6", "$\\frac{$", "a\\$b"]
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 4))
+    fig = plotting.plot_correlation_matrices(X, (X[:, 0] > 0).astype(int),
+                                             feature_names=names, path=tmp_path / "corr")
+    ticks = [_shown(t) for ax in fig.axes[:1] for t in ax.get_yticklabels()]
+    assert ticks[:4] == names
+    fig = plotting.plot_overtraining(s[:300], y[:300], w[:300], s[300:], y[300:], w[300:],
+                                     class_names=("$s_1$", "b$"), path=tmp_path / "ot")
+    legend = [_shown(t) for t in fig.axes[0].get_legend().get_texts()]
+    assert sorted(legend) == ["$s_1$ (test sample)", "$s_1$ (training sample)",
+                              "b$ (test sample)", "b$ (training sample)"]
+    k = np.arange(300) % 3
+    proba = np.full((300, 3), 0.2) + 0.6 * (k[:, None] == np.arange(3))
+    fig = plotting.plot_multiclass_roc(k, proba, class_names=["$q^2$", "t_t", "{x}"],
+                                       path=tmp_path / "mc")
+    legend = [_shown(t) for t in fig.axes[0].get_legend().get_texts()]
+    assert [t.split(" (AUC")[0] for t in legend[:3]] == ["$q^2$, test", "t_t, test", "{x}, test"]
