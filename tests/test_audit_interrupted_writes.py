@@ -44,15 +44,19 @@ def _brute_force_scores(models, X, event) -> np.ndarray:
                      for j, e in enumerate(event.tolist())])
 
 
+def _saved_and_new(tmp_path, events):
+    """A 3-tree k-fold model saved at model.json, its folder's digests, and a 5-tree one."""
+    path = tmp_path / "model.json"
+    old = _kfold(events, 3)
+    old.save(path)
+    return path, old, _digests(tmp_path), _kfold(events, 5)
+
+
 def test_kfold_save_failing_part_way_leaves_the_previous_model(tmp_path, events):
     """A full disk at fold 1 had renamed the new fold 0 over the old one under the old
     manifest, which then refused it: the previous model no longer loaded."""
     X, _, event = events
-    path = tmp_path / "model.json"
-    old = _kfold(events, 3)
-    old.save(path)
-    before = _digests(tmp_path)
-    new = _kfold(events, 5)
+    path, old, before, new = _saved_and_new(tmp_path, events)
 
     def full_disk(where, *args, **kwargs):
         with open(where, "w") as handle:
@@ -81,11 +85,7 @@ def test_kfold_save_interrupted_while_writing_leaves_the_previous_model(tmp_path
                                                                        sigint_raises):
     """SIGINT while fold 1 is written: the previous model, whole (fold 0 was already new)."""
     X, _, event = events
-    path = tmp_path / "model.json"
-    old = _kfold(events, 3)
-    old.save(path)
-    before = _digests(tmp_path)
-    new = _kfold(events, 5)
+    path, old, before, new = _saved_and_new(tmp_path, events)
     save = new.models[1].save
 
     def interrupted(where, *args, **kwargs):
