@@ -1128,17 +1128,19 @@ class _YieldBasis:
     def describe(self) -> str:
         """The sentence the report shows above the significance table."""
         scaled = self._scaled()
+        unc = "sqrt(sum of (w x factor)^2) of the test events passing the cut, scaled as the yields"
         if self.signal_yield is None and self.background_yield is None:
             text = f"S and B: {scaled}."
         else:
+            unc += ("; a given yield's: the yield x its efficiency's, sqrt((1 - e)^2 sum_pass "
+                    "w^2 + e^2 sum_fail w^2) / sum w")
             given = [f"{name} = {setting_text(value)} events before the cut x its efficiency"
                      for name, value in (("S", self.signal_yield), ("B", self.background_yield))
                      if value is not None]
             rest = [name for name, value in (("S", self.signal_yield),
                                              ("B", self.background_yield)) if value is None]
             text = "; ".join(given) + (f"; {rest[0]}: {scaled}" if rest else "") + "."
-        return (text + " Stat. unc.: sqrt(sum of (w x factor)^2) of the test events passing "
-                "the cut, scaled as the yields. MC events: test events passing the cut, "
+        return (text + f" Stat. unc.: {unc}. MC events: test events passing the cut, "
                 f"unweighted. A{best_cut_rule(self.min_background_events)[1:]}.")
 
 

@@ -254,8 +254,13 @@ def test_given_yields_scale_the_uncertainties_alike():
     assert (scan.signal_scale, scan.background_scale) == pytest.approx((c_s, c_b))
     signal_only = significance_scan(y, score, w, signal_yield=50.0, yield_scale=3.0)
     assert signal_only.background_scale == 3.0
-    sig_err = np.array([np.sqrt(np.sum(w[(y == 1) & (score >= t)] ** 2)) for t in scan.thresholds])
-    np.testing.assert_allclose(scan.signal_error, c_s * sig_err, rtol=1e-12)
+    # S = 50 x eff_S: the efficiency's error (delta method), passing and failing events
+    ws = w[y == 1]
+    eff = np.array([ws[score[y == 1] >= t].sum() for t in scan.thresholds]) / ws.sum()
+    sig_err = np.array([np.sqrt((1 - e) ** 2 * np.sum(ws[score[y == 1] >= t] ** 2)
+                                + e**2 * np.sum(ws[score[y == 1] < t] ** 2))
+                        for t, e in zip(scan.thresholds, eff, strict=True)])
+    np.testing.assert_allclose(scan.signal_error, c_s * sig_err, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(scan.signal[-1], 50.0, rtol=1e-12)
 
 

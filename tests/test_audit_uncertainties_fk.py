@@ -1,0 +1,52 @@
+"""Audit FK (2026-12-05): the uncertainties hepbdt prints, against independent references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hepbdt.evaluation import significance_scan
+
+
+def _events(rng: np.random.Generator, ns: int = 400, nb: int = 600):
+    """Gaussian scores; signal weights lognormal with a tenth negative."""
+    y = np.r_[np.ones(ns), np.zeros(nb)]
+    score = np.r_[rng.normal(1.0, 1.0, ns), rng.normal(-1.0, 1.0, nb)]
+    ws = rng.lognormal(0.0, 1.0, ns) * np.where(rng.random(ns) < 0.1, -1.0, 1.0)
+    return y, score, np.r_[ws, rng.lognormal(0.0, 0.5, nb)]
+
+
+def test_given_yield_error_is_the_efficiencys_brute_force():
+    y, score, w = _events(np.random.default_rng(1))
+    scan = significance_scan(y, score, w, signal_yield=100.0, background_yield=1000.0,
+                             other_half=False)
+    for cls, yield_, errors in ((1, 100.0, scan.signal_error), (0, 1000.0, scan.background_error)):
+        wc, sc = w[y == cls], score[y == cls]
+        for k in (0, scan.thresholds.size // 3, scan.thresholds.size // 2, -1):
+            passing = sc >= scan.thresholds[k]
+            eff = wc[passing].sum() / wc.sum()
+            # S = Y eff: Y's delta-method error of the ratio of passing to all weights
+            var = ((1 - eff) ** 2 * np.sum(wc[passing] ** 2)
+                   + eff**2 * np.sum(wc[~passing] ** 2)) / wc.sum() ** 2
+            assert errors[k] == pytest.approx(yield_ * np.sqrt(var), rel=1e-9, abs=1e-9)
+    # every event passes the loosest cut: S is the given yield exactly, with no uncertainty
+    assert scan.signal[-1] == pytest.approx(100.0, rel=1e-12)
+    assert scan.signal_error[-1] < 1e-9 and scan.background_error[-1] < 1e-9
+
+
+def test_given_yield_error_covers_the_spread_over_pseudo_samples():
+    rng = np.random.default_rng(2)
+    cuts = (0.0, 1.0)
+    values: dict[float, list[float]] = {c: [] for c in cuts}
+    errors: dict[float, list[float]] = {c: [] for c in cuts}
+    for _ in range(200):
+        y, score, w = _events(rng)
+        scan = significance_scan(y, score, w, signal_yield=100.0, background_yield=1000.0,
+                                 other_half=False)
+        for c in cuts:
+            k = np.flatnonzero(scan.thresholds >= c)[-1]
+            values[c].append(scan.signal[k])
+            errors[c].append(scan.signal_error[k])
+    for c in cuts:  # efficiencies 0.84 and 0.5: the old error was 2.7 and 1.46 x the spread
+        ratio = np.mean(errors[c]) / np.std(values[c], ddof=1)
+        assert 0.85 < ratio < 1.15, (c, ratio)
