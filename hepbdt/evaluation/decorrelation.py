@@ -8,10 +8,12 @@ signal, and the normalised mass shapes themselves. Everything is weighted with s
 event weights; histogram bins whose summed weight is negative count as empty in the JSD.
 The JSD uses base-2 logarithms (so it lies in [0, 1]): JSD(P, Q) = (KL(P||M) + KL(Q||M)) / 2,
 M = (P + Q) / 2, which is ``scipy.spatial.distance.jensenshannon(P, Q, base=2) ** 2``.
-Finite samples put a floor under it: an unbiased cut keeping N background events of
-``bins`` bins still gives a JSD of about (bins - 1) / (8 N ln 2), N the effective events
-((sum w)^2 / sum w^2) with weights (with rows, the floor of lognormal weights of sigma
-1.5 came out about 4 times too low).
+Finite samples put a floor under it: an unbiased cut keeping N background events (a
+background efficiency f) in ``bins`` bins still gives a JSD of about
+(bins - 1) (1 - f) / (8 N ln 2), N the effective events ((sum w)^2 / sum w^2) with weights
+(with rows, the floor of lognormal weights of sigma 1.5 came out about 4 times too low);
+the histogram before the cut holds the kept events, hence 1 - f (without it the floor
+read 3x too high at f = 0.7; audit FK, 2026-12-05).
 What cannot be measured is NaN, never a number that looks good: the JSD and 1/JSD of a
 cut that keeps no background (no bin of positive weight), the rejection of a cut whose
 passing background weight is negative, the shapes of an empty selection, and every
