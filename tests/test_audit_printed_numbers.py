@@ -82,7 +82,8 @@ def test_kfold_table_pvalues_are_not_rounded_onto_a_threshold(folds, monkeypatch
     rows = summary.kfold_table(folds)
     rows[0]["test AUC"], rows[1]["test AUC"] = 0.99990, 0.99998
     monkeypatch.setattr(summary, "kfold_table", lambda f: rows)
-    spread = re.search(r"\+- (\S+) over", summary._fold_lines(result)[-1]).group(1)
+    spread = re.search(r"standard deviation (\S+) \(ddof 0\) over",
+                       summary._fold_lines(result)[-1]).group(1)
     assert float(spread) == pytest.approx(np.std([0.99990, 0.99998]), rel=1e-3), spread
 
 

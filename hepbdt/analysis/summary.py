@@ -302,8 +302,9 @@ def _fold_lines(result: TrainResult) -> list[str]:
         mean, spread = number_text(values.mean()), number_text(values.std())
     else:  # a spread of 4e-5 is not "0.0000"
         mean, spread = _fraction(values.mean()), _fraction(values.std())
-    lines.append(f"  {key}: {mean} +- {spread} over {len(rows)} "
-                 "folds; the test column above is out of fold for every event")
+    # the folds' spread, not the mean's uncertainty: "+-" beside a mean read as the latter
+    lines.append(f"  {key}: mean {mean}, standard deviation {spread} (ddof 0) over "
+                 f"{len(rows)} folds; the test column above is out of fold for every event")
     return lines
 
 
