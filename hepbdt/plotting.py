@@ -73,6 +73,7 @@ __all__ = [
     "plot_roc_curves",
     "plot_score_distributions",
     "plot_significance_scan",
+    "plain_text",
     "save_figure",
 ]
 
@@ -151,11 +152,15 @@ def _fitted(text: str, width: float, fontsize: float) -> str:
     return textwrap.fill(text, max(20, int(width / (0.55 * fontsize))))
 
 
-def _plain(name: Any) -> str:
-    """A user's name (feature, class, sample) as matplotlib shows it as written: every '$'
-    escaped, so that '$x_1^2$' is not drawn as math text and '$\\frac{$' is no parse error
-    (matplotlib turns each '\\$' back into '$' outside math, and inside it)."""
+def plain_text(name: Any) -> str:
+    """A user's name (feature, class, sample, variable) as matplotlib shows it as written.
+
+    Every '$' is escaped, so that '$x_1^2$' is not drawn as math text and '$\\frac{$' is no
+    parse error (matplotlib turns each '\\$' back into '$' outside math, and inside it).
+    Callers building a label from a name (``xlabel=f"P({plain_text(name)})"``) use it.
+    """
     return str(name).replace("$", "\\$")
+
 
 
 def _fix_math_font(fig: Figure) -> None:
@@ -324,7 +329,7 @@ def _draw_linear_roc(ax: Any, curves: list[_RocCurve]) -> None:
     for name, eff_s, eff_b, auc, style in curves:
         at = _thin(eff_s.size)
         ax.plot(eff_s[at], 1.0 - eff_b[at], style,
-                label=_roc_label(_plain(name), eff_s, eff_b, auc))
+                label=_roc_label(plain_text(name), eff_s, eff_b, auc))
     ax.plot([0, 1], [1, 0], ":", color="grey", label="random")
     _efficiency_limits(ax, [c[1] for c in curves], [1.0 - c[2] for c in curves])
     ax.set_xlabel(_EPS_S)
@@ -341,7 +346,7 @@ def _draw_rejection(ax: Any, curves: list[_RocCurve]) -> None:
         rejection = 1.0 / eff_b[keep]
         at = _thin(rejection.size, keep=[np.argmax(rejection)] if rejection.size else [])
         ax.plot(eff_s[keep][at], rejection[at], style,
-                label=_roc_label(_plain(name), eff_s, eff_b, auc))
+                label=_roc_label(plain_text(name), eff_s, eff_b, auc))
         if rejection.size:
             top = max(top, float(rejection.max()))
             bottom = min(bottom, float(rejection.min()))
@@ -511,13 +516,13 @@ def plot_overtraining(
         tr_mask = tr_sig if sig else ~tr_sig
         density, _ = _normalised(te_s[te_mask], te_w[te_mask], edges, f"{name} test")
         mplhep.histplot(density, edges, ax=ax, histtype="fill", color=color, alpha=0.35,
-                        label=f"{_plain(name)} (test sample)")
+                        label=f"{plain_text(name)} (test sample)")
         lowest = min(lowest, float(density.min()))
         density, error = _normalised(tr_s[tr_mask], tr_w[tr_mask], edges, f"{name} training")
         ax.errorbar(centers, density, yerr=error, fmt="o", color=color, markersize=4,
-                    label=f"{_plain(name)} (training sample)")
+                    label=f"{plain_text(name)} (training sample)")
         lowest = min(lowest, float(np.min(density - error)))
-    shown = (_plain(class_names[0]), _plain(class_names[1]))
+    shown = (plain_text(class_names[0]), plain_text(class_names[1]))
     ax.text(0.03, 0.97, _overtraining_text(result, shown), transform=ax.transAxes,
             va="top", fontsize=15)
     top = ax.get_ylim()[1]
@@ -568,7 +573,7 @@ def plot_multiclass_roc(
     for name, yy, pp, ww, style in samples:
         aucs = one_vs_rest_auc(yy, pp, ww)
         k = len(aucs)
-        names = ([_plain(n) for n in class_names] if class_names is not None
+        names = ([plain_text(n) for n in class_names] if class_names is not None
                  else [str(j) for j in range(k)])
         if len(names) != k:
             raise ValueError(f"{len(names)} class names for the {k} columns of the {name} "
@@ -591,7 +596,7 @@ def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str 
                  ) -> Figure:
     """Horizontal bars of feature importance, most important on top (errors: repeat spread)."""
     order = ranking.order()
-    names = [_plain(ranking.feature_names[i]) for i in order]
+    names = [plain_text(ranking.feature_names[i]) for i in order]
     if isinstance(ranking, PermutationImportance):
         values = ranking.importances_mean[order]
         errors = ranking.importances_std[order]
@@ -670,7 +675,8 @@ def plot_correlation_matrices(
     if not hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block; a dict
         X = named_array(X)[0]  # or list as the estimators read it (np.asarray: a 0-d object)
     n, m = X.shape[0], X.shape[-1]
-    names = [_plain(n) for n in feature_names] if feature_names is not None else [f"x{i}" for i in range(m)]
+    names = ([plain_text(n) for n in feature_names] if feature_names is not None
+             else [f"x{i}" for i in range(m)])
     if y is None:
         titles = ["Correlation (all events)"]
         matrices = weighted_correlations(X, sample_weight)
@@ -865,7 +871,7 @@ def plot_mass_sculpting(measures: DecorrelationMeasures, *, title: str | None = 
                                  measures.background_jsd if name == "Background"
                                  else measures.signal_jsd, strict=True):
             ax.stairs(shape / widths, edges, label=f"ε_S = {e} (1/JSD {_inverse(jsd)})")
-        ax.set_xlabel(measures.variable)
+        ax.set_xlabel(plain_text(measures.variable))
         ax.set_ylabel("Normalised to unit area")
         ax.set_title(name if title is None else f"{title}: {name.lower()}", fontsize=16)
         ax.legend(fontsize=10, title_fontsize=10,

@@ -792,7 +792,7 @@ def _multiclass_sections(out: _Sections, model: Any, tr: _Events, te: _Events,
                    "against training (points)",
                    lambda k=k, name=name: plotting.plot_overtraining(
                        tr.proba[:, k], tr.y == k, w_tr, te.proba[:, k], te.y == k, te.w,
-                       result=check.per_class[k], xlabel=f"P({name})",
+                       result=check.per_class[k], xlabel=f"P({plotting.plain_text(name)})",
                        class_names=(name, "other classes")))
 
 

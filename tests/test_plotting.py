@@ -285,3 +285,34 @@ def test_names_with_dollars_are_drawn_as_written(tmp_path, scores):
                                        path=tmp_path / "mc")
     legend = [_shown(t) for t in fig.axes[0].get_legend().get_texts()]
     assert [t.split(" (AUC")[0] for t in legend[:3]] == ["$q^2$, test", "t_t, test", "{x}, test"]
+
+
+def test_labels_built_from_names_draw_them_as_written(tmp_path, monkeypatch, scores):
+    # the multi-class report's overtraining figure took f"P({class})" unescaped: a class
+    # '$\frac{$' "could not be drawn" (ParseSyntaxException) and '$q^2$' was drawn as
+    # math; so was the mass sculpting figure's variable (audit FO, 2026-12-05)
+    import hepbdt
+    from hepbdt.evaluation import decorrelation_measures
+
+    y, s, w = scores
+    mass = np.linspace(50.0, 150.0, s.size)
+    fig = plotting.plot_mass_sculpting(decorrelation_measures(s, y, mass, w, variable="$m$"))
+    assert [_shown(ax.xaxis.label) for ax in fig.axes] == ["$m$", "$m$"]
+    drawn = []
+    original = plotting.plot_overtraining
+
+    def recording(*args, **kwargs):
+        fig = original(*args, **kwargs)
+        drawn.append(_shown(fig.axes[0].xaxis.label))
+        return fig
+
+    monkeypatch.setattr(plotting, "plot_overtraining", recording)
+    rng = np.random.default_rng(0)
+    k = np.arange(300) % 3
+    X = rng.normal(size=(300, 2)) + k[:, None]
+    names = np.array(["$\\frac{$", "$q^2$", "c"])
+    model = hepbdt.BDTClassifier(n_trees=3, max_depth=2).fit(X, names[k])
+    page = hepbdt.report(model, (X[::2], k[::2]), (X[1::2], k[1::2]), tmp_path / "r.html",
+                         n_repeats=1).read_text()
+    assert "could not be drawn" not in page
+    assert sorted(drawn) == sorted(f"P({n})" for n in names)

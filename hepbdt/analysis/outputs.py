@@ -268,7 +268,7 @@ def _multiclass_figures(result: TrainResult, title: str | None = None
         figures[f"overtraining_{name}"] = (
             lambda k=k, name=name: plotting.plot_overtraining(
                 p_tr0[:, k], y_tr0 == k, w_mix0, p_te0[:, k], y_te0 == k, w_te0,
-                result=check.per_class[k], xlabel=f"P({name})",
+                result=check.per_class[k], xlabel=f"P({plotting.plain_text(name)})",
                 class_names=(name, "other classes"), title=_first_fold_title(result)))
     return figures
 
