@@ -280,3 +280,21 @@ def test_class_labels_xml_cannot_hold_are_refused_at_fit(tmp_path, bad) -> None:
     to_tmva_xml(ok, tmp_path / "ok.weights.xml")
     names = [c.get("Name") for c in ET.parse(tmp_path / "ok.weights.xml").getroot().iter("Class")]
     assert sorted(names) == sorted(["qcd", "signal", "t\tb\n<&\""])
+
+
+def test_files_written_before_the_reader_rule_keep_their_names(tmp_path) -> None:
+    # hepbdt wrote Expression without every Unicode blank (Python's \s) until 2026-12-05:
+    # from_tmva_xml then read those files' features as 'pT' and 'Ex', not the Label's
+    # 'p\u00a0T' and 'E\u2028x' the model was fit with (audit FO, 2026-12-05)
+    import re
+
+    pd = pytest.importorskip("pandas")
+    X, y = _data(600, seed=7, classes=2)
+    names = ["p\u00a0T", "E\u2028x", "a\tb c", "x"]
+    model = BDTClassifier(n_trees=3, max_depth=2).fit(pd.DataFrame(X, columns=names), y)
+    to_tmva_xml(model, tmp_path / "new.weights.xml")
+    tree = ET.parse(tmp_path / "new.weights.xml")
+    for variable in tree.getroot().find("Variables"):  # as the earlier export wrote it
+        variable.set("Expression", re.sub(r"\s+", "", variable.get("Label")))
+    tree.write(tmp_path / "old.weights.xml")
+    assert list(from_tmva_xml(tmp_path / "old.weights.xml").feature_names_in_) == names

@@ -252,7 +252,8 @@ def _read_variables(el: ET.Element, tag: str, count_attr: str, index_attr: str,
             raise TMVAFormatError(f"{where}: <{tag}> {index_attr}={i} is out of range or repeated")
         expr = _attr(item, "Expression", where)
         label = item.get("Label")  # hepbdt writes a name's blanks there only (the Reader's way)
-        name = label if label and reader_name(label) == expr else expr
+        # before 2026-12-05 hepbdt's Expression also lost U+00A0 and the other Unicode blanks
+        name = label if label and expr in (reader_name(label), re.sub(r"\s+", "", label)) else expr
         out[i] = {"name": name, "min": _range_end(item, "Min", where),
                   "max": _range_end(item, "Max", where)}
     return out
