@@ -263,7 +263,7 @@ def _report_parser(commands: Any) -> None:
     report.add_argument("scores", type=_FILE, help="scores.root written by hepbdt train")
     report.add_argument("--output", "-o", type=_FILE, default="report.html", help="HTML file to write "
                         "(default: report.html)")
-    report.add_argument("--title", help="title of the report")
+    report.add_argument("--title", type=_nonempty("a title"), help="title of the report")
     report.add_argument("--min-background-events", type=_count, default=None, metavar="N",
                         help="background MC events a best cut keeps at least, counted and "
                         "effective (default: the training's, as its output set records it, "

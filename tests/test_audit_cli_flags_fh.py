@@ -145,6 +145,8 @@ def test_apply_output_placeholders_fill_as_documented(small_model, tmp_path, cap
     (["report", "", "s.root"], "model"),
     (["report", "m.json", ""], "scores"),
     (["report", "m.json", "s.root", "--output", ""], "--output/-o"),
+    # '--title ""' gave the default title 'hepbdt report: m.json' (audit FO, 2026-12-05)
+    (["report", "m.json", "s.root", "--title", ""], "--title"),
 ], ids=lambda v: v if isinstance(v, str) else " ".join(x or "''" for x in v))
 def test_an_empty_value_is_refused_by_its_flag(argv, flag, capsys):
     # Before: '--cpp ""' beside --onnx wrote no header, '--output-tree ""' took the input
