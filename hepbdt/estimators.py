@@ -65,7 +65,7 @@ from .boosting.decorrelation import (
     FlatnessLoss,
     check_decorrelate,
 )
-from .boosting.losses import Softmax, softmax_rows
+from .boosting.losses import LOSSES, Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .boosting.samme import run_samme
 from .boosting.uboost import UBOOST_TARGETS, run_uboost
@@ -603,6 +603,14 @@ class _BDTBase(SklearnProtocol):
                     and low <= value <= high)
 
         require(self.boosting in self._boostings, "boosting", f"one of {self._boostings}")
+        if self.boosting not in ("gradient", "newton"):  # idle, but saved with the model
+            classifier = self._estimator_type == "classifier"
+            known = sorted({name for (_, name), c in LOSSES.items()
+                            if c.is_classification == classifier} | ({"softmax"} if classifier
+                                                                     else set()))
+            require(self.loss is None or self.loss in known, "loss",
+                    f"None (it does nothing with boosting={self.boosting!r}) or a loss of "
+                    f"gradient or newton boosting, {known}")
         require(self.n_trees == "auto" or is_int(self.n_trees, 1, MAX_TREES), "n_trees",
                 f"'auto' or an integer in [1, {MAX_TREES}]")
         require(self.max_leaves is None or is_int(self.max_leaves, 2, MAX_LEAVES), "max_leaves",

@@ -87,3 +87,15 @@ def test_an_empty_loss_name_is_refused_not_the_default(tmp_path, capsys):
     for boosting in ("gradient", "newton"):
         with pytest.raises(ParameterError, match="loss '' is not a classification loss"):
             BDTClassifier(boosting=boosting, loss="", n_trees=2).fit(X, y)
+
+
+@pytest.mark.parametrize("loss", ["bogus", "", "squared"])
+def test_a_loss_that_is_no_loss_is_refused_beside_adaboost_too(loss):
+    """loss does nothing with the AdaBoost family but is saved with the model: 'bogus' was
+    taken without a word (audit FO), where gradient and newton refuse it."""
+    from hepbdt.estimators import BDTClassifier, ParameterError
+
+    with pytest.raises(ParameterError, match="loss=.* is not valid.*does nothing with"):
+        BDTClassifier(boosting="adaboost", loss=loss).check_params()
+    for fine in (None, "deviance", "logistic", "softmax"):
+        BDTClassifier(boosting="adaboost", loss=fine).check_params()
