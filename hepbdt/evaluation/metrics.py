@@ -937,15 +937,19 @@ def _regression_metrics(residual: np.ndarray, w: np.ndarray, truncation: float
         return RegressionMetrics(np.nan, np.nan, np.nan, np.nan, np.nan, total,
                                  int(np.count_nonzero(w)))
     w = np.ldexp(w, -weight_exponent(w))  # an exact scaling: weights of 1e306 gave NaN
+    # the residuals too, and every result back (exact): residuals of 1e-170 gave an RMSE of
+    # 0, of 1e200 inf (their squares under- and overflowed)
+    shift = weight_exponent(residual)
+    r = np.ldexp(residual, -shift)
     total_w, total = total, float(w.sum())
-    mse = float(np.sum(w * residual**2) / total)
-    q25, q75 = weighted_quantile(residual, w, [0.25, 0.75])
+    mse = float(np.sum(w * r**2) / total)
+    q25, q75 = weighted_quantile(r, w, [0.25, 0.75])
     return RegressionMetrics(
-        rmse=_root(mse),
-        mae=_non_negative(float(np.sum(w * np.abs(residual)) / total)),
-        bias=float(np.sum(w * residual) / total),
-        resolution_iqr=float((q75 - q25) / IQR_TO_SIGMA),
-        resolution_trms=_central_rms(residual, w, truncation),
+        rmse=math.ldexp(_root(mse), shift),
+        mae=math.ldexp(_non_negative(float(np.sum(w * np.abs(r)) / total)), shift),
+        bias=math.ldexp(float(np.sum(w * r) / total), shift),
+        resolution_iqr=math.ldexp(float((q75 - q25) / IQR_TO_SIGMA), shift),
+        resolution_trms=math.ldexp(_central_rms(r, w, truncation), shift),
         sum_weight=total_w,
         count=int(np.count_nonzero(w)),  # events: a weight of 0 is none
     )
@@ -955,6 +959,13 @@ def _check_regression(y_true: Any, y_pred: Any, sample_weight: Any, truncation: 
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(target, prediction, weight) as float64; values finite, truncation in (0, 1]."""
     t, p = check_regression_pair(y_true, y_pred)
+    with np.errstate(over="ignore"):
+        beyond = ~np.isfinite(p - t)
+    if beyond.any():
+        first = int(np.flatnonzero(beyond)[0])
+        raise ValueError(f"y_pred - y_true overflows float64 at {int(beyond.sum())} of {t.size} "
+                         f"events (the first, event {first}: {p[first]!r} - {t[first]!r}); "
+                         "rescale y_true and y_pred")
     if isinstance(truncation, bool) or not np.isscalar(truncation) or not 0 < truncation <= 1:
         raise ValueError(f"truncation must be a fraction in (0, 1] (the central share of the "
                          f"residuals kept for the truncated RMS), got {truncation!r}")
@@ -966,7 +977,9 @@ def regression_metrics(y_true: Any, y_pred: Any, sample_weight: Any = None,
     """Weighted RMSE, MAE, bias and core resolution of ``y_pred - y_true``.
 
     Refused (ValueError) when there are no events or their summed weight is not positive:
-    a weighted mean over a net zero or negative weight is no mean.
+    a weighted mean over a net zero or negative weight is no mean; also where
+    ``y_pred - y_true`` overflows float64. Residuals of any finite scale (1e-300, 1e300)
+    give their metrics: they are scaled by a power of two before squaring.
     """
     t, p, w = _check_regression(y_true, y_pred, sample_weight, truncation)
     with np.errstate(over="ignore"):  # beyond 1.8e308 the sum is inf, and still positive
