@@ -33,3 +33,15 @@ def test_regression_metrics_of_tiny_and_huge_residuals(scale):
 def test_regression_residual_beyond_float64_is_refused():
     with pytest.raises(ValueError, match="y_pred - y_true overflows"):
         regression_metrics([-1e308, 0.0], [1e308, 0.0])
+
+
+def test_class_mix_weights_of_weights_whose_sums_overflow():
+    from hepbdt.evaluation.multiclass import class_mix_weights
+    y = np.array([0] * 30 + [1] * 20)
+    ref_y = np.array([0] * 10 + [1] * 40)
+    w = np.full(50, 1e307)
+    ref_w = np.full(50, 1e307)
+    got = class_mix_weights(y, w, ref_y, ref_w)
+    # by hand, on unit weights: class 0 makes 30/50 of the sample and 10/50 of the reference
+    ref = np.where(y == 0, (10 / 50) / (30 / 50), (40 / 50) / (20 / 50)) * 1e307
+    np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -27,6 +27,7 @@ from hepbdt.evaluation._data import (
     class_codes,
     labels_in_model_order,
     real_array,
+    weight_exponent,
 )
 from hepbdt.evaluation.metrics import roc_auc, roc_curve
 from hepbdt.evaluation.overtraining import (
@@ -185,8 +186,12 @@ def _class_mix_factors(labels: np.ndarray, weights: np.ndarray, ref_labels: np.n
     k, float64 weights); K: ``k``, else the largest label of either sample plus one."""
     if k is None:
         k = int(max(labels.max(initial=-1), ref_labels.max(initial=-1))) + 1
-    sums = np.bincount(labels, weights=weights, minlength=k)
-    ref_sums = np.bincount(ref_labels, weights=ref_weights, minlength=k)
+    # each sample over a power of two of its own (exact; the factors are ratios within a
+    # sample): fifty weights of 1e307 summed to inf and every factor of that sample was NaN
+    sums = np.bincount(labels, weights=np.ldexp(weights, -weight_exponent(weights)),
+                       minlength=k)
+    ref_sums = np.bincount(ref_labels, minlength=k,
+                           weights=np.ldexp(ref_weights, -weight_exponent(ref_weights)))
     both = (sums > 0) & (ref_sums > 0)
     factors = np.ones(k)
     if both.any():
