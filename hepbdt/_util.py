@@ -928,7 +928,10 @@ def check_weights(sample_weight: Any, n: int, what: str = "sample_weight", *,
     """
     if sample_weight is None:
         return np.ones(n, dtype=np.float64)
-    w = np.ascontiguousarray(real_array(sample_weight, what).astype(np.float64, copy=False))
+    try:  # strings that are no numbers, ints beyond float64 (OverflowError)
+        w = np.ascontiguousarray(real_array(sample_weight, what).astype(np.float64, copy=False))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{what} must be finite numbers, one weight per event; {exc}") from exc
     if w.ndim != 1:
         raise ValueError(f"{what} must be 1-d, got shape {w.shape}")
     if w.size != n:

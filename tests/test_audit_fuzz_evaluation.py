@@ -45,3 +45,12 @@ def test_class_mix_weights_of_weights_whose_sums_overflow():
     # by hand, on unit weights: class 0 makes 30/50 of the sample and 10/50 of the reference
     ref = np.where(y == 0, (10 / 50) / (30 / 50), (40 / 50) / (20 / 50)) * 1e307
     np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("argument", ["sample_weight", "score"])
+def test_ints_beyond_float64_are_refused_naming_the_argument(argument):
+    from hepbdt.evaluation import roc_auc
+    inputs = {"y": [0, 1, 0, 1], "score": [0.1, 0.9, 0.3, 0.8], "sample_weight": [1, 1, 1, 1]}
+    inputs[argument] = [10**400] * 4  # numpy's float conversion raises OverflowError
+    with pytest.raises(ValueError, match=argument):
+        roc_auc(**inputs)

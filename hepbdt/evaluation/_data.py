@@ -47,7 +47,7 @@ def as_1d(values: Any, name: str) -> np.ndarray:
     """Return ``values`` as a contiguous 1-d float64 array, or raise naming ``name``."""
     try:
         arr = np.ascontiguousarray(real_array(values, name).astype(np.float64, copy=False))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be numbers, one per event; {exc}") from exc
     if arr.ndim == 2 and arr.shape[1] > 2:
         raise ValueError(f"{name} must be 1-d, got shape {arr.shape}: one score per class, "

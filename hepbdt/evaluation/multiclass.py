@@ -66,7 +66,7 @@ def check_multiclass(y: Any, proba: Any, sample_weight: Any = None, name: str = 
     Labels must be integers in 0..K-1 with K the number of columns, K >= 2."""
     try:
         p = np.ascontiguousarray(real_array(proba, name).astype(np.float64, copy=False))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be numbers, an (n, K) array of class probabilities; "
                          f"{exc}") from exc
     if p.ndim != 2 or p.shape[1] < 2:
