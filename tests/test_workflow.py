@@ -441,7 +441,8 @@ figures = false
                                         weights=te["weight"][f]))
                      for f in (te["fold"] == k for k in range(3))])
     line = next(x for x in result.summary.splitlines() if "test RMSE:" in x)
-    mean, spread = (float(v) for v in re.findall(r"test RMSE: (\S+) \+- (\S+)", line)[0])
+    mean, spread = (float(v) for v in re.findall(
+        r"test RMSE: mean (\S+), standard deviation (\S+) \(ddof 0\)", line)[0])
     assert mean == pytest.approx(rmse.mean(), rel=1e-3)
     assert spread == pytest.approx(rmse.std(), rel=1e-3) and spread > 0
 
