@@ -54,3 +54,13 @@ def test_ints_beyond_float64_are_refused_naming_the_argument(argument):
     inputs[argument] = [10**400] * 4  # numpy's float conversion raises OverflowError
     with pytest.raises(ValueError, match=argument):
         roc_auc(**inputs)
+
+
+@pytest.mark.parametrize("s, b", [(1e-10, 1e200), (-0.54, 4.1e198), (1e-200, 1.0), (3.0, 1e290)])
+def test_ams_of_a_tiny_signal_over_a_huge_background(s, b):
+    """The radicand b x^2 (1 - x / 3 + ...) underflowed below s / b of 1e-160:
+    ams(1e-10, 1e200, 0) was 0 and ams(-0.54, 4.1e198, 0) -0.0 (audit FL). Against the
+    leading order s / sqrt(b), exact there to far below double precision (x / 6 < 1e-150)."""
+    from hepbdt.evaluation import ams
+
+    assert float(ams(s, b, 0.0)) == pytest.approx(s / np.sqrt(b), rel=1e-12, abs=0.0)

@@ -342,6 +342,7 @@ def _check_b_reg(b_reg: float) -> float:
 # sum_{k>=2} (-x)^k / (k (k - 1)) = (1 + x) ln(1 + x) - x, for |x| < _SERIES_BELOW
 _SERIES_BELOW = 1e-2
 _SERIES_TERMS = 12
+_SQUARE_UNDERFLOWS = 1e-140  # |s / b| below which ams takes s x, not b x^2 (x^2 underflows)
 
 
 def _excess_term(x: np.ndarray) -> np.ndarray:
@@ -387,15 +388,30 @@ def ams(signal: Any, background: Any, b_reg: float = 10.0) -> np.ndarray:
     ``AMS = sqrt(2 ((s + b + b_reg) ln(1 + s / (b + b_reg)) - s))``, negative for a deficit
     (s < 0, possible with negative weights: the radicand alone would call it an excess);
     NaN where ``b + b_reg <= 0`` or ``s + b + b_reg < 0`` (no Poisson mean). ``b_reg`` must
-    be a finite number >= 0.
+    be a finite number >= 0. Below s / b of 1e-140 it is s / sqrt(b) times the series'
+    root, whose radicand would underflow.
     """
     b_reg = _check_b_reg(b_reg)
-    s = np.asarray(signal, dtype=np.float64)
-    b = np.asarray(background, dtype=np.float64) + b_reg
+    s, b = np.broadcast_arrays(np.asarray(signal, dtype=np.float64),
+                               np.asarray(background, dtype=np.float64) + b_reg)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        radicand = 2.0 * b * _excess_term(np.asarray(s / b, dtype=np.float64))
-        out = np.sign(s) * np.sqrt(np.clip(radicand, 0.0, None))
+        x = np.asarray(s / b, dtype=np.float64)
+        radicand = np.asarray(2.0 * b * _excess_term(x), dtype=np.float64)
+        out = np.asarray(np.sign(s) * np.sqrt(np.clip(radicand, 0.0, None)), dtype=np.float64)
+        # at tiny s / b, AMS = s / sqrt(b) sqrt(1 - x / 3 + ...): the radicand b x^2 (...)
+        # underflowed to 0 below s / b of 1e-160 (ams(1e-10, 1e200, 0) was 0 for 1e-110)
+        small = (np.abs(x) < _SQUARE_UNDERFLOWS) & (b > 0)
+        out[small] = s[small] / np.sqrt(b[small]) * np.sqrt(_excess_ratio(x[small]))
     return np.where(b > 0, out, np.nan)
+
+
+def _excess_ratio(x: np.ndarray) -> np.ndarray:
+    """``2 ((1 + x) ln(1 + x) - x) / x^2`` at small |x| (the series of :func:`_excess_term`
+    over x^2 / 2: 1 - x / 3 + x^2 / 6 - ...), which does not underflow with x^2."""
+    series = np.zeros_like(x)
+    for k in range(_SERIES_TERMS, 1, -1):  # smallest terms first
+        series += 2.0 * (-x) ** (k - 2) / (k * (k - 1))
+    return series
 
 
 DEFAULT_MIN_BACKGROUND_EVENTS = 10
