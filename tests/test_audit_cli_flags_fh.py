@@ -210,3 +210,14 @@ def test_repeatable_options_still_repeat(small_model, capsys):
     assert "Tree 0 (weight" in out and "Tree 2 (weight" in out
     assert main(["train", str(DEMO), "--check", "--set", "method.n_trees=5",
                  "--set", "method.max_depth=2"]) == 0
+
+
+def test_a_number_that_toml_read_as_a_string_says_how_toml_writes_it(capsys):
+    """--set method.learning_rate=.5 is TOML's string ".5": refused, but the message said
+    only "got a string" (audit FH's note); it names TOML's spelling of the number now."""
+    from hepbdt.cli import main
+
+    status = main(["train", str(DEMO), "--check", "--set", "method.learning_rate=.5"])
+    err = capsys.readouterr().err
+    assert status != 0 and err.count("hepbdt: error:") == 1
+    assert "got a string ('.5')" in err and "unquoted" in err and "0.5" in err

@@ -308,6 +308,23 @@ def _type_name(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+def _got(value: Any) -> str:
+    """What a key was given, for a type error: its type and value, and for a string that
+    reads as a number (``--set method.learning_rate=.5`` is TOML's string ".5") how TOML
+    writes the number."""
+    text = f"{_type_name(value)} ({value!r})"
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return text
+        if not math.isfinite(number):
+            return text
+        return (text + "; TOML writes a number unquoted, with a digit on each side of its "
+                "point (0.5, 5.0, 1e3)")
+    return text
+
+
 def _check_keys(table: dict[str, Any], spec: dict[str, tuple[Any, str]], name: str | None,
                 problems: _Problems, known: Callable[[str], str | None] | None = None
                 ) -> dict[str, Any]:
@@ -324,7 +341,7 @@ def _check_keys(table: dict[str, Any], spec: dict[str, tuple[Any, str]], name: s
             continue
         test, words = spec[key]
         if not test(value):
-            problems.add(name, key, f"expected {words}, got {_type_name(value)} ({value!r})")
+            problems.add(name, key, f"expected {words}, got {_got(value)}")
             continue
         good[key] = value
     return good
@@ -1067,7 +1084,7 @@ def _method_config(table: dict[str, Any], task: str, problems: _Problems, n_clas
             value = None  # TOML has no None: "none" is Python's None (max_depth, random_state)
         if not _accepts(annotation, value):
             problems.add("method", key, f"expected {_annotation_words(annotation)}, got "
-                         f"{_type_name(value)} ({value!r})")
+                         f"{_got(value)}")
             continue
         params[key] = value
     if len(problems.lines) == n_before:
