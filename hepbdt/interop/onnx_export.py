@@ -124,6 +124,18 @@ def _check_size(forest: Forest, median: bool) -> None:
             "(export fewer or shallower trees, or use TMVA XML or the C++ header)")
 
 
+def _leaf_extremes(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Each tree's largest weighted leaf value above 0 and largest below 0 in size, (T,)
+    each (0 where it has none; inf where the weighting overflows)."""
+    leaf = forest.feature < 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        weighted = np.repeat(forest.tree_weights, np.diff(forest.tree_offsets)) * forest.value
+        starts = forest.tree_offsets[:-1]
+        up = np.maximum.reduceat(np.where(leaf, np.maximum(weighted, 0.0), 0.0), starts)
+        down = np.maximum.reduceat(np.where(leaf, np.maximum(-weighted, 0.0), 0.0), starts)
+    return up, down
+
+
 def _score_bound(forest: Forest) -> float:
     """An upper bound of |score| over all inputs: |base score| plus each tree's largest
     |weighted leaf value| (divided by |sum of tree weights| for a weighted mean), or the
@@ -131,11 +143,9 @@ def _score_bound(forest: Forest) -> float:
     leaf = forest.feature < 0
     if forest.aggregation == "weighted_median":
         return float(np.max(np.abs(forest.value[leaf]), initial=0.0))
-    sizes = np.diff(forest.tree_offsets)
+    up, down = _leaf_extremes(forest)
     with np.errstate(over="ignore", invalid="ignore"):
-        weighted = np.abs(np.repeat(forest.tree_weights, sizes) * forest.value)
-        largest = np.maximum.reduceat(np.where(leaf, weighted, 0.0), forest.tree_offsets[:-1])
-        total = float(largest.sum())
+        total = float(np.maximum(up, down).sum())
         if forest.aggregation == "weighted_mean":
             weight_sum = float(forest.tree_weights.sum())
             return total / abs(weight_sum) if weight_sum != 0 else total
@@ -168,13 +178,8 @@ def _check_sum_rounding(forest: Forest) -> None:
     float32 step of max(1, |base score|)."""
     if forest.n_trees == 0 or forest.aggregation == "weighted_median":
         return
-    leaf = forest.feature < 0
-    sizes = np.diff(forest.tree_offsets)
+    up, down = (float(extreme.sum()) for extreme in _leaf_extremes(forest))
     with np.errstate(over="ignore", invalid="ignore"):
-        weighted = np.repeat(forest.tree_weights, sizes) * forest.value
-        starts = forest.tree_offsets[:-1]
-        up = np.maximum.reduceat(np.where(leaf, np.maximum(weighted, 0.0), 0.0), starts).sum()
-        down = np.maximum.reduceat(np.where(leaf, np.maximum(-weighted, 0.0), 0.0), starts).sum()
         base = float(forest.base_score) if forest.aggregation == "sum" else 0.0
         cancelling = min(up + max(base, 0.0), down + max(-base, 0.0))
         if forest.aggregation == "weighted_mean" and forest.tree_weights.sum() != 0:

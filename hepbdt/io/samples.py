@@ -411,10 +411,9 @@ def root_glob(pattern: str) -> list[str]:
     if sys.version_info >= (3, 11):
         return glob.glob(pattern, include_hidden=True)
     folder, name = os.path.split(pattern)
-    if not _GLOB_CHARS & set(name):
-        folders = root_glob(folder) if _GLOB_CHARS & set(folder) else [folder]
-        return [os.path.join(f, name) for f in folders if os.path.lexists(os.path.join(f, name))]
     folders = root_glob(folder) if _GLOB_CHARS & set(folder) else [folder]
+    if not _GLOB_CHARS & set(name):
+        return [os.path.join(f, name) for f in folders if os.path.lexists(os.path.join(f, name))]
     return [os.path.join(f, entry) for f in folders if os.path.isdir(f or ".")
             for entry in os.listdir(f or ".") if fnmatch.fnmatchcase(entry, name)]
 
