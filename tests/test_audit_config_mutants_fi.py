@@ -99,3 +99,34 @@ def test_a_loss_that_is_no_loss_is_refused_beside_adaboost_too(loss):
         BDTClassifier(boosting="adaboost", loss=loss).check_params()
     for fine in (None, "deviance", "logistic", "softmax"):
         BDTClassifier(boosting="adaboost", loss=fine).check_params()
+
+
+def _with_qcd(path: Path, weight: str) -> None:
+    """Add the shipped QCD ntuple to ``path``'s backgrounds with the given weight."""
+    qcd = Path(__file__).resolve().parents[1] / "data" / "background_qcd.root"
+    path.write_text(path.read_text().replace("[split]", f'[samples.qcd]\nfiles = "{qcd}"\n'
+                                             f'label = "background"\nweight = {weight}\n\n[split]'))
+
+
+def test_a_sample_whose_events_all_weigh_zero_is_refused(tmp_path, capsys):
+    # a weight read from the data that is 0 for every event (a trigger flag that never
+    # fires, a factor of 0) trained without the sample, as weight = 0 did before --check
+    # refused it: the demo's qcd at genWeight * 0 trained to a test AUC of 0.9547 on ttbar
+    import uproot
+
+    path = tiny_config(tmp_path)
+    _with_qcd(path, '"genWeight * 0"')
+    status = main(["train", str(path)])
+    err = capsys.readouterr().err
+    with uproot.open(Path(__file__).resolve().parents[1] / "data" / "background_qcd.root") as f:
+        entries = f["Events"].num_entries
+    assert status == 1 and "Traceback" not in err  # as a cut that selects no event
+    assert (f"hepbdt: error: sample 'qcd': every one of its {entries:,} selected events has "
+            "weight 0 (weight 'genWeight * 0')") in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sample_with_some_events_of_weight_zero_trains(tmp_path, capsys):
+    path = tiny_config(tmp_path)
+    _with_qcd(path, '"genWeight * (nJet > 3)"')
+    assert main(["train", str(path)]) == 0, capsys.readouterr().err

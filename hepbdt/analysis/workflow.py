@@ -75,6 +75,7 @@ def train(config: AnalysisConfig, *, progress: bool | None = None, echo: Echo = 
         _say(echo, f"read {len(data):,} events of {len(config.samples)} samples in "
                    f"{timings['read']:.1f} s" + (f", binned ({data.X.nbytes:,} bytes of codes)"
                                                  if data.binned else ""))
+        _check_sample_weights(config, data)
         if config.multiclass:  # a class without events or weight, named before splitting
             _check_classes(config, data, "the selected events")
         start = time.perf_counter()
@@ -161,6 +162,22 @@ def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
                 n_cuts=int(config.params.get("n_cuts", 0)))
     return data.replace(feature_names=list(config.features) + extra, feature_definitions=dict(
         zip(config.features, config.feature_expressions, strict=True)))
+
+
+def _check_sample_weights(config: AnalysisConfig, data: Dataset) -> None:
+    """InputError for a sample whose selected events all weigh 0: it would add nothing to
+    the training, the test or the yields, as ``scale = 0`` (refused) would not either."""
+    counts = np.bincount(data.sample_index, minlength=len(data.sample_names))
+    weighted = np.bincount(data.sample_index[np.asarray(data.w) != 0],
+                           minlength=len(data.sample_names))
+    weights = {s.name: s.weight for s in config.samples}
+    for name, count, nonzero in zip(data.sample_names, counts, weighted, strict=True):
+        if count and not nonzero:
+            raise InputError(
+                f"sample {name!r}: every one of its {int(count):,} selected events has weight "
+                f"0 (weight {weights.get(name)!r}), so it would add nothing to the training, "
+                "the test or the yields: check the weight expression and the branches it "
+                "reads, or remove the sample")
 
 
 def _extra_expressions(config: AnalysisConfig) -> list[str]:
