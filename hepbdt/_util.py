@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import datetime
+import errno
 import hashlib
 import json
 import math
@@ -72,11 +73,15 @@ def atomic_path(path: str | os.PathLike, temporary_name: str | None = None) -> I
     inside a fresh private folder beside ``path`` (ROOT files record their own name, so
     files that must be reproducible byte for byte need a fixed one). A ``path`` that is a
     symbolic link is written through, into the file it names, as ROOT's ``RECREATE`` and a
-    shell's ``>`` write (replacing the link left that file with the old contents).
+    shell's ``>`` write (replacing the link left that file with the old contents); its
+    target's folder must exist (a link creates no folder).
     """
     target = Path(path)
     if target.is_symlink():
         target = Path(os.path.realpath(target))
+        if not target.parent.is_dir():  # as `>` does: a link does not make its folders
+            raise OSError(errno.ENOENT, f"a symbolic link to {target}, whose folder does "
+                          "not exist", os.fspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         kept_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)

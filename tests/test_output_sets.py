@@ -372,3 +372,31 @@ def test_an_output_that_is_a_symlink_is_written_through(tmp_path: Path) -> None:
     atomic_write_text(link, "new")
     assert link.is_symlink() and (store / "scores.txt").read_text() == "new"
     assert sorted(p.name for p in store.iterdir()) == ["scores.txt"]  # no temporary left
+
+
+def test_a_dangling_link_is_written_as_a_shell_writes_it(tmp_path: Path) -> None:
+    """A link to a missing file in a folder that exists is written through (the file is
+    made); a link into a missing folder is refused without making the folder, as the
+    shell's > (the reference, run here) refuses it; atomic_path made the folders."""
+    import errno
+    import subprocess
+
+    from hepbdt._util import atomic_write_text
+
+    (tmp_path / "store").mkdir()
+    for name, target in (("ok", tmp_path / "store" / "a.txt"),
+                         ("bad", tmp_path / "gone" / "deeper" / "a.txt")):
+        (tmp_path / f"{name}-ours").symlink_to(target)
+        (tmp_path / f"{name}-shell").symlink_to(target.with_name("b.txt"))
+    shell = subprocess.run(["sh", "-c", f"echo new > '{tmp_path / 'ok-shell'}'"])
+    assert shell.returncode == 0 and (tmp_path / "store" / "b.txt").read_text() == "new\n"
+    atomic_write_text(tmp_path / "ok-ours", "new\n")
+    assert (tmp_path / "store" / "a.txt").read_text() == "new\n"
+    shell = subprocess.run(["sh", "-c", f"echo new > '{tmp_path / 'bad-shell'}'"],
+                           capture_output=True)
+    assert shell.returncode != 0 and not (tmp_path / "gone").exists()
+    with pytest.raises(OSError) as caught:
+        atomic_write_text(tmp_path / "bad-ours", "new\n")
+    assert caught.value.errno == errno.ENOENT
+    assert caught.value.filename == str(tmp_path / "bad-ours")
+    assert not (tmp_path / "gone").exists()
