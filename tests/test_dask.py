@@ -690,3 +690,22 @@ def test_a_lazy_read_fits_whole_so_its_branch_types_cannot_be_left_behind(client
         DaskBDTClassifier(n_trees=3).fit(lazy, None, lazy.w + 1, client=client)
     with pytest.raises(TypeError, match="needs y"):
         DaskBDTClassifier(n_trees=3).fit(lazy.X, client=client)
+
+
+@pytest.mark.parametrize(("timeout", "toml"), [(float("inf"), "inf"), (1e300, "1e300"),
+                                               (float("nan"), "nan"), (0.0, "0.0")])
+def test_a_timeout_without_end_is_refused(timeout, toml, tmp_path, capsys):
+    # distributed reads timeout=inf as a time unit 'inf' (a KeyError from deep in its
+    # connect) and 1e300 as a wait without end on an address that never answers
+    from hepbdt.cli import main
+
+    from .faults import tiny_config
+
+    with pytest.raises(ValueError, match=r"^timeout=.* is not a number of seconds above 0 "
+                                         r"and at most 86,400 \(a day\)$"):
+        connect("tcp://127.0.0.1:9", timeout=timeout)
+    path = tiny_config(tmp_path, extra=f'\n[dask]\nscheduler = "tcp://127.0.0.1:9"\n'
+                                       f"timeout = {toml}\n")
+    assert main(["train", str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "[dask] timeout: " in err and "at most 86,400 (a day)" in err

@@ -967,8 +967,11 @@ def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
                          "(scheduler = \"local\"); a scheduler address has its own workers")
         dask.workers = entry["workers"]
     if "timeout" in entry:
-        if not entry["timeout"] > 0:
-            problems.add("dask", "timeout", f"{entry['timeout']} is not a number of seconds > 0")
+        from ..dask._cluster import timeout_problem
+
+        problem = timeout_problem(entry["timeout"])
+        if problem is not None:
+            problems.add("dask", "timeout", problem)
         dask.timeout = float(entry["timeout"])
     return dask
 

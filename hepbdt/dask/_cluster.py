@@ -15,7 +15,7 @@ from typing import Any
 from ._parts import _STEPS, PartActor, drop
 
 __all__ = ["ClusterError", "WorkerLostError", "WorkerPausedError", "address_problem", "connect",
-           "require_dask", "Cluster"]
+           "require_dask", "timeout_problem", "Cluster"]
 
 INSTALL = "hepbdt[dask] is needed: pip install hepbdt[dask]"
 POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
@@ -24,6 +24,7 @@ POLL_SECONDS = 1.0  # how often a wait checks that the parts' workers are alive
 # the fit: the part's events are held in memory, so the pause would not end by itself.
 PAUSE_SECONDS = 60.0
 CONNECT_SECONDS = 10.0
+MAX_CONNECT_SECONDS = 86_400.0  # a day: the wait for a scheduler stays bounded
 # Up to this many parts the client gathers the parts' histograms and adds them itself (one
 # hop less a level); beyond, they are summed pairwise on the cluster, so the client receives
 # one level's histograms, not one per part (as ACTOR_PARTS in _estimators.py).
@@ -69,6 +70,15 @@ def address_problem(scheduler: Any) -> str | None:
     return None
 
 
+def timeout_problem(timeout: Any) -> str | None:
+    """Why ``timeout`` is not a number of seconds to wait for a scheduler (above 0, at most
+    a day: an infinite wait on an address that never answers has no end), or None."""
+    valid = (isinstance(timeout, int | float) and not isinstance(timeout, bool)
+             and 0 < timeout <= MAX_CONNECT_SECONDS)
+    return None if valid else (f"{timeout!r} is not a number of seconds above 0 and at most "
+                               f"{MAX_CONNECT_SECONDS:,.0f} (a day)")
+
+
 def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: int = 2) -> Any:
     """A ``distributed.Client``: None, the current one; ``"local"``, a LocalCluster of
     ``n_workers`` single-threaded worker processes; else a scheduler address, refused with
@@ -89,6 +99,8 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
     problem = address_problem(scheduler) if isinstance(scheduler, str) else None
     if problem is not None:  # distributed's ValueError, raised from deep in its connect
         raise ClusterError(problem)
+    if timeout_problem(timeout) is not None:
+        raise ValueError(f"timeout={timeout_problem(timeout)}")
     try:
         return distributed.Client(scheduler, timeout=timeout)
     except (OSError, TimeoutError) as err:
