@@ -329,6 +329,20 @@ def _parse_value(name: str, text: str | None, negated: bool) -> Any:
     raise TMVAOptionError(f"option {name}={text!r} is not valid; TMVA allows {list(kind)}")
 
 
+def differs_from_default(name: str, text: str, kind: str) -> bool:
+    """Whether option ``name`` (any case) written as ``text`` is not TMVA's default for
+    ``kind`` (ROOT 6.40's, :data:`TMVA_OPTIONS`), as the option string parse reads the text:
+    True for a text it refuses, False for a name outside TMVA_OPTIONS."""
+    canonical = _LOWER.get(name.strip().lower())
+    if canonical not in TMVA_OPTIONS:
+        return False
+    default = TMVA_OPTIONS[canonical][2 if kind == "regressor" else 1]
+    try:
+        return _parse_value(canonical, text, negated=False) != default
+    except TMVAOptionError:
+        return True
+
+
 def _bare_value_hint(token: str) -> str:
     """For a bare token that is a value of an option (``Grad``), what TMVA makes of it."""
     for name, (kind, _, _) in TMVA_OPTIONS.items():

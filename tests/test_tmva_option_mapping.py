@@ -274,6 +274,28 @@ def test_options_that_processoptions_overrides_are_not_read(tmp_path, name, old,
     assert from_tmva_xml(_edited_fixture(tmp_path, name, old, new)).get_params() == original
 
 
+@needs_fixtures
+def test_an_older_tmvas_defaults_are_read_as_written(tmp_path):
+    # TMVA before 4.2 had other defaults (NTrees 200 in 4.0's InitBDT, 400 in 4.1's Init);
+    # its file writes the value training used, modified="No", and the Reader sets every
+    # written option (Configurable::ReadOptionsFromXML). The 200-tree RealAdaBoost fixture
+    # as such a TMVA writes it: NTrees=200 not given.
+    path = _edited_fixture(tmp_path, "ClassExample_BDTRealAda",
+                           '<Option name="NTrees" modified="Yes">200</Option>',
+                           '<Option name="NTrees" modified="No">200</Option>')
+    model = from_tmva_xml(path)
+    assert model.forest_.n_rounds == int(written_options(path)["NTrees"][1]) == 200
+    assert model.get_params()["n_trees"] == 200  # was 800, today's default
+    assert "NTrees=200:" in model.to_tmva()
+    # before 4.2 NNodesMax (default 100000) limited the nodes beside MaxDepth; since then it
+    # is converted into a depth (100000 nodes: 11): no option string says the old meaning
+    old = _edited_fixture(tmp_path, "ClassExample_BDTRealAda",
+                          '<Option name="NNodesMax" modified="No">0</Option>',
+                          '<Option name="NNodesMax" modified="No">100000</Option>')
+    params = from_tmva_xml(old).get_params()
+    assert params["max_depth"] == 3 and params["n_trees"] == 200
+
+
 # -- 4. nCuts <= 0: the grid TMVA uses, both ways ------------------------------------------
 
 @pytest.mark.parametrize("options, kind, n_cuts", [

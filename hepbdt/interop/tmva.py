@@ -41,6 +41,7 @@ from ..tmva_options import (
     TMVAOptionError,
     TMVAOptionWarning,
     check_option_words,
+    differs_from_default,
     parse_tmva_options,
 )
 from .tmva_export import (
@@ -648,6 +649,10 @@ def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | N
     given = {name: value for name, modified, value in options if modified}
     written = {name: value for name, _, value in options}
     regression = kind == "regressor"
+    older = _older_defaults(options, kind)
+    if older is None:
+        return None
+    given.update(older)
     boost = written.get("BoostType", "")
     if "UseYesNoLeaf" in written and (regression or boost != "Grad"):
         # fUseYesNoLeaf = kFALSE for BoostType=RealAdaBoost (written as AdaBoost), AdaCost and
@@ -673,6 +678,31 @@ def _estimator_params(options: list[list[Any]], kind: str) -> dict[str, Any] | N
             return parse_tmva_options(text, kind)
     except ValueError:
         return None
+
+
+# Written beside another option that says the same (GradBaggingFraction is BaggedSampleFraction),
+# or set by ProcessOptions where the string did not give them (corrected in _estimator_params).
+_NOT_OLDER_DEFAULTS = ("gradbaggingfraction", "useyesnoleaf", "negweighttreatment")
+
+
+def _older_defaults(options: list[list[Any]], kind: str) -> dict[str, str] | None:
+    """The options written modified="No" whose value is not ROOT 6.40's default: a file of a
+    TMVA with other defaults (before 4.2: NTrees 200 or 400, CostComplexity pruning) was
+    trained with the written values, which parsing the given options alone would replace by
+    today's. None where an old default means what no option says today: NNodesMax (a node
+    limit beside MaxDepth before 4.2, converted into a depth since) and nEventsMin not 0."""
+    randomised = any(n.lower() == "userandomisedtrees" and v.strip().lower() in TRUE_WORDS
+                     for n, _, v in options)
+    older: dict[str, str] = {}
+    for name, modified, value in options:
+        key = name.lower()
+        if modified or key in _NOT_OLDER_DEFAULTS or (key == "usenvars" and not randomised):
+            continue
+        if key in ("nnodesmax", "neventsmin") and _number_or_zero(value) != 0:
+            return None
+        if differs_from_default(name, value, kind):
+            older[name] = value
+    return older
 
 
 def _number_or_zero(text: str) -> float:
