@@ -6,7 +6,8 @@ TMVA's method BDT with those options; ``to_tmva_options(params, kind)`` writes t
 (``tmva_option_values``: by name, leaving out what TMVA cannot express, for the TMVA XML
 export; ``tmva_options_setting``: the parameters that a string's given options set).
 Option names are case-insensitive, as in TMVA; ``Name=Value``, a bare ``Name`` (True) and
-``!Name`` (False) are understood. Options that are not given take *TMVA's* default values
+``!Name`` (False) are understood, and a leading ``~`` (TMVA's mark of an option it read, in
+``GetOptions()``) is dropped as TMVA drops it. Options that are not given take *TMVA's* default values
 (NTrees=800, MaxDepth=3, MinNodeSize=5%, nCuts=20, AdaBoostBeta=0.5, ...), not hepbdt's.
 
 Nothing is silently ignored: an option hepbdt does not implement (pruning, Fisher cuts,
@@ -358,7 +359,8 @@ def _read(options: str) -> dict[str, Any]:
     """The options given in a TMVA option string, by canonical name, with typed values."""
     given: dict[str, Any] = {}
     for token in options.split(":"):
-        token = token.strip()
+        # leading '~': ParseOptions' mark of an option it read (MethodBase::GetOptions shows them)
+        token = token.strip().lstrip("~")
         if not token:
             continue
         negated = token.startswith("!")

@@ -109,6 +109,21 @@ def test_errors_name_the_option(options, name):
         parse_tmva_options(options, "classifier")
 
 
+def test_leading_tildes_are_read_as_tmva_reads_them():
+    # TMVA::Configurable::ParseOptions strips a token's leading '~' (its mark of an option
+    # read, in GetOptions()), before a '!' only. The real Configurable (shared/tmva-reader's
+    # libTMVA through PyROOT, NTrees, UseBaggedBoost, V declared) read "~NTrees=100:
+    # ~UseBaggedBoost" as 100 and True, "~~NTrees=100:~!V" as 100 and V False, and left
+    # "!~V" unread (CheckForUnusedOptions then stops). hepbdt refused every '~'.
+    tilde = parse_tmva_options("~NTrees=100:~UseBaggedBoost", "classifier")
+    assert tilde == parse_tmva_options("NTrees=100:UseBaggedBoost", "classifier")
+    assert tilde["n_trees"] == 100 and tilde["subsample_mode"] == "poisson"
+    double = parse_tmva_options("~~NTrees=100:~!V", "classifier")
+    assert double["n_trees"] == 100 and double["verbose"] is False
+    with pytest.raises(TMVAOptionError, match="~V"):
+        parse_tmva_options("!~V", "classifier")
+
+
 def test_unknown_option_lists_supported_ones():
     with pytest.raises(ValueError, match="supported options: .*NTrees"):
         BDTClassifier.from_tmva("Frobnicate=1")
