@@ -16,17 +16,25 @@ Two parts, each a Monte Carlo with fixed seeds (``--draws`` repetitions a case):
    bias), B there against its truth, the effective background events the best cut
    rests on ((sum w)^2 / sum w^2), and the scan's "other half" estimate (a half's best
    cut measured on the other half), for unit and lognormal background weights.
+3. **The uncertainties of S.** Pseudo-samples of 400 signal events (scores normal(1, 1))
+   and 600 background events; at the cuts that keep 84, 50 and 16 % of the signal, the
+   mean printed uncertainty of S over the spread of S (standard deviation over the
+   pseudo-samples), for the summed weights' sqrt(sum w^2) (ROOT's Sumw2, a Poisson count:
+   1 / sqrt(1 - eff) with unit weights) and for a given yield's binomial error.
 
-    python benchmarks/bench_calibration.py [--draws 400] [--only overtraining|cuts]
+    python benchmarks/bench_calibration.py [--draws 400] [--only overtraining|cuts|errors]
 
-The figures in README's k-fold paragraph and in docs/design-notes.md's "The overtraining
-tests' false alarms" and significance-scan notes come from this script (about 2 minutes
+The figures in README's k-fold paragraph and outputs table (S and B's uncertainties, the
+best cut's bias) and in docs/design-notes.md's "The overtraining tests' false alarms",
+significance-scan and uncertainty notes come from this script (part 3 at 300 draws:
+``--only errors --draws 300``) (about 2 minutes
 at 400 draws on two cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -142,15 +150,55 @@ def cuts(draws: int, signal_total: float = 20.0, background_total: float = 1000.
               f"against the truth at the chosen cut; NaN in {np.mean(np.isnan(halves)):.2f})")
 
 
+ERROR_CASES = [  # name, signal weights of n events
+    ("unit weights", lambda rng, n: np.ones(n)),
+    ("lognormal sigma 1", lambda rng, n: rng.lognormal(0.0, 1.0, n)),
+    ("lognormal sigma 1, a tenth negative",
+     lambda rng, n: rng.lognormal(0.0, 1.0, n) * np.where(rng.random(n) < 0.1, -1.0, 1.0)),
+]
+ERROR_CUTS = (0.0, 1.0, 2.0)  # signal scores normal(1, 1): efficiencies 0.84, 0.50, 0.16
+
+
+def errors(draws: int, n_signal: int = 400, n_background: int = 600) -> None:
+    """Part 3: the printed uncertainty of S against the spread of S over pseudo-samples."""
+    print(f"\nUncertainty of S over its spread ({draws} pseudo-samples of {n_signal} signal "
+          f"events; summed weights' sqrt(sum w^2), and a given yield's binomial error):")
+    for name, weight in ERROR_CASES:
+        rng = np.random.default_rng(5)
+        summed = {c: ([], []) for c in ERROR_CUTS}
+        given = {c: ([], []) for c in ERROR_CUTS}
+        for _ in range(draws):
+            y = np.r_[np.ones(n_signal), np.zeros(n_background)]
+            score = np.r_[rng.normal(1.0, 1.0, n_signal), rng.normal(-1.0, 1.0, n_background)]
+            w = np.r_[weight(rng, n_signal), np.ones(n_background)]
+            for scan, out in ((significance_scan(y, score, w, other_half=False), summed),
+                              (significance_scan(y, score, w, signal_yield=100.0,
+                                                 background_yield=1000.0, other_half=False),
+                               given)):
+                for c in ERROR_CUTS:
+                    k = np.flatnonzero(scan.thresholds >= c)[-1]
+                    out[c][0].append(scan.signal[k])
+                    out[c][1].append(scan.signal_error[k])
+        print(f"  {name}:")
+        for c in ERROR_CUTS:
+            eff = 0.5 * math.erfc((c - 1.0) / math.sqrt(2.0))  # normal(1, 1) above c
+            ratios = [np.mean(e) / np.std(v, ddof=1) for v, e in (summed[c], given[c])]
+            print(f"    efficiency {eff:.2f}: summed weights {ratios[0]:.2f}x the spread "
+                  f"(1 / sqrt(1 - eff) {1 / np.sqrt(1 - eff):.2f}), given yield "
+                  f"{ratios[1]:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=400)
-    parser.add_argument("--only", choices=("overtraining", "cuts"))
+    parser.add_argument("--only", choices=("overtraining", "cuts", "errors"))
     args = parser.parse_args()
-    if args.only != "cuts":
+    if args.only in (None, "overtraining"):
         overtraining(args.draws)
-    if args.only != "overtraining":
+    if args.only in (None, "cuts"):
         cuts(args.draws)
+    if args.only in (None, "errors"):
+        errors(args.draws)
 
 
 if __name__ == "__main__":
