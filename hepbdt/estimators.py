@@ -901,8 +901,12 @@ class _BDTBase(SklearnProtocol):
                 mapper.fit(X, w_edges, rows)
                 codes = (QuantisedRows.from_features(X, mapper, rows) if quantised
                          else mapper.transform(X, rows))
+            # only the flatness loss's cells read the float64 weights after the binning; else
+            # they go before the trees grow (8 bytes an event held through the fit)
+            w_exact = w_edges if decorrelate is not None else None
+            del given, w_edges
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
-                                       quantised, plan, decorrelate, w_edges)
+                                       quantised, plan, decorrelate, w_exact)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(float(np.sum(w, dtype=np.float64)),
                                               float(np.sum(np.abs(w), dtype=np.float64)) / w.size),
