@@ -967,7 +967,7 @@ def _dask_config(table: dict[str, Any], problems: _Problems) -> DaskConfig:
                          "(scheduler = \"local\"); a scheduler address has its own workers")
         dask.workers = entry["workers"]
     if "timeout" in entry:
-        from ..dask._cluster import timeout_problem
+        from ..dask._cluster import timeout_problem  # no dask import without [dask]
 
         problem = timeout_problem(entry["timeout"])
         if problem is not None:
