@@ -209,3 +209,16 @@ def test_kfold_makes_each_pair_when_it_is_taken():
         tracemalloc.stop()
     assert len(folds) == 40 and sum(sizes) == n and len(folds[-1][1]) == sizes[-1]
     assert peak < 6 * data.X.nbytes  # a pair or two at a time, not 40
+
+
+def test_copy_false_keeps_float32_and_converts_others_on_numpy_1_and_2() -> None:
+    """copy=False (how hepbdt.read assembles every Dataset) shares a float32 C-order X and
+    converts any other, on numpy 1.x as on 2.x: ``np.array(..., copy=None)`` raised
+    "NoneType copy mode not allowed" on numpy < 2, so every read failed at the numpy floor."""
+    X32 = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert np.shares_memory(Dataset(X32, copy=False).X, X32)
+    assert not np.shares_memory(Dataset(X32, copy=True).X, X32)
+    X64 = np.asfortranarray(np.arange(12.0).reshape(4, 3) / 3)
+    ds = Dataset(X64, copy=False)
+    assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(ds.X, X64.astype(np.float32))

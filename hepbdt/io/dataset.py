@@ -288,7 +288,8 @@ class Dataset:
             X = np.asarray(_as_matrix(X, "Dataset X")[0])
             if X.ndim != 2:
                 raise InputError(f"Dataset X must be 2-D (events x features), got shape {X.shape}")
-            X = np.array(X, dtype=np.float32, order="C", copy=True if copy else None)
+            # np.array(copy=None) is numpy 2 only: numpy 1.x refuses it
+            X = (np.array if copy else np.asarray)(X, dtype=np.float32, order="C")
         n, m = X.shape
         self._X = X
 
