@@ -298,11 +298,10 @@ def _delete_every_cycle(file: Any, path: str) -> None:
         return
     if not isinstance(directory, uproot.writing.WritableDirectory):
         return
-    while True:  # uproot deletes the highest cycle of a name at a time
-        try:
-            del directory[name]
-        except KeyError:
-            return
+    # uproot deletes the highest cycle of a name at a time; before 5.4 deleting a name
+    # that is not there raised AttributeError, not KeyError
+    while name in directory.keys(recursive=False, cycle=False):
+        del directory[name]
 
 
 def _bookkeeping_columns(dataset: Dataset, class_names: Sequence[str] | None = None
