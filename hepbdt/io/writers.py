@@ -298,7 +298,7 @@ def _delete_every_cycle(file: Any, path: str) -> None:
         return
     if not isinstance(directory, uproot.writing.WritableDirectory):
         return
-    # uproot deletes the highest cycle of a name at a time; before 5.4 deleting a name
+    # uproot deletes the highest cycle of a name at a time; before 5.7.6 deleting a name
     # that is not there raised AttributeError, not KeyError
     while name in directory.keys(recursive=False, cycle=False):
         del directory[name]
