@@ -749,6 +749,60 @@ def _unreadable_leaves(branch: Any) -> str | None:
             + (", or as Double32_t without a range)" if kind == "Double32_t" else ")"))
 
 
+# ROOT's byte count of a streamed object: its count of the bytes after it, with this flag.
+_BYTE_COUNT_FLAG = 0x40000000
+_VECTOR_HEADER_BYTES = 10  # byte count (4), class version (2), element count (4)
+
+
+def _check_vector_headers_on_read(branch: Any, where: str) -> None:
+    """Have every read of the std::vector branch ``branch`` check each entry's header
+    against the basket's entry offsets, as ROOT does (TBufferFile::CheckByteCount): uproot
+    skips the header, so a damaged offset (uncompressed or ZSTD baskets carry no checksum)
+    moved elements between entries without a word. Other jagged branches are left as they
+    are (C-style arrays store no header)."""
+    interpretation = branch.interpretation
+    header = getattr(interpretation, "header_bytes", 0)
+    if header != _VECTOR_HEADER_BYTES:
+        return
+    itemsize = interpretation.content.from_dtype.itemsize
+
+    def check(*, data: Any, byte_offsets: Any, basket: Any, **_: Any) -> None:
+        problem = _vector_header_problem(np.asarray(data), byte_offsets, itemsize)
+        if problem:
+            number = getattr(basket, "basket_num", "?")
+            raise InputError(
+                f"{where}: branch {branch.name!r}, basket {number}: {problem}; the file is "
+                "corrupt (ROOT reports 'Byte count probably corrupted'): rewrite or replace it")
+
+    interpretation.hook_before_basket_array = check
+
+
+def _vector_header_problem(data: np.ndarray, byte_offsets: Any, itemsize: int) -> str:
+    """Why the entries ``data[byte_offsets[i]:byte_offsets[i + 1]]`` of a std::vector basket
+    are not each a header (byte count, version, element count) and that many elements of
+    ``itemsize`` bytes, or ''."""
+    if byte_offsets is None:
+        return ""
+    offsets = np.asarray(byte_offsets, dtype=np.int64)
+    if len(offsets) < 2:
+        return ""
+    sizes = np.diff(offsets)
+    if offsets[0] < 0 or offsets[-1] > len(data) or (sizes < _VECTOR_HEADER_BYTES).any():
+        return "its entry offsets do not fit its bytes"
+    starts = offsets[:-1]
+    fields = data[starts[:, None] + np.arange(_VECTOR_HEADER_BYTES)].astype(np.int64)
+    count = (fields[:, 0] << 24) | (fields[:, 1] << 16) | (fields[:, 2] << 8) | fields[:, 3]
+    elements = (fields[:, 6] << 24) | (fields[:, 7] << 16) | (fields[:, 8] << 8) | fields[:, 9]
+    bad = ((count & _BYTE_COUNT_FLAG) == 0) | ((count & ~_BYTE_COUNT_FLAG) != sizes - 4)
+    bad |= elements * itemsize != sizes - _VECTOR_HEADER_BYTES
+    if not bad.any():
+        return ""
+    entry = int(np.argmax(bad))
+    return (f"entry {entry} of the basket spans {int(sizes[entry]):,} bytes, but its header "
+            f"counts {int(count[entry] & ~_BYTE_COUNT_FLAG):,} bytes and "
+            f"{int(elements[entry]):,} elements")
+
+
 # A basket declares at most this many bytes an entry (131,072 doubles) and this many more,
 # or it is refused unread (TreeReader._check_basket_sizes, as a read begins).
 MAX_BASKET_BYTES_PER_ENTRY = 1 << 20
@@ -900,6 +954,8 @@ class TreeReader:
                     "(e.g. std::vector<float>)."
                 )
             kinds[name] = kind
+            if kind == "jagged" and isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+                _check_vector_headers_on_read(self.tree[name], self.where)
         return kinds
 
     def _field_kind(self, name: str) -> tuple[str | None, str]:
