@@ -95,3 +95,48 @@ def test_root_reads_or_reports_the_moved_offset(tmp_path, entry, shift, root):
     assert done.returncode == 0 and "Error" not in done.stderr
     rows = np.array([line.split()[2:] for line in done.stdout.splitlines()], dtype=np.float64)
     np.testing.assert_array_equal(rows.astype(np.float32), _expected())
+
+
+ROOT_STATUS = """
+import sys, ROOT
+f = ROOT.TFile.Open(sys.argv[1]); t = f.Get("t")
+print(t.GetEntry(0))
+"""
+
+
+def _overclaimed_basket(tmp_path: Path, extra: int) -> Path:
+    """A ZLIB file of 20,000 doubles in one basket whose key claims ``extra`` bytes more
+    than its compression block unpacks to (fObjlen; under 1 MiB an entry)."""
+    path = tmp_path / "overclaimed.root"
+    with uproot.recreate(path, compression=uproot.ZLIB(1)) as f:
+        f.mktree("t", {"a": np.float64})
+        f["t"].extend({"a": np.linspace(0.0, 1.0, 20_000)})
+    key = uproot.open(path)["t"]["a"].basket_key(0)
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">i", data, key.fSeekKey + 6, key.fObjlen + extra)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_basket_claiming_more_than_its_blocks_unpack_is_refused(tmp_path):
+    """uproot unpacked the block and left the rest of the claimed buffer unread: 1 MiB more
+    read the values, 2 GB more (tmva_reg_example.root's first basket) took 2.2 GB and 19 s."""
+    bad = _overclaimed_basket(tmp_path, 1 << 20)
+    with pytest.raises(InputError, match=r"overclaimed\.root.*basket 0 of branch 'a' declares "
+                                         r"1,208,\d{3} bytes, but its compressed blocks unpack "
+                                         r"to 160,\d{3}") as info:
+        read(Sample("s", f"{bad}:t", label=1), ["a"])
+    assert "\n" not in str(info.value)
+
+
+def test_root_refuses_the_overclaimed_basket(tmp_path):
+    """The reference: ROOT's GetEntry fails (-1, 'fObjlen = ... noutot = ...')."""
+    python = os.environ.get("TMVA_READER_PYTHON")
+    if not python or not Path(python).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must read the damaged file with ROOT: TMVA_READER_PYTHON is not set")
+        pytest.skip("ROOT is not available: set TMVA_READER_PYTHON to a Python with ROOT")
+    bad = _overclaimed_basket(tmp_path, 1 << 20)
+    done = subprocess.run([python, "-c", ROOT_STATUS, str(bad)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.split()[-1] == "-1" and "TBasket::ReadBasketBuffers" in done.stderr
