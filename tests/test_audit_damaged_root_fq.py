@@ -140,3 +140,20 @@ def test_root_refuses_the_overclaimed_basket(tmp_path):
     done = subprocess.run([python, "-c", ROOT_STATUS, str(bad)], capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.split()[-1] == "-1" and "TBasket::ReadBasketBuffers" in done.stderr
+
+
+@pytest.mark.parametrize("tree", [None, "events"])
+def test_a_file_whose_directory_lists_nothing_says_it_may_be_damaged(tmp_path, tree):
+    # a directory whose fSeekKeys points at itself lists no key to uproot, while ROOT's
+    # TFile::Recover reads the tree: "has no tree 'events'; trees in it: (none)" blamed
+    # the configuration; an empty file written by uproot lists nothing either
+    from hepbdt.io import MissingTreeError
+
+    path = tmp_path / "empty.root"
+    with uproot.recreate(path):
+        pass
+    with uproot.open(path) as file:
+        assert file.keys() == []
+    with pytest.raises(MissingTreeError, match="its directory lists no object at all: an "
+                                               "empty file, or a damaged one"):
+        read(Sample("s", str(path), tree=tree), ["x"])

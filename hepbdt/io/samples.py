@@ -624,7 +624,7 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
         if not names:
             raise MissingTreeError(
                 f"{context}: file {source.path!r} has no tree; it holds "
-                f"{describe_choices(file.keys(cycle=False))}"
+                f"{describe_choices(file.keys(cycle=False))}{_no_keys_note(file)}"
             )
         raise MissingTreeError(
             f"{context}: file {source.path!r} has several trees ({describe_choices(names)}); "
@@ -638,7 +638,7 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
         hint = f"; did you mean {describe_choices(matches)}? Trees" if matches else "; trees"
         raise MissingTreeError(
             f"{context}: file {source.path!r} has no tree {name!r}{hint} in it: "
-            f"{describe_choices(names)}"
+            f"{describe_choices(names)}{_no_keys_note(file)}"
         )
     if classnames[name] not in _TREE_CLASSES:
         raise MissingTreeError(
@@ -656,6 +656,15 @@ def _get_tree(file: Any, source: Source, context: str) -> Any:
             )
         return file[f"{name};{cycle}"]
     return file[name]
+
+
+def _no_keys_note(file: Any) -> str:
+    """For a file whose directory lists nothing, that it may be damaged (ROOT's
+    TFile::Recover can find keys that a damaged directory no longer lists); else ''."""
+    if file.keys(cycle=False):
+        return ""
+    return ("; its directory lists no object at all: an empty file, or a damaged one "
+            "(ROOT's TFile::Recover may find the keys; copy the file again)")
 
 
 def _tree_label(tree: Any) -> str:
