@@ -217,6 +217,18 @@ def test_uint64_arithmetic_policy() -> None:
     assert _column("sum(ev * 1.0)", jagged).tolist() == [3.0, 0.0, float(2**63 + 1)]
 
 
+
+@pytest.mark.parametrize("container", [np.asarray, ak.Array])
+@pytest.mark.parametrize("value", [2**63 + 1, 2**63 + 1024])
+def test_uint64_just_beyond_int64_is_refused_at_every_numpy(container, value) -> None:
+    """numpy < 2 compared the uint64 maximum with 2**63 - 1 in double, where both are 2**63:
+    event 2**63 + 1 - 1 gave -2**63 (Python's exact integers: 2**63, beyond int64)."""
+    assert value - 1 > 2**63 - 1
+    data = {"ev": container(np.array([5, value], np.uint64))}
+    for role in ("feature", "event"):
+        with pytest.raises(ExpressionError, match=rf"{value}, is beyond 2\*\*63 - 1"):
+            Expression("ev - 1", role).evaluate(data)
+
 BIG64 = {"e": np.array([5, 2**40, -(2**62), 2**63 - 1], np.int64),
          "m": np.array([-(2**63), 1, 2, 3], np.int64),
          "j": ak.Array([[2**62, 2**62], [1, 2], [], [-(2**62), -(2**62), -1]])}

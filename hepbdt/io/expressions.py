@@ -1052,7 +1052,8 @@ class Expression:
                 largest = ak.max(value, axis=None)
             else:
                 largest = value.max() if value.size else None
-            if largest is not None and largest > _INT64_MAX:
+            # int(): numpy < 2 compares uint64 with int64 in double, where 2**63 + 1 <= 2**63 - 1
+            if largest is not None and int(largest) > _INT64_MAX:
                 # Refused in every chunk that holds one, whatever the role: taking such a
                 # chunk in double would give its other events other values than another
                 # chunk gives them (u % 1000 would depend on the step size).
