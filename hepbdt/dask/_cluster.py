@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from typing import Any
 
 from ._parts import _STEPS, PartActor, drop
@@ -211,7 +212,9 @@ class Cluster:
             # finished takes the result with it, and the task, bound to that worker, would
             # wait for it forever (client.gather hung there)
             result = [self._task_result(f) for f in pending]
-        except self.distributed.client.FutureCancelledError as err:
+        # newer distributed raises FutureCancelledError, a subclass; distributed 2024.1 has only
+        # the base, and naming the subclass there turned every failed task into AttributeError
+        except CancelledError as err:
             self.check_alive()
             raise ClusterError(f"a training step was cancelled on the cluster: {err}") from None
         except Exception as err:
