@@ -27,6 +27,7 @@ from typing import Any
 import matplotlib as mpl
 import mplhep
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import AutoLocator, MaxNLocator
 
@@ -119,6 +120,8 @@ def _draw_experiment_label(fig: Figure, text: str) -> None:
     exp = next((name for name in _EXPERIMENTS if text == name or text.startswith(name + " ")),
                "")
     rest = text[len(exp):].strip()
+    if not hasattr(fig.canvas, "get_renderer"):  # mplhep 0.3.40 measures text with it
+        FigureCanvasAgg(fig)
     for ax in fig.axes:
         spec = ax.get_subplotspec()
         if hasattr(ax, "_colorbar") or (spec is not None and not spec.is_first_row()):
