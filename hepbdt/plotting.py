@@ -29,7 +29,7 @@ import mplhep
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import AutoLocator, MaxNLocator
+from matplotlib.ticker import AutoLocator, MaxNLocator, NullLocator
 
 from hepbdt._util import (
     atomic_path,
@@ -617,6 +617,7 @@ def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str 
     pos = np.arange(len(names))[::-1]
     ax.barh(pos, values, xerr=errors, color=SIGNAL_COLOR, capsize=3)
     ax.set_yticks(pos, names)
+    ax.yaxis.set_minor_locator(NullLocator())  # minor ticks between names mean nothing
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=16)
     return fig

@@ -141,8 +141,11 @@ def test_clashing_branches_are_refused(tmp_path, ntuple):
 
 @pytest.mark.parametrize(("override", "words"), [
     ("samples.ttbar.cut=x > 100", "sample 'ttbar': cut 'x > 100' selects no event"),
-    # (a constant weight = 0 is refused by the configuration's check: audit FI)
-    ("samples.qcd.weight=x * 0", "the weights of class 'qcd' (samples qcd) sum to 0"),
+    # (a constant weight = 0 is refused by the configuration's check: audit FI; a weight
+    # of 0 for every event read, by the sample's check after the read)
+    ("samples.qcd.weight=x * 0", "sample 'qcd': every one of its 600 selected events has "
+                                 "weight 0 (weight 'x * 0')"),
+    ("samples.qcd.weight=-1", "the weights of class 'qcd' (samples qcd) sum to -600"),
 ])
 def test_a_class_without_events_or_weight_is_one_error(tmp_path, ntuple, capsys, override,
                                                        words):
