@@ -814,6 +814,30 @@ def _check_vector_headers_on_read(branch: Any, where: str) -> None:
     interpretation.hook_before_basket_array = check
 
 
+def _count_branch(branch: Any) -> Any:
+    """The counter branch of a C-style array branch (``a[n]``, no entry header), or None."""
+    if getattr(branch.interpretation, "header_bytes", None) != 0:
+        return None
+    try:
+        return branch.count_branch
+    except Exception:  # noqa: BLE001 - no counter uproot can find: its offsets alone
+        return None
+
+
+def _counter_problem(array: Any, counts: np.ndarray, start: int) -> str:
+    """Why the lists of the C-style array ``array`` (entries from ``start``) do not each hold
+    as many elements as its counter branch's values ``counts``, or ''."""
+    held = np.asarray(ak.num(array, axis=1), dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    if held.shape == counts.shape and np.array_equal(held, counts):
+        return ""
+    if held.shape != counts.shape:
+        return f"{len(held):,} entries, but its counter branch {len(counts):,}"
+    entry = int(np.argmax(held != counts))
+    return (f"entry {start + entry:,} holds {int(held[entry]):,} elements by its basket's "
+            f"offsets, but its counter branch says {int(counts[entry]):,}")
+
+
 def _vector_header_problem(data: np.ndarray, byte_offsets: Any, itemsize: int) -> str:
     """Why the entries ``data[byte_offsets[i]:byte_offsets[i + 1]]`` of a std::vector basket
     are not each a header (byte count, version, element count) and that many elements of
@@ -907,6 +931,36 @@ class TreeReader:
         except Exception as err:
             raise _corrupt_error(err, self.where) from err
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
+        self.counters = self._counters()
+
+    def _counters(self) -> dict[str, Any]:
+        """The counter branch of each C-style array read (``a[n]``), by the array's name."""
+        if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            return {}
+        counters = {}
+        for name, kind in self.kinds.items():
+            counter = _count_branch(self.tree[name]) if kind == "jagged" else None
+            if counter is not None:
+                counters[name] = counter
+        return counters
+
+    def _check_counters(self, chunk: Mapping[str, Any], start: int, stop: int) -> None:
+        """Refuse a chunk whose C-style array lists hold other than their counter branch's
+        numbers of elements: ROOT reads an entry's counter's number of elements from the
+        entry's start, uproot cuts entries by the basket's offsets alone, and an
+        uncompressed or ZSTD basket protects neither (a damaged offset moved elements
+        between entries, a damaged counter made ROOT read another entry's elements)."""
+        for name, counter in self.counters.items():
+            try:
+                counts = counter.array(entry_start=start, entry_stop=stop, library="np")
+            except Exception as err:
+                raise self._read_error(err, start, stop) from err
+            problem = _counter_problem(chunk[name], counts, start)
+            if problem:
+                raise InputError(
+                    f"{self.where}: branch {name!r} disagrees with its counter branch "
+                    f"{counter.name!r}: {problem}; the file is corrupt (ROOT reads the "
+                    "counter's number of elements, other values): rewrite or replace it")
 
     def _check_entries(self, names: Sequence[str]) -> None:
         """Refuse a tree that claims more entries than a branch it is read from holds (a
@@ -1046,6 +1100,7 @@ class TreeReader:
                 start, stop = int(report.tree_entry_start), int(report.tree_entry_stop)
                 if self.library == "ak":
                     arrays = self._unwrap(arrays)
+                    self._check_counters(arrays, start, stop)
                 yield arrays, start, stop
                 start = stop
         except Exception as err:
@@ -1125,7 +1180,9 @@ class TreeReader:
         except Exception as err:
             raise self._read_error(err, start, stop) from err
         if self.library == "ak":
-            return self._unwrap(arrays)
+            chunk = self._unwrap(arrays)
+            self._check_counters(chunk, start, stop)
+            return chunk
         return dict(arrays)
 
     def _unwrap(self, arrays: Any) -> dict[str, Any]:
