@@ -43,6 +43,7 @@ from typing import Any
 import awkward as ak
 import numpy as np
 import uproot
+import xxhash  # uproot's own dependency (it checks an RNTuple's header and footer with it)
 
 from hepbdt._util import (
     Progress,
@@ -583,16 +584,78 @@ def get_tree(file: Any, source: Source, context: str) -> Any:
     InputError when uproot cannot deserialise the tree's metadata."""
     try:
         tree = _get_tree(file, source, context)
+        problem = _page_list_problem(tree)
         entries = int(tree.num_entries)
     except Exception as err:
         tree = "" if source.tree is None else f", tree {source.tree.split(';')[0]!r}"
         raise _corrupt_error(err, f"{context}: file {source.path!r}{tree}") from err
+    if problem:
+        raise InputError(f"{context}: file {source.path!r}, tree {_tree_label(tree)!r}: "
+                         f"{problem}: the file is corrupt (ROOT refuses it: 'XxHash-3 checksum "
+                         "mismatch'); rewrite or replace it")
     if entries < 0:
         raise InputError(
             f"{context}: file {source.path!r}, tree {_tree_label(tree)!r}: the tree claims "
             f"{entries:,} entries; the file is corrupt (a tree has 0 or more entries)"
         )
     return tree
+
+
+# An RNTuple page is followed by its xxhash3-64 (little-endian), an envelope ended by it.
+_CHECKSUM_BYTES = 8
+
+
+def _checksum_matches(raw: Any) -> bool:
+    """Whether the last 8 bytes of ``raw`` are the xxhash3-64 of the bytes before them."""
+    body, stored = raw[:-_CHECKSUM_BYTES], bytes(raw[-_CHECKSUM_BYTES:])
+    return xxhash.xxh3_64_intdigest(body) == int.from_bytes(stored, "little")
+
+
+def _page_list_problem(tree: Any) -> str:
+    """Which page list envelope of an RNTuple ``tree`` does not match its checksum, or ''
+    (and '' for a TTree): uproot checks the header's and footer's, not these, so a damaged
+    page list gave other values without a word (ROOT refuses the file)."""
+    if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+        return ""
+    for i, record in enumerate(tree.footer.cluster_group_records):
+        link = record.page_list_link
+        chunk, _ = tree.read_locator(link.locator, link.env_uncomp_size)
+        raw = np.asarray(chunk.raw_data)
+        if len(raw) <= _CHECKSUM_BYTES or not _checksum_matches(raw):
+            return f"the page list of cluster group {i} does not match its checksum"
+    return ""
+
+
+def _page_problem(rntuple: Any, columns: Sequence[tuple[int, int]], cluster: int) -> str:
+    """Which page of the ``columns`` of ``cluster`` of an RNTuple lies past the file's end or
+    does not match its checksum, or '': uproot reads the pages without their checksums,
+    so a damaged uncompressed or ZSTD page gave other values (ROOT refuses the page)."""
+    source, links = rntuple.file.source, rntuple.page_link_list[cluster]
+    size = source.num_bytes
+    for column, _ in columns:
+        for k, page in enumerate(links[column].pages if column < len(links) else []):
+            start = int(page.locator.offset)
+            stop = start + int(page.locator.num_bytes)
+            end = stop + (_CHECKSUM_BYTES if page.has_checksum else 0)
+            field = _field_label(rntuple.field_records, rntuple.column_records[column].field_id)
+            where = f"page {k} of field {field!r} (column {column}) in cluster {cluster}"
+            if start < 0 or (size is not None and end > size):
+                return f"{where} lies past the end of the file"
+            if page.has_checksum and not _checksum_matches(source.chunk(start, end).raw_data):
+                return f"{where} does not match its checksum"
+    return ""
+
+
+def _field_label(records: Any, field_id: int) -> str:
+    """The dotted name of an RNTuple field, from its top field ('v._0')."""
+    parts = [records[field_id].field_name]
+    for _ in records:  # at most that many parents: a damaged file's parents may loop
+        parent = records[field_id].parent_field_id
+        if parent == field_id:
+            break
+        field_id = parent
+        parts.append(records[field_id].field_name)
+    return ".".join(reversed(parts))
 
 
 def _corrupt_error(err: Exception, where: str) -> Exception:
@@ -926,6 +989,7 @@ class TreeReader:
                     )
         self._check_entries(needed)
         self.branches = needed
+        self._verified_clusters: set[int] = set()
         try:
             self.kinds = self._check_types(needed)
         except Exception as err:
@@ -1019,13 +1083,28 @@ class TreeReader:
         basket check's rule: the pages' element counts size the arrays a read makes, and a
         page of zeros compresses a thousandfold). Damaged metadata is left to the read."""
         for i, (start, entries, declared) in enumerate(self._clusters):
-            if start < last and start + entries > first and (
-                    declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES):
+            if not start < last or not start + entries > first:
+                continue
+            if declared > entries * MAX_BASKET_BYTES_PER_ENTRY + BASKET_SLACK_BYTES:
                 raise InputError(
                     f"{self.where}: cluster {i} declares {declared:,} bytes of the fields "
                     f"{describe_choices(self.branches)} for its {entries:,} entries, more than "
                     f"{MAX_BASKET_BYTES_PER_ENTRY:,} an entry: the file is corrupt (or built "
                     "to exhaust memory); it is not read")
+            if i not in self._verified_clusters:
+                self._check_pages(i)
+
+    def _check_pages(self, cluster: int) -> None:
+        """Refuse a cluster one of whose pages of the fields read lies past the file's end or
+        does not match its checksum (:func:`_page_problem`); each is checked once a reader."""
+        try:
+            problem = _page_problem(self.tree, _field_columns(self.tree, self.branches), cluster)
+        except Exception as err:
+            raise _corrupt_error(err, self.where) from err
+        if problem:
+            raise InputError(f"{self.where}: {problem}: the file is corrupt (ROOT refuses it: "
+                             "'page checksum verification failed'); rewrite or replace it")
+        self._verified_clusters.add(cluster)
 
     @functools.cached_property
     def _clusters(self) -> list[tuple[int, int, int]]:
@@ -1285,6 +1364,17 @@ def _cluster_bytes(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int, i
     """(first entry, entries, uncompressed bytes of the pages of the columns behind
     ``names``) of each cluster of an RNTuple, from its page lists (a dotted name is a
     subfield: its columns and its parents' own, e.g. the offsets)."""
+    columns = _field_columns(rntuple, names)
+    return [(int(summary.num_first_entry), int(summary.num_entries),
+             sum(sum(int(page.num_elements) for page in cluster[c].pages) * bits // 8
+                 for c, bits in columns))
+            for summary, cluster in zip(rntuple.cluster_summaries, rntuple.page_link_list,
+                                        strict=True)]
+
+
+def _field_columns(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int]]:
+    """(column index, bits an element) of the columns behind the fields ``names`` of an
+    RNTuple (a dotted name is a subfield: its columns and its parents' own)."""
     records = rntuple.field_records
     children: dict[int, list[int]] = {}
     for i, record in enumerate(records):
@@ -1304,13 +1394,8 @@ def _cluster_bytes(rntuple: Any, names: Sequence[str]) -> list[tuple[int, int, i
             if field not in fields:
                 fields.add(field)
                 stack.extend(children.get(field, []))
-    columns = [(c, record.nbits) for c, record in enumerate(rntuple.column_records)
-               if record.field_id in fields]
-    return [(int(summary.num_first_entry), int(summary.num_entries),
-             sum(sum(int(page.num_elements) for page in cluster[c].pages) * bits // 8
-                 for c, bits in columns))
-            for summary, cluster in zip(rntuple.cluster_summaries, rntuple.page_link_list,
-                                        strict=True)]
+    return [(c, record.nbits) for c, record in enumerate(rntuple.column_records)
+            if record.field_id in fields]
 
 
 def _field_path(records: Any, children: Mapping[int, list[int]], candidates: list[int],
