@@ -1014,11 +1014,18 @@ class TreeReader:
         entry's start, uproot cuts entries by the basket's offsets alone, and an
         uncompressed or ZSTD basket protects neither (a damaged offset moved elements
         between entries, a damaged counter made ROOT read another entry's elements)."""
+        read: dict[str, Any] = {}  # one counter (nJet) serves several arrays (Jet_pt, ...)
         for name, counter in self.counters.items():
-            try:
-                counts = counter.array(entry_start=start, entry_stop=stop, library="np")
-            except Exception as err:
-                raise self._read_error(err, start, stop) from err
+            if counter.name in read:
+                counts = read[counter.name]
+            elif self.kinds.get(counter.name) == "flat" and counter.name in chunk:
+                counts = read[counter.name] = chunk[counter.name]  # read with the chunk
+            else:
+                try:
+                    counts = counter.array(entry_start=start, entry_stop=stop, library="np")
+                except Exception as err:
+                    raise self._read_error(err, start, stop) from err
+                read[counter.name] = counts
             problem = _counter_problem(chunk[name], counts, start)
             if problem:
                 raise InputError(
