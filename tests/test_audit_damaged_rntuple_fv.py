@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +99,28 @@ def test_root_refuses_the_damaged_rntuple(tmp_path, at, message):
     done = subprocess.run([python, "-c", ROOT_READ, str(_flipped(tmp_path, at))],
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.startswith("ERROR") and message in done.stdout
+
+
+HOSTILE_READ = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+from hepbdt.io.samples import Sample, read
+try:
+    read(Sample("s", sys.argv[1] + ":events"), ["d"])
+except Exception as err:
+    print(type(err).__name__, err)
+"""
+
+
+def test_a_page_list_claiming_gigabytes_under_a_valid_checksum_is_refused_unread():
+    # rntuple_hostile_page_count.root: ROOT's uncompressed RNTuple (100 entries of 'd' a
+    # cluster) whose page list says column 'd''s first page holds -2e9 elements, its
+    # checksum made again. Typing the field by a read of no entries made uproot read the
+    # first cluster: 14.9 GiB asked for, refused as "a type uproot cannot read"; the field
+    # is typed from its form now, and the cluster's declared bytes refuse it unread
+    hostile = Path(__file__).parent / "data" / "root_written" / "rntuple_hostile_page_count.root"
+    done = subprocess.run([sys.executable, "-c", HOSTILE_READ, str(hostile)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("InputError "), done.stdout + done.stderr
+    assert "cluster 0 declares 16,000,000,544 bytes of the fields 'd' for its 100 entries" in (
+        done.stdout)

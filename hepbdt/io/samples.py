@@ -1144,10 +1144,7 @@ class TreeReader:
     def _field_kind(self, name: str) -> tuple[str | None, str]:
         """Kind of an RNTuple field, from the type of an empty read."""
         try:
-            empty = self.tree.arrays(
-                filter_name=lambda field_name: field_name == name, entry_stop=0, library="ak"
-            )
-            typ = _field(empty, name).type.content
+            typ = _field(self._empty_field(name), name).type.content
         except Exception as err:
             if _is_decompression_error(err):
                 raise self._compression_error(err, 0, 1) from err
@@ -1192,13 +1189,28 @@ class TreeReader:
         except Exception as err:
             raise self._read_error(err, start, start + self._step_entries(step_size)) from err
 
+    def _empty_field(self, name: str) -> Any:
+        """An RNTuple's field ``name`` with no entries, from its form (no page read: uproot's
+        read of no entries reads the first cluster, whose page list may claim gigabytes
+        under a valid checksum); by a read of no entries where the form cannot be made."""
+        def wanted(field_name: str) -> bool:
+            return field_name == name
+
+        try:
+            return ak.Array(self.tree.to_akform(filter_name=wanted)[0].length_zero_array())
+        except Exception:  # noqa: BLE001 - a form uproot cannot make: the read says why
+            return self.tree.arrays(filter_name=wanted, entry_stop=0, library="ak")
+
     def no_entries(self) -> dict[str, Any]:
         """``read(0, 0)``, typed from a TTree's branch records alone: uproot's read of no
         entries decompresses the first basket (566 MB for one holding an event of 60M
         jagged elements, in a ``--check`` documented to read no events). An RNTuple, or a
         branch whose type uproot cannot give without its data, is read."""
-        if not self.branches or not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+        if not self.branches:
             return self.read(0, 0)
+        if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            return self._unwrap({name: _field(self._empty_field(name), name)
+                                 for name in self.branches})
         try:
             empty = {name: ak.Array(self.tree[name].interpretation.awkward_form(
                 self.tree.file).length_zero_array()) for name in self.branches}
