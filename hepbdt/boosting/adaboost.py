@@ -190,8 +190,10 @@ def grow_weighted_tree(codes: np.ndarray, w_eff: np.ndarray, channels, options: 
     params = options.params
     params.min_child_weight = options.min_node_size * float(counts.sum())
     params.min_split_gain = MIN_GAIN_FRACTION * total
+    multiplicity = counts.astype(CHANNEL_DTYPE)
+    del counts  # int64, 8 bytes an event, not held while the tree grows on its float32 copy
     features = sample_features(all_features, options.colsample_bytree, rng)
-    tree = grow_tree(codes, rows, a, b, counts.astype(CHANNEL_DTYPE), options.n_value_bins,
+    tree = grow_tree(codes, rows, a, b, multiplicity, options.n_value_bins,
                      params, options.max_depth, features, options.colsample_bylevel,
                      options.colsample_bynode, rng, max_leaves=options.max_leaves,
                      workspace=options.workspace)
@@ -272,6 +274,7 @@ class _AdaBoostRun:
             return (np.where(self.is_signal, w_tree, 0).astype(CHANNEL_DTYPE),
                     np.where(self.is_signal, 0, w_tree).astype(CHANNEL_DTYPE))
 
+        self.w_tree = self.w0  # the last tree's sample weights go before this one's are drawn
         w_eff = self.w0 * self.boost
         tree, self.w_tree = grow_weighted_tree(self.codes, w_eff, channels, options,
                                                self.all_features, rng, it)
@@ -446,24 +449,32 @@ def boost_trees(run: _AdaBoostRun, options: _TreeOptions, n_trees: int,
     reweighting (``apply(run, it)``)."""
     for it in range(n_trees):
         try:
-            try:
-                tree, w_eff, total_eff = run.grow(options, rng, it)
-            except _EmptySample as empty:
-                empty_sample(run, options.resampled, str(empty))
-                continue
-            purity, value, h = run.evaluate(tree)
-            weighed = run.weigh(h, w_eff, total_eff, options.resampled, it)
-            if weighed is None:
-                continue
-            run.skipped_in_a_row = 0
-            tree_weight, factor = weighed
-            error = run.add(tree, value, purity, h, tree_weight)
-            progress.moveto(done + it + 1, f"error {error:.4g}")
-            if uniformity is not None:
-                uniformity.measure(run)
-            run.reweight(factor, it)
-            if uniformity is not None:
-                uniformity.apply(run, it)
+            _boost_round(run, options, rng, it, progress, done, uniformity)
         except _Stop as stop:
             return str(stop)
     return None
+
+
+def _boost_round(run: _AdaBoostRun, options: _TreeOptions, rng: np.random.Generator, it: int,
+                 progress: Progress, done: int, uniformity: Any) -> None:
+    """Round ``it`` of ``boost_trees``. Its per-event arrays (boosted weights, the tree's
+    output, the reweighting factor: 8 bytes an event each) end with it, not held by the
+    loop while the next tree is drawn and grown."""
+    try:
+        tree, w_eff, total_eff = run.grow(options, rng, it)
+    except _EmptySample as empty:
+        empty_sample(run, options.resampled, str(empty))
+        return
+    purity, value, h = run.evaluate(tree)
+    weighed = run.weigh(h, w_eff, total_eff, options.resampled, it)
+    if weighed is None:
+        return
+    run.skipped_in_a_row = 0
+    tree_weight, factor = weighed
+    error = run.add(tree, value, purity, h, tree_weight)
+    progress.moveto(done + it + 1, f"error {error:.4g}")
+    if uniformity is not None:
+        uniformity.measure(run)
+    run.reweight(factor, it)
+    if uniformity is not None:
+        uniformity.apply(run, it)

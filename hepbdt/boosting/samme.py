@@ -154,6 +154,26 @@ class _SammeRun:
         return forest, record
 
 
+def _samme_round(run: _SammeRun, options: _TreeOptions, rng: np.random.Generator, it: int,
+                 progress: Progress) -> None:
+    """Round ``it`` of ``run_samme``. Its per-event arrays (boosted weights, the classes the
+    tree says: 8 bytes an event each) end with it, not held by the loop while the next tree
+    is drawn and grown."""
+    try:
+        tree, w_eff, total_eff = run.grow(options, rng, it)
+    except _EmptySample as empty:
+        empty_sample(run, options.resampled, str(empty))
+        return
+    classes, said = run.says(tree)
+    weighed = run.weigh(said, w_eff, total_eff, options.resampled, it)
+    if weighed is None:
+        return
+    alpha, wrong = weighed
+    error = run.add(tree, classes, said, alpha)
+    progress.moveto(it + 1, f"error {error:.4g}")
+    run.reweight(alpha, wrong, it)
+
+
 def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.ndarray, mapper,
               *, n_classes: int, n_trees: int, max_depth: int | None, beta: float = 0.5,
               min_node_size: float = 0.0, subsample: float = 1.0, subsample_mode: str = "uniform",
@@ -182,19 +202,7 @@ def run_samme(codes: np.ndarray, y: np.ndarray, w: np.ndarray, n_value_bins: np.
     stopped = None
     for it in range(n_trees):
         try:
-            try:
-                tree, w_eff, total_eff = run.grow(options, rng, it)
-            except _EmptySample as empty:
-                empty_sample(run, options.resampled, str(empty))
-                continue
-            classes, said = run.says(tree)
-            weighed = run.weigh(said, w_eff, total_eff, options.resampled, it)
-            if weighed is None:
-                continue
-            alpha, wrong = weighed
-            error = run.add(tree, classes, said, alpha)
-            progress.moveto(it + 1, f"error {error:.4g}")
-            run.reweight(alpha, wrong, it)
+            _samme_round(run, options, rng, it, progress)
         except _Stop as stop:
             stopped = str(stop)
             break
