@@ -497,6 +497,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         else:
             rows, w_tree, counts = _draw(w, subsample, subsample_mode, rng)
             drawn = drawn_events(rows, counts, w)
+            del counts  # poisson and weighted draws' int64 counts: 8 bytes an event
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
@@ -541,7 +542,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             if watch is not None:
                 update_scores(watch.codes, tree, value, watch.summed[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)
-        del wg, wh  # freed before the next round's channels are made
+        del wg, wh, w_tree, rows  # freed before the next round's draw and channels are made
         if watch is not None and watch.end_round(it, metric, "round" if multiclass else "tree"):
             progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
             break
