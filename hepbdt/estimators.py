@@ -865,6 +865,7 @@ class _BDTBase(SklearnProtocol):
             y, w = y[train], w[train]
             given = self._given_weights(y, w)
             decorrelate = None if decorrelate is None else decorrelate[train]
+            del held, train  # float X: rows holds the training rows until they are binned
         if self._policy_acts(w):
             with threads(self.n_jobs, y.size * X.shape[1]):
                 w, keep = self._apply_negative_weight_policy(X, y, w, decorrelate, rows)
@@ -904,15 +905,17 @@ class _BDTBase(SklearnProtocol):
             # only the flatness loss's cells read the float64 weights after the binning; else
             # they go before the trees grow (8 bytes an event held through the fit)
             w_exact = w_edges if decorrelate is not None else None
-            del given, w_edges
+            # the TMVA export warns: the Reader gives -999 for NaN events
+            nan_in_training = X.missing_any() if binned else any_nan(X, rows)
+            # the training rows (int64, 8 bytes an event) are binned: not held through the trees
+            del given, w_edges, rows
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan, decorrelate, w_exact)
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(float(np.sum(w, dtype=np.float64)),
                                               float(np.sum(np.abs(w), dtype=np.float64)) / w.size),
                           stacklevel=user_stacklevel())
-        # the TMVA export warns: the Reader gives -999 for NaN events
-        if X.missing_any() if binned else any_nan(X, rows):
+        if nan_in_training:
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         with threads(self.n_jobs):  # their scores and losses run parallel kernels too
