@@ -5,11 +5,14 @@ accounting of the design notes ("Fit memory")."""
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import hepbdt
+from tests.ntuples import write_ttree
+from tests.test_config_limits import _traced_training
 
 N_FEATURES = 4
 
@@ -65,3 +68,41 @@ def test_auto_trees_hold_no_training_rows(boosting: str, bound: int) -> None:
     through the trees for the NaN check after them: 60.6 and 55.5 bytes an event at 4
     features, now 52.4 and 46.1, as the fit of the same events without a hold-out (45)."""
     assert _slope(boosting=boosting, n_trees="auto") < bound + 2
+
+
+def test_adaboost_memory_estimate_bounds_what_train_allocates(tmp_path: Path) -> None:
+    """``--check``'s memory figure bounds ``hepbdt train`` with boosting='adaboost' (400,000
+    events x 2 features): it counted the AdaBoost family's fit as gradient boosting's 58
+    bytes an event, where it holds about 120 (122 estimated, 132 allocated)."""
+    from hepbdt.analysis.estimate import estimate
+
+    rng = np.random.default_rng(0)
+    n = 200_000
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {"x0": (rng.normal(size=n) + shift).astype(np.float32),
+                     "x1": (rng.normal(size=n) + shift).astype(np.float32)})
+    (tmp_path / "a.toml").write_text(f"""
+title = "memory"
+tree = "t"
+features = ["x0", "x1"]
+[samples.signal]
+files = "{tmp_path / 's.root'}"
+label = "signal"
+[samples.bkg]
+files = "{tmp_path / 'b.root'}"
+label = "background"
+[split]
+train_fraction = 0.9
+[method]
+boosting = "adaboost"
+n_trees = 3
+max_depth = 3
+[output]
+directory = "{tmp_path / 'out'}"
+report = false
+figures = false
+""")
+    config, peak = _traced_training(tmp_path / "a.toml")
+    need = estimate(config).bytes
+    assert peak < need < 2 * peak, (peak, need)

@@ -19,7 +19,7 @@ import uproot
 
 from .._util import available_memory
 from ..engine.binning import SUBSAMPLE_FOR_EDGES
-from ..estimators import effective_depth, growth_text, max_trees
+from ..estimators import ADABOOST_BOOSTINGS, effective_depth, growth_text, max_trees
 from ..evaluation.ranking import CORRELATION_BLOCK
 from ..io.errors import ExpressionError, InputError
 from ..io.expressions import Expression
@@ -50,6 +50,13 @@ SECONDS_PER_EVENT_FEATURE_TREE = 6.5e-9
 # leaves 1, gradient's negated channel 4). (A 1M x 28 float fit measured 4.0 bytes a value
 # of its own with n_trees=200 and 4.8 with n_trees="auto", X held outside: ``tracemalloc``.)
 _FEATURE_BYTES, _CODE_BYTES, _EVENT_BYTES, _FIT_BYTES = 4, 2, 18, 58
+# The AdaBoost family's fit per event: its float64 weights, boost factors, ensemble and a
+# round's boosted weights (8 each), the tree's rows, sample weights and A, B, W channels
+# (20), the serial grower's payload and index scratch (32) and the partition and payload it
+# fills (16), the tree's output (8) and flags (4): measured 120 beside the codes
+# (tracemalloc's slope, 200k-400k events x 4 features; 2026-12-05). Counted as 58, a
+# 2-feature training of 400,000 events allocated 132 bytes an event against 122 estimated.
+_ADABOOST_FIT_BYTES = 120
 # The bin edges are fitted on a sample of at most SUBSAMPLE_FOR_EDGES events, held twice
 # (the rows gathered, then each feature's column): 8 bytes per sampled event and feature.
 _EDGE_SAMPLE_BYTES = 8
@@ -175,7 +182,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     # copies (not AdaBoost's fixed count, nor a small sample's)
     one_fit = (folds - 1) / folds if folds else config.split.train_fraction
     held_out_copy = model.held_out_fraction(int(events * one_fit)) * one_fit
-    fit_bytes = _FIT_BYTES + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0)
+    fit_bytes = ((_ADABOOST_FIT_BYTES if getattr(model, "boosting", None) in ADABOOST_BOOSTINGS
+                  else _FIT_BYTES)
+                 + _CLASS_BYTES * (len(config.classes) - 1 if config.multiclass else 0))
     memory = (events * (features * (_FEATURE_BYTES * (copies + held_out_copy) + _CODE_BYTES)
                         + _EVENT_BYTES * copies + fit_bytes)
               + min(trained, SUBSAMPLE_FOR_EDGES) * features * _EDGE_SAMPLE_BYTES)
@@ -200,7 +209,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                             + _correlation_bytes(events, features))
     # k-fold's training rows are written as floats whatever the read (2M x 10, 10 folds:
     # 2.6 GB at the peak where this term was missing and the estimate said 954 MB)
-    binned_memory += _kfold_rows_bytes(config, trained, features, fit_bytes)
+    binned_memory += _kfold_rows_bytes(config, trained, features)
     # the read's edge sketch: up to twice SUBSAMPLE_FOR_EDGES events' floats, and a copy
     binned_memory += min(events, 2 * SUBSAMPLE_FOR_EDGES) * (features * _EDGE_SAMPLE_BYTES
                                                              + _SKETCH_EVENT_BYTES)
@@ -225,7 +234,7 @@ def _output_bytes(config: AnalysisConfig, events: int, trained: float, features:
                   fit_bytes: int) -> float:
     """What the outputs of a float training take beside its data: k-fold's training rows,
     the report's and figures' room (with each extra class's) and the correlation blocks."""
-    out = _kfold_rows_bytes(config, trained, features, fit_bytes)
+    out = _kfold_rows_bytes(config, trained, features)
     if config.output.report or config.output.figures:
         out += (_report_bytes(config, events, features, _FEATURE_BYTES)
                 + _correlation_bytes(events, features))
@@ -247,12 +256,12 @@ def _correlation_bytes(events: int, features: int) -> int:
     return min(events, CORRELATION_BLOCK) * features * _CORRELATION_VALUE_BYTES
 
 
-def _kfold_rows_bytes(config: AnalysisConfig, trained: float, features: int,
-                      fit_bytes: int) -> float:
+def _kfold_rows_bytes(config: AnalysisConfig, trained: float, features: int) -> float:
     """k-fold's training rows in the score trees (k - 1 an event, float features)."""
     if not config.split.kfold:
         return 0.0
-    row_bytes = _KFOLD_TRAIN_ROW_BYTES + fit_bytes - _FIT_BYTES  # + each extra class
+    row_bytes = _KFOLD_TRAIN_ROW_BYTES + _CLASS_BYTES * (len(config.classes) - 1
+                                                         if config.multiclass else 0)
     return trained * (row_bytes + features * _FEATURE_BYTES)
 
 
