@@ -316,7 +316,7 @@ def test_memory_estimate_bounds_what_train_allocates(tmp_path: Path, method: str
     writing the score trees, and with ``outputs`` the report and figures) stays below it,
     and not far below (within 2x), for the float and the binned reads."""
 
-    from hepbdt.analysis.estimate import estimate
+    from hepbdt.analysis.estimate import _correlation_bytes, estimate
 
     rng = np.random.default_rng(0)
     # binned with outputs: few events, where the correlation figure's blocks are the peak
@@ -352,7 +352,10 @@ permutation_repeats = 1
     e = estimate(config)
     need = e.binned_bytes if binned else e.bytes
     assert e.binned == binned
-    assert peak < need < 2 * peak, (peak, need)
+    # the correlation figure's blocks are counted at 48 bytes a value, as with columns of
+    # missing values; these have none, 33 (2.04x once the fits held less, 2026-12-05)
+    spare = _correlation_bytes(e.events, m) * 15 / 48 if outputs else 0
+    assert peak < need < 2 * peak + spare, (peak, need)
 
 
 @pytest.mark.slow
@@ -430,6 +433,42 @@ train_fraction = 0.9
 {method}
 decorrelate = ["x1"]
 decorrelation_strength = 1.0
+n_trees = 5
+max_depth = 3
+[output]
+directory = "{tmp_path / 'out'}"
+report = false
+figures = false
+""")
+    config, peak = _traced_training(tmp_path / "a.toml")
+    need = estimate(config).bytes
+    assert peak < need < 2 * peak, (peak, need)
+
+
+@pytest.mark.slow
+def test_memory_estimate_bounds_a_multiclass_training_without_a_report(tmp_path: Path) -> None:
+    """Without a report or figures the outputs were not counted: the summary's per-class
+    probabilities and one-against-rest sorts took 3 classes of 140,000 events x 4
+    features to 95.1 MB at the peak, where the estimate said 89.6 MB."""
+
+    from hepbdt.analysis.estimate import estimate
+
+    rng = np.random.default_rng(0)
+    n, m = 140_000, 4
+    tables = ""
+    for k, name in enumerate("abc"):
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {f"x{j}": (rng.normal(size=n) + 0.3 * k).astype(np.float32)
+                     for j in range(m)})
+        tables += f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\nlabel = "{name}"\n'
+    (tmp_path / "a.toml").write_text(f"""
+title = "memory"
+tree = "t"
+features = {[f"x{j}" for j in range(m)]}
+{tables}
+[split]
+train_fraction = 0.9
+[method]
 n_trees = 5
 max_depth = 3
 [output]
