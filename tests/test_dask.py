@@ -709,3 +709,12 @@ def test_a_timeout_without_end_is_refused(timeout, toml, tmp_path, capsys):
     assert main(["train", str(path), "--check"]) == 2
     err = capsys.readouterr().err
     assert "[dask] timeout: " in err and "at most 86,400 (a day)" in err
+
+
+@pytest.mark.parametrize("timeout", [np.int64(1), np.float32(1.5)])
+def test_a_numpy_timeout_is_a_number_of_seconds(timeout):
+    # distributed waits a NumPy number of seconds as any other (as hepbdt did before its
+    # timeout check); the check refused them as "1 is not a number of seconds above 0"
+    with pytest.raises(ClusterError, match=rf"within {float(timeout):g} s .*after "
+                                           rf"{float(timeout):g} s"):
+        connect("tcp://127.0.0.1:9", timeout=timeout)

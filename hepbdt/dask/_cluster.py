@@ -8,6 +8,7 @@ is missing.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
@@ -74,7 +75,8 @@ def address_problem(scheduler: Any) -> str | None:
 def timeout_problem(timeout: Any) -> str | None:
     """Why ``timeout`` is not a number of seconds to wait for a scheduler (above 0, at most
     a day: an infinite wait on an address that never answers has no end), or None."""
-    valid = (isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    # numbers.Real: NumPy's scalars too (np.int64(10) was refused as "10 is not a number")
+    valid = (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
              and 0 < timeout <= MAX_CONNECT_SECONDS)
     return None if valid else (f"{timeout!r} is not a number of seconds above 0 and at most "
                                f"{MAX_CONNECT_SECONDS:,.0f} (a day)")
@@ -103,7 +105,7 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
     if timeout_problem(timeout) is not None:
         raise ValueError(f"timeout={timeout_problem(timeout)}")
     try:
-        return distributed.Client(scheduler, timeout=timeout)
+        return distributed.Client(scheduler, timeout=float(timeout))
     except (OSError, TimeoutError) as err:
         raise ClusterError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
                            f"({type(err).__name__}: {err})") from None
