@@ -146,7 +146,8 @@ def test_root_refuses_the_overclaimed_basket(tmp_path):
 def test_a_file_whose_directory_lists_nothing_says_it_may_be_damaged(tmp_path, tree):
     # a directory whose fSeekKeys points at itself lists no key to uproot, while ROOT's
     # TFile::Recover reads the tree: "has no tree 'events'; trees in it: (none)" blamed
-    # the configuration; an empty file written by uproot lists nothing either
+    # the configuration. Checked here on an empty file written by uproot, whose directory
+    # lists nothing as that damaged one's does (the same message path)
     from hepbdt.io import MissingTreeError
 
     path = tmp_path / "empty.root"

@@ -888,9 +888,12 @@ def _count_branch(branch: Any) -> Any:
     if getattr(branch.interpretation, "header_bytes", None) != 0:
         return None
     try:
-        return branch.count_branch
+        counter = branch.count_branch
     except Exception:  # noqa: BLE001 - no counter uproot can find: its offsets alone
         return None
+    # a counter is one integer an entry (a TClonesArray member's is a list: not checked)
+    dtype = getattr(getattr(counter, "interpretation", None), "from_dtype", None)
+    return counter if dtype is not None and dtype.kind in "iu" and not dtype.shape else None
 
 
 def _counter_problem(array: Any, counts: np.ndarray, start: int) -> str:
