@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import hepbdt
-from tests.ntuples import write_ttree
-from tests.test_config_limits import _traced_training
+from tests.test_config_limits import two_feature_training_memory
 
 N_FEATURES = 4
 
@@ -74,35 +73,6 @@ def test_adaboost_memory_estimate_bounds_what_train_allocates(tmp_path: Path) ->
     """``--check``'s memory figure bounds ``hepbdt train`` with boosting='adaboost' (400,000
     events x 2 features): it counted the AdaBoost family's fit as gradient boosting's 58
     bytes an event, where it holds about 120 (122 estimated, 132 allocated)."""
-    from hepbdt.analysis.estimate import estimate
-
-    rng = np.random.default_rng(0)
-    n = 200_000
-    for name, shift in (("s", 0.3), ("b", 0.0)):
-        write_ttree(tmp_path / f"{name}.root", "t",
-                    {"x0": (rng.normal(size=n) + shift).astype(np.float32),
-                     "x1": (rng.normal(size=n) + shift).astype(np.float32)})
-    (tmp_path / "a.toml").write_text(f"""
-title = "memory"
-tree = "t"
-features = ["x0", "x1"]
-[samples.signal]
-files = "{tmp_path / 's.root'}"
-label = "signal"
-[samples.bkg]
-files = "{tmp_path / 'b.root'}"
-label = "background"
-[split]
-train_fraction = 0.9
-[method]
-boosting = "adaboost"
-n_trees = 3
-max_depth = 3
-[output]
-directory = "{tmp_path / 'out'}"
-report = false
-figures = false
-""")
-    config, peak = _traced_training(tmp_path / "a.toml")
-    need = estimate(config).bytes
+    peak, need = two_feature_training_memory(tmp_path, 'boosting = "adaboost"\nn_trees = 3',
+                                             shift_x1=True)
     assert peak < need < 2 * peak, (peak, need)
