@@ -893,29 +893,41 @@ class _BDTBase(SklearnProtocol):
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
         with threads(self.n_jobs, n_train * X.shape[1]):
             quantised = self._use_quantised(n_train)
-            if binned:  # the matrix's bins are the model's: no binning here
-                mapper = BinMapper.from_edges(list(X.edges))
-                codes = QuantisedRows(X.codes) if quantised else feature_major(X.codes)
-            else:
-                mapper = BinMapper(self.max_bins, self.n_cuts,
-                                   0 if self.random_state is None else int(self.random_state))
-                mapper.fit(X, w_edges, rows)
-                codes = (QuantisedRows.from_features(X, mapper, rows) if quantised
-                         else mapper.transform(X, rows))
+            mapper, codes = self._bin_training(X, w_edges, rows, quantised)
             # only the flatness loss's cells read the float64 weights after the binning; else
             # they go before the trees grow (8 bytes an event held through the fit)
             w_exact = w_edges if decorrelate is not None else None
-            # the TMVA export warns: the Reader gives -999 for NaN events
             nan_in_training = X.missing_any() if binned else any_nan(X, rows)
             # the training rows (int64, 8 bytes an event) are binned: not held through the trees
             del given, w_edges, rows
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,
                                        quantised, plan, decorrelate, w_exact)
+        self._finish_fit(forest, result, mapper, names, definitions, evals, plan, w,
+                         nan_in_training)
+        return self
+
+    def _bin_training(self, X, w_edges, rows, quantised: bool) -> tuple[BinMapper, Any]:
+        """The training events' bin mapper and codes: a BinnedMatrix's own bins (no binning
+        here), or edges fitted on the rows ``rows`` of float X (all when None) with the
+        float64 weights ``w_edges``; packed rows when ``quantised``."""
+        if isinstance(X, BinnedMatrix):
+            mapper = BinMapper.from_edges(list(X.edges))
+            return mapper, QuantisedRows(X.codes) if quantised else feature_major(X.codes)
+        mapper = BinMapper(self.max_bins, self.n_cuts,
+                           0 if self.random_state is None else int(self.random_state))
+        mapper.fit(X, w_edges, rows)
+        return mapper, (QuantisedRows.from_features(X, mapper, rows) if quantised
+                        else mapper.transform(X, rows))
+
+    def _finish_fit(self, forest, result, mapper, names, definitions, evals, plan, w,
+                    nan_in_training: bool) -> None:
+        """Record the fitted forest (warning when no tree split: ``w``, the training
+        weights, say why), the evaluation sets' losses and why it has its trees."""
         if forest.n_trees and not np.any(forest.feature >= 0):
             warnings.warn(self._no_split_hint(float(np.sum(w, dtype=np.float64)),
                                               float(np.sum(np.abs(w), dtype=np.float64)) / w.size),
                           stacklevel=user_stacklevel())
-        if nan_in_training:
+        if nan_in_training:  # the TMVA export warns: the Reader gives -999 for NaN events
             forest.extra["nan_in_training"] = True
         self._set_fitted(forest, names, definitions, result, mapper)
         with threads(self.n_jobs):  # their scores and losses run parallel kernels too
@@ -923,7 +935,6 @@ class _BDTBase(SklearnProtocol):
         evaluated = None if result.validation_loss is None else len(result.validation_loss)
         self.n_trees_reason_ = plan.reason(forest.n_rounds, result.best_iteration,
                                            forest.trees_per_round, evaluated, forest.extra)
-        return self
 
     def _held_out_weights(self, y: np.ndarray, given: np.ndarray) -> np.ndarray:
         """The held-out events' weights: with a class ratio (``sig_to_bkg_fraction``) their
