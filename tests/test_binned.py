@@ -515,7 +515,7 @@ def test_a_binned_kfold_estimate_counts_the_training_rows_it_writes(tmp_path) ->
     split = estimate(load_config(lean, ["binned=true"]))
     config = load_config(lean, ["binned=true", "split.kfold=10"])
     folds = estimate(config)
-    rows = _kfold_rows_bytes(config, folds.events * 9, folds.features, 0)
+    rows = _kfold_rows_bytes(config, folds.events * 9, folds.features)
     assert rows > 0 and folds.binned_bytes >= split.binned_bytes + 0.9 * rows
 
 
