@@ -209,7 +209,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
               + min(trained, SUBSAMPLE_FOR_EDGES) * features * _EDGE_SAMPLE_BYTES)
     # the outputs, written after the fits beside the data the training holds
     memory = max(memory, events * (features * _FEATURE_BYTES + _EVENT_BYTES) * copies
-                 + _output_bytes(config, events, trained, features, fit_bytes))
+                 + _output_bytes(config, events, trained, features))
     # Binned: the codes read and each training set's copy, one byte each, plus the copy the
     # fit keeps of its training events (without the held-out ones); no float features.
     binned_memory = events * (features * _CODE_BYTES * (copies + 1) + _EVENT_BYTES * copies
@@ -252,10 +252,11 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                     int(binned_memory), binned)
 
 
-def _output_bytes(config: AnalysisConfig, events: int, trained: float, features: int,
-                  fit_bytes: int) -> float:
+def _output_bytes(config: AnalysisConfig, events: int, trained: float, features: int
+                  ) -> float:
     """What the outputs of a float training take beside its data: k-fold's training rows,
-    the report's and figures' room (with each extra class's) and the correlation blocks."""
+    the report's and figures' room (with each extra class's) and the correlation blocks,
+    or without a report and figures the score trees' and summary's."""
     out = _kfold_rows_bytes(config, trained, features)
     if config.output.report or config.output.figures:
         out += (_report_bytes(config, events, features, _FEATURE_BYTES)
