@@ -279,6 +279,11 @@ class AnalysisConfig:
         """The :class:`hepbdt.io.Sample` objects, in the order of the file."""
         return [s.to_sample() for s in self.samples]
 
+    @property
+    def extra_expressions(self) -> list[str]:
+        """The decorrelation variables that are not features: read as columns after them."""
+        return [e for e in self.decorrelate if e not in self.feature_expressions]
+
 
 class _Problems:
     """Collects ``file: [table] key: message`` lines; marks keys that came from --set."""

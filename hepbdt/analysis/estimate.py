@@ -185,8 +185,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     model: Any = config.make_estimator()
     events, read_unit = _read_sizes(config)
     # the decorrelation variables that are not features are read as columns after them
-    features = len(config.feature_expressions) + len(
-        [e for e in config.decorrelate if e not in config.feature_expressions])
+    features = len(config.feature_expressions) + len(config.extra_expressions)
     folds = config.split.kfold
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
     trained = events * (folds - 1) if folds else events * config.split.train_fraction

@@ -155,7 +155,7 @@ def _fit_on_cluster(config: AnalysisConfig, data: Dataset, y: np.ndarray) -> Any
 def _read(config: AnalysisConfig, progress: bool | None) -> Dataset:
     """The events of every sample, the features named as the user wrote them (aliases),
     each with the expression behind it, so the model, the score trees and apply agree."""
-    extra = _extra_expressions(config)
+    extra = config.extra_expressions
     data = read(config.make_samples(), config.feature_expressions + extra, event=config.event,
                 inf_as_missing=config.inf_as_missing, progress=progress,
                 binned=use_binned(config), max_bins=int(config.params.get("max_bins", 255)),
@@ -180,18 +180,13 @@ def _check_sample_weights(config: AnalysisConfig, data: Dataset) -> None:
                 "reads, or remove the sample")
 
 
-def _extra_expressions(config: AnalysisConfig) -> list[str]:
-    """The decorrelation variables that are not features: read as extra columns after them."""
-    return [e for e in config.decorrelate if e not in config.feature_expressions]
-
-
 def _features_only(config: AnalysisConfig, data: Dataset) -> tuple[Dataset, np.ndarray | None]:
     """The Dataset of the features alone, and the decorrelation variables of its events
     (float64 (n, k); None without ``decorrelate``). A binned read gives each variable's
     bin lower edges."""
     if not config.decorrelate:
         return data, None
-    extra = _extra_expressions(config)
+    extra = config.extra_expressions
     names = list(config.feature_expressions) + extra
     columns = [names.index(e) for e in config.decorrelate]
     n_features = len(config.features)

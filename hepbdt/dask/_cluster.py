@@ -102,8 +102,9 @@ def connect(scheduler: Any = None, timeout: float = CONNECT_SECONDS, n_workers: 
     problem = address_problem(scheduler) if isinstance(scheduler, str) else None
     if problem is not None:  # distributed's ValueError, raised from deep in its connect
         raise ClusterError(problem)
-    if timeout_problem(timeout) is not None:
-        raise ValueError(f"timeout={timeout_problem(timeout)}")
+    problem = timeout_problem(timeout)
+    if problem is not None:
+        raise ValueError(f"timeout={problem}")
     try:
         return distributed.Client(scheduler, timeout=float(timeout))
     except (OSError, TimeoutError) as err:

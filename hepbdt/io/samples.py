@@ -637,12 +637,14 @@ def _page_problem(rntuple: Any, columns: Sequence[tuple[int, int]], cluster: int
             start = int(page.locator.offset)
             stop = start + int(page.locator.num_bytes)
             end = stop + (_CHECKSUM_BYTES if page.has_checksum else 0)
-            field = _field_label(rntuple.field_records, rntuple.column_records[column].field_id)
-            where = f"page {k} of field {field!r} (column {column}) in cluster {cluster}"
             if start < 0 or (size is not None and end > size):
-                return f"{where} lies past the end of the file"
-            if page.has_checksum and not _checksum_matches(source.chunk(start, end).raw_data):
-                return f"{where} does not match its checksum"
+                problem = "lies past the end of the file"
+            elif page.has_checksum and not _checksum_matches(source.chunk(start, end).raw_data):
+                problem = "does not match its checksum"
+            else:
+                continue
+            field = _field_label(rntuple.field_records, rntuple.column_records[column].field_id)
+            return f"page {k} of field {field!r} (column {column}) in cluster {cluster} {problem}"
     return ""
 
 
@@ -1117,13 +1119,18 @@ class TreeReader:
         """Refuse a cluster one of whose pages of the fields read lies past the file's end or
         does not match its checksum (:func:`_page_problem`); each is checked once a reader."""
         try:
-            problem = _page_problem(self.tree, _field_columns(self.tree, self.branches), cluster)
+            problem = _page_problem(self.tree, self._columns, cluster)
         except Exception as err:
             raise _corrupt_error(err, self.where) from err
         if problem:
             raise InputError(f"{self.where}: {problem}: the file is corrupt (ROOT refuses it: "
                              "'page checksum verification failed'); rewrite or replace it")
         self._verified_clusters.add(cluster)
+
+    @functools.cached_property
+    def _columns(self) -> list[tuple[int, int]]:
+        """(column, bits an element) of the RNTuple columns behind the fields read."""
+        return _field_columns(self.tree, self.branches)
 
     @functools.cached_property
     def _clusters(self) -> list[tuple[int, int, int]]:
