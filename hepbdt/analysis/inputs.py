@@ -19,6 +19,7 @@ from ..io.samples import (
     DistinctSamples,
     Source,
     TreeReader,
+    branch_paths,
     get_tree,
     open_root_file,
     resolve_sources,
@@ -107,7 +108,7 @@ def check_inputs(config: AnalysisConfig) -> None:
                 except InputError as exc:
                     problems.add(section, "files", str(exc))
                 branches = list(tree.keys())
-                branch_set = set(branches)
+                branch_set = set(branch_paths(tree))
                 where = f"tree {tree.name!r} of {src.path!r} (sample {sample.name!r})"
                 for alias in config.aliases:
                     if alias in branch_set and ("aliases", alias, "", "") not in seen:

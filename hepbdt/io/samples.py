@@ -556,6 +556,35 @@ def _field(arrays: Any, name: str) -> Any:
     return arrays[name]
 
 
+def member_paths(tree: Any) -> dict[str, list[str]]:
+    """The keys of a TTree's member branches (a split object's members, as Delphes writes
+    them: ``Jet/Jet.PT``) by the members' own names (``Jet.PT``, the name ROOT's
+    ``TTree::Draw`` reads them by); {} for an RNTuple."""
+    if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+        return {}
+    members: dict[str, list[str]] = {}
+    for key in tree.keys():
+        if "/" in key:
+            members.setdefault(key.rsplit("/", 1)[1], []).append(key)
+    return members
+
+
+def branch_paths(tree: Any, members: Mapping[str, list[str]] | None = None) -> dict[str, str]:
+    """Every name an expression may read a branch of ``tree`` by, with the branch's key:
+    each key; a top-level key with a leading ``/`` (uproot's spelling of the top-level
+    branch alone); and the own name of a member branch (:func:`member_paths`, given as
+    ``members`` where already made) that no other branch has. A top-level branch's name
+    that a member also has maps to the top-level branch (:class:`TreeReader` refuses it:
+    ROOT reads whichever the tree made first)."""
+    members = member_paths(tree) if members is None else members
+    paths = {key: key for key in tree.keys()}
+    paths.update({f"/{key}": key for key in tree.keys(recursive=False)})
+    for name, keys in members.items():
+        if len(keys) == 1:
+            paths.setdefault(name, keys[0])
+    return paths
+
+
 def check_file_length(file: Any, path: str, context: str) -> None:
     """InputError when a local file is shorter than its header says (fEND): a truncated
     copy, found when it is opened (``--check``) rather than in the middle of a read."""
@@ -974,14 +1003,23 @@ class TreeReader:
         try:
             self.num_entries = int(self.tree.num_entries)
             available = list(self.tree.keys())
+            members = member_paths(self.tree)
+            self.paths = branch_paths(self.tree, members)
         except Exception as err:
             raise _corrupt_error(err, self.where) from err
-        available_set = set(available)
         needed: list[str] = []
         for expression in expressions:
             for name in sorted(expression.names):
                 bare = name in expression.bare_constants
-                if name in available_set:
+                if name in self.paths:
+                    if name in members and self.paths[name] == name:
+                        raise MissingBranchError(
+                            f"{self.where}: {expression.named} {expression.text!r} uses "
+                            f"{name!r}, which names both the branch {name!r} and "
+                            f"{describe_choices(members[name])}, a member of a split object: "
+                            "ROOT's TTree::Draw reads whichever the tree made first; write "
+                            f"`/{name}` (back-quoted) for the top-level branch, or the "
+                            "member's path")
                     if bare:
                         raise ExpressionError(
                             f"{self.where}: {expression.named} {expression.text!r} uses "
@@ -993,16 +1031,21 @@ class TreeReader:
                 elif bare:
                     continue  # the constant: no tree it is read from has such a branch
                 else:
-                    matches = close_names(name, available)
+                    matches = members.get(name) or close_names(name, available)
                     hint = f" Close names: {describe_choices(matches)}." if matches else ""
+                    if len(members.get(name, ())) > 1:
+                        hint = (f" Members of {len(members[name])} split objects have this "
+                                f"name: {describe_choices(members[name])}; write the one meant.")
                     extra = (hints or {}).get(expression.text, "")
                     raise MissingBranchError(
                         f"{self.where}: {expression.named} {expression.text!r} "
                         f"uses {name!r}, which is not a branch.{hint} "
                         f"Branches: {describe_choices(available)}{extra}"
                     )
+        self.paths = {name: self.paths[name] for name in needed}
         self._check_entries(needed)
         self.branches = needed
+        self._read_names = self._names_read()
         self._verified_clusters: set[int] = set()
         try:
             self.kinds = self._check_types(needed)
@@ -1011,13 +1054,46 @@ class TreeReader:
         self.library = "ak" if "jagged" in self.kinds.values() else "np"
         self.counters = self._counters()
 
+    def branch(self, name: str) -> Any:
+        """The uproot branch (TTree) or field (RNTuple) that ``name`` reads."""
+        return self.tree[self.paths[name]]
+
+    def _names_read(self) -> dict[str, str]:
+        """The name under which uproot returns each branch read, by the name read: a
+        TTree's branches come back under their keys. Two branches of one own name (a
+        top-level ``fLineColor`` and a member ``a/fLineColor``, or ``a/v`` and ``b/v``)
+        are refused in one read: uproot 5.7 returned one's values for both."""
+        if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            return {name: name for name in self.branches}
+        owners: dict[str, str] = {}
+        for name in self.branches:
+            path = self.paths[name]
+            other = owners.setdefault(self.branch(name).name, path)
+            if other != path:
+                raise InputError(
+                    f"{self.where}: branches {other!r} and {path!r} are both named "
+                    f"{self.branch(name).name!r}, and uproot reads two branches of one name "
+                    "together wrongly (one's values for both): read one of them, or copy one "
+                    "to a branch of another name")
+        return dict(self.paths)
+
+    def _selection(self) -> dict[str, Any]:
+        """uproot's keyword that reads exactly the branches read: a TTree's by their keys,
+        under which it returns them (a name filter matches branches by their own names and
+        reads each by its own name, which may be another branch's: of ``fLineColor`` and
+        ``a/fLineColor``, uproot returned the first's values for the second)."""
+        if isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
+            return {"expressions": list(dict.fromkeys(self.paths.values()))}
+        names = set(self.branches)
+        return {"filter_name": lambda name: name in names}
+
     def _counters(self) -> dict[str, Any]:
         """The counter branch of each C-style array read (``a[n]``), by the array's name."""
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
             return {}
         counters = {}
         for name, kind in self.kinds.items():
-            counter = _count_branch(self.tree[name]) if kind == "jagged" else None
+            counter = _count_branch(self.branch(name)) if kind == "jagged" else None
             if counter is not None:
                 counters[name] = counter
         return counters
@@ -1053,7 +1129,7 @@ class TreeReader:
         exist). Fewer is read as ROOT reads it: the tree's count."""
         for name in names:
             try:
-                held = int(self.tree[name].num_entries)
+                held = int(self.branch(name).num_entries)
             except Exception as err:
                 raise _corrupt_error(err, self.where) from err
             if held < self.num_entries:
@@ -1075,7 +1151,7 @@ class TreeReader:
             self._check_cluster_sizes(first, last)
             return
         for name in self.branches:
-            branch = self.tree[name]
+            branch = self.branch(name)
             try:
                 ranges = [branch.basket_entry_start_stop(i) for i in range(branch.num_baskets)]
                 sizes = [(i, start, stop, *_basket_bytes(branch, i))
@@ -1145,7 +1221,7 @@ class TreeReader:
         kinds = {}
         for name in names:
             if isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
-                kind, description = _branch_kind(self.tree[name])
+                kind, description = _branch_kind(self.branch(name))
             else:
                 kind, description = self._field_kind(name)
             if kind is None:
@@ -1157,7 +1233,7 @@ class TreeReader:
                 )
             kinds[name] = kind
             if kind == "jagged" and isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
-                _check_vector_headers_on_read(self.tree[name], self.where)
+                _check_vector_headers_on_read(self.branch(name), self.where)
         return kinds
 
     def _field_kind(self, name: str) -> tuple[str | None, str]:
@@ -1189,21 +1265,17 @@ class TreeReader:
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
             yield from self._iterate_clusters(self._step_entries(step_size, 100_000), executor)
             return
-        wanted = set(self.branches)
         start = 0
         try:
             for arrays, report in self.tree.iterate(
-                filter_name=lambda name: name in wanted,
                 step_size=step_size,
                 library=self.library,
                 report=True,
                 decompression_executor=executor,
+                **self._selection(),
             ):
                 start, stop = int(report.tree_entry_start), int(report.tree_entry_stop)
-                if self.library == "ak":
-                    arrays = self._unwrap(arrays)
-                    self._check_counters(arrays, start, stop)
-                yield arrays, start, stop
+                yield self._chunk(arrays, start, stop), start, stop
                 start = stop
         except Exception as err:
             raise self._read_error(err, start, start + self._step_entries(step_size)) from err
@@ -1231,7 +1303,7 @@ class TreeReader:
             return self._unwrap({name: _field(self._empty_field(name), name)
                                  for name in self.branches})
         try:
-            empty = {name: ak.Array(self.tree[name].interpretation.awkward_form(
+            empty = {name: ak.Array(self.branch(name).interpretation.awkward_form(
                 self.tree.file).length_zero_array()) for name in self.branches}
         except Exception:  # noqa: BLE001 - a type known only from the data: read it
             return self.read(0, 0)
@@ -1278,9 +1350,7 @@ class TreeReader:
         if isinstance(step_size, int):
             return step_size
         try:
-            wanted = set(self.branches)
-            return max(1, int(self.tree.num_entries_for(
-                step_size, filter_name=lambda name: name in wanted)))
+            return max(1, int(self.tree.num_entries_for(step_size, **self._selection())))
         except Exception:  # noqa: BLE001 - sized otherwise
             return unknown
 
@@ -1289,26 +1359,21 @@ class TreeReader:
         if not self.branches:
             return {}
         self._check_basket_sizes(start, stop)
-        wanted = set(self.branches)
         try:
-            arrays = self.tree.arrays(filter_name=lambda name: name in wanted, entry_start=start,
-                                      entry_stop=stop, library=self.library,
-                                      decompression_executor=executor)
+            arrays = self.tree.arrays(entry_start=start, entry_stop=stop, library=self.library,
+                                      decompression_executor=executor, **self._selection())
         except Exception as err:
             raise self._read_error(err, start, stop) from err
-        if self.library == "ak":
-            chunk = self._unwrap(arrays)
-            self._check_counters(chunk, start, stop)
-            return chunk
-        return dict(arrays)
+        return self._chunk(arrays, start, stop)
 
     def _unwrap(self, arrays: Any) -> dict[str, Any]:
-        """A chunk read as Awkward: flat fields as NumPy arrays (no copy), jagged ones kept
-        as Awkward once checked valid (corrupt offsets in a basket give lists that reach
-        beyond their content: computing on them reads garbage or crashes)."""
+        """A chunk read as Awkward, by the names read: flat fields as NumPy arrays (no
+        copy), jagged ones kept as Awkward once checked valid (corrupt offsets in a basket
+        give lists that reach beyond their content: computing on them reads garbage or
+        crashes)."""
         chunk = {}
         for name in self.branches:
-            array = _field(arrays, name)
+            array = _field(arrays, self._read_names[name])
             if self.kinds[name] == "jagged":
                 problem = ak.validity_error(array)
                 if problem:
@@ -1320,6 +1385,16 @@ class TreeReader:
                 chunk[name] = array
             else:
                 chunk[name] = ak.to_numpy(array, allow_missing=False)
+        return chunk
+
+    def _chunk(self, arrays: Any, start: int, stop: int) -> dict[str, Any]:
+        """A chunk of entries [start, stop) as uproot read it, by the names read: read as
+        Awkward, unwrapped (:meth:`_unwrap`) and its arrays checked against their
+        counters."""
+        if self.library == "np":
+            return {name: arrays[self._read_names[name]] for name in self.branches}
+        chunk = self._unwrap(arrays)
+        self._check_counters(chunk, start, stop)
         return chunk
 
     def _read_error(self, err: Exception, start: int, stop: int) -> Exception:
@@ -1346,7 +1421,7 @@ class TreeReader:
         culprits = []
         for name in self.branches:
             try:
-                self.tree[name].array(entry_start=start, entry_stop=stop, library="ak")
+                self.branch(name).array(entry_start=start, entry_stop=stop, library="ak")
             except Exception as branch_err:
                 if _is_decompression_error(branch_err):
                     culprits.append(name)
@@ -1370,8 +1445,8 @@ def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
     summed; for an RNTuple the largest cluster's pages of those fields' columns. 0 where the
     metadata cannot be read (the read reports that)."""
     try:
-        have = set(tree.keys())
-        wanted = [name for name in dict.fromkeys(names) if name in have]
+        paths = branch_paths(tree)
+        wanted = list(dict.fromkeys(paths[name] for name in names if name in paths))
         if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
             return sum(_largest_basket_bytes(tree[name]) for name in wanted)
         return max((size for _, _, size in _cluster_bytes(tree, wanted)), default=0)
@@ -2388,7 +2463,7 @@ def _check_stored_float32(reader: TreeReader, expression: Expression, arrays: di
     float32, and double values beyond 2**53, are refused by the evaluator."""
     for name, column in _branch_columns(expression, arrays):
         if getattr(column, "dtype", None) != np.float64 or not _stored_as_float32(
-                reader.tree, name):
+                reader, name):
             continue
         bad = np.abs(np.asarray(column)) > FLOAT32_EXACT_INTEGERS  # NaN: judged by the result
         if bad.any():
@@ -2414,7 +2489,7 @@ def _reads_float32(expression: Expression, arrays: dict[str, Any], reader: Any =
         dtype = getattr(column, "dtype", None)
         if dtype == np.float32 or (dtype is None and str(ak.type(column)).endswith("float32")):
             return True
-        if reader is not None and _stored_as_float32(reader.tree, name):
+        if reader is not None and _stored_as_float32(reader, name):
             return True
     return False
 
@@ -2429,10 +2504,11 @@ def _branch_columns(expression: Expression, arrays: dict[str, Any]) -> Iterator[
             continue
 
 
-def _stored_as_float32(tree: Any, name: str) -> bool:
-    """Whether TTree branch ``name`` holds float32 on disk, whatever uproot reads it as."""
+def _stored_as_float32(reader: TreeReader, name: str) -> bool:
+    """Whether the TTree branch ``reader`` reads as ``name`` holds float32 on disk, whatever
+    uproot reads it as."""
     try:
-        stored = np.dtype(tree[name].interpretation.from_dtype)
+        stored = np.dtype(reader.branch(name).interpretation.from_dtype)
     except Exception:  # noqa: BLE001 - an RNTuple field, or no plain numeric interpretation
         return False
     return stored.kind == "f" and stored.itemsize == 4
