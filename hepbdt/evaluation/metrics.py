@@ -473,8 +473,9 @@ class SignificanceScan:
     maps each figure of merit ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams") to its
     :class:`BestCut` among the qualifying cuts; ``best`` holds the same as ``(threshold,
     value, signal, background)``. Both are NaN where no cut qualifies. ``other_half`` maps
-    each figure of merit to its value at the best cut of one half of the events (every
-    other event of each class) measured on the other half, averaged over both ways: an
+    each figure of merit to its value at the best cut of one half of the events (half of
+    each class, a fixed-seed draw independent of the events' order) measured on the other
+    half, averaged over both ways: an
     estimate free of the choice's upward bias, for a cut chosen on half the events (NaN
     where a half has no best cut or leaves the other no B > 0). S/sqrt(B) of a B that
     rests on few effective events is still high on average (1/sqrt(B) is convex): in
@@ -522,9 +523,9 @@ def best_cut_rule(min_background_events: int) -> str:
     return (f"a best cut leaves at least {n} background MC events, {n} effective ones "
             "((sum w)^2 / sum w^2 of those passing), and B > 0; it is chosen on these "
             "events, so its figure of merit is biased upward (the more so the fewer the "
-            "events); \"other half\": the best cut of every other event measured on the "
-            "rest, both ways averaged, free of that choice's bias (still high where B rests "
-            "on few effective events)")
+            "events); \"other half\": the best cut of half of each class's events (a fixed "
+            "draw, whatever their order) measured on the rest, both ways averaged, free of "
+            "that choice's bias (still high where B rests on few effective events)")
 
 
 def yield_note(test_fraction: float) -> str:
@@ -834,10 +835,7 @@ def _other_half_values(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray,
     0 between the others moved S/sqrt(B) by 1.3 %)."""
     counted = w != 0
     is_signal, score, w = is_signal[counted], score[counted], w[counted]
-    half = np.zeros(score.size, dtype=np.int8)
-    for label in (True, False):
-        mine = np.flatnonzero(is_signal == label)
-        half[mine] = np.arange(mine.size) % 2
+    half = _halves(is_signal, score, w)
     scaled = []
     for h in (0, 1):
         mask = half == h
@@ -861,6 +859,19 @@ def _other_half_values(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray,
             values[name].append(_figure_of_merit(name, sig, bkg, b_reg)
                                 if scan.best_cuts[name].found else np.nan)
     return {name: float(np.mean(v)) for name, v in values.items()}
+
+
+def _halves(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each class's events dealt alternately into halves 0 and 1 in a fixed-seed shuffle of
+    their order by score and weight: the same halves whatever order the events come in
+    (events of one class, score and weight are interchangeable)."""
+    half = np.zeros(score.size, dtype=np.int8)
+    for label in (True, False):
+        mine = np.flatnonzero(is_signal == label)
+        mine = mine[np.lexsort((w[mine], score[mine]))]
+        shuffled = mine[np.random.default_rng(0).permutation(mine.size)]
+        half[shuffled] = np.arange(mine.size) % 2
+    return half
 
 
 def _half_yield(w: np.ndarray, passing: np.ndarray, kind: np.ndarray,
