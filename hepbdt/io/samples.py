@@ -571,14 +571,15 @@ def member_paths(tree: Any) -> dict[str, list[str]]:
 
 def branch_paths(tree: Any, members: Mapping[str, list[str]] | None = None) -> dict[str, str]:
     """Every name an expression may read a branch of ``tree`` by, with the branch's key:
-    each key; a top-level key with a leading ``/`` (uproot's spelling of the top-level
-    branch alone); and the own name of a member branch (:func:`member_paths`, given as
+    each key; a TTree's top-level key with a leading ``/`` (uproot's spelling of the
+    top-level branch alone); and the own name of a member branch (:func:`member_paths`, given as
     ``members`` where already made) that no other branch has. A top-level branch's name
     that a member also has maps to the top-level branch (:class:`TreeReader` refuses it:
     ROOT reads whichever the tree made first)."""
     members = member_paths(tree) if members is None else members
     paths = {key: key for key in tree.keys()}
-    paths.update({f"/{key}": key for key in tree.keys(recursive=False)})
+    if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+        paths.update({f"/{key}": key for key in tree.keys(recursive=False)})
     for name, keys in members.items():
         if len(keys) == 1:
             paths.setdefault(name, keys[0])
