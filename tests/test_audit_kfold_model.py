@@ -159,3 +159,34 @@ def test_a_dask_read_computed_keeps_its_event_expressions(tmp_path):
             KFoldModel(models, by="event").decision_function(data.X, data.event)
     named = hepbdt.read(sample, ["x"], event="event", dask=True, step_size=100)
     assert named.compute(scheduler="sync").X.event_sources == ("event",)
+
+
+def test_one_model_at_two_folds_is_refused(sample):
+    """Model i scores the events model j trained on: one model at both folds would score
+    every event with a model that trained on half of them (audit GD, a surviving mutant)."""
+    model = _fit(sample, 0)
+    with pytest.raises(ValueError, match="fold models 0 and 1 are the same model"):
+        KFoldModel([model, model])
+
+
+def test_a_ddt_mapped_fold_beside_a_plain_one_is_refused(sample):
+    """A DDT-mapped score is a quantile, the plain one a probability: one array of both
+    would mean other cuts in other folds (audit GD, a surviving mutant)."""
+    X, y, _, folds = sample
+    mapped = BDTClassifier(n_trees=10, max_depth=2, decorrelation_map="ddt").fit(
+        X[folds != 0], y[folds != 0], decorrelate=X[folds != 0, 0])
+    with pytest.raises(ValueError, match=r"different scores.*through a DDT map"):
+        KFoldModel([mapped, _fit(sample, 1)])
+
+
+@pytest.mark.parametrize("value", [-(2**63) - 1, 2**63, 3**40 * 2**10])
+def test_python_integers_beyond_int64_are_refused(sample, value):
+    """An object array of Python ints beyond int64's range (checked with Python's exact
+    integers against np.iinfo) is refused as event numbers, not wrapped or overflowed."""
+    from hepbdt.kfold import fold_of
+    info = np.iinfo(np.int64)
+    assert not info.min <= value <= info.max
+    with pytest.raises(ValueError, match=r"event numbers must be integers.*event\[1\]"):
+        fold_of(np.array([4, value], dtype=object), 2)
+    assert fold_of(np.array([4, info.min, info.max], dtype=object), 3).tolist() == [
+        4 % 3, info.min % 3, info.max % 3]
