@@ -156,3 +156,34 @@ def test_an_xgboost_file_given_to_the_command_line_names_the_reader(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("hepbdt: error: ")
     assert "from_xgboost_json" in err[0]
+
+
+def test_one_round_and_a_best_last_round_keep_every_tree(tmp_path):
+    """A model of one round (iteration_indptr [0, 2]) and an XGBoost 1.6-1.7 layout (rounds
+    from num_parallel_tree, no iteration_indptr) early-stopped at its last round are read
+    whole, with XGBoost's own margins; a round size of 0 is refused (audit GD: two surviving
+    mutants of the round ends)."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    params = {"objective": "binary:logistic", "num_parallel_tree": 2, "nthread": 1}
+    for rounds in (1, 3):
+        booster = xgb.train(params, xgb.DMatrix(X, (X[:, 0] > 0).astype(int)), rounds)
+        doc = json.loads(booster.save_raw("json"))
+        model = doc["learner"]["gradient_booster"]["model"]
+        assert model["iteration_indptr"] == list(range(0, 2 * rounds + 1, 2))
+        if rounds == 3:
+            model.pop("iteration_indptr")
+            doc["version"] = [1, 7, 6]
+            doc["learner"]["attributes"] = {"best_iteration": "2", "best_ntree_limit": "6"}
+        path = tmp_path / f"m{rounds}.json"
+        path.write_text(json.dumps(doc))
+        read = from_xgboost_json(path)
+        assert read.forest_.n_trees == 2 * rounds
+        np.testing.assert_allclose(read.decision_function(X),
+                                   booster.predict(xgb.DMatrix(X), output_margin=True),
+                                   rtol=0, atol=2e-6)
+    model["gbtree_model_param"]["num_parallel_tree"] = "0"  # no round size: refused, not / 0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match="not rounds of num_parallel_tree=0"):
+        from_xgboost_json(path)
