@@ -596,3 +596,45 @@ def test_a_classifier_trained_on_nan_is_exported_with_a_warning_and_no_nan_nodes
     to_tmva_xml(regressor, tmp_path / "regression.xml")  # the Reader evaluates NaN: kept
     cuts = {float(n.get("Cut")) for n in ET.parse(tmp_path / "regression.xml").getroot().iter("Node")}
     assert float(-np.finfo(np.float32).max) in cuts
+
+
+def test_a_tree_deeper_than_the_written_limit_is_refused_beside_a_shallow_one(tmp_path):
+    """The depth limit of the nested <Node> elements is the deepest tree's, not the first's
+    or the shallowest's: a single leaf before a chain of 201 splits hid it (audit GD)."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.interop.tmva_export import MAX_TMVA_DEPTH, TMVAExportError
+    from hepbdt.model import NODE_ARRAYS, ForestBuilder
+
+    builder = ForestBuilder(1)
+    builder.add(1.0, **{k: np.zeros(1) for k in NODE_ARRAYS} | {"feature": [-1], "left": [-1],
+                                                                  "right": [-1]})
+    depth = MAX_TMVA_DEPTH + 1  # node 2j splits, 2j + 1 is its left leaf, 2j + 2 goes on
+    n = 2 * depth + 1
+    internal = (np.arange(n) % 2 == 0) & (np.arange(n) < n - 1)
+    builder.add(1.0, feature=np.where(internal, 0, -1), threshold=np.arange(n, dtype=float),
+                bin_threshold=np.zeros(n), left=np.where(internal, np.arange(n) + 1, -1),
+                right=np.where(internal, np.arange(n) + 2, -1), missing_left=internal,
+                value=np.where(internal, 0.0, 0.5), gain=np.zeros(n), cover=np.zeros(n))
+    model = from_forest("regressor", builder.build(), ["x"])
+    assert model.forest_.max_depth == depth
+    with pytest.raises(TMVAExportError, match=f"depth {depth} is deeper than the {MAX_TMVA_DEPTH}"):
+        to_tmva_xml(model, tmp_path / "deep.xml")
+    assert not (tmp_path / "deep.xml").exists()
+
+
+def test_a_tmva_file_written_again_keeps_its_variables_ranges(tmp_path):
+    """Min and Max of each variable are the TMVA-written file's own, as TMVA wrote them
+    (its training ranges), not the span of the cuts (audit GD, a surviving mutant)."""
+    import xml.etree.ElementTree as ET
+
+    source = TMVA_DIR / "ClassExample_BDTG.weights.xml"
+    if not source.is_file():
+        pytest.skip("../shared/tmva is not present")
+    to_tmva_xml(from_tmva_xml(source), tmp_path / "again.xml")
+
+    def ranges(path):
+        return [(float(v.get("Min")), float(v.get("Max")))
+                for v in ET.parse(path).getroot().iter("Variable")]
+
+    assert len(ranges(source)) == 4
+    assert ranges(tmp_path / "again.xml") == ranges(source)

@@ -314,3 +314,17 @@ def test_the_reader_refuses_a_node_without_pos_or_depth_as_from_tmva_xml_does(
         _reader_scores(reader, xml, X, names, tmp_path)
     with pytest.raises(ModelFormatError, match=attribute):
         from_tmva_xml(xml)
+
+
+def test_a_regressor_of_no_trees_gives_the_reader_its_base_score(reader, tmp_path) -> None:
+    """A gradient regressor without trees is written as one leaf carrying the base score:
+    the Reader scores 3.7 as float32 everywhere (audit GD: a surviving mutant of the stub
+    tree, whose empty arrays went unnoticed)."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    model = from_forest("regressor", ForestBuilder(2, base_score=3.7).build(), ["a", "b"])
+    to_tmva_xml(model, tmp_path / "none.weights.xml")
+    X = np.array([[0.0, 1.0], [-2.0, 5.0], [1e6, -1e6]], np.float32)
+    scores = _reader_scores(reader, tmp_path / "none.weights.xml", X, ["a", "b"], tmp_path)
+    np.testing.assert_array_equal(scores.astype(np.float32), np.float32(3.7))
