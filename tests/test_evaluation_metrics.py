@@ -473,3 +473,94 @@ def test_signal_efficiency_at_a_background_efficiency_tied_scores_cannot_reach_i
     brute = {t: np.mean(score[y == 1] >= t) for t in (2.0, 1.0)}
     assert np.isnan(values[1])
     np.testing.assert_allclose(values[[0, 2]], [brute[2.0], brute[1.0]])
+
+
+def test_signal_efficiency_at_a_small_background_efficiency_takes_half_its_window():
+    """At eff_B = 1 % the window is [0.5 %, 1 %] (half the target): 1,000 background events,
+    6 above the signal's middle and 10 tied below, so the only cuts in it keep 0.6 % of the
+    background (with or without the signal between); the signal efficiency there, by brute
+    force (a window of a third of the
+    target, [0.67 %, 1 %], held no cut and gave NaN)."""
+    y = np.repeat([1, 1, 0, 0, 0], [50, 50, 6, 10, 984])
+    score = np.repeat([3.0, 1.0, 2.0, 0.5, 0.0], [50, 50, 6, 10, 984])
+    eff_s, eff_b, _ = _brute_effs(y, score, np.ones(y.size))
+    near = (eff_b <= 0.01) & (eff_b >= 0.005)
+    np.testing.assert_allclose(eff_b[near], 0.006)
+    assert signal_efficiency_at(y, score, background_eff=0.01)[0] == eff_s[near].max()
+
+
+def test_ams_of_a_deficit_that_empties_the_poisson_mean_is_its_limit():
+    """s = -(b + b_reg): (1 + x) ln(1 + x) -> 0 at x = -1, so AMS = -sqrt(2 (b + b_reg));
+    scipy's xlogy(0, 0) = 0 gives the same limit."""
+    from scipy.special import xlogy
+
+    s, b, b_reg = -30.0, 20.0, 10.0
+    x = s / (b + b_reg)
+    expected = -np.sqrt(2 * (b + b_reg) * (xlogy(1 + x, 1 + x) - x))
+    assert ams(s, b, b_reg) == pytest.approx(expected, rel=1e-15)
+
+
+def test_the_printed_best_cut_stays_above_the_next_lower_score_not_the_lowest():
+    """Best cut 0.566851, next lower score 0.56685 (30 background events), lowest 0.1:
+    "0.56685" would select those 30 too; the text must keep exactly the events counted."""
+    score = np.repeat([0.566851, 0.566851, 0.56685, 0.1], [100, 20, 30, 500])
+    y = np.repeat([1, 0, 0, 0], [100, 20, 30, 500])
+    scan = significance_scan(y, score, other_half=False)
+    best = scan.best_cuts["s_over_sqrt_b"]
+    assert best.threshold == 0.566851
+    printed = float(scan.threshold_text("s_over_sqrt_b"))
+    assert np.count_nonzero(score >= printed) == np.count_nonzero(score >= 0.566851) == 120
+
+
+def test_a_perfect_auc_with_an_event_of_weight_zero_is_not_above_one():
+    """Every signal score above every background one: the AUC is exactly 1 (scikit-learn:
+    1 - 1e-16). With these weights the sums' rounding gave 1.0000000000000002; an event of
+    weight 0 (weights >= 0, not > 0) must not turn the clipping off."""
+    y = [1, 1, 0, 0, 0, 0, 0, 0, 0]
+    s = [1.0178914208969752, 1.5799701805640947, 0.0955551367300374, 0.4877664892134102,
+         0.05373861419307363, 0.2260443941635542, 0.19732989853548, 0.11615573764276549,
+         0.37437786250196753]
+    w = [0.00026672281499629354, 0.0003822741486895814, 5.678399551921301e-07,
+         4.389112856244731e-05, 0.0001404726333633951, 7.770205183549866e-05,
+         6.701029843657122e-08, 7.304484316654513e-06, 0.0]
+    assert roc_auc(y, s, w) == 1.0
+    assert roc_auc_score(y, s, sample_weight=w) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_regression_resolutions_and_target_bins_by_brute_force():
+    """IQR / 1.349 from numpy's weighted inverted-CDF quantiles; the truncated RMS of 10
+    unit residuals at 0.9: the central 9 of 10 units, the two ends at half weight
+    (numpy's weighted std); per-bin RMSE and the bins' centres on given edges."""
+    rng = np.random.default_rng(11)
+    r = rng.normal(0.0, 1.0, 10)
+    m = regression_metrics(np.zeros(10), r)
+    order = np.sort(r)
+    half_ends = np.r_[0.5, np.ones(8), 0.5]
+    mean = np.average(order, weights=half_ends)
+    assert m.resolution_trms == pytest.approx(
+        np.sqrt(np.average((order - mean) ** 2, weights=half_ends)), rel=1e-12)
+    w = rng.uniform(0.5, 2.0, 10)
+    q25, q75 = np.quantile(r, [0.25, 0.75], weights=w, method="inverted_cdf")
+    assert regression_metrics(np.zeros(10), r, w).resolution_iqr == pytest.approx(
+        (q75 - q25) / 1.3489795003921634, rel=1e-12)
+    t = rng.uniform(0.0, 6.0, 300)
+    p = t + rng.normal(0.0, 1.0, 300) * (1 + t)
+    binned = resolution_vs_target(t, p, bins=[0.0, 1.0, 3.0, 6.0])
+    np.testing.assert_array_equal(binned.centers, [0.5, 2.0, 4.5])
+    inside = [(t >= a) & (t < b) for a, b in ((0, 1), (1, 3), (3, 6))]
+    np.testing.assert_allclose(binned.rmse, [np.sqrt(np.mean((p - t)[k] ** 2)) for k in inside],
+                               rtol=1e-12)
+    np.testing.assert_array_equal(binned.count, [k.sum() for k in inside])
+
+
+def test_a_perfect_regression_has_zero_errors_and_unequal_lengths_are_refused():
+    """MAE and RMSE of y_pred == y_true are 0 (scikit-learn's), not NaN; one target for
+    three predictions is refused, not broadcast."""
+    from sklearn.metrics import mean_absolute_error
+
+    t = np.array([1.0, 2.0, 4.0])
+    m = regression_metrics(t, t, [1.0, 2.0, 3.0])
+    assert m.mae == mean_absolute_error(t, t, sample_weight=[1.0, 2.0, 3.0]) == 0.0
+    assert m.rmse == 0.0
+    with pytest.raises(ValueError, match="y_true has 1 entries but y_pred has 3"):
+        regression_metrics([1.0], t)
