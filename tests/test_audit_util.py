@@ -141,6 +141,14 @@ def test_common_edges_are_strictly_increasing_finite_and_span_the_values(values)
         weighted_histogram(np.array(values), np.ones(len(values)), edges)  # accepted
 
 
+def test_common_edges_of_a_constant_are_a_unit_range_around_it() -> None:
+    """Values all 3: equal bins over [2.5, 3.5], as the docstring says (numpy's histogram
+    takes the same range for a constant)."""
+    for n_bins in (1, 2, 5):
+        np.testing.assert_array_equal(common_edges(np.array([3.0, 3.0]), n_bins),
+                                      np.histogram_bin_edges([3.0, 3.0], n_bins))
+
+
 def test_common_edges_refuses_no_bins() -> None:
     with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
         common_edges(np.array([0.0, 1.0]), 0)

@@ -575,3 +575,16 @@ def test_kfold_decorrelation_figures_and_json_say_every_event_scored_out_of_fold
     report_from_scores(out / "model.json", out / "scores.root", tmp_path / "again.html",
                        n_repeats=1)
     assert list(calls["plot_decorrelation_front"][0][0]) == ["the 3 folds' models"]
+
+
+def test_measures_take_one_mass_bin():
+    """bins=1 is a whole number >= 1: one bin holds every event, so each shape is [1] and
+    each JSD 0 (scipy's); the background efficiency is the brute-force fraction."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, 400)
+    score = rng.normal(y, 1.0)
+    mass = rng.uniform(50.0, 150.0, 400)
+    m = decorrelation_measures(score, y, mass, efficiencies=[0.5], bins=1)
+    np.testing.assert_array_equal(m.background_shapes, [[1.0]])
+    assert m.background_jsd[0] == jensenshannon([1.0], [1.0], base=2) ** 2 == 0.0
+    assert m.background_efficiency[0] == np.mean(score[y == 0] >= m.threshold[0])
