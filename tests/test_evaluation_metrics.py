@@ -564,3 +564,32 @@ def test_a_perfect_regression_has_zero_errors_and_unequal_lengths_are_refused():
     assert m.rmse == 0.0
     with pytest.raises(ValueError, match="y_true has 1 entries but y_pred has 3"):
         regression_metrics([1.0], t)
+
+
+def test_other_half_is_the_brute_force_of_every_other_event():
+    """Unit weights: each class's events alternate between two halves; a half's yields are
+    scaled to the class's whole, its best S/sqrt(B) cut (at least 5 background events of
+    its own, half of 10 rounded up: a third, 4, survived) is measured on the other half,
+    and the two ways are averaged (brute force)."""
+    rng = np.random.default_rng(2)
+    y = (rng.random(600) < 0.3).astype(int)
+    score = np.round(rng.normal(2.5 * y, 1.0), 1)
+    halves = np.empty(y.size, int)
+    for label in (0, 1):
+        halves[y == label] = np.arange(np.sum(y == label)) % 2
+
+    def yields(h, t):
+        return [np.sum((halves == h) & (y == c) & (score >= t)) * np.sum(y == c)
+                / np.sum((halves == h) & (y == c)) for c in (1, 0)]
+
+    values = []
+    for chosen in (0, 1):
+        best, best_z = None, -np.inf
+        for t in np.unique(score[halves == chosen]):
+            s, b = yields(chosen, t)
+            if np.sum((halves == chosen) & (y == 0) & (score >= t)) >= 5 and s / np.sqrt(b) > best_z:
+                best, best_z = t, s / np.sqrt(b)
+        s, b = yields(1 - chosen, best)
+        values.append(s / np.sqrt(b))
+    scan = significance_scan(y, score, min_background_events=10)
+    assert scan.other_half["s_over_sqrt_b"] == pytest.approx(np.mean(values), rel=1e-12)
