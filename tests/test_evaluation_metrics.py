@@ -593,3 +593,11 @@ def test_other_half_is_the_brute_force_of_every_other_event():
         values.append(s / np.sqrt(b))
     scan = significance_scan(y, score, min_background_events=10)
     assert scan.other_half["s_over_sqrt_b"] == pytest.approx(np.mean(values), rel=1e-12)
+
+
+def test_a_cut_keeping_exactly_five_points_more_is_within_the_tolerance():
+    """3 of 4 signal events pass a cut: 75 % is within five points of 70 % (0.75 - 0.7 is
+    0.05000000000000004 in float64); the rejection there is brute force's 1 - 1/4."""
+    y = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    score = np.array([3.0, 3.0, 3.0, 0.0, 3.0, 0.0, 0.0, 0.0])
+    assert background_rejection_at(y, score, signal_eff=0.7)[0] == 1 - np.mean(score[y == 0] >= 3)
