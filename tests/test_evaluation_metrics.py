@@ -566,8 +566,9 @@ def test_a_perfect_regression_has_zero_errors_and_unequal_lengths_are_refused():
         regression_metrics([1.0], t)
 
 
-def test_other_half_is_the_brute_force_of_every_other_event():
-    """Unit weights: each class's events alternate between two halves; a half's yields are
+def test_other_half_is_the_brute_force_of_two_halves():
+    """Unit weights: each class's events alternate between two halves in a fixed-seed
+    shuffle of their order by score (and weight); a half's yields are
     scaled to the class's whole, its best S/sqrt(B) cut (at least 5 background events of
     its own, half of 10 rounded up: a third, 4, survived) is measured on the other half,
     and the two ways are averaged (brute force)."""
@@ -576,7 +577,9 @@ def test_other_half_is_the_brute_force_of_every_other_event():
     score = np.round(rng.normal(2.5 * y, 1.0), 1)
     halves = np.empty(y.size, int)
     for label in (0, 1):
-        halves[y == label] = np.arange(np.sum(y == label)) % 2
+        mine = np.flatnonzero(y == label)
+        mine = mine[np.lexsort((np.ones(mine.size), score[mine]))]
+        halves[mine[np.random.default_rng(0).permutation(mine.size)]] = np.arange(mine.size) % 2
 
     def yields(h, t):
         return [np.sum((halves == h) & (y == c) & (score >= t)) * np.sum(y == c)
