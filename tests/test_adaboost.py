@@ -235,3 +235,100 @@ def test_errors():
     # both set the variables per node: n_vars_per_node won and colsample_bynode was ignored
     with pytest.raises(ValueError, match="give one of them"):
         BDTClassifier(boosting="adaboost", n_vars_per_node=2, colsample_bynode=0.75).fit(X, y, w)
+
+
+def _stump_output(forest, t: int, X: np.ndarray) -> np.ndarray:
+    """Tree t of a depth-1 forest on NaN-free X, walked with numpy (x < threshold goes left)."""
+    root = int(forest.tree_offsets[t])
+    if forest.feature[root] < 0:
+        return np.full(len(X), forest.value[root])
+    go_left = X[:, forest.feature[root]] < forest.threshold[root]
+    return np.where(go_left, forest.value[forest.left[root]], forest.value[forest.right[root]])
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_purity_leaf_adaboost_weights_follow_tmva_formula(beta):
+    # TMVA's AdaBoost with UseYesNoLeaf=False: r = sum w y (2h - 1) / sum w over the training
+    # events, alpha = beta ln((1 + r) / (1 - r)), then w *= exp(-alpha y (2h - 1)),
+    # renormalised: written out here with numpy on the forest's own stumps.
+    X, y, w = _toy(n=600)
+    clf = BDTClassifier(boosting="adaboost", use_yes_no_leaf=False, beta=beta, n_trees=3,
+                        max_depth=1, min_node_size=0.0, sig_to_bkg_fraction=None,
+                        random_state=0).fit(X, y, w)
+    f = clf.forest_
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    weights = w / w.sum()
+    for t in range(f.n_trees):
+        margin = y_pm * (2.0 * _stump_output(f, t, X) - 1.0)
+        r = np.sum(weights * margin) / weights.sum()
+        alpha = beta * math.log((1 + r) / (1 - r))
+        assert f.tree_weights[t] == pytest.approx(alpha, rel=1e-9), f"tree {t}"
+        weights = weights * np.exp(-alpha * margin)
+
+
+def test_first_tree_at_exactly_chance_is_refused():
+    # No split (one value of x): the root's purity is 1/2 exactly, its yes/no leaf says
+    # background, so the weighted error is 2/4 = 0.5 exactly: a tree of weight ln(1) = 0
+    # that nothing can boost, refused rather than kept as a forest of zero-weight trees.
+    X = np.zeros((4, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"first tree's weighted error rate is 0\.5 "):
+        BDTClassifier(boosting="adaboost", n_trees=3, max_depth=1, min_node_size=0.0,
+                      sig_to_bkg_fraction=None).fit(X, [0, 1, 0, 1], [1.0, 1.0, 1.0, 1.0])
+
+
+def test_yes_no_leaf_of_purity_one_half_is_background():
+    # TMVA's DecisionTree: a node is signal (+1) when purity > NodePurityLimit, else -1.
+    # x = 0 holds one signal and one background event: purity 1/2 exactly, so -1.
+    X = np.array([[0.0], [0.0], [1.0], [1.0]], dtype=np.float32)
+    clf = BDTClassifier(boosting="adaboost", beta=1.0, n_trees=1, max_depth=1, min_node_size=0.0,
+                        sig_to_bkg_fraction=None).fit(X, [0, 1, 1, 1], [1.0, 1.0, 1.0, 1.0])
+    assert clf.decision_function(X).tolist() == [-1.0, -1.0, 1.0, 1.0]
+    assert clf.forest_.tree_weights[0] == pytest.approx(math.log(3.0))  # err = 1/4
+
+
+def test_real_adaboost_pure_leaf_is_clipped():
+    # Real AdaBoost's leaf 1/2 ln(p / (1 - p)) with p clipped to [c, 1 - c], c = 1e-5:
+    # pure leaves give +-1/2 ln((1 - c) / c), not infinity.
+    X = np.array([[0.0], [1.0], [2.0], [3.0]], dtype=np.float32)
+    clf = BDTClassifier(boosting="realadaboost", n_trees=1, max_depth=1, min_node_size=0.0,
+                        sig_to_bkg_fraction=None).fit(X, [0, 0, 1, 1], [1.0, 1.0, 1.0, 1.0])
+    edge = 0.5 * math.log((1 - 1e-5) / 1e-5)
+    np.testing.assert_allclose(clf.decision_function(X), [-edge, -edge, edge, edge], rtol=1e-12)
+
+
+def test_negative_weighted_error_counts_as_its_magnitude():
+    # TMVA's AdaBoost takes |err| when negative weights make the weighted error negative:
+    # the misclassified event (signal at x = 0) weighs -0.5 of 3.5, so err = 1/7 and
+    # alpha = ln((1 - 1/7) / (1/7)) = ln 6.
+    X = np.array([[0.0], [0.0], [1.0]], dtype=np.float32)
+    clf = BDTClassifier(boosting="adaboost", beta=1.0, n_trees=1, max_depth=1, min_node_size=0.0,
+                        sig_to_bkg_fraction=None, negative_weights="keep").fit(
+        X, [0, 1, 1], [2.0, -0.5, 2.0])
+    assert clf.forest_.tree_weights[0] == pytest.approx(math.log(6.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("yes_no", [True, False])
+def test_adaboost_training_curve_is_the_weighted_error_of_each_stage(yes_no):
+    # train_loss_[t]: the weighted fraction of training events that the first t + 1 trees
+    # classify wrongly (score above 0, or above 1/2 with purity leaves, means signal).
+    X, y, w = _toy(n=500)
+    clf = BDTClassifier(boosting="adaboost", use_yes_no_leaf=yes_no, n_trees=4, max_depth=2,
+                        min_node_size=0.0, sig_to_bkg_fraction=None, random_state=0).fit(X, y, w)
+    threshold = 0.0 if yes_no else 0.5
+    expected = [np.sum(w[(s > threshold) != (y == 1)]) / np.sum(w)
+                for s in clf.staged_decision_function(X)]
+    np.testing.assert_allclose(clf.train_loss_, expected, rtol=1e-9)
+
+
+def test_min_node_size_is_a_fraction_of_the_training_events():
+    # TMVA's MinNodeSize=25 %: of 10 events, no leaf may hold fewer than 2.5. The best cut
+    # without it isolates the one signal event; counted here by comparing x with the cut.
+    X = np.arange(10, dtype=np.float32).reshape(-1, 1)
+    y = np.r_[1, np.zeros(9, int)]
+    y[5] = 1
+    clf = BDTClassifier(boosting="adaboost", n_trees=1, max_depth=1, min_node_size=0.25,
+                        sig_to_bkg_fraction=None).fit(X, y, np.ones(10))
+    f = clf.forest_
+    assert f.feature[0] == 0
+    left = int(np.sum(X[:, 0] < f.threshold[0]))
+    assert min(left, 10 - left) >= 2.5
