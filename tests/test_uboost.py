@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hepbdt import BDTClassifier
-from hepbdt.boosting.uboost import UniformityWeights, class_cut, efficiency_steps
+from hepbdt.boosting.uboost import UniformityWeights, _width, class_cut, efficiency_steps
 from hepbdt.demo_data import sculpting_arrays
 from hepbdt.evaluation import decorrelation_measures
 from hepbdt.model import Forest, ModelFormatError
@@ -213,3 +213,21 @@ def test_tree_count_is_per_step():
     assert model.forest_.n_trees == 12
     assert model.n_trees_ == 4
     assert model.n_trees_reason_ == "n_trees=4"
+
+
+def test_a_class_of_one_value_goes_wholly_to_the_side_nearest_efficiency():
+    # One distinct value 1.0: at efficiency >= 1/2 the whole class lies above the cut,
+    # half-way down to the nearest other score; below 1/2 it lies below, half-way up.
+    assert class_cut(np.ones(3), np.ones(3), 0.5, np.array([0.0, 1.0, 1.0])) == 0.5
+    assert class_cut(np.ones(3), np.ones(3), 0.5, np.array([1.0, 3.0])) == 0.0  # mirrored
+    assert class_cut(np.ones(3), np.ones(3), 0.49, np.array([0.0, 1.0, 3.0])) == 2.0
+    assert class_cut(np.ones(3), np.ones(3), 0.49, np.array([0.0, 1.0])) == 1.5  # mirrored
+    assert class_cut(np.ones(3), np.ones(3), 0.5, np.array([1.0])) == 1.0
+
+
+def test_smoothing_width_is_a_quarter_of_the_weighted_standard_deviation():
+    rng = np.random.default_rng(5)
+    score, w = rng.normal(1.0, 2.0, 50), rng.uniform(-0.5, 3.0, 50)
+    mean = np.average(score, weights=np.abs(w))
+    std = math.sqrt(np.average((score - mean) ** 2, weights=np.abs(w)))
+    assert _width(score, w) == pytest.approx(0.25 * std, rel=1e-12)
