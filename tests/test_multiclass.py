@@ -94,6 +94,8 @@ def test_adaboost_multiclass_is_samme_as_scikit_learn(max_depth, max_leaves):
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-12)
     assert np.array_equal(ours.predict(X), theirs.predict(X))
     assert ours.n_trees_ == 20 and "rounds" not in ours.n_trees_reason_
+    # scikit-learn kept every tree, and so did we: none is recorded as left out
+    assert len(theirs.estimators_) == 20 and ours.forest_.extra["skipped_trees"] == 0
     # each stage is the model of its first trees (it was the sum of those trees over the
     # alphas of all 20: off by up to 0.09 in probability at the first stage)
     stages = list(ours.staged_predict_proba(X))
