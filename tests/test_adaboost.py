@@ -332,3 +332,13 @@ def test_min_node_size_is_a_fraction_of_the_training_events():
     assert f.feature[0] == 0
     left = int(np.sum(X[:, 0] < f.threshold[0]))
     assert min(left, 10 - left) >= 2.5
+
+
+def test_a_side_of_exactly_min_node_size_events_is_allowed():
+    # TMVA's TrainNodeFast keeps a cut when (sl + bl) >= fMinSize on both sides: with
+    # MinNodeSize=40 % of 10 events (4.0 exactly), the perfect 4 | 6 cut is allowed.
+    X = np.arange(10, dtype=np.float32).reshape(-1, 1)
+    y = np.r_[np.ones(4, int), np.zeros(6, int)]
+    clf = BDTClassifier(boosting="adaboost", n_trees=1, max_depth=1, min_node_size=0.4,
+                        sig_to_bkg_fraction=None).fit(X, y, np.ones(10))
+    assert clf.decision_function(X).tolist() == [1.0] * 4 + [-1.0] * 6
