@@ -96,6 +96,9 @@ def test_adaboost_multiclass_is_samme_as_scikit_learn(max_depth, max_leaves):
     assert ours.n_trees_ == 20 and "rounds" not in ours.n_trees_reason_
     # scikit-learn kept every tree, and so did we: none is recorded as left out
     assert len(theirs.estimators_) == 20 and ours.forest_.extra["skipped_trees"] == 0
+    # the training curve: each stage's weighted error rate, from scikit-learn's stages
+    np.testing.assert_allclose(ours.train_loss_, [np.sum(w[stage != y]) / np.sum(w)
+                                                  for stage in theirs.staged_predict(X)], rtol=1e-9)
     # each stage is the model of its first trees (it was the sum of those trees over the
     # alphas of all 20: off by up to 0.09 in probability at the first stage)
     stages = list(ours.staged_predict_proba(X))
