@@ -96,3 +96,17 @@ def test_leaf_wise_trees_match_xgboost_lossguide(max_leaves, max_depth, quantise
         assert leaves == max_leaves or t > 0
     margin = theirs.get_booster().predict(xgb.DMatrix(X), output_margin=True)
     np.testing.assert_allclose(ours.decision_function(X), margin, atol=1e-4)
+
+
+def test_a_child_of_exactly_min_child_weight_hessian_is_a_valid_split():
+    # XGBoost keeps a child whose hessian sum equals min_child_weight (it refuses only
+    # less): squared error, unit weights, 3 | 3 events at min_child_weight=3.
+    X = np.arange(6, dtype=np.float32).reshape(-1, 1)
+    y = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    settings = dict(n_estimators=1, max_depth=1, learning_rate=1.0, reg_lambda=0.0,
+                    min_child_weight=3.0)
+    theirs = xgb.XGBRegressor(tree_method="exact", base_score=0.5, n_jobs=1, **settings).fit(X, y)
+    ours = hepbdt.BDTRegressor(boosting="newton", n_trees=1, max_depth=1, learning_rate=1.0,
+                               reg_lambda=0.0, min_child_weight=3.0, min_node_size=0.0).fit(X, y)
+    np.testing.assert_allclose(theirs.predict(X), y, atol=1e-6)
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X), atol=1e-6)
