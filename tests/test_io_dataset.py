@@ -222,3 +222,141 @@ def test_copy_false_keeps_float32_and_converts_others_on_numpy_1_and_2() -> None
     ds = Dataset(X64, copy=False)
     assert ds.X.dtype == np.float32 and ds.X.flags["C_CONTIGUOUS"]
     np.testing.assert_array_equal(ds.X, X64.astype(np.float32))
+
+
+def test_target_rounding_counts_parts_of_any_size_as_the_whole_sample() -> None:
+    """TargetRounding merged over parts of 1, 2 and more events (a read's chunks) gives the
+    numpy count, mean, squared deviations and squared float32 roundings of all targets."""
+    from hepbdt.io.dataset import TargetRounding, float32_targets
+
+    rng = np.random.default_rng(5)
+    exact = 1000.0 + rng.normal(0.0, 0.01, 40)
+    stored = exact.astype(np.float32)
+    counted = TargetRounding()
+    for start, stop in ((0, 1), (1, 2), (2, 4), (4, 5), (5, 25), (25, 25), (25, 40)):
+        counted.add(exact[start:stop], stored[start:stop])
+    assert counted.n == exact.size
+    assert counted.mean == pytest.approx(exact.mean(), rel=1e-15)
+    assert counted.m2 == pytest.approx(np.sum((exact - exact.mean()) ** 2), rel=1e-9)
+    assert counted.rounding == pytest.approx(
+        np.sum((stored.astype(np.float64) - exact) ** 2), rel=1e-12)
+    seen = TargetRounding()
+    np.testing.assert_array_equal(float32_targets(exact, "y", seen), stored)
+    assert seen.m2 == pytest.approx(np.sum((exact - exact.mean()) ** 2), rel=1e-9)
+
+
+def test_targets_rounded_beyond_the_resolution_are_refused_from_exactly_the_minimum_count(
+) -> None:
+    """TARGET_CHECK_EVENTS targets are judged: 1000 plus values spread over 0.001 round by
+    far more than TARGET_RESOLUTION of their spread (numpy's ratio), so they are refused."""
+    from hepbdt.io.dataset import TARGET_CHECK_EVENTS, TARGET_RESOLUTION, float32_targets
+
+    exact = 1000.0 + np.linspace(0.0, 0.001, TARGET_CHECK_EVENTS)
+    rounding = np.sqrt(np.mean((exact.astype(np.float32).astype(np.float64) - exact) ** 2))
+    assert rounding > 3 * TARGET_RESOLUTION * exact.std()
+    with pytest.raises(InputError, match="rounds them by"):
+        float32_targets(exact, "y")
+    float32_targets(exact[:-1], "y")  # too few to judge
+
+
+def test_a_task_without_labels_and_a_mask_of_another_length_are_refused() -> None:
+    """Dataset(task="classification") without y is refused, not unlabelled; a boolean mask
+    whose length is not the number of events is an InputError, not numpy's IndexError."""
+    X = np.zeros((4, 1))
+    for task in ("classification", "regression"):
+        with pytest.raises(InputError, match="needs y"):
+            Dataset(X, task=task)
+    with pytest.raises(InputError, match=r"mask must have shape \(4,\)"):
+        Dataset(X).take(np.ones(3, dtype=bool))
+
+
+@pytest.mark.parametrize("mode", ["alternate", "block"])
+def test_split_keeps_each_of_many_samples_apart(mode: str) -> None:
+    """Three samples (signal 0, backgrounds 1 and 2, whose keys a division would merge with
+    the signal's) each keep floor(n f + 0.5) of their own events, by brute force."""
+    sizes, labels = (3, 4, 5), (1, 0, 0)
+    index = np.repeat(np.arange(3), sizes)
+    ds = Dataset(np.arange(12.0)[:, None], np.repeat(labels, sizes), sample_index=index)
+    train, _ = ds.split(mode, 0.5)
+    for sample, size in enumerate(sizes):
+        members = np.flatnonzero(index == sample)
+        n_train = int(np.floor(size * 0.5 + 0.5))
+        chosen = members[:n_train] if mode == "block" else members[::2]
+        np.testing.assert_array_equal(train.X[train.sample_index == sample, 0], chosen)
+
+
+def test_split_defaults_to_half_and_refuses_an_unknown_mode() -> None:
+    """split() trains on floor(n / 2 + 0.5) of each class (TMVA's half: 50 of 100, 51 of 101);
+    a mode that is none of SPLIT_MODES is refused, not taken for another."""
+    for n_sig, n_bkg in ((100, 101), (3, 1)):
+        train, _ = Dataset(np.zeros((n_sig + n_bkg, 1)),
+                           np.r_[np.ones(n_sig, int), np.zeros(n_bkg, int)]).split()
+        assert [int((train.y == 1).sum()), int((train.y == 0).sum())] == [
+            (n_sig + 1) // 2, (n_bkg + 1) // 2]
+    with pytest.raises(InputError, match="split mode 'alternating' is not one of"):
+        _dataset().split("alternating")
+
+
+def _one_sample(w: list[float] | np.ndarray) -> Dataset:
+    return Dataset(np.zeros((len(w), 1)), np.ones(len(w), int), np.asarray(w, float),
+                   sample_names=["qcd"])
+
+
+def test_block_split_judges_blocks_from_two_events_at_five_standard_errors() -> None:
+    """The block split is refused where the blocks' mean weights differ by more than 5
+    standard errors (numpy's means and variances, by hand), from two events a block on;
+    a block of one event is not judged; tiny constant weights (cross-section weights of
+    1e-7) are judged too."""
+
+    def z(w: np.ndarray, n_train: int) -> float:
+        first, last = w[:n_train], w[n_train:]
+        error = np.sqrt(first.var() / first.size + last.var() / last.size)
+        return abs(first.mean() - last.mean()) / error
+
+    refused = "split mode 'block': sample 'qcd'"
+    with pytest.raises(InputError, match=refused):  # two events a block
+        _one_sample([1.0, 1.0001, 10.0, 10.0001]).split("block", 0.5)
+    _one_sample([1.0, 10.0, 10.1, 9.9]).split("block", 0.25)  # one event: not judged
+    _one_sample([10.0, 10.1, 9.9, 1.0]).split("block", 0.75)
+    rng = np.random.default_rng(1)
+    base = rng.normal(1.0, 1.0, 200)
+    base = (base - base.mean()) / base.std()
+    for shift, kept in ((0.3, True), (1.2, False)):
+        w = np.r_[base[:100] + 5.0, base[100:] + 5.0 + shift]
+        assert (z(w, 100) < 5) == kept  # ~2 and ~8.5 standard errors
+        if kept:
+            _one_sample(w).split("block", 0.5)
+        else:
+            with pytest.raises(InputError, match=refused):
+                _one_sample(w).split("block", 0.5)
+    with pytest.raises(InputError, match=refused):
+        _one_sample(np.r_[np.full(10, 1e-7), np.full(10, 2e-7)]).split("block", 0.5)
+    _one_sample(np.full(20, 1e-7)).split("block", 0.5)
+
+
+def test_kfold_by_given_fold_numbers_checks_their_range() -> None:
+    """kfold(k, by=folds) tests fold i on the events numbered i (numpy masks by hand) for
+    every number 0..k-1, and refuses -1, k, a fraction and another key word."""
+    ds = _dataset(6, 6)
+    folds = np.arange(12) % 3
+    for i, (train, test) in enumerate(ds.kfold(3, by=folds)):
+        np.testing.assert_array_equal(test.event, ds.event[folds == i])
+        np.testing.assert_array_equal(train.event, ds.event[folds != i])
+    for bad in (-1, 3, 0.5):
+        by = folds.astype(float)
+        by[4] = bad
+        with pytest.raises(InputError, match=r"integers in 0..2 \(k = 3\): 1 of 12 are not"):
+            ds.kfold(3, by=by)
+    with pytest.raises(InputError, match="takes 'event' or an array"):
+        ds.kfold(3, by="run")
+
+
+def test_normalize_one_event_and_refuse_balancing_a_regression() -> None:
+    """num_events makes a lone event's weight 1 (TMVA: its count over its sum); a regression
+    has no classes to balance with equal_num_events."""
+    one = Dataset(np.zeros((1, 1)), np.ones(1, int), w=[3.0])
+    assert one.normalize("num_events").w.tolist() == [1.0]
+    regression = Dataset(np.zeros((3, 1)), np.array([0.5, 1.5, 2.5]), w=[1.0, 2.0, 3.0])
+    np.testing.assert_allclose(regression.normalize("num_events").w, [0.5, 1.0, 1.5])
+    with pytest.raises(InputError, match="balances classes"):
+        regression.normalize("equal_num_events")
