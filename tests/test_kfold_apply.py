@@ -370,3 +370,33 @@ def test_a_kfold_model_gives_each_events_probabilities_and_class_from_its_fold_m
         [regressors.models[f].predict(X[j:j + 1])[0] for j, f in enumerate(folds)])
     with pytest.raises(AttributeError, match="regressors"):
         regressors.predict_proba(X, event)
+
+
+def test_fold_of_and_the_event_number_rule_against_python_integers() -> None:
+    """fold_of is Python's ``int(e) % k`` for every integer type and for exact floats up to
+    the last integer of their unbroken run (2**53, float32 2**24); fractions, NaN, +-inf,
+    floats beyond that run, uint64 beyond 2**63 - 1 and objects that are no int64 are
+    refused, and so is a k that is not an integer >= 2."""
+    from hepbdt.kfold import event_numbers, invalid_event_numbers
+
+    ints = [-(2**63), -7, -1, 0, 1, 5, 2**53 + 1, 2**63 - 1]
+    for k in (2, 3, 7):
+        assert fold_of(np.array(ints, dtype=np.int64), k).tolist() == [e % k for e in ints]
+    assert fold_of(np.array([0, 2**63 - 1], dtype=np.uint64), K).tolist() == [0, (2**63 - 1) % K]
+    for dtype, run in ((np.float64, 2**53), (np.float32, 2**24)):
+        good = np.array([-run, -3.0, 0.0, 4.0, run], dtype=dtype)
+        assert fold_of(good, K).tolist() == [int(e) % K for e in good.tolist()]
+        bad = np.array([0.5, np.nan, np.inf, -np.inf, run + 2, -run - 2], dtype=dtype)
+        assert invalid_event_numbers(bad).tolist() == [True] * 6
+        with pytest.raises(ValueError, match="6 of 6 are not"):
+            event_numbers(bad)
+    assert invalid_event_numbers(np.array([2**63 - 1, 2**63], dtype=np.uint64)).tolist() == [
+        False, True]
+    mixed = np.array([3, -(2**63), 2**63 - 1, 2**63, -(2**63) - 1, 2.0, 2.5, "7", None],
+                     dtype=object)
+    assert invalid_event_numbers(mixed).tolist() == [False, False, False, True, True, False,
+                                                    True, True, True]
+    for k in (1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="integer >= 2"):
+            fold_of(np.arange(3), k)
+    assert fold_of(np.arange(6), 2.0).tolist() == [0, 1, 0, 1, 0, 1]
