@@ -412,3 +412,59 @@ def test_double32_event_numbers_beyond_2_24_are_refused_as_float32_ones(tmp_path
                                             r"number .* for 88 event\(s\)"):
         read([Sample("s", f"{tmp_path / 'high.root'}:Events", label=1)], ["x"], event="event",
              progress=False)
+
+
+def test_a_new_write_replaces_the_file_and_repeated_names_take_2_and_3(tmp_path: Path) -> None:
+    """Without update the file holds only the new tree (uproot lists its keys); features
+    whose branch names repeat get _2 and _3 (the write_scores rule), read back by uproot;
+    read_scores refuses a tree written without its features; a long double score that
+    float64 would round is refused."""
+    path = tmp_path / "scores.root"
+    data = Dataset(np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 0, 1]),
+                   feature_names=["x", "x"])
+    write_scores(path, data, np.zeros(3), tree="Old")
+    write_scores(path, data.replace(X=np.c_[data.X, data.X[:, 0]], feature_names=["x"] * 3),
+                 np.ones(3), tree="New")
+    with uproot.open(path) as file:
+        assert sorted({key.split(";")[0] for key in file.keys()}) == [
+            "New", "New_features", "New_samples"]
+        new = file["New"].arrays(library="np")
+    assert list(new)[:3] == ["x", "x_2", "x_3"]
+    np.testing.assert_array_equal(new["x_2"], [1.0, 3.0, 5.0])
+    write_scores(path, data, np.zeros(3), tree="Bare", features=False, update=True)
+    with pytest.raises(InputError, match="lacks the feature or bookkeeping branches"):
+        read_scores(path, "Bare")
+    if np.finfo(np.longdouble).nmant > np.finfo(np.float64).nmant:
+        fine = np.longdouble(1) + np.longdouble(2) ** -60
+        with pytest.raises(InputError, match="cannot hold exactly"):
+            write_scores(path, data, np.array([fine, 0, 0], dtype=np.longdouble))
+
+
+def test_read_scores_returns_the_scores_alone_and_refuses_labels_beyond_two_classes(
+        tmp_path: Path) -> None:
+    """read_scores gives the score branches only (uproot's branches after ``sample``), reads
+    a two-class tree that names its classes, and refuses a label of 2 in a tree of two
+    classes and a classID that is not 1 - label (written again by uproot with that one
+    value changed)."""
+    path = tmp_path / "scores.root"
+    data = Dataset(np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 0, 1]),
+                   feature_names=["a", "b"])
+    write_scores(path, data, np.array([0.1, 0.2, 0.3]), class_names=["bkg", "sig"])
+    back, scores = read_scores(path, "TestTree")
+    assert list(scores) == ["bdt_score"]
+    np.testing.assert_array_equal(back.y, [1, 0, 1])
+    write_scores(path, data, np.array([0.1, 0.2, 0.3]))
+    with uproot.open(path) as file:
+        arrays = file["TestTree"].arrays(library="np")
+        samples = str(file["TestTree_samples"])
+        features = str(file["TestTree_features"])
+    damaged = tmp_path / "damaged.root"
+    for branch, value, message in (("label", 2, "label branch holds indices 0..2"),
+                                   ("classID", 1, "classID and label disagree in 1 of 3")):
+        changed = {k: v.copy() for k, v in arrays.items()}
+        changed[branch][0] = value
+        with uproot.recreate(damaged) as file:
+            file["TestTree_samples"], file["TestTree_features"] = samples, features
+            file.mktree("TestTree", {k: v.dtype for k, v in changed.items()}).extend(changed)
+        with pytest.raises(InputError, match=message):
+            read_scores(damaged, "TestTree")
