@@ -360,3 +360,30 @@ def test_normalize_one_event_and_refuse_balancing_a_regression() -> None:
     np.testing.assert_allclose(regression.normalize("num_events").w, [0.5, 1.0, 1.5])
     with pytest.raises(InputError, match="balances classes"):
         regression.normalize("equal_num_events")
+
+
+def test_event_numbers_that_are_no_integers_are_refused_and_two_folds_work() -> None:
+    """A fractional or NaN event number is refused (int64 would truncate it into a fold);
+    kfold(2) tests the even event numbers in fold 0 (Python's e % 2)."""
+    X = np.zeros((3, 1))
+    for bad in (1.5, np.nan):
+        with pytest.raises(InputError, match=r"1 of 3 are not .*event\[1\]"):
+            Dataset(X, event=[4.0, bad, 6.0])
+    ds = Dataset(np.zeros((5, 1)), event=[-3, 0, 7, 10, 2**40 + 1])
+    (train0, test0), (train1, test1) = ds.kfold(2)
+    assert test0.event.tolist() == [e for e in ds.event.tolist() if e % 2 == 0]
+    assert test1.event.tolist() == train0.event.tolist() == [-3, 7, 2**40 + 1]
+
+
+def test_train_fraction_must_lie_strictly_between_0_and_1() -> None:
+    """0 and 1 (an empty training or test set) and 1.005 are refused; 0.005 of 1000
+    events trains on 5 of them, 0.001497 on 1 (floor(n f + 0.5)); a regression target
+    beyond float32 is refused."""
+    ds = Dataset(np.zeros((1000, 1)), np.ones(1000, int))
+    for fraction in (0.0, 1.0, 1.005, -0.5):
+        with pytest.raises(InputError, match=r"train_fraction must lie in \(0, 1\)"):
+            ds.split("alternate", fraction)
+    assert len(ds.split("alternate", 0.005)[0]) == 5
+    assert len(ds.split("alternate", 0.001497)[0]) == 1  # floor(1.497 + 0.5)
+    with pytest.raises(InputError, match="beyond float32's range"):
+        Dataset(np.zeros((2, 1)), np.array([1e39, 0.0]))
