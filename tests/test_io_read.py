@@ -439,3 +439,35 @@ def test_no_entries_are_typed_from_the_branch_records_without_a_read(tmp_path) -
             assert typed[name].dtype == read[name].dtype and typed[name].shape == read[name].shape
         else:
             assert str(typed[name].type) == str(read[name].type), name
+
+
+def test_fill_rows_writes_every_block_of_many_columns_as_numpy_stacks_them() -> None:
+    """fill_rows over three cache blocks (300 columns of 2500 rows) into rows 7: of a larger
+    array: numpy's column_stack of the same columns, the rows around left untouched."""
+    from hepbdt.io.samples import fill_rows
+
+    rng = np.random.default_rng(3)
+    columns = [rng.normal(size=2500).astype(np.float32) for _ in range(300)]
+    X = np.full((2510, 300), -1.0, dtype=np.float32)
+    fill_rows(X, 7, columns)
+    np.testing.assert_array_equal(X[7:2507], np.column_stack(columns))
+    assert np.all(X[:7] == -1.0) and np.all(X[2507:] == -1.0)
+    one = np.zeros((2500, 1), dtype=np.float32)
+    fill_rows(one, 0, columns[:1])
+    np.testing.assert_array_equal(one[:, 0], columns[0])
+
+
+def test_a_chunk_that_keeps_one_event_and_an_infinite_feature(tmp_path: Path) -> None:
+    """Chunks of 4 entries whose cut keeps 1, 0 and 2 events give exactly numpy's selection
+    (the one-event chunk included); +inf is refused unless inf_as_missing, then NaN."""
+    path = tmp_path / "t.root"
+    x = np.arange(10, dtype=np.float64)
+    x[9] = np.inf
+    write_ttree(path, "t", {"x": x})
+    sample = Sample("s", f"{path}:t", label="signal", cut="x == 3 || x >= 8")
+    with pytest.raises(Exception, match="infinite for 1 event"):
+        read(sample, ["x"], step_size=4)
+    data = read(sample, ["x"], step_size=4, inf_as_missing=True)
+    keep = (x == 3) | (x >= 8)
+    np.testing.assert_array_equal(data.event, np.flatnonzero(keep))
+    np.testing.assert_array_equal(data.X[:, 0], np.where(np.isinf(x), np.nan, x)[keep])
