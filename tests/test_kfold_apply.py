@@ -373,8 +373,8 @@ def test_a_kfold_model_gives_each_events_probabilities_and_class_from_its_fold_m
 
 
 def test_fold_of_and_the_event_number_rule_against_python_integers() -> None:
-    """fold_of is Python's ``int(e) % k`` for every integer type and for exact floats up to
-    the last integer of their unbroken run (2**53, float32 2**24); fractions, NaN, +-inf,
+    """fold_of is Python's ``int(e) % k`` for every integer type and for exact floats below
+    the end of their unbroken run of integers (2**53, float32 2**24); fractions, NaN, +-inf,
     floats beyond that run, uint64 beyond 2**63 - 1 and objects that are no int64 are
     refused, and so is a k that is not an integer >= 2."""
     from hepbdt.kfold import event_numbers, invalid_event_numbers
@@ -384,7 +384,8 @@ def test_fold_of_and_the_event_number_rule_against_python_integers() -> None:
         assert fold_of(np.array(ints, dtype=np.int64), k).tolist() == [e % k for e in ints]
     assert fold_of(np.array([0, 2**63 - 1], dtype=np.uint64), K).tolist() == [0, (2**63 - 1) % K]
     for dtype, run in ((np.float64, 2**53), (np.float32, 2**24)):
-        good = np.array([-run, -3.0, 0.0, 4.0, run], dtype=dtype)
+        # run itself is left out: it may be run + 1 rounded (see the audit GA report)
+        good = np.array([1 - run, -3.0, 0.0, 4.0, run - 1], dtype=dtype)
         assert fold_of(good, K).tolist() == [int(e) % K for e in good.tolist()]
         bad = np.array([0.5, np.nan, np.inf, -np.inf, run + 2, -run - 2], dtype=dtype)
         assert invalid_event_numbers(bad).tolist() == [True] * 6
