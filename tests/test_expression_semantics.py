@@ -692,3 +692,17 @@ def test_a_constant_choice_is_that_constant_for_every_event(text, value):
     giving "() values per event" (audit ES); ROOT's 1 ? 2 : 3 is 2 for every event."""
     e = Expression(text, "weight")
     np.testing.assert_array_equal(to_column(e.evaluate({}), 4, np.float64, e), np.full(4, value))
+
+
+def test_round_and_sign_are_cs_and_roots() -> None:
+    """round is C's (halves away from zero: Python's Decimal ROUND_HALF_UP), sign is ROOT's
+    (1 at zero, -1 below, NaN kept)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    x = np.array([-2.5, -1.5, -0.5, -0.49, 0.0, 0.49, 0.5, 1.5, 2.5, 3.7, -3.7])
+    rounded = Expression("round(x)").evaluate({"x": x})
+    expected = [float(Decimal(v).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for v in x]
+    np.testing.assert_array_equal(np.asarray(rounded, dtype=float), expected)
+    signs = Expression("sign(x)").evaluate({"x": np.r_[x, np.nan]})
+    np.testing.assert_array_equal(np.asarray(signs, dtype=float),
+                                  [-1.0 if v < 0 else 1.0 for v in x] + [np.nan])
