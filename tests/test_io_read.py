@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import uproot
 
-from hepbdt.io import Dataset, Sample, read
+from hepbdt.io import Dataset, InputError, Sample, read
 from tests.ntuples import KINDS, write_ntuple, write_rntuple, write_ttree
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -465,9 +465,22 @@ def test_a_chunk_that_keeps_one_event_and_an_infinite_feature(tmp_path: Path) ->
     x[9] = np.inf
     write_ttree(path, "t", {"x": x})
     sample = Sample("s", f"{path}:t", label="signal", cut="x == 3 || x >= 8")
-    with pytest.raises(Exception, match="infinite for 1 event"):
+    with pytest.raises(InputError, match="infinite for 1 event"):
         read(sample, ["x"], step_size=4)
     data = read(sample, ["x"], step_size=4, inf_as_missing=True)
     keep = (x == 3) | (x >= 8)
     np.testing.assert_array_equal(data.event, np.flatnonzero(keep))
     np.testing.assert_array_equal(data.X[:, 0], np.where(np.isinf(x), np.nan, x)[keep])
+
+
+def test_event_numbers_of_a_float32_branch_beyond_2_24_are_refused(tmp_path: Path) -> None:
+    """16777218 is a float32 (numpy holds it exactly) but beyond 2**24 float32 skips
+    integers, so it may be another event's number rounded: the read refuses it."""
+    path = tmp_path / "t.root"
+    write_ttree(path, "t", {"evt": np.array([5.0, 2**24 + 2], dtype=np.float32),
+                            "x": np.arange(2.0)})
+    assert float(np.float32(2**24 + 2)) == 2**24 + 2
+    with pytest.raises(InputError, match="'evt' is not an integer event number .* for 1 "):
+        read(Sample("s", f"{path}:t", label="signal"), ["x"], event="evt")
+    assert read(Sample("s", f"{path}:t", label="signal", cut="x < 1"), ["x"],
+                event="evt").event.tolist() == [5]
