@@ -44,17 +44,17 @@ KFOLD_FORMAT_VERSION = 1
 
 
 #: What a value that is no event number is (the messages of every check).
-NOT_EVENT_NUMBERS = ("NaN, infinite, fractional, beyond +-2**63, or a float beyond 2**53 "
-                     "(float32: 2**24), which may be another integer rounded: read event "
-                     "numbers as integers")
+NOT_EVENT_NUMBERS = ("NaN, infinite, fractional, beyond +-2**63, or a float of 2**53 or "
+                     "beyond (float32: 2**24), which may be another integer rounded: read "
+                     "event numbers as integers")
 
 
 def fold_of(event: Any, k: int) -> np.ndarray:
     """The fold of each event: ``event % k`` (int64, in 0..k-1, also for negative numbers).
 
     ``event`` must hold integers in int64's range (any integer dtype, or floats that are
-    exact integers up to 2**53, float32 2**24); ValueError otherwise (NaN, inf, fractions,
-    uint64 beyond 2**63 - 1, floats beyond those),
+    exact integers below 2**53, float32 2**24); ValueError otherwise (NaN, inf, fractions,
+    uint64 beyond 2**63 - 1, floats from those on),
     as :class:`hepbdt.io.Dataset` refuses them, rather than a fold of a truncated or
     wrapped-around number. ``k`` must be an integer >= 2.
     """
@@ -92,11 +92,11 @@ def shown_number(value: Any) -> str:
 
 def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
     """A mask of the values that are not integers in int64's range (NaN, +-inf, fractions,
-    beyond +-2**63, or not numbers at all); floats that are exact integers are valid up to
-    the last of a run of integers that their type holds every one of (2**53 for float64,
-    2**24 for float32): beyond, a float event number may already be another rounded
-    (2**62 + 12346 reads as 2**62 + 12344, in another fold). The rule of every event
-    number: a Dataset's, a read's and a k-fold model's."""
+    beyond +-2**63, or not numbers at all); floats that are exact integers are valid below
+    the end of the run of integers that their type holds every one of (2**53 for float64,
+    2**24 for float32): from there on, a float event number may already be another rounded
+    (2**24 + 1 is written as 2**24, 2**62 + 12346 reads as 2**62 + 12344, in another
+    fold). The rule of every event number: a Dataset's, a read's and a k-fold model's."""
     kind = values.dtype.kind
     if kind in "bi":
         return np.zeros(values.shape, dtype=bool)
@@ -106,7 +106,7 @@ def invalid_event_numbers(values: np.ndarray) -> np.ndarray:
         exact = float(2 ** (np.finfo(values.dtype).nmant + 1))
         with np.errstate(invalid="ignore"):
             return ~(np.isfinite(values) & (values == np.floor(values))
-                     & (np.abs(values) <= exact))
+                     & (np.abs(values) < exact))
     if kind == "O":
         return np.fromiter((not _is_int64(v) for v in values.reshape(-1)), dtype=bool,
                            count=values.size).reshape(values.shape)

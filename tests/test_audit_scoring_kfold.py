@@ -193,19 +193,20 @@ def test_event_numbers_that_are_not_int64_integers_are_refused_and_nothing_is_wr
 
 
 def test_float_event_numbers_beyond_2_53_are_refused(trained, tmp_path):
-    """A double beyond 2**53 may be another event number rounded (the int64 it came from
-    is in another fold): refused, not routed by its rounded value; up to 2**53 exact."""
-    event = np.array([2.0**53, -(2.0**53), -5.0, 7.0] * 5)
+    """A double from 2**53 on may be another event number rounded (the int64 it came from
+    is in another fold): refused, not routed by its rounded value; below 2**53 exact."""
+    event = np.array([2.0**53 - 1, -(2.0**53 - 1), -5.0, 7.0] * 5)
     path = _event_file(tmp_path, event)
     hepbdt.apply(trained / "kf.json", path, tmp_path / "out.root", step_size=3)
     model = load_model(trained / "kf.json")
     want = _out_of_fold(model.models, _reference_X(path, "Events"), [int(e) for e in event])
     with uproot.open(tmp_path / "out.root") as file:
         np.testing.assert_array_equal(file["Events"]["bdt_score"].array(library="np"), want)
-    path = _event_file(tmp_path, np.array([7.0, 2.0**60 + 768] * 5))
-    with pytest.raises(InputError, match=r"float beyond 2\*\*53"):
-        hepbdt.apply(trained / "kf.json", path, tmp_path / "big.root", step_size=3)
-    assert not (tmp_path / "big.root").exists()
+    for big in (2.0**60 + 768, 2.0**53):  # 2**53 may be 2**53 + 1 rounded
+        path = _event_file(tmp_path, np.array([7.0, big] * 5))
+        with pytest.raises(InputError, match=r"float of 2\*\*53 or beyond"):
+            hepbdt.apply(trained / "kf.json", path, tmp_path / "big.root", step_size=3)
+        assert not (tmp_path / "big.root").exists()
 
 
 def test_a_missing_branch_is_refused_before_anything_is_written(trained, inputs, tmp_path):

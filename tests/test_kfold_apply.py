@@ -242,14 +242,19 @@ def test_kfold_samples_with_different_event_expressions_are_refused_before_any_w
 
 
 def test_float_event_numbers_beyond_their_exact_integers_are_refused():
-    """Beyond 2**53 (float32: 2**24) a float event number may be another integer rounded:
-    2**62 + 12345, + 12346, + 12347 are in folds 1, 2, 0 but read as float64 all in fold 1."""
+    """From 2**53 on (float32: 2**24) a float event number may be another integer rounded:
+    2**62 + 12345, + 12346, + 12347 are in folds 1, 2, 0 but read as float64 all in fold 1,
+    and 2**53 + 1 (fold 0) and float32 2**24 + 1 (fold 2) are 2**53 and 2**24 (folds 2, 1)."""
+    assert [float(2**53 + 1), float(np.float32(2**24 + 1))] == [2.0**53, 2.0**24]
+    assert [(2**53 + 1) % K, (2**24 + 1) % K, 2**53 % K, 2**24 % K] == [0, 2, 2, 1]
     exact = np.array([2**62 + 12345, 2**62 + 12346, 2**62 + 12347], dtype=np.int64)
     assert [int(e) % K for e in exact.tolist()] == [1, 2, 0]
     assert fold_of(exact, K).tolist() == [1, 2, 0]
     for rounded in (exact.astype(np.float64), np.array([5.0, 2.0**53 + 2]),
-                    np.array([1.0, 2.0**24 + 2], dtype=np.float32), [3, 2.0**60]):
-        with pytest.raises(ValueError, match=r"float beyond 2\*\*53 \(float32: 2\*\*24\)"):
+                    np.array([1.0, 2.0**24 + 2], dtype=np.float32), [3, 2.0**60],
+                    np.array([2.0**53]), np.array([-(2.0**53)]),
+                    np.array([2.0**24], dtype=np.float32)):
+        with pytest.raises(ValueError, match=r"float of 2\*\*53 or beyond \(float32: 2\*\*24\)"):
             fold_of(rounded, K)
         with pytest.raises(InputError, match="read event numbers as integers"):
             Dataset(np.zeros((len(rounded), 1)), event=rounded)
@@ -274,8 +279,8 @@ def test_kfold_model_refuses_events_that_are_not_int64_integers(event):
 def test_kfold_model_takes_every_integer_event_number():
     event = [np.array([-7, 2**63 - 1, -(2**63), 9007199254740993], dtype=np.int64),
              np.array([2**62 + 5, 3, 2**63 - 1], dtype=np.uint64),
-             np.array([-3.0, 2.0**53, -(2.0**53), 0.0]),
-             np.array([7.0, 2.0**24], dtype=np.float32),
+             np.array([-3.0, 2.0**53 - 1, -(2.0**53 - 1), 0.0]),
+             np.array([7.0, 2.0**24 - 1], dtype=np.float32),
              np.array([4, 5], dtype=np.int32)]
     model = KFoldModel([FoldStandIn(i) for i in range(K)])
     for values in event:
@@ -375,7 +380,7 @@ def test_a_kfold_model_gives_each_events_probabilities_and_class_from_its_fold_m
 def test_fold_of_and_the_event_number_rule_against_python_integers() -> None:
     """fold_of is Python's ``int(e) % k`` for every integer type and for exact floats below
     the end of their unbroken run of integers (2**53, float32 2**24); fractions, NaN, +-inf,
-    floats beyond that run, uint64 beyond 2**63 - 1 and objects that are no int64 are
+    floats from the run's end on, uint64 beyond 2**63 - 1 and objects that are no int64 are
     refused, and so is a k that is not an integer >= 2."""
     from hepbdt.kfold import event_numbers, invalid_event_numbers
 
@@ -384,12 +389,12 @@ def test_fold_of_and_the_event_number_rule_against_python_integers() -> None:
         assert fold_of(np.array(ints, dtype=np.int64), k).tolist() == [e % k for e in ints]
     assert fold_of(np.array([0, 2**63 - 1], dtype=np.uint64), K).tolist() == [0, (2**63 - 1) % K]
     for dtype, run in ((np.float64, 2**53), (np.float32, 2**24)):
-        # run itself is left out: it may be run + 1 rounded (see the audit GA report)
         good = np.array([1 - run, -3.0, 0.0, 4.0, run - 1], dtype=dtype)
         assert fold_of(good, K).tolist() == [int(e) % K for e in good.tolist()]
-        bad = np.array([0.5, np.nan, np.inf, -np.inf, run + 2, -run - 2], dtype=dtype)
-        assert invalid_event_numbers(bad).tolist() == [True] * 6
-        with pytest.raises(ValueError, match="6 of 6 are not"):
+        # run itself is refused: it may be run + 1 rounded, in another fold
+        bad = np.array([0.5, np.nan, np.inf, -np.inf, run + 2, -run - 2, run, -run], dtype=dtype)
+        assert invalid_event_numbers(bad).tolist() == [True] * 8
+        with pytest.raises(ValueError, match="8 of 8 are not"):
             event_numbers(bad)
     assert invalid_event_numbers(np.array([2**63 - 1, 2**63], dtype=np.uint64)).tolist() == [
         False, True]

@@ -870,10 +870,10 @@ class Expression:
 
     def _check_exact_floats(self, node: ast.AST, value: Any) -> None:
         """Refuse, in an event expression, a floating-point value that an event number
-        read or computed on the way may have been rounded to (beyond 2**53 in double,
-        2**24 in float32; a computed value from 2**53 on, which may be 2**53 + 1 rounded):
-        the result alone does not say (``event - 16777216`` of a float32 2**24 + 1 gave 0,
-        ``event + 1 - 1`` of a double 2**53 gave 2**53 - 1)."""
+        read or computed on the way may have been rounded to (from 2**53 on in double,
+        2**24 in float32, which may be 2**53 + 1 and 2**24 + 1 rounded): the result alone
+        does not say (``event - 16777216`` of a float32 2**24 + 1 gave 0, ``event + 1 - 1``
+        of a double 2**53 gave 2**53 - 1)."""
         dtype = _leaf_dtype(value)
         if dtype is None or dtype.kind != "f":
             return
@@ -881,14 +881,12 @@ class Expression:
         power = "2**24" if dtype.itemsize == 4 else "2**53"
         kind = "float32" if dtype.itemsize == 4 else "double"
         # NaN and infinities are no event numbers at all: the result's check names them
-        if isinstance(node, ast.Name | ast.Attribute | ast.Subscript):  # a value as stored
-            beyond = _any(value, lambda v: (abs(v) > exact) & (abs(v) < np.inf))
-            how = f"holds {kind} values beyond {power}"
-        else:
-            beyond = _any(value, lambda v: (abs(v) >= exact) & (abs(v) < np.inf))
-            how = f"reaches {power} or beyond in {kind}"
-        if not beyond:
+        if not _any(value, lambda v: (abs(v) >= exact) & (abs(v) < np.inf)):
             return
+        if isinstance(node, ast.Name | ast.Attribute | ast.Subscript):  # a value as stored
+            how = f"holds {kind} values of {power} or beyond"
+        else:
+            how = f"reaches {power} or beyond in {kind}"
         where = self._source.text[slice(*self._source.written(node))]
         raise self._fail(
             f"{where} {how}, where not every integer is held, so an event number there may "

@@ -2439,8 +2439,8 @@ def _event_column(
         raise ExpressionError(f"{reader.where}: {err}") from err
     bad = invalid_event_numbers(values)
     if values.dtype.kind == "f" and _reads_float32(expression, arrays, reader):
-        # read in double, a float32 branch's numbers beyond 2**24 may be others rounded
-        bad |= np.abs(values) > FLOAT32_EXACT_INTEGERS
+        # read in double, a float32 branch's numbers from 2**24 on may be others rounded
+        bad |= np.abs(values) >= FLOAT32_EXACT_INTEGERS
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
         raise BadValueError(
@@ -2459,26 +2459,26 @@ def _event_column(
 def _check_stored_float32(reader: TreeReader, expression: Expression, arrays: dict[str, Any],
                           entries: np.ndarray) -> None:
     """BadValueError where an event expression reads a branch stored as float32 and read as
-    double (a Double32_t without a range) beyond 2**24: its result alone does not show
+    double (a Double32_t without a range) from 2**24 on: its result alone does not show
     it (``event - 16777216`` of a 2**24 + 1 written as 2**24 gave 0). Branches read as
-    float32, and double values beyond 2**53, are refused by the evaluator."""
+    float32, and double values from 2**53 on, are refused by the evaluator."""
     for name, column in _branch_columns(expression, arrays):
         if getattr(column, "dtype", None) != np.float64 or not _stored_as_float32(
                 reader, name):
             continue
-        bad = np.abs(np.asarray(column)) > FLOAT32_EXACT_INTEGERS  # NaN: judged by the result
+        bad = np.abs(np.asarray(column)) >= FLOAT32_EXACT_INTEGERS  # NaN: judged by the result
         if bad.any():
             index = int(np.flatnonzero(bad)[0])
             raise BadValueError(
                 f"{reader.where}: event expression {quote_expression(expression.text)} reads "
-                f"{name!r}, stored as float32, beyond 2**24 for {int(np.count_nonzero(bad))} "
-                f"event(s); the first, entry {int(entries[index])}, is "
+                f"{name!r}, stored as float32, at 2**24 or beyond for "
+                f"{int(np.count_nonzero(bad))} event(s); the first, entry {int(entries[index])}, is "
                 f"{shown_number(column[index])}, which may be another integer rounded (and "
                 "its fold another one's): read event numbers from an integer branch, or "
                 "select those events away with a cut")
 
 
-FLOAT32_EXACT_INTEGERS = 2**24  # float32 holds every integer up to this one, not beyond
+FLOAT32_EXACT_INTEGERS = 2**24  # float32 holds every integer below it; 2**24 may be 2**24 + 1 rounded
 
 
 def _reads_float32(expression: Expression, arrays: dict[str, Any], reader: Any = None) -> bool:
