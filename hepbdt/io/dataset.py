@@ -556,10 +556,12 @@ class Dataset:
         gap = abs(float(first.mean()) - float(last.mean()))
         if gap > BLOCK_SIGMAS * error and gap > 1e-12 * float(np.abs(w).mean()):
             name = self.sample_names[int(self.sample_index[group[0]])]
+            apart = (f"{gap / error:.1f} standard errors apart" if error > 0
+                     else "each block's weights all equal")
             raise InputError(
                 f"split mode 'block': sample {name!r}'s first {first.size} events (training) "
                 f"weigh {float(first.mean()):.6g} on average, its last {last.size} (test) "
-                f"{float(last.mean()):.6g}, {gap / error:.1f} standard errors apart: the test "
+                f"{float(last.mean()):.6g}, {apart}: the test "
                 "block does not stand for the sample (files of other weights, read in "
                 "order), so yields scaled from it would be wrong; use mode = \"random\" or "
                 "\"alternate\" (or one file per sample)")
