@@ -86,3 +86,19 @@ n_trees = 3
     assert main(["train", str(config), "--output", str(tmp_path / "out"), "--check"]) == 0
     assert "OK (2 samples, 4 features" in capsys.readouterr().out
     assert main(["train", str(config), "--output", str(tmp_path / "out")]) == 0
+
+
+SLASH = FILE.with_name("slash_names.root")  # written by ROOT 6.40 with slash_names.py
+
+
+def test_top_level_branch_named_with_a_slash_is_no_member():
+    """``E/p`` and ``pt/m`` are top-level branches, not members: ROOT's TTree::Draw("p")
+    read 10 + i here, and "m" was "Bad numerical expression". hepbdt took every key with a
+    ``/`` for a member: ``p`` was refused as "both the branch 'p' and 'E/p'", and ``m``
+    read ``pt/m``'s values (0.5 i)."""
+    X = np.asarray(read(Sample("s", f"{SLASH}:events", label=1), ["p", "`E/p`", "`pt/m`"]).X)
+    entry = np.arange(60)
+    expected = np.column_stack([10 + entry, 1 + entry / 100, 0.5 * entry]).astype(np.float32)
+    np.testing.assert_array_equal(X, expected)
+    with pytest.raises(InputError, match=r"'m', which is not a branch"):
+        read(Sample("s", f"{SLASH}:events", label=1), ["m"])

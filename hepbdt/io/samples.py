@@ -559,13 +559,14 @@ def _field(arrays: Any, name: str) -> Any:
 def member_paths(tree: Any) -> dict[str, list[str]]:
     """The keys of a TTree's member branches (a split object's members, as Delphes writes
     them: ``Jet/Jet.PT``) by the members' own names (``Jet.PT``, the name ROOT's
-    ``TTree::Draw`` reads them by); {} for an RNTuple."""
+    ``TTree::Draw`` reads them by); {} for an RNTuple. A member is a branch under another,
+    not a key with a ``/``: a top-level branch may be named ``pt/m``."""
     if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
         return {}
     members: dict[str, list[str]] = {}
-    for key in tree.keys():
-        if "/" in key:
-            members.setdefault(key.rsplit("/", 1)[1], []).append(key)
+    for key, branch in tree.iteritems(recursive=True):
+        if branch.parent is not tree:
+            members.setdefault(branch.name, []).append(key)
     return members
 
 
