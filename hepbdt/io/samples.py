@@ -561,30 +561,39 @@ def member_paths(tree: Any) -> dict[str, list[str]]:
     them: ``Jet/Jet.PT``) by the members' own names (``Jet.PT``, the name ROOT's
     ``TTree::Draw`` reads them by); {} for an RNTuple. A member is a branch under another,
     not a key with a ``/``: a top-level branch may be named ``pt/m``."""
-    if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
-        return {}
-    members: dict[str, list[str]] = {}
-    for key, branch in tree.iteritems(recursive=True):
-        if branch.parent is not tree:
-            members.setdefault(branch.name, []).append(key)
-    return members
+    return _branch_index(tree)[2]
 
 
-def branch_paths(tree: Any, members: Mapping[str, list[str]] | None = None) -> dict[str, str]:
+def branch_paths(tree: Any) -> dict[str, str]:
     """Every name an expression may read a branch of ``tree`` by, with the branch's key:
     each key; a TTree's top-level key with a leading ``/`` (uproot's spelling of the
-    top-level branch alone); and the own name of a member branch (:func:`member_paths`, given as
-    ``members`` where already made) that no other branch has. A top-level branch's name
-    that a member also has maps to the top-level branch (:class:`TreeReader` refuses it:
-    ROOT reads whichever the tree made first)."""
-    members = member_paths(tree) if members is None else members
-    paths = {key: key for key in tree.keys()}
-    if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
-        paths.update({f"/{key}": key for key in tree.keys(recursive=False)})
-    for name, keys in members.items():
-        if len(keys) == 1:
-            paths.setdefault(name, keys[0])
-    return paths
+    top-level branch alone); and the own name of a member branch (:func:`member_paths`)
+    that no other branch has. A top-level branch's name that a member also has maps to the
+    top-level branch (:class:`TreeReader` refuses it: ROOT reads whichever the tree made
+    first)."""
+    return _branch_index(tree)[1]
+
+
+def _branch_index(tree: Any) -> tuple[list[str], dict[str, str], dict[str, list[str]]]:
+    """The keys of ``tree``, :func:`branch_paths` and :func:`member_paths`, in one walk of
+    its branches (four walks took a reader of 1,500 branches from 4 to 14 ms)."""
+    if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+        keys = list(tree.keys())
+        return keys, {key: key for key in keys}, {}
+    keys: list[str] = []
+    paths: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    for key, branch in tree.iteritems(recursive=True):
+        keys.append(key)
+        paths[key] = key
+        if branch.parent is tree:
+            paths[f"/{key}"] = key
+        else:
+            members.setdefault(branch.name, []).append(key)
+    for name, found in members.items():
+        if len(found) == 1:
+            paths.setdefault(name, found[0])
+    return keys, paths, members
 
 
 def check_file_length(file: Any, path: str, context: str) -> None:
@@ -1004,9 +1013,7 @@ class TreeReader:
         self.where = f"{context}: file {source.path!r}, tree {self.tree_name!r}"
         try:
             self.num_entries = int(self.tree.num_entries)
-            available = list(self.tree.keys())
-            members = member_paths(self.tree)
-            self.paths = branch_paths(self.tree, members)
+            available, self.paths, members = _branch_index(self.tree)
         except Exception as err:
             raise _corrupt_error(err, self.where) from err
         needed: list[str] = []
