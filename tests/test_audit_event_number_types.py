@@ -59,13 +59,17 @@ def _read(path, event: str):
     # float32 2**24 + 3 and + 5 are both written as 2**24 + 4: event - 16777216 gave 4 and 4
     # (folds 1, 1 of 3) for the numbers 3 and 5 (folds 0, 2)
     ("F", [2**24 + 3, 2**24 + 5, 5], "event - 16777216",
-     "'event - 16777216': event holds float32 values beyond 2**24"),
-    ("F", [2**24 + 3, 2**24 + 5, 5], "fmod(event, 1000)", "event holds float32 values beyond"),
+     "'event - 16777216': event holds float32 values of 2**24 or beyond"),
+    ("F", [2**24 + 3, 2**24 + 5, 5], "fmod(event, 1000)", "event holds float32 values of"),
     # Double32_t without a range: float32 on disk, double in uproot
     ("d", [2**24 + 3, 2**24 + 5, 5], "event - 16777216",
-     "reads 'event', stored as float32, beyond 2**24 for 2 event"),
+     "reads 'event', stored as float32, at 2**24 or beyond for 2 event"),
     # a double 2**60 + 12346 is written as 2**60 + 12288: fmod(event, 1000) gave 264, not 346
-    ("D", [2**60 + 12346, 5, 7], "fmod(event, 1000)", "event holds double values beyond 2**53"),
+    ("D", [2**60 + 12346, 5, 7], "fmod(event, 1000)",
+     "event holds double values of 2**53 or beyond"),
+    # a float32 2**24 + 1 is written as 2**24 (fold 1 of 3 for its 2): 2**24 is refused too
+    ("F", [2**24 + 1, 2**24 + 2, 5], "event - 16777216",
+     "'event - 16777216': event holds float32 values of 2**24 or beyond"),
 ])
 def test_float_event_numbers_beyond_their_exact_integers_are_refused_inside_expressions(
         tmp_path, leaf, stored, expression, words):
@@ -79,18 +83,23 @@ def test_float_event_numbers_beyond_their_exact_integers_are_refused_inside_expr
 
 
 def test_a_double_intermediate_at_2_53_is_refused_and_exact_ones_are_kept(tmp_path):
-    """A double 2**53 is exact, but event + 1 rounds 2**53 + 1 to 2**53: event + 1 - 1 gave
-    2**53 - 1 (fold 1 of 3) for the event 2**53 (fold 2)."""
+    """A double 2**53 - 1 is exact, but event + 1 reaches 2**53, which 2**53 + 1 rounds to:
+    event + 2 - 2 of 2**53 - 1 gave 2**53 - 2 (fold 1 of 3) for fold 2. A stored 2**53 may
+    itself be 2**53 + 1 rounded: refused."""
     path = tmp_path / "d.root"
-    values = [2**53, -(2**53) + 7, 2**31 + 5, -12, 0]
+    values = [2**53 - 1, -(2**53) + 7, 2**31 + 5, -12, 0]
     written = _root_tree(path, "D", [float(v) for v in values])
     assert [int(v) for v in written] == values  # every one stored exactly
     data = _read(path, "event - 1 + 1")  # the intermediate 2**53 - 1 is exact
     assert [int(v) for v in data.event] == values
     assert fold_of(data.event, 3).tolist() == [v % 3 for v in values]
-    with pytest.raises(ExpressionError, match=r"'event \+ 1 - 1': event \+ 1 reaches 2\*\*53 "
+    assert float(2**53 - 1 + 2) - 2 == 2**53 - 2  # the rounding the refusal prevents
+    with pytest.raises(ExpressionError, match=r"'event \+ 2 - 2': event \+ 2 reaches 2\*\*53 "
                                               r"or beyond in double"):
-        _read(path, "event + 1 - 1")
+        _read(path, "event + 2 - 2")
+    _root_tree(path, "D", [float(2**53), 5.0])
+    with pytest.raises(ExpressionError, match=r"event holds double values of 2\*\*53 or beyond"):
+        _read(path, "event - 1 + 1")
 
 
 def test_integer_event_numbers_computed_in_double_beyond_2_53_are_refused(tmp_path):
