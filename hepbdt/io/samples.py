@@ -1054,7 +1054,7 @@ class TreeReader:
         self.paths = {name: self.paths[name] for name in needed}
         self._check_entries(needed)
         self.branches = needed
-        self._read_names = self._names_read()
+        self._read_names = self._names_read(members)
         self._verified_clusters: set[int] = set()
         try:
             self.kinds = self._check_types(needed)
@@ -1067,32 +1067,25 @@ class TreeReader:
         """The uproot branch (TTree) or field (RNTuple) that ``name`` reads."""
         return self.tree[self.paths[name]]
 
-    def _names_read(self) -> dict[str, str]:
-        """The name under which uproot returns each branch read, by the name read: a
-        TTree's branches come back under their keys. Two branches of one own name (a
-        top-level ``fLineColor`` and a member ``a/fLineColor``, or ``a/v`` and ``b/v``)
-        are refused in one read: uproot 5.7 returned one's values for both."""
+    def _names_read(self, members: Mapping[str, list[str]]) -> dict[str, str]:
+        """The key uproot reads each branch by, and returns it under, by the name read: a
+        TTree branch's key, with a leading ``/`` for a top-level branch whose name a
+        member's also is (``members``: of ``fLineColor`` and ``a/fLineColor`` read
+        together, uproot 5.7 returned the member's values for both; ``/fLineColor`` it
+        reads as the top-level branch)."""
         if not isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
             return {name: name for name in self.branches}
-        owners: dict[str, str] = {}
-        for name in self.branches:
-            path = self.paths[name]
-            other = owners.setdefault(self.branch(name).name, path)
-            if other != path:
-                raise InputError(
-                    f"{self.where}: branches {other!r} and {path!r} are both named "
-                    f"{self.branch(name).name!r}, and uproot reads two branches of one name "
-                    "together wrongly (one's values for both): read one of them, or copy one "
-                    "to a branch of another name")
-        return dict(self.paths)
+        return {name: f"/{path}" if path in members else path
+                for name, path in self.paths.items()}
 
     def _selection(self) -> dict[str, Any]:
-        """uproot's keyword that reads exactly the branches read: a TTree's by their keys,
-        under which it returns them (a name filter matches branches by their own names and
-        reads each by its own name, which may be another branch's: of ``fLineColor`` and
-        ``a/fLineColor``, uproot returned the first's values for the second)."""
+        """uproot's keyword that reads exactly the branches read: a TTree's by their keys
+        (:meth:`_names_read`), under which it returns them (a name filter matches branches
+        by their own names and reads each by its own name, which may be another branch's:
+        of ``fLineColor`` and ``a/fLineColor``, uproot returned the first's values for the
+        second)."""
         if isinstance(self.tree, uproot.behaviors.TBranch.HasBranches):
-            return {"expressions": list(dict.fromkeys(self.paths.values()))}
+            return {"expressions": list(dict.fromkeys(self._read_names.values()))}
         names = set(self.branches)
         return {"filter_name": lambda name: name in names}
 
