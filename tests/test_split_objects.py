@@ -105,3 +105,19 @@ def test_top_level_branch_named_with_a_slash_is_no_member():
     np.testing.assert_array_equal(X, expected)
     with pytest.raises(InputError, match=r"'m', which is not a branch"):
         read(Sample("s", f"{SLASH}:events", label=1), ["m"])
+
+
+def test_train_check_names_the_members_of_a_shared_name(tmp_path, capsys):
+    config = tmp_path / "shared.toml"
+    config.write_text(f"""tree = "events"
+features = ["fLineWidth", "w"]
+[samples.signal]
+files = "{FILE}"
+label = "signal"
+[samples.background]
+files = "{FILE}"
+label = "background"
+""")
+    assert main(["train", str(config), "--output", str(tmp_path / "out"), "--check"]) != 0
+    err = capsys.readouterr().err
+    assert "members of 2 split objects have this name ('a/fLineWidth', 'b/fLineWidth')" in err

@@ -21,6 +21,7 @@ from ..io.samples import (
     TreeReader,
     branch_paths,
     get_tree,
+    member_paths,
     open_root_file,
     resolve_sources,
 )
@@ -109,6 +110,7 @@ def check_inputs(config: AnalysisConfig) -> None:
                     problems.add(section, "files", str(exc))
                 branches = list(tree.keys())
                 branch_set = set(branch_paths(tree))
+                members = member_paths(tree)
                 where = f"tree {tree.name!r} of {src.path!r} (sample {sample.name!r})"
                 for alias in config.aliases:
                     if alias in branch_set and ("aliases", alias, "", "") not in seen:
@@ -128,6 +130,10 @@ def check_inputs(config: AnalysisConfig) -> None:
                         matches = difflib.get_close_matches(name, branches, n=3, cutoff=0.6)
                         hint = (f"did you mean {' or '.join(repr(m) for m in matches)}? "
                                 if matches else "")
+                        if len(members.get(name, ())) > 1:
+                            hint = (f"members of {len(members[name])} split objects have this "
+                                    f"name ({', '.join(map(repr, members[name]))}): write the "
+                                    "one meant; ")
                         listed = ", ".join(branches[:40]) + (" ..." if len(branches) > 40 else "")
                         problems.add(table, key, f"{shown!r}{expanded} uses {name!r}, which is "
                                      f"not a branch of {where}; {hint}branches: {listed}")
