@@ -107,3 +107,20 @@ def test_any_all_and_count_nonzero_take_a_nan_element_as_false():
         np.testing.assert_array_equal(got, np.array(values, dtype=np.float64), err_msg=text)
     pair = Expression("x[:, 0] || x[:, 1]", "cut").evaluate({"x": ak.Array([[np.nan, 0.0]])})
     assert not pair[0]
+
+
+def test_wide_integers_at_the_edges_of_double_with_a_missing_element():
+    """-(2**53) - 1 is as inexact in double as 2**53 + 1 (refused, or exact by Python's
+    integers); a ULong64_t 2**63 is a double exactly, so kept."""
+    lists = ak.values_astype(ak.Array([[-(2**53) - 1], []]), "int64")
+    expression = Expression("vl[:, 0] == -9007199254740992", "cut")
+    try:
+        got = to_column(expression.evaluate({"vl": lists}), 2, np.float64, expression)
+    except ExpressionError as err:
+        assert "2**53" in str(err) or "double" in str(err)
+    else:
+        np.testing.assert_array_equal(got, [-(2**53) - 1 == -(2**53), False])
+    lists = ak.values_astype(ak.Array([[2**62], []]), "uint64") * np.uint64(2)
+    expression = Expression("max(vl)", "feature")
+    got = to_column(expression.evaluate({"vl": lists}), 2, np.float64, expression)
+    np.testing.assert_array_equal(got, [float(2**63), np.nan])

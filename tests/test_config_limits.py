@@ -89,6 +89,7 @@ def test_expanded_expression_over_the_bound_names_its_key(tmp_path: Path) -> Non
 @pytest.mark.parametrize("text, words", [
     ("(" * 10000 + "x" + ")" * 10000, "nested"),
     ("-" * 100000 + "x", "characters"),
+    ("1." + "0" * 100000, "more than the 100,000"),  # long, not deep: the length's refusal
     ("-" * 5000 + "x", "nested"),
     ("-" * 300 + "x", "nested"),
     ("a+" * 200000 + "a", "characters"),

@@ -263,7 +263,7 @@ def test_an_int64_sum_that_would_wrap_is_refused_and_in_double_when_asked() -> N
 
 @pytest.mark.parametrize("text", ["9223372036854775807 + 1", "3037000500 * 3037000500 + e",
                                   "e + 18446744073709551616", "99999999999999999999 > e",
-                                  "-(-9223372036854775807 - 1)"])
+                                  "-(-9223372036854775807 - 1)", "-9223372036854775807 - 2"])
 def test_integer_constants_beyond_int64_are_refused_not_exact_python_integers(text) -> None:
     """Constants computed as Python's unbounded integers: 2**63 passed as an exact value,
     a larger one failed with Python's OverflowError."""
@@ -706,3 +706,29 @@ def test_round_and_sign_are_cs_and_roots() -> None:
     signs = Expression("sign(x)").evaluate({"x": np.r_[x, np.nan]})
     np.testing.assert_array_equal(np.asarray(signs, dtype=float),
                                   [-1.0 if v < 0 else 1.0 for v in x] + [np.nan])
+
+
+@pytest.mark.parametrize("text", ["Jet_pt[:, 1:nJet]", "Jet_pt[:, Jet_pt > 25]",
+                                  "max(sum(Jet_pt))", "sum(Jet_pt)[:, 0]"])
+def test_subscripts_and_reductions_refuse_what_is_no_list_or_no_constant(text) -> None:
+    """A slice bound that varies per event, a mask after ``:,``, and a list subscript or
+    reduction of one value per event have no meaning in ROOT's formulas: refused, never
+    computed as another expression (``Jet_pt[:, 1:nJet]`` as ``Jet_pt[:, 1:]``)."""
+    with pytest.raises(ExpressionError):
+        Expression(text, "feature").evaluate(ARRAYS)
+
+
+def test_integer_powers_of_constants_are_exact_integers_below_2_53_and_doubles_beyond() -> None:
+    """``2**k`` is the integer a literal writes while double holds it exactly (Python's exact
+    integers are the reference), C's double ``pow`` from 2**53 on."""
+    big = {"x": np.array([2**53 + 1, 3], dtype=np.int64)}
+    got = Expression("x * 2**0 + 2**3", "event").evaluate(big)
+    assert got.dtype == np.int64 and got.tolist() == [2**53 + 1 + 8, 11]
+    got = Expression("x + 2**53", "feature").evaluate({"x": np.array([1, 3], dtype=np.int64)})
+    assert got.dtype == np.float64 and got.tolist() == [2.0**53 + 1.0, 2.0**53 + 3.0]  # C's
+
+
+@pytest.mark.parametrize("text", [5, None, b"x"])
+def test_an_expression_that_is_no_string_is_refused(text) -> None:
+    with pytest.raises(ExpressionError, match="must be a string expression"):
+        Expression(text, "cut")  # type: ignore[arg-type]
