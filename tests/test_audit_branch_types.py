@@ -154,7 +154,8 @@ def test_a_read_refuses_trees_whose_types_give_one_expression_other_values(tmp_p
 def test_complemented_names_are_those_whose_type_decides_what_tilde_gives():
     cases = {"~flag": {"flag"}, "!flag": set(), "~(a & b) + c": {"a", "b"},
              "~(x > 0)": set(), "x[~sel]": {"sel"}, "~Jet_id[Jet_pt > 30]": {"Jet_id"},
-             "~where(flag, 1, 0)": set(), "~where(x > 0, flag, n)": {"flag", "n"}}
+             "~where(flag, 1, 0)": set(), "~where(x > 0, flag, n)": {"flag", "n"},
+             "~(!flag)": set(), "~(not flag) + n": set()}
     for text, names in cases.items():
         assert set(Expression(text).complemented) == names, text
 
