@@ -421,3 +421,50 @@ def test_files_with_settings_refused_since_are_read_with_a_warning(tmp_path):
             loaded = load_model(path)
         assert loaded.get_params()[key] == new
         np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+
+
+def _with_nan_model(tmp_path: Path) -> tuple[Path, dict, np.ndarray]:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    X[:60, 0] = np.nan
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=2).fit(X, (X[:, 1] > 0).astype(int))
+    path, doc = _saved(tmp_path, model)
+    return path, doc, X
+
+
+def test_a_split_past_the_last_edge_loads_and_scores_as_its_tree(tmp_path):
+    """bin_threshold = the feature's number of edges is the split 'x < +inf' (every value
+    left, NaN as missing_left says): it loads, and floats and codes score as the tree."""
+    path, doc, X = _with_nan_model(tmp_path)
+    forest = doc["forest"]
+    n_edges = len(doc["bin_edges"][0])
+    assert forest["feature"][:6] == [1, -1, -1, 1, -1, -1]  # two stumps on feature 1
+    forest["feature"][0], forest["bin_threshold"][0] = 0, n_edges
+    forest["threshold"][0], forest["missing_left"][0] = "Infinity", False
+    path.write_text(json.dumps(doc))
+    loaded = load_model(path)
+    values, base = forest["value"], forest["base_score"]
+    tree1 = np.where(np.isnan(X[:, 0]), values[2], values[1])  # brute force: NaN goes right
+    threshold = np.float32(forest["threshold"][3])
+    tree2 = np.where(X[:, 1] < threshold, values[4], values[5])
+    expected = base + tree1 + tree2
+    np.testing.assert_allclose(loaded.decision_function(X), expected, rtol=0, atol=1e-12)
+    binned = BinnedMatrix.from_features(X, loaded.bin_edges_)
+    np.testing.assert_allclose(loaded.decision_function(binned), expected, rtol=0, atol=1e-12)
+
+
+def test_bin_edges_of_more_than_255_a_feature_are_refused(tmp_path):
+    """uint8 codes hold 255 edges a feature (the last code is the missing bin)."""
+    path, doc, _ = _with_nan_model(tmp_path)
+    doc["bin_edges"][0] = [float(i) for i in range(256)]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match="bin_edges must list 2 increasing lists of at most 255"):
+        load_model(path)
+
+
+def test_a_long_damaged_value_is_named_in_brief(tmp_path):
+    path, doc, _ = _with_nan_model(tmp_path)
+    doc["best_iteration"] = "x" * 60
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=r"best_iteration 'x{36}\.\.\. must be an integer"):
+        load_model(path)
