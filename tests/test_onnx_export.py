@@ -260,6 +260,15 @@ def test_forest_without_trees_is_its_initial_score(tmp_path):
     assert np.all(out["score"] == 1.75)
 
 
+def test_a_score_beyond_float32_of_one_tree_is_refused(tmp_path):
+    """One tree whose leaf is 1e39: onnxruntime's float32 output would be inf."""
+    forest = leaf_forest([1e39], [1.0], "sum")
+    score = from_forest("regressor", forest, None).predict(np.zeros((1, 3), np.float32))[0]
+    assert abs(score) > np.finfo(np.float32).max
+    with pytest.raises(ONNXExportError, match="beyond float32"):
+        to_onnx(from_forest("regressor", forest, None), tmp_path / "m.onnx")
+
+
 @pytest.mark.parametrize("n_trees", [1, 5, 6, 7, 40])
 def test_weighted_median_exact_with_ties(n_trees, tmp_path):
     rng = np.random.default_rng(n_trees)
@@ -381,6 +390,22 @@ def test_failed_export_leaves_no_file(tmp_path, monkeypatch):
             tree_weights=np.zeros(0), n_features=2, aggregation="weighted_median"), None), target)
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["m.onnx"]  # no temporary left behind
+
+
+def test_varint_sizes_are_protobufs():
+    encoder = pytest.importorskip("google.protobuf.internal.encoder")
+    values = [0, 1, 127, 128, 255, 256, 16383, 16384, 2**21 - 1, 2**21, 2**28, 2**35, 2**62]
+    expected = sum(len(encoder._VarintBytes(v)) for v in values)
+    assert onnx_export._varint_bytes(np.array(values)) == expected
+
+
+def test_size_estimate_of_many_stumps_is_close_to_the_file(tmp_path):
+    """600 trees of one split: tree ids of two varint bytes on every node and leaf."""
+    X, y, _, _ = data(seed=11, n=2000)
+    model = BDTClassifier(n_trees=600, max_depth=1, learning_rate=0.02).fit(X, y)
+    info = to_onnx(model, tmp_path / "m.onnx")
+    estimate = onnx_export._estimated_bytes(model.forest_, False)
+    assert 0.95 * info["n_bytes"] <= estimate <= 1.1 * info["n_bytes"]
 
 
 def test_size_estimate_is_close_to_the_file(tmp_path):
