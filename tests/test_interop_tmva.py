@@ -547,6 +547,25 @@ def test_malformed_files_are_refused(tmp_path, fields, message):
     assert isinstance(err.value, ValueError)
 
 
+def test_general_info_is_checked(tmp_path):
+    """An AnalysisType the Reader does not know is refused (not read as Classification), and
+    'Training events' must be a count in int64's range."""
+    p = _minimal(tmp_path)
+    text = p.read_text()
+    p.write_text(text.replace('value="Classification"', 'value="Classifcation"'))
+    with pytest.raises(TMVAFormatError, match="AnalysisType='Classifcation'"):
+        from_tmva_xml(p)
+    info = '<Info name="AnalysisType" value="Classification"/>'
+    for events, expected in (("6000", 6000), (str(np.iinfo(np.int64).max - 1023), 2**63 - 1024),
+                             (str(2**63), None), ("1e19", None), ("-1", None)):
+        p.write_text(text.replace(info, f'{info}<Info name="Training events" value="{events}"/>'))
+        if expected is None:
+            with pytest.raises(TMVAFormatError, match="'Training events'.*out of range"):
+                from_tmva_xml(p)
+        else:
+            assert from_tmva_xml(p).forest_.extra["tmva"]["training_events"] == expected
+
+
 def test_other_refusals(tmp_path):
     p = tmp_path / "x.xml"
     p.write_text("not xml at all")
