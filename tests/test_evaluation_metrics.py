@@ -18,6 +18,7 @@ from hepbdt.evaluation import (
     signal_efficiency_at,
     significance_scan,
 )
+from hepbdt.evaluation.metrics import _halves
 
 
 def _sample(rng, n=2000, n_levels=50, negative=False):
@@ -398,10 +399,10 @@ def test_a_best_cut_needs_effective_background_events_not_rows():
 
 
 def test_other_half_is_each_halfs_brute_force_best_cut_measured_on_the_other():
-    """Half of each class (every other event of a fixed-seed shuffle of their order by
-    score and weight) chooses its best cut (brute force, half the minimum of background
-    MC events, yields scaled to the whole); the other half measures it; the two ways
-    averaged. Weighted and signed events, a per-event yield scale."""
+    """Half of each class (``_halves``: every other event of a shuffle of their order by
+    score and weight, seeded by those values) chooses its best cut (brute force, half the
+    minimum of background MC events, yields scaled to the whole); the other half measures
+    it; the two ways averaged. Weighted and signed events, a per-event yield scale."""
     rng = np.random.default_rng(31)
     n = 3000
     y = (rng.random(n) < 0.2).astype(int)
@@ -410,11 +411,9 @@ def test_other_half_is_each_halfs_brute_force_best_cut_measured_on_the_other():
     scale = np.where(rng.random(n) < 0.5, 2.0, 3.0)
     scan = significance_scan(y, score, w, yield_scale=scale, b_reg=5.0,
                              min_background_events=12)
-    half = np.zeros(n, int)
+    half = _halves(y == 1, score, w * scale)  # the draw; the rest is brute force
     for label in (0, 1):
-        mine = np.flatnonzero(y == label)
-        mine = mine[np.lexsort(((w * scale)[mine], score[mine]))]
-        half[mine[np.random.default_rng(0).permutation(mine.size)]] = np.arange(mine.size) % 2
+        assert abs(np.sum(half[y == label] == 0) - np.sum(half[y == label] == 1)) <= 1
     expected = {name: [] for name in FIGURES}
     for chosen in (0, 1):
         a, b = half == chosen, half != chosen
@@ -567,7 +566,7 @@ def test_a_perfect_regression_has_zero_errors_and_unequal_lengths_are_refused():
 
 
 def test_other_half_is_the_brute_force_of_two_halves():
-    """Unit weights: each class's events alternate between two halves in a fixed-seed
+    """Unit weights: each class's events alternate between two halves (``_halves``) in a
     shuffle of their order by score (and weight); a half's yields are
     scaled to the class's whole, its best S/sqrt(B) cut (at least 5 background events of
     its own, half of 10 rounded up: a third, 4, survived) is measured on the other half,
@@ -575,11 +574,7 @@ def test_other_half_is_the_brute_force_of_two_halves():
     rng = np.random.default_rng(2)
     y = (rng.random(600) < 0.3).astype(int)
     score = np.round(rng.normal(2.5 * y, 1.0), 1)
-    halves = np.empty(y.size, int)
-    for label in (0, 1):
-        mine = np.flatnonzero(y == label)
-        mine = mine[np.lexsort((np.ones(mine.size), score[mine]))]
-        halves[mine[np.random.default_rng(0).permutation(mine.size)]] = np.arange(mine.size) % 2
+    halves = _halves(y == 1, score, np.ones(y.size))  # the draw; the rest is brute force
 
     def yields(h, t):
         return [np.sum((halves == h) & (y == c) & (score >= t)) * np.sum(y == c)

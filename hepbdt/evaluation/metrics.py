@@ -15,6 +15,7 @@ test samples (see :mod:`hepbdt.evaluation.overtraining`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -474,7 +475,7 @@ class SignificanceScan:
     :class:`BestCut` among the qualifying cuts; ``best`` holds the same as ``(threshold,
     value, signal, background)``. Both are NaN where no cut qualifies. ``other_half`` maps
     each figure of merit to its value at the best cut of one half of the events (half of
-    each class, a fixed-seed draw independent of the events' order) measured on the other
+    each class, a draw seeded by its scores, whatever the events' order) measured on the other
     half, averaged over both ways: an
     estimate free of the choice's upward bias, for a cut chosen on half the events (NaN
     where a half has no best cut or leaves the other no B > 0). S/sqrt(B) of a B that
@@ -523,8 +524,9 @@ def best_cut_rule(min_background_events: int) -> str:
     return (f"a best cut leaves at least {n} background MC events, {n} effective ones "
             "((sum w)^2 / sum w^2 of those passing), and B > 0; it is chosen on these "
             "events, so its figure of merit is biased upward (the more so the fewer the "
-            "events); \"other half\": the best cut of half of each class's events (a fixed "
-            "draw, whatever their order) measured on the rest, both ways averaged, free of "
+            "events); \"other half\": the best cut of half of each class's events (a draw "
+            "seeded by their scores, whatever their order) measured on the rest, both ways "
+            "averaged, free of "
             "that choice's bias (still high where B rests on few effective events)")
 
 
@@ -862,15 +864,20 @@ def _other_half_values(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray,
 
 
 def _halves(is_signal: np.ndarray, score: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Each class's events dealt alternately into halves 0 and 1 in a fixed-seed shuffle of
-    their order by score and weight: the same halves whatever order the events come in
-    (events of one class, score and weight are interchangeable)."""
+    """Each class's events dealt alternately into halves 0 and 1 in a shuffle of their
+    order by score and weight, seeded by the sorted scores: the same halves whatever order
+    the events come in (events of one class, score and weight are interchangeable) or
+    scale their weights have, and a draw of its own for each sample (one fixed seed dealt
+    the same ranks to the same half in every sample, and moved bench_calibration's
+    other-half bias from +2 % to +3.9 % with unit weights)."""
     half = np.zeros(score.size, dtype=np.int8)
     for label in (True, False):
         mine = np.flatnonzero(is_signal == label)
         mine = mine[np.lexsort((w[mine], score[mine]))]
-        shuffled = mine[np.random.default_rng(0).permutation(mine.size)]
-        half[shuffled] = np.arange(mine.size) % 2
+        digest = hashlib.blake2b(np.ascontiguousarray(score[mine], np.float64).tobytes(),
+                                 digest_size=8).digest()
+        rng = np.random.default_rng(int.from_bytes(digest, "little"))
+        half[mine[rng.permutation(mine.size)]] = np.arange(mine.size) % 2
     return half
 
 
