@@ -19,9 +19,8 @@ from ..io.samples import (
     DistinctSamples,
     Source,
     TreeReader,
-    branch_paths,
+    branch_index,
     get_tree,
-    member_paths,
     open_root_file,
     resolve_sources,
 )
@@ -108,9 +107,8 @@ def check_inputs(config: AnalysisConfig) -> None:
                                  src.path, tree.name)
                 except InputError as exc:
                     problems.add(section, "files", str(exc))
-                branches = list(tree.keys())
-                branch_set = set(branch_paths(tree))
-                members = member_paths(tree)
+                branches, paths, members = branch_index(tree)
+                branch_set = set(paths)
                 where = f"tree {tree.name!r} of {src.path!r} (sample {sample.name!r})"
                 for alias in config.aliases:
                     if alias in branch_set and ("aliases", alias, "", "") not in seen:
