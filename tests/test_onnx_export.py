@@ -405,7 +405,9 @@ def test_size_estimate_of_many_stumps_is_close_to_the_file(tmp_path):
     model = BDTClassifier(n_trees=600, max_depth=1, learning_rate=0.02).fit(X, y)
     info = to_onnx(model, tmp_path / "m.onnx")
     estimate = onnx_export._estimated_bytes(model.forest_, False)
-    assert 0.95 * info["n_bytes"] <= estimate <= 1.1 * info["n_bytes"]
+    # the attributes are counted to the byte; the rest of the file is the graph's fixed
+    # header (names, opsets, shapes: about 1.3 kB), which HEADROOM covers
+    assert estimate < info["n_bytes"] <= estimate + 4096 < estimate + onnx_export.HEADROOM
 
 
 def test_size_estimate_is_close_to_the_file(tmp_path):

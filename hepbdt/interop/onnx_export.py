@@ -91,8 +91,9 @@ def _varint_bytes(a: np.ndarray) -> int:
 
 
 def _estimated_bytes(forest: Forest, median: bool) -> int:
-    """An estimate (a little above, typically) of the serialized size of the tree
-    attributes, from the node arrays.
+    """An estimate (exact for stumps, above for deeper trees) of the serialized size of
+    the tree attributes, from the node arrays; the rest of the file, about 1.3 kB of
+    names, opsets and shapes, is what ``HEADROOM`` keeps room for.
 
     The integer lists of an ``AttributeProto`` are not packed (onnx.proto is proto2): each
     element costs a one-byte tag plus its varint; a string a tag, a length and its text;

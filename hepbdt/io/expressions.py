@@ -53,7 +53,10 @@ NaN, ``sqrt`` of a negative number NaN and ``log`` of zero or less -inf or NaN (
 below 1 NaN (ROOT: 0), ``log`` of NaN NaN (ROOT: 0), ``atan2(0, -0.0)`` pi (ROOT: 0),
 ``max`` and ``min`` of an empty list NaN (ROOT: 0), and so are constants (``1/0`` inf,
 ``(-8)**0.5`` NaN, ``10**400`` inf: computed in double, as the branches are, never as
-Python's numbers; ``**``, ``pow`` and ``fmod`` take their operands in double, as C's do); ``max(a, b)``,
+Python's numbers; ``**``, ``pow`` and ``fmod`` take their operands in double, as C's do,
+but a power of two integer constants with a non-negative exponent whose value is below
+2**53, exact in double, stays an integer, so ``run * 10**6 + event`` is int64
+arithmetic); ``max(a, b)``,
 ``min(a, b)`` and ``sign`` of NaN are NaN, and so are ``max`` and ``min`` of a list
 holding a NaN (ROOT's ``Max$`` and ``Min$`` are NaN when the first element is, and pass
 over a later one: 70 for [70, NaN]), ``atan2`` of NaN (ROOT: -pi/2 or pi/2 when the
