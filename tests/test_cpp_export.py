@@ -446,6 +446,32 @@ def test_header_equals_hepbdt(compiled, name) -> None:
             np.testing.assert_array_equal(probability, expected)
 
 
+# The standard header that declares each name, as the C++ standard lists them: a header
+# that leans on another header's includes compiles with one standard library and not with
+# the next (libstdc++ brings <vector> and <algorithm> in with <cmath>; libc++ does not).
+STANDARD_HEADERS = {"std::vector": "<vector>", "std::stable_sort": "<algorithm>",
+                    "std::sort": "<algorithm>", "std::min": "<algorithm>",
+                    "std::max": "<algorithm>", "std::memcpy": "<cstring>",
+                    "std::size_t": "<cstddef>", "std::uint8_t": "<cstdint>",
+                    "std::uint16_t": "<cstdint>", "std::uint32_t": "<cstdint>",
+                    "std::int32_t": "<cstdint>", "std::uint64_t": "<cstdint>",
+                    "std::isnan": "<cmath>", "std::nan": "<cmath>", "std::exp": "<cmath>",
+                    "std::signbit": "<cmath>"}
+
+
+def test_headers_include_what_they_use(compiled) -> None:
+    """Every std:: name in every exported header has its own standard header included."""
+    for path in sorted(compiled.folder.glob("bdt_*.hpp")):
+        text = path.read_text()
+        included = set(re.findall(r"^#include (<\w+>)", text, re.MULTILINE))
+        used = set(re.findall(r"\bstd::\w+", text))
+        unknown = used - STANDARD_HEADERS.keys()
+        assert not unknown, f"{path.name}: add {sorted(unknown)} to STANDARD_HEADERS"
+        missing = {name: STANDARD_HEADERS[name] for name in used
+                   if STANDARD_HEADERS[name] not in included}
+        assert not missing, f"{path.name} uses {missing} without including them"
+
+
 @pytest.mark.parametrize("name", ["gradient", "adaboost", "reg_median", "deep", "odd_constants",
                                   "chains", "sparse_gradient", "sparse_reg_median",
                                   "sparse_odd_constants", "direct_odd_constants",
