@@ -164,3 +164,26 @@ def test_a_fit_that_ran_to_n_trees_marks_no_early_stop():
     losses = np.asarray(model.validation_loss_)
     assert losses.size == 5 and int(np.argmin(losses)) == 4  # still improving at the cap
     assert learning_curve(model, (X, y, w), _data(6, n=800)).best_n_trees is None
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_staged_aucs_at_extreme_weight_scales_are_scikit_learns():
+    """Each class's weights scaled by its own power of ten (1e200 and 1e-250): products of
+    the two classes' sums pass float64's range, yet each stage's AUC is scikit-learn's on
+    the unscaled weights (the AUC does not depend on a class's scale), with no overflow
+    warning (one class's weights in the other's units overflowed, then were discarded)."""
+    metrics = pytest.importorskip("sklearn.metrics")
+    model = _StagedModel(12)
+    train, (X, y, w) = _data(5), _data(6, n=300)
+    scaled = np.where(y == 1, w * 1e200, w * 1e-250)
+    curve = learning_curve(model, train, (X, y, scaled))
+    stages = list(model.staged_decision_function(X))
+    expected = [metrics.roc_auc_score(y, s, sample_weight=w) for s in stages]
+    np.testing.assert_allclose(curve.test_auc, expected, rtol=1e-12)
+
+
+def test_a_staged_auc_without_background_weight_is_refused():
+    model = _StagedModel(5)
+    X, y, w = _data(7)
+    with pytest.raises(ValueError, match="background"):
+        learning_curve(model, _data(8), (X, y, np.where(y == 1, w, 0.0)))

@@ -112,8 +112,10 @@ def in_class_units(is_signal: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Each class's weights over a power of two of its own (an exact scaling): for measures
     that are ratios within a class, weights of 1e306 or 1e-306 then sum as unit ones do,
     without overflow or underflow."""
-    return np.where(is_signal, np.ldexp(w, -weight_exponent(w[is_signal])),
-                    np.ldexp(w, -weight_exponent(w[~is_signal])))
+    units = np.empty(w.shape, np.float64)
+    for in_class in (is_signal, ~is_signal):  # each class alone: the other's scale overflows
+        units[in_class] = np.ldexp(w[in_class], -weight_exponent(w[in_class]))
+    return units
 
 
 def unpack_dataset(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray,

@@ -23,6 +23,7 @@ from hepbdt.evaluation._data import (
     check_classification,
     check_labels,
     class_codes,
+    in_class_units,
     unpack_dataset,
 )
 from hepbdt.evaluation.metrics import roc_auc
@@ -178,9 +179,9 @@ class _StagedAuc:
         is_signal, _, w = check_classification(y, np.zeros(len(y)), w)
         self.is_signal, self.w = is_signal, w
         # Each class in units of an exact power of two, as roc_auc: no overflow at 1e200.
-        self.w_signal = np.where(is_signal, np.ldexp(w, -weight_exponent(w[is_signal])), 0.0)
-        self.w_background = np.where(is_signal, 0.0,
-                                     np.ldexp(w, -weight_exponent(w[~is_signal])))
+        units = in_class_units(is_signal, w)
+        self.w_signal = np.where(is_signal, units, 0.0)
+        self.w_background = np.where(is_signal, 0.0, units)
         self.total_signal = float(self.w_signal.sum())
         self.total_background = float(self.w_background.sum())
         self.order = np.arange(len(y))

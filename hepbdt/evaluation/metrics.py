@@ -789,7 +789,7 @@ def significance_scan(
                                  b_reg, n_min) if other_half else {})
     # Per class, sums of w * 2**-e (exact) and of its square neither overflow nor underflow.
     e_s, e_b = weight_exponent(w[is_signal]), weight_exponent(w[~is_signal])
-    w = np.where(is_signal, np.ldexp(w, -e_s), np.ldexp(w, -e_b))
+    w = in_class_units(is_signal, w)
     thresholds, (cum_s, cum_b, cum_s2, cum_b2, n_s, n_b, cum_abs_b) = _cut_sums(is_signal, s, w)
     tot_s, tot_b = _totals(w[is_signal].sum(), w[~is_signal].sum())
     s_unit = signal_yield / tot_s if signal_yield is not None else np.ldexp(common, e_s)
