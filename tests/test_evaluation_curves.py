@@ -187,3 +187,14 @@ def test_a_staged_auc_without_background_weight_is_refused():
     X, y, w = _data(7)
     with pytest.raises(ValueError, match="background"):
         learning_curve(model, _data(8), (X, y, np.where(y == 1, w, 0.0)))
+
+
+def test_binomial_deviance_is_scikit_learns_log_loss_of_the_sigmoid():
+    metrics = pytest.importorskip("sklearn.metrics")
+    special = pytest.importorskip("scipy.special")
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 2, 500)
+    score = rng.normal(0.8 * (2 * y - 1), 2.0)
+    w = rng.uniform(0.1, 3.0, 500)
+    expected = metrics.log_loss(y, special.expit(score), sample_weight=w)
+    assert binomial_deviance(y, score, w) == pytest.approx(expected, rel=1e-9)
