@@ -580,3 +580,81 @@ figures = false
     with pytest.raises(InputError, match="too small for the binned read's edge sketch"):
         read(Sample("s", str(tmp_path / "s.root"), tree="t", weight="w", label="signal"), ["x"],
              binned=True)
+
+
+def test_representatives_and_rows_by_hand() -> None:
+    """The table of each code's value, written out by hand: below the first edge by one
+    step (the first gap, or max(1, |edge|) for one edge), then the edges, the last edge
+    for codes past them, NaN for missing and for a feature without edges; rows selected
+    by a negative index and read from ``start`` give numpy's own rows of that table."""
+    edges = [np.array([1.0, 2.0, 4.0], np.float32), np.array([5.0], np.float32),
+             np.array([-0.5], np.float32), np.zeros(0, np.float32)]
+    codes = np.array([[0, 0, 0, 0], [3, 1, 1, 0], [255, 255, 0, 255], [2, 1, 255, 0]], np.uint8)
+    B = BinnedMatrix(codes, edges)
+    table = B.representatives()
+    assert table.shape == (4, 256)
+    np.testing.assert_array_equal(table[0, :5], [0.0, 1.0, 2.0, 4.0, 4.0])
+    np.testing.assert_array_equal(table[0, 4:255], np.full(251, 4.0))
+    np.testing.assert_array_equal(table[1, :3], [0.0, 5.0, 5.0])
+    np.testing.assert_array_equal(table[2, :3], [-1.5, -0.5, -0.5])
+    assert np.isnan(table[:, MISSING_CODE]).all() and np.isnan(table[3]).all()
+    by_hand = np.array([[0.0, 0.0, -1.5, np.nan], [4.0, 5.0, -0.5, np.nan],
+                        [np.nan, np.nan, -1.5, np.nan], [2.0, 5.0, np.nan, np.nan]], np.float32)
+    np.testing.assert_array_equal(np.asarray(B), by_hand)
+    np.testing.assert_array_equal(B.to_features(1, 3), by_hand[1:3])
+    np.testing.assert_array_equal(B.feature_values(2), by_hand[:, 2])
+    np.testing.assert_array_equal(B[-1].codes, codes[3:])
+    np.testing.assert_array_equal(B[1].codes, codes[1:2])
+    with pytest.raises(IndexError):
+        B[-5]
+    bins = B.bin_indices()
+    np.testing.assert_array_equal(np.isnan(bins), codes == MISSING_CODE)
+    np.testing.assert_array_equal(bins[codes != MISSING_CODE], codes[codes != MISSING_CODE])
+    assert not B.same_bins(BinnedMatrix(codes, [edges[0], edges[1], np.array([-0.25], np.float32),
+                                                edges[3]]))
+    assert B.same_bins(BinnedMatrix(codes, [e.copy() for e in edges]))
+
+
+@pytest.mark.parametrize("m", [1, 3, 300])
+def test_codes_beyond_the_edges_are_refused_wherever_they_lie(m: int, monkeypatch) -> None:
+    """A code above len(edges) is refused in any row (the check's folded rows, its blocks
+    and their remainders) and any column; len(edges) itself and 255 are bins."""
+    import hepbdt.binned as binned
+
+    monkeypatch.setattr(binned, "_CHECK_VALUES", 4096)  # several blocks of a small matrix
+    n = 4096 // m * 3 + 7
+    edges = [np.array([0.5, 1.5], np.float32)] * m
+    codes = np.full((n, m), 2, np.uint8)
+    codes[::5] = MISSING_CODE
+    BinnedMatrix(codes, edges)  # the largest bin and missing: valid
+    for row, col in [(0, 0), (n - 1, m - 1), (n // 2, m // 2), (n - 3, 0)]:
+        bad = codes.copy()
+        bad[row, col] = 3
+        with pytest.raises(ValueError, match=f"codes of feature {col} go up to 3"):
+            BinnedMatrix(bad, edges)
+
+
+def test_given_edges_become_float32_above_and_must_match_the_columns() -> None:
+    """A float64 edge between two float32 values becomes the float32 above it (numpy's
+    nextafter of the rounded-down value), so x = 1.0 stays below an edge of 1 + 2**-30; an
+    edge array per column, no fewer; the matrix is 2-d as numpy sees it."""
+    above_one = np.nextafter(np.float32(1.0), np.float32(2.0))
+    B = BinnedMatrix(np.zeros((2, 1), np.uint8), [np.array([1.0 + 2.0**-30, 3.0])])
+    assert B.edges[0].dtype == np.float32
+    np.testing.assert_array_equal(B.edges[0], np.array([above_one, 3.0], np.float32))
+    assert B.ndim == np.asarray(B).ndim == 2
+    with pytest.raises(ValueError, match="1 edge arrays for 2 columns"):
+        BinnedMatrix(np.zeros((3, 2), np.uint8), [np.array([0.5], np.float32)])
+    with pytest.raises(ValueError, match="1 feature names for 2 columns"):
+        BinnedMatrix(np.zeros((3, 2), np.uint8), [np.array([0.5], np.float32)] * 2, ["a"])
+
+
+@pytest.mark.parametrize("bad", [-1, 256, 259])
+def test_integer_codes_are_taken_as_they_are_or_refused(bad: int) -> None:
+    """Integer codes of another dtype are the same codes (int64 1 is bin 1); one outside
+    0..255 is refused, not wrapped by a cast (-1 would become 255, missing; 259 would be 3)."""
+    edges = [np.array([0.5, 1.5, 2.5], np.float32)]
+    B = BinnedMatrix(np.array([[1], [3]], np.int64), edges)
+    np.testing.assert_array_equal(B.codes, np.array([[1], [3]], np.uint8))
+    with pytest.raises(ValueError, match="codes must be bin codes"):
+        BinnedMatrix(np.array([[1], [bad]], np.int64), edges)
