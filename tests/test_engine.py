@@ -684,3 +684,200 @@ def test_compiled_packed_levels_grow_the_per_level_trees(monkeypatch, wide, sett
     compiled = fit()
     monkeypatch.setattr(grower, "_levels_compiled", lambda *args: False)
     assert fit() == compiled
+
+
+def _exact_score(criterion, a, b, lam, alpha):
+    """A node's score from exact rational sums (a float for the entropy and S/sqrt(S+B)),
+    written from the criteria's definitions (XGBoost's T_alpha(G)^2 / (H + lambda), S^2 / W,
+    -n times the Gini index, misclassification, entropy), not from split.node_score."""
+    from fractions import Fraction
+
+    if criterion == VARIANCE:
+        return a * a / b
+    if criterion == NEWTON:
+        t = max(abs(a) - alpha, Fraction(0)) * (1 if a >= 0 else -1)
+        return t * t / (b + lam)
+    n = a + b
+    p = min(max(a / n, Fraction(0)), Fraction(1))  # the purity, clipped with negative weights
+    if criterion == CRITERIA["gini"]:
+        return -n * p * (1 - p)
+    if criterion == CRITERIA["misclassification"]:
+        return -n * min(p, 1 - p)  # -n (1 - max(p, 1 - p))
+    if criterion == CRITERIA["cross_entropy"]:  # -n times the entropy in nats (scipy)
+        from scipy.special import entr
+
+        return -float(n) * float(entr(float(p)) + entr(float(1 - p)))
+    return -float(a) * float(n) ** 0.5  # S/sqrt(S+B): the score -n I = -S sqrt(n)
+
+
+def _exact_best_split(codes, ch, n_value_bins, criterion, lam, alpha, mch, mcw, msg):
+    """(gain, feature, bin, missing_left) by trying every cut with Fractions: the first of
+    equal gains in the kernels' order (feature, then missing right before left, then bin)."""
+    from fractions import Fraction
+
+    a, b, w = ([Fraction(float(v)) for v in c] for c in ch)
+    lam, alpha, mch, mcw, msg = (Fraction(v) for v in (lam, alpha, mch, mcw, msg))
+
+    def valid(sb, sw):
+        if not sw > 0 or sw < mcw:
+            return False
+        if criterion == NEWTON:
+            return sb >= mch and sb + lam > 0
+        return sb > 0 if criterion == VARIANCE else True
+
+    parent = _exact_score(criterion, sum(a), sum(b), lam, alpha)
+    best = (None, -1, 0, False)
+    for f in range(codes.shape[0]):
+        c = codes[f]
+        for missing_left in (False, True):
+            if missing_left and not np.any(c == MISSING_BIN):
+                continue
+            for t in range(n_value_bins[f] + 1):
+                left = np.where(c == MISSING_BIN, missing_left, c <= t)
+                sides = [[sum(v[i] for i in range(len(v)) if left[i] == s) for v in (a, b, w)]
+                         for s in (True, False)]
+                if not all(valid(sb, sw) for _, sb, sw in sides):
+                    continue
+                if criterion not in (VARIANCE, NEWTON) and not all(sa + sb > 0 for sa, sb, _ in sides):
+                    continue
+                gain = sum(_exact_score(criterion, sa, sb, lam, alpha) for sa, sb, _ in sides) - parent
+                if gain > msg and (best[0] is None or gain > best[0]):
+                    best = (gain, f, t, missing_left)
+    return best
+
+
+@pytest.mark.parametrize("criterion", sorted(CRITERIA))
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_best_split_equals_an_exact_rational_search(criterion, seed):
+    # Channels in quarters (sums exact in float64), a minimum child weight that sides
+    # reach exactly (>= passes), a minimum hessian likewise, duplicated features (the first
+    # wins a tie) and a minimum gain: every decision against Fractions and the criteria's
+    # definitions, not against split.node_score or split._valid_side.
+    rng = np.random.default_rng(seed)
+    n, crit = 24, CRITERIA[criterion]
+    codes = rng.integers(0, 5, size=(3, n)).astype(np.uint8)
+    codes[rng.random((3, n)) < 0.15] = MISSING_BIN
+    codes = np.concatenate([codes, codes[:1]])  # feature 3 ties feature 0 everywhere
+    w = rng.integers(-1, 5, n).astype(np.float32) / 2
+    if crit == VARIANCE:
+        a, b = rng.integers(-6, 7, n) * w / 2, w
+    elif crit == NEWTON:
+        a, b = rng.integers(-8, 9, n).astype(np.float32) / 4, np.abs(w)
+    else:
+        sig = rng.random(n) < 0.5
+        a, b = np.where(sig, w, 0), np.where(sig, 0, w)
+    ch = [np.asarray(v, np.float32) for v in (a, b, w)]
+    n_value_bins = np.full(4, 5, np.int32)
+    lam, alpha, mch, mcw, msg = 1.0, 0.5, 1.5, 1.5, 0.25
+    params = SplitParams(crit, reg_lambda=lam, reg_alpha=alpha, min_child_hessian=mch,
+                         min_child_weight=mcw, min_split_gain=msg)
+    rows = np.arange(n, dtype=np.int32)
+    h = new_histograms(1, 4)
+    build_histograms(codes, rows, np.stack(ch, 1), np.array([0]), np.array([n]), np.array([0]),
+                     np.ones(4, bool), h)
+    sums = np.array([[float(np.sum(v, dtype=np.float64)) for v in ch]])
+    gain, feature, bin_t, missing_left, _ = find_best_splits(
+        h, np.array([0]), sums, np.ones((1, 4), bool), n_value_bins, params)
+    ref = _exact_best_split(codes, ch, n_value_bins, crit, lam, alpha, mch, mcw, msg)
+    assert (feature[0], bin_t[0], bool(missing_left[0])) == ref[1:]
+    if ref[0] is not None:
+        assert gain[0] == pytest.approx(float(ref[0]), rel=1e-12)
+    else:
+        assert feature[0] == -1 and gain[0] == -np.inf
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_class_gini_split_equals_an_exact_rational_search(seed):
+    # SAMME's multi-class Gini (score sum_k S_k^2 / n - n per side, n = sum_k S_k), with a
+    # minimum child weight W that sides reach exactly, a minimum gain, missing values and a
+    # duplicated feature: against Fractions, not against split._class_score.
+    from fractions import Fraction
+
+    from hepbdt.engine._types import CLASS_GINI
+
+    rng = np.random.default_rng(seed)
+    n, k = 30, 3
+    codes = rng.integers(0, 5, size=(2, n)).astype(np.uint8)
+    codes[rng.random((2, n)) < 0.15] = MISSING_BIN
+    codes = np.concatenate([codes, codes[:1]])
+    w = (rng.integers(-1, 5, n) / 2).astype(np.float32)
+    label = rng.integers(0, k, n)
+    payload = np.zeros((n, k + 1), np.float32)
+    payload[np.arange(n), label] = w
+    payload[:, k] = w
+    msg, mcw = 0.25, 2.0
+    h = new_histograms(1, 3, n_channels=k + 1)
+    build_histograms(codes, np.arange(n, dtype=np.int32), payload, np.array([0]), np.array([n]),
+                     np.array([0]), np.ones(3, bool), h)
+    sums = payload.astype(np.float64).sum(axis=0)[None]
+    got = find_best_splits(h, np.array([0]), sums, np.ones((1, 3), bool), np.full(3, 5, np.int32),
+                           SplitParams(CLASS_GINI, min_child_weight=mcw, min_split_gain=msg))
+    exact = [[Fraction(float(v)) for v in payload[:, ch]] for ch in range(k + 1)]
+
+    def score(mask):
+        s = [sum(v for v, m in zip(col, mask, strict=True) if m) for col in exact]
+        total = sum(s[:k])
+        return s[k], (sum(x * x for x in s[:k]) / total - total if total > 0 else None)
+
+    parent = score(np.ones(n, bool))[1]
+    best = (None, -1, 0, False)
+    for f in range(3):
+        c = codes[f]
+        for missing_left in (False, True):
+            if missing_left and not np.any(c == MISSING_BIN):
+                continue
+            for t in range(6):
+                left = np.where(c == MISSING_BIN, missing_left, c <= t)
+                (lw, ls), (rw, rs) = score(left), score(~left)
+                if not (lw > 0 and rw > 0 and lw >= mcw and rw >= mcw) or None in (ls, rs):
+                    continue
+                gain = ls + rs - parent
+                if gain > msg and (best[0] is None or gain > best[0]):
+                    best = (gain, f, t, missing_left)
+    assert (got[1][0], got[2][0], bool(got[3][0])) == best[1:]
+    if best[0] is not None:
+        assert got[0][0] == pytest.approx(float(best[0]), rel=1e-12)
+
+
+def _one_feature_split(bins, criterion=VARIANCE, **params):
+    """find_best_splits of one feature whose bins hold the (A, B, W) sums ``bins`` (bin k for
+    k < len - 1, the last in the missing bin): (gain, bin, missing_left), bin -1 when there
+    is no split."""
+    h = np.zeros((1, 1, 256, 3))
+    for k, sums in enumerate(bins):
+        h[0, 0, MISSING_BIN if k == len(bins) - 1 else k] = sums
+    gain, feature, bin_t, missing_left, _ = find_best_splits(
+        h, np.array([0]), h[0, 0].sum(axis=0)[None], np.ones((1, 1), bool),
+        np.array([len(bins) - 1], np.int32), SplitParams(criterion, **params))
+    return gain[0], bin_t[0] if feature[0] == 0 else -1, bool(missing_left[0])
+
+
+def test_equal_gains_keep_the_first_cut_and_a_gain_must_exceed_the_minimum():
+    # By hand (S^2 / W of each side): bins (A, W) = (1, 1), (-1, 1), (1, 1), (-1, 1) give
+    # the cuts after bins 0 and 2 the same gain, 1 + 1/3 (exact in float64 either way
+    # round); the first is kept. Missing (0, 1) with (1, 1), (-1, 1): 1 + 1/2 whichever
+    # side the missing values go, and missing-right is tried first. A gain equal to
+    # min_split_gain (2 = 1 + 1 for (1, 1), (-1, 1), no missing) is refused, as LightGBM's
+    # min_gain_to_split refuses it (``current_gain <= min_gain_shift``).
+    def variance(*pairs):
+        return [(a, w, w) for a, w in pairs]
+
+    assert _one_feature_split(variance((1, 1), (-1, 1), (1, 1), (-1, 1), (0, 0))) == (4 / 3, 0, False)
+    assert _one_feature_split(variance((1, 1), (-1, 1), (0, 1))) == (1.5, 0, False)
+    two = variance((1, 1), (-1, 1), (0, 0))
+    assert _one_feature_split(two, min_split_gain=1.75)[:2] == (2.0, 0)
+    assert _one_feature_split(two, min_split_gain=2.0)[1] == -1
+
+
+def test_sides_at_the_minimum_weight_and_hessian_are_valid():
+    # A side whose W (or newton's H) equals the minimum is valid, as XGBoost's and
+    # LightGBM's min_child_weight / min_sum_hessian_in_leaf (invalid only below): by hand,
+    # variance (1, 1.5, 1.5), (-1, 1.5, 1.5) gains 2 / 1.5; newton (G, H, W) = (1, 1, 1.5),
+    # (-1, 1, 1.5) gains 1 + 1 at reg_lambda 0.
+    pair = [(1, 1.5, 1.5), (-1, 1.5, 1.5), (0, 0, 0)]
+    assert _one_feature_split(pair, min_child_weight=1.5) == (4 / 3, 0, False)
+    assert _one_feature_split(pair, min_child_weight=1.5000001)[1] == -1
+    pair = [(1, 1, 1.5), (-1, 1, 1.5), (0, 0, 0)]
+    assert _one_feature_split(pair, NEWTON, min_child_weight=1.5, min_child_hessian=1) == (2.0, 0, False)
+    assert _one_feature_split(pair, NEWTON, min_child_hessian=1.0000001)[1] == -1
+    assert _one_feature_split(pair, NEWTON, min_child_weight=1.5000001)[1] == -1
