@@ -881,3 +881,13 @@ def test_sides_at_the_minimum_weight_and_hessian_are_valid():
     assert _one_feature_split(pair, NEWTON, min_child_weight=1.5, min_child_hessian=1) == (2.0, 0, False)
     assert _one_feature_split(pair, NEWTON, min_child_hessian=1.0000001)[1] == -1
     assert _one_feature_split(pair, NEWTON, min_child_weight=1.5000001)[1] == -1
+
+
+def test_a_full_feature_scans_no_cut_past_its_last_value_bin():
+    # 255 value bins, so the missing bin (255) follows the last value bin. By hand (S^2 / W,
+    # negative missing weight): bins 0, 1 hold (1, 1), (-1, 1), missing (2, -0.5); parent
+    # 2^2 / 1.5. Missing left, cut after bin 0: 3^2 / 0.5 + 1 - 8/3 = 16 + 1/3, the best.
+    # A cut past bin 254 would add the missing bin twice: (4, 1) | (-2, 0.5), gain 21 + 1/3.
+    bins = [(1, 1, 1), (-1, 1, 1)] + [(0, 0, 0)] * 253 + [(2, -0.5, -0.5)]
+    gain, bin_t, missing_left = _one_feature_split(bins)
+    assert (bin_t, missing_left) == (0, True) and gain == pytest.approx(16 + 1 / 3, rel=1e-12)
