@@ -89,6 +89,19 @@ def test_weighted_quantiles_follow_the_weights():
     np.testing.assert_allclose(bin_weight / w.sum(), 0.1, atol=0.01)
 
 
+@pytest.mark.parametrize("n_values,max_bins", [(10, 2), (10, 5), (100, 4), (1000, 8), (64, 8)])
+def test_unit_weight_edges_are_scikit_learns_quantile_midpoints(n_values, max_bins):
+    # Unit weights and quantiles that fall between two values: scikit-learn's
+    # HistGradientBoosting binning (np.percentile's midpoints) gives the same edges. A
+    # running weight that reaches a quantile exactly (5 of 10 events) must cut there.
+    from sklearn.ensemble._hist_gradient_boosting.binning import _BinMapper
+
+    x = np.random.default_rng(n_values).permutation(n_values).astype(np.float32)[:, None]
+    ref = _BinMapper(n_bins=max_bins + 1, subsample=None).fit(x.astype(np.float64))
+    edges = BinMapper(max_bins=max_bins).fit(x, np.ones(n_values)).edges_[0]
+    np.testing.assert_array_equal(edges, ref.bin_thresholds_[0].astype(np.float32))
+
+
 def test_histograms_equal_naive_twin_and_are_permutation_invariant():
     X, w, a, rng = _problem(negative=True)
     codes = BinMapper().fit(X, w).transform(X)
