@@ -799,6 +799,27 @@ def test_best_split_equals_an_exact_rational_search(criterion, seed):
         assert feature[0] == -1 and gain[0] == -np.inf
 
 
+@pytest.mark.parametrize("n_values", [1, 2, 4, 7])
+@pytest.mark.parametrize("n_groups", [1, 2, 3])
+def test_sums_by_leaf_equal_bincount_for_every_grouping(n_values, n_groups):
+    # The kernel's groups (one a thread) are chosen from the thread count, so a run on one
+    # thread only ever tries one: each grouping, called directly, against np.bincount of
+    # dyadic values (exact sums), with events in no leaf (the type's largest value) and
+    # running sums to continue from.
+    rng = np.random.default_rng(n_values * 10 + n_groups)
+    n, n_leaves = 300, 6
+    leaf_of = rng.integers(0, n_leaves, n).astype(np.uint8)
+    leaf_of[rng.random(n) < 0.1] = np.iinfo(np.uint8).max
+    values = tuple(rng.integers(-64, 64, n) / 8.0 for _ in range(n_values))
+    initial = rng.integers(-8, 8, (n_values, n_leaves)) / 4.0
+    out = np.empty((n_values, n_leaves))
+    grower._sums_by_leaf(leaf_of, values, n_leaves, n_groups, initial, out)
+    inside = leaf_of < n_leaves
+    for v in range(n_values):
+        ref = np.bincount(leaf_of[inside], weights=values[v][inside], minlength=n_leaves)
+        assert np.array_equal(out[v], ref + initial[v])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_class_gini_split_equals_an_exact_rational_search(seed):
     # SAMME's multi-class Gini (score sum_k S_k^2 / n - n per side, n = sum_k S_k), with a
