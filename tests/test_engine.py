@@ -102,6 +102,16 @@ def test_unit_weight_edges_are_scikit_learns_quantile_midpoints(n_values, max_bi
     np.testing.assert_array_equal(edges, ref.bin_thresholds_[0].astype(np.float32))
 
 
+@pytest.mark.parametrize("max_bins", [2, 3, 5])
+def test_a_heavy_largest_value_keeps_its_own_bin(max_bins):
+    # Values 0..9, weight 1 each but 9's 100: every quantile of the weight (from 109 / 5
+    # up, past the 9 below 9) is reached at 9, so by hand the one edge is 8.5, between the
+    # two largest values, whatever the number of bins.
+    x = np.arange(10, dtype=np.float32)[:, None]
+    w = np.where(x[:, 0] == 9, 100.0, 1.0)
+    np.testing.assert_array_equal(BinMapper(max_bins=max_bins).fit(x, w).edges_[0], [8.5])
+
+
 def test_histograms_equal_naive_twin_and_are_permutation_invariant():
     X, w, a, rng = _problem(negative=True)
     codes = BinMapper().fit(X, w).transform(X)
