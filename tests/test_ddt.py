@@ -5,6 +5,7 @@ round trip, hepbdt apply, the exports' refusals and the option errors."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -296,3 +297,76 @@ def test_learning_curve_of_a_mapped_model_is_of_its_trees():
                                                abs=1e-12)
     labels = [ax.get_ylabel() for ax in plot_learning_curve(curve).axes]
     assert all("before the DDT map" in label for label in labels)
+
+
+def test_a_large_sample_takes_at_most_100_bins_at_exact_percentiles():
+    # 30,000 events of unit weight would make 120 bins of 250; the map takes 100, cut at
+    # the first m whose count reaches k / 100 of the events, k n / 100 in integers (numpy's
+    # inverted-CDF percentile rounds 0.27 n up to 8,101 events)
+    rng = np.random.default_rng(7)
+    n = 30_000
+    m = rng.uniform(50, 250, n)
+    score = rng.normal(size=n)
+    spec = fit_quantile_map(score, m, np.ones(n), None)
+    edges = np.sort(m)[np.arange(1, 100) * n // 100 - 1]
+    cell = np.searchsorted(edges, m, side="left")
+    expected = [m[cell == c].mean() for c in range(100)]
+    np.testing.assert_allclose(spec["centres"], expected, rtol=1e-12)
+
+
+def test_the_map_needs_20_weighted_events_and_a_positive_total():
+    # the module's rule: 20 events of non-zero weight fit, 19 are refused, and so is a
+    # total of exactly 0 (+1 and -1 in turn), not only a negative one
+    score, m = np.arange(20.0), np.linspace(50, 250, 20)
+    spec = fit_quantile_map(score, m, np.ones(20), None)
+    assert len(spec["centres"]) == 2
+    with pytest.raises(ValueError, match="19 of non-zero weight are too few"):
+        fit_quantile_map(score[:19], m[:19], np.ones(19), None)
+    signs = np.tile([1.0, -1.0], 20)
+    with pytest.raises(ValueError, match="weights sum to 0"):
+        fit_quantile_map(np.arange(40.0), np.linspace(50, 250, 40), signs, None)
+
+
+@pytest.mark.parametrize("tie, tied_score", [(0.0, 0.0), (0.6, -5.0), (0.6, 5.0)])
+def test_a_map_that_keeps_its_promise_does_not_warn(tie, tied_score):
+    # F > c keeps 1 - c of each bin (brute force below) where the score moves slowly with m,
+    # and a tie at the lowest or the highest score (60 % of the low-mass half) is no broken
+    # promise: no cut can split it, so the fit must not warn on any
+    rng = np.random.default_rng(4)
+    n = 4000
+    m = rng.uniform(50, 250, n)
+    w = rng.uniform(0.5, 1.5, n)
+    tied = rng.random(n) < np.where(m < 150, tie, 0.0)
+    score = np.where(tied, tied_score, rng.normal(size=n) + 0.002 * m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DDTMapWarning)
+        spec = fit_quantile_map(score, m, w, None)
+    F = apply_quantile_map(spec, score, m)
+    high = m > 160  # untied: F > 0.5 keeps half of the weight, as a weighted median says
+    assert np.sum(w[high] * (F[high] > 0.5)) / np.sum(w[high]) == pytest.approx(0.5, abs=0.04)
+
+
+
+@pytest.mark.parametrize("case", ["one-event cell", "two-event cell", "one-event last cell"])
+def test_bins_of_fewer_than_2_events_merge_forward_and_the_last_backward(case):
+    # 1,000 events cut at the weight's quartiles of m (brute force below); a cell of fewer
+    # than 2 events (heavy events reach two quartiles in turn) joins the next, a last one
+    # the run before it. Runs by hand; centres: weighted means of m over each run.
+    n = 1000
+    m = np.linspace(50, 250, n)
+    w = np.ones(n)
+    if case == "one-event cell":  # events 399 and 400 each reach the next quartile
+        w[[399, 400]], runs = 300.0, [[0], [1, 2], [3]]
+    elif case == "two-event cell":
+        w[[400, 401]], runs = 300.0, [[0], [1], [2], [3]]
+    else:  # and event 998 reaches the third quartile: event 999 alone after it
+        w[[399, 400, 998]], runs = 1000.0, [[0], [1, 2, 3]]
+    spec = fit_quantile_map(np.cos(m), m, w, None)
+    cumulative = np.cumsum(w)
+    edges = [m[np.argmax(cumulative >= q * w.sum())] for q in (0.25, 0.5, 0.75)]
+    cell = np.searchsorted(edges, m, side="left")
+    count, net = np.bincount(cell, minlength=4), np.bincount(cell, weights=w, minlength=4)
+    short = [c for c in range(4) if count[c] < 2 or net[c] <= 0]
+    assert short == {"one-event cell": [1], "two-event cell": [], "one-event last cell": [1, 3]}[case]
+    expected = [np.average(m[np.isin(cell, r)], weights=w[np.isin(cell, r)]) for r in runs]
+    np.testing.assert_allclose(spec["centres"], expected, rtol=1e-12)
