@@ -342,6 +342,11 @@ def test_a_map_that_keeps_its_promise_does_not_warn(tie, tied_score):
         warnings.simplefilter("error", DDTMapWarning)
         spec = fit_quantile_map(score, m, w, None)
     F = apply_quantile_map(spec, score, m)
+    if tie and tied_score < 0:  # a tie at the first bin's lowest score: half its fraction
+        first = m <= np.sort(m)[n // 16]  # about the first of the 16 bins
+        fraction = w[first & tied].sum() / w[first].sum()
+        at_centre = apply_quantile_map(spec, np.array([tied_score]), np.array(spec["centres"][:1]))
+        assert at_centre[0] == pytest.approx(fraction / 2, abs=0.03)
     high = m > 160  # untied: F > 0.5 keeps half of the weight, as a weighted median says
     assert np.sum(w[high] * (F[high] > 0.5)) / np.sum(w[high]) == pytest.approx(0.5, abs=0.04)
 
