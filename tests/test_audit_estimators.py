@@ -212,3 +212,23 @@ def test_huber_options_out_of_range_are_refused_by_name(tmp_path, capsys, option
                       f'{option} = {value}\n')
     assert main(["train", str(config), "--check"]) == 2
     assert f"[method] {option}:" in capsys.readouterr().err
+
+
+def test_auto_node_size_is_20_events_at_most_a_quarter_of_the_sample():
+    # LightGBM's min_child_samples=20 as a share of the events, capped at a quarter: 1/4 of
+    # 60 events (20/60 is more), 20/200 of 200
+    X, y, _ = _data(200, seed=0)
+    assert BDTClassifier(random_state=0).fit(X[:60], y[:60]).min_node_size_ == 0.25
+    assert BDTClassifier(random_state=0).fit(X, y).min_node_size_ == 20 / 200
+
+
+@pytest.mark.parametrize("boosting", ["adaboost", "eps"])
+def test_adaboost_probability_maps_the_score_range_onto_0_1(boosting):
+    # an AdaBoost score lies in [-1, 1]: P(signal) = (F + 1) / 2 by hand
+    X, y, _ = _data(400, seed=1)
+    model = BDTClassifier(boosting=boosting, n_trees=5, max_depth=2, random_state=0).fit(X, y)
+    score = model.decision_function(X)
+    assert score.min() < 0 < score.max()
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], (score + 1) / 2, rtol=1e-15)
+    np.testing.assert_allclose(list(model.staged_predict_proba(X))[-1][:, 0], (1 - score) / 2,
+                               rtol=1e-15)
