@@ -232,3 +232,13 @@ def test_adaboost_probability_maps_the_score_range_onto_0_1(boosting):
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], (score + 1) / 2, rtol=1e-15)
     np.testing.assert_allclose(list(model.staged_predict_proba(X))[-1][:, 0], (1 - score) / 2,
                                rtol=1e-15)
+
+
+def test_predict_is_the_more_probable_class_as_scikit_learn_takes_it():
+    # scikit-learn's classifiers predict classes_[argmax(predict_proba)]; probabilities
+    # within 0.005 of 0.5 (three trees of rate 0.01) decide it as well
+    X, y, _ = _data(2000, seed=3)
+    model = BDTClassifier(n_trees=3, learning_rate=0.01, random_state=0).fit(X, y)
+    proba = model.predict_proba(X)
+    assert np.any((proba[:, 1] > 0.5) & (proba[:, 1] <= 0.505))
+    np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
