@@ -206,3 +206,51 @@ def test_overrides_and_kind_check():
     assert clf.random_state == 3 and clf.n_jobs == 1
     with pytest.raises(ValueError, match="kind"):
         parse_tmva_options("NTrees=3", "ranking")
+
+
+def _tmva_nnodesmax_depth(n_nodes: int) -> int:
+    """MethodBDT::ProcessOptions's NNodesMax -> MaxDepth, transcribed: tmp = 1; while
+    (tmp < fNNodesMax) { tmp += 2 * tmp; fMaxDepth++; }."""
+    nodes, depth = 1, 0
+    while nodes < n_nodes:
+        nodes += 2 * nodes
+        depth += 1
+    return depth
+
+
+@pytest.mark.parametrize("n_nodes", [2, 3, 4, 9, 10, 27, 28])
+def test_nnodesmax_gives_tmvas_depth_at_each_boundary(n_nodes):
+    # the steps of TMVA's loop: 3 nodes give depth 1 and 9 depth 2 (not 2 and 3)
+    assert parse_tmva_options(f"NNodesMax={n_nodes}")["max_depth"] == _tmva_nnodesmax_depth(n_nodes)
+    assert {n: _tmva_nnodesmax_depth(n) for n in (3, 4, 9, 10)} == {3: 1, 4: 2, 9: 2, 10: 3}
+
+
+def test_to_tmva_writes_the_huber_quantile_set_by_hand():
+    # a Huber regressor of alpha 0.9 written without HuberQuantile trains TMVA's 0.7
+    fixed = {"n_trees": 10, "min_node_size": 0.05, "negative_weights": "keep", "n_cuts": 20}
+    huber = BDTRegressor(loss="huber", huber_alpha=0.9, **fixed).get_params()
+    tokens = to_tmva_options(huber, "regressor").split(":")
+    assert "RegressionLossFunctionBDTG=Huber" in tokens and "HuberQuantile=0.9" in tokens
+    squared = to_tmva_options(BDTRegressor(loss="squared", **fixed).get_params(), "regressor")
+    assert "HuberQuantile" not in squared
+
+
+def test_bagged_sample_fraction_at_its_bound_is_the_estimators():
+    # MAX_POISSON_MEAN itself is a valid subsample of the estimator, so a valid option
+    from hepbdt.tmva_options import MAX_POISSON_MEAN
+
+    p = parse_tmva_options(f"UseBaggedBoost:BaggedSampleFraction={MAX_POISSON_MEAN:.0f}")
+    assert p["subsample"] == MAX_POISSON_MEAN and p["subsample_mode"] == "poisson"
+    BDTClassifier(subsample=MAX_POISSON_MEAN, subsample_mode="poisson").check_params()
+
+
+
+@pytest.mark.parametrize("boosting", ["adaboost", "gradient"])
+def test_to_tmva_writes_one_cut_as_one_cut(boosting):
+    # n_cuts=1 (one equal-width cut) read back as the full scan (n_cuts=0) or, for Grad,
+    # as no nCuts at all (TMVA's default, 20)
+    given = {"boosting": boosting, "n_trees": 10, "max_depth": 3, "min_node_size": 0.05,
+             "n_cuts": 1, "negative_weights": "keep"}
+    tokens = to_tmva_options(BDTClassifier(**given).get_params()).split(":")
+    assert "nCuts=1" in tokens
+    assert parse_tmva_options(":".join(tokens))["n_cuts"] == given["n_cuts"]
