@@ -513,3 +513,18 @@ def test_a_peer_library_option_name_is_translated(tmp_path: Path, line: str, hin
     text = problems(write(tmp_path, BASE + f"[method]\n{line}\n"))
     assert hint in text
     assert "did you mean" not in text
+
+
+def test_a_files_own_tree_overrides_the_default_tree(tmp_path):
+    # the top-level tree is a default: files that name their own tree (file.root:Events)
+    # read that tree, and only a sample's own `tree` that no file takes is refused
+    from .faults import tiny_config
+
+    path = tiny_config(tmp_path)
+    text = path.read_text().replace('tree = "Events"', 'tree = "NoSuchTree"')
+    text = text.replace('.root"', '.root:Events"')
+    path.write_text(text)
+    config = load_config(path)
+    assert [(s.tree, [str(f).rsplit(":", 1)[1] for f in s.files]) for s in config.samples] == \
+        [(None, ["Events"]), (None, ["Events"])]
+    check_inputs(config)  # uproot opens each file's Events tree
