@@ -180,3 +180,15 @@ def test_estimate_counts_the_held_out_copy_where_the_fit_makes_one(tmp_path: Pat
     # 3 features of 4 bytes, validation_fraction 0.1 of the training half
     expected = round(events * 3 * 4 * 0.1 * 0.5) if holds_out else 0
     assert held - base == pytest.approx(expected, abs=1)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("'3 b'", 3), ("'3 kB'", 3 * 1000), ("'3 MB'", 3 * 1000**2), ("'3 gb'", 3 * 1000**3),
+    ("'3 TB'", 3 * 1000**4), ("'3 KiB'", 3 * 1024), ("'3MiB'", 3 * 1024**2),
+    ("'3 GiB'", 3 * 1024**3), ("' 3 tib '", 3 * 1024**4), ("'1.5 kb'", 1500), ("'7'", 7),
+    ("4096", 4096), ("2.5e3", 2500), ("1", 1), ("'1 b'", 1)])
+def test_memory_sizes_are_their_units_bytes(tmp_path: Path, value: str, expected: int) -> None:
+    # SI (kB = 1000 B) and IEC (KiB = 1024 B) units, any case; one byte is a size
+    path = tmp_path / "analysis.toml"
+    path.write_text(f"memory = {value}\n" + BASE)
+    assert load_config(path).memory == expected
