@@ -79,3 +79,30 @@ def test_figures_bins_span_the_events_of_non_zero_weight():
     for fig in (plotting.plot_score_distributions(y, s, sw),
                 plotting.plot_overtraining(s, y, sw, s[::-1], y[::-1], sw[::-1])):
         assert fig.axes[0].get_xlim()[1] < 10, fig.axes[0].get_xlim()
+
+
+def test_kfold_table_rows_are_each_folds_own_events():
+    # each row's test AUC and test events are of the fold's out-of-fold events alone
+    # (sklearn's weighted AUC on event % 3 == i), its training AUC of that model's copies
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    n, k = 600, 3
+    event, y = np.arange(n), rng.integers(0, 2, n)
+    w = rng.uniform(0.5, 2.0, n)
+    fold = event % k
+    s_test = rng.normal(size=n) + y * (0.3 + fold)  # a different separation in each fold
+    copies = np.concatenate([np.flatnonzero(fold != i) for i in range(k)])
+    train_fold = np.concatenate([np.full(np.count_nonzero(fold != i), i) for i in range(k)])
+    s_train = rng.normal(size=len(copies)) + y[copies] * (1.0 + train_fold)
+    test = Dataset(np.zeros((n, 1)), y, w, y, event, ["x"], ["b", "s"])
+    train = Dataset(np.zeros((len(copies), 1)), y[copies], w[copies], y[copies], event[copies],
+                    ["x"], ["b", "s"])
+    rows = kfold_table(FoldScores(k, False, train, test, s_train, s_test, train_fold))
+    for i, row in enumerate(rows):
+        te, tr = fold == i, train_fold == i
+        assert row["test events"] == np.count_nonzero(te) == 200
+        assert row["test AUC"] == pytest.approx(roc_auc_score(y[te], s_test[te], sample_weight=w[te]))
+        assert row["train events"] == np.count_nonzero(tr)
+        assert row["train AUC"] == pytest.approx(
+            roc_auc_score(y[copies][tr], s_train[tr], sample_weight=w[copies][tr]))
