@@ -192,3 +192,10 @@ def test_memory_sizes_are_their_units_bytes(tmp_path: Path, value: str, expected
     path = tmp_path / "analysis.toml"
     path.write_text(f"memory = {value}\n" + BASE)
     assert load_config(path).memory == expected
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1025])
+def test_dask_workers_outside_1_to_1024_are_refused(tmp_path: Path, workers: int) -> None:
+    # 0 workers passed --check; the bound is [1, 1024], both ends included
+    text = problems(tmp_path, BASE + f"\n[dask]\nworkers = {workers}\n")
+    assert f"[dask] workers: {workers} workers: expected 1 to 1024" in text
