@@ -19,7 +19,7 @@ import uproot
 
 from hepbdt._util import hash_fraction
 from hepbdt.analysis import load_config, report_from_scores, train
-from hepbdt.analysis.result import FoldScores
+from hepbdt.analysis.result import FoldScores, first_learning_curve
 from hepbdt.evaluation import overtraining_test, roc_auc
 
 DEMO = Path(__file__).resolve().parents[1] / "analyses" / "demo.toml"
@@ -111,3 +111,11 @@ def test_each_folds_check_leaves_out_what_its_model_held_out(tmp_path):
         assert got.signal.ks_pvalue == pytest.approx(check.signal.ks_pvalue, rel=1e-9)
     row = [r for r in result.summary.splitlines() if re.match(r"^ +0 +\d", r)][0]
     assert int(row.split()[1]) == int(((tr["fold"] == 0) & ~held).sum())
+    # the learning curve is model 0's on fold 0's events: its last stage is the model the
+    # score trees hold (an AUC does not depend on a class's scale, nor on a monotone map)
+    curve = first_learning_curve(result)
+    kept, test = (tr["fold"] == 0) & ~held, te["fold"] == 0
+    assert curve.train_auc[-1] == pytest.approx(
+        roc_auc(tr["classID"][kept] == 0, tr["bdt_score"][kept], tr["weight"][kept]), rel=1e-9)
+    assert curve.test_auc[-1] == pytest.approx(
+        roc_auc(te["classID"][test] == 0, te["bdt_score"][test], te["weight"][test]), rel=1e-9)
