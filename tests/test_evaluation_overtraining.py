@@ -270,3 +270,85 @@ def test_effective_sample_size_refuses_weights_that_are_not_numbers(bad):
     assert effective_sample_size([1.0, 2.0, 3.0]) == pytest.approx(36 / 14)
     with pytest.raises(ValueError, match="NaN or infinite"):
         effective_sample_size([1.0, 2.0, bad])
+
+
+def test_the_checks_chi2_uses_the_asked_equal_count_bins_and_is_pearsons():
+    """Unit weights, 300 training against 200 test events a class, bins=8 (fewer than the
+    20 the 200 effective events allow): 8 bins of the pooled scores, each holding 500/8
+    events, and the chi2 Pearson's of the 2 x 8 table (scipy)."""
+    rng = np.random.default_rng(8)
+    tr_s, te_s = rng.normal(size=600), rng.normal(size=400)
+    tr_y, te_y = np.repeat([0, 1], 300), np.repeat([0, 1], 200)
+    result = overtraining_test(tr_s, tr_y, None, te_s, te_y, None, bins=8)
+    for label, part in ((1, result.signal), (0, result.background)):
+        a, b = tr_s[tr_y == label], te_s[te_y == label]
+        edges = part.bin_edges
+        assert edges.size == 9 and edges[0] == min(a.min(), b.min())
+        assert edges[-1] == max(a.max(), b.max())
+        pooled_counts = np.histogram(np.r_[a, b], edges)[0]
+        assert pooled_counts.min() >= 62 and pooled_counts.max() <= 63
+        table = np.array([np.histogram(a, edges)[0], np.histogram(b, edges)[0]])
+        expected = chi2_contingency(table, correction=False)
+        assert part.ndf == expected.dof == 7
+        np.testing.assert_allclose([part.chi2, part.chi2_pvalue],
+                                   [expected.statistic, expected.pvalue], rtol=1e-9)
+
+
+def test_combined_verdict_is_the_worse_class_whichever_it_is():
+    """Two folds, the signal of one trained on scores shifted by 0.3: scipy's KS p-values
+    times 2 put signal below 0.01 and background above 0.05, so the combined verdict is
+    "overtrained" whichever class is the overtrained one (labels swapped)."""
+    rng = np.random.default_rng(2)
+    folds = [_fold_check(rng, shift, 400) for shift in (0.0, 0.3)]
+    for swap in (False, True):
+        checks = []
+        for _, tr, te, y in folds:
+            yy = 1 - y if swap else y
+            checks.append(overtraining_test(tr, yy, None, te, yy, None))
+        combined = combined_over_folds(checks)
+        bad, good = ("background", "signal") if swap else ("signal", "background")
+        ks = {label: min(ks_2samp(tr[y == label], te[y == label], method="asymp").pvalue
+                         for _, tr, te, y in folds) for label in (0, 1)}
+        assert 2 * ks[1] < 0.01 < 0.05 < 2 * ks[0]
+        assert getattr(combined, bad).ks_pvalue == pytest.approx(2 * ks[1], rel=1e-6)
+        assert getattr(combined, bad).verdict == "overtrained"
+        assert getattr(combined, good).verdict == "ok"
+        assert combined.verdict == "overtrained" and not combined.passed
+
+
+def test_ks_of_a_sample_under_one_kish_event_has_no_pvalue_on_either_side():
+    """Weights 3 and -0.2: Kish's (2.8)^2 / 9.04 = 0.867 effective events, against 50 unit
+    events (whose size alone would round the p-value's to one event): no p-value, whichever
+    sample it is."""
+    rng = np.random.default_rng(0)
+    other = rng.normal(size=50)
+    few, weights = np.array([-0.1, 0.3]), np.array([3.0, -0.2])
+    first = weighted_ks_2samp(few, other, weights, None)
+    second = weighted_ks_2samp(other, few, None, weights)
+    assert first.n_eff_1 == second.n_eff_2 == pytest.approx(2.8 ** 2 / 9.04, rel=1e-12)
+    assert np.isnan(first.pvalue) and np.isnan(second.pvalue)
+    assert first.statistic == pytest.approx(second.statistic, abs=1e-12)
+
+
+def test_ks_pvalue_of_score_independent_weights_uses_kishs_sizes():
+    """1,500 unit events against 1,500 of lognormal weights (sigma 1) drawn apart from the
+    scores: the p-value is scipy's kstwo at round(k1 k2 / (k1 + k2)) events, with Kish's
+    sizes by hand, within 20 % of that size (the sizes are estimated at three quantiles),
+    and D the brute-force largest gap of the weighted ECDFs."""
+    from scipy.stats import kstwo
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=1500), rng.normal(0.05, 1.0, size=1500)
+    wb = rng.lognormal(0.0, 1.0, size=1500)
+    for x1, x2, w1, w2 in ((a, b, None, wb), (b, a, wb, None)):
+        got = weighted_ks_2samp(x1, x2, w1, w2)
+        u1 = np.ones_like(x1) if w1 is None else w1
+        u2 = np.ones_like(x2) if w2 is None else w2
+        grid = np.r_[x1, x2]
+        cdf1 = (u1[None, :] * (x1[None, :] <= grid[:, None])).sum(axis=1) / u1.sum()
+        cdf2 = (u2[None, :] * (x2[None, :] <= grid[:, None])).sum(axis=1) / u2.sum()
+        d = np.abs(cdf1 - cdf2).max()
+        assert got.statistic == pytest.approx(d, abs=1e-12)
+        k1, k2 = u1.sum() ** 2 / (u1 ** 2).sum(), u2.sum() ** 2 / (u2 ** 2).sum()
+        en = k1 * k2 / (k1 + k2)
+        assert kstwo.sf(d, round(1.2 * en)) <= got.pvalue <= kstwo.sf(d, round(en / 1.2))
