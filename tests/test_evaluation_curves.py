@@ -198,3 +198,29 @@ def test_binomial_deviance_is_scikit_learns_log_loss_of_the_sigmoid():
     w = rng.uniform(0.1, 3.0, 500)
     expected = metrics.log_loss(y, special.expit(score), sample_weight=w)
     assert binomial_deviance(y, score, w) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_scikit_learn_classifier_gets_log_loss_and_auc_of_its_own_stages():
+    """A model without hepbdt's link (scikit-learn's GradientBoostingClassifier) and without
+    n_trees_: every stage evaluated, the test loss scikit-learn's weighted log_loss of
+    column 1 of staged_predict_proba and the AUC roc_auc_score of its staged decision
+    function (equal test class weights: the class-mix factors are 1)."""
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.metrics import log_loss as sk_log_loss
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    w = rng.uniform(0.5, 1.5, 200)
+    model = GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0)
+    model.fit(X[:100], y[:100])
+    curve = learning_curve(model, (X[:100], y[:100]), (X[100:], y[100:], w[100:]),
+                           match_class_mix=False)
+    np.testing.assert_array_equal(curve.n_trees, [1, 2, 3, 4])
+    probas = [p[:, 1] for p in model.staged_predict_proba(X[100:])]
+    raws = list(model.staged_decision_function(X[100:]))
+    np.testing.assert_allclose(curve.test_loss, [
+        sk_log_loss(y[100:], p, sample_weight=w[100:]) for p in probas], rtol=1e-12)
+    np.testing.assert_allclose(curve.test_auc, [
+        roc_auc_score(y[100:], r.ravel(), sample_weight=w[100:]) for r in raws], rtol=1e-12)

@@ -161,6 +161,16 @@ def _stages(model: Any, X_tr: np.ndarray, X_te: np.ndarray, proba: bool
                                   strict=False))
 
 
+def _one_score(stage: Any, n: int) -> np.ndarray:
+    """A stage's (n,) float64 scores: scikit-learn's binary ``staged_decision_function``
+    gives (n, 1), which made the staged AUC fail inside numpy; more columns are refused."""
+    scores = np.asarray(stage, dtype=np.float64)
+    if scores.shape not in ((n,), (n, 1)):
+        raise ValueError(f"a stage of the model gave scores of shape {scores.shape}; the "
+                         f"learning curve takes one score an event, ({n},) or ({n}, 1)")
+    return scores.reshape(n)
+
+
 def _probability_link(model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
     """What turns the model's staged raw score into its probability: the estimator's link
     (a ``decorrelation_map`` model's too: its curve is of the trees before the map)."""
@@ -392,7 +402,8 @@ def learning_curve(
     stages, tr_loss, te_loss, tr_auc, te_auc = [], [], [], [], []
 
     def evaluate(k: int, stage: tuple[np.ndarray, ...]) -> None:
-        raw_tr, raw_te = (np.asarray(a, dtype=np.float64) for a in stage[:2])
+        raw_tr, raw_te = (_one_score(a, y.size) for a, y in zip(stage[:2], (y_tr, y_te),
+                                                                   strict=True))
         if len(stage) == 4:
             loss_tr, loss_te = (np.asarray(a, dtype=np.float64) for a in stage[2:])
         elif link is not None:
