@@ -184,3 +184,41 @@ def test_confusion_matrix_refuses_weighted_sums_beyond_float64():
     assert np.all(np.isfinite(right))
     with pytest.raises(ValueError, match="overflow float64.*divide sample_weight"):
         confusion_matrix(y, proba, w * 1e307)
+
+
+def test_accuracy_of_weights_summing_to_one_is_scikit_learns():
+    """Weights normalised to a unit total: the accuracy is scikit-learn's weighted
+    accuracy_score (not NaN), and one column of probabilities is refused (K >= 2)."""
+    from sklearn.metrics import accuracy_score
+
+    y, proba, _ = _sample(256, 3, 7)
+    w = np.full(256, 1 / 256)  # sums to exactly 1
+    got = confusion_matrix(y, proba, w).accuracy
+    assert got == pytest.approx(accuracy_score(y, np.argmax(proba, axis=1), sample_weight=w),
+                                rel=1e-12)
+    with pytest.raises(ValueError, match="K >= 2"):
+        confusion_matrix(np.zeros(5, int), np.ones((5, 1)))
+
+
+def test_combined_folds_verdict_is_the_worst_class():
+    """Two folds of three classes, class 1's training probabilities shifted in one fold:
+    that class's combined KS p-value is scipy's smallest fold p-value times 2 (below
+    0.01), the others' above 0.05, and the overall verdict is the worst class's."""
+    from hepbdt.evaluation import multiclass_combined_over_folds
+
+    checks, pvalues = [], []
+    for seed, shift in ((31, 0.0), (32, 0.08)):
+        y_tr, p_tr, _ = _sample(1500, 3, seed)
+        y_te, p_te, _ = _sample(1500, 3, seed + 100)
+        p_tr = p_tr.copy()
+        p_tr[:, 1] = np.clip(p_tr[:, 1] + shift * (y_tr == 1), 0.0, 1.0)
+        checks.append(multiclass_overtraining_test(p_tr, y_tr, None, p_te, y_te, None))
+        pvalues.append([ks_2samp(p_tr[y_tr == j, j], p_te[y_te == j, j],
+                                 method="asymp").pvalue for j in range(3)])
+    combined = multiclass_combined_over_folds(checks)
+    ks = np.minimum(1.0, 2 * np.min(pvalues, axis=0))
+    got = [part.signal.ks_pvalue for part in combined.per_class]
+    np.testing.assert_allclose(got, ks, rtol=1e-6)
+    assert ks[1] < 0.01 and min(ks[0], ks[2]) > 0.05
+    assert combined.per_class[1].verdict == "overtrained"
+    assert combined.verdict == "overtrained"
