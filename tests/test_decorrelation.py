@@ -588,3 +588,43 @@ def test_measures_take_one_mass_bin():
     np.testing.assert_array_equal(m.background_shapes, [[1.0]])
     assert m.background_jsd[0] == jensenshannon([1.0], [1.0], base=2) ** 2 == 0.0
     assert m.background_efficiency[0] == np.mean(score[y == 0] >= m.threshold[0])
+
+
+def test_measures_of_small_weights_and_a_cut_keeping_no_background_against_scipy():
+    """Weights of 0.001 (every bin after a cut holds less than 1): the background JSD is
+    scipy's jensenshannon(base=2)**2 of np.histogram; where the cut keeps no background
+    (signal scores all above), the rejection is inf and the JSD NaN, not 1 and a number."""
+    rng = np.random.default_rng(11)
+    n = 400
+    y = np.repeat([1, 0], n // 2)
+    mass = rng.uniform(50, 150, n)
+    w = np.full(n, 1e-3)
+    overlap = rng.normal(size=n) + y + 0.01 * mass * (1 - y)
+    res = decorrelation_measures(overlap, y, mass, w, efficiencies=(0.5,), bins=10)
+    cut = np.sort(overlap[y == 1])[::-1][n // 4 - 1]
+    passed = (y == 0) & (overlap >= cut)
+    edges = np.linspace(mass[y == 0].min(), mass[y == 0].max(), 11)
+    before = np.histogram(mass[y == 0], edges, weights=w[y == 0])[0]
+    after = np.histogram(mass[passed], edges, weights=w[passed])[0]
+    assert after.max() < 1 and res.threshold[0] == cut
+    assert res.background_jsd[0] == pytest.approx(jensenshannon(before, after, base=2) ** 2,
+                                                  rel=1e-9)
+    apart = np.where(y == 1, 10.0 + rng.random(n), rng.random(n))
+    res = decorrelation_measures(apart, y, mass, w, efficiencies=(0.5,), bins=10)
+    rejection, inverse = res.at(0.5)
+    assert res.background_efficiency[0] == 0.0 and rejection == np.inf
+    assert np.isnan(res.background_jsd[0]) and np.isnan(inverse)
+    apart[-1] = 20.0  # one background event passes: its bin alone after the cut
+    res = decorrelation_measures(apart, y, mass, w, efficiencies=(0.5,), bins=10)
+    one = np.histogram(mass[-1:], edges, weights=w[-1:])[0]
+    assert res.background_efficiency[0] == pytest.approx(1 / (n // 2), rel=1e-12)
+    assert res.background_jsd[0] == pytest.approx(jensenshannon(before, one, base=2) ** 2,
+                                                  rel=1e-9)
+
+
+@pytest.mark.parametrize("score", [[0.1, np.nan, 0.3], [], [[0.1, 0.2]]])
+def test_threshold_refuses_nan_empty_or_2d_scores(score):
+    from hepbdt.evaluation.decorrelation import threshold_at_efficiency
+
+    with pytest.raises(ValueError, match="1-d array of at least one score and no NaN"):
+        threshold_at_efficiency(np.asarray(score, dtype=float), np.ones(np.shape(score)), 0.5)
