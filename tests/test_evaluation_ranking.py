@@ -302,3 +302,13 @@ def test_permutation_repeats_are_bounded_as_in_a_configuration() -> None:
             per_class_permutation_importance(model3, X, y3, n_repeats=bad)
     result = permutation_importance(model, X, y, n_repeats=2)
     assert result.importances.shape == (3, 2)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 2, 2)])
+def test_correlations_refuse_x_that_is_not_2d(shape):
+    """A 1-d X failed with IndexError, a 3-d one inside numpy's broadcasting, without the
+    refusal that names the shape."""
+    from hepbdt.evaluation import weighted_correlation
+
+    with pytest.raises(ValueError, match=r"X must be 2-d \(events x features\), got shape"):
+        weighted_correlation(np.ones(shape))
