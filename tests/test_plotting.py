@@ -320,3 +320,27 @@ def test_labels_built_from_names_draw_them_as_written(tmp_path, monkeypatch, sco
                          n_repeats=1).read_text()
     assert "could not be drawn" not in page
     assert sorted(drawn) == sorted(f"P({n})" for n in names)
+
+
+def test_correlation_images_and_cells_are_numpys_weighted_corrcoef():
+    """Each matrix drawn (signal, then background) is 100 x numpy's weighted correlation
+    (np.cov with aweights), on a colour scale of -100 to 100, each cell's text its whole
+    percent; the log rejection axis of positive weights starts at a rejection of 1."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 3))
+    X[:, 1] += 0.6 * X[:, 0]
+    y = (rng.random(400) < 0.5).astype(int)
+    w = rng.uniform(0.5, 2.0, 400)
+    fig = plotting.plot_correlation_matrices(X, y, w)
+    drawn = [ax for ax in fig.axes if ax.images and ax.get_title()]
+    assert [ax.get_title() for ax in drawn] == ["Correlation (signal)",
+                                                "Correlation (background)"]
+    for ax, mask in zip(drawn, (y == 1, y == 0), strict=True):
+        cov = np.cov(X[mask].T, aweights=w[mask])
+        expected = 100 * cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+        np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), expected, rtol=1e-9)
+        assert ax.images[0].get_clim() == (-100, 100)
+        cells = [t.get_text() for t in ax.texts]
+        assert cells == [str(int(round(v))) for v in expected.ravel()]
+    ax = plotting.plot_background_rejection(y, X[:, 0], w).axes[0]
+    assert ax.get_ylim()[0] == 1.0
