@@ -344,3 +344,21 @@ def test_correlation_images_and_cells_are_numpys_weighted_corrcoef():
         assert cells == [str(int(round(v))) for v in expected.ravel()]
     ax = plotting.plot_background_rejection(y, X[:, 0], w).axes[0]
     assert ax.get_ylim()[0] == 1.0
+
+
+def test_decorrelation_front_draws_a_rejection_below_one():
+    """Signed weights can pass more background than the total (efficiency 1.25): its
+    rejection 1/1.25 = 0.8 is finite and positive, so it is drawn at (1/JSD, 0.8) on the
+    log axes, beside a row of efficiency 0.5 at (1/0.2, 2)."""
+    from hepbdt.evaluation.decorrelation import DecorrelationMeasures
+
+    shape = np.full((2, 4), 0.25)
+    measures = DecorrelationMeasures(
+        signal_efficiency=np.array([0.3, 0.5]), threshold=np.array([0.4, 0.2]),
+        background_efficiency=np.array([1.25, 0.5]), background_jsd=np.array([0.1, 0.2]),
+        signal_jsd=np.array([0.01, 0.02]), mass_edges=np.linspace(0.0, 4.0, 5),
+        background_shape_all=shape[0], signal_shape_all=shape[0],
+        background_shapes=shape, signal_shapes=shape)
+    ax = plotting.plot_decorrelation_front({"model": measures}, efficiency=None).axes[0]
+    np.testing.assert_allclose(ax.lines[0].get_xydata(), [[10.0, 0.8], [5.0, 2.0]])
+    assert ax.lines[0].get_label() == "model"
