@@ -362,3 +362,36 @@ def test_decorrelation_front_draws_a_rejection_below_one():
     ax = plotting.plot_decorrelation_front({"model": measures}, efficiency=None).axes[0]
     np.testing.assert_allclose(ax.lines[0].get_xydata(), [[10.0, 0.8], [5.0, 2.0]])
     assert ax.lines[0].get_label() == "model"
+
+
+def test_mass_sculpting_legends_give_scipys_inverse_jsd():
+    """Each cut's legend entry gives 1/JSD of the background mass before and after it, the
+    JSD scipy's jensenshannon(base=2)**2 of np.histogram (a JSD of at most 1 read "∞")."""
+    from scipy.spatial.distance import jensenshannon
+
+    from hepbdt.evaluation import decorrelation_measures
+
+    rng = np.random.default_rng(12)
+    y = np.repeat([1, 0], 300)
+    mass = rng.uniform(50, 150, 600)
+    score = rng.normal(size=600) + y + 0.02 * mass * (1 - y)
+    measures = decorrelation_measures(score, y, mass, None, efficiencies=(0.5,), bins=8)
+    edges = np.linspace(mass[y == 0].min(), mass[y == 0].max(), 9)
+    passed = (y == 0) & (score >= measures.threshold[0])
+    jsd = jensenshannon(np.histogram(mass[y == 0], edges)[0],
+                        np.histogram(mass[passed], edges)[0], base=2) ** 2
+    ax = plotting.plot_mass_sculpting(measures).axes[0]
+    labels = [line.get_label() for line in ax.patches]
+    assert labels[1].endswith(f"(1/JSD {1 / jsd:.3g})"), labels
+
+
+def test_a_class_of_one_event_is_a_unit_density_in_its_bin():
+    """One background event: its bin holds 1 / bin width (np.histogram's density), every
+    other bin 0; it is drawn, not refused as a class without positive weight."""
+    s = np.array([0.1, 0.5, 0.9, 0.3])
+    y = np.array([1, 1, 1, 0])
+    ax = plotting.plot_score_distributions(y, s, np.array([1.0, 1.0, 1.0, 3.0]), bins=4).axes[0]
+    expected = np.histogram([0.3], np.linspace(0.1, 0.9, 5), density=True)[0]
+    heights = [np.asarray(p.get_path().vertices) for p in ax.patches]
+    drawn = {round(float(v[:, 1].max()), 9) for v in heights}
+    assert round(float(expected.max()), 9) in drawn and expected.max() == pytest.approx(5.0)
