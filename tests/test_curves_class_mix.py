@@ -244,6 +244,19 @@ def test_multiclass_training_figures_and_report(tmp_path, drawn):
     assert curve.train_loss[-1] == pytest.approx(
         log_loss(tr.y, result.model.predict_proba(tr.X), sample_weight=w_mix, labels=[0, 1, 2]),
         rel=1e-9)
+    # each class's overtraining figure fills the density of that class's test events
+    # (np.histogram, density, on the figure's edges), "other classes" the rest
+    from hepbdt.analysis.outputs import _multiclass_figures
+
+    proba_te = result.model.predict_proba(te.X)
+    figures = _multiclass_figures(result)
+    for k, name in enumerate(("qcd", "signal", "ttbar")):
+        patches = figures[f"overtraining_{name}"]().axes[0].patches
+        for patch, mine in zip(patches[:2], (te.y == k, te.y != k), strict=True):
+            values, edges, _ = patch.get_data()
+            expected = np.histogram(np.clip(proba_te[mine, k], edges[0], edges[-1]), edges,
+                                    weights=te.w[mine], density=True)[0]
+            np.testing.assert_allclose(values, expected, rtol=1e-6, atol=1e-9)
     text = (tmp_path / "out" / "report.html").read_text()
     assert "test sample's (physical) class mix" in _caption(text, "fig-correlation")
     assert "test sample's class mix" in _caption(text, "fig-learning-curve")
