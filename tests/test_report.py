@@ -157,6 +157,9 @@ def test_significance_table_shows_whole_sample_yields_of_a_half_split(tmp_path):
                          n_repeats=1).read_text(encoding="utf-8")
     assert ("each sample&#x27;s test weights x its events / its test events (the test events "
             "a split of the training and test events, nominal test fraction 0.5 as given") in text
+    counted = re.search(r"on (\d+) variables; ([\d,]+) training events and ([\d,]+) test", text)
+    assert counted and [int(g.replace(",", "")) for g in counted.groups()] == [
+        train.X.shape[1], len(train.y), len(test.y)]
     rows = {row["figure of merit"]: row for row in _table_rows(text, "significance-table")}
     assert set(rows) == {"S/sqrt(B)", "S/sqrt(S+B)", "AMS (b_reg = 10)"}
     s_te = model.decision_function(test.X)
