@@ -2523,10 +2523,25 @@ def warmup() -> None:
                 X, y, eval_set=(X, y)).decision_function(X)
             BDTClassifier(boosting=boosting, n_trees=2, max_leaves=3, max_depth=None,
                           quantised_histograms=True).fit(X, y)  # the compiled packed splits
-    BDTClassifier(n_trees=2, max_depth=2).fit(X, np.arange(64) % 3).predict_proba(X)  # softmax
+    for boosting in ("newton", "adaboost"):  # softmax, and SAMME's class-Gini splits
+        BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(
+            X, np.arange(64) % 3).predict_proba(X)
+    for policy in ("pair", "keep"):  # pair's neighbours; kept signed weights' node sums
+        BDTClassifier(n_trees=2, max_depth=2, negative_weights=policy).fit(X, y, w)
+    for boosting in ("gradient", "newton"):  # the flatness loss, on both histogram kinds
+        BDTClassifier(boosting=boosting, n_trees=2, max_depth=2, decorrelation="flatness",
+                      decorrelation_bins=3,
+                      quantised_histograms=boosting == "newton").fit(X, y, decorrelate=X[:, 1])
     BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
     deep = BDTRegressor(n_trees=2, max_depth=5, min_child_weight=0.0).fit(X, X[:, 0] * X[:, 1])
     deep.predict(X)  # the dense kernel's 32-bit leaf masks (trees deeper than 3)
+    # a chain of splits deeper than the dense kernel's levels: the node-by-node walk
+    chain = np.sort(X[:, 0])
+    BDTRegressor(n_trees=1, max_depth=20, min_child_weight=0.0, min_node_size=0.0,
+                 learning_rate=1.0).fit(chain[:, None], 2.0 ** np.arange(64)).predict(chain[:, None])
+    # a fit above ORDERED_SUMS_FROM events: each event's leaf and the leaf sums in event order
+    big = rng.normal(size=(70_000, 2)).astype(np.float32)
+    BDTClassifier(n_trees=2, max_depth=2).fit(big, (big[:, 0] > 0).astype(int))
 
 
 def __getattr__(name: str) -> Any:
