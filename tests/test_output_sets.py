@@ -400,3 +400,44 @@ def test_a_dangling_link_is_written_as_a_shell_writes_it(tmp_path: Path) -> None
     assert caught.value.errno == errno.ENOENT
     assert caught.value.filename == str(tmp_path / "bad-ours")
     assert not (tmp_path / "gone").exists()
+
+
+def test_a_set_a_crash_left_aside_between_the_renames_is_restored(tmp_path):
+    """A run killed between ``_swap``'s two renames leaves the previous set at
+    ``.out.hepbdt-old-*`` and no ``out``: the next run puts it back, byte for byte (with
+    the test inverted, the set was deleted as a leftover)."""
+    from hepbdt.output_set import OutputSet
+
+    target = tmp_path / "out"
+    first = OutputSet(target)
+    with first as staging:
+        (staging / "model.json").write_text('{"trees": 1}')
+        first.commit()
+    recorded = {p.name: p.read_bytes() for p in target.iterdir()}
+    os.rename(target, tmp_path / ".out.hepbdt-old-abc123")  # the crash between the renames
+    with OutputSet(target):
+        pass  # entered and left without a commit: the previous set stays
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == recorded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_second_run_is_told_the_folder_is_in_use_not_that_it_cannot_be_written(tmp_path):
+    """The lock's refusal is its own message (wrapped as 'cannot be written' it read as a
+    permission problem)."""
+    from hepbdt.output_set import OutputSet, OutputSetError
+
+    target = tmp_path / "out"
+    with OutputSet(target):
+        with pytest.raises(OutputSetError) as info:
+            with OutputSet(target):
+                pass
+    assert str(info.value).startswith(f"output folder {target} is in use by another hepbdt run")
+    assert "cannot be written" not in str(info.value)
+
+
+def test_commit_outside_the_with_block_is_refused(tmp_path):
+    from hepbdt.output_set import OutputSet
+
+    with pytest.raises(RuntimeError, match="outside its with block"):
+        OutputSet(tmp_path / "out").commit()
+    assert not (tmp_path / "out").exists()
