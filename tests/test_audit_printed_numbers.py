@@ -259,3 +259,19 @@ def test_requested_efficiencies_are_labelled_as_requested():
     assert shown == sorted(requested), legends
     front = plotting.plot_decorrelation_front({"model": m}, efficiency=0.995)
     assert "at 99.5% signal efficiency" in front.axes[0].get_ylabel()
+
+
+def test_a_regression_kfold_section_has_no_significance_nor_roc():
+    """The significance scan and the ROC of the folds are of two classes: a regression's
+    k-fold section shows the table alone (with ``or`` for ``and`` in the section's
+    two-class test, the scan took a regression's targets for labels and the report failed)."""
+    rng = np.random.default_rng(1)
+    n = 400
+    event = np.arange(n)
+    target = rng.normal(size=n)
+    s = target + 0.1 * rng.normal(size=n)
+    data = Dataset(s[:, None], target, np.ones(n), np.zeros(n, np.int64), event, ["x"], ["mc"])
+    folds = FoldScores(2, True, data, data, s, s, 1 - event % 2)
+    section = outputs._kfold_section(folds, 10)
+    assert '<table id="kfold-table">' in section.html
+    assert "significance" not in section.html.lower() and section.figures == []
