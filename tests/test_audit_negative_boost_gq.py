@@ -231,3 +231,17 @@ def test_uboost_steps_target_one_over_k_plus_one_to_k_over_k_plus_one():
         below = [w[background & (step < c)].sum() / w[background].sum() for c in midpoints]
         nearest = midpoints[int(np.argmin(np.abs(np.array(below) - target)))]
         assert spec["cuts"][k][-1] == pytest.approx(nearest, abs=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_neighbour_ties_go_to_the_smaller_index_as_a_stable_sort_of_all_distances(k):
+    """Integer features tie most distances: the k nearest are numpy's stable argsort of the
+    full distance matrix (the smaller index first at equal distance), also at the k-th."""
+    from hepbdt.boosting.negative_weights import _nearest
+
+    rng = np.random.default_rng(k)
+    queries = rng.integers(0, 3, (40, 2)).astype(np.float32)
+    candidates = rng.integers(0, 3, (3000, 2)).astype(np.float32)  # beyond one block of 2048
+    distance = ((queries[:, None, :] - candidates[None, :, :]) ** 2).sum(axis=2)
+    expected = np.argsort(distance, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(_nearest(queries, candidates, k), expected)
