@@ -449,7 +449,7 @@ def test_header_equals_hepbdt(compiled, name) -> None:
 # The standard header that declares each name, as the C++ standard lists them: a header
 # that leans on another header's includes compiles with one standard library and not with
 # the next (libstdc++ brings <vector> and <algorithm> in with <cmath>; libc++ does not).
-STANDARD_HEADERS = {"std::vector": "<vector>", "std::stable_sort": "<algorithm>",
+HEADER_OF_NAME = {"std::vector": "<vector>", "std::stable_sort": "<algorithm>",
                     "std::sort": "<algorithm>", "std::min": "<algorithm>",
                     "std::max": "<algorithm>", "std::memcpy": "<cstring>",
                     "std::size_t": "<cstddef>", "std::uint8_t": "<cstdint>",
@@ -465,10 +465,10 @@ def test_headers_include_what_they_use(compiled) -> None:
         text = path.read_text()
         included = set(re.findall(r"^#include (<\w+>)", text, re.MULTILINE))
         used = set(re.findall(r"\bstd::\w+", text))
-        unknown = used - STANDARD_HEADERS.keys()
-        assert not unknown, f"{path.name}: add {sorted(unknown)} to STANDARD_HEADERS"
-        missing = {name: STANDARD_HEADERS[name] for name in used
-                   if STANDARD_HEADERS[name] not in included}
+        unknown = used - HEADER_OF_NAME.keys()
+        assert not unknown, f"{path.name}: add {sorted(unknown)} to HEADER_OF_NAME"
+        missing = {name: HEADER_OF_NAME[name] for name in used
+                   if HEADER_OF_NAME[name] not in included}
         assert not missing, f"{path.name} uses {missing} without including them"
 
 
