@@ -39,8 +39,7 @@ __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "strict_jso
            "MissingValueWarning", "unseen_missing_counts", "warn_unseen_missing",
            "trained_with_missing", "missing_counts",
            "positive_beyond_rounding", "running_sum_slack",
-           "weighted_quantile", "hash_fraction", "available_memory", "column_positions", "exact_sum",
-           "exact_sum_parts", "exact_sum_of_parts",
+           "weighted_quantile", "hash_fraction", "available_memory", "column_positions",
            "number_text", "percent_text", "requested_percent", "shown_alike", "pvalue_text",
            "differing_texts", "weight_exponent", "current_umask", "real_array", "file_sha256"]
 
@@ -1131,76 +1130,6 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Any) -> Any:
     index = np.searchsorted(reached, qs * float(running[-1]) - slack, side="left")
     result = values[order][np.clip(index, 0, values.size - 1)]
     return float(result[0]) if np.ndim(q) == 0 else result
-
-
-# -- exact, order-independent sums ------------------------------------------------------------
-_EXP_OFFSET = 1100  # np.frexp exponents of finite float64 lie in [-1073, 1024]
-_N_EXPS = 2200
-_HALF = 26  # a 53-bit mantissa as two halves of at most 27 bits
-# Values per float64 bincount: 2**25 halves below 2**27 would sum below 2**52; fewer keep the
-# temporaries (about 50 bytes a value) small.
-_EXACT_CHUNK = 1 << 16
-
-
-def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
-    """The exact sum of finite float values, as mergeable integer parts.
-
-    (2, 2200) int64: for each binary exponent e, the sums of the high and low halves of
-    the 53-bit integer mantissas of the values with that exponent. Parts of two sets of
-    values add (``a + b``) to the parts of their union, in any order and grouping: a sum
-    that the workers of a cluster can share and that never depends on how the events were
-    cut. :func:`exact_sum_of_parts` turns them into the correctly rounded float.
-    ``where``: a boolean mask of the values to sum (all when None), applied chunk by
-    chunk, so that no copy of the selected values is made. NaN or infinite values (among
-    those selected) are refused: they have no mantissa to add.
-    """
-    v = np.asarray(values).ravel()
-    mask = None if where is None else np.asarray(where, dtype=np.bool_).ravel()
-    parts = np.zeros((2, _N_EXPS), dtype=np.int64)
-    for start in range(0, v.size, _EXACT_CHUNK):
-        chunk = v[start:start + _EXACT_CHUNK].astype(np.float64)
-        if mask is not None:
-            chunk = chunk[mask[start:start + _EXACT_CHUNK]]
-        finite = np.isfinite(chunk)
-        if not finite.all():
-            raise ValueError(f"exact_sum_parts: the values have NaN or infinite values (first: "
-                             f"{chunk[~finite][0]}); only finite values have an exact sum")
-        mantissa, exponent = np.frexp(chunk)
-        whole = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1, 53 bits
-        high = whole >> _HALF  # floor: high * 2**26 + low == whole, 0 <= low < 2**26
-        low = whole - (high << _HALF)
-        slot = exponent + _EXP_OFFSET
-        for half, h in ((0, high), (1, low)):
-            parts[half] += np.bincount(slot, weights=h, minlength=_N_EXPS).astype(np.int64)
-    return parts
-
-
-def exact_sum_of_parts(parts: np.ndarray) -> float:
-    """The correctly rounded float64 of the sum that ``parts`` (from :func:`exact_sum_parts`,
-    perhaps added up) hold."""
-    from fractions import Fraction
-
-    total = 0
-    lowest = None
-    for slot in np.flatnonzero(parts.any(axis=0)):
-        e = int(slot) - _EXP_OFFSET - 53
-        lowest = e if lowest is None else lowest
-        total += ((int(parts[0, slot]) << _HALF) + int(parts[1, slot])) << (e - lowest)
-    if lowest is None:
-        return 0.0
-    try:
-        return float(Fraction(total) * Fraction(2) ** lowest)
-    except OverflowError:  # beyond float64, as numpy's sum overflows
-        return math.inf if total > 0 else -math.inf
-
-
-def exact_sum(values: np.ndarray) -> float:
-    """The sum of ``values`` rounded once to float64: the same whatever their order or the
-    chunks they were summed in (NaN or infinite values: numpy's sum)."""
-    v = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(v)):
-        return float(np.sum(v))
-    return exact_sum_of_parts(exact_sum_parts(v))
 
 
 def hash_fraction(numbers: np.ndarray) -> np.ndarray:

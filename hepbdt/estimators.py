@@ -39,7 +39,6 @@ from ._util import (
     column_positions,
     differing_texts,
     dumps_strict,
-    exact_sum,
     feature_definitions_of,
     hash_fraction,
     positive_beyond_rounding,
@@ -73,6 +72,7 @@ from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows, feature_major
 from .engine.split import SplitParams
+from .engine.sums import exact_sum
 from .interop.cpp_export import to_cpp
 from .interop.onnx_export import to_onnx
 from .interop.tmva_export import to_tmva_xml

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hepbdt._util import atomic_path, atomic_write_text, check_X, exact_sum, exact_sum_parts
+from hepbdt._util import atomic_path, atomic_write_text, check_X
+from hepbdt.engine.sums import exact_sum, exact_sum_parts
 from hepbdt.evaluation._data import as_1d, check_labels, unpack_dataset
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
 

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from hepbdt._util import exact_sum, exact_sum_of_parts, exact_sum_parts
 from hepbdt.boosting._loop import leaf_sums, node_sums, update_scores
 from hepbdt.engine import data_parallel, grower
 from hepbdt.engine._types import NEWTON
@@ -23,6 +22,7 @@ from hepbdt.engine.data_parallel import (
 from hepbdt.engine.grower import QuantisedRows, add_by_leaf, grow_tree
 from hepbdt.engine.histogram import Quantiser
 from hepbdt.engine.split import SplitParams
+from hepbdt.engine.sums import exact_sum, exact_sum_of_parts, exact_sum_parts
 
 
 def _grow_in_parts(X, a, b, mapper, cuts, params, max_depth, seed, rng):
@@ -166,10 +166,7 @@ def test_exact_sums_merge_in_any_order():
     assert whole == math.fsum(v.astype(np.float64).tolist())  # correctly rounded
 
 
-def test_exact_sums_of_a_mask_across_chunks(monkeypatch):
-    import hepbdt._util as util
-
-    monkeypatch.setattr(util, "_EXACT_CHUNK", 1000)  # many chunks, the last one partial
+def test_exact_sums_of_a_mask():
     rng = np.random.default_rng(2)
     v = (rng.standard_normal(4_321) * 10.0 ** rng.integers(-8, 8, 4_321)).astype(np.float32)
     mask = rng.random(v.size) < 0.3

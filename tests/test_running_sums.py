@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from hepbdt._util import weighted_quantile
-from hepbdt.engine.sums import RUNNING_SUM_ROUNDING, running_sum
+from hepbdt.engine.sums import (
+    RUNNING_SUM_ROUNDING,
+    exact_sum_of_parts,
+    exact_sum_parts,
+    running_sum,
+)
 from hepbdt.evaluation import background_rejection_at
 from hepbdt.evaluation.decorrelation import threshold_at_efficiency
 
@@ -77,3 +82,32 @@ def test_a_heavy_weight_does_not_let_a_cut_short_of_the_efficiency_count():
     w = np.r_[w_signal, np.ones(background.size)]
     rejection = background_rejection_at(y, score, w, target)[0]
     assert rejection == pytest.approx(0.7)  # a cut at 501 or below keeps the 3 above it
+
+
+def _frexp_parts(values: np.ndarray) -> np.ndarray:
+    """The parts by numpy's frexp and np.add.at: each 53-bit mantissa's two halves."""
+    parts = np.zeros((2, 2200), np.int64)
+    mantissa, exponent = np.frexp(values.astype(np.float64))
+    whole = (mantissa * 2.0**53).astype(np.int64)
+    high = whole >> 26
+    np.add.at(parts[0], exponent + 1100, high)
+    np.add.at(parts[1], exponent + 1100, whole - (high << 26))
+    return parts
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_sum_parts_are_numpys_frexp_halves(dtype):
+    rng = np.random.default_rng(3)
+    top = 300 if dtype == np.float64 else 36
+    v = (rng.standard_normal(20_000) * 10.0 ** rng.integers(-top, top, 20_000)).astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    v[:8] = [0.0, -0.0, tiny, -tiny, 3 * tiny, np.finfo(dtype).tiny, -np.finfo(dtype).max, 1.0]
+    mask = rng.random(v.size) < 0.3
+    assert np.array_equal(exact_sum_parts(v), _frexp_parts(v))
+    assert np.array_equal(exact_sum_parts(v, mask), _frexp_parts(v[mask]))
+    exact = sum((Fraction(float(x)) for x in v[mask]), Fraction(0))
+    assert exact_sum_of_parts(exact_sum_parts(v, mask)) == float(exact)
+    v[[5, 900, 4000]] = [np.inf, np.nan, -np.inf]
+    mask[[5, 900, 4000]] = [False, True, True]
+    with pytest.raises(ValueError, match=r"first: nan\)"):  # the first one selected
+        exact_sum_parts(v, mask)

@@ -16,10 +16,11 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._util import exact_sum_of_parts, exact_sum_parts, weighted_quantile
+from .._util import weighted_quantile
 from ..engine._types import CHANNEL_DTYPE, launch_lock, njit
 from ..engine._vmath import exp_float32, exp_nonpositive, log_positive
 from ..engine.grower import leaf_sweeps, sweep_rows
+from ..engine.sums import exact_sum_of_parts, exact_sum_parts
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
            "PseudoHuber", "Softmax", "get_loss", "softmax_rows"]
@@ -72,7 +73,7 @@ class Loss:
 
     def init_sum_parts(self, y: NDArray, w: NDArray) -> dict[str, NDArray] | None:
         """The sums the best constant score is made of, as exact mergeable parts
-        (:func:`hepbdt._util.exact_sum_parts`): parts of the events add up to the whole's,
+        (:func:`hepbdt.engine.sums.exact_sum_parts`): parts of the events add up to the whole's,
         so a cluster's workers find the score memory finds. None: not made of sums."""
         return None
 

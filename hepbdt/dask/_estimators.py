@@ -72,7 +72,6 @@ from .._util import (
     check_weights,
     check_X,
     column_positions,
-    exact_sum_of_parts,
     running_sum_slack,
     user_stacklevel,
     warn_float32_steps,
@@ -106,6 +105,7 @@ from ..engine.data_parallel import (
 from ..engine.grower import sample_features
 from ..engine.histogram import Quantiser
 from ..engine.split import SplitParams
+from ..engine.sums import exact_sum_of_parts
 from ..estimators import (
     ADABOOST_BOOSTINGS,
     BDTClassifier,
