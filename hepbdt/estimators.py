@@ -31,7 +31,6 @@ from ._sklearn import (
 )
 from ._util import (
     FeatureNamesWarning,
-    any_nan,
     atomic_write_text,
     check_records,
     check_weights,
@@ -68,7 +67,7 @@ from .boosting.losses import LOSSES, Softmax, softmax_rows
 from .boosting.negative_weights import pair_class_weights, regress_class_weights
 from .boosting.samme import run_samme
 from .boosting.uboost import UBOOST_TARGETS, run_uboost
-from .engine._types import CRITERIA, MAX_VALUE_BINS, X_DTYPE, check_n_events
+from .engine._types import CRITERIA, MAX_VALUE_BINS, MISSING_BIN, X_DTYPE, check_n_events
 from .engine.binning import BinMapper
 from .engine.grower import QuantisedRows, feature_major
 from .engine.split import SplitParams
@@ -571,6 +570,13 @@ def _is_finite(value: Any) -> bool:
             and not isinstance(value, bool | np.bool_) and math.isfinite(value))
 
 
+def _has_missing_bin(codes: Any) -> bool:
+    """Whether binned training events (``QuantisedRows`` or (m, n) codes) hold a NaN: the
+    missing bin is the highest code, so one maximum of the bytes tells (the float features
+    are four times as many bytes to scan)."""
+    return int((codes.codes if isinstance(codes, QuantisedRows) else codes).max()) == MISSING_BIN
+
+
 def _get_loss(boosting: str, name: str, classification: bool, *args: float):
     """The loss object; ParameterError("loss") when the booster has no such loss for the task."""
     try:
@@ -897,7 +903,7 @@ class _BDTBase(SklearnProtocol):
             # only the flatness loss's cells read the float64 weights after the binning; else
             # they go before the trees grow (8 bytes an event held through the fit)
             w_exact = w_edges if decorrelate is not None else None
-            nan_in_training = X.missing_any() if binned else any_nan(X, rows)
+            nan_in_training = X.missing_any() if binned else _has_missing_bin(codes)
             # the training rows (int64, 8 bytes an event) are binned: not held through the trees
             del given, w_edges, rows
             forest, result = self._run(y, w, codes, mapper, evals[-1] if evals else None, rng,

@@ -595,3 +595,22 @@ def test_threads_reaching_kernels_beside_fit_and_predict_on_the_workqueue_layer(
                          text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.split() == ["True"] * 4 + ["workqueue"], \
         run.stdout + run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+def test_a_nan_of_a_training_event_is_recorded_and_one_outside_is_not(quantised):
+    # nan_in_training (the TMVA export's warning) read from the binned codes: one NaN among
+    # the training events' 12,000 values sets it, whatever its place; a NaN only in an
+    # evaluation set's events does not.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    model = hepbdt.BDTClassifier(n_trees=2, max_depth=2, quantised_histograms=quantised)
+    outside = X[:100].copy()
+    outside[7, 2] = np.nan
+    assert "nan_in_training" not in model.fit(X, y, eval_set=[(outside, y[:100])]).forest_.extra
+    for row, col in ((0, 0), (2999, 3), (1234, 1)):
+        X_nan = X.copy()
+        X_nan[row, col] = np.nan
+        assert np.isnan(X_nan).sum() == 1
+        assert model.fit(X_nan, y).forest_.extra["nan_in_training"] is True
