@@ -305,14 +305,28 @@ def _apply_bins(X, edges, codes):
 INF_CHUNK = 1 << 16  # values per task of the infinity scan
 
 
+@njit
+def _any_infinite(x):
+    """Whether x holds +-inf: a loop without an exit, which vectorises."""
+    found = False
+    for i in range(x.size):
+        found |= np.isinf(x[i])
+    return found
+
+
 @njit(parallel=True)
 def _first_infinite(flat, first):
+    # Each chunk is first tested whole (1M x 28 float32, two threads: 23 -> 4 ms), and
+    # searched value by value only where it holds an infinity.
     for c in numba.prange(first.size):
+        lo = c * INF_CHUNK
+        hi = min(flat.size, lo + INF_CHUNK)
         first[c] = -1
-        for k in range(c * INF_CHUNK, min(flat.size, (c + 1) * INF_CHUNK)):
-            if np.isinf(flat[k]):
-                first[c] = k
-                break
+        if _any_infinite(flat[lo:hi]):
+            for k in range(lo, hi):
+                if np.isinf(flat[k]):
+                    first[c] = k
+                    break
 
 
 def first_infinite(X: np.ndarray) -> int:
