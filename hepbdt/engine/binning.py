@@ -316,7 +316,7 @@ def _any_infinite(x):
 
 @njit(parallel=True)
 def _first_infinite(flat, first):
-    # Each chunk is first tested whole (1M x 28 float32, two threads: 23 -> 4 ms), and
+    # Each chunk is first tested whole (1M x 28 float32, two threads: 69 -> 10 ms), and
     # searched value by value only where it holds an infinity.
     for c in numba.prange(first.size):
         lo = c * INF_CHUNK
