@@ -971,3 +971,19 @@ def test_a_full_feature_scans_no_cut_past_its_last_value_bin():
     bins = [(1, 1, 1), (-1, 1, 1)] + [(0, 0, 0)] * 253 + [(2, -0.5, -0.5)]
     gain, bin_t, missing_left = _one_feature_split(bins)
     assert (bin_t, missing_left) == (0, True) and gain == pytest.approx(16 + 1 / 3, rel=1e-12)
+
+
+def test_edge_columns_are_numpys_columns_of_the_chosen_rows():
+    from hepbdt.engine.binning import _float32_columns
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(5000, 5))
+    rows = np.sort(rng.choice(5000, 1700, replace=False))
+    for given in (X.astype(np.float32), X, np.asfortranarray(X.astype(np.float32))):
+        for chosen in (None, rows):
+            picked = given if chosen is None else given[chosen]
+            got = _float32_columns(given, chosen)
+            assert len(got) == 5
+            for f, column in enumerate(got):
+                assert column.dtype == np.float32 and column.flags.c_contiguous
+                assert np.array_equal(column, picked[:, f].astype(np.float32))

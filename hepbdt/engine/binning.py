@@ -184,7 +184,7 @@ def fit_bin_edges(
     if n > SUBSAMPLE_FOR_EDGES:
         pick = np.sort(np.random.default_rng(random_state).choice(n, SUBSAMPLE_FOR_EDGES, replace=False))
         chosen, w = (pick if chosen is None else chosen[pick]), w[pick]
-    return _edges_by_feature(X if chosen is None else X[chosen], w, max_bins, n_cuts)
+    return _edges_by_feature(X, w, max_bins, n_cuts, chosen)
 
 
 def _check_bin_counts(max_bins: Any, n_cuts: Any) -> tuple[int, int]:
@@ -220,18 +220,46 @@ def _power_of_two_scaled(w: np.ndarray) -> np.ndarray:
     return np.ldexp(w, -int(np.frexp(largest)[1]))
 
 
-def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int) -> list[np.ndarray]:
-    """``_feature_edges`` of every column, on Numba's threads: the kernels release the GIL,
-    so the features are done side by side, each exactly as alone."""
+def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int,
+                      rows: np.ndarray | None = None) -> list[np.ndarray]:
+    """``_feature_edges`` of every column (of the rows ``rows`` of X, all when None), on
+    Numba's threads: the kernels release the GIL, so the features are done side by side,
+    each exactly as alone."""
     # float32 first, as the data are binned: float64 values that round to one float32
     # would give equal edges (not strictly increasing) and bins no value falls in
-    columns = [np.ascontiguousarray(X[:, f], dtype=X_DTYPE) for f in range(X.shape[1])]
+    columns = _float32_columns(X, rows)
     w = _power_of_two_scaled(w)
     workers = min(numba.get_num_threads(), len(columns))
     if workers <= 1:
         return [_feature_edges(c, w, max_bins, n_cuts) for c in columns]
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda c: _feature_edges(c, w, max_bins, n_cuts), columns))
+
+
+def _float32_columns(X: np.ndarray, rows: np.ndarray | None) -> list[np.ndarray]:
+    """The columns of X (its rows ``rows``, when given) as contiguous float32 arrays; from
+    C-contiguous float32 X in one compiled pass (numpy copied the rows, then each column:
+    200,000 rows of 1M x 28 on two threads, a loaded machine, 55 -> 20 ms)."""
+    if X.dtype != X_DTYPE or X.ndim != 2 or not X.flags.c_contiguous:
+        X = X if rows is None else X[rows]
+        return [np.ascontiguousarray(X[:, f], dtype=X_DTYPE) for f in range(X.shape[1])]
+    rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, np.int64)
+    out = np.empty((X.shape[1], rows.size), X_DTYPE)
+    with launch_lock():
+        _gather_columns(X, rows, out)
+    return list(out)
+
+
+@njit(parallel=True)
+def _gather_columns(X, rows, out):
+    for block in numba.prange((rows.size + GATHER_BLOCK - 1) // GATHER_BLOCK):
+        for i in range(block * GATHER_BLOCK, min(rows.size, (block + 1) * GATHER_BLOCK)):
+            r = rows[i]
+            for f in range(X.shape[1]):
+                out[f, i] = X[r, f]
+
+
+GATHER_BLOCK = 1024  # rows a task of ``_gather_columns`` copies
 
 
 @njit
