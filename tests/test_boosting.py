@@ -186,8 +186,9 @@ def test_sums_by_leaf_are_slice_sums_over_the_partition():
             assert np.array_equal(got, expected), (n_values, n_threads)
 
 
+@pytest.mark.parametrize("left_out", [0, 5000])
 @pytest.mark.parametrize("loss", [Deviance(), Logistic()], ids=lambda l: type(l).__name__)
-def test_channel_leaf_sums_are_the_sums_of_the_stored_channels(loss):
+def test_channel_leaf_sums_are_the_sums_of_the_stored_channels(loss, left_out):
     # The lean path sums the channels again from the events; the reference is slice_sums
     # of the channels that ``channels`` stores, in the partition's order, bit for bit.
     from hepbdt.engine.grower import slice_sums
@@ -199,10 +200,14 @@ def test_channel_leaf_sums_are_the_sums_of_the_stored_channels(loss):
     score[:10] = [0.0, -0.0, 40, -40, 1e-300, 800, -800, 5e-8, 1, -1]  # tails and signs
     w_tree = rng.gamma(2.0, 1.0, n).astype(np.float32) * rng.choice([-1, 1], n, p=[0.1, 0.9])
     wg, wh, _ = loss.channels(y, score, w_tree, w_tree.astype(np.float64))
-    leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 30)
+    leaf_of, partition, start, stop = _leaves_in_event_order(rng, n, 30, left_out)
     expected = slice_sums(partition, start, stop, wg, wh, w_tree)
     got = loss.channel_leaf_sums(leaf_of, 30, y, score, w_tree)
     assert np.array_equal(got, expected)
+    inside = leaf_of < 30  # events in no leaf (a subsample's) add to no leaf: np.bincount
+    for v, channel in enumerate((wg, wh, w_tree)):
+        reference = np.bincount(leaf_of[inside], channel[inside].astype(np.float64), 30)
+        np.testing.assert_allclose(got[v], reference, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("settings", [

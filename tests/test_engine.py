@@ -866,6 +866,16 @@ def test_sums_by_leaf_equal_bincount_for_every_grouping(n_values, n_groups):
         assert np.array_equal(out[v], ref + initial[v])
 
 
+@pytest.mark.parametrize("n_leaves,n_sweeps", [(1, 1), (6, 1), (7, 3), (30, 4)])
+def test_sweep_rows_route_each_leaf_to_its_sweep_and_the_rest_aside(n_leaves, n_sweeps):
+    # The table the lean leaf sums index by min(leaf, n_leaves), built from its definition:
+    # a column for each leaf and one for the events in no leaf, which every sweep sets aside.
+    expected = np.full((n_sweeps, n_leaves + 1), n_leaves)
+    for j in range(n_leaves):
+        expected[j % n_sweeps, j] = j
+    assert np.array_equal(grower.sweep_rows(n_leaves, n_sweeps), expected)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_class_gini_split_equals_an_exact_rational_search(seed):
     # SAMME's multi-class Gini (score sum_k S_k^2 / n - n per side, n = sum_k S_k), with a
