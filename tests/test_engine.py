@@ -997,3 +997,29 @@ def test_edge_columns_are_numpys_columns_of_the_chosen_rows():
             for f, column in enumerate(got):
                 assert column.dtype == np.float32 and column.flags.c_contiguous
                 assert np.array_equal(column, picked[:, f].astype(np.float32))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("max_depth", [2, 5])
+def test_compiled_packed_levels_grow_the_brute_force_depthwise_tree(monkeypatch, seed, max_depth):
+    # The one-call packed levels (grower._packed_levels) against a grower in plain numpy
+    # that tries every cut on the events themselves (tests/test_leafwise.py), on channels
+    # the quantiser packs without rounding (exact sums, real ties), with missing values.
+    from .test_leafwise import (
+        SETTINGS,
+        _exactly_quantisable,
+        _params,
+        assert_brute_force_tree,
+        naive_depthwise,
+    )
+
+    codes, g, h, nvb = _exactly_quantisable(600, seed)
+    p = SETTINGS[0]
+    calls = []
+    compiled = grower._grow_packed_levels
+    monkeypatch.setattr(grower, "_grow_packed_levels", lambda *a: calls.append(1) or compiled(*a))
+    tree = grow_tree(np.ascontiguousarray(codes.T), None, g, h, h, nvb, _params(p), max_depth,
+                     quantised=True)
+    reference = naive_depthwise(codes, g, h, h, nvb, p, max_depth)
+    assert calls and tree.n_nodes > 2 ** max_depth
+    assert_brute_force_tree(tree, reference, g, h, h)

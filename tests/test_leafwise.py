@@ -95,6 +95,46 @@ def naive_leafwise(codes, a, b, w, n_value_bins, p, max_leaves, max_depth=None):
             np.array(right), rows)
 
 
+
+def naive_depthwise(codes, a, b, w, n_value_bins, p, max_depth, rows=None):
+    """Brute-force depth-wise tree: every node of a level (in node order) takes its
+    ``_best_split``; its children get the next two ids, left first. Node arrays as
+    ``naive_leafwise`` returns them, each node's events in increasing order."""
+    a, b, w = (np.asarray(v, np.float64) for v in (a, b, w))
+    rows = [np.arange(codes.shape[1]) if rows is None else np.asarray(rows)]
+    feature, threshold, missing_left, left, right = [-1], [0], [False], [-1], [-1]
+    level = [0]
+    for _ in range(max_depth):
+        children = []
+        for k in level:
+            _, f, t, ml = _best_split(codes, rows[k], a, b, w, n_value_bins, p)
+            if f < 0:
+                continue
+            c = codes[f, rows[k]]
+            goes_left = np.where(c == MISSING_BIN, ml, c <= t)
+            feature[k], threshold[k], missing_left[k] = f, t, ml
+            left[k], right[k] = len(rows), len(rows) + 1
+            children += [len(rows), len(rows) + 1]
+            for side in (goes_left, ~goes_left):
+                rows.append(rows[k][side])
+                feature.append(-1), threshold.append(0), missing_left.append(False)
+                left.append(-1), right.append(-1)
+        level = children
+    return (np.array(feature), np.array(threshold), np.array(missing_left), np.array(left),
+            np.array(right), rows)
+
+
+def assert_brute_force_tree(tree, reference, a, b, w):
+    """``tree`` is the brute-force ``reference``: its nodes, each leaf's events in the
+    reference's (increasing) order, and its exact sums of the dyadic channels a, b, w."""
+    _assert_same_tree(tree, reference)
+    rows = reference[-1]
+    for k in np.flatnonzero(tree.feature < 0):
+        np.testing.assert_array_equal(tree.partition[tree.start[k]:tree.stop[k]], rows[k])
+    for field, v in (("sum_a", a), ("sum_b", b), ("sum_w", w)):
+        expected = [np.sum(np.asarray(v, np.float64)[r]) for r in rows]
+        np.testing.assert_array_equal(getattr(tree, field), expected, err_msg=field)
+
 def _assert_same_tree(tree, reference):
     feature, threshold, missing_left, left, right, rows = reference
     np.testing.assert_array_equal(tree.feature, feature)

@@ -168,3 +168,25 @@ def test_shared_levels_grow_the_one_thread_tree(monkeypatch, criterion):
                 for field in ("feature", "bin_threshold", "missing_left", "left", "right", "gain",
                               "sum_a", "sum_b", "sum_w", "start", "stop", "partition"):
                     assert np.array_equal(getattr(first, field), getattr(other, field)), field
+
+
+@pytest.mark.parametrize("setting", [0, 1])
+@pytest.mark.parametrize("subsample", [False, True])
+def test_one_call_tree_is_the_brute_force_depthwise_tree(setting, subsample):
+    # Against a grower in plain numpy that tries every cut on the events themselves
+    # (tests/test_leafwise.py): dyadic channels (exact sums, real ties), missing values,
+    # nodes above and below SPARSE_EVENTS, every event or a sorted subsample.
+    from .test_leafwise import SETTINGS, _params, _tiny, assert_brute_force_tree, naive_depthwise
+
+    codes, g, h, w, nvb = _tiny(setting + 5, n=500)
+    rows = (np.sort(np.random.default_rng(3).choice(500, 350, replace=False)).astype(np.int32)
+            if subsample else None)
+    p = SETTINGS[setting]
+    with threads(1):
+        assert grower.serial_tree_fits(500, codes.shape[0], 5)
+        tree = grow_tree(codes, rows, g, h, w, nvb, _params(p), 5)
+    reference = naive_depthwise(codes, g, h, w, nvb, p, 5, rows)
+    assert tree.n_nodes > 24
+    sizes = (tree.stop - tree.start)[tree.feature >= 0]
+    assert (sizes <= serial.SPARSE_EVENTS).any() and (sizes > serial.SPARSE_EVENTS).any()
+    assert_brute_force_tree(tree, reference, g, h, w)
