@@ -332,3 +332,24 @@ def test_regress_drops_the_same_events_whatever_the_weights_scale(scale):
     assert np.count_nonzero(unit == 0) > 500  # the test sees pooled blocks at all
     np.testing.assert_array_equal(scaled == 0, unit == 0)
     np.testing.assert_allclose(scaled / scale, unit, rtol=0, atol=1e-6 * unit.max())
+
+
+@pytest.mark.parametrize("rounding, refused", [(1e-2, False), (1e-4, True)])
+def test_pair_drops_or_refuses_what_is_left_once_the_positive_events_are_used_up(
+        rounding, refused, monkeypatch):
+    """A class whose negative weight outlasts its positive events (its net weight -1e-3,
+    let through as if it were rounding): what is left once every positive event is used up
+    is dropped when within the rounding bound, refused beyond it; the dropped case is the
+    brute-force pairing, pass by pass, and ends with no weight at all."""
+    X, w = _two_clusters(500)
+    w[w > 0] = (-w[w < 0].sum() - 1e-3) / np.count_nonzero(w > 0)  # 1e-3 short of |neg|
+    assert math.isclose(math.fsum(w), -1e-3, rel_tol=1e-9)
+    monkeypatch.setattr(nw, "_check_net_weight", lambda w, *args: rounding)
+    if refused:
+        with pytest.raises(ValueError, match=r"0\.001 of negative weight is left with no "
+                                             "positive weight"):
+            nw.pair_weights(X, w, n_neighbours=2)
+        return
+    new = nw.pair_weights(X, w, n_neighbours=2)
+    assert np.array_equal(new, _reference_pair(X, w, 2))
+    assert np.all(new == 0.0)
