@@ -354,3 +354,31 @@ def test_squared_channels_and_loss_are_numpys_operations_bit_for_bit():
         assert loss.loss(y, w, score) == float(expected), trial
         if out is not None:
             assert wg is out[0] and wh is out[1]
+
+
+def test_child_weight_floor_is_the_documented_rule_in_exact_fractions():
+    """A tree's minimum child weight against its rule written out in fractions: a share
+    of the tree's weight, or the weight of 20 of the events drawn capped at a quarter of
+    it (a draw of no event: no floor), raised to 2^-24 of the sum of |w| only where that
+    sum exceeds the net one (negative weights)."""
+    from fractions import Fraction
+
+    from hepbdt.boosting._loop import child_weight_floor
+
+    eps = Fraction(2) ** -53
+
+    def rule(share, w_total, drawn, events=None, abs_total=None):
+        w = Fraction(w_total)
+        floor = (Fraction(share) * w if events is None
+                 else min(Fraction(1, 4), Fraction(events, max(drawn, 1))) * w)
+        if abs_total is not None and abs_total > w_total:
+            floor = max(floor, Fraction(abs_total) / 2**24)
+        return floor
+
+    cases = [(0.01, 300.0, 1000), (0.0, 5.0, 10, 20), (0.0, 40.0, 40, 20),
+             (0.0, 96.0, 80, 20), (0.0, 96.0, 96, 20), (0.0, 0.0, 0, 20),
+             (0.0, 3.0, 50, None, 3.0), (0.0, 3.0, 50, None, 3.5),
+             (0.25, 3.0, 50, None, 1e8), (0.0, 96.0, 200, 20, 1e9)]
+    for case in cases:  # within the two roundings of a quotient and a product
+        exact = rule(*case)
+        assert abs(Fraction(child_weight_floor(*case)) - exact) <= exact * 2 * eps, case
