@@ -129,3 +129,23 @@ def test_a_regression_whose_signed_loss_runs_away_is_refused():
     with pytest.raises(ValueError, match="training diverged"):
         BDTRegressor(n_trees=300, max_depth=3, random_state=1,
                      negative_weights="keep").fit(X, y, w)
+
+
+@pytest.mark.parametrize("positive, negative", [(21.0, 19.0), (1055.5, 954.5)])
+def test_the_cancelled_leaf_rule_at_its_threshold(positive, negative):
+    """A leaf whose net weight is exactly 5 % of its |w| (2 of 40) takes no step; one at
+    5.02 % (101 of 2010) takes the weighted mean residual of its events, by hand."""
+    n = 400
+    X = np.c_[np.r_[np.full(n, -1.0), np.full(n, 1.0)], np.zeros(2 * n)]
+    w = np.r_[np.where(np.arange(n) % 2 == 0, positive, -negative), np.ones(n)]
+    y = np.r_[np.full(n, 10.0), np.ones(n)] + np.r_[np.linspace(-1, 1, n), np.zeros(n)]
+    model = BDTRegressor(n_trees=1, max_depth=1, learning_rate=1.0, negative_weights="keep",
+                         n_cuts=0).fit(X, y, w)
+    base = model.forest_.base_score
+    left = model.predict(np.array([[-1.0, 0.0]]))[0] - base
+    mine = X[:, 0] < 0
+    ratio = (positive - negative) / (positive + negative)
+    if ratio <= 0.05:
+        assert left == 0.0
+    else:
+        assert left == pytest.approx(np.sum(w[mine] * (y[mine] - base)) / w[mine].sum(), rel=1e-6)
