@@ -266,3 +266,22 @@ def test_the_held_out_events_watch_the_training_class_ratio_as_an_eval_set_does(
         staged = [log_loss(y[held], p[:, 1], sample_weight=wv)
                   for p in auto.staged_predict_proba(X[held])]
         np.testing.assert_allclose(auto.validation_loss_[:len(staged)], staged, rtol=1e-6)
+
+
+def test_equal_validation_losses_stop_as_xgboost_does() -> None:
+    """A first tree that fits exactly leaves every later loss equal (0): the best tree is
+    the first of them and a tie is no improvement, so the fit stops after the first tree
+    and n_iter_no_change more, as XGBoost's early stopping does on the same trees."""
+    xgb = pytest.importorskip("xgboost")
+    x = np.tile([0.0, 1.0], 50)
+    X, y = np.c_[x, np.zeros(x.size)], 5.0 * x
+    model = BDTRegressor(n_trees=10, early_stopping_rounds=3, learning_rate=1.0,
+                         max_depth=1).fit(X, y, eval_set=[(X, y)])
+    reference = xgb.XGBRegressor(n_estimators=10, early_stopping_rounds=3, learning_rate=1.0,
+                                 max_depth=1, reg_lambda=0.0, min_child_weight=0,
+                                 base_score=2.5, tree_method="exact")
+    reference.fit(X, y, eval_set=[(X, y)], verbose=False)
+    assert reference.evals_result()["validation_0"]["rmse"] == [0.0] * 4
+    assert np.array_equal(model.validation_loss_, np.zeros(4))
+    assert model.best_iteration_ == reference.best_iteration == 0
+    assert model.n_trees_ == 1
