@@ -5,6 +5,7 @@ unit weights, fitted and evaluated alike (defects of an audit, 2026-12-03)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -146,3 +147,24 @@ def test_a_first_tree_that_grows_the_loss_warns() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BDTRegressor(**options).fit(X, y, sample_weight=0.01 * w)  # steps that converge
+
+
+@pytest.mark.parametrize("scale", [1e-7, 0.1, 3.0])
+def test_a_weighted_draw_weighs_its_counts_in_a_power_of_two(scale: float) -> None:
+    """draw_sample's weighted draw: each drawn event weighs its count times sign(w) times
+    the power of two at or below the draw's mean |w| (exact fractions); draw_rows' the mean
+    itself, so that the total |w| is kept."""
+    from fractions import Fraction
+
+    from hepbdt.boosting._loop import draw_rows, draw_sample
+
+    w = np.tile([1.0, -0.5, 2.5, 0.75, 0.0], 200) * scale
+    _, wt, counts = draw_sample(w, 0.4, "weighted", np.random.default_rng(3))
+    mean = Fraction(math.fsum(np.abs(w))) / int(counts.sum())
+    unit = Fraction(2) ** (mean.numerator.bit_length() - mean.denominator.bit_length())
+    unit = unit if unit <= mean else unit / 2  # the power of two at or below the mean
+    assert unit <= mean < 2 * unit
+    assert [Fraction(float(v)) for v in wt] == [c * int(np.sign(x)) * unit
+                                                for c, x in zip(counts, w, strict=True)]
+    _, wt_rows = draw_rows(w, 0.4, "weighted", np.random.default_rng(3))
+    assert math.fsum(np.abs(wt_rows)) == pytest.approx(math.fsum(np.abs(w)), rel=1e-6)
