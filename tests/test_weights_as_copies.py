@@ -168,3 +168,43 @@ def test_a_weighted_draw_weighs_its_counts_in_a_power_of_two(scale: float) -> No
                                                 for c, x in zip(counts, w, strict=True)]
     _, wt_rows = draw_rows(w, 0.4, "weighted", np.random.default_rng(3))
     assert math.fsum(np.abs(wt_rows)) == pytest.approx(math.fsum(np.abs(w)), rel=1e-6)
+
+
+def test_a_uniform_draw_takes_its_fraction_without_replacement() -> None:
+    """subsample_mode='uniform': round(subsample x n) distinct events, sorted, their weights
+    kept and every other event's weight 0."""
+    from hepbdt.boosting._loop import draw_rows
+
+    w = np.linspace(0.5, 2.0, 1001)
+    rows, wt = draw_rows(w, 0.3, "uniform", np.random.default_rng(4))
+    assert rows.size == round(0.3 * 1001) and np.array_equal(rows, np.unique(rows))
+    expected = np.zeros(w.size, np.float32)
+    expected[rows] = w[rows]
+    assert np.array_equal(wt, expected)
+
+
+def test_each_subsampled_tree_takes_its_floor_from_its_own_draw(monkeypatch) -> None:
+    """min_node_size is a share of each tree's own sample weight: with a poisson draw
+    every tree's weight differs, and each tree's floor is min_node_size x that weight."""
+    from hepbdt.boosting import _loop
+
+    drawn, floors = [], []
+    draw, floor = _loop._draw, _loop.child_weight_floor
+
+    def recording_draw(*args, **kwargs):
+        out = draw(*args, **kwargs)
+        drawn.append(math.fsum(out[1]))
+        return out
+
+    def recording_floor(*args, **kwargs):
+        floors.append(floor(*args, **kwargs))
+        return floors[-1]
+
+    monkeypatch.setattr(_loop, "_draw", recording_draw)
+    monkeypatch.setattr(_loop, "child_weight_floor", recording_floor)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    BDTRegressor(n_trees=4, subsample=0.5, subsample_mode="poisson", min_node_size=0.05,
+                 random_state=0).fit(X, X[:, 0] + rng.normal(size=600))
+    assert len(drawn) == len(floors) == 4 and len(set(drawn)) == 4
+    assert floors == pytest.approx([0.05 * total for total in drawn], rel=1e-12)
