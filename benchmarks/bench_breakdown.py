@@ -37,10 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import higgs_like, machine  # noqa: E402
 
 GROUPS = {
-    # the root's packs the channels as it sums them (``_pack_task_sums``)
-    "histograms (packed sums, reduction, decoding)": ("_task_sums", "_pack_task_sums",
-                                                      "_reduce_tasks", "_decode",
-                                                      "_decode_wide", "_build_exact"),
+    "histograms (packed sums, reduction, decoding)": ("_task_sums", "_reduce_tasks",
+                                                      "_decode", "_decode_wide",
+                                                      "_build_exact"),
     "split search": ("_find_best_splits", "_find_best_packed", "_find_best_packed_1"),
     "partition": ("_partition_chunks", "_gather_chunks"),
     "gradients and loss": ("_logistic_channels", "_logistic_loss"),

@@ -172,42 +172,6 @@ def test_packed_histograms_are_exact_sums_of_quantised_values(wide, order, monke
                                atol=node.size / q.scale_a)
 
 
-@pytest.mark.parametrize("shared", [False, True])
-@pytest.mark.parametrize("wide", [False, True])
-def test_the_root_packs_its_channels_as_it_sums_them(wide, shared, monkeypatch):
-    # pack_root: the channels packed as pack_into packs them, the partition in event order,
-    # and the root's histogram the exact sums of the quantised values (np.add.at), also
-    # with A and B in the storage of the partition and scratch (a fit's lean buffers).
-    if wide:
-        monkeypatch.setattr(histogram, "choose_packing", lambda n: (True, WIDE_BITS))
-    X, w, a, _ = _problem(negative=True, n=10_000)  # three tasks of MIN_PACKED_TASK events
-    n = X.shape[0]
-    codes = BinMapper().fit(X, w).transform(X)
-    b = (np.abs(a) * w).astype(np.float32)
-    q = Quantiser(a, b, n, seed=5)
-    expected = np.empty(n, np.int64)
-    q.pack_into(a, b, expected)
-    partition = np.full(n, -1, np.int32)
-    scratch = np.empty(n, np.int32)
-    if shared:
-        a_in, b_in = scratch.view(np.float32), partition.view(np.float32)
-        a_in[:], b_in[:] = a, b
-    else:
-        a_in, b_in = a, b
-    packed = np.empty(n, np.int64)
-    h = new_histograms(1, X.shape[1], packed=True, wide=wide)
-    kept = histogram.TaskBuffers()
-    kept.get(4, X.shape[1])[:] = 987_654_321  # a task must clear what the last call left
-    histogram.pack_root(q, np.ascontiguousarray(codes.T), a_in, b_in, packed, partition, h, kept)
-    assert np.array_equal(packed, expected)
-    assert np.array_equal(partition, np.arange(n))
-    qa, qb = q.quantise(a, b)
-    ref = histograms_naive(codes, np.arange(n), [qa, qb], dtype=np.float64)
-    dec = q.decode(h)[0]
-    np.testing.assert_array_equal(np.rint(dec[..., 0] * q.scale_a), ref[..., 0])
-    np.testing.assert_array_equal(np.rint(dec[..., 1] * q.scale_b), ref[..., 1])
-
-
 def test_stochastic_rounding_keeps_small_values_unbiased():
     n = 200_000
     a = np.full(n, 0.3, np.float32)

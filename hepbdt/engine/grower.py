@@ -56,7 +56,6 @@ from .histogram import (
     _task_sums_1,
     build_histograms,
     new_histograms,
-    pack_root,
 )
 from .split import SplitParams, find_best_splits
 
@@ -665,8 +664,6 @@ class _TreeEvents:
     quantiser: Quantiser | None  # None: exact float channels
     columns: np.ndarray | None = None  # feature-major codes for partitions, when ``codes`` is not
     task_buffers: TaskBuffers | None = None  # the packed histograms' task buffers, kept
-    # (A, B) that the root's histogram packs as it sums them (``pack_root``); None: packed
-    unpacked: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def split_codes(self) -> tuple[np.ndarray, bool]:
@@ -694,22 +691,18 @@ class _TreeEvents:
     def quantised_rows(cls, ordered: QuantisedRows, rows: np.ndarray | None, a: np.ndarray,
                        b: np.ndarray, used: np.ndarray, rounding_seed: int,
                        quantiser: Quantiser | None = None,
-                       max_abs: tuple[float, float] | None = None,
-                       pack_at_root: bool = False) -> _TreeEvents:
+                       max_abs: tuple[float, float] | None = None) -> _TreeEvents:
         """Every event, from ``ordered``'s buffers, with A and B packed (indices move alone);
         ``quantiser``: one made for a larger sample these events are part of; ``max_abs``:
-        (max |A|, max |B|) as the quantiser would find them; ``pack_at_root``: A and B are
-        packed, and the partition set, by the root's histogram (``_root_histograms``),
-        which then reads each event once instead of twice."""
+        (max |A|, max |B|) as the quantiser would find them."""
         if rows is not None and rows.size != ordered.partition.size:
             raise ValueError("the quantised grower takes every event (zero channels leave one out)")
         if quantiser is None:
             quantiser = Quantiser(a, b, ordered.partition.size, seed=rounding_seed, max_abs=max_abs)
-        if not pack_at_root:
-            ordered.start_tree(quantiser, a, b)
+        ordered.start_tree(quantiser, a, b)
         return cls(ordered.codes, ordered.partition, ordered.packed, ordered.scratch_idx,
                    NO_PAYLOAD, used, ordered.n_features, quantiser, ordered.columns,
-                   ordered.task_buffers, (a, b) if pack_at_root else None)
+                   ordered.task_buffers)
 
     @classmethod
     def exact_rows(cls, codes: np.ndarray, rows: np.ndarray | None, a: np.ndarray,
@@ -782,14 +775,8 @@ def _root_histograms(events: _TreeEvents, nodes: _NodeArrays) -> tuple[np.ndarra
     """Histograms (raw, decoded) of the root holding every event, and the root's sums."""
     n_rows = events.partition.size
     nodes.start[0], nodes.stop[0] = 0, n_rows
-    if events.unpacked is not None:
-        raw = new_histograms(1, events.n_features, packed=True, wide=events.wide)
-        pack_root(events.quantiser, events.codes, *events.unpacked, events.payload,
-                  events.partition, raw, events.task_buffers)
-        events.unpacked = None
-    else:
-        raw = events.histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64),
-                                np.array([0], np.int64))
+    raw = events.histograms(1, np.array([0], np.int64), np.array([n_rows], np.int64),
+                            np.array([0], np.int64))
     hists = events.decoded(raw)
     nodes.sums[0] = hists[0, int(np.argmax(events.used))].sum(axis=0)
     return raw, hists
@@ -1538,8 +1525,7 @@ def grow_tree(
     used = np.ones(m, dtype=np.bool_) if features is None else features.astype(np.bool_)
     rng = rng if rng is not None else np.random.default_rng(0)
     if quantised:
-        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed, max_abs=max_abs,
-                                            pack_at_root=True)
+        events = _TreeEvents.quantised_rows(ordered, rows, a, b, used, rounding_seed, max_abs=max_abs)
     else:
         events = _TreeEvents.exact_rows(codes, rows, a, b, w, used)
     n_rows = events.partition.size

@@ -39,8 +39,7 @@ import numpy as np
 from ._prefetch import prefetch, prefetch_far
 from ._types import N_BINS, N_CHANNELS, SUM_DTYPE, check_n_events, launch_lock, njit, serial_twin
 
-__all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "pack_root",
-           "Quantiser",
+__all__ = ["build_histograms", "choose_packing", "histograms_naive", "new_histograms", "Quantiser",
            "TaskBuffers"]
 
 MAX_BITS = 24  # resolution of the quantised channels, at most
@@ -49,7 +48,6 @@ MAX_BITS = 24  # resolution of the quantised channels, at most
 MIN_PACKED_BITS = 6
 PACKED_TASK = 1 << 15  # events per task of the packed histogram kernels, at most
 WIDE_BITS = 15  # resolution of the wide kind: PACKED_TASK * 2**15 < 2**31 in a task's lanes
-SEED_B = np.uint64(0x5851F42D4C957F2D)  # B's rounding stream: the seed xor this
 
 
 def choose_packing(n_rows: int) -> tuple[bool, int]:
@@ -283,42 +281,6 @@ def build_histograms(codes: np.ndarray, partition: np.ndarray, payload: np.ndarr
             _build_exact(codes, partition, payload, node_start, node_stop, slots, feature_used, hists,
                          parent_hists, parent_slots, sibling_slots)
         return
-    node, task_start, task_stop, task = _task_layout(node_start, node_stop, threads)
-    buffers = _buffers(task_buffers, node.size, hists.shape[1])
-    with launch_lock():
-        _task_sums(codes, partition, payload, task_start, task_stop, hists.shape[1], buffers)
-    _reduce(buffers, node, slots, hists, parent_hists, parent_slots, sibling_slots, task)
-
-
-def pack_root(quantiser: Quantiser, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
-              packed: np.ndarray, partition: np.ndarray, hists: np.ndarray,
-              task_buffers: TaskBuffers | None = None) -> None:
-    """``quantiser.pack_into(a, b, packed)``, ``partition`` set to event order, and the root's
-    histogram (every event) into ``hists[0]``, in one pass over the events: the same
-    packed channels and sums as those three steps (``a`` and ``b`` may share storage with
-    ``partition``: each event's channels are read before its index is written)."""
-    n = packed.size
-    one = np.array([0], np.int64)
-    node, task_start, task_stop, task = _task_layout(one, np.array([n], np.int64), None)
-    m = hists.shape[1]
-    buffers = _buffers(task_buffers, node.size, m)
-    with launch_lock():
-        _pack_task_sums(codes, a, b, quantiser.scale_a, quantiser.scale_b, quantiser.seed,
-                        quantiser.offset, packed, partition, task_start, task_stop, m, buffers)
-    none = np.full(1, -1, np.int64)
-    _reduce(buffers, node, one, hists, hists, none, none, task)
-
-
-def _buffers(task_buffers: TaskBuffers | None, n_tasks: int, m: int) -> np.ndarray:
-    """Storage for ``n_tasks`` tasks' sums: ``task_buffers``' kept ones, else new."""
-    return (task_buffers.get(n_tasks, m) if task_buffers is not None
-            else np.empty((n_tasks, m * N_BINS), np.int64))
-
-
-def _task_layout(node_start: np.ndarray, node_stop: np.ndarray, threads: int | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The packed kernels' tasks over the nodes' events: (node, start, stop) of each task,
-    and the task size (see ``build_histograms``'s ``threads``)."""
     sizes = node_stop - node_start
     # Integer sums do not depend on how the events are cut into tasks: enough tasks to
     # keep every thread busy on small samples, each at most PACKED_TASK events.
@@ -333,14 +295,12 @@ def _task_layout(node_start: np.ndarray, node_stop: np.ndarray, threads: int | N
     first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]])
     task_start = node_start[node] + (np.arange(node.size) - first[node]) * task
     task_stop = np.minimum(task_start + task, node_stop[node])
-    return node, task_start, task_stop, task
-
-
-def _reduce(buffers: np.ndarray, node: np.ndarray, slots: np.ndarray, hists: np.ndarray,
-            parent_hists: np.ndarray, parent_slots: np.ndarray, sibling_slots: np.ndarray,
-            task: int) -> None:
-    """The tasks' sums added into their nodes' histograms (siblings by subtraction)."""
     assert hists.shape[2] == N_BINS
+    m = hists.shape[1]
+    buffers = (task_buffers.get(node.size, m) if task_buffers is not None
+               else np.empty((node.size, m * N_BINS), np.int64))
+    with launch_lock():
+        _task_sums(codes, partition, payload, task_start, task_stop, m, buffers)
     if hists.ndim == 4:
         # A task's partial sums must fit its 32-bit lanes: see WIDE_BITS.
         assert task <= PACKED_TASK
@@ -503,47 +463,12 @@ def _uniform(seed, i):
 
 @njit(parallel=True)
 def _pack_into(a, b, scale_a, scale_b, seed, offset, packed):
-    seed_b = seed ^ SEED_B
+    seed_b = seed ^ np.uint64(0x5851F42D4C957F2D)
     for i in numba.prange(packed.size):
-        packed[i] = _packed_pair(a[i], b[i], scale_a, scale_b, seed, seed_b, np.uint64(i) + offset)
-
-
-@njit(inline="always")
-def _packed_pair(a, b, scale_a, scale_b, seed, seed_b, k):
-    """Event k's A and B rounded stochastically and packed in one int64 (``_pack_into``)."""
-    qa = np.int64(math.floor(a * scale_a + _uniform(seed, k)))
-    qb = np.int64(math.floor(b * scale_b + _uniform(seed_b, k)))
-    return qa * 4294967296 + qb
-
-
-@njit
-def _pack_and_add(codes_flat, row_length, a, b, scale_a, scale_b, seed, offset, packed,
-                  partition, start, stop, m, h):
-    """Events ``start:stop`` in order: each one's channels packed into ``packed``, its index
-    into ``partition``, and the packed value added into one task's sums ``h``."""
-    seed_b = seed ^ SEED_B
-    width = np.uint64(N_BINS)
-    for i in range(start, stop):
-        p = _packed_pair(a[i], b[i], scale_a, scale_b, seed, seed_b, i + offset)
-        packed[i] = p
-        partition[i] = i
-        row = i * row_length
-        for f in range(m):
-            h[f * width + np.uint64(codes_flat[row + f])] += p
-
-
-@njit(parallel=True)
-def _pack_task_sums(codes_by_event, a, b, scale_a, scale_b, seed, offset, packed, partition,
-                    task_start, task_stop, m, buffers):
-    # ``_task_sums`` of the root (every event, in order) while the events are packed: one
-    # pass instead of ``_pack_into``'s and then the root's. Same integers, same sums.
-    codes_flat = codes_by_event.ravel()
-    row_length = np.uint64(codes_by_event.shape[1])
-    for t in numba.prange(task_start.size):
-        buffers[t, :] = 0
-        _pack_and_add(codes_flat, row_length, a, b, scale_a, scale_b, seed, offset, packed,
-                      partition, np.uint64(task_start[t]), np.uint64(task_stop[t]),
-                      np.uint64(m), buffers[t])
+        k = np.uint64(i) + offset
+        qa = np.int64(math.floor(a[i] * scale_a + _uniform(seed, k)))
+        qb = np.int64(math.floor(b[i] * scale_b + _uniform(seed_b, k)))
+        packed[i] = qa * 4294967296 + qb
 
 
 def histograms_naive(codes: np.ndarray, rows: np.ndarray, channels: list[np.ndarray],
