@@ -236,6 +236,9 @@ def _edges_by_feature(X: np.ndarray, w: np.ndarray, max_bins: int, n_cuts: int,
         return list(pool.map(lambda c: _feature_edges(c, w, max_bins, n_cuts), columns))
 
 
+GATHER_BLOCK = 1024  # rows a task of ``_gather_columns`` copies
+
+
 def _float32_columns(X: np.ndarray, rows: np.ndarray | None) -> list[np.ndarray]:
     """The columns of X (its rows ``rows``, when given) as contiguous float32 arrays; from
     C-contiguous float32 X in one compiled pass (numpy copied the rows, then each column:
@@ -257,9 +260,6 @@ def _gather_columns(X, rows, out):
             r = rows[i]
             for f in range(X.shape[1]):
                 out[f, i] = X[r, f]
-
-
-GATHER_BLOCK = 1024  # rows a task of ``_gather_columns`` copies
 
 
 @njit

@@ -88,6 +88,7 @@ def _exact_parts(values, where, masked, parts):
                 parts[half, slot] += lanes[k, half, slot]
     return first
 
+
 def exact_sum_parts(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """The exact sum of finite float values, as mergeable integer parts.
 
