@@ -518,3 +518,105 @@ def test_multiclass_binned_memory_estimate_bounds_what_train_allocates(tmp_path:
     config, peak = _traced_training(tmp_path / "a.toml")
     need = estimate(config).binned_bytes
     assert peak < need < 2 * peak, (peak, need)
+
+
+# -- the estimate's terms, by hand (audit GU) -----------------------------------------------
+
+MILLION = 1_000_000
+_TWO = '["HT", "MET_pt"]'
+_QCD = f'[samples.qcd]\nfiles = "{DATA / "background_qcd.root"}"\nlabel = "qcd"'
+_SIXTY = str([f"HT + {j}" for j in range(60)]).replace("'", '"')
+
+
+def _estimate_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: int = 0,
+                 sets: tuple[str, ...] = (), **options: str) -> Any:
+    """The estimate of a tiny configuration (train_fraction 0.5, 3 trees of depth 2) as if
+    its trees held a million entries and a read decompressed ``unit`` bytes at its peak."""
+    from hepbdt.analysis import estimate as est
+
+    monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, unit))
+    return est.estimate(load_config(tiny_config(tmp_path, **options), list(sets)),
+                        available_bytes=10**15)
+
+
+# Per event of the documented terms (analysis.estimate): the float fit's peak, features x
+# (4 a value x 2 copies + 2 codes) + 18 x 2 copies + the fit's own, plus 8 bytes a value of
+# the 200,000 events the edges are fitted on; the binned fit's, features x 2 codes x 3 +
+# 36 + the fit's, plus the edge sketch's 400,000 events x (features x 8 + 16); the outputs,
+# (features x 4 + 18) x 2 (float) or (features x 2 + 18) x 2 (binned) + 64, 128 a class
+# beyond the first, 32 more a class in the fit; the correlation blocks, 65,536 x 48 a feature.
+@pytest.mark.parametrize(("options", "float_bytes", "binned_bytes"), [
+    ({"features": _TWO},  # gradient: 58 bytes an event of fit (outputs 116 and 108)
+     114 * MILLION + 200_000 * 2 * 8, 108 * MILLION + 400_000 * 32),
+    ({"features": _TWO, "method": 'boosting = "adaboost"\nn_trees = 3\nmax_depth = 2'},
+     176 * MILLION + 200_000 * 2 * 8, 168 * MILLION + 400_000 * 32),  # 120 of fit
+    # flatness: 56 + 8 a variable beside the fit, the variable one more column
+    ({"method": 'decorrelation = "flatness"\ndecorrelate = ["pt1"]\nn_trees = 3',
+      "features": _TWO}, 188 * MILLION + 200_000 * 3 * 8, None),
+    ({"method": 'decorrelation = "flatness"\ndecorrelate = ["pt1"]\nn_trees = 3\n'
+               "decorrelation_strength = 0.0", "features": _TWO},  # none at strength 0
+     124 * MILLION + 200_000 * 3 * 8, None),
+    ({"method": 'boosting = "adaboost"\ndecorrelation = "uboost"\ndecorrelate = ["pt1"]\n'
+               "n_trees = 3", "features": _TWO},  # uBoost: 32 + 8 a variable
+     226 * MILLION + 200_000 * 3 * 8, None),
+    # three classes: the summary's 64 + 2 x 128 beyond (8 + 18) x 2; 60 features: the fit's
+    # 60 x 10 + 36 + 58 + 2 x 32, above the summary's (60 x 4 + 18) x 2 + 320
+    ({"features": _TWO, "extra": _QCD}, 372 * MILLION, None),
+    ({"features": _SIXTY, "extra": _QCD}, 758 * MILLION + 200_000 * 60 * 8, None),
+    # k-fold (2 folds: every event trained once): its training rows, 64 + 2 x 32 + 4 a feature
+    ({"features": _TWO, "extra": _QCD, "split": "kfold = 2"}, 508 * MILLION, None),
+    # binned with the report: 8 bytes a value for three classes, the correlation blocks
+    ({"features": _TWO, "extra": _QCD, "sets": ("binned=true", "output.report=true")}, None,
+     (44 + 2 * 8 + 64 + 256) * MILLION + 65_536 * 2 * 48 + 400_000 * 32),
+])
+def test_estimate_is_the_sum_of_its_documented_terms(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     options: dict, float_bytes: int | None,
+                                                     binned_bytes: int | None) -> None:
+    e = _estimate_of(tmp_path, monkeypatch, **options)
+    if float_bytes is not None:
+        assert e.bytes == float_bytes
+    if binned_bytes is not None:
+        assert e.binned_bytes == binned_bytes
+
+
+def test_estimate_of_time_and_of_the_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training time: 6.5e-9 s x 500,000 events trained x 2 features x 3 trees x (9 + depth
+    2) / 12; a read's unit is held beside the arrays it fills (26 bytes an event as floats,
+    20 binned)."""
+    e = _estimate_of(tmp_path, monkeypatch, features=_TWO)
+    assert e.seconds == pytest.approx(6.5e-9 * 500_000 * 2 * 3 * 11 / 12, rel=1e-12)
+    e = _estimate_of(tmp_path, monkeypatch, unit=10**9, features=_TWO)
+    assert (e.bytes, e.binned_bytes) == (26 * MILLION + 10**9, 20 * MILLION + 10**9)
+
+
+def test_estimate_bounds_a_read_that_decompresses_one_cluster(tmp_path: Path) -> None:
+    """A read of one-cluster RNTuples whose weight sums forty float64 fields: the estimate
+    counts 1.5 times the cluster's fields used (the bytes of the arrays written, 50,000 x
+    (40 x 8 + 2 x 4) a file), and so bounds what ``read`` allocates (``tracemalloc``:
+    19.8 MB, where the estimate without the cluster said 12.8 MB)."""
+    import tracemalloc
+
+    from hepbdt.analysis import estimate as est
+
+    rng = np.random.default_rng(0)
+    n, fields = 50_000, 40
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        write_rntuple(tmp_path / f"{name}.root", "t",
+                      {"x0": (rng.normal(size=n) + shift).astype(np.float32),
+                       "x1": rng.normal(size=n).astype(np.float32),
+                       **{f"w{j}": rng.uniform(1, 2, n) for j in range(fields)}})
+    samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
+                      f'label = "{label}"\n' for name, label in (("s", "sig"), ("b", "bkg")))
+    weight = " + ".join(f"w{j}" for j in range(fields))
+    (tmp_path / "a.toml").write_text(
+        f'title = "read"\ntree = "t"\nweight = "{weight}"\nfeatures = ["x0", "x1"]\n'
+        f"{samples}[method]\nn_trees = 3\n[output]\nreport = false\nfigures = false\n")
+    config = load_config(tmp_path / "a.toml")
+    assert est._read_sizes(config) == (2 * n, int(1.5 * n * (fields * 8 + 2 * 4)))
+    read(config.make_samples(), config.feature_expressions)  # imports, compiles
+    tracemalloc.start()
+    read(config.make_samples(), config.feature_expressions)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < est.estimate(config).bytes, peak
