@@ -190,3 +190,72 @@ def test_one_call_tree_is_the_brute_force_depthwise_tree(setting, subsample):
     sizes = (tree.stop - tree.start)[tree.feature >= 0]
     assert (sizes <= serial.SPARSE_EVENTS).any() and (sizes > serial.SPARSE_EVENTS).any()
     assert_brute_force_tree(tree, reference, g, h, w)
+
+
+@pytest.mark.parametrize("setting", [0, 1])
+def test_shared_levels_grow_the_brute_force_depthwise_tree(monkeypatch, setting):
+    # The levels shared over two threads (histograms by feature, scans by (node, feature),
+    # partitions by node) against the plain numpy grower of tests/test_leafwise.py, not
+    # against the one-thread tree: dyadic channels (exact sums), a last feature that copies
+    # the first (a real tie wherever the first splits, which the first must win), missing
+    # values, a subsample, nodes above and below SPARSE_EVENTS, two trees in one workspace.
+    import numba
+
+    from hepbdt.engine import _types
+
+    from .test_leafwise import SETTINGS, _params, _tiny, assert_brute_force_tree, naive_depthwise
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads (NUMBA_NUM_THREADS >= 2)")
+    monkeypatch.setattr(grower, "SERIAL_SHARED_WORK", 0)
+    p = SETTINGS[setting]
+    workspace = grower.SerialWorkspace()
+    for seed, subsample in ((setting + 5, False), (setting + 7, True)):
+        codes, g, h, w, nvb = _tiny(seed, n=500)
+        codes, nvb = np.vstack([codes, codes[:1]]), np.append(nvb, nvb[0])
+        rows = (np.sort(np.random.default_rng(seed).choice(500, 350, replace=False))
+                .astype(np.int32) if subsample else None)
+        with threads(1):
+            old = _types.set_serial_tree_threads(2)
+            try:
+                assert grower.serial_tree_sharing(500, codes.shape[0]) == 2
+                tree = grow_tree(codes, rows, g, h, w, nvb, _params(p), 5, workspace=workspace)
+            finally:
+                _types.set_serial_tree_threads(old)
+        reference = naive_depthwise(codes, g, h, w, nvb, p, 5, rows)
+        assert tree.n_nodes > 16
+        assert_brute_force_tree(tree, reference, g, h, w)
+        assert (reference[0] == 0).any()  # the tie: feature 0 chosen over its copy
+
+
+
+def test_buffer_pool_takes_and_gives_back_as_a_stack():
+    # The pool's bookkeeping against its definition, called directly (a tree only runs
+    # short of buffers in rare layouts): a take pops the top of ``free`` and zeroes a dirty
+    # buffer; a release pushes the node's buffer (none: nothing), zeroes the bins a sparse
+    # node marked (numpy's zeroing of those bins) or marks a dense one dirty.
+    rng = np.random.default_rng(3)
+    pool = rng.normal(size=(4, 3, N_BINS, 3))
+    bits = np.zeros((4, 3, 4), np.uint64)
+    dirty = np.array([False, True, False, False])
+    free = np.array([2, 1, -7, -7])
+    b, n_free = serial._take(pool, dirty, free, 2)
+    assert (b, n_free) == (1, 1) and not pool[1].any() and not dirty[1]
+    buf = np.array([-1, 3, 0])
+    start, stop = np.array([0, 0, 200]), np.array([500, 200, 260])
+    used = np.array([True, False, True])
+    marked = [(0, 5), (0, 200), (2, 63), (2, 64), (1, 7)]  # (feature, bin)
+    for f, c in marked:
+        bits[0, f, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    expected = pool[0].copy()
+    for f, c in marked:
+        if used[f]:
+            expected[f, c] = 0.0
+    assert serial._release(pool, bits, dirty, free, 1, buf, 0, start, stop, used, 96) == 1
+    assert list(free) == [2, 1, -7, -7]  # a node without a buffer gives nothing back
+    assert serial._release(pool, bits, dirty, free, 1, buf, 2, start, stop, used, 96) == 2
+    assert list(free[:2]) == [2, 0] and buf[2] == -1 and not dirty[0]
+    assert np.array_equal(pool[0], expected)
+    assert serial._release(pool, bits, dirty, free, 2, buf, 1, start, stop, used, 96) == 3
+    assert list(free[:3]) == [2, 0, 3] and buf[1] == -1 and dirty[3]
+    assert serial._take(pool, dirty, free, 3) == (3, 2) and not pool[3].any() and not dirty[3]
