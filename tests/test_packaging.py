@@ -250,3 +250,18 @@ def test_the_demo_output_folder_is_not_a_package(tmp_path):
     assert sorted(packages) == ["hepbdt", "hepbdt.engine"]
     # the old pattern, to show the check can fail
     assert "hepbdt-demo" in find_namespace_packages(where=str(tmp_path), include=["hepbdt*"])
+
+
+def test_the_test_command_refuses_a_python_older_than_its_references(tmp_path):
+    # scikit-learn 1.8 (the tests' reference) has no release for Python 3.10: scripts/test
+    # stops with one line naming the version found, before it touches .venv or apt.
+    fake = tmp_path / "python3.10"
+    fake.write_text("#!/bin/sh\ncase \"$2\" in *platform*) echo 3.10.13; exit 0;; esac\nexit 1\n")
+    fake.chmod(0o755)
+    script = ROOT / "scripts" / "test"
+    done = subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": str(fake)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scripts/test: error: the tests need Python 3.11")
+    assert f"{fake} is 3.10.13;" in lines[0] and done.stdout == ""
