@@ -620,3 +620,49 @@ def test_estimate_bounds_a_read_that_decompresses_one_cluster(tmp_path: Path) ->
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < est.estimate(config).bytes, peak
+
+
+def test_estimate_bounds_a_read_of_ttree_baskets_and_its_chunks(tmp_path: Path) -> None:
+    """The TTree twin: two trees of 50,000 entries written in ten baskets of 5,000 (42
+    branches, 1.64 MB a basket's entries) whose weight sums forty float64 branches, read in
+    chunks of the 8 MB step. The estimate counts three times the largest basket and the
+    chunk (the bytes written, by uproot's own chunking), and so bounds what ``read``
+    allocates (``tracemalloc``: 29.6 MB, where counting the baskets alone said 12.2 MB and
+    the baskets once 7.3 MB)."""
+    import tracemalloc
+
+    import uproot
+
+    from hepbdt.analysis import estimate as est
+    from hepbdt.io.samples import DEFAULT_STEP_SIZE
+
+    rng = np.random.default_rng(0)
+    n, fields, baskets = 50_000, 40, 10
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        write_ttree(tmp_path / f"{name}.root", "t",
+                    {"x0": (rng.normal(size=n) + shift).astype(np.float32),
+                     "x1": rng.normal(size=n).astype(np.float32),
+                     **{f"w{j}": rng.uniform(1, 2, n) for j in range(fields)}}, baskets=baskets)
+    samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
+                      f'label = "{label}"\n' for name, label in (("s", "sig"), ("b", "bkg")))
+    weight = " + ".join(f"w{j}" for j in range(fields))
+    (tmp_path / "a.toml").write_text(
+        f'title = "read"\ntree = "t"\nweight = "{weight}"\nfeatures = ["x0", "x1"]\n'
+        f"{samples}[method]\nn_trees = 3\n[output]\nreport = false\nfigures = false\n")
+    config = load_config(tmp_path / "a.toml")
+    entry_bytes = fields * 8 + 2 * 4
+    with uproot.open(tmp_path / "s.root") as file:
+        _, report = next(file["t"].iterate(step_size=DEFAULT_STEP_SIZE, report=True,
+                                           library="np"))
+    chunk = int(report.tree_entry_stop - report.tree_entry_start)
+    assert 5_000 < chunk < n
+    events, unit = est._read_sizes(config)
+    assert events == 2 * n
+    # fTotBytes counts each basket's key (66 bytes here) beside the values written
+    assert unit == pytest.approx(3 * (n // baskets + chunk) * entry_bytes, rel=2e-3)
+    read(config.make_samples(), config.feature_expressions)  # imports, compiles
+    tracemalloc.start()
+    read(config.make_samples(), config.feature_expressions)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < est.estimate(config).bytes, peak

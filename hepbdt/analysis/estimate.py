@@ -23,7 +23,7 @@ from ..estimators import ADABOOST_BOOSTINGS, effective_depth, growth_text, max_t
 from ..evaluation.ranking import CORRELATION_BLOCK
 from ..io.errors import ExpressionError, InputError
 from ..io.expressions import Expression
-from ..io.samples import Sample, file_identity, get_tree, read_unit_bytes, resolve_sources
+from ..io.samples import Sample, file_identity, get_tree, read_chunk_bytes, read_unit_bytes, resolve_sources
 from .config import AnalysisConfig, ConfigError
 
 __all__ = ["Estimate", "estimate", "estimate_lines", "available_memory", "use_binned",
@@ -105,7 +105,10 @@ _OUTPUT_CLASS_BYTES = 128
 # a fixed cost per feature.
 _CORRELATION_VALUE_BYTES = 48
 # A read holds the baskets of a TTree it decompresses about three times at its peak: the
-# pages, the arrays made of them and the chunk's evaluation. An RNTuple's cluster is read
+# pages, the arrays made of them and the chunk's evaluation; and as many of the chunk
+# (read_chunk_bytes, the 8 MB step) that it cuts from them: baskets of 5,000 entries x 42
+# branches (1.6 MB) under chunks of 24,349 entries (8.0 MB) traced 29.6 MB where counting
+# the baskets alone estimated 12.2. An RNTuple's cluster is read
 # once into arrays that its chunks slice (TreeReader._iterate_clusters): 1.0 copies beyond
 # the filled arrays measured (tracemalloc, one-cluster files of 200,000 and 800,000
 # entries x 22 columns), 1.5 counted for jagged fields' offsets and the chunk's evaluation.
@@ -134,7 +137,8 @@ class Estimate:
 def _read_sizes(config: AnalysisConfig) -> tuple[int, int]:
     """Entries of the samples' trees (before cuts), each tree once, and the most bytes one
     tree's read holds for what it decompresses at once (:func:`read_unit_bytes` of the
-    branches its expressions use, times the copies a read makes of it), from the file
+    branches its expressions use, with a TTree's chunk cut from its baskets, times the
+    copies a read makes of them), from the file
     headers only. A tree that several samples read (a file split by exclusive cuts) counts
     once: each entry goes to one sample at most (``read`` refuses cuts that overlap), so
     three samples cut from one file of 1,500 entries train at most 1,500 events, where
@@ -158,7 +162,8 @@ def _read_sizes(config: AnalysisConfig) -> tuple[int, int]:
                         total += int(tree.num_entries)
                     copies = (_READ_UNIT_COPIES if isinstance(
                         tree, uproot.behaviors.TBranch.HasBranches) else _CLUSTER_COPIES)
-                    unit = max(unit, int(copies * read_unit_bytes(tree, names)))
+                    held = read_unit_bytes(tree, names) + read_chunk_bytes(tree, names)
+                    unit = max(unit, int(copies * held))
             except Exception:  # noqa: BLE001 - unreadable files are check_inputs' to report
                 continue
     return total, unit

@@ -1455,6 +1455,29 @@ def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
         return 0
 
 
+def read_chunk_bytes(tree: Any, names: Iterable[str],
+                     step_size: int | str = DEFAULT_STEP_SIZE) -> int:
+    """The uncompressed bytes of the branches ``names`` (those the tree has) in one chunk
+    of a TTree's read: the entries uproot takes for ``step_size``, at most the tree's, times
+    the branches' mean bytes an entry (fTotBytes / fEntries, from the metadata alone). A
+    chunk is read beside the baskets it spans, so a read holds both. 0 for an RNTuple (its
+    chunks slice the cluster read) or where the metadata cannot be read."""
+    try:
+        if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
+            return 0
+        paths = branch_index(tree).paths
+        wanted = [tree[path] for path in dict.fromkeys(paths[name] for name in names
+                                                       if name in paths)]
+        if not wanted:
+            return 0
+        per_entry = sum(int(branch.member("fTotBytes")) / max(int(branch.member("fEntries")), 1)
+                        for branch in wanted)
+        entries = tree.num_entries_for(step_size, filter_name=[b.name for b in wanted])
+        return int(min(int(entries), int(tree.num_entries)) * per_entry)
+    except Exception:  # noqa: BLE001 - damaged metadata: the read says what is wrong
+        return 0
+
+
 def _largest_basket_bytes(branch: Any) -> int:
     """A TTree branch's largest basket, from the branch's record alone: the larger of its
     most entries times the branch's mean uncompressed bytes an entry, and its most
