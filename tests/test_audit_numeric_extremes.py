@@ -65,6 +65,33 @@ def test_a_loss_that_grows_after_the_first_tree_warns():
         BDTRegressor(boosting="newton", loss="huber", n_trees=100).fit(X, y)  # unit weights converge
 
 
+def test_the_grown_loss_is_measured_against_the_lowest_loss_before_it():
+    """Deep trees on 5 % subsamples at learning_rate 1 fit the first tree's structure (the
+    squared loss falls from the constant's 2.567 to 1.0), then each tree copies a drawn
+    event's noise to its leaf's others, and the loss climbs: after 3 trees it is past twice
+    the lowest before it (1.0) but not twice the highest (the constant's). The warning names
+    that tree and both numbers, each computed here with numpy from the staged predictions
+    and the weighted mean (the constant); measured against the highest loss it came later,
+    at another tree, or not at all."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 3))
+    y = 4 * (X[:, 0] > 0) + rng.normal(size=2000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = BDTRegressor(loss="squared", n_trees=6, max_depth=8, learning_rate=1.0,
+                             subsample=0.05, min_node_size=0.0, random_state=0).fit(X, y)
+    losses = np.array([np.mean((y - y.mean()) ** 2) / 2]  # the constant, then tree by tree
+                      + [np.mean((p - y) ** 2) / 2 for p in model.staged_predict(X)])
+    lowest = np.minimum.accumulate(losses)[:-1]
+    first = int(np.flatnonzero(losses[1:] > 2 * lowest)[0]) + 1
+    assert first > 1 and losses[first] <= 2 * losses[:first].max()  # min and max disagree
+    grown = [str(w.message) for w in caught if "training loss" in str(w.message)]
+    assert len(grown) == 1, grown
+    assert grown[0].startswith(
+        f"after {first} trees the training loss is {losses[first]:.4g}, more than 2x "
+        f"{lowest[first - 1]:.4g} (its lowest before)"), grown
+
+
 @pytest.mark.parametrize("scale", [0.1, 0.3, 1e-20, 1e20])
 def test_absolute_loss_does_not_depend_on_the_weight_scale(scale):
     """A node whose events all have residuals of one sign has A = +-B: every cut's gain is 0
