@@ -590,35 +590,52 @@ def test_estimate_of_time_and_of_the_read(tmp_path: Path, monkeypatch: pytest.Mo
     assert (e.bytes, e.binned_bytes) == (26 * MILLION + 10**9, 20 * MILLION + 10**9)
 
 
+_READ_EVENTS, _WEIGHT_FIELDS = 50_000, 40
+
+
+def _weighted_read_config(tmp_path: Path, write: Any) -> Any:
+    """Two samples of ``_READ_EVENTS`` events in files that ``write(path, tree, columns)``
+    makes, two float32 features and a weight summing forty float64 columns: a read whose
+    branches are mostly the weight's."""
+    rng = np.random.default_rng(0)
+    for name, shift in (("s", 0.3), ("b", 0.0)):
+        write(tmp_path / f"{name}.root", "t",
+              {"x0": (rng.normal(size=_READ_EVENTS) + shift).astype(np.float32),
+               "x1": rng.normal(size=_READ_EVENTS).astype(np.float32),
+               **{f"w{j}": rng.uniform(1, 2, _READ_EVENTS) for j in range(_WEIGHT_FIELDS)}})
+    samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
+                      f'label = "{label}"\n' for name, label in (("s", "sig"), ("b", "bkg")))
+    weight = " + ".join(f"w{j}" for j in range(_WEIGHT_FIELDS))
+    (tmp_path / "a.toml").write_text(
+        f'title = "read"\ntree = "t"\nweight = "{weight}"\nfeatures = ["x0", "x1"]\n'
+        f"{samples}[method]\nn_trees = 3\n[output]\nreport = false\nfigures = false\n")
+    return load_config(tmp_path / "a.toml")
+
+
+def _traced_read_peak(config: Any) -> int:
+    """The bytes ``read`` of the configuration's samples allocates at its peak
+    (``tracemalloc``), after a first read that imports and compiles."""
+    import tracemalloc
+
+    read(config.make_samples(), config.feature_expressions)
+    tracemalloc.start()
+    read(config.make_samples(), config.feature_expressions)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
 def test_estimate_bounds_a_read_that_decompresses_one_cluster(tmp_path: Path) -> None:
     """A read of one-cluster RNTuples whose weight sums forty float64 fields: the estimate
     counts 1.5 times the cluster's fields used (the bytes of the arrays written, 50,000 x
     (40 x 8 + 2 x 4) a file), and so bounds what ``read`` allocates (``tracemalloc``:
     19.8 MB, where the estimate without the cluster said 12.8 MB)."""
-    import tracemalloc
-
     from hepbdt.analysis import estimate as est
 
-    rng = np.random.default_rng(0)
-    n, fields = 50_000, 40
-    for name, shift in (("s", 0.3), ("b", 0.0)):
-        write_rntuple(tmp_path / f"{name}.root", "t",
-                      {"x0": (rng.normal(size=n) + shift).astype(np.float32),
-                       "x1": rng.normal(size=n).astype(np.float32),
-                       **{f"w{j}": rng.uniform(1, 2, n) for j in range(fields)}})
-    samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
-                      f'label = "{label}"\n' for name, label in (("s", "sig"), ("b", "bkg")))
-    weight = " + ".join(f"w{j}" for j in range(fields))
-    (tmp_path / "a.toml").write_text(
-        f'title = "read"\ntree = "t"\nweight = "{weight}"\nfeatures = ["x0", "x1"]\n'
-        f"{samples}[method]\nn_trees = 3\n[output]\nreport = false\nfigures = false\n")
-    config = load_config(tmp_path / "a.toml")
-    assert est._read_sizes(config) == (2 * n, int(1.5 * n * (fields * 8 + 2 * 4)))
-    read(config.make_samples(), config.feature_expressions)  # imports, compiles
-    tracemalloc.start()
-    read(config.make_samples(), config.feature_expressions)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    config = _weighted_read_config(tmp_path, write_rntuple)
+    n = _READ_EVENTS
+    assert est._read_sizes(config) == (2 * n, int(1.5 * n * (_WEIGHT_FIELDS * 8 + 2 * 4)))
+    peak = _traced_read_peak(config)
     assert peak < est.estimate(config).bytes, peak
 
 
@@ -629,28 +646,15 @@ def test_estimate_bounds_a_read_of_ttree_baskets_and_its_chunks(tmp_path: Path) 
     chunk (the bytes written, by uproot's own chunking), and so bounds what ``read``
     allocates (``tracemalloc``: 29.6 MB, where counting the baskets alone said 12.2 MB and
     the baskets once 7.3 MB)."""
-    import tracemalloc
-
     import uproot
 
     from hepbdt.analysis import estimate as est
     from hepbdt.io.samples import DEFAULT_STEP_SIZE
 
-    rng = np.random.default_rng(0)
-    n, fields, baskets = 50_000, 40, 10
-    for name, shift in (("s", 0.3), ("b", 0.0)):
-        write_ttree(tmp_path / f"{name}.root", "t",
-                    {"x0": (rng.normal(size=n) + shift).astype(np.float32),
-                     "x1": rng.normal(size=n).astype(np.float32),
-                     **{f"w{j}": rng.uniform(1, 2, n) for j in range(fields)}}, baskets=baskets)
-    samples = "".join(f'[samples.{name}]\nfiles = "{tmp_path / (name + ".root")}"\n'
-                      f'label = "{label}"\n' for name, label in (("s", "sig"), ("b", "bkg")))
-    weight = " + ".join(f"w{j}" for j in range(fields))
-    (tmp_path / "a.toml").write_text(
-        f'title = "read"\ntree = "t"\nweight = "{weight}"\nfeatures = ["x0", "x1"]\n'
-        f"{samples}[method]\nn_trees = 3\n[output]\nreport = false\nfigures = false\n")
-    config = load_config(tmp_path / "a.toml")
-    entry_bytes = fields * 8 + 2 * 4
+    n, baskets = _READ_EVENTS, 10
+    config = _weighted_read_config(
+        tmp_path, lambda path, tree, columns: write_ttree(path, tree, columns, baskets=baskets))
+    entry_bytes = _WEIGHT_FIELDS * 8 + 2 * 4
     with uproot.open(tmp_path / "s.root") as file:
         _, report = next(file["t"].iterate(step_size=DEFAULT_STEP_SIZE, report=True,
                                            library="np"))
@@ -660,9 +664,5 @@ def test_estimate_bounds_a_read_of_ttree_baskets_and_its_chunks(tmp_path: Path) 
     assert events == 2 * n
     # fTotBytes counts each basket's key (66 bytes here) beside the values written
     assert unit == pytest.approx(3 * (n // baskets + chunk) * entry_bytes, rel=2e-3)
-    read(config.make_samples(), config.feature_expressions)  # imports, compiles
-    tracemalloc.start()
-    read(config.make_samples(), config.feature_expressions)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    peak = _traced_read_peak(config)
     assert peak < est.estimate(config).bytes, peak
