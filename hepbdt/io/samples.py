@@ -1446,8 +1446,7 @@ def read_unit_bytes(tree: Any, names: Iterable[str]) -> int:
     summed; for an RNTuple the largest cluster's pages of those fields' columns. 0 where the
     metadata cannot be read (the read reports that)."""
     try:
-        paths = branch_index(tree).paths
-        wanted = list(dict.fromkeys(paths[name] for name in names if name in paths))
+        wanted = _used_keys(tree, names)
         if isinstance(tree, uproot.behaviors.TBranch.HasBranches):
             return sum(_largest_basket_bytes(tree[name]) for name in wanted)
         return max((size for _, _, size in _cluster_bytes(tree, wanted)), default=0)
@@ -1465,9 +1464,7 @@ def read_chunk_bytes(tree: Any, names: Iterable[str],
     try:
         if not isinstance(tree, uproot.behaviors.TBranch.HasBranches):
             return 0
-        paths = branch_index(tree).paths
-        wanted = [tree[path] for path in dict.fromkeys(paths[name] for name in names
-                                                       if name in paths)]
+        wanted = [tree[key] for key in _used_keys(tree, names)]
         if not wanted:
             return 0
         per_entry = sum(int(branch.member("fTotBytes")) / max(int(branch.member("fEntries")), 1)
@@ -1476,6 +1473,12 @@ def read_chunk_bytes(tree: Any, names: Iterable[str],
         return int(min(int(entries), int(tree.num_entries)) * per_entry)
     except Exception:  # noqa: BLE001 - damaged metadata: the read says what is wrong
         return 0
+
+
+def _used_keys(tree: Any, names: Iterable[str]) -> list[str]:
+    """The keys of the branches (fields) that ``names`` read, those the tree has, once each."""
+    paths = branch_index(tree).paths
+    return list(dict.fromkeys(paths[name] for name in names if name in paths))
 
 
 def _largest_basket_bytes(branch: Any) -> int:
