@@ -105,8 +105,8 @@ _OUTPUT_CLASS_BYTES = 128
 # a fixed cost per feature.
 _CORRELATION_VALUE_BYTES = 48
 # A read holds the baskets of a TTree it decompresses about three times at its peak: the
-# pages, the arrays made of them and the chunk's evaluation; and as many of the chunk
-# (read_chunk_bytes, the 8 MB step) that it cuts from them: baskets of 5,000 entries x 42
+# pages, the arrays made of them and the chunk's evaluation; and as many copies of the
+# chunk it cuts from them (read_chunk_bytes, the 8 MB step): baskets of 5,000 entries x 42
 # branches (1.6 MB) under chunks of 24,349 entries (8.0 MB) traced 29.6 MB where counting
 # the baskets alone estimated 12.2. An RNTuple's cluster is read
 # once into arrays that its chunks slice (TreeReader._iterate_clusters): 1.0 copies beyond
