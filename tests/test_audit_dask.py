@@ -216,3 +216,31 @@ def test_verbose_shows_the_progress_of_a_cluster_fit(client, capsys, boosting):
     cluster = capsys.readouterr().err
     assert "training" in memory and "3/3 trees" in memory
     assert "training" in cluster and "3/3 trees" in cluster
+
+
+def test_the_grown_loss_warning_on_a_cluster_takes_the_lowest_loss_before_it(client):
+    """The Dask twin of memory's grown-loss test (tests/test_audit_numeric_extremes.py): deep
+    trees on 5 % subsamples at learning_rate 1 bring the squared loss from the constant's
+    to its lowest after one tree, then climb past twice that lowest, though not past twice
+    the highest. The warning names the first such tree and both numbers, computed here with
+    numpy from the staged predictions; the Dask loop keeps its own lowest loss."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    y = 4 * (X[:, 0] > 0) + rng.normal(size=2000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = DaskBDTRegressor(loss="squared", n_trees=6, max_depth=8, learning_rate=1.0,
+                                 subsample=0.05, min_node_size=0.0, random_state=0).fit(
+            *_dask(X, y), client=client)
+    losses = np.array([np.mean((y - y.mean()) ** 2) / 2]  # the constant, then tree by tree
+                      + [np.mean((p - y) ** 2) / 2 for p in model.staged_predict(X)])
+    lowest = np.minimum.accumulate(losses)[:-1]
+    first = int(np.flatnonzero(losses[1:] > 2 * lowest)[0]) + 1
+    assert first > 1 and losses[first] <= 2 * losses[:first].max()  # min and max disagree
+    grown = [str(w.message) for w in caught if "training loss" in str(w.message)]
+    assert len(grown) == 1, grown
+    assert grown[0].startswith(
+        f"after {first} trees the training loss is {losses[first]:.4g}, more than 2x "
+        f"{lowest[first - 1]:.4g} (its lowest before)"), grown
