@@ -244,3 +244,38 @@ def test_the_grown_loss_warning_on_a_cluster_takes_the_lowest_loss_before_it(cli
     assert grown[0].startswith(
         f"after {first} trees the training loss is {losses[first]:.4g}, more than 2x "
         f"{lowest[first - 1]:.4g} (its lowest before)"), grown
+
+
+def test_the_training_loss_of_weights_that_add_up_to_one_is_numpys(client):
+    """train_loss_ is the weighted mean loss after each tree: 1,024 events of weight 1/1024
+    (a total of exactly 1) give numpy's mean squared error / 2 of the staged predictions,
+    to float32 rounding, not 0."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1024, 3)).astype(np.float32)
+    y = X[:, 0] + 0.5 * rng.normal(size=1024)
+    w = np.full(1024, 1 / 1024)
+    model = DaskBDTRegressor(loss="squared", n_trees=3, max_depth=3, random_state=0).fit(
+        *_dask(X, y, w, chunk=512), client=client)
+    staged = [np.sum(w * (p - y) ** 2 / 2) / np.sum(w) for p in model.staged_predict(X)]
+    np.testing.assert_allclose(model.train_loss_, staged, rtol=1e-5)
+
+
+def test_held_out_weights_that_add_up_to_one_give_numpys_validation_loss(client):
+    """early_stopping holds out 64 of 624 events (random_state 3, the fit generator's first
+    draw); weights of 1/64 make their total exactly 1. Each recorded validation loss is
+    numpy's weighted mean squared error / 2 of the held-out events at the staged predictions
+    (to float32 rounding), as in memory; not 0."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(624, 3)).astype(np.float32)
+    y = X[:, 0] + 0.5 * rng.normal(size=624)
+    w = np.full(624, 1 / 64)
+    held = np.random.default_rng(3).random(624) < 0.1
+    assert held.sum() == 64
+    model = DaskBDTRegressor(loss="squared", n_trees=8, max_depth=3, random_state=3,
+                             validation_fraction=0.1, early_stopping=True, n_iter_no_change=2).fit(
+        *_dask(X, y, w, chunk=312), client=client)
+    staged = [np.sum(w[held] * (p - y[held]) ** 2 / 2) / np.sum(w[held])
+              for p in model.staged_predict(X[held])]
+    n = min(len(staged), len(model.validation_loss_))
+    assert n > 1
+    np.testing.assert_allclose(model.validation_loss_[:n], staged[:n], rtol=1e-5)
