@@ -151,3 +151,30 @@ def test_float64_features_that_float32_collapses_warn_as_in_memory(client):
         DaskBDTClassifier(n_trees=2, max_depth=2).fit(
             *_dask(X.astype(np.float32), y, chunk=1_000), client=client)
     assert not [w for w in got if "float32 (what hepbdt" in str(w.message)]
+
+
+@pytest.mark.parametrize("given_out_of_range", [False, True])
+def test_a_held_out_weight_put_out_of_range_by_its_class_factor_is_refused_as_in_memory(
+        client, given_out_of_range):
+    # Each weight lies within range as given; the background's normalisation factor (about
+    # 1e-7 here) puts a held-out event's 1e-25 below 1e-30. Memory says that rescaling does
+    # not help; the Dask fit told the user to rescale (and a slip to w / factor kept it at
+    # 1e-18 and trained). With a given weight out of range in the other part, memory words
+    # it as for given weights, and so must the part that finds the first.
+    X, y, w = _data(4000)
+    w = np.where(y == 0, 1e7 * w, w)
+    options = dict(n_trees="auto", sig_to_bkg_fraction=1.0, quantised_histograms=True,
+                   random_state=3, max_depth=3, n_iter_no_change=3)
+    held = np.random.default_rng(3).random(4000) < 0.1  # memory's hold-out draw
+    first = int(np.flatnonzero(held & (y == 0))[0])
+    assert first < 2000  # in the first of the two parts
+    w[first] = 1e-25
+    if given_out_of_range:
+        w[3999] = 1e31
+    with pytest.raises(ValueError) as expected:
+        BDTClassifier(**options).fit(X, y, w)
+    with pytest.raises(ValueError) as got:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=1000), client=client)
+    assert str(got.value) == str(expected.value)
+    normalised = "after the class normalisation" in str(got.value)
+    assert normalised is not given_out_of_range

@@ -346,7 +346,9 @@ class _DaskMixin:
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
                                                   self.negative_weights, n_classes)
                                 for i in range(len(loaded))])
-        _raise_first_refusal([{"rows": p["rows"], "refused": q["refused"]}
+        # Memory words a normalised weight out of range by whether any given weight is.
+        plain = not all(q["given_in_range"] for q in parts)
+        _raise_first_refusal([{"rows": p["rows"], "refused": q["refused_plain" if plain else "refused"]}
                               for p, q in zip(loaded, parts, strict=True)])
         total = 0.0
         if plan.hold_out:

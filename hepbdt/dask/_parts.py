@@ -248,7 +248,9 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     hold-out. Returns the training events' count, whether one had a negative weight
     (before the policy), a positive one, a NaN feature, the signal count, the held-out
     events' count and signal count, ("refused") the refusal of a normalised weight out of
-    float32's range, memory's check of every event before its hold-out, and with a hold-out
+    float32's range, memory's check of every event before its hold-out (in the words for a
+    sample whose given weights all lie within range where this part's do; "refused_plain"
+    in the others, "given_in_range" whether they do), and with a hold-out
     and ``n_classes`` each class's given weights in the training and held-out events
     ("class_train", "class_valid")."""
     part = _part(key)
@@ -256,12 +258,12 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     n_valid = valid_signal = 0
     refused = None
     class_sums = {}
+    refused_plain, given_in_range = None, True
     if valid_factors is not None:  # memory checks the whole sample's normalised weights
         scaled = np.where(y == 1, w * valid_factors[0], w * valid_factors[1])
-        try:
-            check_magnitudes(scaled)
-        except ValueError as err:
-            refused = (CHECK_MAGNITUDES, err, _out_of_range(scaled))
+        given_in_range = _out_of_range(w) == 0
+        refused = _magnitude_refusal(scaled, normalised=given_in_range)
+        refused_plain = _magnitude_refusal(scaled, normalised=False) if given_in_range else refused
     if holdout is not None:
         held = held_out(y.size, holdout, part.event)
         wv = w[held]
@@ -288,7 +290,19 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
             "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
             "n_valid": n_valid, "valid_signal": valid_signal,
             "valid_nonzero": 0 if holdout is None else int(np.count_nonzero(part.valid.w)),
-            "refused": refused, **class_sums}
+            "refused": refused, "refused_plain": refused_plain,
+            "given_in_range": given_in_range, **class_sums}
+
+
+def _magnitude_refusal(scaled: np.ndarray, normalised: bool) -> tuple | None:
+    """(CHECK_MAGNITUDES, memory's error, count) for normalised weights out of float32's
+    range, in the words memory uses when every given weight of the sample lies within
+    (``normalised``: the normalisation put them out) or not; None when all lie within."""
+    try:
+        check_magnitudes(scaled, normalised=normalised)
+    except ValueError as err:
+        return CHECK_MAGNITUDES, err, _out_of_range(scaled)
+    return None
 
 
 def vector_sums(key: str, requests: dict[str, list]) -> dict[str, Any]:
