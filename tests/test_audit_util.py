@@ -193,3 +193,35 @@ def test_number_text_shows_no_negative_zero():
 
     assert number_text(-1e-17, fixed=True) == "0.0000"
     assert number_text(-1e-17) == "-1e-17" and number_text(-0.25, fixed=True) == "-0.2500"
+
+
+# -- mutation audit GY: the helpers' numbers against references hepbdt did not write --------
+
+_MASK64 = 2**64 - 1
+
+
+def _splitmix64_fraction(number: int) -> float:
+    """splitmix64's finaliser on Python integers (two's complement modulo 2**64), top 53 bits."""
+    z = (number + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return float(Fraction(z >> 11, 2**53))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "int32", "uint32", "int8"])
+def test_hash_fraction_is_splitmix64_of_the_twos_complement_pattern(dtype):
+    # the train/test split of every fit with event numbers: each constant, shift and
+    # operation of the finaliser decides which events are held out
+    from hepbdt._util import hash_fraction
+
+    info = np.iinfo(dtype)
+    numbers = [0, 1, 2, 3, 99, info.max, info.max - 1, info.min, info.min + 1]
+    if dtype == "int64":
+        numbers += [-1, -2, 2**53 + 1, -(2**62), 2**32, 987654321987654321]
+    if dtype == "uint64":
+        numbers += [2**63, 2**63 + 1, 2**63 - 1, 2**53 + 1]
+    got = hash_fraction(np.array(numbers, dtype=dtype))
+    expected = [_splitmix64_fraction(int(n) & _MASK64) for n in numbers]
+    assert got.dtype == np.float64 and got.tolist() == expected
+    assert hash_fraction(np.array([2**64 - 1], np.uint64))[0] == _splitmix64_fraction(-1)
