@@ -225,3 +225,53 @@ def test_hash_fraction_is_splitmix64_of_the_twos_complement_pattern(dtype):
     expected = [_splitmix64_fraction(int(n) & _MASK64) for n in numbers]
     assert got.dtype == np.float64 and got.tolist() == expected
     assert hash_fraction(np.array([2**64 - 1], np.uint64))[0] == _splitmix64_fraction(-1)
+
+
+def _brute_force_quantile(values: list[float], weights: list[float], q: float) -> float:
+    """The documented definition with exact sums: the smallest value whose summed weight of
+    values up to it reaches q (as the decimal given) times the total; |w| when the total is
+    not positive, unit weights when all are zero."""
+    w = [Fraction(x) for x in weights]
+    if sum(w) <= 0:
+        w = [abs(x) for x in w] if any(w) else [Fraction(1)] * len(w)
+    target = Fraction(repr(q)) * sum(w)
+    return next((v for v in sorted(set(values))
+                 if sum(x for x, y in zip(w, values, strict=True) if y <= v) >= target),
+                max(values))
+
+
+def test_weighted_quantile_is_the_brute_force_definition_with_signed_weights_and_ties():
+    from hepbdt._util import weighted_quantile
+
+    rng = np.random.default_rng(7)
+    qs = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+    for case in range(240):
+        n = int(rng.integers(1, 8))
+        values = rng.integers(0, 4, n).astype(np.float64)
+        weights = [rng.integers(-3, 4, n).astype(np.float64), rng.integers(0, 3, n) * 0.1,
+                   rng.normal(size=n), np.zeros(n)][case % 4]
+        got = weighted_quantile(values, weights, qs)
+        expected = [_brute_force_quantile(values.tolist(), weights.tolist(), q) for q in qs]
+        assert got.tolist() == expected, (values, weights)
+        median = weighted_quantile(values, weights, 0.5)
+        assert type(median) is float and median == expected[3]
+
+
+def test_weighted_quantile_is_numpys_inverted_cdf_at_positive_weights():
+    from hepbdt._util import weighted_quantile
+
+    rng = np.random.default_rng(8)
+    values = rng.normal(size=2000).round(1)  # ties
+    weights = rng.exponential(size=2000)
+    qs = np.linspace(0, 1, 41)
+    np.testing.assert_array_equal(
+        weighted_quantile(values, weights, qs),
+        np.quantile(values, qs, weights=weights, method="inverted_cdf"))
+    # a million equal weights of 0.1 give the unit weights' quantiles (their running sum
+    # rounds below q times the total where unit weights reach it exactly)
+    values = np.arange(1_000_000, dtype=np.float64)
+    expected = np.quantile(values, [0.25, 0.5, 0.7], method="inverted_cdf")
+    np.testing.assert_array_equal(
+        weighted_quantile(values, np.full(values.size, 0.1), [0.25, 0.5, 0.7]), expected)
+    assert weighted_quantile(np.array([]), np.array([]), 0.5) == 0.0
+    assert np.isnan(weighted_quantile(np.array([]), np.array([]), [0.5])).all()
