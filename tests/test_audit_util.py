@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -275,3 +276,128 @@ def test_weighted_quantile_is_numpys_inverted_cdf_at_positive_weights():
         weighted_quantile(values, np.full(values.size, 0.1), [0.25, 0.5, 0.7]), expected)
     assert weighted_quantile(np.array([]), np.array([]), 0.5) == 0.0
     assert np.isnan(weighted_quantile(np.array([]), np.array([]), [0.5])).all()
+
+
+def _decimal_rounded(value: float, digits: int, fixed: bool = False) -> Decimal:
+    """``value`` (its exact binary value) rounded half to even by Python's decimal module:
+    ``digits`` significant digits, or ``digits`` decimals when ``fixed``."""
+    if fixed:
+        return Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN,
+                                       context=Context(prec=400))
+    return Context(prec=digits, rounding=ROUND_HALF_EVEN).plus(Decimal(value))
+
+
+def _shown_value(value: float, digits: int, marks: tuple[float, ...], fixed: bool = False
+                 ) -> float:
+    """number_text's contract: the fewest digits (from ``digits`` to 12) whose rounding
+    lands on no mark nor on a mark's other side; ``digits`` when none does."""
+    for n in range(digits, max(digits, 12) + 1):
+        shown = float(_decimal_rounded(value, n, fixed))
+        if all((shown < m) == (value < m) and (shown == m) == (value == m) for m in marks):
+            return shown
+    return float(_decimal_rounded(value, digits, fixed))
+
+
+NEAR_MARKS = [0.99995, 0.999975, 0.99996, 0.0099996, 0.0499999, 0.050000001, 1 - 1e-9,
+              1 - 1e-13, -1e-17, 1e-17, 5e-324, 1.7976931348623157e308, -0.99996, 1.00004,
+              0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.1234500001, 0.0,
+              0.01, 0.05, 1.0, -1.0, 99.99996, 2.5e-5, 0.00049]
+
+
+@pytest.mark.parametrize("value", NEAR_MARKS)
+def test_shown_numbers_are_the_decimal_rounding_that_crosses_no_mark(value):
+    # an efficiency, AUC or p-value: rounded half to even (halves at each digit count),
+    # never onto 0, +-1 or a verdict's threshold nor across one
+    from hepbdt._util import number_text, percent_text, pvalue_text
+
+    assert float(number_text(value)) == _shown_value(value, 4, (0.0, 1.0, -1.0))
+    assert float(number_text(value, 3, fixed=True)) == _shown_value(value, 3, (0.0, 1.0, -1.0),
+                                                                    fixed=True)
+    thresholds = (0.01, 0.05)
+    assert float(pvalue_text(value, thresholds)) == _shown_value(value, 4, (0.0, 1.0, *thresholds))
+    assert float(pvalue_text(value, digits=2)) == _shown_value(value, 2, (0.0, 1.0))
+    if abs(value) < 1e300:
+        assert float(percent_text(value).rstrip("%")) == _shown_value(100 * value, 1, (0.0, 100.0),
+                                                                      fixed=True)
+    assert not number_text(value).startswith("-") or value < 0
+
+
+@pytest.mark.parametrize(("value", "thresholds", "text"), [
+    (0.0099996, (0.01,), "0.0099996"), (0.050000001, (0.05,), "0.050000001"),
+    (1 - 1e-9, (), "0.999999999"), (0.01, (0.01,), "0.01"), (0.012344, (0.01,), "0.01234"),
+    (float("nan"), (), "n/a")])
+def test_pvalue_texts_at_a_verdicts_threshold(value, thresholds, text):
+    from hepbdt._util import pvalue_text
+
+    assert pvalue_text(value, thresholds) == text
+
+
+def test_a_printed_cut_selects_the_events_it_was_computed_for():
+    # score >= printed keeps the events at the cut and none below it, with the fewest
+    # digits (from four) that do: decimal's rounding of the cut
+    from hepbdt._util import cut_text
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        scale = 10.0 ** rng.integers(-6, 6)
+        scores = np.unique(np.round(rng.normal(size=rng.integers(2, 30)) * scale,
+                                    rng.integers(2, 9)))
+        if scores.size < 2:
+            continue
+        k = int(rng.integers(1, scores.size))
+        text = cut_text(scores[k], scores[k - 1])
+        assert np.array_equal(scores >= float(text), scores >= scores[k]), (scores[k], text)
+        n = next(n for n in range(4, 18)
+                 if scores[k - 1] < float(_decimal_rounded(scores[k], n)) <= scores[k])
+        assert float(text) == float(_decimal_rounded(scores[k], n))
+    assert cut_text(0.12344, None) == "0.1234" and cut_text(-0.0) == "0"
+    assert cut_text(0.123436, 0.1231, digits=3) == "0.1234"  # 0.123 would be below 0.1231
+    assert cut_text(float("nan")) == "n/a"
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (-0.4950810001, -0.495081), (1.0, 1.0000000000000002), (5e-324, 1e-323),
+    (1e30, 1.0001e30), (0.1234564, 0.1234565), (2.0, 3.0), (0.1, 0.1)])
+def test_two_differing_numbers_show_the_fewest_digits_that_tell_them_apart(first, second):
+    from hepbdt._util import differing_texts
+
+    texts = differing_texts(first, second)
+    if first == second:
+        assert texts[0] == texts[1] and float(texts[0]) == first
+        return
+    n = next(n for n in range(6, 18)
+             if _decimal_rounded(first, n) != _decimal_rounded(second, n))
+    assert [float(t) for t in texts] == [float(_decimal_rounded(v, n)) for v in (first, second)]
+    assert texts[0] != texts[1]
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.995, 0.57, 0.29, 0.145, 0.07, 0.3, 0.123456,
+                                      0.9999999, 1e-7, 1.0, 0.25])
+def test_a_requested_fraction_shows_its_own_decimal_in_percent(fraction):
+    # 100 * 0.57 is 56.99999999999999 in floats: the request of "57%" is shown as such
+    from hepbdt._util import requested_percent, shown_alike
+
+    expected = (Decimal(repr(fraction)) * 100).normalize()
+    text = requested_percent(fraction)
+    assert Decimal(text.rstrip("%")) == expected and text.endswith("%")
+    decimals = max(0, -expected.as_tuple().exponent)
+    assert len(text.rstrip("%").partition(".")[2]) == decimals
+    step = 10.0 ** -decimals / 100  # one shown unit of the percent
+    assert shown_alike(fraction, fraction)
+    assert shown_alike(fraction + 0.4 * step, fraction) and shown_alike(fraction - 0.4 * step,
+                                                                       fraction)
+    assert not shown_alike(fraction + 0.6 * step, fraction)
+    assert not shown_alike(fraction - 0.6 * step, fraction)
+
+
+@pytest.mark.parametrize("value", [0.05, 1e-5, 0.1234567, 1 / 3, 0.1 + 0.2, 123456.7, 5e-324,
+                                   1e300, 3.0, 0.3])
+def test_a_setting_is_shown_as_a_text_that_reads_back_as_it(value):
+    from hepbdt._util import setting_text
+
+    text = setting_text(value)
+    assert float(text) == value
+    six = f"{Context(prec=6).plus(Decimal(value)):g}"
+    assert len(text) <= max(len(six), len(repr(value)))
+    if float(Decimal(six)) == value:
+        assert Decimal(text) == Decimal(six)
