@@ -401,3 +401,29 @@ def test_a_setting_is_shown_as_a_text_that_reads_back_as_it(value):
     assert len(text) <= max(len(six), len(repr(value)))
     if float(Decimal(six)) == value:
         assert Decimal(text) == Decimal(six)
+
+
+@pytest.mark.parametrize("weights", [[1e-170, -3e170, 2.0], [0.75], [-1.0, 0.5], [5e-324],
+                                     [1.7976931348623157e308, 1.0], [0.0, 0.0], []])
+def test_the_weight_scale_is_the_binary_exponent_of_the_largest_weight(weights):
+    from hepbdt._util import weight_exponent
+
+    largest = max(map(abs, weights), default=0.0)
+    expected = math.frexp(largest)[1] if largest else 0
+    e = weight_exponent(np.array(weights, dtype=np.float64))
+    assert e == expected and isinstance(e, int)
+    if largest:  # the scaled weights lie in [0.5, 1) at the largest, and scaling is exact
+        assert 0.5 <= math.ldexp(largest, -e) < 1
+
+
+def test_the_running_sum_slack_is_highams_bound_and_the_net_weight_test_uses_it():
+    from hepbdt._util import positive_beyond_rounding, running_sum_slack
+
+    eps = Fraction(2) ** -52
+    assert Fraction(running_sum_slack(10, 3.0)) == 10 * eps * 3
+    assert Fraction(running_sum_slack(7, 0.1)) == Fraction(float(7 * eps * Fraction(0.1)))
+    assert not positive_beyond_rounding(np.zeros(3))  # no weight at all is not positive
+    assert not positive_beyond_rounding(np.array([0.1, 0.1, 0.1, -0.1, -0.1, -0.1]))
+    assert positive_beyond_rounding(np.array([5e-324]))
+    assert positive_beyond_rounding(np.array([1.0, -1.0, 1e-14]))
+    assert not positive_beyond_rounding(np.array([1.0, -1.0, -1e-14]))
