@@ -427,3 +427,63 @@ def test_the_running_sum_slack_is_highams_bound_and_the_net_weight_test_uses_it(
     assert positive_beyond_rounding(np.array([5e-324]))
     assert positive_beyond_rounding(np.array([1.0, -1.0, 1e-14]))
     assert not positive_beyond_rounding(np.array([1.0, -1.0, -1e-14]))
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1_000_000])
+def test_missing_counts_and_any_nan_agree_with_numpy_whatever_the_block(block, monkeypatch):
+    import hepbdt._util as util
+
+    monkeypatch.setattr(util, "NAN_BLOCK_VALUES", block)
+    rng = np.random.default_rng(block)
+    X = rng.normal(size=(11, 3)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[-1, 2] = np.nan  # the last row: a block's end
+    np.testing.assert_array_equal(util.missing_counts(X), np.isnan(X).sum(axis=0))
+    codes = rng.integers(0, 4, size=(11, 3)).astype(np.uint8)
+    np.testing.assert_array_equal(util.missing_counts(codes, 3), (codes == 3).sum(axis=0))
+    assert util.any_nan(X) and not util.any_nan(np.nan_to_num(X))
+    for rows in ([10], [0, 10], np.flatnonzero(~np.isnan(X).any(axis=1)), []):
+        rows = np.asarray(rows, dtype=np.intp)
+        assert util.any_nan(X, rows) == bool(np.isnan(X[rows]).any())
+
+
+def test_columns_given_in_another_order_are_put_in_the_models_order():
+    from hepbdt._util import check_X, column_positions
+
+    rng = np.random.default_rng(4)
+    names = ["a", "b", "c", "d"]
+    X = rng.normal(size=(5, 4))
+    for order in (["d", "c", "b", "a"], ["b", "a", "x", "d", "c"], ["c", "d", "a", "b"]):
+        frame = {k: (X[:, names.index(k)] if k in names else np.zeros(5)) for k in order}
+        out, given = check_X(frame, names=names)
+        np.testing.assert_array_equal(out, X.astype(np.float32))
+        assert given == names
+        assert column_positions(order, names, "X", "m", {}) == [order.index(k) for k in names]
+    # a feature named by its definition, and a back-quoted branch by the branch's name
+    assert column_positions(["e", "log(HT)"], ["lht", "`e`"], "X", "m", {"lht": "log(HT)"}) == [1, 0]
+    with pytest.raises(ValueError, match=r"lacks the features \['c'\]"):
+        column_positions(["a", "b"], ["a", "c"], "X", "m", {})
+    with pytest.raises(ValueError, match="repeated column names"):
+        column_positions(["a", "a", "b"], ["a", "b"], "X", "m", {})
+
+
+@pytest.mark.parametrize(("weights", "training", "message"), [
+    ([1.0, np.nan, 2.0], False, "NaN or infinite values .first at event 1"),
+    ([1.0, 2.0, -np.inf], False, "first at event 2"), ([1.0, 2.0], False, "2 entries, expected 3"),
+    ([[1.0, 2.0, 3.0]], False, "must be 1-d"), ([0.0, 0.0, 0.0], True, "all weights are zero"),
+    (["a", "b", "c"], False, "must be finite numbers")])
+def test_bad_weights_are_refused(weights, training, message):
+    from hepbdt._util import check_weights
+
+    with pytest.raises(ValueError, match=message):
+        check_weights(weights, 3, training=training)
+
+
+def test_good_weights_pass_unchanged():
+    from hepbdt._util import check_weights
+
+    np.testing.assert_array_equal(check_weights(None, 3), np.ones(3))
+    w = check_weights([0.0, 0.0, 0.0], 3)
+    assert w.dtype == np.float64 and not w.any()
+    assert check_weights(np.array([0.0, -1.0, 2.5], np.float32), 3, training=True).tolist() == [
+        0.0, -1.0, 2.5]
