@@ -721,11 +721,15 @@ def _exact_score(criterion, a, b, lam, alpha):
         t = max(abs(a) - alpha, Fraction(0)) * (1 if a >= 0 else -1)
         return t * t / (b + lam)
     n = a + b
-    p = min(max(a / n, Fraction(0)), Fraction(1))  # the purity, clipped with negative weights
+    if criterion == CRITERIA["misclassification"]:
+        # TMVA's MisClassificationError::GetSeparationIndex: min(p, 1 - p) of the purity
+        # p = s / (s + b) as it is, below 0 outside [0, 1] (tmva/src/MisClassificationError.cxx)
+        return -n * min(a / n, 1 - a / n)
+    # Gini and entropy take 0 where the purity leaves (0, 1), as TMVA's GiniIndex (s <= 0
+    # or b <= 0) and CrossEntropy (p <= 0 or p >= 1) do: the purity clipped
+    p = min(max(a / n, Fraction(0)), Fraction(1))
     if criterion == CRITERIA["gini"]:
         return -n * p * (1 - p)
-    if criterion == CRITERIA["misclassification"]:
-        return -n * min(p, 1 - p)  # -n (1 - max(p, 1 - p))
     if criterion == CRITERIA["cross_entropy"]:  # -n times the entropy in nats (scipy)
         from scipy.special import entr
 

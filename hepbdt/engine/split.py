@@ -69,6 +69,11 @@ def node_score(criterion, a, b, reg_lambda, reg_alpha):
         # TMVA's SdivSqrtSplusB: index I = S/sqrt(S+B), gain = I(parent) minus the
         # weight-fraction-weighted I of the children, i.e. the score -n * I = -S * sqrt(n).
         return -a * math.sqrt(n)
+    if criterion == MISCLASSIFICATION:
+        # TMVA's MisClassificationError takes the purity as it is: a side of negative
+        # signal (or background) weight scores below 0, where Gini and entropy give 0.
+        q = a / n
+        return -n * (1.0 - max(q, 1.0 - q))
     p = min(max(a / n, 0.0), 1.0)
     if criterion == GINI:
         return -n * p * (1.0 - p)
@@ -79,8 +84,6 @@ def node_score(criterion, a, b, reg_lambda, reg_alpha):
         if p < 1.0:
             e -= (1.0 - p) * math.log(1.0 - p)
         return -n * e
-    if criterion == MISCLASSIFICATION:
-        return -n * (1.0 - max(p, 1.0 - p))
     return 0.0
 
 
