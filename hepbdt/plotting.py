@@ -241,9 +241,12 @@ def _counted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return values[counted] if counted.any() else values
 
 
-def _outside_note(scores: np.ndarray) -> str | None:
+def _outside_note(scores: np.ndarray, weights: np.ndarray) -> str | None:
     """The legend's note on the scores outside the edges (which span the finite scores):
-    the infinite ones, counted in the first or last bin; None when there are none."""
+    the infinite ones of events of non-zero weight, counted in the first or last bin; None
+    when there are none (an event of weight 0 is none: three at +inf were said to be in the
+    last bin, which they left empty)."""
+    scores = scores[weights != 0]
     low, high = int(np.sum(scores == -np.inf)), int(np.sum(scores == np.inf))
     if not low and not high:
         return None
@@ -474,7 +477,7 @@ def plot_score_distributions(
                         label=name, linewidth=2)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
-    ax.legend(title=_outside_note(s))
+    ax.legend(title=_outside_note(s, w))
     return fig
 
 
@@ -533,7 +536,8 @@ def plot_overtraining(
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
     ax.legend(loc="upper right", fontsize=15,
-              title=_outside_note(np.concatenate([tr_s, te_s])), title_fontsize=13)
+              title=_outside_note(np.concatenate([tr_s, te_s]),
+                                       np.concatenate([tr_w, te_w])), title_fontsize=13)
     if title:
         ax.set_title(title, fontsize=14)
     return fig

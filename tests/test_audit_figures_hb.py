@@ -1,0 +1,64 @@
+"""Audit HB (2026-12-06): what the figures draw and say, read back from their artists and
+checked against numpy: the notes on scores outside the bins, the labels of the correlation
+cells."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+
+from hepbdt import plotting  # noqa: E402
+from hepbdt.evaluation.overtraining import overtraining_test  # noqa: E402
+
+
+def _sample(seed: int = 0, n: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = rng.normal(np.where(y == 1, 0.8, -0.8), 1.0)
+    w = rng.uniform(0.5, 1.5, n)
+    return y, s, w
+
+
+def _note_counts(title: str) -> tuple[int, int]:
+    """(scores at -inf, at +inf) as the legend's note says them."""
+    low = high = 0
+    for part in title.removeprefix("scores ").split(", "):
+        if part:
+            count, _, where = part.partition(" at ")
+            low, high = (int(count), high) if where.startswith("-inf") else (low, int(count))
+    return low, high
+
+
+def _expected_counts(s: np.ndarray, w: np.ndarray) -> tuple[int, int]:
+    counted = w != 0
+    return int(np.sum(counted & (s == -np.inf))), int(np.sum(counted & (s == np.inf)))
+
+
+def test_score_note_counts_the_infinite_scores_of_events_only():
+    """Three events of weight 0 at +inf are in no bin; the note said "3 at +inf in the last
+    bin". One event of weight 2 at +inf and one at -inf are."""
+    y, s, w = _sample()
+    s[:3], w[:3] = np.inf, 0.0
+    s[3], s[4], w[4] = np.inf, -np.inf, 2.0
+    fig = plotting.plot_score_distributions(y, s, w, bins=10)
+    title = fig.axes[0].get_legend().get_title().get_text()
+    assert _note_counts(title) == _expected_counts(s, w) == (1, 1)
+    w[3] = w[4] = 0.0  # every infinite score of weight 0: no note
+    fig = plotting.plot_score_distributions(y, s, w, bins=10)
+    assert fig.axes[0].get_legend().get_title().get_text() == ""
+
+
+def test_overtraining_note_counts_the_infinite_scores_of_events_only():
+    y, s, w = _sample(1)
+    tr, te = slice(0, 300), slice(300, None)
+    s[:2], w[:2] = np.inf, 0.0  # training events of weight 0
+    s[300], w[300] = -np.inf, 0.0  # a test event of weight 0
+    s[301] = np.inf
+    result = overtraining_test(np.clip(s[tr], -9, 9), y[tr], w[tr],
+                               np.clip(s[te], -9, 9), y[te], w[te])
+    fig = plotting.plot_overtraining(s[tr], y[tr], w[tr], s[te], y[te], w[te], result=result)
+    title = fig.axes[0].get_legend().get_title().get_text()
+    assert _note_counts(title) == _expected_counts(s, w) == (0, 1)
