@@ -46,6 +46,7 @@ from hepbdt.evaluation._data import (
     check_classification,
     check_regression_pair,
     check_weights,
+    column_names,
     named_array,
 )
 from hepbdt.evaluation._hist import common_edges, weighted_histogram
@@ -678,13 +679,17 @@ def plot_correlation_matrices(
 
     With ``y=None`` (regression) a single matrix of all events is drawn. Up to
     ``MAX_ANNOTATED_VARIABLES`` variables the values are written in the cells; beyond, the
-    colour scale alone shows them.
+    colour scale alone shows them. The variables are named by ``feature_names`` (one a
+    column), else by X's own names (a data frame's, a dict's, a FeatureMatrix's), else
+    x0, x1, ...; ``feature_names`` that are X's own names in another order find each
+    column by its name (others label the columns in X's order).
     """
-    if not hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block; a dict
-        X = named_array(X)[0]  # or list as the estimators read it (np.asarray: a 0-d object)
-    n, m = X.shape[0], X.shape[-1]
-    names = ([plain_text(n) for n in feature_names] if feature_names is not None
-             else [f"x{i}" for i in range(m)])
+    if hasattr(X, "shape"):  # arrays and BinnedMatrix are read block by block; a dict or
+        given = column_names(X)  # list as the estimators read it (np.asarray: a 0-d object)
+    else:
+        X, given = named_array(X)
+    names, order = _matrix_labels(given, feature_names, X.shape[-1])
+    n = X.shape[0]
     if y is None:
         titles = ["Correlation (all events)"]
         matrices = weighted_correlations(X, sample_weight)
@@ -693,12 +698,31 @@ def plot_correlation_matrices(
         titles = ["Correlation (signal)", "Correlation (background)"]
         background, signal = weighted_correlations(X, sample_weight, is_signal, 2)
         matrices = [signal, background]
+    matrices = [matrix[np.ix_(order, order)] for matrix in matrices]
     side = min(14.0, max(7.0, 0.5 * len(names) + 3))  # beyond ~20 variables: no numbers
     fig = Figure(figsize=(side * len(titles) + 1, side))
     for k, (title, matrix) in enumerate(zip(titles, matrices, strict=True), start=1):
         ax = fig.add_subplot(1, len(titles), k)
         _draw_matrix(fig, ax, matrix, names, title, 0.7 * side * 72 / max(1, len(names)))
     return fig
+
+
+def _matrix_labels(given: list[str] | None, feature_names: Sequence[str] | None, m: int
+                   ) -> tuple[list[str], list[int]]:
+    """The correlation matrix's variable names as drawn and the column of X each shows:
+    ``feature_names`` that are X's own names (``given``) in another order taken by name (a
+    dict of columns c, a, b with feature_names a, b, c drew corr(c, a) = -5 % as that of
+    a and b, 96 %), other ones by position, one a column of the ``m``."""
+    names = given if feature_names is None else [str(name) for name in feature_names]
+    if names is None:
+        return [f"x{i}" for i in range(m)], list(range(m))
+    if len(names) != m:
+        raise ValueError(f"feature_names has {len(names)} names for the {m} columns of X: "
+                         "one name a column, in X's order")
+    order = list(range(m))
+    if given is not None and len(set(given)) == m and sorted(names) == sorted(given):
+        order = [given.index(name) for name in names]
+    return [plain_text(name) for name in names], order
 
 
 @_figure

@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from hepbdt import plotting  # noqa: E402
 from hepbdt.evaluation.overtraining import overtraining_test  # noqa: E402
@@ -62,3 +63,48 @@ def test_overtraining_note_counts_the_infinite_scores_of_events_only():
     fig = plotting.plot_overtraining(s[tr], y[tr], w[tr], s[te], y[te], w[te], result=result)
     title = fig.axes[0].get_legend().get_title().get_text()
     assert _note_counts(title) == _expected_counts(s, w) == (0, 1)
+
+
+def _weighted_percent(columns: list[np.ndarray], w: np.ndarray) -> np.ndarray:
+    """The weighted Pearson correlations in percent, from numpy's weighted covariance."""
+    cov = np.cov(np.vstack(columns), aweights=w)
+    sd = np.sqrt(np.diag(cov))
+    return 100.0 * cov / np.outer(sd, sd)
+
+
+def _drawn(ax) -> tuple[list[str], np.ndarray, list[str]]:
+    """(tick names, image values, cell texts) of one correlation panel."""
+    return ([t.get_text() for t in ax.get_xticklabels()], np.asarray(ax.images[0].get_array()),
+            [t.get_text() for t in ax.texts])
+
+
+@pytest.mark.parametrize("container", ["dict", "frame"])
+def test_correlation_cells_show_the_named_columns_pair(container):
+    """A dict (or data frame) of columns c, a, b drawn with feature_names a, b, c: the cell
+    named (a, b) showed corr(c, a), -5 %, where corr(a, b) is 96 %; without feature_names
+    the names were x0, x1, x2."""
+    rng = np.random.default_rng(19)
+    n = 800
+    y = rng.integers(0, 2, n)
+    w = rng.uniform(0.2, 3.0, n)
+    a = rng.normal(0.0, 1.0, n)
+    columns = {"a": a, "b": a + rng.normal(0.0, 0.3, n), "c": rng.normal(0.0, 1.0, n) - 0.2 * a}
+    given = {name: columns[name] for name in ("c", "a", "b")}
+    if container == "frame":
+        pandas = pytest.importorskip("pandas")
+        given = pandas.DataFrame(given)
+    for names in (["a", "b", "c"], None):
+        fig = plotting.plot_correlation_matrices(given, y, w, feature_names=names)
+        shown = names or ["c", "a", "b"]
+        for ax, mask in zip(fig.axes[::2], (y == 1, y == 0), strict=True):
+            expected = _weighted_percent([columns[k][mask] for k in shown], w[mask])
+            ticks, image, texts = _drawn(ax)
+            assert ticks == shown
+            np.testing.assert_allclose(image, expected, rtol=1e-12, atol=1e-12)
+            assert texts == [str(int(round(v))) for v in expected.ravel()]
+
+
+def test_correlation_feature_names_of_another_count_are_refused():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="2 names for the 3 columns of X"):
+        plotting.plot_correlation_matrices(X, feature_names=["a", "b"])

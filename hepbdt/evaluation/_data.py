@@ -219,17 +219,7 @@ def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[
     model_names = getattr(model, "feature_names_in_", None)
     if labels is None or model_names is None:
         return labels
-    if isinstance(X, BinnedMatrix):
-        given = None if X.feature_names is None else [str(n) for n in X.feature_names]
-    elif hasattr(X, "columns"):
-        given = [str(c) for c in X.columns]
-    elif isinstance(X, dict):  # in_model_order puts its columns in the model's order too
-        given = [str(k) for k in X]
-    else:
-        arrow = arrow_columns(X)
-        given = (list(arrow) if arrow is not None else
-                 [str(n) for n in X.feature_names]
-                 if isinstance(X, FeatureMatrix) and X.feature_names is not None else None)
+    given = column_names(X)  # a dict's too: in_model_order puts them in the model's order
     model_names = [str(n) for n in model_names]
     if given is None or given == model_names:
         return labels
@@ -238,6 +228,23 @@ def labels_in_model_order(model: Any, X: Any, labels: list[str] | None) -> list[
     order = column_positions(given, model_names, "X", type(model).__name__,
                              getattr(model, "feature_definitions_", None) or {})
     return [labels[j] for j in order]
+
+
+def column_names(X: Any) -> list[str] | None:
+    """The names of X's columns where its container carries them (a BinnedMatrix's or a
+    FeatureMatrix's, a data frame's, a dict's keys, an Arrow table's), in X's order; None
+    for a plain array or list."""
+    if isinstance(X, BinnedMatrix | FeatureMatrix):
+        names = X.feature_names
+    elif hasattr(X, "columns"):
+        names = X.columns
+    elif isinstance(X, dict):
+        names = list(X)
+    elif hasattr(X, "column_names") and hasattr(X, "column") and hasattr(X, "num_rows"):
+        names = X.column_names  # an Arrow table, as arrow_columns reads it
+    else:
+        names = None
+    return None if names is None else [str(n) for n in names]
 
 
 def named_array(X: Any) -> tuple[np.ndarray, list[str] | None]:
