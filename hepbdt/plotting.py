@@ -611,6 +611,8 @@ def plot_ranking(ranking: FeatureRanking | PermutationImportance, *, title: str 
         xlabel = {"roc_auc": "Drop in ROC AUC when shuffled",
                   "mse": "Rise in mean squared error when shuffled"}.get(ranking.metric,
                                                                          ranking.metric)
+        if ranking.metric.startswith("roc_auc, "):  # one class against the rest, named
+            xlabel = f"Drop in ROC AUC ({plain_text(ranking.metric[9:])}) when shuffled"
         title = title or "Permutation importance"
     else:
         values, errors = ranking.importance[order], None

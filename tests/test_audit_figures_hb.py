@@ -108,3 +108,32 @@ def test_correlation_feature_names_of_another_count_are_refused():
     X = np.random.default_rng(0).normal(size=(50, 3))
     with pytest.raises(ValueError, match="2 names for the 3 columns of X"):
         plotting.plot_correlation_matrices(X, feature_names=["a", "b"])
+
+
+def test_per_class_permutation_figures_name_their_class():
+    """Each class's ranking drew the same axis, "roc_auc, class against the rest": no figure
+    said which class's AUC dropped. The baselines are scikit-learn's one-against-rest AUCs
+    of each label's column; a class absent from y is refused naming it."""
+    from sklearn.metrics import roc_auc_score
+
+    from hepbdt import BDTClassifier
+    from hepbdt.evaluation.multiclass import per_class_permutation_importance
+
+    rng = np.random.default_rng(8)
+    n = 600
+    labels = np.array(["tt", "bkg", "Higgs"])[rng.integers(0, 3, n)]  # sorted: Higgs, bkg, tt
+    X = rng.normal(0.0, 1.0, (n, 2))
+    X[:, 0] += (labels == "tt").astype(float) - (labels == "Higgs")
+    w = rng.uniform(0.5, 2.0, n)
+    model = BDTClassifier(n_trees=5, max_depth=2, boosting="gradient").fit(X, labels)
+    rankings = per_class_permutation_importance(model, X, labels, w, n_repeats=1)
+    codes = np.searchsorted(model.classes_, labels)
+    expected = roc_auc_score(codes, model.predict_proba(X), multi_class="ovr", average=None,
+                             sample_weight=w)
+    np.testing.assert_allclose([r.baseline for r in rankings], expected, rtol=1e-12)
+    for label, ranking in zip(model.classes_, rankings, strict=True):
+        xlabel = plotting.plot_ranking(ranking).axes[0].get_xlabel().replace("\n", " ")
+        assert f"class {label} against the rest" in xlabel and "Drop in ROC AUC" in xlabel
+    absent = labels != "bkg"
+    with pytest.raises(ValueError, match="class 1 against the rest"):
+        per_class_permutation_importance(model, X[absent], labels[absent], n_repeats=1)

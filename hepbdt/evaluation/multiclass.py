@@ -305,7 +305,9 @@ def per_class_permutation_importance(
     :class:`~hepbdt.evaluation.LabelReadingWarning`). One shuffle scores the events
     once for every class, so the K rankings share their shuffles (seeded by
     ``random_state``, ``n_repeats`` per feature, as :func:`permutation_importance`; and
-    ``max_samples`` as there)."""
+    ``max_samples`` as there). Ranking k's ``metric`` names its class (the model's label),
+    "roc_auc, class <label> against the rest", which :func:`~hepbdt.plotting.plot_ranking`
+    writes on the axis."""
     n_repeats = check_repeats(n_repeats)  # before the copy of X
     feature_names = labels_in_model_order(model, X, feature_names)  # X's, in the model's order
     X, columns, y, sample_weight = shuffleable_copy(X, y, sample_weight, max_samples,
@@ -315,8 +317,8 @@ def per_class_permutation_importance(
                                     sample_weight)
     k = p.shape[1]
 
-    def evaluate(proba: np.ndarray) -> np.ndarray:
-        return np.array([roc_auc(labels == j, proba[:, j], w) for j in range(k)])
+    def evaluate(proba: np.ndarray) -> np.ndarray:  # an absent class's error names it
+        return np.array([_one_vs_rest(roc_auc, labels, proba, w, j) for j in range(k)])
 
     rng = np.random.default_rng(random_state)
     baseline = evaluate(p)
@@ -328,9 +330,13 @@ def per_class_permutation_importance(
             importances[:, f, r] = baseline - evaluate(np.asarray(model.predict_proba(X)))
         columns[:, f] = original
     feature_names = permutation_feature_names(model, m, feature_names)
+    classes = getattr(model, "classes_", None)
+    names = [str(c) for c in classes] if classes is not None and len(classes) == k else \
+        [str(j) for j in range(k)]
     return [PermutationImportance(feature_names=list(feature_names),
                                   importances_mean=importances[j].mean(axis=1),
                                   importances_std=importances[j].std(axis=1),
                                   importances=importances[j], baseline=float(baseline[j]),
-                                  metric="roc_auc, class against the rest", n_events=n)
+                                  metric=f"roc_auc, class {names[j]} against the rest",
+                                  n_events=n)
             for j in range(k)]
