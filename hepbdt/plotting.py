@@ -765,8 +765,10 @@ def plot_significance_scan(scan: SignificanceScan, *, xlabel: str = "Cut on BDT 
               ("s_over_sqrt_s_plus_b", "S/√(S+B)", scan.s_over_sqrt_s_plus_b),
               ("ams", rf"AMS (b$_\mathrm{{reg}}$ = {setting_text(scan.b_reg)})", scan.ams))
     finite = [np.flatnonzero(np.isfinite(v)) for _, _, v in curves]
-    at = _thin(scan.thresholds.size, keep=[f[np.argmax(v[f])] for (_, _, v), f
-                                           in zip(curves, finite, strict=True) if f.size])
+    maxima = [f[np.argmax(v[f])] for (_, _, v), f in zip(curves, finite, strict=True) if f.size]
+    best = [np.flatnonzero(scan.thresholds == b.threshold)[:1] for b in scan.best_cuts.values()
+            if b.found]  # the best qualifying cuts the legend quotes, on the line
+    at = _thin(scan.thresholds.size, keep=np.concatenate([maxima, *best]))
     thresholds = scan.thresholds[at]
     for key, label, values in curves:
         best = scan.best_cuts[key]

@@ -395,3 +395,22 @@ def test_a_class_of_one_event_is_a_unit_density_in_its_bin():
     heights = [np.asarray(p.get_path().vertices) for p in ax.patches]
     drawn = {round(float(v[:, 1].max()), 9) for v in heights}
     assert round(float(expected.max()), 9) in drawn and expected.max() == pytest.approx(5.0)
+
+
+def test_a_thinned_significance_line_passes_through_the_best_cuts_it_quotes(tmp_path):
+    # 30,000 distinct cuts are drawn through about 10,000: the global maxima (tight cuts
+    # of too few background events) were kept, the best qualifying cuts that the legend
+    # quotes and the dotted lines mark only by chance.
+    rng = np.random.default_rng(2)  # S/sqrt(B)'s best qualifying cut is not a thinned point
+    y = (rng.random(30_000) < 0.3).astype(int)
+    s = rng.normal(np.where(y == 1, 1.5, 0.0), 1.0)
+    scan = significance_scan(y, s, np.ones(y.size), signal_yield=20, background_yield=500,
+                             min_background_events=200)
+    fig = plotting.plot_significance_scan(scan, path=tmp_path / "sig")
+    lines = fig.axes[0].get_lines()[::2]  # each curve, then its best cut's vertical line
+    for line, key in zip(lines, ("s_over_sqrt_b", "s_over_sqrt_s_plus_b", "ams"), strict=True):
+        best = scan.best_cuts[key]
+        assert best.found
+        x, v = line.get_xdata(), line.get_ydata()
+        assert x.size < scan.thresholds.size
+        assert np.any((x == best.threshold) & (v == best.value)), key
