@@ -537,8 +537,8 @@ def plot_overtraining(
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Normalised events / bin width")
     ax.legend(loc="upper right", fontsize=15,
-              title=_outside_note(np.concatenate([tr_s, te_s]),
-                                       np.concatenate([tr_w, te_w])), title_fontsize=13)
+              title=_outside_note(np.concatenate([tr_s, te_s]), np.concatenate([tr_w, te_w])),
+              title_fontsize=13)
     if title:
         ax.set_title(title, fontsize=14)
     return fig
