@@ -657,3 +657,45 @@ def test_a_tmva_file_written_again_keeps_its_variables_ranges(tmp_path):
 
     assert len(ranges(source)) == 4
     assert ranges(tmp_path / "again.xml") == ranges(source)
+
+
+
+def _infinite_threshold_regressor():
+    """Two trees whose roots split at +-inf (finite values one way, NaN the other) above a
+    missing-goes-right split, so that every NaN branch of the export is written."""
+    from hepbdt.model import NODE_ARRAYS
+
+    builder = ForestBuilder(2)
+    for root_threshold, nan_left in ((np.inf, False), (-np.inf, True)):
+        # node 0 splits feature 0 at +-inf, node 1 feature 1 at 0.5 (NaN right), 2-4 leaves
+        inner = 1 if root_threshold > 0 else 2  # the split node
+        left, right = [1, 3, -1, -1, -1], [2, 4, -1, -1, -1]
+        if inner == 2:
+            left, right = [2, -1, 3, -1, -1], [1, -1, 4, -1, -1]
+        builder.add(1.0, **{k: np.zeros(5) for k in NODE_ARRAYS} | {
+            "feature": np.where(np.arange(5) == 0, 0, np.where(np.arange(5) == inner, 1, -1)),
+            "threshold": [root_threshold] + [0.5 if k == inner else 0.0 for k in range(1, 5)],
+            "left": left, "right": right,
+            "missing_left": [nan_left, False, False, False, False],
+            "value": [0.0, 1.0, 2.0, 4.0, 8.0]})
+    return from_forest("regressor", builder.build(), ["a", "b"])
+
+
+def test_every_node_depth_is_its_nesting_depth(tmp_path):
+    """Each <Node>'s depth attribute is its nesting depth in the XML (ElementTree's), also
+    under the NaN branches written for infinite thresholds and missing-goes-right nodes
+    (audit GX: depth + 0 under an infinite threshold's NaN branch survived)."""
+    model = _infinite_threshold_regressor()
+    to_tmva_xml(model, tmp_path / "m.xml", missing="exact")
+    checked = 0
+
+    def walk(node, depth):
+        nonlocal checked
+        assert int(node.get("depth")) == depth
+        checked += 1
+        for child in node.findall("Node"):
+            walk(child, depth + 1)
+
+    for tree in ET.parse(tmp_path / "m.xml").getroot().iter("BinaryTree"):
+        walk(tree.find("Node"), 0)
+    assert checked > 2 * 5

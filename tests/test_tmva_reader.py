@@ -328,3 +328,23 @@ def test_a_regressor_of_no_trees_gives_the_reader_its_base_score(reader, tmp_pat
     X = np.array([[0.0, 1.0], [-2.0, 5.0], [1e6, -1e6]], np.float32)
     scores = _reader_scores(reader, tmp_path / "none.weights.xml", X, ["a", "b"], tmp_path)
     np.testing.assert_array_equal(scores.astype(np.float32), np.float32(3.7))
+
+
+def test_infinite_thresholds_send_nan_where_the_model_does(reader, tmp_path) -> None:
+    """Splits at +inf and -inf (all finite values one way, NaN the other) above a
+    missing-goes-right split: the Reader's EvaluateRegression equals predict for finite
+    and NaN inputs, values next to the 0.5 cut and +-3e38 (audit GX: the NaN branches of
+    infinite thresholds had no deterministic Reader check)."""
+    from .test_interop_tmva import _infinite_threshold_regressor
+
+    model = _infinite_threshold_regressor()
+    nan = np.nan
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [nan, 0.0], [nan, 1.0], [0.0, nan], [nan, nan],
+                  [3e38, 0.5], [-3e38, np.nextafter(np.float32(0.5), np.float32(0))]],
+                 np.float32)
+    to_tmva_xml(model, tmp_path / "inf.weights.xml")
+    scores = _reader_scores(reader, tmp_path / "inf.weights.xml", X, ["a", "b"], tmp_path)
+    np.testing.assert_array_equal(scores, [5.0, 9.0, 6.0, 10.0, 9.0, 10.0, 9.0, 5.0])
+    with pytest.warns(UserWarning):  # no feature names; NaN that training never saw
+        expected = model.predict(X)
+    np.testing.assert_array_equal(scores, expected)
