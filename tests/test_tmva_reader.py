@@ -348,3 +348,27 @@ def test_infinite_thresholds_send_nan_where_the_model_does(reader, tmp_path) -> 
     with pytest.warns(UserWarning):  # no feature names; NaN that training never saw
         expected = model.predict(X)
     np.testing.assert_array_equal(scores, expected)
+
+
+def test_the_bound_of_purity_leaves_covers_their_float32_rounding(reader, tmp_path) -> None:
+    """AdaBoost with purity leaves 0.1 and 0.7 (not float32 values) and tree weights 1 (float32
+    values): the Reader's response differs from decision_function by the leaves' float32
+    rounding alone, which max_response_error must cover (audit GX: the bound without it,
+    np.max -> np.min of the leaves' rounding in _mean_trees, survived)."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    builder = ForestBuilder(1, aggregation="weighted_mean")
+    for _ in range(3):
+        builder.add(1.0, feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False], value=[0.0, 0.1, 0.7],
+                    bin_threshold=np.zeros(3), gain=np.zeros(3), cover=np.zeros(3))
+    model = from_forest("classifier", builder.build(), ["a"], {})
+    info = to_tmva_xml(model, tmp_path / "purity.weights.xml")
+    X = np.array([[0.0], [1.0]], np.float32)
+    scores = _reader_scores(reader, tmp_path / "purity.weights.xml", X, ["a"], tmp_path)
+    exact = np.array([0.1, 0.7])  # the boost-weighted mean of the leaves, by hand
+    np.testing.assert_allclose(model.decision_function(X), exact, rtol=0, atol=1e-15)
+    error = np.abs(scores - exact)
+    assert error.max() > 1e-9  # the leaves' float32 rounding shows
+    assert error.max() <= info["max_response_error"]
