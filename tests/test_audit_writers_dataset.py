@@ -38,6 +38,21 @@ def test_precision_of_every_branch_read_back(tmp_path: Path, monkeypatch) -> Non
     assert (got["sample"] == [0, 1, 0, 1, 0, 1]).all()
 
 
+
+def test_writes_come_in_chunks_of_the_byte_budget(tmp_path: Path, monkeypatch) -> None:
+    """A row of this tree takes 44 bytes (2 float32 features, classID, label, weight, event,
+    sample, score), so a budget of 100 bytes writes 2 events an extend: 3 baskets a branch,
+    as uproot reads them (audit GX: rows = budget * row_bytes, one basket of everything,
+    survived; memory is bounded only by the chunks)."""
+    monkeypatch.setattr(writers, "_WRITE_CHUNK_BYTES", 100)
+    write_scores(tmp_path / "s.root", _data(), np.linspace(0, 1, 6))
+    with uproot.open(tmp_path / "s.root") as file:
+        tree = file["TestTree"]
+        assert sum(tree[k].interpretation.numpy_dtype.itemsize for k in tree.keys()) == 44
+        assert {tree[k].num_baskets for k in tree.keys()} == {3}
+        assert [tree[k].entry_offsets for k in ("weight", "bdt_score")] == [[0, 2, 4, 6]] * 2
+
+
 @pytest.mark.parametrize("name", BOOKKEEPING_BRANCHES)
 def test_score_named_like_a_bookkeeping_branch_is_refused(tmp_path: Path, name: str) -> None:
     # a classification tree with a score "target" was read back as a regression of it
