@@ -205,3 +205,20 @@ def test_dataset_split_takes_tmva_normalisation_spellings(spelling, norm):
     for other in ("equal", "NumEvent"):
         with pytest.raises(hepbdt.io.InputError, match=r"TMVA: None, NumEvents, EqualNumEvents"):
             data.split("alternate", 0.5, norm=other)
+
+
+def test_a_regression_tree_reads_back_as_a_regression(tmp_path: Path) -> None:
+    """The target branch makes the read Dataset a regression with the target as float32, a
+    label branch a classification (audit GX: the task test reversed survived), and a tree
+    that is not there is the one-line InputError (its refusal dropped survived)."""
+    target = np.array([0.5, 1e-3, -2.25, 3e6, 7.0, 1 / 3])
+    regression = _data(y=target, task="regression")
+    write_scores(tmp_path / "s.root", regression, np.zeros(6), tree="TrainTree")
+    write_scores(tmp_path / "s.root", _data(), np.ones(6), tree="TestTree", update=True)
+    back, _ = read_scores(tmp_path / "s.root", "TrainTree")
+    assert back.task == "regression"
+    np.testing.assert_array_equal(back.y, target.astype(np.float32))
+    back, _ = read_scores(tmp_path / "s.root", "TestTree")
+    assert back.task == "classification" and back.y.tolist() == [0, 1, 0, 1, 0, 1]
+    with pytest.raises(InputError, match="no tree 'Other'"):
+        read_scores(tmp_path / "s.root", "Other")
