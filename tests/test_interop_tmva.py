@@ -699,3 +699,20 @@ def test_every_node_depth_is_its_nesting_depth(tmp_path):
     for tree in ET.parse(tmp_path / "m.xml").getroot().iter("BinaryTree"):
         walk(tree.find("Node"), 0)
     assert checked > 2 * 5
+
+
+@needs_fixtures
+def test_purity_leaves_have_the_ntype_tmva_writes(tmp_path):
+    """TMVA's own purity file marks a leaf nType 1 when its purity is above
+    NodePurityLimit (0.5), else -1; an exported purity AdaBoost follows that rule (audit GX:
+    every leaf written nType 1 survived, the Reader scoring purity leaves by purity)."""
+    def leaves(path):
+        return [(float(n.get("purity")), int(n.get("nType")))
+                for n in ET.parse(path).getroot().iter("Node") if n.get("nType") != "0"]
+
+    tmva = leaves(TMVA_DIR / "ClassExample_BDTPurity.weights.xml")
+    to_tmva_xml(random_model("purity"), tmp_path / "purity.xml")
+    ours = leaves(tmp_path / "purity.xml")
+    for found in (tmva, ours):
+        assert {t for _, t in found} == {-1, 1}
+        assert all(t == (1 if p > 0.5 else -1) for p, t in found)
