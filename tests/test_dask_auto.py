@@ -158,6 +158,25 @@ def test_held_out_weights_and_policies_as_in_memory(client, options):
     _assert_same_fit(memory, dist)
 
 
+def test_held_out_classes_far_apart_keep_each_own_rounding_bound(client):
+    """The held-out ratio's rounding bound of a class is that class's n eps sum |w|: with the
+    held-out background's weights 1e-16 of the rest, its held-out sum (after the whole
+    sample's normalisation) lies beyond its own bound but below the signal's; memory trains."""
+    X, y, w = _data(n=2_000, seed=8)
+    held = np.random.default_rng(4).random(y.size) < 0.25  # memory's hold-out draw
+    w[held & (y == 0)] *= 1e-16
+    scaled = np.where(y == 1, w / w[y == 1].sum(), w / w[y == 0].sum())
+    b, s = scaled[held & (y == 0)], scaled[held & (y == 1)]
+    eps = np.finfo(np.float64).eps
+    assert b.size * eps * np.abs(b).sum() < b.sum() < b.size * eps * s.sum()
+    memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 700,
+                             n_trees="auto", max_depth=2, random_state=4, learning_rate=0.6,
+                             validation_fraction=0.25, n_iter_no_change=1,
+                             sig_to_bkg_fraction=1.0, quantised_histograms=True)
+    assert memory.validation_loss_ is not None
+    _assert_same_fit(memory, dist)
+
+
 def test_auto_trees_on_the_task_path(client, task_path):
     X, y, w = _data(n=5_000, seed=9)
     memory, dist = _fit_both(BDTClassifier, DaskBDTClassifier, (X, y, w), client, 1_000,
