@@ -4,6 +4,7 @@ family, each the in-memory model bit for bit at the same bin edges."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +216,9 @@ def test_adaboost_family_equals_in_memory_bit_for_bit(client, options):
     _assert_same_adaboost(memory, dist)
     assert dist.forest_.extra["purity"] == memory.forest_.extra["purity"]
     assert dist.dask_bytes_["levels"][0]["depth"] == 0  # the root's float histograms
+    depths = [level["depth"] for level in dist.dask_bytes_["levels"]]  # 0, 1, ... a tree
+    assert all(d in (0, before + 1) for before, d in zip([-1, *depths[:-1]], depths, strict=True))
+    assert depths.count(0) == len(dist.dask_bytes_["trees"]) < len(depths)
 
 
 @pytest.mark.parametrize("options", [
@@ -285,6 +289,40 @@ def test_adaboost_stops_as_in_memory(client):
         DaskBDTClassifier(boosting="adaboost", n_trees=2).fit(*_dask(X_flat, y, w, chunk=1_000),
                                                               client=client)
     assert str(on_cluster.value) == str(in_memory.value)
+
+
+def test_samme_first_tree_at_chance_up_to_rounding_is_refused_as_in_memory(client):
+    """Three classes of equal weight (0.1 an event) and no feature to split on: the first tree
+    votes one class everywhere, an error of exactly 2/3 = 1 - 1/K (in rationals), chance's
+    but for the rounding of the float sums: memory refuses it, and so does the cluster."""
+    y = np.repeat(np.array(["a", "b", "c"]), 1_000)
+    X, w = np.ones((y.size, 2), np.float32), np.full(y.size, 0.1)
+    assert Fraction(2_000, 3_000) == 1 - Fraction(1, 3)
+    with pytest.raises(ValueError) as in_memory:
+        BDTClassifier(boosting="adaboost", n_trees=2).fit(X, y, sample_weight=w)
+    assert "1 - 1/K" in str(in_memory.value)
+    with pytest.raises(ValueError) as on_cluster:
+        DaskBDTClassifier(boosting="adaboost", n_trees=2).fit(*_dask(X, y, w, chunk=1_000),
+                                                              client=client)
+    assert str(on_cluster.value) == str(in_memory.value)
+
+
+def test_a_reweighting_to_no_positive_net_weight_stops_as_in_memory(client):
+    """Background of negative weight among the signal: the first eps tree calls it signal,
+    and boosting it by e^2 leaves the weights a negative net sum (numpy's, from the tree's
+    cut), where boosting stops after that tree."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([-1 - rng.random(2_000), 1 + rng.random(1_000)])
+    X = np.column_stack([x, rng.standard_normal(x.size)]).astype(np.float32)
+    y, w = np.repeat([1, 0, 0], 1_000), np.repeat([1.0, -0.5, 1.0], 1_000)
+    opts = dict(boosting="eps", epsilon=1.0, n_trees=3, max_depth=1, negative_weights="keep")
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    cut = memory.forest_.threshold[0]
+    wrong = (X[:, 0] < cut) != (y == 1)
+    assert memory.forest_.feature[0] == 0 and np.sum(w * np.where(wrong, np.exp(2.0), 1.0)) < 0
+    assert memory.forest_.n_trees == 1 and "not positive" in memory.forest_.extra["stopped"]
+    _assert_same_adaboost(memory, dist)
 
 
 def test_adaboost_auto_trees_is_the_fixed_count(client, monkeypatch):
