@@ -178,3 +178,22 @@ def test_a_held_out_weight_put_out_of_range_by_its_class_factor_is_refused_as_in
     assert str(got.value) == str(expected.value)
     normalised = "after the class normalisation" in str(got.value)
     assert normalised is not given_out_of_range
+
+
+@pytest.mark.parametrize("policy", ["keep", "abs", "ignore"])
+def test_a_weight_put_out_of_range_by_the_class_normalisation_without_hold_out(client, policy):
+    # No events held out (a fixed n_trees): memory still checks the whole sample's normalised
+    # given weights before the policy, and says that rescaling does not help. The Dask fit
+    # checked only after the policy, on the training events: "rescale them" (keep), or the
+    # policy's words and "the first is 9.98e-32" where memory's is 1e-31 (ignore).
+    X, y, w = _data(2000)
+    signal, background = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    w[background[:5]] *= -1
+    w[signal[10]], w[signal[11]] = 1e29, 1e-5  # normalised: 1e-5 x 1e-26 is below 1e-30
+    options = dict(boosting="adaboost", n_trees=2, negative_weights=policy)
+    with pytest.raises(ValueError) as expected:
+        BDTClassifier(**options).fit(X, y, w)
+    assert "after the class normalisation" in str(expected.value)
+    with pytest.raises(ValueError) as got:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w, chunk=1000), client=client)
+    assert str(got.value) == str(expected.value)

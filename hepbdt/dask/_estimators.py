@@ -336,12 +336,12 @@ class _DaskMixin:
                      for r in rows[:-1]]
             if not hashed:  # the training's draws follow the hold-out's, as in memory
                 rng.bit_generator.advance(int(rows[-1]))
-            if ratio is not None:
-                acts = self.negative_weights not in ("keep", "inverse_boost") and any(
-                    p["negative"] for p in loaded)
-                factors = self._class_factors(cluster, loaded, ratio, not acts)
-                if factors is None:  # memory's refusal: the held-out events keep no ratio
-                    raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
+        if ratio is not None:  # memory's _given_weights: checked before the hold-out and policy
+            acts = self.negative_weights not in ("keep", "inverse_boost") and any(
+                p["negative"] for p in loaded)
+            factors = self._class_factors(cluster, loaded, ratio, bool(plan.hold_out) and not acts)
+            if factors is None and plan.hold_out:  # memory's refusal: no ratio to keep
+                raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
         n_classes = max(2, self.classes_.size) if self._estimator_type == "classifier" else 0
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
                                                   self.negative_weights, n_classes)
