@@ -222,6 +222,10 @@ def test_above_the_edges_subsample_the_fit_is_memorys_bit_for_bit(client):
                                                     strict=True))
     _assert_same_forest(memory.forest_, dist.forest_)
     assert np.array_equal(memory.decision_function(X[:5000]), dist.decision_function(X[:5000]))
+    opts.update(random_state=None, n_trees=1)  # memory's edges then draw with the seed 0
+    memory = BDTClassifier(quantised_histograms=True, **opts).fit(X[:, :1], y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X[:, :1], y, w, chunk=60_000), client=client)
+    assert np.array_equal(memory.bin_edges_[0], dist.bin_edges_[0])
 
 
 CLASS_FILE = Path(ROOT).parent / "shared" / "data" / "tmva_class_example.root"
