@@ -356,6 +356,23 @@ def test_resampled_chance_trees_are_left_out_as_in_memory(client):
     _assert_same_adaboost(memory, dist)
 
 
+def test_a_kept_tree_restarts_the_count_of_chance_trees_in_a_row(client, monkeypatch):
+    """With one chance tree allowed in a row, a kept tree restarts the count at 0: each
+    chance tree after a kept one is left out, a second in a row stops, as in memory."""
+    import hepbdt.boosting.adaboost
+
+    from .test_dask_boosters import _assert_same_adaboost, _two_classes
+
+    monkeypatch.setattr(hepbdt.boosting.adaboost, "MAX_SKIPPED_IN_A_ROW", 1)
+    X, y, w = _two_classes(n=3_000, seed=22)
+    opts = dict(boosting="adaboost", n_trees=12, max_depth=1, random_state=2, beta=1.0,
+                subsample=0.1, subsample_mode="poisson")
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
+    assert memory.forest_.extra["skipped_trees"] >= 1
+    _assert_same_adaboost(memory, dist)
+
+
 def test_resampled_adaboost_on_the_task_path(client, task_path):
     from .test_dask_boosters import _assert_same_adaboost, _two_classes
 
