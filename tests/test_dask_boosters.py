@@ -325,6 +325,25 @@ def test_a_reweighting_to_no_positive_net_weight_stops_as_in_memory(client):
     _assert_same_adaboost(memory, dist)
 
 
+def test_children_of_equal_counts_are_built_as_in_memory(client):
+    """The root splits 1,000 events from 1,000 (x < 0 from x > 0): memory sums the left child
+    and takes the right as the parent minus it, so the cluster must; the other way round the
+    float sums of weights spanning 18 decades differ in their last bits."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([-1 - rng.random(1_000), 1 + rng.random(1_000)])
+    X = np.column_stack([x, rng.standard_normal(x.size)]).astype(np.float32)
+    y = ((x > 0) != (rng.random(x.size) < 0.2)).astype(int)
+    w = 10.0 ** rng.uniform(-9, 9, x.size)  # float64 sums of them round
+    edges = [np.linspace(-2, 2, 9, dtype=np.float32)] * 2
+    opts = dict(boosting="adaboost", n_trees=2, max_depth=2, use_yes_no_leaf=False)
+    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w, bin_edges=edges)
+    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=700), client=client,
+                                         bin_edges=edges)
+    assert memory.forest_.feature[0] == 0 and np.sum(X[:, 0] <= memory.forest_.threshold[0]) == 1_000
+    _assert_same_adaboost(memory, dist)
+    assert dist.forest_.extra["purity"] == memory.forest_.extra["purity"]
+
+
 def test_adaboost_auto_trees_is_the_fixed_count(client, monkeypatch):
     import hepbdt.estimators
 
