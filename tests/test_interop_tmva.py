@@ -423,7 +423,10 @@ def random_model(kind, seed=0, n_trees=25, n_features=4, max_depth=4, regression
     for _ in range(n_trees):
         arr = _random_tree(rng, kind, n_features, max_depth)
         n = arr["feature"].size
-        builder.add(tree_weight=float(rng.uniform(0.1, 2.0)), bin_threshold=np.zeros(n, np.uint8),
+        weight = float(rng.uniform(0.1, 2.0))
+        if kind == "median":  # AdaBoostR2 weights must be float32 values (see _check_median_weights)
+            weight = float(np.float32(weight))
+        builder.add(tree_weight=weight, bin_threshold=np.zeros(n, np.uint8),
                     gain=np.ones(n), cover=np.ones(n), **arr)
         purity_all.append(rng.uniform(size=n))
     forest = builder.build()

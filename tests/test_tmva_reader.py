@@ -27,6 +27,7 @@ import uproot
 
 from hepbdt import BDTClassifier, BDTRegressor
 from hepbdt.interop import from_tmva_xml, tmva_response, to_tmva_xml
+from hepbdt.interop.tmva_export import TMVAExportError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TOOL = Path(os.environ.get("TMVA_APPLY", SHARED / "tmva-reader" / "tmva_apply"))
@@ -372,3 +373,40 @@ def test_the_bound_of_purity_leaves_covers_their_float32_rounding(reader, tmp_pa
     error = np.abs(scores - exact)
     assert error.max() > 1e-9  # the leaves' float32 rounding shows
     assert error.max() <= info["max_response_error"]
+
+
+def _median_stumps(weights: list[float]):
+    """A weighted-median regressor of stumps on one feature whose tree t outputs t + 1."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    builder = ForestBuilder(1, aggregation="weighted_median")
+    for t, w in enumerate(weights):
+        builder.add(w, feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False],
+                    value=[0.0, t + 1.0, t + 1.0], bin_threshold=np.zeros(3), gain=np.zeros(3),
+                    cover=np.zeros(3))
+    return from_forest("regressor", builder.build(), ["a"])
+
+
+def test_adaboost_r2_weights_that_are_not_float32_values_are_refused(reader, tmp_path) -> None:
+    """AdaBoostR2 takes the first sorted tree whose cumulative weight passes half the total:
+    with weights 1 + 1e-9 and 1 that is tree 0 (value 1), but the file holds both as 1.0
+    and the Reader, at an exact tie, takes tree 1 (value 2), while max_response_error said
+    0 (audit HC). Such weights are refused; float32 weights 1 + 2^-23 and 1 give the
+    model's 1 in the Reader."""
+    X = np.array([[0.0], [1.0]], np.float32)
+    exact = _median_stumps([1.0 + 2.0**-23, 1.0])
+    to_tmva_xml(exact, tmp_path / "exact.weights.xml")
+    scores = _reader_scores(reader, tmp_path / "exact.weights.xml", X, ["a"], tmp_path)
+    np.testing.assert_array_equal(scores, [1.0, 1.0])
+    np.testing.assert_array_equal(exact.predict(X), [1.0, 1.0])
+    rounded = _median_stumps([1.0, 1.0])  # what a file of weights 1 + 1e-9 and 1 holds
+    to_tmva_xml(rounded, tmp_path / "rounded.weights.xml")
+    scores = _reader_scores(reader, tmp_path / "rounded.weights.xml", X, ["a"], tmp_path)
+    np.testing.assert_array_equal(scores, [2.0, 2.0])
+    model = _median_stumps([1.0 + 1e-9, 1.0])
+    np.testing.assert_array_equal(model.predict(X), [1.0, 1.0])
+    with pytest.raises(TMVAExportError, match="float32"):
+        to_tmva_xml(model, tmp_path / "m.weights.xml")
+    assert not (tmp_path / "m.weights.xml").exists()

@@ -545,6 +545,7 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
             ntype = np.where(is_leaf, np.where(v32 > 0.5, 1, -1), 0)
         out.append(_TreeOut(tree, res, pur, ntype, float(a32[t])))
     if layout.boost_type == "AdaBoostR2":
+        _check_median_weights(w, a32)
         bound = float(np.max(dv)) if dv.size else 0.0
     else:
         norm = _sequential_sum(a32)  # the Reader's test is signed: a negative total scores 0
@@ -566,6 +567,21 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
         raise TMVAExportError(f"float32 boost weights and leaf values in the TMVA file would move "
                               f"the response by up to {shown[0]}, more than the tolerance {shown[1]}")
     return out, bound
+
+
+def _check_median_weights(weights: np.ndarray, weights32: np.ndarray) -> None:
+    """TMVAExportError for AdaBoostR2 tree weights the file cannot hold: the Reader picks
+    the median by comparing sums of the float32 weights with half their total, and a
+    rounding, however small, can flip a near tie and give another tree's value (equal
+    weights too: ten of 0.1 are past half at the fifth in double, at the sixth as float32)."""
+    if np.array_equal(weights, weights32):
+        return
+    t = int(np.flatnonzero(weights != weights32)[0])
+    raise TMVAExportError(
+        f"tree {t}'s weight {float(weights[t])!r} is not a float32 value: the TMVA file holds "
+        f"{float(weights32[t])!r}, and TMVA::Reader's AdaBoostR2 median, which compares sums of "
+        "the written weights with half their total, could pick another tree's value than the "
+        "model for some events (round the tree weights to float32 before exporting)")
 
 
 def _variables_range(forest: Forest, model: Any, tm: dict[str, Any]) -> list[tuple[float, float]]:
