@@ -719,3 +719,37 @@ def test_purity_leaves_have_the_ntype_tmva_writes(tmp_path):
     for found in (tmva, ours):
         assert {t for _, t in found} == {-1, 1}
         assert all(t == (1 if p > 0.5 else -1) for p, t in found)
+
+
+@needs_fixtures
+def test_yes_no_leaves_without_stored_purity_have_the_purity_tmva_writes(tmp_path):
+    """TMVA's own yes/no file (ClassExample_BDT) writes every leaf's purity in [0, 1], nType
+    1 above NodePurityLimit 0.5, else -1; an exported +-1 AdaBoost without stored node
+    purities writes purity 1 or 0 by its leaf (audit HC: (v + 1) / 2 -> (v - 1) / 2,
+    purities 0 and -1, survived)."""
+    def leaves(path):
+        return [(float(n.get("purity")), int(n.get("nType")))
+                for n in ET.parse(path).getroot().iter("Node") if n.get("nType") != "0"]
+
+    model = random_model("pm1")
+    del model.forest_.extra["node_purity"]
+    to_tmva_xml(model, tmp_path / "pm1.xml")
+    for found in (leaves(TMVA_DIR / "ClassExample_BDT.weights.xml"), leaves(tmp_path / "pm1.xml")):
+        assert {t for _, t in found} == {-1, 1}
+        assert all(0.0 <= p <= 1.0 and t == (1 if p > 0.5 else -1) for p, t in found)
+
+
+@needs_fixtures
+@pytest.mark.parametrize(("kind", "fixture"), [("pm1", "ClassExample_BDT"), ("median", "Regression_BDT")])
+def test_classes_block_is_the_one_tmva_writes(tmp_path, kind, fixture):
+    """The Classes block of an export is TMVA's own: Signal index 0 and Background index 1
+    for two classes, one class Regression with one target for a regressor (audit HC: a file
+    naming both classes Background survived)."""
+    def classes(path):
+        root = ET.parse(path).getroot()
+        targets = root.find("Targets")
+        return ([(c.get("Name"), c.get("Index")) for c in root.find("Classes")],
+                None if targets is None else targets.get("NTrgt"))
+
+    to_tmva_xml(random_model(kind, regression=kind == "median"), tmp_path / "m.xml")
+    assert classes(tmp_path / "m.xml") == classes(TMVA_DIR / f"{fixture}.weights.xml")

@@ -410,3 +410,42 @@ def test_adaboost_r2_weights_that_are_not_float32_values_are_refused(reader, tmp
     with pytest.raises(TMVAExportError, match="float32"):
         to_tmva_xml(model, tmp_path / "m.weights.xml")
     assert not (tmp_path / "m.weights.xml").exists()
+
+
+def test_multiclass_bound_is_what_the_float32_leaves_move(tmp_path) -> None:
+    """Classes 0 and 1 of one round have leaves 16 + 0.45 s and 16 + 0.55 s (s = 2^-19, the
+    float32 step there), class 2 -50: the file rounds them 0.45 s apart in opposite ways, so
+    the Reader's P(class 0) moves by 0.9 s / 4 = 0.225 s, the bound max |dF| / 2, which is
+    within the tolerance without residual trees (audit HC: the bound taken 4x too large,
+    which wrote residual trees and reported 1.7e-6, survived)."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    python = _multiclass_reader_python()
+    step = 2.0**-19
+    builder = ForestBuilder(1)
+    for leaf in (16.0 + 0.45 * step, 16.0 + 0.55 * step, -50.0):
+        builder.add(1.0, feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False], value=[0.0, leaf, leaf],
+                    bin_threshold=np.zeros(3), gain=np.zeros(3), cover=np.zeros(3))
+    forest = builder.build()
+    forest.extra.update(n_classes=3, base_scores=[0.0, 0.0, 0.0])
+    model = from_forest("classifier", forest, ["a"], classes=["x", "y", "z"])
+    xml = tmp_path / "multi.weights.xml"
+    info = to_tmva_xml(model, xml)
+    assert info["n_residual_trees"] == 0
+    X = np.array([[0.0], [1.0]], np.float32)
+    np.savetxt(tmp_path / "in.csv", X, delimiter=",", fmt="%.9g")
+    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
+                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader")})
+    assert done.returncode == 0, done.stderr
+    theirs = np.loadtxt(tmp_path / "out.csv", delimiter=",")
+    exact = 1.0 / (1.0 + np.exp(0.1 * step) + np.exp(-50.0 - 16.0 - 0.45 * step))
+    np.testing.assert_allclose(model.predict_proba(X)[:, 0], exact, rtol=0, atol=1e-15)
+    moved = np.abs(theirs[:, 0] - exact)
+    float32_output = 2.0**-25  # the Reader returns float probabilities
+    assert np.all(moved >= 0.225 * step - float32_output)
+    assert np.all(moved <= info["max_response_error"] + float32_output)
+    assert info["max_response_error"] <= 0.225 * step * (1 + 1e-6)
