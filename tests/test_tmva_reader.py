@@ -449,3 +449,29 @@ def test_multiclass_bound_is_what_the_float32_leaves_move(tmp_path) -> None:
     assert np.all(moved >= 0.225 * step - float32_output)
     assert np.all(moved <= info["max_response_error"] + float32_output)
     assert info["max_response_error"] <= 0.225 * step * (1 + 1e-6)
+
+
+def test_tree_weights_adding_up_to_dbl_epsilon_exactly_are_refused(reader, tmp_path) -> None:
+    """One +-1 AdaBoost stump of weight 2^-52 = DBL_EPSILON (a float32 value): the model
+    divides by it and scores +-1, the Reader scores 0 (its test is norm > DBL_EPSILON, as a
+    file of that boostWeight shows), so the export refuses it (audit HC: <= -> < in
+    _mean_trees wrote the file, max_response_error 1e-16)."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    def stump(weight: float):
+        builder = ForestBuilder(1, aggregation="weighted_mean")
+        builder.add(weight, feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False], value=[0.0, -1.0, 1.0],
+                    bin_threshold=np.zeros(3), gain=np.zeros(3), cover=np.zeros(3))
+        return from_forest("classifier", builder.build(), ["a"], {})
+
+    X = np.array([[0.0], [1.0]], np.float32)
+    tiny = stump(2.0**-52)
+    np.testing.assert_array_equal(tiny.decision_function(X), [-1.0, 1.0])
+    xml = tmp_path / "one.weights.xml"
+    to_tmva_xml(stump(1.0), xml)
+    xml.write_text(xml.read_text().replace(f'boostWeight="{1.0:.16e}"', f'boostWeight="{2.0**-52!r}"'))
+    np.testing.assert_array_equal(_reader_scores(reader, xml, X, ["a"], tmp_path), [0.0, 0.0])
+    with pytest.raises(TMVAExportError, match="DBL_EPSILON"):
+        to_tmva_xml(tiny, tmp_path / "tiny.weights.xml")
