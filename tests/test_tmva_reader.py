@@ -475,3 +475,33 @@ def test_tree_weights_adding_up_to_dbl_epsilon_exactly_are_refused(reader, tmp_p
     np.testing.assert_array_equal(_reader_scores(reader, xml, X, ["a"], tmp_path), [0.0, 0.0])
     with pytest.raises(TMVAExportError, match="DBL_EPSILON"):
         to_tmva_xml(tiny, tmp_path / "tiny.weights.xml")
+
+
+def test_float64_thresholds_decide_float32_events_as_the_model(reader, tmp_path) -> None:
+    """A forest whose thresholds are not float32 values (0.5 + 1e-9, 0.75 - 1e-9, +-1e39):
+    the Reader reads Cut as a float, so 0.5 + 1e-9 written as it is became 0.5 and the
+    event x = 0.5, left in the model (0.5 < 0.5 + 1e-9), went right: Reader 2 where predict
+    gave 1 (audit HC). Checked on every float32 neighbour of the cuts against a walk of
+    x < threshold in double."""
+    from hepbdt.estimators import from_forest
+    from hepbdt.model import ForestBuilder
+
+    thresholds = [0.5 + 1e-9, 0.75 - 1e-9, 1e39, -1e39]
+    builder = ForestBuilder(4)
+    for t in range(4):
+        builder.add(1.0, feature=[t, -1, -1], threshold=[0.0, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False],
+                    value=[0.0, 0.0, 2.0**t], bin_threshold=np.zeros(3), gain=np.zeros(3),
+                    cover=np.zeros(3))
+    forest = builder.build()
+    forest.threshold = np.where(forest.feature >= 0, np.repeat(thresholds, 3), 0.0)
+    model = from_forest("regressor", forest, ["a", "b", "c", "d"])
+    pool = np.array([0.5, 0.75, 3e38, -3e38, 0.0], np.float32)
+    pool = np.concatenate([pool, np.nextafter(pool, np.float32(np.inf)),
+                           np.nextafter(pool, np.float32(-np.inf))])
+    X = np.stack(np.meshgrid(pool, pool, pool[:5], pool[:5]), axis=-1).reshape(-1, 4)
+    walked = sum(np.where(X[:, t].astype(np.float64) < thresholds[t], 0.0, 2.0**t) for t in range(4))
+    np.testing.assert_array_equal(model.predict(X), walked)
+    to_tmva_xml(model, tmp_path / "f64.weights.xml")
+    scores = _reader_scores(reader, tmp_path / "f64.weights.xml", X, ["a", "b", "c", "d"], tmp_path)
+    np.testing.assert_array_equal(scores, walked)

@@ -58,7 +58,7 @@ from .._util import (
 )
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
-from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size
+from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size, float32_thresholds
 from ..tmva_options import TMVA_OPTIONS, TMVAOptionError, check_file_options, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
@@ -317,15 +317,17 @@ class _TmvaTree:
         return ivar < 0, np.asarray(self.src, dtype=np.int64), ivar
 
 
-def _expand_tree(forest: Forest, root: int, exact_missing: bool, budget: int) -> _TmvaTree:
-    """Rewrite one tree with TMVA's ``x >= Cut`` test, sending NaN where hepbdt does.
+def _expand_tree(forest: Forest, cuts: np.ndarray, root: int, exact_missing: bool,
+                 budget: int) -> _TmvaTree:
+    """Rewrite one tree with TMVA's ``x >= Cut`` test, sending NaN where hepbdt does; ``cuts``
+    are the thresholds as float32 values (the Reader reads ``Cut`` as a float).
 
     Along a path the features already known to be NaN (their nodes are resolved) or known
     to be finite (their later nodes need no NaN branch) are tracked. Each missing-goes-right
     node repeats its right subtree under the NaN branch, so a deep tree can grow
     exponentially: past ``budget`` nodes the export is refused.
     """
-    feature, threshold = forest.feature, forest.threshold
+    feature, threshold = forest.feature, cuts
     left, right, missing_left = forest.left, forest.right, forest.missing_left
     tree = _TmvaTree()
     empty: frozenset[int] = frozenset()
@@ -763,9 +765,11 @@ def _trees_to_write(forest: Forest, layout: _Layout, exact_missing: bool,
                     tolerance: float) -> tuple[Forest, list[_TreeOut], int, float]:
     """(forest written, its trees then residual trees, number of trees before residuals, bound)."""
     budget = max(MAX_EXPANSION * forest.n_nodes, 100_000)  # nodes over all trees
+    # a float64 forest's threshold as the float32 Cut that decides every float32 x alike
+    cuts = float32_thresholds(forest.threshold)
     trees = []
     for t in range(forest.n_trees):
-        trees.append(_expand_tree(forest, int(forest.tree_offsets[t]), exact_missing, budget))
+        trees.append(_expand_tree(forest, cuts, int(forest.tree_offsets[t]), exact_missing, budget))
         budget -= len(trees[-1].parent)
     purity = _node_purity(forest)
     if layout.analysis == "Multiclass":
