@@ -753,3 +753,12 @@ def test_classes_block_is_the_one_tmva_writes(tmp_path, kind, fixture):
 
     to_tmva_xml(random_model(kind, regression=kind == "median"), tmp_path / "m.xml")
     assert classes(tmp_path / "m.xml") == classes(TMVA_DIR / f"{fixture}.weights.xml")
+
+
+def test_the_returned_counts_are_the_files(tmp_path):
+    """to_tmva_xml's n_trees and n_nodes count the file's BinaryTree and Node elements (audit
+    HC: n_nodes one too many survived)."""
+    info = to_tmva_xml(random_model("pm1", n_trees=7), tmp_path / "m.xml")
+    root = ET.parse(tmp_path / "m.xml").getroot()
+    assert info["n_trees"] == len(root.findall("Weights/BinaryTree")) == 7
+    assert info["n_nodes"] == len(list(root.iter("Node")))
