@@ -762,3 +762,43 @@ def test_the_returned_counts_are_the_files(tmp_path):
     root = ET.parse(tmp_path / "m.xml").getroot()
     assert info["n_trees"] == len(root.findall("Weights/BinaryTree")) == 7
     assert info["n_nodes"] == len(list(root.iter("Node")))
+
+
+def _multiclass_stumps(leaves: list[float]):
+    """A one-round multi-class classifier: class k's tree is a stump of two leaves leaves[k]."""
+    builder = ForestBuilder(1)
+    for leaf in leaves:
+        builder.add(1.0, feature=[0, -1, -1], threshold=[0.5, 0.0, 0.0], left=[1, -1, -1],
+                    right=[2, -1, -1], missing_left=[True, False, False], value=[0.0, leaf, leaf],
+                    bin_threshold=np.zeros(3), gain=np.zeros(3), cover=np.zeros(3))
+    forest = builder.build()
+    forest.extra.update(n_classes=len(leaves), base_scores=[0.0] * len(leaves))
+    return from_forest("classifier", forest, ["a"], classes=[f"c{k}" for k in range(len(leaves))])
+
+
+def test_multiclass_residual_bound_covers_what_the_residual_leaves_lose(tmp_path):
+    """Below the first pass's bound the residual rounds are written; what they still lose,
+    |v - f32(v) - f32(v - f32(v))| in exact rationals, moves a probability by up to half
+    that, which max_response_error must cover (audit HC: the largest loss over a tree's
+    nodes taken as the smallest, 0 at its split, survived); and a tolerance equal to the
+    first pass's bound needs no residual rounds ('more than tolerance' refuses)."""
+    from fractions import Fraction
+
+    leaves = [16.0 + 0.3 * 2.0**-19, 1.0 / 3.0, -2.0]
+    model = _multiclass_stumps(leaves)
+    first = to_tmva_xml(model, tmp_path / "a.xml")
+    assert first["n_residual_trees"] == 0
+    again = to_tmva_xml(model, tmp_path / "b.xml", tolerance=first["max_response_error"])
+    assert again["n_residual_trees"] == 0
+    fine = to_tmva_xml(model, tmp_path / "c.xml", tolerance=1e-12)
+    assert fine["n_residual_trees"] == 3
+
+    def f32(x: Fraction) -> Fraction:
+        return Fraction(float(np.float32(float(x))))
+
+    lost = []
+    for leaf in map(Fraction, leaves):
+        rest = leaf - f32(leaf)
+        lost.append(abs(rest - f32(rest)))
+    assert max(lost) > 0
+    assert fine["max_response_error"] >= float(max(lost)) / 2
