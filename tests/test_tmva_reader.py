@@ -505,3 +505,19 @@ def test_float64_thresholds_decide_float32_events_as_the_model(reader, tmp_path)
     to_tmva_xml(model, tmp_path / "f64.weights.xml")
     scores = _reader_scores(reader, tmp_path / "f64.weights.xml", X, ["a", "b", "c", "d"], tmp_path)
     np.testing.assert_array_equal(scores, walked)
+
+
+def test_adaboost_r2_median_at_either_end_of_the_sorted_trees(reader, tmp_path) -> None:
+    """Six trees (values 1..6) where the heaviest is the last or the first sorted one: the
+    weighted median is at an end and its window of n // 6 = 1 on each side is cut there.
+    The Reader's response equals predict and tmva_response (audit HC: tmva_response's
+    index clamp n_trees - 1 -> n_trees + 1, which reads past the last tree, survived)."""
+    X = np.array([[0.0], [1.0]], np.float32)
+    for weights in ([1.0, 1.0, 1.0, 1.0, 1.0, 10.0], [10.0, 1.0, 1.0, 1.0, 1.0, 1.0]):
+        model = _median_stumps(weights)
+        xml = tmp_path / "ends.weights.xml"
+        to_tmva_xml(model, xml)
+        scores = _reader_scores(reader, xml, X, ["a"], tmp_path)
+        np.testing.assert_array_equal(scores, model.predict(X))
+        np.testing.assert_array_equal(scores, tmva_response(model, X))
+        assert scores[0] == (5.5 if weights[-1] > 1 else 1.5)
