@@ -802,3 +802,17 @@ def test_multiclass_residual_bound_covers_what_the_residual_leaves_lose(tmp_path
         lost.append(abs(rest - f32(rest)))
     assert max(lost) > 0
     assert fine["max_response_error"] >= float(max(lost)) / 2
+
+
+def test_variables_min_max_are_the_span_of_the_cuts(tmp_path):
+    """Without bin edges, each Variable's Min and Max are the smallest and largest finite cut
+    of its feature (README: the model keeps no training range); audit HC: min -> max there
+    survived."""
+    model = random_model("pm1", n_trees=10)
+    to_tmva_xml(model, tmp_path / "m.xml")
+    forest = model.forest_
+    for f, var in enumerate(ET.parse(tmp_path / "m.xml").getroot().find("Variables")):
+        cuts = forest.threshold[(forest.feature == f) & np.isfinite(forest.threshold)]
+        assert cuts.size > 1
+        assert (float(var.get("Min")), float(var.get("Max"))) == (
+            float(f"{cuts.min():.8e}"), float(f"{cuts.max():.8e}"))
