@@ -269,6 +269,19 @@ def test_a_score_beyond_float32_of_one_tree_is_refused(tmp_path):
         to_onnx(from_forest("regressor", forest, None), tmp_path / "m.onnx")
 
 
+def test_a_score_beyond_float32_below_zero_is_refused(tmp_path):
+    """Leaves 1 and -1e39 (predict -1e39 for every event): onnxruntime's float32 output
+    would be -inf, so the export refuses; audit HC: the negative leaves' extreme taken as the
+    positive one's (-weighted -> weighted in _leaf_extremes) wrote a file giving -inf."""
+    forest = leaf_forest([1.0, -1e39], [1.0, 1.0], "sum")
+    model = from_forest("regressor", forest, None)
+    score = model.predict(np.zeros((1, 3), np.float32))[0]
+    assert score < -np.finfo(np.float32).max
+    with pytest.raises(ONNXExportError, match="beyond float32"):
+        to_onnx(model, tmp_path / "m.onnx")
+    assert not (tmp_path / "m.onnx").exists()
+
+
 @pytest.mark.parametrize("n_trees", [1, 5, 6, 7, 40])
 def test_weighted_median_exact_with_ties(n_trees, tmp_path):
     rng = np.random.default_rng(n_trees)
