@@ -748,7 +748,8 @@ def test_classes_block_is_the_one_tmva_writes(tmp_path, kind, fixture):
     def classes(path):
         root = ET.parse(path).getroot()
         targets = root.find("Targets")
-        return ([(c.get("Name"), c.get("Index")) for c in root.find("Classes")],
+        return (root.find("Classes").get("NClass"),
+                [(c.get("Name"), c.get("Index")) for c in root.find("Classes")],
                 None if targets is None else targets.get("NTrgt"))
 
     to_tmva_xml(random_model(kind, regression=kind == "median"), tmp_path / "m.xml")
