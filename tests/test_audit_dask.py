@@ -226,24 +226,18 @@ def test_the_grown_loss_warning_on_a_cluster_takes_the_lowest_loss_before_it(cli
     numpy from the staged predictions; the Dask loop keeps its own lowest loss."""
     import warnings
 
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(2000, 3)).astype(np.float32)
-    y = 4 * (X[:, 0] > 0) + rng.normal(size=2000)
+    from .test_audit_numeric_extremes import (
+        GROWN_LOSS_OPTIONS,
+        assert_warned_at_the_first_growth,
+        grown_loss_sample,
+    )
+
+    X, y = grown_loss_sample()
+    X = X.astype(np.float32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = DaskBDTRegressor(loss="squared", n_trees=6, max_depth=8, learning_rate=1.0,
-                                 subsample=0.05, min_node_size=0.0, random_state=0).fit(
-            *_dask(X, y), client=client)
-    losses = np.array([np.mean((y - y.mean()) ** 2) / 2]  # the constant, then tree by tree
-                      + [np.mean((p - y) ** 2) / 2 for p in model.staged_predict(X)])
-    lowest = np.minimum.accumulate(losses)[:-1]
-    first = int(np.flatnonzero(losses[1:] > 2 * lowest)[0]) + 1
-    assert first > 1 and losses[first] <= 2 * losses[:first].max()  # min and max disagree
-    grown = [str(w.message) for w in caught if "training loss" in str(w.message)]
-    assert len(grown) == 1, grown
-    assert grown[0].startswith(
-        f"after {first} trees the training loss is {losses[first]:.4g}, more than 2x "
-        f"{lowest[first - 1]:.4g} (its lowest before)"), grown
+        model = DaskBDTRegressor(**GROWN_LOSS_OPTIONS).fit(*_dask(X, y), client=client)
+    assert_warned_at_the_first_growth(model, X, y, caught)
 
 
 def test_the_training_loss_of_weights_that_add_up_to_one_is_numpys(client):

@@ -73,13 +73,29 @@ def test_the_grown_loss_is_measured_against_the_lowest_loss_before_it():
     that tree and both numbers, each computed here with numpy from the staged predictions
     and the weighted mean (the constant); measured against the highest loss it came later,
     at another tree, or not at all."""
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(2000, 3))
-    y = 4 * (X[:, 0] > 0) + rng.normal(size=2000)
+    X, y = grown_loss_sample()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = BDTRegressor(loss="squared", n_trees=6, max_depth=8, learning_rate=1.0,
-                             subsample=0.05, min_node_size=0.0, random_state=0).fit(X, y)
+        model = BDTRegressor(**GROWN_LOSS_OPTIONS).fit(X, y)
+    assert_warned_at_the_first_growth(model, X, y, caught)
+
+
+# Deep trees on 5 % subsamples at learning rate 1: the loss falls, then climbs (the Dask
+# twin in tests/test_audit_dask.py fits the same)
+GROWN_LOSS_OPTIONS = dict(loss="squared", n_trees=6, max_depth=8, learning_rate=1.0,
+                          subsample=0.05, min_node_size=0.0, random_state=0)
+
+
+def grown_loss_sample() -> tuple[np.ndarray, np.ndarray]:
+    """2,000 events whose squared loss under ``GROWN_LOSS_OPTIONS`` first falls, then grows."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 3))
+    return X, 4 * (X[:, 0] > 0) + rng.normal(size=2000)
+
+
+def assert_warned_at_the_first_growth(model, X, y, caught) -> None:
+    """One grown-loss warning among ``caught``, at the first tree whose loss (numpy's, from
+    the staged predictions) passes twice the lowest before it, naming both numbers."""
     losses = np.array([np.mean((y - y.mean()) ** 2) / 2]  # the constant, then tree by tree
                       + [np.mean((p - y) ** 2) / 2 for p in model.staged_predict(X)])
     lowest = np.minimum.accumulate(losses)[:-1]

@@ -339,15 +339,9 @@ def test_bootstrap_of_small_nodes_takes_the_smaller_child_by_events(client):
 def test_resampled_chance_trees_are_left_out_as_in_memory(client):
     """On a resample a tree at chance's error is left out and another drawn
     (``skipped_trees``); SAMME resampled too."""
-    from .test_dask_boosters import _assert_same_adaboost, _two_classes
+    from .test_dask_boosters import _assert_same_adaboost
 
-    X, y, w = _two_classes(n=3_000, seed=22)
-    opts = dict(boosting="adaboost", n_trees=12, max_depth=1, random_state=2, beta=1.0,
-                subsample=0.1, subsample_mode="poisson")
-    memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
-    dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
-    assert memory.forest_.extra["skipped_trees"] >= 1
-    _assert_same_adaboost(memory, dist)
+    opts = _resampled_chance_trees_as_in_memory(client)
     X, y, w = _classes(n=3_000, k=4, seed=20)
     opts.update(n_trees=4, subsample=0.3)
     memory = BDTClassifier(**opts).fit(X, y, sample_weight=w)
@@ -361,9 +355,15 @@ def test_a_kept_tree_restarts_the_count_of_chance_trees_in_a_row(client, monkeyp
     chance tree after a kept one is left out, a second in a row stops, as in memory."""
     import hepbdt.boosting.adaboost
 
+    monkeypatch.setattr(hepbdt.boosting.adaboost, "MAX_SKIPPED_IN_A_ROW", 1)
+    _resampled_chance_trees_as_in_memory(client)
+
+
+def _resampled_chance_trees_as_in_memory(client) -> dict:
+    """Poisson-resampled stumps of two classes in memory and on the cluster, at least one
+    tree left out at chance's error, the same AdaBoost; returns their options."""
     from .test_dask_boosters import _assert_same_adaboost, _two_classes
 
-    monkeypatch.setattr(hepbdt.boosting.adaboost, "MAX_SKIPPED_IN_A_ROW", 1)
     X, y, w = _two_classes(n=3_000, seed=22)
     opts = dict(boosting="adaboost", n_trees=12, max_depth=1, random_state=2, beta=1.0,
                 subsample=0.1, subsample_mode="poisson")
@@ -371,6 +371,7 @@ def test_a_kept_tree_restarts_the_count_of_chance_trees_in_a_row(client, monkeyp
     dist = DaskBDTClassifier(**opts).fit(*_dask(X, y, w, chunk=1_000), client=client)
     assert memory.forest_.extra["skipped_trees"] >= 1
     _assert_same_adaboost(memory, dist)
+    return opts
 
 
 def test_resampled_adaboost_on_the_task_path(client, task_path):

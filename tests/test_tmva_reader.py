@@ -239,6 +239,20 @@ def _multiclass_reader_python() -> str:
     pytest.skip(ENABLE)
 
 
+def _multiclass_reader(python: str, xml: Path, X: np.ndarray, folder: Path, **env: str
+                       ) -> np.ndarray:
+    """The real Reader's EvaluateMulticlass of each row of ``X`` (tmva_multiclass_reader.py
+    under the ROOT wheel's ``python``; ``env`` for its options, e.g. TMVA_BOOK_BY)."""
+    np.savetxt(folder / "in.csv", X, delimiter=",", fmt="%.9g")
+    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
+                           str(xml), str(folder / "in.csv"), str(folder / "out.csv")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader"),
+                               **env})
+    assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
+    return np.loadtxt(folder / "out.csv", delimiter=",")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("nan", [False, True], ids=["finite", "nan-in-training"])
 @pytest.mark.parametrize("boosting, depth", [("gradient", 3), ("newton", 6), ("adaboost", 3)])
@@ -254,13 +268,7 @@ def test_reader_evaluate_multiclass_equals_hepbdt(tmp_path, boosting, depth, nan
     # send them where the model does
     X_eval, _, _ = _data(500, seed=1, nan=True)
     assert np.isnan(X_eval).any(axis=1).sum() > 100
-    np.savetxt(tmp_path / "in.csv", X_eval, delimiter=",", fmt="%.9g")
-    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
-                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader")})
-    assert done.returncode == 0, done.stderr
-    theirs = np.loadtxt(tmp_path / "out.csv", delimiter=",")
+    theirs = _multiclass_reader(python, xml, X_eval, tmp_path)
     assert theirs.shape == (500, 4)
     np.testing.assert_allclose(theirs, tmva_response(model, X_eval), rtol=0, atol=1e-7)
     np.testing.assert_allclose(theirs, model.predict_proba(X_eval), rtol=0, atol=1e-6)
@@ -282,15 +290,8 @@ def test_reader_booked_with_the_feature_names_as_given(tmp_path) -> None:
     model = BDTClassifier(n_trees=5, max_depth=2, random_state=0).fit(frame, labels)
     xml = tmp_path / "names.weights.xml"
     to_tmva_xml(model, xml)
-    np.savetxt(tmp_path / "in.csv", X[:50], delimiter=",", fmt="%.9g")
-    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
-                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader"),
-                               "TMVA_BOOK_BY": "Label"})
-    assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
-    np.testing.assert_allclose(np.loadtxt(tmp_path / "out.csv", delimiter=","),
-                               model.predict_proba(frame[:50]), rtol=0, atol=1e-6)
+    theirs = _multiclass_reader(python, xml, X[:50], tmp_path, TMVA_BOOK_BY="Label")
+    np.testing.assert_allclose(theirs, model.predict_proba(frame[:50]), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("attribute", ["pos", "depth"])
@@ -435,13 +436,7 @@ def test_multiclass_bound_is_what_the_float32_leaves_move(tmp_path) -> None:
     info = to_tmva_xml(model, xml)
     assert info["n_residual_trees"] == 0
     X = np.array([[0.0], [1.0]], np.float32)
-    np.savetxt(tmp_path / "in.csv", X, delimiter=",", fmt="%.9g")
-    done = subprocess.run([python, str(Path(__file__).with_name("tmva_multiclass_reader.py")),
-                           str(xml), str(tmp_path / "in.csv"), str(tmp_path / "out.csv")],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMVA_READER_DIR": str(SHARED / "tmva-reader")})
-    assert done.returncode == 0, done.stderr
-    theirs = np.loadtxt(tmp_path / "out.csv", delimiter=",")
+    theirs = _multiclass_reader(python, xml, X, tmp_path)
     exact = 1.0 / (1.0 + np.exp(0.1 * step) + np.exp(-50.0 - 16.0 - 0.45 * step))
     np.testing.assert_allclose(model.predict_proba(X)[:, 0], exact, rtol=0, atol=1e-15)
     moved = np.abs(theirs[:, 0] - exact)
