@@ -500,11 +500,16 @@ def feature_definitions_of(X: Any) -> dict[str, str]:
     return dict(getattr(X, "feature_definitions", None) or {})
 
 
+def is_arrow_table(X: Any) -> bool:
+    """Whether X is a pyarrow Table or RecordBatch (by its interface: pyarrow is optional)."""
+    return hasattr(X, "column_names") and hasattr(X, "column") and hasattr(X, "num_rows")
+
+
 def arrow_columns(X: Any, what: str = "X") -> dict[str, np.ndarray] | None:
     """A pyarrow Table's (or RecordBatch's) columns by name as numpy arrays, null as NaN;
     None for anything else. (Taken for a plain array, its names were dropped and its
     columns read by position.)"""
-    if not (hasattr(X, "column_names") and hasattr(X, "column") and hasattr(X, "num_rows")):
+    if not is_arrow_table(X):
         return None
     names = [str(n) for n in X.column_names]
     if len(set(names)) != len(names):

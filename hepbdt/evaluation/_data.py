@@ -20,6 +20,7 @@ from hepbdt._util import (  # noqa: F401 (re-exported)
     check_same_definitions,
     check_weights,
     column_positions,
+    is_arrow_table,
     real_array,
     user_stacklevel,
     weight_exponent,
@@ -240,8 +241,8 @@ def column_names(X: Any) -> list[str] | None:
         names = X.columns
     elif isinstance(X, dict):
         names = list(X)
-    elif hasattr(X, "column_names") and hasattr(X, "column") and hasattr(X, "num_rows"):
-        names = X.column_names  # an Arrow table, as arrow_columns reads it
+    elif is_arrow_table(X):
+        names = X.column_names
     else:
         names = None
     return None if names is None else [str(n) for n in names]

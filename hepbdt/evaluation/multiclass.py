@@ -330,9 +330,7 @@ def per_class_permutation_importance(
             importances[:, f, r] = baseline - evaluate(np.asarray(model.predict_proba(X)))
         columns[:, f] = original
     feature_names = permutation_feature_names(model, m, feature_names)
-    classes = getattr(model, "classes_", None)
-    names = [str(c) for c in classes] if classes is not None and len(classes) == k else \
-        [str(j) for j in range(k)]
+    names = _class_names(getattr(model, "classes_", None), k)
     return [PermutationImportance(feature_names=list(feature_names),
                                   importances_mean=importances[j].mean(axis=1),
                                   importances_std=importances[j].std(axis=1),
