@@ -68,6 +68,19 @@ def test_confusion_matrix_equals_sklearn_weighted(k):
     assert ours.classes == [f"c{j}" for j in range(k)]
 
 
+def test_confusion_matrix_counts_no_event_of_weight_zero():
+    # Events of weight 0 are no events: the counts are scikit-learn's unweighted matrix of
+    # the other events (the weights and fractions do not see them either).
+    y, proba, w = _sample(600, 3, 5)
+    w[::4] = 0.0
+    ours = confusion_matrix(y, proba, w)
+    kept = w != 0
+    predicted = np.argmax(proba, axis=1)
+    np.testing.assert_array_equal(ours.counts, sk_confusion_matrix(
+        y[kept], predicted[kept], labels=range(3)))
+    assert ours.counts.sum() == kept.sum() < y.size
+
+
 def test_confusion_matrix_class_without_events_has_nan_fractions():
     y, proba, _ = _sample(300, 3, 2)
     proba = np.column_stack([proba, np.zeros(len(y))])  # a fourth class, never true

@@ -115,7 +115,8 @@ def one_vs_rest_roc(y: Any, proba: Any, sample_weight: Any = None
 @dataclass(frozen=True)
 class ConfusionMatrix:
     """Events of true class i (row) predicted as class j (column): ``weights`` the summed
-    event weights, ``counts`` the unweighted events, both (K, K)."""
+    event weights, ``counts`` the events of non-zero weight (an event of weight 0 is no
+    event, as in the significance scan's MC counts), both (K, K)."""
 
     classes: list[str]
     weights: np.ndarray
@@ -147,7 +148,7 @@ def confusion_matrix(y: Any, proba: Any, sample_weight: Any = None,
     predicted = np.argmax(p, axis=1)
     cell = labels * k + predicted
     weights = np.bincount(cell, weights=w, minlength=k * k).reshape(k, k)
-    counts = np.bincount(cell, minlength=k * k).reshape(k, k).astype(np.int64)
+    counts = np.bincount(cell[w != 0], minlength=k * k).reshape(k, k).astype(np.int64)
     if not (np.all(np.isfinite(weights)) and np.isfinite(np.abs(weights).sum())):
         raise ValueError(f"the confusion matrix's weighted sums overflow float64 (weights up "
                          f"to {np.abs(w).max():.3g}); divide sample_weight by their "
