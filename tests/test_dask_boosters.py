@@ -464,3 +464,23 @@ def test_exact_trees_chained_through_parts_are_the_grower_s(n_classes):
         assert np.array_equal(memory.class_sums, tree.class_sums)
     else:
         assert np.array_equal(memory.sum_a, tree.sum_a)
+
+
+@pytest.mark.parametrize("options", [
+    {"boosting": "adaboost", "min_node_size": 0.2},
+    {"boosting": "realadaboost", "min_node_size": 0.15, "subsample": 0.7},
+])
+def test_adaboost_events_of_weight_zero_are_no_events_as_in_memory(client, options):
+    """A third of the events at weight 0, where x0 > 0: min_node_size counts the events of
+    non-zero weight only (TMVA's TrainNodeFast sees none of weight 0), so without a draw the
+    trees are those of the same events without those rows; counting them moves the floor."""
+    X, y, w = _two_classes(n=4_000, seed=5)
+    w = np.where((np.nan_to_num(X[:, 0]) > 0) & (np.arange(w.size) % 3 > 0), 0.0, w)
+    memory, dist = _fit_both(X, y, w, 1_000, client, n_trees=3, **options)
+    _assert_same_adaboost(memory, dist)
+    if "subsample" not in options:
+        kept = w != 0
+        without = BDTClassifier(n_trees=3, max_depth=3, random_state=1, **options).fit(
+            X[kept], y[kept], sample_weight=w[kept])
+        for name in ("feature", "threshold", "value"):
+            assert np.array_equal(getattr(dist.forest_, name), getattr(without.forest_, name))
