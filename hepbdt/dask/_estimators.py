@@ -471,7 +471,9 @@ class _DaskMixin:
         done = cluster.gather([cluster.submit_to(i, _parts.weights, factors, dtype,
                                                  self.negative_weights if acted else None)
                                for i in range(len(parts))])
-        refused = [d["refused"] for d in done if d["refused"] is not None]
+        plain = not all(d["given_in_range"] for d in done)  # memory's _given_weights' words
+        refused = [d["refused_plain" if plain else "refused"] for d in done
+                   if d["refused"] is not None]
         if refused:  # memory's message, counting the weights of every part
             error, _ = refused[0]
             count = sum(c for _, c in refused)

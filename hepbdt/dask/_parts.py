@@ -339,20 +339,28 @@ def weights(key: str, factors: tuple[float, float] | None, dtype: str,
             policy: str | None) -> dict[str, Any]:
     """The training weights: with ``factors`` (the class normalisation's, signal's then
     background's) scaled as ``_normalise_classes`` scales them and checked against float32's
-    range (``policy``: the negative-weight policy that acted, for memory's message), then
-    cast to ``dtype`` (float32 for gradient and newton boosting, as in memory). Returns
-    "refused": None, or (the error, how many weights it counts)."""
+    range (``policy``: the negative-weight policy that acted, for memory's message; None:
+    memory's ``_given_weights`` of the training events), then cast to ``dtype`` (float32
+    for gradient and newton boosting, as in memory). Returns "refused": None, or (the
+    error, how many weights it counts), in the words for a sample whose given weights all
+    lie within range where this part's do ("refused_plain" in the others, "given_in_range"
+    whether they do), as ``split``."""
     part = _part(key)
     w = part.w
+    refused = refused_plain = None
+    given_in_range = policy is not None or _out_of_range(w) == 0
     if factors is not None:
         w = np.where(part.y == 1, w * factors[0], w * factors[1])
         try:
-            check_magnitudes(w, policy, rescalable=False)
+            check_magnitudes(w, policy, rescalable=False, normalised=given_in_range)
         except ValueError as err:
-            return {"refused": (err, _out_of_range(w))}
-    part.w = w.astype(dtype)
-    part.w_edges = w  # the edges see float64 weights, as memory's
-    return {"refused": None}
+            refused = refused_plain = (err, _out_of_range(w))
+        if refused is not None and policy is None and given_in_range:
+            refused_plain = _magnitude_refusal(w, normalised=False)[1:]
+    if refused is None:
+        part.w = w.astype(dtype)
+        part.w_edges = w  # the edges see float64 weights, as memory's
+    return {"refused": refused, "refused_plain": refused_plain, "given_in_range": given_in_range}
 
 
 def _edge_weights(part: _Part) -> np.ndarray:
