@@ -273,3 +273,22 @@ def test_held_out_weights_that_add_up_to_one_give_numpys_validation_loss(client)
     n = min(len(staged), len(model.validation_loss_))
     assert n > 1
     np.testing.assert_allclose(model.validation_loss_[:n], staged[:n], rtol=1e-5)
+
+
+
+@pytest.mark.parametrize("n_trees", [30, 24])
+def test_a_signed_loss_that_runs_away_is_refused_in_memorys_words(client, n_trees):
+    # Memory's runaway case (15 % negative weights kept, learning_rate 1): the signed loss
+    # falls below -1 x the first after tree 24, a tree of one score ("after tree", not a
+    # multi-class "round"), found after a later tree (30 trees) or as the final loss (24).
+    from .test_audit_cancelled_leaves import _flipped_sample
+
+    X, y, w = _flipped_sample(n=3_000)
+    options = dict(n_trees=n_trees, max_depth=3, negative_weights="keep", random_state=1,
+                   quantised_histograms=True, learning_rate=1.0)
+    with pytest.raises(ValueError) as expected:
+        BDTClassifier(**options).fit(X, y, w)
+    assert "fell to -3.75e+05 after tree 24 (from 0.539)" in str(expected.value)
+    with pytest.raises(ValueError) as got:
+        DaskBDTClassifier(**options).fit(*_dask(X, y, w), client=client)
+    assert str(got.value) == str(expected.value)
