@@ -176,6 +176,23 @@ def test_a_class_netting_zero_is_refused_on_a_cluster_as_in_memory(client, scale
     assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]
 
 
+
+def test_a_class_netting_less_than_its_rounding_is_refused_on_a_cluster_as_in_memory(client):
+    """Background weights 1, 2, -3 and one of 1e-10: a net weight (1e-10 in rationals) below
+    the rounding of its sum, 1,501 events x eps x 3,000 = 1.0e-9, is refused as memory's."""
+    from fractions import Fraction
+
+    X, _, _ = _data(n=3_001)
+    y = np.r_[np.zeros(1_501, int), np.ones(1_500, int)]
+    w = np.r_[np.tile([1.0, 2.0, -3.0], 500), 1e-10, np.ones(1_500)]
+    net = sum(Fraction(v) for v in w[y == 0])
+    bound = 1_501 * Fraction(np.finfo(np.float64).eps) * sum(Fraction(abs(v)) for v in w[y == 0])
+    assert 0 < net < bound / 5
+    memory = _error_of(lambda: BDTClassifier(**OPTIONS).fit(X, y, sample_weight=w))
+    cluster = _error_of(lambda: DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y, w), client=client))
+    assert "positive sum of weights" in memory[1]
+    assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]
+
 @pytest.mark.parametrize("boosting", ["adaboost", "gradient"])
 def test_a_ratio_of_three_classes_is_refused_as_in_memory(client, boosting):
     """A numeric sig_to_bkg_fraction with three classes: the Dask fit's check called
