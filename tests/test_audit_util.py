@@ -301,7 +301,7 @@ def _shown_value(value: float, digits: int, marks: tuple[float, ...], fixed: boo
 NEAR_MARKS = [0.99995, 0.999975, 0.99996, 0.0099996, 0.0499999, 0.050000001, 1 - 1e-9,
               1 - 1e-13, -1e-17, 1e-17, 5e-324, 1.7976931348623157e308, -0.99996, 1.00004,
               0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.1234500001, 0.0,
-              0.01, 0.05, 1.0, -1.0, 99.99996, 2.5e-5, 0.00049]
+              0.01, 0.05, 1.0, -1.0, 99.99996, 2.5e-5, 0.00049, 1 - 1e-12, 1e-12]
 
 
 @pytest.mark.parametrize("value", NEAR_MARKS)
@@ -320,6 +320,14 @@ def test_shown_numbers_are_the_decimal_rounding_that_crosses_no_mark(value):
         assert float(percent_text(value).rstrip("%")) == _shown_value(100 * value, 1, (0.0, 100.0),
                                                                       fixed=True)
     assert not number_text(value).startswith("-") or value < 0
+
+
+def test_a_number_within_rounding_noise_of_a_mark_shows_its_plain_rounding():
+    # twelve digits still land on the mark: the decimal rounding at four, without a sign
+    from hepbdt._util import number_text
+
+    for value in (1e-17, -1e-17, 1e-13):
+        assert number_text(value, fixed=True) == str(abs(_decimal_rounded(value, 4, fixed=True)))
 
 
 @pytest.mark.parametrize(("value", "thresholds", "text"), [
@@ -357,7 +365,7 @@ def test_a_printed_cut_selects_the_events_it_was_computed_for():
 
 @pytest.mark.parametrize(("first", "second"), [
     (-0.4950810001, -0.495081), (1.0, 1.0000000000000002), (5e-324, 1e-323),
-    (1e30, 1.0001e30), (0.1234564, 0.1234565), (2.0, 3.0), (0.1, 0.1)])
+    (1e30, 1.0001e30), (0.1234564, 0.1234565), (2.0, 3.0), (0.1, 0.1), (0.1234111, 0.1234211)])
 def test_two_differing_numbers_show_the_fewest_digits_that_tell_them_apart(first, second):
     from hepbdt._util import differing_texts
 
@@ -372,7 +380,7 @@ def test_two_differing_numbers_show_the_fewest_digits_that_tell_them_apart(first
 
 
 @pytest.mark.parametrize("fraction", [0.5, 0.995, 0.57, 0.29, 0.145, 0.07, 0.3, 0.123456,
-                                      0.9999999, 1e-7, 1.0, 0.25])
+                                      0.9999999, 1e-7, 1.0, 0.25, 0.12345678, 0.123456789])
 def test_a_requested_fraction_shows_its_own_decimal_in_percent(fraction):
     # 100 * 0.57 is 56.99999999999999 in floats: the request of "57%" is shown as such
     from hepbdt._util import requested_percent, shown_alike
@@ -487,3 +495,4 @@ def test_good_weights_pass_unchanged():
     assert w.dtype == np.float64 and not w.any()
     assert check_weights(np.array([0.0, -1.0, 2.5], np.float32), 3, training=True).tolist() == [
         0.0, -1.0, 2.5]
+
