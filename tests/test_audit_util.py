@@ -496,3 +496,53 @@ def test_good_weights_pass_unchanged():
     assert check_weights(np.array([0.0, -1.0, 2.5], np.float32), 3, training=True).tolist() == [
         0.0, -1.0, 2.5]
 
+
+def test_the_nan_scans_mask_at_most_a_block_of_values(monkeypatch):
+    # the block is counted in rows of X's width: a wide X is scanned one row at a time
+    import hepbdt._util as util
+
+    isnan, sizes = np.isnan, []
+    monkeypatch.setattr(util, "NAN_BLOCK_VALUES", 1000)
+    monkeypatch.setattr(np, "isnan", lambda a: sizes.append(np.size(a)) or isnan(a))
+    for X in (np.zeros((3, 1000), np.float32), np.zeros((2000, 3), np.float32)):
+        assert not util.any_nan(X) and not util.missing_counts(X).any()
+    assert sizes and max(sizes) <= 1000
+    assert not util.any_nan(np.zeros((3, 0), np.float32))  # no column: no NaN, no error
+    assert util.missing_counts(np.zeros((3, 0), np.float32)).shape == (0,)
+
+
+def test_any_nan_scans_every_given_row_when_rows_repeat(monkeypatch):
+    # rows of a bootstrap sample may outnumber X's rows
+    import hepbdt._util as util
+
+    monkeypatch.setattr(util, "NAN_BLOCK_VALUES", 1)
+    X = np.zeros((3, 2), np.float32)
+    X[2, 1] = np.nan
+    rows = np.array([0, 0, 0, 2])
+    assert util.any_nan(X, rows) == bool(np.isnan(X[rows]).any()) is True
+
+
+@pytest.mark.parametrize(("X", "names", "message"), [
+    (np.zeros(3), None, "must be 2-dimensional"),
+    (np.zeros((2, 2, 2)), None, "must be 2-dimensional"),
+    (np.zeros((2, 0)), None, "is empty: 2 sample"), (np.zeros((0, 2)), None, "is empty: 0 sample"),
+    (np.zeros((2, 3)), ["a", "b"], "has 3 features, but the model is expecting 2"),
+    (np.array([[np.inf, 1.0]]), None, r"infinite values \(first at event 0, feature 0\)"),
+    (np.array([[1e39, 1.0]]), None,
+     r"beyond float32's range \(first at event 0, feature 0: 1e\+39\).* within \+-3\.4028235e\+38")])
+def test_check_X_refuses_other_shapes_and_an_infinity_at_the_first_entry(X, names, message):
+    with pytest.raises(ValueError, match=message):
+        check_X(X, names=names)
+
+
+def test_uniform_draws_below_are_numpys_draws_after_the_skipped_ones():
+    # the held-out events a fit drew (random(n) < fraction), drawn again from its state; a
+    # draw equal to the fraction is not below it
+    from hepbdt._util import uniform_draws_below
+
+    state = np.random.PCG64(5).state
+    draws = np.random.Generator(np.random.PCG64(5)).random(10)
+    for skip in (0, 3):
+        got = uniform_draws_below(state, 10 - skip, draws[3], skip)
+        np.testing.assert_array_equal(got, draws[skip:] < draws[3])
+    assert not uniform_draws_below(state, 1, draws[0])[0]
