@@ -176,7 +176,6 @@ def test_a_class_netting_zero_is_refused_on_a_cluster_as_in_memory(client, scale
     assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]
 
 
-
 def test_a_class_netting_less_than_its_rounding_is_refused_on_a_cluster_as_in_memory(client):
     """Background weights 1, 2, -3 and one of 1e-10: a net weight (1e-10 in rationals) below
     the rounding of its sum, 1,501 events x eps x 3,000 = 1.0e-9, is refused as memory's."""
@@ -192,6 +191,7 @@ def test_a_class_netting_less_than_its_rounding_is_refused_on_a_cluster_as_in_me
     cluster = _error_of(lambda: DaskBDTClassifier(**OPTIONS).fit(*_dask(X, y, w), client=client))
     assert "positive sum of weights" in memory[1]
     assert cluster[0] is memory[0] and cluster[1].split(";")[0] == memory[1].split(";")[0]
+
 
 @pytest.mark.parametrize("boosting", ["adaboost", "gradient"])
 def test_a_ratio_of_three_classes_is_refused_as_in_memory(client, boosting):
@@ -290,7 +290,6 @@ def test_held_out_weights_that_add_up_to_one_give_numpys_validation_loss(client)
     n = min(len(staged), len(model.validation_loss_))
     assert n > 1
     np.testing.assert_allclose(model.validation_loss_[:n], staged[:n], rtol=1e-5)
-
 
 
 @pytest.mark.parametrize("n_trees", [30, 24])

@@ -203,9 +203,9 @@ def test_a_weight_put_out_of_range_by_the_class_normalisation_without_hold_out(c
 def test_a_training_weight_put_out_of_range_by_the_training_normalisation(client, policy):
     # After the hold-out memory normalises the training events' classes on their own and
     # checks them (_given_weights): one background weight that the whole sample's factor
-    # keeps just above 1e-30 falls to 9.99e-31. Memory says that rescaling does not help; the Dask fit
-    # told the user to rescale (and with "abs" but no negative weight, a policy's words
-    # would name one that did not act).
+    # keeps just above 1e-30 falls to 9.99e-31. Memory says that rescaling does not help;
+    # the Dask fit told the user to rescale (and with "abs" but no negative weight, a
+    # policy's words would name one that did not act).
     X, y, w = _data(3000)
     options = dict(n_trees="auto", sig_to_bkg_fraction=1.0, quantised_histograms=True,
                    random_state=4, max_depth=2, negative_weights=policy)
