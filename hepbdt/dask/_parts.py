@@ -261,9 +261,7 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     refused_plain, given_in_range = None, True
     if valid_factors is not None:  # memory checks the whole sample's normalised weights
         scaled = np.where(y == 1, w * valid_factors[0], w * valid_factors[1])
-        given_in_range = _out_of_range(w) == 0
-        refused = _magnitude_refusal(scaled, normalised=given_in_range)
-        refused_plain = _magnitude_refusal(scaled, normalised=False) if given_in_range else refused
+        refused, refused_plain, given_in_range = _given_refusals(w, scaled)
     if holdout is not None:
         held = held_out(y.size, holdout, part.event)
         wv = w[held]
@@ -292,6 +290,16 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
             "valid_nonzero": 0 if holdout is None else int(np.count_nonzero(part.valid.w)),
             "refused": refused, "refused_plain": refused_plain,
             "given_in_range": given_in_range, **class_sums}
+
+
+def _given_refusals(given: np.ndarray, scaled: np.ndarray) -> tuple[Any, Any, bool]:
+    """Memory's ``_given_weights`` refusal of ``scaled``, the class-normalised ``given``
+    weights: in the words for a sample whose given weights all lie within range where these
+    do, in the words for the others, and whether these do."""
+    given_in_range = _out_of_range(given) == 0
+    refused = _magnitude_refusal(scaled, normalised=given_in_range)
+    plain = _magnitude_refusal(scaled, normalised=False) if given_in_range else refused
+    return refused, plain, given_in_range
 
 
 def _magnitude_refusal(scaled: np.ndarray, normalised: bool) -> tuple | None:
@@ -348,15 +356,18 @@ def weights(key: str, factors: tuple[float, float] | None, dtype: str,
     part = _part(key)
     w = part.w
     refused = refused_plain = None
-    given_in_range = policy is not None or _out_of_range(w) == 0
+    given_in_range = True
     if factors is not None:
         w = np.where(part.y == 1, w * factors[0], w * factors[1])
-        try:
-            check_magnitudes(w, policy, rescalable=False, normalised=given_in_range)
-        except ValueError as err:
-            refused = refused_plain = (err, _out_of_range(w))
-        if refused is not None and policy is None and given_in_range:
-            refused_plain = _magnitude_refusal(w, normalised=False)[1:]
+        if policy is None:  # memory's _given_weights of the training events
+            refused, refused_plain, given_in_range = _given_refusals(part.w, w)
+            if refused is not None:  # (error, count), as the policy's below
+                refused, refused_plain = refused[1:], refused_plain[1:]
+        else:
+            try:
+                check_magnitudes(w, policy, rescalable=False)
+            except ValueError as err:
+                refused = refused_plain = (err, _out_of_range(w))
     if refused is None:
         part.w = w.astype(dtype)
         part.w_edges = w  # the edges see float64 weights, as memory's
