@@ -414,3 +414,28 @@ def test_a_thinned_significance_line_passes_through_the_best_cuts_it_quotes(tmp_
         x, v = line.get_xdata(), line.get_ydata()
         assert x.size < scan.thresholds.size
         assert np.any((x == best.threshold) & (v == best.value)), key
+
+
+def test_a_saved_figure_is_drawn_once_with_the_pixels_of_its_tight_layout(scores, monkeypatch):
+    # tight_layout leaves a placeholder layout engine, for which savefig draws the figure
+    # once more before the draw it saves; the figures drop it: one draw, and the same
+    # PNG as the figure with matplotlib's placeholder (the reference).
+    import io
+
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    y, s, w = scores
+    draws = []
+    original = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, r: draws.append(fig) or original(fig, r))
+    saved = []
+    for placeholder in (False, True):
+        fig = plotting.plot_roc_and_rejection(y, s, w)
+        if placeholder:
+            fig.set_layout_engine(PlaceHolderLayoutEngine(True, True))
+        draws.clear()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=72)
+        saved.append((len(draws), buffer.getvalue()))
+    assert saved[0][0] == 1 and saved[1][0] == 2
+    assert saved[0][1] == saved[1][1]
