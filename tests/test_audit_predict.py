@@ -240,21 +240,25 @@ def test_no_trees_of_a_mean_median_or_uboost_score_is_refused():
 def test_read_only_inputs_use_the_writable_inputs_compiled_kernels():
     # Numba compiles a kernel again for a read-only array (9 s for the dense predictor);
     # the kernels that only read X take read-only views, so a read-only X (a Dask chunk,
-    # np.frombuffer) reuses what a writable one compiled, with the same scores and codes.
+    # np.frombuffer) reuses what a writable one compiled, with the same scores and codes;
+    # so do the infinity scan of every X and the column copy of the bin edges' fit.
     from hepbdt.engine import binning, predict
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 4)).astype(np.float32)
-    model = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(X, (X[:, 0] > 0).astype(int))
+    y = (X[:, 0] > 0).astype(int)
+    model = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(X, y)
     frozen = X.copy()
     frozen.flags.writeable = False
     forest = model.forest_
     kernels = (predict._predict_dense, binning._apply_bins, predict._predict_raw,
-               predict._predict_per_tree)
+               predict._predict_per_tree, binning._first_infinite, binning._gather_columns)
 
     def outputs(data):  # the dense kernel, the binning, the node walk and the per-tree leaves
+        refit = hepbdt.BDTClassifier(n_trees=5, max_depth=3).fit(data, y)
         return (model.decision_function(data), apply_bins(data, model.bin_edges_),
-                predict_raw(data, forest), predict_per_tree(data, forest))
+                predict_raw(data, forest), predict_per_tree(data, forest),
+                refit.decision_function(X), refit.bin_edges_)
 
     expected = outputs(X)
     compiled = [len(kernel.signatures) for kernel in kernels]

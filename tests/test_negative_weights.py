@@ -274,6 +274,19 @@ def test_regress_keeps_class_sums_and_leaves_no_negative_weight():
     assert np.all(wc >= 0) and wc.sum() == pytest.approx(w[y == 0].sum(), rel=1e-12)
 
 
+def test_the_classify_variant_boosts_on_the_classifiers_compiled_loss():
+    # Its labels (1 for a negative weight) go to the deviance kernels as the classifier's
+    # int8 labels, not as float64 values: a float label compiled the kernels once more
+    # (about 2 s) and gave the same weights.
+    from hepbdt.boosting import losses
+
+    X, y, w = _mixed_sample(n=600)
+    BDTClassifier(n_trees=2, max_depth=2).fit(X, y, np.abs(w))
+    compiled = len(losses._logistic_channels.signatures)
+    regress_weights(X, w, method="classify")
+    assert len(losses._logistic_channels.signatures) == compiled
+
+
 def test_regress_leaves_a_class_without_negative_weights_alone():
     X, y, w = _mixed_sample()
     w[y == 1] = np.abs(w[y == 1])

@@ -495,7 +495,7 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_na
         codes = (QuantisedRows.from_features(X, mapper, in_x) if quantised
                  else mapper.transform(X, in_x))
         result = run_boosting(
-            booster, codes, target[train].astype(np.float64),
+            booster, codes, target[train].astype(np.int8 if loss.is_classification else np.float64),
             weight[train].astype(CHANNEL_DTYPE), mapper.n_bins_, mapper, n_trees=REGRESS_TREES,
             max_depth=REGRESS_DEPTH, split_params=SplitParams(booster.criterion),
             min_node_size=REGRESS_MIN_NODE_SIZE, subsample=1.0, subsample_mode="uniform",

@@ -249,7 +249,7 @@ def _float32_columns(X: np.ndarray, rows: np.ndarray | None) -> list[np.ndarray]
     rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows, np.int64)
     out = np.empty((X.shape[1], rows.size), X_DTYPE)
     with launch_lock():
-        _gather_columns(X, rows, out)
+        _gather_columns(read_only(X), rows, out)
     return list(out)
 
 
@@ -362,7 +362,7 @@ def first_infinite(X: np.ndarray) -> int:
     flat = X.reshape(-1)
     first = np.empty(-(-flat.size // INF_CHUNK), np.int64)
     with launch_lock():
-        _first_infinite(flat, first)
+        _first_infinite(read_only(flat), first)
     found = first[first >= 0]
     return int(found[0]) if found.size else -1
 
