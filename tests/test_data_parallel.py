@@ -48,7 +48,7 @@ def _grow_in_parts(X, a, b, mapper, cuts, params, max_depth, seed, rng):
     grown = tree.grown_tree()
     running = None
     for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):  # in event order
-        running = part.leaf_sums(running, a[s:e], b[s:e])
+        running = part.leaf_sums(running, a[s:e], b[s:e], b[s:e])
     return grown, node_sums(grown, running), parts, bounds
 
 
@@ -68,7 +68,7 @@ def test_parts_grow_the_whole_samples_tree(cuts, in_order, monkeypatch):
     whole = grow_tree(None, np.arange(n, dtype=np.int32), a, b, b, mapper.n_bins_, params, 5,
                       quantised=True, ordered=QuantisedRows.from_features(X, mapper),
                       rounding_seed=3, colsample_bynode=0.75, rng=np.random.default_rng(7))
-    expected = leaf_sums(whole, a, b)
+    expected = leaf_sums(whole, a, b, b)  # the fits' three channels: A, B and W
     monkeypatch.setattr(data_parallel, "ORDERED_SUMS_FROM", 0 if in_order else n + 1)
     grown, sums, parts, bounds = _grow_in_parts(X, a, b, mapper, cuts, params, 5, 3,
                                                 np.random.default_rng(7))
@@ -115,7 +115,7 @@ def _grow_leaves_in_parts(X, a, b, mapper, cuts, params, max_depth, max_leaves, 
     grown = tree.grown_tree()
     running = None
     for part, s, e in zip(parts, bounds[:-1], bounds[1:], strict=True):  # in event order
-        running = part.leaf_sums(running, a[s:e], b[s:e])
+        running = part.leaf_sums(running, a[s:e], b[s:e], b[s:e])
     return grown, node_sums(grown, running), answers
 
 
@@ -142,7 +142,7 @@ def test_parts_grow_the_whole_samples_leafwise_tree(cuts, max_depth, max_leaves,
     whole = grow_tree(None, None, a, b, b, mapper.n_bins_, params, max_depth, quantised=True,
                       ordered=QuantisedRows.from_features(X, mapper), rounding_seed=3,
                       rng=np.random.default_rng(7), max_leaves=max_leaves, **draws)
-    expected = leaf_sums(whole, a, b)
+    expected = leaf_sums(whole, a, b, b)  # the fits' three channels: A, B and W
     grown, sums, answers = _grow_leaves_in_parts(X, a, b, mapper, cuts, params, max_depth,
                                                  max_leaves, 3, np.random.default_rng(7), **draws)
     for name in ("feature", "bin_threshold", "missing_left", "left", "right", "gain", "sum_a",

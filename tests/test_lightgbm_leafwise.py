@@ -79,7 +79,7 @@ def test_newton_leaf_wise_trees_are_lightgbm_num_leaves_trees(kind, max_leaves, 
 def test_lightgbm_skips_a_feature_that_hepbdt_and_brute_force_split_on():
     X, z = _integers(0, n=1500)
     y = (z > 0).astype(int)
-    codes = X.T.astype(np.uint8)
+    codes = np.ascontiguousarray(X.T, dtype=np.uint8)  # feature-major, C order: the fits' layout
     n_value_bins = np.full(X.shape[1], 12, np.int32)
     p = float(np.float32(y.mean()))
     base = np.log(p / (1 - p))

@@ -255,16 +255,17 @@ def test_softmax_channels_and_loss_against_scipy(boosting, g_factor, h_factor):
     rng = np.random.default_rng(5)
     n, k = 10_000, 4
     scores = rng.normal(scale=3.0, size=(k, n))
-    y = rng.integers(0, k, n).astype(np.float64)
+    y = rng.integers(0, k, n).astype(np.int8)  # the fit's labels and weights, as it passes them
     w_tree = rng.uniform(0.0, 2.0, n).astype(np.float32)
-    w = rng.uniform(0.5, 1.5, n)
+    w = rng.uniform(0.5, 1.5, n).astype(np.float32)
     wg, wh, loss = Softmax(k, boosting).channels(y, scores, w_tree, w)
     p = softmax(scores, axis=0)
     onehot = np.arange(k)[:, None] == y.astype(int)[None, :]
     np.testing.assert_allclose(wg, w_tree * g_factor * (p - onehot), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(wh, w_tree * np.maximum(h_factor * p * (1 - p), 1e-16),
                                rtol=1e-6, atol=1e-7)
-    expected = -np.sum(w * log_softmax(scores, axis=0)[y.astype(int), np.arange(n)]) / w.sum()
+    w64 = w.astype(np.float64)
+    expected = -np.sum(w64 * log_softmax(scores, axis=0)[y.astype(int), np.arange(n)]) / w64.sum()
     assert loss == pytest.approx(expected, rel=1e-12)
     assert Softmax(k, boosting).loss(y, w, scores) == pytest.approx(expected, rel=1e-12)
 

@@ -32,7 +32,7 @@ def test_sparse_scan_equals_the_dense_scan(criterion):
     rng = np.random.default_rng(criterion)
     for trial in range(300):
         h = np.zeros((N_BINS, 3))
-        n_value_bins = int(rng.integers(1, 256))
+        n_value_bins = np.int32(rng.integers(1, 256))  # int32, as the fits pass it
         occupied = rng.choice(n_value_bins, size=min(n_value_bins, int(rng.integers(1, 40))),
                               replace=False)
         h[occupied, 0] = rng.normal(size=occupied.size)

@@ -121,9 +121,9 @@ def test_softmax_channels_round_as_the_c_library_would():
     rng = np.random.default_rng(2)
     n, k = 200_000, 5
     scores = rng.normal(scale=4.0, size=(k, n))
-    y = rng.integers(0, k, n)
+    y = rng.integers(0, k, n).astype(np.int8)  # the fit's labels and weights, as it passes them
     w = rng.gamma(2.0, 1.0, n).astype(np.float32)
-    wg, wh, _ = Softmax(k, "newton").channels(y, scores, w, w.astype(np.float64))
+    wg, wh, _ = Softmax(k, "newton").channels(y, scores, w, w)
     e = np.exp(scores - scores.max(axis=0))
     p = e / e.sum(axis=0)
     expected_g = (w * (p - (np.arange(k)[:, None] == y))).astype(np.float32)
@@ -143,12 +143,11 @@ def test_log_positive_keeps_nan_and_inf():
 def test_a_loss_of_non_finite_scores_is_not_finite():
     from hepbdt.boosting.losses import Logistic, Softmax
 
-    y = np.array([0, 1, 2, 1])
-    w = np.ones(4)
+    y = np.array([0, 1, 2, 1], np.int8)  # the fit's labels and weights, as it passes them
+    w = np.ones(4, np.float32)
     scores = np.zeros((3, 4))
     scores[1, 2] = np.nan
     assert np.isnan(Softmax(3, "newton").loss(y, w, scores))
-    assert np.isnan(Softmax(3, "newton").channels(y, scores, w.astype(np.float32), w)[2])
+    assert np.isnan(Softmax(3, "newton").channels(y, scores, w, w)[2])
     score = np.array([0.0, np.nan, 1.0, -1.0])
-    assert np.isnan(Logistic().channels((y > 0).astype(np.float32), score,
-                                        w.astype(np.float32), w)[2])
+    assert np.isnan(Logistic().channels((y > 0).astype(np.int8), score, w, w)[2])
