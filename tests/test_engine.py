@@ -825,7 +825,8 @@ def test_sums_by_leaf_equal_bincount_for_every_grouping(n_values, n_groups):
     n, n_leaves = 300, 6
     leaf_of = rng.integers(0, n_leaves, n).astype(np.uint8)
     leaf_of[rng.random(n) < 0.1] = np.iinfo(np.uint8).max
-    values = tuple(rng.integers(-64, 64, n) / 8.0 for _ in range(n_values))
+    # float32, as the fits' channels are (another dtype compiles the kernel again)
+    values = tuple((rng.integers(-64, 64, n) / 8.0).astype(np.float32) for _ in range(n_values))
     initial = rng.integers(-8, 8, (n_values, n_leaves)) / 4.0
     out = np.empty((n_values, n_leaves))
     grower._sums_by_leaf(leaf_of, values, n_leaves, n_groups, initial, out)
