@@ -66,7 +66,8 @@ def test_the_readme_test_command_is_the_test_script():
     script = (ROOT / "scripts" / "test").read_text()
     assert script.startswith("#!/usr/bin/env bash\n")
     pytest = '.venv/bin/python -m pytest -q -n "${HEPBDT_TEST_WORKERS:-2}" --dist loadfile "$@"'
-    for step in ('pip install -q -e ".[test]"', "apt-get install", "chromium",
+    for step in ('pip install -q --no-compile -e ".[test]"', "-m compileall -q -j 0",
+                 "apt-get install", "chromium",
                  ".venv/bin/ruff check .", pytest):
         assert step in script, step
 
