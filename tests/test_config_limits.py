@@ -250,6 +250,30 @@ def test_estimate_counts_without_reading_and_survives_missing_files(tmp_path: Pa
     config.samples[0].files = [str(tmp_path / "gone.root")]
     lines = estimate_lines(config)
     assert lines and "events" in lines[0]
+    from hepbdt.analysis import estimate as est
+
+    config.samples[1].files = [str(tmp_path / "gone too.root")]
+    assert est._read_sizes(config) == (0, 0)  # no entries, nothing decompressed
+
+
+def test_a_read_counts_the_branches_of_every_expression_and_the_event(tmp_path: Path) -> None:
+    """The read's unit counts the branches that the features (aliases expanded), the weight
+    and the event number (``event``, set for all samples) use."""
+    from hepbdt.analysis import estimate as est
+
+    config = load_config(tiny_config(tmp_path))
+    assert est._branch_names(config, config.make_samples()[0]) == {
+        "HT", "MET_pt", "Jet_pt", "genWeight", "xsec", "lumi", "sumGenWeight", "event"}
+
+
+@pytest.mark.parametrize(("n_bytes", "text"), [
+    (0, "0 bytes"), (1, "1 byte"), (2, "2 bytes"), (999, "999 bytes"), (1_000, "1.0 kB"),
+    (1_500, "1.5 kB"), (10**6, "1.0 MB"), (2_345_678, "2.3 MB"), (10**9, "1.0 GB"),
+    (1.5e12, "1,500.0 GB")])
+def test_size_text(n_bytes: float, text: str) -> None:
+    from hepbdt.analysis.estimate import _size
+
+    assert _size(n_bytes) == text
 
 
 # -- messages in TOML's spelling ------------------------------------------------------------
@@ -529,14 +553,16 @@ _SIXTY = str([f"HT + {j}" for j in range(60)]).replace("'", '"')
 
 
 def _estimate_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: int = 0,
-                 sets: tuple[str, ...] = (), **options: str) -> Any:
+                 sets: tuple[str, ...] = (), events: int = MILLION,
+                 available_bytes: int = 10**15, **options: str) -> Any:
     """The estimate of a tiny configuration (train_fraction 0.5, 3 trees of depth 2) as if
-    its trees held a million entries and a read decompressed ``unit`` bytes at its peak."""
+    its trees held ``events`` entries (a million) and a read decompressed ``unit`` bytes at
+    its peak."""
     from hepbdt.analysis import estimate as est
 
-    monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, unit))
+    monkeypatch.setattr(est, "_read_sizes", lambda config: (events, unit))
     return est.estimate(load_config(tiny_config(tmp_path, **options), list(sets)),
-                        available_bytes=10**15)
+                        available_bytes=available_bytes)
 
 
 # Per event of the documented terms (analysis.estimate): the float fit's peak, features x
@@ -565,6 +591,17 @@ def _estimate_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: int = 0,
     ({"features": _SIXTY, "extra": _QCD}, 758 * MILLION + 200_000 * 60 * 8, None),
     # k-fold (2 folds: every event trained once): its training rows, 64 + 2 x 32 + 4 a feature
     ({"features": _TWO, "extra": _QCD, "split": "kfold = 2"}, 508 * MILLION, None),
+    # two classes, k-fold: training rows of 64 + 2 x 4, beside (8 + 18) x 2 + 64
+    ({"features": _TWO, "split": "kfold = 2"}, 188 * MILLION, None),
+    # the float report without figures: 2 x 4 + 64 a row and the correlation blocks
+    ({"features": _TWO, "sets": ("output.report=true",)}, 124 * MILLION + 65_536 * 2 * 48,
+     None),
+    # two decorrelation variables: 56 + 2 x 8 beside the fit, two columns more
+    ({"method": 'decorrelation = "flatness"\ndecorrelate = ["pt1", "MET_phi"]\nn_trees = 3',
+      "features": _TWO}, 206 * MILLION + 200_000 * 4 * 8, None),
+    # a DDT map holds no per-event state in the fit (its variable is a feature)
+    ({"method": 'decorrelation_map = "ddt"\ndecorrelate = ["MET_pt"]\nn_trees = 3',
+      "features": _TWO}, 114 * MILLION + 200_000 * 2 * 8, None),
     # binned with the report: 8 bytes a value for three classes, the correlation blocks
     ({"features": _TWO, "extra": _QCD, "sets": ("binned=true", "output.report=true")}, None,
      (44 + 2 * 8 + 64 + 256) * MILLION + 65_536 * 2 * 48 + 400_000 * 32),
@@ -588,6 +625,100 @@ def test_estimate_of_time_and_of_the_read(tmp_path: Path, monkeypatch: pytest.Mo
     assert e.seconds == pytest.approx(6.5e-9 * 500_000 * 2 * 3 * 11 / 12, rel=1e-12)
     e = _estimate_of(tmp_path, monkeypatch, unit=10**9, features=_TWO)
     assert (e.bytes, e.binned_bytes) == (26 * MILLION + 10**9, 20 * MILLION + 10**9)
+
+
+
+def test_estimate_counts_the_held_out_copy_of_each_k_fold_fit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n_trees="auto" with kfold = 2 on 10,000 events x 60 features: a fit trains on half
+    of them and copies validation_fraction (0.2) of those, 4 bytes a value: 60 x (4 x (2 +
+    0.2 x 0.5) + 2) + 36 + 58 an event, plus the edges' 10,000 x 60 x 8 (above the outputs'
+    (240 + 18) x 2 + 64 + 4 x 60 + 64 = 884 an event)."""
+    method = 'n_trees = "auto"\nvalidation_fraction = 0.2\nmax_depth = 2'
+    e = _estimate_of(tmp_path, monkeypatch, events=10_000, features=_SIXTY, split="kfold = 2",
+                     method=method)
+    assert e.bytes == pytest.approx(10_000 * (60 * 10.4 + 94 + 480), abs=1)
+    # 1,000 events: a fit of 500 holds none out (fewer than AUTO_TREES_FROM), 60 x 10 + 94
+    e = _estimate_of(tmp_path, monkeypatch, events=1_000, features=_SIXTY, split="kfold = 2",
+                     method=method)
+    assert e.bytes == pytest.approx(1_000 * (60 * 10 + 94 + 480), abs=1)
+
+
+_TEN = str([f"HT + {j}" for j in range(10)]).replace("'", '"')
+# 10 features: the float fit 10 x 10 + 36 + 58 a million events and the edges' 200,000 x 80;
+# binned 10 x 6 + 94 and the sketch's 400,000 x (80 + 16)
+_TEN_FLOAT, _TEN_BINNED = 194 * MILLION + 16_000_000, 154 * MILLION + 38_400_000
+
+
+def test_auto_reads_binned_when_the_float_path_needs_more_than_half(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """binned = "auto" reads binned when the float estimate is more than half the memory
+    (not at exactly half) and the binned one is less."""
+    for available, binned in ((2 * _TEN_FLOAT, False), (2 * _TEN_FLOAT - 1, True)):
+        e = _estimate_of(tmp_path, monkeypatch, features=_TEN, sets=("binned='auto'",),
+                         available_bytes=available)
+        assert (e.bytes, e.binned_bytes, e.binned) == (_TEN_FLOAT, _TEN_BINNED, binned)
+
+
+def test_memory_refuses_only_an_estimate_beyond_it(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memory =`` lets an estimate of exactly the memory stated pass, and refuses one byte
+    less, naming the need."""
+    from hepbdt.analysis import estimate as est
+
+    monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, 0))
+    path = tiny_config(tmp_path, features=_TEN)
+    est.check_memory(load_config(path, [f"memory={_TEN_FLOAT}"]))
+    with pytest.raises(ConfigError, match=r"needs about 210\.0 MB, more than the 210\.0 MB"):
+        est.check_memory(load_config(path, [f"memory={_TEN_FLOAT - 1}"]))
+
+
+
+def test_estimate_lines_give_the_path_read_and_warn_beyond_the_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line gives the figure of the path read (float 210.0 MB, binned 192.4 MB, by the
+    terms above) and the memory it is held against, stated or available; the warning comes
+    only when that figure is more than the memory."""
+    from hepbdt.analysis import estimate as est
+
+    monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, 0))
+    path = tiny_config(tmp_path, features=_TEN)
+    lines = est.estimate_lines(load_config(path), available_bytes=_TEN_FLOAT)
+    assert lines[0].endswith("of training and 210.0 MB of memory (available: 210.0 MB)")
+    assert len(lines) == 1, lines
+    lines = est.estimate_lines(load_config(path), available_bytes=_TEN_FLOAT - 1)
+    assert lines[1].startswith("warning: training may need about 210.0 MB of memory"), lines
+    lines = est.estimate_lines(load_config(path, ["binned=true"]), available_bytes=_TEN_BINNED)
+    assert lines == [lines[0]] and lines[0].endswith(
+        "192.4 MB of memory (binned) (available: 192.4 MB)"), lines
+    lines = est.estimate_lines(load_config(path, ["binned=true"]),
+                               available_bytes=_TEN_BINNED - 1)
+    assert "about 192.4 MB of memory, more than the 192.4 MB available" in lines[1], lines
+    stated = est.estimate_lines(load_config(path, [f"memory={_TEN_FLOAT}"]))
+    assert stated[0].endswith("210.0 MB of memory (stated: 210.0 MB)"), stated
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0.5, "0.5 s"), (59, "59 s"), (60, "1 min"), (150, "2 min"), (3599, "60 min"),
+    (3600, "1.0 hours"), (5400, "1.5 hours"), (48 * 3600 - 1, "48.0 hours"),
+    (48 * 3600, "2 days"), (1_000 * 86_400, "1,000 days")])
+def test_duration_text(seconds: float, text: str) -> None:
+    from hepbdt.analysis.estimate import _duration
+
+    assert _duration(seconds) == text
+
+
+def test_time_warning_beyond_one_hour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warning comes with a training of more than an hour (3600 s), not less."""
+    from hepbdt.analysis import estimate as est
+
+    monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, 0))
+    # 6.5e-9 s x 500,000 events x 60 features x n trees x (9 + 2) / 12: 3575 and 3611 s
+    for trees, warned in ((20_000, False), (20_200, True)):
+        assert (6.5e-9 * 500_000 * 60 * trees * 11 / 12 > 3600) is warned
+        lines = est.estimate_lines(load_config(tiny_config(
+            tmp_path, features=_SIXTY, method=f"n_trees = {trees}\nmax_depth = 2")), 10**15)
+        assert any("1 hour" in line for line in lines) is warned, lines
 
 
 _READ_EVENTS, _WEIGHT_FIELDS = 50_000, 40
