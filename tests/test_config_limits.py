@@ -644,6 +644,20 @@ def test_estimate_counts_the_held_out_copy_of_each_k_fold_fit(
     assert e.bytes == pytest.approx(1_000 * (60 * 10 + 94 + 480), abs=1)
 
 
+def test_k_fold_estimate_counts_the_trees_one_fit_grows(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """n_trees="auto" on 600 events with kfold = 5: no fit trains more than the 600 events,
+    on which "auto" grows 100 trees; the estimate counted the 2,400 events of all folds,
+    said "up to 2,000 trees" and 20 times the time (0.057 s against 0.0029)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2)).astype(np.float32)
+    grown = BDTClassifier(n_trees="auto", max_depth=2).fit(X, X[:, 0] > 0).n_trees_
+    e = _estimate_of(tmp_path, monkeypatch, events=600, features=_TWO, split="kfold = 5",
+                     method='n_trees = "auto"\nmax_depth = 2')
+    assert e.trees == grown == 100
+    assert e.seconds == pytest.approx(6.5e-9 * 2_400 * 2 * grown * 11 / 12, rel=1e-12)
+
+
 _TEN = str([f"HT + {j}" for j in range(10)]).replace("'", '"')
 # 10 features: the float fit 10 x 10 + 36 + 58 a million events and the edges' 200,000 x 80;
 # binned 10 x 6 + 94 and the sketch's 400,000 x (80 + 16)

@@ -195,7 +195,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
     trained = events * (folds - 1) if folds else events * config.split.train_fraction
     depth_factor = (9 + effective_depth(model.get_params())) / 12
-    trees = max_trees(model.get_params(), int(trained))
+    # "auto" grows few trees on a small sample: one fit's events decide, not all folds' (a
+    # k-fold fit trains at most every event: folds by event number need not be even)
+    trees = max_trees(model.get_params(), events if folds else int(trained))
     if config.multiclass:  # one tree a class each round
         trees *= len(config.classes)
     seconds = SECONDS_PER_EVENT_FEATURE_TREE * trained * features * trees * depth_factor
