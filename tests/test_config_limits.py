@@ -269,7 +269,10 @@ def test_a_read_counts_the_branches_of_every_expression_and_the_event(tmp_path: 
 @pytest.mark.parametrize(("n_bytes", "text"), [
     (0, "0 bytes"), (1, "1 byte"), (2, "2 bytes"), (999, "999 bytes"), (1_000, "1.0 kB"),
     (1_500, "1.5 kB"), (10**6, "1.0 MB"), (2_345_678, "2.3 MB"), (10**9, "1.0 GB"),
-    (1.5e12, "1,500.0 GB")])
+    (1.5e12, "1,500.0 GB"),
+    # what would round to 1,000 of a unit is shown in the next: 999.95 MB read "1,000.0 MB"
+    (999.6, "1.0 kB"), (999_949, "999.9 kB"), (999_999, "1.0 MB"), (999_950_000, "1.0 GB"),
+    (999_949_999, "999.9 MB")])
 def test_size_text(n_bytes: float, text: str) -> None:
     from hepbdt.analysis.estimate import _size
 
@@ -677,15 +680,17 @@ def test_auto_reads_binned_when_the_float_path_needs_more_than_half(
 def test_memory_refuses_only_an_estimate_beyond_it(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """``memory =`` lets an estimate of exactly the memory stated pass, and refuses one byte
-    less, naming the need."""
+    less, naming the need: in bytes where the two sizes would read the same figure."""
     from hepbdt.analysis import estimate as est
 
     monkeypatch.setattr(est, "_read_sizes", lambda config: (MILLION, 0))
     path = tiny_config(tmp_path, features=_TEN)
     est.check_memory(load_config(path, [f"memory={_TEN_FLOAT}"]))
-    with pytest.raises(ConfigError, match=r"needs about 210\.0 MB, more than the 210\.0 MB"):
+    with pytest.raises(ConfigError, match=r"needs about 210,000,000 bytes, more than the "
+                       r"209,999,999 bytes stated"):
         est.check_memory(load_config(path, [f"memory={_TEN_FLOAT - 1}"]))
-
+    with pytest.raises(ConfigError, match=r"needs about 210\.0 MB, more than the 200\.0 MB"):
+        est.check_memory(load_config(path, ["memory=200000000"]))
 
 
 def test_estimate_lines_give_the_path_read_and_warn_beyond_the_memory(

@@ -323,8 +323,11 @@ def check_memory(config: AnalysisConfig) -> None:
     need = e.binned_bytes if e.binned else e.bytes
     if need <= config.memory:
         return
+    need_text, stated = _size(need), _size(config.memory)
+    if need_text == stated:  # one figure shown for two sizes: the bytes tell them apart
+        need_text, stated = f"{need:,.0f} bytes", f"{config.memory:,} bytes"
     head = (f"{config.path}: memory: training {e.events:,} events (entries before cuts) x "
-            f"{e.features} features needs about {_size(need)}")
+            f"{e.features} features needs about {need_text}")
     if e.binned or e.binned_bytes >= need:
         how = ("even binned (one byte per event and feature)" if e.binned else
                f"as float32 features (binned would need about {_size(e.binned_bytes)}: its edge "
@@ -334,7 +337,7 @@ def check_memory(config: AnalysisConfig) -> None:
         advice = (f"as float32 features; set binned = true (or \"auto\") at the top of the "
                   f"configuration to read them as one-byte bin codes: about "
                   f"{_size(e.binned_bytes)}")
-    raise ConfigError([f"{head}, more than the {_size(config.memory)} stated ({advice})"])
+    raise ConfigError([f"{head}, more than the {stated} stated ({advice})"])
 
 
 def _duration(seconds: float) -> str:
@@ -348,11 +351,14 @@ def _duration(seconds: float) -> str:
 
 
 def _size(n_bytes: float) -> str:
-    """A size in bytes as text: '1.5 GB', '12.0 kB', '1 byte', '999 bytes'."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n_bytes >= scale:
+    """A size in bytes as text: '1.5 GB', '12.0 kB', '1 byte', '999 bytes'; in the next
+    unit where this one would show 1,000 of it once rounded (999,999 bytes: '1.0 MB')."""
+    if round(n_bytes) < 1000:
+        return f"{n_bytes:.0f} byte{'' if round(n_bytes) == 1 else 's'}"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6)):
+        if round(n_bytes / scale, 1) < 1000:
             return f"{n_bytes / scale:,.1f} {unit}"
-    return f"{n_bytes:.0f} byte{'' if round(n_bytes) == 1 else 's'}"
+    return f"{n_bytes / 1e9:,.1f} GB"
 
 
 def estimate_lines(config: AnalysisConfig, available_bytes: int | None = None) -> list[str]:
