@@ -2539,6 +2539,7 @@ def warmup() -> None:
                       decorrelation_bins=3,
                       quantised_histograms=boosting == "newton").fit(X, y, decorrelate=X[:, 1])
     BDTRegressor(n_trees=2, max_depth=2).fit(X, X[:, 0]).predict(X)
+    BDTRegressor(n_trees=2, max_depth=2, subsample=0.5).fit(X, X[:, 0])  # channels outside rounds
     deep = BDTRegressor(n_trees=2, max_depth=5, min_child_weight=0.0).fit(X, X[:, 0] * X[:, 1])
     deep.predict(X)  # the dense kernel's 32-bit leaf masks (trees deeper than 3)
     # a chain of splits deeper than the dense kernel's levels: the node-by-node walk

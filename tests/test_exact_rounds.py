@@ -25,17 +25,22 @@ def _data(n=2500, m=5, seed=0, classes=2):
     return X, y, t, rng.gamma(2.0, 1.0, n)
 
 
-def _fit(make, X, target, w, fused: bool, monkeypatch):
-    """The model and how many rounds ran in one call."""
-    calls = []
-    grow = _exact_rounds.ExactRounds.grow
+def _fit(make, X, target, w, fused: bool, monkeypatch, calls=None):
+    """The model and how many rounds ran in compiled calls (``calls``: each call's rounds)."""
+    calls = [] if calls is None else calls
+    call = _exact_rounds.ExactRounds._call
+
+    def counted(self, *a):
+        done, ended = call(self, *a)
+        calls.append(done)
+        return done, ended
+
     with monkeypatch.context() as patch:
         if not fused:
             patch.setattr(_loop, "_exact_rounds", lambda *args, **kwargs: None)
-        patch.setattr(_exact_rounds.ExactRounds, "grow",
-                      lambda self, *a: calls.append(1) or grow(self, *a))
+        patch.setattr(_exact_rounds.ExactRounds, "_call", counted)
         model = make().fit(X, target, sample_weight=w)
-    return model, len(calls)
+    return model, sum(calls)
 
 
 CASES = {
@@ -61,6 +66,10 @@ CASES = {
 }
 
 
+MANY_ROUNDS_A_CALL = {"binary-default", "binary-newton-l1", "regression-default",
+                      "regression-newton"}
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("shared", [1, 2])
 def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
@@ -74,10 +83,13 @@ def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
     old = _types.set_serial_tree_threads(shared)  # 2: the levels shared over two threads
     try:
         reference, none = _fit(make, X, target, w, False, monkeypatch)
-        fused, rounds = _fit(make, X, target, w, True, monkeypatch)
+        calls = []
+        fused, rounds = _fit(make, X, target, w, True, monkeypatch, calls)
     finally:
         _types.set_serial_tree_threads(old)
     assert none == 0 and rounds >= 20  # the fused path ran, every round
+    # one score, every event and feature: the channels and losses too, many rounds a call
+    assert (max(calls) > 1) == (case in MANY_ROUNDS_A_CALL), calls
     for field in FIELDS:
         a, b = getattr(reference.forest_, field), getattr(fused.forest_, field)
         assert np.array_equal(a, b), field
@@ -153,3 +165,66 @@ def test_a_store_flushed_every_few_rounds_builds_the_same_forest(store_nodes, mo
     assert rounds > 20 and reference.n_trees_ == fused.n_trees_
     for field in FIELDS:
         assert np.array_equal(getattr(reference.forest_, field), getattr(fused.forest_, field)), field
+
+
+def _outcome(make, X, target, **fit):
+    """(the fit's error or its trees and recorded losses, the warnings it gave) as text."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = make().fit(X, target, **fit)
+            out = (model.n_trees_, model.train_loss_.tobytes(), model.best_iteration_,
+                   None if model.validation_loss_ is None else model.validation_loss_.tobytes())
+        except ValueError as error:
+            out = str(error)
+    return out, [str(w.message) for w in caught if not isinstance(w.message, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("case", ["overshoot", "diverged", "validation-overflow", "tol"])
+def test_rounds_computing_their_losses_check_warn_and_stop_as_the_loop(case, monkeypatch):
+    # The rounds that compute their channels and losses in the call record them after it:
+    # the grown-loss warning, a loss that is not finite (the training one before the round
+    # whose trees it would grow, the validation one after it) and early stopping with a
+    # tolerance must come out as the tree-by-tree loop gives them, at the same round.
+    X, y, t, _ = _data(n=2000, m=4)
+    make, target, fit = {
+        "overshoot": (lambda: hepbdt.BDTRegressor(n_trees=30, learning_rate=2.5, max_depth=2), t, {}),
+        "diverged": (lambda: hepbdt.BDTRegressor(n_trees=300, learning_rate=10.0, max_depth=3), t, {}),
+        "validation-overflow": (lambda: hepbdt.BDTRegressor(n_trees=30, early_stopping_rounds=5),
+                                t * 1e9, {"eval_set": [(X, t * 1e9, np.full(t.size, 1e290))]}),
+        "tol": (lambda: hepbdt.BDTClassifier(n_trees=300, early_stopping=True, tol=1e-3,
+                                             n_iter_no_change=3), y, {}),
+    }[case]
+    with monkeypatch.context() as patch:
+        patch.setattr(_loop, "_exact_rounds", lambda *args, **kwargs: None)
+        reference = _outcome(make, X, target, **fit)
+    calls = []
+    run = _exact_rounds.ExactRounds.run
+    monkeypatch.setattr(_exact_rounds.ExactRounds, "run",
+                        lambda self, *a: calls.append(1) or run(self, *a))
+    assert _outcome(make, X, target, **fit) == reference
+    assert calls  # the rounds that compute their losses ran
+    out, warned = reference
+    if case == "overshoot":
+        assert len(warned) == 1 and "more than 2x" in warned[0]
+    elif case == "tol":
+        assert isinstance(out, tuple) and out[0] < 300  # stopped early
+    else:
+        assert {"diverged": "training diverged", "validation-overflow": "validation events"}[case] in out
+
+
+@pytest.mark.parametrize("store_nodes", [1, 100])
+def test_a_store_flushed_between_calls_of_many_rounds_builds_the_same_forest(store_nodes,
+                                                                            monkeypatch):
+    make, _, _ = CASES["binary-default"]
+    X, y, _, w = _data()
+    reference, _ = _fit(make, X, y, w, False, monkeypatch)
+    monkeypatch.setattr(_exact_rounds, "STORE_NODES", store_nodes)
+    calls = []
+    fused, rounds = _fit(make, X, y, w, True, monkeypatch, calls)
+    assert rounds > 20 and len(calls) > 1 and reference.n_trees_ == fused.n_trees_
+    for field in FIELDS:
+        assert np.array_equal(getattr(reference.forest_, field), getattr(fused.forest_, field)), field
+    assert np.array_equal(reference.validation_loss_, fused.validation_loss_)

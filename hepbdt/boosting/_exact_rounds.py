@@ -1,4 +1,4 @@
-"""A small exact fit's boosting rounds in one compiled call each.
+"""A small exact fit's boosting rounds in compiled calls: a round a call, or many.
 
 On a few thousand events a one-call tree (``engine._serial_tree``) takes tens of
 microseconds, and the Python around it (the tree's arrays, its leaf sums and values, the
@@ -11,10 +11,16 @@ Huber losses), ``ExactRounds`` grows every class's tree of a round, sums its lea
 sets their values, adds them to the training and validation scores and writes the
 nodes into a store of the fit's trees, in one call: the same kernels and the
 same arithmetic in the same order as ``run_boosting``'s loop, so the same model bit for
-bit (tests/test_exact_rounds.py).
+bit (tests/test_exact_rounds.py). Where the rounds also need no draw and the loss is one
+of FUSED_LOSSES (one score an event), ``ExactRounds.run`` grows many rounds a call,
+computing each round's channels and the training and validation losses there with the
+loss's own kernels, and applying the early-stopping rule; the loop records those losses
+afterwards, round by round.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -34,8 +40,19 @@ from ..engine._types import (
     serial_twin,
 )
 from ..engine.grower import numba_threads, serial_tree_buffers, serial_tree_sharing
+from ..engine.sums import numpy_sum
+from .losses import (
+    LOSS_CHUNK,
+    Deviance,
+    Logistic,
+    Squared,
+    _logistic_chunk,
+    _logistic_loss_term,
+    _squared_channels,
+    _squared_terms,
+)
 
-__all__ = ["ExactRounds", "NEWTON_LEAF", "RATIO_LEAF"]
+__all__ = ["ExactRounds", "FusedLoss", "NEWTON_LEAF", "RATIO_LEAF", "fused_loss"]
 
 # Nodes the store holds before its trees go to the forest builder (at least a round's):
 # about 2.3 MB, whatever the forest's size.
@@ -45,9 +62,21 @@ NEWTON_LEAF = 0  # -T_alpha(G) / (H + lambda) where H + lambda > 0 (newton.py)
 RATIO_LEAF = 1  # -G / H where H > floor (gradient.py)
 # the node arrays a tree keeps in the store, by name and type (model.NODE_ARRAYS less the
 # thresholds, which the bin mapper gives at each flush)
+# Where a call's rounds take their channels from: given (one round, the loop's channels), or
+# computed in the call from the scores, for the losses below (one score an event).
+GIVEN, LOGISTIC, SQUARED = 0, 1, 2
+FUSED_LOSSES = {Deviance: LOGISTIC, Logistic: LOGISTIC, Squared: SQUARED}
+# How a call of rounds ended (``run``): every round asked for; a training loss not finite
+# before round ``done`` (its trees not grown); a validation loss not finite, or the stop
+# rule, after round ``done - 1``.
+ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE, STOPPED = 0, 1, 2, 3
 STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", np.bool_),
           ("left", np.int32), ("right", np.int32), ("value", np.float64),
           ("gain", np.float64), ("cover", np.float64))
+
+
+NO_FUSED = (0.0, np.empty(0), np.empty(0), 0.0, np.empty(0), np.empty(0), 0.0, 0.0,
+            np.zeros(4), np.empty(0), np.empty(0), np.empty(0))  # _rounds' loss arguments, unused
 
 
 class ExactRounds:
@@ -84,22 +113,44 @@ class ExactRounds:
         ``rule`` (the booster's ``exact_leaf_rule``) added to every event's ``score`` (K, n)
         and, with ``valid`` (the validation codes (m, n_valid) and their summed scores (K,
         n_valid)), to those."""
+        self._call(None, 1, 0, wg, wh, w_tree, rows, score, used, params, rule, valid)
+
+    def run(self, fused: FusedLoss, n_rounds: int, first: int, w_tree: np.ndarray,
+            score: np.ndarray, used: np.ndarray, params: tuple, rule: tuple,
+            valid: tuple | None) -> tuple[int, int]:
+        """Rounds ``first``, ``first + 1``, ... of a fit on every event (one score an event)
+        whose channels ``fused`` computes in the call from the scores, as the loss's
+        ``channels`` does, with the training loss before each round and the validation
+        loss after it (``fused.before``, ``fused.after``, from round ``first`` on): at most
+        ``n_rounds`` and as many as the store takes. Returns (rounds grown, how the call
+        ended: ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE or STOPPED)."""
         if self.n_nodes + self.per_round > self.sizes.size:
+            self.flush()
+        room = (self.sizes.size - self.n_nodes) // self.per_round
+        return self._call(fused, min(n_rounds, room), first, *fused.channels, w_tree, None, score,
+                          used, params, rule, valid)
+
+    def _call(self, fused: FusedLoss | None, n_rounds: int, first: int, wg, wh, w_tree, rows,
+              score, used, params, rule, valid) -> tuple[int, int]:
+        """``_rounds`` (or its one-thread twin); the store's counts moved on."""
+        if self.n_nodes + n_rounds * self.per_round > self.sizes.size:
             self.flush()
         n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
         shared = serial_tree_sharing(n_rows, self.codes.shape[0])
-        args = (self.codes, self.every_event if rows is None else rows, self.partition[:n_rows],
-                self.payload[:n_rows], used, self.n_value_bins, params, self.max_depth,
-                *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score, valid_codes,
-                valid_summed, self.node_sums, *self.stored, self.sizes, self.n_nodes,
-                self.n_trees)
+        args = ((GIVEN, *NO_FUSED) if fused is None else fused.arguments(first)) + (
+            n_rounds, first, self.codes, self.every_event if rows is None else rows,
+            self.partition[:n_rows], self.payload[:n_rows], used, self.n_value_bins, params,
+            self.max_depth, *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score,
+            valid_codes, valid_summed, self.node_sums, *self.stored, self.sizes, self.n_nodes,
+            self.n_trees)
         if shared > 1:
             with launch_lock(), numba_threads(shared):
-                self.n_nodes = _exact_round(*args)
+                self.n_nodes, done, ended = _rounds(*args)
         else:  # no context to enter: a round of a few thousand events takes tens of us
-            self.n_nodes = _exact_round_1(*args)
-        self.n_trees += self.n_classes
+            self.n_nodes, done, ended = _rounds_1(*args)
+        self.n_trees += done * self.n_classes
+        return done, ended
 
     def flush(self) -> None:
         """Hand the trees grown since the last flush to the builder and empty the store."""
@@ -241,3 +292,132 @@ def add_children(out, feature, left, right):
 
 
 _exact_round_1 = serial_twin(_exact_round, grow_exact_serial=grow_exact_serial_1)
+
+
+@njit
+def _fused_channels(kind, scale, y, w, w_total, w_tree, score, wg, wh, buffer, partial):
+    """The loss's ``channels`` into ``wg``, ``wh``, and the training loss it returns: the
+    same kernels' arithmetic, chunks and order of sums (numpy's for ``np.sum``)."""
+    n = y.size
+    if kind == LOGISTIC:
+        for c in range(partial.size):
+            lo = c * LOSS_CHUNK
+            hi = min(n, lo + LOSS_CHUNK)
+            partial[c] = _logistic_chunk(y[lo:hi], score[lo:hi], w_tree[lo:hi], w[lo:hi], scale,
+                                         wg[lo:hi], wh[lo:hi], buffer[:hi - lo])
+        total = numpy_sum(partial)
+    else:
+        _squared_channels(y, score, w_tree, w, wg, wh, buffer[:n])
+        total = numpy_sum(buffer[:n])
+    return total / w_total if w_total != 0 else 0.0
+
+
+@njit
+def _fused_loss(kind, scale, y, w, w_total, base, summed, score, buffer, partial):
+    """The loss's ``loss`` at the scores ``summed + base`` (``score``, ``buffer``: scratch),
+    as ``_Watch`` takes it."""
+    n = y.size
+    for i in range(n):
+        score[i] = summed[i] + base
+    if kind == LOGISTIC:
+        for c in range(partial.size):
+            total = 0.0
+            for i in range(c * LOSS_CHUNK, min(n, (c + 1) * LOSS_CHUNK)):
+                total += _logistic_loss_term(score[i], y[i], w[i], scale)
+            partial[c] = total
+        total = numpy_sum(partial)
+    else:
+        _squared_terms(y, score, w, buffer[:n])
+        total = numpy_sum(buffer[:n])
+    return total / w_total if w_total != 0 else 0.0
+
+
+@njit
+def _rounds(kind, scale, y, w, w_total, valid_y, valid_w, valid_total, base, state, before,
+            after, buffer, n_rounds, first, codes, rows, partition, payload, used, n_value_bins,
+            params, max_depth, pool, bits, dirty, free, buf, scratch_idx, scratch_payload,
+            feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
+            sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes, valid_summed,
+            node_sums, out_feature, out_bin, out_missing, out_left, out_right, out_value,
+            out_gain, out_cover, out_sizes, at, tree):
+    """``n_rounds`` rounds of ``_exact_round``, from round ``first``: one on the channels
+    ``wg``, ``wh`` given (kind GIVEN), or (LOGISTIC, SQUARED: one score an event, every
+    event) each round's channels and the training loss before it (``before[r]``) computed
+    here from ``score``, and with validation events (``valid_y``) the loss after it
+    (``after[r]``) and ``_Watch``'s stop rule (``state``: the loss and round of the last
+    improvement by more than the tolerance, the tolerance, the patience or 0). Returns
+    (the next free node, the rounds grown, how the call ended)."""
+    partial = np.empty((y.size + LOSS_CHUNK - 1) // LOSS_CHUNK)
+    partial_valid = np.empty((valid_y.size + LOSS_CHUNK - 1) // LOSS_CHUNK)
+    valid_score = np.empty(valid_y.size)
+    for r in range(n_rounds):
+        it = first + r
+        if kind != GIVEN:
+            before[r] = _fused_channels(kind, scale, y, w, w_total, w_tree, score[0], wg[0], wh[0],
+                                        buffer, partial)
+            if it > 0 and not math.isfinite(before[r]):  # the loop checks from round 1
+                return at, r, TRAIN_NOT_FINITE
+        at = _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth,
+                          pool, bits, dirty, free, buf, scratch_idx, scratch_payload, feature,
+                          bin_threshold, missing_left, left, right, gain, start, stop, sums,
+                          sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes,
+                          valid_summed, node_sums, out_feature, out_bin, out_missing, out_left,
+                          out_right, out_value, out_gain, out_cover, out_sizes, at,
+                          tree + r * wg.shape[0])
+        if kind != GIVEN and valid_y.size > 0:
+            value = _fused_loss(kind, scale, valid_y, valid_w, valid_total, base, valid_summed[0],
+                                valid_score, buffer, partial_valid)
+            after[r] = value
+            if not math.isfinite(value):
+                return at, r + 1, VALID_NOT_FINITE
+            if value < state[0] - state[2]:
+                state[0] = value
+                state[1] = it
+            elif state[3] > 0 and it - state[1] >= state[3]:
+                return at, r + 1, STOPPED
+    return at, n_rounds, ALL_DONE
+
+
+_rounds_1 = serial_twin(_rounds, _exact_round=_exact_round_1)
+
+
+class FusedLoss:
+    """A one-score loss whose channels and losses ``ExactRounds.run`` computes in its
+    compiled rounds (FUSED_LOSSES), with what that needs: labels or targets and weights
+    in double (the values the loss's kernels read), the weights' totals as the loss takes
+    them, the validation events' and the stop rule's state (``_Watch``'s), the channels'
+    storage, and the losses before and after each round."""
+
+    def __init__(self, loss, y: np.ndarray, w: np.ndarray, n_trees: int, watch=None):
+        self.kind, self.scale = FUSED_LOSSES[type(loss)], float(getattr(loss, "scale", 1.0))
+        n = y.size
+        self.y, self.w = np.asarray(y, np.float64), np.asarray(w, np.float64)
+        self.w_total = loss.weight_total(w)
+        self.channels = (np.empty((1, n), CHANNEL_DTYPE), np.empty((1, n), CHANNEL_DTYPE))
+        self.before, self.after = np.empty(n_trees + 1), np.empty(n_trees + 1)
+        empty = np.empty(0)
+        self.valid = (empty, empty, 0.0, 0.0)
+        self.state = np.zeros(4)
+        n_valid = 0
+        if watch is not None:
+            self.valid = (np.asarray(watch.y, np.float64), np.asarray(watch.w, np.float64),
+                          loss.weight_total(watch.w), float(watch.base[0, 0]))
+            self.state[2:] = watch.tol, watch.rounds or 0
+            n_valid = watch.y.size
+        self.buffer = np.empty(max(n, n_valid, LOSS_CHUNK))
+        self.watch = watch
+
+    def arguments(self, first: int) -> tuple:
+        """``_rounds``' arguments before ``n_rounds``, from round ``first`` on."""
+        if self.watch is not None:  # the watch's rule state, as the rounds before left it
+            self.state[0], self.state[1] = self.watch.counted_loss, self.watch.counted_iter
+        return (self.kind, self.scale, self.y, self.w, self.w_total, *self.valid, self.state,
+                self.before[first:], self.after[first:], self.buffer)
+
+
+def fused_loss(loss, rounds: ExactRounds | None, full_sample: bool, every_feature: bool):
+    """Whether ``ExactRounds.run`` can take a fit's rounds: exact rounds of one score an
+    event, on every event and every feature each round, of a loss in FUSED_LOSSES (whose
+    ``begin_round`` does nothing, so the loss recorded is the loss itself)."""
+    return (rounds is not None and rounds.n_classes == 1 and full_sample and every_feature
+            and type(loss) in FUSED_LOSSES)

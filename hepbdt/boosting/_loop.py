@@ -34,7 +34,16 @@ from ..engine.grower import (
 from ..engine.predict import predict_binned
 from ..engine.split import SplitParams
 from ..model import ClassForestBuilder, ForestBuilder
-from ._exact_rounds import ExactRounds, add_children, serial_node_sums
+from ._exact_rounds import (
+    ALL_DONE,
+    STOPPED,
+    TRAIN_NOT_FINITE,
+    ExactRounds,
+    FusedLoss,
+    add_children,
+    fused_loss,
+    serial_node_sums,
+)
 from .losses import Loss
 
 __all__ = ["BoostResult", "draw_rows", "draw_sample", "leaf_sums", "node_sums", "run_boosting",
@@ -391,6 +400,34 @@ def _grown(lowest: float, now: float, it: int, booster) -> bool:
     return True
 
 
+class _TrainLoss:
+    """The training loss before each round (``before``), kept from the second round on and
+    checked (``_checked_training_loss``, ``_grown``), and the loss after the last (``last``)."""
+
+    def __init__(self, booster, unit: str):
+        self.booster, self.unit = booster, unit
+        self.losses: list[float] = []
+        self.lowest, self.grown = math.inf, False
+
+    def before(self, it: int, now: float) -> None:
+        """The loss before round ``it``."""
+        if it == 0:
+            self.lowest, self.grown = now, False
+            return
+        self.losses.append(_checked_training_loss(now, it, self.unit, self._first()))
+        self.grown = self.grown or _grown(self.lowest, now, it, self.booster)
+        self.lowest = min(self.lowest, now)
+
+    def last(self, now: float) -> np.ndarray:
+        """The losses with ``now``, the loss after the last round."""
+        self.losses.append(_checked_training_loss(now, len(self.losses) + 1, self.unit,
+                                                  self._first()))
+        return np.asarray(self.losses)
+
+    def _first(self) -> float | None:
+        return self.losses[0] if self.losses else None
+
+
 class _Watch:
     """The validation events of early stopping: their scores, summed tree by tree from zero
     with the base score added when the loss is taken (as the staged scores are, so that
@@ -412,7 +449,11 @@ class _Watch:
 
     def end_round(self, it: int, metric, unit: str) -> bool:
         """Record the loss after round ``it``; whether to stop now."""
-        value = metric.loss(self.y, self.w, self.summed + self.base)
+        return self.record(it, metric.loss(self.y, self.w, self.summed + self.base), unit)
+
+    def record(self, it: int, value: float, unit: str) -> bool:
+        """Record ``value``, the loss after round ``it``; whether to stop now (the rule
+        ``_exact_rounds._rounds`` applies in its compiled rounds too)."""
         self.losses.append(_checked_validation_loss(value, it, unit))
         if value < self.best_loss:
             self.best_loss, self.best_iter = value, it
@@ -447,6 +488,36 @@ def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, bu
                        mapper, workspace)
 
 
+def _fused_rounds(rounds: ExactRounds, fused: FusedLoss, booster, w, score, n_trees: int, m: int,
+                  events: int, watch, train: _TrainLoss, progress, *, split_params, min_node_size,
+                  min_node_events, rng) -> None:
+    """``run_boosting``'s rounds where ``ExactRounds.run`` grows them (``fused_loss``): many
+    rounds a call, each round's channels and losses computed in it, then recorded round
+    by round as the loop records them (the same checks, warnings, stop and progress)."""
+    w_tree = w.astype(CHANNEL_DTYPE, copy=False)
+    split_params.min_child_weight = child_weight_floor(
+        min_node_size, float(np.sum(w_tree, dtype=np.float64)), events, min_node_events, None)
+    features = sample_features(np.ones(m, dtype=np.bool_), 1.0, rng)
+    fixed = (w_tree, score, features, split_params.as_tuple(), booster.exact_leaf_rule(w_tree),
+             None if watch is None else (watch.codes, watch.summed))
+    it = 0
+    while it < n_trees:
+        done, ended = rounds.run(fused, n_trees - it, it, *fixed)
+        for r in range(it, it + done):
+            train.before(r, float(fused.before[r]))
+            if watch is not None and watch.record(r, float(fused.after[r]), "tree"):
+                if r != it + done - 1 or ended != STOPPED:
+                    raise RuntimeError("the compiled rounds and the loop disagree on the stop")
+                progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
+                return
+            progress.moveto(r + 1, f"loss after {r}: {fused.before[r]:.5g}" if progress.shown else "")
+        it += done
+        if ended == TRAIN_NOT_FINITE:
+            train.before(it, float(fused.before[it]))  # raises: the loss is not finite
+        if ended != ALL_DONE:
+            raise RuntimeError(f"the compiled rounds ended ({ended}) where the loop goes on")
+
+
 def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_depth,
                  split_params: SplitParams, min_node_size, subsample, subsample_mode,
                  colsample_bytree, colsample_bylevel, colsample_bynode, rng,
@@ -471,7 +542,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     base = loss.init_scores(y, w)
     score = np.repeat(base[:, None], n, axis=1)  # (K, n): each class's scores contiguous
     builder = ClassForestBuilder(m, base) if multiclass else ForestBuilder(m, float(base[0]))
-    train_loss, metric = [], loss  # metric: what the losses are recorded in
+    metric = loss  # what the losses are recorded in
+    unit = "round" if multiclass else "tree"
+    train = _TrainLoss(booster, unit)
     watch = None if valid is None else _Watch(valid, base, n_iter_no_change, tol)
     full_sample = subsample >= 1.0 and subsample_mode == "uniform"  # no draw, no index array
     events = int(np.count_nonzero(w))  # of the full sample: a weight of 0 is no event
@@ -487,7 +560,13 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
             and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0))
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
-    for it in range(n_trees):
+    fused = (FusedLoss(booster.loss, y, w, n_trees, watch)
+             if fused_loss(booster.loss, rounds, full_sample, colsample_bytree >= 1.0) else None)
+    if fused is not None:
+        _fused_rounds(rounds, fused, booster, w, score, n_trees, m, events, watch, train,
+                      progress, split_params=split_params, min_node_size=min_node_size,
+                      min_node_events=min_node_events, rng=rng)
+    for it in range(n_trees if fused is None else 0):
         if not multiclass:
             loss.begin_round(y, w, score)
             if it == 0 and _round_dependent(booster.loss):
@@ -501,14 +580,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
         if quantised:  # every event flows through; those left out carry zero channels
             rows = None
         wg, wh, previous_loss = loss.channels(y, score, w_tree, w, **storage(), **found)
-        now = previous_loss if metric is loss else metric.loss(y, w, score)
-        if it == 0:
-            lowest_loss, grown = now, False
-        else:
-            train_loss.append(_checked_training_loss(
-                now, it, "round" if multiclass else "tree", train_loss[0] if train_loss else None))
-            grown = grown or _grown(lowest_loss, now, it, booster)
-            lowest_loss = min(lowest_loss, now)
+        train.before(it, previous_loss if metric is loss else metric.loss(y, w, score))
         if it == 0 or not full_sample:  # the full sample's tree weights are the same each round
             w_tree_total = float(np.sum(w_tree, dtype=np.float64))
             w_tree_abs = float(np.sum(np.abs(w_tree), dtype=np.float64)) if signed else None
@@ -543,7 +615,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
                 update_scores(watch.codes, tree, value, watch.summed[k])
             del tree, a, b  # freed before the next tree's (peak memory at large n)
         del wg, wh, w_tree, rows  # freed before the next round's draw and channels are made
-        if watch is not None and watch.end_round(it, metric, "round" if multiclass else "tree"):
+        if watch is not None and watch.end_round(it, metric, unit):
             progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
             break
         # the loss known before tree it
@@ -551,9 +623,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     progress.close()
     if rounds is not None:
         rounds.flush()
-    train_loss.append(_checked_training_loss(metric.loss(y, w, score), len(train_loss) + 1,
-                                            "round" if multiclass else "tree",
-                                            train_loss[0] if train_loss else None))
+    train_loss = train.last(metric.loss(y, w, score))
     watched = (None, None) if watch is None else (np.asarray(watch.losses), watch.best_iter)
-    return BoostResult(builder, float(base[0]) if not multiclass else 0.0, np.asarray(train_loss),
+    return BoostResult(builder, float(base[0]) if not multiclass else 0.0, train_loss,
                        *watched, {} if metric is loss else {"metric_loss": metric.loss_of_one})

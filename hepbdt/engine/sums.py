@@ -140,3 +140,68 @@ def exact_sum(values: np.ndarray) -> float:
     if not np.all(np.isfinite(v)):
         return float(np.sum(v))
     return exact_sum_of_parts(exact_sum_parts(v))
+
+
+@njit
+def _block(a, lo, n):
+    """numpy's pairwise sum of a[lo:lo + n] for n <= 128 (``pairwise_sum`` of its float64
+    loops): below 8 terms one after another from 0.0, else in eight interleaved sums."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = lo + 8
+    end = lo + n - n % 8
+    while i < end:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < lo + n:
+        res += a[i]
+        i += 1
+    return res
+
+
+@njit
+def numpy_sum(a):
+    """``np.sum`` of a contiguous float64 array, bit for bit, in compiled code: numpy adds
+    0.0 and the pairwise sum, which above 128 terms sums the two halves (the first a
+    multiple of 8 terms long) and adds them. The halving runs on a stack of its own (a
+    recursive kernel crashes when Numba loads it from its cache). tests/test_running_sums.py
+    checks it against numpy."""
+    if a.size <= 128:
+        return 0.0 + _block(a, 0, a.size)
+    lo, size, phase = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    left = np.empty(64)
+    top, value = 0, 0.0
+    lo[0], size[0], phase[0] = 0, a.size, 0
+    while top >= 0:
+        n = size[top]
+        if n <= 128:
+            value = _block(a, lo[top], n)
+            top -= 1
+            continue
+        half = n // 2
+        half -= half % 8
+        if phase[top] == 0:  # the first half next
+            phase[top] = 1
+            lo[top + 1], size[top + 1], phase[top + 1] = lo[top], half, 0
+            top += 1
+        elif phase[top] == 1:  # the first half's sum is in: the second half next
+            left[top], phase[top] = value, 2
+            lo[top + 1], size[top + 1], phase[top + 1] = lo[top] + half, n - half, 0
+            top += 1
+        else:
+            value = left[top] + value
+            top -= 1
+    return 0.0 + value
