@@ -215,16 +215,19 @@ def test_rounds_computing_their_losses_check_warn_and_stop_as_the_loop(case, mon
         assert {"diverged": "training diverged", "validation-overflow": "validation events"}[case] in out
 
 
-@pytest.mark.parametrize("store_nodes", [1, 100])
-def test_a_store_flushed_between_calls_of_many_rounds_builds_the_same_forest(store_nodes,
-                                                                            monkeypatch):
+@pytest.mark.parametrize("limit", ["store_nodes=1", "store_nodes=100", "call_work=7"])
+def test_calls_of_many_rounds_cut_short_build_the_same_forest(limit, monkeypatch):
+    # A call grows the rounds the store takes (STORE_NODES; 1: a round, then a flush) and
+    # CALL_WORK allows (here 7 rounds of the 2,250 training events x 5 features).
     make, _, _ = CASES["binary-default"]
     X, y, _, w = _data()
     reference, _ = _fit(make, X, y, w, False, monkeypatch)
-    monkeypatch.setattr(_exact_rounds, "STORE_NODES", store_nodes)
+    name, value = limit.split("=")
+    monkeypatch.setattr(_exact_rounds, name.upper(), int(value) * (2250 * 5 if name == "call_work" else 1))
     calls = []
     fused, rounds = _fit(make, X, y, w, True, monkeypatch, calls)
     assert rounds > 20 and len(calls) > 1 and reference.n_trees_ == fused.n_trees_
+    assert max(calls) == {"store_nodes=1": 1, "store_nodes=100": 100 // 63, "call_work=7": 7}[limit]
     for field in FIELDS:
         assert np.array_equal(getattr(reference.forest_, field), getattr(fused.forest_, field)), field
     assert np.array_equal(reference.validation_loss_, fused.validation_loss_)
