@@ -2532,6 +2532,8 @@ def warmup() -> None:
     for boosting in ("newton", "adaboost"):  # softmax, and SAMME's class-Gini splits
         BDTClassifier(boosting=boosting, n_trees=2, max_depth=2).fit(
             X, np.arange(64) % 3).predict_proba(X)
+    # softmax's channels outside the rounds (a subsample)
+    BDTClassifier(boosting="newton", n_trees=2, max_depth=2, subsample=0.5).fit(X, np.arange(64) % 3)
     for policy in ("pair", "keep"):  # pair's neighbours; kept signed weights' node sums
         BDTClassifier(n_trees=2, max_depth=2, negative_weights=policy).fit(X, y, w)
     for boosting in ("gradient", "newton"):  # the flatness loss, on both histogram kinds

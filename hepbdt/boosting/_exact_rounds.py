@@ -12,7 +12,7 @@ sets their values, adds them to the training and validation scores and writes th
 nodes into a store of the fit's trees, in one call: the same kernels and the
 same arithmetic in the same order as ``run_boosting``'s loop, so the same model bit for
 bit (tests/test_exact_rounds.py). Where the rounds also need no draw and the loss is one
-of FUSED_LOSSES (one score an event), ``ExactRounds.run`` grows many rounds a call,
+of FUSED_LOSSES, ``ExactRounds.run`` grows many rounds a call,
 computing each round's channels and the training and validation losses there with the
 loss's own kernels, and applying the early-stopping rule; the loop records those losses
 afterwards, round by round.
@@ -45,9 +45,13 @@ from .losses import (
     LOSS_CHUNK,
     Deviance,
     Logistic,
+    Softmax,
     Squared,
     _logistic_chunk,
     _logistic_loss_term,
+    _softmax_chunk,
+    _softmax_loss_sum,
+    _softmax_terms,
     _squared_channels,
     _squared_terms,
 )
@@ -67,9 +71,9 @@ RATIO_LEAF = 1  # -G / H where H > floor (gradient.py)
 # take 39 (about 0.2 s), so Ctrl-C and the progress bar wait for no long call.
 CALL_WORK = 1 << 26
 # Where a call's rounds take their channels from: given (one round, the loop's channels), or
-# computed in the call from the scores, for the losses below (one score an event).
-GIVEN, LOGISTIC, SQUARED = 0, 1, 2
-FUSED_LOSSES = {Deviance: LOGISTIC, Logistic: LOGISTIC, Squared: SQUARED}
+# computed in the call from the scores, for the losses below.
+GIVEN, LOGISTIC, SQUARED, SOFTMAX = 0, 1, 2, 3
+FUSED_LOSSES = {Deviance: LOGISTIC, Logistic: LOGISTIC, Squared: SQUARED, Softmax: SOFTMAX}
 # How a call of rounds ended (``run``): every round asked for; a training loss not finite
 # before round ``done`` (its trees not grown); a validation loss not finite, or the stop
 # rule, after round ``done - 1``.
@@ -79,8 +83,9 @@ STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", n
           ("gain", np.float64), ("cover", np.float64))
 
 
-NO_FUSED = (0.0, np.empty(0), np.empty(0), 0.0, np.empty(0), np.empty(0), 0.0, 0.0,
-            np.zeros(4), np.empty(0), np.empty(0), np.empty(0))  # _rounds' loss arguments, unused
+NO_FUSED = (np.zeros(3), np.empty(0), np.empty(0), 0.0, np.empty(0), np.empty(0), 0.0,
+            np.zeros(1), np.zeros(4), np.empty(0), np.empty(0), np.empty(0))  # _rounds' loss
+# arguments where the loop gives the channels
 
 
 class ExactRounds:
@@ -122,13 +127,12 @@ class ExactRounds:
     def run(self, fused: FusedLoss, n_rounds: int, first: int, w_tree: np.ndarray,
             score: np.ndarray, used: np.ndarray, params: tuple, rule: tuple,
             valid: tuple | None) -> tuple[int, int]:
-        """Rounds ``first``, ``first + 1``, ... of a fit on every event (one score an event)
-        whose channels ``fused`` computes in the call from the scores, as the loss's
-        ``channels`` does, with the training loss before each round and the validation
-        loss after it (``fused.before``, ``fused.after``, from round ``first`` on): at most
-        ``n_rounds``, as many as the store takes and CALL_WORK allows. Returns (rounds
-        grown, how the call ended: ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE or
-        STOPPED)."""
+        """Rounds ``first``, ``first + 1``, ... of a fit on every event whose channels
+        ``fused`` computes in the call from the scores, as the loss's ``channels`` does,
+        with the training loss before each round and the validation loss after it
+        (``fused.before``, ``fused.after``, from round ``first`` on): at most ``n_rounds``,
+        as many as the store takes and CALL_WORK allows. Returns (rounds grown, how the
+        call ended: ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE or STOPPED)."""
         if self.n_nodes + self.per_round > self.sizes.size:
             self.flush()
         room = (self.sizes.size - self.n_nodes) // self.per_round
@@ -302,45 +306,57 @@ _exact_round_1 = serial_twin(_exact_round, grow_exact_serial=grow_exact_serial_1
 
 
 @njit
-def _fused_channels(kind, scale, y, w, w_total, w_tree, score, wg, wh, buffer, partial):
-    """The loss's ``channels`` into ``wg``, ``wh``, and the training loss it returns: the
-    same kernels' arithmetic, chunks and order of sums (numpy's for ``np.sum``)."""
+def _fused_channels(kind, factors, y, w, w_total, w_tree, score, wg, wh, buffer, partial):
+    """The loss's ``channels`` into ``wg``, ``wh`` (K, n), and the training loss it returns:
+    the same kernels' arithmetic, chunks and order of sums (numpy's for ``np.sum``).
+    ``factors``: the logistic family's scale, softmax's gradient and hessian factors."""
     n = y.size
-    if kind == LOGISTIC:
+    if kind == SQUARED:
+        _squared_channels(y, score[0], w_tree, w, wg[0], wh[0], buffer[:n])
+        total = numpy_sum(buffer[:n])
+    else:
         for c in range(partial.size):
             lo = c * LOSS_CHUNK
             hi = min(n, lo + LOSS_CHUNK)
-            partial[c] = _logistic_chunk(y[lo:hi], score[lo:hi], w_tree[lo:hi], w[lo:hi], scale,
-                                         wg[lo:hi], wh[lo:hi], buffer[:hi - lo])
+            if kind == LOGISTIC:
+                partial[c] = _logistic_chunk(y[lo:hi], score[0, lo:hi], w_tree[lo:hi], w[lo:hi],
+                                             factors[0], wg[0, lo:hi], wh[0, lo:hi],
+                                             buffer[:hi - lo])
+            else:
+                partial[c] = _softmax_chunk(y, score, w_tree, w, factors[1], factors[2], wg, wh,
+                                            lo, hi - lo)
         total = numpy_sum(partial)
-    else:
-        _squared_channels(y, score, w_tree, w, wg, wh, buffer[:n])
-        total = numpy_sum(buffer[:n])
     return total / w_total if w_total != 0 else 0.0
 
 
 @njit
-def _fused_loss(kind, scale, y, w, w_total, base, summed, score, buffer, partial):
-    """The loss's ``loss`` at the scores ``summed + base`` (``score``, ``buffer``: scratch),
-    as ``_Watch`` takes it."""
+def _fused_loss(kind, factors, y, w, w_total, base, summed, score, buffer, partial):
+    """The loss's ``loss`` at the scores ``summed + base`` (K, n) (``score``, ``buffer``:
+    scratch), as ``_Watch`` takes it."""
     n = y.size
-    for i in range(n):
-        score[i] = summed[i] + base
-    if kind == LOGISTIC:
-        for c in range(partial.size):
+    for k in range(score.shape[0]):
+        for i in range(n):
+            score[k, i] = summed[k, i] + base[k]
+    if kind == SQUARED:
+        _squared_terms(y, score[0], w, buffer[:n])
+        return numpy_sum(buffer[:n]) / w_total if w_total != 0 else 0.0
+    for c in range(partial.size):
+        lo = c * LOSS_CHUNK
+        hi = min(n, lo + LOSS_CHUNK)
+        if kind == LOGISTIC:
             total = 0.0
-            for i in range(c * LOSS_CHUNK, min(n, (c + 1) * LOSS_CHUNK)):
-                total += _logistic_loss_term(score[i], y[i], w[i], scale)
+            for i in range(lo, hi):
+                total += _logistic_loss_term(score[0, i], y[i], w[i], factors[0])
             partial[c] = total
-        total = numpy_sum(partial)
-    else:
-        _squared_terms(y, score, w, buffer[:n])
-        total = numpy_sum(buffer[:n])
-    return total / w_total if w_total != 0 else 0.0
+        else:
+            p, top, norm = np.empty((score.shape[0], hi - lo)), np.empty(hi - lo), np.empty(hi - lo)
+            _softmax_terms(score, np.uint64(lo), hi - lo, p, top, norm)
+            partial[c] = _softmax_loss_sum(y, score, w, np.uint64(lo), hi - lo, top, norm, p[0])
+    return numpy_sum(partial) / w_total if w_total != 0 else 0.0
 
 
 @njit
-def _rounds(kind, scale, y, w, w_total, valid_y, valid_w, valid_total, base, state, before,
+def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, state, before,
             after, buffer, n_rounds, first, codes, rows, partition, payload, used, n_value_bins,
             params, max_depth, pool, bits, dirty, free, buf, scratch_idx, scratch_payload,
             feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
@@ -348,20 +364,20 @@ def _rounds(kind, scale, y, w, w_total, valid_y, valid_w, valid_total, base, sta
             node_sums, out_feature, out_bin, out_missing, out_left, out_right, out_value,
             out_gain, out_cover, out_sizes, at, tree):
     """``n_rounds`` rounds of ``_exact_round``, from round ``first``: one on the channels
-    ``wg``, ``wh`` given (kind GIVEN), or (LOGISTIC, SQUARED: one score an event, every
-    event) each round's channels and the training loss before it (``before[r]``) computed
-    here from ``score``, and with validation events (``valid_y``) the loss after it
-    (``after[r]``) and ``_Watch``'s stop rule (``state``: the loss and round of the last
-    improvement by more than the tolerance, the tolerance, the patience or 0). Returns
-    (the next free node, the rounds grown, how the call ended)."""
+    ``wg``, ``wh`` given (kind GIVEN), or (LOGISTIC, SQUARED, SOFTMAX: every event) each
+    round's channels and the training loss before it (``before[r]``) computed here from
+    ``score``, and with validation events (``valid_y``) the loss after it (``after[r]``)
+    and ``_Watch``'s stop rule (``state``: the loss and round of the last improvement by
+    more than the tolerance, the tolerance, the patience or 0). Returns (the next free
+    node, the rounds grown, how the call ended)."""
     partial = np.empty((y.size + LOSS_CHUNK - 1) // LOSS_CHUNK)
     partial_valid = np.empty((valid_y.size + LOSS_CHUNK - 1) // LOSS_CHUNK)
-    valid_score = np.empty(valid_y.size)
+    valid_score = np.empty((wg.shape[0], valid_y.size))
     for r in range(n_rounds):
         it = first + r
         if kind != GIVEN:
-            before[r] = _fused_channels(kind, scale, y, w, w_total, w_tree, score[0], wg[0], wh[0],
-                                        buffer, partial)
+            before[r] = _fused_channels(kind, factors, y, w, w_total, w_tree, score, wg, wh, buffer,
+                                        partial)
             if it > 0 and not math.isfinite(before[r]):  # the loop checks from round 1
                 return at, r, TRAIN_NOT_FINITE
         at = _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth,
@@ -372,7 +388,7 @@ def _rounds(kind, scale, y, w, w_total, valid_y, valid_w, valid_total, base, sta
                           out_right, out_value, out_gain, out_cover, out_sizes, at,
                           tree + r * wg.shape[0])
         if kind != GIVEN and valid_y.size > 0:
-            value = _fused_loss(kind, scale, valid_y, valid_w, valid_total, base, valid_summed[0],
+            value = _fused_loss(kind, factors, valid_y, valid_w, valid_total, base, valid_summed,
                                 valid_score, buffer, partial_valid)
             after[r] = value
             if not math.isfinite(value):
@@ -389,26 +405,28 @@ _rounds_1 = serial_twin(_rounds, _exact_round=_exact_round_1)
 
 
 class FusedLoss:
-    """A one-score loss whose channels and losses ``ExactRounds.run`` computes in its
-    compiled rounds (FUSED_LOSSES), with what that needs: labels or targets and weights
-    in double (the values the loss's kernels read), the weights' totals as the loss takes
+    """A loss whose channels and losses ``ExactRounds.run`` computes in its compiled rounds
+    (FUSED_LOSSES), with what that needs: labels or targets and weights in double (the
+    values the loss's kernels read), its factors, the weights' totals as the loss takes
     them, the validation events' and the stop rule's state (``_Watch``'s), the channels'
-    storage, and the losses before and after each round."""
+    storage (K, n), and the losses before and after each round."""
 
     def __init__(self, loss, y: np.ndarray, w: np.ndarray, n_trees: int, watch=None):
-        self.kind, self.scale = FUSED_LOSSES[type(loss)], float(getattr(loss, "scale", 1.0))
-        n = y.size
+        self.kind = FUSED_LOSSES[type(loss)]
+        self.factors = np.array([getattr(loss, "scale", 1.0), getattr(loss, "gradient_factor", 1.0),
+                                 getattr(loss, "hessian_factor", 1.0)], np.float64)
+        n, n_classes = y.size, getattr(loss, "n_classes", 1)
         self.y, self.w = np.asarray(y, np.float64), np.asarray(w, np.float64)
         self.w_total = loss.weight_total(w)
-        self.channels = (np.empty((1, n), CHANNEL_DTYPE), np.empty((1, n), CHANNEL_DTYPE))
+        self.channels = tuple(np.empty((n_classes, n), CHANNEL_DTYPE) for _ in range(2))
         self.before, self.after = np.empty(n_trees + 1), np.empty(n_trees + 1)
         empty = np.empty(0)
-        self.valid = (empty, empty, 0.0, 0.0)
+        self.valid = (empty, empty, 0.0, np.zeros(n_classes))
         self.state = np.zeros(4)
         n_valid = 0
         if watch is not None:
             self.valid = (np.asarray(watch.y, np.float64), np.asarray(watch.w, np.float64),
-                          loss.weight_total(watch.w), float(watch.base[0, 0]))
+                          loss.weight_total(watch.w), np.ascontiguousarray(watch.base[:, 0]))
             self.state[2:] = watch.tol, watch.rounds or 0
             n_valid = watch.y.size
         self.buffer = np.empty(max(n, n_valid, LOSS_CHUNK))
@@ -418,13 +436,12 @@ class FusedLoss:
         """``_rounds``' arguments before ``n_rounds``, from round ``first`` on."""
         if self.watch is not None:  # the watch's rule state, as the rounds before left it
             self.state[0], self.state[1] = self.watch.counted_loss, self.watch.counted_iter
-        return (self.kind, self.scale, self.y, self.w, self.w_total, *self.valid, self.state,
+        return (self.kind, self.factors, self.y, self.w, self.w_total, *self.valid, self.state,
                 self.before[first:], self.after[first:], self.buffer)
 
 
 def fused_loss(loss, rounds: ExactRounds | None, full_sample: bool, every_feature: bool):
-    """Whether ``ExactRounds.run`` can take a fit's rounds: exact rounds of one score an
-    event, on every event and every feature each round, of a loss in FUSED_LOSSES (whose
-    ``begin_round`` does nothing, so the loss recorded is the loss itself)."""
-    return (rounds is not None and rounds.n_classes == 1 and full_sample and every_feature
-            and type(loss) in FUSED_LOSSES)
+    """Whether ``ExactRounds.run`` can take a fit's rounds: exact rounds on every event and
+    every feature each round, of a loss in FUSED_LOSSES (whose ``begin_round`` does
+    nothing, so the loss recorded is the loss itself)."""
+    return rounds is not None and full_sample and every_feature and type(loss) in FUSED_LOSSES

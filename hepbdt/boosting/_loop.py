@@ -505,7 +505,7 @@ def _fused_rounds(rounds: ExactRounds, fused: FusedLoss, booster, w, score, n_tr
         done, ended = rounds.run(fused, n_trees - it, it, *fixed)
         for r in range(it, it + done):
             train.before(r, float(fused.before[r]))
-            if watch is not None and watch.record(r, float(fused.after[r]), "tree"):
+            if watch is not None and watch.record(r, float(fused.after[r]), train.unit):
                 if r != it + done - 1 or ended != STOPPED:
                     raise RuntimeError("the compiled rounds and the loop disagree on the stop")
                 progress.moveto(n_trees, f"early stop at {watch.best_iter + 1}")
