@@ -12,10 +12,10 @@ sets their values, adds them to the training and validation scores and writes th
 nodes into a store of the fit's trees, in one call: the same kernels and the
 same arithmetic in the same order as ``run_boosting``'s loop, so the same model bit for
 bit (tests/test_exact_rounds.py). Where the rounds also need no draw and the loss is one
-of FUSED_LOSSES, ``ExactRounds.run`` grows many rounds a call,
-computing each round's channels and the training and validation losses there with the
-loss's own kernels, and applying the early-stopping rule; the loop records those losses
-afterwards, round by round.
+of FUSED_LOSSES, ``ExactRounds.run`` grows many rounds a call, computing each round's
+channels and the training and validation losses there with the loss's own kernels and
+applying the early-stopping rule; the loop records those losses afterwards, round by
+round.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from .losses import (
     _squared_terms,
 )
 
-__all__ = ["ExactRounds", "FusedLoss", "NEWTON_LEAF", "RATIO_LEAF", "fused_loss"]
+__all__ = ["ExactRounds", "FusedLoss", "NEWTON_LEAF", "RATIO_LEAF", "can_fuse"]
 
 # Nodes the store holds before its trees go to the forest builder (at least a round's):
 # about 2.3 MB, whatever the forest's size.
@@ -64,8 +64,6 @@ STORE_NODES = 1 << 16
 
 NEWTON_LEAF = 0  # -T_alpha(G) / (H + lambda) where H + lambda > 0 (newton.py)
 RATIO_LEAF = 1  # -G / H where H > floor (gradient.py)
-# the node arrays a tree keeps in the store, by name and type (model.NODE_ARRAYS less the
-# thresholds, which the bin mapper gives at each flush)
 # Event-features a call of many rounds grows trees over at most (its rounds: this over the
 # sample's events x features): hastie's 5,400 x 10 take 1,242 rounds a call, 60,000 x 28
 # take 39 (about 0.2 s), so Ctrl-C and the progress bar wait for no long call.
@@ -78,14 +76,16 @@ FUSED_LOSSES = {Deviance: LOGISTIC, Logistic: LOGISTIC, Squared: SQUARED, Softma
 # before round ``done`` (its trees not grown); a validation loss not finite, or the stop
 # rule, after round ``done - 1``.
 ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE, STOPPED = 0, 1, 2, 3
+# the node arrays a tree keeps in the store, by name and type (model.NODE_ARRAYS less the
+# thresholds, which the bin mapper gives at each flush)
 STORED = (("feature", np.int32), ("bin_threshold", np.uint8), ("missing_left", np.bool_),
           ("left", np.int32), ("right", np.int32), ("value", np.float64),
           ("gain", np.float64), ("cover", np.float64))
 
 
+# ``_rounds``' loss arguments where the loop gives the channels (unread, of their types)
 NO_FUSED = (np.zeros(3), np.empty(0), np.empty(0), 0.0, np.empty(0), np.empty(0), 0.0,
-            np.zeros(1), np.zeros(4), np.empty(0), np.empty(0), np.empty(0))  # _rounds' loss
-# arguments where the loop gives the channels
+            np.zeros(1), np.zeros(4), np.empty(0), np.empty(0), np.empty(0))
 
 
 class ExactRounds:
@@ -440,7 +440,7 @@ class FusedLoss:
                 self.before[first:], self.after[first:], self.buffer)
 
 
-def fused_loss(loss, rounds: ExactRounds | None, full_sample: bool, every_feature: bool):
+def can_fuse(loss, rounds: ExactRounds | None, full_sample: bool, every_feature: bool) -> bool:
     """Whether ``ExactRounds.run`` can take a fit's rounds: exact rounds on every event and
     every feature each round, of a loss in FUSED_LOSSES (whose ``begin_round`` does
     nothing, so the loss recorded is the loss itself)."""

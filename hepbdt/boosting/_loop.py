@@ -41,7 +41,7 @@ from ._exact_rounds import (
     ExactRounds,
     FusedLoss,
     add_children,
-    fused_loss,
+    can_fuse,
     serial_node_sums,
 )
 from .losses import Loss
@@ -491,7 +491,7 @@ def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, bu
 def _fused_rounds(rounds: ExactRounds, fused: FusedLoss, booster, w, score, n_trees: int, m: int,
                   events: int, watch, train: _TrainLoss, progress, *, split_params, min_node_size,
                   min_node_events, rng) -> None:
-    """``run_boosting``'s rounds where ``ExactRounds.run`` grows them (``fused_loss``): many
+    """``run_boosting``'s rounds where ``ExactRounds.run`` grows them (``can_fuse``): many
     rounds a call, each round's channels and losses computed in it, then recorded round
     by round as the loop records them (the same checks, warnings, stop and progress)."""
     w_tree = w.astype(CHANNEL_DTYPE, copy=False)
@@ -561,7 +561,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     fused = (FusedLoss(booster.loss, y, w, n_trees, watch)
-             if fused_loss(booster.loss, rounds, full_sample, colsample_bytree >= 1.0) else None)
+             if can_fuse(booster.loss, rounds, full_sample, colsample_bytree >= 1.0) else None)
     if fused is not None:
         _fused_rounds(rounds, fused, booster, w, score, n_trees, m, events, watch, train,
                       progress, split_params=split_params, min_node_size=min_node_size,
