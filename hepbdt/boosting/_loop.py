@@ -4,7 +4,8 @@ Each round: draw the events (subsample), let the booster fill the channels, grow
 with the one grower, let the booster set the leaf values, and add the tree to the scores
 on the binned data. Keeps the weighted training and validation loss of every round and
 stops early when the validation loss has not improved for ``n_iter_no_change`` rounds.
-A small exact fit's round (``_exact_rounds``) is one compiled call with the same result.
+A small exact fit's rounds (``_exact_rounds``) run in compiled calls, many rounds a call
+where the loss's channels can be computed there, with the same result.
 """
 
 from __future__ import annotations
