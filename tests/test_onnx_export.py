@@ -500,3 +500,22 @@ def test_leaves_that_cancel_far_above_the_score_are_refused(tmp_path):
     with pytest.raises(ONNXExportError, match="cancel"):
         to_onnx(model, tmp_path / "m.onnx")
     assert_matches(from_forest("regressor", _stumps(0.1, MODERATE), None), X, tmp_path / "ok.onnx")
+
+
+@pytest.mark.parametrize("factor", [0.25, 4.0])
+def test_the_cancellation_bound_refuses_from_where_float32_rounding_is_reached(tmp_path, factor):
+    """The refusal's constants: leaves of +-C in two pairs of stumps cancel up to about 2C,
+    and ``_check_sum_rounding`` refuses where 3 sqrt(n + 1) 2^-53 (2C) passes float32's
+    rounding of scores of order 1, C* = 2^-24 / (6 sqrt(6) 2^-53), about 3.7e7. A quarter
+    of C* is written and onnxruntime's scores agree with hepbdt's; four times C* is refused
+    (a factor 3 that became 0.3, or 30, fails one of the two)."""
+    from .test_audit_tmva_sum_rounding import _events, _stumps
+
+    c = factor * 2.0**-24 / (6.0 * np.sqrt(6.0) * 2.0**-53)
+    leaves = [(c, 0.25), (-c, 0.5), (0.125, -0.375), (c, 0.0), (-c, 0.0)]
+    model = from_forest("regressor", _stumps(0.1, leaves), None)
+    if factor < 1:
+        assert_matches(model, _events(), tmp_path / "ok.onnx")
+    else:
+        with pytest.raises(ONNXExportError, match="cancel"):
+            to_onnx(model, tmp_path / "m.onnx")
