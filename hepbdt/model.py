@@ -817,13 +817,21 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def half_tree_weight(weights: np.ndarray) -> float:
+    """Half the trees' total weight, added in tree order one after another, as TMVA's
+    AdaBoostR2 response takes it: numpy's pairwise sum can differ in the last bit, and the
+    weighted median then lands on another tree (weights 1, 2^-52, six of 2^-53 and 1: the
+    second sorted tree's value by one total, the last one's by the other)."""
+    return 0.5 * float(np.cumsum(weights)[-1]) if weights.size else 0.0
+
+
 def _weighted_median_score(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """TMVA's AdaBoostR2 response: mean of the sorted responses around the weighted median."""
     n_trees = per_tree.shape[1]
     order = np.argsort(per_tree, axis=1, kind="stable")
     sorted_resp = np.take_along_axis(per_tree, order, axis=1)
     cum = np.cumsum(weights[order], axis=1)
-    k = np.argmax(cum > 0.5 * weights.sum(), axis=1) + 1  # smallest count past half
+    k = np.argmax(cum > half_tree_weight(weights), axis=1) + 1  # smallest count past half
     half = n_trees // 6
     lo = np.maximum(0, k - half - 1)
     hi = np.minimum(n_trees, k + half)

@@ -152,6 +152,21 @@ def _tied_stumps() -> object:
     return from_forest("regressor", forest, None)
 
 
+def _half_total_median() -> object:
+    """A weighted-median regressor of 9 stumps, tree t scoring t + 1 everywhere, whose
+    weights (1, 2^-52, six of 2^-53, 1) total 2 + 2^-51 added in tree order (TMVA's
+    AdaBoostR2, ``model.half_tree_weight``) and 2 + 2^-50 in numpy's pairwise order: the
+    median is the second tree by one and the last by the other."""
+    builder = ForestBuilder(N_FEATURES, aggregation="weighted_median")
+    zeros = {k: np.zeros(3) for k in ("bin_threshold", "gain", "cover")}
+    for t, weight in enumerate([1.0, 2.0**-52, *[2.0**-53] * 6, 1.0]):
+        builder.add(tree_weight=weight, feature=np.array([0, -1, -1]), threshold=np.zeros(3),
+                    left=np.array([1, -1, -1]), right=np.array([2, -1, -1]),
+                    missing_left=np.zeros(3, bool), value=np.array([0.0, t + 1.0, t + 1.0]),
+                    **zeros)
+    return from_forest("regressor", builder.build(), None)
+
+
 def _models(folder: Path) -> dict[str, object]:
     """Every model the module compiles, by name (files of imported models go to folder)."""
     X, y, target = _training_data(3000, 1)
@@ -186,6 +201,7 @@ def _models(folder: Path) -> dict[str, object]:
     models["tied_median"] = _tied_stumps()
     models["median_zero_weights"] = _reweighted(models["tied_median"], "weighted_median",
                                                 np.zeros(40))  # no weight passes the half
+    models["half_total_median"] = _half_total_median()
     import pandas as pd  # installed with the test dependencies
 
     names = ["m_jj", "p_T(j1)", 'q"uote\\', "??=trigraph", "é"]

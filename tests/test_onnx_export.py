@@ -519,3 +519,21 @@ def test_the_cancellation_bound_refuses_from_where_float32_rounding_is_reached(t
     else:
         with pytest.raises(ONNXExportError, match="cancel"):
             to_onnx(model, tmp_path / "m.onnx")
+
+
+def test_weighted_median_takes_half_the_weights_added_in_tree_order(tmp_path):
+    """Weights whose total differs in the last bit between tree order and numpy's pairwise
+    order move the median from the last tree to the second (``_half_total_median``): the
+    file scores as hepbdt and as the Reader's rule (``tmva_response``, checked against the
+    real TMVA::Reader in test_tmva_reader), 3.0 where the pairwise half gave 8.5."""
+    from hepbdt.interop.tmva_export import tmva_response
+
+    from .test_cpp_export import _half_total_median
+
+    model = _half_total_median()
+    X = np.random.default_rng(0).normal(size=(50, model.forest_.n_features)).astype(np.float32)
+    to_onnx(model, tmp_path / "h.onnx")
+    out = run_onnx(tmp_path / "h.onnx", X)
+    np.testing.assert_array_equal(model.predict(X), tmva_response(model, X))
+    np.testing.assert_array_equal(out["score"], model.predict(X).astype(np.float32))
+    assert np.all(model.predict(X) == 3.0)

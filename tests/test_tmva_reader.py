@@ -516,3 +516,22 @@ def test_adaboost_r2_median_at_either_end_of_the_sorted_trees(reader, tmp_path) 
         np.testing.assert_array_equal(scores, model.predict(X))
         np.testing.assert_array_equal(scores, tmva_response(model, X))
         assert scores[0] == (5.5 if weights[-1] > 1 else 1.5)
+
+
+def test_adaboost_r2_half_of_the_total_weight_summed_in_tree_order(reader, tmp_path) -> None:
+    """The Reader compares each sorted tree's cumulative weight with half the weights' total
+    summed in tree order, one after another. Weights 1, 2^-52, six of 2^-53 and 1 (float32
+    values) total 2 + 2^-51 so and 2 + 2^-50 in numpy's pairwise order: the first sum past
+    half is the second sorted tree's by one total, the last one's by the other."""
+    X = np.array([[0.0], [1.0]], np.float32)
+    weights = [1.0, 2.0**-52, *[2.0**-53] * 6, 1.0]
+    sequential = 0.0
+    for w in weights:
+        sequential += w
+    assert sequential != float(np.sum(weights))  # the case: the two totals differ
+    model = _median_stumps(weights)
+    xml = tmp_path / "half.weights.xml"
+    to_tmva_xml(model, xml)
+    scores = _reader_scores(reader, xml, X, ["a"], tmp_path)
+    np.testing.assert_array_equal(model.predict(X), scores)
+    np.testing.assert_array_equal(tmva_response(model, X), scores)

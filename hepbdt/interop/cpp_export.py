@@ -65,7 +65,7 @@ from .._sklearn import fitted_params, not_fitted
 from .._util import atomic_write_text, feature_names_of, is_classifier
 from .._version import __version__
 from ..engine.predict import DenseForest, dense_fits
-from ..model import Forest, float32_thresholds, from_tmva_two_class
+from ..model import Forest, float32_thresholds, from_tmva_two_class, half_tree_weight
 from .tmva_export import check_one_score
 
 __all__ = ["to_cpp", "CppExportError", "MAX_CPP_NODES"]
@@ -847,7 +847,7 @@ def _score(forest: Forest) -> tuple[list[str], str, str | None]:
         return ([f"constexpr double total_weight = {_double_literal(total)};"],
                 "detail::weighted_leaf_sum(key) / detail::total_weight",
                 "out[i] / detail::total_weight")
-    half = float(0.5 * forest.tree_weights.sum())
+    half = half_tree_weight(forest.tree_weights)
     return ([f"constexpr double half_weight = {_double_literal(half)};"],
             "detail::weighted_median(key)", None)
 

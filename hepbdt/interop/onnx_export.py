@@ -53,7 +53,7 @@ import numpy as np
 
 from .._util import atomic_write_bytes, feature_names_of, is_classifier
 from .._version import __version__
-from ..model import Forest, from_tmva_two_class
+from ..model import Forest, from_tmva_two_class, half_tree_weight
 from .tmva_export import _check_fitted
 
 __all__ = ["to_onnx", "ONNXExportError", "ONNX_OPSET", "ONNX_ML_OPSET", "ONNX_IR_VERSION"]
@@ -294,7 +294,7 @@ def _median_nodes(onnx: Any, forest: Forest) -> tuple[list[Any], list[Any]]:
     h = onnx.helper
     consts = [
         _const(onnx, "value_table", table), _const(onnx, "tree_weight", forest.tree_weights),
-        _const(onnx, "half_weight", np.array(0.5 * forest.tree_weights.sum())),
+        _const(onnx, "half_weight", np.array(half_tree_weight(forest.tree_weights))),
         _const(onnx, "n_trees", np.array([n_trees], np.int64)),
         _const(onnx, "half", np.array(half, np.int64)),
         _const(onnx, "half_plus_one", np.array(half + 1, np.int64)),

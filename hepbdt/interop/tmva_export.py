@@ -58,7 +58,14 @@ from .._util import (
 )
 from .._version import __version__
 from ..engine.predict import predict_per_tree, predict_raw
-from ..model import DBL_EPSILON, NODE_ARRAYS, Forest, check_written_size, float32_thresholds
+from ..model import (
+    DBL_EPSILON,
+    NODE_ARRAYS,
+    Forest,
+    check_written_size,
+    float32_thresholds,
+    half_tree_weight,
+)
 from ..tmva_options import TMVA_OPTIONS, TMVAOptionError, check_file_options, tmva_option_values
 
 __all__ = ["to_tmva_xml", "tmva_response", "TMVAExportError"]
@@ -202,7 +209,7 @@ def _adaboost_r2(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:
     order = np.argsort(per_tree, axis=1, kind="stable")
     responses = np.take_along_axis(per_tree, order, axis=1)
     cum = np.cumsum(weights[order], axis=1)
-    k = np.argmax(cum > _sequential_sum(weights) / 2.0, axis=1) + 1
+    k = np.argmax(cum > half_tree_weight(weights), axis=1) + 1
     half = n_trees // 6
     lo = np.maximum(0, k - half - 1)
     hi = np.minimum(n_trees, k + half)
