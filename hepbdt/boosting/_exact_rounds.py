@@ -133,19 +133,18 @@ class ExactRounds:
         (``fused.before``, ``fused.after``, from round ``first`` on): at most ``n_rounds``,
         as many as the store takes and CALL_WORK allows. Returns (rounds grown, how the
         call ended: ALL_DONE, TRAIN_NOT_FINITE, VALID_NOT_FINITE or STOPPED)."""
-        if self.n_nodes + self.per_round > self.sizes.size:
-            self.flush()
-        room = (self.sizes.size - self.n_nodes) // self.per_round
         m, n = self.codes.shape
         bounded = max(1, CALL_WORK // (m * n))  # a call's time (Ctrl-C, progress) stays short
-        return self._call(fused, min(n_rounds, room, bounded), first, *fused.channels, w_tree,
-                          None, score, used, params, rule, valid)
+        return self._call(fused, min(n_rounds, bounded), first, *fused.channels, w_tree, None,
+                          score, used, params, rule, valid)
 
     def _call(self, fused: FusedLoss | None, n_rounds: int, first: int, wg, wh, w_tree, rows,
               score, used, params, rule, valid) -> tuple[int, int]:
-        """``_rounds`` (or its one-thread twin); the store's counts moved on."""
-        if self.n_nodes + n_rounds * self.per_round > self.sizes.size:
+        """``_rounds`` (or its one-thread twin) for at most ``n_rounds`` rounds, as many as
+        the store takes (flushed first when it cannot take one); the store's counts moved on."""
+        if self.n_nodes + self.per_round > self.sizes.size:
             self.flush()
+        n_rounds = min(n_rounds, (self.sizes.size - self.n_nodes) // self.per_round)
         n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
         shared = serial_tree_sharing(n_rows, self.codes.shape[0])

@@ -491,16 +491,15 @@ def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, bu
 
 def _fused_rounds(rounds: ExactRounds, fused: FusedLoss, booster, w, score, n_trees: int, m: int,
                   events: int, watch, train: _TrainLoss, progress, *, split_params, min_node_size,
-                  min_node_events, rng) -> None:
+                  min_node_events) -> None:
     """``run_boosting``'s rounds where ``ExactRounds.run`` grows them (``can_fuse``): many
     rounds a call, each round's channels and losses computed in it, then recorded round
     by round as the loop records them (the same checks, warnings, stop and progress)."""
     w_tree = w.astype(CHANNEL_DTYPE, copy=False)
     split_params.min_child_weight = child_weight_floor(
         min_node_size, float(np.sum(w_tree, dtype=np.float64)), events, min_node_events, None)
-    features = sample_features(np.ones(m, dtype=np.bool_), 1.0, rng)
-    fixed = (w_tree, score, features, split_params.as_tuple(), booster.exact_leaf_rule(w_tree),
-             None if watch is None else (watch.codes, watch.summed))
+    fixed = (w_tree, score, np.ones(m, dtype=np.bool_), split_params.as_tuple(),
+             booster.exact_leaf_rule(w_tree), None if watch is None else (watch.codes, watch.summed))
     it = 0
     while it < n_trees:
         done, ended = rounds.run(fused, n_trees - it, it, *fixed)
@@ -566,7 +565,7 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     if fused is not None:
         _fused_rounds(rounds, fused, booster, w, score, n_trees, m, events, watch, train,
                       progress, split_params=split_params, min_node_size=min_node_size,
-                      min_node_events=min_node_events, rng=rng)
+                      min_node_events=min_node_events)
     for it in range(n_trees if fused is None else 0):
         if not multiclass:
             loss.begin_round(y, w, score)
