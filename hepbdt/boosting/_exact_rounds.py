@@ -39,7 +39,12 @@ from ..engine._types import (
     njit,
     serial_twin,
 )
-from ..engine.grower import numba_threads, serial_tree_buffers, serial_tree_sharing
+from ..engine.grower import (
+    SERIAL_NODE_ARRAYS,
+    numba_threads,
+    serial_tree_buffers,
+    serial_tree_sharing,
+)
 from ..engine.sums import numpy_sum
 from .losses import (
     LOSS_CHUNK,
@@ -101,10 +106,11 @@ class ExactRounds:
         self.codes, self.n_value_bins, self.max_depth = codes, n_value_bins, max_depth
         self.n_classes, self.builder, self.mapper = n_classes, builder, mapper
         self.every_event = np.empty(0, INDEX_DTYPE)
-        self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE, workspace)
+        self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE, workspace,
+                                           serial_tree_sharing(n, m))
         self.partition = np.empty(n, INDEX_DTYPE)
         self.payload = np.empty((n, N_CHANNELS), CHANNEL_DTYPE)
-        per_tree = self.buffers[7].size  # the node capacity of one tree
+        per_tree = self.buffers[SERIAL_NODE_ARRAYS].size  # the node capacity of one tree
         self.per_round = n_classes * per_tree
         self.node_sums = np.empty((N_CHANNELS, per_tree))
         self.no_valid = (np.empty((m, 0), np.uint8), np.empty((n_classes, 0)))
@@ -186,8 +192,9 @@ def _node_indices(first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 @njit
 def _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth, pool,
-                 bits, dirty, free, buf, scratch_idx, scratch_payload, feature, bin_threshold,
-                 missing_left, left, right, gain, start, stop, sums, sparse_events, n_threads,
+                 bits, dirty, free, buf, scratch_idx, scratch_payload, scan_sums, scan_bins,
+                 feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
+                 sparse_events, n_threads,
                  wg, wh, w_tree, rule, score, valid_codes, valid_summed, node_sums, out_feature,
                  out_bin, out_missing, out_left, out_right, out_value, out_gain, out_cover,
                  out_sizes, at, tree):
@@ -207,8 +214,9 @@ def _exact_round(codes, rows, partition, payload, used, n_value_bins, params, ma
             payload[i, 2] = w_tree[e]
         n_nodes = grow_exact_serial(codes, partition, payload, used, n_value_bins, params,
                                     max_depth, pool, bits, dirty, free, buf, scratch_idx,
-                                    scratch_payload, feature, bin_threshold, missing_left, left,
-                                    right, gain, start, stop, sums, sparse_events, n_threads)
+                                    scratch_payload, scan_sums, scan_bins, feature,
+                                    bin_threshold, missing_left, left, right, gain, start, stop,
+                                    sums, sparse_events, n_threads)
         tree_sums = node_sums[:, :n_nodes]
         serial_node_sums(partition, feature[:n_nodes], left[:n_nodes], right[:n_nodes],
                          start[:n_nodes], stop[:n_nodes], (wg[k], wh[k], w_tree), tree_sums)
@@ -358,7 +366,8 @@ def _fused_loss(kind, factors, y, w, w_total, base, summed, score, buffer, parti
 def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, state, before,
             after, buffer, n_rounds, first, codes, rows, partition, payload, used, n_value_bins,
             params, max_depth, pool, bits, dirty, free, buf, scratch_idx, scratch_payload,
-            feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
+            scan_sums, scan_bins, feature, bin_threshold, missing_left, left, right, gain, start,
+            stop, sums,
             sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes, valid_summed,
             node_sums, out_feature, out_bin, out_missing, out_left, out_right, out_value,
             out_gain, out_cover, out_sizes, at, tree):
@@ -380,8 +389,9 @@ def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, s
             if it > 0 and not math.isfinite(before[r]):  # the loop checks from round 1
                 return at, r, TRAIN_NOT_FINITE
         at = _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth,
-                          pool, bits, dirty, free, buf, scratch_idx, scratch_payload, feature,
-                          bin_threshold, missing_left, left, right, gain, start, stop, sums,
+                          pool, bits, dirty, free, buf, scratch_idx, scratch_payload, scan_sums,
+                          scan_bins, feature, bin_threshold, missing_left, left, right, gain,
+                          start, stop, sums,
                           sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes,
                           valid_summed, node_sums, out_feature, out_bin, out_missing, out_left,
                           out_right, out_value, out_gain, out_cover, out_sizes, at,

@@ -59,10 +59,10 @@ from .histogram import (
 )
 from .split import SplitParams, find_best_splits
 
-__all__ = ["GrownTree", "SerialWorkspace", "add_by_leaf", "add_through_partition", "event_leaves",
-           "feature_major", "grow_tree", "leaf_sweeps", "numba_threads", "sample_features",
-           "serial_tree_buffers", "serial_tree_fits", "serial_tree_sharing", "slice_sums",
-           "sums_by_leaf", "sweep_rows"]
+__all__ = ["GrownTree", "SERIAL_NODE_ARRAYS", "SerialWorkspace", "add_by_leaf",
+           "add_through_partition", "event_leaves", "feature_major", "grow_tree", "leaf_sweeps",
+           "numba_threads", "sample_features", "serial_tree_buffers", "serial_tree_fits",
+           "serial_tree_sharing", "slice_sums", "sums_by_leaf", "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
@@ -1567,12 +1567,14 @@ def serial_tree_fits(n_rows: int, m: int, max_depth: int, level_capacity: int | 
 
 
 def serial_tree_buffers(n_rows: int, m: int, max_depth: int, index_dtype: np.dtype,
-                        payload_dtype: np.dtype, workspace: SerialWorkspace | None) -> tuple:
+                        payload_dtype: np.dtype, workspace: SerialWorkspace | None,
+                        threads: int = 1) -> tuple:
     """The buffers ``grow_exact_serial`` takes after ``max_depth`` (histogram pool, bits,
-    dirty, free, buf, scratch, the node arrays of ``_NodeArrays.FIELDS``, then the node
+    dirty, free, buf, the partition's and the scans' scratch (a row for each of ``threads``),
+    the node arrays of ``_NodeArrays.FIELDS`` from ``SERIAL_NODE_ARRAYS`` on, then the node
     sums), from ``workspace`` (a new one: None), made again only for other shapes."""
     capacity = min((1 << min(max_depth + 1, 31)) - 1, max(1, 2 * n_rows - 1))
-    key = (n_rows, m, max_depth, np.dtype(index_dtype), np.dtype(payload_dtype))
+    key = (n_rows, m, max_depth, np.dtype(index_dtype), np.dtype(payload_dtype), threads)
 
     def make(space: SerialWorkspace) -> tuple:
         level_nodes = max(1, min(n_rows, 1 << min(max_depth - 1, 30)))  # the deepest level held
@@ -1584,10 +1586,15 @@ def serial_tree_buffers(n_rows: int, m: int, max_depth: int, index_dtype: np.dty
                 space.array("buf", (capacity,), np.int64),
                 space.array("scratch_idx", (2, n_rows), index_dtype),
                 space.array("scratch_payload", (2, n_rows, N_CHANNELS), payload_dtype),
+                space.array("scan_sums", (threads, 5, N_BINS), np.float64),
+                space.array("scan_bins", (threads, N_BINS), np.int64),
                 *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
                 space.array("sums", (capacity, N_CHANNELS), np.float64))
 
     return (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
+
+
+SERIAL_NODE_ARRAYS = 9  # where the node arrays start in ``serial_tree_buffers``
 
 
 def serial_tree_sharing(n_rows: int, m: int) -> int:
@@ -1615,14 +1622,14 @@ def _grow_serial(events: _TreeEvents, n_value_bins: np.ndarray, params: SplitPar
     """The depth-wise tree in one compiled call (``_serial_tree``), in ``workspace``'s
     buffers (a new one: None)."""
     n_rows, m = events.partition.size, events.n_features
-    buffers = serial_tree_buffers(n_rows, m, max_depth, events.partition.dtype,
-                                  events.payload.dtype, workspace)
     shared = serial_tree_sharing(n_rows, m)
+    buffers = serial_tree_buffers(n_rows, m, max_depth, events.partition.dtype,
+                                  events.payload.dtype, workspace, shared)
     with launch_lock(), numba_threads(shared):
         grow = grow_exact_serial if shared > 1 else grow_exact_serial_1
         n_nodes = grow(events.codes, events.partition, events.payload, events.used, n_value_bins,
                        params.as_tuple(), max_depth, *buffers, _serial_tree.SPARSE_EVENTS, shared)
-    node_arrays, sums = buffers[7:-1], buffers[-1][:n_nodes]
+    node_arrays, sums = buffers[SERIAL_NODE_ARRAYS:-1], buffers[-1][:n_nodes]
     arrays = {name: a[:n_nodes].copy()
               for (name, _, _), a in zip(_NodeArrays.FIELDS, node_arrays, strict=True)}
     return GrownTree(**arrays, sum_a=sums[:, 0].copy(), sum_b=sums[:, 1].copy(),
