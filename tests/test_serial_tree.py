@@ -259,3 +259,26 @@ def test_buffer_pool_takes_and_gives_back_as_a_stack():
     assert serial._release(pool, bits, dirty, free, 2, buf, 1, start, stop, used, 96) == 3
     assert list(free[:3]) == [2, 0, 3] and buf[1] == -1 and dirty[3]
     assert serial._take(pool, dirty, free, 3) == (3, 2) and not pool[3].any() and not dirty[3]
+
+
+def test_a_borrowed_array_is_the_same_memory_without_a_count():
+    import numba
+
+    from hepbdt.engine._types import borrowed
+
+    @numba.njit
+    def scale_rows(a, factor):
+        view = borrowed(a)
+        for i in range(view.shape[0]):
+            row = view[i]  # a view of a borrowed array: no reference to count
+            for j in range(row.size):
+                row[j] *= factor
+        return view.shape[0] * 10 + view.shape[1], view.strides[0]
+
+    a = np.arange(12.0).reshape(3, 4)[:, ::-1].copy()[::2]  # a strided view, two rows
+    before = a.copy()
+    shape_code, stride = scale_rows(a, 2.0)
+    assert np.array_equal(a, before * 2.0)
+    assert shape_code == 24 and stride == a.strides[0]
+    with pytest.raises(Exception, match="borrowed"):
+        numba.njit(lambda x: borrowed(x))(3.0)
