@@ -35,8 +35,8 @@ Figures: ``grower.SERIAL_SHARED_WORK``.
 Every array the kernel takes is ``borrowed`` (its views count no references), and the
 scans' scratch comes with the buffers, a row a thread: Numba counts a reference, with an
 atomic add, for each array a compiled function takes and each view it makes, and a tree
-makes thousands (one-thread hastie fit, 6,000 x 10: 15 % of the time in the counts, the
-fit 0.176 -> 0.153 s).
+makes thousands (one-thread hastie fit, 6,000 x 10: 22 % of the time in the counts, then
+2 %; the fit 0.173 -> 0.154 s; design notes, "Borrowed arrays").
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def borrowed(typingctx: Any, array: Any) -> Any:
     """``array`` (a kernel's argument) as a view without a reference count: its views and
     the calls that take it then skip Numba's atomic reference counting. A compiled function
     counts a reference to each array it takes, at its entry and exit, and to each view it
-    makes: on a small tree that was 15 % of a one-thread hastie fit, and on two threads
+    makes: on small trees that was a fifth of a one-thread hastie fit, and on two threads
     both count on the same array's counter. Only for an array that the caller holds for
     the whole call, and never returned to Python."""
     if not isinstance(array, numba.types.Array):
