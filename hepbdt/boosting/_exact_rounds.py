@@ -194,10 +194,9 @@ def _node_indices(first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth, pool,
                  bits, dirty, free, buf, scratch_idx, scratch_payload, scan_sums, scan_bins,
                  feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
-                 sparse_events, n_threads,
-                 wg, wh, w_tree, rule, score, valid_codes, valid_summed, node_sums, out_feature,
-                 out_bin, out_missing, out_left, out_right, out_value, out_gain, out_cover,
-                 out_sizes, at, tree):
+                 sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes,
+                 valid_summed, node_sums, out_feature, out_bin, out_missing, out_left, out_right,
+                 out_value, out_gain, out_cover, out_sizes, at, tree):
     """A tree a class (``grow_exact_serial`` on A, B, W from the channels as the booster's
     ``channels`` makes them) of the events ``rows`` (empty: every event; ``partition`` and
     ``payload`` are as long as the tree's events), its leaf values, every event's scores,
@@ -367,10 +366,9 @@ def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, s
             after, buffer, n_rounds, first, codes, rows, partition, payload, used, n_value_bins,
             params, max_depth, pool, bits, dirty, free, buf, scratch_idx, scratch_payload,
             scan_sums, scan_bins, feature, bin_threshold, missing_left, left, right, gain, start,
-            stop, sums,
-            sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes, valid_summed,
-            node_sums, out_feature, out_bin, out_missing, out_left, out_right, out_value,
-            out_gain, out_cover, out_sizes, at, tree):
+            stop, sums, sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes,
+            valid_summed, node_sums, out_feature, out_bin, out_missing, out_left, out_right,
+            out_value, out_gain, out_cover, out_sizes, at, tree):
     """``n_rounds`` rounds of ``_exact_round``, from round ``first``: one on the channels
     ``wg``, ``wh`` given (kind GIVEN), or (LOGISTIC, SQUARED, SOFTMAX: every event) each
     round's channels and the training loss before it (``before[r]``) computed here from
@@ -391,11 +389,10 @@ def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, s
         at = _exact_round(codes, rows, partition, payload, used, n_value_bins, params, max_depth,
                           pool, bits, dirty, free, buf, scratch_idx, scratch_payload, scan_sums,
                           scan_bins, feature, bin_threshold, missing_left, left, right, gain,
-                          start, stop, sums,
-                          sparse_events, n_threads, wg, wh, w_tree, rule, score, valid_codes,
-                          valid_summed, node_sums, out_feature, out_bin, out_missing, out_left,
-                          out_right, out_value, out_gain, out_cover, out_sizes, at,
-                          tree + r * wg.shape[0])
+                          start, stop, sums, sparse_events, n_threads, wg, wh, w_tree, rule,
+                          score, valid_codes, valid_summed, node_sums, out_feature, out_bin,
+                          out_missing, out_left, out_right, out_value, out_gain, out_cover,
+                          out_sizes, at, tree + r * wg.shape[0])
         if kind != GIVEN and valid_y.size > 0:
             value = _fused_loss(kind, factors, valid_y, valid_w, valid_total, base, valid_summed,
                                 valid_score, buffer, partial_valid)
