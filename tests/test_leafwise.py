@@ -583,3 +583,49 @@ def test_the_compiled_leafwise_loop_grows_the_per_split_trees(monkeypatch):
         assert fast.n_nodes == slow.n_nodes >= 4 * 3
         for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
             assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+
+
+def test_the_compiled_exact_leafwise_tree_grows_the_per_split_trees(monkeypatch):
+    # small leaf-wise trees on exact histograms grow in one compiled call
+    # (grow_exact_leaves_serial); the per-split Python path is the reference, bit for bit
+    import hepbdt.engine.grower as grower
+    from hepbdt import BDTClassifier, BDTRegressor
+
+    rng = np.random.default_rng(3)
+    n = 3_000
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[rng.random((n, 6)) < 0.03] = np.nan
+    y = ((X[:, 0] + np.sin(3 * X[:, 1]) * X[:, 2] + rng.normal(size=n)) > 0).astype(int)
+    y3 = np.digitize(np.nan_to_num(X[:, 0]) + rng.normal(size=n), [-0.5, 0.5])
+    target = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 3]) ** 2 + rng.normal(size=n)
+    w = rng.gamma(2, size=n)
+    signed = w * np.where(rng.random(n) < 0.2, -0.5, 1.0)
+    compiled = grower._exact_leaves_compiled
+    cases = [
+        (BDTClassifier, y, w, {"boosting": "newton", "max_leaves": 31}),
+        (BDTClassifier, y, w, {"max_leaves": 8, "max_depth": 3}),
+        (BDTClassifier, y, w, {"max_leaves": 2}),
+        (BDTClassifier, y, w, {"boosting": "adaboost", "max_leaves": 20}),
+        (BDTClassifier, y, w, {"max_leaves": 300, "min_child_weight": 0}),
+        (BDTClassifier, y, w, {"max_leaves": 31, "subsample": 0.5}),
+        (BDTClassifier, y, signed, {"max_leaves": 16, "negative_weights": "keep"}),
+        (BDTClassifier, y3, w, {"max_leaves": 12}),
+        (BDTRegressor, target, w, {"max_leaves": 31}),
+    ]
+    for cls, labels, weights, options in cases:
+        kw = {"n_trees": 4, "random_state": 0, "n_jobs": 1, "max_depth": None, **options}
+        taken: list[bool] = []
+
+        def spy(*args, taken=taken):
+            taken.append(compiled(*args))
+            return taken[-1]
+
+        monkeypatch.setattr(grower, "_exact_leaves_compiled", spy)
+        fast = cls(**kw).fit(X, labels, weights).forest_
+        assert taken and all(taken), options  # every tree took the compiled call
+        monkeypatch.setattr(grower, "_exact_leaves_compiled", lambda *a: False)
+        slow = cls(**kw).fit(X, labels, weights).forest_
+        assert fast.n_nodes == slow.n_nodes >= 4 * 3, options
+        for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), (
+                options, name)

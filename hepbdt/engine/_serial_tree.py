@@ -1,4 +1,5 @@
-"""A whole depth-wise tree in one compiled call, for small samples.
+"""A whole depth-wise tree in one compiled call, for small samples (and a leaf-wise one:
+``grow_exact_leaves_serial``, at the end).
 
 The grower's depth-wise levels call half a dozen kernels each, with numpy between them:
 on a few thousand events that Python costs more than the arithmetic (0.5 ms a tree of
@@ -49,7 +50,8 @@ from numba import prange
 from ._types import MISSING_BIN, N_BINS, N_CHANNELS, borrowed, njit, serial_twin
 from .split import _best_cut, _gains, _missing_sums, _scan_feature, gain_floor, node_score
 
-__all__ = ["SerialWorkspace", "grow_exact_serial", "grow_exact_serial_1"]
+__all__ = ["SerialWorkspace", "grow_exact_leaves_serial", "grow_exact_serial",
+           "grow_exact_serial_1"]
 
 
 class SerialWorkspace:
@@ -788,3 +790,146 @@ def _one_thread_tree():
 
 
 grow_exact_serial_1 = _one_thread_tree()
+
+
+@njit
+def _best_waiting(waiting, w_gain, n_nodes):
+    """The waiting leaf of the largest gain (of equal ones, the lowest id); -1 if none."""
+    best = -1
+    for k in range(n_nodes):
+        if waiting[k] and (best < 0 or w_gain[k] > w_gain[best]):
+            best = k
+    return best
+
+
+@njit
+def _leaf_split(k, hist, feats, sums, n_value_bins, params, scan, no_bits, waiting, w_gain,
+                w_feature, w_bin, w_missing, w_left):
+    """Leaf k's best split from its histograms ``hist`` (m, N_BINS, 3) over the features
+    ``feats`` (of equal gains the first): it waits with it, and True; False if none."""
+    cum, at, left = _scratch(scan, 0)
+    best = -np.inf
+    w_feature[k] = -1
+    for g in range(feats.size):
+        f = feats[g]
+        x, cut, ml = _scan(hist[f], no_bits[f], False, sums[k], n_value_bins[f], params, cum, at,
+                           left)
+        if x > best:
+            best, w_feature[k], w_bin[k], w_missing[k] = x, f, cut, ml
+            for ch in range(N_CHANNELS):  # element by element: see _level_splits
+                w_left[k, ch] = left[ch]
+    w_gain[k] = best
+    waiting[k] = w_feature[k] >= 0
+    return waiting[k]
+
+
+@njit
+def _give_back(k, slot, free, n_free, dirty):
+    """Put leaf k's histogram buffer back, to be zeroed when next taken; the free count."""
+    b = slot[k]
+    slot[k] = -1
+    dirty[b] = True
+    free[n_free] = b
+    return n_free + 1
+
+
+@njit
+def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_leaves,
+                             depth_limit, pool, dirty, scratch_idx, scratch_payload, scan_sums,
+                             scan_bins, feature, bin_threshold, missing_left, left, right, gain,
+                             start, stop, sums):
+    """``grower._grow_leafwise`` on exact histograms in one call, on one thread: the same
+    best-first order (the largest gain first, of equal ones the lowest node id), the same
+    partitions, histograms (the smaller child's from its events, the larger's as the parent's
+    minus it), searches and node numbering into the node arrays (capacity 2 max_leaves - 1),
+    with a buffer of ``pool`` for every leaf. Returns the node count. (Its per-split Python
+    took 2.4 ms a tree of 31 leaves on hastie's 6,000 x 10.) Compiled as
+    ``grow_exact_leaves_serial``, whose root calls no shared kernel."""
+    codes, partition, payload, used, n_value_bins = (
+        borrowed(codes), borrowed(partition), borrowed(payload), borrowed(used),
+        borrowed(n_value_bins))
+    pool, dirty = borrowed(pool), borrowed(dirty)
+    scratch_idx, scratch_payload = borrowed(scratch_idx), borrowed(scratch_payload)
+    scan = (borrowed(scan_sums), borrowed(scan_bins))
+    feature, bin_threshold, missing_left, left, right, gain = (
+        borrowed(feature), borrowed(bin_threshold), borrowed(missing_left), borrowed(left),
+        borrowed(right), borrowed(gain))
+    start, stop, sums = borrowed(start), borrowed(stop), borrowed(sums)
+    capacity = feature.size
+    w_gain = np.zeros(capacity)  # a waiting leaf's best split
+    w_feature = np.full(capacity, -1, np.int64)
+    w_bin = np.zeros(capacity, np.int64)
+    w_missing = np.zeros(capacity, np.bool_)
+    w_left = np.zeros((capacity, N_CHANNELS))
+    waiting = np.zeros(capacity, np.bool_)
+    depth = np.zeros(capacity, np.int64)
+    slot = np.full(capacity, -1, np.int64)
+    n_free = pool.shape[0]
+    free = np.empty(n_free, np.int64)
+    for i in range(n_free):  # taken from the end: buffer 0 first
+        free[i] = n_free - 1 - i
+    no_bits = np.zeros((used.size, 4), np.uint64)  # every histogram here is dense
+    feats = np.nonzero(used)[0]
+    n_rows = partition.size
+    slot[0], n_free = _take(pool, dirty, free, n_free)
+    by_event, b_is_w = _root(codes, feats, partition, payload, pool[slot[0]], no_bits, False,
+                             sums[0], 1)
+    dirty[slot[0]] = True
+    _as_leaf(0, feature, bin_threshold, missing_left, left, right, gain)
+    start[0], stop[0] = 0, n_rows
+    n_nodes, n_leaves = 1, 1
+    if not (depth_limit > 0 and _leaf_split(0, pool[slot[0]], feats, sums, n_value_bins, params,
+                                            scan, no_bits, waiting, w_gain, w_feature, w_bin,
+                                            w_missing, w_left)):
+        n_free = _give_back(0, slot, free, n_free, dirty)
+    while n_leaves < max_leaves:
+        parent = _best_waiting(waiting, w_gain, n_nodes)
+        if parent < 0:
+            break
+        waiting[parent] = False
+        d = depth[parent] + 1
+        build = n_leaves + 1 < max_leaves and d < depth_limit
+        s, e = start[parent], stop[parent]
+        mid = _partition(codes, partition, payload, s, e, w_feature[parent], w_bin[parent],
+                         w_missing[parent], build and not by_event, scratch_idx, scratch_payload)
+        if mid == s or mid == e:  # a side without events: not a split
+            n_free = _give_back(parent, slot, free, n_free, dirty)
+            continue
+        lc, rc = n_nodes, n_nodes + 1
+        n_nodes += 2
+        n_leaves += 1
+        feature[parent], bin_threshold[parent] = w_feature[parent], w_bin[parent]
+        missing_left[parent], gain[parent] = w_missing[parent], w_gain[parent]
+        left[parent], right[parent] = lc, rc
+        for c in (lc, rc):
+            _as_leaf(c, feature, bin_threshold, missing_left, left, right, gain)
+        start[lc], stop[lc], start[rc], stop[rc] = s, mid, mid, e
+        for ch in range(N_CHANNELS):  # element by element: see _level_splits
+            sums[lc, ch] = w_left[parent, ch]
+            sums[rc, ch] = sums[parent, ch] - w_left[parent, ch]
+        if not build:
+            n_free = _give_back(parent, slot, free, n_free, dirty)
+            continue
+        depth[lc] = depth[rc] = d
+        small_left = mid - s <= e - mid
+        small, large = (lc, rc) if small_left else (rc, lc)
+        lo, hi = (s, mid) if small_left else (mid, e)
+        slot[small], n_free = _take(pool, dirty, free, n_free)
+        slot[large] = slot[parent]
+        slot[parent] = -1
+        _features_histogram(codes, feats, partition, payload, by_event,
+                            b_is_w and hi - lo > N_BINS, lo, hi, pool[slot[small]], no_bits,
+                            False)
+        dirty[slot[small]] = True
+        for g in range(feats.size):
+            f = feats[g]
+            _subtract(pool[slot[large], f], pool[slot[small], f], no_bits[f], False)
+        for k in (lc, rc):
+            if not _leaf_split(k, pool[slot[k]], feats, sums, n_value_bins, params, scan, no_bits,
+                               waiting, w_gain, w_feature, w_bin, w_missing, w_left):
+                n_free = _give_back(k, slot, free, n_free, dirty)
+    return n_nodes
+
+
+grow_exact_leaves_serial = serial_twin(
+    _exact_leaves, _root=serial_twin(_root, _root_histogram_shared=_not_on_one_thread))

@@ -29,7 +29,13 @@ import numpy as np
 from . import _serial_tree
 from ._packed_search import _find_best_packed, _find_best_packed_1, find_best_packed_splits
 from ._prefetch import prefetch
-from ._serial_tree import SerialWorkspace, grow_exact_serial, grow_exact_serial_1
+from ._serial_tree import (
+    SerialWorkspace,
+    _best_waiting,
+    grow_exact_leaves_serial,
+    grow_exact_serial,
+    grow_exact_serial_1,
+)
 from ._types import (
     CHANNEL_DTYPE,
     INDEX_DTYPE,
@@ -1226,16 +1232,6 @@ def _scan_children(raw, slots, scale_a, scale_b, child_sums, allowed, n_value_bi
 
 
 @njit
-def _best_waiting(waiting, w_gain, n_nodes):
-    """The waiting leaf of the largest gain (of equal ones, the lowest id); -1 if none."""
-    best = -1
-    for k in range(n_nodes):
-        if waiting[k] and (best < 0 or w_gain[k] > w_gain[best]):
-            best = k
-    return best
-
-
-@njit
 def _wait(k, i, g, f, t, ml, left_of, waiting, w_gain, w_feature, w_bin, w_missing, w_left):
     """Leaf ``k`` waits with search result ``i`` as its best split."""
     waiting[k] = True
@@ -1356,6 +1352,45 @@ def _leaves_compiled(events: _TreeEvents, nodes: _NodeArrays, max_leaves: int,
             and events.leaf_capacity() >= max_leaves)
 
 
+def _exact_leaves_compiled(events: _TreeEvents, nodes: _NodeArrays, max_leaves: int,
+                           colsample_bylevel: float, colsample_bynode: float) -> bool:
+    """Whether ``grow_exact_leaves_serial`` grows this leaf-wise tree: exact (A, B, W)
+    histograms, no column draws, one thread and a small sample (as ``_serial_fits``), room
+    for every node and a histogram for every leaf."""
+    return (not events.quantised and events.n_channels == N_CHANNELS
+            and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
+            and numba.get_num_threads() == 1
+            and events.partition.size * events.n_features <= SERIAL_TREE_WORK
+            and max_leaves <= COMPILED_LEAVES and nodes.feature.size >= 2 * max_leaves - 1
+            and events.leaf_capacity() >= max_leaves)
+
+
+def _grow_exact_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
+                       params: SplitParams, max_depth: int | None, max_leaves: int,
+                       workspace: SerialWorkspace | None) -> None:
+    """``grow_exact_leaves_serial`` into ``nodes``, in ``workspace``'s buffers (a new one:
+    None), made again only for other shapes."""
+    n_rows, m = events.partition.size, events.n_features
+    key = ("leaves", n_rows, m, max_leaves, events.partition.dtype, events.payload.dtype)
+
+    def make(space: SerialWorkspace) -> tuple:
+        dirty = space.array("leaf_dirty", (max_leaves,), np.bool_)
+        dirty.fill(True)  # the kernel zeroes a dirty buffer before it uses it
+        return (space.array("leaf_hists", (max_leaves, m, N_BINS, N_CHANNELS), np.float64), dirty,
+                space.array("scratch_idx", (2, n_rows), events.partition.dtype),
+                space.array("scratch_payload", (2, n_rows, N_CHANNELS), events.payload.dtype),
+                space.array("scan_sums", (1, 5, N_BINS), np.float64),
+                space.array("scan_bins", (1, N_BINS), np.int64))
+
+    buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
+    depth_limit = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
+    nodes.size = int(grow_exact_leaves_serial(
+        events.codes, events.partition, events.payload, events.used, n_value_bins,
+        params.as_tuple(), max_leaves, depth_limit, *buffers, nodes.feature, nodes.bin_threshold,
+        nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
+        nodes.sums))
+
+
 def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
                         params: SplitParams, max_depth: int | None, max_leaves: int) -> None:
     """``_packed_leaves`` into ``nodes``, from the root's histogram."""
@@ -1382,7 +1417,7 @@ def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: n
 def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
                    params: SplitParams, max_depth: int | None, max_leaves: int,
                    colsample_bylevel: float, colsample_bynode: float,
-                   rng: np.random.Generator) -> None:
+                   rng: np.random.Generator, workspace: SerialWorkspace | None = None) -> None:
     """Best-first growth into ``nodes``: split the waiting leaf of the largest gain (ties:
     the lower node id, so threads never matter) until ``max_leaves`` leaves or none can split.
 
@@ -1402,6 +1437,9 @@ def _grow_leafwise(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.nda
     """
     if _leaves_compiled(events, nodes, max_leaves, colsample_bylevel, colsample_bynode):
         _grow_packed_leaves(events, nodes, n_value_bins, params, max_depth, max_leaves)
+        return
+    if _exact_leaves_compiled(events, nodes, max_leaves, colsample_bylevel, colsample_bynode):
+        _grow_exact_leaves(events, nodes, n_value_bins, params, max_depth, max_leaves, workspace)
         return
     pool = _HistogramPool(events, min(max_leaves, events.leaf_capacity()))
     raw, _ = _root_histograms(events, nodes)
@@ -1534,7 +1572,7 @@ def grow_tree(
         nodes = _NodeArrays(min(2 * max_leaves - 1, max(1, 2 * n_rows - 1)), max(1, 2 * n_rows - 1),
                             events.n_channels)
         _grow_leafwise(events, nodes, n_value_bins, params, max_depth, max_leaves,
-                       colsample_bylevel, colsample_bynode, rng)
+                       colsample_bylevel, colsample_bynode, rng, workspace)
     elif _serial_fits(events, max_depth, colsample_bylevel, colsample_bynode):
         return _grow_serial(events, n_value_bins, params, max_depth, workspace)
     else:
