@@ -803,17 +803,18 @@ def _best_waiting(waiting, w_gain, n_nodes):
 
 
 @njit
-def _leaf_split(k, hist, feats, sums, n_value_bins, params, scan, no_bits, waiting, w_gain,
-                w_feature, w_bin, w_missing, w_left):
+def _leaf_split(k, hist, hist_bits, sparse, feats, sums, n_value_bins, params, scan, waiting,
+                w_gain, w_feature, w_bin, w_missing, w_left):
     """Leaf k's best split from its histograms ``hist`` (m, N_BINS, 3) over the features
-    ``feats`` (of equal gains the first): it waits with it, and True; False if none."""
+    ``feats`` (of equal gains the first; over the bins ``hist_bits`` marks when ``sparse``):
+    it waits with it, and True; False if none."""
     cum, at, left = _scratch(scan, 0)
     best = -np.inf
     w_feature[k] = -1
     for g in range(feats.size):
         f = feats[g]
-        x, cut, ml = _scan(hist[f], no_bits[f], False, sums[k], n_value_bins[f], params, cum, at,
-                           left)
+        x, cut, ml = _scan(hist[f], hist_bits[f], sparse, sums[k], n_value_bins[f], params, cum,
+                           at, left)
         if x > best:
             best, w_feature[k], w_bin[k], w_missing[k] = x, f, cut, ml
             for ch in range(N_CHANNELS):  # element by element: see _level_splits
@@ -824,31 +825,35 @@ def _leaf_split(k, hist, feats, sums, n_value_bins, params, scan, no_bits, waiti
 
 
 @njit
-def _give_back(k, slot, free, n_free, dirty):
-    """Put leaf k's histogram buffer back, to be zeroed when next taken; the free count."""
+def _give_back(k, slot, free, n_free, pool, bits, dirty, used, start, stop, sparse_events):
+    """Put leaf k's histogram buffer back (``_release``'s zeroing); the free count."""
     b = slot[k]
     slot[k] = -1
-    dirty[b] = True
+    if stop[k] - start[k] <= sparse_events:
+        _clear(pool[b], used, bits[b])
+    else:
+        dirty[b] = True
     free[n_free] = b
     return n_free + 1
 
 
 @njit
 def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_leaves,
-                             depth_limit, pool, dirty, scratch_idx, scratch_payload, scan_sums,
-                             scan_bins, feature, bin_threshold, missing_left, left, right, gain,
-                             start, stop, sums):
+                  depth_limit, pool, bits, dirty, scratch_idx, scratch_payload, scan_sums,
+                  scan_bins, feature, bin_threshold, missing_left, left, right, gain, start, stop,
+                  sums, sparse_events):
     """``grower._grow_leafwise`` on exact histograms in one call, on one thread: the same
     best-first order (the largest gain first, of equal ones the lowest node id), the same
     partitions, histograms (the smaller child's from its events, the larger's as the parent's
     minus it), searches and node numbering into the node arrays (capacity 2 max_leaves - 1),
-    with a buffer of ``pool`` for every leaf. Returns the node count. (Its per-split Python
+    with a buffer of ``pool`` for every leaf, kept as ``grow_exact_serial`` keeps its own
+    (``bits``, ``dirty``; zeros before and after). Returns the node count. (Its per-split Python
     took 2.4 ms a tree of 31 leaves on hastie's 6,000 x 10.) Compiled as
     ``grow_exact_leaves_serial``, whose root calls no shared kernel."""
     codes, partition, payload, used, n_value_bins = (
         borrowed(codes), borrowed(partition), borrowed(payload), borrowed(used),
         borrowed(n_value_bins))
-    pool, dirty = borrowed(pool), borrowed(dirty)
+    pool, bits, dirty = borrowed(pool), borrowed(bits), borrowed(dirty)
     scratch_idx, scratch_payload = borrowed(scratch_idx), borrowed(scratch_payload)
     scan = (borrowed(scan_sums), borrowed(scan_bins))
     feature, bin_threshold, missing_left, left, right, gain = (
@@ -868,20 +873,21 @@ def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_lea
     free = np.empty(n_free, np.int64)
     for i in range(n_free):  # taken from the end: buffer 0 first
         free[i] = n_free - 1 - i
-    no_bits = np.zeros((used.size, 4), np.uint64)  # every histogram here is dense
+    jobs = np.empty((1, 7), np.int64)  # ``_children_jobs``'s row of a split
     feats = np.nonzero(used)[0]
     n_rows = partition.size
     slot[0], n_free = _take(pool, dirty, free, n_free)
-    by_event, b_is_w = _root(codes, feats, partition, payload, pool[slot[0]], no_bits, False,
-                             sums[0], 1)
-    dirty[slot[0]] = True
+    sparse = n_rows <= sparse_events
+    by_event, b_is_w = _root(codes, feats, partition, payload, pool[slot[0]], bits[slot[0]],
+                             sparse, sums[0], 1)
     _as_leaf(0, feature, bin_threshold, missing_left, left, right, gain)
     start[0], stop[0] = 0, n_rows
     n_nodes, n_leaves = 1, 1
-    if not (depth_limit > 0 and _leaf_split(0, pool[slot[0]], feats, sums, n_value_bins, params,
-                                            scan, no_bits, waiting, w_gain, w_feature, w_bin,
-                                            w_missing, w_left)):
-        n_free = _give_back(0, slot, free, n_free, dirty)
+    if not (depth_limit > 0 and _leaf_split(0, pool[slot[0]], bits[slot[0]], sparse, feats, sums,
+                                            n_value_bins, params, scan, waiting, w_gain,
+                                            w_feature, w_bin, w_missing, w_left)):
+        n_free = _give_back(0, slot, free, n_free, pool, bits, dirty, used, start, stop,
+                            sparse_events)
     while n_leaves < max_leaves:
         parent = _best_waiting(waiting, w_gain, n_nodes)
         if parent < 0:
@@ -893,7 +899,8 @@ def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_lea
         mid = _partition(codes, partition, payload, s, e, w_feature[parent], w_bin[parent],
                          w_missing[parent], build and not by_event, scratch_idx, scratch_payload)
         if mid == s or mid == e:  # a side without events: not a split
-            n_free = _give_back(parent, slot, free, n_free, dirty)
+            n_free = _give_back(parent, slot, free, n_free, pool, bits, dirty, used, start, stop,
+                                sparse_events)
             continue
         lc, rc = n_nodes, n_nodes + 1
         n_nodes += 2
@@ -908,26 +915,31 @@ def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_lea
             sums[lc, ch] = w_left[parent, ch]
             sums[rc, ch] = sums[parent, ch] - w_left[parent, ch]
         if not build:
-            n_free = _give_back(parent, slot, free, n_free, dirty)
+            n_free = _give_back(parent, slot, free, n_free, pool, bits, dirty, used, start, stop,
+                                sparse_events)
             continue
         depth[lc] = depth[rc] = d
-        small_left = mid - s <= e - mid
-        small, large = (lc, rc) if small_left else (rc, lc)
-        lo, hi = (s, mid) if small_left else (mid, e)
+        small, large = (lc, rc) if mid - s <= e - mid else (rc, lc)
         slot[small], n_free = _take(pool, dirty, free, n_free)
         slot[large] = slot[parent]
         slot[parent] = -1
-        _features_histogram(codes, feats, partition, payload, by_event,
-                            b_is_w and hi - lo > N_BINS, lo, hi, pool[slot[small]], no_bits,
-                            False)
-        dirty[slot[small]] = True
-        for g in range(feats.size):
-            f = feats[g]
-            _subtract(pool[slot[large], f], pool[slot[small], f], no_bits[f], False)
+        jobs[0, 0], jobs[0, 1] = slot[small], slot[large]
+        jobs[0, 2], jobs[0, 3] = start[small], stop[small]
+        jobs[0, 4] = stop[small] - start[small] <= sparse_events
+        jobs[0, 5] = stop[large] - start[large] <= sparse_events
+        jobs[0, 6] = e - s <= sparse_events
+        _children_features(codes, feats, partition, payload, by_event, b_is_w, pool, bits, jobs)
         for k in (lc, rc):
-            if not _leaf_split(k, pool[slot[k]], feats, sums, n_value_bins, params, scan, no_bits,
-                               waiting, w_gain, w_feature, w_bin, w_missing, w_left):
-                n_free = _give_back(k, slot, free, n_free, dirty)
+            b = slot[k]
+            if not _leaf_split(k, pool[b], bits[b], stop[k] - start[k] <= sparse_events, feats,
+                               sums, n_value_bins, params, scan, waiting, w_gain, w_feature,
+                               w_bin, w_missing, w_left):
+                n_free = _give_back(k, slot, free, n_free, pool, bits, dirty, used, start, stop,
+                                    sparse_events)
+    for k in range(n_nodes):  # the leaves still waiting: their buffers zeroed for the next tree
+        if slot[k] >= 0:
+            n_free = _give_back(k, slot, free, n_free, pool, bits, dirty, used, start, stop,
+                                sparse_events)
     return n_nodes
 
 

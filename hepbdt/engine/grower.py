@@ -1376,7 +1376,8 @@ def _grow_exact_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np
     def make(space: SerialWorkspace) -> tuple:
         dirty = space.array("leaf_dirty", (max_leaves,), np.bool_)
         dirty.fill(True)  # the kernel zeroes a dirty buffer before it uses it
-        return (space.array("leaf_hists", (max_leaves, m, N_BINS, N_CHANNELS), np.float64), dirty,
+        return (space.array("leaf_hists", (max_leaves, m, N_BINS, N_CHANNELS), np.float64),
+                space.array("leaf_bits", (max_leaves, m, 4), np.uint64), dirty,
                 space.array("scratch_idx", (2, n_rows), events.partition.dtype),
                 space.array("scratch_payload", (2, n_rows, N_CHANNELS), events.payload.dtype),
                 space.array("scan_sums", (1, 5, N_BINS), np.float64),
@@ -1388,7 +1389,7 @@ def _grow_exact_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np
         events.codes, events.partition, events.payload, events.used, n_value_bins,
         params.as_tuple(), max_leaves, depth_limit, *buffers, nodes.feature, nodes.bin_threshold,
         nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
-        nodes.sums))
+        nodes.sums, _serial_tree.SPARSE_EVENTS))
 
 
 def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
