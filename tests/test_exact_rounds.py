@@ -65,11 +65,22 @@ CASES = {
     "regression-default": (lambda: hepbdt.BDTRegressor(random_state=0), 0, True),
     "regression-newton": (lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=30,
                                                       random_state=0), 0, True),
+    # leaf-wise trees (grow_exact_leaves_serial in the rounds' call)
+    "binary-leafwise-auto": (lambda: hepbdt.BDTClassifier(max_leaves=31, max_depth=None,
+                                                          random_state=0), 2, False),
+    "binary-leafwise-subsample": (lambda: hepbdt.BDTClassifier(
+        n_trees=30, max_leaves=16, max_depth=4, subsample=0.5, random_state=2), 2, False),
+    "multiclass-leafwise-newton": (lambda: hepbdt.BDTClassifier(
+        boosting="newton", n_trees=20, max_leaves=12, max_depth=None, random_state=0), 3, False),
+    "regression-leafwise": (lambda: hepbdt.BDTRegressor(n_trees=30, max_leaves=40,
+                                                        max_depth=None, random_state=0), 0, True),
 }
 
 
 MANY_ROUNDS_A_CALL = {"binary-default", "binary-newton-l1", "multiclass-newton-auto",
-                      "multiclass-gradient", "regression-default", "regression-newton"}
+                      "multiclass-gradient", "regression-default", "regression-newton",
+                      "binary-leafwise-auto", "multiclass-leafwise-newton",
+                      "regression-leafwise"}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -103,11 +114,12 @@ def test_rounds_in_one_call_give_the_loops_model(case, shared, monkeypatch):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: hepbdt.BDTClassifier(n_trees=5, max_leaves=6, max_depth=None, random_state=0),
+    lambda: hepbdt.BDTClassifier(n_trees=5, max_leaves=6, max_depth=None, colsample_bylevel=0.5,
+                                 random_state=0),
     lambda: hepbdt.BDTClassifier(n_trees=5, colsample_bynode=0.5, random_state=0),
     lambda: hepbdt.BDTRegressor(n_trees=5, loss="huber", random_state=0),
     lambda: hepbdt.BDTRegressor(boosting="newton", n_trees=5, loss="absolute", random_state=0),
-], ids=["leaf-wise", "colsample_bynode", "huber", "absolute"])
+], ids=["leaf-wise-colsample_bylevel", "colsample_bynode", "huber", "absolute"])
 def test_fits_it_cannot_take_run_tree_by_tree(make, monkeypatch):
     X, y, t, w = _data()
     target = t if isinstance(make(), hepbdt.BDTRegressor) else y

@@ -587,9 +587,13 @@ def test_the_compiled_leafwise_loop_grows_the_per_split_trees(monkeypatch):
 
 def test_the_compiled_exact_leafwise_tree_grows_the_per_split_trees(monkeypatch):
     # small leaf-wise trees on exact histograms grow in one compiled call
-    # (grow_exact_leaves_serial); the per-split Python path is the reference, bit for bit
+    # (grow_exact_leaves_serial); the per-split Python path is the reference, bit for bit.
+    # The rounds run tree by tree here (tests/test_exact_rounds.py: many in one call).
     import hepbdt.engine.grower as grower
     from hepbdt import BDTClassifier, BDTRegressor
+    from hepbdt.boosting import _loop
+
+    monkeypatch.setattr(_loop, "_exact_rounds", lambda *args, **kwargs: None)
 
     rng = np.random.default_rng(3)
     n = 3_000

@@ -4,8 +4,9 @@ On a few thousand events a one-call tree (``engine._serial_tree``) takes tens of
 microseconds, and the Python around it (the tree's arrays, its leaf sums and values, the
 score update, the forest's copy of the tree) about as long again: the TMVA multi-class
 tutorial's 800 trees spent 62 % of the fit outside the compiled trees. Where a round's
-trees are one-call trees (exact histograms, no feature draws below the tree, depth-wise,
-one thread, unsigned weights; the whole sample or a row subsample) and the leaf values
+trees are one-call trees (exact histograms, no feature draws below the tree, depth-wise or
+leaf-wise, one thread, unsigned weights; the whole sample or a row subsample; leaf-wise
+trees in their own compiled copies of the rounds, ``_rounds_leaves``) and the leaf values
 are a ratio of the leaf sums (newton's and gradient boosting's but for the absolute and
 Huber losses), ``ExactRounds`` grows every class's tree of a round, sums its leaves,
 sets their values, adds them to the training and validation scores and writes the
@@ -27,6 +28,7 @@ import numpy as np
 from ..engine._serial_tree import (
     SPARSE_EVENTS,
     SerialWorkspace,
+    grow_exact_leaves_serial,
     grow_exact_serial,
     grow_exact_serial_1,
 )
@@ -41,7 +43,9 @@ from ..engine._types import (
 )
 from ..engine.grower import (
     SERIAL_NODE_ARRAYS,
+    depth_limit_of,
     numba_threads,
+    serial_leaves_buffers,
     serial_tree_buffers,
     serial_tree_sharing,
 )
@@ -95,19 +99,28 @@ NO_FUSED = (np.zeros(3), np.empty(0), np.empty(0), 0.0, np.empty(0), np.empty(0)
 
 class ExactRounds:
     """The rounds of a fit on feature-major ``codes`` (m, n) of ``n_classes`` trees each,
-    depth ``max_depth``, into ``builder`` (a ClassForestBuilder when ``n_classes`` > 1:
+    depth ``max_depth`` (with ``max_leaves``: leaf-wise trees of at most that many leaves,
+    ``max_depth`` None or their depth limit), into ``builder`` (a ClassForestBuilder when ``n_classes`` > 1:
     class k the k-th tree of each round) with thresholds from ``mapper``: ``grow`` does
     one round, ``flush`` hands the trees grown to the builder (a block whenever the
     store could not take another round: see STORE_NODES)."""
 
-    def __init__(self, codes: np.ndarray, n_value_bins: np.ndarray, max_depth: int,
-                 n_classes: int, builder, mapper, workspace: SerialWorkspace | None = None):
+    def __init__(self, codes: np.ndarray, n_value_bins: np.ndarray, max_depth: int | None,
+                 n_classes: int, builder, mapper, workspace: SerialWorkspace | None = None,
+                 max_leaves: int | None = None):
         m, n = codes.shape
-        self.codes, self.n_value_bins, self.max_depth = codes, n_value_bins, max_depth
+        self.codes, self.n_value_bins = codes, n_value_bins
         self.n_classes, self.builder, self.mapper = n_classes, builder, mapper
         self.every_event = np.empty(0, INDEX_DTYPE)
-        self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE, workspace,
-                                           serial_tree_sharing(n, m))
+        self.leafwise = max_leaves is not None
+        if self.leafwise:  # the tree's limits in place of the depth (_leaves_round_tree)
+            self.max_depth = (int(max_leaves), depth_limit_of(max_depth))
+            self.buffers = serial_leaves_buffers(n, m, max_leaves, INDEX_DTYPE, CHANNEL_DTYPE,
+                                                 workspace)
+        else:
+            self.max_depth = max_depth
+            self.buffers = serial_tree_buffers(n, m, max_depth, INDEX_DTYPE, CHANNEL_DTYPE,
+                                               workspace, serial_tree_sharing(n, m))
         self.partition = np.empty(n, INDEX_DTYPE)
         self.payload = np.empty((n, N_CHANNELS), CHANNEL_DTYPE)
         per_tree = self.buffers[SERIAL_NODE_ARRAYS].size  # the node capacity of one tree
@@ -153,14 +166,16 @@ class ExactRounds:
         n_rounds = min(n_rounds, (self.sizes.size - self.n_nodes) // self.per_round)
         n_rows = self.partition.size if rows is None else rows.size
         valid_codes, valid_summed = self.no_valid if valid is None else valid
-        shared = serial_tree_sharing(n_rows, self.codes.shape[0])
+        shared = 1 if self.leafwise else serial_tree_sharing(n_rows, self.codes.shape[0])
         args = ((GIVEN, *NO_FUSED) if fused is None else fused.arguments(first)) + (
             n_rounds, first, self.codes, self.every_event if rows is None else rows,
             self.partition[:n_rows], self.payload[:n_rows], used, self.n_value_bins, params,
             self.max_depth, *self.buffers, SPARSE_EVENTS, shared, wg, wh, w_tree, rule, score,
             valid_codes, valid_summed, self.node_sums, *self.stored, self.sizes, self.n_nodes,
             self.n_trees)
-        if shared > 1:
+        if self.leafwise:
+            self.n_nodes, done, ended = _rounds_leaves(*args)
+        elif shared > 1:
             with launch_lock(), numba_threads(shared):
                 self.n_nodes, done, ended = _rounds(*args)
         else:  # no context to enter: a round of a few thousand events takes tens of us
@@ -408,6 +423,29 @@ def _rounds(kind, factors, y, w, w_total, valid_y, valid_w, valid_total, base, s
 
 
 _rounds_1 = serial_twin(_rounds, _exact_round=_exact_round_1)
+
+
+@njit
+def _leaves_round_tree(codes, partition, payload, used, n_value_bins, params, limits, pool, bits,
+                       dirty, free, buf, scratch_idx, scratch_payload, scan_sums, scan_bins,
+                       feature, bin_threshold, missing_left, left, right, gain, start, stop, sums,
+                       sparse_events, n_threads):
+    """``grow_exact_leaves_serial`` called as ``grow_exact_serial`` is, ``limits`` (the
+    leaves, the depth limit) in place of the depth (``free``, ``buf`` and ``n_threads``
+    unread: the leaf-wise tree keeps its own and runs on one thread)."""
+    max_leaves, depth_limit = limits
+    return grow_exact_leaves_serial(codes, partition, payload, used, n_value_bins, params,
+                                    max_leaves, depth_limit, pool, bits, dirty, scratch_idx,
+                                    scratch_payload, scan_sums, scan_bins, feature, bin_threshold,
+                                    missing_left, left, right, gain, start, stop, sums,
+                                    sparse_events)
+
+
+# The rounds of leaf-wise trees: their own compiled copies, so that a depth-wise fit compiles
+# no leaf-wise tree.
+_rounds_leaves = serial_twin(
+    _rounds, "_leaves",
+    _exact_round=serial_twin(_exact_round, "_leaves", grow_exact_serial=_leaves_round_tree))
 
 
 class FusedLoss:

@@ -28,6 +28,7 @@ from ..engine.grower import (
     event_leaves,
     grow_tree,
     sample_features,
+    serial_leaves_fit,
     serial_tree_fits,
     slice_sums,
     sums_by_leaf,
@@ -473,20 +474,21 @@ def _channel_maxima(booster, quantised_one_score: bool) -> dict[str, np.ndarray]
     return {"maxima": np.empty(2)} if found else {}
 
 
-def _exact_rounds(booster, codes, n_value_bins, w, max_depth, n_classes: int, builder, mapper,
-                  workspace, *, ok: bool) -> ExactRounds | None:
-    """``ExactRounds`` for a fit whose rounds it can grow (``ok``: depth-wise, no feature
-    draws below the tree, unsigned weights, leaf sums through the partition; and here: the
-    booster's leaf values a ratio of sums, one-call trees), else None."""
+def _exact_rounds(booster, codes, n_value_bins, w, max_depth, max_leaves, n_classes: int,
+                  builder, mapper, workspace, *, ok: bool) -> ExactRounds | None:
+    """``ExactRounds`` for a fit whose rounds it can grow (``ok``: no feature draws below
+    the tree, unsigned weights, leaf sums through the partition; and here: the booster's
+    leaf values a ratio of sums, one-call trees, depth-wise or leaf-wise), else None."""
     rule_of = getattr(booster, "exact_leaf_rule", None)
     if not ok or rule_of is None or codes.shape[1] >= SERIAL_LEAF_SUMS:
         return None
-    if not serial_tree_fits(codes.shape[1], codes.shape[0], max_depth):
-        return None
-    if rule_of(w.astype(CHANNEL_DTYPE, copy=False)) is None:
+    m, n = codes.shape
+    fits = (serial_tree_fits(n, m, max_depth) if max_leaves is None
+            else serial_leaves_fit(n, m, max_leaves))
+    if not fits or rule_of(w.astype(CHANNEL_DTYPE, copy=False)) is None:
         return None
     return ExactRounds(np.ascontiguousarray(codes), n_value_bins, max_depth, n_classes, builder,
-                       mapper, workspace)
+                       mapper, workspace, max_leaves)
 
 
 def _fused_rounds(rounds: ExactRounds, fused: FusedLoss, booster, w, score, n_trees: int, m: int,
@@ -555,9 +557,9 @@ def run_boosting(booster, codes, y, w, n_value_bins, mapper, *, n_trees, max_dep
     found = _channel_maxima(booster, quantised and not multiclass)  # {"maxima": (2,)} or {}
     signed = bool(np.any(w < 0))  # negative weights kept: leaves may cancel (CANCELLED_LEAF)
     rounds = None if quantised else _exact_rounds(
-        booster, codes, n_value_bins, w, max_depth, loss.n_classes, builder, mapper, workspace,
-        ok=(max_leaves is None and not by_leaf and not signed
-            and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0))
+        booster, codes, n_value_bins, w, max_depth, max_leaves, loss.n_classes, builder, mapper,
+        workspace, ok=(not by_leaf and not signed and colsample_bylevel >= 1.0
+                       and colsample_bynode >= 1.0))
     progress = Progress(n_trees, "training", enabled=True if verbose else None,
                         unit="rounds" if multiclass else "trees")
     fused = (FusedLoss(booster.loss, y, w, n_trees, watch)

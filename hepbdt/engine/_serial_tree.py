@@ -783,12 +783,13 @@ def _one_thread_tree():
     stubs = {name: _not_on_one_thread for name in (
         "_root_histogram_shared", "_shared_level_splits", "_level_partitions_shared",
         "_level_histograms_shared")}
-    return serial_twin(grow_exact_serial, _root=serial_twin(_root, **stubs),
+    return serial_twin(grow_exact_serial, _root=_root_1,
                        _level_splits=serial_twin(_level_splits, **stubs),
                        _level_partitions=serial_twin(_level_partitions, **stubs),
                        _level_histograms_shared=_not_on_one_thread)
 
 
+_root_1 = serial_twin(_root, _root_histogram_shared=_not_on_one_thread)
 grow_exact_serial_1 = _one_thread_tree()
 
 
@@ -943,5 +944,4 @@ def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_lea
     return n_nodes
 
 
-grow_exact_leaves_serial = serial_twin(
-    _exact_leaves, _root=serial_twin(_root, _root_histogram_shared=_not_on_one_thread))
+grow_exact_leaves_serial = serial_twin(_exact_leaves, _root=_root_1)

@@ -160,17 +160,19 @@ def borrowed(typingctx: Any, array: Any) -> Any:
     return array(array), codegen
 
 
-def serial_twin(kernel: Any, **callees: Any) -> Any:
+def serial_twin(kernel: Any, suffix: str = "_1", **callees: Any) -> Any:
     """A one-thread copy of a parallel kernel (its ``prange`` loops run as ``range``), with
-    its own name and so its own cache entry: compiled code that must not wake the other
-    threads for a small piece of work calls it (Numba's thread count set inside compiled
-    code would keep that code out of the cache). ``callees``: global names the copy sees
-    bound to other kernels (one-thread copies of the parallel kernels it calls)."""
+    its own name (the kernel's and ``suffix``) and so its own cache entry: compiled code
+    that must not wake the other threads for a small piece of work calls it (Numba's thread
+    count set inside compiled code would keep that code out of the cache). ``callees``:
+    global names the copy sees bound to other kernels (one-thread copies of the parallel
+    kernels it calls, or others of the same arguments). Two copies of one kernel with other
+    callees need other suffixes: they would share a cache entry."""
     f = kernel.py_func
     names = {**f.__globals__, **callees} if callees else f.__globals__
-    twin = types.FunctionType(f.__code__, names, f.__name__ + "_1", f.__defaults__,
+    twin = types.FunctionType(f.__code__, names, f.__name__ + suffix, f.__defaults__,
                               f.__closure__)
-    twin.__qualname__ = f.__qualname__ + "_1"
+    twin.__qualname__ = f.__qualname__ + suffix
     twin.__doc__ = f"``{f.__name__}`` on one thread."
     return njit(twin)
 

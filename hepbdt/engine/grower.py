@@ -66,9 +66,11 @@ from .histogram import (
 from .split import SplitParams, find_best_splits
 
 __all__ = ["GrownTree", "SERIAL_NODE_ARRAYS", "SerialWorkspace", "add_by_leaf",
-           "add_through_partition", "event_leaves", "feature_major", "grow_tree", "leaf_sweeps",
-           "numba_threads", "sample_features", "serial_tree_buffers", "serial_tree_fits",
-           "serial_tree_sharing", "slice_sums", "sums_by_leaf", "sweep_rows"]
+           "add_through_partition", "depth_limit_of", "event_leaves", "feature_major",
+           "grow_tree", "leaf_sweeps", "numba_threads", "sample_features",
+           "serial_leaves_buffers", "serial_leaves_fit", "serial_tree_buffers",
+           "serial_tree_fits", "serial_tree_sharing", "slice_sums", "sums_by_leaf",
+           "sweep_rows"]
 
 PARTITION_CHUNK = 1 << 14  # events per parallel partition task (fixed: results never depend on threads)
 PREFETCH_AHEAD = 64  # events between a row's prefetch and its use
@@ -1359,10 +1361,8 @@ def _exact_leaves_compiled(events: _TreeEvents, nodes: _NodeArrays, max_leaves: 
     for every node and a histogram for every leaf."""
     return (not events.quantised and events.n_channels == N_CHANNELS
             and colsample_bylevel >= 1.0 and colsample_bynode >= 1.0
-            and numba.get_num_threads() == 1
-            and events.partition.size * events.n_features <= SERIAL_TREE_WORK
-            and max_leaves <= COMPILED_LEAVES and nodes.feature.size >= 2 * max_leaves - 1
-            and events.leaf_capacity() >= max_leaves)
+            and nodes.feature.size >= 2 * max_leaves - 1
+            and serial_leaves_fit(events.partition.size, events.n_features, max_leaves))
 
 
 def _grow_exact_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
@@ -1370,26 +1370,55 @@ def _grow_exact_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np
                        workspace: SerialWorkspace | None) -> None:
     """``grow_exact_leaves_serial`` into ``nodes``, in ``workspace``'s buffers (a new one:
     None), made again only for other shapes."""
-    n_rows, m = events.partition.size, events.n_features
-    key = ("leaves", n_rows, m, max_leaves, events.partition.dtype, events.payload.dtype)
+    pool, bits, dirty, _, _, scratch_idx, scratch_payload, scan_sums, scan_bins = (
+        serial_leaves_buffers(events.partition.size, events.n_features, max_leaves,
+                              events.partition.dtype, events.payload.dtype,
+                              workspace)[:SERIAL_NODE_ARRAYS])
+    nodes.size = int(grow_exact_leaves_serial(
+        events.codes, events.partition, events.payload, events.used, n_value_bins,
+        params.as_tuple(), max_leaves, depth_limit_of(max_depth), pool, bits, dirty,
+        scratch_idx, scratch_payload, scan_sums, scan_bins, nodes.feature, nodes.bin_threshold,
+        nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
+        nodes.sums, _serial_tree.SPARSE_EVENTS))
+
+
+def depth_limit_of(max_depth: int | None) -> int:
+    """A leaf-wise tree's depth limit as the compiled trees take it (None: no limit)."""
+    return np.iinfo(np.int64).max if max_depth is None else int(max_depth)
+
+
+def serial_leaves_buffers(n_rows: int, m: int, max_leaves: int, index_dtype: np.dtype,
+                          payload_dtype: np.dtype, workspace: SerialWorkspace | None) -> tuple:
+    """``serial_tree_buffers``' layout for ``grow_exact_leaves_serial``'s trees: a histogram
+    buffer for every leaf, one row of the scans' scratch, room for 2 max_leaves - 1 nodes
+    (free and buf empty: the leaf-wise tree keeps its own), from ``workspace`` (a new one:
+    None), made again only for other shapes."""
+    capacity = 2 * max_leaves - 1
+    key = ("leaves", n_rows, m, max_leaves, np.dtype(index_dtype), np.dtype(payload_dtype))
 
     def make(space: SerialWorkspace) -> tuple:
         dirty = space.array("leaf_dirty", (max_leaves,), np.bool_)
         dirty.fill(True)  # the kernel zeroes a dirty buffer before it uses it
         return (space.array("leaf_hists", (max_leaves, m, N_BINS, N_CHANNELS), np.float64),
                 space.array("leaf_bits", (max_leaves, m, 4), np.uint64), dirty,
-                space.array("scratch_idx", (2, n_rows), events.partition.dtype),
-                space.array("scratch_payload", (2, n_rows, N_CHANNELS), events.payload.dtype),
+                np.empty(0, np.int64), np.empty(0, np.int64),
+                space.array("scratch_idx", (2, n_rows), index_dtype),
+                space.array("scratch_payload", (2, n_rows, N_CHANNELS), payload_dtype),
                 space.array("scan_sums", (1, 5, N_BINS), np.float64),
-                space.array("scan_bins", (1, N_BINS), np.int64))
+                space.array("scan_bins", (1, N_BINS), np.int64),
+                *(space.array(name, (capacity,), dtype) for name, dtype, _ in _NodeArrays.FIELDS),
+                space.array("sums", (capacity, N_CHANNELS), np.float64))
 
-    buffers = (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
-    depth_limit = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
-    nodes.size = int(grow_exact_leaves_serial(
-        events.codes, events.partition, events.payload, events.used, n_value_bins,
-        params.as_tuple(), max_leaves, depth_limit, *buffers, nodes.feature, nodes.bin_threshold,
-        nodes.missing_left, nodes.left, nodes.right, nodes.gain, nodes.start, nodes.stop,
-        nodes.sums, _serial_tree.SPARSE_EVENTS))
+    return (workspace if workspace is not None else SerialWorkspace()).arrays(key, make)
+
+
+def serial_leaves_fit(n_rows: int, m: int, max_leaves: int) -> bool:
+    """Whether leaf-wise trees of exact (A, B, W) histograms of ``n_rows`` events x ``m``
+    features grow in one compiled call (``grow_exact_leaves_serial``): one thread, a small
+    sample and a histogram buffer for every leaf."""
+    return (numba.get_num_threads() == 1 and n_rows * m <= SERIAL_TREE_WORK
+            and max_leaves <= COMPILED_LEAVES
+            and max_leaves <= max(3, LEVEL_HISTOGRAM_BYTES // (m * N_BINS * N_CHANNELS * 8)))
 
 
 def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,
