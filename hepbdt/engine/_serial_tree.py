@@ -51,7 +51,7 @@ from ._types import MISSING_BIN, N_BINS, N_CHANNELS, borrowed, njit, serial_twin
 from .split import _best_cut, _gains, _missing_sums, _scan_feature, gain_floor, node_score
 
 __all__ = ["SerialWorkspace", "grow_exact_leaves_serial", "grow_exact_serial",
-           "grow_exact_serial_1"]
+           "grow_exact_serial_1", "waiting_leaves"]
 
 
 class SerialWorkspace:
@@ -794,6 +794,17 @@ grow_exact_serial_1 = _one_thread_tree()
 
 
 @njit
+def waiting_leaves(capacity):
+    """A leaf-wise tree's state by node: a waiting leaf's best split (gain, feature, bin,
+    missing side, left sums), whether it waits, its depth and its histogram's slot (-1:
+    none)."""
+    return (np.zeros(capacity), np.full(capacity, -1, np.int32), np.zeros(capacity, np.int32),
+            np.zeros(capacity, np.bool_), np.zeros((capacity, N_CHANNELS)),
+            np.zeros(capacity, np.bool_), np.zeros(capacity, np.int64),
+            np.full(capacity, -1, np.int64))
+
+
+@njit
 def _best_waiting(waiting, w_gain, n_nodes):
     """The waiting leaf of the largest gain (of equal ones, the lowest id); -1 if none."""
     best = -1
@@ -861,15 +872,8 @@ def _exact_leaves(codes, partition, payload, used, n_value_bins, params, max_lea
         borrowed(feature), borrowed(bin_threshold), borrowed(missing_left), borrowed(left),
         borrowed(right), borrowed(gain))
     start, stop, sums = borrowed(start), borrowed(stop), borrowed(sums)
-    capacity = feature.size
-    w_gain = np.zeros(capacity)  # a waiting leaf's best split
-    w_feature = np.full(capacity, -1, np.int64)
-    w_bin = np.zeros(capacity, np.int64)
-    w_missing = np.zeros(capacity, np.bool_)
-    w_left = np.zeros((capacity, N_CHANNELS))
-    waiting = np.zeros(capacity, np.bool_)
-    depth = np.zeros(capacity, np.int64)
-    slot = np.full(capacity, -1, np.int64)
+    w_gain, w_feature, w_bin, w_missing, w_left, waiting, depth, slot = waiting_leaves(
+        feature.size)
     n_free = pool.shape[0]
     free = np.empty(n_free, np.int64)
     for i in range(n_free):  # taken from the end: buffer 0 first

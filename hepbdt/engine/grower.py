@@ -35,6 +35,7 @@ from ._serial_tree import (
     grow_exact_leaves_serial,
     grow_exact_serial,
     grow_exact_serial_1,
+    waiting_leaves,
 )
 from ._types import (
     CHANNEL_DTYPE,
@@ -1261,15 +1262,8 @@ def _packed_leaves(split_codes, by_event, codes, partition, packed, scratch_idx,
     searches and node numbering, into the node arrays (capacity 2 max_leaves - 1). Work
     below ``serial_events`` events or ``serial_scans`` scans runs on one thread (the
     kernels' serial twins), as ``_SmallWork`` runs it. Returns the node count."""
-    capacity = feature.size
-    w_gain = np.zeros(capacity)  # a waiting leaf's best split
-    w_feature = np.full(capacity, -1, np.int32)
-    w_bin = np.zeros(capacity, np.int32)
-    w_missing = np.zeros(capacity, np.bool_)
-    w_left = np.zeros((capacity, N_CHANNELS))
-    waiting = np.zeros(capacity, np.bool_)
-    depth = np.zeros(capacity, np.int64)
-    slot = np.full(capacity, -1, np.int64)
+    w_gain, w_feature, w_bin, w_missing, w_left, waiting, depth, slot = waiting_leaves(
+        feature.size)
     free = np.empty(raw.shape[0], np.int64)  # room for every slot: all can be free
     n_free = raw.shape[0] - 1
     for i in range(n_free):  # slot 0 holds the root's histogram (loops, not arrays
