@@ -1,11 +1,12 @@
 """Numba compile cost: ``import hepbdt`` plus a first small fit and predict, with an empty
 kernel cache (cold) and with the cache filled by the cold run (warm), each in a fresh process.
 ``--packed``: the first fit is one on packed histograms instead (60,000 events x 8, depth 4,
-``quantised_histograms=True``), the kernels of large samples. ``--kernels``: one cold
+``quantised_histograms=True``), the kernels of large samples; ``--leafwise``: a first small
+leaf-wise fit (2,000 x 5, ``max_leaves=31``, both boosters). ``--kernels``: one cold
 run that also prints the kernels whose compiles took longest (Numba's compile events:
 time including the kernels compiled for it, and its own). Compare two versions in one run:
 
-    python benchmarks/bench_coldstart.py [--repeats 3] [--packed] [--kernels]
+    python benchmarks/bench_coldstart.py [--repeats 3] [--packed | --leafwise] [--kernels]
     PYTHONPATH=/path/to/other/checkout python benchmarks/bench_coldstart.py
 """
 
@@ -43,6 +44,7 @@ hepbdt.BDTClassifier(n_trees=5, max_depth=4, quantised_histograms=True).fit(X, y
 print(time.perf_counter() - t0)
 """
 
+LEAFWISE = SNIPPET.replace("max_depth=3)", "max_leaves=31, max_depth=None)")
 
 # Prepended to the snippet by --kernels: records each compile's time and its own share.
 LISTENER = """
@@ -81,16 +83,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--packed", action="store_true", help="a first fit on packed histograms")
+    ap.add_argument("--leafwise", action="store_true", help="a first small leaf-wise fit")
     ap.add_argument("--kernels", action="store_true",
                     help="one cold run, with the longest compiles (top-level kernels)")
     args = ap.parse_args()
-    snippet = PACKED if args.packed else SNIPPET
+    snippet = PACKED if args.packed else LEAFWISE if args.leafwise else SNIPPET
+    kind = "packed" if args.packed else "small leaf-wise" if args.leafwise else "small"
     if args.kernels:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             out = subprocess.run([sys.executable, "-c", LISTENER + snippet], env=env,
                                  capture_output=True, text=True, check=True).stdout.splitlines()
-        print(f"# nproc={os.cpu_count()}; one cold run; {'packed' if args.packed else 'small'} "
+        print(f"# nproc={os.cpu_count()}; one cold run; {kind} "
               f"first fit: {float(out[0]):.1f} s; longest compiles (with the kernels they call):")
         print("\n".join(out[1:]))
         return
@@ -100,7 +104,7 @@ def main() -> None:
             cold.append(run(cache, snippet))
             warm.append(run(cache, snippet))
     print(f"# nproc={os.cpu_count()}; median of {args.repeats}; "
-          f"{'packed' if args.packed else 'small'} first fit")
+          f"{kind} first fit")
     print(f"cold start (empty cache): {statistics.median(cold):.1f} s  {sorted(cold)}")
     print(f"warm start (cached):      {statistics.median(warm):.1f} s  {sorted(warm)}")
 
