@@ -77,7 +77,7 @@ class SerialWorkspace:
         return self._last[1]
 
 
-SPARSE_EVENTS = 96  # nodes of at most this many events keep a map of their occupied bins
+SPARSE_EVENTS = 48  # nodes of at most this many events keep a map of their occupied bins
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
 
 
