@@ -822,7 +822,13 @@ def half_tree_weight(weights: np.ndarray) -> float:
     AdaBoostR2 response takes it: numpy's pairwise sum can differ in the last bit, and the
     weighted median then lands on another tree (weights 1, 2^-52, six of 2^-53 and 1: the
     second sorted tree's value by one total, the last one's by the other)."""
-    return 0.5 * float(np.cumsum(weights)[-1]) if weights.size else 0.0
+    return 0.5 * sequential_sum(weights)
+
+
+def sequential_sum(values: np.ndarray) -> float:
+    """The sum of ``values`` added one after another from the first (numpy's own sum is
+    pairwise), in their dtype, as TMVA's Reader adds the trees' weights."""
+    return float(np.cumsum(values)[-1]) if values.size else 0.0
 
 
 def _weighted_median_score(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:

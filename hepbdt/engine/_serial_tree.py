@@ -442,55 +442,60 @@ def _root(codes, feats, partition, payload, hist, bits, sparse, sums, n_threads)
 
 
 @njit
-def _level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins, params,
-                  sparse_events, scan, n_threads):
-    """Each node's best split of a level: (gain, feature (-1: none), bin, missing_left, left
-    child's sums, how many nodes split); of equal gains the first feature's."""
-    k = level.size
-    split_gain = np.empty(k)
-    split_feature = np.full(k, -1, np.int64)
-    split_bin = np.zeros(k, np.int64)
-    split_missing = np.zeros(k, np.bool_)
-    split_left = np.empty((k, N_CHANNELS))
-    if n_threads > 1:
-        _shared_level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins,
-                             params, sparse_events, scan, n_threads, split_gain, split_feature,
-                             split_bin, split_missing, split_left)
-    else:  # no (node, feature) tables: on one thread their allocations cost ~5 % of a small tree
-        cum, at, left = _scratch(scan, 0)
-        for j in range(k):
-            node = level[j]
-            b = buf[node]
-            sparse = stop[node] - start[node] <= sparse_events
-            best = -np.inf
-            for f in range(used.size):
-                if not used[f]:
-                    continue
-                g, cut, ml = _scan(pool[b, f], bits[b, f], sparse, sums[node], n_value_bins[f],
-                                   params, cum, at, left)
-                if g > best:
-                    best, split_feature[j], split_bin[j], split_missing[j] = g, f, cut, ml
-                    # Element by element: an array assigned to a slice compiles Numba's
-                    # shape-mismatch error, whose message formatting took 1.9 s of the first
-                    # fit's compile time.
-                    for ch in range(N_CHANNELS):
-                        split_left[j, ch] = left[ch]
-            split_gain[j] = best
-    return (split_gain, split_feature, split_bin, split_missing, split_left,
-            np.count_nonzero(split_feature >= 0))
+def _best_split(row, node, hist, hist_bits, sparse, feats, sums, n_value_bins, params, cum, at,
+                left, gain, feature, cut, missing, lefts):
+    """Node ``node``'s best split from its histograms ``hist`` (m, N_BINS, 3) over the
+    features ``feats`` (over the bins ``hist_bits`` marks when ``sparse``), of equal gains
+    the first feature's, into row ``row`` of ``gain``, ``feature`` (-1: none), ``cut``,
+    ``missing`` and ``lefts`` (the left child's sums); whether there is one."""
+    best = -np.inf
+    feature[row] = -1
+    for g in range(feats.size):
+        f = feats[g]
+        x, c, ml = _scan(hist[f], hist_bits[f], sparse, sums[node], n_value_bins[f], params, cum,
+                         at, left)
+        if x > best:
+            best, feature[row], cut[row], missing[row] = x, f, c, ml
+            # Element by element: an array assigned to a slice compiles Numba's shape-mismatch
+            # error, whose message formatting took 1.9 s of the first fit's compile time.
+            for ch in range(N_CHANNELS):
+                lefts[row, ch] = left[ch]
+    gain[row] = best
+    return feature[row] >= 0
 
 
 @njit
-def _shared_level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins, params,
-                         sparse_events, scan, n_threads, split_gain, split_feature, split_bin,
-                         split_missing, split_left):
-    """``_level_splits``'s choices with the scans shared out over ``n_threads`` threads, the
-    best feature of each node then taken in feature order."""
-    gains, bins, missing, lefts = _scan_tables(level.size, used.size)
-    _level_scans_shared(n_threads, pool, bits, buf, level, start, stop, sums, used, n_value_bins,
-                        params, sparse_events, scan, gains, bins, missing, lefts)
-    _pick(gains, bins, missing, lefts, split_gain, split_feature, split_bin, split_missing,
-          split_left)
+def _split_arrays(k):
+    """A level's choices for ``k`` nodes: gain, feature (-1: none), bin, missing_left, left
+    child's sums."""
+    return (np.empty(k), np.full(k, -1, np.int64), np.zeros(k, np.int64), np.zeros(k, np.bool_),
+            np.empty((k, N_CHANNELS)))
+
+
+@njit
+def _level_splits(pool, bits, buf, level, start, stop, sums, used, feats, n_value_bins, params,
+                  sparse_events, scan, n_threads):
+    """Each node's best split of a level: (gain, feature (-1: none), bin, missing_left, left
+    child's sums, how many nodes split); of equal gains the first feature's. On more than
+    one thread the scans are shared out by (node, feature), the choices then made from
+    their tables."""
+    if n_threads > 1:
+        gains, bins, missing, lefts = _scan_tables(level.size, used.size)
+        _level_scans_shared(n_threads, pool, bits, buf, level, start, stop, sums, used,
+                            n_value_bins, params, sparse_events, scan, gains, bins, missing,
+                            lefts)
+        return _picked_splits(gains, bins, missing, lefts)
+    # no (node, feature) tables: on one thread their allocations cost ~5 % of a small tree
+    split_gain, split_feature, split_bin, split_missing, split_left = _split_arrays(level.size)
+    cum, at, left = _scratch(scan, 0)
+    for j in range(level.size):
+        node = level[j]
+        b = buf[node]
+        _best_split(j, node, pool[b], bits[b], stop[node] - start[node] <= sparse_events, feats,
+                    sums, n_value_bins, params, cum, at, left, split_gain, split_feature,
+                    split_bin, split_missing, split_left)
+    return (split_gain, split_feature, split_bin, split_missing, split_left,
+            np.count_nonzero(split_feature >= 0))
 
 
 @njit
@@ -502,10 +507,12 @@ def _scan_tables(k, m):
 
 
 @njit
-def _pick(gains, bins, missing, lefts, split_gain, split_feature, split_bin, split_missing,
-          split_left):
-    """Each node's best split from its scans' tables, of equal gains the first feature's."""
+def _picked_splits(gains, bins, missing, lefts):
+    """``_level_splits``'s result from a level's scans' tables (``_level_scans_shared``,
+    ``_level_histograms_shared``): each node's best split, of equal gains the first
+    feature's."""
     k, m = gains.shape
+    split_gain, split_feature, split_bin, split_missing, split_left = _split_arrays(k)
     for j in range(k):
         best = -np.inf
         for f in range(m):
@@ -518,19 +525,6 @@ def _pick(gains, bins, missing, lefts, split_gain, split_feature, split_bin, spl
             split_bin[j], split_missing[j] = bins[j, f], missing[j, f]
             for ch in range(N_CHANNELS):
                 split_left[j, ch] = lefts[j, f, ch]
-
-
-@njit
-def _picked_splits(gains, bins, missing, lefts):
-    """``_level_splits``'s result from a level's scans' tables (``_level_histograms_shared``)."""
-    k = gains.shape[0]
-    split_gain = np.empty(k)
-    split_feature = np.full(k, -1, np.int64)
-    split_bin = np.zeros(k, np.int64)
-    split_missing = np.zeros(k, np.bool_)
-    split_left = np.empty((k, N_CHANNELS))
-    _pick(gains, bins, missing, lefts, split_gain, split_feature, split_bin, split_missing,
-          split_left)
     return (split_gain, split_feature, split_bin, split_missing, split_left,
             np.count_nonzero(split_feature >= 0))
 
@@ -707,8 +701,8 @@ def grow_exact_serial(codes, partition, payload, used, n_value_bins, params, max
                 _picked_splits(gains, bins, missing, lefts))
         else:
             split_gain, split_feature, split_bin, split_missing, split_left, n_split = (
-                _level_splits(pool, bits, buf, level, start, stop, sums, used, n_value_bins,
-                              params, sparse_events, scan, n_threads))
+                _level_splits(pool, bits, buf, level, start, stop, sums, used, feats,
+                              n_value_bins, params, sparse_events, scan, n_threads))
         if n_split == 0:
             break
         last = depth + 1 == max_depth
@@ -781,7 +775,7 @@ def _one_thread_tree():
     of a first small fit's 48.5 s with an empty cache; without, 17.8 of 36.5:
     ``benchmarks/bench_coldstart.py --kernels``)."""
     stubs = {name: _not_on_one_thread for name in (
-        "_root_histogram_shared", "_shared_level_splits", "_level_partitions_shared",
+        "_root_histogram_shared", "_level_scans_shared", "_level_partitions_shared",
         "_level_histograms_shared")}
     return serial_twin(grow_exact_serial, _root=_root_1,
                        _level_splits=serial_twin(_level_splits, **stubs),
@@ -817,22 +811,10 @@ def _best_waiting(waiting, w_gain, n_nodes):
 @njit
 def _leaf_split(k, hist, hist_bits, sparse, feats, sums, n_value_bins, params, scan, waiting,
                 w_gain, w_feature, w_bin, w_missing, w_left):
-    """Leaf k's best split from its histograms ``hist`` (m, N_BINS, 3) over the features
-    ``feats`` (of equal gains the first; over the bins ``hist_bits`` marks when ``sparse``):
-    it waits with it, and True; False if none."""
+    """Leaf k's best split (``_best_split``): it waits with it, and True; False if none."""
     cum, at, left = _scratch(scan, 0)
-    best = -np.inf
-    w_feature[k] = -1
-    for g in range(feats.size):
-        f = feats[g]
-        x, cut, ml = _scan(hist[f], hist_bits[f], sparse, sums[k], n_value_bins[f], params, cum,
-                           at, left)
-        if x > best:
-            best, w_feature[k], w_bin[k], w_missing[k] = x, f, cut, ml
-            for ch in range(N_CHANNELS):  # element by element: see _level_splits
-                w_left[k, ch] = left[ch]
-    w_gain[k] = best
-    waiting[k] = w_feature[k] >= 0
+    waiting[k] = _best_split(k, k, hist, hist_bits, sparse, feats, sums, n_value_bins, params,
+                             cum, at, left, w_gain, w_feature, w_bin, w_missing, w_left)
     return waiting[k]
 
 

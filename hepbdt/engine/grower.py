@@ -759,7 +759,7 @@ class _TreeEvents:
         float64 (A, B, W) per bin, or one int64 (two wide) when quantised (decoded two at a
         time)."""
         per_bin = (16 if self.wide else 8) if self.quantised else self.n_channels * 8
-        return max(3, LEVEL_HISTOGRAM_BYTES // (self.n_features * N_BINS * per_bin))
+        return leaf_capacity(self.n_features, per_bin)
 
     def level_capacity(self) -> int:
         """How many nodes' histograms one level may hold (LEVEL_HISTOGRAM_BYTES): float64
@@ -1412,7 +1412,13 @@ def serial_leaves_fit(n_rows: int, m: int, max_leaves: int) -> bool:
     sample and a histogram buffer for every leaf."""
     return (numba.get_num_threads() == 1 and n_rows * m <= SERIAL_TREE_WORK
             and max_leaves <= COMPILED_LEAVES
-            and max_leaves <= max(3, LEVEL_HISTOGRAM_BYTES // (m * N_BINS * N_CHANNELS * 8)))
+            and max_leaves <= leaf_capacity(m, N_CHANNELS * 8))
+
+
+def leaf_capacity(m: int, per_bin: int) -> int:
+    """How many leaves' histograms of ``m`` features, ``per_bin`` bytes a bin, leaf-wise
+    growth may hold (LEVEL_HISTOGRAM_BYTES; at least three)."""
+    return max(3, LEVEL_HISTOGRAM_BYTES // (m * N_BINS * per_bin))
 
 
 def _grow_packed_leaves(events: _TreeEvents, nodes: _NodeArrays, n_value_bins: np.ndarray,

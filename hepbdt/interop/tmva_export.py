@@ -65,6 +65,7 @@ from ..model import (
     check_written_size,
     float32_thresholds,
     half_tree_weight,
+    sequential_sum,
 )
 from ..tmva_options import TMVA_OPTIONS, TMVAOptionError, check_file_options, tmva_option_values
 
@@ -197,10 +198,6 @@ def _layout(model: Any) -> _Layout:
 
 # -- the Reader's response -----------------------------------------------------------------
 
-def _sequential_sum(a: np.ndarray) -> float:
-    return float(np.cumsum(a)[-1]) if a.size else 0.0
-
-
 def _adaboost_r2(per_tree: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """TMVA's AdaBoostR2 rule, with its order of additions (per event, float64)."""
     n_events, n_trees = per_tree.shape
@@ -289,7 +286,7 @@ def _response(forest: Forest, layout: _Layout, X: np.ndarray) -> np.ndarray:
                               for i in range(0, X.shape[0], chunk)] or [np.empty(0)])
         return out.astype(np.float32).astype(np.float64)
     num = predict_raw(X, forest, dense=forest.dense())
-    norm = _sequential_sum(forest.tree_weights)
+    norm = sequential_sum(forest.tree_weights)
     out = num / norm if norm > DBL_EPSILON else np.zeros_like(num)
     if layout.analysis == "Regression":
         out = out.astype(np.float32).astype(np.float64)
@@ -557,11 +554,11 @@ def _mean_trees(forest: Forest, layout: _Layout, trees: list[_TmvaTree], purity:
         _check_median_weights(w, a32)
         bound = float(np.max(dv)) if dv.size else 0.0
     else:
-        norm = _sequential_sum(a32)  # the Reader's test is signed: a negative total scores 0
+        norm = sequential_sum(a32)  # the Reader's test is signed: a negative total scores 0
         if norm <= DBL_EPSILON:
             if np.any(w != 0.0):  # the model divides by any non-zero total; the Reader scores 0
                 raise TMVAExportError(
-                    f"the tree weights add up to {_sequential_sum(a32)!r} as written (float32), "
+                    f"the tree weights add up to {sequential_sum(a32)!r} as written (float32), "
                     f"at most DBL_EPSILON ({DBL_EPSILON:.3g}), where TMVA::Reader scores every "
                     "event 0; the model's scores are not that (AdaBoost's beta scales the "
                     "tree weights: train with a larger beta, e.g. 0.5, TMVA's default)")
