@@ -50,8 +50,7 @@ import bench_decorrelation as bd  # noqa: E402
 from _data import machine  # noqa: E402
 
 import hepbdt.estimators as estimators  # noqa: E402
-from hepbdt.boosting.losses import Loss  # noqa: E402
-from hepbdt.engine._types import CHANNEL_DTYPE  # noqa: E402
+from hepbdt.boosting.decorrelation import FlatnessLoss  # noqa: E402
 from hepbdt.evaluation import decorrelation_measures  # noqa: E402
 
 
@@ -230,12 +229,14 @@ def self_check() -> None:
           "300, tied scores)")
 
 
-class DiscoLoss(Loss):
-    """A two-class loss plus strength * W * dCor^2(score, mass) over the background."""
+class DiscoLoss(FlatnessLoss):
+    """A two-class loss plus strength * W * dCor^2(score, mass) over the background: the
+    flatness loss's wrapping of the base loss (its channels' float32 checks included), with
+    the DisCo penalty's gradient in place of the flatness term's."""
 
     hessian: float | str | None = None  # None: the base loss's; c: strength c w_i; "var"
 
-    def __init__(self, base, strength, m, y, w, *_):
+    def __init__(self, base, strength, m, y, w, *_):  # FlatnessLoss's arguments
         self.base, self.strength, self.name, self.is_classification = base, strength, base.name, True
         self.events = np.flatnonzero(np.asarray(y) == 0)
         w = np.asarray(w, np.float64)
@@ -243,34 +244,19 @@ class DiscoLoss(Loss):
         self.mass = MassTerms(np.asarray(m, np.float64).reshape(len(y), -1)[self.events, 0],
                               w[self.events])
 
-    def init_score(self, y, w):
-        return self.base.init_score(y, w)
-
-    def pointwise(self, y, score):
-        return self.base.pointwise(y, score)
-
-    def loss(self, y, w, score):
-        return self.base.loss(y, w, score)
-
-    def begin_round(self, y, w, score):
-        self.base.begin_round(y, w, score)
-
-    def channels(self, y, score, w_tree, w):
-        wg, wh, loss = self.base.channels(y, score, w_tree, w)
-        s = np.asarray(score, np.float64)[self.events]
+    def _add_terms(self, score, w_tree, wg, wh) -> None:
+        s = score[self.events]
         if np.ptp(s) == 0:  # dCor is 0/0 while every score is equal
-            return wg, wh, loss
+            return
         gradient = dcor2_and_gradient(s, self.mass)[1]
         w_here = np.asarray(w_tree, np.float64)[self.events]
-        wg64, wh64 = wg.astype(np.float64), wh.astype(np.float64)
-        wg64[self.events] += self.strength * self.scale * gradient * w_here
+        wg[self.events] += self.strength * self.scale * gradient * w_here
         if self.hessian == "var":
-            w_b = self.mass.w
-            spread = np.dot(w_b, (s - np.dot(w_b, s) / self.mass.total) ** 2) / self.mass.total
-            wh64[self.events] += self.strength * 2.0 * w_here / spread
+            w_b, total = self.mass.w, self.mass.total
+            spread = np.dot(w_b, (s - np.dot(w_b, s) / total) ** 2) / total
+            wh[self.events] += self.strength * 2.0 * w_here / spread
         elif self.hessian is not None:
-            wh64[self.events] += self.strength * self.hessian * w_here
-        return wg64.astype(CHANNEL_DTYPE), wh64.astype(CHANNEL_DTYPE), loss
+            wh[self.events] += self.strength * self.hessian * w_here
 
 
 def at_efficiency(score, test, efficiency) -> tuple[float, float]:
