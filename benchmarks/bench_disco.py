@@ -24,7 +24,8 @@ var(s)``, the background scores' weighted variance: a curvature on the scale of 
 scores). For each (strength, hessian): background
 rejection at 50 % signal efficiency, 1/JSD of the background mjj after that cut (50 bins,
 base 2, as ``bench_decorrelation.py``), the statistical floor of that efficiency, and the
-same at 90 % signal efficiency, beside the plain model and the flatness loss at
+same at 90 % signal efficiency, the fit time and dCor^2 of the test background's scores
+and mjj (what the penalty lowers), beside the plain model and the flatness loss at
 ``--flatness-strengths``. "n/a": no cut reaches that efficiency (the scores tie).
 
     python benchmarks/bench_disco.py [--strengths 0.1,0.3,1,3,10,30]
@@ -282,7 +283,9 @@ def main(argv=None) -> None:
     print(f"20,000 signal + 40,000 background to train and as many to test; {args.trees} "
           f"trees of depth {args.depth}, learning rate 0.1; mjj made flat for the background")
     print(f"{'model':10s} {'strength':>8s} {'hessian':>8s} {'rej@50%':>8s} {'1/JSD':>7s} "
-          f"{'floor':>6s} {'rej@90%':>8s} {'1/JSD':>7s} {'fit s':>6s}")
+          f"{'floor':>6s} {'rej@90%':>8s} {'1/JSD':>7s} {'fit s':>6s} {'dCor^2':>7s}")
+    background = test[1] == 0
+    test_mass = MassTerms(test[3][background], test[2][background])
     bd.fit_hepbdt(bd.sample(200, 400, 3), 2, 2, 1.0)  # compile before timing
 
     def row(name, strength, hessian):
@@ -295,8 +298,10 @@ def main(argv=None) -> None:
         low = bd.floor(1.0 / half, test)[1] if np.isfinite(half) else float("nan")
         cells = [f"{v:8.3g}" if np.isfinite(v) else f"{'n/a':>8s}" for v in (half, tight, low,
                                                                               loose, wide)]
+        tested = score[background].astype(np.float64)
+        dcor = dcor2_and_gradient(tested, test_mass)[0] if np.ptp(tested) > 0 else float("nan")
         print(f"{name:10s} {'' if strength is None else f'{strength:g}':>8s} {hessian:>8s} "
-              + " ".join(cells) + f" {seconds:6.2f}", flush=True)
+              + " ".join(cells) + f" {seconds:6.2f} {dcor:7.4f}", flush=True)
 
     row("plain", None, "")
     for s in (float(v) for v in args.flatness_strengths.split(",") if v):
