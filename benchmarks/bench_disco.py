@@ -7,7 +7,7 @@ the toy of ``hepbdt.demo_data.sculpting_arrays`` with the loss
 
     deviance + strength * W * dCor^2(s, m)
 
-over the background events (W the training weight, so that the strength is the DisCo
+over the background events (W the total training weight, so that the strength is the DisCo
 paper's lambda against the mean deviance), s the raw score and m the mass ``mjj``:
 ``DiscoLoss`` adds the penalty's exact gradient to the boosting channels in place of the
 flatness term (the estimator's loss swapped for it in this process only). The weighted
