@@ -551,6 +551,26 @@ def test_spinning_threads_search_in_parallel_with_the_same_trees(monkeypatch):
     assert fit() == sleeping
 
 
+def _compiled_against_per_split(monkeypatch, switch, original, fit, label, equal_nan=False):
+    """Fit with ``grower.<switch>`` spied (every tree must take the compiled path it
+    guards), then with it off (the per-split path), and assert the same forests."""
+    taken: list[bool] = []
+
+    def spy(*args):
+        taken.append(original(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(grower, switch, spy)
+    fast = fit()
+    assert taken and all(taken), label  # every tree took the compiled path
+    monkeypatch.setattr(grower, switch, lambda *a: False)
+    slow = fit()
+    assert fast.n_nodes == slow.n_nodes >= 4 * 3, label
+    for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=equal_nan), (
+            label, name)
+
+
 def test_the_compiled_leafwise_loop_grows_the_per_split_trees(monkeypatch):
     # packed leaf-wise trees grow in one compiled call (_packed_leaves); the per-split
     # Python path (_PackedSplits) is the reference, bit for bit, on one and two threads
@@ -569,20 +589,9 @@ def test_the_compiled_leafwise_loop_grows_the_per_split_trees(monkeypatch):
                           (2, {"max_leaves": 150, "min_child_weight": 0})):
         kw = dict(boosting="newton", n_trees=4, random_state=0, n_jobs=jobs,
                   quantised_histograms=True, **{"max_depth": None, **options})
-        taken: list[bool] = []
-
-        def spy(*args, taken=taken):
-            taken.append(compiled(*args))
-            return taken[-1]
-
-        monkeypatch.setattr(grower, "_leaves_compiled", spy)
-        fast = BDTClassifier(**kw).fit(X, y, w).forest_
-        assert taken and all(taken)  # every tree took the compiled loop
-        monkeypatch.setattr(grower, "_leaves_compiled", lambda *a: False)
-        slow = BDTClassifier(**kw).fit(X, y, w).forest_
-        assert fast.n_nodes == slow.n_nodes >= 4 * 3
-        for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
-            assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+        _compiled_against_per_split(monkeypatch, "_leaves_compiled", compiled,
+                                    lambda kw=kw: BDTClassifier(**kw).fit(X, y, w).forest_,
+                                    options)
 
 
 def test_the_compiled_exact_leafwise_tree_grows_the_per_split_trees(monkeypatch):
@@ -618,18 +627,8 @@ def test_the_compiled_exact_leafwise_tree_grows_the_per_split_trees(monkeypatch)
     ]
     for cls, labels, weights, options in cases:
         kw = {"n_trees": 4, "random_state": 0, "n_jobs": 1, "max_depth": None, **options}
-        taken: list[bool] = []
-
-        def spy(*args, taken=taken):
-            taken.append(compiled(*args))
-            return taken[-1]
-
-        monkeypatch.setattr(grower, "_exact_leaves_compiled", spy)
-        fast = cls(**kw).fit(X, labels, weights).forest_
-        assert taken and all(taken), options  # every tree took the compiled call
-        monkeypatch.setattr(grower, "_exact_leaves_compiled", lambda *a: False)
-        slow = cls(**kw).fit(X, labels, weights).forest_
-        assert fast.n_nodes == slow.n_nodes >= 4 * 3, options
-        for name in ("feature", "threshold", "left", "right", "value", "gain", "cover"):
-            assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), (
-                options, name)
+        _compiled_against_per_split(
+            monkeypatch, "_exact_leaves_compiled", compiled,
+            lambda cls=cls, kw=kw, labels=labels, weights=weights:
+                cls(**kw).fit(X, labels, weights).forest_,
+            options, equal_nan=True)
