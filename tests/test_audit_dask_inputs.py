@@ -199,18 +199,23 @@ def test_a_weight_put_out_of_range_by_the_class_normalisation_without_hold_out(c
     assert str(got.value) == str(expected.value)
 
 
-@pytest.mark.parametrize("policy", ["keep", "abs"])
-def test_a_training_weight_put_out_of_range_by_the_training_normalisation(client, policy):
+@pytest.mark.parametrize("policy, negatives", [("keep", 0), ("abs", 0), ("abs", 5),
+                                               ("ignore", 5)])
+def test_a_training_weight_put_out_of_range_by_the_training_normalisation(client, policy,
+                                                                         negatives):
     # After the hold-out memory normalises the training events' classes on their own and
     # checks them (_given_weights): one background weight that the whole sample's factor
     # keeps just above 1e-30 falls to 9.99e-31. Memory says that rescaling does not help;
     # the Dask fit told the user to rescale (and with "abs" but no negative weight, a
-    # policy's words would name one that did not act).
+    # policy's words would name one that did not act). With negative weights the policy
+    # acts after that check: the Dask fit checked only after it, in the policy's words
+    # (and under "ignore" quoting 9.97e-31).
     X, y, w = _data(3000)
     options = dict(n_trees="auto", sig_to_bkg_fraction=1.0, quantised_histograms=True,
                    random_state=4, max_depth=2, negative_weights=policy)
     held = np.random.default_rng(4).random(y.size) < 0.1  # memory's hold-out draw
     background = y == 0
+    w[np.flatnonzero(background & ~held)[1:1 + negatives]] *= -1
     whole = y.size / 2 / np.sum(w[background])
     train = np.count_nonzero(~held) / 2 / np.sum(w[background & ~held])
     assert whole > train * 1.001

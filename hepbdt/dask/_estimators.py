@@ -343,8 +343,10 @@ class _DaskMixin:
             if factors is None and plan.hold_out:  # memory's refusal: no ratio to keep
                 raise ValueError(hold_out_ratio_refusal(self.sig_to_bkg_fraction))
         n_classes = max(2, self.classes_.size) if self._estimator_type == "classifier" else 0
+        # memory checks the training events' normalised given weights before the policy acts
+        defer = bool(plan.hold_out) and factors is not None and acts
         parts = cluster.gather([cluster.submit_to(i, _parts.split, specs[i], factors,
-                                                  self.negative_weights, n_classes)
+                                                  self.negative_weights, n_classes, not defer)
                                 for i in range(len(loaded))])
         # Memory words a normalised weight out of range by whether any given weight is.
         plain = not all(q["given_in_range"] for q in parts)
@@ -366,6 +368,12 @@ class _DaskMixin:
             if factors is not None:  # the ratio over the held-out events themselves
                 self._normalise_held_out(cluster, parts, ratio)
                 total = _vector_sums(cluster, {"valid_weight": PairwiseSum(held)})["valid_weight"]
+        if defer:
+            self._check_given_training(cluster, parts, ratio)
+            acted = cluster.gather([cluster.submit_to(i, _parts.apply_policy,
+                                                      self.negative_weights)
+                                    for i in range(len(parts))])
+            parts = [{**p, **a} for p, a in zip(parts, acted, strict=True)]
         if any(p["negative"] for p in parts) and self.negative_weights in ("regress", "pair"):
             raise ParameterError("negative_weights", f"negative_weights={self.negative_weights!r} "
                                  "needs every event of a class at once; the Dask fit takes "
@@ -468,17 +476,18 @@ class _DaskMixin:
         acted = (self.negative_weights in ("abs", "ignore")
                  and any(p["negative"] for p in parts))
         dtype = "float64" if self._adaboost else "float32"
-        done = cluster.gather([cluster.submit_to(i, _parts.weights, factors, dtype,
-                                                 self.negative_weights if acted else None)
-                               for i in range(len(parts))])
-        plain = not all(d["given_in_range"] for d in done)  # memory's _given_weights' words
-        refused = [d["refused_plain" if plain else "refused"] for d in done
-                   if d["refused"] is not None]
-        if refused:  # memory's message, counting the weights of every part
-            error, _ = refused[0]
-            count = sum(c for _, c in refused)
-            raise type(error)(re.sub(r"^(.*?: )\d+ ", lambda g: f"{g.group(1)}{count} ",
-                                     str(error), count=1)) from None
+        _raise_refused(cluster.gather([cluster.submit_to(i, _parts.weights, factors, dtype,
+                                                         self.negative_weights if acted else None)
+                                       for i in range(len(parts))]))
+
+    def _check_given_training(self, cluster: Cluster, parts: list[dict[str, Any]],
+                              ratio: float) -> None:
+        """Memory's ``_given_weights`` of the training events after the hold-out, before a
+        policy that acts: their weights normalised over themselves (as given where a class's
+        sum is not positive) and checked against float32's range, in memory's words."""
+        factors = self._class_factors(cluster, parts, ratio, required=False) or (1.0, 1.0)
+        _raise_refused(cluster.gather([cluster.submit_to(i, _parts.given_check, factors)
+                                       for i in range(len(parts))]))
 
     def _train_boosting(self, cluster: Cluster, mapper, offsets: np.ndarray, counts: np.ndarray,
                         plan, rng: np.random.Generator, valid: Any, events: int):
@@ -827,6 +836,20 @@ def _aligned(array: Any, blocks: tuple, what: str) -> Any:
                              "many of them: give arrays read together (hepbdt.read(..., dask=True))")
         return array
     return array if array.chunks[0] == blocks else array.rechunk((blocks,))
+
+
+def _raise_refused(done: list[dict[str, Any]]) -> None:
+    """Memory's refusal of a training weight out of float32's range, from the parts'
+    ``_parts.weights`` or ``_parts.given_check``: in the words for a sample whose given
+    weights all lie within range unless one part's do not, counting every part's."""
+    plain = not all(d["given_in_range"] for d in done)
+    refused = [d["refused_plain" if plain else "refused"] for d in done
+               if d["refused"] is not None]
+    if refused:
+        error, _ = refused[0]
+        count = sum(c for _, c in refused)
+        raise type(error)(re.sub(r"^(.*?: )\d+ ", lambda g: f"{g.group(1)}{count} ",
+                                 str(error), count=1)) from None
 
 
 def _raise_first_refusal(loaded: list[dict[str, Any]]) -> None:

@@ -240,7 +240,7 @@ def held_out(n: int, spec: dict[str, Any], event: np.ndarray | None) -> np.ndarr
 
 
 def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, float] | None,
-          policy: str, n_classes: int = 0) -> dict[str, Any]:
+          policy: str, n_classes: int = 0, act: bool = True) -> dict[str, Any]:
     """Hold out the part's validation events (``holdout``: ``held_out``'s spec, or None),
     their weights scaled by ``valid_factors`` (the whole sample's class normalisation, signal's
     then background's; None: as given), then apply the ``negative_weights`` policy where it
@@ -252,7 +252,8 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     sample whose given weights all lie within range where this part's do; "refused_plain"
     in the others, "given_in_range" whether they do), and with a hold-out
     and ``n_classes`` each class's given weights in the training and held-out events
-    ("class_train", "class_valid")."""
+    ("class_train", "class_valid"). With ``act`` False the policy waits for
+    ``apply_policy``, and the counts are those before it."""
     part = _part(key)
     X, y, w = part.X, part.y, part.w
     n_valid = valid_signal = 0
@@ -260,13 +261,13 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     class_sums = {}
     refused_plain, given_in_range = None, True
     if valid_factors is not None:  # memory checks the whole sample's normalised weights
-        scaled = np.where(y == 1, w * valid_factors[0], w * valid_factors[1])
+        scaled = _scaled(y, w, valid_factors)
         refused, refused_plain, given_in_range = _given_refusals(w, scaled)
     if holdout is not None:
         held = held_out(y.size, holdout, part.event)
         wv = w[held]
         if valid_factors is not None:
-            wv = np.where(y[held] == 1, wv * valid_factors[0], wv * valid_factors[1])
+            wv = _scaled(y[held], wv, valid_factors)
         part.valid = _Valid(X[held], y[held], wv)
         n_valid, valid_signal = int(held.sum()), int(np.count_nonzero(part.valid.y == 1))
         if n_classes:
@@ -276,6 +277,21 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
             class_sums = {"class_train": sums(~held), "class_valid": sums(held)}
         X, y, w = X[~held], y[~held], w[~held]
     part.event = None
+    part.X, part.y, part.w = X, y, w
+    counts = apply_policy(key, policy if act else None)
+    return {**counts, "n_valid": n_valid, "valid_signal": valid_signal,
+            "valid_nonzero": 0 if holdout is None else int(np.count_nonzero(part.valid.w)),
+            "refused": refused, "refused_plain": refused_plain,
+            "given_in_range": given_in_range, **class_sums}
+
+
+def apply_policy(key: str, policy: str | None) -> dict[str, Any]:
+    """The ``negative_weights`` policy that works event by event ("abs", "ignore"; None or
+    any other: none) on the part's training events. Returns their count, how many have a
+    weight other than 0, whether one had a negative weight (before the policy), a positive
+    one, a NaN feature, and the signal count."""
+    part = _part(key)
+    X, y, w = part.X, part.y, part.w
     negative = bool(np.any(w < 0))
     if negative and policy == "abs":
         w = np.abs(w)
@@ -285,11 +301,7 @@ def split(key: str, holdout: dict[str, Any] | None, valid_factors: tuple[float, 
     part.X, part.y, part.w = X, y, w
     return {"n": int(y.size), "n_nonzero": int(np.count_nonzero(w)),
             "negative": negative, "positive": bool(np.any(w > 0)),
-            "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1)),
-            "n_valid": n_valid, "valid_signal": valid_signal,
-            "valid_nonzero": 0 if holdout is None else int(np.count_nonzero(part.valid.w)),
-            "refused": refused, "refused_plain": refused_plain,
-            "given_in_range": given_in_range, **class_sums}
+            "nan": bool(np.isnan(X).any()), "signal": int(np.count_nonzero(y == 1))}
 
 
 def _given_refusals(given: np.ndarray, scaled: np.ndarray) -> tuple[Any, Any, bool]:
@@ -339,8 +351,7 @@ def scale_valid(key: str, factors: tuple[float, float]) -> None:
     """The held-out events' weights scaled by the class normalisation's ``factors`` (signal's,
     background's) of the held-out events themselves, as memory's ``_held_out_weights``."""
     part = _part(key)
-    part.valid.w = np.where(part.valid.y == 1, part.valid.w * factors[0],
-                            part.valid.w * factors[1])
+    part.valid.w = _scaled(part.valid.y, part.valid.w, factors)
 
 
 def weights(key: str, factors: tuple[float, float] | None, dtype: str,
@@ -355,23 +366,43 @@ def weights(key: str, factors: tuple[float, float] | None, dtype: str,
     whether they do), as ``split``."""
     part = _part(key)
     w = part.w
-    refused = refused_plain = None
-    given_in_range = True
+    checked = {"refused": None, "refused_plain": None, "given_in_range": True}
     if factors is not None:
-        w = np.where(part.y == 1, w * factors[0], w * factors[1])
+        w = _scaled(part.y, w, factors)
         if policy is None:  # memory's _given_weights of the training events
-            refused, refused_plain, given_in_range = _given_refusals(part.w, w)
-            if refused is not None:  # (error, count), as the policy's below
-                refused, refused_plain = refused[1:], refused_plain[1:]
+            checked = _training_refusals(part.w, w)
         else:
             try:
                 check_magnitudes(w, policy, rescalable=False)
             except ValueError as err:
-                refused = refused_plain = (err, _out_of_range(w))
-    if refused is None:
+                checked["refused"] = checked["refused_plain"] = (err, _out_of_range(w))
+    if checked["refused"] is None:
         part.w = w.astype(dtype)
         part.w_edges = w  # the edges see float64 weights, as memory's
-    return {"refused": refused, "refused_plain": refused_plain, "given_in_range": given_in_range}
+    return checked
+
+
+def given_check(key: str, factors: tuple[float, float]) -> dict[str, Any]:
+    """Memory's ``_given_weights`` of the training events before a policy that acts: the
+    weights scaled by the training events' class ``factors`` (signal's, background's; (1, 1)
+    where a class's sum is not positive, as memory then checks them as given) and checked
+    against float32's range, nothing changed. Returns ``weights``'s "refused",
+    "refused_plain" and "given_in_range"."""
+    part = _part(key)
+    return _training_refusals(part.w, _scaled(part.y, part.w, factors))
+
+
+def _scaled(y: np.ndarray, w: np.ndarray, factors: tuple[float, float]) -> np.ndarray:
+    """Each weight times its class's factor (signal's, background's)."""
+    return np.where(y == 1, w * factors[0], w * factors[1])
+
+
+def _training_refusals(given: np.ndarray, scaled: np.ndarray) -> dict[str, Any]:
+    """``_given_refusals`` of the training events, each refusal as (error, count)."""
+    refused, refused_plain, given_in_range = _given_refusals(given, scaled)
+    return {"refused": None if refused is None else refused[1:],
+            "refused_plain": None if refused_plain is None else refused_plain[1:],
+            "given_in_range": given_in_range}
 
 
 def _edge_weights(part: _Part) -> np.ndarray:
