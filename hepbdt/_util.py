@@ -1041,13 +1041,18 @@ def percent_text(fraction: float, decimals: int = 1) -> str:
     return text if text == "n/a" else text + "%"
 
 
+PERCENT_ROUNDING = 4 * float(np.finfo(np.float64).eps)  # 100 x a fraction, then the text
+
+
 def requested_percent(fraction: float) -> str:
     """A requested fraction (a signal efficiency asked for) in percent with the fewest
-    decimals that give it exactly: 0.5 is "50%", 0.995 "99.5%" (``.0%`` showed "100%")."""
+    decimals that give it exactly: 0.5 is "50%", 0.995 "99.5%" (``.0%`` showed "100%"),
+    0.999999999999995 "99.9999999999995%" (the product's rounding, a few units in the last
+    place, is all the text may differ by)."""
     scaled = 100.0 * float(fraction)
-    for decimals in range(7):
+    for decimals in range(16):
         text = f"{scaled:.{decimals}f}"
-        if math.isclose(float(text), scaled, rel_tol=1e-12, abs_tol=1e-12):
+        if math.isclose(float(text), scaled, rel_tol=PERCENT_ROUNDING, abs_tol=0.0):
             return text + "%"
     return percent_text(fraction, 7)
 

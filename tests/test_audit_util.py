@@ -380,7 +380,8 @@ def test_two_differing_numbers_show_the_fewest_digits_that_tell_them_apart(first
 
 
 @pytest.mark.parametrize("fraction", [0.5, 0.995, 0.57, 0.29, 0.145, 0.07, 0.3, 0.123456,
-                                      0.9999999, 1e-7, 1.0, 0.25, 0.12345678, 0.123456789])
+                                      0.9999999, 1e-7, 1.0, 0.25, 0.12345678, 0.123456789,
+                                      0.999999999999995, 0.1234567891, 2.5e-9])
 def test_a_requested_fraction_shows_its_own_decimal_in_percent(fraction):
     # 100 * 0.57 is 56.99999999999999 in floats: the request of "57%" is shown as such
     from hepbdt._util import requested_percent, shown_alike
