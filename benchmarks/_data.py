@@ -130,6 +130,8 @@ def nlo_like_net_weight(X: np.ndarray, n_background: int, negative_fraction: flo
     contamination[: m // 2] = 1.0
     log_ratio = _higgs_like_log_density(X, contamination) - _higgs_like_log_density(X, np.zeros(m))
     return 1.0 / (1.0 + (2 * k / n_background) * np.exp(log_ratio))
+
+
 def multiclass_like(n: int, m: int = 28, n_classes: int = 5, seed: int = 0):
     """(X float32 (n, m), y int (n,) in 0..n_classes-1, w float32 (n,)): ``higgs_like``'s
     feature kinds, each class shifted (by 0.35) in its own subset of the features (class c:
