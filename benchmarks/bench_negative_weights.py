@@ -23,14 +23,17 @@ Three kinds of table, printed as markdown:
    the generator's true local net weight E[w | x] (``_data.nlo_like_net_weight``, clipped
    and rescaled as the policy does: what a perfect weight model would reach), by the
    policy, and by the policy learning from 3x as many background events (the extra ones
-   independent, drawn from the same generator; only the training events' weights are used).
+   independent, drawn from the same generator; only the training events' weights are used),
+   and the net sample cut to the weighted background's effective size. ``--draws N``
+   averages each difference to the net sample over N training samples (mean +- standard
+   error; the test sample the same).
 4. ``--cost``: the time of the ``regress`` and ``pair`` policies at 1,000,000 events x 28
    features (10 % of the background at weight -1), against two main fits on the
    reweighted events: 200 trees of depth 3, and ``BDTClassifier()`` at its defaults (depth
    5, ``n_trees="auto"``), the fit a user who sets nothing runs.
 
     python benchmarks/bench_negative_weights.py [--seeds 3] [--quick] [--cost] [--oracle]
-        [--n-jobs 1] [--boosters adaboost,realadaboost] [--flips-only]
+        [--draws 1] [--n-jobs 1] [--boosters adaboost,realadaboost] [--flips-only]
 """
 
 from __future__ import annotations
@@ -232,21 +235,22 @@ def nlo_table(case: str, fraction: float, boosters: list[str]) -> dict[str, dict
     return out
 
 
-def oracle_table(boosters: list[str], fraction: float = 0.40) -> None:
-    """The default policy against the true local net weight and against itself with 3x events."""
+def _oracle_weights(seed: int, fraction: float) -> dict:
+    """One draw of the oracle's training sample (``seed``) and its background weightings:
+    the true local net weight, the policy's, the policy's learning from 3x the events, and
+    the net sample cut to the weighted background's effective size."""
     from hepbdt.boosting.negative_weights import regress_weights
 
     n = NLO_CASES["28-D"][1]
-    X, y, w, is_net = nlo_like(n, n, fraction, seed=1)
-    Xt, yt, _, net_t = nlo_like(n, n, 0.0, seed=2)
-    Xt, yt = Xt[net_t], yt[net_t]
+    X, y, w, is_net = nlo_like(n, n, fraction, seed=seed)
     bkg = y == 0
     truth = np.maximum(nlo_like_net_weight(X[bkg], n, fraction), 0.0)
     w_truth = w.copy()
     w_truth[bkg] = truth * w[bkg].sum() / truth.sum()
     w_policy = w.copy()
     w_policy[bkg] = regress_weights(X[bkg], w[bkg])
-    Xe, ye, we, _ = nlo_like(2 * n, 2 * n, fraction, seed=11)  # independent extra events
+    # independent extra events (seed 11 for the first draw, as the one-draw table had)
+    Xe, ye, we, _ = nlo_like(2 * n, 2 * n, fraction, seed=10 + seed)
     pooled = regress_weights(np.vstack([X[bkg], Xe[ye == 0]]), np.r_[w[bkg], we[ye == 0]])
     w_more = w.copy()
     w_more[bkg] = pooled[: int(bkg.sum())] * w[bkg].sum() / pooled[: int(bkg.sum())].sum()
@@ -254,29 +258,64 @@ def oracle_table(boosters: list[str], fraction: float = 0.40) -> None:
     # weights, each kept clean event weighing the same net total
     n_eff = int(round(w[bkg].sum() ** 2 / np.sum(w[bkg] ** 2)))
     clean = np.flatnonzero(is_net & bkg)
-    kept = np.sort(np.random.default_rng(5).choice(clean, n_eff, replace=False))
-    eff_rows = np.r_[np.flatnonzero(y == 1), kept]
+    kept = np.sort(np.random.default_rng(4 + seed).choice(clean, n_eff, replace=False))
     w_eff = w.copy()
     w_eff[kept] = w[bkg].sum() / n_eff
+    return {"X": X, "y": y, "w": w, "is_net": is_net, "truth": w_truth, "policy": w_policy,
+            "more": w_more, "eff_rows": np.r_[np.flatnonzero(y == 1), kept], "w_eff": w_eff,
+            "n_eff": n_eff}
+
+
+def _oracle_aucs(d: dict, name: str, Xt, yt) -> dict[str, float]:
+    """Test AUCs of booster ``name`` trained on each weighting of one draw (``_oracle_weights``)."""
+    params = dict(BOOSTERS[name], n_trees=NLO_TREES)
+    params.pop("n_cuts", None)
+    X, y, w, is_net = d["X"], d["y"], d["w"], d["is_net"]
+    res = {"net": auc(yt, fit_score(params, "keep", X[is_net], y[is_net], w[is_net], Xt), None)}
+    for key in ("truth", "policy", "more"):
+        keep = d[key] > 0
+        res[key] = auc(yt, fit_score(params, "keep", X[keep], y[keep], d[key][keep], Xt), None)
+    rows = d["eff_rows"]
+    res["effective"] = auc(yt, fit_score(params, "keep", X[rows], y[rows], d["w_eff"][rows], Xt),
+                           None)
+    return res
+
+
+def oracle_table(boosters: list[str], fraction: float = 0.40, draws: int = 1) -> None:
+    """The default policy against the true local net weight and against itself with 3x
+    events; with ``draws`` > 1, each difference's mean and standard error over that many
+    training samples (seeds 1, 2, ...; the test sample the same)."""
+    n = NLO_CASES["28-D"][1]
+    Xt, yt, _, net_t = nlo_like(n, n, 0.0, seed=2)
+    Xt, yt = Xt[net_t], yt[net_t]
+    # seed 2 is the test sample's: the further draws take seeds from 101
+    samples = [_oracle_weights(1 if i == 0 else 100 + i, fraction) for i in range(draws)]
+    n_eff = samples[0]["n_eff"]
     print(f"\n### Where the gap comes from: 28-D, {fraction:.0%} of the background at weight -1, "
-          f"test AUC ({NLO_TREES} trees)\n")
+          f"test AUC ({NLO_TREES} trees" + (f", mean of {draws} draws" if draws > 1 else "")
+          + ")\n")
     print("| booster | net sample | true E[w\\|x] weights | default policy | policy learning from "
           f"3x the background events | net sample of the effective size ({n_eff:,} background "
-          "events) | policy - net | true - net | effective - net |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "events) | policy - net | true - net | effective - net |"
+          + (" 3x events - net |" if draws > 1 else ""))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if draws > 1 else ""))
     for name in boosters:
-        params = dict(BOOSTERS[name], n_trees=NLO_TREES)
-        params.pop("n_cuts", None)
-        res = {"net": auc(yt, fit_score(params, "keep", X[is_net], y[is_net], w[is_net], Xt), None)}
-        for key, wk in (("truth", w_truth), ("policy", w_policy), ("more", w_more)):
-            keep = wk > 0
-            res[key] = auc(yt, fit_score(params, "keep", X[keep], y[keep], wk[keep], Xt), None)
-        res["effective"] = auc(yt, fit_score(params, "keep", X[eff_rows], y[eff_rows],
-                                             w_eff[eff_rows], Xt), None)
-        print(f"| {name} | {res['net']:.4f} | {res['truth']:.4f} | {res['policy']:.4f} | "
-              f"{res['more']:.4f} | {res['effective']:.4f} | {res['policy'] - res['net']:+.4f} | "
-              f"{res['truth'] - res['net']:+.4f} | {res['effective'] - res['net']:+.4f} |",
+        runs = [_oracle_aucs(d, name, Xt, yt) for d in samples]
+        mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+
+        gap = {key: _gap_text([r[key] - r["net"] for r in runs])
+               for key in ("policy", "truth", "effective", "more")}
+        print(f"| {name} | {mean['net']:.4f} | {mean['truth']:.4f} | {mean['policy']:.4f} | "
+              f"{mean['more']:.4f} | {mean['effective']:.4f} | {gap['policy']} | "
+              f"{gap['truth']} | {gap['effective']} |" + (f" {gap['more']} |" if draws > 1 else ""),
               flush=True)
+
+
+def _gap_text(diffs: list[float]) -> str:
+    """One difference, or over several draws its mean +- standard error."""
+    if len(diffs) == 1:
+        return f"{diffs[0]:+.4f}"
+    return f"{np.mean(diffs):+.4f} +- {np.std(diffs, ddof=1) / np.sqrt(len(diffs)):.4f}"
 
 
 def cost(n_events: int = 1_000_000) -> None:
@@ -318,6 +357,8 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="only the policies' cost at 1M x 28")
     ap.add_argument("--oracle", action="store_true",
                     help="only the 28-D 40 %% case against the true local net weight")
+    ap.add_argument("--draws", type=int, default=1,
+                    help="--oracle: training samples to average the differences over")
     ap.add_argument("--boosters", default=None, help="comma-separated subset of the boosters")
     ap.add_argument("--flips-only", action="store_true", help="only the random-flip table")
     ap.add_argument("--n-jobs", type=int, default=None,
@@ -337,7 +378,8 @@ def main() -> None:
         boosters = [b for b in args.boosters.split(",") if b in BOOSTERS]
     seeds = 1 if args.quick else args.seeds
     if args.oracle:
-        oracle_table([b for b in ("gradient", "newton", "adaboost") if b in boosters])
+        oracle_table([b for b in ("gradient", "newton", "adaboost") if b in boosters],
+                     draws=args.draws)
         print(f"\n(total {time.perf_counter() - t0:.0f} s)")
         return
     if DATA.exists():
