@@ -130,14 +130,20 @@ def test_trees_listed_out_of_id_order_are_refused(tmp_path):
     trees[0], trees[-1] = trees[-1], trees[0]
     path.write_text(json.dumps(doc))
     reloaded = xgb.XGBClassifier()
-    reloaded.load_model(path)
-    reference = reloaded.predict(X, output_margin=True)
-    np.testing.assert_allclose(reference, est.predict(X, output_margin=True), rtol=0, atol=1e-6)
+    try:  # XGBoost 3.2 places each tree by its id; 3.4 refuses the file
+        reloaded.load_model(path)
+    except xgb.core.XGBoostError:
+        reference = None
+    else:
+        reference = reloaded.predict(X, output_margin=True)
+        np.testing.assert_allclose(reference, est.predict(X, output_margin=True), rtol=0,
+                                   atol=1e-6)
     try:
         margin = _hepbdt_margin(path, X)
     except XGBoostFormatError as exc:
         assert "has id=" in str(exc)
     else:
+        assert reference is not None, "hepbdt read a file XGBoost refuses"
         np.testing.assert_allclose(margin, reference, rtol=0, atol=2e-6)
 
 

@@ -91,7 +91,6 @@ def test_unsupported_models_are_refused(tmp_path):
     X, y, _, _ = _data(2)
     cases = [
         ({"objective": "multi:softprob", "num_class": 3}, np.arange(y.size) % 3, "multi-class"),
-        ({"objective": "binary:logistic", "booster": "dart"}, y, "'dart'"),
         ({"objective": "binary:logistic", "booster": "gblinear"}, y, "'gblinear'"),
         ({"objective": "count:poisson"}, y, "objective 'count:poisson'"),
     ]
@@ -100,6 +99,59 @@ def test_unsupported_models_are_refused(tmp_path):
         booster.save_model(tmp_path / "m.json")
         with pytest.raises(XGBoostFormatError, match=message):
             from_xgboost_json(tmp_path / "m.json")
+
+
+def _other_dart_layout(doc):
+    """The same DART model in the other version's layout: XGBoost < 3.3 writes a "dart"
+    booster holding the gbtree, its weight_drop beside it; later ones a gbtree whose model
+    holds weight_drop."""
+    booster = doc["learner"]["gradient_booster"]
+    if booster["name"] == "dart":
+        gbtree = booster["gbtree"]
+        gbtree["model"]["weight_drop"] = booster["weight_drop"]
+        doc["learner"]["gradient_booster"] = gbtree
+    else:
+        drop = booster["model"].pop("weight_drop")
+        doc["learner"]["gradient_booster"] = {"name": "dart", "gbtree": booster,
+                                              "weight_drop": drop}
+    return doc
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "binary:logitraw", "reg:squarederror"])
+def test_dart_models_score_as_xgboost_in_either_layout(objective, tmp_path):
+    # XGBoost >= 3.3 writes DART's dropout tree weights into a "gbtree" model; hepbdt read
+    # them as a plain gbtree (probabilities off by up to 0.09), where XGBoost 3.2's "dart"
+    # booster was refused: each leaf now takes its tree's weight, as XGBoost predicts
+    booster, path, Xt = _train(objective, tmp_path, booster="dart", rate_drop=0.3, skip_drop=0.1)
+    ref = booster.predict(xgb.DMatrix(Xt), output_margin=True).astype(np.float64)
+    doc = json.loads(path.read_text())
+    weights = np.array(doc["learner"]["gradient_booster"].get("weight_drop") or
+                       doc["learner"]["gradient_booster"]["model"]["weight_drop"])
+    assert np.any(weights != 1.0)  # dropout happened: the weights matter
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(_other_dart_layout(doc)))
+    for model in (from_xgboost_json(path), from_xgboost_json(other)):
+        scores = model_scores(model, Xt)
+        assert np.all(np.abs(scores - ref) <= 1e-5 * np.maximum(1.0, np.abs(ref)))
+        if objective == "binary:logistic":
+            np.testing.assert_allclose(model.predict_proba(Xt)[:, 1],
+                                       booster.predict(xgb.DMatrix(Xt)), atol=2e-6)
+
+
+@pytest.mark.parametrize("drop, message", [
+    ([1.0, 0.5], "expected 25 values"),
+    ("0.5", "expected a list"),
+    ([1e39] * 25, "finite float32"),
+    ([None] * 25, "wrong type"),
+])
+def test_malformed_dart_weights_are_refused(drop, message, tmp_path):
+    _, path, _ = _train("binary:logistic", tmp_path, booster="dart", rate_drop=0.3)
+    doc = json.loads(path.read_text())
+    booster = doc["learner"]["gradient_booster"]
+    (booster if booster["name"] == "dart" else booster["model"])["weight_drop"] = drop
+    path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match=message):
+        from_xgboost_json(path)
 
 
 def test_categorical_splits_are_refused(tmp_path):

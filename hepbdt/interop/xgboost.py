@@ -24,8 +24,12 @@ DMatrix or an estimator: ``XGBClassifier(missing=-999)``) is not saved in the mo
 refuse it: give such a model NaN where its training data had the missing value, which it
 otherwise takes as a number, as a reloaded XGBoost model does.
 
-Refused with an error naming what is wrong: multi-class or multi-target models, dart and
-gblinear boosters, categorical splits, other objectives, a binary:logistic base_score within
+A DART model (XGBoost < 3.3: a "dart" booster holding the gbtree and ``weight_drop``;
+later: a gbtree whose model holds ``weight_drop``) is read with each leaf value multiplied
+by its tree's weight in float32, as XGBoost predicts.
+
+Refused with an error naming what is wrong: multi-class or multi-target models, the
+gblinear booster, categorical splits, other objectives, a binary:logistic base_score within
 1e-6 of 0 or 1 in a file that does not give its XGBoost version, UBJSON or otherwise malformed
 files (values of the wrong type, integers that are floats or booleans, huge integers,
 nesting too deep, numbers in text that XGBoost's C++ reads otherwise than Python: ``"1_0"``,
@@ -312,22 +316,44 @@ def _float32_logit(p: np.float32) -> float:
     return float(np.float32(-math.log(float(ratio))))
 
 
-def _trees(learner: Any, where: str) -> list[Any]:
-    """The gbtree model's trees (one output group)."""
+def _trees(learner: Any, where: str) -> tuple[list[Any], np.ndarray | None]:
+    """The gbtree model's trees (one output group), and DART's tree weights (None: none).
+    XGBoost < 3.3 writes a DART model as a "dart" booster holding the gbtree, its
+    ``weight_drop`` beside it; later versions as a gbtree whose model holds ``weight_drop``."""
     booster = _get(learner, "gradient_booster", where + ".learner")
     name = booster.get("name") if isinstance(booster, dict) else None
+    at = where + ".gradient_booster"
+    drop = None
+    if name == "dart":
+        drop = (booster, at)
+        booster = _get(booster, "gbtree", at)
+        at += ".gbtree"
+        name = booster.get("name") if isinstance(booster, dict) else None
     if name != "gbtree":
         raise XGBoostFormatError(f"{where}: booster {_brief(name)} is not supported (only "
-                                 "'gbtree'; 'dart' and 'gblinear' are refused)")
-    model = _get(booster, "model", where + ".gradient_booster")
-    trees = _get(model, "trees", where + ".gradient_booster.model")
+                                 "'gbtree' and 'dart'; 'gblinear' is refused)")
+    model = _get(booster, "model", at)
+    trees = _get(model, "trees", at + ".model")
     if not isinstance(trees, list):
         raise XGBoostFormatError(f"{where}: 'trees' must be a list")
     info = model.get("tree_info", [0] * len(trees))
     if not isinstance(info, list) or len(info) != len(trees) or any(_int(g, where) != 0 for g in info):
         raise XGBoostFormatError(f"{where}: trees belong to several output groups (multi-class)")
-    _check_tree_count(model, trees, where + ".gradient_booster.model")
-    return trees
+    _check_tree_count(model, trees, at + ".model")
+    if "weight_drop" in model:
+        drop = (model, at + ".model")
+    return trees, None if drop is None else _tree_weights(*drop, len(trees))
+
+
+def _tree_weights(holder: dict[str, Any], where: str, n_trees: int) -> np.ndarray:
+    """DART's ``weight_drop`` in ``holder``: a finite float32 weight for each tree, which
+    XGBoost multiplies each of the tree's leaf values by (in float32) as it predicts."""
+    with np.errstate(over="ignore"):
+        weights = _array(holder, "weight_drop", n_trees, "float", where).astype(np.float32)
+    if not np.all(np.isfinite(weights)):
+        raise XGBoostFormatError(f"{where}.weight_drop: the tree weights must be finite "
+                                 "float32 numbers")
+    return weights
 
 
 def _check_tree_count(model: dict[str, Any], trees: list[Any], where: str) -> None:
@@ -456,7 +482,7 @@ def from_xgboost_json(path: str | os.PathLike, *, use_best_iteration: bool = Tru
     learner = _get(doc, "learner", where)
     version = _version(doc.get("version"))
     objective, n_features, base = _header(learner, where, version)
-    trees = _trees(learner, where)
+    trees, tree_weights = _trees(learner, where)
     n_kept, best = _kept_trees(learner, len(trees), where, use_best_iteration)
     try:  # before the trees are read (100,000 stumps take 13 s)
         check_round_count(n_kept, f"{where}: the model")
@@ -466,6 +492,9 @@ def from_xgboost_json(path: str | os.PathLike, *, use_best_iteration: bool = Tru
     n_nodes = 0
     for t, tree in enumerate(trees[:n_kept]):
         arrays = _read_tree(tree, f"{where}: trees[{t}]", n_features)
+        if tree_weights is not None:  # DART: each leaf as XGBoost scales it, in float32
+            leaf = arrays["feature"] < 0
+            arrays["value"][leaf] = tree_weights[t] * arrays["value"][leaf].astype(np.float32)
         n_nodes += arrays["feature"].size
         try:
             check_node_count(where, n_nodes)
