@@ -154,6 +154,24 @@ def test_malformed_dart_weights_are_refused(drop, message, tmp_path):
         from_xgboost_json(path)
 
 
+@pytest.mark.parametrize("place", ["learner_model_param", "gradient_booster", "model", "tree"])
+def test_fields_of_a_later_xgboost_are_refused(place, tmp_path):
+    # A field the reader does not know may carry the scores (XGBoost 3.3 put DART's tree
+    # weights into a gbtree model): refused, where it was passed over
+    _, path, _ = _train("binary:logistic", tmp_path, n_trees=3)
+    doc = json.loads(path.read_text())
+    from_xgboost_json(path)  # as XGBoost wrote it
+    learner = doc["learner"]
+    holder = {"learner_model_param": learner["learner_model_param"],
+              "gradient_booster": learner["gradient_booster"],
+              "model": learner["gradient_booster"]["model"],
+              "tree": learner["gradient_booster"]["model"]["trees"][-1]}[place]
+    holder["leaf_scale"] = [0.5]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(XGBoostFormatError, match=r"field 'leaf_scale' is not one hepbdt knows"):
+        from_xgboost_json(path)
+
+
 def test_categorical_splits_are_refused(tmp_path):
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(3)

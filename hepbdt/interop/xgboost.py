@@ -71,6 +71,33 @@ def _get(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
+# The fields of the parts that decide the scores, as XGBoost 1.0 to 3.4 write them. A field
+# beyond these (a later version's) is refused, not passed over: XGBoost 3.3 moved DART's
+# tree weights into a "gbtree" model, which read without them scored 0.09 off.
+KNOWN_FIELDS = {
+    "learner_model_param": {"base_score", "boost_from_average", "num_class", "num_feature",
+                            "num_target"},
+    "gbtree": {"name", "model"},
+    "dart": {"name", "gbtree", "weight_drop"},
+    "model": {"cats", "gbtree_model_param", "iteration_indptr", "tree_info", "trees",
+              "weight_drop"},
+    "tree": {"base_weights", "categories", "categories_nodes", "categories_segments",
+             "categories_sizes", "default_left", "id", "leaf_child_counts", "left_children",
+             "loss_changes", "parents", "right_children", "split_conditions", "split_indices",
+             "split_type", "sum_hessian", "tree_param"},
+}
+
+
+def _known_fields(d: dict[str, Any], part: str, where: str) -> None:
+    """Refuse a field of ``d`` (a ``part`` of KNOWN_FIELDS) that hepbdt does not read."""
+    unknown = sorted(set(d) - KNOWN_FIELDS[part])
+    if unknown:
+        raise XGBoostFormatError(
+            f"{where}: field {_brief(unknown[0])} is not one hepbdt knows (it reads the model "
+            "fields of XGBoost 1.0 to 3.4), and it may change the scores: refused rather than "
+            "read without it")
+
+
 # Numbers in text as XGBoost's C++ parsers read them whole: ASCII digits, no "_" and no other
 # script's digits (Python's int and float take "1_0" as 10 and "٤" as 4; XGBoost reads "1_0" as
 # 1 or refuses it). Blanks around the number are stripped, as before.
@@ -145,6 +172,7 @@ def _array(tree: dict[str, Any], key: str, n: int, kind: str, where: str) -> np.
 def _read_tree(tree: dict[str, Any], where: str, n_features: int) -> dict[str, np.ndarray]:
     """One XGBoost tree -> hepbdt local node arrays in preorder (reachable nodes only)."""
     param = _get(tree, "tree_param", where)
+    _known_fields(tree, "tree", where)
     n = _int(_get(param, "num_nodes", where + ".tree_param"), where + ".tree_param.num_nodes")
     if n < 1:
         raise XGBoostFormatError(f"{where}: a tree needs at least one node")
@@ -241,6 +269,8 @@ def _header(learner: Any, where: str, version: list[int] | None) -> tuple[str, i
     objective = _get(_get(learner, "objective", where + ".learner"), "name",
                      where + ".learner.objective")
     mparam = _get(learner, "learner_model_param", where + ".learner")
+    if isinstance(mparam, dict):
+        _known_fields(mparam, "learner_model_param", where + ".learner.learner_model_param")
     n_features = _int(_get(mparam, "num_feature", where), where + ".num_feature")
     num_class = _int(mparam.get("num_class", 0), where + ".num_class")
     num_target = _int(mparam.get("num_target", 1), where + ".num_target")
@@ -325,6 +355,7 @@ def _trees(learner: Any, where: str) -> tuple[list[Any], np.ndarray | None]:
     at = where + ".gradient_booster"
     drop = None
     if name == "dart":
+        _known_fields(booster, "dart", at)
         drop = (booster, at)
         booster = _get(booster, "gbtree", at)
         at += ".gbtree"
@@ -332,7 +363,10 @@ def _trees(learner: Any, where: str) -> tuple[list[Any], np.ndarray | None]:
     if name != "gbtree":
         raise XGBoostFormatError(f"{where}: booster {_brief(name)} is not supported (only "
                                  "'gbtree' and 'dart'; 'gblinear' is refused)")
+    _known_fields(booster, "gbtree", at)
     model = _get(booster, "model", at)
+    if isinstance(model, dict):
+        _known_fields(model, "model", at + ".model")
     trees = _get(model, "trees", at + ".model")
     if not isinstance(trees, list):
         raise XGBoostFormatError(f"{where}: 'trees' must be a list")
