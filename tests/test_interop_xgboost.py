@@ -138,6 +138,27 @@ def test_dart_models_score_as_xgboost_in_either_layout(objective, tmp_path):
                                        booster.predict(xgb.DMatrix(Xt)), atol=2e-6)
 
 
+def test_early_stopped_dart_model_is_cut_as_xgboost_predicts(tmp_path):
+    # the rounds up to best_iteration, each tree with its weight, in either layout (the
+    # "dart" layout first looked for the rounds where a gbtree keeps them: a KeyError)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+    est = xgb.XGBClassifier(booster="dart", rate_drop=0.3, n_estimators=300, learning_rate=0.3,
+                            max_depth=3, n_jobs=1, early_stopping_rounds=3)
+    est.fit(X[:300], y[:300], eval_set=[(X[300:], y[300:])], verbose=False)
+    path = tmp_path / "m.json"
+    est.save_model(path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(_other_dart_layout(json.loads(path.read_text()))))
+    assert 0 < est.best_iteration < est.get_booster().num_boosted_rounds() - 1
+    for file in (path, other):
+        model = from_xgboost_json(file)
+        assert model.forest_.n_trees == est.best_iteration + 1
+        np.testing.assert_allclose(model.decision_function(X), est.predict(X, output_margin=True),
+                                   rtol=0, atol=2e-6)
+
+
 @pytest.mark.parametrize("drop, message", [
     ([1.0, 0.5], "expected 25 values"),
     ("0.5", "expected a list"),

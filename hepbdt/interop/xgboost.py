@@ -346,8 +346,8 @@ def _float32_logit(p: np.float32) -> float:
     return float(np.float32(-math.log(float(ratio))))
 
 
-def _trees(learner: Any, where: str) -> tuple[list[Any], np.ndarray | None]:
-    """The gbtree model's trees (one output group), and DART's tree weights (None: none).
+def _trees(learner: Any, where: str) -> tuple[dict[str, Any], list[Any], np.ndarray | None]:
+    """The gbtree model, its trees (one output group), and DART's tree weights (None: none).
     XGBoost < 3.3 writes a DART model as a "dart" booster holding the gbtree, its
     ``weight_drop`` beside it; later versions as a gbtree whose model holds ``weight_drop``."""
     booster = _get(learner, "gradient_booster", where + ".learner")
@@ -376,7 +376,7 @@ def _trees(learner: Any, where: str) -> tuple[list[Any], np.ndarray | None]:
     _check_tree_count(model, trees, at + ".model")
     if "weight_drop" in model:
         drop = (model, at + ".model")
-    return trees, None if drop is None else _tree_weights(*drop, len(trees))
+    return model, trees, None if drop is None else _tree_weights(*drop, len(trees))
 
 
 def _tree_weights(holder: dict[str, Any], where: str, n_trees: int) -> np.ndarray:
@@ -462,7 +462,7 @@ def _best_ends(model: dict[str, Any], attributes: dict[str, Any], best: int, n_t
     return ends
 
 
-def _kept_trees(learner: Any, n_trees: int, where: str,
+def _kept_trees(learner: Any, model: dict[str, Any], n_trees: int, where: str,
                 use_best_iteration: bool) -> tuple[int, int | None]:
     """How many trees the model predicts with, and its best iteration (None: no early
     stopping recorded). XGBoost's scikit-learn estimators predict with the rounds up to
@@ -474,7 +474,7 @@ def _kept_trees(learner: Any, n_trees: int, where: str,
                                      "best_iteration (XGBoost < 1.4); save it with a newer XGBoost")
         return n_trees, None
     best = _int(attributes["best_iteration"], where + ".attributes.best_iteration")
-    ends = _best_ends(learner["gradient_booster"]["model"], attributes, best, n_trees, where)
+    ends = _best_ends(model, attributes, best, n_trees, where)
     if ends is None:  # XGBoost < 1.4: best_iteration counts rounds of an unrecorded size
         if not 0 <= best < n_trees:
             raise XGBoostFormatError(f"{where}: best_iteration={best} is outside the model's "
@@ -516,8 +516,8 @@ def from_xgboost_json(path: str | os.PathLike, *, use_best_iteration: bool = Tru
     learner = _get(doc, "learner", where)
     version = _version(doc.get("version"))
     objective, n_features, base = _header(learner, where, version)
-    trees, tree_weights = _trees(learner, where)
-    n_kept, best = _kept_trees(learner, len(trees), where, use_best_iteration)
+    model, trees, tree_weights = _trees(learner, where)
+    n_kept, best = _kept_trees(learner, model, len(trees), where, use_best_iteration)
     try:  # before the trees are read (100,000 stumps take 13 s)
         check_round_count(n_kept, f"{where}: the model")
     except ModelFormatError as exc:
