@@ -231,9 +231,12 @@ class TaskBuffers:
 
 
 def _lanes_flat(hists: np.ndarray) -> np.ndarray:
-    """A (nodes, m, 2 * N_BINS) view of wide histograms (setting the shape never copies)."""
-    flat = hists.view()
-    flat.shape = hists.shape[:2] + (2 * hists.shape[2],)
+    """A (nodes, m, 2 * N_BINS) view of wide histograms (never a copy: NumPy 2.5 deprecates
+    setting ``shape``, which guaranteed it, and reshape's ``copy=False`` needs NumPy 2.1)."""
+    flat = hists.reshape(hists.shape[:2] + (2 * hists.shape[2],))
+    if not np.may_share_memory(flat, hists):
+        raise RuntimeError("wide histograms whose lanes are not contiguous: a copy would "
+                           "lose the sums written into it")
     return flat
 
 
