@@ -101,36 +101,40 @@ def test_unsupported_models_are_refused(tmp_path):
             from_xgboost_json(tmp_path / "m.json")
 
 
-def _other_dart_layout(doc):
-    """The same DART model in the other version's layout: XGBoost < 3.3 writes a "dart"
-    booster holding the gbtree, its weight_drop beside it; later ones a gbtree whose model
-    holds weight_drop."""
+def _dart_layouts(doc):
+    """The same DART model in each version's layout: XGBoost < 3.3 writes a "dart" booster
+    holding the gbtree, weight_drop beside it; 3.3 a gbtree with weight_drop beside its
+    model; 3.4 a gbtree whose model holds weight_drop."""
     booster = doc["learner"]["gradient_booster"]
     if booster["name"] == "dart":
-        gbtree = booster["gbtree"]
-        gbtree["model"]["weight_drop"] = booster["weight_drop"]
-        doc["learner"]["gradient_booster"] = gbtree
+        gbtree, drop = booster["gbtree"], booster["weight_drop"]
     else:
-        drop = booster["model"].pop("weight_drop")
-        doc["learner"]["gradient_booster"] = {"name": "dart", "gbtree": booster,
-                                              "weight_drop": drop}
-    return doc
+        gbtree = booster
+        drop = gbtree.pop("weight_drop", None) or gbtree["model"].pop("weight_drop")
+    layouts = []
+    for make in (lambda g: {"name": "dart", "gbtree": g, "weight_drop": drop},
+                 lambda g: {**g, "weight_drop": drop},
+                 lambda g: {**g, "model": {**g["model"], "weight_drop": drop}}):
+        copy = json.loads(json.dumps(doc))
+        copy["learner"]["gradient_booster"] = make(json.loads(json.dumps(gbtree)))
+        layouts.append(copy)
+    return layouts
 
 
 @pytest.mark.parametrize("objective", ["binary:logistic", "binary:logitraw", "reg:squarederror"])
-def test_dart_models_score_as_xgboost_in_either_layout(objective, tmp_path):
-    # XGBoost >= 3.3 writes DART's dropout tree weights into a "gbtree" model; hepbdt read
-    # them as a plain gbtree (probabilities off by up to 0.09), where XGBoost 3.2's "dart"
+def test_dart_models_score_as_xgboost_in_every_layout(objective, tmp_path):
+    # XGBoost >= 3.3 writes DART's dropout tree weights into a "gbtree" booster; hepbdt read
+    # 3.4's as a plain gbtree (probabilities off by up to 0.09), where XGBoost 3.2's "dart"
     # booster was refused: each leaf now takes its tree's weight, as XGBoost predicts
     booster, path, Xt = _train(objective, tmp_path, booster="dart", rate_drop=0.3, skip_drop=0.1)
     ref = booster.predict(xgb.DMatrix(Xt), output_margin=True).astype(np.float64)
-    doc = json.loads(path.read_text())
-    weights = np.array(doc["learner"]["gradient_booster"].get("weight_drop") or
-                       doc["learner"]["gradient_booster"]["model"]["weight_drop"])
-    assert np.any(weights != 1.0)  # dropout happened: the weights matter
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps(_other_dart_layout(doc)))
-    for model in (from_xgboost_json(path), from_xgboost_json(other)):
+    layouts = _dart_layouts(json.loads(path.read_text()))
+    assert np.any(np.array(layouts[0]["learner"]["gradient_booster"]["weight_drop"]) != 1.0)
+    files = [path]
+    for i, doc in enumerate(layouts):
+        files.append(tmp_path / f"layout{i}.json")
+        files[-1].write_text(json.dumps(doc))
+    for model in map(from_xgboost_json, files):
         scores = model_scores(model, Xt)
         assert np.all(np.abs(scores - ref) <= 1e-5 * np.maximum(1.0, np.abs(ref)))
         if objective == "binary:logistic":
@@ -139,7 +143,7 @@ def test_dart_models_score_as_xgboost_in_either_layout(objective, tmp_path):
 
 
 def test_early_stopped_dart_model_is_cut_as_xgboost_predicts(tmp_path):
-    # the rounds up to best_iteration, each tree with its weight, in either layout (the
+    # the rounds up to best_iteration, each tree with its weight, in every layout (the
     # "dart" layout first looked for the rounds where a gbtree keeps them: a KeyError)
     rng = np.random.default_rng(2)
     X = rng.normal(size=(600, 3)).astype(np.float32)
@@ -149,10 +153,12 @@ def test_early_stopped_dart_model_is_cut_as_xgboost_predicts(tmp_path):
     est.fit(X[:300], y[:300], eval_set=[(X[300:], y[300:])], verbose=False)
     path = tmp_path / "m.json"
     est.save_model(path)
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps(_other_dart_layout(json.loads(path.read_text()))))
+    files = [path]
+    for i, doc in enumerate(_dart_layouts(json.loads(path.read_text()))):
+        files.append(tmp_path / f"layout{i}.json")
+        files[-1].write_text(json.dumps(doc))
     assert 0 < est.best_iteration < est.get_booster().num_boosted_rounds() - 1
-    for file in (path, other):
+    for file in files:
         model = from_xgboost_json(file)
         assert model.forest_.n_trees == est.best_iteration + 1
         np.testing.assert_allclose(model.decision_function(X), est.predict(X, output_margin=True),
@@ -167,12 +173,13 @@ def test_early_stopped_dart_model_is_cut_as_xgboost_predicts(tmp_path):
 ])
 def test_malformed_dart_weights_are_refused(drop, message, tmp_path):
     _, path, _ = _train("binary:logistic", tmp_path, booster="dart", rate_drop=0.3)
-    doc = json.loads(path.read_text())
-    booster = doc["learner"]["gradient_booster"]
-    (booster if booster["name"] == "dart" else booster["model"])["weight_drop"] = drop
-    path.write_text(json.dumps(doc))
-    with pytest.raises(XGBoostFormatError, match=message):
-        from_xgboost_json(path)
+    for doc in _dart_layouts(json.loads(path.read_text())):
+        booster = doc["learner"]["gradient_booster"]
+        holder = booster.get("model") if "weight_drop" in booster.get("model", {}) else booster
+        holder["weight_drop"] = drop
+        path.write_text(json.dumps(doc))
+        with pytest.raises(XGBoostFormatError, match=message):
+            from_xgboost_json(path)
 
 
 @pytest.mark.parametrize("place", ["learner_model_param", "gradient_booster", "model", "tree"])

@@ -24,9 +24,9 @@ DMatrix or an estimator: ``XGBClassifier(missing=-999)``) is not saved in the mo
 refuse it: give such a model NaN where its training data had the missing value, which it
 otherwise takes as a number, as a reloaded XGBoost model does.
 
-A DART model (XGBoost < 3.3: a "dart" booster holding the gbtree and ``weight_drop``;
-later: a gbtree whose model holds ``weight_drop``) is read with each leaf value multiplied
-by its tree's weight in float32, as XGBoost predicts.
+A DART model (XGBoost < 3.3: a "dart" booster holding the gbtree and ``weight_drop``; 3.3:
+a gbtree with ``weight_drop`` beside its model; 3.4: a gbtree whose model holds it) is read
+with each leaf value multiplied by its tree's weight in float32, as XGBoost predicts.
 
 Refused with an error naming what is wrong: multi-class or multi-target models, the
 gblinear booster, categorical splits, other objectives, a binary:logistic base_score within
@@ -77,7 +77,7 @@ def _get(d: Any, key: str, where: str) -> Any:
 KNOWN_FIELDS = {
     "learner_model_param": {"base_score", "boost_from_average", "num_class", "num_feature",
                             "num_target"},
-    "gbtree": {"name", "model"},
+    "gbtree": {"name", "model", "weight_drop"},
     "dart": {"name", "gbtree", "weight_drop"},
     "model": {"cats", "gbtree_model_param", "iteration_indptr", "tree_info", "trees",
               "weight_drop"},
@@ -349,7 +349,8 @@ def _float32_logit(p: np.float32) -> float:
 def _trees(learner: Any, where: str) -> tuple[dict[str, Any], list[Any], np.ndarray | None]:
     """The gbtree model, its trees (one output group), and DART's tree weights (None: none).
     XGBoost < 3.3 writes a DART model as a "dart" booster holding the gbtree, its
-    ``weight_drop`` beside it; later versions as a gbtree whose model holds ``weight_drop``."""
+    ``weight_drop`` beside it; 3.3 as a gbtree with ``weight_drop`` beside its model; 3.4 as
+    a gbtree whose model holds ``weight_drop``."""
     booster = _get(learner, "gradient_booster", where + ".learner")
     name = booster.get("name") if isinstance(booster, dict) else None
     at = where + ".gradient_booster"
@@ -364,6 +365,8 @@ def _trees(learner: Any, where: str) -> tuple[dict[str, Any], list[Any], np.ndar
         raise XGBoostFormatError(f"{where}: booster {_brief(name)} is not supported (only "
                                  "'gbtree' and 'dart'; 'gblinear' is refused)")
     _known_fields(booster, "gbtree", at)
+    if "weight_drop" in booster:
+        drop = (booster, at)
     model = _get(booster, "model", at)
     if isinstance(model, dict):
         _known_fields(model, "model", at + ".model")
