@@ -121,6 +121,15 @@ def _dart_layouts(doc):
     return layouts
 
 
+def _dart_files(path, tmp_path):
+    """The DART model file as XGBoost wrote it, and its copies in the three layouts."""
+    files = [path]
+    for i, doc in enumerate(_dart_layouts(json.loads(path.read_text()))):
+        files.append(tmp_path / f"layout{i}.json")
+        files[-1].write_text(json.dumps(doc))
+    return files
+
+
 @pytest.mark.parametrize("objective", ["binary:logistic", "binary:logitraw", "reg:squarederror"])
 def test_dart_models_score_as_xgboost_in_every_layout(objective, tmp_path):
     # XGBoost >= 3.3 writes DART's dropout tree weights into a "gbtree" booster; hepbdt read
@@ -128,12 +137,9 @@ def test_dart_models_score_as_xgboost_in_every_layout(objective, tmp_path):
     # booster was refused: each leaf now takes its tree's weight, as XGBoost predicts
     booster, path, Xt = _train(objective, tmp_path, booster="dart", rate_drop=0.3, skip_drop=0.1)
     ref = booster.predict(xgb.DMatrix(Xt), output_margin=True).astype(np.float64)
-    layouts = _dart_layouts(json.loads(path.read_text()))
-    assert np.any(np.array(layouts[0]["learner"]["gradient_booster"]["weight_drop"]) != 1.0)
-    files = [path]
-    for i, doc in enumerate(layouts):
-        files.append(tmp_path / f"layout{i}.json")
-        files[-1].write_text(json.dumps(doc))
+    files = _dart_files(path, tmp_path)
+    dart = json.loads(files[1].read_text())["learner"]["gradient_booster"]
+    assert np.any(np.array(dart["weight_drop"]) != 1.0)  # dropout happened: weights matter
     for model in map(from_xgboost_json, files):
         scores = model_scores(model, Xt)
         assert np.all(np.abs(scores - ref) <= 1e-5 * np.maximum(1.0, np.abs(ref)))
@@ -153,12 +159,8 @@ def test_early_stopped_dart_model_is_cut_as_xgboost_predicts(tmp_path):
     est.fit(X[:300], y[:300], eval_set=[(X[300:], y[300:])], verbose=False)
     path = tmp_path / "m.json"
     est.save_model(path)
-    files = [path]
-    for i, doc in enumerate(_dart_layouts(json.loads(path.read_text()))):
-        files.append(tmp_path / f"layout{i}.json")
-        files[-1].write_text(json.dumps(doc))
     assert 0 < est.best_iteration < est.get_booster().num_boosted_rounds() - 1
-    for file in files:
+    for file in _dart_files(path, tmp_path):
         model = from_xgboost_json(file)
         assert model.forest_.n_trees == est.best_iteration + 1
         np.testing.assert_allclose(model.decision_function(X), est.predict(X, output_margin=True),
@@ -185,7 +187,7 @@ def test_malformed_dart_weights_are_refused(drop, message, tmp_path):
 @pytest.mark.parametrize("place", ["learner_model_param", "gradient_booster", "model", "tree"])
 def test_fields_of_a_later_xgboost_are_refused(place, tmp_path):
     # A field the reader does not know may carry the scores (XGBoost 3.3 put DART's tree
-    # weights into a gbtree model): refused, where it was passed over
+    # weights into a gbtree booster): refused, where it was passed over
     _, path, _ = _train("binary:logistic", tmp_path, n_trees=3)
     doc = json.loads(path.read_text())
     from_xgboost_json(path)  # as XGBoost wrote it
