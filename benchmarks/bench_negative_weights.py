@@ -284,7 +284,7 @@ def _oracle_aucs(d: dict, name: str, Xt, yt) -> dict[str, float]:
 def oracle_table(boosters: list[str], fraction: float = 0.40, draws: int = 1) -> None:
     """The default policy against the true local net weight and against itself with 3x
     events; with ``draws`` > 1, each difference's mean and standard error over that many
-    training samples (seeds 1, 2, ...; the test sample the same)."""
+    training samples (seed 1, then 101, 102, ...; the test sample the same)."""
     n = NLO_CASES["28-D"][1]
     Xt, yt, _, net_t = nlo_like(n, n, 0.0, seed=2)
     Xt, yt = Xt[net_t], yt[net_t]
@@ -302,7 +302,6 @@ def oracle_table(boosters: list[str], fraction: float = 0.40, draws: int = 1) ->
     for name in boosters:
         runs = [_oracle_aucs(d, name, Xt, yt) for d in samples]
         mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
-
         gap = {key: _gap_text([r[key] - r["net"] for r in runs])
                for key in ("policy", "truth", "effective", "more")}
         print(f"| {name} | {mean['net']:.4f} | {mean['truth']:.4f} | {mean['policy']:.4f} | "
