@@ -86,8 +86,12 @@ def main() -> None:
     parser.add_argument("--rntuple", action="store_true",
                         help="RNTuples of one cluster instead of TTrees")
     args = parser.parse_args()
+    counts = [int(c) for c in args.copies.split(",")]
+    if len(counts) < 2 or counts[0] == counts[-1] or min(counts) < 1:
+        parser.error(f"--copies {args.copies}: give two or more counts of at least 1, the first and "
+                     "the last different (the growth per entry is taken between them)")
     rows = []
-    for copies in (int(c) for c in args.copies.split(",")):
+    for copies in counts:
         with tempfile.TemporaryDirectory() as folder:
             rows.append(run(Path(folder), copies, None if args.rntuple else args.basket_entries))
         entries, estimate, peak = rows[-1]
