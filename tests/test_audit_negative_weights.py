@@ -225,35 +225,35 @@ def test_the_classifier_variant_refuses_a_fold_with_one_sign():
         nw.regress_weights(X, w, random_state=1, method="classify")
 
 
-def test_regress_models_and_maps_never_saw_the_events_they_weigh(monkeypatch):
-    """Instrumented: each fold's model trains on rows that it never scores, and every
-    event is scored once; each event's calibration ignores its own weight and equals
-    scikit-learn's isotonic regression fitted on the other half of its fold."""
-    from sklearn.isotonic import IsotonicRegression
-
+@pytest.mark.parametrize("method", ["cancel", "regress"])
+def test_regress_models_and_maps_never_saw_the_events_they_weigh(method, monkeypatch):
+    """Instrumented: each fold's models train (and stop) on rows that they never score,
+    and every event is scored by every model of its fold, once."""
     rng = np.random.default_rng(0)
     n = 900
     X = np.c_[np.arange(n), rng.normal(size=(n, 2))].astype(np.float32)  # column 0: the event
     w = rng.uniform(0.5, 1.5, n) * np.where(rng.random(n) < 0.25, -1, 1)
     rows = np.sort(rng.choice(n, 600, replace=False))
-    trained, scored = [], []
+    seen, trained, scored = [], [], []
     transform = nw.BinMapper.transform
     build = nw.run_boosting
 
     def recording_transform(self, X_, in_x=None):
-        trained.append(set(np.asarray(X_[in_x, 0], int).tolist()))
+        seen.append(set(np.asarray(X_[in_x, 0], int).tolist()))
         return transform(self, X_, in_x)
 
     def recording_run(*args, **kwargs):
         result = build(*args, **kwargs)
-        forest, fold = result.builder.build(), len(trained) - 1
+        trained.append(set().union(*seen))  # its training and validation events
+        seen.clear()
+        model, forest = len(trained) - 1, result.builder.build()
 
         class Scoring:
-            def build(self):
+            def build(self, keep=None):
                 return Scoring()
 
             def raw_score(self, Xb):
-                scored.append((fold, np.asarray(Xb[:, 0], int)))
+                scored.append((model, np.asarray(Xb[:, 0], int)))
                 return forest.raw_score(Xb)
 
         result.builder = Scoring()
@@ -261,13 +261,23 @@ def test_regress_models_and_maps_never_saw_the_events_they_weigh(monkeypatch):
 
     monkeypatch.setattr(nw.BinMapper, "transform", recording_transform)
     monkeypatch.setattr(nw, "run_boosting", recording_run)
-    new = nw.regress_weights(X, w[rows], rows=rows)
-    assert len(trained) == nw.REGRESS_FOLDS
+    new = nw.regress_weights(X, w[rows], rows=rows, method=method)
+    models = nw.CANCELLATION_MODELS if method == "cancel" else 1
+    assert len(trained) == nw.REGRESS_FOLDS * models
     every = np.concatenate([ids for _, ids in scored])
-    assert np.array_equal(np.sort(every), rows)
-    assert all(not (trained[fold] & set(ids.tolist())) for fold, ids in scored)
+    assert np.array_equal(np.sort(every), np.repeat(rows, models))
+    assert all(not (trained[model] & set(ids.tolist())) for model, ids in scored)
     _assert_net_kept(new, w[rows])
 
+
+def test_regress_calibration_is_scikit_learns_isotonic_regression_on_the_other_half():
+    """Each event's calibration (method "regress") ignores its own weight and equals
+    scikit-learn's isotonic regression fitted on the other half of its fold."""
+    from sklearn.isotonic import IsotonicRegression
+
+    rng = np.random.default_rng(0)
+    n = 900
+    w = rng.uniform(0.5, 1.5, n) * np.where(rng.random(n) < 0.25, -1, 1)
     score = rng.normal(size=n).round(1)
     fold = rng.permutation(n) % 3
     local = nw._calibrated(score, w, fold, np.random.default_rng(6))
@@ -327,8 +337,8 @@ def test_regress_drops_the_same_events_whatever_the_weights_scale(scale):
     X = rng.normal(size=(3000, 3)).astype(np.float32)
     w = np.where(rng.random(3000) < np.where(X[:, 0] < 0, 0.5, 0.1), -1.0, 1.0)
     y = np.zeros(w.size, int)
-    unit = nw.regress_class_weights(X, y, w)
-    scaled = nw.regress_class_weights(X, y, scale * w)
+    unit = nw.regress_class_weights(X, y, w, method="regress")
+    scaled = nw.regress_class_weights(X, y, scale * w, method="regress")
     assert np.count_nonzero(unit == 0) > 500  # the test sees pooled blocks at all
     np.testing.assert_array_equal(scaled == 0, unit == 0)
     np.testing.assert_allclose(scaled / scale, unit, rtol=0, atol=1e-6 * unit.max())

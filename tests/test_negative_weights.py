@@ -301,10 +301,10 @@ def test_regress_is_cross_fitted():
 
     X, _, w = _mixed_sample(n=1500)
     ones = np.ones(w.size)
-    before, fold = _cross_fitted(X, w, ones, "squared", 3, np.random.default_rng(5))
+    before, fold = _cross_fitted(X, w, ones, "regress", 3, np.random.default_rng(5))
     changed = w.copy()
     changed[7] += 1000.0
-    after, _ = _cross_fitted(X, changed, ones, "squared", 3, np.random.default_rng(5))
+    after, _ = _cross_fitted(X, changed, ones, "regress", 3, np.random.default_rng(5))
     assert after[7] == before[7]
     moved = after != before
     assert 0 < moved.sum() < w.size  # the two folds that trained on it, not its own
@@ -317,7 +317,7 @@ def test_regress_calibration_is_cross_fitted():
     from hepbdt.boosting.negative_weights import _calibrated, _cross_fitted
 
     X, _, w = _mixed_sample(n=1500)
-    score, fold = _cross_fitted(X, w, np.ones(w.size), "squared", 3, np.random.default_rng(5))
+    score, fold = _cross_fitted(X, w, np.ones(w.size), "regress", 3, np.random.default_rng(5))
     before = _calibrated(score, w, fold, np.random.default_rng(6))
     changed = w.copy()
     changed[7] += 1000.0
@@ -365,7 +365,7 @@ def test_regress_weights_approach_the_true_local_net_weight():
     Xb, wb = X[y == 0], w[y == 0]
     truth = _true_local_net_weight(Xb, n, n // 2)
     new = regress_weights(Xb, wb)
-    score, _ = _cross_fitted(Xb, wb, np.ones(wb.size), "squared", 3, np.random.default_rng(0))
+    score, _ = _cross_fitted(Xb, wb, np.ones(wb.size), "regress", 3, np.random.default_rng(0))
     raw = np.maximum(score, 0.0) * wb.sum() / np.maximum(score, 0.0).sum()
 
     def calibration_error(v):
@@ -378,6 +378,80 @@ def test_regress_weights_approach_the_true_local_net_weight():
     assert np.mean(np.abs(new - truth)) < 0.06  # the true weights spread over [0, 1]
     assert calibration_error(new) < calibration_error(raw)
     assert calibration_error(new) < 0.05
+    # the default (the cancellation likelihood) against the least-squares score, calibrated
+    squares = regress_weights(Xb, wb, method="regress")
+    print({"mae default, regress": (np.mean(np.abs(new - truth)), np.mean(np.abs(squares - truth)))})
+    assert np.mean(np.abs(new - truth)) < 0.8 * np.mean(np.abs(squares - truth))
+
+
+def test_cancellation_loss_is_the_likelihood_of_the_signs():
+    """Against its definition: L = -ln P(y) with P(negative) = e^F / (1 + 2 e^F), written
+    directly; g its numerical derivative; h the Fisher information E[g^2] while that is
+    at least |g| / max_step, and |g| / max_step beyond."""
+    from hepbdt.boosting.losses import Cancellation
+
+    loss = Cancellation()
+    F = np.linspace(-30.0, 30.0, 241)
+    p_negative = np.exp(F) / (1.0 + 2.0 * np.exp(F))
+    g = {}
+    for y, p in ((1, p_negative), (0, 1.0 - p_negative)):
+        labels = np.full(F.size, y, np.int8)
+        np.testing.assert_allclose(loss.pointwise(labels, F), -np.log(p), rtol=1e-12, atol=1e-14)
+        step = 1e-5
+        numerical = (loss.pointwise(labels, F + step) - loss.pointwise(labels, F - step)) / (2 * step)
+        g[y], h = loss.gradients(labels, F)
+        np.testing.assert_allclose(g[y], numerical, rtol=1e-6, atol=1e-9)
+    fisher = p_negative * g[1] ** 2 + (1.0 - p_negative) * g[0] ** 2
+    for y in (0, 1):
+        _, h = loss.gradients(np.full(F.size, y, np.int8), F)
+        floor = np.abs(g[y]) / loss.max_step
+        np.testing.assert_allclose(h, np.maximum(fisher, floor), rtol=1e-12, atol=0)
+        assert np.any(floor > fisher) and np.any(floor < fisher)  # both sides are tested
+    np.testing.assert_allclose(loss.net_share(F), 1.0 - 2.0 * p_negative, rtol=1e-12, atol=1e-15)
+
+
+def test_cancellation_loss_starts_at_the_best_constant():
+    from scipy.optimize import minimize_scalar
+
+    from hepbdt.boosting.losses import Cancellation
+
+    rng = np.random.default_rng(1)
+    y = (rng.random(500) < 0.3).astype(np.int8)
+    w = rng.gamma(2.0, 1.0, 500)
+    loss = Cancellation()
+    best = minimize_scalar(lambda f: float(np.dot(w, loss.pointwise(y, np.full(500, f)))),
+                           bracket=(-3.0, 3.0), tol=1e-12).x
+    assert loss.init_score(y, w) == pytest.approx(best, abs=1e-6)
+    with pytest.raises(ValueError, match="negative weight < positive weight"):
+        loss.init_score(np.array([1, 1, 0], np.int8), np.ones(3))
+
+
+def test_share_map_recovers_a_known_rescaling_and_never_sees_the_event_it_weighs():
+    """Signs drawn with P(negative) = e^G / (1 + 2 e^G), G = 1.7 F - 0.3: the map fitted on
+    them gives back (1.7, -0.3); each event's share comes from the other half of its fold,
+    so flipping its own sign leaves its new weight as it was."""
+    from hepbdt.boosting.losses import Cancellation
+    from hepbdt.boosting.negative_weights import _share_map, _shares
+
+    rng = np.random.default_rng(2)
+    n = 200_000
+    F = rng.normal(0.0, 1.5, n)
+    G = 1.7 * F - 0.3
+    negative = (rng.random(n) < np.exp(G) / (1.0 + 2.0 * np.exp(G))).astype(np.float64)
+    a, b = _share_map(F, negative, np.ones(n))
+    assert a == pytest.approx(1.7, abs=0.05) and b == pytest.approx(-0.3, abs=0.03)
+    m = 3000
+    weight, fold = rng.uniform(0.5, 1.5, m), rng.permutation(m) % 3
+    before = _shares(F[:m], negative[:m], weight, fold, np.random.default_rng(6))
+    share = before / weight  # the net share falls as F rises, and lies in (0, 1)
+    assert np.all((share > 0) & (share < 1))
+    assert np.corrcoef(share, Cancellation.net_share(G[:m]))[0, 1] > 0.97
+    for i in range(0, m, 101):
+        flipped = negative[:m].copy()
+        flipped[i] = 1.0 - flipped[i]
+        after = _shares(F[:m], flipped, weight, fold, np.random.default_rng(6))
+        assert after[i] == before[i]
+        assert np.any(after != before)  # the other half of its fold is mapped with it
 
 
 def test_regress_is_deterministic():

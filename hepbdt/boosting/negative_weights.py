@@ -85,7 +85,8 @@ from ..engine.grower import QuantisedRows
 from ..engine.split import SplitParams
 from ._loop import run_boosting
 from .gradient import GradientBooster
-from .losses import get_loss
+from .losses import Cancellation, Deviance, Squared
+from .newton import NewtonBooster
 
 __all__ = ["pair_negative_weights", "pair_class_weights", "pair_weights", "regress_negative_weights",
            "regress_class_weights", "regress_weights", "isotonic_map"]
@@ -102,6 +103,14 @@ REGRESS_LEARNING_RATE = 0.1
 REGRESS_MIN_NODE_SIZE = 0.002  # a leaf holds at least 0.2 % of the fold's training events
 REGRESS_MAX_EVENTS = 100_000  # training events of each fold's model, at most
 REGRESS_QUANTISE_FROM = 50_000  # packed histograms from this many training events
+CANCELLATION_DEPTH = 2  # the cancellation models' trees (method "cancel")
+CANCELLATION_MODELS = 3  # a fold's models, at most (fewer where REGRESS_MAX_EVENTS allows fewer)
+CANCELLATION_MAX_TREES = 500
+CANCELLATION_MIN_NODE_EVENTS = 20  # a leaf holds at least this many events' share of the weight
+CANCELLATION_PATIENCE = 20  # rounds without a better validation loss before the model stops
+CANCELLATION_VALID_FRACTION = 0.1  # of each fold's training events, to stop on
+LEAST_SHARE = 1e-6  # new weights below this fraction of the largest are 0
+SHARE_MAP_EVENTS = 50_000  # events the two numbers of a half fold's share map are fitted on, at most
 # An annihilation whose sum is within this fraction of the larger weight (two ulps at most:
 # the rounding of the sums that made the weights) leaves two exact zeros. Larger leftovers
 # of the rounding go on to the next candidates, and at the end are dropped within _rounding.
@@ -469,51 +478,96 @@ def _check_net_weight(w: np.ndarray, policy: str,
     return rounding
 
 
-def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, loss_name: str,
+def _fold_models(method: str, loss, train: np.ndarray, rng: np.random.Generator) -> list:
+    """[(booster, tree settings, training events, validation events or None)] of one fold:
+    ``method`` "cancel" boosts depth-2 Newton trees on the cancellation likelihood, each
+    model until a held-out tenth of the fold's training events (its own draw) stops
+    improving, as many models as fit in ``REGRESS_MAX_EVENTS`` training events (at most
+    ``CANCELLATION_MODELS``; their scores are averaged); "regress" and "classify" boost one
+    model of a fixed count of depth-3 gradient trees on every training event."""
+    if method != "cancel":
+        return [(GradientBooster(loss, REGRESS_LEARNING_RATE),
+                 dict(n_trees=REGRESS_TREES, max_depth=REGRESS_DEPTH,
+                      min_node_size=REGRESS_MIN_NODE_SIZE), train, None)]
+    models = []
+    for _ in range(min(CANCELLATION_MODELS, max(1, REGRESS_MAX_EVENTS // train.size))):
+        held = rng.random(train.size) < CANCELLATION_VALID_FRACTION
+        fit = train[~held]
+        models.append((NewtonBooster(loss, REGRESS_LEARNING_RATE, 0.0, 0.0),
+                       dict(n_trees=CANCELLATION_MAX_TREES, max_depth=CANCELLATION_DEPTH,
+                            n_iter_no_change=CANCELLATION_PATIENCE,
+                            min_node_size=max(REGRESS_MIN_NODE_SIZE,
+                                              CANCELLATION_MIN_NODE_EVENTS / max(fit.size, 1))),
+                       fit, train[held]))
+    return models
+
+
+def _fold_forest(X: np.ndarray, rows: np.ndarray | None, mapper: BinMapper, model: tuple,
+                 target: np.ndarray, weight: np.ndarray, rng: np.random.Generator):
+    """The forest of one of ``_fold_models``' models, cut at its best round when it stops
+    on validation events."""
+    booster, trees, train, valid = model
+    # Packed integer histograms, as the estimators use from QUANTISE_FROM_EVENTS events.
+    quantised = train.size >= REGRESS_QUANTISE_FROM
+    in_x = train if rows is None else rows[train]
+    codes = (QuantisedRows.from_features(X, mapper, in_x) if quantised
+             else mapper.transform(X, in_x))
+    if valid is not None:
+        valid = (mapper.transform(X, valid if rows is None else rows[valid]), target[valid],
+                 weight[valid].astype(np.float64))
+    result = run_boosting(
+        booster, codes, target[train], weight[train].astype(CHANNEL_DTYPE), mapper.n_bins_,
+        mapper, split_params=SplitParams(booster.criterion),
+        subsample=1.0, subsample_mode="uniform", colsample_bytree=1.0, colsample_bylevel=1.0,
+        colsample_bynode=1.0, rng=rng, quantised=quantised, valid=valid, **trees)
+    return result.builder.build(None if valid is None else result.best_iteration + 1)
+
+
+def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, method: str,
                   n_folds: int, rng: np.random.Generator,
                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Each event's score from a model boosted on the other folds, and the folds:
+    """Each event's score from the models boosted on the other folds, and the folds:
     ((n,) float64 scores, (n,) int fold of each event); the events are X[rows] (all rows
-    when None), read block by block, never copied whole."""
+    when None), read block by block, never copied whole. ``method``: see ``_fold_models``
+    (the losses: squared error, deviance, cancellation)."""
     n = X.shape[0] if rows is None else len(rows)
     mapper = BinMapper(random_state=int(rng.integers(2**31)))
     mapper.fit(X, rows=rows)
     fold = rng.permutation(n) % n_folds
-    score = np.empty(n)
-    loss = get_loss("gradient", loss_name)
+    score = np.zeros(n)
+    loss = {"regress": Squared, "classify": Deviance, "cancel": Cancellation}[method]()
+    target = target.astype(np.int8 if loss.is_classification else np.float64)
     for k in range(n_folds):
         held = np.flatnonzero(fold == k)
         train = np.flatnonzero(fold != k)
         if train.size > REGRESS_MAX_EVENTS:
             train = np.sort(rng.choice(train, REGRESS_MAX_EVENTS, replace=False))
-        if loss_name == "deviance":
-            _check_both_signs(target[train], weight[train], k)
-        booster = GradientBooster(loss, REGRESS_LEARNING_RATE)
-        # Packed integer histograms, as the estimators use from QUANTISE_FROM_EVENTS events.
-        quantised = train.size >= REGRESS_QUANTISE_FROM
-        in_x = train if rows is None else rows[train]
-        codes = (QuantisedRows.from_features(X, mapper, in_x) if quantised
-                 else mapper.transform(X, in_x))
-        result = run_boosting(
-            booster, codes, target[train].astype(np.int8 if loss.is_classification else np.float64),
-            weight[train].astype(CHANNEL_DTYPE), mapper.n_bins_, mapper, n_trees=REGRESS_TREES,
-            max_depth=REGRESS_DEPTH, split_params=SplitParams(booster.criterion),
-            min_node_size=REGRESS_MIN_NODE_SIZE, subsample=1.0, subsample_mode="uniform",
-            colsample_bytree=1.0, colsample_bylevel=1.0, colsample_bynode=1.0, rng=rng,
-            quantised=quantised)
-        forest = result.builder.build()
-        for start in range(0, held.size, PREDICT_BLOCK):
-            block = held[start:start + PREDICT_BLOCK]
-            score[block] = forest.raw_score(X[block if rows is None else rows[block]])
+        if method == "classify":
+            _check_both_signs(target[train], weight[train], k, method)
+        models = _fold_models(method, loss, train, rng)
+        for model in models:
+            if method == "cancel" and not _cancels(target[model[2]], weight[model[2]]):
+                continue  # nothing to learn: a score of 0 (one local net weight)
+            forest = _fold_forest(X, rows, mapper, model, target, weight, rng)
+            for start in range(0, held.size, PREDICT_BLOCK):
+                block = held[start:start + PREDICT_BLOCK]
+                score[block] += forest.raw_score(X[block if rows is None else rows[block]]) / len(models)
     return score, fold
 
 
-def _check_both_signs(negative: np.ndarray, weight: np.ndarray, fold: int) -> None:
-    """ValueError when the training events of a fold of the classifier-based variant
+def _cancels(negative: np.ndarray, weight: np.ndarray) -> bool:
+    """Whether the cancellation likelihood has a best constant on these events: some
+    negative weight, and less of it than of positive weight (``weight``: |w|)."""
+    minus = float(weight[negative == 1].sum(dtype=np.float64))
+    return minus > 0 and float(weight[negative == 0].sum(dtype=np.float64)) > minus
+
+
+def _check_both_signs(negative: np.ndarray, weight: np.ndarray, fold: int, method: str) -> None:
+    """ValueError when the training events of a fold of a classifier-based variant
     (``negative``: 1 for a negative weight, ``weight``: |w|) lack either sign of weight."""
-    for label, kind in ((1.0, "negative"), (0.0, "positive")):
+    for label, kind in ((1, "negative"), (0, "positive")):
         if not weight[negative == label].sum() > 0:
-            raise ValueError(f"negative_weights='regress' (method='classify'): the training events "
+            raise ValueError(f"negative_weights='regress' (method={method!r}): the training events "
                              f"of cross-fitting fold {fold} hold no {kind} weight, so P(negative | x) "
                              "cannot be learnt there; use method='regress' or more events")
 
@@ -581,8 +635,46 @@ def _calibrated(score: np.ndarray, w: np.ndarray, fold: np.ndarray,
     return local
 
 
+def _share_map(score: np.ndarray, negative: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """(a, b) of the cancellation likelihood's best fit of the events' signs by the score
+    a F + b (``negative``: 1 for a negative weight, ``weight``: |w|): the model's F
+    rescaled, two numbers where a boosted model stopped early is shrunk towards its start."""
+    from scipy.optimize import minimize
+
+    loss = Cancellation()
+    total = float(weight.sum())
+
+    def objective(ab):
+        at = ab[0] * score + ab[1]
+        g, _ = loss.gradients(negative, at)
+        wg = weight * g
+        return (float(np.dot(weight, loss.pointwise(negative, at))) / total,
+                np.array([np.dot(wg, score), wg.sum()]) / total)
+
+    return tuple(minimize(objective, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B").x)
+
+
+def _shares(score: np.ndarray, negative: np.ndarray, weight: np.ndarray, fold: np.ndarray,
+            rng: np.random.Generator) -> np.ndarray:
+    """Each event's local net weight, |w| times its net share 1 / (1 + 2 e^(a F + b)), with
+    (a, b) (``_share_map``) fitted on the other half of its fold, as ``_calibrated``'s map:
+    neither the model nor the map behind an event's new weight saw that event. |w| times
+    the share has the expectation E[w | x], negative events' included, and is never
+    negative."""
+    new = np.empty(score.size)
+    for k in np.unique(fold):
+        rows = rng.permutation(np.flatnonzero(fold == k))
+        halves = (rows[0::2], rows[1::2])
+        for mine, other in (halves, halves[::-1]):
+            if other.size > SHARE_MAP_EVENTS:
+                other = rng.choice(other, SHARE_MAP_EVENTS, replace=False)
+            a, b = _share_map(score[other], negative[other], weight[other])
+            new[mine] = weight[mine] * Cancellation.net_share(a * score[mine] + b)
+    return new
+
+
 def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
-                    random_state: int | None = 0, method: str = "regress",
+                    random_state: int | None = 0, method: str = "cancel",
                     rows: np.ndarray | None = None, group: str = "class") -> np.ndarray:
     """The local net weight of each event of one class, cross-fitted; new float64 weights.
 
@@ -613,19 +705,24 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     # same weights, bit for bit, at any scale): weights beyond float32's range (1e40, which
     # a class normalisation brings into range for the training) overflowed its channels.
     unit = np.ldexp(w, -int(np.frexp(np.abs(w).max())[1]))
-    if method == "regress":
-        score, fold = _cross_fitted(X, unit, np.ones(w.size), "squared", n_folds, rng, rows)
-    elif method == "classify":
-        score, fold = _cross_fitted(X, (w < 0).astype(np.float64), np.abs(unit), "deviance",
-                                    n_folds, rng, rows)
-        score = -score  # increasing with the local net weight, as the regression's
+    negative = (w < 0).astype(np.float64)
+    if method == "cancel":
+        score, fold = _cross_fitted(X, negative, np.abs(unit), method, n_folds, rng, rows)
+        new = _shares(score, negative, np.abs(unit), fold, rng)
+    elif method in ("regress", "classify"):
+        score, fold = (_cross_fitted(X, unit, np.ones(w.size), method, n_folds, rng, rows)
+                       if method == "regress" else
+                       _cross_fitted(X, negative, np.abs(unit), method, n_folds, rng, rows))
+        # increasing with the local net weight: the regression's score, P(negative)'s negated
+        new = _calibrated(score if method == "regress" else -score, unit, fold, rng)
     else:
-        raise ValueError(f"method={method!r} is not valid; use 'regress' or 'classify'")
-    new = _calibrated(score, unit, fold, rng)
+        raise ValueError(f"method={method!r} is not valid; use 'cancel', 'regress' or 'classify'")
     # A block of the calibration that pools +u and -u events has a mean of 0, or a residue
     # of its sums' rounding (6e-18 with weights of 0.1, where unit weights give 0): within
-    # that rounding (|unit| <= 1) it is 0, and the event is dropped either way.
-    new = np.where(new > w.size * _EPS, new, 0.0)
+    # that rounding (|unit| <= 1) it is 0, and the event is dropped either way. So is a
+    # weight below LEAST_SHARE of the largest (a share of 1e-20 deep in a cancelled region
+    # carries nothing, and scaled with the class it left float32's range).
+    new = np.where(new > max(w.size * _EPS, LEAST_SHARE * float(new.max(initial=0.0))), new, 0.0)
     total = float(new.sum())
     if not total > _rounding(unit):
         # No event's predicted local net weight is positive: the best constant model.
@@ -635,7 +732,7 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
 
 def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
                              random_state: int | None = 0, n_folds: int = REGRESS_FOLDS,
-                             method: str = "regress") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                             method: str = "cancel") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``negative_weights="regress"`` policy: (X, y, w) with no negative weight left.
 
     Each class (each distinct y; all events together when ``by_class`` is False, as for
@@ -659,7 +756,7 @@ def regress_negative_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_cla
 
 def regress_class_weights(X: np.ndarray, y: np.ndarray, w: np.ndarray, by_class: bool = True,
                           random_state: int | None = 0, n_folds: int = REGRESS_FOLDS,
-                          method: str = "regress", rows: np.ndarray | None = None) -> np.ndarray:
+                          method: str = "cancel", rows: np.ndarray | None = None) -> np.ndarray:
     """The weights :func:`regress_negative_weights` gives every event, (n,) float64 >= 0
     (those it drops are 0), so that the caller can select other per-event arrays alike.
     ``rows``: the events' increasing row indices in X (y and w have one entry per row),
