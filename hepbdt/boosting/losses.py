@@ -406,29 +406,28 @@ class Squared(Loss):
 
 
 @njit(inline="always")
-def _cancellation_event(score_i, y_i):
-    """(g, h, L) of one event under ``Cancellation``, from one exponential e = exp(-|F|):
-    1 + 2 e^F = e^F (2 + e) and 1 + e^F = e^F (1 + e) for F >= 0, written so that
-    neither overflows."""
-    e = math.exp(-abs(score_i))
-    if score_i >= 0:
-        net, cancelled = e / (2.0 + e), 1.0 / (1.0 + e)
-        both, one = score_i + math.log(2.0 + e), score_i + math.log1p(e)
-    else:
-        net, cancelled = 1.0 / (1.0 + 2.0 * e), e / (1.0 + e)
-        both, one = math.log1p(2.0 * e), math.log1p(e)
-    if y_i > 0.5:
-        return -net, cancelled * net * net, both - score_i
-    return cancelled * net, cancelled * net * net, both - one
+def _cancellation_event(score_i, y_i, max_step):
+    """(g, h, L) of one event under ``Cancellation``, h at least |g| / max_step, from one
+    exponential e = exp(-|F|), two reciprocals and one logarithm: for F >= 0,
+    1 + 2 e^F = e^F (2 + e) and 1 + e^F = e^F (1 + e), so that nothing overflows."""
+    up = score_i >= 0
+    e = exp_nonpositive(-abs(score_i))
+    both = 2.0 + e if up else 1.0 + 2.0 * e  # (1 + 2 e^F), divided by e^F where F >= 0
+    one = 1.0 + e  # (1 + e^F), likewise
+    net = (e if up else 1.0) / both  # 1 / (1 + 2 e^F)
+    cancelled = (1.0 if up else e) / one  # e^F / (1 + e^F)
+    h = cancelled * net * net
+    if y_i > 0.5:  # L = ln(1 + 2 e^F) - F
+        return -net, max(h, net / max_step), log_positive(both) - (0.0 if up else score_i)
+    g = cancelled * net  # L = ln((1 + 2 e^F) / (1 + e^F))
+    return g, max(h, g / max_step), log_positive(both / one)
 
 
-@njit(parallel=True)
+@njit
 def _cancellation_events(y, score, w_tree, w, max_step, wg, wh, terms):
-    """wg = w_tree g, wh = w_tree h and terms = w L of every event under ``Cancellation``,
-    h at least |g| / max_step."""
-    for i in numba.prange(y.size):
-        g, h, loss = _cancellation_event(score[i], y[i])
-        h = max(h, abs(g) / max_step)
+    """wg = w_tree g, wh = w_tree h and terms = w L of every event under ``Cancellation``."""
+    for i in range(y.size):
+        g, h, loss = _cancellation_event(score[i], y[i], max_step)
         wg[i] = w_tree[i] * g
         wh[i] = w_tree[i] * h
         terms[i] = w[i] * loss

@@ -44,33 +44,41 @@ events, the pairing cancels enough wrong events to end 0.05-0.07 of test AUC bel
 net-sample model (``regress``: 0.010-0.014).
 
 **regress** (ML-based reweighting, ``regress_negative_weights``): for each class with a
-negative weight, the event weight is regressed on the features by hepbdt's own
-least-squares gradient booster (``REGRESS_TREES`` trees of depth ``REGRESS_DEPTH``, every
-event counted once), cross-fitted over ``REGRESS_FOLDS`` folds: an event's score is the
-prediction of a model trained on the other folds only, so no event's weight comes from a
-model that saw it (an in-sample fit would partly hand each event its own weight back).
-The score ranks the events by local net weight but is not the local net weight itself:
-out of sample, a noisy regression's prediction overstates the spread (on the 28-D NLO-like
-case with 40 % negative events, events predicted at 0.11 have a true E[w | x] of 0.03,
-those at 0.54 one of 0.67), and clipping at zero turns the overstatement into weight left
-on the cancelled component. So the score is calibrated: within each fold, the events are
-split at random into two halves and each half's local net weight is the isotonic
-regression of w on the score fitted on the other half (``isotonic_map``, pool adjacent
-violators), so neither the model nor the map behind an event's new weight saw it. The
-calibrated E[w | score] is clipped at zero and rescaled so the class keeps its net weight;
-events whose new weight is zero are dropped. What is left is the estimation error of
-the score: on that case, boosters trained with the generator's true E[w | x] as weights
-end within 0.0005 of the net sample, with the policy's weights 0.009-0.012 below it, and
-0.005-0.011 below when the policy learns from 3x the events (``bench_negative_weights.py
---oracle``).
-The models learn w divided by a power of two near its largest magnitude (exactly, so the
+negative weight, the local net weight E[w | x] is learnt from the events' signs, and
+every event's weight is replaced by it. The positive events are drawn from the net
+density plus the density the negative ones cancel, the negative events from the
+cancelled one, so P(negative | x) = e^F / (1 + 2 e^F) with F the log-ratio of the
+cancelled to the net density, and E[w | x] = E[|w| | x] / (1 + 2 e^F) (``method="cancel"``,
+the default; ``losses.Cancellation``). F is fitted by hepbdt's own Newton booster, depth-2
+trees with |w| as event weights, cross-fitted over ``REGRESS_FOLDS`` folds: an event's
+score is the mean of the models trained on the other folds only, so no event's weight
+comes from a model that saw it (an in-sample fit would partly hand each event its own
+weight back). Each model stops where a held-out tenth of its fold's training events (its
+own draw) stops improving (``CANCELLATION_PATIENCE`` rounds; at most
+``CANCELLATION_MAX_TREES``), and a fold averages up to ``CANCELLATION_MODELS`` such models,
+as many as fit in ``REGRESS_MAX_EVENTS`` training events. A model stopped early is shrunk
+towards its start, so its F is mapped by two numbers, a F + b, fitted on the signs by the
+same likelihood (``_share_map``) within each fold on the other random half; each event
+then weighs |w| / (1 + 2 e^(a F + b)), whose expectation is E[w | x], negative events
+included, and which is never negative. Events below ``LEAST_SHARE`` of the largest new
+weight are dropped; each class is rescaled to keep its net weight.
+Why this likelihood: P(negative | x) stays below 1/2 wherever the net weight is positive,
+and F is additive where the two densities factorise, so shallow trees learn it; the
+least-squares regression of w (``method="regress"``, the default until 2026-12-06, with an
+isotonic calibration, ``_calibrated``) and the logistic classifier of the sign
+(``method="classify"``) must build the saturation at 1/2 out of interactions. On the 28-D
+NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative events the
+mean error against the generator's true E[w | x] fell from 0.118 to 0.086 (root mean
+square, unit weights), and the boosters trained on the new weights from 0.008-0.011 of
+test AUC below the net-sample model to 0.002-0.005 (``--oracle --draws 10``).
+The models learn |w| divided by a power of two near its largest magnitude (exactly, so the
 weights are the same, bit for bit, at any scale; weights of 1e40, which a class
 normalisation brings into the training's range, overflowed the float32 channels).
-Each fold's model trains on at most ``REGRESS_MAX_EVENTS`` events (a seeded random subset
+Each fold's models train on at most ``REGRESS_MAX_EVENTS`` events (a seeded random subset
 of the other folds), so the cost stops growing with the sample: one binning of the class,
-``REGRESS_FOLDS`` fits of ``REGRESS_TREES`` shallow trees, one prediction of every event
-and one sort per half fold (``bench_negative_weights.py --cost`` measures it at 1M events
-x 28 features).
+``REGRESS_FOLDS`` times up to ``CANCELLATION_MODELS`` early-stopped fits, one prediction of
+every event and six two-number fits on at most ``SHARE_MAP_EVENTS`` events each
+(``bench_negative_weights.py --cost`` measures it at 1M events x 28 features).
 """
 
 from __future__ import annotations
@@ -104,13 +112,15 @@ REGRESS_MIN_NODE_SIZE = 0.002  # a leaf holds at least 0.2 % of the fold's train
 REGRESS_MAX_EVENTS = 100_000  # training events of each fold's model, at most
 REGRESS_QUANTISE_FROM = 50_000  # packed histograms from this many training events
 CANCELLATION_DEPTH = 2  # the cancellation models' trees (method "cancel")
-CANCELLATION_MODELS = 3  # a fold's models, at most (fewer where REGRESS_MAX_EVENTS allows fewer)
+CANCELLATION_MODELS = 5  # models a fold (their scores averaged), at most
+CANCELLATION_EVENTS = 180_000  # training events of a fold's models together (one model at least)
 CANCELLATION_MAX_TREES = 500
+CANCELLATION_LEARNING_RATE = 0.2
 CANCELLATION_MIN_NODE_EVENTS = 20  # a leaf holds at least this many events' share of the weight
 CANCELLATION_PATIENCE = 20  # rounds without a better validation loss before the model stops
 CANCELLATION_VALID_FRACTION = 0.1  # of each fold's training events, to stop on
 LEAST_SHARE = 1e-6  # new weights below this fraction of the largest are 0
-SHARE_MAP_EVENTS = 50_000  # events the two numbers of a half fold's share map are fitted on, at most
+SHARE_MAP_EVENTS = 20_000  # events the two numbers of a half fold's share map are fitted on, at most
 # An annihilation whose sum is within this fraction of the larger weight (two ulps at most:
 # the rounding of the sums that made the weights) leaves two exact zeros. Larger leftovers
 # of the rounding go on to the next candidates, and at the end are dropped within _rounding.
@@ -490,15 +500,15 @@ def _fold_models(method: str, loss, train: np.ndarray, rng: np.random.Generator)
                  dict(n_trees=REGRESS_TREES, max_depth=REGRESS_DEPTH,
                       min_node_size=REGRESS_MIN_NODE_SIZE), train, None)]
     models = []
-    for _ in range(min(CANCELLATION_MODELS, max(1, REGRESS_MAX_EVENTS // train.size))):
+    for _ in range(min(CANCELLATION_MODELS, max(1, CANCELLATION_EVENTS // train.size))):
         held = rng.random(train.size) < CANCELLATION_VALID_FRACTION
-        fit = train[~held]
-        models.append((NewtonBooster(loss, REGRESS_LEARNING_RATE, 0.0, 0.0),
+        fit, valid = train[~held], train[held]
+        models.append((NewtonBooster(loss, CANCELLATION_LEARNING_RATE, 0.0, 0.0),
                        dict(n_trees=CANCELLATION_MAX_TREES, max_depth=CANCELLATION_DEPTH,
                             n_iter_no_change=CANCELLATION_PATIENCE,
                             min_node_size=max(REGRESS_MIN_NODE_SIZE,
                                               CANCELLATION_MIN_NODE_EVENTS / max(fit.size, 1))),
-                       fit, train[held]))
+                       fit, valid))
     return models
 
 
@@ -642,14 +652,13 @@ def _share_map(score: np.ndarray, negative: np.ndarray, weight: np.ndarray) -> t
     from scipy.optimize import minimize
 
     loss = Cancellation()
-    total = float(weight.sum())
+    labels = negative.astype(np.int8)
+    unit = weight / weight.sum()
 
     def objective(ab):
-        at = ab[0] * score + ab[1]
-        g, _ = loss.gradients(negative, at)
-        wg = weight * g
-        return (float(np.dot(weight, loss.pointwise(negative, at))) / total,
-                np.array([np.dot(wg, score), wg.sum()]) / total)
+        g, _, terms = loss._events(labels, ab[0] * score + ab[1], unit, unit,
+                                   np.empty(score.size), np.empty(score.size))
+        return float(terms.sum()), np.array([np.dot(g, score), g.sum()])
 
     return tuple(minimize(objective, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B").x)
 
