@@ -1612,33 +1612,34 @@ class BDTClassifier(_BDTBase):
 
     Negative event weights (``negative_weights``): ``"regress"`` (default) replaces, in
     each class that holds a negative weight, every event's weight by the class's local net
-    weight E[w | x]: hepbdt's own least-squares gradient booster, cross-fitted over 3 folds,
-    scores each event with a model that did not train on it, and the isotonic regression of
-    w on that score, fitted on the other half of the event's fold, turns the score into
-    E[w | score] (no model or map behind an event's new weight saw it); clipped at zero and
-    rescaled so the class keeps its net weight (``hepbdt.boosting.negative_weights``);
-    ``"pair"`` annihilates each negative-weight event with its nearest positive-weight
-    neighbours of the same class (TMVA PairNegWeightsGlobal); ``"keep"`` trains on the
-    signed weights (a node whose net weight or hessian sum is not positive is not split);
-    ``"ignore"`` drops them from training (TMVA IgnoreNegWeightsInTraining; they still
-    count in evaluation); ``"abs"`` uses |w|; ``"inverse_boost"`` (AdaBoost family) keeps
-    them and reweights them by the inverse boost factor (TMVA InverseBoostNegWeights).
-    Every policy acts only when some weight is negative: without one, every policy trains
-    the same model. ``"regress"`` is the default because it measured closest to training
-    on the net sample where it matters, in many dimensions (``benchmarks/
-    bench_negative_weights.py``, 28 features, a signal-like background component cancelled
-    by negative weights): with 10 % of the background negative it is within 0.0035 of the
-    net-sample model for every booster and 0.012-0.014 above dropping the negative events;
-    with 40 % it is 0.010-0.014 below the net sample (weights at the generator's true
-    E[w | x] reach it: the rest is the weight model's estimation error) but 0.09-0.16 above
-    dropping them, where ``"pair"`` is 0.05-0.07 below the net sample (nearest neighbours
-    in 28 dimensions are not local). In 4 dimensions ``"pair"`` is the closer (within
-    0.002; ``"regress"`` within 0.006), and with 10 % of the weights flipped at random
-    ``"regress"`` loses at most 0.0017 of test AUC against dropping the flipped events.
-    ``"regress"`` has no TMVA equivalent (``to_tmva`` refuses it: choose ``"pair"`` to
-    export the option string). Its cost is 3 fits of 100 trees of depth 3 on at most
-    100,000 events each, per class with negative weights: 0.37 of a 200-tree main fit at
-    1M events x 28 features (the benchmark's ``--cost``).
+    weight E[w | x]: a model of the events' signs, P(negative | x) = e^F / (1 + 2 e^F) (F
+    the log-ratio of the cancelled to the net density), boosted by hepbdt's own Newton
+    booster and cross-fitted over 3 folds, scores each event with models that did not
+    train on it; two numbers fitted on the other half of the event's fold rescale F, and
+    the event weighs |w| / (1 + 2 e^F), whose expectation is E[w | x] (no model or map
+    behind an event's new weight saw it); each class keeps its net weight
+    (``hepbdt.boosting.negative_weights``); ``"pair"`` annihilates each negative-weight
+    event with its nearest positive-weight neighbours of the same class (TMVA
+    PairNegWeightsGlobal); ``"keep"`` trains on the signed weights (a node whose net weight
+    or hessian sum is not positive is not split); ``"ignore"`` drops them from training
+    (TMVA IgnoreNegWeightsInTraining; they still count in evaluation); ``"abs"`` uses |w|;
+    ``"inverse_boost"`` (AdaBoost family) keeps them and reweights them by the inverse
+    boost factor (TMVA InverseBoostNegWeights). Every policy acts only when some weight is
+    negative: without one, every policy trains the same model. ``"regress"`` is the
+    default because it measured closest to training on the net sample
+    (``benchmarks/bench_negative_weights.py``, a signal-like background component
+    cancelled by negative weights): in 28 features with 10 % of the background negative
+    it is within 0.0017 of the net-sample model for every booster (adaboost 0.0026 above)
+    and 0.014-0.017 above dropping the negative events; with 40 % it is 0.0019-0.0041
+    below the net sample on average over ten draws and 0.14-0.17 above dropping them,
+    where ``"pair"`` is 0.05-0.07 below the net sample (nearest neighbours in 28
+    dimensions are not local). In 4 dimensions both are within 0.0011 of the net sample,
+    and with 10 % of the weights flipped at random ``"regress"`` loses at most 0.0007 of
+    test AUC against dropping the flipped events. ``"regress"`` has no TMVA equivalent
+    (``to_tmva`` refuses it: choose ``"pair"`` to export the option string). Its cost at
+    1M events x 28 features is one early-stopped model of depth-2 trees a fold on at most
+    90,000 events, per class with negative weights: 2.7-3.1 s, 0.35-0.39 of the default
+    main fit (the benchmark's ``--cost``).
 
     Mass decorrelation (``decorrelation="flatness"``, gradient and newton, two classes):
     ``fit(X, y, w, decorrelate=m)`` with m (n,) or (n, k) the variable(s) the score must

@@ -41,7 +41,7 @@ of the positive events, so the cost grows linearly with the number of negative e
 as the class mean. In many dimensions nearest neighbours are not local: on the 28-feature
 NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative background
 events, the pairing cancels enough wrong events to end 0.05-0.07 of test AUC below the
-net-sample model (``regress``: 0.010-0.014).
+net-sample model (``regress``: 0.001-0.005).
 
 **regress** (ML-based reweighting, ``regress_negative_weights``): for each class with a
 negative weight, the local net weight E[w | x] is learnt from the events' signs, and
@@ -56,29 +56,32 @@ comes from a model that saw it (an in-sample fit would partly hand each event it
 weight back). Each model stops where a held-out tenth of its fold's training events (its
 own draw) stops improving (``CANCELLATION_PATIENCE`` rounds; at most
 ``CANCELLATION_MAX_TREES``), and a fold averages up to ``CANCELLATION_MODELS`` such models,
-as many as fit in ``REGRESS_MAX_EVENTS`` training events. A model stopped early is shrunk
-towards its start, so its F is mapped by two numbers, a F + b, fitted on the signs by the
-same likelihood (``_share_map``) within each fold on the other random half; each event
-then weighs |w| / (1 + 2 e^(a F + b)), whose expectation is E[w | x], negative events
-included, and which is never negative. Events below ``LEAST_SHARE`` of the largest new
-weight are dropped; each class is rescaled to keep its net weight.
+as many as fit in ``CANCELLATION_EVENTS`` training events together (one model, at least):
+the models differ in the events they stop on, and their mean varies less than one model
+does. A model stopped early is shrunk towards its start, so its F is mapped by two
+numbers, a F + b, fitted on the signs by the same likelihood (``_share_map``) within each
+fold on the other random half; each event then weighs |w| / (1 + 2 e^(a F + b)), whose
+expectation is E[w | x], negative events included, and which is never negative. Events
+below ``LEAST_SHARE`` of the largest new weight are dropped; each class is rescaled to
+keep its net weight.
 Why this likelihood: P(negative | x) stays below 1/2 wherever the net weight is positive,
 and F is additive where the two densities factorise, so shallow trees learn it; the
 least-squares regression of w (``method="regress"``, the default until 2026-12-06, with an
 isotonic calibration, ``_calibrated``) and the logistic classifier of the sign
 (``method="classify"``) must build the saturation at 1/2 out of interactions. On the 28-D
 NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative events the
-mean error against the generator's true E[w | x] fell from 0.118 to 0.086 (root mean
-square, unit weights), and the boosters trained on the new weights from 0.008-0.011 of
-test AUC below the net-sample model to 0.002-0.005 (``--oracle --draws 10``).
+root mean square error against the generator's true E[w | x] fell from 0.117 to 0.086
+(unit weights), and the boosters trained on the new weights went from 0.008-0.011 of test
+AUC below the net-sample model to 0.002-0.004 (``--oracle --draws 10``).
 The models learn |w| divided by a power of two near its largest magnitude (exactly, so the
 weights are the same, bit for bit, at any scale; weights of 1e40, which a class
 normalisation brings into the training's range, overflowed the float32 channels).
 Each fold's models train on at most ``REGRESS_MAX_EVENTS`` events (a seeded random subset
 of the other folds), so the cost stops growing with the sample: one binning of the class,
-``REGRESS_FOLDS`` times up to ``CANCELLATION_MODELS`` early-stopped fits, one prediction of
-every event and six two-number fits on at most ``SHARE_MAP_EVENTS`` events each
-(``bench_negative_weights.py --cost`` measures it at 1M events x 28 features).
+``REGRESS_FOLDS`` times up to ``CANCELLATION_MODELS`` early-stopped fits (one a fold from
+90,000 training events), one prediction of every event and six two-number fits on at
+most ``SHARE_MAP_EVENTS`` events each (``bench_negative_weights.py --cost`` measures it at
+1M events x 28 features).
 """
 
 from __future__ import annotations
