@@ -1633,9 +1633,9 @@ class BDTClassifier(_BDTBase):
     and 0.014-0.017 above dropping the negative events; with 40 % it is 0.0019-0.0041
     below the net sample on average over ten draws and 0.14-0.17 above dropping them,
     where ``"pair"`` is 0.05-0.07 below the net sample (nearest neighbours in 28
-    dimensions are not local). In 4 dimensions both are within 0.0011 of the net sample,
-    and with 10 % of the weights flipped at random ``"regress"`` loses at most 0.0007 of
-    test AUC against dropping the flipped events. ``"regress"`` has no TMVA equivalent
+    dimensions are not local). In 4 dimensions it is within 0.0008 of the net sample and
+    ``"pair"`` within 0.0021, and with 10 % of the weights flipped at random ``"regress"``
+    loses at most 0.0007 of test AUC against dropping the flipped events. ``"regress"`` has no TMVA equivalent
     (``to_tmva`` refuses it: choose ``"pair"`` to export the option string). Its cost at
     1M events x 28 features is one early-stopped model of depth-2 trees a fold on at most
     90,000 events, per class with negative weights: 2.7-3.1 s, 0.35-0.39 of the default

@@ -430,6 +430,8 @@ def test_share_map_recovers_a_known_rescaling_and_never_sees_the_event_it_weighs
     """Signs drawn with P(negative) = e^G / (1 + 2 e^G), G = 1.7 F - 0.3: the map fitted on
     them gives back (1.7, -0.3); each event's share comes from the other half of its fold,
     so flipping its own sign leaves its new weight as it was."""
+    from scipy.optimize import minimize
+
     from hepbdt.boosting.losses import Cancellation
     from hepbdt.boosting.negative_weights import _share_map, _shares
 
@@ -440,6 +442,11 @@ def test_share_map_recovers_a_known_rescaling_and_never_sees_the_event_it_weighs
     negative = (rng.random(n) < np.exp(G) / (1.0 + 2.0 * np.exp(G))).astype(np.float64)
     a, b = _share_map(F, negative, np.ones(n))
     assert a == pytest.approx(1.7, abs=0.05) and b == pytest.approx(-0.3, abs=0.03)
+    loss = Cancellation()
+    reference = minimize(lambda ab: float(np.mean(loss.pointwise(negative, ab[0] * F + ab[1]))),
+                         np.array([1.0, 0.0]), method="Nelder-Mead",
+                         options=dict(xatol=1e-9, fatol=1e-15, maxiter=2000)).x
+    np.testing.assert_allclose((a, b), reference, atol=2e-5)  # scipy's optimum, found otherwise
     m = 3000
     weight, fold = rng.uniform(0.5, 1.5, m), rng.permutation(m) % 3
     before = _shares(F[:m], negative[:m], weight, fold, np.random.default_rng(6))

@@ -23,7 +23,7 @@ from ..engine.grower import leaf_sweeps, sweep_rows
 from ..engine.sums import exact_sum_of_parts, exact_sum_parts
 
 __all__ = ["LOSSES", "Loss", "Deviance", "Logistic", "Squared", "Absolute", "Huber",
-           "PseudoHuber", "Softmax", "Cancellation", "get_loss", "softmax_rows"]
+           "PseudoHuber", "Softmax", "Cancellation", "fit_rescaling", "get_loss", "softmax_rows"]
 
 
 def class_weight_sums(y: NDArray, w: NDArray, n_classes: int) -> NDArray:
@@ -433,6 +433,61 @@ def _cancellation_events(y, score, w_tree, w, max_step, wg, wh, terms):
         terms[i] = w[i] * loss
 
 
+@njit
+def _net_shares(score, out):
+    """out = 1 / (1 + 2 e^F) of every F in ``score``, in plain arithmetic (the same bits on
+    every machine, as the loss's own)."""
+    for i in range(score.size):
+        e = exp_nonpositive(-abs(score[i]))
+        out[i] = e / (2.0 + e) if score[i] >= 0 else 1.0 / (1.0 + 2.0 * e)
+
+
+@njit
+def _rescaled_sums(score, y, w, a, b):
+    """(sum w L, the gradient's two sums, the Fisher information's three) of the
+    cancellation loss at a F + b, over (a, b): one ordered pass."""
+    loss = ga = gb = haa = hab = hbb = 0.0
+    for i in range(score.size):
+        g, h, term = _cancellation_event(a * score[i] + b, y[i], np.inf)
+        loss += w[i] * term
+        ga += w[i] * g * score[i]
+        gb += w[i] * g
+        haa += w[i] * h * score[i] * score[i]
+        hab += w[i] * h * score[i]
+        hbb += w[i] * h
+    return loss, ga, gb, haa, hab, hbb
+
+
+@njit
+def fit_rescaling(score, y, w, max_iterations=100):
+    """(a, b) that maximise the cancellation likelihood of the signs y (1: negative) with
+    weights w at a F + b: Fisher scoring from (1, 0), each step halved until the loss
+    falls; b alone where F is constant. Plain arithmetic in a fixed order, so the same
+    inputs give the same bits everywhere."""
+    a, b = 1.0, 0.0
+    loss, ga, gb, haa, hab, hbb = _rescaled_sums(score, y, w, a, b)
+    for _ in range(max_iterations):
+        det = haa * hbb - hab * hab
+        if det > 1e-12 * haa * hbb and hbb > 0:
+            da, db = -(hbb * ga - hab * gb) / det, -(haa * gb - hab * ga) / det
+        elif hbb > 0:
+            da, db = 0.0, -gb / hbb
+        else:
+            break
+        step, moved = 1.0, False
+        while step > 1e-10:
+            trial = _rescaled_sums(score, y, w, a + step * da, b + step * db)
+            if trial[0] < loss:
+                a, b = a + step * da, b + step * db
+                loss, ga, gb, haa, hab, hbb = trial
+                moved = True
+                break
+            step *= 0.5
+        if not moved or (abs(step * da) < 1e-12 and abs(step * db) < 1e-12):
+            break
+    return a, b
+
+
 class Cancellation(Loss):
     """The likelihood of an event's sign where negative weights cancel part of the positive
     ones: y = 1 for a negative weight, 0 for a positive one, event weights |w|, and
@@ -495,7 +550,10 @@ class Cancellation(Loss):
     @staticmethod
     def net_share(score: NDArray) -> NDArray:
         """E[w | x] / E[|w| | x] = 1 / (1 + 2 e^F), the share of the local weight that is net."""
-        return np.exp(-np.logaddexp(0.0, np.asarray(score, dtype=np.float64) + math.log(2.0)))
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        out = np.empty(score.shape)
+        _net_shares(score.reshape(-1), out.reshape(-1))
+        return out
 
 
 class Absolute(Loss):

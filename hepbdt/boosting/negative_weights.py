@@ -96,7 +96,7 @@ from ..engine.grower import QuantisedRows
 from ..engine.split import SplitParams
 from ._loop import run_boosting
 from .gradient import GradientBooster
-from .losses import Cancellation, Deviance, Squared
+from .losses import Cancellation, Deviance, Squared, fit_rescaling
 from .newton import NewtonBooster
 
 __all__ = ["pair_negative_weights", "pair_class_weights", "pair_weights", "regress_negative_weights",
@@ -495,7 +495,7 @@ def _fold_models(method: str, loss, train: np.ndarray, rng: np.random.Generator)
     """[(booster, tree settings, training events, validation events or None)] of one fold:
     ``method`` "cancel" boosts depth-2 Newton trees on the cancellation likelihood, each
     model until a held-out tenth of the fold's training events (its own draw) stops
-    improving, as many models as fit in ``REGRESS_MAX_EVENTS`` training events (at most
+    improving, as many models as fit in ``CANCELLATION_EVENTS`` training events (at most
     ``CANCELLATION_MODELS``; their scores are averaged); "regress" and "classify" boost one
     model of a fixed count of depth-3 gradient trees on every training event."""
     if method != "cancel":
@@ -651,19 +651,10 @@ def _calibrated(score: np.ndarray, w: np.ndarray, fold: np.ndarray,
 def _share_map(score: np.ndarray, negative: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
     """(a, b) of the cancellation likelihood's best fit of the events' signs by the score
     a F + b (``negative``: 1 for a negative weight, ``weight``: |w|): the model's F
-    rescaled, two numbers where a boosted model stopped early is shrunk towards its start."""
-    from scipy.optimize import minimize
-
-    loss = Cancellation()
-    labels = negative.astype(np.int8)
-    unit = weight / weight.sum()
-
-    def objective(ab):
-        g, _, terms = loss._events(labels, ab[0] * score + ab[1], unit, unit,
-                                   np.empty(score.size), np.empty(score.size))
-        return float(terms.sum()), np.array([np.dot(g, score), g.sum()])
-
-    return tuple(minimize(objective, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B").x)
+    rescaled, two numbers where a boosted model stopped early is shrunk towards its start
+    (``losses.fit_rescaling``)."""
+    return fit_rescaling(np.ascontiguousarray(score, dtype=np.float64), negative.astype(np.int8),
+                         np.ascontiguousarray(weight / weight.sum(), dtype=np.float64))
 
 
 def _shares(score: np.ndarray, negative: np.ndarray, weight: np.ndarray, fold: np.ndarray,
@@ -691,11 +682,13 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     """The local net weight of each event of one class, cross-fitted; new float64 weights.
 
     X : (n, m) float32 features; w : (n,) weights with a positive sum. The result is >= 0
-    and keeps the sum. ``method`` chooses the score that ranks the events by local net
-    weight: "regress" fits E[w | x] by least squares; "classify" fits P(negative | x) with
-    |w| as weights (binomial deviance), the classifier-based variant. Either score, from
-    the model that did not train on the event, is then calibrated into E[w | score] by
-    ``_calibrated``, clipped at zero and rescaled to the class's net weight. ``rows``: the
+    and keeps the sum. ``method``: "cancel" (the default) fits F of P(negative | x) =
+    e^F / (1 + 2 e^F) with |w| as weights, and each event weighs |w| / (1 + 2 e^F), F
+    mapped by ``_shares``; the earlier scores are calibrated into E[w | score] by
+    ``_calibrated`` and clipped at zero: "regress" fits E[w | x] by least squares,
+    "classify" P(negative | x) by the binomial deviance. Every score comes from models
+    that did not train on the event; the weights are rescaled to the class's net weight,
+    those below ``LEAST_SHARE`` of the largest set to 0. ``rows``: the
     class's events in X (w has one weight per row), when X holds others too. ``group``:
     what the events are, for the messages: "class" or "regression" (every event of one).
     """
