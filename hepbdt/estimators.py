@@ -1629,16 +1629,17 @@ class BDTClassifier(_BDTBase):
     default because it measured closest to training on the net sample
     (``benchmarks/bench_negative_weights.py``, a signal-like background component
     cancelled by negative weights): in 28 features with 10 % of the background negative
-    it is within 0.0017 of the net-sample model for every booster (adaboost 0.0026 above)
-    and 0.014-0.017 above dropping the negative events; with 40 % it is 0.0019-0.0041
-    below the net sample on average over ten draws and 0.14-0.17 above dropping them,
+    it is within 0.0017 of the net-sample model for every booster (adaboost 0.0030 above)
+    and 0.013-0.017 above dropping the negative events; with 40 % it is 0.0020-0.0041
+    below the net sample on average over ten draws and 0.10-0.17 above dropping them,
     where ``"pair"`` is 0.05-0.07 below the net sample (nearest neighbours in 28
-    dimensions are not local). In 4 dimensions it is within 0.0008 of the net sample and
+    dimensions are not local). In 4 dimensions it is within 0.0007 of the net sample and
     ``"pair"`` within 0.0021, and with 10 % of the weights flipped at random ``"regress"``
-    loses at most 0.0007 of test AUC against dropping the flipped events. ``"regress"`` has no TMVA equivalent
-    (``to_tmva`` refuses it: choose ``"pair"`` to export the option string). Its cost at
+    loses at most 0.0009 of test AUC against dropping the flipped events. ``"regress"``
+    has no TMVA equivalent (``to_tmva`` refuses it: choose ``"pair"`` to export the option
+    string). Its cost at
     1M events x 28 features is one early-stopped model of depth-2 trees a fold on at most
-    90,000 events, per class with negative weights: 2.7-3.1 s, 0.35-0.39 of the default
+    90,000 events, per class with negative weights: 2.6-2.9 s, 0.40-0.41 of the default
     main fit (the benchmark's ``--cost``).
 
     Mass decorrelation (``decorrelation="flatness"``, gradient and newton, two classes):

@@ -41,7 +41,7 @@ of the positive events, so the cost grows linearly with the number of negative e
 as the class mean. In many dimensions nearest neighbours are not local: on the 28-feature
 NLO-like case of ``benchmarks/bench_negative_weights.py`` with 40 % negative background
 events, the pairing cancels enough wrong events to end 0.05-0.07 of test AUC below the
-net-sample model (``regress``: 0.001-0.005).
+net-sample model (``regress``: 0.002-0.005).
 
 **regress** (ML-based reweighting, ``regress_negative_weights``): for each class with a
 negative weight, the local net weight E[w | x] is learnt from the events' signs, and
