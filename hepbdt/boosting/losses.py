@@ -516,7 +516,9 @@ class Cancellation(Loss):
         if not (negative > 0 and positive > negative):
             raise ValueError(f"the cancellation loss needs 0 < negative weight < positive "
                              f"weight; negative {negative}, positive {positive}")
-        return float(np.log(negative / (positive - negative)))
+        # math.log, the C library's: numpy's logarithm rounds otherwise from version to
+        # version (numpy 1.26 and 2.4 put some of these starting scores one bit apart)
+        return math.log(negative / (positive - negative))
 
     def _events(self, y, score, w_tree, w, wg, wh):
         terms = np.empty(np.shape(score))
