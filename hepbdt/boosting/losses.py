@@ -406,15 +406,23 @@ class Squared(Loss):
 
 
 @njit(inline="always")
-def _cancellation_event(score_i, y_i, max_step):
-    """(g, h, L) of one event under ``Cancellation``, h at least |g| / max_step, from one
-    exponential e = exp(-|F|), two reciprocals and one logarithm: for F >= 0,
-    1 + 2 e^F = e^F (2 + e) and 1 + e^F = e^F (1 + e), so that nothing overflows."""
+def _net_parts(score_i):
+    """(F >= 0, e = exp(-|F|), 1 + 2 e^F divided by e^F where F >= 0, 1 / (1 + 2 e^F)):
+    1 + 2 e^F = e^F (2 + e) for F >= 0, so that nothing overflows; plain arithmetic, the
+    same bits on every machine."""
     up = score_i >= 0
     e = exp_nonpositive(-abs(score_i))
-    both = 2.0 + e if up else 1.0 + 2.0 * e  # (1 + 2 e^F), divided by e^F where F >= 0
-    one = 1.0 + e  # (1 + e^F), likewise
-    net = (e if up else 1.0) / both  # 1 / (1 + 2 e^F)
+    both = 2.0 + e if up else 1.0 + 2.0 * e
+    return up, e, both, (e if up else 1.0) / both
+
+
+@njit(inline="always")
+def _cancellation_event(score_i, y_i, max_step):
+    """(g, h, L) of one event under ``Cancellation``, h at least |g| / max_step, from one
+    exponential (``_net_parts``), two reciprocals and one logarithm (1 + e^F = e^F (1 + e)
+    for F >= 0, likewise)."""
+    up, e, both, net = _net_parts(score_i)
+    one = 1.0 + e  # (1 + e^F), divided by e^F where F >= 0
     cancelled = (1.0 if up else e) / one  # e^F / (1 + e^F)
     h = cancelled * net * net
     if y_i > 0.5:  # L = ln(1 + 2 e^F) - F
@@ -435,11 +443,9 @@ def _cancellation_events(y, score, w_tree, w, max_step, wg, wh, terms):
 
 @njit
 def _net_shares(score, out):
-    """out = 1 / (1 + 2 e^F) of every F in ``score``, in plain arithmetic (the same bits on
-    every machine, as the loss's own)."""
+    """out = 1 / (1 + 2 e^F) of every F in ``score`` (``_net_parts``)."""
     for i in range(score.size):
-        e = exp_nonpositive(-abs(score[i]))
-        out[i] = e / (2.0 + e) if score[i] >= 0 else 1.0 / (1.0 + 2.0 * e)
+        out[i] = _net_parts(score[i])[3]
 
 
 @njit
@@ -527,19 +533,23 @@ class Cancellation(Loss):
                                  np.asarray(w, np.float64), self.max_step, wg, wh, terms)
         return wg, wh, terms
 
+    def _unit(self, y, score, w=None, dtype=CHANNEL_DTYPE):
+        """``_events`` at w_tree = 1 (and w = 1 where None), channels of ``dtype``: the
+        losses alone take the channels' float32, the kernel the training compiles."""
+        ones = np.ones(np.shape(score), dtype)
+        return self._events(y, score, ones, ones if w is None else w, np.empty_like(ones),
+                            np.empty_like(ones))
+
     def gradients(self, y, score):
-        ones = np.ones(np.shape(score))
-        g, h, _ = self._events(y, score, ones, ones, np.empty_like(ones), np.empty_like(ones))
+        g, h, _ = self._unit(y, score, dtype=np.float64)
         return g, h
 
     def pointwise(self, y, score):
-        ones = np.ones(np.shape(score))
-        return self._events(y, score, ones, ones, np.empty_like(ones), np.empty_like(ones))[2]
+        return self._unit(y, score)[2]
 
     def loss_terms(self, y, w, score):
         """``Loss.loss_terms`` in one compiled pass."""
-        ones = np.ones(np.shape(score))
-        return self._events(y, score, ones, w, np.empty_like(ones), np.empty_like(ones))[2]
+        return self._unit(y, score, w)[2]
 
     def channels(self, y, score, w_tree, w, out=None):
         """``Loss.channels`` in one compiled pass; ``out``: (wg, wh) float32 storage to fill."""

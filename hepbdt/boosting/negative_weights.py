@@ -556,7 +556,7 @@ def _cross_fitted(X: np.ndarray, target: np.ndarray, weight: np.ndarray, method:
         if train.size > REGRESS_MAX_EVENTS:
             train = np.sort(rng.choice(train, REGRESS_MAX_EVENTS, replace=False))
         if method == "classify":
-            _check_both_signs(target[train], weight[train], k, method)
+            _check_both_signs(target[train], weight[train], k)
         models = _fold_models(method, loss, train, rng)
         for model in models:
             if method == "cancel" and not _cancels(target[model[2]], weight[model[2]]):
@@ -575,12 +575,12 @@ def _cancels(negative: np.ndarray, weight: np.ndarray) -> bool:
     return minus > 0 and float(weight[negative == 0].sum(dtype=np.float64)) > minus
 
 
-def _check_both_signs(negative: np.ndarray, weight: np.ndarray, fold: int, method: str) -> None:
-    """ValueError when the training events of a fold of a classifier-based variant
+def _check_both_signs(negative: np.ndarray, weight: np.ndarray, fold: int) -> None:
+    """ValueError when the training events of a fold of the classifier-based variant
     (``negative``: 1 for a negative weight, ``weight``: |w|) lack either sign of weight."""
     for label, kind in ((1, "negative"), (0, "positive")):
         if not weight[negative == label].sum() > 0:
-            raise ValueError(f"negative_weights='regress' (method={method!r}): the training events "
+            raise ValueError(f"negative_weights='regress' (method='classify'): the training events "
                              f"of cross-fitting fold {fold} hold no {kind} weight, so P(negative | x) "
                              "cannot be learnt there; use method='regress' or more events")
 
@@ -710,18 +710,15 @@ def regress_weights(X: np.ndarray, w: np.ndarray, n_folds: int = REGRESS_FOLDS,
     # same weights, bit for bit, at any scale): weights beyond float32's range (1e40, which
     # a class normalisation brings into range for the training) overflowed its channels.
     unit = np.ldexp(w, -int(np.frexp(np.abs(w).max())[1]))
-    negative = (w < 0).astype(np.float64)
-    if method == "cancel":
-        score, fold = _cross_fitted(X, negative, np.abs(unit), method, n_folds, rng, rows)
-        new = _shares(score, negative, np.abs(unit), fold, rng)
-    elif method in ("regress", "classify"):
-        score, fold = (_cross_fitted(X, unit, np.ones(w.size), method, n_folds, rng, rows)
-                       if method == "regress" else
-                       _cross_fitted(X, negative, np.abs(unit), method, n_folds, rng, rows))
-        # increasing with the local net weight: the regression's score, P(negative)'s negated
-        new = _calibrated(score if method == "regress" else -score, unit, fold, rng)
-    else:
+    if method not in ("cancel", "regress", "classify"):
         raise ValueError(f"method={method!r} is not valid; use 'cancel', 'regress' or 'classify'")
+    negative = (w < 0).astype(np.float64)
+    target, weight = (unit, np.ones(w.size)) if method == "regress" else (negative, np.abs(unit))
+    score, fold = _cross_fitted(X, target, weight, method, n_folds, rng, rows)
+    if method == "cancel":
+        new = _shares(score, negative, weight, fold, rng)
+    else:  # increasing with the local net weight: the regression's score, P(negative)'s negated
+        new = _calibrated(score if method == "regress" else -score, unit, fold, rng)
     # A block of the calibration that pools +u and -u events has a mean of 0, or a residue
     # of its sums' rounding (6e-18 with weights of 0.1, where unit weights give 0): within
     # that rounding (|unit| <= 1) it is 0, and the event is dropped either way. So is a
