@@ -1,6 +1,7 @@
 """The scikit-learn protocol of hepbdt's estimators, without depending on scikit-learn.
 
-Parameters (``get_params``/``set_params``, so ``clone`` works), tags, metadata routing
+Parameters (``get_params``/``set_params``, so ``clone`` works; ``fitted_params``, and
+``resolved_growth`` for what "auto" tree shapes and learning rates mean), tags, metadata routing
 (``set_fit_request``/``set_score_request``, so weighted fits and weighted scores work in
 ``cross_val_score`` and ``GridSearchCV``) and :class:`NotFittedError`. scikit-learn is
 imported only by the methods that scikit-learn itself calls.
@@ -13,7 +14,8 @@ import inspect
 import sys
 from typing import Any
 
-__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning", "fitted_params"]
+__all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning", "fitted_params",
+           "resolved_growth"]
 
 _REQUEST_VALUES = (True, False, None)
 
@@ -52,6 +54,40 @@ def fitted_params(model: Any) -> dict[str, Any]:
     if recorded is not None:
         return dict(recorded)
     return dict(model.get_params()) if hasattr(model, "get_params") else {}
+
+
+# The classifier's trees under n_trees="auto" with its default gradient booster, where
+# max_depth, max_leaves and learning_rate are all "auto" (none given): leaf-wise,
+# AUTO_LEAVES leaves, no depth limit, learning rate AUTO_RATE, chosen on the panel of
+# benchmarks/bench_defaults.py (README "The defaults, measured"; their trees grow on one
+# thread, so a small fit keeps its time when the two cores of a small machine slow their
+# messages to each other). Anywhere else "auto" is CLASSIFIER_DEPTH at CLASSIFIER_RATE,
+# depth-wise: the defaults before, so that an integer n_trees, another booster or a given
+# depth, leaf count or learning rate trains as it did. The regressor's are its defaults.
+AUTO_LEAVES = 15
+AUTO_RATE = 0.15
+CLASSIFIER_DEPTH = 5
+CLASSIFIER_RATE = 0.1
+REGRESSOR_DEPTH = 4
+REGRESSOR_RATE = 0.15
+
+
+def resolved_growth(params: dict[str, Any], classifier: bool) -> tuple[Any, Any, Any]:
+    """(max_depth, max_leaves, learning_rate) that estimator options ``params`` train with,
+    each "auto" resolved (see AUTO_LEAVES); other values as given (unchecked)."""
+    depth, leaves, rate = (params.get("max_depth"), params.get("max_leaves"),
+                           params.get("learning_rate"))
+    auto = (classifier and depth == "auto" and leaves == "auto" and rate == "auto"
+            and params.get("n_trees", "auto") == "auto"
+            and params.get("boosting", "gradient") == "gradient"
+            and params.get("decorrelation") is None)
+    if depth == "auto":
+        depth = None if auto else (CLASSIFIER_DEPTH if classifier else REGRESSOR_DEPTH)
+    if leaves == "auto":
+        leaves = AUTO_LEAVES if auto else None
+    if rate == "auto":
+        rate = AUTO_RATE if auto else (CLASSIFIER_RATE if classifier else REGRESSOR_RATE)
+    return depth, leaves, rate
 
 
 class SklearnProtocol:

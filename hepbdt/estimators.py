@@ -23,11 +23,14 @@ from typing import Any
 import numpy as np
 
 from ._sklearn import (
+    REGRESSOR_DEPTH,
+    REGRESSOR_RATE,
     NotFittedError,
     SklearnProtocol,
     column_vector_warning,
     fitted_params,
     not_fitted,
+    resolved_growth,
 )
 from ._util import (
     FeatureNamesWarning,
@@ -346,14 +349,21 @@ def _adaboost_shortfall(extra: dict) -> str:
     return "; ".join(parts)
 
 
-# The options both estimators take, in signature order; ``max_depth``, ``learning_rate`` and
-# ``loss`` differ in their defaults (from benchmarks/bench_defaults.py: depth 5 at 0.1
-# classifies best across the panel; depth 4 at 0.15 regresses within 1.02x of the best peer
-# at less than the slowest peer's fit time, README "The defaults, measured").
-def _shared_head(max_depth: int, learning_rate: float) -> tuple[_Param, ...]:
+# The options both estimators take, in signature order; ``max_depth``, ``learning_rate``,
+# ``max_leaves`` and ``loss`` differ in their defaults (benchmarks/bench_defaults.py, README
+# "The defaults, measured"). The classifier's are "auto" (``resolved_growth``); the
+# regressor's depth 4 at 0.15 regresses within 1.02x of the best peer at less than the
+# slowest peer's fit time.
+def _shared_head(max_depth: int | str, learning_rate: float | str) -> tuple[_Param, ...]:
     return (_Param("boosting", "gradient", "str"), _Param("n_trees", "auto", "int | str"),
-            _Param("max_depth", max_depth, "int | None"),
-            _Param("learning_rate", learning_rate, "float"))
+            _Param("max_depth", max_depth, "int | None | Literal['auto']"),
+            _Param("learning_rate", learning_rate, "float | Literal['auto']"))
+
+
+def _shared_tail(max_leaves: int | str | None) -> tuple[_Param, ...]:
+    return (*_SHARED_TAIL, _Param("max_leaves", max_leaves, "int | None | Literal['auto']"))
+
+
 _SHARED_TAIL = (
     _Param("max_bins", 255, "int"), _Param("n_cuts", 0, "int"),
     _Param("min_node_size", "auto", "float | str"), _Param("min_child_weight", 1.0, "float"),
@@ -367,7 +377,6 @@ _SHARED_TAIL = (
     _Param("tol", 0.0, "float"), _Param("quantised_histograms", "auto", "bool | str"),
     _Param("random_state", 0, "int | None"), _Param("n_jobs", None, "int | None"),
     _Param("verbose", False, "bool"), _Param("n_vars_per_node", None, "int | str | None"),
-    _Param("max_leaves", None, "int | None"),
 )
 
 
@@ -619,13 +628,17 @@ class _BDTBase(SklearnProtocol):
                     f"gradient or newton boosting, {known}")
         require(self.n_trees == "auto" or is_int(self.n_trees, 1, MAX_TREES), "n_trees",
                 f"'auto' or an integer in [1, {MAX_TREES}]")
-        require(self.max_leaves is None or is_int(self.max_leaves, 2, MAX_LEAVES), "max_leaves",
-                f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] (leaf-wise trees)")
-        require(is_int(self.max_depth, 1, 30)
-                or (self.max_depth is None and self.max_leaves is not None), "max_depth",
-                "an integer in [1, 30], or None (no depth limit) when max_leaves is set")
-        require(_is_finite(self.learning_rate) and 0 < self.learning_rate <= 10, "learning_rate",
-                "a number in (0, 10]")
+        require(self.max_leaves in (None, "auto") or is_int(self.max_leaves, 2, MAX_LEAVES),
+                "max_leaves", f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] "
+                "(leaf-wise trees), or 'auto'")
+        depth, leaves, rate = self._growth()
+        require(self.max_depth == "auto" or is_int(self.max_depth, 1, 30)
+                or (depth is None and leaves is not None), "max_depth",
+                "an integer in [1, 30], or None (no depth limit) when max_leaves is set, or "
+                "'auto'")
+        require(self.learning_rate == "auto" or (_is_finite(self.learning_rate)
+                                                  and 0 < self.learning_rate <= 10),
+                "learning_rate", "a number in (0, 10], or 'auto'")
         require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")
         require(is_int(self.n_cuts, 0, self.max_bins - 1), "n_cuts", "an integer in [0, max_bins)")
@@ -702,14 +715,15 @@ class _BDTBase(SklearnProtocol):
 
     def _warn_if_leaves_unreachable(self) -> None:
         """LeafLimitWarning where ``max_depth`` caps the trees below ``max_leaves``."""
-        if self.max_leaves is None or self.max_depth is None or self.max_leaves <= 2 ** self.max_depth:
+        depth, leaves, _ = self._growth()
+        if leaves is None or depth is None or leaves <= 2 ** depth:
             return
-        needed = int(self.max_leaves - 1).bit_length()  # the least depth that holds them
+        needed = int(leaves - 1).bit_length()  # the least depth that holds them
         default = inspect.signature(type(self)).parameters["max_depth"].default
-        which = " (the default)" if self.max_depth == default else ""
-        warnings.warn(f"max_leaves={self.max_leaves} cannot be reached: max_depth={self.max_depth}"
-                      f"{which} allows at most {2 ** self.max_depth} leaves a tree; for "
-                      f"{self.max_leaves} leaves set max_depth=None (no depth limit) or "
+        which = f" (the default, {default!r})" if self.max_depth == default else ""
+        warnings.warn(f"max_leaves={leaves} cannot be reached: max_depth={depth}"
+                      f"{which} allows at most {2 ** depth} leaves a tree; for "
+                      f"{leaves} leaves set max_depth=None (no depth limit) or "
                       f"max_depth >= {needed}", LeafLimitWarning, stacklevel=user_stacklevel())
 
     def _validate_extra_params(self, require) -> None:
@@ -799,18 +813,29 @@ class _BDTBase(SklearnProtocol):
                           IdleOptionWarning, stacklevel=user_stacklevel())
         return min(1.0, max(1, int(nvars)) / n_features)
 
+    def _growth(self) -> tuple[Any, Any, Any]:
+        """(max_depth, max_leaves, learning_rate) with "auto" resolved (``resolved_growth``)."""
+        return resolved_growth(self.get_params(), self._estimator_type == "classifier")
+
     def _depth_limit(self) -> int | None:
         """``max_depth`` for the grower (None: no limit, leaf-wise only)."""
-        return None if self.max_depth is None else int(self.max_depth)
+        depth = self._growth()[0]
+        return None if depth is None else int(depth)
 
     def _leaf_limit(self) -> int | None:
         """``max_leaves`` for the grower (None: depth-wise growth)."""
-        return None if self.max_leaves is None else int(self.max_leaves)
+        leaves = self._growth()[1]
+        return None if leaves is None else int(leaves)
+
+    def _set_growth(self) -> None:
+        """Record the resolved (``max_depth_``, ``max_leaves_``, ``learning_rate_``)."""
+        self.max_depth_, self.max_leaves_, self.learning_rate_ = self._growth()
 
     def _make_booster(self, loss):
+        rate = float(self._growth()[2])
         if self.boosting == "gradient":
-            return GradientBooster(loss, self.learning_rate)
-        return NewtonBooster(loss, self.learning_rate, self.reg_lambda, self.reg_alpha)
+            return GradientBooster(loss, rate)
+        return NewtonBooster(loss, rate, self.reg_lambda, self.reg_alpha)
 
     # -- fitting ------------------------------------------------------------------------------
     @staticmethod
@@ -894,6 +919,7 @@ class _BDTBase(SklearnProtocol):
         n_train = y.size
         # "auto"'s share of events: a weight of 0 is no event (as the 1,000-event rule counts)
         self.min_node_size_ = self._resolved_node_size(int(np.count_nonzero(w)))
+        self._set_growth()
         w_edges = w  # the edges see float64 weights: float32's rounding of 0.3 against 3 x 0.1
         if self.boosting in ("gradient", "newton"):  # would break their ties another way
             w = w.astype(np.float32)  # per-event channels are float32; every sum is float64
@@ -1484,6 +1510,8 @@ class _BDTBase(SklearnProtocol):
         """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``);
         of a fitted one, those it was fitted with (``set_params`` since acts on the next fit)."""
         params = fitted_params(self)
+        params["max_depth"], params["max_leaves"], params["learning_rate"] = resolved_growth(
+            params, self._estimator_type == "classifier")
         if params["n_trees"] == "auto" and hasattr(self, "forest_"):
             params["n_trees"] = self.forest_.n_rounds  # the rounds that n_trees="auto" kept
         if params["min_node_size"] == "auto":
@@ -1593,13 +1621,19 @@ class BDTClassifier(_BDTBase):
     what ``from_tmva`` gives for BoostType=Grad; ``None``: as given). ``from_tmva``/``to_tmva``
     read and write TMVA option strings.
 
-    Tree growth: depth-wise to ``max_depth`` (default), or, with ``max_leaves`` (every
-    booster), leaf-wise as LightGBM's ``num_leaves`` and XGBoost's
-    ``grow_policy="lossguide"``: the leaf whose best split gains most is split next, until
-    the tree has ``max_leaves`` leaves or none can split; ``max_depth`` still limits the
-    depth, and may then be None (no limit). ``colsample_bylevel`` then draws one feature
-    set per depth. TMVA has no leaf-wise growth: ``to_tmva`` refuses it (the TMVA XML
-    export works).
+    Tree growth: depth-wise to ``max_depth``, or, with ``max_leaves`` (every booster),
+    leaf-wise as LightGBM's ``num_leaves`` and XGBoost's ``grow_policy="lossguide"``: the
+    leaf whose best split gains most is split next, until the tree has ``max_leaves`` leaves
+    or none can split; ``max_depth`` still limits the depth, and may then be None (no
+    limit). ``colsample_bylevel`` then draws one feature set per depth. TMVA has no
+    leaf-wise growth: ``to_tmva`` refuses it (the TMVA XML export works). ``max_depth``,
+    ``max_leaves`` and ``learning_rate`` default to "auto": with the gradient booster under
+    ``n_trees="auto"`` and none of the three given (nor ``decorrelation``), leaf-wise trees
+    of AUTO_LEAVES (15) leaves without a depth limit at learning rate AUTO_RATE (0.15),
+    measured best on the panel of ``benchmarks/bench_defaults.py``; anywhere else depth-wise
+    trees of depth 5 at learning rate 0.1, the defaults before, so that an integer
+    ``n_trees`` or any of the three given trains as it did. ``max_depth_``,
+    ``max_leaves_`` and ``learning_rate_`` say what a fit used.
 
     Tree count: ``n_trees="auto"`` (default) grows gradient and newton models until the
     loss on a held-out ``validation_fraction`` of the training events (chosen by hashed
@@ -1698,7 +1732,7 @@ class BDTClassifier(_BDTBase):
     _boostings = ("gradient", "newton", *ADABOOST_BOOSTINGS)
 
     __init__ = _constructor(
-        (*_shared_head(5, 0.1), _Param("loss", None, "str | None"), *_SHARED_TAIL,
+        (*_shared_head("auto", "auto"), _Param("loss", None, "str | None"), *_shared_tail("auto"),
          _Param("criterion", "gini", "str"), _Param("beta", 0.5, "float"),
          _Param("epsilon", 0.01, "float"), _Param("use_yes_no_leaf", True, "bool"),
          _Param("sig_to_bkg_fraction", "auto", "float | str | None"),
@@ -2250,8 +2284,9 @@ class BDTRegressor(_BDTBase):
     _estimator_type = "regressor"
 
     __init__ = _constructor(
-        (*_shared_head(4, 0.15), _Param("loss", "squared", "str"), _Param("huber_alpha", 0.9, "float"),
-         _Param("huber_delta", 1.0, "float"), *_SHARED_TAIL),
+        (*_shared_head(REGRESSOR_DEPTH, REGRESSOR_RATE), _Param("loss", "squared", "str"),
+         _Param("huber_alpha", 0.9, "float"), _Param("huber_delta", 1.0, "float"),
+         *_shared_tail(None)),
         "Set the options (see the class docstring); nothing is checked until fit.")
 
     def _validate_extra_params(self, require) -> None:
@@ -2364,6 +2399,7 @@ def from_forest(kind: str, forest: Forest, feature_names: list[str] | None,
     est.n_trees_reason_ = n_trees_reason
     if min_node_size_used is not None:
         est.min_node_size_ = float(min_node_size_used)
+    est._set_growth()
     est.best_score_ = None
     if best_iteration is not None and est.validation_loss_ is not None:
         if 0 <= best_iteration < est.validation_loss_.size:
@@ -2478,9 +2514,9 @@ class IdleOptionWarning(UserWarning):
     """An option given explicitly that does nothing with the chosen ``boosting``."""
 
 
-def growth_text(params: dict[str, Any]) -> str:
+def growth_text(params: dict[str, Any], classifier: bool = True) -> str:
     """How an estimator's trees grow, in words: "depth 3", "64 leaves" or "64 leaves, depth <= 6"."""
-    leaves, depth = params.get("max_leaves"), params.get("max_depth")
+    depth, leaves, _ = resolved_growth(params, classifier)
     if leaves is None:
         return f"depth {depth}"
     return f"{leaves} leaves" + ("" if depth is None else f", depth <= {depth}")
@@ -2501,11 +2537,11 @@ def tree_unit(model: Any) -> str:
     return "trees" if k == 1 else f"rounds of {k} trees"
 
 
-def effective_depth(params: dict[str, Any]) -> float:
+def effective_depth(params: dict[str, Any], classifier: bool = True) -> float:
     """The depth whose level-by-level cost a tree of these options has, about: ``max_depth``,
     or for leaf-wise trees log2(max_leaves) x 1.6 (lopsided trees partition more events:
     64 leaves cost as much as depth 9.6, measured), at most ``max_depth``."""
-    leaves, depth = params.get("max_leaves"), params.get("max_depth")
+    depth, leaves, _ = resolved_growth(params, classifier)
     if leaves is None:
         return float(depth)
     grown = 1.6 * math.log2(leaves)

@@ -700,7 +700,7 @@ def _describe_model(model: Any, n_features: int) -> str:
     if "boosting" in params:
         trees = getattr(model, "n_trees_", params.get("n_trees"))
         text += (f", {params['boosting']} boosting: {trees} {tree_unit(model)} "
-                 f"({growth_text(params)})")
+                 f"({growth_text(params, is_classifier(model))})")
     return f"{text} on {n_features} variables"
 
 

@@ -160,5 +160,5 @@ def test_method_none_is_refused_where_python_refuses_it(tmp_path) -> None:
                                           r"string \('none'\)"):
         _config(tmp_path, 'max_bins = "none"')
     with pytest.raises(ConfigError, match=r'\[method\] max_leaves: expected an integer or '
-                                          r'"none" \(None\), got a string'):
+                                          r'"none" \(None\) or "auto", got a string'):
         _config(tmp_path, 'max_leaves = "many"')

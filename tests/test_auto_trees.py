@@ -7,6 +7,8 @@ tree count on the events that "auto" kept for training.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -185,7 +187,8 @@ def test_to_tmva_gives_a_multiclass_auto_model_its_rounds() -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = np.digitize(X[:, 0] + rng.normal(size=3000), [-0.5, 0.5])
-    tmva_like = dict(negative_weights="keep", n_cuts=20, min_node_size=0.01, random_state=0)
+    tmva_like = dict(negative_weights="keep", n_cuts=20, min_node_size=0.01, random_state=0,
+                     max_depth=5)  # depth-wise: TMVA has no leaf-wise trees
     model = BDTClassifier(**tmva_like).fit(X, y)
     assert model.forest_.n_trees == 3 * model.n_trees_
     fixed = BDTClassifier(n_trees=model.n_trees_, **tmva_like).fit(X, y)
@@ -285,3 +288,56 @@ def test_equal_validation_losses_stop_as_xgboost_does() -> None:
     assert np.array_equal(model.validation_loss_, np.zeros(4))
     assert model.best_iteration_ == reference.best_iteration == 0
     assert model.n_trees_ == 1
+
+
+_FOREST_FIELDS = ("feature", "threshold", "left", "right", "value", "missing_left")
+
+
+def _same_forest(a, b) -> bool:
+    return all(np.array_equal(getattr(a.forest_, f), getattr(b.forest_, f)) for f in _FOREST_FIELDS)
+
+
+def test_auto_growth_is_the_leafwise_model_and_everything_else_the_former_defaults() -> None:
+    # The automatic tree shape is exactly the explicit leaf-wise model; an integer n_trees,
+    # another booster or any of the three options given trains the former depth-5 defaults.
+    X, y = _events(4000)
+    auto = BDTClassifier().fit(X, y)
+    explicit = BDTClassifier(max_leaves=15, max_depth=None, learning_rate=0.15).fit(X, y)
+    assert _same_forest(auto, explicit) and auto.n_trees_ == explicit.n_trees_
+    assert (auto.max_depth_, auto.max_leaves_, auto.learning_rate_) == (None, 15, 0.15)
+    leaves = _leaf_counts(auto)  # leaf-wise: at most 15 leaves, and deeper than 4 somewhere
+    assert max(leaves) == 15 and auto.forest_.max_depth > 4
+    former = {"max_depth": 5, "max_leaves": None, "learning_rate": 0.1}
+    for given in ({"n_trees": 30}, {"boosting": "newton"}, {"max_depth": 5},
+                  {"learning_rate": 0.1}, {"n_trees": 30, "max_leaves": None}):
+        model = BDTClassifier(**given).fit(X, y)
+        reference = BDTClassifier(**{**former, **given}).fit(X, y)
+        assert _same_forest(model, reference), given
+        assert model.max_leaves_ is None and model.max_depth_ == 5, given
+    # a regressor's "auto" is its own defaults
+    r = BDTRegressor(n_trees=20, max_depth="auto", learning_rate="auto", max_leaves="auto")
+    assert _same_forest(r.fit(X, X[:, 0]), BDTRegressor(n_trees=20).fit(X, X[:, 0]))
+
+
+def _leaf_counts(model) -> list[int]:
+    forest = model.forest_
+    return [int(np.count_nonzero(forest.feature[forest.tree_slice(t)] < 0))
+            for t in range(forest.n_trees)]
+
+
+def test_auto_growth_survives_saving_and_explains_the_tmva_refusal(tmp_path) -> None:
+    X, y = _events(3000)
+    model = BDTClassifier().fit(X, y)
+    model.save(tmp_path / "m.json")
+    from hepbdt import load_model
+
+    again = load_model(tmp_path / "m.json")
+    assert (again.max_depth_, again.max_leaves_, again.learning_rate_) == (None, 15, 0.15)
+    assert again.get_params()["max_leaves"] == "auto"
+    np.testing.assert_array_equal(again.decision_function(X), model.decision_function(X))
+    with pytest.raises(ValueError, match="max_leaves=15 has no TMVA equivalent"):
+        model.to_tmva()
+    model.save_tmva(tmp_path / "m.xml")  # the XML export writes leaf-wise trees, and their rate
+    text = (tmp_path / "m.xml").read_text()
+    options = dict(re.findall(r'<Option name="(\w+)" modified="Yes">([^<]*)<', text))
+    assert float(options["Shrinkage"]) == 0.15 and int(options["MaxDepth"]) == model.forest_.max_depth

@@ -47,6 +47,8 @@ def _fit(make, X, target, w, fused: bool, monkeypatch, calls=None):
 
 CASES = {
     "binary-default": (lambda: hepbdt.BDTClassifier(random_state=0), 2, False),
+    # the defaults before the automatic leaf-wise trees: depth 5 at learning rate 0.1
+    "binary-depth5-auto": (lambda: hepbdt.BDTClassifier(max_depth=5, random_state=0), 2, False),
     "binary-newton-l1": (lambda: hepbdt.BDTClassifier(boosting="newton", reg_alpha=2.0,
                                                       n_trees=25, random_state=0), 2, False),
     "binary-colsample": (lambda: hepbdt.BDTClassifier(n_trees=30, max_depth=4,
@@ -77,7 +79,7 @@ CASES = {
 }
 
 
-MANY_ROUNDS_A_CALL = {"binary-default", "binary-newton-l1", "multiclass-newton-auto",
+MANY_ROUNDS_A_CALL = {"binary-default", "binary-depth5-auto", "binary-newton-l1", "multiclass-newton-auto",
                       "multiclass-gradient", "regression-default", "regression-newton",
                       "binary-leafwise-auto", "multiclass-leafwise-newton",
                       "regression-leafwise"}
@@ -231,7 +233,7 @@ def test_rounds_computing_their_losses_check_warn_and_stop_as_the_loop(case, mon
 def test_calls_of_many_rounds_cut_short_build_the_same_forest(limit, monkeypatch):
     # A call grows the rounds the store takes (STORE_NODES; 1: a round, then a flush) and
     # CALL_WORK allows (here 7 rounds of the 2,250 training events x 5 features).
-    make, _, _ = CASES["binary-default"]
+    make, _, _ = CASES["binary-depth5-auto"]
     X, y, _, w = _data()
     reference, _ = _fit(make, X, y, w, False, monkeypatch)
     name, value = limit.split("=")

@@ -455,7 +455,7 @@ def test_model_files_keep_max_leaves_and_old_files_load(tmp_path):
     old = BDTClassifier(n_trees=3, max_depth=3).fit(X, y, w).to_dict()
     del old["params"]["max_leaves"]  # written before the option existed
     loaded = estimator_from_dict(old)
-    assert loaded.max_leaves is None and loaded.max_depth == 3
+    assert loaded.max_leaves == "auto" and loaded.max_leaves_ is None and loaded.max_depth == 3
 
 
 def test_analysis_configuration_takes_max_leaves(tmp_path):

@@ -169,6 +169,8 @@ def test_to_tmva_of_native_estimators():
     assert "SkipNormalization" in BDTClassifier(  # gradient, raw weights
         n_trees=20, min_node_size=0.01, negative_weights="pair", n_cuts=20).to_tmva()
     with pytest.raises(TMVAOptionError, match="n_trees='auto'"):  # TMVA needs a count
+        BDTClassifier(min_node_size=0.01, negative_weights="pair", max_depth=5).to_tmva()
+    with pytest.raises(TMVAOptionError, match="max_leaves=15"):  # the automatic leaf-wise trees
         BDTClassifier(min_node_size=0.01, negative_weights="pair").to_tmva()
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 2)).astype(np.float32)

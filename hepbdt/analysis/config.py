@@ -1027,11 +1027,14 @@ def _split_config(table: dict[str, Any], task: str, problems: _Problems) -> Spli
     return split
 
 
+AUTO = "Literal['auto']"  # an estimator option's annotation for the string "auto" alone
+
+
 def _accepts(annotation: str, value: Any) -> bool:
     if value is None:
         return _takes_none(annotation)
     tests = {"int": _is_int, "float": _is_number, "bool": lambda v: isinstance(v, bool),
-             "str": lambda v: isinstance(v, str)}
+             "str": lambda v: isinstance(v, str), AUTO: lambda v: v == "auto"}
     kinds = [k.strip() for k in str(annotation).split("|")]
     known = [tests[k] for k in kinds if k in tests]
     return not known or any(test(value) for test in known)
@@ -1044,7 +1047,7 @@ def _takes_none(annotation: str) -> bool:
 
 def _annotation_words(annotation: str) -> str:
     words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-             "None": '"none" (None)'}
+             "None": '"none" (None)', AUTO: '"auto"'}
     kinds = [words[k.strip()] for k in str(annotation).split("|") if k.strip() in words]
     return " or ".join(kinds)
 

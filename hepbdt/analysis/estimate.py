@@ -17,7 +17,7 @@ from typing import Any
 
 import uproot
 
-from .._util import available_memory
+from .._util import available_memory, is_classifier
 from ..engine.binning import SUBSAMPLE_FOR_EDGES
 from ..estimators import ADABOOST_BOOSTINGS, effective_depth, growth_text, max_trees
 from ..evaluation.ranking import CORRELATION_BLOCK
@@ -194,7 +194,7 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
     folds = config.split.kfold
     # k-fold: k models, each on (k-1)/k of the events; a split: one on train_fraction of them.
     trained = events * (folds - 1) if folds else events * config.split.train_fraction
-    depth_factor = (9 + effective_depth(model.get_params())) / 12
+    depth_factor = (9 + effective_depth(model.get_params(), is_classifier(model))) / 12
     # "auto" grows few trees on a small sample: one fit's events decide, not all folds' (a
     # k-fold fit trains at most every event: folds by event number need not be even)
     trees = max_trees(model.get_params(), events if folds else int(trained))
@@ -253,9 +253,9 @@ def estimate(config: AnalysisConfig, available_bytes: int | None = None) -> Esti
                                        and available_bytes is not None
                                        and memory > _AUTO_BINNED_SHARE * available_bytes
                                        and binned_memory < memory)
-    return Estimate(events, features, trees, growth_text(model.get_params()), folds,
-                    seconds, int(memory), available_bytes, model.n_trees == "auto",
-                    int(binned_memory), binned)
+    growth = growth_text(model.get_params(), is_classifier(model))
+    return Estimate(events, features, trees, growth, folds, seconds, int(memory),
+                    available_bytes, model.n_trees == "auto", int(binned_memory), binned)
 
 
 def _output_bytes(config: AnalysisConfig, events: int, trained: float, features: int

@@ -7,7 +7,14 @@ from typing import Any
 import numpy as np
 
 from .._sklearn import fitted_params
-from .._util import number_text, percent_text, pvalue_text, requested_percent, setting_text
+from .._util import (
+    is_classifier,
+    number_text,
+    percent_text,
+    pvalue_text,
+    requested_percent,
+    setting_text,
+)
 from ..boosting.losses import softmax_rows
 from ..estimators import growth_text, tree_unit
 from ..evaluation import (
@@ -117,7 +124,8 @@ def _method_line(result: TrainResult) -> str:
     config = result.config
     models = models_of(result.model)
     params = fitted_params(models[0])
-    method = f"{params['boosting']} boosting, {_trees_text(models)}, {growth_text(params)}"
+    growth = growth_text(params, is_classifier(models[0]))
+    method = f"{params['boosting']} boosting, {_trees_text(models)}, {growth}"
     if config.tmva_options:
         method += f" (TMVA options {config.tmva_options})"
     split = config.split

@@ -228,7 +228,7 @@ class AdaBoostOnParts:
         params.min_child_weight = options.min_node_size_ * float(n_drawn)
         params.min_split_gain = MIN_GAIN_FRACTION * total
         m = self.mapper.n_bins_.size
-        grower = SummedTree(None, features, self.mapper.n_bins_, params, int(options.max_depth),
+        grower = SummedTree(None, features, self.mapper.n_bins_, params, options._depth_limit(),
                             options.colsample_bylevel, options._node_fraction(m), rng,
                             n_channels=self.n_classes + 1 if self.samme else 3)
         plan = grower.start(self._histograms(0, 1, features, None))

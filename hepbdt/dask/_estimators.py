@@ -161,13 +161,13 @@ class _DaskMixin:
             raise ParameterError(name, f"{name}={getattr(self, name)!r}: {why} "
                                        f"({type(self).__name__})")
 
-        if self.max_leaves is not None and self._adaboost:
+        depth, leaves = self._depth_limit(), self._leaf_limit()
+        if leaves is not None and self._adaboost:
             refuse("max_leaves", f"leaf-wise growth of boosting={self.boosting!r} is not "
                    "distributed yet: its float histograms would pass through every worker "
                    "in event order at each split, a chain of round trips a leaf (gradient "
                    "and newton boosting take max_leaves)")
-        if self.max_leaves is None and (self.max_depth is None
-                                        or int(self.max_depth) > MAX_DASK_DEPTH):
+        if leaves is None and (depth is None or depth > MAX_DASK_DEPTH):
             refuse("max_depth", f"the Dask fit grows depth-wise to at most {MAX_DASK_DEPTH} "
                    "(leaf-wise, with max_leaves, to any depth)")
         quantised = quantised_option(self.quantised_histograms)
@@ -288,6 +288,7 @@ class _DaskMixin:
         check_n_events(n)
         events = sum(p["n_nonzero"] for p in parts)  # a weight of 0 is no event, as in memory
         self.min_node_size_ = self._resolved_node_size(events)
+        self._set_growth()
         mapper = self._mapper(cluster, bin_edges, m, offsets)
         if self._adaboost:
             forest, result, traffic = self._train_adaboost(cluster, mapper, offsets, counts, plan)
@@ -553,15 +554,16 @@ class _DaskMixin:
         n_classes = max(2, self.classes_.size)
         channels = n_classes + 1 if n_classes > 2 else 3
         capacity = exact_level_capacity(m, channels)  # nodes of a level held at once
-        if 2 ** (int(self.max_depth) - 1) > capacity:
-            raise ParameterError("max_depth", f"max_depth={self.max_depth!r}: with {m} features "
+        depth = self._depth_limit()
+        if 2 ** (depth - 1) > capacity:
+            raise ParameterError("max_depth", f"max_depth={depth!r}: with {m} features "
                                  "the in-memory grower builds the deepest levels' float "
                                  "histograms from the events, which the Dask fit does not; "
                                  f"give max_depth <= {capacity.bit_length()}")
         sent = _Traffic(len(counts))
         runner = AdaBoostOnParts(self, cluster, mapper, counts.tolist(), plan.n_trees, sent)
         cluster.gather([cluster.submit_to(i, _parts.bin_exact, int(offsets[i]), mapper.edges_,
-                                          int(self.max_depth), runner.spec())
+                                          depth, runner.spec())
                         for i in range(len(counts))])
         if len(cluster.workers) <= ACTOR_PARTS:
             cluster.start_actors()
@@ -697,13 +699,13 @@ class _DaskMixin:
         histograms): the tree and the parts' last futures."""
         quantiser = Quantiser(np.empty(0), np.empty(0), n, seed=seed, max_abs=max_abs)
         by_node = self._node_fraction(mapper.n_bins_.size)
-        if self.max_leaves is None:
-            grower = SummedTree(quantiser, features, mapper.n_bins_, params, int(self.max_depth),
+        if self._leaf_limit() is None:
+            grower = SummedTree(quantiser, features, mapper.n_bins_, params, self._depth_limit(),
                                 self.colsample_bylevel, by_node, rng)
             step, add = _parts.level, add_histograms
         else:
             grower = SummedLeafTree(quantiser, features, mapper.n_bins_, params,
-                                    self._depth_limit(), int(self.max_leaves),
+                                    self._depth_limit(), self._leaf_limit(),
                                     self.colsample_bylevel, by_node, rng)
             step, add = _parts.leaf_splits, add_leaf_results
         roots = cluster.run(_parts.root, args=(features, n, seed, max_abs))
