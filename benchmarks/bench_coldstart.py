@@ -2,11 +2,13 @@
 kernel cache (cold) and with the cache filled by the cold run (warm), each in a fresh process.
 ``--packed``: the first fit is one on packed histograms instead (60,000 events x 8, depth 4,
 ``quantised_histograms=True``), the kernels of large samples; ``--leafwise``: a first small
-leaf-wise fit (2,000 x 5, ``max_leaves=31``, both boosters). ``--kernels``: one cold
+leaf-wise fit (2,000 x 5, ``max_leaves=31``, both boosters); ``--defaults``: a first fit of
+``BDTClassifier()`` at its defaults (2,000 x 5: trees until the held-out loss stops
+improving, the automatic leaf-wise trees). ``--kernels``: one cold
 run that also prints the kernels whose compiles took longest (Numba's compile events:
 time including the kernels compiled for it, and its own). Compare two versions in one run:
 
-    python benchmarks/bench_coldstart.py [--repeats 3] [--packed | --leafwise] [--kernels]
+    python benchmarks/bench_coldstart.py [--repeats 3] [--packed | --leafwise | --defaults] [--kernels]
     PYTHONPATH=/path/to/other/checkout python benchmarks/bench_coldstart.py
 """
 
@@ -45,6 +47,9 @@ print(time.perf_counter() - t0)
 """
 
 LEAFWISE = SNIPPET.replace("max_depth=3)", "max_leaves=31, max_depth=None)")
+DEFAULTS = SNIPPET.replace('for boosting in ("gradient", "newton"):\n    '
+                           'hepbdt.BDTClassifier(boosting=boosting, n_trees=3, max_depth=3)',
+                           "hepbdt.BDTClassifier()")
 
 # Prepended to the snippet by --kernels: records each compile's time and its own share.
 LISTENER = """
@@ -84,11 +89,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--packed", action="store_true", help="a first fit on packed histograms")
     ap.add_argument("--leafwise", action="store_true", help="a first small leaf-wise fit")
+    ap.add_argument("--defaults", action="store_true", help="a first BDTClassifier() fit")
     ap.add_argument("--kernels", action="store_true",
                     help="one cold run, with the longest compiles (top-level kernels)")
     args = ap.parse_args()
-    snippet = PACKED if args.packed else LEAFWISE if args.leafwise else SNIPPET
-    kind = "packed" if args.packed else "small leaf-wise" if args.leafwise else "small"
+    snippet, kind = ((PACKED, "packed") if args.packed else (LEAFWISE, "small leaf-wise")
+                     if args.leafwise else (DEFAULTS, "default") if args.defaults
+                     else (SNIPPET, "small"))
     if args.kernels:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)

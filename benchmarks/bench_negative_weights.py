@@ -321,6 +321,7 @@ def cost(n_events: int = 1_000_000) -> None:
     """Seconds of the regress and pair policies against the main fit, at n_events x 28."""
     from hepbdt import BDTClassifier
     from hepbdt.boosting.negative_weights import pair_negative_weights, regress_negative_weights
+    from hepbdt.estimators import growth_text
 
     n = int(round(n_events / 2.25))  # 2 n + 2 k events with k = n / 8 (10 % negative)
     X, y, w, _ = nlo_like(n, n, 0.10, seed=3)
@@ -342,7 +343,8 @@ def cost(n_events: int = 1_000_000) -> None:
     print("| --- | --- | --- | --- |")
     print(f"| main fit: gradient, 200 trees of depth 3 | {t_fit:.1f} | 1 | "
           f"{t_fit / t_default:.2f} |")
-    print(f"| main fit: `BDTClassifier()` (depth 5, {default.n_trees_} trees kept of "
+    shape = growth_text({"max_depth": default.max_depth_, "max_leaves": default.max_leaves_})
+    print(f"| main fit: `BDTClassifier()` ({shape}, {default.n_trees_} trees kept of "
           f"\"auto\") | {t_default:.1f} | {t_default / t_fit:.2f} | 1 |")
     print(f"| `regress` policy | {t_regress:.1f} | {t_regress / t_fit:.2f} | "
           f"{t_regress / t_default:.2f} |")

@@ -1673,8 +1673,8 @@ class BDTClassifier(_BDTBase):
     has no TMVA equivalent (``to_tmva`` refuses it: choose ``"pair"`` to export the option
     string). Its cost at
     1M events x 28 features is one early-stopped model of depth-2 trees a fold on at most
-    90,000 events, per class with negative weights: 2.6-2.9 s, 0.40-0.41 of the default
-    main fit (the benchmark's ``--cost``).
+    90,000 events, per class with negative weights: 2.6-3.5 s, 0.66-0.72 of the default
+    main fit (4.8 s; the benchmark's ``--cost``).
 
     Mass decorrelation (``decorrelation="flatness"``, gradient and newton, two classes):
     ``fit(X, y, w, decorrelate=m)`` with m (n,) or (n, k) the variable(s) the score must

@@ -337,6 +337,9 @@ def test_auto_growth_survives_saving_and_explains_the_tmva_refusal(tmp_path) -> 
     np.testing.assert_array_equal(again.decision_function(X), model.decision_function(X))
     with pytest.raises(ValueError, match="max_leaves=15 has no TMVA equivalent"):
         model.to_tmva()
+    from hepbdt.cli import describe_model  # `hepbdt inspect` names what "auto" chose
+
+    assert "Tree growth ('auto'): 15 leaves, learning rate 0.15" in describe_model(again)
     model.save_tmva(tmp_path / "m.xml")  # the XML export writes leaf-wise trees, and their rate
     text = (tmp_path / "m.xml").read_text()
     options = dict(re.findall(r'<Option name="(\w+)" modified="Yes">([^<]*)<', text))
