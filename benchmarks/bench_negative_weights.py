@@ -29,8 +29,8 @@ Three kinds of table, printed as markdown:
    error; the test sample the same).
 4. ``--cost``: the time of the ``regress`` and ``pair`` policies at 1,000,000 events x 28
    features (10 % of the background at weight -1), against two main fits on the
-   reweighted events: 200 trees of depth 3, and ``BDTClassifier()`` at its defaults (depth
-   5, ``n_trees="auto"``), the fit a user who sets nothing runs.
+   reweighted events: 200 trees of depth 3, and ``BDTClassifier()`` at its defaults
+   (``n_trees="auto"``, the automatic tree shape), the fit a user who sets nothing runs.
 
     python benchmarks/bench_negative_weights.py [--seeds 3] [--quick] [--cost] [--oracle]
         [--draws 1] [--n-jobs 1] [--boosters adaboost,realadaboost] [--flips-only]

@@ -146,6 +146,16 @@ def test_reader_equals_hepbdt_classifiers(reader, tmp_path, params, nan, depth) 
     _compare(reader, model, tmp_path, X_eval, atol=_classifier_bound(params))
 
 
+def test_reader_equals_the_default_classifier(reader, tmp_path) -> None:
+    # BDTClassifier() at its defaults: trees until the held-out loss stops, leaf-wise
+    # ("auto": 15 leaves, no depth limit) at learning rate 0.15, written with that Shrinkage
+    X, y, _ = _data(3000, nan=True)
+    model = BDTClassifier().fit(X, y)
+    assert model.max_leaves_ == 15 and model.forest_.max_depth > 4
+    X_eval, _, _ = _data(1000, seed=1, nan=True)
+    _compare(reader, model, tmp_path, X_eval, atol=LARGE_LEAVES_BOUND)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("depth", [2, 6])
 @pytest.mark.parametrize("nan", [False, True], ids=["finite", "nan-in-training"])
