@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 __all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning", "fitted_params",
-           "resolved_growth"]
+           "resolved_growth", "is_auto"]
 
 _REQUEST_VALUES = (True, False, None)
 
@@ -77,17 +77,22 @@ def resolved_growth(params: dict[str, Any], classifier: bool) -> tuple[Any, Any,
     each "auto" resolved (see AUTO_LEAVES); other values as given (unchecked)."""
     depth, leaves, rate = (params.get("max_depth"), params.get("max_leaves"),
                            params.get("learning_rate"))
-    auto = (classifier and depth == "auto" and leaves == "auto" and rate == "auto"
-            and params.get("n_trees", "auto") == "auto"
+    auto = (classifier and is_auto(depth) and is_auto(leaves) and is_auto(rate)
+            and is_auto(params.get("n_trees", "auto"))
             and params.get("boosting", "gradient") == "gradient"
             and params.get("decorrelation") is None)
-    if depth == "auto":
+    if is_auto(depth):
         depth = None if auto else (CLASSIFIER_DEPTH if classifier else REGRESSOR_DEPTH)
-    if leaves == "auto":
+    if is_auto(leaves):
         leaves = AUTO_LEAVES if auto else None
-    if rate == "auto":
+    if is_auto(rate):
         rate = AUTO_RATE if auto else (CLASSIFIER_RATE if classifier else REGRESSOR_RATE)
     return depth, leaves, rate
+
+
+def is_auto(value: Any) -> bool:
+    """Whether an option is the string "auto" (an array compared with "auto" is no answer)."""
+    return isinstance(value, str) and value == "auto"
 
 
 class SklearnProtocol:

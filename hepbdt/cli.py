@@ -673,7 +673,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> str:
     """Options, features, trees and ranking of a fitted estimator, as text."""
     # imported when the command runs, so that --help stays fast
-    from hepbdt._sklearn import fitted_params
+    from hepbdt._sklearn import fitted_params, is_auto
     from hepbdt._util import feature_names_of, number_text, setting_text
     from hepbdt.estimators import growth_text
     from hepbdt.evaluation import TMVA_RANKING, tmva_importance
@@ -712,8 +712,8 @@ def describe_model(model: Any, trees: Sequence[int] = (), prefix: str = "") -> s
                      f"{forest.aggregation}, base score {float(forest.base_score)!r}")
     if getattr(model, "n_trees_reason_", None):
         lines.append(f"Tree count: {model.n_trees_reason_}")
-    if hasattr(model, "max_leaves_") and "auto" in (model.max_depth, model.max_leaves,
-                                                    model.learning_rate):
+    if hasattr(model, "max_leaves_") and any(map(is_auto, (model.max_depth, model.max_leaves,
+                                                            model.learning_rate))):
         growth = growth_text({"max_depth": model.max_depth_, "max_leaves": model.max_leaves_})
         lines.append(f"Tree growth ('auto'): {growth}, learning rate "
                      f"{number_text(model.learning_rate_)}")

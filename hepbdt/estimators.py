@@ -29,6 +29,7 @@ from ._sklearn import (
     SklearnProtocol,
     column_vector_warning,
     fitted_params,
+    is_auto,
     not_fitted,
     resolved_growth,
 )
@@ -628,16 +629,17 @@ class _BDTBase(SklearnProtocol):
                     f"gradient or newton boosting, {known}")
         require(self.n_trees == "auto" or is_int(self.n_trees, 1, MAX_TREES), "n_trees",
                 f"'auto' or an integer in [1, {MAX_TREES}]")
-        require(self.max_leaves in (None, "auto") or is_int(self.max_leaves, 2, MAX_LEAVES),
+        require(self.max_leaves is None or is_auto(self.max_leaves)
+                or is_int(self.max_leaves, 2, MAX_LEAVES),
                 "max_leaves", f"None (depth-wise trees) or an integer in [2, {MAX_LEAVES}] "
                 "(leaf-wise trees), or 'auto'")
         depth, leaves, rate = self._growth()
-        require(self.max_depth == "auto" or is_int(self.max_depth, 1, 30)
+        require(is_auto(self.max_depth) or is_int(self.max_depth, 1, 30)
                 or (depth is None and leaves is not None), "max_depth",
                 "an integer in [1, 30], or None (no depth limit) when max_leaves is set, or "
                 "'auto'")
-        require(self.learning_rate == "auto" or (_is_finite(self.learning_rate)
-                                                  and 0 < self.learning_rate <= 10),
+        require(is_auto(self.learning_rate) or (_is_finite(self.learning_rate)
+                                                 and 0 < self.learning_rate <= 10),
                 "learning_rate", "a number in (0, 10], or 'auto'")
         require(isinstance(self.max_bins, (int, np.integer)) and 2 <= self.max_bins <= MAX_VALUE_BINS,
                 "max_bins", f"an integer in [2, {MAX_VALUE_BINS}]")

@@ -344,3 +344,13 @@ def test_auto_growth_survives_saving_and_explains_the_tmva_refusal(tmp_path) -> 
     text = (tmp_path / "m.xml").read_text()
     options = dict(re.findall(r'<Option name="(\w+)" modified="Yes">([^<]*)<', text))
     assert float(options["Shrinkage"]) == 0.15 and int(options["MaxDepth"]) == model.forest_.max_depth
+
+
+@pytest.mark.parametrize("option", ["max_depth", "max_leaves", "learning_rate"])
+@pytest.mark.parametrize("value", [np.array([3, 4]), "Auto", "auto ", [5]])
+def test_only_the_string_auto_is_auto(option, value) -> None:
+    from hepbdt.estimators import ParameterError
+
+    X, y = _events(300)
+    with pytest.raises(ParameterError, match=rf"{option}=.* is not valid; expected .*'auto'"):
+        BDTClassifier(**{option: value}).fit(X, y)

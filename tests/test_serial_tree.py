@@ -282,3 +282,29 @@ def test_a_borrowed_array_is_the_same_memory_without_a_count():
     assert shape_code == 24 and stride == a.strides[0]
     with pytest.raises(Exception, match="borrowed"):
         numba.njit(lambda x: borrowed(x))(3.0)
+
+
+def test_a_node_too_light_for_two_children_is_not_scanned_and_grows_the_brute_force_tree():
+    # A node whose W is below 2 min_child_weight has no valid cut (the scan skips it): the
+    # one-call tree still equals the plain numpy grower, which tries every cut, where most
+    # nodes are that light; and a node of W exactly 2 min_child_weight still splits.
+    from .test_leafwise import SETTINGS, _params, _tiny, assert_brute_force_tree, naive_depthwise
+
+    codes, g, h, w, nvb = _tiny(7, n=500)
+    p = dict(SETTINGS[1], min_child_weight=float(np.sum(w)) / 9)
+    with threads(1):
+        tree = grow_tree(codes, None, g, h, w, nvb, _params(p), 6)
+    reference = naive_depthwise(codes, g, h, w, nvb, p, 6, None)
+    light = (tree.sum_w < 2 * p["min_child_weight"]) & (tree.feature < 0)
+    assert light.sum() >= 4 and (tree.feature >= 0).sum() >= 3
+    assert_brute_force_tree(tree, reference, g, h, w)
+    hist = np.zeros((N_BINS, 3))
+    hist[[3, 9], 0], hist[[3, 9], 1], hist[[3, 9], 2] = [1.0, -1.0], [2.0, 2.0], [1.5, 1.5]
+    params = (NEWTON, 0.0, 0.0, 0.0, 1.5, 0.0)  # each side exactly min_child_weight
+    gain, cut, _ = serial._scan(hist, np.zeros(4, np.uint64), False, hist.sum(axis=0), 20, params,
+                                np.empty((4, N_BINS)), np.empty(N_BINS, np.int64), np.zeros(3))
+    assert 3 <= cut < 9 and gain > 0
+    params = (NEWTON, 0.0, 0.0, 0.0, 1.5 * (1 + 1e-15), 0.0)  # neither side is enough
+    gain, cut, _ = serial._scan(hist, np.zeros(4, np.uint64), False, hist.sum(axis=0), 20, params,
+                                np.empty((4, N_BINS)), np.empty(N_BINS, np.int64), np.zeros(3))
+    assert cut == -1 and gain == -np.inf

@@ -285,9 +285,13 @@ def _scan_sparse(h, bits, n_value_bins, sum_a, sum_b, sum_w, criterion, reg_lamb
 
 @njit
 def _scan(h, bits_f, sparse, sums, n_value_bins, params, cum, at, left):
-    """(gain, bin, missing_left) of one feature of one node; its left sums in ``left``."""
+    """(gain, bin, missing_left) of one feature of one node; its left sums in ``left``.
+    A node whose weight W is below two children's ``min_child_weight`` has no valid cut
+    and is not scanned (the scan's own answer: -inf, -1, False)."""
     criterion, reg_lambda, reg_alpha, min_child_hessian, min_child_weight, min_split_gain = params
     left[:] = 0.0
+    if sums[2] < UNSPLITTABLE_SHARE * min_child_weight:
+        return -np.inf, np.int64(-1), False
     if sparse:
         return _scan_sparse(h, bits_f, n_value_bins, sums[0], sums[1], sums[2], criterion,
                             reg_lambda, reg_alpha, min_child_hessian, min_child_weight,
@@ -295,6 +299,12 @@ def _scan(h, bits_f, sparse, sums, n_value_bins, params, cum, at, left):
     return _scan_feature(h, n_value_bins, sums[0], sums[1], sums[2], criterion, reg_lambda,
                          reg_alpha, min_child_hessian, min_child_weight, min_split_gain, cum, at,
                          left)
+
+
+# A cut is valid only where both sides' W are at least min_child_weight: for a W left and
+# its node's W sum S, the right side fl(S - left) >= min_child_weight needs S >= (2 - 2^-52)
+# min_child_weight, so below this share of min_child_weight no cut of the node is valid.
+UNSPLITTABLE_SHARE = 1.999999
 
 
 @njit
