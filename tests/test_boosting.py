@@ -383,3 +383,32 @@ def test_child_weight_floor_is_the_documented_rule_in_exact_fractions():
     for case in cases:  # within the two roundings of a quotient and a product
         exact = rule(*case)
         assert abs(Fraction(child_weight_floor(*case)) - exact) <= exact * 2 * eps, case
+
+
+def test_starting_scores_and_real_adaboost_leaves_do_not_take_numpys_logarithm(monkeypatch):
+    # numpy's vectorised logarithm rounds some arguments one bit otherwise from one numpy
+    # version to another; the models' logarithms are the C library's (math.log), so a
+    # numpy whose np.log is off by a bit everywhere trains the same starting scores and
+    # real AdaBoost leaves. The reference is math.log, applied by hand.
+    import math
+
+    from hepbdt.boosting import adaboost, losses
+
+    sums = {"signal": 0.3, "background": 0.7}
+    priors = np.array([0.2, 0.5, 0.3])
+    purity = np.array([0.1, 0.35, 0.8, 0.999])
+    real = np.log
+
+    def off_by_a_bit(x, *args, **kwargs):
+        value = real(x, *args, **kwargs)
+        return np.nextafter(value, np.inf)
+
+    monkeypatch.setattr(np, "log", off_by_a_bit)
+    assert losses.Deviance().init_score_of_sums(sums) == 0.5 * math.log(0.3 / 0.7)
+    assert losses.Logistic().init_score_of_sums(sums) == math.log(0.3 / 0.7)
+    y = np.repeat(np.arange(3), [2, 5, 3])
+    scores = losses.Softmax(3, "gradient").init_scores(y, np.ones(10))
+    expected = np.array([math.log(p) for p in priors / priors.sum()])
+    assert np.array_equal(scores, expected - expected.mean())
+    leaves = adaboost._leaf_output("realadaboost", True, purity)
+    assert np.array_equal(leaves, [0.5 * math.log(p / (1 - p)) for p in purity])

@@ -64,6 +64,7 @@ from ..engine.grower import GrownTree, SerialWorkspace, grow_tree, sample_featur
 from ..engine.split import SplitParams
 from ..model import Forest, ForestBuilder
 from ._loop import BoostResult, add_tree, draw_sample, leaf_sums, update_scores
+from .losses import log_each
 
 __all__ = ["ADABOOST_VARIANTS", "run_adaboost", "node_purity"]
 
@@ -110,7 +111,7 @@ def _real_purity(tree: GrownTree, is_signal: np.ndarray, w_tree: np.ndarray) -> 
 def _leaf_output(variant: str, use_yes_no_leaf: bool, purity: np.ndarray) -> np.ndarray:
     if variant == "realadaboost":
         p = np.clip(purity, PURITY_CLIP, 1.0 - PURITY_CLIP)
-        return 0.5 * np.log(p / (1.0 - p))
+        return 0.5 * log_each(p / (1.0 - p))
     if use_yes_no_leaf:
         return np.where(purity > NODE_PURITY_LIMIT, 1.0, -1.0)
     return purity
