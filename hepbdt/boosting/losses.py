@@ -40,8 +40,14 @@ def log_each(x: NDArray) -> NDArray:
     """The natural logarithm of each element by the C library (``math.log``): numpy's
     vectorised logarithm rounds some arguments one bit otherwise from one numpy version
     to another (142 of 200,000 between numpy 2.4 and the C library), which moved models'
-    starting scores and leaves between environments."""
-    return np.array([math.log(v) for v in np.asarray(x, np.float64).ravel()]).reshape(np.shape(x))
+    starting scores and leaves between environments. Zero, negative and NaN elements get
+    numpy's answers (-inf, NaN), where ``math.log`` raises."""
+    flat = np.asarray(x, np.float64).ravel()
+    out = np.log(flat)
+    for i, v in enumerate(flat):
+        if v > 0.0:
+            out[i] = math.log(v)
+    return out.reshape(np.shape(x))
 
 
 def _class_sums(sums: dict[str, float]) -> tuple[float, float]:
