@@ -412,6 +412,7 @@ def test_starting_scores_and_real_adaboost_leaves_do_not_take_numpys_logarithm(m
     assert np.array_equal(scores, expected - expected.mean())
     leaves = adaboost._leaf_output("realadaboost", True, purity)
     assert np.array_equal(leaves, [0.5 * math.log(p / (1 - p)) for p in purity])
+    monkeypatch.undo()
     with np.errstate(divide="ignore", invalid="ignore"):  # numpy's answers where math.log raises
         odd = losses.log_each(np.array([0.0, -1.0, np.nan, 4.0]))
     assert np.array_equal(odd, [-np.inf, np.nan, np.nan, math.log(4.0)], equal_nan=True)
