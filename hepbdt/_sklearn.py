@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 __all__ = ["NotFittedError", "SklearnProtocol", "not_fitted", "column_vector_warning", "fitted_params",
-           "resolved_growth", "is_auto"]
+           "resolved_growth", "with_resolved_growth", "is_auto"]
 
 _REQUEST_VALUES = (True, False, None)
 
@@ -88,6 +88,16 @@ def resolved_growth(params: dict[str, Any], classifier: bool) -> tuple[Any, Any,
     if is_auto(rate):
         rate = AUTO_RATE if auto else (CLASSIFIER_RATE if classifier else REGRESSOR_RATE)
     return depth, leaves, rate
+
+
+def with_resolved_growth(params: dict[str, Any], classifier: bool) -> dict[str, Any]:
+    """A copy of ``params`` with max_depth, max_leaves and learning_rate resolved
+    (``resolved_growth``): before n_trees="auto" is replaced by the rounds kept, which
+    would turn the automatic tree shape into the depth-wise one."""
+    params = dict(params)
+    params["max_depth"], params["max_leaves"], params["learning_rate"] = resolved_growth(
+        params, classifier)
+    return params
 
 
 def is_auto(value: Any) -> bool:

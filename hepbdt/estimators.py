@@ -32,6 +32,7 @@ from ._sklearn import (
     is_auto,
     not_fitted,
     resolved_growth,
+    with_resolved_growth,
 )
 from ._util import (
     FeatureNamesWarning,
@@ -1511,9 +1512,7 @@ class _BDTBase(SklearnProtocol):
     def to_tmva(self) -> str:
         """The TMVA option string of this estimator's parameters (see ``hepbdt.tmva_options``);
         of a fitted one, those it was fitted with (``set_params`` since acts on the next fit)."""
-        params = fitted_params(self)
-        params["max_depth"], params["max_leaves"], params["learning_rate"] = resolved_growth(
-            params, self._estimator_type == "classifier")
+        params = with_resolved_growth(fitted_params(self), self._estimator_type == "classifier")
         if params["n_trees"] == "auto" and hasattr(self, "forest_"):
             params["n_trees"] = self.forest_.n_rounds  # the rounds that n_trees="auto" kept
         if params["min_node_size"] == "auto":

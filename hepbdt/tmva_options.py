@@ -73,7 +73,7 @@ import warnings
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from ._sklearn import resolved_growth
+from ._sklearn import with_resolved_growth
 from .engine._types import MAX_VALUE_BINS
 
 __all__ = ["TMVAOptionError", "parse_tmva_options", "to_tmva_options", "tmva_option_values",
@@ -862,9 +862,7 @@ def to_tmva_options(params: dict[str, Any], kind: str = "classifier") -> str:
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    params = dict(params)
-    params["max_depth"], params["max_leaves"], params["learning_rate"] = resolved_growth(
-        params, kind == "classifier")
+    params = with_resolved_growth(params, kind == "classifier")
     if params.get("max_leaves") is not None:
         _no_equivalent(params, "max_leaves", "TMVA grows its trees depth-wise (MaxDepth) and has "
                        "no leaf-wise growth; the TMVA XML export (save_tmva) writes such trees")

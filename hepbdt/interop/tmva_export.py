@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .._sklearn import fitted_params, resolved_growth
+from .._sklearn import fitted_params, with_resolved_growth
 from .._util import (
     atomic_write_text,
     check_X,
@@ -645,16 +645,14 @@ def _options(layout: _Layout, forest: Forest, model: Any, max_depth: int) -> lis
 def _trained_params(layout: _Layout, forest: Forest, model: Any) -> dict[str, Any]:
     """The model's estimator parameters as ``to_tmva`` reads them: "auto" tree counts and node
     sizes as the fit resolved them, the boosting as the file's BoostType."""
-    params = fitted_params(model)
-    # "auto" growth resolves as the fit did: before n_trees="auto" becomes the rounds kept
-    depth, _, params["learning_rate"] = resolved_growth(params, is_classifier(model))
+    params = with_resolved_growth(fitted_params(model), is_classifier(model))
     if params.get("n_trees", "auto") == "auto":
         params["n_trees"] = forest.n_rounds
     if params.get("min_node_size") == "auto":
         params["min_node_size"] = getattr(model, "min_node_size_", None)
     # The trees' own depth where the parameter is smaller (a forest built around other
     # parameters) or None (leaf-wise without a limit); not the depth of the NaN-routing nodes.
-    params["max_depth"] = max(depth or 1, forest.max_depth)
+    params["max_depth"] = max(params["max_depth"] or 1, forest.max_depth)
     boosting = {"Grad": "gradient", "AdaBoost": "adaboost", "Bagging": "bagging"}
     params["boosting"] = boosting.get(layout.boost_type, layout.boost_type)
     params.pop("max_leaves", None)  # leaf-wise trees are written as they are, with their MaxDepth
